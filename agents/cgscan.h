@@ -1,0 +1,70 @@
+/* cgscan.h — the container source: finds guests by walking cgroupfs and
+ * measures them.
+ *
+ * Recognised (relative cgroup paths; v1 paths are the same in every
+ * hierarchy):
+ *   docker      .../docker-<64hex>.scope             /docker/<64hex>
+ *   kubernetes  pods: .../kubepods[-<qos>]-pod<uid>.slice, /kubepods[/<qos>]/pod<uid>
+ *               (the pod is the guest; its containers are its children)
+ *   podman      .../libpod-<64hex>.scope             /libpod_parent/libpod-<64hex>
+ *               (libpod-conmon-* is podman's monitor, not a guest)
+ *   runc        containers in runc state dirs (<rundir>/runc/<id>/state.json
+ *               and configured roots): their cgroup, whatever cgroupsPath said
+ *   lxc         /lxc.payload.<name>, /lxc/<name> (lxc.monitor.* is not a guest)
+ *   nspawn      /machine.slice/machine-<name>.scope, except libvirt's
+ *               machine-qemu\x2d* and machine-lxc\x2d* scopes
+ *   custom      every child of a configured parent cgroup
+ * libvirt's own groups (/machine/qemu-<N>-<name>.libvirt-qemu, the
+ * machine-qemu scopes) are left to the VM source.
+ *
+ * A guest's subtree belongs to it: nothing below a guest is a guest.
+ */
+#ifndef NUMAORCH_CGSCAN_H
+#define NUMAORCH_CGSCAN_H
+
+#include <stdint.h>
+
+#include "../orchestrator/cghier.h"
+#include "../orchestrator/hostpaths.h"
+#include "../orchestrator/snapshot.h"
+
+struct cgscan_config {
+	/* Only guests at or under these cgroup paths are discovered (and so
+	 * ever touched). NULL/0 means "/". */
+	unsigned nr_scopes;
+	char **scopes;
+	/* Parent cgroups whose every child is a guest (runtime "custom"). */
+	unsigned nr_parents;
+	char **parents;
+	/* runc state roots (absolute host paths, prefixed with the fixture
+	 * root by the scanner when not live). Default: <rundir>/runc. */
+	unsigned nr_runc_roots;
+	char **runc_roots;
+};
+
+struct cgscan;
+
+/* Detect the cgroup layout under hp->cgroupfs. Copies CFG.
+ * -ENOENT if there is no cgroupfs, -EOPNOTSUPP if no cpuset controller
+ * is available in any hierarchy. */
+int cgscan_new(const struct host_paths *hp, const struct cgscan_config *cfg,
+	       struct cgscan **out);
+void cgscan_free(struct cgscan *cs);
+const struct cg_hier *cgscan_hier(const struct cgscan *cs);
+
+/* Discover and measure every container into SNAP, whose nodes must already
+ * be set (memory.numa_stat is mapped onto them). NOW_NS is the monotonic
+ * time of this sample: cpu_use is the CPU-time delta since the previous
+ * scan that saw the same guest, divided by the elapsed time; NAN on first
+ * sight. Guests that vanish mid-scan are skipped silently; unreadable or
+ * malformed files add a snap_warn() naming the cgroup (relative path) and
+ * the file, and the guest is kept with what could be read.
+ * Returns 0, or a negative errno when the tree itself cannot be read. */
+int cgscan_scan(struct cgscan *cs, struct snapshot *snap, int64_t now_ns);
+
+/* Exposed for unit tests: classify a relative cgroup path. Returns true if
+ * REL is a guest root, filling RUNTIME, NAME (see snapshot.h for ids).
+ * Configured parents are handled by the scanner, not here. */
+bool cgscan_classify(const char *rel, char runtime[GUEST_RUNTIME_MAX], char name[128]);
+
+#endif

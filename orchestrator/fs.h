@@ -1,0 +1,54 @@
+/* fs.h — small file helpers. All return 0 or a negative errno, and write
+ * their output pointers only on success.
+ *
+ * Out-of-memory policy (whole project): allocation failure aborts the
+ * process (xmalloc & co). The agent is small and restartable by systemd;
+ * a half-handled ENOMEM path in the middle of a cgroup write is more
+ * dangerous than a clean restart.
+ */
+#ifndef NUMAORCH_FS_H
+#define NUMAORCH_FS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t sz);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Read a whole (small, pseudo-)file into a NUL-terminated heap buffer.
+ * Files over max_size give -EFBIG. *out is the caller's to free(). */
+int fs_read_file(const char *path, size_t max_size, char **out, size_t *len);
+
+/* Read a file into a caller buffer, NUL-terminated, trailing newline
+ * stripped. -EFBIG if it does not fit. */
+int fs_read_line(const char *path, char *buf, size_t bufsz);
+
+/* Parse a file holding one unsigned decimal number. -EINVAL if malformed. */
+int fs_read_u64(const char *path, uint64_t *out);
+
+/* Write a string to an existing file (as cgroupfs/sysfs want: one write()
+ * call, no O_CREAT). Returns the kernel's errno from write() on refusal. */
+int fs_write_str(const char *path, const char *s);
+
+/* Create or replace a file atomically: write a temp file in the same
+ * directory, fsync, rename, fsync the directory. */
+int fs_write_atomic(const char *path, const void *data, size_t len, unsigned mode);
+
+bool fs_exists(const char *path);
+bool fs_is_dir(const char *path);
+
+/* Strict number parsing helpers: whole string must be consumed. */
+int parse_u64(const char *s, uint64_t *out);
+int parse_double(const char *s, double *out);
+int parse_bool(const char *s, bool *out);
+
+/* Monotonic and realtime clocks in nanoseconds. Only the engine and the
+ * acquire layer read clocks; policies get times from the snapshot. */
+int64_t clock_mono_ns(void);
+int64_t clock_real_ns(void);
+
+#endif

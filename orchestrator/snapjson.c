@@ -1,0 +1,145 @@
+#include "snapjson.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs.h"
+
+json_t *json_real_or_null(double v)
+{
+	if (isnan(v) || isinf(v))
+		return json_null();
+	return json_real(round(v * 10000.0) / 10000.0);
+}
+
+json_t *json_cpumask(const cpumask_t *m)
+{
+	char *buf = xmalloc(CPULIST_BUFSZ);
+	json_t *j;
+
+	if (mask_format(m, buf, CPULIST_BUFSZ) < 0)
+		buf[0] = '\0';
+	j = json_string(buf);
+	free(buf);
+	return j;
+}
+
+json_t *json_nodemask(const nodemask_t *m)
+{
+	char buf[NODELIST_BUFSZ];
+
+	if (mask_format(m, buf, sizeof(buf)) < 0)
+		buf[0] = '\0';
+	return json_string(buf);
+}
+
+json_t *snap_node_to_json(const struct snapshot *s, unsigned idx)
+{
+	const struct snap_node *n = &s->nodes[idx];
+	json_t *dist = json_object();
+	json_t *o;
+
+	for (unsigned j = 0; j < s->nr_nodes; j++) {
+		char key[16];
+
+		snprintf(key, sizeof(key), "%d", s->nodes[j].id);
+		json_object_set_new(dist, key, json_integer(snap_distance(s, idx, j)));
+	}
+	o = json_pack("{s:i, s:o, s:i, s:I, s:I, s:o, s:o}",
+		      "id", n->id,
+		      "cpus", json_cpumask(&n->cpus),
+		      "nr_cpus", (int)n->nr_cpus,
+		      "mem_total_bytes", (json_int_t)n->mem_total,
+		      "mem_free_bytes", (json_int_t)n->mem_free,
+		      "busy", json_real_or_null(n->busy),
+		      "distance", dist);
+	return o;
+}
+
+static json_t *vm_to_json(const struct snap_vm *vm)
+{
+	json_t *vcpus = json_array(), *emu = json_array(), *io = json_array();
+
+	for (unsigned i = 0; i < vm->nr_vcpus; i++)
+		json_array_append_new(vcpus, json_pack("{s:i, s:i, s:o}", "vcpu", (int)i,
+						       "tid", (int)vm->vcpu_tids[i],
+						       "cpu_use", json_real_or_null(vm->vcpu_use ? vm->vcpu_use[i] : NAN)));
+	for (unsigned i = 0; i < vm->nr_emulator_tids; i++)
+		json_array_append_new(emu, json_integer(vm->emulator_tids[i]));
+	for (unsigned i = 0; i < vm->nr_iothreads; i++)
+		json_array_append_new(io, json_pack("{s:i, s:i}", "id", (int)vm->iothread_ids[i],
+						    "tid", (int)vm->iothread_tids[i]));
+	return json_pack("{s:s, s:s, s:i, s:o, s:o, s:o, s:s, s:s, s:s}",
+			 "uuid", vm->uuid, "name", vm->name, "qemu_pid", (int)vm->qemu_pid,
+			 "vcpus", vcpus, "emulator_tids", emu, "iothreads", io,
+			 "numatune_mode", vm->numatune_mode, "numatune_nodeset", vm->numatune_nodeset,
+			 "mem_source", vm->mem_source);
+}
+
+json_t *snap_guest_to_json(const struct snapshot *s, const struct snap_guest *g)
+{
+	json_t *mem = json_object(), *pol, *o;
+
+	for (unsigned n = 0; n < s->nr_nodes; n++) {
+		char key[16];
+
+		snprintf(key, sizeof(key), "%d", s->nodes[n].id);
+		json_object_set_new(mem, key, json_integer((json_int_t)g->mem_node[n]));
+	}
+	pol = json_pack("{s:s, s:s}", "mode", gpol_mode_name(g->policy.mode), "source",
+			g->policy.source == GPOL_SRC_API ? "api" :
+			g->policy.source == GPOL_SRC_METADATA ? "metadata" : "default");
+	if (g->policy.mode == GPOL_PINNED)
+		json_object_set_new(pol, "nodes", json_nodemask(&g->policy.nodes));
+	o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:o, s:o, s:I, s:I, s:o, s:o, s:o, s:o, s:o}",
+		      "id", g->id,
+		      "kind", snap_kind_name(g->kind),
+		      "runtime", g->runtime,
+		      "name", g->name,
+		      "cgroup", g->cgroup ? g->cgroup : "",
+		      "nr_threads", (int)g->nr_threads,
+		      "nr_procs", (int)g->nr_procs,
+		      "cpu_use", json_real_or_null(g->cpu_use),
+		      "mem_bytes_by_node", mem,
+		      "mem_total_bytes", (json_int_t)g->mem_total,
+		      "mem_local_bytes", (json_int_t)g->mem_local,
+		      "locality", json_real_or_null(g->locality),
+		      "cpus", json_cpumask(&g->cpus),
+		      "mems", json_nodemask(&g->mems),
+		      "cpu_nodes", json_nodemask(&g->cpu_nodes),
+		      "policy", pol);
+	if (g->vm)
+		json_object_set_new(o, "vm", vm_to_json(g->vm));
+	return o;
+}
+
+json_t *snap_to_json(const struct snapshot *s, unsigned flags)
+{
+	json_t *o = json_object(), *nodes = json_array();
+
+	if (!(flags & SNAPJ_STABLE)) {
+		json_object_set_new(o, "seq", json_integer((json_int_t)s->seq));
+		json_object_set_new(o, "time_ns", json_integer(s->real_ns));
+		json_object_set_new(o, "window_s", json_real_or_null(s->window_s));
+	}
+	json_object_set_new(o, "cgroup_layout", json_string(cgh_layout_name(s->layout)));
+	for (unsigned i = 0; i < s->nr_nodes; i++)
+		json_array_append_new(nodes, snap_node_to_json(s, i));
+	json_object_set_new(o, "nodes", nodes);
+	if (!(flags & SNAPJ_NO_GUESTS)) {
+		json_t *guests = json_array();
+
+		for (unsigned i = 0; i < s->nr_guests; i++)
+			json_array_append_new(guests, snap_guest_to_json(s, &s->guests[i]));
+		json_object_set_new(o, "guests", guests);
+	}
+	if (s->nr_warnings) {
+		json_t *w = json_array();
+
+		for (unsigned i = 0; i < s->nr_warnings; i++)
+			json_array_append_new(w, json_string(s->warnings[i]));
+		json_object_set_new(o, "warnings", w);
+	}
+	return o;
+}

@@ -1,0 +1,326 @@
+#include "snapshot.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs.h"
+
+struct snapshot *snap_new(void)
+{
+	struct snapshot *s = xcalloc(1, sizeof(*s));
+
+	s->refs = 1;
+	return s;
+}
+
+struct snapshot *snap_ref(struct snapshot *s)
+{
+	if (s)
+		__atomic_add_fetch(&s->refs, 1, __ATOMIC_RELAXED);
+	return s;
+}
+
+static void vm_free(struct snap_vm *vm)
+{
+	if (!vm)
+		return;
+	free(vm->vcpu_tids);
+	free(vm->vcpu_use);
+	free(vm->emulator_tids);
+	free(vm->iothread_tids);
+	free(vm->iothread_ids);
+	free(vm);
+}
+
+static void guest_clear(struct snap_guest *g)
+{
+	free(g->cgroup);
+	free(g->mem_node);
+	vm_free(g->vm);
+}
+
+void snap_unref(struct snapshot *s)
+{
+	if (!s)
+		return;
+	if (__atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) != 0)
+		return;
+	for (unsigned i = 0; i < s->nr_guests; i++)
+		guest_clear(&s->guests[i]);
+	free(s->guests);
+	free(s->nodes);
+	free(s->distance);
+	for (unsigned i = 0; i < s->nr_warnings; i++)
+		free(s->warnings[i]);
+	free(s->warnings);
+	free(s);
+}
+
+static int node_cmp(const void *a, const void *b)
+{
+	const struct snap_node *x = a, *y = b;
+
+	return (x->id > y->id) - (x->id < y->id);
+}
+
+void snap_set_nodes(struct snapshot *s, const struct snap_node *nodes, unsigned n,
+		    const unsigned *distance)
+{
+	unsigned *order = NULL;
+
+	free(s->nodes);
+	free(s->distance);
+	s->nr_nodes = n;
+	s->nodes = xcalloc(n, sizeof(*s->nodes));
+	memcpy(s->nodes, nodes, n * sizeof(*nodes));
+	/* Keep the distance matrix consistent with the sorted order. */
+	order = xcalloc(n, sizeof(*order));
+	for (unsigned i = 0; i < n; i++)
+		order[i] = i;
+	qsort(s->nodes, n, sizeof(*s->nodes), node_cmp);
+	for (unsigned i = 0; i < n; i++)
+		for (unsigned j = 0; j < n; j++)
+			if (nodes[j].id == s->nodes[i].id)
+				order[i] = j;
+	s->distance = xcalloc((size_t)n * n, sizeof(unsigned));
+	for (unsigned i = 0; i < n; i++)
+		for (unsigned j = 0; j < n; j++)
+			s->distance[i * n + j] = distance ? distance[order[i] * n + order[j]]
+							  : (i == j ? 10 : 20);
+	free(order);
+}
+
+struct snap_guest *snap_add_guest(struct snapshot *s)
+{
+	struct snap_guest *g;
+
+	if (s->nr_guests == s->guests_cap) {
+		s->guests_cap = s->guests_cap ? s->guests_cap * 2 : 16;
+		s->guests = xrealloc(s->guests, s->guests_cap * sizeof(*s->guests));
+	}
+	g = &s->guests[s->nr_guests++];
+	memset(g, 0, sizeof(*g));
+	g->mem_node = xcalloc(s->nr_nodes ? s->nr_nodes : 1, sizeof(uint64_t));
+	g->cpu_use = NAN;
+	return g;
+}
+
+void snap_warn(struct snapshot *s, const char *fmt, ...)
+{
+	va_list ap;
+	char *msg;
+
+	/* Bound the list: a broken host must not grow a snapshot without end. */
+	if (s->nr_warnings >= 256)
+		return;
+	va_start(ap, fmt);
+	if (vasprintf(&msg, fmt, ap) < 0)
+		msg = NULL;
+	va_end(ap);
+	if (!msg)
+		return;
+	s->warnings = xrealloc(s->warnings, (s->nr_warnings + 1) * sizeof(char *));
+	s->warnings[s->nr_warnings++] = msg;
+}
+
+static int guest_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct snap_guest *)a)->id, ((const struct snap_guest *)b)->id);
+}
+
+void snap_cpus_to_nodes(const struct snapshot *s, const cpumask_t *cpus, nodemask_t *out)
+{
+	mask_zero(out);
+	for (unsigned i = 0; i < s->nr_nodes; i++)
+		if (s->nodes[i].nr_cpus && mask_intersects(&s->nodes[i].cpus, cpus))
+			mask_set(out, s->nodes[i].id);
+}
+
+void snap_nodes_to_cpus(const struct snapshot *s, const nodemask_t *nodes, cpumask_t *out)
+{
+	mask_zero(out);
+	for (unsigned i = 0; i < s->nr_nodes; i++)
+		if (mask_test(nodes, s->nodes[i].id))
+			mask_or(out, out, &s->nodes[i].cpus);
+}
+
+void snap_finalize(struct snapshot *s)
+{
+	unsigned w = 0;
+
+	qsort(s->guests, s->nr_guests, sizeof(*s->guests), guest_cmp);
+	for (unsigned i = 0; i < s->nr_guests; i++) {
+		if (w > 0 && strcmp(s->guests[w - 1].id, s->guests[i].id) == 0) {
+			snap_warn(s, "guest id %s seen twice (cgroups %s and %s); keeping the first",
+				  s->guests[i].id, s->guests[w - 1].cgroup ? s->guests[w - 1].cgroup : "?",
+				  s->guests[i].cgroup ? s->guests[i].cgroup : "?");
+			guest_clear(&s->guests[i]);
+			continue;
+		}
+		if (w != i)
+			s->guests[w] = s->guests[i];
+		w++;
+	}
+	s->nr_guests = w;
+
+	for (unsigned i = 0; i < s->nr_guests; i++) {
+		struct snap_guest *g = &s->guests[i];
+		uint64_t total = 0, local = 0;
+
+		snap_cpus_to_nodes(s, &g->cpus, &g->cpu_nodes);
+		for (unsigned n = 0; n < s->nr_nodes; n++) {
+			total += g->mem_node[n];
+			if (mask_test(&g->cpu_nodes, s->nodes[n].id))
+				local += g->mem_node[n];
+		}
+		g->mem_total = total;
+		g->mem_local = local;
+		g->locality = total ? (double)local / (double)total : 1.0;
+	}
+}
+
+int snap_node_index(const struct snapshot *s, int node_id)
+{
+	unsigned lo = 0, hi = s->nr_nodes;
+
+	while (lo < hi) {
+		unsigned mid = (lo + hi) / 2;
+
+		if (s->nodes[mid].id == node_id)
+			return (int)mid;
+		if (s->nodes[mid].id < node_id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -1;
+}
+
+const struct snap_guest *snap_find_guest(const struct snapshot *s, const char *id)
+{
+	unsigned lo = 0, hi = s->nr_guests;
+
+	while (lo < hi) {
+		unsigned mid = (lo + hi) / 2;
+		int c = strcmp(s->guests[mid].id, id);
+
+		if (c == 0)
+			return &s->guests[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+unsigned snap_distance(const struct snapshot *s, unsigned from_idx, unsigned to_idx)
+{
+	if (from_idx >= s->nr_nodes || to_idx >= s->nr_nodes)
+		return 255;
+	return s->distance[from_idx * s->nr_nodes + to_idx];
+}
+
+unsigned snap_nr_cpu_nodes(const struct snapshot *s)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < s->nr_nodes; i++)
+		n += s->nodes[i].nr_cpus > 0;
+	return n;
+}
+
+static bool id_char_ok(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '.' || c == '_' || c == '-';
+}
+
+static uint32_t fnv1a(const char *s)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 16777619u;
+	}
+	return h;
+}
+
+void snap_make_id(char out[GUEST_ID_MAX], const char *prefix, const char *name)
+{
+	size_t plen = strlen(prefix), off = 0;
+	bool changed = false;
+	/* Leave room for "-" + 8 hex + NUL. */
+	const size_t limit = GUEST_ID_MAX - 10;
+
+	for (size_t i = 0; i < plen && off < limit; i++)
+		out[off++] = id_char_ok(prefix[i]) ? prefix[i] : '_';
+	if (off < limit)
+		out[off++] = '-';
+	for (const char *p = name; *p; p++) {
+		if (off >= limit) {
+			changed = true;
+			break;
+		}
+		if (id_char_ok(*p)) {
+			out[off++] = *p;
+		} else {
+			out[off++] = '_';
+			changed = true;
+		}
+	}
+	if (off > 0 && (out[0] == '.' || out[0] == '-')) {
+		out[0] = '_';
+		changed = true;
+	}
+	if (changed)
+		off += (size_t)snprintf(out + off, GUEST_ID_MAX - off, "-%08x", fnv1a(name));
+	out[off] = '\0';
+}
+
+bool snap_id_valid(const char *id)
+{
+	size_t n = 0;
+
+	if (!id || !*id || id[0] == '.' || id[0] == '-')
+		return false;
+	for (; id[n]; n++) {
+		if (n >= GUEST_ID_MAX - 1 || !id_char_ok(id[n]))
+			return false;
+	}
+	return true;
+}
+
+const char *snap_kind_name(enum guest_kind k)
+{
+	return k == GUEST_VM ? "vm" : "container";
+}
+
+const char *gpol_mode_name(enum gpol_mode m)
+{
+	switch (m) {
+	case GPOL_PINNED: return "pinned";
+	case GPOL_IGNORE: return "ignore";
+	default: return "auto";
+	}
+}
+
+int gpol_mode_parse(const char *s, enum gpol_mode *out)
+{
+	if (!s)
+		return -EINVAL;
+	if (strcmp(s, "auto") == 0)
+		*out = GPOL_AUTO;
+	else if (strcmp(s, "pinned") == 0)
+		*out = GPOL_PINNED;
+	else if (strcmp(s, "ignore") == 0)
+		*out = GPOL_IGNORE;
+	else
+		return -EINVAL;
+	return 0;
+}

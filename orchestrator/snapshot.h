@@ -1,0 +1,168 @@
+/* snapshot.h — the immutable picture of the host that one cycle decides on.
+ *
+ * acquire (agents/) builds a snapshot, finalises it, and from then on it is
+ * read-only and shared by reference count between the engine thread, the
+ * policy and the REST server. Nothing in here does I/O.
+ *
+ * Node arrays are indexed by *node index* (0..nr_nodes-1, nodes sorted by
+ * id); masks (nodemask_t) are indexed by *node id*. snap_node_index()
+ * converts. Memory figures are bytes.
+ */
+#ifndef NUMAORCH_SNAPSHOT_H
+#define NUMAORCH_SNAPSHOT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "cghier.h"
+#include "mask.h"
+
+#define GUEST_ID_MAX 128
+#define GUEST_RUNTIME_MAX 16
+
+struct snap_node {
+	int id;
+	cpumask_t cpus;        /* online CPUs of this node */
+	unsigned nr_cpus;      /* 0 for a memory-only node */
+	uint64_t mem_total;    /* node meminfo MemTotal (0: memoryless node) */
+	uint64_t mem_free;     /* node meminfo MemFree */
+	double busy;           /* busy fraction of its CPUs over the sample
+				* window, 0..1; NAN when not yet measured */
+};
+
+enum guest_kind {
+	GUEST_CONTAINER = 0,
+	GUEST_VM,
+};
+
+enum gpol_mode {
+	GPOL_AUTO = 0,   /* consolidate as the global policy says */
+	GPOL_PINNED,     /* keep on exactly these nodes */
+	GPOL_IGNORE,     /* never touch */
+};
+
+enum gpol_source {
+	GPOL_SRC_DEFAULT = 0,
+	GPOL_SRC_API,
+	GPOL_SRC_METADATA, /* libvirt domain XML <metadata> */
+};
+
+struct guest_policy {
+	enum gpol_mode mode;
+	enum gpol_source source;
+	nodemask_t nodes; /* GPOL_PINNED only */
+};
+
+/* Libvirt domain details; NULL for containers. Thread ids are host tids. */
+struct snap_vm {
+	char uuid[37];
+	char name[128];
+	pid_t qemu_pid;
+	unsigned nr_vcpus;
+	pid_t *vcpu_tids;        /* [nr_vcpus], 0 where unknown */
+	double *vcpu_use;        /* [nr_vcpus] CPUs used, NAN if unknown */
+	unsigned nr_emulator_tids;
+	pid_t *emulator_tids;
+	unsigned nr_iothreads;
+	pid_t *iothread_tids;
+	unsigned *iothread_ids;  /* libvirt iothread ids, [nr_iothreads] */
+	char numatune_mode[16];  /* "", "strict", "preferred", "interleave", "restrictive" */
+	char numatune_nodeset[64];
+	char mem_source[16];     /* "numa_stat" or "numa_maps": where mem_node came from */
+};
+
+struct snap_guest {
+	char id[GUEST_ID_MAX];          /* URL- and path-safe, stable */
+	enum guest_kind kind;
+	char runtime[GUEST_RUNTIME_MAX]; /* docker, kubernetes, podman, runc, lxc,
+					  * nspawn, custom, libvirt */
+	char name[128];                 /* human name: container id, machine name */
+	char *cgroup;                   /* path relative to hierarchy roots */
+	unsigned nr_threads;
+	unsigned nr_procs;
+	pid_t main_pid;                 /* first process seen, 0 if none */
+	double cpu_use;                 /* CPUs in use over the window; NAN if unknown */
+	uint64_t cpu_usage_ns;          /* cumulative counter it came from */
+	uint64_t *mem_node;             /* [nr_nodes] bytes, by node index */
+	uint64_t mem_total;             /* sum of mem_node */
+	cpumask_t cpus;                 /* effective CPUs now */
+	nodemask_t mems;                /* effective memory nodes now */
+	cpumask_t allowed_cpus;         /* bound for new cpus: parent's effective */
+	nodemask_t allowed_mems;
+	struct guest_policy policy;
+	struct snap_vm *vm;
+
+	/* Derived by snap_finalize(), from the fields above. */
+	nodemask_t cpu_nodes;           /* nodes whose CPUs intersect cpus */
+	uint64_t mem_local;             /* bytes on cpu_nodes */
+	double locality;                /* mem_local / mem_total; 1 if no memory */
+};
+
+struct snapshot {
+	unsigned refs;                  /* atomic */
+	uint64_t seq;
+	int64_t mono_ns;                /* CLOCK_MONOTONIC when taken */
+	int64_t real_ns;                /* CLOCK_REALTIME when taken */
+	double window_s;                /* sample window of rates (busy, cpu_use) */
+	enum cg_layout layout;
+
+	unsigned nr_nodes;
+	struct snap_node *nodes;        /* sorted by id */
+	unsigned *distance;             /* [nr_nodes * nr_nodes], by index */
+
+	unsigned nr_guests;
+	struct snap_guest *guests;      /* sorted by id after finalize */
+	unsigned guests_cap;
+
+	/* Problems met while acquiring that an operator should see (a
+	 * malformed file, a vanished guest); owned strings. */
+	unsigned nr_warnings;
+	char **warnings;
+};
+
+/* A new, empty snapshot with one reference. */
+struct snapshot *snap_new(void);
+struct snapshot *snap_ref(struct snapshot *s);
+/* Drop a reference; frees on the last. Accepts NULL. */
+void snap_unref(struct snapshot *s);
+
+/* Building (before finalize). snap_set_nodes copies nodes and the
+ * distance matrix (may be NULL: then 10 on the diagonal, 20 elsewhere). */
+void snap_set_nodes(struct snapshot *s, const struct snap_node *nodes, unsigned n,
+		    const unsigned *distance);
+/* Append a zeroed guest (mem_node allocated for nr_nodes; call after
+ * snap_set_nodes) and return it for the caller to fill. */
+struct snap_guest *snap_add_guest(struct snapshot *s);
+void snap_warn(struct snapshot *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Sort guests by id, drop duplicates of an id (keeps the first, warns),
+ * and compute derived fields. Idempotent. */
+void snap_finalize(struct snapshot *s);
+
+/* Lookups. -1 / NULL when absent. */
+int snap_node_index(const struct snapshot *s, int node_id);
+const struct snap_guest *snap_find_guest(const struct snapshot *s, const char *id);
+unsigned snap_distance(const struct snapshot *s, unsigned from_idx, unsigned to_idx);
+/* Number of nodes that have CPUs. */
+unsigned snap_nr_cpu_nodes(const struct snapshot *s);
+/* Node ids whose CPUs intersect CPUS. */
+void snap_cpus_to_nodes(const struct snapshot *s, const cpumask_t *cpus, nodemask_t *out);
+/* Union of the CPUs of the nodes in NODES. */
+void snap_nodes_to_cpus(const struct snapshot *s, const nodemask_t *nodes, cpumask_t *out);
+
+/* Guest ids: the runtime prefix, '-', then NAME with every byte outside
+ * [A-Za-z0-9._-] replaced by '_'. If anything was replaced or the result
+ * would exceed the limit, a '-' and 8 hex digits of a hash of NAME are
+ * appended so that distinct names keep distinct ids. */
+void snap_make_id(char out[GUEST_ID_MAX], const char *prefix, const char *name);
+/* true for strings snap_make_id can produce: 1..127 bytes of
+ * [A-Za-z0-9._-], not starting with '.' or '-'. Check ids from requests
+ * with this before any use. */
+bool snap_id_valid(const char *id);
+
+const char *snap_kind_name(enum guest_kind k);
+const char *gpol_mode_name(enum gpol_mode m);
+int gpol_mode_parse(const char *s, enum gpol_mode *out);
+
+#endif

@@ -1,0 +1,83 @@
+/* plan.h — what the policy decided: one item per guest it considered
+ * worth a decision, each carrying its reason and the numbers behind it.
+ * A plan is immutable once returned by policy_decide().
+ */
+#ifndef NUMAORCH_PLAN_H
+#define NUMAORCH_PLAN_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "../orchestrator/mask.h"
+#include "../orchestrator/snapshot.h"
+
+enum plan_kind {
+	PLAN_MOVE = 0,   /* change the guest's cpus and/or mems */
+	PLAN_SKIP,       /* it had a reason to move, a guard said no */
+	PLAN_SETTLED,    /* nothing to do: already placed well (not logged) */
+};
+
+enum move_reason {
+	REASON_NONE = 0,
+	REASON_CONSOLIDATE, /* spans more nodes than it needs */
+	REASON_LOCALITY,    /* memory not local to where it runs */
+	REASON_LOAD,        /* its nodes are busier than others by the margin */
+	REASON_PINNED,      /* per-guest policy pins it elsewhere */
+	REASON_PLACE,       /* initial placement of a starting guest */
+};
+
+enum skip_reason {
+	SKIP_NONE = 0,
+	SKIP_IGNORED,        /* per-guest policy "ignore" */
+	SKIP_ONE_NODE,       /* host has one CPU node: nothing to choose */
+	SKIP_NO_USAGE,       /* CPU use not measured yet */
+	SKIP_COOLDOWN,       /* moved too recently */
+	SKIP_NO_FIT,         /* no node set has room for it */
+	SKIP_NOT_LESS_BUSY,  /* only busier nodes would fit */
+	SKIP_MAX_MOVES,      /* cycle's move budget spent */
+	SKIP_MAX_MIGRATE,    /* cycle's migration budget spent */
+	SKIP_NO_ROOM_PINNED, /* pinned nodes lack memory for it */
+	SKIP_OUTSIDE_ALLOWED,/* target not within the parent's cpuset */
+};
+
+struct plan_item {
+	char guest_id[GUEST_ID_MAX];
+	unsigned guest_idx;          /* index in the snapshot decided on */
+	enum plan_kind kind;
+	enum move_reason reason;
+	enum skip_reason skip;
+
+	nodemask_t from_nodes;       /* CPU nodes now */
+	nodemask_t from_mems;
+	nodemask_t to_nodes;         /* CPU nodes chosen (moves; best candidate for skips) */
+	nodemask_t to_mems;
+	cpumask_t *to_cpus;          /* exact cpus to write; moves only, else NULL */
+
+	double cpu_demand;           /* CPUs, with headroom */
+	uint64_t mem_demand;         /* bytes, with headroom */
+	double load_before;          /* utilisation of from_nodes incl. the guest */
+	double load_after;           /* utilisation of to_nodes with the guest added */
+	uint64_t migrate_bytes;      /* memory that must move to be local */
+	double locality_before;      /* 0..1 */
+	double gain;                 /* ranking score, higher first */
+	char detail[192];            /* one human sentence */
+};
+
+struct plan {
+	uint64_t seq;                /* snapshot seq it was decided on */
+	int64_t mono_ns;
+	unsigned nr_items;
+	struct plan_item *items;
+	unsigned nr_moves;
+	uint64_t migrate_bytes;      /* sum over moves */
+};
+
+void plan_free(struct plan *p);
+const char *plan_kind_name(enum plan_kind k);
+const char *move_reason_name(enum move_reason r);
+const char *skip_reason_name(enum skip_reason r);
+/* JSON of one item (caller owns). */
+json_t *plan_item_to_json(const struct plan_item *it);
+json_t *plan_to_json(const struct plan *p);
+
+#endif

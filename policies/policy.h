@@ -1,0 +1,96 @@
+/* policy.h — the pure placement policy: (config, snapshot, previous state)
+ * → (plan, next state). No I/O, no clock reads, no globals (STYLE.md §1-2).
+ *
+ * Definitions used throughout:
+ *   utilisation(S) = Σ busy CPUs of nodes in S / Σ CPUs of nodes in S,
+ *                    busy CPUs of a node = busy × nr_cpus;
+ *   a guest's own share on node n is estimated as
+ *                    cpu_use × |cpus ∩ n| / |cpus| (it runs where its
+ *                    cpuset lets it, in proportion);
+ *   locality       = memory on the guest's CPU nodes / its memory.
+ */
+#ifndef NUMAORCH_POLICY_H
+#define NUMAORCH_POLICY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "plan.h"
+#include "../orchestrator/snapshot.h"
+
+struct policy_config {
+	double locality_target;     /* 0..1; ≥ this on nodes that fit: leave it (0.9) */
+	double cpu_headroom;        /* demand = use × (1 + this) (0.2) */
+	double min_cpu;             /* demand floor, CPUs (0.1) */
+	double mem_headroom;        /* demand = footprint × (1 + this) (0.1) */
+	uint64_t min_free_bytes;    /* never plan a node below this free (256 MiB) */
+	double less_busy_margin;    /* relocate only if util_now > util_after × (1+m) (0.12) */
+	double max_util;            /* a target may be filled up to this (0.9) */
+	double rebalance_util;      /* load-only moves when util_now ≥ this (0.8) */
+	int64_t cooldown_ns;        /* after a move (300 s) */
+	unsigned max_moves;         /* per cycle (4) */
+	uint64_t max_migrate_bytes; /* per cycle (4 GiB) */
+};
+
+void policy_config_default(struct policy_config *c);
+/* 0, or -EINVAL with *field naming the first bad field. */
+int policy_config_validate(const struct policy_config *c, const char **field);
+
+/* What the policy remembers between cycles, per guest. Sorted by id. */
+struct pstate_entry {
+	char id[GUEST_ID_MAX];
+	int64_t last_move_ns;     /* snapshot mono_ns of its last move */
+	unsigned nr_moves;
+};
+
+struct pstate {
+	unsigned n;
+	struct pstate_entry *e;
+};
+
+struct pstate *pstate_new(void);
+void pstate_free(struct pstate *s);
+const struct pstate_entry *pstate_find(const struct pstate *s, const char *id);
+struct pstate *pstate_clone(const struct pstate *s);
+/* Record that guest ID was moved at NOW (used by the engine when a planned
+ * move was actually applied, and by tests). Keeps the array sorted. */
+void pstate_note_move(struct pstate *s, const char *id, int64_t now_ns);
+
+/* Decide. PREV may be NULL (first cycle). On success *plan and *next are
+ * the caller's (plan_free, pstate_free). Guests that are settled get no
+ * plan item unless verbose is set (dry-run shows everything).
+ * Returns 0 or -EINVAL (bad config). */
+int policy_decide(const struct policy_config *cfg, const struct snapshot *snap,
+		  const struct pstate *prev, bool verbose,
+		  struct plan **plan, struct pstate **next);
+
+/* Placement advice for a guest about to start. */
+struct advice_reservation {
+	nodemask_t nodes;
+	double cpus;
+	uint64_t mem_bytes;
+};
+
+struct advice_request {
+	double cpus;           /* expected CPU demand (e.g. vCPUs) */
+	uint64_t mem_bytes;    /* footprint */
+	/* Room already promised to other starting guests; subtracted. */
+	unsigned nr_reservations;
+	const struct advice_reservation *reservations;
+};
+
+struct advice {
+	bool ok;
+	nodemask_t nodes;      /* CPU nodes to use */
+	nodemask_t mems;       /* memory nodes to use */
+	double load_after;
+	uint64_t mem_free_after; /* on the chosen nodes, after the guest */
+	char detail[192];        /* why, or why nothing fits */
+};
+
+/* Fewest, least-busy nodes with room for REQ. 0 with out->ok false when
+ * nothing fits (out->detail says why); -EINVAL on a bad request. */
+int policy_advise(const struct policy_config *cfg, const struct snapshot *snap,
+		  const struct advice_request *req, struct advice *out);
+
+#endif
