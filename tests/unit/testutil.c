@@ -1,0 +1,87 @@
+#include "testutil.h"
+
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+void tu_assert_json_golden(json_t *actual, const char *path)
+{
+	json_error_t err;
+	json_t *expected;
+	const char *upd = getenv("NUMAORCH_UPDATE_GOLDEN");
+
+	if (upd && strcmp(upd, "1") == 0) {
+		if (json_dump_file(actual, path, JSON_INDENT(2) | JSON_SORT_KEYS) != 0)
+			fail_msg("cannot write golden %s", path);
+		/* json_dump_file writes no trailing newline */
+		FILE *f = fopen(path, "a");
+		if (f) {
+			fputc('\n', f);
+			fclose(f);
+		}
+		return;
+	}
+	expected = json_load_file(path, 0, &err);
+	if (!expected)
+		fail_msg("cannot read golden %s: %s (line %d); run with NUMAORCH_UPDATE_GOLDEN=1 to create it",
+			 path, err.text, err.line);
+	if (!json_equal(expected, actual)) {
+		char *a = json_dumps(actual, JSON_INDENT(2) | JSON_SORT_KEYS);
+		char *e = json_dumps(expected, JSON_INDENT(2) | JSON_SORT_KEYS);
+
+		print_error("golden mismatch for %s\n--- expected\n%s\n--- actual\n%s\n", path, e, a);
+		free(a);
+		free(e);
+		json_decref(expected);
+		fail_msg("golden mismatch: %s", path);
+	}
+	json_decref(expected);
+}
+
+char *tu_mkdtemp(void)
+{
+	const char *tmp = getenv("TMPDIR");
+	char *p;
+
+	if (asprintf(&p, "%s/numaorch-test.XXXXXX", tmp && *tmp ? tmp : "/tmp") < 0)
+		abort();
+	if (!mkdtemp(p))
+		fail_msg("mkdtemp: %s", strerror(errno));
+	return p;
+}
+
+static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+void tu_rm_rf(const char *path)
+{
+	if (path)
+		nftw(path, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+void tu_write(const char *root, const char *rel, const char *text)
+{
+	char path[4096];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	for (char *p = path + strlen(root) + 1; (p = strchr(p, '/')); p++) {
+		*p = '\0';
+		mkdir(path, 0755);
+		*p = '/';
+	}
+	f = fopen(path, "w");
+	if (!f)
+		fail_msg("cannot write %s: %s", path, strerror(errno));
+	fputs(text, f);
+	fclose(f);
+}
