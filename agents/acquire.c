@@ -1,0 +1,147 @@
+#include "acquire.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "topo.h"
+#include "../orchestrator/fs.h"
+#include "../orchestrator/log.h"
+
+struct acquirer {
+	struct host_paths hp;
+	struct cgscan *cg;
+	struct topo_cpustat prev;
+	int64_t prev_ns;
+	bool have_prev;
+	uint64_t seq;
+	unsigned nr_sources;
+	struct guest_source *sources;
+};
+
+int acquirer_new(const struct host_paths *hp, const struct cgscan_config *cg, struct acquirer **out)
+{
+	struct acquirer *a = xcalloc(1, sizeof(*a));
+	int r;
+
+	a->hp = *hp;
+	r = cgscan_new(hp, cg, &a->cg);
+	if (r < 0) {
+		free(a);
+		return r;
+	}
+	*out = a;
+	return 0;
+}
+
+void acquirer_free(struct acquirer *a)
+{
+	if (!a)
+		return;
+	cgscan_free(a->cg);
+	topo_cpustat_free(&a->prev);
+	free(a->sources);
+	free(a);
+}
+
+void acquirer_add_source(struct acquirer *a, const struct guest_source *src)
+{
+	a->sources = xrealloc(a->sources, (a->nr_sources + 1) * sizeof(*a->sources));
+	a->sources[a->nr_sources++] = *src;
+}
+
+const struct cg_hier *acquirer_hier(const struct acquirer *a)
+{
+	return cgscan_hier(a->cg);
+}
+
+const struct host_paths *acquirer_paths(const struct acquirer *a)
+{
+	return &a->hp;
+}
+
+static void sleep_s(double s)
+{
+	struct timespec ts = { .tv_sec = (time_t)s, .tv_nsec = (long)((s - floor(s)) * 1e9) };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+/* Scan all guest sources into SNAP at NOW. */
+static int scan_guests(struct acquirer *a, struct snapshot *snap, int64_t now)
+{
+	int r = cgscan_scan(a->cg, snap, now);
+
+	if (r < 0)
+		snap_warn(snap, "container scan failed: %s", strerror(-r));
+	for (unsigned i = 0; i < a->nr_sources; i++) {
+		int rs = a->sources[i].scan(a->sources[i].ctx, snap, now);
+
+		if (rs < 0)
+			snap_warn(snap, "%s source: %s", a->sources[i].name, strerror(-rs));
+	}
+	return 0;
+}
+
+int acquirer_snapshot(struct acquirer *a, double prime_s, struct snapshot **out)
+{
+	struct snap_node *nodes = NULL;
+	unsigned nr = 0, *dist = NULL;
+	struct topo_cpustat cur = { 0 };
+	struct snapshot *s;
+	int64_t now;
+	int r;
+
+	r = topo_read_nodes(&a->hp, &nodes, &nr, &dist);
+	if (r < 0)
+		return r;
+
+	if (!a->have_prev) {
+		/* First sample: counters only, then wait so the real snapshot
+		 * has rates. The throwaway snapshot primes guest counters. */
+		struct snapshot *prime = snap_new();
+
+		snap_set_nodes(prime, nodes, nr, dist);
+		r = topo_read_cpustat(&a->hp, &a->prev);
+		if (r < 0) {
+			snap_unref(prime);
+			goto out;
+		}
+		a->prev_ns = clock_mono_ns();
+		scan_guests(a, prime, a->prev_ns);
+		snap_unref(prime);
+		a->have_prev = true;
+		sleep_s(prime_s);
+	}
+
+	r = topo_read_cpustat(&a->hp, &cur);
+	if (r < 0)
+		goto out;
+	now = clock_mono_ns();
+	topo_node_busy(nodes, nr, &a->prev, &cur);
+
+	s = snap_new();
+	s->seq = ++a->seq;
+	s->mono_ns = now;
+	s->real_ns = clock_real_ns();
+	s->window_s = (double)(now - a->prev_ns) / 1e9;
+	s->layout = cgscan_hier(a->cg)->layout;
+	snap_set_nodes(s, nodes, nr, dist);
+	scan_guests(a, s, now);
+	snap_finalize(s);
+
+	topo_cpustat_free(&a->prev);
+	a->prev = cur;
+	memset(&cur, 0, sizeof(cur));
+	a->prev_ns = now;
+	*out = s;
+	r = 0;
+out:
+	topo_cpustat_free(&cur);
+	free(nodes);
+	free(dist);
+	return r;
+}

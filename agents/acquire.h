@@ -1,0 +1,37 @@
+/* acquire.h — builds one snapshot from the host: topology and node load
+ * (topo), containers (cgscan) and any further guest sources (libvirt).
+ *
+ * Rates (node busy, guest CPU use) are deltas against the previous call;
+ * the very first call samples twice, PRIME_S apart, so that even
+ * `numaorchd --once` decides on measured load.
+ */
+#ifndef NUMAORCH_ACQUIRE_H
+#define NUMAORCH_ACQUIRE_H
+
+#include "cgscan.h"
+#include "../orchestrator/cghier.h"
+#include "../orchestrator/hostpaths.h"
+#include "../orchestrator/snapshot.h"
+
+/* A further guest source (the libvirt VM source). scan() appends guests
+ * to SNAP (nodes are set) and returns 0 or a negative errno; a failing
+ * source is reported as a snapshot warning, the others still count. */
+struct guest_source {
+	const char *name;
+	int (*scan)(void *ctx, struct snapshot *snap, int64_t now_ns);
+	void *ctx;
+};
+
+struct acquirer;
+
+int acquirer_new(const struct host_paths *hp, const struct cgscan_config *cg, struct acquirer **out);
+void acquirer_free(struct acquirer *a);
+/* Register an extra source; the acquirer does not own CTX. */
+void acquirer_add_source(struct acquirer *a, const struct guest_source *src);
+const struct cg_hier *acquirer_hier(const struct acquirer *a);
+const struct host_paths *acquirer_paths(const struct acquirer *a);
+
+/* Take a snapshot (finalised, one reference, the caller's). */
+int acquirer_snapshot(struct acquirer *a, double prime_s, struct snapshot **out);
+
+#endif

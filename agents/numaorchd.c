@@ -1,0 +1,379 @@
+/* numaorchd — the numaorch node agent.
+ *
+ * Exit codes: 0 success; 1 runtime failure; 2 bad usage or configuration;
+ * 3 (--once) a move was attempted and failed.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../orchestrator/apply.h"
+#include "../orchestrator/config.h"
+#include "../orchestrator/engine.h"
+#include "../orchestrator/fs.h"
+#include "../orchestrator/hostpaths.h"
+#include "../orchestrator/log.h"
+#include "../orchestrator/numamig.h"
+#include "../orchestrator/snapjson.h"
+
+#ifndef NUMAORCH_VERSION
+#define NUMAORCH_VERSION "0.1.0"
+#endif
+#define DEFAULT_CONFIG "/etc/numaorch/numaorchd.conf"
+
+/* Command-line settings, re-applied on top of the file at every reload. */
+struct cli {
+	const char *config;
+	bool config_given;
+	bool once, dry_run, check_config, json;
+	const char *root;
+	double interval;          /* NAN: not given */
+	const char *decision_log;
+	const char *log_level;
+	const char *mode;
+	unsigned nr_scopes;
+	char **scopes;
+	unsigned nr_parents;
+	char **parents;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: numaorchd [OPTIONS]\n"
+		"Keep every container and VM on the fewest, least-busy NUMA nodes that fit it.\n\n"
+		"  -c, --config FILE        configuration file (default " DEFAULT_CONFIG " if present)\n"
+		"      --check-config       validate the configuration, print \"configuration OK\", exit\n"
+		"      --once               run one cycle, report, exit\n"
+		"  -n, --dry-run            decide and report, write nothing\n"
+		"      --json               with --once: print the snapshot and plan as JSON\n"
+		"  -i, --interval SECONDS   time between cycles\n"
+		"  -s, --scope CGROUP       only discover and touch guests under this cgroup (repeatable)\n"
+		"  -p, --parent CGROUP      every child of this cgroup is a guest (repeatable)\n"
+		"      --mode MODE          enforce, advise or off\n"
+		"  -r, --root DIR           read the host from a fixture tree (DIR/sys, DIR/proc, ...)\n"
+		"      --decision-log FILE  append one JSON record per decision\n"
+		"  -l, --log-level LEVEL    error, warn, info or debug\n"
+		"  -V, --version            print the version\n"
+		"  -h, --help               this text\n");
+}
+
+static int apply_cli(const struct cli *cli, struct agent_config *c, char *err, size_t errsz)
+{
+	if (!isnan(cli->interval))
+		c->interval_s = cli->interval;
+	if (cli->dry_run)
+		c->dry_run = true;
+	if (cli->decision_log) {
+		free(c->decision_log);
+		c->decision_log = xstrdup(cli->decision_log);
+	}
+	if (cli->log_level && log_level_parse(cli->log_level, &c->log_level) < 0) {
+		snprintf(err, errsz, "--log-level: must be error, warn, info or debug, got \"%s\"", cli->log_level);
+		return -EINVAL;
+	}
+	if (cli->mode && agent_mode_parse(cli->mode, &c->mode) < 0) {
+		snprintf(err, errsz, "--mode: must be enforce, advise or off, got \"%s\"", cli->mode);
+		return -EINVAL;
+	}
+	if (cli->nr_scopes) {
+		strv_free(&c->cg.nr_scopes, &c->cg.scopes);
+		for (unsigned i = 0; i < cli->nr_scopes; i++)
+			strv_push(&c->cg.nr_scopes, &c->cg.scopes, cli->scopes[i]);
+	}
+	for (unsigned i = 0; i < cli->nr_parents; i++)
+		strv_push(&c->cg.nr_parents, &c->cg.parents, cli->parents[i]);
+	return config_validate(c, err, errsz);
+}
+
+/* File (or defaults) + command line → a new config; NULL on error. */
+static struct agent_config *load_config(const struct cli *cli, char *err, size_t errsz)
+{
+	struct agent_config *c = xcalloc(1, sizeof(*c));
+	int r;
+
+	if (cli->config) {
+		r = config_load(cli->config, c, err, errsz);
+		if (r < 0) {
+			free(c);
+			return NULL;
+		}
+	} else {
+		config_default(c);
+	}
+	if (apply_cli(cli, c, err, errsz) < 0) {
+		config_free(c);
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+static struct agent_config *reload_cb(void *ctx)
+{
+	const struct cli *cli = ctx;
+	struct agent_config *c;
+	char err[600];
+
+	c = load_config(cli, err, sizeof(err));
+	if (!c)
+		log_error("reload: %s; keeping the old configuration", err);
+	return c;
+}
+
+static const char *human_bytes(uint64_t b, char *buf, size_t sz)
+{
+	if (b >= (1ULL << 30))
+		snprintf(buf, sz, "%.1f GiB", (double)b / (double)(1ULL << 30));
+	else
+		snprintf(buf, sz, "%.0f MiB", (double)b / (double)(1ULL << 20));
+	return buf;
+}
+
+static void print_report_text(const struct cycle_report *rep, const struct agent_config *cfg)
+{
+	const struct snapshot *s = rep->view->snap;
+	const struct plan *p = rep->view->plan;
+	char *cpus = xmalloc(CPULIST_BUFSZ);
+	char mems[NODELIST_BUFSZ], b1[32], b2[32];
+
+	printf("host: %u NUMA node%s (%u with CPUs), cgroup layout %s, %u guest%s; mode %s%s\n",
+	       s->nr_nodes, s->nr_nodes == 1 ? "" : "s", snap_nr_cpu_nodes(s), cgh_layout_name(s->layout),
+	       s->nr_guests, s->nr_guests == 1 ? "" : "s", agent_mode_name(cfg->mode),
+	       rep->applied ? "" : " (dry run: nothing written)");
+	printf("\n%-5s %-16s %6s %20s\n", "NODE", "CPUS", "BUSY", "MEM FREE / TOTAL");
+	for (unsigned i = 0; i < s->nr_nodes; i++) {
+		const struct snap_node *n = &s->nodes[i];
+		char busy[16];
+
+		mask_format(&n->cpus, cpus, CPULIST_BUFSZ);
+		if (isnan(n->busy))
+			snprintf(busy, sizeof(busy), "-");
+		else
+			snprintf(busy, sizeof(busy), "%.0f%%", n->busy * 100);
+		printf("%-5d %-16s %6s %9s / %-9s\n", n->id, *cpus ? cpus : "(none)", busy,
+		       human_bytes(n->mem_free, b1, sizeof(b1)), human_bytes(n->mem_total, b2, sizeof(b2)));
+	}
+	printf("\n%-40s %-10s %-12s %-6s %6s %10s %6s\n", "GUEST", "RUNTIME", "CPUS", "MEMS", "CPU",
+	       "MEMORY", "LOCAL");
+	for (unsigned i = 0; i < s->nr_guests; i++) {
+		const struct snap_guest *g = &s->guests[i];
+		char use[16];
+
+		mask_format(&g->cpus, cpus, CPULIST_BUFSZ);
+		mask_format(&g->mems, mems, sizeof(mems));
+		if (isnan(g->cpu_use))
+			snprintf(use, sizeof(use), "-");
+		else
+			snprintf(use, sizeof(use), "%.2f", g->cpu_use);
+		printf("%-40s %-10s %-12s %-6s %6s %10s %5.0f%%\n", g->id, g->runtime, cpus, mems, use,
+		       human_bytes(g->mem_total, b1, sizeof(b1)), g->locality * 100);
+	}
+	if (p) {
+		printf("\nDECISIONS\n");
+		for (unsigned i = 0; i < p->nr_items; i++) {
+			const struct plan_item *it = &p->items[i];
+			const char *what = it->kind == PLAN_MOVE ? "move" :
+					   it->kind == PLAN_SKIP ? "skip" : "settled";
+
+			printf("  %-40s %-7s", it->guest_id, what);
+			if (it->kind == PLAN_SKIP)
+				printf(" [%s]", skip_reason_name(it->skip));
+			else if (it->kind == PLAN_MOVE)
+				printf(" [%s]", move_reason_name(it->reason));
+			printf(" %s", it->detail);
+			if (rep->attempted && rep->attempted[i])
+				printf(" => %s: %s", apply_status_name(rep->results[i].status), rep->results[i].msg);
+			printf("\n");
+		}
+		if (p->nr_items == 0)
+			printf("  (none: every guest is placed well)\n");
+	}
+	for (unsigned i = 0; i < s->nr_warnings; i++)
+		printf("warning: %s\n", s->warnings[i]);
+	free(cpus);
+}
+
+static void print_report_json(const struct cycle_report *rep)
+{
+	json_t *o = json_object(), *res = json_array();
+
+	json_object_set_new(o, "snapshot", snap_to_json(rep->view->snap, 0));
+	if (rep->view->plan)
+		json_object_set_new(o, "plan", plan_to_json(rep->view->plan));
+	for (unsigned i = 0; i < rep->nr_results; i++) {
+		if (!rep->attempted[i])
+			continue;
+		json_array_append_new(res, json_pack("{s:s, s:s, s:s, s:f}",
+						     "guest", rep->view->plan->items[i].guest_id,
+						     "outcome", apply_status_name(rep->results[i].status),
+						     "message", rep->results[i].msg,
+						     "duration_s", rep->results[i].duration_s));
+	}
+	json_object_set_new(o, "results", res);
+	json_object_set_new(o, "applied", json_boolean(rep->applied));
+	json_dumpf(o, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
+	fputc('\n', stdout);
+	json_decref(o);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "check-config", no_argument, NULL, 'C' },
+		{ "once", no_argument, NULL, 'o' },
+		{ "dry-run", no_argument, NULL, 'n' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "interval", required_argument, NULL, 'i' },
+		{ "scope", required_argument, NULL, 's' },
+		{ "parent", required_argument, NULL, 'p' },
+		{ "mode", required_argument, NULL, 'm' },
+		{ "root", required_argument, NULL, 'r' },
+		{ "decision-log", required_argument, NULL, 'd' },
+		{ "log-level", required_argument, NULL, 'l' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct cli cli = { .interval = NAN };
+	struct agent_config *cfg;
+	struct host_paths hp;
+	struct engine *e = NULL;
+	char err[600];
+	int c, r, ret = 0;
+
+	while ((c = getopt_long(argc, argv, "c:ni:s:p:r:l:Vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			cli.config = optarg;
+			cli.config_given = true;
+			break;
+		case 'C': cli.check_config = true; break;
+		case 'o': cli.once = true; break;
+		case 'n': cli.dry_run = true; break;
+		case 'j': cli.json = true; break;
+		case 'i':
+			if (parse_double(optarg, &cli.interval) < 0 || cli.interval < 0.1 || cli.interval > 86400) {
+				fprintf(stderr, "numaorchd: --interval: must be seconds 0.1..86400, got \"%s\"\n", optarg);
+				return 2;
+			}
+			break;
+		case 's':
+		case 'p':
+			if (!cgh_rel_valid(optarg)) {
+				fprintf(stderr, "numaorchd: --%s: \"%s\" is not an absolute cgroup path without "
+					"\".\" or \"..\" components\n", c == 's' ? "scope" : "parent", optarg);
+				return 2;
+			}
+			if (c == 's')
+				strv_push(&cli.nr_scopes, &cli.scopes, optarg);
+			else
+				strv_push(&cli.nr_parents, &cli.parents, optarg);
+			break;
+		case 'm': cli.mode = optarg; break;
+		case 'r': cli.root = optarg; break;
+		case 'd': cli.decision_log = optarg; break;
+		case 'l': cli.log_level = optarg; break;
+		case 'V':
+			printf("numaorchd %s\n", NUMAORCH_VERSION);
+			return 0;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "numaorchd: unexpected argument \"%s\"\n", argv[optind]);
+		usage(stderr);
+		return 2;
+	}
+	if (!cli.config && access(DEFAULT_CONFIG, F_OK) == 0)
+		cli.config = DEFAULT_CONFIG;
+
+	cfg = load_config(&cli, err, sizeof(err));
+	if (!cfg) {
+		fprintf(stderr, "numaorchd: %s\n", err);
+		ret = 2;
+		goto out;
+	}
+	if (cli.check_config) {
+		printf("configuration OK\n");
+		goto out;
+	}
+	log_set_level(cfg->log_level);
+	if (cfg->log_syslog)
+		log_use_syslog(true, "numaorchd");
+
+	if (cli.root) {
+		r = host_paths_from_root(&hp, cli.root);
+		if (r < 0) {
+			fprintf(stderr, "numaorchd: --root %s: %s\n", cli.root, strerror(-r));
+			ret = 2;
+			goto out;
+		}
+	} else {
+		host_paths_default(&hp);
+		if (!numamig_available())
+			log_warn("the kernel reports no NUMA support (numa_available): the host is one node");
+		if (geteuid() != 0 && cfg->mode == MODE_ENFORCE && !cfg->dry_run)
+			log_warn("not running as root: cgroup writes will be refused");
+	}
+
+	r = engine_new(cfg, &hp, &e);
+	if (r < 0) {
+		ret = 1;
+		goto out;
+	}
+	log_info("numaorchd %s starting: mode %s%s, interval %.1fs, %u scope%s, host %s",
+		 NUMAORCH_VERSION, agent_mode_name(cfg->mode), cfg->dry_run ? " (dry run)" : "",
+		 cfg->interval_s, cfg->cg.nr_scopes, cfg->cg.nr_scopes == 1 ? "" : "s",
+		 cli.root ? cli.root : "live");
+
+	if (cli.once) {
+		struct cycle_report rep;
+
+		r = engine_cycle(e, cfg->dry_run, &rep);
+		if (r < 0) {
+			ret = 1;
+			goto out;
+		}
+		if (cli.json)
+			print_report_json(&rep);
+		else
+			print_report_text(&rep, cfg);
+		for (unsigned i = 0; i < rep.nr_results; i++)
+			if (rep.attempted[i] && (rep.results[i].status == APPLY_FAILED ||
+						 rep.results[i].status == APPLY_FAILED_PARTIAL ||
+						 rep.results[i].status == APPLY_REFUSED))
+				ret = 3;
+		cycle_report_clear(&rep);
+		goto out;
+	}
+
+	r = engine_prepare_loop(e);
+	if (r < 0) {
+		log_errno(LOG_LEVEL_ERROR, r, "cannot set up the event loop");
+		ret = 1;
+		goto out;
+	}
+	r = engine_run(e, reload_cb, &cli);
+	ret = r < 0 ? 1 : 0;
+	log_info("numaorchd stopped");
+out:
+	engine_free(e);
+	if (cfg) {
+		config_free(cfg);
+		free(cfg);
+	}
+	strv_free(&cli.nr_scopes, &cli.scopes);
+	strv_free(&cli.nr_parents, &cli.parents);
+	return ret;
+}

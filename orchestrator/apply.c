@@ -1,0 +1,566 @@
+#include "apply.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cgwrite.h"
+#include "fs.h"
+#include "log.h"
+#include "numamig.h"
+#include "../agents/topo.h"
+
+struct applier {
+	struct host_paths hp;
+	struct cg_hier h;
+	struct apply_opts opts;
+	struct cgw *w;
+	struct apply_vm_ops vm;
+	bool have_vm;
+};
+
+/* One write made, with what to put back. */
+struct jentry {
+	char *rel;
+	enum cg_ctrl ctrl;
+	const char *file;
+	char *old;
+};
+
+struct journal {
+	unsigned n, cap;
+	struct jentry *e;
+};
+
+const char *apply_status_name(enum apply_status s)
+{
+	switch (s) {
+	case APPLY_DONE: return "moved";
+	case APPLY_VANISHED: return "vanished";
+	case APPLY_CHANGED: return "changed";
+	case APPLY_NO_ROOM: return "no_room";
+	case APPLY_FAILED: return "failed";
+	case APPLY_FAILED_PARTIAL: return "failed_partial";
+	case APPLY_NOT_APPLICABLE: return "not_applicable";
+	case APPLY_REFUSED: return "refused";
+	}
+	return "?";
+}
+
+int applier_new(const struct host_paths *hp, const struct cg_hier *h,
+		const struct apply_opts *opts, struct applier **out)
+{
+	struct applier *a = xcalloc(1, sizeof(*a));
+	int r;
+
+	a->hp = *hp;
+	a->h = *h;
+	a->opts = *opts;
+	a->opts.scopes = NULL;
+	a->opts.nr_scopes = 0;
+	for (unsigned i = 0; i < opts->nr_scopes; i++) {
+		a->opts.scopes = xrealloc(a->opts.scopes, (i + 1) * sizeof(char *));
+		a->opts.scopes[i] = xstrdup(opts->scopes[i]);
+		a->opts.nr_scopes = i + 1;
+	}
+	r = cgw_new(h, hp->live, a->opts.nr_scopes, a->opts.scopes, &a->w);
+	if (r < 0) {
+		applier_free(a);
+		return r;
+	}
+	*out = a;
+	return 0;
+}
+
+void applier_free(struct applier *a)
+{
+	if (!a)
+		return;
+	cgw_free(a->w);
+	for (unsigned i = 0; i < a->opts.nr_scopes; i++)
+		free(a->opts.scopes[i]);
+	free(a->opts.scopes);
+	free(a);
+}
+
+void applier_set_vm_ops(struct applier *a, const struct apply_vm_ops *ops)
+{
+	if (ops) {
+		a->vm = *ops;
+		a->have_vm = true;
+	} else {
+		a->have_vm = false;
+	}
+}
+
+unsigned long applier_write_count(const struct applier *a)
+{
+	return cgw_write_count(a->w);
+}
+
+static void journal_free(struct journal *j)
+{
+	for (unsigned i = 0; i < j->n; i++) {
+		free(j->e[i].rel);
+		free(j->e[i].old);
+	}
+	free(j->e);
+	memset(j, 0, sizeof(*j));
+}
+
+static int read_file_value(const struct applier *a, enum cg_ctrl c, const char *rel,
+			   const char *file, char **out)
+{
+	char path[PATH_MAX];
+	size_t len;
+	char *buf;
+	int r;
+
+	r = cgh_path(&a->h, c, rel, file, path, sizeof(path));
+	if (r < 0)
+		return r;
+	r = fs_read_file(path, 64 * 1024, &buf, &len);
+	if (r < 0)
+		return r;
+	while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
+		buf[--len] = '\0';
+	*out = buf;
+	return 0;
+}
+
+/* Write and remember the old value. Refuses to write an empty cpuset:
+ * with tasks attached that is ENOSPC in v1, and "inherit" in v2 is never
+ * what a move means. */
+static int jwrite(struct applier *a, struct journal *j, enum cg_ctrl c, const char *rel,
+		  const char *file, const char *value)
+{
+	char *old = NULL;
+	int r;
+
+	if (!value || !*value)
+		return -EINVAL;
+	r = read_file_value(a, c, rel, file, &old);
+	if (r < 0)
+		return r;
+	if (strcmp(old, value) == 0) {
+		free(old);
+		return 0;
+	}
+	r = cgw_write(a->w, c, rel, file, value);
+	if (r < 0) {
+		free(old);
+		return r;
+	}
+	if (j->n == j->cap) {
+		j->cap = j->cap ? j->cap * 2 : 8;
+		j->e = xrealloc(j->e, j->cap * sizeof(*j->e));
+	}
+	j->e[j->n++] = (struct jentry){ .rel = xstrdup(rel), .ctrl = c, .file = file, .old = old };
+	return 0;
+}
+
+/* Undo in reverse order: this replays the widen/shrink sequence backwards,
+ * which the kernel accepts for the same reason the forward order was.
+ * Returns 0 if everything was restored. */
+static int journal_rollback(struct applier *a, struct journal *j, unsigned *writes)
+{
+	int ret = 0;
+
+	for (unsigned i = j->n; i-- > 0;) {
+		struct jentry *e = &j->e[i];
+		int r;
+
+		/* In v2 an empty cpuset.cpus/mems means "inherit from the
+		 * parent": restoring it is restoring, not emptying. */
+		if (!*e->old && !a->h.v2[e->ctrl])
+			continue;
+		r = cgw_write(a->w, e->ctrl, e->rel, e->file, e->old);
+		(*writes)++;
+		if (r < 0 && r != -ENOENT) {
+			log_errno(LOG_LEVEL_ERROR, r, "restoring %s of cgroup %s to \"%s\"",
+				  e->file, e->rel, e->old);
+			ret = r;
+		}
+	}
+	return ret;
+}
+
+/* Pre-order list of REL and every cgroup below it in the cpuset tree. */
+static int collect_subtree(const struct applier *a, const char *rel, unsigned *n, char ***out,
+			   unsigned depth)
+{
+	char path[PATH_MAX];
+	DIR *d;
+	int r;
+
+	if (depth > 32)
+		return -ELOOP;
+	*out = xrealloc(*out, (*n + 1) * sizeof(char *));
+	(*out)[(*n)++] = xstrdup(rel);
+	r = cgh_path(&a->h, CGC_CPUSET, rel, NULL, path, sizeof(path));
+	if (r < 0)
+		return r;
+	d = opendir(path);
+	if (!d)
+		return -errno;
+	for (struct dirent *de; (de = readdir(d));) {
+		char child[PATH_MAX];
+
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		if (snprintf(child, sizeof(child), "%s%s%s", strcmp(rel, "/") ? rel : "", "/",
+			     de->d_name) >= (int)sizeof(child))
+			continue;
+		r = collect_subtree(a, child, n, out, depth + 1);
+		if (r < 0 && r != -ENOENT) {
+			closedir(d);
+			return r;
+		}
+	}
+	closedir(d);
+	return 0;
+}
+
+/* Write FILE = NEWV over the subtree in an order v1 accepts: widen the
+ * guest to UNIONV, then descendants deepest-first and the guest to NEWV. */
+static int write_subtree_v1(struct applier *a, struct journal *j, unsigned n, char **sub,
+			    const char *file, const char *unionv, const char *newv, const char **failed_rel)
+{
+	int r;
+
+	*failed_rel = sub[0];
+	r = jwrite(a, j, CGC_CPUSET, sub[0], file, unionv);
+	if (r < 0)
+		return r;
+	for (unsigned i = n; i-- > 0;) {
+		*failed_rel = sub[i];
+		r = jwrite(a, j, CGC_CPUSET, sub[i], file, newv);
+		if (r == -ENOENT && i > 0)
+			continue; /* a child cgroup went away: nothing to shrink */
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int freeze(struct applier *a, const char *rel, bool on)
+{
+	if (!cgh_has(&a->h, CGC_FREEZER))
+		return -ENODEV;
+	if (a->h.v2[CGC_FREEZER])
+		return cgw_write(a->w, CGC_FREEZER, rel, "cgroup.freeze", on ? "1" : "0");
+	return cgw_write(a->w, CGC_FREEZER, rel, "freezer.state", on ? "FROZEN" : "THAWED");
+}
+
+/* Move pages that sit outside TO onto TO, for every process of the
+ * subtree. Used when the mems do not change, so the kernel would not
+ * migrate anything by itself. */
+static int migrate_processes(struct applier *a, const struct snapshot *snap, unsigned n,
+			     char **sub, const nodemask_t *to)
+{
+	int *from_ids = xcalloc(snap->nr_nodes, sizeof(int));
+	int *to_ids = xcalloc(snap->nr_nodes, sizeof(int));
+	unsigned nfrom = 0, nto = 0, moved = 0;
+	int ret = 0;
+
+	if (!a->hp.live)
+		goto out;
+	for (unsigned i = 0; i < snap->nr_nodes; i++) {
+		int id = snap->nodes[i].id;
+
+		if (mask_test(to, id))
+			to_ids[nto++] = id;
+		else if (snap->nodes[i].mem_total)
+			from_ids[nfrom++] = id;
+	}
+	if (!nfrom || !nto)
+		goto out;
+	for (unsigned i = 0; i < n; i++) {
+		char *procs = NULL;
+
+		if (read_file_value(a, CGC_CPUSET, sub[i], "cgroup.procs", &procs) < 0)
+			continue;
+		for (char *save = NULL, *t = strtok_r(procs, "\n", &save); t;
+		     t = strtok_r(NULL, "\n", &save)) {
+			uint64_t pid;
+			int r;
+
+			if (parse_u64(t, &pid) < 0)
+				continue;
+			r = numamig_pages((pid_t)pid, from_ids, nfrom, to_ids, nto);
+			if (r == 0)
+				moved++;
+			else if (r != -ESRCH)
+				ret = r;
+		}
+		free(procs);
+	}
+	log_debug("migrated pages of %u processes", moved);
+	if (moved)
+		ret = 0;
+out:
+	free(from_ids);
+	free(to_ids);
+	return ret;
+}
+
+static void set_res(struct apply_result *res, enum apply_status st, int err, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void set_res(struct apply_result *res, enum apply_status st, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	res->status = st;
+	res->err = err;
+	va_start(ap, fmt);
+	vsnprintf(res->msg, sizeof(res->msg), fmt, ap);
+	va_end(ap);
+}
+
+/* cpuset.effective_WHAT, or cpuset.WHAT on kernels without effective files. */
+static int read_effective(const struct applier *a, const char *rel, const char *what, char **out)
+{
+	char file[32];
+	int r;
+
+	snprintf(file, sizeof(file), "cpuset.effective_%s", what);
+	r = read_file_value(a, CGC_CPUSET, rel, file, out);
+	if (r != -ENOENT)
+		return r;
+	snprintf(file, sizeof(file), "cpuset.%s", what);
+	return read_file_value(a, CGC_CPUSET, rel, file, out);
+}
+
+static bool is_gone(int r)
+{
+	return r == -ENOENT || r == -ENODEV || r == -ESRCH;
+}
+
+/* Room re-check with fresh meminfo: the memory that will move onto TO must
+ * fit above the reserve on those nodes. */
+static int recheck_room(struct applier *a, const struct snapshot *snap, const struct plan_item *it,
+			char *why, size_t whysz)
+{
+	struct snap_node *nodes;
+	uint64_t room = 0;
+	int r;
+
+	if (it->migrate_bytes == 0)
+		return 0;
+	nodes = xcalloc(snap->nr_nodes, sizeof(*nodes));
+	memcpy(nodes, snap->nodes, snap->nr_nodes * sizeof(*nodes));
+	r = topo_read_meminfo(&a->hp, nodes, snap->nr_nodes);
+	if (r < 0) {
+		free(nodes);
+		snprintf(why, whysz, "cannot re-read node memory: %s", strerror(-r));
+		return r;
+	}
+	for (unsigned i = 0; i < snap->nr_nodes; i++)
+		if (mask_test(&it->to_mems, nodes[i].id) && nodes[i].mem_free > a->opts.min_free_bytes)
+			room += nodes[i].mem_free - a->opts.min_free_bytes;
+	free(nodes);
+	if (room < it->migrate_bytes) {
+		snprintf(why, whysz, "target nodes have %llu MiB free above the reserve, %llu MiB must move",
+			 (unsigned long long)(room >> 20), (unsigned long long)(it->migrate_bytes >> 20));
+		return -ENOSPC;
+	}
+	return 0;
+}
+
+static int move_container(struct applier *a, const struct snapshot *snap, const struct snap_guest *g,
+			  const struct plan_item *it, struct apply_result *res)
+{
+	char *cur_cpus_s = NULL, *cur_mems_s = NULL;
+	char *new_cpus = xmalloc(CPULIST_BUFSZ), *union_cpus = xmalloc(CPULIST_BUFSZ);
+	char new_mems[NODELIST_BUFSZ], union_mems[NODELIST_BUFSZ];
+	cpumask_t cur_cpus, ucpus;
+	nodemask_t cur_mems, umems;
+	struct journal j = { 0 };
+	unsigned nsub = 0;
+	char **sub = NULL;
+	const char *failed_rel = g->cgroup, *step = "cpuset.cpus";
+	bool v2 = a->h.v2[CGC_CPUSET], frozen = false, mems_changed;
+	char why[200];
+	int r;
+
+	/* Guards that no plan may get past. */
+	if (!it->to_cpus || mask_empty(it->to_cpus) || mask_empty(&it->to_mems)) {
+		set_res(res, APPLY_REFUSED, -EINVAL, "refused: target cpuset is empty");
+		goto out;
+	}
+	if (!cgw_in_scope(a->w, g->cgroup)) {
+		set_res(res, APPLY_REFUSED, -EPERM, "refused: cgroup %s is outside the configured scope",
+			g->cgroup);
+		goto out;
+	}
+	if (mask_format(it->to_cpus, new_cpus, CPULIST_BUFSZ) < 0 ||
+	    mask_format(&it->to_mems, new_mems, sizeof(new_mems)) < 0) {
+		set_res(res, APPLY_REFUSED, -ENOSPC, "refused: cannot format target cpuset");
+		goto out;
+	}
+
+	/* Re-check the facts the plan was made on. */
+	r = read_effective(a, g->cgroup, "cpus", &cur_cpus_s);
+	if (r == 0)
+		r = read_effective(a, g->cgroup, "mems", &cur_mems_s);
+	if (is_gone(r)) {
+		set_res(res, APPLY_VANISHED, 0, "guest's cgroup %s is gone", g->cgroup);
+		goto out;
+	}
+	if (r < 0) {
+		set_res(res, APPLY_FAILED, r, "cannot read cpuset of %s: %s", g->cgroup, strerror(-r));
+		goto out;
+	}
+	if (mask_parse(cur_cpus_s, &cur_cpus) < 0 || mask_parse(cur_mems_s, &cur_mems) < 0) {
+		set_res(res, APPLY_FAILED, -EINVAL, "malformed cpuset of %s: cpus \"%s\" mems \"%s\"",
+			g->cgroup, cur_cpus_s, cur_mems_s);
+		goto out;
+	}
+	if (!mask_equal(&cur_cpus, &g->cpus) || !mask_equal(&cur_mems, &g->mems)) {
+		set_res(res, APPLY_CHANGED, 0, "cpuset of %s changed since the snapshot (now cpus %s mems %s); "
+			"deciding again next cycle", g->cgroup, cur_cpus_s, cur_mems_s);
+		goto out;
+	}
+	r = recheck_room(a, snap, it, why, sizeof(why));
+	if (r < 0) {
+		set_res(res, r == -ENOSPC ? APPLY_NO_ROOM : APPLY_FAILED, r, "not moved: %s", why);
+		goto out;
+	}
+
+	mask_or(&ucpus, &cur_cpus, it->to_cpus);
+	mask_or(&umems, &cur_mems, &it->to_mems);
+	if (mask_format(&ucpus, union_cpus, CPULIST_BUFSZ) < 0 ||
+	    mask_format(&umems, union_mems, sizeof(union_mems)) < 0) {
+		set_res(res, APPLY_REFUSED, -ENOSPC, "refused: cannot format cpuset");
+		goto out;
+	}
+	mems_changed = !mask_equal(&cur_mems, &it->to_mems);
+
+	if (v2) {
+		nsub = 1;
+		sub = xcalloc(1, sizeof(char *));
+		sub[0] = xstrdup(g->cgroup);
+	} else {
+		r = collect_subtree(a, g->cgroup, &nsub, &sub, 0);
+		if (is_gone(r)) {
+			set_res(res, APPLY_VANISHED, 0, "guest's cgroup %s is gone", g->cgroup);
+			goto out;
+		}
+		if (r < 0) {
+			set_res(res, APPLY_FAILED, r, "cannot list cgroups under %s: %s", g->cgroup, strerror(-r));
+			goto out;
+		}
+		/* Pages follow a v1 mems change only with memory_migrate=1. */
+		if (mems_changed) {
+			step = "cpuset.memory_migrate";
+			for (unsigned i = 0; i < nsub; i++) {
+				failed_rel = sub[i];
+				r = jwrite(a, &j, CGC_CPUSET, sub[i], "cpuset.memory_migrate", "1");
+				if (r < 0 && !(is_gone(r) && i > 0))
+					goto fail;
+			}
+		}
+	}
+
+	step = "cpuset.cpus";
+	if (v2) {
+		failed_rel = g->cgroup;
+		r = jwrite(a, &j, CGC_CPUSET, g->cgroup, "cpuset.cpus", new_cpus);
+	} else {
+		r = write_subtree_v1(a, &j, nsub, sub, "cpuset.cpus", union_cpus, new_cpus, &failed_rel);
+	}
+	if (r < 0)
+		goto fail;
+
+	if (mems_changed) {
+		step = "cpuset.mems";
+		if (a->opts.freeze_during_migration && it->migrate_bytes > 0)
+			frozen = freeze(a, g->cgroup, true) == 0;
+		if (v2) {
+			failed_rel = g->cgroup;
+			r = jwrite(a, &j, CGC_CPUSET, g->cgroup, "cpuset.mems", new_mems);
+		} else {
+			r = write_subtree_v1(a, &j, nsub, sub, "cpuset.mems", union_mems, new_mems, &failed_rel);
+		}
+		if (frozen && freeze(a, g->cgroup, false) < 0)
+			log_error("could not thaw cgroup %s after migrating its memory", g->cgroup);
+		frozen = false;
+		if (r < 0)
+			goto fail;
+	} else if (it->migrate_bytes > 0) {
+		r = migrate_processes(a, snap, nsub, sub, &it->to_mems);
+		if (r < 0)
+			log_errno(LOG_LEVEL_WARN, r, "guest %s: moving its pages onto nodes %s", g->id, new_mems);
+	}
+	set_res(res, APPLY_DONE, 0, "cpus %s -> %s, mems %s -> %s", cur_cpus_s, new_cpus, cur_mems_s,
+		new_mems);
+	goto out;
+
+fail:
+	if (is_gone(r) && failed_rel == g->cgroup) {
+		unsigned w = 0;
+
+		journal_rollback(a, &j, &w);
+		res->writes += w;
+		set_res(res, APPLY_VANISHED, 0, "guest's cgroup %s went away during the move", g->cgroup);
+		goto out;
+	}
+	{
+		unsigned w = 0;
+		int rr = journal_rollback(a, &j, &w);
+
+		res->writes += w;
+		if (rr < 0)
+			set_res(res, APPLY_FAILED_PARTIAL, r,
+				"writing %s of %s: %s; restoring the old cpuset also failed: %s",
+				step, failed_rel, strerror(-r), strerror(-rr));
+		else
+			set_res(res, APPLY_FAILED, r, "writing %s of %s: %s; old cpuset restored",
+				step, failed_rel, strerror(-r));
+	}
+
+out:
+	res->writes += j.n;
+	journal_free(&j);
+	for (unsigned i = 0; i < nsub; i++)
+		free(sub[i]);
+	free(sub);
+	free(cur_cpus_s);
+	free(cur_mems_s);
+	free(new_cpus);
+	free(union_cpus);
+	return res->status == APPLY_FAILED || res->status == APPLY_FAILED_PARTIAL ||
+	       res->status == APPLY_REFUSED ? res->err : 0;
+}
+
+int apply_move(struct applier *a, const struct snapshot *snap, const struct plan_item *it,
+	       struct apply_result *res)
+{
+	const struct snap_guest *g;
+	int64_t t0 = clock_mono_ns();
+	int r;
+
+	memset(res, 0, sizeof(*res));
+	res->locality_after = NAN;
+	if (it->kind != PLAN_MOVE || it->guest_idx >= snap->nr_guests ||
+	    strcmp(snap->guests[it->guest_idx].id, it->guest_id) != 0) {
+		set_res(res, APPLY_REFUSED, -EINVAL, "refused: plan item does not match the snapshot");
+		return -EINVAL;
+	}
+	g = &snap->guests[it->guest_idx];
+	if (g->kind == GUEST_VM) {
+		if (!a->have_vm) {
+			set_res(res, APPLY_NOT_APPLICABLE, -EOPNOTSUPP, "no VM actuator (libvirt source disabled)");
+			r = 0;
+		} else {
+			r = a->vm.move(a->vm.ctx, snap, g, it, res);
+		}
+	} else {
+		r = move_container(a, snap, g, it, res);
+	}
+	res->duration_s = (double)(clock_mono_ns() - t0) / 1e9;
+	return r;
+}

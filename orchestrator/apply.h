@@ -1,0 +1,87 @@
+/* apply.h — carries out one planned move (the actuator).
+ *
+ * For a container it re-checks the facts just before acting (the cgroup
+ * still exists, its cpuset is still what the plan saw, the target nodes
+ * still have room for the memory that will move), then writes cpuset.cpus
+ * and cpuset.mems in an order the kernel accepts, and restores what it
+ * wrote if a later write fails:
+ *
+ *   v1: widen the guest to old ∪ new, shrink its descendants (deepest
+ *       first) to new, then shrink the guest to new — cpus first, then
+ *       mems with cpuset.memory_migrate=1 so pages follow;
+ *   v2: write the guest's cpuset.cpus then cpuset.mems (the kernel
+ *       migrates the subtree's pages on the mems write).
+ *
+ * When the mems do not change but memory sits on other nodes (it was
+ * allocated before a mems change made with memory_migrate=0), pages are
+ * moved with libnuma's numa_migrate_pages() for each process.
+ *
+ * VMs are moved by the VM source's own actuator (libvirt API), registered
+ * with applier_set_vm_ops(); without one, VM moves are "not applicable".
+ */
+#ifndef NUMAORCH_APPLY_H
+#define NUMAORCH_APPLY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cghier.h"
+#include "hostpaths.h"
+#include "snapshot.h"
+#include "../policies/plan.h"
+
+enum apply_status {
+	APPLY_DONE = 0,
+	APPLY_VANISHED,        /* guest gone before or during the move: skipped */
+	APPLY_CHANGED,         /* its cpuset changed since the snapshot: skipped */
+	APPLY_NO_ROOM,         /* re-check: target nodes lack room now: skipped */
+	APPLY_FAILED,          /* a write was refused; what was written is restored */
+	APPLY_FAILED_PARTIAL,  /* ... and restoring failed too (logged loudly) */
+	APPLY_NOT_APPLICABLE,  /* the owner (libvirt) refuses this kind of change */
+	APPLY_REFUSED,         /* a safety guard stopped it (scope, empty set) */
+};
+
+struct apply_result {
+	enum apply_status status;
+	int err;               /* negative errno of the failing step, 0 */
+	char msg[320];         /* what happened, one line */
+	double duration_s;
+	unsigned writes;       /* cgroup writes made (incl. restores) */
+	double locality_after; /* measured right after, NAN if unknown */
+	bool cpus_moved;       /* VMs: CPUs moved even though memory could not */
+};
+
+struct apply_opts {
+	unsigned nr_scopes;
+	char **scopes;                 /* never write outside these */
+	uint64_t min_free_bytes;       /* room re-check */
+	bool freeze_during_migration;  /* freeze the guest while mems change */
+};
+
+struct applier;
+
+struct apply_vm_ops {
+	/* Same contract as apply_move for one VM guest. */
+	int (*move)(void *ctx, const struct snapshot *snap, const struct snap_guest *g,
+		    const struct plan_item *it, struct apply_result *res);
+	void *ctx;
+};
+
+/* H must describe the hierarchy the snapshot was read from. Copies OPTS.
+ * -ENODEV if libcgroup cannot initialise on a live host. */
+int applier_new(const struct host_paths *hp, const struct cg_hier *h,
+		const struct apply_opts *opts, struct applier **out);
+void applier_free(struct applier *a);
+void applier_set_vm_ops(struct applier *a, const struct apply_vm_ops *ops);
+/* Writes performed so far (tests: a dry run writes nothing). */
+unsigned long applier_write_count(const struct applier *a);
+
+/* Carry out IT (a PLAN_MOVE decided on SNAP). Always fills RES. Returns 0
+ * when the move was done or skipped for a normal reason (vanished,
+ * changed, no room, not applicable), or RES->err when it failed. */
+int apply_move(struct applier *a, const struct snapshot *snap, const struct plan_item *it,
+	       struct apply_result *res);
+
+const char *apply_status_name(enum apply_status s);
+
+#endif

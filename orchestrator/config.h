@@ -1,0 +1,74 @@
+/* config.h — numaorchd's configuration: INI file (parsed with inih) plus
+ * command-line overrides. Parsed into a new struct, validated, then
+ * swapped in by the caller; a bad file never replaces a good config
+ * (STYLE.md §9).
+ */
+#ifndef NUMAORCH_CONFIG_H
+#define NUMAORCH_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "log.h"
+#include "../agents/cgscan.h"
+#include "../policies/policy.h"
+
+enum agent_mode {
+	MODE_ENFORCE = 0, /* decide and move */
+	MODE_ADVISE,      /* decide and record, move nothing */
+	MODE_OFF,         /* observe and report only */
+};
+
+struct agent_config {
+	enum agent_mode mode;
+	double interval_s;          /* between cycles */
+	double sample_s;            /* rate window for the very first cycle */
+	bool dry_run;
+	char *decision_log;         /* JSON Lines file, NULL: none */
+	char *state_dir;
+	enum log_level log_level;
+	bool log_syslog;
+	bool allow_single_node;     /* run the engine on a one-node host (it still moves nothing) */
+	bool freeze_during_migration; /* freeze a guest while its memory moves */
+
+	struct cgscan_config cg;    /* scopes, parents, runc roots */
+	struct policy_config policy;
+
+	/* REST API */
+	char *api_socket;           /* unix socket path, "" disables */
+	char *api_listen;           /* "ADDR:PORT", NULL: no TCP */
+	char *api_token_file;
+	char *api_tls_cert;
+	char *api_tls_key;
+
+	/* libvirt VM source */
+	bool libvirt_enabled;
+	char *libvirt_uri;
+};
+
+/* Built-in defaults (what an empty file means). */
+void config_default(struct agent_config *c);
+void config_free(struct agent_config *c);
+/* Deep copy. */
+void config_copy(struct agent_config *dst, const struct agent_config *src);
+
+/* Parse PATH on top of the defaults into OUT. On error returns -EINVAL
+ * (or -errno if the file cannot be read) and writes one line to ERR such
+ * as "numaorchd.conf:12: [policy] max_util: must be 1..100, got 150". OUT
+ * is written only on success. A missing file is an error. */
+int config_load(const char *path, struct agent_config *out, char *err, size_t errsz);
+/* Same, from a string (tests, API). NAME is used in messages. */
+int config_load_string(const char *text, const char *name, struct agent_config *out,
+		       char *err, size_t errsz);
+
+/* Cross-field checks; 0 or -EINVAL with ERR filled. */
+int config_validate(const struct agent_config *c, char *err, size_t errsz);
+
+const char *agent_mode_name(enum agent_mode m);
+int agent_mode_parse(const char *s, enum agent_mode *out);
+
+/* Append to a string list (scopes, parents). */
+void strv_push(unsigned *n, char ***v, const char *s);
+void strv_free(unsigned *n, char ***v);
+
+#endif

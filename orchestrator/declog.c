@@ -1,0 +1,213 @@
+#include "declog.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fs.h"
+#include "log.h"
+#include "snapjson.h"
+
+struct declog {
+	pthread_mutex_t lock;
+	int fd;
+	uint64_t next_id;
+	unsigned cap, head, n; /* ring of json_t*: oldest at head */
+	json_t **ring;
+};
+
+static int open_file(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+
+	return fd < 0 ? -errno : fd;
+}
+
+int declog_open(const char *path, unsigned ring_cap, struct declog **out)
+{
+	struct declog *d;
+	int fd = -1;
+
+	if (path && *path) {
+		fd = open_file(path);
+		if (fd < 0)
+			return fd;
+	}
+	d = xcalloc(1, sizeof(*d));
+	pthread_mutex_init(&d->lock, NULL);
+	d->fd = fd;
+	d->next_id = 1;
+	d->cap = ring_cap ? ring_cap : 1;
+	d->ring = xcalloc(d->cap, sizeof(json_t *));
+	*out = d;
+	return 0;
+}
+
+void declog_close(struct declog *d)
+{
+	if (!d)
+		return;
+	if (d->fd >= 0)
+		close(d->fd);
+	for (unsigned i = 0; i < d->n; i++)
+		json_decref(d->ring[(d->head + i) % d->cap]);
+	free(d->ring);
+	pthread_mutex_destroy(&d->lock);
+	free(d);
+}
+
+int declog_reopen(struct declog *d, const char *path)
+{
+	int fd = -1;
+
+	if (path && *path) {
+		fd = open_file(path);
+		if (fd < 0)
+			return fd;
+	}
+	pthread_mutex_lock(&d->lock);
+	if (d->fd >= 0)
+		close(d->fd);
+	d->fd = fd;
+	pthread_mutex_unlock(&d->lock);
+	return 0;
+}
+
+static json_t *placement(const nodemask_t *nodes, const nodemask_t *mems, const cpumask_t *cpus)
+{
+	json_t *o = json_pack("{s:o, s:o}", "nodes", json_nodemask(nodes), "mems", json_nodemask(mems));
+
+	if (cpus)
+		json_object_set_new(o, "cpus", json_cpumask(cpus));
+	return o;
+}
+
+json_t *declog_make(const struct snapshot *snap, const struct plan_item *it, const char *decision,
+		    const struct apply_result *res, bool dry_run)
+{
+	const struct snap_guest *g = it->guest_idx < snap->nr_guests ? &snap->guests[it->guest_idx] : NULL;
+	json_t *o;
+
+	o = json_pack("{s:I, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:f, s:I, s:o, s:o, s:s, s:b}",
+		      "cycle", (json_int_t)snap->seq,
+		      "guest", it->guest_id,
+		      "decision", decision,
+		      "reason", move_reason_name(it->reason),
+		      "from", placement(&it->from_nodes, &it->from_mems, g ? &g->cpus : NULL),
+		      "to", placement(&it->to_nodes, &it->to_mems, it->to_cpus),
+		      "load_before", json_real_or_null(it->load_before),
+		      "load_after", json_real_or_null(it->load_after),
+		      "migrate_mib", round((double)it->migrate_bytes / 1048576.0 * 10.0) / 10.0,
+		      "mem_demand_bytes", (json_int_t)it->mem_demand,
+		      "cpu_demand", json_real_or_null(it->cpu_demand),
+		      "locality_before", json_real_or_null(it->locality_before),
+		      "detail", it->detail,
+		      "dry_run", dry_run);
+	if (!o)
+		return NULL;
+	if (it->kind == PLAN_SKIP)
+		json_object_set_new(o, "skip_reason", json_string(skip_reason_name(it->skip)));
+	if (g) {
+		json_object_set_new(o, "runtime", json_string(g->runtime));
+		json_object_set_new(o, "kind", json_string(snap_kind_name(g->kind)));
+	}
+	if (res) {
+		json_object_set_new(o, "outcome", json_string(apply_status_name(res->status)));
+		json_object_set_new(o, "message", json_string(res->msg));
+		json_object_set_new(o, "duration_ms", json_real_or_null(res->duration_s * 1000.0));
+		if (res->err)
+			json_object_set_new(o, "errno", json_string(strerrorname_np(-res->err) ?
+								    strerrorname_np(-res->err) : "?"));
+	}
+	return o;
+}
+
+static json_t *time_string(int64_t real_ns)
+{
+	time_t sec = (time_t)(real_ns / 1000000000LL);
+	struct tm tm;
+	char buf[64];
+
+	gmtime_r(&sec, &tm);
+	snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+		 (int)((real_ns / 1000000LL) % 1000));
+	return json_string(buf);
+}
+
+int64_t declog_add(struct declog *d, json_t *rec)
+{
+	int64_t now = clock_real_ns();
+	int64_t id;
+	int ret = 0;
+	char *line;
+
+	if (!rec)
+		return -EINVAL;
+	pthread_mutex_lock(&d->lock);
+	id = (int64_t)d->next_id++;
+	json_object_set_new(rec, "id", json_integer(id));
+	json_object_set_new(rec, "time", time_string(now));
+	if (d->fd >= 0) {
+		line = json_dumps(rec, JSON_COMPACT | JSON_SORT_KEYS);
+		if (line) {
+			size_t len = strlen(line);
+			ssize_t w;
+
+			line[len] = '\n'; /* overwrite the NUL: one write() per record */
+			w = write(d->fd, line, len + 1);
+			if (w < 0)
+				ret = -errno;
+			else if ((size_t)w != len + 1)
+				ret = -EIO;
+			free(line);
+		}
+	}
+	if (d->n == d->cap) {
+		json_decref(d->ring[d->head]);
+		d->ring[d->head] = rec;
+		d->head = (d->head + 1) % d->cap;
+	} else {
+		d->ring[(d->head + d->n) % d->cap] = rec;
+		d->n++;
+	}
+	pthread_mutex_unlock(&d->lock);
+	return ret < 0 ? ret : id;
+}
+
+json_t *declog_query(struct declog *d, uint64_t since_id, unsigned limit, const char *guest)
+{
+	json_t *arr = json_array();
+
+	pthread_mutex_lock(&d->lock);
+	for (unsigned i = 0; i < d->n && json_array_size(arr) < limit; i++) {
+		json_t *rec = d->ring[(d->head + i) % d->cap];
+		json_int_t id = json_integer_value(json_object_get(rec, "id"));
+
+		if ((uint64_t)id <= since_id)
+			continue;
+		if (guest && strcmp(json_string_value(json_object_get(rec, "guest")) ?: "", guest) != 0)
+			continue;
+		/* Deep copy: the caller serialises outside the lock while the
+		 * engine may evict this record. */
+		json_array_append_new(arr, json_deep_copy(rec));
+	}
+	pthread_mutex_unlock(&d->lock);
+	return arr;
+}
+
+uint64_t declog_last_id(struct declog *d)
+{
+	uint64_t id;
+
+	pthread_mutex_lock(&d->lock);
+	id = d->next_id - 1;
+	pthread_mutex_unlock(&d->lock);
+	return id;
+}

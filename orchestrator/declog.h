@@ -1,0 +1,42 @@
+/* declog.h — the decision log: one JSON record per decision (moved,
+ * skipped with its reason, failed, planned in a dry run), appended to a
+ * JSON Lines file and kept in a bounded in-memory ring for the API.
+ * Thread-safe: the engine writes, the API reads.
+ */
+#ifndef NUMAORCH_DECLOG_H
+#define NUMAORCH_DECLOG_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "apply.h"
+#include "snapshot.h"
+#include "../policies/plan.h"
+
+struct declog;
+
+/* PATH may be NULL (ring only). The file is opened for append and created
+ * with mode 0640. RING_CAP records are kept in memory (≥ 1). */
+int declog_open(const char *path, unsigned ring_cap, struct declog **out);
+void declog_close(struct declog *d);
+/* Reopen the file (after logrotate moved it; SIGHUP). */
+int declog_reopen(struct declog *d, const char *path);
+
+/* Build a record for IT decided on SNAP. DECISION is one of "moved",
+ * "failed", "skipped", "planned" (dry run / advise), "vanished", ...;
+ * RES may be NULL when nothing was attempted. Caller owns the result. */
+json_t *declog_make(const struct snapshot *snap, const struct plan_item *it, const char *decision,
+		    const struct apply_result *res, bool dry_run);
+
+/* Stamp REC with "id" and "time", append it to the file and the ring.
+ * Takes ownership of REC. Returns the id, or a negative errno if the file
+ * write failed (the record is still in the ring). */
+int64_t declog_add(struct declog *d, json_t *rec);
+
+/* Records with id > SINCE_ID, for GUEST (NULL: all), at most LIMIT,
+ * oldest first. Caller owns the array. */
+json_t *declog_query(struct declog *d, uint64_t since_id, unsigned limit, const char *guest);
+uint64_t declog_last_id(struct declog *d);
+
+#endif

@@ -1,0 +1,720 @@
+#include "engine.h"
+
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "apply.h"
+#include "fs.h"
+#include "log.h"
+
+struct gpol_entry {
+	char id[GUEST_ID_MAX];
+	struct guest_policy pol;
+};
+
+/* What was last written to the decision log for a guest, so a guard that
+ * keeps saying the same thing is logged once, not every cycle. */
+struct logged {
+	char id[GUEST_ID_MAX];
+	enum plan_kind kind;
+	enum skip_reason skip;
+	enum move_reason reason;
+};
+
+struct call {
+	engine_fn fn;
+	void *arg;
+	int ret;
+	bool done, abandoned;
+	pthread_cond_t cond;
+	struct call *next;
+};
+
+struct engine {
+	struct agent_config cfg;
+	struct host_paths hp;
+	struct acquirer *acq;
+	struct applier *app;
+	struct declog *dl;
+	struct pstate *ps;
+
+	unsigned nr_gpol;
+	struct gpol_entry *gpol;
+	unsigned nr_logged;
+	struct logged *logged;
+
+	pthread_mutex_t view_lock;
+	struct engine_view *view;
+	struct engine_stats stats;
+	bool warned_one_node;
+
+	pthread_t thread;
+	bool thread_set;
+	int sfd, tfd, efd;
+	pthread_mutex_t q_lock;
+	struct call *q_head, *q_tail;
+	bool stopping;
+};
+
+static int build_sources(struct engine *e, const struct agent_config *cfg)
+{
+	struct acquirer *acq = NULL;
+	struct applier *app = NULL;
+	struct apply_opts ao = {
+		.nr_scopes = cfg->cg.nr_scopes,
+		.scopes = cfg->cg.scopes,
+		.min_free_bytes = cfg->policy.min_free_bytes,
+		.freeze_during_migration = cfg->freeze_during_migration,
+	};
+	int r;
+
+	r = acquirer_new(&e->hp, &cfg->cg, &acq);
+	if (r < 0)
+		return log_errno(LOG_LEVEL_ERROR, r, "cannot read cgroups under %s", e->hp.cgroupfs);
+	r = applier_new(&e->hp, acquirer_hier(acq), &ao, &app);
+	if (r < 0) {
+		acquirer_free(acq);
+		return log_errno(LOG_LEVEL_ERROR, r, "cannot set up the cgroup writer (libcgroup)");
+	}
+	acquirer_free(e->acq);
+	applier_free(e->app);
+	e->acq = acq;
+	e->app = app;
+	return 0;
+}
+
+int engine_new(const struct agent_config *cfg, const struct host_paths *hp, struct engine **out)
+{
+	struct engine *e = xcalloc(1, sizeof(*e));
+	int r;
+
+	config_copy(&e->cfg, cfg);
+	e->hp = *hp;
+	e->sfd = e->tfd = e->efd = -1;
+	pthread_mutex_init(&e->view_lock, NULL);
+	pthread_mutex_init(&e->q_lock, NULL);
+	e->ps = pstate_new();
+	e->stats.start_real_ns = clock_real_ns();
+	e->stats.start_mono_ns = clock_mono_ns();
+
+	r = build_sources(e, cfg);
+	if (r < 0)
+		goto fail;
+	r = declog_open(cfg->decision_log, 4096, &e->dl);
+	if (r < 0) {
+		log_errno(LOG_LEVEL_ERROR, r, "cannot open decision log %s", cfg->decision_log);
+		goto fail;
+	}
+	*out = e;
+	return 0;
+fail:
+	engine_free(e);
+	return r;
+}
+
+void engine_view_unref(struct engine_view *v)
+{
+	if (!v || __atomic_sub_fetch(&v->refs, 1, __ATOMIC_ACQ_REL) != 0)
+		return;
+	snap_unref(v->snap);
+	plan_free(v->plan);
+	free(v);
+}
+
+struct engine_view *engine_view_get(struct engine *e)
+{
+	struct engine_view *v;
+
+	pthread_mutex_lock(&e->view_lock);
+	v = e->view;
+	if (v)
+		__atomic_add_fetch(&v->refs, 1, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&e->view_lock);
+	return v;
+}
+
+void engine_free(struct engine *e)
+{
+	if (!e)
+		return;
+	engine_view_unref(e->view);
+	acquirer_free(e->acq);
+	applier_free(e->app);
+	declog_close(e->dl);
+	pstate_free(e->ps);
+	free(e->gpol);
+	free(e->logged);
+	config_free(&e->cfg);
+	if (e->sfd >= 0)
+		close(e->sfd);
+	if (e->tfd >= 0)
+		close(e->tfd);
+	if (e->efd >= 0)
+		close(e->efd);
+	pthread_mutex_destroy(&e->view_lock);
+	pthread_mutex_destroy(&e->q_lock);
+	free(e);
+}
+
+struct declog *engine_declog(struct engine *e) { return e->dl; }
+const struct agent_config *engine_config(struct engine *e) { return &e->cfg; }
+struct acquirer *engine_acquirer(struct engine *e) { return e->acq; }
+struct applier *engine_applier(struct engine *e) { return e->app; }
+
+static int gpol_cmp(const void *k, const void *el)
+{
+	return strcmp(k, ((const struct gpol_entry *)el)->id);
+}
+
+const struct guest_policy *engine_get_guest_policy(struct engine *e, const char *id)
+{
+	struct gpol_entry *g = bsearch(id, e->gpol, e->nr_gpol, sizeof(*e->gpol), gpol_cmp);
+
+	return g ? &g->pol : NULL;
+}
+
+void engine_set_guest_policy(struct engine *e, const char *id, const struct guest_policy *pol)
+{
+	unsigned i = 0;
+
+	while (i < e->nr_gpol && strcmp(e->gpol[i].id, id) < 0)
+		i++;
+	if (i < e->nr_gpol && strcmp(e->gpol[i].id, id) == 0) {
+		if (pol) {
+			e->gpol[i].pol = *pol;
+		} else {
+			memmove(&e->gpol[i], &e->gpol[i + 1], (e->nr_gpol - i - 1) * sizeof(*e->gpol));
+			e->nr_gpol--;
+		}
+		return;
+	}
+	if (!pol)
+		return;
+	e->gpol = xrealloc(e->gpol, (e->nr_gpol + 1) * sizeof(*e->gpol));
+	memmove(&e->gpol[i + 1], &e->gpol[i], (e->nr_gpol - i) * sizeof(*e->gpol));
+	memset(&e->gpol[i], 0, sizeof(e->gpol[i]));
+	snprintf(e->gpol[i].id, sizeof(e->gpol[i].id), "%s", id);
+	e->gpol[i].pol = *pol;
+	e->nr_gpol++;
+}
+
+/* A move that was not carried out must not start a cool-down: put the
+ * guest's entry in NEXT back to what PREV had. */
+static void pstate_revert(struct pstate *next, const struct pstate *prev, const char *id)
+{
+	const struct pstate_entry *old = prev ? pstate_find(prev, id) : NULL;
+
+	for (unsigned i = 0; i < next->n; i++) {
+		if (strcmp(next->e[i].id, id) != 0)
+			continue;
+		if (old) {
+			next->e[i] = *old;
+		} else {
+			memmove(&next->e[i], &next->e[i + 1], (next->n - i - 1) * sizeof(*next->e));
+			next->n--;
+		}
+		return;
+	}
+}
+
+static struct logged *logged_find(struct engine *e, const char *id)
+{
+	for (unsigned lo = 0, hi = e->nr_logged; lo < hi;) {
+		unsigned mid = (lo + hi) / 2;
+		int c = strcmp(e->logged[mid].id, id);
+
+		if (c == 0)
+			return &e->logged[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+static int logged_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct logged *)a)->id, ((const struct logged *)b)->id);
+}
+
+/* Rebuild the "last logged" table for the guests in PLAN: entries of
+ * guests that were settled this cycle (no item) are dropped, so a guard
+ * that fires again later is logged again. */
+static void logged_update(struct engine *e, const struct plan *plan)
+{
+	struct logged *nl = xcalloc(plan->nr_items ? plan->nr_items : 1, sizeof(*nl));
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < plan->nr_items; i++) {
+		const struct plan_item *it = &plan->items[i];
+
+		if (it->kind == PLAN_SETTLED)
+			continue;
+		snprintf(nl[n].id, sizeof(nl[n].id), "%s", it->guest_id);
+		nl[n].kind = it->kind;
+		nl[n].skip = it->skip;
+		nl[n].reason = it->reason;
+		n++;
+	}
+	/* plan items come in ranked order, lookups want id order */
+	qsort(nl, n, sizeof(*nl), logged_cmp);
+	free(e->logged);
+	e->logged = nl;
+	e->nr_logged = n;
+}
+
+static void publish(struct engine *e, struct snapshot *snap, struct plan *plan)
+{
+	struct engine_view *v = xcalloc(1, sizeof(*v)), *old;
+
+	v->refs = 1;
+	v->snap = snap_ref(snap);
+	v->plan = plan;
+	v->stats = e->stats;
+	v->mode = e->cfg.mode;
+	v->dry_run = e->cfg.dry_run;
+	v->interval_s = e->cfg.interval_s;
+	v->policy = e->cfg.policy;
+	pthread_mutex_lock(&e->view_lock);
+	old = e->view;
+	e->view = v;
+	pthread_mutex_unlock(&e->view_lock);
+	engine_view_unref(old);
+}
+
+static const char *move_decision(enum apply_status st)
+{
+	switch (st) {
+	case APPLY_DONE: return "moved";
+	case APPLY_FAILED:
+	case APPLY_FAILED_PARTIAL:
+	case APPLY_REFUSED: return "failed";
+	case APPLY_NOT_APPLICABLE: return "not_applicable";
+	default: return "skipped";
+	}
+}
+
+static void log_move(const struct snapshot *snap, const struct plan_item *it,
+		     const struct apply_result *res)
+{
+	const struct snap_guest *g = &snap->guests[it->guest_idx];
+	char from[NODELIST_BUFSZ], to[NODELIST_BUFSZ], mems[NODELIST_BUFSZ];
+
+	mask_format(&it->from_nodes, from, sizeof(from));
+	mask_format(&it->to_nodes, to, sizeof(to));
+	mask_format(&it->to_mems, mems, sizeof(mems));
+	if (!res) {
+		log_info("would move %s (%s) nodes %s -> %s mems %s: %s", it->guest_id, g->runtime,
+			 from, to, mems, it->detail);
+		return;
+	}
+	if (res->status == APPLY_DONE)
+		log_info("moved %s (%s) nodes %s -> %s mems %s in %.2fs: %s", it->guest_id, g->runtime,
+			 from, to, mems, res->duration_s, it->detail);
+	else if (res->status == APPLY_FAILED || res->status == APPLY_FAILED_PARTIAL ||
+		 res->status == APPLY_REFUSED)
+		log_error("moving %s (%s) nodes %s -> %s failed: %s", it->guest_id, g->runtime, from, to,
+			  res->msg);
+	else
+		log_info("not moving %s (%s): %s", it->guest_id, g->runtime, res->msg);
+}
+
+int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
+{
+	struct snapshot *snap = NULL;
+	struct plan *plan = NULL;
+	struct pstate *next = NULL;
+	int64_t t0 = clock_mono_ns(), t1, t2, t3;
+	bool do_apply;
+	int r;
+
+	if (report)
+		memset(report, 0, sizeof(*report));
+	dry_run = dry_run || e->cfg.dry_run;
+	r = acquirer_snapshot(e->acq, e->cfg.sample_s, &snap);
+	if (r < 0)
+		return log_errno(LOG_LEVEL_ERROR, r, "cannot read the host topology from %s", e->hp.sysfs);
+	t1 = clock_mono_ns();
+
+	for (unsigned i = 0; i < snap->nr_guests; i++) {
+		const struct guest_policy *p = engine_get_guest_policy(e, snap->guests[i].id);
+
+		if (p)
+			snap->guests[i].policy = *p;
+	}
+	for (unsigned i = 0; i < snap->nr_warnings; i++)
+		log_warn("%s", snap->warnings[i]);
+
+	e->stats.cpu_nodes = snap_nr_cpu_nodes(snap);
+	if (e->stats.cpu_nodes <= 1 && !e->warned_one_node) {
+		log_warn("this host has %u NUMA node%s with CPUs: numaorchd keeps discovering and "
+			 "reporting guests, and moves nothing", e->stats.cpu_nodes,
+			 e->stats.cpu_nodes == 1 ? "" : "s");
+		e->warned_one_node = true;
+	}
+
+	if (e->cfg.mode != MODE_OFF) {
+		r = policy_decide(&e->cfg.policy, snap, e->ps, report != NULL, &plan, &next);
+		if (r < 0) {
+			snap_unref(snap);
+			return log_errno(LOG_LEVEL_ERROR, r, "policy rejected its configuration");
+		}
+	}
+	t2 = clock_mono_ns();
+
+	do_apply = e->cfg.mode == MODE_ENFORCE && !dry_run;
+	if (report && plan) {
+		report->nr_results = plan->nr_items;
+		report->results = xcalloc(plan->nr_items ? plan->nr_items : 1, sizeof(*report->results));
+		report->attempted = xcalloc(plan->nr_items ? plan->nr_items : 1, sizeof(bool));
+		report->applied = do_apply;
+	}
+	for (unsigned i = 0; plan && i < plan->nr_items; i++) {
+		const struct plan_item *it = &plan->items[i];
+		struct logged *last = logged_find(e, it->guest_id);
+
+		if (it->kind == PLAN_MOVE) {
+			struct apply_result res;
+
+			if (!do_apply) {
+				log_move(snap, it, NULL);
+				declog_add(e->dl, declog_make(snap, it, e->cfg.mode == MODE_ADVISE && !dry_run ?
+							  "advised" : "planned", NULL, dry_run));
+				pstate_revert(next, e->ps, it->guest_id);
+				continue;
+			}
+			apply_move(e->app, snap, it, &res);
+			log_move(snap, it, &res);
+			declog_add(e->dl, declog_make(snap, it, move_decision(res.status), &res, false));
+			if (report) {
+				report->results[i] = res;
+				report->attempted[i] = true;
+			}
+			switch (res.status) {
+			case APPLY_DONE:
+				e->stats.moves++;
+				e->stats.migrated_bytes += it->migrate_bytes;
+				break;
+			case APPLY_FAILED:
+			case APPLY_FAILED_PARTIAL:
+			case APPLY_REFUSED:
+				/* Keep the cool-down: retrying a refused write every
+				 * cycle would only hammer the cgroup. */
+				e->stats.move_failures++;
+				break;
+			default:
+				e->stats.moves_skipped++;
+				pstate_revert(next, e->ps, it->guest_id);
+				break;
+			}
+		} else if (it->kind == PLAN_SKIP) {
+			if (last && last->kind == it->kind && last->skip == it->skip && last->reason == it->reason)
+				continue;
+			log_debug("not moving %s: %s (%s)", it->guest_id, skip_reason_name(it->skip), it->detail);
+			declog_add(e->dl, declog_make(snap, it, "skipped", NULL, dry_run));
+		}
+	}
+	t3 = clock_mono_ns();
+	if (plan)
+		logged_update(e, plan);
+	if (next) {
+		pstate_free(e->ps);
+		e->ps = next;
+	}
+
+	e->stats.cycles++;
+	e->stats.last_cycle_real_ns = clock_real_ns();
+	e->stats.last_cycle_s = (double)(t3 - t0) / 1e9;
+	e->stats.last_acquire_s = (double)(t1 - t0) / 1e9;
+	e->stats.last_decide_s = (double)(t2 - t1) / 1e9;
+	e->stats.last_apply_s = (double)(t3 - t2) / 1e9;
+	publish(e, snap, plan);
+	if (report)
+		report->view = engine_view_get(e);
+	log_debug("cycle %llu: %u guests, %u plan items, %.1f ms (acquire %.1f, decide %.1f, apply %.1f)",
+		  (unsigned long long)snap->seq, snap->nr_guests, plan ? plan->nr_items : 0,
+		  e->stats.last_cycle_s * 1e3, e->stats.last_acquire_s * 1e3,
+		  e->stats.last_decide_s * 1e3, e->stats.last_apply_s * 1e3);
+	snap_unref(snap);
+	return 0;
+}
+
+void cycle_report_clear(struct cycle_report *r)
+{
+	if (!r)
+		return;
+	engine_view_unref(r->view);
+	free(r->results);
+	free(r->attempted);
+	memset(r, 0, sizeof(*r));
+}
+
+static bool same_strv(unsigned na, char *const *a, unsigned nb, char *const *b)
+{
+	if (na != nb)
+		return false;
+	for (unsigned i = 0; i < na; i++)
+		if (strcmp(a[i], b[i]) != 0)
+			return false;
+	return true;
+}
+
+int engine_apply_config(struct engine *e, const struct agent_config *cfg)
+{
+	bool rebuild = !same_strv(e->cfg.cg.nr_scopes, e->cfg.cg.scopes, cfg->cg.nr_scopes, cfg->cg.scopes) ||
+		       !same_strv(e->cfg.cg.nr_parents, e->cfg.cg.parents, cfg->cg.nr_parents, cfg->cg.parents) ||
+		       !same_strv(e->cfg.cg.nr_runc_roots, e->cfg.cg.runc_roots, cfg->cg.nr_runc_roots,
+				  cfg->cg.runc_roots) ||
+		       e->cfg.policy.min_free_bytes != cfg->policy.min_free_bytes ||
+		       e->cfg.freeze_during_migration != cfg->freeze_during_migration;
+	int r;
+
+	if (rebuild) {
+		r = build_sources(e, cfg);
+		if (r < 0)
+			return r;
+	}
+	/* Reopen even when the path is unchanged: SIGHUP after logrotate. */
+	{
+		r = declog_reopen(e->dl, cfg->decision_log);
+		if (r < 0)
+			log_errno(LOG_LEVEL_ERROR, r, "cannot open decision log %s; records stay in memory only",
+				  cfg->decision_log);
+	}
+	config_free(&e->cfg);
+	config_copy(&e->cfg, cfg);
+	log_set_level(cfg->log_level);
+	return 0;
+}
+
+static void arm_timer(struct engine *e, double seconds)
+{
+	struct itimerspec its = { 0 };
+
+	if (seconds < 0.001)
+		seconds = 0.001;
+	its.it_value.tv_sec = (time_t)seconds;
+	its.it_value.tv_nsec = (long)((seconds - floor(seconds)) * 1e9);
+	timerfd_settime(e->tfd, 0, &its, NULL);
+}
+
+static void run_calls(struct engine *e)
+{
+	for (;;) {
+		struct call *c;
+
+		pthread_mutex_lock(&e->q_lock);
+		c = e->q_head;
+		if (c) {
+			e->q_head = c->next;
+			if (!e->q_head)
+				e->q_tail = NULL;
+		}
+		pthread_mutex_unlock(&e->q_lock);
+		if (!c)
+			return;
+		c->ret = c->fn(e, c->arg);
+		pthread_mutex_lock(&e->q_lock);
+		c->done = true;
+		if (c->abandoned) {
+			pthread_mutex_unlock(&e->q_lock);
+			pthread_cond_destroy(&c->cond);
+			free(c);
+			continue;
+		}
+		pthread_cond_signal(&c->cond);
+		pthread_mutex_unlock(&e->q_lock);
+	}
+}
+
+int engine_call(struct engine *e, engine_fn fn, void *arg, unsigned timeout_ms)
+{
+	struct call *c;
+	struct timespec until;
+	int ret;
+
+	if (e->thread_set && pthread_equal(pthread_self(), e->thread))
+		return fn(e, arg);
+	c = xcalloc(1, sizeof(*c));
+	c->fn = fn;
+	c->arg = arg;
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->cond, &ca);
+	pthread_condattr_destroy(&ca);
+
+	pthread_mutex_lock(&e->q_lock);
+	if (e->stopping || e->efd < 0) {
+		pthread_mutex_unlock(&e->q_lock);
+		pthread_cond_destroy(&c->cond);
+		free(c);
+		return -ESHUTDOWN;
+	}
+	if (e->q_tail)
+		e->q_tail->next = c;
+	else
+		e->q_head = c;
+	e->q_tail = c;
+	{
+		uint64_t one = 1;
+		ssize_t w = write(e->efd, &one, sizeof(one));
+		(void)w;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += timeout_ms / 1000;
+	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	while (!c->done) {
+		if (timeout_ms == 0) {
+			pthread_cond_wait(&c->cond, &e->q_lock);
+		} else if (pthread_cond_timedwait(&c->cond, &e->q_lock, &until) == ETIMEDOUT && !c->done) {
+			c->abandoned = true;
+			pthread_mutex_unlock(&e->q_lock);
+			return -ETIMEDOUT;
+		}
+	}
+	ret = c->ret;
+	pthread_mutex_unlock(&e->q_lock);
+	pthread_cond_destroy(&c->cond);
+	free(c);
+	return ret;
+}
+
+void engine_stop(struct engine *e)
+{
+	uint64_t one = 1;
+
+	__atomic_store_n(&e->stopping, true, __ATOMIC_RELEASE);
+	if (e->efd >= 0) {
+		ssize_t w = write(e->efd, &one, sizeof(one));
+		(void)w;
+	}
+}
+
+/* Calls still queued when the loop ends get -ESHUTDOWN. */
+static void fail_pending(struct engine *e)
+{
+	pthread_mutex_lock(&e->q_lock);
+	e->stopping = true;
+	while (e->q_head) {
+		struct call *c = e->q_head;
+
+		e->q_head = c->next;
+		c->ret = -ESHUTDOWN;
+		c->done = true;
+		if (c->abandoned) {
+			pthread_cond_destroy(&c->cond);
+			free(c);
+		} else {
+			pthread_cond_signal(&c->cond);
+		}
+	}
+	e->q_tail = NULL;
+	pthread_mutex_unlock(&e->q_lock);
+}
+
+int engine_prepare_loop(struct engine *e)
+{
+	sigset_t mask;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &mask, NULL);
+	e->sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	e->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	pthread_mutex_lock(&e->q_lock);
+	e->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	pthread_mutex_unlock(&e->q_lock);
+	if (e->sfd < 0 || e->tfd < 0 || e->efd < 0)
+		return -errno;
+	e->thread = pthread_self();
+	e->thread_set = true;
+	return 0;
+}
+
+int engine_run(struct engine *e, engine_reload_fn reload, void *ctx)
+{
+	int r;
+
+	if (e->efd < 0) {
+		r = engine_prepare_loop(e);
+		if (r < 0)
+			return log_errno(LOG_LEVEL_ERROR, r, "cannot set up the event loop");
+	}
+	arm_timer(e, 0);
+	while (!__atomic_load_n(&e->stopping, __ATOMIC_ACQUIRE)) {
+		struct pollfd pfd[3] = {
+			{ .fd = e->sfd, .events = POLLIN },
+			{ .fd = e->tfd, .events = POLLIN },
+			{ .fd = e->efd, .events = POLLIN },
+		};
+
+		if (poll(pfd, 3, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			r = -errno;
+			fail_pending(e);
+			return log_errno(LOG_LEVEL_ERROR, r, "poll");
+		}
+		if (pfd[0].revents & POLLIN) {
+			struct signalfd_siginfo si;
+
+			while (read(e->sfd, &si, sizeof(si)) == sizeof(si)) {
+				if (si.ssi_signo == SIGHUP) {
+					struct agent_config *nc = reload ? reload(ctx) : NULL;
+
+					if (nc) {
+						if (engine_apply_config(e, nc) == 0)
+							log_info("configuration reloaded");
+						else
+							log_error("new configuration could not be applied; keeping the old one");
+						config_free(nc);
+						free(nc);
+						arm_timer(e, e->cfg.interval_s);
+					}
+				} else {
+					log_info("received %s, stopping", strsignal((int)si.ssi_signo));
+					e->stopping = true;
+				}
+			}
+		}
+		if (pfd[2].revents & POLLIN) {
+			uint64_t v;
+			ssize_t rd = read(e->efd, &v, sizeof(v));
+
+			(void)rd;
+			run_calls(e);
+		}
+		if (e->stopping)
+			break;
+		if (pfd[1].revents & POLLIN) {
+			uint64_t exp;
+			ssize_t rd = read(e->tfd, &exp, sizeof(exp));
+
+			(void)rd;
+			engine_cycle(e, false, NULL);
+			/* Re-armed relative to the end of the cycle: a slow cycle
+			 * (a big migration) never makes cycles pile up. */
+			arm_timer(e, e->cfg.interval_s);
+		}
+	}
+	fail_pending(e);
+	return 0;
+}

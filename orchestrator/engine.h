@@ -1,0 +1,106 @@
+/* engine.h — the cycle loop: acquire → decide → apply → record → publish.
+ *
+ * One engine thread owns all mutable state (STYLE.md §4). Other threads
+ * (the REST server) read the latest published view — an immutable,
+ * reference-counted bundle of snapshot, plan and counters swapped under a
+ * short lock — and ask for changes with engine_call(), which runs a
+ * function on the engine thread between cycles and waits for it.
+ */
+#ifndef NUMAORCH_ENGINE_H
+#define NUMAORCH_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "declog.h"
+#include "hostpaths.h"
+#include "snapshot.h"
+#include "../agents/acquire.h"
+#include "../policies/plan.h"
+
+struct engine;
+
+struct engine_stats {
+	uint64_t cycles;
+	int64_t last_cycle_real_ns;   /* when the last cycle finished, 0: none yet */
+	double last_cycle_s;          /* its duration */
+	double last_acquire_s, last_decide_s, last_apply_s;
+	uint64_t moves;               /* done, since start */
+	uint64_t move_failures;
+	uint64_t moves_skipped;       /* vanished/changed/no room at apply time */
+	uint64_t migrated_bytes;      /* planned bytes of moves done */
+	int64_t start_real_ns;
+	int64_t start_mono_ns;
+	unsigned cpu_nodes;           /* nodes with CPUs in the last snapshot */
+};
+
+/* What readers see. Immutable; hold it with engine_view_get/unref. */
+struct engine_view {
+	unsigned refs;
+	struct snapshot *snap;        /* NULL before the first cycle */
+	struct plan *plan;            /* NULL in mode off or before the first cycle */
+	struct engine_stats stats;
+	enum agent_mode mode;
+	bool dry_run;
+	double interval_s;
+	struct policy_config policy;
+};
+
+/* Outcome of one cycle, for --once reporting. */
+struct cycle_report {
+	struct engine_view *view;     /* the view this cycle published (referenced) */
+	unsigned nr_results;
+	struct apply_result *results; /* per plan item; filled for applied moves */
+	bool *attempted;              /* per plan item: apply_move was called */
+	bool applied;                 /* moves were carried out (not dry run/advise) */
+};
+
+/* CFG is copied. HP selects live host or fixture root. */
+int engine_new(const struct agent_config *cfg, const struct host_paths *hp, struct engine **out);
+void engine_free(struct engine *e);
+
+/* Run one cycle now on the calling thread (which must be the engine's).
+ * DRY_RUN forces no writes for this cycle. REPORT may be NULL. */
+int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report);
+void cycle_report_clear(struct cycle_report *r);
+
+/* The loop: cycles every interval until SIGTERM/SIGINT; SIGHUP calls
+ * RELOAD (which returns a new config or NULL to keep the old one).
+ * Blocks those signals in the calling thread: call it before starting
+ * other threads, or block them there too. Returns 0 on a clean stop. */
+typedef struct agent_config *(*engine_reload_fn)(void *ctx);
+/* Block SIGTERM/SIGINT/SIGHUP and create the loop's fds. Call on the
+ * thread that will run engine_run, before starting other threads (they
+ * inherit the blocked mask); engine_run calls it if not done. */
+int engine_prepare_loop(struct engine *e);
+int engine_run(struct engine *e, engine_reload_fn reload, void *ctx);
+/* Ask the loop to stop (any thread). */
+void engine_stop(struct engine *e);
+
+/* Swap in a validated config (engine thread). Rebuilds the sources and
+ * the actuator when scopes or parents changed. */
+int engine_apply_config(struct engine *e, const struct agent_config *cfg);
+
+/* Run FN(e, arg) on the engine thread and wait for it; returns FN's
+ * value, or -ETIMEDOUT after TIMEOUT_MS (FN still runs later; ARG must
+ * stay valid — callers use heap args with a done flag or wait forever
+ * with timeout_ms = 0), -ESHUTDOWN if the engine is stopping. */
+typedef int (*engine_fn)(struct engine *e, void *arg);
+int engine_call(struct engine *e, engine_fn fn, void *arg, unsigned timeout_ms);
+
+struct engine_view *engine_view_get(struct engine *e);
+void engine_view_unref(struct engine_view *v);
+
+/* Engine-thread accessors for code run through engine_call. */
+struct declog *engine_declog(struct engine *e);
+const struct agent_config *engine_config(struct engine *e);
+struct acquirer *engine_acquirer(struct engine *e);
+struct applier *engine_applier(struct engine *e);
+
+/* Per-guest policy overrides (engine thread). POL NULL clears. The
+ * override wins over a guest's own (metadata) policy from the next cycle. */
+void engine_set_guest_policy(struct engine *e, const char *id, const struct guest_policy *pol);
+const struct guest_policy *engine_get_guest_policy(struct engine *e, const char *id);
+
+#endif

@@ -1,0 +1,20 @@
+/* numamig.h — the live host's NUMA actions through libnuma.
+ *
+ * Kept apart from the rest because <numa.h> defines its own nodemask_t,
+ * which clashes with ours (mask.h); this header uses plain node-id arrays.
+ */
+#ifndef NUMAORCH_NUMAMIG_H
+#define NUMAORCH_NUMAMIG_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+/* true if the running kernel supports the NUMA API (numa_available()). */
+bool numamig_available(void);
+
+/* Move PID's pages from the nodes in FROM to those in TO (migrate_pages(2)
+ * through numa_migrate_pages). 0, -ESRCH if the process is gone, or the
+ * negative errno. */
+int numamig_pages(pid_t pid, const int *from, unsigned nfrom, const int *to, unsigned nto);
+
+#endif
