@@ -36,6 +36,8 @@ DAEMON_SRCS := agents/numaorchd.c
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_HELPERS := $(filter-out $(UNIT_SRCS),$(wildcard tests/unit/*.c))
 BENCH_SRCS := $(wildcard tests/bench/*.c)
+IT_SRCS   := $(wildcard tests/integration/*.c)
+IT_BINS   := $(IT_SRCS:tests/integration/%.c=$(BUILD)/it/%)
 
 CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
 SAN_OBJS  := $(CORE_SRCS:%.c=$(BUILD)/san/%.o)
@@ -72,6 +74,10 @@ $(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(BUILD)/libnumaorch.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
+$(BUILD)/it/%: tests/integration/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -Wno-missing-prototypes -o $@ $< -lpthread
+
 # Installs only what is missing; uses sudo when not root.
 deps:
 	@./deploy/install-deps.sh $(BUILD_DEPS)
@@ -95,7 +101,7 @@ check-unit: $(UNIT_BINS)
 			$$t || fail=1; \
 	done; test $$fail = 0
 
-check-integration: all
+check-integration: all $(IT_BINS)
 	@./tests/integration/run.sh
 
 bench: $(BUILD)/numaorchd $(BENCH_BINS)

@@ -31,6 +31,7 @@ struct cli {
 	bool config_given;
 	bool once, dry_run, check_config, json;
 	const char *root;
+	const char *sysfs, *procfs, *cgroupfs; /* single-root overrides */
 	double interval;          /* NAN: not given */
 	const char *decision_log;
 	const char *log_level;
@@ -56,6 +57,9 @@ static void usage(FILE *f)
 		"  -p, --parent CGROUP      every child of this cgroup is a guest (repeatable)\n"
 		"      --mode MODE          enforce, advise or off\n"
 		"  -r, --root DIR           read the host from a fixture tree (DIR/sys, DIR/proc, ...)\n"
+		"      --sysfs DIR          read sysfs here instead of /sys (host trees mounted in a\n"
+		"      --procfs DIR         container; tests); writes stay live unless --root is given\n"
+		"      --cgroupfs DIR\n"
 		"      --decision-log FILE  append one JSON record per decision\n"
 		"  -l, --log-level LEVEL    error, warn, info or debug\n"
 		"  -V, --version            print the version\n"
@@ -234,6 +238,9 @@ int main(int argc, char **argv)
 		{ "parent", required_argument, NULL, 'p' },
 		{ "mode", required_argument, NULL, 'm' },
 		{ "root", required_argument, NULL, 'r' },
+		{ "sysfs", required_argument, NULL, 'S' },
+		{ "procfs", required_argument, NULL, 'P' },
+		{ "cgroupfs", required_argument, NULL, 'G' },
 		{ "decision-log", required_argument, NULL, 'd' },
 		{ "log-level", required_argument, NULL, 'l' },
 		{ "version", no_argument, NULL, 'V' },
@@ -277,6 +284,9 @@ int main(int argc, char **argv)
 			break;
 		case 'm': cli.mode = optarg; break;
 		case 'r': cli.root = optarg; break;
+		case 'S': cli.sysfs = optarg; break;
+		case 'P': cli.procfs = optarg; break;
+		case 'G': cli.cgroupfs = optarg; break;
 		case 'd': cli.decision_log = optarg; break;
 		case 'l': cli.log_level = optarg; break;
 		case 'V':
@@ -325,6 +335,24 @@ int main(int argc, char **argv)
 			log_warn("the kernel reports no NUMA support (numa_available): the host is one node");
 		if (geteuid() != 0 && cfg->mode == MODE_ENFORCE && !cfg->dry_run)
 			log_warn("not running as root: cgroup writes will be refused");
+	}
+	{
+		const struct { const char *v; char *dst; const char *flag; } ov[] = {
+			{ cli.sysfs, hp.sysfs, "--sysfs" },
+			{ cli.procfs, hp.procfs, "--procfs" },
+			{ cli.cgroupfs, hp.cgroupfs, "--cgroupfs" },
+		};
+
+		for (unsigned i = 0; i < 3; i++) {
+			if (!ov[i].v)
+				continue;
+			if (!fs_is_dir(ov[i].v) || strlen(ov[i].v) >= PATH_MAX) {
+				fprintf(stderr, "numaorchd: %s %s: not a directory\n", ov[i].flag, ov[i].v);
+				ret = 2;
+				goto out;
+			}
+			strcpy(ov[i].dst, ov[i].v);
+		}
 	}
 
 	r = engine_new(cfg, &hp, &e);

@@ -1,0 +1,231 @@
+"""Helpers for numaorch's integration tests: real cgroup v1 sandboxes,
+real workload processes, fixture sysfs topologies, and running the real
+numaorchd binary.
+
+Everything a test creates lives under one private parent cgroup
+(numaorch-it-<pid>-<n>) in each v1 hierarchy and is removed by cleanup(),
+which tests call from tearDown/addCleanup so it runs even on failure.
+"""
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.path.join(REPO, "build")
+NUMAORCHD = os.path.join(BUILD, "numaorchd")
+MEMHOG = os.path.join(BUILD, "it", "memhog")
+CGROOT = "/sys/fs/cgroup"
+V1_CTRLS = ("cpuset", "memory", "cpuacct")
+
+
+def skip_reason_v1():
+    """None if this machine can run the real cgroup v1 tests, else why not."""
+    if os.geteuid() != 0:
+        return "needs root to create cgroups"
+    for c in V1_CTRLS:
+        if not os.path.exists(os.path.join(CGROOT, c, "tasks")):
+            return "no cgroup v1 %s hierarchy at %s/%s" % (c, CGROOT, c)
+    if not os.path.exists(NUMAORCHD) or not os.path.exists(MEMHOG):
+        return "build/numaorchd or build/it/memhog missing (run make)"
+    return None
+
+
+def read(path):
+    with open(path) as f:
+        return f.read().strip()
+
+
+def write(path, value):
+    with open(path, "w") as f:
+        f.write(value)
+
+
+def cpuset_state(exclude_prefix=None):
+    """{relative cgroup: (cpus, mems)} for every cpuset cgroup, except those
+    under exclude_prefix: used to prove nothing outside the scope changed."""
+    base = os.path.join(CGROOT, "cpuset")
+    out = {}
+    for dirpath, dirnames, _ in os.walk(base):
+        rel = "/" + os.path.relpath(dirpath, base) if dirpath != base else "/"
+        if exclude_prefix and (rel == exclude_prefix or rel.startswith(exclude_prefix + "/")):
+            dirnames[:] = []
+            continue
+        try:
+            out[rel] = (read(os.path.join(dirpath, "cpuset.cpus")),
+                        read(os.path.join(dirpath, "cpuset.mems")))
+        except OSError:
+            pass
+    return out
+
+
+class V1Sandbox:
+    """A private parent cgroup in the cpuset, memory and cpuacct v1
+    hierarchies, with child cgroups running real processes."""
+    counter = 0
+
+    def __init__(self):
+        V1Sandbox.counter += 1
+        self.name = "numaorch-it-%d-%d" % (os.getpid(), V1Sandbox.counter)
+        self.rel = "/" + self.name
+        self.procs = []
+        root_cpus = read(os.path.join(CGROOT, "cpuset", "cpuset.cpus"))
+        root_mems = read(os.path.join(CGROOT, "cpuset", "cpuset.mems"))
+        for c in V1_CTRLS:
+            os.makedirs(self.path(c), exist_ok=True)
+        write(os.path.join(self.path("cpuset"), "cpuset.cpus"), root_cpus)
+        write(os.path.join(self.path("cpuset"), "cpuset.mems"), root_mems)
+
+    def path(self, ctrl, child=""):
+        p = os.path.join(CGROOT, ctrl, self.name)
+        return os.path.join(p, child) if child else p
+
+    def mkdir(self, child, cpus, mems):
+        """Create a child cgroup (child may be nested, "a/b")."""
+        parts = child.split("/")
+        for i in range(1, len(parts) + 1):
+            sub = "/".join(parts[:i])
+            for c in V1_CTRLS:
+                os.makedirs(self.path(c, sub), exist_ok=True)
+            cs = self.path("cpuset", sub)
+            if not read(os.path.join(cs, "cpuset.cpus")):
+                write(os.path.join(cs, "cpuset.cpus"), cpus)
+            if not read(os.path.join(cs, "cpuset.mems")):
+                write(os.path.join(cs, "cpuset.mems"), mems)
+
+    def start(self, child, cpus="0-1", mems="0", mib=32, busy=False, threads=1):
+        """Create CHILD and run a memhog in it; returns the Popen once the
+        process has touched its memory. The process moves itself into the
+        cgroups before it allocates, so all its pages are charged there."""
+        self.mkdir(child, cpus, mems)
+        attach = " ; ".join("echo $$ > %s" % os.path.join(self.path(c, child), "cgroup.procs")
+                            for c in V1_CTRLS)
+        args = [MEMHOG, "--mib", str(mib), "--threads", str(threads)] + (["--busy"] if busy else [])
+        p = subprocess.Popen(["sh", "-c", attach + " ; exec " + " ".join(args)],
+                             stdout=subprocess.PIPE, text=True)
+        self.procs.append(p)
+        line = p.stdout.readline()
+        if line.strip() != "ready":
+            raise RuntimeError("memhog in %s did not start (got %r)" % (child, line))
+        return p
+
+    def cpuset(self, child):
+        cs = self.path("cpuset", child)
+        return read(os.path.join(cs, "cpuset.cpus")), read(os.path.join(cs, "cpuset.mems"))
+
+    def remove_child(self, child):
+        """Kill the processes of CHILD and remove its cgroups."""
+        _kill_tree(self.path("cpuset", child))
+        for c in V1_CTRLS:
+            _rmdir_tree(self.path(c, child))
+
+    def cleanup(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+        for p in self.procs:
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+            if p.stdout:
+                p.stdout.close()
+        _kill_tree(self.path("cpuset"))
+        for c in V1_CTRLS:
+            _rmdir_tree(self.path(c))
+
+
+def _kill_tree(path):
+    for dirpath, _, files in os.walk(path):
+        if "cgroup.procs" in files:
+            try:
+                for pid in read(os.path.join(dirpath, "cgroup.procs")).split():
+                    try:
+                        os.kill(int(pid), signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+            except OSError:
+                pass
+    # Give the kernel a moment to empty the cgroups.
+    for _ in range(50):
+        busy = False
+        for dirpath, _, files in os.walk(path):
+            try:
+                if read(os.path.join(dirpath, "cgroup.procs")):
+                    busy = True
+            except OSError:
+                pass
+        if not busy:
+            return
+        time.sleep(0.05)
+
+
+def _rmdir_tree(path):
+    if not os.path.isdir(path):
+        return
+    for dirpath, _, _ in sorted(os.walk(path), key=lambda t: -t[0].count("/")):
+        for _ in range(20):
+            try:
+                os.rmdir(dirpath)
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                time.sleep(0.05)
+
+
+def fake_topology(root, nodes, online_cpus=None):
+    """Write a sysfs node tree under ROOT/sys describing NODES: a list of
+    dicts {cpus: "0", mem_mib: 8192, free_mib: 8000}; distances 10 on the
+    diagonal, 20 elsewhere. Returns ROOT/sys."""
+    sysfs = os.path.join(root, "sys")
+    nd = os.path.join(sysfs, "devices", "system", "node")
+    cd = os.path.join(sysfs, "devices", "system", "cpu")
+    os.makedirs(nd, exist_ok=True)
+    os.makedirs(cd, exist_ok=True)
+    n = len(nodes)
+    write(os.path.join(nd, "online"), "0-%d\n" % (n - 1) if n > 1 else "0\n")
+    write(os.path.join(nd, "possible"), "0-%d\n" % (n - 1) if n > 1 else "0\n")
+    write(os.path.join(cd, "online"), (online_cpus or read("/sys/devices/system/cpu/online")) + "\n")
+    for i, node in enumerate(nodes):
+        d = os.path.join(nd, "node%d" % i)
+        os.makedirs(d, exist_ok=True)
+        write(os.path.join(d, "cpulist"), node["cpus"] + "\n")
+        total = node.get("mem_mib", 8192) * 1024
+        free = node.get("free_mib", node.get("mem_mib", 8192) - 256) * 1024
+        write(os.path.join(d, "meminfo"),
+              "Node %d MemTotal:       %d kB\nNode %d MemFree:        %d kB\nNode %d MemUsed:        %d kB\n"
+              % (i, total, i, free, i, total - free))
+        write(os.path.join(d, "distance"), " ".join("10" if j == i else "20" for j in range(n)) + "\n")
+    return sysfs
+
+
+class Agent:
+    """Runs the real numaorchd binary."""
+
+    def __init__(self, tmpdir):
+        self.tmpdir = tmpdir
+        self.declog = os.path.join(tmpdir, "decisions.jsonl")
+
+    def once(self, *args, timeout=60):
+        cmd = [NUMAORCHD, "--once", "--decision-log", self.declog] + list(args)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        return p
+
+    def decisions(self):
+        if not os.path.exists(self.declog):
+            return []
+        with open(self.declog) as f:
+            return [json.loads(l) for l in f if l.strip()]
+
+
+def config_file(tmpdir, text, name="numaorchd.conf"):
+    p = os.path.join(tmpdir, name)
+    write(p, text)
+    return p
+
+
+def mktemp():
+    return tempfile.mkdtemp(prefix="numaorch-it-")

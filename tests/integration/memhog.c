@@ -1,0 +1,66 @@
+/* memhog — a stand-in container workload for the integration tests:
+ * allocates MiB of memory, touches every page, writes "ready" to stdout,
+ * then either sleeps or (with --busy) keeps rewriting its memory on
+ * THREADS threads until killed.
+ *
+ *   memhog --mib 64 [--busy] [--threads 2]
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char *mem;
+static size_t len;
+static volatile int busy;
+
+static void *spin(void *arg)
+{
+	size_t off = (size_t)(uintptr_t)arg * 4096;
+
+	for (;;) {
+		if (!busy) {
+			pause();
+			continue;
+		}
+		for (size_t i = off % (len ? len : 1); i < len; i += 4096)
+			mem[i]++;
+	}
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	unsigned long mib = 16, threads = 1;
+
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--mib") == 0 && i + 1 < argc)
+			mib = strtoul(argv[++i], NULL, 10);
+		else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
+			threads = strtoul(argv[++i], NULL, 10);
+		else if (strcmp(argv[i], "--busy") == 0)
+			busy = 1;
+		else {
+			fprintf(stderr, "usage: memhog --mib N [--busy] [--threads T]\n");
+			return 2;
+		}
+	}
+	len = mib << 20;
+	mem = malloc(len ? len : 1);
+	if (!mem)
+		return 1;
+	for (size_t i = 0; i < len; i += 4096)
+		mem[i] = 1;
+	printf("ready\n");
+	fflush(stdout);
+	for (unsigned long t = 1; t < threads; t++) {
+		pthread_t th;
+
+		pthread_create(&th, NULL, spin, (void *)(uintptr_t)t);
+	}
+	spin(NULL);
+	return 0;
+}

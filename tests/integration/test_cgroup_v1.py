@@ -1,0 +1,229 @@
+"""numaorchd against this machine's real cgroup v1 cpuset hierarchy.
+
+The machine has one NUMA node, so the topology comes from a small fixture
+sysfs (--sysfs) that splits its two CPUs into two nodes; /proc and the
+cgroup tree are the real ones and every cpuset write is a real write
+through libcgroup. Where the fixture claims a node the kernel does not
+have, the kernel's refusal (EINVAL on cpuset.mems) is the real thing the
+agent must survive.
+"""
+import json
+import os
+import signal
+import subprocess
+import time
+import unittest
+
+import itlib
+from itlib import V1Sandbox, Agent, fake_topology, cpuset_state, read
+
+REASON = itlib.skip_reason_v1()
+if REASON is None and len(os.sched_getaffinity(0)) < 2:
+    REASON = "needs 2 CPUs to split into two fixture nodes"
+
+
+@unittest.skipIf(REASON, REASON or "")
+class CgroupV1(unittest.TestCase):
+    def setUp(self):
+        self.sb = V1Sandbox()
+        self.addCleanup(self.sb.cleanup)
+        self.tmp = itlib.mktemp()
+        self.agent = Agent(self.tmp)
+        self.outside_before = cpuset_state(exclude_prefix=self.sb.rel)
+
+    def assert_outside_untouched(self):
+        after = cpuset_state(exclude_prefix=self.sb.rel)
+        changed = {k: (v, after.get(k)) for k, v in self.outside_before.items() if after.get(k) != v}
+        # Cgroups that other software created or removed meanwhile are not ours
+        # to judge; a cgroup present in both with a different cpuset is.
+        changed = {k: v for k, v in changed.items() if v[1] is not None}
+        self.assertEqual(changed, {}, "cpusets outside the scope changed")
+
+    def topo_cpu_only_node1(self):
+        # node 0: CPU 0 and all memory; node 1: CPU 1, no memory (as a
+        # memoryless node): moves change cpus, mems stay on node 0.
+        return fake_topology(self.tmp, [{"cpus": "0", "mem_mib": 16384},
+                                        {"cpus": "1", "mem_mib": 0, "free_mib": 0}])
+
+    def run_once(self, sysfs, *extra):
+        return self.agent.once("--sysfs", sysfs, "--parent", self.sb.rel, "--scope", self.sb.rel,
+                               "--json", *extra)
+
+    def test_discovery_and_dry_run_write_nothing(self):
+        sysfs = self.topo_cpu_only_node1()
+        self.sb.start("ctr-a", cpus="0-1", mems="0", mib=64)
+        self.sb.start("ctr-b", cpus="0-1", mems="0", mib=32)
+        before = {c: self.sb.cpuset(c) for c in ("ctr-a", "ctr-b")}
+        p = self.run_once(sysfs, "--dry-run")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        rep = json.loads(p.stdout)
+        guests = {g["id"]: g for g in rep["snapshot"]["guests"]}
+        self.assertEqual(sorted(guests), ["custom-ctr-a", "custom-ctr-b"])
+        a = guests["custom-ctr-a"]
+        self.assertEqual(a["runtime"], "custom")
+        self.assertEqual(a["cgroup"], self.sb.rel + "/ctr-a")
+        self.assertEqual(a["nr_procs"], 1)
+        self.assertGreaterEqual(a["nr_threads"], 1)
+        self.assertEqual(a["cpus"], "0-1")
+        self.assertEqual(a["mems"], "0")
+        self.assertIsNotNone(a["cpu_use"], "CPU use measured over the priming window")
+        # 64 MiB touched: all of it charged to the cgroup, all on node 0.
+        self.assertGreaterEqual(a["mem_total_bytes"], 60 << 20)
+        self.assertEqual(a["mem_bytes_by_node"]["1"], 0)
+        self.assertGreaterEqual(guests["custom-ctr-b"]["mem_total_bytes"], 28 << 20)
+        moves = [i for i in rep["plan"]["items"] if i["kind"] == "move"]
+        self.assertEqual(len(moves), 2, rep["plan"])
+        for m in moves:
+            self.assertEqual(m["reason"], "consolidate")
+            self.assertIn(m["to_nodes"], ("0", "1"))
+            self.assertEqual(m["to_mems"], "0")
+        self.assertFalse(rep["applied"])
+        self.assertEqual({c: self.sb.cpuset(c) for c in ("ctr-a", "ctr-b")}, before)
+        recs = self.agent.decisions()
+        self.assertTrue(recs and all(r["decision"] == "planned" and r["dry_run"] for r in recs), recs)
+        self.assert_outside_untouched()
+
+    def test_consolidates_for_real_and_converges(self):
+        sysfs = self.topo_cpu_only_node1()
+        self.sb.start("ctr-a", cpus="0-1", mems="0", mib=32)
+        self.sb.start("ctr-b", cpus="0-1", mems="0", mib=32)
+        p = self.run_once(sysfs)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        for c in ("ctr-a", "ctr-b"):
+            cpus, mems = self.sb.cpuset(c)
+            self.assertIn(cpus, ("0", "1"), "guest %s should sit on one node" % c)
+            self.assertEqual(mems, "0")
+        moved = [r for r in self.agent.decisions() if r["decision"] == "moved"]
+        self.assertEqual(sorted(r["guest"] for r in moved), ["custom-ctr-a", "custom-ctr-b"])
+        for r in moved:
+            self.assertEqual(r["outcome"], "moved")
+            self.assertEqual(r["from"]["cpus"], "0-1")
+            self.assertIn("load_before", r)
+            self.assertIn("locality_before", r)
+        # A second cycle finds them settled: nothing moves back.
+        p = self.run_once(sysfs)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        rep = json.loads(p.stdout)
+        self.assertEqual([i for i in rep["plan"]["items"] if i["kind"] == "move"], [])
+        self.assert_outside_untouched()
+
+    def test_nested_guest_subtree_moves_children_first(self):
+        sysfs = self.topo_cpu_only_node1()
+        # A pod-like guest: the guest cgroup and a child holding the process.
+        self.sb.start("pod1/ctr", cpus="0-1", mems="0", mib=16)
+        p = self.run_once(sysfs)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        parent = self.sb.cpuset("pod1")
+        child = self.sb.cpuset("pod1/ctr")
+        self.assertIn(parent[0], ("0", "1"))
+        self.assertEqual(child, parent, "the child follows its guest")
+
+    def test_refused_mems_write_restores_cpus(self):
+        # The fixture says node 1 (CPU 1) has memory; the kernel has no node 1,
+        # so writing cpuset.mems=1 is refused with EINVAL after cpus were
+        # already changed: the agent must put cpus back.
+        sysfs = fake_topology(self.tmp, [{"cpus": "0", "mem_mib": 8192}, {"cpus": "1", "mem_mib": 8192}])
+        hog = subprocess.Popen(["taskset", "-c", "0", itlib.MEMHOG, "--mib", "1", "--busy"],
+                               stdout=subprocess.PIPE, text=True)
+        self.addCleanup(lambda: (hog.kill(), hog.wait(), hog.stdout.close()))
+        hog.stdout.readline()
+        self.sb.start("ctr-busy", cpus="0", mems="0", mib=32, busy=True)
+        p = self.run_once(sysfs)
+        recs = self.agent.decisions()
+        failed = [r for r in recs if r["decision"] == "failed"]
+        self.assertEqual(len(failed), 1, "expected one refused move; got %s\n%s" % (recs, p.stderr))
+        self.assertEqual(p.returncode, 3, p.stderr)
+        f = failed[0]
+        self.assertEqual(f["errno"], "EINVAL")
+        self.assertIn("cpuset.mems", f["message"])
+        self.assertIn("restored", f["message"])
+        self.assertEqual(self.sb.cpuset("ctr-busy"), ("0", "0"))
+        self.assertEqual(read(os.path.join(self.sb.path("cpuset", "ctr-busy"), "cpuset.memory_migrate")), "0")
+        self.assert_outside_untouched()
+
+    def test_daemon_survives_vanishing_guest_bad_reload_and_stops_cleanly(self):
+        sysfs = self.topo_cpu_only_node1()
+        self.sb.start("ctr-a", cpus="0", mems="0", mib=16)
+        self.sb.start("ctr-gone", cpus="0", mems="0", mib=16)
+        conf = itlib.config_file(self.tmp, "[agent]\ninterval = 0.3\nsample = 0.2\n")
+        d = subprocess.Popen([itlib.NUMAORCHD, "--config", conf, "--sysfs", sysfs, "--parent", self.sb.rel,
+                              "--scope", self.sb.rel, "--log-level", "debug",
+                              "--decision-log", self.agent.declog],
+                             stderr=subprocess.PIPE, text=True)
+        self.addCleanup(lambda: d.poll() is None and d.kill())
+        time.sleep(1.5)
+        self.sb.remove_child("ctr-gone")
+        time.sleep(1.0)
+        self.assertIsNone(d.poll(), "daemon exited after a guest vanished")
+        with open(conf, "w") as f:
+            f.write("[agent]\ninterval = 0.3\n[policy]\nmax_util = 150\n")
+        d.send_signal(signal.SIGHUP)
+        time.sleep(1.0)
+        self.assertIsNone(d.poll(), "daemon exited on a bad reload")
+        d.send_signal(signal.SIGTERM)
+        try:
+            rc = d.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            d.kill()
+            self.fail("daemon did not stop on SIGTERM")
+        err = d.stderr.read()
+        d.stderr.close()
+        self.assertEqual(rc, 0, err)
+        self.assertIn("numaorchd.conf:3: [policy] max_util", err)
+        self.assertIn("keeping the old configuration", err)
+        self.assertIn("stopping", err)
+        # The vanished guest is simply gone from later cycles, no error.
+        self.assertNotIn("[error]", err)
+
+
+class ConfigCheck(unittest.TestCase):
+    """--check-config needs no root and no cgroups."""
+
+    def setUp(self):
+        if not os.path.exists(itlib.NUMAORCHD):
+            self.skipTest("build/numaorchd missing")
+        self.tmp = itlib.mktemp()
+
+    def check(self, text):
+        conf = itlib.config_file(self.tmp, text)
+        return subprocess.run([itlib.NUMAORCHD, "--check-config", "--config", conf],
+                              capture_output=True, text=True)
+
+    def test_shipped_config_is_valid(self):
+        p = subprocess.run([itlib.NUMAORCHD, "--check-config", "--config",
+                            os.path.join(itlib.REPO, "deploy", "numaorchd.conf")],
+                           capture_output=True, text=True)
+        self.assertEqual((p.returncode, p.stdout.strip()), (0, "configuration OK"), p.stderr)
+
+    def test_errors_name_line_and_key(self):
+        cases = [
+            ("[agent]\nmode = fast\n", "numaorchd.conf:2: [agent] mode"),
+            ("[policy]\n\nmax_moves = 0\n", "numaorchd.conf:3: [policy] max_moves"),
+            ("[scope]\ncgroup = ../etc\n", "numaorchd.conf:2: [scope] cgroup"),
+            ("[nosuch]\nx = 1\n", "numaorchd.conf:2: unknown section [nosuch]"),
+            ("[agent]\nthis is not ini\n", "numaorchd.conf:2: syntax error"),
+            ("[api]\nlisten = 127.0.0.1:9000\n", "listen needs token_file"),
+        ]
+        for text, want in cases:
+            with self.subTest(want=want):
+                p = self.check(text)
+                self.assertEqual(p.returncode, 2)
+                self.assertIn(want, p.stderr)
+
+    def test_missing_config_file(self):
+        p = subprocess.run([itlib.NUMAORCHD, "--check-config", "--config", "/nonexistent/x.conf"],
+                           capture_output=True, text=True)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("cannot open", p.stderr)
+
+    def test_bad_flags(self):
+        for args, want in ((["--scope", "relative"], "--scope"), (["--interval", "0"], "--interval"),
+                           (["--mode", "x", "--check-config"], "--mode")):
+            with self.subTest(args=args):
+                p = subprocess.run([itlib.NUMAORCHD] + args, capture_output=True, text=True)
+                self.assertEqual(p.returncode, 2)
+                self.assertIn(want, p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
