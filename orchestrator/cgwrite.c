@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fs.h"
 #include "log.h"
@@ -147,6 +148,10 @@ static int write_fixture(const struct cgw *w, const char *path, const char *rel,
 		fprintf(f, "%s %s %s\n", rel, file, value);
 		fclose(f);
 	}
+	/* A plain file, unlike a kernel attribute, keeps old bytes past a
+	 * shorter write: truncate first. */
+	if (truncate(path, 0) < 0)
+		return -errno;
 	return fs_write_str(path, value);
 }
 

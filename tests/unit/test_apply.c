@@ -1,0 +1,358 @@
+/* apply on fixture cgroup trees: write order, refusals, restores, guards.
+ * The fixture writer records every write in <cgroupfs>/.numaorch-writes
+ * and refuses writes to X when X.refuse names an errno. */
+#include "testutil.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "orchestrator/apply.h"
+#include "orchestrator/cghier.h"
+#include "orchestrator/fs.h"
+#include "orchestrator/hostpaths.h"
+#include "orchestrator/snapshot.h"
+
+struct fx {
+	char *root;
+	struct host_paths hp;
+	struct cg_hier h;
+	struct snapshot *snap;
+	struct plan_item it;
+	cpumask_t to_cpus;
+	struct applier *a;
+	bool v2;
+};
+
+static const char *meminfo(int node, unsigned long free_kb)
+{
+	static char buf[256];
+
+	snprintf(buf, sizeof(buf), "Node %d MemTotal: 8388608 kB\nNode %d MemFree: %lu kB\n", node, node,
+		 free_kb);
+	return buf;
+}
+
+/* Two nodes: node 0 = CPUs 0-1, node 1 = CPUs 2-3. Guest /grp/g (with a
+ * child /grp/g/c in v1) on node 0 with 64 MiB there. */
+static void fx_init(struct fx *f, bool v2, unsigned long free_kb_node1)
+{
+	const char *cs = v2 ? "sys/fs/cgroup" : "sys/fs/cgroup/cpuset";
+	char rel[512];
+	struct snap_node nodes[2];
+	struct snap_guest *g;
+	struct apply_opts ao = { .min_free_bytes = 64ULL << 20 };
+
+	memset(f, 0, sizeof(*f));
+	f->v2 = v2;
+	f->root = tu_mkdtemp();
+	tu_write(f->root, "sys/devices/system/node/node0/meminfo", meminfo(0, 4000000));
+	tu_write(f->root, "sys/devices/system/node/node1/meminfo", meminfo(1, free_kb_node1));
+	if (v2)
+		tu_write(f->root, "sys/fs/cgroup/cgroup.controllers", "cpuset cpu memory\n");
+	else {
+		tu_write(f->root, "sys/fs/cgroup/memory/tasks", "");
+		tu_write(f->root, "sys/fs/cgroup/cpuset/tasks", "");
+	}
+	tu_write(f->root, "sys/fs/cgroup/.numaorch-writes", "");
+	const char *dirs[] = { "grp/g", "grp/g/c" };
+	for (unsigned i = 0; i < (v2 ? 1u : 2u); i++) {
+		snprintf(rel, sizeof(rel), "%s/%s/cpuset.cpus", cs, dirs[i]);
+		tu_write(f->root, rel, "0-1\n");
+		snprintf(rel, sizeof(rel), "%s/%s/cpuset.mems", cs, dirs[i]);
+		tu_write(f->root, rel, "0\n");
+		snprintf(rel, sizeof(rel), "%s/%s/cpuset.effective_cpus", cs, dirs[i]);
+		tu_write(f->root, rel, "0-1\n");
+		snprintf(rel, sizeof(rel), "%s/%s/cpuset.effective_mems", cs, dirs[i]);
+		tu_write(f->root, rel, "0\n");
+		snprintf(rel, sizeof(rel), "%s/%s/cgroup.procs", cs, dirs[i]);
+		tu_write(f->root, rel, "");
+		if (!v2) {
+			snprintf(rel, sizeof(rel), "%s/%s/cpuset.memory_migrate", cs, dirs[i]);
+			tu_write(f->root, rel, "0\n");
+		}
+	}
+	assert_int_equal(host_paths_from_root(&f->hp, f->root), 0);
+	assert_int_equal(cgh_detect(f->hp.cgroupfs, &f->h), 0);
+
+	memset(nodes, 0, sizeof(nodes));
+	nodes[0].id = 0;
+	mask_parse("0-1", &nodes[0].cpus);
+	nodes[0].nr_cpus = 2;
+	nodes[0].mem_total = 8ULL << 30;
+	nodes[1].id = 1;
+	mask_parse("2-3", &nodes[1].cpus);
+	nodes[1].nr_cpus = 2;
+	nodes[1].mem_total = 8ULL << 30;
+	f->snap = snap_new();
+	snap_set_nodes(f->snap, nodes, 2, NULL);
+	g = snap_add_guest(f->snap);
+	snprintf(g->id, sizeof(g->id), "custom-g");
+	snprintf(g->runtime, sizeof(g->runtime), "custom");
+	g->cgroup = xstrdup("/grp/g");
+	mask_parse("0-1", &g->cpus);
+	mask_parse("0", &g->mems);
+	mask_parse("0-3", &g->allowed_cpus);
+	mask_parse("0-1", &g->allowed_mems);
+	g->mem_node[0] = 64ULL << 20;
+	snap_finalize(f->snap);
+
+	memset(&f->it, 0, sizeof(f->it));
+	snprintf(f->it.guest_id, sizeof(f->it.guest_id), "custom-g");
+	f->it.kind = PLAN_MOVE;
+	f->it.reason = REASON_LOAD;
+	mask_parse("1", &f->it.to_nodes);
+	mask_parse("1", &f->it.to_mems);
+	mask_parse("2-3", &f->to_cpus);
+	f->it.to_cpus = &f->to_cpus;
+	f->it.migrate_bytes = 64ULL << 20;
+	assert_int_equal(applier_new(&f->hp, &f->h, &ao, &f->a), 0);
+}
+
+static void fx_free(struct fx *f)
+{
+	applier_free(f->a);
+	snap_unref(f->snap);
+	tu_rm_rf(f->root);
+	free(f->root);
+}
+
+static char *slurp(const struct fx *f, const char *rel)
+{
+	char path[4096], *buf = NULL;
+
+	snprintf(path, sizeof(path), "%s/%s", f->root, rel);
+	if (fs_read_file(path, 1 << 20, &buf, NULL) < 0)
+		return xstrdup("<missing>");
+	return buf;
+}
+
+static void assert_file(const struct fx *f, const char *rel, const char *want)
+{
+	char *got = slurp(f, rel);
+
+	/* fixture files written by tests end in "\n", by the agent without */
+	size_t n = strlen(got);
+	while (n && got[n - 1] == '\n')
+		got[--n] = '\0';
+	assert_string_equal(got, want);
+	free(got);
+}
+
+static void test_v1_relocation_order(void **state)
+{
+	struct fx f;
+	struct apply_result res;
+
+	(void)state;
+	fx_init(&f, false, 4000000);
+	assert_int_equal(apply_move(f.a, f.snap, &f.it, &res), 0);
+	assert_int_equal(res.status, APPLY_DONE);
+	/* memory_migrate on the subtree first; then widen the guest, shrink the
+	 * child, shrink the guest: cpus, then mems. */
+	char *w = slurp(&f, "sys/fs/cgroup/.numaorch-writes");
+	assert_string_equal(w,
+			    "/grp/g cpuset.memory_migrate 1\n"
+			    "/grp/g/c cpuset.memory_migrate 1\n"
+			    "/grp/g cpuset.cpus 0-3\n"
+			    "/grp/g/c cpuset.cpus 2-3\n"
+			    "/grp/g cpuset.cpus 2-3\n"
+			    "/grp/g cpuset.mems 0-1\n"
+			    "/grp/g/c cpuset.mems 1\n"
+			    "/grp/g cpuset.mems 1\n");
+	free(w);
+	assert_file(&f, "sys/fs/cgroup/cpuset/grp/g/cpuset.cpus", "2-3");
+	assert_file(&f, "sys/fs/cgroup/cpuset/grp/g/c/cpuset.mems", "1");
+	assert_int_equal(applier_write_count(f.a), 8);
+	fx_free(&f);
+}
+
+static void test_v2_cpus_then_mems(void **state)
+{
+	struct fx f;
+	struct apply_result res;
+
+	(void)state;
+	fx_init(&f, true, 4000000);
+	assert_int_equal(apply_move(f.a, f.snap, &f.it, &res), 0);
+	assert_int_equal(res.status, APPLY_DONE);
+	char *w = slurp(&f, "sys/fs/cgroup/.numaorch-writes");
+	assert_string_equal(w, "/grp/g cpuset.cpus 2-3\n/grp/g cpuset.mems 1\n");
+	free(w);
+	fx_free(&f);
+}
+
+static void test_refused_mems_restores_everything(void **state)
+{
+	struct fx f;
+	struct apply_result res;
+	int r;
+
+	(void)state;
+	fx_init(&f, false, 4000000);
+	tu_write(f.root, "sys/fs/cgroup/cpuset/grp/g/c/cpuset.mems.refuse", "ENOSPC\n");
+	r = apply_move(f.a, f.snap, &f.it, &res);
+	assert_int_equal(r, -ENOSPC);
+	assert_int_equal(res.status, APPLY_FAILED);
+	assert_int_equal(res.err, -ENOSPC);
+	assert_non_null(strstr(res.msg, "cpuset.mems of /grp/g/c"));
+	assert_non_null(strstr(res.msg, "restored"));
+	assert_file(&f, "sys/fs/cgroup/cpuset/grp/g/cpuset.cpus", "0-1");
+	assert_file(&f, "sys/fs/cgroup/cpuset/grp/g/c/cpuset.cpus", "0-1");
+	assert_file(&f, "sys/fs/cgroup/cpuset/grp/g/cpuset.mems", "0");
+	assert_file(&f, "sys/fs/cgroup/cpuset/grp/g/cpuset.memory_migrate", "0");
+	assert_file(&f, "sys/fs/cgroup/cpuset/grp/g/c/cpuset.memory_migrate", "0");
+	/* The restore replays the sequence backwards: widen first again. */
+	char *w = slurp(&f, "sys/fs/cgroup/.numaorch-writes");
+	assert_non_null(strstr(w, "/grp/g cpuset.mems 0-1\n"
+				 "/grp/g cpuset.mems 0\n"
+				 "/grp/g cpuset.cpus 0-3\n"
+				 "/grp/g/c cpuset.cpus 0-1\n"
+				 "/grp/g cpuset.cpus 0-1\n"));
+	free(w);
+	fx_free(&f);
+}
+
+static void test_refused_first_write(void **state)
+{
+	struct fx f;
+	struct apply_result res;
+
+	(void)state;
+	fx_init(&f, true, 4000000);
+	tu_write(f.root, "sys/fs/cgroup/grp/g/cpuset.cpus.refuse", "EBUSY\n");
+	assert_int_equal(apply_move(f.a, f.snap, &f.it, &res), -EBUSY);
+	assert_int_equal(res.status, APPLY_FAILED);
+	assert_non_null(strstr(res.msg, "Device or resource busy"));
+	assert_file(&f, "sys/fs/cgroup/grp/g/cpuset.cpus", "0-1");
+	assert_file(&f, "sys/fs/cgroup/grp/g/cpuset.mems", "0");
+	fx_free(&f);
+}
+
+static void test_refusal_with_unknown_errno(void **state)
+{
+	struct fx f;
+	struct apply_result res;
+
+	(void)state;
+	fx_init(&f, true, 4000000);
+	/* A refusal the fixture cannot name reads as EIO. */
+	tu_write(f.root, "sys/fs/cgroup/grp/g/cpuset.cpus.refuse", "ESOMETHING\n");
+	assert_int_equal(apply_move(f.a, f.snap, &f.it, &res), -EIO);
+	assert_int_equal(res.status, APPLY_FAILED);
+	assert_file(&f, "sys/fs/cgroup/grp/g/cpuset.cpus", "0-1");
+	fx_free(&f);
+}
+
+static void test_vanished_guest(void **state)
+{
+	struct fx f;
+	struct apply_result res;
+	char path[4096];
+
+	(void)state;
+	fx_init(&f, true, 4000000);
+	snprintf(path, sizeof(path), "%s/sys/fs/cgroup/grp/g", f.root);
+	tu_rm_rf(path);
+	assert_int_equal(apply_move(f.a, f.snap, &f.it, &res), 0);
+	assert_int_equal(res.status, APPLY_VANISHED);
+	assert_int_equal(applier_write_count(f.a), 0);
+	fx_free(&f);
+}
+
+static void test_changed_since_snapshot(void **state)
+{
+	struct fx f;
+	struct apply_result res;
+
+	(void)state;
+	fx_init(&f, true, 4000000);
+	tu_write(f.root, "sys/fs/cgroup/grp/g/cpuset.effective_cpus", "1\n");
+	assert_int_equal(apply_move(f.a, f.snap, &f.it, &res), 0);
+	assert_int_equal(res.status, APPLY_CHANGED);
+	assert_int_equal(applier_write_count(f.a), 0);
+	fx_free(&f);
+}
+
+static void test_no_room_on_recheck(void **state)
+{
+	struct fx f;
+	struct apply_result res;
+
+	(void)state;
+	/* 100 MiB free on node 1, 64 MiB reserve, 64 MiB to move: no room. */
+	fx_init(&f, true, 100 * 1024);
+	assert_int_equal(apply_move(f.a, f.snap, &f.it, &res), 0);
+	assert_int_equal(res.status, APPLY_NO_ROOM);
+	assert_non_null(strstr(res.msg, "MiB must move"));
+	assert_int_equal(applier_write_count(f.a), 0);
+	fx_free(&f);
+}
+
+static void test_guards(void **state)
+{
+	struct fx f;
+	struct apply_result res;
+	struct applier *scoped;
+	char *scopes[] = { "/other" };
+	struct apply_opts ao = { .nr_scopes = 1, .scopes = scopes };
+
+	(void)state;
+	fx_init(&f, true, 4000000);
+	mask_zero(&f.to_cpus);
+	assert_int_equal(apply_move(f.a, f.snap, &f.it, &res), -EINVAL);
+	assert_int_equal(res.status, APPLY_REFUSED);
+	mask_parse("2-3", &f.to_cpus);
+	mask_zero(&f.it.to_mems);
+	assert_int_equal(apply_move(f.a, f.snap, &f.it, &res), -EINVAL);
+	assert_int_equal(res.status, APPLY_REFUSED);
+	mask_parse("1", &f.it.to_mems);
+
+	assert_int_equal(applier_new(&f.hp, &f.h, &ao, &scoped), 0);
+	assert_int_equal(apply_move(scoped, f.snap, &f.it, &res), -EPERM);
+	assert_int_equal(res.status, APPLY_REFUSED);
+	assert_non_null(strstr(res.msg, "outside the configured scope"));
+	assert_int_equal(applier_write_count(scoped), 0);
+	applier_free(scoped);
+
+	/* A plan item that names another guest than the snapshot's. */
+	snprintf(f.it.guest_id, sizeof(f.it.guest_id), "custom-other");
+	assert_int_equal(apply_move(f.a, f.snap, &f.it, &res), -EINVAL);
+	assert_int_equal(applier_write_count(f.a), 0);
+	fx_free(&f);
+}
+
+static void test_vm_without_actuator(void **state)
+{
+	struct fx f;
+	struct apply_result res;
+
+	(void)state;
+	fx_init(&f, true, 4000000);
+	f.snap->guests[0].kind = GUEST_VM;
+	assert_int_equal(apply_move(f.a, f.snap, &f.it, &res), 0);
+	assert_int_equal(res.status, APPLY_NOT_APPLICABLE);
+	assert_int_equal(applier_write_count(f.a), 0);
+	fx_free(&f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_v1_relocation_order),
+		cmocka_unit_test(test_v2_cpus_then_mems),
+		cmocka_unit_test(test_refused_mems_restores_everything),
+		cmocka_unit_test(test_refused_first_write),
+		cmocka_unit_test(test_refusal_with_unknown_errno),
+		cmocka_unit_test(test_vanished_guest),
+		cmocka_unit_test(test_changed_since_snapshot),
+		cmocka_unit_test(test_no_room_on_recheck),
+		cmocka_unit_test(test_guards),
+		cmocka_unit_test(test_vm_without_actuator),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,181 @@
+/* config parsing: defaults, every section, line-precise errors, lists. */
+#include "testutil.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "orchestrator/config.h"
+
+static void test_defaults_from_empty(void **state)
+{
+	struct agent_config c;
+	char err[512];
+
+	(void)state;
+	assert_int_equal(config_load_string("", "t.conf", &c, err, sizeof(err)), 0);
+	assert_int_equal(c.mode, MODE_ENFORCE);
+	assert_true(fabs(c.interval_s - 15.0) < 1e-9);
+	assert_string_equal(c.api_socket, "/run/numaorch/api.sock");
+	assert_null(c.decision_log);
+	assert_int_equal(c.cg.nr_scopes, 0);
+	assert_true(fabs(c.policy.locality_target - 0.9) < 1e-9);
+	config_free(&c);
+}
+
+static void test_full_file(void **state)
+{
+	struct agent_config c;
+	char err[512];
+	const char *text =
+		"# comment\n"
+		"[agent]\nmode = advise\ninterval = 2.5\ndry_run = yes\ndecision_log = /tmp/d.jsonl\n"
+		"log_level = debug\n"
+		"[scope]\ncgroup = /a\ncgroup = /b/c\n"
+		"[containers]\nparent = /p\nrunc_root = /run/runc2\n"
+		"[policy]\nlocality_target = 80\nmax_util = 75\ncooldown = 60\nmax_moves = 2\n"
+		"max_migrate_mib = 512\nmin_free_mib = 128\nless_busy_margin = 20\n"
+		"[api]\nsocket =\nlisten = 127.0.0.1:7070\ntoken_file = /etc/numaorch/token\n"
+		"[libvirt]\nenabled = no\nuri = qemu:///session\n";
+
+	(void)state;
+	assert_int_equal(config_load_string(text, "t.conf", &c, err, sizeof(err)), 0);
+	assert_int_equal(c.mode, MODE_ADVISE);
+	assert_true(fabs(c.interval_s - 2.5) < 1e-9);
+	assert_true(c.dry_run);
+	assert_string_equal(c.decision_log, "/tmp/d.jsonl");
+	assert_int_equal(c.log_level, LOG_LEVEL_DEBUG);
+	assert_int_equal(c.cg.nr_scopes, 2);
+	assert_string_equal(c.cg.scopes[1], "/b/c");
+	assert_int_equal(c.cg.nr_parents, 1);
+	assert_string_equal(c.cg.runc_roots[0], "/run/runc2");
+	assert_true(fabs(c.policy.locality_target - 0.8) < 1e-9);
+	assert_true(fabs(c.policy.max_util - 0.75) < 1e-9);
+	assert_int_equal(c.policy.cooldown_ns, 60LL * 1000000000LL);
+	assert_int_equal(c.policy.max_moves, 2);
+	assert_int_equal(c.policy.max_migrate_bytes, 512ULL << 20);
+	assert_int_equal(c.policy.min_free_bytes, 128ULL << 20);
+	assert_string_equal(c.api_socket, "");
+	assert_string_equal(c.api_listen, "127.0.0.1:7070");
+	assert_false(c.libvirt_enabled);
+	assert_string_equal(c.libvirt_uri, "qemu:///session");
+
+	/* copy is deep */
+	struct agent_config d;
+	config_copy(&d, &c);
+	config_free(&c);
+	assert_string_equal(d.cg.scopes[0], "/a");
+	config_free(&d);
+}
+
+static void test_empty_value_resets_list(void **state)
+{
+	struct agent_config c;
+	char err[512];
+
+	(void)state;
+	assert_int_equal(config_load_string("[scope]\ncgroup = /a\ncgroup =\ncgroup = /z\n", "t", &c, err,
+					    sizeof(err)), 0);
+	assert_int_equal(c.cg.nr_scopes, 1);
+	assert_string_equal(c.cg.scopes[0], "/z");
+	config_free(&c);
+}
+
+static void test_errors(void **state)
+{
+	static const struct { const char *text, *want; } cases[] = {
+		{ "[agent]\nmode = fast\n", "t.conf:2: [agent] mode: must be enforce, advise or off, got \"fast\"" },
+		{ "[agent]\ninterval = 0\n", "t.conf:2: [agent] interval" },
+		{ "[agent]\ninterval = abc\n", "t.conf:2: [agent] interval" },
+		{ "[agent]\ndry_run = maybe\n", "t.conf:2: [agent] dry_run" },
+		{ "[agent]\nnope = 1\n", "t.conf:2: [agent] unknown key \"nope\"" },
+		{ "[agent]\nstate_dir = relative\n", "t.conf:2: [agent] state_dir" },
+		{ "\n\n[policy]\nmax_util = 150\n", "t.conf:4: [policy] max_util" },
+		{ "[policy]\nmax_util = 0\n", "t.conf:2: [policy] max_util" },
+		{ "[policy]\nlocality_target = -1\n", "t.conf:2: [policy] locality_target" },
+		{ "[policy]\nmax_moves = 0\n", "t.conf:2: [policy] max_moves" },
+		{ "[policy]\nmax_moves = 1.5\n", "t.conf:2: [policy] max_moves" },
+		{ "[policy]\ncooldown = nan\n", "t.conf:2: [policy] cooldown" },
+		{ "[policy]\nmax_migrate_mib = -5\n", "t.conf:2: [policy] max_migrate_mib" },
+		{ "[policy]\nwhat = 1\n", "t.conf:2: [policy] unknown key \"what\"" },
+		{ "[scope]\ncgroup = relative/path\n", "t.conf:2: [scope] cgroup" },
+		{ "[scope]\ncgroup = /a/../b\n", "t.conf:2: [scope] cgroup" },
+		{ "[containers]\nparent = /a//b\n", "t.conf:2: [containers] parent" },
+		{ "[containers]\nrunc_root = run\n", "t.conf:2: [containers] runc_root" },
+		{ "[api]\nsocket = rel.sock\n", "t.conf:2: [api] socket" },
+		{ "[api]\nlisten = 8080\n", "t.conf:2: [api] listen" },
+		{ "[api]\ntls_cert = /c\ntoken_file = /t\nlisten = :1\n", "tls_cert and tls_key" },
+		{ "[libvirt]\nuri =\n", "t.conf:2: [libvirt] uri" },
+		{ "[weird]\na = b\n", "t.conf:2: unknown section [weird]" },
+		{ "x = 1\n", "t.conf:1: key \"x\" outside any [section]" },
+		{ "[agent]\nno equals sign\n", "t.conf:2: syntax error" },
+		{ "[agent\n", "t.conf:1: syntax error" },
+	};
+
+	(void)state;
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct agent_config c;
+		char err[512] = "";
+
+		memset(&c, 0x5a, sizeof(c));
+		int r = config_load_string(cases[i].text, "t.conf", &c, err, sizeof(err));
+		if (r != -EINVAL || !strstr(err, cases[i].want))
+			fail_msg("case %u: r=%d err=\"%s\", want \"%s\"", i, r, err, cases[i].want);
+		/* OUT untouched on error */
+		assert_int_equal(((unsigned char *)&c)[0], 0x5a);
+	}
+}
+
+static void test_first_error_wins(void **state)
+{
+	struct agent_config c;
+	char err[512];
+
+	(void)state;
+	assert_int_equal(config_load_string("[agent]\nmode = x\n[policy]\nmax_util = 500\n", "t", &c, err,
+					    sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "t:2: [agent] mode"));
+}
+
+static void test_missing_file(void **state)
+{
+	struct agent_config c;
+	char err[512];
+
+	(void)state;
+	assert_int_equal(config_load("/nonexistent/numaorch.conf", &c, err, sizeof(err)), -ENOENT);
+	assert_non_null(strstr(err, "cannot open"));
+}
+
+static void test_shipped_config_parses(void **state)
+{
+	struct agent_config c, d;
+	char err[512];
+
+	(void)state;
+	assert_int_equal(config_load("deploy/numaorchd.conf", &c, err, sizeof(err)), 0);
+	/* the shipped file states the defaults */
+	config_default(&d);
+	assert_int_equal(c.mode, d.mode);
+	assert_true(fabs(c.interval_s - d.interval_s) < 1e-9);
+	assert_memory_equal(&c.policy, &d.policy, sizeof(c.policy));
+	assert_string_equal(c.api_socket, d.api_socket);
+	config_free(&c);
+	config_free(&d);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_defaults_from_empty),
+		cmocka_unit_test(test_full_file),
+		cmocka_unit_test(test_empty_value_resets_list),
+		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_first_error_wins),
+		cmocka_unit_test(test_missing_file),
+		cmocka_unit_test(test_shipped_config_parses),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
