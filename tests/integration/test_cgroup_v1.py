@@ -169,7 +169,7 @@ class CgroupV1(unittest.TestCase):
         err = d.stderr.read()
         d.stderr.close()
         self.assertEqual(rc, 0, err)
-        self.assertIn("numaorchd.conf:3: [policy] max_util", err)
+        self.assertIn("numaorchd.conf:4: [policy] max_util", err)
         self.assertIn("keeping the old configuration", err)
         self.assertIn("stopping", err)
         # The vanished guest is simply gone from later cycles, no error.
