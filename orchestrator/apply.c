@@ -320,13 +320,17 @@ static void set_res(struct apply_result *res, enum apply_status st, int err, con
 	va_end(ap);
 }
 
-/* cpuset.effective_WHAT, or cpuset.WHAT on kernels without effective files. */
+/* The effective set: v1 cpuset.effective_WHAT, v2 cpuset.WHAT.effective,
+ * or cpuset.WHAT on old kernels without effective files. */
 static int read_effective(const struct applier *a, const char *rel, const char *what, char **out)
 {
 	char file[32];
 	int r;
 
-	snprintf(file, sizeof(file), "cpuset.effective_%s", what);
+	if (a->h.v2[CGC_CPUSET])
+		snprintf(file, sizeof(file), "cpuset.%s.effective", what);
+	else
+		snprintf(file, sizeof(file), "cpuset.effective_%s", what);
 	r = read_file_value(a, CGC_CPUSET, rel, file, out);
 	if (r != -ENOENT)
 		return r;

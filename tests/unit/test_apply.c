@@ -64,9 +64,11 @@ static void fx_init(struct fx *f, bool v2, unsigned long free_kb_node1)
 		tu_write(f->root, rel, "0-1\n");
 		snprintf(rel, sizeof(rel), "%s/%s/cpuset.mems", cs, dirs[i]);
 		tu_write(f->root, rel, "0\n");
-		snprintf(rel, sizeof(rel), "%s/%s/cpuset.effective_cpus", cs, dirs[i]);
+		snprintf(rel, sizeof(rel), v2 ? "%s/%s/cpuset.cpus.effective" : "%s/%s/cpuset.effective_cpus",
+			 cs, dirs[i]);
 		tu_write(f->root, rel, "0-1\n");
-		snprintf(rel, sizeof(rel), "%s/%s/cpuset.effective_mems", cs, dirs[i]);
+		snprintf(rel, sizeof(rel), v2 ? "%s/%s/cpuset.mems.effective" : "%s/%s/cpuset.effective_mems",
+			 cs, dirs[i]);
 		tu_write(f->root, rel, "0\n");
 		snprintf(rel, sizeof(rel), "%s/%s/cgroup.procs", cs, dirs[i]);
 		tu_write(f->root, rel, "");
@@ -270,7 +272,7 @@ static void test_changed_since_snapshot(void **state)
 
 	(void)state;
 	fx_init(&f, true, 4000000);
-	tu_write(f.root, "sys/fs/cgroup/grp/g/cpuset.effective_cpus", "1\n");
+	tu_write(f.root, "sys/fs/cgroup/grp/g/cpuset.cpus.effective", "1\n");
 	assert_int_equal(apply_move(f.a, f.snap, &f.it, &res), 0);
 	assert_int_equal(res.status, APPLY_CHANGED);
 	assert_int_equal(applier_write_count(f.a), 0);
