@@ -1,0 +1,268 @@
+/* bench_cycle — CPU time of one full cycle (acquire + decide) and the
+ * agent's peak RSS, on generated fixture hosts: 8 nodes × 8 CPUs, cgroup
+ * v2, with 10, 100 and 1000 Docker-named guests.
+ *
+ *   build/bench/bench_cycle [--numaorchd build/numaorchd] [--cycles N]
+ *
+ * CPU time is CLOCK_PROCESS_CPUTIME_ID around acquirer_snapshot() +
+ * policy_decide() in this process (the same code numaorchd runs); RSS is
+ * the peak (ru_maxrss) of the real numaorchd binary running 20 dry-run
+ * cycles against the same tree, then stopped with SIGTERM.
+ */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agents/acquire.h"
+#include "orchestrator/fs.h"
+#include "orchestrator/hostpaths.h"
+#include "orchestrator/log.h"
+#include "policies/policy.h"
+
+/* Paths are built under a short mkdtemp() root; truncation cannot happen. */
+#pragma GCC diagnostic ignored "-Wformat-truncation"
+
+#define NODES 8
+#define CPUS_PER_NODE 8
+
+static void mkdirs(const char *path)
+{
+	char tmp[4096];
+
+	snprintf(tmp, sizeof(tmp), "%s", path);
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p == '/') {
+			*p = '\0';
+			mkdir(tmp, 0755);
+			*p = '/';
+		}
+	}
+	mkdir(tmp, 0755);
+}
+
+static void put(const char *dir, const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void put(const char *dir, const char *name, const char *fmt, ...)
+{
+	char path[4096];
+	va_list ap;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	if (!f) {
+		perror(path);
+		exit(1);
+	}
+	va_start(ap, fmt);
+	vfprintf(f, fmt, ap);
+	va_end(ap);
+	fclose(f);
+}
+
+static void gen_host(const char *root, unsigned guests, unsigned tick)
+{
+	char d[4096], e[4096];
+
+	for (unsigned n = 0; n < NODES; n++) {
+		char dist[128] = "";
+
+		snprintf(d, sizeof(d), "%s/sys/devices/system/node/node%u", root, n);
+		mkdirs(d);
+		put(d, "cpulist", "%u-%u\n", n * CPUS_PER_NODE, n * CPUS_PER_NODE + CPUS_PER_NODE - 1);
+		put(d, "meminfo", "Node %u MemTotal: 67108864 kB\nNode %u MemFree: 33554432 kB\n", n, n);
+		for (unsigned m = 0; m < NODES; m++) {
+			size_t l = strlen(dist);
+			snprintf(dist + l, sizeof(dist) - l, "%s%u", m ? " " : "",
+				 m == n ? 10 : (m / 4 == n / 4 ? 12 : 32));
+		}
+		put(d, "distance", "%s\n", dist);
+	}
+	snprintf(d, sizeof(d), "%s/sys/devices/system/node", root);
+	put(d, "online", "0-%u\n", NODES - 1);
+	snprintf(d, sizeof(d), "%s/sys/devices/system/cpu", root);
+	mkdirs(d);
+	put(d, "online", "0-%u\n", NODES * CPUS_PER_NODE - 1);
+
+	snprintf(d, sizeof(d), "%s/proc", root);
+	mkdirs(d);
+	{
+		char path[4096];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/stat", d);
+		f = fopen(path, "w");
+		fprintf(f, "cpu  1 2 3 4 5 6 7 8 0 0\n");
+		for (unsigned c = 0; c < NODES * CPUS_PER_NODE; c++)
+			fprintf(f, "cpu%u %u 0 %u %u 0 0 0 0 0 0\n", c, 1000 + tick * (c % 7), 500 + tick,
+				10000 + tick * 5);
+		fprintf(f, "intr 0\nctxt 0\n");
+		fclose(f);
+	}
+
+	snprintf(d, sizeof(d), "%s/sys/fs/cgroup", root);
+	mkdirs(d);
+	put(d, "cgroup.controllers", "cpuset cpu io memory pids\n");
+	put(d, "cpuset.cpus.effective", "0-%u\n", NODES * CPUS_PER_NODE - 1);
+	put(d, "cpuset.mems.effective", "0-%u\n", NODES - 1);
+	snprintf(d, sizeof(d), "%s/sys/fs/cgroup/system.slice", root);
+	mkdirs(d);
+	put(d, "cpuset.cpus.effective", "0-%u\n", NODES * CPUS_PER_NODE - 1);
+	put(d, "cpuset.mems.effective", "0-%u\n", NODES - 1);
+	for (unsigned g = 0; g < guests; g++) {
+		unsigned home = g % NODES;
+		char numa[512];
+
+		snprintf(e, sizeof(e), "%s/docker-%064x.scope", d, g + 1);
+		mkdirs(e);
+		put(e, "cgroup.procs", "%u\n", 1000 + g);
+		put(e, "cgroup.threads", "%u\n%u\n%u\n", 1000 + g, 5000 + g, 9000 + g);
+		put(e, "cpu.stat", "usage_usec %u\nuser_usec 0\nsystem_usec 0\n", 1000000 + tick * (g % 13) * 1000);
+		/* most memory at home, some spread: a mix of settled and not */
+		snprintf(numa, sizeof(numa), "anon");
+		for (unsigned n = 0; n < NODES; n++) {
+			size_t l = strlen(numa);
+			unsigned long long b = n == home ? 200ULL << 20 : (g % 3 == 0 ? 40ULL << 20 : 0);
+			snprintf(numa + l, sizeof(numa) - l, " N%u=%llu", n, b);
+		}
+		put(e, "memory.numa_stat", "%s\nfile N0=0 N1=0 N2=0 N3=0 N4=0 N5=0 N6=0 N7=0\n", numa);
+		if (g % 4 == 0) {
+			put(e, "cpuset.cpus", "\n");
+			put(e, "cpuset.mems", "\n");
+			put(e, "cpuset.cpus.effective", "0-%u\n", NODES * CPUS_PER_NODE - 1);
+			put(e, "cpuset.mems.effective", "0-%u\n", NODES - 1);
+		} else {
+			put(e, "cpuset.cpus", "%u-%u\n", home * CPUS_PER_NODE, home * CPUS_PER_NODE + 7);
+			put(e, "cpuset.mems", "%u\n", home);
+			put(e, "cpuset.cpus.effective", "%u-%u\n", home * CPUS_PER_NODE, home * CPUS_PER_NODE + 7);
+			put(e, "cpuset.mems.effective", "%u\n", home);
+		}
+	}
+}
+
+static double cpu_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Peak RSS (KiB) of numaorchd running ~20 dry-run cycles on ROOT. */
+static long daemon_rss(const char *numaorchd, const char *root, const char *tmp)
+{
+	char conf[4096];
+	struct rusage ru;
+	int status;
+	pid_t pid;
+
+	snprintf(conf, sizeof(conf), "%s/bench.conf", tmp);
+	put(tmp, "bench.conf", "[agent]\ninterval = 0.1\nsample = 0.05\ndry_run = yes\nlog_level = error\n"
+	    "[api]\nsocket =\n[libvirt]\nenabled = no\n");
+	pid = fork();
+	if (pid == 0) {
+		execl(numaorchd, numaorchd, "--config", conf, "--root", root, (char *)NULL);
+		_exit(127);
+	}
+	usleep(2500 * 1000);
+	kill(pid, SIGTERM);
+	if (wait4(pid, &status, 0, &ru) < 0)
+		return -1;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		fprintf(stderr, "numaorchd exited with status %d\n", status);
+		return -1;
+	}
+	return ru.ru_maxrss;
+}
+
+int main(int argc, char **argv)
+{
+	static const unsigned sizes[] = { 10, 100, 1000 };
+	const char *numaorchd = "build/numaorchd";
+	unsigned cycles = 20;
+
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--numaorchd") == 0 && i + 1 < argc)
+			numaorchd = argv[++i];
+		else if (strcmp(argv[i], "--cycles") == 0 && i + 1 < argc)
+			cycles = (unsigned)atoi(argv[++i]);
+	}
+	log_set_level(LOG_LEVEL_ERROR);
+	printf("numaorch cycle benchmark: %u nodes x %u CPUs, cgroup v2 fixture, %u cycles each\n",
+	       NODES, CPUS_PER_NODE, cycles);
+	printf("%8s %14s %14s %14s %14s %12s\n", "guests", "cycle p50 ms", "cycle max ms",
+	       "acquire ms", "decide ms", "daemon RSS");
+	for (unsigned s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+		char tmpl[] = "/tmp/numaorch-bench.XXXXXX";
+		char *tmp = mkdtemp(tmpl), root[4096], cmd[4200];
+		struct host_paths hp;
+		struct acquirer *acq;
+		struct cgscan_config cg = { 0 };
+		struct policy_config pc;
+		struct pstate *ps = NULL;
+		double *t = calloc(cycles, sizeof(double)), acq_sum = 0, dec_sum = 0;
+		long rss;
+
+		snprintf(root, sizeof(root), "%s/host", tmp);
+		gen_host(root, sizes[s], 1);
+		if (host_paths_from_root(&hp, root) < 0 || acquirer_new(&hp, &cg, &acq) < 0) {
+			fprintf(stderr, "cannot set up fixture host\n");
+			return 1;
+		}
+		policy_config_default(&pc);
+		{
+			struct snapshot *warm;
+
+			if (acquirer_snapshot(acq, 0.01, &warm) < 0)
+				return 1;
+			snap_unref(warm);
+		}
+		for (unsigned c = 0; c < cycles; c++) {
+			struct snapshot *snap;
+			struct plan *plan;
+			struct pstate *next;
+			double t0 = cpu_now(), t1, t2;
+
+			if (acquirer_snapshot(acq, 0, &snap) < 0)
+				return 1;
+			t1 = cpu_now();
+			if (policy_decide(&pc, snap, ps, false, &plan, &next) < 0)
+				return 1;
+			t2 = cpu_now();
+			plan_free(plan);
+			pstate_free(ps);
+			ps = next;
+			snap_unref(snap);
+			t[c] = (t2 - t0) * 1e3;
+			acq_sum += (t1 - t0) * 1e3;
+			dec_sum += (t2 - t1) * 1e3;
+		}
+		pstate_free(ps);
+		acquirer_free(acq);
+		qsort(t, cycles, sizeof(double), cmp_double);
+		rss = daemon_rss(numaorchd, root, tmp);
+		printf("%8u %14.2f %14.2f %14.2f %14.2f %9.1f MiB\n", sizes[s], t[cycles / 2], t[cycles - 1],
+		       acq_sum / cycles, dec_sum / cycles, rss > 0 ? (double)rss / 1024.0 : NAN);
+		free(t);
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
+		if (system(cmd) != 0)
+			fprintf(stderr, "could not remove %s\n", tmp);
+	}
+	printf("targets: <= 50 ms CPU per cycle at 1000 guests, <= 16 MiB RSS\n");
+	return 0;
+}
