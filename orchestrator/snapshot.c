@@ -152,7 +152,8 @@ void snap_finalize(struct snapshot *s)
 {
 	unsigned w = 0;
 
-	qsort(s->guests, s->nr_guests, sizeof(*s->guests), guest_cmp);
+	if (s->nr_guests)
+		qsort(s->guests, s->nr_guests, sizeof(*s->guests), guest_cmp);
 	for (unsigned i = 0; i < s->nr_guests; i++) {
 		if (w > 0 && strcmp(s->guests[w - 1].id, s->guests[i].id) == 0) {
 			snap_warn(s, "guest id %s seen twice (cgroups %s and %s); keeping the first",
