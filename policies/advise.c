@@ -1,0 +1,142 @@
+/* advise.c — policy_advise(): where a guest about to start should go.
+ *
+ * The same fit checks and scoring as policy_decide() (guards.c) for a
+ * guest with no current nodes and no memory yet. CPU demand is the
+ * request's figure with the min_cpu floor but no headroom (a VM cannot
+ * use more than its vCPUs); memory demand adds mem_headroom.
+ * Reservations (room promised to other starting guests) count as load
+ * before anything is chosen: their CPUs are added to the busy CPUs of
+ * their CPU nodes in proportion to each node's CPUs, their memory is
+ * taken from the free memory of their memory nodes, evenly (from the
+ * nearest memory node if they name only memory-less nodes).
+ */
+#include "policy.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "guards.h"
+#include "../orchestrator/fs.h"
+
+static void reserve(struct pctx *x, const struct advice_reservation *r)
+{
+	const struct snapshot *s = x->s;
+	unsigned cpus = 0, nmem = 0;
+	int near = -1;
+	uint64_t part, left = r->mem_bytes;
+
+	for (unsigned n = 0; n < x->nn; n++)
+		if (mask_test(&r->nodes, s->nodes[n].id)) {
+			cpus += s->nodes[n].nr_cpus;
+			nmem += s->nodes[n].mem_total > 0;
+		}
+	for (unsigned n = 0; n < x->nn; n++)
+		if (mask_test(&r->nodes, s->nodes[n].id) && cpus && !isnan(r->cpus))
+			x->busy[n] += r->cpus * s->nodes[n].nr_cpus / cpus;
+	if (!nmem) {
+		unsigned bestd = ~0u;
+
+		for (unsigned m = 0; m < x->nn; m++) {
+			if (!s->nodes[m].mem_total)
+				continue;
+			for (unsigned n = 0; n < x->nn; n++)
+				if (mask_test(&r->nodes, s->nodes[n].id) &&
+				    s->distance[n * x->nn + m] < bestd) {
+					bestd = s->distance[n * x->nn + m];
+					near = (int)m;
+				}
+		}
+		if (near >= 0)
+			x->free[near] -= (int64_t)r->mem_bytes;
+		return;
+	}
+	part = r->mem_bytes / nmem;
+	for (unsigned n = 0; n < x->nn; n++) {
+		if (!mask_test(&r->nodes, s->nodes[n].id) || !s->nodes[n].mem_total)
+			continue;
+		if (--nmem == 0)
+			part = left;
+		x->free[n] -= (int64_t)part;
+		left -= part;
+	}
+}
+
+int policy_advise(const struct policy_config *cfg, const struct snapshot *snap,
+		  const struct advice_request *req, struct advice *out)
+{
+	struct pctx x;
+	struct gview v;
+	bool *usable, allowed_block;
+	const struct pcand *best = NULL;
+	unsigned kmin;
+	char buf[48];
+
+	if (!cfg || !snap || !req || !out || policy_config_validate(cfg, NULL) < 0)
+		return -EINVAL;
+	if (isnan(req->cpus) || req->cpus < 0 || isinf(req->cpus) ||
+	    (req->nr_reservations && !req->reservations) || req->mem_bytes > (1ULL << 50))
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	out->load_after = NAN;
+
+	pctx_init(&x, cfg, snap);
+	for (unsigned i = 0; i < req->nr_reservations; i++)
+		reserve(&x, &req->reservations[i]);
+	usable = xcalloc(x.nn ? x.nn : 1, sizeof(*usable));
+	memset(&v, 0, sizeof(v));
+	v.cpu_demand = fmax(cfg->min_cpu, req->cpus);
+	v.mem_demand = (uint64_t)((double)req->mem_bytes * (1.0 + cfg->mem_headroom));
+	for (unsigned n = 0; n < x.nn; n++) {
+		x.acpus[n] = snap->nodes[n].nr_cpus;
+		x.memok[n] = true;
+		usable[n] = snap->nodes[n].nr_cpus > 0;
+	}
+	v.acpus = x.acpus;
+	v.memok = x.memok;
+
+	kmin = pcands_generate(&x, &v, usable, &allowed_block);
+	for (unsigned i = 0; i < x.nr_cands; i++)
+		if (x.cands[i].k == kmin && (!best || pcand_better(&x.cands[i], best)))
+			best = &x.cands[i];
+	if (!best) {
+		double slack = 0.0;
+		uint64_t room = 0;
+
+		for (unsigned n = 0; n < x.nn; n++) {
+			double sl = cfg->max_util * snap->nodes[n].nr_cpus - x.busy[n];
+
+			if (usable[n] && sl > 0)
+				slack += sl;
+			if (snap->nodes[n].mem_total)
+				room += pctx_room(&x, n);
+		}
+		snprintf(out->detail, sizeof(out->detail),
+			 "nothing fits: needs %.1f CPUs and %llu MiB; the host has %.1f CPUs below util %.2f and %llu MiB room",
+			 v.cpu_demand, (unsigned long long)(v.mem_demand / MIB), slack, cfg->max_util,
+			 (unsigned long long)(room / MIB));
+	} else {
+		int64_t fr = 0;
+
+		mask_foreach(id, &best->mems)
+			fr += x.free[x.idx_of_id[id]];
+		fr -= (int64_t)req->mem_bytes;
+		out->ok = true;
+		out->nodes = best->nodes;
+		out->mems = best->mems;
+		out->load_after = best->util_after;
+		out->mem_free_after = fr > 0 ? (uint64_t)fr : 0;
+		fmt_nodes(&best->nodes, buf, sizeof(buf));
+		snprintf(out->detail, sizeof(out->detail),
+			 "%u node%s %s: util %.2f after (≤%.2f), %llu MiB free after%s",
+			 best->k, best->k > 1 ? "s" : "", buf, best->util_after, cfg->max_util,
+			 (unsigned long long)(out->mem_free_after / MIB),
+			 best->busy_nan ? " (some node busy not measured, taken as idle)" : "");
+	}
+	free(usable);
+	pctx_fini(&x);
+	return 0;
+}

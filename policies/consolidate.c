@@ -1,0 +1,755 @@
+/* consolidate.c — policy_decide(): each guest on the fewest, least-busy
+ * nodes that fit it, memory local, moving only toward less-busy nodes.
+ *
+ * Per guest (AUTO):
+ *   demand     cpu = max(min_cpu, cpu_use × (1 + cpu_headroom)),
+ *              mem = mem_total × (1 + mem_headroom);
+ *   candidates the fitting sets from pcands_generate() (guards.c);
+ *              k = the smallest size among them;
+ *   locality   for the trigger, memory on mems(C) / memory, where C is its
+ *              current CPU nodes and mems(C) as for any set (guards.c).
+ *              This equals the snapshot's locality except that memory on
+ *              a node outside allowed_mems counts remote, and a guest on
+ *              memory-less CPU nodes is local when its memory is on the
+ *              nearest memory node (it cannot do better);
+ *   settled    locality ≥ target, |C| ≤ k, C fits, and not a load case;
+ *   load case  util_now(C) ≥ rebalance_util and some relocation of size
+ *              k passes the less-busy rule;
+ *   reason     CONSOLIDATE if |C| > k, else LOCALITY if locality is under
+ *              target, else LOAD (busy, or C does not fit it any more).
+ *   options    a relocation (T ⊄ C) of size k with
+ *                  util_after(T) × (1 + less_busy_margin) < util_now(C);
+ *              a shrink (T ⊊ C), any size: it only needs to fit;
+ *              T = C when locality is under target and memory must move.
+ *              An option that would be a load case itself once the guest
+ *              is there (util_after ≥ rebalance_util while the least busy
+ *              size-k set is less busy than it by the margin) is dropped:
+ *              the guest would only be moved again next cycle.
+ *              The smallest option wins, then the best score (guards.h).
+ *              None → SKIP_NOT_LESS_BUSY with the best size-k set's numbers.
+ *   cool-down  checked last, so the skip names the move it holds back.
+ * After a relocation the reverse move cannot pass the less-busy rule
+ * (the old nodes were busier by the margin), so guests converge.
+ *
+ * Pinned guests (GPOL_PINNED, nodes P): target the CPU nodes of P it may
+ * use, memory on P's memory nodes; settled when it already runs there,
+ * its mems are those and ≥ locality_target of its memory is on them.
+ * Only memory room is enforced (SKIP_NO_ROOM_PINNED): CPU load on pinned
+ * nodes is the operator's choice. Cool-down applies while it runs on at
+ * least one pinned node; a guest entirely outside P moves at once, as the
+ * pin is an explicit order. Usage is not needed (unknown counts as 0).
+ *
+ * Budgets: all wanted moves are ranked by gain (below), best first, and
+ * taken greedily against a working copy of node load and free memory
+ * that every accepted move updates (pctx_commit). A guest whose ranking
+ * was computed before the last accepted move is re-evaluated when it
+ * comes up (lazy greedy), so two guests never both take the last room on
+ * a node. Beyond max_moves: SKIP_MAX_MOVES; a move whose migration would
+ * pass max_migrate_bytes: SKIP_MAX_MIGRATE (a smaller one may still fit).
+ *
+ * gain = GiB of memory made local × max(cpu_use, min_cpu)
+ *      + nodes freed (|C| − |T| when positive)
+ *      + 4 × load relieved (util_now(C) − util_after(T) when positive);
+ * pinned moves get +1000 so operator pins go first. Ties: guest id.
+ *
+ * Plan items: accepted moves first, in the order they were accepted
+ * (best first: apply them in this order), then skips and settled guests
+ * by guest id.
+ *
+ * Next state: prev's entries for guests still present; every planned move
+ * sets last_move_ns = snapshot mono_ns and counts one more move. A move
+ * that then fails to apply still cools down (damping: don't retry a
+ * failing move every cycle); the engine may restore the prev entry if it
+ * wants a retry. pstate_note_move() is for moves made outside a plan
+ * (manual moves through the API).
+ */
+#include "policy.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "guards.h"
+#include "../orchestrator/fs.h"
+
+#define PIN_GAIN 1000.0
+
+struct gdec {
+	struct plan_item it;
+	struct pcand target;    /* moves: the chosen set */
+	bool want;              /* a move waiting for the budget */
+	unsigned version;       /* working-copy version it was decided on */
+};
+
+static void set_detail(struct plan_item *it, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void set_detail(struct plan_item *it, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(it->detail, sizeof(it->detail), fmt, ap);
+	va_end(ap);
+}
+
+static void add_detail(struct plan_item *it, const char *s)
+{
+	size_t l = strlen(it->detail);
+
+	if (l < sizeof(it->detail) - 1)
+		snprintf(it->detail + l, sizeof(it->detail) - l, "%s", s);
+}
+
+static unsigned long long mib(uint64_t b)
+{
+	return (unsigned long long)((b + MIB / 2) / MIB);
+}
+
+static double mem_demand_of(const struct policy_config *cfg, uint64_t total)
+{
+	return (double)total * (1.0 + cfg->mem_headroom);
+}
+
+/* The guest view: its own share of each node's busy CPUs, the CPUs it may
+ * be given per node, the nodes allowed for its memory. USABLE[n]: a CPU
+ * node it may run on. Empty allowed masks mean "unrestricted" (acquire
+ * could not read the parent's cpuset). */
+static unsigned gview_build(struct pctx *x, const struct snap_guest *g, struct gview *v,
+			    bool *usable)
+{
+	const struct snapshot *s = x->s;
+	const struct policy_config *cfg = x->cfg;
+	bool any_acpu = MASK_ANY(&g->allowed_cpus);
+	bool any_amem = MASK_ANY(&g->allowed_mems);
+	unsigned total = 0, nusable = 0;
+
+	memset(v, 0, sizeof(*v));
+	v->cpu_use = isnan(g->cpu_use) || g->cpu_use < 0 ? 0.0 : g->cpu_use;
+	v->cpu_demand = fmax(cfg->min_cpu, v->cpu_use * (1.0 + cfg->cpu_headroom));
+	v->mem_total = g->mem_total;
+	v->mem_demand = (uint64_t)mem_demand_of(cfg, g->mem_total);
+	v->mem_node = g->mem_node;
+	v->cur_nodes = g->cpu_nodes;
+	for (unsigned n = 0; n < x->nn; n++) {
+		const struct snap_node *nd = &s->nodes[n];
+		unsigned on = 0, al = nd->nr_cpus;
+
+		if (mask_test(&g->cpu_nodes, nd->id) || any_acpu) {
+			unsigned c = 0, a = 0;
+
+			for (unsigned w = x->wlo[n]; w < x->whi[n]; w++) {
+				c += (unsigned)__builtin_popcountll(g->cpus.w[w] & nd->cpus.w[w]);
+				a += (unsigned)__builtin_popcountll(g->allowed_cpus.w[w] & nd->cpus.w[w]);
+			}
+			on = c;
+			if (any_acpu)
+				al = a;
+		}
+		x->own[n] = on;   /* CPU count for now; a share below */
+		x->acpus[n] = nd->nr_cpus ? al : 0;
+		x->memok[n] = !any_amem || mask_test(&g->allowed_mems, nd->id);
+		usable[n] = nd->nr_cpus > 0 && x->acpus[n] > 0;
+		nusable += usable[n];
+		total += on;
+	}
+	for (unsigned n = 0; n < x->nn; n++)
+		x->own[n] = total ? v->cpu_use * x->own[n] / total : 0.0;
+	v->own = x->own;
+	v->acpus = x->acpus;
+	v->memok = x->memok;
+	return nusable;
+}
+
+static double util_now(const struct pctx *x, const nodemask_t *nodes, bool *nan)
+{
+	double b = 0.0;
+	unsigned c = 0;
+
+	mask_foreach(id, nodes) {
+		int n = x->idx_of_id[id];
+
+		if (n < 0)
+			continue;
+		b += x->busy[n];
+		c += x->s->nodes[n].nr_cpus;
+		if (isnan(x->s->nodes[n].busy) && x->s->nodes[n].nr_cpus)
+			*nan = true;
+	}
+	return c ? b / c : 0.0;
+}
+
+static void cpumask_for(const struct pctx *x, const struct snap_guest *g, const nodemask_t *nodes,
+			cpumask_t *out)
+{
+	snap_nodes_to_cpus(x->s, nodes, out);
+	if (MASK_ANY(&g->allowed_cpus))
+		mask_and(out, out, &g->allowed_cpus);
+}
+
+static bool in_cooldown(const struct policy_config *cfg, const struct snapshot *s,
+			const struct pstate_entry *pe, int64_t *ago)
+{
+	if (!pe)
+		return false;
+	*ago = s->mono_ns - pe->last_move_ns;
+	return *ago < cfg->cooldown_ns;
+}
+
+static void fill_target(struct plan_item *it, const struct pcand *c)
+{
+	it->to_nodes = c->nodes;
+	it->to_mems = c->mems;
+	it->load_after = c->util_after;
+	it->migrate_bytes = c->migrate;
+}
+
+static void skip_cooldown(struct plan_item *it, const struct policy_config *cfg, int64_t ago)
+{
+	char to[48];
+
+	it->kind = PLAN_SKIP;
+	it->skip = SKIP_COOLDOWN;
+	fmt_nodes(&it->to_nodes, to, sizeof(to));
+	set_detail(it, "cool-down: moved %llds ago (< %llds); would go to nodes %s, %llu MiB to migrate",
+		   (long long)(ago / 1000000000LL), (long long)(cfg->cooldown_ns / 1000000000LL), to,
+		   mib(it->migrate_bytes));
+}
+
+static void move_detail(struct plan_item *it, const struct policy_config *cfg, bool pull)
+{
+	char from[48], to[48], mems[48];
+
+	fmt_nodes(&it->from_nodes, from, sizeof(from));
+	fmt_nodes(&it->to_nodes, to, sizeof(to));
+	fmt_nodes(&it->to_mems, mems, sizeof(mems));
+	switch (it->reason) {
+	case REASON_CONSOLIDATE:
+		set_detail(it, "consolidate %u→%u nodes: node%s %s util %.2f→%.2f (≤%.2f), %llu MiB to migrate, locality %.2f",
+			   mask_count(&it->from_nodes), mask_count(&it->to_nodes),
+			   mask_count(&it->to_nodes) > 1 ? "s" : "", to, it->load_before, it->load_after,
+			   cfg->max_util, mib(it->migrate_bytes), it->locality_before);
+		break;
+	case REASON_LOCALITY:
+		if (pull)
+			set_detail(it, "pull memory to nodes %s: locality %.2f→1.00, %llu MiB to migrate, util %.2f→%.2f (≤%.2f)",
+				   mems, it->locality_before, mib(it->migrate_bytes), it->load_before,
+				   it->load_after, cfg->max_util);
+		else
+			set_detail(it, "locality %.2f: move nodes %s→%s (mems %s), util %.2f→%.2f (margin %.2f), %llu MiB to migrate",
+				   it->locality_before, from, to, mems, it->load_before, it->load_after,
+				   cfg->less_busy_margin, mib(it->migrate_bytes));
+		break;
+	case REASON_PINNED:
+		set_detail(it, "pinned: nodes %s→%s (mems %s), util %.2f→%.2f, %llu MiB to migrate, locality %.2f",
+			   from, to, mems, it->load_before, it->load_after, mib(it->migrate_bytes),
+			   it->locality_before);
+		break;
+	default:
+		set_detail(it, "relieve load: nodes %s util %.2f → nodes %s util %.2f (margin %.2f), %llu MiB to migrate, locality %.2f",
+			   from, it->load_before, to, it->load_after, cfg->less_busy_margin,
+			   mib(it->migrate_bytes), it->locality_before);
+		break;
+	}
+}
+
+static double gain_of(const struct gview *v, const struct policy_config *cfg, uint64_t local_before,
+		      unsigned cur_k, const struct pcand *t, double load_before)
+{
+	double made_local = v->mem_total > local_before ? (double)(v->mem_total - local_before) : 0.0;
+	double g = made_local / (1024.0 * MIB) * fmax(v->cpu_use, cfg->min_cpu);
+
+	if (cur_k > t->k)
+		g += cur_k - t->k;
+	if (load_before > t->util_after)
+		g += 4.0 * (load_before - t->util_after);
+	return g;
+}
+
+static void decide_pinned(struct pctx *x, const struct pstate_entry *pe, const struct snap_guest *g,
+			  const struct gview *v, const bool *usable, struct gdec *d)
+{
+	const struct policy_config *cfg = x->cfg;
+	struct plan_item *it = &d->it;
+	nodemask_t cpun;
+	struct pcand c;
+	double pin_local;
+	char pn[48];
+	int64_t ago = 0;
+
+	mask_zero(&cpun);
+	for (unsigned n = 0; n < x->nn; n++)
+		if (usable[n] && mask_test(&g->policy.nodes, x->s->nodes[n].id))
+			mask_set(&cpun, x->s->nodes[n].id);
+	it->reason = REASON_PINNED;
+	fmt_nodes(&g->policy.nodes, pn, sizeof(pn));
+	if (!MASK_ANY(&cpun)) {
+		it->kind = PLAN_SKIP;
+		it->skip = SKIP_OUTSIDE_ALLOWED;
+		set_detail(it, "pinned to nodes %s, none of which has CPUs it may use", pn);
+		return;
+	}
+	pset_eval_mask(x, v, &cpun, &g->policy.nodes, &c);
+	fill_target(it, &c);
+	pin_local = v->mem_total ? (double)c.already / (double)v->mem_total : 1.0;
+	if (mask_equal(&g->cpu_nodes, &cpun) && mask_equal(&g->mems, &c.mems) &&
+	    pin_local >= cfg->locality_target) {
+		it->kind = PLAN_SETTLED;
+		it->reason = REASON_NONE;
+		set_detail(it, "settled on pinned nodes %s: %.2f of memory there", pn, pin_local);
+		return;
+	}
+	if (!c.allowed_ok) {
+		it->kind = PLAN_SKIP;
+		it->skip = SKIP_OUTSIDE_ALLOWED;
+		set_detail(it, "pinned to nodes %s, but none of their memory is in its allowed mems", pn);
+		return;
+	}
+	if (!c.mem_ok) {
+		it->kind = PLAN_SKIP;
+		it->skip = SKIP_NO_ROOM_PINNED;
+		set_detail(it, "pinned nodes %s have %llu MiB room (+%llu MiB of its own there) for %llu MiB needed",
+			   pn, mib(c.room), mib(c.already), mib(v->mem_demand));
+		return;
+	}
+	it->gain = PIN_GAIN + gain_of(v, cfg, g->mem_local, mask_count(&g->cpu_nodes), &c,
+				      it->load_before);
+	if (mask_intersects(&g->cpu_nodes, &cpun) && in_cooldown(cfg, x->s, pe, &ago)) {
+		skip_cooldown(it, cfg, ago);
+		return;
+	}
+	it->kind = PLAN_MOVE;
+	d->target = c;
+	d->want = true;
+	move_detail(it, cfg, false);
+}
+
+static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const struct snap_guest *g,
+			const struct gview *v, const bool *usable, unsigned nusable, bool nan,
+			struct gdec *d)
+{
+	const struct policy_config *cfg = x->cfg;
+	struct plan_item *it = &d->it;
+	unsigned cur_k = mask_count(&g->cpu_nodes), kmin;
+	bool allowed_block = false, cur_ok = cur_k > 0, load_case = false, settled;
+	bool locality_bad;
+	const struct pcand *best = NULL, *pick = NULL, *coolest = NULL, *hot = NULL;
+	struct pcand cc;
+	uint64_t local_before;
+	double unow = it->load_before, locality;
+	int64_t ago = 0;
+	char to[48], from[48];
+
+	if (!nusable) {
+		it->kind = PLAN_SKIP;
+		it->skip = SKIP_OUTSIDE_ALLOWED;
+		it->reason = REASON_NONE;
+		set_detail(it, "no CPU node it may use: allowed cpus hold no online CPU");
+		return;
+	}
+	kmin = pcands_generate(x, v, usable, &allowed_block);
+
+	memset(&cc, 0, sizeof(cc));
+	mask_foreach(id, &g->cpu_nodes) {
+		int n = x->idx_of_id[id];
+
+		if (n < 0 || !usable[n])
+			cur_ok = false;
+	}
+	if (cur_k)
+		pset_eval_mask(x, v, &g->cpu_nodes, NULL, &cc);
+	cur_ok = cur_ok && pcand_fits(&cc);
+	local_before = cur_k ? cc.already : 0;
+	locality = v->mem_total ? (double)local_before / (double)v->mem_total : 1.0;
+	locality_bad = locality < cfg->locality_target;
+	if (cur_k) {
+		it->to_nodes = cc.nodes;
+		it->to_mems = cc.mems;
+		it->load_after = cc.util_after;
+		it->migrate_bytes = cc.migrate;
+	}
+
+	if (!kmin) {
+		struct pcand all;
+		unsigned k = 0;
+
+		for (unsigned n = 0; n < x->nn; n++)
+			if (usable[n])
+				x->set[k++] = n;
+		pset_eval(x, v, x->set, k, NULL, &all);
+		it->kind = PLAN_SKIP;
+		it->reason = locality_bad && cur_ok ? REASON_LOCALITY : REASON_LOAD;
+		it->skip = allowed_block ? SKIP_OUTSIDE_ALLOWED : SKIP_NO_FIT;
+		mask_zero(&it->to_nodes);
+		mask_zero(&it->to_mems);
+		it->load_after = all.util_after;
+		it->migrate_bytes = all.migrate;
+		fmt_nodes(&all.nodes, to, sizeof(to));
+		if (allowed_block)
+			set_detail(it, "only node sets whose memory is outside its allowed mems would fit");
+		else
+			set_detail(it, "no node set fits: needs %.1f CPUs and %llu MiB; nodes %s together reach util %.2f (≤%.2f) with %llu MiB room",
+				   v->cpu_demand, mib(v->mem_demand), to, all.util_after, cfg->max_util,
+				   mib(all.room + all.already));
+		if (all.busy_nan || nan)
+			add_detail(it, " (some node busy not measured, taken as idle)");
+		return;
+	}
+
+	for (unsigned i = 0; i < x->nr_cands; i++) {
+		const struct pcand *c = &x->cands[i];
+
+		if (c->k != kmin)
+			continue;
+		if (!best || pcand_better(c, best))
+			best = c;
+		if (!coolest || c->util_after < coolest->util_after)
+			coolest = c;
+	}
+	for (unsigned i = 0; i < x->nr_cands; i++) {
+		const struct pcand *c = &x->cands[i];
+		bool sub = cur_k && mask_subset(&c->nodes, &g->cpu_nodes);
+		bool opt;
+
+		if (!sub) {
+			opt = c->k == kmin &&
+			      (!cur_k || c->util_after * (1.0 + cfg->less_busy_margin) < unow);
+			if (opt && cur_k)
+				load_case = true;
+		} else if (c->k < cur_k) {
+			opt = true;
+		} else {
+			opt = locality_bad && c->migrate > 0;
+		}
+		/* Stability: a target that would itself be a load case next
+		 * cycle (at or over rebalance_util with a set less busy by the
+		 * margin) would be left again: don't go there. */
+		if (opt && c->util_after >= cfg->rebalance_util - UTIL_EPS &&
+		    !mask_subset(&coolest->nodes, &c->nodes) &&
+		    coolest->util_after * (1.0 + cfg->less_busy_margin) < c->util_after) {
+			hot = c;
+			opt = false;
+		}
+		if (opt && (!pick || c->k < pick->k || (c->k == pick->k && pcand_better(c, pick))))
+			pick = c;
+	}
+	load_case = load_case && unow >= cfg->rebalance_util - UTIL_EPS;
+	settled = !locality_bad && cur_k <= kmin && cur_ok && !load_case;
+	nan = nan || cc.busy_nan;
+
+	if (settled) {
+		it->kind = PLAN_SETTLED;
+		it->reason = REASON_NONE;
+		fmt_nodes(&g->cpu_nodes, from, sizeof(from));
+		set_detail(it, "settled on nodes %s: locality %.2f (≥%.2f), util %.2f (≤%.2f)", from,
+			   locality, cfg->locality_target, cc.util_after, cfg->max_util);
+		return;
+	}
+	if (!cur_k)
+		it->reason = REASON_PLACE;
+	else if (cur_k > kmin)
+		it->reason = REASON_CONSOLIDATE;
+	else if (locality_bad)
+		it->reason = REASON_LOCALITY;
+	else
+		it->reason = REASON_LOAD;
+
+	if (!pick) {
+		fill_target(it, best);
+		it->kind = PLAN_SKIP;
+		it->skip = SKIP_NOT_LESS_BUSY;
+		it->gain = gain_of(v, cfg, local_before, cur_k, best, unow);
+		fmt_nodes(&best->nodes, to, sizeof(to));
+		if (hot) {
+			fmt_nodes(&hot->nodes, from, sizeof(from));
+			set_detail(it, "not less busy: nodes %s would be util %.2f (≥%.2f) while nodes %s, util %.2f, are not less busy than %.2f now",
+				   from, hot->util_after, cfg->rebalance_util, to, best->util_after, unow);
+		} else {
+			set_detail(it, "not less busy: nodes %s would be util %.2f, ×%.2f ≥ util %.2f now; %llu MiB to migrate, locality %.2f",
+				   to, best->util_after, 1.0 + cfg->less_busy_margin, unow,
+				   mib(best->migrate), it->locality_before);
+		}
+		if (nan || best->busy_nan)
+			add_detail(it, " (some node busy not measured, taken as idle)");
+		return;
+	}
+	fill_target(it, pick);
+	it->gain = gain_of(v, cfg, local_before, cur_k, pick, unow);
+	if (in_cooldown(cfg, x->s, pe, &ago)) {
+		skip_cooldown(it, cfg, ago);
+		return;
+	}
+	it->kind = PLAN_MOVE;
+	d->target = *pick;
+	d->want = true;
+	move_detail(it, cfg, mask_equal(&pick->nodes, &g->cpu_nodes));
+	if (nan || pick->busy_nan)
+		add_detail(it, " (some node busy not measured, taken as idle)");
+}
+
+/* Decide for guest GI against the current working copy. Leaves the
+ * guest's view in X's scratch (pctx_commit needs it). */
+static void evaluate(struct pctx *x, const struct pstate *prev, unsigned gi, struct gdec *d,
+		     struct gview *v, bool *usable)
+{
+	const struct snapshot *s = x->s;
+	const struct policy_config *cfg = x->cfg;
+	const struct snap_guest *g = &s->guests[gi];
+	const struct pstate_entry *pe = prev ? pstate_find(prev, g->id) : NULL;
+	struct plan_item *it = &d->it;
+	bool nan = false;
+	unsigned nusable;
+
+	memset(d, 0, sizeof(*d));
+	d->version = x->version;
+	snprintf(it->guest_id, sizeof(it->guest_id), "%s", g->id);
+	it->guest_idx = gi;
+	it->from_nodes = g->cpu_nodes;
+	it->from_mems = g->mems;
+	it->locality_before = g->locality;
+	it->load_before = util_now(x, &g->cpu_nodes, &nan);
+	it->load_after = NAN;
+	it->mem_demand = (uint64_t)mem_demand_of(cfg, g->mem_total);
+	it->cpu_demand = isnan(g->cpu_use) ? NAN
+		       : fmax(cfg->min_cpu, fmax(0.0, g->cpu_use) * (1.0 + cfg->cpu_headroom));
+
+	if (g->policy.mode == GPOL_IGNORE) {
+		it->kind = PLAN_SKIP;
+		it->skip = SKIP_IGNORED;
+		set_detail(it, "per-guest policy is ignore: never moved");
+		return;
+	}
+	if (g->policy.mode != GPOL_PINNED && isnan(g->cpu_use)) {
+		it->kind = PLAN_SKIP;
+		it->skip = SKIP_NO_USAGE;
+		set_detail(it, "CPU use not measured yet (first sight); decided next cycle");
+		return;
+	}
+	nusable = gview_build(x, g, v, usable);
+	it->cpu_demand = v->cpu_demand;
+	if (g->policy.mode == GPOL_PINNED)
+		decide_pinned(x, pe, g, v, usable, d);
+	else
+		decide_auto(x, pe, g, v, usable, nusable, nan, d);
+}
+
+/* Max-heap of guest indices by (gain desc, index asc). */
+struct heap {
+	unsigned n;
+	unsigned *a;
+	const struct gdec *d;
+};
+
+static bool heap_before(const struct heap *h, unsigned a, unsigned b)
+{
+	double ga = h->d[a].it.gain, gb = h->d[b].it.gain;
+
+	if (ga != gb)
+		return ga > gb;
+	return a < b;
+}
+
+static void heap_push(struct heap *h, unsigned gi)
+{
+	unsigned i = h->n++;
+
+	h->a[i] = gi;
+	while (i > 0) {
+		unsigned p = (i - 1) / 2;
+
+		if (!heap_before(h, h->a[i], h->a[p]))
+			break;
+		unsigned t = h->a[i];
+		h->a[i] = h->a[p];
+		h->a[p] = t;
+		i = p;
+	}
+}
+
+static unsigned heap_pop(struct heap *h)
+{
+	unsigned top = h->a[0], i = 0;
+
+	h->a[0] = h->a[--h->n];
+	for (;;) {
+		unsigned l = 2 * i + 1, r = l + 1, m = i;
+
+		if (l < h->n && heap_before(h, h->a[l], h->a[m]))
+			m = l;
+		if (r < h->n && heap_before(h, h->a[r], h->a[m]))
+			m = r;
+		if (m == i)
+			break;
+		unsigned t = h->a[i];
+		h->a[i] = h->a[m];
+		h->a[m] = t;
+		i = m;
+	}
+	return top;
+}
+
+static void budget_skip(struct gdec *d, enum skip_reason why, const struct policy_config *cfg,
+			uint64_t used)
+{
+	struct plan_item *it = &d->it;
+	char to[48];
+
+	it->kind = PLAN_SKIP;
+	it->skip = why;
+	d->want = false;
+	fmt_nodes(&it->to_nodes, to, sizeof(to));
+	if (why == SKIP_MAX_MOVES)
+		set_detail(it, "move budget of %u per cycle spent; wanted nodes %s (gain %.2f)",
+			   cfg->max_moves, to, it->gain);
+	else
+		set_detail(it, "%llu MiB to migrate exceeds the %llu MiB left of this cycle's %llu MiB; wanted nodes %s",
+			   mib(it->migrate_bytes), mib(cfg->max_migrate_bytes - used),
+			   mib(cfg->max_migrate_bytes), to);
+}
+
+static void one_node(const struct snapshot *s, bool verbose, struct plan *p)
+{
+	if (!verbose)
+		return;
+	p->items = xcalloc(s->nr_guests ? s->nr_guests : 1, sizeof(*p->items));
+	for (unsigned gi = 0; gi < s->nr_guests; gi++) {
+		const struct snap_guest *g = &s->guests[gi];
+		struct plan_item *it = &p->items[p->nr_items++];
+
+		snprintf(it->guest_id, sizeof(it->guest_id), "%s", g->id);
+		it->guest_idx = gi;
+		it->kind = PLAN_SKIP;
+		it->skip = SKIP_ONE_NODE;
+		it->from_nodes = g->cpu_nodes;
+		it->from_mems = g->mems;
+		it->to_nodes = g->cpu_nodes;
+		it->to_mems = g->mems;
+		it->cpu_demand = NAN;
+		it->load_before = NAN;
+		it->load_after = NAN;
+		it->locality_before = g->locality;
+		snprintf(it->detail, sizeof(it->detail), "host has one CPU node: nothing to choose");
+	}
+}
+
+static struct pstate *next_state(const struct snapshot *s, const struct pstate *prev,
+				 const struct plan *p)
+{
+	struct pstate *ns = pstate_new();
+	unsigned cap = 0;
+
+	for (unsigned gi = 0; gi < s->nr_guests; gi++) {
+		const struct pstate_entry *pe = prev ? pstate_find(prev, s->guests[gi].id) : NULL;
+
+		if (!pe)
+			continue;
+		if (ns->n == cap) {
+			cap = cap ? cap * 2 : 16;
+			ns->e = xrealloc(ns->e, cap * sizeof(*ns->e));
+		}
+		ns->e[ns->n++] = *pe;
+	}
+	/* Guests are sorted by id after snap_finalize, so ns is sorted; the
+	 * moves go through pstate_note_move, which keeps it sorted. */
+	for (unsigned i = 0; i < p->nr_items; i++)
+		if (p->items[i].kind == PLAN_MOVE)
+			pstate_note_move(ns, p->items[i].guest_id, s->mono_ns);
+	return ns;
+}
+
+int policy_decide(const struct policy_config *cfg, const struct snapshot *snap,
+		  const struct pstate *prev, bool verbose,
+		  struct plan **plan, struct pstate **next)
+{
+	struct plan *p;
+	struct pctx x;
+	struct gdec *d;
+	struct gview v;
+	struct heap h;
+	bool *usable;
+	unsigned *order, nord = 0;
+	uint64_t migrated = 0;
+
+	if (!cfg || !snap || !plan || !next || policy_config_validate(cfg, NULL) < 0)
+		return -EINVAL;
+	p = xcalloc(1, sizeof(*p));
+	p->seq = snap->seq;
+	p->mono_ns = snap->mono_ns;
+	if (snap_nr_cpu_nodes(snap) <= 1) {
+		one_node(snap, verbose, p);
+		*next = next_state(snap, prev, p);
+		*plan = p;
+		return 0;
+	}
+
+	pctx_init(&x, cfg, snap);
+	d = xcalloc(snap->nr_guests ? snap->nr_guests : 1, sizeof(*d));
+	usable = xcalloc(x.nn ? x.nn : 1, sizeof(*usable));
+	order = xcalloc(snap->nr_guests ? snap->nr_guests : 1, sizeof(*order));
+	h.n = 0;
+	h.a = xcalloc(snap->nr_guests ? snap->nr_guests : 1, sizeof(*h.a));
+	h.d = d;
+
+	for (unsigned gi = 0; gi < snap->nr_guests; gi++) {
+		evaluate(&x, prev, gi, &d[gi], &v, usable);
+		if (d[gi].want)
+			heap_push(&h, gi);
+	}
+
+	while (h.n) {
+		unsigned gi = heap_pop(&h);
+		struct gdec *gd = &d[gi];
+
+		if (p->nr_moves >= cfg->max_moves) {
+			budget_skip(gd, SKIP_MAX_MOVES, cfg, migrated);
+			continue;
+		}
+		if (gd->version != x.version) {
+			/* Ranked before the last accepted move: look again. */
+			evaluate(&x, prev, gi, gd, &v, usable);
+			if (!gd->want)
+				continue;
+			if (h.n && heap_before(&h, h.a[0], gi)) {
+				heap_push(&h, gi);
+				continue;
+			}
+		}
+		if (gd->it.migrate_bytes > cfg->max_migrate_bytes - migrated) {
+			budget_skip(gd, SKIP_MAX_MIGRATE, cfg, migrated);
+			continue;
+		}
+		/* Accept: rebuild this guest's view and update the working copy. */
+		gview_build(&x, &snap->guests[gi], &v, usable);
+		pctx_commit(&x, &v, &gd->target);
+		gd->it.to_cpus = xmalloc(sizeof(cpumask_t));
+		cpumask_for(&x, &snap->guests[gi], &gd->target.nodes, gd->it.to_cpus);
+		gd->want = false;
+		p->nr_moves++;
+		migrated += gd->it.migrate_bytes;
+		order[nord++] = gi;
+	}
+
+	p->items = xcalloc(snap->nr_guests ? snap->nr_guests : 1, sizeof(*p->items));
+	for (unsigned i = 0; i < nord; i++)
+		p->items[p->nr_items++] = d[order[i]].it;
+	for (unsigned gi = 0; gi < snap->nr_guests; gi++) {
+		const struct plan_item *it = &d[gi].it;
+
+		if (it->kind == PLAN_MOVE || (it->kind == PLAN_SETTLED && !verbose))
+			continue;
+		p->items[p->nr_items++] = *it;
+	}
+	p->migrate_bytes = migrated;
+	*next = next_state(snap, prev, p);
+	*plan = p;
+
+	free(h.a);
+	free(order);
+	free(usable);
+	free(d);
+	pctx_fini(&x);
+	return 0;
+}

@@ -1,0 +1,433 @@
+/* guards.c — the fit checks and candidate node sets, shared by
+ * policy_decide() (consolidate.c) and policy_advise() (advise.c).
+ *
+ * Fit(T) for a guest with CPU demand d and memory demand m:
+ *   CPU:    (Σ_{n∈T} max(0, busy_n − own_n) + d) / Σ_{n∈T} cpus_n ≤ max_util,
+ *           and d ≤ the CPUs it may be given on T (allowed_cpus);
+ *   memory: Σ_{n∈mems(T)} max(0, free_n − min_free) + its memory already on
+ *           mems(T) ≥ m.
+ * A node already below min_free contributes no room rather than negative
+ * room: its deficit is not the guest's to pay from other nodes' room.
+ * mems(T) = T's nodes with memory that allowed_mems permits; a T made only
+ * of memory-less CPU nodes gets the nearest node with memory instead; a T
+ * whose memory nodes are all outside allowed_mems is not a candidate.
+ */
+#include "guards.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../orchestrator/fs.h"
+
+void pctx_init(struct pctx *x, const struct policy_config *cfg, const struct snapshot *s)
+{
+	unsigned nn = s->nr_nodes;
+	size_t n = nn ? nn : 1;
+
+	memset(x, 0, sizeof(*x));
+	x->cfg = cfg;
+	x->s = s;
+	x->nn = nn;
+	x->busy = xcalloc(n, sizeof(*x->busy));
+	x->free = xcalloc(n, sizeof(*x->free));
+	x->wlo = xcalloc(n, sizeof(*x->wlo));
+	x->whi = xcalloc(n, sizeof(*x->whi));
+	x->idx_of_id = xmalloc(MASK_MAX_NODES * sizeof(*x->idx_of_id));
+	x->set = xcalloc(n, sizeof(*x->set));
+	x->uni = xcalloc(2 * n, sizeof(*x->uni));
+	x->distsum = xcalloc(n, sizeof(*x->distsum));
+	x->inset = xcalloc(n, sizeof(*x->inset));
+	x->univ = xcalloc(n, sizeof(*x->univ));
+	x->own = xcalloc(n, sizeof(*x->own));
+	x->acpus = xcalloc(n, sizeof(*x->acpus));
+	x->memok = xcalloc(n, sizeof(*x->memok));
+	x->cands_cap = 2 * (unsigned)n + 2;
+	x->cands = xcalloc(x->cands_cap, sizeof(*x->cands));
+
+	for (unsigned i = 0; i < MASK_MAX_NODES; i++)
+		x->idx_of_id[i] = -1;
+	for (unsigned i = 0; i < nn; i++) {
+		const struct snap_node *nd = &s->nodes[i];
+		unsigned lo = MASK_WORDS(&nd->cpus), hi = 0;
+
+		if (nd->id >= 0 && nd->id < MASK_MAX_NODES)
+			x->idx_of_id[nd->id] = (int)i;
+		/* busy is a fraction of the node's CPUs; not measured yet reads
+		 * as idle here and is flagged in the item's detail. */
+		x->busy[i] = isnan(nd->busy) ? 0.0 : fmax(0.0, nd->busy) * nd->nr_cpus;
+		x->free[i] = nd->mem_free > INT64_MAX ? INT64_MAX : (int64_t)nd->mem_free;
+		for (unsigned w = 0; w < MASK_WORDS(&nd->cpus); w++) {
+			if (!nd->cpus.w[w])
+				continue;
+			if (w < lo)
+				lo = w;
+			hi = w + 1;
+		}
+		x->wlo[i] = lo < hi ? lo : 0;
+		x->whi[i] = hi;
+	}
+}
+
+void pctx_fini(struct pctx *x)
+{
+	free(x->busy);
+	free(x->free);
+	free(x->wlo);
+	free(x->whi);
+	free(x->idx_of_id);
+	free(x->set);
+	free(x->uni);
+	free(x->distsum);
+	free(x->inset);
+	free(x->univ);
+	free(x->own);
+	free(x->acpus);
+	free(x->memok);
+	free(x->cands);
+	memset(x, 0, sizeof(*x));
+}
+
+double pctx_other_busy(const struct pctx *x, const struct gview *g, unsigned n)
+{
+	double b = x->busy[n] - (g->own ? g->own[n] : 0.0);
+
+	return b > 0.0 ? b : 0.0;
+}
+
+uint64_t pctx_room(const struct pctx *x, unsigned n)
+{
+	int64_t r = x->free[n] - (int64_t)x->cfg->min_free_bytes;
+
+	return r > 0 ? (uint64_t)r : 0;
+}
+
+static unsigned dist(const struct pctx *x, unsigned a, unsigned b)
+{
+	return x->s->distance[a * x->nn + b];
+}
+
+/* The node with memory, allowed for G, nearest to the set IDX[0..K);
+ * ties to the lower index. -1 if none. */
+static int nearest_mem(const struct pctx *x, const struct gview *g, const unsigned *idx,
+		       unsigned k)
+{
+	int best = -1;
+	unsigned bestd = 0;
+
+	for (unsigned m = 0; m < x->nn; m++) {
+		unsigned d = ~0u;
+
+		if (!x->s->nodes[m].mem_total || !g->memok[m])
+			continue;
+		for (unsigned i = 0; i < k; i++)
+			if (dist(x, idx[i], m) < d)
+				d = dist(x, idx[i], m);
+		if (best < 0 || d < bestd) {
+			best = (int)m;
+			bestd = d;
+		}
+	}
+	return best;
+}
+
+void pset_eval(const struct pctx *x, const struct gview *g, const unsigned *idx, unsigned k,
+	       const nodemask_t *mems_override, struct pcand *out)
+{
+	const struct snapshot *s = x->s;
+	double load = 0.0;
+	unsigned nuni = 0, any_mem = 0;
+	uint64_t dsum = 0, npairs = 0;
+
+	memset(out, 0, sizeof(*out));
+	out->k = k;
+	for (unsigned i = 0; i < k; i++) {
+		unsigned n = idx[i];
+
+		mask_set(&out->nodes, s->nodes[n].id);
+		out->nr_cpus += s->nodes[n].nr_cpus;
+		out->nr_to_cpus += g->acpus[n];
+		load += pctx_other_busy(x, g, n);
+		if (isnan(s->nodes[n].busy))
+			out->busy_nan = true;
+		x->uni[nuni++] = n;
+	}
+	out->util_after = out->nr_cpus ? (load + g->cpu_demand) / out->nr_cpus : INFINITY;
+	out->cpu_ok = out->util_after <= x->cfg->max_util + UTIL_EPS &&
+		      g->cpu_demand <= out->nr_to_cpus + UTIL_EPS;
+
+	if (mems_override) {
+		mask_foreach(id, mems_override) {
+			int n = id < MASK_MAX_NODES ? x->idx_of_id[id] : -1;
+
+			if (n < 0 || !s->nodes[n].mem_total)
+				continue;
+			any_mem++;
+			if (g->memok[n])
+				mask_set(&out->mems, id);
+		}
+	} else {
+		for (unsigned i = 0; i < k; i++) {
+			unsigned n = idx[i];
+
+			if (!s->nodes[n].mem_total)
+				continue;
+			any_mem++;
+			if (g->memok[n])
+				mask_set(&out->mems, s->nodes[n].id);
+		}
+	}
+	if (!any_mem) {
+		int m = nearest_mem(x, g, idx, k);
+
+		if (m >= 0)
+			mask_set(&out->mems, s->nodes[m].id);
+	}
+	out->allowed_ok = MASK_ANY(&out->mems);
+
+	mask_foreach(id, &out->mems) {
+		unsigned n = (unsigned)x->idx_of_id[id];
+
+		out->room += pctx_room(x, n);
+		if (g->mem_node)
+			out->already += g->mem_node[n];
+		if (!mask_test(&out->nodes, id))
+			x->uni[nuni++] = n;
+	}
+	out->migrate = g->mem_total > out->already ? g->mem_total - out->already : 0;
+	out->mem_ok = out->room + out->already >= g->mem_demand;
+
+	for (unsigned i = 0; i < nuni; i++)
+		for (unsigned j = i + 1; j < nuni; j++) {
+			dsum += dist(x, x->uni[i], x->uni[j]);
+			npairs++;
+		}
+	out->mean_dist = npairs ? (double)dsum / (double)npairs
+				: (nuni ? dist(x, x->uni[0], x->uni[0]) : 10.0);
+	out->score = out->util_after +
+		     W_MIGRATE * (g->mem_total ? (double)out->migrate / (double)g->mem_total : 0.0) +
+		     W_DISTANCE * (out->mean_dist / 10.0 - 1.0);
+}
+
+void pset_eval_mask(const struct pctx *x, const struct gview *g, const nodemask_t *nodes,
+		    const nodemask_t *mems_override, struct pcand *out)
+{
+	unsigned k = 0;
+
+	mask_foreach(id, nodes) {
+		int n = id < MASK_MAX_NODES ? x->idx_of_id[id] : -1;
+
+		if (n >= 0)
+			x->set[k++] = (unsigned)n;
+	}
+	pset_eval(x, g, x->set, k, mems_override, out);
+}
+
+bool pcand_better(const struct pcand *a, const struct pcand *b)
+{
+	if (a->score < b->score - UTIL_EPS)
+		return true;
+	if (a->score > b->score + UTIL_EPS)
+		return false;
+	if (a->util_after != b->util_after)
+		return a->util_after < b->util_after;
+	for (size_t w = 0; w < MASK_WORDS(&a->nodes); w++)
+		if (a->nodes.w[w] != b->nodes.w[w]) {
+			uint64_t diff = a->nodes.w[w] ^ b->nodes.w[w];
+			uint64_t low = diff & -diff;
+
+			/* The set holding the lowest differing id comes first. */
+			return (a->nodes.w[w] & low) != 0;
+		}
+	return false;
+}
+
+static void cands_push(struct pctx *x, const struct pcand *c)
+{
+	if (x->nr_cands == x->cands_cap) {
+		x->cands_cap *= 2;
+		x->cands = xrealloc(x->cands, x->cands_cap * sizeof(*x->cands));
+	}
+	x->cands[x->nr_cands++] = *c;
+}
+
+/* Grow a set from SEED within UNIV (by index) while it does not fit, up
+ * to LIMIT nodes, adding each time the node nearest to the set (sum of
+ * distances to its members, then lower load, then lower index) among
+ * those that help with what is short: CPU slack when CPU is short, room
+ * or the guest's own memory when memory is short. Pushes the first set
+ * that fits and returns its size; 0 if none. */
+static unsigned grow(struct pctx *x, const struct gview *g, unsigned seed, const bool *univ,
+		     unsigned limit, bool *allowed_block)
+{
+	const struct snapshot *s = x->s;
+	const struct policy_config *cfg = x->cfg;
+	unsigned k = 0, found = 0;
+	struct pcand c;
+
+	x->set[k++] = seed;
+	for (;;) {
+		int best = -1;
+		double bestload = 0.0;
+		bool cpu_short, mem_short;
+
+		pset_eval(x, g, x->set, k, NULL, &c);
+		if (pcand_fits(&c)) {
+			cands_push(x, &c);
+			found = k;
+			break;
+		}
+		if (c.cpu_ok && c.mem_ok && !c.allowed_ok)
+			*allowed_block = true;
+		if (k >= limit)
+			break;
+		if (k == 1) {
+			/* Most guests fit one node: set up growth only now. */
+			for (unsigned n = 0; n < x->nn; n++) {
+				x->inset[n] = false;
+				x->distsum[n] = dist(x, seed, n);
+			}
+			x->inset[seed] = true;
+		}
+		cpu_short = !c.cpu_ok;
+		mem_short = !c.mem_ok || !c.allowed_ok;
+		for (unsigned n = 0; n < x->nn; n++) {
+			double other, load;
+			bool helps = false;
+
+			if (!univ[n] || x->inset[n])
+				continue;
+			other = pctx_other_busy(x, g, n);
+			if (cpu_short && g->acpus[n] > 0 &&
+			    cfg->max_util * s->nodes[n].nr_cpus - other > UTIL_EPS)
+				helps = true;
+			if (mem_short && s->nodes[n].mem_total && g->memok[n] &&
+			    (pctx_room(x, n) > 0 || (g->mem_node && g->mem_node[n] > 0)))
+				helps = true;
+			if (!helps)
+				continue;
+			load = s->nodes[n].nr_cpus ? other / s->nodes[n].nr_cpus : 0.0;
+			if (best < 0 || x->distsum[n] < x->distsum[best] ||
+			    (x->distsum[n] == x->distsum[best] && load < bestload)) {
+				best = (int)n;
+				bestload = load;
+			}
+		}
+		if (best < 0)
+			break;
+		x->set[k++] = (unsigned)best;
+		x->inset[best] = true;
+		for (unsigned n = 0; n < x->nn; n++)
+			x->distsum[n] += dist(x, (unsigned)best, n);
+	}
+	return found;
+}
+
+unsigned pcands_generate(struct pctx *x, const struct gview *g, const bool *usable,
+			 bool *allowed_block)
+{
+	unsigned kmin = 0, nusable = 0, ncur = 0;
+	bool cur_usable = true;
+	struct pcand c;
+
+	x->nr_cands = 0;
+	*allowed_block = false;
+	for (unsigned n = 0; n < x->nn; n++)
+		nusable += usable[n];
+
+	/* Sets of the minimal size are found whatever the seed order: a
+	 * chain is cut only beyond the smallest size found so far. */
+	for (unsigned n = 0; n < x->nn; n++) {
+		unsigned k;
+
+		if (!usable[n])
+			continue;
+		k = grow(x, g, n, usable, kmin ? kmin : nusable, allowed_block);
+		if (k && (!kmin || k < kmin))
+			kmin = k;
+	}
+
+	/* Proper subsets of the current set: consolidating onto nodes it
+	 * already runs on needs no less-busy check, so look for them even
+	 * where the unrestricted growth wandered off the current set. */
+	for (unsigned n = 0; n < x->nn; n++) {
+		x->univ[n] = mask_test(&g->cur_nodes, x->s->nodes[n].id) && x->s->nodes[n].nr_cpus;
+		if (x->univ[n]) {
+			ncur++;
+			if (!usable[n])
+				cur_usable = false;
+		}
+	}
+	if (ncur > 1 && cur_usable) {
+		for (unsigned n = 0; n < x->nn; n++) {
+			unsigned k;
+
+			if (!x->univ[n])
+				continue;
+			k = grow(x, g, n, x->univ, ncur - 1, allowed_block);
+			if (k && (!kmin || k < kmin))
+				kmin = k;
+		}
+	}
+	if (ncur && cur_usable) {
+		pset_eval_mask(x, g, &g->cur_nodes, NULL, &c);
+		if (pcand_fits(&c)) {
+			cands_push(x, &c);
+			if (!kmin || c.k < kmin)
+				kmin = c.k;
+		} else if (c.cpu_ok && c.mem_ok && !c.allowed_ok) {
+			*allowed_block = true;
+		}
+	}
+	return kmin;
+}
+
+void pctx_commit(struct pctx *x, const struct gview *g, const struct pcand *c)
+{
+	const struct snapshot *s = x->s;
+	uint64_t need = g->mem_demand > c->already ? g->mem_demand - c->already : 0;
+	uint64_t room = 0, left;
+	int last = -1;
+
+	for (unsigned n = 0; n < x->nn; n++) {
+		bool was = mask_test(&g->cur_nodes, s->nodes[n].id);
+		bool will = mask_test(&c->nodes, s->nodes[n].id);
+
+		if (was && g->own)
+			x->busy[n] = fmax(0.0, x->busy[n] - g->own[n]);
+		if (will && c->nr_to_cpus)
+			x->busy[n] += g->cpu_use * g->acpus[n] / c->nr_to_cpus;
+		if (g->mem_node && g->mem_node[n] && !mask_test(&c->mems, s->nodes[n].id))
+			x->free[n] += (int64_t)g->mem_node[n];
+	}
+	mask_foreach(id, &c->mems) {
+		room += pctx_room(x, (unsigned)x->idx_of_id[id]);
+		last = x->idx_of_id[id];
+	}
+	left = need;
+	mask_foreach(id, &c->mems) {
+		unsigned n = (unsigned)x->idx_of_id[id];
+		uint64_t part;
+
+		if ((int)n == last)
+			part = left;
+		else if (room)
+			part = (uint64_t)((double)need * ((double)pctx_room(x, n) / (double)room));
+		else
+			part = need / (uint64_t)mask_count(&c->mems);
+		if (part > left)
+			part = left;
+		x->free[n] -= (int64_t)part;
+		left -= part;
+	}
+	x->version++;
+}
+
+void fmt_nodes(const nodemask_t *m, char *buf, size_t bufsz)
+{
+	if (mask_format(m, buf, bufsz) < 0)
+		snprintf(buf, bufsz, "…");
+	else if (!buf[0])
+		snprintf(buf, bufsz, "none");
+}

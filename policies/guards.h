@@ -1,0 +1,150 @@
+/* guards.h — private to policies/: the working copy of a host that one
+ * policy_decide() or policy_advise() call reasons about, node-set
+ * evaluation (the fit checks) and candidate generation.
+ *
+ * Everything here is pure: it reads a snapshot and a config and writes
+ * only the caller's context. Node sets are handled as arrays of node
+ * *indices* (into snapshot->nodes) while being built and as nodemask_t
+ * (by node *id*) once evaluated, as plan items carry them.
+ */
+#ifndef NUMAORCH_POLICIES_GUARDS_H
+#define NUMAORCH_POLICIES_GUARDS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "policy.h"
+
+#define MIB (1024ULL * 1024ULL)
+
+/* Scoring weights among candidate sets of the same (minimal) size; lower
+ * score wins. score = util_after
+ *                   + W_MIGRATE × (memory to migrate / guest memory)
+ *                   + W_DISTANCE × (mean distance within the set / 10 − 1)
+ * A full migration costs as much as 0.5 of utilisation; a cross-socket
+ * pair (distance 21..32) costs 0.55..1.1, a same-socket pair (11..12)
+ * 0.05..0.1, so a guest stays within a socket unless the other socket is
+ * much emptier, and prefers the nodes its memory is already on. */
+#define W_MIGRATE 0.5
+#define W_DISTANCE 0.5
+
+/* Comparisons of utilisation against limits tolerate rounding. */
+#define UTIL_EPS 1e-9
+
+struct pctx {
+	const struct policy_config *cfg;
+	const struct snapshot *s;
+	unsigned nn;
+	double *busy;        /* busy CPUs per node index, working copy (NAN → 0) */
+	int64_t *free;       /* free bytes per node index, working copy */
+	unsigned *wlo, *whi; /* word range [wlo, whi) holding each node's CPUs */
+	int *idx_of_id;      /* [MASK_MAX_NODES]: node index of an id, -1 if none */
+	unsigned version;    /* bumped by every pctx_commit() */
+
+	/* Scratch for one guest at a time, each [nn]. */
+	unsigned *set;
+	unsigned *uni;
+	unsigned *distsum;
+	bool *inset;
+	bool *univ;
+	/* The guest view's arrays (see struct gview). */
+	double *own;
+	unsigned *acpus;
+	bool *memok;
+	/* Candidates of one guest. */
+	unsigned nr_cands, cands_cap;
+	struct pcand *cands;
+};
+
+/* One guest as the policy sees it (or an advice request). */
+struct gview {
+	double cpu_use;          /* CPUs it uses now; 0 when unknown/new */
+	double cpu_demand;       /* with headroom and floor */
+	uint64_t mem_total;
+	uint64_t mem_demand;     /* with headroom */
+	const uint64_t *mem_node;/* bytes by node index, NULL: none yet */
+	const double *own;       /* [nn] its share of each node's busy CPUs */
+	const unsigned *acpus;   /* [nn] CPUs of the node it may be given */
+	const bool *memok;       /* [nn] node allowed for its memory */
+	nodemask_t cur_nodes;    /* CPU nodes now (empty: new guest) */
+};
+
+/* The evaluation of one node set T for one guest. */
+struct pcand {
+	nodemask_t nodes;        /* CPU nodes of T */
+	nodemask_t mems;         /* mems(T) */
+	unsigned k;              /* |T| */
+	unsigned nr_cpus;        /* Σ CPUs of T's nodes */
+	unsigned nr_to_cpus;     /* Σ CPUs the guest may be given on T */
+	double util_after;       /* (Σ (busy − own) + demand) / Σ CPUs */
+	double mean_dist;        /* mean pairwise distance over T ∪ mems(T) */
+	double score;
+	uint64_t room;           /* Σ max(0, free − min_free) over mems(T) */
+	uint64_t already;        /* guest memory already on mems(T) */
+	uint64_t migrate;        /* guest memory not on mems(T) */
+	bool allowed_ok;         /* mems(T) non-empty within allowed_mems */
+	bool cpu_ok;
+	bool mem_ok;
+	bool busy_nan;           /* a node of T had no busy figure (taken as 0) */
+};
+
+/* Any bit set: cheaper than mask_empty(), which counts every bit (the
+ * library is built without -mpopcnt). */
+static inline bool words_any(const uint64_t *w, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (w[i])
+			return true;
+	return false;
+}
+#define MASK_ANY(m) words_any((m)->w, MASK_WORDS(m))
+
+static inline bool pcand_fits(const struct pcand *c)
+{
+	return c->allowed_ok && c->cpu_ok && c->mem_ok;
+}
+
+/* Build the working copy. pctx_fini accepts a zeroed context. */
+void pctx_init(struct pctx *x, const struct policy_config *cfg, const struct snapshot *s);
+void pctx_fini(struct pctx *x);
+
+/* Busy CPUs of node index N other than the guest's own share, ≥ 0. */
+double pctx_other_busy(const struct pctx *x, const struct gview *g, unsigned n);
+/* Room for new memory on node index N: max(0, free − min_free_bytes). */
+uint64_t pctx_room(const struct pctx *x, unsigned n);
+
+/* Evaluate the set of node indices IDX[0..K) for G. MEMS_OVERRIDE (node
+ * ids, may be NULL) replaces the rule "memory nodes of T" (pinned guests
+ * name their memory nodes); memory-less nodes in it are ignored. */
+void pset_eval(const struct pctx *x, const struct gview *g, const unsigned *idx, unsigned k,
+	       const nodemask_t *mems_override, struct pcand *out);
+/* Evaluate a set given as a mask of node ids. */
+void pset_eval_mask(const struct pctx *x, const struct gview *g, const nodemask_t *nodes,
+		    const nodemask_t *mems_override, struct pcand *out);
+
+/* Candidate generation into x->cands (cleared first): for every node of
+ * the universe USABLE (by index) as a seed, grow by the nearest helpful
+ * node until the set fits; then, within CUR (the guest's current CPU
+ * nodes, may be empty), the same for proper subsets; then CUR itself.
+ * Only fitting sets are kept. Returns the smallest size among them, 0 if
+ * none fits. *allowed_block is set when some set was rejected only
+ * because its memory nodes fall outside allowed_mems. */
+unsigned pcands_generate(struct pctx *x, const struct gview *g, const bool *usable,
+			 bool *allowed_block);
+
+/* true if A is a better choice than B among sets of equal size: lower
+ * score, then lower util_after, then lower node ids. */
+bool pcand_better(const struct pcand *a, const struct pcand *b);
+
+/* Apply a move of G to C in the working copy: its CPU share leaves its
+ * current nodes and lands on C's (in proportion to the CPUs it may use
+ * there); its memory outside mems(C) is freed on its nodes, and what it
+ * needs on mems(C) beyond what is already there (its demand, headroom
+ * included) is reserved there, in proportion to room. */
+void pctx_commit(struct pctx *x, const struct gview *g, const struct pcand *c);
+
+/* Format a node mask for a detail sentence ("0-3", "…" if too long). */
+void fmt_nodes(const nodemask_t *m, char *buf, size_t bufsz);
+
+#endif

@@ -1,0 +1,1348 @@
+/* test_policy.c — the placement policy, table-driven (in the manner of
+ * systemd's src/oom/test-oomd-util.c): each case declares a host (nodes:
+ * CPUs, memory, free, busy; distances) and guests (CPU use, memory per
+ * node, where their cpuset is, policy, last move) and the plan expected
+ * per guest. Then separate tests for determinism, convergence, advice,
+ * config validation, pstate and JSON.
+ */
+#include "testutil.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "orchestrator/snapjson.h"
+#include "policies/policy.h"
+
+#define MIB (1024ULL * 1024ULL)
+#define SEC 1000000000LL
+#define T0 (100000 * SEC) /* snapshot mono_ns in the tables */
+#define TMAXN 16
+#define TMAXG 12
+
+struct tnode {
+	int id;
+	unsigned cpus;     /* consecutive CPU ids, in table order */
+	unsigned mem_mib;
+	unsigned free_mib;
+	double busy;
+};
+
+struct tguest {
+	const char *id;
+	double use;               /* CPUs; NAN: first sight */
+	const char *on;           /* node list its cpuset spans */
+	const char *mems;         /* node list; NULL: same as on */
+	unsigned mib[TMAXN];      /* memory per node, table order */
+	const char *allowed_cpus; /* CPU list; NULL: unrestricted */
+	const char *allowed_mems; /* node list; NULL: unrestricted */
+	enum gpol_mode pol;
+	const char *pin;
+	int moved_s_ago;          /* 0: never moved */
+};
+
+#define NOITEM 99
+#define MIG(m) ((long long)(m) + 1) /* 0 in a table: not checked */
+
+struct texp {
+	const char *id;
+	int kind;                 /* PLAN_* or NOITEM */
+	enum move_reason reason;
+	enum skip_reason skip;
+	const char *to;           /* to_nodes; NULL: not checked */
+	const char *mems;         /* to_mems; NULL: not checked */
+	const char *cpus;         /* to_cpus; NULL: not checked */
+	long long mig;            /* MIG(MiB) */
+	const char *detail_has;   /* substring of detail */
+};
+
+struct tcase {
+	const char *name;
+	unsigned nn;
+	struct tnode nodes[TMAXN];
+	const unsigned *dist;
+	struct tguest g[TMAXG];
+	struct texp e[TMAXG];
+	void (*tweak)(struct policy_config *c);
+	bool verbose;
+};
+
+/* Two sockets of two nodes: 0-1 and 2-3. */
+static const unsigned dist4[16] = {
+	10, 11, 21, 21,
+	11, 10, 21, 21,
+	21, 21, 10, 11,
+	21, 21, 11, 10,
+};
+
+/* Two sockets of four nodes: 0-3 and 4-7. */
+static const unsigned dist8[64] = {
+	10, 12, 12, 12, 32, 32, 32, 32,
+	12, 10, 12, 12, 32, 32, 32, 32,
+	12, 12, 10, 12, 32, 32, 32, 32,
+	12, 12, 12, 10, 32, 32, 32, 32,
+	32, 32, 32, 32, 10, 12, 12, 12,
+	32, 32, 32, 32, 12, 10, 12, 12,
+	32, 32, 32, 32, 12, 12, 10, 12,
+	32, 32, 32, 32, 12, 12, 12, 10,
+};
+
+static void max_moves_2(struct policy_config *c) { c->max_moves = 2; }
+static void margin_0(struct policy_config *c) { c->less_busy_margin = 0.0; }
+
+#define N(i, c, m, f, b) { .id = (i), .cpus = (c), .mem_mib = (m), .free_mib = (f), .busy = (b) }
+#define N8(i, f, b) N(i, 8, 16384, f, b)
+
+static const struct tcase cases[] = {
+	{
+		.name = "already local: settled, no item",
+		.nn = 2, .nodes = { N8(0, 8192, 0.3), N8(1, 8192, 0.3) },
+		.g = { { .id = "vm-a", .use = 1.0, .on = "0", .mib = { 2048, 0 } } },
+		.e = { { .id = "vm-a", .kind = NOITEM } },
+	},
+	{
+		.name = "already local, verbose: settled item",
+		.nn = 2, .nodes = { N8(0, 8192, 0.3), N8(1, 8192, 0.3) },
+		.g = { { .id = "vm-a", .use = 1.0, .on = "0", .mib = { 2048, 0 } } },
+		.e = { { .id = "vm-a", .kind = PLAN_SETTLED, .to = "0", .mems = "0", .detail_has = "settled" } },
+		.verbose = true,
+	},
+	{
+		/* 6 CPUs of demand on 4-CPU nodes: needs a pair; {0,1} is
+		 * within a socket, {0,2} would be a little less busy. */
+		.name = "bigger than a node: closest pair",
+		.nn = 4, .dist = dist4,
+		.nodes = { N(0, 4, 16384, 8192, 0.4), N(1, 4, 16384, 8192, 0.4),
+			   N(2, 4, 16384, 8192, 0.35), N(3, 4, 16384, 8192, 0.6) },
+		.g = { { .id = "big", .use = 5.0, .on = "0-3", .mib = { 1024, 1024, 1024, 1024 } } },
+		.e = { { .id = "big", .kind = PLAN_MOVE, .reason = REASON_CONSOLIDATE, .to = "0-1",
+			 .mems = "0-1", .cpus = "0-7", .mig = MIG(2048), .detail_has = "consolidate 4→2" } },
+	},
+	{
+		.name = "bigger than the host: no fit",
+		.nn = 2, .nodes = { N8(0, 8192, 0.3), N8(1, 8192, 0.3) },
+		.g = { { .id = "huge", .use = 16.0, .on = "0-1", .mib = { 1024, 1024 } } },
+		.e = { { .id = "huge", .kind = PLAN_SKIP, .reason = REASON_LOAD, .skip = SKIP_NO_FIT,
+			 .to = "", .detail_has = "no node set fits" } },
+	},
+	{
+		.name = "all nodes full: no fit",
+		.nn = 2, .nodes = { N8(0, 8192, 0.95), N8(1, 8192, 0.95) },
+		.g = { { .id = "a", .use = 1.0, .on = "0", .mib = { 1024, 0 } } },
+		.e = { { .id = "a", .kind = PLAN_SKIP, .skip = SKIP_NO_FIT, .to = "" } },
+	},
+	{
+		.name = "cool-down holds a recent mover, not an old one",
+		.nn = 2, .nodes = { N8(0, 8192, 0.3), N8(1, 8192, 0.3) },
+		.g = { { .id = "a", .use = 1.0, .on = "0-1", .mib = { 2048, 0 }, .moved_s_ago = 100 },
+		       { .id = "b", .use = 1.0, .on = "0-1", .mib = { 2048, 0 }, .moved_s_ago = 400 } },
+		.e = { { .id = "a", .kind = PLAN_SKIP, .reason = REASON_CONSOLIDATE, .skip = SKIP_COOLDOWN,
+			 .to = "0", .detail_has = "cool-down" },
+		       { .id = "b", .kind = PLAN_MOVE, .reason = REASON_CONSOLIDATE, .to = "0", .mig = MIG(0) } },
+	},
+	{
+		/* Memory all on node 1, no room to pull it to node 0; node 1
+		 * would be exactly as busy (0.50) as node 0 is now. */
+		.name = "less-busy rule: equal load blocks the relocation",
+		.nn = 2, .nodes = { N8(0, 200, 0.5), N8(1, 8192, 0.35) },
+		.g = { { .id = "a", .use = 1.0, .on = "0", .mib = { 0, 4096 } } },
+		.e = { { .id = "a", .kind = PLAN_SKIP, .reason = REASON_LOCALITY, .skip = SKIP_NOT_LESS_BUSY,
+			 .to = "1", .mig = MIG(0), .detail_has = "not less busy" } },
+	},
+	{
+		/* 0.40 × 1.12 = 0.448 < 0.50 */
+		.name = "less-busy rule: allowed beyond the margin",
+		.nn = 2, .nodes = { N8(0, 200, 0.5), N8(1, 8192, 0.25) },
+		.g = { { .id = "a", .use = 1.0, .on = "0", .mib = { 0, 4096 } } },
+		.e = { { .id = "a", .kind = PLAN_MOVE, .reason = REASON_LOCALITY, .to = "1", .mems = "1",
+			 .cpus = "8-15", .mig = MIG(0) } },
+	},
+	{
+		/* 0.45 × 1.12 = 0.504 ≥ 0.50 */
+		.name = "less-busy rule: blocked just inside the margin",
+		.nn = 2, .nodes = { N8(0, 200, 0.5), N8(1, 8192, 0.3) },
+		.g = { { .id = "a", .use = 1.0, .on = "0", .mib = { 0, 4096 } } },
+		.e = { { .id = "a", .kind = PLAN_SKIP, .skip = SKIP_NOT_LESS_BUSY, .to = "1" } },
+	},
+	{
+		.name = "less-busy rule: the same case with margin 0 passes",
+		.nn = 2, .nodes = { N8(0, 200, 0.5), N8(1, 8192, 0.3) },
+		.g = { { .id = "a", .use = 1.0, .on = "0", .mib = { 0, 4096 } } },
+		.e = { { .id = "a", .kind = PLAN_MOVE, .reason = REASON_LOCALITY, .to = "1" } },
+		.tweak = margin_0,
+	},
+	{
+		/* Node 0 is idle but has 1244 MiB of room for 3379 needed. */
+		.name = "memory-tight node: CPU room, no memory room: another node",
+		.nn = 3, .nodes = { N8(0, 1500, 0.1), N8(1, 8192, 0.3), N8(2, 8192, 0.5) },
+		.g = { { .id = "a", .use = 1.0, .on = "0-2", .mib = { 1024, 1024, 1024 } } },
+		.e = { { .id = "a", .kind = PLAN_MOVE, .reason = REASON_CONSOLIDATE, .to = "1", .mems = "1",
+			 .mig = MIG(2048) } },
+	},
+	{
+		.name = "memory-tight everywhere: skip, never planned onto it",
+		.nn = 2, .nodes = { N8(0, 200, 0.1), N8(1, 300, 0.95) },
+		.g = { { .id = "a", .use = 1.0, .on = "1", .mib = { 0, 4096 } } },
+		.e = { { .id = "a", .kind = PLAN_SKIP, .skip = SKIP_NO_FIT, .to = "", .mems = "" } },
+	},
+	{
+		/* Node 4 is the least busy; its socket neighbours beat node 2
+		 * of the other socket although node 2 is less busy than them. */
+		.name = "8 nodes, 2 sockets: a pair within one socket",
+		.nn = 8, .dist = dist8,
+		.nodes = { N(0, 4, 8192, 4096, 0.35), N(1, 4, 8192, 4096, 0.35), N(2, 4, 8192, 4096, 0.25),
+			   N(3, 4, 8192, 4096, 0.35), N(4, 4, 8192, 4096, 0.2), N(5, 4, 8192, 4096, 0.35),
+			   N(6, 4, 8192, 4096, 0.35), N(7, 4, 8192, 4096, 0.35) },
+		.g = { { .id = "wide", .use = 5.0, .on = "0-7",
+			 .mib = { 512, 512, 512, 512, 512, 512, 512, 512 } } },
+		.e = { { .id = "wide", .kind = PLAN_MOVE, .reason = REASON_CONSOLIDATE, .to = "4-5",
+			 .mems = "4-5", .cpus = "16-23", .mig = MIG(3072) } },
+	},
+	{
+		/* Node 0 has room for two 2 GiB guests (with headroom). Once
+		 * g1 and g3 moved there, g2 and g4 find no room on it, and
+		 * their nodes are no longer busy: they stay. */
+		.name = "many guests, one good node: only as many as fit",
+		.nn = 3, .nodes = { N8(0, 4862, 0.0), N8(1, 8192, 0.95), N8(2, 8192, 0.95) },
+		.g = { { .id = "g1", .use = 1.0, .on = "1", .mib = { 0, 2048, 0 } },
+		       { .id = "g2", .use = 1.0, .on = "1", .mib = { 0, 2048, 0 } },
+		       { .id = "g3", .use = 1.0, .on = "2", .mib = { 0, 0, 2048 } },
+		       { .id = "g4", .use = 1.0, .on = "2", .mib = { 0, 0, 2048 } } },
+		.e = { { .id = "g1", .kind = PLAN_MOVE, .reason = REASON_LOAD, .to = "0", .mig = MIG(2048) },
+		       { .id = "g2", .kind = NOITEM },
+		       { .id = "g3", .kind = PLAN_MOVE, .reason = REASON_LOAD, .to = "0", .mig = MIG(2048) },
+		       { .id = "g4", .kind = NOITEM } },
+	},
+	{
+		.name = "max_moves caps the cycle",
+		.nn = 2, .nodes = { N8(0, 8192, 0.3), N8(1, 8192, 0.3) },
+		.g = { { .id = "a", .use = 0.2, .on = "0-1", .mib = { 512, 0 } },
+		       { .id = "b", .use = 0.2, .on = "0-1", .mib = { 512, 0 } },
+		       { .id = "c", .use = 0.2, .on = "0-1", .mib = { 512, 0 } },
+		       { .id = "d", .use = 0.2, .on = "0-1", .mib = { 512, 0 } } },
+		.e = { { .id = "a", .kind = PLAN_MOVE, .to = "0" },
+		       { .id = "b", .kind = PLAN_MOVE, .to = "0" },
+		       { .id = "c", .kind = PLAN_SKIP, .reason = REASON_CONSOLIDATE, .skip = SKIP_MAX_MOVES,
+			 .to = "0" },
+		       { .id = "d", .kind = PLAN_SKIP, .skip = SKIP_MAX_MOVES } },
+		.tweak = max_moves_2,
+	},
+	{
+		/* 4 GiB per cycle: a (3 GiB) first, b (2 GiB) would pass the
+		 * budget, c (512 MiB) still fits it. */
+		.name = "max_migrate caps the cycle, a smaller move still fits",
+		.nn = 2, .nodes = { N8(0, 12000, 0.3), N8(1, 8192, 0.6) },
+		.g = { { .id = "a", .use = 1.0, .on = "0", .mib = { 0, 3072 } },
+		       { .id = "b", .use = 1.0, .on = "0", .mib = { 0, 2048 } },
+		       { .id = "c", .use = 1.0, .on = "0", .mib = { 0, 512 } } },
+		.e = { { .id = "a", .kind = PLAN_MOVE, .reason = REASON_LOCALITY, .to = "0", .mems = "0",
+			 .mig = MIG(3072) },
+		       { .id = "b", .kind = PLAN_SKIP, .reason = REASON_LOCALITY, .skip = SKIP_MAX_MIGRATE,
+			 .mig = MIG(2048), .detail_has = "exceeds" },
+		       { .id = "c", .kind = PLAN_MOVE, .reason = REASON_LOCALITY, .to = "0", .mig = MIG(512) } },
+	},
+	{
+		/* Spread over all nodes, memory on node 0: shrink to node 0
+		 * with no migration. b would fit node 0 alone but not after
+		 * a: it shrinks to node 1 and migrates. */
+		.name = "misplaced spread guests shrink to where memory is",
+		.nn = 4, .nodes = { N8(0, 8192, 0.3), N8(1, 8192, 0.2), N8(2, 8192, 0.2), N8(3, 8192, 0.2) },
+		.g = { { .id = "a", .use = 2.0, .on = "0-3", .mib = { 2048, 0, 0, 0 } },
+		       { .id = "b", .use = 4.0, .on = "0-3", .mib = { 2048, 0, 0, 0 } } },
+		.e = { { .id = "a", .kind = PLAN_MOVE, .reason = REASON_CONSOLIDATE, .to = "0", .mems = "0",
+			 .cpus = "0-7", .mig = MIG(0) },
+		       { .id = "b", .kind = PLAN_MOVE, .reason = REASON_CONSOLIDATE, .to = "1", .mems = "1",
+			 .mig = MIG(2048) } },
+	},
+	{
+		.name = "locality pull: same nodes, memory brought local",
+		.nn = 2, .nodes = { N8(0, 8192, 0.3), N8(1, 8192, 0.5) },
+		.g = { { .id = "a", .use = 1.0, .on = "0", .mems = "0-1", .mib = { 1024, 3072 } } },
+		.e = { { .id = "a", .kind = PLAN_MOVE, .reason = REASON_LOCALITY, .to = "0", .mems = "0",
+			 .cpus = "0-7", .mig = MIG(3072), .detail_has = "pull memory" } },
+	},
+	{
+		.name = "pinned: moves to its nodes, usage not needed; settled when there",
+		.nn = 2, .nodes = { N8(0, 8192, 0.3), N8(1, 8192, 0.3) },
+		.g = { { .id = "p", .use = 1.0, .on = "0", .mib = { 1024, 0 }, .pol = GPOL_PINNED, .pin = "1" },
+		       { .id = "q", .use = NAN, .on = "0", .mib = { 512, 0 }, .pol = GPOL_PINNED, .pin = "1" },
+		       { .id = "r", .use = 1.0, .on = "0", .mib = { 1024, 0 }, .pol = GPOL_PINNED, .pin = "0" } },
+		.e = { { .id = "p", .kind = PLAN_MOVE, .reason = REASON_PINNED, .to = "1", .mems = "1",
+			 .cpus = "8-15", .mig = MIG(1024) },
+		       { .id = "q", .kind = PLAN_MOVE, .reason = REASON_PINNED, .to = "1", .mig = MIG(512) },
+		       { .id = "r", .kind = NOITEM } },
+	},
+	{
+		.name = "pinned without room: skip",
+		.nn = 2, .nodes = { N8(0, 8192, 0.3), N8(1, 300, 0.3) },
+		.g = { { .id = "p", .use = 1.0, .on = "0", .mib = { 1024, 0 }, .pol = GPOL_PINNED, .pin = "1" } },
+		.e = { { .id = "p", .kind = PLAN_SKIP, .reason = REASON_PINNED, .skip = SKIP_NO_ROOM_PINNED,
+			 .to = "1", .detail_has = "room" } },
+	},
+	{
+		/* p runs partly on its pinned node: cool-down holds; q is
+		 * entirely outside: the pin is obeyed at once. */
+		.name = "pinned and cool-down",
+		.nn = 2, .nodes = { N8(0, 8192, 0.3), N8(1, 8192, 0.3) },
+		.g = { { .id = "p", .use = 1.0, .on = "0-1", .mib = { 1024, 0 }, .pol = GPOL_PINNED, .pin = "1",
+			 .moved_s_ago = 100 },
+		       { .id = "q", .use = 1.0, .on = "0", .mib = { 1024, 0 }, .pol = GPOL_PINNED, .pin = "1",
+			 .moved_s_ago = 100 } },
+		.e = { { .id = "p", .kind = PLAN_SKIP, .reason = REASON_PINNED, .skip = SKIP_COOLDOWN, .to = "1" },
+		       { .id = "q", .kind = PLAN_MOVE, .reason = REASON_PINNED, .to = "1" } },
+	},
+	{
+		.name = "ignore: skip item, never moved",
+		.nn = 2, .nodes = { N8(0, 8192, 0.3), N8(1, 8192, 0.3) },
+		.g = { { .id = "i", .use = 1.0, .on = "0-1", .mib = { 0, 2048 }, .pol = GPOL_IGNORE } },
+		.e = { { .id = "i", .kind = PLAN_SKIP, .skip = SKIP_IGNORED, .to = "" } },
+	},
+	{
+		.name = "one CPU node: nothing, not even for a misplaced guest",
+		.nn = 2, .nodes = { N8(0, 8192, 0.3), N(1, 0, 16384, 16384, NAN) },
+		.g = { { .id = "a", .use = 1.0, .on = "0", .mems = "0-1", .mib = { 0, 2048 } } },
+		.e = { { .id = "a", .kind = NOITEM } },
+	},
+	{
+		.name = "one CPU node, verbose: one_node items",
+		.nn = 1, .nodes = { N8(0, 8192, 0.3) },
+		.g = { { .id = "a", .use = 1.0, .on = "0", .mib = { 2048 } },
+		       { .id = "b", .use = NAN, .on = "0", .mib = { 2048 } } },
+		.e = { { .id = "a", .kind = PLAN_SKIP, .skip = SKIP_ONE_NODE },
+		       { .id = "b", .kind = PLAN_SKIP, .skip = SKIP_ONE_NODE } },
+		.verbose = true,
+	},
+	{
+		.name = "first sight: no usage yet",
+		.nn = 2, .nodes = { N8(0, 8192, 0.3), N8(1, 8192, 0.3) },
+		.g = { { .id = "new", .use = NAN, .on = "0-1", .mib = { 1024, 1024 } } },
+		.e = { { .id = "new", .kind = PLAN_SKIP, .skip = SKIP_NO_USAGE } },
+	},
+	{
+		/* Node 2 has memory only: never a CPU target, and memory there
+		 * is remote (a: locality 0.5; b: all of it remote). */
+		.name = "memory-only node: never a CPU target, its memory is remote",
+		.nn = 3, .nodes = { N8(0, 8192, 0.3), N8(1, 8192, 0.3), N(2, 0, 32768, 32768, NAN) },
+		.g = { { .id = "a", .use = 1.0, .on = "0", .mems = "0,2", .mib = { 1024, 0, 1024 } },
+		       { .id = "b", .use = 1.0, .on = "0-1", .mems = "2", .mib = { 0, 0, 2048 } } },
+		.e = { { .id = "a", .kind = PLAN_MOVE, .reason = REASON_LOCALITY, .to = "0", .mems = "0",
+			 .mig = MIG(1024) },
+		       { .id = "b", .kind = PLAN_MOVE, .reason = REASON_CONSOLIDATE, .to = "0", .mems = "0",
+			 .mig = MIG(2048) } },
+	},
+	{
+		/* The parent allows nodes 1-2 only (a), or half of node 1 (b):
+		 * node 0, where their memory is, is out of bounds. */
+		.name = "allowed_cpus/allowed_mems bound the target",
+		.nn = 3, .nodes = { N8(0, 8192, 0.2), N8(1, 8192, 0.2), N8(2, 8192, 0.2) },
+		.g = { { .id = "a", .use = 1.0, .on = "0-2", .mib = { 2048, 0, 0 },
+			 .allowed_cpus = "8-23", .allowed_mems = "1-2" },
+		       { .id = "b", .use = 1.0, .on = "0-2", .mib = { 2048, 0, 0 },
+			 .allowed_cpus = "8-11", .allowed_mems = "1" } },
+		.e = { { .id = "a", .kind = PLAN_MOVE, .reason = REASON_CONSOLIDATE, .to = "1", .mems = "1",
+			 .cpus = "8-15", .mig = MIG(2048) },
+		       { .id = "b", .kind = PLAN_MOVE, .to = "1", .mems = "1", .cpus = "8-11",
+			 .mig = MIG(2048) } },
+	},
+	{
+		.name = "allowed_cpus on no online CPU: outside allowed",
+		.nn = 2, .nodes = { N8(0, 8192, 0.3), N8(1, 8192, 0.3) },
+		.g = { { .id = "a", .use = 1.0, .on = "0-1", .mib = { 1024, 0 }, .allowed_cpus = "100-101" } },
+		.e = { { .id = "a", .kind = PLAN_SKIP, .skip = SKIP_OUTSIDE_ALLOWED } },
+	},
+	{
+		.name = "busy node: load relocation to a less busy node",
+		.nn = 2, .nodes = { N8(0, 8192, 0.85), N8(1, 8192, 0.2) },
+		.g = { { .id = "a", .use = 1.0, .on = "0", .mib = { 1024, 0 } } },
+		.e = { { .id = "a", .kind = PLAN_MOVE, .reason = REASON_LOAD, .to = "1", .mems = "1",
+			 .mig = MIG(1024), .detail_has = "relieve load" } },
+	},
+	{
+		.name = "busy but no node less busy by the margin: settled",
+		.nn = 2, .nodes = { N8(0, 8192, 0.82), N8(1, 8192, 0.7) },
+		.g = { { .id = "a", .use = 1.0, .on = "0", .mib = { 1024, 0 } } },
+		.e = { { .id = "a", .kind = NOITEM } },
+	},
+	{
+		.name = "busy not measured: taken as idle, said in detail",
+		.nn = 2, .nodes = { N8(0, 8192, NAN), N8(1, 8192, 0.3) },
+		.g = { { .id = "a", .use = 1.0, .on = "0-1", .mib = { 1024, 0 } } },
+		.e = { { .id = "a", .kind = PLAN_MOVE, .reason = REASON_CONSOLIDATE, .to = "0", .mig = MIG(0),
+			 .detail_has = "not measured" } },
+	},
+};
+
+static void parse_nodes(const char *s, nodemask_t *m)
+{
+	mask_zero(m);
+	if (s)
+		assert_int_equal(mask_parse(s, m), 0);
+}
+
+static struct snapshot *build(const struct tcase *tc, struct pstate **prev)
+{
+	struct snapshot *s = snap_new();
+	struct snap_node sn[TMAXN];
+	unsigned cpu = 0;
+
+	memset(sn, 0, sizeof(sn));
+	for (unsigned i = 0; i < tc->nn; i++) {
+		const struct tnode *t = &tc->nodes[i];
+
+		sn[i].id = t->id;
+		for (unsigned c = 0; c < t->cpus; c++, cpu++)
+			mask_set(&sn[i].cpus, cpu);
+		sn[i].nr_cpus = t->cpus;
+		sn[i].mem_total = t->mem_mib * MIB;
+		sn[i].mem_free = t->free_mib * MIB;
+		sn[i].busy = t->cpus ? t->busy : NAN;
+	}
+	snap_set_nodes(s, sn, tc->nn, tc->dist);
+	s->seq = 7;
+	s->mono_ns = T0;
+	s->window_s = 10;
+	*prev = pstate_new();
+	for (unsigned gi = 0; gi < TMAXG && tc->g[gi].id; gi++) {
+		const struct tguest *t = &tc->g[gi];
+		struct snap_guest *g = snap_add_guest(s);
+		nodemask_t on;
+
+		snprintf(g->id, sizeof(g->id), "%s", t->id);
+		snprintf(g->runtime, sizeof(g->runtime), "docker");
+		g->cpu_use = t->use;
+		parse_nodes(t->on, &on);
+		snap_nodes_to_cpus(s, &on, &g->cpus);
+		parse_nodes(t->mems ? t->mems : t->on, &g->mems);
+		for (unsigned n = 0; n < tc->nn; n++)
+			g->mem_node[n] = t->mib[n] * MIB;
+		if (t->allowed_cpus)
+			assert_int_equal(mask_parse(t->allowed_cpus, &g->allowed_cpus), 0);
+		parse_nodes(t->allowed_mems, &g->allowed_mems);
+		g->policy.mode = t->pol;
+		parse_nodes(t->pin, &g->policy.nodes);
+		if (t->moved_s_ago)
+			pstate_note_move(*prev, t->id, T0 - t->moved_s_ago * SEC);
+	}
+	snap_finalize(s);
+	return s;
+}
+
+static const struct plan_item *find_item(const struct plan *p, const char *id)
+{
+	for (unsigned i = 0; i < p->nr_items; i++)
+		if (strcmp(p->items[i].guest_id, id) == 0)
+			return &p->items[i];
+	return NULL;
+}
+
+static void assert_nodes(const char *what, const nodemask_t *m, const char *want, const char *tc,
+			 const char *id)
+{
+	char buf[NODELIST_BUFSZ];
+
+	assert_int_equal(mask_format(m, buf, sizeof(buf)), 0);
+	if (strcmp(buf, want) != 0)
+		fail_msg("%s: %s: %s is \"%s\", expected \"%s\"", tc, id, what, buf, want);
+}
+
+/* What must hold for any plan, whatever the case. */
+static void check_invariants(const struct policy_config *cfg, const struct snapshot *s,
+			     const struct plan *p, const struct pstate *next, const char *tc)
+{
+	uint64_t mig = 0;
+	unsigned moves = 0;
+	json_t *j;
+
+	for (unsigned i = 0; i < p->nr_items; i++) {
+		const struct plan_item *it = &p->items[i];
+		const struct snap_guest *g = snap_find_guest(s, it->guest_id);
+		cpumask_t tc_cpus;
+
+		assert_non_null(g);
+		assert_int_equal(it->guest_idx, (unsigned)(g - s->guests));
+		if (!it->detail[0])
+			fail_msg("%s: %s: empty detail", tc, it->guest_id);
+		if (it->kind != PLAN_MOVE) {
+			assert_null(it->to_cpus);
+			continue;
+		}
+		moves++;
+		mig += it->migrate_bytes;
+		assert_non_null(it->to_cpus);
+		assert_false(mask_empty(it->to_cpus));
+		snap_nodes_to_cpus(s, &it->to_nodes, &tc_cpus);
+		assert_true(mask_subset(it->to_cpus, &tc_cpus));
+		mask_foreach(id, &it->to_nodes)
+			assert_true(s->nodes[snap_node_index(s, id)].nr_cpus > 0);
+		{
+			uint64_t room = 0, already = 0;
+
+			mask_foreach(id, &it->to_mems) {
+				int n = snap_node_index(s, id);
+
+				assert_true(s->nodes[n].mem_total > 0);
+				if (s->nodes[n].mem_free > cfg->min_free_bytes)
+					room += s->nodes[n].mem_free - cfg->min_free_bytes;
+				already += g->mem_node[n];
+			}
+			if (room + already < it->mem_demand)
+				fail_msg("%s: %s: planned onto nodes without room", tc, it->guest_id);
+		}
+		if (it->reason != REASON_PINNED && !(it->load_after <= cfg->max_util + 1e-9))
+			fail_msg("%s: %s: load_after %.3f over max_util", tc, it->guest_id, it->load_after);
+		assert_false(isnan(it->cpu_demand));
+		assert_false(isnan(it->load_before));
+		{
+			const struct pstate_entry *pe = pstate_find(next, it->guest_id);
+
+			assert_non_null(pe);
+			assert_int_equal(pe->last_move_ns, s->mono_ns);
+		}
+	}
+	assert_int_equal(moves, p->nr_moves);
+	assert_int_equal(mig, p->migrate_bytes);
+	assert_true(p->nr_moves <= cfg->max_moves);
+	assert_true(p->migrate_bytes <= cfg->max_migrate_bytes);
+	for (unsigned i = 1; i < next->n; i++)
+		assert_true(strcmp(next->e[i - 1].id, next->e[i].id) < 0);
+	j = plan_to_json(p);
+	assert_non_null(j);
+	assert_int_equal(json_array_size(json_object_get(j, "items")), p->nr_items);
+	json_decref(j);
+}
+
+static void run_case(const struct tcase *tc)
+{
+	struct policy_config cfg;
+	struct pstate *prev, *next = NULL;
+	struct plan *p = NULL;
+	struct snapshot *s;
+
+	policy_config_default(&cfg);
+	if (tc->tweak)
+		tc->tweak(&cfg);
+	s = build(tc, &prev);
+	assert_int_equal(policy_decide(&cfg, s, prev, tc->verbose, &p, &next), 0);
+	check_invariants(&cfg, s, p, next, tc->name);
+
+	/* Every item is expected; every expectation is met. */
+	for (unsigned i = 0; i < p->nr_items; i++) {
+		bool listed = false;
+
+		for (unsigned k = 0; k < TMAXG && tc->e[k].id; k++)
+			if (strcmp(tc->e[k].id, p->items[i].guest_id) == 0 && tc->e[k].kind != NOITEM)
+				listed = true;
+		if (!listed)
+			fail_msg("%s: unexpected item for %s: %s %s/%s: %s", tc->name, p->items[i].guest_id,
+				 plan_kind_name(p->items[i].kind), move_reason_name(p->items[i].reason),
+				 skip_reason_name(p->items[i].skip), p->items[i].detail);
+	}
+	for (unsigned k = 0; k < TMAXG && tc->e[k].id; k++) {
+		const struct texp *e = &tc->e[k];
+		const struct plan_item *it = find_item(p, e->id);
+
+		if (e->kind == NOITEM) {
+			if (it)
+				fail_msg("%s: %s: expected no item, got %s/%s: %s", tc->name, e->id,
+					 plan_kind_name(it->kind), skip_reason_name(it->skip), it->detail);
+			continue;
+		}
+		if (!it)
+			fail_msg("%s: %s: no item", tc->name, e->id);
+		if ((int)it->kind != e->kind || it->skip != e->skip ||
+		    (e->reason != REASON_NONE && it->reason != e->reason))
+			fail_msg("%s: %s: got %s %s/%s, expected %s %s/%s (%s)", tc->name, e->id,
+				 plan_kind_name(it->kind), move_reason_name(it->reason),
+				 skip_reason_name(it->skip), plan_kind_name(e->kind),
+				 move_reason_name(e->reason), skip_reason_name(e->skip), it->detail);
+		if (e->to)
+			assert_nodes("to_nodes", &it->to_nodes, e->to, tc->name, e->id);
+		if (e->mems)
+			assert_nodes("to_mems", &it->to_mems, e->mems, tc->name, e->id);
+		if (e->cpus) {
+			char buf[CPULIST_BUFSZ];
+
+			assert_non_null(it->to_cpus);
+			assert_int_equal(mask_format(it->to_cpus, buf, sizeof(buf)), 0);
+			if (strcmp(buf, e->cpus) != 0)
+				fail_msg("%s: %s: to_cpus \"%s\", expected \"%s\"", tc->name, e->id, buf, e->cpus);
+		}
+		if (e->mig && it->migrate_bytes != (uint64_t)(e->mig - 1) * MIB)
+			fail_msg("%s: %s: migrate %llu MiB, expected %lld (%s)", tc->name, e->id,
+				 (unsigned long long)(it->migrate_bytes / MIB), e->mig - 1, it->detail);
+		if (e->detail_has && !strstr(it->detail, e->detail_has))
+			fail_msg("%s: %s: detail \"%s\" lacks \"%s\"", tc->name, e->id, it->detail, e->detail_has);
+	}
+	plan_free(p);
+	pstate_free(next);
+	pstate_free(prev);
+	snap_unref(s);
+}
+
+static void test_table(void **state)
+{
+	const struct tcase *tc = *state;
+
+	run_case(tc);
+}
+
+/* ---- generated hosts: determinism, convergence, speed ---- */
+
+static uint32_t lcg(uint32_t *st)
+{
+	*st = *st * 1664525u + 1013904223u;
+	return *st >> 8;
+}
+
+/* NN nodes of 16 or more CPUs, 64 GiB; NG guests on random node sets with random
+ * memory spread; node busy = Σ guest use on it (+ a base). */
+static struct snapshot *gen_host(unsigned nn, unsigned ng, uint32_t seed)
+{
+	struct snapshot *s = snap_new();
+	/* Enough CPUs for the guests' mean use of 0.75 CPU to fill about 60%. */
+	unsigned ncpu = ng * 5 / 4 / nn < 16 ? 16 : ng * 5 / 4 / nn;
+	struct snap_node *sn = calloc(nn, sizeof(*sn));
+	unsigned *dist = calloc((size_t)nn * nn, sizeof(*dist));
+	double *busy = calloc(nn, sizeof(*busy));
+	uint64_t *used = calloc(nn, sizeof(*used));
+	uint32_t st = seed;
+
+	for (unsigned i = 0; i < nn; i++) {
+		sn[i].id = (int)i;
+		for (unsigned c = 0; c < ncpu; c++)
+			mask_set(&sn[i].cpus, i * ncpu + c);
+		sn[i].nr_cpus = ncpu;
+		sn[i].mem_total = 65536 * MIB;
+		for (unsigned j = 0; j < nn; j++)
+			dist[i * nn + j] = i == j ? 10 : (i / 4 == j / 4 ? 12 : 32);
+		busy[i] = 0.5 + (lcg(&st) % 20) / 10.0;
+	}
+	snap_set_nodes(s, sn, nn, dist);
+	s->seq = 1;
+	s->mono_ns = T0;
+	for (unsigned gi = 0; gi < ng; gi++) {
+		struct snap_guest *g = snap_add_guest(s);
+		nodemask_t on;
+		unsigned first = lcg(&st) % nn, span = 1 + lcg(&st) % (lcg(&st) % 4 == 0 ? nn : 2);
+		uint64_t mem = (64 + lcg(&st) % 512) * MIB;
+
+		snprintf(g->id, sizeof(g->id), "docker-g%04u", gi);
+		g->cpu_use = (lcg(&st) % 150) / 100.0;
+		mask_zero(&on);
+		for (unsigned k = 0; k < span; k++)
+			mask_set(&on, (first + k) % nn);
+		snap_nodes_to_cpus(s, &on, &g->cpus);
+		g->mems = on;
+		/* Memory mostly on the first node, some elsewhere. */
+		for (unsigned k = 0; k < span; k++) {
+			unsigned n = (first + k) % nn;
+			uint64_t part = k == 0 ? mem * 3 / 4 : mem / 4 / (span - 1);
+
+			g->mem_node[n] = part;
+			used[n] += part;
+			busy[n] += g->cpu_use / span;
+		}
+		if (lcg(&st) % 50 == 0)
+			g->cpu_use = NAN;
+	}
+	for (unsigned i = 0; i < nn; i++) {
+		s->nodes[i].busy = fmin(1.0, busy[i] / ncpu);
+		s->nodes[i].mem_free = s->nodes[i].mem_total - used[i] - 4096 * MIB;
+	}
+	snap_finalize(s);
+	free(sn);
+	free(dist);
+	free(busy);
+	free(used);
+	return s;
+}
+
+static char *plan_text(const struct plan *p)
+{
+	json_t *j = plan_to_json(p);
+	char *t = json_dumps(j, JSON_SORT_KEYS | JSON_COMPACT);
+
+	json_decref(j);
+	return t;
+}
+
+static void test_determinism(void **state)
+{
+	struct policy_config cfg;
+	struct snapshot *s = gen_host(8, 300, 42);
+	struct pstate *prev = pstate_new(), *n1, *n2;
+	struct plan *p1, *p2;
+	char *t1, *t2;
+
+	policy_config_default(&cfg);
+	cfg.max_moves = 20;
+	pstate_note_move(prev, "docker-g0007", T0 - 10 * SEC);
+	assert_int_equal(policy_decide(&cfg, s, prev, true, &p1, &n1), 0);
+	assert_int_equal(policy_decide(&cfg, s, prev, true, &p2, &n2), 0);
+	t1 = plan_text(p1);
+	t2 = plan_text(p2);
+	assert_string_equal(t1, t2);
+	assert_true(p1->nr_moves > 0);
+	assert_int_equal(n1->n, n2->n);
+	assert_memory_equal(n1->e, n2->e, n1->n * sizeof(*n1->e));
+	/* prev is not touched */
+	assert_int_equal(prev->n, 1);
+	assert_int_equal(prev->e[0].nr_moves, 1);
+	check_invariants(&cfg, s, p1, n1, "determinism");
+	free(t1);
+	free(t2);
+	plan_free(p1);
+	plan_free(p2);
+	pstate_free(n1);
+	pstate_free(n2);
+	pstate_free(prev);
+	snap_unref(s);
+}
+
+/* Carry out a plan on the snapshot by hand, as apply would, and as the
+ * next acquire would measure it: cpuset, memory placement, node busy and
+ * free memory. */
+static void apply_by_hand(struct snapshot *s, const struct plan *p)
+{
+	for (unsigned i = 0; i < p->nr_items; i++) {
+		const struct plan_item *it = &p->items[i];
+		struct snap_guest *g = &s->guests[it->guest_idx];
+		unsigned tot = 0, nm = 0;
+		uint64_t moved = 0;
+
+		if (it->kind != PLAN_MOVE)
+			continue;
+		for (unsigned n = 0; n < s->nr_nodes; n++)
+			for (size_t w = 0; w < MASK_WORDS(&g->cpus); w++)
+				tot += (unsigned)__builtin_popcountll(g->cpus.w[w] & s->nodes[n].cpus.w[w]);
+		for (unsigned n = 0; n < s->nr_nodes; n++) {
+			struct snap_node *nd = &s->nodes[n];
+			unsigned on = 0, to = 0, tt = mask_count(it->to_cpus);
+
+			for (size_t w = 0; w < MASK_WORDS(&g->cpus); w++) {
+				on += (unsigned)__builtin_popcountll(g->cpus.w[w] & nd->cpus.w[w]);
+				to += (unsigned)__builtin_popcountll(it->to_cpus->w[w] & nd->cpus.w[w]);
+			}
+			if (nd->nr_cpus)
+				nd->busy = fmax(0.0, nd->busy - g->cpu_use * on / tot / nd->nr_cpus) +
+					   g->cpu_use * to / tt / nd->nr_cpus;
+			if (!mask_test(&it->to_mems, nd->id)) {
+				moved += g->mem_node[n];
+				nd->mem_free += g->mem_node[n];
+				g->mem_node[n] = 0;
+			}
+		}
+		nm = mask_count(&it->to_mems);
+		mask_foreach(id, &it->to_mems) {
+			int n = snap_node_index(s, id);
+
+			g->mem_node[n] += moved / nm;
+			s->nodes[n].mem_free -= moved / nm;
+		}
+		g->cpus = *it->to_cpus;
+		g->mems = it->to_mems;
+	}
+	snap_finalize(s);
+}
+
+static unsigned converge(struct snapshot *s, const struct policy_config *cfg, unsigned max_cycles,
+			 const char *name)
+{
+	struct pstate *st = pstate_new();
+	unsigned last = 1, total = 0;
+
+	for (unsigned cyc = 0; cyc < max_cycles && last; cyc++) {
+		struct plan *p;
+		struct pstate *next;
+
+		assert_int_equal(policy_decide(cfg, s, st, false, &p, &next), 0);
+		check_invariants(cfg, s, p, next, name);
+		last = p->nr_moves;
+		total += last;
+		if (getenv("TEST_POLICY_DEBUG")) {
+			char *t = plan_text(p);
+
+			fprintf(stderr, "%s cycle %u: %s\n", name, cyc, t);
+			free(t);
+		}
+		apply_by_hand(s, p);
+		plan_free(p);
+		pstate_free(st);
+		st = next;
+		/* Beyond any cool-down: only the less-busy rule, fit and
+		 * hysteresis may stop a move back. */
+		s->mono_ns += cfg->cooldown_ns + SEC;
+	}
+	if (last)
+		fail_msg("%s: still moving after %u cycles", name, max_cycles);
+	/* Nothing moved twice. */
+	for (unsigned i = 0; i < st->n; i++)
+		if (st->e[i].nr_moves > 1)
+			fail_msg("%s: %s moved %u times", name, st->e[i].id, st->e[i].nr_moves);
+	pstate_free(st);
+	return total;
+}
+
+static void test_convergence_table(void **state)
+{
+	/* Cases with moves of every kind; each must settle after one move
+	 * per guest. */
+	static const char *const names[] = {
+		"bigger than a node: closest pair",
+		"less-busy rule: allowed beyond the margin",
+		"memory-tight node: CPU room, no memory room: another node",
+		"8 nodes, 2 sockets: a pair within one socket",
+		"many guests, one good node: only as many as fit",
+		"misplaced spread guests shrink to where memory is",
+		"locality pull: same nodes, memory brought local",
+		"memory-only node: never a CPU target, its memory is remote",
+		"busy node: load relocation to a less busy node",
+	};
+	struct policy_config cfg;
+
+	policy_config_default(&cfg);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		const struct tcase *tc = NULL;
+		struct pstate *prev;
+		struct snapshot *s;
+
+		for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++)
+			if (strcmp(cases[k].name, names[i]) == 0)
+				tc = &cases[k];
+		assert_non_null(tc);
+		s = build(tc, &prev);
+		converge(s, &cfg, 4, tc->name);
+		pstate_free(prev);
+		snap_unref(s);
+	}
+}
+
+static void test_convergence_generated(void **state)
+{
+	struct policy_config cfg;
+
+	const char *env = getenv("TEST_POLICY_SEEDS");
+	uint32_t nseeds = env ? (uint32_t)atoi(env) : 5;
+
+	policy_config_default(&cfg);
+	cfg.max_moves = 1000;
+	cfg.max_migrate_bytes = 1ULL << 40;
+	for (uint32_t seed = 1; seed <= nseeds; seed++) {
+		struct snapshot *s = gen_host(8, 200, seed);
+		unsigned moves;
+		char name[32];
+
+		snprintf(name, sizeof(name), "generated seed %u", seed);
+		moves = converge(s, &cfg, 6, name);
+		print_message("%s: %u moves\n", name, moves);
+		assert_true(moves > 0);
+		snap_unref(s);
+	}
+}
+
+/* With the default per-cycle budgets the same hosts take many cycles;
+ * still nobody moves twice and it ends. */
+static void test_convergence_default_budgets(void **state)
+{
+	struct policy_config cfg;
+
+	policy_config_default(&cfg);
+	for (uint32_t seed = 1; seed <= 3; seed++) {
+		struct snapshot *s = gen_host(8, 200, seed);
+		char name[48];
+
+		snprintf(name, sizeof(name), "generated seed %u, default budgets", seed);
+		assert_true(converge(s, &cfg, 100, name) > cfg.max_moves);
+		snap_unref(s);
+	}
+}
+
+/* Two guests side by side on equally loaded nodes, each local: neither
+ * moves, and swapping load between them does not start a ping-pong. */
+static void test_no_thrash_equal_nodes(void **state)
+{
+	static const struct tcase tc = {
+		.name = "equal nodes",
+		.nn = 2, .nodes = { N8(0, 8192, 0.6), N8(1, 8192, 0.6) },
+		.g = { { .id = "a", .use = 2.0, .on = "0", .mib = { 1024, 0 } },
+		       { .id = "b", .use = 2.0, .on = "1", .mib = { 0, 1024 } } },
+	};
+	struct policy_config cfg;
+	struct pstate *prev;
+	struct snapshot *s;
+
+	policy_config_default(&cfg);
+	s = build(&tc, &prev);
+	converge(s, &cfg, 2, tc.name);
+	pstate_free(prev);
+	snap_unref(s);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void test_speed_1000_guests(void **state)
+{
+	struct policy_config cfg;
+	struct snapshot *s = gen_host(8, 1000, 7);
+	double t, best = 1e9;
+
+	policy_config_default(&cfg);
+	for (int r = 0; r < 3; r++) {
+		struct plan *p;
+		struct pstate *next;
+
+		t = now_s();
+		assert_int_equal(policy_decide(&cfg, s, NULL, true, &p, &next), 0);
+		t = now_s() - t;
+		if (t < best)
+			best = t;
+		assert_int_equal(p->nr_items, 1000);
+		plan_free(p);
+		pstate_free(next);
+	}
+	print_message("policy_decide, 1000 guests × 8 nodes (sanitizer build): %.1f ms\n", best * 1e3);
+	/* Generous: sanitizers and slow CI; -O2 is a few ms. */
+	assert_true(best < 2.0);
+	snap_unref(s);
+}
+
+static void test_speed_64_nodes(void **state)
+{
+	struct policy_config cfg;
+	struct snapshot *s = gen_host(64, 1000, 11);
+	struct plan *p;
+	struct pstate *next;
+	double t;
+
+	policy_config_default(&cfg);
+	t = now_s();
+	assert_int_equal(policy_decide(&cfg, s, NULL, false, &p, &next), 0);
+	t = now_s() - t;
+	print_message("policy_decide, 1000 guests × 64 nodes (sanitizer build): %.1f ms\n", t * 1e3);
+	assert_true(t < 5.0);
+	plan_free(p);
+	pstate_free(next);
+	snap_unref(s);
+}
+
+/* Odd hosts: memory-only and memory-less nodes, unmeasured busy, random
+ * distances, random allowed masks and policies. Nothing may crash or
+ * break the invariants. */
+static struct snapshot *gen_odd(uint32_t seed, struct pstate **prev)
+{
+	struct snapshot *s = snap_new();
+	struct snap_node sn[6];
+	unsigned dist[36], nn, cpu = 0, ng;
+	uint32_t st = seed;
+
+	memset(sn, 0, sizeof(sn));
+	nn = 1 + lcg(&st) % 6;
+	for (unsigned i = 0; i < nn; i++) {
+		unsigned kind = lcg(&st) % 6;
+
+		sn[i].id = (int)(i * 2 + lcg(&st) % 2); /* sparse ids */
+		sn[i].nr_cpus = kind == 0 ? 0 : 1 + lcg(&st) % 8;
+		for (unsigned c = 0; c < sn[i].nr_cpus; c++, cpu++)
+			mask_set(&sn[i].cpus, cpu);
+		sn[i].mem_total = kind == 1 ? 0 : (1024 + lcg(&st) % 16384) * MIB;
+		sn[i].mem_free = sn[i].mem_total ? (lcg(&st) % (sn[i].mem_total / MIB)) * MIB : 0;
+		sn[i].busy = !sn[i].nr_cpus || lcg(&st) % 8 == 0 ? NAN : (lcg(&st) % 101) / 100.0;
+		for (unsigned j = 0; j <= i; j++)
+			dist[i * nn + j] = dist[j * nn + i] = i == j ? 10 : 11 + lcg(&st) % 30;
+	}
+	snap_set_nodes(s, sn, nn, dist);
+	s->mono_ns = T0;
+	*prev = pstate_new();
+	/* ≥ 1 guest: snap_finalize() of a guest-less snapshot calls qsort(NULL) */
+	ng = 1 + lcg(&st) % 12;
+	for (unsigned gi = 0; gi < ng; gi++) {
+		struct snap_guest *g = snap_add_guest(s);
+		nodemask_t on;
+
+		snprintf(g->id, sizeof(g->id), "lxc-%u", lcg(&st) % 20);
+		g->cpu_use = lcg(&st) % 10 == 0 ? NAN : (lcg(&st) % 600) / 100.0;
+		mask_zero(&on);
+		mask_zero(&g->mems);
+		for (unsigned n = 0; n < nn; n++) {
+			if (lcg(&st) % 2)
+				mask_set(&on, s->nodes[n].id);
+			if (lcg(&st) % 2)
+				mask_set(&g->mems, s->nodes[n].id);
+			if (s->nodes[n].mem_total && lcg(&st) % 2)
+				g->mem_node[n] = (lcg(&st) % 4096) * MIB;
+		}
+		snap_nodes_to_cpus(s, &on, &g->cpus);
+		if (lcg(&st) % 4 == 0)
+			for (unsigned c = 0; c < cpu; c++)
+				if (lcg(&st) % 2)
+					mask_set(&g->allowed_cpus, c);
+		if (lcg(&st) % 4 == 0)
+			for (unsigned n = 0; n < nn; n++)
+				if (lcg(&st) % 2)
+					mask_set(&g->allowed_mems, s->nodes[n].id);
+		switch (lcg(&st) % 8) {
+		case 0:
+			g->policy.mode = GPOL_IGNORE;
+			break;
+		case 1:
+		case 2:
+			g->policy.mode = GPOL_PINNED;
+			for (unsigned n = 0; n < nn; n++)
+				if (lcg(&st) % 2)
+					mask_set(&g->policy.nodes, s->nodes[n].id);
+			break;
+		}
+		if (lcg(&st) % 3 == 0)
+			pstate_note_move(*prev, g->id, T0 - (int64_t)(lcg(&st) % 600) * SEC);
+	}
+	snap_finalize(s);
+	return s;
+}
+
+static void test_odd_hosts(void **state)
+{
+	struct policy_config cfg;
+
+	policy_config_default(&cfg);
+	for (uint32_t seed = 1; seed <= 500; seed++) {
+		struct pstate *prev, *next;
+		struct plan *p;
+		struct snapshot *s = gen_odd(seed, &prev);
+		struct advice a;
+		struct advice_reservation r = { .cpus = 1.5, .mem_bytes = 512 * MIB };
+		struct advice_request req = { .cpus = (seed % 7) * 0.9, .mem_bytes = (seed % 5) * 1024 * MIB,
+					      .nr_reservations = 1, .reservations = &r };
+		char name[32];
+
+		snprintf(name, sizeof(name), "odd host %u", seed);
+		cfg.max_moves = 1 + seed % 5;
+		cfg.max_migrate_bytes = (seed % 4) * 1024 * MIB;
+		assert_int_equal(policy_decide(&cfg, s, prev, seed % 2, &p, &next), 0);
+		check_invariants(&cfg, s, p, next, name);
+		if (seed % 2)
+			assert_true(p->nr_items == s->nr_guests);
+		plan_free(p);
+		pstate_free(next);
+
+		mask_zero(&r.nodes);
+		if (s->nr_nodes)
+			mask_set(&r.nodes, s->nodes[seed % s->nr_nodes].id);
+		assert_int_equal(policy_advise(&cfg, s, &req, &a), 0);
+		assert_true(a.detail[0] != '\0');
+		if (a.ok) {
+			assert_true(!mask_empty(&a.nodes));
+			assert_true(!mask_empty(&a.mems));
+			mask_foreach(id, &a.nodes)
+				assert_true(s->nodes[snap_node_index(s, id)].nr_cpus > 0);
+		}
+		pstate_free(prev);
+		snap_unref(s);
+	}
+}
+
+/* ---- advice ---- */
+
+static struct snapshot *advise_host(void)
+{
+	static const struct tcase tc = {
+		.nn = 3, .dist = NULL,
+		.nodes = { N8(0, 8192, 0.5), N8(1, 8192, 0.2), N8(2, 4096, 0.3) },
+		/* advice ignores running guests (their load is in busy) */
+		.g = { { .id = "running", .use = 1.0, .on = "0", .mib = { 1024 } } },
+	};
+	struct pstate *prev;
+	struct snapshot *s = build(&tc, &prev);
+
+	pstate_free(prev);
+	return s;
+}
+
+static void test_advise_fits(void **state)
+{
+	struct policy_config cfg;
+	struct snapshot *s = advise_host();
+	struct advice_request req = { .cpus = 2.0, .mem_bytes = 4096 * MIB };
+	struct advice a;
+
+	policy_config_default(&cfg);
+	assert_int_equal(policy_advise(&cfg, s, &req, &a), 0);
+	assert_true(a.ok);
+	assert_nodes("nodes", &a.nodes, "1", "advise", "fits");
+	assert_nodes("mems", &a.mems, "1", "advise", "fits");
+	assert_true(fabs(a.load_after - (1.6 + 2.0) / 8) < 1e-9);
+	assert_int_equal(a.mem_free_after, 4096 * MIB);
+	assert_non_null(strstr(a.detail, "util"));
+
+	/* Bigger than a node: the two least busy together. */
+	req.cpus = 10.0;
+	req.mem_bytes = 1024 * MIB;
+	assert_int_equal(policy_advise(&cfg, s, &req, &a), 0);
+	assert_true(a.ok);
+	assert_nodes("nodes", &a.nodes, "1-2", "advise", "two nodes");
+	snap_unref(s);
+}
+
+static void test_advise_reservations(void **state)
+{
+	struct policy_config cfg;
+	struct snapshot *s = advise_host();
+	struct advice_reservation r = { .cpus = 4.0, .mem_bytes = 1024 * MIB };
+	struct advice_request req = { .cpus = 2.0, .mem_bytes = 2048 * MIB };
+	struct advice a;
+
+	policy_config_default(&cfg);
+	/* The first request got node 1; promised to it, the second goes
+	 * elsewhere: node 1 would be (1.6+4+2)/8 = 0.95 > 0.9. */
+	mask_zero(&r.nodes);
+	mask_set(&r.nodes, 1);
+	req.nr_reservations = 1;
+	req.reservations = &r;
+	assert_int_equal(policy_advise(&cfg, s, &req, &a), 0);
+	assert_true(a.ok);
+	assert_nodes("nodes", &a.nodes, "2", "advise", "reserved");
+
+	/* Memory reservations count too: without CPUs promised, node 1
+	 * would do, but 7000 of its 7936 MiB of room are promised. */
+	r.cpus = 0;
+	r.mem_bytes = 7000 * MIB;
+	req.mem_bytes = 3000 * MIB;
+	assert_int_equal(policy_advise(&cfg, s, &req, &a), 0);
+	assert_true(a.ok);
+	assert_nodes("nodes", &a.nodes, "2", "advise", "reserved memory");
+	r.mem_bytes = 0;
+	assert_int_equal(policy_advise(&cfg, s, &req, &a), 0);
+	assert_nodes("nodes", &a.nodes, "1", "advise", "nothing reserved");
+	snap_unref(s);
+}
+
+static void test_advise_nothing_fits(void **state)
+{
+	struct policy_config cfg;
+	struct snapshot *s = advise_host();
+	struct advice_request req = { .cpus = 30.0, .mem_bytes = 1024 * MIB };
+	struct advice a;
+
+	policy_config_default(&cfg);
+	assert_int_equal(policy_advise(&cfg, s, &req, &a), 0);
+	assert_false(a.ok);
+	assert_non_null(strstr(a.detail, "nothing fits"));
+	req.cpus = 1;
+	req.mem_bytes = 64 * 1024 * MIB;
+	assert_int_equal(policy_advise(&cfg, s, &req, &a), 0);
+	assert_false(a.ok);
+
+	req.cpus = NAN;
+	assert_int_equal(policy_advise(&cfg, s, &req, &a), -EINVAL);
+	req.cpus = 1;
+	req.nr_reservations = 1;
+	req.reservations = NULL;
+	assert_int_equal(policy_advise(&cfg, s, &req, &a), -EINVAL);
+	snap_unref(s);
+}
+
+/* ---- config, pstate, JSON ---- */
+
+static void test_config_validate(void **state)
+{
+	static const char *const bad[] = {
+		"locality_target", "cpu_headroom", "min_cpu", "mem_headroom", "min_free_mib",
+		"less_busy_margin", "max_util", "rebalance_util", "cooldown", "max_moves",
+		"max_migrate_mib",
+	};
+	struct policy_config c;
+	const char *field = "untouched";
+
+	policy_config_default(&c);
+	assert_int_equal(policy_config_validate(&c, &field), 0);
+	assert_string_equal(field, "untouched");
+	assert_true(c.locality_target == 0.9 && c.cpu_headroom == 0.2 && c.min_cpu == 0.1);
+	assert_true(c.mem_headroom == 0.1 && c.less_busy_margin == 0.12 && c.max_util == 0.9);
+	assert_true(c.rebalance_util == 0.8);
+	assert_int_equal(c.min_free_bytes, 256 * MIB);
+	assert_int_equal(c.cooldown_ns, 300 * SEC);
+	assert_int_equal(c.max_moves, 4);
+	assert_int_equal(c.max_migrate_bytes, 4096 * MIB);
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		policy_config_default(&c);
+		switch (i) {
+		case 0: c.locality_target = 1.5; break;
+		case 1: c.cpu_headroom = -0.1; break;
+		case 2: c.min_cpu = NAN; break;
+		case 3: c.mem_headroom = 11; break;
+		case 4: c.min_free_bytes = 1ULL << 60; break;
+		case 5: c.less_busy_margin = 1.5; break;
+		case 6: c.max_util = 0; break;
+		case 7: c.rebalance_util = 1.01; break;
+		case 8: c.cooldown_ns = -1; break;
+		case 9: c.max_moves = 0; break;
+		case 10: c.max_migrate_bytes = 1ULL << 62; break;
+		}
+		field = NULL;
+		assert_int_equal(policy_config_validate(&c, &field), -EINVAL);
+		assert_non_null(field);
+		assert_string_equal(field, bad[i]);
+	}
+	/* The first bad field is named. */
+	policy_config_default(&c);
+	c.max_util = 2;
+	c.cpu_headroom = -1;
+	assert_int_equal(policy_config_validate(&c, &field), -EINVAL);
+	assert_string_equal(field, "cpu_headroom");
+	/* Edges that are fine. */
+	policy_config_default(&c);
+	c.max_util = 1;
+	c.less_busy_margin = 0;
+	c.cooldown_ns = 0;
+	c.max_migrate_bytes = 0;
+	c.locality_target = 0;
+	assert_int_equal(policy_config_validate(&c, NULL), 0);
+	/* decide refuses a bad config */
+	{
+		struct snapshot *s = advise_host();
+		struct plan *p = NULL;
+		struct pstate *n = NULL;
+
+		c.max_moves = 0;
+		assert_int_equal(policy_decide(&c, s, NULL, false, &p, &n), -EINVAL);
+		assert_null(p);
+		assert_null(n);
+		snap_unref(s);
+	}
+}
+
+static void test_pstate(void **state)
+{
+	struct pstate *s = pstate_new(), *c;
+
+	assert_null(pstate_find(s, "a"));
+	pstate_note_move(s, "m", 5);
+	pstate_note_move(s, "c", 6);
+	pstate_note_move(s, "x", 7);
+	pstate_note_move(s, "a", 8);
+	pstate_note_move(s, "m", 9);
+	assert_int_equal(s->n, 4);
+	assert_string_equal(s->e[0].id, "a");
+	assert_string_equal(s->e[1].id, "c");
+	assert_string_equal(s->e[2].id, "m");
+	assert_string_equal(s->e[3].id, "x");
+	assert_int_equal(pstate_find(s, "m")->last_move_ns, 9);
+	assert_int_equal(pstate_find(s, "m")->nr_moves, 2);
+	assert_null(pstate_find(s, "b"));
+	c = pstate_clone(s);
+	pstate_note_move(c, "b", 10);
+	assert_int_equal(c->n, 5);
+	assert_int_equal(s->n, 4);
+	pstate_free(c);
+	pstate_free(s);
+	pstate_free(NULL);
+	c = pstate_clone(NULL);
+	assert_int_equal(c->n, 0);
+	pstate_free(c);
+	plan_free(NULL);
+}
+
+static void test_next_state_drops_vanished(void **state)
+{
+	const struct tcase *tc = &cases[0];
+	struct policy_config cfg;
+	struct pstate *prev, *next;
+	struct plan *p;
+	struct snapshot *s = build(tc, &prev);
+
+	policy_config_default(&cfg);
+	pstate_note_move(prev, "gone", T0 - SEC);
+	pstate_note_move(prev, "vm-a", T0 - 1000 * SEC);
+	assert_int_equal(policy_decide(&cfg, s, prev, false, &p, &next), 0);
+	assert_int_equal(next->n, 1);
+	assert_string_equal(next->e[0].id, "vm-a");
+	assert_int_equal(next->e[0].last_move_ns, T0 - 1000 * SEC);
+	plan_free(p);
+	pstate_free(next);
+	pstate_free(prev);
+	snap_unref(s);
+}
+
+static void test_json(void **state)
+{
+	const struct tcase *tc = NULL;
+	struct policy_config cfg;
+	struct pstate *prev, *next;
+	struct plan *p;
+	struct snapshot *s;
+	json_t *j, *it;
+
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++)
+		if (strstr(cases[k].name, "closest pair"))
+			tc = &cases[k];
+	s = build(tc, &prev);
+	policy_config_default(&cfg);
+	assert_int_equal(policy_decide(&cfg, s, prev, false, &p, &next), 0);
+	j = plan_to_json(p);
+	assert_int_equal(json_integer_value(json_object_get(j, "seq")), 7);
+	assert_int_equal(json_integer_value(json_object_get(j, "nr_moves")), 1);
+	it = json_array_get(json_object_get(j, "items"), 0);
+	assert_string_equal(json_string_value(json_object_get(it, "guest")), "big");
+	assert_string_equal(json_string_value(json_object_get(it, "kind")), "move");
+	assert_string_equal(json_string_value(json_object_get(it, "reason")), "consolidate");
+	assert_string_equal(json_string_value(json_object_get(it, "skip")), "none");
+	assert_string_equal(json_string_value(json_object_get(it, "from_nodes")), "0-3");
+	assert_string_equal(json_string_value(json_object_get(it, "to_nodes")), "0-1");
+	assert_string_equal(json_string_value(json_object_get(it, "to_mems")), "0-1");
+	assert_string_equal(json_string_value(json_object_get(it, "to_cpus")), "0-7");
+	assert_int_equal(json_integer_value(json_object_get(it, "migrate_bytes")), 2048 * MIB);
+	assert_int_equal(json_integer_value(json_object_get(it, "mem_demand_bytes")),
+			 (json_int_t)(4096 * MIB * 1.1));
+	assert_true(fabs(json_real_value(json_object_get(it, "cpu_demand")) - 6.0) < 1e-9);
+	assert_true(json_is_real(json_object_get(it, "load_before")));
+	assert_true(json_is_real(json_object_get(it, "load_after")));
+	assert_true(json_is_real(json_object_get(it, "locality_before")));
+	assert_true(json_is_real(json_object_get(it, "gain")));
+	assert_true(json_is_string(json_object_get(it, "detail")));
+	json_decref(j);
+	assert_string_equal(plan_kind_name(PLAN_SETTLED), "settled");
+	assert_string_equal(move_reason_name(REASON_PLACE), "place");
+	assert_string_equal(skip_reason_name(SKIP_OUTSIDE_ALLOWED), "outside_allowed");
+	plan_free(p);
+	pstate_free(next);
+	pstate_free(prev);
+	snap_unref(s);
+}
+
+int main(void)
+{
+	enum { NCASES = sizeof(cases) / sizeof(cases[0]) };
+	struct CMUnitTest tests[NCASES + 16];
+	size_t n = 0;
+
+	for (size_t i = 0; i < NCASES; i++) {
+		tests[n] = (struct CMUnitTest)cmocka_unit_test_prestate(test_table, (void *)&cases[i]);
+		tests[n].name = cases[i].name;
+		n++;
+	}
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_determinism);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_convergence_table);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_convergence_generated);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_convergence_default_budgets);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_no_thrash_equal_nodes);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_odd_hosts);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_speed_1000_guests);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_speed_64_nodes);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_advise_fits);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_advise_reservations);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_advise_nothing_fits);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_config_validate);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_pstate);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_next_state_drops_vanished);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_json);
+	return _cmocka_run_group_tests("policy", tests, n, NULL, NULL);
+}
