@@ -464,9 +464,12 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 		it->gain = gain_of(v, cfg, local_before, cur_k, best, unow);
 		fmt_nodes(&best->nodes, to, sizeof(to));
 		if (hot) {
+			char cool[48];
+
 			fmt_nodes(&hot->nodes, from, sizeof(from));
-			set_detail(it, "not less busy: nodes %s would be util %.2f (≥%.2f) while nodes %s, util %.2f, are not less busy than %.2f now",
-				   from, hot->util_after, cfg->rebalance_util, to, best->util_after, unow);
+			fmt_nodes(&coolest->nodes, cool, sizeof(cool));
+			set_detail(it, "not less busy: nodes %s would be util %.2f (≥%.2f), to be left for nodes %s (util %.2f), which are not less busy than util %.2f now",
+				   from, hot->util_after, cfg->rebalance_util, cool, coolest->util_after, unow);
 		} else {
 			set_detail(it, "not less busy: nodes %s would be util %.2f, ×%.2f ≥ util %.2f now; %llu MiB to migrate, locality %.2f",
 				   to, best->util_after, 1.0 + cfg->less_busy_margin, unow,
