@@ -594,6 +594,11 @@ static unsigned heap_pop(struct heap *h)
 	return top;
 }
 
+static uint64_t budget_left(const struct policy_config *cfg, uint64_t used)
+{
+	return used >= cfg->max_migrate_bytes ? 0 : cfg->max_migrate_bytes - used;
+}
+
 static void budget_skip(struct gdec *d, enum skip_reason why, const struct policy_config *cfg,
 			uint64_t used)
 {
@@ -609,7 +614,7 @@ static void budget_skip(struct gdec *d, enum skip_reason why, const struct polic
 			   cfg->max_moves, to, it->gain);
 	else
 		set_detail(it, "%llu MiB to migrate exceeds the %llu MiB left of this cycle's %llu MiB; wanted nodes %s",
-			   mib(it->migrate_bytes), mib(cfg->max_migrate_bytes - used),
+			   mib(it->migrate_bytes), mib(budget_left(cfg, used)),
 			   mib(cfg->max_migrate_bytes), to);
 }
 
@@ -720,7 +725,12 @@ int policy_decide(const struct policy_config *cfg, const struct snapshot *snap,
 				continue;
 			}
 		}
-		if (gd->it.migrate_bytes > cfg->max_migrate_bytes - migrated) {
+		/* A guest bigger than the whole budget would never move: it may
+		 * go alone, as the cycle's first migrating move. A budget of 0
+		 * forbids migration (moves that need none still happen). */
+		if (gd->it.migrate_bytes > budget_left(cfg, migrated) &&
+		    !(migrated == 0 && cfg->max_migrate_bytes > 0 &&
+		      gd->it.migrate_bytes > cfg->max_migrate_bytes)) {
 			budget_skip(gd, SKIP_MAX_MIGRATE, cfg, migrated);
 			continue;
 		}

@@ -3,6 +3,7 @@
  * v2, with 10, 100 and 1000 Docker-named guests.
  *
  *   build/bench/bench_cycle [--numaorchd build/numaorchd] [--cycles N]
+ *   build/bench/bench_cycle --generate DIR GUESTS   (write a host tree only)
  *
  * CPU time is CLOCK_PROCESS_CPUTIME_ID around acquirer_snapshot() +
  * policy_decide() in this process (the same code numaorchd runs); RSS is
@@ -201,6 +202,12 @@ int main(int argc, char **argv)
 			numaorchd = argv[++i];
 		else if (strcmp(argv[i], "--cycles") == 0 && i + 1 < argc)
 			cycles = (unsigned)atoi(argv[++i]);
+		else if (strcmp(argv[i], "--generate") == 0 && i + 2 < argc) {
+			/* Only write a host tree, for profiling numaorchd by hand:
+			 * --generate DIR GUESTS */
+			gen_host(argv[i + 1], (unsigned)atoi(argv[i + 2]), 1);
+			return 0;
+		}
 	}
 	log_set_level(LOG_LEVEL_ERROR);
 	printf("numaorch cycle benchmark: %u nodes x %u CPUs, cgroup v2 fixture, %u cycles each\n",
