@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -48,6 +49,20 @@ struct cpu_prev {
 struct runc_ent {
 	char *rel;
 	char id[128];
+};
+
+/* Files of a guest kept open from scan to scan and re-read with
+ * pread(..., 0): seq_files render afresh at offset 0, and an open file of
+ * a removed cgroup reads ENODEV, so nothing stale can come back. This
+ * halves a scan's system calls. The pid lists (cgroup.procs, tasks) are
+ * not kept: v1 caches a pidlist per open file for a second after each
+ * read, which could hand back a stale list. */
+enum { FC_CPUS, FC_MEMS, FC_CPU, FC_MEM, FC_NR };
+
+struct fdc {
+	char *rel;          /* NULL: free slot */
+	unsigned gen;       /* scan that last saw it */
+	int fd[FC_NR];
 };
 
 struct cgscan {
@@ -80,6 +95,13 @@ struct cgscan {
 
 	char *buf;                    /* scratch for file contents */
 	size_t bufcap;
+
+	/* Open files per guest (see struct fdc): a hash table by cgroup. */
+	struct fdc *fdc;
+	unsigned fdc_cap, fdc_n;      /* cap: a power of two */
+	unsigned gen;
+	unsigned fds_open, fd_budget;
+	struct fdc *cur;              /* the guest being measured, or NULL */
 };
 
 /* ---- helpers ---------------------------------------------------------- */
@@ -130,39 +152,24 @@ static void copy_name(char name[128], const char *s, size_t n)
  * NUL-terminated. The final component is never followed if a symlink.
  * DIR lets a guest's files be opened relative to its parent's fd: no fd
  * of its own to open and close (syscalls are the cost of a scan). */
-static int rd(struct cgscan *cs, int dfd, const char *dir, const char *file)
+static int rd_fd(struct cgscan *cs, int fd)
 {
-	char path[PATH_MAX];
 	size_t n = 0;
-	int fd;
 
-	if (dir) {
-		if (snprintf(path, sizeof(path), "%s/%s", dir, file) >= (int)sizeof(path))
-			return -ENAMETOOLONG;
-		file = path;
-	}
-	fd = openat(dfd, file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return -errno;
 	for (;;) {
 		ssize_t r;
 
 		if (n + 1 >= cs->bufcap) {
-			if (cs->bufcap >= READ_MAX) {
-				close(fd);
+			if (cs->bufcap >= READ_MAX)
 				return -EFBIG;
-			}
 			cs->bufcap *= 2;
 			cs->buf = xrealloc(cs->buf, cs->bufcap);
 		}
-		r = read(fd, cs->buf + n, cs->bufcap - n - 1);
+		r = pread(fd, cs->buf + n, cs->bufcap - n - 1, (off_t)n);
 		if (r < 0) {
-			int e = errno;
-
-			if (e == EINTR)
+			if (errno == EINTR)
 				continue;
-			close(fd);
-			return -e;
+			return -errno;
 		}
 		if (r == 0)
 			break;
@@ -173,9 +180,144 @@ static int rd(struct cgscan *cs, int dfd, const char *dir, const char *file)
 		if (n + 1 < cs->bufcap)
 			break;
 	}
-	close(fd);
 	cs->buf[n] = '\0';
 	return 0;
+}
+
+static int open_at(int dfd, const char *dir, const char *file)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	if (dir) {
+		if (snprintf(path, sizeof(path), "%s/%s", dir, file) >= (int)sizeof(path))
+			return -ENAMETOOLONG;
+		file = path;
+	}
+	fd = openat(dfd, file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	return fd < 0 ? -errno : fd;
+}
+
+static int rd(struct cgscan *cs, int dfd, const char *dir, const char *file)
+{
+	int fd = open_at(dfd, dir, file), r;
+
+	if (fd < 0)
+		return fd;
+	r = rd_fd(cs, fd);
+	close(fd);
+	return r;
+}
+
+/* rd() through the current guest's open file SLOT (-1: not cached). */
+static int rd_slot(struct cgscan *cs, int slot, int dfd, const char *dir, const char *file)
+{
+	struct fdc *e = slot >= 0 ? cs->cur : NULL;
+	int fd, r;
+
+	if (e && e->fd[slot] >= 0) {
+		r = rd_fd(cs, e->fd[slot]);
+		if (r == 0)
+			return 0;
+		/* Gone (ENODEV), or a cgroup recreated under the same name:
+		 * open afresh below, which tells the two apart. */
+		close(e->fd[slot]);
+		e->fd[slot] = -1;
+		cs->fds_open--;
+	}
+	fd = open_at(dfd, dir, file);
+	if (fd < 0)
+		return fd;
+	r = rd_fd(cs, fd);
+	if (r == 0 && e && cs->fds_open < cs->fd_budget) {
+		e->fd[slot] = fd;
+		cs->fds_open++;
+	} else {
+		close(fd);
+	}
+	return r;
+}
+
+static uint32_t rel_hash(const char *s)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
+
+static void fdc_close(struct cgscan *cs, struct fdc *e)
+{
+	for (unsigned i = 0; i < FC_NR; i++)
+		if (e->fd[i] >= 0) {
+			close(e->fd[i]);
+			cs->fds_open--;
+		}
+	free(e->rel);
+	e->rel = NULL;
+}
+
+static void fdc_insert(struct fdc *tab, unsigned cap, const struct fdc *e)
+{
+	unsigned i = rel_hash(e->rel) & (cap - 1);
+
+	while (tab[i].rel)
+		i = (i + 1) & (cap - 1);
+	tab[i] = *e;
+}
+
+/* The entry for REL, created if absent. */
+static struct fdc *fdc_get(struct cgscan *cs, const char *rel)
+{
+	unsigned i;
+
+	if (2 * (cs->fdc_n + 1) > cs->fdc_cap) {
+		unsigned ncap = cs->fdc_cap ? cs->fdc_cap * 2 : 64;
+		struct fdc *nt = xcalloc(ncap, sizeof(*nt));
+
+		for (unsigned j = 0; j < cs->fdc_cap; j++)
+			if (cs->fdc[j].rel)
+				fdc_insert(nt, ncap, &cs->fdc[j]);
+		free(cs->fdc);
+		cs->fdc = nt;
+		cs->fdc_cap = ncap;
+	}
+	for (i = rel_hash(rel) & (cs->fdc_cap - 1); cs->fdc[i].rel; i = (i + 1) & (cs->fdc_cap - 1))
+		if (strcmp(cs->fdc[i].rel, rel) == 0)
+			return &cs->fdc[i];
+	cs->fdc[i].rel = xstrdup(rel);
+	cs->fdc[i].gen = 0;
+	for (unsigned k = 0; k < FC_NR; k++)
+		cs->fdc[i].fd[k] = -1;
+	cs->fdc_n++;
+	return &cs->fdc[i];
+}
+
+/* Close the files of guests this scan did not see; rehash the rest. */
+static void fdc_sweep(struct cgscan *cs)
+{
+	struct fdc *nt;
+	unsigned n = 0;
+
+	if (!cs->fdc_cap)
+		return;
+	nt = xcalloc(cs->fdc_cap, sizeof(*nt));
+	for (unsigned j = 0; j < cs->fdc_cap; j++) {
+		struct fdc *e = &cs->fdc[j];
+
+		if (!e->rel)
+			continue;
+		if (e->gen != cs->gen) {
+			fdc_close(cs, e);
+			continue;
+		}
+		fdc_insert(nt, cs->fdc_cap, e);
+		n++;
+	}
+	free(cs->fdc);
+	cs->fdc = nt;
+	cs->fdc_n = n;
 }
 
 /* Does the directory PDFD/NAME still exist? */
@@ -437,6 +579,10 @@ void cgscan_free(struct cgscan *cs)
 	free(cs->next);
 	free(cs->mem);
 	free(cs->buf);
+	for (unsigned j = 0; j < cs->fdc_cap; j++)
+		if (cs->fdc[j].rel)
+			fdc_close(cs, &cs->fdc[j]);
+	free(cs->fdc);
 	free(cs);
 }
 
@@ -526,6 +672,18 @@ int cgscan_new(const struct host_paths *hp, const struct cgscan_config *cfg,
 	}
 	cs->bufcap = 64 * 1024;
 	cs->buf = xmalloc(cs->bufcap);
+	{
+		/* Keep guests' files open only within the fd limit, leaving
+		 * room for everything else the agent opens (API clients,
+		 * libvirt, logs). numaorchd raises the soft limit at start. */
+		struct rlimit rl;
+
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+			cs->fd_budget = rl.rlim_cur > 1024 ? (unsigned)(rl.rlim_cur - 512)
+							   : (unsigned)(rl.rlim_cur / 2);
+		else
+			cs->fd_budget = 1u << 20;
+	}
 	*out = cs;
 	return 0;
 }
@@ -761,7 +919,9 @@ static int read_list(struct cgscan *cs, int dfd, const char *dir, const char *re
 	const char *used = cpus ? eff_cpus_file(cs) : eff_mems_file(cs);
 	int r;
 
-	r = rd(cs, dfd, dir, used);
+	/* A guest's effective file stays open between scans; a parent's is
+	 * read once per scan (PDFD < 0). */
+	r = rd_slot(cs, pdfd >= 0 ? (cpus ? FC_CPUS : FC_MEMS) : -1, dfd, dir, used);
 	if (is_vanished(r)) {
 		if (pdfd >= 0 && dir_gone(pdfd, dname))
 			return r;
@@ -788,20 +948,20 @@ static int read_list(struct cgscan *cs, int dfd, const char *dir, const char *re
 
 /* Open the file of controller C for REL. In the cpuset hierarchy GFD is
  * used; elsewhere the path. Returns rd()'s result. */
-static int rd_ctrl(struct cgscan *cs, enum cg_ctrl c, int pdfd, const char *dname,
+static int rd_ctrl(struct cgscan *cs, enum cg_ctrl c, int slot, int pdfd, const char *dname,
 		   const char *rel, const char *file)
 {
 	char path[PATH_MAX];
 	int r;
 
 	if (strcmp(cs->hier.dir[c], cs->hier.dir[CGC_CPUSET]) == 0)
-		return rd(cs, pdfd, dname, file);
+		return rd_slot(cs, slot, pdfd, dname, file);
 	if (cs->ctrl_fd[c] >= 0)
-		return rd(cs, cs->ctrl_fd[c], rel + 1, file);
+		return rd_slot(cs, slot, cs->ctrl_fd[c], rel + 1, file);
 	r = cgh_path(&cs->hier, c, rel, file, path, sizeof(path));
 	if (r < 0)
 		return r == -ENODEV ? -EOPNOTSUPP : r;
-	return rd(cs, AT_FDCWD, NULL, path);
+	return rd_slot(cs, slot, AT_FDCWD, NULL, path);
 }
 
 /* Find KEY at the start of a line in S ("key value\n"); returns the value. */
@@ -824,7 +984,7 @@ static int read_cpu(struct cgscan *cs, int pdfd, const char *dname, const char *
 	uint64_t v;
 	int r;
 
-	r = rd_ctrl(cs, CGC_CPUACCT, pdfd, dname, rel, file);
+	r = rd_ctrl(cs, CGC_CPUACCT, FC_CPU, pdfd, dname, rel, file);
 	if (r == -EOPNOTSUPP)
 		return 1; /* no cpuacct anywhere: warned once per scan */
 	if (is_vanished(r)) {
@@ -915,7 +1075,7 @@ static int read_mem(struct cgscan *cs, int pdfd, const char *dname, const char *
 	memset(cs->mem, 0, cs->snap->nr_nodes * sizeof(uint64_t));
 	if (!cgh_has(&cs->hier, CGC_MEMORY))
 		return 0; /* warned once per scan */
-	r = rd_ctrl(cs, CGC_MEMORY, pdfd, dname, rel, file);
+	r = rd_ctrl(cs, CGC_MEMORY, FC_MEM, pdfd, dname, rel, file);
 	if (is_vanished(r)) {
 		if (dir_gone(pdfd, dname))
 			return r;
@@ -1025,8 +1185,9 @@ static double cpu_rate(const struct cgscan *cs, const char *id, uint64_t usage)
 	return (double)(usage - p->usage_ns) / (double)(cs->now_ns - p->t_ns);
 }
 
-static void measure(struct cgscan *cs, int pdfd, const char *prel, struct parent_sets *ps,
-		    const char *dname, char *rel, size_t rlen, const char *runtime, const char *name)
+static void measure_guest(struct cgscan *cs, int pdfd, const char *prel, struct parent_sets *ps,
+			  const char *dname, char *rel, size_t rlen, const char *runtime,
+			  const char *name)
 {
 	struct snapshot *snap = cs->snap;
 	struct snap_guest *g;
@@ -1111,6 +1272,15 @@ static void measure(struct cgscan *cs, int pdfd, const char *prel, struct parent
 	g->policy.source = GPOL_SRC_DEFAULT;
 	if (have_usage)
 		cpu_record(cs, id, usage);
+}
+
+static void measure(struct cgscan *cs, int pdfd, const char *prel, struct parent_sets *ps,
+		    const char *dname, char *rel, size_t rlen, const char *runtime, const char *name)
+{
+	cs->cur = fdc_get(cs, rel);
+	cs->cur->gen = cs->gen;
+	measure_guest(cs, pdfd, prel, ps, dname, rel, rlen, runtime, name);
+	cs->cur = NULL;
 }
 
 /* ---- the walk ---------------------------------------------------------- */
@@ -1255,7 +1425,9 @@ int cgscan_scan(struct cgscan *cs, struct snapshot *snap, int64_t now_ns)
 
 	runc_load(cs);
 	rel[0] = '\0';
+	cs->gen++;
 	walk(cs, fd, rel, 0, 0);
+	fdc_sweep(cs);
 	runc_clear(cs);
 	for (unsigned c = 0; c < CGC_NR; c++)
 		if (cs->ctrl_fd[c] >= 0)

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "../orchestrator/apply.h"
@@ -317,6 +318,16 @@ int main(int argc, char **argv)
 	if (cli.check_config) {
 		printf("configuration OK\n");
 		goto out;
+	}
+	{
+		/* The container source keeps a few files per guest open between
+		 * cycles; nothing here uses select(), so take the hard limit. */
+		struct rlimit rl;
+
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+			rl.rlim_cur = rl.rlim_max;
+			setrlimit(RLIMIT_NOFILE, &rl);
+		}
 	}
 	log_set_level(cfg->log_level);
 	if (cfg->log_syslog)

@@ -8,18 +8,27 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "fs.h"
 #include "log.h"
 #include "snapjson.h"
 
+/* Records are kept as their compact JSON text (what the file holds too):
+ * a few hundred bytes each, where a jansson tree costs several KiB. */
+struct rec {
+	uint64_t id;
+	char *guest;
+	char *line;
+};
+
 struct declog {
 	pthread_mutex_t lock;
 	int fd;
 	uint64_t next_id;
-	unsigned cap, head, n; /* ring of json_t*: oldest at head */
-	json_t **ring;
+	unsigned cap, head, n; /* ring: oldest at head */
+	struct rec *ring;
 };
 
 static int open_file(const char *path)
@@ -44,7 +53,7 @@ int declog_open(const char *path, unsigned ring_cap, struct declog **out)
 	d->fd = fd;
 	d->next_id = 1;
 	d->cap = ring_cap ? ring_cap : 1;
-	d->ring = xcalloc(d->cap, sizeof(json_t *));
+	d->ring = xcalloc(d->cap, sizeof(*d->ring));
 	*out = d;
 	return 0;
 }
@@ -55,8 +64,10 @@ void declog_close(struct declog *d)
 		return;
 	if (d->fd >= 0)
 		close(d->fd);
-	for (unsigned i = 0; i < d->n; i++)
-		json_decref(d->ring[(d->head + i) % d->cap]);
+	for (unsigned i = 0; i < d->n; i++) {
+		free(d->ring[(d->head + i) % d->cap].guest);
+		free(d->ring[(d->head + i) % d->cap].line);
+	}
 	free(d->ring);
 	pthread_mutex_destroy(&d->lock);
 	free(d);
@@ -144,9 +155,11 @@ static json_t *time_string(int64_t real_ns)
 int64_t declog_add(struct declog *d, json_t *rec)
 {
 	int64_t now = clock_real_ns();
+	struct rec *slot;
 	int64_t id;
 	int ret = 0;
 	char *line;
+	size_t len;
 
 	if (!rec)
 		return -EINVAL;
@@ -154,30 +167,38 @@ int64_t declog_add(struct declog *d, json_t *rec)
 	id = (int64_t)d->next_id++;
 	json_object_set_new(rec, "id", json_integer(id));
 	json_object_set_new(rec, "time", time_string(now));
+	line = json_dumps(rec, JSON_COMPACT | JSON_SORT_KEYS);
+	if (!line) {
+		pthread_mutex_unlock(&d->lock);
+		json_decref(rec);
+		return -ENOMEM;
+	}
+	len = strlen(line);
 	if (d->fd >= 0) {
-		line = json_dumps(rec, JSON_COMPACT | JSON_SORT_KEYS);
-		if (line) {
-			size_t len = strlen(line);
-			ssize_t w;
+		/* One write() per record, newline included, so concurrent
+		 * readers of the file never see half a line. */
+		struct iovec iov[2] = { { line, len }, { (void *)"\n", 1 } };
+		ssize_t w = writev(d->fd, iov, 2);
 
-			line[len] = '\n'; /* overwrite the NUL: one write() per record */
-			w = write(d->fd, line, len + 1);
-			if (w < 0)
-				ret = -errno;
-			else if ((size_t)w != len + 1)
-				ret = -EIO;
-			free(line);
-		}
+		if (w < 0)
+			ret = -errno;
+		else if ((size_t)w != len + 1)
+			ret = -EIO;
 	}
 	if (d->n == d->cap) {
-		json_decref(d->ring[d->head]);
-		d->ring[d->head] = rec;
+		slot = &d->ring[d->head];
+		free(slot->guest);
+		free(slot->line);
 		d->head = (d->head + 1) % d->cap;
 	} else {
-		d->ring[(d->head + d->n) % d->cap] = rec;
+		slot = &d->ring[(d->head + d->n) % d->cap];
 		d->n++;
 	}
+	slot->id = (uint64_t)id;
+	slot->guest = xstrdup(json_string_value(json_object_get(rec, "guest")) ?: "");
+	slot->line = line;
 	pthread_mutex_unlock(&d->lock);
+	json_decref(rec);
 	return ret < 0 ? ret : id;
 }
 
@@ -187,16 +208,16 @@ json_t *declog_query(struct declog *d, uint64_t since_id, unsigned limit, const 
 
 	pthread_mutex_lock(&d->lock);
 	for (unsigned i = 0; i < d->n && json_array_size(arr) < limit; i++) {
-		json_t *rec = d->ring[(d->head + i) % d->cap];
-		json_int_t id = json_integer_value(json_object_get(rec, "id"));
+		const struct rec *r = &d->ring[(d->head + i) % d->cap];
+		json_t *o;
 
-		if ((uint64_t)id <= since_id)
+		if (r->id <= since_id)
 			continue;
-		if (guest && strcmp(json_string_value(json_object_get(rec, "guest")) ?: "", guest) != 0)
+		if (guest && strcmp(r->guest, guest) != 0)
 			continue;
-		/* Deep copy: the caller serialises outside the lock while the
-		 * engine may evict this record. */
-		json_array_append_new(arr, json_deep_copy(rec));
+		o = json_loads(r->line, 0, NULL);
+		if (o)
+			json_array_append_new(arr, o);
 	}
 	pthread_mutex_unlock(&d->lock);
 	return arr;
