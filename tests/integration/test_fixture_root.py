@@ -1,0 +1,81 @@
+"""The real numaorchd binary end to end on a fixture host (--root): a
+2-node topology tree and a cgroup v2 tree with every runtime, composed in a
+temporary directory. Needs no root: writes go to the fixture's files, and
+the fixture records each write in .numaorch-writes."""
+import json
+import os
+import shutil
+import subprocess
+import unittest
+
+import itlib
+
+FIX = os.path.join(itlib.REPO, "tests", "fixtures")
+
+
+class FixtureRoot(unittest.TestCase):
+    def setUp(self):
+        if not os.path.exists(itlib.NUMAORCHD):
+            self.skipTest("build/numaorchd missing (run make)")
+        self.tmp = itlib.mktemp()
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.root = os.path.join(self.tmp, "host")
+        shutil.copytree(os.path.join(FIX, "host-2node", "sys"), os.path.join(self.root, "sys"))
+        shutil.copytree(os.path.join(FIX, "host-2node", "proc"), os.path.join(self.root, "proc"))
+        shutil.copytree(os.path.join(FIX, "cg-v2", "sys", "fs", "cgroup"),
+                        os.path.join(self.root, "sys", "fs", "cgroup"))
+        shutil.copytree(os.path.join(FIX, "cg-v2", "run"), os.path.join(self.root, "run"))
+        self.writes = os.path.join(self.root, "sys", "fs", "cgroup", ".numaorch-writes")
+        itlib.write(self.writes, "")
+        self.conf = itlib.config_file(self.tmp, "[agent]\nsample = 0.05\n")
+
+    def run_once(self, *args):
+        p = subprocess.run([itlib.NUMAORCHD, "--config", self.conf, "--root", self.root, "--once",
+                            "--json"] + list(args), capture_output=True, text=True, timeout=60)
+        return p, (json.loads(p.stdout) if p.stdout.strip() else None)
+
+    def written(self):
+        with open(self.writes) as f:
+            return [l.split(" ", 2) for l in f.read().splitlines()]
+
+    def test_dry_run_writes_nothing(self):
+        p, rep = self.run_once("--dry-run")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertGreater(len(rep["snapshot"]["guests"]), 5)
+        self.assertEqual(len(rep["snapshot"]["nodes"]), 2)
+        self.assertEqual(self.written(), [])
+
+    def test_moves_land_in_the_files_and_stay_in_scope(self):
+        p, rep = self.run_once("--scope", "/system.slice")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        for g in rep["snapshot"]["guests"]:
+            self.assertTrue(g["cgroup"].startswith("/system.slice/"), g["cgroup"])
+        for rel, _, _ in self.written():
+            self.assertTrue(rel.startswith("/system.slice/"), rel)
+
+        p, rep = self.run_once()
+        self.assertEqual(p.returncode, 0, p.stderr)
+        moves = [i for i in rep["plan"]["items"] if i["kind"] == "move"]
+        self.assertTrue(moves, "the fixture has misplaced guests: expected moves")
+        guests = {g["id"]: g for g in rep["snapshot"]["guests"]}
+        done = {r["guest"]: r for r in rep["results"]}
+        for m in moves:
+            g = guests[m["guest"]]
+            self.assertEqual(done[m["guest"]]["outcome"], "moved", done[m["guest"]])
+            d = os.path.join(self.root, "sys", "fs", "cgroup", g["cgroup"].lstrip("/"))
+            self.assertEqual(itlib.read(os.path.join(d, "cpuset.cpus")), m["to_cpus"])
+            self.assertEqual(itlib.read(os.path.join(d, "cpuset.mems")), m["to_mems"])
+            self.assertTrue(m["to_cpus"] and m["to_mems"], "never an empty cpuset")
+        self.assertLessEqual(len(moves), 4, "max_moves per cycle")
+
+    def test_malformed_topology_is_a_clear_error(self):
+        itlib.write(os.path.join(self.root, "sys", "devices", "system", "node", "node1", "distance"),
+                    "10 banana\n")
+        p, _ = self.run_once()
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("cannot read the host topology", p.stderr)
+        self.assertIn("Invalid argument", p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
