@@ -13,14 +13,18 @@
 CC       ?= gcc
 PKG_CONFIG ?= pkg-config
 BUILD    := build
-PKGS     := numa libcgroup jansson inih
+# The daemon's libraries; the CLI (numaorchctl) links only CLI_PKGS.
+PKGS     := numa libcgroup jansson inih libmicrohttpd libvirt
+CLI_PKGS := libcurl jansson
 
 # Debian packages: what building needs, and what the tests need on top.
-BUILD_DEPS := gcc make pkg-config libnuma-dev libcgroup-dev libjansson-dev libinih-dev
+BUILD_DEPS := gcc make pkg-config libnuma-dev libcgroup-dev libjansson-dev libinih-dev \
+              libmicrohttpd-dev libvirt-dev libcurl4-openssl-dev
 TEST_DEPS  := libcmocka-dev cgroup-tools numactl python3
 
-PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
+PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) $(CLI_PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
+CLI_LIBS   := $(shell $(PKG_CONFIG) --libs $(CLI_PKGS) 2>/dev/null)
 
 WARN     := -Wall -Wextra -Werror -Wformat=2 -Wshadow -Wno-unused-parameter \
             -Wstrict-prototypes -Wmissing-prototypes -Wvla
@@ -30,8 +34,11 @@ LDLIBS   := $(PKG_LIBS) -lpthread -lm
 
 SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
+# api/ctl_*.c and api/numaorchctl.c make the CLI; the rest of api/ is the
+# server, part of the daemon's core library.
+CLI_SRCS  := $(wildcard api/numaorchctl.c api/ctl_*.c)
 CORE_SRCS := $(wildcard orchestrator/*.c) $(filter-out agents/numaorchd.c,$(wildcard agents/*.c)) \
-             $(wildcard policies/*.c)
+             $(wildcard policies/*.c) $(filter-out $(CLI_SRCS),$(wildcard api/*.c))
 DAEMON_SRCS := agents/numaorchd.c
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_HELPERS := $(filter-out $(UNIT_SRCS),$(wildcard tests/unit/*.c))
@@ -45,7 +52,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 BENCH_BINS := $(BENCH_SRCS:tests/bench/%.c=$(BUILD)/bench/%)
 
 .PHONY: all run check check-unit check-integration bench deps test-deps clean
-all: $(BUILD)/numaorchd
+all: $(BUILD)/numaorchd $(if $(CLI_SRCS),$(BUILD)/numaorchctl)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -65,6 +72,9 @@ $(BUILD)/libnumaorch-san.a: $(SAN_OBJS)
 
 $(BUILD)/numaorchd: $(BUILD)/obj/agents/numaorchd.o $(BUILD)/libnumaorch.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/numaorchctl: $(CLI_SRCS:%.c=$(BUILD)/obj/%.o)
+	$(CC) $(CFLAGS) -o $@ $^ $(CLI_LIBS) -lm
 
 $(BUILD)/tests/%: $(BUILD)/san/tests/unit/%.o $(UNIT_HELPERS:%.c=$(BUILD)/san/%.o) $(BUILD)/libnumaorch-san.a
 	@mkdir -p $(dir $@)

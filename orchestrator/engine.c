@@ -58,6 +58,15 @@ struct engine {
 	struct engine_stats stats;
 	bool warned_one_node;
 
+	/* Reservations (parallel arrays; res[] is what the policy reads). */
+	unsigned nr_res, cap_res;
+	struct advice_reservation *res;
+	uint64_t *res_id;
+	int64_t *res_expires;
+	char **res_label;
+	uint64_t next_res_id;
+	bool triggered;
+
 	pthread_t thread;
 	bool thread_set;
 	int sfd, tfd, efd;
@@ -154,6 +163,12 @@ void engine_free(struct engine *e)
 	pstate_free(e->ps);
 	free(e->gpol);
 	free(e->logged);
+	for (unsigned i = 0; i < e->nr_res; i++)
+		free(e->res_label[i]);
+	free(e->res);
+	free(e->res_id);
+	free(e->res_expires);
+	free(e->res_label);
 	config_free(&e->cfg);
 	if (e->sfd >= 0)
 		close(e->sfd);
@@ -170,6 +185,75 @@ struct declog *engine_declog(struct engine *e) { return e->dl; }
 const struct agent_config *engine_config(struct engine *e) { return &e->cfg; }
 struct acquirer *engine_acquirer(struct engine *e) { return e->acq; }
 struct applier *engine_applier(struct engine *e) { return e->app; }
+
+static void res_remove(struct engine *e, unsigned i)
+{
+	free(e->res_label[i]);
+	e->nr_res--;
+	memmove(&e->res[i], &e->res[i + 1], (e->nr_res - i) * sizeof(*e->res));
+	memmove(&e->res_id[i], &e->res_id[i + 1], (e->nr_res - i) * sizeof(*e->res_id));
+	memmove(&e->res_expires[i], &e->res_expires[i + 1], (e->nr_res - i) * sizeof(*e->res_expires));
+	memmove(&e->res_label[i], &e->res_label[i + 1], (e->nr_res - i) * sizeof(*e->res_label));
+}
+
+static void res_expire(struct engine *e)
+{
+	int64_t now = clock_mono_ns();
+
+	for (unsigned i = 0; i < e->nr_res;)
+		if (e->res_expires[i] <= now)
+			res_remove(e, i);
+		else
+			i++;
+}
+
+uint64_t engine_reserve(struct engine *e, const struct advice_reservation *r, double seconds,
+			const char *label)
+{
+	res_expire(e);
+	if (e->nr_res == e->cap_res) {
+		e->cap_res = e->cap_res ? e->cap_res * 2 : 8;
+		e->res = xrealloc(e->res, e->cap_res * sizeof(*e->res));
+		e->res_id = xrealloc(e->res_id, e->cap_res * sizeof(*e->res_id));
+		e->res_expires = xrealloc(e->res_expires, e->cap_res * sizeof(*e->res_expires));
+		e->res_label = xrealloc(e->res_label, e->cap_res * sizeof(*e->res_label));
+	}
+	e->res[e->nr_res] = *r;
+	e->res_id[e->nr_res] = ++e->next_res_id;
+	e->res_expires[e->nr_res] = clock_mono_ns() + (int64_t)(seconds * 1e9);
+	e->res_label[e->nr_res] = label ? xstrdup(label) : NULL;
+	e->nr_res++;
+	return e->next_res_id;
+}
+
+bool engine_unreserve(struct engine *e, uint64_t id, const char *label)
+{
+	for (unsigned i = 0; i < e->nr_res; i++)
+		if ((id && e->res_id[i] == id) ||
+		    (!id && label && e->res_label[i] && strcmp(e->res_label[i], label) == 0)) {
+			res_remove(e, i);
+			return true;
+		}
+	return false;
+}
+
+unsigned engine_reservations(struct engine *e, const struct advice_reservation **out)
+{
+	res_expire(e);
+	*out = e->res;
+	return e->nr_res;
+}
+
+void engine_trigger(struct engine *e)
+{
+	uint64_t one = 1;
+
+	__atomic_store_n(&e->triggered, true, __ATOMIC_RELEASE);
+	if (e->efd >= 0) {
+		ssize_t w = write(e->efd, &one, sizeof(one));
+		(void)w;
+	}
+}
 
 static int gpol_cmp(const void *k, const void *el)
 {
@@ -704,6 +788,11 @@ int engine_run(struct engine *e, engine_reload_fn reload, void *ctx)
 		}
 		if (e->stopping)
 			break;
+		if (__atomic_exchange_n(&e->triggered, false, __ATOMIC_ACQ_REL)) {
+			engine_cycle(e, false, NULL);
+			arm_timer(e, e->cfg.interval_s);
+			continue;
+		}
 		if (pfd[1].revents & POLLIN) {
 			uint64_t exp;
 			ssize_t rd = read(e->tfd, &exp, sizeof(exp));

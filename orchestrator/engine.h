@@ -98,6 +98,24 @@ const struct agent_config *engine_config(struct engine *e);
 struct acquirer *engine_acquirer(struct engine *e);
 struct applier *engine_applier(struct engine *e);
 
+/* Ask for a cycle as soon as possible (any thread; coalesces). Used when
+ * something happened that should not wait for the interval: a libvirt
+ * start event, a hook notification. */
+void engine_trigger(struct engine *e);
+
+/* Room promised to guests about to start (POST /v1/placements with
+ * reserve_seconds, and VM initial placement). Engine thread. LABEL (may
+ * be NULL) names who it is for, e.g. a domain name or uuid, so a start can
+ * consume its own reservation. Returns the reservation id (≥ 1). */
+uint64_t engine_reserve(struct engine *e, const struct advice_reservation *r, double seconds,
+			const char *label);
+/* Drop reservation ID, or the first one with LABEL (ID 0). true if found. */
+bool engine_unreserve(struct engine *e, uint64_t id, const char *label);
+/* The reservations still valid now (expired ones are dropped first).
+ * Returns the count; *out points into engine-owned memory valid until
+ * the next engine_reserve/unreserve/cycle on the engine thread. */
+unsigned engine_reservations(struct engine *e, const struct advice_reservation **out);
+
 /* Per-guest policy overrides (engine thread). POL NULL clears. The
  * override wins over a guest's own (metadata) policy from the next cycle. */
 void engine_set_guest_policy(struct engine *e, const char *id, const struct guest_policy *pol);
