@@ -2,7 +2,8 @@
  * procfs under an injectable root.
  *
  * Sources: /sys/devices/system/node/node<N>/{cpulist,meminfo,distance},
- * /sys/devices/system/node/{online,has_cpu,has_memory} where present,
+ * /sys/devices/system/node/online where present (CPU and memory presence
+ * come from cpulist and MemTotal),
  * /sys/devices/system/cpu/online, /proc/stat (per-CPU lines), and
  * /proc/meminfo when the kernel has no node directories (non-NUMA build:
  * one synthetic node 0 holding all online CPUs).
