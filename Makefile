@@ -14,12 +14,12 @@ CC       ?= gcc
 PKG_CONFIG ?= pkg-config
 BUILD    := build
 # The daemon's libraries; the CLI (numaorchctl) links only CLI_PKGS.
-PKGS     := numa libcgroup jansson inih libmicrohttpd libvirt
+PKGS     := numa libcgroup jansson inih libmicrohttpd libvirt libsystemd
 CLI_PKGS := libcurl jansson
 
 # Debian packages: what building needs, and what the tests need on top.
 BUILD_DEPS := gcc make pkg-config libnuma-dev libcgroup-dev libjansson-dev libinih-dev \
-              libmicrohttpd-dev libvirt-dev libcurl4-openssl-dev
+              libmicrohttpd-dev libvirt-dev libcurl4-openssl-dev libsystemd-dev
 TEST_DEPS  := libcmocka-dev cgroup-tools numactl python3
 
 PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) $(CLI_PKGS) 2>/dev/null)
