@@ -266,7 +266,6 @@ static int handler(void *user, const char *sec, const char *name, const char *v)
 		}
 		BOOL("dry_run", dry_run)
 		BOOL("log_syslog", log_syslog)
-		BOOL("allow_single_node", allow_single_node)
 		BOOL("freeze_during_migration", freeze_during_migration)
 #undef BOOL
 		return fail(p, "[agent] unknown key \"%s\"", name);

@@ -28,7 +28,6 @@ struct agent_config {
 	char *state_dir;
 	enum log_level log_level;
 	bool log_syslog;
-	bool allow_single_node;     /* run the engine on a one-node host (it still moves nothing) */
 	bool freeze_during_migration; /* freeze a guest while its memory moves */
 
 	struct cgscan_config cg;    /* scopes, parents, runc roots */
