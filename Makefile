@@ -120,4 +120,4 @@ bench: $(BUILD)/numaorchd $(BENCH_BINS)
 clean:
 	rm -rf $(BUILD)
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD) -name '*.d' -type f 2>/dev/null)
