@@ -51,7 +51,7 @@ SAN_OBJS  := $(CORE_SRCS:%.c=$(BUILD)/san/%.o)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 BENCH_BINS := $(BENCH_SRCS:tests/bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all run check check-unit check-integration bench deps test-deps clean
+.PHONY: all run check check-unit check-integration bench deps test-deps clean install deb
 all: $(BUILD)/numaorchd $(if $(CLI_SRCS),$(BUILD)/numaorchctl)
 
 $(BUILD)/obj/%.o: %.c
@@ -71,10 +71,10 @@ $(BUILD)/libnumaorch-san.a: $(SAN_OBJS)
 	ar rcs $@ $^
 
 $(BUILD)/numaorchd: $(BUILD)/obj/agents/numaorchd.o $(BUILD)/libnumaorch.a
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/numaorchctl: $(CLI_SRCS:%.c=$(BUILD)/obj/%.o)
-	$(CC) $(CFLAGS) -o $@ $^ $(CLI_LIBS) -lm
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(CLI_LIBS) -lm
 
 $(BUILD)/tests/%: $(BUILD)/san/tests/unit/%.o $(UNIT_HELPERS:%.c=$(BUILD)/san/%.o) $(BUILD)/libnumaorch-san.a
 	@mkdir -p $(dir $@)
@@ -116,6 +116,40 @@ check-integration: all $(IT_BINS)
 
 bench: $(BUILD)/numaorchd $(BENCH_BINS)
 	@./tests/bench/run.sh
+
+# Installation layout (Debian's): make install DESTDIR=... installs what the
+# package ships; `make deb` builds the package from deploy/debian/.
+PREFIX     ?= /usr
+SBINDIR    ?= $(PREFIX)/sbin
+BINDIR     ?= $(PREFIX)/bin
+MANDIR     ?= $(PREFIX)/share/man
+SYSCONFDIR ?= /etc
+UNITDIR    ?= /lib/systemd/system
+
+install: all
+	install -D -m 0755 $(BUILD)/numaorchd $(DESTDIR)$(SBINDIR)/numaorchd
+	$(if $(CLI_SRCS),install -D -m 0755 $(BUILD)/numaorchctl $(DESTDIR)$(BINDIR)/numaorchctl)
+	install -D -m 0644 deploy/numaorchd.conf $(DESTDIR)$(SYSCONFDIR)/numaorch/numaorchd.conf
+	install -d -m 0755 $(DESTDIR)$(SYSCONFDIR)/numaorch/numaorchd.conf.d
+	install -D -m 0644 -t $(DESTDIR)$(UNITDIR) deploy/systemd/numaorchd.service \
+		deploy/systemd/numaorch-rebalance.service deploy/systemd/numaorch-rebalance.timer
+	install -D -m 0644 -t $(DESTDIR)$(MANDIR)/man8 deploy/man/numaorchd.8
+	install -D -m 0644 -t $(DESTDIR)$(MANDIR)/man5 deploy/man/numaorchd.conf.5
+	$(if $(wildcard deploy/man/numaorchctl.1),install -D -m 0644 -t $(DESTDIR)$(MANDIR)/man1 deploy/man/numaorchctl.1)
+
+DEB_DEPS := debhelper dpkg-dev lintian
+VERSION  := $(shell dpkg-parsechangelog -l deploy/debian/changelog -S Version 2>/dev/null)
+DEB_SRC  := $(BUILD)/deb/numaorch-$(VERSION)
+
+# Build the .deb from a copy of the tree with deploy/debian/ as debian/;
+# dpkg-buildpackage runs the Makefile's all and install. No network.
+deb:
+	@./deploy/install-deps.sh $(BUILD_DEPS) $(DEB_DEPS)
+	rm -rf $(BUILD)/deb && mkdir -p $(DEB_SRC)
+	tar --exclude=./build --exclude=./.git -cf - . | tar -C $(DEB_SRC) -xf -
+	cp -r deploy/debian $(DEB_SRC)/debian
+	cd $(DEB_SRC) && dpkg-buildpackage -us -uc -b
+	lintian --fail-on error,warning $(BUILD)/deb/numaorch_$(VERSION)_*.deb
 
 clean:
 	rm -rf $(BUILD)
