@@ -449,7 +449,11 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 	}
 
 	if (e->cfg.mode != MODE_OFF) {
-		r = policy_decide(&e->cfg.policy, snap, e->ps, report != NULL, &plan, &next);
+		const struct advice_reservation *res;
+		unsigned nres = engine_reservations(e, &res);
+
+		r = policy_decide_reserved(&e->cfg.policy, snap, e->ps, report != NULL, res, nres,
+					   &plan, &next);
 		if (r < 0) {
 			snap_unref(snap);
 			return log_errno(LOG_LEVEL_ERROR, r, "policy rejected its configuration");

@@ -672,6 +672,14 @@ int policy_decide(const struct policy_config *cfg, const struct snapshot *snap,
 		  const struct pstate *prev, bool verbose,
 		  struct plan **plan, struct pstate **next)
 {
+	return policy_decide_reserved(cfg, snap, prev, verbose, NULL, 0, plan, next);
+}
+
+int policy_decide_reserved(const struct policy_config *cfg, const struct snapshot *snap,
+			   const struct pstate *prev, bool verbose,
+			   const struct advice_reservation *res, unsigned nres,
+			   struct plan **plan, struct pstate **next)
+{
 	struct plan *p;
 	struct pctx x;
 	struct gdec *d;
@@ -681,7 +689,7 @@ int policy_decide(const struct policy_config *cfg, const struct snapshot *snap,
 	unsigned *order, nord = 0;
 	uint64_t migrated = 0;
 
-	if (!cfg || !snap || !plan || !next || policy_config_validate(cfg, NULL) < 0)
+	if (!cfg || !snap || !plan || !next || (nres && !res) || policy_config_validate(cfg, NULL) < 0)
 		return -EINVAL;
 	p = xcalloc(1, sizeof(*p));
 	p->seq = snap->seq;
@@ -694,6 +702,8 @@ int policy_decide(const struct policy_config *cfg, const struct snapshot *snap,
 	}
 
 	pctx_init(&x, cfg, snap);
+	for (unsigned i = 0; i < nres; i++)
+		pctx_reserve(&x, &res[i]);
 	d = xcalloc(snap->nr_guests ? snap->nr_guests : 1, sizeof(*d));
 	usable = xcalloc(x.nn ? x.nn : 1, sizeof(*usable));
 	order = xcalloc(snap->nr_guests ? snap->nr_guests : 1, sizeof(*order));

@@ -70,6 +70,52 @@ void pctx_init(struct pctx *x, const struct policy_config *cfg, const struct sna
 	}
 }
 
+/* Room promised to a guest about to start counts as taken: its CPUs as
+ * busy on the reserved nodes (spread by CPU count), its memory as used on
+ * their memory nodes (or the nearest node with memory). */
+void pctx_reserve(struct pctx *x, const struct advice_reservation *r)
+{
+	const struct snapshot *s = x->s;
+	unsigned cpus = 0, nmem = 0;
+	int near = -1;
+	uint64_t part, left = r->mem_bytes;
+
+	for (unsigned n = 0; n < x->nn; n++)
+		if (mask_test(&r->nodes, s->nodes[n].id)) {
+			cpus += s->nodes[n].nr_cpus;
+			nmem += s->nodes[n].mem_total > 0;
+		}
+	for (unsigned n = 0; n < x->nn; n++)
+		if (mask_test(&r->nodes, s->nodes[n].id) && cpus && !isnan(r->cpus))
+			x->busy[n] += r->cpus * s->nodes[n].nr_cpus / cpus;
+	if (!nmem) {
+		unsigned bestd = ~0u;
+
+		for (unsigned m = 0; m < x->nn; m++) {
+			if (!s->nodes[m].mem_total)
+				continue;
+			for (unsigned n = 0; n < x->nn; n++)
+				if (mask_test(&r->nodes, s->nodes[n].id) &&
+				    s->distance[n * x->nn + m] < bestd) {
+					bestd = s->distance[n * x->nn + m];
+					near = (int)m;
+				}
+		}
+		if (near >= 0)
+			x->free[near] -= (int64_t)r->mem_bytes;
+		return;
+	}
+	part = r->mem_bytes / nmem;
+	for (unsigned n = 0; n < x->nn; n++) {
+		if (!mask_test(&r->nodes, s->nodes[n].id) || !s->nodes[n].mem_total)
+			continue;
+		if (--nmem == 0)
+			part = left;
+		x->free[n] -= (int64_t)part;
+		left -= part;
+	}
+}
+
 void pctx_fini(struct pctx *x)
 {
 	free(x->busy);

@@ -108,6 +108,7 @@ static inline bool pcand_fits(const struct pcand *c)
 /* Build the working copy. pctx_fini accepts a zeroed context. */
 void pctx_init(struct pctx *x, const struct policy_config *cfg, const struct snapshot *s);
 void pctx_fini(struct pctx *x);
+void pctx_reserve(struct pctx *x, const struct advice_reservation *r);
 
 /* Busy CPUs of node index N other than the guest's own share, ≥ 0. */
 double pctx_other_busy(const struct pctx *x, const struct gview *g, unsigned n);

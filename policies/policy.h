@@ -56,6 +56,14 @@ struct pstate *pstate_clone(const struct pstate *s);
  * move was actually applied, and by tests). Keeps the array sorted. */
 void pstate_note_move(struct pstate *s, const char *id, int64_t now_ns);
 
+/* Room promised to a guest about to start (see policy_advise and
+ * policy_decide_reserved). */
+struct advice_reservation {
+	nodemask_t nodes;
+	double cpus;
+	uint64_t mem_bytes;
+};
+
 /* Decide. PREV may be NULL (first cycle). On success *plan and *next are
  * the caller's (plan_free, pstate_free). Guests that are settled get no
  * plan item unless verbose is set (dry-run shows everything).
@@ -63,13 +71,13 @@ void pstate_note_move(struct pstate *s, const char *id, int64_t now_ns);
 int policy_decide(const struct policy_config *cfg, const struct snapshot *snap,
 		  const struct pstate *prev, bool verbose,
 		  struct plan **plan, struct pstate **next);
+/* The same, with RES[NRES] counted as taken: no guest is moved into room
+ * promised to a guest about to start. */
+int policy_decide_reserved(const struct policy_config *cfg, const struct snapshot *snap,
+			   const struct pstate *prev, bool verbose,
+			   const struct advice_reservation *res, unsigned nres,
+			   struct plan **plan, struct pstate **next);
 
-/* Placement advice for a guest about to start. */
-struct advice_reservation {
-	nodemask_t nodes;
-	double cpus;
-	uint64_t mem_bytes;
-};
 
 struct advice_request {
 	double cpus;           /* expected CPU demand (e.g. vCPUs) */
