@@ -12,10 +12,13 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "../api/api.h"
+#include "../api/httpd.h"
 #include "../orchestrator/apply.h"
 #include "../orchestrator/config.h"
 #include "../orchestrator/engine.h"
 #include "../orchestrator/fs.h"
+#include "../orchestrator/gpolstore.h"
 #include "../orchestrator/hostpaths.h"
 #include "../orchestrator/log.h"
 #include "../orchestrator/numamig.h"
@@ -41,6 +44,10 @@ struct cli {
 	char **scopes;
 	unsigned nr_parents;
 	char **parents;
+	/* REST API and state; NULL: not given */
+	const char *socket, *socket_group, *listen, *token_file, *tls_cert, *tls_key;
+	const char *state_dir;
+	bool list_routes;
 };
 
 static void usage(FILE *f)
@@ -62,6 +69,14 @@ static void usage(FILE *f)
 		"      --procfs DIR         container; tests); writes stay live unless --root is given\n"
 		"      --cgroupfs DIR\n"
 		"      --decision-log FILE  append one JSON record per decision\n"
+		"      --state-dir DIR      where per-guest policies persist (default /var/lib/numaorch)\n"
+		"      --socket PATH        REST API unix socket (default /run/numaorch/api.sock; \"\": none)\n"
+		"      --socket-group GROUP group of the socket (default: numaorch if it exists)\n"
+		"      --listen ADDR:PORT   also serve the API on TCP (needs --token-file)\n"
+		"      --token-file FILE    bearer token for TCP clients (not readable by others)\n"
+		"      --tls-cert FILE      serve TCP over TLS with this PEM certificate ...\n"
+		"      --tls-key FILE       ... and key\n"
+		"      --list-routes        print the API's routes (METHOD PATH) and exit\n"
 		"  -l, --log-level LEVEL    error, warn, info or debug\n"
 		"  -V, --version            print the version\n"
 		"  -h, --help               this text\n");
@@ -92,6 +107,25 @@ static int apply_cli(const struct cli *cli, struct agent_config *c, char *err, s
 	}
 	for (unsigned i = 0; i < cli->nr_parents; i++)
 		strv_push(&c->cg.nr_parents, &c->cg.parents, cli->parents[i]);
+	{
+		const struct { const char *v; char **dst; } ov[] = {
+			{ cli->socket, &c->api_socket }, { cli->listen, &c->api_listen },
+			{ cli->token_file, &c->api_token_file }, { cli->tls_cert, &c->api_tls_cert },
+			{ cli->tls_key, &c->api_tls_key }, { cli->state_dir, &c->state_dir },
+		};
+
+		for (unsigned i = 0; i < sizeof(ov) / sizeof(ov[0]); i++) {
+			if (!ov[i].v)
+				continue;
+			free(*ov[i].dst);
+			/* "" disables the socket; for the others it means "none". */
+			*ov[i].dst = *ov[i].v || ov[i].dst == &c->api_socket ? xstrdup(ov[i].v) : NULL;
+		}
+	}
+	if (c->state_dir && c->state_dir[0] != '/') {
+		snprintf(err, errsz, "--state-dir: must be an absolute path, got \"%s\"", c->state_dir);
+		return -EINVAL;
+	}
 	return config_validate(c, err, errsz);
 }
 
@@ -118,16 +152,62 @@ static struct agent_config *load_config(const struct cli *cli, char *err, size_t
 	return c;
 }
 
+struct reload_ctx {
+	const struct cli *cli;
+	const struct agent_config *started; /* what the API and state were started with */
+};
+
+static bool str_differs(const char *a, const char *b)
+{
+	return (a == NULL) != (b == NULL) || (a && strcmp(a, b) != 0);
+}
+
 static struct agent_config *reload_cb(void *ctx)
 {
-	const struct cli *cli = ctx;
+	const struct reload_ctx *rc = ctx;
+	const struct agent_config *s = rc->started;
 	struct agent_config *c;
 	char err[600];
 
-	c = load_config(cli, err, sizeof(err));
-	if (!c)
+	c = load_config(rc->cli, err, sizeof(err));
+	if (!c) {
 		log_error("reload: %s; keeping the old configuration", err);
+		return NULL;
+	}
+	/* Listeners and the state directory are set up once: say so rather
+	 * than pretend a reload moved them. */
+	if (str_differs(c->api_socket, s->api_socket) || str_differs(c->api_listen, s->api_listen) ||
+	    str_differs(c->api_token_file, s->api_token_file) || str_differs(c->api_tls_cert, s->api_tls_cert) ||
+	    str_differs(c->api_tls_key, s->api_tls_key) || str_differs(c->state_dir, s->state_dir))
+		log_warn("reload: [api] settings and state_dir take effect only at the next start");
 	return c;
+}
+
+static void print_route(const char *method, const char *path, void *ctx)
+{
+	printf("%s %s\n", method, path);
+}
+
+/* Per-guest policies from the state directory into the engine. */
+static int load_guest_policies(struct engine *e, const char *state_dir, unsigned flags, struct gpolstore **out)
+{
+	struct gpol_record *recs;
+	unsigned n;
+	char err[600];
+	int r;
+
+	r = gpolstore_open(state_dir, flags, out, err, sizeof(err));
+	if (r < 0) {
+		log_error("%s", err);
+		return r;
+	}
+	n = gpolstore_list(*out, &recs);
+	for (unsigned i = 0; i < n; i++)
+		engine_set_guest_policy(e, recs[i].id, &recs[i].pol);
+	if (n)
+		log_info("%u per-guest polic%s loaded from %s", n, n == 1 ? "y" : "ies", gpolstore_path(*out));
+	free(recs);
+	return 0;
 }
 
 static const char *human_bytes(uint64_t b, char *buf, size_t sz)
@@ -244,6 +324,14 @@ int main(int argc, char **argv)
 		{ "cgroupfs", required_argument, NULL, 'G' },
 		{ "decision-log", required_argument, NULL, 'd' },
 		{ "log-level", required_argument, NULL, 'l' },
+		{ "state-dir", required_argument, NULL, 'D' },
+		{ "socket", required_argument, NULL, 'U' },
+		{ "socket-group", required_argument, NULL, 'g' },
+		{ "listen", required_argument, NULL, 'L' },
+		{ "token-file", required_argument, NULL, 'T' },
+		{ "tls-cert", required_argument, NULL, 'E' },
+		{ "tls-key", required_argument, NULL, 'K' },
+		{ "list-routes", no_argument, NULL, 'R' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -252,6 +340,10 @@ int main(int argc, char **argv)
 	struct agent_config *cfg;
 	struct host_paths hp;
 	struct engine *e = NULL;
+	struct gpolstore *gs = NULL;
+	struct api *api = NULL;
+	struct httpd *httpd = NULL;
+	char *token = NULL;
 	char err[600];
 	int c, r, ret = 0;
 
@@ -290,6 +382,20 @@ int main(int argc, char **argv)
 		case 'G': cli.cgroupfs = optarg; break;
 		case 'd': cli.decision_log = optarg; break;
 		case 'l': cli.log_level = optarg; break;
+		case 'D': cli.state_dir = optarg; break;
+		case 'U': cli.socket = optarg; break;
+		case 'g': cli.socket_group = optarg; break;
+		case 'L':
+			if (*optarg && !strchr(optarg, ':')) {
+				fprintf(stderr, "numaorchd: --listen: must be ADDR:PORT, got \"%s\"\n", optarg);
+				return 2;
+			}
+			cli.listen = optarg;
+			break;
+		case 'T': cli.token_file = optarg; break;
+		case 'E': cli.tls_cert = optarg; break;
+		case 'K': cli.tls_key = optarg; break;
+		case 'R': cli.list_routes = true; break;
 		case 'V':
 			printf("numaorchd %s\n", NUMAORCH_VERSION);
 			return 0;
@@ -306,6 +412,10 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (cli.list_routes) {
+		api_routes_foreach(print_route, NULL);
+		return 0;
+	}
 	if (!cli.config && access(DEFAULT_CONFIG, F_OK) == 0)
 		cli.config = DEFAULT_CONFIG;
 
@@ -314,6 +424,16 @@ int main(int argc, char **argv)
 		fprintf(stderr, "numaorchd: %s\n", err);
 		ret = 2;
 		goto out;
+	}
+	/* The token is configuration: a bad one fails here and in
+	 * --check-config, not later at the first request. */
+	if (cfg->api_listen && !cli.once) {
+		r = api_token_load(cfg->api_token_file, &token, err, sizeof(err));
+		if (r < 0) {
+			fprintf(stderr, "numaorchd: %s\n", err);
+			ret = 2;
+			goto out;
+		}
 	}
 	if (cli.check_config) {
 		printf("configuration OK\n");
@@ -379,6 +499,11 @@ int main(int argc, char **argv)
 	if (cli.once) {
 		struct cycle_report rep;
 
+		/* Honour the operator's per-guest policies; create nothing. */
+		if (load_guest_policies(e, cfg->state_dir, 0, &gs) < 0) {
+			ret = 1;
+			goto out;
+		}
 		r = engine_cycle(e, cfg->dry_run, &rep);
 		if (r < 0) {
 			ret = 1;
@@ -397,17 +522,60 @@ int main(int argc, char **argv)
 		goto out;
 	}
 
+	if (load_guest_policies(e, cfg->state_dir, GPOLSTORE_CREATE, &gs) < 0) {
+		ret = 1;
+		goto out;
+	}
+	/* Signals are blocked here, before any API thread exists, so that
+	 * they all reach the engine's signalfd. */
 	r = engine_prepare_loop(e);
 	if (r < 0) {
 		log_errno(LOG_LEVEL_ERROR, r, "cannot set up the event loop");
 		ret = 1;
 		goto out;
 	}
-	r = engine_run(e, reload_cb, &cli);
+	if ((cfg->api_socket && *cfg->api_socket) || cfg->api_listen) {
+		struct api_opts ao = {
+			.version = NUMAORCH_VERSION,
+			.token = token,
+			.socket_path = cfg->api_socket && *cfg->api_socket ? cfg->api_socket : NULL,
+			.listen = cfg->api_listen,
+			.tls = cfg->api_tls_cert != NULL,
+		};
+		struct httpd_opts ho = {
+			.socket_path = cfg->api_socket,
+			.socket_group = cli.socket_group,
+			.listen = cfg->api_listen,
+			.tls_cert = cfg->api_tls_cert,
+			.tls_key = cfg->api_tls_key,
+		};
+
+		r = api_new(e, gs, &ao, &api);
+		if (r == 0)
+			r = httpd_start(api, &ho, &httpd, err, sizeof(err));
+		if (r < 0) {
+			log_error("cannot start the REST API: %s", err);
+			ret = 1;
+			goto out;
+		}
+	}
+	{
+		struct reload_ctx rc = { .cli = &cli, .started = cfg };
+
+		r = engine_run(e, reload_cb, &rc);
+	}
 	ret = r < 0 ? 1 : 0;
 	log_info("numaorchd stopped");
 out:
+	/* Listeners first: their threads use the engine and the store. */
+	httpd_stop(httpd);
+	api_free(api);
 	engine_free(e);
+	gpolstore_free(gs);
+	if (token) {
+		explicit_bzero(token, strlen(token));
+		free(token);
+	}
 	if (cfg) {
 		config_free(cfg);
 		free(cfg);

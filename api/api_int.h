@@ -1,0 +1,154 @@
+/* api_int.h — shared by api*.c only: the api object, the request being
+ * answered, reply helpers and the route handlers. Nothing outside api/
+ * includes this.
+ */
+#ifndef NUMAORCH_API_INT_H
+#define NUMAORCH_API_INT_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "api.h"
+#include "jreq.h"
+#include "urlq.h"
+#include "../orchestrator/config.h"
+#include "../orchestrator/engine.h"
+#include "../orchestrator/gpolstore.h"
+#include "../orchestrator/snapshot.h"
+
+enum api_route_id {
+	R_HEALTH = 0,
+	R_STATUS,
+	R_NODES,
+	R_GUESTS,
+	R_GUEST,
+	R_GUEST_POLICY,
+	R_GUEST_POLICIES,
+	R_POLICY,
+	R_REBALANCE,
+	R_DECISIONS,
+	R_PLACEMENTS,
+	R_EVENTS,
+	R_METRICS,
+	R_NONE,          /* no route matched (404) or the request was refused first */
+	API_NR_ROUTES,
+};
+
+#define API_NR_CODES 600
+#define API_NR_BUCKETS 14
+extern const double api_buckets[API_NR_BUCKETS];
+
+enum api_event { EV_STARTED = 0, EV_STOPPED, EV_RELEASE, EV_RECONNECT, API_NR_EVENTS };
+extern const char *const api_event_names[API_NR_EVENTS];
+
+/* The global policy as the API shows and takes it. */
+struct api_policy {
+	enum agent_mode mode;
+	double interval_s;
+	struct policy_config pc;
+};
+
+struct api {
+	struct engine *e;
+	struct gpolstore *gs;
+	char *version;
+	char *token;
+	char *socket_path, *listen;
+	bool tls;
+	unsigned timeout_ms;
+	int64_t start_real_ns, start_mono_ns;
+
+	/* What the last PUT /v1/policy applied: the published view shows it
+	 * only after the next cycle, and a GET right after the PUT must not
+	 * show the old values. Valid while the view's cycle count is ≤
+	 * pol_cycles. */
+	pthread_mutex_t pol_lock;
+	bool pol_valid;
+	uint64_t pol_cycles;
+	struct api_policy pol;
+
+	/* GET /v1/guests without filters, serialised once per view and
+	 * per-guest policy generation: the common poll of dashboards. */
+	pthread_mutex_t cache_lock;
+	struct engine_view *cache_view;
+	uint64_t cache_gen;
+	char *cache_body;
+	size_t cache_len;
+
+	/* Counters for /metrics (atomic adds). */
+	uint64_t req_count[API_NR_ROUTES][API_NR_CODES];
+	uint64_t req_bucket[API_NR_ROUTES][API_NR_BUCKETS + 1];
+	uint64_t req_ns[API_NR_ROUTES];
+	uint64_t events[API_NR_EVENTS];
+};
+
+struct rq;
+typedef void (*api_handler)(struct rq *r);
+
+/* The request being answered. */
+struct rq {
+	struct api *a;
+	const struct api_request *req;
+	struct api_response *resp;
+	enum api_route_id route;
+	struct urlq url;
+	char id[GUEST_ID_MAX];       /* the {id} of the route, validated */
+	json_t *body;                /* the parsed object, routes that take one */
+	struct engine_view *view;    /* taken by need_view() */
+};
+
+/* Replies. json_reply takes O. problem() formats DETAIL; FIELD names the
+ * input it is about (NULL: none). CODE is the problem type's last part. */
+void json_reply(struct rq *r, unsigned status, json_t *o);
+void problem(struct rq *r, unsigned status, const char *code, const char *field, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+void problem_jerr(struct rq *r, const struct jreq_err *e);
+/* The view with a snapshot, or NULL after replying 503. */
+struct engine_view *need_view(struct rq *r);
+
+/* Run FN(e, CTX) on the engine thread. Returns FN's value, -EBUSY when
+ * the engine did not start it within the api's timeout (it then never
+ * runs), -ESHUTDOWN when stopping. CTX is the caller's and may be freed
+ * as soon as this returns. */
+int api_engine_run(struct api *a, int (*fn)(struct engine *e, void *ctx), void *ctx);
+/* Reply 503 for -EBUSY/-ESHUTDOWN, 500 otherwise. */
+void engine_failure(struct rq *r, int err, const char *what);
+
+/* The policy the API shows now (see pol_* above). false: nothing yet. */
+bool api_current_policy(struct api *a, struct engine_view *v, struct api_policy *out);
+json_t *api_policy_json(const struct api_policy *p);
+/* A stable hash of what api_policy_json shows, as 16 hex digits. */
+void api_policy_revision(const struct api_policy *p, char out[17]);
+
+/* A stored per-guest policy as the API shows it. */
+json_t *api_gpol_record_json(const struct gpol_record *rec, bool present);
+
+/* JSON string of untrusted text: printable ASCII kept, the rest '?',
+ * at most MAX bytes. */
+json_t *json_tame(const char *s, size_t max);
+void iso_time(int64_t real_ns, char *buf, size_t sz);
+
+/* Handlers. */
+void h_health(struct rq *r);
+void h_status(struct rq *r);
+void h_nodes(struct rq *r);
+void h_guests(struct rq *r);
+void h_guest(struct rq *r);
+void h_guest_policy_get(struct rq *r);
+void h_guest_policies(struct rq *r);
+void h_policy_get(struct rq *r);
+void h_decisions(struct rq *r);
+void h_metrics(struct rq *r);
+void h_guest_policy_put(struct rq *r);
+void h_guest_policy_delete(struct rq *r);
+void h_policy_put(struct rq *r);
+void h_rebalance(struct rq *r);
+void h_placements(struct rq *r);
+void h_events(struct rq *r);
+
+/* Route names as /metrics labels them ("/v1/guests/{id}"). */
+const char *api_route_name(enum api_route_id id);
+
+#endif

@@ -1,0 +1,181 @@
+/* api_metrics.c — GET /metrics: the published view and the API's own
+ * counters in the Prometheus text format. Units follow Prometheus'
+ * conventions (bytes, seconds, ratios 0..1).
+ */
+#include "api_int.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "promtext.h"
+#include "../orchestrator/fs.h"
+#include "../policies/plan.h"
+
+static void node_label(const struct snapshot *s, unsigned idx, char *buf, size_t sz)
+{
+	snprintf(buf, sz, "%d", s->nodes[idx].id);
+}
+
+static void view_metrics(struct prom *p, struct api *a, const struct engine_view *v)
+{
+	const struct snapshot *s = v->snap;
+	const struct engine_stats *st = &v->stats;
+	char node[16];
+	unsigned vms = 0, moves = 0, skips = 0;
+
+	prom_family(p, "numaorch_node_cpus", "gauge", "Online CPUs of the NUMA node.");
+	for (unsigned n = 0; n < s->nr_nodes; n++) {
+		node_label(s, n, node, sizeof(node));
+		prom_sample(p, "numaorch_node_cpus", s->nodes[n].nr_cpus, 1, "node", node);
+	}
+	prom_family(p, "numaorch_node_cpu_busy_ratio", "gauge",
+		    "Busy fraction of the node's CPUs over the last sample window (0..1).");
+	for (unsigned n = 0; n < s->nr_nodes; n++) {
+		node_label(s, n, node, sizeof(node));
+		prom_sample(p, "numaorch_node_cpu_busy_ratio", s->nodes[n].busy, 1, "node", node);
+	}
+	prom_family(p, "numaorch_node_memory_total_bytes", "gauge", "Memory of the node (MemTotal).");
+	for (unsigned n = 0; n < s->nr_nodes; n++) {
+		node_label(s, n, node, sizeof(node));
+		prom_sample(p, "numaorch_node_memory_total_bytes", (double)s->nodes[n].mem_total, 1, "node", node);
+	}
+	prom_family(p, "numaorch_node_memory_free_bytes", "gauge", "Free memory of the node (MemFree).");
+	for (unsigned n = 0; n < s->nr_nodes; n++) {
+		node_label(s, n, node, sizeof(node));
+		prom_sample(p, "numaorch_node_memory_free_bytes", (double)s->nodes[n].mem_free, 1, "node", node);
+	}
+
+	for (unsigned i = 0; i < s->nr_guests; i++)
+		vms += s->guests[i].kind == GUEST_VM;
+	prom_family(p, "numaorch_guests", "gauge", "Guests discovered in the last cycle, by kind.");
+	prom_sample(p, "numaorch_guests", s->nr_guests - vms, 1, "kind", "container");
+	prom_sample(p, "numaorch_guests", vms, 1, "kind", "vm");
+	prom_family(p, "numaorch_guest_locality_ratio", "gauge",
+		    "Fraction of the guest's memory on the nodes its CPUs belong to (0..1).");
+	for (unsigned i = 0; i < s->nr_guests; i++) {
+		const struct snap_guest *g = &s->guests[i];
+
+		prom_sample(p, "numaorch_guest_locality_ratio", g->locality, 3, "guest", g->id, "kind",
+			    snap_kind_name(g->kind), "runtime", g->runtime);
+	}
+	prom_family(p, "numaorch_guest_cpu_usage_cpus", "gauge",
+		    "CPUs the guest used over the last sample window.");
+	for (unsigned i = 0; i < s->nr_guests; i++) {
+		const struct snap_guest *g = &s->guests[i];
+
+		if (!isnan(g->cpu_use))
+			prom_sample(p, "numaorch_guest_cpu_usage_cpus", g->cpu_use, 1, "guest", g->id);
+	}
+	prom_family(p, "numaorch_guest_memory_bytes", "gauge", "Guest memory on each NUMA node.");
+	for (unsigned i = 0; i < s->nr_guests; i++) {
+		const struct snap_guest *g = &s->guests[i];
+
+		for (unsigned n = 0; n < s->nr_nodes; n++) {
+			if (!s->nodes[n].mem_total && !g->mem_node[n])
+				continue;
+			node_label(s, n, node, sizeof(node));
+			prom_sample(p, "numaorch_guest_memory_bytes", (double)g->mem_node[n], 2, "guest", g->id,
+				    "node", node);
+		}
+	}
+
+	for (unsigned i = 0; v->plan && i < v->plan->nr_items; i++) {
+		moves += v->plan->items[i].kind == PLAN_MOVE;
+		skips += v->plan->items[i].kind == PLAN_SKIP;
+	}
+	prom_family(p, "numaorch_plan_items", "gauge", "Decisions in the last cycle's plan, by kind.");
+	prom_sample(p, "numaorch_plan_items", moves, 1, "kind", "move");
+	prom_sample(p, "numaorch_plan_items", skips, 1, "kind", "skip");
+
+	prom_family(p, "numaorch_cycles_total", "counter", "Cycles run since the agent started.");
+	prom_sample(p, "numaorch_cycles_total", (double)st->cycles, 0);
+	prom_family(p, "numaorch_moves_total", "counter", "Guest moves carried out.");
+	prom_sample(p, "numaorch_moves_total", (double)st->moves, 0);
+	prom_family(p, "numaorch_move_failures_total", "counter", "Guest moves that failed (writes refused).");
+	prom_sample(p, "numaorch_move_failures_total", (double)st->move_failures, 0);
+	prom_family(p, "numaorch_moves_skipped_total", "counter",
+		    "Planned moves skipped at apply time (guest vanished or changed, no room).");
+	prom_sample(p, "numaorch_moves_skipped_total", (double)st->moves_skipped, 0);
+	prom_family(p, "numaorch_migrated_bytes_total", "counter", "Memory migrated by the moves carried out.");
+	prom_sample(p, "numaorch_migrated_bytes_total", (double)st->migrated_bytes, 0);
+	prom_family(p, "numaorch_cycle_duration_seconds", "gauge", "Duration of the last cycle, by phase.");
+	prom_sample(p, "numaorch_cycle_duration_seconds", st->last_cycle_s, 1, "phase", "total");
+	prom_sample(p, "numaorch_cycle_duration_seconds", st->last_acquire_s, 1, "phase", "acquire");
+	prom_sample(p, "numaorch_cycle_duration_seconds", st->last_decide_s, 1, "phase", "decide");
+	prom_sample(p, "numaorch_cycle_duration_seconds", st->last_apply_s, 1, "phase", "apply");
+	prom_family(p, "numaorch_last_cycle_timestamp_seconds", "gauge", "When the last cycle finished (Unix time).");
+	prom_sample(p, "numaorch_last_cycle_timestamp_seconds", (double)st->last_cycle_real_ns / 1e9, 0);
+	prom_family(p, "numaorch_guest_policy_overrides", "gauge", "Per-guest policies set through the API.");
+	prom_sample(p, "numaorch_guest_policy_overrides", gpolstore_count(a->gs), 0);
+}
+
+static void api_counters(struct prom *p, struct api *a)
+{
+	char code[8], le[32];
+
+	prom_family(p, "numaorch_api_requests_total", "counter", "API requests answered, by route and status.");
+	for (unsigned r = 0; r < API_NR_ROUTES; r++)
+		for (unsigned c = 0; c < API_NR_CODES; c++) {
+			uint64_t n = __atomic_load_n(&a->req_count[r][c], __ATOMIC_RELAXED);
+
+			if (!n)
+				continue;
+			snprintf(code, sizeof(code), "%u", c);
+			prom_sample(p, "numaorch_api_requests_total", (double)n, 2, "route",
+				    api_route_name((enum api_route_id)r), "code", code);
+		}
+	prom_family(p, "numaorch_api_request_duration_seconds", "histogram",
+		    "Time to answer an API request (handling only, not the network), by route.");
+	for (unsigned r = 0; r < API_NR_ROUTES; r++) {
+		uint64_t cum = 0;
+		const char *route = api_route_name((enum api_route_id)r);
+
+		for (unsigned b = 0; b <= API_NR_BUCKETS; b++)
+			cum += __atomic_load_n(&a->req_bucket[r][b], __ATOMIC_RELAXED);
+		if (!cum)
+			continue;
+		cum = 0;
+		for (unsigned b = 0; b < API_NR_BUCKETS; b++) {
+			cum += __atomic_load_n(&a->req_bucket[r][b], __ATOMIC_RELAXED);
+			snprintf(le, sizeof(le), "%g", api_buckets[b]);
+			prom_sample(p, "numaorch_api_request_duration_seconds_bucket", (double)cum, 2, "route", route,
+				    "le", le);
+		}
+		cum += __atomic_load_n(&a->req_bucket[r][API_NR_BUCKETS], __ATOMIC_RELAXED);
+		prom_sample(p, "numaorch_api_request_duration_seconds_bucket", (double)cum, 2, "route", route,
+			    "le", "+Inf");
+		prom_sample(p, "numaorch_api_request_duration_seconds_sum",
+			    (double)__atomic_load_n(&a->req_ns[r], __ATOMIC_RELAXED) / 1e9, 1, "route", route);
+		prom_sample(p, "numaorch_api_request_duration_seconds_count", (double)cum, 1, "route", route);
+	}
+	prom_family(p, "numaorch_events_total", "counter", "Notifications received on POST /v1/events, by event.");
+	for (unsigned e = 0; e < API_NR_EVENTS; e++)
+		prom_sample(p, "numaorch_events_total", (double)__atomic_load_n(&a->events[e], __ATOMIC_RELAXED), 1,
+			    "event", api_event_names[e]);
+}
+
+void h_metrics(struct rq *r)
+{
+	struct engine_view *v = need_view(r);
+	struct prom p;
+	char *text;
+	size_t len;
+
+	if (!v)
+		return;
+	prom_init(&p);
+	prom_family(&p, "numaorch_build_info", "gauge", "Always 1; the version is a label.");
+	prom_sample(&p, "numaorch_build_info", 1, 1, "version", r->a->version);
+	prom_family(&p, "numaorch_start_time_seconds", "gauge", "When the agent started (Unix time).");
+	prom_sample(&p, "numaorch_start_time_seconds", (double)r->a->start_real_ns / 1e9, 0);
+	view_metrics(&p, r->a, v);
+	api_counters(&p, r->a);
+	text = prom_take(&p, &len);
+	free(r->resp->body);
+	r->resp->status = 200;
+	r->resp->content_type = PROM_CONTENT_TYPE;
+	r->resp->body = text;
+	r->resp->body_len = len;
+}

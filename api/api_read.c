@@ -1,0 +1,428 @@
+/* api_read.c — GET handlers. They answer from the engine's published view
+ * (immutable; held by reference for the request), the decision log's ring
+ * and the per-guest policy store; none waits for the engine.
+ */
+#include "api_int.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../orchestrator/declog.h"
+#include "../orchestrator/fs.h"
+#include "../orchestrator/snapjson.h"
+#include "../policies/plan.h"
+
+#define MIB (1024.0 * 1024.0)
+
+void h_health(struct rq *r)
+{
+	struct engine_view *v = engine_view_get(r->a->e);
+	bool ready = v && v->snap;
+
+	engine_view_unref(v);
+	json_reply(r, 200, json_pack("{s:s, s:b}", "status", "ok", "ready", ready));
+}
+
+static json_t *policy_of(const struct guest_policy *p)
+{
+	json_t *o = json_pack("{s:s, s:s}", "mode", gpol_mode_name(p->mode), "source",
+			      p->source == GPOL_SRC_API ? "api" :
+			      p->source == GPOL_SRC_METADATA ? "metadata" : "default");
+
+	if (p->mode == GPOL_PINNED)
+		json_object_set_new(o, "nodes", json_nodemask(&p->nodes));
+	return o;
+}
+
+/* The policy the next cycle applies: an API override wins (the snapshot
+ * shows it only from the cycle after it was set). */
+static void effective_policy(struct api *a, const struct snap_guest *g, struct guest_policy *out)
+{
+	struct gpol_record rec;
+
+	if (gpolstore_get(a->gs, g->id, &rec))
+		*out = rec.pol;
+	else
+		*out = g->policy;
+}
+
+void h_status(struct rq *r)
+{
+	struct engine_view *v = need_view(r);
+	const struct snapshot *s;
+	struct api_policy pol;
+	unsigned vms = 0, moves = 0, skips = 0;
+	json_t *o, *warn;
+	char t[40];
+
+	if (!v)
+		return;
+	s = v->snap;
+	for (unsigned i = 0; i < s->nr_guests; i++)
+		vms += s->guests[i].kind == GUEST_VM;
+	for (unsigned i = 0; v->plan && i < v->plan->nr_items; i++) {
+		moves += v->plan->items[i].kind == PLAN_MOVE;
+		skips += v->plan->items[i].kind == PLAN_SKIP;
+	}
+	api_current_policy(r->a, v, &pol);
+	o = json_object();
+	json_object_set_new(o, "version", json_string(r->a->version));
+	iso_time(r->a->start_real_ns, t, sizeof(t));
+	json_object_set_new(o, "started", json_string(t));
+	json_object_set_new(o, "uptime_s",
+			    json_real(round((double)(clock_mono_ns() - r->a->start_mono_ns) / 1e6) / 1e3));
+	json_object_set_new(o, "mode", json_string(agent_mode_name(pol.mode)));
+	json_object_set_new(o, "dry_run", json_boolean(v->dry_run));
+	json_object_set_new(o, "interval_s", json_real(pol.interval_s));
+	json_object_set_new(o, "host", json_pack("{s:i, s:i, s:s}", "nodes", (int)s->nr_nodes,
+						 "cpu_nodes", (int)v->stats.cpu_nodes,
+						 "cgroup_layout", cgh_layout_name(s->layout)));
+	json_object_set_new(o, "guests", json_pack("{s:i, s:i, s:i, s:i}", "total", (int)s->nr_guests,
+						   "containers", (int)(s->nr_guests - vms), "vms", (int)vms,
+						   "policy_overrides", (int)gpolstore_count(r->a->gs)));
+	iso_time(v->stats.last_cycle_real_ns, t, sizeof(t));
+	json_object_set_new(o, "last_cycle",
+			    json_pack("{s:I, s:s, s:o, s:o, s:o, s:o, s:i, s:i}",
+				      "seq", (json_int_t)s->seq, "time", t,
+				      "duration_s", json_real_or_null(v->stats.last_cycle_s),
+				      "acquire_s", json_real_or_null(v->stats.last_acquire_s),
+				      "decide_s", json_real_or_null(v->stats.last_decide_s),
+				      "apply_s", json_real_or_null(v->stats.last_apply_s),
+				      "planned_moves", (int)moves, "skipped", (int)skips));
+	json_object_set_new(o, "cycles", json_integer((json_int_t)v->stats.cycles));
+	json_object_set_new(o, "totals",
+			    json_pack("{s:I, s:I, s:I, s:f}", "moves", (json_int_t)v->stats.moves,
+				      "move_failures", (json_int_t)v->stats.move_failures,
+				      "moves_skipped", (json_int_t)v->stats.moves_skipped,
+				      "migrated_mib", round((double)v->stats.migrated_bytes / MIB * 10) / 10));
+	json_object_set_new(o, "api", json_pack("{s:o, s:o, s:b}",
+						"socket", r->a->socket_path ? json_string(r->a->socket_path) : json_null(),
+						"listen", r->a->listen ? json_string(r->a->listen) : json_null(),
+						"tls", r->a->tls));
+	warn = json_array();
+	if (v->stats.cpu_nodes <= 1)
+		json_array_append_new(warn, json_pack("s+", "one-node host: ",
+			v->stats.cpu_nodes == 1 ? "1 NUMA node has CPUs; guests are discovered and reported, "
+			"nothing is moved" : "no NUMA node with CPUs found; nothing is moved"));
+	for (unsigned i = 0; i < s->nr_warnings; i++)
+		json_array_append_new(warn, json_tame(s->warnings[i], 400));
+	json_object_set_new(o, "warnings", warn);
+	json_reply(r, 200, o);
+}
+
+void h_nodes(struct rq *r)
+{
+	struct engine_view *v = need_view(r);
+	const struct snapshot *s;
+	json_t *arr;
+
+	if (!v)
+		return;
+	s = v->snap;
+	arr = json_array();
+	for (unsigned n = 0; n < s->nr_nodes; n++) {
+		json_t *o = snap_node_to_json(s, n), *homed = json_array();
+		const struct snap_node *nd = &s->nodes[n];
+
+		for (unsigned i = 0; i < s->nr_guests; i++)
+			if (mask_test(&s->guests[i].cpu_nodes, nd->id))
+				json_array_append_new(homed, json_string(s->guests[i].id));
+		json_object_set_new(o, "load_cpus", json_real_or_null(nd->busy * nd->nr_cpus));
+		json_object_set_new(o, "guests", homed);
+		json_array_append_new(arr, o);
+	}
+	json_reply(r, 200, json_pack("{s:o, s:I}", "nodes", arr, "seq", (json_int_t)s->seq));
+}
+
+static json_t *guest_summary(struct api *a, const struct snapshot *s, const struct snap_guest *g)
+{
+	struct guest_policy pol;
+
+	effective_policy(a, g, &pol);
+	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:I, s:o, s:o, s:o, s:o, s:o}",
+			 "id", g->id, "kind", snap_kind_name(g->kind), "runtime", g->runtime, "name", g->name,
+			 "cgroup", g->cgroup ? g->cgroup : "",
+			 "cpu_use", json_real_or_null(g->cpu_use),
+			 "mem_total_bytes", (json_int_t)g->mem_total,
+			 "locality", json_real_or_null(g->locality),
+			 "cpus", json_cpumask(&g->cpus),
+			 "mems", json_nodemask(&g->mems),
+			 "cpu_nodes", json_nodemask(&g->cpu_nodes),
+			 "policy", policy_of(&pol));
+}
+
+static json_t *guests_doc(struct api *a, const struct snapshot *s, const char *kind, const char *runtime,
+			  int node)
+{
+	json_t *arr = json_array();
+
+	for (unsigned i = 0; i < s->nr_guests; i++) {
+		const struct snap_guest *g = &s->guests[i];
+
+		if (kind && strcmp(snap_kind_name(g->kind), kind) != 0)
+			continue;
+		if (runtime && strcmp(g->runtime, runtime) != 0)
+			continue;
+		if (node >= 0 && !mask_test(&g->cpu_nodes, node))
+			continue;
+		json_array_append_new(arr, guest_summary(a, s, g));
+	}
+	return json_pack("{s:I, s:i, s:o}", "seq", (json_int_t)s->seq, "count", (int)json_array_size(arr),
+			 "guests", arr);
+}
+
+void h_guests(struct rq *r)
+{
+	const char *kind = urlq_get(&r->url, "kind"), *runtime = urlq_get(&r->url, "runtime");
+	const char *nodes = urlq_get(&r->url, "node");
+	struct engine_view *v;
+	struct api *a = r->a;
+	uint64_t gen;
+	int node = -1;
+
+	if (kind && strcmp(kind, "container") != 0 && strcmp(kind, "vm") != 0) {
+		problem(r, 400, "invalid-field", "kind", "kind: must be container or vm");
+		return;
+	}
+	if (runtime && (strlen(runtime) >= GUEST_RUNTIME_MAX || !*runtime)) {
+		problem(r, 400, "invalid-field", "runtime", "runtime: must be 1..%d characters",
+			GUEST_RUNTIME_MAX - 1);
+		return;
+	}
+	if (nodes) {
+		uint64_t u;
+
+		if (parse_u64(nodes, &u) < 0 || u >= MASK_MAX_NODES) {
+			problem(r, 400, "invalid-field", "node", "node: must be a node id 0..%d",
+				MASK_MAX_NODES - 1);
+			return;
+		}
+		node = (int)u;
+	}
+	v = need_view(r);
+	if (!v)
+		return;
+	if (node >= 0 && snap_node_index(v->snap, node) < 0) {
+		problem(r, 400, "invalid-field", "node", "node: this host has no node %d", node);
+		return;
+	}
+	if (kind || runtime || node >= 0) {
+		json_reply(r, 200, guests_doc(a, v->snap, kind, runtime, node));
+		return;
+	}
+	/* Unfiltered: serve the text built for this view and these
+	 * overrides if another request already built it. */
+	gen = gpolstore_generation(a->gs);
+	pthread_mutex_lock(&a->cache_lock);
+	if (a->cache_view != v || a->cache_gen != gen) {
+		json_t *doc;
+
+		pthread_mutex_unlock(&a->cache_lock);
+		doc = guests_doc(a, v->snap, NULL, NULL, -1);
+		json_reply(r, 200, doc);
+		pthread_mutex_lock(&a->cache_lock);
+		/* Keep the newest: a slow request must not replace a newer view. */
+		if (!a->cache_view || a->cache_view->snap->seq <= v->snap->seq) {
+			engine_view_unref(a->cache_view);
+			free(a->cache_body);
+			__atomic_add_fetch(&v->refs, 1, __ATOMIC_RELAXED);
+			a->cache_view = v;
+			a->cache_gen = gen;
+			a->cache_body = xstrdup(r->resp->body);
+			a->cache_len = r->resp->body_len;
+		}
+		pthread_mutex_unlock(&a->cache_lock);
+		return;
+	}
+	r->resp->status = 200;
+	r->resp->content_type = "application/json";
+	r->resp->body = xmalloc(a->cache_len + 1);
+	memcpy(r->resp->body, a->cache_body, a->cache_len + 1);
+	r->resp->body_len = a->cache_len;
+	pthread_mutex_unlock(&a->cache_lock);
+}
+
+static const struct snap_guest *find_guest(struct rq *r, struct engine_view *v)
+{
+	const struct snap_guest *g = snap_find_guest(v->snap, r->id);
+
+	if (!g)
+		problem(r, 404, "not-found", "id", "no guest %s on this host (as of cycle %llu)", r->id,
+			(unsigned long long)v->snap->seq);
+	return g;
+}
+
+/* The newest decision record for ID, or null. */
+static json_t *last_decision(struct api *a, const char *id)
+{
+	json_t *all = declog_query(engine_declog(a->e), 0, 1u << 20, id), *last;
+	size_t n = json_array_size(all);
+
+	last = n ? json_incref(json_array_get(all, n - 1)) : json_null();
+	json_decref(all);
+	return last;
+}
+
+void h_guest(struct rq *r)
+{
+	struct engine_view *v = need_view(r);
+	const struct snap_guest *g;
+	struct guest_policy pol;
+	json_t *o, *item = json_null();
+
+	if (!v || !(g = find_guest(r, v)))
+		return;
+	o = snap_guest_to_json(v->snap, g);
+	effective_policy(r->a, g, &pol);
+	json_object_set_new(o, "policy", policy_of(&pol));
+	for (unsigned i = 0; v->plan && i < v->plan->nr_items; i++)
+		if (strcmp(v->plan->items[i].guest_id, g->id) == 0) {
+			json_decref(item);
+			item = plan_item_to_json(&v->plan->items[i]);
+		}
+	json_object_set_new(o, "plan", item);
+	json_object_set_new(o, "last_decision", last_decision(r->a, g->id));
+	json_object_set_new(o, "seq", json_integer((json_int_t)v->snap->seq));
+	json_reply(r, 200, o);
+}
+
+json_t *api_gpol_record_json(const struct gpol_record *rec, bool present)
+{
+	json_t *o = policy_of(&rec->pol);
+	char t[40];
+
+	iso_time(rec->set_real_ns, t, sizeof(t));
+	json_object_set_new(o, "guest", json_string(rec->id));
+	json_object_set_new(o, "set", json_string(t));
+	json_object_set_new(o, "present", json_boolean(present));
+	return o;
+}
+
+void h_guest_policy_get(struct rq *r)
+{
+	struct engine_view *v = engine_view_get(r->a->e);
+	const struct snap_guest *g = v && v->snap ? snap_find_guest(v->snap, r->id) : NULL;
+	struct gpol_record rec;
+	json_t *o;
+
+	r->view = v;
+	if (gpolstore_get(r->a->gs, r->id, &rec)) {
+		json_reply(r, 200, api_gpol_record_json(&rec, g != NULL));
+		return;
+	}
+	if (!g) {
+		if (!need_view(r))
+			return;
+		problem(r, 404, "not-found", "id", "no guest %s on this host and no policy set for it", r->id);
+		return;
+	}
+	o = policy_of(&g->policy);
+	json_object_set_new(o, "guest", json_string(g->id));
+	json_object_set_new(o, "present", json_true());
+	json_reply(r, 200, o);
+}
+
+void h_guest_policies(struct rq *r)
+{
+	struct engine_view *v = engine_view_get(r->a->e);
+	struct gpol_record *recs;
+	unsigned n = gpolstore_list(r->a->gs, &recs);
+	json_t *arr = json_array();
+
+	r->view = v;
+	for (unsigned i = 0; i < n; i++)
+		json_array_append_new(arr, api_gpol_record_json(&recs[i],
+			v && v->snap && snap_find_guest(v->snap, recs[i].id)));
+	free(recs);
+	json_reply(r, 200, json_pack("{s:i, s:o}", "count", (int)n, "policies", arr));
+}
+
+void h_policy_get(struct rq *r)
+{
+	struct engine_view *v = engine_view_get(r->a->e);
+	struct api_policy pol;
+	char rev[17];
+	json_t *o;
+
+	r->view = v;
+	if (!api_current_policy(r->a, v, &pol)) {
+		need_view(r);
+		return;
+	}
+	o = api_policy_json(&pol);
+	api_policy_revision(&pol, rev);
+	json_object_set_new(o, "revision", json_string(rev));
+	json_reply(r, 200, o);
+}
+
+/* "2024-01-31T12:00:00Z" or with ".123" (what the records carry). */
+static bool parse_time_param(const char *s, char *norm, size_t sz)
+{
+	int y, mo, d, h, mi, se, ms = 0, n = 0;
+
+	if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &se, &n) != 6 || n != 19)
+		return false;
+	if (s[19] == '.') {
+		int m = 0;
+
+		if (sscanf(s + 20, "%3d%n", &ms, &m) != 1 || m != 3)
+			return false;
+		n = 23;
+	}
+	if (strcmp(s + n, "Z") != 0 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60 ||
+	    y < 1970)
+		return false;
+	snprintf(norm, sz, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", y, mo, d, h, mi, se, ms);
+	return true;
+}
+
+void h_decisions(struct rq *r)
+{
+	const char *since = urlq_get(&r->url, "since"), *lim = urlq_get(&r->url, "limit");
+	const char *guest = urlq_get(&r->url, "guest");
+	struct declog *dl = engine_declog(r->a->e);
+	uint64_t since_id = 0, limit = 100;
+	char since_time[96] = "";
+	json_t *all, *out;
+	size_t n, first = 0;
+
+	if (lim && (parse_u64(lim, &limit) < 0 || limit < 1 || limit > 1000)) {
+		problem(r, 400, "invalid-field", "limit", "limit: must be an integer 1..1000");
+		return;
+	}
+	if (since && parse_u64(since, &since_id) < 0 && !parse_time_param(since, since_time, sizeof(since_time))) {
+		problem(r, 400, "invalid-field", "since",
+			"since: must be a record id or a UTC time such as 2024-01-31T12:00:00Z");
+		return;
+	}
+	if (guest && !snap_id_valid(guest)) {
+		problem(r, 400, "invalid-field", "guest", "guest: not a valid guest id");
+		return;
+	}
+	/* The ring holds at most a few thousand records: filter here. */
+	all = declog_query(dl, since_id, 1u << 20, guest);
+	out = json_array();
+	n = json_array_size(all);
+	if (since_time[0]) {
+		for (first = 0; first < n; first++) {
+			const char *t = json_string_value(json_object_get(json_array_get(all, first), "time"));
+
+			if (t && strcmp(t, since_time) > 0)
+				break;
+		}
+	}
+	if (since) {
+		/* Paging forward: the oldest LIMIT after SINCE. */
+		for (size_t i = first; i < n && json_array_size(out) < limit; i++)
+			json_array_append(out, json_array_get(all, i));
+	} else {
+		/* No SINCE: the newest LIMIT, oldest first. */
+		for (size_t i = n > limit ? n - limit : 0; i < n; i++)
+			json_array_append(out, json_array_get(all, i));
+	}
+	json_decref(all);
+	json_reply(r, 200, json_pack("{s:o, s:I}", "decisions", out, "last_id", (json_int_t)declog_last_id(dl)));
+}

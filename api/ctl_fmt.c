@@ -1,0 +1,151 @@
+#include "ctl_fmt.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct table {
+	unsigned ncol, nrows, cap;
+	char **cells;
+};
+
+static void *xalloc(size_t n)
+{
+	void *p = calloc(1, n ? n : 1);
+
+	if (!p)
+		abort(); /* the project's OOM policy */
+	return p;
+}
+
+struct table *table_new(unsigned ncol)
+{
+	struct table *t = xalloc(sizeof(*t));
+
+	t->ncol = ncol;
+	return t;
+}
+
+void table_row(struct table *t, ...)
+{
+	va_list ap;
+
+	if (t->nrows == t->cap) {
+		char **nc;
+
+		t->cap = t->cap ? t->cap * 2 : 16;
+		nc = realloc(t->cells, (size_t)t->cap * t->ncol * sizeof(char *));
+		if (!nc)
+			abort();
+		t->cells = nc;
+	}
+	va_start(ap, t);
+	for (unsigned c = 0; c < t->ncol; c++) {
+		const char *s = va_arg(ap, const char *);
+		char *d = strdup(s && *s ? s : "-");
+
+		if (!d)
+			abort();
+		t->cells[t->nrows * t->ncol + c] = d;
+	}
+	va_end(ap);
+	t->nrows++;
+}
+
+void table_print(struct table *t, FILE *f)
+{
+	size_t *w = xalloc(t->ncol * sizeof(size_t));
+
+	for (unsigned r = 0; r < t->nrows; r++)
+		for (unsigned c = 0; c < t->ncol; c++) {
+			size_t n = strlen(t->cells[r * t->ncol + c]);
+
+			if (n > w[c])
+				w[c] = n;
+		}
+	for (unsigned r = 0; r < t->nrows; r++) {
+		for (unsigned c = 0; c < t->ncol; c++) {
+			const char *s = t->cells[r * t->ncol + c];
+
+			if (c + 1 == t->ncol)
+				fprintf(f, "%s\n", s);
+			else
+				fprintf(f, "%-*s  ", (int)w[c], s);
+		}
+	}
+	for (unsigned i = 0; i < t->nrows * t->ncol; i++)
+		free(t->cells[i]);
+	free(t->cells);
+	free(w);
+	free(t);
+}
+
+const char *fmt_bytes(double b, char *buf, size_t sz)
+{
+	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	unsigned u = 0;
+
+	if (isnan(b)) {
+		snprintf(buf, sz, "-");
+		return buf;
+	}
+	while (b >= 1024 && u < 5) {
+		b /= 1024;
+		u++;
+	}
+	snprintf(buf, sz, u && b < 10 ? "%.1f %s" : "%.0f %s", b, unit[u]);
+	return buf;
+}
+
+const char *fmt_ratio(json_t *v, char *buf, size_t sz)
+{
+	if (!json_is_number(v))
+		snprintf(buf, sz, "-");
+	else
+		snprintf(buf, sz, "%.0f%%", json_number_value(v) * 100);
+	return buf;
+}
+
+const char *fmt_num(json_t *v, int dec, char *buf, size_t sz)
+{
+	if (!json_is_number(v))
+		snprintf(buf, sz, "-");
+	else
+		snprintf(buf, sz, "%.*f", dec, json_number_value(v));
+	return buf;
+}
+
+const char *fmt_duration(double s, char *buf, size_t sz)
+{
+	long long t = (long long)s;
+
+	if (t >= 86400)
+		snprintf(buf, sz, "%lldd %lldh", t / 86400, t % 86400 / 3600);
+	else if (t >= 3600)
+		snprintf(buf, sz, "%lldh %lldm", t / 3600, t % 3600 / 60);
+	else if (t >= 60)
+		snprintf(buf, sz, "%lldm %llds", t / 60, t % 60);
+	else
+		snprintf(buf, sz, "%llds", t);
+	return buf;
+}
+
+const char *jstr(json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+
+	return s ? s : "";
+}
+
+double jnum(json_t *o, const char *key)
+{
+	json_t *v = json_object_get(o, key);
+
+	return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+long long jint(json_t *o, const char *key)
+{
+	return (long long)json_integer_value(json_object_get(o, key));
+}

@@ -1,0 +1,31 @@
+/* ctl_fmt.h — numaorchctl's human output: aligned tables and units. */
+#ifndef NUMAORCH_CTL_FMT_H
+#define NUMAORCH_CTL_FMT_H
+
+#include <jansson.h>
+#include <stdio.h>
+
+struct table;
+
+/* A table with NCOL columns; the first row added is the header. */
+struct table *table_new(unsigned ncol);
+/* Add a row of NCOL strings (NULL prints as "-"); copied. */
+void table_row(struct table *t, ...);
+/* Print with each column as wide as its widest cell; frees T. */
+void table_print(struct table *t, FILE *f);
+
+/* "1.5 GiB", "512 MiB", "12 KiB", "0 B". */
+const char *fmt_bytes(double bytes, char *buf, size_t sz);
+/* A 0..1 ratio as "87%"; null as "-". */
+const char *fmt_ratio(json_t *v, char *buf, size_t sz);
+/* A number with up to DEC decimals; null as "-". */
+const char *fmt_num(json_t *v, int dec, char *buf, size_t sz);
+/* "3d 4h", "2h 5m", "5m 3s", "42s". */
+const char *fmt_duration(double s, char *buf, size_t sz);
+
+/* Object member helpers that tolerate absence (NULL object too). */
+const char *jstr(json_t *o, const char *key);      /* "" when absent */
+double jnum(json_t *o, const char *key);           /* NAN when absent */
+long long jint(json_t *o, const char *key);        /* 0 when absent */
+
+#endif

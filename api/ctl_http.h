@@ -1,0 +1,33 @@
+/* ctl_http.h — numaorchctl's HTTP client (libcurl): the agent's unix
+ * socket, or TCP/TLS with a bearer token.
+ */
+#ifndef NUMAORCH_CTL_HTTP_H
+#define NUMAORCH_CTL_HTTP_H
+
+#include <stddef.h>
+
+struct ctl_conn {
+	const char *socket;   /* unix socket path (used when url is NULL) */
+	const char *url;      /* "http(s)://host:port", NULL: the socket */
+	const char *token;    /* bearer token, NULL: none */
+	const char *cacert;   /* CA bundle for https, NULL: the system's */
+	long timeout_ms;
+};
+
+struct ctl_reply {
+	long status;
+	char *body;           /* NUL-terminated */
+	size_t len;
+	char content_type[128];
+};
+
+/* One request. PATH starts with "/" and is already escaped; BODY (JSON)
+ * may be NULL. Returns 0 with *OUT filled, or -1 with ERR saying why
+ * nothing came back (cannot connect, timeout, TLS). */
+int ctl_request(const struct ctl_conn *c, const char *method, const char *path, const char *body,
+		struct ctl_reply *out, char *err, size_t errsz);
+void ctl_reply_free(struct ctl_reply *r);
+/* S %-escaped for a path segment or query value; free() it. */
+char *ctl_escape(const char *s);
+
+#endif

@@ -1,0 +1,921 @@
+/* numaorchctl — command-line client of numaorchd's REST API.
+ *
+ * Talks to the agent's unix socket (default /run/numaorch/api.sock) or,
+ * with --url, to its TCP listener with a bearer token. Human tables by
+ * default, the server's JSON with --json. Exit codes: see usage().
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include <curl/curl.h>
+
+#include "ctl_fmt.h"
+#include "ctl_http.h"
+
+#ifndef NUMAORCH_VERSION
+#define NUMAORCH_VERSION "0.1.0"
+#endif
+#define DEFAULT_SOCKET "/run/numaorch/api.sock"
+
+enum {
+	EX_OK = 0,
+	EX_FAIL = 1,        /* unexpected reply, server error */
+	EX_USAGE = 2,
+	EX_UNREACHABLE = 3, /* no daemon, refused, timeout, TLS */
+	EX_NOTFOUND = 4,    /* 404 */
+	EX_REJECTED = 5,    /* 400, 405, 409, 413, 415 */
+	EX_AUTH = 6,        /* 401, 403 */
+	EX_UNAVAILABLE = 7, /* 503: not ready yet, engine busy, stopping */
+	EX_NEGATIVE = 8,    /* advise: nothing fits; rebalance: a move failed */
+};
+
+struct opts {
+	struct ctl_conn conn;
+	bool json, dry_run, verbose;
+	const char *since, *guest, *limit, *kind, *runtime, *node, *label, *uuid, *source;
+	double reserve;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: numaorchctl [OPTIONS] COMMAND [ARGS]\n"
+		"Drive numaorchd, the NUMA placement agent, through its REST API.\n\n"
+		"Commands:\n"
+		"  status                         agent, host and last cycle\n"
+		"  nodes                          NUMA nodes: CPUs, load, memory, guests\n"
+		"  guests [--kind K] [--runtime R] [--node N]\n"
+		"                                 guests and where they run\n"
+		"  guest ID                       one guest in detail, with its last decision\n"
+		"  policy [get]                   the global policy\n"
+		"  policy set KEY=VALUE...        change it (keys and units of numaorchd.conf [policy],\n"
+		"                                 plus mode and interval); all or nothing\n"
+		"  guest-policy ID                a guest's policy\n"
+		"  guest-policy ID auto|ignore|clear\n"
+		"  guest-policy ID pinned NODES   pin (e.g. 0-1); kept across restarts\n"
+		"  guest-policies                 every per-guest policy set\n"
+		"  rebalance [--dry-run] [--verbose]\n"
+		"                                 run a cycle now; show the plan and outcomes\n"
+		"  decisions [--since ID|TIME|AGO] [--guest ID] [--limit N]\n"
+		"                                 decision records (AGO: 30s, 10m, 2h, 1d)\n"
+		"  advise VCPUS MEMORY [--reserve SECONDS] [--label NAME]\n"
+		"                                 where a new guest should go (MEMORY: MiB, or 512M, 4G)\n"
+		"  event EVENT DOMAIN [--uuid UUID] [--source NAME]\n"
+		"                                 tell the agent a domain started|stopped|release|reconnect\n"
+		"  health                         is the agent up and ready\n"
+		"  metrics                        the Prometheus metrics, as served\n\n"
+		"Options:\n"
+		"  -s, --socket PATH      the agent's unix socket (default " DEFAULT_SOCKET ",\n"
+		"                         or $NUMAORCH_SOCKET)\n"
+		"  -u, --url URL          talk TCP instead: http(s)://HOST:PORT (or $NUMAORCH_URL)\n"
+		"  -t, --token-file FILE  bearer token for --url (or $NUMAORCH_TOKEN_FILE)\n"
+		"      --cacert FILE      CA certificate(s) to verify an https agent\n"
+		"  -j, --json             print the server's JSON\n"
+		"      --timeout SECONDS  give up after this long (default 30)\n"
+		"  -V, --version, -h, --help\n\n"
+		"Exit status: 0 done; 1 failed (server error, bad reply); 2 bad usage;\n"
+		"3 cannot reach numaorchd; 4 not found; 5 request rejected (invalid or\n"
+		"conflicting); 6 not authorised; 7 agent not ready or busy, retry later;\n"
+		"8 done but negative (advise: nothing fits; rebalance: a move failed).\n");
+}
+
+static int die_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int die_usage(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("numaorchctl: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs("\n(numaorchctl --help for usage)\n", stderr);
+	return EX_USAGE;
+}
+
+static int exit_for_status(long st)
+{
+	switch (st) {
+	case 404: return EX_NOTFOUND;
+	case 400: case 405: case 409: case 413: case 415: return EX_REJECTED;
+	case 401: case 403: return EX_AUTH;
+	case 503: return EX_UNAVAILABLE;
+	default: return EX_FAIL;
+	}
+}
+
+/* One request; on success *OUT holds the parsed JSON (NULL for an empty
+ * or non-JSON body, e.g. /metrics or 204) and RAW the reply. Errors are
+ * printed as one line; the return value is the exit code. */
+static int call(const struct opts *o, const char *method, const char *path, json_t *body, json_t **out,
+		struct ctl_reply *raw)
+{
+	struct ctl_reply rep;
+	char err[512], *text = NULL;
+	json_t *j;
+	int r;
+
+	*out = NULL;
+	if (body) {
+		text = json_dumps(body, JSON_COMPACT);
+		if (!text)
+			abort();
+	}
+	r = ctl_request(&o->conn, method, path, text, &rep, err, sizeof(err));
+	free(text);
+	if (r < 0) {
+		fprintf(stderr, "numaorchctl: %s\n", err);
+		return EX_UNREACHABLE;
+	}
+	j = rep.len ? json_loadb(rep.body, rep.len, 0, NULL) : NULL;
+	if (rep.status >= 400) {
+		const char *detail = jstr(j, "detail"), *title = jstr(j, "title");
+		if (!*detail) {
+			/* Not our problem+json (a proxy?): show the start of it. */
+			size_t n = strcspn(rep.body, "\r\n");
+
+			fprintf(stderr, "numaorchctl: HTTP %ld: %.*s\n", rep.status, (int)(n > 200 ? 200 : n),
+				rep.body);
+		} else {
+			fprintf(stderr, "numaorchctl: %s (HTTP %ld %s)\n", detail, rep.status, title);
+		}
+		json_decref(j);
+		r = exit_for_status(rep.status);
+		ctl_reply_free(&rep);
+		return r;
+	}
+	if (rep.status < 200 || rep.status >= 300) {
+		fprintf(stderr, "numaorchctl: unexpected HTTP status %ld\n", rep.status);
+		json_decref(j);
+		ctl_reply_free(&rep);
+		return EX_FAIL;
+	}
+	if (!j && rep.len && strncmp(rep.content_type, "application/json", 16) == 0) {
+		fprintf(stderr, "numaorchctl: the agent's reply is not valid JSON\n");
+		ctl_reply_free(&rep);
+		return EX_FAIL;
+	}
+	*out = j;
+	if (raw)
+		*raw = rep;
+	else
+		ctl_reply_free(&rep);
+	return EX_OK;
+}
+
+static void print_json(json_t *j)
+{
+	if (j) {
+		json_dumpf(j, stdout, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(10));
+		fputc('\n', stdout);
+	}
+}
+
+static char *guest_path(const char *id, const char *suffix)
+{
+	char *e = ctl_escape(id), *p;
+	size_t n = strlen(e) + 32;
+
+	p = malloc(n);
+	if (!p)
+		abort();
+	snprintf(p, n, "/v1/guests/%s%s", e, suffix);
+	free(e);
+	return p;
+}
+
+/* ---- commands -------------------------------------------------------- */
+
+static int cmd_status(const struct opts *o)
+{
+	json_t *j, *h, *g, *lc, *t, *w;
+	char b1[32];
+	int r = call(o, "GET", "/v1/status", NULL, &j, NULL);
+	size_t i;
+	json_t *x;
+
+	if (r || o->json) {
+		print_json(j);
+		json_decref(j);
+		return r;
+	}
+	h = json_object_get(j, "host");
+	g = json_object_get(j, "guests");
+	lc = json_object_get(j, "last_cycle");
+	t = json_object_get(j, "totals");
+	printf("numaorchd %s, up %s, mode %s%s, a cycle every %g s\n", jstr(j, "version"),
+	       fmt_duration(jnum(j, "uptime_s"), b1, sizeof(b1)), jstr(j, "mode"),
+	       json_is_true(json_object_get(j, "dry_run")) ? " (dry run)" : "", jnum(j, "interval_s"));
+	printf("host:        %lld NUMA node%s (%lld with CPUs), cgroup %s\n", jint(h, "nodes"),
+	       jint(h, "nodes") == 1 ? "" : "s", jint(h, "cpu_nodes"), jstr(h, "cgroup_layout"));
+	printf("guests:      %lld (%lld container%s, %lld VM%s), %lld with a per-guest policy\n",
+	       jint(g, "total"), jint(g, "containers"), jint(g, "containers") == 1 ? "" : "s", jint(g, "vms"),
+	       jint(g, "vms") == 1 ? "" : "s", jint(g, "policy_overrides"));
+	printf("last cycle:  #%lld at %s, %.1f ms (acquire %.1f, decide %.1f, apply %.1f); "
+	       "%lld move%s planned, %lld skipped\n",
+	       jint(lc, "seq"), jstr(lc, "time"), jnum(lc, "duration_s") * 1e3, jnum(lc, "acquire_s") * 1e3,
+	       jnum(lc, "decide_s") * 1e3, jnum(lc, "apply_s") * 1e3, jint(lc, "planned_moves"),
+	       jint(lc, "planned_moves") == 1 ? "" : "s", jint(lc, "skipped"));
+	printf("since start: %lld cycles, %lld moves, %lld failed, %lld skipped, %g MiB migrated\n",
+	       jint(j, "cycles"), jint(t, "moves"), jint(t, "move_failures"), jint(t, "moves_skipped"),
+	       jnum(t, "migrated_mib"));
+	w = json_object_get(j, "warnings");
+	json_array_foreach(w, i, x)
+		printf("warning:     %s\n", json_string_value(x));
+	json_decref(j);
+	return EX_OK;
+}
+
+static int cmd_nodes(const struct opts *o)
+{
+	json_t *j, *nodes, *n;
+	struct table *t;
+	size_t i;
+	int r = call(o, "GET", "/v1/nodes", NULL, &j, NULL);
+
+	if (r || o->json) {
+		print_json(j);
+		json_decref(j);
+		return r;
+	}
+	t = table_new(6);
+	table_row(t, "NODE", "CPUS", "BUSY", "LOAD", "MEM FREE / TOTAL", "GUESTS");
+	nodes = json_object_get(j, "nodes");
+	json_array_foreach(nodes, i, n) {
+		char id[16], busy[16], load[16], mem[64], b1[24], b2[24], ng[16];
+
+		snprintf(id, sizeof(id), "%lld", jint(n, "id"));
+		snprintf(mem, sizeof(mem), "%s / %s", fmt_bytes(jnum(n, "mem_free_bytes"), b1, sizeof(b1)),
+			 fmt_bytes(jnum(n, "mem_total_bytes"), b2, sizeof(b2)));
+		snprintf(ng, sizeof(ng), "%zu", json_array_size(json_object_get(n, "guests")));
+		table_row(t, id, *jstr(n, "cpus") ? jstr(n, "cpus") : "(none)",
+			  fmt_ratio(json_object_get(n, "busy"), busy, sizeof(busy)),
+			  fmt_num(json_object_get(n, "load_cpus"), 1, load, sizeof(load)), mem, ng);
+	}
+	table_print(t, stdout);
+	json_decref(j);
+	return EX_OK;
+}
+
+static void policy_text(json_t *p, char *buf, size_t sz)
+{
+	if (strcmp(jstr(p, "mode"), "pinned") == 0)
+		snprintf(buf, sz, "pinned %s", jstr(p, "nodes"));
+	else
+		snprintf(buf, sz, "%s", jstr(p, "mode"));
+	if (strcmp(jstr(p, "source"), "default") != 0 && *jstr(p, "source")) {
+		size_t n = strlen(buf);
+
+		snprintf(buf + n, sz - n, " (%s)", jstr(p, "source"));
+	}
+}
+
+static int cmd_guests(const struct opts *o)
+{
+	char path[512] = "/v1/guests";
+	const char *sep = "?";
+	json_t *j, *g;
+	struct table *t;
+	size_t i;
+	int r;
+
+	{
+		const struct { const char *k, *v; } f[] = {
+			{ "kind", o->kind }, { "runtime", o->runtime }, { "node", o->node },
+		};
+
+		for (unsigned k = 0; k < 3; k++) {
+			char *e;
+
+			if (!f[k].v)
+				continue;
+			e = ctl_escape(f[k].v);
+			snprintf(path + strlen(path), sizeof(path) - strlen(path), "%s%s=%.100s", sep, f[k].k, e);
+			free(e);
+			sep = "&";
+		}
+	}
+	r = call(o, "GET", path, NULL, &j, NULL);
+	if (r || o->json) {
+		print_json(j);
+		json_decref(j);
+		return r;
+	}
+	t = table_new(9);
+	table_row(t, "GUEST", "KIND", "RUNTIME", "CPUS", "MEMS", "CPU", "MEMORY", "LOCAL", "POLICY");
+	json_array_foreach(json_object_get(j, "guests"), i, g) {
+		char cpu[16], mem[24], loc[16], pol[96];
+
+		policy_text(json_object_get(g, "policy"), pol, sizeof(pol));
+		table_row(t, jstr(g, "id"), jstr(g, "kind"), jstr(g, "runtime"), jstr(g, "cpus"), jstr(g, "mems"),
+			  fmt_num(json_object_get(g, "cpu_use"), 2, cpu, sizeof(cpu)),
+			  fmt_bytes(jnum(g, "mem_total_bytes"), mem, sizeof(mem)),
+			  fmt_ratio(json_object_get(g, "locality"), loc, sizeof(loc)), pol);
+	}
+	table_print(t, stdout);
+	if (json_array_size(json_object_get(j, "guests")) == 0)
+		printf("(no guests)\n");
+	json_decref(j);
+	return EX_OK;
+}
+
+static void print_decision(json_t *d)
+{
+	printf("  #%lld %s %s: %s", jint(d, "id"), jstr(d, "time"), jstr(d, "decision"), jstr(d, "reason"));
+	if (*jstr(d, "skip_reason"))
+		printf(" [%s]", jstr(d, "skip_reason"));
+	printf(" nodes %s -> %s: %s\n", jstr(json_object_get(d, "from"), "nodes"),
+	       jstr(json_object_get(d, "to"), "nodes"), jstr(d, "detail"));
+}
+
+static int cmd_guest(const struct opts *o, const char *id)
+{
+	char *path = guest_path(id, ""), b1[32], b2[16], pol[96];
+	json_t *j, *mem, *v, *plan, *last;
+	const char *k;
+	int r = call(o, "GET", path, NULL, &j, NULL);
+
+	free(path);
+	if (r || o->json) {
+		print_json(j);
+		json_decref(j);
+		return r;
+	}
+	policy_text(json_object_get(j, "policy"), pol, sizeof(pol));
+	printf("guest:     %s\n", jstr(j, "id"));
+	printf("kind:      %s (%s), name %s\n", jstr(j, "kind"), jstr(j, "runtime"), jstr(j, "name"));
+	printf("cgroup:    %s\n", jstr(j, "cgroup"));
+	printf("threads:   %lld in %lld processes\n", jint(j, "nr_threads"), jint(j, "nr_procs"));
+	printf("cpu use:   %s CPUs\n", fmt_num(json_object_get(j, "cpu_use"), 2, b1, sizeof(b1)));
+	printf("cpuset:    cpus %s, mems %s (CPU nodes %s)\n", jstr(j, "cpus"), jstr(j, "mems"),
+	       jstr(j, "cpu_nodes"));
+	printf("memory:    %s, %s local:", fmt_bytes(jnum(j, "mem_total_bytes"), b1, sizeof(b1)),
+	       fmt_ratio(json_object_get(j, "locality"), b2, sizeof(b2)));
+	mem = json_object_get(j, "mem_bytes_by_node");
+	json_object_foreach(mem, k, v)
+		printf(" node %s %s;", k, fmt_bytes(json_number_value(v), b1, sizeof(b1)));
+	printf("\npolicy:    %s\n", pol);
+	plan = json_object_get(j, "plan");
+	if (json_is_object(plan))
+		printf("plan:      %s [%s%s%s] %s\n", jstr(plan, "kind"), jstr(plan, "reason"),
+		       strcmp(jstr(plan, "skip"), "none") ? ", " : "",
+		       strcmp(jstr(plan, "skip"), "none") ? jstr(plan, "skip") : "", jstr(plan, "detail"));
+	last = json_object_get(j, "last_decision");
+	if (json_is_object(last)) {
+		printf("last decision:\n");
+		print_decision(last);
+	}
+	json_decref(j);
+	return EX_OK;
+}
+
+static const char *const policy_units[][2] = {
+	{ "mode", "" }, { "interval", "s" }, { "locality_target", "%" }, { "cpu_headroom", "%" },
+	{ "mem_headroom", "%" }, { "min_cpu", "CPUs" }, { "min_free_mib", "MiB" },
+	{ "less_busy_margin", "%" }, { "max_util", "%" }, { "rebalance_util", "%" }, { "cooldown", "s" },
+	{ "max_moves", "per cycle" }, { "max_migrate_mib", "MiB per cycle" }, { "revision", "" },
+};
+
+static void print_policy(json_t *p)
+{
+	struct table *t = table_new(3);
+
+	for (unsigned i = 0; i < sizeof(policy_units) / sizeof(policy_units[0]); i++) {
+		json_t *v = json_object_get(p, policy_units[i][0]);
+		char buf[64];
+
+		if (!v)
+			continue;
+		if (json_is_string(v))
+			snprintf(buf, sizeof(buf), "%s", json_string_value(v));
+		else
+			snprintf(buf, sizeof(buf), "%g", json_number_value(v));
+		table_row(t, policy_units[i][0], buf, policy_units[i][1]);
+	}
+	table_print(t, stdout);
+}
+
+static int cmd_policy(const struct opts *o, int argc, char **argv)
+{
+	json_t *j, *body;
+	int r;
+
+	if (argc == 0 || strcmp(argv[0], "get") == 0) {
+		if (argc > 1)
+			return die_usage("policy get takes no arguments");
+		r = call(o, "GET", "/v1/policy", NULL, &j, NULL);
+		if (r || o->json)
+			print_json(j);
+		else
+			print_policy(j);
+		json_decref(j);
+		return r;
+	}
+	if (strcmp(argv[0], "set") != 0)
+		return die_usage("policy: expected get or set, got \"%s\"", argv[0]);
+	if (argc < 2)
+		return die_usage("policy set needs KEY=VALUE arguments, e.g. max_util=85 cooldown=600");
+	body = json_object();
+	for (int i = 1; i < argc; i++) {
+		char *eq = strchr(argv[i], '='), *end;
+		char key[64];
+		double d;
+		long long ll;
+
+		if (!eq || eq == argv[i] || !eq[1] || (size_t)(eq - argv[i]) >= sizeof(key)) {
+			json_decref(body);
+			return die_usage("policy set: expected KEY=VALUE, got \"%s\"", argv[i]);
+		}
+		snprintf(key, sizeof(key), "%.*s", (int)(eq - argv[i]), argv[i]);
+		/* Numbers go as numbers (the server checks each key's type and
+		 * range); anything else as a string (mode, revision). */
+		errno = 0;
+		ll = strtoll(eq + 1, &end, 10);
+		if (!*end && !errno) {
+			json_object_set_new(body, key, json_integer(ll));
+			continue;
+		}
+		d = strtod(eq + 1, &end);
+		if (!*end && isfinite(d))
+			json_object_set_new(body, key, json_real(d));
+		else
+			json_object_set_new(body, key, json_string(eq + 1));
+	}
+	r = call(o, "PUT", "/v1/policy", body, &j, NULL);
+	json_decref(body);
+	if (r || o->json) {
+		print_json(j);
+	} else {
+		printf("changed: %s (applies %s)\n", jstr(j, "changed"), jstr(j, "applies"));
+		print_policy(json_object_get(j, "policy"));
+	}
+	json_decref(j);
+	return r;
+}
+
+static void print_gpol(json_t *p)
+{
+	char pol[96];
+
+	policy_text(p, pol, sizeof(pol));
+	printf("%s: %s", jstr(p, "guest"), pol);
+	if (*jstr(p, "set"))
+		printf(", set %s", jstr(p, "set"));
+	printf("%s\n", json_is_false(json_object_get(p, "present")) ?
+	       " (the guest is not on this host now: the policy applies when it appears)" : "");
+}
+
+static int cmd_guest_policy(const struct opts *o, int argc, char **argv)
+{
+	const char *id = argv[0];
+	char *path = guest_path(id, "/policy");
+	json_t *j = NULL, *body = NULL;
+	int r = EX_OK;
+
+	if (argc == 1) {
+		r = call(o, "GET", path, NULL, &j, NULL);
+	} else if (strcmp(argv[1], "clear") == 0 && argc == 2) {
+		r = call(o, "DELETE", path, NULL, &j, NULL);
+		if (!r && !o->json)
+			printf("%s: per-guest policy cleared; the global policy applies from the next cycle\n", id);
+		free(path);
+		json_decref(j);
+		return r;
+	} else if ((strcmp(argv[1], "auto") == 0 || strcmp(argv[1], "ignore") == 0) && argc == 2) {
+		body = json_pack("{s:s}", "mode", argv[1]);
+	} else if (strcmp(argv[1], "pinned") == 0 && argc == 3) {
+		body = json_pack("{s:s, s:s}", "mode", "pinned", "nodes", argv[2]);
+	} else {
+		free(path);
+		return die_usage("guest-policy ID [auto | ignore | clear | pinned NODES]");
+	}
+	if (body) {
+		r = call(o, "PUT", path, body, &j, NULL);
+		json_decref(body);
+	}
+	free(path);
+	if (r || o->json)
+		print_json(j);
+	else
+		print_gpol(j);
+	json_decref(j);
+	return r;
+}
+
+static int cmd_guest_policies(const struct opts *o)
+{
+	json_t *j, *p;
+	struct table *t;
+	size_t i;
+	int r = call(o, "GET", "/v1/guest-policies", NULL, &j, NULL);
+
+	if (r || o->json) {
+		print_json(j);
+		json_decref(j);
+		return r;
+	}
+	t = table_new(5);
+	table_row(t, "GUEST", "MODE", "NODES", "SET", "PRESENT");
+	json_array_foreach(json_object_get(j, "policies"), i, p)
+		table_row(t, jstr(p, "guest"), jstr(p, "mode"), jstr(p, "nodes"), jstr(p, "set"),
+			  json_is_true(json_object_get(p, "present")) ? "yes" : "no");
+	table_print(t, stdout);
+	if (!json_array_size(json_object_get(j, "policies")))
+		printf("(none: every guest follows the global policy)\n");
+	json_decref(j);
+	return EX_OK;
+}
+
+static int cmd_rebalance(const struct opts *o)
+{
+	json_t *body = json_pack("{s:b, s:b}", "dry_run", o->dry_run, "verbose", o->verbose);
+	json_t *j, *items, *res, *s, *x;
+	size_t i;
+	int r = call(o, "POST", "/v1/rebalance", body, &j, NULL);
+
+	json_decref(body);
+	if (r) {
+		json_decref(j);
+		return r;
+	}
+	s = json_object_get(j, "summary");
+	if (o->json) {
+		print_json(j);
+	} else {
+		printf("cycle #%lld%s in %.1f ms: %lld move%s planned, %lld moved, %lld failed, %lld skipped\n",
+		       jint(j, "seq"), json_is_true(json_object_get(j, "applied")) ? "" : " (nothing written)",
+		       jnum(j, "duration_s") * 1e3, jint(s, "planned_moves"),
+		       jint(s, "planned_moves") == 1 ? "" : "s", jint(s, "moved"), jint(s, "failed"),
+		       jint(s, "skipped"));
+		items = json_object_get(json_object_get(j, "plan"), "items");
+		res = json_object_get(j, "results");
+		json_array_foreach(items, i, x) {
+			const char *kind = jstr(x, "kind");
+			size_t k;
+			json_t *y;
+
+			printf("  %-8s %s [%s] %s", kind, jstr(x, "guest"),
+			       strcmp(kind, "skip") == 0 ? jstr(x, "skip") : jstr(x, "reason"), jstr(x, "detail"));
+			json_array_foreach(res, k, y)
+				if (strcmp(jstr(y, "guest"), jstr(x, "guest")) == 0)
+					printf(" => %s: %s", jstr(y, "outcome"), jstr(y, "message"));
+			printf("\n");
+		}
+		if (!json_is_object(json_object_get(j, "plan")))
+			printf("  (mode off: nothing decided)\n");
+	}
+	r = jint(s, "failed") > 0 ? EX_NEGATIVE : EX_OK;
+	json_decref(j);
+	return r;
+}
+
+/* "30s", "10m", "2h", "1d" ago → an RFC 3339 UTC time; others as given. */
+static const char *since_param(const char *s, char *buf, size_t sz)
+{
+	char *end;
+	double v = strtod(s, &end);
+	double mult = 0;
+	time_t t;
+	struct tm tm;
+
+	if (end != s && end[0] && !end[1]) {
+		switch (end[0]) {
+		case 's': mult = 1; break;
+		case 'm': mult = 60; break;
+		case 'h': mult = 3600; break;
+		case 'd': mult = 86400; break;
+		}
+	}
+	if (!mult || v < 0)
+		return s;
+	t = time(NULL) - (time_t)(v * mult);
+	gmtime_r(&t, &tm);
+	strftime(buf, sz, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	return buf;
+}
+
+static int cmd_decisions(const struct opts *o)
+{
+	char path[1024] = "/v1/decisions", tb[40];
+	const char *sep = "?";
+	json_t *j, *d;
+	size_t i;
+	int r;
+	const struct { const char *k, *v; } f[] = {
+		{ "since", o->since ? since_param(o->since, tb, sizeof(tb)) : NULL },
+		{ "guest", o->guest }, { "limit", o->limit },
+	};
+
+	for (unsigned k = 0; k < 3; k++) {
+		char *e;
+
+		if (!f[k].v)
+			continue;
+		e = ctl_escape(f[k].v);
+		snprintf(path + strlen(path), sizeof(path) - strlen(path), "%s%s=%.300s", sep, f[k].k, e);
+		free(e);
+		sep = "&";
+	}
+	r = call(o, "GET", path, NULL, &j, NULL);
+	if (r || o->json) {
+		print_json(j);
+		json_decref(j);
+		return r;
+	}
+	json_array_foreach(json_object_get(j, "decisions"), i, d) {
+		printf("#%lld %s %s %s %s", jint(d, "id"), jstr(d, "time"), jstr(d, "guest"), jstr(d, "decision"),
+		       *jstr(d, "skip_reason") ? jstr(d, "skip_reason") : jstr(d, "reason"));
+		printf(" nodes %s -> %s: %s", jstr(json_object_get(d, "from"), "nodes"),
+		       jstr(json_object_get(d, "to"), "nodes"), jstr(d, "detail"));
+		if (*jstr(d, "outcome"))
+			printf(" => %s", jstr(d, "message"));
+		printf("\n");
+	}
+	if (!json_array_size(json_object_get(j, "decisions")))
+		printf("(no decisions%s)\n", o->since || o->guest ? " match" : " recorded yet");
+	json_decref(j);
+	return EX_OK;
+}
+
+/* MiB, or a number with K/M/G/T (binary) and an optional "iB"/"B". */
+static int parse_mib(const char *s, long long *out)
+{
+	char *end;
+	double v = strtod(s, &end), mult = 1.0 / 1024; /* in MiB per unit */
+
+	if (end == s || v < 0 || !isfinite(v))
+		return -1;
+	switch (*end) {
+	case '\0': mult = 1; break;
+	case 'k': case 'K': mult = 1.0 / 1024; end++; break;
+	case 'm': case 'M': mult = 1; end++; break;
+	case 'g': case 'G': mult = 1024; end++; break;
+	case 't': case 'T': mult = 1024.0 * 1024; end++; break;
+	default: return -1;
+	}
+	if (*end && strcasecmp(end, "ib") != 0 && strcasecmp(end, "b") != 0)
+		return -1;
+	*out = (long long)ceil(v * mult);
+	return 0;
+}
+
+static int cmd_advise(const struct opts *o, const char *vcpus, const char *memory)
+{
+	char *end;
+	long long nv = strtoll(vcpus, &end, 10), mib;
+	json_t *body, *j, *res;
+	int r;
+
+	if (*end || nv < 1)
+		return die_usage("advise: VCPUS must be a positive integer, got \"%s\"", vcpus);
+	if (parse_mib(memory, &mib) < 0)
+		return die_usage("advise: MEMORY must be MiB or a size such as 512M or 4G, got \"%s\"", memory);
+	body = json_pack("{s:I, s:I}", "vcpus", (json_int_t)nv, "memory_mib", (json_int_t)mib);
+	if (o->reserve > 0)
+		json_object_set_new(body, "reserve_seconds", json_real(o->reserve));
+	if (o->label)
+		json_object_set_new(body, "label", json_string(o->label));
+	r = call(o, "POST", "/v1/placements", body, &j, NULL);
+	json_decref(body);
+	if (r) {
+		json_decref(j);
+		return r;
+	}
+	if (o->json) {
+		print_json(j);
+	} else if (json_is_true(json_object_get(j, "ok"))) {
+		printf("nodes %s (cpus %s, memory on %s): %s\n", jstr(j, "nodes"), jstr(j, "cpus"), jstr(j, "mems"),
+		       jstr(j, "detail"));
+		res = json_object_get(j, "reservation");
+		if (json_is_object(res))
+			printf("reserved for %g s (reservation %lld)\n", jnum(res, "seconds"), jint(res, "id"));
+	} else {
+		printf("nothing fits: %s\n", jstr(j, "detail"));
+	}
+	r = json_is_true(json_object_get(j, "ok")) ? EX_OK : EX_NEGATIVE;
+	json_decref(j);
+	return r;
+}
+
+static int cmd_event(const struct opts *o, const char *event, const char *domain)
+{
+	json_t *body = json_pack("{s:s, s:s, s:s}", "source", o->source ? o->source : "numaorchctl",
+				 "event", event, "domain", domain);
+	json_t *j;
+	int r;
+
+	if (o->uuid)
+		json_object_set_new(body, "uuid", json_string(o->uuid));
+	r = call(o, "POST", "/v1/events", body, &j, NULL);
+	json_decref(body);
+	if (!r && o->json)
+		print_json(j);
+	else if (!r)
+		printf("accepted: the agent runs a cycle now\n");
+	json_decref(j);
+	return r;
+}
+
+static int cmd_health(const struct opts *o)
+{
+	json_t *j;
+	int r = call(o, "GET", "/v1/health", NULL, &j, NULL);
+
+	if (!r && o->json)
+		print_json(j);
+	else if (!r)
+		printf("%s (%s)\n", jstr(j, "status"),
+		       json_is_true(json_object_get(j, "ready")) ? "ready" : "starting: first cycle not done");
+	json_decref(j);
+	return r;
+}
+
+static int cmd_metrics(const struct opts *o)
+{
+	struct ctl_reply raw;
+	json_t *j = NULL;
+	int r = call(o, "GET", "/metrics", NULL, &j, &raw);
+
+	json_decref(j);
+	if (r)
+		return r;
+	fwrite(raw.body, 1, raw.len, stdout);
+	ctl_reply_free(&raw);
+	return EX_OK;
+}
+
+static char *read_token(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	char buf[4200];
+	size_t n;
+
+	if (!f) {
+		fprintf(stderr, "numaorchctl: token file %s: %s\n", path, strerror(errno));
+		return NULL;
+	}
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = '\0';
+	fclose(f);
+	n = strcspn(buf, "\r\n");
+	buf[n] = '\0';
+	if (!n) {
+		fprintf(stderr, "numaorchctl: token file %s is empty\n", path);
+		return NULL;
+	}
+	return strdup(buf);
+}
+
+int main(int argc, char **argv)
+{
+	enum { O_CACERT = 256, O_TIMEOUT, O_DRY, O_VERBOSE, O_SINCE, O_GUEST, O_LIMIT, O_KIND, O_RUNTIME,
+	       O_NODE, O_RESERVE, O_LABEL, O_UUID, O_SOURCE };
+	static const struct option lopts[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "url", required_argument, NULL, 'u' },
+		{ "token-file", required_argument, NULL, 't' },
+		{ "cacert", required_argument, NULL, O_CACERT },
+		{ "json", no_argument, NULL, 'j' },
+		{ "timeout", required_argument, NULL, O_TIMEOUT },
+		{ "dry-run", no_argument, NULL, O_DRY },
+		{ "verbose", no_argument, NULL, O_VERBOSE },
+		{ "since", required_argument, NULL, O_SINCE },
+		{ "guest", required_argument, NULL, O_GUEST },
+		{ "limit", required_argument, NULL, O_LIMIT },
+		{ "kind", required_argument, NULL, O_KIND },
+		{ "runtime", required_argument, NULL, O_RUNTIME },
+		{ "node", required_argument, NULL, O_NODE },
+		{ "reserve", required_argument, NULL, O_RESERVE },
+		{ "label", required_argument, NULL, O_LABEL },
+		{ "uuid", required_argument, NULL, O_UUID },
+		{ "source", required_argument, NULL, O_SOURCE },
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct opts o = { .conn = { .timeout_ms = 30000 } };
+	const char *token_file = getenv("NUMAORCH_TOKEN_FILE");
+	char *token = NULL, *end;
+	const char *cmd;
+	double d;
+	int c, r, n;
+	char **args;
+
+	o.conn.socket = getenv("NUMAORCH_SOCKET") ? getenv("NUMAORCH_SOCKET") : DEFAULT_SOCKET;
+	o.conn.url = getenv("NUMAORCH_URL");
+	if (o.conn.url && !*o.conn.url)
+		o.conn.url = NULL;
+	while ((c = getopt_long(argc, argv, "s:u:t:jVh", lopts, NULL)) != -1) {
+		switch (c) {
+		case 's': o.conn.socket = optarg; o.conn.url = NULL; break;
+		case 'u': o.conn.url = optarg; break;
+		case 't': token_file = optarg; break;
+		case O_CACERT: o.conn.cacert = optarg; break;
+		case 'j': o.json = true; break;
+		case O_TIMEOUT:
+			d = strtod(optarg, &end);
+			if (*end || !(d > 0 && d <= 86400))
+				return die_usage("--timeout: must be seconds, got \"%s\"", optarg);
+			o.conn.timeout_ms = (long)(d * 1000);
+			break;
+		case O_DRY: o.dry_run = true; break;
+		case O_VERBOSE: o.verbose = true; break;
+		case O_SINCE: o.since = optarg; break;
+		case O_GUEST: o.guest = optarg; break;
+		case O_LIMIT: o.limit = optarg; break;
+		case O_KIND: o.kind = optarg; break;
+		case O_RUNTIME: o.runtime = optarg; break;
+		case O_NODE: o.node = optarg; break;
+		case O_RESERVE:
+			d = strtod(optarg, &end);
+			if (*end || !(d > 0 && d <= 86400))
+				return die_usage("--reserve: must be seconds 0..86400, got \"%s\"", optarg);
+			o.reserve = d;
+			break;
+		case O_LABEL: o.label = optarg; break;
+		case O_UUID: o.uuid = optarg; break;
+		case O_SOURCE: o.source = optarg; break;
+		case 'V': printf("numaorchctl %s\n", NUMAORCH_VERSION); return EX_OK;
+		case 'h': usage(stdout); return EX_OK;
+		default: usage(stderr); return EX_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		usage(stderr);
+		return EX_USAGE;
+	}
+	cmd = argv[optind];
+	args = argv + optind + 1;
+	n = argc - optind - 1;
+	if (o.conn.url) {
+		if (strncmp(o.conn.url, "http://", 7) != 0 && strncmp(o.conn.url, "https://", 8) != 0)
+			return die_usage("--url: must start with http:// or https://, got \"%s\"", o.conn.url);
+		if (token_file) {
+			token = read_token(token_file);
+			if (!token)
+				return EX_USAGE;
+			o.conn.token = token;
+		}
+	}
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+
+#define NARGS(lo, hi, what) \
+	if (n < (lo) || n > (hi)) { r = die_usage("%s: %s", cmd, what); goto out; }
+	if (strcmp(cmd, "status") == 0) {
+		NARGS(0, 0, "takes no arguments");
+		r = cmd_status(&o);
+	} else if (strcmp(cmd, "nodes") == 0) {
+		NARGS(0, 0, "takes no arguments");
+		r = cmd_nodes(&o);
+	} else if (strcmp(cmd, "guests") == 0) {
+		NARGS(0, 0, "takes no arguments (filters: --kind, --runtime, --node)");
+		r = cmd_guests(&o);
+	} else if (strcmp(cmd, "guest") == 0) {
+		NARGS(1, 1, "needs a guest ID (see numaorchctl guests)");
+		r = cmd_guest(&o, args[0]);
+	} else if (strcmp(cmd, "policy") == 0) {
+		r = cmd_policy(&o, n, args);
+	} else if (strcmp(cmd, "guest-policy") == 0) {
+		NARGS(1, 3, "guest-policy ID [auto | ignore | clear | pinned NODES]");
+		r = cmd_guest_policy(&o, n, args);
+	} else if (strcmp(cmd, "guest-policies") == 0) {
+		NARGS(0, 0, "takes no arguments");
+		r = cmd_guest_policies(&o);
+	} else if (strcmp(cmd, "rebalance") == 0) {
+		NARGS(0, 0, "takes no arguments (options: --dry-run, --verbose)");
+		r = cmd_rebalance(&o);
+	} else if (strcmp(cmd, "decisions") == 0) {
+		NARGS(0, 0, "takes no arguments (options: --since, --guest, --limit)");
+		r = cmd_decisions(&o);
+	} else if (strcmp(cmd, "advise") == 0) {
+		NARGS(2, 2, "needs VCPUS and MEMORY, e.g. advise 4 8G");
+		r = cmd_advise(&o, args[0], args[1]);
+	} else if (strcmp(cmd, "event") == 0) {
+		NARGS(2, 2, "needs EVENT and DOMAIN, e.g. event started vm1");
+		r = cmd_event(&o, args[0], args[1]);
+	} else if (strcmp(cmd, "health") == 0) {
+		NARGS(0, 0, "takes no arguments");
+		r = cmd_health(&o);
+	} else if (strcmp(cmd, "metrics") == 0) {
+		NARGS(0, 0, "takes no arguments");
+		r = cmd_metrics(&o);
+	} else {
+		r = die_usage("unknown command \"%s\"", cmd);
+	}
+#undef NARGS
+out:
+	curl_global_cleanup();
+	if (token) {
+		memset(token, 0, strlen(token));
+		free(token);
+	}
+	return r;
+}

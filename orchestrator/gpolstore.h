@@ -1,0 +1,61 @@
+/* gpolstore.h — per-guest policy overrides (auto, pinned NODES, ignore)
+ * set through the API, kept in STATE_DIR/guest-policies.json so they
+ * survive restarts.
+ *
+ * Keyed by guest id: ids are stable across a container's restarts (they
+ * come from its runtime name) and a VM's (they come from its uuid), so a
+ * guest that comes back keeps its policy. The file is replaced atomically
+ * (fs_write_atomic: temp file, fsync, rename), so a crash at any moment
+ * leaves the old or the new file, never a mix.
+ *
+ * Thread-safe: the engine thread writes (one writer), API threads read.
+ */
+#ifndef NUMAORCH_GPOLSTORE_H
+#define NUMAORCH_GPOLSTORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "snapshot.h"
+
+#define GPOLSTORE_FILE "guest-policies.json"
+/* A bound on what an API client can make the agent store. */
+#define GPOLSTORE_MAX 65536
+
+struct gpolstore;
+
+struct gpol_record {
+	char id[GUEST_ID_MAX];
+	struct guest_policy pol;   /* source is GPOL_SRC_API */
+	int64_t set_real_ns;       /* when it was set (CLOCK_REALTIME) */
+};
+
+enum {
+	/* Create the state directory if missing (the daemon). Without it a
+	 * missing directory or file is an empty store (numaorchd --once). */
+	GPOLSTORE_CREATE = 1u << 0,
+};
+
+/* Open the store in DIR and load its file. A file that cannot be parsed
+ * is an error (-EINVAL, ERR says where): starting without the operator's
+ * pins and ignores could move guests they meant to keep still. */
+int gpolstore_open(const char *dir, unsigned flags, struct gpolstore **out, char *err, size_t errsz);
+void gpolstore_free(struct gpolstore *s);
+
+/* Copy of the override for ID into OUT; false when there is none. */
+bool gpolstore_get(struct gpolstore *s, const char *id, struct gpol_record *out);
+/* Set (POL non-NULL) or clear (POL NULL) the override for ID, writing the
+ * file first: memory changes only when the file was replaced. Returns 0,
+ * -ENOENT (clearing an absent one), -ENOSPC (GPOLSTORE_MAX reached),
+ * -EROFS (opened without a directory) or the write's negative errno. */
+int gpolstore_set(struct gpolstore *s, const char *id, const struct guest_policy *pol, int64_t now_real_ns);
+/* All overrides, sorted by id; *OUT is the caller's to free(). */
+unsigned gpolstore_list(struct gpolstore *s, struct gpol_record **out);
+unsigned gpolstore_count(struct gpolstore *s);
+/* Bumped by every change; lets readers cache what they built from it. */
+uint64_t gpolstore_generation(struct gpolstore *s);
+/* The file's path, or NULL for a store without a directory. */
+const char *gpolstore_path(const struct gpolstore *s);
+
+#endif
