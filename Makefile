@@ -14,13 +14,15 @@ CC       ?= gcc
 PKG_CONFIG ?= pkg-config
 BUILD    := build
 # The daemon's libraries; the CLI (numaorchctl) links only CLI_PKGS.
-PKGS     := numa libcgroup jansson inih libmicrohttpd libvirt libsystemd
+PKGS     := numa libcgroup jansson inih libmicrohttpd libvirt libsystemd libxml-2.0
 CLI_PKGS := libcurl jansson
 
 # Debian packages: what building needs, and what the tests need on top.
 BUILD_DEPS := gcc make pkg-config libnuma-dev libcgroup-dev libjansson-dev libinih-dev \
-              libmicrohttpd-dev libvirt-dev libcurl4-openssl-dev libsystemd-dev
+              libmicrohttpd-dev libvirt-dev libcurl4-openssl-dev libsystemd-dev libxml2-dev
 TEST_DEPS  := libcmocka-dev cgroup-tools numactl python3
+# make check-libvirt: a private libvirtd (no init scripts, no autostarted daemon) and QEMU
+TEST_DEPS  += libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86
 
 PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) $(CLI_PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
@@ -52,7 +54,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 BENCH_BINS := $(BENCH_SRCS:tests/bench/%.c=$(BUILD)/bench/%)
 
 .PHONY: all run check check-unit check-integration bench deps test-deps clean install deb
-all: $(BUILD)/numaorchd $(if $(CLI_SRCS),$(BUILD)/numaorchctl)
+all: $(BUILD)/numaorchd $(if $(CLI_SRCS),$(BUILD)/numaorchctl) $(BUILD)/numaorch-libvirt-hook
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -72,6 +74,10 @@ $(BUILD)/libnumaorch-san.a: $(SAN_OBJS)
 
 $(BUILD)/numaorchd: $(BUILD)/obj/agents/numaorchd.o $(BUILD)/libnumaorch.a
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# The libvirt hook links only its pure helpers: no libvirt, no jansson.
+$(BUILD)/numaorch-libvirt-hook: $(BUILD)/obj/deploy/libvirt/numaorch-hook.o $(BUILD)/obj/agents/vmhook.o
+	$(CC) $(CFLAGS) -o $@ $^
 
 $(BUILD)/numaorchctl: $(CLI_SRCS:%.c=$(BUILD)/obj/%.o)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(CLI_LIBS) -lm

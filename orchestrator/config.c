@@ -10,6 +10,7 @@
 
 #include "cghier.h"
 #include "fs.h"
+#include "../agents/vmapply.h"
 
 #define MIB (1024ULL * 1024ULL)
 
@@ -72,6 +73,11 @@ void config_default(struct agent_config *c)
 	c->api_socket = xstrdup("/run/numaorch/api.sock");
 	c->libvirt_enabled = true;
 	c->libvirt_uri = xstrdup("qemu:///system");
+	c->libvirt_keepalive_interval = 2;
+	c->libvirt_keepalive_count = 2;
+	c->libvirt_place_on_start = true;
+	c->libvirt_place_vcpu_load = 1.0;
+	c->libvirt_cpus_without_memory = VM_CPUS_LOCAL;
 }
 
 void config_free(struct agent_config *c)
@@ -324,6 +330,37 @@ static int handler(void *user, const char *sec, const char *name, const char *v)
 			if (!*v)
 				return fail(p, "[libvirt] uri: must not be empty");
 			return set_str(&c->libvirt_uri, v);
+		}
+		if (strcmp(name, "keepalive_interval") == 0 || strcmp(name, "keepalive_count") == 0) {
+			uint64_t u;
+
+			if (parse_u64(v, &u) < 0 || u < 1 || u > 60)
+				return fail(p, "[libvirt] %s: must be an integer 1..60, got \"%s\"", name, v);
+			if (strcmp(name, "keepalive_interval") == 0)
+				c->libvirt_keepalive_interval = (unsigned)u;
+			else
+				c->libvirt_keepalive_count = (unsigned)u;
+			return 1;
+		}
+		if (strcmp(name, "place_on_start") == 0) {
+			if (parse_bool(v, &b) < 0)
+				return fail(p, "[libvirt] place_on_start: must be yes or no, got \"%s\"", v);
+			c->libvirt_place_on_start = b;
+			return 1;
+		}
+		if (strcmp(name, "place_vcpu_load") == 0) {
+			if (!num_in(v, 1, 100, &d))
+				return fail(p, "[libvirt] place_vcpu_load: must be a number 1..100 (percent), got \"%s\"", v);
+			c->libvirt_place_vcpu_load = d / 100.0;
+			return 1;
+		}
+		if (strcmp(name, "cpus_without_memory") == 0) {
+			enum vm_cpus_without_memory m;
+
+			if (vm_cpus_without_memory_parse(v, &m) < 0)
+				return fail(p, "[libvirt] cpus_without_memory: must be local, never or always, got \"%s\"", v);
+			c->libvirt_cpus_without_memory = (unsigned)m;
+			return 1;
 		}
 		return fail(p, "[libvirt] unknown key \"%s\"", name);
 	}

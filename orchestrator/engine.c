@@ -16,6 +16,8 @@
 #include "apply.h"
 #include "fs.h"
 #include "log.h"
+#include "../agents/vmapply.h"
+#include "../agents/vmsrc.h"
 
 struct gpol_entry {
 	char id[GUEST_ID_MAX];
@@ -45,6 +47,8 @@ struct engine {
 	struct host_paths hp;
 	struct acquirer *acq;
 	struct applier *app;
+	struct vmsrc *vm;       /* libvirt VM source, NULL if disabled */
+	struct vmapply *va;     /* its actuator */
 	struct declog *dl;
 	struct pstate *ps;
 
@@ -75,10 +79,20 @@ struct engine {
 	bool stopping;
 };
 
+static unsigned place_started(struct engine *e, struct snapshot *snap, bool dry_run,
+			      char (**placed)[GUEST_ID_MAX]);
+
+static void vm_notify(void *ctx)
+{
+	engine_trigger(ctx);
+}
+
 static int build_sources(struct engine *e, const struct agent_config *cfg)
 {
 	struct acquirer *acq = NULL;
 	struct applier *app = NULL;
+	struct vmsrc *vm = NULL;
+	struct vmapply *va = NULL;
 	struct apply_opts ao = {
 		.nr_scopes = cfg->cg.nr_scopes,
 		.scopes = cfg->cg.scopes,
@@ -95,10 +109,38 @@ static int build_sources(struct engine *e, const struct agent_config *cfg)
 		acquirer_free(acq);
 		return log_errno(LOG_LEVEL_ERROR, r, "cannot set up the cgroup writer (libcgroup)");
 	}
+	/* VMs only on the live host: a fixture root has no libvirtd. */
+	if (cfg->libvirt_enabled && e->hp.live) {
+		struct vmsrc_config vc = {
+			.uri = cfg->libvirt_uri,
+			.keepalive_interval = (int)cfg->libvirt_keepalive_interval,
+			.keepalive_count = cfg->libvirt_keepalive_count,
+			.connect_wait_s = 2.0,
+			.nr_scopes = cfg->cg.nr_scopes,
+			.scopes = cfg->cg.scopes,
+		};
+
+		r = vmsrc_new(&vc, &e->hp, acquirer_hier(acq), vm_notify, e, &vm);
+		if (r < 0) {
+			log_errno(LOG_LEVEL_WARN, r, "libvirt VM source disabled: libvirt's event loop did not start");
+		} else {
+			struct guest_source src = { .name = "libvirt", .scan = vmsrc_scan, .ctx = vm };
+			struct apply_vm_ops ops;
+
+			acquirer_add_source(acq, &src);
+			va = vmapply_new(vm, &e->hp, (enum vm_cpus_without_memory)cfg->libvirt_cpus_without_memory);
+			ops = (struct apply_vm_ops){ .move = vmapply_move, .ctx = va };
+			applier_set_vm_ops(app, &ops);
+		}
+	}
 	acquirer_free(e->acq);
 	applier_free(e->app);
+	vmapply_free(e->va);
+	vmsrc_free(e->vm);
 	e->acq = acq;
 	e->app = app;
+	e->vm = vm;
+	e->va = va;
 	return 0;
 }
 
@@ -159,6 +201,8 @@ void engine_free(struct engine *e)
 	engine_view_unref(e->view);
 	acquirer_free(e->acq);
 	applier_free(e->app);
+	vmapply_free(e->va);
+	vmsrc_free(e->vm);
 	declog_close(e->dl);
 	pstate_free(e->ps);
 	free(e->gpol);
@@ -420,6 +464,8 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 	struct plan *plan = NULL;
 	struct pstate *next = NULL;
 	int64_t t0 = clock_mono_ns(), t1, t2, t3;
+	char (*placed)[GUEST_ID_MAX] = NULL;
+	unsigned nplaced;
 	bool do_apply;
 	int r;
 
@@ -447,6 +493,9 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 			 e->stats.cpu_nodes == 1 ? "" : "s");
 		e->warned_one_node = true;
 	}
+	/* Domains that just started are placed now, before the policy runs,
+	 * so it sees their cool-down and leaves them be this cycle. */
+	nplaced = place_started(e, snap, dry_run, &placed);
 
 	if (e->cfg.mode != MODE_OFF) {
 		const struct advice_reservation *res;
@@ -456,6 +505,7 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 					   &plan, &next);
 		if (r < 0) {
 			snap_unref(snap);
+			free(placed);
 			return log_errno(LOG_LEVEL_ERROR, r, "policy rejected its configuration");
 		}
 	}
@@ -472,6 +522,13 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 		const struct plan_item *it = &plan->items[i];
 		struct logged *last = logged_find(e, it->guest_id);
 
+		bool just_placed = false;
+
+		/* Placed this cycle: the plan saw it where it was before. */
+		for (unsigned k = 0; k < nplaced && !just_placed; k++)
+			just_placed = strcmp(placed[k], it->guest_id) == 0;
+		if (just_placed)
+			continue;
 		if (it->kind == PLAN_MOVE) {
 			struct apply_result res;
 
@@ -535,6 +592,7 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 		  e->stats.last_cycle_s * 1e3, e->stats.last_acquire_s * 1e3,
 		  e->stats.last_decide_s * 1e3, e->stats.last_apply_s * 1e3);
 	snap_unref(snap);
+	free(placed);
 	return 0;
 }
 
@@ -565,7 +623,12 @@ int engine_apply_config(struct engine *e, const struct agent_config *cfg)
 		       !same_strv(e->cfg.cg.nr_runc_roots, e->cfg.cg.runc_roots, cfg->cg.nr_runc_roots,
 				  cfg->cg.runc_roots) ||
 		       e->cfg.policy.min_free_bytes != cfg->policy.min_free_bytes ||
-		       e->cfg.freeze_during_migration != cfg->freeze_during_migration;
+		       e->cfg.freeze_during_migration != cfg->freeze_during_migration ||
+		       e->cfg.libvirt_enabled != cfg->libvirt_enabled ||
+		       strcmp(e->cfg.libvirt_uri ? e->cfg.libvirt_uri : "", cfg->libvirt_uri ? cfg->libvirt_uri : "") ||
+		       e->cfg.libvirt_keepalive_interval != cfg->libvirt_keepalive_interval ||
+		       e->cfg.libvirt_keepalive_count != cfg->libvirt_keepalive_count ||
+		       e->cfg.libvirt_cpus_without_memory != cfg->libvirt_cpus_without_memory;
 	int r;
 
 	if (rebuild) {
@@ -810,4 +873,200 @@ int engine_run(struct engine *e, engine_reload_fn reload, void *ctx)
 	}
 	fail_pending(e);
 	return 0;
+}
+
+/* ---- initial placement of starting VMs -----------------------------------
+ *
+ * A domain the VM source saw start (its STARTED event, or a new instance
+ * in a listing after the hook's notification) is placed in the same
+ * cycle: on the nodes a reservation labelled with its name, uuid or
+ * guest id promised it (the reservation is consumed), else on its pinned
+ * nodes, else where policy_advise() — the advice POST /v1/placements
+ * gives, other reservations counted as load — says its vCPUs and memory
+ * fit best. The decision is recorded with reason "place", and the guest
+ * starts its cool-down so the policy leaves it alone until its use is
+ * measured.
+ */
+
+/* Memory nodes for CPU nodes NODES: those with memory, else the one with
+ * memory nearest to them. */
+static void place_mems(const struct snapshot *snap, const nodemask_t *nodes, nodemask_t *out)
+{
+	unsigned best = ~0u;
+	int near = -1;
+
+	mask_zero(out);
+	for (unsigned n = 0; n < snap->nr_nodes; n++)
+		if (mask_test(nodes, snap->nodes[n].id) && snap->nodes[n].mem_total)
+			mask_set(out, snap->nodes[n].id);
+	if (!mask_empty(out))
+		return;
+	for (unsigned n = 0; n < snap->nr_nodes; n++) {
+		if (!mask_test(nodes, snap->nodes[n].id))
+			continue;
+		for (unsigned m = 0; m < snap->nr_nodes; m++)
+			if (snap->nodes[m].mem_total && snap_distance(snap, n, m) < best) {
+				best = snap_distance(snap, n, m);
+				near = snap->nodes[m].id;
+			}
+	}
+	if (near >= 0)
+		mask_set(out, near);
+}
+
+/* The reservation made for this domain, by label; -1 if none. */
+static int place_reservation(struct engine *e, const struct vmsrc_placement *pl)
+{
+	const char *keys[] = { pl->name, pl->uuid, pl->id };
+
+	res_expire(e);
+	for (unsigned i = 0; i < e->nr_res; i++)
+		for (unsigned k = 0; k < 3; k++)
+			if (e->res_label[i] && keys[k][0] && strcmp(e->res_label[i], keys[k]) == 0)
+				return (int)i;
+	return -1;
+}
+
+static void place_one(struct engine *e, struct snapshot *snap, const struct vmsrc_placement *pl,
+		      bool do_apply, bool dry_run)
+{
+	const struct snap_guest *g = snap_find_guest(snap, pl->id);
+	struct plan_item it;
+	struct apply_result res;
+	cpumask_t cpus;
+	nodemask_t nodes, mems;
+	char nl[NODELIST_BUFSZ];
+	int ri;
+
+	if (!g)
+		return;
+	memset(&it, 0, sizeof(it));
+	snprintf(it.guest_id, sizeof(it.guest_id), "%s", g->id);
+	it.guest_idx = (unsigned)(g - snap->guests);
+	it.kind = PLAN_MOVE;
+	it.reason = REASON_PLACE;
+	it.from_nodes = g->cpu_nodes;
+	it.from_mems = g->mems;
+	it.cpu_demand = pl->nr_vcpus * e->cfg.libvirt_place_vcpu_load;
+	it.mem_demand = pl->mem_bytes;
+	it.load_before = NAN;
+	it.load_after = NAN;
+	it.locality_before = g->locality;
+
+	if (g->policy.mode == GPOL_IGNORE) {
+		it.kind = PLAN_SKIP;
+		it.skip = SKIP_IGNORED;
+		snprintf(it.detail, sizeof(it.detail), "started; its policy says ignore: not placed");
+		declog_add(e->dl, declog_make(snap, &it, "skipped", NULL, dry_run));
+		return;
+	}
+	ri = place_reservation(e, pl);
+	if (ri >= 0) {
+		nodes = e->res[ri].nodes;
+		mask_format(&nodes, nl, sizeof(nl));
+		snprintf(it.detail, sizeof(it.detail), "started; placed on nodes %.40s reserved for it (reservation %llu, "
+			 "label \"%.60s\")", nl, (unsigned long long)e->res_id[ri], e->res_label[ri]);
+		res_remove(e, (unsigned)ri);
+		place_mems(snap, &nodes, &mems);
+	} else if (g->policy.mode == GPOL_PINNED) {
+		nodes = g->policy.nodes;
+		mask_format(&nodes, nl, sizeof(nl));
+		snprintf(it.detail, sizeof(it.detail), "started; pinned to nodes %.40s by its %s policy", nl,
+			 g->policy.source == GPOL_SRC_API ? "API" : "metadata");
+		place_mems(snap, &nodes, &mems);
+	} else {
+		const struct advice_reservation *rs;
+		struct advice_request req = { .cpus = pl->nr_vcpus * e->cfg.libvirt_place_vcpu_load,
+					      .mem_bytes = pl->mem_bytes };
+		struct advice adv = { .ok = false };
+
+		req.nr_reservations = engine_reservations(e, &rs);
+		req.reservations = rs;
+		if (policy_advise(&e->cfg.policy, snap, &req, &adv) < 0 || !adv.ok) {
+			it.kind = PLAN_SKIP;
+			it.skip = SKIP_NO_FIT;
+			snprintf(it.detail, sizeof(it.detail), "started; not placed: %.160s",
+				 adv.detail[0] ? adv.detail : "bad request");
+			declog_add(e->dl, declog_make(snap, &it, "skipped", NULL, dry_run));
+			log_info("not placing %s (%s): %s", g->id, g->name, it.detail);
+			return;
+		}
+		nodes = adv.nodes;
+		mems = adv.mems;
+		it.load_after = adv.load_after;
+		snprintf(it.detail, sizeof(it.detail), "started; initial placement: %.160s", adv.detail);
+	}
+	snap_nodes_to_cpus(snap, &nodes, &cpus);
+	if (!mask_empty(&g->allowed_cpus))
+		mask_and(&cpus, &cpus, &g->allowed_cpus);
+	if (mask_empty(&cpus) || mask_empty(&mems)) {
+		it.kind = PLAN_SKIP;
+		it.skip = SKIP_OUTSIDE_ALLOWED;
+		snprintf(it.detail + strlen(it.detail), sizeof(it.detail) - strlen(it.detail),
+			 "; no usable CPUs or memory there");
+		declog_add(e->dl, declog_make(snap, &it, "skipped", NULL, dry_run));
+		return;
+	}
+	snap_cpus_to_nodes(snap, &cpus, &it.to_nodes);
+	it.to_mems = mems;
+	it.to_cpus = &cpus;
+	for (unsigned n = 0; n < snap->nr_nodes; n++)
+		if (!mask_test(&mems, snap->nodes[n].id))
+			it.migrate_bytes += g->mem_node[n];
+
+	if (!do_apply) {
+		log_move(snap, &it, NULL);
+		declog_add(e->dl, declog_make(snap, &it, e->cfg.mode == MODE_ADVISE && !dry_run ? "advised" :
+					      "planned", NULL, dry_run));
+		return;
+	}
+	apply_move(e->app, snap, &it, &res);
+	{
+		size_t l = strlen(res.msg);
+
+		snprintf(res.msg + l, sizeof(res.msg) - l, "; %.3f s after its start was seen",
+			 (double)(clock_mono_ns() - pl->event_ns) / 1e9);
+	}
+	log_move(snap, &it, &res);
+	declog_add(e->dl, declog_make(snap, &it, move_decision(res.status), &res, false));
+	switch (res.status) {
+	case APPLY_DONE:
+		e->stats.moves++;
+		e->stats.migrated_bytes += it.migrate_bytes;
+		pstate_note_move(e->ps, g->id, snap->mono_ns);
+		break;
+	case APPLY_FAILED:
+	case APPLY_FAILED_PARTIAL:
+	case APPLY_REFUSED:
+		e->stats.move_failures++;
+		pstate_note_move(e->ps, g->id, snap->mono_ns);
+		break;
+	default:
+		e->stats.moves_skipped++;
+		break;
+	}
+}
+
+static unsigned place_started(struct engine *e, struct snapshot *snap, bool dry_run,
+			      char (**placed)[GUEST_ID_MAX])
+{
+	struct vmsrc_placement *pl = NULL;
+	unsigned n;
+
+	*placed = NULL;
+	if (!e->vm)
+		return 0;
+	/* Taken even when not placing, so a domain is offered only once. */
+	n = vmsrc_take_placements(e->vm, snap, &pl);
+	if (!n || !e->cfg.libvirt_place_on_start || e->cfg.mode == MODE_OFF || snap_nr_cpu_nodes(snap) <= 1) {
+		free(pl);
+		return 0;
+	}
+	*placed = xcalloc(n, sizeof(**placed));
+	for (unsigned i = 0; i < n; i++) {
+		memcpy((*placed)[i], pl[i].id, GUEST_ID_MAX);
+		place_one(e, snap, &pl[i], e->cfg.mode == MODE_ENFORCE && !dry_run, dry_run);
+	}
+	free(pl);
+	return n;
 }

@@ -1,0 +1,513 @@
+#include "vmapply.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libvirt/virterror.h>
+
+#include "vmproc.h"
+#include "../orchestrator/fs.h"
+#include "../orchestrator/log.h"
+
+struct vmapply {
+	struct vmsrc *vs;
+	struct host_paths hp;
+	enum vm_cpus_without_memory cwm;
+};
+
+const char *vm_cpus_without_memory_name(enum vm_cpus_without_memory m)
+{
+	switch (m) {
+	case VM_CPUS_NEVER: return "never";
+	case VM_CPUS_ALWAYS: return "always";
+	default: return "local";
+	}
+}
+
+int vm_cpus_without_memory_parse(const char *s, enum vm_cpus_without_memory *out)
+{
+	if (!s)
+		return -EINVAL;
+	if (strcmp(s, "local") == 0)
+		*out = VM_CPUS_LOCAL;
+	else if (strcmp(s, "never") == 0)
+		*out = VM_CPUS_NEVER;
+	else if (strcmp(s, "always") == 0)
+		*out = VM_CPUS_ALWAYS;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+struct vmapply *vmapply_new(struct vmsrc *vs, const struct host_paths *hp,
+			    enum vm_cpus_without_memory cpus_without_memory)
+{
+	struct vmapply *va = xcalloc(1, sizeof(*va));
+
+	va->vs = vs;
+	va->hp = *hp;
+	va->cwm = cpus_without_memory;
+	return va;
+}
+
+void vmapply_free(struct vmapply *va)
+{
+	free(va);
+}
+
+double vmapply_locality_on(const struct snapshot *snap, const struct snap_guest *g,
+			   const nodemask_t *nodes)
+{
+	nodemask_t mem;
+	uint64_t total = 0, local = 0;
+
+	mask_zero(&mem);
+	for (unsigned n = 0; n < snap->nr_nodes; n++) {
+		unsigned best = ~0u;
+		int near = -1;
+
+		if (!mask_test(nodes, snap->nodes[n].id))
+			continue;
+		if (snap->nodes[n].mem_total) {
+			mask_set(&mem, snap->nodes[n].id);
+			continue;
+		}
+		for (unsigned m = 0; m < snap->nr_nodes; m++)
+			if (snap->nodes[m].mem_total && snap_distance(snap, n, m) < best) {
+				best = snap_distance(snap, n, m);
+				near = snap->nodes[m].id;
+			}
+		if (near >= 0)
+			mask_set(&mem, near);
+	}
+	for (unsigned n = 0; n < snap->nr_nodes; n++) {
+		total += g->mem_node[n];
+		if (mask_test(&mem, snap->nodes[n].id))
+			local += g->mem_node[n];
+	}
+	return total ? (double)local / (double)total : 1.0;
+}
+
+static void set_res(struct apply_result *res, enum apply_status st, int err, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void set_res(struct apply_result *res, enum apply_status st, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	res->status = st;
+	res->err = err;
+	va_start(ap, fmt);
+	vsnprintf(res->msg, sizeof(res->msg), fmt, ap);
+	va_end(ap);
+}
+
+static const char *lv_msg(void)
+{
+	const char *m = virGetLastErrorMessage();
+
+	return m && *m ? m : "unknown libvirt error";
+}
+
+static int lv_code(void)
+{
+	virErrorPtr e = virGetLastError();
+
+	return e ? e->code : VIR_ERR_OK;
+}
+
+/* After a failed call: is the domain simply gone? */
+static bool gone(virDomainPtr dom)
+{
+	int code = lv_code();
+
+	if (code == VIR_ERR_NO_DOMAIN)
+		return true;
+	return code == VIR_ERR_OPERATION_INVALID && virDomainIsActive(dom) == 0;
+}
+
+static void mask_to_map(const cpumask_t *m, unsigned char *map, int maplen, int ncpus)
+{
+	memset(map, 0, (size_t)maplen);
+	mask_foreach(c, m)
+		if (c < ncpus)
+			VIR_USE_CPU(map, c);
+}
+
+static void map_to_mask(const unsigned char *map, int maplen, cpumask_t *m)
+{
+	mask_zero(m);
+	for (int c = 0; c < maplen * 8 && c < MASK_MAX_CPUS; c++)
+		if (VIR_CPU_USABLE(map, maplen, 0, c))
+			mask_set(m, c);
+}
+
+static const char *fmt_map(const unsigned char *map, int maplen, char *buf, size_t sz)
+{
+	cpumask_t m;
+
+	map_to_mask(map, maplen, &m);
+	if (mask_format(&m, buf, sz) < 0)
+		snprintf(buf, sz, "?");
+	return buf;
+}
+
+/* The live pinning before the move, and what was changed. */
+struct pins {
+	int maplen;
+	unsigned nv;                 /* vCPUs whose pinning was read */
+	unsigned char *vcpu;         /* [nv * maplen] */
+	bool *vcpu_changed;
+	unsigned char *emu;          /* [maplen] */
+	bool have_emu, emu_changed;
+	unsigned nio;
+	unsigned *io_ids;
+	unsigned char *io;           /* [nio * maplen] */
+	bool *io_changed;
+};
+
+static void pins_free(struct pins *p)
+{
+	free(p->vcpu);
+	free(p->vcpu_changed);
+	free(p->emu);
+	free(p->io_ids);
+	free(p->io);
+	free(p->io_changed);
+}
+
+static int pins_read(virDomainPtr dom, unsigned nvcpus, int maplen, struct pins *p)
+{
+	virDomainIOThreadInfoPtr *info = NULL;
+	int n;
+
+	memset(p, 0, sizeof(*p));
+	p->maplen = maplen;
+	p->vcpu = xcalloc(nvcpus ? nvcpus : 1, (size_t)maplen);
+	n = virDomainGetVcpuPinInfo(dom, (int)nvcpus, p->vcpu, maplen, VIR_DOMAIN_AFFECT_LIVE);
+	if (n < 0)
+		return -EIO;
+	p->nv = (unsigned)n < nvcpus ? (unsigned)n : nvcpus;
+	p->vcpu_changed = xcalloc(p->nv ? p->nv : 1, sizeof(bool));
+	p->emu = xcalloc(1, (size_t)maplen);
+	n = virDomainGetEmulatorPinInfo(dom, p->emu, maplen, VIR_DOMAIN_AFFECT_LIVE);
+	if (n < 0)
+		return -EIO;
+	p->have_emu = n > 0;
+	n = virDomainGetIOThreadInfo(dom, &info, VIR_DOMAIN_AFFECT_LIVE);
+	if (n < 0)
+		return -EIO;
+	p->nio = (unsigned)n;
+	p->io_ids = xcalloc(p->nio ? p->nio : 1, sizeof(unsigned));
+	p->io = xcalloc(p->nio ? p->nio : 1, (size_t)maplen);
+	p->io_changed = xcalloc(p->nio ? p->nio : 1, sizeof(bool));
+	for (int i = 0; i < n; i++) {
+		p->io_ids[i] = info[i]->iothread_id;
+		memcpy(p->io + (size_t)i * (size_t)maplen, info[i]->cpumap,
+		       (size_t)(info[i]->cpumaplen < maplen ? info[i]->cpumaplen : maplen));
+		virDomainIOThreadInfoFree(info[i]);
+	}
+	free(info);
+	return 0;
+}
+
+/* Put back every pin this move changed, newest first. Returns 0 or the
+ * first failure; *writes counts the calls made. */
+static int pins_restore(virDomainPtr dom, struct pins *p, unsigned *writes)
+{
+	int ret = 0;
+
+	for (unsigned i = p->nio; i-- > 0;)
+		if (p->io_changed[i]) {
+			(*writes)++;
+			if (virDomainPinIOThread(dom, p->io_ids[i], p->io + (size_t)i * (size_t)p->maplen,
+						 p->maplen, VIR_DOMAIN_AFFECT_LIVE) < 0 && !ret)
+				ret = -EIO;
+		}
+	if (p->emu_changed) {
+		(*writes)++;
+		if (virDomainPinEmulator(dom, p->emu, p->maplen, VIR_DOMAIN_AFFECT_LIVE) < 0 && !ret)
+			ret = -EIO;
+	}
+	for (unsigned i = p->nv; i-- > 0;)
+		if (p->vcpu_changed[i]) {
+			(*writes)++;
+			if (virDomainPinVcpuFlags(dom, i, p->vcpu + (size_t)i * (size_t)p->maplen, p->maplen,
+						  VIR_DOMAIN_AFFECT_LIVE) < 0 && !ret)
+				ret = -EIO;
+		}
+	return ret;
+}
+
+static int set_nodeset(virDomainPtr dom, const char *nodeset, bool restrictive)
+{
+	virTypedParameterPtr params = NULL;
+	int n = 0, max = 0, r;
+
+	if (restrictive &&
+	    virTypedParamsAddInt(&params, &n, &max, VIR_DOMAIN_NUMA_MODE,
+				 VIR_DOMAIN_NUMATUNE_MEM_RESTRICTIVE) < 0)
+		return -ENOMEM;
+	if (virTypedParamsAddString(&params, &n, &max, VIR_DOMAIN_NUMA_NODESET, nodeset) < 0) {
+		virTypedParamsFree(params, n);
+		return -ENOMEM;
+	}
+	r = virDomainSetNumaParameters(dom, params, n, VIR_DOMAIN_AFFECT_LIVE);
+	virTypedParamsFree(params, n);
+	return r < 0 ? -EIO : 0;
+}
+
+/* Union of the threads' affinity now (the re-check). */
+static int threads_cpus(const struct vmapply *va, const struct snap_guest *g, cpumask_t *out)
+{
+	const struct snap_vm *vm = g->vm;
+	bool any = false;
+
+	mask_zero(out);
+	for (unsigned k = 0; k < 3; k++) {
+		unsigned n = k == 0 ? vm->nr_vcpus : k == 1 ? vm->nr_emulator_tids : vm->nr_iothreads;
+		const pid_t *tids = k == 0 ? vm->vcpu_tids : k == 1 ? vm->emulator_tids : vm->iothread_tids;
+
+		for (unsigned i = 0; i < n; i++) {
+			cpumask_t c;
+			nodemask_t m;
+
+			if (!tids[i] || vmproc_thread_affinity(&va->hp, vm->qemu_pid, tids[i], &c, &m) < 0)
+				continue;
+			mask_or(out, out, &c);
+			any = true;
+		}
+	}
+	return any ? 0 : -ESRCH;
+}
+
+int vmapply_move(void *ctx, const struct snapshot *snap, const struct snap_guest *g,
+		 const struct plan_item *it, struct apply_result *res)
+{
+	struct vmapply *va = ctx;
+	const struct snap_vm *vm = g->vm;
+	virConnectPtr conn = NULL;
+	virDomainPtr dom = NULL;
+	struct vmsrc_facts f;
+	struct pins p = { 0 };
+	unsigned char *target = NULL;
+	char *to_cpus = xmalloc(CPULIST_BUFSZ), *from_cpus = xmalloc(CPULIST_BUFSZ);
+	char to_mems[NODELIST_BUFSZ], old_nodeset[NODELIST_BUFSZ], mem_msg[200] = "", buf[64];
+	bool mem_step, mem_changed = false, mem_refused = false, restrictive = false;
+	const char *step = "";
+	int ncpus, maplen, r;
+	cpumask_t cur;
+	unsigned writes = 0;
+
+	if (!vm) {
+		set_res(res, APPLY_REFUSED, -EINVAL, "refused: guest has no VM details");
+		goto out;
+	}
+	if (!it->to_cpus || mask_empty(it->to_cpus) || mask_empty(&it->to_mems)) {
+		set_res(res, APPLY_REFUSED, -EINVAL, "refused: target cpuset is empty");
+		goto out;
+	}
+	if (mask_format(it->to_cpus, to_cpus, CPULIST_BUFSZ) < 0 ||
+	    mask_format(&it->to_mems, to_mems, sizeof(to_mems)) < 0 ||
+	    mask_format(&g->cpus, from_cpus, CPULIST_BUFSZ) < 0) {
+		set_res(res, APPLY_REFUSED, -ENOSPC, "refused: cannot format the target");
+		goto out;
+	}
+
+	/* 1. Re-check. */
+	if (vmsrc_facts(va->vs, vm->uuid, &f) < 0) {
+		set_res(res, APPLY_VANISHED, 0, "domain %s is no longer running", vm->name);
+		goto out;
+	}
+	conn = vmsrc_conn(va->vs);
+	if (!conn) {
+		set_res(res, APPLY_FAILED, -ENOTCONN, "not connected to libvirt: cannot move domain %s", vm->name);
+		goto out;
+	}
+	dom = virDomainLookupByUUIDString(conn, vm->uuid);
+	if (!dom || virDomainIsActive(dom) != 1) {
+		if (!dom ? lv_code() == VIR_ERR_NO_DOMAIN : virDomainIsActive(dom) == 0)
+			set_res(res, APPLY_VANISHED, 0, "domain %s is no longer running", vm->name);
+		else
+			set_res(res, APPLY_FAILED, -EIO, "libvirt: looking up domain %s: %s", vm->name, lv_msg());
+		goto out;
+	}
+	if ((int)virDomainGetID(dom) != f.domid) {
+		set_res(res, APPLY_VANISHED, 0, "domain %s was restarted since the snapshot", vm->name);
+		goto out;
+	}
+	r = threads_cpus(va, g, &cur);
+	if (r < 0) {
+		set_res(res, APPLY_VANISHED, 0, "domain %s: its QEMU threads are gone", vm->name);
+		goto out;
+	}
+	if (!mask_equal(&cur, &g->cpus)) {
+		char *now_s = xmalloc(CPULIST_BUFSZ);
+
+		mask_format(&cur, now_s, CPULIST_BUFSZ);
+		set_res(res, APPLY_CHANGED, 0, "domain %s now runs on CPUs %s (was %s); deciding again next cycle",
+			vm->name, now_s, from_cpus);
+		free(now_s);
+		goto out;
+	}
+	ncpus = virNodeGetCPUMap(conn, NULL, NULL, 0);
+	if (ncpus <= 0) {
+		set_res(res, APPLY_FAILED, -EIO, "libvirt: host CPU map: %s", lv_msg());
+		goto out;
+	}
+	if (mask_first(it->to_cpus->w, MASK_BITS(it->to_cpus)) >= ncpus ||
+	    mask_next(it->to_cpus->w, MASK_BITS(it->to_cpus), ncpus - 1) >= 0) {
+		set_res(res, APPLY_REFUSED, -EINVAL, "refused: CPUs %s are not all among the host's %d",
+			to_cpus, ncpus);
+		goto out;
+	}
+	maplen = VIR_CPU_MAPLEN(ncpus);
+	target = xcalloc(1, (size_t)maplen);
+	mask_to_map(it->to_cpus, target, maplen, ncpus);
+
+	/* 2. Save. */
+	if (pins_read(dom, vm->nr_vcpus, maplen, &p) < 0) {
+		if (gone(dom))
+			set_res(res, APPLY_VANISHED, 0, "domain %s stopped", vm->name);
+		else
+			set_res(res, APPLY_FAILED, -EIO, "libvirt: reading the pinning of %s: %s", vm->name, lv_msg());
+		goto out;
+	}
+
+	/* 3. Memory. libvirt's numatune must name the target, so its live
+	 * view says where the memory belongs, not only the cgroup. */
+	{
+		nodemask_t cur_ns;
+
+		mask_zero(&cur_ns);
+		mem_step = !f.x.has_numatune || mask_parse(f.x.numatune_nodeset, &cur_ns) < 0 ||
+			   !mask_equal(&cur_ns, &it->to_mems) || !mask_equal(&g->mems, &it->to_mems);
+		if (f.x.has_numatune && f.x.numatune_nodeset[0])
+			snprintf(old_nodeset, sizeof(old_nodeset), "%s", f.x.numatune_nodeset);
+		else if (mask_format(&g->mems, old_nodeset, sizeof(old_nodeset)) < 0)
+			old_nodeset[0] = '\0';
+	}
+	if (mem_step && f.x.nr_memnodes_bound) {
+		mem_refused = true;
+		snprintf(mem_msg, sizeof(mem_msg), "%u guest NUMA cell%s bound to host nodes by <memnode>: "
+			 "libvirt cannot move that memory live", f.x.nr_memnodes_bound,
+			 f.x.nr_memnodes_bound == 1 ? " is" : "s are");
+	} else if (mem_step) {
+		restrictive = !f.x.has_numatune;
+		step = "numatune";
+		writes++;
+		if (set_nodeset(dom, to_mems, restrictive) == 0) {
+			mem_changed = true;
+		} else if (gone(dom)) {
+			set_res(res, APPLY_VANISHED, 0, "domain %s stopped", vm->name);
+			goto out;
+		} else if (!vmxml_numatune_movable(&f.x)) {
+			/* the refusal its numatune predicts */
+			mem_refused = true;
+			snprintf(mem_msg, sizeof(mem_msg), "libvirt: %s", lv_msg());
+		} else {
+			set_res(res, APPLY_FAILED, -EIO, "libvirt refused memory nodes %s for %s: %s", to_mems,
+				vm->name, lv_msg());
+			goto out;
+		}
+	}
+	if (mem_refused) {
+		double before = vmapply_locality_on(snap, g, &g->cpu_nodes);
+		double after = vmapply_locality_on(snap, g, &it->to_nodes);
+		bool move = va->cwm == VM_CPUS_ALWAYS || (va->cwm == VM_CPUS_LOCAL && after + 1e-9 >= before);
+
+		if (!move) {
+			set_res(res, APPLY_NOT_APPLICABLE, -EOPNOTSUPP,
+				"memory of %s cannot move to nodes %s (numatune %s): %s; CPUs left on %s "
+				"(cpus_without_memory=%s: locality %.2f there, %.2f on the target)",
+				vm->name, to_mems, f.x.has_numatune ? f.x.numatune_mode : "none", mem_msg, from_cpus,
+				vm_cpus_without_memory_name(va->cwm), before, after);
+			goto out;
+		}
+	}
+
+	/* 4. CPUs. */
+	for (unsigned i = 0; i < p.nv; i++) {
+		if (!memcmp(p.vcpu + (size_t)i * (size_t)maplen, target, (size_t)maplen))
+			continue;
+		snprintf(buf, sizeof(buf), "vcpupin %u", i);
+		step = buf;
+		writes++;
+		if (virDomainPinVcpuFlags(dom, i, target, maplen, VIR_DOMAIN_AFFECT_LIVE) < 0)
+			goto fail;
+		p.vcpu_changed[i] = true;
+	}
+	if (p.have_emu && memcmp(p.emu, target, (size_t)maplen)) {
+		step = "emulatorpin";
+		writes++;
+		if (virDomainPinEmulator(dom, target, maplen, VIR_DOMAIN_AFFECT_LIVE) < 0)
+			goto fail;
+		p.emu_changed = true;
+	}
+	for (unsigned i = 0; i < p.nio; i++) {
+		if (!memcmp(p.io + (size_t)i * (size_t)maplen, target, (size_t)maplen))
+			continue;
+		snprintf(buf, sizeof(buf), "iothreadpin %u", p.io_ids[i]);
+		step = buf;
+		writes++;
+		if (virDomainPinIOThread(dom, p.io_ids[i], target, maplen, VIR_DOMAIN_AFFECT_LIVE) < 0)
+			goto fail;
+		p.io_changed[i] = true;
+	}
+	vmsrc_mark_dirty(va->vs, vm->uuid);
+	if (mem_refused) {
+		res->cpus_moved = true;
+		set_res(res, APPLY_NOT_APPLICABLE, -EOPNOTSUPP,
+			"memory of %s cannot move to nodes %s: %s; CPUs moved %s -> %s (cpus_without_memory=%s)",
+			vm->name, to_mems, mem_msg, from_cpus, to_cpus, vm_cpus_without_memory_name(va->cwm));
+	} else {
+		char vb[64];
+
+		set_res(res, APPLY_DONE, 0, "via libvirt: %u vCPU%s, emulator%s -> CPUs %s (vCPU0 was %s); "
+			"memory %s%s%s", p.nv, p.nv == 1 ? "" : "s", p.nio ? ", iothreads" : "", to_cpus,
+			p.nv ? fmt_map(p.vcpu, maplen, vb, sizeof(vb)) : "-",
+			mem_changed ? "nodes " : "stays on nodes ", mem_changed ? to_mems : old_nodeset,
+			mem_changed && restrictive ? " (numatune restrictive)" : "");
+	}
+	goto out;
+
+fail:
+	{
+		char why[200];
+		bool vanished = gone(dom);
+		int rr;
+
+		snprintf(why, sizeof(why), "%s", lv_msg());
+		rr = pins_restore(dom, &p, &writes);
+		if (mem_changed && !vanished) {
+			writes++;
+			if (!old_nodeset[0] || set_nodeset(dom, old_nodeset, false) < 0)
+				rr = rr ? rr : -EIO;
+		}
+		vmsrc_mark_dirty(va->vs, vm->uuid);
+		if (vanished)
+			set_res(res, APPLY_VANISHED, 0, "domain %s stopped during the move", vm->name);
+		else if (rr < 0)
+			set_res(res, APPLY_FAILED_PARTIAL, -EIO,
+				"libvirt refused %s for %s: %s; restoring the old pinning/nodeset also failed: %s",
+				step, vm->name, why, lv_msg());
+		else
+			set_res(res, APPLY_FAILED, -EIO, "libvirt refused %s for %s: %s; old pinning%s restored",
+				step, vm->name, why, mem_changed ? " and nodeset" : "");
+	}
+out:
+	res->writes += writes;
+	pins_free(&p);
+	free(target);
+	free(to_cpus);
+	free(from_cpus);
+	if (dom)
+		virDomainFree(dom);
+	if (conn)
+		virConnectClose(conn);
+	return res->status == APPLY_FAILED || res->status == APPLY_FAILED_PARTIAL ||
+	       res->status == APPLY_REFUSED ? res->err : 0;
+}

@@ -1,0 +1,110 @@
+/* The pure parts of the libvirt VM source and its actuator: what each
+ * lifecycle event means, guest ids from uuids, the cpus_without_memory
+ * setting and the locality test behind it. The libvirt parts run against
+ * a real libvirtd in tests/integration/test_libvirt.py. */
+#include "testutil.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+#include "agents/vmapply.h"
+#include "agents/vmsrc.h"
+
+static void test_event_actions(void **state)
+{
+	static const struct { int ev, detail; enum vmsrc_action a; } t[] = {
+		{ VIR_DOMAIN_EVENT_STARTED, VIR_DOMAIN_EVENT_STARTED_BOOTED, VMSRC_PLACE },
+		{ VIR_DOMAIN_EVENT_STARTED, VIR_DOMAIN_EVENT_STARTED_MIGRATED, VMSRC_PLACE },
+		{ VIR_DOMAIN_EVENT_STARTED, VIR_DOMAIN_EVENT_STARTED_RESTORED, VMSRC_PLACE },
+		{ VIR_DOMAIN_EVENT_STARTED, VIR_DOMAIN_EVENT_STARTED_FROM_SNAPSHOT, VMSRC_PLACE },
+		{ VIR_DOMAIN_EVENT_STARTED, VIR_DOMAIN_EVENT_STARTED_WAKEUP, VMSRC_PLACE },
+		{ VIR_DOMAIN_EVENT_RESUMED, VIR_DOMAIN_EVENT_RESUMED_MIGRATED, VMSRC_PLACE },
+		{ VIR_DOMAIN_EVENT_RESUMED, VIR_DOMAIN_EVENT_RESUMED_UNPAUSED, VMSRC_RESCAN },
+		{ VIR_DOMAIN_EVENT_STOPPED, VIR_DOMAIN_EVENT_STOPPED_DESTROYED, VMSRC_FORGET },
+		{ VIR_DOMAIN_EVENT_STOPPED, VIR_DOMAIN_EVENT_STOPPED_MIGRATED, VMSRC_FORGET },
+		{ VIR_DOMAIN_EVENT_STOPPED, VIR_DOMAIN_EVENT_STOPPED_SHUTDOWN, VMSRC_FORGET },
+		{ VIR_DOMAIN_EVENT_CRASHED, VIR_DOMAIN_EVENT_CRASHED_PANICKED, VMSRC_RESCAN },
+		{ VIR_DOMAIN_EVENT_SHUTDOWN, VIR_DOMAIN_EVENT_SHUTDOWN_FINISHED, VMSRC_NONE },
+		{ VIR_DOMAIN_EVENT_SUSPENDED, VIR_DOMAIN_EVENT_SUSPENDED_MIGRATED, VMSRC_NONE },
+		{ VIR_DOMAIN_EVENT_DEFINED, VIR_DOMAIN_EVENT_DEFINED_ADDED, VMSRC_NONE },
+		{ VIR_DOMAIN_EVENT_UNDEFINED, 0, VMSRC_NONE },
+		{ VIR_DOMAIN_EVENT_PMSUSPENDED, 0, VMSRC_NONE },
+		{ 99, 0, VMSRC_NONE },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		assert_int_equal(vmsrc_event_action(t[i].ev, t[i].detail), t[i].a);
+	assert_string_equal(vmsrc_action_name(VMSRC_PLACE), "place");
+	assert_string_equal(vmsrc_action_name(VMSRC_FORGET), "forget");
+}
+
+static void test_guest_id(void **state)
+{
+	char id[GUEST_ID_MAX];
+
+	(void)state;
+	vmsrc_guest_id(id, "6112aa7d-0765-49e7-a90f-029606270916");
+	assert_string_equal(id, "vm-6112aa7d-0765-49e7-a90f-029606270916");
+	assert_true(snap_id_valid(id));
+	/* upper case is kept as given: libvirt prints lower case */
+	vmsrc_guest_id(id, "ABCDEF00-0000-0000-0000-000000000000");
+	assert_string_equal(id, "vm-ABCDEF00-0000-0000-0000-000000000000");
+}
+
+static void test_cpus_without_memory_names(void **state)
+{
+	enum vm_cpus_without_memory m;
+
+	(void)state;
+	assert_int_equal(vm_cpus_without_memory_parse("local", &m), 0);
+	assert_int_equal(m, VM_CPUS_LOCAL);
+	assert_int_equal(vm_cpus_without_memory_parse("never", &m), 0);
+	assert_int_equal(m, VM_CPUS_NEVER);
+	assert_int_equal(vm_cpus_without_memory_parse("always", &m), 0);
+	assert_int_equal(m, VM_CPUS_ALWAYS);
+	assert_int_equal(vm_cpus_without_memory_parse("sometimes", &m), -EINVAL);
+	assert_string_equal(vm_cpus_without_memory_name(VM_CPUS_LOCAL), "local");
+}
+
+/* Nodes 0 and 1 have memory, node 2 has CPUs only and is nearest to 1. */
+static void test_locality_on(void **state)
+{
+	struct snap_node nodes[3] = { { .id = 0, .nr_cpus = 2, .mem_total = 1ULL << 30 },
+				      { .id = 1, .nr_cpus = 2, .mem_total = 1ULL << 30 },
+				      { .id = 2, .nr_cpus = 2, .mem_total = 0 } };
+	unsigned dist[9] = { 10, 20, 30, 20, 10, 15, 30, 15, 10 };
+	struct snapshot *s = snap_new();
+	struct snap_guest *g;
+	nodemask_t n;
+
+	(void)state;
+	snap_set_nodes(s, nodes, 3, dist);
+	g = snap_add_guest(s);
+	g->mem_node[0] = 300;
+	g->mem_node[1] = 100;
+	mask_zero(&n);
+	mask_set(&n, 0);
+	assert_true(fabs(vmapply_locality_on(s, g, &n) - 0.75) < 1e-9);
+	mask_zero(&n);
+	mask_set(&n, 2); /* memory-less: counts its nearest memory node, 1 */
+	assert_true(fabs(vmapply_locality_on(s, g, &n) - 0.25) < 1e-9);
+	mask_set(&n, 0);
+	assert_true(fabs(vmapply_locality_on(s, g, &n) - 1.0) < 1e-9);
+	g->mem_node[0] = g->mem_node[1] = 0;
+	assert_true(fabs(vmapply_locality_on(s, g, &n) - 1.0) < 1e-9);
+	snap_unref(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_event_actions),
+		cmocka_unit_test(test_guest_id),
+		cmocka_unit_test(test_cpus_without_memory_names),
+		cmocka_unit_test(test_locality_on),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
