@@ -1,0 +1,268 @@
+"""Helpers for the REST API tests: a fixture host (no root needed), the real
+numaorchd started on a private unix socket and a TCP port, and a raw
+HTTP/1.1 client that sends exactly the bytes a test wants (bad paths,
+non-UTF-8, wrong lengths) — urllib and http.client refuse or "fix" those.
+"""
+import json
+import os
+import shutil
+import signal
+import socket
+import ssl
+import stat
+import subprocess
+import time
+
+import itlib
+
+FIX = os.path.join(itlib.REPO, "tests", "fixtures")
+NUMAORCHCTL = os.path.join(itlib.BUILD, "numaorchctl")
+OPENAPI = os.path.join(itlib.REPO, "api", "openapi.yaml")
+TOKEN = "t0k3n-for-the-api-tests-0123456789abcdef"
+
+
+def skip_reason():
+    if not os.path.exists(itlib.NUMAORCHD):
+        return "build/numaorchd missing (run make)"
+    return None
+
+
+def compose_root(tmp):
+    """A 2-node host with a cgroup v2 tree holding every runtime."""
+    root = os.path.join(tmp, "host")
+    shutil.copytree(os.path.join(FIX, "host-2node", "sys"), os.path.join(root, "sys"))
+    shutil.copytree(os.path.join(FIX, "host-2node", "proc"), os.path.join(root, "proc"))
+    shutil.copytree(os.path.join(FIX, "cg-v2", "sys", "fs", "cgroup"), os.path.join(root, "sys", "fs", "cgroup"))
+    shutil.copytree(os.path.join(FIX, "cg-v2", "run"), os.path.join(root, "run"))
+    itlib.write(os.path.join(root, "sys", "fs", "cgroup", ".numaorch-writes"), "")
+    return root
+
+
+class Resp:
+    def __init__(self, status, reason, headers, body):
+        self.status = status
+        self.reason = reason
+        self.headers = headers  # lower-case names
+        self.body = body
+
+    def json(self):
+        return json.loads(self.body)
+
+    def __repr__(self):
+        return "<%d %s %r>" % (self.status, self.headers.get("content-type"), self.body[:300])
+
+
+def _read_response(sock, head_only=False):
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise ConnectionError("connection closed before the response headers: %r" % buf)
+        buf += chunk
+    head, rest = buf.split(b"\r\n\r\n", 1)
+    lines = head.decode("latin-1").split("\r\n")
+    proto, code, *reason = lines[0].split(" ", 2)
+    headers = {}
+    for l in lines[1:]:
+        k, v = l.split(":", 1)
+        headers[k.strip().lower()] = v.strip()
+    if head_only:
+        return Resp(int(code), " ".join(reason), headers, b"")
+    if "content-length" in headers:
+        n = int(headers["content-length"])
+        while len(rest) < n:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            rest += chunk
+        body = rest[:n]
+    elif headers.get("transfer-encoding", "").lower() == "chunked":
+        body = b""
+        while True:
+            while b"\r\n" not in rest:
+                rest += sock.recv(65536)
+            size, rest = rest.split(b"\r\n", 1)
+            n = int(size.split(b";")[0], 16)
+            while len(rest) < n + 2:
+                rest += sock.recv(65536)
+            body += rest[:n]
+            rest = rest[n + 2:]
+            if n == 0:
+                break
+    else:
+        body = rest
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            body += chunk
+    return Resp(int(code), " ".join(reason), headers, body)
+
+
+class Daemon:
+    """The real numaorchd on a fixture root, with its API on a unix socket
+    and on 127.0.0.1 with a bearer token (and TLS when tls=(cert, key))."""
+
+    def __init__(self, tmp, root, tls=None, extra=(), conf="[agent]\nsample = 0.05\n"):
+        self.tmp = tmp
+        self.root = root
+        self.sock = os.path.join(tmp, "run", "api.sock")
+        self.state = os.path.join(tmp, "state")
+        self.token_file = os.path.join(tmp, "token")
+        self.log = os.path.join(tmp, "numaorchd.log")
+        self.conf = itlib.config_file(tmp, conf + "[libvirt]\nenabled = no\n")
+        self.tls = tls
+        self.extra = list(extra)
+        self.proc = None
+        self.port = None
+        if not os.path.exists(self.token_file):
+            itlib.write(self.token_file, TOKEN + "\n")
+            os.chmod(self.token_file, 0o600)
+
+    def args(self):
+        a = [itlib.NUMAORCHD, "--config", self.conf, "--root", self.root, "--socket", self.sock,
+             "--state-dir", self.state, "--listen", "127.0.0.1:0", "--token-file", self.token_file,
+             "--interval", "3600", "--decision-log", os.path.join(self.tmp, "decisions.jsonl")]
+        if self.tls:
+            a += ["--tls-cert", self.tls[0], "--tls-key", self.tls[1]]
+        return a + self.extra
+
+    def start(self, wait_ready=True):
+        self.logf = open(self.log, "a")
+        # Only this run's lines count: an earlier run's are in the same file.
+        offset = os.path.getsize(self.log)
+        self.proc = subprocess.Popen(self.args(), stdout=self.logf, stderr=self.logf)
+        deadline = time.time() + 20
+        self.port = None
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("numaorchd exited %d:\n%s" % (self.proc.returncode, self.logtext()))
+            text = self.logtext(offset)
+            for line in text.splitlines():
+                if "API listening on http" in line and "(port " in line:
+                    self.port = int(line.split("(port ")[1].split(")")[0])
+            if self.port and "API listening on unix socket" in text:
+                break
+            time.sleep(0.02)
+        if not self.port:
+            raise RuntimeError("numaorchd did not start its API:\n" + self.logtext())
+        if wait_ready:
+            r = None
+            while time.time() < deadline:
+                r = self.get("/v1/health")
+                if r.status == 200 and r.json()["ready"]:
+                    return self
+                time.sleep(0.02)
+            raise RuntimeError("numaorchd never finished its first cycle (last health answer %r):\n%s"
+                               % (r, self.logtext(offset)))
+        return self
+
+    def logtext(self, offset=0):
+        with open(self.log, "rb") as f:
+            f.seek(offset)
+            return f.read().decode(errors="replace")
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self.proc:
+            self.logf.close()
+        rc = self.proc.returncode if self.proc else None
+        self.proc = None
+        return rc
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    # --- raw HTTP -----------------------------------------------------
+    def connect(self, tcp=False, timeout=10):
+        if tcp:
+            s = socket.create_connection(("127.0.0.1", self.port), timeout=timeout)
+            if self.tls:
+                ctx = ssl.create_default_context(cafile=self.tls[0])
+                s = ctx.wrap_socket(s, server_hostname="localhost")
+            return s
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(timeout)
+        s.connect(self.sock)
+        return s
+
+    def raw(self, data, tcp=False, head_only=False, timeout=10):
+        """Send DATA (bytes: a whole request) on a new connection."""
+        s = self.connect(tcp, timeout)
+        try:
+            s.sendall(data)
+            return _read_response(s, head_only)
+        finally:
+            s.close()
+
+    def request(self, method, target, body=None, tcp=False, token=TOKEN, headers=None,
+                content_type="application/json", timeout=30):
+        if isinstance(target, str):
+            target = target.encode()
+        if isinstance(body, (dict, list)):
+            body = json.dumps(body).encode()
+        elif isinstance(body, str):
+            body = body.encode()
+        h = {"Host": "localhost", "Connection": "close"}
+        if tcp and token is not None:
+            h["Authorization"] = "Bearer " + token
+        if body is not None:
+            h["Content-Length"] = str(len(body))
+            if content_type:
+                h["Content-Type"] = content_type
+        h.update(headers or {})
+        head = method.encode() + b" " + target + b" HTTP/1.1\r\n"
+        for k, v in h.items():
+            if v is not None:
+                head += k.encode() + b": " + (v if isinstance(v, bytes) else v.encode()) + b"\r\n"
+        return self.raw(head + b"\r\n" + (body or b""), tcp=tcp, head_only=method == "HEAD", timeout=timeout)
+
+    def get(self, target, **kw):
+        return self.request("GET", target, **kw)
+
+    def ctl(self, *args, tcp=False, token_file=None, timeout=60, env=None):
+        cmd = [NUMAORCHCTL]
+        if tcp:
+            cmd += ["--url", "%s://127.0.0.1:%d" % ("https" if self.tls else "http", self.port),
+                    "--token-file", token_file or self.token_file]
+            if self.tls:
+                cmd += ["--cacert", self.tls[0]]
+        else:
+            cmd += ["--socket", self.sock]
+        return subprocess.run(cmd + list(args), capture_output=True, text=True, timeout=timeout,
+                              env=env)
+
+
+def openapi_routes():
+    """{(METHOD, path)} from api/openapi.yaml, with PyYAML (python3-yaml)."""
+    import yaml
+    with open(OPENAPI) as f:
+        spec = yaml.safe_load(f)
+    out = set()
+    for path, item in spec["paths"].items():
+        for m in item:
+            if m in ("get", "put", "post", "delete", "patch", "head", "options"):
+                out.add((m.upper(), path))
+    return spec, out
+
+
+def served_routes():
+    p = subprocess.run([itlib.NUMAORCHD, "--list-routes"], capture_output=True, text=True, timeout=10)
+    if p.returncode != 0:
+        raise RuntimeError(p.stderr)
+    return {tuple(l.split(" ", 1)) for l in p.stdout.splitlines() if l.strip()}
+
+
+def slurp(path):
+    with open(path) as f:
+        return f.read()
+
+
+def mode_of(path):
+    return stat.S_IMODE(os.lstat(path).st_mode)

@@ -1,0 +1,551 @@
+"""The REST API over real HTTP: the real numaorchd on a fixture host (no
+root needed) with its API on a private unix socket and on 127.0.0.1 with a
+bearer token. Every route's happy path; a table of bad requests, each
+answered with the right status and an RFC 7807 body, after which the
+daemon still answers and nothing changed; the served routes against
+api/openapi.yaml; /metrics through promtool; TLS; slow clients."""
+import json
+import os
+import shutil
+import socket
+import subprocess
+import threading
+import time
+import unittest
+
+import apilib
+import itlib
+from apilib import TOKEN
+
+REASON = apilib.skip_reason()
+
+
+@unittest.skipIf(REASON, REASON or "")
+class Api(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = itlib.mktemp()
+        cls.root = apilib.compose_root(cls.tmp)
+        cls.d = apilib.Daemon(cls.tmp, cls.root).start()
+
+    @classmethod
+    def tearDownClass(cls):
+        rc = cls.d.stop()
+        shutil.rmtree(cls.tmp, True)
+        assert rc == 0, "numaorchd did not stop cleanly (%s)" % rc
+
+    def ok(self, r, status=200):
+        self.assertEqual(r.status, status, r)
+        if r.body:
+            self.assertTrue(r.headers["content-type"].startswith("application/json"), r.headers)
+            return r.json()
+        return None
+
+    def guests(self):
+        return self.ok(self.d.get("/v1/guests"))["guests"]
+
+    # --- the spec ---------------------------------------------------------
+    def test_routes_served_are_the_routes_in_the_spec(self):
+        try:
+            spec, documented = apilib.openapi_routes()
+        except ImportError:
+            self.skipTest("python3-yaml is not installed: cannot read api/openapi.yaml")
+        self.assertTrue(spec["openapi"].startswith("3."))
+        served = apilib.served_routes()
+        self.assertEqual(served, documented,
+                         "served but not documented: %s; documented but not served: %s"
+                         % (sorted(served - documented), sorted(documented - served)))
+        # And the running server answers each of them (not 404/405).
+        gid = self.guests()[0]["id"]
+        for method, path in sorted(served):
+            target = path.replace("{id}", gid)
+            r = self.d.request(method, target, body={} if method in ("PUT", "POST") else None)
+            self.assertNotEqual(r.status, 405, "%s %s -> %r" % (method, target, r))
+            if r.status == 404:  # a guest policy never set, not a missing route
+                self.assertNotEqual(r.json()["detail"], "no such resource", "%s %s" % (method, target))
+        # Every $ref in the spec resolves.
+        text = apilib.slurp(apilib.OPENAPI)
+        import re
+        for kind, name in re.findall(r'\$ref: "#/components/(\w+)/(\w+)"', text):
+            self.assertIn(name, spec["components"][kind], "dangling $ref %s/%s" % (kind, name))
+
+    # --- happy paths --------------------------------------------------------
+    def test_health_status_nodes(self):
+        h = self.ok(self.d.get("/v1/health"))
+        self.assertEqual(h, {"status": "ok", "ready": True})
+        s = self.ok(self.d.get("/v1/status"))
+        for k in ("version", "uptime_s", "mode", "interval_s", "last_cycle", "cycles", "totals", "warnings"):
+            self.assertIn(k, s)
+        self.assertEqual(s["host"]["nodes"], 2)
+        self.assertEqual(s["interval_s"], 3600)
+        self.assertGreaterEqual(s["cycles"], 1)
+        self.assertGreater(s["guests"]["total"], 5)
+        n = self.ok(self.d.get("/v1/nodes"))
+        self.assertEqual([x["id"] for x in n["nodes"]], [0, 1])
+        for node in n["nodes"]:
+            for k in ("cpus", "nr_cpus", "mem_total_bytes", "mem_free_bytes", "busy", "distance", "guests"):
+                self.assertIn(k, node)
+        r = self.d.request("HEAD", "/v1/status")
+        self.assertEqual(r.status, 200)
+
+    def test_guests_and_filters(self):
+        g = self.ok(self.d.get("/v1/guests"))
+        self.assertEqual(g["count"], len(g["guests"]))
+        ids = [x["id"] for x in g["guests"]]
+        self.assertEqual(ids, sorted(ids))
+        docker = self.ok(self.d.get("/v1/guests?runtime=docker"))["guests"]
+        self.assertTrue(docker and all(x["runtime"] == "docker" for x in docker))
+        self.assertEqual(self.ok(self.d.get("/v1/guests?kind=vm"))["count"], 0)
+        self.assertEqual(self.ok(self.d.get("/v1/guests?kind=container"))["count"], g["count"])
+        on0 = self.ok(self.d.get("/v1/guests?node=0"))["guests"]
+        self.assertTrue(all("0" in x["cpu_nodes"] for x in on0))
+        one = self.ok(self.d.get("/v1/guests/" + ids[0]))
+        for k in ("cgroup", "nr_threads", "cpu_use", "mem_bytes_by_node", "locality", "cpus", "mems",
+                  "policy", "plan", "last_decision"):
+            self.assertIn(k, one)
+        self.assertEqual(one["id"], ids[0])
+
+    def test_guest_policy_lifecycle(self):
+        gid = [x["id"] for x in self.guests() if x["runtime"] == "lxc"][0]
+        p = "/v1/guests/%s/policy" % gid
+        self.assertEqual(self.ok(self.d.get(p))["source"], "default")
+        r = self.ok(self.d.request("PUT", p, {"mode": "pinned", "nodes": "1"}))
+        self.assertEqual((r["mode"], r["nodes"], r["source"], r["present"]), ("pinned", "1", "api", True))
+        self.assertEqual(self.ok(self.d.get(p))["mode"], "pinned")
+        self.assertEqual(self.ok(self.d.get("/v1/guests/" + gid))["policy"]["nodes"], "1")
+        listed = self.ok(self.d.get("/v1/guest-policies"))["policies"]
+        self.assertIn(gid, [x["guest"] for x in listed])
+        with open(os.path.join(self.d.state, "guest-policies.json")) as f:
+            self.assertEqual(json.load(f)["guests"][gid]["nodes"], "1")
+        r = self.ok(self.d.request("PUT", p, {"mode": "pinned", "nodes": [0, 1]}))
+        self.assertEqual(r["nodes"], "0-1")
+        self.assertEqual(self.ok(self.d.request("PUT", p, {"mode": "ignore"}))["mode"], "ignore")
+        self.assertEqual(self.d.request("DELETE", p).status, 204)
+        self.assertEqual(self.ok(self.d.get(p))["source"], "default")
+        self.assertEqual(self.d.request("DELETE", p).status, 404)
+        # A guest that is not here now (a VM about to be defined) keeps it for later.
+        r = self.ok(self.d.request("PUT", "/v1/guests/vm-not-yet-here/policy", {"mode": "ignore"}))
+        self.assertFalse(r["present"])
+        self.assertEqual(self.d.request("DELETE", "/v1/guests/vm-not-yet-here/policy").status, 204)
+
+    def test_policy_get_put_revision(self):
+        before = self.ok(self.d.get("/v1/policy"))
+        self.assertEqual(before["max_util"], 90)
+        r = self.ok(self.d.request("PUT", "/v1/policy", {"max_util": 85, "cooldown": 120,
+                                                          "revision": before["revision"]}))
+        self.assertIn("max_util 90.0 -> 85.0", r["changed"])
+        now = self.ok(self.d.get("/v1/policy"))
+        self.assertEqual((now["max_util"], now["cooldown"]), (85, 120))
+        self.assertNotEqual(now["revision"], before["revision"])
+        stale = self.d.request("PUT", "/v1/policy", {"max_util": 80, "revision": before["revision"]})
+        self.assertEqual(stale.status, 409, stale)
+        self.assertEqual(stale.json()["field"], "revision")
+        # Put it back (other tests read the defaults).
+        self.ok(self.d.request("PUT", "/v1/policy", {"max_util": 90, "cooldown": 300}))
+        self.assertEqual(self.ok(self.d.get("/v1/policy"))["revision"], before["revision"])
+
+    def test_rebalance_dry_run_and_real(self):
+        writes = os.path.join(self.root, "sys", "fs", "cgroup", ".numaorch-writes")
+        n0 = len(apilib.slurp(writes).splitlines())
+        r = self.ok(self.d.request("POST", "/v1/rebalance", {"dry_run": True, "verbose": True}))
+        self.assertFalse(r["applied"])
+        self.assertEqual(r["results"], [])
+        self.assertTrue(any(i["kind"] == "settled" or i["kind"] in ("move", "skip") for i in r["plan"]["items"]))
+        self.assertEqual(len(apilib.slurp(writes).splitlines()), n0, "a dry run wrote")
+        r = self.ok(self.d.request("POST", "/v1/rebalance", None, content_type=None))
+        self.assertTrue(r["applied"])
+        for res in r["results"]:
+            self.assertIn(res["outcome"], ("moved", "vanished", "changed", "no_room"))
+        self.assertEqual(r["summary"]["moved"], sum(1 for x in r["results"] if x["outcome"] == "moved"))
+        self.assertFalse(any(i["kind"] == "settled" for i in r["plan"]["items"]))
+
+    def test_decisions(self):
+        self.ok(self.d.request("POST", "/v1/rebalance", {"dry_run": True}))
+        d = self.ok(self.d.get("/v1/decisions"))
+        self.assertTrue(d["decisions"])
+        last = d["last_id"]
+        ids = [x["id"] for x in d["decisions"]]
+        self.assertEqual(ids, sorted(ids))
+        self.assertEqual(self.ok(self.d.get("/v1/decisions?since=%d" % last))["decisions"], [])
+        g = d["decisions"][-1]["guest"]
+        only = self.ok(self.d.get("/v1/decisions?guest=" + g + "&limit=1000"))["decisions"]
+        self.assertTrue(only and all(x["guest"] == g for x in only))
+        self.assertEqual(len(self.ok(self.d.get("/v1/decisions?limit=1"))["decisions"]), 1)
+        self.assertTrue(self.ok(self.d.get("/v1/decisions?since=2000-01-01T00:00:00Z"))["decisions"])
+        self.assertEqual(self.ok(self.d.get("/v1/decisions?since=2999-01-01T00:00:00Z"))["decisions"], [])
+
+    def test_placements_reserve_room(self):
+        free = {n["id"]: n["mem_free_bytes"] >> 20 for n in self.ok(self.d.get("/v1/nodes"))["nodes"]}
+        # Big enough that one node cannot take two of them.
+        mib = int(min(free.values()) * 0.6)
+        a = self.ok(self.d.request("POST", "/v1/placements", {"vcpus": 1, "memory_mib": mib,
+                                                               "reserve_seconds": 30, "label": "vm-a"}))
+        b = self.ok(self.d.request("POST", "/v1/placements", {"vcpus": 1, "memory_mib": mib,
+                                                               "reserve_seconds": 30}))
+        self.assertTrue(a["ok"] and b["ok"], (a, b))
+        self.assertNotEqual(a["nodes"], b["nodes"], "two reservations were given the same room")
+        self.assertEqual(a["reservation"]["label"], "vm-a")
+        self.assertGreaterEqual(b["active_reservations"], 2)
+        # Without reserving, nothing is held.
+        c = self.ok(self.d.request("POST", "/v1/placements", {"vcpus": 1, "memory_mib": 64}))
+        self.assertIsNone(c["reservation"])
+        nofit = self.ok(self.d.request("POST", "/v1/placements", {"vcpus": 1, "memory_mib": 1 << 28}))
+        self.assertFalse(nofit["ok"])
+        self.assertIn("nothing fits", nofit["detail"])
+
+    def test_event_triggers_a_cycle(self):
+        before = self.ok(self.d.get("/v1/status"))["cycles"]
+        r = self.d.request("POST", "/v1/events", {"source": "libvirt-hook", "event": "started",
+                                                   "domain": "vm1",
+                                                   "uuid": "4dea22b3-1d52-d8f3-2516-782e98ab3fa0"})
+        self.assertEqual(r.status, 202, r)
+        self.assertEqual(r.json(), {"accepted": True})
+        deadline = time.time() + 10
+        while time.time() < deadline and self.ok(self.d.get("/v1/status"))["cycles"] <= before:
+            time.sleep(0.05)
+        self.assertGreater(self.ok(self.d.get("/v1/status"))["cycles"], before, "no cycle after the event")
+        self.assertIn("event from libvirt-hook: domain vm1 started", self.d.logtext())
+
+    def test_tcp_needs_the_token_except_health(self):
+        r = self.d.get("/v1/health", tcp=True, token=None)
+        self.assertEqual(r.status, 200)
+        self.assertEqual(self.d.get("/v1/status", tcp=True).status, 200)
+        self.assertEqual(self.d.get("/v1/guests", tcp=True).status, 200)
+        r = self.d.request("POST", "/v1/events", {"source": "x", "event": "started", "domain": "d"},
+                           tcp=True, token=None)
+        self.assertEqual(r.status, 401)
+        r = self.d.get("/metrics", tcp=True)
+        self.assertEqual(r.status, 200)
+
+    def test_metrics(self):
+        self.d.get("/v1/status")
+        r = self.d.get("/metrics")
+        self.assertEqual(r.status, 200)
+        self.assertTrue(r.headers["content-type"].startswith("text/plain; version=0.0.4"))
+        text = r.body.decode()
+        for fam in ("numaorch_node_cpu_busy_ratio", "numaorch_node_memory_free_bytes",
+                    "numaorch_guest_locality_ratio", "numaorch_guest_memory_bytes", "numaorch_moves_total",
+                    "numaorch_migrated_bytes_total", "numaorch_cycle_duration_seconds",
+                    "numaorch_api_requests_total", "numaorch_api_request_duration_seconds_bucket"):
+            self.assertIn(fam, text)
+        self.assertIn('numaorch_api_requests_total{route="/v1/status",code="200"}', text)
+        promtool = shutil.which("promtool")
+        if not promtool:
+            self.skipTest("promtool (Debian package prometheus) not installed: metrics format not checked")
+        p = subprocess.run([promtool, "check", "metrics"], input=r.body, capture_output=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stdout.decode() + p.stderr.decode())
+
+    def test_slow_and_half_requests_do_not_block_others(self):
+        # Connections that send half a request (or nothing) hold only themselves.
+        held = []
+        for i in range(8):
+            s = self.d.connect()
+            s.sendall(b"PUT /v1/policy HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"max")
+            held.append(s)
+        for i in range(4):
+            s = self.d.connect(tcp=True)
+            s.sendall(b"GET /v1/sta")
+            held.append(s)
+        t0 = time.time()
+        self.assertEqual(self.d.get("/v1/status").status, 200)
+        self.assertEqual(self.d.get("/v1/status", tcp=True).status, 200)
+        self.assertLess(time.time() - t0, 2)
+        for s in held:
+            s.close()
+
+    def test_concurrent_readers_and_writers(self):
+        errors = []
+
+        def reader():
+            for _ in range(30):
+                for t in ("/v1/status", "/v1/guests", "/metrics"):
+                    r = self.d.get(t)
+                    if r.status != 200:
+                        errors.append((t, r))
+
+        def writer():
+            for i in range(15):
+                r = self.d.request("PUT", "/v1/guests/runc-ctr1/policy",
+                                   {"mode": "pinned", "nodes": str(i % 2)})
+                if r.status != 200:
+                    errors.append(("put", r))
+            self.d.request("DELETE", "/v1/guests/runc-ctr1/policy")
+
+        ts = [threading.Thread(target=reader) for _ in range(4)] + [threading.Thread(target=writer)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        self.assertEqual(errors, [])
+        self.assertTrue(self.d.alive())
+
+
+# (name, method, target, body, kwargs, status, problem code, field)
+BIG = b'{"max_util": 80, "pad": "' + b"x" * (70 * 1024) + b'"}'
+BAD = [
+    ("malformed JSON", "PUT", "/v1/policy", '{"max_util": 8', {}, 400, "malformed-body", None),
+    ("JSON array body", "PUT", "/v1/policy", "[1, 2]", {}, 400, "malformed-body", None),
+    ("empty body", "PUT", "/v1/policy", "", {}, 400, "malformed-body", None),
+    ("string for a number", "PUT", "/v1/policy", {"max_util": "85"}, {}, 400, "invalid-field", "max_util"),
+    ("bool for an integer", "PUT", "/v1/policy", {"max_moves": True}, {}, 400, "invalid-field", "max_moves"),
+    ("out of range", "PUT", "/v1/policy", {"max_util": 150}, {}, 400, "invalid-field", "max_util"),
+    ("negative seconds", "PUT", "/v1/policy", {"cooldown": -1}, {}, 400, "invalid-field", "cooldown"),
+    ("fraction for an integer", "PUT", "/v1/policy", {"max_moves": 2.5}, {}, 400, "invalid-field", "max_moves"),
+    ("unknown field", "PUT", "/v1/policy", {"max_utl": 80}, {}, 400, "unknown-field", "max_utl"),
+    ("unknown mode", "PUT", "/v1/policy", {"mode": "aggressive"}, {}, 400, "invalid-field", "mode"),
+    ("bad revision", "PUT", "/v1/policy", {"revision": "xyz"}, {}, 400, "invalid-field", "revision"),
+    ("duplicate keys", "PUT", "/v1/policy", '{"max_util": 80, "max_util": 90}', {}, 400, "malformed-body", None),
+    ("NaN", "PUT", "/v1/policy", '{"max_util": NaN}', {}, 400, "malformed-body", None),
+    ("non-UTF-8 in JSON", "PUT", "/v1/policy", b'{"mode": "\xff\xfe"}', {}, 400, "malformed-body", None),
+    ("number overflow", "PUT", "/v1/policy", '{"max_moves": 1e400}', {}, 400, "malformed-body", None),
+    ("escaped NUL", "PUT", "/v1/policy", '{"mode": "enf\\u0000orce"}', {}, 400, "malformed-body", None),
+    ("deep nesting", "PUT", "/v1/policy", "[" * 5000 + "]" * 5000, {}, 400, "malformed-body", None),
+    ("guest policy without mode", "PUT", "/v1/guests/runc-ctr1/policy", {}, {}, 400, "invalid-field", "mode"),
+    ("pinned without nodes", "PUT", "/v1/guests/runc-ctr1/policy", {"mode": "pinned"}, {}, 400,
+     "invalid-field", "nodes"),
+    ("nodes with auto", "PUT", "/v1/guests/runc-ctr1/policy", {"mode": "auto", "nodes": "0"}, {}, 400,
+     "invalid-field", "nodes"),
+    ("malformed node list", "PUT", "/v1/guests/runc-ctr1/policy", {"mode": "pinned", "nodes": "0-"}, {},
+     400, "invalid-field", "nodes"),
+    ("node id out of range", "PUT", "/v1/guests/runc-ctr1/policy", {"mode": "pinned", "nodes": [5000]}, {},
+     400, "invalid-field", "nodes"),
+    ("pinned to a node the host lacks", "PUT", "/v1/guests/runc-ctr1/policy",
+     {"mode": "pinned", "nodes": "0,5"}, {}, 409, "conflict", "nodes"),
+    ("guest policy unknown field", "PUT", "/v1/guests/runc-ctr1/policy", {"mode": "auto", "why": 1}, {},
+     400, "unknown-field", "why"),
+    ("clear a policy never set", "DELETE", "/v1/guests/runc-ctr1/policy", None, {}, 404, "not-found", "id"),
+    ("rebalance wrong type", "POST", "/v1/rebalance", {"dry_run": "yes"}, {}, 400, "invalid-field", "dry_run"),
+    ("rebalance unknown field", "POST", "/v1/rebalance", {"force": True}, {}, 400, "unknown-field", "force"),
+    ("zero vcpus", "POST", "/v1/placements", {"vcpus": 0, "memory_mib": 1}, {}, 400, "invalid-field", "vcpus"),
+    ("placement without memory", "POST", "/v1/placements", {"vcpus": 2}, {}, 400, "invalid-field",
+     "memory_mib"),
+    ("negative reservation", "POST", "/v1/placements", {"vcpus": 2, "memory_mib": 1, "reserve_seconds": -5},
+     {}, 400, "invalid-field", "reserve_seconds"),
+    ("unknown event", "POST", "/v1/events", {"source": "libvirt-hook", "event": "exploded", "domain": "d"}, {},
+     400, "invalid-field", "event"),
+    ("event without domain", "POST", "/v1/events", {"source": "libvirt-hook", "event": "started"}, {}, 400,
+     "invalid-field", "domain"),
+    ("event with a bad uuid", "POST", "/v1/events",
+     {"source": "libvirt-hook", "event": "started", "domain": "d", "uuid": "not-a-uuid"}, {}, 400,
+     "invalid-field", "uuid"),
+    ("event with an extra field", "POST", "/v1/events",
+     {"source": "libvirt-hook", "event": "started", "domain": "d", "extra": 1}, {}, 400, "unknown-field",
+     "extra"),
+    ("body over 64 KiB", "PUT", "/v1/policy", BIG, {}, 413, "body-too-large", None),
+    ("chunked body over 64 KiB", "PUT", "/v1/policy", None, {"chunked": BIG}, 413, "body-too-large", None),
+    ("text/plain body", "PUT", "/v1/policy", {"max_util": 80}, {"content_type": "text/plain"}, 415,
+     "unsupported-media-type", "Content-Type"),
+    ("form body", "POST", "/v1/events", "a=b", {"content_type": "application/x-www-form-urlencoded"}, 415,
+     "unsupported-media-type", "Content-Type"),
+    ("id ..", "GET", "/v1/guests/..", None, {}, 400, "invalid-field", "id"),
+    ("id %2e%2e", "GET", "/v1/guests/%2e%2e", None, {}, 400, "invalid-field", "id"),
+    ("id %2e%2e%2f into the policy route", "PUT", "/v1/guests/%2e%2e%2fetc/policy", {"mode": "auto"}, {}, 400,
+     "invalid-field", "id"),
+    ("id with a slash", "GET", "/v1/guests/a%2Fb", None, {}, 400, "invalid-field", "id"),
+    ("overlong id", "GET", "/v1/guests/" + "a" * 200, None, {}, 400, "invalid-field", "id"),
+    ("id starting with -", "GET", "/v1/guests/-rf", None, {}, 400, "invalid-field", "id"),
+    ("raw non-UTF-8 in the path", "GET", b"/v1/guests/\xff\xfe", None, {}, 400, "malformed-request", "path"),
+    ("escaped non-UTF-8", "GET", "/v1/guests/%ff%fe", None, {}, 400, "malformed-request", "path"),
+    ("escaped NUL in the path", "GET", "/v1/guests/ab%00cd", None, {}, 400, "malformed-request", "path"),
+    ("bad escape", "GET", "/v1/guests/%zz", None, {}, 400, "malformed-request", "path"),
+    ("unknown guest", "GET", "/v1/guests/docker-does-not-exist", None, {}, 404, "not-found", "id"),
+    ("unknown route", "GET", "/v1/nope", None, {}, 404, "not-found", None),
+    ("trailing slash", "GET", "/v1/status/", None, {}, 404, "not-found", None),
+    ("version 2", "GET", "/v2/status", None, {}, 404, "not-found", None),
+    ("DELETE status", "DELETE", "/v1/status", None, {}, 405, "method-not-allowed", None),
+    ("GET rebalance", "GET", "/v1/rebalance", None, {}, 405, "method-not-allowed", None),
+    ("PATCH policy", "PATCH", "/v1/policy", {"max_util": 80}, {}, 405, "method-not-allowed", None),
+    ("unknown query parameter", "GET", "/v1/guests?colour=red", None, {}, 400, "unknown-field", "colour"),
+    ("bad kind", "GET", "/v1/guests?kind=pod", None, {}, 400, "invalid-field", "kind"),
+    ("node the host lacks", "GET", "/v1/guests?node=7", None, {}, 400, "invalid-field", "node"),
+    ("limit 0", "GET", "/v1/decisions?limit=0", None, {}, 400, "invalid-field", "limit"),
+    ("since yesterday", "GET", "/v1/decisions?since=yesterday", None, {}, 400, "invalid-field", "since"),
+    ("duplicate query parameter", "GET", "/v1/guests?kind=vm&kind=container", None, {}, 400,
+     "malformed-request", "path"),
+    ("query on status", "GET", "/v1/status?verbose=1", None, {}, 400, "unknown-field", "verbose"),
+    # TCP: the token comes before anything else.
+    ("TCP without a token", "GET", "/v1/status", None, {"tcp": True, "token": None}, 401, "unauthorized", None),
+    ("TCP with a wrong token", "GET", "/v1/status", None, {"tcp": True, "token": TOKEN + "x"}, 403,
+     "forbidden", None),
+    ("TCP with a token prefix", "GET", "/v1/status", None, {"tcp": True, "token": TOKEN[:-1]}, 403,
+     "forbidden", None),
+    ("TCP Basic auth", "GET", "/v1/status", None,
+     {"tcp": True, "token": None, "headers": {"Authorization": "Basic YTpi"}}, 401, "unauthorized", None),
+    ("TCP unknown route without a token", "GET", "/v1/nope", None, {"tcp": True, "token": None}, 401,
+     "unauthorized", None),
+    ("TCP change without a token", "PUT", "/v1/policy", {"max_util": 10}, {"tcp": True, "token": None}, 401,
+     "unauthorized", None),
+]
+
+
+@unittest.skipIf(REASON, REASON or "")
+class BadRequests(unittest.TestCase):
+    """Every row must be refused with its status and a problem body; then the
+    daemon must still answer, and nothing may have changed."""
+
+    def setUp(self):
+        self.tmp = itlib.mktemp()
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.root = apilib.compose_root(self.tmp)
+        self.d = apilib.Daemon(self.tmp, self.root).start()
+        self.addCleanup(self.d.stop)
+
+    def state(self):
+        d = self.d
+        st = d.get("/v1/status").json()
+        path = os.path.join(d.state, "guest-policies.json")
+        writes = os.path.join(self.root, "sys", "fs", "cgroup", ".numaorch-writes")
+        return {
+            "policy": d.get("/v1/policy").json(),
+            "guest-policies": d.get("/v1/guest-policies").json(),
+            "cycles": st["cycles"],
+            "moves": st["totals"],
+            "file": apilib.slurp(path) if os.path.exists(path) else None,
+            "writes": apilib.slurp(writes),
+            "decisions": d.get("/v1/decisions").json()["last_id"],
+        }
+
+    def send(self, method, target, body, kw):
+        kw = dict(kw)
+        chunked = kw.pop("chunked", None)
+        if chunked is None:
+            return self.d.request(method, target, body, **kw)
+        # A chunked upload: no Content-Length, so the server finds out late.
+        head = ("%s %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n" % (method, target)).encode()
+        data = b""
+        for i in range(0, len(chunked), 8192):
+            part = chunked[i:i + 8192]
+            data += b"%x\r\n" % len(part) + part + b"\r\n"
+        return self.d.raw(head + data + b"0\r\n\r\n")
+
+    def test_table(self):
+        self.assertGreaterEqual(len(BAD), 30)
+        # A per-guest policy that must survive everything below unchanged.
+        self.assertEqual(self.d.request("PUT", "/v1/guests/lxc-db/policy",
+                                        {"mode": "pinned", "nodes": "1"}).status, 200)
+        before = self.state()
+        for name, method, target, body, kw, status, code, field in BAD:
+            with self.subTest(name):
+                r = self.send(method, target, body, kw)
+                self.assertEqual(r.status, status, "%s: %r" % (name, r))
+                self.assertEqual(r.headers.get("content-type"), "application/problem+json", name)
+                p = json.loads(r.body)
+                self.assertEqual(p["type"], "urn:numaorch:problem:" + code, "%s: %r" % (name, p))
+                self.assertEqual(p["status"], status)
+                self.assertTrue(p["title"] and p["detail"], p)
+                if field:
+                    self.assertEqual(p.get("field"), field, "%s: %r" % (name, p))
+                    if code in ("invalid-field", "unknown-field") and field not in ("id", "path"):
+                        self.assertIn(field, p["detail"], "the message must name the field")
+                if status == 405:
+                    self.assertTrue(r.headers.get("allow"), "405 without Allow")
+                if status == 401:
+                    self.assertEqual(r.headers.get("www-authenticate"), 'Bearer realm="numaorch"')
+                self.assertTrue(self.d.alive(), "numaorchd died on: " + name)
+        self.assertEqual(self.d.get("/v1/health").json(), {"status": "ok", "ready": True})
+        after = self.state()
+        self.assertEqual(after, before, "a refused request changed something")
+        # And the refusals were counted by route and status.
+        m = self.d.get("/metrics").body.decode()
+        self.assertIn('numaorch_api_requests_total{route="/v1/policy",code="400"}', m)
+        self.assertIn('code="401"', m)
+
+    def test_garbage_on_the_wire(self):
+        junk = [b"\x00\x01\x02\r\n\r\n", b"GET\r\n\r\n", b"GET / HTTP/9.9\r\n\r\n",
+                b"GET /v1/status HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n",
+                b"GET /v1/status HTTP/1.1\r\nHost: x\r\nX: " + b"a" * 100000 + b"\r\n\r\n",
+                b"GET /" + b"a" * 100000 + b" HTTP/1.1\r\nHost: x\r\n\r\n",
+                b"POST /v1/events HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc"]
+        for j in junk:
+            try:
+                s = self.d.connect(timeout=3)
+                s.sendall(j)
+                s.shutdown(socket.SHUT_WR)
+                s.recv(65536)
+                s.close()
+            except OSError:
+                pass
+        self.assertTrue(self.d.alive())
+        self.assertEqual(self.d.get("/v1/health").status, 200)
+
+
+@unittest.skipIf(REASON, REASON or "")
+class Startup(unittest.TestCase):
+    def setUp(self):
+        self.tmp = itlib.mktemp()
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.root = apilib.compose_root(self.tmp)
+
+    def test_world_readable_token_is_refused(self):
+        d = apilib.Daemon(self.tmp, self.root)
+        os.chmod(d.token_file, 0o644)
+        p = subprocess.run(d.args() + ["--check-config"], capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("accessible to others", p.stderr)
+        p = subprocess.run(d.args(), capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 2, p.stderr)
+
+    def test_listen_without_token_is_refused(self):
+        p = subprocess.run([itlib.NUMAORCHD, "--root", self.root, "--listen", "127.0.0.1:0",
+                            "--socket", os.path.join(self.tmp, "s"), "--check-config"],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("token_file", p.stderr)
+
+    def test_socket_mode_directory_and_second_agent(self):
+        d = apilib.Daemon(self.tmp, self.root).start()
+        self.addCleanup(d.stop)
+        self.assertEqual(apilib.mode_of(d.sock), 0o660)
+        # A second agent on the same socket is refused, and leaves it alone.
+        d2 = apilib.Daemon(self.tmp, self.root)
+        p = subprocess.run(d2.args(), capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("another process is listening", p.stderr)
+        self.assertEqual(d.get("/v1/health").status, 200)
+        self.assertEqual(d.stop(), 0)
+        self.assertFalse(os.path.exists(d.sock), "the socket was left behind")
+
+    def test_503_before_the_first_snapshot(self):
+        # A slow first sample keeps the first cycle from finishing for a while.
+        d = apilib.Daemon(self.tmp, self.root, conf="[agent]\nsample = 3\n").start(wait_ready=False)
+        self.addCleanup(d.stop)
+        r = d.get("/v1/status")
+        self.assertEqual(r.status, 503, r)
+        self.assertEqual(r.json()["type"], "urn:numaorch:problem:no-snapshot")
+        self.assertTrue(r.headers.get("retry-after"))
+        self.assertEqual(d.get("/v1/health").json()["ready"], False)
+        self.assertEqual(d.get("/v1/decisions").status, 200)
+
+    def test_tls(self):
+        openssl = shutil.which("openssl")
+        if not openssl:
+            self.skipTest("openssl not installed: cannot make a test certificate")
+        cert, key = os.path.join(self.tmp, "cert.pem"), os.path.join(self.tmp, "key.pem")
+        p = subprocess.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key,
+                            "-out", cert, "-days", "2", "-subj", "/CN=localhost",
+                            "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        d = apilib.Daemon(self.tmp, self.root, tls=(cert, key)).start()
+        self.addCleanup(d.stop)
+        self.assertIn("API listening on https", d.logtext())
+        r = d.get("/v1/status", tcp=True)
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(d.get("/v1/status", tcp=True, token=None).status, 401)
+        c = d.ctl("status", tcp=True)
+        self.assertEqual(c.returncode, 0, c.stderr)
+        # Plain HTTP on the TLS port gets no answer it could mistake for one.
+        s = socket.create_connection(("127.0.0.1", d.port), timeout=5)
+        s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n")
+        try:
+            data = s.recv(100)
+        except OSError:
+            data = b""
+        s.close()
+        self.assertFalse(data.startswith(b"HTTP/1.1 200"))
+        self.assertTrue(d.alive())
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

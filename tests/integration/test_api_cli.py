@@ -1,0 +1,149 @@
+"""numaorchctl against the real numaorchd: each command's output and exit
+code, over the unix socket and over TCP with a token."""
+import json
+import os
+import shutil
+import subprocess
+import unittest
+
+import apilib
+import itlib
+
+REASON = apilib.skip_reason() or (None if os.path.exists(apilib.NUMAORCHCTL) else
+                                  "build/numaorchctl missing (run make)")
+
+
+@unittest.skipIf(REASON, REASON or "")
+class Cli(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = itlib.mktemp()
+        cls.root = apilib.compose_root(cls.tmp)
+        cls.d = apilib.Daemon(cls.tmp, cls.root).start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.d.stop()
+        shutil.rmtree(cls.tmp, True)
+
+    def run_ok(self, *args, **kw):
+        p = self.d.ctl(*args, **kw)
+        self.assertEqual(p.returncode, 0, "numaorchctl %s: %s" % (" ".join(args), p.stderr))
+        self.assertEqual(p.stderr, "")
+        return p.stdout
+
+    def fails(self, code, *args, **kw):
+        p = self.d.ctl(*args, **kw)
+        self.assertEqual(p.returncode, code, "numaorchctl %s: rc %d, %s%s" % (" ".join(args), p.returncode,
+                                                                            p.stdout, p.stderr))
+        lines = p.stderr.strip().splitlines()
+        self.assertTrue(lines and lines[0].startswith("numaorchctl: "), p.stderr)
+        return p.stderr
+
+    def test_status_nodes_guests(self):
+        out = self.run_ok("status")
+        self.assertRegex(out, r"numaorchd \S+, up .*, mode enforce")
+        self.assertIn("host:        2 NUMA nodes (2 with CPUs), cgroup v2", out)
+        out = self.run_ok("nodes").splitlines()
+        self.assertEqual(out[0].split(), ["NODE", "CPUS", "BUSY", "LOAD", "MEM", "FREE", "/", "TOTAL", "GUESTS"])
+        self.assertEqual(len(out), 3)
+        out = self.run_ok("guests").splitlines()
+        self.assertTrue(out[0].startswith("GUEST"))
+        self.assertTrue(any(l.startswith("lxc-db ") for l in out))
+        only = self.run_ok("guests", "--runtime", "lxc").splitlines()
+        self.assertEqual(len(only), 2)
+        self.assertIn("kind:      container (lxc)", self.run_ok("guest", "lxc-db"))
+        j = json.loads(self.run_ok("--json", "guests", "--kind", "container"))
+        self.assertEqual(j["count"], len(j["guests"]))
+        self.assertEqual(json.loads(self.run_ok("status", "--json"))["host"]["nodes"], 2)
+        self.assertIn("ok (ready)", self.run_ok("health"))
+
+    def test_policy_get_set(self):
+        out = self.run_ok("policy")
+        self.assertRegex(out, r"max_util\s+90\s+%")
+        self.assertEqual(out, self.run_ok("policy", "get"))
+        out = self.run_ok("policy", "set", "max_util=85", "cooldown=60", "mode=advise")
+        self.assertIn("changed: mode \"enforce\" -> \"advise\", max_util 90.0 -> 85.0, cooldown 300.0 -> 60.0",
+                      out)
+        self.assertEqual(json.loads(self.run_ok("--json", "policy"))["mode"], "advise")
+        err = self.fails(5, "policy", "set", "max_util=150")
+        self.assertIn("max_util: must be a number 1..100 (percent), got 150 (HTTP 400 Bad Request)", err)
+        self.fails(5, "policy", "set", "nonsense=1")
+        self.fails(2, "policy", "set", "max_util")
+        self.fails(2, "policy", "frobnicate")
+        self.run_ok("policy", "set", "max_util=90", "cooldown=300", "mode=enforce")
+
+    def test_guest_policy(self):
+        out = self.run_ok("guest-policy", "runc-ctr1", "pinned", "0")
+        self.assertIn("runc-ctr1: pinned 0 (api)", out)
+        self.assertIn("runc-ctr1: pinned 0 (api)", self.run_ok("guest-policy", "runc-ctr1"))
+        out = self.run_ok("guest-policies").splitlines()
+        self.assertEqual(out[0].split(), ["GUEST", "MODE", "NODES", "SET", "PRESENT"])
+        self.assertTrue(out[1].startswith("runc-ctr1 ") and out[1].endswith("yes"), out)
+        self.run_ok("guest-policy", "runc-ctr1", "ignore")
+        self.assertIn("cleared", self.run_ok("guest-policy", "runc-ctr1", "clear"))
+        self.fails(4, "guest-policy", "runc-ctr1", "clear")
+        self.assertIn("not on this host now", self.run_ok("guest-policy", "vm-future", "auto"))
+        self.run_ok("guest-policy", "vm-future", "clear")
+        self.fails(5, "guest-policy", "runc-ctr1", "pinned", "9")          # 409: no such node
+        self.fails(5, "guest-policy", "../etc", "auto")                     # 400: bad id
+        self.fails(2, "guest-policy", "runc-ctr1", "pinned")
+        self.fails(4, "guest", "docker-not-here")
+
+    def test_rebalance_decisions_advise_event(self):
+        out = self.run_ok("rebalance", "--dry-run")
+        self.assertRegex(out, r"^cycle #\d+ \(nothing written\) in [\d.]+ ms: \d+ moves? planned")
+        self.assertIn("planned_moves", self.run_ok("--json", "rebalance", "--dry-run", "--verbose"))
+        out = self.run_ok("decisions", "--limit", "5")
+        self.assertTrue(out.strip())
+        self.assertLessEqual(len(out.strip().splitlines()), 5)
+        self.assertIn("(no decisions match)", self.run_ok("decisions", "--since", "0s", "--guest", "nobody"))
+        self.assertTrue(self.run_ok("decisions", "--since", "1h").strip())
+        self.fails(5, "decisions", "--limit", "0")
+        out = self.run_ok("advise", "2", "1G")
+        self.assertRegex(out, r"^nodes \d+ \(cpus [\d,-]+, memory on \d+\): ")
+        out = self.run_ok("advise", "1", "256M", "--reserve", "5", "--label", "vm-x")
+        self.assertIn("reserved for 5 s (reservation ", out)
+        p = self.d.ctl("advise", "1", "900T")
+        self.assertEqual(p.returncode, 8, p.stderr)
+        self.assertIn("nothing fits", p.stdout)
+        self.fails(2, "advise", "two", "1G")
+        self.fails(2, "advise", "2", "lots")
+        self.assertIn("accepted", self.run_ok("event", "started", "vm1", "--uuid",
+                                              "4dea22b3-1d52-d8f3-2516-782e98ab3fa0"))
+        self.fails(5, "event", "exploded", "vm1")
+        self.assertIn("numaorch_moves_total", self.run_ok("metrics"))
+
+    def test_usage_and_connection_errors(self):
+        self.fails(2, "nonsense")
+        self.fails(2, "status", "extra")
+        p = subprocess.run([apilib.NUMAORCHCTL], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("Exit status:", subprocess.run([apilib.NUMAORCHCTL, "--help"], capture_output=True,
+                                                      text=True).stdout)
+        p = subprocess.run([apilib.NUMAORCHCTL, "--socket", os.path.join(self.tmp, "nope.sock"), "status"],
+                           capture_output=True, text=True)
+        self.assertEqual(p.returncode, 3)
+        self.assertIn("is numaorchd running?", p.stderr)
+        p = subprocess.run([apilib.NUMAORCHCTL, "--url", "http://127.0.0.1:1", "status"],
+                           capture_output=True, text=True)
+        self.assertEqual(p.returncode, 3)
+
+    def test_tcp_with_token(self):
+        self.assertIn("numaorchd", self.run_ok("status", tcp=True))
+        bad = os.path.join(self.tmp, "badtoken")
+        itlib.write(bad, "wrong-token-wrong-token\n")
+        err = self.fails(6, "status", tcp=True, token_file=bad)
+        self.assertIn("HTTP 403", err)
+        env = dict(os.environ, NUMAORCH_URL="http://127.0.0.1:%d" % self.d.port,
+                   NUMAORCH_TOKEN_FILE=self.d.token_file)
+        p = subprocess.run([apilib.NUMAORCHCTL, "health"], capture_output=True, text=True, env=env)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        env.pop("NUMAORCH_TOKEN_FILE")
+        p = subprocess.run([apilib.NUMAORCHCTL, "nodes"], capture_output=True, text=True, env=env)
+        self.assertEqual(p.returncode, 6, p.stderr)
+        self.assertIn("HTTP 401", p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,130 @@
+"""Per-guest policies survive restarts, and a kill -9 in the middle of
+writing them leaves the old or the new file, never a corrupt one."""
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import threading
+import time
+import unittest
+
+import apilib
+import itlib
+
+REASON = apilib.skip_reason()
+
+
+@unittest.skipIf(REASON, REASON or "")
+class Persistence(unittest.TestCase):
+    def setUp(self):
+        self.tmp = itlib.mktemp()
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.root = apilib.compose_root(self.tmp)
+        self.d = apilib.Daemon(self.tmp, self.root)
+        self.addCleanup(self.d.stop)
+        self.file = os.path.join(self.d.state, "guest-policies.json")
+
+    def policies(self):
+        r = self.d.get("/v1/guest-policies")
+        self.assertEqual(r.status, 200, r)
+        return {p["guest"]: (p["mode"], p.get("nodes")) for p in r.json()["policies"]}
+
+    def test_restart_keeps_policies_and_the_engine_honours_them(self):
+        self.d.start()
+        want = {"lxc-db": ("pinned", "1"), "runc-ctr1": ("ignore", None), "vm-later": ("auto", None)}
+        for gid, (mode, nodes) in want.items():
+            body = {"mode": mode}
+            if nodes:
+                body["nodes"] = nodes
+            self.assertEqual(self.d.request("PUT", "/v1/guests/%s/policy" % gid, body).status, 200)
+        self.assertEqual(self.policies(), want)
+        self.assertEqual(self.d.stop(), 0)
+        self.assertEqual(apilib.mode_of(self.file), 0o640)
+
+        self.d.start()
+        self.assertEqual(self.policies(), want)
+        g = self.d.get("/v1/guests/lxc-db").json()
+        self.assertEqual(g["policy"], {"mode": "pinned", "nodes": "1", "source": "api"})
+        # The engine took them from the file at start: the first cycle's
+        # snapshot already carries them (not just the API's view of the store).
+        r = self.d.request("POST", "/v1/rebalance", {"dry_run": True, "verbose": True}).json()
+        items = {i["guest"]: i for i in r["plan"]["items"]}
+        self.assertEqual(items["runc-ctr1"]["skip"], "ignored", items["runc-ctr1"])
+        self.assertIn("per-guest policies loaded from", self.d.logtext())
+        # numaorchd --once honours them too, and creates nothing.
+        p = subprocess.run([itlib.NUMAORCHD, "--config", self.d.conf, "--root", self.root, "--once", "--json",
+                            "--dry-run", "--state-dir", self.d.state], capture_output=True, text=True,
+                           timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        rep = json.loads(p.stdout)
+        pol = {g["id"]: g["policy"] for g in rep["snapshot"]["guests"]}
+        self.assertEqual(pol["runc-ctr1"]["mode"], "ignore")
+
+    def test_corrupt_state_file_refuses_to_start(self):
+        os.makedirs(self.d.state)
+        itlib.write(self.file, '{"format": "numaorch-guest-policies", "version": 1, "guests": {"x": {"mode": "pinn')
+        p = subprocess.run(self.d.args(), capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn(self.file, p.stderr)
+        itlib.write(self.file, '{"format": "numaorch-guest-policies", "version": 1, '
+                               '"guests": {"../etc": {"mode": "ignore"}}}')
+        p = subprocess.run(self.d.args(), capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("not a valid guest id", p.stderr)
+
+    def test_kill9_during_writes_leaves_old_or_new(self):
+        """Hammer PUT/DELETE, kill -9 at a random moment, check the file, restart."""
+        rnd = random.Random(1234)
+        seen_states = []
+        for rnd_i in range(6):
+            self.d.start()
+            states = []  # every state the file could legitimately hold
+            states.append(self.policies())
+            stop = threading.Event()
+
+            def hammer():
+                i = 0
+                while not stop.is_set():
+                    gid = "guest-%d" % (i % 7)
+                    try:
+                        if i % 5 == 4:
+                            r = self.d.request("DELETE", "/v1/guests/%s/policy" % gid, timeout=5)
+                        else:
+                            r = self.d.request("PUT", "/v1/guests/%s/policy" % gid,
+                                               {"mode": "pinned", "nodes": str(i % 2)}, timeout=5)
+                    except OSError:
+                        return  # the daemon is gone
+                    i += 1
+
+            ts = [threading.Thread(target=hammer) for _ in range(3)]
+            for t in ts:
+                t.start()
+            time.sleep(0.2 + rnd.random() * 0.8)
+            self.d.proc.send_signal(signal.SIGKILL)
+            self.d.proc.wait()
+            stop.set()
+            for t in ts:
+                t.join()
+            self.d.stop()
+            # The file must be complete, valid, and in our format.
+            with open(self.file) as f:
+                doc = json.load(f)
+            self.assertEqual(doc["format"], "numaorch-guest-policies")
+            for gid, rec in doc["guests"].items():
+                self.assertEqual(rec["mode"], "pinned")
+                self.assertIn(rec["nodes"], ("0", "1"))
+            # Restart: what the agent serves is exactly what the file held.
+            self.d.start()
+            served = self.policies()
+            self.assertEqual(served, {g: ("pinned", r["nodes"]) for g, r in doc["guests"].items()})
+            seen_states.append(len(served))
+            self.assertEqual([f for f in os.listdir(self.d.state) if ".tmp." in f], [],
+                             "a temp file from the killed agent was left behind")
+            self.d.stop()
+        self.assertTrue(any(seen_states), "the hammer never wrote anything")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
