@@ -237,6 +237,8 @@ static struct gpol_record *find(struct gpolstore *s, const char *id)
 {
 	struct gpol_record key;
 
+	if (!s->n)
+		return NULL; /* bsearch's base must not be NULL, even for 0 */
 	snprintf(key.id, sizeof(key.id), "%s", id);
 	return bsearch(&key, s->r, s->n, sizeof(*s->r), rec_cmp);
 }
@@ -344,7 +346,8 @@ unsigned gpolstore_list(struct gpolstore *s, struct gpol_record **out)
 	pthread_mutex_lock(&s->lock);
 	n = s->n;
 	*out = xcalloc(n + 1, sizeof(**out));
-	memcpy(*out, s->r, n * sizeof(**out));
+	if (n)
+		memcpy(*out, s->r, n * sizeof(**out));
 	pthread_mutex_unlock(&s->lock);
 	return n;
 }
