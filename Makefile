@@ -53,7 +53,7 @@ SAN_OBJS  := $(CORE_SRCS:%.c=$(BUILD)/san/%.o)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 BENCH_BINS := $(BENCH_SRCS:tests/bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all run check check-unit check-integration bench deps test-deps clean install deb
+.PHONY: all run check check-unit check-integration check-libvirt bench deps test-deps clean install deb
 all: $(BUILD)/numaorchd $(if $(CLI_SRCS),$(BUILD)/numaorchctl) $(BUILD)/numaorch-libvirt-hook
 
 $(BUILD)/obj/%.o: %.c
@@ -109,6 +109,7 @@ run: deps
 check: test-deps
 	$(MAKE) check-unit
 	$(MAKE) check-integration
+	$(MAKE) check-libvirt
 
 check-unit: $(UNIT_BINS)
 	@set -e; fail=0; for t in $(UNIT_BINS); do \
@@ -119,6 +120,10 @@ check-unit: $(UNIT_BINS)
 
 check-integration: all $(IT_BINS)
 	@./tests/integration/run.sh
+
+# A private libvirtd + virtlogd in their own mount namespace, tiny TCG domains.
+check-libvirt: all
+	@./tests/integration/libvirt/run.sh
 
 bench: $(BUILD)/numaorchd $(BENCH_BINS)
 	@./tests/bench/run.sh

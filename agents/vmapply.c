@@ -105,28 +105,27 @@ static void set_res(struct apply_result *res, enum apply_status st, int err, con
 	va_end(ap);
 }
 
-static const char *lv_msg(void)
-{
-	const char *m = virGetLastErrorMessage();
+/* libvirt's error of the call that just failed, copied before any other
+ * call replaces the thread's last error. */
+struct lverr {
+	int code;
+	char msg[240];
+};
 
-	return m && *m ? m : "unknown libvirt error";
+static void lverr_take(struct lverr *e)
+{
+	virErrorPtr le = virGetLastError();
+
+	e->code = le ? le->code : VIR_ERR_OK;
+	snprintf(e->msg, sizeof(e->msg), "%s", le && le->message ? le->message : "unknown libvirt error");
 }
 
-static int lv_code(void)
+/* After a failed call (its error in E): is the domain simply gone? */
+static bool gone(virDomainPtr dom, const struct lverr *e)
 {
-	virErrorPtr e = virGetLastError();
-
-	return e ? e->code : VIR_ERR_OK;
-}
-
-/* After a failed call: is the domain simply gone? */
-static bool gone(virDomainPtr dom)
-{
-	int code = lv_code();
-
-	if (code == VIR_ERR_NO_DOMAIN)
+	if (e->code == VIR_ERR_NO_DOMAIN)
 		return true;
-	return code == VIR_ERR_OPERATION_INVALID && virDomainIsActive(dom) == 0;
+	return e->code == VIR_ERR_OPERATION_INVALID && virDomainIsActive(dom) == 0;
 }
 
 static void mask_to_map(const cpumask_t *m, unsigned char *map, int maplen, int ncpus)
@@ -216,7 +215,7 @@ static int pins_read(virDomainPtr dom, unsigned nvcpus, int maplen, struct pins 
 
 /* Put back every pin this move changed, newest first. Returns 0 or the
  * first failure; *writes counts the calls made. */
-static int pins_restore(virDomainPtr dom, struct pins *p, unsigned *writes)
+static int pins_restore(virDomainPtr dom, struct pins *p, unsigned *writes, struct lverr *err)
 {
 	int ret = 0;
 
@@ -224,20 +223,26 @@ static int pins_restore(virDomainPtr dom, struct pins *p, unsigned *writes)
 		if (p->io_changed[i]) {
 			(*writes)++;
 			if (virDomainPinIOThread(dom, p->io_ids[i], p->io + (size_t)i * (size_t)p->maplen,
-						 p->maplen, VIR_DOMAIN_AFFECT_LIVE) < 0 && !ret)
+						 p->maplen, VIR_DOMAIN_AFFECT_LIVE) < 0 && !ret) {
+				lverr_take(err);
 				ret = -EIO;
+			}
 		}
 	if (p->emu_changed) {
 		(*writes)++;
-		if (virDomainPinEmulator(dom, p->emu, p->maplen, VIR_DOMAIN_AFFECT_LIVE) < 0 && !ret)
+		if (virDomainPinEmulator(dom, p->emu, p->maplen, VIR_DOMAIN_AFFECT_LIVE) < 0 && !ret) {
+			lverr_take(err);
 			ret = -EIO;
+		}
 	}
 	for (unsigned i = p->nv; i-- > 0;)
 		if (p->vcpu_changed[i]) {
 			(*writes)++;
 			if (virDomainPinVcpuFlags(dom, i, p->vcpu + (size_t)i * (size_t)p->maplen, p->maplen,
-						  VIR_DOMAIN_AFFECT_LIVE) < 0 && !ret)
+						  VIR_DOMAIN_AFFECT_LIVE) < 0 && !ret) {
+				lverr_take(err);
 				ret = -EIO;
+			}
 		}
 	return ret;
 }
@@ -301,6 +306,8 @@ int vmapply_move(void *ctx, const struct snapshot *snap, const struct snap_guest
 	int ncpus, maplen, r;
 	cpumask_t cur;
 	unsigned writes = 0;
+	struct lverr le = { 0 };
+	int act;
 
 	if (!vm) {
 		set_res(res, APPLY_REFUSED, -EINVAL, "refused: guest has no VM details");
@@ -328,11 +335,13 @@ int vmapply_move(void *ctx, const struct snapshot *snap, const struct snap_guest
 		goto out;
 	}
 	dom = virDomainLookupByUUIDString(conn, vm->uuid);
-	if (!dom || virDomainIsActive(dom) != 1) {
-		if (!dom ? lv_code() == VIR_ERR_NO_DOMAIN : virDomainIsActive(dom) == 0)
+	act = dom ? virDomainIsActive(dom) : -1;
+	if (act != 1) {
+		lverr_take(&le);
+		if (act == 0 || le.code == VIR_ERR_NO_DOMAIN)
 			set_res(res, APPLY_VANISHED, 0, "domain %s is no longer running", vm->name);
 		else
-			set_res(res, APPLY_FAILED, -EIO, "libvirt: looking up domain %s: %s", vm->name, lv_msg());
+			set_res(res, APPLY_FAILED, -EIO, "libvirt: looking up domain %s: %s", vm->name, le.msg);
 		goto out;
 	}
 	if ((int)virDomainGetID(dom) != f.domid) {
@@ -355,7 +364,8 @@ int vmapply_move(void *ctx, const struct snapshot *snap, const struct snap_guest
 	}
 	ncpus = virNodeGetCPUMap(conn, NULL, NULL, 0);
 	if (ncpus <= 0) {
-		set_res(res, APPLY_FAILED, -EIO, "libvirt: host CPU map: %s", lv_msg());
+		lverr_take(&le);
+		set_res(res, APPLY_FAILED, -EIO, "libvirt: host CPU map: %s", le.msg);
 		goto out;
 	}
 	if (mask_first(it->to_cpus->w, MASK_BITS(it->to_cpus)) >= ncpus ||
@@ -370,10 +380,11 @@ int vmapply_move(void *ctx, const struct snapshot *snap, const struct snap_guest
 
 	/* 2. Save. */
 	if (pins_read(dom, vm->nr_vcpus, maplen, &p) < 0) {
-		if (gone(dom))
+		lverr_take(&le);
+		if (gone(dom, &le))
 			set_res(res, APPLY_VANISHED, 0, "domain %s stopped", vm->name);
 		else
-			set_res(res, APPLY_FAILED, -EIO, "libvirt: reading the pinning of %s: %s", vm->name, lv_msg());
+			set_res(res, APPLY_FAILED, -EIO, "libvirt: reading the pinning of %s: %s", vm->name, le.msg);
 		goto out;
 	}
 
@@ -401,16 +412,16 @@ int vmapply_move(void *ctx, const struct snapshot *snap, const struct snap_guest
 		writes++;
 		if (set_nodeset(dom, to_mems, restrictive) == 0) {
 			mem_changed = true;
-		} else if (gone(dom)) {
+		} else if (lverr_take(&le), gone(dom, &le)) {
 			set_res(res, APPLY_VANISHED, 0, "domain %s stopped", vm->name);
 			goto out;
 		} else if (!vmxml_numatune_movable(&f.x)) {
 			/* the refusal its numatune predicts */
 			mem_refused = true;
-			snprintf(mem_msg, sizeof(mem_msg), "libvirt: %s", lv_msg());
+			snprintf(mem_msg, sizeof(mem_msg), "libvirt: %.180s", le.msg);
 		} else {
 			set_res(res, APPLY_FAILED, -EIO, "libvirt refused memory nodes %s for %s: %s", to_mems,
-				vm->name, lv_msg());
+				vm->name, le.msg);
 			goto out;
 		}
 	}
@@ -476,16 +487,22 @@ int vmapply_move(void *ctx, const struct snapshot *snap, const struct snap_guest
 
 fail:
 	{
-		char why[200];
-		bool vanished = gone(dom);
+		struct lverr rle = { .msg = "" };
+		bool vanished;
 		int rr;
 
-		snprintf(why, sizeof(why), "%s", lv_msg());
-		rr = pins_restore(dom, &p, &writes);
+		lverr_take(&le);
+		vanished = gone(dom, &le);
+		rr = pins_restore(dom, &p, &writes, &rle);
 		if (mem_changed && !vanished) {
 			writes++;
-			if (!old_nodeset[0] || set_nodeset(dom, old_nodeset, false) < 0)
+			if (!old_nodeset[0]) {
+				snprintf(rle.msg, sizeof(rle.msg), "the old nodeset is unknown");
 				rr = rr ? rr : -EIO;
+			} else if (set_nodeset(dom, old_nodeset, false) < 0 && !rr) {
+				lverr_take(&rle);
+				rr = -EIO;
+			}
 		}
 		vmsrc_mark_dirty(va->vs, vm->uuid);
 		if (vanished)
@@ -493,10 +510,10 @@ fail:
 		else if (rr < 0)
 			set_res(res, APPLY_FAILED_PARTIAL, -EIO,
 				"libvirt refused %s for %s: %s; restoring the old pinning/nodeset also failed: %s",
-				step, vm->name, why, lv_msg());
+				step, vm->name, le.msg, rle.msg);
 		else
 			set_res(res, APPLY_FAILED, -EIO, "libvirt refused %s for %s: %s; old pinning%s restored",
-				step, vm->name, why, mem_changed ? " and nodeset" : "");
+				step, vm->name, le.msg, mem_changed ? " and nodeset" : "");
 	}
 out:
 	res->writes += writes;
