@@ -281,15 +281,21 @@ static int lifecycle_cb(virConnectPtr c, virDomainPtr dom, int event, int detail
 	return 0;
 }
 
-static void note_refresh(struct vmsrc *vs, virDomainPtr dom)
+/* Settings changed: re-read them next cycle; with NOW, run that cycle at
+ * once (a new policy should act now; pinning changes are mostly our own
+ * moves echoing back and can wait). */
+static void note_refresh(struct vmsrc *vs, virDomainPtr dom, bool now)
 {
 	char uuid[VIR_UUID_STRING_BUFLEN];
 
 	if (virDomainGetUUIDString(dom, uuid) < 0)
 		return;
 	pthread_mutex_lock(&vs->lock);
-	if (!vs->dead)
+	if (!vs->dead) {
 		push_event(vs, uuid, (int)virDomainGetID(dom), VMSRC_REFRESH);
+		if (now)
+			notify_locked(vs);
+	}
 	pthread_mutex_unlock(&vs->lock);
 }
 
@@ -299,7 +305,7 @@ static int tunable_cb(virConnectPtr c, virDomainPtr dom, virTypedParameterPtr pa
 	(void)c;
 	(void)params;
 	(void)n;
-	note_refresh(opaque, dom);
+	note_refresh(opaque, dom, false);
 	return 0;
 }
 
@@ -308,7 +314,7 @@ static int metadata_cb(virConnectPtr c, virDomainPtr dom, int type, const char *
 	(void)c;
 	(void)type;
 	(void)nsuri;
-	note_refresh(opaque, dom);
+	note_refresh(opaque, dom, true);
 	return 0;
 }
 

@@ -503,6 +503,68 @@ class Libvirt(unittest.TestCase):
             os.kill(self.lv.libvirtd_pid, signal.SIGCONT)
         self.assertIsNotNone(d.wait_log(r"libvirt: reconnected", timeout=15, start=off), d.log()[off:])
 
+    def test_09_api_policy_wins_over_metadata(self):
+        """Metadata says ignore; an override through the REST API pins it to
+        node 0 and wins: the next cycle moves it there through libvirt."""
+        u = self.domain("nt-api", policy={"mode": "ignore"})
+        self.lv.start("nt-api")
+        d = self.daemon(interval=1)
+        gid = "vm-" + u
+        g = [g for g in d.guests() if g["id"] == gid][0]
+        self.assertEqual(g["policy"]["mode"], "ignore")
+        self.assertEqual(g["policy"]["source"], "metadata")
+        st, doc = api(self.sock, "PUT", "/v1/guests/%s/policy" % gid, {"mode": "pinned", "nodes": "0"})
+        self.assertIn(st, (200, 201), doc)
+        rec = d.wait_decision(lambda r: r["guest"] == gid and r["reason"] == "pinned", timeout=10)
+        self.assertIsNotNone(rec, d.log()[-3000:])
+        self.assertEqual(rec["decision"], "moved", rec)
+        self.assertEqual(vcpupin(self.lv, "nt-api"), {0: "0"})
+        self.assertEqual(emulatorpin(self.lv, "nt-api"), "0")
+        g = [g for g in d.guests() if g["id"] == gid][0]
+        self.assertEqual((g["policy"]["mode"], g["policy"]["source"]), ("pinned", "api"))
+
+    def test_10_reservation_consumed_at_start(self):
+        """POST /v1/placements with a reservation labelled with the domain's
+        name: the domain is placed on the reserved nodes when it starts, and
+        the reservation is used up."""
+        d = self.daemon()
+        st, adv = api(self.sock, "POST", "/v1/placements",
+                      {"vcpus": 1, "memory_mib": 64, "reserve_seconds": 120, "label": "nt-resv"})
+        self.assertEqual(st, 200, adv)
+        if not adv["ok"]:
+            busy = cpu_busy()
+            self.assertGreater(min(busy.values()), 0.9, (adv, busy))
+            self.skipTest("every CPU busy (%s): no advice to reserve" % busy)
+        self.assertEqual(adv["reservation"]["label"], "nt-resv")
+        u = self.domain("nt-resv")
+        self.lv.start("nt-resv")
+        rec = d.wait_decision(lambda r: r["guest"] == "vm-" + u and r["reason"] == "place", timeout=5)
+        self.assertIsNotNone(rec, d.log()[-3000:])
+        self.assertEqual(rec["decision"], "moved", rec)
+        self.assertIn("reservation %d" % adv["reservation"]["id"], rec["detail"])
+        self.assertEqual(rec["to"]["nodes"], adv["nodes"])
+        self.assertEqual(vcpupin(self.lv, "nt-resv"), {0: rec["to"]["cpus"]})
+        st, again = api(self.sock, "POST", "/v1/placements", {"vcpus": 1, "memory_mib": 1})
+        self.assertEqual(again["active_reservations"], 0, "the reservation was consumed")
+
+    def test_11_metadata_policy_set_live(self):
+        """`virsh metadata --live` (as the README says) changes the policy of
+        a running domain; the metadata event makes the agent act at once."""
+        u = self.domain("nt-meta")
+        self.lv.start("nt-meta")
+        d = self.daemon()
+        gid = "vm-" + u
+        self.lv.virsh("metadata", "nt-meta", "urn:numaorch:libvirt:1", "--key", "numaorch", "--live",
+                      "--set", '<policy mode="pinned" nodes="1"/>')
+        t0 = time.time()
+        rec = d.wait_decision(lambda r: r["guest"] == gid and r["reason"] == "pinned", timeout=5)
+        self.assertIsNotNone(rec, d.log()[-3000:])
+        self.assertEqual(rec["decision"], "moved", rec)
+        self.assertLess(time.time() - t0, 3.0, "acted on the event, not the 30 s interval")
+        self.assertEqual(vcpupin(self.lv, "nt-meta"), {0: "1"})
+        g = [g for g in d.guests() if g["id"] == gid][0]
+        self.assertEqual(g["policy"], {"mode": "pinned", "source": "metadata", "nodes": "1"})
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -10,6 +10,7 @@
 
 #include "agents/vmapply.h"
 #include "agents/vmsrc.h"
+#include "orchestrator/config.h"
 
 static void test_event_actions(void **state)
 {
@@ -97,6 +98,48 @@ static void test_locality_on(void **state)
 	snap_unref(s);
 }
 
+/* The [libvirt] section: defaults, every key, range errors with the line. */
+static void test_libvirt_config(void **state)
+{
+	struct agent_config c;
+	char err[512];
+
+	(void)state;
+	assert_int_equal(config_load_string("", "t.conf", &c, err, sizeof(err)), 0);
+	assert_true(c.libvirt_enabled);
+	assert_string_equal(c.libvirt_uri, "qemu:///system");
+	assert_int_equal(c.libvirt_keepalive_interval, 2);
+	assert_int_equal(c.libvirt_keepalive_count, 2);
+	assert_true(c.libvirt_place_on_start);
+	assert_true(fabs(c.libvirt_place_vcpu_load - 1.0) < 1e-9);
+	assert_int_equal(c.libvirt_cpus_without_memory, VM_CPUS_LOCAL);
+	config_free(&c);
+
+	assert_int_equal(config_load_string("[libvirt]\nuri = qemu:///system?socket=/tmp/s\nkeepalive_interval = 5\n"
+					    "keepalive_count = 1\nplace_on_start = no\nplace_vcpu_load = 25\n"
+					    "cpus_without_memory = never\n", "t.conf", &c, err, sizeof(err)), 0);
+	assert_string_equal(c.libvirt_uri, "qemu:///system?socket=/tmp/s");
+	assert_int_equal(c.libvirt_keepalive_interval, 5);
+	assert_int_equal(c.libvirt_keepalive_count, 1);
+	assert_false(c.libvirt_place_on_start);
+	assert_true(fabs(c.libvirt_place_vcpu_load - 0.25) < 1e-9);
+	assert_int_equal(c.libvirt_cpus_without_memory, VM_CPUS_NEVER);
+	config_free(&c);
+
+	static const struct { const char *text, *msg; } bad[] = {
+		{ "[libvirt]\nkeepalive_interval = 0\n", "t.conf:2: [libvirt] keepalive_interval: must be an integer 1..60" },
+		{ "[libvirt]\n\nkeepalive_count = 61\n", "t.conf:3: [libvirt] keepalive_count: must be an integer 1..60" },
+		{ "[libvirt]\nplace_vcpu_load = 0\n", "t.conf:2: [libvirt] place_vcpu_load: must be a number 1..100" },
+		{ "[libvirt]\ncpus_without_memory = some\n", "t.conf:2: [libvirt] cpus_without_memory: must be local, never or always" },
+		{ "[libvirt]\nplace_on_start = maybe\n", "t.conf:2: [libvirt] place_on_start: must be yes or no" },
+		{ "[libvirt]\nuri =\n", "t.conf:2: [libvirt] uri: must not be empty" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(config_load_string(bad[i].text, "t.conf", &c, err, sizeof(err)), -EINVAL);
+		assert_non_null(strstr(err, bad[i].msg));
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -104,6 +147,7 @@ int main(void)
 		cmocka_unit_test(test_guest_id),
 		cmocka_unit_test(test_cpus_without_memory_names),
 		cmocka_unit_test(test_locality_on),
+		cmocka_unit_test(test_libvirt_config),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
