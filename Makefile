@@ -21,6 +21,9 @@ CLI_PKGS := libcurl jansson
 BUILD_DEPS := gcc make pkg-config libnuma-dev libcgroup-dev libjansson-dev libinih-dev \
               libmicrohttpd-dev libvirt-dev libcurl4-openssl-dev libsystemd-dev libxml2-dev
 TEST_DEPS  := libcmocka-dev cgroup-tools numactl python3
+# API tests: promtool checks /metrics, PyYAML reads api/openapi.yaml, openssl makes a TLS
+# certificate, clang + its runtime build the libFuzzer target, wrk drives make bench-api.
+TEST_DEPS  += prometheus python3-yaml openssl clang libclang-rt-14-dev wrk
 # make check-libvirt: a private libvirtd (no init scripts, no autostarted daemon) and QEMU
 TEST_DEPS  += libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86
 
@@ -53,7 +56,7 @@ SAN_OBJS  := $(CORE_SRCS:%.c=$(BUILD)/san/%.o)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 BENCH_BINS := $(BENCH_SRCS:tests/bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all run check check-unit check-integration check-libvirt bench deps test-deps clean install deb
+.PHONY: all run check check-unit check-integration check-fuzz bench-api check-libvirt bench deps test-deps clean install deb
 all: $(BUILD)/numaorchd $(if $(CLI_SRCS),$(BUILD)/numaorchctl) $(BUILD)/numaorch-libvirt-hook
 
 $(BUILD)/obj/%.o: %.c
@@ -101,7 +104,8 @@ deps:
 test-deps:
 	@./deploy/install-deps.sh $(BUILD_DEPS) $(TEST_DEPS)
 
-RUN_ARGS ?= --config deploy/numaorchd.conf --decision-log $(BUILD)/decisions.jsonl
+RUN_ARGS ?= --config deploy/numaorchd.conf --decision-log $(BUILD)/decisions.jsonl \
+            --socket $(BUILD)/api.sock --state-dir $(BUILD)/state
 run: deps
 	$(MAKE) all
 	$(BUILD)/numaorchd $(RUN_ARGS)
@@ -109,6 +113,7 @@ run: deps
 check: test-deps
 	$(MAKE) check-unit
 	$(MAKE) check-integration
+	$(MAKE) check-fuzz
 	$(MAKE) check-libvirt
 
 check-unit: $(UNIT_BINS)
@@ -127,6 +132,30 @@ check-libvirt: all
 
 bench: $(BUILD)/numaorchd $(BENCH_BINS)
 	@./tests/bench/run.sh
+
+# The REST API under load: wrk on GET /v1/status and /v1/guests over TCP with
+# 1000 guests while rebalance cycles run (tests/bench/bench_api.sh).
+bench-api: all $(BENCH_BINS)
+	@./tests/bench/bench_api.sh
+
+# libFuzzer target for the API's request handling: the core built again with
+# clang and coverage; run for FUZZ_SECONDS (60) from tests/fuzz/corpus.
+FUZZ_CC    ?= clang
+FUZZ_FLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_OBJS  := $(CORE_SRCS:%.c=$(BUILD)/fuzz/%.o)
+
+$(BUILD)/fuzz/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -std=gnu11 $(filter-out -Werror,$(WARN)) -Wno-unknown-warning-option $(FUZZ_FLAGS) \
+		-fsanitize=fuzzer-no-link -D_GNU_SOURCE -I. $(PKG_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(BUILD)/fuzz/fuzz_api: $(BUILD)/fuzz/tests/fuzz/fuzz_api.o $(FUZZ_OBJS)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
+
+check-fuzz:
+	@if ! command -v $(FUZZ_CC) >/dev/null 2>&1; then \
+		echo "check-fuzz: SKIP: $(FUZZ_CC) is not installed (Debian: clang libclang-rt-14-dev)"; exit 0; fi; \
+	$(MAKE) $(BUILD)/fuzz/fuzz_api && ./tests/fuzz/run.sh $(BUILD)/fuzz/fuzz_api
 
 # Installation layout (Debian's): make install DESTDIR=... installs what the
 # package ships; `make deb` builds the package from deploy/debian/.
