@@ -719,6 +719,7 @@ int api_new(struct engine *e, struct gpolstore *gs, const struct api_opts *o, st
 	a->start_mono_ns = clock_mono_ns();
 	pthread_mutex_init(&a->pol_lock, NULL);
 	pthread_mutex_init(&a->cache_lock, NULL);
+	pthread_cond_init(&a->cache_cond, NULL);
 	*out = a;
 	return 0;
 }
@@ -731,6 +732,7 @@ void api_free(struct api *a)
 	free(a->cache_body);
 	pthread_mutex_destroy(&a->pol_lock);
 	pthread_mutex_destroy(&a->cache_lock);
+	pthread_cond_destroy(&a->cache_cond);
 	free(a->version);
 	if (a->token)
 		explicit_bzero(a->token, strlen(a->token));

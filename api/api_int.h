@@ -72,6 +72,8 @@ struct api {
 	/* GET /v1/guests without filters, serialised once per view and
 	 * per-guest policy generation: the common poll of dashboards. */
 	pthread_mutex_t cache_lock;
+	pthread_cond_t cache_cond;   /* signalled when a build finishes */
+	bool cache_building;
 	struct engine_view *cache_view;
 	uint64_t cache_gen;
 	char *cache_body;

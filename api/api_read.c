@@ -14,6 +14,7 @@
 #include "../orchestrator/fs.h"
 #include "../orchestrator/snapjson.h"
 #include "../policies/plan.h"
+#include "jsonw.h"
 
 #define MIB (1024.0 * 1024.0)
 
@@ -137,30 +138,29 @@ void h_nodes(struct rq *r)
 	json_reply(r, 200, json_pack("{s:o, s:I}", "nodes", arr, "seq", (json_int_t)s->seq));
 }
 
-static json_t *guest_summary(struct api *a, const struct snapshot *s, const struct snap_guest *g)
+static int rec_cmp(const void *k, const void *el)
 {
-	struct guest_policy pol;
-
-	effective_policy(a, g, &pol);
-	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:I, s:o, s:o, s:o, s:o, s:o}",
-			 "id", g->id, "kind", snap_kind_name(g->kind), "runtime", g->runtime, "name", g->name,
-			 "cgroup", g->cgroup ? g->cgroup : "",
-			 "cpu_use", json_real_or_null(g->cpu_use),
-			 "mem_total_bytes", (json_int_t)g->mem_total,
-			 "locality", json_real_or_null(g->locality),
-			 "cpus", json_cpumask(&g->cpus),
-			 "mems", json_nodemask(&g->mems),
-			 "cpu_nodes", json_nodemask(&g->cpu_nodes),
-			 "policy", policy_of(&pol));
+	return strcmp(k, ((const struct gpol_record *)el)->id);
 }
 
-static json_t *guests_doc(struct api *a, const struct snapshot *s, const char *kind, const char *runtime,
-			  int node)
+/* The guest list as JSON text, written directly: with thousands of guests
+ * a jansson tree of them costs tens of milliseconds per request. */
+static char *guests_doc(struct api *a, const struct snapshot *s, const char *kind, const char *runtime,
+			int node, size_t *len)
 {
-	json_t *arr = json_array();
+	struct gpol_record *recs;
+	unsigned nrec = gpolstore_list(a->gs, &recs), count = 0;
+	char *cpus = xmalloc(CPULIST_BUFSZ), nodes[NODELIST_BUFSZ];
+	struct jw w;
 
+	jw_init(&w, 512 + (size_t)s->nr_guests * 512);
+	jw_obj(&w);
+	jw_key(&w, "guests");
+	jw_arr(&w);
 	for (unsigned i = 0; i < s->nr_guests; i++) {
 		const struct snap_guest *g = &s->guests[i];
+		const struct gpol_record *rec;
+		const struct guest_policy *pol;
 
 		if (kind && strcmp(snap_kind_name(g->kind), kind) != 0)
 			continue;
@@ -168,10 +168,73 @@ static json_t *guests_doc(struct api *a, const struct snapshot *s, const char *k
 			continue;
 		if (node >= 0 && !mask_test(&g->cpu_nodes, node))
 			continue;
-		json_array_append_new(arr, guest_summary(a, s, g));
+		count++;
+		/* An API override wins; the snapshot shows it only from the
+		 * cycle after it was set. */
+		rec = nrec ? bsearch(g->id, recs, nrec, sizeof(*recs), rec_cmp) : NULL;
+		pol = rec ? &rec->pol : &g->policy;
+		/* Keys in sorted order, as the jansson answers have them. */
+		jw_obj(&w);
+		jw_key(&w, "cgroup");
+		jw_str(&w, g->cgroup ? g->cgroup : "");
+		mask_format(&g->cpu_nodes, nodes, sizeof(nodes));
+		jw_key(&w, "cpu_nodes");
+		jw_str(&w, nodes);
+		jw_key(&w, "cpu_use");
+		jw_real(&w, g->cpu_use);
+		if (mask_format(&g->cpus, cpus, CPULIST_BUFSZ) < 0)
+			cpus[0] = '\0';
+		jw_key(&w, "cpus");
+		jw_str(&w, cpus);
+		jw_key(&w, "id");
+		jw_str(&w, g->id);
+		jw_key(&w, "kind");
+		jw_str(&w, snap_kind_name(g->kind));
+		jw_key(&w, "locality");
+		jw_real(&w, g->locality);
+		jw_key(&w, "mem_total_bytes");
+		jw_int(&w, (int64_t)g->mem_total);
+		mask_format(&g->mems, nodes, sizeof(nodes));
+		jw_key(&w, "mems");
+		jw_str(&w, nodes);
+		jw_key(&w, "name");
+		jw_str(&w, g->name);
+		jw_key(&w, "policy");
+		jw_obj(&w);
+		jw_key(&w, "mode");
+		jw_str(&w, gpol_mode_name(pol->mode));
+		if (pol->mode == GPOL_PINNED) {
+			mask_format(&pol->nodes, nodes, sizeof(nodes));
+			jw_key(&w, "nodes");
+			jw_str(&w, nodes);
+		}
+		jw_key(&w, "source");
+		jw_str(&w, pol->source == GPOL_SRC_API ? "api" : pol->source == GPOL_SRC_METADATA ? "metadata" :
+			   "default");
+		jw_obj_end(&w);
+		jw_key(&w, "runtime");
+		jw_str(&w, g->runtime);
+		jw_obj_end(&w);
 	}
-	return json_pack("{s:I, s:i, s:o}", "seq", (json_int_t)s->seq, "count", (int)json_array_size(arr),
-			 "guests", arr);
+	jw_arr_end(&w);
+	jw_key(&w, "count");
+	jw_int(&w, count);
+	jw_key(&w, "seq");
+	jw_int(&w, (int64_t)s->seq);
+	jw_obj_end(&w);
+	jw_raw(&w, "\n");
+	free(cpus);
+	free(recs);
+	return jw_take(&w, len);
+}
+
+static void text_reply(struct rq *r, char *text, size_t len)
+{
+	free(r->resp->body);
+	r->resp->status = 200;
+	r->resp->content_type = "application/json";
+	r->resp->body = text;
+	r->resp->body_len = len;
 }
 
 void h_guests(struct rq *r)
@@ -181,6 +244,8 @@ void h_guests(struct rq *r)
 	struct engine_view *v;
 	struct api *a = r->a;
 	uint64_t gen;
+	size_t len;
+	char *text;
 	int node = -1;
 
 	if (kind && strcmp(kind, "container") != 0 && strcmp(kind, "vm") != 0) {
@@ -210,39 +275,50 @@ void h_guests(struct rq *r)
 		return;
 	}
 	if (kind || runtime || node >= 0) {
-		json_reply(r, 200, guests_doc(a, v->snap, kind, runtime, node));
+		text = guests_doc(a, v->snap, kind, runtime, node, &len);
+		text_reply(r, text, len);
 		return;
 	}
-	/* Unfiltered: serve the text built for this view and these
-	 * overrides if another request already built it. */
+	/* Unfiltered, the common poll: built once per view and per override
+	 * generation, by one request while the others wait for it (no
+	 * stampede of identical builds when a new view appears). A view at
+	 * least as new as the caller's is as good as its own. */
 	gen = gpolstore_generation(a->gs);
 	pthread_mutex_lock(&a->cache_lock);
-	if (a->cache_view != v || a->cache_gen != gen) {
-		json_t *doc;
-
-		pthread_mutex_unlock(&a->cache_lock);
-		doc = guests_doc(a, v->snap, NULL, NULL, -1);
-		json_reply(r, 200, doc);
-		pthread_mutex_lock(&a->cache_lock);
-		/* Keep the newest: a slow request must not replace a newer view. */
-		if (!a->cache_view || a->cache_view->snap->seq <= v->snap->seq) {
-			engine_view_unref(a->cache_view);
-			free(a->cache_body);
-			__atomic_add_fetch(&v->refs, 1, __ATOMIC_RELAXED);
-			a->cache_view = v;
-			a->cache_gen = gen;
-			a->cache_body = xstrdup(r->resp->body);
-			a->cache_len = r->resp->body_len;
+	for (;;) {
+		if (a->cache_view && a->cache_gen == gen && a->cache_view->snap->seq >= v->snap->seq) {
+			text = xmalloc(a->cache_len + 1);
+			memcpy(text, a->cache_body, a->cache_len + 1);
+			len = a->cache_len;
+			pthread_mutex_unlock(&a->cache_lock);
+			text_reply(r, text, len);
+			return;
 		}
-		pthread_mutex_unlock(&a->cache_lock);
-		return;
+		if (!a->cache_building)
+			break;
+		pthread_cond_wait(&a->cache_cond, &a->cache_lock);
 	}
-	r->resp->status = 200;
-	r->resp->content_type = "application/json";
-	r->resp->body = xmalloc(a->cache_len + 1);
-	memcpy(r->resp->body, a->cache_body, a->cache_len + 1);
-	r->resp->body_len = a->cache_len;
+	a->cache_building = true;
 	pthread_mutex_unlock(&a->cache_lock);
+
+	text = guests_doc(a, v->snap, NULL, NULL, -1, &len);
+
+	pthread_mutex_lock(&a->cache_lock);
+	a->cache_building = false;
+	if (!a->cache_view || a->cache_view->snap->seq < v->snap->seq ||
+	    (a->cache_view->snap->seq == v->snap->seq && a->cache_gen != gen)) {
+		engine_view_unref(a->cache_view);
+		free(a->cache_body);
+		__atomic_add_fetch(&v->refs, 1, __ATOMIC_RELAXED);
+		a->cache_view = v;
+		a->cache_gen = gen;
+		a->cache_body = xmalloc(len + 1);
+		memcpy(a->cache_body, text, len + 1);
+		a->cache_len = len;
+	}
+	pthread_cond_broadcast(&a->cache_cond);
+	pthread_mutex_unlock(&a->cache_lock);
+	text_reply(r, text, len);
 }
 
 static const struct snap_guest *find_guest(struct rq *r, struct engine_view *v)
@@ -402,8 +478,14 @@ void h_decisions(struct rq *r)
 		problem(r, 400, "invalid-field", "guest", "guest: not a valid guest id");
 		return;
 	}
-	/* The ring holds at most a few thousand records: filter here. */
-	all = declog_query(dl, since_id, 1u << 20, guest);
+	/* Record ids are consecutive: without a guest or a time to filter
+	 * on, the window is known and only LIMIT records are decoded. */
+	if (!since && !guest) {
+		uint64_t last = declog_last_id(dl);
+
+		since_id = last > limit ? last - limit : 0;
+	}
+	all = declog_query(dl, since_id, since_time[0] || !since ? 1u << 20 : (unsigned)limit, guest);
 	out = json_array();
 	n = json_array_size(all);
 	if (since_time[0]) {

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "api/jreq.h"
+#include "api/jsonw.h"
 #include "api/promtext.h"
 #include "api/urlq.h"
 
@@ -181,6 +182,44 @@ static void test_promtext(void **state)
 	prom_free(&p);
 }
 
+static void test_jsonw(void **state)
+{
+	struct jw w;
+	char *text;
+	size_t len;
+	json_t *j;
+
+	(void)state;
+	jw_init(&w, 4);  /* tiny: forces growth */
+	jw_obj(&w);
+	jw_key(&w, "s");
+	jw_str(&w, "q\"b\\n\n\x01\x7f\xc3\xa9\xff\xe2\x82");
+	jw_key(&w, "a");
+	jw_arr(&w);
+	jw_int(&w, -5);
+	jw_real(&w, 0.123456);
+	jw_real(&w, 2);
+	jw_real(&w, NAN);
+	jw_null(&w);
+	jw_obj(&w);
+	jw_obj_end(&w);
+	jw_arr_end(&w);
+	jw_key(&w, "n");
+	jw_str(&w, NULL);
+	jw_obj_end(&w);
+	text = jw_take(&w, &len);
+	assert_int_equal(strlen(text), len);
+	assert_string_equal(text, "{\"s\":\"q\\\"b\\\\n\\u000a\\u0001\\u007f\xc3\xa9\\ufffd\\ufffd\\ufffd\","
+			    "\"a\":[-5,0.1235,2.0,null,null,{}],\"n\":\"\"}");
+	j = json_loads(text, 0, NULL);
+	assert_non_null(j);
+	assert_string_equal(json_string_value(json_object_get(j, "s")),
+			    "q\"b\\n\n\x01\x7f\xc3\xa9\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+	json_decref(j);
+	free(text);
+	jw_free(&w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -188,6 +227,7 @@ int main(void)
 		cmocka_unit_test(test_utf8),
 		cmocka_unit_test(test_jreq),
 		cmocka_unit_test(test_promtext),
+		cmocka_unit_test(test_jsonw),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
