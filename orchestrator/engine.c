@@ -558,6 +558,11 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 				 * cycle would only hammer the cgroup. */
 				e->stats.move_failures++;
 				break;
+			case APPLY_NOT_APPLICABLE:
+				/* libvirt refuses this kind of change (its numatune):
+				 * asking every cycle would only repeat the refusal. */
+				e->stats.moves_skipped++;
+				break;
 			default:
 				e->stats.moves_skipped++;
 				pstate_revert(next, e->ps, it->guest_id);

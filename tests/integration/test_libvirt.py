@@ -171,8 +171,8 @@ class Libvirt(unittest.TestCase):
         d.start()
         return d
 
-    def once(self, sysfs, *extra):
-        conf = config(self.tmp, self.lv.uri, self.sock)
+    def once(self, sysfs, *extra, conf_extra=""):
+        conf = config(self.tmp, self.lv.uri, self.sock, extra=conf_extra)
         return subprocess.run([itlib.NUMAORCHD, "--once", "--json", "--config", conf, "--sysfs", sysfs,
                                "--scope", "/machine", "--decision-log", os.path.join(self.tmp, "d.jsonl")]
                               + list(extra), capture_output=True, text=True, timeout=120)
@@ -187,7 +187,7 @@ class Libvirt(unittest.TestCase):
         """Every domain is a guest with the right pid, vCPU threads, cgroup,
         memory and CPU use; metadata policy read; a dry run writes nothing."""
         sysfs = two_node_sysfs(self.tmp)
-        specs = {"nt-busy": dict(vcpus=2, busy=True), "nt-idle": dict(vcpus=1),
+        specs = {"nt-busy": dict(vcpus=2, busy=True), "nt-idle": dict(vcpus=1, iothreads=1),
                  "nt-ign": dict(vcpus=2, policy={"mode": "ignore"})}
         uuids = {n: self.domain(n, **kw) for n, kw in specs.items()}
         for n in specs:
@@ -219,6 +219,9 @@ class Libvirt(unittest.TestCase):
             got = {v["vcpu"]: v["tid"] for v in g["vm"]["vcpus"]}
             self.assertEqual(got, want, "vCPU threads of %s (threads: %s)" % (n, comm))
             self.assertEqual(len(got), kw["vcpus"])
+            io = {tid: int(c[len("IO iothread"):]) for tid, c in comm.items() if c.startswith("IO iothread")}
+            self.assertEqual({i["tid"]: i["id"] for i in g["vm"]["iothreads"]}, io)
+            self.assertEqual(len(io), kw.get("iothreads", 0))
             emu = set(g["vm"]["emulator_tids"])
             self.assertIn(pid, emu)
             self.assertFalse(emu & set(want.values()))
@@ -249,8 +252,8 @@ class Libvirt(unittest.TestCase):
         ev = EventWatch(self.lv)
         self.addCleanup(ev.stop)
         latencies = []
-        for name, kw in (("nt-place", dict(vcpus=2)),
-                         ("nt-pin1", dict(vcpus=1, policy={"mode": "pinned", "nodes": "1"}))):
+        for name, kw in (("nt-place", dict(vcpus=2, iothreads=1)),
+                         ("nt-pin1", dict(vcpus=1, iothreads=1, policy={"mode": "pinned", "nodes": "1"}))):
             uuid = self.domain(name, **kw)
             gid = "vm-" + uuid
             self.lv.start(name)
@@ -277,6 +280,9 @@ class Libvirt(unittest.TestCase):
             # libvirt's live view says it ...
             self.assertEqual(vcpupin(self.lv, name), {i: cpus for i in range(kw["vcpus"])})
             self.assertEqual(emulatorpin(self.lv, name), cpus)
+            if kw.get("iothreads"):
+                io = self.lv.virsh("iothreadinfo", name, "--live").stdout.split()
+                self.assertEqual(io, ["1", cpus], "iothread 1 pinned through libvirt")
             nt = numatune(self.lv, name)
             self.assertEqual((nt["numa_mode"], nt["numa_nodeset"]), ("restrictive", mems))
             # ... and the kernel agrees, for every thread of the process
@@ -357,6 +363,22 @@ class Libvirt(unittest.TestCase):
         after = {n: state_of(self.lv, n, u) for n, u in (("nt-strict", us), ("nt-nonode", un))}
         self.assertEqual(after, before)
         self.assertEqual(before["nt-strict"]["numatune"], {"numa_mode": "strict", "numa_nodeset": "0"})
+
+        # cpus_without_memory = always: the CPUs go, through libvirt; the
+        # memory binding stays exactly as libvirt has it
+        os.unlink(os.path.join(self.tmp, "d.jsonl"))
+        p = self.once(sysfs, conf_extra="cpus_without_memory = always")
+        recs = {r["guest"]: r for r in self.decisions_once() if r["reason"] == "pinned"}
+        r = recs["vm-" + us]
+        self.assertEqual(r["decision"], "not_applicable", r)
+        self.assertIn("CPUs moved 0-1 -> 1", r["message"])
+        st = state_of(self.lv, "nt-strict", us)
+        self.assertEqual(st["vcpupin"], {0: "1"})
+        self.assertEqual(st["emulatorpin"], "1")
+        self.assertEqual(set(st["affinity"].values()), {"1"})
+        self.assertEqual(st["numatune"], before["nt-strict"]["numatune"])
+        self.assertEqual({k: v[1] for k, v in st["cgroups"].items()},
+                         {k: v[1] for k, v in before["nt-strict"]["cgroups"].items()}, "cpuset.mems changed")
 
     def test_05_hook_notifies_agent(self):
         """The hook installed in the private libvirt runs on start and stop

@@ -274,7 +274,7 @@ class PrivateLibvirt:
         return p
 
     # ---- domains ---------------------------------------------------------
-    def domain_xml(self, name, uuid, vcpus=1, mem_mib=64, busy=False, numatune=None, policy=None):
+    def domain_xml(self, name, uuid, vcpus=1, mem_mib=64, busy=False, numatune=None, policy=None, iothreads=0):
         disk = ""
         if busy:
             img = self.path("images", name + ".img")
@@ -297,6 +297,7 @@ class PrivateLibvirt:
   {meta}
   <memory unit='MiB'>{mem}</memory>
   <vcpu>{vcpus}</vcpu>
+  {io}
   {nt}
   <os><type arch='x86_64' machine='pc'>hvm</type><boot dev='hd'/></os>
   <devices>
@@ -307,6 +308,7 @@ class PrivateLibvirt:
   </devices>
 </domain>
 """.format(name=name, uuid=uuid, meta=meta, mem=mem_mib, vcpus=vcpus, nt=nt, qemu=QEMU, disk=disk,
+           io="<iothreads>%d</iothreads>" % iothreads if iothreads else "",
            serial=self.path("images", name + ".serial"))
 
     def define(self, name, **kw):
