@@ -475,6 +475,7 @@ static void tick(int timer, void *opaque)
 		else
 			log_debug("libvirt: cannot connect to %s (%s)", vs->uri, err);
 		vs->logged_fail = true;
+		snprintf(vs->last_error, sizeof(vs->last_error), "%s", err);
 		vs->next_try_ns = now + vs->backoff_ns;
 		vs->backoff_ns = vs->backoff_ns * 2 > BACKOFF_MAX_NS ? BACKOFF_MAX_NS : vs->backoff_ns * 2;
 	}
@@ -1093,12 +1094,15 @@ next:
 			else
 				dom_remove(vs, i);
 		}
+		bool was_connected;
+
 		pthread_mutex_lock(&vs->lock);
 		if (!err[0])
 			snprintf(err, sizeof(err), "%s", vs->last_error[0] ? vs->last_error : "not connected");
-		n = vs->ever_connected;
+		was_connected = vs->ever_connected;
 		pthread_mutex_unlock(&vs->lock);
-		if (n || vs->nr_doms)
+		/* A host without libvirtd at all is not worth a warning per cycle. */
+		if (was_connected || vs->nr_doms)
 			snap_warn(snap, "libvirt: not connected to %s (%s): %u domain%s reported as last seen",
 				  vs->uri, err, vs->nr_doms, vs->nr_doms == 1 ? "" : "s");
 	}
