@@ -1,5 +1,6 @@
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <ini.h>
 #include <math.h>
@@ -95,6 +96,7 @@ void config_free(struct agent_config *c)
 	free(c->api_tls_cert);
 	free(c->api_tls_key);
 	free(c->libvirt_uri);
+	sched_free(&c->schedule);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -118,6 +120,7 @@ void config_copy(struct agent_config *dst, const struct agent_config *src)
 	dst->api_tls_cert = dup_or_null(src->api_tls_cert);
 	dst->api_tls_key = dup_or_null(src->api_tls_key);
 	dst->libvirt_uri = dup_or_null(src->libvirt_uri);
+	sched_copy(&dst->schedule, &src->schedule);
 }
 
 struct parse_ctx {
@@ -364,6 +367,21 @@ static int handler(void *user, const char *sec, const char *name, const char *v)
 		}
 		return fail(p, "[libvirt] unknown key \"%s\"", name);
 	}
+	if (strcmp(sec, "schedule") == 0) {
+		struct sched_entry se;
+		char why[256];
+
+		if (strcmp(name, "window") != 0)
+			return fail(p, "[schedule] unknown key \"%s\" (window = DAYS HH:MM-HH:MM KEY=VALUE...)", name);
+		if (!*v) {
+			sched_free(&c->schedule);
+			return 1;
+		}
+		if (sched_parse(v, &se, why, sizeof(why)) < 0)
+			return fail(p, "[schedule] window: %s", why);
+		sched_add(&c->schedule, &se);
+		return 1;
+	}
 	if (!*sec)
 		return fail(p, "key \"%s\" outside any [section]", name);
 	return fail(p, "unknown section [%s]", sec);
@@ -414,12 +432,21 @@ static int finish(struct parse_ctx *p, int line, const char *name, struct agent_
 	return 0;
 }
 
+static int drop_filter(const struct dirent *de)
+{
+	size_t n = strlen(de->d_name);
+
+	return de->d_name[0] != '.' && n > 5 && strcmp(de->d_name + n - 5, ".conf") == 0;
+}
+
 int config_load(const char *path, struct agent_config *out, char *err, size_t errsz)
 {
 	struct agent_config tmp;
 	struct parse_ctx p = { .cfg = &tmp };
+	struct dirent **ents = NULL;
+	char *dir, *file = NULL;
+	int line, n, r = 0;
 	FILE *f;
-	int line;
 
 	f = fopen(path, "re");
 	if (!f) {
@@ -432,7 +459,41 @@ int config_load(const char *path, struct agent_config *out, char *err, size_t er
 	errno = 0;
 	line = ini_parse_file(f, handler, &p);
 	fclose(f);
-	return finish(&p, line, path, &tmp, out, err, errsz);
+	if (line != 0)
+		return finish(&p, line, path, &tmp, out, err, errsz);
+
+	/* Drop-ins: packages and tools add files here instead of editing the
+	 * operator's conffile. */
+	dir = xasprintf("%s.d", path);
+	n = scandir(dir, &ents, drop_filter, alphasort);
+	for (int i = 0; i < n; i++) {
+		if (r == 0) {
+			free(file);
+			file = xasprintf("%s/%s", dir, ents[i]->d_name);
+			f = fopen(file, "re");
+			if (!f) {
+				snprintf(err, errsz, "%s: cannot open: %s", file, strerror(errno));
+				r = -errno;
+			} else {
+				errno = 0;
+				line = ini_parse_file(f, handler, &p);
+				fclose(f);
+				if (line != 0)
+					r = 1;
+			}
+		}
+		free(ents[i]);
+	}
+	free(ents);
+	free(dir);
+	if (r < 0) {
+		config_free(&tmp);
+		free(file);
+		return r;
+	}
+	r = finish(&p, line, r ? file : path, &tmp, out, err, errsz);
+	free(file);
+	return r;
 }
 
 int config_load_string(const char *text, const char *name, struct agent_config *out,

@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "log.h"
+#include "schedule.h"
 #include "../agents/cgscan.h"
 #include "../policies/policy.h"
 
@@ -48,6 +49,9 @@ struct agent_config {
 	bool libvirt_place_on_start;         /* initial placement of a starting domain */
 	double libvirt_place_vcpu_load;      /* CPUs each vCPU is expected to use at start, 0..1 */
 	unsigned libvirt_cpus_without_memory;/* enum vm_cpus_without_memory (agents/vmapply.h) */
+
+	/* [schedule] windows whose settings override the above (schedule.h). */
+	struct schedule schedule;
 };
 
 /* Built-in defaults (what an empty file means). */
@@ -56,10 +60,13 @@ void config_free(struct agent_config *c);
 /* Deep copy. */
 void config_copy(struct agent_config *dst, const struct agent_config *src);
 
-/* Parse PATH on top of the defaults into OUT. On error returns -EINVAL
- * (or -errno if the file cannot be read) and writes one line to ERR such
- * as "numaorchd.conf:12: [policy] max_util: must be 1..100, got 150". OUT
- * is written only on success. A missing file is an error. */
+/* Parse PATH on top of the defaults into OUT, then every "*.conf" in PATH.d
+ * drop-in in name order (later files override earlier ones; repeatable
+ * keys add up). On error returns -EINVAL (or -errno if a file cannot be
+ * read) and writes one line to ERR such as
+ * "numaorchd.conf:12: [policy] max_util: must be 1..100, got 150". OUT is
+ * written only on success. A missing PATH is an error; a missing PATH.d
+ * is not. */
 int config_load(const char *path, struct agent_config *out, char *err, size_t errsz);
 /* Same, from a string (tests, API). NAME is used in messages. */
 int config_load_string(const char *text, const char *name, struct agent_config *out,

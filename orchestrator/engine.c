@@ -43,7 +43,13 @@ struct call {
 };
 
 struct engine {
+	/* base: the configuration as given (file, command line, PUT /v1/policy);
+	 * cfg: base with the [schedule] windows active now applied — what
+	 * every cycle uses. */
+	struct agent_config base;
 	struct agent_config cfg;
+	uint64_t sched_active;
+	bool sched_valid;
 	struct host_paths hp;
 	struct acquirer *acq;
 	struct applier *app;
@@ -150,6 +156,7 @@ int engine_new(const struct agent_config *cfg, const struct host_paths *hp, stru
 	int r;
 
 	config_copy(&e->cfg, cfg);
+	config_copy(&e->base, cfg);
 	e->hp = *hp;
 	e->sfd = e->tfd = e->efd = -1;
 	pthread_mutex_init(&e->view_lock, NULL);
@@ -179,6 +186,7 @@ void engine_view_unref(struct engine_view *v)
 		return;
 	snap_unref(v->snap);
 	plan_free(v->plan);
+	sched_free(&v->schedule);
 	free(v);
 }
 
@@ -214,6 +222,7 @@ void engine_free(struct engine *e)
 	free(e->res_expires);
 	free(e->res_label);
 	config_free(&e->cfg);
+	config_free(&e->base);
 	if (e->sfd >= 0)
 		close(e->sfd);
 	if (e->tfd >= 0)
@@ -226,7 +235,45 @@ void engine_free(struct engine *e)
 }
 
 struct declog *engine_declog(struct engine *e) { return e->dl; }
-const struct agent_config *engine_config(struct engine *e) { return &e->cfg; }
+const struct agent_config *engine_config(struct engine *e) { return &e->base; }
+const struct agent_config *engine_effective_config(struct engine *e) { return &e->cfg; }
+
+/* Recompute the settings in force from the base configuration and the
+ * schedule windows active at this local time; log windows opening and
+ * closing. Cheap when nothing changed. */
+static void apply_schedule(struct engine *e)
+{
+	time_t t = time(NULL);
+	struct sched_values v;
+	uint64_t active;
+	struct tm tm;
+
+	localtime_r(&t, &tm);
+	sched_effective(&e->base.schedule, tm.tm_wday, tm.tm_hour * 60 + tm.tm_min, &v, &active);
+	if (e->sched_valid && active == e->sched_active)
+		return;
+	for (unsigned i = 0; i < e->base.schedule.n && i < 64; i++) {
+		bool was = e->sched_valid && (e->sched_active >> i & 1), is = active >> i & 1;
+
+		if (was != is)
+			log_info("schedule: window \"%s\" %s", e->base.schedule.e[i].text,
+				 is ? "opens" : "closes");
+	}
+	config_free(&e->cfg);
+	config_copy(&e->cfg, &e->base);
+	if (v.set & SCHED_MODE)
+		e->cfg.mode = (enum agent_mode)v.mode;
+	if (v.set & SCHED_INTERVAL)
+		e->cfg.interval_s = v.interval_s;
+	if (v.set & SCHED_MAX_MOVES)
+		e->cfg.policy.max_moves = v.max_moves;
+	if (v.set & SCHED_MAX_MIGRATE)
+		e->cfg.policy.max_migrate_bytes = v.max_migrate_bytes;
+	if (v.set & SCHED_COOLDOWN)
+		e->cfg.policy.cooldown_ns = v.cooldown_ns;
+	e->sched_active = active;
+	e->sched_valid = true;
+}
 struct acquirer *engine_acquirer(struct engine *e) { return e->acq; }
 struct applier *engine_applier(struct engine *e) { return e->app; }
 
@@ -414,6 +461,11 @@ static void publish(struct engine *e, struct snapshot *snap, struct plan *plan)
 	v->dry_run = e->cfg.dry_run;
 	v->interval_s = e->cfg.interval_s;
 	v->policy = e->cfg.policy;
+	v->base_mode = e->base.mode;
+	v->base_interval_s = e->base.interval_s;
+	v->base_policy = e->base.policy;
+	sched_copy(&v->schedule, &e->base.schedule);
+	v->schedule_active = e->sched_active;
 	pthread_mutex_lock(&e->view_lock);
 	old = e->view;
 	e->view = v;
@@ -471,6 +523,7 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 
 	if (report)
 		memset(report, 0, sizeof(*report));
+	apply_schedule(e);
 	dry_run = dry_run || e->cfg.dry_run;
 	r = acquirer_snapshot(e->acq, e->cfg.sample_s, &snap);
 	if (r < 0)
@@ -623,17 +676,17 @@ static bool same_strv(unsigned na, char *const *a, unsigned nb, char *const *b)
 
 int engine_apply_config(struct engine *e, const struct agent_config *cfg)
 {
-	bool rebuild = !same_strv(e->cfg.cg.nr_scopes, e->cfg.cg.scopes, cfg->cg.nr_scopes, cfg->cg.scopes) ||
-		       !same_strv(e->cfg.cg.nr_parents, e->cfg.cg.parents, cfg->cg.nr_parents, cfg->cg.parents) ||
-		       !same_strv(e->cfg.cg.nr_runc_roots, e->cfg.cg.runc_roots, cfg->cg.nr_runc_roots,
+	bool rebuild = !same_strv(e->base.cg.nr_scopes, e->base.cg.scopes, cfg->cg.nr_scopes, cfg->cg.scopes) ||
+		       !same_strv(e->base.cg.nr_parents, e->base.cg.parents, cfg->cg.nr_parents, cfg->cg.parents) ||
+		       !same_strv(e->base.cg.nr_runc_roots, e->base.cg.runc_roots, cfg->cg.nr_runc_roots,
 				  cfg->cg.runc_roots) ||
-		       e->cfg.policy.min_free_bytes != cfg->policy.min_free_bytes ||
-		       e->cfg.freeze_during_migration != cfg->freeze_during_migration ||
-		       e->cfg.libvirt_enabled != cfg->libvirt_enabled ||
-		       strcmp(e->cfg.libvirt_uri ? e->cfg.libvirt_uri : "", cfg->libvirt_uri ? cfg->libvirt_uri : "") ||
-		       e->cfg.libvirt_keepalive_interval != cfg->libvirt_keepalive_interval ||
-		       e->cfg.libvirt_keepalive_count != cfg->libvirt_keepalive_count ||
-		       e->cfg.libvirt_cpus_without_memory != cfg->libvirt_cpus_without_memory;
+		       e->base.policy.min_free_bytes != cfg->policy.min_free_bytes ||
+		       e->base.freeze_during_migration != cfg->freeze_during_migration ||
+		       e->base.libvirt_enabled != cfg->libvirt_enabled ||
+		       strcmp(e->base.libvirt_uri ? e->base.libvirt_uri : "", cfg->libvirt_uri ? cfg->libvirt_uri : "") ||
+		       e->base.libvirt_keepalive_interval != cfg->libvirt_keepalive_interval ||
+		       e->base.libvirt_keepalive_count != cfg->libvirt_keepalive_count ||
+		       e->base.libvirt_cpus_without_memory != cfg->libvirt_cpus_without_memory;
 	int r;
 
 	if (rebuild) {
@@ -648,8 +701,10 @@ int engine_apply_config(struct engine *e, const struct agent_config *cfg)
 			log_errno(LOG_LEVEL_ERROR, r, "cannot open decision log %s; records stay in memory only",
 				  cfg->decision_log);
 	}
-	config_free(&e->cfg);
-	config_copy(&e->cfg, cfg);
+	config_free(&e->base);
+	config_copy(&e->base, cfg);
+	e->sched_valid = false;
+	apply_schedule(e);
 	log_set_level(cfg->log_level);
 	return 0;
 }

@@ -41,10 +41,17 @@ struct engine_view {
 	struct snapshot *snap;        /* NULL before the first cycle */
 	struct plan *plan;            /* NULL in mode off or before the first cycle */
 	struct engine_stats stats;
+	/* The settings in force (with the active schedule windows applied)... */
 	enum agent_mode mode;
 	bool dry_run;
 	double interval_s;
 	struct policy_config policy;
+	/* ...and as configured, without the windows. */
+	enum agent_mode base_mode;
+	double base_interval_s;
+	struct policy_config base_policy;
+	struct schedule schedule;     /* the windows (copy) */
+	uint64_t schedule_active;     /* bit i: schedule.e[i] active at the last cycle */
 };
 
 /* Outcome of one cycle, for --once reporting. */
@@ -94,7 +101,11 @@ void engine_view_unref(struct engine_view *v);
 
 /* Engine-thread accessors for code run through engine_call. */
 struct declog *engine_declog(struct engine *e);
+/* The configuration as given (file, command line, PUT /v1/policy). */
 const struct agent_config *engine_config(struct engine *e);
+/* The settings in force: engine_config() with the active [schedule]
+ * windows applied (as of the last cycle). */
+const struct agent_config *engine_effective_config(struct engine *e);
 struct acquirer *engine_acquirer(struct engine *e);
 struct applier *engine_applier(struct engine *e);
 

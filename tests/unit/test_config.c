@@ -148,6 +148,53 @@ static void test_missing_file(void **state)
 	assert_non_null(strstr(err, "cannot open"));
 }
 
+static void test_schedule_section(void **state)
+{
+	struct agent_config c, d;
+	char err[512];
+
+	(void)state;
+	assert_int_equal(config_load_string("[schedule]\nwindow = Mon-Fri 08:00-18:00 mode=advise\n"
+					    "window = * 22:00-06:00 max_migrate_mib=16384\n", "t", &c, err,
+					    sizeof(err)), 0);
+	assert_int_equal(c.schedule.n, 2);
+	assert_int_equal(c.schedule.e[1].v.max_migrate_bytes, 16384ULL << 20);
+	config_copy(&d, &c);
+	config_free(&c);
+	assert_string_equal(d.schedule.e[0].text, "Mon-Fri 08:00-18:00 mode=advise");
+	config_free(&d);
+
+	assert_int_equal(config_load_string("[schedule]\n\nwindow = Mon 25:00-26:00 mode=off\n", "t", &c,
+					    err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "t:3: [schedule] window: hours"));
+	assert_int_equal(config_load_string("[schedule]\nwhen = now\n", "t", &c, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "t:2: [schedule] unknown key"));
+}
+
+static void test_drop_ins(void **state)
+{
+	char *dir = tu_mkdtemp(), path[4096], err[512];
+	struct agent_config c;
+
+	(void)state;
+	tu_write(dir, "main.conf", "[agent]\ninterval = 5\n[scope]\ncgroup = /a\n");
+	tu_write(dir, "main.conf.d/20-late.conf", "[agent]\ninterval = 7\n");
+	tu_write(dir, "main.conf.d/10-early.conf", "[agent]\ninterval = 6\nmode = advise\n[scope]\ncgroup = /b\n");
+	tu_write(dir, "main.conf.d/README", "not a drop-in: no .conf suffix\n");
+	snprintf(path, sizeof(path), "%s/main.conf", dir);
+	assert_int_equal(config_load(path, &c, err, sizeof(err)), 0);
+	assert_true(c.interval_s == 7.0);             /* later file wins */
+	assert_int_equal(c.mode, MODE_ADVISE);
+	assert_int_equal(c.cg.nr_scopes, 2);          /* repeatable keys add up */
+	config_free(&c);
+
+	tu_write(dir, "main.conf.d/30-bad.conf", "[policy]\nmax_util = 0\n");
+	assert_int_equal(config_load(path, &c, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "main.conf.d/30-bad.conf:2: [policy] max_util"));
+	tu_rm_rf(dir);
+	free(dir);
+}
+
 static void test_shipped_config_parses(void **state)
 {
 	struct agent_config c, d;
@@ -175,6 +222,8 @@ int main(void)
 		cmocka_unit_test(test_first_error_wins),
 		cmocka_unit_test(test_missing_file),
 		cmocka_unit_test(test_shipped_config_parses),
+		cmocka_unit_test(test_schedule_section),
+		cmocka_unit_test(test_drop_ins),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
