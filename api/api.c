@@ -401,53 +401,68 @@ bool api_token_equal(const char *expected, const char *given)
 
 int api_token_load(const char *path, char **out, char *err, size_t errsz)
 {
+	char buf[4200], *nl;
 	struct stat st;
-	char *text, *nl;
-	size_t len;
-	int fd, r;
+	size_t len = 0;
+	int fd, r = 0;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	/* Symlinks are fine (a Kubernetes secret is one); the file they lead
+	 * to is what must not be readable by others. One fd for the check
+	 * and the read: no swapping the file in between. */
+	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		r = -errno;
-		if (fd >= 0)
-			close(fd);
 		snprintf(err, errsz, "token file %s: %s", path, strerror(-r));
-		return r;
+		goto out;
 	}
-	close(fd);
 	if (!S_ISREG(st.st_mode)) {
 		snprintf(err, errsz, "token file %s: not a regular file", path);
-		return -EINVAL;
+		r = -EINVAL;
+		goto out;
 	}
 	if (st.st_mode & (S_IROTH | S_IWOTH)) {
 		snprintf(err, errsz, "token file %s is accessible to others (mode %04o): chmod o-rwx it",
 			 path, (unsigned)(st.st_mode & 07777));
-		return -EPERM;
+		r = -EPERM;
+		goto out;
 	}
-	r = fs_read_file(path, 8192, &text, &len);
-	if (r < 0) {
-		snprintf(err, errsz, "token file %s: %s", path, strerror(-r));
-		return r;
+	while (len < sizeof(buf) - 1) {
+		ssize_t n = read(fd, buf + len, sizeof(buf) - 1 - len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			r = -errno;
+			snprintf(err, errsz, "token file %s: %s", path, strerror(-r));
+			goto out;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
 	}
-	nl = strchr(text, '\n');
-	if (nl)
-		*nl = '\0';
-	len = strlen(text);
+	buf[len] = '\0';
+	nl = buf + strcspn(buf, "\r\n");
+	*nl = '\0';
+	len = strlen(buf);
 	if (len < 16 || len > 4096) {
 		snprintf(err, errsz, "token file %s: the token (first line) must be 16..4096 characters, is %zu",
 			 path, len);
-		free(text);
-		return -EINVAL;
+		r = -EINVAL;
+		goto out;
 	}
 	for (size_t i = 0; i < len; i++)
-		if (text[i] <= 0x20 || text[i] >= 0x7f) {
+		if (buf[i] <= 0x20 || buf[i] >= 0x7f) {
 			snprintf(err, errsz, "token file %s: the token must be printable ASCII without spaces",
 				 path);
-			free(text);
-			return -EINVAL;
+			r = -EINVAL;
+			goto out;
 		}
-	*out = text;
-	return 0;
+	*out = xstrdup(buf);
+out:
+	explicit_bzero(buf, sizeof(buf));
+	if (fd >= 0)
+		close(fd);
+	return r;
 }
 
 /* 0: authorised; otherwise the reply is made. */

@@ -148,6 +148,10 @@ static int policy_put_engine(struct engine *e, void *ctx)
 	json_decref(ja);
 	if (n)
 		log_info("policy changed through the API: %s", pp->changed);
+	/* The timer was armed with the old interval (an hour, say): a cycle
+	 * now re-arms it with the new one. */
+	if (before.interval_s != after.interval_s)
+		engine_trigger(e);
 	return 0;
 }
 

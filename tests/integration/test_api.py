@@ -486,6 +486,24 @@ class Startup(unittest.TestCase):
         p = subprocess.run(d.args(), capture_output=True, text=True, timeout=30)
         self.assertEqual(p.returncode, 2, p.stderr)
 
+    def test_symlinked_token_and_interval_change(self):
+        d = apilib.Daemon(self.tmp, self.root)
+        real = os.path.join(self.tmp, "secret-token")
+        os.rename(d.token_file, real)
+        os.symlink(real, d.token_file)  # as a Kubernetes secret volume has it
+        d.start()
+        self.addCleanup(d.stop)
+        self.assertEqual(d.get("/v1/status", tcp=True).status, 200)
+        # From an hour to half a second: the new interval applies at once,
+        # not after the hour the timer was armed for.
+        before = d.get("/v1/status").json()["cycles"]
+        self.assertEqual(d.request("PUT", "/v1/policy", {"interval": 0.5}).status, 200)
+        deadline = time.time() + 10
+        while time.time() < deadline and d.get("/v1/status").json()["cycles"] < before + 3:
+            time.sleep(0.1)
+        self.assertGreaterEqual(d.get("/v1/status").json()["cycles"], before + 3)
+        self.assertEqual(d.get("/v1/status").json()["interval_s"], 0.5)
+
     def test_listen_without_token_is_refused(self):
         p = subprocess.run([itlib.NUMAORCHD, "--root", self.root, "--listen", "127.0.0.1:0",
                             "--socket", os.path.join(self.tmp, "s"), "--check-config"],
