@@ -15,6 +15,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <curl/curl.h>
 
@@ -40,7 +41,7 @@ enum {
 
 struct opts {
 	struct ctl_conn conn;
-	bool json, dry_run, verbose;
+	bool json, dry_run, verbose, follow;
 	const char *since, *guest, *limit, *kind, *runtime, *node, *label, *uuid, *source;
 	double reserve;
 };
@@ -65,8 +66,9 @@ static void usage(FILE *f)
 		"  guest-policies                 every per-guest policy set\n"
 		"  rebalance [--dry-run] [--verbose]\n"
 		"                                 run a cycle now; show the plan and outcomes\n"
-		"  decisions [--since ID|TIME|AGO] [--guest ID] [--limit N]\n"
-		"                                 decision records (AGO: 30s, 10m, 2h, 1d)\n"
+		"  decisions [--since ID|TIME|AGO] [--guest ID] [--limit N] [--follow]\n"
+		"                                 decision records (AGO: 30s, 10m, 2h, 1d); --follow\n"
+		"                                 keeps printing new ones (--json: one per line)\n"
 		"  advise VCPUS MEMORY [--reserve SECONDS] [--label NAME]\n"
 		"                                 where a new guest should go (MEMORY: MiB, or 512M, 4G)\n"
 		"  event EVENT DOMAIN [--uuid UUID] [--source NAME]\n"
@@ -602,35 +604,18 @@ static const char *since_param(const char *s, char *buf, size_t sz)
 	return buf;
 }
 
-static int cmd_decisions(const struct opts *o)
+static void print_decisions(const struct opts *o, json_t *arr)
 {
-	char path[1024] = "/v1/decisions", tb[40];
-	const char *sep = "?";
-	json_t *j, *d;
 	size_t i;
-	int r;
-	const struct { const char *k, *v; } f[] = {
-		{ "since", o->since ? since_param(o->since, tb, sizeof(tb)) : NULL },
-		{ "guest", o->guest }, { "limit", o->limit },
-	};
+	json_t *d;
 
-	for (unsigned k = 0; k < 3; k++) {
-		char *e;
-
-		if (!f[k].v)
+	json_array_foreach(arr, i, d) {
+		if (o->json) {
+			/* One record per line, as the decision log file has them. */
+			json_dumpf(d, stdout, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(10));
+			fputc('\n', stdout);
 			continue;
-		e = ctl_escape(f[k].v);
-		snprintf(path + strlen(path), sizeof(path) - strlen(path), "%s%s=%.300s", sep, f[k].k, e);
-		free(e);
-		sep = "&";
-	}
-	r = call(o, "GET", path, NULL, &j, NULL);
-	if (r || o->json) {
-		print_json(j);
-		json_decref(j);
-		return r;
-	}
-	json_array_foreach(json_object_get(j, "decisions"), i, d) {
+		}
 		printf("#%lld %s %s %s %s", jint(d, "id"), jstr(d, "time"), jstr(d, "guest"), jstr(d, "decision"),
 		       *jstr(d, "skip_reason") ? jstr(d, "skip_reason") : jstr(d, "reason"));
 		printf(" nodes %s -> %s: %s", jstr(json_object_get(d, "from"), "nodes"),
@@ -639,8 +624,65 @@ static int cmd_decisions(const struct opts *o)
 			printf(" => %s", jstr(d, "message"));
 		printf("\n");
 	}
-	if (!json_array_size(json_object_get(j, "decisions")))
+	fflush(stdout);
+}
+
+static char *decisions_path(const char *since, const char *guest, const char *limit)
+{
+	char *path = malloc(1024);
+	const char *sep = "?";
+	const struct { const char *k, *v; } f[] = { { "since", since }, { "guest", guest }, { "limit", limit } };
+
+	if (!path)
+		abort();
+	snprintf(path, 1024, "/v1/decisions");
+	for (unsigned k = 0; k < 3; k++) {
+		char *e;
+
+		if (!f[k].v)
+			continue;
+		e = ctl_escape(f[k].v);
+		snprintf(path + strlen(path), 1024 - strlen(path), "%s%s=%.300s", sep, f[k].k, e);
+		free(e);
+		sep = "&";
+	}
+	return path;
+}
+
+static int cmd_decisions(const struct opts *o)
+{
+	char tb[40], *path = decisions_path(o->since ? since_param(o->since, tb, sizeof(tb)) : NULL, o->guest,
+					    o->limit);
+	json_t *j;
+	int r = call(o, "GET", path, NULL, &j, NULL);
+
+	free(path);
+	if (r) {
+		json_decref(j);
+		return r;
+	}
+	if (o->json && !o->follow)
+		print_json(j);
+	else
+		print_decisions(o, json_object_get(j, "decisions"));
+	if (!o->json && !o->follow && !json_array_size(json_object_get(j, "decisions")))
 		printf("(no decisions%s)\n", o->since || o->guest ? " match" : " recorded yet");
+	/* --follow: page forward from the newest id seen, like tail -f. */
+	while (o->follow) {
+		char since[32];
+
+		snprintf(since, sizeof(since), "%lld", jint(j, "last_id"));
+		json_decref(j);
+		sleep(1);
+		path = decisions_path(since, o->guest, "1000");
+		r = call(o, "GET", path, NULL, &j, NULL);
+		free(path);
+		if (r) {
+			json_decref(j);
+			return r;
+		}
+		print_decisions(o, json_object_get(j, "decisions"));
+	}
 	json_decref(j);
 	return EX_OK;
 }
@@ -777,7 +819,7 @@ static char *read_token(const char *path)
 int main(int argc, char **argv)
 {
 	enum { O_CACERT = 256, O_TIMEOUT, O_DRY, O_VERBOSE, O_SINCE, O_GUEST, O_LIMIT, O_KIND, O_RUNTIME,
-	       O_NODE, O_RESERVE, O_LABEL, O_UUID, O_SOURCE };
+	       O_NODE, O_RESERVE, O_LABEL, O_UUID, O_SOURCE, O_FOLLOW };
 	static const struct option lopts[] = {
 		{ "socket", required_argument, NULL, 's' },
 		{ "url", required_argument, NULL, 'u' },
@@ -797,6 +839,7 @@ int main(int argc, char **argv)
 		{ "label", required_argument, NULL, O_LABEL },
 		{ "uuid", required_argument, NULL, O_UUID },
 		{ "source", required_argument, NULL, O_SOURCE },
+		{ "follow", no_argument, NULL, O_FOLLOW },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -843,6 +886,7 @@ int main(int argc, char **argv)
 		case O_LABEL: o.label = optarg; break;
 		case O_UUID: o.uuid = optarg; break;
 		case O_SOURCE: o.source = optarg; break;
+		case O_FOLLOW: o.follow = true; break;
 		case 'V': printf("numaorchctl %s\n", NUMAORCH_VERSION); return EX_OK;
 		case 'h': usage(stdout); return EX_OK;
 		default: usage(stderr); return EX_USAGE;
@@ -893,7 +937,7 @@ int main(int argc, char **argv)
 		NARGS(0, 0, "takes no arguments (options: --dry-run, --verbose)");
 		r = cmd_rebalance(&o);
 	} else if (strcmp(cmd, "decisions") == 0) {
-		NARGS(0, 0, "takes no arguments (options: --since, --guest, --limit)");
+		NARGS(0, 0, "takes no arguments (options: --since, --guest, --limit, --follow)");
 		r = cmd_decisions(&o);
 	} else if (strcmp(cmd, "advise") == 0) {
 		NARGS(2, 2, "needs VCPUS and MEMORY, e.g. advise 4 8G");

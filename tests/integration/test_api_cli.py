@@ -2,6 +2,7 @@
 code, over the unix socket and over TCP with a token."""
 import json
 import os
+import select
 import shutil
 import subprocess
 import unittest
@@ -100,6 +101,27 @@ class Cli(unittest.TestCase):
         self.assertIn("(no decisions match)", self.run_ok("decisions", "--since", "0s", "--guest", "nobody"))
         self.assertTrue(self.run_ok("decisions", "--since", "1h").strip())
         self.fails(5, "decisions", "--limit", "0")
+        # --follow: what is there, then what comes, one JSON record per line.
+        # Without a cool-down every dry run plans (and records) the fixture's moves.
+        self.run_ok("policy", "set", "cooldown=0")
+        self.run_ok("rebalance", "--dry-run")
+        f = subprocess.Popen([apilib.NUMAORCHCTL, "--socket", self.d.sock, "--json", "decisions", "--follow",
+                              "--limit", "1"], stdout=subprocess.PIPE, text=True)
+
+        def line():
+            r, _, _ = select.select([f.stdout], [], [], 15)
+            self.assertTrue(r, "numaorchctl decisions --follow printed nothing")
+            return json.loads(f.stdout.readline())
+        try:
+            first = line()
+            self.run_ok("rebalance", "--dry-run")
+            nxt = line()
+            self.assertGreater(nxt["id"], first["id"])
+        finally:
+            f.kill()
+            f.wait()
+            f.stdout.close()
+            self.run_ok("policy", "set", "cooldown=300")
         out = self.run_ok("advise", "2", "1G")
         self.assertRegex(out, r"^nodes \d+ \(cpus [\d,-]+, memory on \d+\): ")
         out = self.run_ok("advise", "1", "256M", "--reserve", "5", "--label", "vm-x")
