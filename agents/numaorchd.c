@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -348,7 +349,7 @@ int main(int argc, char **argv)
 	struct gpolstore *gs = NULL;
 	struct api *api = NULL;
 	struct httpd *httpd = NULL;
-	char *token = NULL;
+	char *token = NULL, *state_dir_abs = NULL;
 	char err[600];
 	int c, r, ret = 0;
 
@@ -387,7 +388,22 @@ int main(int argc, char **argv)
 		case 'G': cli.cgroupfs = optarg; break;
 		case 'd': cli.decision_log = optarg; break;
 		case 'l': cli.log_level = optarg; break;
-		case 'D': cli.state_dir = optarg; break;
+		case 'D':
+			/* Relative to where it was started: the daemon never chdirs,
+			 * but the file it writes should say where it is. */
+			if (optarg[0] != '/') {
+				char cwd[PATH_MAX];
+
+				if (!getcwd(cwd, sizeof(cwd))) {
+					fprintf(stderr, "numaorchd: --state-dir: %s\n", strerror(errno));
+					return 2;
+				}
+				free(state_dir_abs);
+				state_dir_abs = xasprintf("%s/%s", cwd, optarg);
+				optarg = state_dir_abs;
+			}
+			cli.state_dir = optarg;
+			break;
 		case 'U': cli.socket = optarg; break;
 		case 'g': cli.socket_group = optarg; break;
 		case 'L':
@@ -585,6 +601,7 @@ out:
 		config_free(cfg);
 		free(cfg);
 	}
+	free(state_dir_abs);
 	strv_free(&cli.nr_scopes, &cli.scopes);
 	strv_free(&cli.nr_parents, &cli.parents);
 	return ret;
