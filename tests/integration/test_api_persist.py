@@ -62,6 +62,22 @@ class Persistence(unittest.TestCase):
         pol = {g["id"]: g["policy"] for g in rep["snapshot"]["guests"]}
         self.assertEqual(pol["runc-ctr1"]["mode"], "ignore")
 
+    def test_a_guest_that_goes_and_comes_back_keeps_its_policy(self):
+        self.d.start()
+        self.assertEqual(self.d.request("PUT", "/v1/guests/lxc-db/policy", {"mode": "ignore"}).status, 200)
+        cg = os.path.join(self.root, "sys", "fs", "cgroup")
+        os.rename(os.path.join(cg, "lxc.payload.db"), os.path.join(self.tmp, "lxc.payload.db"))
+        self.assertEqual(self.d.request("POST", "/v1/rebalance", {"dry_run": True}).status, 200)
+        self.assertEqual(self.d.get("/v1/guests/lxc-db").status, 404)
+        p = self.d.get("/v1/guests/lxc-db/policy").json()
+        self.assertEqual((p["mode"], p["present"]), ("ignore", False))
+        # The container is restarted (same name, so the same id).
+        os.rename(os.path.join(self.tmp, "lxc.payload.db"), os.path.join(cg, "lxc.payload.db"))
+        r = self.d.request("POST", "/v1/rebalance", {"dry_run": True, "verbose": True}).json()
+        items = {i["guest"]: i for i in r["plan"]["items"]}
+        self.assertEqual(items["lxc-db"]["skip"], "ignored")
+        self.assertEqual(self.d.get("/v1/guests/lxc-db").json()["policy"]["mode"], "ignore")
+
     def test_corrupt_state_file_refuses_to_start(self):
         os.makedirs(self.d.state)
         itlib.write(self.file, '{"format": "numaorch-guest-policies", "version": 1, "guests": {"x": {"mode": "pinn')
