@@ -5,6 +5,10 @@
 #   make check      install what is missing, run every test (unit under ASan+UBSan,
 #                   then integration on real cgroups; those needing root skip with a reason)
 #   make bench      cycle CPU time and RSS on generated 10/100/1000-guest hosts
+#   make check-numa boot Debian's kernel with 4 NUMA nodes under QEMU and check the agent
+#                   there (part of make check; skips with a reason where QEMU cannot run)
+#   make bench-numa numaorchd vs numad vs kernel balancing on every testbed scenario
+#                   → tests/numa-vm/results/REPORT.md (long: see tests/numa-vm/README.md)
 #
 # Everything lands in build/. Sources are found by wildcard: a new .c file in
 # orchestrator/, agents/ or policies/ joins the core library; a new
@@ -56,7 +60,7 @@ SAN_OBJS  := $(CORE_SRCS:%.c=$(BUILD)/san/%.o)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 BENCH_BINS := $(BENCH_SRCS:tests/bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all run check check-unit check-integration check-fuzz bench-api check-libvirt bench deps test-deps clean install deb
+.PHONY: all run check check-unit check-integration check-fuzz bench-api check-libvirt check-numa bench bench-numa deps test-deps clean install deb
 all: $(BUILD)/numaorchd $(if $(CLI_SRCS),$(BUILD)/numaorchctl) $(BUILD)/numaorch-libvirt-hook
 
 $(BUILD)/obj/%.o: %.c
@@ -115,6 +119,7 @@ check: test-deps
 	$(MAKE) check-integration
 	$(MAKE) check-fuzz
 	$(MAKE) check-libvirt
+	$(MAKE) check-numa
 
 check-unit: $(UNIT_BINS)
 	@set -e; fail=0; for t in $(UNIT_BINS); do \
@@ -156,6 +161,22 @@ check-fuzz:
 	@if ! command -v $(FUZZ_CC) >/dev/null 2>&1; then \
 		echo "check-fuzz: SKIP: $(FUZZ_CC) is not installed (Debian: clang libclang-rt-14-dev)"; exit 0; fi; \
 	$(MAKE) $(BUILD)/fuzz/fuzz_api && ./tests/fuzz/run.sh $(BUILD)/fuzz/fuzz_api
+
+# The multi-node testbed (tests/numa-vm): in-VM helpers are static, so the
+# initramfs needs no libraries for them. numavm.py fetches the kernel,
+# busybox-static and numad packages into build/numa-vm and installs
+# qemu-system-x86 (and gnuplot-nox for bench-numa) when missing.
+NUMA_VM_BINS := $(BUILD)/numa-vm/bin/numavm-run $(BUILD)/numa-vm/bin/guestload
+
+$(BUILD)/numa-vm/bin/%: tests/numa-vm/guest/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -static -pthread -o $@ $<
+
+check-numa: all $(NUMA_VM_BINS)
+	@python3 tests/numa-vm/numavm.py check
+
+bench-numa: all $(NUMA_VM_BINS)
+	@python3 tests/numa-vm/numavm.py bench
 
 # Installation layout (Debian's): make install DESTDIR=... installs what the
 # package ships; `make deb` builds the package from deploy/debian/.

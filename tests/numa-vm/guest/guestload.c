@@ -1,0 +1,239 @@
+/* guestload — the workload of one testbed guest: THREADS threads that keep
+ * rewriting MIB MiB of memory (each thread its own slice, one write per
+ * cache line), as a busy in-memory service would.
+ *
+ *   guestload --mib M --threads T [--touch NODE | --touch interleave:LIST]
+ *             [--pages thp|4k] [--progress FILE] [--ready-fd FD] [--idle]
+ *
+ * --touch makes a bad start on purpose: the memory is first touched under
+ * a task memory policy (preferred NODE, or interleaved over LIST) that is
+ * dropped again before the threads start, so the pages sit there but
+ * nothing pins them (neither the kernel's balancing nor a placer is held
+ * back by a policy). "preferred" rather than "bind": a full node spills
+ * over instead of OOM-killing the guest.
+ *
+ * --idle holds the memory without touching it again (no worker threads):
+ * a guest that fills a node but needs no CPU, as a cache would.
+ *
+ * --pages chooses the page size the memory is backed with, because it
+ * decides how fast pages can be migrated under TCG (TESTBED-NOTES): thp
+ * asks for transparent huge pages (MADV_HUGEPAGE), 4k forbids them.
+ *
+ * Progress: every second the main thread rewrites FILE with the MiB
+ * written so far by all threads ("<mib> <seconds>\n"), so the runner can
+ * tell how much work a guest got done while it was being moved.
+ * "ready\n" goes to --ready-fd (default stdout) once every page is
+ * touched. SIGTERM ends it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MPOL_DEFAULT 0
+#define MPOL_PREFERRED 1
+#define MPOL_INTERLEAVE 3
+#define MAX_NODES 64
+#define LINE 64
+
+struct worker {
+	pthread_t th;
+	char *base;
+	size_t len;
+	volatile uint64_t lines; /* cache lines written */
+	char pad[64];
+};
+
+static volatile sig_atomic_t stop;
+
+static void on_term(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static void *work(void *arg)
+{
+	struct worker *w = arg;
+	unsigned char v = 1;
+
+	while (!stop) {
+		for (size_t off = 0; off < w->len && !stop; off += LINE) {
+			w->base[off] = (char)v;
+			/* Count in batches: a shared counter per write would make
+			 * the thread measure its own cache traffic. */
+			if ((off & 0xfffff) == 0)
+				w->lines += 0x100000 / LINE;
+		}
+		v++;
+	}
+	return NULL;
+}
+
+/* "3" or "interleave:0-2,5" → mode and mask; 0 or -1. */
+static int parse_touch(const char *s, int *mode, unsigned long *mask)
+{
+	const char *p = s;
+
+	*mode = MPOL_PREFERRED;
+	*mask = 0;
+	if (strncmp(s, "interleave:", 11) == 0) {
+		*mode = MPOL_INTERLEAVE;
+		p = s + 11;
+	}
+	while (*p) {
+		char *e;
+		unsigned long a = strtoul(p, &e, 10), b = a;
+
+		if (e == p)
+			return -1;
+		if (*e == '-') {
+			p = e + 1;
+			b = strtoul(p, &e, 10);
+			if (e == p || b < a)
+				return -1;
+		}
+		if (b >= MAX_NODES)
+			return -1;
+		for (unsigned long i = a; i <= b; i++)
+			*mask |= 1UL << i;
+		if (*e == ',')
+			e++;
+		else if (*e)
+			return -1;
+		p = e;
+	}
+	if (!*mask || (*mode == MPOL_PREFERRED && __builtin_popcountl(*mask) != 1))
+		return -1;
+	return 0;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: guestload --mib M --threads T [--touch NODE|interleave:LIST] "
+			"[--pages thp|4k] [--progress FILE] [--ready-fd FD] [--idle]\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	unsigned long mib = 64, threads = 1, mask = 0;
+	const char *touch = NULL, *pages = "thp", *progress = NULL;
+	int ready_fd = 1, mode = MPOL_DEFAULT, idle = 0;
+	struct sigaction sa = { .sa_handler = on_term };
+	struct worker *w;
+	size_t len, slice;
+	char *mem;
+	double t0;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (strcmp(a, "--idle") == 0) {
+			idle = 1;
+			continue;
+		}
+		if (!v)
+			usage();
+		if (strcmp(a, "--mib") == 0)
+			mib = strtoul(v, NULL, 10);
+		else if (strcmp(a, "--threads") == 0)
+			threads = strtoul(v, NULL, 10);
+		else if (strcmp(a, "--touch") == 0)
+			touch = v;
+		else if (strcmp(a, "--pages") == 0)
+			pages = v;
+		else if (strcmp(a, "--progress") == 0)
+			progress = v;
+		else if (strcmp(a, "--ready-fd") == 0)
+			ready_fd = atoi(v);
+		else
+			usage();
+		i++;
+	}
+	if (!mib || !threads || threads > 256 || (strcmp(pages, "thp") && strcmp(pages, "4k")))
+		usage();
+	if (touch && parse_touch(touch, &mode, &mask) < 0) {
+		fprintf(stderr, "guestload: bad --touch \"%s\"\n", touch);
+		return 2;
+	}
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+
+	len = (size_t)mib << 20;
+	mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (mem == MAP_FAILED) {
+		perror("guestload: mmap");
+		return 1;
+	}
+	if (madvise(mem, len, strcmp(pages, "thp") == 0 ? MADV_HUGEPAGE : MADV_NOHUGEPAGE) < 0)
+		perror("guestload: madvise (continuing)");
+	if (mode != MPOL_DEFAULT &&
+	    syscall(SYS_set_mempolicy, mode, &mask, (unsigned long)MAX_NODES + 1) < 0) {
+		perror("guestload: set_mempolicy");
+		return 1;
+	}
+	for (size_t off = 0; off < len; off += 4096)
+		mem[off] = 1;
+	if (mode != MPOL_DEFAULT && syscall(SYS_set_mempolicy, MPOL_DEFAULT, NULL, 0UL) < 0) {
+		perror("guestload: set_mempolicy(default)");
+		return 1;
+	}
+
+	w = calloc(threads, sizeof(*w));
+	if (!w)
+		return 1;
+	slice = (len / threads) & ~(size_t)(LINE - 1);
+	for (unsigned long t = 0; t < threads && !idle; t++) {
+		w[t].base = mem + t * slice;
+		w[t].len = t + 1 == threads ? len - t * slice : slice;
+		if (pthread_create(&w[t].th, NULL, work, &w[t]) != 0) {
+			perror("guestload: pthread_create");
+			return 1;
+		}
+	}
+	if (dprintf(ready_fd, "ready\n") < 0)
+		return 1;
+	if (ready_fd > 2)
+		close(ready_fd);
+
+	t0 = now_s();
+	while (!stop) {
+		uint64_t lines = 0;
+
+		sleep(1);
+		for (unsigned long t = 0; t < threads; t++)
+			lines += w[t].lines;
+		if (progress) {
+			char buf[64], tmp[4096];
+			int fd, n;
+
+			n = snprintf(buf, sizeof(buf), "%.1f %.2f\n", (double)lines * LINE / 1048576.0,
+				     now_s() - t0);
+			snprintf(tmp, sizeof(tmp), "%s.tmp", progress);
+			fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+			if (fd >= 0) {
+				if (write(fd, buf, (size_t)n) == n)
+					rename(tmp, progress);
+				close(fd);
+			}
+		}
+	}
+	return 0;
+}

@@ -1,0 +1,1014 @@
+/* numavm-run — runs one scenario inside the testbed VM and samples it.
+ *
+ *   numavm-run SCENARIO PLACER OUT
+ *
+ * PLACER is none, kernel, numad or numaorchd. OUT is where results go
+ * (/dev/ttyS1, put in raw mode, or a plain file). The scenario file format
+ * is described in tests/numa-vm/scenarios/README.md; topology keys are for
+ * the host script and are only checked for spelling here.
+ *
+ * What it does: creates each guest's cgroup (v2, named as its runtime
+ * would name it), starts the workload in it (guestload, which first-
+ * touches its memory where the scenario says and then keeps rewriting
+ * it), waits until the initial guests are ready, then starts the placer
+ * (t = 0) and every SAMPLE seconds writes one line per guest with its
+ * memory per node (memory.numa_stat), the CPU and busy share of each of
+ * its threads (/proc/<tid>/stat fields 14, 15, 39), its cpuset and its
+ * progress; and one line with /proc/vmstat counters and one with the
+ * placer's CPU time. Guests start and stop at the times the scenario
+ * gives. The host script (numavm.py) turns these lines into metrics: the
+ * raw facts go out, the judging is done outside the VM.
+ *
+ * Output lines (one record each, space-separated key=value):
+ *   H ...                 header: scenario, placer, topology
+ *   G t= g= mem=KiB,...   per guest and sample
+ *   V t= ...              /proc/vmstat counters
+ *   F t= free=KiB,...     free memory per node
+ *   P t= cpu_s=           placer CPU time (user+system, children included)
+ *   E t= what=...         events (start, stop, placer)
+ *   D <json>              the decision log, at the end (numaorchd)
+ *   L <text>              the placer's own log, at the end
+ *   END rc=N
+ */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_NODES 16
+#define MAX_CPUS 256
+#define MAX_GUESTS 64
+#define MAX_THREADS 512
+#define CG "/sys/fs/cgroup"
+#define RUNDIR "/run/numavm"
+
+#ifndef CLONE_NEWTIME
+#define CLONE_NEWTIME 0x00000080
+#endif
+
+struct thr {
+	int tid;
+	unsigned long long ticks;
+};
+
+struct guest {
+	char name[64];
+	char kind[16];
+	char cgroup[256];   /* the guest's cgroup */
+	char leaf[256];     /* where its process lives (a child for pods) */
+	unsigned threads, mib;
+	char touch[64];
+	char pages[8];
+	char cpus[64];      /* "all" or "nodes:LIST" */
+	char mems[64];      /* "all" or LIST */
+	bool idle;          /* holds its memory, uses no CPU */
+	double start, stop; /* stop < 0: runs to the end */
+	/* runtime */
+	pid_t pid;
+	int ready_fd;
+	int state;          /* 0 not started, 1 starting, 2 running, 3 stopped */
+	struct thr prev[MAX_THREADS];
+	unsigned nprev;
+	double prev_t;
+};
+
+static struct {
+	char name[64];
+	double duration, sample;
+	char pages[8];
+	unsigned nguests;
+	struct guest g[MAX_GUESTS];
+} scn = { .duration = 90, .sample = 2, .pages = "thp" };
+
+static FILE *out;
+static int nr_nodes;
+static int cpu_node[MAX_CPUS];
+static char node_cpus[MAX_NODES][256];
+static double t_zero;
+static long clk_tck;
+
+static double mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double now_t(void)
+{
+	return mono() - t_zero;
+}
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+	char buf[512];
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "numavm-run: %s\n", buf);
+	if (out) {
+		fprintf(out, "ERROR %s\nEND rc=1\n", buf);
+		fflush(out);
+	}
+	exit(1);
+}
+
+static void emit(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void emit(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vfprintf(out, fmt, ap);
+	va_end(ap);
+	fputc('\n', out);
+	fflush(out);
+}
+
+static int read_str(const char *path, char *buf, size_t sz)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sz - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+		buf[--n] = '\0';
+	return 0;
+}
+
+/* Large files (cgroup.threads, numa_stat) into a malloc'd buffer. */
+static char *read_all(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t cap = 8192, n = 0;
+	char *b;
+
+	if (fd < 0)
+		return NULL;
+	b = malloc(cap);
+	for (;;) {
+		ssize_t r;
+
+		if (n + 1 >= cap) {
+			cap *= 2;
+			b = realloc(b, cap);
+		}
+		r = read(fd, b + n, cap - n - 1);
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	b[n] = '\0';
+	return b;
+}
+
+static int write_str(const char *path, const char *v)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	ssize_t n;
+	int e;
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, v, strlen(v));
+	e = errno;
+	close(fd);
+	return n < 0 ? -e : 0;
+}
+
+static void must_write(const char *path, const char *v)
+{
+	int r = write_str(path, v);
+
+	if (r < 0)
+		die("writing \"%s\" to %s: %s", v, path, strerror(-r));
+}
+
+/* ---- topology ---------------------------------------------------------- */
+
+static int parse_list(const char *s, int *ids, int max)
+{
+	int n = 0;
+
+	while (*s) {
+		char *e;
+		long a = strtol(s, &e, 10), b = a;
+
+		if (e == s)
+			return -1;
+		if (*e == '-')
+			b = strtol(e + 1, &e, 10);
+		for (long i = a; i <= b && n < max; i++)
+			ids[n++] = (int)i;
+		if (*e == ',')
+			e++;
+		s = e;
+	}
+	return n;
+}
+
+static void read_topology(void)
+{
+	char path[128], buf[256];
+
+	for (int i = 0; i < MAX_CPUS; i++)
+		cpu_node[i] = -1;
+	for (nr_nodes = 0; nr_nodes < MAX_NODES; nr_nodes++) {
+		int ids[MAX_CPUS], n;
+
+		snprintf(path, sizeof(path), "/sys/devices/system/node/node%d/cpulist", nr_nodes);
+		if (read_str(path, buf, sizeof(buf)) < 0)
+			break;
+		snprintf(node_cpus[nr_nodes], sizeof(node_cpus[nr_nodes]), "%s", buf);
+		n = parse_list(buf, ids, MAX_CPUS);
+		for (int i = 0; i < n; i++)
+			if (ids[i] < MAX_CPUS)
+				cpu_node[ids[i]] = nr_nodes;
+	}
+	if (nr_nodes < 1)
+		die("no NUMA nodes in sysfs");
+}
+
+/* "nodes:0,2" → the CPUs of those nodes, as a list. */
+static void nodes_to_cpus(const char *spec, char *buf, size_t sz)
+{
+	int ids[MAX_NODES], n = parse_list(spec, ids, MAX_NODES);
+
+	buf[0] = '\0';
+	if (n <= 0)
+		die("bad node list \"%s\"", spec);
+	for (int i = 0; i < n; i++) {
+		if (ids[i] >= nr_nodes)
+			die("node %d does not exist (the VM has %d)", ids[i], nr_nodes);
+		snprintf(buf + strlen(buf), sz - strlen(buf), "%s%s", i ? "," : "", node_cpus[ids[i]]);
+	}
+}
+
+/* ---- scenario ---------------------------------------------------------- */
+
+/* Keys only the host script uses (VM shape and checks). */
+static const char *const host_keys[] = {
+	"description", "nodes", "cpus_per_node", "mem_per_node", "mem_nodes", "distance",
+	"check_within", "bench", NULL,
+};
+
+static uint64_t fnv(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return h;
+}
+
+/* A stable 64-hex id from NAME, as a runtime would generate a random one. */
+static void hex_id(const char *name, const char *salt, char hex[65])
+{
+	uint64_t x = fnv(name) ^ fnv(salt);
+
+	for (int i = 0; i < 4; i++) {
+		uint64_t z = (x += 0x9e3779b97f4a7c15ULL);
+
+		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+		z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+		z ^= z >> 31;
+		snprintf(hex + i * 16, 17, "%016llx", (unsigned long long)z);
+	}
+}
+
+static void guest_paths(struct guest *g)
+{
+	char id[65], uid[65];
+
+	hex_id(g->name, "ctr", id);
+	if (strcmp(g->kind, "docker") == 0) {
+		snprintf(g->cgroup, sizeof(g->cgroup), "/system.slice/docker-%s.scope", id);
+		snprintf(g->leaf, sizeof(g->leaf), "%s", g->cgroup);
+	} else if (strcmp(g->kind, "podman") == 0) {
+		snprintf(g->cgroup, sizeof(g->cgroup), "/machine.slice/libpod-%s.scope", id);
+		snprintf(g->leaf, sizeof(g->leaf), "%s", g->cgroup);
+	} else if (strcmp(g->kind, "kubepods") == 0) {
+		/* systemd cgroup driver: the pod is the guest, the container a
+		 * child scope holding the process. */
+		hex_id(g->name, "pod", uid);
+		snprintf(g->cgroup, sizeof(g->cgroup),
+			 "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod%.8s_%.4s_%.4s_%.4s_%.12s.slice",
+			 uid, uid + 8, uid + 12, uid + 16, uid + 20);
+		snprintf(g->leaf, sizeof(g->leaf), "%s/cri-containerd-%s.scope", g->cgroup, id);
+	} else if (strcmp(g->kind, "lxc") == 0) {
+		snprintf(g->cgroup, sizeof(g->cgroup), "/lxc.payload.%s", g->name);
+		snprintf(g->leaf, sizeof(g->leaf), "%s", g->cgroup);
+	} else {
+		die("guest %s: kind must be docker, podman, kubepods or lxc", g->name);
+	}
+}
+
+static void parse_guest(char *rest, int lineno)
+{
+	struct guest *g;
+	char *tok, *save = NULL;
+
+	if (scn.nguests >= MAX_GUESTS)
+		die("line %d: too many guests", lineno);
+	g = &scn.g[scn.nguests++];
+	memset(g, 0, sizeof(*g));
+	snprintf(g->kind, sizeof(g->kind), "docker");
+	g->threads = 1;
+	g->mib = 64;
+	snprintf(g->cpus, sizeof(g->cpus), "all");
+	snprintf(g->mems, sizeof(g->mems), "all");
+	g->stop = -1;
+	g->ready_fd = -1;
+	tok = strtok_r(rest, " \t", &save);
+	if (!tok)
+		die("line %d: guest needs a name", lineno);
+	snprintf(g->name, sizeof(g->name), "%s", tok);
+	while ((tok = strtok_r(NULL, " \t", &save))) {
+		char *eq = strchr(tok, '=');
+		const char *k = tok, *v;
+
+		if (!eq)
+			die("line %d: \"%s\" is not key=value", lineno, tok);
+		*eq = '\0';
+		v = eq + 1;
+		if (strcmp(k, "kind") == 0)
+			snprintf(g->kind, sizeof(g->kind), "%s", v);
+		else if (strcmp(k, "threads") == 0)
+			g->threads = (unsigned)atoi(v);
+		else if (strcmp(k, "mib") == 0)
+			g->mib = (unsigned)atoi(v);
+		else if (strcmp(k, "touch") == 0)
+			snprintf(g->touch, sizeof(g->touch), "%s", v);
+		else if (strcmp(k, "pages") == 0)
+			snprintf(g->pages, sizeof(g->pages), "%s", v);
+		else if (strcmp(k, "cpus") == 0)
+			snprintf(g->cpus, sizeof(g->cpus), "%s", v);
+		else if (strcmp(k, "mems") == 0)
+			snprintf(g->mems, sizeof(g->mems), "%s", v);
+		else if (strcmp(k, "busy") == 0)
+			g->idle = strcmp(v, "no") == 0;
+		else if (strcmp(k, "start") == 0)
+			g->start = atof(v);
+		else if (strcmp(k, "stop") == 0)
+			g->stop = atof(v);
+		else
+			die("line %d: unknown guest key \"%s\"", lineno, k);
+	}
+	if (!g->threads || !g->mib)
+		die("line %d: guest %s needs threads and mib", lineno, g->name);
+}
+
+static void parse_scenario(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	char line[1024];
+	int lineno = 0;
+
+	if (!f)
+		die("cannot open scenario %s: %s", path, strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		char *p = line, *k, *v, *hash;
+		bool known = false;
+
+		lineno++;
+		if ((hash = strchr(p, '#')))
+			*hash = '\0';
+		while (isspace((unsigned char)*p))
+			p++;
+		for (size_t n = strlen(p); n && isspace((unsigned char)p[n - 1]);)
+			p[--n] = '\0';
+		if (!*p)
+			continue;
+		k = p;
+		v = p + strcspn(p, " \t");
+		if (*v)
+			*v++ = '\0';
+		while (isspace((unsigned char)*v))
+			v++;
+		for (unsigned i = 0; host_keys[i]; i++)
+			known = known || strcmp(k, host_keys[i]) == 0;
+		if (known)
+			continue;
+		if (strcmp(k, "name") == 0)
+			snprintf(scn.name, sizeof(scn.name), "%s", v);
+		else if (strcmp(k, "duration") == 0)
+			scn.duration = atof(v);
+		else if (strcmp(k, "sample") == 0)
+			scn.sample = atof(v);
+		else if (strcmp(k, "pages") == 0)
+			snprintf(scn.pages, sizeof(scn.pages), "%s", v);
+		else if (strcmp(k, "guest") == 0)
+			parse_guest(v, lineno);
+		else
+			die("%s:%d: unknown key \"%s\"", path, lineno, k);
+	}
+	fclose(f);
+	if (scn.duration <= 0 || scn.sample <= 0)
+		die("%s: duration and sample must be positive", path);
+	for (unsigned i = 0; i < scn.nguests; i++) {
+		struct guest *g = &scn.g[i];
+
+		if (!g->pages[0])
+			snprintf(g->pages, sizeof(g->pages), "%s", scn.pages);
+		guest_paths(g);
+	}
+}
+
+/* ---- cgroups and guests ------------------------------------------------ */
+
+/* mkdir -p CG/REL, enabling the controllers in every ancestor on the way
+ * (v2: a controller is available in a child only if its parent lists it
+ * in cgroup.subtree_control). */
+static void cg_mkdir(const char *rel)
+{
+	char path[1024], sub[512];
+	const char *p = rel;
+
+	while ((p = strchr(p + 1, '/')) || *rel) {
+		size_t n = p ? (size_t)(p - rel) : strlen(rel);
+
+		snprintf(sub, sizeof(sub), "%.*s", (int)n, rel);
+		snprintf(path, sizeof(path), CG "%s", sub);
+		if (mkdir(path, 0755) < 0 && errno != EEXIST)
+			die("mkdir %s: %s", path, strerror(errno));
+		if (!p)
+			break;
+		snprintf(path, sizeof(path), CG "%s/cgroup.subtree_control", sub);
+		must_write(path, "+cpuset +memory +cpu +pids");
+	}
+}
+
+static void start_guest(struct guest *g)
+{
+	char path[1024], val[1024], progress[128], mib[16], thr[16], fdarg[16];
+	int pfd[2];
+	pid_t pid;
+
+	cg_mkdir(g->leaf);
+	if (strcmp(g->leaf, g->cgroup) != 0) {
+		/* The pod's cgroup must pass the controllers to its container. */
+		snprintf(path, sizeof(path), CG "%s/cgroup.subtree_control", g->cgroup);
+		must_write(path, "+cpuset +memory +cpu +pids");
+	}
+	if (strncmp(g->cpus, "nodes:", 6) == 0) {
+		nodes_to_cpus(g->cpus + 6, val, sizeof(val));
+		snprintf(path, sizeof(path), CG "%s/cpuset.cpus", g->cgroup);
+		must_write(path, val);
+	} else if (strcmp(g->cpus, "all") != 0) {
+		die("guest %s: cpus must be all or nodes:LIST", g->name);
+	}
+	if (strcmp(g->mems, "all") != 0) {
+		snprintf(path, sizeof(path), CG "%s/cpuset.mems", g->cgroup);
+		must_write(path, g->mems);
+	}
+	if (pipe2(pfd, O_CLOEXEC) < 0)
+		die("pipe: %s", strerror(errno));
+	snprintf(progress, sizeof(progress), RUNDIR "/%s.progress", g->name);
+	snprintf(mib, sizeof(mib), "%u", g->mib);
+	snprintf(thr, sizeof(thr), "%u", g->threads);
+	pid = fork();
+	if (pid < 0)
+		die("fork: %s", strerror(errno));
+	if (pid == 0) {
+		char *argv[16];
+		int a = 0;
+
+		/* Into the cgroup before the first page is touched, so every
+		 * page is charged to it and allocated within its cpuset. */
+		snprintf(path, sizeof(path), CG "%s/cgroup.procs", g->leaf);
+		if (write_str(path, "0") < 0)
+			_exit(126);
+		close(pfd[0]);
+		if (dup2(pfd[1], 3) < 0)
+			_exit(126);
+		snprintf(fdarg, sizeof(fdarg), "3");
+		argv[a++] = "/bin/guestload";
+		argv[a++] = "--mib";
+		argv[a++] = mib;
+		argv[a++] = "--threads";
+		argv[a++] = thr;
+		argv[a++] = "--pages";
+		argv[a++] = g->pages;
+		argv[a++] = "--progress";
+		argv[a++] = progress;
+		argv[a++] = "--ready-fd";
+		argv[a++] = fdarg;
+		if (g->idle)
+			argv[a++] = "--idle";
+		if (g->touch[0] && strcmp(g->touch, "local") != 0) {
+			argv[a++] = "--touch";
+			argv[a++] = g->touch;
+		}
+		argv[a] = NULL;
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(pfd[1]);
+	g->pid = pid;
+	g->ready_fd = pfd[0];
+	g->state = 1;
+	fcntl(g->ready_fd, F_SETFL, O_NONBLOCK);
+	emit("E t=%.2f what=start g=%s cgroup=%s pid=%d", now_t(), g->name, g->cgroup, (int)pid);
+}
+
+/* Starting guests whose workload said "ready" become running. */
+static void poll_ready(void)
+{
+	for (unsigned i = 0; i < scn.nguests; i++) {
+		struct guest *g = &scn.g[i];
+		char buf[16];
+		ssize_t n;
+
+		if (g->state != 1)
+			continue;
+		n = read(g->ready_fd, buf, sizeof(buf));
+		if (n > 0 || n == 0) {
+			close(g->ready_fd);
+			g->ready_fd = -1;
+			if (n == 0) {
+				int st;
+
+				waitpid(g->pid, &st, 0);
+				die("guest %s exited before it was ready (status %d)", g->name, st);
+			}
+			g->state = 2;
+			emit("E t=%.2f what=ready g=%s", now_t(), g->name);
+		}
+	}
+}
+
+static void rmdir_retry(const char *path)
+{
+	for (int i = 0; i < 50; i++) {
+		if (rmdir(path) == 0 || errno == ENOENT)
+			return;
+		usleep(100000);
+	}
+}
+
+static void stop_guest(struct guest *g, bool remove)
+{
+	char path[512];
+	int st;
+
+	if (g->state == 0 || g->state == 3)
+		return;
+	kill(g->pid, SIGTERM);
+	waitpid(g->pid, &st, 0);
+	if (g->ready_fd >= 0)
+		close(g->ready_fd);
+	g->ready_fd = -1;
+	g->state = 3;
+	emit("E t=%.2f what=stop g=%s", now_t(), g->name);
+	if (!remove)
+		return;
+	if (strcmp(g->leaf, g->cgroup) != 0) {
+		snprintf(path, sizeof(path), CG "%s", g->leaf);
+		rmdir_retry(path);
+	}
+	snprintf(path, sizeof(path), CG "%s", g->cgroup);
+	rmdir_retry(path);
+}
+
+/* ---- sampling ---------------------------------------------------------- */
+
+/* utime+stime (and processor) of TID; 0 or -1. */
+static int thread_stat(int pid, int tid, unsigned long long *ticks, int *cpu)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long ut = 0, stt = 0;
+	int field = 3;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
+	if (read_str(path, buf, sizeof(buf)) < 0)
+		return -1;
+	p = strrchr(buf, ')');
+	if (!p)
+		return -1;
+	p += 2;
+	*cpu = -1;
+	for (char *save = NULL, *t = strtok_r(p, " ", &save); t; t = strtok_r(NULL, " ", &save), field++) {
+		if (field == 14)
+			ut = strtoull(t, NULL, 10);
+		else if (field == 15)
+			stt = strtoull(t, NULL, 10);
+		else if (field == 39) {
+			*cpu = atoi(t);
+			break;
+		}
+	}
+	*ticks = ut + stt;
+	return *cpu >= 0 ? 0 : -1;
+}
+
+/* Bytes per node, summed over the "anon" and "file" lines (v2, bytes). */
+static void numa_stat(const char *rel, unsigned long long *bytes)
+{
+	char path[512], *b;
+
+	memset(bytes, 0, sizeof(*bytes) * MAX_NODES);
+	snprintf(path, sizeof(path), CG "%s/memory.numa_stat", rel);
+	b = read_all(path);
+	if (!b)
+		return;
+	for (char *save = NULL, *l = strtok_r(b, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		if (strncmp(l, "anon ", 5) && strncmp(l, "file ", 5))
+			continue;
+		for (char *q = strchr(l, 'N'); q; q = strchr(q + 1, 'N')) {
+			int n = atoi(q + 1);
+			char *eq = strchr(q, '=');
+
+			if (eq && n >= 0 && n < MAX_NODES)
+				bytes[n] += strtoull(eq + 1, NULL, 10);
+		}
+	}
+	free(b);
+}
+
+static unsigned long long memory_event(const char *rel, const char *key)
+{
+	char path[512], *b, *p;
+	unsigned long long v = 0;
+
+	snprintf(path, sizeof(path), CG "%s/memory.events", rel);
+	b = read_all(path);
+	if (!b)
+		return 0;
+	for (p = b; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (strncmp(p, key, strlen(key)) == 0 && p[strlen(key)] == ' ')
+			v = strtoull(p + strlen(key) + 1, NULL, 10);
+	free(b);
+	return v;
+}
+
+static void sample_guest(struct guest *g, double t, bool quiet)
+{
+	unsigned long long bytes[MAX_NODES];
+	char path[512], cpus[128] = "", mems[64] = "", ccpus[128] = "", cmems[64] = "";
+	char thr[4096] = "", mem[256] = "", prog[64] = "";
+	struct thr cur[MAX_THREADS];
+	unsigned ncur = 0;
+	char *b;
+	double dt = t - g->prev_t;
+
+	numa_stat(g->cgroup, bytes);
+	for (int n = 0; n < nr_nodes; n++)
+		snprintf(mem + strlen(mem), sizeof(mem) - strlen(mem), "%s%llu", n ? "," : "",
+			 bytes[n] / 1024);
+	snprintf(path, sizeof(path), CG "%s/cpuset.cpus.effective", g->cgroup);
+	read_str(path, cpus, sizeof(cpus));
+	snprintf(path, sizeof(path), CG "%s/cpuset.mems.effective", g->cgroup);
+	read_str(path, mems, sizeof(mems));
+	snprintf(path, sizeof(path), CG "%s/cpuset.cpus", g->cgroup);
+	read_str(path, ccpus, sizeof(ccpus));
+	snprintf(path, sizeof(path), CG "%s/cpuset.mems", g->cgroup);
+	read_str(path, cmems, sizeof(cmems));
+	snprintf(path, sizeof(path), RUNDIR "/%s.progress", g->name);
+	if (read_str(path, prog, sizeof(prog)) == 0) {
+		char *sp = strchr(prog, ' ');
+
+		if (sp)
+			*sp = '\0';
+	}
+	/* Threads: node each last ran on and its share of a CPU since the
+	 * previous sample ("node:busy%", busy -1 when not seen before). */
+	snprintf(path, sizeof(path), CG "%s/cgroup.threads", g->leaf);
+	b = read_all(path);
+	if (b) {
+		for (char *save = NULL, *l = strtok_r(b, "\n", &save); l && ncur < MAX_THREADS;
+		     l = strtok_r(NULL, "\n", &save)) {
+			unsigned long long ticks;
+			int tid = atoi(l), cpu, node, busy = -1;
+
+			if (thread_stat(g->pid, tid, &ticks, &cpu) < 0)
+				continue;
+			node = cpu < MAX_CPUS ? cpu_node[cpu] : -1;
+			for (unsigned k = 0; k < g->nprev; k++)
+				if (g->prev[k].tid == tid && dt > 0)
+					busy = (int)(100.0 * (double)(ticks - g->prev[k].ticks) /
+						     ((double)clk_tck * dt) + 0.5);
+			cur[ncur].tid = tid;
+			cur[ncur].ticks = ticks;
+			ncur++;
+			snprintf(thr + strlen(thr), sizeof(thr) - strlen(thr), "%s%d:%d",
+				 thr[0] ? "," : "", node, busy);
+		}
+		free(b);
+	}
+	memcpy(g->prev, cur, ncur * sizeof(cur[0]));
+	g->nprev = ncur;
+	g->prev_t = t;
+	if (quiet)
+		return;
+	emit("G t=%.2f g=%s mem=%s thr=%s cpus=%s mems=%s ccpus=%s cmems=%s prog=%s oom=%llu",
+	     t, g->name, mem, thr[0] ? thr : "-", cpus[0] ? cpus : "-", mems[0] ? mems : "-",
+	     ccpus[0] ? ccpus : "-", cmems[0] ? cmems : "-", prog[0] ? prog : "0",
+	     memory_event(g->cgroup, "oom_kill"));
+}
+
+static void sample_host(double t, pid_t placer)
+{
+	static const char *const keys[] = {
+		"numa_pages_migrated", "pgmigrate_success", "pgmigrate_fail", "oom_kill",
+		"numa_hint_faults", "thp_migration_success", "thp_migration_split", NULL,
+	};
+	char line[1024] = "", path[128], buf[2048], free_s[256] = "";
+	char *b = read_all("/proc/vmstat");
+
+	for (unsigned i = 0; keys[i]; i++) {
+		unsigned long long v = 0;
+
+		for (char *p = b; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+			if (strncmp(p, keys[i], strlen(keys[i])) == 0 && p[strlen(keys[i])] == ' ')
+				v = strtoull(p + strlen(keys[i]) + 1, NULL, 10);
+		snprintf(line + strlen(line), sizeof(line) - strlen(line), " %s=%llu", keys[i], v);
+	}
+	free(b);
+	emit("V t=%.2f%s", t, line);
+	for (int n = 0; n < nr_nodes; n++) {
+		char *p;
+
+		snprintf(path, sizeof(path), "/sys/devices/system/node/node%d/meminfo", n);
+		if (read_str(path, buf, sizeof(buf)) < 0)
+			continue;
+		p = strstr(buf, "MemFree:");
+		snprintf(free_s + strlen(free_s), sizeof(free_s) - strlen(free_s), "%s%llu",
+			 n ? "," : "", p ? strtoull(p + 8, NULL, 10) : 0ULL);
+	}
+	emit("F t=%.2f free=%s", t, free_s);
+	if (placer > 0) {
+		unsigned long long ticks[4] = { 0 };
+		char *p;
+		int field = 3;
+
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)placer);
+		if (read_str(path, buf, sizeof(buf)) == 0 && (p = strrchr(buf, ')'))) {
+			for (char *save = NULL, *tk = strtok_r(p + 2, " ", &save); tk && field <= 17;
+			     tk = strtok_r(NULL, " ", &save), field++)
+				if (field >= 14 && field <= 17)
+					ticks[field - 14] = strtoull(tk, NULL, 10);
+			emit("P t=%.2f cpu_s=%.2f", t,
+			     (double)(ticks[0] + ticks[1] + ticks[2] + ticks[3]) / (double)clk_tck);
+		}
+	}
+}
+
+/* ---- placers ----------------------------------------------------------- */
+
+static void set_balancing(int on)
+{
+	must_write("/proc/sys/kernel/numa_balancing", on ? "1" : "0");
+}
+
+static pid_t spawn(char *const argv[], const char *log, bool timens)
+{
+	pid_t pid = fork();
+
+	if (pid < 0)
+		die("fork: %s", strerror(errno));
+	if (pid == 0) {
+		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		if (timens) {
+			/* numad moves nothing until its CLOCK_MONOTONIC passes
+			 * 300 s. Its children (it daemonizes by forking) land in
+			 * a time namespace 400 s ahead: its start-up delay is
+			 * already over when the scenario starts. */
+			if (unshare(CLONE_NEWTIME) < 0 ||
+			    write_str("/proc/self/timens_offsets", "monotonic 400 0") < 0 ||
+			    write_str("/proc/self/timens_offsets", "boottime 400 0") < 0) {
+				fprintf(stderr, "time namespace: %s\n", strerror(errno));
+				_exit(126);
+			}
+		}
+		execv(argv[0], argv);
+		fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	return pid;
+}
+
+static pid_t start_placer(const char *placer)
+{
+	if (strcmp(placer, "none") == 0) {
+		set_balancing(0);
+		return 0;
+	}
+	if (strcmp(placer, "kernel") == 0) {
+		set_balancing(1);
+		return 0;
+	}
+	if (strcmp(placer, "numad") == 0) {
+		char *argv[] = { "/usr/bin/numad", NULL };
+		char buf[32];
+		pid_t p;
+		int st;
+
+		set_balancing(0);
+		mkdir("/var/log", 0755);
+		mkdir("/var/run", 0755);
+		p = spawn(argv, RUNDIR "/numad.stderr", true);
+		/* numad forks its daemon and exits; the daemon writes its pid. */
+		waitpid(p, &st, 0);
+		for (int i = 0; i < 50; i++) {
+			if (read_str("/var/run/numad.pid", buf, sizeof(buf)) == 0 && atoi(buf) > 0)
+				return (pid_t)atoi(buf);
+			usleep(100000);
+		}
+		die("numad did not start (exit status %d)", st);
+	}
+	if (strcmp(placer, "numaorchd") == 0) {
+		char *argv[] = { "/bin/numaorchd", "--config", "/etc/numaorch/numaorchd.conf",
+				 "--decision-log", RUNDIR "/decisions.jsonl", NULL };
+
+		set_balancing(0);
+		mkdir("/var/lib/numaorch", 0755);
+		mkdir("/run/numaorch", 0755);
+		return spawn(argv, RUNDIR "/placer.log", false);
+	}
+	die("unknown placer \"%s\" (none, kernel, numad, numaorchd)", placer);
+}
+
+static void dump_file(const char *path, char tag, unsigned max_lines)
+{
+	char *b = read_all(path);
+	unsigned n = 0, skip = 0;
+
+	if (!b)
+		return;
+	for (char *p = b; *p; p++)
+		n += *p == '\n';
+	skip = n > max_lines ? n - max_lines : 0;
+	if (skip)
+		emit("%c ... %u earlier lines left out", tag, skip);
+	for (char *save = NULL, *l = strtok_r(b, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		if (skip) {
+			skip--;
+			continue;
+		}
+		emit("%c %s", tag, l);
+	}
+	free(b);
+}
+
+static void open_out(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0644);
+	struct termios tio;
+
+	if (fd < 0) {
+		fprintf(stderr, "numavm-run: cannot open %s: %s\n", path, strerror(errno));
+		exit(1);
+	}
+	/* A serial port would turn \n into \r\n and echo: make it raw. */
+	if (isatty(fd) && tcgetattr(fd, &tio) == 0) {
+		cfmakeraw(&tio);
+		tcsetattr(fd, TCSANOW, &tio);
+	}
+	out = fdopen(fd, "w");
+}
+
+int main(int argc, char **argv)
+{
+	const char *placer;
+	pid_t ppid;
+	double t, next;
+	unsigned k;
+	int st;
+
+	if (argc != 4) {
+		fprintf(stderr, "usage: numavm-run SCENARIO PLACER OUT\n");
+		return 2;
+	}
+	placer = argv[2];
+	open_out(argv[3]);
+	clk_tck = sysconf(_SC_CLK_TCK);
+	signal(SIGPIPE, SIG_IGN);
+	mkdir(RUNDIR, 0755);
+	read_topology();
+	parse_scenario(argv[1]);
+	emit("H scenario=%s placer=%s nodes=%d duration=%.0f sample=%.1f pages=%s", scn.name, placer,
+	     nr_nodes, scn.duration, scn.sample, scn.pages);
+	for (int n = 0; n < nr_nodes; n++)
+		emit("H node=%d cpus=%s", n, node_cpus[n]);
+	for (unsigned i = 0; i < scn.nguests; i++) {
+		struct guest *g = &scn.g[i];
+
+		emit("H guest=%s cgroup=%s kind=%s threads=%u mib=%u touch=%s pages=%s cpus=%s mems=%s busy=%s start=%.0f stop=%.0f",
+		     g->name, g->cgroup, g->kind, g->threads, g->mib, g->touch[0] ? g->touch : "local",
+		     g->pages, g->cpus, g->mems, g->idle ? "no" : "yes", g->start, g->stop);
+	}
+
+	/* No placer while the initial guests lay out their memory: the bad
+	 * start must be the same for every placer. */
+	set_balancing(0);
+	t_zero = mono();
+	for (unsigned i = 0; i < scn.nguests; i++)
+		if (scn.g[i].start <= 0)
+			start_guest(&scn.g[i]);
+	for (;;) {
+		bool all = true;
+
+		poll_ready();
+		for (unsigned i = 0; i < scn.nguests; i++)
+			all = all && (scn.g[i].start > 0 || scn.g[i].state == 2);
+		if (all)
+			break;
+		if (now_t() > 300)
+			die("guests not ready after 300 s");
+		usleep(50000);
+	}
+	emit("E t=%.2f what=setup_done", now_t());
+
+	/* One quiet sample a second before t = 0, so the first real sample
+	 * already knows how busy each thread is. */
+	for (unsigned i = 0; i < scn.nguests; i++)
+		if (scn.g[i].state == 2)
+			sample_guest(&scn.g[i], now_t(), true);
+	sleep(1);
+	{
+		double z = mono();
+		struct timespec rt;
+
+		for (unsigned i = 0; i < scn.nguests; i++)
+			scn.g[i].prev_t -= z - t_zero;
+		t_zero = z;
+		clock_gettime(CLOCK_REALTIME, &rt);
+		ppid = start_placer(placer);
+		emit("E t=0.00 what=placer placer=%s pid=%d real=%.3f", placer, (int)ppid,
+		     (double)rt.tv_sec + (double)rt.tv_nsec / 1e9);
+	}
+
+	for (k = 0;; k++) {
+		t = now_t();
+		poll_ready();
+		if (ppid > 0 && strcmp(placer, "numad") != 0 && waitpid(ppid, &st, WNOHANG) == ppid) {
+			dump_file(RUNDIR "/placer.log", 'L', 400);
+			die("the placer exited early (status %d)", st);
+		}
+		for (unsigned i = 0; i < scn.nguests; i++) {
+			struct guest *g = &scn.g[i];
+
+			if (g->state == 0 && g->start > 0 && t >= g->start)
+				start_guest(g);
+			if (g->state == 2 && g->stop >= 0 && t >= g->stop)
+				stop_guest(g, true);
+		}
+		for (unsigned i = 0; i < scn.nguests; i++)
+			if (scn.g[i].state == 2)
+				sample_guest(&scn.g[i], t, false);
+		sample_host(t, ppid);
+		if (t >= scn.duration)
+			break;
+		next = (k + 1) * scn.sample;
+		while ((t = now_t()) < next) {
+			poll_ready();
+			usleep(t + 0.1 < next ? 100000 : (useconds_t)((next - t) * 1e6));
+		}
+	}
+
+	if (ppid > 0) {
+		kill(ppid, SIGTERM);
+		for (int i = 0; i < 100 && waitpid(ppid, &st, WNOHANG) == 0 && kill(ppid, 0) == 0; i++)
+			usleep(100000);
+		emit("E t=%.2f what=placer_stopped", now_t());
+	}
+	for (unsigned i = 0; i < scn.nguests; i++)
+		stop_guest(&scn.g[i], false);
+	dump_file(RUNDIR "/decisions.jsonl", 'D', 5000);
+	dump_file(RUNDIR "/placer.log", 'L', 400);
+	dump_file("/var/log/numad.log", 'L', 400);
+	dump_file(RUNDIR "/numad.stderr", 'L', 50);
+	emit("END rc=0");
+	return 0;
+}

@@ -1,0 +1,255 @@
+#!/bin/sh
+# numaorchd against a real cgroup v2 hierarchy on a real multi-node kernel
+# (runs inside the testbed VM: make check-numa boots it with
+# numavm.mode=itest). The v1 counterpart is tests/integration/
+# test_cgroup_v1.py; these are its tests, ported to v2 and to real NUMA
+# nodes, in busybox sh because the initramfs has no python: every check
+# reads the kernel's own files (cpuset.*, memory.numa_stat) or the agent's
+# decision log (compact JSON, sorted keys, one record a line).
+#
+# Output: "ok N - what" / "not ok N - what: why", then "P passed, F failed"
+# and "END rc=R" for the host.
+set -u
+NUMAORCHD=/bin/numaorchd
+LOAD=/bin/guestload
+CG=/sys/fs/cgroup
+SB=/numaorch-it           # the sandbox; every test's guests live below it
+T=/tmp/it
+n=0 passed=0 failed=0
+
+mkdir -p $T
+echo 0 > /proc/sys/kernel/numa_balancing   # only the agent moves pages here
+
+node_cpus() { cat /sys/devices/system/node/node$1/cpulist; }
+hex64() { printf '%064d' "$1" | tr 0-9 a-j | tr g-j 0-3; }   # a fixed 64-hex id per number
+
+sb_setup() {
+	sb_teardown
+	mkdir -p $CG$SB
+	echo "+cpuset +memory +cpu +pids" > $CG$SB/cgroup.subtree_control
+	rm -f $T/*
+}
+
+sb_teardown() {
+	[ -d $CG$SB ] || return 0
+	for f in $(find $CG$SB -name cgroup.procs); do
+		for p in $(cat $f); do kill -9 $p 2>/dev/null; done
+	done
+	sleep 0.3
+	for d in $(find $CG$SB -depth -type d); do
+		i=0
+		while ! rmdir $d 2>/dev/null && [ -d $d ] && [ $i -lt 30 ]; do sleep 0.1; i=$((i + 1)); done
+	done
+}
+
+# start REL CPUS MEMS MIB [guestload args...]: create $SB/REL (and its
+# parents), set its cpuset, start a busy workload in it and wait until it
+# has touched all its memory.
+start() {
+	rel=$1 cpus=$2 mems=$3 mib=$4
+	shift 4
+	d=$CG$SB/$rel
+	mkdir -p $d
+	p=$(dirname $d)
+	while [ "$p" != "$CG$SB" ] && [ "$p" != "$CG" ]; do
+		echo "+cpuset +memory +cpu +pids" > $p/cgroup.subtree_control 2>/dev/null
+		p=$(dirname $p)
+	done
+	[ -n "$cpus" ] && echo $cpus > $d/cpuset.cpus
+	[ -n "$mems" ] && echo $mems > $d/cpuset.mems
+	ready=$T/ready.$(echo $rel | tr / _)
+	sh -c "echo \$\$ > $d/cgroup.procs && exec $LOAD --mib $mib --threads 1 $*" > $ready 2>&1 &
+	i=0
+	while ! grep -q ready $ready 2>/dev/null; do
+		sleep 0.2
+		i=$((i + 1))
+		[ $i -gt 300 ] && { echo "workload in $rel not ready: $(cat $ready)"; return 1; }
+	done
+}
+
+# Bytes of REL's memory on node N, and in total (memory.numa_stat anon+file).
+mem_on() { awk -v n="N$2=" '$1=="anon"||$1=="file"{for(i=2;i<=NF;i++) if(index($i,n)==1) s+=substr($i,length(n)+1)} END{print s+0}' $CG$SB/$1/memory.numa_stat; }
+mem_total() { awk '$1=="anon"||$1=="file"{for(i=2;i<=NF;i++){split($i,a,"=");s+=a[2]}} END{print s+0}' $CG$SB/$1/memory.numa_stat; }
+# Percent of REL's memory on the nodes of list NODES ("1" or "1,2").
+local_pct() {
+	tot=$(mem_total $1) on=0
+	for nd in $(echo $2 | tr , ' '); do on=$((on + $(mem_on $1 $nd))); done
+	[ "$tot" -gt 0 ] && echo $((on * 100 / tot)) || echo 0
+}
+rd() { cat $CG$SB/$1/$2; }
+
+# once ARGS...: one agent cycle; output in $T/out, log in $T/err, decisions in $T/dec.
+once() {
+	$NUMAORCHD --once --scope $SB --decision-log $T/dec "$@" > $T/out 2> $T/err
+	echo $?
+}
+
+ok() { n=$((n + 1)); passed=$((passed + 1)); echo "ok $n - $1"; }
+notok() {
+	n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1: $2"
+	for f in out err dec; do [ -s $T/$f ] && sed "s/^/#   $f: /" $T/$f | tail -20; done
+}
+# check NAME: run test_NAME in a fresh sandbox; it prints a reason and
+# returns non-zero on failure.
+check() {
+	sb_setup
+	why=$(test_$1 2>&1)
+	rc=$?
+	if [ $rc -eq 0 ]; then ok "$1"; else notok "$1" "$(echo "$why" | tail -5 | tr '\n' ' ')"; fi
+	sb_teardown
+}
+
+G1=docker-$(hex64 1).scope
+G2=docker-$(hex64 2).scope
+ID1=docker-$(hex64 1)
+ID2=docker-$(hex64 2)
+ALL=$(cat $CG/cpuset.cpus.effective)
+
+test_layout_is_v2_with_several_nodes() {
+	[ -e /sys/devices/system/node/node1 ] || { echo "only one NUMA node"; return 1; }
+	grep -q cpuset $CG/cgroup.controllers || { echo "no cpuset in cgroup2"; return 1; }
+	start $G1 "$ALL" "" 32 || return 1
+	rc=$(once --dry-run)
+	[ "$rc" = 0 ] || { echo "exit $rc"; return 1; }
+	grep -q "host: $(ls -d /sys/devices/system/node/node* | wc -l) NUMA nodes" $T/out || { echo "node count"; return 1; }
+	grep -q "cgroup layout unified" $T/out || grep -q "cgroup layout v2" $T/out || { echo "layout not v2"; return 1; }
+}
+
+test_discovery_and_dry_run_write_nothing() {
+	start $G1 "$ALL" "" 64 || return 1
+	start $G2 "$ALL" "" 32 || return 1
+	b1="$(rd $G1 cpuset.cpus)/$(rd $G1 cpuset.mems)"
+	b2="$(rd $G2 cpuset.cpus)/$(rd $G2 cpuset.mems)"
+	rc=$(once --dry-run --json)
+	[ "$rc" = 0 ] || { echo "exit $rc"; return 1; }
+	grep -q "\"id\": \"$ID1\"" $T/out && grep -q "\"id\": \"$ID2\"" $T/out || { echo "guests not found"; return 1; }
+	grep -q "\"cgroup\": \"$SB/$G1\"" $T/out || { echo "cgroup path"; return 1; }
+	grep -q '"applied": false' $T/out || { echo "applied"; return 1; }
+	[ "$b1" = "$(rd $G1 cpuset.cpus)/$(rd $G1 cpuset.mems)" ] || { echo "G1 cpuset changed"; return 1; }
+	[ "$b2" = "$(rd $G2 cpuset.cpus)/$(rd $G2 cpuset.mems)" ] || { echo "G2 cpuset changed"; return 1; }
+	[ -s $T/dec ] || { echo "no decision records"; return 1; }
+	grep -v '"decision":"planned"' $T/dec | grep -v '"decision":"skipped"' | grep -q . && { echo "non-planned record"; return 1; }
+	grep '"decision":"planned"' $T/dec | grep -qv '"dry_run":true' && { echo "planned record not dry_run"; return 1; }
+	return 0
+}
+
+# Runs on node 1, memory on node 0 (locality 0). Node 1 is not busier than
+# node 0 would be with the guest, so the agent pulls the memory to node 1:
+# a real cpuset.mems write on v2 that makes the kernel migrate every page.
+test_pulls_memory_local_for_real() {
+	c1=$(node_cpus 1)
+	start $G1 "$c1" 0 256 --pages 4k || return 1
+	[ "$(local_pct $G1 0)" -ge 95 ] || { echo "memory did not start on node 0"; return 1; }
+	rc=$(once)
+	[ "$rc" = 0 ] || { echo "exit $rc"; return 1; }
+	grep '"decision":"moved"' $T/dec | grep -q "\"guest\":\"$ID1\"" || { echo "no moved record"; return 1; }
+	grep '"decision":"moved"' $T/dec | grep -q '"reason":"locality"' || { echo "reason not locality"; return 1; }
+	[ "$(rd $G1 cpuset.mems)" = 1 ] || { echo "mems $(rd $G1 cpuset.mems), want 1"; return 1; }
+	[ "$(rd $G1 cpuset.cpus)" = "$c1" ] || { echo "cpus $(rd $G1 cpuset.cpus), want $c1"; return 1; }
+	pct=$(local_pct $G1 1)
+	[ "$pct" -ge 90 ] || { echo "only $pct% of its memory on node 1 after the move"; return 1; }
+	# A second cycle finds it settled.
+	rm -f $T/dec
+	rc=$(once --json)
+	grep -q '"decision":"moved"' $T/dec 2>/dev/null && { echo "moved again"; return 1; }
+	return 0
+}
+
+# Free to run anywhere, memory on node 2: the agent consolidates it onto
+# one node and its memory is local there afterwards (either it runs where
+# the memory is, or the memory followed it).
+test_consolidates_and_is_local_after() {
+	start $G1 "$ALL" "" 128 --touch 2 || return 1
+	rc=$(once)
+	[ "$rc" = 0 ] || { echo "exit $rc"; return 1; }
+	grep '"decision":"moved"' $T/dec | grep -q '"reason":"consolidate"' || { echo "no consolidate move"; return 1; }
+	mems=$(rd $G1 cpuset.mems)
+	case "$mems" in *,*|*-*) echo "mems $mems: more than one node"; return 1 ;; esac
+	[ "$(rd $G1 cpuset.cpus)" = "$(node_cpus $mems)" ] || { echo "cpus $(rd $G1 cpuset.cpus) not node $mems"; return 1; }
+	pct=$(local_pct $G1 $mems)
+	[ "$pct" -ge 90 ] || { echo "only $pct% local on node $mems"; return 1; }
+}
+
+# A real refusal of the second write: the guest has a child cgroup (its
+# container, as in a pod) whose own cpuset.mems names node 0. The agent
+# writes only the guest's cgroup on v2 (the child has its own writer), so
+# cpuset.cpus is accepted and cpuset.mems without node 0 is refused by the
+# kernel (a child's mems must stay within its parent's). The agent must
+# report the failure and put cpuset.cpus back.
+test_refused_mems_write_restores_cpus() {
+	c12="$(node_cpus 1),$(node_cpus 2)"
+	mkdir -p $CG$SB/$G1
+	echo $c12 > $CG$SB/$G1/cpuset.cpus
+	echo 0 > $CG$SB/$G1/cpuset.mems
+	c12=$(rd $G1 cpuset.cpus)     # as the kernel spells it
+	start $G1/ctr "" 0 64 || return 1
+	rc=$(once)
+	[ "$rc" = 3 ] || { echo "exit $rc, want 3"; return 1; }
+	rec=$(grep '"decision":"failed"' $T/dec)
+	[ -n "$rec" ] || { echo "no failed record"; return 1; }
+	echo "$rec" | grep -q "writing cpuset.mems of $SB/$G1" || { echo "failure not on cpuset.mems: $rec"; return 1; }
+	echo "$rec" | grep -q '"errno":"E' || { echo "no errno"; return 1; }
+	echo "$rec" | grep -q 'old cpuset restored' || { echo "not restored: $rec"; return 1; }
+	[ "$(rd $G1 cpuset.cpus)" = "$c12" ] || { echo "cpus not restored: $(rd $G1 cpuset.cpus) (was $c12)"; return 1; }
+	[ "$(rd $G1/ctr cpuset.cpus.effective)" = "$c12" ] || { echo "the container's cpus: $(rd $G1/ctr cpuset.cpus.effective)"; return 1; }
+	[ "$(rd $G1 cpuset.mems)" = 0 ] || { echo "mems $(rd $G1 cpuset.mems)"; return 1; }
+	[ "$(local_pct $G1 0)" -ge 95 ] || { echo "memory moved off node 0"; return 1; }
+	grep -q "failed" $T/err || { echo "failure not logged"; return 1; }
+}
+
+# Nothing outside the scope is touched, even a guest the agent would move.
+test_outside_scope_untouched() {
+	start $G1 "$(node_cpus 1)" 0 64 || return 1
+	mkdir -p $CG/numaorch-it-out
+	echo "+cpuset +memory +cpu +pids" > $CG/numaorch-it-out/cgroup.subtree_control
+	d=$CG/numaorch-it-out/$G2
+	mkdir -p $d
+	echo "$(node_cpus 1)" > $d/cpuset.cpus
+	echo 0 > $d/cpuset.mems
+	sh -c "echo \$\$ > $d/cgroup.procs && exec $LOAD --mib 64 --threads 1" > $T/ready.out 2>&1 &
+	i=0
+	while ! grep -q ready $T/ready.out; do sleep 0.2; i=$((i + 1)); [ $i -gt 300 ] && return 1; done
+	rc=$(once)
+	r=0
+	[ "$(cat $d/cpuset.mems)" = 0 ] && [ "$(cat $d/cpuset.cpus)" = "$(node_cpus 1)" ] || { echo "outside guest changed"; r=1; }
+	grep -q "$ID2" $T/dec 2>/dev/null && { echo "outside guest in the decision log"; r=1; }
+	grep -q "\"guest\":\"$ID1\"" $T/dec || { echo "scoped guest not decided"; r=1; }
+	for p in $(cat $d/cgroup.procs); do kill -9 $p; done
+	sleep 0.3
+	rmdir $d $CG/numaorch-it-out
+	return $r
+}
+
+# The daemon: a guest vanishes between cycles, SIGTERM stops it cleanly.
+test_daemon_survives_vanishing_guest() {
+	start $G1 "$ALL" "" 32 || return 1
+	start $G2 "$ALL" "" 32 || return 1
+	printf '[agent]\ninterval = 0.5\nsample = 0.3\n[api]\nsocket =\n[libvirt]\nenabled = no\n' > $T/conf
+	$NUMAORCHD --config $T/conf --scope $SB --log-level debug --decision-log $T/dec 2> $T/err &
+	pid=$!
+	sleep 3
+	for p in $(cat $CG$SB/$G2/cgroup.procs); do kill -9 $p; done
+	sleep 0.3
+	rmdir $CG$SB/$G2
+	sleep 2
+	kill -0 $pid 2>/dev/null || { echo "daemon exited after a guest vanished"; return 1; }
+	kill -TERM $pid
+	wait $pid
+	rc=$?
+	[ $rc = 0 ] || { echo "exit $rc after SIGTERM"; return 1; }
+	grep -q "\[error\]" $T/err && { echo "errors logged: $(grep '\[error\]' $T/err | head -3)"; return 1; }
+	tail -3 $T/err | grep -q "1 guests" || { echo "last cycle did not see 1 guest"; return 1; }
+	return 0
+}
+
+check layout_is_v2_with_several_nodes
+check discovery_and_dry_run_write_nothing
+check pulls_memory_local_for_real
+check consolidates_and_is_local_after
+check refused_mems_write_restores_cpus
+check outside_scope_untouched
+check daemon_survives_vanishing_guest
+
+echo "$passed passed, $failed failed"
+echo "END rc=$([ $failed = 0 ] && echo 0 || echo 1)"
+[ $failed = 0 ]

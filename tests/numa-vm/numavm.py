@@ -1,0 +1,871 @@
+#!/usr/bin/env python3
+"""numavm — the multi-node NUMA testbed: Debian's kernel under QEMU (TCG)
+with N virtual NUMA nodes, a small initramfs holding numaorchd, numad,
+numactl, the workload and a scenario runner, and the analysis of what the
+runner measured.
+
+    numavm.py fetch                      kernel, busybox-static, numad (.debs → build/numa-vm)
+    numavm.py initrd                     build build/numa-vm/initrd.cpio
+    numavm.py run SCENARIO PLACER        one boot; prints the metrics
+    numavm.py itest                      the agent's cgroup v2 tests, in the VM
+    numavm.py script NAME                run guest/NAME.sh in the VM (diagnostics)
+    numavm.py check                      make check-numa: the assertions
+    numavm.py bench [-s SCN] [-p PLACER] make bench-numa: the matrix → results/REPORT.md
+    numavm.py report                     rebuild REPORT.md and plots from saved runs
+    numavm.py shell [SCENARIO]           boot to a shell on this terminal (debugging)
+
+Everything downloaded or built lands under build/numa-vm/ (git-ignored);
+nothing is installed on the host except with apt-get (qemu, gnuplot).
+Stdlib only.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+BUILD = os.path.join(REPO, "build")
+CACHE = os.path.join(BUILD, "numa-vm")
+DEBS = os.path.join(CACHE, "debs")
+PKGROOT = os.path.join(CACHE, "pkgroot")
+RUNS = os.path.join(CACHE, "runs")
+INITRD = os.path.join(CACHE, "initrd.cpio")
+SCENARIOS = os.path.join(HERE, "scenarios")
+RESULTS = os.path.join(HERE, "results")
+PLACERS = ("none", "kernel", "numad", "numaorchd")
+KERNEL_META = "linux-image-cloud-amd64"
+GUEST_DEBS = ("busybox-static", "numad")
+TARGET = 0.90
+
+
+class Skip(Exception):
+    """The testbed cannot run on this machine; the message says why."""
+
+
+def log(msg):
+    print("numavm: " + msg, file=sys.stderr, flush=True)
+
+
+# ---- scenario files --------------------------------------------------------
+
+def load_scenario(name):
+    path = name if os.path.sep in name else os.path.join(SCENARIOS, name + ".scn")
+    if not os.path.exists(path):
+        raise SystemExit("no scenario %s" % path)
+    scn = {"name": os.path.basename(path)[:-4], "path": path, "nodes": 4, "cpus_per_node": 2,
+           "mem_per_node": 1024, "mem_nodes": None, "distance": 20, "duration": 60,
+           "sample": 2, "pages": "thp", "check_within": None, "description": "", "guests": [],
+           "bench": "yes"}
+    with open(path) as f:
+        for line in f:
+            line = line.split("#", 1)[0].strip()
+            if not line:
+                continue
+            k, _, v = line.partition(" ")
+            v = v.strip()
+            if k == "guest":
+                scn["guests"].append(v)
+            elif k in ("nodes", "cpus_per_node", "mem_per_node", "distance"):
+                scn[k] = int(v)
+            elif k in ("duration", "sample", "check_within"):
+                scn[k] = float(v)
+            elif k == "mem_nodes":
+                scn[k] = [int(x) for x in v.split(",")]
+            elif k in ("description", "pages", "name", "bench"):
+                scn[k if k != "name" else "title"] = v
+            else:
+                raise SystemExit("%s: unknown key %r" % (path, k))
+    if scn["mem_nodes"] and len(scn["mem_nodes"]) != scn["nodes"]:
+        raise SystemExit("%s: mem_nodes needs %d values" % (path, scn["nodes"]))
+    return scn
+
+
+def all_scenarios():
+    return sorted(f[:-4] for f in os.listdir(SCENARIOS) if f.endswith(".scn"))
+
+
+# ---- getting the parts -----------------------------------------------------
+
+def have_cmd(c):
+    return shutil.which(c) is not None
+
+
+def run_quiet(cmd, **kw):
+    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
+
+
+def ensure_host_tools(need_gnuplot=False):
+    pkgs = [("qemu-system-x86_64", "qemu-system-x86")]
+    if need_gnuplot:
+        pkgs.append(("gnuplot", "gnuplot-nox"))
+    missing = [p for c, p in pkgs if not have_cmd(c)]
+    if missing:
+        log("installing " + " ".join(missing))
+        p = run_quiet([os.path.join(REPO, "deploy", "install-deps.sh")] + missing)
+        if p.returncode != 0:
+            raise Skip("cannot install %s: %s" % (" ".join(missing), p.stdout.strip()[-300:]))
+    for c, p in pkgs:
+        if not have_cmd(c):
+            raise Skip("%s (Debian package %s) is not available" % (c, p))
+
+
+def kernel_package():
+    p = run_quiet(["apt-cache", "depends", KERNEL_META])
+    m = re.search(r"Depends: (linux-image-[0-9][^\s]*-cloud-amd64)", p.stdout)
+    if not m:
+        raise Skip("apt-cache knows no %s (run apt-get update?): %s" % (KERNEL_META, p.stdout.strip()[-200:]))
+    return m.group(1)
+
+
+def fetch():
+    """Download the kernel, busybox-static and numad packages (once) and
+    unpack them under build/numa-vm/pkgroot. Never installs them."""
+    os.makedirs(DEBS, exist_ok=True)
+    stamp = os.path.join(PKGROOT, ".unpacked")
+    if os.path.exists(stamp) and find_kernel():
+        return
+    want = [kernel_package()] + list(GUEST_DEBS)
+    have = os.listdir(DEBS)
+    need = [w for w in want if not any(h.startswith(w + "_") for h in have)]
+    if need:
+        log("downloading " + " ".join(need))
+        p = run_quiet(["apt-get", "download"] + need, cwd=DEBS)
+        if p.returncode != 0:
+            p2 = run_quiet(["apt-get", "update", "-qq"])
+            p = run_quiet(["apt-get", "download"] + need, cwd=DEBS)
+            if p.returncode != 0:
+                raise Skip("apt-get download %s failed: %s" % (" ".join(need), (p2.stdout + p.stdout).strip()[-300:]))
+    shutil.rmtree(PKGROOT, ignore_errors=True)
+    os.makedirs(PKGROOT)
+    for d in sorted(os.listdir(DEBS)):
+        if d.endswith(".deb") and any(d.startswith(w + "_") for w in want):
+            subprocess.run(["dpkg-deb", "-x", os.path.join(DEBS, d), PKGROOT], check=True)
+    open(stamp, "w").close()
+
+
+def find_kernel():
+    boot = os.path.join(PKGROOT, "boot")
+    if not os.path.isdir(boot):
+        return None
+    k = sorted(f for f in os.listdir(boot) if f.startswith("vmlinuz-"))
+    return os.path.join(boot, k[-1]) if k else None
+
+
+# ---- the initramfs ---------------------------------------------------------
+
+class Cpio:
+    """A newc archive, written by hand: the host has no cpio."""
+
+    def __init__(self, path):
+        self.f = open(path, "wb")
+        self.ino = 1000
+        self.seen = set()
+
+    def _entry(self, name, mode, data=b"", nlink=1):
+        self.ino += 1
+        name_b = name.encode() + b"\0"
+        hdr = "070701" + "".join("%08x" % v for v in (
+            self.ino, mode, 0, 0, nlink, 0, len(data), 0, 0, 0, 0, len(name_b), 0))
+        self.f.write(hdr.encode() + name_b)
+        self.f.write(b"\0" * ((4 - (110 + len(name_b)) % 4) % 4))
+        self.f.write(data)
+        self.f.write(b"\0" * ((4 - len(data) % 4) % 4))
+
+    def dir(self, path):
+        path = path.strip("/")
+        parts = path.split("/")
+        for i in range(1, len(parts) + 1):
+            p = "/".join(parts[:i])
+            if p and p not in self.seen:
+                self.seen.add(p)
+                self._entry(p, stat.S_IFDIR | 0o755, nlink=2)
+
+    def file(self, path, data, mode=0o755):
+        path = path.strip("/")
+        if path in self.seen:
+            return
+        self.dir(os.path.dirname(path))
+        self.seen.add(path)
+        self._entry(path, stat.S_IFREG | mode, data)
+
+    def host_file(self, path, src, mode=None):
+        with open(src, "rb") as f:
+            data = f.read()
+        self.file(path, data, mode if mode is not None else (os.stat(src).st_mode & 0o777))
+
+    def symlink(self, path, target):
+        path = path.strip("/")
+        self.dir(os.path.dirname(path))
+        self.seen.add(path)
+        self._entry(path, stat.S_IFLNK | 0o777, target.encode())
+
+    def close(self):
+        self._entry("TRAILER!!!", 0)
+        self.f.close()
+
+
+def shared_libs(binary):
+    """The libraries ldd lists for BINARY (absolute paths), with the
+    dynamic loader. Empty for a static binary."""
+    p = run_quiet(["ldd", binary])
+    libs = []
+    for line in p.stdout.splitlines():
+        m = re.search(r"(?:=>\s*)?(/\S+)\s+\(0x", line)
+        if m:
+            libs.append(m.group(1))
+    return libs
+
+
+def guest_bins():
+    b = os.path.join(CACHE, "bin")
+    return {"numavm-run": os.path.join(b, "numavm-run"), "guestload": os.path.join(b, "guestload")}
+
+
+def build_initrd():
+    fetch()
+    bins = guest_bins()
+    numaorchd = os.path.join(BUILD, "numaorchd")
+    for p in list(bins.values()) + [numaorchd]:
+        if not os.path.exists(p):
+            raise SystemExit("%s missing: run make (make check-numa builds it)" % p)
+    numactl = shutil.which("numactl")
+    if not numactl:
+        raise Skip("numactl is not installed (Debian package numactl)")
+    busybox = os.path.join(PKGROOT, "bin", "busybox")
+    numad = os.path.join(PKGROOT, "usr", "bin", "numad")
+    tmp = INITRD + ".tmp"
+    c = Cpio(tmp)
+    for d in ("bin", "sbin", "usr/bin", "usr/sbin", "proc", "sys", "dev", "run", "tmp", "etc",
+              "var/log", "var/run", "var/lib", "scenarios", "tests"):
+        c.dir(d)
+    c.host_file("init", os.path.join(HERE, "guest", "init"), 0o755)
+    c.host_file("bin/busybox", busybox, 0o755)
+    c.host_file("bin/numavm-run", bins["numavm-run"], 0o755)
+    c.host_file("bin/guestload", bins["guestload"], 0o755)
+    dyn = {"bin/numaorchd": numaorchd, "usr/bin/numad": numad, "usr/bin/numactl": numactl,
+           "usr/bin/migratepages": shutil.which("migratepages") or numactl}
+    libs = set()
+    for dst, src in dyn.items():
+        c.host_file(dst, src, 0o755)
+        libs.update(shared_libs(src))
+    for lib in sorted(libs):
+        c.host_file(lib, os.path.realpath(lib), 0o755)
+    c.host_file("etc/numaorch/numaorchd.conf", os.path.join(REPO, "deploy", "numaorchd.conf"), 0o644)
+    c.file("etc/passwd", b"root:x:0:0:root:/:/bin/sh\n", 0o644)
+    c.file("etc/group", b"root:x:0:\n", 0o644)
+    for f in sorted(os.listdir(SCENARIOS)):
+        if f.endswith(".scn"):
+            c.host_file("scenarios/" + f, os.path.join(SCENARIOS, f), 0o644)
+    tests = os.path.join(HERE, "guest")
+    for f in sorted(os.listdir(tests)):
+        if f.endswith(".sh"):
+            c.host_file("tests/" + f, os.path.join(tests, f), 0o755)
+    c.close()
+    os.replace(tmp, INITRD)
+    return INITRD
+
+
+# ---- booting ---------------------------------------------------------------
+
+def qemu_cmd(scn, append, console, results):
+    n, cpn = scn["nodes"], scn["cpus_per_node"]
+    mems = scn["mem_nodes"] or [scn["mem_per_node"]] * n
+    cmd = ["qemu-system-x86_64", "-nodefaults", "-display", "none", "-no-reboot",
+           "-machine", "pc", "-accel", "tcg,thread=multi", "-cpu", "max",
+           "-m", "%dM" % sum(mems), "-smp", "%d,sockets=%d,cores=%d,threads=1" % (n * cpn, n, cpn)]
+    for i in range(n):
+        cmd += ["-object", "memory-backend-ram,id=mem%d,size=%dM" % (i, mems[i]),
+                "-numa", "node,nodeid=%d,cpus=%d-%d,memdev=mem%d" % (i, i * cpn, i * cpn + cpn - 1, i)]
+    for i in range(n):
+        for j in range(i + 1, n):
+            cmd += ["-numa", "dist,src=%d,dst=%d,val=%d" % (i, j, scn["distance"])]
+    cmd += ["-kernel", find_kernel(), "-initrd", INITRD,
+            "-append", "console=ttyS0 panic=-1 quiet mitigations=off " + append,
+            "-serial", console, "-serial", "file:" + results]
+    return cmd
+
+
+def boot(scn, append, outdir, timeout, interactive=False):
+    """Boot the VM for SCN with APPEND on the kernel command line; results
+    (the second serial port) and the console go to OUTDIR. Returns the
+    results text and the wall time."""
+    os.makedirs(outdir, exist_ok=True)
+    results = os.path.join(outdir, "results.txt")
+    console = os.path.join(outdir, "console.log")
+    for p in (results, console):
+        if os.path.exists(p):
+            os.unlink(p)
+    cmd = qemu_cmd(scn, append, "stdio" if interactive else "file:" + console, results)
+    with open(os.path.join(outdir, "command.txt"), "w") as f:
+        f.write(" ".join(cmd) + "\n")
+    t0 = time.time()
+    if interactive:
+        subprocess.run(cmd)
+        return "", time.time() - t0
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
+        qemu_out = p.stdout.decode(errors="replace")
+        rc = p.returncode
+    except subprocess.TimeoutExpired as e:
+        qemu_out = (e.stdout or b"").decode(errors="replace") + "\n(timed out after %ds)" % timeout
+        rc = -1
+    wall = time.time() - t0
+    text = open(results, errors="replace").read() if os.path.exists(results) else ""
+    if rc != 0 or "END rc=" not in text:
+        tail = open(console, errors="replace").read()[-3000:] if os.path.exists(console) else ""
+        raise RuntimeError("VM run failed (qemu exit %s) %s\n--- qemu ---\n%s\n--- console tail ---\n%s"
+                           % (rc, outdir, qemu_out[-1500:], tail))
+    return text, wall
+
+
+def prepare(need_gnuplot=False):
+    ensure_host_tools(need_gnuplot)
+    fetch()
+    if not find_kernel():
+        raise Skip("no kernel found in the downloaded %s package" % KERNEL_META)
+    build_initrd()
+
+
+def run_one(name, placer, outroot=RUNS):
+    scn = load_scenario(name)
+    outdir = os.path.join(outroot, "%s.%s" % (scn["name"], placer))
+    append = "numavm.mode=run numavm.scenario=%s numavm.placer=%s" % (scn["name"], placer)
+    text, wall = boot(scn, append, outdir, timeout=int(scn["duration"]) + 400)
+    res = analyse(text, scn)
+    res["wall_s"] = round(wall, 1)
+    res["command"] = "tests/numa-vm/numavm.py run %s %s" % (scn["name"], placer)
+    with open(os.path.join(outdir, "metrics.json"), "w") as f:
+        json.dump(res, f, indent=1, sort_keys=True)
+    return res
+
+
+# ---- analysis ----------------------------------------------------------------
+
+def kv(line):
+    out = {}
+    for tok in line.split()[1:]:
+        k, _, v = tok.partition("=")
+        out[k] = v
+    return out
+
+
+def parse_results(text):
+    r = {"header": {}, "nodes": {}, "guests": {}, "samples": [], "vm": [], "free": [], "placer": [],
+         "events": [], "decisions": [], "log": [], "rc": None, "errors": []}
+    for line in text.splitlines():
+        if not line:
+            continue
+        tag = line.split(" ", 1)[0]
+        if tag == "H":
+            d = kv(line)
+            if "guest" in d:
+                r["guests"][d["guest"]] = d
+            elif "node" in d:
+                r["nodes"][int(d["node"])] = d["cpus"]
+            else:
+                r["header"].update(d)
+        elif tag == "G":
+            d = kv(line)
+            thr = []
+            if d["thr"] != "-":
+                for x in d["thr"].split(","):
+                    node, busy = x.split(":")
+                    thr.append((int(node), int(busy)))
+            r["samples"].append({"t": float(d["t"]), "g": d["g"],
+                                 "mem": [int(x) for x in d["mem"].split(",")], "thr": thr,
+                                 "cpus": d["cpus"], "mems": d["mems"], "ccpus": d["ccpus"],
+                                 "cmems": d["cmems"], "prog": float(d["prog"]), "oom": int(d["oom"])})
+        elif tag == "V":
+            d = kv(line)
+            r["vm"].append({k: float(v) for k, v in d.items()})
+        elif tag == "F":
+            d = kv(line)
+            r["free"].append({"t": float(d["t"]), "free": [int(x) for x in d["free"].split(",")]})
+        elif tag == "P":
+            d = kv(line)
+            r["placer"].append((float(d["t"]), float(d["cpu_s"])))
+        elif tag == "E":
+            r["events"].append(kv(line))
+        elif tag == "D":
+            try:
+                r["decisions"].append(json.loads(line[2:]))
+            except ValueError:
+                r["errors"].append("bad decision record: " + line[:200])
+        elif tag == "L":
+            r["log"].append(line[2:])
+        elif tag == "ERROR":
+            r["errors"].append(line[6:])
+        elif tag.startswith("END"):
+            r["rc"] = int(kv(line).get("rc", "1"))
+    return r
+
+
+def locality(s):
+    """(union, weighted) locality of one guest sample: the share of its
+    memory on the nodes its busy threads ran on, and the mean over busy
+    threads of the share on the thread's own node. Busy: ≥ 50% of a CPU
+    since the last sample; a guest none of whose threads is busy counts
+    all its threads."""
+    total = sum(s["mem"])
+    if not total:
+        return None, None
+    busy = [n for n, b in s["thr"] if b >= 50 and n >= 0]
+    if not busy:
+        busy = [n for n, b in s["thr"] if n >= 0]
+    if not busy:
+        return None, None
+    nodes = set(busy)
+    u = sum(s["mem"][n] for n in nodes if n < len(s["mem"])) / total
+    w = sum(s["mem"][n] / total for n in busy if n < len(s["mem"])) / len(busy)
+    return u, w
+
+
+def parse_cpulist(s):
+    out = set()
+    if not s or s == "-":
+        return out
+    for part in s.split(","):
+        a, _, b = part.partition("-")
+        out.update(range(int(a), int(b or a) + 1))
+    return out
+
+
+def analyse(text, scn):
+    r = parse_results(text)
+    if r["rc"] != 0 or r["errors"]:
+        raise RuntimeError("scenario run reported rc=%s errors=%s" % (r["rc"], r["errors"]))
+    dur = float(r["header"].get("duration", scn["duration"]))
+    nn = int(r["header"]["nodes"])
+    times = sorted({s["t"] for s in r["samples"]})
+    by_g = {}
+    for s in r["samples"]:
+        s["loc"], s["wloc"] = locality(s)
+        by_g.setdefault(s["g"], []).append(s)
+    started = {}
+    for e in r["events"]:
+        if e.get("what") == "start" and float(e["t"]) > 0:
+            started[e["g"]] = float(e["t"])
+    stopped = {e["g"] for e in r["events"] if e.get("what") == "stop" and float(e["t"]) < dur}
+    # Per guest: seconds from its start (or t = 0) until ≥ TARGET local.
+    t90 = {}
+    for g, ss in by_g.items():
+        t0 = max(0.0, started.get(g, 0.0))
+        hit = next((s["t"] for s in ss if s["loc"] is not None and s["loc"] >= TARGET), None)
+        t90[g] = None if hit is None else round(max(0.0, hit - t0), 1)
+    all_t90 = None if any(v is None for v in t90.values()) else max(t90.values() or [0.0])
+    # Locality over time: mean and minimum over the guests present.
+    series = []
+    for t in times:
+        ls = [s["loc"] for s in r["samples"] if s["t"] == t and s["loc"] is not None]
+        ws = [s["wloc"] for s in r["samples"] if s["t"] == t and s["wloc"] is not None]
+        if ls:
+            series.append((t, sum(ls) / len(ls), min(ls), sum(ws) / len(ws)))
+    last = [x for x in series if x[0] >= dur - 60]
+    mean_last = sum(x[1] for x in last) / len(last) if last else None
+    wmean_last = sum(x[3] for x in last) / len(last) if last else None
+    # Memory: what had to move to reach the end state, and what moved.
+    needed = 0
+    for g, ss in by_g.items():
+        first, end = ss[0], ss[-1]
+        busy_end = {n for n, b in end["thr"] if b >= 50} or {n for n, b in end["thr"]}
+        needed += sum(v for n, v in enumerate(first["mem"]) if n not in busy_end)
+    vm0, vm1 = r["vm"][0], r["vm"][-1]
+    moved_pages = vm1["pgmigrate_success"] - vm0["pgmigrate_success"]
+    # End state: guests and busy threads per node.
+    tend = times[-1] if times else 0
+    gpn, tpn = [0] * nn, [0] * nn
+    for s in r["samples"]:
+        if s["t"] != tend:
+            continue
+        for n in {n for n, b in s["thr"] if b >= 50}:
+            gpn[n] += 1
+        for n, b in s["thr"]:
+            if b >= 50:
+                tpn[n] += 1
+    # Work: MiB written per second by all guests over the last minute.
+    work = 0.0
+    for g, ss in by_g.items():
+        a = [s for s in ss if s["t"] >= tend - 60]
+        if len(a) >= 2:
+            work += (a[-1]["prog"] - a[0]["prog"]) / max(1e-9, a[-1]["t"] - a[0]["t"])
+    oom = int(vm1["oom_kill"] - vm0["oom_kill"]) + sum(max(s["oom"] for s in ss) for ss in by_g.values())
+    empty = sorted({s["g"] for s in r["samples"] if not parse_cpulist(s["cpus"]) or not parse_cpulist(s["mems"])})
+    return {
+        "scenario": scn["name"], "placer": r["header"].get("placer"), "pages": r["header"].get("pages"),
+        "duration": dur, "t90_all": all_t90, "t90": t90,
+        "loc_start": series[0][1] if series else None,
+        "loc_mean_last_min": mean_last, "wloc_mean_last_min": wloc_none(wmean_last),
+        "loc_min_end": series[-1][2] if series else None,
+        "needed_mib": round(needed / 1024, 1), "moved_mib": round(moved_pages * 4 / 1024, 1),
+        "numa_pages_migrated": int(vm1["numa_pages_migrated"] - vm0["numa_pages_migrated"]),
+        "oom_kills": oom, "placer_cpu_s": r["placer"][-1][1] if r["placer"] else None,
+        "guests_per_node_end": gpn, "busy_threads_per_node_end": tpn,
+        "work_mib_s": round(work, 1), "empty_cpuset_guests": empty,
+        "series": [[round(a, 2), round(b, 4), round(c, 4), round(d, 4)] for a, b, c, d in series],
+        "n_decisions": len(r["decisions"]),
+        "moves": sum(1 for d in r["decisions"] if d.get("decision") == "moved"),
+    }
+
+
+def wloc_none(v):
+    return None if v is None else round(v, 4)
+
+
+# ---- make check-numa ---------------------------------------------------------
+
+def guest_id_map(r):
+    """Decision-log guest id → scenario guest name: the ids carry the
+    runtime's container id, which is in the cgroup name."""
+    m = {}
+    for name, h in r["guests"].items():
+        base = h["cgroup"].rsplit("/", 1)[-1]
+        for pre in ("docker-", "libpod-", "kubepods-burstable-pod", "lxc.payload."):
+            if base.startswith(pre):
+                base = base[len(pre):]
+        base = base.replace(".scope", "").replace(".slice", "").replace("_", "-")
+        m[base] = name
+    return m
+
+
+def check_decisions(r, t_real0):
+    """The decision log must agree with the cpusets the runner saw: every
+    change of a guest's cpuset between two samples was a "moved" record
+    in that window with the same target, and every "moved" record's target
+    is what the next sample shows. Returns a list of problems."""
+    idmap = guest_id_map(r)
+    problems = []
+    moves = {}
+    for d in r["decisions"]:
+        if d.get("decision") == "failed":
+            problems.append("failed move in the decision log: %s" % d.get("message"))
+        if d.get("decision") != "moved":
+            continue
+        gid = d["guest"].split("-", 1)[1] if "-" in d["guest"] else d["guest"]
+        name = idmap.get(gid)
+        if not name:
+            problems.append("moved record for unknown guest %s" % d["guest"])
+            continue
+        tt = time.strptime(d["time"][:19], "%Y-%m-%dT%H:%M:%S")
+        t = (time_gm(tt) + float("0." + d["time"][20:23])) - t_real0
+        moves.setdefault(name, []).append((t, d))
+    by_g = {}
+    for s in r["samples"]:
+        by_g.setdefault(s["g"], []).append(s)
+    for g, ss in by_g.items():
+        mv = sorted(moves.get(g, []), key=lambda x: x[0])
+        for a, b in zip(ss, ss[1:]):
+            inwin = [d for t, d in mv if a["t"] - 0.5 < t <= b["t"] + 0.5]
+            changed = (a["ccpus"], a["cmems"]) != (b["ccpus"], b["cmems"])
+            if changed and not inwin:
+                problems.append("guest %s: cpuset changed %s/%s → %s/%s between t=%.1f and %.1f with no "
+                                "moved record" % (g, a["ccpus"], a["cmems"], b["ccpus"], b["cmems"], a["t"], b["t"]))
+            if inwin:
+                d = inwin[-1]
+                want = (d["to"].get("cpus"), d["to"]["mems"])
+                if parse_cpulist(b["ccpus"]) != parse_cpulist(want[0]) or \
+                        parse_cpulist(b["cmems"]) != parse_cpulist(want[1]):
+                    problems.append("guest %s: moved record says cpus %s mems %s, the cgroup has %s/%s at t=%.1f"
+                                    % (g, want[0], want[1], b["ccpus"], b["cmems"], b["t"]))
+                frm = (d["from"].get("cpus"), d["from"]["mems"])
+                if frm[0] is not None and parse_cpulist(frm[0]) != parse_cpulist(a["cpus"]):
+                    problems.append("guest %s: moved record's from cpus %s, the cgroup had %s at t=%.1f"
+                                    % (g, frm[0], a["cpus"], a["t"]))
+    return problems
+
+
+def time_gm(tt):
+    import calendar
+    return calendar.timegm(tt)
+
+
+def parse_itest(text):
+    ok = [l for l in text.splitlines() if l.startswith("ok ")]
+    bad = [l for l in text.splitlines() if l.startswith("not ok ")]
+    skipped = [l for l in ok if "# SKIP" in l]
+    return ok, bad, skipped
+
+
+def cmd_check(args):
+    t_start = time.time()
+    try:
+        prepare()
+    except Skip as e:
+        print("SKIP: check-numa: %s" % e)
+        print("0 passed, 0 failed, 1 skipped")
+        return 0
+    failures = []
+    passed = 0
+    # 1. The shortest scenario with numaorchd on a 4-node VM.
+    name = args.scenario or "misplaced"
+    scn = load_scenario(name)
+    if scn["nodes"] != 4:
+        raise SystemExit("check-numa wants a 4-node scenario; %s has %d" % (name, scn["nodes"]))
+    outdir = os.path.join(CACHE, "check", "%s.numaorchd" % name)
+    append = "numavm.mode=run numavm.scenario=%s numavm.placer=numaorchd" % name
+    log("check: booting 4 nodes, scenario %s with numaorchd (%.0f s)" % (name, scn["duration"]))
+    text, wall = boot(scn, append, outdir, timeout=int(scn["duration"]) + 400)
+    r = parse_results(text)
+    res = analyse(text, scn)
+    within = scn["check_within"] or scn["duration"]
+    t_real0 = next(float(e["real"]) for e in r["events"] if e.get("what") == "placer")
+
+    def check(cond, what):
+        nonlocal passed
+        print("%s - %s" % ("ok" if cond else "not ok", what))
+        if cond:
+            passed += 1
+        else:
+            failures.append(what)
+
+    late = {g: t for g, t in res["t90"].items() if t is None or t > within}
+    check(not late, "every guest >= 90%% local within %.0f s (per guest: %s)"
+          % (within, ", ".join("%s %s" % (g, "never" if t is None else "%.0fs" % t)
+                               for g, t in sorted(res["t90"].items()))))
+    check(res["oom_kills"] == 0, "no OOM kill (%d)" % res["oom_kills"])
+    check(not res["empty_cpuset_guests"], "no guest with an empty cpuset %s" % (res["empty_cpuset_guests"] or ""))
+    probs = check_decisions(r, t_real0)
+    check(res["moves"] > 0 and not probs, "decision log agrees with the cgroups (%d moves): %s"
+          % (res["moves"], "; ".join(probs[:5]) or "consistent"))
+    log("scenario run took %.0f s wall" % wall)
+    # 2. The agent's cgroup v2 integration tests inside the VM.
+    outdir = os.path.join(CACHE, "check", "itest")
+    log("check: booting 4 nodes for the cgroup v2 integration tests")
+    itext, wall = boot(load_scenario("itest") if os.path.exists(os.path.join(SCENARIOS, "itest.scn")) else scn,
+                       "numavm.mode=itest", outdir, timeout=500)
+    ok, bad, skipped = parse_itest(itext)
+    for l in ok + bad:
+        print("  itest: " + l)
+    check(ok and not bad and not skipped and "END rc=0" in itext,
+          "cgroup v2 integration tests in the VM: %d ok, %d not ok, %d skipped" % (len(ok), len(bad), len(skipped)))
+    print("check-numa: %.0f s" % (time.time() - t_start))
+    print("%d passed, %d failed" % (passed, len(failures)))
+    return 1 if failures else 0
+
+
+# ---- make bench-numa ---------------------------------------------------------
+
+def fmt(v, f="%.0f", none="never"):
+    return none if v is None else f % v
+
+
+def report(runs, wall_total=None, cmdline=None):
+    os.makedirs(RESULTS, exist_ok=True)
+    scns = []
+    for r in runs:
+        if r["scenario"] not in scns:
+            scns.append(r["scenario"])
+    lines = ["# numaorch multi-node testbed: placement benchmark", "",
+             "Generated by `%s` on %s." % (cmdline or "make bench-numa", time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())),
+             "Every figure below comes from a real run: Debian's cloud kernel under QEMU TCG",
+             "(`tests/numa-vm/numavm.py`), one fresh boot per scenario and placer; each row's",
+             "raw samples are under `build/numa-vm/runs/<scenario>.<placer>/results.txt` and the",
+             "command for one row is `tests/numa-vm/numavm.py run SCENARIO PLACER`.", ""]
+    if wall_total:
+        lines += ["Whole matrix: %d runs in %.1f min of wall time on this machine (2 cores)." % (len(runs), wall_total / 60), ""]
+    lines += ["Columns: **t90** seconds until every guest is >= 90% local (per guest from its start;",
+              "\"never\" if some guest never got there); **loc** mean locality over the last minute",
+              "(memory on the nodes the guest's busy threads ran on); **wloc** the same weighted per",
+              "thread (memory on each busy thread's own node); **min end** the least local guest at the",
+              "end; **needed** MiB that sat off the guests' final nodes at t=0; **moved** MiB migrated",
+              "(pgmigrate_success x 4 KiB, all causes); **OOM** OOM kills; **CPU s** the placer's own",
+              "CPU time (numad, numaorchd; the kernel's balancing is paid inside the guests' own time);",
+              "**threads/node** busy threads per node at the end; **work** MiB/s written by all guests",
+              "over the last minute (under TCG remote memory costs no more than local, so this shows",
+              "what moving cost the guests, not what locality gained them).", ""]
+    for s in scns:
+        rs = [r for r in runs if r["scenario"] == s]
+        scn = load_scenario(s)
+        lines += ["## %s" % s, "", scn["description"], "",
+                  "Pages: %s. VM: %d nodes x %d CPUs, %s MiB per node, %.0f s." % (
+                      rs[0]["pages"], scn["nodes"], scn["cpus_per_node"],
+                      ",".join(map(str, scn["mem_nodes"])) if scn["mem_nodes"] else scn["mem_per_node"],
+                      scn["duration"]), "",
+                  "| placer | t90 s | loc | wloc | min end | needed MiB | moved MiB | OOM | CPU s | threads/node | work MiB/s |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
+        for r in rs:
+            lines.append("| %s | %s | %s | %s | %s | %.0f | %.0f | %d | %s | %s | %.0f |" % (
+                r["placer"], fmt(r["t90_all"]), fmt(pct(r["loc_mean_last_min"]), "%.0f%%", "-"),
+                fmt(pct(r["wloc_mean_last_min"]), "%.0f%%", "-"), fmt(pct(r["loc_min_end"]), "%.0f%%", "-"),
+                r["needed_mib"], r["moved_mib"], r["oom_kills"], fmt(r["placer_cpu_s"], "%.1f", "-"),
+                "/".join(map(str, r["busy_threads_per_node_end"])), r["work_mib_s"]))
+        lines += ["", target_line(rs), "", "![%s](%s.png)" % (s, s), ""]
+        plot(s, rs)
+    with open(os.path.join(RESULTS, "REPORT.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    with open(os.path.join(RESULTS, "runs.json"), "w") as f:
+        json.dump([{k: v for k, v in r.items() if k != "series"} for r in runs], f, indent=1, sort_keys=True)
+
+
+def pct(v):
+    return None if v is None else v * 100
+
+
+def target_line(rs):
+    by = {r["placer"]: r for r in rs}
+    o = by.get("numaorchd")
+    peers = [by[p] for p in ("kernel", "numad") if p in by]
+    if not o or not peers:
+        return "Target: not evaluated (numaorchd or its peers missing)."
+    parts = []
+    best_t = [p["t90_all"] for p in peers if p["t90_all"] is not None]
+    if o["t90_all"] is None:
+        parts.append("t90: numaorchd never reached 90%% for all guests (best peer: %s)" % (fmt(min(best_t)) + " s" if best_t else "never"))
+    elif not best_t:
+        parts.append("t90: met (numaorchd %.0f s; kernel and numad never)" % o["t90_all"])
+    else:
+        b = min(best_t)
+        ok = o["t90_all"] * 2 <= b
+        parts.append("t90: %s (numaorchd %.0f s vs best peer %.0f s; needs <= %.1f s)" % ("met" if ok else "NOT met", o["t90_all"], b, b / 2))
+    best_loc = max((p["loc_mean_last_min"] or 0) for p in peers)
+    parts.append("locality: %s (%.0f%% vs best peer %.0f%%)" % (
+        "met" if (o["loc_mean_last_min"] or 0) >= best_loc - 0.005 else "NOT met",
+        pct(o["loc_mean_last_min"] or 0), pct(best_loc)))
+    if o["needed_mib"] > 0:
+        ratio = o["moved_mib"] / o["needed_mib"]
+        parts.append("memory moved: %s (%.2fx of the %.0f MiB needed)" % ("met" if ratio <= 1.2 else "NOT met", ratio, o["needed_mib"]))
+    else:
+        parts.append("memory moved: %.0f MiB with none needed" % o["moved_mib"])
+    parts.append("OOM: %s" % ("none" if o["oom_kills"] == 0 else "%d kills" % o["oom_kills"]))
+    return "Target for numaorchd: " + "; ".join(parts) + "."
+
+
+def plot(name, rs):
+    if not have_cmd("gnuplot"):
+        log("gnuplot missing: no plot for " + name)
+        return
+    os.makedirs(RESULTS, exist_ok=True)
+    tmpd = os.path.join(CACHE, "plot")
+    os.makedirs(tmpd, exist_ok=True)
+    plots = []
+    for r in rs:
+        dat = os.path.join(tmpd, "%s.%s.dat" % (name, r["placer"]))
+        with open(dat, "w") as f:
+            for t, m, mn, w in r["series"]:
+                f.write("%.2f %.2f %.2f\n" % (t, m * 100, mn * 100))
+        plots.append("'%s' using 1:2 with lines lw 2 title '%s (mean)'" % (dat, r["placer"]))
+    script = "\n".join([
+        "set terminal pngcairo size 900,500 font 'sans,10'" if pngcairo() else "set terminal png size 900,500",
+        "set output '%s'" % os.path.join(RESULTS, name + ".png"),
+        "set title 'scenario %s: mean guest locality over time'" % name,
+        "set xlabel 'seconds since the placer started'",
+        "set ylabel 'memory on the nodes its busy threads run on (%)'",
+        "set yrange [0:105]", "set grid", "set key bottom right",
+        "set arrow from graph 0, first 90 to graph 1, first 90 nohead dt 2 lc rgb 'gray'",
+        "plot " + ", ".join(plots), ""])
+    p = subprocess.run(["gnuplot"], input=script, text=True, capture_output=True)
+    if p.returncode != 0:
+        log("gnuplot failed for %s: %s" % (name, p.stderr.strip()))
+
+
+def pngcairo():
+    p = subprocess.run(["gnuplot", "-e", "set terminal"], capture_output=True, text=True)
+    return "pngcairo" in (p.stdout + p.stderr)
+
+
+def cmd_bench(args):
+    try:
+        prepare(need_gnuplot=True)
+    except Skip as e:
+        print("SKIP: bench-numa: %s" % e)
+        return 1
+    scns = args.scenario or [s for s in all_scenarios() if load_scenario(s)["bench"] == "yes"]
+    placers = args.placer or list(PLACERS)
+    t0 = time.time()
+    runs = []
+    for s in scns:
+        for p in placers:
+            log("bench: %s with %s" % (s, p))
+            try:
+                r = run_one(s, p)
+            except RuntimeError as e:
+                log("bench: %s/%s failed: %s" % (s, p, e))
+                raise
+            runs.append(r)
+            log("bench: %s/%s: t90 %s, loc %s, moved %.0f MiB, %.0f s wall" % (
+                s, p, fmt(r["t90_all"]), fmt(pct(r["loc_mean_last_min"]), "%.0f%%", "-"), r["moved_mib"], r["wall_s"]))
+    total = time.time() - t0
+    report(runs, total, "make bench-numa" if not (args.scenario or args.placer) else
+           "tests/numa-vm/numavm.py bench " + " ".join(sys.argv[2:]))
+    print("wrote %s (%d runs, %.1f min)" % (os.path.join(RESULTS, "REPORT.md"), len(runs), total / 60))
+    return 0
+
+
+def cmd_report(args):
+    runs = []
+    for s in all_scenarios():
+        for p in PLACERS:
+            f = os.path.join(RUNS, "%s.%s" % (s, p), "metrics.json")
+            if os.path.exists(f):
+                runs.append(json.load(open(f)))
+    report(runs, args.wall * 60 if args.wall else None, args.cmdline)
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("fetch")
+    sub.add_parser("initrd")
+    p = sub.add_parser("run")
+    p.add_argument("scenario")
+    p.add_argument("placer", choices=PLACERS)
+    sub.add_parser("itest")
+    p = sub.add_parser("script")
+    p.add_argument("name")
+    p = sub.add_parser("check")
+    p.add_argument("--scenario")
+    p = sub.add_parser("bench")
+    p.add_argument("-s", "--scenario", action="append")
+    p.add_argument("-p", "--placer", action="append", choices=PLACERS)
+    p = sub.add_parser("report")
+    p.add_argument("--wall", type=float, help="minutes the matrix took, for the report")
+    p.add_argument("--cmdline")
+    p = sub.add_parser("shell")
+    p.add_argument("scenario", nargs="?", default="misplaced")
+    a = ap.parse_args()
+    try:
+        if a.cmd == "fetch":
+            fetch()
+            print(find_kernel())
+        elif a.cmd == "initrd":
+            ensure_host_tools()
+            print(build_initrd())
+        elif a.cmd == "run":
+            prepare()
+            r = run_one(a.scenario, a.placer)
+            print(json.dumps({k: v for k, v in r.items() if k != "series"}, indent=1, sort_keys=True))
+        elif a.cmd == "itest":
+            prepare()
+            text, wall = boot(load_scenario("misplaced"), "numavm.mode=itest",
+                              os.path.join(CACHE, "itest"), timeout=500)
+            print(text)
+            ok, bad, skipped = parse_itest(text)
+            return 0 if ok and not bad else 1
+        elif a.cmd == "script":
+            prepare()
+            text, wall = boot(load_scenario("misplaced"), "numavm.mode=script numavm.script=" + a.name,
+                              os.path.join(CACHE, "script." + a.name), timeout=900)
+            print(text)
+        elif a.cmd == "check":
+            return cmd_check(a)
+        elif a.cmd == "bench":
+            return cmd_bench(a)
+        elif a.cmd == "report":
+            return cmd_report(a)
+        elif a.cmd == "shell":
+            prepare()
+            boot(load_scenario(a.scenario), "numavm.mode=shell", os.path.join(CACHE, "shell"), 0, interactive=True)
+    except Skip as e:
+        print("SKIP: %s" % e)
+        return 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
