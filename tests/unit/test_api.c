@@ -276,10 +276,13 @@ static void *run_engine(void *arg)
 	return NULL;
 }
 
+static bool blocking;
+
 static int block_engine(struct engine *e, void *arg)
 {
 	(void)e;
 	(void)arg;
+	__atomic_store_n(&blocking, true, __ATOMIC_RELEASE);
 	usleep(800 * 1000);
 	return 0;
 }
@@ -313,7 +316,8 @@ static void test_engine_busy_is_503_and_changes_nothing(void **state)
 		usleep(20 * 1000);
 	}
 	assert_int_equal(pthread_create(&b, NULL, blocker, &f), 0);
-	usleep(100 * 1000);
+	while (!__atomic_load_n(&blocking, __ATOMIC_ACQUIRE))
+		usleep(1000);
 	r = req(&f, API_UNIX, NULL, "PUT", "/v1/policy", "{\"max_util\": 55}");
 	assert_int_equal(r.status, 503);
 	assert_string_equal(json_string_value(json_object_get(r.j, "type")), "urn:numaorch:problem:engine-busy");
