@@ -27,7 +27,7 @@ sb_setup() {
 	sb_teardown
 	mkdir -p $CG$SB
 	echo "+cpuset +memory +cpu +pids" > $CG$SB/cgroup.subtree_control
-	rm -f $T/*
+	rm -rf $T/*
 }
 
 sb_teardown() {
@@ -65,6 +65,7 @@ start() {
 		i=$((i + 1))
 		[ $i -gt 300 ] && { echo "workload in $rel not ready: $(cat $ready)"; return 1; }
 	done
+	return 0
 }
 
 # Bytes of REL's memory on node N, and in total (memory.numa_stat anon+file).
@@ -170,31 +171,29 @@ test_consolidates_and_is_local_after() {
 	[ "$pct" -ge 90 ] || { echo "only $pct% local on node $mems"; return 1; }
 }
 
-# A real refusal of the second write: the guest has a child cgroup (its
-# container, as in a pod) whose own cpuset.mems names node 0. The agent
-# writes only the guest's cgroup on v2 (the child has its own writer), so
-# cpuset.cpus is accepted and cpuset.mems without node 0 is refused by the
-# kernel (a child's mems must stay within its parent's). The agent must
-# report the failure and put cpuset.cpus back.
-test_refused_mems_write_restores_cpus() {
+# A pod-like guest whose container (a child cgroup) has its own
+# cpuset.mems = 0. On v2 the agent writes only the guest's cgroup (the
+# child has its own writer); the kernel lets the parent's configured mems
+# leave the child's behind, and the child's effective mems and its pages
+# follow the parent. (So this is not a way to make the kernel refuse the
+# mems write: on 6.1's cgroup v2 nothing is, once the agent keeps to the
+# parent's effective cpus and mems -- see tests/numa-vm/README.md.)
+test_nested_container_follows_its_pod() {
 	c12="$(node_cpus 1),$(node_cpus 2)"
 	mkdir -p $CG$SB/$G1
 	echo $c12 > $CG$SB/$G1/cpuset.cpus
 	echo 0 > $CG$SB/$G1/cpuset.mems
-	c12=$(rd $G1 cpuset.cpus)     # as the kernel spells it
 	start $G1/ctr "" 0 64 || return 1
 	rc=$(once)
-	[ "$rc" = 3 ] || { echo "exit $rc, want 3"; return 1; }
-	rec=$(grep '"decision":"failed"' $T/dec)
-	[ -n "$rec" ] || { echo "no failed record"; return 1; }
-	echo "$rec" | grep -q "writing cpuset.mems of $SB/$G1" || { echo "failure not on cpuset.mems: $rec"; return 1; }
-	echo "$rec" | grep -q '"errno":"E' || { echo "no errno"; return 1; }
-	echo "$rec" | grep -q 'old cpuset restored' || { echo "not restored: $rec"; return 1; }
-	[ "$(rd $G1 cpuset.cpus)" = "$c12" ] || { echo "cpus not restored: $(rd $G1 cpuset.cpus) (was $c12)"; return 1; }
-	[ "$(rd $G1/ctr cpuset.cpus.effective)" = "$c12" ] || { echo "the container's cpus: $(rd $G1/ctr cpuset.cpus.effective)"; return 1; }
-	[ "$(rd $G1 cpuset.mems)" = 0 ] || { echo "mems $(rd $G1 cpuset.mems)"; return 1; }
-	[ "$(local_pct $G1 0)" -ge 95 ] || { echo "memory moved off node 0"; return 1; }
-	grep -q "failed" $T/err || { echo "failure not logged"; return 1; }
+	[ "$rc" = 0 ] || { echo "exit $rc"; return 1; }
+	grep '"decision":"moved"' $T/dec | grep -q "\"guest\":\"$ID1\"" || { echo "no moved record"; return 1; }
+	mems=$(rd $G1 cpuset.mems)
+	case "$mems" in 1|2) ;; *) echo "pod mems $mems, want 1 or 2"; return 1 ;; esac
+	[ "$(rd $G1/ctr cpuset.mems)" = 0 ] || { echo "the container's own mems were rewritten"; return 1; }
+	[ "$(rd $G1/ctr cpuset.mems.effective)" = "$mems" ] || { echo "container effective mems $(rd $G1/ctr cpuset.mems.effective)"; return 1; }
+	[ "$(rd $G1/ctr cpuset.cpus.effective)" = "$(node_cpus $mems)" ] || { echo "container effective cpus $(rd $G1/ctr cpuset.cpus.effective)"; return 1; }
+	pct=$(local_pct $G1 $mems)
+	[ "$pct" -ge 90 ] || { echo "only $pct% of the pod's memory on node $mems"; return 1; }
 }
 
 # Nothing outside the scope is touched, even a guest the agent would move.
@@ -246,7 +245,7 @@ check layout_is_v2_with_several_nodes
 check discovery_and_dry_run_write_nothing
 check pulls_memory_local_for_real
 check consolidates_and_is_local_after
-check refused_mems_write_restores_cpus
+check nested_container_follows_its_pod
 check outside_scope_untouched
 check daemon_survives_vanishing_guest
 
