@@ -579,8 +579,9 @@ class Libvirt(unittest.TestCase):
         self.lv.start("nt-meta")
         d = self.daemon()
         gid = "vm-" + u
-        # the first cycle may have consolidated it: pin it where it is not
-        cpus = [g for g in d.guests() if g["id"] == gid][0]["cpus"]
+        # the first cycle may have consolidated it (after the snapshot the
+        # API shows was taken): ask libvirt, and pin it where it is not
+        cpus = vcpupin(self.lv, "nt-meta")[0]
         target = "0" if cpus == "1" else "1"
         self.lv.virsh("metadata", "nt-meta", "urn:numaorch:libvirt:1", "--key", "numaorch", "--live",
                       "--set", '<policy mode="pinned" nodes="%s"/>' % target)
