@@ -535,9 +535,10 @@ def guest_id_map(r):
 
 def check_decisions(r, t_real0):
     """The decision log must agree with the cpusets the runner saw: every
-    change of a guest's cpuset between two samples was a "moved" record
-    in that window with the same target, and every "moved" record's target
-    is what the next sample shows. Returns a list of problems."""
+    change of a guest's configured cpuset between two samples falls within
+    a "moved" record's write window (its time minus its duration); after
+    the window the cgroup holds the record's target, before it the
+    record's origin. Returns a list of problems."""
     idmap = guest_id_map(r)
     problems = []
     moves = {}
@@ -552,30 +553,34 @@ def check_decisions(r, t_real0):
             problems.append("moved record for unknown guest %s" % d["guest"])
             continue
         tt = time.strptime(d["time"][:19], "%Y-%m-%dT%H:%M:%S")
-        t = (time_gm(tt) + float("0." + d["time"][20:23])) - t_real0
-        moves.setdefault(name, []).append((t, d))
+        end = (time_gm(tt) + float("0." + d["time"][20:23])) - t_real0
+        start = end - (d.get("duration_ms") or 0) / 1000.0
+        moves.setdefault(name, []).append((start - 0.5, end + 0.5, d))
     by_g = {}
     for s in r["samples"]:
         by_g.setdefault(s["g"], []).append(s)
     for g, ss in by_g.items():
         mv = sorted(moves.get(g, []), key=lambda x: x[0])
         for a, b in zip(ss, ss[1:]):
-            inwin = [d for t, d in mv if a["t"] - 0.5 < t <= b["t"] + 0.5]
-            changed = (a["ccpus"], a["cmems"]) != (b["ccpus"], b["cmems"])
-            if changed and not inwin:
-                problems.append("guest %s: cpuset changed %s/%s → %s/%s between t=%.1f and %.1f with no "
+            if (a["ccpus"], a["cmems"]) != (b["ccpus"], b["cmems"]) and \
+                    not any(st <= b["t"] and en >= a["t"] for st, en, _ in mv):
+                problems.append("guest %s: cpuset changed %s/%s -> %s/%s between t=%.1f and %.1f outside any "
                                 "moved record" % (g, a["ccpus"], a["cmems"], b["ccpus"], b["cmems"], a["t"], b["t"]))
-            if inwin:
-                d = inwin[-1]
-                want = (d["to"].get("cpus"), d["to"]["mems"])
-                if parse_cpulist(b["ccpus"]) != parse_cpulist(want[0]) or \
-                        parse_cpulist(b["cmems"]) != parse_cpulist(want[1]):
+        for st, en, d in mv:
+            before = [s for s in ss if s["t"] < st]
+            after = [s for s in ss if s["t"] > en]
+            if after:
+                b = after[0]
+                if parse_cpulist(b["ccpus"]) != parse_cpulist(d["to"].get("cpus")) or \
+                        parse_cpulist(b["cmems"]) != parse_cpulist(d["to"]["mems"]):
                     problems.append("guest %s: moved record says cpus %s mems %s, the cgroup has %s/%s at t=%.1f"
-                                    % (g, want[0], want[1], b["ccpus"], b["cmems"], b["t"]))
-                frm = (d["from"].get("cpus"), d["from"]["mems"])
-                if frm[0] is not None and parse_cpulist(frm[0]) != parse_cpulist(a["cpus"]):
-                    problems.append("guest %s: moved record's from cpus %s, the cgroup had %s at t=%.1f"
-                                    % (g, frm[0], a["cpus"], a["t"]))
+                                    % (g, d["to"].get("cpus"), d["to"]["mems"], b["ccpus"], b["cmems"], b["t"]))
+            if before:
+                a = before[-1]
+                if parse_cpulist(a["cpus"]) != parse_cpulist(d["from"].get("cpus")) or \
+                        parse_cpulist(a["mems"]) != parse_cpulist(d["from"]["mems"]):
+                    problems.append("guest %s: moved record's from %s/%s, the cgroup had %s/%s at t=%.1f"
+                                    % (g, d["from"].get("cpus"), d["from"]["mems"], a["cpus"], a["mems"], a["t"]))
     return problems
 
 
@@ -654,7 +659,7 @@ def fmt(v, f="%.0f", none="never"):
     return none if v is None else f % v
 
 
-def report(runs, wall_total=None, cmdline=None):
+def report(runs, wall_total=None, cmdline=None, failed=()):
     os.makedirs(RESULTS, exist_ok=True)
     scns = []
     for r in runs:
@@ -696,6 +701,8 @@ def report(runs, wall_total=None, cmdline=None):
                 "/".join(map(str, r["busy_threads_per_node_end"])), r["work_mib_s"]))
         lines += ["", target_line(rs), "", "![%s](%s.png)" % (s, s), ""]
         plot(s, rs)
+    if failed:
+        lines += ["## Runs that failed", ""] + ["- %s / %s: %s" % f for f in failed] + [""]
     with open(os.path.join(RESULTS, "REPORT.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     with open(os.path.join(RESULTS, "runs.json"), "w") as f:
@@ -777,23 +784,26 @@ def cmd_bench(args):
     scns = args.scenario or [s for s in all_scenarios() if load_scenario(s)["bench"] == "yes"]
     placers = args.placer or list(PLACERS)
     t0 = time.time()
-    runs = []
+    runs, failed = [], []
     for s in scns:
         for p in placers:
             log("bench: %s with %s" % (s, p))
             try:
                 r = run_one(s, p)
-            except RuntimeError as e:
+            except (RuntimeError, ValueError, KeyError, IndexError) as e:
+                # One broken run must not cost the whole matrix: the report
+                # names it and why.
                 log("bench: %s/%s failed: %s" % (s, p, e))
-                raise
+                failed.append((s, p, str(e).splitlines()[0][:300]))
+                continue
             runs.append(r)
             log("bench: %s/%s: t90 %s, loc %s, moved %.0f MiB, %.0f s wall" % (
                 s, p, fmt(r["t90_all"]), fmt(pct(r["loc_mean_last_min"]), "%.0f%%", "-"), r["moved_mib"], r["wall_s"]))
     total = time.time() - t0
     report(runs, total, "make bench-numa" if not (args.scenario or args.placer) else
-           "tests/numa-vm/numavm.py bench " + " ".join(sys.argv[2:]))
+           "tests/numa-vm/numavm.py bench " + " ".join(sys.argv[2:]), failed)
     print("wrote %s (%d runs, %.1f min)" % (os.path.join(RESULTS, "REPORT.md"), len(runs), total / 60))
-    return 0
+    return 1 if failed else 0
 
 
 def cmd_report(args):
