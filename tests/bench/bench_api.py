@@ -2,12 +2,14 @@
 
 A generated 8-node host with 1000 Docker guests (bench_cycle --generate),
 the real numaorchd on it with its API on TCP (bearer token) and a unix
-socket, cycles every 2 s plus back-to-back POST /v1/rebalance (dry run) on
-the socket, and wrk on GET /v1/status and GET /v1/guests over TCP.
+socket, a cycle every second (--interval 1) plus a POST /v1/rebalance (dry
+run) on the socket every --rebalance-every seconds (0: back to back, the
+engine never idle), and wrk on GET /v1/status and GET /v1/guests over TCP.
 Reports requests/s and p50/p99 latency; fails if any request errs or if
 /v1/status's p99 exceeds 5 ms.
 
   tests/bench/bench_api.sh [--duration S] [--connections N] [--threads N]
+                           [--rebalance-every S]
 """
 import argparse
 import json
@@ -77,6 +79,7 @@ def main():
     ap.add_argument("--connections", type=int, default=16)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--guests", type=int, default=1000)
+    ap.add_argument("--rebalance-every", type=float, default=1.0)
     a = ap.parse_args()
 
     wrk = shutil.which("wrk")
@@ -104,7 +107,7 @@ def main():
         sock = os.path.join(tmp, "api.sock")
         log = open(os.path.join(tmp, "numaorchd.log"), "w+")
         # --- the daemon: cycles every 2 s on its own
-        proc = subprocess.Popen([NUMAORCHD, "--config", conf, "--root", root, "--interval", "2",
+        proc = subprocess.Popen([NUMAORCHD, "--config", conf, "--root", root, "--interval", "1",
                                  "--socket", sock, "--state-dir", os.path.join(tmp, "state"),
                                  "--listen", "127.0.0.1:0", "--token-file", tokf, "--log-level", "info"],
                                 stdout=log, stderr=log)
@@ -129,7 +132,8 @@ def main():
         cycles0 = status["cycles"]
         print("numaorch API benchmark: %d guests on %d nodes, wrk -t%d -c%d -d%ds over TCP with a bearer token,"
               % (status["guests"]["total"], status["host"]["nodes"], a.threads, a.connections, a.duration))
-        print("cycles every 2 s and back-to-back POST /v1/rebalance (dry run) on the unix socket")
+        print("a cycle every 1 s, and POST /v1/rebalance (dry run) on the unix socket %s"
+              % ("back to back" if a.rebalance_every <= 0 else "every %g s" % a.rebalance_every))
 
         # --- rebalances, back to back, for the whole run
         rebalances = {"n": 0, "errors": 0, "ms": []}
@@ -145,6 +149,8 @@ def main():
                 rebalances["ms"].append((time.time() - t0) * 1000)
                 if st != 200:
                     rebalances["errors"] += 1
+                if a.rebalance_every > 0:
+                    stop.wait(max(0.0, a.rebalance_every - (time.time() - t0)))
 
         t = threading.Thread(target=rebalance_loop)
         t.start()
