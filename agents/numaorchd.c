@@ -29,6 +29,7 @@
 #define NUMAORCH_VERSION "0.1.0"
 #endif
 #define DEFAULT_CONFIG "/etc/numaorch/numaorchd.conf"
+#define ENGINE_NICE 5
 
 /* Command-line settings, re-applied on top of the file at every reload. */
 struct cli {
@@ -580,6 +581,12 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
+	/* This thread becomes the engine. Its cycles are background work; the
+	 * API's threads (created above, at the default priority) answer
+	 * people and probes, so on a saturated host they go first. Per
+	 * thread: setpriority() on a tid affects only that thread. */
+	if (setpriority(PRIO_PROCESS, (id_t)gettid(), ENGINE_NICE) < 0)
+		log_debug("cannot lower the engine thread's priority: %s", strerror(errno));
 	{
 		struct reload_ctx rc = { .cli = &cli, .started = cfg };
 
