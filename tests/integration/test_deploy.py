@@ -1,0 +1,126 @@
+"""What the package and the cluster manifests ship, checked without
+installing anything: man pages render without warnings, unit files pass
+systemd-analyze verify, the Kubernetes manifests hold what the agent needs
+and their configuration is one numaorchd accepts."""
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+import itlib
+
+DEPLOY = os.path.join(itlib.REPO, "deploy")
+
+
+class ManPages(unittest.TestCase):
+    def pages(self):
+        d = os.path.join(DEPLOY, "man")
+        return [os.path.join(d, f) for f in sorted(os.listdir(d)) if re.search(r"\.[1-8]$", f)]
+
+    def test_render_without_warnings(self):
+        if not shutil.which("groff"):
+            self.skipTest("groff is not installed")
+        self.assertTrue(self.pages())
+        for page in self.pages():
+            with self.subTest(page=os.path.basename(page)):
+                p = subprocess.run(["groff", "-ww", "-man", "-Tutf8", page], capture_output=True, text=True)
+                self.assertEqual((p.returncode, p.stderr), (0, ""))
+                if shutil.which("man"):
+                    p = subprocess.run(["man", "-l", page], capture_output=True, text=True,
+                                       env=dict(os.environ, MANWIDTH="80", MAN_KEEP_STDERR="1"))
+                    self.assertEqual((p.returncode, p.stderr), (0, ""))
+
+    def test_every_flag_is_documented(self):
+        # numaorchd --help and numaorchd(8) list the same long options.
+        if not os.path.exists(itlib.NUMAORCHD):
+            self.skipTest("build/numaorchd missing")
+        helptext = subprocess.run([itlib.NUMAORCHD, "--help"], capture_output=True, text=True).stdout
+        flags = set(re.findall(r"--([a-z][a-z-]+)", helptext))
+        with open(os.path.join(DEPLOY, "man", "numaorchd.8")) as f:
+            man = f.read().replace("\\-", "-")
+        missing = sorted(f for f in flags if "--" + f not in man)
+        self.assertEqual(missing, [], "flags missing from numaorchd(8)")
+
+
+class Units(unittest.TestCase):
+    def test_systemd_analyze_verify(self):
+        if not shutil.which("systemd-analyze"):
+            self.skipTest("systemd-analyze is not installed (Debian: systemd)")
+        for b in (itlib.NUMAORCHD, os.path.join(itlib.BUILD, "numaorchctl")):
+            if not os.path.exists(b):
+                self.skipTest("%s missing (run make)" % b)
+        tmp = tempfile.mkdtemp(prefix="numaorch-units-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        # Verify the units as shipped, with their binaries pointing at this
+        # build (systemd-analyze checks that ExecStart= programs exist).
+        units = []
+        for f in sorted(os.listdir(os.path.join(DEPLOY, "systemd"))):
+            with open(os.path.join(DEPLOY, "systemd", f)) as src:
+                text = src.read()
+            text = text.replace("/usr/sbin/numaorchd", itlib.NUMAORCHD)
+            text = text.replace("/usr/bin/numaorchctl", os.path.join(itlib.BUILD, "numaorchctl"))
+            # Documentation=man: needs the pages installed; the installed
+            # package's units are verified with them by tests/deb.
+            text = re.sub(r"(?m)^Documentation=.*$", "", text)
+            path = os.path.join(tmp, f)
+            with open(path, "w") as out:
+                out.write(text)
+            units.append(path)
+        p = subprocess.run(["systemd-analyze", "verify"] + units, capture_output=True, text=True)
+        self.assertEqual((p.returncode, p.stderr.strip()), (0, ""))
+
+
+class Kubernetes(unittest.TestCase):
+    def setUp(self):
+        try:
+            import yaml  # noqa: F401
+        except ImportError:
+            self.skipTest("python3 has no yaml module (Debian: python3-yaml)")
+
+    def load(self, name):
+        import yaml
+        with open(os.path.join(DEPLOY, "kubernetes", name)) as f:
+            return [d for d in yaml.safe_load_all(f) if d]
+
+    def test_daemonset(self):
+        docs = {d["kind"]: d for d in self.load("numaorchd.yaml")}
+        ds = docs["DaemonSet"]["spec"]["template"]["spec"]
+        self.assertTrue(ds["hostPID"])
+        c = ds["containers"][0]
+        self.assertTrue(c["securityContext"]["privileged"])
+        probe = c["readinessProbe"]["exec"]["command"]
+        self.assertEqual(probe[-1], "health")
+        mounts = {m["mountPath"] for m in c["volumeMounts"]}
+        for need in ("/sys/fs/cgroup", "/sys/devices/system", "/run/numaorch"):
+            self.assertIn(need, mounts)
+        host = {v["name"]: v.get("hostPath", {}).get("path") for v in ds["volumes"]}
+        self.assertEqual(host["run-numaorch"], "/run/numaorch")
+
+    def test_configmap_is_a_valid_config(self):
+        if not os.path.exists(itlib.NUMAORCHD):
+            self.skipTest("build/numaorchd missing")
+        docs = {d["kind"]: d for d in self.load("numaorchd.yaml")}
+        tmp = tempfile.mkdtemp(prefix="numaorch-k8s-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        # The token comes from a Secret in the pod; stand one in here
+        # (--check-config reads it: it must exist and not be world-readable).
+        token = os.path.join(tmp, "token")
+        itlib.write(token, "0123456789abcdef0123456789abcdef\n")
+        os.chmod(token, 0o400)
+        text = docs["ConfigMap"]["data"]["numaorchd.conf"].replace("/etc/numaorch/token/token", token)
+        self.assertNotEqual(text, docs["ConfigMap"]["data"]["numaorchd.conf"])
+        conf = itlib.config_file(tmp, text)
+        p = subprocess.run([itlib.NUMAORCHD, "--check-config", "--config", conf], capture_output=True, text=True)
+        self.assertEqual((p.returncode, p.stdout.strip()), (0, "configuration OK"), p.stderr)
+
+    def test_prometheus_scrape(self):
+        cfg = self.load("prometheus-scrape.yaml")[0]
+        job = cfg["scrape_configs"][0]
+        self.assertEqual(job["metrics_path"], "/metrics")
+        self.assertEqual(job["authorization"]["type"], "Bearer")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
