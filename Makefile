@@ -120,6 +120,7 @@ check: test-deps
 	$(MAKE) check-fuzz
 	$(MAKE) check-libvirt
 	$(MAKE) check-numa
+	$(MAKE) check-deb
 
 check-unit: $(UNIT_BINS)
 	@set -e; fail=0; for t in $(UNIT_BINS); do \
@@ -197,7 +198,9 @@ install: all
 	install -D -m 0644 -t $(DESTDIR)$(MANDIR)/man8 deploy/man/numaorchd.8
 	install -D -m 0644 -t $(DESTDIR)$(MANDIR)/man5 deploy/man/numaorchd.conf.5
 	$(if $(wildcard deploy/man/numaorchctl.1),install -D -m 0644 -t $(DESTDIR)$(MANDIR)/man1 deploy/man/numaorchctl.1)
-	install -D -m 0755 $(BUILD)/numaorch-libvirt-hook $(DESTDIR)$(SYSCONFDIR)/libvirt/hooks/qemu.d/numaorch
+	install -D -m 0755 $(BUILD)/numaorch-libvirt-hook $(DESTDIR)$(PREFIX)/libexec/numaorch/libvirt-hook
+	install -d -m 0755 $(DESTDIR)$(SYSCONFDIR)/libvirt/hooks/qemu.d
+	ln -sf $(PREFIX)/libexec/numaorch/libvirt-hook $(DESTDIR)$(SYSCONFDIR)/libvirt/hooks/qemu.d/numaorch
 
 DEB_DEPS := debhelper dpkg-dev lintian
 VERSION  := $(shell dpkg-parsechangelog -l deploy/debian/changelog -S Version 2>/dev/null)
@@ -212,6 +215,12 @@ deb:
 	cp -r deploy/debian $(DEB_SRC)/debian
 	cd $(DEB_SRC) && dpkg-buildpackage -us -uc -b
 	lintian --fail-on error,warning $(BUILD)/deb/numaorch_$(VERSION)_*.deb
+
+# The package's life on this machine: build + lintian, dpkg -i, run the
+# installed agent and CLI, upgrade, purge (tests/deb). Needs root.
+check-deb:
+	@./deploy/install-deps.sh $(BUILD_DEPS) $(DEB_DEPS) systemd man-db groff
+	@cd tests/deb && python3 -m unittest -v test_deb
 
 clean:
 	rm -rf $(BUILD)

@@ -1,0 +1,190 @@
+"""The Debian package's whole life on this machine: build it (make deb, with
+lintian), install it with dpkg -i, run the installed numaorchd with the
+packaged configuration (no systemd here: started directly, in dry-run so
+nothing on the machine is moved) and query it with the installed
+numaorchctl through the packaged socket path, verify the installed units
+with systemd-analyze, upgrade to a newer build keeping the operator's
+configuration and the state directory, then purge and check that nothing
+is left behind. Needs root; skips (saying why) otherwise, and when a
+numaorch package is already installed (it would not be ours to remove)."""
+import glob
+import grp
+import json
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import time
+import unittest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DEB_DIR = os.path.join(REPO, "build", "deb")
+
+
+def run(*cmd, check=True, **kw):
+    p = subprocess.run(list(cmd), capture_output=True, text=True, **kw)
+    if check and p.returncode != 0:
+        raise AssertionError("%s: exit %d\n%s\n%s" % (" ".join(cmd), p.returncode, p.stdout, p.stderr))
+    return p
+
+
+def installed_version():
+    p = run("dpkg-query", "-W", "-f=${Status} ${Version}", "numaorch", check=False)
+    if p.returncode != 0 or not p.stdout.startswith("install ok installed"):
+        return None
+    return p.stdout.split()[-1]
+
+
+def skip_reason():
+    if os.geteuid() != 0:
+        return "needs root to install a package"
+    if not shutil.which("dpkg"):
+        return "not a dpkg system"
+    if installed_version():
+        return "a numaorch package is already installed here; not touching it"
+    return None
+
+
+@unittest.skipIf(skip_reason(), skip_reason() or "")
+class DebianPackage(unittest.TestCase):
+    def setUp(self):
+        self.addCleanup(self.purge_quietly)
+        self.daemon = None
+
+    def purge_quietly(self):
+        if self.daemon and self.daemon.poll() is None:
+            self.daemon.kill()
+            self.daemon.wait()
+        if installed_version() or run("dpkg-query", "-W", "numaorch", check=False).returncode == 0:
+            run("dpkg", "--purge", "numaorch", check=False)
+
+    def build(self):
+        run("make", "-C", REPO, "deb")
+        debs = glob.glob(os.path.join(DEB_DIR, "numaorch_*_*.deb"))
+        self.assertEqual(len(debs), 1, debs)
+        return debs[0]
+
+    def build_upgrade(self, version):
+        """The same tree, packaged with a newer version."""
+        src = [d for d in glob.glob(os.path.join(DEB_DIR, "numaorch-*")) if os.path.isdir(d)][0]
+        up = os.path.join(REPO, "build", "deb-upgrade")
+        shutil.rmtree(up, ignore_errors=True)
+        dst = os.path.join(up, "numaorch-" + version)
+        shutil.copytree(src, dst, symlinks=True, ignore=shutil.ignore_patterns("build"))
+        shutil.rmtree(os.path.join(dst, "debian", "numaorch"), ignore_errors=True)
+        chl = os.path.join(dst, "debian", "changelog")
+        with open(chl) as f:
+            old = f.read()
+        with open(chl, "w") as f:
+            f.write("numaorch (%s) unstable; urgency=medium\n\n  * Upgrade test build.\n\n"
+                    " -- numaorch developers <numaorch-devel@lists.numaorch.org>  "
+                    "Mon, 30 Nov 2026 10:00:00 +0000\n\n%s" % (version, old))
+        run("dpkg-buildpackage", "-us", "-uc", "-b", cwd=dst)
+        return glob.glob(os.path.join(up, "numaorch_%s_*.deb" % version))[0]
+
+    def start_daemon(self):
+        # The packaged configuration, as the unit would run it, plus
+        # --dry-run: this machine's own containers are not ours to move.
+        self.daemon = subprocess.Popen(["/usr/sbin/numaorchd", "--config", "/etc/numaorch/numaorchd.conf",
+                                        "--dry-run"], stderr=subprocess.PIPE, text=True)
+        sock = "/run/numaorch/api.sock"
+        for _ in range(300):
+            # Up and ready: the first cycle has published a snapshot.
+            if os.path.exists(sock) and run("numaorchctl", "status", check=False).returncode == 0:
+                return sock
+            if self.daemon.poll() is not None:
+                self.fail("installed numaorchd exited: %s" % self.daemon.stderr.read())
+            time.sleep(0.1)
+        self.fail("installed numaorchd never became healthy")
+
+    def stop_daemon(self):
+        self.daemon.send_signal(signal.SIGTERM)
+        rc = self.daemon.wait(timeout=20)
+        err = self.daemon.stderr.read()
+        self.daemon.stderr.close()
+        self.assertEqual(rc, 0, err)
+        return err
+
+    def test_install_run_upgrade_purge(self):
+        deb = self.build()
+
+        # lintian ran inside make deb (errors and warnings fail it); once more
+        # here so a silent change to the Makefile cannot drop it.
+        if shutil.which("lintian"):
+            p = run("lintian", "--fail-on", "error,warning", deb, check=False)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+
+        run("dpkg", "-i", deb)
+        files = [l for l in run("dpkg", "-L", "numaorch").stdout.splitlines() if l.strip()]
+        for path in ("/usr/sbin/numaorchd", "/usr/bin/numaorchctl", "/etc/numaorch/numaorchd.conf",
+                     "/etc/numaorch/numaorchd.conf.d", "/lib/systemd/system/numaorchd.service",
+                     "/lib/systemd/system/numaorch-rebalance.timer",
+                     "/lib/systemd/system/numaorch-rebalance.service",
+                     "/etc/libvirt/hooks/qemu.d/numaorch", "/usr/libexec/numaorch/libvirt-hook",
+                     "/usr/share/man/man8/numaorchd.8.gz",
+                     "/usr/share/man/man5/numaorchd.conf.5.gz", "/usr/share/man/man1/numaorchctl.1.gz"):
+            self.assertIn(path, files)
+            self.assertTrue(os.path.exists(path), path)
+        # libvirt runs every executable in qemu.d; the hook lives in libexec.
+        self.assertEqual(os.readlink("/etc/libvirt/hooks/qemu.d/numaorch"), "/usr/libexec/numaorch/libvirt-hook")
+        self.assertTrue(os.access("/etc/libvirt/hooks/qemu.d/numaorch", os.X_OK))
+        grp.getgrnam("numaorch")
+        conffiles = run("dpkg-query", "-W", "-f=${Conffiles}", "numaorch").stdout
+        self.assertIn("/etc/numaorch/numaorchd.conf", conffiles)
+
+        if shutil.which("systemd-analyze"):
+            p = run("systemd-analyze", "verify", "/lib/systemd/system/numaorchd.service",
+                    "/lib/systemd/system/numaorch-rebalance.service",
+                    "/lib/systemd/system/numaorch-rebalance.timer", check=False)
+            self.assertEqual((p.returncode, p.stderr.strip()), (0, ""))
+        for page in ("/usr/share/man/man8/numaorchd.8.gz", "/usr/share/man/man5/numaorchd.conf.5.gz",
+                     "/usr/share/man/man1/numaorchctl.1.gz"):
+            p = run("man", "-l", page, check=False, env=dict(os.environ, MANWIDTH="80", MAN_KEEP_STDERR="1"))
+            self.assertEqual((p.returncode, p.stderr), (0, ""), page)
+        p = run("numaorchd", "--check-config", "--config", "/etc/numaorch/numaorchd.conf")
+        self.assertEqual(p.stdout.strip(), "configuration OK")
+
+        sock = self.start_daemon()
+        st = os.stat(sock)
+        self.assertEqual(stat.S_IMODE(st.st_mode), 0o660)
+        self.assertEqual(st.st_gid, grp.getgrnam("numaorch").gr_gid)
+        p = run("numaorchctl", "status")
+        self.assertIn("numaorchd", p.stdout)
+        status = json.loads(run("numaorchctl", "--json", "status").stdout)
+        self.assertIn("version", status)
+        run("numaorchctl", "nodes")
+        run("numaorchctl", "guests")
+        self.stop_daemon()
+
+        # Upgrade: the operator's configuration and the state stay.
+        with open("/etc/numaorch/numaorchd.conf", "a") as f:
+            f.write("\n# operator's change\n[policy]\ncooldown = 123\n")
+        os.makedirs("/var/lib/numaorch", exist_ok=True)
+        with open("/var/lib/numaorch/operator-marker", "w") as f:
+            f.write("kept\n")
+        up = self.build_upgrade("0.1.0+upgradetest1")
+        run("dpkg", "-i", "--force-confold", up)
+        self.assertEqual(installed_version(), "0.1.0+upgradetest1")
+        with open("/etc/numaorch/numaorchd.conf") as f:
+            self.assertIn("cooldown = 123", f.read())
+        self.assertTrue(os.path.exists("/var/lib/numaorch/operator-marker"))
+        self.start_daemon()
+        self.stop_daemon()
+
+        # Purge: nothing the package or the agent wrote is left.
+        files = [l for l in run("dpkg", "-L", "numaorch").stdout.splitlines() if l.strip()]
+        run("dpkg", "--purge", "numaorch")
+        self.assertIsNone(installed_version())
+        left = [f for f in files if f.startswith(("/etc/numaorch", "/usr/sbin/numaorchd", "/usr/bin/numaorchctl",
+                                                  "/lib/systemd/system/numaorch", "/etc/libvirt/hooks/qemu.d/numaorch",
+                                                  "/usr/libexec/numaorch",
+                                                  "/usr/share/man", "/usr/share/doc/numaorch"))
+                and os.path.lexists(f) and not os.path.isdir(f)]
+        self.assertEqual(left, [])
+        for d in ("/etc/numaorch", "/var/lib/numaorch", "/run/numaorch", "/usr/share/doc/numaorch"):
+            self.assertFalse(os.path.exists(d), d)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
