@@ -321,6 +321,25 @@ void h_guests(struct rq *r)
 	text_reply(r, text, len);
 }
 
+/* Replace each byte that is not part of valid UTF-8 with '?', in place. */
+static void utf8_tame(char *s)
+{
+	size_t left = strlen(s);
+
+	while (left) {
+		unsigned char c = (unsigned char)*s;
+		size_t n = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 :
+			   c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+
+		if (n == 0 || n > left || !urlq_utf8_valid(s, n)) {
+			*s = '?';
+			n = 1;
+		}
+		s += n;
+		left -= n;
+	}
+}
+
 static const struct snap_guest *find_guest(struct rq *r, struct engine_view *v)
 {
 	const struct snap_guest *g = snap_find_guest(v->snap, r->id);
@@ -352,6 +371,28 @@ void h_guest(struct rq *r)
 	if (!v || !(g = find_guest(r, v)))
 		return;
 	o = snap_guest_to_json(v->snap, g);
+	if (!o) {
+		/* jansson refuses strings that are not UTF-8, and a cgroup's
+		 * name may be any bytes: show such names with '?' for them. */
+		struct snap_guest t = *g;
+		struct snap_vm vm;
+		char *cg = xstrdup(g->cgroup ? g->cgroup : "");
+
+		utf8_tame(t.name);
+		utf8_tame(cg);
+		t.cgroup = cg;
+		if (g->vm) {
+			vm = *g->vm;
+			utf8_tame(vm.name);
+			t.vm = &vm;
+		}
+		o = snap_guest_to_json(v->snap, &t);
+		free(cg);
+		if (!o) {
+			problem(r, 500, "internal", "id", "guest %s cannot be shown as JSON", r->id);
+			return;
+		}
+	}
 	effective_policy(r->a, g, &pol);
 	json_object_set_new(o, "policy", policy_of(&pol));
 	for (unsigned i = 0; v->plan && i < v->plan->nr_items; i++)

@@ -504,6 +504,28 @@ class Startup(unittest.TestCase):
         self.assertGreaterEqual(d.get("/v1/status").json()["cycles"], before + 3)
         self.assertEqual(d.get("/v1/status").json()["interval_s"], 0.5)
 
+    def test_guest_named_with_bytes_that_are_not_utf8(self):
+        # A cgroup may be named with any bytes; the API must still answer.
+        cg = os.path.join(self.root, "sys", "fs", "cgroup").encode()
+        os.makedirs(os.path.join(cg, b"custom"))
+        for f in ("cgroup.controllers", "cgroup.subtree_control", "cpuset.cpus.effective",
+                  "cpuset.mems.effective"):
+            src = os.path.join(self.root, "sys", "fs", "cgroup", f)
+            if os.path.exists(src):
+                shutil.copy(src, os.path.join(cg, b"custom", f.encode()))
+        shutil.copytree(os.path.join(cg, b"lxc.payload.db"), os.path.join(cg, b"custom", b"bad\xff\xfename"))
+        d = apilib.Daemon(self.tmp, self.root, extra=["--parent", "/custom"]).start()
+        self.addCleanup(d.stop)
+        guests = d.get("/v1/guests?runtime=custom").json()["guests"]
+        self.assertEqual(len(guests), 1, guests)
+        g = guests[0]
+        self.assertIn("\ufffd", g["name"])
+        one = d.get("/v1/guests/" + g["id"])
+        self.assertEqual(one.status, 200, one)
+        self.assertIn("?", one.json()["name"])
+        self.assertEqual(d.get("/metrics").status, 200)
+        self.assertTrue(d.alive())
+
     def test_listen_without_token_is_refused(self):
         p = subprocess.run([itlib.NUMAORCHD, "--root", self.root, "--listen", "127.0.0.1:0",
                             "--socket", os.path.join(self.tmp, "s"), "--check-config"],
