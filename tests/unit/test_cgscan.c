@@ -705,6 +705,64 @@ static void test_cpu_use_v2(void **state)
 	free(root);
 }
 
+/* A guest that appears between two scans gets its average use since its
+ * main process started, if that was less than two minutes ago; an old
+ * one, one without a /proc entry, and one seen before whose rate cannot
+ * be had (counter went back) stay unknown. */
+static void test_cpu_use_first_sight(void **state)
+{
+	char *root = tu_mkdtemp();
+	long hz = sysconf(_SC_CLK_TCK);
+	char stat[256];
+	struct cgscan *cs;
+	struct snapshot *s;
+
+	(void)state;
+	v2_root(root);
+	v2_guest(root, "/lxc.payload.old");
+	cs = open_root(root, NULL);
+	s = scan_once(cs, 1000000000);
+	snap_unref(s);
+
+	tu_write(root, "proc/uptime", "1000.50 3000.00\n");
+	/* young: started 6 s ago, 3 s of CPU → 0.5; comm with ") (" in it */
+	v2_cg(root, "/lxc.payload.young", "300\n", "300\n301\n", "usage_usec 3000000\n",
+	      "anon N0=4096 N1=0\nfile N0=0 N1=0\n", "0-3\n", "0\n");
+	snprintf(stat, sizeof(stat), "300 (a) (b) S 1 300 300 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 2 0 %lld 1000 10\n",
+		 (long long)((1000.50 - 6.0) * (double)hz));
+	tu_write(root, "proc/300/stat", stat);
+	/* aged: started 500 s ago */
+	v2_cg(root, "/lxc.payload.aged", "400\n", "400\n", "usage_usec 3000000\n",
+	      "anon N0=4096 N1=0\nfile N0=0 N1=0\n", "0-3\n", "0\n");
+	snprintf(stat, sizeof(stat), "400 (x) S 1 400 400 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 1 0 %lld 1000 10\n",
+		 (long long)((1000.50 - 500.0) * (double)hz));
+	tu_write(root, "proc/400/stat", stat);
+	/* no /proc entry for its pid */
+	v2_cg(root, "/lxc.payload.noproc", "500\n", "500\n", "usage_usec 3000000\n",
+	      "anon N0=4096 N1=0\nfile N0=0 N1=0\n", "0-3\n", "0\n");
+	/* the old guest's counter went backwards: seen before, stays unknown
+	 * even though its pid (100) looks young */
+	snprintf(stat, sizeof(stat), "100 (y) S 1 100 100 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 1 0 %lld 1000 10\n",
+		 (long long)((1000.50 - 2.0) * (double)hz));
+	tu_write(root, "proc/100/stat", stat);
+	tu_write(root, "sys/fs/cgroup/lxc.payload.old/cpu.stat", "usage_usec 10\n");
+
+	s = scan_once(cs, 2000000000);
+	assert_float_equal(snap_find_guest(s, "lxc-young")->cpu_use, 0.5, 1e-6);
+	assert_true(isnan(snap_find_guest(s, "lxc-aged")->cpu_use));
+	assert_true(isnan(snap_find_guest(s, "lxc-noproc")->cpu_use));
+	assert_true(isnan(snap_find_guest(s, "lxc-old")->cpu_use));
+	snap_unref(s);
+	/* next scan: the real rate from the two samples */
+	tu_write(root, "sys/fs/cgroup/lxc.payload.young/cpu.stat", "usage_usec 3250000\n");
+	s = scan_once(cs, 3000000000);
+	assert_float_equal(snap_find_guest(s, "lxc-young")->cpu_use, 0.25, 1e-9);
+	snap_unref(s);
+	cgscan_free(cs);
+	tu_rm_rf(root);
+	free(root);
+}
+
 /* ---- vanishing guests -------------------------------------------------------- */
 
 static void vanish_case(const char *trigger)
@@ -1025,6 +1083,7 @@ int main(void)
 		cmocka_unit_test(test_parent_and_runc),
 		cmocka_unit_test(test_cpu_use_v1),
 		cmocka_unit_test(test_cpu_use_v2),
+		cmocka_unit_test(test_cpu_use_first_sight),
 		cmocka_unit_test(test_vanish_before_open),
 		cmocka_unit_test(test_vanish_mid_read),
 		cmocka_unit_test(test_vanish_between_scans),
