@@ -353,7 +353,8 @@ static int gpol_cmp(const void *k, const void *el)
 
 const struct guest_policy *engine_get_guest_policy(struct engine *e, const char *id)
 {
-	struct gpol_entry *g = bsearch(id, e->gpol, e->nr_gpol, sizeof(*e->gpol), gpol_cmp);
+	struct gpol_entry *g = e->nr_gpol ? bsearch(id, e->gpol, e->nr_gpol, sizeof(*e->gpol), gpol_cmp)
+					  : NULL;
 
 	return g ? &g->pol : NULL;
 }
