@@ -77,9 +77,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	log_set_level(LOG_LEVEL_ERROR);
 	if (engine_new(&cfg, &hp, &eng) < 0)
 		die("engine_new");
-	/* See tests/unit/test_api.c: keeps engine_get_guest_policy() from
-	 * bsearching an empty (NULL) table, which UBSan stops on. */
-	engine_set_guest_policy(eng, "fuzz-placeholder", &(struct guest_policy){ .mode = GPOL_AUTO });
 	if (gpolstore_open(cfg.state_dir, GPOLSTORE_CREATE, &gs, err, sizeof(err)) < 0)
 		die(err);
 	/* This thread becomes the engine's: engine_call runs inline. */
