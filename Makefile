@@ -24,7 +24,7 @@ CLI_PKGS := libcurl jansson
 # Debian packages: what building needs, and what the tests need on top.
 BUILD_DEPS := gcc make pkg-config libnuma-dev libcgroup-dev libjansson-dev libinih-dev \
               libmicrohttpd-dev libvirt-dev libcurl4-openssl-dev libsystemd-dev libxml2-dev
-TEST_DEPS  := libcmocka-dev cgroup-tools numactl python3
+TEST_DEPS  := libcmocka-dev cgroup-tools numactl python3 strace
 # API tests: promtool checks /metrics, PyYAML reads api/openapi.yaml, openssl makes a TLS
 # certificate, clang + its runtime build the libFuzzer target, wrk drives make bench-api.
 TEST_DEPS  += prometheus python3-yaml openssl clang libclang-rt-14-dev wrk

@@ -8,9 +8,12 @@ which tests call from tearDown/addCleanup so it runs even on failure.
 """
 import json
 import os
+import re
+import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -202,6 +205,48 @@ def fake_topology(root, nodes, online_cpus=None):
     return sysfs
 
 
+class FakeCpuLoad:
+    """A fixture procfs whose /proc/stat advances at chosen busy fractions
+    per CPU, so the node load a test decides on does not depend on what
+    else the (shared, 2-core) machine is doing. Only node load comes from
+    here: guests' CPU use is still read from their real cgroups.
+
+        load = FakeCpuLoad(tmpdir, {0: 1.0, 1: 0.0}); ... --procfs load.procfs
+    """
+
+    def __init__(self, root, busy):
+        self.procfs = os.path.join(root, "proc")
+        os.makedirs(self.procfs, exist_ok=True)
+        self.busy = dict(busy)
+        self.ticks = {c: [0, 0] for c in self.busy}   # [busy, idle]
+        self._stop = threading.Event()
+        self._write()
+        self._t = threading.Thread(target=self._run, daemon=True)
+        self._t.start()
+
+    def _write(self):
+        lines = ["cpu  0 0 0 0 0 0 0 0 0 0"]
+        for c in sorted(self.ticks):
+            b, i = self.ticks[c]
+            lines.append("cpu%d %d 0 0 %d 0 0 0 0 0 0" % (c, b, i))
+        tmp = os.path.join(self.procfs, ".stat.tmp")
+        with open(tmp, "w") as f:
+            f.write("\n".join(lines) + "\nintr 0\nctxt 0\n")
+        os.rename(tmp, os.path.join(self.procfs, "stat"))   # readers never see half a file
+
+    def _run(self):
+        while not self._stop.wait(0.05):
+            for c, frac in self.busy.items():
+                b = int(round(10 * frac))
+                self.ticks[c][0] += b
+                self.ticks[c][1] += 10 - b
+            self._write()
+
+    def stop(self):
+        self._stop.set()
+        self._t.join()
+
+
 class Agent:
     """Runs the real numaorchd binary."""
 
@@ -210,8 +255,27 @@ class Agent:
         self.declog = os.path.join(tmpdir, "decisions.jsonl")
 
     def once(self, *args, timeout=60):
+        """Run one cycle. Under strace when available, every file the agent
+        opened for writing is collected in self.written (cgroup writes go
+        through libcgroup's fopen "r+", i.e. O_RDWR)."""
         cmd = [NUMAORCHD, "--once", "--decision-log", self.declog] + list(args)
+        trace = os.path.join(self.tmpdir, "strace.out")
+        self.audited = bool(shutil.which("strace"))
+        if self.audited:
+            cmd = ["strace", "-f", "-qq", "-e", "trace=open,openat,creat,truncate,rename,mkdir,rmdir",
+                   "-o", trace] + cmd
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        self.written = []
+        if self.audited:
+            with open(trace) as f:
+                for line in f:
+                    m = re.search(r'(open|openat|creat|truncate|rename|mkdir|rmdir)\((?:AT_FDCWD, )?"([^"]+)"(.*)', line)
+                    if not m or "= -1" in line:
+                        continue
+                    call, path, rest = m.groups()
+                    if call in ("open", "openat") and not re.search(r"O_WRONLY|O_RDWR|O_CREAT|O_TRUNC", rest):
+                        continue
+                    self.written.append(path)
         return p
 
     def decisions(self):
