@@ -73,7 +73,7 @@ static void usage(FILE *f)
 		"                                 where a new guest should go (MEMORY: MiB, or 512M, 4G)\n"
 		"  event EVENT DOMAIN [--uuid UUID] [--source NAME]\n"
 		"                                 tell the agent a domain started|stopped|release|reconnect\n"
-		"  health                         is the agent up and ready\n"
+		"  health                         is the agent up and ready (exit 7 while starting)\n"
 		"  metrics                        the Prometheus metrics, as served\n\n"
 		"Options:\n"
 		"  -s, --socket PATH      the agent's unix socket (default " DEFAULT_SOCKET ",\n"
@@ -766,17 +766,21 @@ static int cmd_event(const struct opts *o, const char *event, const char *domain
 	return r;
 }
 
+/* Exit 0 only when ready (the first cycle has published a snapshot), 7
+ * while starting: readiness probes (Kubernetes, scripts) can use it as is. */
 static int cmd_health(const struct opts *o)
 {
 	json_t *j;
 	int r = call(o, "GET", "/v1/health", NULL, &j, NULL);
+	bool ready = !r && json_is_true(json_object_get(j, "ready"));
 
 	if (!r && o->json)
 		print_json(j);
 	else if (!r)
-		printf("%s (%s)\n", jstr(j, "status"),
-		       json_is_true(json_object_get(j, "ready")) ? "ready" : "starting: first cycle not done");
+		printf("%s (%s)\n", jstr(j, "status"), ready ? "ready" : "starting: first cycle not done");
 	json_decref(j);
+	if (!r && !ready)
+		r = EX_UNAVAILABLE;
 	return r;
 }
 

@@ -5,6 +5,7 @@ import os
 import select
 import shutil
 import subprocess
+import time
 import unittest
 
 import apilib
@@ -165,6 +166,22 @@ class Cli(unittest.TestCase):
         p = subprocess.run([apilib.NUMAORCHCTL, "nodes"], capture_output=True, text=True, env=env)
         self.assertEqual(p.returncode, 6, p.stderr)
         self.assertIn("HTTP 401", p.stderr)
+
+
+    def test_health_exit_status_is_a_readiness_probe(self):
+        # A first cycle that takes a while (a 3 s sample window): health
+        # answers at once, exit 7 until the snapshot exists, then 0.
+        tmp = itlib.mktemp()
+        self.addCleanup(shutil.rmtree, tmp, True)
+        d = apilib.Daemon(tmp, self.root, conf="[agent]\nsample = 3\n").start(wait_ready=False)
+        self.addCleanup(d.stop)
+        p = d.ctl("health")
+        self.assertEqual(p.returncode, 7, p.stdout + p.stderr)
+        self.assertIn("starting", p.stdout)
+        deadline = time.time() + 20
+        while time.time() < deadline and d.ctl("health").returncode != 0:
+            time.sleep(0.1)
+        self.assertIn("(ready)", d.ctl("health").stdout)
 
 
 if __name__ == "__main__":
