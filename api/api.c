@@ -338,9 +338,14 @@ bool api_current_policy(struct api *a, struct engine_view *v, struct api_policy 
 	}
 	pthread_mutex_unlock(&a->pol_lock);
 	if (!ok && v) {
-		out->mode = v->mode;
-		out->interval_s = v->interval_s;
-		out->pc = v->policy;
+		/* The policy as configured, not as a schedule window has it now:
+		 * that is what PUT /v1/policy changes. */
+		out->mode = v->base_mode;
+		out->interval_s = v->base_interval_s;
+		out->pc = v->base_policy;
+		out->nsched = v->schedule.n < SCHED_MAX_ENTRIES ? v->schedule.n : SCHED_MAX_ENTRIES;
+		for (unsigned i = 0; i < out->nsched; i++)
+			snprintf(out->sched[i], sizeof(out->sched[i]), "%s", v->schedule.e[i].text);
 		ok = true;
 	}
 	return ok;
@@ -369,6 +374,13 @@ json_t *api_policy_json(const struct api_policy *p)
 	json_object_set_new(o, "cooldown", json_real((double)c->cooldown_ns / 1e9));
 	json_object_set_new(o, "max_moves", json_integer(c->max_moves));
 	json_object_set_new(o, "max_migrate_mib", json_integer((json_int_t)(c->max_migrate_bytes >> 20)));
+	{
+		json_t *w = json_array();
+
+		for (unsigned i = 0; i < p->nsched; i++)
+			json_array_append_new(w, json_string(p->sched[i]));
+		json_object_set_new(o, "schedule", w);
+	}
 	return o;
 }
 

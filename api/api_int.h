@@ -48,6 +48,8 @@ struct api_policy {
 	enum agent_mode mode;
 	double interval_s;
 	struct policy_config pc;
+	unsigned nsched;                      /* [schedule] windows, as written */
+	char sched[SCHED_MAX_ENTRIES][SCHED_TEXT_MAX + 1];
 };
 
 struct api {

@@ -75,9 +75,26 @@ void h_status(struct rq *r)
 	json_object_set_new(o, "started", json_string(t));
 	json_object_set_new(o, "uptime_s",
 			    json_real(round((double)(clock_mono_ns() - r->a->start_mono_ns) / 1e6) / 1e3));
-	json_object_set_new(o, "mode", json_string(agent_mode_name(pol.mode)));
+	/* mode and interval in force now (a schedule window may change them);
+	 * "configured" is what the configuration and PUT /v1/policy say. */
+	json_object_set_new(o, "mode", json_string(agent_mode_name(v->mode)));
 	json_object_set_new(o, "dry_run", json_boolean(v->dry_run));
-	json_object_set_new(o, "interval_s", json_real(pol.interval_s));
+	json_object_set_new(o, "interval_s", json_real(v->interval_s));
+	json_object_set_new(o, "configured", json_pack("{s:s, s:f}", "mode", agent_mode_name(pol.mode),
+						       "interval_s", pol.interval_s));
+	{
+		json_t *w = json_array();
+
+		for (unsigned i = 0; i < v->schedule.n; i++)
+			json_array_append_new(w, json_pack("{s:s, s:b}", "window", v->schedule.e[i].text,
+							   "active", i < 64 && (v->schedule_active >> i & 1)));
+		json_object_set_new(o, "schedule", w);
+		json_object_set_new(o, "in_force",
+				    json_pack("{s:s, s:f, s:i, s:I, s:f}", "mode", agent_mode_name(v->mode),
+					      "interval_s", v->interval_s, "max_moves", (int)v->policy.max_moves,
+					      "max_migrate_mib", (json_int_t)(v->policy.max_migrate_bytes >> 20),
+					      "cooldown_s", (double)v->policy.cooldown_ns / 1e9));
+	}
 	json_object_set_new(o, "host", json_pack("{s:i, s:i, s:s}", "nodes", (int)s->nr_nodes,
 						 "cpu_nodes", (int)v->stats.cpu_nodes,
 						 "cgroup_layout", cgh_layout_name(s->layout)));

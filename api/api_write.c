@@ -49,7 +49,8 @@ static const struct pfield {
 
 struct policy_put {
 	struct api *a;
-	bool has_mode, has_interval, has_rev;
+	bool has_mode, has_interval, has_rev, has_sched;
+	struct schedule sched;       /* replaces the windows when has_sched */
 	enum agent_mode mode;
 	double interval_s;
 	bool has[NR_PFIELDS];
@@ -73,6 +74,9 @@ static void api_policy_from(struct api_policy *p, const struct agent_config *c)
 	p->mode = c->mode;
 	p->interval_s = c->interval_s;
 	p->pc = c->policy;
+	p->nsched = c->schedule.n < SCHED_MAX_ENTRIES ? c->schedule.n : SCHED_MAX_ENTRIES;
+	for (unsigned i = 0; i < p->nsched; i++)
+		snprintf(p->sched[i], sizeof(p->sched[i]), "%s", c->schedule.e[i].text);
 }
 
 static int policy_put_engine(struct engine *e, void *ctx)
@@ -106,6 +110,10 @@ static int policy_put_engine(struct engine *e, void *ctx)
 	for (unsigned i = 0; i < NR_PFIELDS; i++)
 		if (pp->has[i])
 			pfield_set(&nc.policy, &pfields[i], &pp->pc);
+	if (pp->has_sched) {
+		sched_free(&nc.schedule);
+		sched_copy(&nc.schedule, &pp->sched);
+	}
 	r = config_validate(&nc, pp->err, sizeof(pp->err));
 	if (r == 0)
 		r = engine_apply_config(e, &nc);
@@ -160,7 +168,7 @@ void h_policy_put(struct rq *r)
 	static const char *const allowed[] = {
 		"mode", "interval", "revision", "locality_target", "cpu_headroom", "mem_headroom",
 		"less_busy_margin", "max_util", "rebalance_util", "min_cpu", "cooldown", "max_moves",
-		"max_migrate_mib", "min_free_mib", NULL,
+		"max_migrate_mib", "min_free_mib", "schedule", NULL,
 	};
 	struct policy_put *pp = xcalloc(1, sizeof(*pp));
 	struct jreq_err err;
@@ -221,6 +229,41 @@ void h_policy_put(struct rq *r)
 		}
 	}
 
+	/* "schedule": the whole list of windows, replacing the old one. */
+	{
+		json_t *w = json_object_get(r->body, "schedule"), *item;
+		size_t i;
+
+		if (w) {
+			if (!json_is_array(w)) {
+				jreq_fail(&err, "schedule", "must be an array of window strings, e.g. "
+					  "[\"Mon-Fri 08:00-18:00 mode=advise\"]");
+				goto bad;
+			}
+			if (json_array_size(w) > SCHED_MAX_ENTRIES) {
+				jreq_fail(&err, "schedule", "at most %d windows", SCHED_MAX_ENTRIES);
+				goto bad;
+			}
+			pp->has_sched = true;
+			json_array_foreach(w, i, item) {
+				struct sched_entry se;
+				char field[32], why[256];
+
+				snprintf(field, sizeof(field), "schedule[%zu]", i);
+				if (!json_is_string(item) ||
+				    strlen(json_string_value(item)) != json_string_length(item)) {
+					jreq_fail(&err, field, "must be a string without NUL");
+					goto bad;
+				}
+				if (sched_parse(json_string_value(item), &se, why, sizeof(why)) < 0) {
+					jreq_fail(&err, field, "%s", why);
+					goto bad;
+				}
+				sched_add(&pp->sched, &se);
+			}
+		}
+	}
+
 	ret = api_engine_run(r->a, policy_put_engine, pp);
 	if (ret == -ESTALE) {
 		problem(r, 409, "conflict", "revision", "%s", pp->err);
@@ -236,10 +279,12 @@ void h_policy_put(struct rq *r)
 		json_reply(r, 200, json_pack("{s:o, s:o, s:s}", "policy", o, "changed", changed, "applies",
 					     "from the next cycle"));
 	}
+	sched_free(&pp->sched);
 	free(pp);
 	return;
 bad:
 	problem_jerr(r, &err);
+	sched_free(&pp->sched);
 	free(pp);
 }
 

@@ -60,6 +60,9 @@ static void usage(FILE *f)
 		"  policy [get]                   the global policy\n"
 		"  policy set KEY=VALUE...        change it (keys and units of numaorchd.conf [policy],\n"
 		"                                 plus mode and interval); all or nothing\n"
+		"  schedule [get]                 the schedule windows, open or closed, and what is in force\n"
+		"  schedule set WINDOW...         replace them ('Mon-Fri 08:00-18:00 mode=advise' ...)\n"
+		"  schedule clear                 remove them\n"
 		"  guest-policy ID                a guest's policy\n"
 		"  guest-policy ID auto|ignore|clear\n"
 		"  guest-policy ID pinned NODES   pin (e.g. 0-1); kept across restarts\n"
@@ -229,11 +232,71 @@ static int cmd_status(const struct opts *o)
 	printf("since start: %lld cycles, %lld moves, %lld failed, %lld skipped, %g MiB migrated\n",
 	       jint(j, "cycles"), jint(t, "moves"), jint(t, "move_failures"), jint(t, "moves_skipped"),
 	       jnum(t, "migrated_mib"));
+	w = json_object_get(j, "schedule");
+	json_array_foreach(w, i, x)
+		printf("schedule:    %s  [%s]\n", jstr(x, "window"),
+		       json_is_true(json_object_get(x, "active")) ? "open" : "closed");
+	if (json_array_size(w) && strcmp(jstr(j, "mode"), jstr(json_object_get(j, "configured"), "mode")))
+		printf("             (configured mode %s; a window sets %s now)\n",
+		       jstr(json_object_get(j, "configured"), "mode"), jstr(j, "mode"));
 	w = json_object_get(j, "warnings");
 	json_array_foreach(w, i, x)
 		printf("warning:     %s\n", json_string_value(x));
 	json_decref(j);
 	return EX_OK;
+}
+
+/* schedule [get] | set WINDOW... | clear: the [schedule] windows, shown
+ * with whether each is open now; set/clear replace the whole list. */
+static int cmd_schedule(const struct opts *o, int argc, char **argv)
+{
+	json_t *j, *body, *list, *x, *in;
+	size_t i;
+	int r;
+
+	if (argc == 0 || strcmp(argv[0], "get") == 0) {
+		if (argc > 1)
+			return die_usage("schedule get takes no arguments");
+		r = call(o, "GET", "/v1/status", NULL, &j, NULL);
+		if (r || o->json) {
+			print_json(r ? j : json_object_get(j, "schedule"));
+			json_decref(j);
+			return r;
+		}
+		list = json_object_get(j, "schedule");
+		if (!json_array_size(list))
+			printf("no schedule windows: the configured settings apply all the time\n");
+		json_array_foreach(list, i, x)
+			printf("%-6s %s\n", json_is_true(json_object_get(x, "active")) ? "open" : "closed",
+			       jstr(x, "window"));
+		in = json_object_get(j, "in_force");
+		printf("in force now: mode %s, interval %g s, max_moves %lld, max_migrate_mib %lld, cooldown %g s\n",
+		       jstr(in, "mode"), jnum(in, "interval_s"), jint(in, "max_moves"), jint(in, "max_migrate_mib"),
+		       jnum(in, "cooldown_s"));
+		json_decref(j);
+		return EX_OK;
+	}
+	if (strcmp(argv[0], "set") == 0) {
+		if (argc < 2)
+			return die_usage("schedule set needs windows, e.g. 'Mon-Fri 08:00-18:00 mode=advise'");
+	} else if (strcmp(argv[0], "clear") == 0) {
+		if (argc > 1)
+			return die_usage("schedule clear takes no arguments");
+	} else {
+		return die_usage("schedule: expected get, set or clear, got \"%s\"", argv[0]);
+	}
+	list = json_array();
+	for (int k = 1; k < argc; k++)
+		json_array_append_new(list, json_string(argv[k]));
+	body = json_pack("{s:o}", "schedule", list);
+	r = call(o, "PUT", "/v1/policy", body, &j, NULL);
+	json_decref(body);
+	if (r || o->json)
+		print_json(j);
+	else
+		printf("changed: %s (applies %s)\n", jstr(j, "changed"), jstr(j, "applies"));
+	json_decref(j);
+	return r;
 }
 
 static int cmd_nodes(const struct opts *o)
@@ -931,6 +994,8 @@ int main(int argc, char **argv)
 		r = cmd_guest(&o, args[0]);
 	} else if (strcmp(cmd, "policy") == 0) {
 		r = cmd_policy(&o, n, args);
+	} else if (strcmp(cmd, "schedule") == 0) {
+		r = cmd_schedule(&o, n, args);
 	} else if (strcmp(cmd, "guest-policy") == 0) {
 		NARGS(1, 3, "guest-policy ID [auto | ignore | clear | pinned NODES]");
 		r = cmd_guest_policy(&o, n, args);

@@ -377,6 +377,8 @@ static int handler(void *user, const char *sec, const char *name, const char *v)
 			sched_free(&c->schedule);
 			return 1;
 		}
+		if (c->schedule.n >= SCHED_MAX_ENTRIES)
+			return fail(p, "[schedule] window: at most %d windows", SCHED_MAX_ENTRIES);
 		if (sched_parse(v, &se, why, sizeof(why)) < 0)
 			return fail(p, "[schedule] window: %s", why);
 		sched_add(&c->schedule, &se);

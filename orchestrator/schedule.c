@@ -139,6 +139,10 @@ int sched_parse(const char *text, struct sched_entry *out, char *err, size_t err
 	int r = -EINVAL;
 
 	memset(&e, 0, sizeof(e));
+	if (strlen(text) > SCHED_TEXT_MAX) {
+		snprintf(err, errsz, "a window is at most %d characters", SCHED_TEXT_MAX);
+		goto out;
+	}
 	tok = strtok_r(copy, " \t", &save);
 	if (!tok) {
 		snprintf(err, errsz, "empty window: expected DAYS HH:MM-HH:MM KEY=VALUE...");

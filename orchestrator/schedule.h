@@ -20,6 +20,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* An operator's schedule is a handful of lines; bounded so the API can
+ * show and take it as a whole. */
+#define SCHED_MAX_ENTRIES 32
+#define SCHED_TEXT_MAX 160
+
 enum sched_key {
 	SCHED_MODE = 1u << 0,
 	SCHED_INTERVAL = 1u << 1,
