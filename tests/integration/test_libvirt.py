@@ -171,8 +171,8 @@ class Libvirt(unittest.TestCase):
         d.start()
         return d
 
-    def once(self, sysfs, *extra, conf_extra=""):
-        conf = config(self.tmp, self.lv.uri, self.sock, extra=conf_extra)
+    def once(self, sysfs, *extra, conf_extra="", sample=0.3):
+        conf = config(self.tmp, self.lv.uri, self.sock, extra=conf_extra, sample=sample)
         return subprocess.run([itlib.NUMAORCHD, "--once", "--json", "--config", conf, "--sysfs", sysfs,
                                "--scope", "/machine", "--decision-log", os.path.join(self.tmp, "d.jsonl")]
                               + list(extra), capture_output=True, text=True, timeout=120)
@@ -194,7 +194,7 @@ class Libvirt(unittest.TestCase):
             self.lv.start(n)
         time.sleep(1.0)
         pins_before = {n: vcpupin(self.lv, n) for n in specs}
-        p = self.once(sysfs, "--dry-run")
+        p = self.once(sysfs, "--dry-run", sample=1.0)
         self.assertEqual(p.returncode, 0, p.stderr)
         rep = json.loads(p.stdout)
         guests = {g["name"]: g for g in rep["snapshot"]["guests"]}
@@ -235,9 +235,12 @@ class Libvirt(unittest.TestCase):
             self.assertEqual(g["mem_bytes_by_node"]["1"], 0)
             self.assertEqual(g["cpus"], "0-1")
             self.assertEqual(g["vm"]["numatune_mode"], "")
+        # vCPU 0 spins in the boot sector (a whole CPU on a quiet machine,
+        # less when something else loads it); vCPU 1 and the others idle
         busy = guests["nt-busy"]["vm"]["vcpus"]
-        self.assertGreater(busy[0]["cpu_use"], 0.25, "vCPU 0 spins in the boot sector")
-        self.assertLess(busy[1]["cpu_use"], 0.2)
+        self.assertGreater(busy[0]["cpu_use"], 0.1, busy)
+        self.assertGreater(busy[0]["cpu_use"], 4 * busy[1]["cpu_use"], busy)
+        self.assertGreater(guests["nt-busy"]["cpu_use"], 4 * guests["nt-idle"]["cpu_use"])
         self.assertLess(guests["nt-idle"]["cpu_use"], 0.2)
         self.assertEqual(guests["nt-ign"]["policy"], {"mode": "ignore", "source": "metadata"})
         ign = [i for i in rep["plan"]["items"] if i["guest"] == "vm-" + uuids["nt-ign"]]

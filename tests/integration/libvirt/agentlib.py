@@ -55,14 +55,14 @@ def two_node_sysfs(tmp, node1_memory=False):
     ])
 
 
-def config(tmp, uri, sock, interval=30, extra=""):
+def config(tmp, uri, sock, interval=30, extra="", sample=0.3):
     """An agent configuration for the tests: decisions not held back by the
     machine's own load (max_util 100, no CPU floor, vCPUs expected 5%
     busy at start), a long cool-down so only the event under test moves a
     guest, its state and API socket in TMP."""
     text = """[agent]
 interval = {interval}
-sample = 0.3
+sample = {sample}
 log_level = debug
 state_dir = {tmp}/state
 [policy]
@@ -77,7 +77,7 @@ place_vcpu_load = 5
 keepalive_interval = 1
 keepalive_count = 2
 {extra}
-""".format(interval=interval, tmp=tmp, uri=uri, sock=sock, extra=extra)
+""".format(interval=interval, tmp=tmp, uri=uri, sock=sock, extra=extra, sample=sample)
     p = os.path.join(tmp, "numaorchd.conf")
     os.makedirs(os.path.join(tmp, "state"), exist_ok=True)
     with open(p, "w") as f:

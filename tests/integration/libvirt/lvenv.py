@@ -20,6 +20,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 import uuid as uuidlib
@@ -318,10 +319,24 @@ class PrivateLibvirt:
         self.domains[name] = uuid
         return uuid
 
+    def qemu_log(self, name, n=15):
+        try:
+            with open(self.path("log", "qemu", name + ".log")) as f:
+                return "".join(f.readlines()[-n:])
+        except OSError:
+            return "(no QEMU log)"
+
     def start(self, name):
-        """virsh start; returns (wall time before, wall time after)."""
+        """virsh start; returns (wall time before, wall time after). A start
+        that fails is tried once more (QEMU on a saturated 2-CPU machine),
+        and the first failure is printed with QEMU's log."""
         t0 = time.time()
-        self.virsh("start", name)
+        p = self.virsh("start", name, check=False)
+        if p.returncode != 0:
+            print("\n  note: starting %s failed once (%s); QEMU log:\n%s%s" % (
+                name, p.stderr.strip(), self.qemu_log(name), self.log_tail("libvirtd", 8)), file=sys.stderr)
+            t0 = time.time()
+            self.virsh("start", name)
         return t0, time.time()
 
     def destroy(self, name, undefine=False):
