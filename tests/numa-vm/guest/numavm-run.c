@@ -429,6 +429,13 @@ static void parse_scenario(const char *path)
 			die("%s:%d: unknown key \"%s\"", path, lineno, k);
 	}
 	fclose(f);
+	if (!scn.name[0]) {
+		/* The file's name is the scenario's name: "misplaced.scn". */
+		const char *b = strrchr(path, '/');
+
+		snprintf(scn.name, sizeof(scn.name), "%.*s", (int)strcspn(b ? b + 1 : path, "."),
+			 b ? b + 1 : path);
+	}
 	if (scn.duration <= 0 || scn.sample <= 0)
 		die("%s: duration and sample must be positive", path);
 	for (unsigned i = 0; i < scn.nguests; i++) {

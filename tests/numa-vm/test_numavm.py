@@ -1,0 +1,197 @@
+"""Unit tests of the testbed's host side (numavm.py): the initramfs
+archive, the QEMU command, scenario parsing, and the analysis that turns
+the runner's raw lines into the report's figures and check-numa's
+verdicts. No VM needed; make check-numa runs these first.
+
+    python3 -m unittest -v tests/numa-vm/test_numavm.py
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import numavm  # noqa: E402
+
+REAL0 = 1_800_000_000.0
+
+
+def iso(t):
+    import datetime
+    d = datetime.datetime.fromtimestamp(REAL0 + t, datetime.timezone.utc)
+    return d.strftime("%Y-%m-%dT%H:%M:%S.") + "%03dZ" % (d.microsecond // 1000)
+
+
+def results(samples, decisions=(), vm_end="pgmigrate_success=81920 oom_kill=0", extra=()):
+    """Raw runner output: SAMPLES are (t, guest, mem KiB list, thr, ccpus, cmems, cpus, mems)."""
+    lines = ["H scenario=t placer=numaorchd nodes=2 duration=60 sample=2.0 pages=thp",
+             "H node=0 cpus=0-1", "H node=1 cpus=2-3",
+             "H guest=a cgroup=/system.slice/docker-%s.scope kind=docker threads=1 mib=320" % ("a" * 64),
+             "H guest=b cgroup=/system.slice/docker-%s.scope kind=docker threads=1 mib=320" % ("b" * 64),
+             "E t=0.00 what=placer placer=numaorchd pid=9 real=%.3f" % REAL0,
+             "V t=0.00 numa_pages_migrated=0 pgmigrate_success=0 pgmigrate_fail=0 oom_kill=0"]
+    lines += list(extra)
+    for t, g, mem, thr, cc, cm, c, m in samples:
+        lines.append("G t=%.2f g=%s mem=%s thr=%s cpus=%s mems=%s ccpus=%s cmems=%s prog=0 oom=0"
+                     % (t, g, ",".join(map(str, mem)), thr, c, m, cc, cm))
+    lines.append("V t=60.00 numa_pages_migrated=0 pgmigrate_fail=0 " + vm_end)
+    lines.append("P t=60.00 cpu_s=1.50")
+    for d in decisions:
+        lines.append("D " + json.dumps(d, sort_keys=True))
+    lines.append("END rc=0")
+    return "\n".join(lines) + "\n"
+
+
+def moved(guest_hex, t_end, dur_ms, frm, to):
+    return {"decision": "moved", "guest": "docker-" + guest_hex, "time": iso(t_end), "duration_ms": dur_ms,
+            "from": {"cpus": frm[0], "mems": frm[1], "nodes": "0-1"},
+            "to": {"cpus": to[0], "mems": to[1], "nodes": "1"}}
+
+
+SCN = {"name": "t", "duration": 60}
+A, B = "a" * 64, "b" * 64
+
+
+class Analysis(unittest.TestCase):
+    def test_locality_union_and_weighted(self):
+        s = {"mem": [300, 100], "thr": [(0, 100), (1, 100), (1, 0)]}
+        u, w = numavm.locality(s)
+        self.assertAlmostEqual(u, 1.0)            # both nodes run a busy thread
+        self.assertAlmostEqual(w, (0.75 + 0.25) / 2)
+        s = {"mem": [300, 100], "thr": [(1, 100), (0, 3)]}  # the idle thread does not count
+        self.assertAlmostEqual(numavm.locality(s)[0], 0.25)
+        s = {"mem": [300, 100], "thr": [(1, -1), (0, -1)]}  # no busy figure yet: all threads
+        self.assertAlmostEqual(numavm.locality(s)[0], 1.0)
+        self.assertEqual(numavm.locality({"mem": [0, 0], "thr": [(0, 100)]}), (None, None))
+
+    def test_t90_needed_moved_and_end_state(self):
+        text = results([
+            (0, "a", [1000, 0], "1:100", "-", "-", "0-3", "0-1"),
+            (0, "b", [0, 1000], "1:100", "-", "-", "0-3", "0-1"),
+            (2, "a", [500, 500], "1:100", "2-3", "1", "2-3", "1"),
+            (2, "b", [0, 1000], "1:100", "-", "-", "0-3", "0-1"),
+            (4, "a", [50, 950], "1:100", "2-3", "1", "2-3", "1"),
+            (4, "b", [0, 1000], "1:100", "-", "-", "0-3", "0-1")])
+        r = numavm.analyse(text, SCN)
+        self.assertEqual(r["t90"], {"a": 4.0, "b": 0.0})
+        self.assertEqual(r["t90_all"], 4.0)
+        self.assertAlmostEqual(r["needed_mib"], round(1000 / 1024, 1))
+        self.assertEqual(r["moved_mib"], 320.0)       # 81920 pages × 4 KiB
+        self.assertEqual(r["busy_threads_per_node_end"], [0, 2])
+        self.assertEqual(r["guests_per_node_end"], [0, 2])
+        self.assertEqual(r["oom_kills"], 0)
+        self.assertEqual(r["placer_cpu_s"], 1.5)
+        self.assertEqual(r["empty_cpuset_guests"], [])
+
+    def test_never_and_late_start(self):
+        text = results([
+            (0, "a", [1000, 0], "1:100", "-", "-", "0-3", "0-1"),
+            (10, "b", [1000, 0], "1:100", "-", "-", "0-3", "0-1"),
+            (12, "b", [0, 1000], "1:100", "-", "-", "0-3", "0-1")],
+            extra=["E t=9.00 what=start g=b cgroup=x pid=3"])
+        r = numavm.analyse(text, SCN)
+        self.assertIsNone(r["t90"]["a"])
+        self.assertEqual(r["t90"]["b"], 3.0)            # from its own start at t=9
+        self.assertIsNone(r["t90_all"])
+
+    def test_oom_and_empty_cpuset_are_seen(self):
+        text = results([(0, "a", [1000, 0], "0:100", "-", "-", "", "0")],
+                       vm_end="pgmigrate_success=0 oom_kill=1")
+        r = numavm.analyse(text, SCN)
+        self.assertEqual(r["oom_kills"], 1)
+        self.assertEqual(r["empty_cpuset_guests"], ["a"])
+
+    def test_failed_run_is_an_error(self):
+        with self.assertRaises(RuntimeError):
+            numavm.analyse("H nodes=2 duration=1\nERROR guest a exited\nEND rc=1\n", SCN)
+
+
+class DecisionLog(unittest.TestCase):
+    SAMPLES = [
+        (0, "a", [1000, 0], "1:100", "-", "-", "0-3", "0-1"),
+        (2, "a", [1000, 0], "1:100", "2-3", "-", "2-3", "0-1"),   # cpus written, mems migrating
+        (4, "a", [0, 1000], "1:100", "2-3", "1", "2-3", "1"),
+        (6, "a", [0, 1000], "1:100", "2-3", "1", "2-3", "1")]
+
+    def problems(self, samples, decisions):
+        r = numavm.parse_results(results(samples, decisions))
+        return numavm.check_decisions(r, REAL0)
+
+    def test_agreeing_log(self):
+        d = moved(A, 3.0, 2500, ("0-3", "0-1"), ("2-3", "1"))
+        self.assertEqual(self.problems(self.SAMPLES, [d]), [])
+
+    def test_change_without_record(self):
+        p = self.problems(self.SAMPLES, [])
+        self.assertTrue(p and "outside any moved record" in p[0], p)
+
+    def test_record_with_other_target(self):
+        d = moved(A, 3.0, 2500, ("0-3", "0-1"), ("0-1", "0"))
+        p = self.problems(self.SAMPLES, [d])
+        self.assertTrue(any("moved record says cpus 0-1 mems 0" in x for x in p), p)
+
+    def test_record_with_other_origin(self):
+        samples = [(0, "a", [1000, 0], "1:100", "-", "-", "0-3", "0-1"),
+                   (2, "a", [1000, 0], "1:100", "-", "-", "0-3", "0-1"),
+                   (4, "a", [0, 1000], "1:100", "2-3", "1", "2-3", "1")]
+        d = moved(A, 3.5, 500, ("0-1", "0"), ("2-3", "1"))
+        p = self.problems(samples, [d])
+        self.assertTrue(any("moved record's from 0-1/0" in x for x in p), p)
+
+    def test_failed_record_and_unknown_guest(self):
+        p = self.problems(self.SAMPLES[:1], [{"decision": "failed", "message": "EINVAL", "guest": "docker-" + A},
+                                             moved("c" * 64, 1.0, 10, ("0-3", "0-1"), ("2-3", "1"))])
+        self.assertTrue(any("failed move" in x for x in p), p)
+        self.assertTrue(any("unknown guest" in x for x in p), p)
+
+
+class Parts(unittest.TestCase):
+    def test_cpio_newc(self):
+        d = tempfile.mkdtemp()
+        path = os.path.join(d, "a.cpio")
+        c = numavm.Cpio(path)
+        c.file("bin/x", b"hello", 0o755)
+        c.symlink("bin/y", "x")
+        c.file("etc/z", b"", 0o644)
+        c.close()
+        with open(path, "rb") as f:
+            data = f.read()
+        self.assertTrue(data.startswith(b"070701"))
+        self.assertIn(b"bin/x\0", data)
+        self.assertIn(b"TRAILER!!!\0", data)
+        # Every header starts on a 4-byte boundary: walk them.
+        off, names = 0, []
+        while True:
+            self.assertEqual(data[off:off + 6], b"070701")
+            fsize, nsize = int(data[off + 54:off + 62], 16), int(data[off + 94:off + 102], 16)
+            name = data[off + 110:off + 110 + nsize - 1].decode()
+            names.append(name)
+            off += 110 + nsize
+            off += (4 - off % 4) % 4
+            off += fsize + (4 - fsize % 4) % 4
+            if name == "TRAILER!!!":
+                break
+        self.assertEqual(names, ["bin", "bin/x", "bin/y", "etc", "etc/z", "TRAILER!!!"])
+        if subprocess.run(["which", "busybox"], capture_output=True).returncode == 0:
+            p = subprocess.run(["busybox", "cpio", "-t"], input=data, capture_output=True)
+            self.assertEqual(p.stdout.decode().split(), names[:-1])
+
+    def test_scenarios_parse_and_qemu_command(self):
+        for name in numavm.all_scenarios():
+            scn = numavm.load_scenario(name)
+            self.assertTrue(scn["description"], name)
+            self.assertGreater(scn["duration"], 0)
+        scn = numavm.load_scenario("misplaced")
+        cmd = numavm.qemu_cmd(scn, "x=1", "file:c", "r")
+        s = " ".join(cmd)
+        self.assertIn("-smp 8,sockets=4,cores=2,threads=1", s)
+        self.assertIn("-numa node,nodeid=3,cpus=6-7,memdev=mem3", s)
+        self.assertIn("-numa dist,src=2,dst=3,val=20", s)
+        self.assertIn("tcg,thread=multi", s)
+        self.assertEqual(cmd.count("-serial"), 2)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
