@@ -975,6 +975,50 @@ static void place_mems(const struct snapshot *snap, const nodemask_t *nodes, nod
 		mask_set(out, near);
 }
 
+/* A reservation holds CPU nodes and memory nodes in one mask (a guest
+ * on a memory-less node has its memory elsewhere), so which of RNODES
+ * are CPU nodes is asked again of the same advice, with the reservation
+ * itself already given back: its answer is what was promised unless the
+ * load changed. If it now lies outside RNODES, the CPU nodes are RNODES
+ * without the memory nodes that only serve memory-less ones among them. */
+static void place_reserved(struct engine *e, const struct snapshot *snap, const struct vmsrc_placement *pl,
+			   const nodemask_t *rnodes, nodemask_t *nodes, nodemask_t *mems)
+{
+	const struct advice_reservation *rs;
+	struct advice_request req = { .cpus = pl->nr_vcpus * e->cfg.libvirt_place_vcpu_load,
+				      .mem_bytes = pl->mem_bytes };
+	struct advice adv = { .ok = false };
+	nodemask_t cpu_nodes, memonly;
+
+	req.nr_reservations = engine_reservations(e, &rs);
+	req.reservations = rs;
+	if (policy_advise(&e->cfg.policy, snap, &req, &adv) == 0 && adv.ok &&
+	    mask_subset(&adv.nodes, rnodes) && mask_subset(&adv.mems, rnodes)) {
+		*nodes = adv.nodes;
+		*mems = adv.mems;
+		return;
+	}
+	mask_zero(&cpu_nodes);
+	mask_zero(&memonly);
+	for (unsigned n = 0; n < snap->nr_nodes; n++)
+		if (mask_test(rnodes, snap->nodes[n].id) && snap->nodes[n].nr_cpus)
+			mask_set(&cpu_nodes, snap->nodes[n].id);
+	for (unsigned n = 0; n < snap->nr_nodes; n++) {
+		nodemask_t one, m;
+
+		if (!mask_test(&cpu_nodes, snap->nodes[n].id) || snap->nodes[n].mem_total)
+			continue;
+		mask_zero(&one);
+		mask_set(&one, snap->nodes[n].id);
+		place_mems(snap, &one, &m);
+		mask_or(&memonly, &memonly, &m);
+	}
+	mask_andnot(nodes, &cpu_nodes, &memonly);
+	if (mask_empty(nodes))
+		*nodes = cpu_nodes;
+	place_mems(snap, rnodes, mems);
+}
+
 /* The reservation made for this domain, by label; -1 if none. */
 static int place_reservation(struct engine *e, const struct vmsrc_placement *pl)
 {
@@ -1023,12 +1067,15 @@ static void place_one(struct engine *e, struct snapshot *snap, const struct vmsr
 	}
 	ri = place_reservation(e, pl);
 	if (ri >= 0) {
-		nodes = e->res[ri].nodes;
-		mask_format(&nodes, nl, sizeof(nl));
+		nodemask_t rnodes = e->res[ri].nodes;
+		char rl[64];
+
+		snprintf(rl, sizeof(rl), "%s", e->res_label[ri]);
+		mask_format(&rnodes, nl, sizeof(nl));
 		snprintf(it.detail, sizeof(it.detail), "started; placed on nodes %.40s reserved for it (reservation %llu, "
-			 "label \"%.60s\")", nl, (unsigned long long)e->res_id[ri], e->res_label[ri]);
+			 "label \"%.60s\")", nl, (unsigned long long)e->res_id[ri], rl);
 		res_remove(e, (unsigned)ri);
-		place_mems(snap, &nodes, &mems);
+		place_reserved(e, snap, pl, &rnodes, &nodes, &mems);
 	} else if (g->policy.mode == GPOL_PINNED) {
 		nodes = g->policy.nodes;
 		mask_format(&nodes, nl, sizeof(nl));
