@@ -418,11 +418,20 @@ void h_guest_policy_put(struct rq *r)
 				"nodes: %s are not all NUMA nodes with CPUs on this host (those are %s)", want, have);
 			goto out;
 		}
-		if (g && !mask_empty(&g->allowed_mems) && !mask_subset(&gp->pol.nodes, &g->allowed_mems)) {
+		/* Only the pinned nodes that have memory must be allowed memory
+		 * nodes: a memory-less CPU node takes its memory elsewhere. */
+		nodemask_t mem_part;
+
+		mask_zero(&mem_part);
+		for (unsigned n = 0; n < v->snap->nr_nodes; n++)
+			if (v->snap->nodes[n].mem_total && mask_test(&gp->pol.nodes, v->snap->nodes[n].id))
+				mask_set(&mem_part, v->snap->nodes[n].id);
+		if (g && !mask_empty(&g->allowed_mems) && !mask_subset(&mem_part, &g->allowed_mems)) {
 			mask_format(&g->allowed_mems, have, sizeof(have));
-			mask_format(&gp->pol.nodes, want, sizeof(want));
+			mask_format(&mem_part, want, sizeof(want));
 			problem(r, 409, "conflict", "nodes",
-				"nodes: %s are outside what the guest's parent cgroup allows (%s)", want, have);
+				"nodes: memory nodes %s are outside what the guest's parent cgroup allows (%s)",
+				want, have);
 			goto out;
 		}
 	}
