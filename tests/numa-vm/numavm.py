@@ -467,6 +467,8 @@ def analyse(text, scn):
         if ls:
             series.append((t, sum(ls) / len(ls), min(ls), sum(ws) / len(ws)))
     last = [x for x in series if x[0] >= dur - 60]
+    tail = [x for x in series if x[0] >= dur - 10]
+    loc_end = sum(x[1] for x in tail) / len(tail) if tail else None
     mean_last = sum(x[1] for x in last) / len(last) if last else None
     wmean_last = sum(x[3] for x in last) / len(last) if last else None
     # Memory: what had to move to reach the end state, and what moved.
@@ -511,7 +513,7 @@ def analyse(text, scn):
         "scenario": scn["name"], "placer": r["header"].get("placer"), "pages": r["header"].get("pages"),
         "duration": dur, "t90_all": all_t90, "t90": t90,
         "loc_start": series[0][1] if series else None,
-        "loc_mean_last_min": mean_last, "wloc_mean_last_min": wloc_none(wmean_last),
+        "loc_mean_last_min": mean_last, "loc_end": loc_end, "wloc_mean_last_min": wloc_none(wmean_last),
         "loc_min_end": series[-1][2] if series else None,
         "needed_mib": round(needed / 1024, 1),
         "moved_mib": round(max(moved_pages * 4, inflow) / 1024, 1),
@@ -700,7 +702,8 @@ def report(runs, wall_total=None, cmdline=None, failed=(), note=None):
     lines += ["Columns: **t90** seconds until every guest is >= 90% local (per guest from its start;",
               "\"never\" if some guest never got there); **loc** mean locality over the last minute",
               "(memory on the nodes the guest's busy threads ran on); **wloc** the same weighted per",
-              "thread (memory on each busy thread's own node); **min end** the least local guest at the",
+              "thread (memory on each busy thread's own node); **loc end** mean locality over the last",
+              "10 s; **min end** the least local guest at the",
               "end; **needed** MiB that sat off the guests' final nodes at t=0; **moved** MiB migrated",
               "(pgmigrate_success x 4 KiB, all causes, or the MiB that arrived on nodes per memory.numa_stat",
               "when larger: a migration still running at the end is not yet in pgmigrate_success);",
@@ -717,12 +720,13 @@ def report(runs, wall_total=None, cmdline=None, failed=(), note=None):
                       rs[0]["pages"], scn["nodes"], scn["cpus_per_node"],
                       ",".join(map(str, scn["mem_nodes"])) if scn["mem_nodes"] else scn["mem_per_node"],
                       scn["duration"]), "",
-                  "| placer | t90 s | loc | wloc | min end | needed MiB | moved MiB | OOM | CPU s | threads/node | work MiB/s |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "| placer | t90 s | loc | wloc | loc end | min end | needed MiB | moved MiB | OOM | CPU s | threads/node | work MiB/s |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in rs:
-            lines.append("| %s | %s | %s | %s | %s | %.0f | %.0f | %d | %s | %s | %.0f |" % (
+            lines.append("| %s | %s | %s | %s | %s | %s | %.0f | %.0f | %d | %s | %s | %.0f |" % (
                 r["placer"], fmt(r["t90_all"]), fmt(pct(r["loc_mean_last_min"]), "%.0f%%", "-"),
-                fmt(pct(r["wloc_mean_last_min"]), "%.0f%%", "-"), fmt(pct(r["loc_min_end"]), "%.0f%%", "-"),
+                fmt(pct(r["wloc_mean_last_min"]), "%.0f%%", "-"), fmt(pct(r.get("loc_end")), "%.0f%%", "-"),
+                fmt(pct(r["loc_min_end"]), "%.0f%%", "-"),
                 r["needed_mib"], r["moved_mib"], r["oom_kills"], fmt(r["placer_cpu_s"], "%.1f", "-"),
                 "/".join(map(str, r["busy_threads_per_node_end"])), r["work_mib_s"]))
         lines += ["", target_line(rs), "", "![%s](%s.png)" % (s, s), ""]
@@ -754,11 +758,16 @@ def target_line(rs):
     else:
         b = min(best_t)
         ok = o["t90_all"] * 2 <= b
-        parts.append("t90: %s (numaorchd %.0f s vs best peer %.0f s; needs <= %.1f s)" % ("met" if ok else "NOT met", o["t90_all"], b, b / 2))
-    best_loc = max((p["loc_mean_last_min"] or 0) for p in peers)
-    parts.append("locality: %s (%.0f%% vs best peer %.0f%%)" % (
-        "met" if (o["loc_mean_last_min"] or 0) >= best_loc - 0.005 else "NOT met",
-        pct(o["loc_mean_last_min"] or 0), pct(best_loc)))
+        if b == 0 and o["t90_all"] == 0:
+            parts.append("t90: a tie at 0 s (every guest was local from the start)")
+            b = None
+        if b is not None:
+            parts.append("t90: %s (numaorchd %.0f s vs best peer %.0f s; needs <= %.1f s)" % ("met" if ok else "NOT met", o["t90_all"], b, b / 2))
+    best_loc = max((p.get("loc_end") or 0) for p in peers)
+    parts.append("locality at the end: %s (%.0f%% vs best peer %.0f%%; last minute %.0f%% vs %.0f%%)" % (
+        "met" if (o.get("loc_end") or 0) >= best_loc - 0.005 else "NOT met",
+        pct(o.get("loc_end") or 0), pct(best_loc), pct(o["loc_mean_last_min"] or 0),
+        pct(max((p["loc_mean_last_min"] or 0) for p in peers))))
     if o["needed_mib"] > 0:
         ratio = o["moved_mib"] / o["needed_mib"]
         parts.append("memory moved: %s (%.2fx of the %.0f MiB its end state needed%s)" % (
