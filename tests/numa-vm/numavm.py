@@ -119,6 +119,11 @@ def kernel_package():
     p = run_quiet(["apt-cache", "depends", KERNEL_META])
     m = re.search(r"Depends: (linux-image-[0-9][^\s]*-cloud-amd64)", p.stdout)
     if not m:
+        # A fresh machine may not have the package lists yet.
+        run_quiet(["apt-get", "update", "-qq"])
+        p = run_quiet(["apt-cache", "depends", KERNEL_META])
+        m = re.search(r"Depends: (linux-image-[0-9][^\s]*-cloud-amd64)", p.stdout)
+    if not m:
         raise Skip("apt-cache knows no %s (run apt-get update?): %s" % (KERNEL_META, p.stdout.strip()[-200:]))
     return m.group(1)
 
