@@ -880,6 +880,7 @@ def main():
     sub.add_parser("itest")
     p = sub.add_parser("script")
     p.add_argument("name")
+    p.add_argument("--vm", default="misplaced", help="scenario whose VM shape to boot")
     p = sub.add_parser("check")
     p.add_argument("--scenario")
     p = sub.add_parser("bench")
@@ -912,7 +913,7 @@ def main():
             return 0 if ok and not bad else 1
         elif a.cmd == "script":
             prepare()
-            text, wall = boot(load_scenario("misplaced"), "numavm.mode=script numavm.script=" + a.name,
+            text, wall = boot(load_scenario(a.vm), "numavm.mode=script numavm.script=" + a.name,
                               os.path.join(CACHE, "script." + a.name), timeout=900)
             print(text)
         elif a.cmd == "check":
