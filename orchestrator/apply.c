@@ -375,6 +375,42 @@ static int recheck_room(struct applier *a, const struct snapshot *snap, const st
 	return 0;
 }
 
+/* Soft memory binding: once the memory has moved onto TO, widen the
+ * guest's mems again to OLD ∪ TO. Its threads now run on TO's CPUs, so
+ * the kernel's local allocation keeps new memory there, while a node that
+ * fills up can still spill to the others instead of OOM-killing a guest
+ * bound to it (seen in the testbed's churn scenario). Nothing migrates
+ * back: for a destination set larger than the source, do_migrate_pages
+ * skips source nodes that are in it. In v1 the guest widens before its
+ * descendants. LOOSE gets the set written ("" if nothing was). Failures
+ * leave the guest strictly bound, which is not a failed move. */
+static int loosen_mems(struct applier *a, unsigned n, char **sub, const nodemask_t *old,
+		       const nodemask_t *to, char *loose, size_t loosesz)
+{
+	nodemask_t wide;
+	int r = 0;
+
+	loose[0] = '\0';
+	mask_or(&wide, old, to);
+	if (mask_equal(&wide, to))
+		return 0;
+	if (mask_format(&wide, loose, loosesz) < 0) {
+		loose[0] = '\0';
+		return -ENOSPC;
+	}
+	for (unsigned i = 0; i < n && r == 0; i++) {
+		r = cgw_write(a->w, CGC_CPUSET, sub[i], "cpuset.mems", loose);
+		if (is_gone(r) && i > 0)
+			r = 0;
+	}
+	if (r < 0) {
+		log_errno(LOG_LEVEL_WARN, r, "cgroup %s: could not widen cpuset.mems to %s after the move; "
+			  "it stays bound to its new nodes", sub[0], loose);
+		loose[0] = '\0';
+	}
+	return r;
+}
+
 static int move_container(struct applier *a, const struct snapshot *snap, const struct snap_guest *g,
 			  const struct plan_item *it, struct apply_result *res)
 {
@@ -499,6 +535,15 @@ static int move_container(struct applier *a, const struct snapshot *snap, const 
 		r = migrate_processes(a, snap, nsub, sub, &it->to_mems);
 		if (r < 0)
 			log_errno(LOG_LEVEL_WARN, r, "guest %s: moving its pages onto nodes %s", g->id, new_mems);
+	}
+	if (mems_changed && !a->opts.strict_mems && g->policy.mode != GPOL_PINNED) {
+		char loose[NODELIST_BUFSZ];
+
+		if (loosen_mems(a, nsub, sub, &cur_mems, &it->to_mems, loose, sizeof(loose)) == 0 && loose[0]) {
+			set_res(res, APPLY_DONE, 0, "cpus %s -> %s, memory moved to %s, mems %s -> %s",
+				cur_cpus_s, new_cpus, new_mems, cur_mems_s, loose);
+			goto out;
+		}
 	}
 	set_res(res, APPLY_DONE, 0, "cpus %s -> %s, mems %s -> %s", cur_cpus_s, new_cpus, cur_mems_s,
 		new_mems);

@@ -12,6 +12,11 @@
  *   v2: write the guest's cpuset.cpus then cpuset.mems (the kernel
  *       migrates the subtree's pages on the mems write).
  *
+ * After memory moved, the guest's mems are widened again to old ∪ new
+ * unless memory_binding = strict or the guest is pinned: it stays local
+ * by the kernel's local allocation, and can spill rather than be OOM-killed
+ * when its node fills.
+ *
  * When the mems do not change but memory sits on other nodes (it was
  * allocated before a mems change made with memory_migrate=0), pages are
  * moved with libnuma's numa_migrate_pages() for each process.
@@ -56,6 +61,8 @@ struct apply_opts {
 	char **scopes;                 /* never write outside these */
 	uint64_t min_free_bytes;       /* room re-check */
 	bool freeze_during_migration;  /* freeze the guest while mems change */
+	bool strict_mems;              /* leave mems at the target after a move (else
+					* widen them again: see loosen_mems) */
 };
 
 struct applier;

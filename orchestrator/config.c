@@ -276,6 +276,15 @@ static int handler(void *user, const char *sec, const char *name, const char *v)
 		BOOL("dry_run", dry_run)
 		BOOL("log_syslog", log_syslog)
 		BOOL("freeze_during_migration", freeze_during_migration)
+		if (strcmp(name, "memory_binding") == 0) {
+			if (strcmp(v, "soft") == 0)
+				c->strict_mems = false;
+			else if (strcmp(v, "strict") == 0)
+				c->strict_mems = true;
+			else
+				return fail(p, "[agent] memory_binding: must be soft or strict, got \"%s\"", v);
+			return 1;
+		}
 #undef BOOL
 		return fail(p, "[agent] unknown key \"%s\"", name);
 	}

@@ -30,6 +30,7 @@ struct agent_config {
 	enum log_level log_level;
 	bool log_syslog;
 	bool freeze_during_migration; /* freeze a guest while its memory moves */
+	bool strict_mems;           /* memory_binding = strict (default soft) */
 
 	struct cgscan_config cg;    /* scopes, parents, runc roots */
 	struct policy_config policy;

@@ -104,6 +104,7 @@ static int build_sources(struct engine *e, const struct agent_config *cfg)
 		.scopes = cfg->cg.scopes,
 		.min_free_bytes = cfg->policy.min_free_bytes,
 		.freeze_during_migration = cfg->freeze_during_migration,
+		.strict_mems = cfg->strict_mems,
 	};
 	int r;
 
@@ -683,6 +684,7 @@ int engine_apply_config(struct engine *e, const struct agent_config *cfg)
 				  cfg->cg.runc_roots) ||
 		       e->base.policy.min_free_bytes != cfg->policy.min_free_bytes ||
 		       e->base.freeze_during_migration != cfg->freeze_during_migration ||
+		       e->base.strict_mems != cfg->strict_mems ||
 		       e->base.libvirt_enabled != cfg->libvirt_enabled ||
 		       strcmp(e->base.libvirt_uri ? e->base.libvirt_uri : "", cfg->libvirt_uri ? cfg->libvirt_uri : "") ||
 		       e->base.libvirt_keepalive_interval != cfg->libvirt_keepalive_interval ||

@@ -130,6 +130,10 @@ static unsigned gview_build(struct pctx *x, const struct snap_guest *g, struct g
 	memset(v, 0, sizeof(*v));
 	v->cpu_use = isnan(g->cpu_use) || g->cpu_use < 0 ? 0.0 : g->cpu_use;
 	v->cpu_demand = fmax(cfg->min_cpu, v->cpu_use * (1.0 + cfg->cpu_headroom));
+	/* Headroom beyond what its threads can use is no demand: a 1-thread
+	 * guest never needs more than one CPU. */
+	if (g->nr_threads && v->cpu_demand > (double)g->nr_threads)
+		v->cpu_demand = fmax(cfg->min_cpu, (double)g->nr_threads);
 	v->mem_total = g->mem_total;
 	v->mem_demand = (uint64_t)mem_demand_of(cfg, g->mem_total);
 	v->mem_node = g->mem_node;

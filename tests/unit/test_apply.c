@@ -164,11 +164,39 @@ static void test_v1_relocation_order(void **state)
 			    "/grp/g cpuset.cpus 2-3\n"
 			    "/grp/g cpuset.mems 0-1\n"
 			    "/grp/g/c cpuset.mems 1\n"
-			    "/grp/g cpuset.mems 1\n");
+			    "/grp/g cpuset.mems 1\n"
+			    /* memory moved: mems widened again (soft binding), guest first */
+			    "/grp/g cpuset.mems 0-1\n"
+			    "/grp/g/c cpuset.mems 0-1\n");
 	free(w);
 	assert_file(&f, "sys/fs/cgroup/cpuset/grp/g/cpuset.cpus", "2-3");
-	assert_file(&f, "sys/fs/cgroup/cpuset/grp/g/c/cpuset.mems", "1");
-	assert_int_equal(applier_write_count(f.a), 8);
+	assert_file(&f, "sys/fs/cgroup/cpuset/grp/g/c/cpuset.mems", "0-1");
+	assert_int_equal(applier_write_count(f.a), 10);
+	assert_non_null(strstr(res.msg, "memory moved to 1, mems 0 -> 0-1"));
+	fx_free(&f);
+}
+
+static void test_strict_binding_and_pinned_guests_stay_bound(void **state)
+{
+	struct fx f;
+	struct apply_result res;
+	struct apply_opts ao = { .min_free_bytes = 64ULL << 20, .strict_mems = true };
+	struct applier *strict;
+
+	(void)state;
+	fx_init(&f, true, 4000000);
+	assert_int_equal(applier_new(&f.hp, &f.h, &ao, &strict), 0);
+	assert_int_equal(apply_move(strict, f.snap, &f.it, &res), 0);
+	assert_int_equal(res.status, APPLY_DONE);
+	assert_file(&f, "sys/fs/cgroup/grp/g/cpuset.mems", "1");
+	applier_free(strict);
+	fx_free(&f);
+
+	/* A pinned guest is bound strictly whatever memory_binding says. */
+	fx_init(&f, true, 4000000);
+	f.snap->guests[0].policy.mode = GPOL_PINNED;
+	assert_int_equal(apply_move(f.a, f.snap, &f.it, &res), 0);
+	assert_file(&f, "sys/fs/cgroup/grp/g/cpuset.mems", "1");
 	fx_free(&f);
 }
 
@@ -182,7 +210,7 @@ static void test_v2_cpus_then_mems(void **state)
 	assert_int_equal(apply_move(f.a, f.snap, &f.it, &res), 0);
 	assert_int_equal(res.status, APPLY_DONE);
 	char *w = slurp(&f, "sys/fs/cgroup/.numaorch-writes");
-	assert_string_equal(w, "/grp/g cpuset.cpus 2-3\n/grp/g cpuset.mems 1\n");
+	assert_string_equal(w, "/grp/g cpuset.cpus 2-3\n/grp/g cpuset.mems 1\n/grp/g cpuset.mems 0-1\n");
 	free(w);
 	fx_free(&f);
 }
@@ -346,6 +374,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_v1_relocation_order),
 		cmocka_unit_test(test_v2_cpus_then_mems),
+		cmocka_unit_test(test_strict_binding_and_pinned_guests_stay_bound),
 		cmocka_unit_test(test_refused_mems_restores_everything),
 		cmocka_unit_test(test_refused_first_write),
 		cmocka_unit_test(test_refusal_with_unknown_errno),

@@ -1201,6 +1201,64 @@ static void test_decide_respects_reservations(void **state)
 	snap_unref(s);
 }
 
+/* A guest's demand never exceeds what its threads can use: two busy
+ * 1-thread guests (1.0 CPU each; +20% headroom would be 1.2) both fit the
+ * one 2-CPU node with room, filled to 100%; with 1.2 each the second
+ * would not fit anywhere. */
+static void test_demand_capped_by_threads(void **state)
+{
+	struct snap_node nodes[2];
+	struct policy_config cfg;
+	struct snapshot *s = snap_new();
+	struct plan *p;
+	struct pstate *next;
+	unsigned moved_to_0 = 0;
+
+	(void)state;
+	memset(nodes, 0, sizeof(nodes));
+	for (int i = 0; i < 2; i++) {
+		nodes[i].id = i;
+		mask_set(&nodes[i].cpus, 2 * i);
+		mask_set(&nodes[i].cpus, 2 * i + 1);
+		nodes[i].nr_cpus = 2;
+		nodes[i].mem_total = 8192 * MIB;
+		nodes[i].mem_free = 6144 * MIB;
+		/* node 0: only the guests' own share; node 1: 1.5 CPUs of other load */
+		nodes[i].busy = i == 0 ? 0.5 : 1.0;
+	}
+	snap_set_nodes(s, nodes, 2, NULL);
+	s->mono_ns = T0;
+	for (int i = 0; i < 2; i++) {
+		struct snap_guest *g = snap_add_guest(s);
+
+		snprintf(g->id, sizeof(g->id), "one-thread-%d", i);
+		g->cpu_use = 1.0;
+		g->nr_threads = 1;
+		mask_parse("0-3", &g->cpus);
+		mask_parse("0-1", &g->mems);
+		g->mem_node[0] = 300 * MIB;
+	}
+	snap_finalize(s);
+	policy_config_default(&cfg);
+	/* Filling a node to 100% allowed, and not a load case by itself. */
+	cfg.max_util = 1.0;
+	cfg.rebalance_util = 1.0;
+	assert_int_equal(policy_decide(&cfg, s, NULL, false, &p, &next), 0);
+	for (unsigned i = 0; i < p->nr_items; i++) {
+		const struct plan_item *it = &p->items[i];
+
+		assert_int_equal(it->kind, PLAN_MOVE);
+		assert_true(it->cpu_demand <= 1.0 + 1e-9);
+		moved_to_0 += mask_test(&it->to_nodes, 0) && mask_count(&it->to_nodes) == 1;
+	}
+	/* Both go where their memory is: no migration. */
+	assert_int_equal(moved_to_0, 2);
+	assert_int_equal(p->migrate_bytes, 0);
+	plan_free(p);
+	pstate_free(next);
+	snap_unref(s);
+}
+
 static void test_advise_nothing_fits(void **state)
 {
 	struct policy_config cfg;
@@ -1398,7 +1456,7 @@ static void test_json(void **state)
 int main(void)
 {
 	enum { NCASES = sizeof(cases) / sizeof(cases[0]) };
-	struct CMUnitTest tests[NCASES + 16];
+	struct CMUnitTest tests[NCASES + 32];
 	size_t n = 0;
 
 	for (size_t i = 0; i < NCASES; i++) {
@@ -1418,6 +1476,7 @@ int main(void)
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_advise_reservations);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_advise_nothing_fits);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_decide_respects_reservations);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_demand_capped_by_threads);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_config_validate);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_pstate);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_next_state_drops_vanished);
