@@ -603,7 +603,8 @@ static int placement_engine(struct engine *e, void *ctx)
 		/* CPU nodes and memory nodes both: the guest's memory lands on
 		 * the latter, which may be memory-only nodes. */
 		mask_or(&ar.nodes, &pl->adv.nodes, &pl->adv.mems);
-		pl->res_id = engine_reserve(e, &ar, pl->reserve_s, pl->label[0] ? pl->label : NULL);
+		pl->res_id = engine_reserve_placement(e, &ar, &pl->adv.nodes, &pl->adv.mems, pl->reserve_s,
+						      pl->label[0] ? pl->label : NULL);
 	}
 	pl->nr_res = engine_reservations(e, &res);
 	return 0;

@@ -74,6 +74,8 @@ struct engine {
 	uint64_t *res_id;
 	int64_t *res_expires;
 	char **res_label;
+	nodemask_t *res_cpus;        /* where the advice put it: CPU nodes ... */
+	nodemask_t *res_mems;        /* ... and memory nodes (empty: not known) */
 	uint64_t next_res_id;
 	bool triggered;
 
@@ -222,6 +224,8 @@ void engine_free(struct engine *e)
 	free(e->res_id);
 	free(e->res_expires);
 	free(e->res_label);
+	free(e->res_cpus);
+	free(e->res_mems);
 	config_free(&e->cfg);
 	config_free(&e->base);
 	if (e->sfd >= 0)
@@ -286,6 +290,8 @@ static void res_remove(struct engine *e, unsigned i)
 	memmove(&e->res_id[i], &e->res_id[i + 1], (e->nr_res - i) * sizeof(*e->res_id));
 	memmove(&e->res_expires[i], &e->res_expires[i + 1], (e->nr_res - i) * sizeof(*e->res_expires));
 	memmove(&e->res_label[i], &e->res_label[i + 1], (e->nr_res - i) * sizeof(*e->res_label));
+	memmove(&e->res_cpus[i], &e->res_cpus[i + 1], (e->nr_res - i) * sizeof(*e->res_cpus));
+	memmove(&e->res_mems[i], &e->res_mems[i + 1], (e->nr_res - i) * sizeof(*e->res_mems));
 }
 
 static void res_expire(struct engine *e)
@@ -299,8 +305,9 @@ static void res_expire(struct engine *e)
 			i++;
 }
 
-uint64_t engine_reserve(struct engine *e, const struct advice_reservation *r, double seconds,
-			const char *label)
+uint64_t engine_reserve_placement(struct engine *e, const struct advice_reservation *r,
+				  const nodemask_t *cpu_nodes, const nodemask_t *mems, double seconds,
+				  const char *label)
 {
 	res_expire(e);
 	if (e->nr_res == e->cap_res) {
@@ -309,13 +316,27 @@ uint64_t engine_reserve(struct engine *e, const struct advice_reservation *r, do
 		e->res_id = xrealloc(e->res_id, e->cap_res * sizeof(*e->res_id));
 		e->res_expires = xrealloc(e->res_expires, e->cap_res * sizeof(*e->res_expires));
 		e->res_label = xrealloc(e->res_label, e->cap_res * sizeof(*e->res_label));
+		e->res_cpus = xrealloc(e->res_cpus, e->cap_res * sizeof(*e->res_cpus));
+		e->res_mems = xrealloc(e->res_mems, e->cap_res * sizeof(*e->res_mems));
 	}
 	e->res[e->nr_res] = *r;
 	e->res_id[e->nr_res] = ++e->next_res_id;
 	e->res_expires[e->nr_res] = clock_mono_ns() + (int64_t)(seconds * 1e9);
 	e->res_label[e->nr_res] = label ? xstrdup(label) : NULL;
+	mask_zero(&e->res_cpus[e->nr_res]);
+	mask_zero(&e->res_mems[e->nr_res]);
+	if (cpu_nodes && mems && !mask_empty(cpu_nodes) && !mask_empty(mems)) {
+		e->res_cpus[e->nr_res] = *cpu_nodes;
+		e->res_mems[e->nr_res] = *mems;
+	}
 	e->nr_res++;
 	return e->next_res_id;
+}
+
+uint64_t engine_reserve(struct engine *e, const struct advice_reservation *r, double seconds,
+			const char *label)
+{
+	return engine_reserve_placement(e, r, NULL, NULL, seconds, label);
 }
 
 bool engine_unreserve(struct engine *e, uint64_t id, const char *label)
@@ -1072,12 +1093,20 @@ static void place_one(struct engine *e, struct snapshot *snap, const struct vmsr
 		nodemask_t rnodes = e->res[ri].nodes;
 		char rl[64];
 
+		bool exact = !mask_empty(&e->res_cpus[ri]);
+
 		snprintf(rl, sizeof(rl), "%s", e->res_label[ri]);
-		mask_format(&rnodes, nl, sizeof(nl));
+		if (exact) {
+			/* Exactly where the advice that made the reservation put it. */
+			nodes = e->res_cpus[ri];
+			mems = e->res_mems[ri];
+		}
+		mask_format(exact ? &nodes : &rnodes, nl, sizeof(nl));
 		snprintf(it.detail, sizeof(it.detail), "started; placed on nodes %.40s reserved for it (reservation %llu, "
 			 "label \"%.60s\")", nl, (unsigned long long)e->res_id[ri], rl);
 		res_remove(e, (unsigned)ri);
-		place_reserved(e, snap, pl, &rnodes, &nodes, &mems);
+		if (!exact)
+			place_reserved(e, snap, pl, &rnodes, &nodes, &mems);
 	} else if (g->policy.mode == GPOL_PINNED) {
 		nodes = g->policy.nodes;
 		mask_format(&nodes, nl, sizeof(nl));

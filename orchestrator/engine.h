@@ -120,6 +120,12 @@ void engine_trigger(struct engine *e);
  * consume its own reservation. Returns the reservation id (≥ 1). */
 uint64_t engine_reserve(struct engine *e, const struct advice_reservation *r, double seconds,
 			const char *label);
+/* The same, remembering where the advice put the guest (CPU nodes and
+ * memory nodes apart: R's mask holds both, for accounting), so that the
+ * start consuming it is placed exactly there. */
+uint64_t engine_reserve_placement(struct engine *e, const struct advice_reservation *r,
+				  const nodemask_t *cpu_nodes, const nodemask_t *mems, double seconds,
+				  const char *label);
 /* Drop reservation ID, or the first one with LABEL (ID 0). true if found. */
 bool engine_unreserve(struct engine *e, uint64_t id, const char *label);
 /* The reservations still valid now (expired ones are dropped first).
