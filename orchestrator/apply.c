@@ -411,6 +411,34 @@ static int loosen_mems(struct applier *a, unsigned n, char **sub, const nodemask
 	return r;
 }
 
+/* Does any cgroup below REL (v2) set its own cpuset.mems? */
+static bool descendants_set_mems(struct applier *a, const char *rel)
+{
+	unsigned n = 0;
+	char **sub = NULL;
+	bool any = false;
+
+	if (collect_subtree(a, rel, &n, &sub, 0) < 0)
+		any = n > 1; /* cannot tell: be strict */
+	for (unsigned i = 0; i < n; i++) {
+		char *v = NULL;
+
+		if (i > 0 && !any && read_file_value(a, CGC_CPUSET, sub[i], "cpuset.mems", &v) == 0 && v[0])
+			any = true;
+		free(v);
+		free(sub[i]);
+	}
+	free(sub);
+	return any;
+}
+
+static const char *nodes_s(const nodemask_t *m, char *buf, size_t sz)
+{
+	if (mask_format(m, buf, sz) < 0)
+		snprintf(buf, sz, "?");
+	return buf;
+}
+
 static int move_container(struct applier *a, const struct snapshot *snap, const struct snap_guest *g,
 			  const struct plan_item *it, struct apply_result *res)
 {
@@ -423,7 +451,8 @@ static int move_container(struct applier *a, const struct snapshot *snap, const 
 	unsigned nsub = 0;
 	char **sub = NULL;
 	const char *failed_rel = g->cgroup, *step = "cpuset.cpus";
-	bool v2 = a->h.v2[CGC_CPUSET], frozen = false, mems_changed;
+	bool v2 = a->h.v2[CGC_CPUSET], frozen = false, mems_changed, soft, widen_only;
+	nodemask_t target_mems;
 	char why[200];
 	int r;
 
@@ -471,14 +500,27 @@ static int move_container(struct applier *a, const struct snapshot *snap, const 
 		goto out;
 	}
 
+	/* Soft binding (see loosen_mems): a move whose memory is already in
+	 * place only widens the mems; one that migrates narrows them for the
+	 * migration and widens them after. In v2 a descendant with its own
+	 * cpuset.mems would see its effective mems come back once the guest
+	 * widens, and the kernel would migrate its pages back: such a guest
+	 * stays strictly bound. */
+	soft = !a->opts.strict_mems && g->policy.mode != GPOL_PINNED &&
+	       !(v2 && descendants_set_mems(a, g->cgroup));
+	target_mems = it->to_mems;
+	widen_only = soft && it->migrate_bytes == 0;
+	if (widen_only)
+		mask_or(&target_mems, &cur_mems, &it->to_mems);
 	mask_or(&ucpus, &cur_cpus, it->to_cpus);
-	mask_or(&umems, &cur_mems, &it->to_mems);
+	mask_or(&umems, &cur_mems, &target_mems);
 	if (mask_format(&ucpus, union_cpus, CPULIST_BUFSZ) < 0 ||
-	    mask_format(&umems, union_mems, sizeof(union_mems)) < 0) {
+	    mask_format(&umems, union_mems, sizeof(union_mems)) < 0 ||
+	    mask_format(&target_mems, new_mems, sizeof(new_mems)) < 0) {
 		set_res(res, APPLY_REFUSED, -ENOSPC, "refused: cannot format cpuset");
 		goto out;
 	}
-	mems_changed = !mask_equal(&cur_mems, &it->to_mems);
+	mems_changed = !mask_equal(&cur_mems, &target_mems);
 
 	if (v2) {
 		nsub = 1;
@@ -536,10 +578,19 @@ static int move_container(struct applier *a, const struct snapshot *snap, const 
 		if (r < 0)
 			log_errno(LOG_LEVEL_WARN, r, "guest %s: moving its pages onto nodes %s", g->id, new_mems);
 	}
-	if (mems_changed && !a->opts.strict_mems && g->policy.mode != GPOL_PINNED) {
+	if (mems_changed && widen_only) {
+		res->mems_loosened = true;
+		res->mems_after = target_mems;
+		set_res(res, APPLY_DONE, 0, "cpus %s -> %s, memory already on %s, mems %s -> %s",
+			cur_cpus_s, new_cpus, nodes_s(&it->to_mems, why, sizeof(why)), cur_mems_s, new_mems);
+		goto out;
+	}
+	if (mems_changed && soft) {
 		char loose[NODELIST_BUFSZ];
 
 		if (loosen_mems(a, nsub, sub, &cur_mems, &it->to_mems, loose, sizeof(loose)) == 0 && loose[0]) {
+			res->mems_loosened = true;
+			mask_or(&res->mems_after, &cur_mems, &it->to_mems);
 			set_res(res, APPLY_DONE, 0, "cpus %s -> %s, memory moved to %s, mems %s -> %s",
 				cur_cpus_s, new_cpus, new_mems, cur_mems_s, loose);
 			goto out;

@@ -54,6 +54,8 @@ struct apply_result {
 	unsigned writes;       /* cgroup writes made (incl. restores) */
 	double locality_after; /* measured right after, NAN if unknown */
 	bool cpus_moved;       /* VMs: CPUs moved even though memory could not */
+	bool mems_loosened;    /* memory moved to the target, then mems widened (soft binding) */
+	nodemask_t mems_after; /* ... to these */
 };
 
 struct apply_opts {

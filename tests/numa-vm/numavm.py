@@ -591,10 +591,13 @@ def check_decisions(r, t_real0):
             after = [s for s in ss if s["t"] > en]
             if after:
                 b = after[0]
+                # Soft memory binding: the memory went to to.mems, then the
+                # cgroup's mems were widened to mems_after.
+                want_mems = d.get("mems_after") or d["to"]["mems"]
                 if parse_cpulist(b["ccpus"]) != parse_cpulist(d["to"].get("cpus")) or \
-                        parse_cpulist(b["cmems"]) != parse_cpulist(d["to"]["mems"]):
+                        parse_cpulist(b["cmems"]) != parse_cpulist(want_mems):
                     problems.append("guest %s: moved record says cpus %s mems %s, the cgroup has %s/%s at t=%.1f"
-                                    % (g, d["to"].get("cpus"), d["to"]["mems"], b["ccpus"], b["cmems"], b["t"]))
+                                    % (g, d["to"].get("cpus"), want_mems, b["ccpus"], b["cmems"], b["t"]))
             if before:
                 a = before[-1]
                 if parse_cpulist(a["cpus"]) != parse_cpulist(d["from"].get("cpus")) or \

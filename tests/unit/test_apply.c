@@ -173,6 +173,13 @@ static void test_v1_relocation_order(void **state)
 	assert_file(&f, "sys/fs/cgroup/cpuset/grp/g/c/cpuset.mems", "0-1");
 	assert_int_equal(applier_write_count(f.a), 10);
 	assert_non_null(strstr(res.msg, "memory moved to 1, mems 0 -> 0-1"));
+	assert_true(res.mems_loosened);
+	{
+		char buf[NODELIST_BUFSZ];
+
+		mask_format(&res.mems_after, buf, sizeof(buf));
+		assert_string_equal(buf, "0-1");
+	}
 	fx_free(&f);
 }
 
@@ -212,6 +219,45 @@ static void test_v2_cpus_then_mems(void **state)
 	char *w = slurp(&f, "sys/fs/cgroup/.numaorch-writes");
 	assert_string_equal(w, "/grp/g cpuset.cpus 2-3\n/grp/g cpuset.mems 1\n/grp/g cpuset.mems 0-1\n");
 	free(w);
+	fx_free(&f);
+}
+
+static void test_no_migration_only_widens_mems(void **state)
+{
+	struct fx f;
+	struct apply_result res;
+
+	(void)state;
+	/* Its memory is on node 1 already: the CPUs move, the mems only grow
+	 * (soft binding): never narrowed to be widened again. */
+	fx_init(&f, true, 4000000);
+	f.it.migrate_bytes = 0;
+	assert_int_equal(apply_move(f.a, f.snap, &f.it, &res), 0);
+	assert_int_equal(res.status, APPLY_DONE);
+	char *w = slurp(&f, "sys/fs/cgroup/.numaorch-writes");
+	assert_string_equal(w, "/grp/g cpuset.cpus 2-3\n/grp/g cpuset.mems 0-1\n");
+	free(w);
+	assert_true(res.mems_loosened);
+	assert_non_null(strstr(res.msg, "memory already on 1"));
+	fx_free(&f);
+}
+
+static void test_v2_child_with_own_mems_stays_bound(void **state)
+{
+	struct fx f;
+	struct apply_result res;
+
+	(void)state;
+	/* A container below the guest sets its own cpuset.mems = 0: widening
+	 * the guest again would hand node 0 back to it (and the kernel would
+	 * migrate its pages back), so the guest stays bound to node 1. */
+	fx_init(&f, true, 4000000);
+	tu_write(f.root, "sys/fs/cgroup/grp/g/ctr/cpuset.mems", "0\n");
+	tu_write(f.root, "sys/fs/cgroup/grp/g/ctr/cpuset.cpus", "\n");
+	assert_int_equal(apply_move(f.a, f.snap, &f.it, &res), 0);
+	assert_int_equal(res.status, APPLY_DONE);
+	assert_false(res.mems_loosened);
+	assert_file(&f, "sys/fs/cgroup/grp/g/cpuset.mems", "1");
 	fx_free(&f);
 }
 
@@ -375,6 +421,8 @@ int main(void)
 		cmocka_unit_test(test_v1_relocation_order),
 		cmocka_unit_test(test_v2_cpus_then_mems),
 		cmocka_unit_test(test_strict_binding_and_pinned_guests_stay_bound),
+		cmocka_unit_test(test_no_migration_only_widens_mems),
+		cmocka_unit_test(test_v2_child_with_own_mems_stays_bound),
 		cmocka_unit_test(test_refused_mems_restores_everything),
 		cmocka_unit_test(test_refused_first_write),
 		cmocka_unit_test(test_refusal_with_unknown_errno),
