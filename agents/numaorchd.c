@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../api/api.h"
@@ -51,6 +52,20 @@ struct cli {
 	const char *state_dir;
 	bool list_routes;
 };
+
+/* systemd sets JOURNAL_STREAM=DEV:INODE of the stream it connected to
+ * stderr; a child with stderr redirected elsewhere inherits the variable,
+ * so compare (sd_journal_stream_fd(3), "JOURNAL_STREAM" in systemd.exec(5)). */
+static bool stderr_is_journal(void)
+{
+	const char *v = getenv("JOURNAL_STREAM");
+	unsigned long long dev, ino;
+	struct stat st;
+
+	if (!v || sscanf(v, "%llu:%llu", &dev, &ino) != 2 || fstat(STDERR_FILENO, &st) < 0)
+		return false;
+	return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+}
 
 static void usage(FILE *f)
 {
@@ -472,6 +487,9 @@ int main(int argc, char **argv)
 		}
 	}
 	log_set_level(cfg->log_level);
+	/* Under systemd, stderr is the journal: "<N>" prefixes keep levels. */
+	if (stderr_is_journal())
+		log_set_journal_prefix(true);
 	if (cfg->log_syslog)
 		log_use_syslog(true, "numaorchd");
 

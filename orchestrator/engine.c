@@ -16,6 +16,7 @@
 #include "apply.h"
 #include "fs.h"
 #include "log.h"
+#include "notify.h"
 #include "../agents/vmapply.h"
 #include "../agents/vmsrc.h"
 
@@ -50,6 +51,8 @@ struct engine {
 	struct agent_config cfg;
 	uint64_t sched_active;
 	bool sched_valid;
+	bool notified_ready;          /* READY=1 sent (after the first published cycle) */
+	uint64_t watchdog_usec;       /* WatchdogSec= as systemd passed it, 0: none */
 	struct host_paths hp;
 	struct acquirer *acq;
 	struct applier *app;
@@ -494,6 +497,22 @@ static void publish(struct engine *e, struct snapshot *snap, struct plan *plan)
 	e->view = v;
 	pthread_mutex_unlock(&e->view_lock);
 	engine_view_unref(old);
+
+	/* The service manager's view: ready once there is a snapshot to
+	 * serve, and a one-line summary after every cycle. */
+	{
+		char status[200];
+
+		snprintf(status, sizeof(status), "%s: %u guests on %u NUMA nodes; cycle %llu, %llu moves so far",
+			 agent_mode_name(e->cfg.mode), snap->nr_guests, snap->nr_nodes,
+			 (unsigned long long)e->stats.cycles, (unsigned long long)e->stats.moves);
+		if (!e->notified_ready) {
+			notify_ready(status);
+			e->notified_ready = true;
+		} else {
+			notify_status("%s", status);
+		}
+	}
 }
 
 static const char *move_decision(enum apply_status st)
@@ -615,6 +634,9 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 				pstate_revert(next, e->ps, it->guest_id);
 				continue;
 			}
+			/* A cycle of big migrations can outlast the watchdog. */
+			if (e->watchdog_usec)
+				notify_watchdog();
 			apply_move(e->app, snap, it, &res);
 			log_move(snap, it, &res);
 			declog_add(e->dl, declog_make(snap, it, move_decision(res.status), &res, false));
@@ -894,14 +916,21 @@ int engine_run(struct engine *e, engine_reload_fn reload, void *ctx)
 			return log_errno(LOG_LEVEL_ERROR, r, "cannot set up the event loop");
 	}
 	arm_timer(e, 0);
+	/* WatchdogSec=: the loop wakes at least every half interval and pings
+	 * when it does, so a hung engine (not a hung helper thread) is what
+	 * systemd notices. */
+	e->watchdog_usec = notify_watchdog_usec();
 	while (!__atomic_load_n(&e->stopping, __ATOMIC_ACQUIRE)) {
 		struct pollfd pfd[3] = {
 			{ .fd = e->sfd, .events = POLLIN },
 			{ .fd = e->tfd, .events = POLLIN },
 			{ .fd = e->efd, .events = POLLIN },
 		};
+		int timeout = e->watchdog_usec ? (int)(e->watchdog_usec / 2000) : -1;
 
-		if (poll(pfd, 3, -1) < 0) {
+		if (e->watchdog_usec)
+			notify_watchdog();
+		if (poll(pfd, 3, timeout) < 0) {
 			if (errno == EINTR)
 				continue;
 			r = -errno;
@@ -913,7 +942,10 @@ int engine_run(struct engine *e, engine_reload_fn reload, void *ctx)
 
 			while (read(e->sfd, &si, sizeof(si)) == sizeof(si)) {
 				if (si.ssi_signo == SIGHUP) {
-					struct agent_config *nc = reload ? reload(ctx) : NULL;
+					struct agent_config *nc;
+
+					notify_reloading();
+					nc = reload ? reload(ctx) : NULL;
 
 					if (nc) {
 						if (engine_apply_config(e, nc) == 0)
@@ -924,8 +956,10 @@ int engine_run(struct engine *e, engine_reload_fn reload, void *ctx)
 						free(nc);
 						arm_timer(e, e->cfg.interval_s);
 					}
+					notify_ready(NULL);
 				} else {
 					log_info("received %s, stopping", strsignal((int)si.ssi_signo));
+					notify_stopping();
 					e->stopping = true;
 				}
 			}
