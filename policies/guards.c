@@ -5,7 +5,7 @@
  *   CPU:    (Σ_{n∈T} max(0, busy_n − own_n) + d) / Σ_{n∈T} cpus_n ≤ max_util,
  *           and d ≤ the CPUs it may be given on T (allowed_cpus);
  *   memory: Σ_{n∈mems(T)} max(0, free_n − min_free) + its memory already on
- *           mems(T) ≥ m.
+ *           mems(T) ≥ m, or all of its memory is on mems(T) already.
  * A node already below min_free contributes no room rather than negative
  * room: its deficit is not the guest's to pay from other nodes' room.
  * mems(T) = T's nodes with memory that allowed_mems permits; a T made only
@@ -242,7 +242,11 @@ void pset_eval(const struct pctx *x, const struct gview *g, const unsigned *idx,
 			x->uni[nuni++] = n;
 	}
 	out->migrate = g->mem_total > out->already ? g->mem_total - out->already : 0;
-	out->mem_ok = out->room + out->already >= g->mem_demand;
+	/* Room is for memory that would move. A set already holding all of
+	 * the guest's memory moves none: it fits memory-wise even on a node
+	 * too full for the growth headroom (moving the guest away for that
+	 * would migrate everything to gain nothing). */
+	out->mem_ok = out->room + out->already >= g->mem_demand || (g->mem_total > 0 && out->migrate == 0);
 
 	for (unsigned i = 0; i < nuni; i++)
 		for (unsigned j = i + 1; j < nuni; j++) {

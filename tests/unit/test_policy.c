@@ -184,10 +184,21 @@ static const struct tcase cases[] = {
 			 .mig = MIG(2048) } },
 	},
 	{
+		/* Its memory sits on a memory-only node (2): any CPU set must
+		 * take it in, and none has room. */
 		.name = "memory-tight everywhere: skip, never planned onto it",
-		.nn = 2, .nodes = { N8(0, 200, 0.1), N8(1, 300, 0.95) },
-		.g = { { .id = "a", .use = 1.0, .on = "1", .mib = { 0, 4096 } } },
+		.nn = 3, .nodes = { N8(0, 200, 0.1), N8(1, 300, 0.95), N(2, 0, 8192, 2048, NAN) },
+		.g = { { .id = "a", .use = 1.0, .on = "1", .mib = { 0, 0, 4096 } } },
 		.e = { { .id = "a", .kind = PLAN_SKIP, .skip = SKIP_NO_FIT, .to = "", .mems = "" } },
+	},
+	{
+		/* All its memory is on its node, which is too full for the 10%
+		 * growth headroom: staying moves no memory, so it fits; it is
+		 * not migrated away for headroom's sake (testbed memtight). */
+		.name = "memory already local on a full node: stays",
+		.nn = 2, .nodes = { N8(0, 8192, 0.3), N8(1, 300, 0.3) },
+		.g = { { .id = "a", .use = 1.0, .on = "1", .mib = { 0, 4096 } } },
+		.e = { { .id = "a", .kind = NOITEM } },
 	},
 	{
 		/* Node 4 is the least busy; its socket neighbours beat node 2
@@ -530,7 +541,7 @@ static void check_invariants(const struct policy_config *cfg, const struct snaps
 					room += s->nodes[n].mem_free - cfg->min_free_bytes;
 				already += g->mem_node[n];
 			}
-			if (room + already < it->mem_demand)
+			if (room + already < it->mem_demand && it->migrate_bytes > 0)
 				fail_msg("%s: %s: planned onto nodes without room", tc, it->guest_id);
 		}
 		if (it->reason != REASON_PINNED && !(it->load_after <= cfg->max_util + 1e-9))
