@@ -162,17 +162,6 @@ static unsigned gview_build(struct pctx *x, const struct snap_guest *g, struct g
 	}
 	for (unsigned n = 0; n < x->nn; n++)
 		x->own[n] = total ? v->cpu_use * x->own[n] / total : 0.0;
-	/* Nodes its threads can fill: threads / the smallest usable node's
-	 * CPUs, rounded up (a 1-thread guest: one node). */
-	if (g->nr_threads) {
-		unsigned minc = 0;
-
-		for (unsigned n = 0; n < x->nn; n++)
-			if (usable[n] && (!minc || x->acpus[n] < minc))
-				minc = x->acpus[n];
-		if (minc)
-			v->cpu_kmax = (g->nr_threads + minc - 1) / minc;
-	}
 	v->own = x->own;
 	v->acpus = x->acpus;
 	v->memok = x->memok;

@@ -342,11 +342,6 @@ static unsigned grow(struct pctx *x, const struct gview *g, unsigned seed, const
 		}
 		cpu_short = !c.cpu_ok;
 		mem_short = !c.mem_ok || !c.allowed_ok;
-		/* More nodes than its threads can fill do not give it more CPU,
-		 * only the chance to run far from its memory: CPU alone does not
-		 * grow the set past that; memory still may. */
-		if (cpu_short && !mem_short && g->cpu_kmax && k >= g->cpu_kmax)
-			break;
 		for (unsigned n = 0; n < x->nn; n++) {
 			double other, load;
 			bool helps = false;

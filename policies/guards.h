@@ -68,8 +68,6 @@ struct gview {
 	const unsigned *acpus;   /* [nn] CPUs of the node it may be given */
 	const bool *memok;       /* [nn] node allowed for its memory */
 	nodemask_t cur_nodes;    /* CPU nodes now (empty: new guest) */
-	unsigned cpu_kmax;       /* most nodes CPU demand can justify: its threads
-				  * fill no more (0: no limit) */
 };
 
 /* The evaluation of one node set T for one guest. */

@@ -42,7 +42,6 @@ struct tguest {
 	enum gpol_mode pol;
 	const char *pin;
 	int moved_s_ago;          /* 0: never moved */
-	unsigned threads;         /* 0: unknown */
 };
 
 #define NOITEM 99
@@ -191,19 +190,6 @@ static const struct tcase cases[] = {
 		.nn = 3, .nodes = { N8(0, 200, 0.1), N8(1, 300, 0.95), N(2, 0, 8192, 2048, NAN) },
 		.g = { { .id = "a", .use = 1.0, .on = "1", .mib = { 0, 0, 4096 } } },
 		.e = { { .id = "a", .kind = PLAN_SKIP, .skip = SKIP_NO_FIT, .to = "", .mems = "" } },
-	},
-	{
-		/* One thread, memory on node 1, which has no CPU to spare. Spread
-		 * over nodes 1-2 it would "fit" with its memory in place, but a
-		 * single thread gains nothing from two nodes except running far
-		 * from its memory: it goes to one idle node, memory moving along
-		 * (the testbed's misplaced scenario ended with such a guest 0%
-		 * local). */
-		.name = "a 1-thread guest is not spread over two nodes",
-		.nn = 3, .nodes = { N(0, 2, 8192, 6000, 0.95), N(1, 2, 8192, 6000, 0.9), N(2, 2, 8192, 6000, 0.1) },
-		.g = { { .id = "one", .use = 1.0, .threads = 1, .on = "0-2", .mib = { 0, 1024, 0 } } },
-		.e = { { .id = "one", .kind = PLAN_MOVE, .reason = REASON_CONSOLIDATE, .to = "2", .mems = "2",
-			 .mig = MIG(1024) } },
 	},
 	{
 		/* All its memory is on its node, which is too full for the 10%
@@ -480,7 +466,6 @@ static struct snapshot *build(const struct tcase *tc, struct pstate **prev)
 		snprintf(g->id, sizeof(g->id), "%s", t->id);
 		snprintf(g->runtime, sizeof(g->runtime), "docker");
 		g->cpu_use = t->use;
-		g->nr_threads = t->threads;
 		parse_nodes(t->on, &on);
 		snap_nodes_to_cpus(s, &on, &g->cpus);
 		parse_nodes(t->mems ? t->mems : t->on, &g->mems);
