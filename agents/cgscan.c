@@ -36,6 +36,7 @@
 
 #include "../orchestrator/fs.h"
 #include "../orchestrator/log.h"
+#include "../orchestrator/numastat.h"
 
 #define WALK_MAX_DEPTH 64
 #define READ_MAX (64u << 20)   /* a tasks file of a few million threads */
@@ -1027,43 +1028,6 @@ static int read_cpu(struct cgscan *cs, int pdfd, const char *dname, const char *
 	return 0;
 }
 
-/* Parse "N<id>=<count>" tokens after a key into cs->mem (×MULT).
- * Returns -EINVAL if malformed. */
-static int parse_node_counts(struct cgscan *cs, const char *s, const char *end, uint64_t mult,
-			     const char *rel)
-{
-	while (s < end) {
-		unsigned long long id, v;
-		char *e;
-		int idx;
-
-		while (s < end && *s == ' ')
-			s++;
-		if (s >= end)
-			break;
-		if (*s != 'N' || s[1] < '0' || s[1] > '9')
-			return -EINVAL;
-		errno = 0;
-		id = strtoull(s + 1, &e, 10);
-		if (errno || *e != '=' || e[1] < '0' || e[1] > '9' || id >= MASK_MAX_NODES)
-			return -EINVAL;
-		v = strtoull(e + 1, &e, 10);
-		if (errno || (e < end && *e != ' ') || e > end)
-			return -EINVAL;
-		s = e;
-		idx = snap_node_index(cs->snap, (int)id);
-		if (idx < 0) {
-			if (!mask_test(&cs->warned_nodes, id)) {
-				mask_set(&cs->warned_nodes, id);
-				snap_warn(cs->snap, "cgroup %s: memory.numa_stat: unknown node %llu ignored",
-					  rel, id);
-			}
-			continue;
-		}
-		cs->mem[idx] += (uint64_t)v * mult;
-	}
-	return 0;
-}
 
 /* Fill cs->mem from memory.numa_stat. 0: done (zeros after a warning
  * included); or a vanish code. */
@@ -1071,9 +1035,6 @@ static int read_mem(struct cgscan *cs, int pdfd, const char *dname, const char *
 {
 	bool v2 = cs->hier.v2[CGC_MEMORY];
 	const char *file = "memory.numa_stat";
-	const char *total = NULL, *total_end = NULL, *anon = NULL, *anon_end = NULL;
-	const char *fil = NULL, *fil_end = NULL;
-	bool hier = false;
 	int r;
 
 	memset(cs->mem, 0, cs->snap->nr_nodes * sizeof(uint64_t));
@@ -1091,47 +1052,17 @@ static int read_mem(struct cgscan *cs, int pdfd, const char *dname, const char *
 		snap_warn(cs->snap, "cgroup %s: cannot read %s: %s", rel, file, strerror(-r));
 		return 0;
 	}
-	for (const char *p = cs->buf; *p;) {
-		const char *e = strchr(p, '\n');
+	{
+		nodemask_t unknown;
 
-		if (!e)
-			e = p + strlen(p);
-		if (!v2) {
-			/* v1, pages: "total=N N0=a N1=b"; hierarchical_total
-			 * includes child cgroups. */
-			if (strncmp(p, "hierarchical_total=", 19) == 0) {
-				total = p + 19;
-				total_end = e;
-				hier = true;
-			} else if (!hier && strncmp(p, "total=", 6) == 0) {
-				total = p + 6;
-				total_end = e;
-			}
-		} else {
-			/* v2, bytes, already hierarchical: "anon N0=a N1=b". */
-			if (strncmp(p, "anon ", 5) == 0) {
-				anon = p + 5;
-				anon_end = e;
-			} else if (strncmp(p, "file ", 5) == 0) {
-				fil = p + 5;
-				fil_end = e;
-			}
+		mask_zero(&unknown);
+		r = numastat_parse(cs->buf, v2, cs->page_size, cs->snap, cs->mem, &unknown);
+		mask_foreach(id, &unknown) {
+			if (mask_test(&cs->warned_nodes, id))
+				continue;
+			mask_set(&cs->warned_nodes, id);
+			snap_warn(cs->snap, "cgroup %s: memory.numa_stat: unknown node %d ignored", rel, id);
 		}
-		p = *e ? e + 1 : e;
-	}
-	r = -EINVAL;
-	if (!v2 && total) {
-		/* Skip the total itself: "=N" up to the first blank. */
-		const char *s = total;
-
-		while (s < total_end && *s >= '0' && *s <= '9')
-			s++;
-		if (s > total && (s == total_end || *s == ' '))
-			r = parse_node_counts(cs, s, total_end, (uint64_t)cs->page_size, rel);
-	} else if (v2 && anon && fil) {
-		r = parse_node_counts(cs, anon, anon_end, 1, rel);
-		if (r == 0)
-			r = parse_node_counts(cs, fil, fil_end, 1, rel);
 	}
 	if (r < 0) {
 		memset(cs->mem, 0, cs->snap->nr_nodes * sizeof(uint64_t));

@@ -92,18 +92,6 @@ double vmapply_locality_on(const struct snapshot *snap, const struct snap_guest 
 	return total ? (double)local / (double)total : 1.0;
 }
 
-static void set_res(struct apply_result *res, enum apply_status st, int err, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static void set_res(struct apply_result *res, enum apply_status st, int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	res->status = st;
-	res->err = err;
-	va_start(ap, fmt);
-	vsnprintf(res->msg, sizeof(res->msg), fmt, ap);
-	va_end(ap);
-}
 
 /* libvirt's error of the call that just failed, copied before any other
  * call replaces the thread's last error. */
@@ -310,28 +298,28 @@ int vmapply_move(void *ctx, const struct snapshot *snap, const struct snap_guest
 	int act;
 
 	if (!vm) {
-		set_res(res, APPLY_REFUSED, -EINVAL, "refused: guest has no VM details");
+		apply_result_set(res, APPLY_REFUSED, -EINVAL, "refused: guest has no VM details");
 		goto out;
 	}
 	if (!it->to_cpus || mask_empty(it->to_cpus) || mask_empty(&it->to_mems)) {
-		set_res(res, APPLY_REFUSED, -EINVAL, "refused: target cpuset is empty");
+		apply_result_set(res, APPLY_REFUSED, -EINVAL, "refused: target cpuset is empty");
 		goto out;
 	}
 	if (mask_format(it->to_cpus, to_cpus, CPULIST_BUFSZ) < 0 ||
 	    mask_format(&it->to_mems, to_mems, sizeof(to_mems)) < 0 ||
 	    mask_format(&g->cpus, from_cpus, CPULIST_BUFSZ) < 0) {
-		set_res(res, APPLY_REFUSED, -ENOSPC, "refused: cannot format the target");
+		apply_result_set(res, APPLY_REFUSED, -ENOSPC, "refused: cannot format the target");
 		goto out;
 	}
 
 	/* 1. Re-check. */
 	if (vmsrc_facts(va->vs, vm->uuid, &f) < 0) {
-		set_res(res, APPLY_VANISHED, 0, "domain %s is no longer running", vm->name);
+		apply_result_set(res, APPLY_VANISHED, 0, "domain %s is no longer running", vm->name);
 		goto out;
 	}
 	conn = vmsrc_conn(va->vs);
 	if (!conn) {
-		set_res(res, APPLY_FAILED, -ENOTCONN, "not connected to libvirt: cannot move domain %s", vm->name);
+		apply_result_set(res, APPLY_FAILED, -ENOTCONN, "not connected to libvirt: cannot move domain %s", vm->name);
 		goto out;
 	}
 	dom = virDomainLookupByUUIDString(conn, vm->uuid);
@@ -339,25 +327,25 @@ int vmapply_move(void *ctx, const struct snapshot *snap, const struct snap_guest
 	if (act != 1) {
 		lverr_take(&le);
 		if (act == 0 || le.code == VIR_ERR_NO_DOMAIN)
-			set_res(res, APPLY_VANISHED, 0, "domain %s is no longer running", vm->name);
+			apply_result_set(res, APPLY_VANISHED, 0, "domain %s is no longer running", vm->name);
 		else
-			set_res(res, APPLY_FAILED, -EIO, "libvirt: looking up domain %s: %s", vm->name, le.msg);
+			apply_result_set(res, APPLY_FAILED, -EIO, "libvirt: looking up domain %s: %s", vm->name, le.msg);
 		goto out;
 	}
 	if ((int)virDomainGetID(dom) != f.domid) {
-		set_res(res, APPLY_VANISHED, 0, "domain %s was restarted since the snapshot", vm->name);
+		apply_result_set(res, APPLY_VANISHED, 0, "domain %s was restarted since the snapshot", vm->name);
 		goto out;
 	}
 	r = threads_cpus(va, g, &cur);
 	if (r < 0) {
-		set_res(res, APPLY_VANISHED, 0, "domain %s: its QEMU threads are gone", vm->name);
+		apply_result_set(res, APPLY_VANISHED, 0, "domain %s: its QEMU threads are gone", vm->name);
 		goto out;
 	}
 	if (!mask_equal(&cur, &g->cpus)) {
 		char *now_s = xmalloc(CPULIST_BUFSZ);
 
 		mask_format(&cur, now_s, CPULIST_BUFSZ);
-		set_res(res, APPLY_CHANGED, 0, "domain %s now runs on CPUs %s (was %s); deciding again next cycle",
+		apply_result_set(res, APPLY_CHANGED, 0, "domain %s now runs on CPUs %s (was %s); deciding again next cycle",
 			vm->name, now_s, from_cpus);
 		free(now_s);
 		goto out;
@@ -365,12 +353,12 @@ int vmapply_move(void *ctx, const struct snapshot *snap, const struct snap_guest
 	ncpus = virNodeGetCPUMap(conn, NULL, NULL, 0);
 	if (ncpus <= 0) {
 		lverr_take(&le);
-		set_res(res, APPLY_FAILED, -EIO, "libvirt: host CPU map: %s", le.msg);
+		apply_result_set(res, APPLY_FAILED, -EIO, "libvirt: host CPU map: %s", le.msg);
 		goto out;
 	}
 	if (mask_first(it->to_cpus->w, MASK_BITS(it->to_cpus)) >= ncpus ||
 	    mask_next(it->to_cpus->w, MASK_BITS(it->to_cpus), ncpus - 1) >= 0) {
-		set_res(res, APPLY_REFUSED, -EINVAL, "refused: CPUs %s are not all among the host's %d",
+		apply_result_set(res, APPLY_REFUSED, -EINVAL, "refused: CPUs %s are not all among the host's %d",
 			to_cpus, ncpus);
 		goto out;
 	}
@@ -382,9 +370,9 @@ int vmapply_move(void *ctx, const struct snapshot *snap, const struct snap_guest
 	if (pins_read(dom, vm->nr_vcpus, maplen, &p) < 0) {
 		lverr_take(&le);
 		if (gone(dom, &le))
-			set_res(res, APPLY_VANISHED, 0, "domain %s stopped", vm->name);
+			apply_result_set(res, APPLY_VANISHED, 0, "domain %s stopped", vm->name);
 		else
-			set_res(res, APPLY_FAILED, -EIO, "libvirt: reading the pinning of %s: %s", vm->name, le.msg);
+			apply_result_set(res, APPLY_FAILED, -EIO, "libvirt: reading the pinning of %s: %s", vm->name, le.msg);
 		goto out;
 	}
 
@@ -413,14 +401,14 @@ int vmapply_move(void *ctx, const struct snapshot *snap, const struct snap_guest
 		if (set_nodeset(dom, to_mems, restrictive) == 0) {
 			mem_changed = true;
 		} else if (lverr_take(&le), gone(dom, &le)) {
-			set_res(res, APPLY_VANISHED, 0, "domain %s stopped", vm->name);
+			apply_result_set(res, APPLY_VANISHED, 0, "domain %s stopped", vm->name);
 			goto out;
 		} else if (!vmxml_numatune_movable(&f.x)) {
 			/* the refusal its numatune predicts */
 			mem_refused = true;
 			snprintf(mem_msg, sizeof(mem_msg), "libvirt: %.180s", le.msg);
 		} else {
-			set_res(res, APPLY_FAILED, -EIO, "libvirt refused memory nodes %s for %s: %s", to_mems,
+			apply_result_set(res, APPLY_FAILED, -EIO, "libvirt refused memory nodes %s for %s: %s", to_mems,
 				vm->name, le.msg);
 			goto out;
 		}
@@ -431,7 +419,7 @@ int vmapply_move(void *ctx, const struct snapshot *snap, const struct snap_guest
 		bool move = va->cwm == VM_CPUS_ALWAYS || (va->cwm == VM_CPUS_LOCAL && after + 1e-9 >= before);
 
 		if (!move) {
-			set_res(res, APPLY_NOT_APPLICABLE, -EOPNOTSUPP,
+			apply_result_set(res, APPLY_NOT_APPLICABLE, -EOPNOTSUPP,
 				"memory of %s cannot move to nodes %s (numatune %s): %s; CPUs left on %s "
 				"(cpus_without_memory=%s: locality %.2f there, %.2f on the target)",
 				vm->name, to_mems, f.x.has_numatune ? f.x.numatune_mode : "none", mem_msg, from_cpus,
@@ -471,13 +459,13 @@ int vmapply_move(void *ctx, const struct snapshot *snap, const struct snap_guest
 	vmsrc_mark_dirty(va->vs, vm->uuid);
 	if (mem_refused) {
 		res->cpus_moved = true;
-		set_res(res, APPLY_NOT_APPLICABLE, -EOPNOTSUPP,
+		apply_result_set(res, APPLY_NOT_APPLICABLE, -EOPNOTSUPP,
 			"memory of %s cannot move to nodes %s: %s; CPUs moved %s -> %s (cpus_without_memory=%s)",
 			vm->name, to_mems, mem_msg, from_cpus, to_cpus, vm_cpus_without_memory_name(va->cwm));
 	} else {
 		char vb[64];
 
-		set_res(res, APPLY_DONE, 0, "via libvirt: %u vCPU%s, emulator%s -> CPUs %s (vCPU0 was %s); "
+		apply_result_set(res, APPLY_DONE, 0, "via libvirt: %u vCPU%s, emulator%s -> CPUs %s (vCPU0 was %s); "
 			"memory %s%s%s", p.nv, p.nv == 1 ? "" : "s", p.nio ? ", iothreads" : "", to_cpus,
 			p.nv ? fmt_map(p.vcpu, maplen, vb, sizeof(vb)) : "-",
 			mem_changed ? "nodes " : "stays on nodes ", mem_changed ? to_mems : old_nodeset,
@@ -506,13 +494,13 @@ fail:
 		}
 		vmsrc_mark_dirty(va->vs, vm->uuid);
 		if (vanished)
-			set_res(res, APPLY_VANISHED, 0, "domain %s stopped during the move", vm->name);
+			apply_result_set(res, APPLY_VANISHED, 0, "domain %s stopped during the move", vm->name);
 		else if (rr < 0)
-			set_res(res, APPLY_FAILED_PARTIAL, -EIO,
+			apply_result_set(res, APPLY_FAILED_PARTIAL, -EIO,
 				"libvirt refused %s for %s: %s; restoring the old pinning/nodeset also failed: %s",
 				step, vm->name, le.msg, rle.msg);
 		else
-			set_res(res, APPLY_FAILED, -EIO, "libvirt refused %s for %s: %s; old pinning%s restored",
+			apply_result_set(res, APPLY_FAILED, -EIO, "libvirt refused %s for %s: %s; old pinning%s restored",
 				step, vm->name, le.msg, mem_changed ? " and nodeset" : "");
 	}
 out:

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "../orchestrator/fs.h"
+#include "../orchestrator/numastat.h"
 
 #define CMDLINE_MAX (256u << 10)
 #define TASKS_MAX (4u << 20)
@@ -491,34 +492,6 @@ int vmproc_threads(const struct host_paths *hp, const struct cg_hier *h, pid_t p
 }
 
 /* "N0=12 N1=3" tokens between S and END, × MULT, onto MEM by node index. */
-static int node_counts(const char *s, const char *end, uint64_t mult, const struct snapshot *snap,
-		       uint64_t *mem)
-{
-	while (s < end) {
-		unsigned long long id, v;
-		char *e;
-		int idx;
-
-		while (s < end && *s == ' ')
-			s++;
-		if (s >= end)
-			break;
-		if (*s != 'N' || !isdigit((unsigned char)s[1]))
-			return -EINVAL;
-		errno = 0;
-		id = strtoull(s + 1, &e, 10);
-		if (errno || *e != '=' || !isdigit((unsigned char)e[1]))
-			return -EINVAL;
-		v = strtoull(e + 1, &e, 10);
-		if (errno || e > end || (e < end && *e != ' '))
-			return -EINVAL;
-		s = e;
-		idx = id < MASK_MAX_NODES ? snap_node_index(snap, (int)id) : -1;
-		if (idx >= 0)
-			mem[idx] += (uint64_t)v * mult;
-	}
-	return 0;
-}
 
 int vmproc_numa_stat(const struct cg_hier *h, const char *rel, const struct snapshot *snap,
 		     uint64_t *mem)
@@ -526,7 +499,6 @@ int vmproc_numa_stat(const struct cg_hier *h, const char *rel, const struct snap
 	bool v2 = h->v2[CGC_MEMORY];
 	uint64_t *acc = xcalloc(snap->nr_nodes ? snap->nr_nodes : 1, sizeof(uint64_t));
 	char path[PATH_MAX], *buf = NULL;
-	bool have_total = false, hier = false, have_anon = false, have_file = false;
 	long page = sysconf(_SC_PAGESIZE);
 	size_t len;
 	int r;
@@ -542,35 +514,8 @@ int vmproc_numa_stat(const struct cg_hier *h, const char *rel, const struct snap
 		free(acc);
 		return r == -ENODEV ? -ENOENT : r;
 	}
-	for (char *save = NULL, *l = strtok_r(buf, "\n", &save); l && r == 0; l = strtok_r(NULL, "\n", &save)) {
-		const char *end = l + strlen(l), *s;
-
-		if (!v2) {
-			/* v1, pages: "hierarchical_total=N N0=a N1=b" covers
-			 * the thread cgroups below; "total=" is the fallback
-			 * of kernels without use_hierarchy totals. */
-			if (strncmp(l, "hierarchical_total=", 19) == 0 || (!hier && strncmp(l, "total=", 6) == 0)) {
-				bool h2 = l[0] == 'h';
-
-				s = strchr(l, '=') + 1;
-				while (isdigit((unsigned char)*s))
-					s++;
-				memset(acc, 0, snap->nr_nodes * sizeof(uint64_t));
-				r = node_counts(s, end, (uint64_t)(page > 0 ? page : 4096), snap, acc);
-				have_total = true;
-				hier = hier || h2;
-			}
-		} else if (strncmp(l, "anon ", 5) == 0 && !have_anon) {
-			r = node_counts(l + 5, end, 1, snap, acc);
-			have_anon = true;
-		} else if (strncmp(l, "file ", 5) == 0 && !have_file) {
-			r = node_counts(l + 5, end, 1, snap, acc);
-			have_file = true;
-		}
-	}
+	r = numastat_parse(buf, v2, page, snap, acc, NULL);
 	free(buf);
-	if (r == 0 && !(v2 ? have_anon && have_file : have_total))
-		r = -EINVAL;
 	if (r == 0)
 		memcpy(mem, acc, snap->nr_nodes * sizeof(uint64_t));
 	free(acc);

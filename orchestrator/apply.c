@@ -308,9 +308,7 @@ out:
 	return ret;
 }
 
-static void set_res(struct apply_result *res, enum apply_status st, int err, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static void set_res(struct apply_result *res, enum apply_status st, int err, const char *fmt, ...)
+void apply_result_set(struct apply_result *res, enum apply_status st, int err, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -458,17 +456,17 @@ static int move_container(struct applier *a, const struct snapshot *snap, const 
 
 	/* Guards that no plan may get past. */
 	if (!it->to_cpus || mask_empty(it->to_cpus) || mask_empty(&it->to_mems)) {
-		set_res(res, APPLY_REFUSED, -EINVAL, "refused: target cpuset is empty");
+		apply_result_set(res, APPLY_REFUSED, -EINVAL, "refused: target cpuset is empty");
 		goto out;
 	}
 	if (!cgw_in_scope(a->w, g->cgroup)) {
-		set_res(res, APPLY_REFUSED, -EPERM, "refused: cgroup %s is outside the configured scope",
+		apply_result_set(res, APPLY_REFUSED, -EPERM, "refused: cgroup %s is outside the configured scope",
 			g->cgroup);
 		goto out;
 	}
 	if (mask_format(it->to_cpus, new_cpus, CPULIST_BUFSZ) < 0 ||
 	    mask_format(&it->to_mems, new_mems, sizeof(new_mems)) < 0) {
-		set_res(res, APPLY_REFUSED, -ENOSPC, "refused: cannot format target cpuset");
+		apply_result_set(res, APPLY_REFUSED, -ENOSPC, "refused: cannot format target cpuset");
 		goto out;
 	}
 
@@ -477,26 +475,26 @@ static int move_container(struct applier *a, const struct snapshot *snap, const 
 	if (r == 0)
 		r = read_effective(a, g->cgroup, "mems", &cur_mems_s);
 	if (is_gone(r)) {
-		set_res(res, APPLY_VANISHED, 0, "guest's cgroup %s is gone", g->cgroup);
+		apply_result_set(res, APPLY_VANISHED, 0, "guest's cgroup %s is gone", g->cgroup);
 		goto out;
 	}
 	if (r < 0) {
-		set_res(res, APPLY_FAILED, r, "cannot read cpuset of %s: %s", g->cgroup, strerror(-r));
+		apply_result_set(res, APPLY_FAILED, r, "cannot read cpuset of %s: %s", g->cgroup, strerror(-r));
 		goto out;
 	}
 	if (mask_parse(cur_cpus_s, &cur_cpus) < 0 || mask_parse(cur_mems_s, &cur_mems) < 0) {
-		set_res(res, APPLY_FAILED, -EINVAL, "malformed cpuset of %s: cpus \"%s\" mems \"%s\"",
+		apply_result_set(res, APPLY_FAILED, -EINVAL, "malformed cpuset of %s: cpus \"%s\" mems \"%s\"",
 			g->cgroup, cur_cpus_s, cur_mems_s);
 		goto out;
 	}
 	if (!mask_equal(&cur_cpus, &g->cpus) || !mask_equal(&cur_mems, &g->mems)) {
-		set_res(res, APPLY_CHANGED, 0, "cpuset of %s changed since the snapshot (now cpus %s mems %s); "
+		apply_result_set(res, APPLY_CHANGED, 0, "cpuset of %s changed since the snapshot (now cpus %s mems %s); "
 			"deciding again next cycle", g->cgroup, cur_cpus_s, cur_mems_s);
 		goto out;
 	}
 	r = recheck_room(a, snap, it, why, sizeof(why));
 	if (r < 0) {
-		set_res(res, r == -ENOSPC ? APPLY_NO_ROOM : APPLY_FAILED, r, "not moved: %s", why);
+		apply_result_set(res, r == -ENOSPC ? APPLY_NO_ROOM : APPLY_FAILED, r, "not moved: %s", why);
 		goto out;
 	}
 
@@ -517,7 +515,7 @@ static int move_container(struct applier *a, const struct snapshot *snap, const 
 	if (mask_format(&ucpus, union_cpus, CPULIST_BUFSZ) < 0 ||
 	    mask_format(&umems, union_mems, sizeof(union_mems)) < 0 ||
 	    mask_format(&target_mems, new_mems, sizeof(new_mems)) < 0) {
-		set_res(res, APPLY_REFUSED, -ENOSPC, "refused: cannot format cpuset");
+		apply_result_set(res, APPLY_REFUSED, -ENOSPC, "refused: cannot format cpuset");
 		goto out;
 	}
 	mems_changed = !mask_equal(&cur_mems, &target_mems);
@@ -529,11 +527,11 @@ static int move_container(struct applier *a, const struct snapshot *snap, const 
 	} else {
 		r = collect_subtree(a, g->cgroup, &nsub, &sub, 0);
 		if (is_gone(r)) {
-			set_res(res, APPLY_VANISHED, 0, "guest's cgroup %s is gone", g->cgroup);
+			apply_result_set(res, APPLY_VANISHED, 0, "guest's cgroup %s is gone", g->cgroup);
 			goto out;
 		}
 		if (r < 0) {
-			set_res(res, APPLY_FAILED, r, "cannot list cgroups under %s: %s", g->cgroup, strerror(-r));
+			apply_result_set(res, APPLY_FAILED, r, "cannot list cgroups under %s: %s", g->cgroup, strerror(-r));
 			goto out;
 		}
 		/* Pages follow a v1 mems change only with memory_migrate=1. */
@@ -581,7 +579,7 @@ static int move_container(struct applier *a, const struct snapshot *snap, const 
 	if (mems_changed && widen_only) {
 		res->mems_loosened = true;
 		res->mems_after = target_mems;
-		set_res(res, APPLY_DONE, 0, "cpus %s -> %s, memory already on %s, mems %s -> %s",
+		apply_result_set(res, APPLY_DONE, 0, "cpus %s -> %s, memory already on %s, mems %s -> %s",
 			cur_cpus_s, new_cpus, nodes_s(&it->to_mems, why, sizeof(why)), cur_mems_s, new_mems);
 		goto out;
 	}
@@ -591,12 +589,12 @@ static int move_container(struct applier *a, const struct snapshot *snap, const 
 		if (loosen_mems(a, nsub, sub, &cur_mems, &it->to_mems, loose, sizeof(loose)) == 0 && loose[0]) {
 			res->mems_loosened = true;
 			mask_or(&res->mems_after, &cur_mems, &it->to_mems);
-			set_res(res, APPLY_DONE, 0, "cpus %s -> %s, memory moved to %s, mems %s -> %s",
+			apply_result_set(res, APPLY_DONE, 0, "cpus %s -> %s, memory moved to %s, mems %s -> %s",
 				cur_cpus_s, new_cpus, new_mems, cur_mems_s, loose);
 			goto out;
 		}
 	}
-	set_res(res, APPLY_DONE, 0, "cpus %s -> %s, mems %s -> %s", cur_cpus_s, new_cpus, cur_mems_s,
+	apply_result_set(res, APPLY_DONE, 0, "cpus %s -> %s, mems %s -> %s", cur_cpus_s, new_cpus, cur_mems_s,
 		new_mems);
 	goto out;
 
@@ -606,7 +604,7 @@ fail:
 
 		journal_rollback(a, &j, &w);
 		res->writes += w;
-		set_res(res, APPLY_VANISHED, 0, "guest's cgroup %s went away during the move", g->cgroup);
+		apply_result_set(res, APPLY_VANISHED, 0, "guest's cgroup %s went away during the move", g->cgroup);
 		goto out;
 	}
 	{
@@ -615,11 +613,11 @@ fail:
 
 		res->writes += w;
 		if (rr < 0)
-			set_res(res, APPLY_FAILED_PARTIAL, r,
+			apply_result_set(res, APPLY_FAILED_PARTIAL, r,
 				"writing %s of %s: %s; restoring the old cpuset also failed: %s",
 				step, failed_rel, strerror(-r), strerror(-rr));
 		else
-			set_res(res, APPLY_FAILED, r, "writing %s of %s: %s; old cpuset restored",
+			apply_result_set(res, APPLY_FAILED, r, "writing %s of %s: %s; old cpuset restored",
 				step, failed_rel, strerror(-r));
 	}
 
@@ -648,13 +646,13 @@ int apply_move(struct applier *a, const struct snapshot *snap, const struct plan
 	res->locality_after = NAN;
 	if (it->kind != PLAN_MOVE || it->guest_idx >= snap->nr_guests ||
 	    strcmp(snap->guests[it->guest_idx].id, it->guest_id) != 0) {
-		set_res(res, APPLY_REFUSED, -EINVAL, "refused: plan item does not match the snapshot");
+		apply_result_set(res, APPLY_REFUSED, -EINVAL, "refused: plan item does not match the snapshot");
 		return -EINVAL;
 	}
 	g = &snap->guests[it->guest_idx];
 	if (g->kind == GUEST_VM) {
 		if (!a->have_vm) {
-			set_res(res, APPLY_NOT_APPLICABLE, -EOPNOTSUPP, "no VM actuator (libvirt source disabled)");
+			apply_result_set(res, APPLY_NOT_APPLICABLE, -EOPNOTSUPP, "no VM actuator (libvirt source disabled)");
 			r = 0;
 		} else {
 			r = a->vm.move(a->vm.ctx, snap, g, it, res);

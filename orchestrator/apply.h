@@ -92,5 +92,9 @@ int apply_move(struct applier *a, const struct snapshot *snap, const struct plan
 	       struct apply_result *res);
 
 const char *apply_status_name(enum apply_status s);
+/* Fill RES's status, errno and message (for actuators, apply's and the VM
+ * source's). */
+void apply_result_set(struct apply_result *res, enum apply_status st, int err, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 #endif
