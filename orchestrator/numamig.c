@@ -14,7 +14,7 @@ int numamig_pages(pid_t pid, const int *from, unsigned nfrom, const int *to, uns
 	int r = 0;
 
 	if (!numamig_available())
-		return -ENOSYS;
+		return -EOPNOTSUPP; /* a kernel without NUMA support */
 	if (nfrom == 0 || nto == 0)
 		return -EINVAL;
 	f = numa_allocate_nodemask();

@@ -13,7 +13,8 @@
 bool numamig_available(void);
 
 /* Move PID's pages from the nodes in FROM to those in TO (migrate_pages(2)
- * through numa_migrate_pages). 0, -ESRCH if the process is gone, or the
+ * through numa_migrate_pages). 0, -ESRCH if the process is gone,
+ * -EOPNOTSUPP on a kernel without NUMA support, or the
  * negative errno. */
 int numamig_pages(pid_t pid, const int *from, unsigned nfrom, const int *to, unsigned nto);
 
