@@ -17,8 +17,11 @@
 CC       ?= gcc
 PKG_CONFIG ?= pkg-config
 BUILD    := build
-# The daemon's libraries; the CLI (numaorchctl) links only CLI_PKGS.
-PKGS     := numa libcgroup jansson inih libmicrohttpd libvirt libsystemd libxml-2.0
+# The daemon's libraries; the libvirt module (numaorch-libvirt.so, loaded by
+# the daemon only where [libvirt] enabled) links VM_PKGS; the CLI
+# (numaorchctl) links only CLI_PKGS.
+PKGS     := numa libcgroup jansson inih libmicrohttpd libsystemd
+VM_PKGS  := libvirt libxml-2.0
 CLI_PKGS := libcurl jansson
 
 # Debian packages: what building needs, and what the tests need on top.
@@ -31,22 +34,25 @@ TEST_DEPS  += prometheus python3-yaml openssl clang libclang-rt-14-dev wrk
 # make check-libvirt: a private libvirtd (no init scripts, no autostarted daemon) and QEMU
 TEST_DEPS  += libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86
 
-PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) $(CLI_PKGS) 2>/dev/null)
+PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) $(VM_PKGS) $(CLI_PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
+VM_LIBS    := $(shell $(PKG_CONFIG) --libs $(VM_PKGS) 2>/dev/null)
 CLI_LIBS   := $(shell $(PKG_CONFIG) --libs $(CLI_PKGS) 2>/dev/null)
 
 WARN     := -Wall -Wextra -Werror -Wformat=2 -Wshadow -Wno-unused-parameter \
             -Wstrict-prototypes -Wmissing-prototypes -Wvla
 CFLAGS   ?= -O2 -g
 ALL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -D_GNU_SOURCE -I. $(PKG_CFLAGS) -MMD -MP
-LDLIBS   := $(PKG_LIBS) -lpthread -lm
+LDLIBS   := $(PKG_LIBS) -lpthread -lm -ldl
 
 SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
 # api/ctl_*.c and api/numaorchctl.c make the CLI; the rest of api/ is the
 # server, part of the daemon's core library.
 CLI_SRCS  := $(wildcard api/numaorchctl.c api/ctl_*.c)
-CORE_SRCS := $(wildcard orchestrator/*.c) $(filter-out agents/numaorchd.c,$(wildcard agents/*.c)) \
+# agents/vm*.c but the hook's helpers talk to libvirt: they make the module.
+VM_SRCS   := $(filter-out agents/vmhook.c,$(wildcard agents/vm*.c))
+CORE_SRCS := $(wildcard orchestrator/*.c) $(filter-out agents/numaorchd.c $(VM_SRCS),$(wildcard agents/*.c)) \
              $(wildcard policies/*.c) $(filter-out $(CLI_SRCS),$(wildcard api/*.c))
 DAEMON_SRCS := agents/numaorchd.c
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
@@ -56,16 +62,29 @@ IT_SRCS   := $(wildcard tests/integration/*.c)
 IT_BINS   := $(IT_SRCS:tests/integration/%.c=$(BUILD)/it/%)
 
 CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
-SAN_OBJS  := $(CORE_SRCS:%.c=$(BUILD)/san/%.o)
+VM_OBJS   := $(VM_SRCS:%.c=$(BUILD)/pic/%.o)
+# Unit tests link the module's sources too, directly.
+SAN_OBJS  := $(CORE_SRCS:%.c=$(BUILD)/san/%.o) $(filter-out %/vmplugin_export.o,$(VM_SRCS:%.c=$(BUILD)/san/%.o))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 BENCH_BINS := $(BENCH_SRCS:tests/bench/%.c=$(BUILD)/bench/%)
 
 .PHONY: all run check check-unit check-integration check-fuzz bench-api check-libvirt check-numa bench bench-numa deps test-deps clean install deb
-all: $(BUILD)/numaorchd $(if $(CLI_SRCS),$(BUILD)/numaorchctl) $(BUILD)/numaorch-libvirt-hook
+all: $(BUILD)/numaorchd $(BUILD)/numaorch-libvirt.so $(if $(CLI_SRCS),$(BUILD)/numaorchctl) \
+     $(BUILD)/numaorch-libvirt-hook
+
+# Where the installed module lives (see orchestrator/vmplugin.h).
+PREFIX     ?= /usr
+PKGLIBDIR  ?= $(PREFIX)/lib/numaorch
+$(BUILD)/obj/orchestrator/vmplugin.o: ALL_CFLAGS += -DNUMAORCH_PKGLIBDIR='"$(PKGLIBDIR)"'
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+# The module's objects: position-independent, for a shared object.
+$(BUILD)/pic/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -fPIC -c -o $@ $<
 
 $(BUILD)/san/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -79,8 +98,15 @@ $(BUILD)/libnumaorch-san.a: $(SAN_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
+# The whole core library, exported (--export-dynamic): the libvirt module
+# resolves the core's functions from the daemon rather than carrying a
+# second copy of them (and of their state: the log level, ...).
 $(BUILD)/numaorchd: $(BUILD)/obj/agents/numaorchd.o $(BUILD)/libnumaorch.a
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -Wl,--export-dynamic -o $@ $< \
+		-Wl,--whole-archive $(BUILD)/libnumaorch.a -Wl,--no-whole-archive $(LDLIBS)
+
+$(BUILD)/numaorch-libvirt.so: $(VM_OBJS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -shared -fPIC -Wl,-soname,numaorch-libvirt.so -o $@ $^ $(VM_LIBS)
 
 # The libvirt hook links only its pure helpers: no libvirt, no jansson.
 $(BUILD)/numaorch-libvirt-hook: $(BUILD)/obj/deploy/libvirt/numaorch-hook.o $(BUILD)/obj/agents/vmhook.o
@@ -91,7 +117,7 @@ $(BUILD)/numaorchctl: $(CLI_SRCS:%.c=$(BUILD)/obj/%.o)
 
 $(BUILD)/tests/%: $(BUILD)/san/tests/unit/%.o $(UNIT_HELPERS:%.c=$(BUILD)/san/%.o) $(BUILD)/libnumaorch-san.a
 	@mkdir -p $(dir $@)
-	$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS) $(shell $(PKG_CONFIG) --libs cmocka)
+	$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS) $(VM_LIBS) $(shell $(PKG_CONFIG) --libs cmocka)
 
 $(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(BUILD)/libnumaorch.a
 	@mkdir -p $(dir $@)
@@ -181,7 +207,6 @@ bench-numa: all $(NUMA_VM_BINS)
 
 # Installation layout (Debian's): make install DESTDIR=... installs what the
 # package ships; `make deb` builds the package from deploy/debian/.
-PREFIX     ?= /usr
 SBINDIR    ?= $(PREFIX)/sbin
 BINDIR     ?= $(PREFIX)/bin
 MANDIR     ?= $(PREFIX)/share/man
@@ -190,6 +215,7 @@ UNITDIR    ?= /lib/systemd/system
 
 install: all
 	install -D -m 0755 $(BUILD)/numaorchd $(DESTDIR)$(SBINDIR)/numaorchd
+	install -D -m 0644 $(BUILD)/numaorch-libvirt.so $(DESTDIR)$(PKGLIBDIR)/numaorch-libvirt.so
 	$(if $(CLI_SRCS),install -D -m 0755 $(BUILD)/numaorchctl $(DESTDIR)$(BINDIR)/numaorchctl)
 	install -D -m 0644 deploy/numaorchd.conf $(DESTDIR)$(SYSCONFDIR)/numaorch/numaorchd.conf
 	install -d -m 0755 $(DESTDIR)$(SYSCONFDIR)/numaorch/numaorchd.conf.d

@@ -19,30 +19,6 @@ struct vmapply {
 	enum vm_cpus_without_memory cwm;
 };
 
-const char *vm_cpus_without_memory_name(enum vm_cpus_without_memory m)
-{
-	switch (m) {
-	case VM_CPUS_NEVER: return "never";
-	case VM_CPUS_ALWAYS: return "always";
-	default: return "local";
-	}
-}
-
-int vm_cpus_without_memory_parse(const char *s, enum vm_cpus_without_memory *out)
-{
-	if (!s)
-		return -EINVAL;
-	if (strcmp(s, "local") == 0)
-		*out = VM_CPUS_LOCAL;
-	else if (strcmp(s, "never") == 0)
-		*out = VM_CPUS_NEVER;
-	else if (strcmp(s, "always") == 0)
-		*out = VM_CPUS_ALWAYS;
-	else
-		return -EINVAL;
-	return 0;
-}
-
 struct vmapply *vmapply_new(struct vmsrc *vs, const struct host_paths *hp,
 			    enum vm_cpus_without_memory cpus_without_memory)
 {

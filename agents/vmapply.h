@@ -40,16 +40,7 @@
 #include "vmsrc.h"
 #include "../orchestrator/apply.h"
 
-enum vm_cpus_without_memory {
-	VM_CPUS_LOCAL = 0,
-	VM_CPUS_NEVER,
-	VM_CPUS_ALWAYS,
-};
-
-const char *vm_cpus_without_memory_name(enum vm_cpus_without_memory m);
-int vm_cpus_without_memory_parse(const char *s, enum vm_cpus_without_memory *out);
-
-struct vmapply;
+/* enum vm_cpus_without_memory and struct vmapply: vmplugin.h. */
 
 /* VS must outlive the actuator. */
 struct vmapply *vmapply_new(struct vmsrc *vs, const struct host_paths *hp,

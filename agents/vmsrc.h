@@ -44,18 +44,11 @@
 #include <libvirt/libvirt.h>
 
 #include "vmxml.h"
+#include "../orchestrator/vmplugin.h"
 #include "../orchestrator/cghier.h"
 #include "../orchestrator/hostpaths.h"
 #include "../orchestrator/snapshot.h"
 
-struct vmsrc_config {
-	const char *uri;              /* e.g. qemu:///system */
-	int keepalive_interval;       /* seconds, ≥ 1 */
-	unsigned keepalive_count;     /* ≥ 1 */
-	double connect_wait_s;        /* vmsrc_new waits this long for the first connect */
-	unsigned nr_scopes;           /* only domains whose cgroup is under one of these */
-	char **scopes;
-};
 
 /* What an event means for the source. */
 enum vmsrc_action {
@@ -74,9 +67,6 @@ const char *vmsrc_action_name(enum vmsrc_action a);
  * name, because a domain can be renamed and names are reused. */
 void vmsrc_guest_id(char out[GUEST_ID_MAX], const char *uuid);
 
-typedef void (*vmsrc_notify_fn)(void *ctx);
-
-struct vmsrc;
 
 /* Copies CFG, HP and H. Starts libvirt's event loop thread on first use
  * and asks it to connect; waits up to cfg->connect_wait_s for that first
@@ -108,24 +98,11 @@ void vmsrc_mark_dirty(struct vmsrc *vs, const char *uuid);
 
 /* Domains to place now: those started while the agent runs that are in
  * SNAP (the snapshot the last scan filled) and were not offered before.
- * Each is offered once. Returns the count; *out is malloc'd (NULL if 0). */
-struct vmsrc_placement {
-	char id[GUEST_ID_MAX];
-	char uuid[37];
-	char name[128];
-	unsigned nr_vcpus;
-	uint64_t mem_bytes;         /* configured (current) memory */
-	int64_t event_ns;           /* CLOCK_MONOTONIC when its start was seen */
-};
+ * Each is offered once. Returns the count; *out is malloc'd (NULL if 0).
+ * struct vmsrc_placement is in vmplugin.h. */
 unsigned vmsrc_take_placements(struct vmsrc *vs, const struct snapshot *snap,
 			       struct vmsrc_placement **out);
 
-struct vmsrc_status {
-	bool connected;
-	uint64_t connects;          /* successful connects, the first included */
-	uint64_t losses;            /* connections lost */
-	double last_reconnect_s;    /* loss → reconnect, last time; NAN if none */
-};
 void vmsrc_get_status(struct vmsrc *vs, struct vmsrc_status *st);
 
 #endif

@@ -11,7 +11,7 @@
 
 #include "cghier.h"
 #include "fs.h"
-#include "../agents/vmapply.h"
+#include "vmplugin.h"
 
 #define MIB (1024ULL * 1024ULL)
 
@@ -96,6 +96,7 @@ void config_free(struct agent_config *c)
 	free(c->api_tls_cert);
 	free(c->api_tls_key);
 	free(c->libvirt_uri);
+	free(c->libvirt_module);
 	sched_free(&c->schedule);
 	memset(c, 0, sizeof(*c));
 }
@@ -120,6 +121,7 @@ void config_copy(struct agent_config *dst, const struct agent_config *src)
 	dst->api_tls_cert = dup_or_null(src->api_tls_cert);
 	dst->api_tls_key = dup_or_null(src->api_tls_key);
 	dst->libvirt_uri = dup_or_null(src->libvirt_uri);
+	dst->libvirt_module = dup_or_null(src->libvirt_module);
 	sched_copy(&dst->schedule, &src->schedule);
 }
 
@@ -342,6 +344,17 @@ static int handler(void *user, const char *sec, const char *name, const char *v)
 			if (!*v)
 				return fail(p, "[libvirt] uri: must not be empty");
 			return set_str(&c->libvirt_uri, v);
+		}
+		if (strcmp(name, "module") == 0) {
+			/* empty: the default search (vmplugin.h) */
+			if (*v && *v != '/')
+				return fail(p, "[libvirt] module: must be an absolute path, got \"%s\"", v);
+			if (!*v) {
+				free(c->libvirt_module);
+				c->libvirt_module = NULL;
+				return 1;
+			}
+			return set_str(&c->libvirt_module, v);
 		}
 		if (strcmp(name, "keepalive_interval") == 0 || strcmp(name, "keepalive_count") == 0) {
 			uint64_t u;

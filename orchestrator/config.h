@@ -45,11 +45,12 @@ struct agent_config {
 	/* libvirt VM source */
 	bool libvirt_enabled;
 	char *libvirt_uri;
+	char *libvirt_module;                /* path of numaorch-libvirt.so, NULL: the default */
 	unsigned libvirt_keepalive_interval; /* seconds between keepalive probes */
 	unsigned libvirt_keepalive_count;    /* unanswered probes before the connection is dropped */
 	bool libvirt_place_on_start;         /* initial placement of a starting domain */
 	double libvirt_place_vcpu_load;      /* CPUs each vCPU is expected to use at start, 0..1 */
-	unsigned libvirt_cpus_without_memory;/* enum vm_cpus_without_memory (agents/vmapply.h) */
+	unsigned libvirt_cpus_without_memory;/* enum vm_cpus_without_memory (orchestrator/vmplugin.h) */
 
 	/* [schedule] windows whose settings override the above (schedule.h). */
 	struct schedule schedule;

@@ -17,8 +17,7 @@
 #include "fs.h"
 #include "log.h"
 #include "notify.h"
-#include "../agents/vmapply.h"
-#include "../agents/vmsrc.h"
+#include "vmplugin.h"
 
 struct gpol_entry {
 	char id[GUEST_ID_MAX];
@@ -56,6 +55,7 @@ struct engine {
 	struct host_paths hp;
 	struct acquirer *acq;
 	struct applier *app;
+	const struct vmplugin *vmp; /* the libvirt module, NULL until loaded */
 	struct vmsrc *vm;       /* libvirt VM source, NULL if disabled */
 	struct vmapply *va;     /* its actuator */
 	struct declog *dl;
@@ -98,6 +98,18 @@ static void vm_notify(void *ctx)
 	engine_trigger(ctx);
 }
 
+static void vm_free(struct engine *e)
+{
+	if (!e->vmp)
+		return;
+	if (e->va)
+		e->vmp->apply_free(e->va);
+	if (e->vm)
+		e->vmp->src_free(e->vm);
+	e->va = NULL;
+	e->vm = NULL;
+}
+
 static int build_sources(struct engine *e, const struct agent_config *cfg)
 {
 	struct acquirer *acq = NULL;
@@ -131,24 +143,26 @@ static int build_sources(struct engine *e, const struct agent_config *cfg)
 			.nr_scopes = cfg->cg.nr_scopes,
 			.scopes = cfg->cg.scopes,
 		};
+		char err[512];
 
-		r = vmsrc_new(&vc, &e->hp, acquirer_hier(acq), vm_notify, e, &vm);
+		r = vmplugin_load(cfg->libvirt_module, &e->vmp, err, sizeof(err));
 		if (r < 0) {
+			log_msg(LOG_LEVEL_WARN, "libvirt VM source disabled: %s", err);
+		} else if ((r = e->vmp->src_new(&vc, &e->hp, acquirer_hier(acq), vm_notify, e, &vm)) < 0) {
 			log_errno(LOG_LEVEL_WARN, r, "libvirt VM source disabled: libvirt's event loop did not start");
 		} else {
-			struct guest_source src = { .name = "libvirt", .scan = vmsrc_scan, .ctx = vm };
+			struct guest_source src = { .name = "libvirt", .scan = e->vmp->scan, .ctx = vm };
 			struct apply_vm_ops ops;
 
 			acquirer_add_source(acq, &src);
-			va = vmapply_new(vm, &e->hp, (enum vm_cpus_without_memory)cfg->libvirt_cpus_without_memory);
-			ops = (struct apply_vm_ops){ .move = vmapply_move, .ctx = va };
+			va = e->vmp->apply_new(vm, &e->hp, (enum vm_cpus_without_memory)cfg->libvirt_cpus_without_memory);
+			ops = (struct apply_vm_ops){ .move = e->vmp->move, .ctx = va };
 			applier_set_vm_ops(app, &ops);
 		}
 	}
 	acquirer_free(e->acq);
 	applier_free(e->app);
-	vmapply_free(e->va);
-	vmsrc_free(e->vm);
+	vm_free(e);
 	e->acq = acq;
 	e->app = app;
 	e->vm = vm;
@@ -215,8 +229,7 @@ void engine_free(struct engine *e)
 	engine_view_unref(e->view);
 	acquirer_free(e->acq);
 	applier_free(e->app);
-	vmapply_free(e->va);
-	vmsrc_free(e->vm);
+	vm_free(e);
 	declog_close(e->dl);
 	pstate_free(e->ps);
 	free(e->gpol);
@@ -730,6 +743,8 @@ int engine_apply_config(struct engine *e, const struct agent_config *cfg)
 		       e->base.strict_mems != cfg->strict_mems ||
 		       e->base.libvirt_enabled != cfg->libvirt_enabled ||
 		       strcmp(e->base.libvirt_uri ? e->base.libvirt_uri : "", cfg->libvirt_uri ? cfg->libvirt_uri : "") ||
+		       strcmp(e->base.libvirt_module ? e->base.libvirt_module : "",
+			      cfg->libvirt_module ? cfg->libvirt_module : "") ||
 		       e->base.libvirt_keepalive_interval != cfg->libvirt_keepalive_interval ||
 		       e->base.libvirt_keepalive_count != cfg->libvirt_keepalive_count ||
 		       e->base.libvirt_cpus_without_memory != cfg->libvirt_cpus_without_memory;
@@ -1230,7 +1245,7 @@ static unsigned place_started(struct engine *e, struct snapshot *snap, bool dry_
 	if (!e->vm)
 		return 0;
 	/* Taken even when not placing, so a domain is offered only once. */
-	n = vmsrc_take_placements(e->vm, snap, &pl);
+	n = e->vmp->take_placements(e->vm, snap, &pl);
 	if (!n || !e->cfg.libvirt_place_on_start || e->cfg.mode == MODE_OFF || snap_nr_cpu_nodes(snap) <= 1) {
 		free(pl);
 		return 0;

@@ -122,6 +122,7 @@ class DebianPackage(unittest.TestCase):
                      "/lib/systemd/system/numaorch-rebalance.timer",
                      "/lib/systemd/system/numaorch-rebalance.service",
                      "/etc/libvirt/hooks/qemu.d/numaorch", "/usr/libexec/numaorch/libvirt-hook",
+                     "/usr/lib/numaorch/numaorch-libvirt.so",
                      "/usr/share/man/man8/numaorchd.8.gz",
                      "/usr/share/man/man5/numaorchd.conf.5.gz", "/usr/share/man/man1/numaorchctl.1.gz"):
             self.assertIn(path, files)
@@ -146,6 +147,11 @@ class DebianPackage(unittest.TestCase):
         self.assertEqual(p.stdout.strip(), "configuration OK")
 
         sock = self.start_daemon()
+        # The packaged config has [libvirt] enabled = yes: the installed
+        # daemon found its installed module (it links no libvirt itself).
+        with open("/proc/%d/maps" % self.daemon.pid) as f:
+            self.assertIn("/usr/lib/numaorch/numaorch-libvirt.so", f.read())
+        self.assertNotIn("libvirt.so", run("ldd", "/usr/sbin/numaorchd").stdout)
         st = os.stat(sock)
         self.assertEqual(stat.S_IMODE(st.st_mode), 0o660)
         self.assertEqual(st.st_gid, grp.getgrnam("numaorch").gr_gid)
@@ -178,7 +184,7 @@ class DebianPackage(unittest.TestCase):
         self.assertIsNone(installed_version())
         left = [f for f in files if f.startswith(("/etc/numaorch", "/usr/sbin/numaorchd", "/usr/bin/numaorchctl",
                                                   "/lib/systemd/system/numaorch", "/etc/libvirt/hooks/qemu.d/numaorch",
-                                                  "/usr/libexec/numaorch",
+                                                  "/usr/libexec/numaorch", "/usr/lib/numaorch",
                                                   "/usr/share/man", "/usr/share/doc/numaorch"))
                 and os.path.lexists(f) and not os.path.isdir(f)]
         self.assertEqual(left, [])

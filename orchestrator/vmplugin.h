@@ -1,0 +1,110 @@
+/* vmplugin.h — the libvirt VM source and actuator as a loadable module.
+ *
+ * Why a module: libvirt.so and libxml2 bring some 50 shared libraries
+ * (GLib, GnuTLS's and OpenSSL's crypto, Kerberos, libssh, ICU, libcurl)
+ * whose relocated pages alone cost the agent ~7 MiB of RSS, on every
+ * host — including container hosts that run no libvirtd. So numaorchd
+ * does not link libvirt: agents/vm*.c build into numaorch-libvirt.so,
+ * which the engine dlopen()s the first time [libvirt] enabled = yes on
+ * a live host, and keeps for the life of the process (libvirt's event
+ * loop thread cannot be stopped, so the module is never unloaded).
+ *
+ * The module resolves the core (snapshot, masks, logging, cgroup
+ * reading) from numaorchd itself, which exports its symbols
+ * (--export-dynamic); it exports one table, VMPLUGIN_SYMBOL, checked for
+ * the ABI version and size before use, so a module from another build
+ * is refused with a clear message instead of crashing.
+ *
+ * This header has no libvirt type in it: the engine and the config
+ * parser use it without libvirt's headers.
+ */
+#ifndef NUMAORCH_VMPLUGIN_H
+#define NUMAORCH_VMPLUGIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "apply.h"
+#include "cghier.h"
+#include "hostpaths.h"
+#include "snapshot.h"
+
+/* ---- the source's and actuator's types (agents/vmsrc.h, vmapply.h) ---- */
+
+struct vmsrc_config {
+	const char *uri;              /* e.g. qemu:///system */
+	int keepalive_interval;       /* seconds, ≥ 1 */
+	unsigned keepalive_count;     /* ≥ 1 */
+	double connect_wait_s;        /* vmsrc_new waits this long for the first connect */
+	unsigned nr_scopes;           /* only domains whose cgroup is under one of these */
+	char **scopes;
+};
+
+typedef void (*vmsrc_notify_fn)(void *ctx);
+
+struct vmsrc;
+struct vmapply;
+
+/* A domain started while the agent runs, offered once for placement. */
+struct vmsrc_placement {
+	char id[GUEST_ID_MAX];
+	char uuid[37];
+	char name[128];
+	unsigned nr_vcpus;
+	uint64_t mem_bytes;         /* configured (current) memory */
+	int64_t event_ns;           /* CLOCK_MONOTONIC when its start was seen */
+};
+
+struct vmsrc_status {
+	bool connected;
+	uint64_t connects;          /* successful connects, the first included */
+	uint64_t losses;            /* connections lost */
+	double last_reconnect_s;    /* loss → reconnect, last time; NAN if none */
+};
+
+/* [libvirt] cpus_without_memory: what to do with a domain's CPUs when
+ * libvirt cannot move its memory (see numaorchd.conf(5)). */
+enum vm_cpus_without_memory {
+	VM_CPUS_LOCAL = 0,
+	VM_CPUS_NEVER,
+	VM_CPUS_ALWAYS,
+};
+
+const char *vm_cpus_without_memory_name(enum vm_cpus_without_memory m);
+int vm_cpus_without_memory_parse(const char *s, enum vm_cpus_without_memory *out);
+
+/* ---- the module's table ---------------------------------------------------- */
+
+#define VMPLUGIN_ABI     1
+#define VMPLUGIN_SYMBOL  "numaorch_vmplugin"
+#define VMPLUGIN_FILE    "numaorch-libvirt.so"
+
+struct vmplugin {
+	unsigned abi;               /* VMPLUGIN_ABI */
+	size_t size;                /* sizeof(struct vmplugin) */
+	int (*src_new)(const struct vmsrc_config *cfg, const struct host_paths *hp,
+		       const struct cg_hier *h, vmsrc_notify_fn notify, void *ctx,
+		       struct vmsrc **out);
+	void (*src_free)(struct vmsrc *vs);
+	int (*scan)(void *ctx, struct snapshot *snap, int64_t now_ns);
+	unsigned (*take_placements)(struct vmsrc *vs, const struct snapshot *snap,
+				    struct vmsrc_placement **out);
+	void (*get_status)(struct vmsrc *vs, struct vmsrc_status *st);
+	struct vmapply *(*apply_new)(struct vmsrc *vs, const struct host_paths *hp,
+				     enum vm_cpus_without_memory cpus_without_memory);
+	void (*apply_free)(struct vmapply *va);
+	int (*move)(void *ctx, const struct snapshot *snap, const struct snap_guest *g,
+		    const struct plan_item *it, struct apply_result *res);
+};
+
+/* The module's path: PATH if given (tests), else numaorch-libvirt.so
+ * next to the running executable (a build tree uses its own module),
+ * else in NUMAORCH_PKGLIBDIR (the installed one). Loads it once per
+ * process (later calls return the same table) and checks its ABI.
+ * 0 and *OUT, or a negative errno with the reason in ERR:
+ * -ENOENT no module found, -ELIBBAD it cannot be loaded or is of another
+ * ABI. */
+int vmplugin_load(const char *path, const struct vmplugin **out, char *err, size_t errsz);
+
+#endif

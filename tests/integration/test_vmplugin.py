@@ -1,0 +1,116 @@
+"""The libvirt module (numaorch-libvirt.so) on the live host: numaorchd
+does not link libvirt; it loads the module only when [libvirt] enabled,
+refuses a wrong or missing module with a clear warning and goes on
+managing containers. The daemon runs on the real cgroupfs, dry-run, its
+scope a cgroup that does not exist, so it finds no guest and writes nothing.
+
+That libvirt stays out of the process is the point (about 7 MiB of RSS on
+a container host), so it is checked in /proc/PID/maps, not assumed."""
+import os
+import shutil
+import signal
+import subprocess
+import time
+import unittest
+
+import itlib
+
+MODULE = os.path.join(itlib.BUILD, "numaorch-libvirt.so")
+
+
+def skip_reason():
+    if not os.path.exists(itlib.NUMAORCHD) or not os.path.exists(MODULE):
+        return "build/numaorchd or build/numaorch-libvirt.so missing (run make)"
+    if not os.path.exists("/proc/self/maps"):
+        return "no procfs"
+    return None
+
+
+REASON = skip_reason()
+
+
+@unittest.skipIf(REASON, REASON or "")
+class VmPlugin(unittest.TestCase):
+    def setUp(self):
+        self.tmp = itlib.mktemp()
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+
+    def start(self, libvirt):
+        """numaorchd on the live host, scope a parent that does not exist
+        (no guest; nothing can be written), every 0.2 s; returns it once
+        it has run a cycle."""
+        conf = itlib.config_file(self.tmp, "[agent]\ninterval = 0.2\nsample = 0.05\ndry_run = yes\n"
+                                           "[scope]\ncgroup = /numaorch-it-none\n"
+                                           "[api]\nsocket =\n[libvirt]\n" + libvirt)
+        err = open(os.path.join(self.tmp, "stderr"), "w+")
+        self.addCleanup(err.close)
+        d = subprocess.Popen([itlib.NUMAORCHD, "--config", conf, "--state-dir", self.tmp,
+                              "--log-level", "debug"], stderr=err, stdin=subprocess.DEVNULL)
+        self.addCleanup(lambda: d.poll() is None and d.kill())
+        end = time.time() + 20
+        while time.time() < end and d.poll() is None:
+            with open(err.name) as f:
+                if "cycle" in f.read():
+                    break
+            time.sleep(0.1)
+        self.assertIsNone(d.poll(), self.stderr())
+        return d
+
+    def stderr(self):
+        with open(os.path.join(self.tmp, "stderr")) as f:
+            return f.read()
+
+    def mapped(self, d):
+        with open("/proc/%d/maps" % d.pid) as f:
+            return {line.split()[-1] for line in f if "/" in line}
+
+    def stop(self, d):
+        d.send_signal(signal.SIGTERM)
+        self.assertEqual(d.wait(timeout=15), 0, self.stderr())
+
+    def test_disabled_loads_no_libvirt(self):
+        d = self.start("enabled = no\n")
+        libs = {os.path.basename(p) for p in self.mapped(d)}
+        self.stop(d)
+        self.assertFalse([l for l in libs if l.startswith(("libvirt", "libxml2", "numaorch-libvirt"))], libs)
+
+    def test_enabled_loads_the_module_beside_the_daemon(self):
+        # No libvirtd needs to answer: the module loads, its connection
+        # attempts fail and are retried in the background.
+        d = self.start("enabled = yes\nuri = qemu:///system\n")
+        maps = self.mapped(d)
+        self.stop(d)
+        self.assertIn(os.path.realpath(MODULE), {os.path.realpath(p) for p in maps}, self.stderr())
+        self.assertTrue(any(os.path.basename(p).startswith("libvirt.so") for p in maps))
+
+    def test_missing_module_is_a_warning_and_containers_go_on(self):
+        d = self.start("enabled = yes\nmodule = %s/nothing-here.so\n" % self.tmp)
+        time.sleep(0.5)
+        self.stop(d)
+        err = self.stderr()
+        self.assertIn("libvirt VM source disabled: cannot load %s/nothing-here.so" % self.tmp, err)
+        self.assertGreaterEqual(err.count("cycle"), 2, err)
+
+    def test_foreign_shared_object_is_refused(self):
+        # A real shared object that is not numaorch's module.
+        libz = None
+        for line in subprocess.run(["ldconfig", "-p"], capture_output=True, text=True).stdout.splitlines():
+            if "libz.so.1 " in line:
+                libz = line.split("=>")[-1].strip()
+                break
+        if not libz:
+            self.skipTest("no libz.so.1 to stand in for a foreign module")
+        d = self.start("enabled = yes\nmodule = %s\n" % libz)
+        self.stop(d)
+        self.assertIn("has no numaorch_vmplugin table: not a numaorch module", self.stderr())
+
+    def test_relative_module_path_is_a_config_error(self):
+        conf = itlib.config_file(self.tmp, "[libvirt]\nmodule = numaorch-libvirt.so\n")
+        p = subprocess.run([itlib.NUMAORCHD, "--check-config", "--config", conf],
+                           capture_output=True, text=True)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("[libvirt] module: must be an absolute path", p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
