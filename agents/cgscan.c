@@ -1248,13 +1248,12 @@ static void measure_guest(struct cgscan *cs, int pdfd, const char *prel, struct 
 		g->cpu_use = young_guest_rate(cs, m.main_pid, usage);
 	if (snap->nr_nodes)
 		memcpy(g->mem_node, cs->mem, snap->nr_nodes * sizeof(uint64_t));
-	g->cpus = cpus;
 	g->mems = mems;
 	if (ps->ok) {
-		g->allowed_cpus = ps->cpus;
+		snap_guest_set_cpus(snap, g, &cpus, &ps->cpus);
 		g->allowed_mems = ps->mems;
 	} else {
-		g->allowed_cpus = cpus;
+		snap_guest_set_cpus(snap, g, &cpus, &cpus);
 		g->allowed_mems = mems;
 	}
 	g->policy.mode = GPOL_AUTO;

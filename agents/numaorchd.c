@@ -271,7 +271,7 @@ static void print_report_text(const struct cycle_report *rep, const struct agent
 		const struct snap_guest *g = &s->guests[i];
 		char use[16];
 
-		mask_format(&g->cpus, cpus, CPULIST_BUFSZ);
+		mask_format(g->cpus, cpus, CPULIST_BUFSZ);
 		mask_format(&g->mems, mems, sizeof(mems));
 		if (isnan(g->cpu_use))
 			snprintf(use, sizeof(use), "-");
@@ -369,6 +369,7 @@ int main(int argc, char **argv)
 	char err[600];
 	int c, r, ret = 0;
 
+	xmalloc_tune();
 	while ((c = getopt_long(argc, argv, "c:ni:s:p:r:l:Vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':

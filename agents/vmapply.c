@@ -283,7 +283,7 @@ int vmapply_move(void *ctx, const struct snapshot *snap, const struct snap_guest
 	}
 	if (mask_format(it->to_cpus, to_cpus, CPULIST_BUFSZ) < 0 ||
 	    mask_format(&it->to_mems, to_mems, sizeof(to_mems)) < 0 ||
-	    mask_format(&g->cpus, from_cpus, CPULIST_BUFSZ) < 0) {
+	    mask_format(g->cpus, from_cpus, CPULIST_BUFSZ) < 0) {
 		apply_result_set(res, APPLY_REFUSED, -ENOSPC, "refused: cannot format the target");
 		goto out;
 	}
@@ -317,7 +317,7 @@ int vmapply_move(void *ctx, const struct snapshot *snap, const struct snap_guest
 		apply_result_set(res, APPLY_VANISHED, 0, "domain %s: its QEMU threads are gone", vm->name);
 		goto out;
 	}
-	if (!mask_equal(&cur, &g->cpus)) {
+	if (!mask_equal(&cur, g->cpus)) {
 		char *now_s = xmalloc(CPULIST_BUFSZ);
 
 		mask_format(&cur, now_s, CPULIST_BUFSZ);

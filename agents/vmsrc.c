@@ -938,7 +938,9 @@ static bool measure(struct vmsrc *vs, struct vm_dom *d, struct snapshot *snap, i
 	{
 		pid_t *all = NULL;
 		unsigned na = 0;
+		cpumask_t cpus;
 
+		mask_zero(&cpus);
 		for (unsigned i = 0; i < nv; i++)
 			if (vm->vcpu_tids[i])
 				push_tid(&all, &na, vm->vcpu_tids[i]);
@@ -952,11 +954,12 @@ static bool measure(struct vmsrc *vs, struct vm_dom *d, struct snapshot *snap, i
 
 			if (vmproc_thread_affinity(&vs->hp, d->pid, all[i], &c, &m) < 0)
 				continue; /* a worker that just exited */
-			mask_or(&g->cpus, &g->cpus, &c);
+			mask_or(&cpus, &cpus, &c);
 			mask_or(&g->mems, &g->mems, &m);
 			any_aff = true;
 		}
 		free(all);
+		g->cpus = snap_cpumask(snap, &cpus);
 	}
 	if (!any_aff)
 		snap_warn(snap, "libvirt: domain %s: cannot read its threads' affinity", d->x.name);
@@ -979,10 +982,16 @@ static bool measure(struct vmsrc *vs, struct vm_dom *d, struct snapshot *snap, i
 	 * host itself (refusing, e.g., "NUMA node 1 is unavailable"), so the
 	 * bound offered to the policy is the host: its online CPUs and its
 	 * nodes with memory. */
-	for (unsigned n = 0; n < snap->nr_nodes; n++) {
-		mask_or(&g->allowed_cpus, &g->allowed_cpus, &snap->nodes[n].cpus);
-		if (snap->nodes[n].mem_total)
-			mask_set(&g->allowed_mems, snap->nodes[n].id);
+	{
+		cpumask_t allowed;
+
+		mask_zero(&allowed);
+		for (unsigned n = 0; n < snap->nr_nodes; n++) {
+			mask_or(&allowed, &allowed, &snap->nodes[n].cpus);
+			if (snap->nodes[n].mem_total)
+				mask_set(&g->allowed_mems, snap->nodes[n].id);
+		}
+		g->allowed_cpus = snap_cpumask(snap, &allowed);
 	}
 
 	g->policy.mode = GPOL_AUTO;

@@ -199,7 +199,7 @@ static char *guests_doc(struct api *a, const struct snapshot *s, const char *kin
 		jw_str(&w, nodes);
 		jw_key(&w, "cpu_use");
 		jw_real(&w, g->cpu_use);
-		if (mask_format(&g->cpus, cpus, CPULIST_BUFSZ) < 0)
+		if (mask_format(g->cpus, cpus, CPULIST_BUFSZ) < 0)
 			cpus[0] = '\0';
 		jw_key(&w, "cpus");
 		jw_str(&w, cpus);

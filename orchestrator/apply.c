@@ -487,7 +487,7 @@ static int move_container(struct applier *a, const struct snapshot *snap, const 
 			g->cgroup, cur_cpus_s, cur_mems_s);
 		goto out;
 	}
-	if (!mask_equal(&cur_cpus, &g->cpus) || !mask_equal(&cur_mems, &g->mems)) {
+	if (!mask_equal(&cur_cpus, g->cpus) || !mask_equal(&cur_mems, &g->mems)) {
 		apply_result_set(res, APPLY_CHANGED, 0, "cpuset of %s changed since the snapshot (now cpus %s mems %s); "
 			"deciding again next cycle", g->cgroup, cur_cpus_s, cur_mems_s);
 		goto out;

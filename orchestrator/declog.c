@@ -110,7 +110,7 @@ json_t *declog_make(const struct snapshot *snap, const struct plan_item *it, con
 		      "guest", it->guest_id,
 		      "decision", decision,
 		      "reason", move_reason_name(it->reason),
-		      "from", placement(&it->from_nodes, &it->from_mems, g ? &g->cpus : NULL),
+		      "from", placement(&it->from_nodes, &it->from_mems, g ? g->cpus : NULL),
 		      "to", placement(&it->to_nodes, &it->to_mems, it->to_cpus),
 		      "load_before", json_real_or_null(it->load_before),
 		      "load_after", json_real_or_null(it->load_after),

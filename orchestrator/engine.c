@@ -1185,8 +1185,8 @@ static void place_one(struct engine *e, struct snapshot *snap, const struct vmsr
 		snprintf(it.detail, sizeof(it.detail), "started; initial placement: %.160s", adv.detail);
 	}
 	snap_nodes_to_cpus(snap, &nodes, &cpus);
-	if (!mask_empty(&g->allowed_cpus))
-		mask_and(&cpus, &cpus, &g->allowed_cpus);
+	if (!mask_empty(g->allowed_cpus))
+		mask_and(&cpus, &cpus, g->allowed_cpus);
 	if (mask_empty(&cpus) || mask_empty(&mems)) {
 		it.kind = PLAN_SKIP;
 		it.skip = SKIP_OUTSIDE_ALLOWED;

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,6 +20,12 @@ static void oom(void)
 	ssize_t r = write(STDERR_FILENO, msg, sizeof(msg) - 1);
 	(void)r;
 	abort();
+}
+
+void xmalloc_tune(void)
+{
+	mallopt(M_MMAP_THRESHOLD, 4 << 20);
+	mallopt(M_TRIM_THRESHOLD, 8 << 20);
 }
 
 void *xmalloc(size_t n)

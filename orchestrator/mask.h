@@ -33,14 +33,16 @@ int mask_next(const uint64_t *w, unsigned nbits, int prev);
 #define MASK_WORDS(m) (sizeof((m)->w) / sizeof((m)->w[0]))
 #define MASK_BITS(m)  ((unsigned)(sizeof((m)->w) * 8))
 
-#define mask_zero(m)        memset((m), 0, sizeof(*(m)))
+/* (m)->w in sizeof: a pointer to a pointer to a mask does not compile
+ * (it would silently zero or compare 8 bytes). */
+#define mask_zero(m)        memset((m), 0, sizeof(*(m)) + 0 * sizeof((m)->w))
 #define mask_set(m, b)      ((m)->w[(unsigned)(b) / 64] |= (1ULL << ((unsigned)(b) % 64)))
 #define mask_clear(m, b)    ((m)->w[(unsigned)(b) / 64] &= ~(1ULL << ((unsigned)(b) % 64)))
 #define mask_test(m, b)     ((unsigned)(b) < MASK_BITS(m) && \
 			     ((m)->w[(unsigned)(b) / 64] >> ((unsigned)(b) % 64) & 1))
 #define mask_count(m)       mask_weight((m)->w, MASK_WORDS(m))
 #define mask_empty(m)       (mask_count(m) == 0)
-#define mask_equal(a, b)    (memcmp((a), (b), sizeof(*(a))) == 0)
+#define mask_equal(a, b)    (memcmp((a), (b), sizeof(*(a)) + 0 * sizeof((a)->w) + 0 * sizeof((b)->w)) == 0)
 #define mask_parse(s, m)    mask_parse_list((s), (m)->w, MASK_BITS(m))
 #define mask_format(m, buf, sz) mask_format_list((m)->w, MASK_BITS(m), (buf), (sz))
 #define mask_foreach(b, m) \

@@ -105,7 +105,7 @@ json_t *snap_guest_to_json(const struct snapshot *s, const struct snap_guest *g)
 		      "mem_total_bytes", (json_int_t)g->mem_total,
 		      "mem_local_bytes", (json_int_t)g->mem_local,
 		      "locality", json_real_or_null(g->locality),
-		      "cpus", json_cpumask(&g->cpus),
+		      "cpus", json_cpumask(g->cpus),
 		      "mems", json_nodemask(&g->mems),
 		      "cpu_nodes", json_nodemask(&g->cpu_nodes),
 		      "policy", pol);

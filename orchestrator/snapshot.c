@@ -57,7 +57,89 @@ void snap_unref(struct snapshot *s)
 	for (unsigned i = 0; i < s->nr_warnings; i++)
 		free(s->warnings[i]);
 	free(s->warnings);
+	for (unsigned i = 0; i < s->nr_masks; i++)
+		free(s->masks[i]);
+	free(s->masks);
+	free(s->mask_ht);
 	free(s);
+}
+
+/* FNV-1a over the words up to the last non-zero one: masks are mostly
+ * zero above the host's CPUs. */
+static uint64_t mask_hash(const cpumask_t *m)
+{
+	uint64_t h = 1469598103934665603ULL;
+	size_t last = MASK_WORDS(m);
+
+	while (last > 0 && !m->w[last - 1])
+		last--;
+	for (size_t i = 0; i < last; i++) {
+		h ^= m->w[i];
+		h *= 1099511628211ULL;
+	}
+	return h ^ (h >> 29);
+}
+
+static void mask_ht_put(struct snapshot *s, unsigned idx)
+{
+	unsigned mask = s->mask_ht_cap - 1;
+	unsigned slot = (unsigned)mask_hash(s->masks[idx]) & mask;
+
+	while (s->mask_ht[slot])
+		slot = (slot + 1) & mask;
+	s->mask_ht[slot] = idx + 1;
+}
+
+const cpumask_t *snap_cpumask(struct snapshot *s, const cpumask_t *m)
+{
+	unsigned slot;
+	cpumask_t *copy;
+
+	if (s->mask_ht_cap) {
+		slot = (unsigned)mask_hash(m) & (s->mask_ht_cap - 1);
+		for (; s->mask_ht[slot]; slot = (slot + 1) & (s->mask_ht_cap - 1))
+			if (mask_equal(s->masks[s->mask_ht[slot] - 1], m))
+				return s->masks[s->mask_ht[slot] - 1];
+	}
+	copy = xmalloc(sizeof(*copy));
+	*copy = *m;
+	if (s->nr_masks == s->masks_cap) {
+		s->masks_cap = s->masks_cap ? s->masks_cap * 2 : 8;
+		s->masks = xrealloc(s->masks, s->masks_cap * sizeof(*s->masks));
+	}
+	s->masks[s->nr_masks++] = copy;
+	/* Keep the table at most half full. */
+	if (s->nr_masks * 2 > s->mask_ht_cap) {
+		free(s->mask_ht);
+		s->mask_ht_cap = s->mask_ht_cap ? s->mask_ht_cap * 2 : 16;
+		s->mask_ht = xcalloc(s->mask_ht_cap, sizeof(*s->mask_ht));
+		for (unsigned i = 0; i < s->nr_masks; i++)
+			mask_ht_put(s, i);
+	} else {
+		mask_ht_put(s, s->nr_masks - 1);
+	}
+	return copy;
+}
+
+static const cpumask_t *snap_cpumask_empty(struct snapshot *s)
+{
+	cpumask_t none;
+
+	mask_zero(&none);
+	return snap_cpumask(s, &none);
+}
+
+void snap_guest_set_cpus(struct snapshot *s, struct snap_guest *g, const cpumask_t *cpus,
+			 const cpumask_t *allowed)
+{
+	cpumask_t none;
+
+	if (!allowed) {
+		mask_zero(&none);
+		allowed = &none;
+	}
+	g->cpus = snap_cpumask(s, cpus);
+	g->allowed_cpus = snap_cpumask(s, allowed);
 }
 
 static int node_cmp(const void *a, const void *b)
@@ -106,6 +188,7 @@ struct snap_guest *snap_add_guest(struct snapshot *s)
 	memset(g, 0, sizeof(*g));
 	g->mem_node = xcalloc(s->nr_nodes ? s->nr_nodes : 1, sizeof(uint64_t));
 	g->cpu_use = NAN;
+	snap_guest_set_cpus(s, g, snap_cpumask_empty(s), NULL);
 	return g;
 }
 
@@ -172,7 +255,7 @@ void snap_finalize(struct snapshot *s)
 		struct snap_guest *g = &s->guests[i];
 		uint64_t total = 0, local = 0;
 
-		snap_cpus_to_nodes(s, &g->cpus, &g->cpu_nodes);
+		snap_cpus_to_nodes(s, g->cpus, &g->cpu_nodes);
 		for (unsigned n = 0; n < s->nr_nodes; n++) {
 			total += g->mem_node[n];
 			if (mask_test(&g->cpu_nodes, s->nodes[n].id))

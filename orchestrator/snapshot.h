@@ -86,9 +86,13 @@ struct snap_guest {
 	uint64_t cpu_usage_ns;          /* cumulative counter it came from */
 	uint64_t *mem_node;             /* [nr_nodes] bytes, by node index */
 	uint64_t mem_total;             /* sum of mem_node */
-	cpumask_t cpus;                 /* effective CPUs now */
+	/* CPU masks are 1 KiB each (NR_CPUS 8192) and nearly every guest
+	 * shares its two with many others, so they are interned in the
+	 * snapshot (snap_cpumask): never NULL once added, read-only, valid
+	 * while the snapshot is. Set them with snap_guest_set_cpus(). */
+	const cpumask_t *cpus;          /* effective CPUs now */
 	nodemask_t mems;                /* effective memory nodes now */
-	cpumask_t allowed_cpus;         /* bound for new cpus: parent's effective */
+	const cpumask_t *allowed_cpus;  /* bound for new cpus: parent's effective; empty: any */
 	nodemask_t allowed_mems;
 	struct guest_policy policy;
 	struct snap_vm *vm;
@@ -119,6 +123,12 @@ struct snapshot {
 	 * malformed file, a vanished guest); owned strings. */
 	unsigned nr_warnings;
 	char **warnings;
+
+	/* The distinct CPU masks of the guests (snap_cpumask). */
+	cpumask_t **masks;
+	unsigned nr_masks, masks_cap;
+	unsigned *mask_ht;              /* open addressing: index + 1, 0 empty */
+	unsigned mask_ht_cap;           /* power of two */
 };
 
 /* A new, empty snapshot with one reference. */
@@ -134,6 +144,12 @@ void snap_set_nodes(struct snapshot *s, const struct snap_node *nodes, unsigned 
 /* Append a zeroed guest (mem_node allocated for nr_nodes; call after
  * snap_set_nodes) and return it for the caller to fill. */
 struct snap_guest *snap_add_guest(struct snapshot *s);
+/* The snapshot's own copy of MASK, shared by every caller with an equal
+ * mask: stable (never moved or freed before the snapshot). */
+const cpumask_t *snap_cpumask(struct snapshot *s, const cpumask_t *mask);
+/* g->cpus = CPUS, g->allowed_cpus = ALLOWED (NULL: unrestricted), interned. */
+void snap_guest_set_cpus(struct snapshot *s, struct snap_guest *g, const cpumask_t *cpus,
+			 const cpumask_t *allowed);
 void snap_warn(struct snapshot *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Sort guests by id, drop duplicates of an id (keeps the first, warns),

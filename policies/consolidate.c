@@ -123,7 +123,7 @@ static unsigned gview_build(struct pctx *x, const struct snap_guest *g, struct g
 {
 	const struct snapshot *s = x->s;
 	const struct policy_config *cfg = x->cfg;
-	bool any_acpu = MASK_ANY(&g->allowed_cpus);
+	bool any_acpu = MASK_ANY(g->allowed_cpus);
 	bool any_amem = MASK_ANY(&g->allowed_mems);
 	unsigned total = 0, nusable = 0;
 
@@ -146,8 +146,8 @@ static unsigned gview_build(struct pctx *x, const struct snap_guest *g, struct g
 			unsigned c = 0, a = 0;
 
 			for (unsigned w = x->wlo[n]; w < x->whi[n]; w++) {
-				c += (unsigned)__builtin_popcountll(g->cpus.w[w] & nd->cpus.w[w]);
-				a += (unsigned)__builtin_popcountll(g->allowed_cpus.w[w] & nd->cpus.w[w]);
+				c += (unsigned)__builtin_popcountll(g->cpus->w[w] & nd->cpus.w[w]);
+				a += (unsigned)__builtin_popcountll(g->allowed_cpus->w[w] & nd->cpus.w[w]);
 			}
 			on = c;
 			if (any_acpu)
@@ -190,8 +190,8 @@ static void cpumask_for(const struct pctx *x, const struct snap_guest *g, const 
 			cpumask_t *out)
 {
 	snap_nodes_to_cpus(x->s, nodes, out);
-	if (MASK_ANY(&g->allowed_cpus))
-		mask_and(out, out, &g->allowed_cpus);
+	if (MASK_ANY(g->allowed_cpus))
+		mask_and(out, out, g->allowed_cpus);
 }
 
 static bool in_cooldown(const struct policy_config *cfg, const struct snapshot *s,

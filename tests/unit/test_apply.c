@@ -95,9 +95,14 @@ static void fx_init(struct fx *f, bool v2, unsigned long free_kb_node1)
 	snprintf(g->id, sizeof(g->id), "custom-g");
 	snprintf(g->runtime, sizeof(g->runtime), "custom");
 	g->cgroup = xstrdup("/grp/g");
-	mask_parse("0-1", &g->cpus);
+	{
+		cpumask_t cpus, allowed;
+
+		mask_parse("0-1", &cpus);
+		mask_parse("0-3", &allowed);
+		snap_guest_set_cpus(f->snap, g, &cpus, &allowed);
+	}
 	mask_parse("0", &g->mems);
-	mask_parse("0-3", &g->allowed_cpus);
 	mask_parse("0-1", &g->allowed_mems);
 	g->mem_node[0] = 64ULL << 20;
 	snap_finalize(f->snap);

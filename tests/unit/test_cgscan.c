@@ -320,8 +320,8 @@ static void test_v2_facts(void **state)
 			assert_string_equal(s->guests[i].runtime, "docker");
 	/* allowed sets are the parent's effective ones */
 	g = snap_find_guest(s, "runc-ctr1");
-	assert_true(mask_test(&g->allowed_cpus, 7));
-	assert_false(mask_test(&g->cpus, 7));
+	assert_true(mask_test(g->allowed_cpus, 7));
+	assert_false(mask_test(g->cpus, 7));
 	/* one warning: the malformed numa_stat */
 	if (s->nr_warnings != 1)
 		dump_warnings(s);
@@ -884,7 +884,7 @@ static void test_bad_files(void **state)
 
 	g = snap_find_guest(s, "lxc-badcpus");
 	assert_non_null(g);
-	assert_true(mask_empty(&g->cpus));
+	assert_true(mask_empty(g->cpus));
 	assert_true(find_warning(s, "/lxc.payload.badcpus", "cpuset.cpus.effective", "malformed") >= 0);
 
 	/* N2 is no node of this host: ignored, said once per scan */
@@ -959,11 +959,11 @@ static void test_v1_pages(void **state)
 		const struct snap_guest *g = snap_find_guest(s, "lxc-noeff");
 		char buf[64];
 
-		assert_int_equal(mask_format(&g->cpus, buf, sizeof(buf)), 0);
+		assert_int_equal(mask_format(g->cpus, buf, sizeof(buf)), 0);
 		assert_string_equal(buf, "4-6");
 		assert_int_equal(mask_format(&g->mems, buf, sizeof(buf)), 0);
 		assert_string_equal(buf, "1");
-		assert_int_equal(mask_format(&g->allowed_cpus, buf, sizeof(buf)), 0);
+		assert_int_equal(mask_format(g->allowed_cpus, buf, sizeof(buf)), 0);
 		assert_string_equal(buf, "0-3"); /* /lxc's effective_cpus in this tree */
 	}
 	if (s->nr_warnings)

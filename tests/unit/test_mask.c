@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "orchestrator/mask.h"
+#include "orchestrator/snapshot.h"
 
 static void test_parse_format_roundtrip(void **st)
 {
@@ -191,6 +192,51 @@ static void test_set_ops(void **st)
 	assert_true(mask_subset(&c, &a)); /* the empty set is in every set */
 }
 
+/* Guests' CPU masks are interned per snapshot: equal masks are one copy,
+ * distinct ones stay distinct, and a pointer handed out stays valid and
+ * unchanged while the table grows (thousands of distinct masks, e.g.
+ * pinned containers). */
+static void test_snapshot_interns_cpumasks(void **st)
+{
+	struct snapshot *s = snap_new();
+	const cpumask_t **seen = calloc(3000, sizeof(*seen));
+	cpumask_t m;
+	struct snap_guest *g;
+
+	(void)st;
+	for (unsigned i = 0; i < 3000; i++) {
+		mask_zero(&m);
+		mask_set(&m, i % 8192);
+		if (i % 3)
+			mask_set(&m, 8191 - i % 100);
+		seen[i] = snap_cpumask(s, &m);
+		assert_true(mask_equal(seen[i], &m));
+	}
+	assert_int_equal(s->nr_masks, 3000);
+	for (unsigned i = 0; i < 3000; i++) {
+		mask_zero(&m);
+		mask_set(&m, i % 8192);
+		if (i % 3)
+			mask_set(&m, 8191 - i % 100);
+		assert_ptr_equal(snap_cpumask(s, &m), seen[i]);
+		assert_true(mask_equal(seen[i], &m));
+	}
+	assert_int_equal(s->nr_masks, 3000);
+
+	/* A new guest starts with empty, non-NULL masks; setting them with no
+	 * bound means "unrestricted" (empty allowed_cpus). */
+	g = snap_add_guest(s);
+	assert_non_null(g->cpus);
+	assert_true(mask_empty(g->cpus));
+	assert_ptr_equal(g->cpus, g->allowed_cpus);
+	assert_int_equal(mask_parse("0-3", &m), 0);
+	snap_guest_set_cpus(s, g, &m, NULL);
+	assert_int_equal(mask_count(g->cpus), 4);
+	assert_true(mask_empty(g->allowed_cpus));
+	free(seen);
+	snap_unref(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -201,6 +247,7 @@ int main(void)
 		cmocka_unit_test(test_format_nospace),
 		cmocka_unit_test(test_iterate),
 		cmocka_unit_test(test_set_ops),
+		cmocka_unit_test(test_snapshot_interns_cpumasks),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

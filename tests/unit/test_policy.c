@@ -437,6 +437,7 @@ static void parse_nodes(const char *s, nodemask_t *m)
 
 static struct snapshot *build(const struct tcase *tc, struct pstate **prev)
 {
+	cpumask_t cpus, allowed;
 	struct snapshot *s = snap_new();
 	struct snap_node sn[TMAXN];
 	unsigned cpu = 0;
@@ -467,12 +468,14 @@ static struct snapshot *build(const struct tcase *tc, struct pstate **prev)
 		snprintf(g->runtime, sizeof(g->runtime), "docker");
 		g->cpu_use = t->use;
 		parse_nodes(t->on, &on);
-		snap_nodes_to_cpus(s, &on, &g->cpus);
+		snap_nodes_to_cpus(s, &on, &cpus);
+		mask_zero(&allowed);
 		parse_nodes(t->mems ? t->mems : t->on, &g->mems);
 		for (unsigned n = 0; n < tc->nn; n++)
 			g->mem_node[n] = t->mib[n] * MIB;
 		if (t->allowed_cpus)
-			assert_int_equal(mask_parse(t->allowed_cpus, &g->allowed_cpus), 0);
+			assert_int_equal(mask_parse(t->allowed_cpus, &allowed), 0);
+		snap_guest_set_cpus(s, g, &cpus, &allowed);
 		parse_nodes(t->allowed_mems, &g->allowed_mems);
 		g->policy.mode = t->pol;
 		parse_nodes(t->pin, &g->policy.nodes);
@@ -664,6 +667,7 @@ static uint32_t lcg(uint32_t *st)
  * memory spread; node busy = Σ guest use on it (+ a base). */
 static struct snapshot *gen_host(unsigned nn, unsigned ng, uint32_t seed)
 {
+	cpumask_t cpus;
 	struct snapshot *s = snap_new();
 	/* Enough CPUs for the guests' mean use of 0.75 CPU to fill about 60%. */
 	unsigned ncpu = ng * 5 / 4 / nn < 16 ? 16 : ng * 5 / 4 / nn;
@@ -697,7 +701,8 @@ static struct snapshot *gen_host(unsigned nn, unsigned ng, uint32_t seed)
 		mask_zero(&on);
 		for (unsigned k = 0; k < span; k++)
 			mask_set(&on, (first + k) % nn);
-		snap_nodes_to_cpus(s, &on, &g->cpus);
+		snap_nodes_to_cpus(s, &on, &cpus);
+		g->cpus = snap_cpumask(s, &cpus);
 		g->mems = on;
 		/* Memory mostly on the first node, some elsewhere. */
 		for (unsigned k = 0; k < span; k++) {
@@ -779,14 +784,14 @@ static void apply_by_hand(struct snapshot *s, const struct plan *p)
 		if (it->kind != PLAN_MOVE)
 			continue;
 		for (unsigned n = 0; n < s->nr_nodes; n++)
-			for (size_t w = 0; w < MASK_WORDS(&g->cpus); w++)
-				tot += (unsigned)__builtin_popcountll(g->cpus.w[w] & s->nodes[n].cpus.w[w]);
+			for (size_t w = 0; w < MASK_WORDS(g->cpus); w++)
+				tot += (unsigned)__builtin_popcountll(g->cpus->w[w] & s->nodes[n].cpus.w[w]);
 		for (unsigned n = 0; n < s->nr_nodes; n++) {
 			struct snap_node *nd = &s->nodes[n];
 			unsigned on = 0, to = 0, tt = mask_count(it->to_cpus);
 
-			for (size_t w = 0; w < MASK_WORDS(&g->cpus); w++) {
-				on += (unsigned)__builtin_popcountll(g->cpus.w[w] & nd->cpus.w[w]);
+			for (size_t w = 0; w < MASK_WORDS(g->cpus); w++) {
+				on += (unsigned)__builtin_popcountll(g->cpus->w[w] & nd->cpus.w[w]);
 				to += (unsigned)__builtin_popcountll(it->to_cpus->w[w] & nd->cpus.w[w]);
 			}
 			if (nd->nr_cpus)
@@ -805,7 +810,7 @@ static void apply_by_hand(struct snapshot *s, const struct plan *p)
 			g->mem_node[n] += moved / nm;
 			s->nodes[n].mem_free -= moved / nm;
 		}
-		g->cpus = *it->to_cpus;
+		g->cpus = snap_cpumask(s, it->to_cpus);
 		g->mems = it->to_mems;
 	}
 	snap_finalize(s);
@@ -985,6 +990,7 @@ static void test_scale_64_nodes(void **state)
  * break the invariants. */
 static struct snapshot *gen_odd(uint32_t seed, struct pstate **prev)
 {
+	cpumask_t cpus, allowed;
 	struct snapshot *s = snap_new();
 	struct snap_node sn[6];
 	unsigned dist[36], nn, cpu = 0, ng;
@@ -1025,11 +1031,13 @@ static struct snapshot *gen_odd(uint32_t seed, struct pstate **prev)
 			if (s->nodes[n].mem_total && lcg(&st) % 2)
 				g->mem_node[n] = (lcg(&st) % 4096) * MIB;
 		}
-		snap_nodes_to_cpus(s, &on, &g->cpus);
+		snap_nodes_to_cpus(s, &on, &cpus);
+		mask_zero(&allowed);
 		if (lcg(&st) % 4 == 0)
 			for (unsigned c = 0; c < cpu; c++)
 				if (lcg(&st) % 2)
-					mask_set(&g->allowed_cpus, c);
+					mask_set(&allowed, c);
+		snap_guest_set_cpus(s, g, &cpus, &allowed);
 		if (lcg(&st) % 4 == 0)
 			for (unsigned n = 0; n < nn; n++)
 				if (lcg(&st) % 2)
@@ -1171,6 +1179,7 @@ static void test_advise_reservations(void **state)
 
 static void test_decide_respects_reservations(void **state)
 {
+	cpumask_t cpus;
 	struct policy_config cfg;
 	struct snapshot *s = advise_host();
 	struct snap_guest *g;
@@ -1186,7 +1195,8 @@ static void test_decide_respects_reservations(void **state)
 	g = snap_add_guest(s);
 	snprintf(g->id, sizeof(g->id), "spread");
 	g->cpu_use = 1.5;
-	snap_nodes_to_cpus(s, &(nodemask_t){ .w = { 0x7 } }, &g->cpus);
+	snap_nodes_to_cpus(s, &(nodemask_t){ .w = { 0x7 } }, &cpus);
+	g->cpus = snap_cpumask(s, &cpus);
 	mask_parse("0-2", &g->mems);
 	g->mem_node[0] = g->mem_node[1] = g->mem_node[2] = 256 * MIB;
 	snap_finalize(s);
@@ -1218,6 +1228,7 @@ static void test_decide_respects_reservations(void **state)
  * would not fit anywhere. */
 static void test_demand_capped_by_threads(void **state)
 {
+	cpumask_t cpus;
 	struct snap_node nodes[2];
 	struct policy_config cfg;
 	struct snapshot *s = snap_new();
@@ -1245,7 +1256,8 @@ static void test_demand_capped_by_threads(void **state)
 		snprintf(g->id, sizeof(g->id), "one-thread-%d", i);
 		g->cpu_use = 1.0;
 		g->nr_threads = 1;
-		mask_parse("0-3", &g->cpus);
+		mask_parse("0-3", &cpus);
+		g->cpus = snap_cpumask(s, &cpus);
 		mask_parse("0-1", &g->mems);
 		g->mem_node[0] = 300 * MIB;
 	}
