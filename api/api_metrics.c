@@ -107,6 +107,13 @@ static void view_metrics(struct prom *p, struct api *a, const struct engine_view
 	prom_sample(p, "numaorch_cycle_duration_seconds", st->last_apply_s, 1, "phase", "apply");
 	prom_family(p, "numaorch_last_cycle_timestamp_seconds", "gauge", "When the last cycle finished (Unix time).");
 	prom_sample(p, "numaorch_last_cycle_timestamp_seconds", (double)st->last_cycle_real_ns / 1e9, 0);
+	prom_family(p, "numaorch_libvirt_state", "gauge",
+		    "The libvirt VM source: 1 for its state now (disabled, unavailable, disconnected, connected).");
+	for (int k = LIBVIRT_DISABLED; k <= LIBVIRT_CONNECTED; k++)
+		prom_sample(p, "numaorch_libvirt_state", st->libvirt_state == (enum engine_libvirt_state)k, 1,
+			    "state", engine_libvirt_state_name((enum engine_libvirt_state)k));
+	prom_family(p, "numaorch_libvirt_connection_losses_total", "counter", "Connections to libvirtd lost.");
+	prom_sample(p, "numaorch_libvirt_connection_losses_total", (double)st->libvirt_losses, 0);
 	prom_family(p, "numaorch_guest_policy_overrides", "gauge", "Per-guest policies set through the API.");
 	prom_sample(p, "numaorch_guest_policy_overrides", gpolstore_count(a->gs), 0);
 }

@@ -116,6 +116,14 @@ void h_status(struct rq *r)
 				      "move_failures", (json_int_t)v->stats.move_failures,
 				      "moves_skipped", (json_int_t)v->stats.moves_skipped,
 				      "migrated_mib", round((double)v->stats.migrated_bytes / MIB * 10) / 10));
+	json_object_set_new(o, "libvirt",
+			    json_pack("{s:s, s:o, s:I, s:I, s:o}",
+				      "state", engine_libvirt_state_name(v->stats.libvirt_state),
+				      "reason", v->stats.libvirt_reason[0] ? json_string(v->stats.libvirt_reason)
+									  : json_null(),
+				      "connects", (json_int_t)v->stats.libvirt_connects,
+				      "losses", (json_int_t)v->stats.libvirt_losses,
+				      "last_reconnect_s", json_real_or_null(v->stats.libvirt_last_reconnect_s)));
 	json_object_set_new(o, "api", json_pack("{s:o, s:o, s:b}",
 						"socket", r->a->socket_path ? json_string(r->a->socket_path) : json_null(),
 						"listen", r->a->listen ? json_string(r->a->listen) : json_null(),

@@ -201,7 +201,7 @@ static char *guest_path(const char *id, const char *suffix)
 
 static int cmd_status(const struct opts *o)
 {
-	json_t *j, *h, *g, *lc, *t, *w;
+	json_t *j, *h, *g, *lc, *t, *w, *lv;
 	char b1[32];
 	int r = call(o, "GET", "/v1/status", NULL, &j, NULL);
 	size_t i;
@@ -232,6 +232,16 @@ static int cmd_status(const struct opts *o)
 	printf("since start: %lld cycles, %lld moves, %lld failed, %lld skipped, %g MiB migrated\n",
 	       jint(j, "cycles"), jint(t, "moves"), jint(t, "move_failures"), jint(t, "moves_skipped"),
 	       jnum(t, "migrated_mib"));
+	lv = json_object_get(j, "libvirt");
+	if (lv && strcmp(jstr(lv, "state"), "disabled") != 0) {
+		printf("libvirt:     %s", jstr(lv, "state"));
+		if (json_is_string(json_object_get(lv, "reason")))
+			printf(" (%s)", jstr(lv, "reason"));
+		else
+			printf(", %lld connection%s lost since start", jint(lv, "losses"),
+			       jint(lv, "losses") == 1 ? "" : "s");
+		printf("\n");
+	}
 	w = json_object_get(j, "schedule");
 	json_array_foreach(w, i, x)
 		printf("schedule:    %s  [%s]\n", jstr(x, "window"),

@@ -98,6 +98,16 @@ static void vm_notify(void *ctx)
 	engine_trigger(ctx);
 }
 
+const char *engine_libvirt_state_name(enum engine_libvirt_state s)
+{
+	switch (s) {
+	case LIBVIRT_UNAVAILABLE: return "unavailable";
+	case LIBVIRT_DISCONNECTED: return "disconnected";
+	case LIBVIRT_CONNECTED: return "connected";
+	default: return "disabled";
+	}
+}
+
 static void vm_free(struct engine *e)
 {
 	if (!e->vmp)
@@ -134,6 +144,8 @@ static int build_sources(struct engine *e, const struct agent_config *cfg)
 		return log_errno(LOG_LEVEL_ERROR, r, "cannot set up the cgroup writer (libcgroup)");
 	}
 	/* VMs only on the live host: a fixture root has no libvirtd. */
+	e->stats.libvirt_state = LIBVIRT_DISABLED;
+	e->stats.libvirt_reason[0] = '\0';
 	if (cfg->libvirt_enabled && e->hp.live) {
 		struct vmsrc_config vc = {
 			.uri = cfg->libvirt_uri,
@@ -145,12 +157,18 @@ static int build_sources(struct engine *e, const struct agent_config *cfg)
 		};
 		char err[512];
 
+		e->stats.libvirt_state = LIBVIRT_UNAVAILABLE;
 		r = vmplugin_load(cfg->libvirt_module, &e->vmp, err, sizeof(err));
 		if (r < 0) {
 			log_msg(LOG_LEVEL_WARN, "libvirt VM source disabled: %s", err);
+			snprintf(e->stats.libvirt_reason, sizeof(e->stats.libvirt_reason), "%.250s", err);
 		} else if ((r = e->vmp->src_new(&vc, &e->hp, acquirer_hier(acq), vm_notify, e, &vm)) < 0) {
 			log_errno(LOG_LEVEL_WARN, r, "libvirt VM source disabled: libvirt's event loop did not start");
+			snprintf(e->stats.libvirt_reason, sizeof(e->stats.libvirt_reason),
+				 "libvirt's event loop did not start: %s", strerror(-r));
 		} else {
+			e->stats.libvirt_reason[0] = '\0';
+			e->stats.libvirt_state = LIBVIRT_DISCONNECTED;
 			struct guest_source src = { .name = "libvirt", .scan = e->vmp->scan, .ctx = vm };
 			struct apply_vm_ops ops;
 
@@ -184,6 +202,7 @@ int engine_new(const struct agent_config *cfg, const struct host_paths *hp, stru
 	e->ps = pstate_new();
 	e->stats.start_real_ns = clock_real_ns();
 	e->stats.start_mono_ns = clock_mono_ns();
+	e->stats.libvirt_last_reconnect_s = NAN;
 
 	r = build_sources(e, cfg);
 	if (r < 0)
@@ -595,6 +614,15 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 		log_warn("%s", snap->warnings[i]);
 
 	e->stats.cpu_nodes = snap_nr_cpu_nodes(snap);
+	if (e->vm) {
+		struct vmsrc_status vst;
+
+		e->vmp->get_status(e->vm, &vst);
+		e->stats.libvirt_state = vst.connected ? LIBVIRT_CONNECTED : LIBVIRT_DISCONNECTED;
+		e->stats.libvirt_connects = vst.connects;
+		e->stats.libvirt_losses = vst.losses;
+		e->stats.libvirt_last_reconnect_s = vst.last_reconnect_s;
+	}
 	if (e->stats.cpu_nodes <= 1 && !e->warned_one_node) {
 		log_warn("this host has %u NUMA node%s with CPUs: numaorchd keeps discovering and "
 			 "reporting guests, and moves nothing", e->stats.cpu_nodes,

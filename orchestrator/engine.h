@@ -33,7 +33,20 @@ struct engine_stats {
 	int64_t start_real_ns;
 	int64_t start_mono_ns;
 	unsigned cpu_nodes;           /* nodes with CPUs in the last snapshot */
+	/* The libvirt VM source, as of the last cycle. */
+	enum engine_libvirt_state {
+		LIBVIRT_DISABLED = 0,     /* [libvirt] enabled = no, or a fixture root */
+		LIBVIRT_UNAVAILABLE,      /* enabled, but the module or libvirt's event loop failed */
+		LIBVIRT_DISCONNECTED,     /* no connection to libvirtd now; retrying */
+		LIBVIRT_CONNECTED,
+	} libvirt_state;
+	char libvirt_reason[256];     /* why UNAVAILABLE */
+	uint64_t libvirt_connects;    /* successful connects, the first included */
+	uint64_t libvirt_losses;      /* connections lost */
+	double libvirt_last_reconnect_s; /* loss → reconnect, last time; NAN if none */
 };
+
+const char *engine_libvirt_state_name(enum engine_libvirt_state s);
 
 /* What readers see. Immutable; hold it with engine_view_get/unref. */
 struct engine_view {

@@ -228,6 +228,9 @@ class Api(unittest.TestCase):
                     "numaorch_migrated_bytes_total", "numaorch_cycle_duration_seconds",
                     "numaorch_api_requests_total", "numaorch_api_request_duration_seconds_bucket"):
             self.assertIn(fam, text)
+        # a fixture root runs no libvirt source: exactly the "disabled" state is 1
+        self.assertIn('numaorch_libvirt_state{state="disabled"} 1', text)
+        self.assertIn('numaorch_libvirt_state{state="connected"} 0', text)
         self.assertIn('numaorch_api_requests_total{route="/v1/status",code="200"}', text)
         promtool = shutil.which("promtool")
         if not promtool:

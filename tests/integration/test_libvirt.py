@@ -315,6 +315,8 @@ class Libvirt(unittest.TestCase):
         d = self.daemon(interval=1)
         want = {"vm-" + u1, "vm-" + u2}
         self.assertEqual({g["id"] for g in d.guests()}, want)
+        lv = d.libvirt_status()
+        self.assertEqual((lv["state"], lv["losses"], lv["reason"]), ("connected", 0, None), lv)
 
         off = len(d.log())
         self.lv.kill_libvirtd(signal.SIGKILL)
@@ -323,6 +325,9 @@ class Libvirt(unittest.TestCase):
                                         timeout=5, start=off), d.log()[off:])
         ids = [g["id"] for g in d.guests()]
         self.assertEqual(sorted(ids), sorted(want), "while libvirtd is down")
+        # ... and GET /v1/status says so (the state of the last cycle)
+        lv = d.wait_libvirt_state("disconnected", timeout=5)
+        self.assertEqual((lv["state"], lv["losses"]), ("disconnected", 1), lv)
 
         off = len(d.log())
         t_up = time.time()
@@ -336,6 +341,10 @@ class Libvirt(unittest.TestCase):
         time.sleep(2.5)  # a couple of cycles after the resync
         ids = [g["id"] for g in d.guests()]
         self.assertEqual(sorted(ids), sorted(want), "after the resync: lost or duplicated")
+        lv = d.libvirt_status()
+        self.assertEqual((lv["state"], lv["losses"]), ("connected", 1), lv)
+        self.assertGreaterEqual(lv["connects"], 2, lv)
+        self.assertIsNotNone(lv["last_reconnect_s"], lv)
 
         # events again: a new domain is placed on its start event
         u3 = self.domain("nt-r3", policy={"mode": "pinned", "nodes": "0"})

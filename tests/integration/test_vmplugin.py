@@ -6,6 +6,7 @@ scope a cgroup that does not exist, so it finds no guest and writes nothing.
 
 That libvirt stays out of the process is the point (about 7 MiB of RSS on
 a container host), so it is checked in /proc/PID/maps, not assumed."""
+import json
 import os
 import shutil
 import signal
@@ -34,6 +35,14 @@ class VmPlugin(unittest.TestCase):
     def setUp(self):
         self.tmp = itlib.mktemp()
         self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.sock = os.path.join(self.tmp, "api.sock")
+
+    def libvirt_status(self):
+        """GET /v1/status's "libvirt", through numaorchctl on the socket."""
+        p = subprocess.run([os.path.join(itlib.BUILD, "numaorchctl"), "--socket", self.sock, "--json", "status"],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return json.loads(p.stdout)["libvirt"]
 
     def start(self, libvirt):
         """numaorchd on the live host, scope a parent that does not exist
@@ -41,7 +50,7 @@ class VmPlugin(unittest.TestCase):
         it has run a cycle."""
         conf = itlib.config_file(self.tmp, "[agent]\ninterval = 0.2\nsample = 0.05\ndry_run = yes\n"
                                            "[scope]\ncgroup = /numaorch-it-none\n"
-                                           "[api]\nsocket =\n[libvirt]\n" + libvirt)
+                                           "[api]\nsocket = %s\n[libvirt]\n" % self.sock + libvirt)
         err = open(os.path.join(self.tmp, "stderr"), "w+")
         self.addCleanup(err.close)
         d = subprocess.Popen([itlib.NUMAORCHD, "--config", conf, "--state-dir", self.tmp,
@@ -71,6 +80,7 @@ class VmPlugin(unittest.TestCase):
     def test_disabled_loads_no_libvirt(self):
         d = self.start("enabled = no\n")
         libs = {os.path.basename(p) for p in self.mapped(d)}
+        self.assertEqual(self.libvirt_status()["state"], "disabled")
         self.stop(d)
         self.assertFalse([l for l in libs if l.startswith(("libvirt", "libxml2", "numaorch-libvirt"))], libs)
 
@@ -86,7 +96,10 @@ class VmPlugin(unittest.TestCase):
     def test_missing_module_is_a_warning_and_containers_go_on(self):
         d = self.start("enabled = yes\nmodule = %s/nothing-here.so\n" % self.tmp)
         time.sleep(0.5)
+        lv = self.libvirt_status()
         self.stop(d)
+        self.assertEqual(lv["state"], "unavailable", lv)
+        self.assertIn("cannot load %s/nothing-here.so" % self.tmp, lv["reason"])
         err = self.stderr()
         self.assertIn("libvirt VM source disabled: cannot load %s/nothing-here.so" % self.tmp, err)
         self.assertGreaterEqual(err.count("cycle"), 2, err)

@@ -142,6 +142,21 @@ class Daemon:
         with open(self.declog) as f:
             return [json.loads(l) for l in f if l.strip()]
 
+    def libvirt_status(self):
+        """GET /v1/status's "libvirt" object."""
+        st, doc = api(self.sock, "GET", "/v1/status")
+        if st != 200:
+            raise RuntimeError("GET /v1/status: %s %s" % (st, doc))
+        return doc["libvirt"]
+
+    def wait_libvirt_state(self, state, timeout=10):
+        end = time.time() + timeout
+        while True:
+            lv = self.libvirt_status()
+            if lv["state"] == state or time.time() > end:
+                return lv
+            time.sleep(0.1)
+
     def guests(self):
         st, doc = api(self.sock, "GET", "/v1/guests?kind=vm")
         if st != 200:
