@@ -594,6 +594,16 @@ static int move_container(struct applier *a, const struct snapshot *snap, const 
 			goto out;
 		}
 	}
+	if (widen_only && !mask_equal(&target_mems, &it->to_mems)) {
+		/* Soft binding and nothing to migrate: the memory is already on
+		 * the target and the mems stay as wide as they were. The record
+		 * says so (mems_after), or it would claim mems it never wrote. */
+		res->mems_loosened = true;
+		res->mems_after = target_mems;
+		apply_result_set(res, APPLY_DONE, 0, "cpus %s -> %s, memory already on %s, mems stay %s",
+			cur_cpus_s, new_cpus, nodes_s(&it->to_mems, why, sizeof(why)), cur_mems_s);
+		goto out;
+	}
 	apply_result_set(res, APPLY_DONE, 0, "cpus %s -> %s, mems %s -> %s", cur_cpus_s, new_cpus, cur_mems_s,
 		new_mems);
 	goto out;

@@ -54,8 +54,10 @@ struct apply_result {
 	unsigned writes;       /* cgroup writes made (incl. restores) */
 	double locality_after; /* measured right after, NAN if unknown */
 	bool cpus_moved;       /* VMs: CPUs moved even though memory could not */
-	bool mems_loosened;    /* memory moved to the target, then mems widened (soft binding) */
-	nodemask_t mems_after; /* ... to these */
+	bool mems_loosened;    /* soft binding: the guest's mems after the move are wider than
+				* the target's (widened after migrating, or left as they were
+				* when nothing had to migrate) ... */
+	nodemask_t mems_after; /* ... these */
 };
 
 struct apply_opts {

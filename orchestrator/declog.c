@@ -132,8 +132,8 @@ json_t *declog_make(const struct snapshot *snap, const struct plan_item *it, con
 		json_object_set_new(o, "outcome", json_string(apply_status_name(res->status)));
 		json_object_set_new(o, "message", json_string(res->msg));
 		json_object_set_new(o, "duration_ms", json_real_or_null(res->duration_s * 1000.0));
-		/* Soft memory binding: the memory went to "to.mems", then the
-		 * guest's cpuset.mems were widened to this. */
+		/* Soft memory binding: the memory went to (or already was on)
+		 * "to.mems"; the guest's cpuset.mems are this after the move. */
 		if (res->mems_loosened)
 			json_object_set_new(o, "mems_after", json_nodemask(&res->mems_after));
 		if (res->err)

@@ -672,6 +672,62 @@ static struct pstate *next_state(const struct snapshot *s, const struct pstate *
 	return ns;
 }
 
+/* The working copy with the reservations and every accepted move but
+ * order[SKIP]'s. */
+static void replay(struct pctx *x, const struct snapshot *snap, const struct advice_reservation *res,
+		   unsigned nres, const struct gdec *d, const unsigned *order, unsigned nord, unsigned skip,
+		   struct gview *v, bool *usable)
+{
+	pctx_reset(x);
+	for (unsigned i = 0; i < nres; i++)
+		pctx_reserve(x, &res[i]);
+	for (unsigned oi = 0; oi < nord; oi++) {
+		if (oi == skip)
+			continue;
+		gview_build(x, &snap->guests[order[oi]], v, usable);
+		pctx_commit(x, v, &d[order[oi]].target);
+	}
+}
+
+/* Second look at the accepted moves onto more than one node. A guest is
+ * decided against the loads of the moment, and early in a cycle every
+ * node still carries the guests that are about to leave it: on a host
+ * where everything starts spread out, the first guests find no single
+ * node free enough and get two or more — and once the others have gone,
+ * a node may stand empty while the guest's one busy thread runs on the
+ * half of its set that holds none of its memory (the testbed's
+ * "misplaced" scenario; the cool-down then keeps it there). So each such
+ * move is decided again as if it came last, against every other move of
+ * the cycle, and the new target is taken if it has fewer nodes and the
+ * migration budget allows it. The other moves were decided without this
+ * guest on its new nodes, but it now fits there with all of them. */
+static void refine(struct pctx *x, const struct pstate *prev, const struct snapshot *snap,
+		   const struct advice_reservation *res, unsigned nres, struct gdec *d,
+		   const unsigned *order, unsigned nord, uint64_t *migrated, struct gview *v, bool *usable)
+{
+	const struct policy_config *cfg = x->cfg;
+
+	for (unsigned oi = 0; oi < nord; oi++) {
+		unsigned gi = order[oi];
+		struct gdec *gd = &d[gi], alt;
+		uint64_t others = *migrated - gd->it.migrate_bytes;
+
+		if (gd->target.k <= 1 || snap->guests[gi].policy.mode == GPOL_PINNED)
+			continue;
+		replay(x, snap, res, nres, d, order, nord, oi, v, usable);
+		evaluate(x, prev, gi, &alt, v, usable);
+		if (!alt.want || alt.target.k >= gd->target.k ||
+		    alt.it.migrate_bytes > budget_left(cfg, others))
+			continue;
+		free(gd->it.to_cpus);
+		*gd = alt;
+		gd->want = false;
+		gd->it.to_cpus = xmalloc(sizeof(cpumask_t));
+		cpumask_for(x, &snap->guests[gi], &gd->target.nodes, gd->it.to_cpus);
+		*migrated = others + gd->it.migrate_bytes;
+	}
+}
+
 int policy_decide(const struct policy_config *cfg, const struct snapshot *snap,
 		  const struct pstate *prev, bool verbose,
 		  struct plan **plan, struct pstate **next)
@@ -758,6 +814,8 @@ int policy_decide_reserved(const struct policy_config *cfg, const struct snapsho
 		migrated += gd->it.migrate_bytes;
 		order[nord++] = gi;
 	}
+
+	refine(&x, prev, snap, res, nres, d, order, nord, &migrated, &v, usable);
 
 	p->items = xcalloc(snap->nr_guests ? snap->nr_guests : 1, sizeof(*p->items));
 	for (unsigned i = 0; i < nord; i++)

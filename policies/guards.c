@@ -48,16 +48,13 @@ void pctx_init(struct pctx *x, const struct policy_config *cfg, const struct sna
 
 	for (unsigned i = 0; i < MASK_MAX_NODES; i++)
 		x->idx_of_id[i] = -1;
+	pctx_reset(x);
 	for (unsigned i = 0; i < nn; i++) {
 		const struct snap_node *nd = &s->nodes[i];
 		unsigned lo = MASK_WORDS(&nd->cpus), hi = 0;
 
 		if (nd->id >= 0 && nd->id < MASK_MAX_NODES)
 			x->idx_of_id[nd->id] = (int)i;
-		/* busy is a fraction of the node's CPUs; not measured yet reads
-		 * as idle here and is flagged in the item's detail. */
-		x->busy[i] = isnan(nd->busy) ? 0.0 : fmax(0.0, nd->busy) * nd->nr_cpus;
-		x->free[i] = nd->mem_free > INT64_MAX ? INT64_MAX : (int64_t)nd->mem_free;
 		for (unsigned w = 0; w < MASK_WORDS(&nd->cpus); w++) {
 			if (!nd->cpus.w[w])
 				continue;
@@ -67,6 +64,18 @@ void pctx_init(struct pctx *x, const struct policy_config *cfg, const struct sna
 		}
 		x->wlo[i] = lo < hi ? lo : 0;
 		x->whi[i] = hi;
+	}
+}
+
+void pctx_reset(struct pctx *x)
+{
+	for (unsigned i = 0; i < x->nn; i++) {
+		const struct snap_node *nd = &x->s->nodes[i];
+
+		/* busy is a fraction of the node's CPUs; not measured yet reads
+		 * as idle here and is flagged in the item's detail. */
+		x->busy[i] = isnan(nd->busy) ? 0.0 : fmax(0.0, nd->busy) * nd->nr_cpus;
+		x->free[i] = nd->mem_free > INT64_MAX ? INT64_MAX : (int64_t)nd->mem_free;
 	}
 }
 

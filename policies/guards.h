@@ -108,6 +108,9 @@ static inline bool pcand_fits(const struct pcand *c)
 /* Build the working copy. pctx_fini accepts a zeroed context. */
 void pctx_init(struct pctx *x, const struct policy_config *cfg, const struct snapshot *s);
 void pctx_fini(struct pctx *x);
+/* Back to the snapshot's loads and free memory (before any reservation
+ * or commit); the version keeps counting. */
+void pctx_reset(struct pctx *x);
 void pctx_reserve(struct pctx *x, const struct advice_reservation *r);
 
 /* Busy CPUs of node index N other than the guest's own share, ≥ 0. */

@@ -594,8 +594,11 @@ def check_decisions(r, t_real0):
                 # Soft memory binding: the memory went to to.mems, then the
                 # cgroup's mems were widened to mems_after.
                 want_mems = d.get("mems_after") or d["to"]["mems"]
+                # An empty cpuset.mems (never written: the cgroup inherits)
+                # holds its effective mems.
+                have_mems = b["cmems"] if b["cmems"] != "-" else b["mems"]
                 if parse_cpulist(b["ccpus"]) != parse_cpulist(d["to"].get("cpus")) or \
-                        parse_cpulist(b["cmems"]) != parse_cpulist(want_mems):
+                        parse_cpulist(have_mems) != parse_cpulist(want_mems):
                     problems.append("guest %s: moved record says cpus %s mems %s, the cgroup has %s/%s at t=%.1f"
                                     % (g, d["to"].get("cpus"), want_mems, b["ccpus"], b["cmems"], b["t"]))
             if before:

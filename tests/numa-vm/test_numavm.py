@@ -140,6 +140,19 @@ class DecisionLog(unittest.TestCase):
         p = self.problems(samples, [d])
         self.assertTrue(any("moved record's from 0-1/0" in x for x in p), p)
 
+    def test_mems_never_written_are_the_effective_ones(self):
+        # Soft binding with the memory already on the target: only cpus are
+        # written, cpuset.mems stays empty (inherits 0-1); the record says
+        # so with mems_after. Without it, the record's to.mems 1 is wrong.
+        samples = [(0, "a", [0, 1000], "1:100", "-", "-", "0-3", "0-1"),
+                   (4, "a", [0, 1000], "1:100", "2-3", "-", "2-3", "0-1")]
+        d = moved(A, 2.0, 100, ("0-3", "0-1"), ("2-3", "1"))
+        d["mems_after"] = "0-1"
+        self.assertEqual(self.problems(samples, [d]), [])
+        del d["mems_after"]
+        p = self.problems(samples, [d])
+        self.assertTrue(any("moved record says cpus 2-3 mems 1, the cgroup has 2-3/-" in x for x in p), p)
+
     def test_failed_record_and_unknown_guest(self):
         p = self.problems(self.SAMPLES[:1], [{"decision": "failed", "message": "EINVAL", "guest": "docker-" + A},
                                              moved("c" * 64, 1.0, 10, ("0-3", "0-1"), ("2-3", "1"))])

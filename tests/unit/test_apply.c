@@ -247,6 +247,33 @@ static void test_no_migration_only_widens_mems(void **state)
 	fx_free(&f);
 }
 
+static void test_no_migration_mems_already_wide(void **state)
+{
+	struct fx f;
+	struct apply_result res;
+	char buf[32];
+
+	(void)state;
+	/* mems 0-1 already cover the target node 1, where its memory is:
+	 * only the CPUs are written, and the record says the mems stayed
+	 * 0-1 (not the target's 1, which was never written). */
+	fx_init(&f, true, 4000000);
+	tu_write(f.root, "sys/fs/cgroup/grp/g/cpuset.mems", "0-1\n");
+	tu_write(f.root, "sys/fs/cgroup/grp/g/cpuset.mems.effective", "0-1\n");
+	mask_parse("0-1", &f.snap->guests[0].mems);
+	f.it.migrate_bytes = 0;
+	assert_int_equal(apply_move(f.a, f.snap, &f.it, &res), 0);
+	assert_int_equal(res.status, APPLY_DONE);
+	char *w = slurp(&f, "sys/fs/cgroup/.numaorch-writes");
+	assert_string_equal(w, "/grp/g cpuset.cpus 2-3\n");
+	free(w);
+	assert_true(res.mems_loosened);
+	mask_format(&res.mems_after, buf, sizeof(buf));
+	assert_string_equal(buf, "0-1");
+	assert_non_null(strstr(res.msg, "mems stay 0-1"));
+	fx_free(&f);
+}
+
 static void test_v2_child_with_own_mems_stays_bound(void **state)
 {
 	struct fx f;
@@ -427,6 +454,7 @@ int main(void)
 		cmocka_unit_test(test_v2_cpus_then_mems),
 		cmocka_unit_test(test_strict_binding_and_pinned_guests_stay_bound),
 		cmocka_unit_test(test_no_migration_only_widens_mems),
+		cmocka_unit_test(test_no_migration_mems_already_wide),
 		cmocka_unit_test(test_v2_child_with_own_mems_stays_bound),
 		cmocka_unit_test(test_refused_mems_restores_everything),
 		cmocka_unit_test(test_refused_first_write),

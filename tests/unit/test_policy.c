@@ -1226,6 +1226,59 @@ static void test_decide_respects_reservations(void **state)
  * 1-thread guests (1.0 CPU each; +20% headroom would be 1.2) both fit the
  * one 2-CPU node with room, filled to 100%; with 1.2 each the second
  * would not fit anywhere. */
+/* The testbed's "misplaced" start (tests/numa-vm, 4 nodes x 2 CPUs): four
+ * 1-CPU guests spread over every node, two with their memory on node 0,
+ * two on node 1. Early in the cycle every node still carries a share of
+ * the guests about to leave it, so no single node looks free enough for
+ * the first guest decided, which got two nodes (memory on one: its one
+ * thread then ran on the other, and the 300 s cool-down kept it there).
+ * Each must end on a node of its own. */
+static const struct tcase spread_start = {
+	.name = "spread start: every guest on a node of its own",
+	.nn = 4,
+	.nodes = { N(0, 2, 1024, 295, 0.5), N(1, 2, 1024, 347, 0.5), N(2, 2, 1024, 893, 0.5),
+		   N(3, 2, 1024, 989, 0.5) },
+	.g = { { .id = "web1", .use = 0.97, .on = "0-3", .mib = { 320, 0, 0, 0 } },
+	       { .id = "web2", .use = 0.97, .on = "0-3", .mib = { 320, 0, 0, 0 } },
+	       { .id = "db1", .use = 0.97, .on = "0-3", .mib = { 0, 320, 0, 0 } },
+	       { .id = "db2", .use = 0.96, .on = "0-3", .mib = { 0, 320, 0, 0 } } },
+};
+
+static void test_spread_start_one_node_each(void **state)
+{
+	struct policy_config cfg;
+	struct pstate *prev, *next = NULL;
+	struct plan *p = NULL;
+	struct snapshot *s;
+	nodemask_t used;
+
+	(void)state;
+	policy_config_default(&cfg);
+	s = build(&spread_start, &prev);
+	assert_int_equal(policy_decide(&cfg, s, prev, false, &p, &next), 0);
+	check_invariants(&cfg, s, p, next, spread_start.name);
+	mask_zero(&used);
+	for (unsigned k = 0; k < 4; k++) {
+		const char *id = spread_start.g[k].id;
+		const struct plan_item *it = find_item(p, id);
+
+		assert_non_null(it);
+		if (it->kind != PLAN_MOVE || mask_count(&it->to_nodes) != 1 || mask_intersects(&it->to_nodes, &used))
+			fail_msg("%s: %s %s: %s", id, plan_kind_name(it->kind), move_reason_name(it->reason),
+				 it->detail);
+		mask_or(&used, &used, &it->to_nodes);
+		/* memory follows to that node */
+		assert_true(mask_equal(&it->to_mems, &it->to_nodes));
+	}
+	/* the two whose memory is on node 0 / node 1: one of each stays with it */
+	assert_true(mask_test(&find_item(p, "web1")->to_nodes, 0) || mask_test(&find_item(p, "web2")->to_nodes, 0));
+	assert_true(mask_test(&find_item(p, "db1")->to_nodes, 1) || mask_test(&find_item(p, "db2")->to_nodes, 1));
+	plan_free(p);
+	pstate_free(prev);
+	pstate_free(next);
+	snap_unref(s);
+}
+
 static void test_demand_capped_by_threads(void **state)
 {
 	cpumask_t cpus;
@@ -1500,6 +1553,7 @@ int main(void)
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_advise_nothing_fits);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_decide_respects_reservations);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_demand_capped_by_threads);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_spread_start_one_node_each);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_config_validate);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_pstate);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_next_state_drops_vanished);
