@@ -247,6 +247,24 @@ static void test_no_migration_only_widens_mems(void **state)
 	fx_free(&f);
 }
 
+static void test_negligible_migration_is_none(void **state)
+{
+	struct fx f;
+	struct apply_result res;
+
+	(void)state;
+	/* 512 KiB of its 64 MiB off the target: not worth narrowing the mems
+	 * (a walk of the whole address space): handled as no migration. */
+	fx_init(&f, true, 4000000);
+	f.it.migrate_bytes = 512 << 10;
+	assert_int_equal(apply_move(f.a, f.snap, &f.it, &res), 0);
+	assert_int_equal(res.status, APPLY_DONE);
+	char *w = slurp(&f, "sys/fs/cgroup/.numaorch-writes");
+	assert_string_equal(w, "/grp/g cpuset.cpus 2-3\n/grp/g cpuset.mems 0-1\n");
+	free(w);
+	fx_free(&f);
+}
+
 static void test_no_migration_mems_already_wide(void **state)
 {
 	struct fx f;
@@ -455,6 +473,7 @@ int main(void)
 		cmocka_unit_test(test_strict_binding_and_pinned_guests_stay_bound),
 		cmocka_unit_test(test_no_migration_only_widens_mems),
 		cmocka_unit_test(test_no_migration_mems_already_wide),
+		cmocka_unit_test(test_negligible_migration_is_none),
 		cmocka_unit_test(test_v2_child_with_own_mems_stays_bound),
 		cmocka_unit_test(test_refused_mems_restores_everything),
 		cmocka_unit_test(test_refused_first_write),
