@@ -25,6 +25,7 @@
 #include "../orchestrator/log.h"
 #include "../orchestrator/numamig.h"
 #include "../orchestrator/snapjson.h"
+#include "../orchestrator/vmplugin.h"
 
 #ifndef NUMAORCH_VERSION
 #define NUMAORCH_VERSION "0.1.0"
@@ -474,6 +475,12 @@ int main(int argc, char **argv)
 		}
 	}
 	if (cli.check_config) {
+		char mod[PATH_MAX];
+
+		/* Not an error: containers are managed without it. */
+		if (cfg->libvirt_enabled && vmplugin_find(cfg->libvirt_module, mod, sizeof(mod), err, sizeof(err)) < 0)
+			fprintf(stderr, "numaorchd: warning: [libvirt] enabled = yes, but %s: VMs will not be managed\n",
+				err);
 		printf("configuration OK\n");
 		goto out;
 	}

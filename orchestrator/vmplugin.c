@@ -88,6 +88,27 @@ static int load_path(const char *path, const struct vmplugin **out, char *err, s
 	return 0;
 }
 
+int vmplugin_find(const char *path, char *out, size_t outsz, char *err, size_t errsz)
+{
+	if (path && *path) {
+		if ((size_t)snprintf(out, outsz, "%s", path) >= outsz)
+			return -ENAMETOOLONG;
+		if (access(out, R_OK) < 0) {
+			snprintf(err, errsz, "cannot load %s: %s", path, strerror(errno));
+			return -ENOENT;
+		}
+		return 0;
+	}
+	if (beside_exe(out, outsz) == 0)
+		return 0;
+	snprintf(out, outsz, "%s/%s", NUMAORCH_PKGLIBDIR, VMPLUGIN_FILE);
+	if (access(out, R_OK) < 0) {
+		snprintf(err, errsz, "the libvirt module %s is not installed (nor beside numaorchd)", out);
+		return -ENOENT;
+	}
+	return 0;
+}
+
 int vmplugin_load(const char *path, const struct vmplugin **out, char *err, size_t errsz)
 {
 	char buf[PATH_MAX];
@@ -98,19 +119,12 @@ int vmplugin_load(const char *path, const struct vmplugin **out, char *err, size
 		*out = loaded;
 		goto out;
 	}
+	/* An explicit path goes to dlopen as it is, for dlerror's message. */
 	if (!path || !*path) {
-		if (beside_exe(buf, sizeof(buf)) == 0) {
-			path = buf;
-		} else {
-			snprintf(buf, sizeof(buf), "%s/%s", NUMAORCH_PKGLIBDIR, VMPLUGIN_FILE);
-			if (access(buf, R_OK) < 0) {
-				snprintf(err, errsz, "the libvirt module %s is not installed (nor beside numaorchd)",
-					 buf);
-				r = -ENOENT;
-				goto out;
-			}
-			path = buf;
-		}
+		r = vmplugin_find(NULL, buf, sizeof(buf), err, errsz);
+		if (r < 0)
+			goto out;
+		path = buf;
 	}
 	r = load_path(path, &loaded, err, errsz);
 	if (r == 0)

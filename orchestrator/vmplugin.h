@@ -106,5 +106,8 @@ struct vmplugin {
  * -ENOENT no module found, -ELIBBAD it cannot be loaded or is of another
  * ABI. */
 int vmplugin_load(const char *path, const struct vmplugin **out, char *err, size_t errsz);
+/* Where vmplugin_load would look, without loading: 0 and the path in OUT,
+ * or -ENOENT with the reason in ERR (for --check-config). */
+int vmplugin_find(const char *path, char *out, size_t outsz, char *err, size_t errsz);
 
 #endif

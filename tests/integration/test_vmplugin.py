@@ -97,7 +97,10 @@ class VmPlugin(unittest.TestCase):
         d = self.start("enabled = yes\nmodule = %s/nothing-here.so\n" % self.tmp)
         time.sleep(0.5)
         lv = self.libvirt_status()
+        human = subprocess.run([os.path.join(itlib.BUILD, "numaorchctl"), "--socket", self.sock, "status"],
+                               capture_output=True, text=True, timeout=30).stdout
         self.stop(d)
+        self.assertIn("libvirt:     unavailable (cannot load %s/nothing-here.so" % self.tmp, human)
         self.assertEqual(lv["state"], "unavailable", lv)
         self.assertIn("cannot load %s/nothing-here.so" % self.tmp, lv["reason"])
         err = self.stderr()
@@ -116,6 +119,19 @@ class VmPlugin(unittest.TestCase):
         d = self.start("enabled = yes\nmodule = %s\n" % libz)
         self.stop(d)
         self.assertIn("has no numaorch_vmplugin table: not a numaorch module", self.stderr())
+
+    def test_check_config_warns_of_a_missing_module(self):
+        # Not an error (containers are managed without it), but said.
+        conf = itlib.config_file(self.tmp, "[libvirt]\nmodule = %s/nothing-here.so\n" % self.tmp)
+        p = subprocess.run([itlib.NUMAORCHD, "--check-config", "--config", conf],
+                           capture_output=True, text=True)
+        self.assertEqual((p.returncode, p.stdout.strip()), (0, "configuration OK"), p.stderr)
+        self.assertIn("warning: [libvirt] enabled = yes, but cannot load %s/nothing-here.so" % self.tmp, p.stderr)
+        # the module beside build/numaorchd is found: no warning
+        conf = itlib.config_file(self.tmp, "[libvirt]\nenabled = yes\n")
+        p = subprocess.run([itlib.NUMAORCHD, "--check-config", "--config", conf],
+                           capture_output=True, text=True)
+        self.assertEqual((p.returncode, p.stderr), (0, ""))
 
     def test_relative_module_path_is_a_config_error(self):
         conf = itlib.config_file(self.tmp, "[libvirt]\nmodule = numaorch-libvirt.so\n")
