@@ -206,10 +206,9 @@ static void print_route(const char *method, const char *path, void *ctx)
 	printf("%s %s\n", method, path);
 }
 
-/* Per-guest policies from the state directory into the engine. */
+/* Per-guest policies from the state directory, for the engine. */
 static int load_guest_policies(struct engine *e, const char *state_dir, unsigned flags, struct gpolstore **out)
 {
-	struct gpol_record *recs;
 	unsigned n;
 	char err[600];
 	int r;
@@ -218,18 +217,19 @@ static int load_guest_policies(struct engine *e, const char *state_dir, unsigned
 	if (r == -EACCES && !(flags & GPOLSTORE_CREATE)) {
 		/* --once as an unprivileged user: still show what it would do. */
 		log_warn("%s; deciding without the per-guest policies", err);
-		return gpolstore_open(NULL, 0, out, err, sizeof(err));
+		r = gpolstore_open(NULL, 0, out, err, sizeof(err));
+		if (r == 0)
+			engine_use_gpolstore(e, *out);
+		return r;
 	}
 	if (r < 0) {
 		log_error("%s", err);
 		return r;
 	}
-	n = gpolstore_list(*out, &recs);
-	for (unsigned i = 0; i < n; i++)
-		engine_set_guest_policy(e, recs[i].id, &recs[i].pol);
+	engine_use_gpolstore(e, *out);
+	n = gpolstore_count(*out);
 	if (n)
 		log_info("%u per-guest polic%s loaded from %s", n, n == 1 ? "y" : "ies", gpolstore_path(*out));
-	free(recs);
 	return 0;
 }
 

@@ -308,7 +308,6 @@ static int gpol_engine(struct engine *e, void *ctx)
 	r = gpolstore_set(gp->a->gs, gp->id, gp->clear ? NULL : &gp->pol, clock_real_ns());
 	if (r < 0)
 		return r;
-	engine_set_guest_policy(e, gp->id, gp->clear ? NULL : &gp->pol);
 	if (gp->clear) {
 		log_info("guest policy of %s cleared through the API", gp->id);
 	} else {

@@ -15,14 +15,10 @@
 
 #include "apply.h"
 #include "fs.h"
+#include "gpolstore.h"
 #include "log.h"
 #include "notify.h"
 #include "vmplugin.h"
-
-struct gpol_entry {
-	char id[GUEST_ID_MAX];
-	struct guest_policy pol;
-};
 
 /* What was last written to the decision log for a guest, so a guard that
  * keeps saying the same thing is logged once, not every cycle. */
@@ -61,8 +57,7 @@ struct engine {
 	struct declog *dl;
 	struct pstate *ps;
 
-	unsigned nr_gpol;
-	struct gpol_entry *gpol;
+	struct gpolstore *gs;    /* per-guest overrides (not owned), NULL: none */
 	unsigned nr_logged;
 	struct logged *logged;
 
@@ -251,7 +246,6 @@ void engine_free(struct engine *e)
 	vm_free(e);
 	declog_close(e->dl);
 	pstate_free(e->ps);
-	free(e->gpol);
 	free(e->logged);
 	for (unsigned i = 0; i < e->nr_res; i++)
 		free(e->res_label[i]);
@@ -403,42 +397,9 @@ void engine_trigger(struct engine *e)
 	}
 }
 
-static int gpol_cmp(const void *k, const void *el)
+void engine_use_gpolstore(struct engine *e, struct gpolstore *gs)
 {
-	return strcmp(k, ((const struct gpol_entry *)el)->id);
-}
-
-const struct guest_policy *engine_get_guest_policy(struct engine *e, const char *id)
-{
-	struct gpol_entry *g = e->nr_gpol ? bsearch(id, e->gpol, e->nr_gpol, sizeof(*e->gpol), gpol_cmp)
-					  : NULL;
-
-	return g ? &g->pol : NULL;
-}
-
-void engine_set_guest_policy(struct engine *e, const char *id, const struct guest_policy *pol)
-{
-	unsigned i = 0;
-
-	while (i < e->nr_gpol && strcmp(e->gpol[i].id, id) < 0)
-		i++;
-	if (i < e->nr_gpol && strcmp(e->gpol[i].id, id) == 0) {
-		if (pol) {
-			e->gpol[i].pol = *pol;
-		} else {
-			memmove(&e->gpol[i], &e->gpol[i + 1], (e->nr_gpol - i - 1) * sizeof(*e->gpol));
-			e->nr_gpol--;
-		}
-		return;
-	}
-	if (!pol)
-		return;
-	e->gpol = xrealloc(e->gpol, (e->nr_gpol + 1) * sizeof(*e->gpol));
-	memmove(&e->gpol[i + 1], &e->gpol[i], (e->nr_gpol - i) * sizeof(*e->gpol));
-	memset(&e->gpol[i], 0, sizeof(e->gpol[i]));
-	snprintf(e->gpol[i].id, sizeof(e->gpol[i].id), "%s", id);
-	e->gpol[i].pol = *pol;
-	e->nr_gpol++;
+	e->gs = gs;
 }
 
 /* A move that was not carried out must not start a cool-down: put the
@@ -604,11 +565,11 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 		return log_errno(LOG_LEVEL_ERROR, r, "cannot read the host topology from %s", e->hp.sysfs);
 	t1 = clock_mono_ns();
 
-	for (unsigned i = 0; i < snap->nr_guests; i++) {
-		const struct guest_policy *p = engine_get_guest_policy(e, snap->guests[i].id);
+	for (unsigned i = 0; e->gs && i < snap->nr_guests; i++) {
+		struct gpol_record rec;
 
-		if (p)
-			snap->guests[i].policy = *p;
+		if (gpolstore_get(e->gs, snap->guests[i].id, &rec))
+			snap->guests[i].policy = rec.pol;
 	}
 	for (unsigned i = 0; i < snap->nr_warnings; i++)
 		log_warn("%s", snap->warnings[i]);

@@ -146,9 +146,10 @@ bool engine_unreserve(struct engine *e, uint64_t id, const char *label);
  * the next engine_reserve/unreserve/cycle on the engine thread. */
 unsigned engine_reservations(struct engine *e, const struct advice_reservation **out);
 
-/* Per-guest policy overrides (engine thread). POL NULL clears. The
- * override wins over a guest's own (metadata) policy from the next cycle. */
-void engine_set_guest_policy(struct engine *e, const char *id, const struct guest_policy *pol);
-const struct guest_policy *engine_get_guest_policy(struct engine *e, const char *id);
+/* The per-guest policy overrides (the REST API's, persisted): looked up
+ * for every guest at every cycle, so a change wins over a guest's own
+ * (metadata) policy from the next cycle. GS must outlive the engine. */
+struct gpolstore;
+void engine_use_gpolstore(struct engine *e, struct gpolstore *gs);
 
 #endif

@@ -82,6 +82,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	/* This thread becomes the engine's: engine_call runs inline. */
 	if (engine_prepare_loop(eng) < 0 || engine_cycle(eng, true, NULL) < 0)
 		die("the first cycle failed");
+	engine_use_gpolstore(eng, gs);
 	if (api_new(eng, gs, &ao, &api) < 0)
 		die("api_new");
 	config_free(&cfg);

@@ -65,6 +65,7 @@ static void fx_init(struct fx *f, unsigned timeout_ms)
 	assert_int_equal(engine_new(&f->cfg, &f->hp, &f->e), 0);
 	if (gpolstore_open(f->cfg.state_dir, GPOLSTORE_CREATE, &f->gs, err, sizeof(err)) < 0)
 		fail_msg("%s", err);
+	engine_use_gpolstore(f->e, f->gs);
 	assert_int_equal(api_new(f->e, f->gs, &ao, &f->a), 0);
 }
 
