@@ -480,7 +480,3 @@ void httpd_stop(struct httpd *h)
 	free(h);
 }
 
-unsigned httpd_tcp_port(const struct httpd *h)
-{
-	return h ? h->tcp_port : 0;
-}

@@ -33,7 +33,5 @@ int httpd_start(struct api *a, const struct httpd_opts *o, struct httpd **out, c
 /* Stop accepting, finish or drop open connections, remove the socket
  * file (if it is still ours). Accepts NULL. */
 void httpd_stop(struct httpd *h);
-/* The TCP port bound (useful with port 0), 0 without TCP. */
-unsigned httpd_tcp_port(const struct httpd *h);
 
 #endif

@@ -270,7 +270,6 @@ void engine_free(struct engine *e)
 
 struct declog *engine_declog(struct engine *e) { return e->dl; }
 const struct agent_config *engine_config(struct engine *e) { return &e->base; }
-const struct agent_config *engine_effective_config(struct engine *e) { return &e->cfg; }
 
 /* Recompute the settings in force from the base configuration and the
  * schedule windows active at this local time; log windows opening and
@@ -360,12 +359,6 @@ uint64_t engine_reserve_placement(struct engine *e, const struct advice_reservat
 	}
 	e->nr_res++;
 	return e->next_res_id;
-}
-
-uint64_t engine_reserve(struct engine *e, const struct advice_reservation *r, double seconds,
-			const char *label)
-{
-	return engine_reserve_placement(e, r, NULL, NULL, seconds, label);
 }
 
 bool engine_unreserve(struct engine *e, uint64_t id, const char *label)

@@ -116,9 +116,6 @@ void engine_view_unref(struct engine_view *v);
 struct declog *engine_declog(struct engine *e);
 /* The configuration as given (file, command line, PUT /v1/policy). */
 const struct agent_config *engine_config(struct engine *e);
-/* The settings in force: engine_config() with the active [schedule]
- * windows applied (as of the last cycle). */
-const struct agent_config *engine_effective_config(struct engine *e);
 struct acquirer *engine_acquirer(struct engine *e);
 struct applier *engine_applier(struct engine *e);
 
@@ -130,12 +127,10 @@ void engine_trigger(struct engine *e);
 /* Room promised to guests about to start (POST /v1/placements with
  * reserve_seconds, and VM initial placement). Engine thread. LABEL (may
  * be NULL) names who it is for, e.g. a domain name or uuid, so a start can
- * consume its own reservation. Returns the reservation id (≥ 1). */
-uint64_t engine_reserve(struct engine *e, const struct advice_reservation *r, double seconds,
-			const char *label);
-/* The same, remembering where the advice put the guest (CPU nodes and
- * memory nodes apart: R's mask holds both, for accounting), so that the
- * start consuming it is placed exactly there. */
+ * consume its own reservation. CPU_NODES and MEMS (may be NULL) remember
+ * where the advice put the guest (R's mask holds both, for accounting),
+ * so that the start consuming it is placed exactly there. Returns the
+ * reservation id (≥ 1). */
 uint64_t engine_reserve_placement(struct engine *e, const struct advice_reservation *r,
 				  const nodemask_t *cpu_nodes, const nodemask_t *mems, double seconds,
 				  const char *label);
@@ -143,7 +138,7 @@ uint64_t engine_reserve_placement(struct engine *e, const struct advice_reservat
 bool engine_unreserve(struct engine *e, uint64_t id, const char *label);
 /* The reservations still valid now (expired ones are dropped first).
  * Returns the count; *out points into engine-owned memory valid until
- * the next engine_reserve/unreserve/cycle on the engine thread. */
+ * the next engine_reserve_placement/unreserve/cycle on the engine thread. */
 unsigned engine_reservations(struct engine *e, const struct advice_reservation **out);
 
 /* The per-guest policy overrides (the REST API's, persisted): looked up
