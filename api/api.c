@@ -112,16 +112,6 @@ json_t *json_tame(const char *s, size_t max)
 	return j;
 }
 
-void iso_time(int64_t real_ns, char *buf, size_t sz)
-{
-	time_t sec = (time_t)(real_ns / 1000000000LL);
-	struct tm tm;
-
-	gmtime_r(&sec, &tm);
-	snprintf(buf, sz, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)((real_ns / 1000000LL) % 1000));
-}
-
 static void set_body(struct api_response *resp, unsigned status, const char *ctype, char *text)
 {
 	free(resp->body);

@@ -132,7 +132,6 @@ json_t *api_gpol_record_json(const struct gpol_record *rec, bool present);
 /* JSON string of untrusted text: printable ASCII kept, the rest '?',
  * at most MAX bytes. */
 json_t *json_tame(const char *s, size_t max);
-void iso_time(int64_t real_ns, char *buf, size_t sz);
 
 /* Handlers. */
 void h_health(struct rq *r);

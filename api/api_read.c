@@ -71,7 +71,7 @@ void h_status(struct rq *r)
 	api_current_policy(r->a, v, &pol);
 	o = json_object();
 	json_object_set_new(o, "version", json_string(r->a->version));
-	iso_time(r->a->start_real_ns, t, sizeof(t));
+	declog_time(r->a->start_real_ns, t, sizeof(t));
 	json_object_set_new(o, "started", json_string(t));
 	json_object_set_new(o, "uptime_s",
 			    json_real(round((double)(clock_mono_ns() - r->a->start_mono_ns) / 1e6) / 1e3));
@@ -101,7 +101,7 @@ void h_status(struct rq *r)
 	json_object_set_new(o, "guests", json_pack("{s:i, s:i, s:i, s:i}", "total", (int)s->nr_guests,
 						   "containers", (int)(s->nr_guests - vms), "vms", (int)vms,
 						   "policy_overrides", (int)gpolstore_count(r->a->gs)));
-	iso_time(v->stats.last_cycle_real_ns, t, sizeof(t));
+	declog_time(v->stats.last_cycle_real_ns, t, sizeof(t));
 	json_object_set_new(o, "last_cycle",
 			    json_pack("{s:I, s:s, s:o, s:o, s:o, s:o, s:i, s:i}",
 				      "seq", (json_int_t)s->seq, "time", t,
@@ -436,7 +436,7 @@ json_t *api_gpol_record_json(const struct gpol_record *rec, bool present)
 	json_t *o = policy_of(&rec->pol);
 	char t[40];
 
-	iso_time(rec->set_real_ns, t, sizeof(t));
+	declog_time(rec->set_real_ns, t, sizeof(t));
 	json_object_set_new(o, "guest", json_string(rec->id));
 	json_object_set_new(o, "set", json_string(t));
 	json_object_set_new(o, "present", json_boolean(present));
@@ -504,6 +504,7 @@ void h_policy_get(struct rq *r)
 static bool parse_time_param(const char *s, char *norm, size_t sz)
 {
 	int y, mo, d, h, mi, se, ms = 0, n = 0;
+	struct tm tm;
 
 	if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &se, &n) != 6 || n != 19)
 		return false;
@@ -517,7 +518,10 @@ static bool parse_time_param(const char *s, char *norm, size_t sz)
 	if (strcmp(s + n, "Z") != 0 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60 ||
 	    y < 1970)
 		return false;
-	snprintf(norm, sz, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", y, mo, d, h, mi, se, ms);
+	/* In the records' own format, so that strcmp orders them. */
+	tm = (struct tm){ .tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d, .tm_hour = h, .tm_min = mi,
+			  .tm_sec = se };
+	declog_time((int64_t)timegm(&tm) * 1000000000LL + (int64_t)ms * 1000000LL, norm, sz);
 	return true;
 }
 

@@ -33,6 +33,10 @@ json_t *declog_make(const struct snapshot *snap, const struct plan_item *it, con
  * Takes ownership of REC. Returns the id, or a negative errno if the file
  * write failed (the record is still in the ring). */
 int64_t declog_add(struct declog *d, json_t *rec);
+/* The records' "time": UTC with milliseconds, "2024-01-31T12:00:00.000Z".
+ * Fixed width, so these strings order as the times do (GET /v1/decisions
+ * ?since=TIME compares them); the API formats every time it shows so. */
+void declog_time(int64_t real_ns, char *buf, size_t sz);
 
 /* Records with id > SINCE_ID, for GUEST (NULL: all), at most LIMIT,
  * oldest first. Caller owns the array. */
