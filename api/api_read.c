@@ -521,7 +521,7 @@ static bool parse_time_param(const char *s, char *norm, size_t sz)
 	/* In the records' own format, so that strcmp orders them. */
 	tm = (struct tm){ .tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d, .tm_hour = h, .tm_min = mi,
 			  .tm_sec = se };
-	declog_time((int64_t)timegm(&tm) * 1000000000LL + (int64_t)ms * 1000000LL, norm, sz);
+	declog_time_sec(timegm(&tm), ms, norm, sz);
 	return true;
 }
 

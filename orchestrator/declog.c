@@ -143,14 +143,18 @@ json_t *declog_make(const struct snapshot *snap, const struct plan_item *it, con
 	return o;
 }
 
-void declog_time(int64_t real_ns, char *buf, size_t sz)
+void declog_time_sec(time_t sec, int ms, char *buf, size_t sz)
 {
-	time_t sec = (time_t)(real_ns / 1000000000LL);
 	struct tm tm;
 
 	gmtime_r(&sec, &tm);
 	snprintf(buf, sz, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)((real_ns / 1000000LL) % 1000));
+		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
+}
+
+void declog_time(int64_t real_ns, char *buf, size_t sz)
+{
+	declog_time_sec((time_t)(real_ns / 1000000000LL), (int)((real_ns / 1000000LL) % 1000), buf, sz);
 }
 
 static json_t *time_string(int64_t real_ns)

@@ -37,6 +37,9 @@ int64_t declog_add(struct declog *d, json_t *rec);
  * Fixed width, so these strings order as the times do (GET /v1/decisions
  * ?since=TIME compares them); the API formats every time it shows so. */
 void declog_time(int64_t real_ns, char *buf, size_t sz);
+/* The same from seconds and milliseconds (times past 2262, which int64
+ * nanoseconds cannot hold, e.g. a ?since= far in the future). */
+void declog_time_sec(time_t sec, int ms, char *buf, size_t sz);
 
 /* Records with id > SINCE_ID, for GUEST (NULL: all), at most LIMIT,
  * oldest first. Caller owns the array. */
