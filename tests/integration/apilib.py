@@ -12,6 +12,7 @@ import ssl
 import stat
 import subprocess
 import time
+import unittest
 
 import itlib
 
@@ -237,6 +238,28 @@ class Daemon:
             cmd += ["--socket", self.sock]
         return subprocess.run(cmd + list(args), capture_output=True, text=True, timeout=timeout,
                               env=env)
+
+
+class ClassDaemon(unittest.TestCase):
+    """Base for test classes sharing one numaorchd on a fresh fixture root
+    (cls.tmp, cls.root, cls.d); it must stop cleanly (exit 0) at the end."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = itlib.mktemp()
+        try:
+            cls.root = compose_root(cls.tmp)
+            cls.d = Daemon(cls.tmp, cls.root).start()
+        except BaseException:
+            shutil.rmtree(cls.tmp, True)
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        rc = cls.d.stop()
+        shutil.rmtree(cls.tmp, True)
+        if rc != 0:
+            raise AssertionError("numaorchd did not stop cleanly (%s)" % rc)
 
 
 def openapi_routes():

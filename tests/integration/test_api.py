@@ -21,18 +21,8 @@ REASON = apilib.skip_reason()
 
 
 @unittest.skipIf(REASON, REASON or "")
-class Api(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = itlib.mktemp()
-        cls.root = apilib.compose_root(cls.tmp)
-        cls.d = apilib.Daemon(cls.tmp, cls.root).start()
-
-    @classmethod
-    def tearDownClass(cls):
-        rc = cls.d.stop()
-        shutil.rmtree(cls.tmp, True)
-        assert rc == 0, "numaorchd did not stop cleanly (%s)" % rc
+class Api(apilib.ClassDaemon):
+    # setUpClass/tearDownClass (one daemon; it must exit 0): apilib.ClassDaemon
 
     def ok(self, r, status=200):
         self.assertEqual(r.status, status, r)
@@ -154,6 +144,7 @@ class Api(unittest.TestCase):
         self.assertEqual(len(apilib.slurp(writes).splitlines()), n0, "a dry run wrote")
         r = self.ok(self.d.request("POST", "/v1/rebalance", None, content_type=None))
         self.assertTrue(r["applied"])
+        self.assertTrue(r["results"], r)
         for res in r["results"]:
             self.assertIn(res["outcome"], ("moved", "vanished", "changed", "no_room"))
         self.assertEqual(r["summary"]["moved"], sum(1 for x in r["results"] if x["outcome"] == "moved"))

@@ -16,17 +16,8 @@ REASON = apilib.skip_reason() or (None if os.path.exists(apilib.NUMAORCHCTL) els
 
 
 @unittest.skipIf(REASON, REASON or "")
-class Cli(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = itlib.mktemp()
-        cls.root = apilib.compose_root(cls.tmp)
-        cls.d = apilib.Daemon(cls.tmp, cls.root).start()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.d.stop()
-        shutil.rmtree(cls.tmp, True)
+class Cli(apilib.ClassDaemon):
+    # setUpClass/tearDownClass (one daemon; it must exit 0): apilib.ClassDaemon
 
     def run_ok(self, *args, **kw):
         p = self.d.ctl(*args, **kw)

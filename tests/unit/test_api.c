@@ -337,9 +337,23 @@ static void test_engine_busy_is_503_and_changes_nothing(void **state)
 	r = req(&f, API_UNIX, NULL, "PUT", "/v1/policy", "{\"max_util\": 55}");
 	assert_int_equal(r.status, 200);
 	reply_free(&r);
+	/* Once the engine has stopped, changes are refused with -ESHUTDOWN:
+	 * 503 shutting-down, nothing changed. */
+	engine_stop(f.e);
+	pthread_join(f.thread, NULL);
+	f.threaded = false; /* joined: fx_fini must not join again */
+	r = req(&f, API_UNIX, NULL, "PUT", "/v1/policy", "{\"max_util\": 70}");
+	assert_int_equal(r.status, 503);
+	assert_string_equal(r.r.content_type, "application/problem+json");
+	assert_non_null(r.j);
+	assert_string_equal(json_string_value(json_object_get(r.j, "type")), "urn:numaorch:problem:shutting-down");
+	assert_int_equal(json_integer_value(json_object_get(r.j, "status")), 503);
+	assert_int_not_equal(r.r.retry_after, 0);
+	reply_free(&r);
+	r = req(&f, API_UNIX, NULL, "GET", "/v1/policy", NULL);
+	assert_true(json_number_value(json_object_get(r.j, "max_util")) == 55);
+	reply_free(&r);
 	fx_fini(&f);
-	/* After the engine stopped (fx_fini joined it), changes are refused
-	 * by engine_call itself: covered by -ESHUTDOWN in api_engine_run. */
 }
 
 int main(void)

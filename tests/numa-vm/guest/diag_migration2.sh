@@ -1,6 +1,7 @@
 #!/bin/sh
 # Diagnostics, not a test: with four busy THP guests, which way of
 # changing a guest's memory nodes is fast under TCG?
+#   tests/numa-vm/numavm.py script diag_migration2
 CG=/sys/fs/cgroup
 echo 0 > /proc/sys/kernel/numa_balancing
 up() { cut -d' ' -f1 /proc/uptime; }

@@ -168,6 +168,7 @@ test_pulls_memory_local_for_real() {
 	# A second cycle finds it settled.
 	rm -f $T/dec
 	rc=$(once --json)
+	[ "$rc" = 0 ] || { echo "second cycle: exit $rc"; return 1; }
 	grep -q '"decision":"moved"' $T/dec 2>/dev/null && { echo "moved again"; return 1; }
 	return 0
 }
