@@ -378,10 +378,9 @@ static const struct snap_guest *find_guest(struct rq *r, struct engine_view *v)
 /* The newest decision record for ID, or null. */
 static json_t *last_decision(struct api *a, const char *id)
 {
-	json_t *all = declog_query(engine_declog(a->e), 0, 1u << 20, id), *last;
-	size_t n = json_array_size(all);
+	json_t *all = declog_query_newest(engine_declog(a->e), 1, id), *last;
 
-	last = n ? json_incref(json_array_get(all, n - 1)) : json_null();
+	last = json_array_size(all) ? json_incref(json_array_get(all, 0)) : json_null();
 	json_decref(all);
 	return last;
 }
@@ -548,14 +547,11 @@ void h_decisions(struct rq *r)
 		problem(r, 400, "invalid-field", "guest", "guest: not a valid guest id");
 		return;
 	}
-	/* Record ids are consecutive: without a guest or a time to filter
-	 * on, the window is known and only LIMIT records are decoded. */
-	if (!since && !guest) {
-		uint64_t last = declog_last_id(dl);
-
-		since_id = last > limit ? last - limit : 0;
-	}
-	all = declog_query(dl, since_id, since_time[0] || !since ? 1u << 20 : (unsigned)limit, guest);
+	/* Without SINCE: the newest LIMIT, only those decoded. */
+	if (!since)
+		all = declog_query_newest(dl, (unsigned)limit, guest);
+	else
+		all = declog_query(dl, since_id, since_time[0] ? 1u << 20 : (unsigned)limit, guest);
 	out = json_array();
 	n = json_array_size(all);
 	if (since_time[0]) {

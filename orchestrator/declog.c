@@ -236,6 +236,33 @@ json_t *declog_query(struct declog *d, uint64_t since_id, unsigned limit, const 
 	return arr;
 }
 
+json_t *declog_query_newest(struct declog *d, unsigned limit, const char *guest)
+{
+	json_t *arr = json_array();
+	unsigned first, found = 0;
+
+	/* Only the records returned are decoded: walk back from the newest
+	 * to find where the LIMIT newest matching ones start. */
+	pthread_mutex_lock(&d->lock);
+	for (first = d->n; first > 0 && found < limit; first--) {
+		const struct rec *r = &d->ring[(d->head + first - 1) % d->cap];
+
+		found += !guest || strcmp(r->guest, guest) == 0;
+	}
+	for (unsigned i = first; i < d->n && found; i++) {
+		const struct rec *r = &d->ring[(d->head + i) % d->cap];
+		json_t *o;
+
+		if (guest && strcmp(r->guest, guest) != 0)
+			continue;
+		o = json_loads(r->line, 0, NULL);
+		if (o)
+			json_array_append_new(arr, o);
+	}
+	pthread_mutex_unlock(&d->lock);
+	return arr;
+}
+
 uint64_t declog_last_id(struct declog *d)
 {
 	uint64_t id;

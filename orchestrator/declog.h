@@ -44,6 +44,9 @@ void declog_time_sec(time_t sec, int ms, char *buf, size_t sz);
 /* Records with id > SINCE_ID, for GUEST (NULL: all), at most LIMIT,
  * oldest first. Caller owns the array. */
 json_t *declog_query(struct declog *d, uint64_t since_id, unsigned limit, const char *guest);
+/* The newest LIMIT records (of GUEST, if not NULL), oldest first. Decodes
+ * only those: a guest's last decision is read on every GET of it. */
+json_t *declog_query_newest(struct declog *d, unsigned limit, const char *guest);
 uint64_t declog_last_id(struct declog *d);
 
 #endif
