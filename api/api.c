@@ -317,6 +317,17 @@ int api_engine_run(struct api *a, int (*fn)(struct engine *e, void *ctx), void *
 
 /* ---- the global policy as shown -------------------------------------- */
 
+void api_policy_fill(struct api_policy *p, enum agent_mode mode, double interval_s,
+		     const struct policy_config *pc, const struct schedule *s)
+{
+	p->mode = mode;
+	p->interval_s = interval_s;
+	p->pc = *pc;
+	p->nsched = s->n < SCHED_MAX_ENTRIES ? s->n : SCHED_MAX_ENTRIES;
+	for (unsigned i = 0; i < p->nsched; i++)
+		snprintf(p->sched[i], sizeof(p->sched[i]), "%s", s->e[i].text);
+}
+
 bool api_current_policy(struct api *a, struct engine_view *v, struct api_policy *out)
 {
 	bool ok = false;
@@ -330,12 +341,7 @@ bool api_current_policy(struct api *a, struct engine_view *v, struct api_policy 
 	if (!ok && v) {
 		/* The policy as configured, not as a schedule window has it now:
 		 * that is what PUT /v1/policy changes. */
-		out->mode = v->base_mode;
-		out->interval_s = v->base_interval_s;
-		out->pc = v->base_policy;
-		out->nsched = v->schedule.n < SCHED_MAX_ENTRIES ? v->schedule.n : SCHED_MAX_ENTRIES;
-		for (unsigned i = 0; i < out->nsched; i++)
-			snprintf(out->sched[i], sizeof(out->sched[i]), "%s", v->schedule.e[i].text);
+		api_policy_fill(out, v->base_mode, v->base_interval_s, &v->base_policy, &v->schedule);
 		ok = true;
 	}
 	return ok;

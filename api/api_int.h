@@ -120,6 +120,11 @@ int api_engine_run(struct api *a, int (*fn)(struct engine *e, void *ctx), void *
 /* Reply 503 for -EBUSY/-ESHUTDOWN, 500 otherwise. */
 void engine_failure(struct rq *r, int err, const char *what);
 
+/* P from its parts: GET shows it from the engine's view, PUT compares
+ * the revision of the same fields from the configuration, so both fill
+ * it here. */
+void api_policy_fill(struct api_policy *p, enum agent_mode mode, double interval_s,
+		     const struct policy_config *pc, const struct schedule *s);
 /* The policy the API shows now (see pol_* above). false: nothing yet. */
 bool api_current_policy(struct api *a, struct engine_view *v, struct api_policy *out);
 json_t *api_policy_json(const struct api_policy *p);

@@ -71,12 +71,7 @@ static void pfield_set(struct policy_config *dst, const struct pfield *f, const 
 
 static void api_policy_from(struct api_policy *p, const struct agent_config *c)
 {
-	p->mode = c->mode;
-	p->interval_s = c->interval_s;
-	p->pc = c->policy;
-	p->nsched = c->schedule.n < SCHED_MAX_ENTRIES ? c->schedule.n : SCHED_MAX_ENTRIES;
-	for (unsigned i = 0; i < p->nsched; i++)
-		snprintf(p->sched[i], sizeof(p->sched[i]), "%s", c->schedule.e[i].text);
+	api_policy_fill(p, c->mode, c->interval_s, &c->policy, &c->schedule);
 }
 
 static int policy_put_engine(struct engine *e, void *ctx)
