@@ -27,17 +27,6 @@ void h_health(struct rq *r)
 	json_reply(r, 200, json_pack("{s:s, s:b}", "status", "ok", "ready", ready));
 }
 
-static json_t *policy_of(const struct guest_policy *p)
-{
-	json_t *o = json_pack("{s:s, s:s}", "mode", gpol_mode_name(p->mode), "source",
-			      p->source == GPOL_SRC_API ? "api" :
-			      p->source == GPOL_SRC_METADATA ? "metadata" : "default");
-
-	if (p->mode == GPOL_PINNED)
-		json_object_set_new(o, "nodes", json_nodemask(&p->nodes));
-	return o;
-}
-
 /* The policy the next cycle applies: an API override wins (the snapshot
  * shows it only from the cycle after it was set). */
 static void effective_policy(struct api *a, const struct snap_guest *g, struct guest_policy *out)
@@ -234,8 +223,7 @@ static char *guests_doc(struct api *a, const struct snapshot *s, const char *kin
 			jw_str(&w, nodes);
 		}
 		jw_key(&w, "source");
-		jw_str(&w, pol->source == GPOL_SRC_API ? "api" : pol->source == GPOL_SRC_METADATA ? "metadata" :
-			   "default");
+		jw_str(&w, gpol_source_name(pol->source));
 		jw_obj_end(&w);
 		jw_key(&w, "runtime");
 		jw_str(&w, g->runtime);
@@ -418,7 +406,7 @@ void h_guest(struct rq *r)
 		}
 	}
 	effective_policy(r->a, g, &pol);
-	json_object_set_new(o, "policy", policy_of(&pol));
+	json_object_set_new(o, "policy", gpol_to_json(&pol));
 	for (unsigned i = 0; v->plan && i < v->plan->nr_items; i++)
 		if (strcmp(v->plan->items[i].guest_id, g->id) == 0) {
 			json_decref(item);
@@ -432,7 +420,7 @@ void h_guest(struct rq *r)
 
 json_t *api_gpol_record_json(const struct gpol_record *rec, bool present)
 {
-	json_t *o = policy_of(&rec->pol);
+	json_t *o = gpol_to_json(&rec->pol);
 	char t[40];
 
 	declog_time(rec->set_real_ns, t, sizeof(t));
@@ -460,7 +448,7 @@ void h_guest_policy_get(struct rq *r)
 		problem(r, 404, "not-found", "id", "no guest %s on this host and no policy set for it", r->id);
 		return;
 	}
-	o = policy_of(&g->policy);
+	o = gpol_to_json(&g->policy);
 	json_object_set_new(o, "guest", json_string(g->id));
 	json_object_set_new(o, "present", json_true());
 	json_reply(r, 200, o);

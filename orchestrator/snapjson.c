@@ -77,6 +77,15 @@ static json_t *vm_to_json(const struct snap_vm *vm)
 			 "mem_source", vm->mem_source);
 }
 
+json_t *gpol_to_json(const struct guest_policy *p)
+{
+	json_t *o = json_pack("{s:s, s:s}", "mode", gpol_mode_name(p->mode), "source", gpol_source_name(p->source));
+
+	if (p->mode == GPOL_PINNED)
+		json_object_set_new(o, "nodes", json_nodemask(&p->nodes));
+	return o;
+}
+
 json_t *snap_guest_to_json(const struct snapshot *s, const struct snap_guest *g)
 {
 	json_t *mem = json_object(), *pol, *o;
@@ -87,11 +96,7 @@ json_t *snap_guest_to_json(const struct snapshot *s, const struct snap_guest *g)
 		snprintf(key, sizeof(key), "%d", s->nodes[n].id);
 		json_object_set_new(mem, key, json_integer((json_int_t)g->mem_node[n]));
 	}
-	pol = json_pack("{s:s, s:s}", "mode", gpol_mode_name(g->policy.mode), "source",
-			g->policy.source == GPOL_SRC_API ? "api" :
-			g->policy.source == GPOL_SRC_METADATA ? "metadata" : "default");
-	if (g->policy.mode == GPOL_PINNED)
-		json_object_set_new(pol, "nodes", json_nodemask(&g->policy.nodes));
+	pol = gpol_to_json(&g->policy);
 	o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:o, s:o, s:I, s:I, s:o, s:o, s:o, s:o, s:o}",
 		      "id", g->id,
 		      "kind", snap_kind_name(g->kind),

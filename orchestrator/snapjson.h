@@ -19,6 +19,8 @@ enum {
 json_t *snap_to_json(const struct snapshot *s, unsigned flags);
 json_t *snap_node_to_json(const struct snapshot *s, unsigned idx);
 json_t *snap_guest_to_json(const struct snapshot *s, const struct snap_guest *g);
+/* {"mode", "source"[, "nodes"]} of a per-guest policy. */
+json_t *gpol_to_json(const struct guest_policy *p);
 /* A number, or null for NAN; rounded to 4 decimals for stable output. */
 json_t *json_real_or_null(double v);
 /* "0-3,8" strings for masks. */

@@ -394,6 +394,15 @@ const char *gpol_mode_name(enum gpol_mode m)
 	}
 }
 
+const char *gpol_source_name(enum gpol_source s)
+{
+	switch (s) {
+	case GPOL_SRC_API: return "api";
+	case GPOL_SRC_METADATA: return "metadata";
+	default: return "default";
+	}
+}
+
 int gpol_mode_parse(const char *s, enum gpol_mode *out)
 {
 	if (!s)

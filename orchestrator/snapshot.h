@@ -179,6 +179,7 @@ bool snap_id_valid(const char *id);
 
 const char *snap_kind_name(enum guest_kind k);
 const char *gpol_mode_name(enum gpol_mode m);
+const char *gpol_source_name(enum gpol_source s);
 int gpol_mode_parse(const char *s, enum gpol_mode *out);
 
 #endif
