@@ -203,6 +203,36 @@ int vmproc_thread_affinity(const struct host_paths *hp, pid_t pid, pid_t tid, cp
 	return have_c && have_m ? 0 : -EINVAL;
 }
 
+int vmproc_vm_affinity(const struct host_paths *hp, const struct snap_vm *vm, cpumask_t *cpus,
+		       nodemask_t *mems)
+{
+	bool any = false;
+
+	mask_zero(cpus);
+	if (mems)
+		mask_zero(mems);
+	for (unsigned k = 0; k < 3; k++) {
+		unsigned n = k == 0 ? vm->nr_vcpus : k == 1 ? vm->nr_emulator_tids : vm->nr_iothreads;
+		const pid_t *tids = k == 0 ? vm->vcpu_tids : k == 1 ? vm->emulator_tids : vm->iothread_tids;
+
+		for (unsigned i = 0; i < n; i++) {
+			cpumask_t c;
+			nodemask_t m;
+
+			/* tid 0 marks a vCPU not found; a thread that fails to
+			 * read has exited since the threads were listed. Its
+			 * masks may be half-written, so only a full read counts. */
+			if (!tids[i] || vmproc_thread_affinity(hp, vm->qemu_pid, tids[i], &c, &m) < 0)
+				continue;
+			mask_or(cpus, cpus, &c);
+			if (mems)
+				mask_or(mems, mems, &m);
+			any = true;
+		}
+	}
+	return any ? 0 : -ESRCH;
+}
+
 /* cmdline holds NUL-separated arguments. */
 static bool cmdline_has_uuid(const char *buf, size_t len, const char *uuid)
 {
