@@ -43,8 +43,7 @@ double vmapply_locality_on(const struct snapshot *snap, const struct snap_guest 
 
 	mask_zero(&mem);
 	for (unsigned n = 0; n < snap->nr_nodes; n++) {
-		unsigned best = ~0u;
-		int near = -1;
+		int near;
 
 		if (!mask_test(nodes, snap->nodes[n].id))
 			continue;
@@ -52,11 +51,9 @@ double vmapply_locality_on(const struct snapshot *snap, const struct snap_guest 
 			mask_set(&mem, snap->nodes[n].id);
 			continue;
 		}
-		for (unsigned m = 0; m < snap->nr_nodes; m++)
-			if (snap->nodes[m].mem_total && snap_distance(snap, n, m) < best) {
-				best = snap_distance(snap, n, m);
-				near = snap->nodes[m].id;
-			}
+		/* A memory-less node's memory is local on its nearest node
+		 * with memory. */
+		near = snap_nearest_mem_node(snap, n, NULL);
 		if (near >= 0)
 			mask_set(&mem, near);
 	}
