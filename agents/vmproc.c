@@ -521,8 +521,6 @@ int vmproc_threads(const struct host_paths *hp, const struct cg_hier *h, pid_t p
 	return 0;
 }
 
-/* "N0=12 N1=3" tokens between S and END, × MULT, onto MEM by node index. */
-
 int vmproc_numa_stat(const struct cg_hier *h, const char *rel, const struct snapshot *snap,
 		     uint64_t *mem)
 {

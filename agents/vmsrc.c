@@ -646,7 +646,6 @@ int vmsrc_facts(struct vmsrc *vs, const char *uuid, struct vmsrc_facts *out)
 	if (!d)
 		return -ENOENT;
 	out->domid = d->domid;
-	out->qemu_pid = d->pid;
 	out->x = d->x;
 	return 0;
 }
