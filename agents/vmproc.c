@@ -525,44 +525,37 @@ int vmproc_numa_stat(const struct cg_hier *h, const char *rel, const struct snap
 		     uint64_t *mem)
 {
 	bool v2 = h->v2[CGC_MEMORY];
-	uint64_t *acc = xcalloc(snap->nr_nodes ? snap->nr_nodes : 1, sizeof(uint64_t));
 	char path[PATH_MAX], *buf = NULL;
 	long page = sysconf(_SC_PAGESIZE);
 	size_t len;
 	int r;
 
-	if (!cgh_has(h, CGC_MEMORY)) {
-		free(acc);
+	if (!cgh_has(h, CGC_MEMORY))
 		return -ENOENT;
-	}
 	r = cgh_path(h, CGC_MEMORY, rel, "memory.numa_stat", path, sizeof(path));
 	if (r == 0)
 		r = fs_read_file(path, 1 << 20, &buf, &len);
-	if (r < 0) {
-		free(acc);
+	if (r < 0)
 		return r == -ENODEV ? -ENOENT : r;
-	}
-	r = numastat_parse(buf, v2, page, snap, acc, NULL);
+	/* numastat_parse zeroes MEM first and leaves it zero on failure. */
+	r = numastat_parse(buf, v2, page, snap, mem, NULL);
 	free(buf);
-	if (r == 0)
-		memcpy(mem, acc, snap->nr_nodes * sizeof(uint64_t));
-	free(acc);
 	return r;
 }
 
 int vmproc_numa_maps(const struct host_paths *hp, pid_t pid, const struct snapshot *snap,
 		     uint64_t *mem)
 {
-	uint64_t *acc = xcalloc(snap->nr_nodes ? snap->nr_nodes : 1, sizeof(uint64_t));
 	char path[PATH_MAX], *buf = NULL;
 	size_t len;
 	int r;
 
 	r = read_proc(hp, path, sizeof(path), NUMA_MAPS_MAX, &buf, &len, "%d/numa_maps", (int)pid);
-	if (r < 0) {
-		free(acc);
+	if (r < 0)
 		return r == -ENOENT ? -ESRCH : r;
-	}
+	/* Nothing below fails, so MEM is only touched once the file is read:
+	 * on an error it keeps what it held. */
+	memset(mem, 0, snap->nr_nodes * sizeof(uint64_t));
 	for (char *save = NULL, *l = strtok_r(buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
 		uint64_t page = 4096;
 		const char *k = strstr(l, " kernelpagesize_kB=");
@@ -589,11 +582,9 @@ int vmproc_numa_maps(const struct host_paths *hp, pid_t pid, const struct snapsh
 				continue;
 			idx = id < MASK_MAX_NODES ? snap_node_index(snap, (int)id) : -1;
 			if (idx >= 0)
-				acc[idx] += (uint64_t)v * page;
+				mem[idx] += (uint64_t)v * page;
 		}
 	}
 	free(buf);
-	memcpy(mem, acc, snap->nr_nodes * sizeof(uint64_t));
-	free(acc);
 	return 0;
 }

@@ -97,13 +97,13 @@ int vmproc_vm_affinity(const struct host_paths *hp, const struct snap_vm *vm, cp
 /* Memory per node of SNAP (bytes, by node index, into MEM[snap->nr_nodes])
  * from memory.numa_stat of cgroup REL in H (v1: hierarchical_total, pages;
  * v2: anon + file, bytes). -ENOENT if there is no such file (no memory
- * controller for it); -EINVAL if malformed. Nodes SNAP does not know are
- * ignored. */
+ * controller for it), MEM untouched; -EINVAL if malformed, MEM all zero.
+ * Nodes SNAP does not know are ignored. */
 int vmproc_numa_stat(const struct cg_hier *h, const char *rel, const struct snapshot *snap,
 		     uint64_t *mem);
 /* The same from /proc/PID/numa_maps: N<node>=<pages> × kernelpagesize_kB
  * summed over every mapping. Slower (the kernel walks the page tables),
- * so only a fallback. */
+ * so only a fallback. -ESRCH if PID is gone; MEM is untouched on error. */
 int vmproc_numa_maps(const struct host_paths *hp, pid_t pid, const struct snapshot *snap,
 		     uint64_t *mem);
 

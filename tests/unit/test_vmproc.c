@@ -286,7 +286,18 @@ static void test_numa_maps(void **state)
 	assert_int_equal(vmproc_numa_maps(&f->hp, 100, f->snap, mem), 0);
 	assert_int_equal(mem[0], (10 + 256 + 3) * 4096ULL);
 	assert_int_equal(mem[1], 256 * 4096ULL + 2 * (2048ULL << 10));
+	/* an error leaves MEM as it was */
+	mem[0] = mem[1] = 7;
 	assert_int_equal(vmproc_numa_maps(&f->hp, 4711, f->snap, mem), -ESRCH);
+	assert_int_equal(mem[0], 7);
+	assert_int_equal(mem[1], 7);
+	/* memory.numa_stat: missing leaves MEM alone, malformed zeroes it */
+	assert_int_equal(vmproc_numa_stat(&f->h, "/nope", f->snap, mem), -ENOENT);
+	assert_int_equal(mem[0], 7);
+	tu_write(f->root, "cg/memory/bad/memory.numa_stat", "total=\nfile=0 N0=0\n");
+	assert_int_equal(vmproc_numa_stat(&f->h, "/bad", f->snap, mem), -EINVAL);
+	assert_int_equal(mem[0], 0);
+	assert_int_equal(mem[1], 0);
 	fx_free(f);
 }
 
