@@ -43,8 +43,7 @@ double vmapply_locality_on(const struct snapshot *snap, const struct snap_guest 
 
 	mask_zero(&mem);
 	for (unsigned n = 0; n < snap->nr_nodes; n++) {
-		unsigned best = ~0u;
-		int near = -1;
+		int near;
 
 		if (!mask_test(nodes, snap->nodes[n].id))
 			continue;
@@ -52,11 +51,9 @@ double vmapply_locality_on(const struct snapshot *snap, const struct snap_guest 
 			mask_set(&mem, snap->nodes[n].id);
 			continue;
 		}
-		for (unsigned m = 0; m < snap->nr_nodes; m++)
-			if (snap->nodes[m].mem_total && snap_distance(snap, n, m) < best) {
-				best = snap_distance(snap, n, m);
-				near = snap->nodes[m].id;
-			}
+		/* A memory-less node's memory is local on its nearest node
+		 * with memory. */
+		near = snap_nearest_mem_node(snap, n, NULL);
 		if (near >= 0)
 			mask_set(&mem, near);
 	}
@@ -229,30 +226,6 @@ static int set_nodeset(virDomainPtr dom, const char *nodeset, bool restrictive)
 	return r < 0 ? -EIO : 0;
 }
 
-/* Union of the threads' affinity now (the re-check). */
-static int threads_cpus(const struct vmapply *va, const struct snap_guest *g, cpumask_t *out)
-{
-	const struct snap_vm *vm = g->vm;
-	bool any = false;
-
-	mask_zero(out);
-	for (unsigned k = 0; k < 3; k++) {
-		unsigned n = k == 0 ? vm->nr_vcpus : k == 1 ? vm->nr_emulator_tids : vm->nr_iothreads;
-		const pid_t *tids = k == 0 ? vm->vcpu_tids : k == 1 ? vm->emulator_tids : vm->iothread_tids;
-
-		for (unsigned i = 0; i < n; i++) {
-			cpumask_t c;
-			nodemask_t m;
-
-			if (!tids[i] || vmproc_thread_affinity(&va->hp, vm->qemu_pid, tids[i], &c, &m) < 0)
-				continue;
-			mask_or(out, out, &c);
-			any = true;
-		}
-	}
-	return any ? 0 : -ESRCH;
-}
-
 int vmapply_move(void *ctx, const struct snapshot *snap, const struct snap_guest *g,
 		 const struct plan_item *it, struct apply_result *res)
 {
@@ -312,7 +285,8 @@ int vmapply_move(void *ctx, const struct snapshot *snap, const struct snap_guest
 		apply_result_set(res, APPLY_VANISHED, 0, "domain %s was restarted since the snapshot", vm->name);
 		goto out;
 	}
-	r = threads_cpus(va, g, &cur);
+	/* The threads' affinity now: has anyone moved it since the snapshot? */
+	r = vmproc_vm_affinity(&va->hp, vm, &cur, NULL);
 	if (r < 0) {
 		apply_result_set(res, APPLY_VANISHED, 0, "domain %s: its QEMU threads are gone", vm->name);
 		goto out;

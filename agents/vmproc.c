@@ -203,6 +203,36 @@ int vmproc_thread_affinity(const struct host_paths *hp, pid_t pid, pid_t tid, cp
 	return have_c && have_m ? 0 : -EINVAL;
 }
 
+int vmproc_vm_affinity(const struct host_paths *hp, const struct snap_vm *vm, cpumask_t *cpus,
+		       nodemask_t *mems)
+{
+	bool any = false;
+
+	mask_zero(cpus);
+	if (mems)
+		mask_zero(mems);
+	for (unsigned k = 0; k < 3; k++) {
+		unsigned n = k == 0 ? vm->nr_vcpus : k == 1 ? vm->nr_emulator_tids : vm->nr_iothreads;
+		const pid_t *tids = k == 0 ? vm->vcpu_tids : k == 1 ? vm->emulator_tids : vm->iothread_tids;
+
+		for (unsigned i = 0; i < n; i++) {
+			cpumask_t c;
+			nodemask_t m;
+
+			/* tid 0 marks a vCPU not found; a thread that fails to
+			 * read has exited since the threads were listed. Its
+			 * masks may be half-written, so only a full read counts. */
+			if (!tids[i] || vmproc_thread_affinity(hp, vm->qemu_pid, tids[i], &c, &m) < 0)
+				continue;
+			mask_or(cpus, cpus, &c);
+			if (mems)
+				mask_or(mems, mems, &m);
+			any = true;
+		}
+	}
+	return any ? 0 : -ESRCH;
+}
+
 /* cmdline holds NUL-separated arguments. */
 static bool cmdline_has_uuid(const char *buf, size_t len, const char *uuid)
 {
@@ -491,50 +521,41 @@ int vmproc_threads(const struct host_paths *hp, const struct cg_hier *h, pid_t p
 	return 0;
 }
 
-/* "N0=12 N1=3" tokens between S and END, × MULT, onto MEM by node index. */
-
 int vmproc_numa_stat(const struct cg_hier *h, const char *rel, const struct snapshot *snap,
 		     uint64_t *mem)
 {
 	bool v2 = h->v2[CGC_MEMORY];
-	uint64_t *acc = xcalloc(snap->nr_nodes ? snap->nr_nodes : 1, sizeof(uint64_t));
 	char path[PATH_MAX], *buf = NULL;
 	long page = sysconf(_SC_PAGESIZE);
 	size_t len;
 	int r;
 
-	if (!cgh_has(h, CGC_MEMORY)) {
-		free(acc);
+	if (!cgh_has(h, CGC_MEMORY))
 		return -ENOENT;
-	}
 	r = cgh_path(h, CGC_MEMORY, rel, "memory.numa_stat", path, sizeof(path));
 	if (r == 0)
 		r = fs_read_file(path, 1 << 20, &buf, &len);
-	if (r < 0) {
-		free(acc);
+	if (r < 0)
 		return r == -ENODEV ? -ENOENT : r;
-	}
-	r = numastat_parse(buf, v2, page, snap, acc, NULL);
+	/* numastat_parse zeroes MEM first and leaves it zero on failure. */
+	r = numastat_parse(buf, v2, page, snap, mem, NULL);
 	free(buf);
-	if (r == 0)
-		memcpy(mem, acc, snap->nr_nodes * sizeof(uint64_t));
-	free(acc);
 	return r;
 }
 
 int vmproc_numa_maps(const struct host_paths *hp, pid_t pid, const struct snapshot *snap,
 		     uint64_t *mem)
 {
-	uint64_t *acc = xcalloc(snap->nr_nodes ? snap->nr_nodes : 1, sizeof(uint64_t));
 	char path[PATH_MAX], *buf = NULL;
 	size_t len;
 	int r;
 
 	r = read_proc(hp, path, sizeof(path), NUMA_MAPS_MAX, &buf, &len, "%d/numa_maps", (int)pid);
-	if (r < 0) {
-		free(acc);
+	if (r < 0)
 		return r == -ENOENT ? -ESRCH : r;
-	}
+	/* Nothing below fails, so MEM is only touched once the file is read:
+	 * on an error it keeps what it held. */
+	memset(mem, 0, snap->nr_nodes * sizeof(uint64_t));
 	for (char *save = NULL, *l = strtok_r(buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
 		uint64_t page = 4096;
 		const char *k = strstr(l, " kernelpagesize_kB=");
@@ -561,11 +582,9 @@ int vmproc_numa_maps(const struct host_paths *hp, pid_t pid, const struct snapsh
 				continue;
 			idx = id < MASK_MAX_NODES ? snap_node_index(snap, (int)id) : -1;
 			if (idx >= 0)
-				acc[idx] += (uint64_t)v * page;
+				mem[idx] += (uint64_t)v * page;
 		}
 	}
 	free(buf);
-	memcpy(mem, acc, snap->nr_nodes * sizeof(uint64_t));
-	free(acc);
 	return 0;
 }

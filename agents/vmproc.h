@@ -86,17 +86,24 @@ int vmproc_process_cpu_ns(const struct host_paths *hp, pid_t pid, uint64_t *ns);
  * affinity the kernel enforces, whoever set it). */
 int vmproc_thread_affinity(const struct host_paths *hp, pid_t pid, pid_t tid, cpumask_t *cpus,
 			   nodemask_t *mems);
+/* The union of that affinity over VM's vCPU (those found), emulator and
+ * I/O threads, all of process VM->qemu_pid: where the domain runs, as
+ * the kernel enforces it. Threads that cannot be read (exited since the
+ * snapshot) are skipped. *CPUS and *MEMS (MEMS may be NULL) are zeroed
+ * first; -ESRCH if no thread could be read (they stay zero). */
+int vmproc_vm_affinity(const struct host_paths *hp, const struct snap_vm *vm, cpumask_t *cpus,
+		       nodemask_t *mems);
 
 /* Memory per node of SNAP (bytes, by node index, into MEM[snap->nr_nodes])
  * from memory.numa_stat of cgroup REL in H (v1: hierarchical_total, pages;
  * v2: anon + file, bytes). -ENOENT if there is no such file (no memory
- * controller for it); -EINVAL if malformed. Nodes SNAP does not know are
- * ignored. */
+ * controller for it), MEM untouched; -EINVAL if malformed, MEM all zero.
+ * Nodes SNAP does not know are ignored. */
 int vmproc_numa_stat(const struct cg_hier *h, const char *rel, const struct snapshot *snap,
 		     uint64_t *mem);
 /* The same from /proc/PID/numa_maps: N<node>=<pages> × kernelpagesize_kB
  * summed over every mapping. Slower (the kernel walks the page tables),
- * so only a fallback. */
+ * so only a fallback. -ESRCH if PID is gone; MEM is untouched on error. */
 int vmproc_numa_maps(const struct host_paths *hp, pid_t pid, const struct snapshot *snap,
 		     uint64_t *mem);
 

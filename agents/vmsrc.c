@@ -646,7 +646,6 @@ int vmsrc_facts(struct vmsrc *vs, const char *uuid, struct vmsrc_facts *out)
 	if (!d)
 		return -ENOENT;
 	out->domid = d->domid;
-	out->qemu_pid = d->pid;
 	out->x = d->x;
 	return 0;
 }
@@ -852,12 +851,6 @@ static double rate(uint64_t now_v, uint64_t prev_v, int64_t dt_ns)
 	return (double)(now_v - prev_v) / (double)dt_ns;
 }
 
-static void push_tid(pid_t **v, unsigned *n, pid_t t)
-{
-	*v = xrealloc(*v, (*n + 1) * sizeof(pid_t));
-	(*v)[(*n)++] = t;
-}
-
 /* One domain into SNAP. Returns false if its process is gone. */
 static bool measure(struct vmsrc *vs, struct vm_dom *d, struct snapshot *snap, int64_t now)
 {
@@ -865,7 +858,7 @@ static bool measure(struct vmsrc *vs, struct vm_dom *d, struct snapshot *snap, i
 	struct snap_guest *g;
 	struct snap_vm *vm;
 	uint64_t cpu_ns = 0, *vns;
-	bool have_cpu, any_aff = false;
+	bool have_cpu;
 	unsigned nv = d->x.vcpus ? d->x.vcpus : 1;
 	int r;
 
@@ -934,35 +927,16 @@ static bool measure(struct vmsrc *vs, struct vm_dom *d, struct snapshot *snap, i
 	d->nr_prev_vcpu = nv;
 	d->prev_t_ns = now;
 
-	/* Where it runs: the affinity the kernel enforces on its threads. */
+	/* Where it runs: the affinity the kernel enforces on its threads.
+	 * g->mems is the union of their Mems_allowed. */
 	{
-		pid_t *all = NULL;
-		unsigned na = 0;
 		cpumask_t cpus;
 
-		mask_zero(&cpus);
-		for (unsigned i = 0; i < nv; i++)
-			if (vm->vcpu_tids[i])
-				push_tid(&all, &na, vm->vcpu_tids[i]);
-		for (unsigned i = 0; i < vm->nr_emulator_tids; i++)
-			push_tid(&all, &na, vm->emulator_tids[i]);
-		for (unsigned i = 0; i < vm->nr_iothreads; i++)
-			push_tid(&all, &na, vm->iothread_tids[i]);
-		for (unsigned i = 0; i < na; i++) {
-			cpumask_t c;
-			nodemask_t m;
-
-			if (vmproc_thread_affinity(&vs->hp, d->pid, all[i], &c, &m) < 0)
-				continue; /* a worker that just exited */
-			mask_or(&cpus, &cpus, &c);
-			mask_or(&g->mems, &g->mems, &m);
-			any_aff = true;
-		}
-		free(all);
+		r = vmproc_vm_affinity(&vs->hp, vm, &cpus, &g->mems);
 		g->cpus = snap_cpumask(snap, &cpus);
+		if (r < 0)
+			snap_warn(snap, "libvirt: domain %s: cannot read its threads' affinity", d->x.name);
 	}
-	if (!any_aff)
-		snap_warn(snap, "libvirt: domain %s: cannot read its threads' affinity", d->x.name);
 
 	/* Memory per node: the domain cgroup's memory.numa_stat counts what
 	 * is charged to the domain (QEMU and its children) without walking

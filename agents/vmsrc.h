@@ -89,7 +89,6 @@ virConnectPtr vmsrc_conn(struct vmsrc *vs);
  * thread). -ENOENT if the source has no such domain. */
 struct vmsrc_facts {
 	int domid;                  /* libvirt domain id of the instance seen */
-	pid_t qemu_pid;
 	struct vmxml_info x;        /* as last read */
 };
 int vmsrc_facts(struct vmsrc *vs, const char *uuid, struct vmsrc_facts *out);

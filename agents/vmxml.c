@@ -172,7 +172,6 @@ static void parse_numatune(const xmlNode *nt, struct vmxml_info *x)
 			attr_of(c, "mode", mode, sizeof(mode));
 			snprintf(x->numatune_mode, sizeof(x->numatune_mode), "%s", mode);
 			attr_of(c, "nodeset", x->numatune_nodeset, sizeof(x->numatune_nodeset));
-			attr_of(c, "placement", x->numatune_placement, sizeof(x->numatune_placement));
 		} else if (is_el(c, "memnode")) {
 			attr_of(c, "mode", mode, sizeof(mode));
 			if (strcmp(mode, "restrictive") != 0)

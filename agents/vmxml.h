@@ -39,14 +39,13 @@ struct vmxml_info {
 	unsigned vcpus;            /* <vcpu current=...>, else its value; 0 if absent */
 	uint64_t mem_bytes;        /* <currentMemory>, else <memory>; 0 if absent */
 
-	/* <numatune><memory mode= nodeset= placement=/>: has_numatune is false
+	/* <numatune><memory mode= nodeset=/>: has_numatune is false
 	 * when there is no <memory> element (libvirt then reports mode
 	 * "strict" with an empty nodeset, which is not the same thing: such
 	 * a domain's nodeset can still be set live, once). */
 	bool has_numatune;
 	char numatune_mode[16];    /* "strict" when the attribute is absent (libvirt's default) */
 	char numatune_nodeset[64];
-	char numatune_placement[8];/* "static" or "auto"; "" if absent */
 	unsigned nr_memnodes_bound;/* <numatune><memnode> not in mode restrictive: guest
 				    * cells whose memory QEMU binds (mbind) to host nodes */
 

@@ -309,6 +309,22 @@ unsigned snap_distance(const struct snapshot *s, unsigned from_idx, unsigned to_
 	return s->distance[from_idx * s->nr_nodes + to_idx];
 }
 
+int snap_nearest_mem_node(const struct snapshot *s, unsigned idx, unsigned *dist)
+{
+	unsigned best = ~0u;
+	int near = -1;
+
+	/* Strict <: the first (lowest index) of equally near nodes stays. */
+	for (unsigned m = 0; m < s->nr_nodes; m++)
+		if (s->nodes[m].mem_total && snap_distance(s, idx, m) < best) {
+			best = snap_distance(s, idx, m);
+			near = s->nodes[m].id;
+		}
+	if (dist)
+		*dist = best;
+	return near;
+}
+
 unsigned snap_nr_cpu_nodes(const struct snapshot *s)
 {
 	unsigned n = 0;

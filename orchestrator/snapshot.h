@@ -160,6 +160,11 @@ void snap_finalize(struct snapshot *s);
 int snap_node_index(const struct snapshot *s, int node_id);
 const struct snap_guest *snap_find_guest(const struct snapshot *s, const char *id);
 unsigned snap_distance(const struct snapshot *s, unsigned from_idx, unsigned to_idx);
+/* The id of the node with memory (mem_total > 0) nearest to the node at
+ * index IDX by snap_distance; on a tie the lowest index wins. -1 if no
+ * node has memory. *DIST (may be NULL) gets that distance, ~0u on -1.
+ * Memory placed for CPUs of a memory-less node goes there. */
+int snap_nearest_mem_node(const struct snapshot *s, unsigned idx, unsigned *dist);
 /* Number of nodes that have CPUs. */
 unsigned snap_nr_cpu_nodes(const struct snapshot *s);
 /* Node ids whose CPUs intersect CPUS. */

@@ -237,6 +237,53 @@ static void test_snapshot_interns_cpumasks(void **st)
 	snap_unref(s);
 }
 
+/* Nodes 1 and 3 have no memory; 0, 2 and 4 have. From node 1, 0 and 2
+ * are equally near (the lower index wins); from 3, 4 is nearer. */
+static void test_snapshot_nearest_mem_node(void **st)
+{
+	static const unsigned dist[25] = {
+		10, 20, 30, 30, 40,
+		20, 10, 20, 30, 30,
+		30, 20, 10, 30, 30,
+		30, 30, 30, 10, 15,
+		40, 30, 30, 15, 10,
+	};
+	struct snap_node nodes[5] = {
+		{ .id = 0, .mem_total = 1 }, { .id = 1 }, { .id = 2, .mem_total = 1 },
+		{ .id = 3 }, { .id = 4, .mem_total = 1 },
+	};
+	struct snapshot *s = snap_new();
+	unsigned d = 0;
+
+	(void)st;
+	snap_set_nodes(s, nodes, 5, dist);
+	assert_int_equal(snap_nearest_mem_node(s, 0, &d), 0);
+	assert_int_equal(d, 10);
+	assert_int_equal(snap_nearest_mem_node(s, 1, &d), 0);
+	assert_int_equal(d, 20);
+	assert_int_equal(snap_nearest_mem_node(s, 3, &d), 4);
+	assert_int_equal(d, 15);
+	assert_int_equal(snap_nearest_mem_node(s, 3, NULL), 4);
+	/* Asked by index, answered by id. With node 0 renamed 8 the sorted
+	 * order is ids 1 2 3 4 8: from id 1 (index 0), ids 2 and 8 are both
+	 * at 20 and id 2 has the lower index; from id 3 (index 2) it is id 4
+	 * (index 3). */
+	nodes[0].id = 8;
+	snap_set_nodes(s, nodes, 5, dist);
+	assert_int_equal(s->nodes[4].id, 8);
+	assert_int_equal(snap_nearest_mem_node(s, 0, &d), 2);
+	assert_int_equal(d, 20);
+	assert_int_equal(snap_nearest_mem_node(s, 2, &d), 4);
+	assert_int_equal(d, 15);
+	/* no node with memory */
+	for (unsigned i = 0; i < 5; i++)
+		nodes[i].mem_total = 0;
+	snap_set_nodes(s, nodes, 5, dist);
+	assert_int_equal(snap_nearest_mem_node(s, 1, &d), -1);
+	assert_int_equal(d, ~0u);
+	snap_unref(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -248,6 +295,7 @@ int main(void)
 		cmocka_unit_test(test_iterate),
 		cmocka_unit_test(test_set_ops),
 		cmocka_unit_test(test_snapshot_interns_cpumasks),
+		cmocka_unit_test(test_snapshot_nearest_mem_node),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

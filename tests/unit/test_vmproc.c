@@ -286,7 +286,62 @@ static void test_numa_maps(void **state)
 	assert_int_equal(vmproc_numa_maps(&f->hp, 100, f->snap, mem), 0);
 	assert_int_equal(mem[0], (10 + 256 + 3) * 4096ULL);
 	assert_int_equal(mem[1], 256 * 4096ULL + 2 * (2048ULL << 10));
+	/* an error leaves MEM as it was */
+	mem[0] = mem[1] = 7;
 	assert_int_equal(vmproc_numa_maps(&f->hp, 4711, f->snap, mem), -ESRCH);
+	assert_int_equal(mem[0], 7);
+	assert_int_equal(mem[1], 7);
+	/* memory.numa_stat: missing leaves MEM alone, malformed zeroes it */
+	assert_int_equal(vmproc_numa_stat(&f->h, "/nope", f->snap, mem), -ENOENT);
+	assert_int_equal(mem[0], 7);
+	tu_write(f->root, "cg/memory/bad/memory.numa_stat", "total=\nfile=0 N0=0\n");
+	assert_int_equal(vmproc_numa_stat(&f->h, "/bad", f->snap, mem), -EINVAL);
+	assert_int_equal(mem[0], 0);
+	assert_int_equal(mem[1], 0);
+	fx_free(f);
+}
+
+/* The union over vCPU (0 = not found, skipped), emulator and I/O threads;
+ * a thread that has exited (999) does not count. */
+static void test_vm_affinity(void **state)
+{
+	struct fx *f = fx_new(false);
+	pid_t vcpus[3] = { 0, 104, 999 }, emu[2] = { 999, 100 }, io[1] = { 105 }, gone[1] = { 998 };
+	struct snap_vm vm = { .qemu_pid = 100, .nr_vcpus = 3, .vcpu_tids = vcpus };
+	cpumask_t cpus;
+	nodemask_t mems;
+	char buf[32];
+
+	(void)state;
+	tu_write(f->root, "proc/100/task/104/status",
+		 "Name:\tCPU 1/KVM\nCpus_allowed_list:\t2-3\nMems_allowed_list:\t1\n");
+	assert_int_equal(vmproc_vm_affinity(&f->hp, &vm, &cpus, &mems), 0);
+	mask_format(&cpus, buf, sizeof(buf));
+	assert_string_equal(buf, "2-3");
+	mask_format(&mems, buf, sizeof(buf));
+	assert_string_equal(buf, "1");
+
+	vm.nr_emulator_tids = 2;
+	vm.emulator_tids = emu;
+	vm.nr_iothreads = 1;
+	vm.iothread_tids = io;
+	assert_int_equal(vmproc_vm_affinity(&f->hp, &vm, &cpus, &mems), 0);
+	mask_format(&cpus, buf, sizeof(buf));
+	assert_string_equal(buf, "0-3");
+	mask_format(&mems, buf, sizeof(buf));
+	assert_string_equal(buf, "0-1");
+	assert_int_equal(vmproc_vm_affinity(&f->hp, &vm, &cpus, NULL), 0);
+	mask_format(&cpus, buf, sizeof(buf));
+	assert_string_equal(buf, "0-3");
+
+	/* none readable: -ESRCH, outputs emptied */
+	vm.nr_vcpus = 1;
+	vm.nr_emulator_tids = 0;
+	vm.nr_iothreads = 1;
+	vm.iothread_tids = gone;
+	assert_int_equal(vmproc_vm_affinity(&f->hp, &vm, &cpus, &mems), -ESRCH);
+	assert_true(mask_empty(&cpus));
+	assert_true(mask_empty(&mems));
 	fx_free(f);
 }
 
@@ -298,6 +353,7 @@ int main(void)
 		cmocka_unit_test(test_v1_process),
 		cmocka_unit_test(test_v2_process),
 		cmocka_unit_test(test_numa_maps),
+		cmocka_unit_test(test_vm_affinity),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
