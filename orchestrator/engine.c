@@ -1017,13 +1017,16 @@ static void place_mems(const struct snapshot *snap, const nodemask_t *nodes, nod
 	if (!mask_empty(out))
 		return;
 	for (unsigned n = 0; n < snap->nr_nodes; n++) {
+		unsigned d;
+		int m;
+
 		if (!mask_test(nodes, snap->nodes[n].id))
 			continue;
-		for (unsigned m = 0; m < snap->nr_nodes; m++)
-			if (snap->nodes[m].mem_total && snap_distance(snap, n, m) < best) {
-				best = snap_distance(snap, n, m);
-				near = snap->nodes[m].id;
-			}
+		m = snap_nearest_mem_node(snap, n, &d);
+		if (m >= 0 && d < best) {
+			best = d;
+			near = m;
+		}
 	}
 	if (near >= 0)
 		mask_set(out, near);
@@ -1058,14 +1061,13 @@ static void place_reserved(struct engine *e, const struct snapshot *snap, const 
 		if (mask_test(rnodes, snap->nodes[n].id) && snap->nodes[n].nr_cpus)
 			mask_set(&cpu_nodes, snap->nodes[n].id);
 	for (unsigned n = 0; n < snap->nr_nodes; n++) {
-		nodemask_t one, m;
+		int m;
 
 		if (!mask_test(&cpu_nodes, snap->nodes[n].id) || snap->nodes[n].mem_total)
 			continue;
-		mask_zero(&one);
-		mask_set(&one, snap->nodes[n].id);
-		place_mems(snap, &one, &m);
-		mask_or(&memonly, &memonly, &m);
+		m = snap_nearest_mem_node(snap, n, NULL);
+		if (m >= 0)
+			mask_set(&memonly, m);
 	}
 	mask_andnot(nodes, &cpu_nodes, &memonly);
 	if (mask_empty(nodes))
