@@ -234,6 +234,7 @@ static int start_daemon(struct listener *l, int fd, const struct httpd_opts *o, 
 	return 0;
 }
 
+/* The socket's directory, created as mkdir -p would (0755). */
 static int mkdir_parents(const char *path)
 {
 	char *p = xstrdup(path), *slash = strrchr(p, '/');
@@ -241,20 +242,7 @@ static int mkdir_parents(const char *path)
 
 	if (slash && slash != p) {
 		*slash = '\0';
-		for (char *s = p + 1;; s++) {
-			char c = *s;
-
-			if (c != '/' && c)
-				continue;
-			*s = '\0';
-			if (mkdir(p, 0755) < 0 && errno != EEXIST) {
-				r = -errno;
-				break;
-			}
-			*s = c;
-			if (!c)
-				break;
-		}
+		r = fs_mkdir_p(p, 0755);
 	}
 	free(p);
 	return r;

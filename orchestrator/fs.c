@@ -309,3 +309,28 @@ static int64_t clock_ns(clockid_t id)
 
 int64_t clock_mono_ns(void) { return clock_ns(CLOCK_MONOTONIC); }
 int64_t clock_real_ns(void) { return clock_ns(CLOCK_REALTIME); }
+
+int fs_mkdir_p(const char *dir, mode_t mode)
+{
+	char *p = xstrdup(dir);
+	int r = 0;
+
+	for (char *s = p + 1; ; s++) {
+		if (*s != '/' && *s)
+			continue;
+		char c = *s;
+
+		*s = '\0';
+		if (mkdir(p, mode) < 0 && errno != EEXIST) {
+			r = -errno;
+			break;
+		}
+		*s = c;
+		if (!c)
+			break;
+	}
+	free(p);
+	if (r == 0 && !fs_is_dir(dir))
+		r = -ENOTDIR;
+	return r;
+}

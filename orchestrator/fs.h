@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdbool.h>
+#include <sys/types.h>
 
 void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t sz);
@@ -58,5 +59,9 @@ int parse_bool(const char *s, bool *out);
  * acquire layer read clocks; policies get times from the snapshot. */
 int64_t clock_mono_ns(void);
 int64_t clock_real_ns(void);
+
+/* mkdir -p DIR: each missing component with MODE. -ENOTDIR if DIR then
+ * is not a directory (a file in the way). */
+int fs_mkdir_p(const char *dir, mode_t mode);
 
 #endif

@@ -28,31 +28,6 @@ struct gpolstore {
 	uint64_t gen;
 };
 
-static int mkdir_p(const char *dir, mode_t mode)
-{
-	char *p = xstrdup(dir);
-	int r = 0;
-
-	for (char *s = p + 1; ; s++) {
-		if (*s != '/' && *s)
-			continue;
-		char c = *s;
-
-		*s = '\0';
-		if (mkdir(p, mode) < 0 && errno != EEXIST) {
-			r = -errno;
-			break;
-		}
-		*s = c;
-		if (!c)
-			break;
-	}
-	free(p);
-	if (r == 0 && !fs_is_dir(dir))
-		r = -ENOTDIR;
-	return r;
-}
-
 /* fs_write_atomic names its temp file PATH.tmp.PID: one left by a process
  * killed mid-write would stay forever, since the next run has another pid. */
 static void remove_stale_temps(const char *dir)
@@ -202,7 +177,7 @@ int gpolstore_open(const char *dir, unsigned flags, struct gpolstore **out, char
 	pthread_mutex_init(&s->lock, NULL);
 	if (dir && *dir) {
 		if (flags & GPOLSTORE_CREATE) {
-			r = mkdir_p(dir, 0750);
+			r = fs_mkdir_p(dir, 0750);
 			if (r < 0) {
 				snprintf(err, errsz, "state directory %s: %s", dir, strerror(-r));
 				gpolstore_free(s);
