@@ -60,14 +60,10 @@ int applier_new(const struct host_paths *hp, const struct cg_hier *h,
 	a->hp = *hp;
 	a->h = *h;
 	a->opts = *opts;
+	/* The scopes live in the writer (its own copy), which enforces them. */
 	a->opts.scopes = NULL;
 	a->opts.nr_scopes = 0;
-	for (unsigned i = 0; i < opts->nr_scopes; i++) {
-		a->opts.scopes = xrealloc(a->opts.scopes, (i + 1) * sizeof(char *));
-		a->opts.scopes[i] = xstrdup(opts->scopes[i]);
-		a->opts.nr_scopes = i + 1;
-	}
-	r = cgw_new(h, hp->live, a->opts.nr_scopes, a->opts.scopes, &a->w);
+	r = cgw_new(h, hp->live, opts->nr_scopes, opts->scopes, &a->w);
 	if (r < 0) {
 		applier_free(a);
 		return r;
@@ -81,9 +77,6 @@ void applier_free(struct applier *a)
 	if (!a)
 		return;
 	cgw_free(a->w);
-	for (unsigned i = 0; i < a->opts.nr_scopes; i++)
-		free(a->opts.scopes[i]);
-	free(a->opts.scopes);
 	free(a);
 }
 
@@ -430,13 +423,6 @@ static bool descendants_set_mems(struct applier *a, const char *rel)
 	return any;
 }
 
-static const char *nodes_s(const nodemask_t *m, char *buf, size_t sz)
-{
-	if (mask_format(m, buf, sz) < 0)
-		snprintf(buf, sz, "?");
-	return buf;
-}
-
 /* Not worth a migration: under 1 % of the guest's memory, or under 2 MiB.
  * Narrowing cpuset.mems makes the kernel rebind and walk the whole address
  * space of every task in the group, whatever little there is to move (the
@@ -452,7 +438,7 @@ static int move_container(struct applier *a, const struct snapshot *snap, const 
 {
 	char *cur_cpus_s = NULL, *cur_mems_s = NULL;
 	char *new_cpus = xmalloc(CPULIST_BUFSZ), *union_cpus = xmalloc(CPULIST_BUFSZ);
-	char new_mems[NODELIST_BUFSZ], union_mems[NODELIST_BUFSZ];
+	char new_mems[NODELIST_BUFSZ], union_mems[NODELIST_BUFSZ], to_mems_s[NODELIST_BUFSZ];
 	cpumask_t cur_cpus, ucpus;
 	nodemask_t cur_mems, umems;
 	struct journal j = { 0 };
@@ -475,7 +461,7 @@ static int move_container(struct applier *a, const struct snapshot *snap, const 
 		goto out;
 	}
 	if (mask_format(it->to_cpus, new_cpus, CPULIST_BUFSZ) < 0 ||
-	    mask_format(&it->to_mems, new_mems, sizeof(new_mems)) < 0) {
+	    mask_format(&it->to_mems, to_mems_s, sizeof(to_mems_s)) < 0) {
 		apply_result_set(res, APPLY_REFUSED, -ENOSPC, "refused: cannot format target cpuset");
 		goto out;
 	}
@@ -586,11 +572,19 @@ static int move_container(struct applier *a, const struct snapshot *snap, const 
 		if (r < 0)
 			log_errno(LOG_LEVEL_WARN, r, "guest %s: moving its pages onto nodes %s", g->id, new_mems);
 	}
-	if (mems_changed && widen_only) {
+	if (widen_only && !mask_equal(&target_mems, &it->to_mems)) {
+		/* Soft binding and nothing to migrate: the memory is already on
+		 * the target; the mems only grew, or stayed as wide as they
+		 * were. The record says so (mems_after), or it would claim mems
+		 * it never wrote. */
 		res->mems_loosened = true;
 		res->mems_after = target_mems;
-		apply_result_set(res, APPLY_DONE, 0, "cpus %s -> %s, memory already on %s, mems %s -> %s",
-			cur_cpus_s, new_cpus, nodes_s(&it->to_mems, why, sizeof(why)), cur_mems_s, new_mems);
+		if (mems_changed)
+			apply_result_set(res, APPLY_DONE, 0, "cpus %s -> %s, memory already on %s, mems %s -> %s",
+				cur_cpus_s, new_cpus, to_mems_s, cur_mems_s, new_mems);
+		else
+			apply_result_set(res, APPLY_DONE, 0, "cpus %s -> %s, memory already on %s, mems stay %s",
+				cur_cpus_s, new_cpus, to_mems_s, cur_mems_s);
 		goto out;
 	}
 	if (mems_changed && soft) {
@@ -603,16 +597,6 @@ static int move_container(struct applier *a, const struct snapshot *snap, const 
 				cur_cpus_s, new_cpus, new_mems, cur_mems_s, loose);
 			goto out;
 		}
-	}
-	if (widen_only && !mask_equal(&target_mems, &it->to_mems)) {
-		/* Soft binding and nothing to migrate: the memory is already on
-		 * the target and the mems stay as wide as they were. The record
-		 * says so (mems_after), or it would claim mems it never wrote. */
-		res->mems_loosened = true;
-		res->mems_after = target_mems;
-		apply_result_set(res, APPLY_DONE, 0, "cpus %s -> %s, memory already on %s, mems stay %s",
-			cur_cpus_s, new_cpus, nodes_s(&it->to_mems, why, sizeof(why)), cur_mems_s);
-		goto out;
 	}
 	apply_result_set(res, APPLY_DONE, 0, "cpus %s -> %s, mems %s -> %s", cur_cpus_s, new_cpus, cur_mems_s,
 		new_mems);
