@@ -349,11 +349,6 @@ static int handler(void *user, const char *sec, const char *name, const char *v)
 			/* empty: the default search (vmplugin.h) */
 			if (*v && *v != '/')
 				return fail(p, "[libvirt] module: must be an absolute path, got \"%s\"", v);
-			if (!*v) {
-				free(c->libvirt_module);
-				c->libvirt_module = NULL;
-				return 1;
-			}
 			return set_str(&c->libvirt_module, v);
 		}
 		if (strcmp(name, "keepalive_interval") == 0 || strcmp(name, "keepalive_count") == 0) {
@@ -496,8 +491,10 @@ int config_load(const char *path, struct agent_config *out, char *err, size_t er
 			file = xasprintf("%s/%s", dir, ents[i]->d_name);
 			f = fopen(file, "re");
 			if (!f) {
-				snprintf(err, errsz, "%s: cannot open: %s", file, strerror(errno));
-				r = -errno;
+				int e = errno;
+
+				snprintf(err, errsz, "%s: cannot open: %s", file, strerror(e));
+				r = -e;
 			} else {
 				errno = 0;
 				line = ini_parse_file(f, handler, &p);

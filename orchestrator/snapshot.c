@@ -132,14 +132,8 @@ static const cpumask_t *snap_cpumask_empty(struct snapshot *s)
 void snap_guest_set_cpus(struct snapshot *s, struct snap_guest *g, const cpumask_t *cpus,
 			 const cpumask_t *allowed)
 {
-	cpumask_t none;
-
-	if (!allowed) {
-		mask_zero(&none);
-		allowed = &none;
-	}
 	g->cpus = snap_cpumask(s, cpus);
-	g->allowed_cpus = snap_cpumask(s, allowed);
+	g->allowed_cpus = allowed ? snap_cpumask(s, allowed) : snap_cpumask_empty(s);
 }
 
 static int node_cmp(const void *a, const void *b)
@@ -188,7 +182,7 @@ struct snap_guest *snap_add_guest(struct snapshot *s)
 	memset(g, 0, sizeof(*g));
 	g->mem_node = xcalloc(s->nr_nodes ? s->nr_nodes : 1, sizeof(uint64_t));
 	g->cpu_use = NAN;
-	snap_guest_set_cpus(s, g, snap_cpumask_empty(s), NULL);
+	g->cpus = g->allowed_cpus = snap_cpumask_empty(s);
 	return g;
 }
 
