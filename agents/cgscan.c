@@ -1144,9 +1144,8 @@ static double young_guest_rate(struct cgscan *cs, pid_t pid, uint64_t usage_ns)
 {
 	char path[PATH_MAX];
 	double up, age;
-	const char *p;
+	const char *f[20];
 	unsigned long long start = 0;
-	int field = 2; /* the space after ')' starts field 3 */
 
 	if (pid <= 0 ||
 	    snprintf(path, sizeof(path), "%s/uptime", cs->hp.procfs) >= (int)sizeof(path) ||
@@ -1156,15 +1155,8 @@ static double young_guest_rate(struct cgscan *cs, pid_t pid, uint64_t usage_ns)
 	if (snprintf(path, sizeof(path), "%s/%d/stat", cs->hp.procfs, (int)pid) >= (int)sizeof(path) ||
 	    rd(cs, AT_FDCWD, NULL, path) < 0)
 		return NAN;
-	/* Field 22 (starttime, clock ticks after boot); comm may hold
-	 * spaces and parentheses, so count from the last ')'. */
-	p = strrchr(cs->buf, ')');
-	if (!p)
-		return NAN;
-	for (p++; *p && field < 22; p++)
-		if (*p == ' ' && p[1] && p[1] != ' ')
-			field++;
-	if (field != 22 || sscanf(p, "%llu", &start) != 1)
+	/* Field 22: starttime, clock ticks after boot. */
+	if (proc_stat_fields(cs->buf, f, 20) < 0 || sscanf(f[19], "%llu", &start) != 1)
 		return NAN;
 	age = up - (double)start / (double)cs->clk_tck;
 	if (!(age >= FIRST_SIGHT_MIN_AGE_S && age <= FIRST_SIGHT_MAX_AGE_S))

@@ -74,28 +74,6 @@ static int read_proc(const struct host_paths *hp, char *path, size_t psz, size_t
 	return fs_read_file(path, max, buf, len);
 }
 
-/* Fields of /proc/PID/stat after the command name: [0] is field 3
- * (state), so field k is [k - 3]. */
-static int stat_fields(const char *s, const char **f, unsigned nf)
-{
-	const char *p = strrchr(s, ')');
-	unsigned i = 0;
-
-	if (!p)
-		return -EINVAL;
-	p++;
-	while (*p && i < nf) {
-		while (*p == ' ')
-			p++;
-		if (!*p)
-			break;
-		f[i++] = p;
-		while (*p && *p != ' ')
-			p++;
-	}
-	return i == nf ? 0 : -EINVAL;
-}
-
 static int read_stat(const struct host_paths *hp, pid_t pid, pid_t tid, uint64_t *ticks,
 		     uint64_t *start)
 {
@@ -111,7 +89,7 @@ static int read_stat(const struct host_paths *hp, pid_t pid, pid_t tid, uint64_t
 		r = read_proc(hp, path, sizeof(path), 4096, &buf, &len, "%d/stat", (int)pid);
 	if (r < 0)
 		return r == -ENOENT ? -ESRCH : r;
-	r = stat_fields(buf, f, 20);
+	r = proc_stat_fields(buf, f, 20);
 	if (r == 0 && (sscanf(f[11], "%llu", &ut) != 1 || sscanf(f[12], "%llu", &st) != 1 ||
 		       sscanf(f[19], "%llu", &stt) != 1))
 		r = -EINVAL;

@@ -334,3 +334,25 @@ int fs_mkdir_p(const char *dir, mode_t mode)
 		r = -ENOTDIR;
 	return r;
 }
+
+/* Fields of /proc/PID/stat after the command name: [0] is field 3
+ * (state), so field k is [k - 3]. */
+int proc_stat_fields(const char *s, const char **f, unsigned nf)
+{
+	const char *p = strrchr(s, ')');
+	unsigned i = 0;
+
+	if (!p)
+		return -EINVAL;
+	p++;
+	while (*p && i < nf) {
+		while (*p == ' ')
+			p++;
+		if (!*p)
+			break;
+		f[i++] = p;
+		while (*p && *p != ' ')
+			p++;
+	}
+	return i == nf ? 0 : -EINVAL;
+}

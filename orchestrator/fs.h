@@ -60,6 +60,12 @@ int parse_bool(const char *s, bool *out);
 int64_t clock_mono_ns(void);
 int64_t clock_real_ns(void);
 
+/* The first NF fields of a /proc/PID/stat line after the command name
+ * (which may hold spaces and parentheses: counted from the last ')'):
+ * F[0] is field 3 (state), so field k is F[k - 3]. 0, or -EINVAL if the
+ * line has fewer. */
+int proc_stat_fields(const char *stat, const char **f, unsigned nf);
+
 /* mkdir -p DIR: each missing component with MODE. -ENOTDIR if DIR then
  * is not a directory (a file in the way). */
 int fs_mkdir_p(const char *dir, mode_t mode);
