@@ -340,11 +340,9 @@ static void utf8_tame(char *s)
 	size_t left = strlen(s);
 
 	while (left) {
-		unsigned char c = (unsigned char)*s;
-		size_t n = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 :
-			   c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+		size_t n = urlq_utf8_seq(s, left);
 
-		if (n == 0 || n > left || !urlq_utf8_valid(s, n)) {
+		if (!n) {
 			*s = '?';
 			n = 1;
 		}

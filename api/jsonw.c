@@ -100,17 +100,6 @@ void jw_key(struct jw *w, const char *k)
 	w->comma = false;
 }
 
-/* Length of the valid UTF-8 sequence at P (1..4), 0 if invalid. */
-static size_t utf8_len(const unsigned char *p, size_t left)
-{
-	size_t n = *p < 0x80 ? 1 : *p >= 0xc2 && *p <= 0xdf ? 2 : *p >= 0xe0 && *p <= 0xef ? 3 :
-		   *p >= 0xf0 && *p <= 0xf4 ? 4 : 0;
-
-	if (n == 0 || n > left || !urlq_utf8_valid((const char *)p, n))
-		return 0;
-	return n;
-}
-
 void jw_str(struct jw *w, const char *s)
 {
 	const unsigned char *p = (const unsigned char *)(s ? s : "");
@@ -136,7 +125,7 @@ void jw_str(struct jw *w, const char *s)
 			put(w, e, 6);
 			p++;
 			left--;
-		} else if ((n = utf8_len(p, left))) {
+		} else if ((n = urlq_utf8_seq((const char *)p, left))) {
 			put(w, (const char *)p, n);
 			p += n;
 			left -= n;
