@@ -112,13 +112,18 @@ json_t *json_tame(const char *s, size_t max)
 	return j;
 }
 
-static void set_body(struct api_response *resp, unsigned status, const char *ctype, char *text)
+void api_set_body(struct api_response *resp, unsigned status, const char *ctype, char *text, size_t len)
 {
 	free(resp->body);
 	resp->status = status;
 	resp->content_type = ctype;
 	resp->body = text;
-	resp->body_len = strlen(text);
+	resp->body_len = len;
+}
+
+static void set_body(struct api_response *resp, unsigned status, const char *ctype, char *text)
+{
+	api_set_body(resp, status, ctype, text, strlen(text));
 }
 
 static char *dump(json_t *o)

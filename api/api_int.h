@@ -117,6 +117,10 @@ struct engine_view *need_view(struct rq *r);
  * runs), -ESHUTDOWN when stopping. CTX is the caller's and may be freed
  * as soon as this returns. */
 int api_engine_run(struct api *a, int (*fn)(struct engine *e, void *ctx), void *ctx);
+/* The reply: STATUS, CTYPE (NULL: none) and TEXT[0..LEN), which it takes
+ * (malloc'd), replacing any body set before. */
+void api_set_body(struct api_response *resp, unsigned status, const char *ctype, char *text, size_t len);
+
 /* Reply 503 for -EBUSY/-ESHUTDOWN, 500 otherwise. */
 void engine_failure(struct rq *r, int err, const char *what);
 

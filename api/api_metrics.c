@@ -180,9 +180,5 @@ void h_metrics(struct rq *r)
 	view_metrics(&p, r->a, v);
 	api_counters(&p, r->a);
 	text = prom_take(&p, &len);
-	free(r->resp->body);
-	r->resp->status = 200;
-	r->resp->content_type = PROM_CONTENT_TYPE;
-	r->resp->body = text;
-	r->resp->body_len = len;
+	api_set_body(r->resp, 200, PROM_CONTENT_TYPE, text, len);
 }

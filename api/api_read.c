@@ -243,11 +243,7 @@ static char *guests_doc(struct api *a, const struct snapshot *s, const char *kin
 
 static void text_reply(struct rq *r, char *text, size_t len)
 {
-	free(r->resp->body);
-	r->resp->status = 200;
-	r->resp->content_type = "application/json";
-	r->resp->body = text;
-	r->resp->body_len = len;
+	api_set_body(r->resp, 200, "application/json", text, len);
 }
 
 void h_guests(struct rq *r)

@@ -463,10 +463,7 @@ void h_guest_policy_delete(struct rq *r)
 			gpolstore_path(r->a->gs) ? gpolstore_path(r->a->gs) : "(no state directory)",
 			strerror(-ret));
 	} else {
-		r->resp->status = 204;
-		r->resp->content_type = NULL;
-		r->resp->body = xstrdup("");
-		r->resp->body_len = 0;
+		api_set_body(r->resp, 204, NULL, xstrdup(""), 0);
 	}
 	free(gp);
 }
