@@ -21,8 +21,7 @@
 
 struct gpolstore {
 	pthread_mutex_t lock;
-	char *dir;                 /* NULL: nothing to persist to */
-	char *path;
+	char *path;                /* NULL: nothing to persist to */
 	unsigned n;
 	struct gpol_record *r;     /* sorted by id */
 	uint64_t gen;
@@ -185,7 +184,6 @@ int gpolstore_open(const char *dir, unsigned flags, struct gpolstore **out, char
 			}
 			remove_stale_temps(dir);
 		}
-		s->dir = xstrdup(dir);
 		s->path = xasprintf("%s/%s", dir, GPOLSTORE_FILE);
 		r = load(s, err, errsz);
 		if (r < 0) {
@@ -202,7 +200,6 @@ void gpolstore_free(struct gpolstore *s)
 	if (!s)
 		return;
 	pthread_mutex_destroy(&s->lock);
-	free(s->dir);
 	free(s->path);
 	free(s->r);
 	free(s);
