@@ -428,11 +428,6 @@ static bool descendants_set_mems(struct applier *a, const char *rel)
  * space of every task in the group, whatever little there is to move (the
  * testbed measured 8-9 s for 0.1 MiB of a 320 MiB guest under TCG), and
  * soft binding widens the mems again right after. */
-static bool migration_negligible(uint64_t migrate, uint64_t total)
-{
-	return migrate < (2ULL << 20) || migrate < total / 100;
-}
-
 static int move_container(struct applier *a, const struct snapshot *snap, const struct snap_guest *g,
 			  const struct plan_item *it, struct apply_result *res)
 {
@@ -503,7 +498,7 @@ static int move_container(struct applier *a, const struct snapshot *snap, const 
 	soft = !a->opts.strict_mems && g->policy.mode != GPOL_PINNED &&
 	       !(v2 && descendants_set_mems(a, g->cgroup));
 	target_mems = it->to_mems;
-	widen_only = soft && migration_negligible(it->migrate_bytes, g->mem_total);
+	widen_only = soft && plan_migration_negligible(it->migrate_bytes, g->mem_total);
 	if (widen_only)
 		mask_or(&target_mems, &cur_mems, &it->to_mems);
 	mask_or(&ucpus, &cur_cpus, it->to_cpus);
@@ -567,7 +562,7 @@ static int move_container(struct applier *a, const struct snapshot *snap, const 
 		frozen = false;
 		if (r < 0)
 			goto fail;
-	} else if (it->migrate_bytes > 0 && !migration_negligible(it->migrate_bytes, g->mem_total)) {
+	} else if (it->migrate_bytes > 0 && !plan_migration_negligible(it->migrate_bytes, g->mem_total)) {
 		r = migrate_processes(a, snap, nsub, sub, &it->to_mems);
 		if (r < 0)
 			log_errno(LOG_LEVEL_WARN, r, "guest %s: moving its pages onto nodes %s", g->id, new_mems);

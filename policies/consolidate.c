@@ -52,9 +52,10 @@
  *      + 4 × load relieved (util_now(C) − util_after(T) when positive);
  * pinned moves get +1000 so operator pins go first. Ties: guest id.
  *
- * Plan items: accepted moves first, in the order they were accepted
- * (best first: apply them in this order), then skips and settled guests
- * by guest id.
+ * Plan items: accepted moves first — those with nothing worth migrating
+ * (plan_migration_negligible), then the migrating ones, each group in the
+ * order accepted (best first); the engine applies them in this order —
+ * then skips and settled guests by guest id.
  *
  * Next state: prev's entries for guests still present; every planned move
  * sets last_move_ns = snapshot mono_ns and counts one more move. A move
@@ -817,9 +818,20 @@ int policy_decide_reserved(const struct policy_config *cfg, const struct snapsho
 
 	refine(&x, prev, snap, res, nres, d, order, nord, &migrated, &v, usable);
 
+	/* Moves with nothing (worth) migrating first: they take milliseconds,
+	 * while one migration can take seconds per GiB, and the engine
+	 * applies the plan in order — a guest that only needs its cpus
+	 * changed should not wait behind another's migration (the testbed's
+	 * misplaced scenario: 22 s). Each group keeps the acceptance order. */
 	p->items = xcalloc(snap->nr_guests ? snap->nr_guests : 1, sizeof(*p->items));
-	for (unsigned i = 0; i < nord; i++)
-		p->items[p->nr_items++] = d[order[i]].it;
+	for (int pass = 0; pass < 2; pass++)
+		for (unsigned i = 0; i < nord; i++) {
+			const struct plan_item *it = &d[order[i]].it;
+
+			if (plan_migration_negligible(it->migrate_bytes, snap->guests[order[i]].mem_total) ==
+			    (pass == 0))
+				p->items[p->nr_items++] = *it;
+		}
 	for (unsigned gi = 0; gi < snap->nr_guests; gi++) {
 		const struct plan_item *it = &d[gi].it;
 

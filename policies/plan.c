@@ -15,6 +15,11 @@ void plan_free(struct plan *p)
 	free(p);
 }
 
+bool plan_migration_negligible(uint64_t migrate_bytes, uint64_t total)
+{
+	return migrate_bytes < (2ULL << 20) || migrate_bytes < total / 100;
+}
+
 const char *plan_kind_name(enum plan_kind k)
 {
 	switch (k) {

@@ -6,6 +6,7 @@
 #define NUMAORCH_PLAN_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "../orchestrator/mask.h"
@@ -71,6 +72,12 @@ struct plan {
 	unsigned nr_moves;
 	uint64_t migrate_bytes;      /* sum over moves */
 };
+
+/* A migration too small to be worth a cpuset.mems round trip: under
+ * 2 MiB, or under 1% of the guest's memory (TOTAL bytes). The policy
+ * applies such moves first (they take milliseconds, a real migration
+ * seconds per GiB) and the applier treats them as moving nothing. */
+bool plan_migration_negligible(uint64_t migrate_bytes, uint64_t total);
 
 void plan_free(struct plan *p);
 const char *plan_kind_name(enum plan_kind k);

@@ -9,6 +9,7 @@ agent must survive.
 """
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -28,6 +29,7 @@ class CgroupV1(unittest.TestCase):
         self.sb = V1Sandbox()
         self.addCleanup(self.sb.cleanup)
         self.tmp = itlib.mktemp()
+        self.addCleanup(shutil.rmtree, self.tmp, True)
         self.agent = Agent(self.tmp)
         self.outside_before = cpuset_state(exclude_prefix=self.sb.rel)
 
@@ -259,6 +261,7 @@ class ConfigCheck(unittest.TestCase):
         if not os.path.exists(itlib.NUMAORCHD):
             self.skipTest("build/numaorchd missing")
         self.tmp = itlib.mktemp()
+        self.addCleanup(shutil.rmtree, self.tmp, True)
 
     def check(self, text):
         conf = itlib.config_file(self.tmp, text)

@@ -60,7 +60,7 @@ def load_scenario(name):
         raise SystemExit("no scenario %s" % path)
     scn = {"name": os.path.basename(path)[:-4], "path": path, "nodes": 4, "cpus_per_node": 2,
            "mem_per_node": 1024, "mem_nodes": None, "distance": 20, "duration": 60,
-           "sample": 2, "pages": "thp", "check_within": None, "description": "", "guests": [],
+           "sample": 2, "pages": "thp", "check_within": None, "check_duration": None, "description": "", "guests": [],
            "bench": "yes"}
     with open(path) as f:
         for line in f:
@@ -73,7 +73,7 @@ def load_scenario(name):
                 scn["guests"].append(v)
             elif k in ("nodes", "cpus_per_node", "mem_per_node", "distance"):
                 scn[k] = int(v)
-            elif k in ("duration", "sample", "check_within"):
+            elif k in ("duration", "sample", "check_within", "check_duration"):
                 scn[k] = float(v)
             elif k == "mem_nodes":
                 scn[k] = [int(x) for x in v.split(",")]
@@ -615,6 +615,42 @@ def time_gm(tt):
     return calendar.timegm(tt)
 
 
+def explain_late(r, t_real0, late):
+    """What a failed convergence check prints: per late guest, where its
+    threads ran and where its memory was every ~10 s, and every decision
+    record about it; then the agent's warnings. CI keeps only the output,
+    so this is all there is to go on afterwards."""
+    idmap = guest_id_map(r)
+    out = []
+    for g in sorted(late):
+        ss = [s for s in r["samples"] if s["g"] == g]
+        out.append("  %s: t  threads(node:busy%%)  memory MiB per node  cpuset cpus/mems  locality" % g)
+        nxt = -1.0
+        for s in ss:
+            if s["t"] < nxt and s is not ss[-1]:
+                continue
+            nxt = s["t"] + 10.0
+            out.append("    t=%5.1f  %-14s %-22s %s/%s  %s" % (
+                s["t"], ",".join("%d:%d" % x for x in s["thr"]),
+                ",".join(str(m // 1024) for m in s["mem"]), s["ccpus"], s["cmems"],
+                "-" if locality(s)[0] is None else "%.2f" % locality(s)[0]))
+        for d in r["decisions"]:
+            gid = d.get("guest", "")
+            if idmap.get(gid.split("-", 1)[1] if "-" in gid else gid) != g:
+                continue
+            tt = time.strptime(d["time"][:19], "%Y-%m-%dT%H:%M:%S")
+            t = time_gm(tt) + float("0." + d["time"][20:23]) - t_real0
+            out.append("    decision t=%.1f %s (%s) -> cpus %s mems %s, %.0f MiB, %.1f s: %s | %s" % (
+                t, d.get("decision"), d.get("reason") or d.get("skip"), d.get("to", {}).get("cpus"),
+                d.get("to", {}).get("mems"), d.get("migrate_mib") or 0, (d.get("duration_ms") or 0) / 1000,
+                d.get("message", ""), d.get("detail", "")))
+    warn = [l for l in r["log"] if " warn" in l.lower() or "error" in l.lower()]
+    if warn:
+        out.append("  agent warnings (%d, last 10):" % len(warn))
+        out += ["    " + l for l in warn[-10:]]
+    return "\n".join(out)
+
+
 def parse_itest(text):
     ok = [l for l in text.splitlines() if l.startswith("ok ")]
     bad = [l for l in text.splitlines() if l.startswith("not ok ")]
@@ -648,6 +684,9 @@ def cmd_check(args):
         raise SystemExit("check-numa wants a 4-node scenario; %s has %d" % (name, scn["nodes"]))
     outdir = os.path.join(CACHE, "check", "%s.numaorchd" % name)
     append = "numavm.mode=run numavm.scenario=%s numavm.placer=numaorchd" % name
+    if scn["check_duration"]:
+        scn["duration"] = scn["check_duration"]
+        append += " numavm.duration=%.0f" % scn["check_duration"]
     log("check: booting 4 nodes, scenario %s with numaorchd (%.0f s)" % (name, scn["duration"]))
     text, wall = boot(scn, append, outdir, timeout=int(scn["duration"]) + 400)
     r = parse_results(text)
@@ -667,6 +706,8 @@ def cmd_check(args):
     check(not late, "every guest >= 90%% local within %.0f s (per guest: %s)"
           % (within, ", ".join("%s %s" % (g, "never" if t is None else "%.0fs" % t)
                                for g, t in sorted(res["t90"].items()))))
+    if late:
+        print(explain_late(r, t_real0, late))
     check(res["oom_kills"] == 0, "no OOM kill (%d)" % res["oom_kills"])
     check(not res["empty_cpuset_guests"], "no guest with an empty cpuset %s" % (res["empty_cpuset_guests"] or ""))
     probs = check_decisions(r, t_real0)

@@ -1273,6 +1273,18 @@ static void test_spread_start_one_node_each(void **state)
 	/* the two whose memory is on node 0 / node 1: one of each stays with it */
 	assert_true(mask_test(&find_item(p, "web1")->to_nodes, 0) || mask_test(&find_item(p, "web2")->to_nodes, 0));
 	assert_true(mask_test(&find_item(p, "db1")->to_nodes, 1) || mask_test(&find_item(p, "db2")->to_nodes, 1));
+	/* The two that stay with their memory come first: the engine applies
+	 * in plan order and they should not wait behind a migration. */
+	for (unsigned i = 0; i < p->nr_items; i++) {
+		const struct plan_item *it = &p->items[i];
+
+		assert_int_equal(it->kind, PLAN_MOVE);
+		if (i < 2 && it->migrate_bytes != 0)
+			fail_msg("plan item %u (%s) migrates %llu bytes before a move that migrates none", i,
+				 it->guest_id, (unsigned long long)it->migrate_bytes);
+		if (i >= 2 && it->migrate_bytes == 0)
+			fail_msg("plan item %u (%s) migrates nothing but comes after a migration", i, it->guest_id);
+	}
 	plan_free(p);
 	pstate_free(prev);
 	pstate_free(next);

@@ -275,7 +275,7 @@ static void nodes_to_cpus(const char *spec, char *buf, size_t sz)
 /* Keys only the host script uses (VM shape and checks). */
 static const char *const host_keys[] = {
 	"description", "nodes", "cpus_per_node", "mem_per_node", "mem_nodes", "distance",
-	"check_within", "bench", NULL,
+	"check_within", "check_duration", "bench", NULL,
 };
 
 static uint64_t fnv(const char *s)
@@ -924,6 +924,10 @@ int main(int argc, char **argv)
 	mkdir(RUNDIR, 0755);
 	read_topology();
 	parse_scenario(argv[1]);
+	/* make check-numa runs a scenario longer than the benchmark does
+	 * (its check_duration): the kernel command line says so. */
+	if (getenv("NUMAVM_DURATION") && atof(getenv("NUMAVM_DURATION")) > 0)
+		scn.duration = atof(getenv("NUMAVM_DURATION"));
 	emit("H scenario=%s placer=%s nodes=%d duration=%.0f sample=%.1f pages=%s", scn.name, placer,
 	     nr_nodes, scn.duration, scn.sample, scn.pages);
 	for (int n = 0; n < nr_nodes; n++)
