@@ -45,6 +45,19 @@ struct cpu_prev {
 	char id[GUEST_ID_MAX];
 	uint64_t usage_ns;
 	int64_t t_ns;
+	unsigned thr_off, nr_thr;     /* its threads' ticks in the thr pool */
+};
+
+/* Where a guest's CPU time went, per node: only a guest whose cpus span
+ * several nodes needs it (on one node it is all there), and only one
+ * with few threads can afford it — one /proc/TID/stat read per thread
+ * and cycle. Larger guests keep the policy's estimate (use spread over
+ * their CPUs). */
+#define THR_SAMPLE_MAX 64
+
+struct thr_tick {
+	pid_t tid;
+	uint64_t ticks;               /* utime + stime */
 };
 
 struct runc_ent {
@@ -84,6 +97,15 @@ struct cgscan {
 	/* cpu_use bookkeeping: prev is sorted by id; next collects this scan. */
 	struct cpu_prev *prev, *next;
 	unsigned nr_prev, nr_next, cap_prev, cap_next;
+	/* Thread ticks of the guests above (their thr_off/nr_thr), each
+	 * guest's slice sorted by tid. */
+	struct thr_tick *thr_prev, *thr_next;
+	unsigned nr_thr_next, cap_thr_prev, cap_thr_next;
+	/* The guest being measured: its thread ids, while under
+	 * THR_SAMPLE_MAX (tids_over: more). */
+	pid_t tids[THR_SAMPLE_MAX];
+	unsigned nr_tids;
+	bool tids_over;
 
 	/* Per-scan state. */
 	struct runc_ent *runc;
@@ -579,6 +601,8 @@ void cgscan_free(struct cgscan *cs)
 	free_strv(cs->runc_roots, cs->nr_runc_roots);
 	free(cs->prev);
 	free(cs->next);
+	free(cs->thr_prev);
+	free(cs->thr_next);
 	free(cs->mem);
 	free(cs->buf);
 	for (unsigned j = 0; j < cs->fdc_cap; j++)
@@ -804,8 +828,9 @@ struct gmeas {
 	bool vanished;
 };
 
-/* Count lines; the first line's pid into *first (0 if none). */
-static int count_pids(const char *s, unsigned *count, pid_t *first, pid_t *min)
+/* Count lines; the first line's pid into *first (0 if none). With
+ * TIDS, the ids also go to its tids (see THR_SAMPLE_MAX). */
+static int count_pids(const char *s, unsigned *count, pid_t *first, pid_t *min, struct cgscan *tids)
 {
 	unsigned n = 0;
 
@@ -825,6 +850,10 @@ static int count_pids(const char *s, unsigned *count, pid_t *first, pid_t *min)
 				*first = (pid_t)v;
 			if (min && (*min == 0 || v < *min))
 				*min = (pid_t)v;
+			if (tids && tids->nr_tids < THR_SAMPLE_MAX)
+				tids->tids[tids->nr_tids++] = (pid_t)v;
+			else if (tids)
+				tids->tids_over = true;
 			n++;
 		}
 		if (!e)
@@ -852,8 +881,8 @@ static int read_pids(struct cgscan *cs, int dfd, const char *dir, const char *re
 
 		if (r == 0)
 			r = i == 0 ? count_pids(cs->buf, &m->nr_procs, self ? &m->main_pid : NULL,
-						self ? NULL : &m->min_pid)
-				   : count_pids(cs->buf, &m->nr_threads, NULL, NULL);
+						self ? NULL : &m->min_pid, NULL)
+				   : count_pids(cs->buf, &m->nr_threads, NULL, NULL, cs);
 		if (r == -EINVAL)
 			snap_warn(cs->snap, "cgroup %s: %s: malformed", rel, files[i]);
 		else if (is_vanished(r))
@@ -1089,7 +1118,7 @@ static void read_parent(struct cgscan *cs, int pdfd, const char *prel, struct pa
 			   -1, NULL) == 0;
 }
 
-static void cpu_record(struct cgscan *cs, const char *id, uint64_t usage)
+static void cpu_record(struct cgscan *cs, const char *id, uint64_t usage, unsigned thr_off, unsigned nr_thr)
 {
 	if (cs->nr_next == cs->cap_next) {
 		cs->cap_next = cs->cap_next ? cs->cap_next * 2 : 64;
@@ -1098,6 +1127,8 @@ static void cpu_record(struct cgscan *cs, const char *id, uint64_t usage)
 	memcpy(cs->next[cs->nr_next].id, id, GUEST_ID_MAX);
 	cs->next[cs->nr_next].usage_ns = usage;
 	cs->next[cs->nr_next].t_ns = cs->now_ns;
+	cs->next[cs->nr_next].thr_off = thr_off;
+	cs->next[cs->nr_next].nr_thr = nr_thr;
 	cs->nr_next++;
 }
 
@@ -1127,6 +1158,84 @@ static double cpu_rate(const struct cgscan *cs, const char *id, uint64_t usage)
 	if (!p || usage < p->usage_ns || cs->now_ns <= p->t_ns)
 		return NAN;
 	return (double)(usage - p->usage_ns) / (double)(cs->now_ns - p->t_ns);
+}
+
+static int tid_cmp(const void *a, const void *b)
+{
+	pid_t x = ((const struct thr_tick *)a)->tid, y = ((const struct thr_tick *)b)->tid;
+
+	return (x > y) - (x < y);
+}
+
+/* Where guest G's CPU time went, per node, from its threads (cs->tids):
+ * each thread's ticks since the previous scan count on the node of the
+ * CPU it last ran on (/proc/TID/stat "processor"). A thread that changed
+ * nodes within the window counts wholly on its last one: it answers the
+ * policy's question (which nodes carry this guest's load, so what is
+ * left there without it) far better than spreading the use evenly over
+ * its CPUs, which took two busy guests on one node for a quarter each.
+ * Sets g->cpu_node when there is something to share out; records the
+ * ticks (pool slice *OFF, *N) for the next scan either way. */
+static void thread_nodes(struct cgscan *cs, struct snap_guest *g, unsigned *off, unsigned *n)
+{
+	const struct snapshot *s = cs->snap;
+	const struct cpu_prev *p = NULL;
+	struct cpu_prev key;
+	char path[PATH_MAX];
+	nodemask_t nodes;
+	double *dn, sum = 0.0;
+
+	*off = cs->nr_thr_next;
+	*n = 0;
+	if (cs->tids_over || !cs->nr_tids || s->nr_nodes < 2)
+		return;
+	snap_cpus_to_nodes(s, g->cpus, &nodes);
+	if (mask_count(&nodes) < 2)
+		return;
+	if (cs->nr_thr_next + cs->nr_tids > cs->cap_thr_next) {
+		cs->cap_thr_next = (cs->nr_thr_next + cs->nr_tids) * 2;
+		cs->thr_next = xrealloc(cs->thr_next, cs->cap_thr_next * sizeof(*cs->thr_next));
+	}
+	memcpy(key.id, g->id, GUEST_ID_MAX);
+	if (cs->nr_prev)
+		p = bsearch(&key, cs->prev, cs->nr_prev, sizeof(*cs->prev), prev_cmp);
+	dn = xcalloc(s->nr_nodes, sizeof(double));
+	for (unsigned i = 0; i < cs->nr_tids; i++) {
+		struct thr_tick *t = &cs->thr_next[cs->nr_thr_next + *n];
+		const struct thr_tick *was;
+		unsigned long long ut, st;
+		const char *f[37];
+		int cpu;
+
+		/* Fields 14, 15 (utime, stime) and 39 (processor). */
+		if (snprintf(path, sizeof(path), "%s/%d/stat", cs->hp.procfs, (int)cs->tids[i]) >= (int)sizeof(path) ||
+		    rd(cs, AT_FDCWD, NULL, path) < 0 || proc_stat_fields(cs->buf, f, 37) < 0 ||
+		    sscanf(f[11], "%llu", &ut) != 1 || sscanf(f[12], "%llu", &st) != 1 ||
+		    sscanf(f[36], "%d", &cpu) != 1)
+			continue; /* exited since the list was read */
+		t->tid = cs->tids[i];
+		t->ticks = ut + st;
+		(*n)++;
+		was = p && p->nr_thr ? bsearch(t, cs->thr_prev + p->thr_off, p->nr_thr, sizeof(*t), tid_cmp)
+				     : NULL;
+		if (!was || t->ticks <= was->ticks)
+			continue; /* new (its window is unknown), or idle */
+		for (unsigned k = 0; k < s->nr_nodes; k++)
+			if (cpu >= 0 && cpu < (int)MASK_BITS(&s->nodes[k].cpus) && mask_test(&s->nodes[k].cpus, cpu)) {
+				dn[k] += (double)(t->ticks - was->ticks);
+				sum += (double)(t->ticks - was->ticks);
+				break;
+			}
+	}
+	qsort(cs->thr_next + cs->nr_thr_next, *n, sizeof(struct thr_tick), tid_cmp);
+	cs->nr_thr_next += *n;
+	if (sum > 0.0 && !isnan(g->cpu_use)) {
+		for (unsigned k = 0; k < s->nr_nodes; k++)
+			dn[k] = g->cpu_use * dn[k] / sum;
+		g->cpu_node = dn;
+	} else {
+		free(dn);
+	}
 }
 
 /* A guest seen for the first time has no earlier usage sample, hence no
@@ -1186,6 +1295,8 @@ static void measure_guest(struct cgscan *cs, int pdfd, const char *prel, struct 
 	}
 	if (!ps->read)
 		read_parent(cs, pdfd, prel, ps);
+	cs->nr_tids = 0;
+	cs->tids_over = false;
 
 	if (read_pids(cs, pdfd, dname, rel, true, &m) != 0)
 		return;
@@ -1250,8 +1361,12 @@ static void measure_guest(struct cgscan *cs, int pdfd, const char *prel, struct 
 	}
 	g->policy.mode = GPOL_AUTO;
 	g->policy.source = GPOL_SRC_DEFAULT;
-	if (have_usage)
-		cpu_record(cs, id, usage);
+	if (have_usage) {
+		unsigned thr_off, nr_thr;
+
+		thread_nodes(cs, g, &thr_off, &nr_thr);
+		cpu_record(cs, id, usage, thr_off, nr_thr);
+	}
 }
 
 static void measure(struct cgscan *cs, int pdfd, const char *prel, struct parent_sets *ps,
@@ -1387,6 +1502,7 @@ int cgscan_scan(struct cgscan *cs, struct snapshot *snap, int64_t now_ns)
 	cs->snap = snap;
 	cs->now_ns = now_ns;
 	cs->nr_next = 0;
+	cs->nr_thr_next = 0;
 	mask_zero(&cs->warned_nodes);
 	snap->layout = cs->hier.layout;
 	if (!cgh_has(&cs->hier, CGC_MEMORY))
@@ -1428,6 +1544,16 @@ int cgscan_scan(struct cgscan *cs, struct snapshot *snap, int64_t now_ns)
 	cs->cap_next = tc;
 	cs->nr_prev = cs->nr_next;
 	cs->nr_next = 0;
+	{
+		struct thr_tick *tt = cs->thr_prev;
+
+		cs->thr_prev = cs->thr_next;
+		cs->thr_next = tt;
+		tc = cs->cap_thr_prev;
+		cs->cap_thr_prev = cs->cap_thr_next;
+		cs->cap_thr_next = tc;
+		cs->nr_thr_next = 0;
+	}
 	cs->snap = NULL;
 	return 0;
 }

@@ -114,6 +114,17 @@ json_t *snap_guest_to_json(const struct snapshot *s, const struct snap_guest *g)
 		      "mems", json_nodemask(&g->mems),
 		      "cpu_nodes", json_nodemask(&g->cpu_nodes),
 		      "policy", pol);
+	if (g->cpu_node) {
+		json_t *cn = json_object();
+
+		for (unsigned n = 0; n < s->nr_nodes; n++) {
+			char key[16];
+
+			snprintf(key, sizeof(key), "%d", s->nodes[n].id);
+			json_object_set_new(cn, key, json_real(g->cpu_node[n]));
+		}
+		json_object_set_new(o, "cpu_use_by_node", cn);
+	}
 	if (g->vm)
 		json_object_set_new(o, "vm", vm_to_json(g->vm));
 	return o;

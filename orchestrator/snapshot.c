@@ -40,6 +40,7 @@ static void guest_clear(struct snap_guest *g)
 {
 	free(g->cgroup);
 	free(g->mem_node);
+	free(g->cpu_node);
 	vm_free(g->vm);
 }
 

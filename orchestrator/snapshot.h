@@ -84,6 +84,10 @@ struct snap_guest {
 	pid_t main_pid;                 /* first process seen, 0 if none */
 	double cpu_use;                 /* CPUs in use over the window; NAN if unknown */
 	uint64_t cpu_usage_ns;          /* cumulative counter it came from */
+	/* [nr_nodes] by node index: the CPUs of cpu_use that ran on each
+	 * node, measured from its threads; NULL where not measured (a guest
+	 * on one node, too many threads, no earlier sample). Owned. */
+	double *cpu_node;
 	uint64_t *mem_node;             /* [nr_nodes] bytes, by node index */
 	uint64_t mem_total;             /* sum of mem_node */
 	/* CPU masks are 1 KiB each (NR_CPUS 8192) and nearly every guest

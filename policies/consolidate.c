@@ -161,11 +161,30 @@ static unsigned gview_build(struct pctx *x, const struct snap_guest *g, struct g
 		nusable += usable[n];
 		total += on;
 	}
+	/* Its share of each node's busy CPUs: where its threads ran, when
+	 * acquire measured that (cpu_node), else its use spread evenly over
+	 * its CPUs. */
 	for (unsigned n = 0; n < x->nn; n++)
-		x->own[n] = total ? v->cpu_use * x->own[n] / total : 0.0;
+		x->own[n] = g->cpu_node && v->cpu_use > 0.0 ? g->cpu_node[n]
+			  : total ? v->cpu_use * x->own[n] / total : 0.0;
 	v->own = x->own;
 	v->acpus = x->acpus;
 	v->memok = x->memok;
+	/* struct gview says what a floater is and why it matters. */
+	v->floater = g->policy.mode == GPOL_AUTO && !isnan(g->cpu_use) && nusable > 1 && v->cpu_use > 0.0;
+	{
+		unsigned maxc = 0;
+
+		for (unsigned n = 0; n < x->nn && v->floater; n++) {
+			if (!usable[n])
+				continue;
+			if (!mask_test(&g->cpu_nodes, s->nodes[n].id))
+				v->floater = false;
+			if (x->acpus[n] > maxc)
+				maxc = x->acpus[n];
+		}
+		v->floater = v->floater && v->cpu_demand <= cfg->max_util * maxc + UTIL_EPS;
+	}
 	return nusable;
 }
 
@@ -772,6 +791,10 @@ int policy_decide_reserved(const struct policy_config *cfg, const struct snapsho
 	h.a = xcalloc(snap->nr_guests ? snap->nr_guests : 1, sizeof(*h.a));
 	h.d = d;
 
+	for (unsigned gi = 0; gi < snap->nr_guests; gi++) {
+		gview_build(&x, &snap->guests[gi], &v, usable);
+		pctx_float(&x, &v);
+	}
 	for (unsigned gi = 0; gi < snap->nr_guests; gi++) {
 		evaluate(&x, prev, gi, &d[gi], &v, usable);
 		if (d[gi].want)

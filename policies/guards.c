@@ -31,6 +31,8 @@ void pctx_init(struct pctx *x, const struct policy_config *cfg, const struct sna
 	x->s = s;
 	x->nn = nn;
 	x->busy = xcalloc(n, sizeof(*x->busy));
+	x->fbusy = xcalloc(n, sizeof(*x->fbusy));
+	x->fbusy_start = xcalloc(n, sizeof(*x->fbusy_start));
 	x->free = xcalloc(n, sizeof(*x->free));
 	x->wlo = xcalloc(n, sizeof(*x->wlo));
 	x->whi = xcalloc(n, sizeof(*x->whi));
@@ -75,6 +77,7 @@ void pctx_reset(struct pctx *x)
 		/* busy is a fraction of the node's CPUs; not measured yet reads
 		 * as idle here and is flagged in the item's detail. */
 		x->busy[i] = isnan(nd->busy) ? 0.0 : fmax(0.0, nd->busy) * nd->nr_cpus;
+		x->fbusy[i] = x->fbusy_start[i];
 		x->free[i] = nd->mem_free > INT64_MAX ? INT64_MAX : (int64_t)nd->mem_free;
 	}
 }
@@ -128,6 +131,8 @@ void pctx_reserve(struct pctx *x, const struct advice_reservation *r)
 void pctx_fini(struct pctx *x)
 {
 	free(x->busy);
+	free(x->fbusy);
+	free(x->fbusy_start);
 	free(x->free);
 	free(x->wlo);
 	free(x->whi);
@@ -144,9 +149,20 @@ void pctx_fini(struct pctx *x)
 	memset(x, 0, sizeof(*x));
 }
 
+void pctx_float(struct pctx *x, const struct gview *g)
+{
+	if (!g->floater || !g->own)
+		return;
+	for (unsigned n = 0; n < x->nn; n++) {
+		x->fbusy[n] += g->own[n];
+		x->fbusy_start[n] += g->own[n];
+	}
+}
+
 double pctx_other_busy(const struct pctx *x, const struct gview *g, unsigned n)
 {
-	double b = x->busy[n] - (g->own ? g->own[n] : 0.0);
+	/* A floater's own share is in fbusy (it is not placed yet). */
+	double b = x->busy[n] - x->fbusy[n] - (g->own && !g->floater ? g->own[n] : 0.0);
 
 	return b > 0.0 ? b : 0.0;
 }
@@ -455,6 +471,8 @@ void pctx_commit(struct pctx *x, const struct gview *g, const struct pcand *c)
 
 		if (was && g->own)
 			x->busy[n] = fmax(0.0, x->busy[n] - g->own[n]);
+		if (g->floater && g->own)
+			x->fbusy[n] = fmax(0.0, x->fbusy[n] - g->own[n]);
 		if (will && c->nr_to_cpus)
 			x->busy[n] += g->cpu_use * g->acpus[n] / c->nr_to_cpus;
 		if (g->mem_node && g->mem_node[n] && !mask_test(&c->mems, s->nodes[n].id))

@@ -37,6 +37,10 @@ struct pctx {
 	const struct snapshot *s;
 	unsigned nn;
 	double *busy;        /* busy CPUs per node index, working copy (NAN → 0) */
+	/* Of busy, the part that floaters not yet placed put there
+	 * (pctx_float; struct gview): others count it as free. */
+	double *fbusy;
+	double *fbusy_start; /* fbusy before any commit (pctx_reset) */
 	int64_t *free;       /* free bytes per node index, working copy */
 	unsigned *wlo, *whi; /* word range [wlo, whi) holding each node's CPUs */
 	int *idx_of_id;      /* [MASK_MAX_NODES]: node index of an id, -1 if none */
@@ -68,6 +72,17 @@ struct gview {
 	const unsigned *acpus;   /* [nn] CPUs of the node it may be given */
 	const bool *memok;       /* [nn] node allowed for its memory */
 	nodemask_t cur_nodes;    /* CPU nodes now (empty: new guest) */
+	/* Free to run on every node it may use, small enough for one, its
+	 * placement automatic: the scheduler puts its threads wherever there
+	 * is room, and the policy is about to give it nodes of its own. Where
+	 * its load is now is chance, not a property of the node: while it
+	 * waits to be placed, other guests count its load as free room
+	 * (pctx_float). Without this, on a host where every container starts
+	 * unrestricted, each one finds the node holding its memory busy with
+	 * another one that is about to leave, and migrates instead (the
+	 * testbed's misplaced scenario: three 320 MiB migrations where two
+	 * were needed). */
+	bool floater;
 };
 
 /* The evaluation of one node set T for one guest. */
@@ -113,7 +128,12 @@ void pctx_fini(struct pctx *x);
 void pctx_reset(struct pctx *x);
 void pctx_reserve(struct pctx *x, const struct advice_reservation *r);
 
-/* Busy CPUs of node index N other than the guest's own share, ≥ 0. */
+/* Count floater G's load as floating: add its own share to fbusy, for
+ * this working copy and every pctx_reset() of it. pctx_commit() takes it
+ * out again when G is placed. */
+void pctx_float(struct pctx *x, const struct gview *g);
+/* Busy CPUs of node index N other than the guest's own share and the
+ * load of floaters not yet placed, ≥ 0. */
 double pctx_other_busy(const struct pctx *x, const struct gview *g, unsigned n);
 /* Room for new memory on node index N: max(0, free − min_free_bytes). */
 uint64_t pctx_room(const struct pctx *x, unsigned n);

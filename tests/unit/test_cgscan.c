@@ -763,6 +763,89 @@ static void test_cpu_use_first_sight(void **state)
 	free(root);
 }
 
+/* Per-node CPU use from a guest's threads: each thread's ticks since the
+ * last scan count on the node of the CPU it last ran on; a new thread
+ * (no earlier sample), an idle one and one that exited count nothing. A
+ * guest on one node, or with more threads than are sampled, has none. */
+static void thr_stat(const char *root, int tid, unsigned long long utime, unsigned long long stime, int cpu)
+{
+	char stat[512];
+
+	/* fields 14, 15: utime, stime; field 39: processor */
+	snprintf(stat, sizeof(stat),
+		 "%d (w) R 1 %d %d 0 -1 4194560 0 0 0 0 %llu %llu 0 0 20 0 1 0 100 1000 10 "
+		 "0 0 0 0 0 0 0 0 0 0 0 0 0 17 %d 0 0 0 0 0\n", tid, tid, tid, utime, stime, cpu);
+	wr(root, "proc/%d/stat", stat, tid);
+}
+
+static void test_cpu_per_node(void **state)
+{
+	char *root = tu_mkdtemp();
+	char many[65 * 8] = "";
+	const struct snap_guest *g;
+	struct cgscan *cs;
+	struct snapshot *s;
+
+	(void)state;
+	v2_root(root);
+	v2_cg(root, "/lxc.payload.spread", "200\n", "200\n201\n202\n203\n", "usage_usec 0\n",
+	      "anon N0=0 N1=4096\nfile N0=0 N1=0\n", "0-7\n", "0-1\n");
+	v2_cg(root, "/lxc.payload.onenode", "300\n", "300\n", "usage_usec 0\n",
+	      "anon N0=4096 N1=0\nfile N0=0 N1=0\n", "0-3\n", "0\n");
+	for (int t = 0; t < 65; t++)
+		snprintf(many + strlen(many), sizeof(many) - strlen(many), "%d\n", 400 + t);
+	v2_cg(root, "/lxc.payload.many", "400\n", many, "usage_usec 0\n",
+	      "anon N0=4096 N1=0\nfile N0=0 N1=0\n", "0-7\n", "0-1\n");
+	thr_stat(root, 200, 60, 40, 1);
+	thr_stat(root, 201, 50, 0, 5);
+	thr_stat(root, 202, 0, 0, 6);
+	thr_stat(root, 300, 10, 0, 0);
+	for (int t = 0; t < 65; t++)
+		thr_stat(root, 400 + t, 10, 0, 0);
+	cs = open_root(root, NULL);
+	s = scan_once(cs, 1000000000);
+	/* No earlier sample: nothing to share out yet. */
+	assert_null(snap_find_guest(s, "lxc-spread")->cpu_node);
+	snap_unref(s);
+
+	/* One CPU over the next second: 300 ticks of thread 200 on node 0,
+	 * 100 of 201 on node 1; 202 idle, 203 never had a /proc entry, 204
+	 * is new. */
+	tu_write(root, "sys/fs/cgroup/lxc.payload.spread/cgroup.threads", "200\n201\n202\n203\n204\n");
+	tu_write(root, "sys/fs/cgroup/lxc.payload.spread/cpu.stat", "usage_usec 1000000\n");
+	tu_write(root, "sys/fs/cgroup/lxc.payload.onenode/cpu.stat", "usage_usec 500000\n");
+	tu_write(root, "sys/fs/cgroup/lxc.payload.many/cpu.stat", "usage_usec 500000\n");
+	thr_stat(root, 200, 300, 100, 2);
+	thr_stat(root, 201, 150, 0, 7);
+	thr_stat(root, 204, 1000, 0, 4);
+	thr_stat(root, 300, 60, 0, 1);
+	for (int t = 0; t < 65; t++)
+		thr_stat(root, 400 + t, 20, 0, 5);
+	s = scan_once(cs, 2000000000);
+	g = snap_find_guest(s, "lxc-spread");
+	assert_float_equal(g->cpu_use, 1.0, 1e-9);
+	assert_non_null(g->cpu_node);
+	assert_float_equal(g->cpu_node[0], 0.75, 1e-9);
+	assert_float_equal(g->cpu_node[1], 0.25, 1e-9);
+	assert_null(snap_find_guest(s, "lxc-onenode")->cpu_node);
+	assert_null(snap_find_guest(s, "lxc-many")->cpu_node);
+	snap_unref(s);
+
+	/* Thread 204 now has a sample too; 200 moved to node 1. */
+	tu_write(root, "sys/fs/cgroup/lxc.payload.spread/cpu.stat", "usage_usec 2000000\n");
+	thr_stat(root, 200, 500, 100, 4);
+	thr_stat(root, 204, 1200, 0, 4);
+	s = scan_once(cs, 3000000000);
+	g = snap_find_guest(s, "lxc-spread");
+	assert_non_null(g->cpu_node);
+	assert_float_equal(g->cpu_node[0], 0.0, 1e-9);
+	assert_float_equal(g->cpu_node[1], 1.0, 1e-9);
+	snap_unref(s);
+	cgscan_free(cs);
+	tu_rm_rf(root);
+	free(root);
+}
+
 /* ---- vanishing guests -------------------------------------------------------- */
 
 static void vanish_case(const char *trigger)
@@ -1084,6 +1167,7 @@ int main(void)
 		cmocka_unit_test(test_cpu_use_v1),
 		cmocka_unit_test(test_cpu_use_v2),
 		cmocka_unit_test(test_cpu_use_first_sight),
+		cmocka_unit_test(test_cpu_per_node),
 		cmocka_unit_test(test_vanish_before_open),
 		cmocka_unit_test(test_vanish_mid_read),
 		cmocka_unit_test(test_vanish_between_scans),

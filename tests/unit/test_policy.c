@@ -1347,6 +1347,144 @@ static void test_demand_capped_by_threads(void **state)
 	snap_unref(s);
 }
 
+/* Two 1-CPU guests free to run on both nodes, both running on node 1,
+ * where their memory is; node 0 idle. Spread evenly over their CPUs,
+ * their use would leave a phantom 1 CPU of "other" load on node 1, and
+ * neither could stay there. Measured per node (cpu_node), one stays with
+ * its memory and only the other migrates. */
+static struct plan *two_on_node1(bool measured)
+{
+	cpumask_t cpus;
+	struct snap_node nodes[2];
+	struct policy_config cfg;
+	struct snapshot *s = snap_new();
+	struct plan *p;
+	struct pstate *next;
+
+	memset(nodes, 0, sizeof(nodes));
+	for (int i = 0; i < 2; i++) {
+		nodes[i].id = i;
+		mask_set(&nodes[i].cpus, 2 * i);
+		mask_set(&nodes[i].cpus, 2 * i + 1);
+		nodes[i].nr_cpus = 2;
+		nodes[i].mem_total = 8192 * MIB;
+		nodes[i].mem_free = 6144 * MIB;
+		nodes[i].busy = i == 0 ? 0.0 : 1.0;   /* a fraction of its CPUs */
+	}
+	snap_set_nodes(s, nodes, 2, NULL);
+	s->mono_ns = T0;
+	for (int i = 0; i < 2; i++) {
+		struct snap_guest *g = snap_add_guest(s);
+
+		snprintf(g->id, sizeof(g->id), "on-node1-%d", i);
+		g->cpu_use = 1.0;
+		g->nr_threads = 1;
+		mask_parse("0-3", &cpus);
+		g->cpus = snap_cpumask(s, &cpus);
+		mask_parse("0-1", &g->mems);
+		g->mem_node[1] = 300 * MIB;
+		if (measured) {
+			g->cpu_node = calloc(2, sizeof(double));
+			g->cpu_node[1] = 1.0;
+		}
+	}
+	snap_finalize(s);
+	policy_config_default(&cfg);
+	assert_int_equal(policy_decide(&cfg, s, NULL, false, &p, &next), 0);
+	pstate_free(next);
+	snap_unref(s);
+	return p;
+}
+
+static void test_measured_node_share(void **state)
+{
+	struct plan *p;
+	unsigned stay = 0;
+
+	(void)state;
+	p = two_on_node1(true);
+	assert_int_equal(p->nr_moves, 2);
+	for (unsigned i = 0; i < p->nr_items; i++)
+		stay += p->items[i].kind == PLAN_MOVE && mask_count(&p->items[i].to_nodes) == 1 &&
+			mask_test(&p->items[i].to_nodes, 1);
+	assert_int_equal(stay, 1);
+	assert_int_equal(p->migrate_bytes, 300 * MIB);
+	plan_free(p);
+	/* The even spread cannot keep either on node 1. */
+	p = two_on_node1(false);
+	stay = 0;
+	for (unsigned i = 0; i < p->nr_items; i++)
+		stay += p->items[i].kind == PLAN_MOVE && mask_count(&p->items[i].to_nodes) == 1 &&
+			mask_test(&p->items[i].to_nodes, 1);
+	assert_int_equal(stay, 0);
+	plan_free(p);
+}
+
+/* The testbed's misplaced scenario as the agent measured it: four
+ * unrestricted 1-thread guests, memory of web1/web2 on node 0 and of
+ * db1/db2 on node 1, their threads (by chance) on nodes 0, 1, 3 and 2.
+ * The node holding a db's memory is busy with web2, which is about to
+ * leave it: floaters' load counts as free room, so both dbs' memory
+ * nodes stay usable and only two guests migrate. */
+static void test_floaters_make_room(void **state)
+{
+	static const struct {
+		const char *id;
+		int mem_node, runs_on;
+	} gs[] = { { "web1", 0, 0 }, { "web2", 0, 1 }, { "db1", 1, 3 }, { "db2", 1, 2 } };
+	cpumask_t cpus;
+	struct snap_node nodes[4];
+	struct policy_config cfg;
+	struct snapshot *s = snap_new();
+	struct plan *p;
+	struct pstate *next;
+	unsigned stay = 0;
+
+	(void)state;
+	memset(nodes, 0, sizeof(nodes));
+	for (int i = 0; i < 4; i++) {
+		nodes[i].id = i;
+		mask_set(&nodes[i].cpus, 2 * i);
+		mask_set(&nodes[i].cpus, 2 * i + 1);
+		nodes[i].nr_cpus = 2;
+		nodes[i].mem_total = 1024 * MIB;
+		nodes[i].mem_free = (i < 2 ? 300 : 940) * MIB;
+		nodes[i].busy = 0.5;
+	}
+	snap_set_nodes(s, nodes, 4, NULL);
+	s->mono_ns = T0;
+	for (unsigned i = 0; i < 4; i++) {
+		struct snap_guest *g = snap_add_guest(s);
+
+		snprintf(g->id, sizeof(g->id), "%s", gs[i].id);
+		g->cpu_use = 1.0;
+		g->nr_threads = 2;
+		mask_parse("0-7", &cpus);
+		g->cpus = snap_cpumask(s, &cpus);
+		mask_parse("0-3", &g->mems);
+		g->mem_node[gs[i].mem_node] = 320 * MIB;
+		g->cpu_node = calloc(4, sizeof(double));
+		g->cpu_node[gs[i].runs_on] = 1.0;
+	}
+	snap_finalize(s);
+	policy_config_default(&cfg);
+	assert_int_equal(policy_decide(&cfg, s, NULL, false, &p, &next), 0);
+	check_invariants(&cfg, s, p, next, "floaters");
+	assert_int_equal(p->nr_moves, 4);
+	for (unsigned i = 0; i < p->nr_items; i++) {
+		const struct plan_item *it = &p->items[i];
+
+		assert_int_equal(mask_count(&it->to_nodes), 1);
+		stay += it->migrate_bytes == 0;
+	}
+	if (stay != 2 || p->migrate_bytes != 640 * MIB)
+		fail_msg("%u guests stay with their memory, %llu MiB migrate (want 2, 640)", stay,
+			 (unsigned long long)(p->migrate_bytes / MIB));
+	plan_free(p);
+	pstate_free(next);
+	snap_unref(s);
+}
+
 static void test_advise_nothing_fits(void **state)
 {
 	struct policy_config cfg;
@@ -1565,6 +1703,8 @@ int main(void)
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_advise_nothing_fits);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_decide_respects_reservations);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_demand_capped_by_threads);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_measured_node_share);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_floaters_make_room);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_spread_start_one_node_each);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_config_validate);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_pstate);
