@@ -106,6 +106,7 @@ struct cgscan {
 	pid_t tids[THR_SAMPLE_MAX];
 	unsigned nr_tids;
 	bool tids_over;
+	int proc_fd;                  /* procfs, open during a scan; -1 */
 
 	/* Per-scan state. */
 	struct runc_ent *runc;
@@ -1160,6 +1161,42 @@ static double cpu_rate(const struct cgscan *cs, const char *id, uint64_t usage)
 	return (double)(usage - p->usage_ns) / (double)(cs->now_ns - p->t_ns);
 }
 
+/* utime + stime (fields 14, 15) and processor (field 39) of a
+ * /proc/TID/stat line, without sscanf: this runs for every thread of
+ * every spread guest, every cycle. */
+static int thread_stat(const char *s, uint64_t *ticks, int *cpu)
+{
+	const char *p = strrchr(s, ')');
+	uint64_t v[3] = { 0, 0, 0 };
+	unsigned field = 2, k = 0;
+
+	if (!p)
+		return -EINVAL;
+	for (p++; *p && k < 3; ) {
+		while (*p == ' ')
+			p++;
+		if (!*p)
+			break;
+		field++;
+		if (field == 14 || field == 15 || field == 39) {
+			uint64_t x = 0;
+
+			if (*p < '0' || *p > '9')
+				return -EINVAL;
+			while (*p >= '0' && *p <= '9')
+				x = x * 10 + (uint64_t)(*p++ - '0');
+			v[k++] = x;
+		}
+		while (*p && *p != ' ')
+			p++;
+	}
+	if (k < 3 || v[2] > INT32_MAX)
+		return -EINVAL;
+	*ticks = v[0] + v[1];
+	*cpu = (int)v[2];
+	return 0;
+}
+
 static int tid_cmp(const void *a, const void *b)
 {
 	pid_t x = ((const struct thr_tick *)a)->tid, y = ((const struct thr_tick *)b)->tid;
@@ -1200,21 +1237,20 @@ static void thread_nodes(struct cgscan *cs, struct snap_guest *g, unsigned *off,
 	if (cs->nr_prev)
 		p = bsearch(&key, cs->prev, cs->nr_prev, sizeof(*cs->prev), prev_cmp);
 	dn = xcalloc(s->nr_nodes, sizeof(double));
+	if (cs->proc_fd < 0)
+		cs->proc_fd = open(cs->hp.procfs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	for (unsigned i = 0; i < cs->nr_tids; i++) {
 		struct thr_tick *t = &cs->thr_next[cs->nr_thr_next + *n];
 		const struct thr_tick *was;
-		unsigned long long ut, st;
-		const char *f[37];
+		uint64_t ticks;
 		int cpu;
 
-		/* Fields 14, 15 (utime, stime) and 39 (processor). */
-		if (snprintf(path, sizeof(path), "%s/%d/stat", cs->hp.procfs, (int)cs->tids[i]) >= (int)sizeof(path) ||
-		    rd(cs, AT_FDCWD, NULL, path) < 0 || proc_stat_fields(cs->buf, f, 37) < 0 ||
-		    sscanf(f[11], "%llu", &ut) != 1 || sscanf(f[12], "%llu", &st) != 1 ||
-		    sscanf(f[36], "%d", &cpu) != 1)
+		snprintf(path, sizeof(path), "%d/stat", (int)cs->tids[i]);
+		if (cs->proc_fd < 0 || rd(cs, cs->proc_fd, NULL, path) < 0 ||
+		    thread_stat(cs->buf, &ticks, &cpu) < 0)
 			continue; /* exited since the list was read */
 		t->tid = cs->tids[i];
-		t->ticks = ut + st;
+		t->ticks = ticks;
 		(*n)++;
 		was = p && p->nr_thr ? bsearch(t, cs->thr_prev + p->thr_off, p->nr_thr, sizeof(*t), tid_cmp)
 				     : NULL;
@@ -1503,6 +1539,7 @@ int cgscan_scan(struct cgscan *cs, struct snapshot *snap, int64_t now_ns)
 	cs->now_ns = now_ns;
 	cs->nr_next = 0;
 	cs->nr_thr_next = 0;
+	cs->proc_fd = -1;
 	mask_zero(&cs->warned_nodes);
 	snap->layout = cs->hier.layout;
 	if (!cgh_has(&cs->hier, CGC_MEMORY))
@@ -1525,6 +1562,9 @@ int cgscan_scan(struct cgscan *cs, struct snapshot *snap, int64_t now_ns)
 	walk(cs, fd, rel, 0, 0);
 	fdc_sweep(cs);
 	runc_clear(cs);
+	if (cs->proc_fd >= 0)
+		close(cs->proc_fd);
+	cs->proc_fd = -1;
 	for (unsigned c = 0; c < CGC_NR; c++)
 		if (cs->ctrl_fd[c] >= 0)
 			close(cs->ctrl_fd[c]);

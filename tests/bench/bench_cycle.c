@@ -137,6 +137,18 @@ static void gen_host(const char *root, unsigned guests, unsigned tick)
 		}
 		put(e, "memory.numa_stat", "%s\nfile N0=0 N1=0 N2=0 N3=0 N4=0 N5=0 N6=0 N7=0\n", numa);
 		if (g % 4 == 0) {
+			/* Spread over every node: the agent reads each thread's
+			 * /proc/TID/stat for where its CPU time ran. */
+			for (unsigned t = 0; t < 3; t++) {
+				char pd[4096];
+
+				snprintf(pd, sizeof(pd), "%s/proc/%u", root, 1000 + 4000 * t + g);
+				mkdirs(pd);
+				put(pd, "stat", "%u (worker) R 1 %u %u 0 -1 4194560 0 0 0 0 %u %u 0 0 20 0 1 0 100 "
+				    "1000 10 0 0 0 0 0 0 0 0 0 0 0 0 0 17 %u 0 0 0 0 0\n", 1000 + 4000 * t + g,
+				    1000 + g, 1000 + g, 100 + tick * (t + 1) * (g % 5), 10 + tick,
+				    (g + t + tick) % (NODES * CPUS_PER_NODE));
+			}
 			put(e, "cpuset.cpus", "\n");
 			put(e, "cpuset.mems", "\n");
 			put(e, "cpuset.cpus.effective", "0-%u\n", NODES * CPUS_PER_NODE - 1);
