@@ -336,15 +336,19 @@ static bool is_gone(int r)
 }
 
 /* Room re-check with fresh meminfo: the memory that will move onto TO must
- * fit above the reserve on those nodes. */
+ * fit above the reserve on those nodes. A negligible migration is none
+ * (plan_migration_negligible): refusing a guest whose memory is all but
+ * there because its own node is full held a container back a whole
+ * cycle on the testbed (churn: "0 MiB must move"). */
 static int recheck_room(struct applier *a, const struct snapshot *snap, const struct plan_item *it,
 			char *why, size_t whysz)
 {
+	const struct snap_guest *g = &snap->guests[it->guest_idx];
 	struct snap_node *nodes;
 	uint64_t room = 0;
 	int r;
 
-	if (it->migrate_bytes == 0)
+	if (it->migrate_bytes == 0 || plan_migration_negligible(it->migrate_bytes, g->mem_total))
 		return 0;
 	nodes = xcalloc(snap->nr_nodes, sizeof(*nodes));
 	memcpy(nodes, snap->nodes, snap->nr_nodes * sizeof(*nodes));

@@ -126,7 +126,8 @@ static unsigned gview_build(struct pctx *x, const struct snap_guest *g, struct g
 	const struct policy_config *cfg = x->cfg;
 	bool any_acpu = MASK_ANY(g->allowed_cpus);
 	bool any_amem = MASK_ANY(&g->allowed_mems);
-	unsigned total = 0, nusable = 0;
+	unsigned total = 0, nusable = 0, sum_acpus = 0, max_acpus = 0;
+	bool unrestricted;
 
 	memset(v, 0, sizeof(*v));
 	v->cpu_use = isnan(g->cpu_use) || g->cpu_use < 0 ? 0.0 : g->cpu_use;
@@ -161,30 +162,35 @@ static unsigned gview_build(struct pctx *x, const struct snap_guest *g, struct g
 		nusable += usable[n];
 		total += on;
 	}
+	/* Free to run on every node it may use (struct gview says why that
+	 * matters), and the CPUs it may use beyond its largest node. */
+	unrestricted = nusable > 1;
+	for (unsigned n = 0; n < x->nn; n++) {
+		if (!usable[n])
+			continue;
+		if (!mask_test(&g->cpu_nodes, s->nodes[n].id))
+			unrestricted = false;
+		sum_acpus += x->acpus[n];
+		if (x->acpus[n] > max_acpus)
+			max_acpus = x->acpus[n];
+	}
+	/* A floater: unrestricted, placed automatically, busy, and able to
+	 * leave at least one node by its CPU demand (so it will be given
+	 * fewer nodes; memory is checked when it is). */
+	v->floater = unrestricted && g->policy.mode == GPOL_AUTO && !isnan(g->cpu_use) && v->cpu_use > 0.0 &&
+		     v->cpu_demand <= cfg->max_util * (sum_acpus - max_acpus) + UTIL_EPS;
 	/* Its share of each node's busy CPUs: where its threads ran, when
 	 * acquire measured that (cpu_node), else its use spread evenly over
-	 * its CPUs. */
+	 * its CPUs. An unrestricted guest that stays unrestricted is the
+	 * exception: where its threads happened to be says nothing about
+	 * where the scheduler will run them next, and over time that is
+	 * evenly anywhere. */
 	for (unsigned n = 0; n < x->nn; n++)
-		x->own[n] = g->cpu_node && v->cpu_use > 0.0 ? g->cpu_node[n]
+		x->own[n] = g->cpu_node && v->cpu_use > 0.0 && (!unrestricted || v->floater) ? g->cpu_node[n]
 			  : total ? v->cpu_use * x->own[n] / total : 0.0;
 	v->own = x->own;
 	v->acpus = x->acpus;
 	v->memok = x->memok;
-	/* struct gview says what a floater is and why it matters. */
-	v->floater = g->policy.mode == GPOL_AUTO && !isnan(g->cpu_use) && nusable > 1 && v->cpu_use > 0.0;
-	{
-		unsigned maxc = 0;
-
-		for (unsigned n = 0; n < x->nn && v->floater; n++) {
-			if (!usable[n])
-				continue;
-			if (!mask_test(&g->cpu_nodes, s->nodes[n].id))
-				v->floater = false;
-			if (x->acpus[n] > maxc)
-				maxc = x->acpus[n];
-		}
-		v->floater = v->floater && v->cpu_demand <= cfg->max_util * maxc + UTIL_EPS;
-	}
 	return nusable;
 }
 

@@ -72,9 +72,9 @@ struct gview {
 	const unsigned *acpus;   /* [nn] CPUs of the node it may be given */
 	const bool *memok;       /* [nn] node allowed for its memory */
 	nodemask_t cur_nodes;    /* CPU nodes now (empty: new guest) */
-	/* Free to run on every node it may use, small enough for one, its
-	 * placement automatic: the scheduler puts its threads wherever there
-	 * is room, and the policy is about to give it nodes of its own. Where
+	/* Free to run on every node it may use, able to leave one of them,
+	 * its placement automatic: the scheduler puts its threads wherever
+	 * there is room, and the policy is about to give it fewer nodes. Where
 	 * its load is now is chance, not a property of the node: while it
 	 * waits to be placed, other guests count its load as free room
 	 * (pctx_float). Without this, on a host where every container starts
