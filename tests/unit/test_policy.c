@@ -1485,6 +1485,70 @@ static void test_floaters_make_room(void **state)
 	snap_unref(s);
 }
 
+/* The testbed's bigguest scenario as measured: a 2-CPU guest with its
+ * memory interleaved over all four nodes, its threads on nodes 0 and 1;
+ * two 1-CPU guests with their memory on node 0, their threads on nodes 2
+ * and 3. The big one does not fit one node but will be given fewer
+ * than four: it floats too, and one small guest stays with its memory. */
+static void test_big_floater_makes_room(void **state)
+{
+	cpumask_t cpus;
+	struct snap_node nodes[4];
+	struct policy_config cfg;
+	struct snapshot *s = snap_new();
+	struct plan *p;
+	struct pstate *next;
+	const struct plan_item *it;
+	unsigned stay = 0;
+
+	(void)state;
+	memset(nodes, 0, sizeof(nodes));
+	for (int i = 0; i < 4; i++) {
+		nodes[i].id = i;
+		mask_set(&nodes[i].cpus, 2 * i);
+		mask_set(&nodes[i].cpus, 2 * i + 1);
+		nodes[i].nr_cpus = 2;
+		nodes[i].mem_total = 1536 * MIB;
+		nodes[i].mem_free = (i == 0 ? 390 : 1000) * MIB;
+		nodes[i].busy = 0.5;
+	}
+	snap_set_nodes(s, nodes, 4, NULL);
+	s->mono_ns = T0;
+	for (int i = 0; i < 3; i++) {
+		struct snap_guest *g = snap_add_guest(s);
+
+		snprintf(g->id, sizeof(g->id), i == 0 ? "big" : "small%d", i);
+		g->cpu_use = i == 0 ? 2.0 : 1.0;
+		g->nr_threads = i == 0 ? 3 : 2;
+		mask_parse("0-7", &cpus);
+		g->cpus = snap_cpumask(s, &cpus);
+		mask_parse("0-3", &g->mems);
+		g->cpu_node = calloc(4, sizeof(double));
+		if (i == 0) {
+			for (int n = 0; n < 4; n++)
+				g->mem_node[n] = 425 * MIB;
+			g->cpu_node[0] = g->cpu_node[1] = 1.0;
+		} else {
+			g->mem_node[0] = 320 * MIB;
+			g->cpu_node[1 + i] = 1.0;
+		}
+	}
+	snap_finalize(s);
+	policy_config_default(&cfg);
+	assert_int_equal(policy_decide(&cfg, s, NULL, false, &p, &next), 0);
+	check_invariants(&cfg, s, p, next, "big floater");
+	for (int i = 1; i <= 2; i++) {
+		it = find_item(p, i == 1 ? "small1" : "small2");
+		assert_non_null(it);
+		stay += it->kind == PLAN_MOVE && mask_count(&it->to_nodes) == 1 && mask_test(&it->to_nodes, 0) &&
+			it->migrate_bytes == 0;
+	}
+	assert_int_equal(stay, 1);
+	plan_free(p);
+	pstate_free(next);
+	snap_unref(s);
+}
+
 static void test_advise_nothing_fits(void **state)
 {
 	struct policy_config cfg;
@@ -1705,6 +1769,7 @@ int main(void)
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_demand_capped_by_threads);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_measured_node_share);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_floaters_make_room);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_big_floater_makes_room);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_spread_start_one_node_each);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_config_validate);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_pstate);
