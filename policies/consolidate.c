@@ -1,6 +1,13 @@
 /* consolidate.c — policy_decide(): each guest on the fewest, least-busy
  * nodes that fit it, memory local, moving only toward less-busy nodes.
  *
+ * Node load: each node's busy CPUs (snapshot), less the guest's own share
+ * when it is the one deciding: measured per node from its threads when
+ * acquire could (snap_guest.cpu_node), else its use spread evenly over its
+ * CPUs. Floaters (struct gview: free to run on every node, able to leave
+ * one) count as free room for the others until they are placed this
+ * cycle (pctx_float), since where their threads happen to run is chance.
+ *
  * Per guest (AUTO):
  *   demand     cpu = max(min_cpu, cpu_use × (1 + cpu_headroom)),
  *              mem = mem_total × (1 + mem_headroom);
