@@ -1485,6 +1485,56 @@ static void test_floaters_make_room(void **state)
 	snap_unref(s);
 }
 
+/* The testbed's oversubscribed scenario: six 2-thread guests (12 busy
+ * threads on 8 CPUs, each guest 1.33 CPUs) with their memory over all
+ * nodes. There is no room to float to: no guest fits one node beside
+ * the others, and nothing moves. */
+static void test_oversubscribed_no_floating(void **state)
+{
+	cpumask_t cpus;
+	struct snap_node nodes[4];
+	struct policy_config cfg;
+	struct snapshot *s = snap_new();
+	struct plan *p;
+	struct pstate *next;
+
+	(void)state;
+	memset(nodes, 0, sizeof(nodes));
+	for (int i = 0; i < 4; i++) {
+		nodes[i].id = i;
+		mask_set(&nodes[i].cpus, 2 * i);
+		mask_set(&nodes[i].cpus, 2 * i + 1);
+		nodes[i].nr_cpus = 2;
+		nodes[i].mem_total = 1024 * MIB;
+		nodes[i].mem_free = 500 * MIB;
+		nodes[i].busy = 1.0;
+	}
+	snap_set_nodes(s, nodes, 4, NULL);
+	s->mono_ns = T0;
+	for (int i = 0; i < 6; i++) {
+		struct snap_guest *g = snap_add_guest(s);
+
+		snprintf(g->id, sizeof(g->id), "w%d", i + 1);
+		g->cpu_use = 8.0 / 6.0;
+		g->nr_threads = 2;
+		mask_parse("0-7", &cpus);
+		g->cpus = snap_cpumask(s, &cpus);
+		mask_parse("0-3", &g->mems);
+		for (int n = 0; n < 4; n++)
+			g->mem_node[n] = 75 * MIB;
+		g->cpu_node = calloc(4, sizeof(double));
+		g->cpu_node[i % 4] = 8.0 / 6.0;
+	}
+	snap_finalize(s);
+	policy_config_default(&cfg);
+	assert_int_equal(policy_decide(&cfg, s, NULL, false, &p, &next), 0);
+	check_invariants(&cfg, s, p, next, "oversubscribed");
+	assert_int_equal(p->nr_moves, 0);
+	plan_free(p);
+	pstate_free(next);
+	snap_unref(s);
+}
+
 /* The testbed's bigguest scenario as measured: a 2-CPU guest with its
  * memory interleaved over all four nodes, its threads on nodes 0 and 1;
  * two 1-CPU guests with their memory on node 0, their threads on nodes 2
@@ -1770,6 +1820,7 @@ int main(void)
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_measured_node_share);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_floaters_make_room);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_big_floater_makes_room);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_oversubscribed_no_floating);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_spread_start_one_node_each);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_config_validate);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_pstate);
