@@ -1161,42 +1161,6 @@ static double cpu_rate(const struct cgscan *cs, const char *id, uint64_t usage)
 	return (double)(usage - p->usage_ns) / (double)(cs->now_ns - p->t_ns);
 }
 
-/* utime + stime (fields 14, 15) and processor (field 39) of a
- * /proc/TID/stat line, without sscanf: this runs for every thread of
- * every spread guest, every cycle. */
-static int thread_stat(const char *s, uint64_t *ticks, int *cpu)
-{
-	const char *p = strrchr(s, ')');
-	uint64_t v[3] = { 0, 0, 0 };
-	unsigned field = 2, k = 0;
-
-	if (!p)
-		return -EINVAL;
-	for (p++; *p && k < 3; ) {
-		while (*p == ' ')
-			p++;
-		if (!*p)
-			break;
-		field++;
-		if (field == 14 || field == 15 || field == 39) {
-			uint64_t x = 0;
-
-			if (*p < '0' || *p > '9')
-				return -EINVAL;
-			while (*p >= '0' && *p <= '9')
-				x = x * 10 + (uint64_t)(*p++ - '0');
-			v[k++] = x;
-		}
-		while (*p && *p != ' ')
-			p++;
-	}
-	if (k < 3 || v[2] > INT32_MAX)
-		return -EINVAL;
-	*ticks = v[0] + v[1];
-	*cpu = (int)v[2];
-	return 0;
-}
-
 static int tid_cmp(const void *a, const void *b)
 {
 	pid_t x = ((const struct thr_tick *)a)->tid, y = ((const struct thr_tick *)b)->tid;
@@ -1243,25 +1207,21 @@ static void thread_nodes(struct cgscan *cs, struct snap_guest *g, unsigned *off,
 		struct thr_tick *t = &cs->thr_next[cs->nr_thr_next + *n];
 		const struct thr_tick *was;
 		uint64_t ticks;
-		int cpu;
+		int cpu, k;
 
 		snprintf(path, sizeof(path), "%d/stat", (int)cs->tids[i]);
 		if (cs->proc_fd < 0 || rd(cs, cs->proc_fd, NULL, path) < 0 ||
-		    thread_stat(cs->buf, &ticks, &cpu) < 0)
+		    proc_stat_ticks_cpu(cs->buf, &ticks, &cpu) < 0)
 			continue; /* exited since the list was read */
 		t->tid = cs->tids[i];
 		t->ticks = ticks;
 		(*n)++;
 		was = p && p->nr_thr ? bsearch(t, cs->thr_prev + p->thr_off, p->nr_thr, sizeof(*t), tid_cmp)
 				     : NULL;
-		if (!was || t->ticks <= was->ticks)
-			continue; /* new (its window is unknown), or idle */
-		for (unsigned k = 0; k < s->nr_nodes; k++)
-			if (cpu >= 0 && cpu < (int)MASK_BITS(&s->nodes[k].cpus) && mask_test(&s->nodes[k].cpus, cpu)) {
-				dn[k] += (double)(t->ticks - was->ticks);
-				sum += (double)(t->ticks - was->ticks);
-				break;
-			}
+		if (!was || t->ticks <= was->ticks || (k = snap_cpu_node(s, cpu)) < 0)
+			continue; /* new (its window is unknown), idle, or an unknown CPU */
+		dn[k] += (double)(t->ticks - was->ticks);
+		sum += (double)(t->ticks - was->ticks);
 	}
 	qsort(cs->thr_next + cs->nr_thr_next, *n, sizeof(struct thr_tick), tid_cmp);
 	cs->nr_thr_next += *n;

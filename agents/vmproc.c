@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -149,6 +150,39 @@ int vmproc_thread_cpu_ns(const struct host_paths *hp, pid_t pid, pid_t tid, uint
 	if (r == 0)
 		*ns = ticks_to_ns(t);
 	return r;
+}
+
+double *vmproc_vcpu_nodes(const struct host_paths *hp, const struct snapshot *snap, const struct snap_vm *vm,
+			  double cpu_use)
+{
+	double *dn, sum = 0.0;
+
+	if (isnan(cpu_use) || cpu_use <= 0.0 || !snap->nr_nodes)
+		return NULL;
+	dn = xcalloc(snap->nr_nodes, sizeof(double));
+	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
+		char path[PATH_MAX], *buf = NULL;
+		uint64_t ticks;
+		size_t len;
+		int cpu, k;
+
+		if (!vm->vcpu_tids[i] || isnan(vm->vcpu_use[i]) || vm->vcpu_use[i] <= 0.0 ||
+		    read_proc(hp, path, sizeof(path), 4096, &buf, &len, "%d/task/%d/stat", (int)vm->qemu_pid,
+			      (int)vm->vcpu_tids[i]) < 0)
+			continue;
+		if (proc_stat_ticks_cpu(buf, &ticks, &cpu) == 0 && (k = snap_cpu_node(snap, cpu)) >= 0) {
+			dn[k] += vm->vcpu_use[i];
+			sum += vm->vcpu_use[i];
+		}
+		free(buf);
+	}
+	if (sum <= 0.0) {
+		free(dn);
+		return NULL;
+	}
+	for (unsigned k = 0; k < snap->nr_nodes; k++)
+		dn[k] = cpu_use * dn[k] / sum;
+	return dn;
 }
 
 int vmproc_thread_affinity(const struct host_paths *hp, pid_t pid, pid_t tid, cpumask_t *cpus,

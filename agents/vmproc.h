@@ -82,6 +82,14 @@ int vmproc_thread_cpu_ns(const struct host_paths *hp, pid_t pid, pid_t tid, uint
 /* CPU time of the whole process (every thread, live and exited): utime +
  * stime of /proc/PID/stat, in ns. */
 int vmproc_process_cpu_ns(const struct host_paths *hp, pid_t pid, uint64_t *ns);
+/* The VM's CPU use per node, by node index ([snap->nr_nodes], the
+ * caller's): each vCPU's use (vm->vcpu_use) counts on the node of the
+ * CPU it last ran on (/proc/PID/task/TID/stat field 39), and the whole
+ * is scaled to CPU_USE (emulator and I/O threads in proportion). The
+ * same measure as for containers (cgscan.c), with the vCPU rates the
+ * source has already. NULL when no vCPU has a known, non-zero use. */
+double *vmproc_vcpu_nodes(const struct host_paths *hp, const struct snapshot *snap, const struct snap_vm *vm,
+			  double cpu_use);
 /* Cpus_allowed_list and Mems_allowed_list of thread TID of PID (the
  * affinity the kernel enforces, whoever set it). */
 int vmproc_thread_affinity(const struct host_paths *hp, pid_t pid, pid_t tid, cpumask_t *cpus,

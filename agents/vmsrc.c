@@ -932,10 +932,17 @@ static bool measure(struct vmsrc *vs, struct vm_dom *d, struct snapshot *snap, i
 	{
 		cpumask_t cpus;
 
+		nodemask_t on;
+
 		r = vmproc_vm_affinity(&vs->hp, vm, &cpus, &g->mems);
 		g->cpus = snap_cpumask(snap, &cpus);
 		if (r < 0)
 			snap_warn(snap, "libvirt: domain %s: cannot read its threads' affinity", d->x.name);
+		/* Spread over several nodes: which of them carry its load
+		 * (only there does the policy need it). */
+		snap_cpus_to_nodes(snap, g->cpus, &on);
+		if (mask_count(&on) > 1)
+			g->cpu_node = vmproc_vcpu_nodes(&vs->hp, snap, vm, g->cpu_use);
 	}
 
 	/* Memory per node: the domain cgroup's memory.numa_stat counts what

@@ -356,3 +356,38 @@ int proc_stat_fields(const char *s, const char **f, unsigned nf)
 	}
 	return i == nf ? 0 : -EINVAL;
 }
+
+/* utime + stime (fields 14, 15) and processor (field 39) of a
+ * /proc/TID/stat line (fs.h). */
+int proc_stat_ticks_cpu(const char *s, uint64_t *ticks, int *cpu)
+{
+	const char *p = strrchr(s, ')');
+	uint64_t v[3] = { 0, 0, 0 };
+	unsigned field = 2, k = 0;
+
+	if (!p)
+		return -EINVAL;
+	for (p++; *p && k < 3; ) {
+		while (*p == ' ')
+			p++;
+		if (!*p)
+			break;
+		field++;
+		if (field == 14 || field == 15 || field == 39) {
+			uint64_t x = 0;
+
+			if (*p < '0' || *p > '9')
+				return -EINVAL;
+			while (*p >= '0' && *p <= '9')
+				x = x * 10 + (uint64_t)(*p++ - '0');
+			v[k++] = x;
+		}
+		while (*p && *p != ' ')
+			p++;
+	}
+	if (k < 3 || v[2] > INT32_MAX)
+		return -EINVAL;
+	*ticks = v[0] + v[1];
+	*cpu = (int)v[2];
+	return 0;
+}

@@ -304,6 +304,14 @@ unsigned snap_distance(const struct snapshot *s, unsigned from_idx, unsigned to_
 	return s->distance[from_idx * s->nr_nodes + to_idx];
 }
 
+int snap_cpu_node(const struct snapshot *s, int cpu)
+{
+	for (unsigned k = 0; cpu >= 0 && k < s->nr_nodes; k++)
+		if (cpu < (int)MASK_BITS(&s->nodes[k].cpus) && mask_test(&s->nodes[k].cpus, cpu))
+			return (int)k;
+	return -1;
+}
+
 int snap_nearest_mem_node(const struct snapshot *s, unsigned idx, unsigned *dist)
 {
 	unsigned best = ~0u;

@@ -169,6 +169,8 @@ unsigned snap_distance(const struct snapshot *s, unsigned from_idx, unsigned to_
  * node has memory. *DIST (may be NULL) gets that distance, ~0u on -1.
  * Memory placed for CPUs of a memory-less node goes there. */
 int snap_nearest_mem_node(const struct snapshot *s, unsigned idx, unsigned *dist);
+/* Index of the node holding CPU, or -1. */
+int snap_cpu_node(const struct snapshot *s, int cpu);
 /* Number of nodes that have CPUs. */
 unsigned snap_nr_cpu_nodes(const struct snapshot *s);
 /* Node ids whose CPUs intersect CPUS. */

@@ -6,6 +6,7 @@
 #include "testutil.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -345,6 +346,58 @@ static void test_vm_affinity(void **state)
 	fx_free(f);
 }
 
+/* A VM's use per node from its vCPUs: each vCPU's rate on the node of the
+ * CPU it last ran on (field 39), scaled to the whole VM's use; a vCPU
+ * with no rate, or gone, counts nothing; none known → NULL. */
+static void vcpu_stat(const char *root, int tid, int cpu)
+{
+	char rel[128], stat[512];
+
+	snprintf(rel, sizeof(rel), "proc/100/task/%d/stat", tid);
+	snprintf(stat, sizeof(stat),
+		 "%d (CPU 0/KVM) R 1 100 100 0 -1 4194560 0 0 0 0 500 20 0 0 20 0 1 0 100 1000 10 "
+		 "0 0 0 0 0 0 0 0 0 0 0 0 0 17 %d 0 0 0 0 0\n", tid, cpu);
+	tu_write(root, rel, stat);
+}
+
+static void test_vcpu_nodes(void **state)
+{
+	char *root = tu_mkdtemp();
+	struct snap_node nodes[2];
+	struct host_paths hp;
+	struct snapshot *s = snap_new();
+	pid_t tids[4] = { 101, 102, 103, 104 };
+	double use[4] = { 1.0, 0.5, NAN, 0.25 };
+	struct snap_vm vm = { .qemu_pid = 100, .nr_vcpus = 4, .vcpu_tids = tids, .vcpu_use = use };
+	double *dn;
+
+	(void)state;
+	memset(nodes, 0, sizeof(nodes));
+	for (int i = 0; i < 2; i++) {
+		nodes[i].id = i;
+		mask_set(&nodes[i].cpus, 2 * i);
+		mask_set(&nodes[i].cpus, 2 * i + 1);
+		nodes[i].nr_cpus = 2;
+	}
+	snap_set_nodes(s, nodes, 2, NULL);
+	vcpu_stat(root, 101, 0);
+	vcpu_stat(root, 102, 3);
+	vcpu_stat(root, 103, 2);   /* no rate yet */
+	/* 104: exited, no /proc entry */
+	assert_int_equal(host_paths_from_root(&hp, root), 0);
+	dn = vmproc_vcpu_nodes(&hp, s, &vm, 3.0);
+	assert_non_null(dn);
+	assert_float_equal(dn[0], 2.0, 1e-9);
+	assert_float_equal(dn[1], 1.0, 1e-9);
+	free(dn);
+	assert_null(vmproc_vcpu_nodes(&hp, s, &vm, NAN));
+	use[0] = use[1] = use[3] = NAN;
+	assert_null(vmproc_vcpu_nodes(&hp, s, &vm, 3.0));
+	snap_unref(s);
+	tu_rm_rf(root);
+	free(root);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -354,6 +407,7 @@ int main(void)
 		cmocka_unit_test(test_v2_process),
 		cmocka_unit_test(test_numa_maps),
 		cmocka_unit_test(test_vm_affinity),
+		cmocka_unit_test(test_vcpu_nodes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
