@@ -429,7 +429,14 @@ static int cmd_guest(const struct opts *o, const char *id)
 	printf("kind:      %s (%s), name %s\n", jstr(j, "kind"), jstr(j, "runtime"), jstr(j, "name"));
 	printf("cgroup:    %s\n", jstr(j, "cgroup"));
 	printf("threads:   %lld in %lld processes\n", jint(j, "nr_threads"), jint(j, "nr_procs"));
-	printf("cpu use:   %s CPUs\n", fmt_num(json_object_get(j, "cpu_use"), 2, b1, sizeof(b1)));
+	printf("cpu use:   %s CPUs", fmt_num(json_object_get(j, "cpu_use"), 2, b1, sizeof(b1)));
+	mem = json_object_get(j, "cpu_use_by_node");
+	if (json_is_object(mem)) {
+		printf(", ran on");
+		json_object_foreach(mem, k, v)
+			printf(" node %s %.2f;", k, json_number_value(v));
+	}
+	printf("\n");
 	printf("cpuset:    cpus %s, mems %s (CPU nodes %s)\n", jstr(j, "cpus"), jstr(j, "mems"),
 	       jstr(j, "cpu_nodes"));
 	printf("memory:    %s, %s local:", fmt_bytes(jnum(j, "mem_total_bytes"), b1, sizeof(b1)),
