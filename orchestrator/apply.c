@@ -427,11 +427,6 @@ static bool descendants_set_mems(struct applier *a, const char *rel)
 	return any;
 }
 
-/* Not worth a migration: under 1 % of the guest's memory, or under 2 MiB.
- * Narrowing cpuset.mems makes the kernel rebind and walk the whole address
- * space of every task in the group, whatever little there is to move (the
- * testbed measured 8-9 s for 0.1 MiB of a 320 MiB guest under TCG), and
- * soft binding widens the mems again right after. */
 static int move_container(struct applier *a, const struct snapshot *snap, const struct snap_guest *g,
 			  const struct plan_item *it, struct apply_result *res)
 {

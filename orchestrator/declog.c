@@ -215,50 +215,51 @@ int64_t declog_add(struct declog *d, json_t *rec)
 	return ret < 0 ? ret : id;
 }
 
-json_t *declog_query(struct declog *d, uint64_t since_id, unsigned limit, const char *guest)
+static bool rec_matches(const struct rec *r, uint64_t since_id, const char *guest)
+{
+	return r->id > since_id && (!guest || strcmp(r->guest, guest) == 0);
+}
+
+/* The matching records from ring position FIRST on, oldest first, at most
+ * LIMIT, decoded. Called with the lock held. */
+static json_t *collect(struct declog *d, unsigned first, uint64_t since_id, unsigned limit, const char *guest)
 {
 	json_t *arr = json_array();
 
-	pthread_mutex_lock(&d->lock);
-	for (unsigned i = 0; i < d->n && json_array_size(arr) < limit; i++) {
+	for (unsigned i = first; i < d->n && json_array_size(arr) < limit; i++) {
 		const struct rec *r = &d->ring[(d->head + i) % d->cap];
 		json_t *o;
 
-		if (r->id <= since_id)
-			continue;
-		if (guest && strcmp(r->guest, guest) != 0)
+		if (!rec_matches(r, since_id, guest))
 			continue;
 		o = json_loads(r->line, 0, NULL);
 		if (o)
 			json_array_append_new(arr, o);
 	}
+	return arr;
+}
+
+json_t *declog_query(struct declog *d, uint64_t since_id, unsigned limit, const char *guest)
+{
+	json_t *arr;
+
+	pthread_mutex_lock(&d->lock);
+	arr = collect(d, 0, since_id, limit, guest);
 	pthread_mutex_unlock(&d->lock);
 	return arr;
 }
 
 json_t *declog_query_newest(struct declog *d, unsigned limit, const char *guest)
 {
-	json_t *arr = json_array();
+	json_t *arr;
 	unsigned first, found = 0;
 
 	/* Only the records returned are decoded: walk back from the newest
 	 * to find where the LIMIT newest matching ones start. */
 	pthread_mutex_lock(&d->lock);
-	for (first = d->n; first > 0 && found < limit; first--) {
-		const struct rec *r = &d->ring[(d->head + first - 1) % d->cap];
-
-		found += !guest || strcmp(r->guest, guest) == 0;
-	}
-	for (unsigned i = first; i < d->n && found; i++) {
-		const struct rec *r = &d->ring[(d->head + i) % d->cap];
-		json_t *o;
-
-		if (guest && strcmp(r->guest, guest) != 0)
-			continue;
-		o = json_loads(r->line, 0, NULL);
-		if (o)
-			json_array_append_new(arr, o);
-	}
+	for (first = d->n; first > 0 && found < limit; first--)
+		found += rec_matches(&d->ring[(d->head + first - 1) % d->cap], 0, guest);
+	arr = collect(d, first, 0, limit, guest);
 	pthread_mutex_unlock(&d->lock);
 	return arr;
 }
