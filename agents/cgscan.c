@@ -1138,24 +1138,19 @@ static int prev_cmp(const void *a, const void *b)
 	return strcmp(((const struct cpu_prev *)a)->id, ((const struct cpu_prev *)b)->id);
 }
 
-/* Was ID measured by the previous scan? */
-static bool cpu_seen(const struct cgscan *cs, const char *id)
+/* What the previous scan measured of guest ID, NULL if it did not. */
+static const struct cpu_prev *cpu_prev_find(const struct cgscan *cs, const char *id)
 {
 	struct cpu_prev key;
-
-	memcpy(key.id, id, GUEST_ID_MAX);
-	return bsearch(&key, cs->prev, cs->nr_prev, sizeof(*cs->prev), prev_cmp) != NULL;
-}
-
-static double cpu_rate(const struct cgscan *cs, const char *id, uint64_t usage)
-{
-	struct cpu_prev key;
-	const struct cpu_prev *p;
 
 	if (!cs->nr_prev)
-		return NAN;
+		return NULL;
 	memcpy(key.id, id, GUEST_ID_MAX);
-	p = bsearch(&key, cs->prev, cs->nr_prev, sizeof(*cs->prev), prev_cmp);
+	return bsearch(&key, cs->prev, cs->nr_prev, sizeof(*cs->prev), prev_cmp);
+}
+
+static double cpu_rate(const struct cgscan *cs, const struct cpu_prev *p, uint64_t usage)
+{
 	if (!p || usage < p->usage_ns || cs->now_ns <= p->t_ns)
 		return NAN;
 	return (double)(usage - p->usage_ns) / (double)(cs->now_ns - p->t_ns);
@@ -1175,16 +1170,16 @@ static int tid_cmp(const void *a, const void *b)
  * policy's question (which nodes carry this guest's load, so what is
  * left there without it) far better than spreading the use evenly over
  * its CPUs, which took two busy guests on one node for a quarter each.
+ * P is what the previous scan recorded of the guest (NULL: nothing).
  * Sets g->cpu_node when there is something to share out; records the
  * ticks (pool slice *OFF, *N) for the next scan either way. */
-static void thread_nodes(struct cgscan *cs, struct snap_guest *g, unsigned *off, unsigned *n)
+static void thread_nodes(struct cgscan *cs, struct snap_guest *g, const struct cpu_prev *p, unsigned *off,
+			 unsigned *n)
 {
 	const struct snapshot *s = cs->snap;
-	const struct cpu_prev *p = NULL;
-	struct cpu_prev key;
 	char path[PATH_MAX];
 	nodemask_t nodes;
-	double *dn, sum = 0.0;
+	double *dn;
 
 	*off = cs->nr_thr_next;
 	*n = 0;
@@ -1197,9 +1192,6 @@ static void thread_nodes(struct cgscan *cs, struct snap_guest *g, unsigned *off,
 		cs->cap_thr_next = (cs->nr_thr_next + cs->nr_tids) * 2;
 		cs->thr_next = xrealloc(cs->thr_next, cs->cap_thr_next * sizeof(*cs->thr_next));
 	}
-	memcpy(key.id, g->id, GUEST_ID_MAX);
-	if (cs->nr_prev)
-		p = bsearch(&key, cs->prev, cs->nr_prev, sizeof(*cs->prev), prev_cmp);
 	dn = xcalloc(s->nr_nodes, sizeof(double));
 	if (cs->proc_fd < 0)
 		cs->proc_fd = open(cs->hp.procfs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -1218,20 +1210,13 @@ static void thread_nodes(struct cgscan *cs, struct snap_guest *g, unsigned *off,
 		(*n)++;
 		was = p && p->nr_thr ? bsearch(t, cs->thr_prev + p->thr_off, p->nr_thr, sizeof(*t), tid_cmp)
 				     : NULL;
-		if (!was || t->ticks <= was->ticks || (k = snap_cpu_node(s, cpu)) < 0)
+		if (!was || t->ticks <= was->ticks || (k = snap_cpu_node_index(s, cpu)) < 0)
 			continue; /* new (its window is unknown), idle, or an unknown CPU */
 		dn[k] += (double)(t->ticks - was->ticks);
-		sum += (double)(t->ticks - was->ticks);
 	}
 	qsort(cs->thr_next + cs->nr_thr_next, *n, sizeof(struct thr_tick), tid_cmp);
 	cs->nr_thr_next += *n;
-	if (sum > 0.0 && !isnan(g->cpu_use)) {
-		for (unsigned k = 0; k < s->nr_nodes; k++)
-			dn[k] = g->cpu_use * dn[k] / sum;
-		g->cpu_node = dn;
-	} else {
-		free(dn);
-	}
+	g->cpu_node = snap_node_use(s, dn, g->cpu_use);
 }
 
 /* A guest seen for the first time has no earlier usage sample, hence no
@@ -1275,6 +1260,7 @@ static void measure_guest(struct cgscan *cs, int pdfd, const char *prel, struct 
 {
 	struct snapshot *snap = cs->snap;
 	struct snap_guest *g;
+	const struct cpu_prev *prev;
 	struct gmeas m = { 0 };
 	char id[GUEST_ID_MAX];
 	cpumask_t cpus;
@@ -1342,8 +1328,9 @@ static void measure_guest(struct cgscan *cs, int pdfd, const char *prel, struct 
 	g->nr_procs = m.nr_procs;
 	g->main_pid = m.main_pid;
 	g->cpu_usage_ns = usage;
-	g->cpu_use = have_usage ? cpu_rate(cs, id, usage) : NAN;
-	if (have_usage && isnan(g->cpu_use) && cs->gen > 1 && !cpu_seen(cs, id))
+	prev = cpu_prev_find(cs, id);
+	g->cpu_use = have_usage ? cpu_rate(cs, prev, usage) : NAN;
+	if (have_usage && isnan(g->cpu_use) && cs->gen > 1 && !prev)
 		g->cpu_use = young_guest_rate(cs, m.main_pid, usage);
 	if (snap->nr_nodes)
 		memcpy(g->mem_node, cs->mem, snap->nr_nodes * sizeof(uint64_t));
@@ -1360,7 +1347,7 @@ static void measure_guest(struct cgscan *cs, int pdfd, const char *prel, struct 
 	if (have_usage) {
 		unsigned thr_off, nr_thr;
 
-		thread_nodes(cs, g, &thr_off, &nr_thr);
+		thread_nodes(cs, g, prev, &thr_off, &nr_thr);
 		cpu_record(cs, id, usage, thr_off, nr_thr);
 	}
 }

@@ -155,7 +155,7 @@ int vmproc_thread_cpu_ns(const struct host_paths *hp, pid_t pid, pid_t tid, uint
 double *vmproc_vcpu_nodes(const struct host_paths *hp, const struct snapshot *snap, const struct snap_vm *vm,
 			  double cpu_use)
 {
-	double *dn, sum = 0.0;
+	double *dn;
 
 	if (isnan(cpu_use) || cpu_use <= 0.0 || !snap->nr_nodes)
 		return NULL;
@@ -170,19 +170,11 @@ double *vmproc_vcpu_nodes(const struct host_paths *hp, const struct snapshot *sn
 		    read_proc(hp, path, sizeof(path), 4096, &buf, &len, "%d/task/%d/stat", (int)vm->qemu_pid,
 			      (int)vm->vcpu_tids[i]) < 0)
 			continue;
-		if (proc_stat_ticks_cpu(buf, &ticks, &cpu) == 0 && (k = snap_cpu_node(snap, cpu)) >= 0) {
+		if (proc_stat_ticks_cpu(buf, &ticks, &cpu) == 0 && (k = snap_cpu_node_index(snap, cpu)) >= 0)
 			dn[k] += vm->vcpu_use[i];
-			sum += vm->vcpu_use[i];
-		}
 		free(buf);
 	}
-	if (sum <= 0.0) {
-		free(dn);
-		return NULL;
-	}
-	for (unsigned k = 0; k < snap->nr_nodes; k++)
-		dn[k] = cpu_use * dn[k] / sum;
-	return dn;
+	return snap_node_use(snap, dn, cpu_use);
 }
 
 int vmproc_thread_affinity(const struct host_paths *hp, pid_t pid, pid_t tid, cpumask_t *cpus,

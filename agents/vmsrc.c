@@ -931,7 +931,6 @@ static bool measure(struct vmsrc *vs, struct vm_dom *d, struct snapshot *snap, i
 	 * g->mems is the union of their Mems_allowed. */
 	{
 		cpumask_t cpus;
-
 		nodemask_t on;
 
 		r = vmproc_vm_affinity(&vs->hp, vm, &cpus, &g->mems);

@@ -357,37 +357,30 @@ int proc_stat_fields(const char *s, const char **f, unsigned nf)
 	return i == nf ? 0 : -EINVAL;
 }
 
-/* utime + stime (fields 14, 15) and processor (field 39) of a
- * /proc/TID/stat line (fs.h). */
+/* A /proc/PID/stat field at P: decimal digits up to the next blank
+ * (parse_u64 wants the whole string to be the number). */
+static int field_u64(const char *p, uint64_t *v)
+{
+	uint64_t x = 0;
+
+	if (*p < '0' || *p > '9')
+		return -EINVAL;
+	while (*p >= '0' && *p <= '9')
+		x = x * 10 + (uint64_t)(*p++ - '0');
+	*v = x;
+	return 0;
+}
+
 int proc_stat_ticks_cpu(const char *s, uint64_t *ticks, int *cpu)
 {
-	const char *p = strrchr(s, ')');
-	uint64_t v[3] = { 0, 0, 0 };
-	unsigned field = 2, k = 0;
+	const char *f[37];
+	uint64_t ut, st, c;
 
-	if (!p)
+	/* Fields 14, 15 and 39 are f[11], f[12] and f[36]. */
+	if (proc_stat_fields(s, f, 37) < 0 || field_u64(f[11], &ut) < 0 || field_u64(f[12], &st) < 0 ||
+	    field_u64(f[36], &c) < 0 || c > INT32_MAX)
 		return -EINVAL;
-	for (p++; *p && k < 3; ) {
-		while (*p == ' ')
-			p++;
-		if (!*p)
-			break;
-		field++;
-		if (field == 14 || field == 15 || field == 39) {
-			uint64_t x = 0;
-
-			if (*p < '0' || *p > '9')
-				return -EINVAL;
-			while (*p >= '0' && *p <= '9')
-				x = x * 10 + (uint64_t)(*p++ - '0');
-			v[k++] = x;
-		}
-		while (*p && *p != ' ')
-			p++;
-	}
-	if (k < 3 || v[2] > INT32_MAX)
-		return -EINVAL;
-	*ticks = v[0] + v[1];
-	*cpu = (int)v[2];
+	*ticks = ut + st;
+	*cpu = (int)c;
 	return 0;
 }

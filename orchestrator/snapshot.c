@@ -304,12 +304,27 @@ unsigned snap_distance(const struct snapshot *s, unsigned from_idx, unsigned to_
 	return s->distance[from_idx * s->nr_nodes + to_idx];
 }
 
-int snap_cpu_node(const struct snapshot *s, int cpu)
+int snap_cpu_node_index(const struct snapshot *s, int cpu)
 {
 	for (unsigned k = 0; cpu >= 0 && k < s->nr_nodes; k++)
 		if (cpu < (int)MASK_BITS(&s->nodes[k].cpus) && mask_test(&s->nodes[k].cpus, cpu))
 			return (int)k;
 	return -1;
+}
+
+double *snap_node_use(const struct snapshot *s, double *w, double cpu_use)
+{
+	double sum = 0.0;
+
+	for (unsigned k = 0; k < s->nr_nodes; k++)
+		sum += w[k];
+	if (!(sum > 0.0) || isnan(cpu_use)) {
+		free(w);
+		return NULL;
+	}
+	for (unsigned k = 0; k < s->nr_nodes; k++)
+		w[k] = cpu_use * w[k] / sum;
+	return w;
 }
 
 int snap_nearest_mem_node(const struct snapshot *s, unsigned idx, unsigned *dist)

@@ -170,7 +170,11 @@ unsigned snap_distance(const struct snapshot *s, unsigned from_idx, unsigned to_
  * Memory placed for CPUs of a memory-less node goes there. */
 int snap_nearest_mem_node(const struct snapshot *s, unsigned idx, unsigned *dist);
 /* Index of the node holding CPU, or -1. */
-int snap_cpu_node(const struct snapshot *s, int cpu);
+int snap_cpu_node_index(const struct snapshot *s, int cpu);
+/* A guest's cpu_node from per-node weights W ([nr_nodes], owned, taken
+ * over): scaled so they add up to CPU_USE. W is freed and NULL returned
+ * when the weights are all zero or CPU_USE is unknown. */
+double *snap_node_use(const struct snapshot *s, double *w, double cpu_use);
 /* Number of nodes that have CPUs. */
 unsigned snap_nr_cpu_nodes(const struct snapshot *s);
 /* Node ids whose CPUs intersect CPUS. */

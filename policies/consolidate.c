@@ -135,7 +135,9 @@ static unsigned gview_build(struct pctx *x, const struct snap_guest *g, struct g
 	bool any_acpu = MASK_ANY(g->allowed_cpus);
 	bool any_amem = MASK_ANY(&g->allowed_mems);
 	unsigned total = 0, nusable = 0, sum_acpus = 0, max_acpus = 0;
-	bool unrestricted;
+	/* Free to run on every node it may use (struct gview says why that
+	 * matters); the CPUs it may use, and those beyond its largest node. */
+	bool unrestricted = true;
 
 	memset(v, 0, sizeof(*v));
 	v->cpu_use = isnan(g->cpu_use) || g->cpu_use < 0 ? 0.0 : g->cpu_use;
@@ -169,19 +171,13 @@ static unsigned gview_build(struct pctx *x, const struct snap_guest *g, struct g
 		usable[n] = nd->nr_cpus > 0 && x->acpus[n] > 0;
 		nusable += usable[n];
 		total += on;
+		if (usable[n]) {
+			unrestricted = unrestricted && on > 0;
+			sum_acpus += x->acpus[n];
+			max_acpus = x->acpus[n] > max_acpus ? x->acpus[n] : max_acpus;
+		}
 	}
-	/* Free to run on every node it may use (struct gview says why that
-	 * matters), and the CPUs it may use beyond its largest node. */
-	unrestricted = nusable > 1;
-	for (unsigned n = 0; n < x->nn; n++) {
-		if (!usable[n])
-			continue;
-		if (!mask_test(&g->cpu_nodes, s->nodes[n].id))
-			unrestricted = false;
-		sum_acpus += x->acpus[n];
-		if (x->acpus[n] > max_acpus)
-			max_acpus = x->acpus[n];
-	}
+	unrestricted = unrestricted && nusable > 1;
 	/* A floater: unrestricted, placed automatically, busy, and able to
 	 * leave at least one node by its CPU demand (so it will be given
 	 * fewer nodes; memory is checked when it is). */
