@@ -1291,40 +1291,86 @@ static void test_spread_start_one_node_each(void **state)
 	snap_unref(s);
 }
 
+/* A host of N nodes with 2 CPUs each (node i: CPUs 2i and 2i+1) and
+ * MEM_MIB of memory each, FREE_MIB[i] of it free, BUSY[i] of its CPUs busy
+ * (a fraction); taken at T0. */
+static struct snapshot *host_2cpu(unsigned n, uint64_t mem_mib, const uint64_t *free_mib, const double *busy)
+{
+	struct snapshot *s = snap_new();
+	struct snap_node *nodes = calloc(n, sizeof(*nodes));
+
+	assert_non_null(nodes);
+	for (unsigned i = 0; i < n; i++) {
+		nodes[i].id = (int)i;
+		mask_set(&nodes[i].cpus, 2 * i);
+		mask_set(&nodes[i].cpus, 2 * i + 1);
+		nodes[i].nr_cpus = 2;
+		nodes[i].mem_total = mem_mib * MIB;
+		nodes[i].mem_free = free_mib[i] * MIB;
+		nodes[i].busy = busy[i];
+	}
+	snap_set_nodes(s, nodes, n, NULL);
+	free(nodes);
+	s->mono_ns = T0;
+	return s;
+}
+
+/* A guest of S using USE CPUs in THREADS threads, on CPUS with MEMS; with
+ * RUNS_ON >= 0 its use was measured all on that node index (cpu_node). */
+static struct snap_guest *guest_on(struct snapshot *s, const char *id, double use, unsigned threads,
+				   const char *cpus, const char *mems, int runs_on)
+{
+	struct snap_guest *g = snap_add_guest(s);
+	cpumask_t c;
+
+	snprintf(g->id, sizeof(g->id), "%s", id);
+	g->cpu_use = use;
+	g->nr_threads = threads;
+	mask_parse(cpus, &c);
+	g->cpus = snap_cpumask(s, &c);
+	mask_parse(mems, &g->mems);
+	if (runs_on >= 0) {
+		g->cpu_node = calloc(s->nr_nodes, sizeof(double));
+		g->cpu_node[runs_on] = use;
+	}
+	return g;
+}
+
+/* Finalize S, decide with the default policy, check the invariants; S
+ * is released. */
+static struct plan *decide_default(struct snapshot *s, const char *tc)
+{
+	struct policy_config cfg;
+	struct pstate *next;
+	struct plan *p;
+
+	snap_finalize(s);
+	policy_config_default(&cfg);
+	assert_int_equal(policy_decide(&cfg, s, NULL, false, &p, &next), 0);
+	if (tc)
+		check_invariants(&cfg, s, p, next, tc);
+	pstate_free(next);
+	snap_unref(s);
+	return p;
+}
+
 static void test_demand_capped_by_threads(void **state)
 {
-	cpumask_t cpus;
-	struct snap_node nodes[2];
+	/* node 0: only the guests' own share; node 1: 1.5 CPUs of other load */
+	static const uint64_t free_mib[2] = { 6144, 6144 };
+	static const double busy[2] = { 0.5, 1.0 };
 	struct policy_config cfg;
-	struct snapshot *s = snap_new();
+	struct snapshot *s = host_2cpu(2, 8192, free_mib, busy);
 	struct plan *p;
 	struct pstate *next;
 	unsigned moved_to_0 = 0;
 
 	(void)state;
-	memset(nodes, 0, sizeof(nodes));
 	for (int i = 0; i < 2; i++) {
-		nodes[i].id = i;
-		mask_set(&nodes[i].cpus, 2 * i);
-		mask_set(&nodes[i].cpus, 2 * i + 1);
-		nodes[i].nr_cpus = 2;
-		nodes[i].mem_total = 8192 * MIB;
-		nodes[i].mem_free = 6144 * MIB;
-		/* node 0: only the guests' own share; node 1: 1.5 CPUs of other load */
-		nodes[i].busy = i == 0 ? 0.5 : 1.0;
-	}
-	snap_set_nodes(s, nodes, 2, NULL);
-	s->mono_ns = T0;
-	for (int i = 0; i < 2; i++) {
-		struct snap_guest *g = snap_add_guest(s);
+		char id[32];
 
-		snprintf(g->id, sizeof(g->id), "one-thread-%d", i);
-		g->cpu_use = 1.0;
-		g->nr_threads = 1;
-		mask_parse("0-3", &cpus);
-		g->cpus = snap_cpumask(s, &cpus);
-		mask_parse("0-1", &g->mems);
-		g->mem_node[0] = 300 * MIB;
+		snprintf(id, sizeof(id), "one-thread-%d", i);
+		guest_on(s, id, 1.0, 1, "0-3", "0-1", -1)->mem_node[0] = 300 * MIB;
 	}
 	snap_finalize(s);
 	policy_config_default(&cfg);
@@ -1354,46 +1400,14 @@ static void test_demand_capped_by_threads(void **state)
  * its memory and only the other migrates. */
 static struct plan *two_on_node1(bool measured)
 {
-	cpumask_t cpus;
-	struct snap_node nodes[2];
-	struct policy_config cfg;
-	struct snapshot *s = snap_new();
-	struct plan *p;
-	struct pstate *next;
+	static const uint64_t free_mib[2] = { 6144, 6144 };
+	static const double busy[2] = { 0.0, 1.0 };
+	struct snapshot *s = host_2cpu(2, 8192, free_mib, busy);
 
-	memset(nodes, 0, sizeof(nodes));
-	for (int i = 0; i < 2; i++) {
-		nodes[i].id = i;
-		mask_set(&nodes[i].cpus, 2 * i);
-		mask_set(&nodes[i].cpus, 2 * i + 1);
-		nodes[i].nr_cpus = 2;
-		nodes[i].mem_total = 8192 * MIB;
-		nodes[i].mem_free = 6144 * MIB;
-		nodes[i].busy = i == 0 ? 0.0 : 1.0;   /* a fraction of its CPUs */
-	}
-	snap_set_nodes(s, nodes, 2, NULL);
-	s->mono_ns = T0;
-	for (int i = 0; i < 2; i++) {
-		struct snap_guest *g = snap_add_guest(s);
-
-		snprintf(g->id, sizeof(g->id), "on-node1-%d", i);
-		g->cpu_use = 1.0;
-		g->nr_threads = 1;
-		mask_parse("0-3", &cpus);
-		g->cpus = snap_cpumask(s, &cpus);
-		mask_parse("0-1", &g->mems);
-		g->mem_node[1] = 300 * MIB;
-		if (measured) {
-			g->cpu_node = calloc(2, sizeof(double));
-			g->cpu_node[1] = 1.0;
-		}
-	}
-	snap_finalize(s);
-	policy_config_default(&cfg);
-	assert_int_equal(policy_decide(&cfg, s, NULL, false, &p, &next), 0);
-	pstate_free(next);
-	snap_unref(s);
-	return p;
+	for (int i = 0; i < 2; i++)
+		guest_on(s, i ? "on-node1-1" : "on-node1-0", 1.0, 1, "0-3", "0-1", measured ? 1 : -1)->mem_node[1] =
+			300 * MIB;
+	return decide_default(s, NULL);
 }
 
 static void test_measured_node_share(void **state)
@@ -1422,54 +1436,27 @@ static void test_measured_node_share(void **state)
 
 /* The testbed's misplaced scenario as the agent measured it: four
  * unrestricted 1-thread guests, memory of web1/web2 on node 0 and of
- * db1/db2 on node 1, their threads (by chance) on nodes 0, 1, 3 and 2.
- * The node holding a db's memory is busy with web2, which is about to
- * leave it: floaters' load counts as free room, so both dbs' memory
- * nodes stay usable and only two guests migrate. */
+ * db1/db2 on node 1, their threads (by chance) on nodes 0, 1, 3 and 1.
+ * Node 1, holding the dbs' memory, is busy with web2 and db2, and web2 is
+ * about to leave it: floaters' load counts as free room, so the dbs'
+ * memory node stays usable and only two guests migrate. Spread evenly,
+ * the guests' load would leave a phantom CPU on node 1 and three would. */
 static void test_floaters_make_room(void **state)
 {
 	static const struct {
 		const char *id;
 		int mem_node, runs_on;
-	} gs[] = { { "web1", 0, 0 }, { "web2", 0, 1 }, { "db1", 1, 3 }, { "db2", 1, 2 } };
-	cpumask_t cpus;
-	struct snap_node nodes[4];
-	struct policy_config cfg;
-	struct snapshot *s = snap_new();
+	} gs[] = { { "web1", 0, 0 }, { "web2", 0, 1 }, { "db1", 1, 3 }, { "db2", 1, 1 } };
+	static const uint64_t free_mib[4] = { 300, 300, 940, 940 };
+	static const double busy[4] = { 0.5, 1.0, 0.0, 0.5 };
+	struct snapshot *s = host_2cpu(4, 1024, free_mib, busy);
 	struct plan *p;
-	struct pstate *next;
 	unsigned stay = 0;
 
 	(void)state;
-	memset(nodes, 0, sizeof(nodes));
-	for (int i = 0; i < 4; i++) {
-		nodes[i].id = i;
-		mask_set(&nodes[i].cpus, 2 * i);
-		mask_set(&nodes[i].cpus, 2 * i + 1);
-		nodes[i].nr_cpus = 2;
-		nodes[i].mem_total = 1024 * MIB;
-		nodes[i].mem_free = (i < 2 ? 300 : 940) * MIB;
-		nodes[i].busy = 0.5;
-	}
-	snap_set_nodes(s, nodes, 4, NULL);
-	s->mono_ns = T0;
-	for (unsigned i = 0; i < 4; i++) {
-		struct snap_guest *g = snap_add_guest(s);
-
-		snprintf(g->id, sizeof(g->id), "%s", gs[i].id);
-		g->cpu_use = 1.0;
-		g->nr_threads = 2;
-		mask_parse("0-7", &cpus);
-		g->cpus = snap_cpumask(s, &cpus);
-		mask_parse("0-3", &g->mems);
-		g->mem_node[gs[i].mem_node] = 320 * MIB;
-		g->cpu_node = calloc(4, sizeof(double));
-		g->cpu_node[gs[i].runs_on] = 1.0;
-	}
-	snap_finalize(s);
-	policy_config_default(&cfg);
-	assert_int_equal(policy_decide(&cfg, s, NULL, false, &p, &next), 0);
-	check_invariants(&cfg, s, p, next, "floaters");
+	for (unsigned i = 0; i < 4; i++)
+		guest_on(s, gs[i].id, 1.0, 2, "0-7", "0-3", gs[i].runs_on)->mem_node[gs[i].mem_node] = 320 * MIB;
+	p = decide_default(s, "floaters");
 	assert_int_equal(p->nr_moves, 4);
 	for (unsigned i = 0; i < p->nr_items; i++) {
 		const struct plan_item *it = &p->items[i];
@@ -1481,8 +1468,6 @@ static void test_floaters_make_room(void **state)
 		fail_msg("%u guests stay with their memory, %llu MiB migrate (want 2, 640)", stay,
 			 (unsigned long long)(p->migrate_bytes / MIB));
 	plan_free(p);
-	pstate_free(next);
-	snap_unref(s);
 }
 
 /* The testbed's oversubscribed scenario: six 2-thread guests (12 busy
@@ -1491,48 +1476,22 @@ static void test_floaters_make_room(void **state)
  * the others, and nothing moves. */
 static void test_oversubscribed_no_floating(void **state)
 {
-	cpumask_t cpus;
-	struct snap_node nodes[4];
-	struct policy_config cfg;
-	struct snapshot *s = snap_new();
+	static const uint64_t free_mib[4] = { 500, 500, 500, 500 };
+	static const double busy[4] = { 1.0, 1.0, 1.0, 1.0 };
+	struct snapshot *s = host_2cpu(4, 1024, free_mib, busy);
 	struct plan *p;
-	struct pstate *next;
 
 	(void)state;
-	memset(nodes, 0, sizeof(nodes));
-	for (int i = 0; i < 4; i++) {
-		nodes[i].id = i;
-		mask_set(&nodes[i].cpus, 2 * i);
-		mask_set(&nodes[i].cpus, 2 * i + 1);
-		nodes[i].nr_cpus = 2;
-		nodes[i].mem_total = 1024 * MIB;
-		nodes[i].mem_free = 500 * MIB;
-		nodes[i].busy = 1.0;
-	}
-	snap_set_nodes(s, nodes, 4, NULL);
-	s->mono_ns = T0;
 	for (int i = 0; i < 6; i++) {
-		struct snap_guest *g = snap_add_guest(s);
+		static const char *const ids[6] = { "w1", "w2", "w3", "w4", "w5", "w6" };
+		struct snap_guest *g = guest_on(s, ids[i], 8.0 / 6.0, 2, "0-7", "0-3", i % 4);
 
-		snprintf(g->id, sizeof(g->id), "w%d", i + 1);
-		g->cpu_use = 8.0 / 6.0;
-		g->nr_threads = 2;
-		mask_parse("0-7", &cpus);
-		g->cpus = snap_cpumask(s, &cpus);
-		mask_parse("0-3", &g->mems);
 		for (int n = 0; n < 4; n++)
 			g->mem_node[n] = 75 * MIB;
-		g->cpu_node = calloc(4, sizeof(double));
-		g->cpu_node[i % 4] = 8.0 / 6.0;
 	}
-	snap_finalize(s);
-	policy_config_default(&cfg);
-	assert_int_equal(policy_decide(&cfg, s, NULL, false, &p, &next), 0);
-	check_invariants(&cfg, s, p, next, "oversubscribed");
+	p = decide_default(s, "oversubscribed");
 	assert_int_equal(p->nr_moves, 0);
 	plan_free(p);
-	pstate_free(next);
-	snap_unref(s);
 }
 
 /* The testbed's bigguest scenario as measured: a 2-CPU guest with its
@@ -1542,51 +1501,22 @@ static void test_oversubscribed_no_floating(void **state)
  * than four: it floats too, and one small guest stays with its memory. */
 static void test_big_floater_makes_room(void **state)
 {
-	cpumask_t cpus;
-	struct snap_node nodes[4];
-	struct policy_config cfg;
-	struct snapshot *s = snap_new();
-	struct plan *p;
-	struct pstate *next;
+	static const uint64_t free_mib[4] = { 390, 1000, 1000, 1000 };
+	static const double busy[4] = { 0.5, 0.5, 0.5, 0.5 };
+	struct snapshot *s = host_2cpu(4, 1536, free_mib, busy);
+	struct snap_guest *big = guest_on(s, "big", 2.0, 3, "0-7", "0-3", -1);
 	const struct plan_item *it;
+	struct plan *p;
 	unsigned stay = 0;
 
 	(void)state;
-	memset(nodes, 0, sizeof(nodes));
-	for (int i = 0; i < 4; i++) {
-		nodes[i].id = i;
-		mask_set(&nodes[i].cpus, 2 * i);
-		mask_set(&nodes[i].cpus, 2 * i + 1);
-		nodes[i].nr_cpus = 2;
-		nodes[i].mem_total = 1536 * MIB;
-		nodes[i].mem_free = (i == 0 ? 390 : 1000) * MIB;
-		nodes[i].busy = 0.5;
-	}
-	snap_set_nodes(s, nodes, 4, NULL);
-	s->mono_ns = T0;
-	for (int i = 0; i < 3; i++) {
-		struct snap_guest *g = snap_add_guest(s);
-
-		snprintf(g->id, sizeof(g->id), i == 0 ? "big" : "small%d", i);
-		g->cpu_use = i == 0 ? 2.0 : 1.0;
-		g->nr_threads = i == 0 ? 3 : 2;
-		mask_parse("0-7", &cpus);
-		g->cpus = snap_cpumask(s, &cpus);
-		mask_parse("0-3", &g->mems);
-		g->cpu_node = calloc(4, sizeof(double));
-		if (i == 0) {
-			for (int n = 0; n < 4; n++)
-				g->mem_node[n] = 425 * MIB;
-			g->cpu_node[0] = g->cpu_node[1] = 1.0;
-		} else {
-			g->mem_node[0] = 320 * MIB;
-			g->cpu_node[1 + i] = 1.0;
-		}
-	}
-	snap_finalize(s);
-	policy_config_default(&cfg);
-	assert_int_equal(policy_decide(&cfg, s, NULL, false, &p, &next), 0);
-	check_invariants(&cfg, s, p, next, "big floater");
+	big->cpu_node = calloc(4, sizeof(double));
+	big->cpu_node[0] = big->cpu_node[1] = 1.0;
+	for (int n = 0; n < 4; n++)
+		big->mem_node[n] = 425 * MIB;
+	guest_on(s, "small1", 1.0, 2, "0-7", "0-3", 2)->mem_node[0] = 320 * MIB;
+	guest_on(s, "small2", 1.0, 2, "0-7", "0-3", 3)->mem_node[0] = 320 * MIB;
+	p = decide_default(s, "big floater");
 	for (int i = 1; i <= 2; i++) {
 		it = find_item(p, i == 1 ? "small1" : "small2");
 		assert_non_null(it);
@@ -1595,8 +1525,6 @@ static void test_big_floater_makes_room(void **state)
 	}
 	assert_int_equal(stay, 1);
 	plan_free(p);
-	pstate_free(next);
-	snap_unref(s);
 }
 
 static void test_advise_nothing_fits(void **state)
