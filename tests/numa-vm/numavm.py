@@ -644,7 +644,7 @@ def explain_late(r, t_real0, late):
                 t, d.get("decision"), d.get("reason") or d.get("skip"), d.get("to", {}).get("cpus"),
                 d.get("to", {}).get("mems"), d.get("migrate_mib") or 0, (d.get("duration_ms") or 0) / 1000,
                 d.get("message", ""), d.get("detail", "")))
-    warn = [l for l in r["log"] if " warn" in l.lower() or "error" in l.lower()]
+    warn = [l for l in r["log"] if "[warn]" in l or "[error]" in l]
     if warn:
         out.append("  agent warnings (%d, last 10):" % len(warn))
         out += ["    " + l for l in warn[-10:]]

@@ -153,6 +153,21 @@ class DecisionLog(unittest.TestCase):
         p = self.problems(samples, [d])
         self.assertTrue(any("moved record says cpus 2-3 mems 1, the cgroup has 2-3/-" in x for x in p), p)
 
+    def test_late_guest_is_explained(self):
+        # What check-numa prints for a guest that never got local: its
+        # samples and every record about it, nothing about the others.
+        d = moved(A, 3.0, 2500, ("0-3", "0-1"), ("2-3", "1"))
+        d.update(reason="consolidate", migrate_mib=320.0, message="cpus 0-3 -> 2-3", detail="node 1 util 0.5")
+        r = numavm.parse_results(results(self.SAMPLES + [(0, "b", [1000, 0], "1:100", "-", "-", "0-3", "0-1")],
+                                         [d], extra=["L numaorchd[warn]: something odd"]))
+        text = numavm.explain_late(r, REAL0, {"a"})
+        self.assertIn("a: t  threads", text)
+        self.assertIn("t=  0.0  1:100", text)
+        self.assertIn("2-3/1  1.00", text)                  # the sample after the move, local
+        self.assertIn("decision t=3.0 moved (consolidate) -> cpus 2-3 mems 1, 320 MiB, 2.5 s: cpus 0-3 -> 2-3", text)
+        self.assertIn("agent warnings (1", text)
+        self.assertNotIn("b: t", text)
+
     def test_failed_record_and_unknown_guest(self):
         p = self.problems(self.SAMPLES[:1], [{"decision": "failed", "message": "EINVAL", "guest": "docker-" + A},
                                              moved("c" * 64, 1.0, 10, ("0-3", "0-1"), ("2-3", "1"))])
