@@ -81,6 +81,8 @@ json_t *plan_item_to_json(const struct plan_item *it)
 	json_object_set_new(o, "migrate_bytes", json_integer((json_int_t)it->migrate_bytes));
 	json_object_set_new(o, "locality_before", json_real_or_null(it->locality_before));
 	json_object_set_new(o, "gain", json_real_or_null(it->gain));
+	if (it->crowded)
+		json_object_set_new(o, "crowded", json_true());
 	json_object_set_new(o, "detail", json_string(it->detail));
 	return o;
 }

@@ -61,6 +61,9 @@ struct plan_item {
 	uint64_t migrate_bytes;      /* memory that must move to be local */
 	double locality_before;      /* 0..1 */
 	double gain;                 /* ranking score, higher first */
+	/* Nothing fitted with headroom: to_nodes are the least-loaded that
+	 * hold its busy threads, load_after may pass max_util. */
+	bool crowded;
 	char detail[192];            /* one human sentence */
 };
 
