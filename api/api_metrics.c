@@ -54,12 +54,20 @@ static void view_metrics(struct prom *p, struct api *a, const struct engine_view
 	prom_sample(p, "numaorch_guests", s->nr_guests - vms, 1, "kind", "container");
 	prom_sample(p, "numaorch_guests", vms, 1, "kind", "vm");
 	prom_family(p, "numaorch_guest_locality_ratio", "gauge",
-		    "Fraction of the guest's memory on the nodes its CPUs belong to (0..1).");
+		    "Share of the guest's memory on the node where each of its threads runs, weighted by "
+		    "their CPU time (0..1).");
 	for (unsigned i = 0; i < s->nr_guests; i++) {
 		const struct snap_guest *g = &s->guests[i];
 
 		prom_sample(p, "numaorch_guest_locality_ratio", g->locality, 3, "guest", g->id, "kind",
 			    snap_kind_name(g->kind), "runtime", g->runtime);
+	}
+	prom_family(p, "numaorch_guest_mem_in_cpuset_ratio", "gauge",
+		    "Share of the guest's memory on the nodes of its cpuset, wherever its threads run (0..1).");
+	for (unsigned i = 0; i < s->nr_guests; i++) {
+		const struct snap_guest *g = &s->guests[i];
+
+		prom_sample(p, "numaorch_guest_mem_in_cpuset_ratio", g->mem_in_cpuset, 1, "guest", g->id);
 	}
 	prom_family(p, "numaorch_guest_cpu_usage_cpus", "gauge",
 		    "CPUs the guest used over the last sample window.");

@@ -498,8 +498,10 @@ static int cmd_guest(const struct opts *o, const char *id)
 	printf("\n");
 	printf("cpuset:    cpus %s, mems %s (CPU nodes %s)\n", jstr(j, "cpus"), jstr(j, "mems"),
 	       jstr(j, "cpu_nodes"));
-	printf("memory:    %s, %s local:", fmt_bytes(jnum(j, "mem_total_bytes"), b1, sizeof(b1)),
-	       fmt_ratio(json_object_get(j, "locality"), b2, sizeof(b2)));
+	printf("locality:  %s where its threads run (%s), ", fmt_ratio(json_object_get(j, "locality"), b2, sizeof(b2)),
+	       jstr(j, "locality_source"));
+	printf("%s of its memory inside its cpuset's nodes\n", fmt_ratio(json_object_get(j, "mem_in_cpuset"), b2, sizeof(b2)));
+	printf("memory:    %s:", fmt_bytes(jnum(j, "mem_total_bytes"), b1, sizeof(b1)));
 	mem = json_object_get(j, "mem_bytes_by_node");
 	json_object_foreach(mem, k, v)
 		printf(" node %s %s;", k, fmt_bytes(json_number_value(v), b1, sizeof(b1)));
