@@ -349,7 +349,7 @@ static void decide_pinned(struct pctx *x, const struct pstate_entry *pe, const s
 			   pn, mib(c.room), mib(c.already), mib(v->mem_demand));
 		return;
 	}
-	it->gain = PIN_GAIN + gain_of(v, cfg, g->mem_local, mask_count(&g->cpu_nodes), &c,
+	it->gain = PIN_GAIN + gain_of(v, cfg, (uint64_t)(g->locality * (double)g->mem_total), mask_count(&g->cpu_nodes), &c,
 				      it->load_before);
 	if (mask_intersects(&g->cpu_nodes, &cpun) && in_cooldown(cfg, x->s, pe, &ago)) {
 		skip_cooldown(it, cfg, ago);

@@ -1675,6 +1675,56 @@ static void test_next_state_drops_vanished(void **state)
 	snap_unref(s);
 }
 
+/* Locality where the threads run (snap_finalize): the testbed's wloc
+ * weighted by CPU time. A one-thread guest on two nodes with its memory
+ * on the other one is 0 % local and 100 % inside its cpuset; on one node
+ * the two figures agree; a thread on a memory-less node is local to the
+ * nearest node with memory. */
+static void test_true_locality(void **state)
+{
+	static const uint64_t free_mib[3] = { 500, 500, 500 };
+	static const double busy[3] = { 0.5, 0.5, 0.5 };
+	struct snapshot *s = host_2cpu(3, 1024, free_mib, busy);
+	struct snap_guest *g;
+	const struct snap_guest *f;
+
+	(void)state;
+	s->nodes[2].mem_total = 0; /* memory-less, nearest to node 0 by index on a tie */
+	s->nodes[2].mem_free = 0;
+	g = guest_on(s, "wrong-half", 1.0, 1, "0-3", "0-1", 1);
+	g->mem_node[0] = 320 * MIB;
+	g = guest_on(s, "one-node", 1.0, 1, "0-1", "0", -1);
+	g->mem_node[0] = 240 * MIB;
+	g->mem_node[1] = 80 * MIB;
+	g = guest_on(s, "two-thirds", 1.5, 3, "0-3", "0-1", 0);
+	g->cpu_node[0] = 1.0;
+	g->cpu_node[1] = 0.5;
+	g->mem_node[0] = 300 * MIB;
+	g = guest_on(s, "memless", 1.0, 1, "4-5", "0", 2);
+	g->mem_node[0] = 100 * MIB;
+	g = guest_on(s, "unmeasured", 1.0, 1, "0-3", "0-1", -1);
+	g->mem_node[1] = 100 * MIB;
+	snap_finalize(s);
+
+	f = snap_find_guest(s, "wrong-half");
+	assert_float_equal(f->locality, 0.0, 1e-9);
+	assert_float_equal(f->mem_in_cpuset, 1.0, 1e-9);
+	assert_int_equal(f->locality_source, LOC_THREADS);
+	f = snap_find_guest(s, "one-node");
+	assert_float_equal(f->locality, 0.75, 1e-9);
+	assert_float_equal(f->mem_in_cpuset, 0.75, 1e-9);
+	assert_int_equal(f->locality_source, LOC_ONE_NODE);
+	f = snap_find_guest(s, "two-thirds");
+	assert_float_equal(f->locality, 2.0 / 3.0, 1e-9);
+	f = snap_find_guest(s, "memless");
+	assert_float_equal(f->locality, 1.0, 1e-9);
+	assert_float_equal(f->mem_in_cpuset, 0.0, 1e-9);
+	f = snap_find_guest(s, "unmeasured");
+	assert_float_equal(f->locality, 0.5, 1e-9);
+	assert_int_equal(f->locality_source, LOC_ESTIMATE);
+	snap_unref(s);
+}
+
 static void test_json(void **state)
 {
 	const struct tcase *tc = NULL;
@@ -1754,5 +1804,6 @@ int main(void)
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_pstate);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_next_state_drops_vanished);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_json);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_true_locality);
 	return _cmocka_run_group_tests("policy", tests, n, NULL, NULL);
 }
