@@ -50,8 +50,9 @@ SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sa
 # api/ctl_*.c and api/numaorchctl.c make the CLI; the rest of api/ is the
 # server, part of the daemon's core library.
 CLI_SRCS  := $(wildcard api/numaorchctl.c api/ctl_*.c)
-# agents/vm*.c but the hook's helpers talk to libvirt: they make the module.
-VM_SRCS   := $(filter-out agents/vmhook.c,$(wildcard agents/vm*.c))
+# The libvirt module's sources, by name (the hook's helpers, agents/vmhook.c,
+# are core: the hook binary links them without libvirt).
+VM_SRCS   := agents/vmapply.c agents/vmproc.c agents/vmsrc.c agents/vmxml.c agents/vmplugin_export.c
 CORE_SRCS := $(wildcard orchestrator/*.c) $(filter-out agents/numaorchd.c $(VM_SRCS),$(wildcard agents/*.c)) \
              $(wildcard policies/*.c) $(filter-out $(CLI_SRCS),$(wildcard api/*.c))
 DAEMON_SRCS := agents/numaorchd.c
@@ -98,12 +99,23 @@ $(BUILD)/libnumaorch-san.a: $(SAN_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
-# The whole core library, exported (--export-dynamic): the libvirt module
-# resolves the core's functions from the daemon rather than carrying a
-# second copy of them (and of their state: the log level, ...).
-$(BUILD)/numaorchd: $(BUILD)/obj/agents/numaorchd.o $(BUILD)/libnumaorch.a
-	$(CC) $(CFLAGS) $(LDFLAGS) -Wl,--export-dynamic -o $@ $< \
-		-Wl,--whole-archive $(BUILD)/libnumaorch.a -Wl,--no-whole-archive $(LDLIBS)
+# The libvirt module resolves the core functions it calls from the daemon
+# rather than carrying a second copy of them (and of their state: the log
+# level, ...). The daemon exports exactly those, no more: the list is the
+# module's undefined symbols that the core defines, made from the two
+# builds (build/numaorchd.dynlist), and each is pulled out of the archive
+# with -u. Everything else in the daemon stays private to it.
+$(BUILD)/numaorchd.imports: $(BUILD)/numaorch-libvirt.so $(BUILD)/libnumaorch.a
+	@nm -D --undefined-only $(BUILD)/numaorch-libvirt.so | awk '{print $$NF}' | sort -u > $@.mod
+	@nm --defined-only $(BUILD)/libnumaorch.a | awk 'NF == 3 && $$2 ~ /^[TDBR]$$/ {print $$3}' | sort -u > $@.core
+	@comm -12 $@.mod $@.core > $@ && rm -f $@.mod $@.core
+
+$(BUILD)/numaorchd.dynlist: $(BUILD)/numaorchd.imports
+	@{ echo '{'; sed 's/.*/  &;/' $<; echo '};'; } > $@
+
+$(BUILD)/numaorchd: $(BUILD)/obj/agents/numaorchd.o $(BUILD)/libnumaorch.a $(BUILD)/numaorchd.dynlist
+	$(CC) $(CFLAGS) $(LDFLAGS) -Wl,--dynamic-list=$(BUILD)/numaorchd.dynlist -o $@ $< \
+		$$(sed 's/^/-Wl,-u,/' $(BUILD)/numaorchd.imports) $(BUILD)/libnumaorch.a $(LDLIBS)
 
 $(BUILD)/numaorch-libvirt.so: $(VM_OBJS)
 	$(CC) $(CFLAGS) $(LDFLAGS) -shared -fPIC -Wl,-soname,numaorch-libvirt.so -o $@ $^ $(VM_LIBS)

@@ -16,6 +16,7 @@
 #include "apply.h"
 #include "fs.h"
 #include "gpolstore.h"
+#include "history.h"
 #include "log.h"
 #include "notify.h"
 #include "vmplugin.h"
@@ -56,6 +57,7 @@ struct engine {
 	struct vmapply *va;     /* its actuator */
 	struct declog *dl;
 	struct pstate *ps;
+	struct history *hist;         /* per-guest history, readable from any thread */
 
 	struct gpolstore *gs;    /* per-guest overrides (not owned), NULL: none */
 	unsigned nr_logged;
@@ -195,6 +197,7 @@ int engine_new(const struct agent_config *cfg, const struct host_paths *hp, stru
 	pthread_mutex_init(&e->view_lock, NULL);
 	pthread_mutex_init(&e->q_lock, NULL);
 	e->ps = pstate_new();
+	e->hist = history_new(cfg->history_s / HISTORY_SAMPLES);
 	e->stats.start_real_ns = clock_real_ns();
 	e->stats.start_mono_ns = clock_mono_ns();
 	e->stats.libvirt_last_reconnect_s = NAN;
@@ -246,6 +249,7 @@ void engine_free(struct engine *e)
 	vm_free(e);
 	declog_close(e->dl);
 	pstate_free(e->ps);
+	history_free(e->hist);
 	free(e->logged);
 	for (unsigned i = 0; i < e->nr_res; i++)
 		free(e->res_label[i]);
@@ -269,6 +273,7 @@ void engine_free(struct engine *e)
 }
 
 struct declog *engine_declog(struct engine *e) { return e->dl; }
+struct history *engine_history(struct engine *e) { return e->hist; }
 const struct agent_config *engine_config(struct engine *e) { return &e->base; }
 
 /* Recompute the settings in force from the base configuration and the
@@ -710,6 +715,7 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 	e->stats.last_acquire_s = (double)(t1 - t0) / 1e9;
 	e->stats.last_decide_s = (double)(t2 - t1) / 1e9;
 	e->stats.last_apply_s = (double)(t3 - t2) / 1e9;
+	history_record(e->hist, snap);
 	publish(e, snap, plan);
 	if (report)
 		report->view = engine_view_get(e);
@@ -774,6 +780,7 @@ int engine_apply_config(struct engine *e, const struct agent_config *cfg)
 	}
 	config_free(&e->base);
 	config_copy(&e->base, cfg);
+	history_set_spacing(e->hist, cfg->history_s / HISTORY_SAMPLES);
 	e->sched_valid = false;
 	apply_schedule(e);
 	log_set_level(cfg->log_level);
