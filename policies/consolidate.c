@@ -29,6 +29,10 @@
  *              them, or stays where it is when none is less busy;
  *   settled    locality ≥ target, |C| ≤ k, C fits (or is crowded when
  *              nothing fits), and not a load case;
+ *   in set     a guest on the |C| ≥ 2 nodes it needs with all its memory
+ *              on them but under target where its threads run, and no
+ *              better option: settled when the kernel's NUMA balancing is
+ *              on (it places pages inside the set), else SKIP_IN_SET;
  *   load case  util_now(C) ≥ rebalance_util and some relocation of size
  *              k passes the less-busy rule;
  *   reason     CONSOLIDATE if |C| > k, else LOCALITY if locality is under
@@ -525,6 +529,27 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 	else
 		it->reason = REASON_LOAD;
 
+	/* Spread over the nodes it must have (its busy threads or memory
+	 * need them), all its memory inside them, but not where its threads
+	 * run: a cpuset cannot place pages inside the set. The kernel's NUMA
+	 * balancing moves them toward the threads touching them; when it is
+	 * on, that is its job and the guest is settled. When it is off,
+	 * nothing here can do it: say so rather than move it around. */
+	if (!pick && locality_bad && cur_ok && cur_k >= 2 && cur_k <= kmin && !load_case && cc.migrate == 0) {
+		fmt_nodes(&g->cpu_nodes, from, sizeof(from));
+		if (x->s->numa_balancing > 0) {
+			it->kind = PLAN_SETTLED;
+			it->reason = REASON_NONE;
+			set_detail(it, "settled on nodes %s, which it needs: locality %.2f; memory inside them follows its threads by the kernel's NUMA balancing (on)",
+				   from, locality);
+		} else {
+			it->kind = PLAN_SKIP;
+			it->skip = SKIP_IN_SET;
+			set_detail(it, "on nodes %s, which it needs: locality %.2f with all its memory on them; kernel NUMA balancing is %s, and a cpuset cannot place memory by thread",
+				   from, locality, x->s->numa_balancing == 0 ? "off" : "unknown");
+		}
+		return;
+	}
 	if (!pick) {
 		fill_target(it, best);
 		it->kind = PLAN_SKIP;

@@ -57,6 +57,7 @@ const char *skip_reason_name(enum skip_reason r)
 	case SKIP_MAX_MIGRATE: return "max_migrate";
 	case SKIP_NO_ROOM_PINNED: return "no_room_pinned";
 	case SKIP_OUTSIDE_ALLOWED: return "outside_allowed";
+	case SKIP_IN_SET: return "in_set";
 	}
 	return "unknown";
 }

@@ -39,6 +39,9 @@ enum skip_reason {
 	SKIP_MAX_MIGRATE,    /* cycle's migration budget spent */
 	SKIP_NO_ROOM_PINNED, /* pinned nodes lack memory for it */
 	SKIP_OUTSIDE_ALLOWED,/* target not within the parent's cpuset */
+	SKIP_IN_SET,         /* spread as it must be, its memory inside its set but
+			      * not where its threads run, and the kernel's NUMA
+			      * balancing is off: no cpuset write can fix that */
 };
 
 struct plan_item {

@@ -71,6 +71,7 @@ struct tcase {
 	struct texp e[TMAXG];
 	void (*tweak)(struct policy_config *c);
 	bool verbose;
+	int numa_balancing;       /* kernel.numa_balancing; 0 in a table: unknown */
 };
 
 /* Two sockets of two nodes: 0-1 and 2-3. */
@@ -482,15 +483,27 @@ static const struct tcase cases[] = {
 		 * run: two busy threads on two 1-CPU nodes (they need both), all
 		 * memory on node 0, inside its cpuset — 1.0 in its cpuset, 0.5
 		 * where its threads run. Not settled: flagged for locality. No
-		 * in-set move exists yet (the memory would have to follow each
-		 * thread inside the set), so it is a skip that says so. */
+		 * cpuset write places its memory by thread, and the kernel's
+		 * NUMA balancing is off: a skip that says so. */
 		.name = "in its cpuset is not local: the guard looks at the threads",
 		.nn = 3, .nodes = { N(0, 1, 4096, 2048, 1.0), N(1, 1, 4096, 2048, 1.0), N(2, 1, 4096, 2048, 0.0) },
 		.g = { { .id = "a", .use = 2.0, .on = "0-1", .mib = { 1024, 0, 0 }, .threads = 2, .busy = 2,
 			 .ran = { 1.0, 1.0, 0 } } },
-		.e = { { .id = "a", .kind = PLAN_SKIP, .reason = REASON_LOCALITY, .skip = SKIP_NOT_LESS_BUSY,
-			 .to = "0-1" } },
+		.e = { { .id = "a", .kind = PLAN_SKIP, .reason = REASON_LOCALITY, .skip = SKIP_IN_SET,
+			 .detail_has = "balancing is unknown" } },
 		.verbose = true,
+	},
+	{
+		/* The same with the kernel's NUMA balancing on: memory inside
+		 * the set is its job (it moves pages to the threads touching
+		 * them); settled, and said so. */
+		.name = "spread as it must be, kernel balancing on: in-set memory left to it",
+		.nn = 3, .nodes = { N(0, 1, 4096, 2048, 1.0), N(1, 1, 4096, 2048, 1.0), N(2, 1, 4096, 2048, 0.0) },
+		.g = { { .id = "a", .use = 2.0, .on = "0-1", .mib = { 1024, 0, 0 }, .threads = 2, .busy = 2,
+			 .ran = { 1.0, 1.0, 0 } } },
+		.e = { { .id = "a", .kind = PLAN_SETTLED, .to = "0-1", .detail_has = "NUMA balancing (on)" } },
+		.verbose = true,
+		.numa_balancing = 1,
 	},
 	{
 		/* Locality where it runs drives the pull: on node 0 with all its
@@ -533,6 +546,7 @@ static struct snapshot *build(const struct tcase *tc, struct pstate **prev)
 	s->seq = 7;
 	s->mono_ns = T0;
 	s->window_s = 10;
+	s->numa_balancing = tc->numa_balancing ? tc->numa_balancing : -1;
 	*prev = pstate_new();
 	for (unsigned gi = 0; gi < TMAXG && tc->g[gi].id; gi++) {
 		const struct tguest *t = &tc->g[gi];
