@@ -421,16 +421,11 @@ int api_token_load(const char *path, char **out, char *err, size_t errsz)
 
 	/* Symlinks are fine (a Kubernetes secret is one); the file they lead
 	 * to is what must not be readable by others. One fd for the check
-	 * and the read: no swapping the file in between. */
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st) < 0) {
-		r = -errno;
-		snprintf(err, errsz, "token file %s: %s", path, strerror(-r));
-		goto out;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		snprintf(err, errsz, "token file %s: not a regular file", path);
-		r = -EINVAL;
+	 * and the read: no swapping the file in between; a FIFO or a
+	 * directory is refused without blocking. */
+	fd = fs_open_regular("token file", path, &st, err, errsz);
+	if (fd < 0) {
+		r = fd;
 		goto out;
 	}
 	if (st.st_mode & (S_IROTH | S_IWOTH)) {
@@ -478,10 +473,30 @@ out:
 	return r;
 }
 
+static char *dup_opt(const char *s)
+{
+	return s ? xstrdup(s) : NULL;
+}
+
+void api_set_token(struct api *a, const char *token)
+{
+	char *n = dup_opt(token), *old;
+
+	pthread_mutex_lock(&a->token_lock);
+	old = a->token;
+	a->token = n;
+	pthread_mutex_unlock(&a->token_lock);
+	if (old) {
+		explicit_bzero(old, strlen(old));
+		free(old);
+	}
+}
+
 /* 0: authorised; otherwise the reply is made. */
 static int authorise(struct api *a, const struct api_request *req, struct api_response *resp)
 {
 	const char *h = req->authorization;
+	bool ok;
 
 	if (req->transport != API_TCP)
 		return 0;
@@ -501,10 +516,14 @@ static int authorise(struct api *a, const struct api_request *req, struct api_re
 	h += 7;
 	while (*h == ' ')
 		h++;
-	if (!a->token || !api_token_equal(a->token, h)) {
+	pthread_mutex_lock(&a->token_lock);
+	ok = a->token && api_token_equal(a->token, h);
+	pthread_mutex_unlock(&a->token_lock);
+	if (!ok) {
 		problem_resp(resp, req->target, 403, "forbidden", NULL, "the bearer token is not valid here");
 		return -EPERM;
 	}
+	resp->authenticated = true;
 	return 0;
 }
 
@@ -723,11 +742,6 @@ void api_response_clear(struct api_response *r)
 
 /* ---- lifetime ------------------------------------------------------ */
 
-static char *dup_opt(const char *s)
-{
-	return s ? xstrdup(s) : NULL;
-}
-
 int api_new(struct engine *e, struct gpolstore *gs, const struct api_opts *o, struct api **out)
 {
 	struct api *a;
@@ -739,6 +753,7 @@ int api_new(struct engine *e, struct gpolstore *gs, const struct api_opts *o, st
 	a->gs = gs;
 	a->version = xstrdup(o->version ? o->version : "unknown");
 	a->token = dup_opt(o->token);
+	pthread_mutex_init(&a->token_lock, NULL);
 	a->socket_path = dup_opt(o->socket_path);
 	a->listen = dup_opt(o->listen);
 	a->tls = o->tls;
@@ -759,6 +774,7 @@ void api_free(struct api *a)
 	engine_view_unref(a->cache_view);
 	free(a->cache_body);
 	pthread_mutex_destroy(&a->pol_lock);
+	pthread_mutex_destroy(&a->token_lock);
 	pthread_mutex_destroy(&a->cache_lock);
 	pthread_cond_destroy(&a->cache_cond);
 	free(a->version);

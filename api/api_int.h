@@ -56,6 +56,7 @@ struct api {
 	struct engine *e;
 	struct gpolstore *gs;
 	char *version;
+	pthread_mutex_t token_lock;  /* token is replaced on SIGHUP */
 	char *token;
 	char *socket_path, *listen;
 	bool tls;

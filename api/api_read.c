@@ -22,9 +22,23 @@ void h_health(struct rq *r)
 {
 	struct engine_view *v = engine_view_get(r->a->e);
 	bool ready = v && v->snap;
+	int64_t hb = engine_heartbeat_ns(r->a->e);
+	double age = hb ? (double)(clock_mono_ns() - hb) / 1e9 : 0;
 
 	engine_view_unref(v);
-	json_reply(r, 200, json_pack("{s:s, s:b}", "status", "ok", "ready", ready));
+	/* The engine's loop turns at least every second; one that has not
+	 * for this long is wedged (a read that never returns, a deadlock),
+	 * and an agent whose API still answers is not ready for all that. */
+	if (hb && age > API_ENGINE_STALL_S) {
+		r->resp->retry_after = 5;
+		problem(r, 503, "engine-stalled", NULL,
+			"the engine thread has not run for %.0f s (it turns at least every %.0f s): the agent "
+			"is wedged; its state is stale and changes are not applied", age,
+			ENGINE_HEARTBEAT_MS / 1000.0);
+		return;
+	}
+	json_reply(r, 200, json_pack("{s:s, s:b, s:f}", "status", "ok", "ready", ready,
+				     "engine_heartbeat_age_s", round(age * 1000) / 1000));
 }
 
 /* The policy the next cycle applies: an API override wins (the snapshot

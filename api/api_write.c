@@ -735,10 +735,15 @@ void h_events(struct rq *r)
 		snprintf(dom, sizeof(dom), "%s", json_string_value(j2));
 		json_decref(j1);
 		json_decref(j2);
-		log_info("event from %s: domain %s %s%s%s; cycle requested", src, dom, event,
-			 uuid ? " uuid " : "", uuid ? uuid : "");
+		/* Only the event that asked for the cycle is logged at info: a
+		 * flood that rides on a pending cycle must not fill the log. */
+		if (engine_trigger(r->a->e))
+			log_info("event from %s: domain %s %s%s%s; cycle requested", src, dom, event,
+				 uuid ? " uuid " : "", uuid ? uuid : "");
+		else
+			log_debug("event from %s: domain %s %s%s%s; a cycle is already pending", src, dom,
+				  event, uuid ? " uuid " : "", uuid ? uuid : "");
 	}
-	engine_trigger(r->a->e);
 	json_reply(r, 202, json_pack("{s:b}", "accepted", 1));
 	return;
 bad:
