@@ -41,7 +41,7 @@ struct api_request {
 	size_t body_len;
 	bool body_too_large;       /* more than API_BODY_MAX arrived (the rest was dropped) */
 	enum api_transport transport;
-	const char *client;        /* "uid:N" / "ip:ADDR": per-client rate limits; NULL: one shared */
+	const char *client;        /* "uid:N" / "ip:ADDR": per-client rate limits; NULL: not limited */
 };
 
 struct api_response {
@@ -59,6 +59,8 @@ struct api_opts {
 	const char *version;
 	const char *token;         /* bearer token for API_TCP; NULL: TCP requests are refused */
 	unsigned engine_timeout_ms;/* 0: API_ENGINE_TIMEOUT_MS */
+	double write_rate;         /* writes a second per client; 0: API_WRITE_RATE (api_int.h) */
+	double write_burst;        /* 0: API_WRITE_BURST */
 	/* Shown by GET /v1/status; may be NULL. */
 	const char *socket_path;
 	const char *listen;

@@ -139,6 +139,16 @@ def proc_status(pid):
     return int(out["Threads"]), int(out["VmRSS"].split()[0])
 
 
+def open_sockets(pid):
+    n = 0
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            n += os.readlink("/proc/%d/fd/%s" % (pid, fd)).startswith("socket:")
+        except OSError:
+            pass
+    return n
+
+
 def cpu_seconds(pid):
     with open("/proc/%d/stat" % pid) as f:
         fields = f.read().rsplit(")", 1)[1].split()

@@ -7,6 +7,7 @@ api/openapi.yaml; /metrics through promtool; TLS; slow clients."""
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import threading
@@ -465,6 +466,10 @@ class BadRequests(unittest.TestCase):
 
 
 @unittest.skipIf(REASON, REASON or "")
+def slurp_log(d):
+    return d.logtext() if os.path.exists(d.log) else ""
+
+
 class Startup(unittest.TestCase):
     def setUp(self):
         self.tmp = itlib.mktemp()
@@ -479,6 +484,53 @@ class Startup(unittest.TestCase):
         self.assertIn("accessible to others", p.stderr)
         p = subprocess.run(d.args(), capture_output=True, text=True, timeout=30)
         self.assertEqual(p.returncode, 2, p.stderr)
+
+    def test_token_file_that_is_a_fifo_or_directory_fails_at_once(self):
+        for kind in ("fifo", "dir"):
+            d = apilib.Daemon(self.tmp, self.root)
+            os.unlink(d.token_file)
+            if kind == "fifo":
+                os.mkfifo(d.token_file, 0o600)
+            else:
+                os.mkdir(d.token_file, 0o700)
+            for extra in (["--check-config"], []):
+                t0 = time.time()
+                p = subprocess.run(d.args() + extra, capture_output=True, text=True, timeout=30)
+                self.assertEqual(p.returncode, 2, p.stderr)
+                self.assertIn("token file", p.stderr)
+                self.assertIn("a FIFO" if kind == "fifo" else "a directory", p.stderr)
+                self.assertLess(time.time() - t0, 10)
+            if kind == "fifo":
+                os.unlink(d.token_file)
+            else:
+                os.rmdir(d.token_file)
+
+    def test_token_is_re_read_on_sighup(self):
+        d = apilib.Daemon(self.tmp, self.root).start()
+        self.addCleanup(d.stop)
+        self.assertEqual(d.get("/v1/status", tcp=True).status, 200)
+        new = "rotated-token-0123456789-abcdefghij"
+        # Rotated as a secret volume does: a new file renamed over the old.
+        tmpf = d.token_file + ".new"
+        itlib.write(tmpf, new + "\n")
+        os.chmod(tmpf, 0o600)
+        os.rename(tmpf, d.token_file)
+        d.proc.send_signal(signal.SIGHUP)
+        deadline = time.time() + 10
+        while time.time() < deadline and d.get("/v1/status", tcp=True, token=new).status != 200:
+            time.sleep(0.05)
+        self.assertEqual(d.get("/v1/status", tcp=True, token=new).status, 200)
+        self.assertEqual(d.get("/v1/status", tcp=True).status, 403)
+        # A bad one (readable by others) keeps the current token.
+        os.chmod(d.token_file, 0o644)
+        offset = len(d.logtext())
+        d.proc.send_signal(signal.SIGHUP)
+        deadline = time.time() + 10
+        while time.time() < deadline and "keeping the old token" not in d.logtext()[offset:]:
+            time.sleep(0.05)
+        self.assertIn("keeping the old token", d.logtext()[offset:])
+        self.assertEqual(d.get("/v1/status", tcp=True, token=new).status, 200)
+        self.assertTrue(d.alive())
 
     def test_symlinked_token_and_interval_change(self):
         d = apilib.Daemon(self.tmp, self.root)
@@ -561,9 +613,25 @@ class Startup(unittest.TestCase):
                             "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
                            capture_output=True, text=True, timeout=60)
         self.assertEqual(p.returncode, 0, p.stderr)
+        # A key others can read is refused, like the token.
+        os.chmod(key, 0o644)
+        d = apilib.Daemon(self.tmp, self.root, tls=(cert, key))
+        p = subprocess.run(d.args(), capture_output=True, text=True, timeout=30)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("TLS key %s is accessible to others" % key, p.stderr + slurp_log(d))
+        os.chmod(key, 0o600)
         d = apilib.Daemon(self.tmp, self.root, tls=(cert, key)).start()
         self.addCleanup(d.stop)
         self.assertIn("API listening on https", d.logtext())
+        # TLS 1.2 and 1.3 only: a client that offers at most 1.1 (allowed
+        # by its own side with SECLEVEL=0) gets no session.
+        for ver, ok in (("-tls1", False), ("-tls1_1", False), ("-tls1_2", True), ("-tls1_3", True)):
+            p = subprocess.run([openssl, "s_client", ver, "-cipher", "DEFAULT@SECLEVEL=0", "-connect",
+                                "127.0.0.1:%d" % d.port, "-servername", "localhost"],
+                               input="", capture_output=True, text=True, timeout=30)
+            established = p.returncode == 0 and "Cipher is (NONE)" not in p.stdout
+            self.assertEqual(established, ok, "%s: rc %d\n%s%s" % (ver, p.returncode, p.stdout[-800:],
+                                                                   p.stderr[-800:]))
         r = d.get("/v1/status", tcp=True)
         self.assertEqual(r.status, 200, r)
         self.assertEqual(d.get("/v1/status", tcp=True, token=None).status, 401)
