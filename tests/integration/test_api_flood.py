@@ -13,6 +13,7 @@ import os
 import shutil
 import socket
 import sys
+import threading
 import time
 import unittest
 
@@ -138,6 +139,75 @@ class Flood(unittest.TestCase):
 
     def test_idle_flood_on_both_listeners(self):
         self.flood("idle")
+
+    def test_worst_case_rss_fits_the_daemonset_limit(self):
+        """Everything at once on one daemon: the largest policy store
+        (65536), 1000 slow-loris connections on each listener, 16 readers
+        paging the store and 4 clients flooding POST /v1/events. The peak
+        RSS, plus what 1000 guests' cycles take (make bench: <= 16 MiB),
+        must fit deploy/kubernetes/numaorchd.yaml's memory limit."""
+        import re
+        import test_api_limits
+        if not floodlib.raise_nofile(2 * N + 400):
+            self.skipTest("cannot raise RLIMIT_NOFILE for the flood's sockets")
+        with open(os.path.join(itlib.REPO, "deploy", "kubernetes", "numaorchd.yaml")) as f:
+            limit_mib = int(re.search(r"limits:\s*\n\s*memory:\s*(\d+)Mi", f.read()).group(1))
+        tmp = itlib.mktemp()
+        self.addCleanup(shutil.rmtree, tmp, True)
+        root = apilib.compose_root(tmp)
+        test_api_limits.write_store(os.path.join(tmp, "state"), 65536)
+        d = apilib.Daemon(tmp, root).start()
+        self.addCleanup(d.stop)
+        pid = d.proc.pid
+        stop = threading.Event()
+
+        def reader():
+            after = None
+            while not stop.is_set():
+                try:
+                    r = d.get("/v1/guest-policies" + ("?after=" + after if after else ""), timeout=30)
+                    after = r.json()["next"] if r.status == 200 else None
+                except (OSError, ValueError):
+                    after = None
+
+        def eventer(k):
+            while not stop.is_set():
+                try:
+                    s = d.connect()
+                    while not stop.is_set():
+                        test_api_limits.keepalive_post(s, "/v1/events", {"source": "w%d" % k,
+                                                                         "event": "started", "domain": "v"})
+                except OSError:
+                    pass
+
+        holders = [floodlib.FloodHolder(socket.AF_UNIX, d.sock, N, "slow"),
+                   floodlib.FloodHolder(socket.AF_INET, ("127.0.0.1", d.port), N, "slow")]
+        ts = [threading.Thread(target=reader, daemon=True) for _ in range(16)] + \
+             [threading.Thread(target=eventer, args=(k,), daemon=True) for k in range(4)]
+        for t in holders + ts:
+            t.start()
+        peak = threads = 0
+        try:
+            end = time.monotonic() + 8
+            while time.monotonic() < end:
+                th, rss = floodlib.proc_status(pid)
+                peak, threads = max(peak, rss), max(threads, th)
+                time.sleep(0.05)
+            t0 = time.monotonic()
+            h = d.get("/v1/health", timeout=10)
+            health_ms = 1e3 * (time.monotonic() - t0)
+        finally:
+            stop.set()
+            for hd in holders:
+                hd.stop()
+            for t in ts:
+                t.join(30)
+        report = ("worst case (65536 policies, 2x%d slow connections, 16 readers, 4 event flooders): peak "
+                  "RSS %d KiB, %d threads; health answered %d in %.1f ms; DaemonSet limit %d MiB"
+                  % (N, peak, threads, h.status, health_ms, limit_mib))
+        print("\n" + report, file=sys.stderr)
+        self.assertEqual(h.status, 200, report)
+        self.assertLess(peak + 16 * 1024, limit_mib * 1024 * 0.9, report)
 
     # --- deadlines, one connection at a time -------------------------------
     def test_a_request_trickled_a_line_a_second_is_cut_at_its_deadline(self):

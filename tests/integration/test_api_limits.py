@@ -146,6 +146,9 @@ class Limits(unittest.TestCase):
               file=sys.stderr)
         self.assertLessEqual(cycles, 4)
         self.assertEqual(len(seqs), cycles)
+        m = d.get("/metrics").body.decode()
+        shared = [l for l in m.splitlines() if l.startswith("numaorch_api_rebalance_shared_total ")]
+        self.assertEqual(shared, ["numaorch_api_rebalance_shared_total %d" % (8 - cycles)], shared)
 
     def test_guest_policies_are_paginated(self):
         ids = write_store(os.path.join(self.tmp, "state"), 2500)
