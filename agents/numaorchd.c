@@ -281,8 +281,10 @@ static void print_report_text(const struct cycle_report *rep, const struct agent
 		printf("%-5d %-16s %6s %9s / %-9s\n", n->id, *cpus ? cpus : "(none)", busy,
 		       human_bytes(n->mem_free, b1, sizeof(b1)), human_bytes(n->mem_total, b2, sizeof(b2)));
 	}
-	printf("\n%-40s %-10s %-12s %-6s %6s %10s %6s\n", "GUEST", "RUNTIME", "CPUS", "MEMS", "CPU",
-	       "MEMORY", "LOCAL");
+	/* LOCAL: where its threads run (snap_guest.locality); IN-SET: memory
+	 * inside its cpuset's nodes, wherever the threads run. */
+	printf("\n%-40s %-10s %-12s %-6s %6s %10s %6s %6s\n", "GUEST", "RUNTIME", "CPUS", "MEMS", "CPU",
+	       "MEMORY", "LOCAL", "IN-SET");
 	for (unsigned i = 0; i < s->nr_guests; i++) {
 		const struct snap_guest *g = &s->guests[i];
 		char use[16];
@@ -293,8 +295,8 @@ static void print_report_text(const struct cycle_report *rep, const struct agent
 			snprintf(use, sizeof(use), "-");
 		else
 			snprintf(use, sizeof(use), "%.2f", g->cpu_use);
-		printf("%-40s %-10s %-12s %-6s %6s %10s %5.0f%%\n", g->id, g->runtime, cpus, mems, use,
-		       human_bytes(g->mem_total, b1, sizeof(b1)), g->locality * 100);
+		printf("%-40s %-10s %-12s %-6s %6s %10s %5.0f%% %5.0f%%\n", g->id, g->runtime, cpus, mems, use,
+		       human_bytes(g->mem_total, b1, sizeof(b1)), g->locality * 100, g->mem_in_cpuset * 100);
 	}
 	if (p) {
 		printf("\nDECISIONS\n");

@@ -62,6 +62,8 @@ static const struct route routes[] = {
 	  { { "GET", h_guest_policy_get, 0, NULL },
 	    { "PUT", h_guest_policy_put, M_BODY, NULL },
 	    { "DELETE", h_guest_policy_delete, 0, NULL } } },
+	{ R_GUEST_HISTORY, "/v1/guests/{id}/history", { "v1", "guests", "{id}", "history" }, "GET, HEAD",
+	  { { "GET", h_guest_history, 0, NULL } } },
 	{ R_GUEST_POLICIES, "/v1/guest-policies", { "v1", "guest-policies" }, "GET, HEAD",
 	  { { "GET", h_guest_policies, 0, p_page } } },
 	{ R_POLICY, "/v1/policy", { "v1", "policy" }, "GET, HEAD, PUT",

@@ -26,6 +26,7 @@ enum api_route_id {
 	R_GUEST,
 	R_GUEST_POLICY,
 	R_GUEST_POLICIES,
+	R_GUEST_HISTORY,
 	R_POLICY,
 	R_REBALANCE,
 	R_DECISIONS,
@@ -179,6 +180,7 @@ void h_guests(struct rq *r);
 void h_guest(struct rq *r);
 void h_guest_policy_get(struct rq *r);
 void h_guest_policies(struct rq *r);
+void h_guest_history(struct rq *r);
 void h_policy_get(struct rq *r);
 void h_decisions(struct rq *r);
 void h_metrics(struct rq *r);

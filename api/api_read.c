@@ -220,6 +220,10 @@ static char *guests_doc(struct api *a, const struct snapshot *s, const char *kin
 		jw_str(&w, snap_kind_name(g->kind));
 		jw_key(&w, "locality");
 		jw_real(&w, g->locality);
+		jw_key(&w, "locality_source");
+		jw_str(&w, snap_loc_source_name(g->locality_source));
+		jw_key(&w, "mem_in_cpuset");
+		jw_real(&w, g->mem_in_cpuset);
 		jw_key(&w, "mem_total_bytes");
 		jw_int(&w, (int64_t)g->mem_total);
 		mask_format(&g->mems, nodes, sizeof(nodes));

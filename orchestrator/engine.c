@@ -16,6 +16,7 @@
 #include "apply.h"
 #include "fs.h"
 #include "gpolstore.h"
+#include "history.h"
 #include "log.h"
 #include "notify.h"
 #include "vmplugin.h"
@@ -56,6 +57,7 @@ struct engine {
 	struct vmapply *va;     /* its actuator */
 	struct declog *dl;
 	struct pstate *ps;
+	struct history *hist;         /* per-guest history, readable from any thread */
 
 	struct gpolstore *gs;    /* per-guest overrides (not owned), NULL: none */
 	unsigned nr_logged;
@@ -197,6 +199,7 @@ int engine_new(const struct agent_config *cfg, const struct host_paths *hp, stru
 	pthread_mutex_init(&e->view_lock, NULL);
 	pthread_mutex_init(&e->q_lock, NULL);
 	e->ps = pstate_new();
+	e->hist = history_new(cfg->history_s / HISTORY_SAMPLES);
 	e->stats.start_real_ns = clock_real_ns();
 	e->stats.start_mono_ns = clock_mono_ns();
 	e->stats.libvirt_last_reconnect_s = NAN;
@@ -248,6 +251,7 @@ void engine_free(struct engine *e)
 	vm_free(e);
 	declog_close(e->dl);
 	pstate_free(e->ps);
+	history_free(e->hist);
 	free(e->logged);
 	for (unsigned i = 0; i < e->nr_res; i++)
 		free(e->res_label[i]);
@@ -271,6 +275,7 @@ void engine_free(struct engine *e)
 }
 
 struct declog *engine_declog(struct engine *e) { return e->dl; }
+struct history *engine_history(struct engine *e) { return e->hist; }
 const struct agent_config *engine_config(struct engine *e) { return &e->base; }
 
 /* Recompute the settings in force from the base configuration and the
@@ -548,6 +553,41 @@ static void log_move(const struct snapshot *snap, const struct plan_item *it,
 		log_info("not moving %s (%s): %s", it->guest_id, g->runtime, res->msg);
 }
 
+/* Log, record and count the outcome of plan item I. */
+static void record_move(struct engine *e, const struct snapshot *snap, struct pstate *next,
+			const struct plan_item *it, const struct apply_result *res, struct cycle_report *report,
+			unsigned i)
+{
+	log_move(snap, it, res);
+	declog_add(e->dl, declog_make(snap, it, move_decision(res->status), res, false));
+	if (report) {
+		report->results[i] = *res;
+		report->attempted[i] = true;
+	}
+	switch (res->status) {
+	case APPLY_DONE:
+		e->stats.moves++;
+		e->stats.migrated_bytes += it->migrate_bytes;
+		break;
+	case APPLY_FAILED:
+	case APPLY_FAILED_PARTIAL:
+	case APPLY_REFUSED:
+		/* Keep the cool-down: retrying a refused write every
+		 * cycle would only hammer the cgroup. */
+		e->stats.move_failures++;
+		break;
+	case APPLY_NOT_APPLICABLE:
+		/* libvirt refuses this kind of change (its numatune):
+		 * asking every cycle would only repeat the refusal. */
+		e->stats.moves_skipped++;
+		break;
+	default:
+		e->stats.moves_skipped++;
+		pstate_revert(next, e->ps, it->guest_id);
+		break;
+	}
+}
+
 int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 {
 	struct snapshot *snap = NULL;
@@ -555,7 +595,11 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 	struct pstate *next = NULL;
 	int64_t t0 = clock_mono_ns(), t1, t2, t3;
 	char (*placed)[GUEST_ID_MAX] = NULL;
-	unsigned nplaced;
+	unsigned nplaced, npend = 0;
+	struct {
+		struct apply_pending *p;
+		unsigned idx;
+	} *pend;
 	bool do_apply;
 	int r;
 
@@ -618,6 +662,7 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 		report->attempted = xcalloc(plan->nr_items ? plan->nr_items : 1, sizeof(bool));
 		report->applied = do_apply;
 	}
+	pend = xcalloc(plan && plan->nr_items ? plan->nr_items : 1, sizeof(*pend));
 	for (unsigned i = 0; plan && i < plan->nr_items; i++) {
 		const struct plan_item *it = &plan->items[i];
 		struct logged *last = logged_find(e, it->guest_id);
@@ -639,38 +684,14 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 				pstate_revert(next, e->ps, it->guest_id);
 				continue;
 			}
-			/* A cycle of big migrations can outlast the watchdog. */
-			if (e->watchdog_usec)
-				notify_watchdog();
-			apply_move(e->app, snap, it, &res);
-			log_move(snap, it, &res);
-			declog_add(e->dl, declog_make(snap, it, move_decision(res.status), &res, false));
-			if (report) {
-				report->results[i] = res;
-				report->attempted[i] = true;
+			/* CPUs first: every move's cpuset.cpus this pass, the memory
+			 * of those that must migrate after all of them. */
+			apply_cpus(e->app, snap, it, &res, &pend[npend].p);
+			if (pend[npend].p) {
+				pend[npend++].idx = i;
+				continue;
 			}
-			switch (res.status) {
-			case APPLY_DONE:
-				e->stats.moves++;
-				e->stats.migrated_bytes += it->migrate_bytes;
-				break;
-			case APPLY_FAILED:
-			case APPLY_FAILED_PARTIAL:
-			case APPLY_REFUSED:
-				/* Keep the cool-down: retrying a refused write every
-				 * cycle would only hammer the cgroup. */
-				e->stats.move_failures++;
-				break;
-			case APPLY_NOT_APPLICABLE:
-				/* libvirt refuses this kind of change (its numatune):
-				 * asking every cycle would only repeat the refusal. */
-				e->stats.moves_skipped++;
-				break;
-			default:
-				e->stats.moves_skipped++;
-				pstate_revert(next, e->ps, it->guest_id);
-				break;
-			}
+			record_move(e, snap, next, it, &res, report, i);
 		} else if (it->kind == PLAN_SKIP) {
 			if (last && last->kind == it->kind && last->skip == it->skip && last->reason == it->reason)
 				continue;
@@ -678,6 +699,18 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 			declog_add(e->dl, declog_make(snap, it, "skipped", NULL, dry_run));
 		}
 	}
+	for (unsigned k = 0; k < npend; k++) {
+		const struct plan_item *it = &plan->items[pend[k].idx];
+		struct apply_result res;
+
+		/* A cycle of big migrations can outlast the watchdog. */
+		if (e->watchdog_usec)
+			notify_watchdog();
+		apply_memory(e->app, pend[k].p, &res);
+		apply_pending_free(pend[k].p);
+		record_move(e, snap, next, it, &res, report, pend[k].idx);
+	}
+	free(pend);
 	t3 = clock_mono_ns();
 	if (plan)
 		logged_update(e, plan);
@@ -692,6 +725,7 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 	e->stats.last_acquire_s = (double)(t1 - t0) / 1e9;
 	e->stats.last_decide_s = (double)(t2 - t1) / 1e9;
 	e->stats.last_apply_s = (double)(t3 - t2) / 1e9;
+	history_record(e->hist, snap);
 	publish(e, snap, plan);
 	if (report)
 		report->view = engine_view_get(e);
@@ -757,6 +791,7 @@ int engine_apply_config(struct engine *e, const struct agent_config *cfg)
 	}
 	config_free(&e->base);
 	config_copy(&e->base, cfg);
+	history_set_spacing(e->hist, cfg->history_s / HISTORY_SAMPLES);
 	e->sched_valid = false;
 	apply_schedule(e);
 	log_set_level(cfg->log_level);

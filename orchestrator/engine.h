@@ -114,6 +114,10 @@ void engine_view_unref(struct engine_view *v);
 
 /* Engine-thread accessors for code run through engine_call. */
 struct declog *engine_declog(struct engine *e);
+/* The per-guest history (history.h): recorded every cycle, readable from
+ * any thread. */
+struct history;
+struct history *engine_history(struct engine *e);
 /* The configuration as given (file, command line, PUT /v1/policy). */
 const struct agent_config *engine_config(struct engine *e);
 struct acquirer *engine_acquirer(struct engine *e);

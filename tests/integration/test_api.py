@@ -155,9 +155,16 @@ class Api(apilib.ClassDaemon):
         self.assertTrue(all("0" in x["cpu_nodes"] for x in on0))
         one = self.ok(self.d.get("/v1/guests/" + ids[0]))
         for k in ("cgroup", "nr_threads", "cpu_use", "mem_bytes_by_node", "locality", "cpus", "mems",
-                  "policy", "plan", "last_decision"):
+                  "policy", "plan", "last_decision", "locality_source", "mem_in_cpuset", "mem_in_cpuset_bytes"):
             self.assertIn(k, one)
         self.assertEqual(one["id"], ids[0])
+        # Locality where the threads run beside memory inside the cpuset:
+        # on one node they agree; a summary carries both.
+        for x in g["guests"]:
+            self.assertIn(x["locality_source"], ("one_node", "threads", "estimate"))
+            self.assertIn("mem_in_cpuset", x)
+            if x["locality_source"] == "one_node" and x["mem_total_bytes"]:
+                self.assertAlmostEqual(x["locality"], x["mem_in_cpuset"], places=6)
 
     def test_guest_policy_lifecycle(self):
         gid = [x["id"] for x in self.guests() if x["runtime"] == "lxc"][0]
@@ -279,7 +286,8 @@ class Api(apilib.ClassDaemon):
         self.assertTrue(r.headers["content-type"].startswith("text/plain; version=0.0.4"))
         text = r.body.decode()
         for fam in ("numaorch_node_cpu_busy_ratio", "numaorch_node_memory_free_bytes",
-                    "numaorch_guest_locality_ratio", "numaorch_guest_memory_bytes", "numaorch_moves_total",
+                    "numaorch_guest_locality_ratio", "numaorch_guest_mem_in_cpuset_ratio",
+                    "numaorch_guest_memory_bytes", "numaorch_moves_total",
                     "numaorch_migrated_bytes_total", "numaorch_cycle_duration_seconds",
                     "numaorch_api_requests_total", "numaorch_api_request_duration_seconds_bucket"):
             self.assertIn(fam, text)
