@@ -79,6 +79,8 @@ class Api(apilib.ClassDaemon):
             ("GET", "/v1/guests?kind=nope", "/v1/guests", None, {}),
             ("GET", "/v1/guests/" + gid, "/v1/guests/{id}", None, {}),
             ("GET", "/v1/guests/no-such-guest", "/v1/guests/{id}", None, {}),
+            ("GET", "/v1/guests/" + gid + "/history", "/v1/guests/{id}/history", None, {}),
+            ("GET", "/v1/guests/no-such-guest/history", "/v1/guests/{id}/history", None, {}),
             ("GET", "/v1/guests/" + gid + "/policy", gp, None, {}),
             ("PUT", "/v1/guests/" + gid + "/policy", gp, {"mode": "pinned", "nodes": "0"}, {}),
             ("PUT", "/v1/guests/" + gid + "/policy", gp, {"mode": "pinned"}, {}),

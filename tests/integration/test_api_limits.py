@@ -130,9 +130,16 @@ class Limits(unittest.TestCase):
         d = self.start()
         before = d.get("/v1/status").json()["cycles"]
         results = []
+        go = threading.Barrier(8)
 
         def one():
-            results.append(d.request("POST", "/v1/rebalance", {"dry_run": True}))
+            # Connected first, then all sent at once.
+            s = d.connect()
+            try:
+                go.wait(10)
+                results.append(keepalive_post(s, "/v1/rebalance", {"dry_run": True}))
+            finally:
+                s.close()
 
         ts = [threading.Thread(target=one) for _ in range(8)]
         for t in ts:
@@ -144,7 +151,8 @@ class Limits(unittest.TestCase):
         seqs = {r.json()["seq"] for r in results}
         print("\n8 concurrent dry-run rebalances: %d cycles, seqs %s" % (cycles, sorted(seqs)),
               file=sys.stderr)
-        self.assertLessEqual(cycles, 4)
+        # One runs; the rest arrive while it does and share the next.
+        self.assertLessEqual(cycles, 3)
         self.assertEqual(len(seqs), cycles)
         m = d.get("/metrics").body.decode()
         shared = [l for l in m.splitlines() if l.startswith("numaorch_api_rebalance_shared_total ")]
