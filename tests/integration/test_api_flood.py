@@ -172,6 +172,7 @@ class Flood(unittest.TestCase):
 
         def eventer(k):
             while not stop.is_set():
+                s = None
                 try:
                     s = d.connect()
                     while not stop.is_set():
@@ -179,6 +180,9 @@ class Flood(unittest.TestCase):
                                                                          "event": "started", "domain": "v"})
                 except OSError:
                     pass
+                finally:
+                    if s:
+                        s.close()
 
         holders = [floodlib.FloodHolder(socket.AF_UNIX, d.sock, N, "slow"),
                    floodlib.FloodHolder(socket.AF_INET, ("127.0.0.1", d.port), N, "slow")]
