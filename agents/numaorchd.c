@@ -227,6 +227,13 @@ static int load_guest_policies(struct engine *e, const char *state_dir, unsigned
 		return r;
 	}
 	engine_use_gpolstore(e, *out);
+	{
+		char *const *msgs;
+		unsigned nd = gpolstore_dropped(*out, &msgs);
+
+		for (unsigned i = 0; i < nd; i++)
+			log_warn("per-guest policies: %s", msgs[i]);
+	}
 	n = gpolstore_count(*out);
 	if (n)
 		log_info("%u per-guest polic%s loaded from %s", n, n == 1 ? "y" : "ies", gpolstore_path(*out));
