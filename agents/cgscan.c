@@ -165,10 +165,21 @@ static bool comp_is(const char *s, size_t n, const char *word)
 	return s && n == strlen(word) && memcmp(s, word, n) == 0;
 }
 
+/* A name of N bytes into NAME. One longer than 127 keeps its first 118
+ * bytes and "~" + 8 hex digits of a hash of all of it: two long names
+ * that share a prefix stay two guests (they became one when both were
+ * cut at 127), and the same name gives the same result on every scan. */
 static void copy_name(char name[128], const char *s, size_t n)
 {
-	if (n > 127)
-		n = 127;
+	if (n > 127) {
+		uint32_t h = 2166136261u;
+
+		for (size_t i = 0; i < n; i++)
+			h = (h ^ (unsigned char)s[i]) * 16777619u;
+		memcpy(name, s, 118);
+		snprintf(name + 118, 10, "~%08x", h);
+		return;
+	}
 	memcpy(name, s, n);
 	name[n] = '\0';
 }

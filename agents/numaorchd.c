@@ -308,8 +308,12 @@ static void print_report_text(const struct cycle_report *rep, const struct agent
 		if (p->nr_items == 0)
 			printf("  (none: every guest is placed well)\n");
 	}
-	for (unsigned i = 0; i < s->nr_warnings; i++)
-		printf("warning: %s\n", s->warnings[i]);
+	for (unsigned i = 0; i < s->nr_warnings; i++) {
+		char safe[4096];
+
+		log_escape(s->warnings[i], safe, sizeof(safe)); /* names from the host */
+		printf("warning: %s\n", safe);
+	}
 	free(cpus);
 }
 

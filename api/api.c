@@ -421,15 +421,17 @@ int api_token_load(const char *path, char **out, char *err, size_t errsz)
 
 	/* Symlinks are fine (a Kubernetes secret is one); the file they lead
 	 * to is what must not be readable by others. One fd for the check
-	 * and the read: no swapping the file in between. */
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	 * and the read: no swapping the file in between. O_NONBLOCK: a FIFO
+	 * is refused below instead of hanging the start (reads of a regular
+	 * file ignore the flag). */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		r = -errno;
 		snprintf(err, errsz, "token file %s: %s", path, strerror(-r));
 		goto out;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		snprintf(err, errsz, "token file %s: not a regular file", path);
+		snprintf(err, errsz, "token file %s is %s, not a regular file", path, fs_kind_name(st.st_mode));
 		r = -EINVAL;
 		goto out;
 	}
