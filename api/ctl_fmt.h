@@ -3,6 +3,7 @@
 #define NUMAORCH_CTL_FMT_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 struct table;
@@ -28,6 +29,11 @@ const char *fmt_duration(double s, char *buf, size_t sz);
  * \xNN (kept until exit). Names come from the host: a cgroup named with
  * an ESC sequence must not drive the operator's terminal. NULL: "". */
 const char *fmt_safe(const char *s);
+
+/* A sparkline of V[0..N) (ratios 0..1, NAN: a gap) in at most WIDTH
+ * columns (columns average the samples they cover): UTF-8 blocks
+ * (▁..█), or "_.,-=+*#" when !UTF8. Returns BUF. */
+const char *fmt_spark(const double *v, unsigned n, unsigned width, bool utf8, char *buf, size_t sz);
 
 /* Object member helpers that tolerate absence (NULL object too). */
 const char *jstr(json_t *o, const char *key);      /* "" when absent; fmt_safe'd */

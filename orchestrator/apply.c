@@ -427,23 +427,106 @@ static bool descendants_set_mems(struct applier *a, const char *rel)
 	return any;
 }
 
-static int move_container(struct applier *a, const struct snapshot *snap, const struct snap_guest *g,
-			  const struct plan_item *it, struct apply_result *res)
+/* A move whose CPUs are in place and whose memory is still to move
+ * (apply_cpus → apply_memory, or → apply_memory_widen + the mover +
+ * apply_memory_settle). */
+struct apply_pending {
+	struct snapshot *snap;         /* referenced */
+	struct plan_item it;           /* a copy; it.to_cpus points at to_cpus */
+	cpumask_t to_cpus;
+	bool vm;                       /* the VM actuator does it all in phase 2 */
+	bool v2, soft, widen_only, mems_changed, wide;
+	int64_t t0;
+	char *cur_cpus_s, *cur_mems_s, *new_cpus;
+	char new_mems[NODELIST_BUFSZ], union_mems[NODELIST_BUFSZ], to_mems_s[NODELIST_BUFSZ];
+	nodemask_t cur_mems, target_mems;
+	struct journal j;
+	unsigned nsub;
+	char **sub;
+};
+
+void apply_pending_free(struct apply_pending *p)
 {
+	if (!p)
+		return;
+	journal_free(&p->j);
+	for (unsigned i = 0; i < p->nsub; i++)
+		free(p->sub[i]);
+	free(p->sub);
+	free(p->cur_cpus_s);
+	free(p->cur_mems_s);
+	free(p->new_cpus);
+	snap_unref(p->snap);
+	free(p);
+}
+
+const char *apply_pending_guest(const struct apply_pending *p)
+{
+	return p->it.guest_id;
+}
+
+const struct plan_item *apply_pending_item(const struct apply_pending *p)
+{
+	return &p->it;
+}
+
+const struct snapshot *apply_pending_snapshot(const struct apply_pending *p)
+{
+	return p->snap;
+}
+
+/* Roll back everything P wrote (CPUs included) after a failed step. */
+static void pending_fail(struct applier *a, struct apply_pending *p, int r, const char *step,
+			 const char *failed_rel, struct apply_result *res)
+{
+	const struct snap_guest *g = &p->snap->guests[p->it.guest_idx];
+	unsigned w = 0;
+	int rr = journal_rollback(a, &p->j, &w);
+
+	res->writes += w;
+	if (is_gone(r) && strcmp(failed_rel, g->cgroup) == 0)
+		apply_result_set(res, APPLY_VANISHED, 0, "guest's cgroup %s went away during the move", g->cgroup);
+	else if (rr < 0)
+		apply_result_set(res, APPLY_FAILED_PARTIAL, r,
+			"writing %s of %s: %s; restoring the old cpuset also failed: %s",
+			step, failed_rel, strerror(-r), strerror(-rr));
+	else
+		apply_result_set(res, APPLY_FAILED, r, "writing %s of %s: %s; old cpuset restored",
+			step, failed_rel, strerror(-r));
+}
+
+static void pending_done_time(const struct apply_pending *p, struct apply_result *res)
+{
+	res->duration_s = (double)(clock_mono_ns() - p->t0) / 1e9;
+}
+
+static int result_ret(const struct apply_result *res)
+{
+	return res->status == APPLY_FAILED || res->status == APPLY_FAILED_PARTIAL ||
+	       res->status == APPLY_REFUSED ? res->err : 0;
+}
+
+static int move_container_memory(struct applier *a, struct apply_pending *p, struct apply_result *res);
+
+/* Phase 1 of a container's move: guards, re-checks, cpuset.cpus (and in
+ * v1 memory_migrate). Completes moves that migrate nothing; else hands
+ * back P for the memory phase. */
+static int move_container_cpus(struct applier *a, struct apply_pending *p, struct apply_result *res,
+			       bool *complete)
+{
+	const struct snapshot *snap = p->snap;
+	const struct plan_item *it = &p->it;
+	const struct snap_guest *g = &snap->guests[it->guest_idx];
 	char *cur_cpus_s = NULL, *cur_mems_s = NULL;
 	char *new_cpus = xmalloc(CPULIST_BUFSZ), *union_cpus = xmalloc(CPULIST_BUFSZ);
-	char new_mems[NODELIST_BUFSZ], union_mems[NODELIST_BUFSZ], to_mems_s[NODELIST_BUFSZ];
 	cpumask_t cur_cpus, ucpus;
 	nodemask_t cur_mems, umems;
-	struct journal j = { 0 };
-	unsigned nsub = 0;
-	char **sub = NULL;
 	const char *failed_rel = g->cgroup, *step = "cpuset.cpus";
-	bool v2 = a->h.v2[CGC_CPUSET], frozen = false, mems_changed, soft, widen_only;
-	nodemask_t target_mems;
 	char why[200];
 	int r;
 
+	*complete = true;
+	p->v2 = a->h.v2[CGC_CPUSET];
 	/* Guards that no plan may get past. */
 	if (!it->to_cpus || mask_empty(it->to_cpus) || mask_empty(&it->to_mems)) {
 		apply_result_set(res, APPLY_REFUSED, -EINVAL, "refused: target cpuset is empty");
@@ -455,7 +538,7 @@ static int move_container(struct applier *a, const struct snapshot *snap, const 
 		goto out;
 	}
 	if (mask_format(it->to_cpus, new_cpus, CPULIST_BUFSZ) < 0 ||
-	    mask_format(&it->to_mems, to_mems_s, sizeof(to_mems_s)) < 0) {
+	    mask_format(&it->to_mems, p->to_mems_s, sizeof(p->to_mems_s)) < 0) {
 		apply_result_set(res, APPLY_REFUSED, -ENOSPC, "refused: cannot format target cpuset");
 		goto out;
 	}
@@ -494,170 +577,246 @@ static int move_container(struct applier *a, const struct snapshot *snap, const 
 	 * cpuset.mems would see its effective mems come back once the guest
 	 * widens, and the kernel would migrate its pages back: such a guest
 	 * stays strictly bound. */
-	soft = !a->opts.strict_mems && g->policy.mode != GPOL_PINNED &&
-	       !(v2 && descendants_set_mems(a, g->cgroup));
-	target_mems = it->to_mems;
-	widen_only = soft && plan_migration_negligible(it->migrate_bytes, g->mem_total);
-	if (widen_only)
-		mask_or(&target_mems, &cur_mems, &it->to_mems);
+	p->soft = !a->opts.strict_mems && g->policy.mode != GPOL_PINNED &&
+		  !(p->v2 && descendants_set_mems(a, g->cgroup));
+	p->cur_mems = cur_mems;
+	p->target_mems = it->to_mems;
+	p->widen_only = p->soft && plan_migration_negligible(it->migrate_bytes, g->mem_total);
+	if (p->widen_only)
+		mask_or(&p->target_mems, &cur_mems, &it->to_mems);
 	mask_or(&ucpus, &cur_cpus, it->to_cpus);
-	mask_or(&umems, &cur_mems, &target_mems);
+	mask_or(&umems, &cur_mems, &p->target_mems);
 	if (mask_format(&ucpus, union_cpus, CPULIST_BUFSZ) < 0 ||
-	    mask_format(&umems, union_mems, sizeof(union_mems)) < 0 ||
-	    mask_format(&target_mems, new_mems, sizeof(new_mems)) < 0) {
+	    mask_format(&umems, p->union_mems, sizeof(p->union_mems)) < 0 ||
+	    mask_format(&p->target_mems, p->new_mems, sizeof(p->new_mems)) < 0) {
 		apply_result_set(res, APPLY_REFUSED, -ENOSPC, "refused: cannot format cpuset");
 		goto out;
 	}
-	mems_changed = !mask_equal(&cur_mems, &target_mems);
+	p->mems_changed = !mask_equal(&cur_mems, &p->target_mems);
 
-	if (v2) {
-		nsub = 1;
-		sub = xcalloc(1, sizeof(char *));
-		sub[0] = xstrdup(g->cgroup);
-	} else {
-		r = collect_subtree(a, g->cgroup, &nsub, &sub, 0);
-		if (is_gone(r)) {
-			apply_result_set(res, APPLY_VANISHED, 0, "guest's cgroup %s is gone", g->cgroup);
-			goto out;
-		}
-		if (r < 0) {
-			apply_result_set(res, APPLY_FAILED, r, "cannot list cgroups under %s: %s", g->cgroup, strerror(-r));
-			goto out;
-		}
+	/* v2 needs the subtree only for its processes (the mover); v1 writes
+	 * every cgroup of it. */
+	r = collect_subtree(a, g->cgroup, &p->nsub, &p->sub, 0);
+	if (is_gone(r)) {
+		apply_result_set(res, APPLY_VANISHED, 0, "guest's cgroup %s is gone", g->cgroup);
+		goto out;
+	}
+	if (r < 0) {
+		apply_result_set(res, APPLY_FAILED, r, "cannot list cgroups under %s: %s", g->cgroup, strerror(-r));
+		goto out;
+	}
+	if (!p->v2 && p->mems_changed) {
 		/* Pages follow a v1 mems change only with memory_migrate=1. */
-		if (mems_changed) {
-			step = "cpuset.memory_migrate";
-			for (unsigned i = 0; i < nsub; i++) {
-				failed_rel = sub[i];
-				r = jwrite(a, &j, CGC_CPUSET, sub[i], "cpuset.memory_migrate", "1");
-				if (r < 0 && !(is_gone(r) && i > 0))
-					goto fail;
-			}
+		step = "cpuset.memory_migrate";
+		for (unsigned i = 0; i < p->nsub; i++) {
+			failed_rel = p->sub[i];
+			r = jwrite(a, &p->j, CGC_CPUSET, p->sub[i], "cpuset.memory_migrate", "1");
+			if (r < 0 && !(is_gone(r) && i > 0))
+				goto fail;
 		}
 	}
 
 	step = "cpuset.cpus";
-	if (v2) {
+	if (p->v2) {
 		failed_rel = g->cgroup;
-		r = jwrite(a, &j, CGC_CPUSET, g->cgroup, "cpuset.cpus", new_cpus);
+		r = jwrite(a, &p->j, CGC_CPUSET, g->cgroup, "cpuset.cpus", new_cpus);
 	} else {
-		r = write_subtree_v1(a, &j, nsub, sub, "cpuset.cpus", union_cpus, new_cpus, &failed_rel);
+		r = write_subtree_v1(a, &p->j, p->nsub, p->sub, "cpuset.cpus", union_cpus, new_cpus, &failed_rel);
 	}
 	if (r < 0)
 		goto fail;
 
-	if (mems_changed) {
-		step = "cpuset.mems";
-		if (a->opts.freeze_during_migration && it->migrate_bytes > 0)
-			frozen = freeze(a, g->cgroup, true) == 0;
-		if (v2) {
-			failed_rel = g->cgroup;
-			r = jwrite(a, &j, CGC_CPUSET, g->cgroup, "cpuset.mems", new_mems);
-		} else {
-			r = write_subtree_v1(a, &j, nsub, sub, "cpuset.mems", union_mems, new_mems, &failed_rel);
-		}
-		if (frozen && freeze(a, g->cgroup, false) < 0)
-			log_error("could not thaw cgroup %s after migrating its memory", g->cgroup);
-		frozen = false;
-		if (r < 0)
-			goto fail;
-	} else if (it->migrate_bytes > 0 && !plan_migration_negligible(it->migrate_bytes, g->mem_total)) {
-		r = migrate_processes(a, snap, nsub, sub, &it->to_mems);
-		if (r < 0)
-			log_errno(LOG_LEVEL_WARN, r, "guest %s: moving its pages onto nodes %s", g->id, new_mems);
-	}
-	if (widen_only && !mask_equal(&target_mems, &it->to_mems)) {
+	p->cur_cpus_s = cur_cpus_s;
+	p->cur_mems_s = cur_mems_s;
+	p->new_cpus = new_cpus;
+	cur_cpus_s = cur_mems_s = new_cpus = NULL;
+	if (p->widen_only) {
 		/* Soft binding and nothing to migrate: the memory is already on
-		 * the target; the mems only grew, or stayed as wide as they
-		 * were. The record says so (mems_after), or it would claim mems
-		 * it never wrote. */
-		res->mems_loosened = true;
-		res->mems_after = target_mems;
-		if (mems_changed)
-			apply_result_set(res, APPLY_DONE, 0, "cpus %s -> %s, memory already on %s, mems %s -> %s",
-				cur_cpus_s, new_cpus, to_mems_s, cur_mems_s, new_mems);
-		else
-			apply_result_set(res, APPLY_DONE, 0, "cpus %s -> %s, memory already on %s, mems stay %s",
-				cur_cpus_s, new_cpus, to_mems_s, cur_mems_s);
+		 * the target; the mems only grow, or stay as wide as they were.
+		 * The record says so (mems_after), or it would claim mems it
+		 * never wrote. Growing migrates nothing (see loosen_mems). */
+		if (p->mems_changed) {
+			step = "cpuset.mems";
+			if (p->v2) {
+				failed_rel = g->cgroup;
+				r = jwrite(a, &p->j, CGC_CPUSET, g->cgroup, "cpuset.mems", p->new_mems);
+			} else {
+				r = write_subtree_v1(a, &p->j, p->nsub, p->sub, "cpuset.mems", p->union_mems,
+						     p->new_mems, &failed_rel);
+			}
+			if (r < 0)
+				goto fail;
+		}
+		if (!mask_equal(&p->target_mems, &it->to_mems)) {
+			res->mems_loosened = true;
+			res->mems_after = p->target_mems;
+			if (p->mems_changed)
+				apply_result_set(res, APPLY_DONE, 0, "cpus %s -> %s, memory already on %s, mems %s -> %s",
+					p->cur_cpus_s, p->new_cpus, p->to_mems_s, p->cur_mems_s, p->new_mems);
+			else
+				apply_result_set(res, APPLY_DONE, 0, "cpus %s -> %s, memory already on %s, mems stay %s",
+					p->cur_cpus_s, p->new_cpus, p->to_mems_s, p->cur_mems_s);
+		} else {
+			apply_result_set(res, APPLY_DONE, 0, "cpus %s -> %s, mems %s -> %s", p->cur_cpus_s,
+				p->new_cpus, p->cur_mems_s, p->new_mems);
+		}
 		goto out;
 	}
-	if (mems_changed && soft) {
-		char loose[NODELIST_BUFSZ];
-
-		if (loosen_mems(a, nsub, sub, &cur_mems, &it->to_mems, loose, sizeof(loose)) == 0 && loose[0]) {
-			res->mems_loosened = true;
-			mask_or(&res->mems_after, &cur_mems, &it->to_mems);
-			apply_result_set(res, APPLY_DONE, 0, "cpus %s -> %s, memory moved to %s, mems %s -> %s",
-				cur_cpus_s, new_cpus, new_mems, cur_mems_s, loose);
+	if (it->migrate_bytes == 0 || plan_migration_negligible(it->migrate_bytes, g->mem_total)) {
+		/* Strict binding with (almost) nothing to migrate: the mems are
+		 * narrowed now, with the CPUs; nothing waits behind it. */
+		if (p->mems_changed) {
+			move_container_memory(a, p, res);
 			goto out;
 		}
+		apply_result_set(res, APPLY_DONE, 0, "cpus %s -> %s, mems %s -> %s", p->cur_cpus_s, p->new_cpus,
+			p->cur_mems_s, p->new_mems);
+		goto out;
 	}
-	apply_result_set(res, APPLY_DONE, 0, "cpus %s -> %s, mems %s -> %s", cur_cpus_s, new_cpus, cur_mems_s,
-		new_mems);
+	/* Memory to move: phase 2. */
+	*complete = false;
+	apply_result_set(res, APPLY_DONE, 0, "cpus %s -> %s; memory to move onto %s", p->cur_cpus_s, p->new_cpus,
+		p->to_mems_s);
 	goto out;
 
 fail:
-	if (is_gone(r) && failed_rel == g->cgroup) {
-		unsigned w = 0;
-
-		journal_rollback(a, &j, &w);
-		res->writes += w;
-		apply_result_set(res, APPLY_VANISHED, 0, "guest's cgroup %s went away during the move", g->cgroup);
-		goto out;
-	}
-	{
-		unsigned w = 0;
-		int rr = journal_rollback(a, &j, &w);
-
-		res->writes += w;
-		if (rr < 0)
-			apply_result_set(res, APPLY_FAILED_PARTIAL, r,
-				"writing %s of %s: %s; restoring the old cpuset also failed: %s",
-				step, failed_rel, strerror(-r), strerror(-rr));
-		else
-			apply_result_set(res, APPLY_FAILED, r, "writing %s of %s: %s; old cpuset restored",
-				step, failed_rel, strerror(-r));
-	}
-
+	pending_fail(a, p, r, step, failed_rel, res);
 out:
-	res->writes += j.n;
-	journal_free(&j);
-	for (unsigned i = 0; i < nsub; i++)
-		free(sub[i]);
-	free(sub);
 	free(cur_cpus_s);
 	free(cur_mems_s);
 	free(new_cpus);
 	free(union_cpus);
-	return res->status == APPLY_FAILED || res->status == APPLY_FAILED_PARTIAL ||
-	       res->status == APPLY_REFUSED ? res->err : 0;
+	return result_ret(res);
 }
 
-int apply_move(struct applier *a, const struct snapshot *snap, const struct plan_item *it,
-	       struct apply_result *res)
+/* Phase 2 the kernel's way: write cpuset.mems (the kernel migrates the
+ * pages inside the write), or move the pages of each process when the
+ * mems do not change. */
+static int move_container_memory(struct applier *a, struct apply_pending *p, struct apply_result *res)
 {
-	const struct snap_guest *g;
-	int64_t t0 = clock_mono_ns();
-	int r;
+	const struct snap_guest *g = &p->snap->guests[p->it.guest_idx];
+	const char *failed_rel = g->cgroup, *step = "cpuset.mems";
+	bool frozen = false;
+	int r = 0;
 
+	if (p->mems_changed) {
+		if (a->opts.freeze_during_migration && p->it.migrate_bytes > 0)
+			frozen = freeze(a, g->cgroup, true) == 0;
+		if (p->v2) {
+			r = jwrite(a, &p->j, CGC_CPUSET, g->cgroup, "cpuset.mems", p->new_mems);
+		} else {
+			r = write_subtree_v1(a, &p->j, p->nsub, p->sub, "cpuset.mems", p->union_mems, p->new_mems,
+					     &failed_rel);
+		}
+		if (frozen && freeze(a, g->cgroup, false) < 0)
+			log_error("could not thaw cgroup %s after migrating its memory", g->cgroup);
+		if (r < 0) {
+			pending_fail(a, p, r, step, failed_rel, res);
+			return result_ret(res);
+		}
+	} else {
+		r = migrate_processes(a, p->snap, p->nsub, p->sub, &p->it.to_mems);
+		if (r < 0)
+			log_errno(LOG_LEVEL_WARN, r, "guest %s: moving its pages onto nodes %s", g->id, p->new_mems);
+	}
+	if (p->mems_changed && p->soft) {
+		char loose[NODELIST_BUFSZ];
+
+		if (loosen_mems(a, p->nsub, p->sub, &p->cur_mems, &p->it.to_mems, loose, sizeof(loose)) == 0 &&
+		    loose[0]) {
+			res->mems_loosened = true;
+			mask_or(&res->mems_after, &p->cur_mems, &p->it.to_mems);
+			apply_result_set(res, APPLY_DONE, 0, "cpus %s -> %s, memory moved to %s, mems %s -> %s",
+				p->cur_cpus_s, p->new_cpus, p->new_mems, p->cur_mems_s, loose);
+			return 0;
+		}
+	}
+	apply_result_set(res, APPLY_DONE, 0, "cpus %s -> %s, mems %s -> %s", p->cur_cpus_s, p->new_cpus,
+		p->cur_mems_s, p->new_mems);
+	return 0;
+}
+
+static void result_init(struct apply_result *res)
+{
 	memset(res, 0, sizeof(*res));
 	res->locality_after = NAN;
+}
+
+int apply_cpus(struct applier *a, const struct snapshot *snap, const struct plan_item *it,
+	       struct apply_result *res, struct apply_pending **pend)
+{
+	struct apply_pending *p;
+	const struct snap_guest *g;
+	bool complete = true;
+	int r;
+
+	*pend = NULL;
+	result_init(res);
 	if (it->kind != PLAN_MOVE || it->guest_idx >= snap->nr_guests ||
 	    strcmp(snap->guests[it->guest_idx].id, it->guest_id) != 0) {
 		apply_result_set(res, APPLY_REFUSED, -EINVAL, "refused: plan item does not match the snapshot");
 		return -EINVAL;
 	}
+	p = xcalloc(1, sizeof(*p));
+	p->t0 = clock_mono_ns();
+	p->snap = snap_ref((struct snapshot *)snap); /* held, never changed */
+	p->it = *it;
+	if (it->to_cpus) {
+		p->to_cpus = *it->to_cpus;
+		p->it.to_cpus = &p->to_cpus;
+	}
 	g = &snap->guests[it->guest_idx];
 	if (g->kind == GUEST_VM) {
+		/* libvirt changes a VM's numatune (its memory) and its pins in one
+		 * call: a VM with memory to move goes in phase 2. */
 		if (!a->have_vm) {
 			apply_result_set(res, APPLY_NOT_APPLICABLE, -EOPNOTSUPP, "no VM actuator (libvirt source disabled)");
 			r = 0;
+		} else if (it->migrate_bytes && !plan_migration_negligible(it->migrate_bytes, g->mem_total)) {
+			p->vm = true;
+			*pend = p;
+			apply_result_set(res, APPLY_DONE, 0, "memory to move");
+			return 0;
 		} else {
 			r = a->vm.move(a->vm.ctx, snap, g, it, res);
 		}
 	} else {
-		r = move_container(a, snap, g, it, res);
+		r = move_container_cpus(a, p, res, &complete);
+		if (!complete) {
+			*pend = p;
+			return 0;
+		}
 	}
-	res->duration_s = (double)(clock_mono_ns() - t0) / 1e9;
+	res->writes += p->j.n;
+	pending_done_time(p, res);
+	apply_pending_free(p);
+	return r;
+}
+
+int apply_memory(struct applier *a, struct apply_pending *p, struct apply_result *res)
+{
+	const struct snap_guest *g = &p->snap->guests[p->it.guest_idx];
+	int r;
+
+	result_init(res);
+	if (p->vm)
+		r = a->vm.move(a->vm.ctx, p->snap, g, &p->it, res);
+	else
+		r = move_container_memory(a, p, res);
+	res->writes += p->j.n;
+	pending_done_time(p, res);
+	return r;
+}
+
+int apply_move(struct applier *a, const struct snapshot *snap, const struct plan_item *it,
+	       struct apply_result *res)
+{
+	struct apply_pending *p;
+	int r = apply_cpus(a, snap, it, res, &p);
+
+	if (!p)
+		return r;
+	r = apply_memory(a, p, res);
+	apply_pending_free(p);
 	return r;
 }

@@ -89,9 +89,31 @@ unsigned long applier_write_count(const struct applier *a);
 
 /* Carry out IT (a PLAN_MOVE decided on SNAP). Always fills RES. Returns 0
  * when the move was done or skipped for a normal reason (vanished,
- * changed, no room, not applicable), or RES->err when it failed. */
+ * changed, no room, not applicable), or RES->err when it failed.
+ * apply_cpus followed by apply_memory. */
 int apply_move(struct applier *a, const struct snapshot *snap, const struct plan_item *it,
 	       struct apply_result *res);
+
+/* A move cut in two so that a cycle places every guest's CPUs before any
+ * memory moves: phase 1 (apply_cpus) re-checks and writes cpuset.cpus;
+ * phase 2 moves the memory. */
+struct apply_pending;
+
+/* Phase 1. Fills RES; when the move needs no phase 2 (nothing to migrate,
+ * or skipped/failed) *PEND is NULL and RES is final, else *PEND (caller
+ * frees; it holds a reference on SNAP and a copy of IT) and RES says the
+ * CPUs are in place. A VM with memory to move does all its work in phase
+ * 2 (libvirt sets numatune and pins together). */
+int apply_cpus(struct applier *a, const struct snapshot *snap, const struct plan_item *it,
+	       struct apply_result *res, struct apply_pending **pend);
+/* Phase 2 the kernel's way: write cpuset.mems, the kernel migrates inside
+ * the write; on failure everything P wrote is restored. RES is final and
+ * its duration counts from phase 1. */
+int apply_memory(struct applier *a, struct apply_pending *p, struct apply_result *res);
+void apply_pending_free(struct apply_pending *p);
+const char *apply_pending_guest(const struct apply_pending *p);
+const struct plan_item *apply_pending_item(const struct apply_pending *p);
+const struct snapshot *apply_pending_snapshot(const struct apply_pending *p);
 
 const char *apply_status_name(enum apply_status s);
 /* Fill RES's status, errno and message (for actuators, apply's and the VM

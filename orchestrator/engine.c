@@ -16,6 +16,7 @@
 #include "apply.h"
 #include "fs.h"
 #include "gpolstore.h"
+#include "history.h"
 #include "log.h"
 #include "notify.h"
 #include "vmplugin.h"
@@ -57,6 +58,7 @@ struct engine {
 	struct vmapply *va;     /* its actuator */
 	struct declog *dl;
 	struct pstate *ps;
+	struct history *hist;         /* per-guest history, readable from any thread */
 
 	struct gpolstore *gs;    /* per-guest overrides (not owned), NULL: none */
 	unsigned nr_logged;
@@ -78,6 +80,8 @@ struct engine {
 	nodemask_t *res_mems;        /* ... and memory nodes (empty: not known) */
 	uint64_t next_res_id;
 	bool triggered;
+	int64_t last_cycle_end_ns;   /* CLOCK_MONOTONIC; spaces triggered cycles */
+	int64_t heartbeat_ns;        /* the loop's last turn (atomic), 0: not running */
 
 	pthread_t thread;
 	bool thread_set;
@@ -197,6 +201,7 @@ int engine_new(const struct agent_config *cfg, const struct host_paths *hp, stru
 	pthread_mutex_init(&e->view_lock, NULL);
 	pthread_mutex_init(&e->q_lock, NULL);
 	e->ps = pstate_new();
+	e->hist = history_new(cfg->history_s / HISTORY_SAMPLES);
 	e->stats.start_real_ns = clock_real_ns();
 	e->stats.start_mono_ns = clock_mono_ns();
 	e->stats.libvirt_last_reconnect_s = NAN;
@@ -252,6 +257,7 @@ void engine_free(struct engine *e)
 	vm_free(e);
 	declog_close(e->dl);
 	pstate_free(e->ps);
+	history_free(e->hist);
 	free(e->logged);
 	log_repeat_free(e->warn_rep);
 	for (unsigned i = 0; i < e->nr_res; i++)
@@ -276,6 +282,7 @@ void engine_free(struct engine *e)
 }
 
 struct declog *engine_declog(struct engine *e) { return e->dl; }
+struct history *engine_history(struct engine *e) { return e->hist; }
 const struct agent_config *engine_config(struct engine *e) { return &e->base; }
 
 /* Recompute the settings in force from the base configuration and the
@@ -386,15 +393,23 @@ unsigned engine_reservations(struct engine *e, const struct advice_reservation *
 	return e->nr_res;
 }
 
-void engine_trigger(struct engine *e)
+bool engine_trigger(struct engine *e)
 {
 	uint64_t one = 1;
 
-	__atomic_store_n(&e->triggered, true, __ATOMIC_RELEASE);
+	/* Already pending: this request rides on that cycle. */
+	if (__atomic_exchange_n(&e->triggered, true, __ATOMIC_ACQ_REL))
+		return false;
 	if (e->efd >= 0) {
 		ssize_t w = write(e->efd, &one, sizeof(one));
 		(void)w;
 	}
+	return true;
+}
+
+int64_t engine_heartbeat_ns(struct engine *e)
+{
+	return __atomic_load_n(&e->heartbeat_ns, __ATOMIC_ACQUIRE);
 }
 
 void engine_use_gpolstore(struct engine *e, struct gpolstore *gs)
@@ -547,6 +562,41 @@ static void log_move(const struct snapshot *snap, const struct plan_item *it,
 		log_info("not moving %s (%s): %s", it->guest_id, g->runtime, res->msg);
 }
 
+/* Log, record and count the outcome of plan item I. */
+static void record_move(struct engine *e, const struct snapshot *snap, struct pstate *next,
+			const struct plan_item *it, const struct apply_result *res, struct cycle_report *report,
+			unsigned i)
+{
+	log_move(snap, it, res);
+	declog_add(e->dl, declog_make(snap, it, move_decision(res->status), res, false));
+	if (report) {
+		report->results[i] = *res;
+		report->attempted[i] = true;
+	}
+	switch (res->status) {
+	case APPLY_DONE:
+		e->stats.moves++;
+		e->stats.migrated_bytes += it->migrate_bytes;
+		break;
+	case APPLY_FAILED:
+	case APPLY_FAILED_PARTIAL:
+	case APPLY_REFUSED:
+		/* Keep the cool-down: retrying a refused write every
+		 * cycle would only hammer the cgroup. */
+		e->stats.move_failures++;
+		break;
+	case APPLY_NOT_APPLICABLE:
+		/* libvirt refuses this kind of change (its numatune):
+		 * asking every cycle would only repeat the refusal. */
+		e->stats.moves_skipped++;
+		break;
+	default:
+		e->stats.moves_skipped++;
+		pstate_revert(next, e->ps, it->guest_id);
+		break;
+	}
+}
+
 int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 {
 	struct snapshot *snap = NULL;
@@ -554,7 +604,11 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 	struct pstate *next = NULL;
 	int64_t t0 = clock_mono_ns(), t1, t2, t3;
 	char (*placed)[GUEST_ID_MAX] = NULL;
-	unsigned nplaced;
+	unsigned nplaced, npend = 0;
+	struct {
+		struct apply_pending *p;
+		unsigned idx;
+	} *pend;
 	bool do_apply;
 	int r;
 
@@ -620,6 +674,7 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 		report->attempted = xcalloc(plan->nr_items ? plan->nr_items : 1, sizeof(bool));
 		report->applied = do_apply;
 	}
+	pend = xcalloc(plan && plan->nr_items ? plan->nr_items : 1, sizeof(*pend));
 	for (unsigned i = 0; plan && i < plan->nr_items; i++) {
 		const struct plan_item *it = &plan->items[i];
 		struct logged *last = logged_find(e, it->guest_id);
@@ -651,38 +706,14 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 							  "advised" : "planned", NULL, dry_run));
 				continue;
 			}
-			/* A cycle of big migrations can outlast the watchdog. */
-			if (e->watchdog_usec)
-				notify_watchdog();
-			apply_move(e->app, snap, it, &res);
-			log_move(snap, it, &res);
-			declog_add(e->dl, declog_make(snap, it, move_decision(res.status), &res, false));
-			if (report) {
-				report->results[i] = res;
-				report->attempted[i] = true;
+			/* CPUs first: every move's cpuset.cpus this pass, the memory
+			 * of those that must migrate after all of them. */
+			apply_cpus(e->app, snap, it, &res, &pend[npend].p);
+			if (pend[npend].p) {
+				pend[npend++].idx = i;
+				continue;
 			}
-			switch (res.status) {
-			case APPLY_DONE:
-				e->stats.moves++;
-				e->stats.migrated_bytes += it->migrate_bytes;
-				break;
-			case APPLY_FAILED:
-			case APPLY_FAILED_PARTIAL:
-			case APPLY_REFUSED:
-				/* Keep the cool-down: retrying a refused write every
-				 * cycle would only hammer the cgroup. */
-				e->stats.move_failures++;
-				break;
-			case APPLY_NOT_APPLICABLE:
-				/* libvirt refuses this kind of change (its numatune):
-				 * asking every cycle would only repeat the refusal. */
-				e->stats.moves_skipped++;
-				break;
-			default:
-				e->stats.moves_skipped++;
-				pstate_revert(next, e->ps, it->guest_id);
-				break;
-			}
+			record_move(e, snap, next, it, &res, report, i);
 		} else if (it->kind == PLAN_SKIP) {
 			if (last && last->kind == it->kind && last->skip == it->skip && last->reason == it->reason)
 				continue;
@@ -690,6 +721,18 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 			declog_add(e->dl, declog_make(snap, it, "skipped", NULL, dry_run));
 		}
 	}
+	for (unsigned k = 0; k < npend; k++) {
+		const struct plan_item *it = &plan->items[pend[k].idx];
+		struct apply_result res;
+
+		/* A cycle of big migrations can outlast the watchdog. */
+		if (e->watchdog_usec)
+			notify_watchdog();
+		apply_memory(e->app, pend[k].p, &res);
+		apply_pending_free(pend[k].p);
+		record_move(e, snap, next, it, &res, report, pend[k].idx);
+	}
+	free(pend);
 	t3 = clock_mono_ns();
 	if (plan)
 		logged_update(e, plan);
@@ -704,6 +747,7 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 	e->stats.last_acquire_s = (double)(t1 - t0) / 1e9;
 	e->stats.last_decide_s = (double)(t2 - t1) / 1e9;
 	e->stats.last_apply_s = (double)(t3 - t2) / 1e9;
+	history_record(e->hist, snap);
 	publish(e, snap, plan);
 	if (report)
 		report->view = engine_view_get(e);
@@ -713,6 +757,7 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 		  e->stats.last_decide_s * 1e3, e->stats.last_apply_s * 1e3);
 	snap_unref(snap);
 	free(placed);
+	e->last_cycle_end_ns = clock_mono_ns();
 	return 0;
 }
 
@@ -769,6 +814,7 @@ int engine_apply_config(struct engine *e, const struct agent_config *cfg)
 	}
 	config_free(&e->base);
 	config_copy(&e->base, cfg);
+	history_set_spacing(e->hist, cfg->history_s / HISTORY_SAMPLES);
 	e->sched_valid = false;
 	apply_schedule(e);
 	log_set_level(cfg->log_level);
@@ -946,8 +992,11 @@ int engine_run(struct engine *e, engine_reload_fn reload, void *ctx)
 			{ .fd = e->tfd, .events = POLLIN },
 			{ .fd = e->efd, .events = POLLIN },
 		};
-		int timeout = e->watchdog_usec ? (int)(e->watchdog_usec / 2000) : -1;
+		/* At least once a second: the heartbeat GET /v1/health reads. */
+		int timeout = e->watchdog_usec && e->watchdog_usec / 2000 < ENGINE_HEARTBEAT_MS ?
+			      (int)(e->watchdog_usec / 2000) : ENGINE_HEARTBEAT_MS;
 
+		__atomic_store_n(&e->heartbeat_ns, clock_mono_ns(), __ATOMIC_RELEASE);
 		if (e->watchdog_usec)
 			notify_watchdog();
 		if (poll(pfd, 3, timeout) < 0) {
@@ -993,9 +1042,27 @@ int engine_run(struct engine *e, engine_reload_fn reload, void *ctx)
 		}
 		if (e->stopping)
 			break;
-		if (__atomic_exchange_n(&e->triggered, false, __ATOMIC_ACQ_REL)) {
-			engine_cycle(e, false, NULL);
-			arm_timer(e, e->cfg.interval_s);
+		if (__atomic_load_n(&e->triggered, __ATOMIC_ACQUIRE) && !(pfd[1].revents & POLLIN)) {
+			/* Requested cycles (events, hooks) coalesce: one pending
+			 * at most, and it starts no sooner than trigger_gap after
+			 * the last cycle ended, so a flood of events runs a cycle
+			 * a second, not back to back. */
+			double gap = e->cfg.interval_s / 2 < ENGINE_TRIGGER_GAP_S ? e->cfg.interval_s / 2 :
+				     ENGINE_TRIGGER_GAP_S;
+			double since = (double)(clock_mono_ns() - e->last_cycle_end_ns) / 1e9;
+			struct itimerspec cur;
+
+			if (!e->last_cycle_end_ns || since >= gap) {
+				__atomic_store_n(&e->triggered, false, __ATOMIC_RELEASE);
+				engine_cycle(e, false, NULL);
+				arm_timer(e, e->cfg.interval_s);
+				continue;
+			}
+			/* Wake when the gap is over, unless the interval's own
+			 * cycle comes first; that cycle serves the request. */
+			if (timerfd_gettime(e->tfd, &cur) == 0 &&
+			    (double)cur.it_value.tv_sec + cur.it_value.tv_nsec / 1e9 > gap - since + 0.001)
+				arm_timer(e, gap - since);
 			continue;
 		}
 		if (pfd[1].revents & POLLIN) {
@@ -1003,6 +1070,7 @@ int engine_run(struct engine *e, engine_reload_fn reload, void *ctx)
 			ssize_t rd = read(e->tfd, &exp, sizeof(exp));
 
 			(void)rd;
+			__atomic_store_n(&e->triggered, false, __ATOMIC_RELEASE);
 			engine_cycle(e, false, NULL);
 			/* Re-armed relative to the end of the cycle: a slow cycle
 			 * (a big migration) never makes cycles pile up. */

@@ -87,6 +87,34 @@ class FixtureRoot(unittest.TestCase):
             self.assertTrue(m["to_cpus"] and m["to_mems"], "never an empty cpuset")
         self.assertLessEqual(len(moves), 4, "max_moves per cycle")
 
+    def test_cpus_of_every_move_before_any_memory(self):
+        """Two guests pinned to the other node, both with memory to migrate:
+        both cpuset.cpus are written before either cpuset.mems (the
+        memory of one never holds back the CPUs of the next)."""
+        a11b = "docker-a11bfa5a170e98c1ec8531b5331854fe682a59ad0f58be7722c180b1f5e8e419"
+        d861 = "docker-861aff256de973d0666f19d1cefd33194d8b5fe2ed95ffe3e52ab1fc12e562ae"
+        cg = os.path.join(self.root, "sys", "fs", "cgroup", "system.slice")
+        itlib.write(os.path.join(cg, d861 + ".scope", "memory.numa_stat"),
+                    "anon N0=209715200 N1=0\nfile N0=0 N1=0\n")
+        state = os.path.join(self.tmp, "state")
+        os.mkdir(state)
+        itlib.write(os.path.join(state, "guest-policies.json"), json.dumps({
+            "format": "numaorch-guest-policies", "version": 1,
+            "guests": {a11b: {"mode": "pinned", "nodes": "1"}, d861: {"mode": "pinned", "nodes": "1"}}}))
+        p, rep = self.run_once("--scope", "/system.slice", "--state-dir", state)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        moves = {i["guest"]: i for i in rep["plan"]["items"] if i["kind"] == "move"}
+        self.assertIn(a11b, moves, rep["plan"])
+        self.assertIn(d861, moves, rep["plan"])
+        for g in (a11b, d861):
+            self.assertGreater(moves[g]["migrate_bytes"], 4 << 20, moves[g])
+        w = [(rel.rsplit("/", 1)[-1], f) for rel, f, _ in self.written()]
+        cpus = [i for i, (rel, f) in enumerate(w) if f == "cpuset.cpus" and rel in (a11b + ".scope", d861 + ".scope")]
+        mems = [i for i, (rel, f) in enumerate(w) if f == "cpuset.mems" and rel in (a11b + ".scope", d861 + ".scope")]
+        self.assertEqual(len(cpus), 2, w)
+        self.assertEqual(len(mems), 2, w)
+        self.assertLess(max(cpus), min(mems), w)
+
     def test_malformed_topology_is_a_clear_error(self):
         itlib.write(os.path.join(self.root, "sys", "devices", "system", "node", "node1", "distance"),
                     "10 banana\n")

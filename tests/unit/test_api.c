@@ -273,14 +273,19 @@ static void *run_engine(void *arg)
 	return NULL;
 }
 
-static bool blocking;
+static bool blocking, released;
 
+/* Holds the engine until the test releases it: a fixed hold (it was
+ * 800 ms) lets a slow or loaded machine send the refused PUTs after the
+ * engine is free again. The 60 s cap only keeps a broken test from
+ * hanging forever. */
 static int block_engine(struct engine *e, void *arg)
 {
 	(void)e;
 	(void)arg;
 	__atomic_store_n(&blocking, true, __ATOMIC_RELEASE);
-	usleep(800 * 1000);
+	for (int i = 0; i < 60000 && !__atomic_load_n(&released, __ATOMIC_ACQUIRE); i++)
+		usleep(1000);
 	return 0;
 }
 
@@ -302,16 +307,19 @@ static void test_engine_busy_is_503_and_changes_nothing(void **state)
 	fx_init(&f, 150);
 	assert_int_equal(pthread_create(&f.thread, NULL, run_engine, &f), 0);
 	f.threaded = true;
-	/* Wait for the first cycle, then keep the engine busy. */
-	for (int i = 0; i < 200; i++) {
-		struct engine_view *v = engine_view_get(f.e);
-		bool ready = v && v->snap;
+	/* Wait for the first cycle (30 s at most: ASan on a loaded machine),
+	 * then keep the engine busy. */
+	bool ready = false;
 
+	for (int i = 0; i < 1500 && !ready; i++) {
+		struct engine_view *v = engine_view_get(f.e);
+
+		ready = v && v->snap;
 		engine_view_unref(v);
-		if (ready)
-			break;
-		usleep(20 * 1000);
+		if (!ready)
+			usleep(20 * 1000);
 	}
+	assert_true(ready);
 	assert_int_equal(pthread_create(&b, NULL, blocker, &f), 0);
 	while (!__atomic_load_n(&blocking, __ATOMIC_ACQUIRE))
 		usleep(1000);
@@ -327,6 +335,7 @@ static void test_engine_busy_is_503_and_changes_nothing(void **state)
 	r = req(&f, API_UNIX, NULL, "GET", "/v1/status", NULL);
 	assert_int_equal(r.status, 200);
 	reply_free(&r);
+	__atomic_store_n(&released, true, __ATOMIC_RELEASE);
 	pthread_join(b, NULL);
 	/* The refused changes were dropped, not applied late. */
 	r = req(&f, API_UNIX, NULL, "GET", "/v1/policy", NULL);
@@ -356,12 +365,95 @@ static void test_engine_busy_is_503_and_changes_nothing(void **state)
 	fx_fini(&f);
 }
 
+/* Large answers: at most API_HEAVY_MAX (32) held at once, counted until
+ * the server says the reply was sent; the next waits, then gets 503
+ * server-busy; a released slot serves it again. Small routes are not
+ * held back. Writes past a client's rate: 429 with Retry-After; requests
+ * without a client identity (no server) are not limited. */
+static void test_heavy_slots_and_write_rate(void **state)
+{
+	struct fx f;
+	struct reply r;
+	struct api_request rq = { .method = "GET", .target = "/v1/guest-policies", .content_length = -1,
+				  .transport = API_UNIX, .hold_heavy = true };
+	unsigned held = 0;
+
+	(void)state;
+	fx_init(&f, 1000);
+	assert_int_equal(engine_prepare_loop(f.e), 0);
+	assert_int_equal(engine_cycle(f.e, true, NULL), 0);
+	for (unsigned i = 0; i < 32; i++) {
+		struct api_response resp;
+
+		api_handle(f.a, &rq, &resp);
+		assert_int_equal(resp.status, 200);
+		held += resp.heavy_slot;
+		api_response_clear(&resp);
+	}
+	assert_int_equal(held, 32);
+	{
+		struct api_response resp;
+		int64_t t0 = clock_mono_ns();
+
+		api_handle(f.a, &rq, &resp);
+		assert_int_equal(resp.status, 503);
+		assert_false(resp.heavy_slot);
+		assert_true(strstr(resp.body, "urn:numaorch:problem:server-busy") != NULL);
+		assert_true(clock_mono_ns() - t0 >= 1900000000LL);
+		api_response_clear(&resp);
+	}
+	expect(&f, "GET", "/v1/status", NULL, 200, NULL);
+	api_heavy_release(f.a);
+	expect(&f, "GET", "/v1/guest-policies", NULL, 200, NULL);  /* not held: released inside */
+	expect(&f, "GET", "/v1/guests", NULL, 200, NULL);
+	for (unsigned i = 1; i < 32; i++)
+		api_heavy_release(f.a);
+
+	/* The write rate, per client. */
+	{
+		struct api_request w = { .method = "POST", .target = "/v1/events", .content_type = "application/json",
+					 .transport = API_UNIX, .client = "uid:1000" };
+		const char *body = "{\"source\":\"t\",\"event\":\"started\",\"domain\":\"d\"}";
+		unsigned ok = 0, limited = 0;
+
+		w.body = body;
+		w.body_len = strlen(body);
+		w.content_length = (int64_t)w.body_len;
+		for (unsigned i = 0; i < 150; i++) {
+			struct api_response resp;
+
+			api_handle(f.a, &w, &resp);
+			if (resp.status == 202)
+				ok++;
+			else if (resp.status == 429 && resp.retry_after >= 1 &&
+				 strstr(resp.body, "urn:numaorch:problem:rate-limited"))
+				limited++;
+			api_response_clear(&resp);
+		}
+		assert_in_range(ok, 100, 110);
+		assert_int_equal(ok + limited, 150);
+		w.client = "uid:1001";
+		{
+			struct api_response resp;
+
+			api_handle(f.a, &w, &resp);
+			assert_int_equal(resp.status, 202);
+			api_response_clear(&resp);
+		}
+		r = req(&f, API_UNIX, NULL, "POST", "/v1/events", body);  /* no client: not limited */
+		assert_int_equal(r.status, 202);
+		reply_free(&r);
+	}
+	fx_fini(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_before_and_after_the_first_cycle),
 		cmocka_unit_test(test_tcp_token_and_preflight),
 		cmocka_unit_test(test_engine_busy_is_503_and_changes_nothing),
+		cmocka_unit_test(test_heavy_slots_and_write_rate),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
