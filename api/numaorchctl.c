@@ -37,7 +37,7 @@ enum {
 	EX_NOTFOUND = 4,    /* 404 */
 	EX_REJECTED = 5,    /* 400, 405, 409, 413, 415 */
 	EX_AUTH = 6,        /* 401, 403 */
-	EX_UNAVAILABLE = 7, /* 503: not ready yet, engine busy, stopping */
+	EX_UNAVAILABLE = 7, /* 503, 429: not ready yet, engine busy or wedged, stopping, rate limit */
 	EX_NEGATIVE = 8,    /* advise: nothing fits; rebalance: a move failed */
 };
 
@@ -114,7 +114,7 @@ static int exit_for_status(long st)
 	case 404: return EX_NOTFOUND;
 	case 400: case 405: case 409: case 413: case 415: return EX_REJECTED;
 	case 401: case 403: return EX_AUTH;
-	case 503: return EX_UNAVAILABLE;
+	case 429: case 503: return EX_UNAVAILABLE;
 	default: return EX_FAIL;
 	}
 }
