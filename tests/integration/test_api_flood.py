@@ -42,6 +42,14 @@ def closed_within(s, limit):
     return None
 
 
+def metric(d, name, **labels):
+    want = ",".join('%s="%s"' % kv for kv in labels.items())
+    for line in d.get("/metrics").body.decode().splitlines():
+        if line.startswith(name + ("{" + want + "}" if want else "") + " "):
+            return float(line.rsplit(" ", 1)[1])
+    raise AssertionError("no %s{%s} in /metrics" % (name, want))
+
+
 @unittest.skipIf(REASON, REASON or "")
 class Flood(unittest.TestCase):
     @classmethod
@@ -103,17 +111,19 @@ class Flood(unittest.TestCase):
                             "the flood never opened %d connections per listener: %s"
                             % (N, [h.opened for h in holders]))
             lat, errors, threads, rss, socks = self.probe(6.0, pid)
+            held = {tr: metric(self.d, "numaorch_api_connections", listener=tr) for tr in ("unix", "tcp")}
         finally:
             for h in holders:
                 h.stop()
         cpu = floodlib.cpu_seconds(pid) - cpu0
         report = ("%s flood, %d connections kept open per listener: unix opened %d, tcp opened %d "
-                  "(reopened after the server dropped them: %d, %d); daemon's open sockets max %d; "
+                  "(reopened after the server dropped them: %d, %d); daemon's open sockets max %d "
+                  "(its /metrics: unix %d, tcp %d held); "
                   "health/status p50/p99/max ms: unix "
                   "%.1f/%.1f/%.1f, tcp %.1f/%.1f/%.1f; %d probes; daemon threads %d -> max %d, "
                   "RSS %d -> max %d KiB, CPU %.1f s" %
                   (mode, N, holders[0].opened, holders[1].opened, holders[0].dropped, holders[1].dropped,
-                   socks,
+                   socks, held["unix"], held["tcp"],
                    1e3 * floodlib.percentile(lat["unix"], 50), 1e3 * floodlib.percentile(lat["unix"], 99),
                    1e3 * max(lat["unix"]), 1e3 * floodlib.percentile(lat["tcp"], 50),
                    1e3 * floodlib.percentile(lat["tcp"], 99), 1e3 * max(lat["tcp"]),
@@ -139,6 +149,52 @@ class Flood(unittest.TestCase):
 
     def test_idle_flood_on_both_listeners(self):
         self.flood("idle")
+
+    def test_flood_past_the_connection_limit_pushes_out_the_longest_waiting(self):
+        # 1600 idle connections kept on the unix socket, whose limit is
+        # 1024: the ones that waited longest are closed as newcomers come
+        # (and reopened by the flood at once), a client's request still
+        # gets through, and the daemon holds no more than its limit.
+        M = 1600
+        if not floodlib.raise_nofile(M + 200):
+            self.skipTest("cannot raise RLIMIT_NOFILE to %d" % (M + 200))
+        pid = self.d.proc.pid
+        h = floodlib.FloodHolder(socket.AF_UNIX, self.d.sock, M, "idle")
+        h.start()
+        lat, errors, socks, threads = [], [], 0, 0
+        try:
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline and h.dropped < 200:
+                time.sleep(0.05)
+            end = time.monotonic() + 5
+            i = 0
+            while time.monotonic() < end:
+                t0 = time.monotonic()
+                try:
+                    r = self.d.get("/v1/health" if i % 2 else "/v1/status", timeout=5)
+                    if r.status != 200:
+                        errors.append(r.status)
+                except OSError as e:
+                    errors.append(repr(e))
+                lat.append(time.monotonic() - t0)
+                socks = max(socks, floodlib.open_sockets(pid))
+                threads = max(threads, floodlib.proc_status(pid)[0])
+                i += 1
+                time.sleep(0.02)
+        finally:
+            h.stop()
+        report = ("%d idle connections kept on the unix socket (limit 1024): opened %d, pushed out and "
+                  "reopened %d; daemon's sockets max %d, threads max %d; health/status p50/p99/max ms "
+                  "%.1f/%.1f/%.1f over %d probes, %d failed"
+                  % (M, h.opened, h.dropped, socks, threads, 1e3 * floodlib.percentile(lat, 50),
+                     1e3 * floodlib.percentile(lat, 99), 1e3 * max(lat), len(lat), len(errors)))
+        print("\n" + report, file=sys.stderr)
+        self.assertGreater(h.dropped, 0, report)
+        self.assertLess(socks, 1024 + 512 + 16 + 16, report)
+        self.assertGreater(metric(self.d, "numaorch_api_connections_closed_total", listener="unix",
+                                  reason="limit"), 0)
+        self.assertEqual(errors, [], report)
+        self.assertLess(floodlib.percentile(lat, 99), 0.100, report)
 
     def test_worst_case_rss_fits_the_daemonset_limit(self):
         """Everything at once on one daemon: the largest policy store
@@ -172,6 +228,7 @@ class Flood(unittest.TestCase):
 
         def eventer(k):
             while not stop.is_set():
+                s = None
                 try:
                     s = d.connect()
                     while not stop.is_set():
@@ -179,6 +236,9 @@ class Flood(unittest.TestCase):
                                                                          "event": "started", "domain": "v"})
                 except OSError:
                     pass
+                finally:
+                    if s:
+                        s.close()
 
         holders = [floodlib.FloodHolder(socket.AF_UNIX, d.sock, N, "slow"),
                    floodlib.FloodHolder(socket.AF_INET, ("127.0.0.1", d.port), N, "slow")]
@@ -239,11 +299,14 @@ class Flood(unittest.TestCase):
         self.assertLess(t, REQUEST_TIMEOUT + 2)
 
     def test_unauthenticated_tcp_connection_is_dropped_fast(self):
+        late0 = metric(self.d, "numaorch_api_connections_closed_total", listener="tcp", reason="deadline")
         s = self.d.connect(tcp=True)
         t = closed_within(s, REQUEST_TIMEOUT + 5)
         s.close()
         self.assertIsNotNone(t)
         self.assertLess(t, UNAUTH_TIMEOUT + 1.5)
+        self.assertGreater(metric(self.d, "numaorch_api_connections_closed_total", listener="tcp",
+                                  reason="deadline"), late0)
         # One with the token may idle (keep-alive) until the request deadline.
         s = self.d.connect(tcp=True)
         s.sendall(b"GET /v1/status HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
@@ -291,6 +354,10 @@ class Flood(unittest.TestCase):
             self.assertGreater(time.monotonic() - t0, 8)
             # TCP probes see it too, without a token.
             self.assertEqual(self.d.get("/v1/health", tcp=True, token=None).status, 503)
+            # And the probe the DaemonSet runs fails with "retry later" (7).
+            c = self.d.ctl("health")
+            self.assertEqual(c.returncode, 7, c.stdout + c.stderr)
+            self.assertIn("engine thread has not run", c.stderr)
         finally:
             libc.ptrace(PTRACE_DETACH, tid, None, None)
         deadline = time.monotonic() + 10
