@@ -28,6 +28,8 @@ CLI_PKGS := libcurl jansson
 BUILD_DEPS := gcc make pkg-config libnuma-dev libcgroup-dev libjansson-dev libinih-dev \
               libmicrohttpd-dev libvirt-dev libcurl4-openssl-dev libsystemd-dev libxml2-dev
 TEST_DEPS  := libcmocka-dev cgroup-tools numactl python3 strace
+# numaorchctl top is tested live under tmux (send-keys, capture-pane).
+TEST_DEPS  += tmux
 # API tests: promtool checks /metrics, PyYAML reads api/openapi.yaml, openssl makes a TLS
 # certificate, clang + its runtime build the libFuzzer target, wrk drives make bench-api.
 TEST_DEPS  += prometheus python3-yaml openssl clang libclang-rt-14-dev wrk
