@@ -133,7 +133,9 @@ class Daemon:
         # Only this run's lines count: an earlier run's are in the same file.
         offset = os.path.getsize(self.log)
         self.proc = subprocess.Popen(self.args(), stdout=self.logf, stderr=self.logf)
-        deadline = time.time() + 20
+        # Start-up includes the first cycle's CPU sample (1 s by default)
+        # and, on a new or busy machine, much more: a deadline, not a bet.
+        deadline = time.time() + 60
         self.port = None
         while time.time() < deadline:
             if self.proc.poll() is not None:
