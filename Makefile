@@ -33,6 +33,11 @@ TEST_DEPS  += tmux
 # API tests: promtool checks /metrics, PyYAML reads api/openapi.yaml, openssl makes a TLS
 # certificate, clang + its runtime build the libFuzzer target, wrk drives make bench-api.
 TEST_DEPS  += prometheus python3-yaml openssl clang libclang-rt-14-dev wrk
+# make check-openapi runs a real OpenAPI validator (npm's @apidevtools/swagger-parser) on
+# api/openapi.yaml; the API tests check live responses against it with python3-jsonschema.
+# (npm itself comes with nodesource's nodejs, or Debian's npm: check-openapi installs it
+# if missing, as naming it here would conflict with the former.)
+TEST_DEPS  += nodejs python3-jsonschema
 # make check-libvirt: a private libvirtd (no init scripts, no autostarted daemon) and QEMU
 TEST_DEPS  += libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86
 
@@ -71,7 +76,7 @@ SAN_OBJS  := $(CORE_SRCS:%.c=$(BUILD)/san/%.o) $(filter-out %/vmplugin_export.o,
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 BENCH_BINS := $(BENCH_SRCS:tests/bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all run check check-layers check-unit check-integration check-fuzz bench-api check-libvirt check-numa bench bench-numa deps test-deps clean install deb
+.PHONY: all run check check-layers check-unit check-openapi check-integration check-fuzz bench-api check-libvirt check-numa bench bench-numa deps test-deps clean install deb
 all: $(BUILD)/numaorchd $(BUILD)/numaorch-libvirt.so $(if $(CLI_SRCS),$(BUILD)/numaorchctl) \
      $(BUILD)/numaorch-libvirt-hook
 
@@ -157,6 +162,7 @@ run: deps
 check: test-deps
 	$(MAKE) check-layers
 	$(MAKE) check-unit
+	$(MAKE) check-openapi
 	$(MAKE) check-integration
 	$(MAKE) check-fuzz
 	$(MAKE) check-libvirt
@@ -169,6 +175,15 @@ check-unit: $(UNIT_BINS)
 		ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 			$$t || fail=1; \
 	done; test $$fail = 0
+
+# api/openapi.yaml through a real OpenAPI 3 validator: the registry's package is
+# installed into build/npm the first time (nothing else is fetched).
+OPENAPI_VALIDATOR := @apidevtools/swagger-parser@13.1.0
+check-openapi:
+	@command -v npm >/dev/null || ./deploy/install-deps.sh npm
+	@test -d $(BUILD)/npm/node_modules/@apidevtools/swagger-parser || \
+		npm install --no-audit --no-fund --loglevel=error --prefix $(BUILD)/npm $(OPENAPI_VALIDATOR)
+	NODE_PATH=$(BUILD)/npm/node_modules node tests/openapi/validate.js api/openapi.yaml
 
 # ARCHITECTURE.md's layering: no upward include, no include loop, policies/
 # pure (from the objects' undefined symbols); today's known violations are

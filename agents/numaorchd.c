@@ -173,6 +173,7 @@ static struct agent_config *load_config(const struct cli *cli, char *err, size_t
 struct reload_ctx {
 	const struct cli *cli;
 	const struct agent_config *started; /* what the API and state were started with */
+	struct api *api;                    /* NULL: no API */
 };
 
 static bool str_differs(const char *a, const char *b)
@@ -198,6 +199,20 @@ static struct agent_config *reload_cb(void *ctx)
 	    str_differs(c->api_token_file, s->api_token_file) || str_differs(c->api_tls_cert, s->api_tls_cert) ||
 	    str_differs(c->api_tls_key, s->api_tls_key) || str_differs(c->state_dir, s->state_dir))
 		log_warn("reload: [api] settings and state_dir take effect only at the next start");
+	/* The token file is re-read (rotation without a restart); a bad one
+	 * keeps the old token, as a bad configuration keeps the old one. */
+	if (rc->api && s->api_listen && s->api_token_file) {
+		char *tok = NULL;
+
+		if (api_token_load(s->api_token_file, &tok, err, sizeof(err)) < 0) {
+			log_error("reload: %s; keeping the old token", err);
+		} else {
+			api_set_token(rc->api, tok);
+			log_info("reload: bearer token re-read from %s", s->api_token_file);
+			explicit_bzero(tok, strlen(tok));
+			free(tok);
+		}
+	}
 	return c;
 }
 
@@ -616,7 +631,7 @@ int main(int argc, char **argv)
 	if (setpriority(PRIO_PROCESS, (id_t)gettid(), ENGINE_NICE) < 0)
 		log_debug("cannot lower the engine thread's priority: %s", strerror(errno));
 	{
-		struct reload_ctx rc = { .cli = &cli, .started = cfg };
+		struct reload_ctx rc = { .cli = &cli, .started = cfg, .api = api };
 
 		r = engine_run(e, reload_cb, &rc);
 	}

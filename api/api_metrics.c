@@ -186,6 +186,21 @@ static void api_counters(struct prom *p, struct api *a)
 	for (unsigned e = 0; e < API_NR_EVENTS; e++)
 		prom_sample(p, "numaorch_events_total", (double)__atomic_load_n(&a->events[e], __ATOMIC_RELAXED), 1,
 			    "event", api_event_names[e]);
+	{
+		uint64_t joined;
+		int64_t hb = engine_heartbeat_ns(a->e);
+
+		pthread_mutex_lock(&a->rb_lock);
+		joined = a->rb_joined;
+		pthread_mutex_unlock(&a->rb_lock);
+		prom_family(p, "numaorch_api_rebalance_shared_total", "counter",
+			    "POST /v1/rebalance requests answered by a cycle another request had asked for.");
+		prom_sample(p, "numaorch_api_rebalance_shared_total", (double)joined, 0);
+		prom_family(p, "numaorch_engine_heartbeat_age_seconds", "gauge",
+			    "Seconds since the engine loop last turned (at least every second when healthy).");
+		prom_sample(p, "numaorch_engine_heartbeat_age_seconds",
+			    hb ? (double)(clock_mono_ns() - hb) / 1e9 : 0, 0);
+	}
 }
 
 void h_metrics(struct rq *r)

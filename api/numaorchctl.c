@@ -662,11 +662,40 @@ static int cmd_guest_policy(const struct opts *o, int argc, char **argv)
 
 static int cmd_guest_policies(const struct opts *o)
 {
-	json_t *j, *p;
+	json_t *j = NULL, *p, *page = NULL;
 	struct table *t;
 	size_t i;
-	int r = call(o, "GET", "/v1/guest-policies", NULL, &j, NULL);
+	char path[400];
+	int r = 0;
 
+	/* The agent pages the list (1000 at a time): follow "next" and show
+	 * the whole of it as one. Ids are URL-safe as they are. */
+	snprintf(path, sizeof(path), "/v1/guest-policies");
+	for (;;) {
+		json_t *next;
+		bool more;
+
+		r = call(o, "GET", path, NULL, &page, NULL);
+		if (r) {
+			json_decref(j);
+			j = page;
+			break;
+		}
+		next = json_object_get(page, "next");
+		more = json_is_string(next);
+		if (more)
+			snprintf(path, sizeof(path), "/v1/guest-policies?after=%s", json_string_value(next));
+		if (!j) {
+			j = page;
+		} else {
+			json_array_extend(json_object_get(j, "policies"), json_object_get(page, "policies"));
+			json_decref(page);
+		}
+		if (!more)
+			break;
+	}
+	if (!r)
+		json_object_set_new(j, "next", json_null());
 	if (r || o->json) {
 		print_json(j);
 		json_decref(j);

@@ -78,6 +78,8 @@ struct engine {
 	nodemask_t *res_mems;        /* ... and memory nodes (empty: not known) */
 	uint64_t next_res_id;
 	bool triggered;
+	int64_t last_cycle_end_ns;   /* CLOCK_MONOTONIC; spaces triggered cycles */
+	int64_t heartbeat_ns;        /* the loop's last turn (atomic), 0: not running */
 
 	pthread_t thread;
 	bool thread_set;
@@ -384,15 +386,23 @@ unsigned engine_reservations(struct engine *e, const struct advice_reservation *
 	return e->nr_res;
 }
 
-void engine_trigger(struct engine *e)
+bool engine_trigger(struct engine *e)
 {
 	uint64_t one = 1;
 
-	__atomic_store_n(&e->triggered, true, __ATOMIC_RELEASE);
+	/* Already pending: this request rides on that cycle. */
+	if (__atomic_exchange_n(&e->triggered, true, __ATOMIC_ACQ_REL))
+		return false;
 	if (e->efd >= 0) {
 		ssize_t w = write(e->efd, &one, sizeof(one));
 		(void)w;
 	}
+	return true;
+}
+
+int64_t engine_heartbeat_ns(struct engine *e)
+{
+	return __atomic_load_n(&e->heartbeat_ns, __ATOMIC_ACQUIRE);
 }
 
 void engine_use_gpolstore(struct engine *e, struct gpolstore *gs)
@@ -725,6 +735,7 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 		  e->stats.last_decide_s * 1e3, e->stats.last_apply_s * 1e3);
 	snap_unref(snap);
 	free(placed);
+	e->last_cycle_end_ns = clock_mono_ns();
 	return 0;
 }
 
@@ -958,8 +969,11 @@ int engine_run(struct engine *e, engine_reload_fn reload, void *ctx)
 			{ .fd = e->tfd, .events = POLLIN },
 			{ .fd = e->efd, .events = POLLIN },
 		};
-		int timeout = e->watchdog_usec ? (int)(e->watchdog_usec / 2000) : -1;
+		/* At least once a second: the heartbeat GET /v1/health reads. */
+		int timeout = e->watchdog_usec && e->watchdog_usec / 2000 < ENGINE_HEARTBEAT_MS ?
+			      (int)(e->watchdog_usec / 2000) : ENGINE_HEARTBEAT_MS;
 
+		__atomic_store_n(&e->heartbeat_ns, clock_mono_ns(), __ATOMIC_RELEASE);
 		if (e->watchdog_usec)
 			notify_watchdog();
 		if (poll(pfd, 3, timeout) < 0) {
@@ -1005,9 +1019,27 @@ int engine_run(struct engine *e, engine_reload_fn reload, void *ctx)
 		}
 		if (e->stopping)
 			break;
-		if (__atomic_exchange_n(&e->triggered, false, __ATOMIC_ACQ_REL)) {
-			engine_cycle(e, false, NULL);
-			arm_timer(e, e->cfg.interval_s);
+		if (__atomic_load_n(&e->triggered, __ATOMIC_ACQUIRE) && !(pfd[1].revents & POLLIN)) {
+			/* Requested cycles (events, hooks) coalesce: one pending
+			 * at most, and it starts no sooner than trigger_gap after
+			 * the last cycle ended, so a flood of events runs a cycle
+			 * a second, not back to back. */
+			double gap = e->cfg.interval_s / 2 < ENGINE_TRIGGER_GAP_S ? e->cfg.interval_s / 2 :
+				     ENGINE_TRIGGER_GAP_S;
+			double since = (double)(clock_mono_ns() - e->last_cycle_end_ns) / 1e9;
+			struct itimerspec cur;
+
+			if (!e->last_cycle_end_ns || since >= gap) {
+				__atomic_store_n(&e->triggered, false, __ATOMIC_RELEASE);
+				engine_cycle(e, false, NULL);
+				arm_timer(e, e->cfg.interval_s);
+				continue;
+			}
+			/* Wake when the gap is over, unless the interval's own
+			 * cycle comes first; that cycle serves the request. */
+			if (timerfd_gettime(e->tfd, &cur) == 0 &&
+			    (double)cur.it_value.tv_sec + cur.it_value.tv_nsec / 1e9 > gap - since + 0.001)
+				arm_timer(e, gap - since);
 			continue;
 		}
 		if (pfd[1].revents & POLLIN) {
@@ -1015,6 +1047,7 @@ int engine_run(struct engine *e, engine_reload_fn reload, void *ctx)
 			ssize_t rd = read(e->tfd, &exp, sizeof(exp));
 
 			(void)rd;
+			__atomic_store_n(&e->triggered, false, __ATOMIC_RELEASE);
 			engine_cycle(e, false, NULL);
 			/* Re-armed relative to the end of the cycle: a slow cycle
 			 * (a big migration) never makes cycles pile up. */

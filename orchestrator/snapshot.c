@@ -14,6 +14,7 @@ struct snapshot *snap_new(void)
 	struct snapshot *s = xcalloc(1, sizeof(*s));
 
 	s->refs = 1;
+	s->numa_balancing = -1;
 	return s;
 }
 

@@ -141,6 +141,10 @@ struct snapshot {
 	int64_t mono_ns;                /* CLOCK_MONOTONIC when taken */
 	int64_t real_ns;                /* CLOCK_REALTIME when taken */
 	double window_s;                /* sample window of rates (busy, cpu_use) */
+	/* kernel.numa_balancing: 0 off, > 0 on (its mode bits), -1 unknown.
+	 * When on, the kernel moves pages toward the threads touching them:
+	 * it places memory inside a guest's node set, which a cpuset cannot. */
+	int numa_balancing;
 	enum cg_layout layout;
 
 	unsigned nr_nodes;
