@@ -258,7 +258,7 @@ static int cmd_status(const struct opts *o)
 		       jstr(json_object_get(j, "configured"), "mode"), jstr(j, "mode"));
 	w = json_object_get(j, "warnings");
 	json_array_foreach(w, i, x)
-		printf("warning:     %s\n", json_string_value(x));
+		printf("warning:     %s\n", fmt_safe(json_string_value(x)));
 	json_decref(j);
 	return EX_OK;
 }
@@ -545,7 +545,7 @@ static void print_policy(json_t *p)
 		if (!v)
 			continue;
 		if (json_is_string(v))
-			snprintf(buf, sizeof(buf), "%s", json_string_value(v));
+			snprintf(buf, sizeof(buf), "%s", fmt_safe(json_string_value(v)));
 		else
 			snprintf(buf, sizeof(buf), "%g", json_number_value(v));
 		table_row(t, policy_units[i][0], buf, policy_units[i][1]);
