@@ -7,6 +7,7 @@
 #   make bench      cycle CPU time and RSS on generated 10/100/1000-guest hosts
 #   make check-numa boot Debian's kernel with 4 NUMA nodes under QEMU and check the agent
 #                   there (part of make check; skips with a reason where QEMU cannot run)
+#   make demo       watch the agent place misplaced containers on the 4-node testbed (~1.5 min)
 #   make bench-numa numaorchd vs numad vs kernel balancing on every testbed scenario
 #                   → tests/numa-vm/results/REPORT.md (long: see tests/numa-vm/README.md)
 #
@@ -242,6 +243,12 @@ check-numa: all $(NUMA_VM_BINS)
 
 bench-numa: all $(NUMA_VM_BINS)
 	@python3 tests/numa-vm/numavm.py bench
+
+# The agent at work where one NUMA node is all there is: the 4-node testbed,
+# three misplaced busy containers, numaorchd with deploy/numaorchd.conf, a
+# live view streamed out of the VM, a summary and build/demo/demo-timeline.png.
+demo: all $(NUMA_VM_BINS)
+	@python3 tests/numa-vm/demo.py
 
 # Installation layout (Debian's): make install DESTDIR=... installs what the
 # package ships; `make deb` builds the package from deploy/debian/.
