@@ -100,6 +100,12 @@ static void view_metrics(struct prom *p, struct api *a, const struct engine_view
 	prom_sample(p, "numaorch_moves_skipped_total", (double)st->moves_skipped, 0);
 	prom_family(p, "numaorch_migrated_bytes_total", "counter", "Memory migrated by the moves carried out.");
 	prom_sample(p, "numaorch_migrated_bytes_total", (double)st->migrated_bytes, 0);
+	prom_family(p, "numaorch_kernel_numa_balancing", "gauge",
+		    "kernel.numa_balancing as last read (0 off, 1 on, 2 tiering, 3 both; -1 unknown).");
+	prom_sample(p, "numaorch_kernel_numa_balancing", st->numa_balancing, 0);
+	prom_family(p, "numaorch_memory_deferred_total", "counter",
+		    "Moves whose memory was left to the kernel's NUMA balancing ([memory] kernel_balancing).");
+	prom_sample(p, "numaorch_memory_deferred_total", (double)st->memory_deferred, 0);
 	prom_family(p, "numaorch_cycle_duration_seconds", "gauge", "Duration of the last cycle, by phase.");
 	prom_sample(p, "numaorch_cycle_duration_seconds", st->last_cycle_s, 1, "phase", "total");
 	prom_sample(p, "numaorch_cycle_duration_seconds", st->last_acquire_s, 1, "phase", "acquire");

@@ -808,6 +808,53 @@ int apply_memory(struct applier *a, struct apply_pending *p, struct apply_result
 	return r;
 }
 
+bool apply_pending_soft(const struct apply_pending *p)
+{
+	return p->soft && !p->vm;
+}
+
+int apply_memory_widen(struct applier *a, struct apply_pending *p, const char *why, struct apply_result *res)
+{
+	const struct snap_guest *g = &p->snap->guests[p->it.guest_idx];
+	const char *failed_rel = g->cgroup;
+	char wide_s[NODELIST_BUFSZ];
+	nodemask_t wide;
+	int r = 0;
+
+	result_init(res);
+	if (!apply_pending_soft(p)) {
+		apply_result_set(res, APPLY_REFUSED, -EINVAL, "refused: a strictly bound guest's mems cannot stay wide");
+		return result_ret(res);
+	}
+	mask_or(&wide, &p->cur_mems, &p->it.to_mems);
+	if (mask_format(&wide, wide_s, sizeof(wide_s)) < 0) {
+		apply_result_set(res, APPLY_REFUSED, -ENOSPC, "refused: cannot format cpuset");
+		return result_ret(res);
+	}
+	/* Growing the mems migrates nothing (see loosen_mems); in v1 the guest
+	 * grows before its descendants. */
+	if (!mask_equal(&wide, &p->cur_mems)) {
+		if (p->v2)
+			r = jwrite(a, &p->j, CGC_CPUSET, g->cgroup, "cpuset.mems", wide_s);
+		else
+			r = write_subtree_v1(a, &p->j, p->nsub, p->sub, "cpuset.mems", wide_s, wide_s, &failed_rel);
+		if (r < 0) {
+			pending_fail(a, p, r, "cpuset.mems", failed_rel, res);
+			res->writes += p->j.n;
+			pending_done_time(p, res);
+			return result_ret(res);
+		}
+	}
+	p->wide = true;
+	res->mems_loosened = true;
+	res->mems_after = wide;
+	apply_result_set(res, APPLY_DONE, 0, "cpus %s -> %s, mems %s -> %s; memory %s", p->cur_cpus_s, p->new_cpus,
+		p->cur_mems_s, wide_s, why);
+	res->writes += p->j.n;
+	pending_done_time(p, res);
+	return 0;
+}
+
 int apply_move(struct applier *a, const struct snapshot *snap, const struct plan_item *it,
 	       struct apply_result *res)
 {

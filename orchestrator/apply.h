@@ -110,6 +110,14 @@ int apply_cpus(struct applier *a, const struct snapshot *snap, const struct plan
  * the write; on failure everything P wrote is restored. RES is final and
  * its duration counts from phase 1. */
 int apply_memory(struct applier *a, struct apply_pending *p, struct apply_result *res);
+/* Phase 2 without migrating (soft binding only): widen the mems to
+ * old ∪ target, which migrates nothing, so the pages can move inside
+ * them later — by the kernel's NUMA balancing on fault, or by the mover
+ * (move_pages to a node outside a task's mems fails). WHY ends RES's
+ * message ("left to the kernel's NUMA balancing"). */
+int apply_memory_widen(struct applier *a, struct apply_pending *p, const char *why, struct apply_result *res);
+/* Is P's guest soft-bound (its mems may stay wide)? false for VMs. */
+bool apply_pending_soft(const struct apply_pending *p);
 void apply_pending_free(struct apply_pending *p);
 const char *apply_pending_guest(const struct apply_pending *p);
 const struct plan_item *apply_pending_item(const struct apply_pending *p);

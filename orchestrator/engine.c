@@ -16,9 +16,11 @@
 #include "apply.h"
 #include "fs.h"
 #include "gpolstore.h"
+#include "kbal.h"
 #include "log.h"
 #include "notify.h"
 #include "vmplugin.h"
+#include "../agents/topo.h"
 
 /* What was last written to the decision log for a guest, so a guard that
  * keeps saying the same thing is logged once, not every cycle. */
@@ -198,6 +200,7 @@ int engine_new(const struct agent_config *cfg, const struct host_paths *hp, stru
 	e->stats.start_real_ns = clock_real_ns();
 	e->stats.start_mono_ns = clock_mono_ns();
 	e->stats.libvirt_last_reconnect_s = NAN;
+	e->stats.numa_balancing = -1;
 
 	r = build_sources(e, cfg);
 	if (r < 0)
@@ -538,6 +541,49 @@ static void log_move(const struct snapshot *snap, const struct plan_item *it,
 		log_info("not moving %s (%s): %s", it->guest_id, g->runtime, res->msg);
 }
 
+/* kernel.numa_balancing, read every cycle (an operator may flip it): say
+ * once, and at each change, how the agent works beside it. */
+static void read_balancing(struct engine *e)
+{
+	int v = -1;
+
+	if (topo_read_numa_balancing(&e->hp, &v) < 0)
+		v = -1;
+	e->stats.kernel_balancing = e->cfg.kernel_balancing;
+	if (e->stats.cycles > 0 && v == e->stats.numa_balancing)
+		return;
+	e->stats.numa_balancing = v;
+	if (kbal_kernel_moves(v))
+		log_info("kernel.numa_balancing = %d: the kernel migrates memory on fault too; numaorchd works "
+			 "beside it (kernel_balancing = %s: %s)", v, kbal_setting_name(e->cfg.kernel_balancing),
+			 e->cfg.kernel_balancing == KBAL_DEFER ? "numaorchd moves CPUs and widens mems, the kernel "
+			 "moves the memory" : e->cfg.kernel_balancing == KBAL_MIGRATE ? "numaorchd migrates memory "
+			 "itself" : "the kernel moves a running guest's memory, numaorchd an idle one's");
+	else if (v >= 0)
+		log_info("kernel.numa_balancing = %d: the kernel's NUMA balancing is off; numaorchd migrates memory "
+			 "itself", v);
+	else
+		log_info("kernel.numa_balancing: not available on this kernel; numaorchd migrates memory itself");
+}
+
+/* Phase 2 of one move: the memory, by the rule of kbal.h. */
+static void memory_phase(struct engine *e, const struct snapshot *snap, struct apply_pending *p,
+			 struct apply_result *res)
+{
+	const struct plan_item *it = apply_pending_item(p);
+	const struct snap_guest *g = &snap->guests[it->guest_idx];
+	enum kbal_action act = kbal_decide(e->cfg.kernel_balancing, e->stats.numa_balancing,
+					   !apply_pending_soft(p), g->cpu_use);
+
+	if (act == KBAL_ACT_DEFER) {
+		apply_memory_widen(e->app, p, "left to the kernel's NUMA balancing", res);
+		if (res->status == APPLY_DONE)
+			e->stats.memory_deferred++;
+		return;
+	}
+	apply_memory(e->app, p, res);
+}
+
 /* Log, record and count the outcome of plan item I. */
 static void record_move(struct engine *e, const struct snapshot *snap, struct pstate *next,
 			const struct plan_item *it, const struct apply_result *res, struct cycle_report *report,
@@ -607,6 +653,7 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 		log_warn("%s", snap->warnings[i]);
 
 	e->stats.cpu_nodes = snap_nr_cpu_nodes(snap);
+	read_balancing(e);
 	if (e->vm) {
 		struct vmsrc_status vst;
 
@@ -691,7 +738,7 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 		/* A cycle of big migrations can outlast the watchdog. */
 		if (e->watchdog_usec)
 			notify_watchdog();
-		apply_memory(e->app, pend[k].p, &res);
+		memory_phase(e, snap, pend[k].p, &res);
 		apply_pending_free(pend[k].p);
 		record_move(e, snap, next, it, &res, report, pend[k].idx);
 	}

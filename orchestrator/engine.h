@@ -30,6 +30,9 @@ struct engine_stats {
 	uint64_t move_failures;
 	uint64_t moves_skipped;       /* vanished/changed/no room at apply time */
 	uint64_t migrated_bytes;      /* planned bytes of moves done */
+	uint64_t memory_deferred;     /* moves whose memory was left to the kernel's balancing */
+	int numa_balancing;           /* kernel.numa_balancing at the last cycle, -1: unknown */
+	unsigned kernel_balancing;    /* [memory] kernel_balancing (enum kbal_setting) */
 	int64_t start_real_ns;
 	int64_t start_mono_ns;
 	unsigned cpu_nodes;           /* nodes with CPUs in the last snapshot */

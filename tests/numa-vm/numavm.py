@@ -38,7 +38,10 @@ RUNS = os.path.join(CACHE, "runs")
 INITRD = os.path.join(CACHE, "initrd.cpio")
 SCENARIOS = os.path.join(HERE, "scenarios")
 RESULTS = os.path.join(HERE, "results")
-PLACERS = ("none", "kernel", "numad", "numaorchd")
+PLACERS = ("none", "kernel", "numad", "numaorchd", "numaorchd+kernel")
+# numaorchd beside the kernel's balancing with [memory] kernel_balancing set
+# (numavm.py run only): how the default was chosen.
+RUN_PLACERS = PLACERS + ("numaorchd+kernel:defer", "numaorchd+kernel:migrate", "numaorchd+kernel:auto")
 KERNEL_META = "linux-image-cloud-amd64"
 GUEST_DEBS = ("busybox-static", "numad")
 TARGET = 0.90
@@ -923,7 +926,7 @@ def main():
     sub.add_parser("initrd")
     p = sub.add_parser("run")
     p.add_argument("scenario")
-    p.add_argument("placer", choices=PLACERS)
+    p.add_argument("placer", choices=RUN_PLACERS)
     sub.add_parser("itest")
     p = sub.add_parser("script")
     p.add_argument("name")

@@ -854,16 +854,29 @@ static pid_t start_placer(const char *placer)
 		}
 		die("numad did not start (exit status %d)", st);
 	}
-	if (strcmp(placer, "numaorchd") == 0) {
+	/* numaorchd+kernel: the shipped agent beside the kernel's balancing
+	 * (balancing 1), as operators first run it; numaorchd+kernel:SETTING
+	 * sets [memory] kernel_balancing = SETTING through a drop-in. */
+	if (strcmp(placer, "numaorchd") == 0 || strncmp(placer, "numaorchd+kernel", 16) == 0) {
 		char *argv[] = { "/bin/numaorchd", "--config", "/etc/numaorch/numaorchd.conf",
 				 "--decision-log", RUNDIR "/decisions.jsonl", NULL };
+		bool beside = placer[9] == '+';
 
-		set_balancing(0);
+		if (beside && placer[16] == ':') {
+			char conf[128];
+
+			mkdir("/etc/numaorch/numaorchd.conf.d", 0755);
+			snprintf(conf, sizeof(conf), "[memory]\nkernel_balancing = %.60s\n", placer + 17);
+			must_write("/etc/numaorch/numaorchd.conf.d/50-testbed.conf", conf);
+		} else if (beside && placer[16]) {
+			die("unknown placer \"%s\"", placer);
+		}
+		set_balancing(beside ? 1 : 0);
 		mkdir("/var/lib/numaorch", 0755);
 		mkdir("/run/numaorch", 0755);
 		return spawn(argv, RUNDIR "/placer.log", false);
 	}
-	die("unknown placer \"%s\" (none, kernel, numad, numaorchd)", placer);
+	die("unknown placer \"%s\" (none, kernel, numad, numaorchd, numaorchd+kernel[:SETTING])", placer);
 }
 
 static void dump_file(const char *path, char tag, unsigned max_lines)
