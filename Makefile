@@ -123,6 +123,12 @@ $(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(BUILD)/libnumaorch.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
+# Integration tests of core modules against the live host (test_mover.py).
+IT_CORE_BINS := $(patsubst tests/integration/core/%.c,$(BUILD)/it/%,$(wildcard tests/integration/core/*.c))
+$(BUILD)/it/%: tests/integration/core/%.c $(BUILD)/libnumaorch.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -o $@ $< $(BUILD)/libnumaorch.a $(LDLIBS)
+
 $(BUILD)/it/%: tests/integration/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -Wno-missing-prototypes -o $@ $< -lpthread
@@ -155,7 +161,7 @@ check-unit: $(UNIT_BINS)
 			$$t || fail=1; \
 	done; test $$fail = 0
 
-check-integration: all $(IT_BINS)
+check-integration: all $(IT_BINS) $(IT_CORE_BINS)
 	@./tests/integration/run.sh
 
 # A private libvirtd + virtlogd in their own mount namespace, tiny TCG domains.

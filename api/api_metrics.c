@@ -11,6 +11,7 @@
 
 #include "promtext.h"
 #include "../orchestrator/fs.h"
+#include "../orchestrator/mover.h"
 #include "../policies/plan.h"
 
 static void node_label(const struct snapshot *s, unsigned idx, char *buf, size_t sz)
@@ -169,6 +170,41 @@ static void api_counters(struct prom *p, struct api *a)
 			    "event", api_event_names[e]);
 }
 
+/* The memory mover (orchestrator/mover.h): bytes moved by cause, jobs
+ * running and queued, jobs ended by how, and each move call's duration
+ * (the guest's stall) as a histogram. */
+static void mover_metrics(struct prom *p, struct api *a)
+{
+	struct mover *m = engine_mover(a->e);
+	struct mover_stats st;
+	char le[32];
+
+	if (!m)
+		return;
+	mover_get_stats(m, &st);
+	prom_family(p, "numaorch_mover_moved_bytes_total", "counter",
+		    "Memory the mover moved with move_pages(2), by the cause of the move.");
+	for (unsigned i = 0; i < st.nr_causes; i++)
+		prom_sample(p, "numaorch_mover_moved_bytes_total", (double)st.moved[i].bytes, 1, "cause",
+			    st.moved[i].cause);
+	prom_family(p, "numaorch_mover_jobs", "gauge", "Migration jobs now, by state.");
+	prom_sample(p, "numaorch_mover_jobs", st.running, 1, "state", "running");
+	prom_sample(p, "numaorch_mover_jobs", st.queued, 1, "state", "queued");
+	prom_family(p, "numaorch_mover_jobs_ended_total", "counter", "Migration jobs ended, by how.");
+	for (int s = MJ_DONE; s < MJ_NR_STATES; s++)
+		prom_sample(p, "numaorch_mover_jobs_ended_total", (double)st.jobs_by_state[s], 1, "state",
+			    mover_state_name((enum mover_state)s));
+	prom_family(p, "numaorch_mover_chunk_stall_seconds", "histogram",
+		    "Duration of each move_pages(2) call that moved pages: how long the guest's pages were in flight.");
+	for (unsigned b = 0; b < MOVER_NR_BUCKETS; b++) {
+		snprintf(le, sizeof(le), "%g", mover_stall_buckets_ms[b] / 1e3);
+		prom_sample(p, "numaorch_mover_chunk_stall_seconds_bucket", (double)st.stall_le[b], 1, "le", le);
+	}
+	prom_sample(p, "numaorch_mover_chunk_stall_seconds_bucket", (double)st.stall_count, 1, "le", "+Inf");
+	prom_sample(p, "numaorch_mover_chunk_stall_seconds_sum", st.stall_sum_s, 0);
+	prom_sample(p, "numaorch_mover_chunk_stall_seconds_count", (double)st.stall_count, 0);
+}
+
 void h_metrics(struct rq *r)
 {
 	struct engine_view *v = need_view(r);
@@ -184,6 +220,7 @@ void h_metrics(struct rq *r)
 	prom_family(&p, "numaorch_start_time_seconds", "gauge", "When the agent started (Unix time).");
 	prom_sample(&p, "numaorch_start_time_seconds", (double)r->a->start_real_ns / 1e9, 0);
 	view_metrics(&p, r->a, v);
+	mover_metrics(&p, r->a);
 	api_counters(&p, r->a);
 	text = prom_take(&p, &len);
 	api_set_body(r->resp, 200, PROM_CONTENT_TYPE, text, len);

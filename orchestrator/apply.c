@@ -822,10 +822,6 @@ int apply_memory_widen(struct applier *a, struct apply_pending *p, const char *w
 	int r = 0;
 
 	result_init(res);
-	if (!apply_pending_soft(p)) {
-		apply_result_set(res, APPLY_REFUSED, -EINVAL, "refused: a strictly bound guest's mems cannot stay wide");
-		return result_ret(res);
-	}
 	mask_or(&wide, &p->cur_mems, &p->it.to_mems);
 	if (mask_format(&wide, wide_s, sizeof(wide_s)) < 0) {
 		apply_result_set(res, APPLY_REFUSED, -ENOSPC, "refused: cannot format cpuset");
@@ -852,6 +848,65 @@ int apply_memory_widen(struct applier *a, struct apply_pending *p, const char *w
 		p->cur_mems_s, wide_s, why);
 	res->writes += p->j.n;
 	pending_done_time(p, res);
+	return 0;
+}
+
+unsigned apply_pending_pids(struct applier *a, const struct apply_pending *p, pid_t **out)
+{
+	unsigned n = 0, cap = 0;
+	pid_t *v = NULL;
+
+	for (unsigned i = 0; i < p->nsub; i++) {
+		char *procs = NULL;
+
+		if (read_file_value(a, CGC_CPUSET, p->sub[i], "cgroup.procs", &procs) < 0)
+			continue;
+		for (char *save = NULL, *t = strtok_r(procs, "\n", &save); t; t = strtok_r(NULL, "\n", &save)) {
+			uint64_t pid;
+
+			if (parse_u64(t, &pid) < 0 || pid == 0 || pid > INT32_MAX)
+				continue;
+			if (n == cap) {
+				cap = cap ? cap * 2 : 16;
+				v = xrealloc(v, cap * sizeof(*v));
+			}
+			v[n++] = (pid_t)pid;
+		}
+		free(procs);
+	}
+	*out = v;
+	return n;
+}
+
+int apply_memory_settle(struct applier *a, struct apply_pending *p, struct apply_result *res)
+{
+	const struct snap_guest *g = &p->snap->guests[p->it.guest_idx];
+	const char *failed_rel = g->cgroup;
+	char wide_s[NODELIST_BUFSZ];
+	nodemask_t wide;
+	int r;
+
+	if (p->soft || !p->wide)
+		return 0;
+	/* Strict binding: narrow to the target now that the pages are there
+	 * (the kernel migrates only what was left behind). A guest gone in
+	 * the meantime is not an error. */
+	mask_or(&wide, &p->cur_mems, &p->it.to_mems);
+	if (mask_format(&wide, wide_s, sizeof(wide_s)) < 0)
+		return -ENOSPC;
+	if (p->v2)
+		r = cgw_write(a->w, CGC_CPUSET, g->cgroup, "cpuset.mems", p->to_mems_s);
+	else
+		r = write_subtree_v1(a, &p->j, p->nsub, p->sub, "cpuset.mems", wide_s, p->to_mems_s, &failed_rel);
+	res->writes++;
+	if (r < 0 && !is_gone(r)) {
+		log_errno(LOG_LEVEL_WARN, r, "cgroup %s: could not narrow cpuset.mems to %s after its memory moved; "
+			  "it stays on %s", failed_rel, p->to_mems_s, wide_s);
+		return r;
+	}
+	p->wide = false;
+	res->mems_loosened = false;
+	res->mems_after = p->it.to_mems;
 	return 0;
 }
 

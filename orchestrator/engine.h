@@ -112,6 +112,14 @@ int engine_apply_config(struct engine *e, const struct agent_config *cfg);
 typedef int (*engine_fn)(struct engine *e, void *arg);
 int engine_call(struct engine *e, engine_fn fn, void *arg, unsigned timeout_ms);
 
+/* Wait until the mover has no job (at most TIMEOUT_S) and record the
+ * jobs that ended (numaorchd --once). 0, or -ETIMEDOUT. Engine thread. */
+int engine_drain_migrations(struct engine *e, double timeout_s);
+/* The memory mover (thread-safe itself), NULL when there is none. It
+ * lives as long as the engine. */
+struct mover;
+struct mover *engine_mover(struct engine *e);
+
 struct engine_view *engine_view_get(struct engine *e);
 void engine_view_unref(struct engine_view *v);
 
