@@ -68,7 +68,7 @@ SAN_OBJS  := $(CORE_SRCS:%.c=$(BUILD)/san/%.o) $(filter-out %/vmplugin_export.o,
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 BENCH_BINS := $(BENCH_SRCS:tests/bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all run check check-unit check-integration check-fuzz bench-api check-libvirt check-numa bench bench-numa deps test-deps clean install deb
+.PHONY: all run check check-unit check-integration check-fuzz bench-api check-libvirt check-numa bench bench-numa bench-migrate deps test-deps clean install deb
 all: $(BUILD)/numaorchd $(BUILD)/numaorch-libvirt.so $(if $(CLI_SRCS),$(BUILD)/numaorchctl) \
      $(BUILD)/numaorch-libvirt-hook
 
@@ -199,7 +199,15 @@ check-fuzz:
 # initramfs needs no libraries for them. numavm.py fetches the kernel,
 # busybox-static and numad packages into build/numa-vm and installs
 # qemu-system-x86 (and gnuplot-nox for bench-numa) when missing.
-NUMA_VM_BINS := $(BUILD)/numa-vm/bin/numavm-run $(BUILD)/numa-vm/bin/guestload
+NUMA_VM_BINS := $(BUILD)/numa-vm/bin/numavm-run $(BUILD)/numa-vm/bin/guestload $(BUILD)/numa-vm/bin/migbench
+
+# make bench-migrate's benchmark links the agent's own mover (and libnuma),
+# static like the other in-VM helpers.
+MIGBENCH_SRCS := tests/numa-vm/guest/migbench.c orchestrator/mover.c orchestrator/fs.c orchestrator/log.c \
+                 orchestrator/mask.c orchestrator/numamig.c orchestrator/hostpaths.c
+$(BUILD)/numa-vm/bin/migbench: $(MIGBENCH_SRCS) orchestrator/mover.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -D_GNU_SOURCE -I. -static -pthread -o $@ $(MIGBENCH_SRCS) -lnuma -lm
 
 $(BUILD)/numa-vm/bin/%: tests/numa-vm/guest/%.c
 	@mkdir -p $(dir $@)
@@ -210,6 +218,12 @@ check-numa: all $(NUMA_VM_BINS)
 
 bench-numa: all $(NUMA_VM_BINS)
 	@python3 tests/numa-vm/numavm.py bench
+
+# Migration speed in the testbed VM (4 nodes): raw move_pages, the mover
+# with 1/2/4 workers, a cpuset.mems write; 4 KiB and THP. Run it under
+# the shared lock on a shared machine.
+bench-migrate: all $(NUMA_VM_BINS)
+	@python3 tests/numa-vm/numavm.py script bench_migrate
 
 # Installation layout (Debian's): make install DESTDIR=... installs what the
 # package ships; `make deb` builds the package from deploy/debian/.

@@ -304,6 +304,9 @@ static bool rate_take(struct mover *m, struct job *j, size_t bytes)
 		m->tokens = rate * 0.1;
 	m->tokens -= (double)bytes;
 	wait_s = m->tokens < 0 ? -m->tokens / rate : 0;
+	/* Never sleep past the job's deadline: it must end on time. */
+	if (wait_s > (double)(j->deadline_mono - now) / 1e9)
+		wait_s = (double)(j->deadline_mono - now) / 1e9;
 	if (wait_s > 0) {
 		deadline_ts(&ts, wait_s);
 		while (stop_reason(m, j) == MJ_QUEUED &&
@@ -376,6 +379,7 @@ static int move_process(struct mover *m, struct job *j, pid_t pid, struct bufs *
 			k++;
 		}
 		if (!k) {
+			/* Nothing to move here: walk faster (queries are cheap). */
 			*chunk = mover_adapt_chunk(*chunk, 0, 1);
 			continue;
 		}
@@ -405,6 +409,16 @@ static int move_process(struct mover *m, struct job *j, pid_t pid, struct bufs *
 		add_stall(m, ms);
 		add_moved(m, j->info.cause, moved * page);
 		*chunk = mover_adapt_chunk(*chunk, ms, m->cfg.chunk_ms);
+		/* Under a rate budget a chunk is at most 100 ms of it: a bigger
+		 * one would sleep through its guest's exit or its deadline. */
+		if (m->cfg.rate_mib > 0) {
+			size_t cap = (size_t)(m->cfg.rate_mib * 1048576.0 * 0.1 / (double)page);
+
+			if (cap < 16)
+				cap = 16;
+			if (*chunk > cap)
+				*chunk = cap;
+		}
 		pthread_mutex_unlock(&m->lock);
 	}
 	free(vmas);

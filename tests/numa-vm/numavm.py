@@ -232,7 +232,8 @@ def shared_libs(binary):
 
 def guest_bins():
     b = os.path.join(CACHE, "bin")
-    return {"numavm-run": os.path.join(b, "numavm-run"), "guestload": os.path.join(b, "guestload")}
+    return {"numavm-run": os.path.join(b, "numavm-run"), "guestload": os.path.join(b, "guestload"),
+            "migbench": os.path.join(b, "migbench")}
 
 
 def build_initrd():
@@ -256,6 +257,7 @@ def build_initrd():
     c.host_file("bin/busybox", busybox, 0o755)
     c.host_file("bin/numavm-run", bins["numavm-run"], 0o755)
     c.host_file("bin/guestload", bins["guestload"], 0o755)
+    c.host_file("bin/migbench", bins["migbench"], 0o755)
     dyn = {"bin/numaorchd": numaorchd, "usr/bin/numad": numad, "usr/bin/numactl": numactl,
            "usr/bin/migratepages": shutil.which("migratepages") or numactl}
     libs = set()

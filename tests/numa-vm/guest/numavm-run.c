@@ -866,8 +866,14 @@ static pid_t start_placer(const char *placer)
 			char conf[128];
 
 			mkdir("/etc/numaorch/numaorchd.conf.d", 0755);
+			int fd;
+
 			snprintf(conf, sizeof(conf), "[memory]\nkernel_balancing = %.60s\n", placer + 17);
-			must_write("/etc/numaorch/numaorchd.conf.d/50-testbed.conf", conf);
+			fd = open("/etc/numaorch/numaorchd.conf.d/50-testbed.conf", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+				  0644);
+			if (fd < 0 || write(fd, conf, strlen(conf)) != (ssize_t)strlen(conf))
+				die("writing the testbed's numaorchd.conf.d drop-in: %s", strerror(errno));
+			close(fd);
 		} else if (beside && placer[16]) {
 			die("unknown placer \"%s\"", placer);
 		}
