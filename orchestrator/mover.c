@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -524,13 +525,23 @@ static void *worker(void *arg)
 
 static void start_workers(struct mover *m, unsigned want)
 {
+	sigset_t all, old;
+
+	/* Workers take no signal: SIGTERM and SIGHUP are the engine's
+	 * (signalfd); a worker started before the engine blocks them would
+	 * otherwise get SIGTERM's default action, killing the daemon. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	while (m->nthreads < want && m->nthreads < MAX_WORKERS) {
-		if (pthread_create(&m->threads[m->nthreads], NULL, worker, m) != 0) {
-			log_error("mover: cannot start worker %u: %s", m->nthreads, strerror(errno));
-			return;
+		int r = pthread_create(&m->threads[m->nthreads], NULL, worker, m);
+
+		if (r != 0) {
+			log_error("mover: cannot start worker %u: %s", m->nthreads, strerror(r));
+			break;
 		}
 		m->nthreads++;
 	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 int mover_new(const struct mover_config *cfg, const struct host_paths *hp, struct mover **out)
