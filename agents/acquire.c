@@ -1,7 +1,9 @@
 #include "acquire.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -129,6 +131,15 @@ int acquirer_snapshot(struct acquirer *a, double prime_s, struct snapshot **out)
 	s->real_ns = clock_real_ns();
 	s->window_s = (double)(now - a->prev_ns) / 1e9;
 	s->layout = cgscan_hier(a->cg)->layout;
+	{
+		char path[PATH_MAX];
+		uint64_t v;
+
+		/* Absent (a kernel without NUMA_BALANCING): unknown. */
+		if (snprintf(path, sizeof(path), "%s/sys/kernel/numa_balancing", a->hp.procfs) < (int)sizeof(path) &&
+		    fs_read_u64(path, &v) == 0)
+			s->numa_balancing = v > 255 ? 255 : (int)v;
+	}
 	snap_set_nodes(s, nodes, nr, dist);
 	scan_guests(a, s, now);
 	snap_finalize(s);

@@ -1179,7 +1179,8 @@ static void thread_nodes(struct cgscan *cs, struct snap_guest *g, const struct c
 	const struct snapshot *s = cs->snap;
 	char path[PATH_MAX];
 	nodemask_t nodes;
-	double *dn;
+	double *dn, busy_ticks;
+	bool measured = false;
 
 	*off = cs->nr_thr_next;
 	*n = 0;
@@ -1193,6 +1194,10 @@ static void thread_nodes(struct cgscan *cs, struct snap_guest *g, const struct c
 		cs->thr_next = xrealloc(cs->thr_next, cs->cap_thr_next * sizeof(*cs->thr_next));
 	}
 	dn = xcalloc(s->nr_nodes, sizeof(double));
+	/* Busy: at least SNAP_BUSY_THREAD_CPU of a CPU over the window. */
+	busy_ticks = p && cs->now_ns > p->t_ns
+		     ? SNAP_BUSY_THREAD_CPU * (double)(cs->now_ns - p->t_ns) / 1e9 * (double)cs->clk_tck
+		     : INFINITY;
 	if (cs->proc_fd < 0)
 		cs->proc_fd = open(cs->hp.procfs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	for (unsigned i = 0; i < cs->nr_tids; i++) {
@@ -1213,9 +1218,13 @@ static void thread_nodes(struct cgscan *cs, struct snap_guest *g, const struct c
 		if (!was || t->ticks <= was->ticks || (k = snap_cpu_node_index(s, cpu)) < 0)
 			continue; /* new (its window is unknown), idle, or an unknown CPU */
 		dn[k] += (double)(t->ticks - was->ticks);
+		measured = true;
+		if ((double)(t->ticks - was->ticks) >= busy_ticks)
+			g->busy_threads++;
 	}
 	qsort(cs->thr_next + cs->nr_thr_next, *n, sizeof(struct thr_tick), tid_cmp);
 	cs->nr_thr_next += *n;
+	g->busy_measured = measured;
 	g->cpu_node = snap_node_use(s, dn, g->cpu_use);
 }
 

@@ -173,6 +173,7 @@ static struct agent_config *load_config(const struct cli *cli, char *err, size_t
 struct reload_ctx {
 	const struct cli *cli;
 	const struct agent_config *started; /* what the API and state were started with */
+	struct api *api;                    /* NULL: no API */
 };
 
 static bool str_differs(const char *a, const char *b)
@@ -198,6 +199,20 @@ static struct agent_config *reload_cb(void *ctx)
 	    str_differs(c->api_token_file, s->api_token_file) || str_differs(c->api_tls_cert, s->api_tls_cert) ||
 	    str_differs(c->api_tls_key, s->api_tls_key) || str_differs(c->state_dir, s->state_dir))
 		log_warn("reload: [api] settings and state_dir take effect only at the next start");
+	/* The token file is re-read (rotation without a restart); a bad one
+	 * keeps the old token, as a bad configuration keeps the old one. */
+	if (rc->api && s->api_listen && s->api_token_file) {
+		char *tok = NULL;
+
+		if (api_token_load(s->api_token_file, &tok, err, sizeof(err)) < 0) {
+			log_error("reload: %s; keeping the old token", err);
+		} else {
+			api_set_token(rc->api, tok);
+			log_info("reload: bearer token re-read from %s", s->api_token_file);
+			explicit_bzero(tok, strlen(tok));
+			free(tok);
+		}
+	}
 	return c;
 }
 
@@ -266,8 +281,10 @@ static void print_report_text(const struct cycle_report *rep, const struct agent
 		printf("%-5d %-16s %6s %9s / %-9s\n", n->id, *cpus ? cpus : "(none)", busy,
 		       human_bytes(n->mem_free, b1, sizeof(b1)), human_bytes(n->mem_total, b2, sizeof(b2)));
 	}
-	printf("\n%-40s %-10s %-12s %-6s %6s %10s %6s\n", "GUEST", "RUNTIME", "CPUS", "MEMS", "CPU",
-	       "MEMORY", "LOCAL");
+	/* LOCAL: where its threads run (snap_guest.locality); IN-SET: memory
+	 * inside its cpuset's nodes, wherever the threads run. */
+	printf("\n%-40s %-10s %-12s %-6s %6s %10s %6s %6s\n", "GUEST", "RUNTIME", "CPUS", "MEMS", "CPU",
+	       "MEMORY", "LOCAL", "IN-SET");
 	for (unsigned i = 0; i < s->nr_guests; i++) {
 		const struct snap_guest *g = &s->guests[i];
 		char use[16];
@@ -278,8 +295,8 @@ static void print_report_text(const struct cycle_report *rep, const struct agent
 			snprintf(use, sizeof(use), "-");
 		else
 			snprintf(use, sizeof(use), "%.2f", g->cpu_use);
-		printf("%-40s %-10s %-12s %-6s %6s %10s %5.0f%%\n", g->id, g->runtime, cpus, mems, use,
-		       human_bytes(g->mem_total, b1, sizeof(b1)), g->locality * 100);
+		printf("%-40s %-10s %-12s %-6s %6s %10s %5.0f%% %5.0f%%\n", g->id, g->runtime, cpus, mems, use,
+		       human_bytes(g->mem_total, b1, sizeof(b1)), g->locality * 100, g->mem_in_cpuset * 100);
 	}
 	if (p) {
 		printf("\nDECISIONS\n");
@@ -618,7 +635,7 @@ int main(int argc, char **argv)
 	if (setpriority(PRIO_PROCESS, (id_t)gettid(), ENGINE_NICE) < 0)
 		log_debug("cannot lower the engine thread's priority: %s", strerror(errno));
 	{
-		struct reload_ctx rc = { .cli = &cli, .started = cfg };
+		struct reload_ctx rc = { .cli = &cli, .started = cfg, .api = api };
 
 		r = engine_run(e, reload_cb, &rc);
 	}

@@ -634,27 +634,3 @@ void topo_node_busy(struct snap_node *nodes, unsigned nr,
 		nodes[i].busy = sb >= st ? 1.0 : (double)sb / (double)st;
 	}
 }
-
-int topo_read_numa_balancing(const struct host_paths *hp, int *out)
-{
-	char path[PATH_MAX];
-	uint64_t v;
-	char *buf;
-	size_t len;
-	int r;
-
-	r = path_fmt(path, sizeof(path), "%s/sys/kernel/numa_balancing", hp->procfs);
-	if (r < 0)
-		return r;
-	r = fs_read_file(path, 64, &buf, &len);
-	if (r < 0)
-		return r;
-	while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
-		buf[--len] = '\0';
-	r = parse_u64(buf, &v);
-	free(buf);
-	if (r < 0 || v > 255)
-		return -EINVAL;
-	*out = (int)v;
-	return 0;
-}

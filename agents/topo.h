@@ -44,9 +44,4 @@ void topo_cpustat_free(struct topo_cpustat *c);
 void topo_node_busy(struct snap_node *nodes, unsigned nr,
 		    const struct topo_cpustat *prev, const struct topo_cpustat *cur);
 
-/* kernel.numa_balancing (PROCFS/sys/kernel/numa_balancing): 0 off, 1 NUMA
- * balancing, 2 memory tiering, 3 both. Into *OUT; -ENOENT where the
- * kernel has no NUMA balancing, -EINVAL if the file holds no number. */
-int topo_read_numa_balancing(const struct host_paths *hp, int *out);
-
 #endif

@@ -48,6 +48,7 @@ struct route {
 
 static const char *const p_guests[] = { "kind", "runtime", "node", NULL };
 static const char *const p_decisions[] = { "since", "limit", "guest", NULL };
+static const char *const p_page[] = { "limit", "after", NULL };
 
 static const struct route routes[] = {
 	{ R_HEALTH, "/v1/health", { "v1", "health" }, "GET, HEAD", { { "GET", h_health, 0, NULL } } },
@@ -61,8 +62,10 @@ static const struct route routes[] = {
 	  { { "GET", h_guest_policy_get, 0, NULL },
 	    { "PUT", h_guest_policy_put, M_BODY, NULL },
 	    { "DELETE", h_guest_policy_delete, 0, NULL } } },
+	{ R_GUEST_HISTORY, "/v1/guests/{id}/history", { "v1", "guests", "{id}", "history" }, "GET, HEAD",
+	  { { "GET", h_guest_history, 0, NULL } } },
 	{ R_GUEST_POLICIES, "/v1/guest-policies", { "v1", "guest-policies" }, "GET, HEAD",
-	  { { "GET", h_guest_policies, 0, NULL } } },
+	  { { "GET", h_guest_policies, 0, p_page } } },
 	{ R_POLICY, "/v1/policy", { "v1", "policy" }, "GET, HEAD, PUT",
 	  { { "GET", h_policy_get, 0, NULL }, { "PUT", h_policy_put, M_BODY, NULL } } },
 	{ R_REBALANCE, "/v1/rebalance", { "v1", "rebalance" }, "POST",
@@ -163,6 +166,7 @@ static const char *status_title(unsigned status)
 	case 409: return "Conflict";
 	case 413: return "Content Too Large";
 	case 415: return "Unsupported Media Type";
+	case 429: return "Too Many Requests";
 	case 500: return "Internal Server Error";
 	case 503: return "Service Unavailable";
 	default: return "Error";
@@ -425,16 +429,11 @@ int api_token_load(const char *path, char **out, char *err, size_t errsz)
 
 	/* Symlinks are fine (a Kubernetes secret is one); the file they lead
 	 * to is what must not be readable by others. One fd for the check
-	 * and the read: no swapping the file in between. */
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st) < 0) {
-		r = -errno;
-		snprintf(err, errsz, "token file %s: %s", path, strerror(-r));
-		goto out;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		snprintf(err, errsz, "token file %s: not a regular file", path);
-		r = -EINVAL;
+	 * and the read: no swapping the file in between; a FIFO or a
+	 * directory is refused without blocking. */
+	fd = fs_open_regular("token file", path, &st, err, errsz);
+	if (fd < 0) {
+		r = fd;
 		goto out;
 	}
 	if (st.st_mode & (S_IROTH | S_IWOTH)) {
@@ -482,10 +481,30 @@ out:
 	return r;
 }
 
+static char *dup_opt(const char *s)
+{
+	return s ? xstrdup(s) : NULL;
+}
+
+void api_set_token(struct api *a, const char *token)
+{
+	char *n = dup_opt(token), *old;
+
+	pthread_mutex_lock(&a->token_lock);
+	old = a->token;
+	a->token = n;
+	pthread_mutex_unlock(&a->token_lock);
+	if (old) {
+		explicit_bzero(old, strlen(old));
+		free(old);
+	}
+}
+
 /* 0: authorised; otherwise the reply is made. */
 static int authorise(struct api *a, const struct api_request *req, struct api_response *resp)
 {
 	const char *h = req->authorization;
+	bool ok;
 
 	if (req->transport != API_TCP)
 		return 0;
@@ -505,10 +524,14 @@ static int authorise(struct api *a, const struct api_request *req, struct api_re
 	h += 7;
 	while (*h == ' ')
 		h++;
-	if (!a->token || !api_token_equal(a->token, h)) {
+	pthread_mutex_lock(&a->token_lock);
+	ok = a->token && api_token_equal(a->token, h);
+	pthread_mutex_unlock(&a->token_lock);
+	if (!ok) {
 		problem_resp(resp, req->target, 403, "forbidden", NULL, "the bearer token is not valid here");
 		return -EPERM;
 	}
+	resp->authenticated = true;
 	return 0;
 }
 
@@ -629,6 +652,45 @@ next:;
 	return false;
 }
 
+/* Take one write from CLIENT's bucket. 0, or the seconds until one is
+ * there. The table holds the API_RL_SLOTS most recent clients; a new one
+ * takes a free slot, else the one idle longest (a client gone that long
+ * has a full bucket anyway, or close to it). */
+static unsigned rate_take(struct api *a, const char *client)
+{
+	struct api_rl *b = NULL, *lru = NULL;
+	int64_t now = clock_mono_ns();
+	unsigned wait = 0;
+
+	pthread_mutex_lock(&a->rl_lock);
+	for (unsigned i = 0; i < API_RL_SLOTS && !b; i++) {
+		struct api_rl *x = &a->rl[i];
+
+		if (strcmp(x->client, client) == 0)
+			b = x;
+		else if (!lru || !x->client[0] || (lru->client[0] && x->t_ns < lru->t_ns))
+			lru = x;
+	}
+	if (!b) {
+		b = lru;
+		snprintf(b->client, sizeof(b->client), "%s", client);
+		b->tokens = a->rl_burst;
+		b->t_ns = now;
+	}
+	b->tokens += a->rl_rate * (double)(now - b->t_ns) / 1e9;
+	if (b->tokens > a->rl_burst)
+		b->tokens = a->rl_burst;
+	b->t_ns = now;
+	if (b->tokens >= 1.0) {
+		b->tokens -= 1.0;
+	} else {
+		wait = (unsigned)ceil((1.0 - b->tokens) / a->rl_rate);
+		a->rl_refused++;
+	}
+	pthread_mutex_unlock(&a->rl_lock);
+	return wait;
+}
+
 static void count(struct api *a, enum api_route_id route, unsigned status, int64_t ns)
 {
 	unsigned b = 0;
@@ -699,6 +761,19 @@ void api_handle(struct api *a, const struct api_request *req, struct api_respons
 	}
 	if (route_request(&r, &me, true))
 		goto out;
+	/* Writes are limited per client, reads are not: every write may cost
+	 * a cycle or a rewrite of the policy store. */
+	if (req->client && strcmp(me->method, "GET") != 0) {
+		unsigned wait = rate_take(a, req->client);
+
+		if (wait) {
+			resp->retry_after = wait;
+			problem(&r, 429, "rate-limited", NULL,
+				"more than %.0f changes a second (bursts of %.0f) from this client; retry in %u s",
+				a->rl_rate, a->rl_burst, wait);
+			goto out;
+		}
+	}
 	if (me->flags & M_BODY) {
 		struct jreq_err err;
 
@@ -727,11 +802,6 @@ void api_response_clear(struct api_response *r)
 
 /* ---- lifetime ------------------------------------------------------ */
 
-static char *dup_opt(const char *s)
-{
-	return s ? xstrdup(s) : NULL;
-}
-
 int api_new(struct engine *e, struct gpolstore *gs, const struct api_opts *o, struct api **out)
 {
 	struct api *a;
@@ -743,6 +813,12 @@ int api_new(struct engine *e, struct gpolstore *gs, const struct api_opts *o, st
 	a->gs = gs;
 	a->version = xstrdup(o->version ? o->version : "unknown");
 	a->token = dup_opt(o->token);
+	pthread_mutex_init(&a->token_lock, NULL);
+	pthread_mutex_init(&a->rl_lock, NULL);
+	pthread_mutex_init(&a->rb_lock, NULL);
+	pthread_cond_init(&a->rb_cond, NULL);
+	a->rl_rate = o->write_rate > 0 ? o->write_rate : API_WRITE_RATE;
+	a->rl_burst = o->write_burst >= 1 ? o->write_burst : API_WRITE_BURST;
 	a->socket_path = dup_opt(o->socket_path);
 	a->listen = dup_opt(o->listen);
 	a->tls = o->tls;
@@ -763,6 +839,10 @@ void api_free(struct api *a)
 	engine_view_unref(a->cache_view);
 	free(a->cache_body);
 	pthread_mutex_destroy(&a->pol_lock);
+	pthread_mutex_destroy(&a->token_lock);
+	pthread_mutex_destroy(&a->rl_lock);
+	pthread_mutex_destroy(&a->rb_lock);
+	pthread_cond_destroy(&a->rb_cond);
 	pthread_mutex_destroy(&a->cache_lock);
 	pthread_cond_destroy(&a->cache_cond);
 	free(a->version);

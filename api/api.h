@@ -22,6 +22,9 @@ struct gpolstore;
 /* Largest request body accepted (413 beyond). */
 #define API_BODY_MAX (64u * 1024u)
 #define API_ENGINE_TIMEOUT_MS 5000u
+/* GET /v1/health answers 503 when the engine loop has not turned for
+ * this long (it turns at least every second when idle). */
+#define API_ENGINE_STALL_S 10.0
 
 enum api_transport {
 	API_UNIX = 0,  /* the unix socket: its mode and group are the access control */
@@ -38,6 +41,7 @@ struct api_request {
 	size_t body_len;
 	bool body_too_large;       /* more than API_BODY_MAX arrived (the rest was dropped) */
 	enum api_transport transport;
+	const char *client;        /* "uid:N" / "ip:ADDR": per-client rate limits; NULL: not limited */
 };
 
 struct api_response {
@@ -48,12 +52,15 @@ struct api_response {
 	const char *allow;         /* static; set for 405 (and OPTIONS-like answers) */
 	unsigned retry_after;      /* seconds; 0: no Retry-After header */
 	bool www_authenticate;     /* add WWW-Authenticate: Bearer */
+	bool authenticated;        /* TCP: the request carried the valid token */
 };
 
 struct api_opts {
 	const char *version;
 	const char *token;         /* bearer token for API_TCP; NULL: TCP requests are refused */
 	unsigned engine_timeout_ms;/* 0: API_ENGINE_TIMEOUT_MS */
+	double write_rate;         /* writes a second per client; 0: API_WRITE_RATE (api_int.h) */
+	double write_burst;        /* 0: API_WRITE_BURST */
 	/* Shown by GET /v1/status; may be NULL. */
 	const char *socket_path;
 	const char *listen;
@@ -82,6 +89,9 @@ void api_routes_foreach(void (*fn)(const char *method, const char *path, void *c
  * others may read the file; the token is its first line, 16..4096
  * printable characters. *OUT is the caller's to free(). */
 int api_token_load(const char *path, char **out, char *err, size_t errsz);
+/* Replace the bearer token (SIGHUP re-reads the token file): requests
+ * after this call are checked against TOKEN (copied; NULL refuses all). */
+void api_set_token(struct api *a, const char *token);
 /* Compare in time that depends only on EXPECTED's length. */
 bool api_token_equal(const char *expected, const char *given);
 

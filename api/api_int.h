@@ -26,6 +26,7 @@ enum api_route_id {
 	R_GUEST,
 	R_GUEST_POLICY,
 	R_GUEST_POLICIES,
+	R_GUEST_HISTORY,
 	R_POLICY,
 	R_REBALANCE,
 	R_DECISIONS,
@@ -54,10 +55,22 @@ struct api_policy {
 	char sched[SCHED_MAX_ENTRIES][SCHED_TEXT_MAX + 1];
 };
 
+/* Write requests per client (token bucket): RATE a second, BURST at once. */
+#define API_WRITE_RATE 20.0
+#define API_WRITE_BURST 100.0
+#define API_RL_SLOTS 256
+
+struct api_rl {
+	char client[64];           /* "" : free */
+	double tokens;
+	int64_t t_ns;              /* last refill */
+};
+
 struct api {
 	struct engine *e;
 	struct gpolstore *gs;
 	char *version;
+	pthread_mutex_t token_lock;  /* token is replaced on SIGHUP */
 	char *token;
 	char *socket_path, *listen;
 	bool tls;
@@ -83,12 +96,29 @@ struct api {
 	char *cache_body;
 	size_t cache_len;
 
+	/* POST /v1/rebalance: the request waiting for the engine, per
+	 * dry_run (api_write.c). */
+	pthread_mutex_t rb_lock;
+	pthread_cond_t rb_cond;
+	struct rebalance *rb_pending[2];
+	uint64_t rb_joined;
+
+	/* Write rate limits, per client (httpd's "uid:N" / "ip:ADDR"). */
+	pthread_mutex_t rl_lock;
+	double rl_rate, rl_burst;
+	struct api_rl rl[API_RL_SLOTS];
+	uint64_t rl_refused;
+
 	/* Counters for /metrics (atomic adds). */
 	uint64_t req_count[API_NR_ROUTES][API_NR_CODES];
 	uint64_t req_bucket[API_NR_ROUTES][API_NR_BUCKETS + 1];
 	uint64_t req_ns[API_NR_ROUTES];
 	uint64_t events[API_NR_EVENTS];
 };
+
+/* Paginated lists (?limit=&after=): the default and largest page. */
+#define API_PAGE_DEFAULT 1000u
+#define API_PAGE_MAX 1000u
 
 struct rq;
 typedef void (*api_handler)(struct rq *r);
@@ -152,6 +182,7 @@ void h_guests(struct rq *r);
 void h_guest(struct rq *r);
 void h_guest_policy_get(struct rq *r);
 void h_guest_policies(struct rq *r);
+void h_guest_history(struct rq *r);
 void h_policy_get(struct rq *r);
 void h_decisions(struct rq *r);
 void h_metrics(struct rq *r);

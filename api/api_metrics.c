@@ -11,6 +11,7 @@
 
 #include "promtext.h"
 #include "../orchestrator/fs.h"
+#include "../orchestrator/history.h"
 #include "../orchestrator/mover.h"
 #include "../policies/plan.h"
 
@@ -54,12 +55,20 @@ static void view_metrics(struct prom *p, struct api *a, const struct engine_view
 	prom_sample(p, "numaorch_guests", s->nr_guests - vms, 1, "kind", "container");
 	prom_sample(p, "numaorch_guests", vms, 1, "kind", "vm");
 	prom_family(p, "numaorch_guest_locality_ratio", "gauge",
-		    "Fraction of the guest's memory on the nodes its CPUs belong to (0..1).");
+		    "Share of the guest's memory on the node where each of its threads runs, weighted by "
+		    "their CPU time (0..1).");
 	for (unsigned i = 0; i < s->nr_guests; i++) {
 		const struct snap_guest *g = &s->guests[i];
 
 		prom_sample(p, "numaorch_guest_locality_ratio", g->locality, 3, "guest", g->id, "kind",
 			    snap_kind_name(g->kind), "runtime", g->runtime);
+	}
+	prom_family(p, "numaorch_guest_mem_in_cpuset_ratio", "gauge",
+		    "Share of the guest's memory on the nodes of its cpuset, wherever its threads run (0..1).");
+	for (unsigned i = 0; i < s->nr_guests; i++) {
+		const struct snap_guest *g = &s->guests[i];
+
+		prom_sample(p, "numaorch_guest_mem_in_cpuset_ratio", g->mem_in_cpuset, 1, "guest", g->id);
 	}
 	prom_family(p, "numaorch_guest_cpu_usage_cpus", "gauge",
 		    "CPUs the guest used over the last sample window.");
@@ -112,6 +121,12 @@ static void view_metrics(struct prom *p, struct api *a, const struct engine_view
 	prom_sample(p, "numaorch_cycle_duration_seconds", st->last_acquire_s, 1, "phase", "acquire");
 	prom_sample(p, "numaorch_cycle_duration_seconds", st->last_decide_s, 1, "phase", "decide");
 	prom_sample(p, "numaorch_cycle_duration_seconds", st->last_apply_s, 1, "phase", "apply");
+	/* For alert rules: "below target for 10 min", "not cycling". */
+	prom_family(p, "numaorch_locality_target_ratio", "gauge",
+		    "The policy's locality target in force (guests below it on nodes that fit are moved).");
+	prom_sample(p, "numaorch_locality_target_ratio", v->policy.locality_target, 0);
+	prom_family(p, "numaorch_cycle_interval_seconds", "gauge", "Time between cycles in force.");
+	prom_sample(p, "numaorch_cycle_interval_seconds", v->interval_s, 0);
 	prom_family(p, "numaorch_last_cycle_timestamp_seconds", "gauge", "When the last cycle finished (Unix time).");
 	prom_sample(p, "numaorch_last_cycle_timestamp_seconds", (double)st->last_cycle_real_ns / 1e9, 0);
 	prom_family(p, "numaorch_libvirt_state", "gauge",
@@ -121,6 +136,16 @@ static void view_metrics(struct prom *p, struct api *a, const struct engine_view
 			    "state", engine_libvirt_state_name((enum engine_libvirt_state)k));
 	prom_family(p, "numaorch_libvirt_connection_losses_total", "counter", "Connections to libvirtd lost.");
 	prom_sample(p, "numaorch_libvirt_connection_losses_total", (double)st->libvirt_losses, 0);
+	{
+		unsigned nh;
+		size_t hb = history_bytes(engine_history(a->e), &nh);
+
+		prom_family(p, "numaorch_history_bytes", "gauge",
+			    "Memory held by the per-guest history (GET /v1/guests/{id}/history).");
+		prom_sample(p, "numaorch_history_bytes", (double)hb, 0);
+		prom_family(p, "numaorch_history_guests", "gauge", "Guests with a history.");
+		prom_sample(p, "numaorch_history_guests", nh, 0);
+	}
 	prom_family(p, "numaorch_guest_policy_overrides", "gauge", "Per-guest policies set through the API.");
 	prom_sample(p, "numaorch_guest_policy_overrides", gpolstore_count(a->gs), 0);
 }
@@ -168,6 +193,21 @@ static void api_counters(struct prom *p, struct api *a)
 	for (unsigned e = 0; e < API_NR_EVENTS; e++)
 		prom_sample(p, "numaorch_events_total", (double)__atomic_load_n(&a->events[e], __ATOMIC_RELAXED), 1,
 			    "event", api_event_names[e]);
+	{
+		uint64_t joined;
+		int64_t hb = engine_heartbeat_ns(a->e);
+
+		pthread_mutex_lock(&a->rb_lock);
+		joined = a->rb_joined;
+		pthread_mutex_unlock(&a->rb_lock);
+		prom_family(p, "numaorch_api_rebalance_shared_total", "counter",
+			    "POST /v1/rebalance requests answered by a cycle another request had asked for.");
+		prom_sample(p, "numaorch_api_rebalance_shared_total", (double)joined, 0);
+		prom_family(p, "numaorch_engine_heartbeat_age_seconds", "gauge",
+			    "Seconds since the engine loop last turned (at least every second when healthy).");
+		prom_sample(p, "numaorch_engine_heartbeat_age_seconds",
+			    hb ? (double)(clock_mono_ns() - hb) / 1e9 : 0, 0);
+	}
 }
 
 /* The memory mover (orchestrator/mover.h): bytes moved by cause, jobs

@@ -23,9 +23,23 @@ void h_health(struct rq *r)
 {
 	struct engine_view *v = engine_view_get(r->a->e);
 	bool ready = v && v->snap;
+	int64_t hb = engine_heartbeat_ns(r->a->e);
+	double age = hb ? (double)(clock_mono_ns() - hb) / 1e9 : 0;
 
 	engine_view_unref(v);
-	json_reply(r, 200, json_pack("{s:s, s:b}", "status", "ok", "ready", ready));
+	/* The engine's loop turns at least every second; one that has not
+	 * for this long is wedged (a read that never returns, a deadlock),
+	 * and an agent whose API still answers is not ready for all that. */
+	if (hb && age > API_ENGINE_STALL_S) {
+		r->resp->retry_after = 5;
+		problem(r, 503, "engine-stalled", NULL,
+			"the engine thread has not run for %.0f s (it turns at least every %.0f s): the agent "
+			"is wedged; its state is stale and changes are not applied", age,
+			ENGINE_HEARTBEAT_MS / 1000.0);
+		return;
+	}
+	json_reply(r, 200, json_pack("{s:s, s:b, s:f}", "status", "ok", "ready", ready,
+				     "engine_heartbeat_age_s", round(age * 1000) / 1000));
 }
 
 /* The policy the next cycle applies: an API override wins (the snapshot
@@ -217,6 +231,10 @@ static char *guests_doc(struct api *a, const struct snapshot *s, const char *kin
 		jw_str(&w, snap_kind_name(g->kind));
 		jw_key(&w, "locality");
 		jw_real(&w, g->locality);
+		jw_key(&w, "locality_source");
+		jw_str(&w, snap_loc_source_name(g->locality_source));
+		jw_key(&w, "mem_in_cpuset");
+		jw_real(&w, g->mem_in_cpuset);
 		jw_key(&w, "mem_total_bytes");
 		jw_int(&w, (int64_t)g->mem_total);
 		mask_format(&g->mems, nodes, sizeof(nodes));
@@ -461,17 +479,33 @@ void h_guest_policy_get(struct rq *r)
 
 void h_guest_policies(struct rq *r)
 {
+	const char *lim = urlq_get(&r->url, "limit"), *after = urlq_get(&r->url, "after");
 	struct engine_view *v = engine_view_get(r->a->e);
 	struct gpol_record *recs;
-	unsigned n = gpolstore_list(r->a->gs, &recs);
-	json_t *arr = json_array();
+	uint64_t limit = API_PAGE_DEFAULT;
+	unsigned n, total;
+	bool more;
+	json_t *arr;
 
 	r->view = v;
+	if (lim && (parse_u64(lim, &limit) < 0 || limit < 1 || limit > API_PAGE_MAX)) {
+		problem(r, 400, "invalid-field", "limit", "limit: must be an integer 1..%u", API_PAGE_MAX);
+		return;
+	}
+	if (after && !snap_id_valid(after)) {
+		problem(r, 400, "invalid-field", "after", "after: not a valid guest id");
+		return;
+	}
+	/* One page at a time: 65536 overrides were 6.9 MB per response, and
+	 * concurrent readers each held a copy of the whole store. */
+	n = gpolstore_page(r->a->gs, after, (unsigned)limit, &recs, &total, &more);
+	arr = json_array();
 	for (unsigned i = 0; i < n; i++)
 		json_array_append_new(arr, api_gpol_record_json(&recs[i],
 			v && v->snap && snap_find_guest(v->snap, recs[i].id)));
+	json_reply(r, 200, json_pack("{s:i, s:o, s:o}", "count", (int)total, "policies", arr,
+				     "next", more && n ? json_string(recs[n - 1].id) : json_null()));
 	free(recs);
-	json_reply(r, 200, json_pack("{s:i, s:o}", "count", (int)n, "policies", arr));
 }
 
 void h_policy_get(struct rq *r)

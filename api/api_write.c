@@ -470,16 +470,81 @@ void h_guest_policy_delete(struct rq *r)
 
 /* ---- POST /v1/rebalance -------------------------------------------- */
 
+/* Requests coalesce: one that arrives while another with the same
+ * dry_run waits for the engine joins it and gets the same cycle's
+ * answer, so a burst of requests costs one cycle, not one each. The
+ * fields below the line are under a->rb_lock. */
 struct rebalance {
+	struct api *a;
 	bool dry_run;
-	struct cycle_report rep;
+	struct cycle_report rep;     /* written by the cycle, then read-only */
+	/* --- */
+	unsigned refs;
+	bool started, done;
+	int ret;
 };
 
 static int rebalance_engine(struct engine *e, void *ctx)
 {
 	struct rebalance *rb = ctx;
+	struct api *a = rb->a;
 
+	pthread_mutex_lock(&a->rb_lock);
+	rb->started = true;
+	if (a->rb_pending[rb->dry_run] == rb)
+		a->rb_pending[rb->dry_run] = NULL;
+	pthread_mutex_unlock(&a->rb_lock);
 	return engine_cycle(e, rb->dry_run, &rb->rep);
+}
+
+/* The pending request for DRY_RUN joined, or a new one run; its result. */
+static int rebalance_run(struct api *a, bool dry_run, struct rebalance **out)
+{
+	struct rebalance *rb;
+	int ret;
+
+	pthread_mutex_lock(&a->rb_lock);
+	rb = a->rb_pending[dry_run];
+	if (rb && !rb->started) {
+		rb->refs++;
+		a->rb_joined++;
+		while (!rb->done)
+			pthread_cond_wait(&a->rb_cond, &a->rb_lock);
+		ret = rb->ret;
+		pthread_mutex_unlock(&a->rb_lock);
+		*out = rb;
+		return ret;
+	}
+	rb = xcalloc(1, sizeof(*rb));
+	rb->a = a;
+	rb->dry_run = dry_run;
+	rb->refs = 1;
+	a->rb_pending[dry_run] = rb;
+	pthread_mutex_unlock(&a->rb_lock);
+	ret = api_engine_run(a, rebalance_engine, rb);
+	pthread_mutex_lock(&a->rb_lock);
+	if (a->rb_pending[dry_run] == rb)
+		a->rb_pending[dry_run] = NULL;
+	rb->done = true;
+	rb->ret = ret;
+	pthread_cond_broadcast(&a->rb_cond);
+	pthread_mutex_unlock(&a->rb_lock);
+	*out = rb;
+	return ret;
+}
+
+static void rebalance_put(struct rebalance *rb)
+{
+	struct api *a = rb->a;
+	bool last;
+
+	pthread_mutex_lock(&a->rb_lock);
+	last = --rb->refs == 0;
+	pthread_mutex_unlock(&a->rb_lock);
+	if (last) {
+		cycle_report_clear(&rb->rep);
+		free(rb);
+	}
 }
 
 void h_rebalance(struct rq *r)
@@ -498,12 +563,10 @@ void h_rebalance(struct rq *r)
 		problem_jerr(r, &err);
 		return;
 	}
-	rb = xcalloc(1, sizeof(*rb));
-	rb->dry_run = dry_run;
-	ret = api_engine_run(r->a, rebalance_engine, rb);
+	ret = rebalance_run(r->a, dry_run, &rb);
 	if (ret < 0) {
 		engine_failure(r, ret, "the cycle failed (see the agent's log)");
-		free(rb);
+		rebalance_put(rb);
 		return;
 	}
 	p = rb->rep.view ? rb->rep.view->plan : NULL;
@@ -551,8 +614,7 @@ void h_rebalance(struct rq *r)
 		      "plan", plan, "results", res,
 		      "summary", "planned_moves", (int)planned, "moved", (int)moved, "failed", (int)failed,
 		      "skipped", (int)skipped);
-	cycle_report_clear(&rb->rep);
-	free(rb);
+	rebalance_put(rb);
 	json_reply(r, 200, o);
 }
 
@@ -735,10 +797,15 @@ void h_events(struct rq *r)
 		snprintf(dom, sizeof(dom), "%s", json_string_value(j2));
 		json_decref(j1);
 		json_decref(j2);
-		log_info("event from %s: domain %s %s%s%s; cycle requested", src, dom, event,
-			 uuid ? " uuid " : "", uuid ? uuid : "");
+		/* Only the event that asked for the cycle is logged at info: a
+		 * flood that rides on a pending cycle must not fill the log. */
+		if (engine_trigger(r->a->e))
+			log_info("event from %s: domain %s %s%s%s; cycle requested", src, dom, event,
+				 uuid ? " uuid " : "", uuid ? uuid : "");
+		else
+			log_debug("event from %s: domain %s %s%s%s; a cycle is already pending", src, dom,
+				  event, uuid ? " uuid " : "", uuid ? uuid : "");
 	}
-	engine_trigger(r->a->e);
 	json_reply(r, 202, json_pack("{s:b}", "accepted", 1));
 	return;
 bad:

@@ -149,3 +149,48 @@ long long jint(json_t *o, const char *key)
 {
 	return (long long)json_integer_value(json_object_get(o, key));
 }
+
+const char *fmt_spark(const double *v, unsigned n, unsigned width, bool utf8, char *buf, size_t sz)
+{
+	static const char *const blocks[8] = { "\xe2\x96\x81", "\xe2\x96\x82", "\xe2\x96\x83", "\xe2\x96\x84",
+						"\xe2\x96\x85", "\xe2\x96\x86", "\xe2\x96\x87", "\xe2\x96\x88" };
+	static const char ascii[8] = { '_', '.', ',', '-', '=', '+', '*', '#' };
+	unsigned cols = n < width ? n : width;
+	size_t len = 0;
+
+	if (sz)
+		buf[0] = '\0';
+	for (unsigned c = 0; c < cols; c++) {
+		/* Column c covers samples [lo, hi): the whole series fits. */
+		unsigned lo = (unsigned)((unsigned long long)c * n / cols);
+		unsigned hi = (unsigned)((unsigned long long)(c + 1) * n / cols);
+		double sum = 0;
+		unsigned k = 0;
+		const char *cell;
+		char one[2] = { ' ', '\0' };
+		size_t cl;
+
+		for (unsigned i = lo; i < hi; i++)
+			if (!isnan(v[i])) {
+				sum += v[i];
+				k++;
+			}
+		if (k) {
+			double m = sum / k;
+			int lvl = (int)floor((m < 0 ? 0 : m > 1 ? 1 : m) * 8);
+
+			if (lvl > 7)
+				lvl = 7;
+			one[0] = ascii[lvl];
+			cell = utf8 ? blocks[lvl] : one;
+		} else {
+			cell = " ";
+		}
+		cl = strlen(cell);
+		if (len + cl + 1 > sz)
+			break;
+		memcpy(buf + len, cell, cl + 1);
+		len += cl;
+	}
+	return buf;
+}

@@ -3,6 +3,7 @@
 #define NUMAORCH_CTL_FMT_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 struct table;
@@ -22,6 +23,11 @@ const char *fmt_ratio(json_t *v, char *buf, size_t sz);
 const char *fmt_num(json_t *v, int dec, char *buf, size_t sz);
 /* "3d 4h", "2h 5m", "5m 3s", "42s". */
 const char *fmt_duration(double s, char *buf, size_t sz);
+
+/* A sparkline of V[0..N) (ratios 0..1, NAN: a gap) in at most WIDTH
+ * columns (columns average the samples they cover): UTF-8 blocks
+ * (▁..█), or "_.,-=+*#" when !UTF8. Returns BUF. */
+const char *fmt_spark(const double *v, unsigned n, unsigned width, bool utf8, char *buf, size_t sz);
 
 /* Object member helpers that tolerate absence (NULL object too). */
 const char *jstr(json_t *o, const char *key);      /* "" when absent */

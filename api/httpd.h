@@ -4,8 +4,14 @@
  * support). Every request is answered by api_handle().
  *
  * Thread per connection: a request waiting for the engine (a policy
- * change while a migration runs) holds only its own connection. Bounded:
- * a connection limit per listener, an idle timeout, a body limit.
+ * change while a migration runs) holds only its own connection. Bounded
+ * against clients that hold connections open: each connection has a
+ * deadline for its whole next request (headers, body, reply, keep-alive
+ * idling), a shorter one on TCP until it has shown the token, and past
+ * a listener's connection limit a newcomer pushes out the connection
+ * that has waited longest;
+ * connections being answered are never pushed out. The unix socket and
+ * TCP have separate limits, so a TCP flood leaves the local socket alone.
  */
 #ifndef NUMAORCH_HTTPD_H
 #define NUMAORCH_HTTPD_H
@@ -21,9 +27,17 @@ struct httpd_opts {
 	const char *listen;         /* "ADDR:PORT" or "[ADDR6]:PORT"; NULL: no TCP */
 	const char *tls_cert;       /* PEM files; both or neither */
 	const char *tls_key;
-	unsigned max_connections;   /* per listener; 0: 64 */
-	unsigned idle_timeout_s;    /* 0: 30 */
+	unsigned max_connections;   /* per listener; 0: HTTPD_MAX_CONNECTIONS */
+	unsigned request_timeout_s; /* 0: HTTPD_REQUEST_TIMEOUT_S */
+	unsigned unauth_timeout_s;  /* TCP before the token; 0: HTTPD_UNAUTH_TIMEOUT_S */
 };
+
+/* Idle connections cost a blocked thread and ~12 KiB each (measured
+ * with test_api_flood.py): enough that a thousand held by one client
+ * leave room for the rest, few enough to bound threads and memory. */
+#define HTTPD_MAX_CONNECTIONS 1024
+#define HTTPD_REQUEST_TIMEOUT_S 10
+#define HTTPD_UNAUTH_TIMEOUT_S 2
 
 /* Start listening; on error nothing is left behind and ERR says what
  * failed (-EADDRINUSE when another agent holds the socket). Call after

@@ -7,6 +7,8 @@
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
+#include <langinfo.h>
+#include <locale.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -413,6 +415,63 @@ static void print_decision(json_t *d)
 	       jstr(json_object_get(d, "to"), "nodes"), jstr(d, "detail"));
 }
 
+/* Whether the user's locale can show UTF-8 (sparklines). */
+static bool locale_utf8(void)
+{
+	static int cached = -1;
+
+	if (cached < 0) {
+		setlocale(LC_CTYPE, "");
+		cached = strcmp(nl_langinfo(CODESET), "UTF-8") == 0;
+	}
+	return cached;
+}
+
+/* "history:   ▁▃▇█ 12% -> 98% over 5m 2s (21 samples)" from
+ * GET /v1/guests/{id}/history; nothing when the agent has none. */
+static void print_history_line(const struct opts *o, const char *id)
+{
+	char *path = guest_path(id, "/history"), spark[512], b1[16], b2[16], d[32];
+	struct ctl_reply rep;
+	json_t *j, *samples;
+	double *v, span = 0;
+	size_t n;
+
+	if (ctl_request(&o->conn, "GET", path, NULL, &rep, spark, sizeof(spark)) < 0) {
+		free(path);
+		return;
+	}
+	free(path);
+	j = rep.status == 200 ? json_loadb(rep.body, rep.len, 0, NULL) : NULL;
+	ctl_reply_free(&rep);
+	samples = json_object_get(j, "samples");
+	n = json_array_size(samples);
+	if (!n) {
+		json_decref(j);
+		return;
+	}
+	v = calloc(n, sizeof(*v));
+	if (!v)
+		abort();
+	for (size_t i = 0; i < n; i++)
+		v[i] = jnum(json_array_get(samples, i), "locality");
+	{
+		struct tm t0 = { 0 }, t1 = { 0 };
+		const char *s0 = jstr(json_array_get(samples, 0), "time");
+		const char *s1 = jstr(json_array_get(samples, n - 1), "time");
+
+		if (strptime(s0, "%Y-%m-%dT%H:%M:%S", &t0) && strptime(s1, "%Y-%m-%dT%H:%M:%S", &t1))
+			span = difftime(timegm(&t1), timegm(&t0));
+	}
+	printf("history:   %s %s -> %s over %s (%zu samples)\n",
+	       fmt_spark(v, (unsigned)n, 48, locale_utf8(), spark, sizeof(spark)),
+	       fmt_ratio(json_object_get(json_array_get(samples, 0), "locality"), b1, sizeof(b1)),
+	       fmt_ratio(json_object_get(json_array_get(samples, n - 1), "locality"), b2, sizeof(b2)),
+	       fmt_duration(span, d, sizeof(d)), n);
+	free(v);
+	json_decref(j);
+}
+
 static int cmd_guest(const struct opts *o, const char *id)
 {
 	char *path = guest_path(id, ""), b1[32], b2[16], pol[96];
@@ -441,12 +500,16 @@ static int cmd_guest(const struct opts *o, const char *id)
 	printf("\n");
 	printf("cpuset:    cpus %s, mems %s (CPU nodes %s)\n", jstr(j, "cpus"), jstr(j, "mems"),
 	       jstr(j, "cpu_nodes"));
-	printf("memory:    %s, %s local:", fmt_bytes(jnum(j, "mem_total_bytes"), b1, sizeof(b1)),
-	       fmt_ratio(json_object_get(j, "locality"), b2, sizeof(b2)));
+	printf("locality:  %s where its threads run (%s), ", fmt_ratio(json_object_get(j, "locality"), b2, sizeof(b2)),
+	       jstr(j, "locality_source"));
+	printf("%s of its memory inside its cpuset's nodes\n", fmt_ratio(json_object_get(j, "mem_in_cpuset"), b2, sizeof(b2)));
+	printf("memory:    %s:", fmt_bytes(jnum(j, "mem_total_bytes"), b1, sizeof(b1)));
 	mem = json_object_get(j, "mem_bytes_by_node");
 	json_object_foreach(mem, k, v)
 		printf(" node %s %s;", k, fmt_bytes(json_number_value(v), b1, sizeof(b1)));
-	printf("\npolicy:    %s\n", pol);
+	printf("\n");
+	print_history_line(o, id);
+	printf("policy:    %s\n", pol);
 	plan = json_object_get(j, "plan");
 	if (json_is_object(plan))
 		printf("plan:      %s [%s%s%s] %s\n", jstr(plan, "kind"), jstr(plan, "reason"),
@@ -596,11 +659,40 @@ static int cmd_guest_policy(const struct opts *o, int argc, char **argv)
 
 static int cmd_guest_policies(const struct opts *o)
 {
-	json_t *j, *p;
+	json_t *j = NULL, *p, *page = NULL;
 	struct table *t;
 	size_t i;
-	int r = call(o, "GET", "/v1/guest-policies", NULL, &j, NULL);
+	char path[400];
+	int r = 0;
 
+	/* The agent pages the list (1000 at a time): follow "next" and show
+	 * the whole of it as one. Ids are URL-safe as they are. */
+	snprintf(path, sizeof(path), "/v1/guest-policies");
+	for (;;) {
+		json_t *next;
+		bool more;
+
+		r = call(o, "GET", path, NULL, &page, NULL);
+		if (r) {
+			json_decref(j);
+			j = page;
+			break;
+		}
+		next = json_object_get(page, "next");
+		more = json_is_string(next);
+		if (more)
+			snprintf(path, sizeof(path), "/v1/guest-policies?after=%s", json_string_value(next));
+		if (!j) {
+			j = page;
+		} else {
+			json_array_extend(json_object_get(j, "policies"), json_object_get(page, "policies"));
+			json_decref(page);
+		}
+		if (!more)
+			break;
+	}
+	if (!r)
+		json_object_set_new(j, "next", json_null());
 	if (r || o->json) {
 		print_json(j);
 		json_decref(j);

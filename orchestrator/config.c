@@ -69,6 +69,7 @@ void config_default(struct agent_config *c)
 	c->mode = MODE_ENFORCE;
 	c->interval_s = 15.0;
 	c->sample_s = 1.0;
+	c->history_s = 3600.0;
 	c->state_dir = xstrdup("/var/lib/numaorch");
 	c->log_level = LOG_LEVEL_INFO;
 	policy_config_default(&c->policy);
@@ -261,6 +262,12 @@ static int handler(void *user, const char *sec, const char *name, const char *v)
 			if (!num_in(v, 0.05, 60, &d))
 				return fail(p, "[agent] sample: must be seconds 0.05..60, got \"%s\"", v);
 			c->sample_s = d;
+			return 1;
+		}
+		if (strcmp(name, "history") == 0) {
+			if (!num_in(v, 0, 86400, &d))
+				return fail(p, "[agent] history: must be seconds 0..86400, got \"%s\"", v);
+			c->history_s = d;
 			return 1;
 		}
 		if (strcmp(name, "log_level") == 0) {

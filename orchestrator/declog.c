@@ -125,6 +125,10 @@ json_t *declog_make(const struct snapshot *snap, const struct plan_item *it, con
 	if (it->kind == PLAN_SKIP)
 		json_object_set_new(o, "skip_reason", json_string(skip_reason_name(it->skip)));
 	if (g) {
+		/* locality_before is where the threads run; the old "memory
+		 * inside the cpuset" ratio stays beside it, named for what it is. */
+		json_object_set_new(o, "locality_source", json_string(snap_loc_source_name(g->locality_source)));
+		json_object_set_new(o, "mem_in_cpuset_before", json_real_or_null(g->mem_in_cpuset));
 		json_object_set_new(o, "runtime", json_string(g->runtime));
 		json_object_set_new(o, "kind", json_string(snap_kind_name(g->kind)));
 	}

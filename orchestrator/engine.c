@@ -16,13 +16,13 @@
 #include "apply.h"
 #include "fs.h"
 #include "gpolstore.h"
+#include "history.h"
 #include "kbal.h"
 #include "mover.h"
 #include "numamig.h"
 #include "log.h"
 #include "notify.h"
 #include "vmplugin.h"
-#include "../agents/topo.h"
 
 /* What was last written to the decision log for a guest, so a guard that
  * keeps saying the same thing is logged once, not every cycle. */
@@ -60,6 +60,7 @@ struct engine {
 	struct vmapply *va;     /* its actuator */
 	struct declog *dl;
 	struct pstate *ps;
+	struct history *hist;         /* per-guest history, readable from any thread */
 
 	/* The mover (NULL: [memory] mover = no, a fixture root, no NUMA API)
 	 * and the moves whose memory it is moving: each job's phase 2 is
@@ -91,6 +92,8 @@ struct engine {
 	nodemask_t *res_mems;        /* ... and memory nodes (empty: not known) */
 	uint64_t next_res_id;
 	bool triggered;
+	int64_t last_cycle_end_ns;   /* CLOCK_MONOTONIC; spaces triggered cycles */
+	int64_t heartbeat_ns;        /* the loop's last turn (atomic), 0: not running */
 
 	pthread_t thread;
 	bool thread_set;
@@ -250,6 +253,7 @@ int engine_new(const struct agent_config *cfg, const struct host_paths *hp, stru
 	pthread_mutex_init(&e->view_lock, NULL);
 	pthread_mutex_init(&e->q_lock, NULL);
 	e->ps = pstate_new();
+	e->hist = history_new(cfg->history_s / HISTORY_SAMPLES);
 	e->stats.start_real_ns = clock_real_ns();
 	e->stats.start_mono_ns = clock_mono_ns();
 	e->stats.libvirt_last_reconnect_s = NAN;
@@ -307,6 +311,7 @@ void engine_free(struct engine *e)
 	vm_free(e);
 	declog_close(e->dl);
 	pstate_free(e->ps);
+	history_free(e->hist);
 	free(e->logged);
 	for (unsigned i = 0; i < e->nr_res; i++)
 		free(e->res_label[i]);
@@ -330,6 +335,7 @@ void engine_free(struct engine *e)
 }
 
 struct declog *engine_declog(struct engine *e) { return e->dl; }
+struct history *engine_history(struct engine *e) { return e->hist; }
 const struct agent_config *engine_config(struct engine *e) { return &e->base; }
 
 /* Recompute the settings in force from the base configuration and the
@@ -440,15 +446,23 @@ unsigned engine_reservations(struct engine *e, const struct advice_reservation *
 	return e->nr_res;
 }
 
-void engine_trigger(struct engine *e)
+bool engine_trigger(struct engine *e)
 {
 	uint64_t one = 1;
 
-	__atomic_store_n(&e->triggered, true, __ATOMIC_RELEASE);
+	/* Already pending: this request rides on that cycle. */
+	if (__atomic_exchange_n(&e->triggered, true, __ATOMIC_ACQ_REL))
+		return false;
 	if (e->efd >= 0) {
 		ssize_t w = write(e->efd, &one, sizeof(one));
 		(void)w;
 	}
+	return true;
+}
+
+int64_t engine_heartbeat_ns(struct engine *e)
+{
+	return __atomic_load_n(&e->heartbeat_ns, __ATOMIC_ACQUIRE);
 }
 
 void engine_use_gpolstore(struct engine *e, struct gpolstore *gs)
@@ -599,14 +613,12 @@ static void log_move(const struct snapshot *snap, const struct plan_item *it,
 		log_info("not moving %s (%s): %s", it->guest_id, g->runtime, res->msg);
 }
 
-/* kernel.numa_balancing, read every cycle (an operator may flip it): say
- * once, and at each change, how the agent works beside it. */
-static void read_balancing(struct engine *e)
+/* kernel.numa_balancing, read with every snapshot (an operator may flip
+ * it): say once, and at each change, how the agent works beside it. */
+static void read_balancing(struct engine *e, const struct snapshot *snap)
 {
-	int v = -1;
+	int v = snap->numa_balancing;
 
-	if (topo_read_numa_balancing(&e->hp, &v) < 0)
-		v = -1;
 	e->stats.kernel_balancing = e->cfg.kernel_balancing;
 	if (e->stats.cycles > 0 && v == e->stats.numa_balancing)
 		return;
@@ -821,7 +833,7 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 		log_warn("%s", snap->warnings[i]);
 
 	e->stats.cpu_nodes = snap_nr_cpu_nodes(snap);
-	read_balancing(e);
+	read_balancing(e, snap);
 	if (e->vm) {
 		struct vmsrc_status vst;
 
@@ -933,6 +945,7 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 	e->stats.last_acquire_s = (double)(t1 - t0) / 1e9;
 	e->stats.last_decide_s = (double)(t2 - t1) / 1e9;
 	e->stats.last_apply_s = (double)(t3 - t2) / 1e9;
+	history_record(e->hist, snap);
 	publish(e, snap, plan);
 	if (report)
 		report->view = engine_view_get(e);
@@ -942,6 +955,7 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 		  e->stats.last_decide_s * 1e3, e->stats.last_apply_s * 1e3);
 	snap_unref(snap);
 	free(placed);
+	e->last_cycle_end_ns = clock_mono_ns();
 	return 0;
 }
 
@@ -998,6 +1012,7 @@ int engine_apply_config(struct engine *e, const struct agent_config *cfg)
 	mover_setup(e, cfg);
 	config_free(&e->base);
 	config_copy(&e->base, cfg);
+	history_set_spacing(e->hist, cfg->history_s / HISTORY_SAMPLES);
 	e->sched_valid = false;
 	apply_schedule(e);
 	log_set_level(cfg->log_level);
@@ -1176,8 +1191,11 @@ int engine_run(struct engine *e, engine_reload_fn reload, void *ctx)
 			{ .fd = e->efd, .events = POLLIN },
 			{ .fd = e->mover ? mover_event_fd(e->mover) : -1, .events = POLLIN },
 		};
-		int timeout = e->watchdog_usec ? (int)(e->watchdog_usec / 2000) : -1;
+		/* At least once a second: the heartbeat GET /v1/health reads. */
+		int timeout = e->watchdog_usec && e->watchdog_usec / 2000 < ENGINE_HEARTBEAT_MS ?
+			      (int)(e->watchdog_usec / 2000) : ENGINE_HEARTBEAT_MS;
 
+		__atomic_store_n(&e->heartbeat_ns, clock_mono_ns(), __ATOMIC_RELEASE);
 		if (e->watchdog_usec)
 			notify_watchdog();
 		if (poll(pfd, 4, timeout) < 0) {
@@ -1232,9 +1250,27 @@ int engine_run(struct engine *e, engine_reload_fn reload, void *ctx)
 			settle_jobs(e);
 		if (e->stopping)
 			break;
-		if (__atomic_exchange_n(&e->triggered, false, __ATOMIC_ACQ_REL)) {
-			engine_cycle(e, false, NULL);
-			arm_timer(e, e->cfg.interval_s);
+		if (__atomic_load_n(&e->triggered, __ATOMIC_ACQUIRE) && !(pfd[1].revents & POLLIN)) {
+			/* Requested cycles (events, hooks) coalesce: one pending
+			 * at most, and it starts no sooner than trigger_gap after
+			 * the last cycle ended, so a flood of events runs a cycle
+			 * a second, not back to back. */
+			double gap = e->cfg.interval_s / 2 < ENGINE_TRIGGER_GAP_S ? e->cfg.interval_s / 2 :
+				     ENGINE_TRIGGER_GAP_S;
+			double since = (double)(clock_mono_ns() - e->last_cycle_end_ns) / 1e9;
+			struct itimerspec cur;
+
+			if (!e->last_cycle_end_ns || since >= gap) {
+				__atomic_store_n(&e->triggered, false, __ATOMIC_RELEASE);
+				engine_cycle(e, false, NULL);
+				arm_timer(e, e->cfg.interval_s);
+				continue;
+			}
+			/* Wake when the gap is over, unless the interval's own
+			 * cycle comes first; that cycle serves the request. */
+			if (timerfd_gettime(e->tfd, &cur) == 0 &&
+			    (double)cur.it_value.tv_sec + cur.it_value.tv_nsec / 1e9 > gap - since + 0.001)
+				arm_timer(e, gap - since);
 			continue;
 		}
 		if (pfd[1].revents & POLLIN) {
@@ -1242,6 +1278,7 @@ int engine_run(struct engine *e, engine_reload_fn reload, void *ctx)
 			ssize_t rd = read(e->tfd, &exp, sizeof(exp));
 
 			(void)rd;
+			__atomic_store_n(&e->triggered, false, __ATOMIC_RELEASE);
 			engine_cycle(e, false, NULL);
 			/* Re-armed relative to the end of the cycle: a slow cycle
 			 * (a big migration) never makes cycles pile up. */

@@ -125,15 +125,29 @@ void engine_view_unref(struct engine_view *v);
 
 /* Engine-thread accessors for code run through engine_call. */
 struct declog *engine_declog(struct engine *e);
+/* The per-guest history (history.h): recorded every cycle, readable from
+ * any thread. */
+struct history;
+struct history *engine_history(struct engine *e);
 /* The configuration as given (file, command line, PUT /v1/policy). */
 const struct agent_config *engine_config(struct engine *e);
 struct acquirer *engine_acquirer(struct engine *e);
 struct applier *engine_applier(struct engine *e);
 
-/* Ask for a cycle as soon as possible (any thread; coalesces). Used when
- * something happened that should not wait for the interval: a libvirt
- * start event, a hook notification. */
-void engine_trigger(struct engine *e);
+/* Ask for a cycle soon (any thread). Used when something happened that
+ * should not wait for the interval: a libvirt start event, a hook
+ * notification. Requests coalesce into one pending cycle, which starts
+ * no sooner than ENGINE_TRIGGER_GAP_S (or half the interval, if less)
+ * after the last cycle ended. true: this call made the request; false:
+ * one was already pending. */
+bool engine_trigger(struct engine *e);
+#define ENGINE_TRIGGER_GAP_S 1.0
+
+/* CLOCK_MONOTONIC ns of the engine loop's last turn (any thread); 0
+ * before the loop runs. The loop turns at least every
+ * ENGINE_HEARTBEAT_MS, so an old value means a wedged engine. */
+int64_t engine_heartbeat_ns(struct engine *e);
+#define ENGINE_HEARTBEAT_MS 1000
 
 /* Room promised to guests about to start (POST /v1/placements with
  * reserve_seconds, and VM initial placement). Engine thread. LABEL (may

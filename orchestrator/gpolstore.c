@@ -324,6 +324,34 @@ unsigned gpolstore_list(struct gpolstore *s, struct gpol_record **out)
 	return n;
 }
 
+unsigned gpolstore_page(struct gpolstore *s, const char *after, unsigned limit, struct gpol_record **out,
+			unsigned *total, bool *more)
+{
+	unsigned lo = 0, hi, n;
+
+	pthread_mutex_lock(&s->lock);
+	/* First id greater than AFTER (sorted by strcmp). */
+	if (after) {
+		hi = s->n;
+		while (lo < hi) {
+			unsigned mid = lo + (hi - lo) / 2;
+
+			if (strcmp(s->r[mid].id, after) <= 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+	}
+	n = s->n - lo < limit ? s->n - lo : limit;
+	*out = xcalloc(n + 1, sizeof(**out));
+	if (n)
+		memcpy(*out, s->r + lo, n * sizeof(**out));
+	*total = s->n;
+	*more = lo + n < s->n;
+	pthread_mutex_unlock(&s->lock);
+	return n;
+}
+
 unsigned gpolstore_count(struct gpolstore *s)
 {
 	unsigned n;

@@ -52,6 +52,12 @@ bool gpolstore_get(struct gpolstore *s, const char *id, struct gpol_record *out)
 int gpolstore_set(struct gpolstore *s, const char *id, const struct guest_policy *pol, int64_t now_real_ns);
 /* All overrides, sorted by id; *OUT is the caller's to free(). */
 unsigned gpolstore_list(struct gpolstore *s, struct gpol_record **out);
+/* At most LIMIT overrides with ids after AFTER (NULL: from the first),
+ * sorted by id; *TOTAL gets how many there are in all, *MORE whether any
+ * follow this page. *OUT is the caller's to free(). A page's copy is
+ * what a reader holds, not the whole store. */
+unsigned gpolstore_page(struct gpolstore *s, const char *after, unsigned limit, struct gpol_record **out,
+			unsigned *total, bool *more);
 unsigned gpolstore_count(struct gpolstore *s);
 /* Bumped by every change; lets readers cache what they built from it. */
 uint64_t gpolstore_generation(struct gpolstore *s);

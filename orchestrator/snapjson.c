@@ -97,7 +97,7 @@ json_t *snap_guest_to_json(const struct snapshot *s, const struct snap_guest *g)
 		json_object_set_new(mem, key, json_integer((json_int_t)g->mem_node[n]));
 	}
 	pol = gpol_to_json(&g->policy);
-	o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:o, s:o, s:I, s:I, s:o, s:o, s:o, s:o, s:o}",
+	o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:o, s:o, s:I, s:I, s:o, s:o, s:s, s:o, s:o, s:o, s:o}",
 		      "id", g->id,
 		      "kind", snap_kind_name(g->kind),
 		      "runtime", g->runtime,
@@ -108,8 +108,10 @@ json_t *snap_guest_to_json(const struct snapshot *s, const struct snap_guest *g)
 		      "cpu_use", json_real_or_null(g->cpu_use),
 		      "mem_bytes_by_node", mem,
 		      "mem_total_bytes", (json_int_t)g->mem_total,
-		      "mem_local_bytes", (json_int_t)g->mem_local,
+		      "mem_in_cpuset_bytes", (json_int_t)g->mem_in_cpuset_bytes,
+		      "mem_in_cpuset", json_real_or_null(g->mem_in_cpuset),
 		      "locality", json_real_or_null(g->locality),
+		      "locality_source", snap_loc_source_name(g->locality_source),
 		      "cpus", json_cpumask(g->cpus),
 		      "mems", json_nodemask(&g->mems),
 		      "cpu_nodes", json_nodemask(&g->cpu_nodes),
@@ -125,6 +127,8 @@ json_t *snap_guest_to_json(const struct snapshot *s, const struct snap_guest *g)
 		}
 		json_object_set_new(o, "cpu_use_by_node", cn);
 	}
+	if (g->busy_measured)
+		json_object_set_new(o, "busy_threads", json_integer(g->busy_threads));
 	if (g->vm)
 		json_object_set_new(o, "vm", vm_to_json(g->vm));
 	return o;

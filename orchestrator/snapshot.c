@@ -14,6 +14,7 @@ struct snapshot *snap_new(void)
 	struct snapshot *s = xcalloc(1, sizeof(*s));
 
 	s->refs = 1;
+	s->numa_balancing = -1;
 	return s;
 }
 
@@ -226,6 +227,64 @@ void snap_nodes_to_cpus(const struct snapshot *s, const nodemask_t *nodes, cpuma
 			mask_or(out, out, &s->nodes[i].cpus);
 }
 
+double snap_locality_for(const struct snapshot *s, const struct snap_guest *g, const double *w)
+{
+	double sum = 0.0, loc = 0.0;
+
+	if (!g->mem_total)
+		return 1.0;
+	for (unsigned k = 0; w && k < s->nr_nodes; k++) {
+		int m = (int)k;
+
+		if (!(w[k] > 0.0))
+			continue;
+		sum += w[k];
+		/* A thread on a memory-less node is as local as it can be when
+		 * its memory is on the nearest node with memory. */
+		if (!s->nodes[k].mem_total) {
+			int id = snap_nearest_mem_node(s, k, NULL);
+
+			m = id < 0 ? -1 : snap_node_index(s, id);
+		}
+		if (m >= 0)
+			loc += w[k] * (double)g->mem_node[m];
+	}
+	return sum > 0.0 ? loc / sum / (double)g->mem_total : 0.0;
+}
+
+/* g->locality and its source. Without a measurement, a guest spread over
+ * several nodes is taken to run on each in proportion to its CPUs there
+ * (what the scheduler does over time), never as local as its cpuset. */
+static void true_locality(const struct snapshot *s, struct snap_guest *g)
+{
+	double wk[64], *w = s->nr_nodes <= 64 ? wk : xcalloc(s->nr_nodes, sizeof(double));
+	double sum = 0.0;
+
+	for (unsigned k = 0; g->cpu_node && k < s->nr_nodes; k++)
+		sum += g->cpu_node[k] > 0.0 ? g->cpu_node[k] : 0.0;
+	if (sum > 0.0) {
+		g->locality_source = LOC_THREADS;
+		g->locality = snap_locality_for(s, g, g->cpu_node);
+	} else {
+		unsigned nn = 0;
+
+		for (unsigned k = 0; k < s->nr_nodes; k++) {
+			w[k] = 0.0;
+			if (s->nodes[k].nr_cpus && mask_test(&g->cpu_nodes, s->nodes[k].id)) {
+				cpumask_t on;
+
+				mask_and(&on, &s->nodes[k].cpus, g->cpus);
+				w[k] = (double)mask_count(&on);
+				nn++;
+			}
+		}
+		g->locality_source = nn > 1 ? LOC_ESTIMATE : LOC_ONE_NODE;
+		g->locality = nn ? snap_locality_for(s, g, w) : (g->mem_total ? 0.0 : 1.0);
+	}
+	if (w != wk)
+		free(w);
+}
+
 void snap_finalize(struct snapshot *s)
 {
 	unsigned w = 0;
@@ -257,8 +316,9 @@ void snap_finalize(struct snapshot *s)
 				local += g->mem_node[n];
 		}
 		g->mem_total = total;
-		g->mem_local = local;
-		g->locality = total ? (double)local / (double)total : 1.0;
+		g->mem_in_cpuset_bytes = local;
+		g->mem_in_cpuset = total ? (double)local / (double)total : 1.0;
+		true_locality(s, g);
 	}
 }
 
@@ -412,6 +472,15 @@ bool snap_id_valid(const char *id)
 			return false;
 	}
 	return true;
+}
+
+const char *snap_loc_source_name(enum loc_source s)
+{
+	switch (s) {
+	case LOC_THREADS: return "threads";
+	case LOC_ESTIMATE: return "estimate";
+	default: return "one_node";
+	}
 }
 
 const char *snap_kind_name(enum guest_kind k)

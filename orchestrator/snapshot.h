@@ -36,6 +36,17 @@ enum guest_kind {
 	GUEST_VM,
 };
 
+/* Where a guest's locality figure comes from (snap_guest.locality). */
+enum loc_source {
+	LOC_ONE_NODE = 0, /* its CPUs are on one node: every thread runs there */
+	LOC_THREADS,      /* measured: where its threads (vCPUs) ran, by CPU time */
+	LOC_ESTIMATE,     /* spread, threads not measured (first sight, idle, too
+			   * many threads): its CPUs' nodes weighted by CPU count */
+};
+
+/* A thread (vCPU) using at least this many CPUs over the window is busy. */
+#define SNAP_BUSY_THREAD_CPU 0.25
+
 enum gpol_mode {
 	GPOL_AUTO = 0,   /* consolidate as the global policy says */
 	GPOL_PINNED,     /* keep on exactly these nodes */
@@ -88,6 +99,11 @@ struct snap_guest {
 	 * node, measured from its threads; NULL where not measured (a guest
 	 * on one node, too many threads, no earlier sample). Owned. */
 	double *cpu_node;
+	/* Threads (VMs: vCPUs) that used ≥ SNAP_BUSY_THREAD_CPU over the
+	 * window, when acquire sampled them one by one (busy_measured);
+	 * else 0 and false. */
+	unsigned busy_threads;
+	bool busy_measured;
 	uint64_t *mem_node;             /* [nr_nodes] bytes, by node index */
 	uint64_t mem_total;             /* sum of mem_node */
 	/* CPU masks are 1 KiB each (NR_CPUS 8192) and nearly every guest
@@ -103,8 +119,20 @@ struct snap_guest {
 
 	/* Derived by snap_finalize(), from the fields above. */
 	nodemask_t cpu_nodes;           /* nodes whose CPUs intersect cpus */
-	uint64_t mem_local;             /* bytes on cpu_nodes */
-	double locality;                /* mem_local / mem_total; 1 if no memory */
+	/* Memory inside the cpuset's CPU nodes: bytes, and their share of
+	 * mem_total (1 if no memory). It says nothing about where the
+	 * threads of a guest spread over several nodes run: a one-thread
+	 * guest on two nodes with its memory on one is 1.0 here and 0 %
+	 * local if the thread runs on the other. */
+	uint64_t mem_in_cpuset_bytes;
+	double mem_in_cpuset;
+	/* Locality where the threads run: Σ over nodes k of (share of its
+	 * CPU time that ran on k) × (its memory on k, or on the nearest node
+	 * with memory when k has none) / mem_total; 1 if no memory. On one
+	 * node it equals mem_in_cpuset (but for a memory-less node). The
+	 * shares are measured (cpu_node) or estimated (locality_source). */
+	double locality;
+	enum loc_source locality_source;
 };
 
 struct snapshot {
@@ -113,6 +141,10 @@ struct snapshot {
 	int64_t mono_ns;                /* CLOCK_MONOTONIC when taken */
 	int64_t real_ns;                /* CLOCK_REALTIME when taken */
 	double window_s;                /* sample window of rates (busy, cpu_use) */
+	/* kernel.numa_balancing: 0 off, > 0 on (its mode bits), -1 unknown.
+	 * When on, the kernel moves pages toward the threads touching them:
+	 * it places memory inside a guest's node set, which a cpuset cannot. */
+	int numa_balancing;
 	enum cg_layout layout;
 
 	unsigned nr_nodes;
@@ -175,6 +207,10 @@ int snap_cpu_node_index(const struct snapshot *s, int cpu);
  * over): scaled so they add up to CPU_USE. W is freed and NULL returned
  * when the weights are all zero or CPU_USE is unknown. */
 double *snap_node_use(const struct snapshot *s, double *w, double cpu_use);
+/* The true locality (see snap_guest.locality) of G if its CPU time ran
+ * on the nodes by index in the proportions W[nr_nodes] (any scale; all
+ * zero or NULL: 1 if G has no memory, else 0). */
+double snap_locality_for(const struct snapshot *s, const struct snap_guest *g, const double *w);
 /* Number of nodes that have CPUs. */
 unsigned snap_nr_cpu_nodes(const struct snapshot *s);
 /* Node ids whose CPUs intersect CPUS. */
@@ -193,6 +229,8 @@ void snap_make_id(char out[GUEST_ID_MAX], const char *prefix, const char *name);
 bool snap_id_valid(const char *id);
 
 const char *snap_kind_name(enum guest_kind k);
+/* "one_node", "threads", "estimate". */
+const char *snap_loc_source_name(enum loc_source s);
 const char *gpol_mode_name(enum gpol_mode m);
 const char *gpol_source_name(enum gpol_source s);
 int gpol_mode_parse(const char *s, enum gpol_mode *out);

@@ -58,7 +58,7 @@ int policy_advise(const struct policy_config *cfg, const struct snapshot *snap,
 
 	kmin = pcands_generate(&x, &v, usable, &allowed_block);
 	for (unsigned i = 0; i < x.nr_cands; i++)
-		if (x.cands[i].k == kmin && (!best || pcand_better(&x.cands[i], best)))
+		if (x.cands[i].k == kmin && !x.cands[i].crowded && (!best || pcand_better(&x.cands[i], best)))
 			best = &x.cands[i];
 	if (!best) {
 		double slack = 0.0;

@@ -14,13 +14,25 @@
  *              mem = mem_total × (1 + mem_headroom);
  *   candidates the fitting sets from pcands_generate() (guards.c);
  *              k = the smallest size among them;
- *   locality   for the trigger, memory on mems(C) / memory, where C is its
- *              current CPU nodes and mems(C) as for any set (guards.c).
- *              This equals the snapshot's locality except that memory on
- *              a node outside allowed_mems counts remote, and a guest on
- *              memory-less CPU nodes is local when its memory is on the
- *              nearest memory node (it cannot do better);
- *   settled    locality ≥ target, |C| ≤ k, C fits, and not a load case;
+ *   locality   the snapshot's: where its threads run, by CPU time (not
+ *              its memory inside C's nodes: a one-thread guest on two
+ *              nodes with its memory on the other is 0, not 1);
+ *   threads    candidates grow for CPU only until their CPUs hold its
+ *              busy threads (gview.busy_thr); one grown further for memory
+ *              is dropped while a set holding its threads fits its memory
+ *              (guards.c), and C itself is no candidate when it is more
+ *              nodes than its threads fill;
+ *   crowded    when no set fits with headroom, the sets that hold its
+ *              busy threads and fit its memory but not its CPU demand are
+ *              the candidates instead, under the same rules (less-busy,
+ *              stability, cool-down): it goes local on the least loaded of
+ *              them, or stays where it is when none is less busy;
+ *   settled    locality ≥ target, |C| ≤ k, C fits (or is crowded when
+ *              nothing fits), and not a load case;
+ *   in set     a guest on the |C| ≥ 2 nodes it needs with all its memory
+ *              on them but under target where its threads run, and no
+ *              better option: settled when the kernel's NUMA balancing is
+ *              on (it places pages inside the set), else SKIP_IN_SET;
  *   load case  util_now(C) ≥ rebalance_util and some relocation of size
  *              k passes the less-busy rule;
  *   reason     CONSOLIDATE if |C| > k, else LOCALITY if locality is under
@@ -146,6 +158,15 @@ static unsigned gview_build(struct pctx *x, const struct snap_guest *g, struct g
 	 * guest never needs more than one CPU. */
 	if (g->nr_threads && v->cpu_demand > (double)g->nr_threads)
 		v->cpu_demand = fmax(cfg->min_cpu, (double)g->nr_threads);
+	/* Busy threads: as measured (at least as many as its use needs
+	 * CPUs), else as many as its demand needs CPUs; never more than it
+	 * has. They bound the nodes it may be given for CPU (guards.h). */
+	v->busy_thr = (unsigned)fmax(1.0, ceil((g->busy_measured && g->busy_threads ? v->cpu_use : v->cpu_demand) -
+					      1e-6));
+	if (g->busy_measured && g->busy_threads > v->busy_thr)
+		v->busy_thr = g->busy_threads;
+	if (g->nr_threads && v->busy_thr > g->nr_threads)
+		v->busy_thr = g->nr_threads;
 	v->mem_total = g->mem_total;
 	v->mem_demand = (uint64_t)mem_demand_of(cfg, g->mem_total);
 	v->mem_node = g->mem_node;
@@ -235,6 +256,7 @@ static bool in_cooldown(const struct policy_config *cfg, const struct snapshot *
 
 static void fill_target(struct plan_item *it, const struct pcand *c)
 {
+	it->crowded = c->crowded;
 	it->to_nodes = c->nodes;
 	it->to_mems = c->mems;
 	it->load_after = c->util_after;
@@ -349,7 +371,7 @@ static void decide_pinned(struct pctx *x, const struct pstate_entry *pe, const s
 			   pn, mib(c.room), mib(c.already), mib(v->mem_demand));
 		return;
 	}
-	it->gain = PIN_GAIN + gain_of(v, cfg, g->mem_local, mask_count(&g->cpu_nodes), &c,
+	it->gain = PIN_GAIN + gain_of(v, cfg, (uint64_t)(g->locality * (double)g->mem_total), mask_count(&g->cpu_nodes), &c,
 				      it->load_before);
 	if (mask_intersects(&g->cpu_nodes, &cpun) && in_cooldown(cfg, x->s, pe, &ago)) {
 		skip_cooldown(it, cfg, ago);
@@ -369,7 +391,7 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 	struct plan_item *it = &d->it;
 	unsigned cur_k = mask_count(&g->cpu_nodes), kmin;
 	bool allowed_block = false, cur_ok = cur_k > 0, load_case = false, settled;
-	bool locality_bad;
+	bool locality_bad, crowded = false;
 	const struct pcand *best = NULL, *pick = NULL, *coolest = NULL, *hot = NULL;
 	struct pcand cc;
 	uint64_t local_before;
@@ -385,6 +407,12 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 		return;
 	}
 	kmin = pcands_generate(x, v, usable, &allowed_block);
+	/* Nothing fits with headroom: the least-loaded sets that hold its
+	 * busy threads, its memory local there, by the same rules. */
+	if (!kmin) {
+		kmin = pcands_crowded_min(x);
+		crowded = kmin > 0;
+	}
 
 	memset(&cc, 0, sizeof(cc));
 	mask_foreach(id, &g->cpu_nodes) {
@@ -395,9 +423,15 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 	}
 	if (cur_k)
 		pset_eval_mask(x, v, &g->cpu_nodes, NULL, &cc);
-	cur_ok = cur_ok && pcand_fits(&cc);
-	local_before = cur_k ? cc.already : 0;
-	locality = v->mem_total ? (double)local_before / (double)v->mem_total : 1.0;
+	/* Spread over more nodes than its busy threads fill, it does not fit
+	 * them: some of its threads' nodes hold none of its memory. */
+	cur_ok = cur_ok && !pcand_more_than_threads(x, v, &cc) &&
+		 (pcand_fits(&cc) || (crowded && cc.mem_ok && cc.allowed_ok));
+	/* Where its threads run (snap_guest.locality), not its memory
+	 * inside the cpuset: a one-thread guest on two nodes with its memory
+	 * on the other one is not local. */
+	locality = cur_k && v->mem_total ? g->locality : (v->mem_total ? 0.0 : 1.0);
+	local_before = (uint64_t)(locality * (double)v->mem_total);
 	locality_bad = locality < cfg->locality_target;
 	if (cur_k) {
 		it->to_nodes = cc.nodes;
@@ -436,7 +470,7 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 	for (unsigned i = 0; i < x->nr_cands; i++) {
 		const struct pcand *c = &x->cands[i];
 
-		if (c->k != kmin)
+		if (c->k != kmin || c->crowded != crowded)
 			continue;
 		if (!best || pcand_better(c, best))
 			best = c;
@@ -448,6 +482,8 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 		bool sub = cur_k && mask_subset(&c->nodes, &g->cpu_nodes);
 		bool opt;
 
+		if (c->crowded != crowded)
+			continue;
 		if (!sub) {
 			opt = c->k == kmin &&
 			      (!cur_k || c->util_after * (1.0 + cfg->less_busy_margin) < unow);
@@ -480,6 +516,8 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 		fmt_nodes(&g->cpu_nodes, from, sizeof(from));
 		set_detail(it, "settled on nodes %s: locality %.2f (≥%.2f), util %.2f (≤%.2f)", from,
 			   locality, cfg->locality_target, cc.util_after, cfg->max_util);
+		if (crowded)
+			add_detail(it, "; nothing fits with headroom, none less loaded");
 		return;
 	}
 	if (!cur_k)
@@ -491,6 +529,27 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 	else
 		it->reason = REASON_LOAD;
 
+	/* Spread over the nodes it must have (its busy threads or memory
+	 * need them), all its memory inside them, but not where its threads
+	 * run: a cpuset cannot place pages inside the set. The kernel's NUMA
+	 * balancing moves them toward the threads touching them; when it is
+	 * on, that is its job and the guest is settled. When it is off,
+	 * nothing here can do it: say so rather than move it around. */
+	if (!pick && locality_bad && cur_ok && cur_k >= 2 && cur_k <= kmin && !load_case && cc.migrate == 0) {
+		fmt_nodes(&g->cpu_nodes, from, sizeof(from));
+		if (x->s->numa_balancing > 0) {
+			it->kind = PLAN_SETTLED;
+			it->reason = REASON_NONE;
+			set_detail(it, "settled on nodes %s, which it needs: locality %.2f; memory inside them follows its threads by the kernel's NUMA balancing (on)",
+				   from, locality);
+		} else {
+			it->kind = PLAN_SKIP;
+			it->skip = SKIP_IN_SET;
+			set_detail(it, "on nodes %s, which it needs: locality %.2f with all its memory on them; kernel NUMA balancing is %s, and a cpuset cannot place memory by thread",
+				   from, locality, x->s->numa_balancing == 0 ? "off" : "unknown");
+		}
+		return;
+	}
 	if (!pick) {
 		fill_target(it, best);
 		it->kind = PLAN_SKIP;
@@ -523,6 +582,10 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 	d->target = *pick;
 	d->want = true;
 	move_detail(it, cfg, mask_equal(&pick->nodes, &g->cpu_nodes));
+	if (crowded)
+		add_detail(it, "; nothing fits with headroom: the least-loaded nodes that hold its busy threads");
+	if (pcand_more_than_threads(x, v, pick))
+		add_detail(it, "; more nodes than its busy threads fill: its memory does not fit fewer");
 	if (nan || pick->busy_nan)
 		add_detail(it, " (some node busy not measured, taken as idle)");
 }

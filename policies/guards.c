@@ -345,7 +345,7 @@ static unsigned grow(struct pctx *x, const struct gview *g, unsigned seed, const
 	for (;;) {
 		int best = -1;
 		double bestload = 0.0;
-		bool cpu_short, mem_short;
+		bool cpu_short, mem_short, threads_held;
 
 		pset_eval(x, g, x->set, k, NULL, &c);
 		if (pcand_fits(&c)) {
@@ -355,6 +355,14 @@ static unsigned grow(struct pctx *x, const struct gview *g, unsigned seed, const
 		}
 		if (c.cpu_ok && c.mem_ok && !c.allowed_ok)
 			*allowed_block = true;
+		/* Its CPUs here hold all its busy threads: more nodes would only
+		 * spread them away from their memory. */
+		threads_held = g->busy_thr && c.nr_to_cpus >= g->busy_thr;
+		if (threads_held && c.mem_ok && c.allowed_ok) {
+			c.crowded = true;
+			cands_push(x, &c);
+			break;
+		}
 		if (k >= limit)
 			break;
 		if (k == 1) {
@@ -365,7 +373,7 @@ static unsigned grow(struct pctx *x, const struct gview *g, unsigned seed, const
 			}
 			x->inset[seed] = true;
 		}
-		cpu_short = !c.cpu_ok;
+		cpu_short = !c.cpu_ok && !threads_held;
 		mem_short = !c.mem_ok || !c.allowed_ok;
 		for (unsigned n = 0; n < x->nn; n++) {
 			double other, load;
@@ -397,6 +405,31 @@ static unsigned grow(struct pctx *x, const struct gview *g, unsigned seed, const
 			x->distsum[n] += dist(x, (unsigned)best, n);
 	}
 	return found;
+}
+
+/* A set grown for memory past the nodes its busy threads fill is kept
+ * only when no set that holds them with its memory exists: growth from a
+ * seed without its memory reaches its memory's node and takes both.
+ * Returns the smallest size among the fitting sets left. */
+static unsigned drop_spread(struct pctx *x, const struct gview *g, unsigned kmin)
+{
+	bool held = false;
+	unsigned w = 0;
+
+	for (unsigned i = 0; i < x->nr_cands; i++)
+		held = held || !pcand_more_than_threads(x, g, &x->cands[i]);
+	if (!held)
+		return kmin;
+	kmin = 0;
+	for (unsigned i = 0; i < x->nr_cands; i++) {
+		if (pcand_more_than_threads(x, g, &x->cands[i]))
+			continue;
+		x->cands[w++] = x->cands[i];
+		if (!x->cands[w - 1].crowded && (!kmin || x->cands[w - 1].k < kmin))
+			kmin = x->cands[w - 1].k;
+	}
+	x->nr_cands = w;
+	return kmin;
 }
 
 unsigned pcands_generate(struct pctx *x, const struct gview *g, const bool *usable,
@@ -446,16 +479,52 @@ unsigned pcands_generate(struct pctx *x, const struct gview *g, const bool *usab
 		}
 	}
 	if (ncur && cur_usable) {
+		/* More nodes than its busy threads fill is no place to stay:
+		 * where memory needs them, growth above finds such sets. */
+		bool more;
+
 		pset_eval_mask(x, g, &g->cur_nodes, NULL, &c);
-		if (pcand_fits(&c)) {
+		more = pcand_more_than_threads(x, g, &c);
+		if (more) {
+			/* not a candidate */
+		} else if (pcand_fits(&c)) {
 			cands_push(x, &c);
 			if (!kmin || c.k < kmin)
 				kmin = c.k;
 		} else if (c.cpu_ok && c.mem_ok && !c.allowed_ok) {
 			*allowed_block = true;
+		} else if (g->busy_thr && c.nr_to_cpus >= g->busy_thr && c.mem_ok && c.allowed_ok) {
+			/* Staying is an option among crowded sets too. */
+			c.crowded = true;
+			cands_push(x, &c);
 		}
 	}
-	return kmin;
+	return drop_spread(x, g, kmin);
+}
+
+unsigned pcands_crowded_min(const struct pctx *x)
+{
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < x->nr_cands; i++)
+		if (x->cands[i].crowded && (!k || x->cands[i].k < k))
+			k = x->cands[i].k;
+	return k;
+}
+
+bool pcand_more_than_threads(const struct pctx *x, const struct gview *g, const struct pcand *c)
+{
+	unsigned least = ~0u;
+
+	if (!g->busy_thr || c->k < 2)
+		return false;
+	mask_foreach(id, &c->nodes) {
+		int n = x->idx_of_id[id];
+
+		if (n >= 0 && g->acpus[n] < least)
+			least = g->acpus[n];
+	}
+	return least != ~0u && c->nr_to_cpus - least >= g->busy_thr;
 }
 
 void pctx_commit(struct pctx *x, const struct gview *g, const struct pcand *c)

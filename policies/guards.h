@@ -72,6 +72,11 @@ struct gview {
 	const unsigned *acpus;   /* [nn] CPUs of the node it may be given */
 	const bool *memok;       /* [nn] node allowed for its memory */
 	nodemask_t cur_nodes;    /* CPU nodes now (empty: new guest) */
+	/* Its busy threads (measured, else estimated from its demand): a set
+	 * never grows for CPU beyond the nodes they can fill — a one-thread
+	 * guest on two nodes runs on one of them, and its memory can only be
+	 * local there. 0: no limit (advice for a guest not started yet). */
+	unsigned busy_thr;
 	/* Free to run on every node it may use, able to leave one of them,
 	 * its placement automatic: the scheduler puts its threads wherever
 	 * there is room, and the policy is about to give it fewer nodes. Where
@@ -102,6 +107,11 @@ struct pcand {
 	bool cpu_ok;
 	bool mem_ok;
 	bool busy_nan;           /* a node of T had no busy figure (taken as 0) */
+	/* Fits but for CPU load, and its CPUs already hold the guest's busy
+	 * threads: a candidate only when no set fits (the host is too busy
+	 * for headroom anywhere), to be placed local on the least-loaded
+	 * nodes rather than spread or left alone. */
+	bool crowded;
 };
 
 /* Any bit set: cheaper than mask_empty(), which counts every bit (the
@@ -151,11 +161,19 @@ void pset_eval_mask(const struct pctx *x, const struct gview *g, const nodemask_
  * the universe USABLE (by index) as a seed, grow by the nearest helpful
  * node until the set fits; then, within CUR (the guest's current CPU
  * nodes, may be empty), the same for proper subsets; then CUR itself.
- * Only fitting sets are kept. Returns the smallest size among them, 0 if
- * none fits. *allowed_block is set when some set was rejected only
- * because its memory nodes fall outside allowed_mems. */
+ * Growth for CPU stops once the set's CPUs hold the guest's busy threads
+ * (gview.busy_thr); such a set that fits but for CPU load is kept as
+ * crowded (pcand.crowded). Returns the smallest size among the fitting
+ * sets, 0 if none fits. *allowed_block is set when some set was rejected
+ * only because its memory nodes fall outside allowed_mems. */
 unsigned pcands_generate(struct pctx *x, const struct gview *g, const bool *usable,
 			 bool *allowed_block);
+/* The smallest size among the crowded candidates of the last
+ * pcands_generate(), 0 if none. */
+unsigned pcands_crowded_min(const struct pctx *x);
+/* true if the CPUs of G on C already hold its busy threads without C's
+ * smallest node (C is more nodes than its threads can fill). */
+bool pcand_more_than_threads(const struct pctx *x, const struct gview *g, const struct pcand *c);
 
 /* true if A is a better choice than B among sets of equal size: lower
  * score, then lower util_after, then lower node ids. */

@@ -57,6 +57,7 @@ const char *skip_reason_name(enum skip_reason r)
 	case SKIP_MAX_MIGRATE: return "max_migrate";
 	case SKIP_NO_ROOM_PINNED: return "no_room_pinned";
 	case SKIP_OUTSIDE_ALLOWED: return "outside_allowed";
+	case SKIP_IN_SET: return "in_set";
 	}
 	return "unknown";
 }
@@ -81,6 +82,8 @@ json_t *plan_item_to_json(const struct plan_item *it)
 	json_object_set_new(o, "migrate_bytes", json_integer((json_int_t)it->migrate_bytes));
 	json_object_set_new(o, "locality_before", json_real_or_null(it->locality_before));
 	json_object_set_new(o, "gain", json_real_or_null(it->gain));
+	if (it->crowded)
+		json_object_set_new(o, "crowded", json_true());
 	json_object_set_new(o, "detail", json_string(it->detail));
 	return o;
 }

@@ -39,6 +39,9 @@ enum skip_reason {
 	SKIP_MAX_MIGRATE,    /* cycle's migration budget spent */
 	SKIP_NO_ROOM_PINNED, /* pinned nodes lack memory for it */
 	SKIP_OUTSIDE_ALLOWED,/* target not within the parent's cpuset */
+	SKIP_IN_SET,         /* spread as it must be, its memory inside its set but
+			      * not where its threads run, and the kernel's NUMA
+			      * balancing is off: no cpuset write can fix that */
 };
 
 struct plan_item {
@@ -61,6 +64,9 @@ struct plan_item {
 	uint64_t migrate_bytes;      /* memory that must move to be local */
 	double locality_before;      /* 0..1 */
 	double gain;                 /* ranking score, higher first */
+	/* Nothing fitted with headroom: to_nodes are the least-loaded that
+	 * hold its busy threads, load_after may pass max_util. */
+	bool crowded;
 	char detail[192];            /* one human sentence */
 };
 

@@ -7,7 +7,15 @@
  *   a guest's own share on node n is estimated as
  *                    cpu_use × |cpus ∩ n| / |cpus| (it runs where its
  *                    cpuset lets it, in proportion);
- *   locality       = memory on the guest's CPU nodes / its memory.
+ *   locality       = where its threads run (snap_guest.locality): Σ over
+ *                    nodes of its CPU-time share there × its memory share
+ *                    there; memory merely inside its cpuset's nodes
+ *                    (snap_guest.mem_in_cpuset) is not local;
+ *   busy threads   = measured (≥ SNAP_BUSY_THREAD_CPU each) or estimated
+ *                    from its demand: a guest is never given more nodes
+ *                    than its busy threads fill unless its memory does not
+ *                    fit fewer; when no set fits with headroom it goes on
+ *                    the least-loaded nodes that hold them (crowded).
  */
 #ifndef NUMAORCH_POLICY_H
 #define NUMAORCH_POLICY_H

@@ -10,6 +10,9 @@
  * the peak (ru_maxrss) of the real numaorchd binary running ~25 dry-run
  * cycles against the same tree, then stopped with SIGTERM, and the peak
  * of its RssAnon (its own memory, without shared library pages).
+ * "history" is the per-guest history (orchestrator/history.h) filled to
+ * its bound (HISTORY_SAMPLES samples of every guest), as history_bytes()
+ * counts it, and the CPU time of one history_record() when full.
  */
 #include <errno.h>
 #include <math.h>
@@ -25,6 +28,7 @@
 
 #include "agents/acquire.h"
 #include "orchestrator/fs.h"
+#include "orchestrator/history.h"
 #include "orchestrator/hostpaths.h"
 #include "orchestrator/log.h"
 #include "policies/policy.h"
@@ -263,8 +267,8 @@ int main(int argc, char **argv)
 	}
 	printf("numaorch cycle benchmark: %u nodes x %u CPUs, cgroup v2 fixture, %u cycles each\n",
 	       NODES, CPUS_PER_NODE, cycles);
-	printf("%8s %14s %14s %14s %14s %12s %12s\n", "guests", "cycle p50 ms", "cycle max ms",
-	       "acquire ms", "decide ms", "daemon RSS", "anon RSS");
+	printf("%8s %14s %14s %14s %14s %12s %12s %12s %10s\n", "guests", "cycle p50 ms", "cycle max ms",
+	       "acquire ms", "decide ms", "daemon RSS", "anon RSS", "history", "record ms");
 	for (unsigned s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
 		char tmpl[] = "/tmp/numaorch-bench.XXXXXX";
 		char *tmp = mkdtemp(tmpl), root[4096], cmd[4200];
@@ -275,6 +279,7 @@ int main(int argc, char **argv)
 		struct pstate *ps = NULL;
 		double *t = calloc(cycles, sizeof(double)), acq_sum = 0, dec_sum = 0;
 		long rss, anon;
+		double hist_mib = NAN, rec_ms = NAN;
 
 		snprintf(root, sizeof(root), "%s/host", tmp);
 		gen_host(root, sizes[s], 1);
@@ -311,12 +316,31 @@ int main(int argc, char **argv)
 			dec_sum += (t2 - t1) * 1e3;
 		}
 		pstate_free(ps);
+		{
+			struct history *h = history_new(0);
+			struct snapshot *snap;
+			double t0 = 0;
+
+			if (acquirer_snapshot(acq, 0, &snap) < 0)
+				return 1;
+			for (unsigned i = 0; i <= HISTORY_SAMPLES; i++) {
+				snap->real_ns += 15000000000ll;
+				if (i == HISTORY_SAMPLES)
+					t0 = cpu_now();
+				history_record(h, snap);
+			}
+			rec_ms = (cpu_now() - t0) * 1e3;
+			hist_mib = (double)history_bytes(h, NULL) / (1024.0 * 1024.0);
+			history_free(h);
+			snap_unref(snap);
+		}
 		acquirer_free(acq);
 		qsort(t, cycles, sizeof(double), cmp_double);
 		rss = daemon_rss(numaorchd, root, tmp, &anon);
-		printf("%8u %14.2f %14.2f %14.2f %14.2f %8.1f MiB %8.1f MiB\n", sizes[s], t[cycles / 2],
-		       t[cycles - 1], acq_sum / cycles, dec_sum / cycles, rss > 0 ? (double)rss / 1024.0 : NAN,
-		       anon > 0 ? (double)anon / 1024.0 : NAN);
+		printf("%8u %14.2f %14.2f %14.2f %14.2f %8.1f MiB %8.1f MiB %8.2f MiB %10.2f\n", sizes[s],
+		       t[cycles / 2], t[cycles - 1], acq_sum / cycles, dec_sum / cycles,
+		       rss > 0 ? (double)rss / 1024.0 : NAN, anon > 0 ? (double)anon / 1024.0 : NAN, hist_mib,
+		       rec_ms);
 		free(t);
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
 		if (system(cmd) != 0)
@@ -326,6 +350,9 @@ int main(int argc, char **argv)
 	       "daemon RSS is ru_maxrss of numaorchd on the fixture host (no libvirt module: a host\n"
 	       "without VMs): with the file pages of its shared libraries (GnuTLS, libsystemd, ...),\n"
 	       "shared with other processes; anon RSS is the agent's own memory. On a VM host the\n"
-	       "libvirt module and its libraries add about 7 MiB of file pages.\n");
+	       "libvirt module and its libraries add about 7 MiB of file pages.\n"
+	       "history: the per-guest history full (%u samples of each guest, an hour at the default\n"
+	       "15 s interval; not in the RSS above, which 25 cycles do not fill); record ms: CPU time\n"
+	       "of recording one cycle into it.\n", HISTORY_SAMPLES);
 	return 0;
 }

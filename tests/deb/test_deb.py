@@ -89,7 +89,8 @@ class DebianPackage(unittest.TestCase):
         self.daemon = subprocess.Popen(["/usr/sbin/numaorchd", "--config", "/etc/numaorch/numaorchd.conf",
                                         "--dry-run"], stderr=subprocess.PIPE, text=True)
         sock = "/run/numaorch/api.sock"
-        for _ in range(300):
+        deadline = time.time() + 90
+        while time.time() < deadline:
             # Up and ready: the first cycle has published a snapshot.
             if os.path.exists(sock) and run("numaorchctl", "status", check=False).returncode == 0:
                 return sock

@@ -205,6 +205,56 @@ def fake_topology(root, nodes, online_cpus=None):
     return sysfs
 
 
+class StderrWatch:
+    """Reads a running daemon's stderr on a thread, so a test can wait on
+    what the daemon says (a condition with a deadline) instead of sleeping
+    for a time that a slow, fresh machine may not keep; reading it also
+    keeps a chatty daemon from blocking on a full pipe.
+
+        w = StderrWatch(proc); i = w.wait_for("cycle"); w.wait_for("x", after=i)
+    """
+
+    def __init__(self, proc):
+        self.proc = proc
+        self.lines = []
+        self._cv = threading.Condition()
+        self._done = False
+        self._t = threading.Thread(target=self._run, daemon=True)
+        self._t.start()
+
+    def _run(self):
+        for line in self.proc.stderr:
+            with self._cv:
+                self.lines.append(line.rstrip("\n"))
+                self._cv.notify_all()
+        with self._cv:
+            self._done = True
+            self._cv.notify_all()
+
+    def wait_for(self, text, after=-1, timeout=60):
+        """Index of the first line after AFTER that contains TEXT; raises
+        AssertionError with what was said if none comes within TIMEOUT s
+        or the daemon closes its stderr first."""
+        end = time.time() + timeout
+        with self._cv:
+            while True:
+                for i in range(after + 1, len(self.lines)):
+                    if text in self.lines[i]:
+                        return i
+                left = end - time.time()
+                if left <= 0 or self._done:
+                    raise AssertionError("daemon did not say %r within %d s%s:\n%s"
+                                         % (text, timeout, " (stderr closed)" if self._done else "",
+                                            "\n".join(self.lines[-30:])))
+                self._cv.wait(min(left, 0.5))
+
+    def text(self):
+        """Everything said, once the daemon has exited."""
+        self._t.join(timeout=30)
+        with self._cv:
+            return "\n".join(self.lines) + ("\n" if self.lines else "")
+
+
 class FakeCpuLoad:
     """A fixture procfs whose /proc/stat advances at chosen busy fractions
     per CPU, so the node load a test decides on does not depend on what
@@ -218,14 +268,20 @@ class FakeCpuLoad:
         self.procfs = os.path.join(root, "proc")
         os.makedirs(self.procfs, exist_ok=True)
         self.busy = dict(busy)
-        self.ticks = {c: [0, 0] for c in self.busy}   # [busy, idle]
+        # Start from since-boot counters, as a real /proc/stat has: the
+        # agent (rightly) ignores a CPU whose total is 0 in a sample, so a
+        # first file of zeros read before the thread below has advanced
+        # (a fast machine, or the agent starting first) gave no load at all.
+        self.ticks = {c: [int(100000 * f), 100000 - int(100000 * f)] for c, f in self.busy.items()}
         self._stop = threading.Event()
         self._write()
         self._t = threading.Thread(target=self._run, daemon=True)
         self._t.start()
 
     def _write(self):
-        lines = ["cpu  0 0 0 0 0 0 0 0 0 0"]
+        tb = sum(b for b, _ in self.ticks.values())
+        ti = sum(i for _, i in self.ticks.values())
+        lines = ["cpu  %d 0 0 %d 0 0 0 0 0 0" % (tb, ti)]
         for c in sorted(self.ticks):
             b, i = self.ticks[c]
             lines.append("cpu%d %d 0 0 %d 0 0 0 0 0 0" % (c, b, i))

@@ -93,6 +93,22 @@ class VmPlugin(unittest.TestCase):
         self.assertIn(os.path.realpath(MODULE), {os.path.realpath(p) for p in maps}, self.stderr())
         self.assertTrue(any(os.path.basename(p).startswith("libvirt.so") for p in maps))
 
+    def test_daemon_exports_only_what_the_module_imports(self):
+        # The daemon's dynamic symbol table is the module's ABI with the
+        # core, nothing more (it once exported all 284 core functions to
+        # the module's ~55 libraries: xmalloc, problem, parse_u64, ...).
+        if not shutil.which("nm"):
+            self.skipTest("nm (binutils) is not installed")
+        def syms(path, flag):
+            out = subprocess.run(["nm", "-D", flag, path], capture_output=True, text=True,
+                                 check=True, timeout=30).stdout
+            return {l.split()[-1] for l in out.splitlines() if l.strip()}
+        exported = {s for s in syms(itlib.NUMAORCHD, "--defined-only") if "@" not in s}
+        wanted = syms(MODULE, "--undefined-only")
+        self.assertTrue(exported, "the daemon exports nothing: the module could not load")
+        self.assertEqual(exported - wanted, set(), "exported but not used by the module")
+        self.assertLess(len(exported), 60, sorted(exported))
+
     def test_missing_module_is_a_warning_and_containers_go_on(self):
         d = self.start("enabled = yes\nmodule = %s/nothing-here.so\n" % self.tmp)
         time.sleep(0.5)

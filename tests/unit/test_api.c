@@ -273,14 +273,19 @@ static void *run_engine(void *arg)
 	return NULL;
 }
 
-static bool blocking;
+static bool blocking, released;
 
+/* Holds the engine until the test releases it: a fixed hold (it was
+ * 800 ms) lets a slow or loaded machine send the refused PUTs after the
+ * engine is free again. The 60 s cap only keeps a broken test from
+ * hanging forever. */
 static int block_engine(struct engine *e, void *arg)
 {
 	(void)e;
 	(void)arg;
 	__atomic_store_n(&blocking, true, __ATOMIC_RELEASE);
-	usleep(800 * 1000);
+	for (int i = 0; i < 60000 && !__atomic_load_n(&released, __ATOMIC_ACQUIRE); i++)
+		usleep(1000);
 	return 0;
 }
 
@@ -302,16 +307,19 @@ static void test_engine_busy_is_503_and_changes_nothing(void **state)
 	fx_init(&f, 150);
 	assert_int_equal(pthread_create(&f.thread, NULL, run_engine, &f), 0);
 	f.threaded = true;
-	/* Wait for the first cycle, then keep the engine busy. */
-	for (int i = 0; i < 200; i++) {
-		struct engine_view *v = engine_view_get(f.e);
-		bool ready = v && v->snap;
+	/* Wait for the first cycle (30 s at most: ASan on a loaded machine),
+	 * then keep the engine busy. */
+	bool ready = false;
 
+	for (int i = 0; i < 1500 && !ready; i++) {
+		struct engine_view *v = engine_view_get(f.e);
+
+		ready = v && v->snap;
 		engine_view_unref(v);
-		if (ready)
-			break;
-		usleep(20 * 1000);
+		if (!ready)
+			usleep(20 * 1000);
 	}
+	assert_true(ready);
 	assert_int_equal(pthread_create(&b, NULL, blocker, &f), 0);
 	while (!__atomic_load_n(&blocking, __ATOMIC_ACQUIRE))
 		usleep(1000);
@@ -327,6 +335,7 @@ static void test_engine_busy_is_503_and_changes_nothing(void **state)
 	r = req(&f, API_UNIX, NULL, "GET", "/v1/status", NULL);
 	assert_int_equal(r.status, 200);
 	reply_free(&r);
+	__atomic_store_n(&released, true, __ATOMIC_RELEASE);
 	pthread_join(b, NULL);
 	/* The refused changes were dropped, not applied late. */
 	r = req(&f, API_UNIX, NULL, "GET", "/v1/policy", NULL);

@@ -804,8 +804,15 @@ static void test_cpu_per_node(void **state)
 		thr_stat(root, 400 + t, 10, 0, 0);
 	cs = open_root(root, NULL);
 	s = scan_once(cs, 1000000000);
-	/* No earlier sample: nothing to share out yet. */
-	assert_null(snap_find_guest(s, "lxc-spread")->cpu_node);
+	/* No earlier sample: nothing to share out yet. Its locality is an
+	 * estimate from its CPUs (4 on each node, memory all on node 1),
+	 * never the 100 % its memory inside the cpuset would say. */
+	g = snap_find_guest(s, "lxc-spread");
+	assert_null(g->cpu_node);
+	assert_false(g->busy_measured);
+	assert_int_equal(g->locality_source, LOC_ESTIMATE);
+	assert_float_equal(g->locality, 0.5, 1e-9);
+	assert_float_equal(g->mem_in_cpuset, 1.0, 1e-9);
 	snap_unref(s);
 
 	/* One CPU over the next second: 300 ticks of thread 200 on node 0,
@@ -827,8 +834,21 @@ static void test_cpu_per_node(void **state)
 	assert_non_null(g->cpu_node);
 	assert_float_equal(g->cpu_node[0], 0.75, 1e-9);
 	assert_float_equal(g->cpu_node[1], 0.25, 1e-9);
-	assert_null(snap_find_guest(s, "lxc-onenode")->cpu_node);
-	assert_null(snap_find_guest(s, "lxc-many")->cpu_node);
+	/* Where its threads ran: 3/4 of its CPU time on node 0, which holds
+	 * none of its memory; 200 (400 ticks) and 201 (100 ticks) busy. */
+	assert_int_equal(g->locality_source, LOC_THREADS);
+	assert_float_equal(g->locality, 0.25, 1e-9);
+	assert_float_equal(g->mem_in_cpuset, 1.0, 1e-9);
+	assert_true(g->busy_measured);
+	assert_int_equal(g->busy_threads, 2);
+	g = snap_find_guest(s, "lxc-onenode");
+	assert_null(g->cpu_node);
+	assert_int_equal(g->locality_source, LOC_ONE_NODE);
+	assert_float_equal(g->locality, g->mem_in_cpuset, 1e-9);
+	g = snap_find_guest(s, "lxc-many");
+	assert_null(g->cpu_node);
+	assert_int_equal(g->locality_source, LOC_ESTIMATE);
+	assert_float_equal(g->locality, 0.5, 1e-9);
 	snap_unref(s);
 
 	/* Thread 204 now has a sample too; 200 moved to node 1. */
@@ -840,6 +860,8 @@ static void test_cpu_per_node(void **state)
 	assert_non_null(g->cpu_node);
 	assert_float_equal(g->cpu_node[0], 0.0, 1e-9);
 	assert_float_equal(g->cpu_node[1], 1.0, 1e-9);
+	assert_float_equal(g->locality, 1.0, 1e-9);
+	assert_int_equal(g->busy_threads, 2);
 	snap_unref(s);
 	cgscan_free(cs);
 	tu_rm_rf(root);

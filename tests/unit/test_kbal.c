@@ -1,5 +1,5 @@
 /* kbal: who moves a guest's memory beside the kernel's NUMA balancing;
- * kernel.numa_balancing read from a fixture procfs; the [memory] keys. */
+ * the [memory] keys. (kernel.numa_balancing itself is read by the acquirer.) */
 #include "testutil.h"
 
 #include <errno.h>
@@ -7,9 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agents/topo.h"
 #include "orchestrator/config.h"
-#include "orchestrator/hostpaths.h"
 #include "orchestrator/kbal.h"
 
 static void test_decide_table(void **state)
@@ -63,30 +61,6 @@ static void test_names(void **state)
 	assert_null(kbal_setting_name((enum kbal_setting)7));
 }
 
-static void test_read_numa_balancing(void **state)
-{
-	char *root = tu_mkdtemp();
-	struct host_paths hp;
-	int v = -5;
-
-	(void)state;
-	tu_write(root, "sys/devices/system/node/.keep", "");
-	tu_write(root, "proc/stat", "");
-	assert_int_equal(host_paths_from_root(&hp, root), 0);
-	assert_int_equal(topo_read_numa_balancing(&hp, &v), -ENOENT);
-	assert_int_equal(v, -5); /* written only on success */
-	tu_write(root, "proc/sys/kernel/numa_balancing", "1\n");
-	assert_int_equal(topo_read_numa_balancing(&hp, &v), 0);
-	assert_int_equal(v, 1);
-	tu_write(root, "proc/sys/kernel/numa_balancing", "3\n");
-	assert_int_equal(topo_read_numa_balancing(&hp, &v), 0);
-	assert_int_equal(v, 3);
-	tu_write(root, "proc/sys/kernel/numa_balancing", "on\n");
-	assert_int_equal(topo_read_numa_balancing(&hp, &v), -EINVAL);
-	tu_rm_rf(root);
-	free(root);
-}
-
 static void test_memory_section(void **state)
 {
 	struct agent_config c;
@@ -119,7 +93,6 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_decide_table),
 		cmocka_unit_test(test_names),
-		cmocka_unit_test(test_read_numa_balancing),
 		cmocka_unit_test(test_memory_section),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

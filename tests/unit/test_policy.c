@@ -42,6 +42,9 @@ struct tguest {
 	enum gpol_mode pol;
 	const char *pin;
 	int moved_s_ago;          /* 0: never moved */
+	unsigned threads;         /* nr_threads; 0: unknown */
+	unsigned busy;            /* measured busy threads; 0: not measured */
+	double ran[TMAXN];        /* CPUs of use measured per node (cpu_node); all 0: none */
 };
 
 #define NOITEM 99
@@ -68,6 +71,7 @@ struct tcase {
 	struct texp e[TMAXG];
 	void (*tweak)(struct policy_config *c);
 	bool verbose;
+	int numa_balancing;       /* kernel.numa_balancing; 0 in a table: unknown */
 };
 
 /* Two sockets of two nodes: 0-1 and 2-3. */
@@ -130,10 +134,13 @@ static const struct tcase cases[] = {
 			 .to = "", .detail_has = "no node set fits" } },
 	},
 	{
-		.name = "all nodes full: no fit",
+		/* Nothing fits with headroom, and it is local on one node that
+		 * is no busier than the other: it stays. */
+		.name = "all nodes full: stays local where it is",
 		.nn = 2, .nodes = { N8(0, 8192, 0.95), N8(1, 8192, 0.95) },
 		.g = { { .id = "a", .use = 1.0, .on = "0", .mib = { 1024, 0 } } },
-		.e = { { .id = "a", .kind = PLAN_SKIP, .skip = SKIP_NO_FIT, .to = "" } },
+		.e = { { .id = "a", .kind = PLAN_SETTLED, .to = "0", .detail_has = "nothing fits with headroom" } },
+		.verbose = true,
 	},
 	{
 		.name = "cool-down holds a recent mover, not an old one",
@@ -285,10 +292,13 @@ static const struct tcase cases[] = {
 		.nn = 4, .nodes = { N8(0, 8192, 0.3), N8(1, 8192, 0.2), N8(2, 8192, 0.2), N8(3, 8192, 0.2) },
 		.g = { { .id = "a", .use = 2.0, .on = "0-3", .mib = { 2048, 0, 0, 0 } },
 		       { .id = "b", .use = 4.0, .on = "0-3", .mib = { 2048, 0, 0, 0 } } },
-		.e = { { .id = "a", .kind = PLAN_MOVE, .reason = REASON_CONSOLIDATE, .to = "0", .mems = "0",
-			 .cpus = "0-7", .mig = MIG(0) },
-		       { .id = "b", .kind = PLAN_MOVE, .reason = REASON_CONSOLIDATE, .to = "1", .mems = "1",
-			 .mig = MIG(2048) } },
+		/* Both are a quarter local where their threads run (spread
+		 * evenly); b, with twice the CPU use, gains more by going first
+		 * and stays with the memory. */
+		.e = { { .id = "a", .kind = PLAN_MOVE, .reason = REASON_CONSOLIDATE, .to = "1", .mems = "1",
+			 .mig = MIG(2048) },
+		       { .id = "b", .kind = PLAN_MOVE, .reason = REASON_CONSOLIDATE, .to = "0", .mems = "0",
+			 .cpus = "0-7", .mig = MIG(0) } },
 	},
 	{
 		.name = "locality pull: same nodes, memory brought local",
@@ -426,6 +436,84 @@ static const struct tcase cases[] = {
 		.e = { { .id = "a", .kind = PLAN_MOVE, .reason = REASON_CONSOLIDATE, .to = "0", .mig = MIG(0),
 			 .detail_has = "not measured" } },
 	},
+	/* ---- issue 11: decide on locality where the threads run ---- */
+	{
+		/* The testbed (4 nodes x 2 CPUs, every node full): a one-thread
+		 * guest on a two-node cpuset, its 320 MiB on node 0, its thread
+		 * on node 1 — 100 % inside its cpuset, 0 % local. Nothing fits
+		 * with headroom; one node holds its one thread: node 1, the
+		 * least loaded of those (node 0 has two other busy threads),
+		 * its memory following it. */
+		.name = "crowded one-thread guest on two nodes: one node, memory follows",
+		.nn = 4, .nodes = { N(0, 2, 1024, 60, 1.0), N(1, 2, 1024, 640, 1.0),
+				    N(2, 2, 1024, 360, 1.0), N(3, 2, 1024, 360, 1.0) },
+		.g = { { .id = "one", .use = 1.0, .on = "0-1", .mib = { 320, 0, 0, 0 }, .threads = 1, .busy = 1,
+			 .ran = { 0, 1.0, 0, 0 } } },
+		.e = { { .id = "one", .kind = PLAN_MOVE, .reason = REASON_CONSOLIDATE, .to = "1", .mems = "1",
+			 .mig = MIG(320), .detail_has = "nothing fits with headroom" } },
+	},
+	{
+		/* No single node fits it with headroom, a pair would: one busy
+		 * thread never gets two nodes (the testbed's "one-thread guest
+		 * given two nodes, 76 % local"). It stays local on its node. */
+		.name = "never more nodes than its busy threads fill",
+		.nn = 4, .nodes = { N(0, 2, 1024, 500, 1.0), N(1, 2, 1024, 500, 0.6),
+				    N(2, 2, 1024, 500, 0.6), N(3, 2, 1024, 500, 0.6) },
+		.g = { { .id = "one", .use = 1.0, .on = "0", .mib = { 320, 0, 0, 0 }, .threads = 1 } },
+		.e = { { .id = "one", .kind = PLAN_SETTLED, .to = "0", .detail_has = "nothing fits" } },
+		.verbose = true,
+	},
+	{
+		/* The testbed: a three-thread guest over nodes 0-2, two threads
+		 * on node 0 and one on node 1, its 699 MiB on node 2 — 100 %
+		 * inside its cpuset, 0 % local. Three busy threads fill two
+		 * 2-CPU nodes: never three. No pair fits with headroom, so the
+		 * least-loaded pairs within its set that hold them; of those the
+		 * one keeping its memory. */
+		.name = "three-thread guest larger than a node: two nodes, not three",
+		.nn = 4, .nodes = { N(0, 2, 1024, 200, 1.0), N(1, 2, 1024, 900, 1.0),
+				    N(2, 2, 1024, 200, 0.5), N(3, 2, 1024, 900, 1.0) },
+		.g = { { .id = "three", .use = 3.0, .on = "0-2", .mib = { 0, 0, 699, 0 }, .threads = 3, .busy = 3,
+			 .ran = { 2.0, 1.0, 0, 0 } } },
+		.e = { { .id = "three", .kind = PLAN_MOVE, .reason = REASON_CONSOLIDATE, .to = "0,2",
+			 .mig = MIG(0) } },
+	},
+	{
+		/* The "already local, leave it" guard uses where the threads
+		 * run: two busy threads on two 1-CPU nodes (they need both), all
+		 * memory on node 0, inside its cpuset — 1.0 in its cpuset, 0.5
+		 * where its threads run. Not settled: flagged for locality. No
+		 * cpuset write places its memory by thread, and the kernel's
+		 * NUMA balancing is off: a skip that says so. */
+		.name = "in its cpuset is not local: the guard looks at the threads",
+		.nn = 3, .nodes = { N(0, 1, 4096, 2048, 1.0), N(1, 1, 4096, 2048, 1.0), N(2, 1, 4096, 2048, 0.0) },
+		.g = { { .id = "a", .use = 2.0, .on = "0-1", .mib = { 1024, 0, 0 }, .threads = 2, .busy = 2,
+			 .ran = { 1.0, 1.0, 0 } } },
+		.e = { { .id = "a", .kind = PLAN_SKIP, .reason = REASON_LOCALITY, .skip = SKIP_IN_SET,
+			 .detail_has = "balancing is unknown" } },
+		.verbose = true,
+	},
+	{
+		/* The same with the kernel's NUMA balancing on: memory inside
+		 * the set is its job (it moves pages to the threads touching
+		 * them); settled, and said so. */
+		.name = "spread as it must be, kernel balancing on: in-set memory left to it",
+		.nn = 3, .nodes = { N(0, 1, 4096, 2048, 1.0), N(1, 1, 4096, 2048, 1.0), N(2, 1, 4096, 2048, 0.0) },
+		.g = { { .id = "a", .use = 2.0, .on = "0-1", .mib = { 1024, 0, 0 }, .threads = 2, .busy = 2,
+			 .ran = { 1.0, 1.0, 0 } } },
+		.e = { { .id = "a", .kind = PLAN_SETTLED, .to = "0-1", .detail_has = "NUMA balancing (on)" } },
+		.verbose = true,
+		.numa_balancing = 1,
+	},
+	{
+		/* Locality where it runs drives the pull: on node 0 with all its
+		 * memory in its mems {0,1} but 3/4 of it on node 1. */
+		.name = "one node, memory on the other: true locality pulls it",
+		.nn = 2, .nodes = { N8(0, 8192, 0.3), N8(1, 8192, 0.5) },
+		.g = { { .id = "a", .use = 1.0, .on = "0", .mems = "0-1", .mib = { 1024, 3072 }, .threads = 1 } },
+		.e = { { .id = "a", .kind = PLAN_MOVE, .reason = REASON_LOCALITY, .to = "0", .mems = "0",
+			 .mig = MIG(3072) } },
+	},
 };
 
 static void parse_nodes(const char *s, nodemask_t *m)
@@ -458,6 +546,7 @@ static struct snapshot *build(const struct tcase *tc, struct pstate **prev)
 	s->seq = 7;
 	s->mono_ns = T0;
 	s->window_s = 10;
+	s->numa_balancing = tc->numa_balancing ? tc->numa_balancing : -1;
 	*prev = pstate_new();
 	for (unsigned gi = 0; gi < TMAXG && tc->g[gi].id; gi++) {
 		const struct tguest *t = &tc->g[gi];
@@ -481,6 +570,15 @@ static struct snapshot *build(const struct tcase *tc, struct pstate **prev)
 		parse_nodes(t->pin, &g->policy.nodes);
 		if (t->moved_s_ago)
 			pstate_note_move(*prev, t->id, T0 - t->moved_s_ago * SEC);
+		g->nr_threads = t->threads;
+		g->busy_threads = t->busy;
+		g->busy_measured = t->busy > 0;
+		for (unsigned n = 0; n < tc->nn; n++)
+			if (t->ran[n] > 0.0) {
+				if (!g->cpu_node)
+					g->cpu_node = calloc(tc->nn, sizeof(double));
+				g->cpu_node[n] = t->ran[n];
+			}
 	}
 	snap_finalize(s);
 	return s;
@@ -547,7 +645,8 @@ static void check_invariants(const struct policy_config *cfg, const struct snaps
 			if (room + already < it->mem_demand && it->migrate_bytes > 0)
 				fail_msg("%s: %s: planned onto nodes without room", tc, it->guest_id);
 		}
-		if (it->reason != REASON_PINNED && !(it->load_after <= cfg->max_util + 1e-9))
+		/* Over max_util only where nothing fitted with headroom. */
+		if (it->reason != REASON_PINNED && !it->crowded && !(it->load_after <= cfg->max_util + 1e-9))
 			fail_msg("%s: %s: load_after %.3f over max_util", tc, it->guest_id, it->load_after);
 		assert_false(isnan(it->cpu_demand));
 		assert_false(isnan(it->load_before));
@@ -624,6 +723,8 @@ static void run_case(const struct tcase *tc)
 				 plan_kind_name(it->kind), move_reason_name(it->reason),
 				 skip_reason_name(it->skip), plan_kind_name(e->kind),
 				 move_reason_name(e->reason), skip_reason_name(e->skip), it->detail);
+		if (e->to && getenv("TEST_POLICY_DEBUG"))
+			fprintf(stderr, "%s: %s: %s\n", tc->name, e->id, it->detail);
 		if (e->to)
 			assert_nodes("to_nodes", &it->to_nodes, e->to, tc->name, e->id);
 		if (e->mems)
@@ -1472,13 +1573,16 @@ static void test_floaters_make_room(void **state)
 
 /* The testbed's oversubscribed scenario: six 2-thread guests (12 busy
  * threads on 8 CPUs, each guest 1.33 CPUs) with their memory over all
- * nodes. There is no room to float to: no guest fits one node beside
- * the others, and nothing moves. */
-static void test_oversubscribed_no_floating(void **state)
+ * nodes. Nothing fits with headroom, and there is no room to float to;
+ * rather than leave them spread (47 % local at the end) each guest is
+ * placed on one node of its own as far as there are nodes — the least
+ * loaded that holds its two busy threads — with its memory there. */
+static void test_oversubscribed_local_least_loaded(void **state)
 {
-	static const uint64_t free_mib[4] = { 500, 500, 500, 500 };
+	static const uint64_t free_mib[4] = { 570, 570, 570, 570 };
 	static const double busy[4] = { 1.0, 1.0, 1.0, 1.0 };
 	struct snapshot *s = host_2cpu(4, 1024, free_mib, busy);
+	nodemask_t used;
 	struct plan *p;
 
 	(void)state;
@@ -1486,11 +1590,26 @@ static void test_oversubscribed_no_floating(void **state)
 		static const char *const ids[6] = { "w1", "w2", "w3", "w4", "w5", "w6" };
 		struct snap_guest *g = guest_on(s, ids[i], 8.0 / 6.0, 2, "0-7", "0-3", i % 4);
 
+		g->busy_threads = 2;
+		g->busy_measured = true;
 		for (int n = 0; n < 4; n++)
 			g->mem_node[n] = 75 * MIB;
 	}
 	p = decide_default(s, "oversubscribed");
-	assert_int_equal(p->nr_moves, 0);
+	/* max_moves (4): four this cycle, each alone on a node. */
+	assert_int_equal(p->nr_moves, 4);
+	mask_zero(&used);
+	for (unsigned i = 0; i < p->nr_items; i++) {
+		const struct plan_item *it = &p->items[i];
+
+		if (it->kind != PLAN_MOVE)
+			continue;
+		if (mask_count(&it->to_nodes) != 1 || !mask_equal(&it->to_nodes, &it->to_mems) ||
+		    mask_intersects(&it->to_nodes, &used) || !it->crowded)
+			fail_msg("%s: %s", it->guest_id, it->detail);
+		mask_or(&used, &used, &it->to_nodes);
+		assert_int_equal(it->migrate_bytes, 225 * MIB);
+	}
 	plan_free(p);
 }
 
@@ -1675,6 +1794,56 @@ static void test_next_state_drops_vanished(void **state)
 	snap_unref(s);
 }
 
+/* Locality where the threads run (snap_finalize): the testbed's wloc
+ * weighted by CPU time. A one-thread guest on two nodes with its memory
+ * on the other one is 0 % local and 100 % inside its cpuset; on one node
+ * the two figures agree; a thread on a memory-less node is local to the
+ * nearest node with memory. */
+static void test_true_locality(void **state)
+{
+	static const uint64_t free_mib[3] = { 500, 500, 500 };
+	static const double busy[3] = { 0.5, 0.5, 0.5 };
+	struct snapshot *s = host_2cpu(3, 1024, free_mib, busy);
+	struct snap_guest *g;
+	const struct snap_guest *f;
+
+	(void)state;
+	s->nodes[2].mem_total = 0; /* memory-less, nearest to node 0 by index on a tie */
+	s->nodes[2].mem_free = 0;
+	g = guest_on(s, "wrong-half", 1.0, 1, "0-3", "0-1", 1);
+	g->mem_node[0] = 320 * MIB;
+	g = guest_on(s, "one-node", 1.0, 1, "0-1", "0", -1);
+	g->mem_node[0] = 240 * MIB;
+	g->mem_node[1] = 80 * MIB;
+	g = guest_on(s, "two-thirds", 1.5, 3, "0-3", "0-1", 0);
+	g->cpu_node[0] = 1.0;
+	g->cpu_node[1] = 0.5;
+	g->mem_node[0] = 300 * MIB;
+	g = guest_on(s, "memless", 1.0, 1, "4-5", "0", 2);
+	g->mem_node[0] = 100 * MIB;
+	g = guest_on(s, "unmeasured", 1.0, 1, "0-3", "0-1", -1);
+	g->mem_node[1] = 100 * MIB;
+	snap_finalize(s);
+
+	f = snap_find_guest(s, "wrong-half");
+	assert_float_equal(f->locality, 0.0, 1e-9);
+	assert_float_equal(f->mem_in_cpuset, 1.0, 1e-9);
+	assert_int_equal(f->locality_source, LOC_THREADS);
+	f = snap_find_guest(s, "one-node");
+	assert_float_equal(f->locality, 0.75, 1e-9);
+	assert_float_equal(f->mem_in_cpuset, 0.75, 1e-9);
+	assert_int_equal(f->locality_source, LOC_ONE_NODE);
+	f = snap_find_guest(s, "two-thirds");
+	assert_float_equal(f->locality, 2.0 / 3.0, 1e-9);
+	f = snap_find_guest(s, "memless");
+	assert_float_equal(f->locality, 1.0, 1e-9);
+	assert_float_equal(f->mem_in_cpuset, 0.0, 1e-9);
+	f = snap_find_guest(s, "unmeasured");
+	assert_float_equal(f->locality, 0.5, 1e-9);
+	assert_int_equal(f->locality_source, LOC_ESTIMATE);
+	snap_unref(s);
+}
+
 static void test_json(void **state)
 {
 	const struct tcase *tc = NULL;
@@ -1748,11 +1917,12 @@ int main(void)
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_measured_node_share);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_floaters_make_room);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_big_floater_makes_room);
-	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_oversubscribed_no_floating);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_oversubscribed_local_least_loaded);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_spread_start_one_node_each);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_config_validate);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_pstate);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_next_state_drops_vanished);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_json);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_true_locality);
 	return _cmocka_run_group_tests("policy", tests, n, NULL, NULL);
 }

@@ -98,7 +98,7 @@ class Daemon:
         self.proc = None
         self.logf = None
 
-    def start(self, timeout=20):
+    def start(self, timeout=60):
         self.logf = open(self.logpath, "a")
         self.proc = subprocess.Popen(self.args, stdout=self.logf, stderr=subprocess.STDOUT)
         end = time.time() + timeout
@@ -149,7 +149,22 @@ class Daemon:
             raise RuntimeError("GET /v1/status: %s %s" % (st, doc))
         return doc["libvirt"]
 
-    def wait_libvirt_state(self, state, timeout=10):
+    def cycles(self):
+        st, doc = api(self.sock, "GET", "/v1/status")
+        if st != 200:
+            raise RuntimeError("GET /v1/status: %s %s" % (st, doc))
+        return doc["cycles"]
+
+    def wait_cycles(self, n, timeout=60):
+        """Wait until N more cycles have run (however slow the machine)."""
+        want = self.cycles() + n
+        end = time.time() + timeout
+        while self.cycles() < want:
+            if time.time() > end:
+                raise AssertionError("fewer than %d cycles in %d s:\n%s" % (n, timeout, self.log()[-3000:]))
+            time.sleep(0.1)
+
+    def wait_libvirt_state(self, state, timeout=30):
         end = time.time() + timeout
         while True:
             lv = self.libvirt_status()
@@ -163,7 +178,7 @@ class Daemon:
             raise RuntimeError("GET /v1/guests: %s %s" % (st, doc))
         return doc["guests"] if isinstance(doc, dict) else doc
 
-    def wait_decision(self, pred, timeout=10):
+    def wait_decision(self, pred, timeout=30):
         end = time.time() + timeout
         while time.time() < end:
             for d in self.decisions():
@@ -172,7 +187,7 @@ class Daemon:
             time.sleep(0.02)
         return None
 
-    def wait_log(self, regex, timeout=10, start=0):
+    def wait_log(self, regex, timeout=30, start=0):
         """The first match of REGEX in the log after offset START."""
         end = time.time() + timeout
         rx = re.compile(regex)
@@ -215,7 +230,7 @@ class EventWatch:
                     out.append((t, m.group(2), m.group(3), m.group(4)))
         return out
 
-    def when(self, domain, what, timeout=5):
+    def when(self, domain, what, timeout=30):
         end = time.time() + timeout
         while time.time() < end:
             for t, kind, dom, detail in self.events():

@@ -244,6 +244,18 @@ test_outside_scope_untouched() {
 	return $r
 }
 
+# wait_said TEXT FROM: wait (up to 120 s) until a line after line FROM of
+# the daemon's stderr ($T/err) contains TEXT.
+wait_said() {
+	i=0
+	while ! tail -n +$(($2 + 1)) $T/err | grep -q "$1"; do
+		sleep 0.2
+		i=$((i + 1))
+		[ $i -gt 600 ] && { echo "daemon never said \"$1\" after line $2: $(tail -5 $T/err)"; return 1; }
+	done
+	return 0
+}
+
 # The daemon: a guest vanishes between cycles, SIGTERM stops it cleanly.
 test_daemon_survives_vanishing_guest() {
 	start $G1 "$ALL" "" 32 || return 1
@@ -251,11 +263,16 @@ test_daemon_survives_vanishing_guest() {
 	printf '[agent]\ninterval = 0.5\nsample = 0.3\n[api]\nsocket =\n[libvirt]\nenabled = no\n' > $T/conf
 	$NUMAORCHD --config $T/conf --scope $SB --log-level debug --decision-log $T/dec 2> $T/err &
 	pid=$!
-	sleep 3
+	# Wait on what the daemon says, not on time: under TCG on a busy
+	# 2-core host a cycle can take much longer than its interval.
+	wait_said "2 guests" 0 || return 1
 	for p in $(cat $CG$SB/$G2/cgroup.procs); do kill -9 $p; done
-	sleep 0.3
-	rmdir $CG$SB/$G2
-	sleep 2
+	i=0
+	while ! rmdir $CG$SB/$G2 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	from=$(wc -l < $T/err)
+	wait_said "1 guests" $from || return 1
+	# one more cycle after the first that saw it gone
+	wait_said "1 guests" $(($(grep -n "1 guests" $T/err | tail -1 | cut -d: -f1))) || return 1
 	kill -0 $pid 2>/dev/null || { echo "daemon exited after a guest vanished"; return 1; }
 	kill -TERM $pid
 	wait $pid
