@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -22,6 +23,7 @@
 #define MAX_CHUNK 65536
 #define FIRST_CHUNK 512
 #define QUERY_PAGES 16384
+#define THP_BYTES (2u << 20)
 #define MAPS_MAX (16u << 20)
 
 const double mover_stall_buckets_ms[MOVER_NR_BUCKETS] = { 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000 };
@@ -168,6 +170,30 @@ size_t mover_adapt_chunk(size_t pages, double elapsed_ms, double target_ms)
 	if (next > MAX_CHUNK)
 		return MAX_CHUNK;
 	return (size_t)next;
+}
+
+size_t mover_plan_window(const int *status, size_t n, uintptr_t start, size_t page, const nodemask_t *to,
+			 bool all, bool compact, size_t *idx, int *weight)
+{
+	size_t thp = page ? THP_BYTES / page : 0, k = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		size_t run = 1;
+
+		if (status[i] < 0 || (mask_test(to, status[i]) && !all))
+			continue;
+		if (compact && thp > 1 && (start + i * page) % THP_BYTES == 0 && i + thp <= n) {
+			while (run < thp && status[i + run] == status[i])
+				run++;
+			if (run < thp)
+				run = 1;
+		}
+		idx[k] = i;
+		weight[k] = (int)run;
+		k++;
+		i += run - 1;
+	}
+	return k;
 }
 
 int mover_pick_target(const nodemask_t *to, int from)
@@ -322,8 +348,77 @@ static bool rate_take(struct mover *m, struct job *j, size_t bytes)
 
 struct bufs {
 	void **pages, **mpages;
-	int *status, *mnodes, *mstatus;
+	int *status, *mnodes, *mstatus, *first, *mweight;
+	size_t *idx;
 };
+
+/* Move the K entries of B in slices of *CHUNK (adapted to chunk_ms), within
+ * the rate budget, stopping at a slice boundary when J must end. *COUNTED
+ * gets the pages each slice put on the target (an entry of weight W counts
+ * W when it arrived). 0, 1 (stop), or the negative errno of the call. */
+static int move_slices(struct mover *m, struct job *j, pid_t pid, struct bufs *b, size_t k, size_t *chunk,
+		       size_t page, long *counted)
+{
+	int r = 0;
+
+	for (size_t off = 0; off < k && r == 0;) {
+		size_t sl = 0, moved = 0, bytes = 0, cap = SIZE_MAX;
+		int64_t t0, t1;
+		double ms;
+
+		/* Under a rate budget a slice is at most 100 ms of it: a bigger
+		 * one would sleep through its guest's exit or its deadline. */
+		pthread_mutex_lock(&m->lock);
+		if (m->cfg.rate_mib > 0)
+			cap = (size_t)(m->cfg.rate_mib * 1048576.0 * 0.1);
+		pthread_mutex_unlock(&m->lock);
+		while (off + sl < k && sl < *chunk &&
+		       (sl == 0 || bytes + (size_t)b->mweight[off + sl] * page <= cap))
+			bytes += (size_t)b->mweight[off + sl++] * page;
+
+		if (off) {
+			pthread_mutex_lock(&m->lock);
+			if (stop_reason(m, j) != MJ_QUEUED)
+				r = 1;
+			pthread_mutex_unlock(&m->lock);
+			if (r)
+				break;
+		}
+		if (!rate_take(m, j, bytes)) {
+			r = 1;
+			break;
+		}
+		t0 = clock_mono_ns();
+		r = numamig_move(pid, sl, b->mpages + off, b->mnodes + off, b->mstatus);
+		t1 = clock_mono_ns();
+		if (r < 0 && r != -ENOENT && r != -EBUSY)
+			break;
+		/* Count what is on the target now (a THP moves whole; entries
+		 * of one already in flight report EBUSY). */
+		if (j->relocate_all)
+			moved = sl;
+		else if (numamig_move(pid, sl, b->mpages + off, NULL, b->mstatus) == 0)
+			for (size_t i = 0; i < sl; i++)
+				if (b->mstatus[i] >= 0 && mask_test(&j->info.to, b->mstatus[i]))
+					moved += (size_t)b->mweight[off + i];
+		r = 0;
+		off += sl;
+		*counted += (long)moved;
+		ms = (double)(t1 - t0) / 1e6;
+		pthread_mutex_lock(&m->lock);
+		j->info.chunks++;
+		j->info.bytes_done += moved * page;
+		if (ms > j->info.stall_max_ms)
+			j->info.stall_max_ms = ms;
+		add_stall(m, ms);
+		add_moved(m, j->info.cause, moved * page);
+		/* A slice cut short (the budget, the end) only says "smaller". */
+		if (sl == *chunk || ms > m->cfg.chunk_ms)
+			*chunk = mover_adapt_chunk(*chunk, ms, m->cfg.chunk_ms);
+		pthread_mutex_unlock(&m->lock);
+	}
+	return r;
+}
 
 /* Walk one process. Returns 0 when walked to the end, 1 when J must
  * stop, -ESRCH when the process is gone, or a negative errno. */
@@ -355,7 +450,7 @@ static int move_process(struct mover *m, struct job *j, pid_t pid, struct bufs *
 	 * Growing the query window instead let one call move 256 MiB (a 1 s
 	 * stall under TCG: make bench-migrate). */
 	while ((n = mover_next_chunk(vmas, (unsigned)nv, page, QUERY_PAGES, &pos, &start)) > 0) {
-		size_t k = 0;
+		long approx = 0, exact = 0;
 
 		pthread_mutex_lock(&m->lock);
 		if (stop_reason(m, j) != MJ_QUEUED) {
@@ -373,67 +468,46 @@ static int move_process(struct mover *m, struct job *j, pid_t pid, struct bufs *
 		}
 		if (r < 0)
 			break;
-		for (size_t i = 0; i < n; i++) {
-			if (b->status[i] < 0 || (mask_test(&j->info.to, b->status[i]) && !j->relocate_all))
-				continue;
-			b->mpages[k] = b->pages[i];
-			b->mnodes[k] = mover_pick_target(&j->info.to, b->status[i]);
-			pthread_mutex_lock(&m->lock);
-			mask_set(&j->info.from, b->status[i]);
-			pthread_mutex_unlock(&m->lock);
-			k++;
-		}
-		for (size_t off = 0; off < k && r == 0;) {
-			size_t sl = k - off < *chunk ? k - off : *chunk, moved = 0;
-			int64_t t0, t1;
-			double ms;
+		memcpy(b->first, b->status, n * sizeof(int));
+		/* Each move_pages(2) call drains every CPU's LRU cache
+		 * (lru_cache_disable): a fixed cost per call, high under TCG.
+		 * So calls carry many pages: a 2 MiB-aligned run of pages all
+		 * on one node is probably a THP, which moves whole from one
+		 * entry; pass 1 moves what such a guess left behind. */
+		for (int pass = 0; pass < 2 && r == 0; pass++) {
+			size_t k = 0;
 
-			if (off) {
+			k = mover_plan_window(b->status, n, start, page, &j->info.to, j->relocate_all,
+					      pass == 0 && !j->relocate_all, b->idx, b->mweight);
+			for (size_t e = 0; e < k; e++) {
+				size_t i = b->idx[e];
+
+				b->mpages[e] = b->pages[i];
+				b->mnodes[e] = mover_pick_target(&j->info.to, b->status[i]);
 				pthread_mutex_lock(&m->lock);
-				if (stop_reason(m, j) != MJ_QUEUED)
-					r = 1;
+				mask_set(&j->info.from, b->status[i]);
 				pthread_mutex_unlock(&m->lock);
-				if (r)
-					break;
 			}
-			if (!rate_take(m, j, sl * page)) {
-				r = 1;
+			if (!k)
 				break;
-			}
-			t0 = clock_mono_ns();
-			r = numamig_move(pid, sl, b->mpages + off, b->mnodes + off, b->mstatus);
-			t1 = clock_mono_ns();
-			if (r < 0 && r != -ENOENT && r != -EBUSY)
+			r = move_slices(m, j, pid, b, k, chunk, page, &approx);
+			if (r || j->relocate_all)
 				break;
-			/* A THP moves whole on its first subpage; the others report
-			 * EBUSY. Count what is on the target now. */
-			if (j->relocate_all)
-				moved = sl;
-			else if (numamig_move(pid, sl, b->mpages + off, NULL, b->mstatus) == 0)
-				for (size_t i = 0; i < sl; i++)
-					moved += b->mstatus[i] >= 0 && mask_test(&j->info.to, b->mstatus[i]);
-			r = 0;
-			off += sl;
-			ms = (double)(t1 - t0) / 1e6;
+			/* Where the window's pages are now. */
+			if (numamig_move(pid, n, b->pages, NULL, b->status) < 0)
+				break;
+		}
+		if (r == 0 && !j->relocate_all) {
+			for (size_t i = 0; i < n; i++)
+				exact += b->first[i] >= 0 && !mask_test(&j->info.to, b->first[i]) &&
+					 b->status[i] >= 0 && mask_test(&j->info.to, b->status[i]);
+			/* The slices counted a probable THP as whole: the window's
+			 * exact count replaces the guess. */
 			pthread_mutex_lock(&m->lock);
-			j->info.chunks++;
-			j->info.bytes_done += moved * page;
-			if (ms > j->info.stall_max_ms)
-				j->info.stall_max_ms = ms;
-			add_stall(m, ms);
-			add_moved(m, j->info.cause, moved * page);
-			*chunk = mover_adapt_chunk(*chunk, ms, m->cfg.chunk_ms);
-			/* Under a rate budget a chunk is at most 100 ms of it: a
-			 * bigger one would sleep through its guest's exit or its
-			 * deadline. */
-			if (m->cfg.rate_mib > 0) {
-				size_t cap = (size_t)(m->cfg.rate_mib * 1048576.0 * 0.1 / (double)page);
-
-				if (cap < 16)
-					cap = 16;
-				if (*chunk > cap)
-					*chunk = cap;
-			}
+			if (exact >= approx)
+				j->info.bytes_done += (uint64_t)(exact - approx) * page;
+			else if (j->info.bytes_done >= (uint64_t)(approx - exact) * page)
+				j->info.bytes_done -= (uint64_t)(approx - exact) * page;
 			pthread_mutex_unlock(&m->lock);
 		}
 		if (r)
@@ -453,6 +527,9 @@ static enum mover_state run_job(struct mover *m, struct job *j, char *msg, size_
 		.status = xcalloc(MAX_CHUNK, sizeof(int)),
 		.mnodes = xcalloc(MAX_CHUNK, sizeof(int)),
 		.mstatus = xcalloc(MAX_CHUNK, sizeof(int)),
+		.first = xcalloc(MAX_CHUNK, sizeof(int)),
+		.mweight = xcalloc(MAX_CHUNK, sizeof(int)),
+		.idx = xcalloc(MAX_CHUNK, sizeof(size_t)),
 	};
 	enum mover_state st = MJ_DONE;
 	unsigned alive = 0;
@@ -482,6 +559,9 @@ static enum mover_state run_job(struct mover *m, struct job *j, char *msg, size_
 	free(b.status);
 	free(b.mnodes);
 	free(b.mstatus);
+	free(b.first);
+	free(b.mweight);
+	free(b.idx);
 	return st;
 }
 

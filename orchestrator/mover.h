@@ -157,6 +157,16 @@ int mover_parse_maps(const char *text, struct mover_vma **out);
 size_t mover_next_chunk(const struct mover_vma *vmas, unsigned n, size_t page, size_t max_pages,
 			uintptr_t *pos, uintptr_t *start);
 
+/* The entries to move of one window of N pages from START: STATUS[i] is
+ * the node of page START + i*PAGE (negative: not present). Pages off TO
+ * (every present page with ALL) go in IDX (window indexes), each with the
+ * pages it stands for in WEIGHT: with COMPACT a 2 MiB-aligned run of
+ * 2 MiB of pages all on one node is one entry (probably a THP, which
+ * moves whole from one entry — and each move_pages call has a fixed
+ * cost). Returns the count. */
+size_t mover_plan_window(const int *status, size_t n, uintptr_t start, size_t page, const nodemask_t *to,
+			 bool all, bool compact, size_t *idx, int *weight);
+
 /* The next chunk size for a call of ELAPSED_MS that moved PAGES pages,
  * aiming at TARGET_MS, between 16 and 65536 pages. */
 size_t mover_adapt_chunk(size_t pages, double elapsed_ms, double target_ms);

@@ -83,6 +83,58 @@ static void test_chunks_cover_every_page_once(void **state)
 	assert_int_equal(mover_next_chunk(v, 3, 4096, 0, &pos, &start), 0);
 }
 
+/* a window's query results + target → the entries to move */
+static void test_plan_window(void **state)
+{
+	enum { N = 1024 + 8 };
+	static int status[N];
+	static size_t idx[N];
+	static int w[N];
+	nodemask_t to;
+	size_t k;
+
+	(void)state;
+	mask_parse("1", &to);
+	/* pages 0..1023 from a 2 MiB-aligned start, all on node 0 (two
+	 * probable THPs); then 8 pages: on the target, absent, on node 2 */
+	for (int i = 0; i < 1024; i++)
+		status[i] = 0;
+	status[1024] = 1;
+	status[1025] = 1;
+	status[1026] = -14; /* -EFAULT: not present */
+	status[1027] = -2;  /* -ENOENT */
+	for (int i = 1028; i < N; i++)
+		status[i] = 2;
+	k = mover_plan_window(status, N, 0x40000000, 4096, &to, false, true, idx, w);
+	assert_int_equal(k, 2 + 4);
+	assert_int_equal(idx[0], 0);
+	assert_int_equal(w[0], 512);
+	assert_int_equal(idx[1], 512);
+	assert_int_equal(w[1], 512);
+	for (unsigned e = 2; e < 6; e++) {
+		assert_int_equal(idx[e], 1028 + e - 2);
+		assert_int_equal(w[e], 1);
+	}
+	/* without compaction (the second pass) every misplaced page is one entry */
+	k = mover_plan_window(status, N, 0x40000000, 4096, &to, false, false, idx, w);
+	assert_int_equal(k, 1024 + 4);
+	assert_int_equal(w[700], 1);
+	/* a run broken by one page elsewhere is no THP; nor one that is not
+	 * 2 MiB-aligned */
+	status[300] = 3;
+	k = mover_plan_window(status, N, 0x40000000, 4096, &to, false, true, idx, w);
+	assert_int_equal(k, 512 + 1 + 4);
+	assert_int_equal(w[0], 1);
+	assert_int_equal(idx[512], 512);
+	assert_int_equal(w[512], 512);
+	status[300] = 0;
+	k = mover_plan_window(status, N, 0x40001000, 4096, &to, false, true, idx, w);
+	assert_int_equal(k, 1024 + 4 - 511); /* only the run starting at 0x40200000 is aligned */
+	/* relocate_all (tests): every present page, the target's too */
+	k = mover_plan_window(status, N, 0x40000000, 4096, &to, true, false, idx, w);
+	assert_int_equal(k, N - 2);
+}
+
 static void test_adapt_chunk(void **state)
 {
 	(void)state;
@@ -129,6 +181,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_maps),
 		cmocka_unit_test(test_chunks_cover_every_page_once),
+		cmocka_unit_test(test_plan_window),
 		cmocka_unit_test(test_adapt_chunk),
 		cmocka_unit_test(test_pick_target),
 		cmocka_unit_test(test_state_names),
