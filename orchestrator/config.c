@@ -81,7 +81,7 @@ void config_default(struct agent_config *c)
 	c->libvirt_place_on_start = true;
 	c->libvirt_place_vcpu_load = 1.0;
 	c->libvirt_cpus_without_memory = VM_CPUS_LOCAL;
-	c->kernel_balancing = KBAL_AUTO;
+	c->kernel_balancing = KBAL_MIGRATE;
 	c->mover = true;
 	c->mover_workers = 2;
 	c->mover_rate_mib = 0;

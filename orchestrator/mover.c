@@ -153,6 +153,11 @@ size_t mover_next_chunk(const struct mover_vma *vmas, unsigned n, size_t page, s
 	return 0;
 }
 
+double mover_chunk_aim(double target_ms, double fixed_ms)
+{
+	return fixed_ms * 2 > target_ms ? fixed_ms * 2 : target_ms;
+}
+
 size_t mover_adapt_chunk(size_t pages, double elapsed_ms, double target_ms)
 {
 	double f = elapsed_ms > 0 ? target_ms / elapsed_ms : 2;
@@ -350,6 +355,7 @@ struct bufs {
 	void **pages, **mpages;
 	int *status, *mnodes, *mstatus, *first, *mweight;
 	size_t *idx;
+	double min_ms;       /* the shortest move call of the job: its fixed cost */
 };
 
 /* Move the K entries of B in slices of *CHUNK (adapted to chunk_ms), within
@@ -413,8 +419,14 @@ static int move_slices(struct mover *m, struct job *j, pid_t pid, struct bufs *b
 		add_stall(m, ms);
 		add_moved(m, j->info.cause, moved * page);
 		/* A slice cut short (the budget, the end) only says "smaller". */
-		if (sl == *chunk || ms > m->cfg.chunk_ms)
-			*chunk = mover_adapt_chunk(*chunk, ms, m->cfg.chunk_ms);
+		if (b->min_ms <= 0 || ms < b->min_ms)
+			b->min_ms = ms;
+		{
+			double aim = mover_chunk_aim(m->cfg.chunk_ms, b->min_ms);
+
+			if (sl == *chunk || ms > aim)
+				*chunk = mover_adapt_chunk(*chunk, ms, aim);
+		}
 		pthread_mutex_unlock(&m->lock);
 	}
 	return r;

@@ -62,7 +62,7 @@ class Migrations(unittest.TestCase):
         st = d.get("/v1/status").json()["kernel_balancing"]
         self.assertIsNone(st["numa_balancing"])
         self.assertFalse(st["kernel_migrates"])
-        self.assertEqual(st["setting"], "auto")
+        self.assertEqual(st["setting"], "migrate")
         self.assertIn("numaorch_kernel_numa_balancing -1", d.get("/metrics").body.decode())
 
 

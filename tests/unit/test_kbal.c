@@ -68,7 +68,7 @@ static void test_memory_section(void **state)
 
 	(void)state;
 	assert_int_equal(config_load_string("", "t.conf", &c, err, sizeof(err)), 0);
-	assert_int_equal(c.kernel_balancing, KBAL_AUTO);
+	assert_int_equal(c.kernel_balancing, KBAL_MIGRATE);
 	assert_true(c.mover);
 	config_free(&c);
 	assert_int_equal(config_load_string("[memory]\nkernel_balancing = defer\nmover = no\nworkers = 4\n"
