@@ -29,6 +29,7 @@ const char *const api_event_names[API_NR_EVENTS] = { "started", "stopped", "rele
 enum {
 	M_BODY = 1u << 0,          /* takes a JSON object body */
 	M_BODY_OPTIONAL = 1u << 1, /* ... which may be empty */
+	M_HEAVY = 1u << 2,         /* a large answer: one of API_HEAVY_MAX at a time */
 };
 
 struct method_entry {
@@ -54,7 +55,7 @@ static const struct route routes[] = {
 	{ R_HEALTH, "/v1/health", { "v1", "health" }, "GET, HEAD", { { "GET", h_health, 0, NULL } } },
 	{ R_STATUS, "/v1/status", { "v1", "status" }, "GET, HEAD", { { "GET", h_status, 0, NULL } } },
 	{ R_NODES, "/v1/nodes", { "v1", "nodes" }, "GET, HEAD", { { "GET", h_nodes, 0, NULL } } },
-	{ R_GUESTS, "/v1/guests", { "v1", "guests" }, "GET, HEAD", { { "GET", h_guests, 0, p_guests } } },
+	{ R_GUESTS, "/v1/guests", { "v1", "guests" }, "GET, HEAD", { { "GET", h_guests, M_HEAVY, p_guests } } },
 	{ R_GUEST, "/v1/guests/{id}", { "v1", "guests", "{id}" }, "GET, HEAD",
 	  { { "GET", h_guest, 0, NULL } } },
 	{ R_GUEST_POLICY, "/v1/guests/{id}/policy", { "v1", "guests", "{id}", "policy" },
@@ -65,17 +66,17 @@ static const struct route routes[] = {
 	{ R_GUEST_HISTORY, "/v1/guests/{id}/history", { "v1", "guests", "{id}", "history" }, "GET, HEAD",
 	  { { "GET", h_guest_history, 0, NULL } } },
 	{ R_GUEST_POLICIES, "/v1/guest-policies", { "v1", "guest-policies" }, "GET, HEAD",
-	  { { "GET", h_guest_policies, 0, p_page } } },
+	  { { "GET", h_guest_policies, M_HEAVY, p_page } } },
 	{ R_POLICY, "/v1/policy", { "v1", "policy" }, "GET, HEAD, PUT",
 	  { { "GET", h_policy_get, 0, NULL }, { "PUT", h_policy_put, M_BODY, NULL } } },
 	{ R_REBALANCE, "/v1/rebalance", { "v1", "rebalance" }, "POST",
 	  { { "POST", h_rebalance, M_BODY | M_BODY_OPTIONAL, NULL } } },
 	{ R_DECISIONS, "/v1/decisions", { "v1", "decisions" }, "GET, HEAD",
-	  { { "GET", h_decisions, 0, p_decisions } } },
+	  { { "GET", h_decisions, M_HEAVY, p_decisions } } },
 	{ R_PLACEMENTS, "/v1/placements", { "v1", "placements" }, "POST",
 	  { { "POST", h_placements, M_BODY, NULL } } },
 	{ R_EVENTS, "/v1/events", { "v1", "events" }, "POST", { { "POST", h_events, M_BODY, NULL } } },
-	{ R_METRICS, "/metrics", { "metrics" }, "GET, HEAD", { { "GET", h_metrics, 0, NULL } } },
+	{ R_METRICS, "/metrics", { "metrics" }, "GET, HEAD", { { "GET", h_metrics, M_HEAVY, NULL } } },
 	{ R_MIGRATIONS, "/v1/migrations", { "v1", "migrations" }, "GET, HEAD",
 	  { { "GET", h_migrations, 0, NULL } } },
 	{ R_MIGRATION, "/v1/migrations/{id}", { "v1", "migrations", "{id}" }, "DELETE",
@@ -691,6 +692,43 @@ static unsigned rate_take(struct api *a, const char *client)
 	return wait;
 }
 
+/* Large answers (lists, metrics, plans) at most API_HEAVY_MAX at a time,
+ * counted until their reply is sent: each holds up to a page of JSON
+ * (guest-policies: ~100 KB, and its records and jansson tree while it is
+ * built), and a thousand clients asking at once, or reading slowly, would
+ * otherwise hold a thousand of them. A request waits up to
+ * API_HEAVY_WAIT_MS for its turn. */
+static bool heavy_take(struct api *a)
+{
+	struct timespec until;
+	bool ok;
+
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_nsec += (long)(API_HEAVY_WAIT_MS % 1000) * 1000000L;
+	until.tv_sec += API_HEAVY_WAIT_MS / 1000 + until.tv_nsec / 1000000000L;
+	until.tv_nsec %= 1000000000L;
+	pthread_mutex_lock(&a->heavy_lock);
+	while (a->heavy_n >= API_HEAVY_MAX)
+		if (pthread_cond_timedwait(&a->heavy_cond, &a->heavy_lock, &until) == ETIMEDOUT)
+			break;
+	ok = a->heavy_n < API_HEAVY_MAX;
+	if (ok)
+		a->heavy_n++;
+	else
+		a->heavy_refused++;
+	pthread_mutex_unlock(&a->heavy_lock);
+	return ok;
+}
+
+void api_heavy_release(struct api *a)
+{
+	pthread_mutex_lock(&a->heavy_lock);
+	if (a->heavy_n)
+		a->heavy_n--;
+	pthread_cond_signal(&a->heavy_cond);
+	pthread_mutex_unlock(&a->heavy_lock);
+}
+
 static void count(struct api *a, enum api_route_id route, unsigned status, int64_t ns)
 {
 	unsigned b = 0;
@@ -784,7 +822,21 @@ void api_handle(struct api *a, const struct api_request *req, struct api_respons
 			goto out;
 		}
 	}
+	if ((me->flags & M_HEAVY) && !heavy_take(a)) {
+		resp->retry_after = 1;
+		problem(&r, 503, "server-busy", NULL,
+			"%u large answers are being built or sent; retry in a moment", API_HEAVY_MAX);
+		goto out;
+	}
+	if (me->flags & M_HEAVY) {
+		/* The server gives it back once the reply is sent, if it can
+		 * tell (req->hold_heavy); else it goes back here. */
+		if (req->hold_heavy)
+			resp->heavy_slot = true;
+	}
 	me->fn(&r);
+	if ((me->flags & M_HEAVY) && !req->hold_heavy)
+		api_heavy_release(a);
 	if (!resp->body)
 		problem(&r, 500, "internal", NULL, "no answer was produced");
 out:
@@ -816,6 +868,15 @@ int api_new(struct engine *e, struct gpolstore *gs, const struct api_opts *o, st
 	pthread_mutex_init(&a->token_lock, NULL);
 	pthread_mutex_init(&a->rl_lock, NULL);
 	pthread_mutex_init(&a->rb_lock, NULL);
+	pthread_mutex_init(&a->heavy_lock, NULL);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&a->heavy_cond, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	pthread_cond_init(&a->rb_cond, NULL);
 	a->rl_rate = o->write_rate > 0 ? o->write_rate : API_WRITE_RATE;
 	a->rl_burst = o->write_burst >= 1 ? o->write_burst : API_WRITE_BURST;
@@ -842,6 +903,8 @@ void api_free(struct api *a)
 	pthread_mutex_destroy(&a->token_lock);
 	pthread_mutex_destroy(&a->rl_lock);
 	pthread_mutex_destroy(&a->rb_lock);
+	pthread_mutex_destroy(&a->heavy_lock);
+	pthread_cond_destroy(&a->heavy_cond);
 	pthread_cond_destroy(&a->rb_cond);
 	pthread_mutex_destroy(&a->cache_lock);
 	pthread_cond_destroy(&a->cache_cond);

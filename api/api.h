@@ -42,6 +42,8 @@ struct api_request {
 	bool body_too_large;       /* more than API_BODY_MAX arrived (the rest was dropped) */
 	enum api_transport transport;
 	const char *client;        /* "uid:N" / "ip:ADDR": per-client rate limits; NULL: not limited */
+	bool hold_heavy;           /* the caller calls api_heavy_release() when resp->heavy_slot
+				    * and the reply is sent; false: api_handle releases it itself */
 };
 
 struct api_response {
@@ -53,6 +55,7 @@ struct api_response {
 	unsigned retry_after;      /* seconds; 0: no Retry-After header */
 	bool www_authenticate;     /* add WWW-Authenticate: Bearer */
 	bool authenticated;        /* TCP: the request carried the valid token */
+	bool heavy_slot;           /* holds a large-answer slot (see hold_heavy) */
 };
 
 struct api_opts {
@@ -81,6 +84,9 @@ void api_handle(struct api *a, const struct api_request *req, struct api_respons
  * can reply before reading a body it would drop anyway. */
 bool api_preflight(struct api *a, const struct api_request *req, struct api_response *resp);
 void api_response_clear(struct api_response *r);
+/* Give back the large-answer slot a response held (resp->heavy_slot),
+ * once its reply was sent or dropped. */
+void api_heavy_release(struct api *a);
 
 /* Every (method, path template) the router serves, in table order. */
 void api_routes_foreach(void (*fn)(const char *method, const char *path, void *ctx), void *ctx);

@@ -103,6 +103,12 @@ struct api {
 	struct rebalance *rb_pending[2];
 	uint64_t rb_joined;
 
+	/* Large answers in flight (api.c heavy_take). */
+	pthread_mutex_t heavy_lock;
+	pthread_cond_t heavy_cond;
+	unsigned heavy_n;
+	uint64_t heavy_refused;
+
 	/* Write rate limits, per client (httpd's "uid:N" / "ip:ADDR"). */
 	pthread_mutex_t rl_lock;
 	double rl_rate, rl_burst;
@@ -115,6 +121,11 @@ struct api {
 	uint64_t req_ns[API_NR_ROUTES];
 	uint64_t events[API_NR_EVENTS];
 };
+
+/* Large answers (lists, /metrics, rebalance plans) built or being sent
+ * at once, and how long a request waits for its turn (then 503). */
+#define API_HEAVY_MAX 32u
+#define API_HEAVY_WAIT_MS 2000u
 
 /* Paginated lists (?limit=&after=): the default and largest page. */
 #define API_PAGE_DEFAULT 1000u

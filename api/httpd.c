@@ -270,6 +270,7 @@ struct conn {
 	char *body;
 	size_t len, cap, dropped;
 	bool too_large, started;
+	bool heavy;                  /* its reply holds a large-answer slot */
 };
 
 static void *uri_cb(void *cls, const char *uri, struct MHD_Connection *c)
@@ -291,6 +292,8 @@ static void completed_cb(void *cls, struct MHD_Connection *c, void **con_cls,
 		return;
 	/* The reply is sent (or the request failed): the next one starts. */
 	slot_set(cn->slot, CS_WAITING, true);
+	if (cn->heavy)
+		api_heavy_release(cn->l->h->api);
 	free(cn->target);
 	free(cn->body);
 	free(cn);
@@ -430,7 +433,9 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *c, const char
 	/* Complete: no deadline while it is answered (a write may wait for
 	 * the engine up to its own timeout); sending the reply gets one. */
 	slot_set(cn->slot, CS_HANDLING, false);
+	req.hold_heavy = true;
 	api_handle(api, &req, &resp);
+	cn->heavy = resp.heavy_slot;
 	slot_set(cn->slot, CS_WAITING, true);
 	return send_response(c, cn, &resp);
 }

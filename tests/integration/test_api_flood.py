@@ -140,6 +140,50 @@ class Flood(unittest.TestCase):
     def test_idle_flood_on_both_listeners(self):
         self.flood("idle")
 
+    def test_flood_past_the_connection_limit_pushes_out_the_longest_waiting(self):
+        # 1600 idle connections kept on the unix socket, whose limit is
+        # 1024: the ones that waited longest are closed as newcomers come
+        # (and reopened by the flood at once), a client's request still
+        # gets through, and the daemon holds no more than its limit.
+        M = 1600
+        if not floodlib.raise_nofile(M + 200):
+            self.skipTest("cannot raise RLIMIT_NOFILE to %d" % (M + 200))
+        pid = self.d.proc.pid
+        h = floodlib.FloodHolder(socket.AF_UNIX, self.d.sock, M, "idle")
+        h.start()
+        lat, errors, socks, threads = [], [], 0, 0
+        try:
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline and h.dropped < 200:
+                time.sleep(0.05)
+            end = time.monotonic() + 5
+            i = 0
+            while time.monotonic() < end:
+                t0 = time.monotonic()
+                try:
+                    r = self.d.get("/v1/health" if i % 2 else "/v1/status", timeout=5)
+                    if r.status != 200:
+                        errors.append(r.status)
+                except OSError as e:
+                    errors.append(repr(e))
+                lat.append(time.monotonic() - t0)
+                socks = max(socks, floodlib.open_sockets(pid))
+                threads = max(threads, floodlib.proc_status(pid)[0])
+                i += 1
+                time.sleep(0.02)
+        finally:
+            h.stop()
+        report = ("%d idle connections kept on the unix socket (limit 1024): opened %d, pushed out and "
+                  "reopened %d; daemon's sockets max %d, threads max %d; health/status p50/p99/max ms "
+                  "%.1f/%.1f/%.1f over %d probes, %d failed"
+                  % (M, h.opened, h.dropped, socks, threads, 1e3 * floodlib.percentile(lat, 50),
+                     1e3 * floodlib.percentile(lat, 99), 1e3 * max(lat), len(lat), len(errors)))
+        print("\n" + report, file=sys.stderr)
+        self.assertGreater(h.dropped, 0, report)
+        self.assertLess(socks, 1024 + 512 + 16 + 16, report)
+        self.assertEqual(errors, [], report)
+        self.assertLess(floodlib.percentile(lat, 99), 0.100, report)
+
     def test_worst_case_rss_fits_the_daemonset_limit(self):
         """Everything at once on one daemon: the largest policy store
         (65536), 1000 slow-loris connections on each listener, 16 readers
@@ -172,6 +216,7 @@ class Flood(unittest.TestCase):
 
         def eventer(k):
             while not stop.is_set():
+                s = None
                 try:
                     s = d.connect()
                     while not stop.is_set():
@@ -179,6 +224,9 @@ class Flood(unittest.TestCase):
                                                                          "event": "started", "domain": "v"})
                 except OSError:
                     pass
+                finally:
+                    if s:
+                        s.close()
 
         holders = [floodlib.FloodHolder(socket.AF_UNIX, d.sock, N, "slow"),
                    floodlib.FloodHolder(socket.AF_INET, ("127.0.0.1", d.port), N, "slow")]

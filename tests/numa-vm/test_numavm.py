@@ -85,6 +85,18 @@ class Analysis(unittest.TestCase):
         self.assertEqual(r["placer_cpu_s"], 1.5)
         self.assertEqual(r["empty_cpuset_guests"], [])
 
+    def test_t90_by_true_locality(self):
+        # Two busy threads on nodes 0 and 1, all memory on node 0: on the
+        # union of their nodes (t90 nodes) from the start, half true.
+        text = results([
+            (0, "a", [1000, 0], "0:100,1:100", "-", "-", "0-3", "0-1"),
+            (2, "a", [1000, 0], "0:100,1:100", "-", "-", "0-3", "0-1"),
+            (4, "a", [1000, 0], "0:100,0:100", "0-1", "0", "0-1", "0")])
+        r = numavm.analyse(text, SCN)
+        self.assertEqual(r["t90_nodes"], {"a": 0.0})
+        self.assertEqual(r["t90"], {"a": 4.0})
+        self.assertAlmostEqual(r["series"][0][3], 0.5)
+
     def test_never_and_late_start(self):
         text = results([
             (0, "a", [1000, 0], "1:100", "-", "-", "0-3", "0-1"),

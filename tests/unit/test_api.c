@@ -365,12 +365,95 @@ static void test_engine_busy_is_503_and_changes_nothing(void **state)
 	fx_fini(&f);
 }
 
+/* Large answers: at most API_HEAVY_MAX (32) held at once, counted until
+ * the server says the reply was sent; the next waits, then gets 503
+ * server-busy; a released slot serves it again. Small routes are not
+ * held back. Writes past a client's rate: 429 with Retry-After; requests
+ * without a client identity (no server) are not limited. */
+static void test_heavy_slots_and_write_rate(void **state)
+{
+	struct fx f;
+	struct reply r;
+	struct api_request rq = { .method = "GET", .target = "/v1/guest-policies", .content_length = -1,
+				  .transport = API_UNIX, .hold_heavy = true };
+	unsigned held = 0;
+
+	(void)state;
+	fx_init(&f, 1000);
+	assert_int_equal(engine_prepare_loop(f.e), 0);
+	assert_int_equal(engine_cycle(f.e, true, NULL), 0);
+	for (unsigned i = 0; i < 32; i++) {
+		struct api_response resp;
+
+		api_handle(f.a, &rq, &resp);
+		assert_int_equal(resp.status, 200);
+		held += resp.heavy_slot;
+		api_response_clear(&resp);
+	}
+	assert_int_equal(held, 32);
+	{
+		struct api_response resp;
+		int64_t t0 = clock_mono_ns();
+
+		api_handle(f.a, &rq, &resp);
+		assert_int_equal(resp.status, 503);
+		assert_false(resp.heavy_slot);
+		assert_true(strstr(resp.body, "urn:numaorch:problem:server-busy") != NULL);
+		assert_true(clock_mono_ns() - t0 >= 1900000000LL);
+		api_response_clear(&resp);
+	}
+	expect(&f, "GET", "/v1/status", NULL, 200, NULL);
+	api_heavy_release(f.a);
+	expect(&f, "GET", "/v1/guest-policies", NULL, 200, NULL);  /* not held: released inside */
+	expect(&f, "GET", "/v1/guests", NULL, 200, NULL);
+	for (unsigned i = 1; i < 32; i++)
+		api_heavy_release(f.a);
+
+	/* The write rate, per client. */
+	{
+		struct api_request w = { .method = "POST", .target = "/v1/events", .content_type = "application/json",
+					 .transport = API_UNIX, .client = "uid:1000" };
+		const char *body = "{\"source\":\"t\",\"event\":\"started\",\"domain\":\"d\"}";
+		unsigned ok = 0, limited = 0;
+
+		w.body = body;
+		w.body_len = strlen(body);
+		w.content_length = (int64_t)w.body_len;
+		for (unsigned i = 0; i < 150; i++) {
+			struct api_response resp;
+
+			api_handle(f.a, &w, &resp);
+			if (resp.status == 202)
+				ok++;
+			else if (resp.status == 429 && resp.retry_after >= 1 &&
+				 strstr(resp.body, "urn:numaorch:problem:rate-limited"))
+				limited++;
+			api_response_clear(&resp);
+		}
+		assert_in_range(ok, 100, 110);
+		assert_int_equal(ok + limited, 150);
+		w.client = "uid:1001";
+		{
+			struct api_response resp;
+
+			api_handle(f.a, &w, &resp);
+			assert_int_equal(resp.status, 202);
+			api_response_clear(&resp);
+		}
+		r = req(&f, API_UNIX, NULL, "POST", "/v1/events", body);  /* no client: not limited */
+		assert_int_equal(r.status, 202);
+		reply_free(&r);
+	}
+	fx_fini(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_before_and_after_the_first_cycle),
 		cmocka_unit_test(test_tcp_token_and_preflight),
 		cmocka_unit_test(test_engine_busy_is_503_and_changes_nothing),
+		cmocka_unit_test(test_heavy_slots_and_write_rate),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
