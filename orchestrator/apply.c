@@ -436,6 +436,7 @@ struct apply_pending {
 	cpumask_t to_cpus;
 	bool vm;                       /* the VM actuator does it all in phase 2 */
 	bool v2, soft, widen_only, mems_changed, wide;
+	bool own_mems_below;           /* v2: a descendant sets its own cpuset.mems */
 	int64_t t0;
 	char *cur_cpus_s, *cur_mems_s, *new_cpus;
 	char new_mems[NODELIST_BUFSZ], union_mems[NODELIST_BUFSZ], to_mems_s[NODELIST_BUFSZ];
@@ -577,8 +578,8 @@ static int move_container_cpus(struct applier *a, struct apply_pending *p, struc
 	 * cpuset.mems would see its effective mems come back once the guest
 	 * widens, and the kernel would migrate its pages back: such a guest
 	 * stays strictly bound. */
-	p->soft = !a->opts.strict_mems && g->policy.mode != GPOL_PINNED &&
-		  !(p->v2 && descendants_set_mems(a, g->cgroup));
+	p->own_mems_below = p->v2 && descendants_set_mems(a, g->cgroup);
+	p->soft = !a->opts.strict_mems && g->policy.mode != GPOL_PINNED && !p->own_mems_below;
 	p->cur_mems = cur_mems;
 	p->target_mems = it->to_mems;
 	p->widen_only = p->soft && plan_migration_negligible(it->migrate_bytes, g->mem_total);
@@ -806,6 +807,14 @@ int apply_memory(struct applier *a, struct apply_pending *p, struct apply_result
 	res->writes += p->j.n;
 	pending_done_time(p, res);
 	return r;
+}
+
+bool apply_pending_movable(const struct apply_pending *p)
+{
+	/* In v2 a descendant's effective mems are its own within the guest's:
+	 * widening the guest gives it no new node, so move_pages there fails.
+	 * Only narrowing the guest moves such a cgroup's pages. */
+	return !p->vm && !p->own_mems_below;
 }
 
 bool apply_pending_soft(const struct apply_pending *p)

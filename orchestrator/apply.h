@@ -125,6 +125,9 @@ unsigned apply_pending_pids(struct applier *a, const struct apply_pending *p, pi
  * only what was left behind. Nothing for soft binding. RES->mems_after
  * is updated. 0 or the negative errno (the mems stay wide). */
 int apply_memory_settle(struct applier *a, struct apply_pending *p, struct apply_result *res);
+/* Can the mover move P's pages (widen, then move_pages)? false for VMs
+ * and for a v2 guest with a descendant that sets its own cpuset.mems. */
+bool apply_pending_movable(const struct apply_pending *p);
 /* Is P's guest soft-bound (its mems may stay wide)? false for VMs. */
 bool apply_pending_soft(const struct apply_pending *p);
 void apply_pending_free(struct apply_pending *p);
