@@ -354,6 +354,10 @@ class Flood(unittest.TestCase):
             self.assertGreater(time.monotonic() - t0, 8)
             # TCP probes see it too, without a token.
             self.assertEqual(self.d.get("/v1/health", tcp=True, token=None).status, 503)
+            # And the probe the DaemonSet runs fails with "retry later" (7).
+            c = self.d.ctl("health")
+            self.assertEqual(c.returncode, 7, c.stdout + c.stderr)
+            self.assertIn("engine thread has not run", c.stderr)
         finally:
             libc.ptrace(PTRACE_DETACH, tid, None, None)
         deadline = time.monotonic() + 10
