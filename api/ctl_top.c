@@ -5,8 +5,9 @@
  * end of line, clear below", the alternate screen and a hidden cursor;
  * every terminal (and tmux) has those, and numaorchctl keeps depending on
  * libcurl and jansson only. Each refresh reads GET /v1/status,
- * /v1/nodes, /v1/guests and the decisions new since the last refresh
- * (GET /v1/decisions?since=ID), so 1000 guests cost one list a refresh.
+ * /v1/nodes, /v1/guests, /v1/migrations (the memory mover's jobs) and the
+ * decisions new since the last refresh (GET /v1/decisions?since=ID), so
+ * 1000 guests cost one list a refresh.
  */
 #include "ctl_top.h"
 
@@ -33,11 +34,13 @@ static const char sort_keys[NR_SORT] = { 'l', 'c', 'm', 'n', 'd' };
 struct tguest {
 	json_t *g;            /* borrowed from top.guests */
 	json_t *last;         /* newest decision record, borrowed from top.last; NULL: none */
+	json_t *mig;          /* its queued or running migration job, NULL: none */
 };
 
 struct top {
 	const struct ctl_conn *conn;
 	json_t *status, *nodes, *guests;
+	json_t *migrations;   /* GET /v1/migrations, NULL: the agent has none (older, or no route) */
 	json_t *last;         /* guest id -> newest decision record */
 	long long last_id;    /* newest decision id seen */
 	char err[512];        /* why the last refresh failed, "" if it did not */
@@ -292,6 +295,11 @@ static int cmp_guest(const void *pa, const void *pb)
 	return cmp_name(a, b);
 }
 
+static bool is_live(json_t *m)
+{
+	return strcmp(jstr(m, "state"), "running") == 0 || strcmp(jstr(m, "state"), "queued") == 0;
+}
+
 static void build_rows(struct top *t)
 {
 	json_t *arr = json_object_get(t->guests, "guests"), *g;
@@ -303,8 +311,14 @@ static void build_rows(struct top *t)
 	if (!t->tg)
 		abort();
 	json_array_foreach(arr, i, g) {
+		json_t *jobs = json_object_get(t->migrations, "migrations"), *m;
+		size_t k;
+
 		t->tg[i].g = g;
 		t->tg[i].last = json_object_get(t->last, jstr(g, "id"));
+		json_array_foreach(jobs, k, m)
+			if (is_live(m) && strcmp(jstr(m, "guest"), jstr(g, "id")) == 0)
+				t->tg[i].mig = m;
 	}
 	g_sort = t->sort;
 	qsort(t->tg, t->ntg, sizeof(*t->tg), cmp_guest);
@@ -331,6 +345,10 @@ static int refresh(struct top *t)
 	t->status = st;
 	t->nodes = nd;
 	t->guests = gs;
+	/* Optional: an agent without the route (older) shows no migrations. */
+	json_decref(t->migrations);
+	t->migrations = get_json(t, "/v1/migrations");
+	t->err[0] = '\0';
 	build_rows(t);
 	return 0;
 }
@@ -375,16 +393,63 @@ static void draw_header(struct top *t, struct sbuf *b, bool ansi)
 	     jstr(json_object_get(s, "libvirt"), "state"));
 }
 
+/* Is node ID in the kernel-style list S ("0-2,5")? */
+static bool in_list(const char *s, int id)
+{
+	while (*s) {
+		char *end;
+		long a = strtol(s, &end, 10), z = a;
+
+		if (end == s)
+			return false;
+		if (*end == '-')
+			z = strtol(end + 1, &end, 10);
+		if (id >= a && id <= z)
+			return true;
+		s = *end == ',' ? end + 1 : end;
+		if (*end && *end != ',')
+			return false;
+	}
+	return false;
+}
+
+/* Bytes still to move into and out of node ID by live jobs (a job to or
+ * from several nodes counts a share on each). */
+static void migrating(struct top *t, int id, double *in, double *out)
+{
+	json_t *jobs = json_object_get(t->migrations, "migrations"), *m;
+	size_t i;
+
+	*in = *out = 0;
+	json_array_foreach(jobs, i, m) {
+		double left = jnum(m, "left_mib") * 1048576.0;
+		unsigned nto = 0, nfrom = 0;
+
+		if (!is_live(m) || isnan(left))
+			continue;
+		for (int k = 0; k < 1024; k++) {
+			nto += in_list(jstr(m, "to"), k);
+			nfrom += in_list(jstr(m, "from"), k);
+		}
+		if (nto && in_list(jstr(m, "to"), id))
+			*in += left / nto;
+		if (nfrom && in_list(jstr(m, "from"), id))
+			*out += left / nfrom;
+	}
+}
+
 static void draw_nodes(struct top *t, struct sbuf *b, bool ansi, unsigned max_rows)
 {
 	json_t *arr = json_object_get(t->nodes, "nodes"), *n;
+	/* "-": no mover (memory moves with cpuset.mems writes, unseen here) */
+	bool mover = json_is_true(json_object_get(t->migrations, "mover"));
 	size_t i;
 
-	line(b, t->width, ansi, "%s%-5s %5s %5s %6s %7s %7s %6s%s", ansi ? "\033[7m" : "", "NODE", "CPUS", "BUSY",
-	     "LOAD", "FREE", "TOTAL", "GUESTS", ansi ? "\033[K\033[0m" : "");
+	line(b, t->width, ansi, "%s%-5s %5s %5s %6s %7s %7s %6s %7s %7s%s", ansi ? "\033[7m" : "", "NODE", "CPUS",
+	     "BUSY", "LOAD", "FREE", "TOTAL", "GUESTS", "MIG IN", "MIG OUT", ansi ? "\033[K\033[0m" : "");
 	json_array_foreach(arr, i, n) {
-		char busy[16], load[16], fr[16], tot[16];
-		double l = jnum(n, "load_cpus");
+		char busy[16], load[16], fr[16], tot[16], mi[16], mo[16];
+		double l = jnum(n, "load_cpus"), in, out;
 
 		if (i >= max_rows) {
 			line(b, t->width, ansi, "  (%zu more nodes)", json_array_size(arr) - i);
@@ -394,11 +459,13 @@ static void draw_nodes(struct top *t, struct sbuf *b, bool ansi, unsigned max_ro
 			snprintf(load, sizeof(load), "-");
 		else
 			snprintf(load, sizeof(load), "%.1f", l);
-		line(b, t->width, ansi, "%-5lld %5lld %5s %6s %7s %7s %6zu", jint(n, "id"), jint(n, "nr_cpus"),
+		migrating(t, (int)jint(n, "id"), &in, &out);
+		line(b, t->width, ansi, "%-5lld %5lld %5s %6s %7s %7s %6zu %7s %7s", jint(n, "id"), jint(n, "nr_cpus"),
 		     pct(jnum(n, "busy"), busy, sizeof(busy)), load,
 		     short_bytes(jnum(n, "mem_free_bytes"), fr, sizeof(fr)),
 		     short_bytes(jnum(n, "mem_total_bytes"), tot, sizeof(tot)),
-		     json_array_size(json_object_get(n, "guests")));
+		     json_array_size(json_object_get(n, "guests")),
+		     mover ? short_bytes(in, mi, sizeof(mi)) : "-", mover ? short_bytes(out, mo, sizeof(mo)) : "-");
 	}
 }
 
@@ -466,6 +533,22 @@ static void decision_text(json_t *d, bool wide, char *buf, size_t sz)
 		 why, wide ? ": " : "", wide ? jstr(d, "detail") : "");
 }
 
+/* "moving 0>2 45% 12M/s 3s": a live job, shown instead of the decision. */
+static void migration_text(json_t *m, char *buf, size_t sz)
+{
+	double done = jnum(m, "done_mib"), left = jnum(m, "left_mib"), rate = jnum(m, "rate_mib_s");
+	double eta = jnum(m, "eta_s"), all = done + left;
+	char r[16], e[16];
+
+	if (strcmp(jstr(m, "state"), "queued") == 0) {
+		snprintf(buf, sz, "queued %s>%s %.0fM", jstr(m, "from"), jstr(m, "to"), isnan(left) ? 0 : left);
+		return;
+	}
+	snprintf(r, sizeof(r), "%s/s", short_bytes(isnan(rate) ? NAN : rate * 1048576.0, e, sizeof(e)));
+	snprintf(buf, sz, "moving %s>%s %.0f%% %s %s", jstr(m, "from"), jstr(m, "to"),
+		 all > 0 ? 100 * done / all : 0.0, r, isnan(eta) ? "" : short_age(eta, e, sizeof(e)));
+}
+
 static void draw_guests(struct top *t, struct sbuf *b, bool ansi, size_t rows)
 {
 	struct gcols c;
@@ -517,7 +600,10 @@ static void draw_guests(struct top *t, struct sbuf *b, bool ansi, size_t rows)
 		mem_text(g, cell, sizeof(cell));
 		sb_cell(b, cell, c.mem, false);
 		sb_puts(b, " ");
-		decision_text(t->tg[i].last, c.dec > 30, cell, sizeof(cell));
+		if (t->tg[i].mig)
+			migration_text(t->tg[i].mig, cell, sizeof(cell));
+		else
+			decision_text(t->tg[i].last, c.dec > 30, cell, sizeof(cell));
 		sb_cell(b, cell, c.dec, false);
 		sb_puts(b, ansi ? "\033[K\r\n" : "\n");
 	}
@@ -814,6 +900,7 @@ out:
 	json_decref(t.status);
 	json_decref(t.nodes);
 	json_decref(t.guests);
+	json_decref(t.migrations);
 	json_decref(t.last);
 	return rc;
 }

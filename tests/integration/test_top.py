@@ -81,6 +81,9 @@ class Top(unittest.TestCase):
         self.assertEqual(len(nodes), 1)
         i = lines.index(nodes[0])
         self.assertEqual([l.split()[0] for l in lines[i + 1:i + 3]], ["0", "1"])
+        # a fixture root has no memory mover: its migration columns say "-"
+        self.assertEqual(nodes[0].split()[-4:], ["MIG", "IN", "MIG", "OUT"])
+        self.assertEqual([l.split()[-2:] for l in lines[i + 1:i + 3]], [["-", "-"], ["-", "-"]])
         # sort by name
         p = self.d.ctl("top", "--once", "--sort", "name", env=dict(os.environ, COLUMNS="120"))
         rows = p.stdout.splitlines()
