@@ -24,6 +24,7 @@ import os
 import shutil
 import subprocess
 import sys
+import textwrap
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -145,7 +146,8 @@ def decision_rows(r, t_real0):
 def plot(r, names, t_real0, png):
     if not nv.have_cmd("gnuplot"):
         return "gnuplot missing (Debian: gnuplot-nox): no PNG"
-    os.makedirs(os.path.dirname(png), exist_ok=True)
+    os.makedirs(os.path.dirname(os.path.abspath(png)), exist_ok=True)
+    os.makedirs(OUT, exist_ok=True)
     dat = os.path.join(OUT, "timeline.dat")
     times = sorted({s["t"] for s in r["samples"]})
     with open(dat, "w") as f:
@@ -164,7 +166,8 @@ def plot(r, names, t_real0, png):
     script = "\n".join([
         "set terminal pngcairo size 900,600 font 'sans,10'" if nv.pngcairo() else "set terminal png size 900,600",
         "set output '%s'" % png,
-        "set multiplot layout 2,1 title 'make demo: numaorchd on 4 NUMA nodes (QEMU TCG), three misplaced busy containers'",
+        "set multiplot layout 2,1 title 'make demo: numaorchd on %d NUMA nodes (QEMU TCG), scenario %s'"
+        % (len(r["nodes"]), r["header"].get("scenario", SCENARIO)),
         "set xlabel 'seconds since numaorchd started'", "set grid",
         "set ylabel 'true locality (%)'", "set yrange [0:105]", "set key bottom right",
         "set arrow from graph 0, first 90 to graph 1, first 90 nohead dt 2 lc rgb 'red'",
@@ -254,20 +257,23 @@ def summary(text, scn, names, scr, png, wall0, t_boot):
     wall = time.time() - wall0
     print()
     print("summary")
-    print("  time to local: %s (every guest >= 90%% of its memory on its busy threads' nodes,"
-          % ("%.0f s after numaorchd started" % local_at if local_at is not None else "not within the run"))
-    print("    measured in the VM; it started at %.0f%%)" % (100 * (res["series"][0][3] if res["series"] else 0)))
-    print("  memory moved: %.0f MiB (the end state needed %.0f MiB moved; the rest ran where its memory was)"
-          % (res["moved_mib"], res["needed_mib"]))
+    print("  time to local: %s" % ("%.0f s after numaorchd started" % local_at if local_at is not None
+                                    else "not within the run"))
+    print("    (every guest >= 90% of its memory on its busy threads' nodes, measured in the VM;")
+    print("    mean %.0f%% at t = 0)" % (100 * (res["series"][0][3] if res["series"] else 0)))
+    print("  memory moved: %.0f MiB (the end state needed %.0f MiB moved)" % (res["moved_mib"], res["needed_mib"]))
     print("  decisions (numaorchd's decision log):")
     for t, name, d in decision_rows(r, t_real0):
         frm, to = d.get("from", {}), d.get("to", {})
         why = d.get("skip_reason") or d.get("reason") or ""
-        print(("    t=%4.1fs %-6s %-7s %s: nodes %s -> %s, mems %s -> %s, %.0f MiB; %s"
-               % (t, name[:6], d.get("decision"), why, frm.get("nodes"), to.get("nodes"), frm.get("mems"),
-                  to.get("mems"), d.get("migrate_mib") or 0, d.get("detail", "")))[:160])
+        print(("    t=%4.1fs %s %s (%s): nodes %s -> %s, mems %s -> %s, %.0f MiB"
+               % (t, name, d.get("decision"), why, frm.get("nodes"), to.get("nodes"), frm.get("mems"),
+                  to.get("mems"), d.get("migrate_mib") or 0))[:80])
+        if d.get("detail"):
+            print(textwrap.fill(d["detail"], 80, initial_indent="      ", subsequent_indent="      "))
     err = plot(r, names, t_real0, png)
-    print("  timeline: %s" % (err or os.path.relpath(png, nv.REPO)))
+    rel = os.path.relpath(os.path.abspath(png), nv.REPO)
+    print("  timeline: %s" % (err or (png if rel.startswith("..") else rel)))
     if t_boot is not None:
         print("  wall time: %.0f s (boot and containers %.0f s, then %.0f s of numaorchd)"
               % (wall, t_boot, scn["duration"]))
@@ -276,10 +282,10 @@ def summary(text, scn, names, scr, png, wall0, t_boot):
 
 def replay(path, png):
     """The view (a block every 5 s) and the summary of a saved run."""
-    scn = nv.load_scenario(SCENARIO)
-    names = [g.split()[0] for g in scn["guests"]]
     text = open(path, errors="replace").read()
     r = nv.parse_results(text)
+    scn = nv.load_scenario(r["header"].get("scenario", SCENARIO))
+    names = [g.split()[0] for g in scn["guests"]]
     times = complete_times(r, len(names))
     scr = Screen(False)
     cpu_node = node_of_cpus(r)
