@@ -76,7 +76,7 @@ SAN_OBJS  := $(CORE_SRCS:%.c=$(BUILD)/san/%.o) $(filter-out %/vmplugin_export.o,
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 BENCH_BINS := $(BENCH_SRCS:tests/bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all run check check-layers check-unit check-openapi check-integration check-fuzz bench-api check-libvirt check-numa bench bench-numa deps test-deps clean install deb
+.PHONY: all run check check-layers check-unit check-openapi check-integration check-fuzz bench-api check-libvirt check-numa bench bench-numa bench-migrate deps test-deps clean install deb
 all: $(BUILD)/numaorchd $(BUILD)/numaorch-libvirt.so $(if $(CLI_SRCS),$(BUILD)/numaorchctl) \
      $(BUILD)/numaorch-libvirt-hook
 
@@ -142,6 +142,12 @@ $(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(BUILD)/libnumaorch.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
+# Integration tests of core modules against the live host (test_mover.py).
+IT_CORE_BINS := $(patsubst tests/integration/core/%.c,$(BUILD)/it/%,$(wildcard tests/integration/core/*.c))
+$(BUILD)/it/%: tests/integration/core/%.c $(BUILD)/libnumaorch.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -o $@ $< $(BUILD)/libnumaorch.a $(LDLIBS)
+
 $(BUILD)/it/%: tests/integration/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -Wno-missing-prototypes -o $@ $< -lpthread
@@ -191,7 +197,7 @@ check-openapi:
 check-layers: $(CORE_OBJS)
 	@python3 tests/tools/check_layers.py $(BUILD)/obj
 
-check-integration: all $(IT_BINS)
+check-integration: all $(IT_BINS) $(IT_CORE_BINS)
 	@./tests/integration/run.sh
 
 # A private libvirtd + virtlogd in their own mount namespace, tiny TCG domains.
@@ -229,7 +235,15 @@ check-fuzz:
 # initramfs needs no libraries for them. numavm.py fetches the kernel,
 # busybox-static and numad packages into build/numa-vm and installs
 # qemu-system-x86 (and gnuplot-nox for bench-numa) when missing.
-NUMA_VM_BINS := $(BUILD)/numa-vm/bin/numavm-run $(BUILD)/numa-vm/bin/guestload
+NUMA_VM_BINS := $(BUILD)/numa-vm/bin/numavm-run $(BUILD)/numa-vm/bin/guestload $(BUILD)/numa-vm/bin/migbench
+
+# make bench-migrate's benchmark links the agent's own mover (and libnuma),
+# static like the other in-VM helpers.
+MIGBENCH_SRCS := tests/numa-vm/guest/migbench.c orchestrator/mover.c orchestrator/fs.c orchestrator/log.c \
+                 orchestrator/mask.c orchestrator/numamig.c orchestrator/hostpaths.c
+$(BUILD)/numa-vm/bin/migbench: $(MIGBENCH_SRCS) orchestrator/mover.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -D_GNU_SOURCE -I. -static -pthread -o $@ $(MIGBENCH_SRCS) -lnuma -lm
 
 $(BUILD)/numa-vm/bin/%: tests/numa-vm/guest/%.c
 	@mkdir -p $(dir $@)
@@ -240,6 +254,12 @@ check-numa: all $(NUMA_VM_BINS)
 
 bench-numa: all $(NUMA_VM_BINS)
 	@python3 tests/numa-vm/numavm.py bench
+
+# Migration speed in the testbed VM (4 nodes): raw move_pages, the mover
+# with 1/2/4 workers, a cpuset.mems write; 4 KiB and THP. Run it under
+# the shared lock on a shared machine.
+bench-migrate: all $(NUMA_VM_BINS)
+	@python3 tests/numa-vm/numavm.py script bench_migrate
 
 # Installation layout (Debian's): make install DESTDIR=... installs what the
 # package ships; `make deb` builds the package from deploy/debian/.

@@ -33,6 +33,8 @@ enum api_route_id {
 	R_PLACEMENTS,
 	R_EVENTS,
 	R_METRICS,
+	R_MIGRATIONS,
+	R_MIGRATION,
 	R_NONE,          /* no route matched (404) or the request was refused first */
 	API_NR_ROUTES,
 };
@@ -101,10 +103,15 @@ struct api {
 	struct rebalance *rb_pending[2];
 	uint64_t rb_joined;
 
+	/* httpd's connection counts (api_set_conn_stats). */
+	pthread_mutex_t cs_lock;
+	api_conn_stats_fn cs_fn;
+	void *cs_ctx;
+
 	/* Large answers in flight (api.c heavy_take). */
 	pthread_mutex_t heavy_lock;
 	pthread_cond_t heavy_cond;
-	unsigned heavy_n;
+	unsigned heavy_n[2];          /* by transport */
 	uint64_t heavy_refused;
 
 	/* Write rate limits, per client (httpd's "uid:N" / "ip:ADDR"). */
@@ -123,6 +130,7 @@ struct api {
 /* Large answers (lists, /metrics, rebalance plans) built or being sent
  * at once, and how long a request waits for its turn (then 503). */
 #define API_HEAVY_MAX 32u
+#define API_HEAVY_LOCAL 8u          /* of which TCP never takes the last 8 */
 #define API_HEAVY_WAIT_MS 2000u
 
 /* Paginated lists (?limit=&after=): the default and largest page. */
@@ -201,6 +209,11 @@ void h_policy_put(struct rq *r);
 void h_rebalance(struct rq *r);
 void h_placements(struct rq *r);
 void h_events(struct rq *r);
+void h_migrations(struct rq *r);
+void h_migration_delete(struct rq *r);
+/* One mover job as the API shows it. */
+struct mover_job_info;
+json_t *api_migration_json(const struct mover_job_info *j);
 
 /* Route names as /metrics labels them ("/v1/guests/{id}"). */
 const char *api_route_name(enum api_route_id id);

@@ -37,7 +37,7 @@ enum {
 	EX_NOTFOUND = 4,    /* 404 */
 	EX_REJECTED = 5,    /* 400, 405, 409, 413, 415 */
 	EX_AUTH = 6,        /* 401, 403 */
-	EX_UNAVAILABLE = 7, /* 503: not ready yet, engine busy, stopping */
+	EX_UNAVAILABLE = 7, /* 503, 429: not ready yet, engine busy or wedged, stopping, rate limit */
 	EX_NEGATIVE = 8,    /* advise: nothing fits; rebalance: a move failed */
 };
 
@@ -78,6 +78,8 @@ static void usage(FILE *f)
 		"                                 where a new guest should go (MEMORY: MiB, or 512M, 4G)\n"
 		"  event EVENT DOMAIN [--uuid UUID] [--source NAME]\n"
 		"                                 tell the agent a domain started|stopped|release|reconnect\n"
+		"  migrations                     the memory mover's jobs: guest, nodes, progress, rate, ETA\n"
+		"  migrations cancel ID           stop job ID at its next chunk\n"
 		"  health                         is the agent up and ready (exit 7 while starting)\n"
 		"  metrics                        the Prometheus metrics, as served\n\n"
 		"Options:\n"
@@ -114,7 +116,7 @@ static int exit_for_status(long st)
 	case 404: return EX_NOTFOUND;
 	case 400: case 405: case 409: case 413: case 415: return EX_REJECTED;
 	case 401: case 403: return EX_AUTH;
-	case 503: return EX_UNAVAILABLE;
+	case 429: case 503: return EX_UNAVAILABLE;
 	default: return EX_FAIL;
 	}
 }
@@ -708,6 +710,58 @@ static int cmd_guest_policies(const struct opts *o)
 	return EX_OK;
 }
 
+/* migrations: the mover's jobs; migrations cancel ID: DELETE one. */
+static int cmd_migrations(const struct opts *o, int argc, char **argv)
+{
+	json_t *j, *m;
+	struct table *t;
+	size_t i;
+	int r;
+
+	if (argc == 2 && strcmp(argv[0], "cancel") == 0) {
+		char path[96];
+
+		if (strspn(argv[1], "0123456789") != strlen(argv[1]) || !argv[1][0] || strlen(argv[1]) > 20)
+			return die_usage("migrations cancel: ID must be a job number, got \"%s\"", argv[1]);
+		snprintf(path, sizeof(path), "/v1/migrations/%s", argv[1]);
+		r = call(o, "DELETE", path, NULL, &j, NULL);
+		if (r || o->json)
+			print_json(j);
+		else
+			printf("migration %s: %s (it stops at its next chunk)\n", argv[1], jstr(j, "state"));
+		json_decref(j);
+		return r;
+	}
+	if (argc != 0)
+		return die_usage("migrations [cancel ID]");
+	r = call(o, "GET", "/v1/migrations", NULL, &j, NULL);
+	if (r || o->json) {
+		print_json(j);
+		json_decref(j);
+		return r;
+	}
+	t = table_new(10);
+	table_row(t, "ID", "GUEST", "FROM", "TO", "STATE", "DONE MiB", "LEFT MiB", "MiB/s", "STARTED", "ETA s");
+	json_array_foreach(json_object_get(j, "migrations"), i, m) {
+		char id[24], done[32], left[32], rate[32], eta[32];
+
+		snprintf(id, sizeof(id), "%lld", jint(m, "id"));
+		table_row(t, id, jstr(m, "guest"), jstr(m, "from"), jstr(m, "to"), jstr(m, "state"),
+			  fmt_num(json_object_get(m, "done_mib"), 1, done, sizeof(done)),
+			  fmt_num(json_object_get(m, "left_mib"), 1, left, sizeof(left)),
+			  fmt_num(json_object_get(m, "rate_mib_s"), 0, rate, sizeof(rate)),
+			  *jstr(m, "started") ? jstr(m, "started") : "-",
+			  fmt_num(json_object_get(m, "eta_s"), 1, eta, sizeof(eta)));
+	}
+	table_print(t, stdout);
+	if (!json_is_true(json_object_get(j, "mover")))
+		printf("(no memory mover: [memory] mover = no, or no NUMA API; memory moves by cpuset.mems writes)\n");
+	else if (!json_array_size(json_object_get(j, "migrations")))
+		printf("(no migration since the agent started)\n");
+	json_decref(j);
+	return EX_OK;
+}
+
 static int cmd_rebalance(const struct opts *o)
 {
 	json_t *body = json_pack("{s:b, s:b}", "dry_run", o->dry_run, "verbose", o->verbose);
@@ -1129,6 +1183,9 @@ int main(int argc, char **argv)
 	} else if (strcmp(cmd, "metrics") == 0) {
 		NARGS(0, 0, "takes no arguments");
 		r = cmd_metrics(&o);
+	} else if (strcmp(cmd, "migrations") == 0) {
+		NARGS(0, 2, "migrations [cancel ID]");
+		r = cmd_migrations(&o, n, args);
 	} else {
 		r = die_usage("unknown command \"%s\"", cmd);
 	}
