@@ -7,6 +7,7 @@
 #   make bench      cycle CPU time and RSS on generated 10/100/1000-guest hosts
 #   make check-numa boot Debian's kernel with 4 NUMA nodes under QEMU and check the agent
 #                   there (part of make check; skips with a reason where QEMU cannot run)
+#   make demo       watch the agent place misplaced containers on the 4-node testbed (~1 min)
 #   make bench-numa numaorchd vs numad vs kernel balancing on every testbed scenario
 #                   → tests/numa-vm/results/REPORT.md (long: see tests/numa-vm/README.md)
 #
@@ -28,6 +29,8 @@ CLI_PKGS := libcurl jansson
 BUILD_DEPS := gcc make pkg-config libnuma-dev libcgroup-dev libjansson-dev libinih-dev \
               libmicrohttpd-dev libvirt-dev libcurl4-openssl-dev libsystemd-dev libxml2-dev
 TEST_DEPS  := libcmocka-dev cgroup-tools numactl python3 strace
+# numaorchctl top is tested live under tmux (send-keys, capture-pane).
+TEST_DEPS  += tmux
 # test_deploy parses the shipped deploy/logrotate/numaorchd with logrotate --debug.
 TEST_DEPS  += logrotate
 # API tests: promtool checks /metrics, PyYAML reads api/openapi.yaml, openssl makes a TLS
@@ -76,7 +79,7 @@ SAN_OBJS  := $(CORE_SRCS:%.c=$(BUILD)/san/%.o) $(filter-out %/vmplugin_export.o,
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 BENCH_BINS := $(BENCH_SRCS:tests/bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all run check check-layers check-unit check-openapi check-integration check-fuzz bench-api check-libvirt check-numa bench bench-numa deps test-deps clean install deb
+.PHONY: all run check check-layers check-unit check-openapi check-integration check-fuzz bench-api check-libvirt check-numa bench bench-numa bench-migrate demo deps test-deps clean install deb
 all: $(BUILD)/numaorchd $(BUILD)/numaorch-libvirt.so $(if $(CLI_SRCS),$(BUILD)/numaorchctl) \
      $(BUILD)/numaorch-libvirt-hook
 
@@ -142,6 +145,12 @@ $(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(BUILD)/libnumaorch.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
+# Integration tests of core modules against the live host (test_mover.py).
+IT_CORE_BINS := $(patsubst tests/integration/core/%.c,$(BUILD)/it/%,$(wildcard tests/integration/core/*.c))
+$(BUILD)/it/%: tests/integration/core/%.c $(BUILD)/libnumaorch.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -o $@ $< $(BUILD)/libnumaorch.a $(LDLIBS)
+
 $(BUILD)/it/%: tests/integration/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -Wno-missing-prototypes -o $@ $< -lpthread
@@ -191,7 +200,7 @@ check-openapi:
 check-layers: $(CORE_OBJS)
 	@python3 tests/tools/check_layers.py $(BUILD)/obj
 
-check-integration: all $(IT_BINS)
+check-integration: all $(IT_BINS) $(IT_CORE_BINS)
 	@./tests/integration/run.sh
 
 # A private libvirtd + virtlogd in their own mount namespace, tiny TCG domains.
@@ -229,7 +238,15 @@ check-fuzz:
 # initramfs needs no libraries for them. numavm.py fetches the kernel,
 # busybox-static and numad packages into build/numa-vm and installs
 # qemu-system-x86 (and gnuplot-nox for bench-numa) when missing.
-NUMA_VM_BINS := $(BUILD)/numa-vm/bin/numavm-run $(BUILD)/numa-vm/bin/guestload
+NUMA_VM_BINS := $(BUILD)/numa-vm/bin/numavm-run $(BUILD)/numa-vm/bin/guestload $(BUILD)/numa-vm/bin/migbench
+
+# make bench-migrate's benchmark links the agent's own mover (and libnuma),
+# static like the other in-VM helpers.
+MIGBENCH_SRCS := tests/numa-vm/guest/migbench.c orchestrator/mover.c orchestrator/fs.c orchestrator/log.c \
+                 orchestrator/mask.c orchestrator/numamig.c orchestrator/hostpaths.c
+$(BUILD)/numa-vm/bin/migbench: $(MIGBENCH_SRCS) orchestrator/mover.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -D_GNU_SOURCE -I. -static -pthread -o $@ $(MIGBENCH_SRCS) -lnuma -lm
 
 $(BUILD)/numa-vm/bin/%: tests/numa-vm/guest/%.c
 	@mkdir -p $(dir $@)
@@ -240,6 +257,18 @@ check-numa: all $(NUMA_VM_BINS)
 
 bench-numa: all $(NUMA_VM_BINS)
 	@python3 tests/numa-vm/numavm.py bench
+
+# The agent at work where one NUMA node is all there is: the 4-node testbed,
+# three misplaced busy containers, numaorchd with deploy/numaorchd.conf, a
+# live view streamed out of the VM, a summary and build/demo/demo-timeline.png.
+demo: all $(NUMA_VM_BINS)
+	@python3 tests/numa-vm/demo.py
+
+# Migration speed in the testbed VM (4 nodes): raw move_pages, the mover
+# with 1/2/4 workers, a cpuset.mems write; 4 KiB and THP. Run it under
+# the shared lock on a shared machine.
+bench-migrate: all $(NUMA_VM_BINS)
+	@python3 tests/numa-vm/numavm.py script bench_migrate
 
 # Installation layout (Debian's): make install DESTDIR=... installs what the
 # package ships; `make deb` builds the package from deploy/debian/.

@@ -585,6 +585,10 @@ int main(int argc, char **argv)
 			ret = 1;
 			goto out;
 		}
+		/* One cycle means its memory too: wait for the mover's jobs
+		 * (their records say when the memory arrived). */
+		if (engine_drain_migrations(e, cfg->mover_job_timeout_s + 5) < 0)
+			log_warn("--once: memory still moving after %.0f s; stopping its jobs", cfg->mover_job_timeout_s + 5);
 		if (cli.json)
 			print_report_json(&rep);
 		else

@@ -77,6 +77,10 @@ static const struct route routes[] = {
 	  { { "POST", h_placements, M_BODY, NULL } } },
 	{ R_EVENTS, "/v1/events", { "v1", "events" }, "POST", { { "POST", h_events, M_BODY, NULL } } },
 	{ R_METRICS, "/metrics", { "metrics" }, "GET, HEAD", { { "GET", h_metrics, M_HEAVY, NULL } } },
+	{ R_MIGRATIONS, "/v1/migrations", { "v1", "migrations" }, "GET, HEAD",
+	  { { "GET", h_migrations, 0, NULL } } },
+	{ R_MIGRATION, "/v1/migrations/{id}", { "v1", "migrations", "{id}" }, "DELETE",
+	  { { "DELETE", h_migration_delete, 0, NULL } } },
 };
 
 #define NR_ROUTES (sizeof(routes) / sizeof(routes[0]))

@@ -33,6 +33,8 @@ enum api_route_id {
 	R_PLACEMENTS,
 	R_EVENTS,
 	R_METRICS,
+	R_MIGRATIONS,
+	R_MIGRATION,
 	R_NONE,          /* no route matched (404) or the request was refused first */
 	API_NR_ROUTES,
 };
@@ -207,6 +209,11 @@ void h_policy_put(struct rq *r);
 void h_rebalance(struct rq *r);
 void h_placements(struct rq *r);
 void h_events(struct rq *r);
+void h_migrations(struct rq *r);
+void h_migration_delete(struct rq *r);
+/* One mover job as the API shows it. */
+struct mover_job_info;
+json_t *api_migration_json(const struct mover_job_info *j);
 
 /* Route names as /metrics labels them ("/v1/guests/{id}"). */
 const char *api_route_name(enum api_route_id id);

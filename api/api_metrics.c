@@ -12,6 +12,7 @@
 #include "promtext.h"
 #include "../orchestrator/fs.h"
 #include "../orchestrator/history.h"
+#include "../orchestrator/mover.h"
 #include "../policies/plan.h"
 
 static void node_label(const struct snapshot *s, unsigned idx, char *buf, size_t sz)
@@ -109,6 +110,12 @@ static void view_metrics(struct prom *p, struct api *a, const struct engine_view
 	prom_sample(p, "numaorch_moves_skipped_total", (double)st->moves_skipped, 0);
 	prom_family(p, "numaorch_migrated_bytes_total", "counter", "Memory migrated by the moves carried out.");
 	prom_sample(p, "numaorch_migrated_bytes_total", (double)st->migrated_bytes, 0);
+	prom_family(p, "numaorch_kernel_numa_balancing", "gauge",
+		    "kernel.numa_balancing as last read (0 off, 1 on, 2 tiering, 3 both; -1 unknown).");
+	prom_sample(p, "numaorch_kernel_numa_balancing", st->numa_balancing, 0);
+	prom_family(p, "numaorch_memory_deferred_total", "counter",
+		    "Moves whose memory was left to the kernel's NUMA balancing ([memory] kernel_balancing).");
+	prom_sample(p, "numaorch_memory_deferred_total", (double)st->memory_deferred, 0);
 	prom_family(p, "numaorch_cycle_duration_seconds", "gauge", "Duration of the last cycle, by phase.");
 	prom_sample(p, "numaorch_cycle_duration_seconds", st->last_cycle_s, 1, "phase", "total");
 	prom_sample(p, "numaorch_cycle_duration_seconds", st->last_acquire_s, 1, "phase", "acquire");
@@ -224,6 +231,41 @@ static void api_counters(struct prom *p, struct api *a)
 	pthread_mutex_unlock(&a->cs_lock);
 }
 
+/* The memory mover (orchestrator/mover.h): bytes moved by cause, jobs
+ * running and queued, jobs ended by how, and each move call's duration
+ * (the guest's stall) as a histogram. */
+static void mover_metrics(struct prom *p, struct api *a)
+{
+	struct mover *m = engine_mover(a->e);
+	struct mover_stats st;
+	char le[32];
+
+	if (!m)
+		return;
+	mover_get_stats(m, &st);
+	prom_family(p, "numaorch_mover_moved_bytes_total", "counter",
+		    "Memory the mover moved with move_pages(2), by the cause of the move.");
+	for (unsigned i = 0; i < st.nr_causes; i++)
+		prom_sample(p, "numaorch_mover_moved_bytes_total", (double)st.moved[i].bytes, 1, "cause",
+			    st.moved[i].cause);
+	prom_family(p, "numaorch_mover_jobs", "gauge", "Migration jobs now, by state.");
+	prom_sample(p, "numaorch_mover_jobs", st.running, 1, "state", "running");
+	prom_sample(p, "numaorch_mover_jobs", st.queued, 1, "state", "queued");
+	prom_family(p, "numaorch_mover_jobs_ended_total", "counter", "Migration jobs ended, by how.");
+	for (int s = MJ_DONE; s < MJ_NR_STATES; s++)
+		prom_sample(p, "numaorch_mover_jobs_ended_total", (double)st.jobs_by_state[s], 1, "state",
+			    mover_state_name((enum mover_state)s));
+	prom_family(p, "numaorch_mover_chunk_stall_seconds", "histogram",
+		    "Duration of each move_pages(2) call that moved pages: how long the guest's pages were in flight.");
+	for (unsigned b = 0; b < MOVER_NR_BUCKETS; b++) {
+		snprintf(le, sizeof(le), "%g", mover_stall_buckets_ms[b] / 1e3);
+		prom_sample(p, "numaorch_mover_chunk_stall_seconds_bucket", (double)st.stall_le[b], 1, "le", le);
+	}
+	prom_sample(p, "numaorch_mover_chunk_stall_seconds_bucket", (double)st.stall_count, 1, "le", "+Inf");
+	prom_sample(p, "numaorch_mover_chunk_stall_seconds_sum", st.stall_sum_s, 0);
+	prom_sample(p, "numaorch_mover_chunk_stall_seconds_count", (double)st.stall_count, 0);
+}
+
 void h_metrics(struct rq *r)
 {
 	struct engine_view *v = need_view(r);
@@ -239,6 +281,7 @@ void h_metrics(struct rq *r)
 	prom_family(&p, "numaorch_start_time_seconds", "gauge", "When the agent started (Unix time).");
 	prom_sample(&p, "numaorch_start_time_seconds", (double)r->a->start_real_ns / 1e9, 0);
 	view_metrics(&p, r->a, v);
+	mover_metrics(&p, r->a);
 	api_counters(&p, r->a);
 	text = prom_take(&p, &len);
 	api_set_body(r->resp, 200, PROM_CONTENT_TYPE, text, len);

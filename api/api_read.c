@@ -12,6 +12,7 @@
 
 #include "../orchestrator/declog.h"
 #include "../orchestrator/fs.h"
+#include "../orchestrator/kbal.h"
 #include "../orchestrator/snapjson.h"
 #include "../policies/plan.h"
 #include "jsonw.h"
@@ -119,6 +120,16 @@ void h_status(struct rq *r)
 				      "move_failures", (json_int_t)v->stats.move_failures,
 				      "moves_skipped", (json_int_t)v->stats.moves_skipped,
 				      "migrated_mib", round((double)v->stats.migrated_bytes / MIB * 10) / 10));
+	/* The kernel's own NUMA balancing, and how the agent works beside it
+	 * (orchestrator/kbal.h). */
+	json_object_set_new(o, "kernel_balancing",
+			    json_pack("{s:o, s:b, s:s, s:I}",
+				      "numa_balancing", v->stats.numa_balancing >= 0 ?
+					      json_integer(v->stats.numa_balancing) : json_null(),
+				      "kernel_migrates", kbal_kernel_moves(v->stats.numa_balancing),
+				      "setting", kbal_setting_name(v->stats.kernel_balancing) ?
+					      kbal_setting_name(v->stats.kernel_balancing) : "?",
+				      "memory_deferred", (json_int_t)v->stats.memory_deferred));
 	json_object_set_new(o, "libvirt",
 			    json_pack("{s:s, s:o, s:I, s:I, s:o}",
 				      "state", engine_libvirt_state_name(v->stats.libvirt_state),
@@ -217,6 +228,19 @@ static char *guests_doc(struct api *a, const struct snapshot *s, const char *kin
 		jw_real(&w, g->locality);
 		jw_key(&w, "locality_source");
 		jw_str(&w, snap_loc_source_name(g->locality_source));
+		/* Per node, as /metrics has it: numaorchctl top shows it. */
+		jw_key(&w, "mem_bytes_by_node");
+		jw_obj(&w);
+		for (unsigned n = 0; n < s->nr_nodes; n++) {
+			char id[16];
+
+			if (!s->nodes[n].mem_total && !g->mem_node[n])
+				continue;
+			snprintf(id, sizeof(id), "%d", s->nodes[n].id);
+			jw_key(&w, id);
+			jw_int(&w, (int64_t)g->mem_node[n]);
+		}
+		jw_obj_end(&w);
 		jw_key(&w, "mem_in_cpuset");
 		jw_real(&w, g->mem_in_cpuset);
 		jw_key(&w, "mem_total_bytes");

@@ -23,6 +23,7 @@
 
 #include "ctl_fmt.h"
 #include "ctl_http.h"
+#include "ctl_top.h"
 
 #ifndef NUMAORCH_VERSION
 #define NUMAORCH_VERSION "0.1.0"
@@ -46,6 +47,7 @@ struct opts {
 	bool json, dry_run, verbose, follow;
 	const char *since, *guest, *limit, *kind, *runtime, *node, *label, *uuid, *source;
 	double reserve;
+	struct ctl_top_opts top;
 };
 
 static void usage(FILE *f)
@@ -78,6 +80,11 @@ static void usage(FILE *f)
 		"                                 where a new guest should go (MEMORY: MiB, or 512M, 4G)\n"
 		"  event EVENT DOMAIN [--uuid UUID] [--source NAME]\n"
 		"                                 tell the agent a domain started|stopped|release|reconnect\n"
+		"  top [--once] [--delay SECONDS] [--sort KEY]\n"
+		"                                 live view of nodes and guests (q quits; KEY: locality,\n"
+		"                                 cpu, mem, name, decision); --once: one plain screen\n"
+		"  migrations                     the memory mover's jobs: guest, nodes, progress, rate, ETA\n"
+		"  migrations cancel ID           stop job ID at its next chunk\n"
 		"  health                         is the agent up and ready (exit 7 while starting)\n"
 		"  metrics                        the Prometheus metrics, as served\n\n"
 		"Options:\n"
@@ -708,6 +715,58 @@ static int cmd_guest_policies(const struct opts *o)
 	return EX_OK;
 }
 
+/* migrations: the mover's jobs; migrations cancel ID: DELETE one. */
+static int cmd_migrations(const struct opts *o, int argc, char **argv)
+{
+	json_t *j, *m;
+	struct table *t;
+	size_t i;
+	int r;
+
+	if (argc == 2 && strcmp(argv[0], "cancel") == 0) {
+		char path[96];
+
+		if (strspn(argv[1], "0123456789") != strlen(argv[1]) || !argv[1][0] || strlen(argv[1]) > 20)
+			return die_usage("migrations cancel: ID must be a job number, got \"%s\"", argv[1]);
+		snprintf(path, sizeof(path), "/v1/migrations/%s", argv[1]);
+		r = call(o, "DELETE", path, NULL, &j, NULL);
+		if (r || o->json)
+			print_json(j);
+		else
+			printf("migration %s: %s (it stops at its next chunk)\n", argv[1], jstr(j, "state"));
+		json_decref(j);
+		return r;
+	}
+	if (argc != 0)
+		return die_usage("migrations [cancel ID]");
+	r = call(o, "GET", "/v1/migrations", NULL, &j, NULL);
+	if (r || o->json) {
+		print_json(j);
+		json_decref(j);
+		return r;
+	}
+	t = table_new(10);
+	table_row(t, "ID", "GUEST", "FROM", "TO", "STATE", "DONE MiB", "LEFT MiB", "MiB/s", "STARTED", "ETA s");
+	json_array_foreach(json_object_get(j, "migrations"), i, m) {
+		char id[24], done[32], left[32], rate[32], eta[32];
+
+		snprintf(id, sizeof(id), "%lld", jint(m, "id"));
+		table_row(t, id, jstr(m, "guest"), jstr(m, "from"), jstr(m, "to"), jstr(m, "state"),
+			  fmt_num(json_object_get(m, "done_mib"), 1, done, sizeof(done)),
+			  fmt_num(json_object_get(m, "left_mib"), 1, left, sizeof(left)),
+			  fmt_num(json_object_get(m, "rate_mib_s"), 0, rate, sizeof(rate)),
+			  *jstr(m, "started") ? jstr(m, "started") : "-",
+			  fmt_num(json_object_get(m, "eta_s"), 1, eta, sizeof(eta)));
+	}
+	table_print(t, stdout);
+	if (!json_is_true(json_object_get(j, "mover")))
+		printf("(no memory mover: [memory] mover = no, or no NUMA API; memory moves by cpuset.mems writes)\n");
+	else if (!json_array_size(json_object_get(j, "migrations")))
+		printf("(no migration since the agent started)\n");
+	json_decref(j);
+	return EX_OK;
+}
+
 static int cmd_rebalance(const struct opts *o)
 {
 	json_t *body = json_pack("{s:b, s:b}", "dry_run", o->dry_run, "verbose", o->verbose);
@@ -995,7 +1054,7 @@ static char *read_token(const char *path)
 int main(int argc, char **argv)
 {
 	enum { O_CACERT = 256, O_TIMEOUT, O_DRY, O_VERBOSE, O_SINCE, O_GUEST, O_LIMIT, O_KIND, O_RUNTIME,
-	       O_NODE, O_RESERVE, O_LABEL, O_UUID, O_SOURCE, O_FOLLOW };
+	       O_NODE, O_RESERVE, O_LABEL, O_UUID, O_SOURCE, O_FOLLOW, O_ONCE, O_DELAY, O_SORT };
 	static const struct option lopts[] = {
 		{ "socket", required_argument, NULL, 's' },
 		{ "url", required_argument, NULL, 'u' },
@@ -1016,6 +1075,9 @@ int main(int argc, char **argv)
 		{ "uuid", required_argument, NULL, O_UUID },
 		{ "source", required_argument, NULL, O_SOURCE },
 		{ "follow", no_argument, NULL, O_FOLLOW },
+		{ "once", no_argument, NULL, O_ONCE },
+		{ "delay", required_argument, NULL, O_DELAY },
+		{ "sort", required_argument, NULL, O_SORT },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -1063,6 +1125,14 @@ int main(int argc, char **argv)
 		case O_UUID: o.uuid = optarg; break;
 		case O_SOURCE: o.source = optarg; break;
 		case O_FOLLOW: o.follow = true; break;
+		case O_ONCE: o.top.once = true; break;
+		case O_DELAY:
+			d = strtod(optarg, &end);
+			if (*end || !(d >= 0.1 && d <= 3600))
+				return die_usage("--delay: must be seconds 0.1..3600, got \"%s\"", optarg);
+			o.top.delay_s = d;
+			break;
+		case O_SORT: o.top.sort = optarg; break;
 		case 'V': printf("numaorchctl %s\n", NUMAORCH_VERSION); return EX_OK;
 		case 'h': usage(stdout); return EX_OK;
 		default: usage(stderr); return EX_USAGE;
@@ -1123,12 +1193,18 @@ int main(int argc, char **argv)
 	} else if (strcmp(cmd, "event") == 0) {
 		NARGS(2, 2, "needs EVENT and DOMAIN, e.g. event started vm1");
 		r = cmd_event(&o, args[0], args[1]);
+	} else if (strcmp(cmd, "top") == 0) {
+		NARGS(0, 0, "takes no arguments (options: --once, --delay, --sort)");
+		r = ctl_top(&o.conn, &o.top);
 	} else if (strcmp(cmd, "health") == 0) {
 		NARGS(0, 0, "takes no arguments");
 		r = cmd_health(&o);
 	} else if (strcmp(cmd, "metrics") == 0) {
 		NARGS(0, 0, "takes no arguments");
 		r = cmd_metrics(&o);
+	} else if (strcmp(cmd, "migrations") == 0) {
+		NARGS(0, 2, "migrations [cancel ID]");
+		r = cmd_migrations(&o, n, args);
 	} else {
 		r = die_usage("unknown command \"%s\"", cmd);
 	}

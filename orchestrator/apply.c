@@ -436,6 +436,7 @@ struct apply_pending {
 	cpumask_t to_cpus;
 	bool vm;                       /* the VM actuator does it all in phase 2 */
 	bool v2, soft, widen_only, mems_changed, wide;
+	bool own_mems_below;           /* v2: a descendant sets its own cpuset.mems */
 	int64_t t0;
 	char *cur_cpus_s, *cur_mems_s, *new_cpus;
 	char new_mems[NODELIST_BUFSZ], union_mems[NODELIST_BUFSZ], to_mems_s[NODELIST_BUFSZ];
@@ -577,8 +578,8 @@ static int move_container_cpus(struct applier *a, struct apply_pending *p, struc
 	 * cpuset.mems would see its effective mems come back once the guest
 	 * widens, and the kernel would migrate its pages back: such a guest
 	 * stays strictly bound. */
-	p->soft = !a->opts.strict_mems && g->policy.mode != GPOL_PINNED &&
-		  !(p->v2 && descendants_set_mems(a, g->cgroup));
+	p->own_mems_below = p->v2 && descendants_set_mems(a, g->cgroup);
+	p->soft = !a->opts.strict_mems && g->policy.mode != GPOL_PINNED && !p->own_mems_below;
 	p->cur_mems = cur_mems;
 	p->target_mems = it->to_mems;
 	p->widen_only = p->soft && plan_migration_negligible(it->migrate_bytes, g->mem_total);
@@ -806,6 +807,116 @@ int apply_memory(struct applier *a, struct apply_pending *p, struct apply_result
 	res->writes += p->j.n;
 	pending_done_time(p, res);
 	return r;
+}
+
+bool apply_pending_movable(const struct apply_pending *p)
+{
+	/* In v2 a descendant's effective mems are its own within the guest's:
+	 * widening the guest gives it no new node, so move_pages there fails.
+	 * Only narrowing the guest moves such a cgroup's pages. */
+	return !p->vm && !p->own_mems_below;
+}
+
+bool apply_pending_soft(const struct apply_pending *p)
+{
+	return p->soft && !p->vm;
+}
+
+int apply_memory_widen(struct applier *a, struct apply_pending *p, const char *why, struct apply_result *res)
+{
+	const struct snap_guest *g = &p->snap->guests[p->it.guest_idx];
+	const char *failed_rel = g->cgroup;
+	char wide_s[NODELIST_BUFSZ];
+	nodemask_t wide;
+	int r = 0;
+
+	result_init(res);
+	mask_or(&wide, &p->cur_mems, &p->it.to_mems);
+	if (mask_format(&wide, wide_s, sizeof(wide_s)) < 0) {
+		apply_result_set(res, APPLY_REFUSED, -ENOSPC, "refused: cannot format cpuset");
+		return result_ret(res);
+	}
+	/* Growing the mems migrates nothing (see loosen_mems); in v1 the guest
+	 * grows before its descendants. */
+	if (!mask_equal(&wide, &p->cur_mems)) {
+		if (p->v2)
+			r = jwrite(a, &p->j, CGC_CPUSET, g->cgroup, "cpuset.mems", wide_s);
+		else
+			r = write_subtree_v1(a, &p->j, p->nsub, p->sub, "cpuset.mems", wide_s, wide_s, &failed_rel);
+		if (r < 0) {
+			pending_fail(a, p, r, "cpuset.mems", failed_rel, res);
+			res->writes += p->j.n;
+			pending_done_time(p, res);
+			return result_ret(res);
+		}
+	}
+	p->wide = true;
+	res->mems_loosened = true;
+	res->mems_after = wide;
+	apply_result_set(res, APPLY_DONE, 0, "cpus %s -> %s, mems %s -> %s; memory %s", p->cur_cpus_s, p->new_cpus,
+		p->cur_mems_s, wide_s, why);
+	res->writes += p->j.n;
+	pending_done_time(p, res);
+	return 0;
+}
+
+unsigned apply_pending_pids(struct applier *a, const struct apply_pending *p, pid_t **out)
+{
+	unsigned n = 0, cap = 0;
+	pid_t *v = NULL;
+
+	for (unsigned i = 0; i < p->nsub; i++) {
+		char *procs = NULL;
+
+		if (read_file_value(a, CGC_CPUSET, p->sub[i], "cgroup.procs", &procs) < 0)
+			continue;
+		for (char *save = NULL, *t = strtok_r(procs, "\n", &save); t; t = strtok_r(NULL, "\n", &save)) {
+			uint64_t pid;
+
+			if (parse_u64(t, &pid) < 0 || pid == 0 || pid > INT32_MAX)
+				continue;
+			if (n == cap) {
+				cap = cap ? cap * 2 : 16;
+				v = xrealloc(v, cap * sizeof(*v));
+			}
+			v[n++] = (pid_t)pid;
+		}
+		free(procs);
+	}
+	*out = v;
+	return n;
+}
+
+int apply_memory_settle(struct applier *a, struct apply_pending *p, struct apply_result *res)
+{
+	const struct snap_guest *g = &p->snap->guests[p->it.guest_idx];
+	const char *failed_rel = g->cgroup;
+	char wide_s[NODELIST_BUFSZ];
+	nodemask_t wide;
+	int r;
+
+	if (p->soft || !p->wide)
+		return 0;
+	/* Strict binding: narrow to the target now that the pages are there
+	 * (the kernel migrates only what was left behind). A guest gone in
+	 * the meantime is not an error. */
+	mask_or(&wide, &p->cur_mems, &p->it.to_mems);
+	if (mask_format(&wide, wide_s, sizeof(wide_s)) < 0)
+		return -ENOSPC;
+	if (p->v2)
+		r = cgw_write(a->w, CGC_CPUSET, g->cgroup, "cpuset.mems", p->to_mems_s);
+	else
+		r = write_subtree_v1(a, &p->j, p->nsub, p->sub, "cpuset.mems", wide_s, p->to_mems_s, &failed_rel);
+	res->writes++;
+	if (r < 0 && !is_gone(r)) {
+		log_errno(LOG_LEVEL_WARN, r, "cgroup %s: could not narrow cpuset.mems to %s after its memory moved; "
+			  "it stays on %s", failed_rel, p->to_mems_s, wide_s);
+		return r;
+	}
+	p->wide = false;
+	res->mems_loosened = false;
+	res->mems_after = p->it.to_mems;
+	return 0;
 }
 
 int apply_move(struct applier *a, const struct snapshot *snap, const struct plan_item *it,

@@ -29,6 +29,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "cghier.h"
 #include "hostpaths.h"
@@ -110,6 +111,25 @@ int apply_cpus(struct applier *a, const struct snapshot *snap, const struct plan
  * the write; on failure everything P wrote is restored. RES is final and
  * its duration counts from phase 1. */
 int apply_memory(struct applier *a, struct apply_pending *p, struct apply_result *res);
+/* Phase 2 without migrating: widen the mems to old ∪ target, which
+ * migrates nothing, so the pages can move inside them later — by the
+ * kernel's NUMA balancing on fault (soft binding only), or by the mover
+ * (move_pages to a node outside a task's mems fails; a strictly bound
+ * guest is narrowed after by apply_memory_settle). WHY ends RES's
+ * message ("left to the kernel's NUMA balancing"). */
+int apply_memory_widen(struct applier *a, struct apply_pending *p, const char *why, struct apply_result *res);
+/* The processes of P's cgroup subtree now (caller frees *OUT). */
+unsigned apply_pending_pids(struct applier *a, const struct apply_pending *p, pid_t **out);
+/* After the mover moved a strictly bound guest's pages (its mems were
+ * widened for it): narrow the mems to the target, which now migrates
+ * only what was left behind. Nothing for soft binding. RES->mems_after
+ * is updated. 0 or the negative errno (the mems stay wide). */
+int apply_memory_settle(struct applier *a, struct apply_pending *p, struct apply_result *res);
+/* Can the mover move P's pages (widen, then move_pages)? false for VMs
+ * and for a v2 guest with a descendant that sets its own cpuset.mems. */
+bool apply_pending_movable(const struct apply_pending *p);
+/* Is P's guest soft-bound (its mems may stay wide)? false for VMs. */
+bool apply_pending_soft(const struct apply_pending *p);
 void apply_pending_free(struct apply_pending *p);
 const char *apply_pending_guest(const struct apply_pending *p);
 const struct plan_item *apply_pending_item(const struct apply_pending *p);

@@ -12,6 +12,7 @@
 
 #include "cghier.h"
 #include "fs.h"
+#include "kbal.h"
 #include "vmplugin.h"
 
 #define MIB (1024ULL * 1024ULL)
@@ -81,6 +82,12 @@ void config_default(struct agent_config *c)
 	c->libvirt_place_on_start = true;
 	c->libvirt_place_vcpu_load = 1.0;
 	c->libvirt_cpus_without_memory = VM_CPUS_LOCAL;
+	c->kernel_balancing = KBAL_MIGRATE;
+	c->mover = true;
+	c->mover_workers = 2;
+	c->mover_rate_mib = 0;
+	c->mover_chunk_ms = 20;
+	c->mover_job_timeout_s = 300;
 }
 
 void config_free(struct agent_config *c)
@@ -391,6 +398,49 @@ static int handler(void *user, const char *sec, const char *name, const char *v)
 			return 1;
 		}
 		return fail(p, "[libvirt] unknown key \"%s\"", name);
+	}
+	if (strcmp(sec, "memory") == 0) {
+		if (strcmp(name, "kernel_balancing") == 0) {
+			enum kbal_setting k;
+
+			if (kbal_setting_parse(v, &k) < 0)
+				return fail(p, "[memory] kernel_balancing: must be auto, defer or migrate, got \"%s\"", v);
+			c->kernel_balancing = (unsigned)k;
+			return 1;
+		}
+		if (strcmp(name, "mover") == 0) {
+			if (parse_bool(v, &b) < 0)
+				return fail(p, "[memory] mover: must be yes or no, got \"%s\"", v);
+			c->mover = b;
+			return 1;
+		}
+		if (strcmp(name, "workers") == 0) {
+			uint64_t u;
+
+			if (parse_u64(v, &u) < 0 || u < 1 || u > 16)
+				return fail(p, "[memory] workers: must be an integer 1..16, got \"%s\"", v);
+			c->mover_workers = (unsigned)u;
+			return 1;
+		}
+		if (strcmp(name, "rate_mib") == 0) {
+			if (!num_in(v, 0, 1048576, &d))
+				return fail(p, "[memory] rate_mib: must be MiB/s 0..1048576 (0: no limit), got \"%s\"", v);
+			c->mover_rate_mib = d;
+			return 1;
+		}
+		if (strcmp(name, "chunk_ms") == 0) {
+			if (!num_in(v, 1, 1000, &d))
+				return fail(p, "[memory] chunk_ms: must be milliseconds 1..1000, got \"%s\"", v);
+			c->mover_chunk_ms = d;
+			return 1;
+		}
+		if (strcmp(name, "job_timeout") == 0) {
+			if (!num_in(v, 1, 86400, &d))
+				return fail(p, "[memory] job_timeout: must be seconds 1..86400, got \"%s\"", v);
+			c->mover_job_timeout_s = d;
+			return 1;
+		}
+		return fail(p, "[memory] unknown key \"%s\"", name);
 	}
 	if (strcmp(sec, "schedule") == 0) {
 		struct sched_entry se;

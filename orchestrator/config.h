@@ -53,6 +53,14 @@ struct agent_config {
 	double libvirt_place_vcpu_load;      /* CPUs each vCPU is expected to use at start, 0..1 */
 	unsigned libvirt_cpus_without_memory;/* enum vm_cpus_without_memory (orchestrator/vmplugin.h) */
 
+	/* [memory]: how memory follows a move (kbal.h, mover.h) */
+	unsigned kernel_balancing;           /* enum kbal_setting (kbal.h) */
+	bool mover;                          /* the agent's mover (move_pages) vs the cpuset.mems write */
+	unsigned mover_workers;              /* jobs run in parallel */
+	double mover_rate_mib;               /* host-wide MiB/s, 0: no limit */
+	double mover_chunk_ms;               /* each move_pages call's target duration */
+	double mover_job_timeout_s;          /* a job still running after this stops */
+
 	/* [schedule] windows whose settings override the above (schedule.h). */
 	struct schedule schedule;
 };

@@ -17,6 +17,9 @@
 #include "fs.h"
 #include "gpolstore.h"
 #include "history.h"
+#include "kbal.h"
+#include "mover.h"
+#include "numamig.h"
 #include "log.h"
 #include "notify.h"
 #include "vmplugin.h"
@@ -59,6 +62,17 @@ struct engine {
 	struct declog *dl;
 	struct pstate *ps;
 	struct history *hist;         /* per-guest history, readable from any thread */
+
+	/* The mover (NULL: [memory] mover = no, a fixture root, no NUMA API)
+	 * and the moves whose memory it is moving: each job's phase 2 is
+	 * finished when the job ends (settle_job). */
+	struct mover *mover;          /* once started, lives until engine_free */
+	bool mover_on;                /* [memory] mover as configured now */
+	unsigned njobs, capjobs;
+	struct ejob {
+		uint64_t id;
+		struct apply_pending *p;
+	} *jobs;
 
 	struct gpolstore *gs;    /* per-guest overrides (not owned), NULL: none */
 	unsigned nr_logged;
@@ -189,6 +203,46 @@ static int build_sources(struct engine *e, const struct agent_config *cfg)
 	return 0;
 }
 
+static struct mover_config mover_cfg(const struct agent_config *cfg)
+{
+	return (struct mover_config){ .workers = cfg->mover_workers, .rate_mib = cfg->mover_rate_mib,
+				      .chunk_ms = cfg->mover_chunk_ms, .job_timeout_s = cfg->mover_job_timeout_s };
+}
+
+/* Start, reconfigure or stop the mover for CFG. Only a live host with
+ * the NUMA API has one: a fixture root's "memory" is files. */
+static void mover_setup(struct engine *e, const struct agent_config *cfg)
+{
+	struct mover_config mc = mover_cfg(cfg);
+	bool want = cfg->mover && e->hp.live && numamig_available();
+	struct mover *m;
+	int r;
+
+	if (e->mover_on && !want)
+		log_info("memory mover off: memory moves by cpuset.mems writes");
+	e->mover_on = false;
+	if (!want)
+		return;
+	if (e->mover) {
+		mover_set_config(e->mover, &mc);
+		e->mover_on = true;
+		return;
+	}
+	r = mover_new(&mc, &e->hp, &m);
+	if (r < 0) {
+		log_errno(LOG_LEVEL_WARN, r, "cannot start the memory mover; memory moves by cpuset.mems writes");
+		return;
+	}
+	/* API threads read it (engine_mover). */
+	__atomic_store_n(&e->mover, m, __ATOMIC_RELEASE);
+	e->mover_on = true;
+	log_info("memory mover: %u worker%s, chunks of ~%.0f ms, jobs end after %.0f s, %s", mc.workers,
+		 mc.workers == 1 ? "" : "s", mc.chunk_ms, mc.job_timeout_s,
+		 mc.rate_mib > 0 ? "rate budget below" : "no rate limit");
+	if (mc.rate_mib > 0)
+		log_info("memory mover: at most %.0f MiB/s for the whole host", mc.rate_mib);
+}
+
 int engine_new(const struct agent_config *cfg, const struct host_paths *hp, struct engine **out)
 {
 	struct engine *e = xcalloc(1, sizeof(*e));
@@ -205,6 +259,7 @@ int engine_new(const struct agent_config *cfg, const struct host_paths *hp, stru
 	e->stats.start_real_ns = clock_real_ns();
 	e->stats.start_mono_ns = clock_mono_ns();
 	e->stats.libvirt_last_reconnect_s = NAN;
+	e->stats.numa_balancing = -1;
 
 	r = build_sources(e, cfg);
 	if (r < 0)
@@ -218,6 +273,7 @@ int engine_new(const struct agent_config *cfg, const struct host_paths *hp, stru
 			goto fail;
 		}
 	}
+	mover_setup(e, cfg);
 	*out = e;
 	return 0;
 fail:
@@ -251,6 +307,10 @@ void engine_free(struct engine *e)
 {
 	if (!e)
 		return;
+	mover_free(e->mover);
+	for (unsigned i = 0; i < e->njobs; i++)
+		apply_pending_free(e->jobs[i].p);
+	free(e->jobs);
 	engine_view_unref(e->view);
 	acquirer_free(e->acq);
 	applier_free(e->app);
@@ -562,6 +622,156 @@ static void log_move(const struct snapshot *snap, const struct plan_item *it,
 		log_info("not moving %s (%s): %s", it->guest_id, g->runtime, res->msg);
 }
 
+/* kernel.numa_balancing, read with every snapshot (an operator may flip
+ * it): say once, and at each change, how the agent works beside it. */
+static void read_balancing(struct engine *e, const struct snapshot *snap)
+{
+	int v = snap->numa_balancing;
+
+	e->stats.kernel_balancing = e->cfg.kernel_balancing;
+	if (e->stats.cycles > 0 && v == e->stats.numa_balancing)
+		return;
+	e->stats.numa_balancing = v;
+	if (kbal_kernel_moves(v))
+		log_info("kernel.numa_balancing = %d: the kernel migrates memory on fault too; numaorchd works "
+			 "beside it (kernel_balancing = %s: %s)", v, kbal_setting_name(e->cfg.kernel_balancing),
+			 e->cfg.kernel_balancing == KBAL_DEFER ? "numaorchd moves CPUs and widens mems, the kernel "
+			 "moves the memory" : e->cfg.kernel_balancing == KBAL_MIGRATE ? "numaorchd migrates memory "
+			 "itself" : "the kernel moves a running guest's memory, numaorchd an idle one's");
+	else if (v >= 0)
+		log_info("kernel.numa_balancing = %d: the kernel's NUMA balancing is off; numaorchd migrates memory "
+			 "itself", v);
+	else
+		log_info("kernel.numa_balancing: not available on this kernel; numaorchd migrates memory itself");
+}
+
+/* Phase 2 of one move: the memory, by the rule of kbal.h — left to the
+ * kernel, handed to the mover, or (no mover, VMs) moved by the cpuset.mems
+ * write. Returns true when P now belongs to a mover job. */
+static bool memory_phase(struct engine *e, const struct snapshot *snap, struct apply_pending *p,
+			 struct apply_result *res)
+{
+	const struct plan_item *it = apply_pending_item(p);
+	const struct snap_guest *g = &snap->guests[it->guest_idx];
+	enum kbal_action act = kbal_decide(e->cfg.kernel_balancing, e->stats.numa_balancing,
+					   !apply_pending_soft(p), g->cpu_use);
+	struct mover_spec spec;
+	pid_t *pids = NULL;
+	uint64_t id;
+
+	if (act == KBAL_ACT_DEFER) {
+		apply_memory_widen(e->app, p, "left to the kernel's NUMA balancing", res);
+		if (res->status == APPLY_DONE)
+			e->stats.memory_deferred++;
+		return false;
+	}
+	if (!e->mover || !e->mover_on || g->kind == GUEST_VM || !apply_pending_movable(p)) {
+		apply_memory(e->app, p, res);
+		return false;
+	}
+	memset(&spec, 0, sizeof(spec));
+	spec.npids = apply_pending_pids(e->app, p, &pids);
+	if (spec.npids == 0) {
+		/* No process: nothing to move; the mems change is all. */
+		free(pids);
+		apply_memory(e->app, p, res);
+		return false;
+	}
+	/* move_pages(2) needs the target inside the task's mems. */
+	apply_memory_widen(e->app, p, "to move by the mover", res);
+	if (res->status != APPLY_DONE) {
+		free(pids);
+		return false;
+	}
+	snprintf(spec.guest, sizeof(spec.guest), "%s", it->guest_id);
+	snprintf(spec.cause, sizeof(spec.cause), "%s", move_reason_name(it->reason));
+	spec.pids = pids;
+	spec.to = it->to_mems;
+	spec.bytes = it->migrate_bytes;
+	id = mover_submit(e->mover, &spec);
+	free(pids);
+	{
+		size_t n = strlen(res->msg);
+
+		snprintf(res->msg + n, sizeof(res->msg) - n, " (job %llu)", (unsigned long long)id);
+	}
+	if (e->njobs == e->capjobs) {
+		e->capjobs = e->capjobs ? e->capjobs * 2 : 8;
+		e->jobs = xrealloc(e->jobs, e->capjobs * sizeof(*e->jobs));
+	}
+	e->jobs[e->njobs++] = (struct ejob){ .id = id, .p = p };
+	return true;
+}
+
+/* Jobs the mover ended: narrow a strictly bound guest's mems, record when
+ * (and whether) its memory arrived. Engine thread. */
+static void settle_jobs(struct engine *e)
+{
+	struct mover_job_info *fin;
+	unsigned n;
+
+	if (!e->mover)
+		return;
+	n = mover_take_finished(e->mover, &fin);
+	for (unsigned k = 0; k < n; k++) {
+		const struct mover_job_info *ji = &fin[k];
+		struct apply_pending *p = NULL;
+		struct apply_result res;
+		char from[NODELIST_BUFSZ], to[NODELIST_BUFSZ], decision[40];
+		double mib = (double)ji->bytes_done / 1048576.0;
+
+		for (unsigned i = 0; i < e->njobs; i++)
+			if (e->jobs[i].id == ji->id) {
+				p = e->jobs[i].p;
+				e->jobs[i] = e->jobs[--e->njobs];
+				break;
+			}
+		if (!p)
+			continue;
+		memset(&res, 0, sizeof(res));
+		res.locality_after = NAN;
+		res.mems_loosened = apply_pending_soft(p);
+		mask_or(&res.mems_after, &apply_pending_snapshot(p)->guests[apply_pending_item(p)->guest_idx].mems,
+			&apply_pending_item(p)->to_mems);
+		/* Narrowing a strict guest migrates what is left: only once its
+		 * pages are in place. A job that ended early leaves its mems
+		 * wide (old ∪ new: consistent, never empty). */
+		if (ji->state == MJ_DONE)
+			apply_memory_settle(e->app, p, &res);
+		mask_format(&ji->from, from, sizeof(from));
+		mask_format(&ji->to, to, sizeof(to));
+		apply_result_set(&res, ji->state == MJ_DONE ? APPLY_DONE : ji->state == MJ_VANISHED ? APPLY_VANISHED :
+				 ji->state == MJ_FAILED ? APPLY_FAILED : APPLY_CHANGED, ji->state == MJ_FAILED ? -EIO : 0,
+			"job %llu %s: %.1f MiB moved off nodes %s onto %s in %.2f s (%.0f MiB/s), %llu chunks, "
+			"longest stall %.1f ms%s%s", (unsigned long long)ji->id, mover_state_name(ji->state), mib,
+			from[0] ? from : "-", to, ji->elapsed_s, ji->elapsed_s > 0 ? mib / ji->elapsed_s : 0,
+			(unsigned long long)ji->chunks, ji->stall_max_ms, ji->msg[0] ? ": " : "", ji->msg);
+		res.duration_s = ji->elapsed_s;
+		snprintf(decision, sizeof(decision), "memory_%s", ji->state == MJ_DONE ? "arrived" :
+			 mover_state_name(ji->state));
+		log_info("guest %s: memory %s", apply_pending_guest(p), res.msg);
+		declog_add(e->dl, declog_make(apply_pending_snapshot(p), apply_pending_item(p), decision, &res, false));
+		apply_pending_free(p);
+	}
+	free(fin);
+}
+
+int engine_drain_migrations(struct engine *e, double timeout_s)
+{
+	bool idle = true;
+
+	if (!e->mover)
+		return 0;
+	idle = mover_wait_idle(e->mover, timeout_s);
+	settle_jobs(e);
+	return idle ? 0 : -ETIMEDOUT;
+}
+
+struct mover *engine_mover(struct engine *e)
+{
+	return __atomic_load_n(&e->mover, __ATOMIC_ACQUIRE);
+}
+
 /* Log, record and count the outcome of plan item I. */
 static void record_move(struct engine *e, const struct snapshot *snap, struct pstate *next,
 			const struct plan_item *it, const struct apply_result *res, struct cycle_report *report,
@@ -615,6 +825,7 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 	if (report)
 		memset(report, 0, sizeof(*report));
 	apply_schedule(e);
+	settle_jobs(e);
 	dry_run = dry_run || e->cfg.dry_run;
 	r = acquirer_snapshot(e->acq, e->cfg.sample_s, &snap);
 	if (r < 0)
@@ -634,6 +845,7 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 	log_repeat_round(e->warn_rep, LOG_LEVEL_WARN, snap->warnings, snap->nr_warnings);
 
 	e->stats.cpu_nodes = snap_nr_cpu_nodes(snap);
+	read_balancing(e, snap);
 	if (e->vm) {
 		struct vmsrc_status vst;
 
@@ -706,6 +918,14 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 							  "advised" : "planned", NULL, dry_run));
 				continue;
 			}
+			/* A new plan for a guest supersedes its running job (it stops
+			 * at its next chunk boundary). */
+			if (e->mover) {
+				uint64_t old = mover_job_of(e->mover, it->guest_id);
+
+				if (old)
+					mover_cancel(e->mover, old, MJ_SUPERSEDED);
+			}
 			/* CPUs first: every move's cpuset.cpus this pass, the memory
 			 * of those that must migrate after all of them. */
 			apply_cpus(e->app, snap, it, &res, &pend[npend].p);
@@ -728,8 +948,8 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 		/* A cycle of big migrations can outlast the watchdog. */
 		if (e->watchdog_usec)
 			notify_watchdog();
-		apply_memory(e->app, pend[k].p, &res);
-		apply_pending_free(pend[k].p);
+		if (!memory_phase(e, snap, pend[k].p, &res))
+			apply_pending_free(pend[k].p);
 		record_move(e, snap, next, it, &res, report, pend[k].idx);
 	}
 	free(pend);
@@ -812,6 +1032,7 @@ int engine_apply_config(struct engine *e, const struct agent_config *cfg)
 		if (r < 0)
 			log_error("cannot reopen the %s; records go on to the file open before", err);
 	}
+	mover_setup(e, cfg);
 	config_free(&e->base);
 	config_copy(&e->base, cfg);
 	history_set_spacing(e->hist, cfg->history_s / HISTORY_SAMPLES);
@@ -987,10 +1208,11 @@ int engine_run(struct engine *e, engine_reload_fn reload, void *ctx)
 	 * systemd notices. */
 	e->watchdog_usec = notify_watchdog_usec();
 	while (!__atomic_load_n(&e->stopping, __ATOMIC_ACQUIRE)) {
-		struct pollfd pfd[3] = {
+		struct pollfd pfd[4] = {
 			{ .fd = e->sfd, .events = POLLIN },
 			{ .fd = e->tfd, .events = POLLIN },
 			{ .fd = e->efd, .events = POLLIN },
+			{ .fd = e->mover ? mover_event_fd(e->mover) : -1, .events = POLLIN },
 		};
 		/* At least once a second: the heartbeat GET /v1/health reads. */
 		int timeout = e->watchdog_usec && e->watchdog_usec / 2000 < ENGINE_HEARTBEAT_MS ?
@@ -999,7 +1221,7 @@ int engine_run(struct engine *e, engine_reload_fn reload, void *ctx)
 		__atomic_store_n(&e->heartbeat_ns, clock_mono_ns(), __ATOMIC_RELEASE);
 		if (e->watchdog_usec)
 			notify_watchdog();
-		if (poll(pfd, 3, timeout) < 0) {
+		if (poll(pfd, 4, timeout) < 0) {
 			if (errno == EINTR)
 				continue;
 			r = -errno;
@@ -1014,6 +1236,13 @@ int engine_run(struct engine *e, engine_reload_fn reload, void *ctx)
 					struct agent_config *nc;
 
 					notify_reloading();
+					/* Reload stops running migrations at a chunk
+					 * boundary (recorded "memory_stopped"); the
+					 * next cycles decide under the new settings. */
+					if (e->mover) {
+						mover_stop_all(e->mover);
+						settle_jobs(e);
+					}
 					nc = reload ? reload(ctx) : NULL;
 
 					if (nc) {
@@ -1040,6 +1269,8 @@ int engine_run(struct engine *e, engine_reload_fn reload, void *ctx)
 			(void)rd;
 			run_calls(e);
 		}
+		if (pfd[3].revents & POLLIN)
+			settle_jobs(e);
 		if (e->stopping)
 			break;
 		if (__atomic_load_n(&e->triggered, __ATOMIC_ACQUIRE) && !(pfd[1].revents & POLLIN)) {
@@ -1076,6 +1307,12 @@ int engine_run(struct engine *e, engine_reload_fn reload, void *ctx)
 			 * (a big migration) never makes cycles pile up. */
 			arm_timer(e, e->cfg.interval_s);
 		}
+	}
+	/* SIGTERM: jobs stop at a chunk boundary; their guests keep their
+	 * (widened, consistent) mems. */
+	if (e->mover) {
+		mover_stop_all(e->mover);
+		settle_jobs(e);
 	}
 	fail_pending(e);
 	return 0;

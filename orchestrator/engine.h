@@ -30,6 +30,9 @@ struct engine_stats {
 	uint64_t move_failures;
 	uint64_t moves_skipped;       /* vanished/changed/no room at apply time */
 	uint64_t migrated_bytes;      /* planned bytes of moves done */
+	uint64_t memory_deferred;     /* moves whose memory was left to the kernel's balancing */
+	int numa_balancing;           /* kernel.numa_balancing at the last cycle, -1: unknown */
+	unsigned kernel_balancing;    /* [memory] kernel_balancing (enum kbal_setting) */
 	int64_t start_real_ns;
 	int64_t start_mono_ns;
 	unsigned cpu_nodes;           /* nodes with CPUs in the last snapshot */
@@ -108,6 +111,14 @@ int engine_apply_config(struct engine *e, const struct agent_config *cfg);
  * with timeout_ms = 0), -ESHUTDOWN if the engine is stopping. */
 typedef int (*engine_fn)(struct engine *e, void *arg);
 int engine_call(struct engine *e, engine_fn fn, void *arg, unsigned timeout_ms);
+
+/* Wait until the mover has no job (at most TIMEOUT_S) and record the
+ * jobs that ended (numaorchd --once). 0, or -ETIMEDOUT. Engine thread. */
+int engine_drain_migrations(struct engine *e, double timeout_s);
+/* The memory mover (thread-safe itself), NULL when there is none. It
+ * lives as long as the engine. */
+struct mover;
+struct mover *engine_mover(struct engine *e);
 
 struct engine_view *engine_view_get(struct engine *e);
 void engine_view_unref(struct engine_view *v);

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <numa.h>
+#include <numaif.h>
 
 bool numamig_available(void)
 {
@@ -30,4 +31,13 @@ int numamig_pages(pid_t pid, const int *from, unsigned nfrom, const int *to, uns
 	numa_bitmask_free(f);
 	numa_bitmask_free(t);
 	return r;
+}
+
+int numamig_move(pid_t pid, unsigned long count, void **pages, const int *nodes, int *status)
+{
+	if (!numamig_available())
+		return -EOPNOTSUPP;
+	if (numa_move_pages(pid, count, pages, nodes, status, nodes ? MPOL_MF_MOVE : 0) < 0)
+		return -errno;
+	return 0;
 }

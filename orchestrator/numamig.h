@@ -18,4 +18,10 @@ bool numamig_available(void);
  * negative errno. */
 int numamig_pages(pid_t pid, const int *from, unsigned nfrom, const int *to, unsigned nto);
 
+/* move_pages(2) for PID (numa_move_pages): NODES NULL queries, else
+ * moves PAGES[i] to NODES[i] (MPOL_MF_MOVE: pages only PID maps). STATUS
+ * gets each page's node or negative errno. 0, or the negative errno of
+ * the call (-ESRCH: gone; -EACCES/-EINVAL: a node outside its mems). */
+int numamig_move(pid_t pid, unsigned long count, void **pages, const int *nodes, int *status);
+
 #endif

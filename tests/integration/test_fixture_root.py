@@ -115,6 +115,40 @@ class FixtureRoot(unittest.TestCase):
         self.assertEqual(len(mems), 2, w)
         self.assertLess(max(cpus), min(mems), w)
 
+    def test_kernel_balancing_defer_leaves_memory_to_the_kernel(self):
+        """kernel.numa_balancing = 1 and kernel_balancing = defer: a move
+        with memory to migrate gets its CPUs and wide mems, and the record
+        says the kernel moves the memory; with balancing 0, or migrate, the
+        agent migrates it."""
+        a11b = "docker-a11bfa5a170e98c1ec8531b5331854fe682a59ad0f58be7722c180b1f5e8e419"
+        os.makedirs(os.path.join(self.root, "proc", "sys", "kernel"), exist_ok=True)
+        bal = os.path.join(self.root, "proc", "sys", "kernel", "numa_balancing")
+        pristine = os.path.join(self.tmp, "pristine")
+        shutil.copytree(self.root, pristine)
+
+        def once(balancing, setting):
+            shutil.rmtree(self.root)
+            shutil.copytree(pristine, self.root)
+            itlib.write(bal, "%d\n" % balancing)
+            conf = itlib.config_file(self.tmp, "[agent]\nsample = 0.05\n[memory]\nkernel_balancing = %s\n" % setting,
+                                     name="kb.conf")
+            p = subprocess.run([itlib.NUMAORCHD, "--config", conf, "--root", self.root, "--once", "--json",
+                                "--scope", "/system.slice"], capture_output=True, text=True, timeout=60)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            rep = json.loads(p.stdout)
+            moves = {i["guest"]: i for i in rep["plan"]["items"] if i["kind"] == "move"}
+            self.assertIn(a11b, moves, rep["plan"])
+            self.assertGreater(moves[a11b]["migrate_bytes"], 2 << 20)
+            return {r["guest"]: r for r in rep["results"]}[a11b]
+
+        r = once(1, "defer")
+        self.assertEqual(r["outcome"], "moved", r)
+        self.assertIn("left to the kernel's NUMA balancing", r["message"], r)
+        for balancing, setting in ((0, "defer"), (1, "migrate")):
+            r = once(balancing, setting)
+            self.assertEqual(r["outcome"], "moved", r)
+            self.assertNotIn("kernel's NUMA balancing", r["message"], (balancing, setting, r))
+
     def test_malformed_topology_is_a_clear_error(self):
         itlib.write(os.path.join(self.root, "sys", "devices", "system", "node", "node1", "distance"),
                     "10 banana\n")

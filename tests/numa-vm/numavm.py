@@ -38,7 +38,10 @@ RUNS = os.path.join(CACHE, "runs")
 INITRD = os.path.join(CACHE, "initrd.cpio")
 SCENARIOS = os.path.join(HERE, "scenarios")
 RESULTS = os.path.join(HERE, "results")
-PLACERS = ("none", "kernel", "numad", "numaorchd")
+PLACERS = ("none", "kernel", "numad", "numaorchd", "numaorchd+kernel")
+# numaorchd beside the kernel's balancing with [memory] kernel_balancing set
+# (numavm.py run only): how the default was chosen.
+RUN_PLACERS = PLACERS + ("numaorchd+kernel:defer", "numaorchd+kernel:migrate", "numaorchd+kernel:auto")
 KERNEL_META = "linux-image-cloud-amd64"
 GUEST_DEBS = ("busybox-static", "numad")
 TARGET = 0.90
@@ -229,7 +232,8 @@ def shared_libs(binary):
 
 def guest_bins():
     b = os.path.join(CACHE, "bin")
-    return {"numavm-run": os.path.join(b, "numavm-run"), "guestload": os.path.join(b, "guestload")}
+    return {"numavm-run": os.path.join(b, "numavm-run"), "guestload": os.path.join(b, "guestload"),
+            "migbench": os.path.join(b, "migbench")}
 
 
 def build_initrd():
@@ -253,6 +257,7 @@ def build_initrd():
     c.host_file("bin/busybox", busybox, 0o755)
     c.host_file("bin/numavm-run", bins["numavm-run"], 0o755)
     c.host_file("bin/guestload", bins["guestload"], 0o755)
+    c.host_file("bin/migbench", bins["migbench"], 0o755)
     dyn = {"bin/numaorchd": numaorchd, "usr/bin/numad": numad, "usr/bin/numactl": numactl,
            "usr/bin/migratepages": shutil.which("migratepages") or numactl}
     libs = set()
@@ -935,7 +940,7 @@ def main():
     sub.add_parser("initrd")
     p = sub.add_parser("run")
     p.add_argument("scenario")
-    p.add_argument("placer", choices=PLACERS)
+    p.add_argument("placer", choices=RUN_PLACERS)
     sub.add_parser("itest")
     p = sub.add_parser("script")
     p.add_argument("name")

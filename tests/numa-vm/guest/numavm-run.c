@@ -854,16 +854,35 @@ static pid_t start_placer(const char *placer)
 		}
 		die("numad did not start (exit status %d)", st);
 	}
-	if (strcmp(placer, "numaorchd") == 0) {
+	/* numaorchd+kernel: the shipped agent beside the kernel's balancing
+	 * (balancing 1), as operators first run it; numaorchd+kernel:SETTING
+	 * sets [memory] kernel_balancing = SETTING through a drop-in. */
+	if (strcmp(placer, "numaorchd") == 0 || strncmp(placer, "numaorchd+kernel", 16) == 0) {
 		char *argv[] = { "/bin/numaorchd", "--config", "/etc/numaorch/numaorchd.conf",
 				 "--decision-log", RUNDIR "/decisions.jsonl", NULL };
+		bool beside = placer[9] == '+';
 
-		set_balancing(0);
+		if (beside && placer[16] == ':') {
+			char conf[128];
+
+			mkdir("/etc/numaorch/numaorchd.conf.d", 0755);
+			int fd;
+
+			snprintf(conf, sizeof(conf), "[memory]\nkernel_balancing = %.60s\n", placer + 17);
+			fd = open("/etc/numaorch/numaorchd.conf.d/50-testbed.conf", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+				  0644);
+			if (fd < 0 || write(fd, conf, strlen(conf)) != (ssize_t)strlen(conf))
+				die("writing the testbed's numaorchd.conf.d drop-in: %s", strerror(errno));
+			close(fd);
+		} else if (beside && placer[16]) {
+			die("unknown placer \"%s\"", placer);
+		}
+		set_balancing(beside ? 1 : 0);
 		mkdir("/var/lib/numaorch", 0755);
 		mkdir("/run/numaorch", 0755);
 		return spawn(argv, RUNDIR "/placer.log", false);
 	}
-	die("unknown placer \"%s\" (none, kernel, numad, numaorchd)", placer);
+	die("unknown placer \"%s\" (none, kernel, numad, numaorchd, numaorchd+kernel[:SETTING])", placer);
 }
 
 static void dump_file(const char *path, char tag, unsigned max_lines)

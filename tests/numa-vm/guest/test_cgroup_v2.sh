@@ -165,6 +165,9 @@ test_pulls_memory_local_for_real() {
 	[ "$(rd $G1 cpuset.cpus)" = "$c1" ] || { echo "cpus $(rd $G1 cpuset.cpus), want $c1"; return 1; }
 	pct=$(local_pct $G1 1)
 	[ "$pct" -ge 90 ] || { echo "only $pct% of its memory on node 1 after the move"; return 1; }
+	# The mover moved it (--once waits for its jobs) and said when.
+	grep '"decision":"memory_arrived"' $T/dec | grep -q "\"guest\":\"$ID1\"" ||
+		{ echo "no memory_arrived record"; return 1; }
 	# A second cycle finds it settled.
 	rm -f $T/dec
 	rc=$(once --json)
@@ -280,6 +283,40 @@ test_daemon_survives_vanishing_guest() {
 	return 0
 }
 
+# The daemon's mover on a slow budget: SIGTERM stops the job at a chunk
+# boundary, the daemon exits promptly and cleanly, the record says the
+# job stopped, and the guest is left consistent: CPUs on the target, mems
+# old and new nodes (never empty), its memory part-moved.
+test_sigterm_stops_a_migration() {
+	c1=$(node_cpus 1)
+	start $G1 "$c1" 0 256 --pages 4k || return 1
+	printf '[agent]\ninterval = 0.5\nsample = 0.3\n[memory]\nrate_mib = 8\n[api]\nsocket =\n[libvirt]\nenabled = no\n' > $T/conf
+	$NUMAORCHD --config $T/conf --scope $SB --decision-log $T/dec 2> $T/err &
+	pid=$!
+	i=0
+	while ! grep -q '"decision":"moved"' $T/dec 2>/dev/null; do
+		sleep 0.2; i=$((i + 1))
+		[ $i -gt 100 ] && { kill -9 $pid; echo "no move within 20 s"; return 1; }
+	done
+	sleep 1
+	kill -TERM $pid
+	i=0
+	while kill -0 $pid 2>/dev/null; do
+		sleep 0.1; i=$((i + 1))
+		[ $i -gt 50 ] && { kill -9 $pid; echo "still running 5 s after SIGTERM"; return 1; }
+	done
+	wait $pid
+	rc=$?
+	[ $rc = 0 ] || { echo "exit $rc after SIGTERM"; return 1; }
+	grep '"decision":"memory_stopped"' $T/dec | grep -q "\"guest\":\"$ID1\"" ||
+		{ echo "no memory_stopped record: $(grep -o '"decision":"[a-z_]*"' $T/dec | tr '\n' ' ')"; return 1; }
+	[ "$(rd $G1 cpuset.mems)" = 0-1 ] || { echo "mems $(rd $G1 cpuset.mems), want 0-1"; return 1; }
+	[ "$(rd $G1 cpuset.cpus)" = "$c1" ] || { echo "cpus $(rd $G1 cpuset.cpus), want $c1"; return 1; }
+	pct=$(local_pct $G1 1)
+	[ "$pct" -lt 90 ] || { echo "$pct% moved: the budget did not slow it (the test proves nothing)"; return 1; }
+	return 0
+}
+
 check layout_is_v2_with_several_nodes
 check discovery_and_dry_run_write_nothing
 check pulls_memory_local_for_real
@@ -287,6 +324,7 @@ check consolidates_and_is_local_after
 check nested_container_follows_its_pod
 check outside_scope_untouched
 check daemon_survives_vanishing_guest
+check sigterm_stops_a_migration
 
 echo "$passed passed, $failed failed"
 echo "END rc=$([ $failed = 0 ] && echo 0 || echo 1)"

@@ -1,0 +1,897 @@
+#include "mover.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fs.h"
+#include "log.h"
+#include "numamig.h"
+
+#define MAX_WORKERS 16
+#define KEEP_FINISHED 32
+#define MIN_CHUNK 16
+#define MAX_CHUNK 65536
+#define FIRST_CHUNK 512
+#define QUERY_PAGES 16384
+#define THP_BYTES (2u << 20)
+#define MAPS_MAX (16u << 20)
+
+const double mover_stall_buckets_ms[MOVER_NR_BUCKETS] = { 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000 };
+
+static const char *const state_names[MJ_NR_STATES] = {
+	[MJ_QUEUED] = "queued",       [MJ_RUNNING] = "running",     [MJ_DONE] = "done",
+	[MJ_VANISHED] = "vanished",   [MJ_SUPERSEDED] = "superseded", [MJ_CANCELLED] = "cancelled",
+	[MJ_STOPPED] = "stopped",     [MJ_EXPIRED] = "expired",     [MJ_FAILED] = "failed",
+};
+
+const char *mover_state_name(enum mover_state s)
+{
+	return (unsigned)s < MJ_NR_STATES ? state_names[s] : NULL;
+}
+
+bool mover_state_final(enum mover_state s)
+{
+	return s != MJ_QUEUED && s != MJ_RUNNING;
+}
+
+struct job {
+	struct mover_job_info info;
+	pid_t *pids;
+	unsigned npids;
+	bool relocate_all;
+	enum mover_state stop_as;    /* != MJ_QUEUED: end at the next chunk boundary as this */
+	int64_t start_mono, deadline_mono;
+	struct job *next;
+};
+
+struct mover {
+	struct host_paths hp;
+	pthread_mutex_t lock;
+	pthread_cond_t work;         /* a job was queued, a stop was asked */
+	pthread_cond_t idle;         /* a job ended */
+	struct mover_config cfg;
+	struct job *live;            /* queued and running, oldest first */
+	struct mover_job_info finished[KEEP_FINISHED]; /* ring, for the API */
+	unsigned nfinished, finished_head;
+	struct mover_job_info *untaken; /* ended, not yet taken by the engine */
+	unsigned nuntaken, capuntaken;
+	uint64_t next_id;
+	unsigned running;
+	bool stopping;
+	int efd;
+	pthread_t threads[MAX_WORKERS];
+	unsigned nthreads;
+	double tokens;               /* rate budget, bytes (negative: debt) */
+	int64_t tokens_mono;
+	struct mover_stats st;
+};
+
+/* ---- the pure part ------------------------------------------------- */
+
+int mover_parse_maps(const char *text, struct mover_vma **out)
+{
+	struct mover_vma *v = NULL;
+	unsigned n = 0, cap = 0;
+
+	for (const char *line = text; line && *line;) {
+		const char *eol = strchr(line, '\n');
+		unsigned long long a, b;
+		char perms[8] = "", name[64] = "";
+		int used = 0;
+
+		if (sscanf(line, "%llx-%llx %7s %*s %*s %*s%n", &a, &b, perms, &used) < 3 || b < a ||
+		    strlen(perms) < 4) {
+			free(v);
+			return -EINVAL;
+		}
+		{
+			const char *p = line + used;
+			size_t len;
+
+			while (*p == ' ')
+				p++;
+			len = eol ? (size_t)(eol - p) : strlen(p);
+			if (len >= sizeof(name))
+				len = sizeof(name) - 1;
+			memcpy(name, p, len);
+			name[len] = '\0';
+		}
+		line = eol ? eol + 1 : NULL;
+		/* Kernel-provided pages do not move; an area mapped with no
+		 * access holds no pages. */
+		if (strcmp(name, "[vsyscall]") == 0 || strcmp(name, "[vvar]") == 0 || strcmp(name, "[vdso]") == 0)
+			continue;
+		if (perms[0] != 'r' && perms[1] != 'w' && perms[2] != 'x')
+			continue;
+		if (b == a)
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 32;
+			v = xrealloc(v, cap * sizeof(*v));
+		}
+		v[n].start = (uintptr_t)a;
+		v[n].end = (uintptr_t)b;
+		n++;
+	}
+	*out = v;
+	return (int)n;
+}
+
+size_t mover_next_chunk(const struct mover_vma *vmas, unsigned n, size_t page, size_t max_pages,
+			uintptr_t *pos, uintptr_t *start)
+{
+	if (!max_pages || !page)
+		return 0;
+	for (unsigned i = 0; i < n; i++) {
+		uintptr_t s = vmas[i].start, e = vmas[i].end;
+		size_t pages;
+
+		if (e <= *pos)
+			continue;
+		if (s < *pos)
+			s = *pos;
+		s -= s % page;
+		if (s >= e)
+			continue;
+		pages = (e - s + page - 1) / page;
+		if (pages > max_pages)
+			pages = max_pages;
+		*start = s;
+		*pos = s + pages * page;
+		return pages;
+	}
+	return 0;
+}
+
+double mover_chunk_aim(double target_ms, double fixed_ms)
+{
+	return fixed_ms * 2 > target_ms ? fixed_ms * 2 : target_ms;
+}
+
+size_t mover_adapt_chunk(size_t pages, double elapsed_ms, double target_ms)
+{
+	double f = elapsed_ms > 0 ? target_ms / elapsed_ms : 2;
+	double next;
+
+	/* Halve or double at most per call: one slow call (a fault storm, a
+	 * preemption) must not collapse the chunk. */
+	if (f > 2)
+		f = 2;
+	if (f < 0.5)
+		f = 0.5;
+	next = (double)pages * f;
+	if (next < MIN_CHUNK)
+		return MIN_CHUNK;
+	if (next > MAX_CHUNK)
+		return MAX_CHUNK;
+	return (size_t)next;
+}
+
+size_t mover_plan_window(const int *status, size_t n, uintptr_t start, size_t page, const nodemask_t *to,
+			 bool all, bool compact, size_t *idx, int *weight)
+{
+	size_t thp = page ? THP_BYTES / page : 0, k = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		size_t run = 1;
+
+		if (status[i] < 0 || (mask_test(to, status[i]) && !all))
+			continue;
+		if (compact && thp > 1 && (start + i * page) % THP_BYTES == 0 && i + thp <= n) {
+			while (run < thp && status[i + run] == status[i])
+				run++;
+			if (run < thp)
+				run = 1;
+		}
+		idx[k] = i;
+		weight[k] = (int)run;
+		k++;
+		i += run - 1;
+	}
+	return k;
+}
+
+int mover_pick_target(const nodemask_t *to, int from)
+{
+	unsigned nto = mask_count(to), k;
+
+	if (!nto)
+		return -1;
+	if (mask_test(to, from))
+		return from;
+	k = (unsigned)(from < 0 ? 0 : from) % nto;
+	mask_foreach(b, to) {
+		if (k-- == 0)
+			return b;
+	}
+	return mask_first(to->w, MASK_BITS(to));
+}
+
+/* ---- jobs ------------------------------------------------------------ */
+
+static void job_free(struct job *j)
+{
+	if (!j)
+		return;
+	free(j->pids);
+	free(j);
+}
+
+static void notify(struct mover *m)
+{
+	uint64_t one = 1;
+
+	if (m->efd >= 0 && write(m->efd, &one, sizeof(one)) < 0)
+		log_debug("mover: eventfd write: %s", strerror(errno));
+}
+
+/* Under the lock: J left the live list; keep it for the API and the engine. */
+static void record_finished(struct mover *m, struct job *j, enum mover_state st)
+{
+	j->info.state = st;
+	j->info.ended_real_ns = clock_real_ns();
+	if (j->start_mono)
+		j->info.elapsed_s = (double)(clock_mono_ns() - j->start_mono) / 1e9;
+	m->finished[m->finished_head] = j->info;
+	m->finished_head = (m->finished_head + 1) % KEEP_FINISHED;
+	if (m->nfinished < KEEP_FINISHED)
+		m->nfinished++;
+	if (m->nuntaken == m->capuntaken) {
+		m->capuntaken = m->capuntaken ? m->capuntaken * 2 : 8;
+		m->untaken = xrealloc(m->untaken, m->capuntaken * sizeof(*m->untaken));
+	}
+	m->untaken[m->nuntaken++] = j->info;
+	m->st.jobs_by_state[st]++;
+	notify(m);
+	pthread_cond_broadcast(&m->idle);
+}
+
+static void unlink_job(struct mover *m, struct job *j)
+{
+	for (struct job **pp = &m->live; *pp; pp = &(*pp)->next)
+		if (*pp == j) {
+			*pp = j->next;
+			return;
+		}
+}
+
+static void add_moved(struct mover *m, const char *cause, uint64_t bytes)
+{
+	unsigned i;
+
+	for (i = 0; i < m->st.nr_causes; i++)
+		if (strcmp(m->st.moved[i].cause, cause) == 0)
+			break;
+	if (i == m->st.nr_causes) {
+		if (i == MOVER_NR_CAUSES)
+			i--; /* the last slot takes the rest */
+		else
+			snprintf(m->st.moved[m->st.nr_causes++].cause, sizeof(m->st.moved[0].cause), "%s", cause);
+	}
+	m->st.moved[i].bytes += bytes;
+}
+
+static void add_stall(struct mover *m, double ms)
+{
+	m->st.stall_count++;
+	m->st.stall_sum_s += ms / 1e3;
+	for (unsigned b = 0; b < MOVER_NR_BUCKETS; b++)
+		if (ms <= mover_stall_buckets_ms[b])
+			m->st.stall_le[b]++;
+}
+
+/* Should J end now? Under the lock. */
+static enum mover_state stop_reason(struct mover *m, struct job *j)
+{
+	if (j->stop_as != MJ_QUEUED)
+		return j->stop_as;
+	if (m->stopping)
+		return MJ_STOPPED;
+	if (clock_mono_ns() > j->deadline_mono)
+		return MJ_EXPIRED;
+	return MJ_QUEUED;
+}
+
+static void deadline_ts(struct timespec *ts, double s)
+{
+	clock_gettime(CLOCK_MONOTONIC, ts);
+	ts->tv_sec += (time_t)s;
+	ts->tv_nsec += (long)((s - floor(s)) * 1e9);
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
+/* The rate budget: take BYTES and sleep until the budget has paid for
+ * them (each worker's own debt: workers queue behind each other). false
+ * if J must stop. */
+static bool rate_take(struct mover *m, struct job *j, size_t bytes)
+{
+	struct timespec ts;
+	double rate, wait_s;
+	int64_t now;
+	bool ok;
+
+	pthread_mutex_lock(&m->lock);
+	rate = m->cfg.rate_mib * 1048576.0;
+	if (rate <= 0) {
+		pthread_mutex_unlock(&m->lock);
+		return true;
+	}
+	now = clock_mono_ns();
+	m->tokens += (double)(now - m->tokens_mono) / 1e9 * rate;
+	m->tokens_mono = now;
+	/* Bursts of at most 100 ms of budget. */
+	if (m->tokens > rate * 0.1)
+		m->tokens = rate * 0.1;
+	m->tokens -= (double)bytes;
+	wait_s = m->tokens < 0 ? -m->tokens / rate : 0;
+	/* Never sleep past the job's deadline: it must end on time. */
+	if (wait_s > (double)(j->deadline_mono - now) / 1e9)
+		wait_s = (double)(j->deadline_mono - now) / 1e9;
+	if (wait_s > 0) {
+		deadline_ts(&ts, wait_s);
+		while (stop_reason(m, j) == MJ_QUEUED &&
+		       pthread_cond_timedwait(&m->work, &m->lock, &ts) != ETIMEDOUT)
+			;
+	}
+	ok = stop_reason(m, j) == MJ_QUEUED;
+	pthread_mutex_unlock(&m->lock);
+	return ok;
+}
+
+struct bufs {
+	void **pages, **mpages;
+	int *status, *mnodes, *mstatus, *first, *mweight;
+	size_t *idx;
+	double min_ms;       /* the shortest move call of the job: its fixed cost */
+};
+
+/* Move the K entries of B in slices of *CHUNK (adapted to chunk_ms), within
+ * the rate budget, stopping at a slice boundary when J must end. *COUNTED
+ * gets the pages each slice put on the target (an entry of weight W counts
+ * W when it arrived). 0, 1 (stop), or the negative errno of the call. */
+static int move_slices(struct mover *m, struct job *j, pid_t pid, struct bufs *b, size_t k, size_t *chunk,
+		       size_t page, long *counted)
+{
+	int r = 0;
+
+	for (size_t off = 0; off < k && r == 0;) {
+		size_t sl = 0, moved = 0, bytes = 0, cap = SIZE_MAX;
+		int64_t t0, t1;
+		double ms;
+
+		/* Under a rate budget a slice is at most 100 ms of it: a bigger
+		 * one would sleep through its guest's exit or its deadline. */
+		pthread_mutex_lock(&m->lock);
+		if (m->cfg.rate_mib > 0)
+			cap = (size_t)(m->cfg.rate_mib * 1048576.0 * 0.1);
+		pthread_mutex_unlock(&m->lock);
+		while (off + sl < k && sl < *chunk &&
+		       (sl == 0 || bytes + (size_t)b->mweight[off + sl] * page <= cap))
+			bytes += (size_t)b->mweight[off + sl++] * page;
+
+		if (off) {
+			pthread_mutex_lock(&m->lock);
+			if (stop_reason(m, j) != MJ_QUEUED)
+				r = 1;
+			pthread_mutex_unlock(&m->lock);
+			if (r)
+				break;
+		}
+		if (!rate_take(m, j, bytes)) {
+			r = 1;
+			break;
+		}
+		t0 = clock_mono_ns();
+		r = numamig_move(pid, sl, b->mpages + off, b->mnodes + off, b->mstatus);
+		t1 = clock_mono_ns();
+		if (r < 0 && r != -ENOENT && r != -EBUSY)
+			break;
+		/* Count what is on the target now (a THP moves whole; entries
+		 * of one already in flight report EBUSY). */
+		if (j->relocate_all)
+			moved = sl;
+		else if (numamig_move(pid, sl, b->mpages + off, NULL, b->mstatus) == 0)
+			for (size_t i = 0; i < sl; i++)
+				if (b->mstatus[i] >= 0 && mask_test(&j->info.to, b->mstatus[i]))
+					moved += (size_t)b->mweight[off + i];
+		r = 0;
+		off += sl;
+		*counted += (long)moved;
+		ms = (double)(t1 - t0) / 1e6;
+		pthread_mutex_lock(&m->lock);
+		j->info.chunks++;
+		j->info.bytes_done += moved * page;
+		if (ms > j->info.stall_max_ms)
+			j->info.stall_max_ms = ms;
+		add_stall(m, ms);
+		add_moved(m, j->info.cause, moved * page);
+		/* A slice cut short (the budget, the end) only says "smaller". */
+		if (b->min_ms <= 0 || ms < b->min_ms)
+			b->min_ms = ms;
+		{
+			double aim = mover_chunk_aim(m->cfg.chunk_ms, b->min_ms);
+
+			if (sl == *chunk || ms > aim)
+				*chunk = mover_adapt_chunk(*chunk, ms, aim);
+		}
+		pthread_mutex_unlock(&m->lock);
+	}
+	return r;
+}
+
+/* Walk one process. Returns 0 when walked to the end, 1 when J must
+ * stop, -ESRCH when the process is gone, or a negative errno. */
+static int move_process(struct mover *m, struct job *j, pid_t pid, struct bufs *b, size_t *chunk,
+			size_t page)
+{
+	char path[PATH_MAX];
+	struct mover_vma *vmas = NULL;
+	char *text = NULL;
+	uintptr_t pos = 0, start;
+	size_t n;
+	int nv, r;
+
+	if (snprintf(path, sizeof(path), "%s/%d/maps", m->hp.procfs, (int)pid) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	r = fs_read_file(path, MAPS_MAX, &text, NULL);
+	if (r == -ENOENT || r == -ESRCH)
+		return -ESRCH;
+	if (r < 0)
+		return r;
+	nv = mover_parse_maps(text, &vmas);
+	free(text);
+	if (nv < 0)
+		return nv;
+	r = 0;
+	/* Where the pages are is asked QUERY_PAGES at a time (a query only
+	 * reads the page tables); the misplaced ones are moved in slices of
+	 * *CHUNK pages, the size that keeps each move call near chunk_ms.
+	 * Growing the query window instead let one call move 256 MiB (a 1 s
+	 * stall under TCG: make bench-migrate). */
+	while ((n = mover_next_chunk(vmas, (unsigned)nv, page, QUERY_PAGES, &pos, &start)) > 0) {
+		long approx = 0, exact = 0;
+
+		pthread_mutex_lock(&m->lock);
+		if (stop_reason(m, j) != MJ_QUEUED) {
+			pthread_mutex_unlock(&m->lock);
+			r = 1;
+			break;
+		}
+		pthread_mutex_unlock(&m->lock);
+		for (size_t i = 0; i < n; i++)
+			b->pages[i] = (void *)(start + i * page);
+		r = numamig_move(pid, n, b->pages, NULL, b->status);
+		if (r == -ENOENT || r == -EFAULT) {
+			r = 0; /* the mapping went away under us: next chunk */
+			continue;
+		}
+		if (r < 0)
+			break;
+		memcpy(b->first, b->status, n * sizeof(int));
+		/* Each move_pages(2) call drains every CPU's LRU cache
+		 * (lru_cache_disable): a fixed cost per call, high under TCG.
+		 * So calls carry many pages: a 2 MiB-aligned run of pages all
+		 * on one node is probably a THP, which moves whole from one
+		 * entry; pass 1 moves what such a guess left behind. */
+		for (int pass = 0; pass < 2 && r == 0; pass++) {
+			size_t k = 0;
+
+			k = mover_plan_window(b->status, n, start, page, &j->info.to, j->relocate_all,
+					      pass == 0 && !j->relocate_all, b->idx, b->mweight);
+			for (size_t e = 0; e < k; e++) {
+				size_t i = b->idx[e];
+
+				b->mpages[e] = b->pages[i];
+				b->mnodes[e] = mover_pick_target(&j->info.to, b->status[i]);
+				pthread_mutex_lock(&m->lock);
+				mask_set(&j->info.from, b->status[i]);
+				pthread_mutex_unlock(&m->lock);
+			}
+			if (!k)
+				break;
+			r = move_slices(m, j, pid, b, k, chunk, page, &approx);
+			if (r || j->relocate_all)
+				break;
+			/* Where the window's pages are now. */
+			if (numamig_move(pid, n, b->pages, NULL, b->status) < 0)
+				break;
+		}
+		if (r == 0 && !j->relocate_all) {
+			for (size_t i = 0; i < n; i++)
+				exact += b->first[i] >= 0 && !mask_test(&j->info.to, b->first[i]) &&
+					 b->status[i] >= 0 && mask_test(&j->info.to, b->status[i]);
+			/* The slices counted a probable THP as whole: the window's
+			 * exact count replaces the guess. */
+			pthread_mutex_lock(&m->lock);
+			if (exact >= approx)
+				j->info.bytes_done += (uint64_t)(exact - approx) * page;
+			else if (j->info.bytes_done >= (uint64_t)(approx - exact) * page)
+				j->info.bytes_done -= (uint64_t)(approx - exact) * page;
+			pthread_mutex_unlock(&m->lock);
+		}
+		if (r)
+			break;
+	}
+	free(vmas);
+	return r;
+}
+
+static enum mover_state run_job(struct mover *m, struct job *j, char *msg, size_t msgsz)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t chunk = FIRST_CHUNK;
+	struct bufs b = {
+		.pages = xcalloc(MAX_CHUNK, sizeof(void *)),
+		.mpages = xcalloc(MAX_CHUNK, sizeof(void *)),
+		.status = xcalloc(MAX_CHUNK, sizeof(int)),
+		.mnodes = xcalloc(MAX_CHUNK, sizeof(int)),
+		.mstatus = xcalloc(MAX_CHUNK, sizeof(int)),
+		.first = xcalloc(MAX_CHUNK, sizeof(int)),
+		.mweight = xcalloc(MAX_CHUNK, sizeof(int)),
+		.idx = xcalloc(MAX_CHUNK, sizeof(size_t)),
+	};
+	enum mover_state st = MJ_DONE;
+	unsigned alive = 0;
+
+	for (unsigned i = 0; i < j->npids; i++) {
+		int r = move_process(m, j, j->pids[i], &b, &chunk, page);
+
+		if (r == -ESRCH)
+			continue;
+		alive++;
+		if (r == 1) {
+			pthread_mutex_lock(&m->lock);
+			st = stop_reason(m, j);
+			pthread_mutex_unlock(&m->lock);
+			break;
+		}
+		if (r < 0) {
+			snprintf(msg, msgsz, "process %d: move_pages: %s", (int)j->pids[i], strerror(-r));
+			st = MJ_FAILED;
+			break;
+		}
+	}
+	if (st == MJ_DONE && !alive)
+		st = MJ_VANISHED;
+	free(b.pages);
+	free(b.mpages);
+	free(b.status);
+	free(b.mnodes);
+	free(b.mstatus);
+	free(b.first);
+	free(b.mweight);
+	free(b.idx);
+	return st;
+}
+
+static void *worker(void *arg)
+{
+	struct mover *m = arg;
+
+	pthread_mutex_lock(&m->lock);
+	while (!m->stopping) {
+		struct job *j = NULL;
+		enum mover_state st;
+		char msg[160] = "";
+
+		if (m->running < m->cfg.workers)
+			for (struct job *q = m->live; q && !j; q = q->next)
+				if (q->info.state == MJ_QUEUED)
+					j = q;
+		if (!j) {
+			pthread_cond_wait(&m->work, &m->lock);
+			continue;
+		}
+		j->info.state = MJ_RUNNING;
+		j->info.started_real_ns = clock_real_ns();
+		j->start_mono = clock_mono_ns();
+		j->deadline_mono = j->start_mono + (int64_t)(m->cfg.job_timeout_s * 1e9);
+		m->running++;
+		pthread_mutex_unlock(&m->lock);
+		st = run_job(m, j, msg, sizeof(msg));
+		pthread_mutex_lock(&m->lock);
+		m->running--;
+		snprintf(j->info.msg, sizeof(j->info.msg), "%s", msg);
+		unlink_job(m, j);
+		record_finished(m, j, st);
+		job_free(j);
+		/* A slot is free: another worker may start a queued job. */
+		pthread_cond_broadcast(&m->work);
+	}
+	pthread_mutex_unlock(&m->lock);
+	return NULL;
+}
+
+static void start_workers(struct mover *m, unsigned want)
+{
+	sigset_t all, old;
+
+	/* Workers take no signal: SIGTERM and SIGHUP are the engine's
+	 * (signalfd); a worker started before the engine blocks them would
+	 * otherwise get SIGTERM's default action, killing the daemon. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	while (m->nthreads < want && m->nthreads < MAX_WORKERS) {
+		int r = pthread_create(&m->threads[m->nthreads], NULL, worker, m);
+
+		if (r != 0) {
+			log_error("mover: cannot start worker %u: %s", m->nthreads, strerror(r));
+			break;
+		}
+		m->nthreads++;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+int mover_new(const struct mover_config *cfg, const struct host_paths *hp, struct mover **out)
+{
+	struct mover *m = xcalloc(1, sizeof(*m));
+
+	m->hp = *hp;
+	m->cfg = *cfg;
+	if (m->cfg.workers < 1)
+		m->cfg.workers = 1;
+	if (m->cfg.workers > MAX_WORKERS)
+		m->cfg.workers = MAX_WORKERS;
+	m->next_id = 1;
+	m->tokens_mono = clock_mono_ns();
+	pthread_mutex_init(&m->lock, NULL);
+	pthread_cond_init(&m->work, NULL);
+	{
+		pthread_condattr_t ca;
+
+		/* rate_take waits on CLOCK_MONOTONIC deadlines */
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_destroy(&m->work);
+		pthread_cond_init(&m->work, &ca);
+		pthread_cond_init(&m->idle, &ca);
+		pthread_condattr_destroy(&ca);
+	}
+	m->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (m->efd < 0) {
+		int r = -errno;
+
+		free(m);
+		return r;
+	}
+	pthread_mutex_lock(&m->lock);
+	start_workers(m, m->cfg.workers);
+	pthread_mutex_unlock(&m->lock);
+	*out = m;
+	return 0;
+}
+
+void mover_set_config(struct mover *m, const struct mover_config *cfg)
+{
+	pthread_mutex_lock(&m->lock);
+	m->cfg = *cfg;
+	if (m->cfg.workers < 1)
+		m->cfg.workers = 1;
+	if (m->cfg.workers > MAX_WORKERS)
+		m->cfg.workers = MAX_WORKERS;
+	start_workers(m, m->cfg.workers);
+	pthread_cond_broadcast(&m->work);
+	pthread_mutex_unlock(&m->lock);
+}
+
+/* Under the lock. */
+static struct job *find_live(struct mover *m, uint64_t id, const char *guest)
+{
+	for (struct job *j = m->live; j; j = j->next)
+		if ((id && j->info.id == id) || (guest && strcmp(j->info.guest, guest) == 0 &&
+						  j->stop_as == MJ_QUEUED))
+			return j;
+	return NULL;
+}
+
+/* Under the lock: ask J to end as WHY; a queued job ends at once. */
+static void stop_job(struct mover *m, struct job *j, enum mover_state why)
+{
+	if (j->info.state == MJ_QUEUED) {
+		unlink_job(m, j);
+		record_finished(m, j, why);
+		job_free(j);
+		return;
+	}
+	if (j->stop_as == MJ_QUEUED)
+		j->stop_as = why;
+	pthread_cond_broadcast(&m->work);
+}
+
+uint64_t mover_submit(struct mover *m, const struct mover_spec *spec)
+{
+	struct job *j = xcalloc(1, sizeof(*j)), **tail, *old;
+	uint64_t id;
+
+	snprintf(j->info.guest, sizeof(j->info.guest), "%s", spec->guest);
+	snprintf(j->info.cause, sizeof(j->info.cause), "%s", spec->cause);
+	j->info.to = spec->to;
+	j->info.bytes_expected = spec->bytes;
+	j->info.state = MJ_QUEUED;
+	j->info.queued_real_ns = clock_real_ns();
+	j->stop_as = MJ_QUEUED;
+	j->npids = spec->npids;
+	j->relocate_all = spec->relocate_all;
+	j->pids = xcalloc(spec->npids ? spec->npids : 1, sizeof(pid_t));
+	memcpy(j->pids, spec->pids, spec->npids * sizeof(pid_t));
+	pthread_mutex_lock(&m->lock);
+	while ((old = find_live(m, 0, spec->guest)))
+		stop_job(m, old, MJ_SUPERSEDED);
+	id = j->info.id = m->next_id++;
+	for (tail = &m->live; *tail; tail = &(*tail)->next)
+		;
+	*tail = j;
+	pthread_cond_broadcast(&m->work);
+	pthread_mutex_unlock(&m->lock);
+	return id;
+}
+
+int mover_cancel(struct mover *m, uint64_t id, enum mover_state why)
+{
+	struct job *j;
+	int r = 0;
+
+	pthread_mutex_lock(&m->lock);
+	j = find_live(m, id, NULL);
+	if (j) {
+		stop_job(m, j, why);
+	} else {
+		r = -ENOENT;
+		for (unsigned i = 0; i < m->nfinished; i++)
+			if (m->finished[i].id == id)
+				r = -EALREADY;
+	}
+	pthread_mutex_unlock(&m->lock);
+	return r;
+}
+
+uint64_t mover_job_of(struct mover *m, const char *guest)
+{
+	struct job *j;
+	uint64_t id;
+
+	pthread_mutex_lock(&m->lock);
+	j = find_live(m, 0, guest);
+	id = j ? j->info.id : 0;
+	pthread_mutex_unlock(&m->lock);
+	return id;
+}
+
+void mover_stop_all(struct mover *m)
+{
+	pthread_mutex_lock(&m->lock);
+	for (struct job *j = m->live, *next; j; j = next) {
+		next = j->next;
+		stop_job(m, j, MJ_STOPPED);
+	}
+	while (m->live)
+		pthread_cond_wait(&m->idle, &m->lock);
+	pthread_mutex_unlock(&m->lock);
+}
+
+bool mover_wait_idle(struct mover *m, double timeout_s)
+{
+	struct timespec ts;
+	bool idle;
+
+	deadline_ts(&ts, timeout_s);
+	pthread_mutex_lock(&m->lock);
+	while (m->live && pthread_cond_timedwait(&m->idle, &m->lock, &ts) != ETIMEDOUT)
+		;
+	idle = !m->live;
+	pthread_mutex_unlock(&m->lock);
+	return idle;
+}
+
+void mover_free(struct mover *m)
+{
+	if (!m)
+		return;
+	mover_stop_all(m);
+	pthread_mutex_lock(&m->lock);
+	m->stopping = true;
+	pthread_cond_broadcast(&m->work);
+	pthread_mutex_unlock(&m->lock);
+	for (unsigned i = 0; i < m->nthreads; i++)
+		pthread_join(m->threads[i], NULL);
+	close(m->efd);
+	free(m->untaken);
+	pthread_mutex_destroy(&m->lock);
+	pthread_cond_destroy(&m->work);
+	pthread_cond_destroy(&m->idle);
+	free(m);
+}
+
+/* Under the lock: a live job's info with its running time now. */
+static struct mover_job_info live_info(const struct job *j)
+{
+	struct mover_job_info i = j->info;
+
+	if (j->start_mono)
+		i.elapsed_s = (double)(clock_mono_ns() - j->start_mono) / 1e9;
+	return i;
+}
+
+unsigned mover_list(struct mover *m, struct mover_job_info **out)
+{
+	unsigned n = 0, k = 0;
+	struct mover_job_info *v;
+
+	pthread_mutex_lock(&m->lock);
+	for (struct job *j = m->live; j; j = j->next)
+		n++;
+	v = xcalloc(n + m->nfinished + 1, sizeof(*v));
+	for (struct job *j = m->live; j; j = j->next)
+		v[k++] = live_info(j);
+	/* newest finished first */
+	for (unsigned i = 0; i < m->nfinished; i++)
+		v[k++] = m->finished[(m->finished_head + KEEP_FINISHED - 1 - i) % KEEP_FINISHED];
+	pthread_mutex_unlock(&m->lock);
+	*out = v;
+	return k;
+}
+
+bool mover_get(struct mover *m, uint64_t id, struct mover_job_info *out)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&m->lock);
+	for (struct job *j = m->live; j && !found; j = j->next)
+		if (j->info.id == id) {
+			*out = live_info(j);
+			found = true;
+		}
+	for (unsigned i = 0; i < m->nfinished && !found; i++)
+		if (m->finished[i].id == id) {
+			*out = m->finished[i];
+			found = true;
+		}
+	pthread_mutex_unlock(&m->lock);
+	return found;
+}
+
+unsigned mover_take_finished(struct mover *m, struct mover_job_info **out)
+{
+	uint64_t v;
+	unsigned n;
+
+	pthread_mutex_lock(&m->lock);
+	if (read(m->efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		log_debug("mover: eventfd read: %s", strerror(errno));
+	n = m->nuntaken;
+	*out = m->untaken;
+	m->untaken = NULL;
+	m->nuntaken = m->capuntaken = 0;
+	pthread_mutex_unlock(&m->lock);
+	return n;
+}
+
+int mover_event_fd(const struct mover *m)
+{
+	return m->efd;
+}
+
+void mover_get_stats(struct mover *m, struct mover_stats *out)
+{
+	pthread_mutex_lock(&m->lock);
+	*out = m->st;
+	out->running = m->running;
+	out->queued = 0;
+	for (struct job *j = m->live; j; j = j->next)
+		out->queued += j->info.state == MJ_QUEUED;
+	pthread_mutex_unlock(&m->lock);
+}

@@ -1,0 +1,186 @@
+/* mover.h — migrates a guest's memory off the engine thread.
+ *
+ * A job is one guest's pages: its processes, the nodes the pages must
+ * leave and the nodes they go to. Worker threads (up to [memory] workers
+ * jobs at once, one per guest) walk each process's mappings
+ * (/proc/PID/maps) in chunks, ask move_pages(2) where each page of a
+ * chunk is and move the ones outside the target. A chunk's size adapts so
+ * that each move call (the guest's stall: its pages are unmapped while
+ * they move) stays near [memory] chunk_ms. A host-wide rate budget
+ * ([memory] rate_mib) paces all workers together.
+ *
+ * move_pages(2) refuses a node outside the task's cpuset mems: the
+ * applier widens them to old ∪ new (which migrates nothing) before it
+ * submits a job (apply_memory_widen).
+ *
+ * A job ends done (every page it could find is on the target), vanished
+ * (its processes exited), superseded (a new job for the guest), cancelled
+ * (DELETE /v1/migrations/{id}), stopped (SIGTERM, reload), expired
+ * ([memory] job_timeout) or failed. Cancellation is seen at the next
+ * chunk boundary. Finished jobs are reported once to the engine
+ * (mover_take_finished; the event fd becomes readable) and kept a while
+ * for the API.
+ *
+ * Thread-safe: the engine submits and takes, the API lists and cancels.
+ */
+#ifndef NUMAORCH_MOVER_H
+#define NUMAORCH_MOVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "hostpaths.h"
+#include "mask.h"
+#include "snapshot.h"
+
+enum mover_state {
+	MJ_QUEUED = 0,
+	MJ_RUNNING,
+	MJ_DONE,
+	MJ_VANISHED,
+	MJ_SUPERSEDED,
+	MJ_CANCELLED,
+	MJ_STOPPED,
+	MJ_EXPIRED,
+	MJ_FAILED,
+	MJ_NR_STATES
+};
+
+const char *mover_state_name(enum mover_state s);
+bool mover_state_final(enum mover_state s);
+
+struct mover_config {
+	unsigned workers;        /* 1..16 */
+	double rate_mib;         /* MiB/s for the whole host, 0: no limit */
+	double chunk_ms;         /* target duration of one move call */
+	double job_timeout_s;
+};
+
+struct mover_spec {
+	char guest[GUEST_ID_MAX];
+	char cause[32];          /* why it moves (the plan's reason): a metrics label */
+	unsigned npids;
+	const pid_t *pids;       /* copied */
+	nodemask_t to;           /* where the pages go (never empty) */
+	uint64_t bytes;          /* what the plan expects to move (progress, ETA) */
+	/* Tests and benchmarks: move every present page, to its own node when
+	 * that is a target (a one-node host has nowhere else to move to; the
+	 * kernel then only walks and counts the pages). */
+	bool relocate_all;
+};
+
+struct mover_job_info {
+	uint64_t id;
+	char guest[GUEST_ID_MAX];
+	char cause[32];
+	nodemask_t from, to;     /* from: the nodes pages were found on and moved off */
+	enum mover_state state;
+	uint64_t bytes_expected;
+	uint64_t bytes_done;     /* pages now on the target that were not */
+	uint64_t chunks;         /* move calls made */
+	double stall_max_ms;     /* the longest move call */
+	int64_t queued_real_ns, started_real_ns, ended_real_ns; /* 0: not yet */
+	double elapsed_s;        /* running time so far (or in all) */
+	char msg[160];           /* the error that ended it, or "" */
+};
+
+/* Chunk stall histogram bounds, ms. */
+#define MOVER_NR_BUCKETS 10
+extern const double mover_stall_buckets_ms[MOVER_NR_BUCKETS];
+
+#define MOVER_NR_CAUSES 12
+struct mover_stats {
+	unsigned running, queued;
+	uint64_t jobs_by_state[MJ_NR_STATES]; /* finished jobs by how they ended */
+	unsigned nr_causes;
+	struct {
+		char cause[32];
+		uint64_t bytes;
+	} moved[MOVER_NR_CAUSES];
+	uint64_t stall_count;
+	double stall_sum_s;
+	uint64_t stall_le[MOVER_NR_BUCKETS]; /* cumulative: calls at or under each bound */
+};
+
+struct mover;
+
+/* Starts CFG->workers threads. HP: where /proc is. */
+int mover_new(const struct mover_config *cfg, const struct host_paths *hp, struct mover **out);
+/* Stops every job at a chunk boundary, joins the threads. NULL is fine. */
+void mover_free(struct mover *m);
+/* New rate, chunk size, timeout, and more workers (never fewer until restart). */
+void mover_set_config(struct mover *m, const struct mover_config *cfg);
+
+/* Queue a job; a live job of the same guest is superseded. Returns its
+ * id (≥ 1). */
+uint64_t mover_submit(struct mover *m, const struct mover_spec *spec);
+/* End job ID at its next chunk boundary as WHY (MJ_CANCELLED,
+ * MJ_SUPERSEDED, MJ_STOPPED). 0, -ENOENT if unknown, -EALREADY if it
+ * already ended. */
+int mover_cancel(struct mover *m, uint64_t id, enum mover_state why);
+/* The live job of GUEST, 0 if none. */
+uint64_t mover_job_of(struct mover *m, const char *guest);
+/* Stop every live job (SIGTERM, reload) and wait until none runs. */
+void mover_stop_all(struct mover *m);
+/* Wait until no job is queued or running, at most TIMEOUT_S; true if idle. */
+bool mover_wait_idle(struct mover *m, double timeout_s);
+
+/* Every job known (live, then the most recent finished ones), a copy the
+ * caller frees. Returns the count. */
+unsigned mover_list(struct mover *m, struct mover_job_info **out);
+/* One job; false if unknown. */
+bool mover_get(struct mover *m, uint64_t id, struct mover_job_info *out);
+/* Jobs that ended since the last call (caller frees). */
+unsigned mover_take_finished(struct mover *m, struct mover_job_info **out);
+/* Readable while finished jobs wait to be taken (poll it). */
+int mover_event_fd(const struct mover *m);
+void mover_get_stats(struct mover *m, struct mover_stats *out);
+
+/* ---- the pure part: mappings → chunks (tested without a process) ---- */
+
+struct mover_vma {
+	uintptr_t start, end;
+};
+
+/* Parse /proc/PID/maps text into the ranges worth walking: readable or
+ * writable private or shared mappings, without [vsyscall], [vvar],
+ * [vdso] and PROT_NONE guard areas. Caller frees *OUT. Returns the count
+ * or -EINVAL on a malformed line. */
+int mover_parse_maps(const char *text, struct mover_vma **out);
+
+/* A cursor over VMAS: the next range of at most MAX_PAGES pages of PAGE
+ * bytes, never crossing a mapping's end. *POS is an address (0: the
+ * start). Returns the pages in the chunk (*START its first address) and
+ * advances *POS; 0 at the end. */
+size_t mover_next_chunk(const struct mover_vma *vmas, unsigned n, size_t page, size_t max_pages,
+			uintptr_t *pos, uintptr_t *start);
+
+/* The entries to move of one window of N pages from START: STATUS[i] is
+ * the node of page START + i*PAGE (negative: not present). Pages off TO
+ * (every present page with ALL) go in IDX (window indexes), each with the
+ * pages it stands for in WEIGHT: with COMPACT a 2 MiB-aligned run of
+ * 2 MiB of pages all on one node is one entry (probably a THP, which
+ * moves whole from one entry — and each move_pages call has a fixed
+ * cost). Returns the count. */
+size_t mover_plan_window(const int *status, size_t n, uintptr_t start, size_t page, const nodemask_t *to,
+			 bool all, bool compact, size_t *idx, int *weight);
+
+/* The next chunk size for a call of ELAPSED_MS that moved PAGES pages,
+ * aiming at TARGET_MS, between 16 and 65536 pages. */
+size_t mover_adapt_chunk(size_t pages, double elapsed_ms, double target_ms);
+
+/* What a move call should take: TARGET_MS, or twice FIXED_MS (the
+ * shortest call seen: a call's fixed cost) if that is more. Each
+ * move_pages(2) call drains every CPU's LRU cache (lru_cache_disable); on
+ * a host where that alone takes longer than the target (the testbed: about
+ * 100 ms with busy vCPUs under TCG), shrinking the chunk only multiplies
+ * the calls — 0.6 MiB/s for a busy 4 KiB guest in make bench-migrate. */
+double mover_chunk_aim(double target_ms, double fixed_ms);
+
+/* The target node for a page on node FROM: spread over TO's nodes by
+ * FROM's position, so one source node's pages land on one target node. */
+int mover_pick_target(const nodemask_t *to, int from);
+
+#endif

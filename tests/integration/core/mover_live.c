@@ -1,0 +1,366 @@
+/* mover_live — the memory mover against real processes in a real cgroup
+ * (cgroup v1 cpuset on the dev machine; run as root by test_mover.py).
+ *
+ * On a one-node host there is nowhere else to move to: the jobs use
+ * relocate_all (every present page is moved to its own node), so the whole
+ * path runs — maps walk, chunked move_pages(2) queries and moves, the rate
+ * budget, the chunk boundaries — except the copy itself. Each case prints
+ * "ok NAME" or "FAIL NAME: why"; exit 0 only when all passed, 77 to skip.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "orchestrator/fs.h"
+#include "orchestrator/hostpaths.h"
+#include "orchestrator/log.h"
+#include "orchestrator/mover.h"
+#include "orchestrator/numamig.h"
+
+#define CPUSET "/sys/fs/cgroup/cpuset"
+
+static char cg[256];
+static int failures;
+
+static void fail(const char *name, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("FAIL %s: ", name);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	failures++;
+}
+
+static int write_file(const char *path, const char *v)
+{
+	FILE *f = fopen(path, "w");
+	int r = 0;
+
+	if (!f)
+		return -errno;
+	if (fputs(v, f) < 0)
+		r = -EIO;
+	if (fclose(f) != 0 && !r)
+		r = -errno;
+	return r;
+}
+
+static void read_file(const char *path, char *buf, size_t sz)
+{
+	FILE *f = fopen(path, "r");
+	size_t n = 0;
+
+	buf[0] = '\0';
+	if (!f)
+		return;
+	n = fread(buf, 1, sz - 1, f);
+	buf[n] = '\0';
+	while (n && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+		buf[--n] = '\0';
+	fclose(f);
+}
+
+/* A guest: a process in the cgroup holding MIB of touched memory. */
+static pid_t spawn_guest(unsigned mib)
+{
+	int pfd[2];
+	pid_t pid;
+	char c;
+
+	if (pipe(pfd) < 0)
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		char path[300], me[32];
+		size_t len = (size_t)mib << 20;
+		char *mem;
+
+		close(pfd[0]);
+		snprintf(path, sizeof(path), "%s/tasks", cg);
+		snprintf(me, sizeof(me), "%d", (int)getpid());
+		if (write_file(path, me) < 0)
+			_exit(2);
+		mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (mem == MAP_FAILED)
+			_exit(3);
+		madvise(mem, len, MADV_NOHUGEPAGE); /* 4 KiB pages: many of them */
+		for (size_t i = 0; i < len; i += 4096)
+			mem[i] = 1;
+		if (write(pfd[1], "r", 1) != 1)
+			_exit(4);
+		for (;;)
+			pause();
+	}
+	close(pfd[1]);
+	if (pid < 0 || read(pfd[0], &c, 1) != 1) {
+		close(pfd[0]);
+		return -1;
+	}
+	close(pfd[0]);
+	return pid;
+}
+
+static void kill_guest(pid_t pid)
+{
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+}
+
+static double now_s(void)
+{
+	return (double)clock_mono_ns() / 1e9;
+}
+
+static unsigned cg_pids(pid_t *out, unsigned max)
+{
+	char path[300], buf[4096];
+	unsigned n = 0;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
+	read_file(path, buf, sizeof(buf));
+	for (char *save = NULL, *t = strtok_r(buf, "\n", &save); t && n < max; t = strtok_r(NULL, "\n", &save))
+		out[n++] = (pid_t)atoi(t);
+	return n;
+}
+
+static uint64_t submit(struct mover *m, const char *guest)
+{
+	struct mover_spec s;
+	pid_t pids[16];
+
+	memset(&s, 0, sizeof(s));
+	snprintf(s.guest, sizeof(s.guest), "%s", guest);
+	snprintf(s.cause, sizeof(s.cause), "test");
+	s.npids = cg_pids(pids, 16);
+	s.pids = pids;
+	mask_parse("0", &s.to);
+	s.relocate_all = true;
+	s.bytes = 256ULL << 20;
+	return mover_submit(m, &s);
+}
+
+/* Wait (with a deadline) until job ID has moved something. */
+static bool wait_progress(struct mover *m, uint64_t id, double timeout)
+{
+	struct mover_job_info j;
+	double end = now_s() + timeout;
+
+	while (now_s() < end) {
+		if (mover_get(m, id, &j) && (j.bytes_done > 0 || mover_state_final(j.state)))
+			return j.bytes_done > 0 && !mover_state_final(j.state);
+		usleep(10000);
+	}
+	return false;
+}
+
+/* Wait for job ID to end; its state, or MJ_RUNNING on timeout. */
+static enum mover_state wait_end(struct mover *m, uint64_t id, double timeout, struct mover_job_info *out)
+{
+	double end = now_s() + timeout;
+
+	while (now_s() < end) {
+		if (mover_get(m, id, out) && mover_state_final(out->state))
+			return out->state;
+		usleep(10000);
+	}
+	return MJ_RUNNING;
+}
+
+static void drain(struct mover *m)
+{
+	struct mover_job_info *f;
+
+	mover_take_finished(m, &f);
+	free(f);
+}
+
+static void check_cpuset(const char *name)
+{
+	char path[300], cpus[64], mems[64];
+
+	snprintf(path, sizeof(path), "%s/cpuset.cpus", cg);
+	read_file(path, cpus, sizeof(cpus));
+	snprintf(path, sizeof(path), "%s/cpuset.mems", cg);
+	read_file(path, mems, sizeof(mems));
+	if (strcmp(cpus, "0") || strcmp(mems, "0"))
+		fail(name, "cgroup's cpuset changed: cpus \"%s\" mems \"%s\"", cpus, mems);
+}
+
+int main(void)
+{
+	struct host_paths hp;
+	struct mover_config cfg = { .workers = 2, .rate_mib = 0, .chunk_ms = 20, .job_timeout_s = 60 };
+	struct mover *m;
+	struct mover_job_info j;
+	enum mover_state st;
+	pid_t g;
+	uint64_t id, id2;
+	double t0;
+	char path[300];
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (geteuid() != 0) {
+		printf("SKIP: needs root (a cpuset cgroup and move_pages of another process)\n");
+		return 77;
+	}
+	if (access(CPUSET "/cpuset.mems", F_OK) != 0) {
+		printf("SKIP: no cgroup v1 cpuset at %s\n", CPUSET);
+		return 77;
+	}
+	if (!numamig_available()) {
+		printf("SKIP: the kernel has no NUMA API (numa_available)\n");
+		return 77;
+	}
+	log_set_level(LOG_LEVEL_WARN);
+	host_paths_default(&hp);
+	snprintf(cg, sizeof(cg), "%s/numaorch-it-mover-%d", CPUSET, (int)getpid());
+	if (mkdir(cg, 0755) < 0) {
+		printf("FAIL setup: mkdir %s: %s\n", cg, strerror(errno));
+		return 1;
+	}
+	snprintf(path, sizeof(path), "%s/cpuset.cpus", cg);
+	write_file(path, "0");
+	snprintf(path, sizeof(path), "%s/cpuset.mems", cg);
+	write_file(path, "0");
+
+	/* 1. A job walks every page, in chunks, and ends done. */
+	if (mover_new(&cfg, &hp, &m) < 0) {
+		printf("FAIL setup: mover_new\n");
+		rmdir(cg);
+		return 1;
+	}
+	g = spawn_guest(128);
+	id = submit(m, "g1");
+	st = wait_end(m, id, 60, &j);
+	if (st != MJ_DONE)
+		fail("done", "state %s", mover_state_name(st));
+	else if (j.bytes_done < (120ULL << 20) || j.chunks < 2)
+		fail("done", "%llu bytes in %llu chunks", (unsigned long long)j.bytes_done, (unsigned long long)j.chunks);
+	else
+		printf("ok done: %.0f MiB in %llu chunks, %.3f s, longest call %.1f ms\n",
+		       (double)j.bytes_done / 1048576, (unsigned long long)j.chunks, j.elapsed_s, j.stall_max_ms);
+	check_cpuset("done");
+	{
+		struct mover_job_info *f;
+		unsigned n = mover_take_finished(m, &f);
+
+		if (n != 1 || f[0].id != id)
+			fail("finished-once", "%u finished jobs reported", n);
+		free(f);
+		n = mover_take_finished(m, &f);
+		if (n != 0)
+			fail("finished-once", "reported again");
+		else
+			printf("ok finished-once\n");
+		free(f);
+	}
+	kill_guest(g);
+
+	/* Slow jobs from here on: a 32 MiB/s budget makes 256 MiB take 8 s. */
+	cfg.rate_mib = 32;
+	mover_set_config(m, &cfg);
+
+	/* 2. The guest exits: the job ends (vanished) at once, cleanly. */
+	g = spawn_guest(256);
+	id = submit(m, "g2");
+	if (!wait_progress(m, id, 10))
+		fail("exit", "no progress");
+	kill_guest(g);
+	t0 = now_s();
+	st = wait_end(m, id, 5, &j);
+	if (st != MJ_VANISHED)
+		fail("exit", "state %s", mover_state_name(st));
+	else
+		printf("ok exit: vanished %.2f s after the kill, %.0f MiB done\n", now_s() - t0,
+		       (double)j.bytes_done / 1048576);
+	drain(m);
+
+	/* 3. A new plan for the guest supersedes its job; DELETE cancels. */
+	g = spawn_guest(256);
+	id = submit(m, "g3");
+	if (!wait_progress(m, id, 10))
+		fail("supersede", "no progress");
+	id2 = submit(m, "g3");
+	st = wait_end(m, id, 2, &j);
+	if (st != MJ_SUPERSEDED)
+		fail("supersede", "first job %s", mover_state_name(st));
+	else
+		printf("ok supersede: first job superseded after %.0f MiB\n", (double)j.bytes_done / 1048576);
+	if (mover_job_of(m, "g3") != id2)
+		fail("supersede", "the new job is not the guest's job");
+	if (!wait_progress(m, id2, 10))
+		fail("cancel", "second job made no progress");
+	if (mover_cancel(m, id2, MJ_CANCELLED) != 0)
+		fail("cancel", "mover_cancel refused");
+	st = wait_end(m, id2, 2, &j);
+	if (st != MJ_CANCELLED)
+		fail("cancel", "state %s", mover_state_name(st));
+	else
+		printf("ok cancel\n");
+	if (mover_cancel(m, id2, MJ_CANCELLED) != -EALREADY || mover_cancel(m, 99999, MJ_CANCELLED) != -ENOENT)
+		fail("cancel", "cancel of an ended/unknown job not refused");
+	check_cpuset("supersede");
+	drain(m);
+
+	/* 4. SIGTERM and reload stop every job at a chunk boundary, promptly. */
+	id = submit(m, "g3");
+	if (!wait_progress(m, id, 10))
+		fail("stop", "no progress");
+	t0 = now_s();
+	mover_stop_all(m);
+	if (!mover_get(m, id, &j) || j.state != MJ_STOPPED)
+		fail("stop", "state %s", mover_get(m, id, &j) ? mover_state_name(j.state) : "?");
+	else if (now_s() - t0 > 1.0)
+		fail("stop", "took %.2f s", now_s() - t0);
+	else
+		printf("ok stop: %.3f s to stop\n", now_s() - t0);
+	drain(m);
+
+	/* 5. The rate budget holds the host to its MiB/s. */
+	cfg.rate_mib = 64;
+	mover_set_config(m, &cfg);
+	id = submit(m, "g3");
+	st = wait_end(m, id, 30, &j);
+	{
+		double rate = j.elapsed_s > 0 ? (double)j.bytes_done / 1048576 / j.elapsed_s : 0;
+
+		if (st != MJ_DONE)
+			fail("rate", "state %s", mover_state_name(st));
+		else if (rate > 64 * 1.15 || rate < 64 * 0.5)
+			fail("rate", "%.1f MiB/s with a 64 MiB/s budget", rate);
+		else
+			printf("ok rate: %.1f MiB/s with a 64 MiB/s budget\n", rate);
+	}
+	drain(m);
+
+	/* 6. A job past its deadline ends expired. */
+	cfg.rate_mib = 32;
+	cfg.job_timeout_s = 1;
+	mover_set_config(m, &cfg);
+	id = submit(m, "g3");
+	st = wait_end(m, id, 5, &j);
+	if (st != MJ_EXPIRED || j.elapsed_s > 2)
+		fail("deadline", "state %s after %.2f s", mover_state_name(st), j.elapsed_s);
+	else
+		printf("ok deadline: expired after %.2f s\n", j.elapsed_s);
+	check_cpuset("deadline");
+
+	kill_guest(g);
+	mover_free(m);
+	rmdir(cg);
+	printf("%s\n", failures ? "FAILED" : "PASSED");
+	return failures ? 1 : 0;
+}

@@ -1,0 +1,203 @@
+/* mover: the pure part — /proc/PID/maps → ranges, ranges → chunks, the
+ * chunk size a call's duration gives, the target node of a page. */
+#include "testutil.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "orchestrator/mover.h"
+
+static const char *maps =
+	"55d0c0000000-55d0c0002000 r--p 00000000 08:01 1234   /usr/bin/memhog\n"
+	"55d0c0002000-55d0c0003000 r-xp 00002000 08:01 1234   /usr/bin/memhog\n"
+	"7f0000000000-7f0010000000 rw-p 00000000 00:00 0 \n"
+	"7f0010000000-7f0010001000 ---p 00000000 00:00 0 \n"
+	"7f0010001000-7f0010002000 rw-s 00000000 00:05 99     /dev/zero (deleted)\n"
+	"7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0      [stack]\n"
+	"7ffd000fe000-7ffd00100000 r--p 00000000 00:00 0      [vvar]\n"
+	"7ffd00100000-7ffd00102000 r-xp 00000000 00:00 0      [vdso]\n"
+	"ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0  [vsyscall]\n";
+
+static void test_parse_maps(void **state)
+{
+	struct mover_vma *v;
+	int n;
+
+	(void)state;
+	n = mover_parse_maps(maps, &v);
+	/* vvar, vdso, vsyscall and the ---p guard are left out */
+	assert_int_equal(n, 5);
+	assert_true(v[0].start == 0x55d0c0000000ULL && v[0].end == 0x55d0c0002000ULL);
+	assert_true(v[2].start == 0x7f0000000000ULL && v[2].end == 0x7f0010000000ULL);
+	assert_true(v[3].start == 0x7f0010001000ULL);
+	assert_true(v[4].end == 0x7ffd00021000ULL);
+	free(v);
+	assert_int_equal(mover_parse_maps("", &v), 0);
+	free(v);
+	assert_int_equal(mover_parse_maps("not a maps line\n", &v), -EINVAL);
+	assert_int_equal(mover_parse_maps("2000-1000 rw-p 0 00:00 0\n", &v), -EINVAL);
+}
+
+/* mappings + target chunk size → the chunks a job walks */
+static void test_chunks_cover_every_page_once(void **state)
+{
+	const struct mover_vma v[] = {
+		{ 0x10000, 0x10000 + 10 * 4096 },  /* 10 pages */
+		{ 0x40000, 0x40000 + 3 * 4096 },   /* 3 pages */
+		{ 0x80000, 0x80000 + 4096 },       /* 1 page */
+	};
+	static const struct {
+		uintptr_t start;
+		size_t pages;
+	} want[] = {
+		{ 0x10000, 4 }, { 0x14000, 4 }, { 0x18000, 2 }, /* never across a mapping's end */
+		{ 0x40000, 3 }, { 0x80000, 1 },
+	};
+	uintptr_t pos = 0, start;
+	size_t n, total = 0;
+	unsigned k = 0;
+
+	(void)state;
+	while ((n = mover_next_chunk(v, 3, 4096, 4, &pos, &start)) > 0) {
+		assert_true(k < sizeof(want) / sizeof(want[0]));
+		assert_true(start == want[k].start);
+		assert_int_equal(n, want[k].pages);
+		total += n;
+		k++;
+	}
+	assert_int_equal(k, 5);
+	assert_int_equal(total, 14);
+	/* the chunk size may change between calls (it adapts): the cursor
+	 * resumes where the last chunk ended */
+	pos = 0;
+	assert_int_equal(mover_next_chunk(v, 3, 4096, 3, &pos, &start), 3);
+	assert_int_equal(mover_next_chunk(v, 3, 4096, 100, &pos, &start), 7);
+	assert_true(start == 0x13000);
+	assert_int_equal(mover_next_chunk(v, 3, 4096, 100, &pos, &start), 3);
+	assert_int_equal(mover_next_chunk(v, 3, 4096, 100, &pos, &start), 1);
+	assert_int_equal(mover_next_chunk(v, 3, 4096, 100, &pos, &start), 0);
+	/* nothing to walk */
+	pos = 0;
+	assert_int_equal(mover_next_chunk(v, 0, 4096, 4, &pos, &start), 0);
+	assert_int_equal(mover_next_chunk(v, 3, 4096, 0, &pos, &start), 0);
+}
+
+/* a window's query results + target → the entries to move */
+static void test_plan_window(void **state)
+{
+	enum { N = 1024 + 8 };
+	static int status[N];
+	static size_t idx[N];
+	static int w[N];
+	nodemask_t to;
+	size_t k;
+
+	(void)state;
+	mask_parse("1", &to);
+	/* pages 0..1023 from a 2 MiB-aligned start, all on node 0 (two
+	 * probable THPs); then 8 pages: on the target, absent, on node 2 */
+	for (int i = 0; i < 1024; i++)
+		status[i] = 0;
+	status[1024] = 1;
+	status[1025] = 1;
+	status[1026] = -14; /* -EFAULT: not present */
+	status[1027] = -2;  /* -ENOENT */
+	for (int i = 1028; i < N; i++)
+		status[i] = 2;
+	k = mover_plan_window(status, N, 0x40000000, 4096, &to, false, true, idx, w);
+	assert_int_equal(k, 2 + 4);
+	assert_int_equal(idx[0], 0);
+	assert_int_equal(w[0], 512);
+	assert_int_equal(idx[1], 512);
+	assert_int_equal(w[1], 512);
+	for (unsigned e = 2; e < 6; e++) {
+		assert_int_equal(idx[e], 1028 + e - 2);
+		assert_int_equal(w[e], 1);
+	}
+	/* without compaction (the second pass) every misplaced page is one entry */
+	k = mover_plan_window(status, N, 0x40000000, 4096, &to, false, false, idx, w);
+	assert_int_equal(k, 1024 + 4);
+	assert_int_equal(w[700], 1);
+	/* a run broken by one page elsewhere is no THP; nor one that is not
+	 * 2 MiB-aligned */
+	status[300] = 3;
+	k = mover_plan_window(status, N, 0x40000000, 4096, &to, false, true, idx, w);
+	assert_int_equal(k, 512 + 1 + 4);
+	assert_int_equal(w[0], 1);
+	assert_int_equal(idx[512], 512);
+	assert_int_equal(w[512], 512);
+	status[300] = 0;
+	k = mover_plan_window(status, N, 0x40001000, 4096, &to, false, true, idx, w);
+	assert_int_equal(k, 1024 + 4 - 511); /* only the run starting at 0x40200000 is aligned */
+	/* relocate_all (tests): every present page, the target's too */
+	k = mover_plan_window(status, N, 0x40000000, 4096, &to, true, false, idx, w);
+	assert_int_equal(k, N - 2);
+}
+
+static void test_adapt_chunk(void **state)
+{
+	(void)state;
+	/* a 40 ms call for a 20 ms target halves; a 5 ms one doubles at most */
+	assert_int_equal(mover_adapt_chunk(1024, 40, 20), 512);
+	assert_int_equal(mover_adapt_chunk(1024, 5, 20), 2048);
+	assert_int_equal(mover_adapt_chunk(1024, 16, 20), 1280);
+	/* one very slow call does not collapse it */
+	assert_int_equal(mover_adapt_chunk(1024, 10000, 20), 512);
+	assert_int_equal(mover_adapt_chunk(16, 10000, 20), 16);
+	assert_int_equal(mover_adapt_chunk(65536, 1, 20), 65536);
+	assert_int_equal(mover_adapt_chunk(100, 0, 20), 200);
+}
+
+static void test_chunk_aim(void **state)
+{
+	(void)state;
+	/* a cheap call: the configured target */
+	assert_true(mover_chunk_aim(20, 0.5) == 20);
+	assert_true(mover_chunk_aim(20, 10) == 20);
+	/* a call whose fixed cost passes the target: amortise it */
+	assert_true(mover_chunk_aim(20, 100) == 200);
+	/* with that aim a 100 ms call grows the chunk instead of halving it */
+	assert_int_equal(mover_adapt_chunk(16, 100, mover_chunk_aim(20, 100)), 32);
+}
+
+static void test_pick_target(void **state)
+{
+	nodemask_t to;
+
+	(void)state;
+	mask_zero(&to);
+	assert_int_equal(mover_pick_target(&to, 0), -1);
+	mask_parse("2-3", &to);
+	/* a target node keeps its pages; the others spread by position */
+	assert_int_equal(mover_pick_target(&to, 2), 2);
+	assert_int_equal(mover_pick_target(&to, 0), 2);
+	assert_int_equal(mover_pick_target(&to, 1), 3);
+	mask_parse("1", &to);
+	assert_int_equal(mover_pick_target(&to, 0), 1);
+	assert_int_equal(mover_pick_target(&to, 3), 1);
+}
+
+static void test_state_names(void **state)
+{
+	(void)state;
+	for (int s = 0; s < MJ_NR_STATES; s++)
+		assert_non_null(mover_state_name((enum mover_state)s));
+	assert_null(mover_state_name(MJ_NR_STATES));
+	assert_false(mover_state_final(MJ_RUNNING));
+	assert_true(mover_state_final(MJ_SUPERSEDED));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parse_maps),
+		cmocka_unit_test(test_chunks_cover_every_page_once),
+		cmocka_unit_test(test_plan_window),
+		cmocka_unit_test(test_adapt_chunk),
+		cmocka_unit_test(test_chunk_aim),
+		cmocka_unit_test(test_pick_target),
+		cmocka_unit_test(test_state_names),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
