@@ -355,7 +355,11 @@ struct bufs {
 	void **pages, **mpages;
 	int *status, *mnodes, *mstatus, *first, *mweight;
 	size_t *idx;
-	double min_ms;       /* the shortest move call of the job: its fixed cost */
+	/* The fixed cost of a move call (lru_cache_disable and the rest),
+	 * measured by a call that moves nothing: one page to the node it is
+	 * on, now and then. NAN until measured. */
+	double fixed_ms;
+	unsigned calls;
 };
 
 /* Move the K entries of B in slices of *CHUNK (adapted to chunk_ms), within
@@ -394,6 +398,17 @@ static int move_slices(struct mover *m, struct job *j, pid_t pid, struct bufs *b
 			r = 1;
 			break;
 		}
+		if (b->calls++ % 32 == 0) {
+			/* Probe: the entry's page to the node it is on moves nothing. */
+			int here = b->status[b->idx[off]], st;
+			int64_t p0 = clock_mono_ns();
+
+			if (here >= 0 && numamig_move(pid, 1, b->mpages + off, &here, &st) == 0) {
+				double pm = (double)(clock_mono_ns() - p0) / 1e6;
+
+				b->fixed_ms = isnan(b->fixed_ms) ? pm : 0.5 * b->fixed_ms + 0.5 * pm;
+			}
+		}
 		t0 = clock_mono_ns();
 		r = numamig_move(pid, sl, b->mpages + off, b->mnodes + off, b->mstatus);
 		t1 = clock_mono_ns();
@@ -419,10 +434,8 @@ static int move_slices(struct mover *m, struct job *j, pid_t pid, struct bufs *b
 		add_stall(m, ms);
 		add_moved(m, j->info.cause, moved * page);
 		/* A slice cut short (the budget, the end) only says "smaller". */
-		if (b->min_ms <= 0 || ms < b->min_ms)
-			b->min_ms = ms;
 		{
-			double aim = mover_chunk_aim(m->cfg.chunk_ms, b->min_ms);
+			double aim = mover_chunk_aim(m->cfg.chunk_ms, isnan(b->fixed_ms) ? 0 : b->fixed_ms);
 
 			if (sl == *chunk || ms > aim)
 				*chunk = mover_adapt_chunk(*chunk, ms, aim);
@@ -542,6 +555,7 @@ static enum mover_state run_job(struct mover *m, struct job *j, char *msg, size_
 		.first = xcalloc(MAX_CHUNK, sizeof(int)),
 		.mweight = xcalloc(MAX_CHUNK, sizeof(int)),
 		.idx = xcalloc(MAX_CHUNK, sizeof(size_t)),
+		.fixed_ms = NAN,
 	};
 	enum mover_state st = MJ_DONE;
 	unsigned alive = 0;

@@ -171,8 +171,8 @@ size_t mover_plan_window(const int *status, size_t n, uintptr_t start, size_t pa
  * aiming at TARGET_MS, between 16 and 65536 pages. */
 size_t mover_adapt_chunk(size_t pages, double elapsed_ms, double target_ms);
 
-/* What a move call should take: TARGET_MS, or twice FIXED_MS (the
- * shortest call seen: a call's fixed cost) if that is more. Each
+/* What a move call should take: TARGET_MS, or twice FIXED_MS (a call's
+ * fixed cost, measured by a call that moves nothing) if that is more. Each
  * move_pages(2) call drains every CPU's LRU cache (lru_cache_disable); on
  * a host where that alone takes longer than the target (the testbed: about
  * 100 ms with busy vCPUs under TCG), shrinking the chunk only multiplies
