@@ -28,6 +28,8 @@ CLI_PKGS := libcurl jansson
 BUILD_DEPS := gcc make pkg-config libnuma-dev libcgroup-dev libjansson-dev libinih-dev \
               libmicrohttpd-dev libvirt-dev libcurl4-openssl-dev libsystemd-dev libxml2-dev
 TEST_DEPS  := libcmocka-dev cgroup-tools numactl python3 strace
+# test_deploy parses the shipped deploy/logrotate/numaorchd with logrotate --debug.
+TEST_DEPS  += logrotate
 # API tests: promtool checks /metrics, PyYAML reads api/openapi.yaml, openssl makes a TLS
 # certificate, clang + its runtime build the libFuzzer target, wrk drives make bench-api.
 TEST_DEPS  += prometheus python3-yaml openssl clang libclang-rt-14-dev wrk
@@ -275,6 +277,7 @@ install: all
 	install -d -m 0755 $(DESTDIR)$(SYSCONFDIR)/numaorch/numaorchd.conf.d
 	install -D -m 0644 -t $(DESTDIR)$(UNITDIR) deploy/systemd/numaorchd.service \
 		deploy/systemd/numaorch-rebalance.service deploy/systemd/numaorch-rebalance.timer
+	install -D -m 0644 deploy/logrotate/numaorchd $(DESTDIR)$(SYSCONFDIR)/logrotate.d/numaorchd
 	install -D -m 0644 -t $(DESTDIR)$(MANDIR)/man8 deploy/man/numaorchd.8
 	install -D -m 0644 -t $(DESTDIR)$(MANDIR)/man5 deploy/man/numaorchd.conf.5
 	$(if $(wildcard deploy/man/numaorchctl.1),install -D -m 0644 -t $(DESTDIR)$(MANDIR)/man1 deploy/man/numaorchctl.1)

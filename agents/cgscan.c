@@ -165,10 +165,21 @@ static bool comp_is(const char *s, size_t n, const char *word)
 	return s && n == strlen(word) && memcmp(s, word, n) == 0;
 }
 
+/* A name of N bytes into NAME. One longer than 127 keeps its first 118
+ * bytes and "~" + 8 hex digits of a hash of all of it: two long names
+ * that share a prefix stay two guests (they became one when both were
+ * cut at 127), and the same name gives the same result on every scan. */
 static void copy_name(char name[128], const char *s, size_t n)
 {
-	if (n > 127)
-		n = 127;
+	if (n > 127) {
+		uint32_t h = 2166136261u;
+
+		for (size_t i = 0; i < n; i++)
+			h = (h ^ (unsigned char)s[i]) * 16777619u;
+		memcpy(name, s, 118);
+		snprintf(name + 118, 10, "~%08x", h);
+		return;
+	}
 	memcpy(name, s, n);
 	name[n] = '\0';
 }
@@ -177,7 +188,7 @@ static void copy_name(char name[128], const char *s, size_t n)
  * NUL-terminated. The final component is never followed if a symlink.
  * DIR lets a guest's files be opened relative to its parent's fd: no fd
  * of its own to open and close (syscalls are the cost of a scan). */
-static int rd_fd(struct cgscan *cs, int fd)
+static int rd_fd_until(struct cgscan *cs, int fd, bool to_eof)
 {
 	size_t n = 0;
 
@@ -199,14 +210,24 @@ static int rd_fd(struct cgscan *cs, int fd)
 		if (r == 0)
 			break;
 		n += (size_t)r;
-		/* cgroup files are seq_files, which fill a read to the brim
-		 * unless at EOF (regular files too): a short read is the end.
-		 * Sparing the extra read() matters at 6 files × 1000 guests. */
-		if (n + 1 < cs->bufcap)
+		/* A file rendered by one show() (cpuset.cpus, cpuacct.usage,
+		 * memory.numa_stat: single_open seq_files) fills a read to the
+		 * brim unless at EOF (regular files too): a short read is the
+		 * end. Sparing the extra read() matters at 6 files × 1000
+		 * guests. Record lists (tasks, cgroup.procs, cgroup.threads)
+		 * are seq_files of one record per pid, which hand out at most a
+		 * page per read: only read() == 0 ends them (a guest of 5001
+		 * threads was 682 when the first 4 KiB were taken as all). */
+		if (!to_eof && n + 1 < cs->bufcap)
 			break;
 	}
 	cs->buf[n] = '\0';
 	return 0;
+}
+
+static int rd_fd(struct cgscan *cs, int fd)
+{
+	return rd_fd_until(cs, fd, false);
 }
 
 static int open_at(int dfd, const char *dir, const char *file)
@@ -230,6 +251,18 @@ static int rd(struct cgscan *cs, int dfd, const char *dir, const char *file)
 	if (fd < 0)
 		return fd;
 	r = rd_fd(cs, fd);
+	close(fd);
+	return r;
+}
+
+/* rd() of a list file (pids), read to EOF: see rd_fd_until. */
+static int rd_list(struct cgscan *cs, int dfd, const char *dir, const char *file)
+{
+	int fd = open_at(dfd, dir, file), r;
+
+	if (fd < 0)
+		return fd;
+	r = rd_fd_until(cs, fd, true);
 	close(fd);
 	return r;
 }
@@ -878,7 +911,7 @@ static int read_pids(struct cgscan *cs, int dfd, const char *dir, const char *re
 	const char *files[2] = { "cgroup.procs", threads_file(cs) };
 
 	for (unsigned i = 0; i < 2; i++) {
-		int r = rd(cs, dfd, dir, files[i]);
+		int r = rd_list(cs, dfd, dir, files[i]);
 
 		if (r == 0)
 			r = i == 0 ? count_pids(cs->buf, &m->nr_procs, self ? &m->main_pid : NULL,
@@ -1398,6 +1431,8 @@ static bool is_parent(const struct cgscan *cs, const char *rel)
 	return false;
 }
 
+/* Walk the directory DFD (REL, DEPTH levels down), which this takes over:
+ * every path out of here closes it. */
 static void walk(struct cgscan *cs, int dfd, char *rel, size_t rlen, unsigned depth)
 {
 	struct parent_sets ps = { .read = false };
@@ -1405,8 +1440,12 @@ static void walk(struct cgscan *cs, int dfd, char *rel, size_t rlen, unsigned de
 	bool parent_cfg;
 	DIR *d;
 
-	if (depth >= WALK_MAX_DEPTH)
+	if (depth >= WALK_MAX_DEPTH) {
+		close(dfd);
+		snap_warn(cs->snap, "cgroup %s: more than %d levels deep, not searched further", rel,
+			  WALK_MAX_DEPTH);
 		return;
+	}
 	d = fdopendir(dfd);
 	if (!d) {
 		close(dfd);

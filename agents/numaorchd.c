@@ -242,6 +242,13 @@ static int load_guest_policies(struct engine *e, const char *state_dir, unsigned
 		return r;
 	}
 	engine_use_gpolstore(e, *out);
+	{
+		char *const *msgs;
+		unsigned nd = gpolstore_dropped(*out, &msgs);
+
+		for (unsigned i = 0; i < nd; i++)
+			log_warn("per-guest policies: %s", msgs[i]);
+	}
 	n = gpolstore_count(*out);
 	if (n)
 		log_info("%u per-guest polic%s loaded from %s", n, n == 1 ? "y" : "ies", gpolstore_path(*out));
@@ -318,8 +325,12 @@ static void print_report_text(const struct cycle_report *rep, const struct agent
 		if (p->nr_items == 0)
 			printf("  (none: every guest is placed well)\n");
 	}
-	for (unsigned i = 0; i < s->nr_warnings; i++)
-		printf("warning: %s\n", s->warnings[i]);
+	for (unsigned i = 0; i < s->nr_warnings; i++) {
+		char safe[4096];
+
+		log_escape(s->warnings[i], safe, sizeof(safe)); /* names from the host */
+		printf("warning: %s\n", safe);
+	}
 	free(cpus);
 }
 

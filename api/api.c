@@ -720,6 +720,14 @@ static bool heavy_take(struct api *a)
 	return ok;
 }
 
+void api_set_conn_stats(struct api *a, api_conn_stats_fn fn, void *ctx)
+{
+	pthread_mutex_lock(&a->cs_lock);
+	a->cs_fn = fn;
+	a->cs_ctx = ctx;
+	pthread_mutex_unlock(&a->cs_lock);
+}
+
 void api_heavy_release(struct api *a)
 {
 	pthread_mutex_lock(&a->heavy_lock);
@@ -869,6 +877,7 @@ int api_new(struct engine *e, struct gpolstore *gs, const struct api_opts *o, st
 	pthread_mutex_init(&a->rl_lock, NULL);
 	pthread_mutex_init(&a->rb_lock, NULL);
 	pthread_mutex_init(&a->heavy_lock, NULL);
+	pthread_mutex_init(&a->cs_lock, NULL);
 	{
 		pthread_condattr_t ca;
 
@@ -904,6 +913,7 @@ void api_free(struct api *a)
 	pthread_mutex_destroy(&a->rl_lock);
 	pthread_mutex_destroy(&a->rb_lock);
 	pthread_mutex_destroy(&a->heavy_lock);
+	pthread_mutex_destroy(&a->cs_lock);
 	pthread_cond_destroy(&a->heavy_cond);
 	pthread_cond_destroy(&a->rb_cond);
 	pthread_mutex_destroy(&a->cache_lock);

@@ -84,6 +84,16 @@ void api_handle(struct api *a, const struct api_request *req, struct api_respons
  * can reply before reading a body it would drop anyway. */
 bool api_preflight(struct api *a, const struct api_request *req, struct api_response *resp);
 void api_response_clear(struct api_response *r);
+/* The server's connection counts, for /metrics. */
+struct api_conn_stats {
+	unsigned open;             /* connections held now */
+	uint64_t pushed_out;       /* closed to make room past the listener's limit */
+	uint64_t timed_out;        /* closed at their request deadline */
+};
+typedef void (*api_conn_stats_fn)(void *ctx, enum api_transport t, struct api_conn_stats *out);
+/* Set (FN non-NULL) or clear the source of those counts. */
+void api_set_conn_stats(struct api *a, api_conn_stats_fn fn, void *ctx);
+
 /* Give back the large-answer slot a response held (resp->heavy_slot),
  * once its reply was sent or dropped. */
 void api_heavy_release(struct api *a);

@@ -103,6 +103,11 @@ struct api {
 	struct rebalance *rb_pending[2];
 	uint64_t rb_joined;
 
+	/* httpd's connection counts (api_set_conn_stats). */
+	pthread_mutex_t cs_lock;
+	api_conn_stats_fn cs_fn;
+	void *cs_ctx;
+
 	/* Large answers in flight (api.c heavy_take). */
 	pthread_mutex_t heavy_lock;
 	pthread_cond_t heavy_cond;

@@ -208,6 +208,27 @@ static void api_counters(struct prom *p, struct api *a)
 		prom_sample(p, "numaorch_engine_heartbeat_age_seconds",
 			    hb ? (double)(clock_mono_ns() - hb) / 1e9 : 0, 0);
 	}
+	pthread_mutex_lock(&a->cs_lock);
+	if (a->cs_fn) {
+		static const char *const names[] = { "unix", "tcp" };
+		struct api_conn_stats st[2];
+
+		for (unsigned t = 0; t < 2; t++)
+			a->cs_fn(a->cs_ctx, t == 0 ? API_UNIX : API_TCP, &st[t]);
+		prom_family(p, "numaorch_api_connections", "gauge", "Connections the API holds open, by listener.");
+		for (unsigned t = 0; t < 2; t++)
+			prom_sample(p, "numaorch_api_connections", st[t].open, 1, "listener", names[t]);
+		prom_family(p, "numaorch_api_connections_closed_total", "counter",
+			    "Connections the API closed on its own: past the listener's limit (the one that "
+			    "waited longest) or at their request deadline.");
+		for (unsigned t = 0; t < 2; t++) {
+			prom_sample(p, "numaorch_api_connections_closed_total", (double)st[t].pushed_out, 2,
+				    "listener", names[t], "reason", "limit");
+			prom_sample(p, "numaorch_api_connections_closed_total", (double)st[t].timed_out, 2,
+				    "listener", names[t], "reason", "deadline");
+		}
+	}
+	pthread_mutex_unlock(&a->cs_lock);
 }
 
 /* The memory mover (orchestrator/mover.h): bytes moved by cause, jobs

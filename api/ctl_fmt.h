@@ -24,13 +24,19 @@ const char *fmt_num(json_t *v, int dec, char *buf, size_t sz);
 /* "3d 4h", "2h 5m", "5m 3s", "42s". */
 const char *fmt_duration(double s, char *buf, size_t sz);
 
+/* S as it may go to a terminal: S itself when it holds no control
+ * characters (C0, DEL, C1) and is UTF-8, else a copy with those bytes as
+ * \xNN (kept until exit). Names come from the host: a cgroup named with
+ * an ESC sequence must not drive the operator's terminal. NULL: "". */
+const char *fmt_safe(const char *s);
+
 /* A sparkline of V[0..N) (ratios 0..1, NAN: a gap) in at most WIDTH
  * columns (columns average the samples they cover): UTF-8 blocks
  * (▁..█), or "_.,-=+*#" when !UTF8. Returns BUF. */
 const char *fmt_spark(const double *v, unsigned n, unsigned width, bool utf8, char *buf, size_t sz);
 
 /* Object member helpers that tolerate absence (NULL object too). */
-const char *jstr(json_t *o, const char *key);      /* "" when absent */
+const char *jstr(json_t *o, const char *key);      /* "" when absent; fmt_safe'd */
 double jnum(json_t *o, const char *key);           /* NAN when absent */
 long long jint(json_t *o, const char *key);        /* 0 when absent */
 

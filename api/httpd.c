@@ -440,6 +440,21 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *c, const char
 	return send_response(c, cn, &resp);
 }
 
+static void conn_stats(void *ctx, enum api_transport t, struct api_conn_stats *out)
+{
+	struct httpd *h = ctx;
+	struct listener *l = t == API_TCP ? &h->tcp_l : &h->unix_l;
+
+	memset(out, 0, sizeof(*out));
+	if (!l->d)
+		return;
+	pthread_mutex_lock(&l->lock);
+	out->open = l->live;
+	out->pushed_out = l->evicted_full;
+	out->timed_out = l->evicted_late;
+	pthread_mutex_unlock(&l->lock);
+}
+
 /* TLS 1.2 and 1.3 only: 1.0 and 1.1 are deprecated (RFC 8996). */
 #define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
 
@@ -777,6 +792,7 @@ int httpd_start(struct api *a, const struct httpd_opts *o, struct httpd **out, c
 		return r;
 	}
 	h->reaper_started = true;
+	api_set_conn_stats(a, conn_stats, h);
 	*out = h;
 	return 0;
 fail:
@@ -795,6 +811,7 @@ void httpd_stop(struct httpd *h)
 
 	if (!h)
 		return;
+	api_set_conn_stats(h->api, NULL, NULL);
 	if (h->reaper_started) {
 		pthread_mutex_lock(&h->reaper_lock);
 		h->reaper_stop = true;

@@ -37,7 +37,7 @@ enum {
 	EX_NOTFOUND = 4,    /* 404 */
 	EX_REJECTED = 5,    /* 400, 405, 409, 413, 415 */
 	EX_AUTH = 6,        /* 401, 403 */
-	EX_UNAVAILABLE = 7, /* 503: not ready yet, engine busy, stopping */
+	EX_UNAVAILABLE = 7, /* 503, 429: not ready yet, engine busy or wedged, stopping, rate limit */
 	EX_NEGATIVE = 8,    /* advise: nothing fits; rebalance: a move failed */
 };
 
@@ -116,7 +116,7 @@ static int exit_for_status(long st)
 	case 404: return EX_NOTFOUND;
 	case 400: case 405: case 409: case 413: case 415: return EX_REJECTED;
 	case 401: case 403: return EX_AUTH;
-	case 503: return EX_UNAVAILABLE;
+	case 429: case 503: return EX_UNAVAILABLE;
 	default: return EX_FAIL;
 	}
 }
@@ -255,7 +255,7 @@ static int cmd_status(const struct opts *o)
 		       jstr(json_object_get(j, "configured"), "mode"), jstr(j, "mode"));
 	w = json_object_get(j, "warnings");
 	json_array_foreach(w, i, x)
-		printf("warning:     %s\n", json_string_value(x));
+		printf("warning:     %s\n", fmt_safe(json_string_value(x)));
 	json_decref(j);
 	return EX_OK;
 }
@@ -542,7 +542,7 @@ static void print_policy(json_t *p)
 		if (!v)
 			continue;
 		if (json_is_string(v))
-			snprintf(buf, sizeof(buf), "%s", json_string_value(v));
+			snprintf(buf, sizeof(buf), "%s", fmt_safe(json_string_value(v)));
 		else
 			snprintf(buf, sizeof(buf), "%g", json_number_value(v));
 		table_row(t, policy_units[i][0], buf, policy_units[i][1]);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cghier.h"
 #include "fs.h"
@@ -515,6 +516,28 @@ static int drop_filter(const struct dirent *de)
 	return de->d_name[0] != '.' && n > 5 && strcmp(de->d_name + n - 5, ".conf") == 0;
 }
 
+/* Open a configuration file for parsing. Only a regular file (or a
+ * symlink to one): a directory read as an empty file, so "reloaded" every
+ * default (advise became enforce), and a FIFO blocked the reader (the
+ * engine thread, at SIGHUP) for ever. fs_open_regular never blocks. */
+static FILE *open_conf(const char *path, char *err, size_t errsz, int *r)
+{
+	int fd = fs_open_regular("configuration file", path, NULL, err, errsz);
+	FILE *f;
+
+	if (fd < 0) {
+		*r = fd;
+		return NULL;
+	}
+	f = fdopen(fd, "re");
+	if (!f) {
+		*r = -errno;
+		snprintf(err, errsz, "configuration file %s: %s", path, strerror(-*r));
+		close(fd);
+	}
+	return f;
+}
+
 int config_load(const char *path, struct agent_config *out, char *err, size_t errsz)
 {
 	struct agent_config tmp;
@@ -524,13 +547,9 @@ int config_load(const char *path, struct agent_config *out, char *err, size_t er
 	int line, n, r = 0;
 	FILE *f;
 
-	f = fopen(path, "re");
-	if (!f) {
-		int e = errno;
-
-		snprintf(err, errsz, "%s: cannot open: %s", path, strerror(e));
-		return -e;
-	}
+	f = open_conf(path, err, errsz, &r);
+	if (!f)
+		return r;
 	config_default(&tmp);
 	errno = 0;
 	line = ini_parse_file(f, handler, &p);
@@ -546,13 +565,8 @@ int config_load(const char *path, struct agent_config *out, char *err, size_t er
 		if (r == 0) {
 			free(file);
 			file = xasprintf("%s/%s", dir, ents[i]->d_name);
-			f = fopen(file, "re");
-			if (!f) {
-				int e = errno;
-
-				snprintf(err, errsz, "%s: cannot open: %s", file, strerror(e));
-				r = -e;
-			} else {
+			f = open_conf(file, err, errsz, &r);
+			if (f) {
 				errno = 0;
 				line = ini_parse_file(f, handler, &p);
 				fclose(f);

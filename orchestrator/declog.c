@@ -31,20 +31,34 @@ struct declog {
 	struct rec *ring;
 };
 
-static int open_file(const char *path)
+/* The file is appended to as root: opened relative to its directory,
+ * which must be root's alone (another user who could write it could put
+ * a symlink to any file there), never through a symlink, and only if it
+ * is a regular file. */
+static int open_file(const char *path, char *err, size_t errsz)
 {
-	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+	const char *base;
+	int dfd, fd;
 
-	return fd < 0 ? -errno : fd;
+	dfd = fs_open_parent_trusted("decision log", path, &base, err, errsz);
+	if (dfd < 0)
+		return dfd;
+	fd = fs_openat_regular(dfd, base, O_WRONLY | O_APPEND | O_CREAT, 0640);
+	close(dfd);
+	if (fd < 0)
+		snprintf(err, errsz, "decision log %s: %s%s", path, strerror(-fd),
+			 fd == -ELOOP ? " (a symlink: refused)" : fd == -EISDIR || fd == -EINVAL ?
+			 " (not a regular file)" : "");
+	return fd;
 }
 
-int declog_open(const char *path, unsigned ring_cap, struct declog **out)
+int declog_open(const char *path, unsigned ring_cap, struct declog **out, char *err, size_t errsz)
 {
 	struct declog *d;
 	int fd = -1;
 
 	if (path && *path) {
-		fd = open_file(path);
+		fd = open_file(path, err, errsz);
 		if (fd < 0)
 			return fd;
 	}
@@ -73,12 +87,12 @@ void declog_close(struct declog *d)
 	free(d);
 }
 
-int declog_reopen(struct declog *d, const char *path)
+int declog_reopen(struct declog *d, const char *path, char *err, size_t errsz)
 {
 	int fd = -1;
 
 	if (path && *path) {
-		fd = open_file(path);
+		fd = open_file(path, err, errsz);
 		if (fd < 0)
 			return fd;
 	}

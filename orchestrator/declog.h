@@ -17,11 +17,15 @@
 struct declog;
 
 /* PATH may be NULL (ring only). The file is opened for append and created
- * with mode 0640. RING_CAP records are kept in memory (≥ 1). */
-int declog_open(const char *path, unsigned ring_cap, struct declog **out);
+ * with mode 0640, relative to its directory, which must be owned by root
+ * (or the euid) and not writable by group or others; a symlink or a
+ * non-regular file in its place is refused. RING_CAP records are kept in
+ * memory (>= 1). On error ERR says what is wrong with which path. */
+int declog_open(const char *path, unsigned ring_cap, struct declog **out, char *err, size_t errsz);
 void declog_close(struct declog *d);
-/* Reopen the file (after logrotate moved it; SIGHUP). */
-int declog_reopen(struct declog *d, const char *path);
+/* Reopen the file (after logrotate moved it; SIGHUP). On error the old
+ * file stays in use. */
+int declog_reopen(struct declog *d, const char *path, char *err, size_t errsz);
 
 /* Build a record for IT decided on SNAP. DECISION is one of "moved",
  * "failed", "skipped", "planned" (dry run / advise), "vanished", ...;

@@ -31,6 +31,7 @@ struct logged {
 	enum plan_kind kind;
 	enum skip_reason skip;
 	enum move_reason reason;
+	nodemask_t to_nodes, to_mems;  /* PLAN_MOVE: where it was to go */
 };
 
 struct call {
@@ -81,6 +82,7 @@ struct engine {
 	struct engine_view *view;
 	struct engine_stats stats;
 	bool warned_one_node;
+	struct log_repeat *warn_rep;   /* the snapshots' warnings, logged once */
 
 	/* Reservations (parallel arrays; res[] is what the policy reads). */
 	unsigned nr_res, cap_res;
@@ -262,10 +264,14 @@ int engine_new(const struct agent_config *cfg, const struct host_paths *hp, stru
 	r = build_sources(e, cfg);
 	if (r < 0)
 		goto fail;
-	r = declog_open(cfg->decision_log, 4096, &e->dl);
-	if (r < 0) {
-		log_errno(LOG_LEVEL_ERROR, r, "cannot open decision log %s", cfg->decision_log);
-		goto fail;
+	{
+		char err[600];
+
+		r = declog_open(cfg->decision_log, 4096, &e->dl, err, sizeof(err));
+		if (r < 0) {
+			log_error("cannot open the %s", err);
+			goto fail;
+		}
 	}
 	mover_setup(e, cfg);
 	*out = e;
@@ -313,6 +319,7 @@ void engine_free(struct engine *e)
 	pstate_free(e->ps);
 	history_free(e->hist);
 	free(e->logged);
+	log_repeat_free(e->warn_rep);
 	for (unsigned i = 0; i < e->nr_res; i++)
 		free(e->res_label[i]);
 	free(e->res);
@@ -527,6 +534,8 @@ static void logged_update(struct engine *e, const struct plan *plan)
 		nl[n].kind = it->kind;
 		nl[n].skip = it->skip;
 		nl[n].reason = it->reason;
+		nl[n].to_nodes = it->to_nodes;
+		nl[n].to_mems = it->to_mems;
 		n++;
 	}
 	/* plan items come in ranked order, lookups want id order */
@@ -829,8 +838,11 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 		if (gpolstore_get(e->gs, snap->guests[i].id, &rec))
 			snap->guests[i].policy = rec.pol;
 	}
-	for (unsigned i = 0; i < snap->nr_warnings; i++)
-		log_warn("%s", snap->warnings[i]);
+	/* The same broken file gives the same warning every cycle: once,
+	 * then with a count now and then (47 lines a cycle on one host). */
+	if (!e->warn_rep)
+		e->warn_rep = log_repeat_new();
+	log_repeat_round(e->warn_rep, LOG_LEVEL_WARN, snap->warnings, snap->nr_warnings);
 
 	e->stats.cpu_nodes = snap_nr_cpu_nodes(snap);
 	read_balancing(e, snap);
@@ -890,10 +902,20 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 			struct apply_result res;
 
 			if (!do_apply) {
+				/* Advise mode and dry runs plan the same move every
+				 * cycle until something changes: say it once, not
+				 * once a cycle (an explicit request, REPORT, always
+				 * gets its records). */
+				bool same = !report && last && last->kind == PLAN_MOVE && last->reason == it->reason &&
+					    mask_equal(&last->to_nodes, &it->to_nodes) &&
+					    mask_equal(&last->to_mems, &it->to_mems);
+
+				pstate_revert(next, e->ps, it->guest_id);
+				if (same)
+					continue;
 				log_move(snap, it, NULL);
 				declog_add(e->dl, declog_make(snap, it, e->cfg.mode == MODE_ADVISE && !dry_run ?
 							  "advised" : "planned", NULL, dry_run));
-				pstate_revert(next, e->ps, it->guest_id);
 				continue;
 			}
 			/* A new plan for a guest supersedes its running job (it stops
@@ -1004,10 +1026,11 @@ int engine_apply_config(struct engine *e, const struct agent_config *cfg)
 	}
 	/* Reopen even when the path is unchanged: SIGHUP after logrotate. */
 	{
-		r = declog_reopen(e->dl, cfg->decision_log);
+		char err[600];
+
+		r = declog_reopen(e->dl, cfg->decision_log, err, sizeof(err));
 		if (r < 0)
-			log_errno(LOG_LEVEL_ERROR, r, "cannot open decision log %s; records stay in memory only",
-				  cfg->decision_log);
+			log_error("cannot reopen the %s; records go on to the file open before", err);
 	}
 	mover_setup(e, cfg);
 	config_free(&e->base);

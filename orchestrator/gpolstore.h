@@ -1,12 +1,19 @@
 /* gpolstore.h — per-guest policy overrides (auto, pinned NODES, ignore)
- * set through the API, kept in STATE_DIR/guest-policies.json so they
- * survive restarts.
+ * set through the API, kept under STATE_DIR so they survive restarts.
  *
  * Keyed by guest id: ids are stable across a container's restarts (they
  * come from its runtime name) and a VM's (they come from its uuid), so a
- * guest that comes back keeps its policy. The file is replaced atomically
- * (fs_write_atomic: temp file, fsync, rename), so a crash at any moment
- * leaves the old or the new file, never a mix.
+ * guest that comes back keeps its policy.
+ *
+ * On disk: guest-policies.json (the base, replaced atomically: temp file
+ * created with O_EXCL, fsync, rename) and guest-policies.journal (one
+ * JSON line per change since, appended and fdatasync'ed). A change costs
+ * one appended line, not a rewrite of every record (at 65536 records a
+ * rewrite took 0.29 s per PUT); the journal is folded into the base at
+ * open and whenever it holds as many records as the base did (at least
+ * 1024). Both live in a state directory that must be owned by root (or
+ * the effective user) and not writable by group or others, and are opened
+ * relative to it without following symlinks.
  *
  * Thread-safe: the engine thread writes (one writer), API threads read.
  */
@@ -20,6 +27,7 @@
 #include "snapshot.h"
 
 #define GPOLSTORE_FILE "guest-policies.json"
+#define GPOLSTORE_JOURNAL "guest-policies.journal"
 /* A bound on what an API client can make the agent store. */
 #define GPOLSTORE_MAX 65536
 
@@ -37,10 +45,20 @@ enum {
 	GPOLSTORE_CREATE = 1u << 0,
 };
 
-/* Open the store in DIR and load its file. A file that cannot be parsed
- * is an error (-EINVAL, ERR says where): starting without the operator's
- * pins and ignores could move guests they meant to keep still. */
+/* Open the store in DIR and load it. A base file that is not one (broken
+ * JSON, another format) is an error (-EINVAL, ERR says where): starting
+ * without the operator's pins and ignores could move guests they meant
+ * to keep still. One bad record is not: it is left out, the others load,
+ * gpolstore_dropped says which and why, and the file as it was is kept
+ * as guest-policies.json.rejected. A state directory others can write,
+ * or a symlink in place of the file, is refused (-EPERM, -ELOOP). With
+ * CREATE the directory is created if missing and the journal compacted;
+ * without it (numaorchd --once) nothing is written and a missing
+ * directory is an empty store that refuses changes (-EROFS). */
 int gpolstore_open(const char *dir, unsigned flags, struct gpolstore **out, char *err, size_t errsz);
+/* Messages about what gpolstore_open left out (records, journal lines),
+ * for the caller to log; owned by the store. */
+unsigned gpolstore_dropped(const struct gpolstore *s, char *const **msgs);
 void gpolstore_free(struct gpolstore *s);
 
 /* Copy of the override for ID into OUT; false when there is none. */
@@ -48,7 +66,8 @@ bool gpolstore_get(struct gpolstore *s, const char *id, struct gpol_record *out)
 /* Set (POL non-NULL) or clear (POL NULL) the override for ID, writing the
  * file first: memory changes only when the file was replaced. Returns 0,
  * -ENOENT (clearing an absent one), -ENOSPC (GPOLSTORE_MAX reached),
- * -EROFS (opened without a directory) or the write's negative errno. */
+ * -EROFS (opened without a directory, or without CREATE) or the write's
+ * negative errno. */
 int gpolstore_set(struct gpolstore *s, const char *id, const struct guest_policy *pol, int64_t now_real_ns);
 /* All overrides, sorted by id; *OUT is the caller's to free(). */
 unsigned gpolstore_list(struct gpolstore *s, struct gpol_record **out);

@@ -2,6 +2,8 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -54,18 +56,85 @@ void log_use_syslog(bool on, const char *ident)
 
 void log_set_journal_prefix(bool on) { journal_prefix = on; }
 
+/* Length of the valid UTF-8 sequence at S (1..4), or 0 if there is none
+ * (a stray continuation byte, an overlong or truncated sequence). */
+static size_t utf8_len(const unsigned char *s)
+{
+	size_t n;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		n = 3;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	for (size_t i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	if ((n == 3 && s[0] == 0xe0 && s[1] < 0xa0) || (n == 4 && s[0] == 0xf0 && s[1] < 0x90) ||
+	    (n == 4 && s[0] == 0xf4 && s[1] > 0x8f))
+		return 0;
+	return n;
+}
+
+/* Does byte sequence S[0..N) need escaping: C0 controls, DEL, C1
+ * controls (U+0080..U+009F, which terminals obey like ESC [), and bytes
+ * that are not UTF-8. */
+static bool needs_escape(const unsigned char *s, size_t n)
+{
+	return n == 0 || (n == 1 && (s[0] < 0x20 || s[0] == 0x7f)) || (n == 2 && s[0] == 0xc2 && s[1] < 0xa0);
+}
+
+size_t log_escape(const char *in, char *out, size_t outsz)
+{
+	const unsigned char *s = (const unsigned char *)in;
+	size_t o = 0;
+
+	if (!outsz)
+		return 0;
+	while (*s) {
+		size_t n = utf8_len(s);
+
+		if (needs_escape(s, n)) {
+			/* One byte at a time: what follows may be fine. */
+			if (o + 4 >= outsz)
+				break;
+			snprintf(out + o, outsz - o, "\\x%02x", s[0]);
+			o += 4;
+			s++;
+			continue;
+		}
+		if (o + n >= outsz)
+			break;
+		memcpy(out + o, s, n);
+		o += n;
+		s += n;
+	}
+	out[o] = '\0';
+	return o;
+}
+
 static void vlog(enum log_level lvl, const char *suffix, const char *fmt, va_list ap)
 {
-	char buf[2048];
+	char buf[2048 * 4];
 	int n;
+	char raw[2048];
 
 	if (lvl > cur_level)
 		return;
-	n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	n = vsnprintf(raw, sizeof(raw), fmt, ap);
 	if (n < 0)
 		return;
-	if (suffix && (size_t)n < sizeof(buf))
-		snprintf(buf + n, sizeof(buf) - (size_t)n, ": %s", suffix);
+	if (suffix && (size_t)n < sizeof(raw))
+		snprintf(raw + n, sizeof(raw) - (size_t)n, ": %s", suffix);
+	/* Messages carry names from the host (cgroups, domains): a control
+	 * character in one must not reach a terminal or split a journal
+	 * line. */
+	log_escape(raw, buf, sizeof(buf));
 	if (to_syslog) {
 		syslog(syslog_prio[lvl], "%s", buf);
 		return;
@@ -95,4 +164,92 @@ int log_errno(enum log_level lvl, int err, const char *fmt, ...)
 	vlog(lvl, strerror(err < 0 ? -err : err), fmt, ap);
 	va_end(ap);
 	return err;
+}
+
+/* ---- the same warning every cycle ----------------------------------- */
+
+struct log_seen {
+	char *msg;
+	unsigned rounds;   /* consecutive rounds it was in */
+};
+
+struct log_repeat {
+	struct log_seen *v;
+	unsigned n;
+};
+
+struct log_repeat *log_repeat_new(void)
+{
+	struct log_repeat *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		abort(); /* the project's OOM policy */
+	return r;
+}
+
+static void seen_free(struct log_seen *v, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		free(v[i].msg);
+	free(v);
+}
+
+void log_repeat_free(struct log_repeat *r)
+{
+	if (!r)
+		return;
+	seen_free(r->v, r->n);
+	free(r);
+}
+
+static bool power_of_ten(unsigned x)
+{
+	while (x >= 10 && x % 10 == 0)
+		x /= 10;
+	return x == 1;
+}
+
+void log_repeat_round(struct log_repeat *r, enum log_level lvl, char *const *msgs, unsigned n)
+{
+	struct log_seen *nv = calloc(n ? n : 1, sizeof(*nv));
+	unsigned nn = 0;
+
+	if (!nv)
+		abort();
+	for (unsigned i = 0; i < n; i++) {
+		struct log_seen *was = NULL;
+		bool dup = false;
+
+		for (unsigned k = 0; k < nn && !dup; k++)
+			dup = strcmp(nv[k].msg, msgs[i]) == 0;
+		if (dup)
+			continue;
+		for (unsigned k = 0; k < r->n && !was; k++)
+			if (r->v[k].msg && strcmp(r->v[k].msg, msgs[i]) == 0)
+				was = &r->v[k];
+		if (was) {
+			nv[nn].msg = was->msg;
+			nv[nn].rounds = was->rounds + 1;
+			was->msg = NULL;
+			/* Now and then, so a long-standing problem is not
+			 * forgotten: after 10, 100, 1000, ... cycles. */
+			if (power_of_ten(nv[nn].rounds))
+				log_msg(lvl, "%s (the same in each of the last %u cycles)", nv[nn].msg,
+					nv[nn].rounds);
+		} else {
+			nv[nn].msg = strdup(msgs[i]);
+			if (!nv[nn].msg)
+				abort();
+			nv[nn].rounds = 1;
+			log_msg(lvl, "%s", msgs[i]);
+		}
+		nn++;
+	}
+	for (unsigned k = 0; k < r->n; k++)
+		if (r->v[k].msg && r->v[k].rounds > 1)
+			log_msg(LOG_LEVEL_INFO, "no longer: %s (it was there for %u cycles)", r->v[k].msg,
+				r->v[k].rounds);
+	seen_free(r->v, r->n);
+	r->v = nv;
+	r->n = nn;
 }

@@ -7,6 +7,7 @@
 #define NUMAORCH_LOG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 enum log_level {
 	LOG_LEVEL_ERROR = 0,
@@ -25,6 +26,12 @@ void log_use_syslog(bool on, const char *ident);
 /* Prefix stderr lines with "<N>" so journald keeps levels. */
 void log_set_journal_prefix(bool on);
 
+/* Copy IN to OUT (OUTSZ bytes, NUL-terminated, cut at a whole character)
+ * with control characters (C0, DEL, C1) and bytes that are not UTF-8 as
+ * \xNN, so text from the host cannot drive a terminal. Every log line
+ * goes through it. Returns the length written. */
+size_t log_escape(const char *in, char *out, size_t outsz);
+
 void log_msg(enum log_level lvl, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
@@ -32,6 +39,16 @@ void log_msg(enum log_level lvl, const char *fmt, ...)
  * `return log_errno(r, "...")`. err is a negative errno. */
 int log_errno(enum log_level lvl, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/* Messages that come back every cycle (the snapshot's warnings): a round
+ * logs each message at LVL only if it was not in the round before; one
+ * that stays is said again after 10, 100, 1000, ... rounds with the
+ * count, and one that goes away after several rounds gets an info line
+ * saying so. Not thread-safe: one caller (the engine). */
+struct log_repeat;
+struct log_repeat *log_repeat_new(void);
+void log_repeat_free(struct log_repeat *r);
+void log_repeat_round(struct log_repeat *r, enum log_level lvl, char *const *msgs, unsigned n);
 
 #define log_error(...) log_msg(LOG_LEVEL_ERROR, __VA_ARGS__)
 #define log_warn(...)  log_msg(LOG_LEVEL_WARN, __VA_ARGS__)

@@ -206,11 +206,6 @@ void snap_warn(struct snapshot *s, const char *fmt, ...)
 	s->warnings[s->nr_warnings++] = msg;
 }
 
-static int guest_cmp(const void *a, const void *b)
-{
-	return strcmp(((const struct snap_guest *)a)->id, ((const struct snap_guest *)b)->id);
-}
-
 void snap_cpus_to_nodes(const struct snapshot *s, const cpumask_t *cpus, nodemask_t *out)
 {
 	mask_zero(out);
@@ -225,6 +220,54 @@ void snap_nodes_to_cpus(const struct snapshot *s, const nodemask_t *nodes, cpuma
 	for (unsigned i = 0; i < s->nr_nodes; i++)
 		if (mask_test(nodes, s->nodes[i].id))
 			mask_or(out, out, &s->nodes[i].cpus);
+}
+
+static uint32_t fnv1a(const char *s);
+
+/* Same id, then by cgroup (none last): which of two guests keeps it. */
+static int guest_cg_cmp(const void *a, const void *b)
+{
+	const struct snap_guest *x = a, *y = b;
+	int c = strcmp(x->id, y->id);
+
+	if (c)
+		return c;
+	if (!x->cgroup || !y->cgroup)
+		return !x->cgroup - !y->cgroup;
+	return strcmp(x->cgroup, y->cgroup);
+}
+
+/* Two cgroups that name the same guest id (/docker/<id> beside
+ * .../docker-<id>.scope; names equal after the id's character rules)
+ * are two guests: the one whose cgroup sorts first keeps the id, each
+ * other one gets "-c" and a hash of its cgroup appended — the same on
+ * every scan and after a restart, whatever order the scan found them
+ * in. Returns whether any id changed. */
+static bool disambiguate(struct snapshot *s)
+{
+	bool changed = false;
+
+	for (unsigned first = 0, i = 1; i < s->nr_guests; i++) {
+		struct snap_guest *g = &s->guests[i], *keeper = &s->guests[first];
+		char id[GUEST_ID_MAX];
+		size_t keep;
+
+		if (strcmp(keeper->id, g->id) != 0) {
+			first = i;
+			continue;
+		}
+		if (!g->cgroup || (keeper->cgroup && strcmp(keeper->cgroup, g->cgroup) == 0))
+			continue; /* the same guest twice: snap_finalize drops it */
+		keep = strlen(g->id);
+		if (keep > GUEST_ID_MAX - 12)
+			keep = GUEST_ID_MAX - 12;
+		snprintf(id, sizeof(id), "%.*s-c%08x", (int)keep, g->id, fnv1a(g->cgroup));
+		snap_warn(s, "guest id %s is taken by cgroup %s: cgroup %s is guest %s", g->id,
+			  keeper->cgroup ? keeper->cgroup : "?", g->cgroup, id);
+		memcpy(g->id, id, sizeof(id));
+		changed = true;
+	}
+	return changed;
 }
 
 double snap_locality_for(const struct snapshot *s, const struct snap_guest *g, const double *w)
@@ -289,8 +332,11 @@ void snap_finalize(struct snapshot *s)
 {
 	unsigned w = 0;
 
-	if (s->nr_guests)
-		qsort(s->guests, s->nr_guests, sizeof(*s->guests), guest_cmp);
+	if (s->nr_guests) {
+		qsort(s->guests, s->nr_guests, sizeof(*s->guests), guest_cg_cmp);
+		if (disambiguate(s))
+			qsort(s->guests, s->nr_guests, sizeof(*s->guests), guest_cg_cmp);
+	}
 	for (unsigned i = 0; i < s->nr_guests; i++) {
 		if (w > 0 && strcmp(s->guests[w - 1].id, s->guests[i].id) == 0) {
 			snap_warn(s, "guest id %s seen twice (cgroups %s and %s); keeping the first",

@@ -188,8 +188,11 @@ void snap_guest_set_cpus(struct snapshot *s, struct snap_guest *g, const cpumask
 			 const cpumask_t *allowed);
 void snap_warn(struct snapshot *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Sort guests by id, drop duplicates of an id (keeps the first, warns),
- * and compute derived fields. Idempotent. */
+/* Sort guests by id, and compute derived fields. Two guests with one id
+ * but different cgroups both stay: the one whose cgroup sorts first
+ * keeps the id, the other gets "-c<hash of its cgroup>" appended (and a
+ * warning says so); true duplicates (same id, same cgroup) are dropped
+ * (keeps the first, warns). Idempotent. */
 void snap_finalize(struct snapshot *s);
 
 /* Lookups. -1 / NULL when absent. */

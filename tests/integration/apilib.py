@@ -284,6 +284,28 @@ def served_routes():
     return {tuple(l.split(" ", 1)) for l in p.stdout.splitlines() if l.strip()}
 
 
+def stored_policies(state_dir):
+    """{guest: record} as the store on disk holds them: the base file
+    (guest-policies.json) with its journal (guest-policies.journal, one
+    {"id", "policy"} line per change since) replayed over it. A last line
+    without its newline was cut short by a crash and never acknowledged."""
+    with open(os.path.join(state_dir, "guest-policies.json")) as f:
+        doc = json.load(f)
+    assert doc["format"] == "numaorch-guest-policies" and doc["version"] == 1, doc
+    out = dict(doc["guests"])
+    jpath = os.path.join(state_dir, "guest-policies.journal")
+    if os.path.exists(jpath):
+        with open(jpath) as f:
+            text = f.read()
+        for line in text.split("\n")[:-1]:
+            rec = json.loads(line)
+            if rec["policy"] is None:
+                out.pop(rec["id"], None)
+            else:
+                out[rec["id"]] = rec["policy"]
+    return out
+
+
 def slurp(path):
     with open(path) as f:
         return f.read()

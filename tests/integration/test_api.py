@@ -181,8 +181,7 @@ class Api(apilib.ClassDaemon):
         self.assertEqual(self.ok(self.d.get("/v1/guests/" + gid))["policy"]["nodes"], "1")
         listed = self.ok(self.d.get("/v1/guest-policies"))["policies"]
         self.assertIn(gid, [x["guest"] for x in listed])
-        with open(os.path.join(self.d.state, "guest-policies.json")) as f:
-            self.assertEqual(json.load(f)["guests"][gid]["nodes"], "1")
+        self.assertEqual(apilib.stored_policies(self.d.state)[gid]["nodes"], "1")
         r = self.ok(self.d.request("PUT", p, {"mode": "pinned", "nodes": [0, 1]}))
         self.assertEqual(r["nodes"], "0-1")
         self.assertEqual(self.ok(self.d.request("PUT", p, {"mode": "ignore"}))["mode"], "ignore")
@@ -472,6 +471,8 @@ class BadRequests(unittest.TestCase):
             "cycles": st["cycles"],
             "moves": st["totals"],
             "file": apilib.slurp(path) if os.path.exists(path) else None,
+            "journal": apilib.slurp(path.replace(".json", ".journal"))
+            if os.path.exists(path.replace(".json", ".journal")) else None,
             "writes": apilib.slurp(writes),
             "decisions": d.get("/v1/decisions").json()["last_id"],
         }

@@ -42,6 +42,14 @@ def closed_within(s, limit):
     return None
 
 
+def metric(d, name, **labels):
+    want = ",".join('%s="%s"' % kv for kv in labels.items())
+    for line in d.get("/metrics").body.decode().splitlines():
+        if line.startswith(name + ("{" + want + "}" if want else "") + " "):
+            return float(line.rsplit(" ", 1)[1])
+    raise AssertionError("no %s{%s} in /metrics" % (name, want))
+
+
 @unittest.skipIf(REASON, REASON or "")
 class Flood(unittest.TestCase):
     @classmethod
@@ -103,17 +111,19 @@ class Flood(unittest.TestCase):
                             "the flood never opened %d connections per listener: %s"
                             % (N, [h.opened for h in holders]))
             lat, errors, threads, rss, socks = self.probe(6.0, pid)
+            held = {tr: metric(self.d, "numaorch_api_connections", listener=tr) for tr in ("unix", "tcp")}
         finally:
             for h in holders:
                 h.stop()
         cpu = floodlib.cpu_seconds(pid) - cpu0
         report = ("%s flood, %d connections kept open per listener: unix opened %d, tcp opened %d "
-                  "(reopened after the server dropped them: %d, %d); daemon's open sockets max %d; "
+                  "(reopened after the server dropped them: %d, %d); daemon's open sockets max %d "
+                  "(its /metrics: unix %d, tcp %d held); "
                   "health/status p50/p99/max ms: unix "
                   "%.1f/%.1f/%.1f, tcp %.1f/%.1f/%.1f; %d probes; daemon threads %d -> max %d, "
                   "RSS %d -> max %d KiB, CPU %.1f s" %
                   (mode, N, holders[0].opened, holders[1].opened, holders[0].dropped, holders[1].dropped,
-                   socks,
+                   socks, held["unix"], held["tcp"],
                    1e3 * floodlib.percentile(lat["unix"], 50), 1e3 * floodlib.percentile(lat["unix"], 99),
                    1e3 * max(lat["unix"]), 1e3 * floodlib.percentile(lat["tcp"], 50),
                    1e3 * floodlib.percentile(lat["tcp"], 99), 1e3 * max(lat["tcp"]),
@@ -181,6 +191,8 @@ class Flood(unittest.TestCase):
         print("\n" + report, file=sys.stderr)
         self.assertGreater(h.dropped, 0, report)
         self.assertLess(socks, 1024 + 512 + 16 + 16, report)
+        self.assertGreater(metric(self.d, "numaorch_api_connections_closed_total", listener="unix",
+                                  reason="limit"), 0)
         self.assertEqual(errors, [], report)
         self.assertLess(floodlib.percentile(lat, 99), 0.100, report)
 
@@ -287,11 +299,14 @@ class Flood(unittest.TestCase):
         self.assertLess(t, REQUEST_TIMEOUT + 2)
 
     def test_unauthenticated_tcp_connection_is_dropped_fast(self):
+        late0 = metric(self.d, "numaorch_api_connections_closed_total", listener="tcp", reason="deadline")
         s = self.d.connect(tcp=True)
         t = closed_within(s, REQUEST_TIMEOUT + 5)
         s.close()
         self.assertIsNotNone(t)
         self.assertLess(t, UNAUTH_TIMEOUT + 1.5)
+        self.assertGreater(metric(self.d, "numaorch_api_connections_closed_total", listener="tcp",
+                                  reason="deadline"), late0)
         # One with the token may idle (keep-alive) until the request deadline.
         s = self.d.connect(tcp=True)
         s.sendall(b"GET /v1/status HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
@@ -339,6 +354,10 @@ class Flood(unittest.TestCase):
             self.assertGreater(time.monotonic() - t0, 8)
             # TCP probes see it too, without a token.
             self.assertEqual(self.d.get("/v1/health", tcp=True, token=None).status, 503)
+            # And the probe the DaemonSet runs fails with "retry later" (7).
+            c = self.d.ctl("health")
+            self.assertEqual(c.returncode, 7, c.stdout + c.stderr)
+            self.assertIn("engine thread has not run", c.stderr)
         finally:
             libc.ptrace(PTRACE_DETACH, tid, None, None)
         deadline = time.monotonic() + 10

@@ -205,6 +205,16 @@ class Limits(unittest.TestCase):
         def reader(k):
             after = None
             while not stop.is_set():
+                if k % 2:
+                    # The guest list looks every guest's override up (it
+                    # once copied the whole store per request: 18 MB).
+                    try:
+                        r = d.get("/v1/guests?kind=container", timeout=30)
+                        if r.status != 200:
+                            errors.append(r.status)
+                    except OSError as e:
+                        errors.append(repr(e))
+                    continue
                 try:
                     r = d.get("/v1/guest-policies" + ("?after=" + after if after else ""), timeout=30)
                 except OSError as e:
@@ -226,12 +236,15 @@ class Limits(unittest.TestCase):
         for t in ts:
             t.join()
         body = d.get("/v1/guest-policies").body
-        report = ("65536 stored policies, 16 concurrent readers paging for 5 s: RSS %d KiB idle, peak %d "
+        report = ("65536 stored policies, 16 concurrent readers (8 paging them, 8 reading the guest list) "
+                  "for 5 s: RSS %d KiB idle, peak %d "
                   "KiB; one page %d bytes" % (rss0, peak[0], len(body)))
         print("\n" + report, file=sys.stderr)
         self.assertEqual(errors, [])
         self.assertLess(len(body), 256 * 1024, report)
-        self.assertLess(peak[0], 96 * 1024, report)
+        # Measured: ~41 MiB peak over ~25 MiB idle; copying the store per
+        # guest-list request made it 66 MiB.
+        self.assertLess(peak[0] - rss0, 28 * 1024, report)
 
 
 if __name__ == "__main__":

@@ -79,16 +79,48 @@ class Persistence(unittest.TestCase):
         self.assertEqual(self.d.get("/v1/guests/lxc-db").json()["policy"]["mode"], "ignore")
 
     def test_corrupt_state_file_refuses_to_start(self):
-        os.makedirs(self.d.state)
+        os.makedirs(self.d.state, mode=0o750)
         itlib.write(self.file, '{"format": "numaorch-guest-policies", "version": 1, "guests": {"x": {"mode": "pinn')
         p = subprocess.run(self.d.args(), capture_output=True, text=True, timeout=30)
         self.assertEqual(p.returncode, 1)
         self.assertIn(self.file, p.stderr)
-        itlib.write(self.file, '{"format": "numaorch-guest-policies", "version": 1, '
-                               '"guests": {"../etc": {"mode": "ignore"}}}')
+
+    def test_one_bad_record_is_dropped_the_rest_load(self):
+        """Issue 14: one bad record used to stop the daemon from starting."""
+        os.makedirs(self.d.state, mode=0o750)
+        text = ('{"format": "numaorch-guest-policies", "version": 1, "guests": {'
+                '"lxc-db": {"mode": "pinned", "nodes": "1", "set": "2026-12-01T00:00:00Z"}, '
+                '"../etc": {"mode": "ignore"}, '
+                '"runc-ctr1": {"mode": "ignore", "set": "2026-12-01T00:00:00Z"}}}')
+        itlib.write(self.file, text)
+        self.d.start()
+        self.assertEqual(self.policies(), {"lxc-db": ("pinned", "1"), "runc-ctr1": ("ignore", None)})
+        log = self.d.logtext()
+        self.assertIn('"../etc" is not a valid guest id: record dropped', log)
+        self.assertIn("guest-policies.json.rejected", log)
+        # Nothing is lost: the file as it was is kept beside.
+        self.assertEqual(apilib.slurp(self.file + ".rejected"), text)
+        self.assertEqual(self.d.stop(), 0)
+
+    def test_hostile_state_directory_is_refused(self):
+        """Issue 14: a state directory others can write, or a symlink in
+        place of the store, made root write wherever it pointed."""
+        os.makedirs(self.d.state)
+        os.chmod(self.d.state, 0o777)
         p = subprocess.run(self.d.args(), capture_output=True, text=True, timeout=30)
-        self.assertEqual(p.returncode, 1)
-        self.assertIn("not a valid guest id", p.stderr)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("state directory %s is writable by others (mode 0777)" % self.d.state, p.stderr)
+        os.chmod(self.d.state, 0o750)
+        victim = os.path.join(self.tmp, "victim")
+        itlib.write(victim, "precious\n")
+        os.symlink(victim, os.path.join(self.d.state, "guest-policies.journal"))
+        p = subprocess.run(self.d.args(), capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertEqual(apilib.slurp(victim), "precious\n")
+        os.unlink(os.path.join(self.d.state, "guest-policies.journal"))
+        self.d.start()
+        self.assertEqual(self.d.request("PUT", "/v1/guests/lxc-db/policy", {"mode": "ignore"}).status, 200)
+        self.assertEqual(apilib.slurp(victim), "precious\n")
 
     def test_kill9_during_writes_leaves_old_or_new(self):
         """Hammer PUT/DELETE, kill -9 at a random moment, check the file, restart."""
@@ -124,17 +156,16 @@ class Persistence(unittest.TestCase):
             for t in ts:
                 t.join()
             self.d.stop()
-            # The file must be complete, valid, and in our format.
-            with open(self.file) as f:
-                doc = json.load(f)
-            self.assertEqual(doc["format"], "numaorch-guest-policies")
-            for gid, rec in doc["guests"].items():
+            # The base file and its journal must be complete, valid, and
+            # in our format (a torn last journal line was never answered).
+            stored = apilib.stored_policies(self.d.state)
+            for gid, rec in stored.items():
                 self.assertEqual(rec["mode"], "pinned")
                 self.assertIn(rec["nodes"], ("0", "1"))
-            # Restart: what the agent serves is exactly what the file held.
+            # Restart: what the agent serves is exactly what the files held.
             self.d.start()
             served = self.policies()
-            self.assertEqual(served, {g: ("pinned", r["nodes"]) for g, r in doc["guests"].items()})
+            self.assertEqual(served, {g: ("pinned", r["nodes"]) for g, r in stored.items()})
             seen_states.append(len(served))
             self.assertEqual([f for f in os.listdir(self.d.state) if ".tmp." in f], [],
                              "a temp file from the killed agent was left behind")

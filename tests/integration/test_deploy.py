@@ -72,6 +72,33 @@ class Units(unittest.TestCase):
         self.assertEqual((p.returncode, p.stderr.strip()), (0, ""))
 
 
+class Logrotate(unittest.TestCase):
+    """deploy/logrotate/numaorchd: installed by make install (so by the
+    .deb), rotates what the man page suggests, and signals the daemon to
+    reopen rather than truncating under it."""
+
+    def test_installed_and_well_formed(self):
+        p = subprocess.run(["make", "-n", "-C", itlib.REPO, "install", "DESTDIR=/nonexistent"],
+                           capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("deploy/logrotate/numaorchd /nonexistent/etc/logrotate.d/numaorchd", p.stdout)
+        with open(os.path.join(DEPLOY, "logrotate", "numaorchd")) as f:
+            text = f.read()
+        self.assertIn("/var/log/numaorch/*.jsonl {", text)
+        self.assertNotIn("copytruncate", text)
+        self.assertIn("systemctl reload numaorchd.service", text)
+        with open(os.path.join(DEPLOY, "systemd", "numaorchd.service")) as f:
+            self.assertIn("LogsDirectory=numaorch", f.read())
+        if not shutil.which("logrotate"):
+            self.skipTest("logrotate is not installed: its parse of the file is not checked")
+        tmp = tempfile.mkdtemp(prefix="numaorch-lr-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        p = subprocess.run(["logrotate", "--debug", "--state", os.path.join(tmp, "state"),
+                            os.path.join(DEPLOY, "logrotate", "numaorchd")], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertNotIn("error", p.stderr.lower())
+
+
 class Kubernetes(unittest.TestCase):
     def setUp(self):
         try:

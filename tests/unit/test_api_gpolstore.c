@@ -2,6 +2,8 @@
 #include "testutil.h"
 
 #include <errno.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,19 +88,6 @@ static void test_broken_files_are_refused(void **state)
 		{ "{\"format\": \"other\", \"version\": 1, \"guests\": {}}", "not a numaorch" },
 		{ "{\"format\": \"numaorch-guest-policies\", \"version\": 2, \"guests\": {}}", "not a numaorch" },
 		{ "{\"format\": \"numaorch-guest-policies\", \"version\": 1, \"guests\": {}, \"x\": 1}", "not a numaorch" },
-		{ "{\"format\": \"numaorch-guest-policies\", \"version\": 1, \"guests\": {\"../x\": {\"mode\": \"auto\"}}}",
-		  "not a valid guest id" },
-		{ "{\"format\": \"numaorch-guest-policies\", \"version\": 1, \"guests\": {\"a\": {\"mode\": \"pinned\"}}}",
-		  "nodes must be given with mode pinned" },
-		{ "{\"format\": \"numaorch-guest-policies\", \"version\": 1, \"guests\": {\"a\": {\"mode\": \"auto\", \"nodes\": \"1\"}}}",
-		  "nodes must be given with mode pinned" },
-		{ "{\"format\": \"numaorch-guest-policies\", \"version\": 1, \"guests\": {\"a\": {\"mode\": \"wild\"}}}",
-		  "mode must be" },
-		{ "{\"format\": \"numaorch-guest-policies\", \"version\": 1, \"guests\": {\"a\": {\"mode\": \"auto\", \"colour\": 1}}}",
-		  "unknown field" },
-		{ "{\"format\": \"numaorch-guest-policies\", \"version\": 1, \"guests\": {\"a\": {\"mode\": \"auto\", \"set\": \"yesterday\"}}}",
-		  "set must be a time" },
-		{ "{\"format\": \"numaorch-guest-policies\", \"version\": 1, \"guests\": {\"a\": 5}}", "not an object" },
 	};
 
 	(void)state;
@@ -116,12 +105,177 @@ static void test_broken_files_are_refused(void **state)
 	}
 }
 
+/* One bad record does not stop the start: the good ones load, the bad
+ * one is named, and the file as it was is kept. */
+static void test_one_bad_record_is_dropped_and_named(void **state)
+{
+	static const struct { const char *rec; const char *why; } t[] = {
+		{ "\"../x\": {\"mode\": \"auto\"}", "not a valid guest id" },
+		{ "\"a\": {\"mode\": \"pinned\"}", "nodes must be given with mode pinned" },
+		{ "\"a\": {\"mode\": \"auto\", \"nodes\": \"1\"}", "nodes must be given with mode pinned" },
+		{ "\"a\": {\"mode\": \"wild\"}", "mode must be" },
+		{ "\"a\": {\"mode\": \"auto\", \"colour\": 1}", "unknown field" },
+		{ "\"a\": {\"mode\": \"auto\", \"set\": \"yesterday\"}", "set must be a time" },
+		{ "\"a\": 5", "not an object" },
+	};
+
+	(void)state;
+	for (unsigned i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		char *dir = tu_mkdtemp(), err[400] = "", *text, *kept, *rej;
+		struct gpolstore *s = NULL;
+		struct gpol_record rec;
+		char *const *msgs;
+		unsigned nd;
+
+		text = xasprintf("{\"format\": \"numaorch-guest-policies\", \"version\": 1, \"guests\": "
+				 "{\"good-1\": {\"mode\": \"ignore\"}, %s, \"good-2\": {\"mode\": \"pinned\", "
+				 "\"nodes\": \"1\"}}}", t[i].rec);
+		tu_write(dir, GPOLSTORE_FILE, text);
+		assert_int_equal(gpolstore_open(dir, GPOLSTORE_CREATE, &s, err, sizeof(err)), 0);
+		assert_int_equal(gpolstore_count(s), 2);
+		assert_true(gpolstore_get(s, "good-1", &rec));
+		assert_true(gpolstore_get(s, "good-2", &rec));
+		nd = gpolstore_dropped(s, &msgs);
+		assert_int_equal(nd, 2);
+		if (!strstr(msgs[0], t[i].why) || !strstr(msgs[0], "record dropped"))
+			fail_msg("case %u: \"%s\" does not say \"%s\"", i, msgs[0], t[i].why);
+		assert_non_null(strstr(msgs[1], ".rejected"));
+		rej = xasprintf("%s/%s.rejected", dir, GPOLSTORE_FILE);
+		assert_int_equal(fs_read_file(rej, 1 << 20, &kept, NULL), 0);
+		assert_string_equal(kept, text);
+		gpolstore_free(s);
+		free(kept);
+		free(rej);
+		free(text);
+		tu_rm_rf(dir);
+		free(dir);
+	}
+}
+
+/* Changes go to the journal; a reopen replays it; a line cut short by a
+ * crash is ignored; the journal is folded into the base once it holds as
+ * many records as the base did (at least 1024). */
+static void test_journal_replay_and_compaction(void **state)
+{
+	char *dir = tu_mkdtemp(), err[300], *jpath = xasprintf("%s/%s", dir, GPOLSTORE_JOURNAL), *text;
+	struct guest_policy p = pinned("1"), ign = { .mode = GPOL_IGNORE };
+	struct gpolstore *s;
+	struct gpol_record rec;
+	char *const *msgs;
+	struct stat st;
+	size_t len;
+
+	(void)state;
+	assert_int_equal(gpolstore_open(dir, GPOLSTORE_CREATE, &s, err, sizeof(err)), 0);
+	assert_int_equal(gpolstore_set(s, "docker-a", &p, T0), 0);
+	assert_int_equal(gpolstore_set(s, "docker-b", &ign, T0), 0);
+	assert_int_equal(gpolstore_set(s, "docker-a", NULL, T0), 0);
+	gpolstore_free(s);
+	assert_int_equal(fs_read_file(jpath, 1 << 20, &text, &len), 0);
+	assert_non_null(strstr(text, "{\"id\":\"docker-a\",\"policy\":null}\n"));
+	free(text);
+
+	/* Without CREATE (numaorchd --once): replayed, nothing written. */
+	assert_int_equal(gpolstore_open(dir, 0, &s, err, sizeof(err)), 0);
+	assert_int_equal(gpolstore_count(s), 1);
+	assert_false(gpolstore_get(s, "docker-a", &rec));
+	assert_true(gpolstore_get(s, "docker-b", &rec));
+	assert_int_equal(gpolstore_set(s, "docker-c", &p, T0), -EROFS);
+	gpolstore_free(s);
+
+	/* A torn last line (killed mid-append): ignored and said. */
+	{
+		FILE *f = fopen(jpath, "a");
+
+		fputs("{\"id\":\"docker-c\",\"pol", f);
+		fclose(f);
+	}
+	assert_int_equal(gpolstore_open(dir, GPOLSTORE_CREATE, &s, err, sizeof(err)), 0);
+	assert_int_equal(gpolstore_count(s), 1);
+	assert_int_equal(gpolstore_dropped(s, &msgs), 1);
+	assert_non_null(strstr(msgs[0], "incomplete last line"));
+	/* Opening compacted: the journal is empty, the base holds it all. */
+	assert_int_equal(stat(jpath, &st), 0);
+	assert_int_equal(st.st_size, 0);
+	for (unsigned i = 0; i < 1023; i++) {
+		char id[32];
+
+		snprintf(id, sizeof(id), "runc-%04u", i);
+		assert_int_equal(gpolstore_set(s, id, &p, T0), 0);
+	}
+	assert_int_equal(stat(jpath, &st), 0);
+	assert_true(st.st_size > 1023 * 40);
+	assert_int_equal(gpolstore_set(s, "runc-last", &p, T0), 0); /* the 1024th */
+	assert_int_equal(stat(jpath, &st), 0);
+	assert_int_equal(st.st_size, 0);
+	assert_int_equal(gpolstore_count(s), 1025);
+	gpolstore_free(s);
+	assert_int_equal(gpolstore_open(dir, 0, &s, err, sizeof(err)), 0);
+	assert_int_equal(gpolstore_count(s), 1025);
+	assert_true(gpolstore_get(s, "runc-0512", &rec));
+	assert_int_equal(rec.pol.mode, GPOL_PINNED);
+	gpolstore_free(s);
+
+	free(jpath);
+	tu_rm_rf(dir);
+	free(dir);
+}
+
+/* The state directory and the files in it, opened as root writes them. */
+static void test_hostile_state_directory(void **state)
+{
+	char *dir = tu_mkdtemp(), *sub = xasprintf("%s/state", dir), err[400];
+	char *victim = xasprintf("%s/victim", dir), *file = xasprintf("%s/%s", sub, GPOLSTORE_FILE), *text;
+	struct guest_policy p = pinned("1");
+	struct gpolstore *s = NULL;
+
+	(void)state;
+	assert_int_equal(mkdir(sub, 0777), 0);
+	assert_int_equal(chmod(sub, 0777), 0);
+	assert_int_equal(gpolstore_open(sub, GPOLSTORE_CREATE, &s, err, sizeof(err)), -EPERM);
+	assert_null(s);
+	assert_non_null(strstr(err, "state directory"));
+	assert_non_null(strstr(err, "writable by others"));
+	assert_int_equal(gpolstore_open(sub, 0, &s, err, sizeof(err)), -EPERM);
+	assert_int_equal(chmod(sub, 0750), 0);
+
+	/* A symlink where the file goes: refused, never followed. */
+	tu_write(dir, "victim", "precious");
+	assert_int_equal(symlink(victim, file), 0);
+	assert_int_equal(gpolstore_open(sub, GPOLSTORE_CREATE, &s, err, sizeof(err)), -ELOOP);
+	assert_non_null(strstr(err, "symlink"));
+	assert_int_equal(unlink(file), 0);
+	/* ... nor where the journal goes. */
+	{
+		char *j = xasprintf("%s/%s", sub, GPOLSTORE_JOURNAL);
+
+		assert_int_equal(symlink(victim, j), 0);
+		assert_true(gpolstore_open(sub, GPOLSTORE_CREATE, &s, err, sizeof(err)) < 0);
+		assert_int_equal(unlink(j), 0);
+		free(j);
+	}
+	assert_int_equal(gpolstore_open(sub, GPOLSTORE_CREATE, &s, err, sizeof(err)), 0);
+	assert_int_equal(gpolstore_set(s, "lxc-db", &p, T0), 0);
+	gpolstore_free(s);
+	assert_int_equal(fs_read_file(victim, 100, &text, NULL), 0);
+	assert_string_equal(text, "precious");
+	free(text);
+	free(file);
+	free(victim);
+	free(sub);
+	tu_rm_rf(dir);
+	free(dir);
+}
+
 static void test_temps_cleaned_and_write_failure_changes_nothing(void **state)
 {
-	char *dir = tu_mkdtemp(), err[300], *tmp, *path;
+	char *dir = tu_mkdtemp(), err[300], *tmp;
 	struct gpolstore *s;
 	struct gpol_record rec;
 	struct guest_policy p = pinned("1");
+	struct rlimit was, lim;
+	struct stat st;
+	char *jpath = xasprintf("%s/%s", dir, GPOLSTORE_JOURNAL);
 
 	(void)state;
 	/* What a writer killed between its temp file and the rename leaves. */
@@ -130,14 +284,28 @@ static void test_temps_cleaned_and_write_failure_changes_nothing(void **state)
 	tmp = xasprintf("%s/%s.tmp.4242", dir, GPOLSTORE_FILE);
 	assert_false(fs_exists(tmp));
 	assert_int_equal(gpolstore_set(s, "lxc-db", &p, T0), 0);
-	/* Make the next write fail: the file's place is taken by a directory. */
-	path = xasprintf("%s/%s", dir, GPOLSTORE_FILE);
-	assert_int_equal(unlink(path), 0);
-	assert_int_equal(mkdir(path, 0700), 0);
-	tu_write(path, "keep", "x");
+	/* Make the next append fail: no file may grow past its size. */
+	assert_int_equal(stat(jpath, &st), 0);
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &was), 0);
+	signal(SIGXFSZ, SIG_IGN);
+	lim = was;
+	lim.rlim_cur = (rlim_t)st.st_size + 10;
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
 	assert_true(gpolstore_set(s, "runc-a", &p, T0) < 0);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &was), 0);
+	signal(SIGXFSZ, SIG_DFL);
 	assert_false(gpolstore_get(s, "runc-a", &rec));
 	assert_int_equal(gpolstore_count(s), 1);
+	/* The half line was cut back: the journal still parses whole. */
+	assert_int_equal(gpolstore_set(s, "runc-b", &p, T0), 0);
+	gpolstore_free(s);
+	assert_int_equal(gpolstore_open(dir, 0, &s, err, sizeof(err)), 0);
+	assert_int_equal(gpolstore_count(s), 2);
+	{
+		char *const *msgs;
+
+		assert_int_equal(gpolstore_dropped(s, &msgs), 0);
+	}
 	gpolstore_free(s);
 
 	/* A store without a directory refuses to change. */
@@ -146,7 +314,7 @@ static void test_temps_cleaned_and_write_failure_changes_nothing(void **state)
 	assert_null(gpolstore_path(s));
 	gpolstore_free(s);
 	free(tmp);
-	free(path);
+	free(jpath);
 	tu_rm_rf(dir);
 	free(dir);
 }
@@ -156,6 +324,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_set_get_clear_reload),
 		cmocka_unit_test(test_broken_files_are_refused),
+		cmocka_unit_test(test_one_bad_record_is_dropped_and_named),
+		cmocka_unit_test(test_journal_replay_and_compaction),
+		cmocka_unit_test(test_hostile_state_directory),
 		cmocka_unit_test(test_temps_cleaned_and_write_failure_changes_nothing),
 	};
 

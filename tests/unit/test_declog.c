@@ -2,10 +2,15 @@
  * as the tail of a full declog_query, oldest first. */
 #include "testutil.h"
 
+#include <errno.h>
 #include <jansson.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "orchestrator/declog.h"
+#include "orchestrator/fs.h"
 
 static void add(struct declog *d, const char *guest)
 {
@@ -28,7 +33,7 @@ static void test_newest(void **state)
 	struct declog *d;
 
 	(void)state;
-	assert_int_equal(declog_open(NULL, 4, &d), 0);
+	assert_int_equal(declog_open(NULL, 4, &d, NULL, 0), 0);
 	for (size_t i = 0; i < 6; i++)
 		add(d, guests[i]);
 	/* the ring keeps ids 3..6 */
@@ -45,10 +50,63 @@ static void test_newest(void **state)
 	declog_close(d);
 }
 
+/* The file is appended to as root: never through a symlink, never in a
+ * directory others can write; a reopen that fails keeps the old file. */
+static void test_file_opened_carefully(void **state)
+{
+	char *dir = tu_mkdtemp(), *log = xasprintf("%s/d.jsonl", dir), *victim = xasprintf("%s/victim", dir);
+	char *moved = xasprintf("%s/d.jsonl.1", dir), err[400], *text;
+	struct declog *d = NULL;
+
+	(void)state;
+	tu_write(dir, "victim", "precious\n");
+	assert_int_equal(symlink(victim, log), 0);
+	assert_int_equal(declog_open(log, 4, &d, err, sizeof(err)), -ELOOP);
+	assert_non_null(strstr(err, "symlink"));
+	assert_int_equal(unlink(log), 0);
+	assert_int_equal(mkfifo(log, 0600), 0);
+	assert_int_equal(declog_open(log, 4, &d, err, sizeof(err)), -EINVAL); /* and did not block */
+	assert_non_null(strstr(err, "not a regular file"));
+	assert_int_equal(unlink(log), 0);
+	assert_int_equal(chmod(dir, 0777), 0);
+	assert_int_equal(declog_open(log, 4, &d, err, sizeof(err)), -EPERM);
+	assert_non_null(strstr(err, "writable by others"));
+	assert_int_equal(chmod(dir, 0700), 0);
+
+	assert_int_equal(declog_open(log, 4, &d, err, sizeof(err)), 0);
+	add(d, "a");
+	/* logrotate: the file moved away, then SIGHUP. */
+	assert_int_equal(rename(log, moved), 0);
+	assert_int_equal(symlink(victim, log), 0);
+	assert_int_equal(declog_reopen(d, log, err, sizeof(err)), -ELOOP);
+	add(d, "b"); /* still into the old file */
+	assert_int_equal(unlink(log), 0);
+	assert_int_equal(declog_reopen(d, log, err, sizeof(err)), 0);
+	add(d, "c");
+	declog_close(d);
+	assert_int_equal(fs_read_file(moved, 1 << 16, &text, NULL), 0);
+	assert_non_null(strstr(text, "\"guest\":\"a\""));
+	assert_non_null(strstr(text, "\"guest\":\"b\""));
+	free(text);
+	assert_int_equal(fs_read_file(log, 1 << 16, &text, NULL), 0);
+	assert_null(strstr(text, "\"guest\":\"b\""));
+	assert_non_null(strstr(text, "\"guest\":\"c\""));
+	free(text);
+	assert_int_equal(fs_read_file(victim, 1 << 16, &text, NULL), 0);
+	assert_string_equal(text, "precious\n");
+	free(text);
+	tu_rm_rf(dir);
+	free(dir);
+	free(log);
+	free(victim);
+	free(moved);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_newest),
+		cmocka_unit_test(test_file_opened_carefully),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

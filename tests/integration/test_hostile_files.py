@@ -1,0 +1,190 @@
+"""Hostile files against the real numaorchd (issue 14), on a fixture host
+(no root needed for most): a configuration, drop-in or token file that is
+a directory or a FIFO is a clear error at start, in --check-config and at
+SIGHUP (the old configuration stays, the engine never blocks); the
+decision log is never written through a symlink or in a directory others
+can write; it is reopened on SIGHUP (logrotate); in advise mode a planned
+move is recorded once, not every cycle; a warning that comes back every
+cycle is logged once."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+import unittest
+
+import apilib
+import itlib
+
+REASON = apilib.skip_reason()
+
+
+def wait_for(cond, timeout, what):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(0.05)
+    raise AssertionError("timed out (%ds) waiting for %s" % (timeout, what))
+
+
+def decisions(path):
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [json.loads(l) for l in f if l.strip()]
+
+
+@unittest.skipIf(REASON, REASON or "")
+class HostileFiles(unittest.TestCase):
+    def setUp(self):
+        self.tmp = itlib.mktemp()
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.root = apilib.compose_root(self.tmp)
+
+    def daemon(self, **kw):
+        d = apilib.Daemon(self.tmp, self.root, **kw)
+        self.addCleanup(d.stop)
+        return d
+
+    def check_config(self, conf, timeout=10):
+        # A FIFO used to block here for ever: the timeout is the test.
+        return subprocess.run([itlib.NUMAORCHD, "--check-config", "--config", conf], capture_output=True,
+                              text=True, timeout=timeout)
+
+    def test_config_and_dropins_must_be_regular_files(self):
+        d = os.path.join(self.tmp, "confdir")
+        os.mkdir(d)
+        p = self.check_config(d)
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+        self.assertNotIn("configuration OK", p.stdout)
+        self.assertIn("configuration file %s is a directory, not a regular file" % d, p.stderr)
+
+        fifo = os.path.join(self.tmp, "conffifo")
+        os.mkfifo(fifo)
+        p = self.check_config(fifo)
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+        self.assertIn("is a FIFO, not a regular file", p.stderr)
+        # Starting with one: refused at once, too.
+        p = subprocess.run([itlib.NUMAORCHD, "--config", fifo, "--root", self.root, "--socket", ""],
+                           capture_output=True, text=True, timeout=10)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("is a FIFO", p.stderr)
+
+        conf = itlib.config_file(self.tmp, "[agent]\nmode = advise\n")
+        os.mkdir(conf + ".d")
+        os.mkfifo(os.path.join(conf + ".d", "50-x.conf"))
+        p = self.check_config(conf)
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+        self.assertIn("50-x.conf is a FIFO, not a regular file", p.stderr)
+        os.unlink(os.path.join(conf + ".d", "50-x.conf"))
+        os.mkdir(os.path.join(conf + ".d", "60-y.conf"))
+        p = self.check_config(conf)
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+        self.assertIn("60-y.conf is a directory", p.stderr)
+
+    def test_token_file_fifo_is_refused_not_waited_on(self):
+        d = self.daemon()
+        os.unlink(d.token_file)
+        os.mkfifo(d.token_file, 0o600)
+        p = subprocess.run(d.args(), capture_output=True, text=True, timeout=10)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("token file %s is a FIFO, not a regular file" % d.token_file, p.stderr)
+        p = subprocess.run([itlib.NUMAORCHD, "--check-config", "--config", d.conf, "--listen", "127.0.0.1:0",
+                            "--token-file", d.token_file], capture_output=True, text=True, timeout=10)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("is a FIFO", p.stderr)
+
+    def test_reload_with_a_directory_or_fifo_keeps_the_old_config(self):
+        d = self.daemon(conf="[agent]\nsample = 0.05\nmode = advise\n").start()
+        self.assertEqual(d.get("/v1/status").json()["mode"], "advise")
+        conf = d.conf
+        os.rename(conf, conf + ".real")
+        for kind in ("directory", "FIFO"):
+            if kind == "directory":
+                os.mkdir(conf)
+            else:
+                os.mkfifo(conf)
+            offset = os.path.getsize(d.log)
+            d.proc.send_signal(signal.SIGHUP)
+            text = wait_for(lambda: "keeping the old configuration" in d.logtext(offset) and d.logtext(offset),
+                            15, "the reload to be refused")
+            self.assertIn("is a %s, not a regular file" % kind, text)
+            self.assertNotIn("configuration reloaded", text)
+            # The engine is not stuck: it still answers changes and cycles.
+            self.assertEqual(d.get("/v1/status").json()["mode"], "advise")
+            r = d.request("POST", "/v1/rebalance", {"dry_run": True})
+            self.assertEqual(r.status, 200, r)
+            h = d.get("/v1/health")
+            self.assertEqual(h.status, 200, h)
+            if kind == "directory":
+                os.rmdir(conf)
+            else:
+                os.unlink(conf)
+        t0 = time.time()
+        self.assertEqual(d.stop(), 0)
+        self.assertLess(time.time() - t0, 10)
+
+    def test_decision_log_never_through_a_symlink_or_in_an_open_directory(self):
+        victim = os.path.join(self.tmp, "victim")
+        itlib.write(victim, "precious\n")
+        link = os.path.join(self.tmp, "decisions.jsonl")
+        os.symlink(victim, link)
+        d = self.daemon()
+        p = subprocess.run(d.args(), capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("decision log %s: " % link, p.stderr)
+        self.assertIn("symlink", p.stderr)
+        self.assertEqual(apilib.slurp(victim), "precious\n")
+        os.unlink(link)
+
+        openlog = os.path.join(self.tmp, "openlog")
+        os.mkdir(openlog)
+        os.chmod(openlog, 0o1777)   # like /tmp
+        d2 = apilib.Daemon(self.tmp, self.root, extra=["--decision-log", os.path.join(openlog, "d.jsonl")])
+        p = subprocess.run(d2.args(), capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("directory of decision log %s is writable by others (mode 1777)" % openlog, p.stderr)
+
+    def test_decision_log_reopened_on_sighup_for_logrotate(self):
+        d = self.daemon(conf="[agent]\nsample = 0.05\nmode = advise\n").start()
+        path = os.path.join(self.tmp, "decisions.jsonl")
+        self.assertEqual(d.request("POST", "/v1/rebalance", {}).status, 200)
+        before = wait_for(lambda: decisions(path), 10, "records in the decision log")
+        os.rename(path, path + ".1")     # what logrotate does
+        offset = os.path.getsize(d.log)
+        d.proc.send_signal(signal.SIGHUP)
+        wait_for(lambda: "configuration reloaded" in d.logtext(offset), 15, "the reload")
+        self.assertTrue(os.path.exists(path), "the decision log was not reopened")
+        self.assertEqual(d.request("POST", "/v1/rebalance", {}).status, 200)
+        after = wait_for(lambda: decisions(path), 10, "records in the new file")
+        self.assertEqual(len(decisions(path + ".1")), len(before))
+        self.assertGreater(min(r["id"] for r in after), max(r["id"] for r in before))
+        self.assertEqual(d.stop(), 0)
+
+    def test_advise_mode_records_a_move_once_and_warnings_once(self):
+        # The fixture plans moves and has a malformed memory.numa_stat,
+        # the same every cycle.
+        d = self.daemon(conf="[agent]\nsample = 0.05\nmode = advise\n",
+                        extra=["--interval", "0.1"]).start()
+        wait_for(lambda: d.get("/v1/status").json()["cycles"] >= 12, 60, "12 cycles")
+        self.assertEqual(d.stop(), 0)
+        recs = decisions(os.path.join(self.tmp, "decisions.jsonl"))
+        advised = [r["guest"] for r in recs if r["decision"] == "advised"]
+        self.assertTrue(advised, recs[:3])
+        dups = sorted({g for g in advised if advised.count(g) > 1})
+        self.assertEqual(dups, [], "advised again every cycle: %s" % {g: advised.count(g) for g in dups})
+        log = d.logtext()
+        for g in set(advised):
+            self.assertEqual(log.count("would move %s " % g), 1, g)
+        warn = "memory.numa_stat: malformed, memory counted as 0"
+        self.assertIn(warn, log)
+        first = [l for l in log.splitlines() if warn in l]
+        self.assertLessEqual(len(first), 2, first)   # once, and once more with the count at 10 cycles
+        self.assertTrue(any("(the same in each of the last 10 cycles)" in l for l in first), first)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
