@@ -698,7 +698,16 @@ static unsigned rate_take(struct api *a, const char *client)
  * built), and a thousand clients asking at once, or reading slowly, would
  * otherwise hold a thousand of them. A request waits up to
  * API_HEAVY_WAIT_MS for its turn. */
-static bool heavy_take(struct api *a)
+static bool heavy_fits(const struct api *a, enum api_transport t)
+{
+	unsigned total = a->heavy_n[API_UNIX] + a->heavy_n[API_TCP];
+
+	/* TCP leaves API_HEAVY_LOCAL for the local socket (the probe's and
+	 * the operator's way in). */
+	return total < API_HEAVY_MAX && (t != API_TCP || a->heavy_n[API_TCP] < API_HEAVY_MAX - API_HEAVY_LOCAL);
+}
+
+static bool heavy_take(struct api *a, enum api_transport t)
 {
 	struct timespec until;
 	bool ok;
@@ -708,12 +717,12 @@ static bool heavy_take(struct api *a)
 	until.tv_sec += API_HEAVY_WAIT_MS / 1000 + until.tv_nsec / 1000000000L;
 	until.tv_nsec %= 1000000000L;
 	pthread_mutex_lock(&a->heavy_lock);
-	while (a->heavy_n >= API_HEAVY_MAX)
+	while (!heavy_fits(a, t))
 		if (pthread_cond_timedwait(&a->heavy_cond, &a->heavy_lock, &until) == ETIMEDOUT)
 			break;
-	ok = a->heavy_n < API_HEAVY_MAX;
+	ok = heavy_fits(a, t);
 	if (ok)
-		a->heavy_n++;
+		a->heavy_n[t]++;
 	else
 		a->heavy_refused++;
 	pthread_mutex_unlock(&a->heavy_lock);
@@ -728,12 +737,12 @@ void api_set_conn_stats(struct api *a, api_conn_stats_fn fn, void *ctx)
 	pthread_mutex_unlock(&a->cs_lock);
 }
 
-void api_heavy_release(struct api *a)
+void api_heavy_release(struct api *a, enum api_transport t)
 {
 	pthread_mutex_lock(&a->heavy_lock);
-	if (a->heavy_n)
-		a->heavy_n--;
-	pthread_cond_signal(&a->heavy_cond);
+	if (a->heavy_n[t])
+		a->heavy_n[t]--;
+	pthread_cond_broadcast(&a->heavy_cond);
 	pthread_mutex_unlock(&a->heavy_lock);
 }
 
@@ -830,7 +839,7 @@ void api_handle(struct api *a, const struct api_request *req, struct api_respons
 			goto out;
 		}
 	}
-	if ((me->flags & M_HEAVY) && !heavy_take(a)) {
+	if ((me->flags & M_HEAVY) && !heavy_take(a, req->transport)) {
 		resp->retry_after = 1;
 		problem(&r, 503, "server-busy", NULL,
 			"%u large answers are being built or sent; retry in a moment", API_HEAVY_MAX);
@@ -844,7 +853,7 @@ void api_handle(struct api *a, const struct api_request *req, struct api_respons
 	}
 	me->fn(&r);
 	if ((me->flags & M_HEAVY) && !req->hold_heavy)
-		api_heavy_release(a);
+		api_heavy_release(a, req->transport);
 	if (!resp->body)
 		problem(&r, 500, "internal", NULL, "no answer was produced");
 out:

@@ -94,9 +94,9 @@ typedef void (*api_conn_stats_fn)(void *ctx, enum api_transport t, struct api_co
 /* Set (FN non-NULL) or clear the source of those counts. */
 void api_set_conn_stats(struct api *a, api_conn_stats_fn fn, void *ctx);
 
-/* Give back the large-answer slot a response held (resp->heavy_slot),
- * once its reply was sent or dropped. */
-void api_heavy_release(struct api *a);
+/* Give back the large-answer slot a response to a request on transport T
+ * held (resp->heavy_slot), once its reply was sent or dropped. */
+void api_heavy_release(struct api *a, enum api_transport t);
 
 /* Every (method, path template) the router serves, in table order. */
 void api_routes_foreach(void (*fn)(const char *method, const char *path, void *ctx), void *ctx);

@@ -111,7 +111,7 @@ struct api {
 	/* Large answers in flight (api.c heavy_take). */
 	pthread_mutex_t heavy_lock;
 	pthread_cond_t heavy_cond;
-	unsigned heavy_n;
+	unsigned heavy_n[2];          /* by transport */
 	uint64_t heavy_refused;
 
 	/* Write rate limits, per client (httpd's "uid:N" / "ip:ADDR"). */
@@ -130,6 +130,7 @@ struct api {
 /* Large answers (lists, /metrics, rebalance plans) built or being sent
  * at once, and how long a request waits for its turn (then 503). */
 #define API_HEAVY_MAX 32u
+#define API_HEAVY_LOCAL 8u          /* of which TCP never takes the last 8 */
 #define API_HEAVY_WAIT_MS 2000u
 
 /* Paginated lists (?limit=&after=): the default and largest page. */

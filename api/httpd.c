@@ -293,7 +293,7 @@ static void completed_cb(void *cls, struct MHD_Connection *c, void **con_cls,
 	/* The reply is sent (or the request failed): the next one starts. */
 	slot_set(cn->slot, CS_WAITING, true);
 	if (cn->heavy)
-		api_heavy_release(cn->l->h->api);
+		api_heavy_release(cn->l->h->api, cn->l->transport);
 	free(cn->target);
 	free(cn->body);
 	free(cn);

@@ -582,10 +582,11 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 	d->target = *pick;
 	d->want = true;
 	move_detail(it, cfg, mask_equal(&pick->nodes, &g->cpu_nodes));
-	if (crowded)
-		add_detail(it, "; nothing fits with headroom: the least-loaded nodes that hold its busy threads");
+	/* Short: these must survive the detail's length limit. */
 	if (pcand_more_than_threads(x, v, pick))
-		add_detail(it, "; more nodes than its busy threads fill: its memory does not fit fewer");
+		add_detail(it, "; memory does not fit fewer nodes");
+	if (crowded)
+		add_detail(it, "; nothing fits with headroom: least loaded");
 	if (nan || pick->busy_nan)
 		add_detail(it, " (some node busy not measured, taken as idle)");
 }

@@ -403,11 +403,40 @@ static void test_heavy_slots_and_write_rate(void **state)
 		api_response_clear(&resp);
 	}
 	expect(&f, "GET", "/v1/status", NULL, 200, NULL);
-	api_heavy_release(f.a);
+	api_heavy_release(f.a, API_UNIX);
 	expect(&f, "GET", "/v1/guest-policies", NULL, 200, NULL);  /* not held: released inside */
 	expect(&f, "GET", "/v1/guests", NULL, 200, NULL);
 	for (unsigned i = 1; i < 32; i++)
-		api_heavy_release(f.a);
+		api_heavy_release(f.a, API_UNIX);
+	/* TCP takes at most 24, leaving 8 for the unix socket. */
+	{
+		struct api_request t = rq;
+		char auth[64];
+
+		snprintf(auth, sizeof(auth), "Bearer %s", TOKEN);
+		t.transport = API_TCP;
+		t.authorization = auth;
+		held = 0;
+		for (unsigned i = 0; i < 25; i++) {
+			struct api_response resp;
+
+			api_handle(f.a, &t, &resp);
+			held += resp.status == 200 && resp.heavy_slot;
+			api_response_clear(&resp);
+		}
+		assert_int_equal(held, 24);
+		for (unsigned i = 0; i < 8; i++) {
+			struct api_response resp;
+
+			api_handle(f.a, &rq, &resp);
+			assert_int_equal(resp.status, 200);
+			api_response_clear(&resp);
+		}
+		for (unsigned i = 0; i < 24; i++)
+			api_heavy_release(f.a, API_TCP);
+		for (unsigned i = 0; i < 8; i++)
+			api_heavy_release(f.a, API_UNIX);
+	}
 
 	/* The write rate, per client. */
 	{

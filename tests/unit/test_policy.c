@@ -506,6 +506,17 @@ static const struct tcase cases[] = {
 		.numa_balancing = 1,
 	},
 	{
+		/* One busy thread, 1200 MiB on 1 GiB nodes: its memory needs
+		 * two nodes, and the record says that is why. */
+		.name = "more nodes than its threads fill only for memory, and said so",
+		.nn = 4, .nodes = { N(0, 2, 1024, 900, 0.2), N(1, 2, 1024, 900, 0.2),
+				    N(2, 2, 1024, 900, 0.2), N(3, 2, 1024, 900, 0.2) },
+		.g = { { .id = "fat", .use = 1.0, .on = "0-3", .mib = { 300, 300, 300, 300 }, .threads = 1,
+			 .busy = 1, .ran = { 1.0, 0, 0, 0 } } },
+		.e = { { .id = "fat", .kind = PLAN_MOVE, .reason = REASON_CONSOLIDATE,
+			 .detail_has = "memory does not fit fewer nodes" } },
+	},
+	{
 		/* Locality where it runs drives the pull: on node 0 with all its
 		 * memory in its mems {0,1} but 3/4 of it on node 1. */
 		.name = "one node, memory on the other: true locality pulls it",
