@@ -7,6 +7,7 @@
 #   make bench      cycle CPU time and RSS on generated 10/100/1000-guest hosts
 #   make check-numa boot Debian's kernel with 4 NUMA nodes under QEMU and check the agent
 #                   there (part of make check; skips with a reason where QEMU cannot run)
+#   make demo       watch the agent place misplaced containers on the 4-node testbed (~1 min)
 #   make bench-numa numaorchd vs numad vs kernel balancing on every testbed scenario
 #                   → tests/numa-vm/results/REPORT.md (long: see tests/numa-vm/README.md)
 #
@@ -28,6 +29,8 @@ CLI_PKGS := libcurl jansson
 BUILD_DEPS := gcc make pkg-config libnuma-dev libcgroup-dev libjansson-dev libinih-dev \
               libmicrohttpd-dev libvirt-dev libcurl4-openssl-dev libsystemd-dev libxml2-dev
 TEST_DEPS  := libcmocka-dev cgroup-tools numactl python3 strace
+# numaorchctl top is tested live under tmux (send-keys, capture-pane).
+TEST_DEPS  += tmux
 # test_deploy parses the shipped deploy/logrotate/numaorchd with logrotate --debug.
 TEST_DEPS  += logrotate
 # API tests: promtool checks /metrics, PyYAML reads api/openapi.yaml, openssl makes a TLS
@@ -76,7 +79,7 @@ SAN_OBJS  := $(CORE_SRCS:%.c=$(BUILD)/san/%.o) $(filter-out %/vmplugin_export.o,
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 BENCH_BINS := $(BENCH_SRCS:tests/bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all run check check-layers check-unit check-openapi check-integration check-fuzz bench-api check-libvirt check-numa bench bench-numa bench-migrate deps test-deps clean install deb
+.PHONY: all run check check-layers check-unit check-openapi check-integration check-fuzz bench-api check-libvirt check-numa bench bench-numa bench-migrate demo deps test-deps clean install deb
 all: $(BUILD)/numaorchd $(BUILD)/numaorch-libvirt.so $(if $(CLI_SRCS),$(BUILD)/numaorchctl) \
      $(BUILD)/numaorch-libvirt-hook
 
@@ -254,6 +257,12 @@ check-numa: all $(NUMA_VM_BINS)
 
 bench-numa: all $(NUMA_VM_BINS)
 	@python3 tests/numa-vm/numavm.py bench
+
+# The agent at work where one NUMA node is all there is: the 4-node testbed,
+# three misplaced busy containers, numaorchd with deploy/numaorchd.conf, a
+# live view streamed out of the VM, a summary and build/demo/demo-timeline.png.
+demo: all $(NUMA_VM_BINS)
+	@python3 tests/numa-vm/demo.py
 
 # Migration speed in the testbed VM (4 nodes): raw move_pages, the mover
 # with 1/2/4 workers, a cpuset.mems write; 4 KiB and THP. Run it under

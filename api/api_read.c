@@ -228,6 +228,19 @@ static char *guests_doc(struct api *a, const struct snapshot *s, const char *kin
 		jw_real(&w, g->locality);
 		jw_key(&w, "locality_source");
 		jw_str(&w, snap_loc_source_name(g->locality_source));
+		/* Per node, as /metrics has it: numaorchctl top shows it. */
+		jw_key(&w, "mem_bytes_by_node");
+		jw_obj(&w);
+		for (unsigned n = 0; n < s->nr_nodes; n++) {
+			char id[16];
+
+			if (!s->nodes[n].mem_total && !g->mem_node[n])
+				continue;
+			snprintf(id, sizeof(id), "%d", s->nodes[n].id);
+			jw_key(&w, id);
+			jw_int(&w, (int64_t)g->mem_node[n]);
+		}
+		jw_obj_end(&w);
 		jw_key(&w, "mem_in_cpuset");
 		jw_real(&w, g->mem_in_cpuset);
 		jw_key(&w, "mem_total_bytes");

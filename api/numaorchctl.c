@@ -23,6 +23,7 @@
 
 #include "ctl_fmt.h"
 #include "ctl_http.h"
+#include "ctl_top.h"
 
 #ifndef NUMAORCH_VERSION
 #define NUMAORCH_VERSION "0.1.0"
@@ -46,6 +47,7 @@ struct opts {
 	bool json, dry_run, verbose, follow;
 	const char *since, *guest, *limit, *kind, *runtime, *node, *label, *uuid, *source;
 	double reserve;
+	struct ctl_top_opts top;
 };
 
 static void usage(FILE *f)
@@ -78,6 +80,9 @@ static void usage(FILE *f)
 		"                                 where a new guest should go (MEMORY: MiB, or 512M, 4G)\n"
 		"  event EVENT DOMAIN [--uuid UUID] [--source NAME]\n"
 		"                                 tell the agent a domain started|stopped|release|reconnect\n"
+		"  top [--once] [--delay SECONDS] [--sort KEY]\n"
+		"                                 live view of nodes and guests (q quits; KEY: locality,\n"
+		"                                 cpu, mem, name, decision); --once: one plain screen\n"
 		"  migrations                     the memory mover's jobs: guest, nodes, progress, rate, ETA\n"
 		"  migrations cancel ID           stop job ID at its next chunk\n"
 		"  health                         is the agent up and ready (exit 7 while starting)\n"
@@ -1049,7 +1054,7 @@ static char *read_token(const char *path)
 int main(int argc, char **argv)
 {
 	enum { O_CACERT = 256, O_TIMEOUT, O_DRY, O_VERBOSE, O_SINCE, O_GUEST, O_LIMIT, O_KIND, O_RUNTIME,
-	       O_NODE, O_RESERVE, O_LABEL, O_UUID, O_SOURCE, O_FOLLOW };
+	       O_NODE, O_RESERVE, O_LABEL, O_UUID, O_SOURCE, O_FOLLOW, O_ONCE, O_DELAY, O_SORT };
 	static const struct option lopts[] = {
 		{ "socket", required_argument, NULL, 's' },
 		{ "url", required_argument, NULL, 'u' },
@@ -1070,6 +1075,9 @@ int main(int argc, char **argv)
 		{ "uuid", required_argument, NULL, O_UUID },
 		{ "source", required_argument, NULL, O_SOURCE },
 		{ "follow", no_argument, NULL, O_FOLLOW },
+		{ "once", no_argument, NULL, O_ONCE },
+		{ "delay", required_argument, NULL, O_DELAY },
+		{ "sort", required_argument, NULL, O_SORT },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -1117,6 +1125,14 @@ int main(int argc, char **argv)
 		case O_UUID: o.uuid = optarg; break;
 		case O_SOURCE: o.source = optarg; break;
 		case O_FOLLOW: o.follow = true; break;
+		case O_ONCE: o.top.once = true; break;
+		case O_DELAY:
+			d = strtod(optarg, &end);
+			if (*end || !(d >= 0.1 && d <= 3600))
+				return die_usage("--delay: must be seconds 0.1..3600, got \"%s\"", optarg);
+			o.top.delay_s = d;
+			break;
+		case O_SORT: o.top.sort = optarg; break;
 		case 'V': printf("numaorchctl %s\n", NUMAORCH_VERSION); return EX_OK;
 		case 'h': usage(stdout); return EX_OK;
 		default: usage(stderr); return EX_USAGE;
@@ -1177,6 +1193,9 @@ int main(int argc, char **argv)
 	} else if (strcmp(cmd, "event") == 0) {
 		NARGS(2, 2, "needs EVENT and DOMAIN, e.g. event started vm1");
 		r = cmd_event(&o, args[0], args[1]);
+	} else if (strcmp(cmd, "top") == 0) {
+		NARGS(0, 0, "takes no arguments (options: --once, --delay, --sort)");
+		r = ctl_top(&o.conn, &o.top);
 	} else if (strcmp(cmd, "health") == 0) {
 		NARGS(0, 0, "takes no arguments");
 		r = cmd_health(&o);

@@ -196,7 +196,7 @@ static void table_del(struct gpolstore *s, struct gpol_record *old)
 /* The base file: format, version, then the records. A file that is not
  * one (broken JSON, another format) stops the start; one bad record does
  * not: it is left out and named (gpolstore_dropped), the rest load. */
-static int load_base(struct gpolstore *s, char *err, size_t errsz)
+static int load_base(struct gpolstore *s, bool writable, char *err, size_t errsz)
 {
 	json_error_t je;
 	json_t *root, *guests, *v;
@@ -247,8 +247,9 @@ static int load_base(struct gpolstore *s, char *err, size_t errsz)
 	}
 	qsort(s->r, s->n, sizeof(*s->r), rec_cmp);
 	/* Lose nothing: the next compaction rewrites the file without the
-	 * dropped records, so keep the text they were in. */
-	if (s->nr_dropped && s->dfd >= 0 &&
+	 * dropped records, so keep the text they were in (not in a read-only
+	 * open: numaorchd --once creates nothing). */
+	if (s->nr_dropped && writable &&
 	    fs_write_atomic_at(s->dfd, GPOLSTORE_FILE ".rejected", text, len, 0640) == 0)
 		drop(s, "%s: the file as it was is kept in %s/%s.rejected", s->path, s->dir, GPOLSTORE_FILE);
 	r = 0;
@@ -428,7 +429,7 @@ int gpolstore_open(const char *dir, unsigned flags, struct gpolstore **out, char
 		s->dfd = r;
 		if (flags & GPOLSTORE_CREATE)
 			remove_stale_temps(s->dfd);
-		r = load_base(s, err, errsz);
+		r = load_base(s, flags & GPOLSTORE_CREATE, err, errsz);
 		if (r < 0) {
 			gpolstore_free(s);
 			return r;

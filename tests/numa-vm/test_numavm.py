@@ -235,3 +235,33 @@ class Parts(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
+
+
+class Demo(unittest.TestCase):
+    """make demo's view (demo.py): what it computes from the runner's lines
+    and that a frame fits 80x24."""
+
+    def test_frame_local_time_and_memory_moved(self):
+        import demo
+        text = results([
+            (0, "a", [1000, 0], "1:100", "-", "-", "0-3", "0-1"),
+            (0, "b", [0, 1000], "1:100", "-", "-", "0-3", "0-1"),
+            (2, "a", [500, 500], "1:100", "2-3", "1", "2-3", "1"),
+            (2, "b", [0, 1000], "1:100", "-", "-", "0-3", "0-1"),
+            (4, "a", [50, 950], "1:100", "2-3", "1", "2-3", "1"),
+            (4, "b", [0, 1000], "1:100", "-", "-", "0-3", "0-1")])
+        r = numavm.parse_results(text)
+        times = demo.complete_times(r, 2)
+        self.assertEqual(times, [0.0, 2.0, 4.0])
+        self.assertEqual(demo.all_local_at(r, ["a", "b"], times), 4.0)
+        self.assertEqual(demo.migrated_kib(r, 2), 500)
+        self.assertEqual(demo.migrated_kib(r, 4), 950)
+        lines = demo.render(r, 4.0, ["a", "b"], demo.node_of_cpus(r), 4.0, 60)
+        self.assertLessEqual(len(lines), 24)
+        self.assertTrue(all(len(l) <= 80 for l in lines), lines)
+        row = [l for l in lines if l.startswith("a ")][0].split()
+        # guest, "node", threads' nodes, cpuset nodes, local, MiB per node
+        self.assertEqual(row, ["a", "node", "1", "1", "95%", "0", "0"])
+        self.assertIn("all local (>= 90%) since t=4 s", lines[-1])
+        lines = demo.render(r, 2.0, ["a", "b"], demo.node_of_cpus(r), 4.0, 60)
+        self.assertIn("not all local yet", lines[-1])

@@ -131,6 +131,13 @@ static void test_one_bad_record_is_dropped_and_named(void **state)
 				 "{\"good-1\": {\"mode\": \"ignore\"}, %s, \"good-2\": {\"mode\": \"pinned\", "
 				 "\"nodes\": \"1\"}}}", t[i].rec);
 		tu_write(dir, GPOLSTORE_FILE, text);
+		rej = xasprintf("%s/%s.rejected", dir, GPOLSTORE_FILE);
+		/* Read-only (numaorchd --once): dropped, said, nothing written. */
+		assert_int_equal(gpolstore_open(dir, 0, &s, err, sizeof(err)), 0);
+		assert_int_equal(gpolstore_count(s), 2);
+		assert_int_equal(gpolstore_dropped(s, &msgs), 1);
+		assert_false(fs_exists(rej));
+		gpolstore_free(s);
 		assert_int_equal(gpolstore_open(dir, GPOLSTORE_CREATE, &s, err, sizeof(err)), 0);
 		assert_int_equal(gpolstore_count(s), 2);
 		assert_true(gpolstore_get(s, "good-1", &rec));
@@ -140,7 +147,6 @@ static void test_one_bad_record_is_dropped_and_named(void **state)
 		if (!strstr(msgs[0], t[i].why) || !strstr(msgs[0], "record dropped"))
 			fail_msg("case %u: \"%s\" does not say \"%s\"", i, msgs[0], t[i].why);
 		assert_non_null(strstr(msgs[1], ".rejected"));
-		rej = xasprintf("%s/%s.rejected", dir, GPOLSTORE_FILE);
 		assert_int_equal(fs_read_file(rej, 1 << 20, &kept, NULL), 0);
 		assert_string_equal(kept, text);
 		gpolstore_free(s);

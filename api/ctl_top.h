@@ -1,0 +1,22 @@
+/* ctl_top.h — `numaorchctl top`: a live full-screen view of the agent
+ * (nodes, guests, last decisions), or one plain screen with --once.
+ */
+#ifndef NUMAORCH_CTL_TOP_H
+#define NUMAORCH_CTL_TOP_H
+
+#include <stdbool.h>
+
+#include "ctl_http.h"
+
+struct ctl_top_opts {
+	double delay_s;      /* between refreshes (> 0) */
+	bool once;           /* one screen, no terminal control, then exit */
+	const char *sort;    /* locality, cpu, mem, name, decision; NULL: locality */
+};
+
+/* Run it. Returns an exit status: 0 done, 2 bad option, 3 cannot reach
+ * the agent (--once only: the live view shows the error and retries),
+ * 1 a reply that is not what the API documents. */
+int ctl_top(const struct ctl_conn *c, const struct ctl_top_opts *o);
+
+#endif
