@@ -158,11 +158,12 @@ static unsigned gview_build(struct pctx *x, const struct snap_guest *g, struct g
 	 * guest never needs more than one CPU. */
 	if (g->nr_threads && v->cpu_demand > (double)g->nr_threads)
 		v->cpu_demand = fmax(cfg->min_cpu, (double)g->nr_threads);
-	/* Busy threads: as measured (at least as many as its use needs
-	 * CPUs), else as many as its demand needs CPUs; never more than it
-	 * has. They bound the nodes it may be given for CPU (guards.h). */
-	v->busy_thr = (unsigned)fmax(1.0, ceil((g->busy_measured && g->busy_threads ? v->cpu_use : v->cpu_demand) -
-					      1e-6));
+	/* Busy threads: as measured, at least as many as its use needs CPUs
+	 * (not its demand: headroom made a 2-thread guest using 2 CPUs count
+	 * 3 and spread it over two nodes, the testbed's memtight hogs); never
+	 * more than it has. They bound the nodes it may be given for CPU
+	 * (guards.h). */
+	v->busy_thr = (unsigned)fmax(1.0, ceil(v->cpu_use - 0.05));
 	if (g->busy_measured && g->busy_threads > v->busy_thr)
 		v->busy_thr = g->busy_threads;
 	if (g->nr_threads && v->busy_thr > g->nr_threads)

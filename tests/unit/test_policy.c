@@ -129,7 +129,7 @@ static const struct tcase cases[] = {
 	{
 		.name = "bigger than the host: no fit",
 		.nn = 2, .nodes = { N8(0, 8192, 0.3), N8(1, 8192, 0.3) },
-		.g = { { .id = "huge", .use = 16.0, .on = "0-1", .mib = { 1024, 1024 } } },
+		.g = { { .id = "huge", .use = 20.0, .on = "0-1", .mib = { 1024, 1024 } } },
 		.e = { { .id = "huge", .kind = PLAN_SKIP, .reason = REASON_LOAD, .skip = SKIP_NO_FIT,
 			 .to = "", .detail_has = "no node set fits" } },
 	},
@@ -504,6 +504,18 @@ static const struct tcase cases[] = {
 		.e = { { .id = "a", .kind = PLAN_SETTLED, .to = "0-1", .detail_has = "NUMA balancing (on)" } },
 		.verbose = true,
 		.numa_balancing = 1,
+	},
+	{
+		/* The testbed's memtight hog: two busy threads (of three) using
+		 * 2 CPUs on its one 2-CPU node, not sampled per thread. Its
+		 * headroom does not make it a third busy thread: it is not
+		 * spread over two nodes to relieve load. */
+		.name = "unmeasured busy threads come from use, not demand",
+		.nn = 4, .nodes = { N(0, 2, 1024, 300, 0.0), N(1, 2, 1024, 300, 1.0),
+				    N(2, 2, 1024, 900, 1.0), N(3, 2, 1024, 900, 1.0) },
+		.g = { { .id = "hog", .use = 2.0, .on = "2", .mib = { 0, 0, 64, 0 }, .threads = 3 } },
+		.e = { { .id = "hog", .kind = PLAN_SETTLED, .to = "2" } },
+		.verbose = true,
 	},
 	{
 		/* One busy thread, 1200 MiB on 1 GiB nodes: its memory needs
