@@ -171,14 +171,6 @@ size_t mover_plan_window(const int *status, size_t n, uintptr_t start, size_t pa
  * aiming at TARGET_MS, between 16 and 65536 pages. */
 size_t mover_adapt_chunk(size_t pages, double elapsed_ms, double target_ms);
 
-/* What a move call should take: TARGET_MS, or twice FIXED_MS (the
- * shortest call seen: a call's fixed cost) if that is more. Each
- * move_pages(2) call drains every CPU's LRU cache (lru_cache_disable); on
- * a host where that alone takes longer than the target (the testbed: about
- * 100 ms with busy vCPUs under TCG), shrinking the chunk only multiplies
- * the calls — 0.6 MiB/s for a busy 4 KiB guest in make bench-migrate. */
-double mover_chunk_aim(double target_ms, double fixed_ms);
-
 /* The target node for a page on node FROM: spread over TO's nodes by
  * FROM's position, so one source node's pages land on one target node. */
 int mover_pick_target(const nodemask_t *to, int from);

@@ -149,18 +149,6 @@ static void test_adapt_chunk(void **state)
 	assert_int_equal(mover_adapt_chunk(100, 0, 20), 200);
 }
 
-static void test_chunk_aim(void **state)
-{
-	(void)state;
-	/* a cheap call: the configured target */
-	assert_true(mover_chunk_aim(20, 0.5) == 20);
-	assert_true(mover_chunk_aim(20, 10) == 20);
-	/* a call whose fixed cost passes the target: amortise it */
-	assert_true(mover_chunk_aim(20, 100) == 200);
-	/* with that aim a 100 ms call grows the chunk instead of halving it */
-	assert_int_equal(mover_adapt_chunk(16, 100, mover_chunk_aim(20, 100)), 32);
-}
-
 static void test_pick_target(void **state)
 {
 	nodemask_t to;
@@ -195,7 +183,6 @@ int main(void)
 		cmocka_unit_test(test_chunks_cover_every_page_once),
 		cmocka_unit_test(test_plan_window),
 		cmocka_unit_test(test_adapt_chunk),
-		cmocka_unit_test(test_chunk_aim),
 		cmocka_unit_test(test_pick_target),
 		cmocka_unit_test(test_state_names),
 	};

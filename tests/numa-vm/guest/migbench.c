@@ -194,13 +194,16 @@ static void migrate_pages_case(const char *pages_name, unsigned mib, bool thp)
 	reap(&g);
 }
 
-/* The bucket bound under which fraction Q of the calls fall, ms. */
-static double stall_q(const struct mover_stats *s, double q)
+/* The bucket bound under which fraction Q of the calls fall, ms; past
+ * the last bound, "inf". */
+static const char *stall_q(const struct mover_stats *s, double q, char *buf, size_t sz)
 {
 	for (unsigned b = 0; b < MOVER_NR_BUCKETS; b++)
-		if ((double)s->stall_le[b] >= q * (double)s->stall_count)
-			return mover_stall_buckets_ms[b];
-	return 1e9;
+		if ((double)s->stall_le[b] >= q * (double)s->stall_count) {
+			snprintf(buf, sz, "%.0f", mover_stall_buckets_ms[b]);
+			return buf;
+		}
+	return "inf";
 }
 
 static void mover_case(const char *pages_name, unsigned mib, bool thp, unsigned workers)
@@ -212,6 +215,7 @@ static void mover_case(const char *pages_name, unsigned mib, bool thp, unsigned 
 	struct guest g[4];
 	struct mover_stats st;
 	double t0, t1, moved = 0, job_mib = 0;
+	char q50[16], q99[16];
 
 	host_paths_default(&hp);
 	for (int i = 0; i < 4; i++)
@@ -248,9 +252,9 @@ static void mover_case(const char *pages_name, unsigned mib, bool thp, unsigned 
 	}
 	/* job_mib: what the jobs say they moved, against mib (counted here) */
 	printf("R pages=%s%s case=mover workers=%u mib=%.0f job_mib=%.0f s=%.3f mibs=%.1f calls=%llu stall_mean_ms=%.1f "
-	       "stall_p50_ms<=%.0f stall_p99_ms<=%.0f\n", pages_name, busy ? "-busy" : "", workers, moved, job_mib, t1 - t0, moved / (t1 - t0),
+	       "stall_p50_ms<=%s stall_p99_ms<=%s\n", pages_name, busy ? "-busy" : "", workers, moved, job_mib, t1 - t0, moved / (t1 - t0),
 	       (unsigned long long)st.stall_count, st.stall_count ? st.stall_sum_s * 1e3 / (double)st.stall_count : 0,
-	       stall_q(&st, 0.5), stall_q(&st, 0.99));
+	       stall_q(&st, 0.5, q50, sizeof(q50)), stall_q(&st, 0.99, q99, sizeof(q99)));
 	mover_free(m);
 }
 
