@@ -522,15 +522,22 @@ static int start_daemon(struct listener *l, int fd, const struct httpd_opts *o, 
 	return 0;
 }
 
-/* The socket's directory, created as mkdir -p would (0755). */
-static int mkdir_parents(const char *path)
+/* The socket's directory, created as mkdir -p would (0755), and trusted
+ * like the state directory: root (or we) own it and nobody else may write
+ * it, else another user could swap the stale socket this unlinks, or the
+ * socket itself, for something else. */
+static int mkdir_parents(const char *path, char *err, size_t errsz)
 {
 	char *p = xstrdup(path), *slash = strrchr(p, '/');
 	int r = 0;
 
 	if (slash && slash != p) {
 		*slash = '\0';
-		r = fs_mkdir_p(p, 0755);
+		r = fs_mkdir_trusted("API socket directory", p, 0755, err, errsz);
+		if (r >= 0) {
+			close(r);
+			r = 0;
+		}
 	}
 	free(p);
 	return r;
@@ -564,11 +571,9 @@ static int open_unix(struct httpd *h, const char *path, const char *group, char 
 		if (g)
 			gid = g->gr_gid;
 	}
-	r = mkdir_parents(path);
-	if (r < 0) {
-		snprintf(err, errsz, "cannot create the directory of API socket %s: %s", path, strerror(-r));
+	r = mkdir_parents(path, err, errsz);
+	if (r < 0)
 		return r;
-	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
 		r = -errno;

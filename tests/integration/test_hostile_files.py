@@ -148,6 +148,24 @@ class HostileFiles(unittest.TestCase):
         self.assertEqual(p.returncode, 1, p.stderr)
         self.assertIn("directory of decision log %s is writable by others (mode 1777)" % openlog, p.stderr)
 
+    def test_api_socket_never_in_a_directory_others_can_write(self):
+        # Another user who can write the socket's directory could replace
+        # the stale socket the agent unlinks at start, or the socket.
+        open_dir = os.path.join(self.tmp, "opensock")
+        os.mkdir(open_dir)
+        os.chmod(open_dir, 0o1777)   # like /tmp
+        d = self.daemon()
+        d.sock = os.path.join(open_dir, "api.sock")
+        p = subprocess.run(d.args(), capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("API socket directory %s is writable by others (mode 1777)" % open_dir, p.stderr)
+        self.assertFalse(os.path.exists(d.sock))
+        # ... and a fresh directory made for it is fine (0755, ours).
+        d.sock = os.path.join(self.tmp, "new", "sub", "api.sock")
+        d.start()
+        self.assertEqual(d.get("/v1/health").status, 200)
+        self.assertEqual(os.stat(os.path.dirname(d.sock)).st_mode & 0o777, 0o755)
+
     def test_decision_log_reopened_on_sighup_for_logrotate(self):
         d = self.daemon(conf="[agent]\nsample = 0.05\nmode = advise\n").start()
         path = os.path.join(self.tmp, "decisions.jsonl")
