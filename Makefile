@@ -134,7 +134,9 @@ $(BUILD)/numaorch-libvirt.so: $(VM_OBJS)
 $(BUILD)/numaorch-libvirt-hook: $(BUILD)/obj/deploy/libvirt/numaorch-hook.o $(BUILD)/obj/agents/vmhook.o
 	$(CC) $(CFLAGS) -o $@ $^
 
-$(BUILD)/numaorchctl: $(CLI_SRCS:%.c=$(BUILD)/obj/%.o)
+# The CLI links no core library, only the one foundation file it shares
+# (escaping names from the host for the terminal).
+$(BUILD)/numaorchctl: $(CLI_SRCS:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/orchestrator/utf8.o
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(CLI_LIBS) -lm
 
 $(BUILD)/tests/%: $(BUILD)/san/tests/unit/%.o $(UNIT_HELPERS:%.c=$(BUILD)/san/%.o) $(BUILD)/libnumaorch-san.a

@@ -25,6 +25,7 @@
 #include "../orchestrator/log.h"
 #include "../orchestrator/numamig.h"
 #include "../orchestrator/snapjson.h"
+#include "../orchestrator/utf8.h"
 #include "../orchestrator/vmplugin.h"
 
 #ifndef NUMAORCH_VERSION
@@ -328,7 +329,7 @@ static void print_report_text(const struct cycle_report *rep, const struct agent
 	for (unsigned i = 0; i < s->nr_warnings; i++) {
 		char safe[4096];
 
-		log_escape(s->warnings[i], safe, sizeof(safe)); /* names from the host */
+		utf8_escape(s->warnings[i], safe, sizeof(safe)); /* names from the host */
 		printf("warning: %s\n", safe);
 	}
 	free(cpus);

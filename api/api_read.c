@@ -14,6 +14,7 @@
 #include "../orchestrator/fs.h"
 #include "../orchestrator/kbal.h"
 #include "../orchestrator/snapjson.h"
+#include "../orchestrator/utf8.h"
 #include "../policies/plan.h"
 #include "jsonw.h"
 
@@ -372,7 +373,7 @@ static void utf8_tame(char *s)
 	size_t left = strlen(s);
 
 	while (left) {
-		size_t n = urlq_utf8_seq(s, left);
+		size_t n = utf8_seq(s, left);
 
 		if (!n) {
 			*s = '?';

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../orchestrator/utf8.h"
+
 struct table {
 	unsigned ncol, nrows, cap;
 	char **cells;
@@ -134,39 +136,6 @@ const char *fmt_duration(double s, char *buf, size_t sz)
 }
 
 
-/* Length of the valid UTF-8 sequence at S (1..4), or 0 if there is none
- * (a stray continuation byte, an overlong or truncated sequence). */
-static size_t utf8_len(const unsigned char *s)
-{
-	size_t n;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		n = 2;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		n = 3;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		n = 4;
-	else
-		return 0;
-	for (size_t i = 1; i < n; i++)
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-	if ((n == 3 && s[0] == 0xe0 && s[1] < 0xa0) || (n == 4 && s[0] == 0xf0 && s[1] < 0x90) ||
-	    (n == 4 && s[0] == 0xf4 && s[1] > 0x8f))
-		return 0;
-	return n;
-}
-
-/* Does byte sequence S[0..N) need escaping: C0 controls, DEL, C1
- * controls (U+0080..U+009F, which terminals obey like ESC [), and bytes
- * that are not UTF-8. */
-static bool needs_escape(const unsigned char *s, size_t n)
-{
-	return n == 0 || (n == 1 && (s[0] < 0x20 || s[0] == 0x7f)) || (n == 2 && s[0] == 0xc2 && s[1] < 0xa0);
-}
-
 /* Escaped copies handed out by fmt_safe, freed at exit. */
 static char **safe_copies;
 static size_t nr_safe;
@@ -180,33 +149,18 @@ static void safe_free(void)
 
 const char *fmt_safe(const char *in)
 {
-	const unsigned char *s = (const unsigned char *)in;
-	bool clean = true;
-	char *out, *o;
+	size_t len, sz;
+	char *out;
 
 	if (!in)
 		return "";
-	for (const unsigned char *p = s; *p && clean;) {
-		size_t n = utf8_len(p);
-
-		clean = !needs_escape(p, n);
-		p += n ? n : 1;
-	}
-	if (clean)
+	len = strlen(in);
+	sz = len * 4 + 1;
+	out = xalloc(sz);
+	if (utf8_escape(in, out, sz) == len && memcmp(out, in, len) == 0) {
+		free(out);
 		return in;
-	out = o = xalloc(strlen(in) * 4 + 1);
-	while (*s) {
-		size_t n = utf8_len(s);
-
-		if (needs_escape(s, n)) {
-			o += sprintf(o, "\\x%02x", *s++);
-			continue;
-		}
-		memcpy(o, s, n);
-		o += n;
-		s += n;
 	}
-	*o = '\0';
 	if (!nr_safe)
 		atexit(safe_free);
 	{

@@ -7,6 +7,7 @@
 
 #include "urlq.h"
 #include "../orchestrator/fs.h"
+#include "../orchestrator/utf8.h"
 
 void jw_init(struct jw *w, size_t cap)
 {
@@ -125,7 +126,7 @@ void jw_str(struct jw *w, const char *s)
 			put(w, e, 6);
 			p++;
 			left--;
-		} else if ((n = urlq_utf8_seq((const char *)p, left))) {
+		} else if ((n = utf8_seq((const char *)p, left))) {
 			put(w, (const char *)p, n);
 			p += n;
 			left -= n;

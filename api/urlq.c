@@ -6,47 +6,12 @@
 #include <string.h>
 
 #include "../orchestrator/fs.h"
-
-size_t urlq_utf8_seq(const char *s, size_t left)
-{
-	const unsigned char *p = (const unsigned char *)s;
-	unsigned c, need;
-	uint32_t cp;
-
-	if (!left)
-		return 0;
-	c = *p;
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf) {
-		need = 1;
-		cp = c & 0x1f;
-	} else if (c >= 0xe0 && c <= 0xef) {
-		need = 2;
-		cp = c & 0x0f;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		need = 3;
-		cp = c & 0x07;
-	} else {
-		return 0;
-	}
-	if (left <= need)
-		return 0;
-	for (unsigned i = 1; i <= need; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (p[i] & 0x3f);
-	}
-	if ((need == 2 && cp < 0x800) || (need == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return need + 1;
-}
+#include "../orchestrator/utf8.h"
 
 bool urlq_utf8_valid(const char *s, size_t len)
 {
 	while (len) {
-		size_t n = urlq_utf8_seq(s, len);
+		size_t n = utf8_seq(s, len);
 
 		if (!n)
 			return false;

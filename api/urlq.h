@@ -46,9 +46,7 @@ int urlq_decode(const char *s, size_t len, bool plus_space, char **out);
 
 /* true if S[0..LEN) is well-formed UTF-8 (no overlongs, no surrogates). */
 bool urlq_utf8_valid(const char *s, size_t len);
-/* Length (1..4) of the well-formed UTF-8 sequence at S, at most LEFT
- * bytes long; 0 if there is none. */
-size_t urlq_utf8_seq(const char *s, size_t left);
+/* (One UTF-8 sequence: utf8_seq in orchestrator/utf8.h.) */
 
 /* The value of parameter KEY, or NULL. */
 const char *urlq_get(const struct urlq *q, const char *key);

@@ -75,49 +75,60 @@ char *xasprintf(const char *fmt, ...)
 	return p;
 }
 
-int fs_read_file(const char *path, size_t max_size, char **out, size_t *len)
+/* Read FD to its end into a heap buffer (at most MAX bytes). */
+static int read_fd_all(int fd, size_t max_size, char **out, size_t *len)
 {
-	size_t cap = 4096, n = 0;
-	char *buf;
-	int fd;
+	size_t cap = max_size < 4096 ? max_size + 1 : 4096, n = 0;
+	char *buf = xmalloc(cap);
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	buf = xmalloc(cap);
 	for (;;) {
 		ssize_t r;
 
 		if (n + 1 >= cap) {
 			if (cap >= max_size + 1) {
+				char c;
+
+				/* Full at exactly MAX: only EOF now makes it fit. */
+				do
+					r = read(fd, &c, 1);
+				while (r < 0 && errno == EINTR);
+				if (r == 0)
+					break;
 				free(buf);
-				close(fd);
-				return -EFBIG;
+				return r < 0 ? -errno : -EFBIG;
 			}
-			cap *= 2;
-			if (cap > max_size + 1)
-				cap = max_size + 1;
+			cap = cap * 2 > max_size + 1 ? max_size + 1 : cap * 2;
 			buf = xrealloc(buf, cap);
 		}
 		r = read(fd, buf + n, cap - n - 1);
 		if (r < 0) {
 			int e = errno;
+
 			if (e == EINTR)
 				continue;
 			free(buf);
-			close(fd);
 			return -e;
 		}
 		if (r == 0)
 			break;
 		n += (size_t)r;
 	}
-	close(fd);
 	buf[n] = '\0';
 	*out = buf;
 	if (len)
 		*len = n;
 	return 0;
+}
+
+int fs_read_file(const char *path, size_t max_size, char **out, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), r;
+
+	if (fd < 0)
+		return -errno;
+	r = read_fd_all(fd, max_size, out, len);
+	close(fd);
+	return r;
 }
 
 int fs_read_line(const char *path, char *buf, size_t bufsz)
@@ -236,18 +247,24 @@ int fs_write_str(const char *path, const char *s)
 	return (size_t)r == len ? 0 : -EIO;
 }
 
+/* The directory part of PATH (SLASH: its last '/', or NULL): ".", "/"
+ * or a heap copy of what comes before SLASH. */
+static char *dir_of(const char *path, const char *slash)
+{
+	if (!slash)
+		return xstrdup(".");
+	if (slash == path)
+		return xstrdup("/");
+	return xasprintf("%.*s", (int)(slash - path), path);
+}
+
 int fs_write_atomic(const char *path, const void *data, size_t len, unsigned mode)
 {
 	const char *slash = strrchr(path, '/');
 	char *dir;
 	int dfd, r;
 
-	if (!slash)
-		dir = xstrdup(".");
-	else if (slash == path)
-		dir = xstrdup("/");
-	else
-		dir = xasprintf("%.*s", (int)(slash - path), path);
+	dir = dir_of(path, slash);
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	free(dir);
 	if (dfd < 0)
@@ -426,51 +443,6 @@ int fs_open_regular(const char *what, const char *path, struct stat *st, char *e
 	return fd;
 }
 
-/* Read FD to its end into a heap buffer (at most MAX bytes). */
-static int read_fd_all(int fd, size_t max_size, char **out, size_t *len)
-{
-	size_t cap = max_size < 4096 ? max_size + 1 : 4096, n = 0;
-	char *buf = xmalloc(cap);
-
-	for (;;) {
-		ssize_t r;
-
-		if (n + 1 >= cap) {
-			if (cap >= max_size + 1) {
-				char c;
-
-				/* Full at exactly MAX: only EOF now makes it fit. */
-				do
-					r = read(fd, &c, 1);
-				while (r < 0 && errno == EINTR);
-				if (r == 0)
-					break;
-				free(buf);
-				return r < 0 ? -errno : -EFBIG;
-			}
-			cap = cap * 2 > max_size + 1 ? max_size + 1 : cap * 2;
-			buf = xrealloc(buf, cap);
-		}
-		r = read(fd, buf + n, cap - n - 1);
-		if (r < 0) {
-			int e = errno;
-
-			if (e == EINTR)
-				continue;
-			free(buf);
-			return -e;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-	}
-	buf[n] = '\0';
-	*out = buf;
-	if (len)
-		*len = n;
-	return 0;
-}
-
 int fs_read_regular(const char *what, const char *path, size_t max, char **out, size_t *len,
 		    char *err, size_t errsz)
 {
@@ -556,12 +528,7 @@ int fs_open_parent_trusted(const char *what, const char *path, const char **base
 		snprintf(err, errsz, "%s \"%s\": not a file name", what, path);
 		return -EINVAL;
 	}
-	if (!slash)
-		dir = xstrdup(".");
-	else if (slash == path)
-		dir = xstrdup("/");
-	else
-		dir = xasprintf("%.*s", (int)(slash - path), path);
+	dir = dir_of(path, slash);
 	{
 		char *w = xasprintf("directory of %s", what);
 

@@ -10,6 +10,8 @@
 #include <syslog.h>
 #include <pthread.h>
 
+#include "utf8.h"
+
 static enum log_level cur_level = LOG_LEVEL_INFO;
 static bool to_syslog;
 static bool journal_prefix;
@@ -56,68 +58,6 @@ void log_use_syslog(bool on, const char *ident)
 
 void log_set_journal_prefix(bool on) { journal_prefix = on; }
 
-/* Length of the valid UTF-8 sequence at S (1..4), or 0 if there is none
- * (a stray continuation byte, an overlong or truncated sequence). */
-static size_t utf8_len(const unsigned char *s)
-{
-	size_t n;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		n = 2;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		n = 3;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		n = 4;
-	else
-		return 0;
-	for (size_t i = 1; i < n; i++)
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-	if ((n == 3 && s[0] == 0xe0 && s[1] < 0xa0) || (n == 4 && s[0] == 0xf0 && s[1] < 0x90) ||
-	    (n == 4 && s[0] == 0xf4 && s[1] > 0x8f))
-		return 0;
-	return n;
-}
-
-/* Does byte sequence S[0..N) need escaping: C0 controls, DEL, C1
- * controls (U+0080..U+009F, which terminals obey like ESC [), and bytes
- * that are not UTF-8. */
-static bool needs_escape(const unsigned char *s, size_t n)
-{
-	return n == 0 || (n == 1 && (s[0] < 0x20 || s[0] == 0x7f)) || (n == 2 && s[0] == 0xc2 && s[1] < 0xa0);
-}
-
-size_t log_escape(const char *in, char *out, size_t outsz)
-{
-	const unsigned char *s = (const unsigned char *)in;
-	size_t o = 0;
-
-	if (!outsz)
-		return 0;
-	while (*s) {
-		size_t n = utf8_len(s);
-
-		if (needs_escape(s, n)) {
-			/* One byte at a time: what follows may be fine. */
-			if (o + 4 >= outsz)
-				break;
-			snprintf(out + o, outsz - o, "\\x%02x", s[0]);
-			o += 4;
-			s++;
-			continue;
-		}
-		if (o + n >= outsz)
-			break;
-		memcpy(out + o, s, n);
-		o += n;
-		s += n;
-	}
-	out[o] = '\0';
-	return o;
-}
-
 static void vlog(enum log_level lvl, const char *suffix, const char *fmt, va_list ap)
 {
 	char buf[2048 * 4];
@@ -134,7 +74,7 @@ static void vlog(enum log_level lvl, const char *suffix, const char *fmt, va_lis
 	/* Messages carry names from the host (cgroups, domains): a control
 	 * character in one must not reach a terminal or split a journal
 	 * line. */
-	log_escape(raw, buf, sizeof(buf));
+	utf8_escape(raw, buf, sizeof(buf));
 	if (to_syslog) {
 		syslog(syslog_prio[lvl], "%s", buf);
 		return;

@@ -26,11 +26,6 @@ void log_use_syslog(bool on, const char *ident);
 /* Prefix stderr lines with "<N>" so journald keeps levels. */
 void log_set_journal_prefix(bool on);
 
-/* Copy IN to OUT (OUTSZ bytes, NUL-terminated, cut at a whole character)
- * with control characters (C0, DEL, C1) and bytes that are not UTF-8 as
- * \xNN, so text from the host cannot drive a terminal. Every log line
- * goes through it. Returns the length written. */
-size_t log_escape(const char *in, char *out, size_t outsz);
 
 void log_msg(enum log_level lvl, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

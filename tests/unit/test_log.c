@@ -10,6 +10,7 @@
 
 #include "orchestrator/fs.h"
 #include "orchestrator/log.h"
+#include "orchestrator/utf8.h"
 
 static void test_escape(void **state)
 {
@@ -29,14 +30,14 @@ static void test_escape(void **state)
 
 	(void)state;
 	for (unsigned i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
-		log_escape(t[i].in, out, sizeof(out));
+		utf8_escape(t[i].in, out, sizeof(out));
 		if (strcmp(out, t[i].out) != 0)
 			fail_msg("case %u: got \"%s\", want \"%s\"", i, out, t[i].out);
 	}
 	/* Cut at a whole escape, never half of one. */
-	assert_int_equal(log_escape("ab\x1b", out, 5), 2);
+	assert_int_equal(utf8_escape("ab\x1b", out, 5), 2);
 	assert_string_equal(out, "ab");
-	assert_int_equal(log_escape("\xc3\xa9\xc3\xa9", out, 4), 2);
+	assert_int_equal(utf8_escape("\xc3\xa9\xc3\xa9", out, 4), 2);
 	assert_string_equal(out, "\xc3\xa9");
 }
 
