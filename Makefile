@@ -244,7 +244,7 @@ NUMA_VM_BINS := $(BUILD)/numa-vm/bin/numavm-run $(BUILD)/numa-vm/bin/guestload $
 
 # make bench-migrate's benchmark links the agent's own mover (and libnuma),
 # static like the other in-VM helpers.
-MIGBENCH_SRCS := tests/numa-vm/guest/migbench.c orchestrator/mover.c orchestrator/fs.c orchestrator/log.c \
+MIGBENCH_SRCS := tests/numa-vm/guest/migbench.c orchestrator/mover.c orchestrator/fs.c orchestrator/log.c orchestrator/utf8.c \
                  orchestrator/mask.c orchestrator/numamig.c orchestrator/hostpaths.c
 $(BUILD)/numa-vm/bin/migbench: $(MIGBENCH_SRCS) orchestrator/mover.h
 	@mkdir -p $(dir $@)
