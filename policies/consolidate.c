@@ -258,6 +258,7 @@ static bool in_cooldown(const struct policy_config *cfg, const struct snapshot *
 static void fill_target(struct plan_item *it, const struct pcand *c)
 {
 	it->crowded = c->crowded;
+	it->local_fit = c->local_fit;
 	it->to_nodes = c->nodes;
 	it->to_mems = c->mems;
 	it->load_after = c->util_after;
@@ -356,7 +357,10 @@ static void decide_pinned(struct pctx *x, const struct pstate_entry *pe, const s
 	    pin_local >= cfg->locality_target) {
 		it->kind = PLAN_SETTLED;
 		it->reason = REASON_NONE;
-		set_detail(it, "settled on pinned nodes %s: %.2f of memory there", pn, pin_local);
+		/* On several pinned nodes the memory on them may still be off
+		 * its threads' nodes: the record says both. */
+		set_detail(it, "settled on pinned nodes %s: %.2f of memory there, locality %.2f where its threads run",
+			   pn, pin_local, g->locality);
 		return;
 	}
 	if (!c.allowed_ok) {
@@ -488,6 +492,14 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 		if (!sub) {
 			opt = c->k == kmin &&
 			      (!cur_k || c->util_after * (1.0 + cfg->less_busy_margin) < unow);
+			/* Local where it is and its threads fit its CPUs
+			 * (local fit): less load elsewhere must pay for moving
+			 * its memory there (the score counts W_MIGRATE for it),
+			 * else two one-thread guests sharing the 2-CPU node that
+			 * holds their memory would be split at once. */
+			if (opt && cur_k && !locality_bad && cc.local_fit && cur_ok &&
+			    c->score >= cc.score - UTIL_EPS)
+				opt = false;
 			if (opt && cur_k)
 				load_case = true;
 		} else if (c->k < cur_k) {
@@ -498,7 +510,7 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 		/* Stability: a target that would itself be a load case next
 		 * cycle (at or over rebalance_util with a set less busy by the
 		 * margin) would be left again: don't go there. */
-		if (opt && c->util_after >= cfg->rebalance_util - UTIL_EPS &&
+		if (opt && !c->local_fit && c->util_after >= cfg->rebalance_util - UTIL_EPS &&
 		    !mask_subset(&coolest->nodes, &c->nodes) &&
 		    coolest->util_after * (1.0 + cfg->less_busy_margin) < c->util_after) {
 			hot = c;
@@ -519,6 +531,8 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 			   locality, cfg->locality_target, cc.util_after, cfg->max_util);
 		if (crowded)
 			add_detail(it, "; nothing fits with headroom, none less loaded");
+		else if (cc.local_fit)
+			add_detail(it, "; fits without headroom: its memory is here, its threads fit the CPUs");
 		return;
 	}
 	if (!cur_k)
@@ -588,6 +602,8 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 		add_detail(it, "; memory does not fit fewer nodes");
 	if (crowded)
 		add_detail(it, "; nothing fits with headroom: least loaded");
+	else if (pick->local_fit)
+		add_detail(it, "; fits without headroom: its memory is there");
 	if (nan || pick->busy_nan)
 		add_detail(it, " (some node busy not measured, taken as idle)");
 }
