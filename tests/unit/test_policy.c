@@ -1676,6 +1676,52 @@ static void test_crowded_two_stay_local(void **state)
 	plan_free(p);
 }
 
+/* A guest with four busy threads on two 2-CPU nodes (they fill both, so
+ * it keeps both), its 800 MiB first touched on node 1 while its threads
+ * now all run on node 0 (node 1's CPUs busy with others): 0 % local where
+ * they run. With the kernel's NUMA balancing off nothing else moves pages
+ * inside a set: its memory follows its threads onto node 0, CPUs
+ * unchanged. With balancing on it is the kernel's job (settled); where the
+ * threads' node lacks room it stays SKIP_IN_SET. */
+static struct plan *spread_two(int balancing, uint64_t free_mib)
+{
+	const uint64_t free_m[2] = { free_mib, 1500 };
+	static const double busy[2] = { 1.0, 0.5 };
+	struct snapshot *s = host_2cpu(2, 2048, free_m, busy);
+	struct snap_guest *g = guest_on(s, "four", 2.0, 4, "0-3", "0-1", 0);
+
+	g->busy_threads = 4;
+	g->busy_measured = true;
+	g->mem_node[1] = 800 * MIB;
+	s->numa_balancing = balancing;
+	return decide_default(s, "spread two");
+}
+
+static void test_spread_memory_follows_threads(void **state)
+{
+	struct plan *p;
+	const struct plan_item *it;
+
+	(void)state;
+	p = spread_two(0, 1500);
+	it = find_item(p, "four");
+	assert_non_null(it);
+	if (it->kind != PLAN_MOVE || it->reason != REASON_LOCALITY || it->migrate_bytes != 800 * MIB)
+		fail_msg("%s %s: %s", plan_kind_name(it->kind), move_reason_name(it->reason), it->detail);
+	assert_nodes("cpus", &it->to_nodes, "0-1", "spread two", "four");
+	assert_nodes("mems", &it->to_mems, "0", "spread two", "four");
+	plan_free(p);
+	p = spread_two(1, 1500);
+	assert_null(find_item(p, "four"));   /* settled: the kernel's balancing */
+	plan_free(p);
+	p = spread_two(0, 600);
+	it = find_item(p, "four");
+	assert_non_null(it);
+	if (it->kind != PLAN_SKIP || it->skip != SKIP_IN_SET)
+		fail_msg("%s: %s", plan_kind_name(it->kind), it->detail);
+	plan_free(p);
+}
+
 /* The testbed's bigguest scenario as measured: a 2-CPU guest with its
  * memory interleaved over all four nodes, its threads on nodes 0 and 1;
  * two 1-CPU guests with their memory on node 0, their threads on nodes 2
@@ -1982,6 +2028,7 @@ int main(void)
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_big_floater_makes_room);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_oversubscribed_local_least_loaded);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_crowded_two_stay_local);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_spread_memory_follows_threads);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_spread_start_one_node_each);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_config_validate);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_pstate);
