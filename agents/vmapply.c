@@ -10,7 +10,7 @@
 #include <libvirt/virterror.h>
 
 #include "vmproc.h"
-#include "../orchestrator/fs.h"
+#include "../orchestrator/xalloc.h"
 #include "../orchestrator/log.h"
 
 struct vmapply {

@@ -11,7 +11,9 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "fs.h"
+#include "xalloc.h"
 #include "log.h"
 #include "snapjson.h"
 

@@ -84,7 +84,7 @@
  * wants a retry. pstate_note_move() is for moves made outside a plan
  * (manual moves through the API).
  */
-#include "policy.h"
+#include "policies.h"
 
 #include <errno.h>
 #include <math.h>
@@ -94,7 +94,7 @@
 #include <string.h>
 
 #include "guards.h"
-#include "../orchestrator/fs.h"
+#include "../orchestrator/xalloc.h"
 
 #define PIN_GAIN 1000.0
 

@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../orchestrator/fs.h"
+#include "../orchestrator/xalloc.h"
 
 void pctx_init(struct pctx *x, const struct policy_config *cfg, const struct snapshot *s)
 {

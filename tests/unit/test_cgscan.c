@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "agents/cgscan.h"
-#include "orchestrator/fs.h"
+#include "orchestrator/xalloc.h"
 #include "orchestrator/snapjson.h"
 
 #define FIXTURES "tests/fixtures"

@@ -15,7 +15,7 @@
 #include <time.h>
 
 #include "orchestrator/snapjson.h"
-#include "policies/policy.h"
+#include "policies/policies.h"
 
 #define MIB (1024ULL * 1024ULL)
 #define SEC 1000000000LL

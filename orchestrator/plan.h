@@ -9,8 +9,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../orchestrator/mask.h"
-#include "../orchestrator/snapshot.h"
+#include "mask.h"
+#include "snapshot.h"
 
 enum plan_kind {
 	PLAN_MOVE = 0,   /* change the guest's cpus and/or mems */
