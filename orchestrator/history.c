@@ -30,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fs.h"
+#include "xalloc.h"
 
 #define R_LOC   0x01u
 #define R_CPU   0x02u
