@@ -8,7 +8,9 @@
  * not change costs nothing:
  *
  *   flags    uint8, R_* below: which fields follow
- *   dt       varint, deciseconds since the previous sample (0 for the first)
+ *   dt       R_DT:    zigzag varint, change of the time since the sample
+ *                     before (deciseconds): cycles come at a steady pace,
+ *                     so it is mostly absent or one byte
  *   loc      R_LOC:   zigzag varint, change of the uint16 (mod 2^16)
  *   cpu      R_CPU:   the same for CPU use
  *   cpu nodes, mems   R_CNODE, R_MEMS: the new mask, (nodes + 7) / 8 bytes
@@ -18,7 +20,8 @@
  *
  * The first sample of a guest's buffer is coded against the zero state,
  * so when the oldest sample goes, the second is decoded and re-coded
- * against zero in its place. The newest sample's state is kept decoded,
+ * against zero in its place (its time is the guest's base time; its dt,
+ * kept, is what the third is coded against). The newest sample's state is kept decoded,
  * for coding the next one. Buffers grow as a guest's samples come in
  * (never more than an eighth plus one sample above what they hold).
  */
@@ -38,11 +41,13 @@
 #define R_MEMS  0x08u
 #define R_SHIFT 0x10u
 #define R_MEM   0x20u
+#define R_DT    0x40u
 #define UNKNOWN16 0xffffu
 
 /* One quantised sample. bits[] holds cpu_nodes[nb], mems[nb], then the
  * memory per node as uint16 [nr_nodes] (memcpy'd: no alignment). */
 struct hstate {
+	uint32_t dt;           /* deciseconds since the sample before */
 	uint16_t loc, cpu;
 	uint8_t shift;
 	uint8_t bits[];
@@ -51,7 +56,7 @@ struct hstate {
 struct hguest {
 	char *id;
 	int64_t last_ms;       /* time of the newest sample */
-	uint32_t t_base;       /* deciseconds since the epoch, before the first dt */
+	uint32_t t_base;       /* deciseconds since the epoch, of the oldest sample */
 	uint32_t t_last;       /* the same, of the newest sample */
 	unsigned n;            /* samples held */
 	uint32_t len, cap;     /* bytes of buf used, allocated */
@@ -132,11 +137,14 @@ static int32_t unzigzag(uint32_t u) { return (int32_t)(u >> 1) ^ -(int32_t)(u & 
 static uint32_t delta16(uint16_t from, uint16_t to) { return zigzag((int16_t)(uint16_t)(to - from)); }
 
 /* Code CUR against PREV into OUT (h->max_rec bytes); returns the length. */
-static size_t encode(struct history *h, struct hstate *prev, struct hstate *cur, uint32_t dt, uint8_t *out)
+static size_t encode(struct history *h, struct hstate *prev, struct hstate *cur, uint8_t *out)
 {
 	uint8_t *p = out + 1, flags = 0, *changed = h->changed;
 
-	p += put_uv(p, dt);
+	if (cur->dt != prev->dt) {
+		flags |= R_DT;
+		p += put_uv(p, zigzag((int32_t)(cur->dt - prev->dt)));
+	}
 	if (cur->loc != prev->loc) {
 		flags |= R_LOC;
 		p += put_uv(p, delta16(prev->loc, cur->loc));
@@ -177,15 +185,17 @@ static size_t encode(struct history *h, struct hstate *prev, struct hstate *cur,
 }
 
 /* Decode REC against PREV into CUR; returns its length. */
-static size_t decode(struct history *h, struct hstate *prev, const uint8_t *rec, struct hstate *cur,
-		     uint32_t *dt)
+static size_t decode(struct history *h, struct hstate *prev, const uint8_t *rec, struct hstate *cur)
 {
 	const uint8_t *p = rec + 1;
 	uint8_t flags = rec[0];
 	uint32_t v;
 
 	memcpy(cur, prev, h->state_sz);
-	p += get_uv(p, dt);
+	if (flags & R_DT) {
+		p += get_uv(p, &v);
+		cur->dt = prev->dt + (uint32_t)unzigzag(v);
+	}
 	if (flags & R_LOC) {
 		p += get_uv(p, &v);
 		cur->loc = (uint16_t)(prev->loc + unzigzag(v));
@@ -359,17 +369,16 @@ static void reserve(struct hguest *hg, size_t len)
 /* Drop HG's oldest sample: the second is re-coded against zero. */
 static void drop_oldest(struct history *h, struct hguest *hg)
 {
-	uint32_t dt0, dt1;
-	size_t l0 = decode(h, h->zero, hg->buf, h->sa, &dt0);
-	size_t l1 = decode(h, h->sa, hg->buf + l0, h->sb, &dt1);
-	size_t ln = encode(h, h->zero, h->sb, dt1, h->rec);
+	size_t l0 = decode(h, h->zero, hg->buf, h->sa);
+	size_t l1 = decode(h, h->sa, hg->buf + l0, h->sb);
+	size_t ln = encode(h, h->zero, h->sb, h->rec);
 	size_t rest = hg->len - l0 - l1;
 
 	reserve(hg, ln + rest);
 	memmove(hg->buf + ln, hg->buf + l0 + l1, rest);
 	memcpy(hg->buf, h->rec, ln);
 	hg->len = (uint32_t)(ln + rest);
-	hg->t_base += dt0;
+	hg->t_base += h->sb->dt;
 	hg->n--;
 }
 
@@ -391,7 +400,10 @@ static void add_sample(struct history *h, struct hguest *hg, const struct snapsh
 		hg->last = xcalloc(1, h->state_sz);
 		hg->t_base = hg->t_last = t;
 	}
-	l = encode(h, hg->n ? hg->last : h->zero, h->sa, t > hg->t_last ? t - hg->t_last : 0, h->rec);
+	/* A gap of more than 6.8 years is 6.8 years: the changes of dt
+	 * stay within int32. */
+	h->sa->dt = t > hg->t_last ? (t - hg->t_last > INT32_MAX ? INT32_MAX : t - hg->t_last) : 0;
+	l = encode(h, hg->n ? hg->last : h->zero, h->sa, h->rec);
 	reserve(hg, hg->len + l);
 	memcpy(hg->buf + hg->len, h->rec, l);
 	hg->len += (uint32_t)l;
@@ -488,10 +500,10 @@ int history_get(struct history *h, const char *id, struct history_series **out)
 	for (unsigned i = 0; i < hg->n; i++) {
 		struct history_point *pt = &hs->p[i];
 		struct hstate *tmp;
-		uint32_t dt;
 
-		off += decode(h, i ? a : h->zero, hg->buf + off, b, &dt);
-		t += dt;
+		off += decode(h, i ? a : h->zero, hg->buf + off, b);
+		if (i)
+			t += b->dt;
 		pt->real_ms = h->epoch_ms + (int64_t)t * 100;
 		pt->locality = unpack_ratio(b->loc, 10000);
 		pt->cpu_use = unpack_ratio(b->cpu, 100);

@@ -12,7 +12,7 @@
  * to 0.1 s — and stored as the change from the guest's previous sample
  * (history.c has the layout): what stayed the same costs nothing, so a
  * guest that changes its locality, CPU use and one node's memory every
- * sample takes about 9 bytes a sample on 8 nodes. A guest's buffer grows
+ * sample takes about 7 bytes a sample on 8 nodes. A guest's buffer grows
  * with its samples; the worst case, every field changing by a lot, is
  * 13 + 3 × (nodes + 7) / 8 + 3 × nodes bytes a sample (40 on 8 nodes,
  * plus an eighth of spare room). Memory is bounded
