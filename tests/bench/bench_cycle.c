@@ -230,6 +230,17 @@ static int api_get(const char *sock, const char *path, char *buf, size_t sz)
 	return 0;
 }
 
+/* numaorch_history_bytes in the agent's /metrics, -1 if it does not say. */
+static long agent_history_bytes(const char *sock)
+{
+	static char buf[1 << 20];
+	const char *c;
+
+	if (api_get(sock, "/metrics", buf, sizeof(buf)) < 0 || !(c = strstr(buf, "\nnumaorch_history_bytes ")))
+		return -1;
+	return atol(c + strlen("\nnumaorch_history_bytes "));
+}
+
 /* Samples in guest 1's history, -1 if the agent does not say. */
 static int history_count(const char *sock)
 {
@@ -281,9 +292,9 @@ static long rss_anon_kb(pid_t pid)
 /* Peak RSS (ru_maxrss, KiB) of numaorchd running dry-run cycles on ROOT
  * (GUESTS guests, rewritten between cycles) until every guest's history
  * is full; *ANON gets the peak RssAnon sampled meanwhile, *SECS the time
- * it took. */
+ * it took, *HIST the history's bytes as the agent reports them then. */
 static long daemon_rss(const char *numaorchd, const char *root, unsigned guests, const char *tmp, long *anon,
-		       double *secs)
+		       double *secs, long *hist)
 {
 	char conf[4096], sock[4096];
 	struct timespec t0, t1;
@@ -317,6 +328,7 @@ static long daemon_rss(const char *numaorchd, const char *root, unsigned guests,
 		jitter_host(root, guests, tick++);
 		usleep(50 * 1000);
 	}
+	*hist = agent_history_bytes(sock);
 	if (count < (int)HISTORY_SAMPLES)
 		fprintf(stderr, "numaorchd's history did not fill (%d samples after %.0f s)\n", count, *secs);
 	kill(pid, SIGTERM);
@@ -361,8 +373,8 @@ int main(int argc, char **argv)
 	}
 	printf("numaorch cycle benchmark: %u nodes x %u CPUs, cgroup v2 fixture, %u cycles each\n",
 	       NODES, CPUS_PER_NODE, cycles);
-	printf("%8s %14s %14s %14s %14s %12s %12s %12s %10s %9s\n", "guests", "cycle p50 ms", "cycle max ms",
-	       "acquire ms", "decide ms", "daemon RSS", "anon RSS", "history", "record ms", "filled");
+	printf("%8s %14s %14s %14s %14s %12s %12s %12s %12s %10s %9s\n", "guests", "cycle p50 ms", "cycle max ms",
+	       "acquire ms", "decide ms", "daemon RSS", "anon RSS", "its history", "history", "record ms", "filled");
 	for (unsigned s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
 		char tmpl[] = "/tmp/numaorch-bench.XXXXXX";
 		char *tmp = mkdtemp(tmpl), root[4096], cmd[4200];
@@ -372,7 +384,7 @@ int main(int argc, char **argv)
 		struct policy_config pc;
 		struct pstate *ps = NULL;
 		double *t = calloc(cycles, sizeof(double)), acq_sum = 0, dec_sum = 0;
-		long rss, anon;
+		long rss, anon, ahist = -1;
 		double hist_mib = NAN, rec_ms = NAN, fill_s = NAN;
 
 		snprintf(root, sizeof(root), "%s/host", tmp);
@@ -443,11 +455,11 @@ int main(int argc, char **argv)
 		}
 		acquirer_free(acq);
 		qsort(t, cycles, sizeof(double), cmp_double);
-		rss = daemon_rss(numaorchd, root, sizes[s], tmp, &anon, &fill_s);
-		printf("%8u %14.2f %14.2f %14.2f %14.2f %8.1f MiB %8.1f MiB %8.2f MiB %10.2f %7.0f s\n", sizes[s],
-		       t[cycles / 2], t[cycles - 1], acq_sum / cycles, dec_sum / cycles,
-		       rss > 0 ? (double)rss / 1024.0 : NAN, anon > 0 ? (double)anon / 1024.0 : NAN, hist_mib,
-		       rec_ms, fill_s);
+		rss = daemon_rss(numaorchd, root, sizes[s], tmp, &anon, &fill_s, &ahist);
+		printf("%8u %14.2f %14.2f %14.2f %14.2f %8.1f MiB %8.1f MiB %8.2f MiB %8.2f MiB %10.2f %7.0f s\n",
+		       sizes[s], t[cycles / 2], t[cycles - 1], acq_sum / cycles, dec_sum / cycles,
+		       rss > 0 ? (double)rss / 1024.0 : NAN, anon > 0 ? (double)anon / 1024.0 : NAN,
+		       ahist >= 0 ? (double)ahist / 1048576.0 : NAN, hist_mib, rec_ms, fill_s);
 		free(t);
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
 		if (system(cmd) != 0)
@@ -460,7 +472,8 @@ int main(int argc, char **argv)
 	       "libvirt module and its libraries add about 7 MiB of file pages.\n"
 	       "Both RSS figures are with the agent's per-guest history full (%u samples of each guest,\n"
 	       "an hour at the default 15 s interval; filled: how long the agent took to get there at\n"
-	       "`history = 0`, with the guests' numbers changing every cycle). history: the same\n"
+	       "`history = 0`, with the guests' numbers changing every cycle; its history: what the agent\n"
+	       "then says its history holds, numaorch_history_bytes in /metrics). history: the same\n"
 	       "history built in this process, as history_bytes() counts it; record ms: CPU time of\n"
 	       "recording one cycle into it when full.\n", HISTORY_SAMPLES);
 	return 0;
