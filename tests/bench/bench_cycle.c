@@ -2,7 +2,7 @@
  * agent's peak RSS, on generated fixture hosts: 8 nodes × 8 CPUs, cgroup
  * v2, with 10, 100 and 1000 Docker-named guests.
  *
- *   build/bench/bench_cycle [--numaorchd build/numaorchd] [--cycles N]
+ *   build/bench/bench_cycle [--numaorchd build/numaorchd] [--cycles N] [--guests 10|100|1000]
  *   build/bench/bench_cycle --generate DIR GUESTS   (write a host tree only)
  *
  * CPU time is CLOCK_PROCESS_CPUTIME_ID around acquirer_snapshot() +
@@ -233,12 +233,30 @@ static int api_get(const char *sock, const char *path, char *buf, size_t sz)
 /* numaorch_history_bytes in the agent's /metrics, -1 if it does not say. */
 static long agent_history_bytes(const char *sock)
 {
-	static char buf[1 << 20];
+	/* /metrics of 1000 guests is a few MiB */
+	static char buf[32 << 20];
 	const char *c;
 
 	if (api_get(sock, "/metrics", buf, sizeof(buf)) < 0 || !(c = strstr(buf, "\nnumaorch_history_bytes ")))
 		return -1;
 	return atol(c + strlen("\nnumaorch_history_bytes "));
+}
+
+/* The agent's newest decision records (up to 1000): how many, and their
+ * bytes as JSON, in *BYTES. -1 if it does not say. */
+static long agent_decisions(const char *sock, long *bytes)
+{
+	static char buf[16 << 20];
+	const char *c;
+	long n = 0;
+
+	*bytes = -1;
+	if (api_get(sock, "/v1/decisions?limit=1000", buf, sizeof(buf)) < 0 || !(c = strstr(buf, "\r\n\r\n")))
+		return -1;
+	*bytes = (long)strlen(c + 4);
+	while ((c = strstr(c, "\"decision\"")))
+		n++, c++;
+	return n;
 }
 
 /* Samples in guest 1's history, -1 if the agent does not say. */
@@ -329,6 +347,13 @@ static long daemon_rss(const char *numaorchd, const char *root, unsigned guests,
 		usleep(50 * 1000);
 	}
 	*hist = agent_history_bytes(sock);
+	{
+		long db, dn = agent_decisions(sock, &db);
+
+		if (getenv("BENCH_DECISIONS"))
+			fprintf(stderr, "%u guests: the agent's newest %ld decision records are %ld bytes of JSON\n",
+				guests, dn, db);
+	}
 	if (count < (int)HISTORY_SAMPLES)
 		fprintf(stderr, "numaorchd's history did not fill (%d samples after %.0f s)\n", count, *secs);
 	kill(pid, SIGTERM);
@@ -345,13 +370,15 @@ int main(int argc, char **argv)
 {
 	static const unsigned sizes[] = { 10, 100, 1000 };
 	const char *numaorchd = "build/numaorchd";
-	unsigned cycles = 20;
+	unsigned cycles = 20, only = 0;
 
 	/* The daemon's allocator settings, so the cycle is timed as it runs there. */
 	xmalloc_tune();
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--numaorchd") == 0 && i + 1 < argc)
 			numaorchd = argv[++i];
+		else if (strcmp(argv[i], "--guests") == 0 && i + 1 < argc)
+			only = (unsigned)atoi(argv[++i]);
 		else if (strcmp(argv[i], "--cycles") == 0 && i + 1 < argc)
 			cycles = (unsigned)atoi(argv[++i]);
 		else if (strcmp(argv[i], "--generate") == 0 && i + 2 < argc) {
@@ -376,6 +403,8 @@ int main(int argc, char **argv)
 	printf("%8s %14s %14s %14s %14s %12s %12s %12s %12s %10s %9s\n", "guests", "cycle p50 ms", "cycle max ms",
 	       "acquire ms", "decide ms", "daemon RSS", "anon RSS", "its history", "history", "record ms", "filled");
 	for (unsigned s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+		if (only && sizes[s] != only)
+			continue;
 		char tmpl[] = "/tmp/numaorch-bench.XXXXXX";
 		char *tmp = mkdtemp(tmpl), root[4096], cmd[4200];
 		struct host_paths hp;
