@@ -53,6 +53,16 @@ def moved(guest_hex, t_end, dur_ms, frm, to):
 SCN = {"name": "t", "duration": 60}
 A, B = "a" * 64, "b" * 64
 
+# Two guests sampled at t=0, 2, 4: a moves to node 1 (its memory follows:
+# 0% → 50% → 95% local), b stays local on node 1 throughout.
+A_MOVES_B_STAYS = (
+    (0, "a", [1000, 0], "1:100", "-", "-", "0-3", "0-1"),
+    (0, "b", [0, 1000], "1:100", "-", "-", "0-3", "0-1"),
+    (2, "a", [500, 500], "1:100", "2-3", "1", "2-3", "1"),
+    (2, "b", [0, 1000], "1:100", "-", "-", "0-3", "0-1"),
+    (4, "a", [50, 950], "1:100", "2-3", "1", "2-3", "1"),
+    (4, "b", [0, 1000], "1:100", "-", "-", "0-3", "0-1"))
+
 
 class Analysis(unittest.TestCase):
     def test_locality_union_and_weighted(self):
@@ -67,13 +77,7 @@ class Analysis(unittest.TestCase):
         self.assertEqual(numavm.locality({"mem": [0, 0], "thr": [(0, 100)]}), (None, None))
 
     def test_t90_needed_moved_and_end_state(self):
-        text = results([
-            (0, "a", [1000, 0], "1:100", "-", "-", "0-3", "0-1"),
-            (0, "b", [0, 1000], "1:100", "-", "-", "0-3", "0-1"),
-            (2, "a", [500, 500], "1:100", "2-3", "1", "2-3", "1"),
-            (2, "b", [0, 1000], "1:100", "-", "-", "0-3", "0-1"),
-            (4, "a", [50, 950], "1:100", "2-3", "1", "2-3", "1"),
-            (4, "b", [0, 1000], "1:100", "-", "-", "0-3", "0-1")])
+        text = results(A_MOVES_B_STAYS)
         r = numavm.analyse(text, SCN)
         self.assertEqual(r["t90"], {"a": 4.0, "b": 0.0})
         self.assertEqual(r["t90_all"], 4.0)
@@ -233,9 +237,6 @@ class Parts(unittest.TestCase):
         self.assertEqual(cmd.count("-serial"), 2)
 
 
-if __name__ == "__main__":
-    unittest.main(verbosity=2)
-
 
 class Demo(unittest.TestCase):
     """make demo's view (demo.py): what it computes from the runner's lines
@@ -243,13 +244,7 @@ class Demo(unittest.TestCase):
 
     def test_frame_local_time_and_memory_moved(self):
         import demo
-        text = results([
-            (0, "a", [1000, 0], "1:100", "-", "-", "0-3", "0-1"),
-            (0, "b", [0, 1000], "1:100", "-", "-", "0-3", "0-1"),
-            (2, "a", [500, 500], "1:100", "2-3", "1", "2-3", "1"),
-            (2, "b", [0, 1000], "1:100", "-", "-", "0-3", "0-1"),
-            (4, "a", [50, 950], "1:100", "2-3", "1", "2-3", "1"),
-            (4, "b", [0, 1000], "1:100", "-", "-", "0-3", "0-1")])
+        text = results(A_MOVES_B_STAYS)
         r = numavm.parse_results(text)
         times = demo.complete_times(r, 2)
         self.assertEqual(times, [0.0, 2.0, 4.0])
@@ -265,3 +260,7 @@ class Demo(unittest.TestCase):
         self.assertIn("all local (>= 90%) since t=4 s", lines[-1])
         lines = demo.render(r, 2.0, ["a", "b"], demo.node_of_cpus(r), 4.0, 60)
         self.assertIn("not all local yet", lines[-1])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
