@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -166,6 +167,25 @@ int cgh_path(const struct cg_hier *h, enum cg_ctrl c, const char *rel,
 		n = snprintf(buf, bufsz, "%s%s", h->dir[c], rel);
 	if (n < 0 || (size_t)n >= bufsz)
 		return -ENAMETOOLONG;
+	return 0;
+}
+
+int cgh_read_value(const struct cg_hier *h, enum cg_ctrl c, const char *rel, const char *file, char **out)
+{
+	char path[PATH_MAX];
+	size_t len;
+	char *buf;
+	int r;
+
+	r = cgh_path(h, c, rel, file, path, sizeof(path));
+	if (r < 0)
+		return r;
+	r = fs_read_file(path, 64 * 1024, &buf, &len);
+	if (r < 0)
+		return r;
+	while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
+		buf[--len] = '\0';
+	*out = buf;
 	return 0;
 }
 
