@@ -90,9 +90,10 @@ static int read_file_value(const struct applier *a, enum cg_ctrl c, const char *
 	return cgh_read_value(&a->h, c, rel, file, out);
 }
 
-/* Pre-order list of REL and every cgroup below it in the cpuset tree. */
+/* Pre-order list of REL and every cgroup below it in the cpuset tree;
+ * DEPTHS (if not NULL) gets each one's depth below REL (cgplan.h). */
 static int collect_subtree(const struct applier *a, const char *rel, unsigned *n, char ***out,
-			   unsigned depth)
+			   unsigned **depths, unsigned depth)
 {
 	char path[PATH_MAX];
 	DIR *d;
@@ -101,6 +102,10 @@ static int collect_subtree(const struct applier *a, const char *rel, unsigned *n
 	if (depth > 32)
 		return -ELOOP;
 	*out = xrealloc(*out, (*n + 1) * sizeof(char *));
+	if (depths) {
+		*depths = xrealloc(*depths, (*n + 1) * sizeof(unsigned));
+		(*depths)[*n] = depth;
+	}
 	(*out)[(*n)++] = xstrdup(rel);
 	r = cgh_path(&a->h, CGC_CPUSET, rel, NULL, path, sizeof(path));
 	if (r < 0)
@@ -116,7 +121,7 @@ static int collect_subtree(const struct applier *a, const char *rel, unsigned *n
 		if (snprintf(child, sizeof(child), "%s%s%s", strcmp(rel, "/") ? rel : "", "/",
 			     de->d_name) >= (int)sizeof(child))
 			continue;
-		r = collect_subtree(a, child, n, out, depth + 1);
+		r = collect_subtree(a, child, n, out, depths, depth + 1);
 		if (r < 0 && r != -ENOENT) {
 			closedir(d);
 			return r;
@@ -299,7 +304,7 @@ static bool descendants_set_mems(struct applier *a, const char *rel)
 	char **sub = NULL;
 	bool any = false;
 
-	if (collect_subtree(a, rel, &n, &sub, 0) < 0)
+	if (collect_subtree(a, rel, &n, &sub, NULL, 0) < 0)
 		any = n > 1; /* cannot tell: be strict */
 	for (unsigned i = 0; i < n; i++) {
 		char *v = NULL;
@@ -330,6 +335,7 @@ struct apply_pending {
 	struct cgj j;                  /* every write of the move, to undo on failure */
 	unsigned nsub;
 	char **sub;                    /* the guest's subtree, pre-order (cgplan.h) */
+	unsigned *depth;               /* ... and each one's depth below the guest */
 };
 
 void apply_pending_free(struct apply_pending *p)
@@ -340,6 +346,7 @@ void apply_pending_free(struct apply_pending *p)
 	for (unsigned i = 0; i < p->nsub; i++)
 		free(p->sub[i]);
 	free(p->sub);
+	free(p->depth);
 	free(p->cur_cpus_s);
 	free(p->cur_mems_s);
 	free(p->new_cpus);
@@ -404,7 +411,7 @@ static int set_subtree(struct applier *a, struct apply_pending *p, const char *f
 		       const char *newv, const char **step, const char **failed_rel)
 {
 	struct cgplan plan = { 0 };
-	int r = cgplan_add_set(&plan, p->v2, p->nsub, file, unionv, newv);
+	int r = cgplan_add_set(&plan, p->v2, p->nsub, p->depth, file, unionv, newv);
 
 	if (r < 0) {
 		*step = file;
@@ -515,7 +522,7 @@ static int move_container_cpus(struct applier *a, struct apply_pending *p, struc
 
 	/* v2 needs the subtree only for its processes (the mover); v1 writes
 	 * every cgroup of it. */
-	r = collect_subtree(a, g->cgroup, &p->nsub, &p->sub, 0);
+	r = collect_subtree(a, g->cgroup, &p->nsub, &p->sub, &p->depth, 0);
 	if (is_gone(r)) {
 		apply_result_set(res, APPLY_VANISHED, 0, "guest's cgroup %s is gone", g->cgroup);
 		goto out;
@@ -530,7 +537,7 @@ static int move_container_cpus(struct applier *a, struct apply_pending *p, struc
 		/* Pages follow a v1 mems change only with memory_migrate=1. */
 		if (!p->v2 && p->mems_changed)
 			cgplan_add_memory_migrate(&plan, p->nsub);
-		r = cgplan_add_set(&plan, p->v2, p->nsub, "cpuset.cpus", union_cpus, new_cpus);
+		r = cgplan_add_set(&plan, p->v2, p->nsub, p->depth, "cpuset.cpus", union_cpus, new_cpus);
 		if (r < 0)
 			cgplan_clear(&plan);
 		else

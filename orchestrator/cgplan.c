@@ -21,8 +21,8 @@ static void add(struct cgplan *p, unsigned sub, const char *file, const char *va
 	p->s[p->n++] = (struct cgplan_step){ .sub = sub, .file = file, .value = value, .gone = gone };
 }
 
-int cgplan_add_set(struct cgplan *p, bool v2, unsigned nsub, const char *file, const char *unionv,
-		   const char *newv)
+int cgplan_add_set(struct cgplan *p, bool v2, unsigned nsub, const unsigned *depth, const char *file,
+		   const char *unionv, const char *newv)
 {
 	if (nsub == 0 || !newv || !*newv || (!v2 && (!unionv || !*unionv)))
 		return -EINVAL;
@@ -31,6 +31,13 @@ int cgplan_add_set(struct cgplan *p, bool v2, unsigned nsub, const char *file, c
 		return 0;
 	}
 	add(p, 0, file, unionv, CGPLAN_GONE_FAILS);
+	/* A descendant with children of its own is widened too, after its
+	 * parent: a grandchild's narrowed set must lie within its parent's
+	 * at the time of the write, and the parent is narrowed only after
+	 * it. Pre-order: the next cgroup is a child iff it is deeper. */
+	for (unsigned i = 1; depth && i + 1 < nsub; i++)
+		if (depth[i + 1] > depth[i])
+			add(p, i, file, unionv, CGPLAN_ENOENT_SKIPS);
 	/* Reverse pre-order: every cgroup after all of its descendants. */
 	for (unsigned i = nsub; i-- > 0;)
 		add(p, i, file, newv, i > 0 ? CGPLAN_ENOENT_SKIPS : CGPLAN_GONE_FAILS);

@@ -8,9 +8,10 @@
  * order serves (shared/TESTBED-NOTES.md): in v1 a child's cpus/mems must
  * lie within its parent's (a wider child is EACCES, a parent narrower than
  * a child EBUSY) and an empty set with tasks attached is ENOSPC, so a set
- * is widened on the guest first (old ∪ new), then narrowed from the
- * deepest cgroup up; in v2 the guest's write is all there is (descendants
- * are limited by the kernel). No step ever writes an empty set.
+ * is widened first (old ∪ new) on the guest and on every cgroup of its
+ * subtree that has children, top-down, then narrowed from the deepest
+ * cgroup up; in v2 the guest's write is all there is (descendants are
+ * limited by the kernel). No step ever writes an empty set.
  */
 #ifndef NUMAORCH_CGPLAN_H
 #define NUMAORCH_CGPLAN_H
@@ -46,13 +47,15 @@ struct cgplan_done {
 /* Frees P's steps (not P); P is empty and reusable after. */
 void cgplan_clear(struct cgplan *p);
 
-/* Append the writes that set FILE to NEWV over a subtree of NSUB cgroups:
- * v2 the guest only; v1 the guest to UNIONV (old ∪ new: widen), then
- * every cgroup deepest-first to NEWV (narrow; a descendant gone is
+/* Append the writes that set FILE to NEWV over a subtree of NSUB cgroups
+ * whose depths below the guest are DEPTH[] (pre-order; NULL: every
+ * descendant a child of the guest): v2 the guest only; v1 the guest and,
+ * in pre-order, every cgroup with children to UNIONV (old ∪ new: widen),
+ * then every cgroup deepest-first to NEWV (narrow; a descendant gone is
  * skipped). Values are referenced, not copied. -EINVAL (nothing added)
  * if a value the plan would write is empty or NSUB is 0. */
-int cgplan_add_set(struct cgplan *p, bool v2, unsigned nsub, const char *file, const char *unionv,
-		   const char *newv);
+int cgplan_add_set(struct cgplan *p, bool v2, unsigned nsub, const unsigned *depth, const char *file,
+		   const char *unionv, const char *newv);
 
 /* v1: pages follow a mems change only with cpuset.memory_migrate=1 on
  * every cgroup of the subtree (in pre-order). */

@@ -105,6 +105,9 @@ static void revert(struct model *m, struct cgplan_done *done, unsigned nd, const
 
 /* guest /g with children c1, c2, c3, pre-order. */
 static const int flat4[] = { -1, 0, 0, 0 };
+/* guest /g with c1, its child c1/x (and x's child c1/x/y), and c2. */
+static const int tree4[] = { -1, 0, 1, 0 };
+static const int tree5[] = { -1, 0, 1, 2, 0 };
 
 struct tcase {
 	const char *name;
@@ -120,7 +123,34 @@ static const struct tcase cases[] = {
 	{ "narrow only: 0-3 -> 2", 4, flat4, { "0-3", "0-3", "3", "0-1" }, "0-3", "2" },
 	{ "widen only: 2 -> 0-5", 4, flat4, { "2", "2", "2", "2" }, "0-5", "0-5" },
 	{ "guest alone: 4-7 -> 0-3", 1, flat4, { "4-7" }, "0-7", "0-3" },
+	/* a grandchild's narrow write must fit its parent at that moment */
+	{ "grandchild, disjoint: 0-1 -> 2-3", 4, tree4, { "0-1", "0-1", "1", "0" }, "0-3", "2-3" },
+	{ "grandchild, overlap: 0-2 -> 2-4", 4, tree4, { "0-2", "0-1", "0", "2" }, "0-4", "2-4" },
+	{ "depth 3, disjoint: 4-5 -> 0", 5, tree5, { "4-5", "4-5", "4-5", "5", "4" }, "0,4-5", "0" },
 };
+
+static void depths(const struct tcase *tc, unsigned *d)
+{
+	for (unsigned i = 0; i < tc->n; i++) {
+		d[i] = 0;
+		for (int a = tc->parent[i]; a >= 0; a = tc->parent[a])
+			d[i]++;
+	}
+}
+
+/* The cgroups of TC with children below them, other than the guest. */
+static unsigned inner(const struct tcase *tc)
+{
+	unsigned k = 0;
+
+	for (unsigned i = 1; i < tc->n; i++)
+		for (unsigned c = 0; c < tc->n; c++)
+			if (tc->parent[c] == (int)i) {
+				k++;
+				break;
+			}
+	return k;
+}
 
 static void test_v1_order_and_end_state(void **state)
 {
@@ -129,18 +159,24 @@ static void test_v1_order_and_end_state(void **state)
 		struct cgplan p = { 0 };
 		struct cgplan_done done[64];
 		struct model m = { .n = tc->n };
-		unsigned nd;
+		unsigned nd, d[MAXCG], w = 1 + inner(tc);
 
 		for (unsigned i = 0; i < tc->n; i++) {
 			m.parent[i] = tc->parent[i];
 			snprintf(m.val[i], sizeof(m.val[0]), "%s", tc->from[i]);
 		}
-		assert_int_equal(cgplan_add_set(&p, false, tc->n, "cpuset.cpus", tc->unionv, tc->newv), 0);
-		/* widen the guest first, then every cgroup after its descendants */
-		assert_int_equal(p.n, tc->n + 1);
+		depths(tc, d);
+		assert_int_equal(cgplan_add_set(&p, false, tc->n, d, "cpuset.cpus", tc->unionv, tc->newv), 0);
+		/* widen the guest and the cgroups with children first, top-down;
+		 * then narrow every cgroup after its descendants */
+		assert_int_equal(p.n, w + tc->n);
 		assert_int_equal(p.s[0].sub, 0);
-		assert_string_equal(p.s[0].value, tc->unionv);
-		for (unsigned i = 1; i < p.n; i++) {
+		for (unsigned i = 0; i < w; i++) {
+			assert_string_equal(p.s[i].value, tc->unionv);
+			if (i > 0)
+				assert_true(p.s[i].sub > p.s[i - 1].sub);
+		}
+		for (unsigned i = w; i < p.n; i++) {
 			assert_string_equal(p.s[i].value, tc->newv);
 			for (unsigned k = i + 1; k < p.n; k++) {
 				/* no ancestor of step k's cgroup is written at i < k */
@@ -168,8 +204,10 @@ static void test_v1_revert_on_refused_write(void **state)
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
 		const struct tcase *tc = &cases[c];
 		struct cgplan p = { 0 };
+		unsigned d[MAXCG];
 
-		assert_int_equal(cgplan_add_set(&p, false, tc->n, "cpuset.cpus", tc->unionv, tc->newv), 0);
+		depths(tc, d);
+		assert_int_equal(cgplan_add_set(&p, false, tc->n, d, "cpuset.cpus", tc->unionv, tc->newv), 0);
 		for (unsigned refuse = 0; refuse < p.n; refuse++) {
 			struct cgplan_done done[64];
 			struct model m = { .n = tc->n };
@@ -202,7 +240,7 @@ static void test_v2_one_write(void **state)
 {
 	struct cgplan p = { 0 };
 
-	assert_int_equal(cgplan_add_set(&p, true, 4, "cpuset.mems", NULL, "1"), 0);
+	assert_int_equal(cgplan_add_set(&p, true, 4, NULL, "cpuset.mems", NULL, "1"), 0);
 	assert_int_equal(p.n, 1);
 	assert_int_equal(p.s[0].sub, 0);
 	assert_string_equal(p.s[0].file, "cpuset.mems");
@@ -216,11 +254,11 @@ static void test_empty_set_refused(void **state)
 {
 	struct cgplan p = { 0 };
 
-	assert_int_equal(cgplan_add_set(&p, false, 3, "cpuset.cpus", "0-3", ""), -EINVAL);
-	assert_int_equal(cgplan_add_set(&p, false, 3, "cpuset.cpus", "", "0-3"), -EINVAL);
-	assert_int_equal(cgplan_add_set(&p, false, 3, "cpuset.cpus", NULL, "0-3"), -EINVAL);
-	assert_int_equal(cgplan_add_set(&p, true, 3, "cpuset.cpus", NULL, ""), -EINVAL);
-	assert_int_equal(cgplan_add_set(&p, true, 0, "cpuset.cpus", NULL, "1"), -EINVAL);
+	assert_int_equal(cgplan_add_set(&p, false, 3, NULL, "cpuset.cpus", "0-3", ""), -EINVAL);
+	assert_int_equal(cgplan_add_set(&p, false, 3, NULL, "cpuset.cpus", "", "0-3"), -EINVAL);
+	assert_int_equal(cgplan_add_set(&p, false, 3, NULL, "cpuset.cpus", NULL, "0-3"), -EINVAL);
+	assert_int_equal(cgplan_add_set(&p, true, 3, NULL, "cpuset.cpus", NULL, ""), -EINVAL);
+	assert_int_equal(cgplan_add_set(&p, true, 0, NULL, "cpuset.cpus", NULL, "1"), -EINVAL);
 	assert_int_equal(p.n, 0);
 	cgplan_clear(&p);
 }
@@ -232,7 +270,7 @@ static void test_memory_migrate_then_cpus(void **state)
 	struct cgplan p = { 0 };
 
 	cgplan_add_memory_migrate(&p, 3);
-	assert_int_equal(cgplan_add_set(&p, false, 3, "cpuset.cpus", "0-3", "2-3"), 0);
+	assert_int_equal(cgplan_add_set(&p, false, 3, NULL, "cpuset.cpus", "0-3", "2-3"), 0);
 	assert_int_equal(p.n, 3 + 4);
 	for (unsigned i = 0; i < 3; i++) {
 		assert_int_equal(p.s[i].sub, i);
