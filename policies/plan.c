@@ -70,18 +70,18 @@ json_t *plan_item_to_json(const struct plan_item *it)
 	json_object_set_new(o, "kind", json_string(plan_kind_name(it->kind)));
 	json_object_set_new(o, "reason", json_string(move_reason_name(it->reason)));
 	json_object_set_new(o, "skip", json_string(skip_reason_name(it->skip)));
-	json_object_set_new(o, "from_nodes", json_nodemask(&it->from_nodes));
-	json_object_set_new(o, "from_mems", json_nodemask(&it->from_mems));
-	json_object_set_new(o, "to_nodes", json_nodemask(&it->to_nodes));
-	json_object_set_new(o, "to_mems", json_nodemask(&it->to_mems));
-	json_object_set_new(o, "to_cpus", it->to_cpus ? json_cpumask(it->to_cpus) : json_null());
-	json_object_set_new(o, "cpu_demand", json_real_or_null(it->cpu_demand));
+	json_object_set_new(o, "from_nodes", snapj_nodemask(&it->from_nodes));
+	json_object_set_new(o, "from_mems", snapj_nodemask(&it->from_mems));
+	json_object_set_new(o, "to_nodes", snapj_nodemask(&it->to_nodes));
+	json_object_set_new(o, "to_mems", snapj_nodemask(&it->to_mems));
+	json_object_set_new(o, "to_cpus", it->to_cpus ? snapj_cpumask(it->to_cpus) : json_null());
+	json_object_set_new(o, "cpu_demand", snapj_real_or_null(it->cpu_demand));
 	json_object_set_new(o, "mem_demand_bytes", json_integer((json_int_t)it->mem_demand));
-	json_object_set_new(o, "load_before", json_real_or_null(it->load_before));
-	json_object_set_new(o, "load_after", json_real_or_null(it->load_after));
+	json_object_set_new(o, "load_before", snapj_real_or_null(it->load_before));
+	json_object_set_new(o, "load_after", snapj_real_or_null(it->load_after));
 	json_object_set_new(o, "migrate_bytes", json_integer((json_int_t)it->migrate_bytes));
-	json_object_set_new(o, "locality_before", json_real_or_null(it->locality_before));
-	json_object_set_new(o, "gain", json_real_or_null(it->gain));
+	json_object_set_new(o, "locality_before", snapj_real_or_null(it->locality_before));
+	json_object_set_new(o, "gain", snapj_real_or_null(it->gain));
 	if (it->crowded)
 		json_object_set_new(o, "crowded", json_true());
 	json_object_set_new(o, "detail", json_string(it->detail));
