@@ -15,6 +15,7 @@
 #include "vmproc.h"
 #include "../orchestrator/fs.h"
 #include "../orchestrator/log.h"
+#include "../orchestrator/strtab.h"
 
 #define BACKOFF_MIN_NS  250000000LL   /* first retry after a failed connect */
 #define BACKOFF_MAX_NS 2000000000LL   /* a unix connect that fails is cheap */
@@ -45,16 +46,14 @@ enum vmsrc_action vmsrc_event_action(int event, int detail)
 	}
 }
 
-const char *vmsrc_action_name(enum vmsrc_action a)
-{
-	switch (a) {
-	case VMSRC_PLACE: return "place";
-	case VMSRC_RESCAN: return "rescan";
-	case VMSRC_FORGET: return "forget";
-	case VMSRC_REFRESH: return "refresh";
-	default: return "none";
-	}
-}
+static const char *const action_names[] = {
+	[VMSRC_NONE] = "none",
+	[VMSRC_PLACE] = "place",
+	[VMSRC_RESCAN] = "rescan",
+	[VMSRC_FORGET] = "forget",
+	[VMSRC_REFRESH] = "refresh",
+};
+STRTAB_NAME(vmsrc_action_name, enum vmsrc_action, action_names)
 
 void vmsrc_guest_id(char out[GUEST_ID_MAX], const char *uuid)
 {

@@ -15,6 +15,7 @@
 #include "log.h"
 #include "numamig.h"
 #include "../agents/topo.h"
+#include "strtab.h"
 
 struct applier {
 	struct host_paths hp;
@@ -25,20 +26,17 @@ struct applier {
 	bool have_vm;
 };
 
-const char *apply_status_name(enum apply_status s)
-{
-	switch (s) {
-	case APPLY_DONE: return "moved";
-	case APPLY_VANISHED: return "vanished";
-	case APPLY_CHANGED: return "changed";
-	case APPLY_NO_ROOM: return "no_room";
-	case APPLY_FAILED: return "failed";
-	case APPLY_FAILED_PARTIAL: return "failed_partial";
-	case APPLY_NOT_APPLICABLE: return "not_applicable";
-	case APPLY_REFUSED: return "refused";
-	}
-	return "?";
-}
+static const char *const status_names[] = {
+	[APPLY_DONE] = "moved",
+	[APPLY_VANISHED] = "vanished",
+	[APPLY_CHANGED] = "changed",
+	[APPLY_NO_ROOM] = "no_room",
+	[APPLY_FAILED] = "failed",
+	[APPLY_FAILED_PARTIAL] = "failed_partial",
+	[APPLY_NOT_APPLICABLE] = "not_applicable",
+	[APPLY_REFUSED] = "refused",
+};
+STRTAB_NAME(apply_status_name, enum apply_status, status_names)
 
 int applier_new(const struct host_paths *hp, const struct cg_hier *h,
 		const struct apply_opts *opts, struct applier **out)

@@ -7,23 +7,19 @@
 #include <string.h>
 
 #include "fs.h"
+#include "strtab.h"
 
 static const char *const ctrl_names[CGC_NR] = { "cpuset", "memory", "cpuacct", "freezer" };
 
-const char *cgh_ctrl_name(enum cg_ctrl c)
-{
-	return (unsigned)c < CGC_NR ? ctrl_names[c] : "?";
-}
+STRTAB_NAME(cgh_ctrl_name, enum cg_ctrl, ctrl_names)
 
-const char *cgh_layout_name(enum cg_layout l)
-{
-	switch (l) {
-	case CG_LAYOUT_V1: return "v1";
-	case CG_LAYOUT_V2: return "v2";
-	case CG_LAYOUT_HYBRID: return "hybrid";
-	default: return "none";
-	}
-}
+static const char *const layout_names[] = {
+	[CG_LAYOUT_NONE] = "none",
+	[CG_LAYOUT_V1] = "v1",
+	[CG_LAYOUT_V2] = "v2",
+	[CG_LAYOUT_HYBRID] = "hybrid",
+};
+STRTAB_NAME(cgh_layout_name, enum cg_layout, layout_names)
 
 bool cgh_has(const struct cg_hier *h, enum cg_ctrl c)
 {

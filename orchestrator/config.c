@@ -14,6 +14,7 @@
 #include "fs.h"
 #include "kbal.h"
 #include "vmplugin.h"
+#include "strtab.h"
 
 #define MIB (1024ULL * 1024ULL)
 
@@ -40,29 +41,13 @@ static void strv_copy(unsigned *dn, char ***dv, unsigned sn, char *const *sv)
 		strv_push(dn, dv, sv[i]);
 }
 
-const char *agent_mode_name(enum agent_mode m)
-{
-	switch (m) {
-	case MODE_ADVISE: return "advise";
-	case MODE_OFF: return "off";
-	default: return "enforce";
-	}
-}
-
-int agent_mode_parse(const char *s, enum agent_mode *out)
-{
-	if (!s)
-		return -EINVAL;
-	if (strcmp(s, "enforce") == 0)
-		*out = MODE_ENFORCE;
-	else if (strcmp(s, "advise") == 0)
-		*out = MODE_ADVISE;
-	else if (strcmp(s, "off") == 0)
-		*out = MODE_OFF;
-	else
-		return -EINVAL;
-	return 0;
-}
+static const char *const mode_names[] = {
+	[MODE_ENFORCE] = "enforce",
+	[MODE_ADVISE] = "advise",
+	[MODE_OFF] = "off",
+};
+STRTAB_NAME(agent_mode_name, enum agent_mode, mode_names)
+STRTAB_PARSE(agent_mode_parse, enum agent_mode, mode_names)
 
 void config_default(struct agent_config *c)
 {

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "../orchestrator/snapjson.h"
+#include "../orchestrator/strtab.h"
 
 void plan_free(struct plan *p)
 {
@@ -20,47 +21,38 @@ bool plan_migration_negligible(uint64_t migrate_bytes, uint64_t total)
 	return migrate_bytes < (2ULL << 20) || migrate_bytes < total / 100;
 }
 
-const char *plan_kind_name(enum plan_kind k)
-{
-	switch (k) {
-	case PLAN_MOVE: return "move";
-	case PLAN_SKIP: return "skip";
-	case PLAN_SETTLED: return "settled";
-	}
-	return "unknown";
-}
+static const char *const kind_names[] = {
+	[PLAN_MOVE] = "move",
+	[PLAN_SKIP] = "skip",
+	[PLAN_SETTLED] = "settled",
+};
+STRTAB_NAME(plan_kind_name, enum plan_kind, kind_names)
 
-const char *move_reason_name(enum move_reason r)
-{
-	switch (r) {
-	case REASON_NONE: return "none";
-	case REASON_CONSOLIDATE: return "consolidate";
-	case REASON_LOCALITY: return "locality";
-	case REASON_LOAD: return "load";
-	case REASON_PINNED: return "pinned";
-	case REASON_PLACE: return "place";
-	}
-	return "unknown";
-}
+static const char *const move_reason_names[] = {
+	[REASON_NONE] = "none",
+	[REASON_CONSOLIDATE] = "consolidate",
+	[REASON_LOCALITY] = "locality",
+	[REASON_LOAD] = "load",
+	[REASON_PINNED] = "pinned",
+	[REASON_PLACE] = "place",
+};
+STRTAB_NAME(move_reason_name, enum move_reason, move_reason_names)
 
-const char *skip_reason_name(enum skip_reason r)
-{
-	switch (r) {
-	case SKIP_NONE: return "none";
-	case SKIP_IGNORED: return "ignored";
-	case SKIP_ONE_NODE: return "one_node";
-	case SKIP_NO_USAGE: return "no_usage";
-	case SKIP_COOLDOWN: return "cooldown";
-	case SKIP_NO_FIT: return "no_fit";
-	case SKIP_NOT_LESS_BUSY: return "not_less_busy";
-	case SKIP_MAX_MOVES: return "max_moves";
-	case SKIP_MAX_MIGRATE: return "max_migrate";
-	case SKIP_NO_ROOM_PINNED: return "no_room_pinned";
-	case SKIP_OUTSIDE_ALLOWED: return "outside_allowed";
-	case SKIP_IN_SET: return "in_set";
-	}
-	return "unknown";
-}
+static const char *const skip_reason_names[] = {
+	[SKIP_NONE] = "none",
+	[SKIP_IGNORED] = "ignored",
+	[SKIP_ONE_NODE] = "one_node",
+	[SKIP_NO_USAGE] = "no_usage",
+	[SKIP_COOLDOWN] = "cooldown",
+	[SKIP_NO_FIT] = "no_fit",
+	[SKIP_NOT_LESS_BUSY] = "not_less_busy",
+	[SKIP_MAX_MOVES] = "max_moves",
+	[SKIP_MAX_MIGRATE] = "max_migrate",
+	[SKIP_NO_ROOM_PINNED] = "no_room_pinned",
+	[SKIP_OUTSIDE_ALLOWED] = "outside_allowed",
+	[SKIP_IN_SET] = "in_set",
+};
+STRTAB_NAME(skip_reason_name, enum skip_reason, skip_reason_names)
 
 json_t *plan_item_to_json(const struct plan_item *it)
 {
