@@ -275,5 +275,6 @@ class Demo(unittest.TestCase):
             with self.assertRaises(KeyError):
                 numavm.parse_results(demo.read_results(p, True))
 
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
