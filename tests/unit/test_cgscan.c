@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agents/cgname.h"
 #include "agents/cgscan.h"
 #include "orchestrator/fs.h"
 #include "orchestrator/snapjson.h"
@@ -438,7 +439,7 @@ static void test_classify(void **state)
 	for (size_t i = 0; i < sizeof(classify_cases) / sizeof(classify_cases[0]); i++) {
 		const struct classify_case *c = &classify_cases[i];
 		char rt[GUEST_RUNTIME_MAX] = "untouched", nm[128] = "untouched";
-		bool r = cgscan_classify(c->rel, rt, nm);
+		bool r = cgname_classify(c->rel, rt, nm);
 
 		if (r != (c->runtime != NULL))
 			fail_msg("classify(%s) = %d, want %d", c->rel, r, c->runtime != NULL);
