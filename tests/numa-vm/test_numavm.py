@@ -238,6 +238,36 @@ class Parts(unittest.TestCase):
 
 
 
+class Capture(unittest.TestCase):
+    """numavm.py capture: the lines of guest/capture_fixture.sh back into files."""
+
+    def test_files_round_trip(self):
+        text = ("numavm noise\nF /sys/devices/system/node/node0/cpulist\n| 0-1\nE\n"
+                "F /sys/fs/cgroup/x/cgroup.procs\nE\n"
+                "F /proc/stat\n| cpu  1 2\n|\n| cpu0 1 2\nE\nEND rc=0\n")
+        files = numavm.parse_capture(text)
+        self.assertEqual(files, {"/sys/devices/system/node/node0/cpulist": "0-1\n",
+                                 "/sys/fs/cgroup/x/cgroup.procs": "",
+                                 "/proc/stat": "cpu  1 2\n\ncpu0 1 2\n"})
+        with tempfile.TemporaryDirectory() as d:
+            dest = os.path.join(d, "vm")
+            self.assertEqual(numavm.write_capture(text, dest), 3)
+            with open(os.path.join(dest, "proc", "stat")) as f:
+                self.assertEqual(f.read(), "cpu  1 2\n\ncpu0 1 2\n")
+
+    def test_cut_short_or_strange_is_an_error(self):
+        with self.assertRaises(ValueError):
+            numavm.parse_capture("F /proc/stat\n| cpu 1\n")
+        with self.assertRaises(ValueError):
+            numavm.parse_capture("F /proc/stat\nnot a content line\nE\n")
+        with tempfile.TemporaryDirectory() as d:
+            with self.assertRaises(RuntimeError):
+                numavm.write_capture("F /proc/stat\n| cpu 1\nE\n", os.path.join(d, "x"))
+            with self.assertRaises(ValueError):
+                numavm.write_capture("F /sys/devices/system/node/node0/cpulist\n| 0\nE\n"
+                                     "F /sys/../../etc/x\n| y\nE\n", os.path.join(d, "x"))
+
+
 class Demo(unittest.TestCase):
     """make demo's view (demo.py): what it computes from the runner's lines
     and that a frame fits 80x24."""
