@@ -7,7 +7,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "../orchestrator/fs.h"
+#include "../orchestrator/xalloc.h"
 
 void cgfdc_init(struct cgfdc *c)
 {

@@ -11,6 +11,7 @@
 #include "cgname.h"
 #include "../orchestrator/cghier.h"
 #include "../orchestrator/fs.h"
+#include "../orchestrator/xalloc.h"
 #include "../orchestrator/log.h"
 
 static int runc_cmp(const void *a, const void *b)

@@ -36,6 +36,9 @@
 #include "cgrunc.h"
 #include "cgthr.h"
 #include "../orchestrator/fs.h"
+#include "../orchestrator/parse.h"
+#include "../orchestrator/procstat.h"
+#include "../orchestrator/xalloc.h"
 #include "../orchestrator/log.h"
 #include "../orchestrator/numastat.h"
 

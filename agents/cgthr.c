@@ -9,7 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../orchestrator/fs.h"
+#include "../orchestrator/procstat.h"
+#include "../orchestrator/xalloc.h"
 
 void cgthr_init(struct cgthr *t, const char *procfs)
 {
@@ -134,7 +135,7 @@ static int tid_cmp(const void *a, const void *b)
 
 /* Where guest G's CPU time went, per node, from its threads (t->tids):
  * each thread's ticks since the previous scan count on the node of the
- * CPU it last ran on (/proc/TID/stat "processor"). A thread that changed
+ * CPU it last ran on (/proc/TID/task/TID/stat "processor"). A thread that changed
  * nodes within the window counts wholly on its last one: it answers the
  * policy's question (which nodes carry this guest's load, so what is
  * left there without it) far better than spreading the use evenly over
@@ -174,7 +175,11 @@ void cgthr_thread_nodes(struct cgthr *t, const struct snapshot *s, struct snap_g
 		uint64_t ticks;
 		int cpu, k;
 
-		snprintf(path, sizeof(path), "%d/stat", (int)t->tids[i]);
+		/* task/TID: /proc/PID/stat of a group leader sums every
+		 * thread of its process (a one-thread guest's idle main
+		 * thread counted as a second busy thread, carrying the whole
+		 * process's ticks to its own last CPU's node). */
+		snprintf(path, sizeof(path), "%d/task/%d/stat", (int)t->tids[i], (int)t->tids[i]);
 		if (t->proc_fd < 0 || rd_small(t, t->proc_fd, path) < 0 ||
 		    proc_stat_ticks_cpu(t->buf, &ticks, &cpu) < 0)
 			continue; /* exited since the list was read */

@@ -11,7 +11,8 @@
 #include <libvirt/virterror.h>
 
 #include "vmproc.h"
-#include "../orchestrator/fs.h"
+#include "../orchestrator/clock.h"
+#include "../orchestrator/xalloc.h"
 #include "../orchestrator/log.h"
 #include "../orchestrator/strtab.h"
 

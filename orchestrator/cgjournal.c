@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fs.h"
+#include "xalloc.h"
 #include "log.h"
 
 void cgj_clear(struct cgj *j)

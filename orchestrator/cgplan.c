@@ -3,7 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "fs.h"
+#include "xalloc.h"
 
 void cgplan_clear(struct cgplan *p)
 {

@@ -8,6 +8,7 @@
 
 #include "cgwfixture.h"
 #include "fs.h"
+#include "xalloc.h"
 #include "log.h"
 
 struct cgw {

@@ -12,6 +12,8 @@
 
 #include "cghier.h"
 #include "fs.h"
+#include "parse.h"
+#include "xalloc.h"
 #include "kbal.h"
 #include "vmplugin.h"
 #include "strtab.h"
@@ -40,14 +42,6 @@ static void strv_copy(unsigned *dn, char ***dv, unsigned sn, char *const *sv)
 	for (unsigned i = 0; i < sn; i++)
 		strv_push(dn, dv, sv[i]);
 }
-
-static const char *const mode_names[] = {
-	[MODE_ENFORCE] = "enforce",
-	[MODE_ADVISE] = "advise",
-	[MODE_OFF] = "off",
-};
-STRTAB_NAME(agent_mode_name, enum agent_mode, mode_names)
-STRTAB_PARSE(agent_mode_parse, enum agent_mode, mode_names)
 
 void config_default(struct agent_config *c)
 {

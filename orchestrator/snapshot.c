@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fs.h"
 #include "strtab.h"
+#include "xalloc.h"
 
 struct snapshot *snap_new(void)
 {

@@ -12,6 +12,7 @@
 #include "orchestrator/apply.h"
 #include "orchestrator/cghier.h"
 #include "orchestrator/config.h"
+#include "orchestrator/mode.h"
 #include "orchestrator/engine.h"
 #include "orchestrator/kbal.h"
 #include "orchestrator/log.h"
@@ -19,7 +20,7 @@
 #include "orchestrator/snapshot.h"
 #include "orchestrator/strtab.h"
 #include "orchestrator/vmplugin.h"
-#include "policies/plan.h"
+#include "orchestrator/plan.h"
 
 typedef const char *(*name_fn)(long v);
 typedef int (*parse_fn)(const char *s, long *out);

@@ -3,8 +3,8 @@
 
 #include <stdlib.h>
 
-#include "../orchestrator/snapjson.h"
-#include "../orchestrator/strtab.h"
+#include "snapjson.h"
+#include "strtab.h"
 
 void plan_free(struct plan *p)
 {
