@@ -954,12 +954,15 @@ def parse_capture(text):
 
 def write_capture(text, dest):
     """Write the captured files under DEST (a fresh tree: DEST/sys/...,
-    DEST/proc/...). Returns how many."""
+    DEST/proc/...). The reviewed goldens at its top (expected-*.json) are
+    kept: a new capture that reads differently then fails its unit tests
+    until the goldens are regenerated and reviewed. Returns how many."""
     files = parse_capture(text)
     if not any(p.startswith("/sys/devices/system/node/node") for p in files):
         raise RuntimeError("capture: no NUMA node in the VM's output")
-    if os.path.isdir(dest):
-        shutil.rmtree(dest)
+    for sub in ("sys", "proc"):
+        if os.path.isdir(os.path.join(dest, sub)):
+            shutil.rmtree(os.path.join(dest, sub))
     for path, content in sorted(files.items()):
         if not path.startswith("/") or ".." in path.split("/"):
             raise ValueError("capture: bad path %r" % path)

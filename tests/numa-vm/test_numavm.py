@@ -254,6 +254,12 @@ class Capture(unittest.TestCase):
             self.assertEqual(numavm.write_capture(text, dest), 3)
             with open(os.path.join(dest, "proc", "stat")) as f:
                 self.assertEqual(f.read(), "cpu  1 2\n\ncpu0 1 2\n")
+            # a new capture replaces the tree and keeps the goldens
+            with open(os.path.join(dest, "expected-topology.json"), "w") as f:
+                f.write("{}")
+            numavm.write_capture("F /sys/devices/system/node/node0/cpulist\n| 0-3\nE\n", dest)
+            self.assertFalse(os.path.exists(os.path.join(dest, "proc", "stat")))
+            self.assertTrue(os.path.exists(os.path.join(dest, "expected-topology.json")))
 
     def test_cut_short_or_strange_is_an_error(self):
         with self.assertRaises(ValueError):

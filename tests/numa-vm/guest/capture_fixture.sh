@@ -3,8 +3,7 @@
 # (tests/numa-vm/numavm.py capture NAME): the NUMA topology under
 # /sys/devices/system/node and cpu, /proc/stat, /proc/meminfo, and a cgroup
 # v2 subtree holding two real containers-to-be (a docker-named and a
-# kubepods-named cgroup, each with a guestload process, memory touched on
-# a known node). Every file goes out as
+# kubepods-named cgroup, each with a guestload process). Every file goes out as
 #   F <path>
 #   | <line>            (one per line of the file)
 #   E
@@ -16,8 +15,9 @@ mkdir -p $CG/system.slice $CG/kubepods.slice
 echo "+cpuset +memory +cpu +pids" > $CG/system.slice/cgroup.subtree_control
 echo "+cpuset +memory +cpu +pids" > $CG/kubepods.slice/cgroup.subtree_control
 mkdir -p $D $K
-# docker: may run anywhere, its memory touched on node 0; kubepods: CPUs
-# of node 1, memory on node 1.
+# docker: may run anywhere, its memory first touched on node 0 (preferred,
+# not bound: the kernel's NUMA balancing may move it to where its thread
+# runs before the capture); kubepods: CPUs of node 1, memory on node 1.
 n1=$(cat /sys/devices/system/node/node1/cpulist)
 echo "$n1" > $K/cpuset.cpus
 echo 1 > $K/cpuset.mems
