@@ -76,6 +76,8 @@ json_t *plan_item_to_json(const struct plan_item *it)
 	json_object_set_new(o, "gain", snapj_real_or_null(it->gain));
 	if (it->crowded)
 		json_object_set_new(o, "crowded", json_true());
+	if (it->local_fit)
+		json_object_set_new(o, "local_fit", json_true());
 	json_object_set_new(o, "detail", json_string(it->detail));
 	return o;
 }
