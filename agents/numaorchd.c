@@ -77,6 +77,7 @@ static const struct source_ops host_sources = {
 static const struct policy_ops consolidate_policy = {
 	.decide = policy_decide_reserved,
 	.advise = policy_advise,
+	.place = policy_place,
 };
 static const struct engine_parts daemon_parts = { .sources = &host_sources, .policy = &consolidate_policy };
 

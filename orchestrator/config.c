@@ -578,3 +578,31 @@ int config_load_string(const char *text, const char *name, struct agent_config *
 	line = ini_parse_string(text, handler, &p);
 	return finish(&p, line, name, &tmp, out, err, errsz);
 }
+
+static bool same_strv(unsigned na, char *const *a, unsigned nb, char *const *b)
+{
+	if (na != nb)
+		return false;
+	for (unsigned i = 0; i < na; i++)
+		if (strcmp(a[i], b[i]) != 0)
+			return false;
+	return true;
+}
+
+bool config_sources_differ(const struct agent_config *a, const struct agent_config *b)
+{
+	return !same_strv(a->cg.nr_scopes, a->cg.scopes, b->cg.nr_scopes, b->cg.scopes) ||
+	       !same_strv(a->cg.nr_parents, a->cg.parents, b->cg.nr_parents, b->cg.parents) ||
+	       !same_strv(a->cg.nr_runc_roots, a->cg.runc_roots, b->cg.nr_runc_roots,
+			  b->cg.runc_roots) ||
+	       a->policy.min_free_bytes != b->policy.min_free_bytes ||
+	       a->freeze_during_migration != b->freeze_during_migration ||
+	       a->strict_mems != b->strict_mems ||
+	       a->libvirt_enabled != b->libvirt_enabled ||
+	       strcmp(a->libvirt_uri ? a->libvirt_uri : "", b->libvirt_uri ? b->libvirt_uri : "") ||
+	       strcmp(a->libvirt_module ? a->libvirt_module : "",
+		      b->libvirt_module ? b->libvirt_module : "") ||
+	       a->libvirt_keepalive_interval != b->libvirt_keepalive_interval ||
+	       a->libvirt_keepalive_count != b->libvirt_keepalive_count ||
+	       a->libvirt_cpus_without_memory != b->libvirt_cpus_without_memory;
+}

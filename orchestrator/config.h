@@ -78,6 +78,11 @@ int config_load(const char *path, struct agent_config *out, char *err, size_t er
 int config_load_string(const char *text, const char *name, struct agent_config *out,
 		       char *err, size_t errsz);
 
+/* true if A and B differ in a setting the sources, the applier or the
+ * libvirt module are built from (scopes, parents, runc roots, the room
+ * reserve, freezing, mems binding, [libvirt]): the engine rebuilds them. */
+bool config_sources_differ(const struct agent_config *a, const struct agent_config *b);
+
 /* Cross-field checks; 0 or -EINVAL with ERR filled. */
 int config_validate(const struct agent_config *c, char *err, size_t errsz);
 

@@ -55,7 +55,7 @@ const char *engine_libvirt_state_name(enum engine_libvirt_state s);
 /* What readers see. Immutable; hold it with engine_view_get/unref. */
 struct engine_view {
 	unsigned refs;
-	struct snapshot *snap;        /* NULL before the first cycle */
+	const struct snapshot *snap;  /* NULL before the first cycle */
 	struct plan *plan;            /* NULL in mode off or before the first cycle */
 	struct engine_stats stats;
 	/* The settings in force (with the active schedule windows applied)... */

@@ -291,7 +291,7 @@ int main(int argc, char **argv)
 		{
 			struct snapshot *warm;
 
-			if (acquirer_snapshot(acq, 0.01, &warm) < 0)
+			if (acquirer_snapshot(acq, 0.01, NULL, &warm) < 0)
 				return 1;
 			snap_unref(warm);
 		}
@@ -301,7 +301,7 @@ int main(int argc, char **argv)
 			struct pstate *next;
 			double t0 = cpu_now(), t1, t2;
 
-			if (acquirer_snapshot(acq, 0, &snap) < 0)
+			if (acquirer_snapshot(acq, 0, NULL, &snap) < 0)
 				return 1;
 			t1 = cpu_now();
 			if (policy_decide(&pc, snap, ps, false, &plan, &next) < 0)
@@ -321,7 +321,7 @@ int main(int argc, char **argv)
 			struct snapshot *snap;
 			double t0 = 0;
 
-			if (acquirer_snapshot(acq, 0, &snap) < 0)
+			if (acquirer_snapshot(acq, 0, NULL, &snap) < 0)
 				return 1;
 			for (unsigned i = 0; i <= HISTORY_SAMPLES; i++) {
 				snap->real_ns += 15000000000ll;
