@@ -630,6 +630,16 @@ int main(int argc, char **argv)
 		ret = 1;
 		goto out;
 	}
+	/* Cool-downs and reservations survive a restart (shared/DESIGN.md). */
+	if (cfg->state_dir && cfg->state_dir[0]) {
+		char serr[600];
+
+		if (engine_use_state_dir(e, cfg->state_dir, serr, sizeof(serr)) < 0) {
+			log_error("%s", serr);
+			ret = 1;
+			goto out;
+		}
+	}
 	/* Signals are blocked here, before any API thread exists, so that
 	 * they all reach the engine's signalfd. */
 	r = engine_prepare_loop(e);

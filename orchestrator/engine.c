@@ -13,6 +13,8 @@
 
 #include "clock.h"
 #include "engine_int.h"
+#include "engstate.h"
+#include "fs.h"
 #include "gpolstore.h"
 #include "history.h"
 #include "log.h"
@@ -175,6 +177,7 @@ int engine_new(const struct agent_config *cfg, const struct host_paths *hp,
 	config_copy(&e->base, cfg);
 	e->hp = *hp;
 	e->sfd = e->tfd = e->efd = -1;
+	e->state_dfd = -1;
 	pthread_mutex_init(&e->view_lock, NULL);
 	pthread_mutex_init(&e->q_lock, NULL);
 	e->ps = pstate_new();
@@ -245,6 +248,9 @@ void engine_free(struct engine *e)
 	logged_table_clear(&e->logged);
 	log_repeat_free(e->warn_rep);
 	resv_list_clear(&e->res);
+	pstate_free(e->saved_ps);
+	if (e->state_dfd >= 0)
+		close(e->state_dfd);
 	config_free(&e->cfg);
 	config_free(&e->base);
 	if (e->sfd >= 0)
@@ -307,13 +313,20 @@ uint64_t engine_reserve_placement(struct engine *e, const struct advice_reservat
 {
 	int64_t now = clock_mono_ns();
 
+	uint64_t id;
+
 	resv_expire(&e->res, now);
-	return resv_add(&e->res, r, cpu_nodes, mems, now + (int64_t)(seconds * 1e9), label);
+	id = resv_add(&e->res, r, cpu_nodes, mems, now + (int64_t)(seconds * 1e9), label);
+	engine_save_state(e);
+	return id;
 }
 
 bool engine_unreserve(struct engine *e, uint64_t id, const char *label)
 {
-	return resv_drop(&e->res, id, label);
+	bool found = resv_drop(&e->res, id, label);
+
+	engine_save_state(e);
+	return found;
 }
 
 unsigned engine_reservations(struct engine *e, const struct advice_reservation **out)
@@ -392,5 +405,85 @@ int engine_apply_config(struct engine *e, const struct agent_config *cfg)
 	e->sched_valid = false;
 	engine_apply_schedule(e);
 	log_set_level(cfg->log_level);
+	return 0;
+}
+
+static bool pstate_same(const struct pstate *a, const struct pstate *b)
+{
+	return a && b && a->n == b->n && (a->n == 0 || memcmp(a->e, b->e, a->n * sizeof(*a->e)) == 0);
+}
+
+void engine_save_state(struct engine *e)
+{
+	json_t *j;
+	char *text;
+	int r;
+
+	if (e->state_dfd < 0 || (e->saved_once && e->saved_res_gen == e->res.gen && pstate_same(e->ps, e->saved_ps)))
+		return;
+	j = engstate_to_json(e->ps, &e->res, e->clock_offset_ns);
+	text = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	r = text ? fs_write_atomic_at(e->state_dfd, ENGSTATE_FILE, text, strlen(text), 0640) : -ENOMEM;
+	free(text);
+	if (r < 0) {
+		/* Tried again at the next change; the state in memory is intact. */
+		log_errno(LOG_LEVEL_WARN, r, "cannot save the cool-downs and reservations (%s)", ENGSTATE_FILE);
+		return;
+	}
+	pstate_free(e->saved_ps);
+	e->saved_ps = pstate_clone(e->ps);
+	e->saved_res_gen = e->res.gen;
+	e->saved_once = true;
+}
+
+int engine_use_state_dir(struct engine *e, const char *dir, char *err, size_t errsz)
+{
+	char *text = NULL, why[300];
+	size_t len;
+	json_t *j;
+	int dfd, r;
+
+	dfd = fs_mkdir_trusted("state directory", dir, 0750, err, errsz);
+	if (dfd < 0)
+		return dfd;
+	if (e->state_dfd >= 0)
+		close(e->state_dfd);
+	e->state_dfd = dfd;
+	e->clock_offset_ns = clock_real_ns() - clock_mono_ns();
+	r = fs_read_file_at(dfd, ENGSTATE_FILE, 4 << 20, &text, &len);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0) {
+		snprintf(err, errsz, "cannot read %s/%s: %s", dir, ENGSTATE_FILE, strerror(-r));
+		return r;
+	}
+	j = json_loadb(text, len, 0, NULL);
+	if (j) {
+		struct pstate *ps = NULL;
+		struct resv_list rl = { 0 };
+
+		r = engstate_from_json(j, e->clock_offset_ns, clock_mono_ns(), &ps, &rl, why, sizeof(why));
+		json_decref(j);
+		if (r == 0) {
+			pstate_free(e->ps);
+			e->ps = ps;
+			for (unsigned i = 0; i < rl.n; i++)
+				resv_restore(&e->res, &rl.r[i]);
+			log_info("%u cool-down%s and %u reservation%s loaded from %s/%s", ps->n, ps->n == 1 ? "" : "s",
+				 rl.n, rl.n == 1 ? "" : "s", dir, ENGSTATE_FILE);
+			resv_list_clear(&rl);
+			free(text);
+			engine_save_state(e);
+			return 0;
+		}
+	} else {
+		snprintf(why, sizeof(why), "not JSON");
+	}
+	/* A bad file must not stop the agent, nor be lost: kept aside. */
+	log_warn("%s/%s: %s; set aside as %s.rejected, starting without saved cool-downs and reservations", dir,
+		 ENGSTATE_FILE, why, ENGSTATE_FILE);
+	fs_write_atomic_at(dfd, ENGSTATE_FILE ".rejected", text, len, 0640);
+	free(text);
 	return 0;
 }

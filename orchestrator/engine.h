@@ -183,4 +183,13 @@ unsigned engine_reservations(struct engine *e, const struct advice_reservation *
 struct gpolstore;
 void engine_use_gpolstore(struct engine *e, struct gpolstore *gs);
 
+/* Keep the cool-downs and the reservations in the state directory DIR
+ * across restarts (orchestrator/engstate.h): load what an earlier run
+ * saved, then save them (atomically) whenever they change. DIR is created
+ * and checked as for the per-guest policies. 0, or -errno with ERR
+ * filled; a malformed file is no error: it is set aside as
+ * engine-state.json.rejected (logged) and the engine starts without it.
+ * Engine thread, before the loop. */
+int engine_use_state_dir(struct engine *e, const char *dir, char *err, size_t errsz);
+
 #endif

@@ -404,6 +404,7 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 		pstate_free(e->ps);
 		e->ps = next;
 	}
+	engine_save_state(e);
 
 	e->stats.cycles++;
 	e->stats.last_cycle_real_ns = clock_real_ns();

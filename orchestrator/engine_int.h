@@ -73,6 +73,15 @@ struct engine {
 	struct log_repeat *warn_rep;   /* the snapshots' warnings, logged once */
 
 	struct resv_list res;        /* room promised to guests about to start */
+
+	/* Persistence of ps and res (engstate.h): the state directory (-1:
+	 * none), realtime - monotonic of this process, and what was saved
+	 * last (to write only on change). */
+	int state_dfd;
+	int64_t clock_offset_ns;
+	struct pstate *saved_ps;
+	uint64_t saved_res_gen;
+	bool saved_once;
 	bool triggered;
 	int64_t last_cycle_end_ns;   /* CLOCK_MONOTONIC; spaces triggered cycles */
 	int64_t heartbeat_ns;        /* the loop's last turn (atomic), 0: not running */
@@ -86,6 +95,9 @@ struct engine {
 };
 
 /* engine.c */
+/* Save ps and res if they changed since the last save (no-op without a
+ * state directory). */
+void engine_save_state(struct engine *e);
 void engine_publish(struct engine *e, const struct snapshot *snap, struct plan *plan);
 /* Recompute the settings in force (e->cfg) from e->base and the schedule
  * windows active at this local time. */

@@ -22,6 +22,7 @@ static struct resv *grow(struct resv_list *l)
 		l->r = xrealloc(l->r, l->cap * sizeof(*l->r));
 	}
 	memset(&l->r[l->n], 0, sizeof(l->r[l->n]));
+	l->gen++;
 	return &l->r[l->n++];
 }
 
@@ -58,6 +59,7 @@ void resv_remove_at(struct resv_list *l, unsigned i)
 	if (i >= l->n)
 		return;
 	free(l->r[i].label);
+	l->gen++;
 	l->n--;
 	memmove(&l->r[i], &l->r[i + 1], (l->n - i) * sizeof(*l->r));
 }

@@ -27,6 +27,7 @@ struct resv_list {
 	unsigned n, cap;
 	struct resv *r;                  /* in the order they were made */
 	uint64_t next_id;                /* the last id given */
+	uint64_t gen;                    /* changes with every add and removal */
 	/* room of r[0..n), contiguous as the policy takes it (resv_rooms) */
 	struct advice_reservation *rooms;
 	unsigned cap_rooms;
