@@ -188,7 +188,6 @@ static struct agent_config *load_config(const struct cli *cli, char *err, size_t
 	}
 	if (apply_cli(cli, c, err, errsz) < 0) {
 		config_free(c);
-		free(c);
 		return NULL;
 	}
 	return c;
@@ -698,7 +697,6 @@ out:
 	}
 	if (cfg) {
 		config_free(cfg);
-		free(cfg);
 	}
 	free(state_dir_abs);
 	strv_free(&cli.nr_scopes, &cli.scopes);

@@ -62,6 +62,11 @@ struct agent_config {
 
 /* Built-in defaults (what an empty file means). */
 void config_default(struct agent_config *c);
+/* Free C's members (C itself is the caller's: on the stack, in a struct);
+ * C is all zero after. Accepts NULL. */
+void config_clear(struct agent_config *c);
+/* config_clear, then free C (one from the heap, such as a reload's new
+ * config). Accepts NULL. */
 void config_free(struct agent_config *c);
 /* Deep copy. */
 void config_copy(struct agent_config *dst, const struct agent_config *src);

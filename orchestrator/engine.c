@@ -213,7 +213,7 @@ void engine_view_unref(struct engine_view *v)
 		return;
 	snap_unref(v->snap);
 	plan_free(v->plan);
-	sched_free(&v->schedule);
+	sched_clear(&v->schedule);
 	free(v);
 }
 
@@ -251,8 +251,8 @@ void engine_free(struct engine *e)
 	pstate_free(e->saved_ps);
 	if (e->state_dfd >= 0)
 		close(e->state_dfd);
-	config_free(&e->cfg);
-	config_free(&e->base);
+	config_clear(&e->cfg);
+	config_clear(&e->base);
 	if (e->sfd >= 0)
 		close(e->sfd);
 	if (e->tfd >= 0)
@@ -289,7 +289,7 @@ void engine_apply_schedule(struct engine *e)
 			log_info("schedule: window \"%s\" %s", e->base.schedule.e[i].text,
 				 is ? "opens" : "closes");
 	}
-	config_free(&e->cfg);
+	config_clear(&e->cfg);
 	config_copy(&e->cfg, &e->base);
 	if (v.set & SCHED_MODE)
 		e->cfg.mode = v.mode;
@@ -399,7 +399,7 @@ int engine_apply_config(struct engine *e, const struct agent_config *cfg)
 			log_error("cannot reopen the %s; records go on to the file open before", err);
 	}
 	mover_setup(e, cfg);
-	config_free(&e->base);
+	config_clear(&e->base);
 	config_copy(&e->base, cfg);
 	history_set_spacing(e->hist, cfg->history_s / HISTORY_SAMPLES);
 	e->sched_valid = false;

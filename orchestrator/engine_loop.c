@@ -254,7 +254,6 @@ int engine_run(struct engine *e, engine_reload_fn reload, void *ctx)
 						else
 							log_error("new configuration could not be applied; keeping the old one");
 						config_free(nc);
-						free(nc);
 						arm_timer(e, e->cfg.interval_s);
 					}
 					notify_ready(NULL);

@@ -96,7 +96,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	engine_use_gpolstore(eng, gs);
 	if (api_new(eng, gs, &ao, &api) < 0)
 		die("api_new");
-	config_free(&cfg);
+	config_clear(&cfg);
 	free(tmpl);
 	return 0;
 }

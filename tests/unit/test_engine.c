@@ -589,7 +589,7 @@ static void efx_init(struct efx *f, enum agent_mode mode)
 static void efx_fini(struct efx *f)
 {
 	engine_free(f->e);
-	config_free(&f->cfg);
+	config_clear(&f->cfg);
 	tu_rm_rf(f->dir);
 	free(f->dir);
 }
@@ -706,7 +706,7 @@ static void test_engine_needs_its_parts(void **state)
 	assert_int_equal(engine_new(&cfg, &hp, &parts, &e), -EINVAL);
 	assert_int_equal(engine_new(&cfg, &hp, NULL, &e), -EINVAL);
 	assert_null(e);
-	config_free(&cfg);
+	config_clear(&cfg);
 }
 
 int main(void)
