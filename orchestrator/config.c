@@ -298,7 +298,7 @@ static int set_cpus_without_memory(struct parse_ctx *p, const struct key *k, con
 
 	if (vm_cpus_without_memory_parse(v, &m) < 0)
 		return fail(p, "[%s] %s: must be local, never or always, got \"%s\"", k->sec, k->name, v);
-	p->cfg->libvirt_cpus_without_memory = (unsigned)m;
+	p->cfg->libvirt_cpus_without_memory = m;
 	return 1;
 }
 
@@ -308,7 +308,7 @@ static int set_kernel_balancing(struct parse_ctx *p, const struct key *k, const 
 
 	if (kbal_setting_parse(v, &b) < 0)
 		return fail(p, "[%s] %s: must be auto, defer or migrate, got \"%s\"", k->sec, k->name, v);
-	p->cfg->kernel_balancing = (unsigned)b;
+	p->cfg->kernel_balancing = b;
 	return 1;
 }
 

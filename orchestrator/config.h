@@ -9,11 +9,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "kbal.h"
 #include "log.h"
 #include "mode.h"
 #include "policy.h"
 #include "schedule.h"
 #include "source.h"
+#include "vmplugin.h"
 
 struct agent_config {
 	enum agent_mode mode;
@@ -46,10 +48,10 @@ struct agent_config {
 	unsigned libvirt_keepalive_count;    /* unanswered probes before the connection is dropped */
 	bool libvirt_place_on_start;         /* initial placement of a starting domain */
 	double libvirt_place_vcpu_load;      /* CPUs each vCPU is expected to use at start, 0..1 */
-	unsigned libvirt_cpus_without_memory;/* enum vm_cpus_without_memory (orchestrator/vmplugin.h) */
+	enum vm_cpus_without_memory libvirt_cpus_without_memory; /* vmplugin.h */
 
 	/* [memory]: how memory follows a move (kbal.h, mover.h) */
-	unsigned kernel_balancing;           /* enum kbal_setting (kbal.h) */
+	enum kbal_setting kernel_balancing;  /* kbal.h */
 	bool mover;                          /* the agent's mover (move_pages) vs the cpuset.mems write */
 	unsigned mover_workers;              /* jobs run in parallel */
 	double mover_rate_mib;               /* host-wide MiB/s, 0: no limit */

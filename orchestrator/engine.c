@@ -104,7 +104,7 @@ static int build_sources(struct engine *e, const struct agent_config *cfg)
 			struct apply_vm_ops ops;
 
 			e->src.add_source(acq, &src);
-			va = e->vmp->apply_new(vm, &e->hp, (enum vm_cpus_without_memory)cfg->libvirt_cpus_without_memory);
+			va = e->vmp->apply_new(vm, &e->hp, cfg->libvirt_cpus_without_memory);
 			ops = (struct apply_vm_ops){ .move = e->vmp->move, .ctx = va };
 			applier_set_vm_ops(app, &ops);
 		}

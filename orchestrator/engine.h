@@ -15,6 +15,7 @@
 #include "config.h"
 #include "declog.h"
 #include "hostpaths.h"
+#include "kbal.h"
 #include "plan.h"
 #include "policy.h"
 #include "snapshot.h"
@@ -33,7 +34,7 @@ struct engine_stats {
 	uint64_t migrated_bytes;      /* planned bytes of moves done */
 	uint64_t memory_deferred;     /* moves whose memory was left to the kernel's balancing */
 	int numa_balancing;           /* kernel.numa_balancing at the last cycle, -1: unknown */
-	unsigned kernel_balancing;    /* [memory] kernel_balancing (enum kbal_setting) */
+	enum kbal_setting kernel_balancing; /* [memory] kernel_balancing */
 	int64_t start_real_ns;
 	int64_t start_mono_ns;
 	unsigned cpu_nodes;           /* nodes with CPUs in the last snapshot */
