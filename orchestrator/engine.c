@@ -470,6 +470,8 @@ int engine_use_state_dir(struct engine *e, const char *dir, char *err, size_t er
 			e->ps = ps;
 			for (unsigned i = 0; i < rl.n; i++)
 				resv_restore(&e->res, &rl.r[i]);
+			if (rl.next_id > e->res.next_id)
+				e->res.next_id = rl.next_id;
 			log_info("%u cool-down%s and %u reservation%s loaded from %s/%s", ps->n, ps->n == 1 ? "" : "s",
 				 rl.n, rl.n == 1 ? "" : "s", dir, ENGSTATE_FILE);
 			resv_list_clear(&rl);

@@ -31,8 +31,9 @@ json_t *engstate_to_json(const struct pstate *ps, const struct resv_list *rl, in
 						     "cpus", r->room.cpus, "mem_bytes", (json_int_t)r->room.mem_bytes,
 						     "cpu_nodes", cpun, "mems", mems));
 	}
-	return json_pack("{s:s, s:i, s:o, s:o}", "format", FORMAT, "version", 1, "cooldowns", cool,
-			 "reservations", res);
+	/* the last id given, so that ids are never given twice */
+	return json_pack("{s:s, s:i, s:o, s:o, s:I}", "format", FORMAT, "version", 1, "cooldowns", cool,
+			 "reservations", res, "last_reservation_id", (json_int_t)(rl ? rl->next_id : 0));
 }
 
 int engstate_from_json(const json_t *j, int64_t offset_ns, int64_t now_mono_ns, struct pstate **out_ps,
@@ -40,15 +41,16 @@ int engstate_from_json(const json_t *j, int64_t offset_ns, int64_t now_mono_ns, 
 {
 	const char *format = NULL;
 	json_t *cool = NULL, *res = NULL, *x;
+	json_int_t last_id = 0;
 	struct pstate *ps;
 	struct resv *rv;
 	unsigned nrv = 0;
 	int version = 0;
 	size_t i;
 
-	if (json_unpack((json_t *)j, "{s:s, s:i, s:o, s:o}", "format", &format, "version", &version, "cooldowns",
-			&cool, "reservations", &res) < 0 ||
-	    strcmp(format, FORMAT) != 0 || version != 1 || !json_is_array(cool) || !json_is_array(res)) {
+	if (json_unpack((json_t *)j, "{s:s, s:i, s:o, s:o, s?I}", "format", &format, "version", &version, "cooldowns",
+			&cool, "reservations", &res, "last_reservation_id", &last_id) < 0 ||
+	    strcmp(format, FORMAT) != 0 || version != 1 || !json_is_array(cool) || !json_is_array(res) || last_id < 0) {
 		snprintf(err, errsz, "not a version 1 %s file", FORMAT);
 		return -EINVAL;
 	}
@@ -99,6 +101,8 @@ int engstate_from_json(const json_t *j, int64_t offset_ns, int64_t now_mono_ns, 
 	}
 	for (unsigned k = 0; k < nrv; k++)
 		resv_restore(rl, &rv[k]);
+	if ((uint64_t)last_id > rl->next_id)
+		rl->next_id = (uint64_t)last_id;
 	free(rv);
 	*out_ps = ps;
 	return 0;

@@ -24,7 +24,8 @@
 /* The state as JSON (caller owns). */
 json_t *engstate_to_json(const struct pstate *ps, const struct resv_list *rl, int64_t offset_ns);
 /* Read J into a new *PS (pstate_free) and into RL (appended with
- * resv_restore); reservations that expired by NOW_MONO_NS are left out.
+ * resv_restore; RL's next id goes past every id the saved run gave);
+ * reservations that expired by NOW_MONO_NS are left out.
  * 0, or -EINVAL with ERR saying what is wrong (nothing is written then). */
 int engstate_from_json(const json_t *j, int64_t offset_ns, int64_t now_mono_ns, struct pstate **ps,
 		       struct resv_list *rl, char *err, size_t errsz);

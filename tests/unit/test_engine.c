@@ -21,6 +21,7 @@
 #include "orchestrator/config.h"
 #include "orchestrator/engine.h"
 #include "orchestrator/engine_int.h"
+#include "orchestrator/engstate.h"
 #include "orchestrator/hostpaths.h"
 #include "orchestrator/log.h"
 #include "orchestrator/logged.h"
@@ -333,6 +334,69 @@ static void test_reservations(void **state)
 	assert_int_equal(resv_find_label(&l, keys, 1), 1);
 	resv_list_clear(&l);
 	assert_int_equal(l.n, 0);
+}
+
+/* ---- the state that survives a restart ----------------------------------- */
+
+/* Saved by one process, read by the next (another monotonic clock: after a
+ * reboot it starts again near 0): the cool-downs keep their age, live
+ * reservations their remaining time, expired ones are left out. */
+static void test_engine_state_round_trip(void **state)
+{
+	const int64_t off1 = 1700000000LL * SEC, off2 = off1 + 99951 * SEC; /* realtime - monotonic */
+	const int64_t now1 = T0, now2 = 50 * SEC; /* the same instant on the second clock: ... */
+	struct advice_reservation room = { .cpus = 1.5, .mem_bytes = 3 * GIB };
+	struct pstate *ps = pstate_new(), *back = NULL;
+	struct resv_list rl = { 0 }, rb = { 0 };
+	nodemask_t cpu, mems;
+	json_t *j, *bad;
+	char err[200];
+	const struct pstate_entry *e;
+
+	(void)state;
+	/* now1 + off1 == now2 + off2 + 1 s: the second run starts 1 s later */
+	assert_true(now1 + off1 + SEC == now2 + off2);
+	pstate_note_move(ps, "moved-10s-ago", now1 - 10 * SEC);
+	pstate_note_move(ps, "moved-10s-ago", now1 - 10 * SEC);
+	nodes_of("0-1", &room.nodes);
+	nodes_of("1", &cpu);
+	nodes_of("1", &mems);
+	resv_add(&rl, &room, &cpu, &mems, now1 + 600 * SEC, "vm-a");
+	resv_add(&rl, &room, NULL, NULL, now1 + SEC / 2, NULL); /* gone by the restart */
+	j = engstate_to_json(ps, &rl, off1);
+
+	assert_int_equal(engstate_from_json(j, off2, now2, &back, &rb, err, sizeof(err)), 0);
+	e = pstate_find(back, "moved-10s-ago");
+	assert_non_null(e);
+	assert_int_equal(e->nr_moves, 2);
+	assert_true(now2 - e->last_move_ns == 11 * SEC);
+	assert_int_equal(rb.n, 1);
+	assert_true(rb.r[0].id == 1);
+	assert_string_equal(rb.r[0].label, "vm-a");
+	assert_true(rb.r[0].expires_ns - now2 == 599 * SEC);
+	assert_nodes(&rb.r[0].room.nodes, "0-1");
+	assert_nodes(&rb.r[0].cpu_nodes, "1");
+	assert_true(rb.r[0].room.mem_bytes == 3 * GIB && rb.r[0].room.cpus == 1.5);
+	assert_true(resv_add(&rb, &room, NULL, NULL, now2, NULL) == 3); /* ids go on past the saved ones */
+
+	/* not a state file, or a bad entry: -EINVAL, nothing written */
+	bad = json_pack("{s:s, s:i, s:[], s:[]}", "format", "something-else", "version", 1, "cooldowns",
+			"reservations");
+	pstate_free(back);
+	back = NULL;
+	assert_int_equal(engstate_from_json(bad, off2, now2, &back, &rb, err, sizeof(err)), -EINVAL);
+	assert_null(back);
+	json_decref(bad);
+	bad = json_pack("{s:s, s:i, s:[{s:s, s:I, s:i}], s:[]}", "format", "numaorch-engine-state", "version", 1,
+			"cooldowns", "guest", "g", "last_move_real_ns", (json_int_t)1, "moves", 0, "reservations");
+	assert_int_equal(engstate_from_json(bad, off2, now2, &back, &rb, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "cooldowns[0]"));
+	assert_null(back);
+	json_decref(bad);
+	json_decref(j);
+	pstate_free(ps);
+	resv_list_clear(&rl);
+	resv_list_clear(&rb);
 }
 
 /* ---- start placement: the pure choice ------------------------------------ */
@@ -716,6 +780,7 @@ int main(void)
 		cmocka_unit_test(test_place_outcome_cooldown),
 		cmocka_unit_test(test_skip_record_dedup),
 		cmocka_unit_test(test_reservations),
+		cmocka_unit_test(test_engine_state_round_trip),
 		cmocka_unit_test(test_place_choice),
 		cmocka_unit_test(test_engine_records_a_repeated_skip_once),
 		cmocka_unit_test(test_engine_records_a_repeated_advice_once),
