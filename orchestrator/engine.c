@@ -451,7 +451,8 @@ int engine_use_state_dir(struct engine *e, const char *dir, char *err, size_t er
 		close(e->state_dfd);
 	e->state_dfd = dfd;
 	e->clock_offset_ns = clock_real_ns() - clock_mono_ns();
-	r = fs_read_file_at(dfd, ENGSTATE_FILE, 4 << 20, &text, &len);
+	/* ~100 bytes a guest that moved: room for far more guests than a host has */
+	r = fs_read_file_at(dfd, ENGSTATE_FILE, 64 << 20, &text, &len);
 	if (r == -ENOENT)
 		return 0;
 	if (r < 0) {
