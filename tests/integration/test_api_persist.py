@@ -92,7 +92,6 @@ class Persistence(unittest.TestCase):
                                                       "label": "vm-next"}).json()
         self.assertTrue(a["ok"], a)
         self.assertEqual(self.d.stop(), 0)
-        self.assertEqual(apilib.mode_of(os.path.join(self.d.state, "engine-state.json")), 0o640)
 
         self.d.start()
         item = self.dry_items().get(gid)
@@ -105,6 +104,7 @@ class Persistence(unittest.TestCase):
         self.assertEqual(b["active_reservations"], 1, b)
         self.assertNotEqual(a["nodes"], b["nodes"], "the reservation did not survive the restart")
         self.assertIn("1 reservation loaded from", self.d.logtext())
+        self.assertEqual(apilib.mode_of(os.path.join(self.d.state, "engine-state.json")), 0o640)
 
     def test_a_bad_engine_state_file_is_set_aside(self):
         os.makedirs(self.d.state, exist_ok=True)
