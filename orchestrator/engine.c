@@ -21,6 +21,7 @@
 #include "mover.h"
 #include "notify.h"
 #include "numamig.h"
+#include "strtab.h"
 #include "xalloc.h"
 
 static void vm_notify(void *ctx)
@@ -28,15 +29,13 @@ static void vm_notify(void *ctx)
 	engine_trigger(ctx);
 }
 
-const char *engine_libvirt_state_name(enum engine_libvirt_state s)
-{
-	switch (s) {
-	case LIBVIRT_UNAVAILABLE: return "unavailable";
-	case LIBVIRT_DISCONNECTED: return "disconnected";
-	case LIBVIRT_CONNECTED: return "connected";
-	default: return "disabled";
-	}
-}
+static const char *const libvirt_state_names[] = {
+	[LIBVIRT_DISABLED] = "disabled",
+	[LIBVIRT_UNAVAILABLE] = "unavailable",
+	[LIBVIRT_DISCONNECTED] = "disconnected",
+	[LIBVIRT_CONNECTED] = "connected",
+};
+STRTAB_NAME(engine_libvirt_state_name, enum engine_libvirt_state, libvirt_state_names)
 
 static void vm_free(struct engine *e)
 {
