@@ -441,7 +441,7 @@ int main(int argc, char **argv)
 		{
 			struct snapshot *warm;
 
-			if (acquirer_snapshot(acq, 0.01, &warm) < 0)
+			if (acquirer_snapshot(acq, 0.01, NULL, &warm) < 0)
 				return 1;
 			snap_unref(warm);
 		}
@@ -451,7 +451,7 @@ int main(int argc, char **argv)
 			struct pstate *next;
 			double t0 = cpu_now(), t1, t2;
 
-			if (acquirer_snapshot(acq, 0, &snap) < 0)
+			if (acquirer_snapshot(acq, 0, NULL, &snap) < 0)
 				return 1;
 			t1 = cpu_now();
 			if (policy_decide(&pc, snap, ps, false, &plan, &next) < 0)
@@ -471,7 +471,7 @@ int main(int argc, char **argv)
 			struct snapshot *snap;
 			double t0 = 0;
 
-			if (acquirer_snapshot(acq, 0, &snap) < 0)
+			if (acquirer_snapshot(acq, 0, NULL, &snap) < 0)
 				return 1;
 			for (unsigned i = 0; i <= HISTORY_SAMPLES; i++) {
 				/* 15 s apart, each guest's numbers a little
