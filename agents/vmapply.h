@@ -51,9 +51,10 @@ void vmapply_free(struct vmapply *va);
 int vmapply_move(void *ctx, const struct snapshot *snap, const struct snap_guest *g,
 		 const struct plan_item *it, struct apply_result *res);
 
-/* Locality of G if its CPUs were on NODES, memory unmoved: memory on
- * NODES' memory nodes (for a node without memory, the nearest node with
- * memory) over its total; 1 if it has none. Pure. */
+/* True locality of G if its vCPUs ran on NODES, memory unmoved: each
+ * node weighted by its CPUs, the share of G's memory on that node (for a
+ * node without memory, its nearest node with memory); 1 if it has none.
+ * Pure. */
 double vmapply_locality_on(const struct snapshot *snap, const struct snap_guest *g,
 			   const nodemask_t *nodes);
 

@@ -13,7 +13,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "fs.h"
+#include "xalloc.h"
 #include "log.h"
 #include "numamig.h"
 

@@ -6,6 +6,9 @@
  *           and d ≤ the CPUs it may be given on T (allowed_cpus);
  *   memory: Σ_{n∈mems(T)} max(0, free_n − min_free) + its memory already on
  *           mems(T) ≥ m, or all of its memory is on mems(T) already.
+ * Local fit (pcand.local_fit): CPU may instead hold use without headroom,
+ *           (Σ max(0, busy_n − own_n) + use) / Σ cpus_n ≤ 1, when all (but a
+ *           negligible part) of its memory is on mems(T) already.
  * A node already below min_free contributes no room rather than negative
  * room: its deficit is not the guest's to pay from other nodes' room.
  * mems(T) = T's nodes with memory that allowed_mems permits; a T made only
@@ -19,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../orchestrator/fs.h"
+#include "../orchestrator/xalloc.h"
 
 void pctx_init(struct pctx *x, const struct policy_config *cfg, const struct snapshot *s)
 {
@@ -272,6 +275,19 @@ void pset_eval(const struct pctx *x, const struct gview *g, const unsigned *idx,
 	 * too full for the growth headroom (moving the guest away for that
 	 * would migrate everything to gain nothing). */
 	out->mem_ok = out->room + out->already >= g->mem_demand || (g->mem_total > 0 && out->migrate == 0);
+	if (!out->cpu_ok && out->allowed_ok && out->nr_cpus && g->mem_total > 0 &&
+	    plan_migration_negligible(out->migrate, g->mem_total)) {
+		/* Each busy thread needs a CPU of its own: three one-thread
+		 * guests sharing two CPUs use 0.67 each and are no fit. */
+		double use = fmax(fmax(g->cpu_use, x->cfg->min_cpu), (double)g->busy_thr);
+		double u = (load + use) / out->nr_cpus;
+
+		if (u <= 1.0 + LOCAL_FIT_SLACK && use <= out->nr_to_cpus + UTIL_EPS) {
+			out->local_fit = true;
+			out->cpu_ok = true;
+			out->util_after = u;
+		}
+	}
 
 	for (unsigned i = 0; i < nuni; i++)
 		for (unsigned j = i + 1; j < nuni; j++) {
@@ -305,6 +321,9 @@ bool pcand_better(const struct pcand *a, const struct pcand *b)
 		return true;
 	if (a->score > b->score + UTIL_EPS)
 		return false;
+	/* A move whose gain only pays its cost exactly is not worth it. */
+	if (a->migrate != b->migrate)
+		return a->migrate < b->migrate;
 	if (a->util_after != b->util_after)
 		return a->util_after < b->util_after;
 	for (size_t w = 0; w < MASK_WORDS(&a->nodes); w++)

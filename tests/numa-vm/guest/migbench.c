@@ -29,7 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "orchestrator/fs.h"
+#include "orchestrator/xalloc.h"
 #include "orchestrator/hostpaths.h"
 #include "orchestrator/log.h"
 #include "orchestrator/mover.h"

@@ -3,7 +3,7 @@
 
 #include <stdlib.h>
 
-#include "../orchestrator/snapjson.h"
+#include "snapjson.h"
 
 void plan_free(struct plan *p)
 {
