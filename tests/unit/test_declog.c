@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "orchestrator/declog.h"
+#include "orchestrator/clock.h"
 #include "orchestrator/fs.h"
 #include "orchestrator/xalloc.h"
 
