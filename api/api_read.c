@@ -367,8 +367,8 @@ void h_guests(struct rq *r)
 		text_reply(r, text, len);
 		return;
 	}
-	/* Unfiltered, the common poll (its first page): built once per view and per override
-	 * generation, by one request while the others wait for it (no
+	/* Unfiltered, the common poll (its first page): built once per view
+	 * and per override generation, by one request while the others wait for it (no
 	 * stampede of identical builds when a new view appears). A view at
 	 * least as new as the caller's is as good as its own. */
 	gen = gpolstore_generation(a->gs);
