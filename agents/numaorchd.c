@@ -332,8 +332,7 @@ static void print_report_text(const struct cycle_report *rep, const struct agent
 		printf("\nDECISIONS\n");
 		for (unsigned i = 0; i < p->nr_items; i++) {
 			const struct plan_item *it = &p->items[i];
-			const char *what = it->kind == PLAN_MOVE ? "move" :
-					   it->kind == PLAN_SKIP ? "skip" : "settled";
+			const char *what = plan_kind_name(it->kind);
 
 			printf("  %-40s %-7s", it->guest_id, what);
 			if (it->kind == PLAN_SKIP)

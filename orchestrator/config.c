@@ -16,6 +16,7 @@
 #include "xalloc.h"
 #include "kbal.h"
 #include "vmplugin.h"
+#include "strtab.h"
 
 #define MIB (1024ULL * 1024ULL)
 

@@ -24,6 +24,7 @@
 #include "numamig.h"
 #include "notify.h"
 #include "vmplugin.h"
+#include "strtab.h"
 
 /* What was last written to the decision log for a guest, so a guard that
  * keeps saying the same thing is logged once, not every cycle. */
@@ -116,15 +117,13 @@ static void vm_notify(void *ctx)
 	engine_trigger(ctx);
 }
 
-const char *engine_libvirt_state_name(enum engine_libvirt_state s)
-{
-	switch (s) {
-	case LIBVIRT_UNAVAILABLE: return "unavailable";
-	case LIBVIRT_DISCONNECTED: return "disconnected";
-	case LIBVIRT_CONNECTED: return "connected";
-	default: return "disabled";
-	}
-}
+static const char *const libvirt_state_names[] = {
+	[LIBVIRT_DISABLED] = "disabled",
+	[LIBVIRT_UNAVAILABLE] = "unavailable",
+	[LIBVIRT_DISCONNECTED] = "disconnected",
+	[LIBVIRT_CONNECTED] = "connected",
+};
+STRTAB_NAME(engine_libvirt_state_name, enum engine_libvirt_state, libvirt_state_names)
 
 static void vm_free(struct engine *e)
 {

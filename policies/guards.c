@@ -37,6 +37,7 @@ void pctx_init(struct pctx *x, const struct policy_config *cfg, const struct sna
 	x->fbusy = xcalloc(n, sizeof(*x->fbusy));
 	x->fbusy_start = xcalloc(n, sizeof(*x->fbusy_start));
 	x->free = xcalloc(n, sizeof(*x->free));
+	x->credit = xcalloc(n, sizeof(*x->credit));
 	x->wlo = xcalloc(n, sizeof(*x->wlo));
 	x->whi = xcalloc(n, sizeof(*x->whi));
 	x->idx_of_id = xmalloc(MASK_MAX_NODES * sizeof(*x->idx_of_id));
@@ -82,6 +83,7 @@ void pctx_reset(struct pctx *x)
 		x->busy[i] = isnan(nd->busy) ? 0.0 : fmax(0.0, nd->busy) * nd->nr_cpus;
 		x->fbusy[i] = x->fbusy_start[i];
 		x->free[i] = nd->mem_free > INT64_MAX ? INT64_MAX : (int64_t)nd->mem_free;
+		x->credit[i] = 0;
 	}
 }
 
@@ -137,6 +139,7 @@ void pctx_fini(struct pctx *x)
 	free(x->fbusy);
 	free(x->fbusy_start);
 	free(x->free);
+	free(x->credit);
 	free(x->wlo);
 	free(x->whi);
 	free(x->idx_of_id);
@@ -550,9 +553,19 @@ void pctx_commit(struct pctx *x, const struct gview *g, const struct pcand *c)
 {
 	const struct snapshot *s = x->s;
 	uint64_t need = g->mem_demand > c->already ? g->mem_demand - c->already : 0;
-	uint64_t room = 0, left;
+	uint64_t room = 0, left, real = 0;
 	int last = -1;
+	bool grounded;
 
+	/* Does its own migration fit without memory other moves of this
+	 * cycle will free (what the applier will find)? */
+	mask_foreach(id, &c->mems) {
+		unsigned n = (unsigned)x->idx_of_id[id];
+		int64_t r = x->free[n] - x->credit[n] - (int64_t)x->cfg->min_free_bytes;
+
+		real += r > 0 ? (uint64_t)r : 0;
+	}
+	grounded = c->migrate == 0 || real >= c->migrate;
 	for (unsigned n = 0; n < x->nn; n++) {
 		bool was = mask_test(&g->cur_nodes, s->nodes[n].id);
 		bool will = mask_test(&c->nodes, s->nodes[n].id);
@@ -563,8 +576,10 @@ void pctx_commit(struct pctx *x, const struct gview *g, const struct pcand *c)
 			x->fbusy[n] = fmax(0.0, x->fbusy[n] - g->own[n]);
 		if (will && c->nr_to_cpus)
 			x->busy[n] += g->cpu_use * g->acpus[n] / c->nr_to_cpus;
-		if (g->mem_node && g->mem_node[n] && !mask_test(&c->mems, s->nodes[n].id))
+		if (grounded && g->mem_node && g->mem_node[n] && !mask_test(&c->mems, s->nodes[n].id)) {
 			x->free[n] += (int64_t)g->mem_node[n];
+			x->credit[n] += (int64_t)g->mem_node[n];
+		}
 	}
 	mask_foreach(id, &c->mems) {
 		room += pctx_room(x, (unsigned)x->idx_of_id[id]);

@@ -48,6 +48,11 @@ struct pctx {
 	double *fbusy;
 	double *fbusy_start; /* fbusy before any commit (pctx_reset) */
 	int64_t *free;       /* free bytes per node index, working copy */
+	/* Of free, what moves accepted this cycle will free when their
+	 * memory has left (pctx_commit): the applier checks the node's real
+	 * free memory before it submits a migration, so a move that needs
+	 * this credit is refused this cycle and retried in the next. */
+	int64_t *credit;
 	unsigned *wlo, *whi; /* word range [wlo, whi) holding each node's CPUs */
 	int *idx_of_id;      /* [MASK_MAX_NODES]: node index of an id, -1 if none */
 	unsigned version;    /* bumped by every pctx_commit() */
@@ -202,7 +207,13 @@ bool pcand_better(const struct pcand *a, const struct pcand *b);
  * current nodes and lands on C's (in proportion to the CPUs it may use
  * there); its memory outside mems(C) is freed on its nodes, and what it
  * needs on mems(C) beyond what is already there (its demand, headroom
- * included) is reserved there, in proportion to room. */
+ * included) is reserved there, in proportion to room. The memory it
+ * leaves is credited to its old nodes only when the move does not itself
+ * depend on credit (its migration fits the nodes' free memory without
+ * it): two guests that each need the room the other leaves would both be
+ * refused at apply time, every cycle (the testbed's oversubscribed
+ * scenario: two guests left on all four nodes, 25 % local, for the whole
+ * run). */
 void pctx_commit(struct pctx *x, const struct gview *g, const struct pcand *c);
 
 /* Format a node mask for a detail sentence ("0-3", "…" if too long). */
