@@ -16,10 +16,11 @@
 
 `check_layers.py --self-test` builds a small tree with one violation of
 each kind (an upward include, a loop, an impure include, an object that
-calls fs_read_file and clock_mono_ns) and fails unless all are found.
+calls fs_read_file and clock_mono_ns, one that prints) and fails unless all
+are found, and nothing else is.
 
-Violations that exist today are listed in tests/tools/layers-known.txt
-(issue 12 removes them). A violation not in that list fails the check; so
+Known violations would be listed in tests/tools/layers-known.txt (issue 12
+removed the last). A violation not in that list fails the check; so
 does a listed one that no longer exists (delete its line: the list only
 shrinks).
 """
