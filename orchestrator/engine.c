@@ -51,6 +51,8 @@ struct engine {
 	struct agent_config cfg;
 	uint64_t sched_active;
 	bool sched_valid;
+	double sched_rate_mib;       /* the mover's rate in force (logged on change) */
+	bool rate_known;
 	bool notified_ready;          /* READY=1 sent (after the first published cycle) */
 	uint64_t watchdog_usec;       /* WatchdogSec= as systemd passed it, 0: none */
 	struct host_paths hp;
@@ -378,6 +380,31 @@ static void apply_schedule(struct engine *e)
 		e->cfg.policy.max_migrate_bytes = v.max_migrate_bytes;
 	if (v.set & SCHED_COOLDOWN)
 		e->cfg.policy.cooldown_ns = v.cooldown_ns;
+	if (v.set & SCHED_RATE)
+		e->cfg.mover_rate_mib = v.rate_mib;
+	/* The rate budget refines the per-cycle cap: planning more than the
+	 * mover may move in an interval only queues jobs the next plans
+	 * supersede. */
+	if (e->mover_on && e->cfg.mover_rate_mib > 0) {
+		double budget = e->cfg.mover_rate_mib * e->cfg.interval_s * 1048576.0;
+
+		if (budget < (double)e->cfg.policy.max_migrate_bytes)
+			e->cfg.policy.max_migrate_bytes = (uint64_t)budget;
+	}
+	if (e->mover_on) {
+		struct mover_config mc = mover_cfg(&e->cfg);
+
+		mover_set_config(e->mover, &mc);
+		if (e->rate_known && e->sched_rate_mib != e->cfg.mover_rate_mib) {
+			if (e->cfg.mover_rate_mib > 0)
+				log_info("memory mover: at most %.0f MiB/s for the whole host now",
+					 e->cfg.mover_rate_mib);
+			else
+				log_info("memory mover: no rate limit now");
+		}
+	}
+	e->sched_rate_mib = e->cfg.mover_rate_mib;
+	e->rate_known = true;
 	e->sched_active = active;
 	e->sched_valid = true;
 }
@@ -557,6 +584,7 @@ static void publish(struct engine *e, struct snapshot *snap, struct plan *plan)
 	v->dry_run = e->cfg.dry_run;
 	v->interval_s = e->cfg.interval_s;
 	v->policy = e->cfg.policy;
+	v->rate_mib = e->mover_on ? e->cfg.mover_rate_mib : 0;
 	v->base_mode = e->base.mode;
 	v->base_interval_s = e->base.interval_s;
 	v->base_policy = e->base.policy;
