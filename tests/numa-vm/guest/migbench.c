@@ -3,7 +3,8 @@
  * idle guests and busy ones (each rewriting its memory on one CPU):
  *
  *   raw      one thread, move_pages(2) of every page, 16384 pages a call,
- *            the guests one after another
+ *            the guests one after another (busy: also raw_one_guest, one
+ *            guest holding all the memory — one busy vCPU, not four)
  *   migrate_pages  migrate_pages(2) of each guest, one call each
  *   mover    numaorchd's mover (orchestrator/mover.c, linked in) with 1,
  *            2 and 4 workers (on=target: each worker runs on the target
@@ -189,6 +190,38 @@ static double finish_all(struct guest *g)
 	return moved;
 }
 
+/* One guest holding all MIB, moved by raw move_pages: with busy guests
+ * the figure the mover used to be compared with — one busy vCPU where
+ * the other cases have four (under TCG each busy vCPU slows every
+ * migration's TLB shootdowns: make bench-migrate, 2026-12-01). */
+static void raw_one_case(const char *pages_name, unsigned mib, bool thp)
+{
+	struct guest g = spawn(mib, thp, NULL);
+	void **pages = xcalloc(16384, sizeof(void *));
+	int *nodes = xcalloc(16384, sizeof(int)), *st = xcalloc(16384, sizeof(int));
+	size_t n = g.len / 4096;
+	double t0, t1, moved;
+
+	for (size_t j = 0; j < 16384; j++)
+		nodes[j] = 1;
+	t0 = now();
+	for (size_t i = 0; i < n; i += 16384) {
+		size_t k = n - i < 16384 ? n - i : 16384;
+
+		for (size_t j = 0; j < k; j++)
+			pages[j] = g.addr + (i + j) * 4096;
+		numamig_move(g.pid, k, pages, nodes, st);
+	}
+	t1 = now();
+	moved = mib_on(&g, 1);
+	reap(&g);
+	printf("R pages=%s%s case=raw_one_guest mib=%.0f s=%.3f mibs=%.1f\n", pages_name, busy ? "-busy" : "", moved,
+	       t1 - t0, moved / (t1 - t0));
+	free(pages);
+	free(nodes);
+	free(st);
+}
+
 static void raw_case(const char *pages_name, unsigned mib, bool thp)
 {
 	struct guest g[NGUESTS];
@@ -340,6 +373,8 @@ static void run_all(unsigned mib, bool thp)
 	const char *name = thp ? "thp" : "4k";
 
 	raw_case(name, mib, thp);
+	if (busy)
+		raw_one_case(name, mib, thp);
 	migrate_pages_case(name, mib, thp);
 	for (unsigned w = 1; w <= 4; w *= 2)
 		mover_case(name, mib, thp, w, false);
