@@ -191,7 +191,7 @@ static int build_sources(struct engine *e, const struct agent_config *cfg)
 
 			acquirer_add_source(acq, &src);
 			va = e->vmp->apply_new(vm, &e->hp, (enum vm_cpus_without_memory)cfg->libvirt_cpus_without_memory);
-			ops = (struct apply_vm_ops){ .move = e->vmp->move, .ctx = va };
+			ops = (struct apply_vm_ops){ .move = e->vmp->move, .set_mems = e->vmp->set_mems, .ctx = va };
 			applier_set_vm_ops(app, &ops);
 		}
 	}
@@ -693,7 +693,7 @@ static bool memory_phase(struct engine *e, const struct snapshot *snap, struct a
 			e->stats.memory_deferred++;
 		return false;
 	}
-	if (!e->mover || !e->mover_on || g->kind == GUEST_VM || !apply_pending_movable(p)) {
+	if (!e->mover || !e->mover_on || !apply_pending_movable(p)) {
 		apply_memory(e->app, p, res);
 		return false;
 	}
