@@ -214,8 +214,7 @@ def main():
     while True:
         done = q.poll() is not None
         if os.path.exists(results):
-            with open(results, errors="replace") as f:
-                text = f.read()
+            text = read_results(results, done)
         r = nv.parse_results(text)
         if r["header"] and not said_up:
             said_up = True
@@ -243,6 +242,15 @@ def main():
         print("make demo: the VM run failed (qemu exit %s)\n%s\n%s" % (q.returncode, out[-1000:], tail))
         return 1
     return summary(text, scn, names, scr, a.png, wall0, t_boot)
+
+
+def read_results(path, finished):
+    """The runner's lines so far. QEMU writes the serial port as the guest
+    prints, so until the VM has FINISHED the last line may be half written
+    (a "G" line cut before its thr=): keep whole lines only."""
+    with open(path, errors="replace") as f:
+        text = f.read()
+    return text if finished else text[:text.rfind("\n") + 1]
 
 
 def summary(text, scn, names, scr, png, wall0, t_boot):

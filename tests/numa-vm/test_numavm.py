@@ -265,3 +265,17 @@ class Demo(unittest.TestCase):
         self.assertIn("all local (>= 90%) since t=4 s", lines[-1])
         lines = demo.render(r, 2.0, ["a", "b"], demo.node_of_cpus(r), 4.0, 60)
         self.assertIn("not all local yet", lines[-1])
+
+    def test_half_written_line_is_left_for_later(self):
+        # make demo reads results.txt while QEMU writes it; a line cut
+        # short once crashed the view (KeyError: 'thr').
+        import demo
+        text = results([(0, "a", [1000, 0], "1:100", "-", "-", "0-3", "0-1")])
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, "results.txt")
+            with open(p, "w") as f:
+                f.write(text + "G t=2.00 g=a mem=1000,0")
+            r = numavm.parse_results(demo.read_results(p, False))
+            self.assertEqual(len(r["samples"]), 1)
+            with self.assertRaises(KeyError):
+                numavm.parse_results(demo.read_results(p, True))
