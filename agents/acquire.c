@@ -9,7 +9,9 @@
 #include <time.h>
 
 #include "topo.h"
+#include "../orchestrator/clock.h"
 #include "../orchestrator/fs.h"
+#include "../orchestrator/xalloc.h"
 #include "../orchestrator/log.h"
 
 struct acquirer {

@@ -12,18 +12,10 @@
 #include "../orchestrator/cghier.h"
 #include "../orchestrator/hostpaths.h"
 #include "../orchestrator/snapshot.h"
+#include "../orchestrator/source.h"
 
-/* A further guest source (the libvirt VM source). scan() appends guests
- * to SNAP (nodes are set) and returns 0 or a negative errno; a failing
- * source is reported as a snapshot warning, the others still count. */
-struct guest_source {
-	const char *name;
-	int (*scan)(void *ctx, struct snapshot *snap, int64_t now_ns);
-	void *ctx;
-};
-
-struct acquirer;
-
+/* The daemon's main registers these as the engine's struct source_ops
+ * (orchestrator/source.h). */
 int acquirer_new(const struct host_paths *hp, const struct cgscan_config *cg, struct acquirer **out);
 void acquirer_free(struct acquirer *a);
 /* Register an extra source; the acquirer does not own CTX. */

@@ -35,6 +35,9 @@
 #include <unistd.h>
 
 #include "../orchestrator/fs.h"
+#include "../orchestrator/parse.h"
+#include "../orchestrator/procstat.h"
+#include "../orchestrator/xalloc.h"
 #include "../orchestrator/log.h"
 #include "../orchestrator/numastat.h"
 
@@ -1198,7 +1201,7 @@ static int tid_cmp(const void *a, const void *b)
 
 /* Where guest G's CPU time went, per node, from its threads (cs->tids):
  * each thread's ticks since the previous scan count on the node of the
- * CPU it last ran on (/proc/TID/stat "processor"). A thread that changed
+ * CPU it last ran on (/proc/TID/task/TID/stat "processor"). A thread that changed
  * nodes within the window counts wholly on its last one: it answers the
  * policy's question (which nodes carry this guest's load, so what is
  * left there without it) far better than spreading the use evenly over
@@ -1239,7 +1242,11 @@ static void thread_nodes(struct cgscan *cs, struct snap_guest *g, const struct c
 		uint64_t ticks;
 		int cpu, k;
 
-		snprintf(path, sizeof(path), "%d/stat", (int)cs->tids[i]);
+		/* task/TID: /proc/PID/stat of a group leader sums every
+		 * thread of its process (a one-thread guest's idle main
+		 * thread counted as a second busy thread, carrying the whole
+		 * process's ticks to its own last CPU's node). */
+		snprintf(path, sizeof(path), "%d/task/%d/stat", (int)cs->tids[i], (int)cs->tids[i]);
 		if (cs->proc_fd < 0 || rd(cs, cs->proc_fd, NULL, path) < 0 ||
 		    proc_stat_ticks_cpu(cs->buf, &ticks, &cpu) < 0)
 			continue; /* exited since the list was read */

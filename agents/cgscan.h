@@ -27,20 +27,7 @@
 #include "../orchestrator/cghier.h"
 #include "../orchestrator/hostpaths.h"
 #include "../orchestrator/snapshot.h"
-
-struct cgscan_config {
-	/* Only guests at or under these cgroup paths are discovered (and so
-	 * ever touched). NULL/0 means "/". */
-	unsigned nr_scopes;
-	char **scopes;
-	/* Parent cgroups whose every child is a guest (runtime "custom"). */
-	unsigned nr_parents;
-	char **parents;
-	/* runc state roots (absolute host paths, prefixed with the fixture
-	 * root by the scanner when not live). Default: <rundir>/runc. */
-	unsigned nr_runc_roots;
-	char **runc_roots;
-};
+#include "../orchestrator/source.h"
 
 struct cgscan;
 

@@ -13,7 +13,7 @@
 #include <sys/inotify.h>
 #include <unistd.h>
 
-#include "../orchestrator/fs.h"
+#include "../orchestrator/xalloc.h"
 #include "../orchestrator/log.h"
 
 #define DEFAULT_MAX_WATCHES 65536

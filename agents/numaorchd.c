@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "acquire.h"
+#include "topo.h"
 #include "cgwatch.h"
 #include "../api/api.h"
 #include "../api/httpd.h"
@@ -21,6 +23,8 @@
 #include "../orchestrator/config.h"
 #include "../orchestrator/engine.h"
 #include "../orchestrator/fs.h"
+#include "../orchestrator/parse.h"
+#include "../orchestrator/xalloc.h"
 #include "../orchestrator/gpolstore.h"
 #include "../orchestrator/hostpaths.h"
 #include "../orchestrator/log.h"
@@ -28,6 +32,7 @@
 #include "../orchestrator/snapjson.h"
 #include "../orchestrator/utf8.h"
 #include "../orchestrator/vmplugin.h"
+#include "../policies/policies.h"
 
 #ifndef NUMAORCH_VERSION
 #define NUMAORCH_VERSION "0.1.0"
@@ -59,6 +64,23 @@ struct cli {
 /* systemd sets JOURNAL_STREAM=DEV:INODE of the stream it connected to
  * stderr; a child with stderr redirected elsewhere inherits the variable,
  * so compare (sd_journal_stream_fd(3), "JOURNAL_STREAM" in systemd.exec(5)). */
+/* The parts the engine runs on: main is the only file that knows both
+ * the sources (agents/) and the policies (policies/); the core sees them
+ * through these interfaces (orchestrator/source.h, policy.h). */
+static const struct source_ops host_sources = {
+	.acquirer_new = acquirer_new,
+	.acquirer_free = acquirer_free,
+	.add_source = acquirer_add_source,
+	.hier = acquirer_hier,
+	.snapshot = acquirer_snapshot,
+	.read_meminfo = topo_read_meminfo,
+};
+static const struct policy_ops consolidate_policy = {
+	.decide = policy_decide_reserved,
+	.advise = policy_advise,
+};
+static const struct engine_parts daemon_parts = { .sources = &host_sources, .policy = &consolidate_policy };
+
 static bool stderr_is_journal(void)
 {
 	const char *v = getenv("JOURNAL_STREAM");
@@ -604,7 +626,7 @@ int main(int argc, char **argv)
 		}
 	}
 
-	r = engine_new(cfg, &hp, &e);
+	r = engine_new(cfg, &hp, &daemon_parts, &e);
 	if (r < 0) {
 		ret = 1;
 		goto out;

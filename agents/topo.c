@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "../orchestrator/fs.h"
+#include "../orchestrator/parse.h"
+#include "../orchestrator/xalloc.h"
 #include "../orchestrator/log.h"
 #include "../orchestrator/mask.h"
 

@@ -10,7 +10,7 @@
 #include <libvirt/virterror.h>
 
 #include "vmproc.h"
-#include "../orchestrator/fs.h"
+#include "../orchestrator/xalloc.h"
 #include "../orchestrator/log.h"
 
 struct vmapply {
@@ -38,31 +38,18 @@ void vmapply_free(struct vmapply *va)
 double vmapply_locality_on(const struct snapshot *snap, const struct snap_guest *g,
 			   const nodemask_t *nodes)
 {
-	nodemask_t mem;
-	uint64_t total = 0, local = 0;
+	double wk[64] = { 0 }, *w = snap->nr_nodes <= 64 ? wk : xcalloc(snap->nr_nodes, sizeof(double));
+	double r;
 
-	mask_zero(&mem);
-	for (unsigned n = 0; n < snap->nr_nodes; n++) {
-		int near;
-
-		if (!mask_test(nodes, snap->nodes[n].id))
-			continue;
-		if (snap->nodes[n].mem_total) {
-			mask_set(&mem, snap->nodes[n].id);
-			continue;
-		}
-		/* A memory-less node's memory is local on its nearest node
-		 * with memory. */
-		near = snap_nearest_mem_node(snap, n, NULL);
-		if (near >= 0)
-			mask_set(&mem, near);
-	}
-	for (unsigned n = 0; n < snap->nr_nodes; n++) {
-		total += g->mem_node[n];
-		if (mask_test(&mem, snap->nodes[n].id))
-			local += g->mem_node[n];
-	}
-	return total ? (double)local / (double)total : 1.0;
+	/* Its vCPUs pinned to NODES run on each in proportion to its CPUs
+	 * there: true locality (snap_guest.locality), not its memory
+	 * anywhere on NODES. */
+	for (unsigned n = 0; n < snap->nr_nodes; n++)
+		w[n] = mask_test(nodes, snap->nodes[n].id) ? (double)snap->nodes[n].nr_cpus : 0.0;
+	r = snap_locality_for(snap, g, w);
+	if (w != wk)
+		free(w);
+	return r;
 }
 
 
@@ -405,7 +392,9 @@ int vmapply_move(void *ctx, const struct snapshot *snap, const struct snap_guest
 		}
 	}
 	if (mem_refused) {
-		double before = vmapply_locality_on(snap, g, &g->cpu_nodes);
+		/* Where its vCPUs run now (measured where acquire could), and
+		 * where they would run on the target. */
+		double before = g->locality;
 		double after = vmapply_locality_on(snap, g, &it->to_nodes);
 		bool move = va->cwm == VM_CPUS_ALWAYS || (va->cwm == VM_CPUS_LOCAL && after + 1e-9 >= before);
 

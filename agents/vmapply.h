@@ -57,9 +57,10 @@ int vmapply_move(void *ctx, const struct snapshot *snap, const struct snap_guest
  * longer runs, -ENOTCONN, -EIO with libvirt's message in ERR. */
 int vmapply_set_mems(void *ctx, const struct snap_guest *g, const nodemask_t *mems, char *err, size_t errsz);
 
-/* Locality of G if its CPUs were on NODES, memory unmoved: memory on
- * NODES' memory nodes (for a node without memory, the nearest node with
- * memory) over its total; 1 if it has none. Pure. */
+/* True locality of G if its vCPUs ran on NODES, memory unmoved: each
+ * node weighted by its CPUs, the share of G's memory on that node (for a
+ * node without memory, its nearest node with memory); 1 if it has none.
+ * Pure. */
 double vmapply_locality_on(const struct snapshot *snap, const struct snap_guest *g,
 			   const nodemask_t *nodes);
 

@@ -11,6 +11,9 @@
 #include <unistd.h>
 
 #include "../orchestrator/fs.h"
+#include "../orchestrator/parse.h"
+#include "../orchestrator/procstat.h"
+#include "../orchestrator/xalloc.h"
 #include "../orchestrator/numastat.h"
 
 #define CMDLINE_MAX (256u << 10)

@@ -13,7 +13,8 @@
 #include <libvirt/virterror.h>
 
 #include "vmproc.h"
-#include "../orchestrator/fs.h"
+#include "../orchestrator/clock.h"
+#include "../orchestrator/xalloc.h"
 #include "../orchestrator/log.h"
 
 #define BACKOFF_MIN_NS  250000000LL   /* first retry after a failed connect */

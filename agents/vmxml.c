@@ -10,7 +10,7 @@
 #include <libxml/parser.h>
 #include <libxml/tree.h>
 
-#include "../orchestrator/fs.h"
+#include "../orchestrator/parse.h"
 #include "../orchestrator/mask.h"
 
 static pthread_once_t xml_once = PTHREAD_ONCE_INIT;

@@ -17,7 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../orchestrator/clock.h"
 #include "../orchestrator/fs.h"
+#include "../orchestrator/xalloc.h"
 #include "../orchestrator/log.h"
 
 const double api_buckets[API_NR_BUCKETS] = {

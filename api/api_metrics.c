@@ -10,10 +10,10 @@
 #include <string.h>
 
 #include "promtext.h"
-#include "../orchestrator/fs.h"
+#include "../orchestrator/clock.h"
 #include "../orchestrator/history.h"
 #include "../orchestrator/mover.h"
-#include "../policies/plan.h"
+#include "../orchestrator/plan.h"
 
 static void node_label(const struct snapshot *s, unsigned idx, char *buf, size_t sz)
 {

@@ -10,7 +10,8 @@
 #include <string.h>
 
 #include "../orchestrator/declog.h"
-#include "../orchestrator/fs.h"
+#include "../orchestrator/parse.h"
+#include "../orchestrator/xalloc.h"
 #include "../orchestrator/mover.h"
 
 #define MIB (1024.0 * 1024.0)

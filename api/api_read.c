@@ -11,11 +11,13 @@
 #include <string.h>
 
 #include "../orchestrator/declog.h"
-#include "../orchestrator/fs.h"
+#include "../orchestrator/clock.h"
+#include "../orchestrator/parse.h"
+#include "../orchestrator/xalloc.h"
 #include "../orchestrator/kbal.h"
 #include "../orchestrator/snapjson.h"
 #include "../orchestrator/utf8.h"
-#include "../policies/plan.h"
+#include "../orchestrator/plan.h"
 #include "jsonw.h"
 
 #define MIB (1024.0 * 1024.0)

@@ -13,10 +13,11 @@
 #include <string.h>
 
 #include "../orchestrator/apply.h"
-#include "../orchestrator/fs.h"
+#include "../orchestrator/clock.h"
+#include "../orchestrator/xalloc.h"
 #include "../orchestrator/log.h"
 #include "../orchestrator/snapjson.h"
-#include "../policies/plan.h"
+#include "../orchestrator/plan.h"
 
 #define MIB (1024ULL * 1024ULL)
 
@@ -647,7 +648,7 @@ static int placement_engine(struct engine *e, void *ctx)
 	req.mem_bytes = pl->mem_bytes;
 	req.nr_reservations = engine_reservations(e, &res);
 	req.reservations = res;
-	r = policy_advise(&engine_config(e)->policy, pl->view->snap, &req, &pl->adv);
+	r = engine_policy(e)->advise(&engine_config(e)->policy, pl->view->snap, &req, &pl->adv);
 	if (r < 0)
 		return r;
 	if (pl->adv.ok && pl->reserve_s > 0) {

@@ -22,6 +22,8 @@
 
 #include "api.h"
 #include "../orchestrator/fs.h"
+#include "../orchestrator/parse.h"
+#include "../orchestrator/xalloc.h"
 #include "../orchestrator/log.h"
 
 /* A client that keeps sending past the body limit is dropped after this

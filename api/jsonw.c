@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "urlq.h"
-#include "../orchestrator/fs.h"
+#include "../orchestrator/xalloc.h"
 #include "../orchestrator/utf8.h"
 
 void jw_init(struct jw *w, size_t cap)

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../orchestrator/fs.h"
+#include "../orchestrator/xalloc.h"
 
 void prom_init(struct prom *p)
 {

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../orchestrator/fs.h"
+#include "../orchestrator/xalloc.h"
 #include "../orchestrator/utf8.h"
 
 bool urlq_utf8_valid(const char *s, size_t len)

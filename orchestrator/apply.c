@@ -9,10 +9,12 @@
 #include <string.h>
 
 #include "cgwrite.h"
+#include "clock.h"
 #include "fs.h"
+#include "parse.h"
+#include "xalloc.h"
 #include "log.h"
 #include "numamig.h"
-#include "../agents/topo.h"
 
 struct applier {
 	struct host_paths hp;
@@ -54,9 +56,12 @@ const char *apply_status_name(enum apply_status s)
 int applier_new(const struct host_paths *hp, const struct cg_hier *h,
 		const struct apply_opts *opts, struct applier **out)
 {
-	struct applier *a = xcalloc(1, sizeof(*a));
+	struct applier *a;
 	int r;
 
+	if (!opts->read_meminfo)
+		return -EINVAL;
+	a = xcalloc(1, sizeof(*a));
 	a->hp = *hp;
 	a->h = *h;
 	a->opts = *opts;
@@ -352,7 +357,7 @@ static int recheck_room(struct applier *a, const struct snapshot *snap, const st
 		return 0;
 	nodes = xcalloc(snap->nr_nodes, sizeof(*nodes));
 	memcpy(nodes, snap->nodes, snap->nr_nodes * sizeof(*nodes));
-	r = topo_read_meminfo(&a->hp, nodes, snap->nr_nodes);
+	r = a->opts.read_meminfo(&a->hp, nodes, snap->nr_nodes);
 	if (r < 0) {
 		free(nodes);
 		snprintf(why, whysz, "cannot re-read node memory: %s", strerror(-r));

@@ -34,7 +34,7 @@
 #include "cghier.h"
 #include "hostpaths.h"
 #include "snapshot.h"
-#include "../policies/plan.h"
+#include "plan.h"
 
 enum apply_status {
 	APPLY_DONE = 0,
@@ -68,6 +68,9 @@ struct apply_opts {
 	bool freeze_during_migration;  /* freeze the guest while mems change */
 	bool strict_mems;              /* leave mems at the target after a move (else
 					* widen them again: see loosen_mems) */
+	/* Fresh MemTotal/MemFree of NODES[NR] for the room re-check (the
+	 * sources' reader, source_ops.read_meminfo). Required. */
+	int (*read_meminfo)(const struct host_paths *hp, struct snap_node *nodes, unsigned nr);
 };
 
 struct applier;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "fs.h"
+#include "xalloc.h"
 #include "log.h"
 
 struct cgw {

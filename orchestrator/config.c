@@ -12,6 +12,8 @@
 
 #include "cghier.h"
 #include "fs.h"
+#include "parse.h"
+#include "xalloc.h"
 #include "kbal.h"
 #include "vmplugin.h"
 
@@ -38,30 +40,6 @@ static void strv_copy(unsigned *dn, char ***dv, unsigned sn, char *const *sv)
 	*dv = NULL;
 	for (unsigned i = 0; i < sn; i++)
 		strv_push(dn, dv, sv[i]);
-}
-
-const char *agent_mode_name(enum agent_mode m)
-{
-	switch (m) {
-	case MODE_ADVISE: return "advise";
-	case MODE_OFF: return "off";
-	default: return "enforce";
-	}
-}
-
-int agent_mode_parse(const char *s, enum agent_mode *out)
-{
-	if (!s)
-		return -EINVAL;
-	if (strcmp(s, "enforce") == 0)
-		*out = MODE_ENFORCE;
-	else if (strcmp(s, "advise") == 0)
-		*out = MODE_ADVISE;
-	else if (strcmp(s, "off") == 0)
-		*out = MODE_OFF;
-	else
-		return -EINVAL;
-	return 0;
 }
 
 void config_default(struct agent_config *c)

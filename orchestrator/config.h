@@ -10,15 +10,10 @@
 #include <stddef.h>
 
 #include "log.h"
+#include "mode.h"
+#include "policy.h"
 #include "schedule.h"
-#include "../agents/cgscan.h"
-#include "../policies/policy.h"
-
-enum agent_mode {
-	MODE_ENFORCE = 0, /* decide and move */
-	MODE_ADVISE,      /* decide and record, move nothing */
-	MODE_OFF,         /* observe and report only */
-};
+#include "source.h"
 
 struct agent_config {
 	enum agent_mode mode;
@@ -85,9 +80,6 @@ int config_load_string(const char *text, const char *name, struct agent_config *
 
 /* Cross-field checks; 0 or -EINVAL with ERR filled. */
 int config_validate(const struct agent_config *c, char *err, size_t errsz);
-
-const char *agent_mode_name(enum agent_mode m);
-int agent_mode_parse(const char *s, enum agent_mode *out);
 
 /* Append to a string list (scopes, parents). */
 void strv_push(unsigned *n, char ***v, const char *s);

@@ -11,7 +11,9 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "fs.h"
+#include "xalloc.h"
 #include "log.h"
 #include "snapjson.h"
 
@@ -143,6 +145,9 @@ json_t *declog_make(const struct snapshot *snap, const struct plan_item *it, con
 		 * inside the cpuset" ratio stays beside it, named for what it is. */
 		json_object_set_new(o, "locality_source", json_string(snap_loc_source_name(g->locality_source)));
 		json_object_set_new(o, "mem_in_cpuset_before", json_real_or_null(g->mem_in_cpuset));
+		/* What bounds the nodes it may be given (policy.h). */
+		json_object_set_new(o, "threads", json_integer(g->nr_threads));
+		json_object_set_new(o, "busy_threads", g->busy_measured ? json_integer(g->busy_threads) : json_null());
 		json_object_set_new(o, "runtime", json_string(g->runtime));
 		json_object_set_new(o, "kind", json_string(snap_kind_name(g->kind)));
 	}

@@ -12,7 +12,7 @@
 
 #include "apply.h"
 #include "snapshot.h"
-#include "../policies/plan.h"
+#include "plan.h"
 
 struct declog;
 

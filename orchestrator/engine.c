@@ -14,13 +14,14 @@
 #include <unistd.h>
 
 #include "apply.h"
-#include "fs.h"
+#include "clock.h"
+#include "xalloc.h"
 #include "gpolstore.h"
 #include "history.h"
 #include "kbal.h"
 #include "mover.h"
-#include "numamig.h"
 #include "log.h"
+#include "numamig.h"
 #include "notify.h"
 #include "vmplugin.h"
 
@@ -56,6 +57,8 @@ struct engine {
 	bool notified_ready;          /* READY=1 sent (after the first published cycle) */
 	uint64_t watchdog_usec;       /* WatchdogSec= as systemd passed it, 0: none */
 	struct host_paths hp;
+	struct source_ops src;        /* registered by main */
+	struct policy_ops pol;
 	struct acquirer *acq;
 	struct applier *app;
 	const struct vmplugin *vmp; /* the libvirt module, NULL until loaded */
@@ -149,15 +152,16 @@ static int build_sources(struct engine *e, const struct agent_config *cfg)
 		.min_free_bytes = cfg->policy.min_free_bytes,
 		.freeze_during_migration = cfg->freeze_during_migration,
 		.strict_mems = cfg->strict_mems,
+		.read_meminfo = e->src.read_meminfo,
 	};
 	int r;
 
-	r = acquirer_new(&e->hp, &cfg->cg, &acq);
+	r = e->src.acquirer_new(&e->hp, &cfg->cg, &acq);
 	if (r < 0)
 		return log_errno(LOG_LEVEL_ERROR, r, "cannot read cgroups under %s", e->hp.cgroupfs);
-	r = applier_new(&e->hp, acquirer_hier(acq), &ao, &app);
+	r = applier_new(&e->hp, e->src.hier(acq), &ao, &app);
 	if (r < 0) {
-		acquirer_free(acq);
+		e->src.acquirer_free(acq);
 		return log_errno(LOG_LEVEL_ERROR, r, "cannot set up the cgroup writer (libcgroup)");
 	}
 	/* VMs only on the live host: a fixture root has no libvirtd. */
@@ -179,7 +183,7 @@ static int build_sources(struct engine *e, const struct agent_config *cfg)
 		if (r < 0) {
 			log_msg(LOG_LEVEL_WARN, "libvirt VM source disabled: %s", err);
 			snprintf(e->stats.libvirt_reason, sizeof(e->stats.libvirt_reason), "%.250s", err);
-		} else if ((r = e->vmp->src_new(&vc, &e->hp, acquirer_hier(acq), vm_notify, e, &vm)) < 0) {
+		} else if ((r = e->vmp->src_new(&vc, &e->hp, e->src.hier(acq), vm_notify, e, &vm)) < 0) {
 			log_errno(LOG_LEVEL_WARN, r, "libvirt VM source disabled: libvirt's event loop did not start");
 			snprintf(e->stats.libvirt_reason, sizeof(e->stats.libvirt_reason),
 				 "libvirt's event loop did not start: %s", strerror(-r));
@@ -189,13 +193,14 @@ static int build_sources(struct engine *e, const struct agent_config *cfg)
 			struct guest_source src = { .name = "libvirt", .scan = e->vmp->scan, .ctx = vm };
 			struct apply_vm_ops ops;
 
-			acquirer_add_source(acq, &src);
+			e->src.add_source(acq, &src);
 			va = e->vmp->apply_new(vm, &e->hp, (enum vm_cpus_without_memory)cfg->libvirt_cpus_without_memory);
 			ops = (struct apply_vm_ops){ .move = e->vmp->move, .set_mems = e->vmp->set_mems, .ctx = va };
 			applier_set_vm_ops(app, &ops);
 		}
 	}
-	acquirer_free(e->acq);
+	if (e->acq)
+		e->src.acquirer_free(e->acq);
 	applier_free(e->app);
 	vm_free(e);
 	e->acq = acq;
@@ -245,11 +250,17 @@ static void mover_setup(struct engine *e, const struct agent_config *cfg)
 		log_info("memory mover: at most %.0f MiB/s for the whole host", mc.rate_mib);
 }
 
-int engine_new(const struct agent_config *cfg, const struct host_paths *hp, struct engine **out)
+int engine_new(const struct agent_config *cfg, const struct host_paths *hp,
+	       const struct engine_parts *parts, struct engine **out)
 {
-	struct engine *e = xcalloc(1, sizeof(*e));
+	struct engine *e;
 	int r;
 
+	if (!parts || !parts->sources || !parts->policy)
+		return -EINVAL;
+	e = xcalloc(1, sizeof(*e));
+	e->src = *parts->sources;
+	e->pol = *parts->policy;
 	config_copy(&e->cfg, cfg);
 	config_copy(&e->base, cfg);
 	e->hp = *hp;
@@ -314,7 +325,8 @@ void engine_free(struct engine *e)
 		apply_pending_free(e->jobs[i].p);
 	free(e->jobs);
 	engine_view_unref(e->view);
-	acquirer_free(e->acq);
+	if (e->acq)
+		e->src.acquirer_free(e->acq);
 	applier_free(e->app);
 	vm_free(e);
 	declog_close(e->dl);
@@ -371,7 +383,7 @@ static void apply_schedule(struct engine *e)
 	config_free(&e->cfg);
 	config_copy(&e->cfg, &e->base);
 	if (v.set & SCHED_MODE)
-		e->cfg.mode = (enum agent_mode)v.mode;
+		e->cfg.mode = v.mode;
 	if (v.set & SCHED_INTERVAL)
 		e->cfg.interval_s = v.interval_s;
 	if (v.set & SCHED_MAX_MOVES)
@@ -408,7 +420,7 @@ static void apply_schedule(struct engine *e)
 	e->sched_active = active;
 	e->sched_valid = true;
 }
-struct acquirer *engine_acquirer(struct engine *e) { return e->acq; }
+const struct policy_ops *engine_policy(struct engine *e) { return &e->pol; }
 struct applier *engine_applier(struct engine *e) { return e->app; }
 
 static void res_remove(struct engine *e, unsigned i)
@@ -855,7 +867,7 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 	apply_schedule(e);
 	settle_jobs(e);
 	dry_run = dry_run || e->cfg.dry_run;
-	r = acquirer_snapshot(e->acq, e->cfg.sample_s, &snap);
+	r = e->src.snapshot(e->acq, e->cfg.sample_s, &snap);
 	if (r < 0)
 		return log_errno(LOG_LEVEL_ERROR, r, "cannot read the host topology from %s", e->hp.sysfs);
 	t1 = clock_mono_ns();
@@ -897,8 +909,7 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 		const struct advice_reservation *res;
 		unsigned nres = engine_reservations(e, &res);
 
-		r = policy_decide_reserved(&e->cfg.policy, snap, e->ps, report != NULL, res, nres,
-					   &plan, &next);
+		r = e->pol.decide(&e->cfg.policy, snap, e->ps, report != NULL, res, nres, &plan, &next);
 		if (r < 0) {
 			snap_unref(snap);
 			free(placed);
@@ -1405,7 +1416,7 @@ static void place_reserved(struct engine *e, const struct snapshot *snap, const 
 
 	req.nr_reservations = engine_reservations(e, &rs);
 	req.reservations = rs;
-	if (policy_advise(&e->cfg.policy, snap, &req, &adv) == 0 && adv.ok &&
+	if (e->pol.advise(&e->cfg.policy, snap, &req, &adv) == 0 && adv.ok &&
 	    mask_subset(&adv.nodes, rnodes) && mask_subset(&adv.mems, rnodes)) {
 		*nodes = adv.nodes;
 		*mems = adv.mems;
@@ -1510,7 +1521,7 @@ static void place_one(struct engine *e, struct snapshot *snap, const struct vmsr
 
 		req.nr_reservations = engine_reservations(e, &rs);
 		req.reservations = rs;
-		if (policy_advise(&e->cfg.policy, snap, &req, &adv) < 0 || !adv.ok) {
+		if (e->pol.advise(&e->cfg.policy, snap, &req, &adv) < 0 || !adv.ok) {
 			it.kind = PLAN_SKIP;
 			it.skip = SKIP_NO_FIT;
 			snprintf(it.detail, sizeof(it.detail), "started; not placed: %.160s",

@@ -15,9 +15,10 @@
 #include "config.h"
 #include "declog.h"
 #include "hostpaths.h"
+#include "plan.h"
+#include "policy.h"
 #include "snapshot.h"
-#include "../agents/acquire.h"
-#include "../policies/plan.h"
+#include "source.h"
 
 struct engine;
 
@@ -80,8 +81,17 @@ struct cycle_report {
 	bool applied;                 /* moves were carried out (not dry run/advise) */
 };
 
-/* CFG is copied. HP selects live host or fixture root. */
-int engine_new(const struct agent_config *cfg, const struct host_paths *hp, struct engine **out);
+/* What the engine runs on, registered by the daemon's main (the engine
+ * names no source and no policy itself). Both must outlive the engine. */
+struct engine_parts {
+	const struct source_ops *sources;
+	const struct policy_ops *policy;
+};
+
+/* CFG and PARTS are copied. HP selects live host or fixture root.
+ * -EINVAL if a part is missing. */
+int engine_new(const struct agent_config *cfg, const struct host_paths *hp,
+	       const struct engine_parts *parts, struct engine **out);
 void engine_free(struct engine *e);
 
 /* Run one cycle now on the calling thread (which must be the engine's).
@@ -132,7 +142,8 @@ struct history;
 struct history *engine_history(struct engine *e);
 /* The configuration as given (file, command line, PUT /v1/policy). */
 const struct agent_config *engine_config(struct engine *e);
-struct acquirer *engine_acquirer(struct engine *e);
+/* The registered policy (any thread: it is pure and constant). */
+const struct policy_ops *engine_policy(struct engine *e);
 struct applier *engine_applier(struct engine *e);
 
 /* Ask for a cycle soon (any thread). Used when something happened that

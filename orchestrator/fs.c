@@ -1,5 +1,9 @@
 #include "fs.h"
 
+#include "clock.h"
+#include "parse.h"
+#include "xalloc.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -14,66 +18,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-static void oom(void)
-{
-	static const char msg[] = "numaorch: out of memory, aborting\n";
-	ssize_t r = write(STDERR_FILENO, msg, sizeof(msg) - 1);
-	(void)r;
-	abort();
-}
-
-void xmalloc_tune(void)
-{
-	mallopt(M_MMAP_THRESHOLD, 4 << 20);
-	mallopt(M_TRIM_THRESHOLD, 8 << 20);
-}
-
-void *xmalloc(size_t n)
-{
-	void *p = malloc(n ? n : 1);
-	if (!p)
-		oom();
-	return p;
-}
-
-void *xcalloc(size_t n, size_t sz)
-{
-	void *p = calloc(n ? n : 1, sz ? sz : 1);
-	if (!p)
-		oom();
-	return p;
-}
-
-void *xrealloc(void *p, size_t n)
-{
-	void *q = realloc(p, n ? n : 1);
-	if (!q)
-		oom();
-	return q;
-}
-
-char *xstrdup(const char *s)
-{
-	char *p = strdup(s ? s : "");
-	if (!p)
-		oom();
-	return p;
-}
-
-char *xasprintf(const char *fmt, ...)
-{
-	va_list ap;
-	char *p;
-	int r;
-
-	va_start(ap, fmt);
-	r = vasprintf(&p, fmt, ap);
-	va_end(ap);
-	if (r < 0)
-		oom();
-	return p;
-}
 
 /* Read FD to its end into a heap buffer (at most MAX bytes). */
 static int read_fd_all(int fd, size_t max_size, char **out, size_t *len)
@@ -158,62 +102,6 @@ int fs_read_line(const char *path, char *buf, size_t bufsz)
 	return 0;
 }
 
-int parse_u64(const char *s, uint64_t *out)
-{
-	unsigned long long v;
-	char *end;
-
-	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno)
-		return -errno;
-	if (end == s)
-		return -EINVAL;
-	while (*end == '\n' || *end == ' ')
-		end++;
-	if (*end)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
-int parse_double(const char *s, double *out)
-{
-	char *end;
-	double v;
-
-	if (!s || !*s || *s == ' ')
-		return -EINVAL;
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || *end || !isfinite(v))
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
-int parse_bool(const char *s, bool *out)
-{
-	static const char *const yes[] = { "1", "yes", "true", "on" };
-	static const char *const no[] = { "0", "no", "false", "off" };
-
-	if (!s)
-		return -EINVAL;
-	for (unsigned i = 0; i < 4; i++) {
-		if (strcasecmp(s, yes[i]) == 0) {
-			*out = true;
-			return 0;
-		}
-		if (strcasecmp(s, no[i]) == 0) {
-			*out = false;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
 int fs_read_u64(const char *path, uint64_t *out)
 {
 	char buf[64];
@@ -286,17 +174,6 @@ bool fs_is_dir(const char *path)
 	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-static int64_t clock_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-int64_t clock_mono_ns(void) { return clock_ns(CLOCK_MONOTONIC); }
-int64_t clock_real_ns(void) { return clock_ns(CLOCK_REALTIME); }
-
 int fs_mkdir_p(const char *dir, mode_t mode)
 {
 	char *p = xstrdup(dir);
@@ -320,56 +197,6 @@ int fs_mkdir_p(const char *dir, mode_t mode)
 	if (r == 0 && !fs_is_dir(dir))
 		r = -ENOTDIR;
 	return r;
-}
-
-/* Fields of /proc/PID/stat after the command name: [0] is field 3
- * (state), so field k is [k - 3]. */
-int proc_stat_fields(const char *s, const char **f, unsigned nf)
-{
-	const char *p = strrchr(s, ')');
-	unsigned i = 0;
-
-	if (!p)
-		return -EINVAL;
-	p++;
-	while (*p && i < nf) {
-		while (*p == ' ')
-			p++;
-		if (!*p)
-			break;
-		f[i++] = p;
-		while (*p && *p != ' ')
-			p++;
-	}
-	return i == nf ? 0 : -EINVAL;
-}
-
-/* A /proc/PID/stat field at P: decimal digits up to the next blank
- * (parse_u64 wants the whole string to be the number). */
-static int field_u64(const char *p, uint64_t *v)
-{
-	uint64_t x = 0;
-
-	if (*p < '0' || *p > '9')
-		return -EINVAL;
-	while (*p >= '0' && *p <= '9')
-		x = x * 10 + (uint64_t)(*p++ - '0');
-	*v = x;
-	return 0;
-}
-
-int proc_stat_ticks_cpu(const char *s, uint64_t *ticks, int *cpu)
-{
-	const char *f[37];
-	uint64_t ut, st, c;
-
-	/* Fields 14, 15 and 39 are f[11], f[12] and f[36]. */
-	if (proc_stat_fields(s, f, 37) < 0 || field_u64(f[11], &ut) < 0 || field_u64(f[12], &st) < 0 ||
-	    field_u64(f[36], &c) < 0 || c > INT32_MAX)
-		return -EINVAL;
-	*ticks = ut + st;
-	*cpu = (int)c;
-	return 0;
 }
 
 /* ---- opening files as root, the careful way -------------------------- */

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "fs.h"
+#include "xalloc.h"
 #include "log.h"
 #include "snapjson.h"
 

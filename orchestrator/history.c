@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fs.h"
+#include "xalloc.h"
 
 /* A packed sample: a 12-byte head, then uint16 mem[nr_nodes] and uint8
  * flags[nr_nodes]. Fields are read and written with memcpy (no alignment

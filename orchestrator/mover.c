@@ -14,7 +14,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "fs.h"
+#include "xalloc.h"
 #include "log.h"
 #include "numamig.h"
 

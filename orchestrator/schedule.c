@@ -7,8 +7,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "config.h"
-#include "fs.h"
+#include "parse.h"
+#include "xalloc.h"
 
 static const char *const day_names[7] = { "Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat" };
 
@@ -92,7 +92,7 @@ static int parse_kv(const char *kv, struct sched_values *v, char *err, size_t er
 			snprintf(err, errsz, "mode: must be enforce, advise or off, got \"%s\"", val);
 			return -EINVAL;
 		}
-		v->mode = (int)m;
+		v->mode = m;
 		v->set |= SCHED_MODE;
 	} else if (KEY("interval")) {
 		if (parse_double(val, &d) < 0 || d < 0.1 || d > 86400) {

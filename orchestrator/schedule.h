@@ -21,6 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mode.h"
+
 /* An operator's schedule is a handful of lines; bounded so the API can
  * show and take it as a whole. */
 #define SCHED_MAX_ENTRIES 32
@@ -37,7 +39,7 @@ enum sched_key {
 
 struct sched_values {
 	unsigned set;              /* enum sched_key bits */
-	int mode;                  /* enum agent_mode */
+	enum agent_mode mode;
 	double interval_s;
 	unsigned max_moves;
 	uint64_t max_migrate_bytes;

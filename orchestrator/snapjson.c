@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fs.h"
+#include "xalloc.h"
 
 json_t *json_real_or_null(double v)
 {

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fs.h"
+#include "xalloc.h"
 
 struct snapshot *snap_new(void)
 {

@@ -10,7 +10,7 @@
  * taken from the free memory of their memory nodes, evenly (from the
  * nearest memory node if they name only memory-less nodes).
  */
-#include "policy.h"
+#include "policies.h"
 
 #include <errno.h>
 #include <math.h>
@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "guards.h"
-#include "../orchestrator/fs.h"
+#include "../orchestrator/xalloc.h"
 
 
 int policy_advise(const struct policy_config *cfg, const struct snapshot *snap,

@@ -84,7 +84,7 @@
  * wants a retry. pstate_note_move() is for moves made outside a plan
  * (manual moves through the API).
  */
-#include "policy.h"
+#include "policies.h"
 
 #include <errno.h>
 #include <math.h>
@@ -94,7 +94,7 @@
 #include <string.h>
 
 #include "guards.h"
-#include "../orchestrator/fs.h"
+#include "../orchestrator/xalloc.h"
 
 #define PIN_GAIN 1000.0
 
@@ -258,6 +258,7 @@ static bool in_cooldown(const struct policy_config *cfg, const struct snapshot *
 static void fill_target(struct plan_item *it, const struct pcand *c)
 {
 	it->crowded = c->crowded;
+	it->local_fit = c->local_fit;
 	it->to_nodes = c->nodes;
 	it->to_mems = c->mems;
 	it->load_after = c->util_after;
@@ -326,6 +327,34 @@ static double gain_of(const struct gview *v, const struct policy_config *cfg, ui
 	return g;
 }
 
+/* A node of its set carries its threads when it ran at least this share
+ * of its CPU time there (cpu_node). */
+#define FOLLOW_MIN_SHARE 0.1
+
+/* Spread over nodes C it needs, with the kernel's NUMA balancing off:
+ * memory on nodes of C where none of its busy threads ran is remote for
+ * all of them. Its memory follows its threads inside C — onto the nodes
+ * of C that carry them (measured, cpu_node), CPUs unchanged — when those
+ * nodes have room for it and more than a negligible part must move.
+ * OUT: the evaluation of C with those memory nodes. */
+static bool follow_threads(const struct pctx *x, const struct snap_guest *g, const struct gview *v,
+			   struct pcand *out)
+{
+	nodemask_t tn;
+
+	if (!g->cpu_node || g->locality_source != LOC_THREADS || !(v->cpu_use > 0.0) || !v->mem_total)
+		return false;
+	mask_zero(&tn);
+	for (unsigned n = 0; n < x->nn; n++)
+		if (mask_test(&g->cpu_nodes, x->s->nodes[n].id) && g->cpu_node[n] >= FOLLOW_MIN_SHARE * v->cpu_use)
+			mask_set(&tn, x->s->nodes[n].id);
+	if (!MASK_ANY(&tn) || mask_equal(&tn, &g->cpu_nodes))
+		return false;
+	pset_eval_mask(x, v, &g->cpu_nodes, &tn, out);
+	return out->allowed_ok && out->mem_ok && out->room + out->already >= v->mem_demand &&
+	       !plan_migration_negligible(out->migrate, v->mem_total);
+}
+
 static void decide_pinned(struct pctx *x, const struct pstate_entry *pe, const struct snap_guest *g,
 			  const struct gview *v, const bool *usable, struct gdec *d)
 {
@@ -356,7 +385,10 @@ static void decide_pinned(struct pctx *x, const struct pstate_entry *pe, const s
 	    pin_local >= cfg->locality_target) {
 		it->kind = PLAN_SETTLED;
 		it->reason = REASON_NONE;
-		set_detail(it, "settled on pinned nodes %s: %.2f of memory there", pn, pin_local);
+		/* On several pinned nodes the memory on them may still be off
+		 * its threads' nodes: the record says both. */
+		set_detail(it, "settled on pinned nodes %s: %.2f of memory there, locality %.2f where its threads run",
+			   pn, pin_local, g->locality);
 		return;
 	}
 	if (!c.allowed_ok) {
@@ -488,6 +520,14 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 		if (!sub) {
 			opt = c->k == kmin &&
 			      (!cur_k || c->util_after * (1.0 + cfg->less_busy_margin) < unow);
+			/* Local where it is and its threads fit its CPUs
+			 * (local fit): less load elsewhere must pay for moving
+			 * its memory there (the score counts W_MIGRATE for it),
+			 * else two one-thread guests sharing the 2-CPU node that
+			 * holds their memory would be split at once. */
+			if (opt && cur_k && !locality_bad && cc.local_fit && cur_ok &&
+			    c->score >= cc.score - UTIL_EPS)
+				opt = false;
 			if (opt && cur_k)
 				load_case = true;
 		} else if (c->k < cur_k) {
@@ -498,7 +538,7 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 		/* Stability: a target that would itself be a load case next
 		 * cycle (at or over rebalance_util with a set less busy by the
 		 * margin) would be left again: don't go there. */
-		if (opt && c->util_after >= cfg->rebalance_util - UTIL_EPS &&
+		if (opt && !c->local_fit && c->util_after >= cfg->rebalance_util - UTIL_EPS &&
 		    !mask_subset(&coolest->nodes, &c->nodes) &&
 		    coolest->util_after * (1.0 + cfg->less_busy_margin) < c->util_after) {
 			hot = c;
@@ -519,6 +559,8 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 			   locality, cfg->locality_target, cc.util_after, cfg->max_util);
 		if (crowded)
 			add_detail(it, "; nothing fits with headroom, none less loaded");
+		else if (cc.local_fit)
+			add_detail(it, "; fits without headroom: its memory is here, its threads fit the CPUs");
 		return;
 	}
 	if (!cur_k)
@@ -534,10 +576,32 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 	 * need them), all its memory inside them, but not where its threads
 	 * run: a cpuset cannot place pages inside the set. The kernel's NUMA
 	 * balancing moves them toward the threads touching them; when it is
-	 * on, that is its job and the guest is settled. When it is off,
-	 * nothing here can do it: say so rather than move it around. */
+ * on, that is its job and the guest is settled. When it is off, its
+	 * memory on nodes of the set where none of its threads runs goes to
+	 * the nodes that carry them, if they have room (follow_threads);
+	 * else nothing here can do better: say so rather than move it. */
 	if (!pick && locality_bad && cur_ok && cur_k >= 2 && cur_k <= kmin && !load_case && cc.migrate == 0) {
+		struct pcand fc;
+
 		fmt_nodes(&g->cpu_nodes, from, sizeof(from));
+		if (x->s->numa_balancing == 0 && follow_threads(x, g, v, &fc)) {
+			char tn[48];
+
+			fill_target(it, &fc);
+			it->reason = REASON_LOCALITY;
+			it->gain = gain_of(v, cfg, local_before, cur_k, &fc, unow);
+			if (in_cooldown(cfg, x->s, pe, &ago)) {
+				skip_cooldown(it, cfg, ago);
+				return;
+			}
+			it->kind = PLAN_MOVE;
+			d->target = fc;
+			d->want = true;
+			fmt_nodes(&fc.mems, tn, sizeof(tn));
+			set_detail(it, "memory follows its threads inside nodes %s: %llu MiB onto nodes %s, where its busy threads run (kernel NUMA balancing off), locality %.2f",
+				   from, mib(fc.migrate), tn, locality);
+			return;
+		}
 		if (x->s->numa_balancing > 0) {
 			it->kind = PLAN_SETTLED;
 			it->reason = REASON_NONE;
@@ -588,6 +652,8 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 		add_detail(it, "; memory does not fit fewer nodes");
 	if (crowded)
 		add_detail(it, "; nothing fits with headroom: least loaded");
+	else if (pick->local_fit)
+		add_detail(it, "; fits without headroom: its memory is there");
 	if (nan || pick->busy_nan)
 		add_detail(it, " (some node busy not measured, taken as idle)");
 }

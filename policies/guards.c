@@ -6,6 +6,9 @@
  *           and d ≤ the CPUs it may be given on T (allowed_cpus);
  *   memory: Σ_{n∈mems(T)} max(0, free_n − min_free) + its memory already on
  *           mems(T) ≥ m, or all of its memory is on mems(T) already.
+ * Local fit (pcand.local_fit): CPU may instead hold use without headroom,
+ *           (Σ max(0, busy_n − own_n) + use) / Σ cpus_n ≤ 1, when all (but a
+ *           negligible part) of its memory is on mems(T) already.
  * A node already below min_free contributes no room rather than negative
  * room: its deficit is not the guest's to pay from other nodes' room.
  * mems(T) = T's nodes with memory that allowed_mems permits; a T made only
@@ -19,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../orchestrator/fs.h"
+#include "../orchestrator/xalloc.h"
 
 void pctx_init(struct pctx *x, const struct policy_config *cfg, const struct snapshot *s)
 {
@@ -34,6 +37,7 @@ void pctx_init(struct pctx *x, const struct policy_config *cfg, const struct sna
 	x->fbusy = xcalloc(n, sizeof(*x->fbusy));
 	x->fbusy_start = xcalloc(n, sizeof(*x->fbusy_start));
 	x->free = xcalloc(n, sizeof(*x->free));
+	x->credit = xcalloc(n, sizeof(*x->credit));
 	x->wlo = xcalloc(n, sizeof(*x->wlo));
 	x->whi = xcalloc(n, sizeof(*x->whi));
 	x->idx_of_id = xmalloc(MASK_MAX_NODES * sizeof(*x->idx_of_id));
@@ -79,6 +83,7 @@ void pctx_reset(struct pctx *x)
 		x->busy[i] = isnan(nd->busy) ? 0.0 : fmax(0.0, nd->busy) * nd->nr_cpus;
 		x->fbusy[i] = x->fbusy_start[i];
 		x->free[i] = nd->mem_free > INT64_MAX ? INT64_MAX : (int64_t)nd->mem_free;
+		x->credit[i] = 0;
 	}
 }
 
@@ -134,6 +139,7 @@ void pctx_fini(struct pctx *x)
 	free(x->fbusy);
 	free(x->fbusy_start);
 	free(x->free);
+	free(x->credit);
 	free(x->wlo);
 	free(x->whi);
 	free(x->idx_of_id);
@@ -272,6 +278,19 @@ void pset_eval(const struct pctx *x, const struct gview *g, const unsigned *idx,
 	 * too full for the growth headroom (moving the guest away for that
 	 * would migrate everything to gain nothing). */
 	out->mem_ok = out->room + out->already >= g->mem_demand || (g->mem_total > 0 && out->migrate == 0);
+	if (!out->cpu_ok && out->allowed_ok && out->nr_cpus && g->mem_total > 0 &&
+	    plan_migration_negligible(out->migrate, g->mem_total)) {
+		/* Each busy thread needs a CPU of its own: three one-thread
+		 * guests sharing two CPUs use 0.67 each and are no fit. */
+		double use = fmax(fmax(g->cpu_use, x->cfg->min_cpu), (double)g->busy_thr);
+		double u = (load + use) / out->nr_cpus;
+
+		if (u <= 1.0 + LOCAL_FIT_SLACK && use <= out->nr_to_cpus + UTIL_EPS) {
+			out->local_fit = true;
+			out->cpu_ok = true;
+			out->util_after = u;
+		}
+	}
 
 	for (unsigned i = 0; i < nuni; i++)
 		for (unsigned j = i + 1; j < nuni; j++) {
@@ -305,6 +324,9 @@ bool pcand_better(const struct pcand *a, const struct pcand *b)
 		return true;
 	if (a->score > b->score + UTIL_EPS)
 		return false;
+	/* A move whose gain only pays its cost exactly is not worth it. */
+	if (a->migrate != b->migrate)
+		return a->migrate < b->migrate;
 	if (a->util_after != b->util_after)
 		return a->util_after < b->util_after;
 	for (size_t w = 0; w < MASK_WORDS(&a->nodes); w++)
@@ -531,9 +553,19 @@ void pctx_commit(struct pctx *x, const struct gview *g, const struct pcand *c)
 {
 	const struct snapshot *s = x->s;
 	uint64_t need = g->mem_demand > c->already ? g->mem_demand - c->already : 0;
-	uint64_t room = 0, left;
+	uint64_t room = 0, left, real = 0;
 	int last = -1;
+	bool grounded;
 
+	/* Does its own migration fit without memory other moves of this
+	 * cycle will free (what the applier will find)? */
+	mask_foreach(id, &c->mems) {
+		unsigned n = (unsigned)x->idx_of_id[id];
+		int64_t r = x->free[n] - x->credit[n] - (int64_t)x->cfg->min_free_bytes;
+
+		real += r > 0 ? (uint64_t)r : 0;
+	}
+	grounded = c->migrate == 0 || real >= c->migrate;
 	for (unsigned n = 0; n < x->nn; n++) {
 		bool was = mask_test(&g->cur_nodes, s->nodes[n].id);
 		bool will = mask_test(&c->nodes, s->nodes[n].id);
@@ -544,8 +576,10 @@ void pctx_commit(struct pctx *x, const struct gview *g, const struct pcand *c)
 			x->fbusy[n] = fmax(0.0, x->fbusy[n] - g->own[n]);
 		if (will && c->nr_to_cpus)
 			x->busy[n] += g->cpu_use * g->acpus[n] / c->nr_to_cpus;
-		if (g->mem_node && g->mem_node[n] && !mask_test(&c->mems, s->nodes[n].id))
+		if (grounded && g->mem_node && g->mem_node[n] && !mask_test(&c->mems, s->nodes[n].id)) {
 			x->free[n] += (int64_t)g->mem_node[n];
+			x->credit[n] += (int64_t)g->mem_node[n];
+		}
 	}
 	mask_foreach(id, &c->mems) {
 		room += pctx_room(x, (unsigned)x->idx_of_id[id]);

@@ -32,11 +32,11 @@
 
 #include "agents/acquire.h"
 #include "agents/cgwatch.h"
-#include "orchestrator/fs.h"
+#include "orchestrator/xalloc.h"
 #include "orchestrator/history.h"
 #include "orchestrator/hostpaths.h"
 #include "orchestrator/log.h"
-#include "policies/policy.h"
+#include "policies/policies.h"
 
 /* Paths are built under a short mkdtemp() root; truncation cannot happen. */
 #pragma GCC diagnostic ignored "-Wformat-truncation"

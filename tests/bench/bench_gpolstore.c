@@ -16,7 +16,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "orchestrator/clock.h"
 #include "orchestrator/fs.h"
+#include "orchestrator/xalloc.h"
 #include "orchestrator/gpolstore.h"
 
 #define PUTS 300

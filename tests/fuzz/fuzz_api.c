@@ -19,13 +19,16 @@
 
 #include <jansson.h>
 
+#include "agents/acquire.h"
+#include "agents/topo.h"
 #include "api/api.h"
 #include "orchestrator/config.h"
 #include "orchestrator/engine.h"
-#include "orchestrator/fs.h"
+#include "orchestrator/xalloc.h"
 #include "orchestrator/gpolstore.h"
 #include "orchestrator/hostpaths.h"
 #include "orchestrator/log.h"
+#include "policies/policies.h"
 
 #define TOKEN "fuzz-token-0123456789abcdef"
 
@@ -75,7 +78,14 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	free(cfg.state_dir);
 	cfg.state_dir = xasprintf("%s/state", dir);
 	log_set_level(LOG_LEVEL_ERROR);
-	if (engine_new(&cfg, &hp, &eng) < 0)
+	static const struct source_ops src = {
+		.acquirer_new = acquirer_new, .acquirer_free = acquirer_free, .add_source = acquirer_add_source,
+		.hier = acquirer_hier, .snapshot = acquirer_snapshot, .read_meminfo = topo_read_meminfo,
+	};
+	static const struct policy_ops pol = { .decide = policy_decide_reserved, .advise = policy_advise };
+	static const struct engine_parts parts = { .sources = &src, .policy = &pol };
+
+	if (engine_new(&cfg, &hp, &parts, &eng) < 0)
 		die("engine_new");
 	if (gpolstore_open(cfg.state_dir, GPOLSTORE_CREATE, &gs, err, sizeof(err)) < 0)
 		die(err);

@@ -10,7 +10,13 @@
    reach x.
 3. policies/ does no I/O and reads no clock: the symbols its objects need
    (nm -u) are pure ones only (memory, strings, math, formatting into
-   buffers, masks, the snapshot's pure helpers, jansson's builders).
+   buffers, masks, the snapshot's and the plan's pure helpers, jansson's
+   builders), and it includes only the core's pure headers (PURE_HEADERS:
+   not fs.h, clock.h, log.h, ...).
+
+`check_layers.py --self-test` builds a small tree with one violation of
+each kind (an upward include, a loop, an impure include, an object that
+calls fs_read_file and clock_mono_ns) and fails unless all are found.
 
 Violations that exist today are listed in tests/tools/layers-known.txt
 (issue 12 removes them). A violation not in that list fails the check; so
@@ -36,26 +42,33 @@ PURE = re.compile(r"^(mem(cpy|cmp|move|set|chr)|str(n?cmp|len|n?cpy|chr|rchr|str
                   r"|f?(max|min|abs)f?|floor|ceil|round|lround|llround|sqrt|pow|log2?|exp|isnan|isinf|nan"
                   r"|x(malloc|calloc|realloc|strdup)|mask_\w+|snap_(nodes_to_cpus|cpus_to_nodes|nr_cpu_nodes|node_index"
                   r"|cpu_node_index|nearest_mem_node|find_guest|cpumask|node_use)|fmt_nodes"
+                  r"|plan_\w+|pstate_(new|free|find|clone|note_move)|policy_config_(default|validate)"
                   r"|json_(object|array|integer|real|string|null|true|false|pack|object_set_new|array_append_new"
                   r"|cpumask|nodemask|real_or_null|incref|decref|delete))$")
 
 
-def sources():
+# The core headers policies/ may include: no I/O, no clock, no logging.
+PURE_HEADERS = {"orchestrator/%s.h" % h for h in
+                ("xalloc", "parse", "mask", "snapshot", "plan", "policy", "pstate")}
+
+
+def sources(repo):
     for d in FOLDERS:
-        for f in sorted(os.listdir(os.path.join(REPO, d))):
+        dp = os.path.join(repo, d)
+        for f in sorted(os.listdir(dp)) if os.path.isdir(dp) else ():
             if f.endswith((".c", ".h")):
                 yield "%s/%s" % (d, f)
 
 
-def includes(rel):
-    with open(os.path.join(REPO, rel), errors="replace") as f:
+def includes(repo, rel):
+    with open(os.path.join(repo, rel), errors="replace") as f:
         text = f.read()
     out = []
     for inc in INC.findall(text):
         p = os.path.normpath(os.path.join(os.path.dirname(rel), inc))
-        if not os.path.exists(os.path.join(REPO, p)):
+        if not os.path.exists(os.path.join(repo, p)):
             p = os.path.normpath(inc)  # -I. form: "orchestrator/x.h"
-        if os.path.exists(os.path.join(REPO, p)):
+        if os.path.exists(os.path.join(repo, p)):
             out.append(p)
     return out
 
@@ -66,15 +79,17 @@ def module(rel):
     return m[:-4] if m.endswith("_int") else m
 
 
-def violations(objdir):
+def violations(repo, objdir):
     found = set()
     graph = {}
-    for rel in sources():
+    for rel in sources(repo):
         src = rel.split("/")[0]
-        for inc in includes(rel):
+        for inc in includes(repo, rel):
             dst = inc.split("/")[0]
             if rel not in MAIN and dst != src and dst in FOLDERS and dst not in ALLOWED[src]:
                 found.add("upward %s -> %s" % (rel, inc))
+            if src == "policies" and dst == "orchestrator" and inc not in PURE_HEADERS:
+                found.add("impure include %s -> %s" % (rel, inc))
             graph.setdefault(module(rel), set()).add(module(inc))
     # module loops: report each strongly connected set of modules once
     index, low, stack, on, sccs = {}, {}, [], set(), []
@@ -110,12 +125,18 @@ def violations(objdir):
     for comp in sccs:
         found.add("loop " + " ".join(comp))
     # purity of policies/, from the objects the build made
+    # Only the objects of today's policies/*.c: a stale object of a file
+    # moved away would hide (or fake) symbols.
     pdir = os.path.join(objdir, "policies")
     if os.path.isdir(pdir):
         own = set()
         need = {}
-        for f in sorted(os.listdir(pdir)):
-            if not f.endswith(".o"):
+        for c in sorted(os.listdir(os.path.join(repo, "policies"))):
+            if not c.endswith(".c"):
+                continue
+            f = c[:-2] + ".o"
+            if not os.path.exists(os.path.join(pdir, f)):
+                found.add("unbuilt policies/%s (run make)" % c)
                 continue
             out = subprocess.run(["nm", os.path.join(pdir, f)], capture_output=True, text=True,
                                  check=True).stdout
@@ -133,9 +154,57 @@ def violations(objdir):
     return found
 
 
+def self_test():
+    """A tree with one violation of each kind: all must be found."""
+    import shutil
+    import tempfile
+
+    tmp = tempfile.mkdtemp(prefix="check-layers.")
+    try:
+        def put(rel, text):
+            os.makedirs(os.path.join(tmp, os.path.dirname(rel)), exist_ok=True)
+            with open(os.path.join(tmp, rel), "w") as f:
+                f.write(text)
+        put("orchestrator/fs.h", "int fs_read_file(const char *p);\n")
+        put("orchestrator/clock.h", "long clock_mono_ns(void);\n")
+        put("orchestrator/mask.h", "")
+        put("orchestrator/a.h", '#include "b.h"\n')
+        put("orchestrator/b.h", '#include "a.h"\n')
+        put("orchestrator/up.c", '#include "../agents/src.h"\n')
+        put("agents/src.h", "")
+        put("api/side.c", '#include "../policies/p.h"\n')
+        put("policies/p.h", '#include "../orchestrator/mask.h"\n')
+        put("policies/p.c", '#include "../orchestrator/fs.h"\n#include "../orchestrator/clock.h"\n'
+            'int p_read(void);\nint p_read(void) { return fs_read_file("x") + (int)clock_mono_ns(); }\n')
+        put("policies/q.c", "int q_pure(int x);\nint q_pure(int x) { return x + 1; }\n")
+        os.makedirs(os.path.join(tmp, "obj", "policies"))
+        for c in ("p", "q"):
+            subprocess.run(["cc", "-c", "-I" + tmp, "-o", os.path.join(tmp, "obj", "policies", c + ".o"),
+                            os.path.join(tmp, "policies", c + ".c")], check=True)
+        got = violations(tmp, os.path.join(tmp, "obj"))
+    finally:
+        shutil.rmtree(tmp)
+    want = {"upward orchestrator/up.c -> agents/src.h", "upward api/side.c -> policies/p.h",
+            "loop orchestrator/a orchestrator/b",
+            "impure include policies/p.c -> orchestrator/fs.h",
+            "impure include policies/p.c -> orchestrator/clock.h",
+            "impure policies/p.c needs fs_read_file", "impure policies/p.c needs clock_mono_ns"}
+    missed = sorted(want - got)
+    extra = sorted(got - want)
+    for v in missed:
+        print("check-layers self-test: NOT found: %s" % v)
+    for v in extra:
+        print("check-layers self-test: unexpected: %s" % v)
+    print("check-layers self-test: %s (%d violations planted)" % ("FAILED" if missed or extra else "ok",
+                                                                 len(want)))
+    return 1 if missed or extra else 0
+
+
 def main():
+    if sys.argv[1:2] == ["--self-test"]:
+        return self_test()
     objdir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(REPO, "build", "obj")
-    found = violations(objdir)
+    found = violations(REPO, objdir)
     with open(KNOWN) as f:
         known = {l.strip() for l in f if l.strip() and not l.startswith("#")}
     new = sorted(found - known)

@@ -13,7 +13,8 @@
 #include "api/api.h"
 #include "orchestrator/config.h"
 #include "orchestrator/engine.h"
-#include "orchestrator/fs.h"
+#include "orchestrator/clock.h"
+#include "orchestrator/xalloc.h"
 #include "orchestrator/gpolstore.h"
 #include "orchestrator/hostpaths.h"
 #include "orchestrator/log.h"
@@ -62,7 +63,7 @@ static void fx_init(struct fx *f, unsigned timeout_ms)
 	f->cfg.libvirt_enabled = false;
 	free(f->cfg.state_dir);
 	f->cfg.state_dir = xasprintf("%s/state", f->dir);
-	assert_int_equal(engine_new(&f->cfg, &f->hp, &f->e), 0);
+	assert_int_equal(engine_new(&f->cfg, &f->hp, tu_engine_parts(), &f->e), 0);
 	if (gpolstore_open(f->cfg.state_dir, GPOLSTORE_CREATE, &f->gs, err, sizeof(err)) < 0)
 		fail_msg("%s", err);
 	engine_use_gpolstore(f->e, f->gs);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "orchestrator/fs.h"
+#include "orchestrator/xalloc.h"
 #include "orchestrator/gpolstore.h"
 
 #define T0 1700000000000000000LL

@@ -10,9 +10,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agents/topo.h"
 #include "orchestrator/apply.h"
 #include "orchestrator/cghier.h"
 #include "orchestrator/fs.h"
+#include "orchestrator/xalloc.h"
 #include "orchestrator/hostpaths.h"
 #include "orchestrator/snapshot.h"
 
@@ -44,7 +46,7 @@ static void fx_init(struct fx *f, bool v2, unsigned long free_kb_node1)
 	char rel[512];
 	struct snap_node nodes[2];
 	struct snap_guest *g;
-	struct apply_opts ao = { .min_free_bytes = 64ULL << 20 };
+	struct apply_opts ao = { .min_free_bytes = 64ULL << 20, .read_meminfo = topo_read_meminfo };
 
 	memset(f, 0, sizeof(*f));
 	f->v2 = v2;
@@ -192,7 +194,7 @@ static void test_strict_binding_and_pinned_guests_stay_bound(void **state)
 {
 	struct fx f;
 	struct apply_result res;
-	struct apply_opts ao = { .min_free_bytes = 64ULL << 20, .strict_mems = true };
+	struct apply_opts ao = { .min_free_bytes = 64ULL << 20, .strict_mems = true, .read_meminfo = topo_read_meminfo };
 	struct applier *strict;
 
 	(void)state;
@@ -440,7 +442,7 @@ static void test_guards(void **state)
 	struct apply_result res;
 	struct applier *scoped;
 	char *scopes[] = { "/other" };
-	struct apply_opts ao = { .nr_scopes = 1, .scopes = scopes };
+	struct apply_opts ao = { .nr_scopes = 1, .scopes = scopes, .read_meminfo = topo_read_meminfo };
 
 	(void)state;
 	fx_init(&f, true, 4000000);

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "agents/cgscan.h"
-#include "orchestrator/fs.h"
+#include "orchestrator/xalloc.h"
 #include "orchestrator/snapjson.h"
 
 #define FIXTURES "tests/fixtures"
@@ -867,7 +867,16 @@ static void thr_stat(const char *root, int tid, unsigned long long utime, unsign
 	snprintf(stat, sizeof(stat),
 		 "%d (w) R 1 %d %d 0 -1 4194560 0 0 0 0 %llu %llu 0 0 20 0 1 0 100 1000 10 "
 		 "0 0 0 0 0 0 0 0 0 0 0 0 0 17 %d 0 0 0 0 0\n", tid, tid, tid, utime, stime, cpu);
-	wr(root, "proc/%d/stat", stat, tid);
+	wr(root, "proc/%d/task/%d/stat", stat, tid, tid);
+	/* /proc/PID/stat of a group leader (200 here, a main thread that
+	 * does nothing) sums all of its process's threads: never a thread's
+	 * own figure. */
+	if (tid == 200) {
+		snprintf(stat, sizeof(stat),
+			 "%d (w) R 1 %d %d 0 -1 4194560 0 0 0 0 %llu 0 0 0 20 0 1 0 100 1000 10 "
+			 "0 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0\n", tid, tid, tid, 100000 + utime * 7);
+		wr(root, "proc/%d/stat", stat, tid);
+	}
 }
 
 static void test_cpu_per_node(void **state)

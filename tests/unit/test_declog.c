@@ -11,6 +11,7 @@
 
 #include "orchestrator/declog.h"
 #include "orchestrator/fs.h"
+#include "orchestrator/xalloc.h"
 
 static void add(struct declog *d, const char *guest)
 {

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "orchestrator/fs.h"
+#include "orchestrator/xalloc.h"
 
 static void test_open_regular_refuses_dirs_and_fifos(void **state)
 {

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "orchestrator/fs.h"
+#include "orchestrator/xalloc.h"
 #include "orchestrator/log.h"
 #include "orchestrator/utf8.h"
 

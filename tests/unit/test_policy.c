@@ -15,7 +15,7 @@
 #include <time.h>
 
 #include "orchestrator/snapjson.h"
-#include "policies/policy.h"
+#include "policies/policies.h"
 
 #define MIB (1024ULL * 1024ULL)
 #define SEC 1000000000LL
@@ -139,7 +139,7 @@ static const struct tcase cases[] = {
 		.name = "all nodes full: stays local where it is",
 		.nn = 2, .nodes = { N8(0, 8192, 0.95), N8(1, 8192, 0.95) },
 		.g = { { .id = "a", .use = 1.0, .on = "0", .mib = { 1024, 0 } } },
-		.e = { { .id = "a", .kind = PLAN_SETTLED, .to = "0", .detail_has = "nothing fits with headroom" } },
+		.e = { { .id = "a", .kind = PLAN_SETTLED, .to = "0", .detail_has = "fits without headroom" } },
 		.verbose = true,
 	},
 	{
@@ -460,7 +460,7 @@ static const struct tcase cases[] = {
 		.nn = 4, .nodes = { N(0, 2, 1024, 500, 1.0), N(1, 2, 1024, 500, 0.6),
 				    N(2, 2, 1024, 500, 0.6), N(3, 2, 1024, 500, 0.6) },
 		.g = { { .id = "one", .use = 1.0, .on = "0", .mib = { 320, 0, 0, 0 }, .threads = 1 } },
-		.e = { { .id = "one", .kind = PLAN_SETTLED, .to = "0", .detail_has = "nothing fits" } },
+		.e = { { .id = "one", .kind = PLAN_SETTLED, .to = "0", .detail_has = "fits without headroom" } },
 		.verbose = true,
 	},
 	{
@@ -669,7 +669,14 @@ static void check_invariants(const struct policy_config *cfg, const struct snaps
 				fail_msg("%s: %s: planned onto nodes without room", tc, it->guest_id);
 		}
 		/* Over max_util only where nothing fitted with headroom. */
-		if (it->reason != REASON_PINNED && !it->crowded && !(it->load_after <= cfg->max_util + 1e-9))
+		/* A local fit: its memory already there, no headroom, ≤ 1
+		 * (+ LOCAL_FIT_SLACK, guards.h). */
+		if (it->local_fit && (!(it->load_after <= 1.05 + 1e-9) ||
+				      !plan_migration_negligible(it->migrate_bytes, g->mem_total)))
+			fail_msg("%s: %s: local fit with load_after %.3f, %llu bytes to migrate", tc, it->guest_id,
+				 it->load_after, (unsigned long long)it->migrate_bytes);
+		if (it->reason != REASON_PINNED && !it->crowded && !it->local_fit &&
+		    !(it->load_after <= cfg->max_util + 1e-9))
 			fail_msg("%s: %s: load_after %.3f over max_util", tc, it->guest_id, it->load_after);
 		assert_false(isnan(it->cpu_demand));
 		assert_false(isnan(it->load_before));
@@ -1356,9 +1363,13 @@ static void test_decide_respects_reservations(void **state)
  * the guests about to leave it, so no single node looks free enough for
  * the first guest decided, which got two nodes (memory on one: its one
  * thread then ran on the other, and the 300 s cool-down kept it there).
- * Each must end on a node of its own. */
+ * Each must end on one node — the one holding its memory: two one-thread
+ * guests fit a 2-CPU node without headroom (local fit), so nothing has to
+ * migrate, where moving two of them to the idle nodes 2 and 3 cost 640 MiB
+ * of migration and put them local 24 s later than the kernel's balancing
+ * (REPORT.md, numaorchd at 3f81422). */
 static const struct tcase spread_start = {
-	.name = "spread start: every guest on a node of its own",
+	.name = "spread start: every guest on one node, with its memory",
 	.nn = 4,
 	.nodes = { N(0, 2, 1024, 295, 0.5), N(1, 2, 1024, 347, 0.5), N(2, 2, 1024, 893, 0.5),
 		   N(3, 2, 1024, 989, 0.5) },
@@ -1374,41 +1385,25 @@ static void test_spread_start_one_node_each(void **state)
 	struct pstate *prev, *next = NULL;
 	struct plan *p = NULL;
 	struct snapshot *s;
-	nodemask_t used;
 
 	(void)state;
 	policy_config_default(&cfg);
 	s = build(&spread_start, &prev);
 	assert_int_equal(policy_decide(&cfg, s, prev, false, &p, &next), 0);
 	check_invariants(&cfg, s, p, next, spread_start.name);
-	mask_zero(&used);
 	for (unsigned k = 0; k < 4; k++) {
 		const char *id = spread_start.g[k].id;
 		const struct plan_item *it = find_item(p, id);
 
 		assert_non_null(it);
-		if (it->kind != PLAN_MOVE || mask_count(&it->to_nodes) != 1 || mask_intersects(&it->to_nodes, &used))
+		if (it->kind != PLAN_MOVE || mask_count(&it->to_nodes) != 1 ||
+		    !mask_test(&it->to_nodes, id[0] == 'w' ? 0 : 1) || it->migrate_bytes != 0)
 			fail_msg("%s: %s %s: %s", id, plan_kind_name(it->kind), move_reason_name(it->reason),
 				 it->detail);
-		mask_or(&used, &used, &it->to_nodes);
-		/* memory follows to that node */
+		/* memory stays on that node */
 		assert_true(mask_equal(&it->to_mems, &it->to_nodes));
 	}
-	/* the two whose memory is on node 0 / node 1: one of each stays with it */
-	assert_true(mask_test(&find_item(p, "web1")->to_nodes, 0) || mask_test(&find_item(p, "web2")->to_nodes, 0));
-	assert_true(mask_test(&find_item(p, "db1")->to_nodes, 1) || mask_test(&find_item(p, "db2")->to_nodes, 1));
-	/* The two that stay with their memory come first: the engine applies
-	 * in plan order and they should not wait behind a migration. */
-	for (unsigned i = 0; i < p->nr_items; i++) {
-		const struct plan_item *it = &p->items[i];
-
-		assert_int_equal(it->kind, PLAN_MOVE);
-		if (i < 2 && it->migrate_bytes != 0)
-			fail_msg("plan item %u (%s) migrates %llu bytes before a move that migrates none", i,
-				 it->guest_id, (unsigned long long)it->migrate_bytes);
-		if (i >= 2 && it->migrate_bytes == 0)
-			fail_msg("plan item %u (%s) migrates nothing but comes after a migration", i, it->guest_id);
-	}
+	assert_int_equal(p->migrate_bytes, 0);
 	plan_free(p);
 	pstate_free(prev);
 	pstate_free(next);
@@ -1545,16 +1540,19 @@ static void test_measured_node_share(void **state)
 	for (unsigned i = 0; i < p->nr_items; i++)
 		stay += p->items[i].kind == PLAN_MOVE && mask_count(&p->items[i].to_nodes) == 1 &&
 			mask_test(&p->items[i].to_nodes, 1);
-	assert_int_equal(stay, 1);
-	assert_int_equal(p->migrate_bytes, 300 * MIB);
+	/* Both fit node 1 without headroom (local fit): neither migrates. */
+	assert_int_equal(stay, 2);
+	assert_int_equal(p->migrate_bytes, 0);
 	plan_free(p);
-	/* The even spread cannot keep either on node 1. */
+	/* The even spread leaves a phantom load on node 1: one of them
+	 * migrates for nothing. */
 	p = two_on_node1(false);
 	stay = 0;
 	for (unsigned i = 0; i < p->nr_items; i++)
 		stay += p->items[i].kind == PLAN_MOVE && mask_count(&p->items[i].to_nodes) == 1 &&
 			mask_test(&p->items[i].to_nodes, 1);
-	assert_int_equal(stay, 0);
+	print_message("even spread: %u stay, %llu MiB\n", stay, (unsigned long long)(p->migrate_bytes / MIB));
+	assert_true(stay < 2);
 	plan_free(p);
 }
 
@@ -1563,8 +1561,10 @@ static void test_measured_node_share(void **state)
  * db1/db2 on node 1, their threads (by chance) on nodes 0, 1, 3 and 1.
  * Node 1, holding the dbs' memory, is busy with web2 and db2, and web2 is
  * about to leave it: floaters' load counts as free room, so the dbs'
- * memory node stays usable and only two guests migrate. Spread evenly,
- * the guests' load would leave a phantom CPU on node 1 and three would. */
+ * memory node stays usable. Two one-thread guests fit each 2-CPU node
+ * without headroom (local fit), so none migrates: at 3f81422 two of them
+ * migrated to the idle nodes 2 and 3 and the scenario's t90 was 24 s
+ * against the kernel's 4 s. */
 static void test_floaters_make_room(void **state)
 {
 	static const struct {
@@ -1588,8 +1588,10 @@ static void test_floaters_make_room(void **state)
 		assert_int_equal(mask_count(&it->to_nodes), 1);
 		stay += it->migrate_bytes == 0;
 	}
-	if (stay != 2 || p->migrate_bytes != 640 * MIB)
-		fail_msg("%u guests stay with their memory, %llu MiB migrate (want 2, 640)", stay,
+	/* Two one-thread guests fit each 2-CPU node without headroom (local
+	 * fit): all four stay with their memory. */
+	if (stay != 4 || p->migrate_bytes != 0)
+		fail_msg("%u guests stay with their memory, %llu MiB migrate (want 4, 0)", stay,
 			 (unsigned long long)(p->migrate_bytes / MIB));
 	plan_free(p);
 }
@@ -1634,6 +1636,154 @@ static void test_oversubscribed_local_least_loaded(void **state)
 		assert_int_equal(it->migrate_bytes, 225 * MIB);
 	}
 	plan_free(p);
+}
+
+/* The testbed's crowded scenario: three busy one-thread guests (240 MiB
+ * each) whose runtime confined them to node 0's two CPUs, 0.67 CPU each;
+ * nodes 1-3 nearly idle. Three threads do not fit two CPUs (a local fit
+ * counts a CPU per busy thread, not their 0.67 each): one moves to another
+ * node with its memory. The other two then fit node 0 without headroom
+ * with their memory there (local fit): moving them too would migrate
+ * 480 MiB where 240 MiB removes the crowding. */
+static void test_crowded_two_stay_local(void **state)
+{
+	static const uint64_t free_mib[4] = { 250, 990, 990, 990 };
+	/* a little other load on nodes 1-3: moving for relief alone would
+	 * not pay for the migration */
+	static const double busy[4] = { 1.0, 0.3, 0.3, 0.3 };
+	struct snapshot *s = host_2cpu(4, 1024, free_mib, busy);
+	struct plan *p;
+	unsigned moved = 0;
+
+	(void)state;
+	for (int i = 0; i < 3; i++) {
+		static const char *const ids[3] = { "api1", "api2", "api3" };
+		struct snap_guest *g = guest_on(s, ids[i], 2.0 / 3.0, 1, "0-1", "0", 0);
+
+		g->mem_node[0] = 240 * MIB;
+	}
+	p = decide_default(s, "crowded");
+	for (unsigned i = 0; i < p->nr_items; i++) {
+		const struct plan_item *it = &p->items[i];
+
+		if (it->kind != PLAN_MOVE)
+			continue;
+		moved++;
+		if (mask_test(&it->to_nodes, 0) || it->migrate_bytes != 240 * MIB)
+			fail_msg("%s: %s", it->guest_id, it->detail);
+	}
+	assert_int_equal(moved, 1);
+	plan_free(p);
+}
+
+/* A guest with four busy threads on two 2-CPU nodes (they fill both, so
+ * it keeps both), its 800 MiB first touched on node 1 while its threads
+ * now all run on node 0 (node 1's CPUs busy with others): 0 % local where
+ * they run. With the kernel's NUMA balancing off nothing else moves pages
+ * inside a set: its memory follows its threads onto node 0, CPUs
+ * unchanged. With balancing on it is the kernel's job (settled); where the
+ * threads' node lacks room it stays SKIP_IN_SET. */
+static struct plan *spread_two(int balancing, uint64_t free_mib)
+{
+	const uint64_t free_m[2] = { free_mib, 1500 };
+	static const double busy[2] = { 1.0, 0.5 };
+	struct snapshot *s = host_2cpu(2, 2048, free_m, busy);
+	struct snap_guest *g = guest_on(s, "four", 2.0, 4, "0-3", "0-1", 0);
+
+	g->busy_threads = 4;
+	g->busy_measured = true;
+	g->mem_node[1] = 800 * MIB;
+	s->numa_balancing = balancing;
+	return decide_default(s, "spread two");
+}
+
+static void test_spread_memory_follows_threads(void **state)
+{
+	struct plan *p;
+	const struct plan_item *it;
+
+	(void)state;
+	p = spread_two(0, 1500);
+	it = find_item(p, "four");
+	assert_non_null(it);
+	if (it->kind != PLAN_MOVE || it->reason != REASON_LOCALITY || it->migrate_bytes != 800 * MIB)
+		fail_msg("%s %s: %s", plan_kind_name(it->kind), move_reason_name(it->reason), it->detail);
+	assert_nodes("cpus", &it->to_nodes, "0-1", "spread two", "four");
+	assert_nodes("mems", &it->to_mems, "0", "spread two", "four");
+	plan_free(p);
+	p = spread_two(1, 1500);
+	assert_null(find_item(p, "four"));   /* settled: the kernel's balancing */
+	plan_free(p);
+	p = spread_two(0, 600);
+	it = find_item(p, "four");
+	assert_non_null(it);
+	if (it->kind != PLAN_SKIP || it->skip != SKIP_IN_SET)
+		fail_msg("%s: %s", plan_kind_name(it->kind), it->detail);
+	plan_free(p);
+}
+
+/* The testbed's oversubscribed scenario after its first cycles (run of
+ * 2026-12-01 with the fixes above): four 2-thread guests alone on a node
+ * each with their 300 MiB, the last two (w2, w6) still on every node with
+ * 76 MiB on each; nodes 425-486 MiB free, min_free 256 MiB. Each of w2 and
+ * w6 fitted one node only with the room the other would leave, so both
+ * were planned there and the applier refused both (real free memory),
+ * every cycle to the end: 25 % local. Memory a move leaves is credited
+ * only when that move does not need credit itself: at least one of them
+ * now gets a target its migration fits as the applier will find it. */
+static void test_no_mutual_room_credit(void **state)
+{
+	static const uint64_t free_mib[4] = { 450, 437, 415, 474 };
+	static const double busy[4] = { 1.0, 1.0, 1.0, 1.0 };
+	struct snapshot *s = host_2cpu(4, 1024, free_mib, busy);
+	struct policy_config cfg;
+	struct plan *p;
+	unsigned grounded = 0, moves = 0;
+
+	(void)state;
+	for (int i = 0; i < 4; i++) {
+		static const char *const ids[4] = { "w1", "w3", "w4", "w5" };
+		char c[8];
+		struct snap_guest *g;
+
+		snprintf(c, sizeof(c), "%d-%d", 2 * i, 2 * i + 1);
+		g = guest_on(s, ids[i], 1.35, 3, c, "0-3", i);
+		g->mem_node[i] = 300 * MIB;
+	}
+	for (int i = 0; i < 2; i++) {
+		struct snap_guest *g = guest_on(s, i ? "w6" : "w2", 1.35, 3, "0-7", "0-3", i ? 3 : 0);
+
+		g->cpu_node[i ? 3 : 0] = 0.7;
+		g->cpu_node[i ? 2 : 1] = 0.65;
+		g->busy_threads = 2;
+		g->busy_measured = true;
+		for (int n = 0; n < 4; n++)
+			g->mem_node[n] = 76 * MIB;
+	}
+	snap_finalize(s);
+	policy_config_default(&cfg);
+	p = decide_default(snap_ref(s), NULL);
+	for (unsigned i = 0; i < p->nr_items; i++) {
+		const struct plan_item *it = &p->items[i];
+		uint64_t real = 0;
+
+		if (it->kind != PLAN_MOVE)
+			continue;
+		moves++;
+		mask_foreach(id, &it->to_mems) {
+			const struct snap_node *nd = &s->nodes[snap_node_index(s, id)];
+
+			if (nd->mem_free > cfg.min_free_bytes)
+				real += nd->mem_free - cfg.min_free_bytes;
+		}
+		grounded += real >= it->migrate_bytes;
+		print_message("%s: %s\n", it->guest_id, it->detail);
+	}
+	if (moves && !grounded)
+		fail_msg("%u moves, none fits the nodes' real free memory", moves);
+	assert_true(grounded >= 1);
+	plan_free(p);
+	snap_unref(s);
 }
 
 /* The testbed's bigguest scenario as measured: a 2-CPU guest with its
@@ -1941,6 +2091,9 @@ int main(void)
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_floaters_make_room);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_big_floater_makes_room);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_oversubscribed_local_least_loaded);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_crowded_two_stay_local);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_spread_memory_follows_threads);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_no_mutual_room_credit);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_spread_start_one_node_each);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_config_validate);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_pstate);

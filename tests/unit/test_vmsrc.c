@@ -85,6 +85,7 @@ static void test_locality_on(void **state)
 	g = snap_add_guest(s);
 	g->mem_node[0] = 300;
 	g->mem_node[1] = 100;
+	g->mem_total = 400;
 	mask_zero(&n);
 	mask_set(&n, 0);
 	assert_true(fabs(vmapply_locality_on(s, g, &n) - 0.75) < 1e-9);
@@ -92,8 +93,12 @@ static void test_locality_on(void **state)
 	mask_set(&n, 2); /* memory-less: counts its nearest memory node, 1 */
 	assert_true(fabs(vmapply_locality_on(s, g, &n) - 0.25) < 1e-9);
 	mask_set(&n, 0);
-	assert_true(fabs(vmapply_locality_on(s, g, &n) - 1.0) < 1e-9);
+	/* Its vCPUs half on node 0 (300 of 400 there), half on node 2
+	 * (nearest memory node 1: 100): true locality 0.5, not the 1.0 of
+	 * "memory anywhere on its nodes". */
+	assert_true(fabs(vmapply_locality_on(s, g, &n) - 0.5) < 1e-9);
 	g->mem_node[0] = g->mem_node[1] = 0;
+	g->mem_total = 0;
 	assert_true(fabs(vmapply_locality_on(s, g, &n) - 1.0) < 1e-9);
 	snap_unref(s);
 }

@@ -8,6 +8,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agents/acquire.h"
+#include "agents/topo.h"
+#include "orchestrator/engine.h"
+#include "policies/policies.h"
+
 void tu_assert_json_golden(json_t *actual, const char *path)
 {
 	json_error_t err;
@@ -84,4 +89,20 @@ void tu_write(const char *root, const char *rel, const char *text)
 		fail_msg("cannot write %s: %s", path, strerror(errno));
 	fputs(text, f);
 	fclose(f);
+}
+
+const struct engine_parts *tu_engine_parts(void)
+{
+	static const struct source_ops src = {
+		.acquirer_new = acquirer_new,
+		.acquirer_free = acquirer_free,
+		.add_source = acquirer_add_source,
+		.hier = acquirer_hier,
+		.snapshot = acquirer_snapshot,
+		.read_meminfo = topo_read_meminfo,
+	};
+	static const struct policy_ops pol = { .decide = policy_decide_reserved, .advise = policy_advise };
+	static const struct engine_parts parts = { .sources = &src, .policy = &pol };
+
+	return &parts;
 }

@@ -24,4 +24,9 @@ void tu_rm_rf(const char *path);
 /* Write TEXT to ROOT/REL, creating parent directories. */
 void tu_write(const char *root, const char *rel, const char *text);
 
+/* The engine's parts as numaorchd registers them (the host sources of
+ * agents/acquire.c, the policies of policies/). */
+struct engine_parts;
+const struct engine_parts *tu_engine_parts(void);
+
 #endif

@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "orchestrator/fs.h"
+#include "orchestrator/clock.h"
 #include "orchestrator/hostpaths.h"
 #include "orchestrator/log.h"
 #include "orchestrator/mover.h"

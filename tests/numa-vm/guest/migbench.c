@@ -35,7 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "orchestrator/fs.h"
+#include "orchestrator/xalloc.h"
 #include "orchestrator/hostpaths.h"
 #include "orchestrator/log.h"
 #include "orchestrator/mover.h"

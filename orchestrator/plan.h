@@ -9,8 +9,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../orchestrator/mask.h"
-#include "../orchestrator/snapshot.h"
+#include "mask.h"
+#include "snapshot.h"
 
 enum plan_kind {
 	PLAN_MOVE = 0,   /* change the guest's cpus and/or mems */
@@ -67,6 +67,10 @@ struct plan_item {
 	/* Nothing fitted with headroom: to_nodes are the least-loaded that
 	 * hold its busy threads, load_after may pass max_util. */
 	bool crowded;
+	/* Fits only without CPU headroom: its memory is already there and
+	 * its threads fit the CPUs left (guards.h, pcand.local_fit);
+	 * load_after is then its use without headroom, at most 1. */
+	bool local_fit;
 	char detail[192];            /* one human sentence */
 };
 

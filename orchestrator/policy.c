@@ -1,6 +1,5 @@
-/* pconfig.c — policy configuration defaults and validation. (Not named
- * config.c: orchestrator/config.c would share its object's name inside
- * libnumaorch.a, where `ar r` keeps only one member per name.) */
+/* policy.c — policy configuration defaults and validation (was policies/pconfig.c;
+ * the policy config is the core's model: orchestrator/config.c embeds it). */
 #include "policy.h"
 
 #include <errno.h>

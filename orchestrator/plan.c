@@ -3,7 +3,7 @@
 
 #include <stdlib.h>
 
-#include "../orchestrator/snapjson.h"
+#include "snapjson.h"
 
 void plan_free(struct plan *p)
 {
@@ -84,6 +84,8 @@ json_t *plan_item_to_json(const struct plan_item *it)
 	json_object_set_new(o, "gain", json_real_or_null(it->gain));
 	if (it->crowded)
 		json_object_set_new(o, "crowded", json_true());
+	if (it->local_fit)
+		json_object_set_new(o, "local_fit", json_true());
 	json_object_set_new(o, "detail", json_string(it->detail));
 	return o;
 }

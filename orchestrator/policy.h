@@ -1,5 +1,8 @@
-/* policy.h — the pure placement policy: (config, snapshot, previous state)
- * → (plan, next state). No I/O, no clock reads, no globals (STYLE.md §1-2).
+/* policy.h — what the core knows of the placement policy: its
+ * configuration, the advice types, and the interface (struct policy_ops)
+ * that policies/ implements and the daemon's main registers with the
+ * engine. The policy is pure: (config, snapshot, previous state) →
+ * (plan, next state). No I/O, no clock reads, no globals (STYLE.md §1-2).
  *
  * Definitions used throughout:
  *   utilisation(S) = Σ busy CPUs of nodes in S / Σ CPUs of nodes in S,
@@ -24,7 +27,8 @@
 #include <stdint.h>
 
 #include "plan.h"
-#include "../orchestrator/snapshot.h"
+#include "pstate.h"
+#include "snapshot.h"
 
 struct policy_config {
 	double locality_target;     /* 0..1; ≥ this on nodes that fit: leave it (0.9) */
@@ -44,26 +48,6 @@ void policy_config_default(struct policy_config *c);
 /* 0, or -EINVAL with *field naming the first bad field. */
 int policy_config_validate(const struct policy_config *c, const char **field);
 
-/* What the policy remembers between cycles, per guest. Sorted by id. */
-struct pstate_entry {
-	char id[GUEST_ID_MAX];
-	int64_t last_move_ns;     /* snapshot mono_ns of its last move */
-	unsigned nr_moves;
-};
-
-struct pstate {
-	unsigned n;
-	struct pstate_entry *e;
-};
-
-struct pstate *pstate_new(void);
-void pstate_free(struct pstate *s);
-const struct pstate_entry *pstate_find(const struct pstate *s, const char *id);
-struct pstate *pstate_clone(const struct pstate *s);
-/* Record that guest ID was moved at NOW (used by the engine when a planned
- * move was actually applied, and by tests). Keeps the array sorted. */
-void pstate_note_move(struct pstate *s, const char *id, int64_t now_ns);
-
 /* Room promised to a guest about to start (see policy_advise and
  * policy_decide_reserved). */
 struct advice_reservation {
@@ -71,21 +55,6 @@ struct advice_reservation {
 	double cpus;
 	uint64_t mem_bytes;
 };
-
-/* Decide. PREV may be NULL (first cycle). On success *plan and *next are
- * the caller's (plan_free, pstate_free). Guests that are settled get no
- * plan item unless verbose is set (dry-run shows everything).
- * Returns 0 or -EINVAL (bad config). */
-int policy_decide(const struct policy_config *cfg, const struct snapshot *snap,
-		  const struct pstate *prev, bool verbose,
-		  struct plan **plan, struct pstate **next);
-/* The same, with RES[NRES] counted as taken: no guest is moved into room
- * promised to a guest about to start. */
-int policy_decide_reserved(const struct policy_config *cfg, const struct snapshot *snap,
-			   const struct pstate *prev, bool verbose,
-			   const struct advice_reservation *res, unsigned nres,
-			   struct plan **plan, struct pstate **next);
-
 
 struct advice_request {
 	double cpus;           /* expected CPU demand (e.g. vCPUs) */
@@ -104,9 +73,19 @@ struct advice {
 	char detail[192];        /* why, or why nothing fits */
 };
 
-/* Fewest, least-busy nodes with room for REQ. 0 with out->ok false when
- * nothing fits (out->detail says why); -EINVAL on a bad request. */
-int policy_advise(const struct policy_config *cfg, const struct snapshot *snap,
-		  const struct advice_request *req, struct advice *out);
+/* The policy as the engine calls it (policies/policies.h implements it;
+ * agents/numaorchd.c registers it). Each is pure and returns 0 or a
+ * negative errno. */
+struct policy_ops {
+	/* policy_decide_reserved(): PREV may be NULL; on success *plan and
+	 * *next are the caller's (plan_free, pstate_free). */
+	int (*decide)(const struct policy_config *cfg, const struct snapshot *snap,
+		      const struct pstate *prev, bool verbose,
+		      const struct advice_reservation *res, unsigned nres,
+		      struct plan **plan, struct pstate **next);
+	/* policy_advise(): 0 with out->ok false when nothing fits. */
+	int (*advise)(const struct policy_config *cfg, const struct snapshot *snap,
+		      const struct advice_request *req, struct advice *out);
+};
 
 #endif

@@ -1,12 +1,12 @@
 /* pstate.c — what the policy remembers between cycles: per guest, when it
  * was last moved. An array sorted by id, searched by bisection. */
-#include "policy.h"
+#include "pstate.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../orchestrator/fs.h"
+#include "xalloc.h"
 
 struct pstate *pstate_new(void)
 {

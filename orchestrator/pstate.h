@@ -1,0 +1,32 @@
+/* pstate.h — what the policy remembers between cycles, per guest: when it
+ * was last moved (its cool-down). The engine owns it, hands it to the
+ * policy as the previous state, takes the next state back, and notes the
+ * moves it carried out. Pure: an array sorted by id.
+ */
+#ifndef NUMAORCH_PSTATE_H
+#define NUMAORCH_PSTATE_H
+
+#include <stdint.h>
+
+#include "snapshot.h"
+
+struct pstate_entry {
+	char id[GUEST_ID_MAX];
+	int64_t last_move_ns;     /* snapshot mono_ns of its last move */
+	unsigned nr_moves;
+};
+
+struct pstate {
+	unsigned n;
+	struct pstate_entry *e;
+};
+
+struct pstate *pstate_new(void);
+void pstate_free(struct pstate *s);
+const struct pstate_entry *pstate_find(const struct pstate *s, const char *id);
+struct pstate *pstate_clone(const struct pstate *s);
+/* Record that guest ID was moved at NOW (used by the engine when a planned
+ * move was actually applied, and by tests). Keeps the array sorted. */
+void pstate_note_move(struct pstate *s, const char *id, int64_t now_ns);
+
+#endif

@@ -1,0 +1,59 @@
+/* source.h — what the core knows of the sources that read the host
+ * (agents/: topology and load, the cgroup scan, the libvirt module): the
+ * configuration of the container scan, the guest-source hook, and the
+ * interface (struct source_ops) that agents/acquire.c implements and the
+ * daemon's main registers with the engine. The engine and the applier
+ * call the sources only through it.
+ */
+#ifndef NUMAORCH_SOURCE_H
+#define NUMAORCH_SOURCE_H
+
+#include <stdint.h>
+
+#include "cghier.h"
+#include "hostpaths.h"
+#include "snapshot.h"
+
+/* Which cgroups the container source considers (agents/cgscan.h). */
+struct cgscan_config {
+	/* Only guests at or under these cgroup paths are discovered (and so
+	 * ever touched). NULL/0 means "/". */
+	unsigned nr_scopes;
+	char **scopes;
+	/* Parent cgroups whose every child is a guest (runtime "custom"). */
+	unsigned nr_parents;
+	char **parents;
+	/* runc state roots (absolute host paths, prefixed with the fixture
+	 * root by the scanner when not live). Default: <rundir>/runc. */
+	unsigned nr_runc_roots;
+	char **runc_roots;
+};
+
+/* A further guest source (the libvirt VM source). scan() appends guests
+ * to SNAP (nodes are set) and returns 0 or a negative errno; a failing
+ * source is reported as a snapshot warning, the others still count. */
+struct guest_source {
+	const char *name;
+	int (*scan)(void *ctx, struct snapshot *snap, int64_t now_ns);
+	void *ctx;
+};
+
+/* The host reader: topology, load and containers, plus the guest
+ * sources added to it (agents/acquire.h documents each call). */
+struct acquirer;
+
+struct source_ops {
+	int (*acquirer_new)(const struct host_paths *hp, const struct cgscan_config *cg,
+			    struct acquirer **out);
+	void (*acquirer_free)(struct acquirer *a);
+	/* The acquirer does not own SRC->ctx. */
+	void (*add_source)(struct acquirer *a, const struct guest_source *src);
+	const struct cg_hier *(*hier)(const struct acquirer *a);
+	/* A finalised snapshot, one reference, the caller's. */
+	int (*snapshot)(struct acquirer *a, double prime_s, struct snapshot **out);
+	/* Re-read MemTotal/MemFree of NODES[NR] (the applier's room re-check
+	 * just before a move; agents/topo.h topo_read_meminfo). */
+	int (*read_meminfo)(const struct host_paths *hp, struct snap_node *nodes, unsigned nr);
+};
+
+#endif

@@ -1,0 +1,39 @@
+/* policies.h — the pure policies' entry points. The daemon's main puts
+ * them in a struct policy_ops (orchestrator/policy.h) and registers that
+ * with the engine, which knows them only through it; tests and the
+ * benchmark call them by name.
+ *
+ * No I/O, no clock reads, no globals: make check-layers fails if an
+ * object in policies/ needs anything but pure symbols.
+ */
+#ifndef NUMAORCH_POLICIES_H
+#define NUMAORCH_POLICIES_H
+
+#include <stdbool.h>
+
+#include "../orchestrator/plan.h"
+#include "../orchestrator/policy.h"
+#include "../orchestrator/pstate.h"
+#include "../orchestrator/snapshot.h"
+
+/* Decide (consolidate.c). PREV may be NULL (first cycle). On success
+ * *plan and *next are the caller's (plan_free, pstate_free). Guests that
+ * are settled get no plan item unless verbose is set (dry-run shows
+ * everything). Returns 0 or -EINVAL (bad config). */
+int policy_decide(const struct policy_config *cfg, const struct snapshot *snap,
+		  const struct pstate *prev, bool verbose,
+		  struct plan **plan, struct pstate **next);
+/* The same, with RES[NRES] counted as taken: no guest is moved into room
+ * promised to a guest about to start. */
+int policy_decide_reserved(const struct policy_config *cfg, const struct snapshot *snap,
+			   const struct pstate *prev, bool verbose,
+			   const struct advice_reservation *res, unsigned nres,
+			   struct plan **plan, struct pstate **next);
+
+/* Fewest, least-busy nodes with room for REQ (advise.c). 0 with out->ok
+ * false when nothing fits (out->detail says why); -EINVAL on a bad
+ * request. */
+int policy_advise(const struct policy_config *cfg, const struct snapshot *snap,
+		  const struct advice_request *req, struct advice *out);
+
+#endif
