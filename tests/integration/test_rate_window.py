@@ -56,6 +56,9 @@ class RateWindow(unittest.TestCase):
         # 7 MiB/s over a 2 s interval: 14 MiB a cycle, not the default 4096
         self.assertEqual(st["in_force"]["max_migrate_mib"], 14)
         self.assertIn("at most 100 MiB/s", self.d.logtext())
+        p = self.d.ctl("schedule")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("memory mover: at most 7 MiB/s", p.stdout)
         # The window gone: the configured budget again, from the next cycle.
         r = self.d.request("PUT", "/v1/policy", {"schedule": []})
         self.assertEqual(r.status, 200, r)
