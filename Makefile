@@ -62,12 +62,17 @@ SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sa
 CLI_SRCS  := $(wildcard api/numaorchctl.c api/ctl_*.c)
 # The libvirt module's sources, by name (the hook's helpers, agents/vmhook.c,
 # are core: the hook binary links them without libvirt).
-VM_SRCS   := agents/vmapply.c agents/vmproc.c agents/vmsrc.c agents/vmxml.c agents/vmplugin_export.c
+VM_SRCS   := agents/vmapply.c agents/vmproc.c agents/vmsrc.c agents/vmsrc_loop.c agents/vmxml.c agents/vmplugin_export.c
 CORE_SRCS := $(wildcard orchestrator/*.c) $(filter-out agents/numaorchd.c $(VM_SRCS),$(wildcard agents/*.c)) \
              $(wildcard policies/*.c) $(filter-out $(CLI_SRCS),$(wildcard api/*.c))
 DAEMON_SRCS := agents/numaorchd.c
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_HELPERS := $(filter-out $(UNIT_SRCS),$(wildcard tests/unit/*.c))
+# The test build's hooks (tests/hooks/): linked into the unit tests and
+# build/numaorchd-test in place of the shipped objects of the same
+# symbols (the archive's member is then never pulled in). The shipped
+# daemon has none of them (make check-shipped).
+HOOK_SRCS := $(wildcard tests/hooks/*.c)
 BENCH_SRCS := $(wildcard tests/bench/*.c)
 IT_SRCS   := $(wildcard tests/integration/*.c)
 IT_BINS   := $(IT_SRCS:tests/integration/%.c=$(BUILD)/it/%)
@@ -79,7 +84,7 @@ SAN_OBJS  := $(CORE_SRCS:%.c=$(BUILD)/san/%.o) $(filter-out %/vmplugin_export.o,
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 BENCH_BINS := $(BENCH_SRCS:tests/bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all run check check-layers check-unit check-openapi check-integration check-fuzz bench-api check-libvirt check-numa bench bench-numa bench-migrate demo deps test-deps clean install deb
+.PHONY: all run check check-layers check-shipped check-unit check-openapi check-integration check-fuzz bench-api check-libvirt check-numa bench bench-numa bench-migrate demo deps test-deps clean install deb
 all: $(BUILD)/numaorchd $(BUILD)/numaorch-libvirt.so $(if $(CLI_SRCS),$(BUILD)/numaorchctl) \
      $(BUILD)/numaorch-libvirt-hook
 
@@ -127,6 +132,15 @@ $(BUILD)/numaorchd: $(BUILD)/obj/agents/numaorchd.o $(BUILD)/libnumaorch.a $(BUI
 	$(CC) $(CFLAGS) $(LDFLAGS) -Wl,--dynamic-list=$(BUILD)/numaorchd.dynlist -o $@ $< \
 		$$(sed 's/^/-Wl,-u,/' $(BUILD)/numaorchd.imports) $(BUILD)/libnumaorch.a $(LDLIBS)
 
+# The daemon as the integration tests on fixture roots run it: the same
+# objects plus the test hooks (tests/hooks/cgwfixture_hooks.c: ".refuse"
+# files, the ".numaorch-writes" log). Never installed.
+$(BUILD)/numaorchd-test: $(BUILD)/obj/agents/numaorchd.o $(HOOK_SRCS:%.c=$(BUILD)/obj/%.o) $(BUILD)/libnumaorch.a \
+		$(BUILD)/numaorchd.dynlist
+	$(CC) $(CFLAGS) $(LDFLAGS) -Wl,--dynamic-list=$(BUILD)/numaorchd.dynlist -o $@ $< \
+		$(HOOK_SRCS:%.c=$(BUILD)/obj/%.o) \
+		$$(sed 's/^/-Wl,-u,/' $(BUILD)/numaorchd.imports) $(BUILD)/libnumaorch.a $(LDLIBS)
+
 $(BUILD)/numaorch-libvirt.so: $(VM_OBJS)
 	$(CC) $(CFLAGS) $(LDFLAGS) -shared -fPIC -Wl,-soname,numaorch-libvirt.so -o $@ $^ $(VM_LIBS)
 
@@ -139,7 +153,8 @@ $(BUILD)/numaorch-libvirt-hook: $(BUILD)/obj/deploy/libvirt/numaorch-hook.o $(BU
 $(BUILD)/numaorchctl: $(CLI_SRCS:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/orchestrator/utf8.o
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(CLI_LIBS) -lm
 
-$(BUILD)/tests/%: $(BUILD)/san/tests/unit/%.o $(UNIT_HELPERS:%.c=$(BUILD)/san/%.o) $(BUILD)/libnumaorch-san.a
+$(BUILD)/tests/%: $(BUILD)/san/tests/unit/%.o $(UNIT_HELPERS:%.c=$(BUILD)/san/%.o) $(HOOK_SRCS:%.c=$(BUILD)/san/%.o) \
+		$(BUILD)/libnumaorch-san.a
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS) $(VM_LIBS) $(shell $(PKG_CONFIG) --libs cmocka)
 
@@ -172,6 +187,7 @@ run: deps
 
 check: test-deps
 	$(MAKE) check-layers
+	$(MAKE) check-shipped
 	$(MAKE) check-unit
 	$(MAKE) check-openapi
 	$(MAKE) check-integration
@@ -204,7 +220,13 @@ check-layers: $(CORE_OBJS)
 	@python3 tests/tools/check_layers.py --self-test
 	@python3 tests/tools/check_layers.py $(BUILD)/obj
 
-check-integration: all $(IT_BINS) $(IT_CORE_BINS)
+# The shipped daemon carries no test hook: none of the hooks' marker
+# strings is in build/numaorchd, and all are in build/numaorchd-test (so
+# the check can tell the two apart).
+check-shipped: $(BUILD)/numaorchd $(BUILD)/numaorchd-test
+	@python3 tests/tools/check_shipped.py $(BUILD)/numaorchd $(BUILD)/numaorchd-test
+
+check-integration: all $(BUILD)/numaorchd-test $(IT_BINS) $(IT_CORE_BINS)
 	@./tests/integration/run.sh
 
 # A private libvirtd + virtlogd in their own mount namespace, tiny TCG domains.
@@ -280,6 +302,9 @@ bench-migrate: all $(NUMA_VM_BINS)
 SBINDIR    ?= $(PREFIX)/sbin
 BINDIR     ?= $(PREFIX)/bin
 MANDIR     ?= $(PREFIX)/share/man
+# The Grafana dashboard and Prometheus rules: files for the operator's own
+# Grafana and Prometheus to import, not configuration the agent reads.
+SHAREDIR   ?= $(PREFIX)/share/numaorch
 SYSCONFDIR ?= /etc
 UNITDIR    ?= /lib/systemd/system
 
@@ -298,6 +323,8 @@ install: all
 	install -D -m 0755 $(BUILD)/numaorch-libvirt-hook $(DESTDIR)$(PREFIX)/libexec/numaorch/libvirt-hook
 	install -d -m 0755 $(DESTDIR)$(SYSCONFDIR)/libvirt/hooks/qemu.d
 	ln -sf $(PREFIX)/libexec/numaorch/libvirt-hook $(DESTDIR)$(SYSCONFDIR)/libvirt/hooks/qemu.d/numaorch
+	install -D -m 0644 -t $(DESTDIR)$(SHAREDIR)/grafana deploy/grafana/numaorch-dashboard.json
+	install -D -m 0644 -t $(DESTDIR)$(SHAREDIR)/prometheus deploy/prometheus/numaorch-rules.yml
 
 DEB_DEPS := debhelper dpkg-dev lintian
 VERSION  := $(shell dpkg-parsechangelog -l deploy/debian/changelog -S Version 2>/dev/null)

@@ -7,7 +7,7 @@
  * lxc.monitor.*) are pruned wherever they appear.
  *
  * Which rule names a guest, strongest first:
- *   1. the name rules (cgscan_classify: docker, kubernetes, podman, lxc,
+ *   1. the name rules (cgname.c: docker, kubernetes, podman, lxc,
  *      nspawn) — docker and podman run on runc, and their names are what
  *      an operator knows;
  *   2. runc state (state.json cgroup_paths) — "runc-<id>";
@@ -21,19 +21,20 @@
  */
 #include "cgscan.h"
 
-#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cgfdc.h"
+#include "cgname.h"
+#include "cgrunc.h"
+#include "cgthr.h"
 #include "../orchestrator/fs.h"
 #include "../orchestrator/parse.h"
 #include "../orchestrator/procstat.h"
@@ -44,51 +45,12 @@
 #define WALK_MAX_DEPTH 64
 #define READ_MAX (64u << 20)   /* a tasks file of a few million threads */
 
-struct cpu_prev {
-	char id[GUEST_ID_MAX];
-	uint64_t usage_ns;
-	int64_t t_ns;
-	unsigned thr_off, nr_thr;     /* its threads' ticks in the thr pool */
-};
-
-/* Where a guest's CPU time went, per node: only a guest whose cpus span
- * several nodes needs it (on one node it is all there), and only one
- * with few threads can afford it — one /proc/TID/stat read per thread
- * and cycle. Larger guests keep the policy's estimate (use spread over
- * their CPUs). */
-#define THR_SAMPLE_MAX 64
-
-struct thr_tick {
-	pid_t tid;
-	uint64_t ticks;               /* utime + stime */
-};
-
-struct runc_ent {
-	char *rel;
-	char id[128];
-};
-
-/* Files of a guest kept open from scan to scan and re-read with
- * pread(..., 0): seq_files render afresh at offset 0, and an open file of
- * a removed cgroup reads ENODEV, so nothing stale can come back. This
- * halves a scan's system calls. The pid lists (cgroup.procs, tasks) are
- * not kept: v1 caches a pidlist per open file for a second after each
- * read, which could hand back a stale list. */
-enum { FC_CPUS, FC_MEMS, FC_CPU, FC_MEM, FC_NR };
-
-struct fdc {
-	char *rel;          /* NULL: free slot */
-	unsigned gen;       /* scan that last saw it */
-	int fd[FC_NR];
-};
-
 struct cgscan {
 	struct host_paths hp;
 	struct cg_hier hier;
 	bool v2;                      /* cpuset lives in the v2 tree */
 	char cpuset_host[PATH_MAX];   /* cpuset root as the host names it */
 	long page_size;
-	long clk_tck;
 
 	unsigned nr_scopes;
 	char **scopes;
@@ -97,23 +59,11 @@ struct cgscan {
 	unsigned nr_runc_roots;
 	char **runc_roots;            /* resolved: fixture root prefixed */
 
-	/* cpu_use bookkeeping: prev is sorted by id; next collects this scan. */
-	struct cpu_prev *prev, *next;
-	unsigned nr_prev, nr_next, cap_prev, cap_next;
-	/* Thread ticks of the guests above (their thr_off/nr_thr), each
-	 * guest's slice sorted by tid. */
-	struct thr_tick *thr_prev, *thr_next;
-	unsigned nr_thr_next, cap_thr_prev, cap_thr_next;
-	/* The guest being measured: its thread ids, while under
-	 * THR_SAMPLE_MAX (tids_over: more). */
-	pid_t tids[THR_SAMPLE_MAX];
-	unsigned nr_tids;
-	bool tids_over;
-	int proc_fd;                  /* procfs, open during a scan; -1 */
+	struct cgthr thr;             /* CPU use across scans */
+	unsigned gen;                 /* scans made */
 
 	/* Per-scan state. */
-	struct runc_ent *runc;
-	unsigned nr_runc;
+	struct cgrunc runc;
 	struct snapshot *snap;
 	int64_t now_ns;
 	nodemask_t warned_nodes;
@@ -124,12 +74,8 @@ struct cgscan {
 	char *buf;                    /* scratch for file contents */
 	size_t bufcap;
 
-	/* Open files per guest (see struct fdc): a hash table by cgroup. */
-	struct fdc *fdc;
-	unsigned fdc_cap, fdc_n;      /* cap: a power of two */
-	unsigned gen;
-	unsigned fds_open, fd_budget;
-	struct fdc *cur;              /* the guest being measured, or NULL */
+	struct cgfdc fdc;             /* guests' files kept open */
+	struct cgfdc_ent *cur;        /* the guest being measured, or NULL */
 };
 
 /* ---- helpers ---------------------------------------------------------- */
@@ -137,54 +83,6 @@ struct cgscan {
 static bool is_vanished(int r)
 {
 	return r == -ENOENT || r == -ENODEV || r == -ESRCH;
-}
-
-static bool is_hex64(const char *s, size_t n)
-{
-	if (n != 64)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-			return false;
-	return true;
-}
-
-static bool starts(const char *s, size_t n, const char *pfx)
-{
-	size_t p = strlen(pfx);
-
-	return n >= p && memcmp(s, pfx, p) == 0;
-}
-
-static bool ends(const char *s, size_t n, const char *sfx)
-{
-	size_t p = strlen(sfx);
-
-	return n >= p && memcmp(s + n - p, sfx, p) == 0;
-}
-
-static bool comp_is(const char *s, size_t n, const char *word)
-{
-	return s && n == strlen(word) && memcmp(s, word, n) == 0;
-}
-
-/* A name of N bytes into NAME. One longer than 127 keeps its first 118
- * bytes and "~" + 8 hex digits of a hash of all of it: two long names
- * that share a prefix stay two guests (they became one when both were
- * cut at 127), and the same name gives the same result on every scan. */
-static void copy_name(char name[128], const char *s, size_t n)
-{
-	if (n > 127) {
-		uint32_t h = 2166136261u;
-
-		for (size_t i = 0; i < n; i++)
-			h = (h ^ (unsigned char)s[i]) * 16777619u;
-		memcpy(name, s, 118);
-		snprintf(name + 118, 10, "~%08x", h);
-		return;
-	}
-	memcpy(name, s, n);
-	name[n] = '\0';
 }
 
 /* Read DFD/[DIR/]FILE (an absolute FILE ignores DFD) whole into cs->buf,
@@ -273,7 +171,7 @@ static int rd_list(struct cgscan *cs, int dfd, const char *dir, const char *file
 /* rd() through the current guest's open file SLOT (-1: not cached). */
 static int rd_slot(struct cgscan *cs, int slot, int dfd, const char *dir, const char *file)
 {
-	struct fdc *e = slot >= 0 ? cs->cur : NULL;
+	struct cgfdc_ent *e = slot >= 0 ? cs->cur : NULL;
 	int fd, r;
 
 	if (e && e->fd[slot] >= 0) {
@@ -282,103 +180,15 @@ static int rd_slot(struct cgscan *cs, int slot, int dfd, const char *dir, const 
 			return 0;
 		/* Gone (ENODEV), or a cgroup recreated under the same name:
 		 * open afresh below, which tells the two apart. */
-		close(e->fd[slot]);
-		e->fd[slot] = -1;
-		cs->fds_open--;
+		cgfdc_drop(&cs->fdc, e, (enum cgfdc_slot)slot);
 	}
 	fd = open_at(dfd, dir, file);
 	if (fd < 0)
 		return fd;
 	r = rd_fd(cs, fd);
-	if (r == 0 && e && cs->fds_open < cs->fd_budget) {
-		e->fd[slot] = fd;
-		cs->fds_open++;
-	} else {
+	if (!(r == 0 && e && cgfdc_keep(&cs->fdc, e, (enum cgfdc_slot)slot, fd)))
 		close(fd);
-	}
 	return r;
-}
-
-static uint32_t rel_hash(const char *s)
-{
-	uint32_t h = 2166136261u;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 16777619u;
-	return h;
-}
-
-static void fdc_close(struct cgscan *cs, struct fdc *e)
-{
-	for (unsigned i = 0; i < FC_NR; i++)
-		if (e->fd[i] >= 0) {
-			close(e->fd[i]);
-			cs->fds_open--;
-		}
-	free(e->rel);
-	e->rel = NULL;
-}
-
-static void fdc_insert(struct fdc *tab, unsigned cap, const struct fdc *e)
-{
-	unsigned i = rel_hash(e->rel) & (cap - 1);
-
-	while (tab[i].rel)
-		i = (i + 1) & (cap - 1);
-	tab[i] = *e;
-}
-
-/* The entry for REL, created if absent. */
-static struct fdc *fdc_get(struct cgscan *cs, const char *rel)
-{
-	unsigned i;
-
-	if (2 * (cs->fdc_n + 1) > cs->fdc_cap) {
-		unsigned ncap = cs->fdc_cap ? cs->fdc_cap * 2 : 64;
-		struct fdc *nt = xcalloc(ncap, sizeof(*nt));
-
-		for (unsigned j = 0; j < cs->fdc_cap; j++)
-			if (cs->fdc[j].rel)
-				fdc_insert(nt, ncap, &cs->fdc[j]);
-		free(cs->fdc);
-		cs->fdc = nt;
-		cs->fdc_cap = ncap;
-	}
-	for (i = rel_hash(rel) & (cs->fdc_cap - 1); cs->fdc[i].rel; i = (i + 1) & (cs->fdc_cap - 1))
-		if (strcmp(cs->fdc[i].rel, rel) == 0)
-			return &cs->fdc[i];
-	cs->fdc[i].rel = xstrdup(rel);
-	cs->fdc[i].gen = 0;
-	for (unsigned k = 0; k < FC_NR; k++)
-		cs->fdc[i].fd[k] = -1;
-	cs->fdc_n++;
-	return &cs->fdc[i];
-}
-
-/* Close the files of guests this scan did not see; rehash the rest. */
-static void fdc_sweep(struct cgscan *cs)
-{
-	struct fdc *nt;
-	unsigned n = 0;
-
-	if (!cs->fdc_cap)
-		return;
-	nt = xcalloc(cs->fdc_cap, sizeof(*nt));
-	for (unsigned j = 0; j < cs->fdc_cap; j++) {
-		struct fdc *e = &cs->fdc[j];
-
-		if (!e->rel)
-			continue;
-		if (e->gen != cs->gen) {
-			fdc_close(cs, e);
-			continue;
-		}
-		fdc_insert(nt, cs->fdc_cap, e);
-		n++;
-	}
-	free(cs->fdc);
-	cs->fdc = nt;
-	cs->fdc_n = n;
 }
 
 /* Does the directory PDFD/NAME still exist? */
@@ -387,203 +197,6 @@ static bool dir_gone(int pdfd, const char *name)
 	struct stat st;
 
 	return fstatat(pdfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 && is_vanished(-errno);
-}
-
-/* ---- classification (pure) -------------------------------------------- */
-
-/* libvirt's VM groups and runtimes' monitor groups: never guests, and
- * nothing below them is ours either. */
-static bool name_excluded(const char *b, size_t n)
-{
-	if (ends(b, n, ".libvirt-qemu") || ends(b, n, ".libvirt-lxc"))
-		return true;
-	if (starts(b, n, "machine-qemu\\x2d") || starts(b, n, "machine-lxc\\x2d"))
-		return true;
-	if (starts(b, n, "libpod-conmon-"))
-		return true;
-	if (comp_is(b, n, "lxc.monitor") || starts(b, n, "lxc.monitor."))
-		return true;
-	return false;
-}
-
-/* A pod uid as found in a cgroup name: lowercase hex and '-' (cgroupfs
- * driver) or '_' (systemd driver, which reserves '-'). Normalised to '-'. */
-static bool pod_uid(const char *s, size_t n, char name[128])
-{
-	if (n < 8 || n > 64)
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-
-		if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || c == '-' || c == '_'))
-			return false;
-	}
-	copy_name(name, s, n);
-	for (char *p = name; *p; p++)
-		if (*p == '_')
-			*p = '-';
-	return true;
-}
-
-/* systemd unit-name unescaping of \xNN; false if the result is unusable. */
-static bool unit_unescape(const char *s, size_t n, char name[128])
-{
-	size_t o = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-
-		if (c == '\\' && i + 3 < n && s[i + 1] == 'x' &&
-		    isxdigit((unsigned char)s[i + 2]) && isxdigit((unsigned char)s[i + 3])) {
-			char hex[3] = { s[i + 2], s[i + 3], 0 };
-			long v = strtol(hex, NULL, 16);
-
-			if (v <= 0)
-				return false;
-			c = (char)v;
-			i += 3;
-		}
-		if (o >= 127)
-			return false;
-		name[o++] = c;
-	}
-	name[o] = '\0';
-	return o > 0;
-}
-
-/* Classify REL by its last component (and its parents' names), assuming
- * no ancestor is a guest. */
-static bool classify_one(const char *rel, char runtime[GUEST_RUNTIME_MAX], char name[128])
-{
-	const char *b, *p = NULL, *g = NULL;
-	size_t bn, pn = 0, gn = 0;
-	char nm[128];
-	const char *rt = NULL;
-
-	b = strrchr(rel, '/');
-	if (!b || !b[1])
-		return false;
-	b++;
-	bn = strlen(b);
-	if (b - 1 > rel) {
-		const char *e = b - 1;
-
-		p = e - 1;
-		while (p > rel && p[-1] != '/')
-			p--;
-		pn = (size_t)(e - p);
-		if (p - 1 > rel) {
-			const char *ge = p - 1;
-
-			g = ge - 1;
-			while (g > rel && g[-1] != '/')
-				g--;
-			gn = (size_t)(ge - g);
-		}
-	}
-	if (name_excluded(b, bn))
-		return false;
-
-	/* docker: systemd driver scope, or cgroupfs driver /docker/<id>. */
-	if (starts(b, bn, "docker-") && ends(b, bn, ".scope") &&
-	    is_hex64(b + 7, bn - 7 - 6)) {
-		copy_name(nm, b + 7, 64);
-		rt = "docker";
-	} else if (comp_is(p, pn, "docker") && is_hex64(b, bn)) {
-		copy_name(nm, b, 64);
-		rt = "docker";
-	}
-	/* podman: systemd scope anywhere; cgroupfs under libpod_parent. */
-	else if (starts(b, bn, "libpod-") && ends(b, bn, ".scope") &&
-		 is_hex64(b + 7, bn - 7 - 6)) {
-		copy_name(nm, b + 7, 64);
-		rt = "podman";
-	} else if (starts(b, bn, "libpod-") && is_hex64(b + 7, bn - 7) &&
-		   (strstr(rel, "/libpod_parent/") != NULL)) {
-		copy_name(nm, b + 7, 64);
-		rt = "podman";
-	}
-	/* kubernetes pods, cgroupfs driver. */
-	else if (starts(b, bn, "pod") &&
-		 (comp_is(p, pn, "kubepods") ||
-		  ((comp_is(p, pn, "burstable") || comp_is(p, pn, "besteffort")) &&
-		   comp_is(g, gn, "kubepods")))) {
-		if (pod_uid(b + 3, bn - 3, nm))
-			rt = "kubernetes";
-	}
-	/* kubernetes pods, systemd driver. */
-	else if (starts(b, bn, "kubepods-") && ends(b, bn, ".slice")) {
-		const char *q = b + 9;
-		size_t qn = bn - 9 - 6;
-
-		if (starts(q, qn, "burstable-pod")) {
-			q += 13;
-			qn -= 13;
-		} else if (starts(q, qn, "besteffort-pod")) {
-			q += 14;
-			qn -= 14;
-		} else if (starts(q, qn, "pod")) {
-			q += 3;
-			qn -= 3;
-		} else {
-			return false;
-		}
-		if (pod_uid(q, qn, nm))
-			rt = "kubernetes";
-	}
-	/* lxc 4+: /lxc.payload.<name>; older: /lxc/<name>. */
-	else if (starts(b, bn, "lxc.payload.") && bn > 12) {
-		copy_name(nm, b + 12, bn - 12);
-		rt = "lxc";
-	} else if (comp_is(p, pn, "lxc")) {
-		copy_name(nm, b, bn);
-		rt = "lxc";
-	}
-	/* systemd-nspawn / machined. */
-	else if (comp_is(p, pn, "machine.slice") && starts(b, bn, "machine-") &&
-		 ends(b, bn, ".scope") && bn > 8 + 6) {
-		if (unit_unescape(b + 8, bn - 8 - 6, nm))
-			rt = "nspawn";
-	}
-	if (!rt)
-		return false;
-	snprintf(runtime, GUEST_RUNTIME_MAX, "%s", rt);
-	memcpy(name, nm, sizeof(nm));
-	return true;
-}
-
-static bool rel_excluded(const char *rel)
-{
-	const char *b = strrchr(rel, '/');
-
-	return b && name_excluded(b + 1, strlen(b + 1));
-}
-
-bool cgscan_classify(const char *rel, char runtime[GUEST_RUNTIME_MAX], char name[128])
-{
-	char buf[PATH_MAX], rt[GUEST_RUNTIME_MAX], nm[128];
-	size_t n;
-
-	if (!cgh_rel_valid(rel) || strcmp(rel, "/") == 0)
-		return false;
-	n = strlen(rel);
-	if (n >= sizeof(buf))
-		return false;
-	memcpy(buf, rel, n + 1);
-	/* Nothing below a guest (or below libvirt's groups) is a guest. */
-	for (size_t i = 1; i < n; i++) {
-		if (buf[i] != '/')
-			continue;
-		buf[i] = '\0';
-		if (rel_excluded(buf) || classify_one(buf, rt, nm))
-			return false;
-		buf[i] = '/';
-	}
-	if (!classify_one(rel, rt, nm))
-		return false;
-	memcpy(runtime, rt, sizeof(rt));
-	memcpy(name, nm, sizeof(nm));
-	return true;
 }
 
 /* ---- construction ----------------------------------------------------- */
@@ -636,16 +249,10 @@ void cgscan_free(struct cgscan *cs)
 	free_strv(cs->scopes, cs->nr_scopes);
 	free_strv(cs->parents, cs->nr_parents);
 	free_strv(cs->runc_roots, cs->nr_runc_roots);
-	free(cs->prev);
-	free(cs->next);
-	free(cs->thr_prev);
-	free(cs->thr_next);
+	cgthr_clear(&cs->thr);
 	free(cs->mem);
 	free(cs->buf);
-	for (unsigned j = 0; j < cs->fdc_cap; j++)
-		if (cs->fdc[j].rel)
-			fdc_close(cs, &cs->fdc[j]);
-	free(cs->fdc);
+	cgfdc_clear(&cs->fdc);
 	free(cs);
 }
 
@@ -687,9 +294,8 @@ int cgscan_new(const struct host_paths *hp, const struct cgscan_config *cfg,
 	cs->page_size = sysconf(_SC_PAGESIZE);
 	if (cs->page_size <= 0)
 		cs->page_size = 4096;
-	cs->clk_tck = sysconf(_SC_CLK_TCK);
-	if (cs->clk_tck <= 0)
-		cs->clk_tck = 100;
+	cgthr_init(&cs->thr, hp->procfs);
+	cgfdc_init(&cs->fdc);
 	fixture_root(hp, root, sizeof(root));
 
 	/* runc records host paths ("/sys/fs/cgroup/cpuset/a/b"): name the
@@ -738,18 +344,6 @@ int cgscan_new(const struct host_paths *hp, const struct cgscan_config *cfg,
 	}
 	cs->bufcap = 64 * 1024;
 	cs->buf = xmalloc(cs->bufcap);
-	{
-		/* Keep guests' files open only within the fd limit, leaving
-		 * room for everything else the agent opens (API clients,
-		 * libvirt, logs). numaorchd raises the soft limit at start. */
-		struct rlimit rl;
-
-		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-			cs->fd_budget = rl.rlim_cur > 1024 ? (unsigned)(rl.rlim_cur - 512)
-							   : (unsigned)(rl.rlim_cur / 2);
-		else
-			cs->fd_budget = 1u << 20;
-	}
 	*out = cs;
 	return 0;
 }
@@ -757,103 +351,6 @@ int cgscan_new(const struct host_paths *hp, const struct cgscan_config *cfg,
 const struct cg_hier *cgscan_hier(const struct cgscan *cs)
 {
 	return &cs->hier;
-}
-
-/* ---- runc state ------------------------------------------------------- */
-
-static int runc_cmp(const void *a, const void *b)
-{
-	return strcmp(((const struct runc_ent *)a)->rel, ((const struct runc_ent *)b)->rel);
-}
-
-static void runc_clear(struct cgscan *cs)
-{
-	for (unsigned i = 0; i < cs->nr_runc; i++)
-		free(cs->runc[i].rel);
-	free(cs->runc);
-	cs->runc = NULL;
-	cs->nr_runc = 0;
-}
-
-/* Host cgroup path from state.json → relative path, or NULL. */
-static const char *runc_rel(const struct cgscan *cs, json_t *paths)
-{
-	const char *keys[2] = { cs->v2 ? "" : "cpuset", cs->v2 ? "cpuset" : "" };
-	size_t hl = strlen(cs->cpuset_host);
-
-	for (unsigned k = 0; k < 2; k++) {
-		const char *p = json_string_value(json_object_get(paths, keys[k]));
-
-		if (p && strncmp(p, cs->cpuset_host, hl) == 0 && p[hl] == '/' &&
-		    cgh_rel_valid(p + hl))
-			return p + hl;
-	}
-	return NULL;
-}
-
-static void runc_load_root(struct cgscan *cs, const char *rootdir, unsigned *cap)
-{
-	DIR *d = opendir(rootdir);
-
-	if (!d)
-		return; /* no such runtime here (yet): nothing to claim */
-	for (struct dirent *de; (de = readdir(d));) {
-		char path[PATH_MAX];
-		json_error_t jerr;
-		const char *id, *rel;
-		json_t *st;
-
-		if (de->d_name[0] == '.')
-			continue;
-		if (snprintf(path, sizeof(path), "%s/%s/state.json", rootdir, de->d_name) >=
-		    (int)sizeof(path))
-			continue;
-		st = json_load_file(path, 0, &jerr);
-		if (!st) {
-			/* A container being created or deleted has no (complete)
-			 * state yet; only a present, broken file is worth a word. */
-			if (fs_exists(path))
-				snap_warn(cs->snap, "runc state %s/state.json: %s", de->d_name, jerr.text);
-			continue;
-		}
-		id = json_string_value(json_object_get(st, "id"));
-		rel = runc_rel(cs, json_object_get(st, "cgroup_paths"));
-		if (!id || !*id) {
-			snap_warn(cs->snap, "runc state %s/state.json: no \"id\"", de->d_name);
-		} else if (rel) {
-			if (cs->nr_runc == *cap) {
-				*cap = *cap ? *cap * 2 : 16;
-				cs->runc = xrealloc(cs->runc, *cap * sizeof(*cs->runc));
-			}
-			cs->runc[cs->nr_runc].rel = xstrdup(rel);
-			copy_name(cs->runc[cs->nr_runc].id, id, strlen(id));
-			cs->nr_runc++;
-		} else {
-			log_debug("runc %s: no cgroup under %s", id, cs->cpuset_host);
-		}
-		json_decref(st);
-	}
-	closedir(d);
-}
-
-static void runc_load(struct cgscan *cs)
-{
-	unsigned cap = 0;
-
-	runc_clear(cs);
-	for (unsigned i = 0; i < cs->nr_runc_roots; i++)
-		runc_load_root(cs, cs->runc_roots[i], &cap);
-	if (cs->nr_runc)
-		qsort(cs->runc, cs->nr_runc, sizeof(*cs->runc), runc_cmp);
-}
-
-static const struct runc_ent *runc_find(const struct cgscan *cs, const char *rel)
-{
-	struct runc_ent key = { .rel = (char *)rel };
-
-	if (!cs->nr_runc)
-		return NULL;
-	return bsearch(&key, cs->runc, cs->nr_runc, sizeof(*cs->runc), runc_cmp);
 }
 
 /* ---- measuring one guest ---------------------------------------------- */
@@ -866,8 +363,8 @@ struct gmeas {
 };
 
 /* Count lines; the first line's pid into *first (0 if none). With
- * TIDS, the ids also go to its tids (see THR_SAMPLE_MAX). */
-static int count_pids(const char *s, unsigned *count, pid_t *first, pid_t *min, struct cgscan *tids)
+ * TIDS, the ids also go to the thread accounting (cgthr_add_tid). */
+static int count_pids(const char *s, unsigned *count, pid_t *first, pid_t *min, struct cgthr *tids)
 {
 	unsigned n = 0;
 
@@ -887,10 +384,8 @@ static int count_pids(const char *s, unsigned *count, pid_t *first, pid_t *min, 
 				*first = (pid_t)v;
 			if (min && (*min == 0 || v < *min))
 				*min = (pid_t)v;
-			if (tids && tids->nr_tids < THR_SAMPLE_MAX)
-				tids->tids[tids->nr_tids++] = (pid_t)v;
-			else if (tids)
-				tids->tids_over = true;
+			if (tids)
+				cgthr_add_tid(tids, (pid_t)v);
 			n++;
 		}
 		if (!e)
@@ -919,7 +414,7 @@ static int read_pids(struct cgscan *cs, int dfd, const char *dir, const char *re
 		if (r == 0)
 			r = i == 0 ? count_pids(cs->buf, &m->nr_procs, self ? &m->main_pid : NULL,
 						self ? NULL : &m->min_pid, NULL)
-				   : count_pids(cs->buf, &m->nr_threads, NULL, NULL, cs);
+				   : count_pids(cs->buf, &m->nr_threads, NULL, NULL, &cs->thr);
 		if (r == -EINVAL)
 			snap_warn(cs->snap, "cgroup %s: %s: malformed", rel, files[i]);
 		else if (is_vanished(r))
@@ -992,7 +487,7 @@ static int read_list(struct cgscan *cs, int dfd, const char *dir, const char *re
 
 	/* A guest's effective file stays open between scans; a parent's is
 	 * read once per scan (PDFD < 0). */
-	r = rd_slot(cs, pdfd >= 0 ? (cpus ? FC_CPUS : FC_MEMS) : -1, dfd, dir, used);
+	r = rd_slot(cs, pdfd >= 0 ? (cpus ? CGFDC_CPUS : CGFDC_MEMS) : -1, dfd, dir, used);
 	if (is_vanished(r)) {
 		if (pdfd >= 0 && dir_gone(pdfd, dname))
 			return r;
@@ -1055,7 +550,7 @@ static int read_cpu(struct cgscan *cs, int pdfd, const char *dname, const char *
 	uint64_t v;
 	int r;
 
-	r = rd_ctrl(cs, CGC_CPUACCT, FC_CPU, pdfd, dname, rel, file);
+	r = rd_ctrl(cs, CGC_CPUACCT, CGFDC_CPU, pdfd, dname, rel, file);
 	if (r == -EOPNOTSUPP)
 		return 1; /* no cpuacct anywhere: warned once per scan */
 	if (is_vanished(r)) {
@@ -1106,7 +601,7 @@ static int read_mem(struct cgscan *cs, int pdfd, const char *dname, const char *
 	memset(cs->mem, 0, cs->snap->nr_nodes * sizeof(uint64_t));
 	if (!cgh_has(&cs->hier, CGC_MEMORY))
 		return 0; /* warned once per scan */
-	r = rd_ctrl(cs, CGC_MEMORY, FC_MEM, pdfd, dname, rel, file);
+	r = rd_ctrl(cs, CGC_MEMORY, CGFDC_MEM, pdfd, dname, rel, file);
 	if (is_vanished(r)) {
 		if (dir_gone(pdfd, dname))
 			return r;
@@ -1155,161 +650,13 @@ static void read_parent(struct cgscan *cs, int pdfd, const char *prel, struct pa
 			   -1, NULL) == 0;
 }
 
-static void cpu_record(struct cgscan *cs, const char *id, uint64_t usage, unsigned thr_off, unsigned nr_thr)
-{
-	if (cs->nr_next == cs->cap_next) {
-		cs->cap_next = cs->cap_next ? cs->cap_next * 2 : 64;
-		cs->next = xrealloc(cs->next, cs->cap_next * sizeof(*cs->next));
-	}
-	memcpy(cs->next[cs->nr_next].id, id, GUEST_ID_MAX);
-	cs->next[cs->nr_next].usage_ns = usage;
-	cs->next[cs->nr_next].t_ns = cs->now_ns;
-	cs->next[cs->nr_next].thr_off = thr_off;
-	cs->next[cs->nr_next].nr_thr = nr_thr;
-	cs->nr_next++;
-}
-
-static int prev_cmp(const void *a, const void *b)
-{
-	return strcmp(((const struct cpu_prev *)a)->id, ((const struct cpu_prev *)b)->id);
-}
-
-/* What the previous scan measured of guest ID, NULL if it did not. */
-static const struct cpu_prev *cpu_prev_find(const struct cgscan *cs, const char *id)
-{
-	struct cpu_prev key;
-
-	if (!cs->nr_prev)
-		return NULL;
-	memcpy(key.id, id, GUEST_ID_MAX);
-	return bsearch(&key, cs->prev, cs->nr_prev, sizeof(*cs->prev), prev_cmp);
-}
-
-static double cpu_rate(const struct cgscan *cs, const struct cpu_prev *p, uint64_t usage)
-{
-	if (!p || usage < p->usage_ns || cs->now_ns <= p->t_ns)
-		return NAN;
-	return (double)(usage - p->usage_ns) / (double)(cs->now_ns - p->t_ns);
-}
-
-static int tid_cmp(const void *a, const void *b)
-{
-	pid_t x = ((const struct thr_tick *)a)->tid, y = ((const struct thr_tick *)b)->tid;
-
-	return (x > y) - (x < y);
-}
-
-/* Where guest G's CPU time went, per node, from its threads (cs->tids):
- * each thread's ticks since the previous scan count on the node of the
- * CPU it last ran on (/proc/TID/task/TID/stat "processor"). A thread that changed
- * nodes within the window counts wholly on its last one: it answers the
- * policy's question (which nodes carry this guest's load, so what is
- * left there without it) far better than spreading the use evenly over
- * its CPUs, which took two busy guests on one node for a quarter each.
- * P is what the previous scan recorded of the guest (NULL: nothing).
- * Sets g->cpu_node when there is something to share out; records the
- * ticks (pool slice *OFF, *N) for the next scan either way. */
-static void thread_nodes(struct cgscan *cs, struct snap_guest *g, const struct cpu_prev *p, unsigned *off,
-			 unsigned *n)
-{
-	const struct snapshot *s = cs->snap;
-	char path[PATH_MAX];
-	nodemask_t nodes;
-	double *dn, busy_ticks;
-	bool measured = false;
-
-	*off = cs->nr_thr_next;
-	*n = 0;
-	if (cs->tids_over || !cs->nr_tids || s->nr_nodes < 2)
-		return;
-	snap_cpus_to_nodes(s, g->cpus, &nodes);
-	if (mask_count(&nodes) < 2)
-		return;
-	if (cs->nr_thr_next + cs->nr_tids > cs->cap_thr_next) {
-		cs->cap_thr_next = (cs->nr_thr_next + cs->nr_tids) * 2;
-		cs->thr_next = xrealloc(cs->thr_next, cs->cap_thr_next * sizeof(*cs->thr_next));
-	}
-	dn = xcalloc(s->nr_nodes, sizeof(double));
-	/* Busy: at least SNAP_BUSY_THREAD_CPU of a CPU over the window. */
-	busy_ticks = p && cs->now_ns > p->t_ns
-		     ? SNAP_BUSY_THREAD_CPU * (double)(cs->now_ns - p->t_ns) / 1e9 * (double)cs->clk_tck
-		     : INFINITY;
-	if (cs->proc_fd < 0)
-		cs->proc_fd = open(cs->hp.procfs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	for (unsigned i = 0; i < cs->nr_tids; i++) {
-		struct thr_tick *t = &cs->thr_next[cs->nr_thr_next + *n];
-		const struct thr_tick *was;
-		uint64_t ticks;
-		int cpu, k;
-
-		/* task/TID: /proc/PID/stat of a group leader sums every
-		 * thread of its process (a one-thread guest's idle main
-		 * thread counted as a second busy thread, carrying the whole
-		 * process's ticks to its own last CPU's node). */
-		snprintf(path, sizeof(path), "%d/task/%d/stat", (int)cs->tids[i], (int)cs->tids[i]);
-		if (cs->proc_fd < 0 || rd(cs, cs->proc_fd, NULL, path) < 0 ||
-		    proc_stat_ticks_cpu(cs->buf, &ticks, &cpu) < 0)
-			continue; /* exited since the list was read */
-		t->tid = cs->tids[i];
-		t->ticks = ticks;
-		(*n)++;
-		was = p && p->nr_thr ? bsearch(t, cs->thr_prev + p->thr_off, p->nr_thr, sizeof(*t), tid_cmp)
-				     : NULL;
-		if (!was || t->ticks <= was->ticks || (k = snap_cpu_node_index(s, cpu)) < 0)
-			continue; /* new (its window is unknown), idle, or an unknown CPU */
-		dn[k] += (double)(t->ticks - was->ticks);
-		measured = true;
-		if ((double)(t->ticks - was->ticks) >= busy_ticks)
-			g->busy_threads++;
-	}
-	qsort(cs->thr_next + cs->nr_thr_next, *n, sizeof(struct thr_tick), tid_cmp);
-	cs->nr_thr_next += *n;
-	g->busy_measured = measured;
-	g->cpu_node = snap_node_use(s, dn, g->cpu_use);
-}
-
-/* A guest seen for the first time has no earlier usage sample, hence no
- * rate, and the policy leaves it alone until the next cycle: a guest that
- * started between two cycles would wait a whole interval before it is
- * placed (15 s by default; measured on the multi-node testbed). If its
- * main process started less than FIRST_SIGHT_MAX_AGE_S ago, its average
- * use since then is the best estimate there is. An older guest (one that
- * just came into scope) keeps NAN: its lifetime average says little
- * about now. Returns NAN when unknown. */
-#define FIRST_SIGHT_MIN_AGE_S 1.0
-#define FIRST_SIGHT_MAX_AGE_S 120.0
-
-static double young_guest_rate(struct cgscan *cs, pid_t pid, uint64_t usage_ns)
-{
-	char path[PATH_MAX];
-	double up, age;
-	const char *f[20];
-	unsigned long long start = 0;
-
-	if (pid <= 0 ||
-	    snprintf(path, sizeof(path), "%s/uptime", cs->hp.procfs) >= (int)sizeof(path) ||
-	    rd(cs, AT_FDCWD, NULL, path) < 0)
-		return NAN;
-	up = strtod(cs->buf, NULL);
-	if (snprintf(path, sizeof(path), "%s/%d/stat", cs->hp.procfs, (int)pid) >= (int)sizeof(path) ||
-	    rd(cs, AT_FDCWD, NULL, path) < 0)
-		return NAN;
-	/* Field 22: starttime, clock ticks after boot. */
-	if (proc_stat_fields(cs->buf, f, 20) < 0 || sscanf(f[19], "%llu", &start) != 1)
-		return NAN;
-	age = up - (double)start / (double)cs->clk_tck;
-	if (!(age >= FIRST_SIGHT_MIN_AGE_S && age <= FIRST_SIGHT_MAX_AGE_S))
-		return NAN;
-	return (double)usage_ns / 1e9 / age;
-}
-
 static void measure_guest(struct cgscan *cs, int pdfd, const char *prel, struct parent_sets *ps,
 			  const char *dname, char *rel, size_t rlen, const char *runtime,
 			  const char *name)
 {
 	struct snapshot *snap = cs->snap;
 	struct snap_guest *g;
-	const struct cpu_prev *prev;
+	const struct cgthr_prev *prev;
 	struct gmeas m = { 0 };
 	char id[GUEST_ID_MAX];
 	cpumask_t cpus;
@@ -1326,8 +673,7 @@ static void measure_guest(struct cgscan *cs, int pdfd, const char *prel, struct 
 	}
 	if (!ps->read)
 		read_parent(cs, pdfd, prel, ps);
-	cs->nr_tids = 0;
-	cs->tids_over = false;
+	cgthr_guest_begin(&cs->thr);
 
 	if (read_pids(cs, pdfd, dname, rel, true, &m) != 0)
 		return;
@@ -1377,10 +723,10 @@ static void measure_guest(struct cgscan *cs, int pdfd, const char *prel, struct 
 	g->nr_procs = m.nr_procs;
 	g->main_pid = m.main_pid;
 	g->cpu_usage_ns = usage;
-	prev = cpu_prev_find(cs, id);
-	g->cpu_use = have_usage ? cpu_rate(cs, prev, usage) : NAN;
+	prev = cgthr_prev_find(&cs->thr, id);
+	g->cpu_use = have_usage ? cgthr_rate(&cs->thr, prev, usage) : NAN;
 	if (have_usage && isnan(g->cpu_use) && cs->gen > 1 && !prev)
-		g->cpu_use = young_guest_rate(cs, m.main_pid, usage);
+		g->cpu_use = cgthr_young_rate(&cs->thr, m.main_pid, usage);
 	if (snap->nr_nodes)
 		memcpy(g->mem_node, cs->mem, snap->nr_nodes * sizeof(uint64_t));
 	g->mems = mems;
@@ -1396,16 +742,15 @@ static void measure_guest(struct cgscan *cs, int pdfd, const char *prel, struct 
 	if (have_usage) {
 		unsigned thr_off, nr_thr;
 
-		thread_nodes(cs, g, prev, &thr_off, &nr_thr);
-		cpu_record(cs, id, usage, thr_off, nr_thr);
+		cgthr_thread_nodes(&cs->thr, snap, g, prev, &thr_off, &nr_thr);
+		cgthr_record(&cs->thr, id, usage, thr_off, nr_thr);
 	}
 }
 
 static void measure(struct cgscan *cs, int pdfd, const char *prel, struct parent_sets *ps,
 		    const char *dname, char *rel, size_t rlen, const char *runtime, const char *name)
 {
-	cs->cur = fdc_get(cs, rel);
-	cs->cur->gen = cs->gen;
+	cs->cur = cgfdc_get(&cs->fdc, rel);
 	measure_guest(cs, pdfd, prel, ps, dname, rel, rlen, runtime, name);
 	cs->cur = NULL;
 }
@@ -1483,12 +828,12 @@ static void walk(struct cgscan *cs, int dfd, char *rel, size_t rlen, unsigned de
 		scoped = in_any_scope(cs, rel);
 		if (!scoped && !above_a_scope(cs, rel))
 			goto next;
-		if (name_excluded(de->d_name, nl))
+		if (cgname_excluded(de->d_name, nl))
 			goto next;
-		if (classify_one(rel, runtime, name)) {
+		if (cgname_classify_one(rel, runtime, name)) {
 			guest = true;
 		} else {
-			const struct runc_ent *re = runc_find(cs, rel);
+			const struct cgrunc_ent *re = cgrunc_find(&cs->runc, rel);
 
 			if (re) {
 				snprintf(runtime, sizeof(runtime), "runc");
@@ -1496,7 +841,7 @@ static void walk(struct cgscan *cs, int dfd, char *rel, size_t rlen, unsigned de
 				guest = true;
 			} else if (parent_cfg) {
 				snprintf(runtime, sizeof(runtime), "custom");
-				copy_name(name, de->d_name, nl);
+				cgname_copy(name, de->d_name, nl);
 				guest = true;
 			}
 		}
@@ -1530,8 +875,6 @@ int cgscan_scan(struct cgscan *cs, struct snapshot *snap, int64_t now_ns)
 {
 	unsigned first_warning = snap->nr_warnings;
 	char rel[PATH_MAX];
-	struct cpu_prev *t;
-	unsigned tc;
 	int fd;
 
 	fd = open(cs->hier.dir[CGC_CPUSET], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -1539,9 +882,7 @@ int cgscan_scan(struct cgscan *cs, struct snapshot *snap, int64_t now_ns)
 		return -errno;
 	cs->snap = snap;
 	cs->now_ns = now_ns;
-	cs->nr_next = 0;
-	cs->nr_thr_next = 0;
-	cs->proc_fd = -1;
+	cgthr_begin(&cs->thr, now_ns);
 	mask_zero(&cs->warned_nodes);
 	snap->layout = cs->hier.layout;
 	if (!cgh_has(&cs->hier, CGC_MEMORY))
@@ -1558,15 +899,14 @@ int cgscan_scan(struct cgscan *cs, struct snapshot *snap, int64_t now_ns)
 			cs->ctrl_fd[c] = open(cs->hier.dir[c], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	}
 
-	runc_load(cs);
+	cgrunc_load(&cs->runc, cs->runc_roots, cs->nr_runc_roots, cs->cpuset_host, cs->v2, snap);
 	rel[0] = '\0';
 	cs->gen++;
+	cgfdc_begin(&cs->fdc);
 	walk(cs, fd, rel, 0, 0);
-	fdc_sweep(cs);
-	runc_clear(cs);
-	if (cs->proc_fd >= 0)
-		close(cs->proc_fd);
-	cs->proc_fd = -1;
+	cgfdc_sweep(&cs->fdc);
+	cgrunc_clear(&cs->runc);
+	cgthr_end(&cs->thr);
 	for (unsigned c = 0; c < CGC_NR; c++)
 		if (cs->ctrl_fd[c] >= 0)
 			close(cs->ctrl_fd[c]);
@@ -1576,26 +916,6 @@ int cgscan_scan(struct cgscan *cs, struct snapshot *snap, int64_t now_ns)
 		qsort(snap->warnings + first_warning, snap->nr_warnings - first_warning,
 		      sizeof(char *), warn_cmp);
 
-	if (cs->nr_next)
-		qsort(cs->next, cs->nr_next, sizeof(*cs->next), prev_cmp);
-	t = cs->prev;
-	cs->prev = cs->next;
-	cs->next = t;
-	tc = cs->cap_prev;
-	cs->cap_prev = cs->cap_next;
-	cs->cap_next = tc;
-	cs->nr_prev = cs->nr_next;
-	cs->nr_next = 0;
-	{
-		struct thr_tick *tt = cs->thr_prev;
-
-		cs->thr_prev = cs->thr_next;
-		cs->thr_next = tt;
-		tc = cs->cap_thr_prev;
-		cs->cap_thr_prev = cs->cap_thr_next;
-		cs->cap_thr_next = tc;
-		cs->nr_thr_next = 0;
-	}
 	cs->snap = NULL;
 	return 0;
 }

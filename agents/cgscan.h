@@ -18,6 +18,10 @@
  * machine-qemu scopes) are left to the VM source.
  *
  * A guest's subtree belongs to it: nothing below a guest is a guest.
+ *
+ * The scanner's parts: cgname.c (the name rules, pure), cgrunc.c (runc's
+ * state), cgfdc.c (files kept open between scans), cgthr.c (CPU use
+ * across scans, per thread); cgscan.c is the walk and the readers.
  */
 #ifndef NUMAORCH_CGSCAN_H
 #define NUMAORCH_CGSCAN_H
@@ -48,10 +52,5 @@ const struct cg_hier *cgscan_hier(const struct cgscan *cs);
  * the file, and the guest is kept with what could be read.
  * Returns 0, or a negative errno when the tree itself cannot be read. */
 int cgscan_scan(struct cgscan *cs, struct snapshot *snap, int64_t now_ns);
-
-/* Exposed for unit tests: classify a relative cgroup path. Returns true if
- * REL is a guest root, filling RUNTIME, NAME (see snapshot.h for ids).
- * Configured parents are handled by the scanner, not here. */
-bool cgscan_classify(const char *rel, char runtime[GUEST_RUNTIME_MAX], char name[128]);
 
 #endif

@@ -78,6 +78,7 @@ static const struct source_ops host_sources = {
 static const struct policy_ops consolidate_policy = {
 	.decide = policy_decide_reserved,
 	.advise = policy_advise,
+	.place = policy_place,
 };
 static const struct engine_parts daemon_parts = { .sources = &host_sources, .policy = &consolidate_policy };
 
@@ -188,7 +189,6 @@ static struct agent_config *load_config(const struct cli *cli, char *err, size_t
 	}
 	if (apply_cli(cli, c, err, errsz) < 0) {
 		config_free(c);
-		free(c);
 		return NULL;
 	}
 	return c;
@@ -372,8 +372,7 @@ static void print_report_text(const struct cycle_report *rep, const struct agent
 		printf("\nDECISIONS\n");
 		for (unsigned i = 0; i < p->nr_items; i++) {
 			const struct plan_item *it = &p->items[i];
-			const char *what = it->kind == PLAN_MOVE ? "move" :
-					   it->kind == PLAN_SKIP ? "skip" : "settled";
+			const char *what = plan_kind_name(it->kind);
 
 			printf("  %-40s %-7s", it->guest_id, what);
 			if (it->kind == PLAN_SKIP)
@@ -670,6 +669,16 @@ int main(int argc, char **argv)
 		ret = 1;
 		goto out;
 	}
+	/* Cool-downs and reservations survive a restart (shared/DESIGN.md). */
+	if (cfg->state_dir && cfg->state_dir[0]) {
+		char serr[600];
+
+		if (engine_use_state_dir(e, cfg->state_dir, serr, sizeof(serr)) < 0) {
+			log_error("%s", serr);
+			ret = 1;
+			goto out;
+		}
+	}
 	/* Signals are blocked here, before any API thread exists, so that
 	 * they all reach the engine's signalfd. */
 	r = engine_prepare_loop(e);
@@ -738,7 +747,6 @@ out:
 	}
 	if (cfg) {
 		config_free(cfg);
-		free(cfg);
 	}
 	free(state_dir_abs);
 	strv_free(&cli.nr_scopes, &cli.scopes);

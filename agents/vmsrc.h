@@ -10,7 +10,9 @@
  * engine_trigger), so a start or stop is acted on in a cycle that runs
  * at once. Everything else — listing, refreshing and measuring domains,
  * the per-domain cache — belongs to the engine thread (vmsrc_scan and
- * the actuator).
+ * the actuator). The two halves are two files: vmsrc_loop.c (the event
+ * loop thread) and vmsrc.c (the engine thread); vmsrc_int.h says what
+ * crosses between them.
  *
  * Per cycle, with libvirt connected: one virConnectListAllDomains call,
  * plus, for a domain seen for the first time, after an event about it,

@@ -104,7 +104,7 @@ void api_routes_foreach(void (*fn)(const char *method, const char *path, void *c
 
 /* ---- replies ------------------------------------------------------- */
 
-json_t *json_tame(const char *s, size_t max)
+json_t *api_json_tame(const char *s, size_t max)
 {
 	char *buf = xmalloc(max + 4);
 	size_t n = 0;
@@ -152,7 +152,7 @@ static char *dump(json_t *o)
 	return t;
 }
 
-void json_reply(struct rq *r, unsigned status, json_t *o)
+void api_reply_json(struct rq *r, unsigned status, json_t *o)
 {
 	set_body(r->resp, status, "application/json", dump(o));
 	json_decref(o);
@@ -190,11 +190,11 @@ static void vproblem(struct api_response *resp, const char *target, unsigned sta
 	json_object_set_new(o, "type", json_string(type));
 	json_object_set_new(o, "title", json_string(status_title(status)));
 	json_object_set_new(o, "status", json_integer(status));
-	json_object_set_new(o, "detail", json_tame(detail, sizeof(detail)));
+	json_object_set_new(o, "detail", api_json_tame(detail, sizeof(detail)));
 	if (path)
-		json_object_set_new(o, "instance", json_tame(path, 200));
+		json_object_set_new(o, "instance", api_json_tame(path, 200));
 	if (field && *field)
-		json_object_set_new(o, "field", json_tame(field, 64));
+		json_object_set_new(o, "field", api_json_tame(field, 64));
 	free(path);
 	set_body(resp, status, "application/problem+json", dump(o));
 	json_decref(o);
@@ -540,7 +540,7 @@ static int authorise(struct api *a, const struct api_request *req, struct api_re
 
 /* ---- routing ------------------------------------------------------- */
 
-static bool json_media_type(const char *ct)
+static bool is_json_media_type(const char *ct)
 {
 	size_t n;
 
@@ -635,7 +635,7 @@ next:;
 		return true;
 	}
 	if (((*me)->flags & M_BODY) && (req->content_length > 0 || (have_body && req->body_len > 0)) &&
-	    !json_media_type(req->content_type)) {
+	    !is_json_media_type(req->content_type)) {
 		problem(r, 415, "unsupported-media-type", "Content-Type",
 			"the body must be sent as Content-Type: application/json");
 		return true;

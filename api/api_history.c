@@ -74,5 +74,5 @@ void h_guest_history(struct rq *r)
 	}
 	json_object_set_new(o, "samples", arr);
 	free(hs);
-	json_reply(r, 200, o);
+	api_reply_json(r, 200, o);
 }

@@ -152,9 +152,9 @@ struct rq {
 	struct engine_view *view;    /* taken by need_view() */
 };
 
-/* Replies. json_reply takes O. problem() formats DETAIL; FIELD names the
+/* Replies. api_reply_json takes O. problem() formats DETAIL; FIELD names the
  * input it is about (NULL: none). CODE is the problem type's last part. */
-void json_reply(struct rq *r, unsigned status, json_t *o);
+void api_reply_json(struct rq *r, unsigned status, json_t *o);
 void problem(struct rq *r, unsigned status, const char *code, const char *field, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
 void problem_jerr(struct rq *r, const struct jreq_err *e);
@@ -189,7 +189,7 @@ json_t *api_gpol_record_json(const struct gpol_record *rec, bool present);
 
 /* JSON string of untrusted text: printable ASCII kept, the rest '?',
  * at most MAX bytes. */
-json_t *json_tame(const char *s, size_t max);
+json_t *api_json_tame(const char *s, size_t max);
 
 /* Handlers. */
 void h_health(struct rq *r);

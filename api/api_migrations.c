@@ -55,7 +55,7 @@ json_t *api_migration_json(const struct mover_job_info *j)
 			 "queued", time_or_null(j->queued_real_ns), "started", time_or_null(j->started_real_ns),
 			 "ended", time_or_null(j->ended_real_ns), "eta_s", eta,
 			 "chunks", (json_int_t)j->chunks, "stall_max_ms", round(j->stall_max_ms * 100) / 100,
-			 "error", j->msg[0] ? json_tame(j->msg, 200) : json_null());
+			 "error", j->msg[0] ? api_json_tame(j->msg, 200) : json_null());
 }
 
 void h_migrations(struct rq *r)
@@ -71,7 +71,7 @@ void h_migrations(struct rq *r)
 			json_array_append_new(arr, api_migration_json(&v[i]));
 		free(v);
 	}
-	json_reply(r, 200, json_pack("{s:b, s:o}", "mover", m != NULL, "migrations", arr));
+	api_reply_json(r, 200, json_pack("{s:b, s:o}", "mover", m != NULL, "migrations", arr));
 }
 
 void h_migration_delete(struct rq *r)
@@ -103,5 +103,5 @@ void h_migration_delete(struct rq *r)
 		api_set_body(r->resp, 204, NULL, xstrdup(""), 0);
 		return;
 	}
-	json_reply(r, 202, api_migration_json(&j));
+	api_reply_json(r, 202, api_migration_json(&j));
 }

@@ -41,7 +41,7 @@ void h_health(struct rq *r)
 			ENGINE_HEARTBEAT_MS / 1000.0);
 		return;
 	}
-	json_reply(r, 200, json_pack("{s:s, s:b, s:f}", "status", "ok", "ready", ready,
+	api_reply_json(r, 200, json_pack("{s:s, s:b, s:f}", "status", "ok", "ready", ready,
 				     "engine_heartbeat_age_s", round(age * 1000) / 1000));
 }
 
@@ -113,10 +113,10 @@ void h_status(struct rq *r)
 	json_object_set_new(o, "last_cycle",
 			    json_pack("{s:I, s:s, s:o, s:o, s:o, s:o, s:i, s:i}",
 				      "seq", (json_int_t)s->seq, "time", t,
-				      "duration_s", json_real_or_null(v->stats.last_cycle_s),
-				      "acquire_s", json_real_or_null(v->stats.last_acquire_s),
-				      "decide_s", json_real_or_null(v->stats.last_decide_s),
-				      "apply_s", json_real_or_null(v->stats.last_apply_s),
+				      "duration_s", snapj_real_or_null(v->stats.last_cycle_s),
+				      "acquire_s", snapj_real_or_null(v->stats.last_acquire_s),
+				      "decide_s", snapj_real_or_null(v->stats.last_decide_s),
+				      "apply_s", snapj_real_or_null(v->stats.last_apply_s),
 				      "planned_moves", (int)moves, "skipped", (int)skips));
 	json_object_set_new(o, "cycles", json_integer((json_int_t)v->stats.cycles));
 	json_object_set_new(o, "totals",
@@ -141,7 +141,7 @@ void h_status(struct rq *r)
 									  : json_null(),
 				      "connects", (json_int_t)v->stats.libvirt_connects,
 				      "losses", (json_int_t)v->stats.libvirt_losses,
-				      "last_reconnect_s", json_real_or_null(v->stats.libvirt_last_reconnect_s)));
+				      "last_reconnect_s", snapj_real_or_null(v->stats.libvirt_last_reconnect_s)));
 	json_object_set_new(o, "api", json_pack("{s:o, s:o, s:b}",
 						"socket", r->a->socket_path ? json_string(r->a->socket_path) : json_null(),
 						"listen", r->a->listen ? json_string(r->a->listen) : json_null(),
@@ -152,9 +152,9 @@ void h_status(struct rq *r)
 			v->stats.cpu_nodes == 1 ? "1 NUMA node has CPUs; guests are discovered and reported, "
 			"nothing is moved" : "no NUMA node with CPUs found; nothing is moved"));
 	for (unsigned i = 0; i < s->nr_warnings; i++)
-		json_array_append_new(warn, json_tame(s->warnings[i], 400));
+		json_array_append_new(warn, api_json_tame(s->warnings[i], 400));
 	json_object_set_new(o, "warnings", warn);
-	json_reply(r, 200, o);
+	api_reply_json(r, 200, o);
 }
 
 void h_nodes(struct rq *r)
@@ -174,11 +174,11 @@ void h_nodes(struct rq *r)
 		for (unsigned i = 0; i < s->nr_guests; i++)
 			if (mask_test(&s->guests[i].cpu_nodes, nd->id))
 				json_array_append_new(homed, json_string(s->guests[i].id));
-		json_object_set_new(o, "load_cpus", json_real_or_null(nd->busy * nd->nr_cpus));
+		json_object_set_new(o, "load_cpus", snapj_real_or_null(nd->busy * nd->nr_cpus));
 		json_object_set_new(o, "guests", homed);
 		json_array_append_new(arr, o);
 	}
-	json_reply(r, 200, json_pack("{s:o, s:I}", "nodes", arr, "seq", (json_int_t)s->seq));
+	api_reply_json(r, 200, json_pack("{s:o, s:I}", "nodes", arr, "seq", (json_int_t)s->seq));
 }
 
 /* The guest list as JSON text, written directly: with thousands of guests
@@ -449,7 +449,7 @@ void h_guest(struct rq *r)
 	json_object_set_new(o, "plan", item);
 	json_object_set_new(o, "last_decision", last_decision(r->a, g->id));
 	json_object_set_new(o, "seq", json_integer((json_int_t)v->snap->seq));
-	json_reply(r, 200, o);
+	api_reply_json(r, 200, o);
 }
 
 json_t *api_gpol_record_json(const struct gpol_record *rec, bool present)
@@ -473,7 +473,7 @@ void h_guest_policy_get(struct rq *r)
 
 	r->view = v;
 	if (gpolstore_get(r->a->gs, r->id, &rec)) {
-		json_reply(r, 200, api_gpol_record_json(&rec, g != NULL));
+		api_reply_json(r, 200, api_gpol_record_json(&rec, g != NULL));
 		return;
 	}
 	if (!g) {
@@ -485,7 +485,7 @@ void h_guest_policy_get(struct rq *r)
 	o = gpol_to_json(&g->policy);
 	json_object_set_new(o, "guest", json_string(g->id));
 	json_object_set_new(o, "present", json_true());
-	json_reply(r, 200, o);
+	api_reply_json(r, 200, o);
 }
 
 void h_guest_policies(struct rq *r)
@@ -514,7 +514,7 @@ void h_guest_policies(struct rq *r)
 	for (unsigned i = 0; i < n; i++)
 		json_array_append_new(arr, api_gpol_record_json(&recs[i],
 			v && v->snap && snap_find_guest(v->snap, recs[i].id)));
-	json_reply(r, 200, json_pack("{s:i, s:o, s:o}", "count", (int)total, "policies", arr,
+	api_reply_json(r, 200, json_pack("{s:i, s:o, s:o}", "count", (int)total, "policies", arr,
 				     "next", more && n ? json_string(recs[n - 1].id) : json_null()));
 	free(recs);
 }
@@ -534,7 +534,7 @@ void h_policy_get(struct rq *r)
 	o = api_policy_json(&pol);
 	api_policy_revision(&pol, rev);
 	json_object_set_new(o, "revision", json_string(rev));
-	json_reply(r, 200, o);
+	api_reply_json(r, 200, o);
 }
 
 /* "2024-01-31T12:00:00Z" or with ".123" (what the records carry). */
@@ -610,5 +610,5 @@ void h_decisions(struct rq *r)
 			json_array_append(out, json_array_get(all, i));
 	}
 	json_decref(all);
-	json_reply(r, 200, json_pack("{s:o, s:I}", "decisions", out, "last_id", (json_int_t)declog_last_id(dl)));
+	api_reply_json(r, 200, json_pack("{s:o, s:I}", "decisions", out, "last_id", (json_int_t)declog_last_id(dl)));
 }

@@ -107,18 +107,18 @@ static int policy_put_engine(struct engine *e, void *ctx)
 		if (pp->has[i])
 			pfield_set(&nc.policy, &pfields[i], &pp->pc);
 	if (pp->has_sched) {
-		sched_free(&nc.schedule);
+		sched_clear(&nc.schedule);
 		sched_copy(&nc.schedule, &pp->sched);
 	}
 	r = config_validate(&nc, pp->err, sizeof(pp->err));
 	if (r == 0)
 		r = engine_apply_config(e, &nc);
 	if (r < 0) {
-		config_free(&nc);
+		config_clear(&nc);
 		return r;
 	}
 	api_policy_from(&after, &nc);
-	config_free(&nc);
+	config_clear(&nc);
 
 	/* Until the next cycle publishes a view with these values, GET
 	 * /v1/policy shows them from here. */
@@ -272,15 +272,15 @@ void h_policy_put(struct rq *r)
 		api_policy_revision(&pp->now, rev);
 		json_object_set_new(o, "revision", json_string(rev));
 		changed = json_string(pp->changed[0] ? pp->changed : "nothing");
-		json_reply(r, 200, json_pack("{s:o, s:o, s:s}", "policy", o, "changed", changed, "applies",
+		api_reply_json(r, 200, json_pack("{s:o, s:o, s:s}", "policy", o, "changed", changed, "applies",
 					     "from the next cycle"));
 	}
-	sched_free(&pp->sched);
+	sched_clear(&pp->sched);
 	free(pp);
 	return;
 bad:
 	problem_jerr(r, &err);
-	sched_free(&pp->sched);
+	sched_clear(&pp->sched);
 	free(pp);
 }
 
@@ -441,7 +441,7 @@ void h_guest_policy_put(struct rq *r)
 	else if (ret < 0)
 		engine_failure(r, ret, "set policy");
 	else
-		json_reply(r, 200, api_gpol_record_json(&gp->rec, g != NULL));
+		api_reply_json(r, 200, api_gpol_record_json(&gp->rec, g != NULL));
 out:
 	free(gp);
 }
@@ -590,8 +590,8 @@ void h_rebalance(struct rq *r)
 			skipped++;
 		json_array_append_new(res, json_pack("{s:s, s:s, s:s, s:o, s:o}",
 			"guest", it->guest_id, "outcome", apply_status_name(ar->status),
-			"message", ar->msg, "duration_s", json_real_or_null(ar->duration_s),
-			"locality_after", json_real_or_null(ar->locality_after)));
+			"message", ar->msg, "duration_s", snapj_real_or_null(ar->duration_s),
+			"locality_after", snapj_real_or_null(ar->locality_after)));
 	}
 	if (p) {
 		json_t *items;
@@ -611,12 +611,12 @@ void h_rebalance(struct rq *r)
 		      "dry_run", dry_run || !rb->rep.applied, "applied", rb->rep.applied,
 		      "mode", agent_mode_name(rb->rep.view ? rb->rep.view->mode : MODE_OFF),
 		      "seq", (json_int_t)(rb->rep.view && rb->rep.view->snap ? rb->rep.view->snap->seq : 0),
-		      "duration_s", json_real_or_null(rb->rep.view ? rb->rep.view->stats.last_cycle_s : NAN),
+		      "duration_s", snapj_real_or_null(rb->rep.view ? rb->rep.view->stats.last_cycle_s : NAN),
 		      "plan", plan, "results", res,
 		      "summary", "planned_moves", (int)planned, "moved", (int)moved, "failed", (int)failed,
 		      "skipped", (int)skipped);
 	rebalance_put(rb);
-	json_reply(r, 200, o);
+	api_reply_json(r, 200, o);
 }
 
 /* ---- POST /v1/placements ------------------------------------------- */
@@ -711,10 +711,10 @@ void h_placements(struct rq *r)
 		o = json_pack("{s:b, s:s, s:I}", "ok", pl->adv.ok, "detail", pl->adv.detail,
 			      "seq", (json_int_t)s->seq);
 		if (pl->adv.ok) {
-			json_object_set_new(o, "nodes", json_nodemask(&pl->adv.nodes));
-			json_object_set_new(o, "mems", json_nodemask(&pl->adv.mems));
-			json_object_set_new(o, "cpus", json_cpumask(&cpus));
-			json_object_set_new(o, "load_after", json_real_or_null(pl->adv.load_after));
+			json_object_set_new(o, "nodes", snapj_nodemask(&pl->adv.nodes));
+			json_object_set_new(o, "mems", snapj_nodemask(&pl->adv.mems));
+			json_object_set_new(o, "cpus", snapj_cpumask(&cpus));
+			json_object_set_new(o, "load_after", snapj_real_or_null(pl->adv.load_after));
 			json_object_set_new(o, "mem_free_after_mib",
 					    json_integer((json_int_t)(pl->adv.mem_free_after / MIB)));
 		}
@@ -726,7 +726,7 @@ void h_placements(struct rq *r)
 		else
 			json_object_set_new(o, "reservation", json_null());
 		json_object_set_new(o, "active_reservations", json_integer(pl->nr_res));
-		json_reply(r, 200, o);
+		api_reply_json(r, 200, o);
 	}
 	goto out;
 bad:
@@ -792,7 +792,7 @@ void h_events(struct rq *r)
 	__atomic_add_fetch(&r->a->events[ev], 1, __ATOMIC_RELAXED);
 	{
 		char src[80], dom[270];
-		json_t *j1 = json_tame(source, 64), *j2 = json_tame(domain, 255);
+		json_t *j1 = api_json_tame(source, 64), *j2 = api_json_tame(domain, 255);
 
 		snprintf(src, sizeof(src), "%s", json_string_value(j1));
 		snprintf(dom, sizeof(dom), "%s", json_string_value(j2));
@@ -807,7 +807,7 @@ void h_events(struct rq *r)
 			log_debug("event from %s: domain %s %s%s%s; a cycle is already pending", src, dom,
 				  event, uuid ? " uuid " : "", uuid ? uuid : "");
 	}
-	json_reply(r, 202, json_pack("{s:b}", "accepted", 1));
+	api_reply_json(r, 202, json_pack("{s:b}", "accepted", 1));
 	return;
 bad:
 	problem_jerr(r, &err);

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cgjournal.h"
+#include "cgplan.h"
 #include "cgwrite.h"
 #include "clock.h"
 #include "fs.h"
@@ -15,6 +17,7 @@
 #include "xalloc.h"
 #include "log.h"
 #include "numamig.h"
+#include "strtab.h"
 
 struct applier {
 	struct host_paths hp;
@@ -25,33 +28,17 @@ struct applier {
 	bool have_vm;
 };
 
-/* One write made, with what to put back. */
-struct jentry {
-	char *rel;
-	enum cg_ctrl ctrl;
-	const char *file;
-	char *old;
+static const char *const status_names[] = {
+	[APPLY_DONE] = "moved",
+	[APPLY_VANISHED] = "vanished",
+	[APPLY_CHANGED] = "changed",
+	[APPLY_NO_ROOM] = "no_room",
+	[APPLY_FAILED] = "failed",
+	[APPLY_FAILED_PARTIAL] = "failed_partial",
+	[APPLY_NOT_APPLICABLE] = "not_applicable",
+	[APPLY_REFUSED] = "refused",
 };
-
-struct journal {
-	unsigned n, cap;
-	struct jentry *e;
-};
-
-const char *apply_status_name(enum apply_status s)
-{
-	switch (s) {
-	case APPLY_DONE: return "moved";
-	case APPLY_VANISHED: return "vanished";
-	case APPLY_CHANGED: return "changed";
-	case APPLY_NO_ROOM: return "no_room";
-	case APPLY_FAILED: return "failed";
-	case APPLY_FAILED_PARTIAL: return "failed_partial";
-	case APPLY_NOT_APPLICABLE: return "not_applicable";
-	case APPLY_REFUSED: return "refused";
-	}
-	return "?";
-}
+STRTAB_NAME(apply_status_name, enum apply_status, status_names)
 
 int applier_new(const struct host_paths *hp, const struct cg_hier *h,
 		const struct apply_opts *opts, struct applier **out)
@@ -100,96 +87,16 @@ unsigned long applier_write_count(const struct applier *a)
 	return cgw_write_count(a->w);
 }
 
-static void journal_free(struct journal *j)
-{
-	for (unsigned i = 0; i < j->n; i++) {
-		free(j->e[i].rel);
-		free(j->e[i].old);
-	}
-	free(j->e);
-	memset(j, 0, sizeof(*j));
-}
-
 static int read_file_value(const struct applier *a, enum cg_ctrl c, const char *rel,
 			   const char *file, char **out)
 {
-	char path[PATH_MAX];
-	size_t len;
-	char *buf;
-	int r;
-
-	r = cgh_path(&a->h, c, rel, file, path, sizeof(path));
-	if (r < 0)
-		return r;
-	r = fs_read_file(path, 64 * 1024, &buf, &len);
-	if (r < 0)
-		return r;
-	while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
-		buf[--len] = '\0';
-	*out = buf;
-	return 0;
+	return cgh_read_value(&a->h, c, rel, file, out);
 }
 
-/* Write and remember the old value. Refuses to write an empty cpuset:
- * with tasks attached that is ENOSPC in v1, and "inherit" in v2 is never
- * what a move means. */
-static int jwrite(struct applier *a, struct journal *j, enum cg_ctrl c, const char *rel,
-		  const char *file, const char *value)
-{
-	char *old = NULL;
-	int r;
-
-	if (!value || !*value)
-		return -EINVAL;
-	r = read_file_value(a, c, rel, file, &old);
-	if (r < 0)
-		return r;
-	if (strcmp(old, value) == 0) {
-		free(old);
-		return 0;
-	}
-	r = cgw_write(a->w, c, rel, file, value);
-	if (r < 0) {
-		free(old);
-		return r;
-	}
-	if (j->n == j->cap) {
-		j->cap = j->cap ? j->cap * 2 : 8;
-		j->e = xrealloc(j->e, j->cap * sizeof(*j->e));
-	}
-	j->e[j->n++] = (struct jentry){ .rel = xstrdup(rel), .ctrl = c, .file = file, .old = old };
-	return 0;
-}
-
-/* Undo in reverse order: this replays the widen/shrink sequence backwards,
- * which the kernel accepts for the same reason the forward order was.
- * Returns 0 if everything was restored. */
-static int journal_rollback(struct applier *a, struct journal *j, unsigned *writes)
-{
-	int ret = 0;
-
-	for (unsigned i = j->n; i-- > 0;) {
-		struct jentry *e = &j->e[i];
-		int r;
-
-		/* In v2 an empty cpuset.cpus/mems means "inherit from the
-		 * parent": restoring it is restoring, not emptying. */
-		if (!*e->old && !a->h.v2[e->ctrl])
-			continue;
-		r = cgw_write(a->w, e->ctrl, e->rel, e->file, e->old);
-		(*writes)++;
-		if (r < 0 && r != -ENOENT) {
-			log_errno(LOG_LEVEL_ERROR, r, "restoring %s of cgroup %s to \"%s\"",
-				  e->file, e->rel, e->old);
-			ret = r;
-		}
-	}
-	return ret;
-}
-
-/* Pre-order list of REL and every cgroup below it in the cpuset tree. */
+/* Pre-order list of REL and every cgroup below it in the cpuset tree;
+ * DEPTHS (if not NULL) gets each one's depth below REL (cgplan.h). */
 static int collect_subtree(const struct applier *a, const char *rel, unsigned *n, char ***out,
-			   unsigned depth)
+			   unsigned **depths, unsigned depth)
 {
 	char path[PATH_MAX];
 	DIR *d;
@@ -198,6 +105,10 @@ static int collect_subtree(const struct applier *a, const char *rel, unsigned *n
 	if (depth > 32)
 		return -ELOOP;
 	*out = xrealloc(*out, (*n + 1) * sizeof(char *));
+	if (depths) {
+		*depths = xrealloc(*depths, (*n + 1) * sizeof(unsigned));
+		(*depths)[*n] = depth;
+	}
 	(*out)[(*n)++] = xstrdup(rel);
 	r = cgh_path(&a->h, CGC_CPUSET, rel, NULL, path, sizeof(path));
 	if (r < 0)
@@ -213,35 +124,13 @@ static int collect_subtree(const struct applier *a, const char *rel, unsigned *n
 		if (snprintf(child, sizeof(child), "%s%s%s", strcmp(rel, "/") ? rel : "", "/",
 			     de->d_name) >= (int)sizeof(child))
 			continue;
-		r = collect_subtree(a, child, n, out, depth + 1);
+		r = collect_subtree(a, child, n, out, depths, depth + 1);
 		if (r < 0 && r != -ENOENT) {
 			closedir(d);
 			return r;
 		}
 	}
 	closedir(d);
-	return 0;
-}
-
-/* Write FILE = NEWV over the subtree in an order v1 accepts: widen the
- * guest to UNIONV, then descendants deepest-first and the guest to NEWV. */
-static int write_subtree_v1(struct applier *a, struct journal *j, unsigned n, char **sub,
-			    const char *file, const char *unionv, const char *newv, const char **failed_rel)
-{
-	int r;
-
-	*failed_rel = sub[0];
-	r = jwrite(a, j, CGC_CPUSET, sub[0], file, unionv);
-	if (r < 0)
-		return r;
-	for (unsigned i = n; i-- > 0;) {
-		*failed_rel = sub[i];
-		r = jwrite(a, j, CGC_CPUSET, sub[i], file, newv);
-		if (r == -ENOENT && i > 0)
-			continue; /* a child cgroup went away: nothing to shrink */
-		if (r < 0)
-			return r;
-	}
 	return 0;
 }
 
@@ -418,7 +307,7 @@ static bool descendants_set_mems(struct applier *a, const char *rel)
 	char **sub = NULL;
 	bool any = false;
 
-	if (collect_subtree(a, rel, &n, &sub, 0) < 0)
+	if (collect_subtree(a, rel, &n, &sub, NULL, 0) < 0)
 		any = n > 1; /* cannot tell: be strict */
 	for (unsigned i = 0; i < n; i++) {
 		char *v = NULL;
@@ -436,7 +325,7 @@ static bool descendants_set_mems(struct applier *a, const char *rel)
  * (apply_cpus → apply_memory, or → apply_memory_widen + the mover +
  * apply_memory_settle). */
 struct apply_pending {
-	struct snapshot *snap;         /* referenced */
+	const struct snapshot *snap;       /* referenced */
 	struct plan_item it;           /* a copy; it.to_cpus points at to_cpus */
 	cpumask_t to_cpus;
 	bool vm;                       /* the VM actuator does it all in phase 2 */
@@ -447,19 +336,21 @@ struct apply_pending {
 	char *cur_cpus_s, *cur_mems_s, *new_cpus;
 	char new_mems[NODELIST_BUFSZ], union_mems[NODELIST_BUFSZ], to_mems_s[NODELIST_BUFSZ];
 	nodemask_t cur_mems, target_mems;
-	struct journal j;
+	struct cgj j;                  /* every write of the move, to undo on failure */
 	unsigned nsub;
-	char **sub;
+	char **sub;                    /* the guest's subtree, pre-order (cgplan.h) */
+	unsigned *depth;               /* ... and each one's depth below the guest */
 };
 
 void apply_pending_free(struct apply_pending *p)
 {
 	if (!p)
 		return;
-	journal_free(&p->j);
+	cgj_clear(&p->j);
 	for (unsigned i = 0; i < p->nsub; i++)
 		free(p->sub[i]);
 	free(p->sub);
+	free(p->depth);
 	free(p->cur_cpus_s);
 	free(p->cur_mems_s);
 	free(p->new_cpus);
@@ -488,7 +379,7 @@ static void pending_fail(struct applier *a, struct apply_pending *p, int r, cons
 {
 	const struct snap_guest *g = &p->snap->guests[p->it.guest_idx];
 	unsigned w = 0;
-	int rr = journal_rollback(a, &p->j, &w);
+	int rr = cgj_revert(&p->j, &a->h, a->w, p->sub, &w);
 
 	res->writes += w;
 	if (is_gone(r) && strcmp(failed_rel, g->cgroup) == 0)
@@ -500,6 +391,38 @@ static void pending_fail(struct applier *a, struct apply_pending *p, int r, cons
 	else
 		apply_result_set(res, APPLY_FAILED, r, "writing %s of %s: %s; old cpuset restored",
 			step, failed_rel, strerror(-r));
+}
+
+/* Carry out PLAN (cgplan.h) into P's journal and empty it; on failure
+ * *STEP and *FAILED_REL name the write that failed. */
+static int run_plan(struct applier *a, struct apply_pending *p, struct cgplan *plan, const char **step,
+		    const char **failed_rel)
+{
+	unsigned f = 0;
+	int r = cgj_run(&p->j, &a->h, a->w, p->sub, plan, &f);
+
+	if (r < 0) {
+		*step = plan->s[f].file;
+		*failed_rel = p->sub[plan->s[f].sub];
+	}
+	cgplan_clear(plan);
+	return r;
+}
+
+/* FILE = NEWV over P's subtree in the order the kernel accepts (widen to
+ * UNIONV first in v1: cgplan_add_set). */
+static int set_subtree(struct applier *a, struct apply_pending *p, const char *file, const char *unionv,
+		       const char *newv, const char **step, const char **failed_rel)
+{
+	struct cgplan plan = { 0 };
+	int r = cgplan_add_set(&plan, p->v2, p->nsub, p->depth, file, unionv, newv);
+
+	if (r < 0) {
+		*step = file;
+		*failed_rel = p->sub[0];
+		return r;
+	}
+	return run_plan(a, p, &plan, step, failed_rel);
 }
 
 static void pending_done_time(const struct apply_pending *p, struct apply_result *res)
@@ -603,7 +526,7 @@ static int move_container_cpus(struct applier *a, struct apply_pending *p, struc
 
 	/* v2 needs the subtree only for its processes (the mover); v1 writes
 	 * every cgroup of it. */
-	r = collect_subtree(a, g->cgroup, &p->nsub, &p->sub, 0);
+	r = collect_subtree(a, g->cgroup, &p->nsub, &p->sub, &p->depth, 0);
 	if (is_gone(r)) {
 		apply_result_set(res, APPLY_VANISHED, 0, "guest's cgroup %s is gone", g->cgroup);
 		goto out;
@@ -612,26 +535,20 @@ static int move_container_cpus(struct applier *a, struct apply_pending *p, struc
 		apply_result_set(res, APPLY_FAILED, r, "cannot list cgroups under %s: %s", g->cgroup, strerror(-r));
 		goto out;
 	}
-	if (!p->v2 && p->mems_changed) {
-		/* Pages follow a v1 mems change only with memory_migrate=1. */
-		step = "cpuset.memory_migrate";
-		for (unsigned i = 0; i < p->nsub; i++) {
-			failed_rel = p->sub[i];
-			r = jwrite(a, &p->j, CGC_CPUSET, p->sub[i], "cpuset.memory_migrate", "1");
-			if (r < 0 && !(is_gone(r) && i > 0))
-				goto fail;
-		}
-	}
+	{
+		struct cgplan plan = { 0 };
 
-	step = "cpuset.cpus";
-	if (p->v2) {
-		failed_rel = g->cgroup;
-		r = jwrite(a, &p->j, CGC_CPUSET, g->cgroup, "cpuset.cpus", new_cpus);
-	} else {
-		r = write_subtree_v1(a, &p->j, p->nsub, p->sub, "cpuset.cpus", union_cpus, new_cpus, &failed_rel);
+		/* Pages follow a v1 mems change only with memory_migrate=1. */
+		if (!p->v2 && p->mems_changed)
+			cgplan_add_memory_migrate(&plan, p->nsub);
+		r = cgplan_add_set(&plan, p->v2, p->nsub, p->depth, "cpuset.cpus", union_cpus, new_cpus);
+		if (r < 0)
+			cgplan_clear(&plan);
+		else
+			r = run_plan(a, p, &plan, &step, &failed_rel);
+		if (r < 0)
+			goto fail;
 	}
-	if (r < 0)
-		goto fail;
 
 	p->cur_cpus_s = cur_cpus_s;
 	p->cur_mems_s = cur_mems_s;
@@ -643,14 +560,7 @@ static int move_container_cpus(struct applier *a, struct apply_pending *p, struc
 		 * The record says so (mems_after), or it would claim mems it
 		 * never wrote. Growing migrates nothing (see loosen_mems). */
 		if (p->mems_changed) {
-			step = "cpuset.mems";
-			if (p->v2) {
-				failed_rel = g->cgroup;
-				r = jwrite(a, &p->j, CGC_CPUSET, g->cgroup, "cpuset.mems", p->new_mems);
-			} else {
-				r = write_subtree_v1(a, &p->j, p->nsub, p->sub, "cpuset.mems", p->union_mems,
-						     p->new_mems, &failed_rel);
-			}
+			r = set_subtree(a, p, "cpuset.mems", p->union_mems, p->new_mems, &step, &failed_rel);
 			if (r < 0)
 				goto fail;
 		}
@@ -709,12 +619,7 @@ static int move_container_memory(struct applier *a, struct apply_pending *p, str
 	if (p->mems_changed) {
 		if (a->opts.freeze_during_migration && p->it.migrate_bytes > 0)
 			frozen = freeze(a, g->cgroup, true) == 0;
-		if (p->v2) {
-			r = jwrite(a, &p->j, CGC_CPUSET, g->cgroup, "cpuset.mems", p->new_mems);
-		} else {
-			r = write_subtree_v1(a, &p->j, p->nsub, p->sub, "cpuset.mems", p->union_mems, p->new_mems,
-					     &failed_rel);
-		}
+		r = set_subtree(a, p, "cpuset.mems", p->union_mems, p->new_mems, &step, &failed_rel);
 		if (frozen && freeze(a, g->cgroup, false) < 0)
 			log_error("could not thaw cgroup %s after migrating its memory", g->cgroup);
 		if (r < 0) {
@@ -766,7 +671,7 @@ int apply_cpus(struct applier *a, const struct snapshot *snap, const struct plan
 	}
 	p = xcalloc(1, sizeof(*p));
 	p->t0 = clock_mono_ns();
-	p->snap = snap_ref((struct snapshot *)snap); /* held, never changed */
+	p->snap = snap_ref(snap); /* held, never changed */
 	p->it = *it;
 	if (it->to_cpus) {
 		p->to_cpus = *it->to_cpus;
@@ -868,12 +773,11 @@ int apply_memory_widen(struct applier *a, struct apply_pending *p, const char *w
 	/* Growing the mems migrates nothing (see loosen_mems); in v1 the guest
 	 * grows before its descendants. */
 	if (!mask_equal(&wide, &p->cur_mems)) {
-		if (p->v2)
-			r = jwrite(a, &p->j, CGC_CPUSET, g->cgroup, "cpuset.mems", wide_s);
-		else
-			r = write_subtree_v1(a, &p->j, p->nsub, p->sub, "cpuset.mems", wide_s, wide_s, &failed_rel);
+		const char *step = "cpuset.mems";
+
+		r = set_subtree(a, p, "cpuset.mems", wide_s, wide_s, &step, &failed_rel);
 		if (r < 0) {
-			pending_fail(a, p, r, "cpuset.mems", failed_rel, res);
+			pending_fail(a, p, r, step, failed_rel, res);
 			res->writes += p->j.n;
 			pending_done_time(p, res);
 			return result_ret(res);
@@ -963,10 +867,14 @@ int apply_memory_settle(struct applier *a, struct apply_pending *p, struct apply
 	mask_or(&wide, &p->cur_mems, &p->it.to_mems);
 	if (mask_format(&wide, wide_s, sizeof(wide_s)) < 0)
 		return -ENOSPC;
-	if (p->v2)
+	/* v2: one write, not journaled (nothing after it to undo it for). */
+	if (p->v2) {
 		r = cgw_write(a->w, CGC_CPUSET, g->cgroup, "cpuset.mems", p->to_mems_s);
-	else
-		r = write_subtree_v1(a, &p->j, p->nsub, p->sub, "cpuset.mems", wide_s, p->to_mems_s, &failed_rel);
+	} else {
+		const char *step = "cpuset.mems";
+
+		r = set_subtree(a, p, "cpuset.mems", wide_s, p->to_mems_s, &step, &failed_rel);
+	}
 	res->writes++;
 	if (r < 0 && !is_gone(r)) {
 		log_errno(LOG_LEVEL_WARN, r, "cgroup %s: could not narrow cpuset.mems to %s after its memory moved; "

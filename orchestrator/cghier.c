@@ -2,27 +2,24 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "fs.h"
+#include "strtab.h"
 
 static const char *const ctrl_names[CGC_NR] = { "cpuset", "memory", "cpuacct", "freezer" };
 
-const char *cgh_ctrl_name(enum cg_ctrl c)
-{
-	return (unsigned)c < CGC_NR ? ctrl_names[c] : "?";
-}
+STRTAB_NAME(cgh_ctrl_name, enum cg_ctrl, ctrl_names)
 
-const char *cgh_layout_name(enum cg_layout l)
-{
-	switch (l) {
-	case CG_LAYOUT_V1: return "v1";
-	case CG_LAYOUT_V2: return "v2";
-	case CG_LAYOUT_HYBRID: return "hybrid";
-	default: return "none";
-	}
-}
+static const char *const layout_names[] = {
+	[CG_LAYOUT_NONE] = "none",
+	[CG_LAYOUT_V1] = "v1",
+	[CG_LAYOUT_V2] = "v2",
+	[CG_LAYOUT_HYBRID] = "hybrid",
+};
+STRTAB_NAME(cgh_layout_name, enum cg_layout, layout_names)
 
 bool cgh_has(const struct cg_hier *h, enum cg_ctrl c)
 {
@@ -166,6 +163,25 @@ int cgh_path(const struct cg_hier *h, enum cg_ctrl c, const char *rel,
 		n = snprintf(buf, bufsz, "%s%s", h->dir[c], rel);
 	if (n < 0 || (size_t)n >= bufsz)
 		return -ENAMETOOLONG;
+	return 0;
+}
+
+int cgh_read_value(const struct cg_hier *h, enum cg_ctrl c, const char *rel, const char *file, char **out)
+{
+	char path[PATH_MAX];
+	size_t len;
+	char *buf;
+	int r;
+
+	r = cgh_path(h, c, rel, file, path, sizeof(path));
+	if (r < 0)
+		return r;
+	r = fs_read_file(path, 64 * 1024, &buf, &len);
+	if (r < 0)
+		return r;
+	while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
+		buf[--len] = '\0';
+	*out = buf;
 	return 0;
 }
 

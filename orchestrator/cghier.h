@@ -53,6 +53,11 @@ bool cgh_has(const struct cg_hier *h, enum cg_ctrl c);
 int cgh_path(const struct cg_hier *h, enum cg_ctrl c, const char *rel,
 	     const char *file, char *buf, size_t bufsz);
 
+/* Read FILE of cgroup REL in controller C's hierarchy (up to 64 KiB),
+ * trailing newlines and spaces cut. *OUT (caller frees) on success only;
+ * a negative errno otherwise (-ENOENT: gone). */
+int cgh_read_value(const struct cg_hier *h, enum cg_ctrl c, const char *rel, const char *file, char **out);
+
 /* A cgroup path is acceptable if it is absolute, has no "." or ".."
  * components, no empty components and no control characters. */
 bool cgh_rel_valid(const char *rel);

@@ -5,8 +5,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "cgwfixture.h"
 #include "fs.h"
 #include "xalloc.h"
 #include "log.h"
@@ -117,45 +117,6 @@ static int write_libcgroup(struct cgw *w, enum cg_ctrl c, const char *rel, const
 	return lcg_errno(rc);
 }
 
-static int refuse_errno(const char *name)
-{
-	static const struct { const char *n; int e; } t[] = {
-		{ "EBUSY", EBUSY }, { "EINVAL", EINVAL }, { "ENOSPC", ENOSPC },
-		{ "EACCES", EACCES }, { "EPERM", EPERM }, { "ENOENT", ENOENT }, { "EIO", EIO },
-	};
-
-	for (unsigned i = 0; i < sizeof(t) / sizeof(t[0]); i++)
-		if (strcmp(name, t[i].n) == 0)
-			return -t[i].e;
-	return -EIO;
-}
-
-/* Fixture trees stand in for the kernel: a file "X.refuse" holding an
- * errno name makes writes to X fail with it (as the kernel refuses
- * EBUSY/EINVAL/ENOSPC), and if "<root>/.numaorch-writes" exists every
- * write is appended to it, so tests can check the order of writes. */
-static int write_fixture(const struct cgw *w, const char *path, const char *rel, const char *file,
-			 const char *value)
-{
-	char aux[PATH_MAX + 16], name[32];
-	FILE *f;
-
-	if (snprintf(aux, sizeof(aux), "%s.refuse", path) < (int)sizeof(aux) &&
-	    fs_read_line(aux, name, sizeof(name)) == 0)
-		return refuse_errno(name);
-	if (snprintf(aux, sizeof(aux), "%s/.numaorch-writes", w->h.root) >= (int)sizeof(aux))
-		aux[0] = '\0';
-	if (aux[0] && fs_exists(aux) && (f = fopen(aux, "ae"))) {
-		fprintf(f, "%s %s %s\n", rel, file, value);
-		fclose(f);
-	}
-	/* A plain file, unlike a kernel attribute, keeps old bytes past a
-	 * shorter write: truncate first. */
-	if (truncate(path, 0) < 0)
-		return -errno;
-	return fs_write_str(path, value);
-}
-
 int cgw_write(struct cgw *w, enum cg_ctrl c, const char *rel, const char *file, const char *value)
 {
 	char path[PATH_MAX];
@@ -177,7 +138,7 @@ int cgw_write(struct cgw *w, enum cg_ctrl c, const char *rel, const char *file, 
 	if (w->live && c == CGC_CPUSET)
 		r = write_libcgroup(w, c, rel, file, value);
 	else if (!w->live)
-		r = write_fixture(w, path, rel, file, value);
+		r = cgwf_write(w->h.root, path, rel, file, value);
 	else
 		r = fs_write_str(path, value);
 	log_debug("cgroup write %s %s = \"%s\": %s", rel, file, value, r < 0 ? strerror(-r) : "ok");

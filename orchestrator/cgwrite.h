@@ -4,7 +4,8 @@
  * on a one-value struct cgroup, so the order of writes stays ours); the
  * freeze switch is written directly (see cgw_write). Against a
  * fixture tree (--root) they go to plain files under that tree, because
- * libcgroup only knows the mounts of the running system.
+ * libcgroup only knows the mounts of the running system (cgwfixture.h:
+ * the test build's version of that writer can refuse and record writes).
  *
  * Every write is checked against the scopes first: a cgroup outside them
  * is refused with -EPERM before anything is opened (the agent never

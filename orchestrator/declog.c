@@ -108,10 +108,10 @@ int declog_reopen(struct declog *d, const char *path, char *err, size_t errsz)
 
 static json_t *placement(const nodemask_t *nodes, const nodemask_t *mems, const cpumask_t *cpus)
 {
-	json_t *o = json_pack("{s:o, s:o}", "nodes", json_nodemask(nodes), "mems", json_nodemask(mems));
+	json_t *o = json_pack("{s:o, s:o}", "nodes", snapj_nodemask(nodes), "mems", snapj_nodemask(mems));
 
 	if (cpus)
-		json_object_set_new(o, "cpus", json_cpumask(cpus));
+		json_object_set_new(o, "cpus", snapj_cpumask(cpus));
 	return o;
 }
 
@@ -128,12 +128,12 @@ json_t *declog_make(const struct snapshot *snap, const struct plan_item *it, con
 		      "reason", move_reason_name(it->reason),
 		      "from", placement(&it->from_nodes, &it->from_mems, g ? g->cpus : NULL),
 		      "to", placement(&it->to_nodes, &it->to_mems, it->to_cpus),
-		      "load_before", json_real_or_null(it->load_before),
-		      "load_after", json_real_or_null(it->load_after),
+		      "load_before", snapj_real_or_null(it->load_before),
+		      "load_after", snapj_real_or_null(it->load_after),
 		      "migrate_mib", round((double)it->migrate_bytes / 1048576.0 * 10.0) / 10.0,
 		      "mem_demand_bytes", (json_int_t)it->mem_demand,
-		      "cpu_demand", json_real_or_null(it->cpu_demand),
-		      "locality_before", json_real_or_null(it->locality_before),
+		      "cpu_demand", snapj_real_or_null(it->cpu_demand),
+		      "locality_before", snapj_real_or_null(it->locality_before),
 		      "detail", it->detail,
 		      "dry_run", dry_run);
 	if (!o)
@@ -144,7 +144,7 @@ json_t *declog_make(const struct snapshot *snap, const struct plan_item *it, con
 		/* locality_before is where the threads run; the old "memory
 		 * inside the cpuset" ratio stays beside it, named for what it is. */
 		json_object_set_new(o, "locality_source", json_string(snap_loc_source_name(g->locality_source)));
-		json_object_set_new(o, "mem_in_cpuset_before", json_real_or_null(g->mem_in_cpuset));
+		json_object_set_new(o, "mem_in_cpuset_before", snapj_real_or_null(g->mem_in_cpuset));
 		/* What bounds the nodes it may be given (policy.h). */
 		json_object_set_new(o, "threads", json_integer(g->nr_threads));
 		json_object_set_new(o, "busy_threads", g->busy_measured ? json_integer(g->busy_threads) : json_null());
@@ -154,11 +154,11 @@ json_t *declog_make(const struct snapshot *snap, const struct plan_item *it, con
 	if (res) {
 		json_object_set_new(o, "outcome", json_string(apply_status_name(res->status)));
 		json_object_set_new(o, "message", json_string(res->msg));
-		json_object_set_new(o, "duration_ms", json_real_or_null(res->duration_s * 1000.0));
+		json_object_set_new(o, "duration_ms", snapj_real_or_null(res->duration_s * 1000.0));
 		/* Soft memory binding: the memory went to (or already was on)
 		 * "to.mems"; the guest's cpuset.mems are this after the move. */
 		if (res->mems_loosened)
-			json_object_set_new(o, "mems_after", json_nodemask(&res->mems_after));
+			json_object_set_new(o, "mems_after", snapj_nodemask(&res->mems_after));
 		if (res->err)
 			json_object_set_new(o, "errno", json_string(strerrorname_np(-res->err) ?
 								    strerrorname_np(-res->err) : "?"));

@@ -274,7 +274,7 @@ static char *journal_line(const char *id, const struct gpol_record *rec)
 
 		json_object_set_new(p, "mode", json_string(gpol_mode_name(rec->pol.mode)));
 		if (rec->pol.mode == GPOL_PINNED)
-			json_object_set_new(p, "nodes", json_nodemask(&rec->pol.nodes));
+			json_object_set_new(p, "nodes", snapj_nodemask(&rec->pol.nodes));
 		time_iso(rec->set_real_ns, when, sizeof(when));
 		json_object_set_new(p, "set", json_string(when));
 		json_object_set_new(o, "policy", p);
@@ -355,7 +355,7 @@ static char *serialize(const struct gpol_record *r, unsigned n)
 
 		json_object_set_new(o, "mode", json_string(gpol_mode_name(r[i].pol.mode)));
 		if (r[i].pol.mode == GPOL_PINNED)
-			json_object_set_new(o, "nodes", json_nodemask(&r[i].pol.nodes));
+			json_object_set_new(o, "nodes", snapj_nodemask(&r[i].pol.nodes));
 		time_iso(r[i].set_real_ns, when, sizeof(when));
 		json_object_set_new(o, "set", json_string(when));
 		json_object_set_new(guests, r[i].id, o);

@@ -1,4 +1,5 @@
 #include "kbal.h"
+#include "strtab.h"
 
 #include <errno.h>
 #include <math.h>
@@ -16,29 +17,10 @@ static const char *const action_names[] = {
 	[KBAL_ACT_DEFER] = "defer",
 };
 
-const char *kbal_setting_name(enum kbal_setting s)
-{
-	if ((unsigned)s >= sizeof(setting_names) / sizeof(setting_names[0]))
-		return NULL;
-	return setting_names[s];
-}
+STRTAB_NAME(kbal_setting_name, enum kbal_setting, setting_names)
+STRTAB_PARSE(kbal_setting_parse, enum kbal_setting, setting_names)
 
-int kbal_setting_parse(const char *s, enum kbal_setting *out)
-{
-	for (unsigned i = 0; s && i < sizeof(setting_names) / sizeof(setting_names[0]); i++)
-		if (strcmp(s, setting_names[i]) == 0) {
-			*out = (enum kbal_setting)i;
-			return 0;
-		}
-	return -EINVAL;
-}
-
-const char *kbal_action_name(enum kbal_action a)
-{
-	if ((unsigned)a >= sizeof(action_names) / sizeof(action_names[0]))
-		return NULL;
-	return action_names[a];
-}
+STRTAB_NAME(kbal_action_name, enum kbal_action, action_names)
 
 bool kbal_kernel_moves(int balancing)
 {

@@ -11,6 +11,7 @@
 #include <pthread.h>
 
 #include "utf8.h"
+#include "strtab.h"
 
 static enum log_level cur_level = LOG_LEVEL_INFO;
 static bool to_syslog;
@@ -24,27 +25,14 @@ static const int syslog_prio[] = { LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG };
 void log_set_level(enum log_level lvl) { cur_level = lvl; }
 enum log_level log_get_level(void) { return cur_level; }
 
-const char *log_level_name(enum log_level lvl)
-{
-	if ((unsigned)lvl > LOG_LEVEL_DEBUG)
-		return "?";
-	return names[lvl];
-}
+STRTAB_NAME(log_level_name, enum log_level, names)
+
+static STRTAB_PARSE_ICASE(level_parse, enum log_level, names)
 
 int log_level_parse(const char *s, enum log_level *out)
 {
-	if (!s)
-		return -EINVAL;
-	for (unsigned i = 0; i <= LOG_LEVEL_DEBUG; i++)
-		if (strcasecmp(s, names[i]) == 0) {
-			*out = (enum log_level)i;
-			return 0;
-		}
-	if (strcasecmp(s, "warning") == 0) {
-		*out = LOG_LEVEL_WARN;
-		return 0;
-	}
-	return -EINVAL;
+	/* "warning" is syslog's spelling of "warn". */
+	return level_parse(s && strcasecmp(s, "warning") == 0 ? "warn" : s, out);
 }
 
 void log_use_syslog(bool on, const char *ident)

@@ -1,29 +1,12 @@
-/* mode.c — the agent modes' names. */
+/* mode.c — the agent modes' names (one table: strtab.h). */
 #include "mode.h"
 
-#include <errno.h>
-#include <string.h>
+#include "strtab.h"
 
-const char *agent_mode_name(enum agent_mode m)
-{
-	switch (m) {
-	case MODE_ADVISE: return "advise";
-	case MODE_OFF: return "off";
-	default: return "enforce";
-	}
-}
-
-int agent_mode_parse(const char *s, enum agent_mode *out)
-{
-	if (!s)
-		return -EINVAL;
-	if (strcmp(s, "enforce") == 0)
-		*out = MODE_ENFORCE;
-	else if (strcmp(s, "advise") == 0)
-		*out = MODE_ADVISE;
-	else if (strcmp(s, "off") == 0)
-		*out = MODE_OFF;
-	else
-		return -EINVAL;
-	return 0;
-}
+static const char *const mode_names[] = {
+	[MODE_ENFORCE] = "enforce",
+	[MODE_ADVISE] = "advise",
+	[MODE_OFF] = "off",
+};
+STRTAB_NAME(agent_mode_name, enum agent_mode, mode_names)
+STRTAB_PARSE(agent_mode_parse, enum agent_mode, mode_names)

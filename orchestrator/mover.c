@@ -19,6 +19,7 @@
 #include "xalloc.h"
 #include "log.h"
 #include "numamig.h"
+#include "strtab.h"
 
 #define MAX_WORKERS 16
 #define KEEP_FINISHED 32
@@ -38,10 +39,7 @@ static const char *const state_names[MJ_NR_STATES] = {
 	[MJ_STOPPED] = "stopped",     [MJ_EXPIRED] = "expired",     [MJ_FAILED] = "failed",
 };
 
-const char *mover_state_name(enum mover_state s)
-{
-	return (unsigned)s < MJ_NR_STATES ? state_names[s] : NULL;
-}
+STRTAB_NAME(mover_state_name, enum mover_state, state_names)
 
 bool mover_state_final(enum mover_state s)
 {

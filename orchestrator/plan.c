@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "snapjson.h"
+#include "strtab.h"
 
 void plan_free(struct plan *p)
 {
@@ -20,47 +21,38 @@ bool plan_migration_negligible(uint64_t migrate_bytes, uint64_t total)
 	return migrate_bytes < (2ULL << 20) || migrate_bytes < total / 100;
 }
 
-const char *plan_kind_name(enum plan_kind k)
-{
-	switch (k) {
-	case PLAN_MOVE: return "move";
-	case PLAN_SKIP: return "skip";
-	case PLAN_SETTLED: return "settled";
-	}
-	return "unknown";
-}
+static const char *const kind_names[] = {
+	[PLAN_MOVE] = "move",
+	[PLAN_SKIP] = "skip",
+	[PLAN_SETTLED] = "settled",
+};
+STRTAB_NAME(plan_kind_name, enum plan_kind, kind_names)
 
-const char *move_reason_name(enum move_reason r)
-{
-	switch (r) {
-	case REASON_NONE: return "none";
-	case REASON_CONSOLIDATE: return "consolidate";
-	case REASON_LOCALITY: return "locality";
-	case REASON_LOAD: return "load";
-	case REASON_PINNED: return "pinned";
-	case REASON_PLACE: return "place";
-	}
-	return "unknown";
-}
+static const char *const move_reason_names[] = {
+	[REASON_NONE] = "none",
+	[REASON_CONSOLIDATE] = "consolidate",
+	[REASON_LOCALITY] = "locality",
+	[REASON_LOAD] = "load",
+	[REASON_PINNED] = "pinned",
+	[REASON_PLACE] = "place",
+};
+STRTAB_NAME(move_reason_name, enum move_reason, move_reason_names)
 
-const char *skip_reason_name(enum skip_reason r)
-{
-	switch (r) {
-	case SKIP_NONE: return "none";
-	case SKIP_IGNORED: return "ignored";
-	case SKIP_ONE_NODE: return "one_node";
-	case SKIP_NO_USAGE: return "no_usage";
-	case SKIP_COOLDOWN: return "cooldown";
-	case SKIP_NO_FIT: return "no_fit";
-	case SKIP_NOT_LESS_BUSY: return "not_less_busy";
-	case SKIP_MAX_MOVES: return "max_moves";
-	case SKIP_MAX_MIGRATE: return "max_migrate";
-	case SKIP_NO_ROOM_PINNED: return "no_room_pinned";
-	case SKIP_OUTSIDE_ALLOWED: return "outside_allowed";
-	case SKIP_IN_SET: return "in_set";
-	}
-	return "unknown";
-}
+static const char *const skip_reason_names[] = {
+	[SKIP_NONE] = "none",
+	[SKIP_IGNORED] = "ignored",
+	[SKIP_ONE_NODE] = "one_node",
+	[SKIP_NO_USAGE] = "no_usage",
+	[SKIP_COOLDOWN] = "cooldown",
+	[SKIP_NO_FIT] = "no_fit",
+	[SKIP_NOT_LESS_BUSY] = "not_less_busy",
+	[SKIP_MAX_MOVES] = "max_moves",
+	[SKIP_MAX_MIGRATE] = "max_migrate",
+	[SKIP_NO_ROOM_PINNED] = "no_room_pinned",
+	[SKIP_OUTSIDE_ALLOWED] = "outside_allowed",
+	[SKIP_IN_SET] = "in_set",
+};
+STRTAB_NAME(skip_reason_name, enum skip_reason, skip_reason_names)
 
 json_t *plan_item_to_json(const struct plan_item *it)
 {
@@ -70,18 +62,18 @@ json_t *plan_item_to_json(const struct plan_item *it)
 	json_object_set_new(o, "kind", json_string(plan_kind_name(it->kind)));
 	json_object_set_new(o, "reason", json_string(move_reason_name(it->reason)));
 	json_object_set_new(o, "skip", json_string(skip_reason_name(it->skip)));
-	json_object_set_new(o, "from_nodes", json_nodemask(&it->from_nodes));
-	json_object_set_new(o, "from_mems", json_nodemask(&it->from_mems));
-	json_object_set_new(o, "to_nodes", json_nodemask(&it->to_nodes));
-	json_object_set_new(o, "to_mems", json_nodemask(&it->to_mems));
-	json_object_set_new(o, "to_cpus", it->to_cpus ? json_cpumask(it->to_cpus) : json_null());
-	json_object_set_new(o, "cpu_demand", json_real_or_null(it->cpu_demand));
+	json_object_set_new(o, "from_nodes", snapj_nodemask(&it->from_nodes));
+	json_object_set_new(o, "from_mems", snapj_nodemask(&it->from_mems));
+	json_object_set_new(o, "to_nodes", snapj_nodemask(&it->to_nodes));
+	json_object_set_new(o, "to_mems", snapj_nodemask(&it->to_mems));
+	json_object_set_new(o, "to_cpus", it->to_cpus ? snapj_cpumask(it->to_cpus) : json_null());
+	json_object_set_new(o, "cpu_demand", snapj_real_or_null(it->cpu_demand));
 	json_object_set_new(o, "mem_demand_bytes", json_integer((json_int_t)it->mem_demand));
-	json_object_set_new(o, "load_before", json_real_or_null(it->load_before));
-	json_object_set_new(o, "load_after", json_real_or_null(it->load_after));
+	json_object_set_new(o, "load_before", snapj_real_or_null(it->load_before));
+	json_object_set_new(o, "load_after", snapj_real_or_null(it->load_after));
 	json_object_set_new(o, "migrate_bytes", json_integer((json_int_t)it->migrate_bytes));
-	json_object_set_new(o, "locality_before", json_real_or_null(it->locality_before));
-	json_object_set_new(o, "gain", json_real_or_null(it->gain));
+	json_object_set_new(o, "locality_before", snapj_real_or_null(it->locality_before));
+	json_object_set_new(o, "gain", snapj_real_or_null(it->gain));
 	if (it->crowded)
 		json_object_set_new(o, "crowded", json_true());
 	if (it->local_fit)

@@ -6,14 +6,14 @@
 
 #include "xalloc.h"
 
-json_t *json_real_or_null(double v)
+json_t *snapj_real_or_null(double v)
 {
 	if (isnan(v) || isinf(v))
 		return json_null();
 	return json_real(round(v * 10000.0) / 10000.0);
 }
 
-json_t *json_cpumask(const cpumask_t *m)
+json_t *snapj_cpumask(const cpumask_t *m)
 {
 	char *buf = xmalloc(CPULIST_BUFSZ);
 	json_t *j;
@@ -25,7 +25,7 @@ json_t *json_cpumask(const cpumask_t *m)
 	return j;
 }
 
-json_t *json_nodemask(const nodemask_t *m)
+json_t *snapj_nodemask(const nodemask_t *m)
 {
 	char buf[NODELIST_BUFSZ];
 
@@ -48,11 +48,11 @@ json_t *snap_node_to_json(const struct snapshot *s, unsigned idx)
 	}
 	o = json_pack("{s:i, s:o, s:i, s:I, s:I, s:o, s:o}",
 		      "id", n->id,
-		      "cpus", json_cpumask(&n->cpus),
+		      "cpus", snapj_cpumask(&n->cpus),
 		      "nr_cpus", (int)n->nr_cpus,
 		      "mem_total_bytes", (json_int_t)n->mem_total,
 		      "mem_free_bytes", (json_int_t)n->mem_free,
-		      "busy", json_real_or_null(n->busy),
+		      "busy", snapj_real_or_null(n->busy),
 		      "distance", dist);
 	return o;
 }
@@ -64,7 +64,7 @@ static json_t *vm_to_json(const struct snap_vm *vm)
 	for (unsigned i = 0; i < vm->nr_vcpus; i++)
 		json_array_append_new(vcpus, json_pack("{s:i, s:i, s:o}", "vcpu", (int)i,
 						       "tid", (int)vm->vcpu_tids[i],
-						       "cpu_use", json_real_or_null(vm->vcpu_use ? vm->vcpu_use[i] : NAN)));
+						       "cpu_use", snapj_real_or_null(vm->vcpu_use ? vm->vcpu_use[i] : NAN)));
 	for (unsigned i = 0; i < vm->nr_emulator_tids; i++)
 		json_array_append_new(emu, json_integer(vm->emulator_tids[i]));
 	for (unsigned i = 0; i < vm->nr_iothreads; i++)
@@ -82,7 +82,7 @@ json_t *gpol_to_json(const struct guest_policy *p)
 	json_t *o = json_pack("{s:s, s:s}", "mode", gpol_mode_name(p->mode), "source", gpol_source_name(p->source));
 
 	if (p->mode == GPOL_PINNED)
-		json_object_set_new(o, "nodes", json_nodemask(&p->nodes));
+		json_object_set_new(o, "nodes", snapj_nodemask(&p->nodes));
 	return o;
 }
 
@@ -105,16 +105,16 @@ json_t *snap_guest_to_json(const struct snapshot *s, const struct snap_guest *g)
 		      "cgroup", g->cgroup ? g->cgroup : "",
 		      "nr_threads", (int)g->nr_threads,
 		      "nr_procs", (int)g->nr_procs,
-		      "cpu_use", json_real_or_null(g->cpu_use),
+		      "cpu_use", snapj_real_or_null(g->cpu_use),
 		      "mem_bytes_by_node", mem,
 		      "mem_total_bytes", (json_int_t)g->mem_total,
 		      "mem_in_cpuset_bytes", (json_int_t)g->mem_in_cpuset_bytes,
-		      "mem_in_cpuset", json_real_or_null(g->mem_in_cpuset),
-		      "locality", json_real_or_null(g->locality),
+		      "mem_in_cpuset", snapj_real_or_null(g->mem_in_cpuset),
+		      "locality", snapj_real_or_null(g->locality),
 		      "locality_source", snap_loc_source_name(g->locality_source),
-		      "cpus", json_cpumask(g->cpus),
-		      "mems", json_nodemask(&g->mems),
-		      "cpu_nodes", json_nodemask(&g->cpu_nodes),
+		      "cpus", snapj_cpumask(g->cpus),
+		      "mems", snapj_nodemask(&g->mems),
+		      "cpu_nodes", snapj_nodemask(&g->cpu_nodes),
 		      "policy", pol);
 	if (g->cpu_node) {
 		json_t *cn = json_object();
@@ -141,7 +141,7 @@ json_t *snap_to_json(const struct snapshot *s, unsigned flags)
 	if (!(flags & SNAPJ_STABLE)) {
 		json_object_set_new(o, "seq", json_integer((json_int_t)s->seq));
 		json_object_set_new(o, "time_ns", json_integer(s->real_ns));
-		json_object_set_new(o, "window_s", json_real_or_null(s->window_s));
+		json_object_set_new(o, "window_s", snapj_real_or_null(s->window_s));
 	}
 	json_object_set_new(o, "cgroup_layout", json_string(cgh_layout_name(s->layout)));
 	for (unsigned i = 0; i < s->nr_nodes; i++)

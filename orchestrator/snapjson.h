@@ -22,9 +22,9 @@ json_t *snap_guest_to_json(const struct snapshot *s, const struct snap_guest *g)
 /* {"mode", "source"[, "nodes"]} of a per-guest policy. */
 json_t *gpol_to_json(const struct guest_policy *p);
 /* A number, or null for NAN; rounded to 4 decimals for stable output. */
-json_t *json_real_or_null(double v);
+json_t *snapj_real_or_null(double v);
 /* "0-3,8" strings for masks. */
-json_t *json_cpumask(const cpumask_t *m);
-json_t *json_nodemask(const nodemask_t *m);
+json_t *snapj_cpumask(const cpumask_t *m);
+json_t *snapj_nodemask(const nodemask_t *m);
 
 #endif

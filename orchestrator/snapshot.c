@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "strtab.h"
 #include "xalloc.h"
 
 struct snapshot *snap_new(void)
@@ -18,10 +19,10 @@ struct snapshot *snap_new(void)
 	return s;
 }
 
-struct snapshot *snap_ref(struct snapshot *s)
+const struct snapshot *snap_ref(const struct snapshot *s)
 {
 	if (s)
-		__atomic_add_fetch(&s->refs, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&((struct snapshot *)s)->refs, 1, __ATOMIC_RELAXED);
 	return s;
 }
 
@@ -45,8 +46,11 @@ static void guest_clear(struct snap_guest *g)
 	vm_free(g->vm);
 }
 
-void snap_unref(struct snapshot *s)
+void snap_unref(const struct snapshot *cs)
 {
+	/* The last reference: nobody else reads it any more. */
+	struct snapshot *s = (struct snapshot *)cs;
+
 	if (!s)
 		return;
 	if (__atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) != 0)
@@ -330,6 +334,11 @@ static void true_locality(const struct snapshot *s, struct snap_guest *g)
 
 void snap_finalize(struct snapshot *s)
 {
+	snap_finalize_with(s, NULL);
+}
+
+void snap_finalize_with(struct snapshot *s, const struct snap_policy_overlay *ov)
+{
 	unsigned w = 0;
 
 	if (s->nr_guests) {
@@ -351,6 +360,12 @@ void snap_finalize(struct snapshot *s)
 	}
 	s->nr_guests = w;
 
+	for (unsigned i = 0; ov && i < s->nr_guests; i++) {
+		struct guest_policy pol;
+
+		if (ov->get(ov->ctx, s->guests[i].id, &pol))
+			s->guests[i].policy = pol;
+	}
 	for (unsigned i = 0; i < s->nr_guests; i++) {
 		struct snap_guest *g = &s->guests[i];
 		uint64_t total = 0, local = 0;
@@ -520,49 +535,31 @@ bool snap_id_valid(const char *id)
 	return true;
 }
 
-const char *snap_loc_source_name(enum loc_source s)
-{
-	switch (s) {
-	case LOC_THREADS: return "threads";
-	case LOC_ESTIMATE: return "estimate";
-	default: return "one_node";
-	}
-}
+static const char *const loc_source_names[] = {
+	[LOC_ONE_NODE] = "one_node",
+	[LOC_THREADS] = "threads",
+	[LOC_ESTIMATE] = "estimate",
+};
+STRTAB_NAME(snap_loc_source_name, enum loc_source, loc_source_names)
 
-const char *snap_kind_name(enum guest_kind k)
-{
-	return k == GUEST_VM ? "vm" : "container";
-}
+static const char *const kind_names[] = {
+	[GUEST_CONTAINER] = "container",
+	[GUEST_VM] = "vm",
+};
+STRTAB_NAME(snap_kind_name, enum guest_kind, kind_names)
 
-const char *gpol_mode_name(enum gpol_mode m)
-{
-	switch (m) {
-	case GPOL_PINNED: return "pinned";
-	case GPOL_IGNORE: return "ignore";
-	default: return "auto";
-	}
-}
+static const char *const gpol_mode_names[] = {
+	[GPOL_AUTO] = "auto",
+	[GPOL_PINNED] = "pinned",
+	[GPOL_IGNORE] = "ignore",
+};
+STRTAB_NAME(gpol_mode_name, enum gpol_mode, gpol_mode_names)
+STRTAB_PARSE(gpol_mode_parse, enum gpol_mode, gpol_mode_names)
 
-const char *gpol_source_name(enum gpol_source s)
-{
-	switch (s) {
-	case GPOL_SRC_API: return "api";
-	case GPOL_SRC_METADATA: return "metadata";
-	default: return "default";
-	}
-}
+static const char *const gpol_source_names[] = {
+	[GPOL_SRC_DEFAULT] = "default",
+	[GPOL_SRC_API] = "api",
+	[GPOL_SRC_METADATA] = "metadata",
+};
+STRTAB_NAME(gpol_source_name, enum gpol_source, gpol_source_names)
 
-int gpol_mode_parse(const char *s, enum gpol_mode *out)
-{
-	if (!s)
-		return -EINVAL;
-	if (strcmp(s, "auto") == 0)
-		*out = GPOL_AUTO;
-	else if (strcmp(s, "pinned") == 0)
-		*out = GPOL_PINNED;
-	else if (strcmp(s, "ignore") == 0)
-		*out = GPOL_IGNORE;
-	else
-		return -EINVAL;
-	return 0;
-}

@@ -1,4 +1,5 @@
 #include "vmplugin.h"
+#include "strtab.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -12,29 +13,13 @@
 #define NUMAORCH_PKGLIBDIR "/usr/lib/numaorch"
 #endif
 
-const char *vm_cpus_without_memory_name(enum vm_cpus_without_memory m)
-{
-	switch (m) {
-	case VM_CPUS_NEVER: return "never";
-	case VM_CPUS_ALWAYS: return "always";
-	default: return "local";
-	}
-}
-
-int vm_cpus_without_memory_parse(const char *s, enum vm_cpus_without_memory *out)
-{
-	if (!s)
-		return -EINVAL;
-	if (strcmp(s, "local") == 0)
-		*out = VM_CPUS_LOCAL;
-	else if (strcmp(s, "never") == 0)
-		*out = VM_CPUS_NEVER;
-	else if (strcmp(s, "always") == 0)
-		*out = VM_CPUS_ALWAYS;
-	else
-		return -EINVAL;
-	return 0;
-}
+static const char *const cpus_without_memory_names[] = {
+	[VM_CPUS_LOCAL] = "local",
+	[VM_CPUS_NEVER] = "never",
+	[VM_CPUS_ALWAYS] = "always",
+};
+STRTAB_NAME(vm_cpus_without_memory_name, enum vm_cpus_without_memory, cpus_without_memory_names)
+STRTAB_PARSE(vm_cpus_without_memory_parse, enum vm_cpus_without_memory, cpus_without_memory_names)
 
 /* One module per process: libvirt's event loop, once started by it, runs
  * until exit, so it is neither unloaded nor loaded twice. */

@@ -22,14 +22,19 @@ OPENAPI = os.path.join(itlib.REPO, "api", "openapi.yaml")
 TOKEN = "t0k3n-for-the-api-tests-0123456789abcdef"
 
 
-def skip_reason():
+def skip_reason(test_build=False):
+    """None if the daemon (TEST_BUILD: its test build) is built, else why not."""
     if not os.path.exists(itlib.NUMAORCHD):
         return "build/numaorchd missing (run make)"
+    if test_build and not os.path.exists(itlib.NUMAORCHD_TEST):
+        return "build/numaorchd-test missing (make build/numaorchd-test)"
     return None
 
 
 def compose_root(tmp):
-    """A 2-node host with a cgroup v2 tree holding every runtime."""
+    """A 2-node host with a cgroup v2 tree holding every runtime; the test
+    build of the daemon (itlib.NUMAORCHD_TEST) logs its writes in
+    sys/fs/cgroup/.numaorch-writes."""
     root = os.path.join(tmp, "host")
     shutil.copytree(os.path.join(FIX, "host-2node", "sys"), os.path.join(root, "sys"))
     shutil.copytree(os.path.join(FIX, "host-2node", "proc"), os.path.join(root, "proc"))
@@ -102,9 +107,11 @@ def _read_response(sock, head_only=False):
 
 class Daemon:
     """The real numaorchd on a fixture root, with its API on a unix socket
-    and on 127.0.0.1 with a bearer token (and TLS when tls=(cert, key))."""
+    and on 127.0.0.1 with a bearer token (and TLS when tls=(cert, key)).
+    binary=itlib.NUMAORCHD_TEST runs the test build (its writes logged)."""
 
-    def __init__(self, tmp, root, tls=None, extra=(), conf="[agent]\nsample = 0.05\n"):
+    def __init__(self, tmp, root, tls=None, extra=(), conf="[agent]\nsample = 0.05\n",
+                 binary=None):
         self.tmp = tmp
         self.root = root
         self.sock = os.path.join(tmp, "run", "api.sock")
@@ -114,6 +121,7 @@ class Daemon:
         self.conf = itlib.config_file(tmp, conf + "[libvirt]\nenabled = no\n")
         self.tls = tls
         self.extra = list(extra)
+        self.binary = binary or itlib.NUMAORCHD
         self.proc = None
         self.port = None
         if not os.path.exists(self.token_file):
@@ -121,7 +129,7 @@ class Daemon:
             os.chmod(self.token_file, 0o600)
 
     def args(self):
-        a = [itlib.NUMAORCHD, "--config", self.conf, "--root", self.root, "--socket", self.sock,
+        a = [self.binary, "--config", self.conf, "--root", self.root, "--socket", self.sock,
              "--state-dir", self.state, "--listen", "127.0.0.1:0", "--token-file", self.token_file,
              "--interval", "3600", "--decision-log", os.path.join(self.tmp, "decisions.jsonl")]
         if self.tls:
@@ -244,14 +252,25 @@ class Daemon:
 
 class ClassDaemon(unittest.TestCase):
     """Base for test classes sharing one numaorchd on a fresh fixture root
-    (cls.tmp, cls.root, cls.d); it must stop cleanly (exit 0) at the end."""
+    (cls.tmp, cls.root, cls.d); it must stop cleanly (exit 0) at the end.
+    A subclass sets EXTRA (more daemon arguments), BINARY (the test build,
+    itlib.NUMAORCHD_TEST, to see the writes) and overrides prepare_root()
+    to add to the fixture before the daemon starts."""
+
+    EXTRA = ()
+    BINARY = None
+
+    @classmethod
+    def prepare_root(cls, root):
+        pass
 
     @classmethod
     def setUpClass(cls):
         cls.tmp = itlib.mktemp()
         try:
             cls.root = compose_root(cls.tmp)
-            cls.d = Daemon(cls.tmp, cls.root).start()
+            cls.prepare_root(cls.root)
+            cls.d = Daemon(cls.tmp, cls.root, extra=cls.EXTRA, binary=cls.BINARY).start()
         except BaseException:
             shutil.rmtree(cls.tmp, True)
             raise

@@ -19,6 +19,11 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.path.join(REPO, "build")
 NUMAORCHD = os.path.join(BUILD, "numaorchd")
+# The same daemon linked with the test hooks (tests/hooks/): on a fixture
+# root it records every cgroup write in <cgroupfs>/.numaorch-writes when
+# that file exists and refuses writes to X when X.refuse names an errno.
+# Only tests that read those use it; the shipped binary has no hooks.
+NUMAORCHD_TEST = os.path.join(BUILD, "numaorchd-test")
 MEMHOG = os.path.join(BUILD, "it", "memhog")
 CGROOT = "/sys/fs/cgroup"
 V1_CTRLS = ("cpuset", "memory", "cpuacct")

@@ -51,23 +51,8 @@ def metric(d, name, **labels):
 
 
 @unittest.skipIf(REASON, REASON or "")
-class Flood(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = itlib.mktemp()
-        try:
-            cls.root = apilib.compose_root(cls.tmp)
-            cls.d = apilib.Daemon(cls.tmp, cls.root).start()
-        except BaseException:
-            shutil.rmtree(cls.tmp, True)
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        rc = cls.d.stop()
-        shutil.rmtree(cls.tmp, True)
-        if rc != 0:
-            raise AssertionError("numaorchd did not stop cleanly (%s)" % rc)
+class Flood(apilib.ClassDaemon):
+    # setUpClass/tearDownClass (one daemon; it must exit 0): apilib.ClassDaemon
 
     def probe(self, seconds, pid):
         lat = {"unix": [], "tcp": []}

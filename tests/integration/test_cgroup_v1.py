@@ -146,6 +146,24 @@ class CgroupV1(unittest.TestCase):
         self.assertIn(parent[0], ("0", "1"))
         self.assertEqual(child, parent, "the child follows its guest")
 
+    def test_guest_with_a_grandchild_moves_to_disjoint_cpus(self):
+        # v1: a grandchild takes the new CPUs only once its own parent
+        # holds them too, so the applier widens every cgroup of the guest's
+        # subtree that has children (top-down) before narrowing them
+        # deepest-first. Widening the guest alone made the kernel refuse
+        # the grandchild's write (EACCES). The guest sits on CPU 0; node 0
+        # reads fully busy, node 1 (CPU 1) idle: it moves to CPU 1.
+        sysfs = self.topo_cpu_only_node1()
+        self.sb.start("pod2/ctr/proc", cpus="0", mems="0", mib=16)
+        p = self.run_once(sysfs, procfs=self.fake_load({0: 1.0, 1: 0.0}))
+        recs = self.agent.decisions()
+        self.assertEqual(p.returncode, 0, "%s\n%s" % (recs, p.stderr))
+        self.assertEqual([(r["guest"], r["decision"]) for r in recs if r["decision"] != "planned"],
+                         [("custom-pod2", "moved")], p.stderr)
+        for c in ("pod2", "pod2/ctr", "pod2/ctr/proc"):
+            self.assertEqual(self.sb.cpuset(c), ("1", "0"), c)
+        self.assert_outside_untouched()
+
     def test_refused_cpus_write_is_reported_and_nothing_left_changed(self):
         # A real kernel refusal: in v1, a cpuset may not overlap a sibling
         # that is cpu_exclusive. The guest (Docker-named) sits on CPU 0, node

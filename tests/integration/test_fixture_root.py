@@ -1,7 +1,8 @@
 """The real numaorchd binary end to end on a fixture host (--root): a
 2-node topology tree and a cgroup v2 tree with every runtime, composed in a
 temporary directory. Needs no root: writes go to the fixture's files, and
-the fixture records each write in .numaorch-writes."""
+the daemon's test build (build/numaorchd-test: the shipped daemon plus the
+test hooks) records each write in .numaorch-writes."""
 import json
 import os
 import shutil
@@ -24,8 +25,8 @@ def nodes(text):
 
 class FixtureRoot(unittest.TestCase):
     def setUp(self):
-        if not os.path.exists(itlib.NUMAORCHD):
-            self.skipTest("build/numaorchd missing (run make)")
+        if not os.path.exists(itlib.NUMAORCHD_TEST):
+            self.skipTest("build/numaorchd-test missing (make build/numaorchd-test)")
         self.tmp = itlib.mktemp()
         self.addCleanup(shutil.rmtree, self.tmp, True)
         self.root = os.path.join(self.tmp, "host")
@@ -39,7 +40,7 @@ class FixtureRoot(unittest.TestCase):
         self.conf = itlib.config_file(self.tmp, "[agent]\nsample = 0.05\n")
 
     def run_once(self, *args):
-        p = subprocess.run([itlib.NUMAORCHD, "--config", self.conf, "--root", self.root, "--once",
+        p = subprocess.run([itlib.NUMAORCHD_TEST, "--config", self.conf, "--root", self.root, "--once",
                             "--json"] + list(args), capture_output=True, text=True, timeout=60)
         return p, (json.loads(p.stdout) if p.stdout.strip() else None)
 

@@ -37,26 +37,18 @@ def add_guests(root, n):
 
 
 @unittest.skipIf(REASON, REASON or "")
-class Top(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = itlib.mktemp()
-        try:
-            cls.root = apilib.compose_root(cls.tmp)
-            add_guests(cls.root, N)
-            cls.d = apilib.Daemon(cls.tmp, cls.root, extra=["--parent", "/toppar", "--mode", "advise"])
-            cls.d.start()
-        except BaseException:
-            shutil.rmtree(cls.tmp, True)
-            raise
-        cls.total = cls.d.get("/v1/status").json()["guests"]["total"]
+class Top(apilib.ClassDaemon):
+    # One daemon for the class (apilib.ClassDaemon), with N more guests.
+    EXTRA = ("--parent", "/toppar", "--mode", "advise")
 
     @classmethod
-    def tearDownClass(cls):
-        rc = cls.d.stop()
-        shutil.rmtree(cls.tmp, True)
-        if rc != 0:
-            raise AssertionError("numaorchd did not stop cleanly (%s)" % rc)
+    def prepare_root(cls, root):
+        add_guests(root, N)
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.total = cls.d.get("/v1/status").json()["guests"]["total"]
 
     def test_once_at_80_columns(self):
         self.assertGreaterEqual(self.total, N)

@@ -240,7 +240,7 @@ def build_initrd():
     fetch()
     bins = guest_bins()
     numaorchd = os.path.join(BUILD, "numaorchd")
-    for p in list(bins.values()) + [numaorchd]:
+    for p in list(bins.values()) + [numaorchd, os.path.join(BUILD, "numaorchctl")]:
         if not os.path.exists(p):
             raise SystemExit("%s missing: run make (make check-numa builds it)" % p)
     numactl = shutil.which("numactl")
@@ -258,7 +258,7 @@ def build_initrd():
     c.host_file("bin/numavm-run", bins["numavm-run"], 0o755)
     c.host_file("bin/guestload", bins["guestload"], 0o755)
     c.host_file("bin/migbench", bins["migbench"], 0o755)
-    dyn = {"bin/numaorchd": numaorchd, "usr/bin/numad": numad, "usr/bin/numactl": numactl,
+    dyn = {"bin/numaorchd": numaorchd, "bin/numaorchctl": os.path.join(BUILD, "numaorchctl"), "usr/bin/numad": numad, "usr/bin/numactl": numactl,
            "usr/bin/migratepages": shutil.which("migratepages") or numactl}
     libs = set()
     for dst, src in dyn.items():
@@ -933,6 +933,46 @@ def cmd_report(args):
     return 0
 
 
+def parse_capture(text):
+    """{path: content} from guest/capture_fixture.sh's lines ("F path",
+    "| line"..., "E"). A file cut short (no "E") is an error."""
+    files, cur, lines = {}, None, []
+    for line in text.splitlines():
+        if line.startswith("F ") and cur is None:
+            cur, lines = line[2:], []
+        elif cur is not None and line == "E":
+            files[cur] = "".join(l + "\n" for l in lines)
+            cur = None
+        elif cur is not None and (line.startswith("| ") or line == "|"):
+            lines.append(line[2:])
+        elif cur is not None:
+            raise ValueError("capture: unexpected line in %s: %r" % (cur, line))
+    if cur is not None:
+        raise ValueError("capture: %s cut short" % cur)
+    return files
+
+
+def write_capture(text, dest):
+    """Write the captured files under DEST (a fresh tree: DEST/sys/...,
+    DEST/proc/...). The reviewed goldens at its top (expected-*.json) are
+    kept: a new capture that reads differently then fails its unit tests
+    until the goldens are regenerated and reviewed. Returns how many."""
+    files = parse_capture(text)
+    if not any(p.startswith("/sys/devices/system/node/node") for p in files):
+        raise RuntimeError("capture: no NUMA node in the VM's output")
+    for sub in ("sys", "proc"):
+        if os.path.isdir(os.path.join(dest, sub)):
+            shutil.rmtree(os.path.join(dest, sub))
+    for path, content in sorted(files.items()):
+        if not path.startswith("/") or ".." in path.split("/"):
+            raise ValueError("capture: bad path %r" % path)
+        out = os.path.join(dest, path.lstrip("/"))
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        with open(out, "w") as f:
+            f.write(content)
+    return len(files)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -943,6 +983,9 @@ def main():
     p.add_argument("placer", choices=RUN_PLACERS)
     sub.add_parser("itest")
     p = sub.add_parser("script")
+    p.add_argument("name")
+    p.add_argument("--vm", default="misplaced", help="scenario whose VM shape to boot")
+    p = sub.add_parser("capture", help="capture a fixture tree from the VM's real kernel into tests/fixtures/NAME")
     p.add_argument("name")
     p.add_argument("--vm", default="misplaced", help="scenario whose VM shape to boot")
     p = sub.add_parser("check")
@@ -980,6 +1023,13 @@ def main():
             text, wall = boot(load_scenario(a.vm), "numavm.mode=script numavm.script=" + a.name,
                               os.path.join(CACHE, "script." + a.name), timeout=900)
             print(text)
+        elif a.cmd == "capture":
+            prepare()
+            text, wall = boot(load_scenario(a.vm), "numavm.mode=script numavm.script=capture_fixture",
+                              os.path.join(CACHE, "capture." + a.name), timeout=600)
+            dest = os.path.join(REPO, "tests", "fixtures", a.name)
+            n = write_capture(text, dest)
+            print("%s: %d files from the %s VM (%.0f s)" % (dest, n, a.vm, wall))
         elif a.cmd == "check":
             return cmd_check(a)
         elif a.cmd == "bench":

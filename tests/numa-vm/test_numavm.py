@@ -53,6 +53,16 @@ def moved(guest_hex, t_end, dur_ms, frm, to):
 SCN = {"name": "t", "duration": 60}
 A, B = "a" * 64, "b" * 64
 
+# Two guests sampled at t=0, 2, 4: a moves to node 1 (its memory follows:
+# 0% → 50% → 95% local), b stays local on node 1 throughout.
+A_MOVES_B_STAYS = (
+    (0, "a", [1000, 0], "1:100", "-", "-", "0-3", "0-1"),
+    (0, "b", [0, 1000], "1:100", "-", "-", "0-3", "0-1"),
+    (2, "a", [500, 500], "1:100", "2-3", "1", "2-3", "1"),
+    (2, "b", [0, 1000], "1:100", "-", "-", "0-3", "0-1"),
+    (4, "a", [50, 950], "1:100", "2-3", "1", "2-3", "1"),
+    (4, "b", [0, 1000], "1:100", "-", "-", "0-3", "0-1"))
+
 
 class Analysis(unittest.TestCase):
     def test_locality_union_and_weighted(self):
@@ -67,13 +77,7 @@ class Analysis(unittest.TestCase):
         self.assertEqual(numavm.locality({"mem": [0, 0], "thr": [(0, 100)]}), (None, None))
 
     def test_t90_needed_moved_and_end_state(self):
-        text = results([
-            (0, "a", [1000, 0], "1:100", "-", "-", "0-3", "0-1"),
-            (0, "b", [0, 1000], "1:100", "-", "-", "0-3", "0-1"),
-            (2, "a", [500, 500], "1:100", "2-3", "1", "2-3", "1"),
-            (2, "b", [0, 1000], "1:100", "-", "-", "0-3", "0-1"),
-            (4, "a", [50, 950], "1:100", "2-3", "1", "2-3", "1"),
-            (4, "b", [0, 1000], "1:100", "-", "-", "0-3", "0-1")])
+        text = results(A_MOVES_B_STAYS)
         r = numavm.analyse(text, SCN)
         self.assertEqual(r["t90"], {"a": 4.0, "b": 0.0})
         self.assertEqual(r["t90_all"], 4.0)
@@ -233,8 +237,41 @@ class Parts(unittest.TestCase):
         self.assertEqual(cmd.count("-serial"), 2)
 
 
-if __name__ == "__main__":
-    unittest.main(verbosity=2)
+
+class Capture(unittest.TestCase):
+    """numavm.py capture: the lines of guest/capture_fixture.sh back into files."""
+
+    def test_files_round_trip(self):
+        text = ("numavm noise\nF /sys/devices/system/node/node0/cpulist\n| 0-1\nE\n"
+                "F /sys/fs/cgroup/x/cgroup.procs\nE\n"
+                "F /proc/stat\n| cpu  1 2\n|\n| cpu0 1 2\nE\nEND rc=0\n")
+        files = numavm.parse_capture(text)
+        self.assertEqual(files, {"/sys/devices/system/node/node0/cpulist": "0-1\n",
+                                 "/sys/fs/cgroup/x/cgroup.procs": "",
+                                 "/proc/stat": "cpu  1 2\n\ncpu0 1 2\n"})
+        with tempfile.TemporaryDirectory() as d:
+            dest = os.path.join(d, "vm")
+            self.assertEqual(numavm.write_capture(text, dest), 3)
+            with open(os.path.join(dest, "proc", "stat")) as f:
+                self.assertEqual(f.read(), "cpu  1 2\n\ncpu0 1 2\n")
+            # a new capture replaces the tree and keeps the goldens
+            with open(os.path.join(dest, "expected-topology.json"), "w") as f:
+                f.write("{}")
+            numavm.write_capture("F /sys/devices/system/node/node0/cpulist\n| 0-3\nE\n", dest)
+            self.assertFalse(os.path.exists(os.path.join(dest, "proc", "stat")))
+            self.assertTrue(os.path.exists(os.path.join(dest, "expected-topology.json")))
+
+    def test_cut_short_or_strange_is_an_error(self):
+        with self.assertRaises(ValueError):
+            numavm.parse_capture("F /proc/stat\n| cpu 1\n")
+        with self.assertRaises(ValueError):
+            numavm.parse_capture("F /proc/stat\nnot a content line\nE\n")
+        with tempfile.TemporaryDirectory() as d:
+            with self.assertRaises(RuntimeError):
+                numavm.write_capture("F /proc/stat\n| cpu 1\nE\n", os.path.join(d, "x"))
+            with self.assertRaises(ValueError):
+                numavm.write_capture("F /sys/devices/system/node/node0/cpulist\n| 0\nE\n"
+                                     "F /sys/../../etc/x\n| y\nE\n", os.path.join(d, "x"))
 
 
 class Demo(unittest.TestCase):
@@ -243,13 +280,7 @@ class Demo(unittest.TestCase):
 
     def test_frame_local_time_and_memory_moved(self):
         import demo
-        text = results([
-            (0, "a", [1000, 0], "1:100", "-", "-", "0-3", "0-1"),
-            (0, "b", [0, 1000], "1:100", "-", "-", "0-3", "0-1"),
-            (2, "a", [500, 500], "1:100", "2-3", "1", "2-3", "1"),
-            (2, "b", [0, 1000], "1:100", "-", "-", "0-3", "0-1"),
-            (4, "a", [50, 950], "1:100", "2-3", "1", "2-3", "1"),
-            (4, "b", [0, 1000], "1:100", "-", "-", "0-3", "0-1")])
+        text = results(A_MOVES_B_STAYS)
         r = numavm.parse_results(text)
         times = demo.complete_times(r, 2)
         self.assertEqual(times, [0.0, 2.0, 4.0])
@@ -279,3 +310,7 @@ class Demo(unittest.TestCase):
             self.assertEqual(len(r["samples"]), 1)
             with self.assertRaises(KeyError):
                 numavm.parse_results(demo.read_results(p, True))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

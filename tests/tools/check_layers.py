@@ -44,7 +44,7 @@ PURE = re.compile(r"^(mem(cpy|cmp|move|set|chr)|str(n?cmp|len|n?cpy|chr|rchr|str
                   r"|cpu_node_index|nearest_mem_node|find_guest|cpumask|node_use)|fmt_nodes"
                   r"|plan_\w+|pstate_(new|free|find|clone|note_move)|policy_config_(default|validate)"
                   r"|json_(object|array|integer|real|string|null|true|false|pack|object_set_new|array_append_new"
-                  r"|cpumask|nodemask|real_or_null|incref|decref|delete))$")
+                  r"|incref|decref|delete)|snapj_(cpumask|nodemask|real_or_null))$")
 
 
 # The core headers policies/ may include: no I/O, no clock, no logging.

@@ -18,7 +18,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agents/cgname.h"
 #include "agents/cgscan.h"
+#include "agents/topo.h"
+#include "orchestrator/fs.h"
 #include "orchestrator/xalloc.h"
 #include "orchestrator/snapjson.h"
 
@@ -257,6 +260,68 @@ static void test_golden_v2(void **state)
 	check_golden("cg-v2", &cfg);
 }
 
+/* A tree captured from the testbed's real 4-node kernel (numavm.py
+ * capture vm-4node; guest/capture_fixture.sh): its own topology, and two
+ * real cgroup v2 containers with a guestload each — docker-named, free to
+ * run anywhere; kubepods-named, on node 1's CPUs and memory. Beside the generated trees: what a real kernel writes
+ * (its effective files, numa_stat's every field), not what we think it
+ * writes. */
+static void test_captured_vm_4node(void **state)
+{
+	const char *root = FIXTURES "/vm-4node";
+	const char *dock = "docker-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+	const char *pod = "kubernetes-11112222-3333-4444-5555-666677778888";
+	struct snap_node *nodes = NULL;
+	unsigned nr = 0, *dist = NULL;
+	const struct snap_guest *d, *k;
+	struct host_paths hp;
+	struct cgscan *cs = NULL;
+	struct snapshot *s;
+	char n1[64];
+	cpumask_t n1cpus;
+	json_t *j;
+
+	(void)state;
+	assert_int_equal(host_paths_from_root(&hp, root), 0);
+	assert_int_equal(topo_read_nodes(&hp, &nodes, &nr, &dist), 0);
+	assert_int_equal(nr, 4);
+	s = snap_new();
+	snap_set_nodes(s, nodes, nr, dist);
+	assert_int_equal(cgscan_new(&hp, NULL, &cs), 0);
+	assert_int_equal(cgscan_scan(cs, s, 1000000000), 0);
+	snap_finalize(s);
+	assert_int_equal(s->nr_guests, 2);
+	d = snap_find_guest(s, dock);
+	k = snap_find_guest(s, pod);
+	assert_non_null(d);
+	assert_non_null(k);
+	assert_string_equal(d->runtime, "docker");
+	assert_string_equal(k->runtime, "kubernetes");
+	assert_int_equal(d->nr_procs, 1);
+	assert_int_equal(k->nr_procs, 1);
+	/* docker: CPUs of every node; its 24 MiB first touched on node 0
+	 * (preferred), then moved by the kernel's NUMA balancing to where
+	 * its thread ran (node 2 in this capture): memory.numa_stat as the
+	 * kernel had it, the bulk on one node. */
+	assert_int_equal(mask_count(d->cpus), 8);
+	assert_true(d->mem_total >= 20u << 20);
+	assert_true(d->mem_node[2] >= d->mem_total * 95 / 100);
+	/* kubepods: node 1's CPUs and memory only */
+	assert_int_equal(fs_read_line(FIXTURES "/vm-4node/sys/devices/system/node/node1/cpulist", n1, sizeof(n1)), 0);
+	assert_int_equal(mask_parse(n1, &n1cpus), 0);
+	assert_true(mask_equal(k->cpus, &n1cpus));
+	assert_true(mask_test(&k->mems, 1) && mask_count(&k->mems) == 1);
+	assert_true(k->mem_node[1] >= 20u << 20);
+	assert_int_equal(k->mem_node[0] + k->mem_node[2] + k->mem_node[3], 0);
+	j = snap_to_json(s, SNAPJ_STABLE);
+	tu_assert_json_golden(j, FIXTURES "/vm-4node/expected-guests.json");
+	json_decref(j);
+	snap_unref(s);
+	cgscan_free(cs);
+	free(nodes);
+	free(dist);
+}
+
 static void test_golden_v1(void **state)
 {
 	(void)state;
@@ -438,7 +503,7 @@ static void test_classify(void **state)
 	for (size_t i = 0; i < sizeof(classify_cases) / sizeof(classify_cases[0]); i++) {
 		const struct classify_case *c = &classify_cases[i];
 		char rt[GUEST_RUNTIME_MAX] = "untouched", nm[128] = "untouched";
-		bool r = cgscan_classify(c->rel, rt, nm);
+		bool r = cgname_classify(c->rel, rt, nm);
 
 		if (r != (c->runtime != NULL))
 			fail_msg("classify(%s) = %d, want %d", c->rel, r, c->runtime != NULL);
@@ -1279,6 +1344,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_golden_v2),
 		cmocka_unit_test(test_golden_v1),
+		cmocka_unit_test(test_captured_vm_4node),
 		cmocka_unit_test(test_golden_hybrid),
 		cmocka_unit_test(test_v2_facts),
 		cmocka_unit_test(test_v1_facts),

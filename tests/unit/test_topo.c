@@ -155,6 +155,8 @@ static void test_golden_2node(void **st) { (void)st; check_golden("host-2node");
 static void test_golden_4node_memonly(void **st) { (void)st; check_golden("host-4node-memonly"); }
 static void test_golden_8node(void **st) { (void)st; check_golden("host-8node"); }
 static void test_golden_nonuma(void **st) { (void)st; check_golden("host-nonuma"); }
+/* Captured from the testbed's real 4-node kernel (numavm.py capture vm-4node). */
+static void test_captured_vm_4node(void **st) { (void)st; check_golden("vm-4node"); }
 
 static void format_cpus(const cpumask_t *m, char *buf, size_t sz)
 {
@@ -703,6 +705,7 @@ int main(void)
 		cmocka_unit_test(test_golden_4node_memonly),
 		cmocka_unit_test(test_golden_8node),
 		cmocka_unit_test(test_golden_nonuma),
+		cmocka_unit_test(test_captured_vm_4node),
 		cmocka_unit_test(test_offline_cpu_excluded),
 		cmocka_unit_test(test_memory_only_node),
 		cmocka_unit_test(test_sparse_memoryless),

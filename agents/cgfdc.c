@@ -1,0 +1,139 @@
+/* cgfdc.c — the scanner's open files (see cgfdc.h). */
+#include "cgfdc.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "../orchestrator/xalloc.h"
+
+void cgfdc_init(struct cgfdc *c)
+{
+	struct rlimit rl;
+
+	memset(c, 0, sizeof(*c));
+	/* numaorchd raises the soft limit at start. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		c->budget = rl.rlim_cur > 1024 ? (unsigned)(rl.rlim_cur - 512) : (unsigned)(rl.rlim_cur / 2);
+	else
+		c->budget = 1u << 20;
+}
+
+static uint32_t rel_hash(const char *s)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
+
+static void fdc_close(struct cgfdc *c, struct cgfdc_ent *e)
+{
+	for (unsigned i = 0; i < CGFDC_NR; i++)
+		if (e->fd[i] >= 0) {
+			close(e->fd[i]);
+			c->open--;
+		}
+	free(e->rel);
+	e->rel = NULL;
+}
+
+static void fdc_insert(struct cgfdc_ent *tab, unsigned cap, const struct cgfdc_ent *e)
+{
+	unsigned i = rel_hash(e->rel) & (cap - 1);
+
+	while (tab[i].rel)
+		i = (i + 1) & (cap - 1);
+	tab[i] = *e;
+}
+
+/* The entry for REL, created if absent. */
+struct cgfdc_ent *cgfdc_get(struct cgfdc *c, const char *rel)
+{
+	unsigned i;
+
+	if (2 * (c->n + 1) > c->cap) {
+		unsigned ncap = c->cap ? c->cap * 2 : 64;
+		struct cgfdc_ent *nt = xcalloc(ncap, sizeof(*nt));
+
+		for (unsigned j = 0; j < c->cap; j++)
+			if (c->tab[j].rel)
+				fdc_insert(nt, ncap, &c->tab[j]);
+		free(c->tab);
+		c->tab = nt;
+		c->cap = ncap;
+	}
+	for (i = rel_hash(rel) & (c->cap - 1); c->tab[i].rel; i = (i + 1) & (c->cap - 1))
+		if (strcmp(c->tab[i].rel, rel) == 0) {
+			c->tab[i].gen = c->gen;
+			return &c->tab[i];
+		}
+	c->tab[i].rel = xstrdup(rel);
+	c->tab[i].gen = c->gen;
+	for (unsigned k = 0; k < CGFDC_NR; k++)
+		c->tab[i].fd[k] = -1;
+	c->n++;
+	return &c->tab[i];
+}
+
+/* Close the files of guests this scan did not see; rehash the rest. */
+void cgfdc_sweep(struct cgfdc *c)
+{
+	struct cgfdc_ent *nt;
+	unsigned n = 0;
+
+	if (!c->cap)
+		return;
+	nt = xcalloc(c->cap, sizeof(*nt));
+	for (unsigned j = 0; j < c->cap; j++) {
+		struct cgfdc_ent *e = &c->tab[j];
+
+		if (!e->rel)
+			continue;
+		if (e->gen != c->gen) {
+			fdc_close(c, e);
+			continue;
+		}
+		fdc_insert(nt, c->cap, e);
+		n++;
+	}
+	free(c->tab);
+	c->tab = nt;
+	c->n = n;
+}
+
+void cgfdc_clear(struct cgfdc *c)
+{
+	for (unsigned j = 0; j < c->cap; j++)
+		if (c->tab[j].rel)
+			fdc_close(c, &c->tab[j]);
+	free(c->tab);
+	c->tab = NULL;
+	c->cap = c->n = 0;
+}
+
+void cgfdc_begin(struct cgfdc *c)
+{
+	c->gen++;
+}
+
+void cgfdc_drop(struct cgfdc *c, struct cgfdc_ent *e, enum cgfdc_slot slot)
+{
+	if (e->fd[slot] < 0)
+		return;
+	close(e->fd[slot]);
+	e->fd[slot] = -1;
+	c->open--;
+}
+
+bool cgfdc_keep(struct cgfdc *c, struct cgfdc_ent *e, enum cgfdc_slot slot, int fd)
+{
+	if (c->open >= c->budget)
+		return false;
+	e->fd[slot] = fd;
+	c->open++;
+	return true;
+}

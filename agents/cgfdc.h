@@ -1,0 +1,50 @@
+/* cgfdc.h — the container scanner's open files, kept from scan to scan.
+ *
+ * A guest's cpuset, CPU and memory files stay open and are re-read with
+ * pread(..., 0): seq_files render afresh at offset 0, and an open file of
+ * a removed cgroup reads ENODEV, so nothing stale can come back. This
+ * halves a scan's system calls. The pid lists (cgroup.procs, tasks) are
+ * not kept: v1 caches a pidlist per open file for a second after each
+ * read, which could hand back a stale list. Files stay open only within
+ * a budget under the fd limit (RLIMIT_NOFILE), leaving room for
+ * everything else the agent opens (API clients, libvirt, logs).
+ */
+#ifndef NUMAORCH_CGFDC_H
+#define NUMAORCH_CGFDC_H
+
+#include <stdbool.h>
+
+enum cgfdc_slot { CGFDC_CPUS, CGFDC_MEMS, CGFDC_CPU, CGFDC_MEM, CGFDC_NR };
+
+struct cgfdc_ent {
+	char *rel;          /* NULL: free slot */
+	unsigned gen;       /* scan that last saw it */
+	int fd[CGFDC_NR];   /* -1: not open */
+};
+
+/* A hash table by cgroup (open addressing; cap a power of two). */
+struct cgfdc {
+	struct cgfdc_ent *tab;
+	unsigned cap, n;
+	unsigned gen;
+	unsigned open, budget;
+};
+
+/* An empty cache with its fd budget from the current RLIMIT_NOFILE. */
+void cgfdc_init(struct cgfdc *c);
+/* Close every file and free the table (not C). */
+void cgfdc_clear(struct cgfdc *c);
+/* A scan begins: entries not looked up from now on are swept after it. */
+void cgfdc_begin(struct cgfdc *c);
+/* The entry for cgroup REL, created if absent, marked seen by this scan.
+ * Valid until the next cgfdc_get or cgfdc_sweep. */
+struct cgfdc_ent *cgfdc_get(struct cgfdc *c, const char *rel);
+/* Close the files of cgroups this scan did not look up. */
+void cgfdc_sweep(struct cgfdc *c);
+/* Close E's file SLOT (it read an error: gone, or recreated). */
+void cgfdc_drop(struct cgfdc *c, struct cgfdc_ent *e, enum cgfdc_slot slot);
+/* Keep FD open as E's SLOT if the budget allows; false: the caller
+ * closes it. */
+bool cgfdc_keep(struct cgfdc *c, struct cgfdc_ent *e, enum cgfdc_slot slot, int fd);
+
+#endif

@@ -1,0 +1,265 @@
+/* cgthr.c — a container's CPU use across scans (see cgthr.h). */
+#include "cgthr.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../orchestrator/procstat.h"
+#include "../orchestrator/xalloc.h"
+
+void cgthr_init(struct cgthr *t, const char *procfs)
+{
+	memset(t, 0, sizeof(*t));
+	snprintf(t->procfs, sizeof(t->procfs), "%s", procfs);
+	t->clk_tck = sysconf(_SC_CLK_TCK);
+	if (t->clk_tck <= 0)
+		t->clk_tck = 100;
+	t->proc_fd = -1;
+}
+
+void cgthr_clear(struct cgthr *t)
+{
+	free(t->prev);
+	free(t->next);
+	free(t->thr_prev);
+	free(t->thr_next);
+	t->prev = t->next = NULL;
+	t->thr_prev = t->thr_next = NULL;
+}
+
+/* Read the small file DFD/PATH (a /proc stat line; an absolute PATH
+ * ignores DFD; the last component never followed) into t->buf,
+ * NUL-terminated. */
+static int rd_small(struct cgthr *t, int dfd, const char *path)
+{
+	size_t n = 0;
+	int fd = openat(dfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+	if (fd < 0)
+		return -errno;
+	while (n + 1 < sizeof(t->buf)) {
+		ssize_t r = pread(fd, t->buf + n, sizeof(t->buf) - n - 1, (off_t)n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			int e = -errno;
+
+			close(fd);
+			return e;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+		/* A seq_file rendered by one show() fills a read to the brim
+		 * unless at EOF: a short read is the end (cgscan.c's reader). */
+		if (n + 1 < sizeof(t->buf))
+			break;
+	}
+	close(fd);
+	if (n + 1 >= sizeof(t->buf))
+		return -EFBIG;
+	t->buf[n] = '\0';
+	return 0;
+}
+
+void cgthr_begin(struct cgthr *t, int64_t now_ns)
+{
+	t->now_ns = now_ns;
+	t->nr_next = 0;
+	t->nr_thr_next = 0;
+	t->proc_fd = -1;
+}
+
+void cgthr_guest_begin(struct cgthr *t)
+{
+	t->nr_tids = 0;
+	t->tids_over = false;
+}
+
+void cgthr_add_tid(struct cgthr *t, pid_t tid)
+{
+	if (t->nr_tids < CGTHR_SAMPLE_MAX)
+		t->tids[t->nr_tids++] = tid;
+	else
+		t->tids_over = true;
+}
+
+void cgthr_record(struct cgthr *t, const char *id, uint64_t usage, unsigned thr_off, unsigned nr_thr)
+{
+	if (t->nr_next == t->cap_next) {
+		t->cap_next = t->cap_next ? t->cap_next * 2 : 64;
+		t->next = xrealloc(t->next, t->cap_next * sizeof(*t->next));
+	}
+	memcpy(t->next[t->nr_next].id, id, GUEST_ID_MAX);
+	t->next[t->nr_next].usage_ns = usage;
+	t->next[t->nr_next].t_ns = t->now_ns;
+	t->next[t->nr_next].thr_off = thr_off;
+	t->next[t->nr_next].nr_thr = nr_thr;
+	t->nr_next++;
+}
+
+static int prev_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct cgthr_prev *)a)->id, ((const struct cgthr_prev *)b)->id);
+}
+
+const struct cgthr_prev *cgthr_prev_find(const struct cgthr *t, const char *id)
+{
+	struct cgthr_prev key;
+
+	if (!t->nr_prev)
+		return NULL;
+	memcpy(key.id, id, GUEST_ID_MAX);
+	return bsearch(&key, t->prev, t->nr_prev, sizeof(*t->prev), prev_cmp);
+}
+
+double cgthr_rate(const struct cgthr *t, const struct cgthr_prev *p, uint64_t usage)
+{
+	if (!p || usage < p->usage_ns || t->now_ns <= p->t_ns)
+		return NAN;
+	return (double)(usage - p->usage_ns) / (double)(t->now_ns - p->t_ns);
+}
+
+static int tid_cmp(const void *a, const void *b)
+{
+	pid_t x = ((const struct cgthr_tick *)a)->tid, y = ((const struct cgthr_tick *)b)->tid;
+
+	return (x > y) - (x < y);
+}
+
+/* Where guest G's CPU time went, per node, from its threads (t->tids):
+ * each thread's ticks since the previous scan count on the node of the
+ * CPU it last ran on (/proc/TID/task/TID/stat "processor"). A thread that changed
+ * nodes within the window counts wholly on its last one: it answers the
+ * policy's question (which nodes carry this guest's load, so what is
+ * left there without it) far better than spreading the use evenly over
+ * its CPUs, which took two busy guests on one node for a quarter each.
+ * P is what the previous scan recorded of the guest (NULL: nothing).
+ * Sets g->cpu_node when there is something to share out; records the
+ * ticks (pool slice *OFF, *N) for the next scan either way. */
+void cgthr_thread_nodes(struct cgthr *t, const struct snapshot *s, struct snap_guest *g,
+			const struct cgthr_prev *p, unsigned *off, unsigned *n)
+{
+	char path[PATH_MAX];
+	nodemask_t nodes;
+	double *dn, busy_ticks;
+	bool measured = false;
+
+	*off = t->nr_thr_next;
+	*n = 0;
+	if (t->tids_over || !t->nr_tids || s->nr_nodes < 2)
+		return;
+	snap_cpus_to_nodes(s, g->cpus, &nodes);
+	if (mask_count(&nodes) < 2)
+		return;
+	if (t->nr_thr_next + t->nr_tids > t->cap_thr_next) {
+		t->cap_thr_next = (t->nr_thr_next + t->nr_tids) * 2;
+		t->thr_next = xrealloc(t->thr_next, t->cap_thr_next * sizeof(*t->thr_next));
+	}
+	dn = xcalloc(s->nr_nodes, sizeof(double));
+	/* Busy: at least SNAP_BUSY_THREAD_CPU of a CPU over the window. */
+	busy_ticks = p && t->now_ns > p->t_ns
+		     ? SNAP_BUSY_THREAD_CPU * (double)(t->now_ns - p->t_ns) / 1e9 * (double)t->clk_tck
+		     : INFINITY;
+	if (t->proc_fd < 0)
+		t->proc_fd = open(t->procfs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	for (unsigned i = 0; i < t->nr_tids; i++) {
+		struct cgthr_tick *tk = &t->thr_next[t->nr_thr_next + *n];
+		const struct cgthr_tick *was;
+		uint64_t ticks;
+		int cpu, k;
+
+		/* task/TID: /proc/PID/stat of a group leader sums every
+		 * thread of its process (a one-thread guest's idle main
+		 * thread counted as a second busy thread, carrying the whole
+		 * process's ticks to its own last CPU's node). */
+		snprintf(path, sizeof(path), "%d/task/%d/stat", (int)t->tids[i], (int)t->tids[i]);
+		if (t->proc_fd < 0 || rd_small(t, t->proc_fd, path) < 0 ||
+		    proc_stat_ticks_cpu(t->buf, &ticks, &cpu) < 0)
+			continue; /* exited since the list was read */
+		tk->tid = t->tids[i];
+		tk->ticks = ticks;
+		(*n)++;
+		was = p && p->nr_thr ? bsearch(tk, t->thr_prev + p->thr_off, p->nr_thr, sizeof(*tk), tid_cmp)
+				     : NULL;
+		if (!was || tk->ticks <= was->ticks || (k = snap_cpu_node_index(s, cpu)) < 0)
+			continue; /* new (its window is unknown), idle, or an unknown CPU */
+		dn[k] += (double)(tk->ticks - was->ticks);
+		measured = true;
+		if ((double)(tk->ticks - was->ticks) >= busy_ticks)
+			g->busy_threads++;
+	}
+	qsort(t->thr_next + t->nr_thr_next, *n, sizeof(struct cgthr_tick), tid_cmp);
+	t->nr_thr_next += *n;
+	g->busy_measured = measured;
+	g->cpu_node = snap_node_use(s, dn, g->cpu_use);
+}
+
+/* A guest seen for the first time has no earlier usage sample, hence no
+ * rate, and the policy leaves it alone until the next cycle: a guest that
+ * started between two cycles would wait a whole interval before it is
+ * placed (15 s by default; measured on the multi-node testbed). If its
+ * main process started less than FIRST_SIGHT_MAX_AGE_S ago, its average
+ * use since then is the best estimate there is. An older guest (one that
+ * just came into scope) keeps NAN: its lifetime average says little
+ * about now. Returns NAN when unknown. */
+#define FIRST_SIGHT_MIN_AGE_S 1.0
+#define FIRST_SIGHT_MAX_AGE_S 120.0
+
+double cgthr_young_rate(struct cgthr *t, pid_t pid, uint64_t usage_ns)
+{
+	char path[PATH_MAX];
+	double up, age;
+	const char *f[20];
+	unsigned long long start = 0;
+
+	if (pid <= 0 ||
+	    snprintf(path, sizeof(path), "%s/uptime", t->procfs) >= (int)sizeof(path) ||
+	    rd_small(t, AT_FDCWD, path) < 0)
+		return NAN;
+	up = strtod(t->buf, NULL);
+	if (snprintf(path, sizeof(path), "%s/%d/stat", t->procfs, (int)pid) >= (int)sizeof(path) ||
+	    rd_small(t, AT_FDCWD, path) < 0)
+		return NAN;
+	/* Field 22: starttime, clock ticks after boot. */
+	if (proc_stat_fields(t->buf, f, 20) < 0 || sscanf(f[19], "%llu", &start) != 1)
+		return NAN;
+	age = up - (double)start / (double)t->clk_tck;
+	if (!(age >= FIRST_SIGHT_MIN_AGE_S && age <= FIRST_SIGHT_MAX_AGE_S))
+		return NAN;
+	return (double)usage_ns / 1e9 / age;
+}
+
+void cgthr_end(struct cgthr *t)
+{
+	struct cgthr_prev *p;
+	struct cgthr_tick *tt;
+	unsigned tc;
+
+	if (t->proc_fd >= 0)
+		close(t->proc_fd);
+	t->proc_fd = -1;
+	if (t->nr_next)
+		qsort(t->next, t->nr_next, sizeof(*t->next), prev_cmp);
+	p = t->prev;
+	t->prev = t->next;
+	t->next = p;
+	tc = t->cap_prev;
+	t->cap_prev = t->cap_next;
+	t->cap_next = tc;
+	t->nr_prev = t->nr_next;
+	t->nr_next = 0;
+	tt = t->thr_prev;
+	t->thr_prev = t->thr_next;
+	t->thr_next = tt;
+	tc = t->cap_thr_prev;
+	t->cap_thr_prev = t->cap_thr_next;
+	t->cap_thr_next = tc;
+	t->nr_thr_next = 0;
+}

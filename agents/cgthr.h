@@ -1,0 +1,88 @@
+/* cgthr.h — a container's CPU use across scans: the usage sample each
+ * guest had in the previous scan (for cpu_use, a rate), and for a guest
+ * whose CPUs span nodes and that has few threads, where each thread ran
+ * (/proc/TID/stat) so its load is counted on the right nodes. One scan's
+ * samples become the next scan's previous ones (cgthr_end).
+ */
+#ifndef NUMAORCH_CGTHR_H
+#define NUMAORCH_CGTHR_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "../orchestrator/snapshot.h"
+
+/* Where a guest's CPU time went, per node: only a guest whose cpus span
+ * several nodes needs it (on one node it is all there), and only one
+ * with few threads can afford it — one /proc/TID/stat read per thread
+ * and cycle. Larger guests keep the policy's estimate (use spread over
+ * their CPUs). */
+#define CGTHR_SAMPLE_MAX 64
+
+/* What a scan measured of one guest. */
+struct cgthr_prev {
+	char id[GUEST_ID_MAX];
+	uint64_t usage_ns;
+	int64_t t_ns;
+	unsigned thr_off, nr_thr;     /* its threads' ticks in the tick pool */
+};
+
+struct cgthr_tick {
+	pid_t tid;
+	uint64_t ticks;               /* utime + stime */
+};
+
+struct cgthr {
+	char procfs[PATH_MAX];
+	long clk_tck;
+	int64_t now_ns;               /* this scan's time */
+	/* prev is sorted by id; next collects this scan. */
+	struct cgthr_prev *prev, *next;
+	unsigned nr_prev, nr_next, cap_prev, cap_next;
+	/* Thread ticks of the guests above (their thr_off/nr_thr), each
+	 * guest's slice sorted by tid. */
+	struct cgthr_tick *thr_prev, *thr_next;
+	unsigned nr_thr_next, cap_thr_prev, cap_thr_next;
+	/* The guest being measured: its thread ids, while under
+	 * CGTHR_SAMPLE_MAX (tids_over: more). */
+	pid_t tids[CGTHR_SAMPLE_MAX];
+	unsigned nr_tids;
+	bool tids_over;
+	int proc_fd;                  /* procfs, open during a scan; -1 */
+	char buf[4096];               /* a /proc stat line */
+};
+
+/* Empty accounting reading PROCFS. */
+void cgthr_init(struct cgthr *t, const char *procfs);
+/* Frees T's pools (not T). */
+void cgthr_clear(struct cgthr *t);
+
+/* A scan at NOW_NS (monotonic) begins / ends; at the end this scan's
+ * samples become the previous ones. */
+void cgthr_begin(struct cgthr *t, int64_t now_ns);
+void cgthr_end(struct cgthr *t);
+
+/* A guest's measuring begins: no thread ids yet. */
+void cgthr_guest_begin(struct cgthr *t);
+/* One of its thread ids, from its thread list. */
+void cgthr_add_tid(struct cgthr *t, pid_t tid);
+
+/* What the previous scan measured of guest ID, NULL if it did not. */
+const struct cgthr_prev *cgthr_prev_find(const struct cgthr *t, const char *id);
+/* CPUs used since P (usage_ns per ns), NAN without P or a usable delta. */
+double cgthr_rate(const struct cgthr *t, const struct cgthr_prev *p, uint64_t usage);
+/* A guest seen for the first time whose main process PID started a
+ * little while ago: its average use since (see cgthr.c); NAN otherwise. */
+double cgthr_young_rate(struct cgthr *t, pid_t pid, uint64_t usage_ns);
+/* Share G's cpu_use out over the nodes its threads ran on (g->cpu_node,
+ * busy_threads, busy_measured) from the tids given since
+ * cgthr_guest_begin, against P; the ticks are recorded in the pool as the
+ * slice *OFF, *N for cgthr_record. */
+void cgthr_thread_nodes(struct cgthr *t, const struct snapshot *s, struct snap_guest *g,
+			const struct cgthr_prev *p, unsigned *off, unsigned *n);
+/* This scan's sample of guest ID (usage, its tick slice). */
+void cgthr_record(struct cgthr *t, const char *id, uint64_t usage, unsigned thr_off, unsigned nr_thr);
+
+#endif
