@@ -159,7 +159,7 @@ static void test_rate_window(void **state)
 	assert_true(v.rate_mib == 0);
 	sched_effective(&s, SUN, HM(9, 0), &v, NULL);
 	assert_false(v.set & SCHED_RATE);
-	sched_free(&s);
+	sched_clear(&s);
 }
 
 static void test_parse_errors(void **state)
