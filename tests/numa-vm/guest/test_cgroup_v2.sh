@@ -439,6 +439,9 @@ test_top_shows_a_live_migration() {
 		[ $i -gt 300 ] && { kill -9 $pid; echo "no running job within 60 s: $(cat $T/m0)"; return 1; }
 	done
 	r=0
+	: > $T/why
+	# said WHY: the test fails for WHY (printed last, after the screens)
+	said() { echo "$*" >> $T/why; r=1; }
 	$ctl --json migrations > $T/ma
 	n1a=$(($(mem_on $G1 1) / 1048576))
 	COLUMNS=160 $ctl top --once > $T/top
@@ -446,17 +449,17 @@ test_top_shows_a_live_migration() {
 	n1b=$(($(mem_on $G1 1) / 1048576))
 	for f in ma mb; do
 		[ "$(jget $T/$f guest)" = $ID1 ] && [ "$(jget $T/$f from)" = 0 ] && [ "$(jget $T/$f to)" = 1 ] &&
-			[ "$(jget $T/$f state)" = running ] || { echo "$f: not G1's job 0 -> 1 running: $(cat $T/$f)"; r=1; }
+			[ "$(jget $T/$f state)" = running ] || { said "$f: not G1's job 0 -> 1 running: $(cat $T/$f)"; }
 	done
-	[ $r = 0 ] || { kill -9 $pid; return 1; }
+	[ $r = 0 ] || { kill -9 $pid; cat $T/why; return 1; }
 	da=$(jget $T/ma done_mib) la=$(jget $T/ma left_mib) db=$(jget $T/mb done_mib) lb=$(jget $T/mb left_mib)
 	eta=$(jget $T/ma eta_s)
-	fle 100 "$(awk -v d=$da -v l=$la 'BEGIN{print d + l}')" 8 || { echo "job of $da + $la MiB, want ~128"; r=1; }
-	fle 0.1 "$eta" || { echo "no ETA while running: \"$eta\""; r=1; }
+	fle 100 "$(awk -v d=$da -v l=$la 'BEGIN{print d + l}')" 8 || { said "job of $da + $la MiB, want ~128"; }
+	fle 0.1 "$eta" || { said "no ETA while running: \"$eta\""; }
 	# The mover's count against the kernel's: node 1's memory of the guest
 	# (it started with none there) is what was moved, give or take what
 	# is in flight in one chunk.
-	fle "$n1a" "$db" 8 && fle "$da" "$n1b" 8 || { echo "done $da..$db MiB, node 1 holds $n1a..$n1b MiB"; r=1; }
+	fle "$n1a" "$db" 8 && fle "$da" "$n1b" 8 || { said "done $da..$db MiB, node 1 holds $n1a..$n1b MiB"; }
 	# Nodes panel: NODE CPUS BUSY LOAD FREE TOTAL GUESTS MIG-IN MIG-OUT
 	for nd in 0 1 2 3; do
 		row=$(awk -v n=$nd 'p && $1==n {print; exit} /^NODE/ {p=1}' $T/top)
@@ -469,9 +472,9 @@ test_top_shows_a_live_migration() {
 		for w in in out; do
 			eval v=\$$w want=\$want_$w
 			if [ $want = job ]; then
-				fle "$lb" "$v" 1 && fle "$v" "$la" 1 || { echo "node $nd MIG $w $v MiB, the job had $la..$lb MiB left"; r=1; }
+				fle "$lb" "$v" 1 && fle "$v" "$la" 1 || { said "node $nd MIG $w $v MiB, the job had $la..$lb MiB left"; }
 			else
-				[ "$v" = 0.0 ] || { echo "node $nd MIG $w $v MiB, want 0: $row"; r=1; }
+				[ "$v" = 0.0 ] || { said "node $nd MIG $w $v MiB, want 0: $row"; }
 			fi
 		done
 	done
@@ -481,9 +484,9 @@ test_top_shows_a_live_migration() {
 	p=$(echo "$row" | sed -n 's/.*moving 0>1 \([0-9]*\)% .*/\1/p')
 	pa=$(awk -v d=$da -v l=$la 'BEGIN{printf "%.0f", 100 * d / (d + l)}')
 	pb=$(awk -v d=$db -v l=$lb 'BEGIN{printf "%.0f", 100 * d / (d + l)}')
-	[ -n "$p" ] && fle "$pa" "$p" 1 && fle "$p" "$pb" 1 || { echo "top's progress \"$p\"%, the job was at $pa..$pb%: $row"; r=1; }
-	echo "$row" | grep -q "^docker-" || { echo "the moving row is not the guest's: $row"; r=1; }
-	echo "$row" | grep -q "M/s [0-9]" || { echo "no rate and ETA in: $row"; r=1; }
+	[ -n "$p" ] && fle "$pa" "$p" 1 && fle "$p" "$pb" 1 || { said "top's progress \"$p\"%, the job was at $pa..$pb%: $row"; }
+	echo "$row" | grep -q "^docker-" || { said "the moving row is not the guest's: $row"; }
+	echo "$row" | grep -q "M/s [0-9]" || { said "no rate and ETA in: $row"; }
 	# Bytes done grow while it runs.
 	i=0
 	while :; do
@@ -491,12 +494,13 @@ test_top_shows_a_live_migration() {
 		fle "$(awk -v d=$db 'BEGIN{print d + 4}')" "$(jget $T/mc done_mib)" && break
 		i=$((i + 1))
 		[ $i -gt 300 ] || [ "$(jget $T/mc state)" != running ] &&
-			{ echo "done stayed at $(jget $T/mc done_mib) MiB after $db ($(jget $T/mc state))"; r=1; break; }
+			{ said "done stayed at $(jget $T/mc done_mib) MiB after $db ($(jget $T/mc state))"; break; }
 		sleep 0.2
 	done
 	if [ $r != 0 ]; then
 		sed 's/^/#   top: /' $T/top
 		sed 's/^/#   migrations: /' $T/ma | tr -d '\n' | head -c 600; echo
+		cat $T/why
 	fi
 	kill -TERM $pid
 	wait $pid
