@@ -26,6 +26,7 @@
 #include "orchestrator/log.h"
 #include "orchestrator/logged.h"
 #include "orchestrator/resv.h"
+#include "orchestrator/vmplugin.h"
 #include "orchestrator/xalloc.h"
 #include "policies/policies.h"
 
@@ -754,6 +755,95 @@ static void test_engine_reservations_reach_the_policy(void **state)
 	efx_fini(&f);
 }
 
+/* ---- start placement through the engine, with a fake VM source --------- */
+
+static unsigned fake_take_placements(struct vmsrc *vs, const struct snapshot *snap, struct vmsrc_placement **out)
+{
+	struct vmsrc_placement *pl = xcalloc(1, sizeof(*pl));
+
+	(void)vs;
+	(void)snap;
+	snprintf(pl->id, sizeof(pl->id), "g1");
+	snprintf(pl->name, sizeof(pl->name), "dom-g1");
+	pl->nr_vcpus = 1;
+	pl->mem_bytes = GIB;
+	*out = pl;
+	return 1;
+}
+
+static void fake_get_status(struct vmsrc *vs, struct vmsrc_status *st)
+{
+	(void)vs;
+	memset(st, 0, sizeof(*st));
+}
+
+static void fake_src_free(struct vmsrc *vs) { (void)vs; }
+
+static const struct vmplugin fake_vmp = {
+	.abi = VMPLUGIN_ABI, .size = sizeof(struct vmplugin), .src_free = fake_src_free,
+	.take_placements = fake_take_placements, .get_status = fake_get_status,
+};
+
+/* A domain that starts is placed in the cycle that sees it: its own
+ * reservation (by its name) is consumed, the others stay and count as
+ * load; the placement is recorded with reason "place". */
+static void test_engine_places_a_started_domain(void **state)
+{
+	struct advice_reservation room = { .cpus = 3.9, .mem_bytes = 5 * GIB };
+	const struct advice_reservation *rs;
+	json_t *recs;
+	struct efx f;
+	int dummy;
+
+	(void)state;
+	efx_init(&f, MODE_ENFORCE);
+	/* the engine's VM source, as build_sources sets it up with libvirt */
+	f.e->vmp = &fake_vmp;
+	f.e->vm = (struct vmsrc *)&dummy;
+	f.cfg.libvirt_place_on_start = true;
+	f.cfg.log_level = LOG_LEVEL_ERROR;
+	assert_int_equal(engine_apply_config(f.e, &f.cfg), 0);
+	f.e->vmp = &fake_vmp;
+	f.e->vm = (struct vmsrc *)&dummy;
+	/* another guest's room fills node 0, which is otherwise the less busy */
+	nodes_of("0", &room.nodes);
+	engine_reserve_placement(f.e, &room, NULL, NULL, 600, "someone-else");
+	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
+	recs = declog_query_newest(engine_declog(f.e), 1, "g1");
+	{
+		json_t *r = json_array_get(recs, 0);
+
+		assert_non_null(r);
+		assert_string_equal(json_string_value(json_object_get(r, "reason")) ?: "", "place");
+		assert_string_equal(json_string_value(json_object_get(json_object_get(r, "to"), "nodes")) ?: "", "1");
+	}
+	json_decref(recs);
+	assert_int_equal(engine_reservations(f.e, &rs), 1);
+
+	/* its own reservation, on node 0 where the other one is: placed there,
+	 * and consumed */
+	nodes_of("0", &room.nodes);
+	room.cpus = 1;
+	room.mem_bytes = GIB;
+	engine_unreserve(f.e, 0, "someone-else");
+	engine_reserve_placement(f.e, &room, &room.nodes, &room.nodes, 600, "dom-g1");
+	assert_int_equal(engine_reservations(f.e, &rs), 1);
+	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
+	assert_int_equal(engine_reservations(f.e, &rs), 0);
+	recs = declog_query_newest(engine_declog(f.e), 1, "g1");
+	{
+		json_t *r = json_array_get(recs, 0);
+
+		assert_non_null(r);
+		assert_string_equal(json_string_value(json_object_get(json_object_get(r, "to"), "nodes")) ?: "", "0");
+		assert_non_null(strstr(json_string_value(json_object_get(r, "detail")) ?: "", "reserved for it"));
+	}
+	json_decref(recs);
+	f.e->vm = NULL;
+	f.e->vmp = NULL;
+	efx_fini(&f);
+}
+
 /* An engine needs every part. */
 static void test_engine_needs_its_parts(void **state)
 {
@@ -786,6 +876,7 @@ int main(void)
 		cmocka_unit_test(test_engine_records_a_repeated_advice_once),
 		cmocka_unit_test(test_engine_vanished_move_starts_no_cooldown),
 		cmocka_unit_test(test_engine_reservations_reach_the_policy),
+		cmocka_unit_test(test_engine_places_a_started_domain),
 		cmocka_unit_test(test_engine_needs_its_parts),
 	};
 
