@@ -91,7 +91,7 @@ static int scan_guests(struct acquirer *a, struct snapshot *snap, int64_t now)
 }
 
 int acquirer_snapshot(struct acquirer *a, double prime_s, const struct snap_policy_overlay *ov,
-		      struct snapshot **out)
+		      const struct snapshot **out)
 {
 	struct snap_node *nodes = NULL;
 	unsigned nr = 0, *dist = NULL;

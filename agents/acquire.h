@@ -24,8 +24,8 @@ const struct cg_hier *acquirer_hier(const struct acquirer *a);
 const struct host_paths *acquirer_paths(const struct acquirer *a);
 
 /* Take a snapshot (finalised with OV's policy overrides, OV may be NULL;
- * one reference, the caller's). */
+ * one reference, the caller's; read-only from here on). */
 int acquirer_snapshot(struct acquirer *a, double prime_s, const struct snap_policy_overlay *ov,
-		      struct snapshot **out);
+		      const struct snapshot **out);
 
 #endif

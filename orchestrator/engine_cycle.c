@@ -262,8 +262,7 @@ static bool override_policy(void *ctx, const char *id, struct guest_policy *out)
 
 int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 {
-	struct snapshot *acquired = NULL;
-	const struct snapshot *snap;
+	const struct snapshot *snap = NULL;
 	struct snap_policy_overlay ov = { .get = override_policy, .ctx = e->gs };
 	struct plan *plan = NULL;
 	struct pstate *next = NULL;
@@ -282,10 +281,9 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 	engine_apply_schedule(e);
 	engine_settle_jobs(e);
 	dry_run = dry_run || e->cfg.dry_run;
-	r = e->src.snapshot(e->acq, e->cfg.sample_s, e->gs ? &ov : NULL, &acquired);
+	r = e->src.snapshot(e->acq, e->cfg.sample_s, e->gs ? &ov : NULL, &snap);
 	if (r < 0)
 		return log_errno(LOG_LEVEL_ERROR, r, "cannot read the host topology from %s", e->hp.sysfs);
-	snap = acquired;
 	t1 = clock_mono_ns();
 	/* The same broken file gives the same warning every cycle: once,
 	 * then with a count now and then (47 lines a cycle on one host). */

@@ -548,15 +548,17 @@ static void fake_add_source(struct acquirer *a, const struct guest_source *src) 
 static const struct cg_hier *fake_hier(const struct acquirer *a) { return &a->h; }
 
 static int fake_snapshot(struct acquirer *a, double prime_s, const struct snap_policy_overlay *ov,
-			 struct snapshot **out)
+			 const struct snapshot **out)
 {
 	const struct tg g[] = { { .id = "g1", .on = "0", .mem = { 0, GIB } } };
+	struct snapshot *s;
 
 	(void)a;
 	(void)prime_s;
-	*out = host(g, 1, 6 * GIB, ov);
-	(*out)->seq = ++fake.calls;
-	(*out)->mono_ns = T0 + (int64_t)fake.calls * SEC;
+	s = host(g, 1, 6 * GIB, ov);
+	s->seq = ++fake.calls;
+	s->mono_ns = T0 + (int64_t)fake.calls * SEC;
+	*out = s;
 	return 0;
 }
 
