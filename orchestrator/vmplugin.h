@@ -104,12 +104,17 @@ struct vmplugin {
  * next to the running executable (a build tree uses its own module),
  * else in NUMAORCH_PKGLIBDIR (the installed one). Loads it once per
  * process (later calls return the same table) and checks its ABI.
- * 0 and *OUT, or a negative errno with the reason in ERR:
- * -ENOENT no module found, -ELIBBAD it cannot be loaded or is of another
- * ABI. */
+ * The module is opened the careful way (its directory owned by root or
+ * us and not group/world-writable, the file by name with O_NOFOLLOW, a
+ * regular file owned by root or us and writable only by its owner) and
+ * loaded by that open file (/proc/self/fd/N), so what was checked is what
+ * runs. 0 and *OUT, or a negative errno with the reason in ERR: -ENOENT
+ * no module found, -EPERM or -ELOOP one that is not safe to run as root,
+ * -ELIBBAD it cannot be loaded or is of another ABI. */
 int vmplugin_load(const char *path, const struct vmplugin **out, char *err, size_t errsz);
 /* Where vmplugin_load would look, without loading: 0 and the path in OUT,
- * or -ENOENT with the reason in ERR (for --check-config). */
+ * or a negative errno with the reason in ERR, after the same checks of
+ * the file and its directory (for --check-config). */
 int vmplugin_find(const char *path, char *out, size_t outsz, char *err, size_t errsz);
 
 #endif
