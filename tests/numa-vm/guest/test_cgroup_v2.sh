@@ -452,7 +452,7 @@ test_top_shows_a_live_migration() {
 	n1b=$(($(mem_on $G1 1) / 1048576))
 	for f in ma mb; do
 		[ "$(jget $T/$f guest)" = $ID1 ] && [ "$(jget $T/$f from)" = 0 ] && [ "$(jget $T/$f to)" = 1 ] &&
-			[ "$(jget $T/$f state)" = running ] || { said "$f: not G1's job 0 -> 1 running: $(cat $T/$f)"; }
+			[ "$(jget $T/$f state)" = running ] || { said "$f: not G1's job 0 -> 1 running: $(tr '\n' ' ' < $T/$f | tr -s ' ')"; }
 	done
 	[ $r = 0 ] || { kill -9 $pid; cat $T/why; return 1; }
 	da=$(jget $T/ma done_mib) la=$(jget $T/ma left_mib) db=$(jget $T/mb done_mib) lb=$(jget $T/mb left_mib)
