@@ -302,6 +302,9 @@ bench-migrate: all $(NUMA_VM_BINS)
 SBINDIR    ?= $(PREFIX)/sbin
 BINDIR     ?= $(PREFIX)/bin
 MANDIR     ?= $(PREFIX)/share/man
+# The Grafana dashboard and Prometheus rules: files for the operator's own
+# Grafana and Prometheus to import, not configuration the agent reads.
+SHAREDIR   ?= $(PREFIX)/share/numaorch
 SYSCONFDIR ?= /etc
 UNITDIR    ?= /lib/systemd/system
 
@@ -320,6 +323,8 @@ install: all
 	install -D -m 0755 $(BUILD)/numaorch-libvirt-hook $(DESTDIR)$(PREFIX)/libexec/numaorch/libvirt-hook
 	install -d -m 0755 $(DESTDIR)$(SYSCONFDIR)/libvirt/hooks/qemu.d
 	ln -sf $(PREFIX)/libexec/numaorch/libvirt-hook $(DESTDIR)$(SYSCONFDIR)/libvirt/hooks/qemu.d/numaorch
+	install -D -m 0644 -t $(DESTDIR)$(SHAREDIR)/grafana deploy/grafana/numaorch-dashboard.json
+	install -D -m 0644 -t $(DESTDIR)$(SHAREDIR)/prometheus deploy/prometheus/numaorch-rules.yml
 
 DEB_DEPS := debhelper dpkg-dev lintian
 VERSION  := $(shell dpkg-parsechangelog -l deploy/debian/changelog -S Version 2>/dev/null)

@@ -90,7 +90,8 @@ static int scan_guests(struct acquirer *a, struct snapshot *snap, int64_t now)
 	return 0;
 }
 
-int acquirer_snapshot(struct acquirer *a, double prime_s, struct snapshot **out)
+int acquirer_snapshot(struct acquirer *a, double prime_s, const struct snap_policy_overlay *ov,
+		      const struct snapshot **out)
 {
 	struct snap_node *nodes = NULL;
 	unsigned nr = 0, *dist = NULL;
@@ -144,7 +145,7 @@ int acquirer_snapshot(struct acquirer *a, double prime_s, struct snapshot **out)
 	}
 	snap_set_nodes(s, nodes, nr, dist);
 	scan_guests(a, s, now);
-	snap_finalize(s);
+	snap_finalize_with(s, ov);
 
 	topo_cpustat_free(&a->prev);
 	a->prev = cur;

@@ -23,7 +23,9 @@ void acquirer_add_source(struct acquirer *a, const struct guest_source *src);
 const struct cg_hier *acquirer_hier(const struct acquirer *a);
 const struct host_paths *acquirer_paths(const struct acquirer *a);
 
-/* Take a snapshot (finalised, one reference, the caller's). */
-int acquirer_snapshot(struct acquirer *a, double prime_s, struct snapshot **out);
+/* Take a snapshot (finalised with OV's policy overrides, OV may be NULL;
+ * one reference, the caller's; read-only from here on). */
+int acquirer_snapshot(struct acquirer *a, double prime_s, const struct snap_policy_overlay *ov,
+		      const struct snapshot **out);
 
 #endif

@@ -77,6 +77,7 @@ static const struct source_ops host_sources = {
 static const struct policy_ops consolidate_policy = {
 	.decide = policy_decide_reserved,
 	.advise = policy_advise,
+	.place = policy_place,
 };
 static const struct engine_parts daemon_parts = { .sources = &host_sources, .policy = &consolidate_policy };
 
@@ -187,7 +188,6 @@ static struct agent_config *load_config(const struct cli *cli, char *err, size_t
 	}
 	if (apply_cli(cli, c, err, errsz) < 0) {
 		config_free(c);
-		free(c);
 		return NULL;
 	}
 	return c;
@@ -628,6 +628,16 @@ int main(int argc, char **argv)
 		ret = 1;
 		goto out;
 	}
+	/* Cool-downs and reservations survive a restart (shared/DESIGN.md). */
+	if (cfg->state_dir && cfg->state_dir[0]) {
+		char serr[600];
+
+		if (engine_use_state_dir(e, cfg->state_dir, serr, sizeof(serr)) < 0) {
+			log_error("%s", serr);
+			ret = 1;
+			goto out;
+		}
+	}
 	/* Signals are blocked here, before any API thread exists, so that
 	 * they all reach the engine's signalfd. */
 	r = engine_prepare_loop(e);
@@ -686,7 +696,6 @@ out:
 	}
 	if (cfg) {
 		config_free(cfg);
-		free(cfg);
 	}
 	free(state_dir_abs);
 	strv_free(&cli.nr_scopes, &cli.scopes);

@@ -107,18 +107,18 @@ static int policy_put_engine(struct engine *e, void *ctx)
 		if (pp->has[i])
 			pfield_set(&nc.policy, &pfields[i], &pp->pc);
 	if (pp->has_sched) {
-		sched_free(&nc.schedule);
+		sched_clear(&nc.schedule);
 		sched_copy(&nc.schedule, &pp->sched);
 	}
 	r = config_validate(&nc, pp->err, sizeof(pp->err));
 	if (r == 0)
 		r = engine_apply_config(e, &nc);
 	if (r < 0) {
-		config_free(&nc);
+		config_clear(&nc);
 		return r;
 	}
 	api_policy_from(&after, &nc);
-	config_free(&nc);
+	config_clear(&nc);
 
 	/* Until the next cycle publishes a view with these values, GET
 	 * /v1/policy shows them from here. */
@@ -275,12 +275,12 @@ void h_policy_put(struct rq *r)
 		api_reply_json(r, 200, json_pack("{s:o, s:o, s:s}", "policy", o, "changed", changed, "applies",
 					     "from the next cycle"));
 	}
-	sched_free(&pp->sched);
+	sched_clear(&pp->sched);
 	free(pp);
 	return;
 bad:
 	problem_jerr(r, &err);
-	sched_free(&pp->sched);
+	sched_clear(&pp->sched);
 	free(pp);
 }
 

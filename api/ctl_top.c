@@ -469,30 +469,57 @@ static void draw_nodes(struct top *t, struct sbuf *b, bool ansi, unsigned max_ro
 	}
 }
 
-/* Column widths of the guests panel for a terminal WIDTH wide: the
- * fixed columns, then what is left shared by id, memory and decision. */
-struct gcols {
-	size_t id, rt, nodes, loc, cpu, mem, dec;
+/* The guests panel's columns, in screen order: one table drives the
+ * header and every row. */
+enum gcol { GC_ID, GC_RT, GC_NODES, GC_LOC, GC_CPU, GC_MEM, GC_DEC, GC_N };
+
+static const struct {
+	const char *title;
+	bool right;            /* numbers align right */
+} gcol_def[GC_N] = {
+	[GC_ID] = { "GUEST", false },
+	[GC_RT] = { "RUNTIME", false },
+	[GC_NODES] = { "NODES", false },
+	[GC_LOC] = { "LOC", true },
+	[GC_CPU] = { "CPU", true },
+	[GC_MEM] = { "MEM/NODE", false },
+	[GC_DEC] = { "LAST DECISION", false },
 };
 
+struct gcols {
+	size_t w[GC_N];
+};
+
+/* Column widths of the guests panel for a terminal WIDTH wide: the
+ * fixed columns, then what is left shared by id, memory and decision. */
 static void guest_cols(unsigned width, struct gcols *c)
 {
 	size_t fixed, left;
 
-	c->rt = width >= 100 ? 10 : 7;
-	c->nodes = 5;
-	c->loc = 5;
-	c->cpu = 5;
-	fixed = c->rt + c->nodes + c->loc + c->cpu + 6; /* 6 separating spaces */
+	c->w[GC_RT] = width >= 100 ? 10 : 7;
+	c->w[GC_NODES] = 5;
+	c->w[GC_LOC] = 5;
+	c->w[GC_CPU] = 5;
+	fixed = c->w[GC_RT] + c->w[GC_NODES] + c->w[GC_LOC] + c->w[GC_CPU] + (GC_N - 1); /* separating spaces */
 	left = width > fixed + 40 ? width - fixed : 40;
 	/* 80 columns: id 17, memory 14, decision the rest (21) */
-	c->id = left * 36 / 100;
-	if (c->id > 48)
-		c->id = 48;
-	c->mem = left * 28 / 100;
-	if (c->mem > 32)
-		c->mem = 32;
-	c->dec = left - c->id - c->mem;
+	c->w[GC_ID] = left * 36 / 100;
+	if (c->w[GC_ID] > 48)
+		c->w[GC_ID] = 48;
+	c->w[GC_MEM] = left * 28 / 100;
+	if (c->w[GC_MEM] > 32)
+		c->w[GC_MEM] = 32;
+	c->w[GC_DEC] = left - c->w[GC_ID] - c->w[GC_MEM];
+}
+
+/* One line of the panel: CELL[k] in column k, one space between. */
+static void gcols_row(struct sbuf *b, const struct gcols *c, const char *const cell[GC_N])
+{
+	for (unsigned k = 0; k < GC_N; k++) {
+		if (k)
+			sb_puts(b, " ");
+		sb_cell(b, cell[k], c->w[k], gcol_def[k].right);
+	}
 }
 
 static void mem_text(json_t *g, char *buf, size_t sz)
@@ -552,59 +579,45 @@ static void migration_text(json_t *m, char *buf, size_t sz)
 static void draw_guests(struct top *t, struct sbuf *b, bool ansi, size_t rows)
 {
 	struct gcols c;
-	char cell[1024];
+	const char *cell[GC_N];
+	char loc_s[16], cpu_s[16], mem_s[1024], dec_s[1024];
 
 	guest_cols(t->width, &c);
 	if (t->scroll + rows > t->ntg)
 		t->scroll = t->ntg > rows ? t->ntg - rows : 0;
 	if (ansi)
 		sb_puts(b, "\033[7m");
-	sb_cell(b, "GUEST", c.id, false);
-	sb_puts(b, " ");
-	sb_cell(b, "RUNTIME", c.rt, false);
-	sb_puts(b, " ");
-	sb_cell(b, "NODES", c.nodes, false);
-	sb_puts(b, " ");
-	sb_cell(b, "LOC", c.loc, true);
-	sb_puts(b, " ");
-	sb_cell(b, "CPU", c.cpu, true);
-	sb_puts(b, " ");
-	sb_cell(b, "MEM/NODE", c.mem, false);
-	sb_puts(b, " ");
-	sb_cell(b, "LAST DECISION", c.dec, false);
+	for (unsigned k = 0; k < GC_N; k++)
+		cell[k] = gcol_def[k].title;
+	gcols_row(b, &c, cell);
 	sb_puts(b, ansi ? "\033[K\033[0m\r\n" : "\n");
 	for (size_t i = t->scroll; i < t->ntg && i < t->scroll + rows; i++) {
 		json_t *g = t->tg[i].g;
 		double loc = jnum(g, "locality"), cpu = jnum(g, "cpu_use");
 
-		sb_cell(b, jstr(g, "id"), c.id, false);
-		sb_puts(b, " ");
+		cell[GC_ID] = jstr(g, "id");
 		/* the one runtime name longer than a narrow column */
-		sb_cell(b, c.rt < 10 && strcmp(jstr(g, "runtime"), "kubernetes") == 0 ? "k8s" : jstr(g, "runtime"),
-			c.rt, false);
-		sb_puts(b, " ");
-		sb_cell(b, jstr(g, "cpu_nodes"), c.nodes, false);
-		sb_puts(b, " ");
-		pct(loc, cell, sizeof(cell));
+		cell[GC_RT] = c.w[GC_RT] < 10 && strcmp(jstr(g, "runtime"), "kubernetes") == 0 ? "k8s"
+							: jstr(g, "runtime");
+		cell[GC_NODES] = jstr(g, "cpu_nodes");
+		pct(loc, loc_s, sizeof(loc_s));
 		/* '~': estimated from its CPUs, not measured from its threads */
 		if (!isnan(loc) && strcmp(jstr(g, "locality_source"), "estimate") == 0)
-			strcat(cell, "~");
-		sb_cell(b, cell, c.loc, true);
-		sb_puts(b, " ");
+			strcat(loc_s, "~");
+		cell[GC_LOC] = loc_s;
 		if (isnan(cpu))
-			snprintf(cell, sizeof(cell), "-");
+			snprintf(cpu_s, sizeof(cpu_s), "-");
 		else
-			snprintf(cell, sizeof(cell), "%.2f", cpu);
-		sb_cell(b, cell, c.cpu, true);
-		sb_puts(b, " ");
-		mem_text(g, cell, sizeof(cell));
-		sb_cell(b, cell, c.mem, false);
-		sb_puts(b, " ");
+			snprintf(cpu_s, sizeof(cpu_s), "%.2f", cpu);
+		cell[GC_CPU] = cpu_s;
+		mem_text(g, mem_s, sizeof(mem_s));
+		cell[GC_MEM] = mem_s;
 		if (t->tg[i].mig)
-			migration_text(t->tg[i].mig, cell, sizeof(cell));
+			migration_text(t->tg[i].mig, dec_s, sizeof(dec_s));
 		else
-			decision_text(t->tg[i].last, c.dec > 30, cell, sizeof(cell));
-		sb_cell(b, cell, c.dec, false);
+			decision_text(t->tg[i].last, c.w[GC_DEC] > 30, dec_s, sizeof(dec_s));
+		cell[GC_DEC] = dec_s;
+		gcols_row(b, &c, cell);
 		sb_puts(b, ansi ? "\033[K\r\n" : "\n");
 	}
 }

@@ -325,7 +325,7 @@ static bool descendants_set_mems(struct applier *a, const char *rel)
  * (apply_cpus → apply_memory, or → apply_memory_widen + the mover +
  * apply_memory_settle). */
 struct apply_pending {
-	struct snapshot *snap;         /* referenced */
+	const struct snapshot *snap;       /* referenced */
 	struct plan_item it;           /* a copy; it.to_cpus points at to_cpus */
 	cpumask_t to_cpus;
 	bool vm;                       /* the VM actuator does it all in phase 2 */
@@ -705,7 +705,7 @@ int apply_cpus(struct applier *a, const struct snapshot *snap, const struct plan
 	}
 	p = xcalloc(1, sizeof(*p));
 	p->t0 = clock_mono_ns();
-	p->snap = snap_ref((struct snapshot *)snap); /* held, never changed */
+	p->snap = snap_ref(snap); /* held, never changed */
 	p->it = *it;
 	if (it->to_cpus) {
 		p->to_cpus = *it->to_cpus;

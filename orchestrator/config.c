@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include <dirent.h>
+#include <stddef.h>
 #include <errno.h>
 #include <ini.h>
 #include <math.h>
@@ -69,7 +70,7 @@ void config_default(struct agent_config *c)
 	c->mover_job_timeout_s = 300;
 }
 
-void config_free(struct agent_config *c)
+void config_clear(struct agent_config *c)
 {
 	if (!c)
 		return;
@@ -85,8 +86,14 @@ void config_free(struct agent_config *c)
 	free(c->api_tls_key);
 	free(c->libvirt_uri);
 	free(c->libvirt_module);
-	sched_free(&c->schedule);
+	sched_clear(&c->schedule);
 	memset(c, 0, sizeof(*c));
+}
+
+void config_free(struct agent_config *c)
+{
+	config_clear(c);
+	free(c);
 }
 
 static char *dup_or_null(const char *s)
@@ -140,8 +147,7 @@ static int set_str(char **dst, const char *v)
 	return 1;
 }
 
-/* A number in [lo, hi]; percentages are given as 0..100 and stored as
- * fractions by the caller. */
+/* A number in [lo, hi]. */
 static bool num_in(const char *v, double lo, double hi, double *out)
 {
 	double d;
@@ -166,281 +172,302 @@ static int cgroup_list_add(struct parse_ctx *p, const char *sec, const char *key
 	return 1;
 }
 
-static int handle_policy(struct parse_ctx *p, const char *name, const char *v)
+/* ---- the keys: one table ------------------------------------------------
+ *
+ * Each key of the file is one row: its section and name, how its value is
+ * parsed and checked, and where it goes (an offset into struct
+ * agent_config). Messages name the section and key and say what the value
+ * must be, from the row. Lists, enums and the few keys with a rule of
+ * their own have a setter. */
+
+enum key_type {
+	K_NUM,       /* double in [lo, hi], stored ÷ div as a double (percent: div 100) */
+	K_SECONDS,   /* seconds in [lo, hi], stored as int64 ns */
+	K_UINT,      /* integer in [lo, hi], stored as unsigned */
+	K_MIB,       /* integer of MiB ≤ 2^30, stored as uint64 bytes */
+	K_BOOL,      /* yes/no, true/false, on/off, 1/0 */
+	K_STR,       /* a string; "" stores NULL */
+	K_SET,       /* the row's setter decides */
+};
+
+struct key;
+typedef int (*key_set_fn)(struct parse_ctx *p, const struct key *k, const char *v);
+
+struct key {
+	const char *sec, *name;
+	enum key_type type;
+	size_t off;
+	double lo, hi, div;
+	const char *what;    /* K_NUM/K_SECONDS: "seconds", "a number", ... */
+	const char *suffix;  /* after the range: " (percent)" */
+	key_set_fn set;      /* K_SET */
+};
+
+#define AT(field) offsetof(struct agent_config, field)
+#define FIELD(c, k, type) ((type *)((char *)(c) + (k)->off))
+
+static int set_mode(struct parse_ctx *p, const struct key *k, const char *v)
 {
-	struct policy_config *pc = &p->cfg->policy;
+	if (agent_mode_parse(v, FIELD(p->cfg, k, enum agent_mode)) < 0)
+		return fail(p, "[%s] %s: must be enforce, advise or off, got \"%s\"", k->sec, k->name, v);
+	return 1;
+}
+
+static int set_log_level(struct parse_ctx *p, const struct key *k, const char *v)
+{
+	if (log_level_parse(v, FIELD(p->cfg, k, enum log_level)) < 0)
+		return fail(p, "[%s] %s: must be error, warn, info or debug, got \"%s\"", k->sec, k->name, v);
+	return 1;
+}
+
+static int set_abs_path(struct parse_ctx *p, const struct key *k, const char *v)
+{
+	if (!*v || v[0] != '/')
+		return fail(p, "[%s] %s: must be an absolute path, got \"%s\"", k->sec, k->name, v);
+	return set_str(FIELD(p->cfg, k, char *), v);
+}
+
+/* empty: the default (NULL) */
+static int set_abs_path_or_empty(struct parse_ctx *p, const struct key *k, const char *v)
+{
+	if (*v && *v != '/')
+		return fail(p, "[%s] %s: must be an absolute path, got \"%s\"", k->sec, k->name, v);
+	return set_str(FIELD(p->cfg, k, char *), v);
+}
+
+static int set_memory_binding(struct parse_ctx *p, const struct key *k, const char *v)
+{
+	if (strcmp(v, "soft") == 0)
+		p->cfg->strict_mems = false;
+	else if (strcmp(v, "strict") == 0)
+		p->cfg->strict_mems = true;
+	else
+		return fail(p, "[%s] %s: must be soft or strict, got \"%s\"", k->sec, k->name, v);
+	return 1;
+}
+
+static int set_scope(struct parse_ctx *p, const struct key *k, const char *v)
+{
+	return cgroup_list_add(p, k->sec, k->name, v, &p->cfg->cg.nr_scopes, &p->cfg->cg.scopes);
+}
+
+static int set_parent(struct parse_ctx *p, const struct key *k, const char *v)
+{
+	return cgroup_list_add(p, k->sec, k->name, v, &p->cfg->cg.nr_parents, &p->cfg->cg.parents);
+}
+
+static int set_runc_root(struct parse_ctx *p, const struct key *k, const char *v)
+{
+	struct cgscan_config *cg = &p->cfg->cg;
+
+	if (!*v) {
+		strv_free(&cg->nr_runc_roots, &cg->runc_roots);
+		return 1;
+	}
+	if (v[0] != '/')
+		return fail(p, "[%s] %s: must be an absolute path, got \"%s\"", k->sec, k->name, v);
+	strv_push(&cg->nr_runc_roots, &cg->runc_roots, v);
+	return 1;
+}
+
+static int set_api_socket(struct parse_ctx *p, const struct key *k, const char *v)
+{
+	if (*v && v[0] != '/')
+		return fail(p, "[%s] %s: must be an absolute path, got \"%s\"", k->sec, k->name, v);
+	free(p->cfg->api_socket);
+	p->cfg->api_socket = xstrdup(v); /* "" disables the socket */
+	return 1;
+}
+
+static int set_api_listen(struct parse_ctx *p, const struct key *k, const char *v)
+{
+	if (*v && !strchr(v, ':'))
+		return fail(p, "[%s] %s: must be ADDR:PORT, got \"%s\"", k->sec, k->name, v);
+	return set_str(&p->cfg->api_listen, v);
+}
+
+static int set_nonempty(struct parse_ctx *p, const struct key *k, const char *v)
+{
+	if (!*v)
+		return fail(p, "[%s] %s: must not be empty", k->sec, k->name);
+	return set_str(FIELD(p->cfg, k, char *), v);
+}
+
+static int set_cpus_without_memory(struct parse_ctx *p, const struct key *k, const char *v)
+{
+	enum vm_cpus_without_memory m;
+
+	if (vm_cpus_without_memory_parse(v, &m) < 0)
+		return fail(p, "[%s] %s: must be local, never or always, got \"%s\"", k->sec, k->name, v);
+	p->cfg->libvirt_cpus_without_memory = m;
+	return 1;
+}
+
+static int set_kernel_balancing(struct parse_ctx *p, const struct key *k, const char *v)
+{
+	enum kbal_setting b;
+
+	if (kbal_setting_parse(v, &b) < 0)
+		return fail(p, "[%s] %s: must be auto, defer or migrate, got \"%s\"", k->sec, k->name, v);
+	p->cfg->kernel_balancing = b;
+	return 1;
+}
+
+static int set_window(struct parse_ctx *p, const struct key *k, const char *v)
+{
+	struct schedule *sc = &p->cfg->schedule;
+	struct sched_entry se;
+	char why[256];
+
+	if (!*v) {
+		sched_clear(sc);
+		return 1;
+	}
+	if (sc->n >= SCHED_MAX_ENTRIES)
+		return fail(p, "[%s] %s: at most %d windows", k->sec, k->name, SCHED_MAX_ENTRIES);
+	if (sched_parse(v, &se, why, sizeof(why)) < 0)
+		return fail(p, "[%s] %s: %s", k->sec, k->name, why);
+	sched_add(sc, &se);
+	return 1;
+}
+
+#define NUM(s, n, f, l, h, w, sfx, sc) { s, n, K_NUM, AT(f), l, h, sc, w, sfx, NULL }
+#define PCT(n, l, h) NUM("policy", #n, policy.n, l, h, "a number", " (percent)", 100)
+#define SECS(s, n, f, l, h) { s, n, K_SECONDS, AT(f), l, h, 1, "seconds", "", NULL }
+#define UINT(s, n, f, l, h) { s, n, K_UINT, AT(f), l, h, 1, "an integer", "", NULL }
+#define MIBS(s, n, f) { s, n, K_MIB, AT(f), 0, 0, 1, NULL, NULL, NULL }
+#define BOOLK(s, n, f) { s, n, K_BOOL, AT(f), 0, 0, 1, NULL, NULL, NULL }
+#define STR(s, n, f) { s, n, K_STR, AT(f), 0, 0, 1, NULL, NULL, NULL }
+#define SET(s, n, f, fn) { s, n, K_SET, AT(f), 0, 0, 1, NULL, NULL, fn }
+
+static const struct key keys[] = {
+	SET("agent", "mode", mode, set_mode),
+	NUM("agent", "interval", interval_s, 0.1, 86400, "seconds", "", 1),
+	NUM("agent", "sample", sample_s, 0.05, 60, "seconds", "", 1),
+	NUM("agent", "history", history_s, 0, 86400, "seconds", "", 1),
+	SET("agent", "log_level", log_level, set_log_level),
+	STR("agent", "decision_log", decision_log),
+	SET("agent", "state_dir", state_dir, set_abs_path),
+	BOOLK("agent", "dry_run", dry_run),
+	BOOLK("agent", "log_syslog", log_syslog),
+	BOOLK("agent", "freeze_during_migration", freeze_during_migration),
+	SET("agent", "memory_binding", strict_mems, set_memory_binding),
+
+	SET("scope", "cgroup", cg.scopes, set_scope),
+	SET("containers", "parent", cg.parents, set_parent),
+	SET("containers", "runc_root", cg.runc_roots, set_runc_root),
+
+	PCT(locality_target, 0, 100),
+	PCT(cpu_headroom, 0, 1000),
+	PCT(mem_headroom, 0, 1000),
+	PCT(less_busy_margin, 0, 100),
+	PCT(max_util, 1, 100),
+	PCT(rebalance_util, 0, 100),
+	NUM("policy", "min_cpu", policy.min_cpu, 0, 4096, "a number of CPUs", "", 1),
+	SECS("policy", "cooldown", policy.cooldown_ns, 0, 86400 * 7),
+	UINT("policy", "max_moves", policy.max_moves, 1, 10000),
+	MIBS("policy", "max_migrate_mib", policy.max_migrate_bytes),
+	MIBS("policy", "min_free_mib", policy.min_free_bytes),
+
+	SET("api", "socket", api_socket, set_api_socket),
+	SET("api", "listen", api_listen, set_api_listen),
+	STR("api", "token_file", api_token_file),
+	STR("api", "tls_cert", api_tls_cert),
+	STR("api", "tls_key", api_tls_key),
+
+	BOOLK("libvirt", "enabled", libvirt_enabled),
+	SET("libvirt", "uri", libvirt_uri, set_nonempty),
+	/* empty: the default search (vmplugin.h) */
+	SET("libvirt", "module", libvirt_module, set_abs_path_or_empty),
+	UINT("libvirt", "keepalive_interval", libvirt_keepalive_interval, 1, 60),
+	UINT("libvirt", "keepalive_count", libvirt_keepalive_count, 1, 60),
+	BOOLK("libvirt", "place_on_start", libvirt_place_on_start),
+	NUM("libvirt", "place_vcpu_load", libvirt_place_vcpu_load, 1, 100, "a number", " (percent)", 100),
+	SET("libvirt", "cpus_without_memory", libvirt_cpus_without_memory, set_cpus_without_memory),
+
+	SET("memory", "kernel_balancing", kernel_balancing, set_kernel_balancing),
+	BOOLK("memory", "mover", mover),
+	UINT("memory", "workers", mover_workers, 1, 16),
+	NUM("memory", "rate_mib", mover_rate_mib, 0, 1048576, "MiB/s", " (0: no limit)", 1),
+	NUM("memory", "chunk_ms", mover_chunk_ms, 1, 1000, "milliseconds", "", 1),
+	NUM("memory", "job_timeout", mover_job_timeout_s, 1, 86400, "seconds", "", 1),
+
+	SET("schedule", "window", schedule, set_window),
+};
+
+#undef NUM
+#undef PCT
+#undef SECS
+#undef UINT
+#undef MIBS
+#undef BOOLK
+#undef STR
+#undef SET
+
+static const char *const sections[] = { "agent", "scope", "containers", "policy", "api", "libvirt", "memory",
+					"schedule" };
+
+static int set_key(struct parse_ctx *p, const struct key *k, const char *v)
+{
+	struct agent_config *c = p->cfg;
 	double d;
 	uint64_t u;
+	bool b;
 
-#define PCT(field, lo, hi) \
-	if (strcmp(name, #field) == 0) { \
-		if (!num_in(v, lo, hi, &d)) \
-			return fail(p, "[policy] %s: must be a number %g..%g (percent), got \"%s\"", name, (double)lo, (double)hi, v); \
-		pc->field = d / 100.0; \
-		return 1; \
-	}
-	PCT(locality_target, 0, 100)
-	PCT(cpu_headroom, 0, 1000)
-	PCT(mem_headroom, 0, 1000)
-	PCT(less_busy_margin, 0, 100)
-	PCT(max_util, 1, 100)
-	PCT(rebalance_util, 0, 100)
-#undef PCT
-	if (strcmp(name, "min_cpu") == 0) {
-		if (!num_in(v, 0, 4096, &d))
-			return fail(p, "[policy] min_cpu: must be a number of CPUs 0..4096, got \"%s\"", v);
-		pc->min_cpu = d;
+	switch (k->type) {
+	case K_NUM:
+		if (!num_in(v, k->lo, k->hi, &d))
+			return fail(p, "[%s] %s: must be %s %.10g..%.10g%s, got \"%s\"", k->sec, k->name, k->what, k->lo,
+				    k->hi, k->suffix, v);
+		*FIELD(c, k, double) = k->div == 1 ? d : d / k->div;
 		return 1;
-	}
-	if (strcmp(name, "cooldown") == 0) {
-		if (!num_in(v, 0, 86400 * 7, &d))
-			return fail(p, "[policy] cooldown: must be seconds 0..604800, got \"%s\"", v);
-		pc->cooldown_ns = (int64_t)(d * 1e9);
+	case K_SECONDS:
+		if (!num_in(v, k->lo, k->hi, &d))
+			return fail(p, "[%s] %s: must be %s %.10g..%.10g%s, got \"%s\"", k->sec, k->name, k->what, k->lo,
+				    k->hi, k->suffix, v);
+		*FIELD(c, k, int64_t) = (int64_t)(d * 1e9);
 		return 1;
-	}
-	if (strcmp(name, "max_moves") == 0) {
-		if (parse_u64(v, &u) < 0 || u < 1 || u > 10000)
-			return fail(p, "[policy] max_moves: must be an integer 1..10000, got \"%s\"", v);
-		pc->max_moves = (unsigned)u;
+	case K_UINT:
+		if (parse_u64(v, &u) < 0 || (double)u < k->lo || (double)u > k->hi)
+			return fail(p, "[%s] %s: must be an integer %.10g..%.10g, got \"%s\"", k->sec, k->name, k->lo,
+				    k->hi, v);
+		*FIELD(c, k, unsigned) = (unsigned)u;
 		return 1;
-	}
-	if (strcmp(name, "max_migrate_mib") == 0) {
+	case K_MIB:
 		if (parse_u64(v, &u) < 0 || u > (1ULL << 30))
-			return fail(p, "[policy] max_migrate_mib: must be an integer of MiB, got \"%s\"", v);
-		pc->max_migrate_bytes = u * MIB;
+			return fail(p, "[%s] %s: must be an integer of MiB, got \"%s\"", k->sec, k->name, v);
+		*FIELD(c, k, uint64_t) = u * MIB;
 		return 1;
-	}
-	if (strcmp(name, "min_free_mib") == 0) {
-		if (parse_u64(v, &u) < 0 || u > (1ULL << 30))
-			return fail(p, "[policy] min_free_mib: must be an integer of MiB, got \"%s\"", v);
-		pc->min_free_bytes = u * MIB;
+	case K_BOOL:
+		if (parse_bool(v, &b) < 0)
+			return fail(p, "[%s] %s: must be yes or no, got \"%s\"", k->sec, k->name, v);
+		*FIELD(c, k, bool) = b;
 		return 1;
+	case K_STR:
+		return set_str(FIELD(c, k, char *), v);
+	case K_SET:
+		return k->set(p, k, v);
 	}
-	return fail(p, "[policy] unknown key \"%s\"", name);
+	return fail(p, "[%s] %s: cannot be set", k->sec, k->name);
 }
 
 static int handler(void *user, const char *sec, const char *name, const char *v)
 {
 	struct parse_ctx *p = user;
-	struct agent_config *c = p->cfg;
-	double d;
-	bool b;
+	bool known_sec = false;
 
-	if (strcmp(sec, "agent") == 0) {
-		if (strcmp(name, "mode") == 0) {
-			if (agent_mode_parse(v, &c->mode) < 0)
-				return fail(p, "[agent] mode: must be enforce, advise or off, got \"%s\"", v);
-			return 1;
-		}
-		if (strcmp(name, "interval") == 0) {
-			if (!num_in(v, 0.1, 86400, &d))
-				return fail(p, "[agent] interval: must be seconds 0.1..86400, got \"%s\"", v);
-			c->interval_s = d;
-			return 1;
-		}
-		if (strcmp(name, "sample") == 0) {
-			if (!num_in(v, 0.05, 60, &d))
-				return fail(p, "[agent] sample: must be seconds 0.05..60, got \"%s\"", v);
-			c->sample_s = d;
-			return 1;
-		}
-		if (strcmp(name, "history") == 0) {
-			if (!num_in(v, 0, 86400, &d))
-				return fail(p, "[agent] history: must be seconds 0..86400, got \"%s\"", v);
-			c->history_s = d;
-			return 1;
-		}
-		if (strcmp(name, "log_level") == 0) {
-			if (log_level_parse(v, &c->log_level) < 0)
-				return fail(p, "[agent] log_level: must be error, warn, info or debug, got \"%s\"", v);
-			return 1;
-		}
-		if (strcmp(name, "decision_log") == 0)
-			return set_str(&c->decision_log, v);
-		if (strcmp(name, "state_dir") == 0) {
-			if (!*v || v[0] != '/')
-				return fail(p, "[agent] state_dir: must be an absolute path, got \"%s\"", v);
-			return set_str(&c->state_dir, v);
-		}
-#define BOOL(key, field) \
-		if (strcmp(name, key) == 0) { \
-			if (parse_bool(v, &b) < 0) \
-				return fail(p, "[agent] %s: must be yes or no, got \"%s\"", key, v); \
-			c->field = b; \
-			return 1; \
-		}
-		BOOL("dry_run", dry_run)
-		BOOL("log_syslog", log_syslog)
-		BOOL("freeze_during_migration", freeze_during_migration)
-		if (strcmp(name, "memory_binding") == 0) {
-			if (strcmp(v, "soft") == 0)
-				c->strict_mems = false;
-			else if (strcmp(v, "strict") == 0)
-				c->strict_mems = true;
-			else
-				return fail(p, "[agent] memory_binding: must be soft or strict, got \"%s\"", v);
-			return 1;
-		}
-#undef BOOL
-		return fail(p, "[agent] unknown key \"%s\"", name);
-	}
-	if (strcmp(sec, "scope") == 0) {
-		if (strcmp(name, "cgroup") == 0)
-			return cgroup_list_add(p, sec, name, v, &c->cg.nr_scopes, &c->cg.scopes);
-		return fail(p, "[scope] unknown key \"%s\"", name);
-	}
-	if (strcmp(sec, "containers") == 0) {
-		if (strcmp(name, "parent") == 0)
-			return cgroup_list_add(p, sec, name, v, &c->cg.nr_parents, &c->cg.parents);
-		if (strcmp(name, "runc_root") == 0) {
-			if (!*v) {
-				strv_free(&c->cg.nr_runc_roots, &c->cg.runc_roots);
-				return 1;
-			}
-			if (v[0] != '/')
-				return fail(p, "[containers] runc_root: must be an absolute path, got \"%s\"", v);
-			strv_push(&c->cg.nr_runc_roots, &c->cg.runc_roots, v);
-			return 1;
-		}
-		return fail(p, "[containers] unknown key \"%s\"", name);
-	}
-	if (strcmp(sec, "policy") == 0)
-		return handle_policy(p, name, v);
-	if (strcmp(sec, "api") == 0) {
-		if (strcmp(name, "socket") == 0) {
-			if (*v && v[0] != '/')
-				return fail(p, "[api] socket: must be an absolute path, got \"%s\"", v);
-			free(c->api_socket);
-			c->api_socket = xstrdup(v); /* "" disables the socket */
-			return 1;
-		}
-		if (strcmp(name, "listen") == 0) {
-			if (*v && !strchr(v, ':'))
-				return fail(p, "[api] listen: must be ADDR:PORT, got \"%s\"", v);
-			return set_str(&c->api_listen, v);
-		}
-		if (strcmp(name, "token_file") == 0)
-			return set_str(&c->api_token_file, v);
-		if (strcmp(name, "tls_cert") == 0)
-			return set_str(&c->api_tls_cert, v);
-		if (strcmp(name, "tls_key") == 0)
-			return set_str(&c->api_tls_key, v);
-		return fail(p, "[api] unknown key \"%s\"", name);
-	}
-	if (strcmp(sec, "libvirt") == 0) {
-		if (strcmp(name, "enabled") == 0) {
-			if (parse_bool(v, &b) < 0)
-				return fail(p, "[libvirt] enabled: must be yes or no, got \"%s\"", v);
-			c->libvirt_enabled = b;
-			return 1;
-		}
-		if (strcmp(name, "uri") == 0) {
-			if (!*v)
-				return fail(p, "[libvirt] uri: must not be empty");
-			return set_str(&c->libvirt_uri, v);
-		}
-		if (strcmp(name, "module") == 0) {
-			/* empty: the default search (vmplugin.h) */
-			if (*v && *v != '/')
-				return fail(p, "[libvirt] module: must be an absolute path, got \"%s\"", v);
-			return set_str(&c->libvirt_module, v);
-		}
-		if (strcmp(name, "keepalive_interval") == 0 || strcmp(name, "keepalive_count") == 0) {
-			uint64_t u;
-
-			if (parse_u64(v, &u) < 0 || u < 1 || u > 60)
-				return fail(p, "[libvirt] %s: must be an integer 1..60, got \"%s\"", name, v);
-			if (strcmp(name, "keepalive_interval") == 0)
-				c->libvirt_keepalive_interval = (unsigned)u;
-			else
-				c->libvirt_keepalive_count = (unsigned)u;
-			return 1;
-		}
-		if (strcmp(name, "place_on_start") == 0) {
-			if (parse_bool(v, &b) < 0)
-				return fail(p, "[libvirt] place_on_start: must be yes or no, got \"%s\"", v);
-			c->libvirt_place_on_start = b;
-			return 1;
-		}
-		if (strcmp(name, "place_vcpu_load") == 0) {
-			if (!num_in(v, 1, 100, &d))
-				return fail(p, "[libvirt] place_vcpu_load: must be a number 1..100 (percent), got \"%s\"", v);
-			c->libvirt_place_vcpu_load = d / 100.0;
-			return 1;
-		}
-		if (strcmp(name, "cpus_without_memory") == 0) {
-			enum vm_cpus_without_memory m;
-
-			if (vm_cpus_without_memory_parse(v, &m) < 0)
-				return fail(p, "[libvirt] cpus_without_memory: must be local, never or always, got \"%s\"", v);
-			c->libvirt_cpus_without_memory = (unsigned)m;
-			return 1;
-		}
-		return fail(p, "[libvirt] unknown key \"%s\"", name);
-	}
-	if (strcmp(sec, "memory") == 0) {
-		if (strcmp(name, "kernel_balancing") == 0) {
-			enum kbal_setting k;
-
-			if (kbal_setting_parse(v, &k) < 0)
-				return fail(p, "[memory] kernel_balancing: must be auto, defer or migrate, got \"%s\"", v);
-			c->kernel_balancing = (unsigned)k;
-			return 1;
-		}
-		if (strcmp(name, "mover") == 0) {
-			if (parse_bool(v, &b) < 0)
-				return fail(p, "[memory] mover: must be yes or no, got \"%s\"", v);
-			c->mover = b;
-			return 1;
-		}
-		if (strcmp(name, "workers") == 0) {
-			uint64_t u;
-
-			if (parse_u64(v, &u) < 0 || u < 1 || u > 16)
-				return fail(p, "[memory] workers: must be an integer 1..16, got \"%s\"", v);
-			c->mover_workers = (unsigned)u;
-			return 1;
-		}
-		if (strcmp(name, "rate_mib") == 0) {
-			if (!num_in(v, 0, 1048576, &d))
-				return fail(p, "[memory] rate_mib: must be MiB/s 0..1048576 (0: no limit), got \"%s\"", v);
-			c->mover_rate_mib = d;
-			return 1;
-		}
-		if (strcmp(name, "chunk_ms") == 0) {
-			if (!num_in(v, 1, 1000, &d))
-				return fail(p, "[memory] chunk_ms: must be milliseconds 1..1000, got \"%s\"", v);
-			c->mover_chunk_ms = d;
-			return 1;
-		}
-		if (strcmp(name, "job_timeout") == 0) {
-			if (!num_in(v, 1, 86400, &d))
-				return fail(p, "[memory] job_timeout: must be seconds 1..86400, got \"%s\"", v);
-			c->mover_job_timeout_s = d;
-			return 1;
-		}
-		return fail(p, "[memory] unknown key \"%s\"", name);
-	}
-	if (strcmp(sec, "schedule") == 0) {
-		struct sched_entry se;
-		char why[256];
-
-		if (strcmp(name, "window") != 0)
-			return fail(p, "[schedule] unknown key \"%s\" (window = DAYS HH:MM-HH:MM KEY=VALUE...)", name);
-		if (!*v) {
-			sched_free(&c->schedule);
-			return 1;
-		}
-		if (c->schedule.n >= SCHED_MAX_ENTRIES)
-			return fail(p, "[schedule] window: at most %d windows", SCHED_MAX_ENTRIES);
-		if (sched_parse(v, &se, why, sizeof(why)) < 0)
-			return fail(p, "[schedule] window: %s", why);
-		sched_add(&c->schedule, &se);
-		return 1;
-	}
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (strcmp(keys[i].sec, sec) == 0 && strcmp(keys[i].name, name) == 0)
+			return set_key(p, &keys[i], v);
+	for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++)
+		known_sec = known_sec || strcmp(sections[i], sec) == 0;
 	if (!*sec)
 		return fail(p, "key \"%s\" outside any [section]", name);
-	return fail(p, "unknown section [%s]", sec);
+	if (!known_sec)
+		return fail(p, "unknown section [%s]", sec);
+	if (strcmp(sec, "schedule") == 0)
+		return fail(p, "[schedule] unknown key \"%s\" (window = DAYS HH:MM-HH:MM KEY=VALUE...)", name);
+	return fail(p, "[%s] unknown key \"%s\"", sec, name);
 }
 
 int config_validate(const struct agent_config *c, char *err, size_t errsz)
@@ -467,13 +494,13 @@ static int finish(struct parse_ctx *p, int line, const char *name, struct agent_
 {
 	if (line < 0) {
 		snprintf(err, errsz, "%s: cannot read: %s", name, strerror(errno ? errno : EIO));
-		config_free(tmp);
+		config_clear(tmp);
 		return errno ? -errno : -EIO;
 	}
 	if (line > 0) {
 		snprintf(err, errsz, "%s:%d: %s", name, line,
 			 p->failed ? p->msg : "syntax error (expected [section] or key = value)");
-		config_free(tmp);
+		config_clear(tmp);
 		return -EINVAL;
 	}
 	if (config_validate(tmp, err, errsz) < 0) {
@@ -481,7 +508,7 @@ static int finish(struct parse_ctx *p, int line, const char *name, struct agent_
 
 		snprintf(buf, sizeof(buf), "%s: %s", name, err);
 		snprintf(err, errsz, "%s", buf);
-		config_free(tmp);
+		config_clear(tmp);
 		return -EINVAL;
 	}
 	*out = *tmp;
@@ -558,7 +585,7 @@ int config_load(const char *path, struct agent_config *out, char *err, size_t er
 	free(ents);
 	free(dir);
 	if (r < 0) {
-		config_free(&tmp);
+		config_clear(&tmp);
 		free(file);
 		return r;
 	}
@@ -578,4 +605,32 @@ int config_load_string(const char *text, const char *name, struct agent_config *
 	errno = 0;
 	line = ini_parse_string(text, handler, &p);
 	return finish(&p, line, name, &tmp, out, err, errsz);
+}
+
+static bool same_strv(unsigned na, char *const *a, unsigned nb, char *const *b)
+{
+	if (na != nb)
+		return false;
+	for (unsigned i = 0; i < na; i++)
+		if (strcmp(a[i], b[i]) != 0)
+			return false;
+	return true;
+}
+
+bool config_sources_differ(const struct agent_config *a, const struct agent_config *b)
+{
+	return !same_strv(a->cg.nr_scopes, a->cg.scopes, b->cg.nr_scopes, b->cg.scopes) ||
+	       !same_strv(a->cg.nr_parents, a->cg.parents, b->cg.nr_parents, b->cg.parents) ||
+	       !same_strv(a->cg.nr_runc_roots, a->cg.runc_roots, b->cg.nr_runc_roots,
+			  b->cg.runc_roots) ||
+	       a->policy.min_free_bytes != b->policy.min_free_bytes ||
+	       a->freeze_during_migration != b->freeze_during_migration ||
+	       a->strict_mems != b->strict_mems ||
+	       a->libvirt_enabled != b->libvirt_enabled ||
+	       strcmp(a->libvirt_uri ? a->libvirt_uri : "", b->libvirt_uri ? b->libvirt_uri : "") ||
+	       strcmp(a->libvirt_module ? a->libvirt_module : "",
+		      b->libvirt_module ? b->libvirt_module : "") ||
+	       a->libvirt_keepalive_interval != b->libvirt_keepalive_interval ||
+	       a->libvirt_keepalive_count != b->libvirt_keepalive_count ||
+	       a->libvirt_cpus_without_memory != b->libvirt_cpus_without_memory;
 }

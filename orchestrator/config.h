@@ -9,11 +9,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "kbal.h"
 #include "log.h"
 #include "mode.h"
 #include "policy.h"
 #include "schedule.h"
 #include "source.h"
+#include "vmplugin.h"
 
 struct agent_config {
 	enum agent_mode mode;
@@ -46,10 +48,10 @@ struct agent_config {
 	unsigned libvirt_keepalive_count;    /* unanswered probes before the connection is dropped */
 	bool libvirt_place_on_start;         /* initial placement of a starting domain */
 	double libvirt_place_vcpu_load;      /* CPUs each vCPU is expected to use at start, 0..1 */
-	unsigned libvirt_cpus_without_memory;/* enum vm_cpus_without_memory (orchestrator/vmplugin.h) */
+	enum vm_cpus_without_memory libvirt_cpus_without_memory; /* vmplugin.h */
 
 	/* [memory]: how memory follows a move (kbal.h, mover.h) */
-	unsigned kernel_balancing;           /* enum kbal_setting (kbal.h) */
+	enum kbal_setting kernel_balancing;  /* kbal.h */
 	bool mover;                          /* the agent's mover (move_pages) vs the cpuset.mems write */
 	unsigned mover_workers;              /* jobs run in parallel */
 	double mover_rate_mib;               /* host-wide MiB/s, 0: no limit */
@@ -62,6 +64,11 @@ struct agent_config {
 
 /* Built-in defaults (what an empty file means). */
 void config_default(struct agent_config *c);
+/* Free C's members (C itself is the caller's: on the stack, in a struct);
+ * C is all zero after. Accepts NULL. */
+void config_clear(struct agent_config *c);
+/* config_clear, then free C (one from the heap, such as a reload's new
+ * config). Accepts NULL. */
 void config_free(struct agent_config *c);
 /* Deep copy. */
 void config_copy(struct agent_config *dst, const struct agent_config *src);
@@ -77,6 +84,11 @@ int config_load(const char *path, struct agent_config *out, char *err, size_t er
 /* Same, from a string (tests, API). NAME is used in messages. */
 int config_load_string(const char *text, const char *name, struct agent_config *out,
 		       char *err, size_t errsz);
+
+/* true if A and B differ in a setting the sources, the applier or the
+ * libvirt module are built from (scopes, parents, runc roots, the room
+ * reserve, freezing, mems binding, [libvirt]): the engine rebuilds them. */
+bool config_sources_differ(const struct agent_config *a, const struct agent_config *b);
 
 /* Cross-field checks; 0 or -EINVAL with ERR filled. */
 int config_validate(const struct agent_config *c, char *err, size_t errsz);

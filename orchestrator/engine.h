@@ -15,6 +15,7 @@
 #include "config.h"
 #include "declog.h"
 #include "hostpaths.h"
+#include "kbal.h"
 #include "plan.h"
 #include "policy.h"
 #include "snapshot.h"
@@ -33,7 +34,7 @@ struct engine_stats {
 	uint64_t migrated_bytes;      /* planned bytes of moves done */
 	uint64_t memory_deferred;     /* moves whose memory was left to the kernel's balancing */
 	int numa_balancing;           /* kernel.numa_balancing at the last cycle, -1: unknown */
-	unsigned kernel_balancing;    /* [memory] kernel_balancing (enum kbal_setting) */
+	enum kbal_setting kernel_balancing; /* [memory] kernel_balancing */
 	int64_t start_real_ns;
 	int64_t start_mono_ns;
 	unsigned cpu_nodes;           /* nodes with CPUs in the last snapshot */
@@ -55,7 +56,7 @@ const char *engine_libvirt_state_name(enum engine_libvirt_state s);
 /* What readers see. Immutable; hold it with engine_view_get/unref. */
 struct engine_view {
 	unsigned refs;
-	struct snapshot *snap;        /* NULL before the first cycle */
+	const struct snapshot *snap;  /* NULL before the first cycle */
 	struct plan *plan;            /* NULL in mode off or before the first cycle */
 	struct engine_stats stats;
 	/* The settings in force (with the active schedule windows applied)... */
@@ -182,5 +183,14 @@ unsigned engine_reservations(struct engine *e, const struct advice_reservation *
  * (metadata) policy from the next cycle. GS must outlive the engine. */
 struct gpolstore;
 void engine_use_gpolstore(struct engine *e, struct gpolstore *gs);
+
+/* Keep the cool-downs and the reservations in the state directory DIR
+ * across restarts (orchestrator/engstate.h): load what an earlier run
+ * saved, then save them (atomically) whenever they change. DIR is created
+ * and checked as for the per-guest policies. 0, or -errno with ERR
+ * filled; a malformed file is no error: it is set aside as
+ * engine-state.json.rejected (logged) and the engine starts without it.
+ * Engine thread, before the loop. */
+int engine_use_state_dir(struct engine *e, const char *dir, char *err, size_t errsz);
 
 #endif

@@ -7,10 +7,17 @@
  * of one guest's series at any time (a short internal lock, never held
  * across I/O). A guest missing from a snapshot loses its history.
  *
- * Samples are packed (about 12 + 3 × nodes bytes): locality to 1e-4,
- * CPU use to 0.01 CPU, memory per node to 1/65536 of the guest's largest
- * node (at least 1 KiB), time to 0.1 s. Memory is bounded by
- * guests × HISTORY_SAMPLES × sample size; history_bytes() reports it.
+ * Samples are quantised — locality to 1e-4, CPU use to 0.01 CPU, memory
+ * per node to 1/65536 of the guest's largest node (at least 1 KiB), time
+ * to 0.1 s — and stored as the change from the guest's previous sample
+ * (history.c has the layout): what stayed the same costs nothing, so a
+ * guest that changes its locality, CPU use and one node's memory every
+ * sample takes about 7 bytes a sample on 8 nodes. A guest's buffer grows
+ * with its samples; the worst case, every field changing by a lot, is
+ * 13 + 3 × (nodes + 7) / 8 + 3 × nodes bytes a sample (40 on 8 nodes,
+ * plus an eighth of spare room). Memory is bounded
+ * by guests × HISTORY_SAMPLES × that; history_bytes() reports what is
+ * held.
  */
 #ifndef NUMAORCH_HISTORY_H
 #define NUMAORCH_HISTORY_H

@@ -73,6 +73,33 @@ struct advice {
 	char detail[192];        /* why, or why nothing fits */
 };
 
+/* A guest that just started, to be placed at once (VM initial placement;
+ * policies/place.c). */
+struct place_request {
+	const char *guest_id;
+	double cpus;                 /* expected CPU demand (vCPUs × [libvirt] place_vcpu_load) */
+	uint64_t mem_bytes;          /* configured memory */
+	/* The reservation made for it (found by label), if any: the engine
+	 * takes it out of RESERVATIONS below and drops it when the result
+	 * says it was used. */
+	bool reserved;
+	uint64_t reserved_id;
+	const char *reserved_label;
+	nodemask_t reserved_nodes;   /* its room: CPU and memory nodes in one mask */
+	nodemask_t reserved_cpu_nodes, reserved_mems; /* where the advice put it; empty: not known */
+	/* Room promised to other starting guests, counted as load. */
+	unsigned nr_reservations;
+	const struct advice_reservation *reservations;
+};
+
+/* Where it goes: ITEM is a PLAN_MOVE with reason REASON_PLACE and
+ * item.to_cpus pointing at CPUS, or a PLAN_SKIP saying why not. */
+struct place_result {
+	struct plan_item item;
+	cpumask_t cpus;
+	bool used_reservation;       /* the request's reservation is consumed */
+};
+
 /* The policy as the engine calls it (policies/policies.h implements it;
  * agents/numaorchd.c registers it). Each is pure and returns 0 or a
  * negative errno. */
@@ -86,6 +113,9 @@ struct policy_ops {
 	/* policy_advise(): 0 with out->ok false when nothing fits. */
 	int (*advise)(const struct policy_config *cfg, const struct snapshot *snap,
 		      const struct advice_request *req, struct advice *out);
+	/* policy_place(): -ENOENT if the guest is not in SNAP. */
+	int (*place)(const struct policy_config *cfg, const struct snapshot *snap,
+		     const struct place_request *req, struct place_result *out);
 };
 
 #endif

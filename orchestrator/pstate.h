@@ -28,5 +28,9 @@ struct pstate *pstate_clone(const struct pstate *s);
 /* Record that guest ID was moved at NOW (used by the engine when a planned
  * move was actually applied, and by tests). Keeps the array sorted. */
 void pstate_note_move(struct pstate *s, const char *id, int64_t now_ns);
+/* A planned move that was not carried out must not start a cool-down:
+ * put ID's entry in NEXT back to what PREV (may be NULL) had, or drop it
+ * if PREV had none. */
+void pstate_revert(struct pstate *next, const struct pstate *prev, const char *id);
 
 #endif

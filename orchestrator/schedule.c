@@ -176,7 +176,7 @@ out:
 	return r;
 }
 
-void sched_entry_free(struct sched_entry *e)
+void sched_entry_clear(struct sched_entry *e)
 {
 	if (e) {
 		free(e->text);
@@ -190,10 +190,10 @@ void sched_add(struct schedule *s, const struct sched_entry *e)
 	s->e[s->n++] = *e;
 }
 
-void sched_free(struct schedule *s)
+void sched_clear(struct schedule *s)
 {
 	for (unsigned i = 0; i < s->n; i++)
-		sched_entry_free(&s->e[i]);
+		sched_entry_clear(&s->e[i]);
 	free(s->e);
 	s->e = NULL;
 	s->n = 0;

@@ -58,9 +58,11 @@ struct schedule {
 
 /* Parse one entry; 0, or -EINVAL with ERR saying what is wrong. */
 int sched_parse(const char *text, struct sched_entry *out, char *err, size_t errsz);
-void sched_entry_free(struct sched_entry *e);
+/* Free the entry's members (its text); E itself is the caller's. */
+void sched_entry_clear(struct sched_entry *e);
 void sched_add(struct schedule *s, const struct sched_entry *e); /* takes e's text */
-void sched_free(struct schedule *s);
+/* Free the entries; S itself is the caller's (empty after). */
+void sched_clear(struct schedule *s);
 void sched_copy(struct schedule *dst, const struct schedule *src);
 
 /* true if entry E is active at local weekday WDAY (0 = Sunday), minute of

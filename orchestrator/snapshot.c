@@ -19,10 +19,10 @@ struct snapshot *snap_new(void)
 	return s;
 }
 
-struct snapshot *snap_ref(struct snapshot *s)
+const struct snapshot *snap_ref(const struct snapshot *s)
 {
 	if (s)
-		__atomic_add_fetch(&s->refs, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&((struct snapshot *)s)->refs, 1, __ATOMIC_RELAXED);
 	return s;
 }
 
@@ -46,8 +46,11 @@ static void guest_clear(struct snap_guest *g)
 	vm_free(g->vm);
 }
 
-void snap_unref(struct snapshot *s)
+void snap_unref(const struct snapshot *cs)
 {
+	/* The last reference: nobody else reads it any more. */
+	struct snapshot *s = (struct snapshot *)cs;
+
 	if (!s)
 		return;
 	if (__atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) != 0)
@@ -331,6 +334,11 @@ static void true_locality(const struct snapshot *s, struct snap_guest *g)
 
 void snap_finalize(struct snapshot *s)
 {
+	snap_finalize_with(s, NULL);
+}
+
+void snap_finalize_with(struct snapshot *s, const struct snap_policy_overlay *ov)
+{
 	unsigned w = 0;
 
 	if (s->nr_guests) {
@@ -352,6 +360,12 @@ void snap_finalize(struct snapshot *s)
 	}
 	s->nr_guests = w;
 
+	for (unsigned i = 0; ov && i < s->nr_guests; i++) {
+		struct guest_policy pol;
+
+		if (ov->get(ov->ctx, s->guests[i].id, &pol))
+			s->guests[i].policy = pol;
+	}
 	for (unsigned i = 0; i < s->nr_guests; i++) {
 		struct snap_guest *g = &s->guests[i];
 		uint64_t total = 0, local = 0;

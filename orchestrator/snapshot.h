@@ -169,9 +169,12 @@ struct snapshot {
 
 /* A new, empty snapshot with one reference. */
 struct snapshot *snap_new(void);
-struct snapshot *snap_ref(struct snapshot *s);
+/* A finalized snapshot is read-only: whoever holds it after
+ * snap_finalize() holds a const pointer, and references are counted on
+ * const pointers (the count is the only thing that changes). */
+const struct snapshot *snap_ref(const struct snapshot *s);
 /* Drop a reference; frees on the last. Accepts NULL. */
-void snap_unref(struct snapshot *s);
+void snap_unref(const struct snapshot *s);
 
 /* Building (before finalize). snap_set_nodes copies nodes and the
  * distance matrix (may be NULL: then 10 on the diagonal, 20 elsewhere). */
@@ -194,6 +197,17 @@ void snap_warn(struct snapshot *s, const char *fmt, ...) __attribute__((format(p
  * warning says so); true duplicates (same id, same cgroup) are dropped
  * (keeps the first, warns). Idempotent. */
 void snap_finalize(struct snapshot *s);
+
+/* Per-guest policy overrides (the operator's store): GET fills OUT and
+ * returns true for a guest (by its final id) whose policy it overrides. */
+struct snap_policy_overlay {
+	bool (*get)(void *ctx, const char *id, struct guest_policy *out);
+	void *ctx;
+};
+/* snap_finalize, with OV's overrides (may be NULL) replacing the
+ * policies the sources found, after ids are final: the last change a
+ * snapshot sees. */
+void snap_finalize_with(struct snapshot *s, const struct snap_policy_overlay *ov);
 
 /* Lookups. -1 / NULL when absent. */
 int snap_node_index(const struct snapshot *s, int node_id);

@@ -49,8 +49,10 @@ struct source_ops {
 	/* The acquirer does not own SRC->ctx. */
 	void (*add_source)(struct acquirer *a, const struct guest_source *src);
 	const struct cg_hier *(*hier)(const struct acquirer *a);
-	/* A finalised snapshot, one reference, the caller's. */
-	int (*snapshot)(struct acquirer *a, double prime_s, struct snapshot **out);
+	/* A snapshot finalised with OV's policy overrides (OV may be NULL),
+	 * one reference, the caller's: read-only (const) from here on. */
+	int (*snapshot)(struct acquirer *a, double prime_s, const struct snap_policy_overlay *ov,
+			const struct snapshot **out);
 	/* Re-read MemTotal/MemFree of NODES[NR] (the applier's room re-check
 	 * just before a move; agents/topo.h topo_read_meminfo). */
 	int (*read_meminfo)(const struct host_paths *hp, struct snap_node *nodes, unsigned nr);

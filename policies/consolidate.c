@@ -29,10 +29,16 @@
  *              them, or stays where it is when none is less busy;
  *   settled    locality ≥ target, |C| ≤ k, C fits (or is crowded when
  *              nothing fits), and not a load case;
+ *   local fit  a set already holding its memory fits without CPU headroom
+ *              when its use, a CPU per busy thread, fits the CPUs left
+ *              (pcand.local_fit); moving it off such a set for load must
+ *              score lower with the migration counted;
  *   in set     a guest on the |C| ≥ 2 nodes it needs with all its memory
  *              on them but under target where its threads run, and no
  *              better option: settled when the kernel's NUMA balancing is
- *              on (it places pages inside the set), else SKIP_IN_SET;
+ *              on (it places pages inside the set); when it is off, its
+ *              memory goes onto the nodes of C that carry its threads if
+ *              they have room (follow_threads), else SKIP_IN_SET;
  *   load case  util_now(C) ≥ rebalance_util and some relocation of size
  *              k passes the less-busy rule;
  *   reason     CONSOLIDATE if |C| > k, else LOCALITY if locality is under
@@ -576,7 +582,7 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 	 * need them), all its memory inside them, but not where its threads
 	 * run: a cpuset cannot place pages inside the set. The kernel's NUMA
 	 * balancing moves them toward the threads touching them; when it is
- * on, that is its job and the guest is settled. When it is off, its
+	 * on, that is its job and the guest is settled. When it is off, its
 	 * memory on nodes of the set where none of its threads runs goes to
 	 * the nodes that carry them, if they have room (follow_threads);
 	 * else nothing here can do better: say so rather than move it. */

@@ -36,4 +36,16 @@ int policy_decide_reserved(const struct policy_config *cfg, const struct snapsho
 int policy_advise(const struct policy_config *cfg, const struct snapshot *snap,
 		  const struct advice_request *req, struct advice *out);
 
+/* Where a guest that just started goes (place.c): on the nodes its
+ * reservation promised (exactly where the advice put it when that is
+ * known, else asked again of the advice within the reserved nodes), else
+ * on its pinned nodes, else where policy_advise() says, the other
+ * reservations counted as load. A guest whose policy says ignore is not
+ * placed (its reservation is not consumed); nothing that fits, or no
+ * usable CPU or memory within its allowed sets, is a skip. OUT->item is
+ * filled either way; OUT->item.to_cpus points at OUT->cpus. 0, or
+ * -ENOENT if REQ->guest_id is not in SNAP. */
+int policy_place(const struct policy_config *cfg, const struct snapshot *snap,
+		 const struct place_request *req, struct place_result *out);
+
 #endif

@@ -2,17 +2,23 @@
  * agent's peak RSS, on generated fixture hosts: 8 nodes × 8 CPUs, cgroup
  * v2, with 10, 100 and 1000 Docker-named guests.
  *
- *   build/bench/bench_cycle [--numaorchd build/numaorchd] [--cycles N]
+ *   build/bench/bench_cycle [--numaorchd build/numaorchd] [--cycles N] [--guests 10|100|1000]
  *   build/bench/bench_cycle --generate DIR GUESTS   (write a host tree only)
  *
  * CPU time is CLOCK_PROCESS_CPUTIME_ID around acquirer_snapshot() +
  * policy_decide() in this process (the same code numaorchd runs); RSS is
- * the peak (ru_maxrss) of the real numaorchd binary running ~25 dry-run
- * cycles against the same tree, then stopped with SIGTERM, and the peak
- * of its RssAnon (its own memory, without shared library pages).
- * "history" is the per-guest history (orchestrator/history.h) filled to
- * its bound (HISTORY_SAMPLES samples of every guest), as history_bytes()
- * counts it, and the CPU time of one history_record() when full.
+ * the peak (ru_maxrss) of the real numaorchd binary running dry-run
+ * cycles against the same tree with `history = 0` (a sample every cycle)
+ * until its per-guest history is full (HISTORY_SAMPLES samples, asked
+ * over its API socket), while this process rewrites every guest's
+ * memory.numa_stat and cpu.stat between cycles so that each sample
+ * differs from the last (a history of unchanging guests would be
+ * smaller); then stopped with SIGTERM; and the peak of its RssAnon (its
+ * own memory, without shared library pages). "history" is the same
+ * history built in this process (every guest's locality, CPU use and
+ * memory of each node holding some changing every sample), as
+ * history_bytes() counts it, and the CPU time of one history_record()
+ * when full.
  */
 #include <errno.h>
 #include <math.h>
@@ -21,7 +27,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -166,6 +174,105 @@ static void gen_host(const char *root, unsigned guests, unsigned tick)
 	}
 }
 
+/* Rewrite the guests' memory.numa_stat and cpu.stat of ROOT for TICK:
+ * the memory of each node holding some moves by up to 1 MiB, CPU use by
+ * a few percent, as on a host where guests run. */
+static void jitter_host(const char *root, unsigned guests, unsigned tick)
+{
+	char e[4096], numa[512];
+
+	for (unsigned g = 0; g < guests; g++) {
+		unsigned home = g % NODES;
+
+		snprintf(e, sizeof(e), "%s/sys/fs/cgroup/system.slice/docker-%064x.scope", root, g + 1);
+		snprintf(numa, sizeof(numa), "anon");
+		for (unsigned n = 0; n < NODES; n++) {
+			size_t l = strlen(numa);
+			unsigned long long b = n == home ? 200ULL << 20 : (g % 3 == 0 ? 40ULL << 20 : 0);
+
+			if (b)
+				b += (unsigned long long)((tick * 7919u + g * 104729u + n * 13u) % 256u) << 12;
+			snprintf(numa + l, sizeof(numa) - l, " N%u=%llu", n, b);
+		}
+		put(e, "memory.numa_stat", "%s\nfile N0=0 N1=0 N2=0 N3=0 N4=0 N5=0 N6=0 N7=0\n", numa);
+		put(e, "cpu.stat", "usage_usec %llu\nuser_usec 0\nsystem_usec 0\n",
+		    1000000ull + (unsigned long long)tick * (50000u + (g * 7u + tick * 3u) % 13u * 1000u));
+	}
+}
+
+/* HTTP GET PATH over the unix socket SOCK; the body (up to SZ - 1 bytes)
+ * into BUF. -errno when the agent does not answer (yet). */
+static int api_get(const char *sock, const char *path, char *buf, size_t sz)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char req[512];
+	size_t got = 0;
+	ssize_t r;
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -errno;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		r = -errno;
+		close(fd);
+		return (int)r;
+	}
+	snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: localhost\r\n\r\n", path);
+	if (write(fd, req, strlen(req)) != (ssize_t)strlen(req)) {
+		close(fd);
+		return -EIO;
+	}
+	while (got + 1 < sz && (r = read(fd, buf + got, sz - 1 - got)) > 0)
+		got += (size_t)r;
+	buf[got] = '\0';
+	close(fd);
+	return 0;
+}
+
+/* numaorch_history_bytes in the agent's /metrics, -1 if it does not say. */
+static long agent_history_bytes(const char *sock)
+{
+	/* /metrics of 1000 guests is a few MiB */
+	static char buf[32 << 20];
+	const char *c;
+
+	if (api_get(sock, "/metrics", buf, sizeof(buf)) < 0 || !(c = strstr(buf, "\nnumaorch_history_bytes ")))
+		return -1;
+	return atol(c + strlen("\nnumaorch_history_bytes "));
+}
+
+/* The agent's newest decision records (up to 1000): how many, and their
+ * bytes as JSON, in *BYTES. -1 if it does not say. */
+static long agent_decisions(const char *sock, long *bytes)
+{
+	static char buf[16 << 20];
+	const char *c;
+	long n = 0;
+
+	*bytes = -1;
+	if (api_get(sock, "/v1/decisions?limit=1000", buf, sizeof(buf)) < 0 || !(c = strstr(buf, "\r\n\r\n")))
+		return -1;
+	*bytes = (long)strlen(c + 4);
+	while ((c = strstr(c, "\"decision\"")))
+		n++, c++;
+	return n;
+}
+
+/* Samples in guest 1's history, -1 if the agent does not say. */
+static int history_count(const char *sock)
+{
+	static char buf[1 << 16];
+	char path[256];
+	const char *c;
+
+	snprintf(path, sizeof(path), "/v1/guests/docker-%064x/history", 1);
+	if (api_get(sock, path, buf, sizeof(buf)) < 0 || !(c = strstr(buf, "\"count\"")))
+		return -1;
+	c = strchr(c, ':');
+	return c ? atoi(c + 1) : -1;
+}
+
 static double cpu_now(void)
 {
 	struct timespec ts;
@@ -181,11 +288,12 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* RssAnon of PID in KiB (the process's own memory, not the shared
- * libraries' file pages), -1 if unreadable. */
-static long rss_anon_kb(pid_t pid)
+/* FIELD ("RssAnon", "VmHWM") of PID's /proc status in KiB, -1 if
+ * unreadable. */
+static long status_kb(pid_t pid, const char *field)
 {
 	char path[64], line[256];
+	size_t fl = strlen(field);
 	long kb = -1;
 	FILE *f;
 
@@ -194,37 +302,73 @@ static long rss_anon_kb(pid_t pid)
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "RssAnon: %ld kB", &kb) == 1)
+		if (strncmp(line, field, fl) == 0 && line[fl] == ':' && sscanf(line + fl + 1, "%ld", &kb) == 1)
 			break;
 	fclose(f);
 	return kb;
 }
 
-/* Peak RSS (ru_maxrss, KiB) of numaorchd running ~20 dry-run cycles on
- * ROOT; *ANON gets the peak RssAnon sampled every 50 ms meanwhile. */
-static long daemon_rss(const char *numaorchd, const char *root, const char *tmp, long *anon)
+/* RssAnon of PID in KiB (the process's own memory, not the shared
+ * libraries' file pages), -1 if unreadable. */
+static long rss_anon_kb(pid_t pid)
 {
-	char conf[4096];
+	return status_kb(pid, "RssAnon");
+}
+
+/* Peak RSS (VmHWM, KiB) of numaorchd running dry-run cycles on ROOT
+ * (GUESTS guests, rewritten between cycles) until every guest's history
+ * is full; *ANON gets the peak RssAnon sampled meanwhile, *SECS the time
+ * it took, *HIST the history's bytes as the agent reports them then,
+ * *SCRAPED its peak RSS (ru_maxrss) after that GET /metrics. */
+static long daemon_rss(const char *numaorchd, const char *root, unsigned guests, const char *tmp, long *anon,
+		       double *secs, long *hist, long *scraped)
+{
+	char conf[4096], sock[4096];
+	struct timespec t0, t1;
 	struct rusage ru;
-	int status;
+	int status, count = -1;
+	long hwm;
+	unsigned tick = 2;
 	pid_t pid;
 
 	snprintf(conf, sizeof(conf), "%s/bench.conf", tmp);
+	snprintf(sock, sizeof(sock), "%s/api.sock", tmp);
 	put(tmp, "bench.conf", "[agent]\ninterval = 0.1\nsample = 0.05\ndry_run = yes\nlog_level = error\n"
-	    "[api]\nsocket =\n[libvirt]\nenabled = no\n");
+	    "history = 0\n[api]\nsocket = %s\n[libvirt]\nenabled = no\n", sock);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	pid = fork();
 	if (pid == 0) {
 		execl(numaorchd, numaorchd, "--config", conf, "--root", root, (char *)NULL);
 		_exit(127);
 	}
 	*anon = -1;
-	for (int i = 0; i < 50; i++) {
+	/* A deadline, not a count of cycles: a loaded machine cycles slower. */
+	for (;;) {
 		long a = rss_anon_kb(pid);
 
 		if (a > *anon)
 			*anon = a;
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		*secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+		count = history_count(sock);
+		if (count >= (int)HISTORY_SAMPLES || *secs > 600 || waitpid(pid, &status, WNOHANG) == pid)
+			break;
+		jitter_host(root, guests, tick++);
 		usleep(50 * 1000);
 	}
+	/* The peak before the questions below: a GET /metrics of 1000
+	 * guests is itself a few MiB for a moment (reported apart). */
+	hwm = status_kb(pid, "VmHWM");
+	*hist = agent_history_bytes(sock);
+	{
+		long db, dn = agent_decisions(sock, &db);
+
+		if (getenv("BENCH_DECISIONS"))
+			fprintf(stderr, "%u guests: the agent's newest %ld decision records are %ld bytes of JSON\n",
+				guests, dn, db);
+	}
+	if (count < (int)HISTORY_SAMPLES)
+		fprintf(stderr, "numaorchd's history did not fill (%d samples after %.0f s)\n", count, *secs);
 	kill(pid, SIGTERM);
 	if (wait4(pid, &status, 0, &ru) < 0)
 		return -1;
@@ -232,20 +376,23 @@ static long daemon_rss(const char *numaorchd, const char *root, const char *tmp,
 		fprintf(stderr, "numaorchd exited with status %d\n", status);
 		return -1;
 	}
-	return ru.ru_maxrss;
+	*scraped = ru.ru_maxrss;
+	return count >= (int)HISTORY_SAMPLES ? hwm : -1;
 }
 
 int main(int argc, char **argv)
 {
 	static const unsigned sizes[] = { 10, 100, 1000 };
 	const char *numaorchd = "build/numaorchd";
-	unsigned cycles = 20;
+	unsigned cycles = 20, only = 0;
 
 	/* The daemon's allocator settings, so the cycle is timed as it runs there. */
 	xmalloc_tune();
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--numaorchd") == 0 && i + 1 < argc)
 			numaorchd = argv[++i];
+		else if (strcmp(argv[i], "--guests") == 0 && i + 1 < argc)
+			only = (unsigned)atoi(argv[++i]);
 		else if (strcmp(argv[i], "--cycles") == 0 && i + 1 < argc)
 			cycles = (unsigned)atoi(argv[++i]);
 		else if (strcmp(argv[i], "--generate") == 0 && i + 2 < argc) {
@@ -267,9 +414,12 @@ int main(int argc, char **argv)
 	}
 	printf("numaorch cycle benchmark: %u nodes x %u CPUs, cgroup v2 fixture, %u cycles each\n",
 	       NODES, CPUS_PER_NODE, cycles);
-	printf("%8s %14s %14s %14s %14s %12s %12s %12s %10s\n", "guests", "cycle p50 ms", "cycle max ms",
-	       "acquire ms", "decide ms", "daemon RSS", "anon RSS", "history", "record ms");
+	printf("%8s %14s %14s %14s %14s %12s %12s %12s %12s %12s %10s %9s\n", "guests", "cycle p50 ms",
+	       "cycle max ms", "acquire ms", "decide ms", "daemon RSS", "anon RSS", "+ /metrics", "its history",
+	       "history", "record ms", "filled");
 	for (unsigned s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+		if (only && sizes[s] != only)
+			continue;
 		char tmpl[] = "/tmp/numaorch-bench.XXXXXX";
 		char *tmp = mkdtemp(tmpl), root[4096], cmd[4200];
 		struct host_paths hp;
@@ -278,8 +428,8 @@ int main(int argc, char **argv)
 		struct policy_config pc;
 		struct pstate *ps = NULL;
 		double *t = calloc(cycles, sizeof(double)), acq_sum = 0, dec_sum = 0;
-		long rss, anon;
-		double hist_mib = NAN, rec_ms = NAN;
+		long rss, anon, ahist = -1, scraped = -1;
+		double hist_mib = NAN, rec_ms = NAN, fill_s = NAN;
 
 		snprintf(root, sizeof(root), "%s/host", tmp);
 		gen_host(root, sizes[s], 1);
@@ -289,19 +439,19 @@ int main(int argc, char **argv)
 		}
 		policy_config_default(&pc);
 		{
-			struct snapshot *warm;
+			const struct snapshot *warm;
 
-			if (acquirer_snapshot(acq, 0.01, &warm) < 0)
+			if (acquirer_snapshot(acq, 0.01, NULL, &warm) < 0)
 				return 1;
 			snap_unref(warm);
 		}
 		for (unsigned c = 0; c < cycles; c++) {
-			struct snapshot *snap;
+			const struct snapshot *snap;
 			struct plan *plan;
 			struct pstate *next;
 			double t0 = cpu_now(), t1, t2;
 
-			if (acquirer_snapshot(acq, 0, &snap) < 0)
+			if (acquirer_snapshot(acq, 0, NULL, &snap) < 0)
 				return 1;
 			t1 = cpu_now();
 			if (policy_decide(&pc, snap, ps, false, &plan, &next) < 0)
@@ -318,13 +468,30 @@ int main(int argc, char **argv)
 		pstate_free(ps);
 		{
 			struct history *h = history_new(0);
+			const struct snapshot *taken;
 			struct snapshot *snap;
 			double t0 = 0;
 
-			if (acquirer_snapshot(acq, 0, &snap) < 0)
+			if (acquirer_snapshot(acq, 0, NULL, &taken) < 0)
 				return 1;
+			/* Only this benchmark changes a finalized snapshot: it is
+			 * its own, and it fakes the samples of an hour with it. */
+			snap = (struct snapshot *)taken;
 			for (unsigned i = 0; i <= HISTORY_SAMPLES; i++) {
+				/* 15 s apart, each guest's numbers a little
+				 * different every time */
 				snap->real_ns += 15000000000ll;
+				for (unsigned k = 0; k < snap->nr_guests; k++) {
+					struct snap_guest *g = &snap->guests[k];
+					unsigned x = i * 2654435761u + k * 40503u;
+
+					g->locality = 0.80 + (double)(x % 200) / 1000.0;
+					g->cpu_use = 0.5 + (double)((x >> 8) % 50) / 100.0;
+					for (unsigned n = 0; n < snap->nr_nodes; n++)
+						if (g->mem_node[n])
+							g->mem_node[n] = (g->mem_node[n] & ~((1ull << 20) - 1)) +
+									 (((x >> 12) + n) % 256) * 4096;
+				}
 				if (i == HISTORY_SAMPLES)
 					t0 = cpu_now();
 				history_record(h, snap);
@@ -336,23 +503,28 @@ int main(int argc, char **argv)
 		}
 		acquirer_free(acq);
 		qsort(t, cycles, sizeof(double), cmp_double);
-		rss = daemon_rss(numaorchd, root, tmp, &anon);
-		printf("%8u %14.2f %14.2f %14.2f %14.2f %8.1f MiB %8.1f MiB %8.2f MiB %10.2f\n", sizes[s],
-		       t[cycles / 2], t[cycles - 1], acq_sum / cycles, dec_sum / cycles,
-		       rss > 0 ? (double)rss / 1024.0 : NAN, anon > 0 ? (double)anon / 1024.0 : NAN, hist_mib,
-		       rec_ms);
+		rss = daemon_rss(numaorchd, root, sizes[s], tmp, &anon, &fill_s, &ahist, &scraped);
+		printf("%8u %14.2f %14.2f %14.2f %14.2f %8.1f MiB %8.1f MiB %8.1f MiB %8.2f MiB %8.2f MiB %10.2f %7.0f s\n",
+		       sizes[s], t[cycles / 2], t[cycles - 1], acq_sum / cycles, dec_sum / cycles,
+		       rss > 0 ? (double)rss / 1024.0 : NAN, anon > 0 ? (double)anon / 1024.0 : NAN,
+		       scraped > 0 ? (double)scraped / 1024.0 : NAN,
+		       ahist >= 0 ? (double)ahist / 1048576.0 : NAN, hist_mib, rec_ms, fill_s);
 		free(t);
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
 		if (system(cmd) != 0)
 			fprintf(stderr, "could not remove %s\n", tmp);
 	}
 	printf("targets: <= 50 ms CPU per cycle at 1000 guests, <= 16 MiB RSS\n"
-	       "daemon RSS is ru_maxrss of numaorchd on the fixture host (no libvirt module: a host\n"
+	       "daemon RSS is the peak RSS (VmHWM) of numaorchd on the fixture host (no libvirt module: a host\n"
 	       "without VMs): with the file pages of its shared libraries (GnuTLS, libsystemd, ...),\n"
 	       "shared with other processes; anon RSS is the agent's own memory. On a VM host the\n"
-	       "libvirt module and its libraries add about 7 MiB of file pages.\n"
-	       "history: the per-guest history full (%u samples of each guest, an hour at the default\n"
-	       "15 s interval; not in the RSS above, which 25 cycles do not fill); record ms: CPU time\n"
-	       "of recording one cycle into it.\n", HISTORY_SAMPLES);
+	       "libvirt module and its libraries add about 7 MiB of file pages. + /metrics: the peak\n"
+	       "(ru_maxrss) once it has also answered one GET /metrics.\n"
+	       "Both RSS figures are with the agent's per-guest history full (%u samples of each guest,\n"
+	       "an hour at the default 15 s interval; filled: how long the agent took to get there at\n"
+	       "`history = 0`, with the guests' numbers changing every cycle; its history: what the agent\n"
+	       "then says its history holds, numaorch_history_bytes in /metrics). history: the same\n"
+	       "history built in this process, as history_bytes() counts it; record ms: CPU time of\n"
+	       "recording one cycle into it when full.\n", HISTORY_SAMPLES);
 	return 0;
 }

@@ -125,9 +125,24 @@ class DebianPackage(unittest.TestCase):
                      "/etc/libvirt/hooks/qemu.d/numaorch", "/usr/libexec/numaorch/libvirt-hook",
                      "/usr/lib/numaorch/numaorch-libvirt.so",
                      "/usr/share/man/man8/numaorchd.8.gz",
-                     "/usr/share/man/man5/numaorchd.conf.5.gz", "/usr/share/man/man1/numaorchctl.1.gz"):
+                     "/usr/share/man/man5/numaorchd.conf.5.gz", "/usr/share/man/man1/numaorchctl.1.gz",
+                     "/usr/share/numaorch/grafana/numaorch-dashboard.json",
+                     "/usr/share/numaorch/prometheus/numaorch-rules.yml"):
             self.assertIn(path, files)
             self.assertTrue(os.path.exists(path), path)
+        # The dashboard and the rules as in the tree, whole: an operator
+        # imports them from here.
+        for inst, src in (("/usr/share/numaorch/grafana/numaorch-dashboard.json",
+                           "deploy/grafana/numaorch-dashboard.json"),
+                          ("/usr/share/numaorch/prometheus/numaorch-rules.yml",
+                           "deploy/prometheus/numaorch-rules.yml")):
+            with open(inst, "rb") as a, open(os.path.join(REPO, src), "rb") as b:
+                self.assertEqual(a.read(), b.read(), inst)
+        with open("/usr/share/numaorch/grafana/numaorch-dashboard.json") as f:
+            self.assertIn("panels", json.load(f))
+        if shutil.which("promtool"):
+            p = run("promtool", "check", "rules", "/usr/share/numaorch/prometheus/numaorch-rules.yml", check=False)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         # libvirt runs every executable in qemu.d; the hook lives in libexec.
         self.assertEqual(os.readlink("/etc/libvirt/hooks/qemu.d/numaorch"), "/usr/libexec/numaorch/libvirt-hook")
         self.assertTrue(os.access("/etc/libvirt/hooks/qemu.d/numaorch", os.X_OK))
@@ -186,10 +201,12 @@ class DebianPackage(unittest.TestCase):
         left = [f for f in files if f.startswith(("/etc/numaorch", "/usr/sbin/numaorchd", "/usr/bin/numaorchctl",
                                                   "/lib/systemd/system/numaorch", "/etc/libvirt/hooks/qemu.d/numaorch",
                                                   "/usr/libexec/numaorch", "/usr/lib/numaorch",
-                                                  "/usr/share/man", "/usr/share/doc/numaorch"))
+                                                  "/usr/share/man", "/usr/share/doc/numaorch",
+                                                  "/usr/share/numaorch"))
                 and os.path.lexists(f) and not os.path.isdir(f)]
         self.assertEqual(left, [])
-        for d in ("/etc/numaorch", "/var/lib/numaorch", "/run/numaorch", "/usr/share/doc/numaorch"):
+        for d in ("/etc/numaorch", "/var/lib/numaorch", "/run/numaorch", "/usr/share/doc/numaorch",
+                  "/usr/share/numaorch"):
             self.assertFalse(os.path.exists(d), d)
 
 

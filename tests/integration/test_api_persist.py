@@ -62,6 +62,65 @@ class Persistence(unittest.TestCase):
         pol = {g["id"]: g["policy"] for g in rep["snapshot"]["guests"]}
         self.assertEqual(pol["runc-ctr1"]["mode"], "ignore")
 
+    def dry_items(self):
+        r = self.d.request("POST", "/v1/rebalance", {"dry_run": True, "verbose": True})
+        self.assertEqual(r.status, 200, r)
+        return {i["guest"]: i for i in r.json()["plan"]["items"]}
+
+    def test_restart_keeps_cooldowns_and_reservations(self):
+        """shared/DESIGN.md: reservations and cool-downs survive a restart
+        (engine-state.json in the state directory)."""
+        self.d.start()
+        # The first cycle moved the fixture's misplaced guests: each now
+        # cools down. Make one of them misplaced again (its memory all on
+        # the node its CPUs left): only the cool-down keeps it where it is.
+        moved = [r["guest"] for r in self.d.get("/v1/decisions?limit=1000").json()["decisions"]
+                 if r.get("decision") == "moved"]
+        self.assertTrue(moved, "the fixture has misplaced guests: expected moves in the first cycle")
+        gid = moved[0]
+        g = self.d.get("/v1/guests/" + gid).json()
+        other = 1 if g["cpu_nodes"] == "0" else 0
+        stat = os.path.join(self.root, "sys", "fs", "cgroup", g["cgroup"].lstrip("/"), "memory.numa_stat")
+        n = {other: 256 << 20, 1 - other: 0}
+        itlib.write(stat, "anon N0=%d N1=%d\nfile N0=0 N1=0\n" % (n[0], n[1]))
+        item = self.dry_items().get(gid)
+        self.assertEqual((item or {}).get("skip"), "cooldown", item)
+        # Room reserved for a guest about to start.
+        free = {x["id"]: x["mem_free_bytes"] >> 20 for x in self.d.get("/v1/nodes").json()["nodes"]}
+        mib = int(min(free.values()) * 0.6)
+        a = self.d.request("POST", "/v1/placements", {"vcpus": 1, "memory_mib": mib, "reserve_seconds": 600,
+                                                      "label": "vm-next"}).json()
+        self.assertTrue(a["ok"], a)
+        cpuset = [os.path.join(os.path.dirname(stat), f) for f in ("cpuset.cpus", "cpuset.mems")]
+        before = [itlib.read(f) for f in cpuset]
+        self.assertEqual(self.d.stop(), 0)
+
+        self.d.start()
+        # The restarted agent's first cycle (enforce mode) left it alone...
+        self.assertEqual([itlib.read(f) for f in cpuset], before,
+                         "the cool-down did not survive the restart: the first cycle moved %s" % gid)
+        # ...because it is still cooling down.
+        item = self.dry_items().get(gid)
+        self.assertEqual((item or {}).get("skip"), "cooldown", item)
+        # The reservation still holds its room: one more of the same size
+        # goes elsewhere, and it is counted.
+        b = self.d.request("POST", "/v1/placements", {"vcpus": 1, "memory_mib": mib}).json()
+        self.assertTrue(b["ok"], b)
+        self.assertEqual(b["active_reservations"], 1, b)
+        self.assertNotEqual(a["nodes"], b["nodes"], "the reservation did not survive the restart")
+        self.assertIn("1 reservation loaded from", self.d.logtext())
+        self.assertEqual(apilib.mode_of(os.path.join(self.d.state, "engine-state.json")), 0o640)
+
+    def test_a_bad_engine_state_file_is_set_aside(self):
+        os.makedirs(self.d.state, exist_ok=True)
+        os.chmod(self.d.state, 0o750)
+        f = os.path.join(self.d.state, "engine-state.json")
+        itlib.write(f, "{not json")
+        self.d.start()
+        self.assertIn("set aside as engine-state.json.rejected", self.d.logtext())
+        self.assertEqual(itlib.read(f + ".rejected"), "{not json")
+        self.assertEqual(self.d.get("/v1/health").status, 200)
+
     def test_a_guest_that_goes_and_comes_back_keeps_its_policy(self):
         self.d.start()
         self.assertEqual(self.d.request("PUT", "/v1/guests/lxc-db/policy", {"mode": "ignore"}).status, 200)

@@ -240,7 +240,7 @@ def build_initrd():
     fetch()
     bins = guest_bins()
     numaorchd = os.path.join(BUILD, "numaorchd")
-    for p in list(bins.values()) + [numaorchd]:
+    for p in list(bins.values()) + [numaorchd, os.path.join(BUILD, "numaorchctl")]:
         if not os.path.exists(p):
             raise SystemExit("%s missing: run make (make check-numa builds it)" % p)
     numactl = shutil.which("numactl")
@@ -258,7 +258,7 @@ def build_initrd():
     c.host_file("bin/numavm-run", bins["numavm-run"], 0o755)
     c.host_file("bin/guestload", bins["guestload"], 0o755)
     c.host_file("bin/migbench", bins["migbench"], 0o755)
-    dyn = {"bin/numaorchd": numaorchd, "usr/bin/numad": numad, "usr/bin/numactl": numactl,
+    dyn = {"bin/numaorchd": numaorchd, "bin/numaorchctl": os.path.join(BUILD, "numaorchctl"), "usr/bin/numad": numad, "usr/bin/numactl": numactl,
            "usr/bin/migratepages": shutil.which("migratepages") or numactl}
     libs = set()
     for dst, src in dyn.items():

@@ -79,7 +79,7 @@ static void fx_fini(struct fx *f)
 	api_free(f->a);
 	engine_free(f->e);
 	gpolstore_free(f->gs);
-	config_free(&f->cfg);
+	config_clear(&f->cfg);
 	tu_rm_rf(f->dir);
 	free(f->dir);
 }

@@ -21,7 +21,7 @@ static void test_defaults_from_empty(void **state)
 	assert_null(c.decision_log);
 	assert_int_equal(c.cg.nr_scopes, 0);
 	assert_true(fabs(c.policy.locality_target - 0.9) < 1e-9);
-	config_free(&c);
+	config_clear(&c);
 }
 
 static void test_full_file(void **state)
@@ -64,9 +64,9 @@ static void test_full_file(void **state)
 	/* copy is deep */
 	struct agent_config d;
 	config_copy(&d, &c);
-	config_free(&c);
+	config_clear(&c);
 	assert_string_equal(d.cg.scopes[0], "/a");
-	config_free(&d);
+	config_clear(&d);
 }
 
 static void test_empty_value_resets_list(void **state)
@@ -79,7 +79,7 @@ static void test_empty_value_resets_list(void **state)
 					    sizeof(err)), 0);
 	assert_int_equal(c.cg.nr_scopes, 1);
 	assert_string_equal(c.cg.scopes[0], "/z");
-	config_free(&c);
+	config_clear(&c);
 }
 
 static void test_errors(void **state)
@@ -160,9 +160,9 @@ static void test_schedule_section(void **state)
 	assert_int_equal(c.schedule.n, 2);
 	assert_int_equal(c.schedule.e[1].v.max_migrate_bytes, 16384ULL << 20);
 	config_copy(&d, &c);
-	config_free(&c);
+	config_clear(&c);
 	assert_string_equal(d.schedule.e[0].text, "Mon-Fri 08:00-18:00 mode=advise");
-	config_free(&d);
+	config_clear(&d);
 
 	assert_int_equal(config_load_string("[schedule]\n\nwindow = Mon 25:00-26:00 mode=off\n", "t", &c,
 					    err, sizeof(err)), -EINVAL);
@@ -186,7 +186,7 @@ static void test_drop_ins(void **state)
 	assert_true(c.interval_s == 7.0);             /* later file wins */
 	assert_int_equal(c.mode, MODE_ADVISE);
 	assert_int_equal(c.cg.nr_scopes, 2);          /* repeatable keys add up */
-	config_free(&c);
+	config_clear(&c);
 
 	tu_write(dir, "main.conf.d/30-bad.conf", "[policy]\nmax_util = 0\n");
 	assert_int_equal(config_load(path, &c, err, sizeof(err)), -EINVAL);
@@ -208,8 +208,75 @@ static void test_shipped_config_parses(void **state)
 	assert_true(fabs(c.interval_s - d.interval_s) < 1e-9);
 	assert_memory_equal(&c.policy, &d.policy, sizeof(c.policy));
 	assert_string_equal(c.api_socket, d.api_socket);
-	config_free(&c);
-	config_free(&d);
+	config_clear(&c);
+	config_clear(&d);
+}
+
+/* The key table: every key takes its bad value with a message naming its
+ * section and key and what it must be, and the config struct (heap)
+ * is freed with config_free. */
+static void test_every_key_checks_its_value(void **state)
+{
+	static const struct { const char *sec, *key, *bad, *says; } t[] = {
+		{ "agent", "mode", "fast", "must be enforce, advise or off" },
+		{ "agent", "interval", "0.01", "must be seconds 0.1..86400" },
+		{ "agent", "sample", "61", "must be seconds 0.05..60" },
+		{ "agent", "history", "-1", "must be seconds 0..86400" },
+		{ "agent", "log_level", "loud", "must be error, warn, info or debug" },
+		{ "agent", "state_dir", "rel", "must be an absolute path" },
+		{ "agent", "dry_run", "maybe", "must be yes or no" },
+		{ "agent", "log_syslog", "2", "must be yes or no" },
+		{ "agent", "freeze_during_migration", "x", "must be yes or no" },
+		{ "agent", "memory_binding", "hard", "must be soft or strict" },
+		{ "scope", "cgroup", "a/../b", "is not an absolute cgroup path" },
+		{ "containers", "parent", "rel", "is not an absolute cgroup path" },
+		{ "containers", "runc_root", "rel", "must be an absolute path" },
+		{ "policy", "locality_target", "101", "must be a number 0..100 (percent)" },
+		{ "policy", "cpu_headroom", "1001", "must be a number 0..1000 (percent)" },
+		{ "policy", "mem_headroom", "x", "must be a number 0..1000 (percent)" },
+		{ "policy", "less_busy_margin", "-1", "must be a number 0..100 (percent)" },
+		{ "policy", "max_util", "0", "must be a number 1..100 (percent)" },
+		{ "policy", "rebalance_util", "200", "must be a number 0..100 (percent)" },
+		{ "policy", "min_cpu", "5000", "must be a number of CPUs 0..4096" },
+		{ "policy", "cooldown", "604801", "must be seconds 0..604800" },
+		{ "policy", "max_moves", "0", "must be an integer 1..10000" },
+		{ "policy", "max_migrate_mib", "1.5", "must be an integer of MiB" },
+		{ "policy", "min_free_mib", "-3", "must be an integer of MiB" },
+		{ "api", "socket", "rel", "must be an absolute path" },
+		{ "api", "listen", "8080", "must be ADDR:PORT" },
+		{ "libvirt", "enabled", "sure", "must be yes or no" },
+		{ "libvirt", "uri", "", "must not be empty" },
+		{ "libvirt", "module", "rel.so", "must be an absolute path" },
+		{ "libvirt", "keepalive_interval", "61", "must be an integer 1..60" },
+		{ "libvirt", "keepalive_count", "0", "must be an integer 1..60" },
+		{ "libvirt", "place_on_start", "x", "must be yes or no" },
+		{ "libvirt", "place_vcpu_load", "0", "must be a number 1..100 (percent)" },
+		{ "libvirt", "cpus_without_memory", "x", "must be local, never or always" },
+		{ "memory", "kernel_balancing", "x", "must be auto, defer or migrate" },
+		{ "memory", "mover", "x", "must be yes or no" },
+		{ "memory", "workers", "17", "must be an integer 1..16" },
+		{ "memory", "rate_mib", "-1", "must be MiB/s 0..1048576 (0: no limit)" },
+		{ "memory", "chunk_ms", "0", "must be milliseconds 1..1000" },
+		{ "memory", "job_timeout", "0", "must be seconds 1..86400" },
+		{ "schedule", "window", "Mon", "[schedule] window: " },
+	};
+
+	(void)state;
+	for (unsigned i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		struct agent_config *c = calloc(1, sizeof(*c));
+		char text[256], err[512], head[128];
+
+		snprintf(text, sizeof(text), "[%s]\n%s = %s\n", t[i].sec, t[i].key, t[i].bad);
+		assert_int_equal(config_load_string(text, "t.conf", c, err, sizeof(err)), -EINVAL);
+		snprintf(head, sizeof(head), "t.conf:2: [%s] %s: ", t[i].sec, t[i].key);
+		if (strncmp(err, head, strlen(head)) != 0 || !strstr(err, t[i].says))
+			fail_msg("%s %s = %s: got \"%s\"", t[i].sec, t[i].key, t[i].bad, err);
+		/* a good file into the same heap struct, freed with the object */
+		assert_int_equal(config_load_string("[agent]\nmode = advise\n", "t.conf", c, err, sizeof(err)), 0);
+		assert_int_equal(c->mode, MODE_ADVISE);
+		config_free(c);
+	}
+	config_free(NULL);
 }
 
 int main(void)
@@ -224,6 +291,7 @@ int main(void)
 		cmocka_unit_test(test_shipped_config_parses),
 		cmocka_unit_test(test_schedule_section),
 		cmocka_unit_test(test_drop_ins),
+		cmocka_unit_test(test_every_key_checks_its_value),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

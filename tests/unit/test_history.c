@@ -24,7 +24,7 @@ static struct snapshot *snap(unsigned nodes, const char *const *ids, unsigned n,
 			     double t)
 {
 	struct snapshot *s = snap_new();
-	struct snap_node nd[8];
+	struct snap_node nd[16];
 
 	memset(nd, 0, sizeof(nd));
 	for (unsigned i = 0; i < nodes; i++) {
@@ -174,8 +174,90 @@ static void test_gone_guests_and_topology(void **state)
 	history_free(h);
 }
 
-/* The bound: 1000 guests × HISTORY_SAMPLES on 8 nodes stays within
- * (12 + 3 × 8) bytes a sample plus a small per-guest overhead. */
+/* A guest whose every field changes in every way the coding has a case
+ * for (unknown and back, 0xffff next to 0, nodes gaining and losing
+ * memory, the scale changing, masks changing), past the ring's wrap so
+ * the oldest sample is re-coded many times: each sample comes back as it
+ * was quantised. */
+static void test_every_change_round_trips(void **state)
+{
+	static const char *const ids[] = { "a" };
+	enum { NODES = 10, TOTAL = HISTORY_SAMPLES + 61 };
+	static double loc[TOTAL], cpu[TOTAL];
+	static uint64_t mem[TOTAL][NODES];
+	static unsigned cn[TOTAL], mm[TOTAL];
+	struct history *h = history_new(0);
+	struct history_series *hs;
+	uint32_t x = 12345;
+
+	(void)state;
+	for (unsigned i = 0; i < TOTAL; i++) {
+		struct snapshot *s = snap(NODES, ids, 1, 0, 0, 2.5 * i + (i % 3) * 0.1);
+		struct snap_guest *g = &s->guests[0];
+
+		x = x * 1103515245u + 12345u;
+		loc[i] = i % 17 == 3 ? NAN : i % 5 == 0 ? 0 : (double)(x % 10001) / 10000;
+		x = x * 1103515245u + 12345u;
+		cpu[i] = i % 19 == 4 ? NAN : (double)(x % 5000) / 100;
+		g->locality = loc[i];
+		g->cpu_use = cpu[i];
+		mask_zero(&g->cpu_nodes);
+		mask_zero(&g->mems);
+		cn[i] = (x >> 8) % 1024;
+		mm[i] = i % 7 ? mm[i - 1] : (x >> 4) % 1024;
+		for (unsigned n = 0; n < NODES; n++) {
+			x = x * 1103515245u + 12345u;
+			if (cn[i] & (1u << n))
+				mask_set(&g->cpu_nodes, n);
+			if (mm[i] & (1u << n))
+				mask_set(&g->mems, n);
+			/* some nodes empty, some tiny, one now and then huge
+			 * (changing the scale), some unchanged */
+			mem[i][n] = (x >> 9) % 4 == 0 ? 0 : i % 11 == 0 && n == 2 ? 300 * GIB + x
+				    : (x >> 9) % 4 == 1 && i ? mem[i - 1][n] : (uint64_t)(x % 4096) * 4096;
+			g->mem_node[n] = mem[i][n];
+		}
+		record(h, s);
+	}
+	assert_int_equal(history_get(h, "a", &hs), 0);
+	assert_int_equal(hs->n, HISTORY_SAMPLES);
+	for (unsigned k = 0; k < hs->n; k++) {
+		unsigned i = TOTAL - HISTORY_SAMPLES + k;
+		const struct history_point *pt = &hs->p[k];
+		uint64_t max = 0;
+
+		assert_int_equal(pt->real_ms - 1700000000000ll, (int64_t)(2500 * i + (i % 3) * 100));
+		if (isnan(loc[i]))
+			assert_true(isnan(pt->locality));
+		else
+			assert_true(fabs(pt->locality - loc[i]) <= 0.5e-4 + 1e-12);
+		if (isnan(cpu[i]))
+			assert_true(isnan(pt->cpu_use));
+		else
+			assert_true(fabs(pt->cpu_use - cpu[i]) <= 0.005 + 1e-9);
+		for (unsigned n = 0; n < NODES; n++)
+			if (mem[i][n] > max)
+				max = mem[i][n];
+		for (unsigned n = 0; n < NODES; n++) {
+			/* 1/65536 of the largest node (at least 1 KiB), rounded */
+			double q = fmax(1024.0, (double)max / 65536.0);
+
+			assert_true(fabs((double)pt->mem[n] - (double)mem[i][n]) <= q);
+			if (!mem[i][n])
+				assert_int_equal(pt->mem[n], 0);
+			assert_int_equal(!!(pt->flags[n] & HIST_CPU_NODE), !!(cn[i] & (1u << n)));
+			assert_int_equal(!!(pt->flags[n] & HIST_MEM_NODE), !!(mm[i] & (1u << n)));
+		}
+	}
+	free(hs);
+	history_free(h);
+}
+
+/* The bound: 1000 guests × HISTORY_SAMPLES on 8 nodes, each sample
+ * different from the one before (locality, CPU and the memory of the
+ * nodes holding any change), take about 7 bytes a sample where the
+ * old fixed layout took 36: what did not change (masks, the other nodes'
+ * memory) costs nothing, a change costs its size. */
 static void test_bounded(void **state)
 {
 	enum { N = 1000 };
@@ -190,12 +272,24 @@ static void test_bounded(void **state)
 		snprintf(names[k], sizeof(names[k]), "g%04u", k);
 		ids[k] = names[k];
 	}
-	for (unsigned i = 0; i < HISTORY_SAMPLES + 10; i++)
-		record(h, snap(8, ids, N, 0.5, GIB, i));
+	for (unsigned i = 0; i < HISTORY_SAMPLES + 10; i++) {
+		/* 15 s apart; locality and memory on node 0 change a little */
+		struct snapshot *s = snap(8, ids, N, 0.5 + (i % 2) * 0.01, GIB + (i % 2) * 4 * MIB, 15.0 * i);
+
+		for (unsigned k = 0; k < N; k++)
+			s->guests[k].cpu_use = 1 + (i % 3) * 0.25;
+		record(h, s);
+	}
 	b = history_bytes(h, &ng);
 	assert_int_equal(ng, N);
-	assert_true(b >= (size_t)N * HISTORY_SAMPLES * (12 + 3 * 8));
-	assert_true(b <= (size_t)N * (HISTORY_SAMPLES * (12 + 3 * 8) + 100));
+	print_message("history of %u guests x %u samples on 8 nodes: %zu bytes (%.1f a sample)\n", N,
+		      HISTORY_SAMPLES, b, (double)b / (N * HISTORY_SAMPLES));
+	/* flags 1, locality 2, CPU 1, the mask of changed nodes 1, node 0's
+	 * memory 2 (nodes 1-7 hold an unchanged 1 MiB; 15 s apart every
+	 * time, so no time): 7 bytes, an eighth of spare room and the
+	 * per-guest overhead */
+	assert_true(b >= (size_t)N * HISTORY_SAMPLES * 7);
+	assert_true(b <= (size_t)N * (HISTORY_SAMPLES * 7 * 9 / 8 + 200));
 	history_free(h);
 }
 
@@ -206,6 +300,7 @@ int main(void)
 		cmocka_unit_test(test_ring_keeps_the_newest),
 		cmocka_unit_test(test_spacing),
 		cmocka_unit_test(test_gone_guests_and_topology),
+		cmocka_unit_test(test_every_change_round_trips),
 		cmocka_unit_test(test_bounded),
 	};
 

@@ -70,7 +70,7 @@ static void test_memory_section(void **state)
 	assert_int_equal(config_load_string("", "t.conf", &c, err, sizeof(err)), 0);
 	assert_int_equal(c.kernel_balancing, KBAL_MIGRATE);
 	assert_true(c.mover);
-	config_free(&c);
+	config_clear(&c);
 	assert_int_equal(config_load_string("[memory]\nkernel_balancing = defer\nmover = no\nworkers = 4\n"
 					    "rate_mib = 512\nchunk_ms = 10\njob_timeout = 60\n",
 					    "t.conf", &c, err, sizeof(err)), 0);
@@ -80,7 +80,7 @@ static void test_memory_section(void **state)
 	assert_true(fabs(c.mover_rate_mib - 512) < 1e-9);
 	assert_true(fabs(c.mover_chunk_ms - 10) < 1e-9);
 	assert_true(fabs(c.mover_job_timeout_s - 60) < 1e-9);
-	config_free(&c);
+	config_clear(&c);
 	assert_int_equal(config_load_string("[memory]\nkernel_balancing = kernel\n", "t.conf", &c, err, sizeof(err)),
 			 -EINVAL);
 	assert_non_null(strstr(err, "t.conf:2: [memory] kernel_balancing: must be auto, defer or migrate"));

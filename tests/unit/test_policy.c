@@ -1794,7 +1794,9 @@ static void test_no_mutual_room_credit(void **state)
 	}
 	snap_finalize(s);
 	policy_config_default(&cfg);
-	p = decide_default(snap_ref(s), NULL);
+	/* one reference for decide_default to drop, one kept (snap_ref counts on const pointers) */
+	snap_ref(s);
+	p = decide_default(s, NULL);
 	for (unsigned i = 0; i < p->nr_items; i++) {
 		const struct plan_item *it = &p->items[i];
 		uint64_t real = 0;

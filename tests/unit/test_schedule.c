@@ -34,7 +34,7 @@ static void test_business_hours(void **state)
 	assert_false(sched_active(&e, SUN, HM(12, 0)));
 	assert_int_equal(e.v.set, SCHED_MODE);
 	assert_int_equal(e.v.mode, MODE_ADVISE);
-	sched_entry_free(&e);
+	sched_entry_clear(&e);
 }
 
 static void test_across_midnight(void **state)
@@ -52,7 +52,7 @@ static void test_across_midnight(void **state)
 	assert_false(sched_active(&e, SAT, HM(22, 30)));
 	assert_false(sched_active(&e, FRI, HM(3, 0)));   /* that is Thursday's night */
 	assert_int_equal(e.v.max_migrate_bytes, 16384ULL << 20);
-	sched_entry_free(&e);
+	sched_entry_clear(&e);
 }
 
 static void test_sunday_night_wraps_to_monday(void **state)
@@ -64,7 +64,7 @@ static void test_sunday_night_wraps_to_monday(void **state)
 	assert_true(sched_active(&e, MON, HM(0, 30)));
 	assert_false(sched_active(&e, SAT, HM(23, 30)));
 	assert_false(sched_active(&e, SUN, HM(0, 30)));
-	sched_entry_free(&e);
+	sched_entry_clear(&e);
 }
 
 static void test_day_lists_and_wrapping_ranges(void **state)
@@ -88,10 +88,10 @@ static void test_day_lists_and_wrapping_ranges(void **state)
 	assert_false(sched_active(&d, THU, HM(9, 45)));
 	assert_true(sched_active(&d, FRI, HM(9, 45)));
 	assert_int_equal(b.v.cooldown_ns, 60LL * 1000000000LL);
-	sched_entry_free(&a);
-	sched_entry_free(&b);
-	sched_entry_free(&c);
-	sched_entry_free(&d);
+	sched_entry_clear(&a);
+	sched_entry_clear(&b);
+	sched_entry_clear(&c);
+	sched_entry_clear(&d);
 }
 
 static void test_overlaps_later_wins(void **state)
@@ -127,11 +127,11 @@ static void test_overlaps_later_wins(void **state)
 
 	struct schedule c;
 	sched_copy(&c, &s);
-	sched_free(&s);
+	sched_clear(&s);
 	sched_effective(&c, MON, HM(2, 0), &v, &active);
 	assert_int_equal(active, 3);
 	assert_string_equal(c.e[1].text, "* 22:00-06:00 mode=enforce max_migrate_mib=8192");
-	sched_free(&c);
+	sched_clear(&c);
 
 	sched_effective(NULL, MON, 0, &v, &active);
 	assert_int_equal(v.set, 0);

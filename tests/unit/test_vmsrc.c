@@ -118,7 +118,7 @@ static void test_libvirt_config(void **state)
 	assert_true(c.libvirt_place_on_start);
 	assert_true(fabs(c.libvirt_place_vcpu_load - 1.0) < 1e-9);
 	assert_int_equal(c.libvirt_cpus_without_memory, VM_CPUS_LOCAL);
-	config_free(&c);
+	config_clear(&c);
 
 	assert_int_equal(config_load_string("[libvirt]\nuri = qemu:///system?socket=/tmp/s\nkeepalive_interval = 5\n"
 					    "keepalive_count = 1\nplace_on_start = no\nplace_vcpu_load = 25\n"
@@ -129,7 +129,7 @@ static void test_libvirt_config(void **state)
 	assert_false(c.libvirt_place_on_start);
 	assert_true(fabs(c.libvirt_place_vcpu_load - 0.25) < 1e-9);
 	assert_int_equal(c.libvirt_cpus_without_memory, VM_CPUS_NEVER);
-	config_free(&c);
+	config_clear(&c);
 
 	static const struct { const char *text, *msg; } bad[] = {
 		{ "[libvirt]\nkeepalive_interval = 0\n", "t.conf:2: [libvirt] keepalive_interval: must be an integer 1..60" },

@@ -101,7 +101,8 @@ const struct engine_parts *tu_engine_parts(void)
 		.snapshot = acquirer_snapshot,
 		.read_meminfo = topo_read_meminfo,
 	};
-	static const struct policy_ops pol = { .decide = policy_decide_reserved, .advise = policy_advise };
+	static const struct policy_ops pol = { .decide = policy_decide_reserved, .advise = policy_advise,
+					       .place = policy_place };
 	static const struct engine_parts parts = { .sources = &src, .policy = &pol };
 
 	return &parts;

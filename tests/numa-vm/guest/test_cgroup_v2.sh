@@ -317,6 +317,106 @@ test_sigterm_stops_a_migration() {
 	return 0
 }
 
+# jget FILE KEY: the first "KEY": value in FILE (numaorchctl --json output:
+# indented, one key a line), without quotes; empty if absent.
+jget() { sed -n "s/^ *\"$2\": \"\{0,1\}\([^\",]*\)\"\{0,1\},\{0,1\}\$/\1/p" $1 | head -1; }
+# mib TEXT: numaorchctl's short size ("0", "512K", "190M", "1.2G") in MiB.
+mib() { echo "$1" | awk '{v=$1+0; u=substr($1,length($1)); if(u=="K")v/=1024; else if(u=="G")v*=1024; else if(u!="M")v/=1048576; printf "%.1f\n", v}'; }
+# fle A B [SLACK]: A <= B + SLACK (floats).
+fle() { awk -v a="$1" -v b="$2" -v s="${3:-0}" 'BEGIN{exit !(a <= b + s)}'; }
+
+# numaorchctl top's migration figures against a live mover job: a guest
+# on node 1 with its 128 MiB on node 0, the mover's budget at 8 MiB/s so
+# the job runs for seconds. Read GET /v1/migrations, then top --once,
+# then /v1/migrations again: top's progress and each node's memory
+# migrating in and out lie between the two reads, the job's bytes done
+# grow and follow memory.numa_stat (the kernel's own count), its ETA is
+# there while it runs.
+test_top_shows_a_live_migration() {
+	c1=$(node_cpus 1)
+	S=$T/api.sock
+	ctl="/bin/numaorchctl --socket $S"
+	start $G1 "$c1" 0 128 --pages 4k || return 1
+	printf '[agent]\ninterval = 0.5\nsample = 0.3\n[memory]\nrate_mib = 8\n[api]\nsocket = %s\n[libvirt]\nenabled = no\n' $S > $T/conf
+	$NUMAORCHD --config $T/conf --scope $SB --decision-log $T/dec 2> $T/err &
+	pid=$!
+	i=0
+	# running, with some bytes done (so there is a rate and an ETA)
+	while :; do
+		$ctl --json migrations > $T/m0 2>/dev/null
+		[ "$(jget $T/m0 state)" = running ] && fle 1 "$(jget $T/m0 done_mib)" && break
+		sleep 0.2; i=$((i + 1))
+		[ $i -gt 300 ] && { kill -9 $pid; echo "no running job within 60 s: $(cat $T/m0)"; return 1; }
+	done
+	r=0
+	: > $T/why
+	# said WHY: the test fails for WHY (printed last, after the screens)
+	said() { echo "$*" >> $T/why; r=1; }
+	$ctl --json migrations > $T/ma
+	n1a=$(($(mem_on $G1 1) / 1048576))
+	COLUMNS=160 $ctl top --once > $T/top
+	$ctl --json migrations > $T/mb
+	n1b=$(($(mem_on $G1 1) / 1048576))
+	for f in ma mb; do
+		[ "$(jget $T/$f guest)" = $ID1 ] && [ "$(jget $T/$f from)" = 0 ] && [ "$(jget $T/$f to)" = 1 ] &&
+			[ "$(jget $T/$f state)" = running ] || { said "$f: not G1's job 0 -> 1 running: $(cat $T/$f)"; }
+	done
+	[ $r = 0 ] || { kill -9 $pid; cat $T/why; return 1; }
+	da=$(jget $T/ma done_mib) la=$(jget $T/ma left_mib) db=$(jget $T/mb done_mib) lb=$(jget $T/mb left_mib)
+	eta=$(jget $T/ma eta_s)
+	fle 100 "$(awk -v d=$da -v l=$la 'BEGIN{print d + l}')" 8 || { said "job of $da + $la MiB, want ~128"; }
+	fle 0.1 "$eta" || { said "no ETA while running: \"$eta\""; }
+	# The mover's count against the kernel's: node 1's memory of the guest
+	# (it started with none there) is what was moved, give or take what
+	# is in flight in one chunk.
+	fle "$n1a" "$db" 8 && fle "$da" "$n1b" 8 || { said "done $da..$db MiB, node 1 holds $n1a..$n1b MiB"; }
+	# Nodes panel: NODE CPUS BUSY LOAD FREE TOTAL GUESTS MIG-IN MIG-OUT
+	for nd in 0 1 2 3; do
+		row=$(awk -v n=$nd 'p && $1==n {print; exit} /^NODE/ {p=1}' $T/top)
+		in=$(mib "$(echo "$row" | awk '{print $8}')") out=$(mib "$(echo "$row" | awk '{print $9}')")
+		case $nd in
+		0) want_in=0 want_out=job ;;
+		1) want_in=job want_out=0 ;;
+		*) want_in=0 want_out=0 ;;
+		esac
+		for w in in out; do
+			eval v=\$$w want=\$want_$w
+			if [ $want = job ]; then
+				fle "$lb" "$v" 1 && fle "$v" "$la" 1 || { said "node $nd MIG $w $v MiB, the job had $la..$lb MiB left"; }
+			else
+				[ "$v" = 0.0 ] || { said "node $nd MIG $w $v MiB, want 0: $row"; }
+			fi
+		done
+	done
+	# Guests panel: the guest's row shows the job instead of its decision:
+	# "moving 0>1 P% RATE/s ETA".
+	row=$(grep "moving 0>1 " $T/top)
+	p=$(echo "$row" | sed -n 's/.*moving 0>1 \([0-9]*\)% .*/\1/p')
+	pa=$(awk -v d=$da -v l=$la 'BEGIN{printf "%.0f", 100 * d / (d + l)}')
+	pb=$(awk -v d=$db -v l=$lb 'BEGIN{printf "%.0f", 100 * d / (d + l)}')
+	[ -n "$p" ] && fle "$pa" "$p" 1 && fle "$p" "$pb" 1 || { said "top's progress \"$p\"%, the job was at $pa..$pb%: $row"; }
+	echo "$row" | grep -q "^docker-" || { said "the moving row is not the guest's: $row"; }
+	echo "$row" | grep -q "M/s [0-9]" || { said "no rate and ETA in: $row"; }
+	# Bytes done grow while it runs.
+	i=0
+	while :; do
+		$ctl --json migrations > $T/mc
+		fle "$(awk -v d=$db 'BEGIN{print d + 4}')" "$(jget $T/mc done_mib)" && break
+		i=$((i + 1))
+		[ $i -gt 300 ] || [ "$(jget $T/mc state)" != running ] &&
+			{ said "done stayed at $(jget $T/mc done_mib) MiB after $db ($(jget $T/mc state))"; break; }
+		sleep 0.2
+	done
+	if [ $r != 0 ]; then
+		sed 's/^/#   top: /' $T/top
+		sed 's/^/#   migrations: /' $T/ma | tr -d '\n' | head -c 600; echo
+		cat $T/why
+	fi
+	kill -TERM $pid
+	wait $pid
+	return $r
+}
+
 check layout_is_v2_with_several_nodes
 check discovery_and_dry_run_write_nothing
 check pulls_memory_local_for_real
@@ -325,6 +425,7 @@ check nested_container_follows_its_pod
 check outside_scope_untouched
 check daemon_survives_vanishing_guest
 check sigterm_stops_a_migration
+check top_shows_a_live_migration
 
 echo "$passed passed, $failed failed"
 echo "END rc=$([ $failed = 0 ] && echo 0 || echo 1)"

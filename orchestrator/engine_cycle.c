@@ -1,0 +1,435 @@
+/* engine_cycle.c — one cycle: acquire a snapshot, let the registered
+ * policy decide, apply the plan (every move's CPUs first, then the memory
+ * of those that must migrate), record each outcome, publish the view. */
+#include "engine.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "engine_int.h"
+#include "gpolstore.h"
+#include "history.h"
+#include "kbal.h"
+#include "log.h"
+#include "mover.h"
+#include "notify.h"
+#include "xalloc.h"
+
+const char *engine_move_decision(enum apply_status st)
+{
+	switch (st) {
+	case APPLY_DONE: return "moved";
+	case APPLY_FAILED:
+	case APPLY_FAILED_PARTIAL:
+	case APPLY_REFUSED: return "failed";
+	case APPLY_NOT_APPLICABLE: return "not_applicable";
+	default: return "skipped";
+	}
+}
+
+void engine_log_move(const struct snapshot *snap, const struct plan_item *it,
+		     const struct apply_result *res)
+{
+	const struct snap_guest *g = &snap->guests[it->guest_idx];
+	char from[NODELIST_BUFSZ], to[NODELIST_BUFSZ], mems[NODELIST_BUFSZ];
+
+	mask_format(&it->from_nodes, from, sizeof(from));
+	mask_format(&it->to_nodes, to, sizeof(to));
+	mask_format(&it->to_mems, mems, sizeof(mems));
+	if (!res) {
+		log_info("would move %s (%s) nodes %s -> %s mems %s: %s", it->guest_id, g->runtime,
+			 from, to, mems, it->detail);
+		return;
+	}
+	if (res->status == APPLY_DONE)
+		log_info("moved %s (%s) nodes %s -> %s mems %s in %.2fs: %s", it->guest_id, g->runtime,
+			 from, to, mems, res->duration_s, it->detail);
+	else if (res->status == APPLY_FAILED || res->status == APPLY_FAILED_PARTIAL ||
+		 res->status == APPLY_REFUSED)
+		log_error("moving %s (%s) nodes %s -> %s failed: %s", it->guest_id, g->runtime, from, to,
+			  res->msg);
+	else
+		log_info("not moving %s (%s): %s", it->guest_id, g->runtime, res->msg);
+}
+
+/* kernel.numa_balancing, read with every snapshot (an operator may flip
+ * it): say once, and at each change, how the agent works beside it. */
+static void note_balancing(struct engine *e, const struct snapshot *snap)
+{
+	int v = snap->numa_balancing;
+
+	e->stats.kernel_balancing = e->cfg.kernel_balancing;
+	if (e->stats.cycles > 0 && v == e->stats.numa_balancing)
+		return;
+	e->stats.numa_balancing = v;
+	if (kbal_kernel_moves(v))
+		log_info("kernel.numa_balancing = %d: the kernel migrates memory on fault too; numaorchd works "
+			 "beside it (kernel_balancing = %s: %s)", v, kbal_setting_name(e->cfg.kernel_balancing),
+			 e->cfg.kernel_balancing == KBAL_DEFER ? "numaorchd moves CPUs and widens mems, the kernel "
+			 "moves the memory" : e->cfg.kernel_balancing == KBAL_MIGRATE ? "numaorchd migrates memory "
+			 "itself" : "the kernel moves a running guest's memory, numaorchd an idle one's");
+	else if (v >= 0)
+		log_info("kernel.numa_balancing = %d: the kernel's NUMA balancing is off; numaorchd migrates memory "
+			 "itself", v);
+	else
+		log_info("kernel.numa_balancing: not available on this kernel; numaorchd migrates memory itself");
+}
+
+/* Phase 2 of one move: the memory, by the rule of kbal.h — left to the
+ * kernel, handed to the mover, or (no mover, VMs) moved by the cpuset.mems
+ * write. Returns true when P now belongs to a mover job. */
+static bool memory_phase(struct engine *e, const struct snapshot *snap, struct apply_pending *p,
+			 struct apply_result *res)
+{
+	const struct plan_item *it = apply_pending_item(p);
+	const struct snap_guest *g = &snap->guests[it->guest_idx];
+	enum kbal_action act = kbal_decide(e->cfg.kernel_balancing, e->stats.numa_balancing,
+					   !apply_pending_soft(p), g->cpu_use);
+	struct mover_spec spec;
+	pid_t *pids = NULL;
+	uint64_t id;
+
+	if (act == KBAL_ACT_DEFER) {
+		apply_memory_widen(e->app, p, "left to the kernel's NUMA balancing", res);
+		if (res->status == APPLY_DONE)
+			e->stats.memory_deferred++;
+		return false;
+	}
+	if (!e->mover || !e->mover_on || g->kind == GUEST_VM || !apply_pending_movable(p)) {
+		apply_memory(e->app, p, res);
+		return false;
+	}
+	memset(&spec, 0, sizeof(spec));
+	spec.npids = apply_pending_pids(e->app, p, &pids);
+	if (spec.npids == 0) {
+		/* No process: nothing to move; the mems change is all. */
+		free(pids);
+		apply_memory(e->app, p, res);
+		return false;
+	}
+	/* move_pages(2) needs the target inside the task's mems. */
+	apply_memory_widen(e->app, p, "to move by the mover", res);
+	if (res->status != APPLY_DONE) {
+		free(pids);
+		return false;
+	}
+	snprintf(spec.guest, sizeof(spec.guest), "%s", it->guest_id);
+	snprintf(spec.cause, sizeof(spec.cause), "%s", move_reason_name(it->reason));
+	spec.pids = pids;
+	spec.to = it->to_mems;
+	spec.bytes = it->migrate_bytes;
+	id = mover_submit(e->mover, &spec);
+	free(pids);
+	{
+		size_t n = strlen(res->msg);
+
+		snprintf(res->msg + n, sizeof(res->msg) - n, " (job %llu)", (unsigned long long)id);
+	}
+	if (e->njobs == e->capjobs) {
+		e->capjobs = e->capjobs ? e->capjobs * 2 : 8;
+		e->jobs = xrealloc(e->jobs, e->capjobs * sizeof(*e->jobs));
+	}
+	e->jobs[e->njobs++] = (struct ejob){ .id = id, .p = p };
+	return true;
+}
+
+/* Jobs the mover ended: narrow a strictly bound guest's mems, record when
+ * (and whether) its memory arrived. Engine thread. */
+void engine_settle_jobs(struct engine *e)
+{
+	struct mover_job_info *fin;
+	unsigned n;
+
+	if (!e->mover)
+		return;
+	n = mover_take_finished(e->mover, &fin);
+	for (unsigned k = 0; k < n; k++) {
+		const struct mover_job_info *ji = &fin[k];
+		struct apply_pending *p = NULL;
+		struct apply_result res;
+		char from[NODELIST_BUFSZ], to[NODELIST_BUFSZ], decision[40];
+		double mib = (double)ji->bytes_done / 1048576.0;
+
+		for (unsigned i = 0; i < e->njobs; i++)
+			if (e->jobs[i].id == ji->id) {
+				p = e->jobs[i].p;
+				e->jobs[i] = e->jobs[--e->njobs];
+				break;
+			}
+		if (!p)
+			continue;
+		memset(&res, 0, sizeof(res));
+		res.locality_after = NAN;
+		res.mems_loosened = apply_pending_soft(p);
+		mask_or(&res.mems_after, &apply_pending_snapshot(p)->guests[apply_pending_item(p)->guest_idx].mems,
+			&apply_pending_item(p)->to_mems);
+		/* Narrowing a strict guest migrates what is left: only once its
+		 * pages are in place. A job that ended early leaves its mems
+		 * wide (old ∪ new: consistent, never empty). */
+		if (ji->state == MJ_DONE)
+			apply_memory_settle(e->app, p, &res);
+		mask_format(&ji->from, from, sizeof(from));
+		mask_format(&ji->to, to, sizeof(to));
+		apply_result_set(&res, ji->state == MJ_DONE ? APPLY_DONE : ji->state == MJ_VANISHED ? APPLY_VANISHED :
+				 ji->state == MJ_FAILED ? APPLY_FAILED : APPLY_CHANGED, ji->state == MJ_FAILED ? -EIO : 0,
+			"job %llu %s: %.1f MiB moved off nodes %s onto %s in %.2f s (%.0f MiB/s), %llu chunks, "
+			"longest stall %.1f ms%s%s", (unsigned long long)ji->id, mover_state_name(ji->state), mib,
+			from[0] ? from : "-", to, ji->elapsed_s, ji->elapsed_s > 0 ? mib / ji->elapsed_s : 0,
+			(unsigned long long)ji->chunks, ji->stall_max_ms, ji->msg[0] ? ": " : "", ji->msg);
+		res.duration_s = ji->elapsed_s;
+		snprintf(decision, sizeof(decision), "memory_%s", ji->state == MJ_DONE ? "arrived" :
+			 mover_state_name(ji->state));
+		log_info("guest %s: memory %s", apply_pending_guest(p), res.msg);
+		declog_add(e->dl, declog_make(apply_pending_snapshot(p), apply_pending_item(p), decision, &res, false));
+		apply_pending_free(p);
+	}
+	free(fin);
+}
+
+int engine_drain_migrations(struct engine *e, double timeout_s)
+{
+	bool idle = true;
+
+	if (!e->mover)
+		return 0;
+	idle = mover_wait_idle(e->mover, timeout_s);
+	engine_settle_jobs(e);
+	return idle ? 0 : -ETIMEDOUT;
+}
+
+struct mover *engine_mover(struct engine *e)
+{
+	return __atomic_load_n(&e->mover, __ATOMIC_ACQUIRE);
+}
+
+/* Log, record and count the outcome of plan item I. */
+static void record_move(struct engine *e, const struct snapshot *snap, struct pstate *next,
+			const struct plan_item *it, const struct apply_result *res, struct cycle_report *report,
+			unsigned i)
+{
+	engine_log_move(snap, it, res);
+	declog_add(e->dl, declog_make(snap, it, engine_move_decision(res->status), res, false));
+	if (report) {
+		report->results[i] = *res;
+		report->attempted[i] = true;
+	}
+	engine_count_outcome(&e->stats, next, e->ps, it, res->status);
+}
+
+void engine_count_outcome(struct engine_stats *st, struct pstate *next, const struct pstate *prev,
+			  const struct plan_item *it, enum apply_status status)
+{
+	switch (status) {
+	case APPLY_DONE:
+		st->moves++;
+		st->migrated_bytes += it->migrate_bytes;
+		break;
+	case APPLY_FAILED:
+	case APPLY_FAILED_PARTIAL:
+	case APPLY_REFUSED:
+		/* Keep the cool-down: retrying a refused write every
+		 * cycle would only hammer the cgroup. */
+		st->move_failures++;
+		break;
+	case APPLY_NOT_APPLICABLE:
+		/* libvirt refuses this kind of change (its numatune):
+		 * asking every cycle would only repeat the refusal. */
+		st->moves_skipped++;
+		break;
+	default:
+		st->moves_skipped++;
+		if (next)
+			pstate_revert(next, prev, it->guest_id);
+		break;
+	}
+}
+
+/* The operator's per-guest overrides (the REST API's store), applied to
+ * the snapshot while it is finalized: once published it is read-only. */
+static bool override_policy(void *ctx, const char *id, struct guest_policy *out)
+{
+	struct gpol_record rec;
+
+	if (!gpolstore_get(ctx, id, &rec))
+		return false;
+	*out = rec.pol;
+	return true;
+}
+
+int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
+{
+	const struct snapshot *snap = NULL;
+	struct snap_policy_overlay ov = { .get = override_policy, .ctx = e->gs };
+	struct plan *plan = NULL;
+	struct pstate *next = NULL;
+	int64_t t0 = clock_mono_ns(), t1, t2, t3;
+	char (*placed)[GUEST_ID_MAX] = NULL;
+	unsigned nplaced, npend = 0;
+	struct {
+		struct apply_pending *p;
+		unsigned idx;
+	} *pend;
+	bool do_apply;
+	int r;
+
+	if (report)
+		memset(report, 0, sizeof(*report));
+	engine_apply_schedule(e);
+	engine_settle_jobs(e);
+	dry_run = dry_run || e->cfg.dry_run;
+	r = e->src.snapshot(e->acq, e->cfg.sample_s, e->gs ? &ov : NULL, &snap);
+	if (r < 0)
+		return log_errno(LOG_LEVEL_ERROR, r, "cannot read the host topology from %s", e->hp.sysfs);
+	t1 = clock_mono_ns();
+	/* The same broken file gives the same warning every cycle: once,
+	 * then with a count now and then (47 lines a cycle on one host). */
+	if (!e->warn_rep)
+		e->warn_rep = log_repeat_new();
+	log_repeat_round(e->warn_rep, LOG_LEVEL_WARN, snap->warnings, snap->nr_warnings);
+
+	e->stats.cpu_nodes = snap_nr_cpu_nodes(snap);
+	note_balancing(e, snap);
+	if (e->vm) {
+		struct vmsrc_status vst;
+
+		e->vmp->get_status(e->vm, &vst);
+		e->stats.libvirt_state = vst.connected ? LIBVIRT_CONNECTED : LIBVIRT_DISCONNECTED;
+		e->stats.libvirt_connects = vst.connects;
+		e->stats.libvirt_losses = vst.losses;
+		e->stats.libvirt_last_reconnect_s = vst.last_reconnect_s;
+	}
+	if (e->stats.cpu_nodes <= 1 && !e->warned_one_node) {
+		log_warn("this host has %u NUMA node%s with CPUs: numaorchd keeps discovering and "
+			 "reporting guests, and moves nothing", e->stats.cpu_nodes,
+			 e->stats.cpu_nodes == 1 ? "" : "s");
+		e->warned_one_node = true;
+	}
+	/* Domains that just started are placed now, before the policy runs,
+	 * so it sees their cool-down and leaves them be this cycle. */
+	nplaced = engine_place_started(e, snap, dry_run, &placed);
+
+	if (e->cfg.mode != MODE_OFF) {
+		const struct advice_reservation *res;
+		unsigned nres = engine_reservations(e, &res);
+
+		r = e->pol.decide(&e->cfg.policy, snap, e->ps, report != NULL, res, nres, &plan, &next);
+		if (r < 0) {
+			snap_unref(snap);
+			free(placed);
+			return log_errno(LOG_LEVEL_ERROR, r, "policy rejected its configuration");
+		}
+	}
+	t2 = clock_mono_ns();
+
+	do_apply = e->cfg.mode == MODE_ENFORCE && !dry_run;
+	if (report && plan) {
+		report->nr_results = plan->nr_items;
+		report->results = xcalloc(plan->nr_items ? plan->nr_items : 1, sizeof(*report->results));
+		report->attempted = xcalloc(plan->nr_items ? plan->nr_items : 1, sizeof(bool));
+		report->applied = do_apply;
+	}
+	pend = xcalloc(plan && plan->nr_items ? plan->nr_items : 1, sizeof(*pend));
+	for (unsigned i = 0; plan && i < plan->nr_items; i++) {
+		const struct plan_item *it = &plan->items[i];
+		bool just_placed = false;
+
+		/* Placed this cycle: the plan saw it where it was before. */
+		for (unsigned k = 0; k < nplaced && !just_placed; k++)
+			just_placed = strcmp(placed[k], it->guest_id) == 0;
+		if (just_placed)
+			continue;
+		if (it->kind == PLAN_MOVE) {
+			struct apply_result res;
+
+			if (!do_apply) {
+				/* Advise mode and dry runs plan the same move every
+				 * cycle until something changes: say it once, not
+				 * once a cycle (an explicit request, REPORT, always
+				 * gets its records). */
+				bool same = logged_repeats(&e->logged, it, report != NULL);
+
+				pstate_revert(next, e->ps, it->guest_id);
+				if (same)
+					continue;
+				engine_log_move(snap, it, NULL);
+				declog_add(e->dl, declog_make(snap, it, e->cfg.mode == MODE_ADVISE && !dry_run ?
+							  "advised" : "planned", NULL, dry_run));
+				continue;
+			}
+			/* A new plan for a guest supersedes its running job (it stops
+			 * at its next chunk boundary). */
+			if (e->mover) {
+				uint64_t old = mover_job_of(e->mover, it->guest_id);
+
+				if (old)
+					mover_cancel(e->mover, old, MJ_SUPERSEDED);
+			}
+			/* CPUs first: every move's cpuset.cpus this pass, the memory
+			 * of those that must migrate after all of them. */
+			apply_cpus(e->app, snap, it, &res, &pend[npend].p);
+			if (pend[npend].p) {
+				pend[npend++].idx = i;
+				continue;
+			}
+			record_move(e, snap, next, it, &res, report, i);
+		} else if (it->kind == PLAN_SKIP) {
+			if (logged_repeats(&e->logged, it, report != NULL))
+				continue;
+			log_debug("not moving %s: %s (%s)", it->guest_id, skip_reason_name(it->skip), it->detail);
+			declog_add(e->dl, declog_make(snap, it, "skipped", NULL, dry_run));
+		}
+	}
+	for (unsigned k = 0; k < npend; k++) {
+		const struct plan_item *it = &plan->items[pend[k].idx];
+		struct apply_result res;
+
+		/* A cycle of big migrations can outlast the watchdog. */
+		if (e->watchdog_usec)
+			notify_watchdog();
+		if (!memory_phase(e, snap, pend[k].p, &res))
+			apply_pending_free(pend[k].p);
+		record_move(e, snap, next, it, &res, report, pend[k].idx);
+	}
+	free(pend);
+	t3 = clock_mono_ns();
+	if (plan)
+		logged_update(&e->logged, plan);
+	if (next) {
+		pstate_free(e->ps);
+		e->ps = next;
+	}
+	engine_save_state(e);
+
+	e->stats.cycles++;
+	e->stats.last_cycle_real_ns = clock_real_ns();
+	e->stats.last_cycle_s = (double)(t3 - t0) / 1e9;
+	e->stats.last_acquire_s = (double)(t1 - t0) / 1e9;
+	e->stats.last_decide_s = (double)(t2 - t1) / 1e9;
+	e->stats.last_apply_s = (double)(t3 - t2) / 1e9;
+	history_record(e->hist, snap);
+	engine_publish(e, snap, plan);
+	if (report)
+		report->view = engine_view_get(e);
+	log_debug("cycle %llu: %u guests, %u plan items, %.1f ms (acquire %.1f, decide %.1f, apply %.1f)",
+		  (unsigned long long)snap->seq, snap->nr_guests, plan ? plan->nr_items : 0,
+		  e->stats.last_cycle_s * 1e3, e->stats.last_acquire_s * 1e3,
+		  e->stats.last_decide_s * 1e3, e->stats.last_apply_s * 1e3);
+	snap_unref(snap);
+	free(placed);
+	e->last_cycle_end_ns = clock_mono_ns();
+	return 0;
+}
+
+void cycle_report_clear(struct cycle_report *r)
+{
+	if (!r)
+		return;
+	engine_view_unref(r->view);
+	free(r->results);
+	free(r->attempted);
+	memset(r, 0, sizeof(*r));
+}

@@ -1,0 +1,133 @@
+/* engine_int.h — private to the engine's files: the engine's state and
+ * what they call of each other.
+ *
+ *   engine.c        life cycle, sources and mover set-up, the published
+ *                   view, configuration and schedule, reservations
+ *   engine_loop.c   the loop (signals, timer, triggers) and the call queue
+ *   engine_cycle.c  one cycle: acquire, decide, apply, record, publish
+ *   engine_place.c  applying the start placement policy_place() chose
+ */
+#ifndef NUMAORCH_ENGINE_INT_H
+#define NUMAORCH_ENGINE_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "apply.h"
+#include "engine.h"
+#include "logged.h"
+#include "pstate.h"
+#include "resv.h"
+#include "vmplugin.h"
+
+struct call {
+	engine_fn fn;
+	void *arg;
+	int ret;
+	bool done, abandoned;
+	pthread_cond_t cond;
+	struct call *next;
+};
+
+struct engine {
+	/* base: the configuration as given (file, command line, PUT /v1/policy);
+	 * cfg: base with the [schedule] windows active now applied — what
+	 * every cycle uses. */
+	struct agent_config base;
+	struct agent_config cfg;
+	uint64_t sched_active;
+	bool sched_valid;
+	bool notified_ready;          /* READY=1 sent (after the first published cycle) */
+	uint64_t watchdog_usec;       /* WatchdogSec= as systemd passed it, 0: none */
+	struct host_paths hp;
+	struct source_ops src;        /* registered by main */
+	struct policy_ops pol;
+	struct acquirer *acq;
+	struct applier *app;
+	const struct vmplugin *vmp; /* the libvirt module, NULL until loaded */
+	struct vmsrc *vm;       /* libvirt VM source, NULL if disabled */
+	struct vmapply *va;     /* its actuator */
+	struct declog *dl;
+	struct pstate *ps;
+	struct history *hist;         /* per-guest history, readable from any thread */
+
+	/* The mover (NULL: [memory] mover = no, a fixture root, no NUMA API)
+	 * and the moves whose memory it is moving: each job's phase 2 is
+	 * finished when the job ends (settle_job). */
+	struct mover *mover;          /* once started, lives until engine_free */
+	bool mover_on;                /* [memory] mover as configured now */
+	unsigned njobs, capjobs;
+	struct ejob {
+		uint64_t id;
+		struct apply_pending *p;
+	} *jobs;
+
+	struct gpolstore *gs;    /* per-guest overrides (not owned), NULL: none */
+	struct logged_table logged;   /* last recorded per guest (dedup) */
+
+	pthread_mutex_t view_lock;
+	struct engine_view *view;
+	struct engine_stats stats;
+	bool warned_one_node;
+	struct log_repeat *warn_rep;   /* the snapshots' warnings, logged once */
+
+	struct resv_list res;        /* room promised to guests about to start */
+
+	/* Persistence of ps and res (engstate.h): the state directory (-1:
+	 * none), realtime - monotonic of this process, and what was saved
+	 * last (to write only on change). */
+	int state_dfd;
+	int64_t clock_offset_ns;
+	struct pstate *saved_ps;
+	uint64_t saved_res_gen;
+	bool saved_once;
+	bool triggered;
+	int64_t last_cycle_end_ns;   /* CLOCK_MONOTONIC; spaces triggered cycles */
+	int64_t heartbeat_ns;        /* the loop's last turn (atomic), 0: not running */
+
+	pthread_t thread;
+	bool thread_set;
+	int sfd, tfd, efd;
+	pthread_mutex_t q_lock;
+	struct call *q_head, *q_tail;
+	bool stopping;
+};
+
+/* engine.c */
+/* Save ps and res if they changed since the last save (no-op without a
+ * state directory). */
+void engine_save_state(struct engine *e);
+void engine_publish(struct engine *e, const struct snapshot *snap, struct plan *plan);
+/* Recompute the settings in force (e->cfg) from e->base and the schedule
+ * windows active at this local time. */
+void engine_apply_schedule(struct engine *e);
+
+/* engine_cycle.c */
+/* Jobs the mover ended: settle their guests' mems, record them. */
+void engine_settle_jobs(struct engine *e);
+const char *engine_move_decision(enum apply_status st);
+void engine_log_move(const struct snapshot *snap, const struct plan_item *it, const struct apply_result *res);
+/* Count the outcome STATUS of planned move IT in ST. A move that was not
+ * carried out for a normal reason (vanished, changed, no room) must not
+ * start a cool-down: its entry in NEXT goes back to PREV's. A refused or
+ * failed one keeps it (retrying every cycle would only hammer the
+ * cgroup), and so does one libvirt cannot do (asking again would only
+ * repeat the refusal). Pure. */
+void engine_count_outcome(struct engine_stats *st, struct pstate *next, const struct pstate *prev,
+			  const struct plan_item *it, enum apply_status status);
+
+/* engine_place.c */
+/* Place the domains that just started (before the policy runs, so it
+ * sees their cool-down). *PLACED gets their ids (the caller frees it);
+ * returns how many. */
+unsigned engine_place_started(struct engine *e, const struct snapshot *snap, bool dry_run,
+			      char (**placed)[GUEST_ID_MAX]);
+/* Count a start placement's outcome: done or failed starts the guest's
+ * cool-down in PS at NOW_NS (so the policy leaves it alone until its use
+ * is measured, and a refused write is not retried at once); a skip
+ * (vanished, changed, no room) does not. Pure. */
+void engine_count_place_outcome(struct engine_stats *st, struct pstate *ps, const struct plan_item *it,
+				enum apply_status status, int64_t now_ns);
+
+#endif

@@ -1,0 +1,886 @@
+/* test_engine.c — the conductor's decisions, on hand-built structs (in the
+ * manner of systemd's src/oom/test-oomd-util.c): the cool-down a move
+ * that was not carried out must not start, the decision log's dedup of
+ * repeated skips and advised moves, reservations, start placement (the
+ * pure choice, policy_place, and the counting of its outcome).
+ *
+ * The engine-level cases register fake sources and a fake policy (the
+ * interfaces main registers: orchestrator/source.h, policy.h) that hand
+ * the engine hand-built snapshots and plans, and check what it records
+ * and what the policy sees as its previous state next cycle.
+ */
+#include "testutil.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "orchestrator/cghier.h"
+#include "orchestrator/config.h"
+#include "orchestrator/engine.h"
+#include "orchestrator/engine_int.h"
+#include "orchestrator/engstate.h"
+#include "orchestrator/hostpaths.h"
+#include "orchestrator/log.h"
+#include "orchestrator/logged.h"
+#include "orchestrator/resv.h"
+#include "orchestrator/vmplugin.h"
+#include "orchestrator/xalloc.h"
+#include "policies/policies.h"
+
+#define MIB (1024ULL * 1024ULL)
+#define GIB (1024ULL * MIB)
+#define SEC 1000000000LL
+#define T0 (100000 * SEC)
+
+/* ---- a hand-built two-node host ---------------------------------------- */
+
+struct tg {
+	const char *id;
+	const char *on;          /* CPU nodes of its cpuset */
+	uint64_t mem[2];         /* bytes per node */
+	enum gpol_mode pol;
+	const char *pin;
+	const char *allowed_cpus;
+};
+
+static void nodes_of(const char *list, nodemask_t *m)
+{
+	mask_zero(m);
+	if (list)
+		assert_int_equal(mask_parse(list, m), 0);
+}
+
+/* Nodes 0 (CPUs 0-3) and 1 (CPUs 4-7), 8 GiB each with FREE free; node 0
+ * a little less busy than node 1. */
+static struct snapshot *host(const struct tg *g, unsigned ng, uint64_t free, const struct snap_policy_overlay *ov)
+{
+	struct snapshot *s = snap_new();
+	struct snap_node sn[2];
+
+	memset(sn, 0, sizeof(sn));
+	for (int i = 0; i < 2; i++) {
+		sn[i].id = i;
+		for (unsigned c = 0; c < 4; c++)
+			mask_set(&sn[i].cpus, (unsigned)i * 4 + c);
+		sn[i].nr_cpus = 4;
+		sn[i].mem_total = 8 * GIB;
+		sn[i].mem_free = free;
+		sn[i].busy = i == 0 ? 0.1 : 0.2;
+	}
+	snap_set_nodes(s, sn, 2, NULL);
+	s->seq = 1;
+	s->mono_ns = T0;
+	s->window_s = 10;
+	s->numa_balancing = -1;
+	for (unsigned i = 0; i < ng; i++) {
+		struct snap_guest *x = snap_add_guest(s);
+		cpumask_t cpus, allowed;
+		nodemask_t on;
+
+		snprintf(x->id, sizeof(x->id), "%s", g[i].id);
+		snprintf(x->runtime, sizeof(x->runtime), "docker");
+		snprintf(x->name, sizeof(x->name), "%s", g[i].id);
+		x->cgroup = xasprintf("/grp/%s", g[i].id);
+		x->cpu_use = 1.0;
+		nodes_of(g[i].on, &on);
+		snap_nodes_to_cpus(s, &on, &cpus);
+		x->mems = on;
+		mask_zero(&allowed);
+		if (g[i].allowed_cpus)
+			assert_int_equal(mask_parse(g[i].allowed_cpus, &allowed), 0);
+		snap_guest_set_cpus(s, x, &cpus, &allowed);
+		x->mem_node[0] = g[i].mem[0];
+		x->mem_node[1] = g[i].mem[1];
+		x->policy.mode = g[i].pol;
+		nodes_of(g[i].pin, &x->policy.nodes);
+	}
+	snap_finalize_with(s, ov);
+	return s;
+}
+
+static void assert_nodes(const nodemask_t *m, const char *want)
+{
+	char buf[NODELIST_BUFSZ];
+
+	mask_format(m, buf, sizeof(buf));
+	assert_string_equal(buf, want);
+}
+
+static cpumask_t node1_cpus;
+
+static struct plan_item item(const char *id, enum plan_kind kind, enum move_reason reason, enum skip_reason skip,
+			     const char *to)
+{
+	struct plan_item it;
+
+	memset(&it, 0, sizeof(it));
+	snprintf(it.guest_id, sizeof(it.guest_id), "%s", id);
+	it.kind = kind;
+	it.reason = reason;
+	it.skip = skip;
+	nodes_of(to, &it.to_nodes);
+	nodes_of(to, &it.to_mems);
+	it.migrate_bytes = 64 * MIB;
+	if (kind == PLAN_MOVE) {
+		mask_zero(&node1_cpus);
+		for (unsigned c = 4; c < 8; c++)
+			mask_set(&node1_cpus, c);
+		it.to_cpus = &node1_cpus;
+	}
+	return it;
+}
+
+/* ---- the cool-down of a move that was not carried out ---------------------
+ * The policy's next state counts every planned move as made. A move that
+ * did not happen for a normal reason (the guest vanished, its cpuset
+ * changed, no room at apply time) must give the guest its old entry back,
+ * or it would sit out a cool-down for a move it never had. */
+static void test_skipped_move_reverts_cooldown(void **state)
+{
+	static const struct { enum apply_status st; bool reverted; const char *counter; } cases[] = {
+		{ APPLY_VANISHED, true, "skipped" },
+		{ APPLY_CHANGED, true, "skipped" },
+		{ APPLY_NO_ROOM, true, "skipped" },
+		{ APPLY_DONE, false, "moves" },
+		{ APPLY_FAILED, false, "failures" },
+		{ APPLY_FAILED_PARTIAL, false, "failures" },
+		{ APPLY_REFUSED, false, "failures" },
+		{ APPLY_NOT_APPLICABLE, false, "skipped" },
+	};
+
+	(void)state;
+	for (unsigned c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct pstate *prev = pstate_new(), *next;
+		struct engine_stats st;
+		struct plan_item old = item("moved-before", PLAN_MOVE, REASON_LOCALITY, SKIP_NONE, "1");
+		struct plan_item fresh = item("never-moved", PLAN_MOVE, REASON_LOCALITY, SKIP_NONE, "1");
+		const struct pstate_entry *e;
+
+		memset(&st, 0, sizeof(st));
+		pstate_note_move(prev, "moved-before", T0 - 1000 * SEC);
+		next = pstate_clone(prev);
+		/* what the policy returned: both moved at T0 */
+		pstate_note_move(next, "moved-before", T0);
+		pstate_note_move(next, "never-moved", T0);
+
+		engine_count_outcome(&st, next, prev, &old, cases[c].st);
+		engine_count_outcome(&st, next, prev, &fresh, cases[c].st);
+
+		e = pstate_find(next, "moved-before");
+		assert_non_null(e);
+		if (cases[c].reverted) {
+			assert_true(e->last_move_ns == T0 - 1000 * SEC);
+			assert_int_equal(e->nr_moves, 1);
+			assert_null(pstate_find(next, "never-moved"));
+		} else {
+			assert_true(e->last_move_ns == T0);
+			assert_int_equal(e->nr_moves, 2);
+			assert_non_null(pstate_find(next, "never-moved"));
+		}
+		if (strcmp(cases[c].counter, "moves") == 0) {
+			assert_int_equal(st.moves, 2);
+			assert_int_equal(st.migrated_bytes, 128 * MIB);
+		} else if (strcmp(cases[c].counter, "failures") == 0) {
+			assert_int_equal(st.move_failures, 2);
+			assert_int_equal(st.moves, 0);
+		} else {
+			assert_int_equal(st.moves_skipped, 2);
+			assert_int_equal(st.moves, 0);
+		}
+		pstate_free(prev);
+		pstate_free(next);
+	}
+}
+
+/* A start placement done or refused starts the guest's cool-down (the
+ * policy leaves it alone until its use is measured; a refused write is not
+ * retried at once); one skipped at apply time does not. */
+static void test_place_outcome_cooldown(void **state)
+{
+	static const struct { enum apply_status st; bool cools; } cases[] = {
+		{ APPLY_DONE, true }, { APPLY_FAILED, true }, { APPLY_REFUSED, true },
+		{ APPLY_VANISHED, false }, { APPLY_CHANGED, false }, { APPLY_NO_ROOM, false },
+	};
+
+	(void)state;
+	for (unsigned c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct pstate *ps = pstate_new();
+		struct engine_stats st;
+		struct plan_item it = item("vm-a", PLAN_MOVE, REASON_PLACE, SKIP_NONE, "1");
+		const struct pstate_entry *e;
+
+		memset(&st, 0, sizeof(st));
+		engine_count_place_outcome(&st, ps, &it, cases[c].st, T0);
+		e = pstate_find(ps, "vm-a");
+		if (cases[c].cools) {
+			assert_non_null(e);
+			assert_true(e->last_move_ns == T0);
+		} else {
+			assert_null(e);
+			assert_int_equal(st.moves_skipped, 1);
+		}
+		pstate_free(ps);
+	}
+}
+
+/* ---- the decision log's dedup -------------------------------------------- */
+
+static void test_skip_record_dedup(void **state)
+{
+	struct logged_table t = { 0 };
+	struct plan_item items[2];
+	struct plan p = { .nr_items = 2, .items = items };
+	struct plan_item again, other;
+
+	(void)state;
+	items[0] = item("a", PLAN_SKIP, REASON_LOCALITY, SKIP_COOLDOWN, "1");
+	items[1] = item("b", PLAN_MOVE, REASON_LOAD, SKIP_NONE, "1");
+	/* nothing recorded yet */
+	assert_false(logged_repeats(&t, &items[0], false));
+	logged_update(&t, &p);
+
+	/* the same skip: recorded once, also for an explicit request */
+	assert_true(logged_repeats(&t, &items[0], false));
+	assert_true(logged_repeats(&t, &items[0], true));
+	/* another skip reason, or another move reason: recorded */
+	other = item("a", PLAN_SKIP, REASON_LOCALITY, SKIP_NO_FIT, "1");
+	assert_false(logged_repeats(&t, &other, false));
+	other = item("a", PLAN_SKIP, REASON_LOAD, SKIP_COOLDOWN, "1");
+	assert_false(logged_repeats(&t, &other, false));
+	/* the same advised move: once; an explicit request always records;
+	 * another target is news */
+	assert_true(logged_repeats(&t, &items[1], false));
+	assert_false(logged_repeats(&t, &items[1], true));
+	other = item("b", PLAN_MOVE, REASON_LOAD, SKIP_NONE, "0");
+	assert_false(logged_repeats(&t, &other, false));
+	/* a skip is not a move */
+	other = item("b", PLAN_SKIP, REASON_LOAD, SKIP_COOLDOWN, "1");
+	assert_false(logged_repeats(&t, &other, false));
+
+	/* a cycle where "a" was settled (no item) forgets it: the same skip
+	 * later is recorded again */
+	p.items = &items[1];
+	p.nr_items = 1;
+	logged_update(&t, &p);
+	again = item("a", PLAN_SKIP, REASON_LOCALITY, SKIP_COOLDOWN, "1");
+	assert_false(logged_repeats(&t, &again, false));
+	assert_true(logged_repeats(&t, &items[1], false));
+	/* settled items are not remembered either */
+	items[0].kind = PLAN_SETTLED;
+	p.items = items;
+	p.nr_items = 2;
+	logged_update(&t, &p);
+	assert_null(logged_find(&t, "a"));
+	logged_table_clear(&t);
+}
+
+/* ---- reservations -------------------------------------------------------- */
+
+static void test_reservations(void **state)
+{
+	struct resv_list l = { 0 };
+	struct advice_reservation room = { .cpus = 2, .mem_bytes = GIB };
+	const struct advice_reservation *rooms;
+	nodemask_t cpu, mems, none;
+	const char *keys[] = { "vm-b", "uuid-x", "" };
+	struct resv saved;
+	uint64_t a, b, c;
+
+	(void)state;
+	nodes_of("1", &room.nodes);
+	nodes_of("1", &cpu);
+	nodes_of("1", &mems);
+	mask_zero(&none);
+	a = resv_add(&l, &room, &cpu, &mems, T0 + 10 * SEC, "vm-a");
+	b = resv_add(&l, &room, &cpu, &none, T0 + 20 * SEC, "vm-b");
+	c = resv_add(&l, &room, NULL, NULL, T0 + 30 * SEC, NULL);
+	assert_true(a == 1 && b == 2 && c == 3);
+	assert_int_equal(resv_rooms(&l, &rooms), 3);
+	assert_true(rooms[2].mem_bytes == GIB && rooms[2].cpus == 2);
+	/* where the advice put it: kept only when both masks are known */
+	assert_nodes(&l.r[0].cpu_nodes, "1");
+	assert_true(mask_empty(&l.r[1].cpu_nodes) && mask_empty(&l.r[1].mems));
+
+	/* found by any of its keys; empty keys match nothing */
+	assert_int_equal(resv_find_label(&l, keys, 3), 1);
+	keys[0] = "nobody";
+	assert_int_equal(resv_find_label(&l, keys, 3), -1);
+
+	/* expiry is at expires_ns, inclusive */
+	resv_expire(&l, T0 + 10 * SEC - 1);
+	assert_int_equal(l.n, 3);
+	resv_expire(&l, T0 + 10 * SEC);
+	assert_int_equal(l.n, 2);
+	assert_true(l.r[0].id == b);
+
+	/* dropped by label (id 0), or by id; ids are never reused */
+	assert_false(resv_drop(&l, 0, "vm-a"));
+	assert_true(resv_drop(&l, 0, "vm-b"));
+	assert_true(resv_drop(&l, c, NULL));
+	assert_int_equal(resv_rooms(&l, &rooms), 0);
+	assert_true(resv_add(&l, &room, NULL, NULL, T0, NULL) == 4);
+
+	/* restoring saved state keeps the id and moves next_id past it */
+	memset(&saved, 0, sizeof(saved));
+	saved.id = 40;
+	saved.label = "vm-c";
+	saved.room = room;
+	saved.expires_ns = T0 + 5 * SEC;
+	resv_restore(&l, &saved);
+	assert_true(resv_add(&l, &room, NULL, NULL, T0, NULL) == 41);
+	keys[0] = "vm-c";
+	assert_int_equal(resv_find_label(&l, keys, 1), 1);
+	resv_list_clear(&l);
+	assert_int_equal(l.n, 0);
+}
+
+/* ---- the state that survives a restart ----------------------------------- */
+
+/* Saved by one process, read by the next (another monotonic clock: after a
+ * reboot it starts again near 0): the cool-downs keep their age, live
+ * reservations their remaining time, expired ones are left out. */
+static void test_engine_state_round_trip(void **state)
+{
+	const int64_t off1 = 1700000000LL * SEC, off2 = off1 + 99951 * SEC; /* realtime - monotonic */
+	const int64_t now1 = T0, now2 = 50 * SEC; /* the same instant on the second clock: ... */
+	struct advice_reservation room = { .cpus = 1.5, .mem_bytes = 3 * GIB };
+	struct pstate *ps = pstate_new(), *back = NULL;
+	struct resv_list rl = { 0 }, rb = { 0 };
+	nodemask_t cpu, mems;
+	json_t *j, *bad;
+	char err[200];
+	const struct pstate_entry *e;
+
+	(void)state;
+	/* now1 + off1 == now2 + off2 + 1 s: the second run starts 1 s later */
+	assert_true(now1 + off1 + SEC == now2 + off2);
+	pstate_note_move(ps, "moved-10s-ago", now1 - 10 * SEC);
+	pstate_note_move(ps, "moved-10s-ago", now1 - 10 * SEC);
+	nodes_of("0-1", &room.nodes);
+	nodes_of("1", &cpu);
+	nodes_of("1", &mems);
+	resv_add(&rl, &room, &cpu, &mems, now1 + 600 * SEC, "vm-a");
+	resv_add(&rl, &room, NULL, NULL, now1 + SEC / 2, NULL); /* gone by the restart */
+	j = engstate_to_json(ps, &rl, off1);
+
+	assert_int_equal(engstate_from_json(j, off2, now2, &back, &rb, err, sizeof(err)), 0);
+	e = pstate_find(back, "moved-10s-ago");
+	assert_non_null(e);
+	assert_int_equal(e->nr_moves, 2);
+	assert_true(now2 - e->last_move_ns == 11 * SEC);
+	assert_int_equal(rb.n, 1);
+	assert_true(rb.r[0].id == 1);
+	assert_string_equal(rb.r[0].label, "vm-a");
+	assert_true(rb.r[0].expires_ns - now2 == 599 * SEC);
+	assert_nodes(&rb.r[0].room.nodes, "0-1");
+	assert_nodes(&rb.r[0].cpu_nodes, "1");
+	assert_true(rb.r[0].room.mem_bytes == 3 * GIB && rb.r[0].room.cpus == 1.5);
+	assert_true(resv_add(&rb, &room, NULL, NULL, now2, NULL) == 3); /* ids go on past the saved ones */
+
+	/* not a state file, or a bad entry: -EINVAL, nothing written */
+	bad = json_pack("{s:s, s:i, s:[], s:[]}", "format", "something-else", "version", 1, "cooldowns",
+			"reservations");
+	pstate_free(back);
+	back = NULL;
+	assert_int_equal(engstate_from_json(bad, off2, now2, &back, &rb, err, sizeof(err)), -EINVAL);
+	assert_null(back);
+	json_decref(bad);
+	bad = json_pack("{s:s, s:i, s:[{s:s, s:I, s:i}], s:[]}", "format", "numaorch-engine-state", "version", 1,
+			"cooldowns", "guest", "g", "last_move_real_ns", (json_int_t)1, "moves", 0, "reservations");
+	assert_int_equal(engstate_from_json(bad, off2, now2, &back, &rb, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "cooldowns[0]"));
+	assert_null(back);
+	json_decref(bad);
+	json_decref(j);
+	pstate_free(ps);
+	resv_list_clear(&rl);
+	resv_list_clear(&rb);
+}
+
+/* ---- start placement: the pure choice ------------------------------------ */
+
+static struct policy_config pcfg(void)
+{
+	struct policy_config c;
+
+	policy_config_default(&c);
+	c.min_free_bytes = 256 * MIB;
+	return c;
+}
+
+static struct place_request preq(const char *id, double cpus, uint64_t mem)
+{
+	struct place_request r;
+
+	memset(&r, 0, sizeof(r));
+	r.guest_id = id;
+	r.cpus = cpus;
+	r.mem_bytes = mem;
+	return r;
+}
+
+static void test_place_choice(void **state)
+{
+	const struct tg g[] = {
+		{ .id = "vm-auto", .on = "0-1" },
+		{ .id = "vm-pinned", .on = "0-1", .pol = GPOL_PINNED, .pin = "1" },
+		{ .id = "vm-ignored", .on = "0-1", .pol = GPOL_IGNORE },
+		{ .id = "vm-fenced", .on = "0", .pol = GPOL_PINNED, .pin = "1", .allowed_cpus = "0-3" },
+		{ .id = "vm-memory", .on = "0-1", .mem = { 512 * MIB, 0 } },
+	};
+	struct snapshot *s = host(g, 5, 6 * GIB, NULL);
+	struct policy_config c = pcfg();
+	struct advice_reservation taken = { .cpus = 3.5, .mem_bytes = 5 * GIB };
+	struct place_result r;
+	struct place_request q;
+	char cpus[64];
+
+	(void)state;
+	/* no policy: the advice's choice, the less busy node 0 */
+	q = preq("vm-auto", 1, GIB);
+	assert_int_equal(policy_place(&c, s, &q, &r), 0);
+	assert_int_equal(r.item.kind, PLAN_MOVE);
+	assert_int_equal(r.item.reason, REASON_PLACE);
+	assert_nodes(&r.item.to_nodes, "0");
+	assert_true(r.item.to_cpus == &r.cpus);
+	assert_false(r.used_reservation);
+	assert_non_null(strstr(r.item.detail, "initial placement"));
+
+	/* another guest's reservation fills node 0: it counts as load */
+	nodes_of("0", &taken.nodes);
+	q.nr_reservations = 1;
+	q.reservations = &taken;
+	assert_int_equal(policy_place(&c, s, &q, &r), 0);
+	assert_int_equal(r.item.kind, PLAN_MOVE);
+	assert_nodes(&r.item.to_nodes, "1");
+
+	/* pinned: its nodes, their CPUs, memory there */
+	q = preq("vm-pinned", 1, GIB);
+	assert_int_equal(policy_place(&c, s, &q, &r), 0);
+	assert_int_equal(r.item.kind, PLAN_MOVE);
+	assert_nodes(&r.item.to_nodes, "1");
+	assert_nodes(&r.item.to_mems, "1");
+	mask_format(&r.cpus, cpus, sizeof(cpus));
+	assert_string_equal(cpus, "4-7");
+	assert_non_null(strstr(r.item.detail, "pinned"));
+
+	/* its own reservation wins over the advice and its pin, exactly where
+	 * the advice that made it put it; the reservation is used */
+	q = preq("vm-pinned", 1, GIB);
+	q.reserved = true;
+	q.reserved_id = 7;
+	q.reserved_label = "vm-pinned";
+	nodes_of("0", &q.reserved_nodes);
+	nodes_of("0", &q.reserved_cpu_nodes);
+	nodes_of("0", &q.reserved_mems);
+	assert_int_equal(policy_place(&c, s, &q, &r), 0);
+	assert_int_equal(r.item.kind, PLAN_MOVE);
+	assert_nodes(&r.item.to_nodes, "0");
+	assert_true(r.used_reservation);
+	assert_non_null(strstr(r.item.detail, "reservation 7"));
+
+	/* ignore: not placed, and its reservation is left alone */
+	q.guest_id = "vm-ignored";
+	assert_int_equal(policy_place(&c, s, &q, &r), 0);
+	assert_int_equal(r.item.kind, PLAN_SKIP);
+	assert_int_equal(r.item.skip, SKIP_IGNORED);
+	assert_false(r.used_reservation);
+	assert_null(r.item.to_cpus);
+
+	/* pinned outside what its parent allows: no usable CPUs there */
+	q = preq("vm-fenced", 1, GIB);
+	assert_int_equal(policy_place(&c, s, &q, &r), 0);
+	assert_int_equal(r.item.kind, PLAN_SKIP);
+	assert_int_equal(r.item.skip, SKIP_OUTSIDE_ALLOWED);
+
+	/* more memory than the host has free: nothing fits */
+	q = preq("vm-auto", 1, 13 * GIB);
+	assert_int_equal(policy_place(&c, s, &q, &r), 0);
+	assert_int_equal(r.item.kind, PLAN_SKIP);
+	assert_int_equal(r.item.skip, SKIP_NO_FIT);
+	assert_non_null(strstr(r.item.detail, "not placed"));
+
+	/* the memory it has already that is not where it goes must move */
+	q = preq("vm-memory", 1, GIB);
+	q.nr_reservations = 1;
+	q.reservations = &taken;
+	assert_int_equal(policy_place(&c, s, &q, &r), 0);
+	assert_nodes(&r.item.to_mems, "1");
+	assert_true(r.item.migrate_bytes == 512 * MIB);
+
+	q = preq("not-there", 1, GIB);
+	assert_int_equal(policy_place(&c, s, &q, &r), -ENOENT);
+	snap_unref(s);
+}
+
+/* ---- the engine with fake parts ------------------------------------------ */
+
+struct acquirer {
+	struct host_paths hp;
+	struct cg_hier h;
+};
+
+static struct {
+	unsigned calls;
+	struct plan_item items[2];
+	unsigned nr_items;
+	bool prev_had_guest;           /* in the last decide call */
+	unsigned nres;                 /* reservations the last call saw */
+	nodemask_t res_nodes;
+} fake;
+
+static int fake_acquirer_new(const struct host_paths *hp, const struct cgscan_config *cg, struct acquirer **out)
+{
+	struct acquirer *a = xcalloc(1, sizeof(*a));
+
+	(void)cg;
+	a->hp = *hp;
+	assert_int_equal(cgh_detect(hp->cgroupfs, &a->h), 0);
+	*out = a;
+	return 0;
+}
+
+static void fake_acquirer_free(struct acquirer *a) { free(a); }
+static void fake_add_source(struct acquirer *a, const struct guest_source *src) { (void)a; (void)src; }
+static const struct cg_hier *fake_hier(const struct acquirer *a) { return &a->h; }
+
+static int fake_snapshot(struct acquirer *a, double prime_s, const struct snap_policy_overlay *ov,
+			 const struct snapshot **out)
+{
+	const struct tg g[] = { { .id = "g1", .on = "0", .mem = { 0, GIB } } };
+	struct snapshot *s;
+
+	(void)a;
+	(void)prime_s;
+	s = host(g, 1, 6 * GIB, ov);
+	s->seq = ++fake.calls;
+	s->mono_ns = T0 + (int64_t)fake.calls * SEC;
+	*out = s;
+	return 0;
+}
+
+static int fake_meminfo(const struct host_paths *hp, struct snap_node *nodes, unsigned nr)
+{
+	(void)hp;
+	(void)nodes;
+	(void)nr;
+	return 0;
+}
+
+/* Returns the items of FAKE, and a next state that notes each move. */
+static int fake_decide(const struct policy_config *cfg, const struct snapshot *snap, const struct pstate *prev,
+		       bool verbose, const struct advice_reservation *res, unsigned nres, struct plan **plan,
+		       struct pstate **next)
+{
+	struct plan *p = xcalloc(1, sizeof(*p));
+
+	(void)cfg;
+	(void)verbose;
+	fake.prev_had_guest = pstate_find(prev, "g1") != NULL;
+	fake.nres = nres;
+	mask_zero(&fake.res_nodes);
+	for (unsigned i = 0; i < nres; i++)
+		mask_or(&fake.res_nodes, &fake.res_nodes, &res[i].nodes);
+	p->seq = snap->seq;
+	p->items = xcalloc(2, sizeof(*p->items));
+	p->nr_items = fake.nr_items;
+	memcpy(p->items, fake.items, fake.nr_items * sizeof(*p->items));
+	for (unsigned i = 0; i < p->nr_items; i++)
+		if (p->items[i].to_cpus) {
+			/* a plan owns its items' cpus (plan_free) */
+			cpumask_t *c = xmalloc(sizeof(*c));
+
+			*c = *p->items[i].to_cpus;
+			p->items[i].to_cpus = c;
+		}
+	*next = pstate_clone(prev);
+	for (unsigned i = 0; i < p->nr_items; i++)
+		if (p->items[i].kind == PLAN_MOVE) {
+			p->nr_moves++;
+			pstate_note_move(*next, p->items[i].guest_id, snap->mono_ns);
+		}
+	*plan = p;
+	return 0;
+}
+
+static int fake_advise(const struct policy_config *cfg, const struct snapshot *snap,
+		       const struct advice_request *req, struct advice *out)
+{
+	(void)cfg;
+	(void)snap;
+	(void)req;
+	memset(out, 0, sizeof(*out));
+	return 0;
+}
+
+static const struct source_ops fake_src = {
+	.acquirer_new = fake_acquirer_new, .acquirer_free = fake_acquirer_free, .add_source = fake_add_source,
+	.hier = fake_hier, .snapshot = fake_snapshot, .read_meminfo = fake_meminfo,
+};
+static const struct policy_ops fake_pol = { .decide = fake_decide, .advise = fake_advise, .place = policy_place };
+static const struct engine_parts fake_parts = { .sources = &fake_src, .policy = &fake_pol };
+
+struct efx {
+	char *dir;
+	struct host_paths hp;
+	struct agent_config cfg;
+	struct engine *e;
+};
+
+static void efx_init(struct efx *f, enum agent_mode mode)
+{
+	char *root;
+
+	memset(&fake, 0, sizeof(fake));
+	memset(f, 0, sizeof(*f));
+	log_set_level(LOG_LEVEL_ERROR);
+	f->dir = tu_mkdtemp();
+	/* a cgroup v2 root with no guest's cgroup in it: every move vanishes */
+	tu_write(f->dir, "sys/fs/cgroup/cgroup.controllers", "cpuset cpu memory\n");
+	tu_write(f->dir, "sys/devices/system/node/online", "0-1\n");
+	root = xstrdup(f->dir);
+	assert_int_equal(host_paths_from_root(&f->hp, root), 0);
+	free(root);
+	config_default(&f->cfg);
+	f->cfg.mode = mode;
+	f->cfg.libvirt_enabled = false;
+	f->cfg.mover = false;
+	free(f->cfg.state_dir);
+	f->cfg.state_dir = xasprintf("%s/state", f->dir);
+	assert_int_equal(engine_new(&f->cfg, &f->hp, &fake_parts, &f->e), 0);
+}
+
+static void efx_fini(struct efx *f)
+{
+	engine_free(f->e);
+	config_clear(&f->cfg);
+	tu_rm_rf(f->dir);
+	free(f->dir);
+}
+
+/* How many records the decision log holds with DECISION. */
+static unsigned records(struct efx *f, const char *decision)
+{
+	json_t *all = declog_query(engine_declog(f->e), 0, 1000, NULL), *recs, *r;
+	unsigned n = 0;
+	size_t i;
+
+	recs = json_is_array(all) ? all : json_object_get(all, "records");
+	json_array_foreach(recs, i, r)
+		if (strcmp(json_string_value(json_object_get(r, "decision")) ?: "", decision) == 0)
+			n++;
+	json_decref(all);
+	return n;
+}
+
+/* A guard that keeps saying the same thing is recorded once; when it says
+ * something else, that is recorded. */
+static void test_engine_records_a_repeated_skip_once(void **state)
+{
+	struct efx f;
+
+	(void)state;
+	efx_init(&f, MODE_ENFORCE);
+	fake.items[0] = item("g1", PLAN_SKIP, REASON_LOCALITY, SKIP_COOLDOWN, "1");
+	fake.nr_items = 1;
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(engine_cycle(f.e, false, NULL), 0);
+	assert_int_equal(records(&f, "skipped"), 1);
+	fake.items[0].skip = SKIP_NO_FIT;
+	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
+	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
+	assert_int_equal(records(&f, "skipped"), 2);
+	efx_fini(&f);
+}
+
+/* Advise mode plans the same move every cycle: advised once. */
+static void test_engine_records_a_repeated_advice_once(void **state)
+{
+	struct efx f;
+
+	(void)state;
+	efx_init(&f, MODE_ADVISE);
+	fake.items[0] = item("g1", PLAN_MOVE, REASON_LOCALITY, SKIP_NONE, "1");
+	fake.nr_items = 1;
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(engine_cycle(f.e, false, NULL), 0);
+	assert_int_equal(records(&f, "advised"), 1);
+	/* and an advised move starts no cool-down */
+	assert_false(fake.prev_had_guest);
+	efx_fini(&f);
+}
+
+/* The move the policy planned does not happen (the guest's cgroup is not
+ * there): the next cycle's previous state must not hold a cool-down for
+ * it. */
+static void test_engine_vanished_move_starts_no_cooldown(void **state)
+{
+	struct efx f;
+
+	(void)state;
+	efx_init(&f, MODE_ENFORCE);
+	fake.items[0] = item("g1", PLAN_MOVE, REASON_LOCALITY, SKIP_NONE, "1");
+	fake.nr_items = 1;
+	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
+	assert_int_equal(records(&f, "skipped"), 1);
+	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
+	assert_false(fake.prev_had_guest);
+	efx_fini(&f);
+}
+
+/* Reservations reach the policy as room taken, until dropped. */
+static void test_engine_reservations_reach_the_policy(void **state)
+{
+	struct advice_reservation room = { .cpus = 2, .mem_bytes = GIB };
+	const struct advice_reservation *rs;
+	nodemask_t cpu, mems;
+	struct efx f;
+
+	(void)state;
+	efx_init(&f, MODE_ENFORCE);
+	nodes_of("1", &room.nodes);
+	nodes_of("1", &cpu);
+	nodes_of("1", &mems);
+	assert_true(engine_reserve_placement(f.e, &room, &cpu, &mems, 600, "vm-a") == 1);
+	assert_true(engine_reserve_placement(f.e, &room, NULL, NULL, 0, "gone-at-once") == 2);
+	assert_int_equal(engine_reservations(f.e, &rs), 1);
+	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
+	assert_int_equal(fake.nres, 1);
+	assert_nodes(&fake.res_nodes, "1");
+	assert_true(engine_unreserve(f.e, 0, "vm-a"));
+	assert_false(engine_unreserve(f.e, 0, "vm-a"));
+	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
+	assert_int_equal(fake.nres, 0);
+	efx_fini(&f);
+}
+
+/* ---- start placement through the engine, with a fake VM source --------- */
+
+static unsigned fake_take_placements(struct vmsrc *vs, const struct snapshot *snap, struct vmsrc_placement **out)
+{
+	struct vmsrc_placement *pl = xcalloc(1, sizeof(*pl));
+
+	(void)vs;
+	(void)snap;
+	snprintf(pl->id, sizeof(pl->id), "g1");
+	snprintf(pl->name, sizeof(pl->name), "dom-g1");
+	pl->nr_vcpus = 1;
+	pl->mem_bytes = GIB;
+	*out = pl;
+	return 1;
+}
+
+static void fake_get_status(struct vmsrc *vs, struct vmsrc_status *st)
+{
+	(void)vs;
+	memset(st, 0, sizeof(*st));
+}
+
+static void fake_src_free(struct vmsrc *vs) { (void)vs; }
+
+static const struct vmplugin fake_vmp = {
+	.abi = VMPLUGIN_ABI, .size = sizeof(struct vmplugin), .src_free = fake_src_free,
+	.take_placements = fake_take_placements, .get_status = fake_get_status,
+};
+
+/* A domain that starts is placed in the cycle that sees it: its own
+ * reservation (by its name) is consumed, the others stay and count as
+ * load; the placement is recorded with reason "place". */
+static void test_engine_places_a_started_domain(void **state)
+{
+	struct advice_reservation room = { .cpus = 3.9, .mem_bytes = 5 * GIB };
+	const struct advice_reservation *rs;
+	json_t *recs;
+	struct efx f;
+	int dummy;
+
+	(void)state;
+	efx_init(&f, MODE_ENFORCE);
+	/* the engine's VM source, as build_sources sets it up with libvirt */
+	f.e->vmp = &fake_vmp;
+	f.e->vm = (struct vmsrc *)&dummy;
+	f.cfg.libvirt_place_on_start = true;
+	f.cfg.log_level = LOG_LEVEL_ERROR;
+	assert_int_equal(engine_apply_config(f.e, &f.cfg), 0);
+	f.e->vmp = &fake_vmp;
+	f.e->vm = (struct vmsrc *)&dummy;
+	/* another guest's room fills node 0, which is otherwise the less busy */
+	nodes_of("0", &room.nodes);
+	engine_reserve_placement(f.e, &room, NULL, NULL, 600, "someone-else");
+	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
+	recs = declog_query_newest(engine_declog(f.e), 1, "g1");
+	{
+		json_t *r = json_array_get(recs, 0);
+
+		assert_non_null(r);
+		assert_string_equal(json_string_value(json_object_get(r, "reason")) ?: "", "place");
+		assert_string_equal(json_string_value(json_object_get(json_object_get(r, "to"), "nodes")) ?: "", "1");
+	}
+	json_decref(recs);
+	assert_int_equal(engine_reservations(f.e, &rs), 1);
+
+	/* its own reservation, on node 0 where the other one is: placed there,
+	 * and consumed */
+	nodes_of("0", &room.nodes);
+	room.cpus = 1;
+	room.mem_bytes = GIB;
+	engine_unreserve(f.e, 0, "someone-else");
+	engine_reserve_placement(f.e, &room, &room.nodes, &room.nodes, 600, "dom-g1");
+	assert_int_equal(engine_reservations(f.e, &rs), 1);
+	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
+	assert_int_equal(engine_reservations(f.e, &rs), 0);
+	recs = declog_query_newest(engine_declog(f.e), 1, "g1");
+	{
+		json_t *r = json_array_get(recs, 0);
+
+		assert_non_null(r);
+		assert_string_equal(json_string_value(json_object_get(json_object_get(r, "to"), "nodes")) ?: "", "0");
+		assert_non_null(strstr(json_string_value(json_object_get(r, "detail")) ?: "", "reserved for it"));
+	}
+	json_decref(recs);
+	f.e->vm = NULL;
+	f.e->vmp = NULL;
+	efx_fini(&f);
+}
+
+/* An engine needs every part. */
+static void test_engine_needs_its_parts(void **state)
+{
+	struct policy_ops no_place = fake_pol;
+	struct engine_parts parts = { .sources = &fake_src, .policy = &no_place };
+	struct agent_config cfg;
+	struct host_paths hp;
+	struct engine *e = NULL;
+
+	(void)state;
+	no_place.place = NULL;
+	config_default(&cfg);
+	host_paths_default(&hp);
+	assert_int_equal(engine_new(&cfg, &hp, &parts, &e), -EINVAL);
+	assert_int_equal(engine_new(&cfg, &hp, NULL, &e), -EINVAL);
+	assert_null(e);
+	config_clear(&cfg);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_skipped_move_reverts_cooldown),
+		cmocka_unit_test(test_place_outcome_cooldown),
+		cmocka_unit_test(test_skip_record_dedup),
+		cmocka_unit_test(test_reservations),
+		cmocka_unit_test(test_engine_state_round_trip),
+		cmocka_unit_test(test_place_choice),
+		cmocka_unit_test(test_engine_records_a_repeated_skip_once),
+		cmocka_unit_test(test_engine_records_a_repeated_advice_once),
+		cmocka_unit_test(test_engine_vanished_move_starts_no_cooldown),
+		cmocka_unit_test(test_engine_reservations_reach_the_policy),
+		cmocka_unit_test(test_engine_places_a_started_domain),
+		cmocka_unit_test(test_engine_needs_its_parts),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
