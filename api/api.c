@@ -49,7 +49,7 @@ struct route {
 	struct method_entry m[3];
 };
 
-static const char *const p_guests[] = { "kind", "runtime", "node", NULL };
+static const char *const p_guests[] = { "kind", "runtime", "node", "limit", "after", NULL };
 static const char *const p_decisions[] = { "since", "limit", "guest", NULL };
 static const char *const p_page[] = { "limit", "after", NULL };
 

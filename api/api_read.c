@@ -97,10 +97,11 @@ void h_status(struct rq *r)
 							   "active", i < 64 && (v->schedule_active >> i & 1)));
 		json_object_set_new(o, "schedule", w);
 		json_object_set_new(o, "in_force",
-				    json_pack("{s:s, s:f, s:i, s:I, s:f}", "mode", agent_mode_name(v->mode),
+				    json_pack("{s:s, s:f, s:i, s:I, s:f, s:f}", "mode", agent_mode_name(v->mode),
 					      "interval_s", v->interval_s, "max_moves", (int)v->policy.max_moves,
 					      "max_migrate_mib", (json_int_t)(v->policy.max_migrate_bytes >> 20),
-					      "cooldown_s", (double)v->policy.cooldown_ns / 1e9));
+					      "cooldown_s", (double)v->policy.cooldown_ns / 1e9, "rate_mib",
+					      v->rate_mib));
 	}
 	json_object_set_new(o, "host", json_pack("{s:i, s:i, s:s}", "nodes", (int)s->nr_nodes,
 						 "cpu_nodes", (int)v->stats.cpu_nodes,
@@ -183,16 +184,28 @@ void h_nodes(struct rq *r)
 /* The guest list as JSON text, written directly: with thousands of guests
  * a jansson tree of them costs tens of milliseconds per request. */
 static char *guests_doc(struct api *a, const struct snapshot *s, const char *kind, const char *runtime,
-			int node, size_t *len)
+			int node, const char *after, unsigned limit, size_t *len)
 {
 	/* One override looked up per guest, not a copy of the whole store:
 	 * with 65536 stored that copy was 18 MB per request. */
 	struct gpol_record one;
-	unsigned count = 0;
+	unsigned count = 0, shown = 0, first = 0, hi = s->nr_guests;
+	const char *last = NULL;
+	bool more = false;
 	char *cpus = xmalloc(CPULIST_BUFSZ), nodes[NODELIST_BUFSZ];
 	struct jw w;
 
-	jw_init(&w, 512 + (size_t)s->nr_guests * 512);
+	/* The guests are sorted by id: the page starts at the first id after
+	 * AFTER (which need not be a guest any more). */
+	while (after && first < hi) {
+		unsigned mid = (first + hi) / 2;
+
+		if (strcmp(s->guests[mid].id, after) <= 0)
+			first = mid + 1;
+		else
+			hi = mid;
+	}
+	jw_init(&w, 512 + (size_t)(s->nr_guests < limit ? s->nr_guests : limit) * 512);
 	jw_obj(&w);
 	jw_key(&w, "guests");
 	jw_arr(&w);
@@ -206,7 +219,17 @@ static char *guests_doc(struct api *a, const struct snapshot *s, const char *kin
 			continue;
 		if (node >= 0 && !mask_test(&g->cpu_nodes, node))
 			continue;
+		/* "count" is every match, as guest-policies counts every
+		 * override; only one page of them is written. */
 		count++;
+		if (i < first)
+			continue;
+		if (shown == limit) {
+			more = true;
+			continue;
+		}
+		shown++;
+		last = g->id;
 		/* An API override wins; the snapshot shows it only from the
 		 * cycle after it was set. */
 		pol = gpolstore_get(a->gs, g->id, &one) ? &one.pol : &g->policy;
@@ -272,6 +295,11 @@ static char *guests_doc(struct api *a, const struct snapshot *s, const char *kin
 	jw_arr_end(&w);
 	jw_key(&w, "count");
 	jw_int(&w, count);
+	jw_key(&w, "next");
+	if (more && last)
+		jw_str(&w, last);
+	else
+		jw_null(&w);
 	jw_key(&w, "seq");
 	jw_int(&w, (int64_t)s->seq);
 	jw_obj_end(&w);
@@ -289,12 +317,25 @@ void h_guests(struct rq *r)
 {
 	const char *kind = urlq_get(&r->url, "kind"), *runtime = urlq_get(&r->url, "runtime");
 	const char *nodes = urlq_get(&r->url, "node");
+	const char *lim = urlq_get(&r->url, "limit"), *after = urlq_get(&r->url, "after");
+	uint64_t limit = API_PAGE_DEFAULT;
 	struct engine_view *v;
 	struct api *a = r->a;
 	uint64_t gen;
 	size_t len;
 	char *text;
 	int node = -1;
+
+	/* One page at a time, as /v1/guest-policies: 1000 guests are ~600 KB
+	 * of JSON, and an unbounded list grew with the host. */
+	if (lim && (parse_u64(lim, &limit) < 0 || limit < 1 || limit > API_PAGE_MAX)) {
+		problem(r, 400, "invalid-field", "limit", "limit: must be an integer 1..%u", API_PAGE_MAX);
+		return;
+	}
+	if (after && !snap_id_valid(after)) {
+		problem(r, 400, "invalid-field", "after", "after: not a valid guest id");
+		return;
+	}
 
 	if (kind && strcmp(kind, "container") != 0 && strcmp(kind, "vm") != 0) {
 		problem(r, 400, "invalid-field", "kind", "kind: must be container or vm");
@@ -322,13 +363,13 @@ void h_guests(struct rq *r)
 		problem(r, 400, "invalid-field", "node", "node: this host has no node %d", node);
 		return;
 	}
-	if (kind || runtime || node >= 0) {
-		text = guests_doc(a, v->snap, kind, runtime, node, &len);
+	if (kind || runtime || node >= 0 || lim || after) {
+		text = guests_doc(a, v->snap, kind, runtime, node, after, (unsigned)limit, &len);
 		text_reply(r, text, len);
 		return;
 	}
-	/* Unfiltered, the common poll: built once per view and per override
-	 * generation, by one request while the others wait for it (no
+	/* Unfiltered, the common poll (its first page): built once per view
+	 * and per override generation, by one request while the others wait for it (no
 	 * stampede of identical builds when a new view appears). A view at
 	 * least as new as the caller's is as good as its own. */
 	gen = gpolstore_generation(a->gs);
@@ -349,7 +390,7 @@ void h_guests(struct rq *r)
 	a->cache_building = true;
 	pthread_mutex_unlock(&a->cache_lock);
 
-	text = guests_doc(a, v->snap, NULL, NULL, -1, &len);
+	text = guests_doc(a, v->snap, NULL, NULL, -1, NULL, API_PAGE_DEFAULT, &len);
 
 	pthread_mutex_lock(&a->cache_lock);
 	a->cache_building = false;
@@ -536,8 +577,9 @@ void h_policy_get(struct rq *r)
 	api_reply_json(r, 200, o);
 }
 
-/* "2024-01-31T12:00:00Z" or with ".123" (what the records carry). */
-static bool parse_time_param(const char *s, char *norm, size_t sz)
+/* "2024-01-31T12:00:00Z" or with ".123" (what the records carry), as ms
+ * since the epoch. */
+static bool parse_time_param(const char *s, int64_t *out_ms)
 {
 	int y, mo, d, h, mi, se, ms = 0, n = 0;
 	struct tm tm;
@@ -554,10 +596,9 @@ static bool parse_time_param(const char *s, char *norm, size_t sz)
 	if (strcmp(s + n, "Z") != 0 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60 ||
 	    y < 1970)
 		return false;
-	/* In the records' own format, so that strcmp orders them. */
 	tm = (struct tm){ .tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d, .tm_hour = h, .tm_min = mi,
 			  .tm_sec = se };
-	declog_time_sec(timegm(&tm), ms, norm, sz);
+	*out_ms = (int64_t)timegm(&tm) * 1000 + ms;
 	return true;
 }
 
@@ -567,15 +608,16 @@ void h_decisions(struct rq *r)
 	const char *guest = urlq_get(&r->url, "guest");
 	struct declog *dl = engine_declog(r->a->e);
 	uint64_t since_id = 0, limit = 100;
-	char since_time[96] = "";
-	json_t *all, *out;
-	size_t n, first = 0;
+	int64_t since_ms = INT64_MIN;
+	bool more = false;
+	json_t *out, *next = json_null();
+	size_t n;
 
 	if (lim && (parse_u64(lim, &limit) < 0 || limit < 1 || limit > 1000)) {
 		problem(r, 400, "invalid-field", "limit", "limit: must be an integer 1..1000");
 		return;
 	}
-	if (since && parse_u64(since, &since_id) < 0 && !parse_time_param(since, since_time, sizeof(since_time))) {
+	if (since && parse_u64(since, &since_id) < 0 && !parse_time_param(since, &since_ms)) {
 		problem(r, 400, "invalid-field", "since",
 			"since: must be a record id or a UTC time such as 2024-01-31T12:00:00Z");
 		return;
@@ -584,30 +626,18 @@ void h_decisions(struct rq *r)
 		problem(r, 400, "invalid-field", "guest", "guest: not a valid guest id");
 		return;
 	}
-	/* Without SINCE: the newest LIMIT, only those decoded. */
-	if (!since)
-		all = declog_query_newest(dl, (unsigned)limit, guest);
-	else
-		all = declog_query(dl, since_id, since_time[0] ? 1u << 20 : (unsigned)limit, guest);
-	out = json_array();
-	n = json_array_size(all);
-	if (since_time[0]) {
-		for (first = 0; first < n; first++) {
-			const char *t = json_string_value(json_object_get(json_array_get(all, first), "time"));
-
-			if (t && strcmp(t, since_time) > 0)
-				break;
-		}
-	}
-	if (since) {
-		/* Paging forward: the oldest LIMIT after SINCE. */
-		for (size_t i = first; i < n && json_array_size(out) < limit; i++)
-			json_array_append(out, json_array_get(all, i));
+	/* Without SINCE: the newest LIMIT. With it: the oldest LIMIT after it
+	 * (an id or a time), and "next", the id to pass as SINCE to read on.
+	 * Either way only the LIMIT returned are decoded: a time once decoded
+	 * the whole ring (4096 records, ~20 MB of trees) per request. */
+	if (!since) {
+		out = declog_query_newest(dl, (unsigned)limit, guest);
 	} else {
-		/* No SINCE: the newest LIMIT, oldest first. */
-		for (size_t i = n > limit ? n - limit : 0; i < n; i++)
-			json_array_append(out, json_array_get(all, i));
+		out = declog_query(dl, since_id, since_ms, (unsigned)limit, guest, &more);
+		n = json_array_size(out);
+		if (more && n)
+			next = json_incref(json_object_get(json_array_get(out, n - 1), "id"));
 	}
-	json_decref(all);
-	api_reply_json(r, 200, json_pack("{s:o, s:I}", "decisions", out, "last_id", (json_int_t)declog_last_id(dl)));
+	api_reply_json(r, 200, json_pack("{s:o, s:I, s:o}", "decisions", out, "last_id",
+					 (json_int_t)declog_last_id(dl), "next", next));
 }

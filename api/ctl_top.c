@@ -206,6 +206,36 @@ static json_t *get_json(struct top *t, const char *path)
 	return j;
 }
 
+/* GET PATH and the pages after it (the agent sends at most 1000 guests
+ * an answer; "next" is the cursor to pass as "after"), KEY's arrays
+ * joined into the first answer. NULL and t->err on failure. */
+static json_t *get_pages(struct top *t, const char *path, const char *key)
+{
+	json_t *j = get_json(t, path);
+
+	for (unsigned page = 0; j && json_is_string(json_object_get(j, "next")); page++) {
+		char *e = ctl_escape(json_string_value(json_object_get(j, "next")));
+		char next[512];
+		json_t *more;
+
+		snprintf(next, sizeof(next), "%s%safter=%s", path, strchr(path, '?') ? "&" : "?", e);
+		free(e);
+		/* 1000 pages are a million guests: an agent that keeps sending
+		 * "next" past that is not paging forward. */
+		more = page < 1000 ? get_json(t, next) : NULL;
+		if (!more) {
+			if (page >= 1000)
+				snprintf(t->err, sizeof(t->err), "GET %s: more than 1000 pages", path);
+			json_decref(j);
+			return NULL;
+		}
+		json_array_extend(json_object_get(j, key), json_object_get(more, key));
+		json_object_set(j, "next", json_object_get(more, "next"));
+		json_decref(more);
+	}
+	return j;
+}
+
 /* Keep the newest record of each guest from the decisions after
  * t->last_id (all of the newest 1000 the first time). */
 static int fetch_decisions(struct top *t)
@@ -332,7 +362,7 @@ static int refresh(struct top *t)
 	t->err[0] = '\0';
 	st = get_json(t, "/v1/status");
 	nd = st ? get_json(t, "/v1/nodes") : NULL;
-	gs = nd ? get_json(t, "/v1/guests") : NULL;
+	gs = nd ? get_pages(t, "/v1/guests", "guests") : NULL;
 	if (!gs || fetch_decisions(t) < 0) {
 		json_decref(st);
 		json_decref(nd);

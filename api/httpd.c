@@ -59,6 +59,7 @@ struct cslot {
 	enum cstate st;
 	bool authed;              /* TCP: a request on it carried the valid token */
 	bool evicted;             /* shut down by us; MHD closes it */
+	bool in_request;          /* a request line came, no reply queued for it yet */
 	char client[64];          /* "uid:0", "ip:127.0.0.1": per-client limits */
 };
 
@@ -66,6 +67,7 @@ struct listener {
 	struct httpd *h;
 	struct MHD_Daemon *d;
 	enum api_transport transport;
+	bool tls;
 	pthread_mutex_t lock;
 	struct cslot *head;
 	unsigned live;             /* slots not evicted */
@@ -105,6 +107,31 @@ static void evict(struct listener *l, struct cslot *s)
 	s->evicted = true;
 	l->live--;
 	shutdown(s->fd, SHUT_RDWR);
+}
+
+/* A request cut at its deadline gets an answer, not just a closed socket:
+ * 408 problem+json, written straight to the socket. That is safe only
+ * while nobody else writes it: MHD writes nothing while it reads a
+ * request (IN_REQUEST: our reply is not queued yet), and never on TLS,
+ * whose stream raw bytes would break. Non-blocking: a client that does
+ * not read does not get it. Under L's lock, before evict(). */
+static void send_timeout(struct listener *l, struct cslot *s, int64_t limit_ns)
+{
+	char body[400], msg[600];
+	int n, m;
+
+	if (l->tls || !s->in_request || s->fd < 0)
+		return;
+	n = snprintf(body, sizeof(body),
+		     "{\"detail\":\"the request was not complete within %lld s of the connection being "
+		     "accepted or last answered (headers and body); the connection is closed\",\"status\":408,"
+		     "\"title\":\"Request Timeout\",\"type\":\"urn:numaorch:problem:request-timeout\"}\n",
+		     (long long)(limit_ns / 1000000000LL));
+	m = snprintf(msg, sizeof(msg),
+		     "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Type: application/problem+json\r\n"
+		     "Cache-Control: no-store\r\nContent-Length: %d\r\n\r\n%s", n, body);
+	if (send(s->fd, msg, (size_t)m, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+		log_debug("http: 408 not sent: %s", strerror(errno));
 }
 
 /* The connection that waited longest without finishing a request; NULL
@@ -229,6 +256,7 @@ static void reap(struct httpd *h, struct listener *l, int64_t now)
 		int64_t limit = l->transport == API_TCP && !s->authed ? h->unauth_ns : h->request_ns;
 
 		if (!s->evicted && s->st == CS_WAITING && now - s->ready_ns > limit) {
+			send_timeout(l, s, limit);
 			evict(l, s);
 			l->evicted_late++;
 		}
@@ -282,6 +310,11 @@ static void *uri_cb(void *cls, const char *uri, struct MHD_Connection *c)
 	cn->l = cls;
 	cn->slot = slot_of(c);
 	cn->target = xstrdup(uri);
+	if (cn->slot) {
+		pthread_mutex_lock(&cn->l->lock);
+		cn->slot->in_request = true;
+		pthread_mutex_unlock(&cn->l->lock);
+	}
 	return cn;
 }
 
@@ -293,6 +326,11 @@ static void completed_cb(void *cls, struct MHD_Connection *c, void **con_cls,
 	if (!cn)
 		return;
 	/* The reply is sent (or the request failed): the next one starts. */
+	if (cn->slot) {
+		pthread_mutex_lock(&cn->l->lock);
+		cn->slot->in_request = false;
+		pthread_mutex_unlock(&cn->l->lock);
+	}
 	slot_set(cn->slot, CS_WAITING, true);
 	if (cn->heavy)
 		api_heavy_release(cn->l->h->api, cn->l->transport);
@@ -379,9 +417,12 @@ static enum MHD_Result send_response(struct MHD_Connection *c, struct conn *cn, 
 	 * connection: holding one open costs it a new handshake each time. */
 	if (cn->l->transport == API_TCP && (resp->status == 401 || resp->status == 403))
 		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
-	if (resp->authenticated && cn->slot) {
+	if (cn->slot) {
 		pthread_mutex_lock(&cn->l->lock);
-		cn->slot->authed = true;
+		if (resp->authenticated)
+			cn->slot->authed = true;
+		/* From here MHD writes the socket: no 408 of ours may come. */
+		cn->slot->in_request = false;
 		pthread_mutex_unlock(&cn->l->lock);
 	}
 	ret = MHD_queue_response(c, resp->status, r);
@@ -491,6 +532,7 @@ static int start_daemon(struct listener *l, int fd, const struct httpd_opts *o, 
 	hard = l->soft + l->soft / 2 + 16;
 	pthread_mutex_init(&l->lock, NULL);
 	if (cert) {
+		l->tls = true;
 		flags |= MHD_USE_TLS;
 		tls[0] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)cert };
 		tls[1] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)key };

@@ -292,6 +292,8 @@ static int cmd_schedule(const struct opts *o, int argc, char **argv)
 		printf("in force now: mode %s, interval %g s, max_moves %lld, max_migrate_mib %lld, cooldown %g s\n",
 		       jstr(in, "mode"), jnum(in, "interval_s"), jint(in, "max_moves"), jint(in, "max_migrate_mib"),
 		       jnum(in, "cooldown_s"));
+		if (jnum(in, "rate_mib") > 0)
+			printf("memory mover: at most %g MiB/s\n", jnum(in, "rate_mib"));
 		json_decref(j);
 		return EX_OK;
 	}
@@ -362,6 +364,51 @@ static void policy_text(json_t *p, char *buf, size_t sz)
 	}
 }
 
+/* GET PATH (which may hold a query already) and every page after it: the
+ * agent pages its lists (1000 at a time, "next" the cursor to pass as
+ * "after"); the pages' KEY arrays are joined into the first answer, whose
+ * "next" is then null. On an HTTP error *OUT is that error's answer. */
+static int call_pages(const struct opts *o, const char *path, const char *key, json_t **out)
+{
+	json_t *j = NULL, *page = NULL;
+	char next_path[1024];
+	const char *cur = path;
+	int r;
+
+	for (;;) {
+		json_t *next;
+		bool more;
+
+		r = call(o, "GET", cur, NULL, &page, NULL);
+		if (r) {
+			json_decref(j);
+			*out = page;
+			return r;
+		}
+		next = json_object_get(page, "next");
+		more = json_is_string(next);
+		if (more) {
+			char *e = ctl_escape(json_string_value(next));
+
+			snprintf(next_path, sizeof(next_path), "%s%safter=%s", path, strchr(path, '?') ? "&" : "?", e);
+			free(e);
+			cur = next_path;
+		}
+		if (!j) {
+			j = page;
+		} else {
+			json_array_extend(json_object_get(j, key), json_object_get(page, key));
+			json_decref(page);
+		}
+		if (!more)
+			break;
+	}
+	if (json_object_get(j, "next"))
+		json_object_set_new(j, "next", json_null());
+	*out = j;
+	return 0;
+}
+
 static int cmd_guests(const struct opts *o)
 {
 	char path[512] = "/v1/guests";
@@ -387,7 +434,7 @@ static int cmd_guests(const struct opts *o)
 			sep = "&";
 		}
 	}
-	r = call(o, "GET", path, NULL, &j, NULL);
+	r = call_pages(o, path, "guests", &j);
 	if (r || o->json) {
 		print_json(j);
 		json_decref(j);
@@ -664,40 +711,12 @@ static int cmd_guest_policy(const struct opts *o, int argc, char **argv)
 
 static int cmd_guest_policies(const struct opts *o)
 {
-	json_t *j = NULL, *p, *page = NULL;
+	json_t *j = NULL, *p;
 	struct table *t;
 	size_t i;
-	char path[400];
-	int r = 0;
+	int r;
 
-	/* The agent pages the list (1000 at a time): follow "next" and show
-	 * the whole of it as one. Ids are URL-safe as they are. */
-	snprintf(path, sizeof(path), "/v1/guest-policies");
-	for (;;) {
-		json_t *next;
-		bool more;
-
-		r = call(o, "GET", path, NULL, &page, NULL);
-		if (r) {
-			json_decref(j);
-			j = page;
-			break;
-		}
-		next = json_object_get(page, "next");
-		more = json_is_string(next);
-		if (more)
-			snprintf(path, sizeof(path), "/v1/guest-policies?after=%s", json_string_value(next));
-		if (!j) {
-			j = page;
-		} else {
-			json_array_extend(json_object_get(j, "policies"), json_object_get(page, "policies"));
-			json_decref(page);
-		}
-		if (!more)
-			break;
-	}
-	if (!r)
-		json_object_set_new(j, "next", json_null());
+	r = call_pages(o, "/v1/guest-policies", "policies", &j);
 	if (r || o->json) {
 		print_json(j);
 		json_decref(j);

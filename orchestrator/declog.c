@@ -21,6 +21,7 @@
  * a few hundred bytes each, where a jansson tree costs several KiB. */
 struct rec {
 	uint64_t id;
+	int64_t ms;   /* its "time", in ms since the epoch */
 	char *guest;
 	char *line;
 };
@@ -231,6 +232,7 @@ int64_t declog_add(struct declog *d, json_t *rec)
 		d->n++;
 	}
 	slot->id = (uint64_t)id;
+	slot->ms = now / 1000000;
 	slot->guest = xstrdup(json_string_value(json_object_get(rec, "guest")) ?: "");
 	slot->line = line;
 	pthread_mutex_unlock(&d->lock);
@@ -238,36 +240,47 @@ int64_t declog_add(struct declog *d, json_t *rec)
 	return ret < 0 ? ret : id;
 }
 
-static bool rec_matches(const struct rec *r, uint64_t since_id, const char *guest)
+static bool rec_matches(const struct rec *r, uint64_t since_id, int64_t since_ms, const char *guest)
 {
-	return r->id > since_id && (!guest || strcmp(r->guest, guest) == 0);
+	return r->id > since_id && r->ms > since_ms && (!guest || strcmp(r->guest, guest) == 0);
 }
 
 /* The matching records from ring position FIRST on, oldest first, at most
- * LIMIT, decoded. Called with the lock held. */
-static json_t *collect(struct declog *d, unsigned first, uint64_t since_id, unsigned limit, const char *guest)
+ * LIMIT, decoded; *MORE (if not NULL) says whether another one matches
+ * after them. Only the records returned are decoded: a jansson tree of a
+ * record costs several KiB, and a filter on the text keeps a request's
+ * memory to its page however full the ring is. Called with the lock held. */
+static json_t *collect(struct declog *d, unsigned first, uint64_t since_id, int64_t since_ms, unsigned limit,
+		       const char *guest, bool *more)
 {
 	json_t *arr = json_array();
+	unsigned i;
 
-	for (unsigned i = first; i < d->n && json_array_size(arr) < limit; i++) {
+	for (i = first; i < d->n && json_array_size(arr) < limit; i++) {
 		const struct rec *r = &d->ring[(d->head + i) % d->cap];
 		json_t *o;
 
-		if (!rec_matches(r, since_id, guest))
+		if (!rec_matches(r, since_id, since_ms, guest))
 			continue;
 		o = json_loads(r->line, 0, NULL);
 		if (o)
 			json_array_append_new(arr, o);
 	}
+	if (more) {
+		*more = false;
+		for (; i < d->n && !*more; i++)
+			*more = rec_matches(&d->ring[(d->head + i) % d->cap], since_id, since_ms, guest);
+	}
 	return arr;
 }
 
-json_t *declog_query(struct declog *d, uint64_t since_id, unsigned limit, const char *guest)
+json_t *declog_query(struct declog *d, uint64_t since_id, int64_t since_ms, unsigned limit, const char *guest,
+		     bool *more)
 {
 	json_t *arr;
 
 	pthread_mutex_lock(&d->lock);
-	arr = collect(d, 0, since_id, limit, guest);
+	arr = collect(d, 0, since_id, since_ms, limit, guest, more);
 	pthread_mutex_unlock(&d->lock);
 	return arr;
 }
@@ -281,8 +294,8 @@ json_t *declog_query_newest(struct declog *d, unsigned limit, const char *guest)
 	 * to find where the LIMIT newest matching ones start. */
 	pthread_mutex_lock(&d->lock);
 	for (first = d->n; first > 0 && found < limit; first--)
-		found += rec_matches(&d->ring[(d->head + first - 1) % d->cap], 0, guest);
-	arr = collect(d, first, 0, limit, guest);
+		found += rec_matches(&d->ring[(d->head + first - 1) % d->cap], 0, INT64_MIN, guest);
+	arr = collect(d, first, 0, INT64_MIN, limit, guest, NULL);
 	pthread_mutex_unlock(&d->lock);
 	return arr;
 }

@@ -45,9 +45,12 @@ void declog_time(int64_t real_ns, char *buf, size_t sz);
  * nanoseconds cannot hold, e.g. a ?since= far in the future). */
 void declog_time_sec(time_t sec, int ms, char *buf, size_t sz);
 
-/* Records with id > SINCE_ID, for GUEST (NULL: all), at most LIMIT,
- * oldest first. Caller owns the array. */
-json_t *declog_query(struct declog *d, uint64_t since_id, unsigned limit, const char *guest);
+/* Records with id > SINCE_ID and a time after SINCE_MS (ms since the
+ * epoch; INT64_MIN: any), for GUEST (NULL: all), at most LIMIT, oldest
+ * first; only those are decoded. *MORE (may be NULL) is set when more
+ * records match after them. Caller owns the array. */
+json_t *declog_query(struct declog *d, uint64_t since_id, int64_t since_ms, unsigned limit, const char *guest,
+		     bool *more);
 /* The newest LIMIT records (of GUEST, if not NULL), oldest first. Decodes
  * only those: a guest's last decision is read on every GET of it. */
 json_t *declog_query_newest(struct declog *d, unsigned limit, const char *guest);

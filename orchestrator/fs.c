@@ -302,13 +302,13 @@ static int check_trusted(const char *what, const char *dir, int fd, char *err, s
 		return -ENOTDIR;
 	}
 	if (st.st_uid != 0 && st.st_uid != me) {
-		snprintf(err, errsz, "%s %s is owned by uid %u, not by %s: refusing to write files there "
+		snprintf(err, errsz, "%s %s is owned by uid %u, not by %s: refusing to use it "
 			 "(chown %s it)", what, dir, (unsigned)st.st_uid, me == 0 ? "root" : "root or us",
 			 me == 0 ? "root" : "root or your user,");
 		return -EPERM;
 	}
 	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-		snprintf(err, errsz, "%s %s is writable by %s (mode %04o): refusing to write files there "
+		snprintf(err, errsz, "%s %s is writable by %s (mode %04o): refusing to use it "
 			 "(chmod go-w it)", what, dir, st.st_mode & S_IWOTH ? "others" : "its group",
 			 (unsigned)(st.st_mode & 07777));
 		return -EPERM;

@@ -76,7 +76,7 @@ int vm_cpus_without_memory_parse(const char *s, enum vm_cpus_without_memory *out
 
 /* ---- the module's table ---------------------------------------------------- */
 
-#define VMPLUGIN_ABI     1
+#define VMPLUGIN_ABI     2
 #define VMPLUGIN_SYMBOL  "numaorch_vmplugin"
 #define VMPLUGIN_FILE    "numaorch-libvirt.so"
 
@@ -96,18 +96,25 @@ struct vmplugin {
 	void (*apply_free)(struct vmapply *va);
 	int (*move)(void *ctx, const struct snapshot *snap, const struct snap_guest *g,
 		    const struct plan_item *it, struct apply_result *res);
+	/* struct apply_vm_ops's set_mems (ABI 2). */
+	int (*set_mems)(void *ctx, const struct snap_guest *g, const nodemask_t *mems, char *err, size_t errsz);
 };
 
 /* The module's path: PATH if given (tests), else numaorch-libvirt.so
  * next to the running executable (a build tree uses its own module),
  * else in NUMAORCH_PKGLIBDIR (the installed one). Loads it once per
  * process (later calls return the same table) and checks its ABI.
- * 0 and *OUT, or a negative errno with the reason in ERR:
- * -ENOENT no module found, -ELIBBAD it cannot be loaded or is of another
- * ABI. */
+ * The module is opened the careful way (its directory owned by root or
+ * us and not group/world-writable, the file by name with O_NOFOLLOW, a
+ * regular file owned by root or us and writable only by its owner) and
+ * loaded by that open file (/proc/self/fd/N), so what was checked is what
+ * runs. 0 and *OUT, or a negative errno with the reason in ERR: -ENOENT
+ * no module found, -EPERM or -ELOOP one that is not safe to run as root,
+ * -ELIBBAD it cannot be loaded or is of another ABI. */
 int vmplugin_load(const char *path, const struct vmplugin **out, char *err, size_t errsz);
 /* Where vmplugin_load would look, without loading: 0 and the path in OUT,
- * or -ENOENT with the reason in ERR (for --check-config). */
+ * or a negative errno with the reason in ERR, after the same checks of
+ * the file and its directory (for --check-config). */
 int vmplugin_find(const char *path, char *out, size_t outsz, char *err, size_t errsz);
 
 #endif

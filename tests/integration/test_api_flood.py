@@ -9,6 +9,7 @@ one (a slow request, a short body, an unauthenticated TCP connection),
 and /v1/health reporting a wedged engine (its thread stopped with
 ptrace) as 503."""
 import ctypes
+import json
 import os
 import shutil
 import socket
@@ -40,6 +41,37 @@ def closed_within(s, limit):
         except OSError:
             return time.monotonic() - t0
     return None
+
+
+def read_until_closed(s, limit):
+    """(seconds until the server closed S, the bytes it sent), or (None, bytes)."""
+    t0 = time.monotonic()
+    s.settimeout(0.2)
+    out = b""
+    while time.monotonic() - t0 < limit:
+        try:
+            c = s.recv(65536)
+        except socket.timeout:
+            continue
+        except OSError:
+            return time.monotonic() - t0, out
+        if not c:
+            return time.monotonic() - t0, out
+        out += c
+    return None, out
+
+
+def assert_408(test, out):
+    """OUT is one 408 problem+json and nothing else."""
+    head, _, body = out.partition(b"\r\n\r\n")
+    test.assertTrue(head.startswith(b"HTTP/1.1 408 "), out[:300])
+    test.assertEqual(out.count(b"HTTP/1.1 "), 1, out[:600])
+    test.assertIn(b"\r\nContent-Type: application/problem+json", head)
+    test.assertIn(b"\r\nConnection: close", head)
+    length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+    test.assertEqual(len(body), length, out)
+    j = json.loads(body)
+    test.assertEqual((j["status"], j["type"]), (408, "urn:numaorch:problem:request-timeout"), j)
 
 
 def metric(d, name, **labels):
@@ -273,15 +305,37 @@ class Flood(apilib.ClassDaemon):
         s.close()
         self.assertIsNotNone(closed, "a request trickled a header line a second was never cut off")
         self.assertLess(closed, REQUEST_TIMEOUT + 2)
+        # Its answer: the same 408 as a short body's.
+        s = self.d.connect()
+        s.sendall(b"GET /v1/status HTTP/1.1\r\nHost: x\r\nX-Slow: 1\r\n")
+        t, out = read_until_closed(s, REQUEST_TIMEOUT + 10)
+        s.close()
+        self.assertIsNotNone(t)
+        assert_408(self, out)
 
     def test_body_shorter_than_its_content_length_is_closed_in_time(self):
+        # Answered 408 problem+json at the deadline, then closed (it once
+        # was only closed, with no answer), on either plain listener.
+        for tcp in (False, True):
+            s = self.d.connect(tcp=tcp)
+            auth = b"Authorization: Bearer " + apilib.TOKEN.encode() + b"\r\n" if tcp else b""
+            s.sendall(b"PUT /v1/policy HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" + auth +
+                      b"Content-Length: 100\r\n\r\n{\"mode\"")
+            t, out = read_until_closed(s, REQUEST_TIMEOUT + 10)
+            s.close()
+            self.assertIsNotNone(t, "a short body held the connection past %d s" % (REQUEST_TIMEOUT + 10))
+            self.assertLess(t, REQUEST_TIMEOUT + 2)
+            assert_408(self, out)
+
+    def test_idle_keepalive_connection_is_closed_without_an_answer(self):
+        # Between requests there is no request to answer: closed, no 408.
         s = self.d.connect()
-        s.sendall(b"PUT /v1/policy HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                  b"Content-Length: 100\r\n\r\n{\"mode\"")
-        t = closed_within(s, REQUEST_TIMEOUT + 10)
+        s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n")
+        self.assertEqual(apilib._read_response(s).status, 200)
+        t, out = read_until_closed(s, REQUEST_TIMEOUT + 10)
         s.close()
-        self.assertIsNotNone(t, "a short body held the connection past %d s" % (REQUEST_TIMEOUT + 10))
-        self.assertLess(t, REQUEST_TIMEOUT + 2)
+        self.assertIsNotNone(t)
+        self.assertEqual(out, b"")
 
     def test_unauthenticated_tcp_connection_is_dropped_fast(self):
         late0 = metric(self.d, "numaorch_api_connections_closed_total", listener="tcp", reason="deadline")

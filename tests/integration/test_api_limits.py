@@ -3,8 +3,10 @@ host, no root): a flood of POST /v1/events from keep-alive clients runs
 about a cycle a second (requested cycles coalesce), not back to back;
 writes past a client's rate get 429 problem+json with Retry-After;
 concurrent POST /v1/rebalance requests share cycles; GET
-/v1/guest-policies is paginated (?limit=&after=), and with 65536 stored
-policies concurrent readers keep the daemon's RSS bounded."""
+/v1/guest-policies and GET /v1/guests are paginated (?limit=&after=), and
+with 65536 stored policies concurrent readers keep the daemon's RSS
+bounded; GET /v1/decisions?since= over a full ring (4096 records) decodes
+only its page."""
 import json
 import os
 import shutil
@@ -17,6 +19,7 @@ import unittest
 import apilib
 import floodlib
 import itlib
+import test_top
 
 REASON = apilib.skip_reason()
 
@@ -192,6 +195,115 @@ class Limits(unittest.TestCase):
         c = d.ctl("--json", "guest-policies")
         self.assertEqual(c.returncode, 0, c.stderr)
         self.assertEqual(len(json.loads(c.stdout)["policies"]), 2500)
+
+    def start_many(self, n):
+        test_top.add_guests(self.root, n)
+        return self.start(extra=["--parent", "/toppar", "--mode", "advise"])
+
+    def test_guest_list_is_paginated(self):
+        d = self.start_many(1200)
+        total = d.get("/v1/status").json()["guests"]["total"]
+        self.assertGreater(total, 1000)
+        r = d.get("/v1/guests")
+        self.assertEqual(r.status, 200, r)
+        first = r.json()
+        self.assertEqual(first["count"], total)
+        self.assertEqual(len(first["guests"]), 1000)
+        self.assertEqual(first["next"], first["guests"][-1]["id"])
+        # 1000 guests of this fixture are ~600 KB: the bound of an answer.
+        self.assertLess(len(r.body), 1024 * 1024, len(r.body))
+        got, after, pages = [], None, 0
+        while True:
+            r = d.get("/v1/guests?limit=500" + ("&after=" + after if after else ""))
+            self.assertEqual(r.status, 200, r)
+            page = r.json()
+            self.assertLessEqual(len(page["guests"]), 500)
+            self.assertEqual(page["count"], total)
+            got += [g["id"] for g in page["guests"]]
+            pages += 1
+            after = page["next"]
+            if after is None:
+                break
+        self.assertEqual(pages, (total + 499) // 500)
+        self.assertEqual(got, sorted(set(got)))
+        self.assertEqual(len(got), total)
+        # After an id that is no guest: the ones after it.
+        page = d.get("/v1/guests?limit=2&after=custom-g0010x").json()
+        self.assertEqual([g["id"] for g in page["guests"]], ["custom-g0011", "custom-g0012"])
+        # Filters and pages together: count is every match.
+        r = d.get("/v1/guests?kind=container&limit=1000&after=" + got[499])
+        self.assertEqual(r.json()["guests"][0]["id"], got[500])
+        self.assertEqual(r.json()["count"], total)
+        for bad in ("limit=0", "limit=1001", "limit=x", "after=..", "after="):
+            r = d.get("/v1/guests?" + bad)
+            self.assertEqual(r.status, 400, (bad, r))
+            self.assertEqual(r.headers["content-type"], "application/problem+json")
+        # The CLI follows the pages.
+        c = d.ctl("guests")
+        self.assertEqual(c.returncode, 0, c.stderr)
+        self.assertEqual(len(c.stdout.splitlines()) - 1, total, c.stdout[-500:])
+        c = d.ctl("--json", "guests")
+        self.assertEqual(c.returncode, 0, c.stderr)
+        j = json.loads(c.stdout)
+        self.assertEqual([g["id"] for g in j["guests"]], got)
+        self.assertIsNone(j["next"])
+
+    def test_decisions_since_a_time_decode_only_their_page(self):
+        d = self.start_many(1200)
+        # Fill the ring (4096 records): every explicit dry run records its
+        # whole plan.
+        deadline = time.monotonic() + 120
+        while d.get("/v1/decisions").json()["last_id"] < 4500:
+            self.assertLess(time.monotonic(), deadline, "the decision log did not fill")
+            r = d.request("POST", "/v1/rebalance", {"dry_run": True}, timeout=60)
+            if r.status == 429:
+                time.sleep(float(r.headers.get("retry-after", "1")))
+                continue
+            self.assertEqual(r.status, 200, r)
+        last = d.get("/v1/decisions").json()["last_id"]
+        # Paging forward from a time: LIMIT at a time, "next" the cursor,
+        # every record of the ring once, in order.
+        got, since = [], "2000-01-01T00:00:00Z"
+        while since is not None:
+            page = d.get("/v1/decisions?limit=1000&since=%s" % since).json()
+            self.assertLessEqual(len(page["decisions"]), 1000)
+            got += [x["id"] for x in page["decisions"]]
+            since = page["next"]
+        self.assertEqual(got, list(range(got[0], got[0] + len(got))))
+        self.assertGreaterEqual(len(got), 4096)
+        self.assertGreaterEqual(got[-1], last)
+        self.assertIsNone(d.get("/v1/decisions?since=%d" % got[-1]).json()["next"])
+        self.assertEqual(d.get("/v1/decisions?since=%d&limit=1" % got[0]).json()["next"], got[1])
+        # Memory: concurrent readers asking for one record after a time
+        # long past. Each once decoded the whole ring (4096 trees).
+        pid = d.proc.pid
+        rss0 = floodlib.proc_status(pid)[1]
+        peak, stop, errors = [rss0], threading.Event(), []
+
+        def reader():
+            while not stop.is_set():
+                try:
+                    r = d.get("/v1/decisions?since=2000-01-01T00:00:00Z&limit=1", timeout=30)
+                    if r.status != 200 or len(r.json()["decisions"]) != 1:
+                        errors.append(r)
+                except OSError as e:
+                    errors.append(repr(e))
+
+        ts = [threading.Thread(target=reader) for _ in range(16)]
+        for t in ts:
+            t.start()
+        end = time.monotonic() + 5
+        while time.monotonic() < end:
+            peak[0] = max(peak[0], floodlib.proc_status(pid)[1])
+            time.sleep(0.05)
+        stop.set()
+        for t in ts:
+            t.join()
+        report = ("decision ring full (%d records), 16 concurrent GET /v1/decisions?since=TIME&limit=1 for 5 s: "
+                  "RSS %d KiB before, peak %d KiB" % (len(got), rss0, peak[0]))
+        print("\n" + report, file=sys.stderr)
+        self.assertEqual(errors, [])
+        self.assertLess(peak[0] - rss0, 16 * 1024, report)
 
     def test_rss_with_65536_policies_and_concurrent_readers(self):
         write_store(os.path.join(self.tmp, "state"), 65536)

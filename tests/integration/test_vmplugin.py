@@ -132,9 +132,63 @@ class VmPlugin(unittest.TestCase):
                 break
         if not libz:
             self.skipTest("no libz.so.1 to stand in for a foreign module")
-        d = self.start("enabled = yes\nmodule = %s\n" % libz)
+        # The file itself: a symlink is refused before anything is read.
+        d = self.start("enabled = yes\nmodule = %s\n" % os.path.realpath(libz))
         self.stop(d)
         self.assertIn("has no numaorch_vmplugin table: not a numaorch module", self.stderr())
+
+    def test_module_anyone_could_replace_is_refused(self):
+        # The module runs as root in the daemon: one that another user
+        # could write, or plant, is not loaded (and said so), nor through
+        # a symlink; the real module copied to a safe place loads, by
+        # the open file that was checked.
+        other = 65534  # nobody
+        safe = os.path.join(self.tmp, "safe")
+        os.mkdir(safe, 0o755)
+        good = os.path.join(safe, "numaorch-libvirt.so")
+        shutil.copy(MODULE, good)
+        os.chmod(good, 0o755)
+        open_dir = os.path.join(self.tmp, "open")
+        os.mkdir(open_dir)
+        os.chmod(open_dir, 0o777)
+        shutil.copy(MODULE, os.path.join(open_dir, "numaorch-libvirt.so"))
+        link = os.path.join(safe, "link.so")
+        os.symlink(good, link)
+        cases = [
+            ("group-writable", good, 0o775, None, "it is writable by its group (mode 0775): refusing to run its code"),
+            ("world-writable", good, 0o757, None, "it is writable by others (mode 0757): refusing to run its code"),
+            ("another owner", good, 0o755, other, "it is owned by uid %d, not by root" % other),
+            ("open directory", os.path.join(open_dir, "numaorch-libvirt.so"), 0o755, None,
+             "is writable by others (mode 0777): refusing to use it"),
+            ("symlink", link, 0o755, None, "a symlink: refused"),
+        ]
+        if os.geteuid() != 0:
+            cases = [c for c in cases if c[3] is None]
+        for what, path, mode, owner, want in cases:
+            with self.subTest(what):
+                os.chmod(good, mode)
+                os.chown(good, owner if owner is not None else os.geteuid(), -1)
+                d = self.start("enabled = yes\nmodule = %s\n" % path)
+                lv = self.libvirt_status()
+                maps = self.mapped(d)
+                self.stop(d)
+                self.assertEqual(lv["state"], "unavailable", lv)
+                self.assertIn("cannot load %s: " % path, lv["reason"])
+                self.assertIn(want, self.stderr())
+                self.assertNotIn(os.path.realpath(path), {os.path.realpath(p) for p in maps})
+                conf = itlib.config_file(self.tmp, "[libvirt]\nenabled = yes\nmodule = %s\n" % path)
+                p = subprocess.run([itlib.NUMAORCHD, "--check-config", "--config", conf],
+                                   capture_output=True, text=True, timeout=30)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                self.assertIn(want, p.stderr)
+        os.chmod(good, 0o755)
+        os.chown(good, os.geteuid(), -1)
+        d = self.start("enabled = yes\nmodule = %s\n" % good)
+        lv = self.libvirt_status()
+        maps = self.mapped(d)
+        self.stop(d)
+        self.assertNotEqual(lv["state"], "unavailable", (lv, self.stderr()))
+        self.assertIn(good, maps)
 
     def test_check_config_warns_of_a_missing_module(self):
         # Not an error (containers are managed without it), but said.

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "orchestrator/declog.h"
+#include "orchestrator/clock.h"
 #include "orchestrator/fs.h"
 #include "orchestrator/xalloc.h"
 
@@ -46,8 +47,37 @@ static void test_newest(void **state)
 	assert_ids(declog_query_newest(d, 5, "zz"), NULL, 0);
 	assert_ids(declog_query_newest(d, 0, NULL), NULL, 0);
 	/* the same as the tail of the full query */
-	assert_ids(declog_query(d, 0, 100, "b"), (const int[]){ 4 }, 1);
+	assert_ids(declog_query(d, 0, INT64_MIN, 100, "b", NULL), (const int[]){ 4 }, 1);
 	assert_ids(declog_query_newest(d, 100, "b"), (const int[]){ 4 }, 1);
+	declog_close(d);
+}
+
+/* Paging forward: at most LIMIT, "more" when another match follows, a
+ * time filter on the records' own times (only the page is decoded). */
+static void test_query_pages(void **state)
+{
+	static const char *const guests[] = { "a", "b", "a", "b", "a", "c" };
+	int64_t now_ms = clock_real_ns() / 1000000;
+	struct declog *d;
+	bool more = true;
+
+	(void)state;
+	assert_int_equal(declog_open(NULL, 4, &d, NULL, 0), 0);
+	for (size_t i = 0; i < 6; i++)
+		add(d, guests[i]);
+	assert_ids(declog_query(d, 0, INT64_MIN, 2, NULL, &more), (const int[]){ 3, 4 }, 2);
+	assert_true(more);
+	assert_ids(declog_query(d, 4, INT64_MIN, 2, NULL, &more), (const int[]){ 5, 6 }, 2);
+	assert_false(more);
+	assert_ids(declog_query(d, 0, INT64_MIN, 1, "a", &more), (const int[]){ 3 }, 1);
+	assert_true(more);
+	assert_ids(declog_query(d, 3, INT64_MIN, 1, "a", &more), (const int[]){ 5 }, 1);
+	assert_false(more);
+	/* every record is newer than an hour ago, none newer than an hour ahead */
+	assert_ids(declog_query(d, 0, now_ms - 3600000, 3, NULL, &more), (const int[]){ 3, 4, 5 }, 3);
+	assert_true(more);
+	assert_ids(declog_query(d, 0, now_ms + 3600000, 3, NULL, &more), NULL, 0);
+	assert_false(more);
 	declog_close(d);
 }
 
@@ -107,6 +137,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_newest),
+		cmocka_unit_test(test_query_pages),
 		cmocka_unit_test(test_file_opened_carefully),
 	};
 
