@@ -16,6 +16,7 @@
 
 #include "acquire.h"
 #include "topo.h"
+#include "cgwatch.h"
 #include "../api/api.h"
 #include "../api/httpd.h"
 #include "../orchestrator/apply.h"
@@ -197,7 +198,41 @@ struct reload_ctx {
 	const struct cli *cli;
 	const struct agent_config *started; /* what the API and state were started with */
 	struct api *api;                    /* NULL: no API */
+	struct watch_ctx *watch;            /* NULL: no cgroup watcher */
 };
+
+/* The cgroup watcher (cgwatch.h) prompts the engine's cycles. */
+struct watch_ctx {
+	struct engine *e;
+	struct cg_hier hier;
+	struct cgwatch *w;
+};
+
+static void watch_prompt(void *ctx)
+{
+	engine_trigger(ctx);
+}
+
+/* (Re)start the watcher on CFG's scopes. A failure only costs latency:
+ * guests are still found at the interval. */
+static void watch_start(struct watch_ctx *wc, const struct agent_config *cfg)
+{
+	int r;
+
+	cgwatch_stop(wc->w);
+	wc->w = NULL;
+	r = cgwatch_start(&wc->hier, &cfg->cg, 0, watch_prompt, wc->e, &wc->w);
+	if (r < 0) {
+		log_warn("cannot watch the cgroup tree (%s): new guests are noticed at the interval", strerror(-r));
+		return;
+	}
+	{
+		struct cgwatch_stats st;
+
+		cgwatch_get_stats(wc->w, &st);
+		log_info("watching %u cgroup directories: new guests are acted on within a few seconds", st.watches);
+	}
+}
 
 static bool str_differs(const char *a, const char *b)
 {
@@ -216,6 +251,11 @@ static struct agent_config *reload_cb(void *ctx)
 		log_error("reload: %s; keeping the old configuration", err);
 		return NULL;
 	}
+	/* Scopes and parents may have changed: watch the new ones. (Should
+	 * the engine refuse this config, the old scopes are still under the
+	 * new watch or at the interval: only latency differs.) */
+	if (rc->watch)
+		watch_start(rc->watch, c);
 	/* Listeners and the state directory are set up once: say so rather
 	 * than pretend a reload moved them. */
 	if (str_differs(c->api_socket, s->api_socket) || str_differs(c->api_listen, s->api_listen) ||
@@ -410,6 +450,7 @@ int main(int argc, char **argv)
 		{ 0 },
 	};
 	struct cli cli = { .interval = NAN };
+	struct watch_ctx watch = { 0 };
 	struct agent_config *cfg;
 	struct host_paths hp;
 	struct engine *e = NULL;
@@ -677,14 +718,24 @@ int main(int argc, char **argv)
 	 * thread: setpriority() on a tid affects only that thread. */
 	if (setpriority(PRIO_PROCESS, (id_t)gettid(), ENGINE_NICE) < 0)
 		log_debug("cannot lower the engine thread's priority: %s", strerror(errno));
+	/* After engine_prepare_loop: the watcher's thread starts with the
+	 * engine's signals blocked. A fixture root never changes by itself. */
+	if (hp.live && cgh_detect(hp.cgroupfs, &watch.hier) == 0) {
+		watch.e = e;
+		watch_start(&watch, cfg);
+	}
 	{
-		struct reload_ctx rc = { .cli = &cli, .started = cfg, .api = api };
+		struct reload_ctx rc = { .cli = &cli, .started = cfg, .api = api, .watch = watch.e ? &watch : NULL };
 
 		r = engine_run(e, reload_cb, &rc);
 	}
+	/* Before the engine goes: the watcher prompts it. */
+	cgwatch_stop(watch.w);
+	watch.w = NULL;
 	ret = r < 0 ? 1 : 0;
 	log_info("numaorchd stopped");
 out:
+	cgwatch_stop(watch.w);
 	/* Listeners first: their threads use the engine and the store. */
 	httpd_stop(httpd);
 	api_free(api);

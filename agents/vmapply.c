@@ -213,6 +213,47 @@ static int set_nodeset(virDomainPtr dom, const char *nodeset, bool restrictive)
 	return r < 0 ? -EIO : 0;
 }
 
+int vmapply_set_mems(void *ctx, const struct snap_guest *g, const nodemask_t *mems, char *err, size_t errsz)
+{
+	struct vmapply *va = ctx;
+	const struct snap_vm *vm = g->vm;
+	virConnectPtr conn = NULL;
+	virDomainPtr dom = NULL;
+	struct vmsrc_facts f;
+	struct lverr le = { 0 };
+	char ns[NODELIST_BUFSZ];
+	int r = 0;
+
+	err[0] = '\0';
+	if (!vm || mask_empty(mems) || mask_format(mems, ns, sizeof(ns)) < 0) {
+		snprintf(err, errsz, "no VM details or an empty nodeset");
+		return -EINVAL;
+	}
+	if (vmsrc_facts(va->vs, vm->uuid, &f) < 0) {
+		snprintf(err, errsz, "domain %s is no longer running", vm->name);
+		return -ESRCH;
+	}
+	conn = vmsrc_conn(va->vs);
+	if (!conn) {
+		snprintf(err, errsz, "not connected to libvirt");
+		return -ENOTCONN;
+	}
+	dom = virDomainLookupByUUIDString(conn, vm->uuid);
+	if (!dom || virDomainIsActive(dom) != 1 || (int)virDomainGetID(dom) != f.domid) {
+		snprintf(err, errsz, "domain %s is no longer running", vm->name);
+		r = -ESRCH;
+	} else if (set_nodeset(dom, ns, !f.x.has_numatune) < 0) {
+		lverr_take(&le);
+		snprintf(err, errsz, "libvirt: %.200s", le.msg);
+		r = gone(dom, &le) ? -ESRCH : -EIO;
+	}
+	vmsrc_mark_dirty(va->vs, vm->uuid);
+	if (dom)
+		virDomainFree(dom);
+	virConnectClose(conn);
+	return r;
+}
+
 int vmapply_move(void *ctx, const struct snapshot *snap, const struct snap_guest *g,
 		 const struct plan_item *it, struct apply_result *res)
 {

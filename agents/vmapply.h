@@ -51,6 +51,12 @@ void vmapply_free(struct vmapply *va);
 int vmapply_move(void *ctx, const struct snapshot *snap, const struct snap_guest *g,
 		 const struct plan_item *it, struct apply_result *res);
 
+/* struct apply_vm_ops's set_mems: G's live numatune nodeset to MEMS
+ * through virDomainSetNumaParameters(AFFECT_LIVE) — mode restrictive when
+ * the domain has no <numatune> — nothing else. -ESRCH if the domain no
+ * longer runs, -ENOTCONN, -EIO with libvirt's message in ERR. */
+int vmapply_set_mems(void *ctx, const struct snap_guest *g, const nodemask_t *mems, char *err, size_t errsz);
+
 /* True locality of G if its vCPUs ran on NODES, memory unmoved: each
  * node weighted by its CPUs, the share of G's memory on that node (for a
  * node without memory, its nearest node with memory); 1 if it has none.

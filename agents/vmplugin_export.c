@@ -16,4 +16,5 @@ const struct vmplugin numaorch_vmplugin = {
 	.apply_new = vmapply_new,
 	.apply_free = vmapply_free,
 	.move = vmapply_move,
+	.set_mems = vmapply_set_mems,
 };

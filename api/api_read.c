@@ -97,10 +97,11 @@ void h_status(struct rq *r)
 							   "active", i < 64 && (v->schedule_active >> i & 1)));
 		json_object_set_new(o, "schedule", w);
 		json_object_set_new(o, "in_force",
-				    json_pack("{s:s, s:f, s:i, s:I, s:f}", "mode", agent_mode_name(v->mode),
+				    json_pack("{s:s, s:f, s:i, s:I, s:f, s:f}", "mode", agent_mode_name(v->mode),
 					      "interval_s", v->interval_s, "max_moves", (int)v->policy.max_moves,
 					      "max_migrate_mib", (json_int_t)(v->policy.max_migrate_bytes >> 20),
-					      "cooldown_s", (double)v->policy.cooldown_ns / 1e9));
+					      "cooldown_s", (double)v->policy.cooldown_ns / 1e9, "rate_mib",
+					      v->rate_mib));
 	}
 	json_object_set_new(o, "host", json_pack("{s:i, s:i, s:s}", "nodes", (int)s->nr_nodes,
 						 "cpu_nodes", (int)v->stats.cpu_nodes,

@@ -292,6 +292,8 @@ static int cmd_schedule(const struct opts *o, int argc, char **argv)
 		printf("in force now: mode %s, interval %g s, max_moves %lld, max_migrate_mib %lld, cooldown %g s\n",
 		       jstr(in, "mode"), jnum(in, "interval_s"), jint(in, "max_moves"), jint(in, "max_migrate_mib"),
 		       jnum(in, "cooldown_s"));
+		if (jnum(in, "rate_mib") > 0)
+			printf("memory mover: at most %g MiB/s\n", jnum(in, "rate_mib"));
 		json_decref(j);
 		return EX_OK;
 	}

@@ -329,6 +329,7 @@ struct apply_pending {
 	struct plan_item it;           /* a copy; it.to_cpus points at to_cpus */
 	cpumask_t to_cpus;
 	bool vm;                       /* the VM actuator does it all in phase 2 */
+	bool vm_movable;               /* ... or widens, the mover moves, set_mems narrows */
 	bool v2, soft, widen_only, mems_changed, wide;
 	bool own_mems_below;           /* v2: a descendant sets its own cpuset.mems */
 	int64_t t0;
@@ -685,6 +686,10 @@ int apply_cpus(struct applier *a, const struct snapshot *snap, const struct plan
 			r = 0;
 		} else if (it->migrate_bytes && !plan_migration_negligible(it->migrate_bytes, g->mem_total)) {
 			p->vm = true;
+			p->vm_movable = a->vm.set_mems != NULL && g->vm && g->vm->qemu_pid > 0;
+			p->cur_mems = g->mems;
+			if (mask_format(&it->to_mems, p->to_mems_s, sizeof(p->to_mems_s)) < 0)
+				p->vm_movable = false;
 			*pend = p;
 			apply_result_set(res, APPLY_DONE, 0, "memory to move");
 			return 0;
@@ -724,7 +729,7 @@ bool apply_pending_movable(const struct apply_pending *p)
 	/* In v2 a descendant's effective mems are its own within the guest's:
 	 * widening the guest gives it no new node, so move_pages there fails.
 	 * Only narrowing the guest moves such a cgroup's pages. */
-	return !p->vm && !p->own_mems_below;
+	return p->vm ? p->vm_movable : !p->own_mems_below;
 }
 
 bool apply_pending_soft(const struct apply_pending *p)
@@ -745,6 +750,25 @@ int apply_memory_widen(struct applier *a, struct apply_pending *p, const char *w
 	if (mask_format(&wide, wide_s, sizeof(wide_s)) < 0) {
 		apply_result_set(res, APPLY_REFUSED, -ENOSPC, "refused: cannot format cpuset");
 		return result_ret(res);
+	}
+	if (p->vm) {
+		/* Through libvirt: nodeset old ∪ new and the pins, in one move.
+		 * Where libvirt refuses the nodeset (strict mode, <memnode>) the
+		 * move says NOT_APPLICABLE as it always did. */
+		struct plan_item wit = p->it;
+		size_t n;
+
+		wit.to_mems = wide;
+		r = a->vm.move(a->vm.ctx, p->snap, g, &wit, res);
+		pending_done_time(p, res);
+		if (res->status != APPLY_DONE)
+			return r;
+		p->wide = true;
+		res->mems_loosened = true;
+		res->mems_after = wide;
+		n = strlen(res->msg);
+		snprintf(res->msg + n, sizeof(res->msg) - n, "; memory %s", why);
+		return 0;
 	}
 	/* Growing the mems migrates nothing (see loosen_mems); in v1 the guest
 	 * grows before its descendants. */
@@ -774,6 +798,19 @@ unsigned apply_pending_pids(struct applier *a, const struct apply_pending *p, pi
 	unsigned n = 0, cap = 0;
 	pid_t *v = NULL;
 
+	if (p->vm) {
+		/* One QEMU process: its threads share the memory. */
+		const struct snap_guest *g = &p->snap->guests[p->it.guest_idx];
+
+		if (!g->vm || g->vm->qemu_pid <= 0) {
+			*out = NULL;
+			return 0;
+		}
+		v = xcalloc(1, sizeof(*v));
+		v[0] = g->vm->qemu_pid;
+		*out = v;
+		return 1;
+	}
 	for (unsigned i = 0; i < p->nsub; i++) {
 		char *procs = NULL;
 
@@ -806,6 +843,24 @@ int apply_memory_settle(struct applier *a, struct apply_pending *p, struct apply
 
 	if (p->soft || !p->wide)
 		return 0;
+	if (p->vm) {
+		char err[256] = "";
+
+		/* libvirt narrows the cgroup (and migrates what the mover left)
+		 * and its live numatune says where the memory now belongs. */
+		r = a->vm.set_mems(a->vm.ctx, g, &p->it.to_mems, err, sizeof(err));
+		res->writes++;
+		if (r < 0) {
+			if (!is_gone(r))
+				log_warn("domain %s: libvirt refused nodeset %s after its memory moved (%s); it stays "
+					 "on the nodes of both", g->name, p->to_mems_s, err);
+			return r;
+		}
+		p->wide = false;
+		res->mems_loosened = false;
+		res->mems_after = p->it.to_mems;
+		return 0;
+	}
 	/* Strict binding: narrow to the target now that the pages are there
 	 * (the kernel migrates only what was left behind). A guest gone in
 	 * the meantime is not an error. */

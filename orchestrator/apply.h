@@ -79,6 +79,11 @@ struct apply_vm_ops {
 	/* Same contract as apply_move for one VM guest. */
 	int (*move)(void *ctx, const struct snapshot *snap, const struct snap_guest *g,
 		    const struct plan_item *it, struct apply_result *res);
+	/* Set G's memory nodes through libvirt (its live numatune nodeset),
+	 * nothing else: the narrowing after the mover moved its pages. 0, or
+	 * a negative errno with libvirt's reason in ERR. NULL: VMs' memory
+	 * moves only inside move (libvirt's cpuset.mems write). */
+	int (*set_mems)(void *ctx, const struct snap_guest *g, const nodemask_t *mems, char *err, size_t errsz);
 	void *ctx;
 };
 
@@ -128,8 +133,11 @@ unsigned apply_pending_pids(struct applier *a, const struct apply_pending *p, pi
  * only what was left behind. Nothing for soft binding. RES->mems_after
  * is updated. 0 or the negative errno (the mems stay wide). */
 int apply_memory_settle(struct applier *a, struct apply_pending *p, struct apply_result *res);
-/* Can the mover move P's pages (widen, then move_pages)? false for VMs
- * and for a v2 guest with a descendant that sets its own cpuset.mems. */
+/* Can the mover move P's pages (widen, then move_pages)? false for a v2
+ * guest with a descendant that sets its own cpuset.mems, and for VMs when
+ * the VM actuator cannot set a nodeset alone. A VM is widened, narrowed
+ * and pinned through libvirt (its live numatune nodeset: libvirt's view
+ * stays true); its process is QEMU's. */
 bool apply_pending_movable(const struct apply_pending *p);
 /* Is P's guest soft-bound (its mems may stay wide)? false for VMs. */
 bool apply_pending_soft(const struct apply_pending *p);

@@ -104,7 +104,7 @@ static int build_sources(struct engine *e, const struct agent_config *cfg)
 
 			e->src.add_source(acq, &src);
 			va = e->vmp->apply_new(vm, &e->hp, cfg->libvirt_cpus_without_memory);
-			ops = (struct apply_vm_ops){ .move = e->vmp->move, .ctx = va };
+			ops = (struct apply_vm_ops){ .move = e->vmp->move, .set_mems = e->vmp->set_mems, .ctx = va };
 			applier_set_vm_ops(app, &ops);
 		}
 	}
@@ -300,6 +300,31 @@ void engine_apply_schedule(struct engine *e)
 		e->cfg.policy.max_migrate_bytes = v.max_migrate_bytes;
 	if (v.set & SCHED_COOLDOWN)
 		e->cfg.policy.cooldown_ns = v.cooldown_ns;
+	if (v.set & SCHED_RATE)
+		e->cfg.mover_rate_mib = v.rate_mib;
+	/* The rate budget refines the per-cycle cap: planning more than the
+	 * mover may move in an interval only queues jobs the next plans
+	 * supersede. */
+	if (e->mover_on && e->cfg.mover_rate_mib > 0) {
+		double budget = e->cfg.mover_rate_mib * e->cfg.interval_s * 1048576.0;
+
+		if (budget < (double)e->cfg.policy.max_migrate_bytes)
+			e->cfg.policy.max_migrate_bytes = (uint64_t)budget;
+	}
+	if (e->mover_on) {
+		struct mover_config mc = mover_cfg(&e->cfg);
+
+		mover_set_config(e->mover, &mc);
+		if (e->rate_known && e->sched_rate_mib != e->cfg.mover_rate_mib) {
+			if (e->cfg.mover_rate_mib > 0)
+				log_info("memory mover: at most %.0f MiB/s for the whole host now",
+					 e->cfg.mover_rate_mib);
+			else
+				log_info("memory mover: no rate limit now");
+		}
+	}
+	e->sched_rate_mib = e->cfg.mover_rate_mib;
+	e->rate_known = true;
 	e->sched_active = active;
 	e->sched_valid = true;
 }
@@ -350,6 +375,7 @@ void engine_publish(struct engine *e, const struct snapshot *snap, struct plan *
 	v->dry_run = e->cfg.dry_run;
 	v->interval_s = e->cfg.interval_s;
 	v->policy = e->cfg.policy;
+	v->rate_mib = e->mover_on ? e->cfg.mover_rate_mib : 0;
 	v->base_mode = e->base.mode;
 	v->base_interval_s = e->base.interval_s;
 	v->base_policy = e->base.policy;

@@ -64,6 +64,7 @@ struct engine_view {
 	bool dry_run;
 	double interval_s;
 	struct policy_config policy;
+	double rate_mib;              /* the mover's MiB/s budget in force, 0: none (or no mover) */
 	/* ...and as configured, without the windows. */
 	enum agent_mode base_mode;
 	double base_interval_s;

@@ -99,7 +99,7 @@ static bool memory_phase(struct engine *e, const struct snapshot *snap, struct a
 			e->stats.memory_deferred++;
 		return false;
 	}
-	if (!e->mover || !e->mover_on || g->kind == GUEST_VM || !apply_pending_movable(p)) {
+	if (!e->mover || !e->mover_on || !apply_pending_movable(p)) {
 		apply_memory(e->app, p, res);
 		return false;
 	}

@@ -38,6 +38,8 @@ struct engine {
 	struct agent_config cfg;
 	uint64_t sched_active;
 	bool sched_valid;
+	double sched_rate_mib;       /* the mover's rate in force (logged on change) */
+	bool rate_known;
 	bool notified_ready;          /* READY=1 sent (after the first published cycle) */
 	uint64_t watchdog_usec;       /* WatchdogSec= as systemd passed it, 0: none */
 	struct host_paths hp;

@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -173,7 +174,20 @@ size_t mover_adapt_chunk(size_t pages, double elapsed_ms, double target_ms)
 	return (size_t)next;
 }
 
-size_t mover_plan_window(const int *status, size_t n, uintptr_t start, size_t page, const nodemask_t *to,
+size_t mover_fill_window(const struct mover_vma *vmas, unsigned n, size_t page, size_t max_pages, uintptr_t *pos,
+			 void **pages)
+{
+	size_t filled = 0, got;
+	uintptr_t start;
+
+	while (filled < max_pages &&
+	       (got = mover_next_chunk(vmas, n, page, max_pages - filled, pos, &start)) > 0)
+		for (size_t i = 0; i < got; i++)
+			pages[filled++] = (void *)(start + i * page);
+	return filled;
+}
+
+size_t mover_plan_window(const int *status, void *const *pages, size_t n, size_t page, const nodemask_t *to,
 			 bool all, bool compact, size_t *idx, int *weight)
 {
 	size_t thp = page ? THP_BYTES / page : 0, k = 0;
@@ -183,7 +197,8 @@ size_t mover_plan_window(const int *status, size_t n, uintptr_t start, size_t pa
 
 		if (status[i] < 0 || (mask_test(to, status[i]) && !all))
 			continue;
-		if (compact && thp > 1 && (start + i * page) % THP_BYTES == 0 && i + thp <= n) {
+		if (compact && thp > 1 && (uintptr_t)pages[i] % THP_BYTES == 0 && i + thp <= n &&
+		    (uintptr_t)pages[i + thp - 1] == (uintptr_t)pages[i] + (thp - 1) * page) {
 			while (run < thp && status[i + run] == status[i])
 				run++;
 			if (run < thp)
@@ -195,6 +210,21 @@ size_t mover_plan_window(const int *status, size_t n, uintptr_t start, size_t pa
 		i += run - 1;
 	}
 	return k;
+}
+
+bool mover_guess_failed(const int *status, size_t n, const size_t *idx, const int *weight, size_t k,
+			const nodemask_t *to)
+{
+	for (size_t e = 0; e < k; e++) {
+		size_t i = idx[e];
+
+		if (weight[e] <= 1 || i + (size_t)weight[e] > n || status[i] < 0 || !mask_test(to, status[i]))
+			continue;
+		for (size_t t = 1; t < (size_t)weight[e]; t++)
+			if (status[i + t] >= 0 && !mask_test(to, status[i + t]))
+				return true;
+	}
+	return false;
 }
 
 int mover_pick_target(const nodemask_t *to, int from)
@@ -399,11 +429,13 @@ static int move_slices(struct mover *m, struct job *j, pid_t pid, struct bufs *b
 		t1 = clock_mono_ns();
 		if (r < 0 && r != -ENOENT && r != -EBUSY)
 			break;
-		/* Count what is on the target now (a THP moves whole; entries
-		 * of one already in flight report EBUSY). */
+		/* Count what is on the target now from the call's own status (a
+		 * THP moves whole from one entry; an entry of one already in
+		 * flight reports -EBUSY). A query call after each move doubled
+		 * the page-table walks against a busy writer. */
 		if (j->relocate_all)
 			moved = sl;
-		else if (numamig_move(pid, sl, b->mpages + off, NULL, b->mstatus) == 0)
+		else
 			for (size_t i = 0; i < sl; i++)
 				if (b->mstatus[i] >= 0 && mask_test(&j->info.to, b->mstatus[i]))
 					moved += (size_t)b->mweight[off + i];
@@ -434,7 +466,8 @@ static int move_process(struct mover *m, struct job *j, pid_t pid, struct bufs *
 	char path[PATH_MAX];
 	struct mover_vma *vmas = NULL;
 	char *text = NULL;
-	uintptr_t pos = 0, start;
+	uintptr_t pos = 0;
+	bool compact = true;
 	size_t n;
 	int nv, r;
 
@@ -454,8 +487,11 @@ static int move_process(struct mover *m, struct job *j, pid_t pid, struct bufs *
 	 * reads the page tables); the misplaced ones are moved in slices of
 	 * *CHUNK pages, the size that keeps each move call near chunk_ms.
 	 * Growing the query window instead let one call move 256 MiB (a 1 s
-	 * stall under TCG: make bench-migrate). */
-	while ((n = mover_next_chunk(vmas, (unsigned)nv, page, QUERY_PAGES, &pos, &start)) > 0) {
+	 * stall under TCG: make bench-migrate). A window spans mappings: one
+	 * per mapping cost a guest of a dozen small mappings a dozen move
+	 * calls, each paying move_pages' fixed cost (below) — with busy
+	 * guests under TCG ~50 ms a call, most of the mover's time. */
+	while ((n = mover_fill_window(vmas, (unsigned)nv, page, QUERY_PAGES, &pos, b->pages)) > 0) {
 		long approx = 0, exact = 0;
 
 		pthread_mutex_lock(&m->lock);
@@ -465,8 +501,6 @@ static int move_process(struct mover *m, struct job *j, pid_t pid, struct bufs *
 			break;
 		}
 		pthread_mutex_unlock(&m->lock);
-		for (size_t i = 0; i < n; i++)
-			b->pages[i] = (void *)(start + i * page);
 		r = numamig_move(pid, n, b->pages, NULL, b->status);
 		if (r == -ENOENT || r == -EFAULT) {
 			r = 0; /* the mapping went away under us: next chunk */
@@ -483,8 +517,8 @@ static int move_process(struct mover *m, struct job *j, pid_t pid, struct bufs *
 		for (int pass = 0; pass < 2 && r == 0; pass++) {
 			size_t k = 0;
 
-			k = mover_plan_window(b->status, n, start, page, &j->info.to, j->relocate_all,
-					      pass == 0 && !j->relocate_all, b->idx, b->mweight);
+			k = mover_plan_window(b->status, b->pages, n, page, &j->info.to, j->relocate_all,
+					      pass == 0 && compact && !j->relocate_all, b->idx, b->mweight);
 			for (size_t e = 0; e < k; e++) {
 				size_t i = b->idx[e];
 
@@ -502,6 +536,12 @@ static int move_process(struct mover *m, struct job *j, pid_t pid, struct bufs *
 			/* Where the window's pages are now. */
 			if (numamig_move(pid, n, b->pages, NULL, b->status) < 0)
 				break;
+			/* A guessed THP whose head moved alone was 4 KiB pages: stop
+			 * guessing in this process, or every window pays a move
+			 * call that moves one page in 512. */
+			if (pass == 0 && compact && mover_guess_failed(b->status, n, b->idx, b->mweight, k,
+								       &j->info.to))
+				compact = false;
 		}
 		if (r == 0 && !j->relocate_all) {
 			for (size_t i = 0; i < n; i++)
@@ -523,8 +563,40 @@ static int move_process(struct mover *m, struct job *j, pid_t pid, struct bufs *
 	return r;
 }
 
+/* The worker onto the CPUs of J's target nodes (those it may use);
+ * *OLD gets the affinity to restore. false if not pinned (no such CPUs,
+ * unreadable sysfs): the job runs where it is. */
+static bool pin_to_target(struct mover *m, const struct job *j, cpu_set_t *old)
+{
+	cpu_set_t want;
+	unsigned n = 0;
+
+	if (sched_getaffinity(0, sizeof(*old), old) < 0)
+		return false;
+	CPU_ZERO(&want);
+	mask_foreach(node, &j->info.to) {
+		char path[PATH_MAX], *text = NULL;
+		cpumask_t cpus;
+
+		if (snprintf(path, sizeof(path), "%s/devices/system/node/node%d/cpulist", m->hp.sysfs, node) >=
+			    (int)sizeof(path) ||
+		    fs_read_file(path, 4096, &text, NULL) < 0)
+			continue;
+		if (mask_parse(text, &cpus) == 0)
+			mask_foreach(c, &cpus)
+				if (c < CPU_SETSIZE && CPU_ISSET(c, old)) {
+					CPU_SET(c, &want);
+					n++;
+				}
+		free(text);
+	}
+	return n && sched_setaffinity(0, sizeof(want), &want) == 0;
+}
+
 static enum mover_state run_job(struct mover *m, struct job *j, char *msg, size_t msgsz)
 {
+	cpu_set_t old_cpus;
+	bool pinned;
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	size_t chunk = FIRST_CHUNK;
 	struct bufs b = {
@@ -540,6 +612,11 @@ static enum mover_state run_job(struct mover *m, struct job *j, char *msg, size_
 	enum mover_state st = MJ_DONE;
 	unsigned alive = 0;
 
+	pthread_mutex_lock(&m->lock);
+	pinned = m->cfg.on_target;
+	pthread_mutex_unlock(&m->lock);
+	if (pinned)
+		pinned = pin_to_target(m, j, &old_cpus);
 	for (unsigned i = 0; i < j->npids; i++) {
 		int r = move_process(m, j, j->pids[i], &b, &chunk, page);
 
@@ -560,6 +637,8 @@ static enum mover_state run_job(struct mover *m, struct job *j, char *msg, size_
 	}
 	if (st == MJ_DONE && !alive)
 		st = MJ_VANISHED;
+	if (pinned && sched_setaffinity(0, sizeof(old_cpus), &old_cpus) < 0)
+		log_debug("mover: cannot restore a worker's CPUs: %s", strerror(errno));
 	free(b.pages);
 	free(b.mpages);
 	free(b.status);

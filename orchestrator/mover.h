@@ -56,6 +56,9 @@ struct mover_config {
 	double rate_mib;         /* MiB/s for the whole host, 0: no limit */
 	double chunk_ms;         /* target duration of one move call */
 	double job_timeout_s;
+	/* Run a job's worker on the CPUs of its target nodes (the copy then
+	 * writes local memory), within the daemon's own CPUs. */
+	bool on_target;
 };
 
 struct mover_spec {
@@ -157,15 +160,28 @@ int mover_parse_maps(const char *text, struct mover_vma **out);
 size_t mover_next_chunk(const struct mover_vma *vmas, unsigned n, size_t page, size_t max_pages,
 			uintptr_t *pos, uintptr_t *start);
 
-/* The entries to move of one window of N pages from START: STATUS[i] is
- * the node of page START + i*PAGE (negative: not present). Pages off TO
- * (every present page with ALL) go in IDX (window indexes), each with the
- * pages it stands for in WEIGHT: with COMPACT a 2 MiB-aligned run of
- * 2 MiB of pages all on one node is one entry (probably a THP, which
- * moves whole from one entry — and each move_pages call has a fixed
- * cost). Returns the count. */
-size_t mover_plan_window(const int *status, size_t n, uintptr_t start, size_t page, const nodemask_t *to,
+/* Fill PAGES with the addresses of the next at most MAX_PAGES pages of
+ * VMAS from *POS on (across mappings: a window spans as many as fit, so
+ * a process of many small mappings costs few move calls); advances *POS.
+ * Returns the count, 0 at the end. */
+size_t mover_fill_window(const struct mover_vma *vmas, unsigned n, size_t page, size_t max_pages, uintptr_t *pos,
+			 void **pages);
+
+/* The entries to move of one window of N pages at PAGES (ascending
+ * addresses): STATUS[i] is the node of page PAGES[i] (negative: not
+ * present). Pages off TO (every present page with ALL) go in IDX (window
+ * indexes), each with the pages it stands for in WEIGHT: with COMPACT a
+ * 2 MiB-aligned, contiguous run of 2 MiB of pages all on one node is one
+ * entry (probably a THP, which moves whole from one entry — and each
+ * move_pages call has a fixed cost). Returns the count. */
+size_t mover_plan_window(const int *status, void *const *pages, size_t n, size_t page, const nodemask_t *to,
 			 bool all, bool compact, size_t *idx, int *weight);
+
+/* After a move of the K entries IDX/WEIGHT and a new query STATUS of the
+ * window: true if a guessed THP (weight > 1) has its head on TO but
+ * another of its pages off TO — the run was 4 KiB pages. */
+bool mover_guess_failed(const int *status, size_t n, const size_t *idx, const int *weight, size_t k,
+			const nodemask_t *to);
 
 /* The next chunk size for a call of ELAPSED_MS that moved PAGES pages,
  * aiming at TARGET_MS, between 16 and 65536 pages. */

@@ -122,8 +122,17 @@ static int parse_kv(const char *kv, struct sched_values *v, char *err, size_t er
 		}
 		v->cooldown_ns = (int64_t)(d * 1e9);
 		v->set |= SCHED_COOLDOWN;
+	} else if (KEY("rate_mib")) {
+		/* the same range as [memory] rate_mib */
+		if (parse_double(val, &d) < 0 || d < 0 || d > 1048576) {
+			snprintf(err, errsz, "rate_mib: must be MiB/s 0..1048576 (0: no limit), got \"%s\"", val);
+			return -EINVAL;
+		}
+		v->rate_mib = d;
+		v->set |= SCHED_RATE;
 	} else {
-		snprintf(err, errsz, "unknown setting \"%.*s\" (mode, interval, max_moves, max_migrate_mib, cooldown)",
+		snprintf(err, errsz,
+			 "unknown setting \"%.*s\" (mode, interval, max_moves, max_migrate_mib, cooldown, rate_mib)",
 			 (int)klen, kv);
 		return -EINVAL;
 	}
@@ -248,6 +257,8 @@ void sched_effective(const struct schedule *s, int wday, int min, struct sched_v
 			out->max_migrate_bytes = v->max_migrate_bytes;
 		if (v->set & SCHED_COOLDOWN)
 			out->cooldown_ns = v->cooldown_ns;
+		if (v->set & SCHED_RATE)
+			out->rate_mib = v->rate_mib;
 		out->set |= v->set;
 	}
 }

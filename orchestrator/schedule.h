@@ -10,7 +10,8 @@
  * HH:MM-HH:MM: local time, end exclusive, "24:00" allowed as an end; an
  * end before the start runs past midnight into the next day (a window
  * "Fri 22:00-06:00" lasts until Saturday 06:00).
- * KEYs: mode, interval, max_moves, max_migrate_mib, cooldown.
+ * KEYs: mode, interval, max_moves, max_migrate_mib, cooldown, rate_mib
+ * (the memory mover's MiB/s budget for the host, 0: no limit).
  * Where windows overlap, later entries win for the keys they set.
  */
 #ifndef NUMAORCH_SCHEDULE_H
@@ -33,6 +34,7 @@ enum sched_key {
 	SCHED_MAX_MOVES = 1u << 2,
 	SCHED_MAX_MIGRATE = 1u << 3,
 	SCHED_COOLDOWN = 1u << 4,
+	SCHED_RATE = 1u << 5,
 };
 
 struct sched_values {
@@ -42,6 +44,7 @@ struct sched_values {
 	unsigned max_moves;
 	uint64_t max_migrate_bytes;
 	int64_t cooldown_ns;
+	double rate_mib;           /* MiB/s, 0: no limit */
 };
 
 struct sched_entry {

@@ -76,7 +76,7 @@ int vm_cpus_without_memory_parse(const char *s, enum vm_cpus_without_memory *out
 
 /* ---- the module's table ---------------------------------------------------- */
 
-#define VMPLUGIN_ABI     1
+#define VMPLUGIN_ABI     2
 #define VMPLUGIN_SYMBOL  "numaorch_vmplugin"
 #define VMPLUGIN_FILE    "numaorch-libvirt.so"
 
@@ -96,6 +96,8 @@ struct vmplugin {
 	void (*apply_free)(struct vmapply *va);
 	int (*move)(void *ctx, const struct snapshot *snap, const struct snap_guest *g,
 		    const struct plan_item *it, struct apply_result *res);
+	/* struct apply_vm_ops's set_mems (ABI 2). */
+	int (*set_mems)(void *ctx, const struct snap_guest *g, const nodemask_t *mems, char *err, size_t errsz);
 };
 
 /* The module's path: PATH if given (tests), else numaorch-libvirt.so

@@ -384,6 +384,11 @@ class Libvirt(unittest.TestCase):
         self.assertIn("NUMA node 1 is unavailable", r["message"])
         after = {n: state_of(self.lv, n, u) for n, u in (("nt-strict", us), ("nt-nonode", un))}
         self.assertEqual(after, before)
+        # The memory mover takes VMs whose nodeset libvirt lets widen; for
+        # these libvirt refused the widening, so no job was started (a job
+        # ends in a memory_* record).
+        jobs = [r for r in self.decisions_once() if r["decision"].startswith("memory_")]
+        self.assertEqual(jobs, [], "a mover job for a domain libvirt would not widen")
         self.assertEqual(before["nt-strict"]["numatune"], {"numa_mode": "strict", "numa_nodeset": "0"})
 
         # cpus_without_memory = always: the CPUs go, through libvirt; the

@@ -483,6 +483,103 @@ static void test_vm_without_actuator(void **state)
 	fx_free(&f);
 }
 
+/* A fake VM actuator: what the applier asked libvirt for. */
+struct fake_vm {
+	unsigned moves, sets;
+	nodemask_t moved_mems, set_mems;
+	enum apply_status answer;
+};
+
+static int fake_vm_move(void *ctx, const struct snapshot *snap, const struct snap_guest *g,
+			const struct plan_item *it, struct apply_result *res)
+{
+	struct fake_vm *fv = ctx;
+
+	(void)snap;
+	(void)g;
+	fv->moves++;
+	fv->moved_mems = it->to_mems;
+	apply_result_set(res, fv->answer, fv->answer == APPLY_DONE ? 0 : -EOPNOTSUPP, "fake libvirt");
+	return 0;
+}
+
+static int fake_vm_set_mems(void *ctx, const struct snap_guest *g, const nodemask_t *mems, char *err,
+			    size_t errsz)
+{
+	struct fake_vm *fv = ctx;
+
+	(void)g;
+	(void)err;
+	(void)errsz;
+	fv->sets++;
+	fv->set_mems = *mems;
+	return 0;
+}
+
+/* A VM's memory through the mover: libvirt widens its nodeset to old ∪
+ * new (and pins the CPUs) in one move, the mover gets QEMU's pid, and
+ * once the pages are there libvirt narrows the nodeset to the target —
+ * libvirt's live view stays true; the cgroup is never written here.
+ * Where libvirt refuses (its answer NOT_APPLICABLE) that answer stands
+ * and nothing is left wide. */
+static void test_vm_memory_by_the_mover(void **state)
+{
+	struct fx f;
+	struct apply_result res;
+	struct apply_pending *p;
+	struct fake_vm fv = { .answer = APPLY_DONE };
+	struct apply_vm_ops ops = { .move = fake_vm_move, .set_mems = fake_vm_set_mems, .ctx = &fv };
+	nodemask_t want;
+	pid_t *pids;
+
+	(void)state;
+	fx_init(&f, true, 4000000);
+	f.snap->guests[0].kind = GUEST_VM;
+	f.snap->guests[0].vm = xcalloc(1, sizeof(struct snap_vm));
+	f.snap->guests[0].vm->qemu_pid = 4242;
+	applier_set_vm_ops(f.a, &ops);
+
+	assert_int_equal(apply_cpus(f.a, f.snap, &f.it, &res, &p), 0);
+	assert_non_null(p);
+	assert_true(apply_pending_movable(p));
+	assert_false(apply_pending_soft(p));
+	assert_int_equal(fv.moves, 0); /* a VM with memory to move does it in phase 2 */
+	assert_int_equal(apply_memory_widen(f.a, p, "to move by the mover", &res), 0);
+	assert_int_equal(res.status, APPLY_DONE);
+	assert_int_equal(fv.moves, 1);
+	mask_parse("0-1", &want);
+	assert_true(mask_equal(&fv.moved_mems, &want));
+	assert_true(mask_equal(&res.mems_after, &want));
+	assert_non_null(strstr(res.msg, "to move by the mover"));
+	assert_int_equal(apply_pending_pids(f.a, p, &pids), 1);
+	assert_int_equal(pids[0], 4242);
+	free(pids);
+	assert_int_equal(apply_memory_settle(f.a, p, &res), 0);
+	assert_int_equal(fv.sets, 1);
+	mask_parse("1", &want);
+	assert_true(mask_equal(&fv.set_mems, &want));
+	assert_true(mask_equal(&res.mems_after, &want));
+	assert_int_equal(applier_write_count(f.a), 0);
+	apply_pending_free(p);
+
+	/* libvirt refuses the nodeset: its answer is the record, no narrowing */
+	fv = (struct fake_vm){ .answer = APPLY_NOT_APPLICABLE };
+	assert_int_equal(apply_cpus(f.a, f.snap, &f.it, &res, &p), 0);
+	apply_memory_widen(f.a, p, "to move by the mover", &res);
+	assert_int_equal(res.status, APPLY_NOT_APPLICABLE);
+	assert_int_equal(apply_memory_settle(f.a, p, &res), 0);
+	assert_int_equal(fv.sets, 0);
+	apply_pending_free(p);
+
+	/* an actuator that cannot set a nodeset alone: not the mover's */
+	ops.set_mems = NULL;
+	applier_set_vm_ops(f.a, &ops);
+	assert_int_equal(apply_cpus(f.a, f.snap, &f.it, &res, &p), 0);
+	assert_false(apply_pending_movable(p));
+	apply_pending_free(p);
+	fx_free(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -502,6 +599,7 @@ int main(void)
 		cmocka_unit_test(test_negligible_migration_needs_no_room),
 		cmocka_unit_test(test_guards),
 		cmocka_unit_test(test_vm_without_actuator),
+		cmocka_unit_test(test_vm_memory_by_the_mover),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -90,11 +90,14 @@ static void test_plan_window(void **state)
 	static int status[N];
 	static size_t idx[N];
 	static int w[N];
+	static void *pg[N];
 	nodemask_t to;
 	size_t k;
 
 	(void)state;
 	mask_parse("1", &to);
+	for (int i = 0; i < N; i++)
+		pg[i] = (void *)(uintptr_t)(0x40000000 + (uintptr_t)i * 4096);
 	/* pages 0..1023 from a 2 MiB-aligned start, all on node 0 (two
 	 * probable THPs); then 8 pages: on the target, absent, on node 2 */
 	for (int i = 0; i < 1024; i++)
@@ -105,7 +108,7 @@ static void test_plan_window(void **state)
 	status[1027] = -2;  /* -ENOENT */
 	for (int i = 1028; i < N; i++)
 		status[i] = 2;
-	k = mover_plan_window(status, N, 0x40000000, 4096, &to, false, true, idx, w);
+	k = mover_plan_window(status, pg, N, 4096, &to, false, true, idx, w);
 	assert_int_equal(k, 2 + 4);
 	assert_int_equal(idx[0], 0);
 	assert_int_equal(w[0], 512);
@@ -116,23 +119,73 @@ static void test_plan_window(void **state)
 		assert_int_equal(w[e], 1);
 	}
 	/* without compaction (the second pass) every misplaced page is one entry */
-	k = mover_plan_window(status, N, 0x40000000, 4096, &to, false, false, idx, w);
+	k = mover_plan_window(status, pg, N, 4096, &to, false, false, idx, w);
 	assert_int_equal(k, 1024 + 4);
 	assert_int_equal(w[700], 1);
 	/* a run broken by one page elsewhere is no THP; nor one that is not
 	 * 2 MiB-aligned */
 	status[300] = 3;
-	k = mover_plan_window(status, N, 0x40000000, 4096, &to, false, true, idx, w);
+	k = mover_plan_window(status, pg, N, 4096, &to, false, true, idx, w);
 	assert_int_equal(k, 512 + 1 + 4);
 	assert_int_equal(w[0], 1);
 	assert_int_equal(idx[512], 512);
 	assert_int_equal(w[512], 512);
 	status[300] = 0;
-	k = mover_plan_window(status, N, 0x40001000, 4096, &to, false, true, idx, w);
+	for (int i = 0; i < N; i++)
+		pg[i] = (void *)(uintptr_t)(0x40001000 + (uintptr_t)i * 4096);
+	k = mover_plan_window(status, pg, N, 4096, &to, false, true, idx, w);
 	assert_int_equal(k, 1024 + 4 - 511); /* only the run starting at 0x40200000 is aligned */
+	/* a window spans mappings: an aligned run with a hole in its
+	 * addresses (two mappings) is no THP */
+	for (int i = 0; i < N; i++)
+		pg[i] = (void *)(uintptr_t)(0x40000000 + (uintptr_t)i * 4096 + (i >= 100 ? 0x100000 : 0));
+	k = mover_plan_window(status, pg, N, 4096, &to, false, true, idx, w);
+	assert_true(k > 512);
+	assert_int_equal(w[0], 1);
+	for (int i = 0; i < N; i++)
+		pg[i] = (void *)(uintptr_t)(0x40000000 + (uintptr_t)i * 4096);
 	/* relocate_all (tests): every present page, the target's too */
-	k = mover_plan_window(status, N, 0x40000000, 4096, &to, true, false, idx, w);
+	k = mover_plan_window(status, pg, N, 4096, &to, true, false, idx, w);
 	assert_int_equal(k, N - 2);
+}
+
+/* a window takes pages from as many mappings as fit */
+static void test_fill_window(void **state)
+{
+	struct mover_vma v[3] = { { 0x1000, 0x3000 }, { 0x10000, 0x11000 }, { 0x20000, 0x25000 } };
+	void *pg[16];
+	uintptr_t pos = 0;
+
+	(void)state;
+	assert_int_equal(mover_fill_window(v, 3, 4096, 4, &pos, pg), 4);
+	assert_ptr_equal(pg[0], (void *)0x1000);
+	assert_ptr_equal(pg[1], (void *)0x2000);
+	assert_ptr_equal(pg[2], (void *)0x10000);
+	assert_ptr_equal(pg[3], (void *)0x20000);
+	assert_int_equal(mover_fill_window(v, 3, 4096, 16, &pos, pg), 4);
+	assert_ptr_equal(pg[3], (void *)0x24000);
+	assert_int_equal(mover_fill_window(v, 3, 4096, 16, &pos, pg), 0);
+}
+
+/* a guessed THP whose head moved without the rest was 4 KiB pages */
+static void test_guess_failed(void **state)
+{
+	enum { N = 1024 };
+	static int st[N];
+	size_t idx[2] = { 0, 512 };
+	int w[2] = { 512, 512 };
+	nodemask_t to;
+
+	(void)state;
+	mask_parse("1", &to);
+	for (int i = 0; i < N; i++)
+		st[i] = 1;
+	assert_false(mover_guess_failed(st, N, idx, w, 2, &to));
+	st[600] = 0;
+	assert_true(mover_guess_failed(st, N, idx, w, 2, &to));
+	/* the head did not move (busy): no verdict on the guess */
+	st[512] = 0;
+	assert_false(mover_guess_failed(st, N, idx, w, 2, &to));
 }
 
 static void test_adapt_chunk(void **state)
@@ -182,6 +235,8 @@ int main(void)
 		cmocka_unit_test(test_parse_maps),
 		cmocka_unit_test(test_chunks_cover_every_page_once),
 		cmocka_unit_test(test_plan_window),
+		cmocka_unit_test(test_fill_window),
+		cmocka_unit_test(test_guess_failed),
 		cmocka_unit_test(test_adapt_chunk),
 		cmocka_unit_test(test_pick_target),
 		cmocka_unit_test(test_state_names),

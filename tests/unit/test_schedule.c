@@ -137,6 +137,31 @@ static void test_overlaps_later_wins(void **state)
 	assert_int_equal(v.set, 0);
 }
 
+/* a window sets the mover's rate budget; 0 lifts it; later wins */
+static void test_rate_window(void **state)
+{
+	struct schedule s = { 0 };
+	struct sched_values v;
+	struct sched_entry e;
+
+	(void)state;
+	e = parse_ok("Mon-Fri 08:00-18:00 rate_mib=50");
+	assert_true(e.v.set & SCHED_RATE);
+	assert_true(e.v.rate_mib == 50);
+	sched_add(&s, &e);
+	e = parse_ok("* 12:00-13:00 rate_mib=0");
+	sched_add(&s, &e);
+	sched_effective(&s, WED, HM(9, 0), &v, NULL);
+	assert_true(v.set & SCHED_RATE);
+	assert_true(v.rate_mib == 50);
+	sched_effective(&s, WED, HM(12, 30), &v, NULL);
+	assert_true(v.set & SCHED_RATE);
+	assert_true(v.rate_mib == 0);
+	sched_effective(&s, SUN, HM(9, 0), &v, NULL);
+	assert_false(v.set & SCHED_RATE);
+	sched_clear(&s);
+}
+
 static void test_parse_errors(void **state)
 {
 	static const struct { const char *text, *want; } cases[] = {
@@ -154,6 +179,9 @@ static void test_parse_errors(void **state)
 		{ "Mon 08:00-18:00 interval=0", "interval" },
 		{ "Mon 08:00-18:00 cooldown=-1", "cooldown" },
 		{ "Mon 08:00-18:00 max_migrate_mib=lots", "max_migrate_mib" },
+		{ "Mon 08:00-18:00 rate_mib=-1", "rate_mib" },
+		{ "Mon 08:00-18:00 rate_mib=fast", "rate_mib" },
+		{ "Mon 08:00-18:00 rate_mib=2000000", "rate_mib" },
 		{ "Mon 08:00-18:00 colour=blue", "unknown setting" },
 		{ "Mon 08:00-18:00 mode", "KEY=VALUE" },
 	};
@@ -172,6 +200,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_business_hours),
+		cmocka_unit_test(test_rate_window),
 		cmocka_unit_test(test_across_midnight),
 		cmocka_unit_test(test_sunday_night_wraps_to_monday),
 		cmocka_unit_test(test_day_lists_and_wrapping_ranges),

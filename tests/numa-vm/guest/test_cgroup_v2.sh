@@ -79,9 +79,12 @@ local_pct() {
 }
 rd() { cat $CG$SB/$1/$2; }
 
+# Every run of the agent keeps its state (cool-downs survive a restart) in
+# $T/state, which sb_setup empties: one test's move must not put the next
+# test's guest (the same id) in a cool-down.
 # once ARGS...: one agent cycle; output in $T/out, log in $T/err, decisions in $T/dec.
 once() {
-	$NUMAORCHD --once --scope $SB --decision-log $T/dec "$@" > $T/out 2> $T/err
+	$NUMAORCHD --once --scope $SB --state-dir $T/state --decision-log $T/dec "$@" > $T/out 2> $T/err
 	echo $?
 }
 
@@ -261,7 +264,7 @@ test_daemon_survives_vanishing_guest() {
 	start $G1 "$ALL" "" 32 || return 1
 	start $G2 "$ALL" "" 32 || return 1
 	printf '[agent]\ninterval = 0.5\nsample = 0.3\n[api]\nsocket =\n[libvirt]\nenabled = no\n' > $T/conf
-	$NUMAORCHD --config $T/conf --scope $SB --log-level debug --decision-log $T/dec 2> $T/err &
+	$NUMAORCHD --config $T/conf --scope $SB --state-dir $T/state --log-level debug --decision-log $T/dec 2> $T/err &
 	pid=$!
 	# Wait on what the daemon says, not on time: under TCG on a busy
 	# 2-core host a cycle can take much longer than its interval.
@@ -291,7 +294,7 @@ test_sigterm_stops_a_migration() {
 	c1=$(node_cpus 1)
 	start $G1 "$c1" 0 256 --pages 4k || return 1
 	printf '[agent]\ninterval = 0.5\nsample = 0.3\n[memory]\nrate_mib = 8\n[api]\nsocket =\n[libvirt]\nenabled = no\n' > $T/conf
-	$NUMAORCHD --config $T/conf --scope $SB --decision-log $T/dec 2> $T/err &
+	$NUMAORCHD --config $T/conf --scope $SB --state-dir $T/state --decision-log $T/dec 2> $T/err &
 	pid=$!
 	i=0
 	while ! grep -q '"decision":"moved"' $T/dec 2>/dev/null; do
@@ -317,6 +320,96 @@ test_sigterm_stops_a_migration() {
 	return 0
 }
 
+# start_slow_move: guest G1 on node 1's CPUs with its 256 MiB (4 KiB
+# pages) on node 0, and the daemon moving it on a slow budget (8 MiB/s:
+# 30 s of job) with policy settings $1; returns once a "moved" record
+# names a mover job. The daemon's pid in $pid.
+start_slow_move() {
+	c1=$(node_cpus 1)
+	start $G1 "$c1" 0 256 --pages 4k || return 1
+	printf '[agent]\ninterval = 0.5\nsample = 0.3\n[memory]\nrate_mib = 8\n[policy]\n%s\n[api]\nsocket =\n[libvirt]\nenabled = no\n' \
+		"$1" > $T/conf
+	$NUMAORCHD --config $T/conf --scope $SB --decision-log $T/dec 2> $T/err &
+	pid=$!
+	i=0
+	while ! grep '"decision":"moved"' $T/dec 2>/dev/null | grep -q '(job [0-9]*)'; do
+		sleep 0.2; i=$((i + 1))
+		[ $i -gt 150 ] && { kill -9 $pid; echo "no move with a mover job within 30 s"; return 1; }
+	done
+	return 0
+}
+
+# in_list N LIST: is N in the kernel list LIST ("0-2,5")?
+in_list() {
+	for part in $(echo $2 | tr , ' '); do
+		lo=${part%-*} hi=${part#*-}
+		[ $1 -ge $lo ] && [ $1 -le $hi ] && return 0
+	done
+	return 1
+}
+
+# wait_record DECISION: wait (60 s) for a record DECISION of guest ID1.
+wait_record() {
+	i=0
+	while ! grep "\"decision\":\"$1\"" $T/dec 2>/dev/null | grep -q "\"guest\":\"$ID1\""; do
+		sleep 0.2; i=$((i + 1))
+		[ $i -gt 300 ] && { echo "no $1 record within 60 s: $(grep -o '"decision":"[a-z_]*"' $T/dec | tr '\n' ' ')"; return 1; }
+	done
+	return 0
+}
+
+# stop_daemon: SIGTERM, a clean exit within 5 s, no error logged.
+stop_daemon() {
+	kill -TERM $pid
+	i=0
+	while kill -0 $pid 2>/dev/null; do
+		sleep 0.1; i=$((i + 1))
+		[ $i -gt 50 ] && { kill -9 $pid; echo "still running 5 s after SIGTERM"; return 1; }
+	done
+	wait $pid
+	rc=$?
+	[ $rc = 0 ] || { echo "exit $rc after SIGTERM"; return 1; }
+	grep -q "\[error\]" $T/err && { echo "errors logged: $(grep '\[error\]' $T/err | head -3)"; return 1; }
+	return 0
+}
+
+# The guest exits while its memory moves: the job ends as vanished (not
+# failed: a guest that exits is normal), the daemon goes on.
+test_guest_exit_ends_a_migration() {
+	start_slow_move "" || return 1
+	for p in $(cat $CG$SB/$G1/cgroup.procs); do kill -9 $p; done
+	wait_record memory_vanished || { kill -9 $pid; return 1; }
+	kill -0 $pid 2>/dev/null || { echo "daemon exited after the guest did"; return 1; }
+	stop_daemon
+}
+
+# Someone moves the guest's threads (node 2's CPUs) while its memory moves
+# to node 1: the next cycle — prompted by the cgroup watcher, not the
+# interval — plans the guest again and that plan supersedes the job
+# (memory_superseded). Nothing is left inconsistent: after SIGTERM the
+# guest's cpus and mems are non-empty, its cpus are the last moved
+# record's target, and its mems hold that target's memory nodes.
+test_new_plan_supersedes_a_migration() {
+	start_slow_move "cooldown = 0" || return 1
+	node_cpus 2 > $CG$SB/$G1/cpuset.cpus
+	wait_record memory_superseded || { kill -9 $pid; return 1; }
+	stop_daemon || return 1
+	cpus=$(rd $G1 cpuset.cpus) mems=$(rd $G1 cpuset.mems)
+	[ -n "$cpus" ] && [ -n "$mems" ] || { echo "empty cpuset: cpus '$cpus' mems '$mems'"; return 1; }
+	want=$(grep '"decision":"moved"' $T/dec | grep "\"guest\":\"$ID1\"" | tail -1 |
+		sed -n 's/.*"to":{"cpus":"\([^"]*\)".*/\1/p')
+	[ "$cpus" = "$want" ] || { echo "cpus $cpus, the last move's target $want"; return 1; }
+	tm=$(grep '"decision":"moved"' $T/dec | grep "\"guest\":\"$ID1\"" | tail -1 |
+		sed -n 's/.*"to":{[^}]*"mems":"\([^"]*\)".*/\1/p')
+	[ -n "$tm" ] || { echo "no target mems in the last moved record"; return 1; }
+	for part in $(echo $tm | tr , ' '); do
+		for nd in ${part%-*} ${part#*-}; do
+			in_list $nd $mems || { echo "mems $mems lack node $nd of the last move's target $tm"; return 1; }
+		done
+	done
+	return 0
+}
+
 # jget FILE KEY: the first "KEY": value in FILE (numaorchctl --json output:
 # indented, one key a line), without quotes; empty if absent.
 jget() { sed -n "s/^ *\"$2\": \"\{0,1\}\([^\",]*\)\"\{0,1\},\{0,1\}\$/\1/p" $1 | head -1; }
@@ -338,7 +431,7 @@ test_top_shows_a_live_migration() {
 	ctl="/bin/numaorchctl --socket $S"
 	start $G1 "$c1" 0 128 --pages 4k || return 1
 	printf '[agent]\ninterval = 0.5\nsample = 0.3\n[memory]\nrate_mib = 8\n[api]\nsocket = %s\n[libvirt]\nenabled = no\n' $S > $T/conf
-	$NUMAORCHD --config $T/conf --scope $SB --decision-log $T/dec 2> $T/err &
+	$NUMAORCHD --config $T/conf --scope $SB --state-dir $T/state --decision-log $T/dec 2> $T/err &
 	pid=$!
 	i=0
 	# running, with some bytes done (so there is a rate and an ETA)
@@ -425,6 +518,8 @@ check nested_container_follows_its_pod
 check outside_scope_untouched
 check daemon_survives_vanishing_guest
 check sigterm_stops_a_migration
+check guest_exit_ends_a_migration
+check new_plan_supersedes_a_migration
 check top_shows_a_live_migration
 
 echo "$passed passed, $failed failed"

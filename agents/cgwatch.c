@@ -1,0 +1,362 @@
+#include "cgwatch.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include "../orchestrator/xalloc.h"
+#include "../orchestrator/log.h"
+
+#define DEFAULT_MAX_WATCHES 65536
+#define MAX_DEPTH 32
+#define WATCH_MASK (IN_CREATE | IN_DELETE | IN_MODIFY | IN_ONLYDIR | IN_DONT_FOLLOW | IN_EXCL_UNLINK)
+
+/* wd → directory, open addressing (wds only grow: an array indexed by wd
+ * would grow with every guest that ever came and went). */
+struct slot {
+	int wd;                  /* 0: empty, -1: deleted */
+	char *path;
+};
+
+struct cgwatch {
+	int ifd, stopfd;
+	pthread_t thread;
+	cgwatch_prompt_fn prompt;
+	void *ctx;
+	unsigned max_watches;
+	unsigned nroots;
+	char **roots;
+	struct slot *slots;
+	unsigned cap, used, tomb;
+	pthread_mutex_t lock;    /* stats only: the thread owns the rest */
+	struct cgwatch_stats st;
+};
+
+bool cgwatch_event_prompts(uint32_t mask, const char *name)
+{
+	static const char *const files[] = { "cgroup.procs", "tasks", "cpuset.cpus", "cpuset.mems" };
+
+	if (mask & IN_Q_OVERFLOW)
+		return true;
+	if (mask & IN_ISDIR)
+		return (mask & (IN_CREATE | IN_DELETE)) != 0;
+	if (!(mask & IN_MODIFY) || !name)
+		return false;
+	for (unsigned i = 0; i < sizeof(files) / sizeof(files[0]); i++)
+		if (strcmp(name, files[i]) == 0)
+			return true;
+	return false;
+}
+
+static unsigned slot_of(const struct cgwatch *w, int wd)
+{
+	return ((unsigned)wd * 2654435761u) & (w->cap - 1);
+}
+
+static struct slot *find(struct cgwatch *w, int wd)
+{
+	if (!w->cap)
+		return NULL;
+	for (unsigned i = slot_of(w, wd), n = 0; n < w->cap; i = (i + 1) & (w->cap - 1), n++) {
+		if (w->slots[i].wd == 0)
+			return NULL;
+		if (w->slots[i].wd == wd)
+			return &w->slots[i];
+	}
+	return NULL;
+}
+
+static void put(struct cgwatch *w, int wd, char *path);
+
+static void grow(struct cgwatch *w)
+{
+	struct slot *old = w->slots;
+	unsigned oldcap = w->cap;
+
+	w->cap = w->cap ? w->cap * 2 : 256;
+	w->slots = xcalloc(w->cap, sizeof(*w->slots));
+	w->used = w->tomb = 0;
+	for (unsigned i = 0; i < oldcap; i++)
+		if (old[i].wd > 0)
+			put(w, old[i].wd, old[i].path);
+	free(old);
+}
+
+/* Takes PATH. */
+static void put(struct cgwatch *w, int wd, char *path)
+{
+	struct slot *s = find(w, wd);
+
+	if (s) {
+		/* inotify gives the same wd for the same inode: a re-walk */
+		free(s->path);
+		s->path = path;
+		return;
+	}
+	if ((w->used + w->tomb + 1) * 4 > w->cap * 3)
+		grow(w);
+	for (unsigned i = slot_of(w, wd);; i = (i + 1) & (w->cap - 1))
+		if (w->slots[i].wd <= 0) {
+			if (w->slots[i].wd < 0)
+				w->tomb--;
+			w->slots[i].wd = wd;
+			w->slots[i].path = path;
+			w->used++;
+			return;
+		}
+}
+
+static void drop(struct cgwatch *w, int wd)
+{
+	struct slot *s = find(w, wd);
+
+	if (!s)
+		return;
+	free(s->path);
+	s->path = NULL;
+	s->wd = -1;
+	w->used--;
+	w->tomb++;
+}
+
+static void set_watches(struct cgwatch *w)
+{
+	pthread_mutex_lock(&w->lock);
+	w->st.watches = w->used;
+	pthread_mutex_unlock(&w->lock);
+}
+
+/* Watch DIR and every directory below it. A directory created while we
+ * walk is caught either by the walk or by its parent's watch. */
+static void watch_tree(struct cgwatch *w, const char *dir, unsigned depth)
+{
+	DIR *d;
+	struct dirent *de;
+	int wd;
+
+	if (depth > MAX_DEPTH)
+		return;
+	if (w->used >= w->max_watches) {
+		pthread_mutex_lock(&w->lock);
+		if (!w->st.limited)
+			log_warn("cgroup watcher: %u directories watched, the most it may: guests below others "
+				 "are noticed at the interval", w->max_watches);
+		w->st.limited = true;
+		pthread_mutex_unlock(&w->lock);
+		return;
+	}
+	wd = inotify_add_watch(w->ifd, dir, WATCH_MASK);
+	if (wd < 0) {
+		if (errno != ENOENT && errno != ENOTDIR)
+			log_debug("cgroup watcher: %s: %s", dir, strerror(errno));
+		return;
+	}
+	put(w, wd, xstrdup(dir));
+	d = opendir(dir);
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		char sub[PATH_MAX];
+
+		if (de->d_type != DT_DIR || strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name) >= (int)sizeof(sub))
+			continue;
+		watch_tree(w, sub, depth + 1);
+	}
+	closedir(d);
+}
+
+static void watch_all(struct cgwatch *w)
+{
+	for (unsigned i = 0; i < w->nroots; i++)
+		watch_tree(w, w->roots[i], 0);
+	set_watches(w);
+}
+
+static void prompt(struct cgwatch *w)
+{
+	pthread_mutex_lock(&w->lock);
+	w->st.prompts++;
+	pthread_mutex_unlock(&w->lock);
+	w->prompt(w->ctx);
+}
+
+static void handle(struct cgwatch *w, const struct inotify_event *ev)
+{
+	const char *name = ev->len ? ev->name : NULL;
+
+	if (ev->mask & IN_Q_OVERFLOW) {
+		/* Events were lost, creations among them: walk again (the
+		 * watches that exist are found again, same wd). */
+		pthread_mutex_lock(&w->lock);
+		w->st.overflows++;
+		pthread_mutex_unlock(&w->lock);
+		watch_all(w);
+		prompt(w);
+		return;
+	}
+	if (ev->mask & IN_IGNORED) {
+		drop(w, ev->wd);
+		set_watches(w);
+		return;
+	}
+	if ((ev->mask & IN_CREATE) && (ev->mask & IN_ISDIR) && name) {
+		struct slot *s = find(w, ev->wd);
+		char sub[PATH_MAX];
+
+		if (s && snprintf(sub, sizeof(sub), "%s/%s", s->path, name) < (int)sizeof(sub)) {
+			watch_tree(w, sub, 0);
+			set_watches(w);
+		}
+	}
+	if (cgwatch_event_prompts(ev->mask, name))
+		prompt(w);
+}
+
+static void *run(void *arg)
+{
+	struct cgwatch *w = arg;
+	_Alignas(struct inotify_event) char buf[64 * 1024];
+
+	for (;;) {
+		struct pollfd pfd[2] = { { .fd = w->ifd, .events = POLLIN }, { .fd = w->stopfd, .events = POLLIN } };
+		ssize_t n;
+
+		if (poll(pfd, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			log_error("cgroup watcher: poll: %s; guests are noticed at the interval", strerror(errno));
+			break;
+		}
+		if (pfd[1].revents)
+			break;
+		n = read(w->ifd, buf, sizeof(buf));
+		if (n < 0) {
+			if (errno == EINTR || errno == EAGAIN)
+				continue;
+			log_error("cgroup watcher: read: %s; guests are noticed at the interval", strerror(errno));
+			break;
+		}
+		for (char *p = buf; p < buf + n;) {
+			const struct inotify_event *ev = (const struct inotify_event *)p;
+
+			handle(w, ev);
+			p += sizeof(*ev) + ev->len;
+		}
+	}
+	return NULL;
+}
+
+static void add_root(struct cgwatch *w, const struct cg_hier *h, const char *rel)
+{
+	char path[PATH_MAX];
+
+	if (cgh_path(h, CGC_CPUSET, rel, NULL, path, sizeof(path)) < 0)
+		return;
+	for (unsigned i = 0; i < w->nroots; i++)
+		if (strcmp(w->roots[i], path) == 0)
+			return;
+	w->roots = xrealloc(w->roots, (w->nroots + 1) * sizeof(*w->roots));
+	w->roots[w->nroots++] = xstrdup(path);
+}
+
+static void free_all(struct cgwatch *w)
+{
+	for (unsigned i = 0; i < w->cap; i++)
+		free(w->slots[i].path);
+	free(w->slots);
+	for (unsigned i = 0; i < w->nroots; i++)
+		free(w->roots[i]);
+	free(w->roots);
+	if (w->ifd >= 0)
+		close(w->ifd);
+	if (w->stopfd >= 0)
+		close(w->stopfd);
+	pthread_mutex_destroy(&w->lock);
+	free(w);
+}
+
+int cgwatch_start(const struct cg_hier *h, const struct cgscan_config *cfg, unsigned max_watches,
+		  cgwatch_prompt_fn fn, void *ctx, struct cgwatch **out)
+{
+	struct cgwatch *w;
+	sigset_t all, old;
+	int r;
+
+	if (!cgh_has(h, CGC_CPUSET))
+		return -ENODEV;
+	w = xcalloc(1, sizeof(*w));
+	w->prompt = fn;
+	w->ctx = ctx;
+	w->max_watches = max_watches ? max_watches : DEFAULT_MAX_WATCHES;
+	w->stopfd = -1;
+	pthread_mutex_init(&w->lock, NULL);
+	w->ifd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	if (w->ifd < 0) {
+		r = -errno;
+		free_all(w);
+		return r;
+	}
+	w->stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (w->stopfd < 0) {
+		r = -errno;
+		free_all(w);
+		return r;
+	}
+	/* Parents hold guests too, and may lie outside every scope only if
+	 * the configuration says so; both are where guests appear. */
+	if (!cfg->nr_scopes)
+		add_root(w, h, "/");
+	for (unsigned i = 0; i < cfg->nr_scopes; i++)
+		add_root(w, h, cfg->scopes[i]);
+	for (unsigned i = 0; i < cfg->nr_parents; i++) {
+		bool inside = !cfg->nr_scopes;
+
+		for (unsigned s = 0; s < cfg->nr_scopes && !inside; s++)
+			inside = cgh_rel_under(cfg->parents[i], cfg->scopes[s]);
+		if (!inside)
+			continue; /* out of scope: never a guest, nothing to notice */
+		add_root(w, h, cfg->parents[i]);
+	}
+	watch_all(w);
+	/* The engine's signals stay the engine's (its signalfd). */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	r = -pthread_create(&w->thread, NULL, run, w);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (r < 0) {
+		free_all(w);
+		return r;
+	}
+	*out = w;
+	return 0;
+}
+
+void cgwatch_stop(struct cgwatch *w)
+{
+	uint64_t one = 1;
+
+	if (!w)
+		return;
+	if (write(w->stopfd, &one, sizeof(one)) < 0)
+		log_debug("cgroup watcher: eventfd write: %s", strerror(errno));
+	pthread_join(w->thread, NULL);
+	free_all(w);
+}
+
+void cgwatch_get_stats(struct cgwatch *w, struct cgwatch_stats *out)
+{
+	pthread_mutex_lock(&w->lock);
+	*out = w->st;
+	pthread_mutex_unlock(&w->lock);
+}

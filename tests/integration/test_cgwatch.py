@@ -1,0 +1,101 @@
+"""React in time: a guest that appears between two of the daemon's full
+scans is placed within a few seconds, not at the next interval.
+
+The real numaorchd runs on this machine's real cgroup v1 cpuset hierarchy
+with an interval of 120 s (a fixture sysfs splits the two CPUs into two
+nodes, as in test_cgroup_v1.py); after its first cycle a new cgroup with a
+busy process appears under the watched parent. The cgroup watcher
+(agents/cgwatch.c, inotify) must prompt a cycle that places it: its
+cpuset.cpus narrowed to one node, measured here on the cgroup itself with
+a deadline. Without the watcher the guest would wait for the interval and
+the test fails.
+"""
+import os
+import shutil
+import signal
+import subprocess
+import time
+import unittest
+
+import itlib
+from itlib import V1Sandbox, Agent, FakeCpuLoad, fake_topology
+
+REASON = itlib.skip_reason_v1()
+if REASON is None and len(os.sched_getaffinity(0)) < 2:
+    REASON = "needs 2 CPUs to split into two fixture nodes"
+
+INTERVAL = 120
+DEADLINE = 2.0       # the issue's "about 2 s"
+SLACK = 3.0          # a shared 2-core machine: the measured figure is printed either way
+
+
+@unittest.skipIf(REASON, REASON or "")
+class CgroupWatch(unittest.TestCase):
+    def setUp(self):
+        self.sb = V1Sandbox()
+        self.addCleanup(self.sb.cleanup)
+        self.tmp = itlib.mktemp()
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.agent = Agent(self.tmp)
+        self.sysfs = fake_topology(self.tmp, [{"cpus": "0", "mem_mib": 16384},
+                                              {"cpus": "1", "mem_mib": 0, "free_mib": 0}])
+        load = FakeCpuLoad(self.tmp, {0: 0.1, 1: 0.1})
+        self.addCleanup(load.stop)
+        self.procfs = load.procfs
+
+    def start_daemon(self):
+        conf = itlib.config_file(self.tmp, "[agent]\ninterval = %d\nsample = 0.2\n" % INTERVAL)
+        d = subprocess.Popen([itlib.NUMAORCHD, "--config", conf, "--sysfs", self.sysfs,
+                              "--parent", self.sb.rel, "--scope", self.sb.rel, "--log-level", "debug",
+                              "--decision-log", self.agent.declog],
+                             stderr=subprocess.PIPE, text=True)
+        self.addCleanup(lambda: d.poll() is None and d.kill())
+        return d, itlib.StderrWatch(d)
+
+    def wait_placed(self, child, t0, deadline):
+        """Seconds from T0 until CHILD's cpuset.cpus is one fixture node,
+        or None past DEADLINE."""
+        while time.monotonic() - t0 < deadline:
+            cpus, _ = self.sb.cpuset(child)
+            if cpus in ("0", "1"):
+                return time.monotonic() - t0
+            time.sleep(0.02)
+        return None
+
+    def stop(self, d, w):
+        d.send_signal(signal.SIGTERM)
+        try:
+            rc = d.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            d.kill()
+            self.fail("daemon did not stop on SIGTERM")
+        self.assertEqual(rc, 0, w.text())
+
+    def test_new_guest_placed_between_scans(self):
+        self.sb.start("ctr-old", cpus="0-1", mems="0", mib=16, busy=True)
+        d, w = self.start_daemon()
+        w.wait_for("watching")
+        first = w.wait_for("cycle 1:", timeout=60)
+        # the old guest was placed by the first cycle; the next full scan
+        # is INTERVAL s away
+        self.assertIn(self.sb.cpuset("ctr-old")[0], ("0", "1"))
+        t0 = time.monotonic()
+        self.sb.start("ctr-new", cpus="0-1", mems="0", mib=16, busy=True)
+        took = self.wait_placed("ctr-new", t0, DEADLINE + SLACK)
+        print("\nnew guest placed %s after its cgroup appeared (interval %d s)"
+              % ("never within %.0f s" % (DEADLINE + SLACK) if took is None else "%.2f s" % took, INTERVAL))
+        self.assertIsNotNone(took, "a new guest was not placed within %.1f s:\n%s"
+                             % (DEADLINE + SLACK, "\n".join(w.lines[first:])))
+        moved = [r for r in self.agent.decisions() if r.get("decision") == "moved"
+                 and r.get("guest") == "custom-ctr-new"]
+        self.assertTrue(moved, self.agent.decisions())
+        # a guest that leaves is noticed as well: its exit prompts a cycle
+        # that no longer lists it
+        n = len(w.lines)
+        self.sb.remove_child("ctr-new")
+        w.wait_for("1 guests", after=n - 1, timeout=DEADLINE + SLACK)
+        self.stop(d, w)
+
+
+if __name__ == "__main__":
+    unittest.main()
