@@ -329,7 +329,7 @@ start_slow_move() {
 	start $G1 "$c1" 0 256 --pages 4k || return 1
 	printf '[agent]\ninterval = 0.5\nsample = 0.3\n[memory]\nrate_mib = 8\n[policy]\n%s\n[api]\nsocket =\n[libvirt]\nenabled = no\n' \
 		"$1" > $T/conf
-	$NUMAORCHD --config $T/conf --scope $SB --decision-log $T/dec 2> $T/err &
+	$NUMAORCHD --config $T/conf --scope $SB --state-dir $T/state --decision-log $T/dec 2> $T/err &
 	pid=$!
 	i=0
 	while ! grep '"decision":"moved"' $T/dec 2>/dev/null | grep -q '(job [0-9]*)'; do
