@@ -417,11 +417,10 @@ static long daemon_rss(const char *numaorchd, const char *root, unsigned guests,
 	 * guests is itself a few MiB for a moment (reported apart). */
 	hwm = status_kb(pid, "VmHWM");
 	*hist = agent_history_bytes(sock);
-	{
+	if (getenv("BENCH_DECISIONS")) {
 		long db, dn = agent_decisions(sock, &db);
 
-		if (getenv("BENCH_DECISIONS"))
-			fprintf(stderr, "%u guests: the agent's newest %ld decision records are %ld bytes of JSON\n",
+		fprintf(stderr, "%u guests: the agent's newest %ld decision records are %ld bytes of JSON\n",
 				guests, dn, db);
 	}
 	if (count < (int)HISTORY_SAMPLES)

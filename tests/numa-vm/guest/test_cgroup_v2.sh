@@ -79,9 +79,12 @@ local_pct() {
 }
 rd() { cat $CG$SB/$1/$2; }
 
+# Every run of the agent keeps its state (cool-downs survive a restart) in
+# $T/state, which sb_setup empties: one test's move must not put the next
+# test's guest (the same id) in a cool-down.
 # once ARGS...: one agent cycle; output in $T/out, log in $T/err, decisions in $T/dec.
 once() {
-	$NUMAORCHD --once --scope $SB --decision-log $T/dec "$@" > $T/out 2> $T/err
+	$NUMAORCHD --once --scope $SB --state-dir $T/state --decision-log $T/dec "$@" > $T/out 2> $T/err
 	echo $?
 }
 
@@ -261,7 +264,7 @@ test_daemon_survives_vanishing_guest() {
 	start $G1 "$ALL" "" 32 || return 1
 	start $G2 "$ALL" "" 32 || return 1
 	printf '[agent]\ninterval = 0.5\nsample = 0.3\n[api]\nsocket =\n[libvirt]\nenabled = no\n' > $T/conf
-	$NUMAORCHD --config $T/conf --scope $SB --log-level debug --decision-log $T/dec 2> $T/err &
+	$NUMAORCHD --config $T/conf --scope $SB --state-dir $T/state --log-level debug --decision-log $T/dec 2> $T/err &
 	pid=$!
 	# Wait on what the daemon says, not on time: under TCG on a busy
 	# 2-core host a cycle can take much longer than its interval.
@@ -291,7 +294,7 @@ test_sigterm_stops_a_migration() {
 	c1=$(node_cpus 1)
 	start $G1 "$c1" 0 256 --pages 4k || return 1
 	printf '[agent]\ninterval = 0.5\nsample = 0.3\n[memory]\nrate_mib = 8\n[api]\nsocket =\n[libvirt]\nenabled = no\n' > $T/conf
-	$NUMAORCHD --config $T/conf --scope $SB --decision-log $T/dec 2> $T/err &
+	$NUMAORCHD --config $T/conf --scope $SB --state-dir $T/state --decision-log $T/dec 2> $T/err &
 	pid=$!
 	i=0
 	while ! grep -q '"decision":"moved"' $T/dec 2>/dev/null; do
@@ -326,7 +329,7 @@ start_slow_move() {
 	start $G1 "$c1" 0 256 --pages 4k || return 1
 	printf '[agent]\ninterval = 0.5\nsample = 0.3\n[memory]\nrate_mib = 8\n[policy]\n%s\n[api]\nsocket =\n[libvirt]\nenabled = no\n' \
 		"$1" > $T/conf
-	$NUMAORCHD --config $T/conf --scope $SB --decision-log $T/dec 2> $T/err &
+	$NUMAORCHD --config $T/conf --scope $SB --state-dir $T/state --decision-log $T/dec 2> $T/err &
 	pid=$!
 	i=0
 	while ! grep '"decision":"moved"' $T/dec 2>/dev/null | grep -q '(job [0-9]*)'; do
@@ -428,7 +431,7 @@ test_top_shows_a_live_migration() {
 	ctl="/bin/numaorchctl --socket $S"
 	start $G1 "$c1" 0 128 --pages 4k || return 1
 	printf '[agent]\ninterval = 0.5\nsample = 0.3\n[memory]\nrate_mib = 8\n[api]\nsocket = %s\n[libvirt]\nenabled = no\n' $S > $T/conf
-	$NUMAORCHD --config $T/conf --scope $SB --decision-log $T/dec 2> $T/err &
+	$NUMAORCHD --config $T/conf --scope $SB --state-dir $T/state --decision-log $T/dec 2> $T/err &
 	pid=$!
 	i=0
 	# running, with some bytes done (so there is a rate and an ETA)
