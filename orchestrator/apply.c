@@ -438,171 +438,206 @@ static int result_ret(const struct apply_result *res)
 
 static int move_container_memory(struct applier *a, struct apply_pending *p, struct apply_result *res);
 
-/* Phase 1 of a container's move: guards, re-checks, cpuset.cpus (and in
- * v1 memory_migrate). Completes moves that migrate nothing; else hands
- * back P for the memory phase. */
-static int move_container_cpus(struct applier *a, struct apply_pending *p, struct apply_result *res,
-			       bool *complete)
+/* Guards no plan may get past, then the facts the plan was made on,
+ * re-read now. true: go on, with P's target and current sets formatted
+ * (new_cpus, to_mems_s, cur_cpus_s, cur_mems_s) and *CUR_CPUS, *CUR_MEMS
+ * read; false: RES says why not. */
+static bool move_precheck(struct applier *a, struct apply_pending *p, struct apply_result *res,
+			  cpumask_t *cur_cpus, nodemask_t *cur_mems)
 {
-	const struct snapshot *snap = p->snap;
 	const struct plan_item *it = &p->it;
-	const struct snap_guest *g = &snap->guests[it->guest_idx];
-	char *cur_cpus_s = NULL, *cur_mems_s = NULL;
-	char *new_cpus = xmalloc(CPULIST_BUFSZ), *union_cpus = xmalloc(CPULIST_BUFSZ);
-	cpumask_t cur_cpus, ucpus;
-	nodemask_t cur_mems, umems;
-	const char *failed_rel = g->cgroup, *step = "cpuset.cpus";
+	const struct snap_guest *g = &p->snap->guests[it->guest_idx];
 	char why[200];
 	int r;
 
-	*complete = true;
-	p->v2 = a->h.v2[CGC_CPUSET];
-	/* Guards that no plan may get past. */
 	if (!it->to_cpus || mask_empty(it->to_cpus) || mask_empty(&it->to_mems)) {
 		apply_result_set(res, APPLY_REFUSED, -EINVAL, "refused: target cpuset is empty");
-		goto out;
+		return false;
 	}
 	if (!cgw_in_scope(a->w, g->cgroup)) {
 		apply_result_set(res, APPLY_REFUSED, -EPERM, "refused: cgroup %s is outside the configured scope",
 			g->cgroup);
-		goto out;
+		return false;
 	}
-	if (mask_format(it->to_cpus, new_cpus, CPULIST_BUFSZ) < 0 ||
+	p->new_cpus = xmalloc(CPULIST_BUFSZ);
+	if (mask_format(it->to_cpus, p->new_cpus, CPULIST_BUFSZ) < 0 ||
 	    mask_format(&it->to_mems, p->to_mems_s, sizeof(p->to_mems_s)) < 0) {
 		apply_result_set(res, APPLY_REFUSED, -ENOSPC, "refused: cannot format target cpuset");
-		goto out;
+		return false;
 	}
-
-	/* Re-check the facts the plan was made on. */
-	r = read_effective(a, g->cgroup, "cpus", &cur_cpus_s);
+	r = read_effective(a, g->cgroup, "cpus", &p->cur_cpus_s);
 	if (r == 0)
-		r = read_effective(a, g->cgroup, "mems", &cur_mems_s);
+		r = read_effective(a, g->cgroup, "mems", &p->cur_mems_s);
 	if (is_gone(r)) {
 		apply_result_set(res, APPLY_VANISHED, 0, "guest's cgroup %s is gone", g->cgroup);
-		goto out;
+		return false;
 	}
 	if (r < 0) {
 		apply_result_set(res, APPLY_FAILED, r, "cannot read cpuset of %s: %s", g->cgroup, strerror(-r));
-		goto out;
+		return false;
 	}
-	if (mask_parse(cur_cpus_s, &cur_cpus) < 0 || mask_parse(cur_mems_s, &cur_mems) < 0) {
+	if (mask_parse(p->cur_cpus_s, cur_cpus) < 0 || mask_parse(p->cur_mems_s, cur_mems) < 0) {
 		apply_result_set(res, APPLY_FAILED, -EINVAL, "malformed cpuset of %s: cpus \"%s\" mems \"%s\"",
-			g->cgroup, cur_cpus_s, cur_mems_s);
-		goto out;
+			g->cgroup, p->cur_cpus_s, p->cur_mems_s);
+		return false;
 	}
-	if (!mask_equal(&cur_cpus, g->cpus) || !mask_equal(&cur_mems, &g->mems)) {
+	if (!mask_equal(cur_cpus, g->cpus) || !mask_equal(cur_mems, &g->mems)) {
 		apply_result_set(res, APPLY_CHANGED, 0, "cpuset of %s changed since the snapshot (now cpus %s mems %s); "
-			"deciding again next cycle", g->cgroup, cur_cpus_s, cur_mems_s);
-		goto out;
+			"deciding again next cycle", g->cgroup, p->cur_cpus_s, p->cur_mems_s);
+		return false;
 	}
-	r = recheck_room(a, snap, it, why, sizeof(why));
+	r = recheck_room(a, p->snap, it, why, sizeof(why));
 	if (r < 0) {
 		apply_result_set(res, r == -ENOSPC ? APPLY_NO_ROOM : APPLY_FAILED, r, "not moved: %s", why);
-		goto out;
+		return false;
 	}
+	return true;
+}
 
-	/* Soft binding (see loosen_mems): a move whose memory is already in
-	 * place only widens the mems; one that migrates narrows them for the
-	 * migration and widens them after. In v2 a descendant with its own
-	 * cpuset.mems would see its effective mems come back once the guest
-	 * widens, and the kernel would migrate its pages back: such a guest
-	 * stays strictly bound. */
+/* Soft binding (see loosen_mems): a move whose memory is already in
+ * place only widens the mems; one that migrates narrows them for the
+ * migration and widens them after. In v2 a descendant with its own
+ * cpuset.mems would see its effective mems come back once the guest
+ * widens, and the kernel would migrate its pages back: such a guest
+ * stays strictly bound. Sets P's binding, the mems to write and the
+ * union sets (UNION_CPUS: CPULIST_BUFSZ). false: RES refused it. */
+static bool move_binding(struct applier *a, struct apply_pending *p, const cpumask_t *cur_cpus,
+			 const nodemask_t *cur_mems, char *union_cpus, struct apply_result *res)
+{
+	const struct plan_item *it = &p->it;
+	const struct snap_guest *g = &p->snap->guests[it->guest_idx];
+	cpumask_t ucpus;
+	nodemask_t umems;
+
 	p->own_mems_below = p->v2 && descendants_set_mems(a, g->cgroup);
 	p->soft = !a->opts.strict_mems && g->policy.mode != GPOL_PINNED && !p->own_mems_below;
-	p->cur_mems = cur_mems;
+	p->cur_mems = *cur_mems;
 	p->target_mems = it->to_mems;
 	p->widen_only = p->soft && plan_migration_negligible(it->migrate_bytes, g->mem_total);
 	if (p->widen_only)
-		mask_or(&p->target_mems, &cur_mems, &it->to_mems);
-	mask_or(&ucpus, &cur_cpus, it->to_cpus);
-	mask_or(&umems, &cur_mems, &p->target_mems);
+		mask_or(&p->target_mems, cur_mems, &it->to_mems);
+	mask_or(&ucpus, cur_cpus, it->to_cpus);
+	mask_or(&umems, cur_mems, &p->target_mems);
 	if (mask_format(&ucpus, union_cpus, CPULIST_BUFSZ) < 0 ||
 	    mask_format(&umems, p->union_mems, sizeof(p->union_mems)) < 0 ||
 	    mask_format(&p->target_mems, p->new_mems, sizeof(p->new_mems)) < 0) {
 		apply_result_set(res, APPLY_REFUSED, -ENOSPC, "refused: cannot format cpuset");
-		goto out;
+		return false;
 	}
-	p->mems_changed = !mask_equal(&cur_mems, &p->target_mems);
+	p->mems_changed = !mask_equal(cur_mems, &p->target_mems);
+	return true;
+}
 
+/* Phase 1's writes: in v1 memory_migrate=1 first when the mems change
+ * (pages follow a v1 mems change only then), then cpuset.cpus. */
+static int move_write_cpus(struct applier *a, struct apply_pending *p, const char *union_cpus,
+			   const char **step, const char **failed_rel)
+{
+	struct cgplan plan = { 0 };
+	int r;
+
+	if (!p->v2 && p->mems_changed)
+		cgplan_add_memory_migrate(&plan, p->nsub);
+	r = cgplan_add_set(&plan, p->v2, p->nsub, p->depth, "cpuset.cpus", union_cpus, p->new_cpus);
+	if (r < 0) {
+		cgplan_clear(&plan);
+		return r;
+	}
+	return run_plan(a, p, &plan, step, failed_rel);
+}
+
+/* Soft binding and nothing to migrate: the memory is already on the
+ * target; the mems only grow, or stay as wide as they were. The record
+ * says so (mems_after), or it would claim mems it never wrote. Growing
+ * migrates nothing (see loosen_mems). */
+static int move_widen_only(struct applier *a, struct apply_pending *p, struct apply_result *res,
+			   const char **step, const char **failed_rel)
+{
+	const struct plan_item *it = &p->it;
+	int r;
+
+	if (p->mems_changed) {
+		r = set_subtree(a, p, "cpuset.mems", p->union_mems, p->new_mems, step, failed_rel);
+		if (r < 0)
+			return r;
+	}
+	if (!mask_equal(&p->target_mems, &it->to_mems)) {
+		res->mems_loosened = true;
+		res->mems_after = p->target_mems;
+		if (p->mems_changed)
+			apply_result_set(res, APPLY_DONE, 0, "cpus %s -> %s, memory already on %s, mems %s -> %s",
+				p->cur_cpus_s, p->new_cpus, p->to_mems_s, p->cur_mems_s, p->new_mems);
+		else
+			apply_result_set(res, APPLY_DONE, 0, "cpus %s -> %s, memory already on %s, mems stay %s",
+				p->cur_cpus_s, p->new_cpus, p->to_mems_s, p->cur_mems_s);
+	} else {
+		apply_result_set(res, APPLY_DONE, 0, "cpus %s -> %s, mems %s -> %s", p->cur_cpus_s,
+			p->new_cpus, p->cur_mems_s, p->new_mems);
+	}
+	return 0;
+}
+
+/* Phase 1 of a container's move: guards, re-checks, the binding, the
+ * subtree, cpuset.cpus (and in v1 memory_migrate). Completes moves that
+ * migrate nothing; else hands back P for the memory phase. */
+static int move_container_cpus(struct applier *a, struct apply_pending *p, struct apply_result *res,
+			       bool *complete)
+{
+	const struct plan_item *it = &p->it;
+	const struct snap_guest *g = &p->snap->guests[it->guest_idx];
+	const char *failed_rel = g->cgroup, *step = "cpuset.cpus";
+	char *union_cpus;
+	cpumask_t cur_cpus;
+	nodemask_t cur_mems;
+	int r;
+
+	*complete = true;
+	p->v2 = a->h.v2[CGC_CPUSET];
+	if (!move_precheck(a, p, res, &cur_cpus, &cur_mems))
+		return result_ret(res);
+	union_cpus = xmalloc(CPULIST_BUFSZ);
+	if (!move_binding(a, p, &cur_cpus, &cur_mems, union_cpus, res)) {
+		free(union_cpus);
+		return result_ret(res);
+	}
 	/* v2 needs the subtree only for its processes (the mover); v1 writes
 	 * every cgroup of it. */
 	r = collect_subtree(a, g->cgroup, &p->nsub, &p->sub, &p->depth, 0);
-	if (is_gone(r)) {
-		apply_result_set(res, APPLY_VANISHED, 0, "guest's cgroup %s is gone", g->cgroup);
-		goto out;
-	}
 	if (r < 0) {
-		apply_result_set(res, APPLY_FAILED, r, "cannot list cgroups under %s: %s", g->cgroup, strerror(-r));
-		goto out;
-	}
-	{
-		struct cgplan plan = { 0 };
-
-		/* Pages follow a v1 mems change only with memory_migrate=1. */
-		if (!p->v2 && p->mems_changed)
-			cgplan_add_memory_migrate(&plan, p->nsub);
-		r = cgplan_add_set(&plan, p->v2, p->nsub, p->depth, "cpuset.cpus", union_cpus, new_cpus);
-		if (r < 0)
-			cgplan_clear(&plan);
+		free(union_cpus);
+		if (is_gone(r))
+			apply_result_set(res, APPLY_VANISHED, 0, "guest's cgroup %s is gone", g->cgroup);
 		else
-			r = run_plan(a, p, &plan, &step, &failed_rel);
-		if (r < 0)
-			goto fail;
+			apply_result_set(res, APPLY_FAILED, r, "cannot list cgroups under %s: %s", g->cgroup,
+				strerror(-r));
+		return result_ret(res);
 	}
-
-	p->cur_cpus_s = cur_cpus_s;
-	p->cur_mems_s = cur_mems_s;
-	p->new_cpus = new_cpus;
-	cur_cpus_s = cur_mems_s = new_cpus = NULL;
+	r = move_write_cpus(a, p, union_cpus, &step, &failed_rel);
+	free(union_cpus);
+	if (r < 0) {
+		pending_fail(a, p, r, step, failed_rel, res);
+		return result_ret(res);
+	}
 	if (p->widen_only) {
-		/* Soft binding and nothing to migrate: the memory is already on
-		 * the target; the mems only grow, or stay as wide as they were.
-		 * The record says so (mems_after), or it would claim mems it
-		 * never wrote. Growing migrates nothing (see loosen_mems). */
-		if (p->mems_changed) {
-			r = set_subtree(a, p, "cpuset.mems", p->union_mems, p->new_mems, &step, &failed_rel);
-			if (r < 0)
-				goto fail;
-		}
-		if (!mask_equal(&p->target_mems, &it->to_mems)) {
-			res->mems_loosened = true;
-			res->mems_after = p->target_mems;
-			if (p->mems_changed)
-				apply_result_set(res, APPLY_DONE, 0, "cpus %s -> %s, memory already on %s, mems %s -> %s",
-					p->cur_cpus_s, p->new_cpus, p->to_mems_s, p->cur_mems_s, p->new_mems);
-			else
-				apply_result_set(res, APPLY_DONE, 0, "cpus %s -> %s, memory already on %s, mems stay %s",
-					p->cur_cpus_s, p->new_cpus, p->to_mems_s, p->cur_mems_s);
-		} else {
-			apply_result_set(res, APPLY_DONE, 0, "cpus %s -> %s, mems %s -> %s", p->cur_cpus_s,
-				p->new_cpus, p->cur_mems_s, p->new_mems);
-		}
-		goto out;
+		r = move_widen_only(a, p, res, &step, &failed_rel);
+		if (r < 0)
+			pending_fail(a, p, r, step, failed_rel, res);
+		return result_ret(res);
 	}
 	if (it->migrate_bytes == 0 || plan_migration_negligible(it->migrate_bytes, g->mem_total)) {
 		/* Strict binding with (almost) nothing to migrate: the mems are
 		 * narrowed now, with the CPUs; nothing waits behind it. */
-		if (p->mems_changed) {
+		if (p->mems_changed)
 			move_container_memory(a, p, res);
-			goto out;
-		}
-		apply_result_set(res, APPLY_DONE, 0, "cpus %s -> %s, mems %s -> %s", p->cur_cpus_s, p->new_cpus,
-			p->cur_mems_s, p->new_mems);
-		goto out;
+		else
+			apply_result_set(res, APPLY_DONE, 0, "cpus %s -> %s, mems %s -> %s", p->cur_cpus_s,
+				p->new_cpus, p->cur_mems_s, p->new_mems);
+		return result_ret(res);
 	}
 	/* Memory to move: phase 2. */
 	*complete = false;
 	apply_result_set(res, APPLY_DONE, 0, "cpus %s -> %s; memory to move onto %s", p->cur_cpus_s, p->new_cpus,
 		p->to_mems_s);
-	goto out;
-
-fail:
-	pending_fail(a, p, r, step, failed_rel, res);
-out:
-	free(cur_cpus_s);
-	free(cur_mems_s);
-	free(new_cpus);
-	free(union_cpus);
 	return result_ret(res);
 }
 

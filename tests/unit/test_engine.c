@@ -664,7 +664,7 @@ static void efx_fini(struct efx *f)
 /* How many records the decision log holds with DECISION. */
 static unsigned records(struct efx *f, const char *decision)
 {
-	json_t *all = declog_query(engine_declog(f->e), 0, 1000, NULL), *recs, *r;
+	json_t *all = declog_query(engine_declog(f->e), 0, INT64_MIN, 1000, NULL, NULL), *recs, *r;
 	unsigned n = 0;
 	size_t i;
 

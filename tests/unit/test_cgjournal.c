@@ -1,0 +1,179 @@
+/* The journal executor (orchestrator/cgjournal.c) on a v1 fixture tree
+ * through the fixture writer, with the test build's hooks
+ * (tests/hooks/cgwfixture_hooks.c): every write is logged in
+ * <cgroupfs>/.numaorch-writes, and X.refuse makes writes to X fail. */
+#include "testutil.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "orchestrator/cghier.h"
+#include "orchestrator/cgjournal.h"
+#include "orchestrator/cgplan.h"
+#include "orchestrator/cgwrite.h"
+#include "orchestrator/fs.h"
+#include "orchestrator/hostpaths.h"
+
+#define CS "sys/fs/cgroup/cpuset"
+
+struct fx {
+	char *root;
+	struct host_paths hp;
+	struct cg_hier h;
+	struct cgw *w;
+	char *sub[3];
+};
+
+/* /g with children /g/a and /g/b, all on CPUs 0-1. */
+static void fx_init(struct fx *f)
+{
+	static const char *const rel[] = { "/g", "/g/a", "/g/b" };
+	char p[256];
+
+	memset(f, 0, sizeof(*f));
+	f->root = tu_mkdtemp();
+	tu_write(f->root, CS "/tasks", "");
+	tu_write(f->root, "sys/fs/cgroup/memory/tasks", "");
+	tu_write(f->root, "sys/fs/cgroup/.numaorch-writes", "");
+	for (unsigned i = 0; i < 3; i++) {
+		snprintf(p, sizeof(p), CS "%s/cpuset.cpus", rel[i]);
+		tu_write(f->root, p, "0-1\n");
+		f->sub[i] = (char *)rel[i];
+	}
+	assert_int_equal(host_paths_from_root(&f->hp, f->root), 0);
+	assert_int_equal(cgh_detect(f->hp.cgroupfs, &f->h), 0);
+	assert_int_equal(cgw_new(&f->h, false, 0, NULL, &f->w), 0);
+}
+
+static void fx_done(struct fx *f)
+{
+	cgw_free(f->w);
+	tu_rm_rf(f->root);
+	free(f->root);
+}
+
+static char *slurp(struct fx *f, const char *rel)
+{
+	char p[512], *buf = NULL;
+
+	snprintf(p, sizeof(p), "%s/%s", f->root, rel);
+	assert_int_equal(fs_read_file(p, 1 << 20, &buf, NULL), 0);
+	return buf;
+}
+
+/* The first line of ROOT/REL (written back files have no newline, the
+ * fixture's own have one). */
+static void assert_file(struct fx *f, const char *rel, const char *want)
+{
+	char p[512], got[256];
+
+	snprintf(p, sizeof(p), "%s/%s", f->root, rel);
+	assert_int_equal(fs_read_line(p, got, sizeof(got)), 0);
+	assert_string_equal(got, want);
+}
+
+/* Widen, narrow deepest-first; a value already there is neither written
+ * nor journaled. */
+static void test_run_skips_what_is_there(void **state)
+{
+	struct fx f;
+	struct cgplan p = { 0 };
+	struct cgj j = { 0 };
+	unsigned failed = 99;
+	char *log;
+
+	(void)state;
+	fx_init(&f);
+	/* /g/b already holds the target */
+	tu_write(f.root, CS "/g/b/cpuset.cpus", "1\n");
+	assert_int_equal(cgplan_add_set(&p, false, 3, NULL, "cpuset.cpus", "0-1", "1"), 0);
+	assert_int_equal(cgj_run(&j, &f.h, f.w, f.sub, &p, &failed), 0);
+	assert_int_equal(failed, 99);
+	/* the union write (0-1 over 0-1) and /g/b's are not made */
+	assert_int_equal(j.n, 2);
+	assert_int_equal(j.e[0].sub, 1);
+	assert_int_equal(j.e[1].sub, 0);
+	log = slurp(&f, "sys/fs/cgroup/.numaorch-writes");
+	assert_string_equal(log, "/g/a cpuset.cpus 1\n/g cpuset.cpus 1\n");
+	free(log);
+	cgj_clear(&j);
+	cgplan_clear(&p);
+	fx_done(&f);
+}
+
+/* A refused write: the steps before it stay made and in the journal,
+ * and the revert puts them back, newest first. */
+static void test_refused_then_reverted(void **state)
+{
+	struct fx f;
+	struct cgplan p = { 0 };
+	struct cgj j = { 0 };
+	unsigned failed = 99, writes = 0;
+	char *log;
+
+	(void)state;
+	fx_init(&f);
+	tu_write(f.root, CS "/g/a/cpuset.cpus.refuse", "EBUSY\n");
+	/* /g 0-3, /g/b 2-3, /g/a 2-3 (refused), /g 2-3 */
+	assert_int_equal(cgplan_add_set(&p, false, 3, NULL, "cpuset.cpus", "0-3", "2-3"), 0);
+	assert_int_equal(cgj_run(&j, &f.h, f.w, f.sub, &p, &failed), -EBUSY);
+	assert_int_equal(failed, 2);
+	assert_int_equal(j.n, 2);
+	assert_int_equal(cgj_revert(&j, &f.h, f.w, f.sub, &writes), 0);
+	assert_int_equal(writes, 2);
+	for (unsigned i = 0; i < 3; i++) {
+		char rel[128];
+
+		snprintf(rel, sizeof(rel), CS "%s/cpuset.cpus", f.sub[i]);
+		assert_file(&f, rel, "0-1");
+	}
+	log = slurp(&f, "sys/fs/cgroup/.numaorch-writes");
+	assert_string_equal(log, "/g cpuset.cpus 0-3\n/g/b cpuset.cpus 2-3\n"
+				 "/g/b cpuset.cpus 0-1\n/g cpuset.cpus 0-1\n");
+	free(log);
+	cgj_clear(&j);
+	assert_int_equal(j.n, 0);
+	cgplan_clear(&p);
+	fx_done(&f);
+}
+
+/* A descendant gone mid-move is nothing to narrow; the guest gone is a
+ * failure. */
+static void test_gone(void **state)
+{
+	struct fx f;
+	struct cgplan p = { 0 };
+	struct cgj j = { 0 };
+	unsigned failed = 99;
+	char path[512];
+
+	(void)state;
+	fx_init(&f);
+	snprintf(path, sizeof(path), "%s/" CS "/g/b", f.root);
+	tu_rm_rf(path);
+	assert_int_equal(cgplan_add_set(&p, false, 3, NULL, "cpuset.cpus", "0-3", "2-3"), 0);
+	assert_int_equal(cgj_run(&j, &f.h, f.w, f.sub, &p, &failed), 0);
+	assert_int_equal(j.n, 3); /* /g widened, /g/a and /g narrowed */
+	assert_file(&f, CS "/g/cpuset.cpus", "2-3");
+	cgj_clear(&j);
+	snprintf(path, sizeof(path), "%s/" CS "/g", f.root);
+	tu_rm_rf(path);
+	assert_int_equal(cgj_run(&j, &f.h, f.w, f.sub, &p, &failed), -ENOENT);
+	assert_int_equal(failed, 0);
+	assert_int_equal(j.n, 0);
+	cgplan_clear(&p);
+	fx_done(&f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_run_skips_what_is_there),
+		cmocka_unit_test(test_refused_then_reverted),
+		cmocka_unit_test(test_gone),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
