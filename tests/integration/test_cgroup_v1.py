@@ -213,7 +213,7 @@ class CgroupV1(unittest.TestCase):
         self.sb.start("ctr-a", cpus="0", mems="0", mib=16)
         conf = itlib.config_file(self.tmp, "[agent]\ninterval = 0.3\nsample = 0.2\n")
         dist = os.path.join(sysfs, "devices", "system", "node", "node1", "distance")
-        d = subprocess.Popen([itlib.NUMAORCHD, "--config", conf, "--sysfs", sysfs, "--parent", self.sb.rel,
+        d = subprocess.Popen([itlib.NUMAORCHD, "--state-dir", os.path.join(self.tmp, "state"), "--config", conf, "--sysfs", sysfs, "--parent", self.sb.rel,
                               "--scope", self.sb.rel, "--log-level", "debug"],
                              stderr=subprocess.PIPE, text=True)
         self.addCleanup(lambda: d.poll() is None and d.kill())
@@ -235,7 +235,7 @@ class CgroupV1(unittest.TestCase):
         self.sb.start("ctr-a", cpus="0", mems="0", mib=16)
         self.sb.start("ctr-gone", cpus="0", mems="0", mib=16)
         conf = itlib.config_file(self.tmp, "[agent]\ninterval = 0.3\nsample = 0.2\n")
-        d = subprocess.Popen([itlib.NUMAORCHD, "--config", conf, "--sysfs", sysfs, "--parent", self.sb.rel,
+        d = subprocess.Popen([itlib.NUMAORCHD, "--state-dir", os.path.join(self.tmp, "state"), "--config", conf, "--sysfs", sysfs, "--parent", self.sb.rel,
                               "--scope", self.sb.rel, "--log-level", "debug",
                               "--decision-log", self.agent.declog],
                              stderr=subprocess.PIPE, text=True)

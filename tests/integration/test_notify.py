@@ -54,7 +54,8 @@ class Notify(unittest.TestCase):
         env = dict(os.environ, NOTIFY_SOCKET=self.nsock, WATCHDOG_USEC="1000000",
                    JOURNAL_STREAM="%d:%d" % (st.st_dev, st.st_ino))
         env.pop("WATCHDOG_PID", None)
-        d = subprocess.Popen([itlib.NUMAORCHD, "--config", self.conf, "--root", self.root, "--dry-run"],
+        d = subprocess.Popen([itlib.NUMAORCHD, "--config", self.conf, "--root", self.root, "--dry-run",
+                              "--state-dir", os.path.join(self.tmp, "state")],
                              env=env, stderr=wfd)
         os.close(wfd)
         d.stderr = os.fdopen(rfd)
