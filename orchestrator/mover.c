@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 #include "xalloc.h"
 #include "log.h"
 #include "numamig.h"
+#include "procstat.h"
 #include "strtab.h"
 
 #define MAX_WORKERS 16
@@ -593,6 +595,26 @@ static bool pin_to_target(struct mover *m, const struct job *j, cpu_set_t *old)
 	return n && sched_setaffinity(0, sizeof(want), &want) == 0;
 }
 
+/* Whether PID has exited. A process killed mid-job is a zombie until its
+ * parent reaps it: it still has a /proc entry, but no memory any more, so
+ * move_pages(2) answers EINVAL (no mm) rather than ESRCH and its maps read
+ * empty. Such a process has vanished, not failed. */
+static bool process_gone(const struct mover *m, pid_t pid)
+{
+	char path[256], *text = NULL;
+	const char *f[1];
+	size_t len;
+	bool gone;
+
+	if (snprintf(path, sizeof(path), "%s/%d/stat", m->hp.procfs, (int)pid) >= (int)sizeof(path))
+		return false;
+	if (fs_read_file(path, 4096, &text, &len) < 0)
+		return kill(pid, 0) < 0 && errno == ESRCH;
+	gone = proc_stat_fields(text, f, 1) == 0 && (f[0][0] == 'Z' || f[0][0] == 'X');
+	free(text);
+	return gone;
+}
+
 static enum mover_state run_job(struct mover *m, struct job *j, char *msg, size_t msgsz)
 {
 	cpu_set_t old_cpus;
@@ -620,7 +642,7 @@ static enum mover_state run_job(struct mover *m, struct job *j, char *msg, size_
 	for (unsigned i = 0; i < j->npids; i++) {
 		int r = move_process(m, j, j->pids[i], &b, &chunk, page);
 
-		if (r == -ESRCH)
+		if (r == -ESRCH || (r < 0 && process_gone(m, j->pids[i])))
 			continue;
 		alive++;
 		if (r == 1) {

@@ -353,7 +353,7 @@ wait_record() {
 	i=0
 	while ! grep "\"decision\":\"$1\"" $T/dec 2>/dev/null | grep -q "\"guest\":\"$ID1\""; do
 		sleep 0.2; i=$((i + 1))
-		[ $i -gt 300 ] && { echo "no $1 record within 60 s: $(grep -o '"decision":"[a-z_]*"' $T/dec | tr '\n' ' ')"; return 1; }
+		[ $i -gt 300 ] && { echo "no $1 record within 60 s: $(grep -o '"decision":"[a-z_]*"' $T/dec | tr '\n' ' ')"; grep memory_failed $T/dec | tail -1; return 1; }
 	done
 	return 0
 }
@@ -451,7 +451,9 @@ test_top_shows_a_live_migration() {
 	$ctl --json migrations > $T/mb
 	n1b=$(($(mem_on $G1 1) / 1048576))
 	for f in ma mb; do
-		[ "$(jget $T/$f guest)" = $ID1 ] && [ "$(jget $T/$f from)" = 0 ] && [ "$(jget $T/$f to)" = 1 ] &&
+		# from: node 0, where the guest's memory was put, and any node
+		# the kernel placed a few of its pages on (seen: "0,2")
+		[ "$(jget $T/$f guest)" = $ID1 ] && in_list 0 "$(jget $T/$f from)" && [ "$(jget $T/$f to)" = 1 ] &&
 			[ "$(jget $T/$f state)" = running ] || { said "$f: not G1's job 0 -> 1 running: $(tr '\n' ' ' < $T/$f | tr -s ' ')"; }
 	done
 	[ $r = 0 ] || { kill -9 $pid; cat $T/why; return 1; }
@@ -477,14 +479,15 @@ test_top_shows_a_live_migration() {
 			if [ $want = job ]; then
 				fle "$lb" "$v" 1 && fle "$v" "$la" 1 || { said "node $nd MIG $w $v MiB, the job had $la..$lb MiB left"; }
 			else
-				[ "$v" = 0.0 ] || { said "node $nd MIG $w $v MiB, want 0: $row"; }
+				# at most the few pages the kernel put elsewhere
+				fle "$v" 2 || { said "node $nd MIG $w $v MiB, want ~0: $row"; }
 			fi
 		done
 	done
 	# Guests panel: the guest's row shows the job instead of its decision:
 	# "moving 0>1 P% RATE/s ETA".
-	row=$(grep "moving 0>1 " $T/top)
-	p=$(echo "$row" | sed -n 's/.*moving 0>1 \([0-9]*\)% .*/\1/p')
+	row=$(grep -E "moving [0-9,-]*>1 " $T/top)
+	p=$(echo "$row" | sed -n 's/.*moving [0-9,-]*>1 \([0-9]*\)% .*/\1/p')
 	pa=$(awk -v d=$da -v l=$la 'BEGIN{printf "%.0f", 100 * d / (d + l)}')
 	pb=$(awk -v d=$db -v l=$lb 'BEGIN{printf "%.0f", 100 * d / (d + l)}')
 	[ -n "$p" ] && fle "$pa" "$p" 1 && fle "$p" "$pb" 1 || { said "top's progress \"$p\"%, the job was at $pa..$pb%: $row"; }
