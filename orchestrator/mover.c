@@ -598,11 +598,12 @@ static bool pin_to_target(struct mover *m, const struct job *j, cpu_set_t *old)
 /* Whether PID has exited. A process killed mid-job is a zombie until its
  * parent reaps it: it still has a /proc entry, but no memory any more, so
  * move_pages(2) answers EINVAL (no mm) rather than ESRCH and its maps read
- * empty. Such a process has vanished, not failed. */
+ * empty; the same holds while it exits, before it is a zombie. Such a
+ * process has vanished, not failed. */
 static bool process_gone(const struct mover *m, pid_t pid)
 {
 	char path[256], *text = NULL;
-	const char *f[1];
+	const char *f[21];
 	size_t len;
 	bool gone;
 
@@ -610,7 +611,10 @@ static bool process_gone(const struct mover *m, pid_t pid)
 		return false;
 	if (fs_read_file(path, 4096, &text, &len) < 0)
 		return kill(pid, 0) < 0 && errno == ESRCH;
-	gone = proc_stat_fields(text, f, 1) == 0 && (f[0][0] == 'Z' || f[0][0] == 'X');
+	/* state Z or X; or, while it is still exiting, vsize (field 23) 0:
+	 * its memory is already torn down */
+	gone = proc_stat_fields(text, f, 21) == 0 &&
+	       (f[0][0] == 'Z' || f[0][0] == 'X' || (f[20][0] == '0' && (f[20][1] == ' ' || f[20][1] == '\n')));
 	free(text);
 	return gone;
 }
