@@ -159,3 +159,12 @@ out:
 	free(dist);
 	return r;
 }
+
+const struct source_ops acquire_host_ops = {
+	.acquirer_new = acquirer_new,
+	.acquirer_free = acquirer_free,
+	.add_source = acquirer_add_source,
+	.hier = acquirer_hier,
+	.snapshot = acquirer_snapshot,
+	.read_meminfo = topo_read_meminfo,
+};

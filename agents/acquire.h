@@ -28,4 +28,8 @@ const struct host_paths *acquirer_paths(const struct acquirer *a);
 int acquirer_snapshot(struct acquirer *a, double prime_s, const struct snap_policy_overlay *ov,
 		      const struct snapshot **out);
 
+/* The host's sources as the engine sees them (orchestrator/source.h):
+ * one table for the daemon's main and the unit tests. */
+extern const struct source_ops acquire_host_ops;
+
 #endif

@@ -67,20 +67,12 @@ struct cli {
 /* The parts the engine runs on: main is the only file that knows both
  * the sources (agents/) and the policies (policies/); the core sees them
  * through these interfaces (orchestrator/source.h, policy.h). */
-static const struct source_ops host_sources = {
-	.acquirer_new = acquirer_new,
-	.acquirer_free = acquirer_free,
-	.add_source = acquirer_add_source,
-	.hier = acquirer_hier,
-	.snapshot = acquirer_snapshot,
-	.read_meminfo = topo_read_meminfo,
-};
 static const struct policy_ops consolidate_policy = {
 	.decide = policy_decide_reserved,
 	.advise = policy_advise,
 	.place = policy_place,
 };
-static const struct engine_parts daemon_parts = { .sources = &host_sources, .policy = &consolidate_policy };
+static const struct engine_parts daemon_parts = { .sources = &acquire_host_ops, .policy = &consolidate_policy };
 
 static bool stderr_is_journal(void)
 {

@@ -93,17 +93,9 @@ void tu_write(const char *root, const char *rel, const char *text)
 
 const struct engine_parts *tu_engine_parts(void)
 {
-	static const struct source_ops src = {
-		.acquirer_new = acquirer_new,
-		.acquirer_free = acquirer_free,
-		.add_source = acquirer_add_source,
-		.hier = acquirer_hier,
-		.snapshot = acquirer_snapshot,
-		.read_meminfo = topo_read_meminfo,
-	};
 	static const struct policy_ops pol = { .decide = policy_decide_reserved, .advise = policy_advise,
 					       .place = policy_place };
-	static const struct engine_parts parts = { .sources = &src, .policy = &pol };
+	static const struct engine_parts parts = { .sources = &acquire_host_ops, .policy = &pol };
 
 	return &parts;
 }
