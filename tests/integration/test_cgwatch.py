@@ -43,10 +43,11 @@ class CgroupWatch(unittest.TestCase):
         self.addCleanup(load.stop)
         self.procfs = load.procfs
 
-    def start_daemon(self):
+    def start_daemon(self, scope=None):
+        scope = scope or self.sb.rel
         conf = itlib.config_file(self.tmp, "[agent]\ninterval = %d\nsample = 0.2\n" % INTERVAL)
         d = subprocess.Popen([itlib.NUMAORCHD, "--state-dir", os.path.join(self.tmp, "state"), "--config", conf, "--sysfs", self.sysfs,
-                              "--parent", self.sb.rel, "--scope", self.sb.rel, "--log-level", "debug",
+                              "--parent", scope, "--scope", scope, "--log-level", "debug",
                               "--decision-log", self.agent.declog],
                              stderr=subprocess.PIPE, text=True)
         self.addCleanup(lambda: d.poll() is None and d.kill())
@@ -103,6 +104,29 @@ class CgroupWatch(unittest.TestCase):
         n = len(w.lines)
         self.sb.remove_child("ctr-new")
         w.wait_for("1 guests", after=n - 1, timeout=DEADLINE + SLACK)
+        self.stop(d, w)
+
+    def test_scope_created_after_start_is_watched(self):
+        """A configured scope that does not exist when the daemon starts
+        (machine.slice before the first VM, a runtime's parent before its
+        first container) is watched once it appears: a guest created in it
+        is placed within the deadline, not at the next interval (or reload).
+        Two levels are missing at the start, so the watcher follows the path
+        down from the nearest existing ancestor."""
+        scope = self.sb.rel + "/later/parent"
+        d, w = self.start_daemon(scope)
+        w.wait_for("watching")
+        w.wait_for("cycle 1:", timeout=60)
+        for c in itlib.V1_CTRLS:
+            self.assertFalse(os.path.exists(self.sb.path(c, "later")))
+        t0 = time.monotonic()
+        self.sb.start("later/parent/ctr-late", cpus="0-1", mems="0", mib=16, busy=True)
+        took = self.wait_placed("later/parent/ctr-late", t0, DEADLINE + SLACK)
+        print("\nguest in a scope created after the start placed %s after the scope appeared (interval %d s)"
+              % ("never within %.0f s" % (DEADLINE + SLACK) if took is None else "%.2f s" % took, INTERVAL))
+        self.assertIsNotNone(took, "a guest in a scope created after the start was not placed within %.1f s:\n%s"
+                             % (DEADLINE + SLACK, "\n".join(w.lines)))
+        w.wait_for("appeared: watching it")
         self.stop(d, w)
 
 
