@@ -174,9 +174,10 @@ class Libvirt(unittest.TestCase):
 
     def once(self, sysfs, *extra, conf_extra="", sample=0.3):
         conf = config(self.tmp, self.lv.uri, self.sock, extra=conf_extra, sample=sample)
-        return subprocess.run([itlib.NUMAORCHD, "--once", "--json", "--config", conf, "--sysfs", sysfs,
-                               "--scope", "/machine", "--decision-log", os.path.join(self.tmp, "d.jsonl")]
-                              + list(extra), capture_output=True, text=True, timeout=120)
+        return subprocess.run(itlib.numaorchd("--once", "--json", "--config", conf, "--sysfs", sysfs,
+                                              "--scope", "/machine", "--decision-log", os.path.join(self.tmp, "d.jsonl"),
+                                              *extra, state_dir=os.path.join(self.tmp, "state")),
+                              capture_output=True, text=True, timeout=120)
 
     def decisions_once(self):
         p = os.path.join(self.tmp, "d.jsonl")
