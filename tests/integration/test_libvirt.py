@@ -136,7 +136,9 @@ class Libvirt(unittest.TestCase):
             print("\n  private libvirtd answered in %.1f s (cold QEMU capabilities cache); up and QEMU probed in %.1f s"
                   % (cls.lv.cold_start_s, time.time() - t0), file=sys.stderr)
         except Exception:
+            # tearDownClass does not run when setUpClass fails
             cls.lv.cleanup()
+            subprocess.run(["rm", "-rf", cls.agent_dir])
             raise
 
     @classmethod
