@@ -93,6 +93,11 @@ struct plan {
  * nothing: no narrowing, no room needed on the target. */
 bool plan_migration_negligible(uint64_t migrate_bytes, uint64_t total);
 
+/* Start IT as the decision about guest GI of SNAP: zeroed, then its id,
+ * index, KIND, where it is now (from_nodes, from_mems, locality_before),
+ * and NaN for the loads and CPU demand nobody has computed yet. */
+void plan_item_init(struct plan_item *it, const struct snapshot *snap, unsigned gi, enum plan_kind kind);
+
 void plan_free(struct plan *p);
 const char *plan_kind_name(enum plan_kind k);
 const char *move_reason_name(enum move_reason r);

@@ -679,13 +679,8 @@ static void evaluate(struct pctx *x, const struct pstate *prev, unsigned gi, str
 
 	memset(d, 0, sizeof(*d));
 	d->version = x->version;
-	snprintf(it->guest_id, sizeof(it->guest_id), "%s", g->id);
-	it->guest_idx = gi;
-	it->from_nodes = g->cpu_nodes;
-	it->from_mems = g->mems;
-	it->locality_before = g->locality;
+	plan_item_init(it, s, gi, PLAN_MOVE);
 	it->load_before = util_now(x, &g->cpu_nodes, &nan);
-	it->load_after = NAN;
 	it->mem_demand = (uint64_t)mem_demand_of(cfg, g->mem_total);
 	it->cpu_demand = isnan(g->cpu_use) ? NAN
 		       : fmax(cfg->min_cpu, fmax(0.0, g->cpu_use) * (1.0 + cfg->cpu_headroom));
@@ -798,18 +793,10 @@ static void one_node(const struct snapshot *s, bool verbose, struct plan *p)
 		const struct snap_guest *g = &s->guests[gi];
 		struct plan_item *it = &p->items[p->nr_items++];
 
-		snprintf(it->guest_id, sizeof(it->guest_id), "%s", g->id);
-		it->guest_idx = gi;
-		it->kind = PLAN_SKIP;
+		plan_item_init(it, s, gi, PLAN_SKIP);
 		it->skip = SKIP_ONE_NODE;
-		it->from_nodes = g->cpu_nodes;
-		it->from_mems = g->mems;
 		it->to_nodes = g->cpu_nodes;
 		it->to_mems = g->mems;
-		it->cpu_demand = NAN;
-		it->load_before = NAN;
-		it->load_after = NAN;
-		it->locality_before = g->locality;
 		snprintf(it->detail, sizeof(it->detail), "host has one CPU node: nothing to choose");
 	}
 }
