@@ -122,6 +122,8 @@ static bool memory_phase(struct engine *e, const struct snapshot *snap, struct a
 	spec.pids = pids;
 	spec.to = it->to_mems;
 	spec.bytes = it->migrate_bytes;
+	spec.first = it->first_bytes ? it->first_node : -1;
+	spec.first_bytes = it->first_bytes;
 	id = mover_submit(e->mover, &spec);
 	free(pids);
 	{

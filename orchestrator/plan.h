@@ -71,6 +71,15 @@ struct plan_item {
 	 * its threads fit the CPUs left (guards.h, pcand.local_fit);
 	 * load_after is then its use without headroom, at most 1. */
 	bool local_fit;
+	/* Its memory does not fit one node, its busy threads fit one node's
+	 * CPUs (policy: split): to_nodes is that one node, to_mems it and the
+	 * fewest nodes that hold the rest, and up to first_bytes of its
+	 * memory off first_node (from the other to_mems too) go there first
+	 * (mover_spec.first), the largest share on its threads' node.
+	 * first_bytes 0: not such a move (first_node is then meaningless). */
+	bool split;
+	int first_node;
+	uint64_t first_bytes;
 	char detail[192];            /* one human sentence */
 };
 

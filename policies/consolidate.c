@@ -361,6 +361,190 @@ static bool follow_threads(const struct pctx *x, const struct snap_guest *g, con
 	       !plan_migration_negligible(out->migrate, v->mem_total);
 }
 
+/* Split (plan_item.split): hysteresis. The threads' node it is on stays
+ * chosen unless another could hold this share of its memory more; on it,
+ * it is settled while the node holds all but this share of what it could
+ * (room on a node the guest fills comes and goes with the others). */
+#define SPLIT_SLACK 0.05
+
+/* Its memory fits no one node (room and its own memory there, or all of
+ * it there already): the precondition of a split. */
+static bool fits_no_node(const struct pctx *x, const struct gview *v)
+{
+	for (unsigned n = 0; n < x->nn; n++) {
+		uint64_t own = v->mem_node ? v->mem_node[n] : 0;
+
+		/* Any node with memory: a CPU-less one may hold it for a CPU
+		 * node near it (guards.c, nearest_mem). */
+		if (!x->s->nodes[n].mem_total || !v->memok[n])
+			continue;
+		if (pctx_room(x, n) + own >= v->mem_demand || own >= v->mem_total)
+			return false;
+	}
+	return true;
+}
+
+/* The split onto node index N: N's CPUs hold its busy threads, a whole
+ * CPU each, beside the other load (as a local fit: no headroom, ≤ 1 +
+ * LOCAL_FIT_SLACK); its memory on N and then on the nodes that can hold
+ * the most of it (its own memory there plus room; nearer, then lower
+ * index first) until they hold its demand. OUT: that set, its migration
+ * the larger of what must leave the other nodes and *FIRST — what N
+ * takes more, up to its room, from wherever it is (mover_spec.first).
+ * *ON_FIRST: what N will hold. */
+static bool split_eval(struct pctx *x, const struct gview *v, const bool *usable, unsigned n,
+		       struct pcand *out, uint64_t *first, uint64_t *on_first)
+{
+	const struct snapshot *s = x->s;
+	double use = fmax(fmax(v->cpu_use, x->cfg->min_cpu), (double)v->busy_thr);
+	uint64_t cap, own_n = v->mem_node ? v->mem_node[n] : 0, off_n;
+	nodemask_t cpun, mems;
+	double u;
+
+	if (!usable[n] || !s->nodes[n].mem_total || !v->memok[n] || !s->nodes[n].nr_cpus ||
+	    v->acpus[n] < v->busy_thr || use > v->acpus[n] + UTIL_EPS)
+		return false;
+	u = (pctx_other_busy(x, v, n) + use) / s->nodes[n].nr_cpus;
+	if (u > 1.0 + LOCAL_FIT_SLACK)
+		return false;
+	mask_zero(&cpun);
+	mask_set(&cpun, s->nodes[n].id);
+	mems = cpun;
+	for (unsigned i = 0; i < x->nn; i++)
+		x->inset[i] = i == n;
+	cap = pctx_room(x, n) + own_n;
+	while (cap < v->mem_demand) {
+		int best = -1;
+		uint64_t bcap = 0;
+
+		for (unsigned m = 0; m < x->nn; m++) {
+			uint64_t c;
+
+			if (x->inset[m] || !s->nodes[m].mem_total || !v->memok[m])
+				continue;
+			c = pctx_room(x, m) + (v->mem_node ? v->mem_node[m] : 0);
+			if (best < 0 || c > bcap ||
+			    (c == bcap && s->distance[n * x->nn + m] < s->distance[n * x->nn + (unsigned)best])) {
+				best = (int)m;
+				bcap = c;
+			}
+		}
+		if (best < 0 || !bcap)
+			return false;
+		x->inset[best] = true;
+		mask_set(&mems, s->nodes[best].id);
+		cap += bcap;
+	}
+	pset_eval_mask(x, v, &cpun, &mems, out);
+	if (!out->allowed_ok || !out->mem_ok)
+		return false;
+	off_n = v->mem_total > own_n ? v->mem_total - own_n : 0;
+	*first = pctx_room(x, n) < off_n ? pctx_room(x, n) : off_n;
+	*on_first = own_n + *first;
+	out->cpu_ok = true;
+	out->crowded = false;
+	out->local_fit = false;
+	out->util_after = u;
+	if (*first > out->migrate)
+		out->migrate = *first;
+	return true;
+}
+
+/* A guest whose memory fits no one node but whose busy threads fit one
+ * node's CPUs: spread over two nodes, each of its threads is local to the
+ * half of its memory on its own node — 50 %, however the memory lies (the
+ * testbed's bigguest scenario, every placer). With all its threads on one
+ * node N, it is as local as N's share of its memory. So its CPUs go to
+ * the node that holds, or can be made to hold, the most of its memory,
+ * its memory onto N up to N's room (min_free kept) and the rest onto the
+ * fewest nodes that hold it. Taken when that beats where its threads run
+ * now; settled once it is there. Returns false to leave the guest to the
+ * general rules. */
+static bool decide_split(struct pctx *x, const struct pstate_entry *pe, const struct snap_guest *g,
+			 const struct gview *v, const bool *usable, struct gdec *d)
+{
+	const struct policy_config *cfg = x->cfg;
+	struct plan_item *it = &d->it;
+	struct pcand c, best;
+	uint64_t first = 0, on = 0, bfirst = 0, bon = 0, slack, local_before;
+	unsigned bn = 0, cur_k = mask_count(&g->cpu_nodes);
+	int cur = -1;
+	bool found = false;
+	double gain;
+	int64_t ago = 0;
+	char mems[48], from[48];
+
+	if (!v->mem_total || !v->busy_thr || v->cpu_use < SNAP_BUSY_THREAD_CPU || !fits_no_node(x, v))
+		return false;
+	if (cur_k == 1)
+		cur = x->idx_of_id[mask_first(g->cpu_nodes.w, MASK_BITS(&g->cpu_nodes))];
+	slack = (uint64_t)(SPLIT_SLACK * (double)v->mem_total);
+	for (unsigned n = 0; n < x->nn; n++) {
+		if (!split_eval(x, v, usable, n, &c, &first, &on))
+			continue;
+		/* More on the threads' node; the one it is on by the slack;
+		 * then less to migrate (pcand_better). */
+		if (!found || ((int)n == cur ? on + slack > bon : ((int)bn == cur ? on > bon + slack : on > bon)) ||
+		    (on == bon && (int)bn != cur && pcand_better(&c, &best))) {
+			found = true;
+			best = c;
+			bn = n;
+			bfirst = first;
+			bon = on;
+		}
+	}
+	local_before = (uint64_t)(g->locality * (double)v->mem_total);
+	if (!found)
+		return false;
+	fmt_nodes(&best.mems, mems, sizeof(mems));
+	fill_target(it, &best);
+	it->split = true;
+	it->first_node = x->s->nodes[bn].id;
+	it->first_bytes = bfirst;
+	if ((int)bn == cur) {
+		uint64_t outside = 0;
+
+		for (unsigned n = 0; n < x->nn; n++)
+			if (v->mem_node && !mask_test(&best.mems, x->s->nodes[n].id))
+				outside += v->mem_node[n];
+		if (plan_migration_negligible(outside, v->mem_total) &&
+		    (bfirst <= slack || plan_migration_negligible(bfirst, v->mem_total))) {
+			it->kind = PLAN_SETTLED;
+			it->reason = REASON_NONE;
+			it->first_bytes = 0;
+			it->migrate_bytes = 0;
+			set_detail(it, "settled split: its %llu MiB fit no one node; its %u busy threads on node %d with %llu MiB (%.0f%%), the rest on nodes %s; locality %.2f",
+				   mib(v->mem_total), v->busy_thr, it->first_node, mib(bon),
+				   100.0 * (double)bon / (double)v->mem_total, mems, g->locality);
+			return true;
+		}
+	} else if (bon <= local_before + slack) {
+		/* No better than where its threads run now. */
+		return false;
+	}
+	it->reason = cur_k > 1 ? REASON_CONSOLIDATE : REASON_LOCALITY;
+	gain = (bon > local_before ? (double)(bon - local_before) : 0.0) / (1024.0 * MIB) *
+	       fmax(v->cpu_use, cfg->min_cpu);
+	if (cur_k > 1)
+		gain += cur_k - 1;
+	if (it->load_before > best.util_after)
+		gain += 4.0 * (it->load_before - best.util_after);
+	it->gain = gain;
+	if (in_cooldown(cfg, x->s, pe, &ago)) {
+		skip_cooldown(it, cfg, ago);
+		add_detail(it, "; split");
+		return true;
+	}
+	it->kind = PLAN_MOVE;
+	d->target = best;
+	d->want = true;
+	fmt_nodes(&g->cpu_nodes, from, sizeof(from));
+	set_detail(it, "split: its %llu MiB fit no one node; its %u busy threads nodes %s→%d, %llu MiB onto it (→%.0f%%), mems %s, %llu MiB to migrate, locality %.2f",
+		   mib(v->mem_total), v->busy_thr, from, it->first_node, mib(bfirst),
+		   100.0 * (double)bon / (double)v->mem_total, mems, mib(best.migrate), g->locality);
+	return true;
+}
+
 static void decide_pinned(struct pctx *x, const struct pstate_entry *pe, const struct snap_guest *g,
 			  const struct gview *v, const bool *usable, struct gdec *d)
 {
@@ -445,6 +629,8 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 		set_detail(it, "no CPU node it may use: allowed cpus hold no online CPU");
 		return;
 	}
+	if (decide_split(x, pe, g, v, usable, d))
+		return;
 	kmin = pcands_generate(x, v, usable, &allowed_block);
 	/* Nothing fits with headroom: the least-loaded sets that hold its
 	 * busy threads, its memory local there, by the same rules. */
