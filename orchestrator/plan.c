@@ -97,8 +97,9 @@ json_t *plan_item_to_json(const struct plan_item *it)
 		json_object_set_new(o, "crowded", json_true());
 	if (it->local_fit)
 		json_object_set_new(o, "local_fit", json_true());
-	if (it->split) {
+	if (it->split)
 		json_object_set_new(o, "split", json_true());
+	if (it->split || it->first_bytes) {
 		json_object_set_new(o, "first_node", json_integer(it->first_node));
 		json_object_set_new(o, "first_bytes", json_integer((json_int_t)it->first_bytes));
 	}

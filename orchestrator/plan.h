@@ -73,11 +73,13 @@ struct plan_item {
 	bool local_fit;
 	/* Its memory does not fit one node, its busy threads fit one node's
 	 * CPUs (policy: split): to_nodes is that one node, to_mems it and the
-	 * fewest nodes that hold the rest, and up to first_bytes of its
-	 * memory off first_node (from the other to_mems too) go there first
-	 * (mover_spec.first), the largest share on its threads' node.
-	 * first_bytes 0: not such a move (first_node is then meaningless). */
+	 * fewest nodes that hold the rest, first_node that node. */
 	bool split;
+	/* Up to first_bytes of its memory off first_node (from the other
+	 * to_mems too) go there first (mover_spec.first): a split's largest
+	 * share on its threads' node, or a pinned guest's memory following
+	 * its threads inside a multi-node pin. first_bytes 0: none
+	 * (first_node is then meaningless). */
 	int first_node;
 	uint64_t first_bytes;
 	char detail[192];            /* one human sentence */

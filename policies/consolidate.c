@@ -545,6 +545,36 @@ static bool decide_split(struct pctx *x, const struct pstate_entry *pe, const st
 	return true;
 }
 
+/* A guest pinned to CPU nodes CPUN (evaluated as C) whose busy threads
+ * run (nearly) all on one of them, N (all but FOLLOW_MIN_SHARE of its CPU
+ * time, measured): its memory on the other pinned nodes is remote for all
+ * of them. *FN (node id), *FB: N and what N can take of the rest, up to
+ * its room; true when that is worth moving and raises its locality by
+ * more than SPLIT_SLACK. Threads spread over several pinned nodes are
+ * left alone: no one node is theirs. */
+static bool pin_follow(const struct pctx *x, const struct snap_guest *g, const struct gview *v,
+		       const nodemask_t *cpun, const struct pcand *c, int *fn, uint64_t *fb)
+{
+	int best = -1;
+	uint64_t off, room;
+
+	if (!g->cpu_node || g->locality_source != LOC_THREADS || !(v->cpu_use > 0.0) || !v->mem_total ||
+	    !v->mem_node)
+		return false;
+	for (unsigned n = 0; n < x->nn; n++)
+		if (mask_test(cpun, x->s->nodes[n].id) && (best < 0 || g->cpu_node[n] > g->cpu_node[best]))
+			best = (int)n;
+	if (best < 0 || g->cpu_node[best] < (1.0 - FOLLOW_MIN_SHARE) * v->cpu_use ||
+	    !mask_test(&c->mems, x->s->nodes[best].id))
+		return false;
+	off = v->mem_total > v->mem_node[best] ? v->mem_total - v->mem_node[best] : 0;
+	room = pctx_room(x, (unsigned)best);
+	*fb = room < off ? room : off;
+	*fn = x->s->nodes[best].id;
+	return !plan_migration_negligible(*fb, v->mem_total) &&
+	       (double)(v->mem_node[best] + *fb) / (double)v->mem_total > g->locality + SPLIT_SLACK;
+}
+
 static void decide_pinned(struct pctx *x, const struct pstate_entry *pe, const struct snap_guest *g,
 			  const struct gview *v, const bool *usable, struct gdec *d)
 {
@@ -573,6 +603,35 @@ static void decide_pinned(struct pctx *x, const struct pstate_entry *pe, const s
 	pin_local = v->mem_total ? (double)c.already / (double)v->mem_total : 1.0;
 	if (mask_equal(&g->cpu_nodes, &cpun) && mask_equal(&g->mems, &c.mems) &&
 	    pin_local >= cfg->locality_target) {
+		int fn;
+		uint64_t fb;
+
+		/* Inside a multi-node pin its threads run where the scheduler
+		 * puts them, and its memory may sit on another pinned node. A
+		 * cpuset write cannot fix that (the pin is the cpuset), but the
+		 * mover can, the cpuset unchanged: with the kernel's balancing
+		 * off, memory goes onto the pinned node that runs (nearly) all
+		 * of its CPU time (mover_spec.first). Settled afterwards: the
+		 * cpuset is as pinned and the memory already there. */
+		if (g->locality < cfg->locality_target && mask_count(&cpun) >= 2 && x->s->numa_balancing == 0 &&
+		    pin_follow(x, g, v, &cpun, &c, &fn, &fb)) {
+			it->reason = REASON_PINNED;
+			it->first_node = fn;
+			it->first_bytes = fb;
+			it->migrate_bytes = fb;
+			it->gain = PIN_GAIN + (double)fb / (1024.0 * MIB) * fmax(v->cpu_use, cfg->min_cpu);
+			if (in_cooldown(cfg, x->s, pe, &ago)) {
+				skip_cooldown(it, cfg, ago);
+				return;
+			}
+			it->kind = PLAN_MOVE;
+			d->target = c;
+			d->target.migrate = fb;
+			d->want = true;
+			set_detail(it, "pinned to nodes %s: memory follows its threads inside the pin, %llu MiB onto node %d where they run (kernel NUMA balancing off), locality %.2f",
+				   pn, mib(fb), fn, g->locality);
+			return;
+		}
 		it->kind = PLAN_SETTLED;
 		it->reason = REASON_NONE;
 		/* On several pinned nodes the memory on them may still be off

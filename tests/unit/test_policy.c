@@ -1764,6 +1764,56 @@ static void test_spread_memory_follows_threads(void **state)
 	plan_free(p);
 }
 
+/* A one-thread guest pinned to nodes 0-1 (cpus and mems: the pin), its
+ * thread on node 0, its 600 MiB on node 1: 100 % of its memory inside
+ * the pin, 0 % local where it runs. It was settled ("settled on pinned
+ * nodes"), since no cpuset write can do better. With the kernel's
+ * balancing off its memory now follows its thread inside the pin — the
+ * cpuset as pinned, the mover putting it on node 0 (first_node) — and it
+ * is settled once there, so nothing moves again; with balancing on it
+ * is the kernel's job. */
+static struct plan *pinned_two(int balancing, unsigned on0_mib)
+{
+	static const uint64_t free_mib[2] = { 1500, 1500 };
+	static const double busy[2] = { 0.5, 0.0 };
+	struct snapshot *s = host_2cpu(2, 2048, free_mib, busy);
+	struct snap_guest *g = guest_on(s, "pin", 1.0, 1, "0-3", "0-1", 0);
+
+	g->policy.mode = GPOL_PINNED;
+	mask_parse("0-1", &g->policy.nodes);
+	g->busy_threads = 1;
+	g->busy_measured = true;
+	g->mem_node[0] = on0_mib * MIB;
+	g->mem_node[1] = (600 - on0_mib) * MIB;
+	s->numa_balancing = balancing;
+	return decide_default(s, "pinned two");
+}
+
+static void test_pinned_memory_follows_threads(void **state)
+{
+	const struct plan_item *it;
+	struct plan *p;
+
+	(void)state;
+	p = pinned_two(0, 0);
+	it = find_item(p, "pin");
+	assert_non_null(it);
+	if (it->kind != PLAN_MOVE || it->reason != REASON_PINNED || it->first_bytes != 600 * MIB ||
+	    it->first_node != 0 || it->migrate_bytes != 600 * MIB)
+		fail_msg("%s %s: %s", plan_kind_name(it->kind), move_reason_name(it->reason), it->detail);
+	assert_nodes("cpus", &it->to_nodes, "0-1", "pinned two", "pin");
+	assert_nodes("mems", &it->to_mems, "0-1", "pinned two", "pin");
+	plan_free(p);
+	/* the kernel's balancing on: its job */
+	p = pinned_two(1, 0);
+	assert_null(find_item(p, "pin"));
+	plan_free(p);
+	/* once the memory is there: settled */
+	p = pinned_two(0, 600);
+	assert_null(find_item(p, "pin"));
+	plan_free(p);
+}
+
 /* The testbed's oversubscribed scenario after its first cycles (run of
  * 2026-12-01 with the fixes above): four 2-thread guests alone on a node
  * each with their 300 MiB, the last two (w2, w6) still on every node with
@@ -2217,6 +2267,7 @@ int main(void)
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_oversubscribed_local_least_loaded);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_crowded_two_stay_local);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_spread_memory_follows_threads);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_pinned_memory_follows_threads);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_no_mutual_room_credit);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_spread_start_one_node_each);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_config_validate);
