@@ -401,8 +401,11 @@ static bool split_eval(struct pctx *x, const struct gview *v, const bool *usable
 	nodemask_t cpun, mems;
 	double u;
 
+	/* Its use may pass its busy threads a little (the idle threads'
+	 * ticks, rounding: 2.02 CPUs for two busy threads in the testbed):
+	 * the same slack as for the node's load. */
 	if (!usable[n] || !s->nodes[n].mem_total || !v->memok[n] || !s->nodes[n].nr_cpus ||
-	    v->acpus[n] < v->busy_thr || use > v->acpus[n] + UTIL_EPS)
+	    v->acpus[n] < v->busy_thr || use > v->acpus[n] * (1.0 + LOCAL_FIT_SLACK))
 		return false;
 	u = (pctx_other_busy(x, v, n) + use) / s->nodes[n].nr_cpus;
 	if (u > 1.0 + LOCAL_FIT_SLACK)
