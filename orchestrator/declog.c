@@ -19,7 +19,7 @@
 
 /* Records are kept as their compact JSON text (what the file holds too),
  * packed (pack() below): a jansson tree costs several KiB a record, the
- * text ~620 bytes, packed ~300. A full ring of 4096 records at 1000
+ * text ~670 bytes, packed ~320. A full ring of 4096 records at 1000
  * guests was 3.0 MiB of the daemon's heap as text and a separate copy of
  * each guest id (make bench). */
 struct rec {
@@ -40,21 +40,25 @@ struct declog {
 
 /* The records' keys, most of a record's text ("cycle", "guest", ...
  * repeat in every one). A packed record has byte i + 1 in place of
- * "KEYS[i]": — bytes 0x01..0x1f, which never occur raw in JSON text
+ * "KEYS[i]": — bytes 0x01..0x1e, which never occur raw in JSON text
  * (jansson writes control characters as \u escapes), so packing is
  * lossless and unpacking needs no escape of its own. A key not in the
- * table stays as it is. At most 31. */
+ * table ("errno", rare) stays as it is. The byte CODE_GUEST stands for
+ * "guest":"ID" when ID is the record's guest as it is written (its own
+ * copy is beside the record, for the guest filter: the id is 70 bytes of
+ * a Docker container's record). */
 static const char *const KEYS[] = {
 	"cycle", "guest", "decision", "reason", "from", "to", "nodes", "mems", "cpus",
 	"load_before", "load_after", "migrate_mib", "mem_demand_bytes", "cpu_demand",
 	"locality_before", "detail", "dry_run", "skip_reason", "locality_source",
 	"mem_in_cpuset_before", "threads", "busy_threads", "runtime", "kind", "outcome",
-	"message", "duration_ms", "mems_after", "errno", "id", "time",
+	"message", "duration_ms", "mems_after", "id", "time",
 };
 #define NKEYS (sizeof(KEYS) / sizeof(KEYS[0]))
-_Static_assert(NKEYS <= 0x1f, "codes are the bytes 0x01..0x1f");
+#define CODE_GUEST (NKEYS + 1)
+_Static_assert(CODE_GUEST <= 0x1f, "codes are the bytes 0x01..0x1f");
 
-static bool is_code(char c)
+static bool is_key_code(char c)
 {
 	return (unsigned char)c >= 1 && (unsigned char)c <= NKEYS;
 }
@@ -83,10 +87,12 @@ static unsigned key_code(const char *s, const char *e)
 	return 0;
 }
 
-/* LINE (JSON text) packed into OUT (room for strlen(LINE) + 1: packing
- * never grows it); returns the packed length. */
-static size_t pack(const char *line, char *out)
+/* LINE (JSON text) of a record of GUEST packed into OUT (room for
+ * strlen(LINE) + 1: packing never grows it); returns the packed length. */
+static size_t pack(const char *line, const char *guest, char *out)
 {
+	static const char guest_key[] = "\"guest\":\"";
+	size_t gl = strlen(guest);
 	char *o = out;
 
 	for (const char *s = line; *s;) {
@@ -95,6 +101,14 @@ static size_t pack(const char *line, char *out)
 
 		if (*s != '"') {
 			*o++ = *s++;
+			continue;
+		}
+		/* "guest":"ID" with ID exactly as the guest filter has it */
+		if (strncmp(s, guest_key, sizeof(guest_key) - 1) == 0 &&
+		    strncmp(s + sizeof(guest_key) - 1, guest, gl) == 0 && s[sizeof(guest_key) - 1 + gl] == '"' &&
+		    !memchr(guest, '\\', gl) && !memchr(guest, '"', gl)) {
+			*o++ = (char)CODE_GUEST;
+			s += sizeof(guest_key) + gl;
 			continue;
 		}
 		e = string_end(s);
@@ -114,17 +128,17 @@ static size_t pack(const char *line, char *out)
 	return (size_t)(o - out);
 }
 
-/* The JSON text of packed record P; caller frees. */
-static char *unpack(const char *p)
+/* The JSON text of packed record P of GUEST; caller frees. */
+static char *unpack(const char *p, const char *guest)
 {
-	size_t len = 0;
+	size_t len = 0, gl = strlen(guest);
 	char *out, *o;
 
 	for (const char *s = p; *s; s++)
-		len += is_code(*s) ? strlen(KEYS[*s - 1]) + 3 : 1;
+		len += is_key_code(*s) ? strlen(KEYS[*s - 1]) + 3 : *s == (char)CODE_GUEST ? gl + 10 : 1;
 	o = out = xmalloc(len + 1);
 	for (const char *s = p; *s; s++) {
-		if (is_code(*s)) {
+		if (is_key_code(*s)) {
 			size_t kl = strlen(KEYS[*s - 1]);
 
 			*o++ = '"';
@@ -132,6 +146,11 @@ static char *unpack(const char *p)
 			o += kl;
 			*o++ = '"';
 			*o++ = ':';
+		} else if (*s == (char)CODE_GUEST) {
+			memcpy(o, "\"guest\":\"", 9);
+			memcpy(o + 9, guest, gl);
+			o[9 + gl] = '"';
+			o += gl + 10;
 		} else
 			*o++ = *s;
 	}
@@ -139,17 +158,17 @@ static char *unpack(const char *p)
 	return out;
 }
 
-char *declog_pack_text(const char *json)
+char *declog_pack_text(const char *json, const char *guest)
 {
 	char *out = xmalloc(strlen(json) + 1);
 
-	pack(json, out);
+	pack(json, guest, out);
 	return out;
 }
 
-char *declog_unpack_text(const char *packed)
+char *declog_unpack_text(const char *packed, const char *guest)
 {
-	return unpack(packed);
+	return unpack(packed, guest);
 }
 
 static const char *rec_guest(const struct rec *r)
@@ -366,7 +385,7 @@ int64_t declog_add(struct declog *d, json_t *rec)
 
 		/* packed into a scratch buffer first: the record's own is
 		 * allocated at its packed size */
-		pl = pack(line, tmp);
+		pl = pack(line, guest, tmp);
 		slot->buf = xmalloc(gl + 1 + pl + 1);
 		memcpy(slot->buf, guest, gl + 1);
 		memcpy(slot->buf + gl + 1, tmp, pl + 1);
@@ -401,7 +420,7 @@ static json_t *collect(struct declog *d, unsigned first, uint64_t since_id, int6
 
 		if (!rec_matches(r, since_id, since_ms, guest))
 			continue;
-		char *text = unpack(rec_packed(r));
+		char *text = unpack(rec_packed(r), rec_guest(r));
 
 		o = json_loads(text, 0, NULL);
 		free(text);

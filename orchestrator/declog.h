@@ -58,9 +58,10 @@ uint64_t declog_last_id(struct declog *d);
 /* Bytes the ring holds (its records, packed, and its slots) and, in
  * *NR_RECORDS (may be NULL), how many records. Any thread. */
 size_t declog_bytes(struct declog *d, unsigned *nr_records);
-/* The ring's packing of one record's JSON text, both ways, for tests:
- * declog_unpack_text(declog_pack_text(X)) == X. Caller frees. */
-char *declog_pack_text(const char *json);
-char *declog_unpack_text(const char *packed);
+/* The ring's packing of the JSON text of one record of GUEST (its
+ * "guest"), both ways, for tests: declog_unpack_text(declog_pack_text(X,
+ * G), G) == X. Caller frees. */
+char *declog_pack_text(const char *json, const char *guest);
+char *declog_unpack_text(const char *packed, const char *guest);
 
 #endif

@@ -139,28 +139,34 @@ static void test_file_opened_carefully(void **state)
  * JSON escapes), UTF-8 — and a key not in the table. */
 static void test_packed_records_round_trip(void **state)
 {
-	static const char *const texts[] = {
-		"{\"cycle\":7,\"detail\":\"\\\"guest\\\":\\\"x\\\" \\\\\",\"guest\":\"a\",\"to\":{\"nodes\":[0,1]}}",
-		"{\"detail\":\"tab\\tnl\\n\\u0001 \u00e9 \\\"time\\\":\",\"unknown_key\":\"guest\",\"id\":1}",
-		"{\"guest\":\"\",\"message\":\"\\\\\",\"errno\":\"ENOENT\"}",
-		"[]",
+	static const struct {
+		const char *text, *guest;
+	} cases[] = {
+		{ "{\"cycle\":7,\"detail\":\"\\\"guest\\\":\\\"a\\\" \\\\\",\"guest\":\"a\",\"to\":{\"nodes\":[0,1]}}", "a" },
+		{ "{\"detail\":\"tab\\tnl\\n\\u0001 \u00e9 \\\"time\\\":\",\"unknown_key\":\"guest\",\"id\":1}", "zz" },
+		{ "{\"guest\":\"\",\"message\":\"\\\\\",\"errno\":\"ENOENT\"}", "" },
+		/* another guest's id, and an id JSON escapes: written out */
+		{ "{\"guest\":\"a\",\"id\":2}", "b" },
+		{ "{\"guest\":\"g\\\"1\",\"id\":2}", "g\"1" },
+		{ "{\"guest\":\"a\"}", "a\"" },
+		{ "[]", "a" },
 	};
 	struct declog *d;
 
 	(void)state;
-	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
-		char *p = declog_pack_text(texts[i]), *u = declog_unpack_text(p);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *p = declog_pack_text(cases[i].text, cases[i].guest), *u = declog_unpack_text(p, cases[i].guest);
 
-		assert_string_equal(u, texts[i]);
-		assert_true(strlen(p) <= strlen(texts[i]));
+		assert_string_equal(u, cases[i].text);
+		assert_true(strlen(p) <= strlen(cases[i].text));
 		free(p);
 		free(u);
 	}
 	{
-		/* known keys are packed: a record's text shrinks by their names */
-		char *p = declog_pack_text("{\"cycle\":1,\"guest\":\"g\"}");
+		/* known keys are packed, and the record's own guest with its key */
+		char *p = declog_pack_text("{\"cycle\":1,\"guest\":\"g\",\"kind\":\"vm\"}", "g");
 
-		assert_int_equal(strlen(p), strlen("{\x01" "1,\x02\"g\"}"));
+		assert_int_equal(strlen(p), strlen("{\x01" "1,\x1f,\x18\"vm\"}"));
 		free(p);
 	}
 	/* through the ring: the same record comes back, found by its guest */
