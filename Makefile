@@ -158,6 +158,14 @@ $(BUILD)/tests/%: $(BUILD)/san/tests/unit/%.o $(UNIT_HELPERS:%.c=$(BUILD)/san/%.
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS) $(VM_LIBS) $(shell $(PKG_CONFIG) --libs cmocka)
 
+# Unit tests of the CLI's pure parts (tests/unit/test_ctl_*.c) link its
+# objects, without its main, and its libraries.
+$(BUILD)/tests/test_ctl_%: $(BUILD)/san/tests/unit/test_ctl_%.o $(UNIT_HELPERS:%.c=$(BUILD)/san/%.o) \
+		$(HOOK_SRCS:%.c=$(BUILD)/san/%.o) $(filter-out %/numaorchctl.o,$(CLI_SRCS:%.c=$(BUILD)/san/%.o)) \
+		$(BUILD)/libnumaorch-san.a
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS) $(VM_LIBS) $(CLI_LIBS) $(shell $(PKG_CONFIG) --libs cmocka)
+
 $(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(BUILD)/libnumaorch.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
