@@ -417,12 +417,14 @@ jget() { sed -n "s/^      \"$2\": \"\{0,1\}\([^\",]*\)\"\{0,1\},\{0,1\}\$/\1/p" 
 # jsrc FILE NODE KEY: KEY of the first job's source NODE in FILE; empty if
 # the job has no such source.
 jsrc() {
-	awk -v n="$2" -v k="\"$3\":" '
+	awk -v n="$2" -v k="$3" '
 		/^      "sources": \[\]/ { exit }
 		/^      "sources": \[/ { s = 1; next }
-		s && /^      \]/ { exit }
-		s && $1 == "\"node\":" { v = $2; gsub(/[^0-9]/, "", v); cur = v }
-		s && $1 == k && cur == n { v = $2; gsub(/,/, "", v); print v; exit }' $1
+		!s { next }
+		/^      \]/ { exit }
+		/^        \{/ { split("", v); next }
+		/^        \}/ { if (v["node"] == n "") { print v[k]; exit } next }
+		{ key = $1; gsub(/[":]/, "", key); val = $2; gsub(/,/, "", val); v[key] = val }' $1
 }
 # mib TEXT: numaorchctl's short size ("0", "512K", "190M", "1.2G") in MiB.
 mib() { echo "$1" | awk '{v=$1+0; u=substr($1,length($1)); if(u=="K")v/=1024; else if(u=="G")v*=1024; else if(u!="M")v/=1048576; printf "%.1f\n", v}'; }
