@@ -99,7 +99,8 @@ check() {
 	sb_setup
 	why=$(test_$1 2>&1)
 	rc=$?
-	if [ $rc -eq 0 ]; then ok "$1"; else notok "$1" "$(echo "$why" | tail -5 | tr '\n' ' ')"; fi
+	# a passing test's "# " lines are its figures (TAP comments)
+	if [ $rc -eq 0 ]; then ok "$1"; echo "$why" | grep '^# '; else notok "$1" "$(echo "$why" | tail -5 | tr '\n' ' ')"; fi
 	sb_teardown
 }
 
