@@ -14,6 +14,7 @@
 #include "../orchestrator/parse.h"
 #include "../orchestrator/procstat.h"
 #include "../orchestrator/xalloc.h"
+#include "../orchestrator/numamaps.h"
 #include "../orchestrator/numastat.h"
 
 #define CMDLINE_MAX (256u << 10)
@@ -564,7 +565,7 @@ int vmproc_numa_maps(const struct host_paths *hp, pid_t pid, const struct snapsh
 	/* Nothing below fails, so MEM is only touched once the file is read:
 	 * on an error it keeps what it held. */
 	by_id = xcalloc(MASK_MAX_NODES, sizeof(*by_id));
-	numastat_parse_numa_maps(buf, by_id, MASK_MAX_NODES);
+	numamaps_parse(buf, by_id, MASK_MAX_NODES);
 	memset(mem, 0, snap->nr_nodes * sizeof(uint64_t));
 	for (unsigned i = 0; i < snap->nr_nodes; i++)
 		if (snap->nodes[i].id >= 0 && snap->nodes[i].id < MASK_MAX_NODES)

@@ -20,7 +20,7 @@
 #include "xalloc.h"
 #include "log.h"
 #include "numamig.h"
-#include "numastat.h"
+#include "numamaps.h"
 #include "procstat.h"
 #include "strtab.h"
 
@@ -261,7 +261,7 @@ void mover_census_add(struct mover_job_info *j, const char *text, bool all)
 {
 	uint64_t *by_id = xcalloc(MASK_MAX_NODES, sizeof(*by_id));
 
-	numastat_parse_numa_maps(text, by_id, MASK_MAX_NODES);
+	numamaps_parse(text, by_id, MASK_MAX_NODES);
 	for (int node = 0; node < MASK_MAX_NODES; node++) {
 		unsigned k;
 
