@@ -72,6 +72,13 @@ struct mover_spec {
 	 * that is a target (a one-node host has nowhere else to move to; the
 	 * kernel then only walks and counts the pages). */
 	bool relocate_all;
+	/* A guest whose memory does not fit one node, its threads on one
+	 * (policy: split): up to first_bytes of its pages off node FIRST —
+	 * from TO's other nodes too — go to FIRST before anything else, so
+	 * the threads' node holds the largest share it has room for.
+	 * first_bytes 0: no such node (FIRST is then ignored). */
+	int first;
+	uint64_t first_bytes;
 };
 
 /* One node a job moves pages off. FOUND is what its census counted there
@@ -81,7 +88,7 @@ struct mover_spec {
  * pages came later, has FOUND 0). */
 struct mover_source {
 	int node;
-	int to;                  /* the target node they go to (mover_pick_target) */
+	int to;                  /* the target node they go to (mover_pick_target; FIRST for a split job) */
 	uint64_t found, done;    /* bytes */
 };
 
@@ -98,6 +105,12 @@ struct mover_job_info {
 	uint64_t bytes_expected; /* what the plan expected (memory.numa_stat) */
 	uint64_t bytes_done;     /* pages now on the target that were not */
 	bool census;             /* the sources' FOUND are known (the job has started) */
+	/* A split job (mover_spec.first): its pages go to FIRST while FIRST
+	 * has room, so its sources' target is FIRST; pages it moves onto
+	 * FIRST from its other target nodes are not in the census (they are
+	 * on the target already): their source's DONE grows, FOUND stays 0. */
+	bool has_first;
+	int first;
 	unsigned nsources;
 	struct mover_source sources[MOVER_MAX_SOURCES]; /* in the order first seen */
 	uint64_t other_found, other_done;
@@ -209,6 +222,17 @@ size_t mover_adapt_chunk(size_t pages, double elapsed_ms, double target_ms);
 /* The target node for a page on node FROM: spread over TO's nodes by
  * FROM's position, so one source node's pages land on one target node. */
 int mover_pick_target(const nodemask_t *to, int from);
+
+/* Targets for the K entries a window planned (IDX into STATUS, WEIGHT in
+ * pages of PAGE bytes), planned against {FIRST} while *FIRST_LEFT > 0 and
+ * against TO otherwise. While *FIRST_LEFT covers an entry it goes to
+ * FIRST (off *FIRST_LEFT); after that an entry already on TO stays (it is
+ * dropped) and the others go by mover_pick_target among TO less FIRST
+ * (FIRST has no room left). FIRST < 0: mover_pick_target for all.
+ * NODES[e] gets each kept entry's target; IDX and WEIGHT are compacted
+ * in place. Returns the entries kept. */
+size_t mover_assign_targets(const int *status, size_t *idx, int *weight, size_t k, size_t page,
+			    const nodemask_t *to, int first, uint64_t *first_left, int *nodes);
 
 /* ---- the pure part: a job's accounting by source node ---- */
 
