@@ -338,6 +338,24 @@ static void test_sources_census_and_moves(void **state)
 	/* a node the census did not see becomes a source when pages move off it */
 	assert_int_equal(mover_source_slot(&j, 3), 2);
 	assert_int_equal(j.sources[2].found, 0);
+	/* a split job: its sources go to FIRST (the threads' node) while it
+	 * has room; the census leaves out the target's nodes, so pages moved
+	 * onto FIRST from another target node count as done, found 0 */
+	memset(&j, 0, sizeof(j));
+	mask_parse("1-2", &j.to);
+	j.has_first = true;
+	j.first = 2;
+	mover_census_add(&j, "7f0000000000 default N0=256 N1=512 N2=512 kernelpagesize_kB=4\n", false);
+	j.census = true;
+	assert_int_equal(j.nsources, 1);
+	assert_int_equal(j.sources[0].node, 0);
+	assert_int_equal(j.sources[0].to, 2);
+	mover_add_done(&j, mover_source_slot(&j, 1), (int64_t)(2 * MIB));
+	assert_int_equal(j.sources[1].node, 1);
+	assert_int_equal(j.sources[1].to, 2);
+	assert_int_equal(mover_source_left(&j.sources[1]), 0);
+	assert_int_equal(mover_job_left(&j), MIB);
+	assert_int_equal(j.bytes_done, 2 * MIB);
 	/* relocate_all (one-node hosts, benchmarks): every page is a source,
 	 * going to its own node when that is a target */
 	memset(&j, 0, sizeof(j));
