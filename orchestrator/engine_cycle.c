@@ -151,8 +151,9 @@ void engine_settle_jobs(struct engine *e)
 		const struct mover_job_info *ji = &fin[k];
 		struct apply_pending *p = NULL;
 		struct apply_result res;
-		char from[NODELIST_BUFSZ], to[NODELIST_BUFSZ], decision[40];
+		char from[NODELIST_BUFSZ], to[NODELIST_BUFSZ], decision[40], narrow[NODELIST_BUFSZ + 80];
 		double mib = (double)ji->bytes_done / 1048576.0;
+		int settle;
 
 		for (unsigned i = 0; i < e->njobs; i++)
 			if (e->jobs[i].id == ji->id) {
@@ -170,16 +171,22 @@ void engine_settle_jobs(struct engine *e)
 		/* Narrowing a strict guest migrates what is left: only once its
 		 * pages are in place. A job that ended early leaves its mems
 		 * wide (old ∪ new: consistent, never empty). */
-		if (ji->state == MJ_DONE)
-			apply_memory_settle(e->app, p, &res);
+		settle = ji->state == MJ_DONE ? apply_memory_settle(e->app, p, &res) : 0;
 		mask_format(&ji->from, from, sizeof(from));
 		mask_format(&ji->to, to, sizeof(to));
+		/* A refused narrowing leaves the guest bound to old ∪ new: the
+		 * record says so (mems_after) instead of implying the target. */
+		if (settle < 0 && settle != -ENOENT && settle != -ESRCH && settle != -ENODEV)
+			snprintf(narrow, sizeof(narrow), "; narrowing its mems to %s failed (%s), they stay on both",
+				 to, strerror(-settle));
+		else
+			narrow[0] = '\0';
 		apply_result_set(&res, ji->state == MJ_DONE ? APPLY_DONE : ji->state == MJ_VANISHED ? APPLY_VANISHED :
 				 ji->state == MJ_FAILED ? APPLY_FAILED : APPLY_CHANGED, ji->state == MJ_FAILED ? -EIO : 0,
 			"job %llu %s: %.1f MiB moved off nodes %s onto %s in %.2f s (%.0f MiB/s), %llu chunks, "
-			"longest stall %.1f ms%s%s", (unsigned long long)ji->id, mover_state_name(ji->state), mib,
+			"longest stall %.1f ms%s%s%s", (unsigned long long)ji->id, mover_state_name(ji->state), mib,
 			from[0] ? from : "-", to, ji->elapsed_s, ji->elapsed_s > 0 ? mib / ji->elapsed_s : 0,
-			(unsigned long long)ji->chunks, ji->stall_max_ms, ji->msg[0] ? ": " : "", ji->msg);
+			(unsigned long long)ji->chunks, ji->stall_max_ms, ji->msg[0] ? ": " : "", ji->msg, narrow);
 		res.duration_s = ji->elapsed_s;
 		snprintf(decision, sizeof(decision), "memory_%s", ji->state == MJ_DONE ? "arrived" :
 			 mover_state_name(ji->state));
