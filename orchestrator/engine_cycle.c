@@ -122,6 +122,8 @@ static bool memory_phase(struct engine *e, const struct snapshot *snap, struct a
 	spec.pids = pids;
 	spec.to = it->to_mems;
 	spec.bytes = it->migrate_bytes;
+	spec.first = it->first_bytes ? it->first_node : -1;
+	spec.first_bytes = it->first_bytes;
 	id = mover_submit(e->mover, &spec);
 	free(pids);
 	{
@@ -357,7 +359,8 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 				 * cycle until something changes: say it once, not
 				 * once a cycle (an explicit request, REPORT, always
 				 * gets its records). */
-				bool same = logged_repeats(&e->logged, it, report != NULL);
+				bool same = logged_repeats(&e->logged, it, report != NULL, snap->mono_ns,
+							   e->cfg.policy.cooldown_ns);
 
 				pstate_revert(next, e->ps, it->guest_id);
 				if (same)
@@ -384,7 +387,7 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 			}
 			record_move(e, snap, next, it, &res, report, i);
 		} else if (it->kind == PLAN_SKIP) {
-			if (logged_repeats(&e->logged, it, report != NULL))
+			if (logged_repeats(&e->logged, it, report != NULL, snap->mono_ns, e->cfg.policy.cooldown_ns))
 				continue;
 			log_debug("not moving %s: %s (%s)", it->guest_id, skip_reason_name(it->skip), it->detail);
 			declog_add(e->dl, declog_make(snap, it, "skipped", NULL, dry_run));
@@ -404,7 +407,7 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 	free(pend);
 	t3 = clock_mono_ns();
 	if (plan)
-		logged_update(&e->logged, plan);
+		logged_update(&e->logged, plan, snap->mono_ns, e->cfg.policy.cooldown_ns);
 	if (next) {
 		pstate_free(e->ps);
 		e->ps = next;
