@@ -494,9 +494,33 @@ static int move_slices(struct mover *m, struct job *j, pid_t pid, struct bufs *b
 	return r;
 }
 
-/* Walk one process. Returns 0 when walked to the end, 1 when J must
- * stop, -ESRCH when the process is gone, or a negative errno. */
-static int move_process(struct mover *m, struct job *j, pid_t pid, struct bufs *b, size_t *chunk,
+/* Whether PID has exited. A process killed mid-job is a zombie until its
+ * parent reaps it: it still has a /proc entry, but no memory any more, so
+ * move_pages(2) answers EINVAL (no mm) rather than ESRCH and its maps read
+ * empty; the same holds while it exits, before it is a zombie. Such a
+ * process has vanished, not failed. */
+static bool process_gone(const struct mover *m, pid_t pid)
+{
+	char path[256], *text = NULL;
+	const char *f[21];
+	size_t len;
+	bool gone;
+
+	if (snprintf(path, sizeof(path), "%s/%d/stat", m->hp.procfs, (int)pid) >= (int)sizeof(path))
+		return false;
+	if (fs_read_file(path, 4096, &text, &len) < 0)
+		return kill(pid, 0) < 0 && errno == ESRCH;
+	/* state Z or X; or, while it is still exiting, vsize (field 23) 0:
+	 * its memory is already torn down */
+	gone = proc_stat_fields(text, f, 21) == 0 &&
+	       (f[0][0] == 'Z' || f[0][0] == 'X' || (f[20][0] == '0' && (f[20][1] == ' ' || f[20][1] == '\n')));
+	free(text);
+	return gone;
+}
+
+/* Walk one process's mappings: 0 when walked to the end, 1 when J must
+ * stop, or a negative errno (-ESRCH: its maps are gone). */
+static int walk_process(struct mover *m, struct job *j, pid_t pid, struct bufs *b, size_t *chunk,
 			size_t page)
 {
 	char path[PATH_MAX];
@@ -609,6 +633,24 @@ static int move_process(struct mover *m, struct job *j, pid_t pid, struct bufs *
 	return r;
 }
 
+/* Move one process's misplaced pages. Returns 0 when walked to the end,
+ * 1 when J must stop, -ESRCH when the process is gone — the one place
+ * that decides "vanished" (the caller counts such a process as vanished,
+ * not failed) — or a negative errno. */
+static int move_process(struct mover *m, struct job *j, pid_t pid, struct bufs *b, size_t *chunk,
+			size_t page)
+{
+	int r = walk_process(m, j, pid, b, chunk, page);
+
+	/* Any call that failed on a process that has exited (a zombie
+	 * answers move_pages with EINVAL, not ESRCH) is its exit, not a
+	 * failure. Asked only after a failure: the walk never reads
+	 * /proc/PID/stat. */
+	if (r < 0 && r != -ESRCH && process_gone(m, pid))
+		r = -ESRCH;
+	return r;
+}
+
 /* The worker onto the CPUs of J's target nodes (those it may use);
  * *OLD gets the affinity to restore. false if not pinned (no such CPUs,
  * unreadable sysfs): the job runs where it is. */
@@ -639,30 +681,6 @@ static bool pin_to_target(struct mover *m, const struct job *j, cpu_set_t *old)
 	return n && sched_setaffinity(0, sizeof(want), &want) == 0;
 }
 
-/* Whether PID has exited. A process killed mid-job is a zombie until its
- * parent reaps it: it still has a /proc entry, but no memory any more, so
- * move_pages(2) answers EINVAL (no mm) rather than ESRCH and its maps read
- * empty; the same holds while it exits, before it is a zombie. Such a
- * process has vanished, not failed. */
-static bool process_gone(const struct mover *m, pid_t pid)
-{
-	char path[256], *text = NULL;
-	const char *f[21];
-	size_t len;
-	bool gone;
-
-	if (snprintf(path, sizeof(path), "%s/%d/stat", m->hp.procfs, (int)pid) >= (int)sizeof(path))
-		return false;
-	if (fs_read_file(path, 4096, &text, &len) < 0)
-		return kill(pid, 0) < 0 && errno == ESRCH;
-	/* state Z or X; or, while it is still exiting, vsize (field 23) 0:
-	 * its memory is already torn down */
-	gone = proc_stat_fields(text, f, 21) == 0 &&
-	       (f[0][0] == 'Z' || f[0][0] == 'X' || (f[20][0] == '0' && (f[20][1] == ' ' || f[20][1] == '\n')));
-	free(text);
-	return gone;
-}
-
 static enum mover_state run_job(struct mover *m, struct job *j, char *msg, size_t msgsz)
 {
 	cpu_set_t old_cpus;
@@ -690,7 +708,7 @@ static enum mover_state run_job(struct mover *m, struct job *j, char *msg, size_
 	for (unsigned i = 0; i < j->npids; i++) {
 		int r = move_process(m, j, j->pids[i], &b, &chunk, page);
 
-		if (r == -ESRCH || (r < 0 && process_gone(m, j->pids[i])))
+		if (r == -ESRCH)
 			continue;
 		alive++;
 		if (r == 1) {
