@@ -266,51 +266,6 @@ def libvirt_missing():
     return None
 
 
-# QEMU's capabilities as libvirtd probed them in an earlier boot (minutes
-# under TCG): put back into the next initramfs while the host's QEMU and
-# libvirt are the same files (their size and mtime), else probed again.
-LIBVIRT_CAPS = os.path.join(CACHE, "libvirt-caps")
-CAPS_DIR = "var/cache/libvirt/qemu/capabilities"
-
-
-def _caps_fingerprint():
-    parts = []
-    for f in LIBVIRT_BINS + LIBVIRT_MODULES:
-        st = os.stat(f)
-        parts.append("%s %d %d" % (f, st.st_size, int(st.st_mtime)))
-    return "\n".join(parts) + "\n"
-
-
-def save_libvirt_caps(text):
-    """Keep the capabilities the in-VM libvirtd wrote (CAPS-BEGIN NAME ...
-    CAPS-END on the results port). Returns how many."""
-    found = re.findall(r"^CAPS-BEGIN (\S+\.xml)\n(.*?)^CAPS-END$", text, re.M | re.S)
-    if not found:
-        return 0
-    shutil.rmtree(LIBVIRT_CAPS, ignore_errors=True)
-    os.makedirs(LIBVIRT_CAPS)
-    for name, xml in found:
-        with open(os.path.join(LIBVIRT_CAPS, os.path.basename(name)), "w") as f:
-            f.write(xml)
-    with open(os.path.join(LIBVIRT_CAPS, "fingerprint"), "w") as f:
-        f.write(_caps_fingerprint())
-    return len(found)
-
-
-def _add_libvirt_caps(c):
-    fp = os.path.join(LIBVIRT_CAPS, "fingerprint")
-    try:
-        with open(fp) as f:
-            if f.read() != _caps_fingerprint():
-                log("the saved QEMU capabilities are from other QEMU/libvirt files: libvirtd probes again")
-                return
-    except OSError:
-        return
-    for name in sorted(os.listdir(LIBVIRT_CAPS)):
-        if name.endswith(".xml"):
-            c.host_file(CAPS_DIR + "/" + name, os.path.join(LIBVIRT_CAPS, name), 0o644)
-
-
 def _add_libvirt(c, libs):
     files = list(LIBVIRT_BINS) + list(LIBVIRT_MODULES) + [os.path.join(BUILD, "numaorch-libvirt.so")]
     for d in LIBVIRT_MODULE_DIRS:
@@ -329,7 +284,6 @@ def _add_libvirt(c, libs):
             c.host_file(src, os.path.realpath(src), 0o644)
     for d in ("etc/libvirt", "var/lib/libvirt", "var/cache/libvirt", "var/log/libvirt", "images"):
         c.dir(d)
-    _add_libvirt_caps(c)
 
 
 def build_initrd(libvirt=False):
@@ -865,7 +819,6 @@ def cmd_check_libvirt(args):
         print("not ok - the VM ran the libvirt test to its end")
         print("0 passed, 1 failed")
         return 1
-    save_libvirt_caps(text)
     ok, bad, skipped = parse_itest(text)
     for l in text.splitlines():
         if l.startswith(("ok ", "not ok ", "# ")):
@@ -1165,8 +1118,6 @@ def main():
                 initrd = build_initrd(libvirt=True)
             text, wall = boot(load_scenario(a.vm), "numavm.mode=script numavm.script=" + a.name,
                               os.path.join(CACHE, "script." + a.name), timeout=900, initrd=initrd)
-            if a.libvirt:
-                save_libvirt_caps(text)
             print(text)
         elif a.cmd == "capture":
             prepare()
