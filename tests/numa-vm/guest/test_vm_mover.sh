@@ -252,8 +252,11 @@ result "the memory_arrived record agrees (job done, onto $to_mems, no mems left 
 rmib=$(echo "$arr" | sed -n 's/.*job [0-9]* [a-z]*: \([0-9]*\)\.[0-9] MiB moved.*/\1/p')
 [ -n "$rmib" ] && [ "$rmib" -ge $((m0 * 8 / 10)) ]
 result "the record's bytes match what the kernel saw move (${rmib:-?} MiB recorded, $m0 MiB were on node 0)" $? "$arr"
-vcpu_ok=$($VIRSH vcpuinfo $VM | awk '$1=="CPU:"{print $2}')
-say "vCPU 0 runs on CPU $vcpu_ok"
+vp=$($VIRSH vcpupin $VM | awk 'NF>=2{print $NF; exit}') ep=$($VIRSH emulatorpin $VM | awk 'NF>=2{print $NF; exit}')
+[ -n "$to_cpus" ] && [ "$vp" = "$to_cpus" ] && [ "$ep" = "$to_cpus" ]
+result "libvirt's live pins are the record's CPUs '$to_cpus' (vcpupin $vp, emulatorpin $ep)" $? \
+	"vcpupin: $($VIRSH vcpupin $VM | tr -s ' ' | tr '\n' ' ') emulatorpin: $($VIRSH emulatorpin $VM | tr -s ' ' | tr '\n' ' ')"
+say "vCPU 0 runs on CPU $($VIRSH vcpuinfo $VM | awk '$1=="CPU:"{print $2}')"
 tail -30 $T/err | sed 's/^/# agent: /' | cut -c1-400
 
 kill -TERM $apid; wait $apid
