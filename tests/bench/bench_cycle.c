@@ -14,7 +14,14 @@
  * memory.numa_stat and cpu.stat between cycles so that each sample
  * differs from the last (a history of unchanging guests would be
  * smaller); then stopped with SIGTERM; and the peak of its RssAnon (its
- * own memory, without shared library pages). "history" is the same
+ * own memory, without shared library pages). The run goes on until the
+ * agent's ring of decision records is full too (RING_RECORDS, at most a
+ * minute more: 10 guests never say 4096 things), and the row shows what
+ * the agent then says the history and the ring hold (its /metrics). The
+ * peak is reached in steady cycles, not at start: at 1000 guests during
+ * the policy step, when the published snapshot and plan, the new
+ * snapshot, the policy's per-guest scratch and the new plan are all
+ * alive (heaptrack). "history" is the same
  * history built in this process (every guest's locality, CPU use and
  * memory of each node holding some changing every sample), as
  * history_bytes() counts it, and the CPU time of one history_record()
