@@ -430,6 +430,7 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 		  e->stats.last_decide_s * 1e3, e->stats.last_apply_s * 1e3);
 	snap_unref(snap);
 	free(placed);
+	xmalloc_release();
 	e->last_cycle_end_ns = clock_mono_ns();
 	return 0;
 }
