@@ -365,6 +365,45 @@ static const struct tcase cases[] = {
 		.e = { { .id = "new", .kind = PLAN_SKIP, .skip = SKIP_NO_USAGE } },
 	},
 	{
+		/* The testbed's churn: a container appears on the 4 x 2-CPU host
+		 * with nothing touched yet; node 0 runs one busy guest (whose
+		 * memory is where the new one's first touches would go), node 1
+		 * another. Placed at once, taken as one CPU, on an idle node, its
+		 * mems bound there so its memory is first touched there: no
+		 * migration, no cool-down (check_invariants). */
+		.name = "start placement: a new container with nothing touched goes to an idle node at once",
+		.nn = 4, .nodes = { N(0, 2, 1024, 600, 0.5), N(1, 2, 1024, 600, 0.5),
+				    N(2, 2, 1024, 600, 0.0), N(3, 2, 1024, 900, 0.0) },
+		.g = { { .id = "new", .use = NAN, .on = "0-3", .mib = { 1, 0, 0, 0 } } },
+		.e = { { .id = "new", .kind = PLAN_MOVE, .reason = REASON_PLACE, .to = "2", .mems = "2",
+			 .cpus = "4-5", .detail_has = "start: 1 MiB touched" } },
+	},
+	{
+		/* Only the idle nodes are candidates: taken as one CPU with
+		 * headroom (1.2), it does not fit beside a busy thread on a
+		 * 2-CPU node (1 + 1.2 > 0.9 x 2). */
+		.name = "start placement: not beside a busy thread on a small node",
+		.nn = 2, .nodes = { N(0, 2, 1024, 900, 0.5), N(1, 2, 1024, 600, 0.0) },
+		.g = { { .id = "new", .use = NAN, .on = "0-1", .mib = { 0, 0 } } },
+		.e = { { .id = "new", .kind = PLAN_MOVE, .reason = REASON_PLACE, .to = "1", .mems = "1",
+			 .mig = MIG(0) } },
+	},
+	{
+		/* 16 MiB or more touched: placing it now would migrate, and its
+		 * use decides where (as before start placement). */
+		.name = "start placement: too late once it holds memory",
+		.nn = 2, .nodes = { N(0, 2, 1024, 900, 0.5), N(1, 2, 1024, 600, 0.0) },
+		.g = { { .id = "new", .use = NAN, .on = "0-1", .mib = { 16, 0 } } },
+		.e = { { .id = "new", .kind = PLAN_SKIP, .skip = SKIP_NO_USAGE } },
+	},
+	{
+		/* Already on one node that fits it: nothing to place. */
+		.name = "start placement: already on one node, nothing to do",
+		.nn = 2, .nodes = { N(0, 2, 1024, 900, 0.0), N(1, 2, 1024, 600, 0.0) },
+		.g = { { .id = "new", .use = NAN, .on = "0", .mib = { 0, 0 } } },
+		.e = { { .id = "new", .kind = PLAN_SKIP, .skip = SKIP_NO_USAGE } },
+	},
+	{
 		/* Node 2 has memory only: never a CPU target, and memory there
 		 * is remote (a: locality 0.5; b: all of it remote). */
 		.name = "memory-only node: never a CPU target, its memory is remote",
@@ -683,8 +722,14 @@ static void check_invariants(const struct policy_config *cfg, const struct snaps
 		{
 			const struct pstate_entry *pe = pstate_find(next, it->guest_id);
 
-			assert_non_null(pe);
-			assert_int_equal(pe->last_move_ns, s->mono_ns);
+			/* A start placement starts no cool-down. */
+			if (it->bind_start) {
+				assert_true(isnan(g->cpu_use));
+				assert_true(!pe || pe->last_move_ns != s->mono_ns);
+			} else {
+				assert_non_null(pe);
+				assert_int_equal(pe->last_move_ns, s->mono_ns);
+			}
 		}
 	}
 	assert_int_equal(moves, p->nr_moves);
