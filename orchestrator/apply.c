@@ -967,7 +967,7 @@ int apply_release_mems(struct applier *a, const struct snapshot *snap, unsigned 
 	}
 	r = collect_subtree(a, g->cgroup, &n, &sub, NULL, 0);
 	if (r == 0)
-		r = loosen_mems(a, n, sub, &g->mems, wide, loose, sizeof(loose));
+		r = loosen_mems(a, n, sub, wide, &g->mems, loose, sizeof(loose));
 	for (unsigned i = 0; i < n; i++)
 		free(sub[i]);
 	free(sub);
