@@ -703,7 +703,7 @@ static bool start_placeable(const struct snap_guest *g, struct snap_guest *sg)
 static unsigned view_of(struct pctx *x, const struct snap_guest *g, struct gview *v, bool *usable,
 			struct snap_guest *tmp, const struct snap_guest **used)
 {
-	bool start = start_placeable(g, tmp);
+	bool start = x->cfg->start_place && start_placeable(g, tmp);
 	unsigned n = gview_build(x, start ? tmp : g, v, usable);
 
 	if (start) {
@@ -775,7 +775,7 @@ static void evaluate(struct pctx *x, const struct pstate *prev, unsigned gi, str
 	if (g->policy.mode != GPOL_PINNED && isnan(g->cpu_use)) {
 		struct snap_guest sg;
 
-		if (start_placeable(g, &sg)) {
+		if (cfg->start_place && start_placeable(g, &sg)) {
 			struct gdec before = *d;
 
 			evaluate_start(x, pe, g, d, v, usable, nan);

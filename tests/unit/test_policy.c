@@ -97,6 +97,7 @@ static const unsigned dist8[64] = {
 static void max_moves_2(struct policy_config *c) { c->max_moves = 2; }
 static void no_migration(struct policy_config *c) { c->max_migrate_bytes = 0; }
 static void margin_0(struct policy_config *c) { c->less_busy_margin = 0.0; }
+static void no_start_place(struct policy_config *c) { c->start_place = false; }
 
 #define N(i, c, m, f, b) { .id = (i), .cpus = (c), .mem_mib = (m), .free_mib = (f), .busy = (b) }
 #define N8(i, f, b) N(i, 8, 16384, f, b)
@@ -395,6 +396,13 @@ static const struct tcase cases[] = {
 		.nn = 2, .nodes = { N(0, 2, 1024, 900, 0.5), N(1, 2, 1024, 600, 0.0) },
 		.g = { { .id = "new", .use = NAN, .on = "0-1", .mib = { 16, 0 } } },
 		.e = { { .id = "new", .kind = PLAN_SKIP, .skip = SKIP_NO_USAGE } },
+	},
+	{
+		.name = "start placement off: decided next cycle",
+		.nn = 2, .nodes = { N(0, 2, 1024, 900, 0.5), N(1, 2, 1024, 600, 0.0) },
+		.g = { { .id = "new", .use = NAN, .on = "0-1", .mib = { 0, 0 } } },
+		.e = { { .id = "new", .kind = PLAN_SKIP, .skip = SKIP_NO_USAGE } },
+		.tweak = no_start_place,
 	},
 	{
 		/* Already on one node that fits it: nothing to place. */
