@@ -198,6 +198,17 @@ class DecisionLog(unittest.TestCase):
         p = self.problems(samples, [d])
         self.assertTrue(any("moved record says cpus 2-3 mems 1, the cgroup has 2-3/-" in x for x in p), p)
 
+    def test_start_binding_released(self):
+        # A start placement bound a's mems to node 1; the mems_released
+        # record widens them to 0-1 (cpus unchanged: its "to" has none).
+        samples = [(0, "a", [0, 1000], "1:100", "2-3", "1", "2-3", "1"),
+                   (4, "a", [0, 1000], "1:100", "2-3", "0-1", "2-3", "0-1")]
+        d = moved(A, 2.0, 1, ("2-3", "1"), ("2-3", "0-1"))
+        d.update(decision="mems_released", mems_after="0-1")
+        del d["to"]["cpus"]
+        self.assertEqual(self.problems(samples, [d]), [])
+        self.assertTrue(any("outside any moved record" in x for x in self.problems(samples, [])))
+
     def test_late_guest_is_explained(self):
         # What check-numa prints for a guest that never got local: its
         # samples and every record about it, nothing about the others.
