@@ -35,35 +35,73 @@ static int logged_cmp(const void *a, const void *b)
 	return strcmp(((const struct logged *)a)->id, ((const struct logged *)b)->id);
 }
 
-void logged_update(struct logged_table *t, const struct plan *plan)
+static bool held(const struct logged *l, int64_t now_ns, int64_t hold_ns)
 {
-	struct logged *nl = xcalloc(plan->nr_items ? plan->nr_items : 1, sizeof(*nl));
+	return l && l->moved_ns && now_ns - l->moved_ns < hold_ns;
+}
+
+void logged_update(struct logged_table *t, const struct plan *plan, int64_t now_ns, int64_t hold_ns)
+{
+	struct logged *nl = xcalloc(plan->nr_items + t->n + 1, sizeof(*nl));
 	unsigned n = 0;
 
 	for (unsigned i = 0; i < plan->nr_items; i++) {
 		const struct plan_item *it = &plan->items[i];
+		const struct logged *old = logged_find(t, it->guest_id);
 
-		if (it->kind == PLAN_SETTLED)
+		if (it->kind == PLAN_SETTLED && !held(old, now_ns, hold_ns))
 			continue;
 		snprintf(nl[n].id, sizeof(nl[n].id), "%s", it->guest_id);
+		if (it->kind == PLAN_SETTLED) {
+			/* settled within the hold: only the hold is kept */
+			nl[n].kind = PLAN_SETTLED;
+			nl[n].moved_ns = old->moved_ns;
+			n++;
+			continue;
+		}
 		nl[n].kind = it->kind;
 		nl[n].skip = it->skip;
 		nl[n].reason = it->reason;
 		nl[n].to_nodes = it->to_nodes;
 		nl[n].to_mems = it->to_mems;
+		/* A planned move was recorded this cycle unless it repeated. */
+		if (it->kind == PLAN_MOVE)
+			nl[n].moved_ns = logged_repeats(t, it, false, now_ns, hold_ns) && old && old->moved_ns
+					 ? old->moved_ns : now_ns;
+		else
+			nl[n].moved_ns = held(old, now_ns, hold_ns) ? old->moved_ns : 0;
 		n++;
 	}
 	/* plan items come in ranked order, lookups want id order */
 	qsort(nl, n, sizeof(*nl), logged_cmp);
+	/* Guests with no item this cycle that are within a hold keep it. */
+	{
+		struct logged_table cur = { .n = n, .e = nl };
+		unsigned n0 = n;
+
+		for (unsigned i = 0; i < t->n; i++) {
+			if (!held(&t->e[i], now_ns, hold_ns) || logged_find(&cur, t->e[i].id))
+				continue;
+			snprintf(nl[n].id, sizeof(nl[n].id), "%s", t->e[i].id);
+			nl[n].kind = PLAN_SETTLED;
+			nl[n].moved_ns = t->e[i].moved_ns;
+			n++;
+		}
+		if (n > n0)
+			qsort(nl, n, sizeof(*nl), logged_cmp);
+	}
 	free(t->e);
 	t->e = nl;
 	t->n = n;
 }
 
-bool logged_repeats(const struct logged_table *t, const struct plan_item *it, bool explicit)
+bool logged_repeats(const struct logged_table *t, const struct plan_item *it, bool explicit, int64_t now_ns,
+		    int64_t hold_ns)
 {
 	const struct logged *last = logged_find(t, it->guest_id);
 
+	if (it->kind == PLAN_MOVE && !explicit && held(last, now_ns, hold_ns))
+		return true;
 	if (!last || last->kind != it->kind || last->reason != it->reason)
 		return false;
 	if (it->kind == PLAN_SKIP)
