@@ -99,7 +99,12 @@ static bool memory_phase(struct engine *e, const struct snapshot *snap, struct a
 			e->stats.memory_deferred++;
 		return false;
 	}
-	if (!e->mover || !e->mover_on || !apply_pending_movable(p)) {
+	/* A start binding narrows the mems now, so that what the guest
+	 * touches from here lands on the target: the kernel migrates the
+	 * little it touched before (under START_PLACE_MAX_BYTES) inside the
+	 * write. Widening them for the mover would let it go on touching
+	 * off the target while the mover chases it. */
+	if (!e->mover || !e->mover_on || !apply_pending_movable(p) || it->bind_start) {
 		apply_memory(e->app, p, res);
 		return false;
 	}
@@ -217,7 +222,16 @@ struct mover *engine_mover(struct engine *e)
 
 double engine_next_cycle_s(const struct engine *e)
 {
-	return e->nbound && e->cfg.interval_s > ENGINE_BIND_CYCLE_S ? ENGINE_BIND_CYCLE_S : e->cfg.interval_s;
+	double s = e->cfg.interval_s;
+
+	if (e->nbound && s > ENGINE_BIND_CYCLE_S)
+		s = ENGINE_BIND_CYCLE_S;
+	/* A guest seen for the first time was "decided next cycle": its use
+	 * is measured over the gap, which need not wait for the interval
+	 * (churn: a pod decided 9 s after it was first seen). */
+	if (e->first_sight && s > ENGINE_TRIGGER_GAP_S)
+		s = ENGINE_TRIGGER_GAP_S;
+	return s;
 }
 
 /* A start placement bound G's mems (plan_item.bind_start): remember what
@@ -505,6 +519,9 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 	free(pend);
 	release_bound(e, snap, plan, do_apply);
 	t3 = clock_mono_ns();
+	e->first_sight = false;
+	for (unsigned i = 0; plan && i < plan->nr_items && !e->first_sight; i++)
+		e->first_sight = plan->items[i].kind == PLAN_SKIP && plan->items[i].skip == SKIP_NO_USAGE;
 	if (plan)
 		logged_update(&e->logged, plan, snap->mono_ns, e->cfg.policy.cooldown_ns);
 	if (next) {

@@ -76,6 +76,7 @@ struct engine {
 		uint64_t mem;          /* its memory at the last look */
 		int64_t since_ns;      /* CLOCK_MONOTONIC of the placement */
 	} *bound;
+	bool first_sight;      /* the last plan decided a guest "next cycle" */
 
 	struct gpolstore *gs;    /* per-guest overrides (not owned), NULL: none */
 	struct logged_table logged;   /* last recorded per guest (dedup) */
@@ -121,7 +122,9 @@ void engine_apply_schedule(struct engine *e);
 #define ENGINE_BIND_CYCLE_S 2.0
 #define ENGINE_BIND_MAX_S 60.0
 /* Seconds until the next scheduled cycle: the interval, or
- * ENGINE_BIND_CYCLE_S while a start placement's binding waits release. */
+ * ENGINE_BIND_CYCLE_S while a start placement's binding waits release,
+ * or ENGINE_TRIGGER_GAP_S after a plan that left a guest seen for the
+ * first time to the next cycle (SKIP_NO_USAGE). */
 double engine_next_cycle_s(const struct engine *e);
 /* Jobs the mover ended: settle their guests' mems, record them. */
 void engine_settle_jobs(struct engine *e);

@@ -912,9 +912,10 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 		add_detail(it, " (some node busy not measured, taken as idle)");
 }
 
-/* Start placement. A container seen for the first time with (almost) no
- * memory yet has no CPU use to decide on, but placing it now costs no
- * migration, while waiting a cycle lets it first-touch its memory wherever
+/* Start placement. A container seen for the first time with little
+ * memory yet (under START_PLACE_MAX_BYTES: its first second or so of
+ * touching, as a prompted cycle may wait a second) has no CPU use to
+ * decide on, but placing it now costs little migration, while waiting a cycle lets it first-touch its memory wherever
  * its threads or its own memory policy put it — memory that must then be
  * migrated while the guest is busy (the testbed's churn scenario: each new
  * guest touched ~100 MiB on a full node in the second before it was
@@ -923,12 +924,12 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
  * to the target so that its first touches land there (plan_item.bind_start;
  * the engine widens them again once its memory stops growing), without a
  * cool-down: the next cycle decides on its measured use as for any guest. */
-#define START_PLACE_MAX_BYTES (16ULL << 20)
+#define START_PLACE_MAX_BYTES (128ULL << 20)
 #define START_PLACE_CPU 1.0
 
 /* Is G placeable at its start? Then *SG is G as decided on: the assumed
- * use, and no memory (what it holds is negligible: no share of it is
- * worth weighing as migration, and no "local fit" holds it where a few
+ * use, and no memory (what it holds is little: no share of it is worth
+ * weighing as migration, and no "local fit" holds it where its first
  * pages happen to be). */
 static bool start_placeable(const struct snap_guest *g, struct snap_guest *sg)
 {
@@ -978,6 +979,12 @@ static void evaluate_start(struct pctx *x, const struct pstate_entry *pe, const 
 		return;
 	it->reason = REASON_PLACE;
 	it->bind_start = true;
+	/* What it did touch off the target moves with the binding (the
+	 * stand-in weighed none of it: a few MiB are no reason to stay). */
+	it->migrate_bytes = 0;
+	for (unsigned n = 0; n < x->nn; n++)
+		if (!mask_test(&it->to_mems, x->s->nodes[n].id))
+			it->migrate_bytes += g->mem_node[n];
 	{
 		char det[sizeof(it->detail)];
 

@@ -390,12 +390,22 @@ static const struct tcase cases[] = {
 			 .mig = MIG(0) } },
 	},
 	{
-		/* 16 MiB or more touched: placing it now would migrate, and its
-		 * use decides where (as before start placement). */
+		/* 128 MiB or more touched: placing it now would migrate much, and
+		 * its use decides where (as before start placement). */
 		.name = "start placement: too late once it holds memory",
 		.nn = 2, .nodes = { N(0, 2, 1024, 900, 0.5), N(1, 2, 1024, 600, 0.0) },
-		.g = { { .id = "new", .use = NAN, .on = "0-1", .mib = { 16, 0 } } },
+		.g = { { .id = "new", .use = NAN, .on = "0-1", .mib = { 128, 0 } } },
 		.e = { { .id = "new", .kind = PLAN_SKIP, .skip = SKIP_NO_USAGE } },
+	},
+	{
+		/* First seen a second late (a prompted cycle waits for the gap),
+		 * 64 MiB touched on the busy node: still placed on the idle one;
+		 * what it touched moves with the binding, and the record says so. */
+		.name = "start placement: a little memory touched moves with it",
+		.nn = 2, .nodes = { N(0, 2, 1024, 900, 0.5), N(1, 2, 1024, 600, 0.0) },
+		.g = { { .id = "new", .use = NAN, .on = "0-1", .mib = { 64, 0 } } },
+		.e = { { .id = "new", .kind = PLAN_MOVE, .reason = REASON_PLACE, .to = "1", .mems = "1",
+			 .mig = MIG(64), .detail_has = "start: 64 MiB touched" } },
 	},
 	{
 		.name = "start placement off: decided next cycle",
