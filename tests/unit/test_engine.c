@@ -991,6 +991,25 @@ static void test_engine_releases_a_start_binding(void **state)
 	efx_fini(&f);
 }
 
+/* A guest left to the next cycle (first sight, use not measured) brings
+ * that cycle in a second, not at the interval. */
+static void test_engine_first_sight_comes_back_soon(void **state)
+{
+	struct efx f;
+
+	(void)state;
+	efx_init(&f, MODE_ENFORCE);
+	assert_true(engine_next_cycle_s(f.e) == f.cfg.interval_s);
+	fake.items[0] = item("g1", PLAN_SKIP, REASON_NONE, SKIP_NO_USAGE, "1");
+	fake.nr_items = 1;
+	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
+	assert_true(engine_next_cycle_s(f.e) <= ENGINE_TRIGGER_GAP_S);
+	fake.items[0].skip = SKIP_COOLDOWN;
+	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
+	assert_true(engine_next_cycle_s(f.e) == f.cfg.interval_s);
+	efx_fini(&f);
+}
+
 /* An engine needs every part. */
 static void test_engine_needs_its_parts(void **state)
 {
@@ -1026,6 +1045,7 @@ int main(void)
 		cmocka_unit_test(test_engine_reservations_reach_the_policy),
 		cmocka_unit_test(test_engine_places_a_started_domain),
 		cmocka_unit_test(test_engine_releases_a_start_binding),
+		cmocka_unit_test(test_engine_first_sight_comes_back_soon),
 		cmocka_unit_test(test_engine_needs_its_parts),
 	};
 
