@@ -316,6 +316,36 @@ static void test_planned_flap_dedup(void **state)
 	it = item("b", PLAN_SKIP, REASON_LOAD, SKIP_NO_FIT, "3");
 	assert_false(logged_repeats(&t, &it, false, T0 + 90 * SEC, HOLD));
 	logged_table_clear(&t);
+
+	/* The move budget holds a guest back every other cycle (planned,
+	 * max_moves, planned, …: the bench fixture in dry run, 30 guests, 4
+	 * moves a cycle): one planned record and one skip, not one a cycle. */
+	recorded = 0;
+	for (int c = 0; c < 8; c++) {
+		int64_t now = T0 + c * SEC;
+
+		it = c % 2 ? item("b", PLAN_SKIP, REASON_LOCALITY, SKIP_MAX_MOVES, "1")
+			   : item("b", PLAN_MOVE, REASON_LOCALITY, SKIP_NONE, c % 4 ? "2" : "1");
+		p.nr_items = 1;
+		recorded += !logged_repeats(&t, &it, false, now, HOLD);
+		logged_update(&t, &p, now, HOLD);
+	}
+	assert_int_equal(recorded, 2);
+	logged_table_clear(&t);
+
+	/* Two skips that alternate (max_moves, no_usage, max_moves, …): each
+	 * once within the hold; after it, news again. */
+	recorded = 0;
+	for (int c = 0; c < 8; c++) {
+		it = item("b", PLAN_SKIP, REASON_LOCALITY, c % 2 ? SKIP_NO_USAGE : SKIP_MAX_MOVES, "1");
+		p.nr_items = 1;
+		recorded += !logged_repeats(&t, &it, false, T0 + c * SEC, HOLD);
+		logged_update(&t, &p, T0 + c * SEC, HOLD);
+	}
+	assert_int_equal(recorded, 2);
+	it = item("b", PLAN_SKIP, REASON_LOCALITY, SKIP_MAX_MOVES, "1");
+	assert_false(logged_repeats(&t, &it, false, T0 + HOLD, HOLD));
+	logged_table_clear(&t);
 }
 
 /* ---- reservations -------------------------------------------------------- */
