@@ -27,10 +27,9 @@
 #define KEEP_FINISHED 32
 #define MIN_CHUNK 16
 #define MAX_CHUNK 65536
-#define FIRST_CHUNK 512
+#define FIRST_CHUNK 1024
 #define QUERY_PAGES 16384
 #define THP_BYTES (2u << 20)
-#define MIN_SLICE_BYTES (16u << 20)
 #define MAPS_MAX (16u << 20)
 
 const double mover_stall_buckets_ms[MOVER_NR_BUCKETS] = { 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000 };
@@ -174,6 +173,78 @@ size_t mover_adapt_chunk(size_t pages, double elapsed_ms, double target_ms)
 	if (next > MAX_CHUNK)
 		return MAX_CHUNK;
 	return (size_t)next;
+}
+
+/* A call's weight in the fit fades to a fifth after 7 more calls. */
+#define COST_DECAY 0.8
+/* The fixed cost is at most this share of a call. */
+#define FIXED_SHARE 0.2
+
+void mover_cost_note(struct mover_cost *c, size_t entries, double ms)
+{
+	double x = (double)entries;
+
+	c->w = c->w * COST_DECAY + 1;
+	c->sx = c->sx * COST_DECAY + x;
+	c->sy = c->sy * COST_DECAY + ms;
+	c->sxx = c->sxx * COST_DECAY + x * x;
+	c->sxy = c->sxy * COST_DECAY + x * ms;
+	c->calls++;
+}
+
+bool mover_cost_fit(const struct mover_cost *c, double *fixed_ms, double *per_entry_ms)
+{
+	double mx, my, var, b, a;
+
+	if (c->calls < 2 || c->w <= 0)
+		return false;
+	mx = c->sx / c->w;
+	my = c->sy / c->w;
+	var = c->sxx / c->w - mx * mx;
+	/* sizes within ~10 % of each other: fixed and per-entry cost cannot
+	 * be told apart */
+	if (var <= (0.1 * mx) * (0.1 * mx))
+		return false;
+	b = (c->sxy / c->w - mx * my) / var;
+	a = my - b * mx;
+	if (b <= 0) {
+		/* time does not grow with size: all of it is fixed */
+		b = 0;
+		a = my;
+	}
+	if (a < 0) {
+		/* noise: no fixed cost, the time is per entry */
+		a = 0;
+		b = my / mx;
+	}
+	*fixed_ms = a;
+	*per_entry_ms = b;
+	return true;
+}
+
+size_t mover_cost_chunk(const struct mover_cost *c, size_t cur, double last_ms, double target_ms)
+{
+	double a, b, want;
+
+	if (!mover_cost_fit(c, &a, &b))
+		return mover_adapt_chunk(cur, last_ms, target_ms);
+	if (b <= 0)
+		want = (double)cur * 4;
+	else {
+		want = (target_ms - a) / b;
+		if (want < a * (1 - FIXED_SHARE) / FIXED_SHARE / b)
+			want = a * (1 - FIXED_SHARE) / FIXED_SHARE / b;
+	}
+	want *= c->calls % 2 ? 1.2 : 0.8;
+	if (want > (double)cur * 4)
+		want = (double)cur * 4;
+	if (want < (double)cur / 4)
+		want = (double)cur / 4;
+	if (want < MIN_CHUNK)
+		return MIN_CHUNK;
+	if (want > MAX_CHUNK)
+		return MAX_CHUNK;
+	return (size_t)want;
 }
 
 size_t mover_fill_window(const struct mover_vma *vmas, unsigned n, size_t page, size_t max_pages, uintptr_t *pos,
@@ -383,10 +454,12 @@ struct bufs {
 	void **pages, **mpages;
 	int *status, *mnodes, *mstatus, *first, *mweight;
 	size_t *idx;
+	struct mover_cost cost;      /* the job's move calls so far */
 };
 
-/* Move the K entries of B in slices of *CHUNK (adapted to chunk_ms), within
- * the rate budget, stopping at a slice boundary when J must end. *COUNTED
+/* Move the K entries of B in slices of about *CHUNK pages (an entry counts
+ * its weight; adapted to chunk_ms by the job's cost model), within the
+ * rate budget, stopping at a slice boundary when J must end. *COUNTED
  * gets the pages each slice put on the target (an entry of weight W counts
  * W when it arrived). 0, 1 (stop), or the negative errno of the call. */
 static int move_slices(struct mover *m, struct job *j, pid_t pid, struct bufs *b, size_t k, size_t *chunk,
@@ -395,7 +468,7 @@ static int move_slices(struct mover *m, struct job *j, pid_t pid, struct bufs *b
 	int r = 0;
 
 	for (size_t off = 0; off < k && r == 0;) {
-		size_t sl = 0, moved = 0, bytes = 0, cap = SIZE_MAX;
+		size_t sl = 0, moved = 0, bytes = 0, cap = SIZE_MAX, want;
 		int64_t t0, t1;
 		double ms;
 
@@ -405,13 +478,15 @@ static int move_slices(struct mover *m, struct job *j, pid_t pid, struct bufs *b
 		if (m->cfg.rate_mib > 0)
 			cap = (size_t)(m->cfg.rate_mib * 1048576.0 * 0.1);
 		pthread_mutex_unlock(&m->lock);
-		/* At least MIN_SLICE_BYTES a call (budget permitting): in
-		 * make bench-migrate a busy guest's pages moved at 1-3 MiB/s in
-		 * calls of a few pages and at 200-300 MiB/s in calls of 64 MiB
-		 * (a call's cost there hardly depends on its size), while on a
-		 * real host 16 MiB take a few milliseconds. */
-		while (off + sl < k && (sl < *chunk || bytes < MIN_SLICE_BYTES) &&
-		       (sl == 0 || bytes + (size_t)b->mweight[off + sl] * page <= cap))
+		/* The slice's size comes from the job's own calls (each
+		 * call's fixed cost, its cost per entry): a fixed floor of
+		 * 16 MiB a call made busy 4 KiB calls take over a second
+		 * (make bench-migrate) where the guest's stall is what the
+		 * size is for. At least one entry (a THP is 512 pages). */
+		want = *chunk * page;
+		if (want > cap)
+			want = cap;
+		while (off + sl < k && (sl == 0 || bytes + (size_t)b->mweight[off + sl] * page <= want))
 			bytes += (size_t)b->mweight[off + sl++] * page;
 
 		if (off) {
@@ -452,8 +527,13 @@ static int move_slices(struct mover *m, struct job *j, pid_t pid, struct bufs *b
 			j->info.stall_max_ms = ms;
 		add_stall(m, ms);
 		add_moved(m, j->info.cause, moved * page);
-		/* A slice cut short (the budget, the end) only says "smaller". */
-		if (sl == *chunk || ms > m->cfg.chunk_ms)
+		/* Every call feeds the fit (a short one helps tell the fixed
+		 * cost apart); without a fit, a slice cut short (the budget,
+		 * the window's end) only says "smaller". */
+		mover_cost_note(&b->cost, bytes / page, ms);
+		if (mover_cost_fit(&b->cost, &(double){ 0 }, &(double){ 0 }))
+			*chunk = mover_cost_chunk(&b->cost, *chunk, ms, m->cfg.chunk_ms);
+		else if (bytes / page * 10 >= *chunk * 9 || ms > m->cfg.chunk_ms)
 			*chunk = mover_adapt_chunk(*chunk, ms, m->cfg.chunk_ms);
 		pthread_mutex_unlock(&m->lock);
 	}

@@ -187,6 +187,32 @@ bool mover_guess_failed(const int *status, size_t n, const size_t *idx, const in
  * aiming at TARGET_MS, between 16 and 65536 pages. */
 size_t mover_adapt_chunk(size_t pages, double elapsed_ms, double target_ms);
 
+/* One job's model of its move calls: a call of N entries takes about
+ * fixed + per_entry * N ms, fitted by least squares over its recent calls
+ * (sums decayed per call, so a guest that turns busy is followed within a
+ * few calls). Zero-initialise. */
+struct mover_cost {
+	double w, sx, sy, sxx, sxy;
+	unsigned calls;
+};
+
+/* Add a call of ENTRIES entries that took MS. */
+void mover_cost_note(struct mover_cost *c, size_t entries, double ms);
+
+/* The fitted fixed cost and cost per entry, ms; false until the calls
+ * seen differ enough in size to tell them apart. */
+bool mover_cost_fit(const struct mover_cost *c, double *fixed_ms, double *per_entry_ms);
+
+/* The next call's entries after a call of CUR entries: the size whose
+ * fitted time is TARGET_MS, but at least the size whose fixed cost is a
+ * fifth of the call (a call's fixed cost, each move_pages(2) draining
+ * every CPU's LRU cache, buys no shorter stall: the kernel migrates and
+ * the guest waits page by page). Sizes alternate 20 % above and below
+ * that, so the fit keeps two sizes to tell fixed from per-entry cost;
+ * without a fit, mover_adapt_chunk of the last call. Between 16 and
+ * 65536, at most 4x up or down per call. */
+size_t mover_cost_chunk(const struct mover_cost *c, size_t cur, double last_ms, double target_ms);
+
 /* The target node for a page on node FROM: spread over TO's nodes by
  * FROM's position, so one source node's pages land on one target node. */
 int mover_pick_target(const nodemask_t *to, int from);
