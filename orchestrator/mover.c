@@ -540,6 +540,20 @@ static int move_slices(struct mover *m, struct job *j, pid_t pid, struct bufs *b
 	return r;
 }
 
+/* Where N pages of PID are (move_pages(2) without nodes), timed for the
+ * stats: queries are the part of a job's time that moves nothing. */
+static int query(struct mover *m, pid_t pid, size_t n, void **pages, int *status)
+{
+	int64_t t0 = clock_mono_ns();
+	int r = numamig_move(pid, n, pages, NULL, status);
+
+	pthread_mutex_lock(&m->lock);
+	m->st.query_count++;
+	m->st.query_sum_s += (double)(clock_mono_ns() - t0) / 1e9;
+	pthread_mutex_unlock(&m->lock);
+	return r;
+}
+
 /* Walk one process. Returns 0 when walked to the end, 1 when J must
  * stop, -ESRCH when the process is gone, or a negative errno. */
 static int move_process(struct mover *m, struct job *j, pid_t pid, struct bufs *b, size_t *chunk,
@@ -583,7 +597,7 @@ static int move_process(struct mover *m, struct job *j, pid_t pid, struct bufs *
 			break;
 		}
 		pthread_mutex_unlock(&m->lock);
-		r = numamig_move(pid, n, b->pages, NULL, b->status);
+		r = query(m, pid, n, b->pages, b->status);
 		if (r == -ENOENT || r == -EFAULT) {
 			r = 0; /* the mapping went away under us: next chunk */
 			continue;
@@ -616,7 +630,7 @@ static int move_process(struct mover *m, struct job *j, pid_t pid, struct bufs *
 			if (r || j->relocate_all)
 				break;
 			/* Where the window's pages are now. */
-			if (numamig_move(pid, n, b->pages, NULL, b->status) < 0)
+			if (query(m, pid, n, b->pages, b->status) < 0)
 				break;
 			/* A guessed THP whose head moved alone was 4 KiB pages: stop
 			 * guessing in this process, or every window pays a move

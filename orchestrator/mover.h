@@ -105,6 +105,8 @@ struct mover_stats {
 	uint64_t stall_count;
 	double stall_sum_s;
 	uint64_t stall_le[MOVER_NR_BUCKETS]; /* cumulative: calls at or under each bound */
+	uint64_t query_count;        /* move_pages(2) calls that only asked where pages are */
+	double query_sum_s;
 };
 
 struct mover;

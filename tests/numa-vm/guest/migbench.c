@@ -472,11 +472,11 @@ static void mover_case(const char *pages_name, unsigned mib, bool thp, unsigned 
 	moved = finish_all(g);
 	/* job_mib: what the jobs say they moved, against mib (counted here) */
 	printf("R pages=%s%s case=mover workers=%u on=%s mib=%.0f job_mib=%.0f s=%.3f mibs=%.1f calls=%llu "
-	       "stall_mean_ms=%.1f stall_p50_ms<=%s stall_p99_ms<=%s%s\n",
+	       "stall_mean_ms=%.1f stall_p50_ms<=%s stall_p99_ms<=%s queries=%llu query_s=%.3f%s\n",
 	       pages_name, busy ? "-busy" : "", workers, on_target ? "target" : "any", moved, job_mib, t1 - t0,
 	       moved / (t1 - t0), (unsigned long long)st.stall_count,
 	       st.stall_count ? st.stall_sum_s * 1e3 / (double)st.stall_count : 0, stall_q(&st, 0.5, q50, sizeof(q50)),
-	       stall_q(&st, 0.99, q99, sizeof(q99)), felt);
+	       stall_q(&st, 0.99, q99, sizeof(q99)), (unsigned long long)st.query_count, st.query_sum_s, felt);
 	mover_free(m);
 }
 
