@@ -300,6 +300,18 @@ bool mover_guess_failed(const int *status, size_t n, const size_t *idx, const in
 	return false;
 }
 
+size_t mover_drop_refused(int *status, const size_t *idx, const int *mstatus, size_t k)
+{
+	size_t dropped = 0;
+
+	for (size_t e = 0; e < k; e++)
+		if (mstatus[e] == -EACCES || mstatus[e] == -EFAULT || mstatus[e] == -ENOENT) {
+			status[idx[e]] = mstatus[e];
+			dropped++;
+		}
+	return dropped;
+}
+
 int mover_pick_target(const nodemask_t *to, int from)
 {
 	unsigned nto = mask_count(to), k;
@@ -502,10 +514,13 @@ static int move_slices(struct mover *m, struct job *j, pid_t pid, struct bufs *b
 			break;
 		}
 		t0 = clock_mono_ns();
-		r = numamig_move(pid, sl, b->mpages + off, b->mnodes + off, b->mstatus);
+		r = numamig_move(pid, sl, b->mpages + off, b->mnodes + off, b->mstatus + off);
 		t1 = clock_mono_ns();
 		if (r < 0 && r != -ENOENT && r != -EBUSY)
 			break;
+		if (r < 0) /* the call's own answer, not each entry's: retry them */
+			for (size_t i = 0; i < sl; i++)
+				b->mstatus[off + i] = -EAGAIN;
 		/* Count what is on the target now from the call's own status (a
 		 * THP moves whole from one entry; an entry of one already in
 		 * flight reports -EBUSY). A query call after each move doubled
@@ -514,7 +529,7 @@ static int move_slices(struct mover *m, struct job *j, pid_t pid, struct bufs *b
 			moved = sl;
 		else
 			for (size_t i = 0; i < sl; i++)
-				if (b->mstatus[i] >= 0 && mask_test(&j->info.to, b->mstatus[i]))
+				if (b->mstatus[off + i] >= 0 && mask_test(&j->info.to, b->mstatus[off + i]))
 					moved += (size_t)b->mweight[off + i];
 		r = 0;
 		off += sl;
@@ -629,9 +644,11 @@ static int move_process(struct mover *m, struct job *j, pid_t pid, struct bufs *
 			r = move_slices(m, j, pid, b, k, chunk, page, &approx);
 			if (r || j->relocate_all)
 				break;
-			/* Where the window's pages are now. */
+			/* Where the window's pages are now; pages the move refused
+			 * for good are not tried again. */
 			if (query(m, pid, n, b->pages, b->status) < 0)
 				break;
+			mover_drop_refused(b->status, b->idx, b->mstatus, k);
 			/* A guessed THP whose head moved alone was 4 KiB pages: stop
 			 * guessing in this process, or every window pays a move
 			 * call that moves one page in 512. */

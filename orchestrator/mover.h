@@ -215,6 +215,15 @@ bool mover_cost_fit(const struct mover_cost *c, double *fixed_ms, double *per_en
  * 65536, at most 4x up or down per call. */
 size_t mover_cost_chunk(const struct mover_cost *c, size_t cur, double last_ms, double target_ms);
 
+/* After a move of the K entries IDX (window indexes) answered MSTATUS,
+ * and a new query STATUS of the window: the pages the kernel refused for
+ * good — -EACCES (mapped by other processes too: MPOL_MF_MOVE moves only
+ * a process's own pages), -EFAULT and -ENOENT (nothing there to move) —
+ * get that error in STATUS, so the next pass does not try them again
+ * (else every window whose pass 0 met such a page pays a second move
+ * call, and its fixed cost, for nothing). Returns how many. */
+size_t mover_drop_refused(int *status, const size_t *idx, const int *mstatus, size_t k);
+
 /* The target node for a page on node FROM: spread over TO's nodes by
  * FROM's position, so one source node's pages land on one target node. */
 int mover_pick_target(const nodemask_t *to, int from);

@@ -283,6 +283,32 @@ static void test_cost_chunk(void **state)
 	assert_int_equal(mover_cost_chunk(&c, 20, 32, 1), 16);
 }
 
+static void test_drop_refused(void **state)
+{
+	/* a window of 6 pages, all on node 0; entries 0..3 were moved */
+	int status[6] = { 0, 0, 0, 0, 0, 0 };
+	size_t idx[4] = { 1, 2, 4, 5 };
+	int mst[4] = { -EACCES, -EBUSY, -ENOENT, -EAGAIN };
+	nodemask_t to;
+	size_t pidx[6];
+	int w[6];
+
+	(void)state;
+	mask_parse("1", &to);
+	assert_int_equal(mover_drop_refused(status, idx, mst, 4), 2);
+	assert_int_equal(status[1], -EACCES);
+	assert_int_equal(status[4], -ENOENT);
+	/* busy (-EBUSY, -EAGAIN) pages are planned again, refused ones not */
+	assert_int_equal(mover_plan_window(status, (void *[]){ (void *)0x1000, (void *)0x2000, (void *)0x3000,
+								 (void *)0x4000, (void *)0x5000, (void *)0x6000 },
+					   6, 4096, &to, false, false, pidx, w),
+			 4);
+	assert_int_equal(pidx[0], 0);
+	assert_int_equal(pidx[1], 2);
+	assert_int_equal(pidx[2], 3);
+	assert_int_equal(pidx[3], 5);
+}
+
 static void test_pick_target(void **state)
 {
 	nodemask_t to;
@@ -321,6 +347,7 @@ int main(void)
 		cmocka_unit_test(test_adapt_chunk),
 		cmocka_unit_test(test_cost_fit),
 		cmocka_unit_test(test_cost_chunk),
+		cmocka_unit_test(test_drop_refused),
 		cmocka_unit_test(test_pick_target),
 		cmocka_unit_test(test_state_names),
 	};
