@@ -177,6 +177,9 @@ static const char *status_title(unsigned status)
 }
 
 static void vproblem(struct api_response *resp, const char *target, unsigned status, const char *code,
+		     const char *field, const char *fmt, va_list ap) __attribute__((format(printf, 6, 0)));
+
+static void vproblem(struct api_response *resp, const char *target, unsigned status, const char *code,
 		     const char *field, const char *fmt, va_list ap)
 {
 	char detail[600], type[80];

@@ -347,6 +347,10 @@ static size_t unescape_cb(void *cls, struct MHD_Connection *c, char *s)
 	return strlen(s);
 }
 
+/* fmt comes from libmicrohttpd itself; the attribute lets the compiler check
+ * the va_list use here instead of warning about a non-literal format. */
+static void mhd_log(void *cls, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	char buf[512];
