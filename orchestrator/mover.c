@@ -175,67 +175,56 @@ size_t mover_adapt_chunk(size_t pages, double elapsed_ms, double target_ms)
 	return (size_t)next;
 }
 
-/* A call's weight in the fit fades to a fifth after 7 more calls. */
-#define COST_DECAY 0.8
 /* The fixed cost is at most this share of a call. */
 #define FIXED_SHARE 0.2
+/* A new sample's weight in the running estimates. */
+#define COST_ALPHA 0.3
+/* Calls between two measurements of the fixed cost. */
+#define PROBE_EVERY 16
 
-void mover_cost_note(struct mover_cost *c, size_t entries, double ms)
+bool mover_cost_want_probe(const struct mover_cost *c)
 {
-	double x = (double)entries;
-
-	c->w = c->w * COST_DECAY + 1;
-	c->sx = c->sx * COST_DECAY + x;
-	c->sy = c->sy * COST_DECAY + ms;
-	c->sxx = c->sxx * COST_DECAY + x * x;
-	c->sxy = c->sxy * COST_DECAY + x * ms;
-	c->calls++;
+	return !c->have_fixed || c->since_probe >= PROBE_EVERY;
 }
 
-bool mover_cost_fit(const struct mover_cost *c, double *fixed_ms, double *per_entry_ms)
+void mover_cost_note_fixed(struct mover_cost *c, double ms)
 {
-	double mx, my, var, b, a;
+	if (ms < 0)
+		ms = 0;
+	c->fixed_ms = c->have_fixed ? (1 - COST_ALPHA) * c->fixed_ms + COST_ALPHA * ms : ms;
+	c->have_fixed = true;
+	c->since_probe = 0;
+}
 
-	if (c->calls < 2 || c->w <= 0)
-		return false;
-	mx = c->sx / c->w;
-	my = c->sy / c->w;
-	var = c->sxx / c->w - mx * mx;
-	/* sizes within ~10 % of each other: fixed and per-entry cost cannot
-	 * be told apart */
-	if (var <= (0.1 * mx) * (0.1 * mx))
-		return false;
-	b = (c->sxy / c->w - mx * my) / var;
-	a = my - b * mx;
-	if (b <= 0) {
-		/* time does not grow with size: all of it is fixed */
-		b = 0;
-		a = my;
-	}
-	if (a < 0) {
-		/* noise: no fixed cost, the time is per entry */
-		a = 0;
-		b = my / mx;
-	}
-	*fixed_ms = a;
-	*per_entry_ms = b;
-	return true;
+void mover_cost_note(struct mover_cost *c, size_t pages, double ms)
+{
+	double per;
+
+	if (!pages)
+		return;
+	per = (ms - (c->have_fixed ? c->fixed_ms : 0)) / (double)pages;
+	/* a call faster than the fixed cost (noise): it says little */
+	if (per < 0)
+		per = 0;
+	c->per_page_ms = c->calls ? (1 - COST_ALPHA) * c->per_page_ms + COST_ALPHA * per : per;
+	c->calls++;
+	c->since_probe++;
 }
 
 size_t mover_cost_chunk(const struct mover_cost *c, size_t cur, double last_ms, double target_ms)
 {
-	double a, b, want;
+	double a = c->fixed_ms, b = c->per_page_ms, want;
 
-	if (!mover_cost_fit(c, &a, &b))
-		return mover_adapt_chunk(cur, last_ms, target_ms);
+	if (!c->calls || !cur)
+		return mover_adapt_chunk(cur ? cur : MIN_CHUNK, last_ms, target_ms);
 	if (b <= 0)
-		want = (double)cur * 4;
+		want = (double)cur * 4; /* nothing but fixed cost: bigger calls are free */
 	else {
 		want = (target_ms - a) / b;
 		if (want < a * (1 - FIXED_SHARE) / FIXED_SHARE / b)
 			want = a * (1 - FIXED_SHARE) / FIXED_SHARE / b;
 	}
-	want *= c->calls % 2 ? 1.2 : 0.8;
+	/* at most 4x up or down per call: one odd call must not swing it */
 	if (want > (double)cur * 4)
 		want = (double)cur * 4;
 	if (want < (double)cur / 4)
@@ -513,6 +502,17 @@ static int move_slices(struct mover *m, struct job *j, pid_t pid, struct bufs *b
 			r = 1;
 			break;
 		}
+		if (mover_cost_want_probe(&b->cost)) {
+			/* A move call of no pages costs what every call costs
+			 * (move_pages drains every CPU's LRU cache before it
+			 * looks at a page): the job's fixed cost, measured. */
+			int dummy_node = 0, dummy_status;
+			void *dummy_page = b->mpages[off];
+
+			t0 = clock_mono_ns();
+			(void)numamig_move(pid, 0, &dummy_page, &dummy_node, &dummy_status);
+			mover_cost_note_fixed(&b->cost, (double)(clock_mono_ns() - t0) / 1e6);
+		}
 		t0 = clock_mono_ns();
 		r = numamig_move(pid, sl, b->mpages + off, b->mnodes + off, b->mstatus + off);
 		t1 = clock_mono_ns();
@@ -542,14 +542,12 @@ static int move_slices(struct mover *m, struct job *j, pid_t pid, struct bufs *b
 			j->info.stall_max_ms = ms;
 		add_stall(m, ms);
 		add_moved(m, j->info.cause, moved * page);
-		/* Every call feeds the fit (a short one helps tell the fixed
-		 * cost apart); without a fit, a slice cut short (the budget,
-		 * the window's end) only says "smaller". */
+		/* The size of the next call, from the job's costs, stepping
+		 * from this call's size where it was bigger than asked (one THP
+		 * is 512 pages, even when the chunk asked for less). */
 		mover_cost_note(&b->cost, bytes / page, ms);
-		if (mover_cost_fit(&b->cost, &(double){ 0 }, &(double){ 0 }))
-			*chunk = mover_cost_chunk(&b->cost, *chunk, ms, m->cfg.chunk_ms);
-		else if (bytes / page * 10 >= *chunk * 9 || ms > m->cfg.chunk_ms)
-			*chunk = mover_adapt_chunk(*chunk, ms, m->cfg.chunk_ms);
+		*chunk = mover_cost_chunk(&b->cost, bytes / page > *chunk ? bytes / page : *chunk, ms,
+					  m->cfg.chunk_ms);
 		pthread_mutex_unlock(&m->lock);
 	}
 	return r;

@@ -189,29 +189,30 @@ bool mover_guess_failed(const int *status, size_t n, const size_t *idx, const in
  * aiming at TARGET_MS, between 16 and 65536 pages. */
 size_t mover_adapt_chunk(size_t pages, double elapsed_ms, double target_ms);
 
-/* One job's model of its move calls: a call of N entries takes about
- * fixed + per_entry * N ms, fitted by least squares over its recent calls
- * (sums decayed per call, so a guest that turns busy is followed within a
- * few calls). Zero-initialise. */
+/* One job's model of its move calls: a call of N pages takes about
+ * fixed_ms + per_page_ms * N. The fixed cost is measured by a move call
+ * of no pages (move_pages(2) drains every CPU's LRU cache before it
+ * looks at a page), at the job's start and every 16 calls; the cost per
+ * page is what each call took beyond it (running averages, so a guest
+ * that turns busy is followed within a few calls). Zero-initialise. */
 struct mover_cost {
-	double w, sx, sy, sxx, sxy;
-	unsigned calls;
+	double fixed_ms, per_page_ms;
+	unsigned calls, since_probe;
+	bool have_fixed;
 };
 
-/* Add a call of ENTRIES entries that took MS. */
-void mover_cost_note(struct mover_cost *c, size_t entries, double ms);
+/* True when the fixed cost should be measured (again) before the next call. */
+bool mover_cost_want_probe(const struct mover_cost *c);
+/* A move call of no pages took MS. */
+void mover_cost_note_fixed(struct mover_cost *c, double ms);
+/* A call of PAGES pages (a THP counts 512) took MS. */
+void mover_cost_note(struct mover_cost *c, size_t pages, double ms);
 
-/* The fitted fixed cost and cost per entry, ms; false until the calls
- * seen differ enough in size to tell them apart. */
-bool mover_cost_fit(const struct mover_cost *c, double *fixed_ms, double *per_entry_ms);
-
-/* The next call's entries after a call of CUR entries: the size whose
- * fitted time is TARGET_MS, but at least the size whose fixed cost is a
- * fifth of the call (a call's fixed cost, each move_pages(2) draining
- * every CPU's LRU cache, buys no shorter stall: the kernel migrates and
- * the guest waits page by page). Sizes alternate 20 % above and below
- * that, so the fit keeps two sizes to tell fixed from per-entry cost;
- * without a fit, mover_adapt_chunk of the last call. Between 16 and
+/* The next call's pages after a call of CUR pages that took LAST_MS:
+ * the size whose estimated time is TARGET_MS, but at least the size
+ * whose fixed cost is a fifth of the call (the fixed cost buys no
+ * shorter stall: the kernel migrates, and the guest waits, page by
+ * page). Without an estimate yet, mover_adapt_chunk. Between 16 and
  * 65536, at most 4x up or down per call. */
 size_t mover_cost_chunk(const struct mover_cost *c, size_t cur, double last_ms, double target_ms);
 

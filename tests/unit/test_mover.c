@@ -204,83 +204,69 @@ static void test_adapt_chunk(void **state)
 	assert_int_equal(mover_adapt_chunk(100, 0, 20), 200);
 }
 
-/* Calls of N pages taking A + B*N ms. */
-static void feed(struct mover_cost *c, double a, double b, const size_t *sizes, unsigned n)
-{
-	for (unsigned i = 0; i < n; i++)
-		mover_cost_note(c, sizes[i], a + b * (double)sizes[i]);
-}
-
-static void test_cost_fit(void **state)
+static void test_cost_estimates(void **state)
 {
 	struct mover_cost c = { 0 };
-	size_t one[] = { 1000 }, same[] = { 1000, 1000, 1040 }, two[] = { 1000, 2000, 1500 };
-	double a, b;
 
 	(void)state;
-	feed(&c, 10, 0.01, one, 1);
-	assert_false(mover_cost_fit(&c, &a, &b));
-	/* without a fit: the last call's proportional step */
+	assert_true(mover_cost_want_probe(&c));
+	/* without a call yet: mover_adapt_chunk's step */
 	assert_int_equal(mover_cost_chunk(&c, 1000, 40, 20), 500);
-	memset(&c, 0, sizeof(c));
-	feed(&c, 10, 0.01, same, 3);
-	assert_false(mover_cost_fit(&c, &a, &b)); /* sizes too alike */
-	memset(&c, 0, sizeof(c));
-	feed(&c, 10, 0.01, two, 3);
-	assert_true(mover_cost_fit(&c, &a, &b));
-	assert_true(fabs(a - 10) < 1e-6 && fabs(b - 0.01) < 1e-9);
+	mover_cost_note_fixed(&c, 10);
+	assert_false(mover_cost_want_probe(&c));
+	/* 1000 pages in 30 ms beyond a 10 ms fixed cost: 0.02 ms a page */
+	mover_cost_note(&c, 1000, 30);
+	assert_true(fabs(c.per_page_ms - 0.02) < 1e-12);
+	/* a call under the fixed cost counts as no per-page cost */
+	mover_cost_note(&c, 1000, 5);
+	assert_true(fabs(c.per_page_ms - 0.7 * 0.02) < 1e-12);
+	/* the fixed cost is measured again every 16 calls */
+	for (int i = 0; i < 13; i++)
+		mover_cost_note(&c, 1000, 30);
+	assert_false(mover_cost_want_probe(&c));
+	mover_cost_note(&c, 1000, 30);
+	assert_true(mover_cost_want_probe(&c));
+	mover_cost_note_fixed(&c, 20);
+	assert_true(fabs(c.fixed_ms - 13) < 1e-9);
+	assert_false(mover_cost_want_probe(&c));
 }
 
 static void test_cost_chunk(void **state)
 {
 	struct mover_cost c = { 0 };
-	size_t s[] = { 1000, 2000 }, cur = 2000, lo = SIZE_MAX, hi = 0;
+	size_t cur;
 
 	(void)state;
-	/* all per page (0.02 ms a page): 20 ms is 1000 pages, dithered ±20 % */
-	feed(&c, 0, 0.02, s, 2);
-	for (int i = 0; i < 12; i++) {
-		cur = mover_cost_chunk(&c, cur, 0, 20);
-		mover_cost_note(&c, cur, 0.02 * (double)cur);
-		if (i >= 4) {
-			lo = cur < lo ? cur : lo;
-			hi = cur > hi ? cur : hi;
-		}
-	}
-	assert_true(lo >= 790 && lo <= 810);
-	assert_true(hi >= 1190 && hi <= 1210);
+	/* small fixed cost (2 ms), 0.02 ms a page: (20 - 2) / 0.02 = 900 pages */
+	mover_cost_note_fixed(&c, 2);
+	mover_cost_note(&c, 1024, 2 + 0.02 * 1024);
+	assert_int_equal(mover_cost_chunk(&c, 1024, 22.48, 20), 900);
 
-	/* a fixed cost of 50 ms a call (busy guests under TCG) above a 20 ms
-	 * target: shrinking would only add calls; the chunk grows until the
-	 * fixed cost is a fifth of a call (4 * 50 / 0.01 = 20000 pages),
-	 * at most 4x a call */
+	/* busy THP under TCG: a call's fixed cost 150 ms, one THP (512
+	 * pages) 20 ms more. Shrinking would only add calls: the chunk grows
+	 * until the fixed cost is a fifth of a call, 4 * 150 / (20 / 512) =
+	 * 15360 pages, at most 4x a call — from the THP's 512 pages even
+	 * though the chunk had shrunk under one THP */
 	memset(&c, 0, sizeof(c));
+	mover_cost_note_fixed(&c, 150);
 	cur = 512;
-	feed(&c, 50, 0.01, (size_t[]){ 1024, 512 }, 2);
-	cur = mover_cost_chunk(&c, cur, 55, 20);
-	assert_int_equal(cur, 2048);
-	lo = SIZE_MAX;
-	hi = 0;
-	for (int i = 0; i < 12; i++) {
-		mover_cost_note(&c, cur, 50 + 0.01 * (double)cur);
+	for (int i = 0; i < 4; i++) {
+		mover_cost_note(&c, cur, 150 + 20.0 / 512 * (double)cur);
 		cur = mover_cost_chunk(&c, cur, 0, 20);
-		if (i >= 6) {
-			lo = cur < lo ? cur : lo;
-			hi = cur > hi ? cur : hi;
-		}
 	}
-	assert_true(lo >= 15900 && lo <= 16100);
-	assert_true(hi >= 23900 && hi <= 24100);
+	assert_int_equal(cur, 15360);
 
-	/* time that does not grow with size: grow (4x a call, to the cap) */
+	/* nothing but fixed cost: grow 4x, to the cap */
 	memset(&c, 0, sizeof(c));
-	feed(&c, 30, 0, s, 2);
-	assert_int_equal(mover_cost_chunk(&c, 2000, 30, 20), 6400); /* 8000, dithered down */
-	assert_int_equal(mover_cost_chunk(&c, 60000, 30, 20), 65536);
-	/* a tiny per-page cost against a 1 ms target: never under 16 pages */
+	mover_cost_note_fixed(&c, 30);
+	mover_cost_note(&c, 2000, 25);
+	assert_int_equal(mover_cost_chunk(&c, 2000, 25, 20), 8000);
+	assert_int_equal(mover_cost_chunk(&c, 60000, 25, 20), 65536);
+	/* a costly page against a 1 ms target: never under 16 pages */
 	memset(&c, 0, sizeof(c));
-	feed(&c, 0, 1, (size_t[]){ 16, 32 }, 2);
-	assert_int_equal(mover_cost_chunk(&c, 20, 32, 1), 16);
+	mover_cost_note_fixed(&c, 0);
+	mover_cost_note(&c, 20, 20);
+	assert_int_equal(mover_cost_chunk(&c, 20, 20, 1), 16);
 }
 
 static void test_drop_refused(void **state)
@@ -345,7 +331,7 @@ int main(void)
 		cmocka_unit_test(test_fill_window),
 		cmocka_unit_test(test_guess_failed),
 		cmocka_unit_test(test_adapt_chunk),
-		cmocka_unit_test(test_cost_fit),
+		cmocka_unit_test(test_cost_estimates),
 		cmocka_unit_test(test_cost_chunk),
 		cmocka_unit_test(test_drop_refused),
 		cmocka_unit_test(test_pick_target),
