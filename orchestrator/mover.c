@@ -175,65 +175,51 @@ size_t mover_adapt_chunk(size_t pages, double elapsed_ms, double target_ms)
 	return (size_t)next;
 }
 
-/* The fixed cost is at most this share of a call. */
-#define FIXED_SHARE 0.2
-/* A new sample's weight in the running estimates. */
-#define COST_ALPHA 0.3
-/* Calls between two measurements of the fixed cost. */
-#define PROBE_EVERY 16
+/* A call may lose at most this share of the best rate (pages per ms)
+ * the job's bigger calls reached: below, calls grow again. */
+#define EFF_KEEP 0.8
+/* A size step that raised the rate by this much is taken again. */
+#define EFF_CLIMB 1.25
+/* The best rate seen fades per call (a lucky call, a guest that turned
+ * busy must not hold the size up for ever). */
+#define EFF_FADE 0.95
 
-bool mover_cost_want_probe(const struct mover_cost *c)
+size_t mover_cost_next(struct mover_cost *c, size_t pages, size_t chunk, double ms, double target_ms)
 {
-	return !c->have_fixed || c->since_probe >= PROBE_EVERY;
-}
-
-void mover_cost_note_fixed(struct mover_cost *c, double ms)
-{
-	if (ms < 0)
-		ms = 0;
-	c->fixed_ms = c->have_fixed ? (1 - COST_ALPHA) * c->fixed_ms + COST_ALPHA * ms : ms;
-	c->have_fixed = true;
-	c->since_probe = 0;
-}
-
-void mover_cost_note(struct mover_cost *c, size_t pages, double ms)
-{
-	double per;
+	double eff = ms > 0 ? (double)pages / ms : 0, next;
+	size_t cur = pages > chunk ? pages : chunk;
+	bool grew = c->calls && pages > c->prev_pages * 5 / 4;
 
 	if (!pages)
-		return;
-	per = (ms - (c->have_fixed ? c->fixed_ms : 0)) / (double)pages;
-	/* a call faster than the fixed cost (noise): it says little */
-	if (per < 0)
-		per = 0;
-	c->per_page_ms = c->calls ? (1 - COST_ALPHA) * c->per_page_ms + COST_ALPHA * per : per;
-	c->calls++;
-	c->since_probe++;
-}
-
-size_t mover_cost_chunk(const struct mover_cost *c, size_t cur, double last_ms, double target_ms)
-{
-	double a = c->fixed_ms, b = c->per_page_ms, want;
-
-	if (!c->calls || !cur)
-		return mover_adapt_chunk(cur ? cur : MIN_CHUNK, last_ms, target_ms);
-	if (b <= 0)
-		want = (double)cur * 4; /* nothing but fixed cost: bigger calls are free */
-	else {
-		want = (target_ms - a) / b;
-		if (want < a * (1 - FIXED_SHARE) / FIXED_SHARE / b)
-			want = a * (1 - FIXED_SHARE) / FIXED_SHARE / b;
+		return chunk;
+	c->best_eff *= EFF_FADE;
+	if (ms <= 0) {
+		next = (double)cur * 2;
+	} else if (grew && c->prev_eff > 0 && eff >= c->prev_eff * EFF_CLIMB) {
+		/* the bigger call moved markedly faster: there is a fixed
+		 * cost to spread; climb on */
+		next = (double)pages * 2;
+	} else if (c->best_eff > 0 && eff < c->best_eff * EFF_KEEP && pages < c->best_pages) {
+		/* smaller calls lost more than a fifth of the rate bigger ones
+		 * had (each call's fixed cost: move_pages drains every CPU's
+		 * LRU cache): they would only move less, the guest waiting
+		 * page by page all the same */
+		next = (double)pages * 2;
+	} else {
+		next = (double)mover_adapt_chunk(cur, ms, target_ms);
 	}
-	/* at most 4x up or down per call: one odd call must not swing it */
-	if (want > (double)cur * 4)
-		want = (double)cur * 4;
-	if (want < (double)cur / 4)
-		want = (double)cur / 4;
-	if (want < MIN_CHUNK)
+	if (eff >= c->best_eff) {
+		c->best_eff = eff;
+		c->best_pages = pages;
+	}
+	c->prev_eff = eff;
+	c->prev_pages = pages;
+	c->calls++;
+	if (next < MIN_CHUNK)
 		return MIN_CHUNK;
-	if (want > MAX_CHUNK)
+	if (next > MAX_CHUNK)
 		return MAX_CHUNK;
-	return (size_t)want;
+	return (size_t)next;
 }
 
 size_t mover_fill_window(const struct mover_vma *vmas, unsigned n, size_t page, size_t max_pages, uintptr_t *pos,
@@ -502,17 +488,6 @@ static int move_slices(struct mover *m, struct job *j, pid_t pid, struct bufs *b
 			r = 1;
 			break;
 		}
-		if (mover_cost_want_probe(&b->cost)) {
-			/* A move call of no pages costs what every call costs
-			 * (move_pages drains every CPU's LRU cache before it
-			 * looks at a page): the job's fixed cost, measured. */
-			int dummy_node = 0, dummy_status;
-			void *dummy_page = b->mpages[off];
-
-			t0 = clock_mono_ns();
-			(void)numamig_move(pid, 0, &dummy_page, &dummy_node, &dummy_status);
-			mover_cost_note_fixed(&b->cost, (double)(clock_mono_ns() - t0) / 1e6);
-		}
 		t0 = clock_mono_ns();
 		r = numamig_move(pid, sl, b->mpages + off, b->mnodes + off, b->mstatus + off);
 		t1 = clock_mono_ns();
@@ -542,12 +517,9 @@ static int move_slices(struct mover *m, struct job *j, pid_t pid, struct bufs *b
 			j->info.stall_max_ms = ms;
 		add_stall(m, ms);
 		add_moved(m, j->info.cause, moved * page);
-		/* The size of the next call, from the job's costs, stepping
-		 * from this call's size where it was bigger than asked (one THP
-		 * is 512 pages, even when the chunk asked for less). */
-		mover_cost_note(&b->cost, bytes / page, ms);
-		*chunk = mover_cost_chunk(&b->cost, bytes / page > *chunk ? bytes / page : *chunk, ms,
-					  m->cfg.chunk_ms);
+		/* The size of the next call: toward chunk_ms, but not where
+		 * smaller calls lose the rate (mover_cost_next). */
+		*chunk = mover_cost_next(&b->cost, bytes / page, *chunk, ms, m->cfg.chunk_ms);
 		pthread_mutex_unlock(&m->lock);
 	}
 	return r;

@@ -189,32 +189,25 @@ bool mover_guess_failed(const int *status, size_t n, const size_t *idx, const in
  * aiming at TARGET_MS, between 16 and 65536 pages. */
 size_t mover_adapt_chunk(size_t pages, double elapsed_ms, double target_ms);
 
-/* One job's model of its move calls: a call of N pages takes about
- * fixed_ms + per_page_ms * N. The fixed cost is measured by a move call
- * of no pages (move_pages(2) drains every CPU's LRU cache before it
- * looks at a page), at the job's start and every 16 calls; the cost per
- * page is what each call took beyond it (running averages, so a guest
- * that turns busy is followed within a few calls). Zero-initialise. */
+/* One job's record of its move calls' rates (pages per ms).
+ * Zero-initialise. */
 struct mover_cost {
-	double fixed_ms, per_page_ms;
-	unsigned calls, since_probe;
-	bool have_fixed;
+	double best_eff, prev_eff;
+	size_t best_pages, prev_pages;
+	unsigned calls;
 };
 
-/* True when the fixed cost should be measured (again) before the next call. */
-bool mover_cost_want_probe(const struct mover_cost *c);
-/* A move call of no pages took MS. */
-void mover_cost_note_fixed(struct mover_cost *c, double ms);
-/* A call of PAGES pages (a THP counts 512) took MS. */
-void mover_cost_note(struct mover_cost *c, size_t pages, double ms);
-
-/* The next call's pages after a call of CUR pages that took LAST_MS:
- * the size whose estimated time is TARGET_MS, but at least the size
- * whose fixed cost is a fifth of the call (the fixed cost buys no
- * shorter stall: the kernel migrates, and the guest waits, page by
- * page). Without an estimate yet, mover_adapt_chunk. Between 16 and
- * 65536, at most 4x up or down per call. */
-size_t mover_cost_chunk(const struct mover_cost *c, size_t cur, double last_ms, double target_ms);
+/* After a call of PAGES pages (a THP counts 512) that took MS, with the
+ * chunk at CHUNK: the next call's pages. Toward TARGET_MS
+ * (mover_adapt_chunk, from the call's own size where that was bigger:
+ * one THP is 512 pages even when the chunk asked for less) — unless the
+ * call's rate fell under 4/5 of the best rate a bigger call of the job
+ * reached (the fixed cost of each call — move_pages drains every CPU's
+ * LRU cache — is then over a fifth of it: smaller calls would only move
+ * less, as the kernel migrates, and the guest waits, page by page), or
+ * a bigger call just moved 1.25x faster: then it doubles. The best rate
+ * fades by 5 % a call. Between 16 and 65536. */
+size_t mover_cost_next(struct mover_cost *c, size_t pages, size_t chunk, double ms, double target_ms);
 
 /* After a move of the K entries IDX (window indexes) answered MSTATUS,
  * and a new query STATUS of the window: the pages the kernel refused for

@@ -204,69 +204,50 @@ static void test_adapt_chunk(void **state)
 	assert_int_equal(mover_adapt_chunk(100, 0, 20), 200);
 }
 
-static void test_cost_estimates(void **state)
+/* Calls of A ms fixed + B ms a page, from FIRST pages, N times, each
+ * pages rounded up to QUANTUM (a THP: 512); the last size. */
+static size_t run_calls(double a, double b, size_t first, size_t quantum, int n, double target, double *last_ms)
 {
 	struct mover_cost c = { 0 };
+	size_t chunk = first, pages = 0;
+	double ms = 0;
 
-	(void)state;
-	assert_true(mover_cost_want_probe(&c));
-	/* without a call yet: mover_adapt_chunk's step */
-	assert_int_equal(mover_cost_chunk(&c, 1000, 40, 20), 500);
-	mover_cost_note_fixed(&c, 10);
-	assert_false(mover_cost_want_probe(&c));
-	/* 1000 pages in 30 ms beyond a 10 ms fixed cost: 0.02 ms a page */
-	mover_cost_note(&c, 1000, 30);
-	assert_true(fabs(c.per_page_ms - 0.02) < 1e-12);
-	/* a call under the fixed cost counts as no per-page cost */
-	mover_cost_note(&c, 1000, 5);
-	assert_true(fabs(c.per_page_ms - 0.7 * 0.02) < 1e-12);
-	/* the fixed cost is measured again every 16 calls */
-	for (int i = 0; i < 13; i++)
-		mover_cost_note(&c, 1000, 30);
-	assert_false(mover_cost_want_probe(&c));
-	mover_cost_note(&c, 1000, 30);
-	assert_true(mover_cost_want_probe(&c));
-	mover_cost_note_fixed(&c, 20);
-	assert_true(fabs(c.fixed_ms - 13) < 1e-9);
-	assert_false(mover_cost_want_probe(&c));
+	for (int i = 0; i < n; i++) {
+		pages = (chunk + quantum - 1) / quantum * quantum;
+		ms = a + b * (double)pages;
+		chunk = mover_cost_next(&c, pages, chunk, ms, target);
+	}
+	*last_ms = ms;
+	return pages;
 }
 
-static void test_cost_chunk(void **state)
+static void test_cost_next(void **state)
 {
-	struct mover_cost c = { 0 };
-	size_t cur;
+	double ms;
+	size_t pages;
 
 	(void)state;
-	/* small fixed cost (2 ms), 0.02 ms a page: (20 - 2) / 0.02 = 900 pages */
-	mover_cost_note_fixed(&c, 2);
-	mover_cost_note(&c, 1024, 2 + 0.02 * 1024);
-	assert_int_equal(mover_cost_chunk(&c, 1024, 22.48, 20), 900);
-
-	/* busy THP under TCG: a call's fixed cost 150 ms, one THP (512
-	 * pages) 20 ms more. Shrinking would only add calls: the chunk grows
-	 * until the fixed cost is a fifth of a call, 4 * 150 / (20 / 512) =
-	 * 15360 pages, at most 4x a call — from the THP's 512 pages even
-	 * though the chunk had shrunk under one THP */
-	memset(&c, 0, sizeof(c));
-	mover_cost_note_fixed(&c, 150);
-	cur = 512;
-	for (int i = 0; i < 4; i++) {
-		mover_cost_note(&c, cur, 150 + 20.0 / 512 * (double)cur);
-		cur = mover_cost_chunk(&c, cur, 0, 20);
-	}
-	assert_int_equal(cur, 15360);
-
-	/* nothing but fixed cost: grow 4x, to the cap */
-	memset(&c, 0, sizeof(c));
-	mover_cost_note_fixed(&c, 30);
-	mover_cost_note(&c, 2000, 25);
-	assert_int_equal(mover_cost_chunk(&c, 2000, 25, 20), 8000);
-	assert_int_equal(mover_cost_chunk(&c, 60000, 25, 20), 65536);
-	/* a costly page against a 1 ms target: never under 16 pages */
-	memset(&c, 0, sizeof(c));
-	mover_cost_note_fixed(&c, 0);
-	mover_cost_note(&c, 20, 20);
-	assert_int_equal(mover_cost_chunk(&c, 20, 20, 1), 16);
+	/* idle 4 KiB, a small fixed cost (1 ms), 0.02 ms a page: calls settle
+	 * near the 20 ms target (950 pages) */
+	pages = run_calls(1, 0.02, 1024, 1, 40, 20, &ms);
+	assert_true(ms >= 14 && ms <= 26);
+	/* busy THP under TCG: 150 ms fixed, one THP 20 ms more. Shrinking to
+	 * one THP (512 pages) loses the rate; the chunk climbs instead, until
+	 * the fixed cost is at most about a fifth of a call */
+	pages = run_calls(150, 20.0 / 512, 1024, 512, 40, 20, &ms);
+	assert_true(pages >= 8 * 512);
+	assert_true(150 / ms <= 0.35);
+	/* busy 4 KiB: 100 ms fixed, 0.5 ms a page */
+	pages = run_calls(100, 0.5, 1024, 1, 40, 20, &ms);
+	assert_true(100 / ms <= 0.35);
+	/* no fixed cost at all: the target alone (40 pages) */
+	pages = run_calls(0, 0.5, 1024, 1, 40, 20, &ms);
+	assert_true(pages >= 20 && pages <= 60);
+	/* never under 16 pages, never over 65536 */
+	pages = run_calls(0, 5, 1024, 1, 40, 1, &ms);
+	assert_int_equal(pages, 16);
+	pages = run_calls(0, 0.00001, 1024, 1, 40, 20, &ms);
+	assert_int_equal(pages, 65536);
 }
 
 static void test_drop_refused(void **state)
@@ -331,8 +312,7 @@ int main(void)
 		cmocka_unit_test(test_fill_window),
 		cmocka_unit_test(test_guess_failed),
 		cmocka_unit_test(test_adapt_chunk),
-		cmocka_unit_test(test_cost_estimates),
-		cmocka_unit_test(test_cost_chunk),
+		cmocka_unit_test(test_cost_next),
 		cmocka_unit_test(test_drop_refused),
 		cmocka_unit_test(test_pick_target),
 		cmocka_unit_test(test_state_names),
