@@ -465,11 +465,10 @@ static int move_slices(struct mover *m, struct job *j, pid_t pid, struct bufs *b
 		if (m->cfg.rate_mib > 0)
 			cap = (size_t)(m->cfg.rate_mib * 1048576.0 * 0.1);
 		pthread_mutex_unlock(&m->lock);
-		/* The slice's size comes from the job's own calls (each
-		 * call's fixed cost, its cost per entry): a fixed floor of
-		 * 16 MiB a call made busy 4 KiB calls take over a second
-		 * (make bench-migrate) where the guest's stall is what the
-		 * size is for. At least one entry (a THP is 512 pages). */
+		/* The slice's size comes from the job's own calls
+		 * (mover_cost_next), not a fixed floor: 16 MiB a call made
+		 * busy 4 KiB calls take 0.4-1.9 s on average (make
+		 * bench-migrate). At least one entry (a THP is 512 pages). */
 		want = *chunk * page;
 		if (want > cap)
 			want = cap;

@@ -5,8 +5,9 @@
  * jobs at once, one per guest) walk each process's mappings
  * (/proc/PID/maps) in chunks, ask move_pages(2) where each page of a
  * chunk is and move the ones outside the target. A chunk's size adapts so
- * that each move call (the guest's stall: its pages are unmapped while
- * they move) stays near [memory] chunk_ms. A host-wide rate budget
+ * that each move call stays near [memory] chunk_ms where that does not
+ * cost the move its rate (mover_cost_next); the guest itself waits only
+ * for the page it touches while that page moves. A host-wide rate budget
  * ([memory] rate_mib) paces all workers together.
  *
  * move_pages(2) refuses a node outside the task's cpuset mems: the
