@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../orchestrator/xalloc.h"
@@ -19,11 +20,15 @@
 #define DEFAULT_MAX_WATCHES 65536
 #define MAX_DEPTH 32
 #define WATCH_MASK (IN_CREATE | IN_DELETE | IN_MODIFY | IN_ONLYDIR | IN_DONT_FOLLOW | IN_EXCL_UNLINK)
+/* An ancestor of a missing root: only new directories matter there. Added
+ * to what a directory already watched as part of a scope asks for. */
+#define ANCHOR_MASK (IN_CREATE | IN_ONLYDIR | IN_DONT_FOLLOW | IN_EXCL_UNLINK | IN_MASK_ADD)
 
 /* wd → directory, open addressing (wds only grow: an array indexed by wd
  * would grow with every guest that ever came and went). */
 struct slot {
 	int wd;                  /* 0: empty, -1: deleted */
+	bool anchor;             /* only waits for a missing root below it */
 	char *path;
 };
 
@@ -35,6 +40,8 @@ struct cgwatch {
 	unsigned max_watches;
 	unsigned nroots;
 	char **roots;
+	bool *missing;           /* roots[i] does not exist (yet): an anchor waits for it */
+	int *anchor_wd;          /* ... watching its nearest existing ancestor */
 	struct slot *slots;
 	unsigned cap, used, tomb;
 	pthread_mutex_t lock;    /* stats only: the thread owns the rest */
@@ -75,7 +82,7 @@ static struct slot *find(struct cgwatch *w, int wd)
 	return NULL;
 }
 
-static void put(struct cgwatch *w, int wd, char *path);
+static void put(struct cgwatch *w, int wd, char *path, bool anchor);
 
 static void grow(struct cgwatch *w)
 {
@@ -87,19 +94,28 @@ static void grow(struct cgwatch *w)
 	w->used = w->tomb = 0;
 	for (unsigned i = 0; i < oldcap; i++)
 		if (old[i].wd > 0)
-			put(w, old[i].wd, old[i].path);
+			put(w, old[i].wd, old[i].path, old[i].anchor);
 	free(old);
 }
 
-/* Takes PATH. */
-static void put(struct cgwatch *w, int wd, char *path)
+/* Takes PATH. ANCHOR: the directory is watched only for a missing root
+ * to appear in it, not as part of a scope. */
+static void put(struct cgwatch *w, int wd, char *path, bool anchor)
 {
 	struct slot *s = find(w, wd);
 
 	if (s) {
-		/* inotify gives the same wd for the same inode: a re-walk */
-		free(s->path);
-		s->path = path;
+		/* inotify gives the same wd for the same inode: a re-walk. A
+		 * directory inside a scope stays one; an anchor that a scope's
+		 * walk reaches becomes part of it. */
+		if (s->anchor && !anchor)
+			s->anchor = false;
+		if (s->anchor == anchor) {
+			free(s->path);
+			s->path = path;
+		} else {
+			free(path);
+		}
 		return;
 	}
 	if ((w->used + w->tomb + 1) * 4 > w->cap * 3)
@@ -109,6 +125,7 @@ static void put(struct cgwatch *w, int wd, char *path)
 			if (w->slots[i].wd < 0)
 				w->tomb--;
 			w->slots[i].wd = wd;
+			w->slots[i].anchor = anchor;
 			w->slots[i].path = path;
 			w->used++;
 			return;
@@ -160,7 +177,7 @@ static void watch_tree(struct cgwatch *w, const char *dir, unsigned depth)
 			log_debug("cgroup watcher: %s: %s", dir, strerror(errno));
 		return;
 	}
-	put(w, wd, xstrdup(dir));
+	put(w, wd, xstrdup(dir), false);
 	d = opendir(dir);
 	if (!d)
 		return;
@@ -176,10 +193,105 @@ static void watch_tree(struct cgwatch *w, const char *dir, unsigned depth)
 	closedir(d);
 }
 
-static void watch_all(struct cgwatch *w)
+/* Watch the nearest existing ancestor of missing root I (the
+ * hierarchy's mount point at worst) for the next step towards it. 0, or
+ * -errno when no ancestor can be watched. */
+static int arm_anchor(struct cgwatch *w, unsigned i)
+{
+	char dir[PATH_MAX];
+	int wd = -1;
+
+	errno = ENOENT;
+	snprintf(dir, sizeof(dir), "%s", w->roots[i]);
+	for (char *slash; wd < 0 && (slash = strrchr(dir, '/'));) {
+		if (slash == dir)
+			slash[1] = '\0';
+		else
+			*slash = '\0';
+		wd = inotify_add_watch(w->ifd, dir, ANCHOR_MASK);
+		if (wd < 0 && errno != ENOENT && errno != ENOTDIR)
+			break;
+		if (slash == dir)
+			break;
+	}
+	if (wd < 0)
+		return -errno;
+	put(w, wd, xstrdup(dir), true);
+	w->anchor_wd[i] = wd;
+	return 0;
+}
+
+/* A root that does not exist yet (a scope or parent created after the
+ * daemon started: machine.slice before the first VM, a runtime's parent
+ * before its first container) is waited for on its nearest existing
+ * ancestor; every directory created there or below brings it one step
+ * closer, until it exists and is watched as a scope. Anchors no missing
+ * root needs any more are dropped: a busy ancestor (the hierarchy's root)
+ * must not cost a wake-up per cgroup forever. Returns whether a missing
+ * root appeared. */
+static bool arm_missing(struct cgwatch *w)
+{
+	bool appeared = false;
+
+	for (unsigned i = 0; i < w->nroots; i++) {
+		int wd;
+
+		if (!w->missing[i])
+			continue;
+		w->anchor_wd[i] = -1;
+		wd = inotify_add_watch(w->ifd, w->roots[i], WATCH_MASK);
+		if (wd >= 0) {
+			w->missing[i] = false;
+			appeared = true;
+			log_info("cgroup watcher: %s appeared: watching it", w->roots[i]);
+			watch_tree(w, w->roots[i], 0);
+			continue;
+		}
+		if (errno != ENOENT && errno != ENOTDIR) {
+			log_debug("cgroup watcher: %s: %s", w->roots[i], strerror(errno));
+			continue;
+		}
+		if (arm_anchor(w, i) < 0)
+			log_debug("cgroup watcher: no ancestor of %s to watch: %s", w->roots[i], strerror(errno));
+	}
+	for (unsigned k = 0; k < w->cap; k++) {
+		const struct slot *s = &w->slots[k];
+		bool needed = false;
+
+		if (s->wd <= 0 || !s->anchor)
+			continue;
+		for (unsigned i = 0; i < w->nroots && !needed; i++)
+			needed = w->missing[i] && w->anchor_wd[i] == s->wd;
+		if (!needed) {
+			int wd = s->wd;
+
+			/* Its IN_IGNORED finds no slot: fine. */
+			drop(w, wd);
+			inotify_rm_watch(w->ifd, wd);
+		}
+	}
+	return appeared;
+}
+
+static bool any_missing(const struct cgwatch *w)
 {
 	for (unsigned i = 0; i < w->nroots; i++)
-		watch_tree(w, w->roots[i], 0);
+		if (w->missing[i])
+			return true;
+	return false;
+}
+
+static void watch_all(struct cgwatch *w)
+{
+	for (unsigned i = 0; i < w->nroots; i++) {
+		struct stat st;
+
+		if (stat(w->roots[i], &st) < 0 || !S_ISDIR(st.st_mode))
+			w->missing[i] = true;
+		else
+			watch_tree(w, w->roots[i], 0);
+	}
+	arm_missing(w);
 	set_watches(w);
 }
 
@@ -206,16 +318,41 @@ static void handle(struct cgwatch *w, const struct inotify_event *ev)
 		return;
 	}
 	if (ev->mask & IN_IGNORED) {
+		struct slot *s = find(w, ev->wd);
+		bool rearm = false;
+
+		/* A root removed (or an anchor's directory): wait for it again
+		 * where it would come back. */
+		for (unsigned i = 0; s && i < w->nroots; i++)
+			if (s->anchor ? w->missing[i] && w->anchor_wd[i] == ev->wd : strcmp(s->path, w->roots[i]) == 0) {
+				w->missing[i] = true;
+				rearm = true;
+			}
 		drop(w, ev->wd);
+		if (rearm && arm_missing(w))
+			prompt(w);
 		set_watches(w);
 		return;
 	}
-	if ((ev->mask & IN_CREATE) && (ev->mask & IN_ISDIR) && name) {
+	{
 		struct slot *s = find(w, ev->wd);
-		char sub[PATH_MAX];
 
-		if (s && snprintf(sub, sizeof(sub), "%s/%s", s->path, name) < (int)sizeof(sub)) {
-			watch_tree(w, sub, 0);
+		if (s && s->anchor) {
+			/* Outside every scope: only a step towards a missing root
+			 * counts, and only its arrival prompts. */
+			if ((ev->mask & IN_CREATE) && (ev->mask & IN_ISDIR) && arm_missing(w))
+				prompt(w);
+			set_watches(w);
+			return;
+		}
+		if ((ev->mask & IN_CREATE) && (ev->mask & IN_ISDIR) && name) {
+			char sub[PATH_MAX];
+
+			if (s && snprintf(sub, sizeof(sub), "%s/%s", s->path, name) < (int)sizeof(sub))
+				watch_tree(w, sub, 0);
+			/* a root nested in another scope is reached this way */
+			if (any_missing(w))
+				arm_missing(w);
 			set_watches(w);
 		}
 	}
@@ -267,6 +404,10 @@ static void add_root(struct cgwatch *w, const struct cg_hier *h, const char *rel
 		if (strcmp(w->roots[i], path) == 0)
 			return;
 	w->roots = xrealloc(w->roots, (w->nroots + 1) * sizeof(*w->roots));
+	w->missing = xrealloc(w->missing, (w->nroots + 1) * sizeof(*w->missing));
+	w->anchor_wd = xrealloc(w->anchor_wd, (w->nroots + 1) * sizeof(*w->anchor_wd));
+	w->missing[w->nroots] = false;
+	w->anchor_wd[w->nroots] = -1;
 	w->roots[w->nroots++] = xstrdup(path);
 }
 
@@ -278,6 +419,8 @@ static void free_all(struct cgwatch *w)
 	for (unsigned i = 0; i < w->nroots; i++)
 		free(w->roots[i]);
 	free(w->roots);
+	free(w->missing);
+	free(w->anchor_wd);
 	if (w->ifd >= 0)
 		close(w->ifd);
 	if (w->stopfd >= 0)

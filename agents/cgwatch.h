@@ -3,7 +3,11 @@
  *
  * A thread holds an inotify watch on every directory under the container
  * source's scopes in the cpuset hierarchy (a new directory is watched as
- * it appears). A directory created or removed, a process attached
+ * it appears; a scope that does not exist yet is waited for on its
+ * nearest existing ancestor, which only new directories wake; so is one
+ * whose removal inotify reports — cgroup v1's cgroupfs reports none: a
+ * removed cgroup's watch stays, silent, until the watcher stops).
+ * A directory created or removed, a process attached
  * (cgroup.procs, tasks) or a cpuset rewritten by someone (cpuset.cpus,
  * cpuset.mems) calls PROMPT, which must be cheap and thread-safe
  * (engine_trigger: requests coalesce into one cycle, at most one a

@@ -889,6 +889,9 @@ int apply_memory_settle(struct applier *a, struct apply_pending *p, struct apply
 			if (!is_gone(r))
 				log_warn("domain %s: libvirt refused nodeset %s after its memory moved (%s); it stays "
 					 "on the nodes of both", g->name, p->to_mems_s, err);
+			/* The record says where it stays bound, not the target. */
+			res->mems_loosened = true;
+			mask_or(&res->mems_after, &p->cur_mems, &p->it.to_mems);
 			return r;
 		}
 		p->wide = false;
@@ -914,6 +917,8 @@ int apply_memory_settle(struct applier *a, struct apply_pending *p, struct apply
 	if (r < 0 && !is_gone(r)) {
 		log_errno(LOG_LEVEL_WARN, r, "cgroup %s: could not narrow cpuset.mems to %s after its memory moved; "
 			  "it stays on %s", failed_rel, p->to_mems_s, wide_s);
+		res->mems_loosened = true;
+		res->mems_after = wide;
 		return r;
 	}
 	p->wide = false;

@@ -131,7 +131,9 @@ unsigned apply_pending_pids(struct applier *a, const struct apply_pending *p, pi
 /* After the mover moved a strictly bound guest's pages (its mems were
  * widened for it): narrow the mems to the target, which now migrates
  * only what was left behind. Nothing for soft binding. RES->mems_after
- * is updated. 0 or the negative errno (the mems stay wide). */
+ * is updated: the target, or where the guest stays (old ∪ target, with
+ * RES->mems_loosened set so a record shows it) when the narrowing is
+ * refused. 0 or the negative errno (the mems stay wide). */
 int apply_memory_settle(struct applier *a, struct apply_pending *p, struct apply_result *res);
 /* Can the mover move P's pages (widen, then move_pages)? false for a v2
  * guest with a descendant that sets its own cpuset.mems, and for VMs when

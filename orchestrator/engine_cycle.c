@@ -122,6 +122,8 @@ static bool memory_phase(struct engine *e, const struct snapshot *snap, struct a
 	spec.pids = pids;
 	spec.to = it->to_mems;
 	spec.bytes = it->migrate_bytes;
+	spec.first = it->first_bytes ? it->first_node : -1;
+	spec.first_bytes = it->first_bytes;
 	id = mover_submit(e->mover, &spec);
 	free(pids);
 	{
@@ -151,8 +153,9 @@ void engine_settle_jobs(struct engine *e)
 		const struct mover_job_info *ji = &fin[k];
 		struct apply_pending *p = NULL;
 		struct apply_result res;
-		char from[NODELIST_BUFSZ], to[NODELIST_BUFSZ], decision[40];
+		char from[NODELIST_BUFSZ], to[NODELIST_BUFSZ], decision[40], narrow[NODELIST_BUFSZ + 80];
 		double mib = (double)ji->bytes_done / 1048576.0;
+		int settle;
 
 		for (unsigned i = 0; i < e->njobs; i++)
 			if (e->jobs[i].id == ji->id) {
@@ -170,16 +173,22 @@ void engine_settle_jobs(struct engine *e)
 		/* Narrowing a strict guest migrates what is left: only once its
 		 * pages are in place. A job that ended early leaves its mems
 		 * wide (old ∪ new: consistent, never empty). */
-		if (ji->state == MJ_DONE)
-			apply_memory_settle(e->app, p, &res);
+		settle = ji->state == MJ_DONE ? apply_memory_settle(e->app, p, &res) : 0;
 		mask_format(&ji->from, from, sizeof(from));
 		mask_format(&ji->to, to, sizeof(to));
+		/* A refused narrowing leaves the guest bound to old ∪ new: the
+		 * record says so (mems_after) instead of implying the target. */
+		if (settle < 0 && settle != -ENOENT && settle != -ESRCH && settle != -ENODEV)
+			snprintf(narrow, sizeof(narrow), "; narrowing its mems to %s failed (%s), they stay on both",
+				 to, strerror(-settle));
+		else
+			narrow[0] = '\0';
 		apply_result_set(&res, ji->state == MJ_DONE ? APPLY_DONE : ji->state == MJ_VANISHED ? APPLY_VANISHED :
 				 ji->state == MJ_FAILED ? APPLY_FAILED : APPLY_CHANGED, ji->state == MJ_FAILED ? -EIO : 0,
 			"job %llu %s: %.1f MiB moved off nodes %s onto %s in %.2f s (%.0f MiB/s), %llu chunks, "
-			"longest stall %.1f ms%s%s", (unsigned long long)ji->id, mover_state_name(ji->state), mib,
+			"longest stall %.1f ms%s%s%s", (unsigned long long)ji->id, mover_state_name(ji->state), mib,
 			from[0] ? from : "-", to, ji->elapsed_s, ji->elapsed_s > 0 ? mib / ji->elapsed_s : 0,
-			(unsigned long long)ji->chunks, ji->stall_max_ms, ji->msg[0] ? ": " : "", ji->msg);
+			(unsigned long long)ji->chunks, ji->stall_max_ms, ji->msg[0] ? ": " : "", ji->msg, narrow);
 		res.duration_s = ji->elapsed_s;
 		snprintf(decision, sizeof(decision), "memory_%s", ji->state == MJ_DONE ? "arrived" :
 			 mover_state_name(ji->state));
@@ -350,7 +359,8 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 				 * cycle until something changes: say it once, not
 				 * once a cycle (an explicit request, REPORT, always
 				 * gets its records). */
-				bool same = logged_repeats(&e->logged, it, report != NULL);
+				bool same = logged_repeats(&e->logged, it, report != NULL, snap->mono_ns,
+							   e->cfg.policy.cooldown_ns);
 
 				pstate_revert(next, e->ps, it->guest_id);
 				if (same)
@@ -377,7 +387,7 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 			}
 			record_move(e, snap, next, it, &res, report, i);
 		} else if (it->kind == PLAN_SKIP) {
-			if (logged_repeats(&e->logged, it, report != NULL))
+			if (logged_repeats(&e->logged, it, report != NULL, snap->mono_ns, e->cfg.policy.cooldown_ns))
 				continue;
 			log_debug("not moving %s: %s (%s)", it->guest_id, skip_reason_name(it->skip), it->detail);
 			declog_add(e->dl, declog_make(snap, it, "skipped", NULL, dry_run));
@@ -397,7 +407,7 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 	free(pend);
 	t3 = clock_mono_ns();
 	if (plan)
-		logged_update(&e->logged, plan);
+		logged_update(&e->logged, plan, snap->mono_ns, e->cfg.policy.cooldown_ns);
 	if (next) {
 		pstate_free(e->ps);
 		e->ps = next;

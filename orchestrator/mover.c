@@ -52,6 +52,8 @@ struct job {
 	pid_t *pids;
 	unsigned npids;
 	bool relocate_all;
+	int first;                   /* mover_spec.first, -1: none */
+	uint64_t first_left;         /* bytes FIRST may still take (worker-owned) */
 	enum mover_state stop_as;    /* != MJ_QUEUED: end at the next chunk boundary as this */
 	int64_t start_mono, deadline_mono;
 	struct job *next;
@@ -303,6 +305,38 @@ int mover_pick_target(const nodemask_t *to, int from)
 	return mask_first(to->w, MASK_BITS(to));
 }
 
+size_t mover_assign_targets(const int *status, size_t *idx, int *weight, size_t k, size_t page,
+			    const nodemask_t *to, int first, uint64_t *first_left, int *nodes)
+{
+	nodemask_t rest = *to;
+	size_t kept = 0;
+
+	if (first >= 0 && first < MASK_MAX_NODES && mask_count(to) > 1)
+		mask_clear(&rest, first);
+	for (size_t e = 0; e < k; e++) {
+		int from = status[idx[e]];
+		uint64_t bytes = (uint64_t)weight[e] * page;
+		int t;
+
+		if (first >= 0 && *first_left >= bytes && from != first) {
+			t = first;
+			*first_left -= bytes;
+		} else if (first >= 0 && *first_left < bytes) {
+			if (mask_test(to, from))
+				continue;
+			t = mover_pick_target(&rest, from);
+		} else if (first >= 0) {
+			continue; /* already on FIRST */
+		} else {
+			t = mover_pick_target(to, from);
+		}
+		idx[kept] = idx[e];
+		weight[kept] = weight[e];
+		nodes[kept++] = t;
+	}
+	return kept;
+}
+
 /* ---- jobs ------------------------------------------------------------ */
 
 static void job_free(struct job *j)
@@ -538,9 +572,33 @@ static int query(struct mover *m, pid_t pid, size_t n, void **pages, int *status
 	return r;
 }
 
-/* Walk one process. Returns 0 when walked to the end, 1 when J must
- * stop, -ESRCH when the process is gone, or a negative errno. */
-static int move_process(struct mover *m, struct job *j, pid_t pid, struct bufs *b, size_t *chunk,
+/* Whether PID has exited. A process killed mid-job is a zombie until its
+ * parent reaps it: it still has a /proc entry, but no memory any more, so
+ * move_pages(2) answers EINVAL (no mm) rather than ESRCH and its maps read
+ * empty; the same holds while it exits, before it is a zombie. Such a
+ * process has vanished, not failed. */
+static bool process_gone(const struct mover *m, pid_t pid)
+{
+	char path[256], *text = NULL;
+	const char *f[21];
+	size_t len;
+	bool gone;
+
+	if (snprintf(path, sizeof(path), "%s/%d/stat", m->hp.procfs, (int)pid) >= (int)sizeof(path))
+		return false;
+	if (fs_read_file(path, 4096, &text, &len) < 0)
+		return kill(pid, 0) < 0 && errno == ESRCH;
+	/* state Z or X; or, while it is still exiting, vsize (field 23) 0:
+	 * its memory is already torn down */
+	gone = proc_stat_fields(text, f, 21) == 0 &&
+	       (f[0][0] == 'Z' || f[0][0] == 'X' || (f[20][0] == '0' && (f[20][1] == ' ' || f[20][1] == '\n')));
+	free(text);
+	return gone;
+}
+
+/* Walk one process's mappings: 0 when walked to the end, 1 when J must
+ * stop, or a negative errno (-ESRCH: its maps are gone). */
+static int walk_process(struct mover *m, struct job *j, pid_t pid, struct bufs *b, size_t *chunk,
 			size_t page)
 {
 	char path[PATH_MAX];
@@ -596,14 +654,22 @@ static int move_process(struct mover *m, struct job *j, pid_t pid, struct bufs *
 		 * entry; pass 1 moves what such a guess left behind. */
 		for (int pass = 0; pass < 2 && r == 0; pass++) {
 			size_t k = 0;
+			nodemask_t sel = j->info.to;
 
-			k = mover_plan_window(b->status, b->pages, n, page, &j->info.to, j->relocate_all,
+			/* While the threads' node has room, every page off it is
+			 * to move (mover_spec.first). */
+			if (j->first >= 0 && j->first_left > 0) {
+				mask_zero(&sel);
+				mask_set(&sel, j->first);
+			}
+			k = mover_plan_window(b->status, b->pages, n, page, &sel, j->relocate_all,
 					      pass == 0 && compact && !j->relocate_all, b->idx, b->mweight);
+			k = mover_assign_targets(b->status, b->idx, b->mweight, k, page, &j->info.to, j->first,
+						 &j->first_left, b->mnodes);
 			for (size_t e = 0; e < k; e++) {
 				size_t i = b->idx[e];
 
 				b->mpages[e] = b->pages[i];
-				b->mnodes[e] = mover_pick_target(&j->info.to, b->status[i]);
 				pthread_mutex_lock(&m->lock);
 				mask_set(&j->info.from, b->status[i]);
 				pthread_mutex_unlock(&m->lock);
@@ -627,8 +693,10 @@ static int move_process(struct mover *m, struct job *j, pid_t pid, struct bufs *
 		}
 		if (r == 0 && !j->relocate_all) {
 			for (size_t i = 0; i < n; i++)
-				exact += b->first[i] >= 0 && !mask_test(&j->info.to, b->first[i]) &&
-					 b->status[i] >= 0 && mask_test(&j->info.to, b->status[i]);
+				/* Moved onto the target: from off it, or onto FIRST
+				 * from another target node. */
+				exact += b->first[i] >= 0 && b->status[i] >= 0 && b->first[i] != b->status[i] &&
+					 mask_test(&j->info.to, b->status[i]);
 			/* The slices counted a probable THP as whole: the window's
 			 * exact count replaces the guess. */
 			pthread_mutex_lock(&m->lock);
@@ -642,6 +710,24 @@ static int move_process(struct mover *m, struct job *j, pid_t pid, struct bufs *
 			break;
 	}
 	free(vmas);
+	return r;
+}
+
+/* Move one process's misplaced pages. Returns 0 when walked to the end,
+ * 1 when J must stop, -ESRCH when the process is gone — the one place
+ * that decides "vanished" (the caller counts such a process as vanished,
+ * not failed) — or a negative errno. */
+static int move_process(struct mover *m, struct job *j, pid_t pid, struct bufs *b, size_t *chunk,
+			size_t page)
+{
+	int r = walk_process(m, j, pid, b, chunk, page);
+
+	/* Any call that failed on a process that has exited (a zombie
+	 * answers move_pages with EINVAL, not ESRCH) is its exit, not a
+	 * failure. Asked only after a failure: the walk never reads
+	 * /proc/PID/stat. */
+	if (r < 0 && r != -ESRCH && process_gone(m, pid))
+		r = -ESRCH;
 	return r;
 }
 
@@ -675,30 +761,6 @@ static bool pin_to_target(struct mover *m, const struct job *j, cpu_set_t *old)
 	return n && sched_setaffinity(0, sizeof(want), &want) == 0;
 }
 
-/* Whether PID has exited. A process killed mid-job is a zombie until its
- * parent reaps it: it still has a /proc entry, but no memory any more, so
- * move_pages(2) answers EINVAL (no mm) rather than ESRCH and its maps read
- * empty; the same holds while it exits, before it is a zombie. Such a
- * process has vanished, not failed. */
-static bool process_gone(const struct mover *m, pid_t pid)
-{
-	char path[256], *text = NULL;
-	const char *f[21];
-	size_t len;
-	bool gone;
-
-	if (snprintf(path, sizeof(path), "%s/%d/stat", m->hp.procfs, (int)pid) >= (int)sizeof(path))
-		return false;
-	if (fs_read_file(path, 4096, &text, &len) < 0)
-		return kill(pid, 0) < 0 && errno == ESRCH;
-	/* state Z or X; or, while it is still exiting, vsize (field 23) 0:
-	 * its memory is already torn down */
-	gone = proc_stat_fields(text, f, 21) == 0 &&
-	       (f[0][0] == 'Z' || f[0][0] == 'X' || (f[20][0] == '0' && (f[20][1] == ' ' || f[20][1] == '\n')));
-	free(text);
-	return gone;
-}
-
 static enum mover_state run_job(struct mover *m, struct job *j, char *msg, size_t msgsz)
 {
 	cpu_set_t old_cpus;
@@ -726,7 +788,7 @@ static enum mover_state run_job(struct mover *m, struct job *j, char *msg, size_
 	for (unsigned i = 0; i < j->npids; i++) {
 		int r = move_process(m, j, j->pids[i], &b, &chunk, page);
 
-		if (r == -ESRCH || (r < 0 && process_gone(m, j->pids[i])))
+		if (r == -ESRCH)
 			continue;
 		alive++;
 		if (r == 1) {
@@ -905,6 +967,9 @@ uint64_t mover_submit(struct mover *m, const struct mover_spec *spec)
 	j->stop_as = MJ_QUEUED;
 	j->npids = spec->npids;
 	j->relocate_all = spec->relocate_all;
+	j->first = spec->first_bytes && !spec->relocate_all && spec->first >= 0 &&
+		   spec->first < MASK_MAX_NODES && mask_test(&spec->to, spec->first) ? spec->first : -1;
+	j->first_left = j->first >= 0 ? spec->first_bytes : 0;
 	j->pids = xcalloc(spec->npids ? spec->npids : 1, sizeof(pid_t));
 	memcpy(j->pids, spec->pids, spec->npids * sizeof(pid_t));
 	pthread_mutex_lock(&m->lock);

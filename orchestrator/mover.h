@@ -73,6 +73,13 @@ struct mover_spec {
 	 * that is a target (a one-node host has nowhere else to move to; the
 	 * kernel then only walks and counts the pages). */
 	bool relocate_all;
+	/* A guest whose memory does not fit one node, its threads on one
+	 * (policy: split): up to first_bytes of its pages off node FIRST —
+	 * from TO's other nodes too — go to FIRST before anything else, so
+	 * the threads' node holds the largest share it has room for.
+	 * first_bytes 0: no such node (FIRST is then ignored). */
+	int first;
+	uint64_t first_bytes;
 };
 
 struct mover_job_info {
@@ -222,5 +229,16 @@ size_t mover_drop_refused(int *status, const size_t *idx, const int *mstatus, si
 /* The target node for a page on node FROM: spread over TO's nodes by
  * FROM's position, so one source node's pages land on one target node. */
 int mover_pick_target(const nodemask_t *to, int from);
+
+/* Targets for the K entries a window planned (IDX into STATUS, WEIGHT in
+ * pages of PAGE bytes), planned against {FIRST} while *FIRST_LEFT > 0 and
+ * against TO otherwise. While *FIRST_LEFT covers an entry it goes to
+ * FIRST (off *FIRST_LEFT); after that an entry already on TO stays (it is
+ * dropped) and the others go by mover_pick_target among TO less FIRST
+ * (FIRST has no room left). FIRST < 0: mover_pick_target for all.
+ * NODES[e] gets each kept entry's target; IDX and WEIGHT are compacted
+ * in place. Returns the entries kept. */
+size_t mover_assign_targets(const int *status, size_t *idx, int *weight, size_t k, size_t page,
+			    const nodemask_t *to, int first, uint64_t *first_left, int *nodes);
 
 #endif

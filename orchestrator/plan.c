@@ -1,7 +1,10 @@
 /* plan.c — plan names, JSON, and freeing. */
 #include "plan.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "snapjson.h"
 #include "strtab.h"
@@ -14,6 +17,22 @@ void plan_free(struct plan *p)
 		free(p->items[i].to_cpus);
 	free(p->items);
 	free(p);
+}
+
+void plan_item_init(struct plan_item *it, const struct snapshot *snap, unsigned gi, enum plan_kind kind)
+{
+	const struct snap_guest *g = &snap->guests[gi];
+
+	memset(it, 0, sizeof(*it));
+	snprintf(it->guest_id, sizeof(it->guest_id), "%s", g->id);
+	it->guest_idx = gi;
+	it->kind = kind;
+	it->from_nodes = g->cpu_nodes;
+	it->from_mems = g->mems;
+	it->locality_before = g->locality;
+	it->cpu_demand = NAN;
+	it->load_before = NAN;
+	it->load_after = NAN;
 }
 
 bool plan_migration_negligible(uint64_t migrate_bytes, uint64_t total)
@@ -78,6 +97,12 @@ json_t *plan_item_to_json(const struct plan_item *it)
 		json_object_set_new(o, "crowded", json_true());
 	if (it->local_fit)
 		json_object_set_new(o, "local_fit", json_true());
+	if (it->split)
+		json_object_set_new(o, "split", json_true());
+	if (it->split || it->first_bytes) {
+		json_object_set_new(o, "first_node", json_integer(it->first_node));
+		json_object_set_new(o, "first_bytes", json_integer((json_int_t)it->first_bytes));
+	}
 	json_object_set_new(o, "detail", json_string(it->detail));
 	return o;
 }

@@ -71,6 +71,17 @@ struct plan_item {
 	 * its threads fit the CPUs left (guards.h, pcand.local_fit);
 	 * load_after is then its use without headroom, at most 1. */
 	bool local_fit;
+	/* Its memory does not fit one node, its busy threads fit one node's
+	 * CPUs (policy: split): to_nodes is that one node, to_mems it and the
+	 * fewest nodes that hold the rest, first_node that node. */
+	bool split;
+	/* Up to first_bytes of its memory off first_node (from the other
+	 * to_mems too) go there first (mover_spec.first): a split's largest
+	 * share on its threads' node, or a pinned guest's memory following
+	 * its threads inside a multi-node pin. first_bytes 0: none
+	 * (first_node is then meaningless). */
+	int first_node;
+	uint64_t first_bytes;
 	char detail[192];            /* one human sentence */
 };
 
@@ -92,6 +103,11 @@ struct plan {
  * migration seconds per GiB) and the applier treats them as moving
  * nothing: no narrowing, no room needed on the target. */
 bool plan_migration_negligible(uint64_t migrate_bytes, uint64_t total);
+
+/* Start IT as the decision about guest GI of SNAP: zeroed, then its id,
+ * index, KIND, where it is now (from_nodes, from_mems, locality_before),
+ * and NaN for the loads and CPU demand nobody has computed yet. */
+void plan_item_init(struct plan_item *it, const struct snapshot *snap, unsigned gi, enum plan_kind kind);
 
 void plan_free(struct plan *p);
 const char *plan_kind_name(enum plan_kind k);

@@ -361,6 +361,223 @@ static bool follow_threads(const struct pctx *x, const struct snap_guest *g, con
 	       !plan_migration_negligible(out->migrate, v->mem_total);
 }
 
+/* Split (plan_item.split): hysteresis. The threads' node it is on stays
+ * chosen unless another could hold this share of its memory more; on it,
+ * it is settled while the node holds all but this share of what it could
+ * (room on a node the guest fills comes and goes with the others). */
+#define SPLIT_SLACK 0.05
+
+/* Its memory fits no one node (room and its own memory there, or all of
+ * it there already): the precondition of a split. */
+static bool fits_no_node(const struct pctx *x, const struct gview *v)
+{
+	for (unsigned n = 0; n < x->nn; n++) {
+		uint64_t own = v->mem_node ? v->mem_node[n] : 0;
+
+		/* Any node with memory: a CPU-less one may hold it for a CPU
+		 * node near it (guards.c, nearest_mem). */
+		if (!x->s->nodes[n].mem_total || !v->memok[n])
+			continue;
+		if (pctx_room(x, n) + own >= v->mem_demand || own >= v->mem_total)
+			return false;
+	}
+	return true;
+}
+
+/* The split onto node index N: N's CPUs hold its busy threads, a whole
+ * CPU each, beside the other load (as a local fit: no headroom, ≤ 1 +
+ * LOCAL_FIT_SLACK); its memory on N and then on the nodes that can hold
+ * the most of it (its own memory there plus room; nearer, then lower
+ * index first) until they hold its demand. OUT: that set, its migration
+ * the larger of what must leave the other nodes and *FIRST — what N
+ * takes more, up to its room, from wherever it is (mover_spec.first).
+ * *ON_FIRST: what N will hold. */
+static bool split_eval(struct pctx *x, const struct gview *v, const bool *usable, unsigned n,
+		       struct pcand *out, uint64_t *first, uint64_t *on_first)
+{
+	const struct snapshot *s = x->s;
+	double use = fmax(fmax(v->cpu_use, x->cfg->min_cpu), (double)v->busy_thr);
+	uint64_t cap, own_n = v->mem_node ? v->mem_node[n] : 0, off_n;
+	nodemask_t cpun, mems;
+	double u;
+
+	/* Its use may pass its busy threads a little (the idle threads'
+	 * ticks, rounding: 2.02 CPUs for two busy threads in the testbed):
+	 * the same slack as for the node's load. */
+	if (!usable[n] || !s->nodes[n].mem_total || !v->memok[n] || !s->nodes[n].nr_cpus ||
+	    v->acpus[n] < v->busy_thr || use > v->acpus[n] * (1.0 + LOCAL_FIT_SLACK))
+		return false;
+	u = (pctx_other_busy(x, v, n) + use) / s->nodes[n].nr_cpus;
+	if (u > 1.0 + LOCAL_FIT_SLACK)
+		return false;
+	mask_zero(&cpun);
+	mask_set(&cpun, s->nodes[n].id);
+	mems = cpun;
+	for (unsigned i = 0; i < x->nn; i++)
+		x->inset[i] = i == n;
+	cap = pctx_room(x, n) + own_n;
+	while (cap < v->mem_demand) {
+		int best = -1;
+		uint64_t bcap = 0;
+
+		for (unsigned m = 0; m < x->nn; m++) {
+			uint64_t c;
+
+			if (x->inset[m] || !s->nodes[m].mem_total || !v->memok[m])
+				continue;
+			c = pctx_room(x, m) + (v->mem_node ? v->mem_node[m] : 0);
+			if (best < 0 || c > bcap ||
+			    (c == bcap && s->distance[n * x->nn + m] < s->distance[n * x->nn + (unsigned)best])) {
+				best = (int)m;
+				bcap = c;
+			}
+		}
+		if (best < 0 || !bcap)
+			return false;
+		x->inset[best] = true;
+		mask_set(&mems, s->nodes[best].id);
+		cap += bcap;
+	}
+	pset_eval_mask(x, v, &cpun, &mems, out);
+	if (!out->allowed_ok || !out->mem_ok)
+		return false;
+	off_n = v->mem_total > own_n ? v->mem_total - own_n : 0;
+	*first = pctx_room(x, n) < off_n ? pctx_room(x, n) : off_n;
+	*on_first = own_n + *first;
+	out->cpu_ok = true;
+	out->crowded = false;
+	out->local_fit = false;
+	out->util_after = u;
+	if (*first > out->migrate)
+		out->migrate = *first;
+	return true;
+}
+
+/* A guest whose memory fits no one node but whose busy threads fit one
+ * node's CPUs: spread over two nodes, each of its threads is local to the
+ * half of its memory on its own node — 50 %, however the memory lies (the
+ * testbed's bigguest scenario, every placer). With all its threads on one
+ * node N, it is as local as N's share of its memory. So its CPUs go to
+ * the node that holds, or can be made to hold, the most of its memory,
+ * its memory onto N up to N's room (min_free kept) and the rest onto the
+ * fewest nodes that hold it. Taken when that beats where its threads run
+ * now; settled once it is there. Returns false to leave the guest to the
+ * general rules. */
+static bool decide_split(struct pctx *x, const struct pstate_entry *pe, const struct snap_guest *g,
+			 const struct gview *v, const bool *usable, struct gdec *d)
+{
+	const struct policy_config *cfg = x->cfg;
+	struct plan_item *it = &d->it;
+	struct pcand c, best;
+	uint64_t first = 0, on = 0, bfirst = 0, bon = 0, slack, local_before;
+	unsigned bn = 0, cur_k = mask_count(&g->cpu_nodes);
+	int cur = -1;
+	bool found = false;
+	double gain;
+	int64_t ago = 0;
+	char mems[48], from[48];
+
+	if (!v->mem_total || !v->busy_thr || v->cpu_use < SNAP_BUSY_THREAD_CPU || !fits_no_node(x, v))
+		return false;
+	if (cur_k == 1)
+		cur = x->idx_of_id[mask_first(g->cpu_nodes.w, MASK_BITS(&g->cpu_nodes))];
+	slack = (uint64_t)(SPLIT_SLACK * (double)v->mem_total);
+	for (unsigned n = 0; n < x->nn; n++) {
+		if (!split_eval(x, v, usable, n, &c, &first, &on))
+			continue;
+		/* More on the threads' node; the one it is on by the slack;
+		 * then less to migrate (pcand_better). */
+		if (!found || ((int)n == cur ? on + slack > bon : ((int)bn == cur ? on > bon + slack : on > bon)) ||
+		    (on == bon && (int)bn != cur && pcand_better(&c, &best))) {
+			found = true;
+			best = c;
+			bn = n;
+			bfirst = first;
+			bon = on;
+		}
+	}
+	local_before = (uint64_t)(g->locality * (double)v->mem_total);
+	if (!found)
+		return false;
+	fmt_nodes(&best.mems, mems, sizeof(mems));
+	fill_target(it, &best);
+	it->split = true;
+	it->first_node = x->s->nodes[bn].id;
+	it->first_bytes = bfirst;
+	if ((int)bn == cur) {
+		uint64_t outside = 0;
+
+		for (unsigned n = 0; n < x->nn; n++)
+			if (v->mem_node && !mask_test(&best.mems, x->s->nodes[n].id))
+				outside += v->mem_node[n];
+		if (plan_migration_negligible(outside, v->mem_total) &&
+		    (bfirst <= slack || plan_migration_negligible(bfirst, v->mem_total))) {
+			it->kind = PLAN_SETTLED;
+			it->reason = REASON_NONE;
+			it->first_bytes = 0;
+			it->migrate_bytes = 0;
+			set_detail(it, "settled split: its %llu MiB fit no one node; its %u busy threads on node %d with %llu MiB (%.0f%%), the rest on nodes %s; locality %.2f",
+				   mib(v->mem_total), v->busy_thr, it->first_node, mib(bon),
+				   100.0 * (double)bon / (double)v->mem_total, mems, g->locality);
+			return true;
+		}
+	} else if (bon <= local_before + slack) {
+		/* No better than where its threads run now. */
+		return false;
+	}
+	it->reason = cur_k > 1 ? REASON_CONSOLIDATE : REASON_LOCALITY;
+	gain = (bon > local_before ? (double)(bon - local_before) : 0.0) / (1024.0 * MIB) *
+	       fmax(v->cpu_use, cfg->min_cpu);
+	if (cur_k > 1)
+		gain += cur_k - 1;
+	if (it->load_before > best.util_after)
+		gain += 4.0 * (it->load_before - best.util_after);
+	it->gain = gain;
+	if (in_cooldown(cfg, x->s, pe, &ago)) {
+		skip_cooldown(it, cfg, ago);
+		add_detail(it, "; split");
+		return true;
+	}
+	it->kind = PLAN_MOVE;
+	d->target = best;
+	d->want = true;
+	fmt_nodes(&g->cpu_nodes, from, sizeof(from));
+	set_detail(it, "split: its %llu MiB fit no one node; its %u busy threads nodes %s→%d, %llu MiB onto it (→%.0f%%), mems %s, %llu MiB to migrate, locality %.2f",
+		   mib(v->mem_total), v->busy_thr, from, it->first_node, mib(bfirst),
+		   100.0 * (double)bon / (double)v->mem_total, mems, mib(best.migrate), g->locality);
+	return true;
+}
+
+/* A guest pinned to CPU nodes CPUN (evaluated as C) whose busy threads
+ * run (nearly) all on one of them, N (all but FOLLOW_MIN_SHARE of its CPU
+ * time, measured): its memory on the other pinned nodes is remote for all
+ * of them. *FN (node id), *FB: N and what N can take of the rest, up to
+ * its room; true when that is worth moving and raises its locality by
+ * more than SPLIT_SLACK. Threads spread over several pinned nodes are
+ * left alone: no one node is theirs. */
+static bool pin_follow(const struct pctx *x, const struct snap_guest *g, const struct gview *v,
+		       const nodemask_t *cpun, const struct pcand *c, int *fn, uint64_t *fb)
+{
+	int best = -1;
+	uint64_t off, room;
+
+	if (!g->cpu_node || g->locality_source != LOC_THREADS || !(v->cpu_use > 0.0) || !v->mem_total ||
+	    !v->mem_node)
+		return false;
+	for (unsigned n = 0; n < x->nn; n++)
+		if (mask_test(cpun, x->s->nodes[n].id) && (best < 0 || g->cpu_node[n] > g->cpu_node[best]))
+			best = (int)n;
+	if (best < 0 || g->cpu_node[best] < (1.0 - FOLLOW_MIN_SHARE) * v->cpu_use ||
+	    !mask_test(&c->mems, x->s->nodes[best].id))
+		return false;
+	off = v->mem_total > v->mem_node[best] ? v->mem_total - v->mem_node[best] : 0;
+	room = pctx_room(x, (unsigned)best);
+	*fb = room < off ? room : off;
+	*fn = x->s->nodes[best].id;
+	return !plan_migration_negligible(*fb, v->mem_total) &&
+	       (double)(v->mem_node[best] + *fb) / (double)v->mem_total > g->locality + SPLIT_SLACK;
+}
+
 static void decide_pinned(struct pctx *x, const struct pstate_entry *pe, const struct snap_guest *g,
 			  const struct gview *v, const bool *usable, struct gdec *d)
 {
@@ -389,6 +606,35 @@ static void decide_pinned(struct pctx *x, const struct pstate_entry *pe, const s
 	pin_local = v->mem_total ? (double)c.already / (double)v->mem_total : 1.0;
 	if (mask_equal(&g->cpu_nodes, &cpun) && mask_equal(&g->mems, &c.mems) &&
 	    pin_local >= cfg->locality_target) {
+		int fn;
+		uint64_t fb;
+
+		/* Inside a multi-node pin its threads run where the scheduler
+		 * puts them, and its memory may sit on another pinned node. A
+		 * cpuset write cannot fix that (the pin is the cpuset), but the
+		 * mover can, the cpuset unchanged: with the kernel's balancing
+		 * off, memory goes onto the pinned node that runs (nearly) all
+		 * of its CPU time (mover_spec.first). Settled afterwards: the
+		 * cpuset is as pinned and the memory already there. */
+		if (g->locality < cfg->locality_target && mask_count(&cpun) >= 2 && x->s->numa_balancing == 0 &&
+		    pin_follow(x, g, v, &cpun, &c, &fn, &fb)) {
+			it->reason = REASON_PINNED;
+			it->first_node = fn;
+			it->first_bytes = fb;
+			it->migrate_bytes = fb;
+			it->gain = PIN_GAIN + (double)fb / (1024.0 * MIB) * fmax(v->cpu_use, cfg->min_cpu);
+			if (in_cooldown(cfg, x->s, pe, &ago)) {
+				skip_cooldown(it, cfg, ago);
+				return;
+			}
+			it->kind = PLAN_MOVE;
+			d->target = c;
+			d->target.migrate = fb;
+			d->want = true;
+			set_detail(it, "pinned to nodes %s: memory follows its threads inside the pin, %llu MiB onto node %d where they run (kernel NUMA balancing off), locality %.2f",
+				   pn, mib(fb), fn, g->locality);
+			return;
+		}
 		it->kind = PLAN_SETTLED;
 		it->reason = REASON_NONE;
 		/* On several pinned nodes the memory on them may still be off
@@ -445,6 +691,8 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 		set_detail(it, "no CPU node it may use: allowed cpus hold no online CPU");
 		return;
 	}
+	if (decide_split(x, pe, g, v, usable, d))
+		return;
 	kmin = pcands_generate(x, v, usable, &allowed_block);
 	/* Nothing fits with headroom: the least-loaded sets that hold its
 	 * busy threads, its memory local there, by the same rules. */
@@ -679,13 +927,8 @@ static void evaluate(struct pctx *x, const struct pstate *prev, unsigned gi, str
 
 	memset(d, 0, sizeof(*d));
 	d->version = x->version;
-	snprintf(it->guest_id, sizeof(it->guest_id), "%s", g->id);
-	it->guest_idx = gi;
-	it->from_nodes = g->cpu_nodes;
-	it->from_mems = g->mems;
-	it->locality_before = g->locality;
+	plan_item_init(it, s, gi, PLAN_MOVE);
 	it->load_before = util_now(x, &g->cpu_nodes, &nan);
-	it->load_after = NAN;
 	it->mem_demand = (uint64_t)mem_demand_of(cfg, g->mem_total);
 	it->cpu_demand = isnan(g->cpu_use) ? NAN
 		       : fmax(cfg->min_cpu, fmax(0.0, g->cpu_use) * (1.0 + cfg->cpu_headroom));
@@ -798,18 +1041,10 @@ static void one_node(const struct snapshot *s, bool verbose, struct plan *p)
 		const struct snap_guest *g = &s->guests[gi];
 		struct plan_item *it = &p->items[p->nr_items++];
 
-		snprintf(it->guest_id, sizeof(it->guest_id), "%s", g->id);
-		it->guest_idx = gi;
-		it->kind = PLAN_SKIP;
+		plan_item_init(it, s, gi, PLAN_SKIP);
 		it->skip = SKIP_ONE_NODE;
-		it->from_nodes = g->cpu_nodes;
-		it->from_mems = g->mems;
 		it->to_nodes = g->cpu_nodes;
 		it->to_mems = g->mems;
-		it->cpu_demand = NAN;
-		it->load_before = NAN;
-		it->load_after = NAN;
-		it->locality_before = g->locality;
 		snprintf(it->detail, sizeof(it->detail), "host has one CPU node: nothing to choose");
 	}
 }

@@ -89,17 +89,10 @@ int policy_place(const struct policy_config *cfg, const struct snapshot *snap,
 	if (!g)
 		return -ENOENT;
 	memset(out, 0, sizeof(*out));
-	snprintf(it->guest_id, sizeof(it->guest_id), "%s", g->id);
-	it->guest_idx = (unsigned)(g - snap->guests);
-	it->kind = PLAN_MOVE;
+	plan_item_init(it, snap, (unsigned)(g - snap->guests), PLAN_MOVE);
 	it->reason = REASON_PLACE;
-	it->from_nodes = g->cpu_nodes;
-	it->from_mems = g->mems;
 	it->cpu_demand = req->cpus;
 	it->mem_demand = req->mem_bytes;
-	it->load_before = NAN;
-	it->load_after = NAN;
-	it->locality_before = g->locality;
 
 	if (g->policy.mode == GPOL_IGNORE) {
 		it->kind = PLAN_SKIP;

@@ -129,9 +129,10 @@ class Daemon:
             os.chmod(self.token_file, 0o600)
 
     def args(self):
-        a = [self.binary, "--config", self.conf, "--root", self.root, "--socket", self.sock,
-             "--state-dir", self.state, "--listen", "127.0.0.1:0", "--token-file", self.token_file,
-             "--interval", "3600", "--decision-log", os.path.join(self.tmp, "decisions.jsonl")]
+        a = itlib.numaorchd("--config", self.conf, "--root", self.root, "--socket", self.sock,
+                            "--listen", "127.0.0.1:0", "--token-file", self.token_file,
+                            "--interval", "3600", "--decision-log", os.path.join(self.tmp, "decisions.jsonl"),
+                            state_dir=self.state, binary=self.binary)
         if self.tls:
             a += ["--tls-cert", self.tls[0], "--tls-key", self.tls[1]]
         return a + self.extra

@@ -15,6 +15,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import unittest
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.path.join(REPO, "build")
@@ -308,18 +309,31 @@ class FakeCpuLoad:
         self._t.join()
 
 
+def numaorchd(*args, state_dir, binary=None):
+    """The daemon's command line: BINARY (build/numaorchd) with a private
+    --state-dir STATE_DIR, then ARGS (a test that means another state
+    directory passes its own --state-dir: the last one wins). Every test
+    starts the daemon through this, so none reads or writes the host's
+    /var/lib/numaorch: a test once left a cool-down there that broke later
+    runs, and --once reads the operator's per-guest policies from it."""
+    if not state_dir:
+        raise ValueError("numaorchd() needs a private state_dir")
+    return [binary or NUMAORCHD, "--state-dir", state_dir] + list(args)
+
+
 class Agent:
     """Runs the real numaorchd binary."""
 
-    def __init__(self, tmpdir):
+    def __init__(self, tmpdir, state_dir=None):
         self.tmpdir = tmpdir
+        self.state_dir = state_dir or os.path.join(tmpdir, "state")
         self.declog = os.path.join(tmpdir, "decisions.jsonl")
 
     def once(self, *args, timeout=60):
         """Run one cycle. Under strace when available, every file the agent
         opened for writing is collected in self.written (cgroup writes go
         through libcgroup's fopen "r+", i.e. O_RDWR)."""
-        cmd = [NUMAORCHD, "--once", "--decision-log", self.declog] + list(args)
+        cmd = numaorchd("--once", "--decision-log", self.declog, *args, state_dir=self.state_dir)
         trace = os.path.join(self.tmpdir, "strace.out")
         self.audited = bool(shutil.which("strace"))
         if self.audited:
@@ -354,3 +368,60 @@ def config_file(tmpdir, text, name="numaorchd.conf"):
 
 def mktemp():
     return tempfile.mkdtemp(prefix="numaorch-it-")
+
+
+class DaemonTest(unittest.TestCase):
+    """A test that runs numaorchd: a private temporary directory (removed
+    afterwards, failed or not) and a private state directory in it that
+    every start of the daemon gets (see numaorchd())."""
+
+    def setUp(self):
+        self.tmp = mktemp()
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.state = os.path.join(self.tmp, "state")
+        self.agent = Agent(self.tmp, self.state)
+
+    def numaorchd(self, *args, binary=None):
+        return numaorchd(*args, state_dir=self.state, binary=binary)
+
+    def start_daemon(self, *args, binary=None):
+        """Start the daemon with ARGS (stderr read by a StderrWatch); killed
+        at cleanup if still running. Returns (Popen, StderrWatch)."""
+        d = subprocess.Popen(self.numaorchd(*args, binary=binary), stderr=subprocess.PIPE, text=True)
+        self.addCleanup(lambda: d.poll() is None and d.kill())
+        return d, StderrWatch(d)
+
+    def stop_daemon(self, d, w):
+        """SIGTERM, a clean exit (rc 0) within 30 s; returns what it said."""
+        d.send_signal(signal.SIGTERM)
+        try:
+            rc = d.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            d.kill()
+            self.fail("daemon did not stop on SIGTERM")
+        err = w.text()
+        self.assertEqual(rc, 0, err)
+        return err
+
+
+class V1SandboxTest(DaemonTest):
+    """A DaemonTest on this machine's real cgroup v1 hierarchies: a private
+    sandbox parent (removed afterwards), a fixture sysfs that splits the
+    CPUs into nodes, and node load from a fixture /proc/stat."""
+
+    def setUp(self):
+        super().setUp()
+        self.sb = V1Sandbox()
+        self.addCleanup(self.sb.cleanup)
+
+    def topo_cpu_only_node1(self):
+        """Node 0: CPU 0 and all memory; node 1: CPU 1, no memory (as a
+        memoryless node): moves change cpus, mems stay on node 0."""
+        return fake_topology(self.tmp, [{"cpus": "0", "mem_mib": 16384},
+                                        {"cpus": "1", "mem_mib": 0, "free_mib": 0}])
+
+    def fake_load(self, busy):
+        """Node load from a fixture /proc/stat (see FakeCpuLoad)."""
+        load = FakeCpuLoad(self.tmp, busy)
+        self.addCleanup(load.stop)
+        return load.procfs

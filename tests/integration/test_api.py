@@ -736,8 +736,9 @@ class Startup(unittest.TestCase):
         self.assertTrue(d.alive())
 
     def test_listen_without_token_is_refused(self):
-        p = subprocess.run([itlib.NUMAORCHD, "--root", self.root, "--listen", "127.0.0.1:0",
-                            "--socket", os.path.join(self.tmp, "s"), "--check-config"],
+        p = subprocess.run(itlib.numaorchd("--root", self.root, "--listen", "127.0.0.1:0",
+                                           "--socket", os.path.join(self.tmp, "s"), "--check-config",
+                                           state_dir=os.path.join(self.tmp, "state")),
                            capture_output=True, text=True, timeout=30)
         self.assertEqual(p.returncode, 2)
         self.assertIn("token_file", p.stderr)

@@ -54,8 +54,8 @@ class Persistence(unittest.TestCase):
         self.assertEqual(items["runc-ctr1"]["skip"], "ignored", items["runc-ctr1"])
         self.assertIn("per-guest policies loaded from", self.d.logtext())
         # numaorchd --once honours them too, and creates nothing.
-        p = subprocess.run([itlib.NUMAORCHD, "--config", self.d.conf, "--root", self.root, "--once", "--json",
-                            "--dry-run", "--state-dir", self.d.state], capture_output=True, text=True,
+        p = subprocess.run(itlib.numaorchd("--config", self.d.conf, "--root", self.root, "--once", "--json",
+                                           "--dry-run", state_dir=self.d.state), capture_output=True, text=True,
                            timeout=60)
         self.assertEqual(p.returncode, 0, p.stderr)
         rep = json.loads(p.stdout)

@@ -9,14 +9,13 @@ agent must survive.
 """
 import json
 import os
-import shutil
 import signal
 import subprocess
 import time
 import unittest
 
 import itlib
-from itlib import V1Sandbox, Agent, FakeCpuLoad, fake_topology, cpuset_state, read
+from itlib import cpuset_state
 
 REASON = itlib.skip_reason_v1()
 if REASON is None and len(os.sched_getaffinity(0)) < 2:
@@ -24,13 +23,9 @@ if REASON is None and len(os.sched_getaffinity(0)) < 2:
 
 
 @unittest.skipIf(REASON, REASON or "")
-class CgroupV1(unittest.TestCase):
+class CgroupV1(itlib.V1SandboxTest):
     def setUp(self):
-        self.sb = V1Sandbox()
-        self.addCleanup(self.sb.cleanup)
-        self.tmp = itlib.mktemp()
-        self.addCleanup(shutil.rmtree, self.tmp, True)
-        self.agent = Agent(self.tmp)
+        super().setUp()
         self.outside_before = cpuset_state(exclude_prefix=self.sb.rel)
 
     def assert_outside_untouched(self):
@@ -48,18 +43,6 @@ class CgroupV1(unittest.TestCase):
         changed = {k: (v, after.get(k)) for k, v in self.outside_before.items() if after.get(k) != v}
         changed = {k: v for k, v in changed.items() if v[1] is not None}
         self.assertEqual(changed, {}, "cpusets outside the scope changed")
-
-    def topo_cpu_only_node1(self):
-        # node 0: CPU 0 and all memory; node 1: CPU 1, no memory (as a
-        # memoryless node): moves change cpus, mems stay on node 0.
-        return fake_topology(self.tmp, [{"cpus": "0", "mem_mib": 16384},
-                                        {"cpus": "1", "mem_mib": 0, "free_mib": 0}])
-
-    def fake_load(self, busy):
-        """Node load from a fixture /proc/stat (see itlib.FakeCpuLoad)."""
-        load = FakeCpuLoad(self.tmp, busy)
-        self.addCleanup(load.stop)
-        return load.procfs
 
     def run_once(self, sysfs, *extra, procfs=None):
         if procfs is None:
@@ -213,11 +196,8 @@ class CgroupV1(unittest.TestCase):
         self.sb.start("ctr-a", cpus="0", mems="0", mib=16)
         conf = itlib.config_file(self.tmp, "[agent]\ninterval = 0.3\nsample = 0.2\n")
         dist = os.path.join(sysfs, "devices", "system", "node", "node1", "distance")
-        d = subprocess.Popen([itlib.NUMAORCHD, "--state-dir", os.path.join(self.tmp, "state"), "--config", conf, "--sysfs", sysfs, "--parent", self.sb.rel,
-                              "--scope", self.sb.rel, "--log-level", "debug"],
-                             stderr=subprocess.PIPE, text=True)
-        self.addCleanup(lambda: d.poll() is None and d.kill())
-        w = itlib.StderrWatch(d)
+        d, w = self.start_daemon("--config", conf, "--sysfs", sysfs, "--parent", self.sb.rel,
+                                 "--scope", self.sb.rel, "--log-level", "debug")
         w.wait_for("cycle")
         itlib.write(dist, "20 not-a-number\n")
         bad = w.wait_for("cannot read the host topology")
@@ -225,22 +205,15 @@ class CgroupV1(unittest.TestCase):
         itlib.write(dist, "20 10\n")
         # Cycles go on after the file is mended.
         w.wait_for("cycle", after=w.wait_for("cannot read the host topology", after=bad - 1))
-        d.send_signal(signal.SIGTERM)
-        rc = d.wait(timeout=30)
-        err = w.text()
-        self.assertEqual(rc, 0, err)
+        self.stop_daemon(d, w)
 
     def test_daemon_survives_vanishing_guest_bad_reload_and_stops_cleanly(self):
         sysfs = self.topo_cpu_only_node1()
         self.sb.start("ctr-a", cpus="0", mems="0", mib=16)
         self.sb.start("ctr-gone", cpus="0", mems="0", mib=16)
         conf = itlib.config_file(self.tmp, "[agent]\ninterval = 0.3\nsample = 0.2\n")
-        d = subprocess.Popen([itlib.NUMAORCHD, "--state-dir", os.path.join(self.tmp, "state"), "--config", conf, "--sysfs", sysfs, "--parent", self.sb.rel,
-                              "--scope", self.sb.rel, "--log-level", "debug",
-                              "--decision-log", self.agent.declog],
-                             stderr=subprocess.PIPE, text=True)
-        self.addCleanup(lambda: d.poll() is None and d.kill())
-        w = itlib.StderrWatch(d)
+        d, w = self.start_daemon("--config", conf, "--sysfs", sysfs, "--parent", self.sb.rel,
+                                 "--scope", self.sb.rel, "--log-level", "debug", "--decision-log", self.agent.declog)
         w.wait_for("2 guests")
         self.sb.remove_child("ctr-gone")
         gone = w.wait_for("1 guests")
@@ -252,14 +225,7 @@ class CgroupV1(unittest.TestCase):
         # a cycle after the refused reload, still with the one guest
         w.wait_for("1 guests", after=kept)
         self.assertIsNone(d.poll(), "daemon exited on a bad reload")
-        d.send_signal(signal.SIGTERM)
-        try:
-            rc = d.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            d.kill()
-            self.fail("daemon did not stop on SIGTERM")
-        err = w.text()
-        self.assertEqual(rc, 0, err)
+        err = self.stop_daemon(d, w)
         self.assertIn("numaorchd.conf:4: [policy] max_util", err)
         self.assertIn("keeping the old configuration", err)
         self.assertIn("stopping", err)
@@ -270,23 +236,22 @@ class CgroupV1(unittest.TestCase):
         self.assertIn("1 guests", err.splitlines()[-3])
 
 
-class ConfigCheck(unittest.TestCase):
+class ConfigCheck(itlib.DaemonTest):
     """--check-config needs no root and no cgroups."""
 
     def setUp(self):
         if not os.path.exists(itlib.NUMAORCHD):
             self.skipTest("build/numaorchd missing")
-        self.tmp = itlib.mktemp()
-        self.addCleanup(shutil.rmtree, self.tmp, True)
+        super().setUp()
 
     def check(self, text):
         conf = itlib.config_file(self.tmp, text)
-        return subprocess.run([itlib.NUMAORCHD, "--check-config", "--config", conf],
+        return subprocess.run(self.numaorchd("--check-config", "--config", conf),
                               capture_output=True, text=True)
 
     def test_shipped_config_is_valid(self):
-        p = subprocess.run([itlib.NUMAORCHD, "--check-config", "--config",
-                            os.path.join(itlib.REPO, "deploy", "numaorchd.conf")],
+        p = subprocess.run(self.numaorchd("--check-config", "--config",
+                                          os.path.join(itlib.REPO, "deploy", "numaorchd.conf")),
                            capture_output=True, text=True)
         self.assertEqual((p.returncode, p.stdout.strip()), (0, "configuration OK"), p.stderr)
 
@@ -306,7 +271,7 @@ class ConfigCheck(unittest.TestCase):
                 self.assertIn(want, p.stderr)
 
     def test_missing_config_file(self):
-        p = subprocess.run([itlib.NUMAORCHD, "--check-config", "--config", "/nonexistent/x.conf"],
+        p = subprocess.run(self.numaorchd("--check-config", "--config", "/nonexistent/x.conf"),
                            capture_output=True, text=True)
         self.assertEqual(p.returncode, 2)
         self.assertIn("cannot open", p.stderr)
@@ -315,7 +280,7 @@ class ConfigCheck(unittest.TestCase):
         for args, want in ((["--scope", "relative"], "--scope"), (["--interval", "0"], "--interval"),
                            (["--mode", "x", "--check-config"], "--mode")):
             with self.subTest(args=args):
-                p = subprocess.run([itlib.NUMAORCHD] + args, capture_output=True, text=True)
+                p = subprocess.run(self.numaorchd(*args), capture_output=True, text=True)
                 self.assertEqual(p.returncode, 2)
                 self.assertIn(want, p.stderr)
 

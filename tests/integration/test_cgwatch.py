@@ -11,14 +11,10 @@ a deadline. Without the watcher the guest would wait for the interval and
 the test fails.
 """
 import os
-import shutil
-import signal
-import subprocess
 import time
 import unittest
 
 import itlib
-from itlib import V1Sandbox, Agent, FakeCpuLoad, fake_topology
 
 REASON = itlib.skip_reason_v1()
 if REASON is None and len(os.sched_getaffinity(0)) < 2:
@@ -30,27 +26,19 @@ SLACK = 3.0          # a shared 2-core machine: the measured figure is printed e
 
 
 @unittest.skipIf(REASON, REASON or "")
-class CgroupWatch(unittest.TestCase):
+class CgroupWatch(itlib.V1SandboxTest):
     def setUp(self):
-        self.sb = V1Sandbox()
-        self.addCleanup(self.sb.cleanup)
-        self.tmp = itlib.mktemp()
-        self.addCleanup(shutil.rmtree, self.tmp, True)
-        self.agent = Agent(self.tmp)
-        self.sysfs = fake_topology(self.tmp, [{"cpus": "0", "mem_mib": 16384},
-                                              {"cpus": "1", "mem_mib": 0, "free_mib": 0}])
-        load = FakeCpuLoad(self.tmp, {0: 0.1, 1: 0.1})
-        self.addCleanup(load.stop)
-        self.procfs = load.procfs
+        super().setUp()
+        self.sysfs = self.topo_cpu_only_node1()
+        # (node load is not what this test is about: the daemon reads the
+        # real /proc; a fixture /proc/stat, as test_cgroup_v1 uses for --once,
+        # would hide the guests' threads)
 
-    def start_daemon(self):
+    def start_watched(self, scope=None):
+        scope = scope or self.sb.rel
         conf = itlib.config_file(self.tmp, "[agent]\ninterval = %d\nsample = 0.2\n" % INTERVAL)
-        d = subprocess.Popen([itlib.NUMAORCHD, "--state-dir", os.path.join(self.tmp, "state"), "--config", conf, "--sysfs", self.sysfs,
-                              "--parent", self.sb.rel, "--scope", self.sb.rel, "--log-level", "debug",
-                              "--decision-log", self.agent.declog],
-                             stderr=subprocess.PIPE, text=True)
-        self.addCleanup(lambda: d.poll() is None and d.kill())
-        return d, itlib.StderrWatch(d)
+        return self.start_daemon("--config", conf, "--sysfs", self.sysfs, "--parent", scope, "--scope", scope,
+                                 "--log-level", "debug", "--decision-log", self.agent.declog)
 
     def wait_placed(self, child, t0, deadline):
         """Seconds from T0 until CHILD's cpuset.cpus is one fixture node,
@@ -62,18 +50,9 @@ class CgroupWatch(unittest.TestCase):
             time.sleep(0.02)
         return None
 
-    def stop(self, d, w):
-        d.send_signal(signal.SIGTERM)
-        try:
-            rc = d.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            d.kill()
-            self.fail("daemon did not stop on SIGTERM")
-        self.assertEqual(rc, 0, w.text())
-
     def test_new_guest_placed_between_scans(self):
         self.sb.start("ctr-old", cpus="0-1", mems="0", mib=16, busy=True)
-        d, w = self.start_daemon()
+        d, w = self.start_watched()
         w.wait_for("watching")
         first = w.wait_for("cycle 1:", timeout=60)
         # the old guest is placed by the first cycles (its move is written
@@ -103,7 +82,30 @@ class CgroupWatch(unittest.TestCase):
         n = len(w.lines)
         self.sb.remove_child("ctr-new")
         w.wait_for("1 guests", after=n - 1, timeout=DEADLINE + SLACK)
-        self.stop(d, w)
+        self.stop_daemon(d, w)
+
+    def test_scope_created_after_start_is_watched(self):
+        """A configured scope that does not exist when the daemon starts
+        (machine.slice before the first VM, a runtime's parent before its
+        first container) is watched once it appears: a guest created in it
+        is placed within the deadline, not at the next interval (or reload).
+        Two levels are missing at the start, so the watcher follows the path
+        down from the nearest existing ancestor."""
+        scope = self.sb.rel + "/later/parent"
+        d, w = self.start_watched(scope)
+        w.wait_for("watching")
+        w.wait_for("cycle 1:", timeout=60)
+        for c in itlib.V1_CTRLS:
+            self.assertFalse(os.path.exists(self.sb.path(c, "later")))
+        t0 = time.monotonic()
+        self.sb.start("later/parent/ctr-late", cpus="0-1", mems="0", mib=16, busy=True)
+        took = self.wait_placed("later/parent/ctr-late", t0, DEADLINE + SLACK)
+        print("\nguest in a scope created after the start placed %s after the scope appeared (interval %d s)"
+              % ("never within %.0f s" % (DEADLINE + SLACK) if took is None else "%.2f s" % took, INTERVAL))
+        self.assertIsNotNone(took, "a guest in a scope created after the start was not placed within %.1f s:\n%s"
+                             % (DEADLINE + SLACK, "\n".join(w.lines)))
+        w.wait_for("appeared: watching it")
+        self.stop_daemon(d, w)
 
 
 if __name__ == "__main__":

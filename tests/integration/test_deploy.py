@@ -139,7 +139,8 @@ class Kubernetes(unittest.TestCase):
         text = docs["ConfigMap"]["data"]["numaorchd.conf"].replace("/etc/numaorch/token/token", token)
         self.assertNotEqual(text, docs["ConfigMap"]["data"]["numaorchd.conf"])
         conf = itlib.config_file(tmp, text)
-        p = subprocess.run([itlib.NUMAORCHD, "--check-config", "--config", conf], capture_output=True, text=True)
+        p = subprocess.run(itlib.numaorchd("--check-config", "--config", conf, state_dir=os.path.join(tmp, "state")),
+                           capture_output=True, text=True)
         self.assertEqual((p.returncode, p.stdout.strip()), (0, "configuration OK"), p.stderr)
 
     def test_prometheus_scrape(self):

@@ -23,12 +23,11 @@ def nodes(text):
     return out
 
 
-class FixtureRoot(unittest.TestCase):
+class FixtureRoot(itlib.DaemonTest):
     def setUp(self):
         if not os.path.exists(itlib.NUMAORCHD_TEST):
             self.skipTest("build/numaorchd-test missing (make build/numaorchd-test)")
-        self.tmp = itlib.mktemp()
-        self.addCleanup(shutil.rmtree, self.tmp, True)
+        super().setUp()
         self.root = os.path.join(self.tmp, "host")
         shutil.copytree(os.path.join(FIX, "host-2node", "sys"), os.path.join(self.root, "sys"))
         shutil.copytree(os.path.join(FIX, "host-2node", "proc"), os.path.join(self.root, "proc"))
@@ -40,8 +39,8 @@ class FixtureRoot(unittest.TestCase):
         self.conf = itlib.config_file(self.tmp, "[agent]\nsample = 0.05\n")
 
     def run_once(self, *args):
-        p = subprocess.run([itlib.NUMAORCHD_TEST, "--config", self.conf, "--root", self.root, "--once",
-                            "--json"] + list(args), capture_output=True, text=True, timeout=60)
+        p = subprocess.run(self.numaorchd("--config", self.conf, "--root", self.root, "--once", "--json", *args,
+                                          binary=itlib.NUMAORCHD_TEST), capture_output=True, text=True, timeout=60)
         return p, (json.loads(p.stdout) if p.stdout.strip() else None)
 
     def written(self):
@@ -133,8 +132,8 @@ class FixtureRoot(unittest.TestCase):
             itlib.write(bal, "%d\n" % balancing)
             conf = itlib.config_file(self.tmp, "[agent]\nsample = 0.05\n[memory]\nkernel_balancing = %s\n" % setting,
                                      name="kb.conf")
-            p = subprocess.run([itlib.NUMAORCHD, "--config", conf, "--root", self.root, "--once", "--json",
-                                "--scope", "/system.slice"], capture_output=True, text=True, timeout=60)
+            p = subprocess.run(self.numaorchd("--config", conf, "--root", self.root, "--once", "--json",
+                                              "--scope", "/system.slice"), capture_output=True, text=True, timeout=60)
             self.assertEqual(p.returncode, 0, p.stderr)
             rep = json.loads(p.stdout)
             moves = {i["guest"]: i for i in rep["plan"]["items"] if i["kind"] == "move"}

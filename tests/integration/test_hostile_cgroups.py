@@ -10,14 +10,12 @@ Each test runs the daemon (--dry-run, --scope on a private sandbox, API on
 a private socket) and reads what it reports through the API."""
 import json
 import os
-import shutil
 import subprocess
 import time
 import unittest
 
 import apilib
 import itlib
-from itlib import V1Sandbox
 
 REASON = itlib.skip_reason_v1()
 if REASON is None and not os.path.exists(apilib.NUMAORCHCTL):
@@ -34,9 +32,10 @@ class RealDaemon(apilib.Daemon):
         self.parents = list(parents)
 
     def args(self):
-        a = [itlib.NUMAORCHD, "--config", self.conf, "--socket", self.sock, "--state-dir", self.state,
-             "--listen", "127.0.0.1:0", "--token-file", self.token_file, "--dry-run",
-             "--decision-log", os.path.join(self.tmp, "decisions.jsonl"), "--scope", self.scope]
+        a = itlib.numaorchd("--config", self.conf, "--socket", self.sock,
+                            "--listen", "127.0.0.1:0", "--token-file", self.token_file, "--dry-run",
+                            "--decision-log", os.path.join(self.tmp, "decisions.jsonl"), "--scope", self.scope,
+                            state_dir=self.state)
         for p in self.parents:
             a += ["--parent", p]
         return a + self.extra
@@ -92,12 +91,9 @@ def mkdirs_v1(path_rel, ctrls=("cpuset",)):
 
 
 @unittest.skipIf(REASON, REASON or "")
-class HostileCgroups(unittest.TestCase):
+class HostileCgroups(itlib.V1SandboxTest):
     def setUp(self):
-        self.sb = V1Sandbox()
-        self.addCleanup(self.sb.cleanup)
-        self.tmp = itlib.mktemp()
-        self.addCleanup(shutil.rmtree, self.tmp, True)
+        super().setUp()
 
     def start(self, **kw):
         d = RealDaemon(self.tmp, self.sb.rel, **kw)

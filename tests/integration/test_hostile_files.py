@@ -38,10 +38,9 @@ def decisions(path):
 
 
 @unittest.skipIf(REASON, REASON or "")
-class HostileFiles(unittest.TestCase):
+class HostileFiles(itlib.DaemonTest):
     def setUp(self):
-        self.tmp = itlib.mktemp()
-        self.addCleanup(shutil.rmtree, self.tmp, True)
+        super().setUp()
         self.root = apilib.compose_root(self.tmp)
 
     def daemon(self, **kw):
@@ -51,7 +50,7 @@ class HostileFiles(unittest.TestCase):
 
     def check_config(self, conf, timeout=10):
         # A FIFO used to block here for ever: the timeout is the test.
-        return subprocess.run([itlib.NUMAORCHD, "--check-config", "--config", conf], capture_output=True,
+        return subprocess.run(self.numaorchd("--check-config", "--config", conf), capture_output=True,
                               text=True, timeout=timeout)
 
     def test_config_and_dropins_must_be_regular_files(self):
@@ -68,7 +67,7 @@ class HostileFiles(unittest.TestCase):
         self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
         self.assertIn("is a FIFO, not a regular file", p.stderr)
         # Starting with one: refused at once, too.
-        p = subprocess.run([itlib.NUMAORCHD, "--config", fifo, "--root", self.root, "--socket", ""],
+        p = subprocess.run(self.numaorchd("--config", fifo, "--root", self.root, "--socket", ""),
                            capture_output=True, text=True, timeout=10)
         self.assertEqual(p.returncode, 2, p.stderr)
         self.assertIn("is a FIFO", p.stderr)
@@ -92,8 +91,8 @@ class HostileFiles(unittest.TestCase):
         p = subprocess.run(d.args(), capture_output=True, text=True, timeout=10)
         self.assertEqual(p.returncode, 2, p.stderr)
         self.assertIn("token file %s is a FIFO, not a regular file" % d.token_file, p.stderr)
-        p = subprocess.run([itlib.NUMAORCHD, "--check-config", "--config", d.conf, "--listen", "127.0.0.1:0",
-                            "--token-file", d.token_file], capture_output=True, text=True, timeout=10)
+        p = subprocess.run(self.numaorchd("--check-config", "--config", d.conf, "--listen", "127.0.0.1:0",
+                                          "--token-file", d.token_file), capture_output=True, text=True, timeout=10)
         self.assertEqual(p.returncode, 2, p.stderr)
         self.assertIn("is a FIFO", p.stderr)
 

@@ -136,7 +136,9 @@ class Libvirt(unittest.TestCase):
             print("\n  private libvirtd answered in %.1f s (cold QEMU capabilities cache); up and QEMU probed in %.1f s"
                   % (cls.lv.cold_start_s, time.time() - t0), file=sys.stderr)
         except Exception:
+            # tearDownClass does not run when setUpClass fails
             cls.lv.cleanup()
+            subprocess.run(["rm", "-rf", cls.agent_dir])
             raise
 
     @classmethod
@@ -174,9 +176,10 @@ class Libvirt(unittest.TestCase):
 
     def once(self, sysfs, *extra, conf_extra="", sample=0.3):
         conf = config(self.tmp, self.lv.uri, self.sock, extra=conf_extra, sample=sample)
-        return subprocess.run([itlib.NUMAORCHD, "--once", "--json", "--config", conf, "--sysfs", sysfs,
-                               "--scope", "/machine", "--decision-log", os.path.join(self.tmp, "d.jsonl")]
-                              + list(extra), capture_output=True, text=True, timeout=120)
+        return subprocess.run(itlib.numaorchd("--once", "--json", "--config", conf, "--sysfs", sysfs,
+                                              "--scope", "/machine", "--decision-log", os.path.join(self.tmp, "d.jsonl"),
+                                              *extra, state_dir=os.path.join(self.tmp, "state")),
+                              capture_output=True, text=True, timeout=120)
 
     def decisions_once(self):
         p = os.path.join(self.tmp, "d.jsonl")

@@ -17,12 +17,11 @@ import itlib
 from test_fixture_root import FIX
 
 
-class Notify(unittest.TestCase):
+class Notify(itlib.DaemonTest):
     def setUp(self):
         if not os.path.exists(itlib.NUMAORCHD):
             self.skipTest("build/numaorchd missing (run make)")
-        self.tmp = itlib.mktemp()
-        self.addCleanup(shutil.rmtree, self.tmp, True)
+        super().setUp()
         root = os.path.join(self.tmp, "host")
         shutil.copytree(os.path.join(FIX, "host-2node", "sys"), os.path.join(root, "sys"))
         shutil.copytree(os.path.join(FIX, "host-2node", "proc"), os.path.join(root, "proc"))
@@ -54,8 +53,7 @@ class Notify(unittest.TestCase):
         env = dict(os.environ, NOTIFY_SOCKET=self.nsock, WATCHDOG_USEC="1000000",
                    JOURNAL_STREAM="%d:%d" % (st.st_dev, st.st_ino))
         env.pop("WATCHDOG_PID", None)
-        d = subprocess.Popen([itlib.NUMAORCHD, "--config", self.conf, "--root", self.root, "--dry-run",
-                              "--state-dir", os.path.join(self.tmp, "state")],
+        d = subprocess.Popen(self.numaorchd("--config", self.conf, "--root", self.root, "--dry-run"),
                              env=env, stderr=wfd)
         os.close(wfd)
         d.stderr = os.fdopen(rfd)
@@ -88,7 +86,7 @@ class Notify(unittest.TestCase):
     def test_no_prefix_when_stderr_is_not_the_journal(self):
         # JOURNAL_STREAM inherited, stderr redirected elsewhere: plain lines.
         env = dict(os.environ, JOURNAL_STREAM="8:1234")
-        p = subprocess.run([itlib.NUMAORCHD, "--config", self.conf, "--root", self.root, "--once", "--dry-run"],
+        p = subprocess.run(self.numaorchd("--config", self.conf, "--root", self.root, "--once", "--dry-run"),
                            env=env, capture_output=True, text=True, timeout=60)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertTrue(p.stderr.startswith("numaorchd[info]: "), p.stderr[:200])

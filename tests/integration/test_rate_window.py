@@ -6,7 +6,6 @@ while the window is open, and it refines the per-cycle max_migrate_mib
 (no more planned per cycle than the budget moves in an interval).
 GET /v1/status shows what is in force."""
 import os
-import shutil
 import unittest
 
 import apilib
@@ -25,19 +24,16 @@ class LiveDaemon(apilib.Daemon):
         self.scope = scope
 
     def args(self):
-        return [itlib.NUMAORCHD, "--config", self.conf, "--sysfs", self.sysfs, "--scope", self.scope,
-                "--parent", self.scope, "--socket", self.sock, "--state-dir", self.state,
-                "--listen", "127.0.0.1:0", "--token-file", self.token_file, "--interval", "2",
-                "--decision-log", os.path.join(self.tmp, "decisions.jsonl")]
+        return itlib.numaorchd("--config", self.conf, "--sysfs", self.sysfs, "--scope", self.scope,
+                               "--parent", self.scope, "--socket", self.sock,
+                               "--listen", "127.0.0.1:0", "--token-file", self.token_file, "--interval", "2",
+                               "--decision-log", os.path.join(self.tmp, "decisions.jsonl"), state_dir=self.state)
 
 
 @unittest.skipIf(REASON, REASON or "")
-class RateWindow(unittest.TestCase):
+class RateWindow(itlib.V1SandboxTest):
     def setUp(self):
-        self.sb = itlib.V1Sandbox()
-        self.addCleanup(self.sb.cleanup)
-        self.tmp = itlib.mktemp()
-        self.addCleanup(shutil.rmtree, self.tmp, True)
+        super().setUp()
         sysfs = itlib.fake_topology(self.tmp, [{"cpus": "0"}, {"cpus": "1"}])
         self.d = LiveDaemon(self.tmp, sysfs, self.sb.rel,
                             "[agent]\nsample = 0.05\n[memory]\nrate_mib = 100\n"

@@ -31,10 +31,9 @@ REASON = skip_reason()
 
 
 @unittest.skipIf(REASON, REASON or "")
-class VmPlugin(unittest.TestCase):
+class VmPlugin(itlib.DaemonTest):
     def setUp(self):
-        self.tmp = itlib.mktemp()
-        self.addCleanup(shutil.rmtree, self.tmp, True)
+        super().setUp()
         self.sock = os.path.join(self.tmp, "api.sock")
 
     def libvirt_status(self):
@@ -53,8 +52,8 @@ class VmPlugin(unittest.TestCase):
                                            "[api]\nsocket = %s\n[libvirt]\n" % self.sock + libvirt)
         err = open(os.path.join(self.tmp, "stderr"), "w+")
         self.addCleanup(err.close)
-        d = subprocess.Popen([itlib.NUMAORCHD, "--config", conf, "--state-dir", self.tmp,
-                              "--log-level", "debug"], stderr=err, stdin=subprocess.DEVNULL)
+        d = subprocess.Popen(self.numaorchd("--config", conf, "--log-level", "debug"),
+                             stderr=err, stdin=subprocess.DEVNULL)
         self.addCleanup(lambda: d.poll() is None and d.kill())
         end = time.time() + 20
         while time.time() < end and d.poll() is None:
@@ -177,7 +176,7 @@ class VmPlugin(unittest.TestCase):
                 self.assertIn(want, self.stderr())
                 self.assertNotIn(os.path.realpath(path), {os.path.realpath(p) for p in maps})
                 conf = itlib.config_file(self.tmp, "[libvirt]\nenabled = yes\nmodule = %s\n" % path)
-                p = subprocess.run([itlib.NUMAORCHD, "--check-config", "--config", conf],
+                p = subprocess.run(self.numaorchd("--check-config", "--config", conf),
                                    capture_output=True, text=True, timeout=30)
                 self.assertEqual(p.returncode, 0, p.stderr)
                 self.assertIn(want, p.stderr)
@@ -193,19 +192,19 @@ class VmPlugin(unittest.TestCase):
     def test_check_config_warns_of_a_missing_module(self):
         # Not an error (containers are managed without it), but said.
         conf = itlib.config_file(self.tmp, "[libvirt]\nmodule = %s/nothing-here.so\n" % self.tmp)
-        p = subprocess.run([itlib.NUMAORCHD, "--check-config", "--config", conf],
+        p = subprocess.run(self.numaorchd("--check-config", "--config", conf),
                            capture_output=True, text=True)
         self.assertEqual((p.returncode, p.stdout.strip()), (0, "configuration OK"), p.stderr)
         self.assertIn("warning: [libvirt] enabled = yes, but cannot load %s/nothing-here.so" % self.tmp, p.stderr)
         # the module beside build/numaorchd is found: no warning
         conf = itlib.config_file(self.tmp, "[libvirt]\nenabled = yes\n")
-        p = subprocess.run([itlib.NUMAORCHD, "--check-config", "--config", conf],
+        p = subprocess.run(self.numaorchd("--check-config", "--config", conf),
                            capture_output=True, text=True)
         self.assertEqual((p.returncode, p.stderr), (0, ""))
 
     def test_relative_module_path_is_a_config_error(self):
         conf = itlib.config_file(self.tmp, "[libvirt]\nmodule = numaorch-libvirt.so\n")
-        p = subprocess.run([itlib.NUMAORCHD, "--check-config", "--config", conf],
+        p = subprocess.run(self.numaorchd("--check-config", "--config", conf),
                            capture_output=True, text=True)
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("[libvirt] module: must be an absolute path", p.stderr)

@@ -10,6 +10,8 @@ runner measured.
     numavm.py itest                      the agent's cgroup v2 tests, in the VM
     numavm.py script NAME                run guest/NAME.sh in the VM (diagnostics)
     numavm.py check                      make check-numa: the assertions
+    numavm.py check-libvirt              make check-numa-libvirt: a libvirt domain's memory
+                                         moved by the agent, libvirtd + QEMU inside the VM
     numavm.py bench [-s SCN] [-p PLACER] make bench-numa: the matrix → results/REPORT.md
     numavm.py report                     rebuild REPORT.md and plots from saved runs
     numavm.py shell [SCENARIO]           boot to a shell on this terminal (debugging)
@@ -36,6 +38,9 @@ DEBS = os.path.join(CACHE, "debs")
 PKGROOT = os.path.join(CACHE, "pkgroot")
 RUNS = os.path.join(CACHE, "runs")
 INITRD = os.path.join(CACHE, "initrd.cpio")
+# The same initramfs plus libvirtd and QEMU (make check-numa-libvirt only:
+# ~100 MB more to unpack would slow every other boot).
+INITRD_LIBVIRT = os.path.join(CACHE, "initrd-libvirt.cpio")
 SCENARIOS = os.path.join(HERE, "scenarios")
 RESULTS = os.path.join(HERE, "results")
 PLACERS = ("none", "kernel", "numad", "numaorchd", "numaorchd+kernel")
@@ -236,7 +241,52 @@ def guest_bins():
             "migbench": os.path.join(b, "migbench")}
 
 
-def build_initrd():
+# What libvirtd and QEMU need inside the VM, from the host's own Debian
+# packages (libvirt-daemon, libvirt-daemon-driver-qemu, libvirt-clients,
+# qemu-system-x86: TEST_DEPS of make check-libvirt). Binaries and modules
+# get the libraries ldd lists; data directories are copied whole.
+LIBVIRT_BINS = ("/usr/sbin/libvirtd", "/usr/bin/virsh", "/usr/bin/qemu-system-x86_64")
+LIBVIRT_MODULE_DIRS = ("/usr/lib/x86_64-linux-gnu/libvirt/storage-file",)
+LIBVIRT_MODULES = ("/usr/lib/x86_64-linux-gnu/libvirt/connection-driver/libvirt_driver_qemu.so",
+                   # QEMU 7.2 builds TCG as a module: without it "-accel tcg" has no accelerator.
+                   "/usr/lib/x86_64-linux-gnu/qemu/accel-tcg-x86_64.so")
+LIBVIRT_DATA = ("/usr/share/libvirt/cpu_map", "/usr/share/libvirt/schemas",
+                "/usr/share/seabios/bios-256k.bin", "/usr/share/seabios/bios.bin",
+                "/usr/share/qemu/kvmvapic.bin", "/usr/share/qemu/linuxboot_dma.bin",
+                "/usr/share/qemu/linuxboot.bin", "/usr/share/qemu/multiboot_dma.bin")
+
+
+def libvirt_missing():
+    """None if the host has what the in-VM libvirt test copies, else why not."""
+    for b in LIBVIRT_BINS + LIBVIRT_MODULES:
+        if not os.access(b, os.R_OK):
+            return "%s is missing (make test-deps installs libvirt-daemon-driver-qemu, qemu-system-x86)" % b
+    if not os.path.exists(os.path.join(BUILD, "numaorch-libvirt.so")):
+        return "build/numaorch-libvirt.so is missing (run make)"
+    return None
+
+
+def _add_libvirt(c, libs):
+    files = list(LIBVIRT_BINS) + list(LIBVIRT_MODULES) + [os.path.join(BUILD, "numaorch-libvirt.so")]
+    for d in LIBVIRT_MODULE_DIRS:
+        files += [os.path.join(d, f) for f in sorted(os.listdir(d)) if f.endswith(".so")]
+    for src in files:
+        # The agent loads its module from beside numaorchd, by its own name.
+        dst = "bin/numaorch-libvirt.so" if src.endswith("/numaorch-libvirt.so") else src
+        c.host_file(dst, src, 0o755)
+        libs.update(shared_libs(src))
+    for src in LIBVIRT_DATA:
+        if os.path.isdir(src):
+            for root, _, fs in os.walk(src):
+                for f in sorted(fs):
+                    c.host_file(os.path.join(root, f), os.path.realpath(os.path.join(root, f)), 0o644)
+        elif os.path.exists(src):
+            c.host_file(src, os.path.realpath(src), 0o644)
+    for d in ("etc/libvirt", "var/lib/libvirt", "var/cache/libvirt", "var/log/libvirt", "images"):
+        c.dir(d)
+
+
+def build_initrd(libvirt=False):
     fetch()
     bins = guest_bins()
     numaorchd = os.path.join(BUILD, "numaorchd")
@@ -248,7 +298,8 @@ def build_initrd():
         raise Skip("numactl is not installed (Debian package numactl)")
     busybox = os.path.join(PKGROOT, "bin", "busybox")
     numad = os.path.join(PKGROOT, "usr", "bin", "numad")
-    tmp = INITRD + ".tmp"
+    out = INITRD_LIBVIRT if libvirt else INITRD
+    tmp = out + ".tmp"
     c = Cpio(tmp)
     for d in ("bin", "sbin", "usr/bin", "usr/sbin", "proc", "sys", "dev", "run", "tmp", "etc",
               "var/log", "var/run", "var/lib", "scenarios", "tests"):
@@ -264,6 +315,8 @@ def build_initrd():
     for dst, src in dyn.items():
         c.host_file(dst, src, 0o755)
         libs.update(shared_libs(src))
+    if libvirt:
+        _add_libvirt(c, libs)
     for lib in sorted(libs):
         c.host_file(lib, os.path.realpath(lib), 0o755)
     c.host_file("etc/numaorch/numaorchd.conf", os.path.join(REPO, "deploy", "numaorchd.conf"), 0o644)
@@ -277,13 +330,13 @@ def build_initrd():
         if f.endswith(".sh"):
             c.host_file("tests/" + f, os.path.join(tests, f), 0o755)
     c.close()
-    os.replace(tmp, INITRD)
-    return INITRD
+    os.replace(tmp, out)
+    return out
 
 
 # ---- booting ---------------------------------------------------------------
 
-def qemu_cmd(scn, append, console, results):
+def qemu_cmd(scn, append, console, results, initrd=INITRD):
     n, cpn = scn["nodes"], scn["cpus_per_node"]
     mems = scn["mem_nodes"] or [scn["mem_per_node"]] * n
     cmd = ["qemu-system-x86_64", "-nodefaults", "-display", "none", "-no-reboot",
@@ -295,13 +348,13 @@ def qemu_cmd(scn, append, console, results):
     for i in range(n):
         for j in range(i + 1, n):
             cmd += ["-numa", "dist,src=%d,dst=%d,val=%d" % (i, j, scn["distance"])]
-    cmd += ["-kernel", find_kernel() or os.path.join(PKGROOT, "boot", "vmlinuz"), "-initrd", INITRD,
+    cmd += ["-kernel", find_kernel() or os.path.join(PKGROOT, "boot", "vmlinuz"), "-initrd", initrd,
             "-append", "console=ttyS0 panic=-1 quiet mitigations=off " + append,
             "-serial", console, "-serial", "file:" + results]
     return cmd
 
 
-def boot(scn, append, outdir, timeout, interactive=False):
+def boot(scn, append, outdir, timeout, interactive=False, initrd=INITRD):
     """Boot the VM for SCN with APPEND on the kernel command line; results
     (the second serial port) and the console go to OUTDIR. Returns the
     results text and the wall time."""
@@ -311,7 +364,7 @@ def boot(scn, append, outdir, timeout, interactive=False):
     for p in (results, console):
         if os.path.exists(p):
             os.unlink(p)
-    cmd = qemu_cmd(scn, append, "stdio" if interactive else "file:" + console, results)
+    cmd = qemu_cmd(scn, append, "stdio" if interactive else "file:" + console, results, initrd)
     with open(os.path.join(outdir, "command.txt"), "w") as f:
         f.write(" ".join(cmd) + "\n")
     t0 = time.time()
@@ -741,6 +794,46 @@ def cmd_check(args):
     return 1 if failures else 0
 
 
+def libvirt_stage():
+    """libvirtd and a nested TCG domain inside the 4-node VM, numaorchd
+    with its libvirt module moving the domain's memory through the mover
+    (guest/test_vm_mover.sh says what is checked). Returns (good, the
+    test's lines, wall seconds), or raises Skip."""
+    prepare()
+    why = libvirt_missing()
+    if why:
+        raise Skip(why)
+    initrd = build_initrd(libvirt=True)
+    outdir = os.path.join(CACHE, "check", "libvirt")
+    log("check: booting 4 nodes with libvirtd and QEMU in the initramfs")
+    try:
+        text, wall = boot(load_scenario("itest"), "numavm.mode=script numavm.script=test_vm_mover", outdir,
+                          timeout=900, initrd=initrd)
+    except RuntimeError as e:
+        return False, str(e).splitlines() + ["not ok - the VM ran the libvirt test to its end"], 0
+    ok, bad, skipped = parse_itest(text)
+    lines = [l for l in text.splitlines() if l.startswith(("ok ", "not ok ", "# "))]
+    return bool(ok) and not bad and "END rc=0" in text, lines, wall
+
+
+def cmd_check_libvirt(args):
+    """make check-numa-libvirt."""
+    t_start = time.time()
+    try:
+        good, lines, wall = libvirt_stage()
+    except Skip as e:
+        print("SKIP: check-numa-libvirt: %s" % e)
+        print("0 passed, 0 failed, 1 skipped")
+        return 0
+    for l in lines:
+        print(l)
+    n_ok = sum(1 for l in lines if l.startswith("ok "))
+    n_bad = sum(1 for l in lines if l.startswith("not ok "))
+    print("check-numa-libvirt: %.0f s (VM %.0f s)" % (time.time() - t_start, wall))
+    print("%d passed, %d failed" % (n_ok, n_bad if n_bad or good else 1))
+    return 0 if good else 1
+
+
 # ---- make bench-numa ---------------------------------------------------------
 
 def fmt(v, f="%.0f", none="never"):
@@ -985,11 +1078,13 @@ def main():
     p = sub.add_parser("script")
     p.add_argument("name")
     p.add_argument("--vm", default="misplaced", help="scenario whose VM shape to boot")
+    p.add_argument("--libvirt", action="store_true", help="boot the initramfs with libvirtd and QEMU in it")
     p = sub.add_parser("capture", help="capture a fixture tree from the VM's real kernel into tests/fixtures/NAME")
     p.add_argument("name")
     p.add_argument("--vm", default="misplaced", help="scenario whose VM shape to boot")
     p = sub.add_parser("check")
     p.add_argument("--scenario")
+    sub.add_parser("check-libvirt")
     p = sub.add_parser("bench")
     p.add_argument("-s", "--scenario", action="append")
     p.add_argument("-p", "--placer", action="append", choices=PLACERS)
@@ -1020,8 +1115,14 @@ def main():
             return 0 if ok and not bad else 1
         elif a.cmd == "script":
             prepare()
+            initrd = INITRD
+            if a.libvirt:
+                why = libvirt_missing()
+                if why:
+                    raise Skip(why)
+                initrd = build_initrd(libvirt=True)
             text, wall = boot(load_scenario(a.vm), "numavm.mode=script numavm.script=" + a.name,
-                              os.path.join(CACHE, "script." + a.name), timeout=900)
+                              os.path.join(CACHE, "script." + a.name), timeout=900, initrd=initrd)
             print(text)
         elif a.cmd == "capture":
             prepare()
@@ -1032,6 +1133,8 @@ def main():
             print("%s: %d files from the %s VM (%.0f s)" % (dest, n, a.vm, wall))
         elif a.cmd == "check":
             return cmd_check(a)
+        elif a.cmd == "check-libvirt":
+            return cmd_check_libvirt(a)
         elif a.cmd == "bench":
             return cmd_bench(a)
         elif a.cmd == "report":

@@ -7,6 +7,7 @@ verdicts. No VM needed; make check-numa runs these first.
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -193,7 +194,9 @@ class DecisionLog(unittest.TestCase):
 
 class Parts(unittest.TestCase):
     def test_cpio_newc(self):
-        d = tempfile.mkdtemp()
+        # (every run used to leave its /tmp/tmpXXXXXXXX/a.cpio behind)
+        d = tempfile.mkdtemp(prefix="numaorch-cpio-")
+        self.addCleanup(shutil.rmtree, d, True)
         path = os.path.join(d, "a.cpio")
         c = numavm.Cpio(path)
         c.file("bin/x", b"hello", 0o755)

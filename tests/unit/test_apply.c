@@ -488,6 +488,7 @@ struct fake_vm {
 	unsigned moves, sets;
 	nodemask_t moved_mems, set_mems;
 	enum apply_status answer;
+	int set_answer;              /* what set_mems returns */
 };
 
 static int fake_vm_move(void *ctx, const struct snapshot *snap, const struct snap_guest *g,
@@ -513,7 +514,7 @@ static int fake_vm_set_mems(void *ctx, const struct snap_guest *g, const nodemas
 	(void)errsz;
 	fv->sets++;
 	fv->set_mems = *mems;
-	return 0;
+	return fv->set_answer;
 }
 
 /* A VM's memory through the mover: libvirt widens its nodeset to old ∪
@@ -560,6 +561,19 @@ static void test_vm_memory_by_the_mover(void **state)
 	assert_true(mask_equal(&fv.set_mems, &want));
 	assert_true(mask_equal(&res.mems_after, &want));
 	assert_int_equal(applier_write_count(f.a), 0);
+	apply_pending_free(p);
+
+	/* libvirt refuses the narrowing after the pages moved: the result
+	 * says where the domain stays bound (old ∪ new), for its record */
+	fv = (struct fake_vm){ .answer = APPLY_DONE, .set_answer = -EIO };
+	assert_int_equal(apply_cpus(f.a, f.snap, &f.it, &res, &p), 0);
+	assert_int_equal(apply_memory_widen(f.a, p, "to move by the mover", &res), 0);
+	memset(&res, 0, sizeof(res));
+	assert_int_equal(apply_memory_settle(f.a, p, &res), -EIO);
+	assert_int_equal(fv.sets, 1);
+	assert_true(res.mems_loosened);
+	mask_parse("0-1", &want);
+	assert_true(mask_equal(&res.mems_after, &want));
 	apply_pending_free(p);
 
 	/* libvirt refuses the nodeset: its answer is the record, no narrowing */

@@ -34,6 +34,7 @@
 #define GIB (1024ULL * MIB)
 #define SEC 1000000000LL
 #define T0 (100000 * SEC)
+#define HOLD (300 * SEC) /* the default cool-down */
 
 /* ---- a hand-built two-node host ---------------------------------------- */
 
@@ -239,41 +240,110 @@ static void test_skip_record_dedup(void **state)
 	items[0] = item("a", PLAN_SKIP, REASON_LOCALITY, SKIP_COOLDOWN, "1");
 	items[1] = item("b", PLAN_MOVE, REASON_LOAD, SKIP_NONE, "1");
 	/* nothing recorded yet */
-	assert_false(logged_repeats(&t, &items[0], false));
-	logged_update(&t, &p);
+	assert_false(logged_repeats(&t, &items[0], false, T0, HOLD));
+	logged_update(&t, &p, T0, HOLD);
 
 	/* the same skip: recorded once, also for an explicit request */
-	assert_true(logged_repeats(&t, &items[0], false));
-	assert_true(logged_repeats(&t, &items[0], true));
+	assert_true(logged_repeats(&t, &items[0], false, T0, HOLD));
+	assert_true(logged_repeats(&t, &items[0], true, T0, HOLD));
 	/* another skip reason, or another move reason: recorded */
 	other = item("a", PLAN_SKIP, REASON_LOCALITY, SKIP_NO_FIT, "1");
-	assert_false(logged_repeats(&t, &other, false));
+	assert_false(logged_repeats(&t, &other, false, T0, HOLD));
 	other = item("a", PLAN_SKIP, REASON_LOAD, SKIP_COOLDOWN, "1");
-	assert_false(logged_repeats(&t, &other, false));
+	assert_false(logged_repeats(&t, &other, false, T0, HOLD));
 	/* the same advised move: once; an explicit request always records;
-	 * another target is news */
-	assert_true(logged_repeats(&t, &items[1], false));
-	assert_false(logged_repeats(&t, &items[1], true));
+	 * another target is news once the hold (the cool-down) is over */
+	assert_true(logged_repeats(&t, &items[1], false, T0, HOLD));
+	assert_false(logged_repeats(&t, &items[1], true, T0, HOLD));
 	other = item("b", PLAN_MOVE, REASON_LOAD, SKIP_NONE, "0");
-	assert_false(logged_repeats(&t, &other, false));
+	assert_true(logged_repeats(&t, &other, false, T0 + HOLD - SEC, HOLD));
+	assert_false(logged_repeats(&t, &other, false, T0 + HOLD, HOLD));
 	/* a skip is not a move */
 	other = item("b", PLAN_SKIP, REASON_LOAD, SKIP_COOLDOWN, "1");
-	assert_false(logged_repeats(&t, &other, false));
+	assert_false(logged_repeats(&t, &other, false, T0, HOLD));
 
 	/* a cycle where "a" was settled (no item) forgets it: the same skip
 	 * later is recorded again */
 	p.items = &items[1];
 	p.nr_items = 1;
-	logged_update(&t, &p);
+	logged_update(&t, &p, T0, HOLD);
 	again = item("a", PLAN_SKIP, REASON_LOCALITY, SKIP_COOLDOWN, "1");
-	assert_false(logged_repeats(&t, &again, false));
-	assert_true(logged_repeats(&t, &items[1], false));
+	assert_false(logged_repeats(&t, &again, false, T0, HOLD));
+	assert_true(logged_repeats(&t, &items[1], false, T0, HOLD));
 	/* settled items are not remembered either */
 	items[0].kind = PLAN_SETTLED;
 	p.items = items;
 	p.nr_items = 2;
-	logged_update(&t, &p);
+	logged_update(&t, &p, T0, HOLD);
 	assert_null(logged_find(&t, "a"));
+	logged_table_clear(&t);
+}
+
+/* Dry run on the bench fixture: the planned target of a guest flaps with
+ * load jitter (nodes 1, 0, 1, …; or settled in between), and every
+ * change was a new "planned" record nearly every cycle. Within the hold
+ * (the cool-down: had the move been made, the guest would not move
+ * again before it ends) one record stands; after it, the next is news. */
+static void test_planned_flap_dedup(void **state)
+{
+	static const char *const to[6] = { "1", "0", NULL, "1", "2", "0" };
+	struct logged_table t = { 0 };
+	struct plan_item it;
+	struct plan p = { .nr_items = 1, .items = &it };
+	unsigned recorded = 0;
+
+	(void)state;
+	for (int c = 0; c < 6; c++) {
+		int64_t now = T0 + c * 15 * SEC;
+
+		if (to[c]) {
+			it = item("b", PLAN_MOVE, c % 2 ? REASON_LOAD : REASON_LOCALITY, SKIP_NONE, to[c]);
+			recorded += !logged_repeats(&t, &it, false, now, HOLD);
+			p.nr_items = 1;
+		} else {
+			p.nr_items = 0; /* settled this cycle */
+		}
+		logged_update(&t, &p, now, HOLD);
+	}
+	assert_int_equal(recorded, 1);
+	/* the hold runs from the record, not from the last repeat */
+	it = item("b", PLAN_MOVE, REASON_LOAD, SKIP_NONE, "3");
+	assert_false(logged_repeats(&t, &it, false, T0 + HOLD, HOLD));
+	/* an explicit request records all the same */
+	assert_false(logged_repeats(&t, &it, true, T0 + 90 * SEC, HOLD));
+	/* a skip is not held by a planned move */
+	it = item("b", PLAN_SKIP, REASON_LOAD, SKIP_NO_FIT, "3");
+	assert_false(logged_repeats(&t, &it, false, T0 + 90 * SEC, HOLD));
+	logged_table_clear(&t);
+
+	/* The move budget holds a guest back every other cycle (planned,
+	 * max_moves, planned, …: the bench fixture in dry run, 30 guests, 4
+	 * moves a cycle): one planned record and one skip, not one a cycle. */
+	recorded = 0;
+	for (int c = 0; c < 8; c++) {
+		int64_t now = T0 + c * SEC;
+
+		it = c % 2 ? item("b", PLAN_SKIP, REASON_LOCALITY, SKIP_MAX_MOVES, "1")
+			   : item("b", PLAN_MOVE, REASON_LOCALITY, SKIP_NONE, c % 4 ? "2" : "1");
+		p.nr_items = 1;
+		recorded += !logged_repeats(&t, &it, false, now, HOLD);
+		logged_update(&t, &p, now, HOLD);
+	}
+	assert_int_equal(recorded, 2);
+	logged_table_clear(&t);
+
+	/* Two skips that alternate (max_moves, no_usage, max_moves, …): each
+	 * once within the hold; after it, news again. */
+	recorded = 0;
+	for (int c = 0; c < 8; c++) {
+		it = item("b", PLAN_SKIP, REASON_LOCALITY, c % 2 ? SKIP_NO_USAGE : SKIP_MAX_MOVES, "1");
+		p.nr_items = 1;
+		recorded += !logged_repeats(&t, &it, false, T0 + c * SEC, HOLD);
+		logged_update(&t, &p, T0 + c * SEC, HOLD);
+	}
+	assert_int_equal(recorded, 2);
+	it = item("b", PLAN_SKIP, REASON_LOCALITY, SKIP_MAX_MOVES, "1");
+	assert_false(logged_repeats(&t, &it, false, T0 + HOLD, HOLD));
 	logged_table_clear(&t);
 }
 
@@ -871,6 +941,7 @@ int main(void)
 		cmocka_unit_test(test_skipped_move_reverts_cooldown),
 		cmocka_unit_test(test_place_outcome_cooldown),
 		cmocka_unit_test(test_skip_record_dedup),
+		cmocka_unit_test(test_planned_flap_dedup),
 		cmocka_unit_test(test_reservations),
 		cmocka_unit_test(test_engine_state_round_trip),
 		cmocka_unit_test(test_place_choice),

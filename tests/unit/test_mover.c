@@ -293,6 +293,53 @@ static void test_pick_target(void **state)
 	assert_int_equal(mover_pick_target(&to, 3), 1);
 }
 
+/* A split guest's job (mover_spec.first): node 1 takes pages from
+ * everywhere — from the other target node 2 too — until its bytes are
+ * spent; then pages on a target stay and the rest go to the targets but
+ * node 1, which has no room left. */
+static void test_assign_first(void **state)
+{
+	/* window: pages on nodes 0, 2, 3, 2, 0, 3 (none on 1: selected
+	 * against {1}); each entry one 4 KiB page but the second (a THP). */
+	static const int status[6] = { 0, 2, 3, 2, 0, 3 };
+	size_t idx[6] = { 0, 1, 2, 3, 4, 5 };
+	int weight[6] = { 1, 512, 1, 1, 1, 1 }, nodes[6];
+	uint64_t left = 514 * 4096ULL;
+	nodemask_t to;
+	size_t k;
+
+	(void)state;
+	mask_parse("1-2", &to);
+	k = mover_assign_targets(status, idx, weight, 6, 4096, &to, 1, &left, nodes);
+	/* 0→1, THP 2→1 (514 - 513 = 1 page left), 3→1 (0 left); then the
+	 * page on 2 stays, 0 and 3 go to node 2 */
+	assert_int_equal(k, 5);
+	assert_int_equal(left, 0);
+	assert_int_equal(idx[0], 0);
+	assert_int_equal(nodes[0], 1);
+	assert_int_equal(idx[1], 1);
+	assert_int_equal(nodes[1], 1);
+	assert_int_equal(weight[1], 512);
+	assert_int_equal(idx[2], 2);
+	assert_int_equal(nodes[2], 1);
+	assert_int_equal(idx[3], 4);
+	assert_int_equal(nodes[3], 2);
+	assert_int_equal(idx[4], 5);
+	assert_int_equal(nodes[4], 2);
+
+	/* no first node: mover_pick_target, nothing dropped */
+	{
+		size_t idx2[2] = { 0, 2 };
+		int w2[2] = { 1, 1 };
+		uint64_t none = 0;
+
+		k = mover_assign_targets(status, idx2, w2, 2, 4096, &to, -1, &none, nodes);
+		assert_int_equal(k, 2);
+		assert_int_equal(nodes[0], mover_pick_target(&to, 0));
+		assert_int_equal(nodes[1], mover_pick_target(&to, 3));
+	}
+}
+
 static void test_state_names(void **state)
 {
 	(void)state;
@@ -311,6 +358,7 @@ int main(void)
 		cmocka_unit_test(test_plan_window),
 		cmocka_unit_test(test_fill_window),
 		cmocka_unit_test(test_guess_failed),
+		cmocka_unit_test(test_assign_first),
 		cmocka_unit_test(test_adapt_chunk),
 		cmocka_unit_test(test_cost_next),
 		cmocka_unit_test(test_drop_refused),

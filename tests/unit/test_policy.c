@@ -519,14 +519,18 @@ static const struct tcase cases[] = {
 	},
 	{
 		/* One busy thread, 1200 MiB on 1 GiB nodes: its memory needs
-		 * two nodes, and the record says that is why. */
+		 * two nodes, its thread one (split): its CPUs on one node, its
+		 * memory there up to the node's room (644 MiB) and the rest on
+		 * one more, and the record says that is why. Given two nodes'
+		 * CPUs, its thread would run on one of them and be local to
+		 * whatever half of its memory is there. */
 		.name = "more nodes than its threads fill only for memory, and said so",
 		.nn = 4, .nodes = { N(0, 2, 1024, 900, 0.2), N(1, 2, 1024, 900, 0.2),
 				    N(2, 2, 1024, 900, 0.2), N(3, 2, 1024, 900, 0.2) },
 		.g = { { .id = "fat", .use = 1.0, .on = "0-3", .mib = { 300, 300, 300, 300 }, .threads = 1,
 			 .busy = 1, .ran = { 1.0, 0, 0, 0 } } },
-		.e = { { .id = "fat", .kind = PLAN_MOVE, .reason = REASON_CONSOLIDATE,
-			 .detail_has = "memory does not fit fewer nodes" } },
+		.e = { { .id = "fat", .kind = PLAN_MOVE, .reason = REASON_CONSOLIDATE, .to = "0", .mems = "0-1",
+			 .detail_has = "fit no one node" } },
 	},
 	{
 		/* Locality where it runs drives the pull: on node 0 with all its
@@ -675,7 +679,13 @@ static void check_invariants(const struct policy_config *cfg, const struct snaps
 				      !plan_migration_negligible(it->migrate_bytes, g->mem_total)))
 			fail_msg("%s: %s: local fit with load_after %.3f, %llu bytes to migrate", tc, it->guest_id,
 				 it->load_after, (unsigned long long)it->migrate_bytes);
-		if (it->reason != REASON_PINNED && !it->crowded && !it->local_fit &&
+		/* A split: its threads on one node, a whole CPU each, no
+		 * headroom (as a local fit). */
+		if (it->split && (!(it->load_after <= 1.05 + 1e-9) || mask_count(&it->to_nodes) != 1 ||
+				  !mask_test(&it->to_mems, it->first_node)))
+			fail_msg("%s: %s: split with load_after %.3f onto nodes/mems that do not hold its first node",
+				 tc, it->guest_id, it->load_after);
+		if (it->reason != REASON_PINNED && !it->crowded && !it->local_fit && !it->split &&
 		    !(it->load_after <= cfg->max_util + 1e-9))
 			fail_msg("%s: %s: load_after %.3f over max_util", tc, it->guest_id, it->load_after);
 		assert_false(isnan(it->cpu_demand));
@@ -1754,6 +1764,56 @@ static void test_spread_memory_follows_threads(void **state)
 	plan_free(p);
 }
 
+/* A one-thread guest pinned to nodes 0-1 (cpus and mems: the pin), its
+ * thread on node 0, its 600 MiB on node 1: 100 % of its memory inside
+ * the pin, 0 % local where it runs. It was settled ("settled on pinned
+ * nodes"), since no cpuset write can do better. With the kernel's
+ * balancing off its memory now follows its thread inside the pin — the
+ * cpuset as pinned, the mover putting it on node 0 (first_node) — and it
+ * is settled once there, so nothing moves again; with balancing on it
+ * is the kernel's job. */
+static struct plan *pinned_two(int balancing, unsigned on0_mib)
+{
+	static const uint64_t free_mib[2] = { 1500, 1500 };
+	static const double busy[2] = { 0.5, 0.0 };
+	struct snapshot *s = host_2cpu(2, 2048, free_mib, busy);
+	struct snap_guest *g = guest_on(s, "pin", 1.0, 1, "0-3", "0-1", 0);
+
+	g->policy.mode = GPOL_PINNED;
+	mask_parse("0-1", &g->policy.nodes);
+	g->busy_threads = 1;
+	g->busy_measured = true;
+	g->mem_node[0] = on0_mib * MIB;
+	g->mem_node[1] = (600 - on0_mib) * MIB;
+	s->numa_balancing = balancing;
+	return decide_default(s, "pinned two");
+}
+
+static void test_pinned_memory_follows_threads(void **state)
+{
+	const struct plan_item *it;
+	struct plan *p;
+
+	(void)state;
+	p = pinned_two(0, 0);
+	it = find_item(p, "pin");
+	assert_non_null(it);
+	if (it->kind != PLAN_MOVE || it->reason != REASON_PINNED || it->first_bytes != 600 * MIB ||
+	    it->first_node != 0 || it->migrate_bytes != 600 * MIB)
+		fail_msg("%s %s: %s", plan_kind_name(it->kind), move_reason_name(it->reason), it->detail);
+	assert_nodes("cpus", &it->to_nodes, "0-1", "pinned two", "pin");
+	assert_nodes("mems", &it->to_mems, "0-1", "pinned two", "pin");
+	plan_free(p);
+	/* the kernel's balancing on: its job */
+	p = pinned_two(1, 0);
+	assert_null(find_item(p, "pin"));
+	plan_free(p);
+	/* once the memory is there: settled */
+	p = pinned_two(0, 600);
+	assert_null(find_item(p, "pin"));
+	plan_free(p);
+}
+
 /* The testbed's oversubscribed scenario after its first cycles (run of
  * 2026-12-01 with the fixes above): four 2-thread guests alone on a node
  * each with their 300 MiB, the last two (w2, w6) still on every node with
@@ -1824,7 +1884,10 @@ static void test_no_mutual_room_credit(void **state)
  * memory interleaved over all four nodes, its threads on nodes 0 and 1;
  * two 1-CPU guests with their memory on node 0, their threads on nodes 2
  * and 3. The big one does not fit one node but will be given fewer
- * than four: it floats too, and one small guest stays with its memory. */
+ * than four: it floats too. Its threads go to one node other than 0
+ * (split: node 0 has the least room for its memory), so both small
+ * guests stay with their memory on node 0's two CPUs (before the split
+ * rule the big one took two nodes and only one small guest stayed). */
 static void test_big_floater_makes_room(void **state)
 {
 	static const uint64_t free_mib[4] = { 390, 1000, 1000, 1000 };
@@ -1849,8 +1912,87 @@ static void test_big_floater_makes_room(void **state)
 		stay += it->kind == PLAN_MOVE && mask_count(&it->to_nodes) == 1 && mask_test(&it->to_nodes, 0) &&
 			it->migrate_bytes == 0;
 	}
-	assert_int_equal(stay, 1);
+	assert_int_equal(stay, 2);
+	it = find_item(p, "big");
+	assert_non_null(it);
+	if (it->kind != PLAN_MOVE || !it->split || mask_count(&it->to_nodes) != 1 || mask_test(&it->to_nodes, 0))
+		fail_msg("big: %s", it->detail);
 	plan_free(p);
+}
+
+/* The testbed's bigguest scenario (4 nodes × 2 CPUs, 1536 MiB each,
+ * min_free 256 MiB): a 1700 MiB guest with two busy threads, its memory
+ * interleaved (425 MiB on each node), free to run anywhere, its threads
+ * on nodes 1 and 2; nodes 1-3 have 1000 MiB free, node 0 390 (the two
+ * small guests' 640 MiB). Its memory (1870 MiB with headroom) fits no
+ * node: spread over two nodes, each thread is local to the half of it
+ * on its own node — 50 %, the end state of every placer in the matrix.
+ * Its threads fit one node's two CPUs: both go to one of nodes 1-3, its
+ * memory onto that node up to its room (744 MiB more: 1169 MiB, 69 %,
+ * all that node holds above the reserve), the rest on one more node. */
+static struct snapshot *bigguest_host(void)
+{
+	static const uint64_t free_mib[4] = { 390, 1000, 1000, 1000 };
+	static const double busy[4] = { 0.5, 0.5, 0.5, 0.5 };
+	struct snapshot *s = host_2cpu(4, 1536, free_mib, busy);
+	/* 2.02 CPUs, as measured in the testbed's first cycle (its idle main
+	 * thread's ticks, rounding): more than its node's two CPUs, and the
+	 * split was missed for the whole run (the cool-down held it). */
+	struct snap_guest *big = guest_on(s, "big", 2.02, 3, "0-7", "0-3", -1);
+
+	big->cpu_node = calloc(4, sizeof(double));
+	big->cpu_node[1] = big->cpu_node[2] = 1.01;
+	big->busy_threads = 2;
+	big->busy_measured = true;
+	for (int n = 0; n < 4; n++)
+		big->mem_node[n] = 425 * MIB;
+	return s;
+}
+
+static void test_bigguest_split(void **state)
+{
+	struct snapshot *s = bigguest_host();
+	const struct plan_item *it;
+	struct plan *p;
+	int first;
+
+	(void)state;
+	p = decide_default(s, "bigguest split");
+	it = find_item(p, "big");
+	assert_non_null(it);
+	if (it->kind != PLAN_MOVE || !it->split)
+		fail_msg("%s %s: %s", plan_kind_name(it->kind), move_reason_name(it->reason), it->detail);
+	print_message("big: %s\n", it->detail);
+	/* both threads on one node with room, that node's CPUs only */
+	assert_int_equal(mask_count(&it->to_nodes), 1);
+	first = mask_first(it->to_nodes.w, MASK_BITS(&it->to_nodes));
+	assert_true(first >= 1);
+	assert_int_equal(it->first_node, first);
+	assert_int_equal(mask_count(it->to_cpus), 2);
+	/* memory on that node and one more; the node takes all its room */
+	assert_int_equal(mask_count(&it->to_mems), 2);
+	assert_true(mask_test(&it->to_mems, first));
+	assert_int_equal(it->first_bytes, 744 * MIB);
+	assert_int_equal(it->migrate_bytes, 850 * MIB);
+	plan_free(p);
+
+	/* Once there (1169 MiB on node 1, the rest on node 2) it stays:
+	 * node 3, emptied, could hold nearly as much, not more by the slack. */
+	{
+		static const uint64_t free_mib[4] = { 390, 256, 950, 1425 };
+		static const double busy[4] = { 0.5, 1.0, 0.0, 0.0 };
+		struct snap_guest *big;
+
+		s = host_2cpu(4, 1536, free_mib, busy);
+		big = guest_on(s, "big", 2.0, 2, "2-3", "0-3", 1);
+		big->busy_threads = 2;
+		big->busy_measured = true;
+		big->mem_node[1] = 1169 * MIB;
+		big->mem_node[2] = 531 * MIB;
+		p = decide_default(s, "bigguest settled");
+		assert_null(find_item(p, "big"));
+		plan_free(p);
+	}
 }
 
 static void test_advise_nothing_fits(void **state)
@@ -2124,9 +2266,11 @@ int main(void)
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_measured_node_share);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_floaters_make_room);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_big_floater_makes_room);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_bigguest_split);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_oversubscribed_local_least_loaded);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_crowded_two_stay_local);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_spread_memory_follows_threads);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_pinned_memory_follows_threads);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_no_mutual_room_credit);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_spread_start_one_node_each);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_config_validate);

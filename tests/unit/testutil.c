@@ -47,18 +47,6 @@ void tu_assert_json_golden(json_t *actual, const char *path)
 	json_decref(expected);
 }
 
-char *tu_mkdtemp(void)
-{
-	const char *tmp = getenv("TMPDIR");
-	char *p;
-
-	if (asprintf(&p, "%s/numaorch-test.XXXXXX", tmp && *tmp ? tmp : "/tmp") < 0)
-		abort();
-	if (!mkdtemp(p))
-		fail_msg("mkdtemp: %s", strerror(errno));
-	return p;
-}
-
 static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
 {
 	(void)sb;
@@ -67,10 +55,54 @@ static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *
 	return remove(path);
 }
 
+/* Every directory tu_mkdtemp made and tu_rm_rf has not removed yet: a
+ * failing assertion leaves its test by longjmp, past the test's own
+ * tu_rm_rf, and /tmp used to collect one numaorch-test.* per failure. The
+ * rest are removed when the test program exits. */
+static char **made;
+static unsigned nmade;
+
+static void rm_made(void)
+{
+	for (unsigned i = 0; i < nmade; i++) {
+		nftw(made[i], rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+		free(made[i]);
+	}
+	free(made);
+	made = NULL;
+	nmade = 0;
+}
+
+char *tu_mkdtemp(void)
+{
+	const char *tmp = getenv("TMPDIR");
+	char *p, **grown;
+
+	if (asprintf(&p, "%s/numaorch-test.XXXXXX", tmp && *tmp ? tmp : "/tmp") < 0)
+		abort();
+	if (!mkdtemp(p))
+		fail_msg("mkdtemp: %s", strerror(errno));
+	if (!made && atexit(rm_made) != 0)
+		abort();
+	grown = realloc(made, (nmade + 1) * sizeof(*made));
+	if (!grown || !(grown[nmade] = strdup(p)))
+		abort();
+	made = grown;
+	nmade++;
+	return p;
+}
+
 void tu_rm_rf(const char *path)
 {
-	if (path)
-		nftw(path, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	if (!path)
+		return;
+	nftw(path, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	for (unsigned i = 0; i < nmade; i++)
+		if (strcmp(made[i], path) == 0) {
+			free(made[i]);
+			made[i] = made[--nmade];
+			break;
+		}
 }
 
 void tu_write(const char *root, const char *rel, const char *text)

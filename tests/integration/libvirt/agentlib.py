@@ -93,8 +93,9 @@ class Daemon:
         self.sock = sock
         self.declog = os.path.join(tmp, "decisions.jsonl")
         self.logpath = os.path.join(tmp, "numaorchd.log")
-        self.args = [itlib.NUMAORCHD, "--config", conf, "--sysfs", sysfs, "--scope", scope,
-                     "--decision-log", self.declog]
+        # (the configuration names the same private state directory)
+        self.args = itlib.numaorchd("--config", conf, "--sysfs", sysfs, "--scope", scope,
+                                    "--decision-log", self.declog, state_dir=os.path.join(tmp, "state"))
         self.proc = None
         self.logf = None
 

@@ -286,49 +286,16 @@ test_daemon_survives_vanishing_guest() {
 	return 0
 }
 
-# The daemon's mover on a slow budget: SIGTERM stops the job at a chunk
-# boundary, the daemon exits promptly and cleanly, the record says the
-# job stopped, and the guest is left consistent: CPUs on the target, mems
-# old and new nodes (never empty), its memory part-moved.
-test_sigterm_stops_a_migration() {
-	c1=$(node_cpus 1)
-	start $G1 "$c1" 0 256 --pages 4k || return 1
-	printf '[agent]\ninterval = 0.5\nsample = 0.3\n[memory]\nrate_mib = 8\n[api]\nsocket =\n[libvirt]\nenabled = no\n' > $T/conf
-	$NUMAORCHD --config $T/conf --scope $SB --state-dir $T/state --decision-log $T/dec 2> $T/err &
-	pid=$!
-	i=0
-	while ! grep -q '"decision":"moved"' $T/dec 2>/dev/null; do
-		sleep 0.2; i=$((i + 1))
-		[ $i -gt 100 ] && { kill -9 $pid; echo "no move within 20 s"; return 1; }
-	done
-	sleep 1
-	kill -TERM $pid
-	i=0
-	while kill -0 $pid 2>/dev/null; do
-		sleep 0.1; i=$((i + 1))
-		[ $i -gt 50 ] && { kill -9 $pid; echo "still running 5 s after SIGTERM"; return 1; }
-	done
-	wait $pid
-	rc=$?
-	[ $rc = 0 ] || { echo "exit $rc after SIGTERM"; return 1; }
-	grep '"decision":"memory_stopped"' $T/dec | grep -q "\"guest\":\"$ID1\"" ||
-		{ echo "no memory_stopped record: $(grep -o '"decision":"[a-z_]*"' $T/dec | tr '\n' ' ')"; return 1; }
-	[ "$(rd $G1 cpuset.mems)" = 0-1 ] || { echo "mems $(rd $G1 cpuset.mems), want 0-1"; return 1; }
-	[ "$(rd $G1 cpuset.cpus)" = "$c1" ] || { echo "cpus $(rd $G1 cpuset.cpus), want $c1"; return 1; }
-	pct=$(local_pct $G1 1)
-	[ "$pct" -lt 90 ] || { echo "$pct% moved: the budget did not slow it (the test proves nothing)"; return 1; }
-	return 0
-}
-
-# start_slow_move: guest G1 on node 1's CPUs with its 256 MiB (4 KiB
-# pages) on node 0, and the daemon moving it on a slow budget (8 MiB/s:
-# 30 s of job) with policy settings $1; returns once a "moved" record
+# start_slow_move POLICY [MIB [SOCKET]]: guest G1 on node 1's CPUs with its
+# MIB (256) MiB of 4 KiB pages on node 0, and the daemon moving it on a
+# slow budget (8 MiB/s: 30 s of job for 256 MiB) with policy settings
+# POLICY, its API on SOCKET (none without); returns once a "moved" record
 # names a mover job. The daemon's pid in $pid.
 start_slow_move() {
 	c1=$(node_cpus 1)
-	start $G1 "$c1" 0 256 --pages 4k || return 1
-	printf '[agent]\ninterval = 0.5\nsample = 0.3\n[memory]\nrate_mib = 8\n[policy]\n%s\n[api]\nsocket =\n[libvirt]\nenabled = no\n' \
-		"$1" > $T/conf
+	start $G1 "$c1" 0 ${2:-256} --pages 4k || return 1
+	printf '[agent]\ninterval = 0.5\nsample = 0.3\n[memory]\nrate_mib = 8\n[policy]\n%s\n[api]\nsocket = %s\n[libvirt]\nenabled = no\n' \
+		"$1" "${3:-}" > $T/conf
 	$NUMAORCHD --config $T/conf --scope $SB --state-dir $T/state --decision-log $T/dec 2> $T/err &
 	pid=$!
 	i=0
@@ -371,6 +338,44 @@ stop_daemon() {
 	[ $rc = 0 ] || { echo "exit $rc after SIGTERM"; return 1; }
 	grep -q "\[error\]" $T/err && { echo "errors logged: $(grep '\[error\]' $T/err | head -3)"; return 1; }
 	return 0
+}
+
+# SIGTERM stops the slow job at a chunk boundary: the daemon exits
+# promptly and cleanly, the record says the job stopped, and the guest is
+# left consistent: CPUs on the target, mems old and new nodes (never empty,
+# never narrowed to the target before its pages are there), its memory
+# part-moved.
+test_sigterm_stops_a_migration() {
+	start_slow_move "" || return 1
+	sleep 1   # a few chunks in (the job runs ~30 s); what is checked is waited on
+	stop_daemon || return 1
+	grep '"decision":"memory_stopped"' $T/dec | grep -q "\"guest\":\"$ID1\"" ||
+		{ echo "no memory_stopped record: $(grep -o '"decision":"[a-z_]*"' $T/dec | tr '\n' ' ')"; return 1; }
+	[ "$(rd $G1 cpuset.mems)" = 0-1 ] || { echo "mems $(rd $G1 cpuset.mems), want 0-1"; return 1; }
+	[ "$(rd $G1 cpuset.cpus)" = "$c1" ] || { echo "cpus $(rd $G1 cpuset.cpus), want $c1"; return 1; }
+	pct=$(local_pct $G1 1)
+	[ "$pct" -lt 90 ] || { echo "$pct% moved: the budget did not slow it (the test proves nothing)"; return 1; }
+	return 0
+}
+
+# A reload (SIGHUP) stops the running job at a chunk boundary too
+# (memory_stopped), and the daemon goes on under the new configuration:
+# the guest is consistent (CPUs on the target, mems old and new) while
+# the daemon runs on, and its memory is only part-moved when the job ends.
+test_reload_stops_a_migration() {
+	start_slow_move "cooldown = 600" || return 1
+	sleep 1   # a few chunks in
+	kill -HUP $pid
+	wait_record memory_stopped || { kill -9 $pid; return 1; }
+	r=0
+	grep -q "configuration reloaded" $T/err || { echo "no \"configuration reloaded\" in the log"; r=1; }
+	kill -0 $pid 2>/dev/null || { echo "daemon exited on SIGHUP"; return 1; }
+	[ "$(rd $G1 cpuset.mems)" = 0-1 ] || { echo "mems $(rd $G1 cpuset.mems), want 0-1"; r=1; }
+	[ "$(rd $G1 cpuset.cpus)" = "$c1" ] || { echo "cpus $(rd $G1 cpuset.cpus), want $c1"; r=1; }
+	pct=$(local_pct $G1 1)
+	[ "$pct" -lt 90 ] || { echo "$pct% moved when the job stopped: the reload did not stop it"; r=1; }
+	stop_daemon || r=1
+	return $r
 }
 
 # The guest exits while its memory moves: the job ends as vanished (not
@@ -426,13 +431,9 @@ fle() { awk -v a="$1" -v b="$2" -v s="${3:-0}" 'BEGIN{exit !(a <= b + s)}'; }
 # grow and follow memory.numa_stat (the kernel's own count), its ETA is
 # there while it runs.
 test_top_shows_a_live_migration() {
-	c1=$(node_cpus 1)
 	S=$T/api.sock
 	ctl="/bin/numaorchctl --socket $S"
-	start $G1 "$c1" 0 128 --pages 4k || return 1
-	printf '[agent]\ninterval = 0.5\nsample = 0.3\n[memory]\nrate_mib = 8\n[api]\nsocket = %s\n[libvirt]\nenabled = no\n' $S > $T/conf
-	$NUMAORCHD --config $T/conf --scope $SB --state-dir $T/state --decision-log $T/dec 2> $T/err &
-	pid=$!
+	start_slow_move "" 128 $S || return 1
 	i=0
 	# running, with some bytes done (so there is a rate and an ETA)
 	while :; do
@@ -520,6 +521,7 @@ check nested_container_follows_its_pod
 check outside_scope_untouched
 check daemon_survives_vanishing_guest
 check sigterm_stops_a_migration
+check reload_stops_a_migration
 check guest_exit_ends_a_migration
 check new_plan_supersedes_a_migration
 check top_shows_a_live_migration
