@@ -203,8 +203,8 @@ size_t mover_cost_next(struct mover_cost *c, size_t pages, size_t chunk, double 
 		next = (double)pages * 2;
 	} else if (c->best_eff > 0 && eff < c->best_eff * EFF_KEEP && pages < c->best_pages) {
 		/* smaller calls lost more than a fifth of the rate bigger ones
-		 * had (each call's fixed cost: move_pages drains every CPU's
-		 * LRU cache): they would only move less, the guest waiting
+		 * had (each call's fixed cost): they would only move less,
+		 * the guest waiting
 		 * page by page all the same */
 		next = (double)pages * 2;
 	} else {

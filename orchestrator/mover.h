@@ -210,8 +210,9 @@ struct mover_cost {
  * (mover_adapt_chunk, from the call's own size where that was bigger:
  * one THP is 512 pages even when the chunk asked for less) — unless the
  * call's rate fell under 4/5 of the best rate a bigger call of the job
- * reached (the fixed cost of each call — move_pages drains every CPU's
- * LRU cache — is then over a fifth of it: smaller calls would only move
+ * reached (the fixed cost of each call — every CPU's LRU cache drained,
+ * the first shootdown of a busy vCPU; not measured apart: a move call of
+ * no pages costs less — is then over a fifth of it: smaller calls would only move
  * less, as the kernel migrates, and the guest waits, page by page), or
  * a bigger call just moved 1.25x faster: then it doubles. The best rate
  * fades by 5 % a call. Between 16 and 65536. */
