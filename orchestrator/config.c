@@ -369,6 +369,7 @@ static const struct key keys[] = {
 	UINT("policy", "max_moves", policy.max_moves, 1, 10000),
 	MIBS("policy", "max_migrate_mib", policy.max_migrate_bytes),
 	MIBS("policy", "min_free_mib", policy.min_free_bytes),
+	BOOLK("policy", "start_place", policy.start_place),
 
 	SET("api", "socket", api_socket, set_api_socket),
 	SET("api", "listen", api_listen, set_api_listen),

@@ -238,6 +238,7 @@ void engine_free(struct engine *e)
 	for (unsigned i = 0; i < e->njobs; i++)
 		apply_pending_free(e->jobs[i].p);
 	free(e->jobs);
+	free(e->bound);
 	engine_view_unref(e->view);
 	if (e->acq)
 		e->src.acquirer_free(e->acq);
