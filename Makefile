@@ -160,6 +160,14 @@ $(BUILD)/tests/%: $(BUILD)/san/tests/unit/%.o $(UNIT_HELPERS:%.c=$(BUILD)/san/%.
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS) $(VM_LIBS) $(shell $(PKG_CONFIG) --libs cmocka)
 
+# Unit tests of the CLI's pure parts (tests/unit/test_ctl_*.c) link its
+# objects, without its main, and its libraries.
+$(BUILD)/tests/test_ctl_%: $(BUILD)/san/tests/unit/test_ctl_%.o $(UNIT_HELPERS:%.c=$(BUILD)/san/%.o) \
+		$(HOOK_SRCS:%.c=$(BUILD)/san/%.o) $(filter-out %/numaorchctl.o,$(CLI_SRCS:%.c=$(BUILD)/san/%.o)) \
+		$(BUILD)/libnumaorch-san.a
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS) $(VM_LIBS) $(CLI_LIBS) $(shell $(PKG_CONFIG) --libs cmocka)
+
 $(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(BUILD)/libnumaorch.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
@@ -272,7 +280,8 @@ NUMA_VM_BINS := $(BUILD)/numa-vm/bin/numavm-run $(BUILD)/numa-vm/bin/guestload $
 # static like the other in-VM helpers.
 MIGBENCH_SRCS := tests/numa-vm/guest/migbench.c orchestrator/mover.c orchestrator/fs.c orchestrator/xalloc.c orchestrator/parse.c \
                  orchestrator/clock.c orchestrator/log.c orchestrator/utf8.c \
-                 orchestrator/mask.c orchestrator/numamig.c orchestrator/hostpaths.c orchestrator/procstat.c
+                 orchestrator/mask.c orchestrator/numamig.c orchestrator/hostpaths.c orchestrator/procstat.c \
+                 orchestrator/numamaps.c
 $(BUILD)/numa-vm/bin/migbench: $(MIGBENCH_SRCS) orchestrator/mover.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -D_GNU_SOURCE -I. -static -pthread -o $@ $(MIGBENCH_SRCS) -lnuma -lm

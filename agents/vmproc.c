@@ -14,6 +14,7 @@
 #include "../orchestrator/parse.h"
 #include "../orchestrator/procstat.h"
 #include "../orchestrator/xalloc.h"
+#include "../orchestrator/numamaps.h"
 #include "../orchestrator/numastat.h"
 
 #define CMDLINE_MAX (256u << 10)
@@ -554,6 +555,7 @@ int vmproc_numa_maps(const struct host_paths *hp, pid_t pid, const struct snapsh
 		     uint64_t *mem)
 {
 	char path[PATH_MAX], *buf = NULL;
+	uint64_t *by_id;
 	size_t len;
 	int r;
 
@@ -562,36 +564,13 @@ int vmproc_numa_maps(const struct host_paths *hp, pid_t pid, const struct snapsh
 		return r == -ENOENT ? -ESRCH : r;
 	/* Nothing below fails, so MEM is only touched once the file is read:
 	 * on an error it keeps what it held. */
+	by_id = xcalloc(MASK_MAX_NODES, sizeof(*by_id));
+	numamaps_parse(buf, by_id, MASK_MAX_NODES);
 	memset(mem, 0, snap->nr_nodes * sizeof(uint64_t));
-	for (char *save = NULL, *l = strtok_r(buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-		uint64_t page = 4096;
-		const char *k = strstr(l, " kernelpagesize_kB=");
-
-		if (k) {
-			unsigned long long kb = strtoull(k + 19, NULL, 10);
-
-			if (kb)
-				page = kb * 1024;
-		}
-		for (char *s2 = NULL, *t = strtok_r(l, " ", &s2); t; t = strtok_r(NULL, " ", &s2)) {
-			char *e;
-			unsigned long long id, v;
-			int idx;
-
-			if (t[0] != 'N' || !isdigit((unsigned char)t[1]))
-				continue;
-			errno = 0;
-			id = strtoull(t + 1, &e, 10);
-			if (errno || *e != '=')
-				continue;
-			v = strtoull(e + 1, &e, 10);
-			if (errno || *e)
-				continue;
-			idx = id < MASK_MAX_NODES ? snap_node_index(snap, (int)id) : -1;
-			if (idx >= 0)
-				mem[idx] += (uint64_t)v * page;
-		}
-	}
+	for (unsigned i = 0; i < snap->nr_nodes; i++)
+		if (snap->nodes[i].id >= 0 && snap->nodes[i].id < MASK_MAX_NODES)
+			mem[i] = by_id[snap->nodes[i].id];
+	free(by_id);
 	free(buf);
 	return 0;
 }

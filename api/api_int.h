@@ -76,6 +76,7 @@ struct api {
 	bool tls;
 	unsigned timeout_ms;
 	int64_t start_real_ns, start_mono_ns;
+	size_t metrics_len;          /* the last /metrics text's length (atomic) */
 
 	/* What the last PUT /v1/policy applied: the published view shows it
 	 * only after the next cycle, and a GET right after the PUT must not

@@ -35,17 +35,45 @@ static json_t *nodes_json(const nodemask_t *m)
 	return json_string(buf);
 }
 
+static double mib1(uint64_t bytes)
+{
+	return round((double)bytes / MIB * 10) / 10;
+}
+
+static int cmp_source(const void *a, const void *b)
+{
+	const struct mover_source *x = a, *y = b;
+
+	return (x->node > y->node) - (x->node < y->node);
+}
+
+/* Each source node of J, by node: what the job found there, has moved
+ * from there, has left there, and where those pages go. */
+static json_t *sources_json(const struct mover_job_info *j)
+{
+	struct mover_source s[MOVER_MAX_SOURCES];
+	json_t *arr = json_array();
+
+	memcpy(s, j->sources, j->nsources * sizeof(s[0]));
+	qsort(s, j->nsources, sizeof(s[0]), cmp_source);
+	for (unsigned i = 0; i < j->nsources; i++)
+		json_array_append_new(arr, json_pack("{s:i, s:i, s:f, s:f, s:f}", "node", s[i].node, "to", s[i].to,
+						     "found_mib", mib1(s[i].found), "done_mib", mib1(s[i].done),
+						     "left_mib", mib1(mover_source_left(&s[i]))));
+	return arr;
+}
+
 json_t *api_migration_json(const struct mover_job_info *j)
 {
 	double done = (double)j->bytes_done / MIB;
-	double left = j->bytes_done >= j->bytes_expected ? 0 : (double)(j->bytes_expected - j->bytes_done) / MIB;
+	double left = (double)mover_job_left(j) / MIB;
 	double rate = j->elapsed_s > 0 ? done / j->elapsed_s : 0;
 	json_t *eta = json_null();
 
 	/* An ETA only while it runs and has a rate to go by. */
 	if (j->state == MJ_RUNNING && rate > 0)
 		eta = json_real(round(left / rate * 10) / 10);
-	return json_pack("{s:I, s:s, s:s, s:o, s:o, s:s, s:f, s:f, s:f, s:f, s:o, s:o, s:o, s:o, s:I, s:f, s:o}",
+	return json_pack("{s:I, s:s, s:s, s:o, s:o, s:s, s:f, s:f, s:f, s:f, s:o, s:o, s:o, s:o, s:I, s:f, s:o, s:o}",
 			 "id", (json_int_t)j->id, "guest", j->guest, "cause", j->cause,
 			 "from", nodes_json(&j->from), "to", nodes_json(&j->to),
 			 "state", mover_state_name(j->state),
@@ -55,7 +83,7 @@ json_t *api_migration_json(const struct mover_job_info *j)
 			 "queued", time_or_null(j->queued_real_ns), "started", time_or_null(j->started_real_ns),
 			 "ended", time_or_null(j->ended_real_ns), "eta_s", eta,
 			 "chunks", (json_int_t)j->chunks, "stall_max_ms", round(j->stall_max_ms * 100) / 100,
-			 "error", j->msg[0] ? api_json_tame(j->msg, 200) : json_null());
+			 "error", j->msg[0] ? api_json_tame(j->msg, 200) : json_null(), "sources", sources_json(j));
 }
 
 void h_migrations(struct rq *r)

@@ -181,6 +181,33 @@ void h_nodes(struct rq *r)
 	api_reply_json(r, 200, json_pack("{s:o, s:I}", "nodes", arr, "seq", (json_int_t)s->seq));
 }
 
+/* The pager of /v1/guests and /v1/guest-policies: both are lists by
+ * guest id, one page at a time. Reads ?limit= (1..API_PAGE_MAX, default
+ * API_PAGE_DEFAULT) into *LIMIT and ?after= (a guest id, NULL: from the
+ * start) into *AFTER; false after answering 400. */
+static bool page_query(struct rq *r, uint64_t *limit, const char **after)
+{
+	const char *lim = urlq_get(&r->url, "limit");
+
+	*limit = API_PAGE_DEFAULT;
+	*after = urlq_get(&r->url, "after");
+	if (lim && (parse_u64(lim, limit) < 0 || *limit < 1 || *limit > API_PAGE_MAX)) {
+		problem(r, 400, "invalid-field", "limit", "limit: must be an integer 1..%u", API_PAGE_MAX);
+		return false;
+	}
+	if (*after && !snap_id_valid(*after)) {
+		problem(r, 400, "invalid-field", "after", "after: not a valid guest id");
+		return false;
+	}
+	return true;
+}
+
+/* A page's "next": the last id shown when more follow, else NULL. */
+static const char *page_next(bool more, const char *last)
+{
+	return more ? last : NULL;
+}
+
 /* The guest list as JSON text, written directly: with thousands of guests
  * a jansson tree of them costs tens of milliseconds per request. */
 static char *guests_doc(struct api *a, const struct snapshot *s, const char *kind, const char *runtime,
@@ -296,7 +323,7 @@ static char *guests_doc(struct api *a, const struct snapshot *s, const char *kin
 	jw_key(&w, "count");
 	jw_int(&w, count);
 	jw_key(&w, "next");
-	if (more && last)
+	if (page_next(more, last))
 		jw_str(&w, last);
 	else
 		jw_null(&w);
@@ -316,9 +343,8 @@ static void text_reply(struct rq *r, char *text, size_t len)
 void h_guests(struct rq *r)
 {
 	const char *kind = urlq_get(&r->url, "kind"), *runtime = urlq_get(&r->url, "runtime");
-	const char *nodes = urlq_get(&r->url, "node");
-	const char *lim = urlq_get(&r->url, "limit"), *after = urlq_get(&r->url, "after");
-	uint64_t limit = API_PAGE_DEFAULT;
+	const char *nodes = urlq_get(&r->url, "node"), *after;
+	uint64_t limit;
 	struct engine_view *v;
 	struct api *a = r->a;
 	uint64_t gen;
@@ -328,15 +354,8 @@ void h_guests(struct rq *r)
 
 	/* One page at a time, as /v1/guest-policies: 1000 guests are ~600 KB
 	 * of JSON, and an unbounded list grew with the host. */
-	if (lim && (parse_u64(lim, &limit) < 0 || limit < 1 || limit > API_PAGE_MAX)) {
-		problem(r, 400, "invalid-field", "limit", "limit: must be an integer 1..%u", API_PAGE_MAX);
+	if (!page_query(r, &limit, &after))
 		return;
-	}
-	if (after && !snap_id_valid(after)) {
-		problem(r, 400, "invalid-field", "after", "after: not a valid guest id");
-		return;
-	}
-
 	if (kind && strcmp(kind, "container") != 0 && strcmp(kind, "vm") != 0) {
 		problem(r, 400, "invalid-field", "kind", "kind: must be container or vm");
 		return;
@@ -363,7 +382,7 @@ void h_guests(struct rq *r)
 		problem(r, 400, "invalid-field", "node", "node: this host has no node %d", node);
 		return;
 	}
-	if (kind || runtime || node >= 0 || lim || after) {
+	if (kind || runtime || node >= 0 || urlq_get(&r->url, "limit") || after) {
 		text = guests_doc(a, v->snap, kind, runtime, node, after, (unsigned)limit, &len);
 		text_reply(r, text, len);
 		return;
@@ -530,23 +549,17 @@ void h_guest_policy_get(struct rq *r)
 
 void h_guest_policies(struct rq *r)
 {
-	const char *lim = urlq_get(&r->url, "limit"), *after = urlq_get(&r->url, "after");
 	struct engine_view *v = engine_view_get(r->a->e);
 	struct gpol_record *recs;
-	uint64_t limit = API_PAGE_DEFAULT;
+	const char *after, *next;
+	uint64_t limit;
 	unsigned n, total;
 	bool more;
 	json_t *arr;
 
 	r->view = v;
-	if (lim && (parse_u64(lim, &limit) < 0 || limit < 1 || limit > API_PAGE_MAX)) {
-		problem(r, 400, "invalid-field", "limit", "limit: must be an integer 1..%u", API_PAGE_MAX);
+	if (!page_query(r, &limit, &after))
 		return;
-	}
-	if (after && !snap_id_valid(after)) {
-		problem(r, 400, "invalid-field", "after", "after: not a valid guest id");
-		return;
-	}
 	/* One page at a time: 65536 overrides were 6.9 MB per response, and
 	 * concurrent readers each held a copy of the whole store. */
 	n = gpolstore_page(r->a->gs, after, (unsigned)limit, &recs, &total, &more);
@@ -554,8 +567,9 @@ void h_guest_policies(struct rq *r)
 	for (unsigned i = 0; i < n; i++)
 		json_array_append_new(arr, api_gpol_record_json(&recs[i],
 			v && v->snap && snap_find_guest(v->snap, recs[i].id)));
+	next = page_next(more, n ? recs[n - 1].id : NULL);
 	api_reply_json(r, 200, json_pack("{s:i, s:o, s:o}", "count", (int)total, "policies", arr,
-				     "next", more && n ? json_string(recs[n - 1].id) : json_null()));
+				     "next", next ? json_string(next) : json_null()));
 	free(recs);
 }
 

@@ -423,80 +423,75 @@ static void draw_header(struct top *t, struct sbuf *b, bool ansi)
 	     jstr(json_object_get(s, "libvirt"), "state"));
 }
 
-/* Is node ID in the kernel-style list S ("0-2,5")? */
-static bool in_list(const char *s, int id)
+/* Bytes still to move into and out of node ID by the live jobs of
+ * MIGRATIONS (GET /v1/migrations): each job's sources say what each node
+ * has left to give and which node takes it. A queued job has no sources
+ * yet (the mover counts them when it starts): nothing moves. */
+static void migrating(json_t *migrations, int id, double *in, double *out)
 {
-	while (*s) {
-		char *end;
-		long a = strtol(s, &end, 10), z = a;
-
-		if (end == s)
-			return false;
-		if (*end == '-')
-			z = strtol(end + 1, &end, 10);
-		if (id >= a && id <= z)
-			return true;
-		s = *end == ',' ? end + 1 : end;
-		if (*end && *end != ',')
-			return false;
-	}
-	return false;
-}
-
-/* Bytes still to move into and out of node ID by live jobs (a job to or
- * from several nodes counts a share on each). */
-static void migrating(struct top *t, int id, double *in, double *out)
-{
-	json_t *jobs = json_object_get(t->migrations, "migrations"), *m;
+	json_t *jobs = json_object_get(migrations, "migrations"), *m;
 	size_t i;
 
 	*in = *out = 0;
 	json_array_foreach(jobs, i, m) {
-		double left = jnum(m, "left_mib") * 1048576.0;
-		unsigned nto = 0, nfrom = 0;
+		json_t *src;
+		size_t k;
 
-		if (!is_live(m) || isnan(left))
+		if (!is_live(m))
 			continue;
-		for (int k = 0; k < 1024; k++) {
-			nto += in_list(jstr(m, "to"), k);
-			nfrom += in_list(jstr(m, "from"), k);
+		json_array_foreach(json_object_get(m, "sources"), k, src) {
+			double left = jnum(src, "left_mib") * 1048576.0;
+
+			if (isnan(left))
+				continue;
+			if (jint(src, "node") == id)
+				*out += left;
+			if (jint(src, "to") == id)
+				*in += left;
 		}
-		if (nto && in_list(jstr(m, "to"), id))
-			*in += left / nto;
-		if (nfrom && in_list(jstr(m, "from"), id))
-			*out += left / nfrom;
 	}
 }
 
-static void draw_nodes(struct top *t, struct sbuf *b, bool ansi, unsigned max_rows)
+static void draw_nodes(struct sbuf *b, json_t *nodes, json_t *migrations, unsigned width, bool ansi,
+		       unsigned max_rows)
 {
-	json_t *arr = json_object_get(t->nodes, "nodes"), *n;
+	json_t *arr = json_object_get(nodes, "nodes"), *n;
 	/* "-": no mover (memory moves with cpuset.mems writes, unseen here) */
-	bool mover = json_is_true(json_object_get(t->migrations, "mover"));
+	bool mover = json_is_true(json_object_get(migrations, "mover"));
 	size_t i;
 
-	line(b, t->width, ansi, "%s%-5s %5s %5s %6s %7s %7s %6s %7s %7s%s", ansi ? "\033[7m" : "", "NODE", "CPUS",
+	line(b, width, ansi, "%s%-5s %5s %5s %6s %7s %7s %6s %7s %7s%s", ansi ? "\033[7m" : "", "NODE", "CPUS",
 	     "BUSY", "LOAD", "FREE", "TOTAL", "GUESTS", "MIG IN", "MIG OUT", ansi ? "\033[K\033[0m" : "");
 	json_array_foreach(arr, i, n) {
 		char busy[16], load[16], fr[16], tot[16], mi[16], mo[16];
 		double l = jnum(n, "load_cpus"), in, out;
 
 		if (i >= max_rows) {
-			line(b, t->width, ansi, "  (%zu more nodes)", json_array_size(arr) - i);
+			line(b, width, ansi, "  (%zu more nodes)", json_array_size(arr) - i);
 			break;
 		}
 		if (isnan(l))
 			snprintf(load, sizeof(load), "-");
 		else
 			snprintf(load, sizeof(load), "%.1f", l);
-		migrating(t, (int)jint(n, "id"), &in, &out);
-		line(b, t->width, ansi, "%-5lld %5lld %5s %6s %7s %7s %6zu %7s %7s", jint(n, "id"), jint(n, "nr_cpus"),
+		migrating(migrations, (int)jint(n, "id"), &in, &out);
+		line(b, width, ansi, "%-5lld %5lld %5s %6s %7s %7s %6zu %7s %7s", jint(n, "id"), jint(n, "nr_cpus"),
 		     pct(jnum(n, "busy"), busy, sizeof(busy)), load,
 		     short_bytes(jnum(n, "mem_free_bytes"), fr, sizeof(fr)),
 		     short_bytes(jnum(n, "mem_total_bytes"), tot, sizeof(tot)),
 		     json_array_size(json_object_get(n, "guests")),
 		     mover ? short_bytes(in, mi, sizeof(mi)) : "-", mover ? short_bytes(out, mo, sizeof(mo)) : "-");
 	}
+}
+
+char *ctl_top_nodes_text(json_t *nodes, json_t *migrations, unsigned width, unsigned max_rows)
+{
+	struct sbuf b = { 0 };
+
+	draw_nodes(&b, nodes, migrations, width, false, max_rows);
+	if (!b.p)
+		sb_puts(&b, "");
+	return b.p;
 }
 
 /* The guests panel's columns, in screen order: one table drives the
@@ -672,7 +667,7 @@ static void draw(struct top *t, struct sbuf *b, bool ansi)
 		line(b, t->width, ansi, "%s", "");
 	/* Nodes take at most a third of a small screen. */
 	node_rows = ansi ? (t->height / 3 > 2 ? t->height / 3 - 1 : 1) : nnodes;
-	draw_nodes(t, b, ansi, (unsigned)node_rows);
+	draw_nodes(b, t->nodes, t->migrations, t->width, ansi, (unsigned)node_rows);
 	line(b, t->width, ansi, "%s", "");
 	if (ansi) {
 		size_t used = 3 + 1 + (nnodes < node_rows ? nnodes : node_rows + 1) + 1 + 1 + 1;

@@ -4,6 +4,7 @@
 #ifndef NUMAORCH_CTL_TOP_H
 #define NUMAORCH_CTL_TOP_H
 
+#include <jansson.h>
 #include <stdbool.h>
 
 #include "ctl_http.h"
@@ -18,5 +19,10 @@ struct ctl_top_opts {
  * the agent (--once only: the live view shows the error and retries),
  * 1 a reply that is not what the API documents. */
 int ctl_top(const struct ctl_conn *c, const struct ctl_top_opts *o);
+
+/* The nodes panel as --once prints it (a header, then a row a node, at
+ * most MAX_ROWS) of NODES (GET /v1/nodes) and MIGRATIONS (GET
+ * /v1/migrations; NULL: no mover) in WIDTH columns; the caller frees it. */
+char *ctl_top_nodes_text(json_t *nodes, json_t *migrations, unsigned width, unsigned max_rows);
 
 #endif

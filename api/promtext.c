@@ -10,7 +10,12 @@
 
 void prom_init(struct prom *p)
 {
-	p->cap = 4096;
+	prom_init_size(p, 0);
+}
+
+void prom_init_size(struct prom *p, size_t expect)
+{
+	p->cap = expect > 4096 ? expect : 4096;
 	p->len = 0;
 	p->buf = xmalloc(p->cap);
 	p->buf[0] = '\0';

@@ -15,6 +15,9 @@ struct prom {
 };
 
 void prom_init(struct prom *p);
+/* The same with room for EXPECT bytes: a text of a few MiB grown by
+ * doubling holds its old and new buffer at once at each step. */
+void prom_init_size(struct prom *p, size_t expect);
 /* Hand the text (NUL-terminated) to the caller, who frees it. */
 char *prom_take(struct prom *p, size_t *len);
 void prom_free(struct prom *p);

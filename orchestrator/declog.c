@@ -17,13 +17,16 @@
 #include "log.h"
 #include "snapjson.h"
 
-/* Records are kept as their compact JSON text (what the file holds too):
- * a few hundred bytes each, where a jansson tree costs several KiB. */
+/* Records are kept as their compact JSON text (what the file holds too),
+ * packed (pack() below): a jansson tree costs several KiB a record, the
+ * text ~670 bytes, packed ~320. A full ring of 4096 records at 1000
+ * guests was 3.0 MiB of the daemon's heap as text and a separate copy of
+ * each guest id (make bench). */
 struct rec {
 	uint64_t id;
 	int64_t ms;   /* its "time", in ms since the epoch */
-	char *guest;
-	char *line;
+	/* One allocation: the guest id, NUL, the packed record, NUL. */
+	char *buf;
 };
 
 struct declog {
@@ -31,8 +34,152 @@ struct declog {
 	int fd;
 	uint64_t next_id;
 	unsigned cap, head, n; /* ring: oldest at head */
+	size_t bytes;          /* the records' buffers, as allocated */
 	struct rec *ring;
 };
+
+/* The records' keys, most of a record's text ("cycle", "guest", ...
+ * repeat in every one). A packed record has byte i + 1 in place of
+ * "KEYS[i]": — bytes 0x01..0x1e, which never occur raw in JSON text
+ * (jansson writes control characters as \u escapes), so packing is
+ * lossless and unpacking needs no escape of its own. A key not in the
+ * table ("errno", rare) stays as it is. The byte CODE_GUEST stands for
+ * "guest":"ID" when ID is the record's guest as it is written (its own
+ * copy is beside the record, for the guest filter: the id is 70 bytes of
+ * a Docker container's record). */
+static const char *const KEYS[] = {
+	"cycle", "guest", "decision", "reason", "from", "to", "nodes", "mems", "cpus",
+	"load_before", "load_after", "migrate_mib", "mem_demand_bytes", "cpu_demand",
+	"locality_before", "detail", "dry_run", "skip_reason", "locality_source",
+	"mem_in_cpuset_before", "threads", "busy_threads", "runtime", "kind", "outcome",
+	"message", "duration_ms", "mems_after", "id", "time",
+};
+#define NKEYS (sizeof(KEYS) / sizeof(KEYS[0]))
+#define CODE_GUEST (NKEYS + 1)
+_Static_assert(CODE_GUEST <= 0x1f, "codes are the bytes 0x01..0x1f");
+
+static bool is_key_code(char c)
+{
+	return (unsigned char)c >= 1 && (unsigned char)c <= NKEYS;
+}
+
+/* The end of the JSON string that starts at S (S[0] == '"'): the
+ * closing quote. */
+static const char *string_end(const char *s)
+{
+	for (s++; *s && *s != '"'; s++)
+		if (*s == '\\' && s[1])
+			s++;
+	return s;
+}
+
+/* The code of the key "S..E" (S, E: its quotes) when E is followed by a
+ * colon and the key is in KEYS; 0 if not. */
+static unsigned key_code(const char *s, const char *e)
+{
+	size_t len = (size_t)(e - s - 1);
+
+	if (e[0] != '"' || e[1] != ':')
+		return 0;
+	for (unsigned i = 0; i < NKEYS; i++)
+		if (strlen(KEYS[i]) == len && memcmp(KEYS[i], s + 1, len) == 0)
+			return i + 1;
+	return 0;
+}
+
+/* LINE (JSON text) of a record of GUEST packed into OUT (room for
+ * strlen(LINE) + 1: packing never grows it); returns the packed length. */
+static size_t pack(const char *line, const char *guest, char *out)
+{
+	static const char guest_key[] = "\"guest\":\"";
+	size_t gl = strlen(guest);
+	char *o = out;
+
+	for (const char *s = line; *s;) {
+		const char *e;
+		unsigned c;
+
+		if (*s != '"') {
+			*o++ = *s++;
+			continue;
+		}
+		/* "guest":"ID" with ID exactly as the guest filter has it */
+		if (strncmp(s, guest_key, sizeof(guest_key) - 1) == 0 &&
+		    strncmp(s + sizeof(guest_key) - 1, guest, gl) == 0 && s[sizeof(guest_key) - 1 + gl] == '"' &&
+		    !memchr(guest, '\\', gl) && !memchr(guest, '"', gl)) {
+			*o++ = (char)CODE_GUEST;
+			s += sizeof(guest_key) + gl;
+			continue;
+		}
+		e = string_end(s);
+		if ((c = key_code(s, e))) {
+			*o++ = (char)c;
+			s = e + 2;
+			continue;
+		}
+		/* a value (or a key not in the table), verbatim */
+		if (*e)
+			e++;
+		memcpy(o, s, (size_t)(e - s));
+		o += e - s;
+		s = e;
+	}
+	*o = '\0';
+	return (size_t)(o - out);
+}
+
+/* The JSON text of packed record P of GUEST; caller frees. */
+static char *unpack(const char *p, const char *guest)
+{
+	size_t len = 0, gl = strlen(guest);
+	char *out, *o;
+
+	for (const char *s = p; *s; s++)
+		len += is_key_code(*s) ? strlen(KEYS[*s - 1]) + 3 : *s == (char)CODE_GUEST ? gl + 10 : 1;
+	o = out = xmalloc(len + 1);
+	for (const char *s = p; *s; s++) {
+		if (is_key_code(*s)) {
+			size_t kl = strlen(KEYS[*s - 1]);
+
+			*o++ = '"';
+			memcpy(o, KEYS[*s - 1], kl);
+			o += kl;
+			*o++ = '"';
+			*o++ = ':';
+		} else if (*s == (char)CODE_GUEST) {
+			memcpy(o, "\"guest\":\"", 9);
+			memcpy(o + 9, guest, gl);
+			o[9 + gl] = '"';
+			o += gl + 10;
+		} else
+			*o++ = *s;
+	}
+	*o = '\0';
+	return out;
+}
+
+char *declog_pack_text(const char *json, const char *guest)
+{
+	char *out = xmalloc(strlen(json) + 1);
+
+	pack(json, guest, out);
+	return out;
+}
+
+char *declog_unpack_text(const char *packed, const char *guest)
+{
+	return unpack(packed, guest);
+}
+
+static const char *rec_guest(const struct rec *r)
+{
+	return r->buf;
+}
+
+static const char *rec_packed(const struct rec *r)
+{
+	return r->buf + strlen(r->buf) + 1;
+}
 
 /* The file is appended to as root: opened relative to its directory,
  * which must be root's alone (another user who could write it could put
@@ -81,10 +228,8 @@ void declog_close(struct declog *d)
 		return;
 	if (d->fd >= 0)
 		close(d->fd);
-	for (unsigned i = 0; i < d->n; i++) {
-		free(d->ring[(d->head + i) % d->cap].guest);
-		free(d->ring[(d->head + i) % d->cap].line);
-	}
+	for (unsigned i = 0; i < d->n; i++)
+		free(d->ring[(d->head + i) % d->cap].buf);
 	free(d->ring);
 	pthread_mutex_destroy(&d->lock);
 	free(d);
@@ -224,8 +369,8 @@ int64_t declog_add(struct declog *d, json_t *rec)
 	}
 	if (d->n == d->cap) {
 		slot = &d->ring[d->head];
-		free(slot->guest);
-		free(slot->line);
+		d->bytes -= strlen(rec_guest(slot)) + strlen(rec_packed(slot)) + 2;
+		free(slot->buf);
 		d->head = (d->head + 1) % d->cap;
 	} else {
 		slot = &d->ring[(d->head + d->n) % d->cap];
@@ -233,16 +378,29 @@ int64_t declog_add(struct declog *d, json_t *rec)
 	}
 	slot->id = (uint64_t)id;
 	slot->ms = now / 1000000;
-	slot->guest = xstrdup(json_string_value(json_object_get(rec, "guest")) ?: "");
-	slot->line = line;
+	{
+		const char *guest = json_string_value(json_object_get(rec, "guest")) ?: "";
+		size_t gl = strlen(guest), pl;
+		char *tmp = xmalloc(len + 1);
+
+		/* packed into a scratch buffer first: the record's own is
+		 * allocated at its packed size */
+		pl = pack(line, guest, tmp);
+		slot->buf = xmalloc(gl + 1 + pl + 1);
+		memcpy(slot->buf, guest, gl + 1);
+		memcpy(slot->buf + gl + 1, tmp, pl + 1);
+		d->bytes += gl + 1 + pl + 1;
+		free(tmp);
+	}
 	pthread_mutex_unlock(&d->lock);
+	free(line);
 	json_decref(rec);
 	return ret < 0 ? ret : id;
 }
 
 static bool rec_matches(const struct rec *r, uint64_t since_id, int64_t since_ms, const char *guest)
 {
-	return r->id > since_id && r->ms > since_ms && (!guest || strcmp(r->guest, guest) == 0);
+	return r->id > since_id && r->ms > since_ms && (!guest || strcmp(rec_guest(r), guest) == 0);
 }
 
 /* The matching records from ring position FIRST on, oldest first, at most
@@ -262,7 +420,10 @@ static json_t *collect(struct declog *d, unsigned first, uint64_t since_id, int6
 
 		if (!rec_matches(r, since_id, since_ms, guest))
 			continue;
-		o = json_loads(r->line, 0, NULL);
+		char *text = unpack(rec_packed(r), rec_guest(r));
+
+		o = json_loads(text, 0, NULL);
+		free(text);
 		if (o)
 			json_array_append_new(arr, o);
 	}
@@ -298,6 +459,18 @@ json_t *declog_query_newest(struct declog *d, unsigned limit, const char *guest)
 	arr = collect(d, first, 0, INT64_MIN, limit, guest, NULL);
 	pthread_mutex_unlock(&d->lock);
 	return arr;
+}
+
+size_t declog_bytes(struct declog *d, unsigned *nr_records)
+{
+	size_t b;
+
+	pthread_mutex_lock(&d->lock);
+	b = d->bytes + (size_t)d->cap * sizeof(*d->ring);
+	if (nr_records)
+		*nr_records = d->n;
+	pthread_mutex_unlock(&d->lock);
+	return b;
 }
 
 uint64_t declog_last_id(struct declog *d)

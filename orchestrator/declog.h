@@ -55,5 +55,13 @@ json_t *declog_query(struct declog *d, uint64_t since_id, int64_t since_ms, unsi
  * only those: a guest's last decision is read on every GET of it. */
 json_t *declog_query_newest(struct declog *d, unsigned limit, const char *guest);
 uint64_t declog_last_id(struct declog *d);
+/* Bytes the ring holds (its records, packed, and its slots) and, in
+ * *NR_RECORDS (may be NULL), how many records. Any thread. */
+size_t declog_bytes(struct declog *d, unsigned *nr_records);
+/* The ring's packing of the JSON text of one record of GUEST (its
+ * "guest"), both ways, for tests: declog_unpack_text(declog_pack_text(X,
+ * G), G) == X. Caller frees. */
+char *declog_pack_text(const char *json, const char *guest);
+char *declog_unpack_text(const char *packed, const char *guest);
 
 #endif

@@ -20,6 +20,7 @@
 #include "xalloc.h"
 #include "log.h"
 #include "numamig.h"
+#include "numamaps.h"
 #include "procstat.h"
 #include "strtab.h"
 
@@ -247,6 +248,70 @@ int mover_pick_target(const nodemask_t *to, int from)
 	return mask_first(to->w, MASK_BITS(to));
 }
 
+unsigned mover_source_slot(struct mover_job_info *j, int node)
+{
+	for (unsigned i = 0; i < j->nsources; i++)
+		if (j->sources[i].node == node)
+			return i;
+	if (j->nsources == MOVER_MAX_SOURCES)
+		return MOVER_MAX_SOURCES;
+	j->sources[j->nsources] = (struct mover_source){
+		.node = node, .to = j->has_first ? j->first : mover_pick_target(&j->to, node)
+	};
+	return j->nsources++;
+}
+
+void mover_census_add(struct mover_job_info *j, const char *text, bool all)
+{
+	uint64_t *by_id = xcalloc(MASK_MAX_NODES, sizeof(*by_id));
+
+	numamaps_parse(text, by_id, MASK_MAX_NODES);
+	for (int node = 0; node < MASK_MAX_NODES; node++) {
+		unsigned k;
+
+		if (!by_id[node] || (!all && mask_test(&j->to, node)))
+			continue;
+		mask_set(&j->from, node);
+		k = mover_source_slot(j, node);
+		if (k < MOVER_MAX_SOURCES)
+			j->sources[k].found += by_id[node];
+		else
+			j->other_found += by_id[node];
+	}
+	free(by_id);
+}
+
+static void add_clamped(uint64_t *v, int64_t d)
+{
+	if (d >= 0)
+		*v += (uint64_t)d;
+	else
+		*v = *v >= (uint64_t)-d ? *v - (uint64_t)-d : 0;
+}
+
+void mover_add_done(struct mover_job_info *j, unsigned slot, int64_t bytes)
+{
+	add_clamped(slot < j->nsources ? &j->sources[slot].done : &j->other_done, bytes);
+	add_clamped(&j->bytes_done, bytes);
+}
+
+uint64_t mover_source_left(const struct mover_source *s)
+{
+	return s->found > s->done ? s->found - s->done : 0;
+}
+
+uint64_t mover_job_left(const struct mover_job_info *j)
+{
+	uint64_t left;
+
+	if (!j->census)
+		return j->bytes_done >= j->bytes_expected ? 0 : j->bytes_expected - j->bytes_done;
+	left = j->other_found > j->other_done ? j->other_found - j->other_done : 0;
+	for (unsigned i = 0; i < j->nsources; i++)
+		left += mover_source_left(&j->sources[i]);
+	return left;
+}
+
 size_t mover_assign_targets(const int *status, size_t *idx, int *weight, size_t k, size_t page,
 			    const nodemask_t *to, int first, uint64_t *first_left, int *nodes)
 {
@@ -416,15 +481,20 @@ static bool rate_take(struct mover *m, struct job *j, size_t bytes)
 struct bufs {
 	void **pages, **mpages;
 	int *status, *mnodes, *mstatus, *first, *mweight;
+	unsigned *mslot;             /* each entry's source (mover_source_slot) */
 	size_t *idx;
 };
 
+/* Pages a window put on the target, by source slot (the last: "other"). */
+typedef long window_tally[MOVER_MAX_SOURCES + 1];
+
 /* Move the K entries of B in slices of *CHUNK (adapted to chunk_ms), within
- * the rate budget, stopping at a slice boundary when J must end. *COUNTED
- * gets the pages each slice put on the target (an entry of weight W counts
- * W when it arrived). 0, 1 (stop), or the negative errno of the call. */
+ * the rate budget, stopping at a slice boundary when J must end. COUNTED
+ * gets the pages each slice put on the target by source slot (an entry of
+ * weight W counts W when it arrived). 0, 1 (stop), or the negative errno
+ * of the call. */
 static int move_slices(struct mover *m, struct job *j, pid_t pid, struct bufs *b, size_t k, size_t *chunk,
-		       size_t page, long *counted)
+		       size_t page, window_tally counted)
 {
 	int r = 0;
 
@@ -467,21 +537,22 @@ static int move_slices(struct mover *m, struct job *j, pid_t pid, struct bufs *b
 			break;
 		/* Count what is on the target now from the call's own status (a
 		 * THP moves whole from one entry; an entry of one already in
-		 * flight reports -EBUSY). A query call after each move doubled
-		 * the page-table walks against a busy writer. */
-		if (j->relocate_all)
-			moved = sl;
-		else
-			for (size_t i = 0; i < sl; i++)
-				if (b->mstatus[i] >= 0 && mask_test(&j->info.to, b->mstatus[i]))
-					moved += (size_t)b->mweight[off + i];
-		r = 0;
-		off += sl;
-		*counted += (long)moved;
+		 * flight reports -EBUSY), by the node each entry came from. A
+		 * query call after each move doubled the page-table walks
+		 * against a busy writer. */
 		ms = (double)(t1 - t0) / 1e6;
 		pthread_mutex_lock(&m->lock);
+		for (size_t i = 0; i < sl; i++)
+			if (j->relocate_all || (b->mstatus[i] >= 0 && mask_test(&j->info.to, b->mstatus[i]))) {
+				size_t w = j->relocate_all ? 1 : (size_t)b->mweight[off + i];
+
+				moved += w;
+				counted[b->mslot[off + i]] += (long)w;
+				mover_add_done(&j->info, b->mslot[off + i], (int64_t)(w * page));
+			}
+		r = 0;
+		off += sl;
 		j->info.chunks++;
-		j->info.bytes_done += moved * page;
 		if (ms > j->info.stall_max_ms)
 			j->info.stall_max_ms = ms;
 		add_stall(m, ms);
@@ -552,7 +623,7 @@ static int walk_process(struct mover *m, struct job *j, pid_t pid, struct bufs *
 	 * calls, each paying move_pages' fixed cost (below) — with busy
 	 * guests under TCG ~50 ms a call, most of the mover's time. */
 	while ((n = mover_fill_window(vmas, (unsigned)nv, page, QUERY_PAGES, &pos, b->pages)) > 0) {
-		long approx = 0, exact = 0;
+		window_tally approx = { 0 }, exact = { 0 };
 
 		pthread_mutex_lock(&m->lock);
 		if (stop_reason(m, j) != MJ_QUEUED) {
@@ -594,11 +665,12 @@ static int walk_process(struct mover *m, struct job *j, pid_t pid, struct bufs *
 				b->mpages[e] = b->pages[i];
 				pthread_mutex_lock(&m->lock);
 				mask_set(&j->info.from, b->status[i]);
+				b->mslot[e] = mover_source_slot(&j->info, b->status[i]);
 				pthread_mutex_unlock(&m->lock);
 			}
 			if (!k)
 				break;
-			r = move_slices(m, j, pid, b, k, chunk, page, &approx);
+			r = move_slices(m, j, pid, b, k, chunk, page, approx);
 			if (r || j->relocate_all)
 				break;
 			/* Where the window's pages are now. */
@@ -612,18 +684,27 @@ static int walk_process(struct mover *m, struct job *j, pid_t pid, struct bufs *
 				compact = false;
 		}
 		if (r == 0 && !j->relocate_all) {
+			int last_node = -1;
+			unsigned slot = 0;
+
+			/* The slices counted a probable THP as whole: the window's
+			 * exact count, by the node each page was on, replaces the
+			 * guess. */
+			pthread_mutex_lock(&m->lock);
 			for (size_t i = 0; i < n; i++)
 				/* Moved onto the target: from off it, or onto FIRST
 				 * from another target node. */
-				exact += b->first[i] >= 0 && b->status[i] >= 0 && b->first[i] != b->status[i] &&
-					 mask_test(&j->info.to, b->status[i]);
-			/* The slices counted a probable THP as whole: the window's
-			 * exact count replaces the guess. */
-			pthread_mutex_lock(&m->lock);
-			if (exact >= approx)
-				j->info.bytes_done += (uint64_t)(exact - approx) * page;
-			else if (j->info.bytes_done >= (uint64_t)(approx - exact) * page)
-				j->info.bytes_done -= (uint64_t)(approx - exact) * page;
+				if (b->first[i] >= 0 && b->status[i] >= 0 && b->first[i] != b->status[i] &&
+				    mask_test(&j->info.to, b->status[i])) {
+					if (b->first[i] != last_node) {
+						last_node = b->first[i];
+						slot = mover_source_slot(&j->info, last_node);
+					}
+					exact[slot]++;
+				}
+			for (unsigned k = 0; k <= MOVER_MAX_SOURCES; k++)
+				if (exact[k] != approx[k])
+					mover_add_done(&j->info, k, (int64_t)(exact[k] - approx[k]) * (int64_t)page);
 			pthread_mutex_unlock(&m->lock);
 		}
 		if (r)
@@ -681,6 +762,31 @@ static bool pin_to_target(struct mover *m, const struct job *j, cpu_set_t *old)
 	return n && sched_setaffinity(0, sizeof(want), &want) == 0;
 }
 
+/* What J's processes hold on each node, before it moves anything: what
+ * each source node has left to give is then known (GET /v1/migrations,
+ * top's nodes panel) instead of guessed from the plan's total. numa_maps
+ * walks the page tables under the read side of mmap_lock: the guest runs
+ * on. A process that cannot be read has exited (move_pages(2) needs the
+ * same access); the walk then finds it gone too. */
+static void census(struct mover *m, struct job *j)
+{
+	for (unsigned i = 0; i < j->npids; i++) {
+		char path[PATH_MAX], *text = NULL;
+
+		if (snprintf(path, sizeof(path), "%s/%d/numa_maps", m->hp.procfs, (int)j->pids[i]) >=
+			    (int)sizeof(path) ||
+		    fs_read_file(path, MAPS_MAX, &text, NULL) < 0)
+			continue;
+		pthread_mutex_lock(&m->lock);
+		mover_census_add(&j->info, text, j->relocate_all);
+		pthread_mutex_unlock(&m->lock);
+		free(text);
+	}
+	pthread_mutex_lock(&m->lock);
+	j->info.census = true;
+	pthread_mutex_unlock(&m->lock);
+}
+
 static enum mover_state run_job(struct mover *m, struct job *j, char *msg, size_t msgsz)
 {
 	cpu_set_t old_cpus;
@@ -695,6 +801,7 @@ static enum mover_state run_job(struct mover *m, struct job *j, char *msg, size_
 		.mstatus = xcalloc(MAX_CHUNK, sizeof(int)),
 		.first = xcalloc(MAX_CHUNK, sizeof(int)),
 		.mweight = xcalloc(MAX_CHUNK, sizeof(int)),
+		.mslot = xcalloc(MAX_CHUNK, sizeof(unsigned)),
 		.idx = xcalloc(MAX_CHUNK, sizeof(size_t)),
 	};
 	enum mover_state st = MJ_DONE;
@@ -705,6 +812,7 @@ static enum mover_state run_job(struct mover *m, struct job *j, char *msg, size_
 	pthread_mutex_unlock(&m->lock);
 	if (pinned)
 		pinned = pin_to_target(m, j, &old_cpus);
+	census(m, j);
 	for (unsigned i = 0; i < j->npids; i++) {
 		int r = move_process(m, j, j->pids[i], &b, &chunk, page);
 
@@ -734,6 +842,7 @@ static enum mover_state run_job(struct mover *m, struct job *j, char *msg, size_
 	free(b.mstatus);
 	free(b.first);
 	free(b.mweight);
+	free(b.mslot);
 	free(b.idx);
 	return st;
 }
@@ -890,6 +999,8 @@ uint64_t mover_submit(struct mover *m, const struct mover_spec *spec)
 	j->first = spec->first_bytes && !spec->relocate_all && spec->first >= 0 &&
 		   spec->first < MASK_MAX_NODES && mask_test(&spec->to, spec->first) ? spec->first : -1;
 	j->first_left = j->first >= 0 ? spec->first_bytes : 0;
+	j->info.has_first = j->first >= 0;
+	j->info.first = j->first;
 	j->pids = xcalloc(spec->npids ? spec->npids : 1, sizeof(pid_t));
 	memcpy(j->pids, spec->pids, spec->npids * sizeof(pid_t));
 	pthread_mutex_lock(&m->lock);

@@ -81,14 +81,39 @@ struct mover_spec {
 	uint64_t first_bytes;
 };
 
+/* One node a job moves pages off. FOUND is what its census counted there
+ * when the job started (its processes' /proc/PID/numa_maps: pages off
+ * the target, every page with relocate_all); DONE is what has since been
+ * moved from there onto the target (a source the census did not see, the
+ * pages came later, has FOUND 0). */
+struct mover_source {
+	int node;
+	int to;                  /* the target node they go to (mover_pick_target; FIRST for a split job) */
+	uint64_t found, done;    /* bytes */
+};
+
+/* Sources a job keeps apart; pages on further nodes count in its totals
+ * (other_found/other_done) only. */
+#define MOVER_MAX_SOURCES 64
+
 struct mover_job_info {
 	uint64_t id;
 	char guest[GUEST_ID_MAX];
 	char cause[32];
-	nodemask_t from, to;     /* from: the nodes pages were found on and moved off */
+	nodemask_t from, to;     /* from: the nodes pages were found on to move off */
 	enum mover_state state;
-	uint64_t bytes_expected;
+	uint64_t bytes_expected; /* what the plan expected (memory.numa_stat) */
 	uint64_t bytes_done;     /* pages now on the target that were not */
+	bool census;             /* the sources' FOUND are known (the job has started) */
+	/* A split job (mover_spec.first): its pages go to FIRST while FIRST
+	 * has room, so its sources' target is FIRST; pages it moves onto
+	 * FIRST from its other target nodes are not in the census (they are
+	 * on the target already): their source's DONE grows, FOUND stays 0. */
+	bool has_first;
+	int first;
+	unsigned nsources;
+	struct mover_source sources[MOVER_MAX_SOURCES]; /* in the order first seen */
+	uint64_t other_found, other_done;
 	uint64_t chunks;         /* move calls made */
 	double stall_max_ms;     /* the longest move call */
 	int64_t queued_real_ns, started_real_ns, ended_real_ns; /* 0: not yet */
@@ -208,5 +233,22 @@ int mover_pick_target(const nodemask_t *to, int from);
  * in place. Returns the entries kept. */
 size_t mover_assign_targets(const int *status, size_t *idx, int *weight, size_t k, size_t page,
 			    const nodemask_t *to, int first, uint64_t *first_left, int *nodes);
+
+/* ---- the pure part: a job's accounting by source node ---- */
+
+/* The index of J's source NODE in J->sources, added (with its target) if
+ * new; MOVER_MAX_SOURCES when J has no room left (the "other" counters). */
+unsigned mover_source_slot(struct mover_job_info *j, int node);
+/* Add what /proc/PID/numa_maps TEXT of one of J's processes holds off J's
+ * target (ALL: every page, relocate_all) to its sources' FOUND. */
+void mover_census_add(struct mover_job_info *j, const char *text, bool all);
+/* BYTES moved from source SLOT onto the target (negative: a correction,
+ * clamped at 0), in the source's DONE and the job's BYTES_DONE. */
+void mover_add_done(struct mover_job_info *j, unsigned slot, int64_t bytes);
+/* What is left to move of source S: FOUND - DONE, never below 0. */
+uint64_t mover_source_left(const struct mover_source *s);
+/* What is left of the whole job: its sources' left plus the other
+ * nodes'; before the census (queued) the plan's expectation minus DONE. */
+uint64_t mover_job_left(const struct mover_job_info *j);
 
 #endif

@@ -176,6 +176,14 @@ void snap_set_nodes(struct snapshot *s, const struct snap_node *nodes, unsigned 
 	free(order);
 }
 
+void snap_reserve_guests(struct snapshot *s, unsigned n)
+{
+	if (n <= s->guests_cap)
+		return;
+	s->guests_cap = n;
+	s->guests = xrealloc(s->guests, s->guests_cap * sizeof(*s->guests));
+}
+
 struct snap_guest *snap_add_guest(struct snapshot *s)
 {
 	struct snap_guest *g;

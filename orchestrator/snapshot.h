@@ -183,6 +183,9 @@ void snap_set_nodes(struct snapshot *s, const struct snap_node *nodes, unsigned 
 /* Append a zeroed guest (mem_node allocated for nr_nodes; call after
  * snap_set_nodes) and return it for the caller to fill. */
 struct snap_guest *snap_add_guest(struct snapshot *s);
+/* Room for at least N guests before the array must grow (a hint: never
+ * shrinks it). */
+void snap_reserve_guests(struct snapshot *s, unsigned n);
 /* The snapshot's own copy of MASK, shared by every caller with an equal
  * mask: stable (never moved or freed before the snapshot). */
 const cpumask_t *snap_cpumask(struct snapshot *s, const cpumask_t *mask);

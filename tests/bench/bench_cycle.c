@@ -14,7 +14,14 @@
  * memory.numa_stat and cpu.stat between cycles so that each sample
  * differs from the last (a history of unchanging guests would be
  * smaller); then stopped with SIGTERM; and the peak of its RssAnon (its
- * own memory, without shared library pages). "history" is the same
+ * own memory, without shared library pages). The run goes on until the
+ * agent's ring of decision records is full too (RING_RECORDS, at most a
+ * minute more: 10 guests never say 4096 things), and the row shows what
+ * the agent then says the history and the ring hold (its /metrics). The
+ * peak is reached in steady cycles, not at start: at 1000 guests during
+ * the policy step, when the published snapshot and plan, the new
+ * snapshot, the policy's per-guest scratch and the new plan are all
+ * alive (heaptrack). "history" is the same
  * history built in this process (every guest's locality, CPU use and
  * memory of each node holding some changing every sample), as
  * history_bytes() counts it, and the CPU time of one history_record()
@@ -26,6 +33,7 @@
  * cycle, not in it: a fixture root runs none in the daemon.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -236,16 +244,23 @@ static int api_get(const char *sock, const char *path, char *buf, size_t sz)
 	return 0;
 }
 
-/* numaorch_history_bytes in the agent's /metrics, -1 if it does not say. */
-static long agent_history_bytes(const char *sock)
+/* The agent's memory figures from its /metrics: numaorch_history_bytes,
+ * numaorch_decision_ring_bytes and numaorch_decision_ring_records (-1
+ * each where it does not say). */
+static void agent_memory(const char *sock, long *hist, long *ring, long *records)
 {
 	/* /metrics of 1000 guests is a few MiB */
 	static char buf[32 << 20];
-	const char *c;
+	static const char *const names[] = { "\nnumaorch_history_bytes ", "\nnumaorch_decision_ring_bytes ",
+					     "\nnumaorch_decision_ring_records " };
+	long *out[] = { hist, ring, records };
+	bool ok = api_get(sock, "/metrics", buf, sizeof(buf)) == 0;
 
-	if (api_get(sock, "/metrics", buf, sizeof(buf)) < 0 || !(c = strstr(buf, "\nnumaorch_history_bytes ")))
-		return -1;
-	return atol(c + strlen("\nnumaorch_history_bytes "));
+	for (unsigned i = 0; i < 3; i++) {
+		const char *c = ok ? strstr(buf, names[i]) : NULL;
+
+		*out[i] = c ? atol(c + strlen(names[i])) : -1;
+	}
 }
 
 /* The agent's newest decision records (up to 1000): how many, and their
@@ -263,6 +278,22 @@ static long agent_decisions(const char *sock, long *bytes)
 	while ((c = strstr(c, "\"decision\"")))
 		n++, c++;
 	return n;
+}
+
+/* The agent's ring of decision records holds this many (declog_open in
+ * engine.c): the bench runs until its newest record's id passes it. */
+#define RING_RECORDS 4096
+
+/* The id of the agent's newest decision record (last_id), -1 if it does
+ * not say (ids count from 1 and are never reused). */
+static long last_decision_id(const char *sock)
+{
+	static char buf[1 << 16];
+	const char *c;
+
+	if (api_get(sock, "/v1/decisions?limit=1", buf, sizeof(buf)) < 0 || !(c = strstr(buf, "\"last_id\":")))
+		return -1;
+	return atol(c + strlen("\"last_id\":"));
 }
 
 /* Samples in guest 1's history, -1 if the agent does not say. */
@@ -375,15 +406,18 @@ static long rss_anon_kb(pid_t pid)
 /* Peak RSS (VmHWM, KiB) of numaorchd running dry-run cycles on ROOT
  * (GUESTS guests, rewritten between cycles) until every guest's history
  * is full; *ANON gets the peak RssAnon sampled meanwhile, *SECS the time
- * it took, *HIST the history's bytes as the agent reports them then,
- * *SCRAPED its peak RSS (ru_maxrss) after that GET /metrics. */
+ * it took, *HIST the history's bytes, *RING its decision ring's bytes
+ * and *RECORDS its records, as the agent reports them then, *SCRAPED its
+ * peak RSS (ru_maxrss) after that GET /metrics. */
 static long daemon_rss(const char *numaorchd, const char *root, unsigned guests, const char *tmp, long *anon,
-		       double *secs, long *hist, long *scraped)
+		       double *secs, long *hist, long *ring, long *records, long *scraped)
 {
 	char conf[4096], sock[4096];
 	struct timespec t0, t1;
 	struct rusage ru;
 	int status, count = -1;
+	bool ring_full = false;
+	double full_s = -1;
 	long hwm;
 	unsigned tick = 2;
 	pid_t pid;
@@ -408,7 +442,16 @@ static long daemon_rss(const char *numaorchd, const char *root, unsigned guests,
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		*secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 		count = history_count(sock);
-		if (count >= (int)HISTORY_SAMPLES || *secs > 600 || waitpid(pid, &status, WNOHANG) == pid)
+		if (count >= (int)HISTORY_SAMPLES && !ring_full) {
+			ring_full = last_decision_id(sock) >= RING_RECORDS;
+			/* A few guests may never say 4096 things: the ring gets
+			 * a minute more than the history, then the row says
+			 * how many it holds. */
+			if (full_s < 0)
+				full_s = *secs;
+		}
+		if ((count >= (int)HISTORY_SAMPLES && (ring_full || *secs > full_s + 60)) || *secs > 600 ||
+		    waitpid(pid, &status, WNOHANG) == pid)
 			break;
 		jitter_host(root, guests, tick++);
 		usleep(50 * 1000);
@@ -416,7 +459,7 @@ static long daemon_rss(const char *numaorchd, const char *root, unsigned guests,
 	/* The peak before the questions below: a GET /metrics of 1000
 	 * guests is itself a few MiB for a moment (reported apart). */
 	hwm = status_kb(pid, "VmHWM");
-	*hist = agent_history_bytes(sock);
+	agent_memory(sock, hist, ring, records);
 	if (getenv("BENCH_DECISIONS")) {
 		long db, dn = agent_decisions(sock, &db);
 
@@ -425,6 +468,8 @@ static long daemon_rss(const char *numaorchd, const char *root, unsigned guests,
 	}
 	if (count < (int)HISTORY_SAMPLES)
 		fprintf(stderr, "numaorchd's history did not fill (%d samples after %.0f s)\n", count, *secs);
+	if (!ring_full && guests >= 1000)
+		fprintf(stderr, "numaorchd's decision ring did not fill (%ld records after %.0f s)\n", *records, *secs);
 	kill(pid, SIGTERM);
 	if (wait4(pid, &status, 0, &ru) < 0)
 		return -1;
@@ -470,9 +515,9 @@ int main(int argc, char **argv)
 	}
 	printf("numaorch cycle benchmark: %u nodes x %u CPUs, cgroup v2 fixture, %u cycles each\n",
 	       NODES, CPUS_PER_NODE, cycles);
-	printf("%8s %14s %14s %14s %14s %12s %12s %12s %12s %12s %10s %9s\n", "guests", "cycle p50 ms",
+	printf("%8s %14s %14s %14s %14s %12s %12s %12s %12s %12s %10s %9s %12s %8s\n", "guests", "cycle p50 ms",
 	       "cycle max ms", "acquire ms", "decide ms", "daemon RSS", "anon RSS", "+ /metrics", "its history",
-	       "history", "record ms", "filled");
+	       "history", "record ms", "filled", "its ring", "records");
 	for (unsigned s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
 		if (only && sizes[s] != only)
 			continue;
@@ -484,7 +529,7 @@ int main(int argc, char **argv)
 		struct policy_config pc;
 		struct pstate *ps = NULL;
 		double *t = calloc(cycles, sizeof(double)), acq_sum = 0, dec_sum = 0;
-		long rss, anon, ahist = -1, scraped = -1;
+		long rss, anon, ahist = -1, aring = -1, arecs = -1, scraped = -1;
 		double hist_mib = NAN, rec_ms = NAN, fill_s = NAN, watch_ms, event_us;
 		unsigned watches;
 
@@ -560,12 +605,14 @@ int main(int argc, char **argv)
 		}
 		acquirer_free(acq);
 		qsort(t, cycles, sizeof(double), cmp_double);
-		rss = daemon_rss(numaorchd, root, sizes[s], tmp, &anon, &fill_s, &ahist, &scraped);
-		printf("%8u %14.2f %14.2f %14.2f %14.2f %8.1f MiB %8.1f MiB %8.1f MiB %8.2f MiB %8.2f MiB %10.2f %7.0f s\n",
+		rss = daemon_rss(numaorchd, root, sizes[s], tmp, &anon, &fill_s, &ahist, &aring, &arecs, &scraped);
+		printf("%8u %14.2f %14.2f %14.2f %14.2f %8.1f MiB %8.1f MiB %8.1f MiB %8.2f MiB %8.2f MiB %10.2f %7.0f s"
+		       " %8.2f MiB %8ld\n",
 		       sizes[s], t[cycles / 2], t[cycles - 1], acq_sum / cycles, dec_sum / cycles,
 		       rss > 0 ? (double)rss / 1024.0 : NAN, anon > 0 ? (double)anon / 1024.0 : NAN,
 		       scraped > 0 ? (double)scraped / 1024.0 : NAN,
-		       ahist >= 0 ? (double)ahist / 1048576.0 : NAN, hist_mib, rec_ms, fill_s);
+		       ahist >= 0 ? (double)ahist / 1048576.0 : NAN, hist_mib, rec_ms, fill_s,
+		       aring >= 0 ? (double)aring / 1048576.0 : NAN, arecs);
 		watch_cost(root, sizes[s], &watch_ms, &watches, &event_us);
 		printf("%8s watch: %.2f ms CPU to start, %u inotify watches, %.1f us CPU per cgroup event\n", "",
 		       watch_ms, watches, event_us);
@@ -585,6 +632,9 @@ int main(int argc, char **argv)
 	       "`history = 0`, with the guests' numbers changing every cycle; its history: what the agent\n"
 	       "then says its history holds, numaorch_history_bytes in /metrics). history: the same\n"
 	       "history built in this process, as history_bytes() counts it; record ms: CPU time of\n"
-	       "recording one cycle into it when full.\n", HISTORY_SAMPLES);
+	       "recording one cycle into it when full. The run goes on until the ring of decision records\n"
+	       "is full too (%u records; at most a minute more: a few guests may never fill it); its ring\n"
+	       "and records: numaorch_decision_ring_bytes and _records in /metrics then.\n",
+	       HISTORY_SAMPLES, RING_RECORDS);
 	return 0;
 }

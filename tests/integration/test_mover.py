@@ -1,6 +1,6 @@
 """The memory mover against real processes in a real cgroup v1 cpuset
 (build/it/mover_live, see tests/integration/core/mover_live.c): a job runs
-in chunks and ends done; the guest's exit, a new plan (supersede), DELETE
+in chunks and ends done, its census by node (numa_maps) matching its walk; the guest's exit, a new plan (supersede), DELETE
 (cancel), SIGTERM/reload (stop) and the deadline each end a job at a chunk
 boundary; the rate budget holds; the cgroup's cpuset is never touched.
 Skips (with the binary's reason) without root, a v1 cpuset or the NUMA API."""
@@ -22,7 +22,7 @@ class MoverLive(unittest.TestCase):
         if p.returncode == 77:
             self.skipTest(p.stdout.strip().splitlines()[-1])
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
-        for case in ("done", "finished-once", "exit", "supersede", "cancel", "stop", "rate", "deadline"):
+        for case in ("done", "census", "finished-once", "exit", "supersede", "cancel", "stop", "rate", "deadline"):
             self.assertIn("ok " + case, p.stdout)
 
 

@@ -133,12 +133,101 @@ static void test_file_opened_carefully(void **state)
 	free(moved);
 }
 
+/* The ring keeps records packed (every known key one byte): what comes
+ * back is the record as it went in, whatever its strings hold — a key's
+ * name inside a value, quotes and backslashes, control characters (which
+ * JSON escapes), UTF-8 — and a key not in the table. */
+static void test_packed_records_round_trip(void **state)
+{
+	static const struct {
+		const char *text, *guest;
+	} cases[] = {
+		{ "{\"cycle\":7,\"detail\":\"\\\"guest\\\":\\\"a\\\" \\\\\",\"guest\":\"a\",\"to\":{\"nodes\":[0,1]}}", "a" },
+		{ "{\"detail\":\"tab\\tnl\\n\\u0001 \u00e9 \\\"time\\\":\",\"unknown_key\":\"guest\",\"id\":1}", "zz" },
+		{ "{\"guest\":\"\",\"message\":\"\\\\\",\"errno\":\"ENOENT\"}", "" },
+		/* another guest's id, and an id JSON escapes: written out */
+		{ "{\"guest\":\"a\",\"id\":2}", "b" },
+		{ "{\"guest\":\"g\\\"1\",\"id\":2}", "g\"1" },
+		{ "{\"guest\":\"a\"}", "a\"" },
+		{ "[]", "a" },
+	};
+	struct declog *d;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *p = declog_pack_text(cases[i].text, cases[i].guest), *u = declog_unpack_text(p, cases[i].guest);
+
+		assert_string_equal(u, cases[i].text);
+		assert_true(strlen(p) <= strlen(cases[i].text));
+		free(p);
+		free(u);
+	}
+	{
+		/* known keys are packed, and the record's own guest with its key */
+		char *p = declog_pack_text("{\"cycle\":1,\"guest\":\"g\",\"kind\":\"vm\"}", "g");
+
+		assert_int_equal(strlen(p), strlen("{\x01" "1,\x1f,\x18\"vm\"}"));
+		free(p);
+	}
+	/* through the ring: the same record comes back, found by its guest */
+	assert_int_equal(declog_open(NULL, 2, &d, NULL, 0), 0);
+	{
+		json_t *rec = json_pack("{s:s, s:s, s:s, s:{s:[i,i]}}", "guest", "g\"1", "decision", "skipped",
+					"detail", "\"guest\":\"h\" \\ \u00e9", "to", "nodes", 0, 3);
+		json_t *arr, *got;
+
+		json_incref(rec);
+		assert_true(declog_add(d, rec) > 0);
+		arr = declog_query_newest(d, 5, "g\"1");
+		assert_int_equal(json_array_size(arr), 1);
+		got = json_array_get(arr, 0);
+		/* declog_add stamped REC itself with them */
+		assert_true(json_equal(json_object_get(got, "id"), json_object_get(rec, "id")));
+		assert_true(json_equal(json_object_get(got, "time"), json_object_get(rec, "time")));
+		assert_true(json_equal(got, rec));
+		json_decref(arr);
+		json_decref(rec);
+		arr = declog_query_newest(d, 5, "h");
+		assert_int_equal(json_array_size(arr), 0);
+		json_decref(arr);
+	}
+	declog_close(d);
+}
+
+/* declog_bytes counts what the ring holds: it grows with records until
+ * the ring is full, then stays bounded as old records give way. */
+static void test_ring_bytes(void **state)
+{
+	struct declog *d;
+	unsigned n;
+	size_t empty, full, later;
+
+	(void)state;
+	assert_int_equal(declog_open(NULL, 4, &d, NULL, 0), 0);
+	empty = declog_bytes(d, &n);
+	assert_int_equal(n, 0);
+	for (int i = 0; i < 4; i++)
+		add(d, "guest-one");
+	full = declog_bytes(d, &n);
+	assert_int_equal(n, 4);
+	assert_true(full > empty + 4 * strlen("guest-one"));
+	for (int i = 0; i < 40; i++)
+		add(d, "guest-one");
+	later = declog_bytes(d, &n);
+	assert_int_equal(n, 4);
+	/* ids grow by a digit; nothing else does */
+	assert_true(later <= full + 4 * 2);
+	declog_close(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_newest),
 		cmocka_unit_test(test_query_pages),
 		cmocka_unit_test(test_file_opened_carefully),
+		cmocka_unit_test(test_packed_records_round_trip),
+		cmocka_unit_test(test_ring_bytes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

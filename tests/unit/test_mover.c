@@ -1,5 +1,6 @@
 /* mover: the pure part — /proc/PID/maps → ranges, ranges → chunks, the
- * chunk size a call's duration gives, the target node of a page. */
+ * chunk size a call's duration gives, the target node of a page, and a
+ * job's accounting by source node. */
 #include "testutil.h"
 
 #include <errno.h>
@@ -276,6 +277,123 @@ static void test_state_names(void **state)
 	assert_true(mover_state_final(MJ_SUPERSEDED));
 }
 
+#define MIB (1ULL << 20)
+
+/* A job's census (numa_maps of its processes) and moves, by source node:
+ * the node that gave most has most left. Seen on the testbed: a job from
+ * "0,2" to 1, node 2 holding ~2 MiB of 128 — each source must carry its
+ * own remainder, not a share of the job's. */
+static void test_sources_census_and_moves(void **state)
+{
+	struct mover_job_info j;
+	unsigned s0, s2;
+
+	(void)state;
+	memset(&j, 0, sizeof(j));
+	mask_parse("1", &j.to);
+	j.bytes_expected = 130 * MIB;
+	/* before the census (a queued job) the plan's figure is all there is */
+	assert_int_equal(mover_job_left(&j), 130 * MIB);
+	assert_int_equal(j.nsources, 0);
+	/* two processes; pages on the target (node 1) are not sources; a
+	 * 2 MiB huge page mapping counts in its own page size */
+	mover_census_add(&j, "7f0000000000 default anon=32768 dirty=32768 N0=32256 N1=512 kernelpagesize_kB=4\n"
+			     "7f1000000000 default file=/usr/lib/libc.so.6 mapped=100 N0=100 kernelpagesize_kB=4\n",
+			 false);
+	mover_census_add(&j, "7f0000000000 default anon=512 dirty=512 N2=512 kernelpagesize_kB=4\n"
+			     "7f2000000000 bind:0 huge anon=1 dirty=1 N0=1 kernelpagesize_kB=2048\n",
+			 false);
+	j.census = true;
+	assert_int_equal(j.nsources, 2);
+	s0 = mover_source_slot(&j, 0);
+	s2 = mover_source_slot(&j, 2);
+	assert_int_equal(j.nsources, 2); /* found, not added again */
+	assert_int_equal(j.sources[s0].node, 0);
+	assert_int_equal(j.sources[s0].to, 1);
+	assert_int_equal(j.sources[s0].found, (32256 + 100) * 4096ULL + 2 * MIB);
+	assert_int_equal(j.sources[s2].found, 2 * MIB);
+	assert_int_equal(j.sources[s2].to, 1);
+	{
+		char buf[64];
+
+		assert_true(mask_format(&j.from, buf, sizeof(buf)) >= 0);
+		assert_string_equal(buf, "0,2");
+	}
+	/* the walk moves 40 MiB off node 0, then 1 MiB off node 2 */
+	mover_add_done(&j, s0, (int64_t)(40 * MIB));
+	mover_add_done(&j, s2, (int64_t)MIB);
+	assert_int_equal(j.bytes_done, 41 * MIB);
+	assert_int_equal(mover_source_left(&j.sources[s0]), j.sources[s0].found - 40 * MIB);
+	assert_int_equal(mover_source_left(&j.sources[s2]), MIB);
+	assert_int_equal(mover_job_left(&j), j.sources[s0].found - 40 * MIB + MIB);
+	/* a window's exact count corrects a THP guess: down, never below 0 */
+	mover_add_done(&j, s2, -(int64_t)(3 * MIB));
+	assert_int_equal(j.sources[s2].done, 0);
+	assert_int_equal(mover_source_left(&j.sources[s2]), 2 * MIB);
+	assert_int_equal(j.bytes_done, 38 * MIB);
+	/* more moved than the census saw (the guest allocated meanwhile):
+	 * nothing is left there, not a negative remainder */
+	mover_add_done(&j, s2, (int64_t)(5 * MIB));
+	assert_int_equal(mover_source_left(&j.sources[s2]), 0);
+	/* a node the census did not see becomes a source when pages move off it */
+	assert_int_equal(mover_source_slot(&j, 3), 2);
+	assert_int_equal(j.sources[2].found, 0);
+	/* a split job: its sources go to FIRST (the threads' node) while it
+	 * has room; the census leaves out the target's nodes, so pages moved
+	 * onto FIRST from another target node count as done, found 0 */
+	memset(&j, 0, sizeof(j));
+	mask_parse("1-2", &j.to);
+	j.has_first = true;
+	j.first = 2;
+	mover_census_add(&j, "7f0000000000 default N0=256 N1=512 N2=512 kernelpagesize_kB=4\n", false);
+	j.census = true;
+	assert_int_equal(j.nsources, 1);
+	assert_int_equal(j.sources[0].node, 0);
+	assert_int_equal(j.sources[0].to, 2);
+	mover_add_done(&j, mover_source_slot(&j, 1), (int64_t)(2 * MIB));
+	assert_int_equal(j.sources[1].node, 1);
+	assert_int_equal(j.sources[1].to, 2);
+	assert_int_equal(mover_source_left(&j.sources[1]), 0);
+	assert_int_equal(mover_job_left(&j), MIB);
+	assert_int_equal(j.bytes_done, 2 * MIB);
+	/* relocate_all (one-node hosts, benchmarks): every page is a source,
+	 * going to its own node when that is a target */
+	memset(&j, 0, sizeof(j));
+	mask_parse("1", &j.to);
+	mover_census_add(&j, "7f0000000000 default N1=256 kernelpagesize_kB=4\n", true);
+	assert_int_equal(j.nsources, 1);
+	assert_int_equal(j.sources[0].node, 1);
+	assert_int_equal(j.sources[0].to, 1);
+	assert_int_equal(j.sources[0].found, MIB);
+}
+
+/* More source nodes than a job keeps apart: the rest count in its totals. */
+static void test_sources_overflow(void **state)
+{
+	struct mover_job_info j;
+	char *text = calloc(1, 40 * (MOVER_MAX_SOURCES + 2));
+	size_t n = 0;
+
+	(void)state;
+	memset(&j, 0, sizeof(j));
+	mask_parse("0", &j.to);
+	n += (size_t)sprintf(text + n, "7f0000000000 default");
+	for (int node = 1; node <= MOVER_MAX_SOURCES + 1; node++)
+		n += (size_t)sprintf(text + n, " N%d=256", node);
+	sprintf(text + n, " kernelpagesize_kB=4\n");
+	mover_census_add(&j, text, false);
+	j.census = true;
+	free(text);
+	assert_int_equal(j.nsources, MOVER_MAX_SOURCES);
+	assert_int_equal(j.other_found, MIB);
+	assert_int_equal(mover_source_slot(&j, MOVER_MAX_SOURCES + 1), MOVER_MAX_SOURCES);
+	assert_int_equal(mover_job_left(&j), (MOVER_MAX_SOURCES + 1) * MIB);
+	mover_add_done(&j, MOVER_MAX_SOURCES, (int64_t)MIB);
+	assert_int_equal(j.other_done, MIB);
+	assert_int_equal(j.bytes_done, MIB);
+	assert_int_equal(mover_job_left(&j), MOVER_MAX_SOURCES * MIB);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -288,6 +406,8 @@ int main(void)
 		cmocka_unit_test(test_adapt_chunk),
 		cmocka_unit_test(test_pick_target),
 		cmocka_unit_test(test_state_names),
+		cmocka_unit_test(test_sources_census_and_moves),
+		cmocka_unit_test(test_sources_overflow),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

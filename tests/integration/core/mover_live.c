@@ -8,6 +8,7 @@
  * "ok NAME" or "FAIL NAME: why"; exit 0 only when all passed, 77 to skip.
  */
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -252,6 +253,22 @@ int main(void)
 	else
 		printf("ok done: %.0f MiB in %llu chunks, %.3f s, longest call %.1f ms\n",
 		       (double)j.bytes_done / 1048576, (unsigned long long)j.chunks, j.elapsed_s, j.stall_max_ms);
+	/* Its census (the guest's numa_maps at the start) against its walk:
+	 * one source, node 0 here; every page it counted was walked (the
+	 * guest sleeps), so nothing is left but what changed meanwhile. */
+	if (st == MJ_DONE) {
+		double found = j.nsources ? (double)j.sources[0].found / 1048576 : 0;
+		double done0 = j.nsources ? (double)j.sources[0].done / 1048576 : 0;
+
+		if (!j.census || j.nsources != 1 || j.sources[0].node != 0 || j.sources[0].to != 0)
+			fail("census", "census %d, %u sources, first node %d to %d", j.census, j.nsources,
+			     j.nsources ? j.sources[0].node : -1, j.nsources ? j.sources[0].to : -1);
+		else if (found < 128 || fabs(found - done0) > 1 || (double)mover_job_left(&j) / 1048576 > 1)
+			fail("census", "node 0: found %.1f MiB, done %.1f MiB, left %.1f MiB", found, done0,
+			     (double)mover_job_left(&j) / 1048576);
+		else
+			printf("ok census: node 0 found %.1f MiB, moved %.1f MiB\n", found, done0);
+	}
 	check_cpuset("done");
 	{
 		struct mover_job_info *f;
