@@ -829,6 +829,17 @@ def cmd_check(args):
         print("  itest: " + l)
     check(ok and not bad and not skipped and "END rc=0" in itext,
           "cgroup v2 integration tests in the VM: %d ok, %d not ok, %d skipped" % (len(ok), len(bad), len(skipped)))
+    # 3. A libvirt domain's memory moved by the mover, libvirtd and QEMU
+    #    inside the VM (make check-numa-libvirt runs this alone).
+    try:
+        good, lines, wall = libvirt_stage()
+        for l in lines:
+            if not l.startswith("# ") or not good:
+                print("  libvirt: " + l)
+        check(good, "a libvirt domain's memory moved by the mover in the VM: %d ok, %d not ok (%.0f s)"
+              % (sum(l.startswith("ok ") for l in lines), sum(l.startswith("not ok ") for l in lines), wall))
+    except Skip as e:
+        print("SKIP: check-numa: the libvirt domain in the VM: %s" % e)
     print("check-numa: %.0f s" % (time.time() - t_start))
     print("%d passed, %d failed" % (passed, len(failures)))
     return 1 if failures else 0
