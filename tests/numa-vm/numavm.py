@@ -577,8 +577,12 @@ def analyse(text, scn):
     for g, ss in by_g.items():
         end = ss[-1]
         busy_end = {n for n, b in end["thr"] if b >= 50} or {n for n, b in end["thr"]}
-        needed += sum(v for n, v in enumerate(start_mem(g, ss, r["guests"].get(g, {}), g in started, nn))
-                      if n not in busy_end)
+        h = r["guests"].get(g, {})
+        # Late: started by the scenario during the run (start=), not one
+        # started during the setup, before t = 0 (its start event's t is
+        # the setup's clock).
+        late = float(h.get("start") or 0) > 0
+        needed += sum(v for n, v in enumerate(start_mem(g, ss, h, late, nn)) if n not in busy_end)
     vm0, vm1 = r["vm"][0], r["vm"][-1]
     moved_pages = vm1["pgmigrate_success"] - vm0["pgmigrate_success"]
     # pgmigrate_success is counted when a migrate_pages() call returns: a

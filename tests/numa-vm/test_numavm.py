@@ -135,6 +135,13 @@ class Analysis(unittest.TestCase):
             (12, "b", [0, 1000], "1:100", "-", "-", "2-3", "1")],
             extra=["E t=9.00 what=start g=b cgroup=x pid=3"])
         self.assertAlmostEqual(numavm.analyse(text, SCN)["needed_mib"], round(400 / 1024, 1))
+        # A guest started during the setup (its start event at t=0.02 on
+        # the setup's clock, start=0): counted from its first sample.
+        text = results([
+            (0, "b", [400, 600], "1:100", "-", "-", "2-3", "1"),
+            (12, "b", [0, 1000], "1:100", "-", "-", "2-3", "1")],
+            extra=[touch0.replace("start=9", "start=0"), "E t=0.02 what=start g=b cgroup=x pid=3"])
+        self.assertAlmostEqual(numavm.analyse(text, SCN)["needed_mib"], round(400 / 1024, 1))
         # touch=interleave:0-1, ending on node 1: half of it.
         text = results([
             (10, "b", [0, 1000], "1:100", "-", "-", "2-3", "1"),
