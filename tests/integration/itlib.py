@@ -386,8 +386,12 @@ class DaemonTest(unittest.TestCase):
 
     def start_daemon(self, *args, binary=None):
         """Start the daemon with ARGS (stderr read by a StderrWatch); killed
-        at cleanup if still running. Returns (Popen, StderrWatch)."""
-        d = subprocess.Popen(self.numaorchd(*args, binary=binary), stderr=subprocess.PIPE, text=True)
+        at cleanup if still running. Returns (Popen, StderrWatch). No API
+        socket unless ARGS name one: the default is the host's
+        /run/numaorch/api.sock, which a second daemon (another test, the
+        host's own agent) would be refused or take over."""
+        d = subprocess.Popen(self.numaorchd("--socket", "", *args, binary=binary), stderr=subprocess.PIPE,
+                             text=True)
         self.addCleanup(lambda: d.poll() is None and d.kill())
         return d, StderrWatch(d)
 
