@@ -6,9 +6,9 @@
 #                   then integration on real cgroups; those needing root skip with a reason)
 #   make bench      cycle CPU time and RSS on generated 10/100/1000-guest hosts
 #   make check-numa boot Debian's kernel with 4 NUMA nodes under QEMU and check the agent
-#                   there (part of make check; skips with a reason where QEMU cannot run)
-#   make check-numa-libvirt  libvirtd + QEMU inside that VM: a domain's memory moved by the
-#                   agent's mover (not in make check yet)
+#                   there (part of make check; skips with a reason where QEMU cannot run),
+#                   last a libvirt domain's memory moved by the agent's mover
+#   make check-numa-libvirt  that last stage alone (libvirtd + QEMU inside the VM)
 #   make demo       watch the agent place misplaced containers on the 4-node testbed (~1 min)
 #   make bench-numa numaorchd vs numad vs kernel balancing on every testbed scenario
 #                   → tests/numa-vm/results/REPORT.md (long: see tests/numa-vm/README.md)

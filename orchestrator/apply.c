@@ -510,7 +510,9 @@ static bool move_binding(struct applier *a, struct apply_pending *p, const cpuma
 	nodemask_t umems;
 
 	p->own_mems_below = p->v2 && descendants_set_mems(a, g->cgroup);
-	p->soft = !a->opts.strict_mems && g->policy.mode != GPOL_PINNED && !p->own_mems_below;
+	/* A start placement binds the mems until the engine releases them
+	 * (plan_item.bind_start). */
+	p->soft = !a->opts.strict_mems && g->policy.mode != GPOL_PINNED && !p->own_mems_below && !it->bind_start;
 	p->cur_mems = *cur_mems;
 	p->target_mems = it->to_mems;
 	p->widen_only = p->soft && plan_migration_negligible(it->migrate_bytes, g->mem_total);
@@ -924,6 +926,73 @@ int apply_memory_settle(struct applier *a, struct apply_pending *p, struct apply
 	p->wide = false;
 	res->mems_loosened = false;
 	res->mems_after = p->it.to_mems;
+	return 0;
+}
+
+int apply_release_mems(struct applier *a, const struct snapshot *snap, unsigned gi, const nodemask_t *wide,
+		       struct apply_result *res)
+{
+	const struct snap_guest *g;
+	char *cur = NULL, loose[NODELIST_BUFSZ];
+	nodemask_t cur_mems;
+	unsigned n = 0;
+	char **sub = NULL;
+	int r;
+
+	result_init(res);
+	if (gi >= snap->nr_guests || snap->guests[gi].kind != GUEST_CONTAINER) {
+		apply_result_set(res, APPLY_REFUSED, -EINVAL, "refused: not a container of the snapshot");
+		return -EINVAL;
+	}
+	g = &snap->guests[gi];
+	if (!cgw_in_scope(a->w, g->cgroup)) {
+		apply_result_set(res, APPLY_REFUSED, -EPERM, "refused: cgroup %s is outside the configured scope",
+			g->cgroup);
+		return -EPERM;
+	}
+	r = read_effective(a, g->cgroup, "mems", &cur);
+	if (is_gone(r)) {
+		free(cur);
+		apply_result_set(res, APPLY_VANISHED, 0, "guest's cgroup %s is gone", g->cgroup);
+		return 0;
+	}
+	if (r < 0 || mask_parse(cur, &cur_mems) < 0 || !mask_equal(&cur_mems, &g->mems)) {
+		apply_result_set(res, APPLY_CHANGED, r < 0 ? r : 0, "mems of %s are not the snapshot's (now %s)",
+			g->cgroup, cur ? cur : "unreadable");
+		free(cur);
+		return 0;
+	}
+	free(cur);
+	/* v2: a descendant with its own mems would get its pages migrated back
+	 * once the guest widens (move_binding): it stays bound. */
+	if (a->h.v2[CGC_CPUSET] && descendants_set_mems(a, g->cgroup)) {
+		apply_result_set(res, APPLY_NOT_APPLICABLE, 0, "a cgroup below %s sets its own mems: stays bound",
+			g->cgroup);
+		return 0;
+	}
+	r = collect_subtree(a, g->cgroup, &n, &sub, NULL, 0);
+	if (r == 0)
+		r = loosen_mems(a, n, sub, wide, &g->mems, loose, sizeof(loose));
+	for (unsigned i = 0; i < n; i++)
+		free(sub[i]);
+	free(sub);
+	if (r < 0) {
+		apply_result_set(res, is_gone(r) ? APPLY_VANISHED : APPLY_FAILED, is_gone(r) ? 0 : r,
+			"could not widen the mems of %s: %s", g->cgroup, strerror(-r));
+		return is_gone(r) ? 0 : r;
+	}
+	mask_or(&res->mems_after, &g->mems, wide);
+	res->mems_loosened = true;
+	{
+		char was[NODELIST_BUFSZ], now[NODELIST_BUFSZ];
+
+		if (mask_format(&g->mems, was, sizeof(was)) < 0)
+			snprintf(was, sizeof(was), "?");
+		if (mask_format(&res->mems_after, now, sizeof(now)) < 0)
+			snprintf(now, sizeof(now), "?");
+		apply_result_set(res, APPLY_DONE, 0, "mems %s -> %s: bound since its start placement, released",
+			was, now);
+	}
 	return 0;
 }
 

@@ -141,6 +141,14 @@ int apply_memory_settle(struct applier *a, struct apply_pending *p, struct apply
  * and pinned through libvirt (its live numatune nodeset: libvirt's view
  * stays true); its process is QEMU's. */
 bool apply_pending_movable(const struct apply_pending *p);
+/* Release a start placement's binding (plan_item.bind_start): widen the
+ * mems of container GI of SNAP to its mems ∪ WIDE, which migrates nothing
+ * (see loosen_mems). Re-checks the scope and that the mems are still the
+ * snapshot's (else APPLY_CHANGED); a v2 guest with a descendant that sets
+ * its own mems stays bound (APPLY_NOT_APPLICABLE). Always fills RES;
+ * returns 0 or the negative errno of a refused write. */
+int apply_release_mems(struct applier *a, const struct snapshot *snap, unsigned gi, const nodemask_t *wide,
+		       struct apply_result *res);
 /* Is P's guest soft-bound (its mems may stay wide)? false for VMs. */
 bool apply_pending_soft(const struct apply_pending *p);
 void apply_pending_free(struct apply_pending *p);

@@ -67,6 +67,7 @@ void config_default(struct agent_config *c)
 	c->mover_workers = 2;
 	c->mover_rate_mib = 0;
 	c->mover_chunk_ms = 20;
+	c->mover_on_target = true;
 	c->mover_job_timeout_s = 300;
 }
 
@@ -368,6 +369,7 @@ static const struct key keys[] = {
 	UINT("policy", "max_moves", policy.max_moves, 1, 10000),
 	MIBS("policy", "max_migrate_mib", policy.max_migrate_bytes),
 	MIBS("policy", "min_free_mib", policy.min_free_bytes),
+	BOOLK("policy", "start_place", policy.start_place),
 
 	SET("api", "socket", api_socket, set_api_socket),
 	SET("api", "listen", api_listen, set_api_listen),
@@ -390,6 +392,7 @@ static const struct key keys[] = {
 	UINT("memory", "workers", mover_workers, 1, 16),
 	NUM("memory", "rate_mib", mover_rate_mib, 0, 1048576, "MiB/s", " (0: no limit)", 1),
 	NUM("memory", "chunk_ms", mover_chunk_ms, 1, 1000, "milliseconds", "", 1),
+	BOOLK("memory", "workers_on_target", mover_on_target),
 	NUM("memory", "job_timeout", mover_job_timeout_s, 1, 86400, "seconds", "", 1),
 
 	SET("schedule", "window", schedule, set_window),

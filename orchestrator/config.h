@@ -56,6 +56,7 @@ struct agent_config {
 	unsigned mover_workers;              /* jobs run in parallel */
 	double mover_rate_mib;               /* host-wide MiB/s, 0: no limit */
 	double mover_chunk_ms;               /* each move_pages call's target duration */
+	bool mover_on_target;                /* a job's worker runs on its target nodes' CPUs */
 	double mover_job_timeout_s;          /* a job still running after this stops */
 
 	/* [schedule] windows whose settings override the above (schedule.h). */

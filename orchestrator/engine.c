@@ -122,7 +122,8 @@ static int build_sources(struct engine *e, const struct agent_config *cfg)
 static struct mover_config mover_cfg(const struct agent_config *cfg)
 {
 	return (struct mover_config){ .workers = cfg->mover_workers, .rate_mib = cfg->mover_rate_mib,
-				      .chunk_ms = cfg->mover_chunk_ms, .job_timeout_s = cfg->mover_job_timeout_s };
+				      .chunk_ms = cfg->mover_chunk_ms, .job_timeout_s = cfg->mover_job_timeout_s,
+				      .on_target = cfg->mover_on_target };
 }
 
 /* Start, reconfigure or stop the mover for CFG. Only a live host with
@@ -152,8 +153,9 @@ static void mover_setup(struct engine *e, const struct agent_config *cfg)
 	/* API threads read it (engine_mover). */
 	__atomic_store_n(&e->mover, m, __ATOMIC_RELEASE);
 	e->mover_on = true;
-	log_info("memory mover: %u worker%s, chunks of ~%.0f ms, jobs end after %.0f s, %s", mc.workers,
-		 mc.workers == 1 ? "" : "s", mc.chunk_ms, mc.job_timeout_s,
+	log_info("memory mover: %u worker%s%s, chunks of ~%.0f ms, jobs end after %.0f s, %s", mc.workers,
+		 mc.workers == 1 ? "" : "s", mc.on_target ? " on the target nodes' CPUs" : "", mc.chunk_ms,
+		 mc.job_timeout_s,
 		 mc.rate_mib > 0 ? "rate budget below" : "no rate limit");
 	if (mc.rate_mib > 0)
 		log_info("memory mover: at most %.0f MiB/s for the whole host", mc.rate_mib);
@@ -236,6 +238,7 @@ void engine_free(struct engine *e)
 	for (unsigned i = 0; i < e->njobs; i++)
 		apply_pending_free(e->jobs[i].p);
 	free(e->jobs);
+	free(e->bound);
 	engine_view_unref(e->view);
 	if (e->acq)
 		e->src.acquirer_free(e->acq);

@@ -65,6 +65,19 @@ struct engine {
 		struct apply_pending *p;
 	} *jobs;
 
+	/* Guests whose mems a start placement bound (plan_item.bind_start):
+	 * released (widened to WIDE ∪ their mems) once their memory stops
+	 * growing, their node runs short of room, or ENGINE_BIND_MAX_S pass.
+	 * While any is bound, cycles come every ENGINE_BIND_CYCLE_S. */
+	unsigned nbound, capbound;
+	struct ebound {
+		char id[GUEST_ID_MAX];
+		nodemask_t wide;       /* its mems before the placement */
+		uint64_t mem;          /* its memory at the last look */
+		int64_t since_ns;      /* CLOCK_MONOTONIC of the placement */
+	} *bound;
+	bool first_sight;      /* the last plan decided a guest "next cycle" */
+
 	struct gpolstore *gs;    /* per-guest overrides (not owned), NULL: none */
 	struct logged_table logged;   /* last recorded per guest (dedup) */
 
@@ -106,6 +119,13 @@ void engine_publish(struct engine *e, const struct snapshot *snap, struct plan *
 void engine_apply_schedule(struct engine *e);
 
 /* engine_cycle.c */
+#define ENGINE_BIND_CYCLE_S 2.0
+#define ENGINE_BIND_MAX_S 60.0
+/* Seconds until the next scheduled cycle: the interval, or
+ * ENGINE_BIND_CYCLE_S while a start placement's binding waits release,
+ * or ENGINE_TRIGGER_GAP_S after a plan that left a guest seen for the
+ * first time to the next cycle (SKIP_NO_USAGE). */
+double engine_next_cycle_s(const struct engine *e);
 /* Jobs the mover ended: settle their guests' mems, record them. */
 void engine_settle_jobs(struct engine *e);
 const char *engine_move_decision(enum apply_status st);

@@ -254,7 +254,7 @@ int engine_run(struct engine *e, engine_reload_fn reload, void *ctx)
 						else
 							log_error("new configuration could not be applied; keeping the old one");
 						config_free(nc);
-						arm_timer(e, e->cfg.interval_s);
+						arm_timer(e, engine_next_cycle_s(e));
 					}
 					notify_ready(NULL);
 				} else {
@@ -288,7 +288,7 @@ int engine_run(struct engine *e, engine_reload_fn reload, void *ctx)
 			if (!e->last_cycle_end_ns || since >= gap) {
 				__atomic_store_n(&e->triggered, false, __ATOMIC_RELEASE);
 				engine_cycle(e, false, NULL);
-				arm_timer(e, e->cfg.interval_s);
+				arm_timer(e, engine_next_cycle_s(e));
 				continue;
 			}
 			/* Wake when the gap is over, unless the interval's own
@@ -307,7 +307,7 @@ int engine_run(struct engine *e, engine_reload_fn reload, void *ctx)
 			engine_cycle(e, false, NULL);
 			/* Re-armed relative to the end of the cycle: a slow cycle
 			 * (a big migration) never makes cycles pile up. */
-			arm_timer(e, e->cfg.interval_s);
+			arm_timer(e, engine_next_cycle_s(e));
 		}
 	}
 	/* SIGTERM: jobs stop at a chunk boundary; their guests keep their

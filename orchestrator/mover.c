@@ -28,10 +28,9 @@
 #define KEEP_FINISHED 32
 #define MIN_CHUNK 16
 #define MAX_CHUNK 65536
-#define FIRST_CHUNK 512
+#define FIRST_CHUNK 1024
 #define QUERY_PAGES 16384
 #define THP_BYTES (2u << 20)
-#define MIN_SLICE_BYTES (16u << 20)
 #define MAPS_MAX (16u << 20)
 
 const double mover_stall_buckets_ms[MOVER_NR_BUCKETS] = { 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000 };
@@ -179,6 +178,53 @@ size_t mover_adapt_chunk(size_t pages, double elapsed_ms, double target_ms)
 	return (size_t)next;
 }
 
+/* A call may lose at most this share of the best rate (pages per ms)
+ * the job's bigger calls reached: below, calls grow again. */
+#define EFF_KEEP 0.8
+/* A size step that raised the rate by this much is taken again. */
+#define EFF_CLIMB 1.25
+/* The best rate seen fades per call (a lucky call, a guest that turned
+ * busy must not hold the size up for ever). */
+#define EFF_FADE 0.95
+
+size_t mover_cost_next(struct mover_cost *c, size_t pages, size_t chunk, double ms, double target_ms)
+{
+	double eff = ms > 0 ? (double)pages / ms : 0, next;
+	size_t cur = pages > chunk ? pages : chunk;
+	bool grew = c->calls && pages > c->prev_pages * 5 / 4;
+
+	if (!pages)
+		return chunk;
+	c->best_eff *= EFF_FADE;
+	if (ms <= 0) {
+		next = (double)cur * 2;
+	} else if (grew && c->prev_eff > 0 && eff >= c->prev_eff * EFF_CLIMB) {
+		/* the bigger call moved markedly faster: there is a fixed
+		 * cost to spread; climb on */
+		next = (double)pages * 2;
+	} else if (c->best_eff > 0 && eff < c->best_eff * EFF_KEEP && pages < c->best_pages) {
+		/* smaller calls lost more than a fifth of the rate bigger ones
+		 * had (each call's fixed cost): they would only move less,
+		 * the guest waiting
+		 * page by page all the same */
+		next = (double)pages * 2;
+	} else {
+		next = (double)mover_adapt_chunk(cur, ms, target_ms);
+	}
+	if (eff >= c->best_eff) {
+		c->best_eff = eff;
+		c->best_pages = pages;
+	}
+	c->prev_eff = eff;
+	c->prev_pages = pages;
+	c->calls++;
+	if (next < MIN_CHUNK)
+		return MIN_CHUNK;
+	if (next > MAX_CHUNK)
+		return MAX_CHUNK;
+	return (size_t)next;
+}
+
 size_t mover_fill_window(const struct mover_vma *vmas, unsigned n, size_t page, size_t max_pages, uintptr_t *pos,
 			 void **pages)
 {
@@ -230,6 +276,18 @@ bool mover_guess_failed(const int *status, size_t n, const size_t *idx, const in
 				return true;
 	}
 	return false;
+}
+
+size_t mover_drop_refused(int *status, const size_t *idx, const int *mstatus, size_t k)
+{
+	size_t dropped = 0;
+
+	for (size_t e = 0; e < k; e++)
+		if (mstatus[e] == -EACCES || mstatus[e] == -EFAULT || mstatus[e] == -ENOENT) {
+			status[idx[e]] = mstatus[e];
+			dropped++;
+		}
+	return dropped;
 }
 
 int mover_pick_target(const nodemask_t *to, int from)
@@ -483,23 +541,24 @@ struct bufs {
 	int *status, *mnodes, *mstatus, *first, *mweight;
 	unsigned *mslot;             /* each entry's source (mover_source_slot) */
 	size_t *idx;
+	struct mover_cost cost;      /* the job's move calls so far */
 };
 
 /* Pages a window put on the target, by source slot (the last: "other"). */
 typedef long window_tally[MOVER_MAX_SOURCES + 1];
 
-/* Move the K entries of B in slices of *CHUNK (adapted to chunk_ms), within
- * the rate budget, stopping at a slice boundary when J must end. COUNTED
- * gets the pages each slice put on the target by source slot (an entry of
- * weight W counts W when it arrived). 0, 1 (stop), or the negative errno
- * of the call. */
+/* Move the K entries of B in slices of about *CHUNK pages (an entry counts
+ * its weight; sized by mover_cost_next), within the rate budget, stopping
+ * at a slice boundary when J must end. COUNTED gets the pages each slice
+ * put on the target by source slot (an entry of weight W counts W when it
+ * arrived). 0, 1 (stop), or the negative errno of the call. */
 static int move_slices(struct mover *m, struct job *j, pid_t pid, struct bufs *b, size_t k, size_t *chunk,
 		       size_t page, window_tally counted)
 {
 	int r = 0;
 
 	for (size_t off = 0; off < k && r == 0;) {
-		size_t sl = 0, moved = 0, bytes = 0, cap = SIZE_MAX;
+		size_t sl = 0, moved = 0, bytes = 0, cap = SIZE_MAX, want;
 		int64_t t0, t1;
 		double ms;
 
@@ -509,13 +568,14 @@ static int move_slices(struct mover *m, struct job *j, pid_t pid, struct bufs *b
 		if (m->cfg.rate_mib > 0)
 			cap = (size_t)(m->cfg.rate_mib * 1048576.0 * 0.1);
 		pthread_mutex_unlock(&m->lock);
-		/* At least MIN_SLICE_BYTES a call (budget permitting): in
-		 * make bench-migrate a busy guest's pages moved at 1-3 MiB/s in
-		 * calls of a few pages and at 200-300 MiB/s in calls of 64 MiB
-		 * (a call's cost there hardly depends on its size), while on a
-		 * real host 16 MiB take a few milliseconds. */
-		while (off + sl < k && (sl < *chunk || bytes < MIN_SLICE_BYTES) &&
-		       (sl == 0 || bytes + (size_t)b->mweight[off + sl] * page <= cap))
+		/* The slice's size comes from the job's own calls
+		 * (mover_cost_next), not a fixed floor: 16 MiB a call made
+		 * busy 4 KiB calls take 0.4-1.9 s on average (make
+		 * bench-migrate). At least one entry (a THP is 512 pages). */
+		want = *chunk * page;
+		if (want > cap)
+			want = cap;
+		while (off + sl < k && (sl == 0 || bytes + (size_t)b->mweight[off + sl] * page <= want))
 			bytes += (size_t)b->mweight[off + sl++] * page;
 
 		if (off) {
@@ -531,10 +591,13 @@ static int move_slices(struct mover *m, struct job *j, pid_t pid, struct bufs *b
 			break;
 		}
 		t0 = clock_mono_ns();
-		r = numamig_move(pid, sl, b->mpages + off, b->mnodes + off, b->mstatus);
+		r = numamig_move(pid, sl, b->mpages + off, b->mnodes + off, b->mstatus + off);
 		t1 = clock_mono_ns();
 		if (r < 0 && r != -ENOENT && r != -EBUSY)
 			break;
+		if (r < 0) /* the call's own answer, not each entry's: retry them */
+			for (size_t i = 0; i < sl; i++)
+				b->mstatus[off + i] = -EAGAIN;
 		/* Count what is on the target now from the call's own status (a
 		 * THP moves whole from one entry; an entry of one already in
 		 * flight reports -EBUSY), by the node each entry came from. A
@@ -543,7 +606,8 @@ static int move_slices(struct mover *m, struct job *j, pid_t pid, struct bufs *b
 		ms = (double)(t1 - t0) / 1e6;
 		pthread_mutex_lock(&m->lock);
 		for (size_t i = 0; i < sl; i++)
-			if (j->relocate_all || (b->mstatus[i] >= 0 && mask_test(&j->info.to, b->mstatus[i]))) {
+			if (j->relocate_all ||
+			    (b->mstatus[off + i] >= 0 && mask_test(&j->info.to, b->mstatus[off + i]))) {
 				size_t w = j->relocate_all ? 1 : (size_t)b->mweight[off + i];
 
 				moved += w;
@@ -557,11 +621,25 @@ static int move_slices(struct mover *m, struct job *j, pid_t pid, struct bufs *b
 			j->info.stall_max_ms = ms;
 		add_stall(m, ms);
 		add_moved(m, j->info.cause, moved * page);
-		/* A slice cut short (the budget, the end) only says "smaller". */
-		if (sl == *chunk || ms > m->cfg.chunk_ms)
-			*chunk = mover_adapt_chunk(*chunk, ms, m->cfg.chunk_ms);
+		/* The size of the next call: toward chunk_ms, but not where
+		 * smaller calls lose the rate (mover_cost_next). */
+		*chunk = mover_cost_next(&b->cost, bytes / page, *chunk, ms, m->cfg.chunk_ms);
 		pthread_mutex_unlock(&m->lock);
 	}
+	return r;
+}
+
+/* Where N pages of PID are (move_pages(2) without nodes), timed for the
+ * stats: queries are the part of a job's time that moves nothing. */
+static int query(struct mover *m, pid_t pid, size_t n, void **pages, int *status)
+{
+	int64_t t0 = clock_mono_ns();
+	int r = numamig_move(pid, n, pages, NULL, status);
+
+	pthread_mutex_lock(&m->lock);
+	m->st.query_count++;
+	m->st.query_sum_s += (double)(clock_mono_ns() - t0) / 1e9;
+	pthread_mutex_unlock(&m->lock);
 	return r;
 }
 
@@ -632,7 +710,7 @@ static int walk_process(struct mover *m, struct job *j, pid_t pid, struct bufs *
 			break;
 		}
 		pthread_mutex_unlock(&m->lock);
-		r = numamig_move(pid, n, b->pages, NULL, b->status);
+		r = query(m, pid, n, b->pages, b->status);
 		if (r == -ENOENT || r == -EFAULT) {
 			r = 0; /* the mapping went away under us: next chunk */
 			continue;
@@ -673,9 +751,11 @@ static int walk_process(struct mover *m, struct job *j, pid_t pid, struct bufs *
 			r = move_slices(m, j, pid, b, k, chunk, page, approx);
 			if (r || j->relocate_all)
 				break;
-			/* Where the window's pages are now. */
-			if (numamig_move(pid, n, b->pages, NULL, b->status) < 0)
+			/* Where the window's pages are now; pages the move refused
+			 * for good are not tried again. */
+			if (query(m, pid, n, b->pages, b->status) < 0)
 				break;
+			mover_drop_refused(b->status, b->idx, b->mstatus, k);
 			/* A guessed THP whose head moved alone was 4 KiB pages: stop
 			 * guessing in this process, or every window pays a move
 			 * call that moves one page in 512. */

@@ -5,8 +5,9 @@
  * jobs at once, one per guest) walk each process's mappings
  * (/proc/PID/maps) in chunks, ask move_pages(2) where each page of a
  * chunk is and move the ones outside the target. A chunk's size adapts so
- * that each move call (the guest's stall: its pages are unmapped while
- * they move) stays near [memory] chunk_ms. A host-wide rate budget
+ * that each move call stays near [memory] chunk_ms where that does not
+ * cost the move its rate (mover_cost_next); the guest itself waits only
+ * for the page it touches while that page moves. A host-wide rate budget
  * ([memory] rate_mib) paces all workers together.
  *
  * move_pages(2) refuses a node outside the task's cpuset mems: the
@@ -137,6 +138,8 @@ struct mover_stats {
 	uint64_t stall_count;
 	double stall_sum_s;
 	uint64_t stall_le[MOVER_NR_BUCKETS]; /* cumulative: calls at or under each bound */
+	uint64_t query_count;        /* move_pages(2) calls that only asked where pages are */
+	double query_sum_s;
 };
 
 struct mover;
@@ -218,6 +221,36 @@ bool mover_guess_failed(const int *status, size_t n, const size_t *idx, const in
 /* The next chunk size for a call of ELAPSED_MS that moved PAGES pages,
  * aiming at TARGET_MS, between 16 and 65536 pages. */
 size_t mover_adapt_chunk(size_t pages, double elapsed_ms, double target_ms);
+
+/* One job's record of its move calls' rates (pages per ms).
+ * Zero-initialise. */
+struct mover_cost {
+	double best_eff, prev_eff;
+	size_t best_pages, prev_pages;
+	unsigned calls;
+};
+
+/* After a call of PAGES pages (a THP counts 512) that took MS, with the
+ * chunk at CHUNK: the next call's pages. Toward TARGET_MS
+ * (mover_adapt_chunk, from the call's own size where that was bigger:
+ * one THP is 512 pages even when the chunk asked for less) — unless the
+ * call's rate fell under 4/5 of the best rate a bigger call of the job
+ * reached (the fixed cost of each call — every CPU's LRU cache drained,
+ * the first shootdown of a busy vCPU; not measured apart: a move call of
+ * no pages costs less — is then over a fifth of it: smaller calls would only move
+ * less, as the kernel migrates, and the guest waits, page by page), or
+ * a bigger call just moved 1.25x faster: then it doubles. The best rate
+ * fades by 5 % a call. Between 16 and 65536. */
+size_t mover_cost_next(struct mover_cost *c, size_t pages, size_t chunk, double ms, double target_ms);
+
+/* After a move of the K entries IDX (window indexes) answered MSTATUS,
+ * and a new query STATUS of the window: the pages the kernel refused for
+ * good — -EACCES (mapped by other processes too: MPOL_MF_MOVE moves only
+ * a process's own pages), -EFAULT and -ENOENT (nothing there to move) —
+ * get that error in STATUS, so the next pass does not try them again
+ * (else every window whose pass 0 met such a page pays a second move
+ * call, and its fixed cost, for nothing). Returns how many. */
+size_t mover_drop_refused(int *status, const size_t *idx, const int *mstatus, size_t k);
 
 /* The target node for a page on node FROM: spread over TO's nodes by
  * FROM's position, so one source node's pages land on one target node. */

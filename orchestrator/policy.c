@@ -24,6 +24,7 @@ void policy_config_default(struct policy_config *c)
 	c->cooldown_ns = 300LL * 1000000000LL;
 	c->max_moves = 4;
 	c->max_migrate_bytes = 4096 * MIB;
+	c->start_place = true;
 }
 
 static bool in(double v, double lo, double hi)

@@ -42,6 +42,10 @@ struct policy_config {
 	int64_t cooldown_ns;        /* after a move (300 s) */
 	unsigned max_moves;         /* per cycle (4) */
 	uint64_t max_migrate_bytes; /* per cycle (4 GiB) */
+	/* A container seen for the first time with (almost) no memory is
+	 * placed at once, its mems bound while it first touches memory
+	 * (plan_item.bind_start) (true) */
+	bool start_place;
 };
 
 void policy_config_default(struct policy_config *c);

@@ -23,6 +23,11 @@ void xmalloc_tune(void)
 	mallopt(M_TRIM_THRESHOLD, 8 << 20);
 }
 
+void xmalloc_release(void)
+{
+	malloc_trim(0);
+}
+
 void *xmalloc(size_t n)
 {
 	void *p = malloc(n ? n : 1);

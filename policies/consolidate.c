@@ -918,6 +918,89 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 		add_detail(it, " (some node busy not measured, taken as idle)");
 }
 
+/* Start placement. A container seen for the first time with little
+ * memory yet (under START_PLACE_MAX_BYTES: its first second or so of
+ * touching, as a prompted cycle may wait a second) has no CPU use to
+ * decide on, but placing it now costs little migration, while waiting a cycle lets it first-touch its memory wherever
+ * its threads or its own memory policy put it — memory that must then be
+ * migrated while the guest is busy (the testbed's churn scenario: each new
+ * guest touched ~100 MiB on a full node in the second before it was
+ * decided, and 320 MiB were migrated for it). So it is placed at once as
+ * if it used one CPU (a starting process runs one thread), its mems bound
+ * to the target so that its first touches land there (plan_item.bind_start;
+ * the engine widens them again once its memory stops growing), without a
+ * cool-down: the next cycle decides on its measured use as for any guest. */
+#define START_PLACE_MAX_BYTES (128ULL << 20)
+#define START_PLACE_CPU 1.0
+
+/* Is G placeable at its start? Then *SG is G as decided on: the assumed
+ * use, and no memory (what it holds is little: no share of it is worth
+ * weighing as migration, and no "local fit" holds it where its first
+ * pages happen to be). */
+static bool start_placeable(const struct snap_guest *g, struct snap_guest *sg)
+{
+	if (g->kind != GUEST_CONTAINER || g->policy.mode != GPOL_AUTO || !isnan(g->cpu_use) ||
+	    g->mem_total >= START_PLACE_MAX_BYTES)
+		return false;
+	*sg = *g;
+	sg->cpu_use = START_PLACE_CPU;
+	sg->cpu_node = NULL;
+	sg->busy_threads = 1;
+	sg->busy_measured = false;
+	sg->mem_total = 0;
+	return true;
+}
+
+/* gview_build for the guest as the policy decides on it (*USED): SNAP's
+ * G, or its start-placement stand-in (*TMP). The stand-in's assumed use
+ * runs nowhere yet (no share of any node's busy CPUs is its own), and it
+ * needs room for START_PLACE_MAX_BYTES on its target. */
+static unsigned view_of(struct pctx *x, const struct snap_guest *g, struct gview *v, bool *usable,
+			struct snap_guest *tmp, const struct snap_guest **used)
+{
+	bool start = x->cfg->start_place && start_placeable(g, tmp);
+	unsigned n = gview_build(x, start ? tmp : g, v, usable);
+
+	if (start) {
+		for (unsigned i = 0; i < x->nn; i++)
+			x->own[i] = 0.0;
+		v->mem_demand = START_PLACE_MAX_BYTES;
+	}
+	if (used)
+		*used = start ? tmp : g;
+	return n;
+}
+
+static void evaluate_start(struct pctx *x, const struct pstate_entry *pe, const struct snap_guest *g,
+			   struct gdec *d, struct gview *v, bool *usable, bool nan)
+{
+	struct plan_item *it = &d->it;
+	struct snap_guest tmp;
+	const struct snap_guest *sg;
+	unsigned nusable = view_of(x, g, v, usable, &tmp, &sg);
+
+	it->cpu_demand = v->cpu_demand;
+	decide_auto(x, pe, sg, v, usable, nusable, nan, d);
+	if (it->kind != PLAN_MOVE)
+		return;
+	it->reason = REASON_PLACE;
+	it->bind_start = true;
+	/* What it did touch off the target moves with the binding (the
+	 * stand-in weighed none of it: a few MiB are no reason to stay). */
+	it->migrate_bytes = 0;
+	for (unsigned n = 0; n < x->nn; n++)
+		if (!mask_test(&it->to_mems, x->s->nodes[n].id))
+			it->migrate_bytes += g->mem_node[n];
+	{
+		char det[sizeof(it->detail)];
+
+		snprintf(det, sizeof(det), "%s", it->detail);
+		set_detail(it, "start: %llu MiB touched, CPU use not measured yet (taken as %.0f CPU), "
+			   "mems bound to the target until its memory stops growing; %s",
+			   (unsigned long long)(g->mem_total >> 20), START_PLACE_CPU, det);
+	}
+}
+
 /* Decide for guest GI against the current working copy. Leaves the
  * guest's view in X's scratch (pctx_commit needs it). */
 static void evaluate(struct pctx *x, const struct pstate *prev, unsigned gi, struct gdec *d,
@@ -946,6 +1029,16 @@ static void evaluate(struct pctx *x, const struct pstate *prev, unsigned gi, str
 		return;
 	}
 	if (g->policy.mode != GPOL_PINNED && isnan(g->cpu_use)) {
+		struct snap_guest sg;
+
+		if (cfg->start_place && start_placeable(g, &sg)) {
+			struct gdec before = *d;
+
+			evaluate_start(x, pe, g, d, v, usable, nan);
+			if (it->kind == PLAN_MOVE)
+				return;
+			*d = before;
+		}
 		it->kind = PLAN_SKIP;
 		it->skip = SKIP_NO_USAGE;
 		set_detail(it, "CPU use not measured yet (first sight); decided next cycle");
@@ -1074,8 +1167,10 @@ static struct pstate *next_state(const struct snapshot *s, const struct pstate *
 	}
 	/* Guests are sorted by id after snap_finalize, so ns is sorted; the
 	 * moves go through pstate_note_move, which keeps it sorted. */
+	/* A start placement starts no cool-down: it was made on an assumed
+	 * use, the next cycle decides on the measured one. */
 	for (unsigned i = 0; i < p->nr_items; i++)
-		if (p->items[i].kind == PLAN_MOVE)
+		if (p->items[i].kind == PLAN_MOVE && !p->items[i].bind_start)
 			pstate_note_move(ns, p->items[i].guest_id, s->mono_ns);
 	return ns;
 }
@@ -1092,7 +1187,9 @@ static void replay(struct pctx *x, const struct snapshot *snap, const struct adv
 	for (unsigned oi = 0; oi < nord; oi++) {
 		if (oi == skip)
 			continue;
-		gview_build(x, &snap->guests[order[oi]], v, usable);
+		struct snap_guest tmp;
+
+		view_of(x, &snap->guests[order[oi]], v, usable, &tmp, NULL);
 		pctx_commit(x, v, &d[order[oi]].target);
 	}
 }
@@ -1230,7 +1327,11 @@ int policy_decide_reserved(const struct policy_config *cfg, const struct snapsho
 			continue;
 		}
 		/* Accept: rebuild this guest's view and update the working copy. */
-		gview_build(&x, &snap->guests[gi], &v, usable);
+		{
+			struct snap_guest tmp;
+
+			view_of(&x, &snap->guests[gi], &v, usable, &tmp, NULL);
+		}
 		pctx_commit(&x, &v, &gd->target);
 		gd->it.to_cpus = xmalloc(sizeof(cpumask_t));
 		cpumask_for(&x, &snap->guests[gi], &gd->target.nodes, gd->it.to_cpus);

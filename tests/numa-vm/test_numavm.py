@@ -113,6 +113,42 @@ class Analysis(unittest.TestCase):
         self.assertEqual(r["t90"]["b"], 3.0)            # from its own start at t=9
         self.assertIsNone(r["t90_all"])
 
+    def test_needed_counts_a_late_guest_where_its_touch_put_it(self):
+        # b starts at t=9 with touch=0 (first sampled once its memory is
+        # all touched: a placer already moved 600 of its 1000 KiB to node
+        # 1, or placed it there before it touched any); it ends on node 1.
+        # Its end state needed all 1000 KiB moved, whatever its first
+        # sample shows; a guest there at t=0 (a) is counted from t=0 as
+        # before; a late guest without touch from its first sample.
+        touch0 = "H guest=b cgroup=/x kind=docker threads=1 mib=1 touch=0 start=9 stop=-1"
+        for first_b in ([400, 600], [0, 1000]):
+            text = results([
+                (0, "a", [1000, 0], "1:100", "-", "-", "0-3", "0-1"),
+                (2, "a", [0, 1000], "1:100", "-", "-", "0-3", "0-1"),
+                (10, "b", first_b, "1:100", "-", "-", "2-3", "1"),
+                (12, "b", [0, 1000], "1:100", "-", "-", "2-3", "1")],
+                extra=[touch0, "E t=9.00 what=start g=b cgroup=x pid=3"])
+            r = numavm.analyse(text, SCN)
+            self.assertAlmostEqual(r["needed_mib"], round(2000 / 1024, 1), msg=str(first_b))
+        text = results([
+            (10, "b", [400, 600], "1:100", "-", "-", "2-3", "1"),
+            (12, "b", [0, 1000], "1:100", "-", "-", "2-3", "1")],
+            extra=["E t=9.00 what=start g=b cgroup=x pid=3"])
+        self.assertAlmostEqual(numavm.analyse(text, SCN)["needed_mib"], round(400 / 1024, 1))
+        # A guest started during the setup (its start event at t=0.02 on
+        # the setup's clock, start=0): counted from its first sample.
+        text = results([
+            (0, "b", [400, 600], "1:100", "-", "-", "2-3", "1"),
+            (12, "b", [0, 1000], "1:100", "-", "-", "2-3", "1")],
+            extra=[touch0.replace("start=9", "start=0"), "E t=0.02 what=start g=b cgroup=x pid=3"])
+        self.assertAlmostEqual(numavm.analyse(text, SCN)["needed_mib"], round(400 / 1024, 1))
+        # touch=interleave:0-1, ending on node 1: half of it.
+        text = results([
+            (10, "b", [0, 1000], "1:100", "-", "-", "2-3", "1"),
+            (12, "b", [0, 1000], "1:100", "-", "-", "2-3", "1")],
+            extra=[touch0.replace("touch=0", "touch=interleave:0-1"), "E t=9.00 what=start g=b cgroup=x pid=3"])
+        self.assertAlmostEqual(numavm.analyse(text, SCN)["needed_mib"], round(500 / 1024, 1))
+
     def test_oom_and_empty_cpuset_are_seen(self):
         text = results([(0, "a", [1000, 0], "0:100", "-", "-", "", "0")],
                        vm_end="pgmigrate_success=0 oom_kill=1")
@@ -169,6 +205,17 @@ class DecisionLog(unittest.TestCase):
         del d["mems_after"]
         p = self.problems(samples, [d])
         self.assertTrue(any("moved record says cpus 2-3 mems 1, the cgroup has 2-3/-" in x for x in p), p)
+
+    def test_start_binding_released(self):
+        # A start placement bound a's mems to node 1; the mems_released
+        # record widens them to 0-1 (cpus unchanged: its "to" has none).
+        samples = [(0, "a", [0, 1000], "1:100", "2-3", "1", "2-3", "1"),
+                   (4, "a", [0, 1000], "1:100", "2-3", "0-1", "2-3", "0-1")]
+        d = moved(A, 2.0, 1, ("2-3", "1"), ("2-3", "0-1"))
+        d.update(decision="mems_released", mems_after="0-1")
+        del d["to"]["cpus"]
+        self.assertEqual(self.problems(samples, [d]), [])
+        self.assertTrue(any("outside any moved record" in x for x in self.problems(samples, [])))
 
     def test_late_guest_is_explained(self):
         # What check-numa prints for a guest that never got local: its

@@ -22,6 +22,7 @@
 #include "orchestrator/engine.h"
 #include "orchestrator/engine_int.h"
 #include "orchestrator/engstate.h"
+#include "orchestrator/fs.h"
 #include "orchestrator/hostpaths.h"
 #include "orchestrator/log.h"
 #include "orchestrator/logged.h"
@@ -594,6 +595,11 @@ struct acquirer {
 };
 
 static struct {
+	/* g1 as the snapshot shows it, when set (else on node 0, 1 GiB on node 1) */
+	bool custom;
+	const char *g1_on, *g1_mems;
+	uint64_t g1_mem0, free;
+	double g1_use;
 	unsigned calls;
 	struct plan_item items[2];
 	unsigned nr_items;
@@ -625,7 +631,16 @@ static int fake_snapshot(struct acquirer *a, double prime_s, const struct snap_p
 
 	(void)a;
 	(void)prime_s;
-	s = host(g, 1, 6 * GIB, ov);
+	if (fake.custom) {
+		const struct tg c[] = { { .id = "g1", .on = fake.g1_on, .mem = { fake.g1_mem0, 0 } } };
+
+		s = host(c, 1, fake.free, NULL);
+		nodes_of(fake.g1_mems, &s->guests[0].mems);
+		s->guests[0].cpu_use = fake.g1_use;
+		s->guests[0].mem_total = fake.g1_mem0;
+	} else {
+		s = host(g, 1, 6 * GIB, ov);
+	}
 	s->seq = ++fake.calls;
 	s->mono_ns = T0 + (int64_t)fake.calls * SEC;
 	*out = s;
@@ -916,6 +931,115 @@ static void test_engine_places_a_started_domain(void **state)
 	efx_fini(&f);
 }
 
+/* A start placement (plan_item.bind_start) binds the mems to the target
+ * even under soft binding, and the engine releases them (widened to the
+ * old ∪ target) once the guest's memory stops growing — or at once when
+ * its node runs short of free memory. On a fixture cgroup v2 tree. */
+static void bind_start_fixture(struct efx *f)
+{
+	tu_write(f->dir, "sys/fs/cgroup/grp/g1/cpuset.cpus", "0-7\n");
+	tu_write(f->dir, "sys/fs/cgroup/grp/g1/cpuset.mems", "0-1\n");
+	tu_write(f->dir, "sys/fs/cgroup/grp/g1/cgroup.procs", "");
+	fake.custom = true;
+	fake.g1_on = "0-1";
+	fake.g1_mems = "0-1";
+	fake.g1_mem0 = 0;
+	fake.g1_use = NAN;
+	fake.free = 6 * GIB;
+	fake.items[0] = item("g1", PLAN_MOVE, REASON_PLACE, SKIP_NONE, "1");
+	fake.items[0].migrate_bytes = 0;
+	fake.items[0].bind_start = true;
+	fake.nr_items = 1;
+}
+
+static char *mems_file(struct efx *f)
+{
+	char *p = xasprintf("%s/sys/fs/cgroup/grp/g1/cpuset.mems", f->dir), *v = NULL;
+
+	assert_int_equal(fs_read_file(p, 4096, &v, NULL), 0);
+	free(p);
+	v[strcspn(v, "\n")] = '\0';
+	return v;
+}
+
+static void test_engine_releases_a_start_binding(void **state)
+{
+	struct efx f;
+	char *v;
+
+	(void)state;
+	efx_init(&f, MODE_ENFORCE);
+	bind_start_fixture(&f);
+	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
+	assert_int_equal(records(&f, "moved"), 1);
+	v = mems_file(&f);
+	assert_string_equal(v, "1");                   /* bound, not left wide */
+	free(v);
+	assert_true(engine_next_cycle_s(f.e) <= ENGINE_BIND_CYCLE_S);
+
+	/* next cycles: it is on node 1, bound there, touching its memory */
+	fake.nr_items = 0;
+	fake.g1_on = "1";
+	fake.g1_mems = "1";
+	fake.g1_use = 1.0;
+	fake.g1_mem0 = 100 * MIB;
+	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
+	fake.g1_mem0 = 300 * MIB;
+	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
+	assert_int_equal(records(&f, "mems_released"), 0);
+	v = mems_file(&f);
+	assert_string_equal(v, "1");                   /* still growing: still bound */
+	free(v);
+	/* its memory stopped growing: released */
+	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
+
+	assert_int_equal(records(&f, "mems_released"), 1);
+	v = mems_file(&f);
+	assert_string_equal(v, "0-1");
+	free(v);
+	assert_true(engine_next_cycle_s(f.e) == f.cfg.interval_s);
+	/* and only once */
+	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
+	assert_int_equal(records(&f, "mems_released"), 1);
+	efx_fini(&f);
+
+	/* still growing, but its node runs short of free memory: released */
+	efx_init(&f, MODE_ENFORCE);
+	bind_start_fixture(&f);
+	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
+	fake.nr_items = 0;
+	fake.g1_on = "1";
+	fake.g1_mems = "1";
+	fake.g1_use = 1.0;
+	fake.g1_mem0 = 500 * MIB;
+	fake.free = 100 * MIB;
+	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
+	assert_int_equal(records(&f, "mems_released"), 1);
+	v = mems_file(&f);
+	assert_string_equal(v, "0-1");
+	free(v);
+	efx_fini(&f);
+}
+
+/* A guest left to the next cycle (first sight, use not measured) brings
+ * that cycle in a second, not at the interval. */
+static void test_engine_first_sight_comes_back_soon(void **state)
+{
+	struct efx f;
+
+	(void)state;
+	efx_init(&f, MODE_ENFORCE);
+	assert_true(engine_next_cycle_s(f.e) == f.cfg.interval_s);
+	fake.items[0] = item("g1", PLAN_SKIP, REASON_NONE, SKIP_NO_USAGE, "1");
+	fake.nr_items = 1;
+	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
+	assert_true(engine_next_cycle_s(f.e) <= ENGINE_TRIGGER_GAP_S);
+	fake.items[0].skip = SKIP_COOLDOWN;
+	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
+	assert_true(engine_next_cycle_s(f.e) == f.cfg.interval_s);
+	efx_fini(&f);
+}
+
 /* An engine needs every part. */
 static void test_engine_needs_its_parts(void **state)
 {
@@ -950,6 +1074,8 @@ int main(void)
 		cmocka_unit_test(test_engine_vanished_move_starts_no_cooldown),
 		cmocka_unit_test(test_engine_reservations_reach_the_policy),
 		cmocka_unit_test(test_engine_places_a_started_domain),
+		cmocka_unit_test(test_engine_releases_a_start_binding),
+		cmocka_unit_test(test_engine_first_sight_comes_back_soon),
 		cmocka_unit_test(test_engine_needs_its_parts),
 	};
 

@@ -70,9 +70,11 @@ static void test_memory_section(void **state)
 	assert_int_equal(config_load_string("", "t.conf", &c, err, sizeof(err)), 0);
 	assert_int_equal(c.kernel_balancing, KBAL_MIGRATE);
 	assert_true(c.mover);
+	assert_true(c.mover_on_target);
 	config_clear(&c);
 	assert_int_equal(config_load_string("[memory]\nkernel_balancing = defer\nmover = no\nworkers = 4\n"
-					    "rate_mib = 512\nchunk_ms = 10\njob_timeout = 60\n",
+					    "rate_mib = 512\nchunk_ms = 10\njob_timeout = 60\n"
+					    "workers_on_target = no\n",
 					    "t.conf", &c, err, sizeof(err)), 0);
 	assert_int_equal(c.kernel_balancing, KBAL_DEFER);
 	assert_false(c.mover);
@@ -80,6 +82,7 @@ static void test_memory_section(void **state)
 	assert_true(fabs(c.mover_rate_mib - 512) < 1e-9);
 	assert_true(fabs(c.mover_chunk_ms - 10) < 1e-9);
 	assert_true(fabs(c.mover_job_timeout_s - 60) < 1e-9);
+	assert_false(c.mover_on_target);
 	config_clear(&c);
 	assert_int_equal(config_load_string("[memory]\nkernel_balancing = kernel\n", "t.conf", &c, err, sizeof(err)),
 			 -EINVAL);

@@ -4,6 +4,8 @@
 #include "testutil.h"
 
 #include <errno.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -201,6 +203,78 @@ static void test_adapt_chunk(void **state)
 	assert_int_equal(mover_adapt_chunk(16, 10000, 20), 16);
 	assert_int_equal(mover_adapt_chunk(65536, 1, 20), 65536);
 	assert_int_equal(mover_adapt_chunk(100, 0, 20), 200);
+}
+
+/* Calls of A ms fixed + B ms a page, from FIRST pages, N times, each
+ * pages rounded up to QUANTUM (a THP: 512); the last size. */
+static size_t run_calls(double a, double b, size_t first, size_t quantum, int n, double target, double *last_ms)
+{
+	struct mover_cost c = { 0 };
+	size_t chunk = first, pages = 0;
+	double ms = 0;
+
+	for (int i = 0; i < n; i++) {
+		pages = (chunk + quantum - 1) / quantum * quantum;
+		ms = a + b * (double)pages;
+		chunk = mover_cost_next(&c, pages, chunk, ms, target);
+	}
+	*last_ms = ms;
+	return pages;
+}
+
+static void test_cost_next(void **state)
+{
+	double ms;
+	size_t pages;
+
+	(void)state;
+	/* idle 4 KiB, a small fixed cost (1 ms), 0.02 ms a page: calls settle
+	 * near the 20 ms target (950 pages) */
+	pages = run_calls(1, 0.02, 1024, 1, 40, 20, &ms);
+	assert_true(ms >= 14 && ms <= 26);
+	/* busy THP under TCG: 150 ms fixed, one THP 20 ms more. Shrinking to
+	 * one THP (512 pages) loses the rate; the chunk climbs instead, until
+	 * the fixed cost is at most about a fifth of a call */
+	pages = run_calls(150, 20.0 / 512, 1024, 512, 40, 20, &ms);
+	assert_true(pages >= 8 * 512);
+	assert_true(150 / ms <= 0.35);
+	/* busy 4 KiB: 100 ms fixed, 0.5 ms a page */
+	pages = run_calls(100, 0.5, 1024, 1, 40, 20, &ms);
+	assert_true(100 / ms <= 0.35);
+	/* no fixed cost at all: the target alone (40 pages) */
+	pages = run_calls(0, 0.5, 1024, 1, 40, 20, &ms);
+	assert_true(pages >= 20 && pages <= 60);
+	/* never under 16 pages, never over 65536 */
+	pages = run_calls(0, 5, 1024, 1, 40, 1, &ms);
+	assert_int_equal(pages, 16);
+	pages = run_calls(0, 0.00001, 1024, 1, 40, 20, &ms);
+	assert_int_equal(pages, 65536);
+}
+
+static void test_drop_refused(void **state)
+{
+	/* a window of 6 pages, all on node 0; entries 0..3 were moved */
+	int status[6] = { 0, 0, 0, 0, 0, 0 };
+	size_t idx[4] = { 1, 2, 4, 5 };
+	int mst[4] = { -EACCES, -EBUSY, -ENOENT, -EAGAIN };
+	nodemask_t to;
+	size_t pidx[6];
+	int w[6];
+
+	(void)state;
+	mask_parse("1", &to);
+	assert_int_equal(mover_drop_refused(status, idx, mst, 4), 2);
+	assert_int_equal(status[1], -EACCES);
+	assert_int_equal(status[4], -ENOENT);
+	/* busy (-EBUSY, -EAGAIN) pages are planned again, refused ones not */
+	assert_int_equal(mover_plan_window(status, (void *[]){ (void *)0x1000, (void *)0x2000, (void *)0x3000,
+								 (void *)0x4000, (void *)0x5000, (void *)0x6000 },
+					   6, 4096, &to, false, false, pidx, w),
+			 4);
+	assert_int_equal(pidx[0], 0);
+	assert_int_equal(pidx[1], 2);
+	assert_int_equal(pidx[2], 3);
+	assert_int_equal(pidx[3], 5);
 }
 
 static void test_pick_target(void **state)
@@ -404,6 +478,8 @@ int main(void)
 		cmocka_unit_test(test_guess_failed),
 		cmocka_unit_test(test_assign_first),
 		cmocka_unit_test(test_adapt_chunk),
+		cmocka_unit_test(test_cost_next),
+		cmocka_unit_test(test_drop_refused),
 		cmocka_unit_test(test_pick_target),
 		cmocka_unit_test(test_state_names),
 		cmocka_unit_test(test_sources_census_and_moves),

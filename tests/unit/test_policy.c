@@ -97,6 +97,7 @@ static const unsigned dist8[64] = {
 static void max_moves_2(struct policy_config *c) { c->max_moves = 2; }
 static void no_migration(struct policy_config *c) { c->max_migrate_bytes = 0; }
 static void margin_0(struct policy_config *c) { c->less_busy_margin = 0.0; }
+static void no_start_place(struct policy_config *c) { c->start_place = false; }
 
 #define N(i, c, m, f, b) { .id = (i), .cpus = (c), .mem_mib = (m), .free_mib = (f), .busy = (b) }
 #define N8(i, f, b) N(i, 8, 16384, f, b)
@@ -362,6 +363,62 @@ static const struct tcase cases[] = {
 		.name = "first sight: no usage yet",
 		.nn = 2, .nodes = { N8(0, 8192, 0.3), N8(1, 8192, 0.3) },
 		.g = { { .id = "new", .use = NAN, .on = "0-1", .mib = { 1024, 1024 } } },
+		.e = { { .id = "new", .kind = PLAN_SKIP, .skip = SKIP_NO_USAGE } },
+	},
+	{
+		/* The testbed's churn: a container appears on the 4 x 2-CPU host
+		 * with nothing touched yet; node 0 runs one busy guest (whose
+		 * memory is where the new one's first touches would go), node 1
+		 * another. Placed at once, taken as one CPU, on an idle node, its
+		 * mems bound there so its memory is first touched there: no
+		 * migration, no cool-down (check_invariants). */
+		.name = "start placement: a new container with nothing touched goes to an idle node at once",
+		.nn = 4, .nodes = { N(0, 2, 1024, 600, 0.5), N(1, 2, 1024, 600, 0.5),
+				    N(2, 2, 1024, 600, 0.0), N(3, 2, 1024, 900, 0.0) },
+		.g = { { .id = "new", .use = NAN, .on = "0-3", .mib = { 1, 0, 0, 0 } } },
+		.e = { { .id = "new", .kind = PLAN_MOVE, .reason = REASON_PLACE, .to = "2", .mems = "2",
+			 .cpus = "4-5", .detail_has = "start: 1 MiB touched" } },
+	},
+	{
+		/* Only the idle nodes are candidates: taken as one CPU with
+		 * headroom (1.2), it does not fit beside a busy thread on a
+		 * 2-CPU node (1 + 1.2 > 0.9 x 2). */
+		.name = "start placement: not beside a busy thread on a small node",
+		.nn = 2, .nodes = { N(0, 2, 1024, 900, 0.5), N(1, 2, 1024, 600, 0.0) },
+		.g = { { .id = "new", .use = NAN, .on = "0-1", .mib = { 0, 0 } } },
+		.e = { { .id = "new", .kind = PLAN_MOVE, .reason = REASON_PLACE, .to = "1", .mems = "1",
+			 .mig = MIG(0) } },
+	},
+	{
+		/* 128 MiB or more touched: placing it now would migrate much, and
+		 * its use decides where (as before start placement). */
+		.name = "start placement: too late once it holds memory",
+		.nn = 2, .nodes = { N(0, 2, 1024, 900, 0.5), N(1, 2, 1024, 600, 0.0) },
+		.g = { { .id = "new", .use = NAN, .on = "0-1", .mib = { 128, 0 } } },
+		.e = { { .id = "new", .kind = PLAN_SKIP, .skip = SKIP_NO_USAGE } },
+	},
+	{
+		/* First seen a second late (a prompted cycle waits for the gap),
+		 * 64 MiB touched on the busy node: still placed on the idle one;
+		 * what it touched moves with the binding, and the record says so. */
+		.name = "start placement: a little memory touched moves with it",
+		.nn = 2, .nodes = { N(0, 2, 1024, 900, 0.5), N(1, 2, 1024, 600, 0.0) },
+		.g = { { .id = "new", .use = NAN, .on = "0-1", .mib = { 64, 0 } } },
+		.e = { { .id = "new", .kind = PLAN_MOVE, .reason = REASON_PLACE, .to = "1", .mems = "1",
+			 .mig = MIG(64), .detail_has = "start: 64 MiB touched" } },
+	},
+	{
+		.name = "start placement off: decided next cycle",
+		.nn = 2, .nodes = { N(0, 2, 1024, 900, 0.5), N(1, 2, 1024, 600, 0.0) },
+		.g = { { .id = "new", .use = NAN, .on = "0-1", .mib = { 0, 0 } } },
+		.e = { { .id = "new", .kind = PLAN_SKIP, .skip = SKIP_NO_USAGE } },
+		.tweak = no_start_place,
+	},
+	{
+		/* Already on one node that fits it: nothing to place. */
+		.name = "start placement: already on one node, nothing to do",
+		.nn = 2, .nodes = { N(0, 2, 1024, 900, 0.0), N(1, 2, 1024, 600, 0.0) },
+		.g = { { .id = "new", .use = NAN, .on = "0", .mib = { 0, 0 } } },
 		.e = { { .id = "new", .kind = PLAN_SKIP, .skip = SKIP_NO_USAGE } },
 	},
 	{
@@ -693,8 +750,14 @@ static void check_invariants(const struct policy_config *cfg, const struct snaps
 		{
 			const struct pstate_entry *pe = pstate_find(next, it->guest_id);
 
-			assert_non_null(pe);
-			assert_int_equal(pe->last_move_ns, s->mono_ns);
+			/* A start placement starts no cool-down. */
+			if (it->bind_start) {
+				assert_true(isnan(g->cpu_use));
+				assert_true(!pe || pe->last_move_ns != s->mono_ns);
+			} else {
+				assert_non_null(pe);
+				assert_int_equal(pe->last_move_ns, s->mono_ns);
+			}
 		}
 	}
 	assert_int_equal(moves, p->nr_moves);

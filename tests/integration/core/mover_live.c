@@ -7,8 +7,10 @@
  * budget, the chunk boundaries — except the copy itself. Each case prints
  * "ok NAME" or "FAIL NAME: why"; exit 0 only when all passed, 77 to skip.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -200,6 +202,111 @@ static void check_cpuset(const char *name)
 		fail(name, "cgroup's cpuset changed: cpus \"%s\" mems \"%s\"", cpus, mems);
 }
 
+/* Threads of this process whose Cpus_allowed_list is exactly LIST. */
+static unsigned threads_on(const char *list)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	unsigned n = 0;
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d))) {
+		char path[300], buf[4096], *p;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/status", e->d_name);
+		read_file(path, buf, sizeof(buf));
+		p = strstr(buf, "Cpus_allowed_list:");
+		if (p) {
+			p += strlen("Cpus_allowed_list:");
+			p += strspn(p, " \t");
+			n += strncmp(p, list, strlen(list)) == 0 && (p[strlen(list)] == '\n' || !p[strlen(list)]);
+		}
+	}
+	closedir(d);
+	return n;
+}
+
+/* 7. [memory] workers_on_target: while a job runs, its worker's CPUs are
+ * those of the target node (a sysfs fixture says node 0 has only our
+ * last CPU, so the pin is visible on a one-node host), and they are
+ * restored after; off, no thread is pinned. */
+static void check_on_target(const struct host_paths *real)
+{
+	struct mover_config cfg = { .workers = 1, .rate_mib = 32, .chunk_ms = 20, .job_timeout_s = 60 };
+	struct host_paths hp = *real;
+	char dir[] = "/tmp/numaorch-it-sysfs-XXXXXX", path[PATH_MAX + 64], want[16];
+	cpu_set_t mine;
+	int last = -1;
+
+	if (sched_getaffinity(0, sizeof(mine), &mine) < 0 || CPU_COUNT(&mine) < 2) {
+		printf("SKIP on-target: this process may run on one CPU only (the pin would not show)\n");
+		return;
+	}
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &mine))
+			last = c;
+	snprintf(want, sizeof(want), "%d", last);
+	if (!mkdtemp(dir)) {
+		fail("on-target", "mkdtemp: %s", strerror(errno));
+		return;
+	}
+	snprintf(hp.sysfs, sizeof(hp.sysfs), "%s", dir);
+	snprintf(path, sizeof(path), "%s/devices/system/node/node0", dir);
+	{
+		char cmd[PATH_MAX + 96];
+
+		snprintf(cmd, sizeof(cmd), "mkdir -p '%s'", path);
+		if (system(cmd) != 0) {
+			fail("on-target", "cannot make the sysfs fixture");
+			return;
+		}
+	}
+	strncat(path, "/cpulist", sizeof(path) - strlen(path) - 1);
+	write_file(path, want);
+	for (int on = 1; on >= 0; on--) {
+		struct mover *m;
+		struct mover_job_info j;
+		uint64_t id;
+		unsigned pinned;
+
+		cfg.on_target = on;
+		if (mover_new(&cfg, &hp, &m) < 0) {
+			fail("on-target", "mover_new");
+			break;
+		}
+		id = submit(m, on ? "pin" : "nopin");
+		if (!wait_progress(m, id, 10)) {
+			fail("on-target", "no progress");
+			mover_free(m);
+			break;
+		}
+		pinned = threads_on(want);
+		mover_cancel(m, id, MJ_CANCELLED);
+		wait_end(m, id, 5, &j);
+		if (on && pinned != 1)
+			fail("on-target", "%u threads on CPU %s while the job ran (want the worker: 1)", pinned, want);
+		else if (!on && pinned != 0)
+			fail("on-target", "%u threads on CPU %s with workers_on_target off", pinned, want);
+		else if (on && threads_on(want) != 0)
+			fail("on-target", "the worker stayed on CPU %s after its job", want);
+		else if (!on)
+			printf("ok on-target: the worker ran on the target node's CPU %s, and only while its job ran\n",
+			       want);
+		mover_free(m);
+	}
+	unlink(path);
+	{
+		char cmd[PATH_MAX + 96];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+		if (system(cmd) != 0)
+			printf("note: could not remove %s\n", dir);
+	}
+}
+
 int main(void)
 {
 	struct host_paths hp;
@@ -374,6 +481,9 @@ int main(void)
 	else
 		printf("ok deadline: expired after %.2f s\n", j.elapsed_s);
 	check_cpuset("deadline");
+	drain(m);
+
+	check_on_target(&hp);
 
 	kill_guest(g);
 	mover_free(m);

@@ -186,8 +186,19 @@ int main(int argc, char **argv)
 		perror("guestload: madvise (continuing)");
 	if (mode != MPOL_DEFAULT &&
 	    syscall(SYS_set_mempolicy, mode, &mask, (unsigned long)MAX_NODES + 1) < 0) {
-		perror("guestload: set_mempolicy");
-		return 1;
+		/* --touch stands for the kernel's own first-touch placement (a
+		 * guest whose threads started on NODE's CPUs). When its cpuset
+		 * no longer allows NODE by the time it touches (a placer bound
+		 * its mems at its start), the kernel would place the memory on
+		 * the nodes it allows: so does the default policy. Any other
+		 * refusal is an error. */
+		if (errno != EINVAL) {
+			perror("guestload: set_mempolicy");
+			return 1;
+		}
+		fprintf(stderr, "guestload: --touch %s is outside its cpuset's mems: first touch left to the kernel\n",
+			touch);
+		mode = MPOL_DEFAULT;
 	}
 	for (size_t off = 0; off < len; off += 4096)
 		mem[off] = 1;

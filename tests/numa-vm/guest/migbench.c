@@ -47,10 +47,24 @@ static int busy;
 #define MPOL_DEFAULT_ 0
 #define MPOL_BIND_ 2
 
+/* What the guest itself feels: a busy guest stamps the clock after each
+ * page it rewrites; an idle one wakes every 2 ms and times one write to a
+ * page (the write waits while that page is in flight). A gap of at least
+ * GAP_MIN_MS is kept, with the time it ended, in memory shared with the
+ * parent, which keeps those inside a case's move (and, busy, those of the
+ * second before it: the control — under TCG a vCPU is also preempted). */
+#define GAP_MIN_MS 1.0
+#define NGAPS 8192
+struct gaps {
+	volatile unsigned n;          /* gaps recorded (the ring wraps) */
+	double end[NGAPS], ms[NGAPS];
+};
+
 struct guest {
 	pid_t pid;
 	char *addr;
 	size_t len;
+	struct gaps *gaps;
 };
 
 static double now(void)
@@ -59,6 +73,15 @@ static double now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void gap_note(struct gaps *gp, double t, double ms)
+{
+	unsigned i = gp->n % NGAPS;
+
+	gp->end[i] = t;
+	gp->ms[i] = ms;
+	__atomic_store_n(&gp->n, gp->n + 1, __ATOMIC_RELEASE);
 }
 
 static int wr(const char *path, const char *v)
@@ -82,6 +105,10 @@ static struct guest spawn(unsigned mib, bool thp, const char *cgroup)
 
 	if (pipe(pfd) < 0)
 		exit(1);
+	g.gaps = mmap(NULL, sizeof(*g.gaps), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (g.gaps == MAP_FAILED)
+		exit(1);
+	g.gaps->n = 0;
 	g.pid = fork();
 	if (g.pid == 0) {
 		unsigned long node0 = 1;
@@ -111,11 +138,32 @@ static struct guest spawn(unsigned mib, bool thp, const char *cgroup)
 			_exit(5);
 		/* A busy guest keeps writing its memory (a cache line at a
 		 * time, as guestload does): what migration must work against. */
-		while (busy)
-			for (size_t i = 0; i < g.len; i += 64)
-				mem[i]++;
-		for (;;)
-			pause();
+		if (busy) {
+			double last = now();
+
+			for (;;)
+				for (size_t i = 0; i < g.len; i += 4096) {
+					double t;
+
+					for (size_t c = 0; c < 4096; c += 64)
+						mem[i + c]++;
+					t = now();
+					if ((t - last) * 1e3 >= GAP_MIN_MS)
+						gap_note(g.gaps, t, (t - last) * 1e3);
+					last = t;
+				}
+		}
+		for (size_t i = 0;; i = (i + 7 * 4096 + 64) % g.len) {
+			struct timespec ts = { 0, 2000000 };
+			double t0, t1;
+
+			nanosleep(&ts, NULL);
+			t0 = now();
+			mem[i]++;
+			t1 = now();
+			if ((t1 - t0) * 1e3 >= GAP_MIN_MS)
+				gap_note(g.gaps, t1, (t1 - t0) * 1e3);
+		}
 	}
 	close(pfd[1]);
 	if (g.pid < 0 || read(pfd[0], &g.addr, sizeof(g.addr)) != sizeof(g.addr)) {
@@ -130,6 +178,25 @@ static void reap(struct guest *g)
 {
 	kill(g->pid, SIGKILL);
 	waitpid(g->pid, NULL, 0);
+	munmap(g->gaps, sizeof(*g->gaps));
+}
+
+/* KiB of G backed by transparent huge pages (smaps_rollup). */
+static long thp_kib(const struct guest *g)
+{
+	char path[64], line[256];
+	long kib = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", (int)g->pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "AnonHugePages: %ld kB", &kib) == 1)
+			break;
+	fclose(f);
+	return kib;
 }
 
 /* MiB of G on node NODE, by move_pages queries. */
@@ -172,10 +239,68 @@ static double quantile(const double *v, size_t n, double q)
 
 #define NGUESTS 4
 
+/* The guests' gaps that ended in [T0, T1): " PREFIX_n=.. PREFIX_p50_ms=..
+ * PREFIX_p99_ms=.. PREFIX_max_ms=.." into BUF. */
+static void gap_summary(struct guest *g, unsigned ng, double t0, double t1, const char *prefix, char *buf,
+			size_t sz)
+{
+	double *v = xcalloc((size_t)ng * NGAPS, sizeof(double));
+	size_t n = 0;
+	bool lost = false;
+
+	for (unsigned k = 0; k < ng; k++) {
+		unsigned total = __atomic_load_n(&g[k].gaps->n, __ATOMIC_ACQUIRE);
+		unsigned first = total > NGAPS ? total - NGAPS : 0;
+
+		for (unsigned i = first; i < total; i++) {
+			unsigned j = i % NGAPS;
+
+			if (g[k].gaps->end[j] >= t0 && g[k].gaps->end[j] < t1)
+				v[n++] = g[k].gaps->ms[j];
+		}
+		/* the ring overwrote gaps still inside the window */
+		lost |= first > 0 && g[k].gaps->end[first % NGAPS] >= t0;
+	}
+	qsort(v, n, sizeof(v[0]), cmp_double);
+	snprintf(buf, sz, " %s_n=%zu%s %s_p50_ms=%.1f %s_p99_ms=%.1f %s_max_ms=%.1f", prefix, n, lost ? "+" : "",
+		 prefix, quantile(v, n, 0.5), prefix, quantile(v, n, 0.99), prefix, n ? v[n - 1] : 0);
+	free(v);
+}
+
 static void spawn_all(struct guest *g, unsigned mib, bool thp, const char *cgroup)
 {
 	for (int i = 0; i < NGUESTS; i++)
 		g[i] = spawn(mib / NGUESTS, thp, cgroup);
+}
+
+#define CONTROL_S 1.0
+static long thp_before_kib;
+
+/* Let NG guests run CONTROL_S (the control window of their gaps), note
+ * their THP; returns the move's start time. */
+static double begin_move(struct guest *g, unsigned ng)
+{
+	struct timespec ts = { (time_t)CONTROL_S, 0 };
+
+	nanosleep(&ts, NULL);
+	thp_before_kib = 0;
+	for (unsigned i = 0; i < ng; i++)
+		thp_before_kib += thp_kib(&g[i]);
+	return now();
+}
+
+/* What NG guests felt in the move [T0, T1) and in the control second
+ * before it, and their THP before and after: appended to an R line. */
+static void end_move(struct guest *g, unsigned ng, double t0, double t1, char *buf, size_t sz)
+{
+	char a[160], b[160];
+	long after = 0;
+
+	for (unsigned i = 0; i < ng; i++)
+		after += thp_kib(&g[i]);
+	gap_summary(g, ng, t0, t1, "guest_gap", a, sizeof(a));
+	gap_summary(g, ng, t0 - CONTROL_S, t0, "control_gap", b, sizeof(b));
+	snprintf(buf, sz, " thp_mib_before=%ld thp_mib_after=%ld%s%s", thp_before_kib / 1024, after / 1024, a, b);
 }
 
 /* MiB of the guests on node 1, and the guests reaped. */
@@ -202,9 +327,11 @@ static void raw_one_case(const char *pages_name, unsigned mib, bool thp)
 	size_t n = g.len / 4096;
 	double t0, t1, moved;
 
+	char felt[512];
+
 	for (size_t j = 0; j < 16384; j++)
 		nodes[j] = 1;
-	t0 = now();
+	t0 = begin_move(&g, 1);
 	for (size_t i = 0; i < n; i += 16384) {
 		size_t k = n - i < 16384 ? n - i : 16384;
 
@@ -213,17 +340,19 @@ static void raw_one_case(const char *pages_name, unsigned mib, bool thp)
 		numamig_move(g.pid, k, pages, nodes, st);
 	}
 	t1 = now();
+	end_move(&g, 1, t0, t1, felt, sizeof(felt));
 	moved = mib_on(&g, 1);
 	reap(&g);
-	printf("R pages=%s%s case=raw_one_guest mib=%.0f s=%.3f mibs=%.1f\n", pages_name, busy ? "-busy" : "", moved,
-	       t1 - t0, moved / (t1 - t0));
+	printf("R pages=%s%s case=raw_one_guest mib=%.0f s=%.3f mibs=%.1f%s\n", pages_name, busy ? "-busy" : "", moved,
+	       t1 - t0, moved / (t1 - t0), felt);
 	free(pages);
 	free(nodes);
 	free(st);
 }
 
-static void raw_case(const char *pages_name, unsigned mib, bool thp)
+static void raw_case(const char *pages_name, const char *case_name, unsigned mib, bool thp)
 {
+	char felt[512];
 	struct guest g[NGUESTS];
 	void **pages = xcalloc(16384, sizeof(void *));
 	int *nodes = xcalloc(16384, sizeof(int)), *st = xcalloc(16384, sizeof(int));
@@ -233,7 +362,7 @@ static void raw_case(const char *pages_name, unsigned mib, bool thp)
 	spawn_all(g, mib, thp, NULL);
 	for (size_t j = 0; j < 16384; j++)
 		nodes[j] = 1;
-	t0 = now();
+	t0 = begin_move(g, NGUESTS);
 	for (int gi = 0; gi < NGUESTS; gi++) {
 		size_t n = g[gi].len / 4096;
 
@@ -250,11 +379,12 @@ static void raw_case(const char *pages_name, unsigned mib, bool thp)
 		}
 	}
 	t1 = now();
+	end_move(g, NGUESTS, t0, t1, felt, sizeof(felt));
 	moved = finish_all(g);
 	qsort(calls, ncalls, sizeof(calls[0]), cmp_double);
-	printf("R pages=%s%s case=raw mib=%.0f s=%.3f mibs=%.1f calls=%zu stall_p50_ms=%.1f stall_p99_ms=%.1f\n",
-	       pages_name, busy ? "-busy" : "", moved, t1 - t0, moved / (t1 - t0), ncalls, quantile(calls, ncalls, 0.5),
-	       quantile(calls, ncalls, 0.99));
+	printf("R pages=%s%s case=%s mib=%.0f s=%.3f mibs=%.1f calls=%zu stall_p50_ms=%.1f stall_p99_ms=%.1f%s\n",
+	       pages_name, busy ? "-busy" : "", case_name, moved, t1 - t0, moved / (t1 - t0), ncalls,
+	       quantile(calls, ncalls, 0.5), quantile(calls, ncalls, 0.99), felt);
 	free(pages);
 	free(nodes);
 	free(st);
@@ -267,9 +397,10 @@ static void migrate_pages_case(const char *pages_name, unsigned mib, bool thp)
 	struct guest g[NGUESTS];
 	int from = 0, to = 1, r;
 	double t0, t1, moved, worst = 0;
+	char felt[512];
 
 	spawn_all(g, mib, thp, NULL);
-	t0 = now();
+	t0 = begin_move(g, NGUESTS);
 	for (int i = 0; i < NGUESTS; i++) {
 		double c0 = now();
 
@@ -280,9 +411,10 @@ static void migrate_pages_case(const char *pages_name, unsigned mib, bool thp)
 			worst = (now() - c0) * 1e3;
 	}
 	t1 = now();
+	end_move(g, NGUESTS, t0, t1, felt, sizeof(felt));
 	moved = finish_all(g);
-	printf("R pages=%s%s case=migrate_pages mib=%.0f s=%.3f mibs=%.1f calls=%d stall_max_ms=%.1f\n", pages_name,
-	       busy ? "-busy" : "", moved, t1 - t0, moved / (t1 - t0), NGUESTS, worst);
+	printf("R pages=%s%s case=migrate_pages mib=%.0f s=%.3f mibs=%.1f calls=%d stall_max_ms=%.1f%s\n", pages_name,
+	       busy ? "-busy" : "", moved, t1 - t0, moved / (t1 - t0), NGUESTS, worst, felt);
 }
 
 /* The bucket bound under which fraction Q of the calls fall, ms; past
@@ -306,13 +438,13 @@ static void mover_case(const char *pages_name, unsigned mib, bool thp, unsigned 
 	struct guest g[NGUESTS];
 	struct mover_stats st;
 	double t0, t1, moved = 0, job_mib = 0;
-	char q50[16], q99[16];
+	char q50[16], q99[16], felt[512];
 
 	host_paths_default(&hp);
 	spawn_all(g, mib, thp, NULL);
 	if (mover_new(&cfg, &hp, &m) < 0)
 		exit(1);
-	t0 = now();
+	t0 = begin_move(g, NGUESTS);
 	for (int i = 0; i < NGUESTS; i++) {
 		struct mover_spec s;
 
@@ -327,6 +459,7 @@ static void mover_case(const char *pages_name, unsigned mib, bool thp, unsigned 
 	}
 	mover_wait_idle(m, 600);
 	t1 = now();
+	end_move(g, NGUESTS, t0, t1, felt, sizeof(felt));
 	mover_get_stats(m, &st);
 	{
 		struct mover_job_info *v;
@@ -339,11 +472,11 @@ static void mover_case(const char *pages_name, unsigned mib, bool thp, unsigned 
 	moved = finish_all(g);
 	/* job_mib: what the jobs say they moved, against mib (counted here) */
 	printf("R pages=%s%s case=mover workers=%u on=%s mib=%.0f job_mib=%.0f s=%.3f mibs=%.1f calls=%llu "
-	       "stall_mean_ms=%.1f stall_p50_ms<=%s stall_p99_ms<=%s\n",
+	       "stall_mean_ms=%.1f stall_p50_ms<=%s stall_p99_ms<=%s queries=%llu query_s=%.3f%s\n",
 	       pages_name, busy ? "-busy" : "", workers, on_target ? "target" : "any", moved, job_mib, t1 - t0,
 	       moved / (t1 - t0), (unsigned long long)st.stall_count,
 	       st.stall_count ? st.stall_sum_s * 1e3 / (double)st.stall_count : 0, stall_q(&st, 0.5, q50, sizeof(q50)),
-	       stall_q(&st, 0.99, q99, sizeof(q99)));
+	       stall_q(&st, 0.99, q99, sizeof(q99)), (unsigned long long)st.query_count, st.query_sum_s, felt);
 	mover_free(m);
 }
 
@@ -351,19 +484,21 @@ static void cpuset_case(const char *pages_name, unsigned mib, bool thp)
 {
 	struct guest g[NGUESTS];
 	double t0, t1, moved;
+	char felt[512];
 
 	mkdir(CG, 0755);
 	wr("/sys/fs/cgroup/cgroup.subtree_control", "+cpuset +memory");
 	wr(CG "/cpuset.mems", "0");
 	spawn_all(g, mib, thp, CG);
-	t0 = now();
+	t0 = begin_move(g, NGUESTS);
 	if (wr(CG "/cpuset.mems", "1") < 0)
 		fprintf(stderr, "migbench: cpuset.mems write failed: %s\n", strerror(errno));
 	t1 = now();
+	end_move(g, NGUESTS, t0, t1, felt, sizeof(felt));
 	moved = finish_all(g);
 	/* the guests' stall: the whole write (their pages move inside it) */
-	printf("R pages=%s%s case=cpuset mib=%.0f s=%.3f mibs=%.1f calls=1 stall_max_ms=%.1f\n", pages_name,
-	       busy ? "-busy" : "", moved, t1 - t0, moved / (t1 - t0), (t1 - t0) * 1e3);
+	printf("R pages=%s%s case=cpuset mib=%.0f s=%.3f mibs=%.1f calls=1 stall_max_ms=%.1f%s\n", pages_name,
+	       busy ? "-busy" : "", moved, t1 - t0, moved / (t1 - t0), (t1 - t0) * 1e3, felt);
 	for (int tries = 0; rmdir(CG) < 0 && errno == EBUSY && tries < 100; tries++)
 		usleep(10000); /* the reaped guests leave the cgroup asynchronously */
 }
@@ -372,7 +507,7 @@ static void run_all(unsigned mib, bool thp)
 {
 	const char *name = thp ? "thp" : "4k";
 
-	raw_case(name, mib, thp);
+	raw_case(name, "raw", mib, thp);
 	if (busy)
 		raw_one_case(name, mib, thp);
 	migrate_pages_case(name, mib, thp);
@@ -381,6 +516,10 @@ static void run_all(unsigned mib, bool thp)
 	mover_case(name, mib, thp, 2, true);
 	mover_case(name, mib, thp, 4, true);
 	cpuset_case(name, mib, thp);
+	/* raw once more, last: a figure that drifts from the first says the
+	 * run's order (memory fragmenting, THP running out) is in the
+	 * comparison */
+	raw_case(name, "raw_last", mib, thp);
 }
 
 int main(int argc, char **argv)
