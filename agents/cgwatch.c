@@ -303,6 +303,37 @@ static void prompt(struct cgwatch *w)
 	w->prompt(w->ctx);
 }
 
+/* Directory PATH (inside a scope) was removed: forget its watches and
+ * those of everything below it. On cgroup v1's cgroupfs an rmdir gives the
+ * parent its IN_DELETE but the removed directory no IN_DELETE_SELF or
+ * IN_IGNORED (measured on this project's hosts), so its watch would pin a
+ * kernel inotify watch and a slot for every guest that ever left. Where the
+ * kernel does send IN_IGNORED (tmpfs, cgroup2), that event then finds no
+ * slot and changes nothing. A root (or an anchor) among them is waited for
+ * again where it would come back. */
+static void forget_tree(struct cgwatch *w, const char *path)
+{
+	size_t n = strlen(path);
+	bool rearm = false;
+
+	for (unsigned k = 0; k < w->cap; k++) {
+		struct slot *s = &w->slots[k];
+		int wd = s->wd;
+
+		if (wd <= 0 || strncmp(s->path, path, n) != 0 || (s->path[n] != '\0' && s->path[n] != '/'))
+			continue;
+		for (unsigned i = 0; i < w->nroots; i++)
+			if (s->anchor ? w->missing[i] && w->anchor_wd[i] == wd : strcmp(s->path, w->roots[i]) == 0) {
+				w->missing[i] = true;
+				rearm = true;
+			}
+		drop(w, wd);
+		inotify_rm_watch(w->ifd, wd);
+	}
+	if (rearm && arm_missing(w))
+		prompt(w);
+}
+
 static void handle(struct cgwatch *w, const struct inotify_event *ev)
 {
 	const char *name = ev->len ? ev->name : NULL;
@@ -344,6 +375,14 @@ static void handle(struct cgwatch *w, const struct inotify_event *ev)
 				prompt(w);
 			set_watches(w);
 			return;
+		}
+		if ((ev->mask & IN_DELETE) && (ev->mask & IN_ISDIR) && name && s) {
+			char sub[PATH_MAX];
+
+			if (snprintf(sub, sizeof(sub), "%s/%s", s->path, name) < (int)sizeof(sub))
+				forget_tree(w, sub);
+			s = NULL; /* forget_tree may have grown the table */
+			set_watches(w);
 		}
 		if ((ev->mask & IN_CREATE) && (ev->mask & IN_ISDIR) && name) {
 			char sub[PATH_MAX];

@@ -5,8 +5,10 @@
  * source's scopes in the cpuset hierarchy (a new directory is watched as
  * it appears; a scope that does not exist yet is waited for on its
  * nearest existing ancestor, which only new directories wake; so is one
- * whose removal inotify reports — cgroup v1's cgroupfs reports none: a
- * removed cgroup's watch stays, silent, until the watcher stops).
+ * whose removal inotify reports. cgroup v1's cgroupfs sends a removed
+ * directory no IN_IGNORED, only its parent an IN_DELETE: a directory
+ * removed inside a scope is forgotten (watch removed) on that IN_DELETE;
+ * a removed scope whose parent is not watched is found again at reload).
  * A directory created or removed, a process attached
  * (cgroup.procs, tasks) or a cpuset rewritten by someone (cpuset.cpus,
  * cpuset.mems) calls PROMPT, which must be cheap and thread-safe
