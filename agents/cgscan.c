@@ -725,6 +725,7 @@ static void measure_guest(struct cgscan *cs, int pdfd, const char *prel, struct 
 	g->cpu_usage_ns = usage;
 	prev = cgthr_prev_find(&cs->thr, id);
 	g->cpu_use = have_usage ? cgthr_rate(&cs->thr, prev, usage) : NAN;
+	g->first_sight = !prev;
 	if (have_usage && isnan(g->cpu_use) && cs->gen > 1 && !prev)
 		g->cpu_use = cgthr_young_rate(&cs->thr, m.main_pid, usage);
 	if (snap->nr_nodes)

@@ -94,6 +94,10 @@ struct snap_guest {
 	unsigned nr_procs;
 	pid_t main_pid;                 /* first process seen, 0 if none */
 	double cpu_use;                 /* CPUs in use over the window; NAN if unknown */
+	/* No earlier sample of this guest: cpu_use, if known, is its young
+	 * process's average since it started (a container first seen a
+	 * second or more after its start), not a window's rate. */
+	bool first_sight;
 	uint64_t cpu_usage_ns;          /* cumulative counter it came from */
 	/* [nr_nodes] by node index: the CPUs of cpu_use that ran on each
 	 * node, measured from its threads; NULL where not measured (a guest

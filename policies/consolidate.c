@@ -939,7 +939,12 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
  * pages happen to be). */
 static bool start_placeable(const struct snap_guest *g, struct snap_guest *sg)
 {
-	if (g->kind != GUEST_CONTAINER || g->policy.mode != GPOL_AUTO || !isnan(g->cpu_use) ||
+	/* First sight either way: no usage at all, or only its process's
+	 * average since it started (seen a second or more after its start:
+	 * the testbed's churn pod, first decided 1.0 s after its start with
+	 * 84 MiB touched on a full node, was moved as an old guest — mems
+	 * not bound — and 316 MiB chased it for 9 s). */
+	if (g->kind != GUEST_CONTAINER || g->policy.mode != GPOL_AUTO || (!isnan(g->cpu_use) && !g->first_sight) ||
 	    g->mem_total >= START_PLACE_MAX_BYTES)
 		return false;
 	*sg = *g;
@@ -955,10 +960,13 @@ static bool start_placeable(const struct snap_guest *g, struct snap_guest *sg)
  * G, or its start-placement stand-in (*TMP). The stand-in's assumed use
  * runs nowhere yet (no share of any node's busy CPUs is its own), and it
  * needs room for START_PLACE_MAX_BYTES on its target. */
-static unsigned view_of(struct pctx *x, const struct snap_guest *g, struct gview *v, bool *usable,
+static unsigned view_of(struct pctx *x, const struct snap_guest *g, bool as_start, struct gview *v, bool *usable,
 			struct snap_guest *tmp, const struct snap_guest **used)
 {
-	bool start = x->cfg->start_place && start_placeable(g, tmp);
+	/* AS_START: decided (or being decided) as a start placement; a guest
+	 * first seen with its young process's average use that was not is
+	 * decided, and committed, on that use. */
+	bool start = as_start && x->cfg->start_place && start_placeable(g, tmp);
 	unsigned n = gview_build(x, start ? tmp : g, v, usable);
 
 	if (start) {
@@ -977,7 +985,7 @@ static void evaluate_start(struct pctx *x, const struct pstate_entry *pe, const 
 	struct plan_item *it = &d->it;
 	struct snap_guest tmp;
 	const struct snap_guest *sg;
-	unsigned nusable = view_of(x, g, v, usable, &tmp, &sg);
+	unsigned nusable = view_of(x, g, true, v, usable, &tmp, &sg);
 
 	it->cpu_demand = v->cpu_demand;
 	decide_auto(x, pe, sg, v, usable, nusable, nan, d);
@@ -1028,7 +1036,7 @@ static void evaluate(struct pctx *x, const struct pstate *prev, unsigned gi, str
 		set_detail(it, "per-guest policy is ignore: never moved");
 		return;
 	}
-	if (g->policy.mode != GPOL_PINNED && isnan(g->cpu_use)) {
+	if (g->policy.mode != GPOL_PINNED && (isnan(g->cpu_use) || g->first_sight)) {
 		struct snap_guest sg;
 
 		if (cfg->start_place && start_placeable(g, &sg)) {
@@ -1039,6 +1047,8 @@ static void evaluate(struct pctx *x, const struct pstate *prev, unsigned gi, str
 				return;
 			*d = before;
 		}
+	}
+	if (g->policy.mode != GPOL_PINNED && isnan(g->cpu_use)) {
 		it->kind = PLAN_SKIP;
 		it->skip = SKIP_NO_USAGE;
 		set_detail(it, "CPU use not measured yet (first sight); decided next cycle");
@@ -1189,7 +1199,7 @@ static void replay(struct pctx *x, const struct snapshot *snap, const struct adv
 			continue;
 		struct snap_guest tmp;
 
-		view_of(x, &snap->guests[order[oi]], v, usable, &tmp, NULL);
+		view_of(x, &snap->guests[order[oi]], d[order[oi]].it.bind_start, v, usable, &tmp, NULL);
 		pctx_commit(x, v, &d[order[oi]].target);
 	}
 }
@@ -1330,7 +1340,7 @@ int policy_decide_reserved(const struct policy_config *cfg, const struct snapsho
 		{
 			struct snap_guest tmp;
 
-			view_of(&x, &snap->guests[gi], &v, usable, &tmp, NULL);
+			view_of(&x, &snap->guests[gi], gd->it.bind_start, &v, usable, &tmp, NULL);
 		}
 		pctx_commit(&x, &v, &gd->target);
 		gd->it.to_cpus = xmalloc(sizeof(cpumask_t));
