@@ -369,7 +369,13 @@ test_reload_stops_a_migration() {
 	kill -HUP $pid
 	wait_record memory_stopped || { kill -9 $pid; return 1; }
 	r=0
-	grep -q "configuration reloaded" $T/err || { echo "no \"configuration reloaded\" in the log"; r=1; }
+	# The job's record is written at the chunk boundary, the reload's log
+	# line once the new configuration is in force, which can come a moment
+	# later (CI on a clean clone read the log between the two): wait for
+	# it with a deadline.
+	n=0
+	while ! grep -q "configuration reloaded" $T/err && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
+	grep -q "configuration reloaded" $T/err || { echo "no \"configuration reloaded\" in the log within 10 s"; r=1; }
 	kill -0 $pid 2>/dev/null || { echo "daemon exited on SIGHUP"; return 1; }
 	[ "$(rd $G1 cpuset.mems)" = 0-1 ] || { echo "mems $(rd $G1 cpuset.mems), want 0-1"; r=1; }
 	[ "$(rd $G1 cpuset.cpus)" = "$c1" ] || { echo "cpus $(rd $G1 cpuset.cpus), want $c1"; r=1; }
@@ -507,7 +513,11 @@ test_top_shows_a_live_migration() {
 	# is in flight in one chunk.
 	fle "$n1a" "$db" 8 && fle "$da" "$n1b" 8 || { said "done $da..$db MiB, node 1 holds $n1a..$n1b MiB"; }
 	# Per source node, the job's figures against memory.numa_stat (read
-	# between the two) and each other. Slack 3 MiB: the job's census counts
+	# between the two) and each other. Slack 8 MiB, as for the bytes done
+	# above: memory.numa_stat comes from memcg statistics the kernel
+	# flushes lazily (CI on a clean clone read 118.9 MiB on node 0 where the
+	# job had 114.9 left, with only 1.2 MiB yet counted on node 1 of the
+	# 5.1 done), and the job's census counts
 	# what the guest's processes map (numa_maps: the binary's and the C
 	# library's pages too, shared and not charged to the guest's cgroup,
 	# which move_pages(2) leaves where they are), numa_stat what is charged
@@ -520,7 +530,7 @@ test_top_shows_a_live_migration() {
 		kn=$(awk -v b=$kn 'BEGIN{printf "%.1f", b / 1048576}')
 		[ -n "$lna" ] && [ -n "$lnb" ] && [ "$(jsrc $T/ma $nd to)" = 1 ] ||
 			{ said "no source $nd -> 1 in the job: $(tr '\n' ' ' < $T/ma | tr -s ' ')"; continue; }
-		fle "$lnb" "$kn" 3 && fle "$kn" "$lna" 3 || { said "node $nd: the job has $lna..$lnb MiB left there, numa_stat $kn MiB"; }
+		fle "$lnb" "$kn" 8 && fle "$kn" "$lna" 8 || { said "node $nd: the job has $lna..$lnb MiB left there, numa_stat $kn MiB"; }
 		fle "$dna" "$dnb" && fle "$(awk -v f=$fn -v d=$dna 'BEGIN{print f - d}')" "$lna" 0.2 ||
 			{ said "node $nd: found $fn, done $dna..$dnb, left $lna MiB do not add up"; }
 		eval "la$nd=$lna lb$nd=$lnb"
