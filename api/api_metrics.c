@@ -141,21 +141,17 @@ static void view_metrics(struct prom *p, struct api *a, const struct engine_view
 		unsigned nh;
 		size_t hb = history_bytes(engine_history(a->e), &nh);
 
-		prom_family(p, "numaorch_history_bytes", "gauge",
-			    "Memory held by the per-guest history (GET /v1/guests/{id}/history).");
-		prom_sample(p, "numaorch_history_bytes", (double)hb, 0);
-		prom_family(p, "numaorch_history_guests", "gauge", "Guests with a history.");
-		prom_sample(p, "numaorch_history_guests", nh, 0);
+		prom_gauge(p, "numaorch_history_bytes",
+			   "Memory held by the per-guest history (GET /v1/guests/{id}/history).", (double)hb);
+		prom_gauge(p, "numaorch_history_guests", "Guests with a history.", nh);
 	}
 	{
 		unsigned nr;
 		size_t rb = declog_bytes(engine_declog(a->e), &nr);
 
-		prom_family(p, "numaorch_decision_ring_bytes", "gauge",
-			    "Memory held by the in-memory ring of decision records (GET /v1/decisions).");
-		prom_sample(p, "numaorch_decision_ring_bytes", (double)rb, 0);
-		prom_family(p, "numaorch_decision_ring_records", "gauge", "Decision records in the ring.");
-		prom_sample(p, "numaorch_decision_ring_records", nr, 0);
+		prom_gauge(p, "numaorch_decision_ring_bytes",
+			   "Memory held by the in-memory ring of decision records (GET /v1/decisions).", (double)rb);
+		prom_gauge(p, "numaorch_decision_ring_records", "Decision records in the ring.", nr);
 	}
 	prom_family(p, "numaorch_guest_policy_overrides", "gauge", "Per-guest policies set through the API.");
 	prom_sample(p, "numaorch_guest_policy_overrides", gpolstore_count(a->gs), 0);

@@ -131,3 +131,9 @@ void prom_sample(struct prom *p, const char *name, double value, unsigned nlabel
 	else
 		prom_printf(p, " %.15g\n", value);
 }
+
+void prom_gauge(struct prom *p, const char *name, const char *help, double value)
+{
+	prom_family(p, name, "gauge", help);
+	prom_sample(p, name, value, 0);
+}

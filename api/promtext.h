@@ -31,6 +31,8 @@ void prom_family(struct prom *p, const char *name, const char *type, const char 
 void prom_sample(struct prom *p, const char *name, double value, unsigned nlabels, ...);
 
 /* printf into the buffer (raw). */
+/* A gauge family with one unlabelled sample. */
+void prom_gauge(struct prom *p, const char *name, const char *help, double value);
 void prom_printf(struct prom *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif
