@@ -20,6 +20,7 @@ struct acquirer {
 	struct topo_cpustat prev;
 	int64_t prev_ns;
 	bool have_prev;
+	bool primed;            /* counters taken by acquirer_prime, no snapshot yet */
 	uint64_t seq;
 	unsigned last_guests;   /* guests in the last snapshot */
 	unsigned nr_sources;
@@ -91,6 +92,35 @@ static int scan_guests(struct acquirer *a, struct snapshot *snap, int64_t now)
 	return 0;
 }
 
+/* The first counters: node CPU time, and every guest's through a
+ * throwaway snapshot. */
+int acquirer_prime(struct acquirer *a)
+{
+	struct snap_node *nodes = NULL;
+	unsigned nr = 0, *dist = NULL;
+	struct snapshot *prime;
+	int r;
+
+	if (a->have_prev)
+		return 0;
+	r = topo_read_nodes(&a->hp, &nodes, &nr, &dist);
+	if (r < 0)
+		return r;
+	prime = snap_new();
+	snap_set_nodes(prime, nodes, nr, dist);
+	r = topo_read_cpustat(&a->hp, &a->prev);
+	if (r == 0) {
+		a->prev_ns = clock_mono_ns();
+		scan_guests(a, prime, a->prev_ns);
+		a->have_prev = true;
+		a->primed = true;
+	}
+	snap_unref(prime);
+	free(nodes);
+	free(dist);
+	return r;
+}
+
 int acquirer_snapshot(struct acquirer *a, double prime_s, const struct snap_policy_overlay *ov,
 		      const struct snapshot **out)
 {
@@ -101,27 +131,24 @@ int acquirer_snapshot(struct acquirer *a, double prime_s, const struct snap_poli
 	int64_t now;
 	int r;
 
+	if (!a->have_prev) {
+		r = acquirer_prime(a);
+		if (r < 0)
+			return r;
+	}
+	if (a->primed) {
+		/* The first snapshot has rates over at least PRIME_S; what the
+		 * daemon's start-up took since acquirer_prime() counts. */
+		double left = prime_s - (double)(clock_mono_ns() - a->prev_ns) / 1e9;
+
+		if (left > 0)
+			sleep_s(left);
+		a->primed = false;
+	}
+
 	r = topo_read_nodes(&a->hp, &nodes, &nr, &dist);
 	if (r < 0)
 		return r;
-
-	if (!a->have_prev) {
-		/* First sample: counters only, then wait so the real snapshot
-		 * has rates. The throwaway snapshot primes guest counters. */
-		struct snapshot *prime = snap_new();
-
-		snap_set_nodes(prime, nodes, nr, dist);
-		r = topo_read_cpustat(&a->hp, &a->prev);
-		if (r < 0) {
-			snap_unref(prime);
-			goto out;
-		}
-		a->prev_ns = clock_mono_ns();
-		scan_guests(a, prime, a->prev_ns);
-		snap_unref(prime);
-		a->have_prev = true;
-		sleep_s(prime_s);
-	}
 
 	r = topo_read_cpustat(&a->hp, &cur);
 	if (r < 0)
@@ -172,5 +199,6 @@ const struct source_ops acquire_host_ops = {
 	.add_source = acquirer_add_source,
 	.hier = acquirer_hier,
 	.snapshot = acquirer_snapshot,
+	.prime = acquirer_prime,
 	.read_meminfo = topo_read_meminfo,
 };

@@ -3,7 +3,9 @@
  *
  * Rates (node busy, guest CPU use) are deltas against the previous call;
  * the very first call samples twice, PRIME_S apart, so that even
- * `numaorchd --once` decides on measured load.
+ * `numaorchd --once` decides on measured load. acquirer_prime() takes the
+ * first counters early (the engine calls it once its sources are set up),
+ * so the daemon's start-up runs inside that window instead of before it.
  */
 #ifndef NUMAORCH_ACQUIRE_H
 #define NUMAORCH_ACQUIRE_H
@@ -23,6 +25,9 @@ void acquirer_add_source(struct acquirer *a, const struct guest_source *src);
 const struct cg_hier *acquirer_hier(const struct acquirer *a);
 const struct host_paths *acquirer_paths(const struct acquirer *a);
 
+/* Take the first counters now, if none were taken yet; the first
+ * snapshot then waits only what is left of its PRIME_S. */
+int acquirer_prime(struct acquirer *a);
 /* Take a snapshot (finalised with OV's policy overrides, OV may be NULL;
  * one reference, the caller's; read-only from here on). */
 int acquirer_snapshot(struct acquirer *a, double prime_s, const struct snap_policy_overlay *ov,

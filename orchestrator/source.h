@@ -53,6 +53,9 @@ struct source_ops {
 	 * one reference, the caller's: read-only (const) from here on. */
 	int (*snapshot)(struct acquirer *a, double prime_s, const struct snap_policy_overlay *ov,
 			const struct snapshot **out);
+	/* Optional: take the first counters now, so the first snapshot's
+	 * rate window (prime_s) overlaps the daemon's start-up. */
+	int (*prime)(struct acquirer *a);
 	/* Re-read MemTotal/MemFree of NODES[NR] (the applier's room re-check
 	 * just before a move; agents/topo.h topo_read_meminfo). */
 	int (*read_meminfo)(const struct host_paths *hp, struct snap_node *nodes, unsigned nr);

@@ -76,6 +76,7 @@ struct guest {
 	char pages[8];
 	char cpus[64];      /* "all" or "nodes:LIST" */
 	char mems[64];      /* "all" or LIST */
+	char run_on[64];    /* "" or "nodes:LIST": where its threads start */
 	bool idle;          /* holds its memory, uses no CPU */
 	double start, stop; /* stop < 0: runs to the end */
 	/* runtime */
@@ -100,6 +101,7 @@ static int nr_nodes;
 static int cpu_node[MAX_CPUS];
 static char node_cpus[MAX_NODES][256];
 static double t_zero;
+static bool placer_started;
 static long clk_tck;
 
 static double mono(void)
@@ -302,6 +304,67 @@ static void hex_id(const char *name, const char *salt, char hex[65])
 	}
 }
 
+/* "0-1,4" → SET. */
+static void cpulist_to_set(const char *list, cpu_set_t *set)
+{
+	const char *p = list;
+
+	CPU_ZERO(set);
+	while (*p) {
+		char *end;
+		long a = strtol(p, &end, 10), b = a;
+
+		if (end == p)
+			die("bad CPU list \"%s\"", list);
+		if (*end == '-')
+			b = strtol(end + 1, &end, 10);
+		for (long c = a; c <= b && c < CPU_SETSIZE; c++)
+			CPU_SET((int)c, set);
+		p = *end == ',' ? end + 1 : end;
+		if (*p == '\n')
+			break;
+	}
+}
+
+/* A guest with run_on starts with its threads on those nodes' CPUs (its
+ * workload's threads inherit the affinity), so that every placer faces
+ * the same start: left to the scheduler, a thread free to run anywhere
+ * lands on a different node from run to run (memtight's kernel run began
+ * with both guests local by chance, the others with one misplaced). At
+ * t = 0, just before the placer starts (a guest starting later: once it is
+ * ready), release_run_on() widens each thread to every CPU; its cgroup's
+ * cpuset still bounds it. */
+static void release_run_on(struct guest *g)
+{
+	char path[64];
+	DIR *d;
+	struct dirent *de;
+	cpu_set_t all;
+	unsigned n = 0;
+
+	if (!g->run_on[0] || g->state != 2)
+		return;
+	CPU_ZERO(&all);
+	for (int c = 0; c < MAX_CPUS && c < CPU_SETSIZE; c++)
+		CPU_SET(c, &all);
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)g->pid);
+	d = opendir(path);
+	if (!d)
+		die("guest %s: %s: %s", g->name, path, strerror(errno));
+	while ((de = readdir(d))) {
+		int tid = atoi(de->d_name);
+
+		if (tid <= 0)
+			continue;
+		if (sched_setaffinity(tid, sizeof(all), &all) < 0 && errno != ESRCH)
+			die("guest %s: sched_setaffinity(%d): %s", g->name, tid, strerror(errno));
+		n++;
+	}
+	closedir(d);
+	g->run_on[0] = '\0';
+	emit("E t=%.2f what=released g=%s threads=%u", now_t(), g->name, n);
+}
+
 static void guest_paths(struct guest *g)
 {
 	char id[65], uid[65];
@@ -371,6 +434,11 @@ static void parse_guest(char *rest, int lineno)
 			snprintf(g->cpus, sizeof(g->cpus), "%s", v);
 		else if (strcmp(k, "mems") == 0)
 			snprintf(g->mems, sizeof(g->mems), "%s", v);
+		else if (strcmp(k, "run_on") == 0) {
+			if (strncmp(v, "nodes:", 6) != 0)
+				die("line %d: run_on must be nodes:LIST", lineno);
+			snprintf(g->run_on, sizeof(g->run_on), "%s", v);
+		}
 		else if (strcmp(k, "busy") == 0)
 			g->idle = strcmp(v, "no") == 0;
 		else if (strcmp(k, "start") == 0)
@@ -511,6 +579,14 @@ static void start_guest(struct guest *g)
 		snprintf(path, sizeof(path), CG "%s/cgroup.procs", g->leaf);
 		if (write_str(path, "0") < 0)
 			_exit(126);
+		if (g->run_on[0]) {
+			cpu_set_t set;
+
+			nodes_to_cpus(g->run_on + 6, val, sizeof(val));
+			cpulist_to_set(val, &set);
+			if (sched_setaffinity(0, sizeof(set), &set) < 0)
+				_exit(126);
+		}
 		close(pfd[0]);
 		if (dup2(pfd[1], 3) < 0)
 			_exit(126);
@@ -566,6 +642,8 @@ static void poll_ready(void)
 			}
 			g->state = 2;
 			emit("E t=%.2f what=ready g=%s", now_t(), g->name);
+			if (placer_started)
+				release_run_on(g);
 		}
 	}
 }
@@ -954,9 +1032,10 @@ int main(int argc, char **argv)
 	for (unsigned i = 0; i < scn.nguests; i++) {
 		struct guest *g = &scn.g[i];
 
-		emit("H guest=%s cgroup=%s kind=%s threads=%u mib=%u touch=%s pages=%s cpus=%s mems=%s busy=%s start=%.0f stop=%.0f",
+		emit("H guest=%s cgroup=%s kind=%s threads=%u mib=%u touch=%s pages=%s cpus=%s mems=%s run_on=%s busy=%s start=%.0f stop=%.0f",
 		     g->name, g->cgroup, g->kind, g->threads, g->mib, g->touch[0] ? g->touch : "local",
-		     g->pages, g->cpus, g->mems, g->idle ? "no" : "yes", g->start, g->stop);
+		     g->pages, g->cpus, g->mems, g->run_on[0] ? g->run_on : "any", g->idle ? "no" : "yes",
+		     g->start, g->stop);
 	}
 
 	/* No placer while the initial guests lay out their memory: the bad
@@ -993,6 +1072,9 @@ int main(int argc, char **argv)
 		for (unsigned i = 0; i < scn.nguests; i++)
 			scn.g[i].prev_t -= z - t_zero;
 		t_zero = z;
+		for (unsigned i = 0; i < scn.nguests; i++)
+			release_run_on(&scn.g[i]);
+		placer_started = true;
 		clock_gettime(CLOCK_REALTIME, &rt);
 		ppid = start_placer(placer);
 		emit("E t=0.00 what=placer placer=%s pid=%d real=%.3f", placer, (int)ppid,
