@@ -644,6 +644,8 @@ int main(int argc, char **argv)
 		 * (their records say when the memory arrived). */
 		if (engine_drain_migrations(e, cfg->mover_job_timeout_s + 5) < 0)
 			log_warn("--once: memory still moving after %.0f s; stopping its jobs", cfg->mover_job_timeout_s + 5);
+		/* Nothing widens a binding once this process is gone. */
+		engine_release_bindings(e, "the agent's one cycle (--once) ended");
 		if (cli.json)
 			print_report_json(&rep);
 		else

@@ -929,10 +929,9 @@ int apply_memory_settle(struct applier *a, struct apply_pending *p, struct apply
 	return 0;
 }
 
-int apply_release_mems(struct applier *a, const struct snapshot *snap, unsigned gi, const nodemask_t *wide,
-		       struct apply_result *res)
+int apply_release_mems_cgroup(struct applier *a, const char *cgroup, const nodemask_t *bound,
+			      const nodemask_t *wide, struct apply_result *res)
 {
-	const struct snap_guest *g;
 	char *cur = NULL, loose[NODELIST_BUFSZ];
 	nodemask_t cur_mems;
 	unsigned n = 0;
@@ -940,53 +939,48 @@ int apply_release_mems(struct applier *a, const struct snapshot *snap, unsigned 
 	int r;
 
 	result_init(res);
-	if (gi >= snap->nr_guests || snap->guests[gi].kind != GUEST_CONTAINER) {
-		apply_result_set(res, APPLY_REFUSED, -EINVAL, "refused: not a container of the snapshot");
-		return -EINVAL;
-	}
-	g = &snap->guests[gi];
-	if (!cgw_in_scope(a->w, g->cgroup)) {
+	if (!cgw_in_scope(a->w, cgroup)) {
 		apply_result_set(res, APPLY_REFUSED, -EPERM, "refused: cgroup %s is outside the configured scope",
-			g->cgroup);
+			cgroup);
 		return -EPERM;
 	}
-	r = read_effective(a, g->cgroup, "mems", &cur);
+	r = read_effective(a, cgroup, "mems", &cur);
 	if (is_gone(r)) {
 		free(cur);
-		apply_result_set(res, APPLY_VANISHED, 0, "guest's cgroup %s is gone", g->cgroup);
+		apply_result_set(res, APPLY_VANISHED, 0, "guest's cgroup %s is gone", cgroup);
 		return 0;
 	}
-	if (r < 0 || mask_parse(cur, &cur_mems) < 0 || !mask_equal(&cur_mems, &g->mems)) {
-		apply_result_set(res, APPLY_CHANGED, r < 0 ? r : 0, "mems of %s are not the snapshot's (now %s)",
-			g->cgroup, cur ? cur : "unreadable");
+	if (r < 0 || mask_parse(cur, &cur_mems) < 0 || !mask_equal(&cur_mems, bound)) {
+		apply_result_set(res, APPLY_CHANGED, r < 0 ? r : 0, "mems of %s are not the bound ones (now %s)",
+			cgroup, cur ? cur : "unreadable");
 		free(cur);
 		return 0;
 	}
 	free(cur);
 	/* v2: a descendant with its own mems would get its pages migrated back
 	 * once the guest widens (move_binding): it stays bound. */
-	if (a->h.v2[CGC_CPUSET] && descendants_set_mems(a, g->cgroup)) {
+	if (a->h.v2[CGC_CPUSET] && descendants_set_mems(a, cgroup)) {
 		apply_result_set(res, APPLY_NOT_APPLICABLE, 0, "a cgroup below %s sets its own mems: stays bound",
-			g->cgroup);
+			cgroup);
 		return 0;
 	}
-	r = collect_subtree(a, g->cgroup, &n, &sub, NULL, 0);
+	r = collect_subtree(a, cgroup, &n, &sub, NULL, 0);
 	if (r == 0)
-		r = loosen_mems(a, n, sub, wide, &g->mems, loose, sizeof(loose));
+		r = loosen_mems(a, n, sub, wide, bound, loose, sizeof(loose));
 	for (unsigned i = 0; i < n; i++)
 		free(sub[i]);
 	free(sub);
 	if (r < 0) {
 		apply_result_set(res, is_gone(r) ? APPLY_VANISHED : APPLY_FAILED, is_gone(r) ? 0 : r,
-			"could not widen the mems of %s: %s", g->cgroup, strerror(-r));
+			"could not widen the mems of %s: %s", cgroup, strerror(-r));
 		return is_gone(r) ? 0 : r;
 	}
-	mask_or(&res->mems_after, &g->mems, wide);
+	mask_or(&res->mems_after, bound, wide);
 	res->mems_loosened = true;
 	{
 		char was[NODELIST_BUFSZ], now[NODELIST_BUFSZ];
 
-		if (mask_format(&g->mems, was, sizeof(was)) < 0)
+		if (mask_format(bound, was, sizeof(was)) < 0)
 			snprintf(was, sizeof(was), "?");
 		if (mask_format(&res->mems_after, now, sizeof(now)) < 0)
 			snprintf(now, sizeof(now), "?");
@@ -994,6 +988,17 @@ int apply_release_mems(struct applier *a, const struct snapshot *snap, unsigned 
 			was, now);
 	}
 	return 0;
+}
+
+int apply_release_mems(struct applier *a, const struct snapshot *snap, unsigned gi, const nodemask_t *wide,
+		       struct apply_result *res)
+{
+	if (gi >= snap->nr_guests || snap->guests[gi].kind != GUEST_CONTAINER) {
+		result_init(res);
+		apply_result_set(res, APPLY_REFUSED, -EINVAL, "refused: not a container of the snapshot");
+		return -EINVAL;
+	}
+	return apply_release_mems_cgroup(a, snap->guests[gi].cgroup, &snap->guests[gi].mems, wide, res);
 }
 
 int apply_move(struct applier *a, const struct snapshot *snap, const struct plan_item *it,

@@ -149,6 +149,11 @@ bool apply_pending_movable(const struct apply_pending *p);
  * returns 0 or the negative errno of a refused write. */
 int apply_release_mems(struct applier *a, const struct snapshot *snap, unsigned gi, const nodemask_t *wide,
 		       struct apply_result *res);
+/* The same for the container at CGROUP, bound to BOUND (its mems must
+ * still be BOUND, else APPLY_CHANGED), with no snapshot: at the agent's
+ * stop and for a binding recorded before a restart (bindstate.h). */
+int apply_release_mems_cgroup(struct applier *a, const char *cgroup, const nodemask_t *bound,
+			      const nodemask_t *wide, struct apply_result *res);
 /* Is P's guest soft-bound (its mems may stay wide)? false for VMs. */
 bool apply_pending_soft(const struct apply_pending *p);
 void apply_pending_free(struct apply_pending *p);

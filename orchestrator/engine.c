@@ -245,7 +245,7 @@ void engine_free(struct engine *e)
 	for (unsigned i = 0; i < e->njobs; i++)
 		apply_pending_free(e->jobs[i].p);
 	free(e->jobs);
-	free(e->bound);
+	engine_bound_free(e);
 	engine_view_unref(e->view);
 	if (e->acq)
 		e->src.acquirer_free(e->acq);
@@ -486,6 +486,8 @@ int engine_use_state_dir(struct engine *e, const char *dir, char *err, size_t er
 		close(e->state_dfd);
 	e->state_dfd = dfd;
 	e->clock_offset_ns = clock_real_ns() - clock_mono_ns();
+	/* Start bindings a stopped agent left: taken back (engine_bind.c). */
+	engine_load_bindings(e, dfd, dir);
 	/* ~100 bytes a guest that moved: room for far more guests than a host has */
 	r = fs_read_file_at(dfd, ENGSTATE_FILE, 64 << 20, &text, &len);
 	if (r == -ENOENT)

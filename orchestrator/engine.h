@@ -127,6 +127,12 @@ int engine_call(struct engine *e, engine_fn fn, void *arg, unsigned timeout_ms);
 /* Wait until the mover has no job (at most TIMEOUT_S) and record the
  * jobs that ended (numaorchd --once). 0, or -ETIMEDOUT. Engine thread. */
 int engine_drain_migrations(struct engine *e, double timeout_s);
+/* The agent is stopping (engine_run's end, --once): release every start
+ * binding (plan_item.bind_start) it holds — mems back to what they were
+ * ∪ the bound ones, recorded "mems_released" with WHY — so that none
+ * outlives it. One whose write fails is logged and stays saved in the
+ * state directory for the next start. After the mover's jobs stopped. */
+void engine_release_bindings(struct engine *e, const char *why);
 /* The memory mover (thread-safe itself), NULL when there is none. It
  * lives as long as the engine. */
 struct mover;

@@ -224,105 +224,17 @@ double engine_next_cycle_s(const struct engine *e)
 {
 	double s = e->cfg.interval_s;
 
-	if (e->nbound && s > ENGINE_BIND_CYCLE_S)
-		s = ENGINE_BIND_CYCLE_S;
+	for (unsigned i = 0; i < e->nbound && s > ENGINE_BIND_CYCLE_S; i++)
+		/* (one read back from before a restart waits for an applying
+		 * cycle, not for a sooner one) */
+		if (!e->bound[i].restored)
+			s = ENGINE_BIND_CYCLE_S;
 	/* A guest seen for the first time was "decided next cycle": its use
 	 * is measured over the gap, which need not wait for the interval
 	 * (churn: a pod decided 9 s after it was first seen). */
 	if (e->first_sight && s > ENGINE_TRIGGER_GAP_S)
 		s = ENGINE_TRIGGER_GAP_S;
 	return s;
-}
-
-/* A start placement bound G's mems (plan_item.bind_start): remember what
- * they were, to release them. */
-static void bound_add(struct engine *e, const struct snapshot *snap, const struct plan_item *it)
-{
-	const struct snap_guest *g = &snap->guests[it->guest_idx];
-	struct ebound *b = NULL;
-
-	for (unsigned i = 0; i < e->nbound && !b; i++)
-		if (strcmp(e->bound[i].id, it->guest_id) == 0)
-			b = &e->bound[i];
-	if (!b) {
-		if (e->nbound == e->capbound) {
-			e->capbound = e->capbound ? e->capbound * 2 : 8;
-			e->bound = xrealloc(e->bound, e->capbound * sizeof(*e->bound));
-		}
-		b = &e->bound[e->nbound++];
-		memset(b, 0, sizeof(*b));
-		snprintf(b->id, sizeof(b->id), "%s", it->guest_id);
-		b->wide = g->mems;
-	}
-	b->mem = g->mem_total;
-	b->since_ns = snap->mono_ns;
-}
-
-/* Why G's binding should end now, or NULL: its memory stopped growing
- * since the last look (it has been placed and first-touched what it
- * will), a node it is bound to runs short of room (bound, it could not
- * spill: the kernel would reclaim and then OOM-kill inside the cpuset),
- * or it has been bound ENGINE_BIND_MAX_S. */
-static const char *bound_why(const struct engine *e, const struct snapshot *snap, const struct snap_guest *g,
-			     const struct ebound *b)
-{
-	uint64_t slack = b->mem / 100 > (2ULL << 20) ? b->mem / 100 : (2ULL << 20);
-
-	for (unsigned n = 0; n < snap->nr_nodes; n++)
-		if (mask_test(&g->mems, snap->nodes[n].id) && snap->nodes[n].mem_total &&
-		    snap->nodes[n].mem_free < e->cfg.policy.min_free_bytes)
-			return "its node is short of free memory";
-	if ((double)(snap->mono_ns - b->since_ns) / 1e9 >= ENGINE_BIND_MAX_S)
-		return "bound for the longest a start binding lasts";
-	if (g->mem_total <= b->mem + slack)
-		return "its memory stopped growing";
-	return NULL;
-}
-
-/* End of a cycle: release the start bindings that are due (their guests'
- * mems widened again, soft binding), on SNAP; guests PLAN moved this
- * cycle are looked at next cycle. */
-static void release_bound(struct engine *e, const struct snapshot *snap, const struct plan *plan, bool do_apply)
-{
-	for (unsigned i = 0; i < e->nbound;) {
-		struct ebound *b = &e->bound[i];
-		const struct snap_guest *g = snap_find_guest(snap, b->id);
-		bool moved = false, drop = false;
-		const char *why;
-
-		for (unsigned k = 0; plan && k < plan->nr_items && !moved; k++)
-			moved = plan->items[k].kind == PLAN_MOVE && strcmp(plan->items[k].guest_id, b->id) == 0;
-		if (!g) {
-			drop = true;
-		} else if (!moved && do_apply && (why = bound_why(e, snap, g, b)) != NULL) {
-			struct plan_item it;
-			struct apply_result res;
-
-			memset(&it, 0, sizeof(it));
-			snprintf(it.guest_id, sizeof(it.guest_id), "%s", g->id);
-			it.guest_idx = (unsigned)(g - snap->guests);
-			it.kind = PLAN_SETTLED;
-			it.reason = REASON_PLACE;
-			it.from_nodes = g->cpu_nodes;
-			it.from_mems = g->mems;
-			it.to_nodes = g->cpu_nodes;
-			mask_or(&it.to_mems, &g->mems, &b->wide);
-			it.load_before = it.load_after = it.cpu_demand = NAN;
-			it.locality_before = g->locality;
-			snprintf(it.detail, sizeof(it.detail), "start binding released: %s (%llu MiB)", why,
-				 (unsigned long long)(g->mem_total >> 20));
-			apply_release_mems(e->app, snap, it.guest_idx, &b->wide, &res);
-			log_info("guest %s: %s: %s", g->id, it.detail, res.msg);
-			declog_add(e->dl, declog_make(snap, &it, "mems_released", &res, false));
-			drop = true;
-		} else if (!moved) {
-			b->mem = g->mem_total;
-		}
-		if (drop)
-			e->bound[i] = e->bound[--e->nbound];
-		else
-			i++;
-	}
 }
 
 /* Log, record and count the outcome of plan item I. */
@@ -333,7 +245,7 @@ static void record_move(struct engine *e, const struct snapshot *snap, struct ps
 	engine_log_move(snap, it, res);
 	declog_add(e->dl, declog_make(snap, it, engine_move_decision(res->status), res, false));
 	if (it->bind_start && res->status == APPLY_DONE)
-		bound_add(e, snap, it);
+		engine_bound_add(e, snap, it);
 	if (report) {
 		report->results[i] = *res;
 		report->attempted[i] = true;
@@ -388,8 +300,8 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 	struct plan *plan = NULL;
 	struct pstate *next = NULL;
 	int64_t t0 = clock_mono_ns(), t1, t2, t3;
-	char (*placed)[GUEST_ID_MAX] = NULL;
-	unsigned nplaced, npend = 0;
+	char (*placed)[GUEST_ID_MAX] = NULL, (*released)[GUEST_ID_MAX] = NULL;
+	unsigned nplaced, npend = 0, nreleased = 0;
 	struct {
 		struct apply_pending *p;
 		unsigned idx;
@@ -453,6 +365,16 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 		report->attempted = xcalloc(plan->nr_items ? plan->nr_items : 1, sizeof(bool));
 		report->applied = do_apply;
 	}
+	if (do_apply) {
+		/* Bindings from before a restart first: a guest released here
+		 * is decided again next cycle, on mems the plan did not see. */
+		nreleased = engine_restore_bound(e, snap, &released);
+		/* A binding is on disk before its write (bindstate.h). */
+		for (unsigned i = 0; plan && i < plan->nr_items; i++)
+			if (plan->items[i].kind == PLAN_MOVE && plan->items[i].bind_start)
+				engine_bound_intend(e, snap, &plan->items[i]);
+		engine_save_bindings(e);
+	}
 	pend = xcalloc(plan && plan->nr_items ? plan->nr_items : 1, sizeof(*pend));
 	for (unsigned i = 0; plan && i < plan->nr_items; i++) {
 		const struct plan_item *it = &plan->items[i];
@@ -461,6 +383,8 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 		/* Placed this cycle: the plan saw it where it was before. */
 		for (unsigned k = 0; k < nplaced && !just_placed; k++)
 			just_placed = strcmp(placed[k], it->guest_id) == 0;
+		for (unsigned k = 0; k < nreleased && !just_placed; k++)
+			just_placed = strcmp(released[k], it->guest_id) == 0;
 		if (just_placed)
 			continue;
 		if (it->kind == PLAN_MOVE) {
@@ -517,7 +441,10 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 		record_move(e, snap, next, it, &res, report, pend[k].idx);
 	}
 	free(pend);
-	release_bound(e, snap, plan, do_apply);
+	free(released);
+	engine_bound_drop_intents(e);
+	engine_release_bound(e, snap, plan, do_apply);
+	engine_save_bindings(e);
 	t3 = clock_mono_ns();
 	e->first_sight = false;
 	for (unsigned i = 0; plan && i < plan->nr_items && !e->first_sight; i++)

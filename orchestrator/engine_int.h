@@ -68,14 +68,22 @@ struct engine {
 	/* Guests whose mems a start placement bound (plan_item.bind_start):
 	 * released (widened to WIDE ∪ their mems) once their memory stops
 	 * growing, their node runs short of room, or ENGINE_BIND_MAX_S pass.
-	 * While any is bound, cycles come every ENGINE_BIND_CYCLE_S. */
+	 * While any is bound, cycles come every ENGINE_BIND_CYCLE_S.
+	 * The set is written to the state directory (bindstate.h) whenever it
+	 * changes, so that a binding never outlives the agent: released at a
+	 * clean stop (engine_release_bindings), taken back at start. */
 	unsigned nbound, capbound;
 	struct ebound {
 		char id[GUEST_ID_MAX];
+		char *cgroup;          /* its cgroup when bound (owned) */
 		nodemask_t wide;       /* its mems before the placement */
+		nodemask_t bound;      /* the mems it is bound to */
 		uint64_t mem;          /* its memory at the last look */
 		int64_t since_ns;      /* CLOCK_MONOTONIC of the placement */
+		bool intent;           /* recorded before its write, not yet made */
+		bool restored;         /* read back from before a restart */
 	} *bound;
+	bool bound_dirty;      /* the set changed since it was last written */
 	bool first_sight;      /* the last plan decided a guest "next cycle" */
 
 	struct gpolstore *gs;    /* per-guest overrides (not owned), NULL: none */
@@ -113,6 +121,31 @@ struct engine {
 /* Save ps and res if they changed since the last save (no-op without a
  * state directory). */
 void engine_save_state(struct engine *e);
+/* Start bindings (engine_bind.c). Before a bind_start move's write: the
+ * binding recorded (engine_save_bindings writes it) as an intent; after
+ * it: made (engine_bound_add), or dropped with the other intents left
+ * (engine_bound_drop_intents). */
+void engine_bound_intend(struct engine *e, const struct snapshot *snap, const struct plan_item *it);
+void engine_bound_add(struct engine *e, const struct snapshot *snap, const struct plan_item *it);
+void engine_bound_drop_intents(struct engine *e);
+/* An applying cycle's first step: release each binding read back from
+ * before a restart whose guest is still bound exactly so (cgroup and
+ * mems as recorded); drop, logged, those whose guest is gone or whose
+ * mems someone else changed. *RELEASED (free) gets the guests released:
+ * the plan's items for them wait for the next cycle. Returns their
+ * number. */
+unsigned engine_restore_bound(struct engine *e, const struct snapshot *snap, char (**released)[GUEST_ID_MAX]);
+/* End of a cycle: release the start bindings that are due (their guests'
+ * mems widened again, soft binding), on SNAP; guests PLAN moved this
+ * cycle are looked at next cycle. */
+void engine_release_bound(struct engine *e, const struct snapshot *snap, const struct plan *plan, bool do_apply);
+void engine_bound_free(struct engine *e);
+/* Write the start bindings (bindstate.h) if they changed; a failure is
+ * logged (the set stays dirty: written again next time). */
+void engine_save_bindings(struct engine *e);
+/* Take back the start bindings saved under the state directory DFD
+ * (engine_use_state_dir); a bad file is logged and set aside. */
+void engine_load_bindings(struct engine *e, int dfd, const char *dir);
 void engine_publish(struct engine *e, const struct snapshot *snap, struct plan *plan);
 /* Recompute the settings in force (e->cfg) from e->base and the schedule
  * windows active at this local time. */

@@ -316,6 +316,8 @@ int engine_run(struct engine *e, engine_reload_fn reload, void *ctx)
 		mover_stop_all(e->mover);
 		engine_settle_jobs(e);
 	}
+	/* No start binding outlives the agent (engine_bind.c). */
+	engine_release_bindings(e, "the agent stopped");
 	fail_pending(e);
 	return 0;
 }

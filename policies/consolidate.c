@@ -53,7 +53,9 @@
  *              the guest would only be moved again next cycle.
  *              The smallest option wins, then the best score (guards.h).
  *              None → SKIP_NOT_LESS_BUSY with the best size-k set's numbers.
- *   cool-down  checked last, so the skip names the move it holds back.
+ *   cool-down  checked last, so the skip names the move it holds back;
+ *              a shrink onto the nodes where its busy threads already run
+ *              (narrows_onto_threads) is not held: no thread moves.
  * After a relocation the reverse move cannot pass the less-busy rule
  * (the old nodes were busier by the margin), so guests converge.
  *
@@ -259,6 +261,31 @@ static bool in_cooldown(const struct policy_config *cfg, const struct snapshot *
 		return false;
 	*ago = s->mono_ns - pe->last_move_ns;
 	return *ago < cfg->cooldown_ns;
+}
+
+/* Cool-down exception: PICK is fewer of G's current nodes and its busy
+ * threads already run there (≥ 90 % of its CPU time): no thread moves, its
+ * memory joins them, and nothing can pull it back out but a move that the
+ * cool-down does hold. The testbed's oversubscribed: a guest placed on
+ * nodes 0,2 while node 2 was still full of other guests' outgoing pages
+ * had both threads on node 2 and 76 MiB left on node 0 (75 % local) for
+ * the rest of the run — "cool-down: would go to nodes 2, 75 MiB". */
+static bool narrows_onto_threads(const struct pctx *x, const struct snap_guest *g, const struct pcand *pick)
+{
+	double in = 0.0, all = 0.0;
+
+	if (!g->cpu_node || !mask_subset(&pick->nodes, &g->cpu_nodes) || mask_equal(&pick->nodes, &g->cpu_nodes))
+		return false;
+	for (unsigned n = 0; n < x->nn; n++) {
+		double u = g->cpu_node[n];
+
+		if (!(u > 0.0))
+			continue;
+		all += u;
+		if (mask_test(&pick->nodes, x->s->nodes[n].id))
+			in += u;
+	}
+	return all > 0.0 && in >= 0.9 * all;
 }
 
 static void fill_target(struct plan_item *it, const struct pcand *c)
@@ -899,7 +926,7 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 	}
 	fill_target(it, pick);
 	it->gain = gain_of(v, cfg, local_before, cur_k, pick, unow);
-	if (in_cooldown(cfg, x->s, pe, &ago)) {
+	if (in_cooldown(cfg, x->s, pe, &ago) && !(locality_bad && narrows_onto_threads(x, g, pick))) {
 		skip_cooldown(it, cfg, ago);
 		return;
 	}
@@ -914,6 +941,8 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 		add_detail(it, "; nothing fits with headroom: least loaded");
 	else if (pick->local_fit)
 		add_detail(it, "; fits without headroom: its memory is there");
+	if (in_cooldown(cfg, x->s, pe, &ago))
+		add_detail(it, "; in cool-down: narrows onto its threads");
 	if (nan || pick->busy_nan)
 		add_detail(it, " (some node busy not measured, taken as idle)");
 }

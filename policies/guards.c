@@ -5,7 +5,9 @@
  *   CPU:    (Σ_{n∈T} max(0, busy_n − own_n) + d) / Σ_{n∈T} cpus_n ≤ max_util,
  *           and d ≤ the CPUs it may be given on T (allowed_cpus);
  *   memory: Σ_{n∈mems(T)} max(0, free_n − min_free) + its memory already on
- *           mems(T) ≥ m, or all of its memory is on mems(T) already.
+ *           mems(T) ≥ m, or all of its memory is on mems(T) already (all
+ *           but a negligible part, plan_migration_negligible, that fits
+ *           in what mems(T) have free).
  * Local fit (pcand.local_fit): CPU may instead hold use without headroom,
  *           (Σ max(0, busy_n − own_n) + use) / Σ cpus_n ≤ 1 + LOCAL_FIT_SLACK,
  *           its busy threads ≤ the CPUs it may be given on T and its use ≤

@@ -104,14 +104,16 @@ class V1Sandbox:
             if not read(os.path.join(cs, "cpuset.mems")):
                 write(os.path.join(cs, "cpuset.mems"), mems)
 
-    def start(self, child, cpus="0-1", mems="0", mib=32, busy=False, threads=1):
+    def start(self, child, cpus="0-1", mems="0", mib=32, busy=False, threads=1, grow=0):
         """Create CHILD and run a memhog in it; returns the Popen once the
         process has touched its memory. The process moves itself into the
-        cgroups before it allocates, so all its pages are charged there."""
+        cgroups before it allocates, so all its pages are charged there.
+        GROW: MiB a second it keeps allocating afterwards (memhog --grow)."""
         self.mkdir(child, cpus, mems)
         attach = " ; ".join("echo $$ > %s" % os.path.join(self.path(c, child), "cgroup.procs")
                             for c in V1_CTRLS)
-        args = [MEMHOG, "--mib", str(mib), "--threads", str(threads)] + (["--busy"] if busy else [])
+        args = [MEMHOG, "--mib", str(mib), "--threads", str(threads)] + (["--busy"] if busy else []) \
+            + (["--grow", str(grow)] if grow else [])
         p = subprocess.Popen(["sh", "-c", attach + " ; exec " + " ".join(args)],
                              stdout=subprocess.PIPE, text=True)
         self.procs.append(p)

@@ -1,9 +1,11 @@
 /* memhog — a stand-in container workload for the integration tests:
  * allocates MiB of memory, touches every page, writes "ready" to stdout,
  * then either sleeps or (with --busy) keeps rewriting its memory on
- * THREADS threads until killed.
+ * THREADS threads until killed. With --grow G it then keeps allocating
+ * and touching G MiB a second more (in quarter-second steps, up to 1 GiB
+ * more): a young guest whose memory is still growing.
  *
- *   memhog --mib 64 [--busy] [--threads 2]
+ *   memhog --mib 64 [--busy] [--threads 2] [--grow 8]
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -34,17 +36,19 @@ static void *spin(void *arg)
 
 int main(int argc, char **argv)
 {
-	unsigned long mib = 16, threads = 1;
+	unsigned long mib = 16, threads = 1, grow = 0;
 
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--mib") == 0 && i + 1 < argc)
 			mib = strtoul(argv[++i], NULL, 10);
 		else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
 			threads = strtoul(argv[++i], NULL, 10);
+		else if (strcmp(argv[i], "--grow") == 0 && i + 1 < argc)
+			grow = strtoul(argv[++i], NULL, 10);
 		else if (strcmp(argv[i], "--busy") == 0)
 			busy = 1;
 		else {
-			fprintf(stderr, "usage: memhog --mib N [--busy] [--threads T]\n");
+			fprintf(stderr, "usage: memhog --mib N [--busy] [--threads T] [--grow G]\n");
 			return 2;
 		}
 	}
@@ -60,6 +64,16 @@ int main(int argc, char **argv)
 		pthread_t th;
 
 		pthread_create(&th, NULL, spin, (void *)(uintptr_t)t);
+	}
+	for (size_t more = 0, step = (grow << 20) / 4; step && more < (1UL << 30); more += step) {
+		char *m;
+
+		usleep(250000);
+		m = malloc(step);
+		if (!m)
+			break;
+		for (size_t i = 0; i < step; i += 4096)
+			m[i] = 1;
 	}
 	spin(NULL);
 	return 0;

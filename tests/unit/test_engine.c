@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "orchestrator/bindstate.h"
 #include "orchestrator/cghier.h"
 #include "orchestrator/config.h"
 #include "orchestrator/engine.h"
@@ -952,6 +953,8 @@ static void bind_start_fixture(struct efx *f)
 	fake.nr_items = 1;
 }
 
+static struct efx f_global;
+
 static char *mems_file(struct efx *f)
 {
 	char *p = xasprintf("%s/sys/fs/cgroup/grp/g1/cpuset.mems", f->dir), *v = NULL;
@@ -1021,6 +1024,188 @@ static void test_engine_releases_a_start_binding(void **state)
 	efx_fini(&f);
 }
 
+/* The start bindings saved in the state directory (bindstate.h). */
+static struct bindstate saved_bindings(struct efx *f)
+{
+	char *p = xasprintf("%s/" BINDSTATE_FILE, f->cfg.state_dir), *text = NULL, err[300];
+	struct bindstate bs;
+	unsigned nbad;
+	size_t len;
+
+	assert_int_equal(fs_read_file(p, 1 << 20, &text, &len), 0);
+	assert_int_equal(bindstate_parse(text, len, &bs, &nbad, err, sizeof(err)), 0);
+	assert_int_equal(nbad, 0);
+	free(text);
+	free(p);
+	return bs;
+}
+
+static void use_state_dir(struct efx *f)
+{
+	char err[600];
+
+	assert_int_equal(engine_use_state_dir(f->e, f->cfg.state_dir, err, sizeof(err)), 0);
+}
+
+/* The detail of the last record with DECISION contains TEXT. */
+static void last_detail_has(struct efx *f, const char *decision, const char *text)
+{
+	json_t *all = declog_query(engine_declog(f->e), 0, INT64_MIN, 1000, NULL, NULL), *recs, *r;
+	const char *last = NULL;
+	size_t i;
+
+	recs = json_is_array(all) ? all : json_object_get(all, "records");
+	json_array_foreach(recs, i, r)
+		if (strcmp(json_string_value(json_object_get(r, "decision")) ?: "", decision) == 0)
+			last = json_string_value(json_object_get(r, "detail"));
+	if (!last || !strstr(last, text))
+		fail_msg("last %s record: \"%s\", wants \"%s\"", decision, last ? last : "(none)", text);
+	json_decref(all);
+}
+
+/* Bind g1 to node 1 (start placement) with the state directory in use;
+ * the binding is saved: g1, its cgroup, mems 0-1 before, 1 bound. */
+static void bind_and_save(struct efx *f)
+{
+	struct bindstate bs;
+	char *v;
+
+	efx_init(f, MODE_ENFORCE);
+	use_state_dir(f);
+	bind_start_fixture(f);
+	assert_int_equal(engine_cycle(f->e, false, NULL), 0);
+	v = mems_file(f);
+	assert_string_equal(v, "1");
+	free(v);
+	bs = saved_bindings(f);
+	assert_int_equal(bs.n, 1);
+	assert_string_equal(bs.e[0].id, "g1");
+	assert_string_equal(bs.e[0].cgroup, "/grp/g1");
+	assert_nodes(&bs.e[0].wide, "0-1");
+	assert_nodes(&bs.e[0].bound, "1");
+	bindstate_clear(&bs);
+	/* from now on it is a young guest on node 1, bound, still growing */
+	fake.nr_items = 0;
+	fake.g1_on = "1";
+	fake.g1_mems = "1";
+	fake.g1_use = 1.0;
+	fake.g1_mem0 = 100 * MIB;
+}
+
+/* The agent killed (no clean stop) and started again on the same state
+ * directory. */
+static void kill_and_restart(struct efx *f)
+{
+	engine_free(f->e);
+	assert_int_equal(engine_new(&f->cfg, &f->hp, &fake_parts, &f->e), 0);
+	use_state_dir(f);
+}
+
+/* Issue 13: a start binding never outlives the agent. A clean stop
+ * releases it; after a kill, the next start releases it if the guest is
+ * still bound exactly as saved, and leaves alone one whose mems someone
+ * else changed; an entry whose guest is gone is dropped. */
+static void test_engine_start_binding_outlives_no_agent(void **state)
+{
+	struct bindstate bs;
+	char *v;
+
+	(void)state;
+	/* clean stop */
+	bind_and_save(&f_global);
+	engine_release_bindings(f_global.e, "the agent stopped");
+	v = mems_file(&f_global);
+	assert_string_equal(v, "0-1");
+	free(v);
+	assert_int_equal(records(&f_global, "mems_released"), 1);
+	last_detail_has(&f_global, "mems_released", "the agent stopped");
+	bs = saved_bindings(&f_global);
+	assert_int_equal(bs.n, 0);
+	bindstate_clear(&bs);
+	efx_fini(&f_global);
+
+	/* killed while bound, started again: released in its first cycle */
+	bind_and_save(&f_global);
+	kill_and_restart(&f_global);
+	assert_int_equal(engine_cycle(f_global.e, false, NULL), 0);
+	v = mems_file(&f_global);
+	assert_string_equal(v, "0-1");
+	free(v);
+	assert_int_equal(records(&f_global, "mems_released"), 1);
+	last_detail_has(&f_global, "mems_released", "stopped while it was bound");
+	bs = saved_bindings(&f_global);
+	assert_int_equal(bs.n, 0);
+	bindstate_clear(&bs);
+	/* and only once; cycles back at the interval */
+	fake.g1_mems = "0-1";
+	assert_int_equal(engine_cycle(f_global.e, false, NULL), 0);
+	assert_int_equal(records(&f_global, "mems_released"), 1);
+	assert_true(engine_next_cycle_s(f_global.e) == f_global.cfg.interval_s);
+	efx_fini(&f_global);
+
+	/* killed; someone else wrote its mems meanwhile: left alone */
+	bind_and_save(&f_global);
+	tu_write(f_global.dir, "sys/fs/cgroup/grp/g1/cpuset.mems", "0\n");
+	fake.g1_mems = "0";
+	kill_and_restart(&f_global);
+	assert_int_equal(engine_cycle(f_global.e, false, NULL), 0);
+	v = mems_file(&f_global);
+	assert_string_equal(v, "0");
+	free(v);
+	assert_int_equal(records(&f_global, "mems_released"), 0);
+	bs = saved_bindings(&f_global);
+	assert_int_equal(bs.n, 0);
+	bindstate_clear(&bs);
+	efx_fini(&f_global);
+
+	/* a dry run after the restart writes nothing and keeps the entry for
+	 * an agent that applies */
+	bind_and_save(&f_global);
+	f_global.cfg.dry_run = true;
+	kill_and_restart(&f_global);
+	assert_int_equal(engine_cycle(f_global.e, false, NULL), 0);
+	engine_release_bindings(f_global.e, "the agent stopped");
+	v = mems_file(&f_global);
+	assert_string_equal(v, "1");
+	free(v);
+	bs = saved_bindings(&f_global);
+	assert_int_equal(bs.n, 1);
+	bindstate_clear(&bs);
+	efx_fini(&f_global);
+}
+
+/* An entry whose guest is gone is dropped; a corrupt file is set aside
+ * with a warning, and the agent starts. */
+static void test_engine_bad_or_stale_bindings_file(void **state)
+{
+	struct bindstate bs;
+	char *p;
+
+	(void)state;
+	efx_init(&f_global, MODE_ENFORCE);
+	bind_start_fixture(&f_global);
+	fake.nr_items = 0;
+	tu_write(f_global.dir, "state/" BINDSTATE_FILE,
+		 "{\"format\":\"numaorch-start-bindings\",\"version\":1,\"bindings\":[{\"guest\":\"gone\","
+		 "\"cgroup\":\"/grp/gone\",\"mems_before\":\"0-1\",\"mems_bound\":\"1\",\"since_real_ns\":1}]}");
+	use_state_dir(&f_global);
+	assert_int_equal(engine_cycle(f_global.e, false, NULL), 0);
+	assert_int_equal(records(&f_global, "mems_released"), 0);
+	bs = saved_bindings(&f_global);
+	assert_int_equal(bs.n, 0);
+	bindstate_clear(&bs);
+	efx_fini(&f_global);
+
+	efx_init(&f_global, MODE_ENFORCE);
+	tu_write(f_global.dir, "state/" BINDSTATE_FILE, "{\"format\": 3, garbage");
+	use_state_dir(&f_global);
+	p = xasprintf("%s/" BINDSTATE_FILE ".rejected", f_global.cfg.state_dir);
+	assert_true(fs_exists(p));
+	free(p);
+	assert_int_equal(engine_cycle(f_global.e, false, NULL), 0);
+	efx_fini(&f_global);
+}
+
 /* A guest left to the next cycle (first sight, use not measured) brings
  * that cycle in a second, not at the interval. */
 static void test_engine_first_sight_comes_back_soon(void **state)
@@ -1075,6 +1260,8 @@ int main(void)
 		cmocka_unit_test(test_engine_reservations_reach_the_policy),
 		cmocka_unit_test(test_engine_places_a_started_domain),
 		cmocka_unit_test(test_engine_releases_a_start_binding),
+		cmocka_unit_test(test_engine_start_binding_outlives_no_agent),
+		cmocka_unit_test(test_engine_bad_or_stale_bindings_file),
 		cmocka_unit_test(test_engine_first_sight_comes_back_soon),
 		cmocka_unit_test(test_engine_needs_its_parts),
 	};

@@ -1869,6 +1869,65 @@ static void test_memtight_both_to_their_memory(void **state)
 	plan_free(p);
 }
 
+/* The testbed's oversubscribed at baa61da: w6 was placed on nodes 0,2
+ * (node 2 alone had no room yet: other guests' pages were still leaving
+ * it), both its threads then ran on node 2 with 76 MiB left on node 0, 75 %
+ * local, and the shrink onto node 2 was held by the cool-down for the rest
+ * of the run. A shrink onto the nodes where its threads already run moves
+ * no thread: it goes ahead inside the cool-down; a relocation does not. */
+static void test_shrink_onto_threads_inside_cooldown(void **state)
+{
+	static const uint64_t free_mib[4] = { 470, 540, 460, 410 };
+	static const double busy[4] = { 1.0, 1.0, 1.0, 1.0 };
+	struct policy_config cfg;
+	struct snapshot *s = host_2cpu(4, 1024, free_mib, busy);
+	struct snap_guest *g;
+	struct pstate *st = pstate_new(), *next;
+	const struct plan_item *it;
+	struct plan *p;
+
+	(void)state;
+	for (int i = 0; i < 2; i++) {
+		g = guest_on(s, i ? "w5" : "w3", 1.0, 3, "0-1", "0-3", 0);
+		g->mem_node[0] = 300 * MIB;
+		g->busy_threads = 2;
+		g->busy_measured = true;
+		g = guest_on(s, i ? "w4" : "w1", 1.0, 3, "2-3", "0-3", 1);
+		g->mem_node[1] = 300 * MIB;
+		g->busy_threads = 2;
+		g->busy_measured = true;
+	}
+	g = guest_on(s, "w2", 2.0, 3, "6-7", "0-3", 3);
+	g->mem_node[3] = 300 * MIB;
+	g->busy_threads = 2;
+	g->busy_measured = true;
+	g = guest_on(s, "w6", 2.0, 3, "0-1,4-5", "0-3", 2);
+	g->mem_node[0] = 76 * MIB;
+	g->mem_node[2] = 231 * MIB;
+	g->busy_threads = 2;
+	g->busy_measured = true;
+	snap_finalize(s);
+	policy_config_default(&cfg);
+	for (const char *const *id = (const char *const[]){ "w1", "w2", "w3", "w4", "w5", "w6", NULL }; *id; id++)
+		pstate_note_move(st, *id, s->mono_ns - 16 * SEC);
+	assert_int_equal(policy_decide(&cfg, s, st, false, &p, &next), 0);
+	check_invariants(&cfg, s, p, next, "shrink_in_cooldown");
+	it = find_item(p, "w6");
+	assert_non_null(it);
+	print_message("w6: %s\n", it->detail);
+	if (it->kind != PLAN_MOVE || mask_count(&it->to_nodes) != 1 || !mask_test(&it->to_nodes, 2))
+		fail_msg("w6 does not narrow onto node 2: %s", it->detail);
+	assert_int_equal(it->migrate_bytes, 76 * MIB);
+	/* The others are where they belong, or held by the cool-down. */
+	for (unsigned i = 0; i < p->nr_items; i++)
+		if (strcmp(p->items[i].guest_id, "w6") != 0 && p->items[i].kind == PLAN_MOVE)
+			fail_msg("%s moves inside its cool-down: %s", p->items[i].guest_id, p->items[i].detail);
+	plan_free(p);
+	pstate_free(st);
+	pstate_free(next);
+	snap_unref(s);
+}
+
 /* The testbed's crowded scenario: three busy one-thread guests (240 MiB
  * each) whose runtime confined them to node 0's two CPUs, 0.67 CPU each;
  * nodes 1-3 nearly idle. Three threads do not fit two CPUs (a local fit
@@ -2458,6 +2517,7 @@ int main(void)
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_bigguest_split);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_oversubscribed_local_least_loaded);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_memtight_both_to_their_memory);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_shrink_onto_threads_inside_cooldown);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_crowded_two_stay_local);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_spread_memory_follows_threads);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_pinned_memory_follows_threads);
