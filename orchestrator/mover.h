@@ -218,6 +218,21 @@ size_t mover_plan_window(const int *status, void *const *pages, size_t n, size_t
 bool mover_guess_failed(const int *status, size_t n, const size_t *idx, const int *weight, size_t k,
 			const nodemask_t *to);
 
+/* The next slice of the K entries of a window from OFF (WEIGHT: pages of
+ * PAGE bytes each): as many as fit WANT bytes (at least one entry) — or
+ * all the rest when it totals at most LIMIT bytes (LIMIT >= WANT: the
+ * caller's slack), since a call of its own for a tail of a few pages
+ * pays a move call's fixed cost again. *BYTES gets the slice's bytes.
+ * Returns its entries, 0 when OFF >= K. */
+size_t mover_slice(const int *weight, size_t off, size_t k, size_t page, size_t want, size_t limit,
+		   size_t *bytes);
+
+/* Whether a window's second pass is worth a move call: LEFT bytes are
+ * still off the target after a first pass that planned PLANNED bytes.
+ * false when what is left is both at most 256 KiB and at most 1/32 of
+ * PLANNED (the narrowing of the guest's mems moves those few pages). */
+bool mover_second_pass(uint64_t left, uint64_t planned);
+
 /* The next chunk size for a call of ELAPSED_MS that moved PAGES pages,
  * aiming at TARGET_MS, between 16 and 65536 pages. */
 size_t mover_adapt_chunk(size_t pages, double elapsed_ms, double target_ms);

@@ -251,6 +251,60 @@ static void test_cost_next(void **state)
 	assert_int_equal(pages, 65536);
 }
 
+static void test_slice(void **state)
+{
+	/* a busy THP guest of make bench-migrate: 8 THP entries (16 MiB)
+	 * and 186 small pages of its process */
+	int w[194];
+	size_t bytes, sl;
+
+	(void)state;
+	for (int i = 0; i < 194; i++)
+		w[i] = i < 8 ? 512 : 1;
+	/* the 744 KiB tail rides along: one call, not a second one */
+	sl = mover_slice(w, 0, 194, 4096, 16u << 20, 24u << 20, &bytes);
+	assert_int_equal(sl, 194);
+	assert_int_equal(bytes, (16u << 20) + 186 * 4096);
+	/* without slack the tail is a call of its own */
+	sl = mover_slice(w, 0, 194, 4096, 16u << 20, 16u << 20, &bytes);
+	assert_int_equal(sl, 8);
+	assert_int_equal(bytes, 16u << 20);
+	sl = mover_slice(w, 8, 194, 4096, 16u << 20, 16u << 20, &bytes);
+	assert_int_equal(sl, 186);
+	/* a rest over the limit is cut at WANT; the next slice takes what is
+	 * then within the limit: 40 MiB goes 16 + 24, not 16 + 16 + 8 */
+	for (int i = 0; i < 20; i++)
+		w[i] = 512;
+	sl = mover_slice(w, 0, 20, 4096, 16u << 20, 24u << 20, &bytes);
+	assert_int_equal(sl, 8);
+	sl = mover_slice(w, 8, 20, 4096, 16u << 20, 24u << 20, &bytes);
+	assert_int_equal(sl, 12);
+	assert_int_equal(bytes, 24u << 20);
+	/* at least one entry, even one bigger than WANT */
+	sl = mover_slice(w, 0, 20, 4096, 4096, 4096, &bytes);
+	assert_int_equal(sl, 1);
+	assert_int_equal(bytes, 2u << 20);
+	/* nothing past the end */
+	assert_int_equal(mover_slice(w, 20, 20, 4096, 4096, 4096, &bytes), 0);
+	assert_int_equal(bytes, 0);
+}
+
+static void test_second_pass(void **state)
+{
+	(void)state;
+	/* make bench-migrate --trace: 6-14 pages left of a 17 MiB window
+	 * cost a second call of 25-460 ms each: not worth it */
+	assert_false(mover_second_pass(24u << 10, 17u << 20));
+	assert_false(mover_second_pass(56u << 10, (15u << 20) + (2u << 20)));
+	/* a guessed THP that was 4 KiB pages: 511 of 512 left: worth it */
+	assert_true(mover_second_pass(3840u << 10, 17u << 20));
+	/* a small process: a few pages are a real share of it */
+	assert_true(mover_second_pass(24u << 10, 40u << 10));
+	/* more than 256 KiB is always worth a call */
+	assert_true(mover_second_pass(300u << 10, 1u << 30));
+	assert_false(mover_second_pass(0, 0));
+}
+
 static void test_drop_refused(void **state)
 {
 	/* a window of 6 pages, all on node 0; entries 0..3 were moved */
@@ -479,6 +533,8 @@ int main(void)
 		cmocka_unit_test(test_assign_first),
 		cmocka_unit_test(test_adapt_chunk),
 		cmocka_unit_test(test_cost_next),
+		cmocka_unit_test(test_slice),
+		cmocka_unit_test(test_second_pass),
 		cmocka_unit_test(test_drop_refused),
 		cmocka_unit_test(test_pick_target),
 		cmocka_unit_test(test_state_names),

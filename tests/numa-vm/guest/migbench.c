@@ -21,6 +21,11 @@
  * "R pages=... case=... mib=... s=... mibs=..." (+ stall figures).
  *
  *   migbench [--mib N] [--busy-mib N] [--only idle|busy] [--pages 4k|thp]
+ *            [--repeat N] [--trace]
+ *
+ * --repeat N runs the selection N times in the one boot (run-to-run
+ * variance on a shared host is large: only same-run figures compare);
+ * --trace logs each of the mover's calls (debug level, to stderr).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -524,7 +529,8 @@ static void run_all(unsigned mib, bool thp)
 
 int main(int argc, char **argv)
 {
-	unsigned mib = 256, busy_mib = 64;
+	unsigned mib = 256, busy_mib = 64, repeat = 1;
+	bool trace = false;
 	const char *only = "", *pages = "";
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -537,23 +543,30 @@ int main(int argc, char **argv)
 			only = argv[++i];
 		else if (strcmp(argv[i], "--pages") == 0)
 			pages = argv[++i];
+		else if (strcmp(argv[i], "--repeat") == 0)
+			repeat = (unsigned)atoi(argv[++i]);
 	}
-	log_set_level(LOG_LEVEL_WARN);
+	for (int i = 1; i < argc; i++)
+		trace |= strcmp(argv[i], "--trace") == 0;
+	log_set_level(trace ? LOG_LEVEL_DEBUG : LOG_LEVEL_WARN);
 	if (!numamig_available()) {
 		printf("SKIP: no NUMA API\n");
 		return 77;
 	}
 	wr("/proc/sys/kernel/numa_balancing", "0");
-	for (int b = 0; b < 2; b++) {
-		busy = b;
-		if (*only && strcmp(only, b ? "busy" : "idle") != 0)
-			continue;
-		/* THP first: the busy 4 KiB case is the slow one under TCG */
-		for (int t = 1; t >= 0; t--) {
-			if (*pages && strcmp(pages, t ? "thp" : "4k") != 0)
+	for (unsigned rep = 0; rep < repeat; rep++)
+		for (int b = 0; b < 2; b++) {
+			busy = b;
+			if (*only && strcmp(only, b ? "busy" : "idle") != 0)
 				continue;
-			run_all(b ? busy_mib : mib, t == 1);
+			/* THP first: the busy 4 KiB case is the slow one under TCG */
+			for (int t = 1; t >= 0; t--) {
+				if (*pages && strcmp(pages, t ? "thp" : "4k") != 0)
+					continue;
+				if (repeat > 1)
+					printf("P rep=%u\n", rep + 1);
+				run_all(b ? busy_mib : mib, t == 1);
+			}
 		}
-	}
 	return 0;
 }
