@@ -183,8 +183,13 @@ unsigned engine_restore_bound(struct engine *e, const struct snapshot *snap, cha
 		if (!mask_equal(&g->mems, &b->bound)) {
 			mask_format(&g->mems, now, sizeof(now));
 			mask_format(&b->bound, was, sizeof(was));
+			/* Its mems before: the agent died between saving the
+			 * binding and writing it. Anything else: someone wrote
+			 * them since. Either way they are not ours to widen. */
 			log_warn("guest %s: start binding from before the restart dropped: its mems are %s, not the "
-				 "%s it was bound to (written since by someone else): left alone", b->id, now, was);
+				 "%s it was bound to (%s): left alone", b->id, now, was,
+				 mask_equal(&g->mems, &b->wide) ? "the binding was never written"
+								  : "written since by someone else");
 			bound_drop(e, i);
 			continue;
 		}

@@ -586,6 +586,80 @@ test_top_shows_a_live_migration() {
 	return $r
 }
 
+# Start bindings never outlive the agent (issue 13). A young container
+# whose memory keeps growing (a shell in it writing 4 MiB files to the
+# initramfs every 0.25 s: page cache charged to it and placed by its
+# cpuset) is start-placed and bound to one node: start-bindings.json in
+# the state directory lists it and its cpuset.mems is that node. Then the
+# daemon dies (KILL) or is stopped (TERM); the guest's mems must be wide
+# again within a deadline: at once for TERM, by the next daemon on the
+# same state directory for KILL (record mems_released).
+grow_guest() {
+	d=$CG$SB/$G1
+	mkdir -p $d
+	echo "$ALL" > $d/cpuset.cpus
+	sh -c "echo \$\$ > $d/cgroup.procs; i=0; while [ \$i -lt 100 ]; do dd if=/dev/zero of=$T/grow.\$i bs=1M count=4 2>/dev/null; i=\$((i + 1)); sleep 0.25; done; exec sleep 1000" > /dev/null 2>&1 &
+}
+
+# bind_young: the daemon (log $T/err, pid $pid) binds the growing G1;
+# returns once the binding is saved and G1's mems are one node ($bound).
+bind_young() {
+	printf '[agent]\ninterval = 0.5\nsample = 0.3\n[api]\nsocket =\n[libvirt]\nenabled = no\n' > $T/conf
+	# (stdout away: check's $(...) waits for every writer of its pipe)
+	$NUMAORCHD --config $T/conf --scope $SB --state-dir $T/state --log-level debug --decision-log $T/dec \
+		> /dev/null 2> $T/err &
+	pid=$!
+	wait_said "cycle 1:" 0 || { kill -9 $pid; return 1; }
+	grow_guest
+	i=0
+	while :; do
+		bound=$(rd $G1 cpuset.mems)
+		grep -q "\"$ID1\"" $T/state/start-bindings.json 2>/dev/null && case "$bound" in *[,-]*|"") false ;; *) true ;; esac && break
+		sleep 0.1; i=$((i + 1))
+		[ $i -gt 600 ] && { kill -9 $pid; echo "not bound after 600 looks: mems \"$bound\", $(cat $T/state/start-bindings.json 2>/dev/null | tr -d '\n ')"; return 1; }
+	done
+	return 0
+}
+
+# wide: G1's mems hold $bound and more.
+wide() {
+	now=$(rd $G1 cpuset.mems)
+	[ "$now" != "$bound" ] && in_list $bound "$now"
+}
+
+test_start_binding_released_after_kill() {
+	bind_young || return 1
+	kill -9 $pid
+	wait $pid 2>/dev/null
+	[ "$(rd $G1 cpuset.mems)" = "$bound" ] || { echo "mems $(rd $G1 cpuset.mems) right after the kill, want $bound"; return 1; }
+	grep -q "\"$ID1\"" $T/state/start-bindings.json || { echo "binding not on disk at the kill"; return 1; }
+	mv $T/err $T/err.killed
+	t0=$(date +%s)
+	$NUMAORCHD --config $T/conf --scope $SB --state-dir $T/state --decision-log $T/dec > /dev/null 2> $T/err &
+	pid=$!
+	i=0
+	while ! wide; do
+		sleep 0.1; i=$((i + 1))
+		[ $i -gt 600 ] && { kill -9 $pid; echo "still bound ($now) after 600 looks since the restart"; return 1; }
+	done
+	took=$(($(date +%s) - t0))
+	grep '"decision":"mems_released"' $T/dec | grep "\"guest\":\"$ID1\"" | grep -q "stopped while it was bound" ||
+		{ kill -9 $pid; echo "no mems_released record of the restart: $(grep mems_released $T/dec | tail -1)"; return 1; }
+	stop_daemon || return 1
+	echo "# bound to $bound, SIGKILL, widened to $now by the restarted daemon within ${took} s"
+	return 0
+}
+
+test_start_binding_released_at_sigterm() {
+	bind_young || return 1
+	stop_daemon || return 1
+	wide || { echo "mems $now after SIGTERM, bound to $bound: not released"; return 1; }
+	grep '"decision":"mems_released"' $T/dec | grep "\"guest\":\"$ID1\"" | grep -q "the agent stopped" ||
+		{ echo "no mems_released record at the stop"; return 1; }
+	echo "# bound to $bound, SIGTERM, widened to $now before exit"
+	return 0
+}
+
 check layout_is_v2_with_several_nodes
 check discovery_and_dry_run_write_nothing
 check pulls_memory_local_for_real
@@ -598,6 +672,8 @@ check reload_stops_a_migration
 check guest_exit_ends_a_migration
 check new_plan_supersedes_a_migration
 check top_shows_a_live_migration
+check start_binding_released_after_kill
+check start_binding_released_at_sigterm
 
 echo "$passed passed, $failed failed"
 echo "END rc=$([ $failed = 0 ] && echo 0 || echo 1)"
