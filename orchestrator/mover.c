@@ -741,11 +741,15 @@ static int walk_process(struct mover *m, struct job *j, pid_t pid, struct bufs *
 	if (nv < 0)
 		return nv;
 	r = 0;
-	/* Where the pages are is asked QUERY_PAGES at a time (a query only
-	 * reads the page tables); the misplaced ones are moved in slices of
-	 * *CHUNK pages, the size that keeps each move call near chunk_ms.
-	 * Growing the query window instead let one call move 256 MiB (a 1 s
-	 * stall under TCG: make bench-migrate). A window spans mappings: one
+	/* Where the pages are is asked QUERY_PAGES (256 MiB of address
+	 * space) at a time (a query only reads the page tables); the
+	 * misplaced ones are moved in slices of *CHUNK pages, the size that
+	 * keeps each move call near chunk_ms, so the window's size is not a
+	 * call's (when it was, one call moved 256 MiB: a 1 s stall under
+	 * TCG). Each window ends in a slice of its own, so a window that
+	 * ends mid-guest costs calls: with 16384 pages, make bench-migrate's
+	 * busy guests needed a second window (and call) for the mappings
+	 * they inherited from their parent. A window spans mappings: one
 	 * per mapping cost a guest of a dozen small mappings a dozen move
 	 * calls, each paying move_pages' fixed cost (below) — with busy
 	 * guests under TCG ~50 ms a call, most of the mover's time. */
@@ -794,9 +798,10 @@ static int walk_process(struct mover *m, struct job *j, pid_t pid, struct bufs *
 				/* A second pass for a few pages left behind (in
 				 * flight, a fault racing the move) costs a call's
 				 * fixed cost, 25-460 ms with busy guests under TCG
-				 * (make bench-migrate --trace): left to the mems
-				 * narrowing, unless it is a real share
-				 * (mover_second_pass). */
+				 * (make bench-migrate --trace): a strict guest's
+				 * narrowing of its mems moves them, a soft one
+				 * keeps them where they are — unless they are a
+				 * real share (mover_second_pass). */
 				if (pass == 0)
 					planned = bytes;
 				else if (!mover_second_pass(bytes, planned))
