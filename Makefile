@@ -23,13 +23,13 @@ BUILD    := build
 # The daemon's libraries; the libvirt module (numaorch-libvirt.so, loaded by
 # the daemon only where [libvirt] enabled) links VM_PKGS; the CLI
 # (numaorchctl) links only CLI_PKGS.
-PKGS     := numa libcgroup jansson inih libmicrohttpd libsystemd
+PKGS     := numa libcgroup jansson inih libmicrohttpd
 VM_PKGS  := libvirt libxml-2.0
 CLI_PKGS := libcurl jansson
 
 # Debian packages: what building needs, and what the tests need on top.
 BUILD_DEPS := gcc make pkg-config libnuma-dev libcgroup-dev libjansson-dev libinih-dev \
-              libmicrohttpd-dev libvirt-dev libcurl4-openssl-dev libsystemd-dev libxml2-dev
+              libmicrohttpd-dev libvirt-dev libcurl4-openssl-dev libxml2-dev
 TEST_DEPS  := libcmocka-dev cgroup-tools numactl python3 strace
 # numaorchctl top is tested live under tmux (send-keys, capture-pane).
 TEST_DEPS  += tmux

@@ -1,18 +1,70 @@
 #include "notify.h"
 
+#include <errno.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <systemd/sd-daemon.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "log.h"
+
+/* The protocol itself (sd_notify(3)): one datagram of NAME=VALUE lines
+ * to the AF_UNIX socket named by $NOTIFY_SOCKET, a path or, with a
+ * leading '@', an abstract name. Spoken here rather than through
+ * libsystemd: that library and the six it loads (liblzma, libzstd,
+ * liblz4, libgcrypt, libgpg-error, libcap) were 0.9 MiB of the agent's
+ * resident size at 1000 guests (make bench: 16.6 → 15.7 MiB) for five
+ * short messages, and seven more libraries to map at every start. */
+static void send_msg(const char *msg)
+{
+	const char *e = getenv("NOTIFY_SOCKET");
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	size_t n;
+	socklen_t len;
+	int fd;
+
+	if (!e || !*e)
+		return;
+	n = strlen(e);
+	if ((e[0] != '/' && e[0] != '@') || n >= sizeof(sa.sun_path) || n < 2) {
+		log_debug("NOTIFY_SOCKET=%s: not a socket path or abstract name", e);
+		return;
+	}
+	memcpy(sa.sun_path, e, n);
+	if (e[0] == '@')
+		sa.sun_path[0] = '\0';
+	len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n + (e[0] == '/'));
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	if (sendto(fd, msg, strlen(msg), MSG_NOSIGNAL, (const struct sockaddr *)&sa, len) < 0)
+		log_debug("notify %s: %s", e, strerror(errno));
+	close(fd);
+}
+
+static void send_fmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void send_fmt(const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	send_msg(buf);
+}
 
 void notify_ready(const char *status)
 {
 	if (status)
-		sd_notifyf(0, "READY=1\nSTATUS=%s", status);
+		send_fmt("READY=1\nSTATUS=%s", status);
 	else
-		sd_notify(0, "READY=1");
+		send_msg("READY=1");
 }
 
 void notify_status(const char *fmt, ...)
@@ -23,7 +75,7 @@ void notify_status(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	sd_notifyf(0, "STATUS=%s", buf);
+	send_fmt("STATUS=%s", buf);
 }
 
 void notify_reloading(void)
@@ -33,25 +85,41 @@ void notify_reloading(void)
 	/* systemd ≥ 253 wants MONOTONIC_USEC with RELOADING=1 for
 	 * Type=notify-reload; older ones ignore it. */
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu",
-		   (unsigned long long)ts.tv_sec * 1000000ULL + (unsigned long long)ts.tv_nsec / 1000ULL);
+	send_fmt("RELOADING=1\nMONOTONIC_USEC=%llu",
+		 (unsigned long long)ts.tv_sec * 1000000ULL + (unsigned long long)ts.tv_nsec / 1000ULL);
 }
 
 void notify_stopping(void)
 {
-	sd_notify(0, "STOPPING=1");
+	send_msg("STOPPING=1");
 }
 
+/* $WATCHDOG_USEC, for this process only: $WATCHDOG_PID, when set, must
+ * name it (sd_watchdog_enabled(3)). */
 uint64_t notify_watchdog_usec(void)
 {
-	uint64_t usec = 0;
+	const char *u = getenv("WATCHDOG_USEC"), *p = getenv("WATCHDOG_PID");
+	unsigned long long usec;
+	char *end;
 
-	if (sd_watchdog_enabled(0, &usec) <= 0)
+	if (!u || !*u)
 		return 0;
-	return usec;
+	if (p && *p) {
+		long pid;
+
+		errno = 0;
+		pid = strtol(p, &end, 10);
+		if (errno || *end || pid != (long)getpid())
+			return 0;
+	}
+	errno = 0;
+	usec = strtoull(u, &end, 10);
+	if (errno || *end || usec == 0)
+		return 0;
+	return (uint64_t)usec;
 }
 
 void notify_watchdog(void)
 {
-	sd_notify(0, "WATCHDOG=1");
+	send_msg("WATCHDOG=1");
 }

@@ -1,4 +1,4 @@
-/* notify.h — the service manager protocol (sd_notify, via libsystemd):
+/* notify.h — the service manager protocol (sd_notify(3), spoken directly):
  * READY=1 once the first cycle has published a snapshot, STATUS= with a
  * one-line summary after each cycle, WATCHDOG=1 when WatchdogSec= is set,
  * RELOADING=1/STOPPING=1 around SIGHUP and SIGTERM. Outside systemd

@@ -626,7 +626,7 @@ int main(int argc, char **argv)
 	}
 	printf("targets: <= 50 ms CPU per cycle at 1000 guests, <= 16 MiB RSS\n"
 	       "daemon RSS is the peak RSS (VmHWM) of numaorchd on the fixture host (no libvirt module: a host\n"
-	       "without VMs): with the file pages of its shared libraries (GnuTLS, libsystemd, ...),\n"
+	       "without VMs): with the file pages of its shared libraries (libc, GnuTLS, ...),\n"
 	       "shared with other processes; anon RSS is the agent's own memory. On a VM host the\n"
 	       "libvirt module and its libraries add about 7 MiB of file pages. + /metrics: the peak\n"
 	       "(ru_maxrss) once it has also answered one GET /metrics.\n"
