@@ -69,13 +69,15 @@ void notify_ready(const char *status)
 
 void notify_status(const char *fmt, ...)
 {
-	char buf[256];
+	static const char key[] = "STATUS=";
+	char buf[sizeof(key) - 1 + 256];
 	va_list ap;
 
+	memcpy(buf, key, sizeof(key) - 1);
 	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
+	vsnprintf(buf + sizeof(key) - 1, sizeof(buf) - (sizeof(key) - 1), fmt, ap);
 	va_end(ap);
-	send_fmt("STATUS=%s", buf);
+	send_msg(buf);
 }
 
 void notify_reloading(void)

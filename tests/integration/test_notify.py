@@ -83,6 +83,36 @@ class Notify(itlib.DaemonTest):
         self.assertTrue(all(l[0] == "<" and l[2] == ">" for l in lines), lines[:5])
         self.assertTrue(any(l.startswith("<6>") and "starting" in l for l in lines), lines[:5])
 
+    def test_abstract_socket_status_each_cycle_watchdog_pid(self):
+        # The protocol as orchestrator/notify.c speaks it without
+        # libsystemd: an abstract socket name ("@..."), a STATUS= line of
+        # its own after every later cycle, and no watchdog pings when
+        # $WATCHDOG_PID names another process.
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        name = "numaorch-test-%d-%d" % (os.getpid(), int(time.time() * 1000))
+        s.bind("\0" + name)
+        self.addCleanup(s.close)
+        conf = itlib.config_file(self.tmp, "[agent]\nsample = 0.05\ninterval = 0.2\n"
+                                           "[api]\nsocket =\n[libvirt]\nenabled = no\n")
+        env = dict(os.environ, NOTIFY_SOCKET="@" + name, WATCHDOG_USEC="1000000", WATCHDOG_PID="1")
+        env.pop("JOURNAL_STREAM", None)
+        d = subprocess.Popen(self.numaorchd("--config", conf, "--root", self.root, "--dry-run"),
+                             env=env, stderr=subprocess.DEVNULL)
+        self.addCleanup(lambda: d.poll() is None and d.kill())
+        msgs, end = [], time.time() + 20
+        while time.time() < end and not [m for m in msgs if m.startswith("STATUS=") and "cycle 3" in m]:
+            s.settimeout(max(0.01, end - time.time()))
+            try:
+                msgs.append(s.recv(4096).decode())
+            except socket.timeout:
+                break
+        self.assertTrue([m for m in msgs if m.startswith("READY=1")], msgs)
+        self.assertTrue([m for m in msgs if m.startswith("STATUS=") and "guests on 2 NUMA nodes" in m
+                         and "cycle 3" in m], msgs)
+        self.assertFalse([m for m in msgs if "WATCHDOG=1" in m], msgs)
+        d.send_signal(signal.SIGTERM)
+        self.assertEqual(d.wait(timeout=10), 0)
+
     def test_no_prefix_when_stderr_is_not_the_journal(self):
         # JOURNAL_STREAM inherited, stderr redirected elsewhere: plain lines.
         env = dict(os.environ, JOURNAL_STREAM="8:1234")
