@@ -317,7 +317,8 @@ class PrivateLibvirt:
         return p
 
     # ---- domains ---------------------------------------------------------
-    def domain_xml(self, name, uuid, vcpus=1, mem_mib=64, busy=False, numatune=None, policy=None, iothreads=0):
+    def domain_xml(self, name, uuid, vcpus=1, mem_mib=64, busy=False, numatune=None, policy=None, iothreads=0,
+                   cpuset=None):
         disk = ""
         if busy:
             img = self.path("images", name + ".img")
@@ -339,7 +340,7 @@ class PrivateLibvirt:
   <uuid>{uuid}</uuid>
   {meta}
   <memory unit='MiB'>{mem}</memory>
-  <vcpu>{vcpus}</vcpu>
+  <vcpu{vcpu_attr}>{vcpus}</vcpu>
   {io}
   {nt}
   <os><type arch='x86_64' machine='pc'>hvm</type><boot dev='hd'/></os>
@@ -352,6 +353,7 @@ class PrivateLibvirt:
 </domain>
 """.format(name=name, uuid=uuid, meta=meta, mem=mem_mib, vcpus=vcpus, nt=nt, qemu=QEMU, disk=disk,
            io="<iothreads>%d</iothreads>" % iothreads if iothreads else "",
+           vcpu_attr=" placement='static' cpuset='%s'" % cpuset if cpuset else "",
            serial=self.path("images", name + ".serial"))
 
     def define(self, name, **kw):
