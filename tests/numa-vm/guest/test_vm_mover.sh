@@ -3,15 +3,24 @@
 # multi-node kernel (runs inside the testbed VM, booted with the libvirt
 # initramfs: numavm.py check-libvirt, make check-numa-libvirt).
 #
-# libvirtd and QEMU run here by hand (no systemd). One tiny TCG domain
-# (nested: QEMU inside the TCG VM), its RAM preallocated so there are
-# bytes to move, numatune restrictive on node 0 and its vCPUs pinned to
+# libvirtd and QEMU run here by hand (no systemd). Tiny TCG domains
+# (nested: QEMU inside the TCG VM), their RAM preallocated so there are
+# bytes to move, numatune restrictive on node 0 and their vCPUs pinned to
 # node 1's CPUs, while node 0's CPUs are kept busy: the agent cannot bring
 # the vCPUs to the memory, so the memory must go to the vCPUs — libvirt's
 # live nodeset widened, QEMU's pages moved by the mover, the nodeset
 # narrowed. Checked independently of the agent: memory.numa_stat of the
-# domain's cgroup and /proc/PID/numa_maps of QEMU, `virsh numatune` and
-# the cgroups' cpuset.mems, then the decision record.
+# domain's cgroup and /proc/PID/numa_maps of QEMU, `virsh numatune`, the
+# cgroups' cpuset.mems and each vCPU thread's affinity, then the records.
+#   1. a 2-vCPU domain (vCPU 1 first on node 2): its memory arrives, both
+#      vCPU threads end on the target's CPUs;
+#   2-4. with a rate budget, so that the job is caught halfway (measured
+#      by numa_maps): the job cancelled (DELETE /v1/migrations/{id}), the
+#      agent stopped (SIGTERM), the domain destroyed. Cancelled or
+#      stopped, the domain is left on old ∪ target (libvirt's nodeset, the
+#      cgroups, Mems_allowed), its pages where the job left them; a
+#      destroyed domain's job ends "vanished" and nothing more is written
+#      to it (libvirtd's own log).
 #
 # Output: "ok N - what" / "not ok N - what: why", "# ..." diagnostics,
 # then "P passed, F failed" and "END rc=R" for the host.
@@ -51,7 +60,7 @@ finish() {
 }
 abort() {   # a step the rest depends on failed: say why, show the logs, stop
 	result "$1" 1 "$2"
-	for f in /var/log/libvirt/libvirtd.log /var/log/libvirt/qemu/$VM.log $T/err; do
+	for f in /var/log/libvirt/libvirtd.log /var/log/libvirt/qemu/$VM.log ${A:-$T}/err; do
 		[ -s $f ] && { echo "# --- tail $f"; tail -25 $f | sed 's/^/# /'; }
 	done
 	finish
@@ -97,19 +106,32 @@ done
 [ $ok = 0 ] || abort "libvirtd answers" "no answer within 400 s: $(tail -2 $T/version)"
 say "libvirtd answered after $(awk -v a="$t" -v b="$(up)" 'BEGIN{printf "%.0f", b-a}') s (capabilities probe): $(tr '\n' ' ' < $T/version)"
 
-# ---- the domain ----------------------------------------------------------
-c0=$(node_cpus 0) c1=$(node_cpus 1)
-# A boot sector that loops (jmp $; 55 AA): vCPU 0 spins, so the domain
-# has a busy thread whose node decides its locality.
-printf '\353\376' > /images/$VM.img
-dd if=/dev/zero bs=1 count=508 2>/dev/null >> /images/$VM.img
-printf '\125\252' >> /images/$VM.img
-cat > $T/$VM.xml <<EOF
+# ---- helpers for every domain ----------------------------------------------
+c0=$(node_cpus 0) c1=$(node_cpus 1) c2=$(node_cpus 2)
+# Node lists as sorted numbers ("0-1,3" -> "0 1 3 "): virsh, cpuset files
+# and /proc print the same set in different forms.
+expand() { echo "$1" | awk -F, '{for(i=1;i<=NF;i++){n=split($i,a,"-")
+	if(n==2) for(j=a[1];j<=a[2];j++) printf "%d ", j; else if($i!="") printf "%d ", $i}}'; }
+union() { { expand "$1"; expand "$2"; } | tr ' ' '\n' | grep . | sort -n | uniq | tr '\n' ' '; }
+same_set() { [ "$(expand "$1")" = "$(expand "$2")" ]; }
+
+# new_domain NAME MIB VCPUS: defined and started, its RAM touched on node 0
+# (numatune restrictive 0, vCPUs and emulator first on node 0's CPUs).
+# Sets VM, qpid, DCG.
+new_domain() {
+	VM=$1
+	# A boot sector that loops (jmp $; 55 AA): vCPU 0 spins, so the
+	# domain has a busy thread whose node decides its locality. Each
+	# domain its own copy: QEMU locks its disk image.
+	printf '\353\376' > /images/$VM.img
+	dd if=/dev/zero bs=1 count=508 2>/dev/null >> /images/$VM.img
+	printf '\125\252' >> /images/$VM.img
+	cat > $T/$VM.xml <<EOF
 <domain type='qemu'>
   <name>$VM</name>
-  <memory unit='MiB'>$MIB</memory>
+  <memory unit='MiB'>$2</memory>
   <memoryBacking><allocation mode='immediate'/></memoryBacking>
-  <vcpu placement='static' cpuset='$c0'>1</vcpu>
+  <vcpu placement='static' cpuset='$c0'>$3</vcpu>
   <numatune><memory mode='restrictive' nodeset='0'/></numatune>
   <os><type arch='x86_64' machine='pc'>hvm</type><boot dev='hd'/></os>
   <devices>
@@ -121,18 +143,15 @@ cat > $T/$VM.xml <<EOF
   </devices>
 </domain>
 EOF
-$VIRSH define $T/$VM.xml > $T/define 2>&1 || abort "domain defined" "$(cat $T/define)"
-$VIRSH start $VM > $T/start 2>&1 || abort "domain starts (nested TCG QEMU)" "$(cat $T/start)"
-say "domain started"
-qpid=$(cat /run/libvirt/qemu/$VM.pid 2>/dev/null)
-[ -n "$qpid" ] && [ -d /proc/$qpid ] || abort "QEMU runs" "no pid in /run/libvirt/qemu/$VM.pid"
-id=$($VIRSH domid $VM)
-DCG=$CG/machine/qemu-$id-$VM.libvirt-qemu
-[ -d $DCG ] || DCG=$(dirname $(grep -l . $CG/machine/*/cgroup.procs 2>/dev/null | head -1) 2>/dev/null)
-say "QEMU pid $qpid, cgroup $DCG"
-find $CG/machine -type d | while read d; do
-	echo "#   ${d#$CG}: type $(cat $d/cgroup.type 2>/dev/null) mems '$(cat $d/cpuset.mems 2>/dev/null)'/$(cat $d/cpuset.mems.effective 2>/dev/null) cpus '$(cat $d/cpuset.cpus 2>/dev/null)' procs $(cat $d/cgroup.procs 2>/dev/null | wc -l) threads $(cat $d/cgroup.threads 2>/dev/null | wc -l) ctl $(cat $d/cgroup.subtree_control 2>/dev/null | tr ' ' ,)"
-done
+	$VIRSH define $T/$VM.xml > $T/define 2>&1 || abort "domain $VM defined" "$(cat $T/define)"
+	$VIRSH start $VM > $T/start 2>&1 || abort "domain $VM starts (nested TCG QEMU)" "$(cat $T/start)"
+	qpid=$(cat /run/libvirt/qemu/$VM.pid 2>/dev/null)
+	[ -n "$qpid" ] && [ -d /proc/$qpid ] || abort "QEMU of $VM runs" "no pid in /run/libvirt/qemu/$VM.pid"
+	DCG=$CG/machine/qemu-$($VIRSH domid $VM)-$VM.libvirt-qemu
+	[ -d $DCG ] || abort "the cgroup of $VM" "no $DCG"
+	say "domain $VM started: QEMU pid $qpid, cgroup $DCG"
+}
+gone_domain() { $VIRSH destroy $VM > /dev/null 2>&1; $VIRSH undefine $VM > /dev/null 2>&1; }
 
 # Memory per node: the cgroup's memory.numa_stat (anon+file, all of the
 # domain's threads) and QEMU's numa_maps (its mappings' pages).
@@ -142,44 +161,8 @@ maps_mib() {   # pages on node N in /proc/qpid/numa_maps, in MiB
 	awk -v n="N$1=" '{ps=4; for(i=2;i<=NF;i++) if($i ~ /^kernelpagesize_kB=/) ps=substr($i,19)
 		for(i=2;i<=NF;i++) if(index($i,n)==1) s+=substr($i,length(n)+1)*ps} END{printf "%d", s/1024}' /proc/$qpid/numa_maps
 }
+maps_on() { s=0; for nd in $(expand "$1"); do s=$((s + $(maps_mib $nd))); done; echo $s; }
 per_node() { for nd in 0 1 2 3; do printf 'N%s=%s/%s ' $nd $(cg_mib $nd) $(maps_mib $nd); done; }
-say "memory (cgroup/numa_maps MiB) at start: $(per_node) total $(cg_tot)"
-m0=$(maps_mib 0)
-# Now the threads go to node 1 (as an operator's vcpupin, or a scheduler
-# elsewhere, would put them), away from their memory: however libvirt
-# ordered its cgroup and affinity setup at start, the RAM was touched on
-# node 0.
-$VIRSH vcpupin $VM 0 $c1 > $T/pin 2>&1 && $VIRSH emulatorpin $VM $c1 >> $T/pin 2>&1 ||
-	abort "vCPU and emulator pinned to node 1 ($c1)" "$(cat $T/pin)"
-[ "$m0" -ge $((MIB * 9 / 10)) ]
-result "the domain's RAM starts on node 0 (numatune restrictive 0): $m0 MiB of $MIB in QEMU's numa_maps" $?
-nt0=$($VIRSH numatune $VM | tr -s ' ' | tr '\n' ' ')
-say "virsh numatune: $nt0"
-
-# ---- node 0 crowded ----------------------------------------------------------
-# One spinning process per CPU of node 0 (not guests: outside the scope):
-# the vCPU cannot join its memory there, so the memory must move.
-for c in $(echo $c0 | tr ',-' '  '); do
-	taskset -c $c sh -c 'while :; do :; done' &
-	echo $! >> $T/spinners
-done
-
-# ---- the agent ------------------------------------------------------------------
-cat > $T/conf <<EOF
-[agent]
-interval = 2
-sample = 0.5
-[api]
-socket = $T/api.sock
-[libvirt]
-enabled = yes
-uri = qemu:///system
-place_on_start = no
-EOF
-$NUMAORCHD --config $T/conf --scope /machine --state-dir $T/state --log-level debug \
-	--decision-log $T/dec 2> $T/err &
-apid=$!
-say "numaorchd started (pid $apid)"
 # Every cpuset.mems of the domain's cgroups (configured and effective) and
 # QEMU's Mems_allowed: what "half-bound" would show.
 mems_all() {
@@ -189,33 +172,111 @@ mems_all() {
 	printf 'Mems_allowed=%s' "$(awk '/^Mems_allowed_list/{print $2}' /proc/$qpid/status)"
 }
 nodeset() { $VIRSH numatune $VM | awk '$1=="numa_nodeset"{print $3}'; }
+numa_mode() { $VIRSH numatune $VM | awk '$1=="numa_mode"{print $3}'; }
+vcpu_pin() { $VIRSH vcpupin $VM | awk -v v="$1" '$1==v{print $2}'; }
+emu_pin() { $VIRSH emulatorpin $VM | awk 'NF{print $NF; exit}'; }
+# vCPU I's thread, by the name QEMU gives it (not by libvirt's cgroup).
+vcpu_tid() {
+	for t in /proc/$qpid/task/*; do
+		[ "$(cat $t/comm 2>/dev/null)" = "CPU $1/TCG" ] && { echo ${t##*/}; return; }
+	done
+}
+tid_cpus() { awk '/^Cpus_allowed_list/{print $2}' /proc/$qpid/task/$1/status 2>/dev/null; }
+# A record's target: rec_to FIELD (mems|cpus) < record
+rec_to() { sed -n 's/.*"to":{[^}]*"'$1'":"\([^"]*\)".*/\1/p'; }
+
+# start_agent NAME MEMORY_CONF: numaorchd with the libvirt module, its
+# files under $T/NAME. Sets A (the directory), apid, CTL.
+start_agent() {
+	A=$T/$1
+	mkdir -p $A
+	cat > $A/conf <<EOF
+[agent]
+interval = 2
+sample = 0.5
+[api]
+socket = $A/api.sock
+[libvirt]
+enabled = yes
+uri = qemu:///system
+place_on_start = no
+[memory]
+$2
+EOF
+	$NUMAORCHD --config $A/conf --scope /machine --state-dir $A/state --log-level debug \
+		--decision-log $A/dec 2> $A/err &
+	apid=$!
+	CTL="numaorchctl -s $A/api.sock"
+	say "numaorchd started (pid $apid) for $1"
+}
+agent_tail() { tail -${2:-30} $A/err | sed 's/^/# agent: /' | cut -c1-400; }
+
+# pin_away: the vCPUs and the emulator to node 1's CPUs (as an operator's
+# vcpupin, or a scheduler elsewhere, would put them), away from their
+# memory on node 0, which its spinners keep busy: the memory must go to
+# the vCPUs. VCPU1_CPUS: where vCPU 1 goes (a 2-vCPU domain).
+pin_away() {
+	$VIRSH vcpupin $VM 0 $c1 > $T/pin 2>&1 && $VIRSH emulatorpin $VM $c1 >> $T/pin 2>&1 ||
+		abort "$VM: vCPU and emulator pinned to node 1 ($c1)" "$(cat $T/pin)"
+	[ -z "${1:-}" ] || $VIRSH vcpupin $VM 1 $1 >> $T/pin 2>&1 ||
+		abort "$VM: vCPU 1 pinned to $1" "$(cat $T/pin)"
+}
+
+# ---- 1. a 2-vCPU domain's memory moved, both vCPUs placed ---------------
+new_domain vmbed $MIB 2
+find $CG/machine -type d | while read d; do
+	echo "#   ${d#$CG}: type $(cat $d/cgroup.type 2>/dev/null) mems '$(cat $d/cpuset.mems 2>/dev/null)'/$(cat $d/cpuset.mems.effective 2>/dev/null) cpus '$(cat $d/cpuset.cpus 2>/dev/null)' procs $(cat $d/cgroup.procs 2>/dev/null | wc -l) threads $(cat $d/cgroup.threads 2>/dev/null | wc -l) ctl $(cat $d/cgroup.subtree_control 2>/dev/null | tr ' ' ,)"
+done
+say "memory (cgroup/numa_maps MiB) at start: $(per_node) total $(cg_tot)"
+m0=$(maps_mib 0)
+# vCPU 0 (the busy one) to node 1, vCPU 1 to node 2: whatever the agent
+# chooses, at least one vCPU thread must move for both to be on it.
+pin_away $c2
+[ "$m0" -ge $((MIB * 9 / 10)) ]
+result "the domain's RAM starts on node 0 (numatune restrictive 0): $m0 MiB of $MIB in QEMU's numa_maps" $?
+t0=$(vcpu_tid 0) t1=$(vcpu_tid 1)
+[ -n "$t0" ] && [ -n "$t1" ] && [ "$t0" != "$t1" ] && same_set "$(tid_cpus $t0)" $c1 && same_set "$(tid_cpus $t1)" $c2
+result "two vCPU threads, placed apart before the agent: vCPU 0 (tid $t0) on $(tid_cpus $t0), vCPU 1 (tid $t1) on $(tid_cpus $t1)" $? \
+	"threads: $(for t in /proc/$qpid/task/*; do printf '%s=%s ' ${t##*/} "$(cat $t/comm)"; done)"
+say "virsh numatune: $($VIRSH numatune $VM | tr -s ' ' | tr '\n' ' ')"
+
+# ---- node 0 crowded ----------------------------------------------------------
+# One spinning process per CPU of node 0 (not guests: outside the scope):
+# the vCPU cannot join its memory there, so the memory must move. They
+# spin for every domain of this test.
+for c in $(expand $c0); do
+	taskset -c $c sh -c 'while :; do :; done' &
+	echo $! >> $T/spinners
+done
+
+start_agent moved ""
 # Sample until the memory_arrived record (or a failure), with a deadline:
 # the samples show the nodeset widened, the pages moving and the narrowing.
 t=$(up) got=
 while awk -v a="$t" -v b="$(up)" 'BEGIN{exit !(b-a < 300)}'; do
-	kill -0 $apid 2>/dev/null || abort "numaorchd keeps running" "exited: $(tail -5 $T/err)"
+	kill -0 $apid 2>/dev/null || abort "numaorchd keeps running" "exited: $(tail -5 $A/err)"
 	say "sample: $(per_node) | nodeset $(nodeset) | $(mems_all)"
-	if grep -q '"decision":"memory_arrived"' $T/dec 2>/dev/null; then got=arrived; break; fi
+	if grep -q '"decision":"memory_arrived"' $A/dec 2>/dev/null; then got=arrived; break; fi
 	# A move whose memory went another way (the cpuset write) never
 	# brings a memory_arrived record: no need to wait for the deadline.
-	if grep '"decision":"moved"' $T/dec 2>/dev/null | grep -qv 'by the mover'; then
+	if grep '"decision":"moved"' $A/dec 2>/dev/null | grep -qv 'by the mover'; then
 		got="a moved record without a mover job"; break; fi
-	if grep -q '"decision":"\(memory_[a-z]*\|failed\|not_applicable\|refused\)"' $T/dec 2>/dev/null; then
-		got="$(grep -o '"decision":"[a-z_]*"' $T/dec | tr '\n' ' ')"; break; fi
+	if grep -q '"decision":"\(memory_[a-z]*\|failed\|not_applicable\|refused\)"' $A/dec 2>/dev/null; then
+		got="$(grep -o '"decision":"[a-z_]*"' $A/dec | tr '\n' ' ')"; break; fi
 	sleep 1
 done
 took=$(awk -v a="$t" -v b="$(up)" 'BEGIN{printf "%.0f", b-a}')
 say "decision log after $took s:"
-sed 's/^/#   /' $T/dec 2>/dev/null | cut -c1-900
+sed 's/^/#   /' $A/dec 2>/dev/null | cut -c1-900
 [ "$got" = arrived ]
 result "the agent moved the domain's memory through the mover (memory_arrived record within 300 s, $took s)" $? \
-	"got ${got:-nothing}; agent log: $(grep -i "$VM\|error\|warn" $T/err | tail -5)"
+	"got ${got:-nothing}; agent log: $(grep -i "$VM\|error\|warn" $A/err | tail -5)"
 # The settle step (libvirt narrows the nodeset) runs right after the job
 # ends, in the same engine pass that writes the record.
 sleep 1
-moved=$(grep '"decision":"moved"' $T/dec | head -1)
-to_mems=$(echo "$moved" | sed -n 's/.*"to":{[^}]*"mems":"\([^"]*\)".*/\1/p')
-to_cpus=$(echo "$moved" | sed -n 's/.*"to":{[^}]*"cpus":"\([^"]*\)".*/\1/p')
+moved=$(grep '"decision":"moved"' $A/dec | head -1)
+to_mems=$(echo "$moved" | rec_to mems)
+to_cpus=$(echo "$moved" | rec_to cpus)
 say "the moved record's target: mems '$to_mems' cpus '$to_cpus'"
 say "memory (cgroup/numa_maps MiB) after: $(per_node) total $(cg_tot)"
 say "virsh numatune: $($VIRSH numatune $VM | tr -s ' ' | tr '\n' ' ')"
@@ -227,7 +288,7 @@ result "the agent chose to move the memory off crowded node 0 (target mems '$to_
 # Bytes arrived, measured by the kernel: QEMU's numa_maps and the
 # cgroup's memory.numa_stat, on the target's nodes.
 on_t=0 cg_t=0
-for nd in $(echo "$to_mems" | tr ',' ' '); do on_t=$((on_t + $(maps_mib $nd))); cg_t=$((cg_t + $(cg_mib $nd))); done
+for nd in $(expand "$to_mems"); do on_t=$((on_t + $(maps_mib $nd))); cg_t=$((cg_t + $(cg_mib $nd))); done
 left0=$(maps_mib 0)
 [ -n "$to_mems" ] && [ $on_t -ge $((m0 * 9 / 10)) ] && [ $left0 -le $((m0 / 10)) ]
 result "the bytes arrived: QEMU's numa_maps $on_t MiB on nodes $to_mems (of $m0 on node 0 before), $left0 MiB left on node 0" $? \
@@ -249,21 +310,261 @@ ma=$(awk '/^Mems_allowed_list/{print $2}' /proc/$qpid/status)
 [ -n "$to_mems" ] && [ -z "$bad" ] && [ "$ma" = "$to_mems" ]
 result "nothing left half-bound: every cgroup of the domain and QEMU's Mems_allowed are on '$to_mems'" $? \
 	"differ:$bad Mems_allowed=$ma"
-arr=$(grep '"decision":"memory_arrived"' $T/dec | head -1)
+arr=$(grep '"decision":"memory_arrived"' $A/dec | head -1)
 echo "$arr" | grep -q '"outcome":"moved"' && echo "$arr" | grep -q "job [0-9]* done: .* onto $to_mems in" &&
 	echo "$arr" | grep -q "\"to\":{[^}]*\"mems\":\"$to_mems\"" && ! echo "$arr" | grep -q '"mems_after"'
 result "the memory_arrived record agrees (job done, onto $to_mems, no mems left wide)" $? "$arr"
 rmib=$(echo "$arr" | sed -n 's/.*job [0-9]* [a-z]*: \([0-9]*\)\.[0-9] MiB moved.*/\1/p')
 [ -n "$rmib" ] && [ "$rmib" -ge $((m0 * 8 / 10)) ]
 result "the record's bytes match what the kernel saw move (${rmib:-?} MiB recorded, $m0 MiB were on node 0)" $? "$arr"
-vp=$($VIRSH vcpupin $VM | awk 'NF{print $NF; exit}') ep=$($VIRSH emulatorpin $VM | awk 'NF{print $NF; exit}')
-[ -n "$to_cpus" ] && [ "$vp" = "$to_cpus" ] && [ "$ep" = "$to_cpus" ]
-result "libvirt's live pins are the record's CPUs '$to_cpus' (vcpupin $vp, emulatorpin $ep)" $? \
-	"vcpupin: $($VIRSH vcpupin $VM | tr -s ' ' | tr '\n' ' ') emulatorpin: $($VIRSH emulatorpin $VM | tr -s ' ' | tr '\n' ' ')"
-say "vCPU 0 runs on CPU $($VIRSH vcpuinfo $VM | awk '$1=="CPU:"{print $2}')"
-tail -30 $T/err | sed 's/^/# agent: /' | cut -c1-400
-
+# Both vCPUs, not only vCPU 0: libvirt's live pins, and each vCPU
+# thread's own affinity (found by its name) and its vcpuN cgroup's CPUs,
+# as the kernel has them.
+bad=
+for v in 0 1; do
+	tid=$(vcpu_tid $v) vp=$(vcpu_pin $v)
+	same_set "$vp" "$to_cpus" || bad="$bad vcpupin $v=$vp"
+	same_set "$(tid_cpus $tid)" "$to_cpus" || bad="$bad vCPU $v thread $tid Cpus_allowed=$(tid_cpus $tid)"
+	grep -qx "$tid" $DCG/vcpu$v/cgroup.threads 2>/dev/null &&
+		same_set "$(cat $DCG/vcpu$v/cpuset.cpus.effective)" "$to_cpus" ||
+		bad="$bad vcpu$v cgroup=$(cat $DCG/vcpu$v/cpuset.cpus.effective 2>/dev/null) (threads $(cat $DCG/vcpu$v/cgroup.threads 2>/dev/null | tr '\n' ' '))"
+done
+ep=$(emu_pin)
+[ -n "$to_cpus" ] && [ -z "$bad" ] && same_set "$ep" "$to_cpus"
+result "both vCPUs and the emulator are on the record's CPUs '$to_cpus': libvirt's pins, each vCPU thread's Cpus_allowed and its vcpuN cgroup (emulatorpin $ep)" $? \
+	"differ:$bad; vcpupin: $($VIRSH vcpupin $VM | tr -s ' ' | tr '\n' ' ') emulatorpin: $ep"
+say "vCPUs run on CPUs $($VIRSH vcpuinfo $VM | awk '$1=="CPU:"{printf "%s ", $2}')"
+agent_tail
 kill -TERM $apid; wait $apid
+gone_domain
+
+# ---- 2-4. a job ended mid-move -------------------------------------------------
+# A job cancelled (DELETE /v1/migrations/{id}), stopped (SIGTERM of the
+# agent) or whose domain is destroyed ends at a chunk boundary and leaves
+# the domain where the move got to: CPUs on the target, libvirt's live
+# nodeset and every cgroup's cpuset.mems (and QEMU's Mems_allowed) on old
+# ∪ target (0 and the target; never empty, never narrowed onto a node the
+# memory is not on), the pages split between them as the job left them,
+# nothing moving afterwards. Checked with virsh numatune, the cgroups'
+# cpuset.mems, QEMU's numa_maps and memory.numa_stat — then the record.
+# The agent runs with a rate budget of RATE MiB/s so that the job (~150
+# MiB) takes ~40 s and is caught halfway; "mid-move" is measured, by
+# numa_maps, not assumed.
+RATE=4
+# mid_move: wait (deadline) until the guest's job runs and QEMU's
+# numa_maps has >= 16 MiB on the job's target and >= 48 MiB still on
+# node 0. Sets jid, to_mems, src_at, tgt_at. Returns 1 if not caught.
+mid_move() {
+	t=$(up) jid=
+	while awk -v a="$t" -v b="$(up)" 'BEGIN{exit !(b-a < 120)}'; do
+		kill -0 $apid 2>/dev/null || { say "numaorchd exited: $(tail -5 $A/err)"; return 1; }
+		# (fields from the right: FROM is empty until the census)
+		row=$($CTL migrations 2>/dev/null | awk '$1 ~ /^[0-9]+$/ && $(NF-5) == "running" {print $1, $(NF-6), $(NF-4), $(NF-3); exit}')
+		jid=${row%% *} to_mems=$(echo "$row" | cut -d' ' -f2)
+		src_at=$(maps_mib 0) tgt_at=0
+		[ -n "$row" ] && tgt_at=$(maps_on "$to_mems")
+		say "sample: $(per_node) | job ${row:-none} (id, to, done, left MiB) | nodeset $(nodeset)"
+		[ -n "$row" ] && [ "$tgt_at" -ge 16 ] && [ "$src_at" -ge 48 ] && return 0
+		if grep -q '"decision":"\(memory_[a-z]*\|failed\|not_applicable\)"' $A/dec 2>/dev/null; then
+			say "the move ended before it was caught: $(grep -o '"decision":"[a-z_]*"' $A/dec | tr '\n' ' ')"
+			return 1
+		fi
+		[ -n "$row" ] && [ "$src_at" -lt 48 ] && { say "caught too late: $src_at MiB left on node 0"; return 1; }
+		sleep 1
+	done
+	return 1
+}
+# wait_record DECISION SECONDS: until a record DECISION is in $A/dec;
+# sets rec, rec_s (seconds waited).
+wait_record() {
+	t=$(up) rec=
+	while awk -v a="$t" -v b="$(up)" -v d="$2" 'BEGIN{exit !(b-a < d)}'; do
+		rec=$(grep "\"decision\":\"$1\"" $A/dec 2>/dev/null | head -1)
+		[ -n "$rec" ] && break
+		sleep 0.2
+	done
+	rec_s=$(awk -v a="$t" -v b="$(up)" 'BEGIN{printf "%.1f", b-a}')
+	[ -n "$rec" ]
+}
+# settled WHAT: the pages stay where the job left them: node 0's share in
+# numa_maps now (src_end) and 3 agent intervals (6 s, 24 MiB of budget)
+# later differ by at most 1 MiB, and the memory is still split.
+settled() {
+	src_end=$(maps_mib 0) tgt_end=$(maps_on "$to_mems")
+	t=$(up)
+	while awk -v a="$t" -v b="$(up)" 'BEGIN{exit !(b-a < 6)}'; do sleep 1; done
+	s2=$(maps_mib 0) g2=$(maps_on "$to_mems")
+	say "after $1: numa_maps node 0 $src_end -> $s2 MiB, target $tgt_end -> $g2 MiB over 6 s; $(per_node)"
+	d=$((src_end - s2))
+	[ ${d#-} -le 1 ] && [ $s2 -ge 16 ] && [ $g2 -ge 8 ]
+	result "$1: the pages stopped where the job left them (node 0 $src_end -> $s2 MiB, target $to_mems $tgt_end -> $g2 MiB over the next 6 s; at the catch $src_at/$tgt_at)" $? \
+		"they went on moving or the move finished: $(per_node)"
+}
+# left_wide WHAT: the state a job ended early leaves, measured by the
+# kernel and libvirt: libvirt's live nodeset restrictive on 0 ∪ target,
+# every cgroup with threads in effect on it (a cgroup's own mems empty or
+# the same), QEMU's Mems_allowed the same, every node holding a MiB of
+# QEMU's pages or the cgroup's memory inside it, CPUs on the target.
+left_wide() {
+	wide=$(union 0 "$to_mems")
+	ns=$(nodeset) mode=$(numa_mode)
+	[ -n "$to_mems" ] && [ "$(expand "$ns")" = "$wide" ] && [ "$mode" = restrictive ]
+	result "$1: libvirt's live nodeset is old ∪ target ('$ns', $mode; 0 ∪ $to_mems)" $? \
+		"$($VIRSH numatune $VM | tr -s ' ' | tr '\n' ' ')"
+	bad=
+	for f in $(find $DCG -name cpuset.mems); do
+		c=$(cat $f) e=$(cat ${f%.mems}.mems.effective) d=${f%/cpuset.mems}
+		{ [ -z "$c" ] || [ "$(expand "$c")" = "$wide" ]; } || bad="$bad ${f#$DCG/}=$c/$e"
+		[ -s $d/cgroup.threads ] && [ "$(expand "$e")" != "$wide" ] && bad="$bad ${f#$DCG/}(threads)=$c/$e"
+	done
+	ma=$(awk '/^Mems_allowed_list/{print $2}' /proc/$qpid/status)
+	[ "$(expand "$ma")" = "$wide" ] || bad="$bad Mems_allowed=$ma"
+	[ -n "$to_mems" ] && [ -z "$bad" ]
+	result "$1: every cgroup of the domain and QEMU's Mems_allowed are on the same set ($(mems_all))" $? "differ:$bad"
+	bad=
+	for nd in 0 1 2 3; do
+		[ $(maps_mib $nd) -ge 1 ] || [ $(cg_mib $nd) -ge 1 ] || continue
+		case " $wide" in *" $nd "*) ;; *) bad="$bad node $nd" ;; esac
+	done
+	[ -n "$to_mems" ] && [ -z "$bad" ]
+	result "$1: no memory outside that set (numa_maps/memory.numa_stat MiB: $(per_node))" $? "memory on$bad"
+	bad= cpus=$(echo "$moved" | rec_to cpus)
+	for v in 0; do
+		tid=$(vcpu_tid $v)
+		same_set "$(vcpu_pin $v)" "$cpus" || bad="$bad vcpupin $v=$(vcpu_pin $v)"
+		same_set "$(tid_cpus $tid)" "$cpus" || bad="$bad vCPU $v thread Cpus_allowed=$(tid_cpus $tid)"
+	done
+	same_set "$(emu_pin)" "$cpus" || bad="$bad emulatorpin=$(emu_pin)"
+	[ -n "$cpus" ] && [ -z "$bad" ]
+	result "$1: the CPUs stay on the target '$cpus' (libvirt's pins, the vCPU thread's Cpus_allowed)" $? "differ:$bad"
+}
+# rec_agrees WHAT STATE: the job's record says how it ended, that the mems
+# stay on old ∪ target (mems_after), and about the bytes numa_maps saw
+# leave node 0 (within 8 MiB or 10 %).
+rec_agrees() {
+	ma=$(echo "$rec" | sed -n 's/.*"mems_after":"\([^"]*\)".*/\1/p')
+	rmib=$(echo "$rec" | sed -n 's/.*job [0-9]* [a-z]*: \([0-9]*\)\.[0-9] MiB moved.*/\1/p')
+	left=$((m0 - src_end))
+	d=$((${rmib:-0} - left)) tol=$((left / 10))
+	[ $tol -ge 8 ] || tol=8
+	echo "$rec" | grep -q "job $jid $2: " && [ "$(expand "$ma")" = "$(union 0 "$to_mems")" ] &&
+		[ -n "$rmib" ] && [ ${d#-} -le $tol ]
+	result "$1: the record says so (job $jid $2, mems_after '$ma', ${rmib:-?} MiB moved; numa_maps saw $left MiB leave node 0)" $? "$rec"
+}
+
+# ---- 2. DELETE /v1/migrations/{id} mid-move ------------------------------------
+new_domain vmdel $MIB 1
+m0=$(maps_mib 0)
+pin_away
+start_agent cancel "rate_mib = $RATE"
+if mid_move; then
+	result "cancel: the job was caught mid-move (job $jid running; numa_maps $tgt_at MiB on the target $to_mems, $src_at MiB still on node 0)" 0
+	moved=$(grep '"decision":"moved"' $A/dec | head -1)
+	$CTL migrations cancel $jid > $T/cancel 2>&1
+	rc=$?
+	grep -q "cancelled" $T/cancel && [ $rc = 0 ]
+	result "cancel: DELETE /v1/migrations/$jid accepted (numaorchctl migrations cancel: rc $rc, $(cat $T/cancel))" $?
+	wait_record memory_cancelled 30
+	result "cancel: the job ended at a chunk boundary: a memory_cancelled record $rec_s s after the DELETE" $? \
+		"no record within 30 s: $(grep -o '"decision":"[a-z_]*"' $A/dec | tr '\n' ' ')"
+	settled cancel
+	left_wide cancel
+	rec_agrees cancel cancelled
+	$CTL migrations > $T/jobs 2>&1
+	st=$(awk -v j=$jid '$1==j{print $(NF-5)}' $T/jobs)
+	live=$(awk '$1 ~ /^[0-9]+$/ && ($(NF-5)=="running" || $(NF-5)=="queued")' $T/jobs)
+	kill -0 $apid 2>/dev/null && $CTL health > /dev/null 2>&1 && [ "$st" = cancelled ] && [ -z "$live" ]
+	result "cancel: the agent keeps running and answers; GET /v1/migrations: job $jid ${st:-missing}, no job queued or running" $? \
+		"$(cat $T/jobs | tr '\n' '|')"
+else
+	result "cancel: the job was caught mid-move (>= 16 MiB on the target, >= 48 MiB still on node 0, within 120 s)" 1 \
+		"$(tail -3 $A/dec 2>/dev/null | cut -c1-400)"
+fi
+agent_tail 12
+kill -TERM $apid; wait $apid
+gone_domain
+
+# ---- 3. SIGTERM of the agent mid-move ------------------------------------------
+new_domain vmterm $MIB 1
+m0=$(maps_mib 0)
+pin_away
+start_agent sigterm "rate_mib = $RATE"
+if mid_move; then
+	result "sigterm: the job was caught mid-move (job $jid running; numa_maps $tgt_at MiB on the target $to_mems, $src_at MiB still on node 0)" 0
+	moved=$(grep '"decision":"moved"' $A/dec | head -1)
+	kill -TERM $apid
+	t=$(up)
+	while kill -0 $apid 2>/dev/null && awk -v a="$t" -v b="$(up)" 'BEGIN{exit !(b-a < 30)}'; do sleep 0.2; done
+	ex=$(awk -v a="$t" -v b="$(up)" 'BEGIN{printf "%.1f", b-a}')
+	if kill -0 $apid 2>/dev/null; then
+		result "sigterm: the agent stops the job and exits within 30 s" 1 "still running after $ex s; killed"
+		kill -KILL $apid
+	fi
+	wait $apid
+	rc=$?
+	[ $rc = 0 ]
+	result "sigterm: the agent stopped the job at a chunk boundary and exited $ex s after SIGTERM (exit status $rc)" $?
+	wait_record memory_stopped 1
+	result "sigterm: a memory_stopped record was written before it exited" $? \
+		"records: $(grep -o '"decision":"[a-z_]*"' $A/dec | tr '\n' ' ')"
+	settled sigterm
+	left_wide sigterm
+	rec_agrees sigterm stopped
+else
+	result "sigterm: the job was caught mid-move (>= 16 MiB on the target, >= 48 MiB still on node 0, within 120 s)" 1 \
+		"$(tail -3 $A/dec 2>/dev/null | cut -c1-400)"
+	kill -TERM $apid; wait $apid
+fi
+agent_tail 12
+gone_domain
+
+# ---- 4. the domain destroyed mid-move ------------------------------------------
+new_domain vmgone $MIB 1
+m0=$(maps_mib 0)
+pin_away
+start_agent destroy "rate_mib = $RATE"
+if mid_move; then
+	result "destroy: the job was caught mid-move (job $jid running; numa_maps $tgt_at MiB on the target $to_mems, $src_at MiB still on node 0)" 0
+	lv0=$(wc -l < /var/log/libvirt/libvirtd.log) ag0=$(wc -l < $A/err) dc0=$(wc -l < $A/dec)
+	$VIRSH destroy $VM > $T/destroy 2>&1 || say "virsh destroy: $(cat $T/destroy)"
+	wait_record memory_vanished 60
+	result "destroy: the job ended cleanly: a memory_vanished record $rec_s s after virsh destroy" $? \
+		"records: $(grep -o '"decision":"[a-z_]*"' $A/dec | tr '\n' ' ')"
+	echo "$rec" | cut -c1-600 | sed 's/^/#   /'
+	# Two more cycles after the record (status's cycle number), so that
+	# anything the agent would still do to the domain has been done.
+	c1st=$($CTL status 2>/dev/null | sed -n 's/^since start: *\([0-9]*\) cycles.*/\1/p')
+	t=$(up) cyc=$c1st
+	while awk -v a="$t" -v b="$(up)" 'BEGIN{exit !(b-a < 30)}'; do
+		cyc=$($CTL status 2>/dev/null | sed -n 's/^since start: *\([0-9]*\) cycles.*/\1/p')
+		[ -n "$cyc" ] && [ -n "$c1st" ] && [ "$cyc" -ge $((c1st + 2)) ] && break
+		sleep 1
+	done
+	$CTL migrations > $T/jobs 2>&1
+	st=$(awk -v j=$jid '$1==j{print $(NF-5)}' $T/jobs)
+	live=$(awk '$1 ~ /^[0-9]+$/ && ($(NF-5)=="running" || $(NF-5)=="queued")' $T/jobs)
+	kill -0 $apid 2>/dev/null && $CTL health > /dev/null 2>&1 && [ -n "$cyc" ] && [ "$cyc" -ge $((${c1st:-0} + 2)) ] &&
+		[ "$st" = vanished ] && [ -z "$live" ]
+	result "destroy: the agent keeps running (cycle ${c1st:-?} -> ${cyc:-?}, answers); GET /v1/migrations: job $jid ${st:-missing}, no job queued or running" $? \
+		"$(cat $T/jobs | tr '\n' '|')"
+	# Nothing written to the gone domain: libvirtd logs (warnings and
+	# errors) every call refused on an inactive domain; the agent neither
+	# fails a write nor records a move of it.
+	tail -n +$((lv0 + 1)) /var/log/libvirt/libvirtd.log > $T/lvlog
+	sed 's/^/#   libvirtd: /' $T/lvlog | cut -c1-300 | tail -8
+	tail -n +$((dc0 + 1)) $A/dec | grep -v '"decision":"memory_vanished"' > $T/later
+	lverr=$(grep -i 'numa\|pin\|not running\|no domain' $T/lvlog | head -3)
+	agerr=$(tail -n +$((ag0 + 1)) $A/err | grep '\[error\]\|\[warn\]\|libvirt refused' | head -3)
+	[ -z "$lverr" ] && [ -z "$agerr" ] && ! grep -q '"decision":"\(moved\|failed\|memory_[a-z]*\)"' $T/later
+	result "destroy: nothing was written to the gone domain (libvirtd's log, the agent's errors and records after the destroy)" $? \
+		"libvirtd: $lverr | agent: $agerr | records: $(grep -o '"decision":"[a-z_]*"' $T/later | tr '\n' ' ')"
+else
+	result "destroy: the job was caught mid-move (>= 16 MiB on the target, >= 48 MiB still on node 0, within 120 s)" 1 \
+		"$(tail -3 $A/dec 2>/dev/null | cut -c1-400)"
+fi
+agent_tail 12
+kill -TERM $apid; wait $apid
+gone_domain
+
 for p in $(cat $T/spinners); do kill $p; done
-$VIRSH destroy $VM > /dev/null 2>&1
 finish
