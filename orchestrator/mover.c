@@ -573,6 +573,7 @@ struct bufs {
 	unsigned *mslot;             /* each entry's source (mover_source_slot) */
 	size_t *idx;
 	struct mover_cost cost;      /* the job's move calls so far */
+	double maps_ms;              /* reading and parsing /proc/PID/maps (--trace) */
 };
 
 /* Pages a window put on the target, by source slot (the last: "other"). */
@@ -729,6 +730,8 @@ static int walk_process(struct mover *m, struct job *j, pid_t pid, struct bufs *
 	size_t n;
 	int nv, r;
 
+	int64_t t_maps = clock_mono_ns();
+
 	if (snprintf(path, sizeof(path), "%s/%d/maps", m->hp.procfs, (int)pid) >= (int)sizeof(path))
 		return -ENAMETOOLONG;
 	r = fs_read_file(path, MAPS_MAX, &text, NULL);
@@ -740,6 +743,7 @@ static int walk_process(struct mover *m, struct job *j, pid_t pid, struct bufs *
 	free(text);
 	if (nv < 0)
 		return nv;
+	b->maps_ms += (double)(clock_mono_ns() - t_maps) / 1e6;
 	r = 0;
 	/* Where the pages are is asked QUERY_PAGES (256 MiB of address
 	 * space) at a time (a query only reads the page tables); the
@@ -945,6 +949,7 @@ static void census(struct mover *m, struct job *j)
 
 static enum mover_state run_job(struct mover *m, struct job *j, char *msg, size_t msgsz)
 {
+	int64_t t_in = clock_mono_ns(), t_bufs, t_pin, t_census, t_walk;
 	cpu_set_t old_cpus;
 	bool pinned;
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -963,12 +968,15 @@ static enum mover_state run_job(struct mover *m, struct job *j, char *msg, size_
 	enum mover_state st = MJ_DONE;
 	unsigned alive = 0;
 
+	t_bufs = clock_mono_ns();
 	pthread_mutex_lock(&m->lock);
 	pinned = m->cfg.on_target;
 	pthread_mutex_unlock(&m->lock);
 	if (pinned)
 		pinned = pin_to_target(m, j, &old_cpus);
+	t_pin = clock_mono_ns();
 	census(m, j);
+	t_census = clock_mono_ns();
 	for (unsigned i = 0; i < j->npids; i++) {
 		int r = move_process(m, j, j->pids[i], &b, &chunk, page);
 
@@ -989,6 +997,7 @@ static enum mover_state run_job(struct mover *m, struct job *j, char *msg, size_
 	}
 	if (st == MJ_DONE && !alive)
 		st = MJ_VANISHED;
+	t_walk = clock_mono_ns();
 	if (pinned && sched_setaffinity(0, sizeof(old_cpus), &old_cpus) < 0)
 		log_debug("mover: cannot restore a worker's CPUs: %s", strerror(errno));
 	free(b.pages);
@@ -1000,12 +1009,21 @@ static enum mover_state run_job(struct mover *m, struct job *j, char *msg, size_
 	free(b.mweight);
 	free(b.mslot);
 	free(b.idx);
+	/* Where a job's time goes besides its move calls and queries
+	 * (make bench-migrate --trace); logged last, so the log write is in
+	 * no phase. */
+	log_debug("mover: job %" PRIu64 " t=%.1f: phases: bufs %.1f ms, pin %.1f ms, census %.1f ms, walk %.1f ms "
+		  "(maps %.1f ms), unpin+free %.1f ms",
+		  j->info.id, (double)t_in / 1e6, (double)(t_bufs - t_in) / 1e6, (double)(t_pin - t_bufs) / 1e6,
+		  (double)(t_census - t_pin) / 1e6, (double)(t_walk - t_census) / 1e6, b.maps_ms,
+		  (double)(clock_mono_ns() - t_walk) / 1e6);
 	return st;
 }
 
 static void *worker(void *arg)
 {
 	struct mover *m = arg;
+	int64_t prev_end = 0;
 
 	pthread_mutex_lock(&m->lock);
 	while (!m->stopping) {
@@ -1027,7 +1045,11 @@ static void *worker(void *arg)
 		j->deadline_mono = j->start_mono + (int64_t)(m->cfg.job_timeout_s * 1e9);
 		m->running++;
 		pthread_mutex_unlock(&m->lock);
+		if (prev_end)
+			log_debug("mover: job %" PRIu64 " t=%.1f: picked %.1f ms after this worker's previous job", j->info.id,
+				  (double)clock_mono_ns() / 1e6, (double)(clock_mono_ns() - prev_end) / 1e6);
 		st = run_job(m, j, msg, sizeof(msg));
+		prev_end = clock_mono_ns();
 		pthread_mutex_lock(&m->lock);
 		m->running--;
 		snprintf(j->info.msg, sizeof(j->info.msg), "%s", msg);
