@@ -87,7 +87,15 @@ void pctx_reset(struct pctx *x)
 		x->busy[i] = isnan(nd->busy) ? 0.0 : fmax(0.0, nd->busy) * nd->nr_cpus;
 		x->fbusy[i] = x->fbusy_start[i];
 		x->free[i] = nd->mem_free > INT64_MAX ? INT64_MAX : (int64_t)nd->mem_free;
-		x->credit[i] = 0;
+		/* Memory in flight: pages live jobs are taking off the node are
+		 * room to come (credit: the applier counts it, and the mover
+		 * waits for it), pages they bring are room spoken for. In the
+		 * testbed's oversubscribed run node 2 — the least loaded, its
+		 * share of five guests' memory leaving — read as full, a guest
+		 * went onto node 3 among four busy threads, and the cool-down
+		 * kept node 2 idle for the rest of the run. */
+		x->free[i] += (int64_t)nd->mem_leaving - (int64_t)nd->mem_coming;
+		x->credit[i] = (int64_t)nd->mem_leaving;
 	}
 }
 
