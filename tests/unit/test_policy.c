@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "orchestrator/snapjson.h"
+#include "orchestrator/mover.h"
 #include "policies/policies.h"
 
 #define MIB (1024ULL * 1024ULL)
@@ -796,9 +797,14 @@ static void check_invariants(const struct policy_config *cfg, const struct snaps
 			mask_foreach(id, &it->to_mems) {
 				int n = snap_node_index(s, id);
 
+				/* Room to come counts: memory live jobs take off
+				 * the node, less what they bring (mem_leaving). */
+				int64_t fr = (int64_t)s->nodes[n].mem_free + (int64_t)s->nodes[n].mem_leaving -
+					     (int64_t)s->nodes[n].mem_coming;
+
 				assert_true(s->nodes[n].mem_total > 0);
-				if (s->nodes[n].mem_free > cfg->min_free_bytes)
-					room += s->nodes[n].mem_free - cfg->min_free_bytes;
+				if (fr > (int64_t)cfg->min_free_bytes)
+					room += (uint64_t)fr - cfg->min_free_bytes;
 				already += g->mem_node[n];
 			}
 			/* Its memory there but for a few stray pages that fit
@@ -2128,6 +2134,85 @@ static void test_no_mutual_room_credit(void **state)
 	snap_unref(s);
 }
 
+/* The testbed's oversubscribed run at 87e2d7c (the stop-12 matrix), its
+ * third cycle: five guests placed one or two cycles before, each on one
+ * node (w3, w4 on node 0; w5, w1 on node 1; w6 on node 3), their memory
+ * still interleaved (75 MiB on every node), their mover jobs just
+ * started; w2 still on every node. Node 2 — the least loaded, none of the
+ * five placed there — had 377 MiB free (121 above the reserve), so w2
+ * (330 MiB demand, 75 MiB already there) went "least loaded" onto node 3
+ * beside w6, and every cool-down then held node 2 idle to the end
+ * (threads per node 3/2/0/3). The five jobs take 375 MiB off node 2
+ * (snap_node.mem_leaving, mover_flows_add): room to come, w2 goes there.
+ * Nodes 0 and 1 each get 450 MiB and lose 225: no room for w2. */
+static void test_room_to_come_from_live_jobs(void **state)
+{
+	static const uint64_t free_mib[4] = { 523, 532, 377, 530 };
+	/* Of each node's two CPUs: two guests on nodes 0 and 1, w6 and a
+	 * thread of w2 on node 3, w2's other thread on node 2. */
+	static const double busy[4] = { 1.0, 1.0, 0.3, 0.8 };
+	static const struct {
+		const char *id, *cpus;
+		int node;
+	} placed[5] = {
+		{ "w3", "0-1", 0 }, { "w4", "0-1", 0 }, { "w5", "2-3", 1 }, { "w1", "2-3", 1 }, { "w6", "6-7", 3 },
+	};
+	struct snapshot *s = host_2cpu(4, 1024, free_mib, busy);
+	struct policy_config cfg;
+	struct pstate *st = pstate_new(), *next;
+	const struct plan_item *it;
+	struct snap_guest *g;
+	struct plan *p;
+
+	(void)state;
+	for (int i = 0; i < 5; i++) {
+		char mems[4];
+
+		snprintf(mems, sizeof(mems), "0-3");
+		g = guest_on(s, placed[i].id, 1.0, 3, placed[i].cpus, mems, placed[i].node);
+		g->busy_threads = 2;
+		g->busy_measured = true;
+		for (int n = 0; n < 4; n++)
+			g->mem_node[n] = 75 * MIB;
+	}
+	g = guest_on(s, "w2", 1.2, 3, "0-7", "0-3", 3);
+	g->cpu_node[3] = 0.6;
+	g->cpu_node[2] = 0.6;
+	g->busy_threads = 2;
+	g->busy_measured = true;
+	for (int n = 0; n < 4; n++)
+		g->mem_node[n] = 75 * MIB;
+	snap_finalize(s);
+	for (int i = 0; i < 5; i++) {
+		struct mover_job_info j = { .state = MJ_RUNNING };
+
+		snprintf(j.guest, sizeof(j.guest), "%s", placed[i].id);
+		mask_set(&j.to, placed[i].node);
+		mover_flows_add(&j, s);
+	}
+	assert_int_equal(s->nodes[2].mem_leaving, 375 * MIB);
+	assert_int_equal(s->nodes[2].mem_coming, 0);
+	assert_int_equal(s->nodes[0].mem_leaving, 225 * MIB);
+	assert_int_equal(s->nodes[0].mem_coming, 450 * MIB);
+	assert_int_equal(s->nodes[3].mem_leaving, 300 * MIB);
+	assert_int_equal(s->nodes[3].mem_coming, 225 * MIB);
+	policy_config_default(&cfg);
+	for (int i = 0; i < 5; i++)
+		pstate_note_move(st, placed[i].id, s->mono_ns - 2 * SEC);
+	assert_int_equal(policy_decide(&cfg, s, st, false, &p, &next), 0);
+	check_invariants(&cfg, s, p, next, "room_to_come");
+	it = find_item(p, "w2");
+	assert_non_null(it);
+	print_message("w2: %s\n", it->detail);
+	if (it->kind != PLAN_MOVE || mask_count(&it->to_nodes) != 1 || !mask_test(&it->to_nodes, 2))
+		fail_msg("w2 does not go onto node 2, whose other guests' memory is leaving: %s", it->detail);
+	assert_int_equal(it->migrate_bytes, 225 * MIB);
+	plan_free(p);
+	pstate_free(st);
+	pstate_free(next);
+	snap_unref(s);
+}
+
 /* The testbed's bigguest scenario as measured: a 2-CPU guest with its
  * memory interleaved over all four nodes, its threads on nodes 0 and 1;
  * two 1-CPU guests with their memory on node 0, their threads on nodes 2
@@ -2522,6 +2607,7 @@ int main(void)
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_spread_memory_follows_threads);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_pinned_memory_follows_threads);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_no_mutual_room_credit);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_room_to_come_from_live_jobs);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_spread_start_one_node_each);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_config_validate);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_pstate);
