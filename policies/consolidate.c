@@ -55,7 +55,9 @@
  *              None → SKIP_NOT_LESS_BUSY with the best size-k set's numbers.
  *   cool-down  checked last, so the skip names the move it holds back;
  *              a shrink onto the nodes where its busy threads already run
- *              (narrows_onto_threads) is not held: no thread moves.
+ *              (narrows_onto_threads) is not held: no thread moves; nor
+ *              a move onto nodes idle but for it from nodes with more
+ *              busy threads than CPUs (relieves_overload).
  * After a relocation the reverse move cannot pass the less-busy rule
  * (the old nodes were busier by the margin), so guests converge.
  *
@@ -286,6 +288,43 @@ static bool narrows_onto_threads(const struct pctx *x, const struct snap_guest *
 			in += u;
 	}
 	return all > 0.0 && in >= 0.9 * all;
+}
+
+/* A node is idle for relieves_overload when what runs there, besides the
+ * guest deciding, is under this many CPUs (a thread is busy from 0.25). */
+#define IDLE_NODE_CPU 0.2
+
+/* Cool-down exception: PICK's nodes are idle but for G, and G's own nodes
+ * hold more busy threads than CPUs (counted over the guests that run only
+ * there). Moving G gives its threads and those it leaves behind whole
+ * CPUs. The testbed's oversubscribed run at 87e2d7c ended with threads
+ * per node 3/2/0/3 — every guest "cool-down: would go to nodes 2" for 40 s
+ * while node 2 stood idle. It converges: once one guest is there (this
+ * cycle's working copy, then the next sample) the node is no longer idle,
+ * and the node a guest left is no longer over its CPUs. */
+static bool relieves_overload(const struct pctx *x, const struct snap_guest *g, const struct gview *v,
+			      const struct pcand *pick)
+{
+	unsigned threads = 0, cpus = 0;
+
+	if (!v->busy_thr || v->busy_thr > pick->nr_to_cpus || mask_intersects(&pick->nodes, &g->cpu_nodes))
+		return false;
+	mask_foreach(id, &pick->nodes) {
+		int n = x->idx_of_id[id];
+
+		if (n < 0 || pctx_other_busy(x, v, (unsigned)n) > IDLE_NODE_CPU)
+			return false;
+	}
+	for (unsigned n = 0; n < x->nn; n++)
+		if (mask_test(&g->cpu_nodes, x->s->nodes[n].id))
+			cpus += x->s->nodes[n].nr_cpus;
+	for (unsigned i = 0; i < x->s->nr_guests; i++) {
+		const struct snap_guest *h = &x->s->guests[i];
+
+		if (h->busy_measured && MASK_ANY(&h->cpu_nodes) && mask_subset(&h->cpu_nodes, &g->cpu_nodes))
+			threads += h->busy_threads;
+	}
+	return threads > cpus;
 }
 
 static void fill_target(struct plan_item *it, const struct pcand *c)
@@ -926,7 +965,8 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 	}
 	fill_target(it, pick);
 	it->gain = gain_of(v, cfg, local_before, cur_k, pick, unow);
-	if (in_cooldown(cfg, x->s, pe, &ago) && !(locality_bad && narrows_onto_threads(x, g, pick))) {
+	if (in_cooldown(cfg, x->s, pe, &ago) && !(locality_bad && narrows_onto_threads(x, g, pick)) &&
+	    !relieves_overload(x, g, v, pick)) {
 		skip_cooldown(it, cfg, ago);
 		return;
 	}
@@ -942,7 +982,8 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 	else if (pick->local_fit)
 		add_detail(it, "; fits without headroom: its memory is there");
 	if (in_cooldown(cfg, x->s, pe, &ago))
-		add_detail(it, "; in cool-down: narrows onto its threads");
+		add_detail(it, mask_intersects(&pick->nodes, &g->cpu_nodes) ? "; in cool-down: narrows onto its threads"
+				: "; in cool-down: onto an idle node, its own over its CPUs");
 	if (nan || pick->busy_nan)
 		add_detail(it, " (some node busy not measured, taken as idle)");
 }

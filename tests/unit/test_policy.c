@@ -2213,6 +2213,98 @@ static void test_room_to_come_from_live_jobs(void **state)
 	snap_unref(s);
 }
 
+/* The end of the same run (87e2d7c, t = 24 s): every guest local on one
+ * node, two guests (four busy threads) on each of nodes 0, 1 and 3, node 2
+ * idle with 791 MiB free — and all six "cool-down: would go to nodes 2"
+ * for the rest of the run (threads per node 3/2/0/3, guests' work 9852
+ * MiB/s against none's 13579). A move onto nodes idle but for the guest,
+ * from nodes with more busy threads than CPUs, passes the cool-down: one
+ * guest goes, the others stay (node 2 is no longer idle once it is
+ * there), and the cycle after moves nothing. BUILD puts MOVED (NULL:
+ * none) on node 2 and marks its old node FROM as half as busy. */
+static struct snapshot *overload_end(const char *moved, int from)
+{
+	static const uint64_t free_mib[4] = { 331, 341, 791, 329 };
+	static const struct {
+		const char *id;
+		int node;
+	} at[6] = {
+		{ "w3", 0 }, { "w4", 0 }, { "w5", 1 }, { "w1", 1 }, { "w6", 3 }, { "w2", 3 },
+	};
+	double busy[4] = { 1.0, 1.0, 0.01, 1.0 };
+	struct snapshot *s;
+
+	if (moved)
+		busy[2] = 1.0;
+	s = host_2cpu(4, 1024, free_mib, busy);
+	for (int i = 0; i < 6; i++) {
+		int n = moved && strcmp(moved, at[i].id) == 0 ? 2 : at[i].node;
+		bool alone = moved && n == from;
+		char cpus[8], mems[4];
+		struct snap_guest *g;
+
+		snprintf(cpus, sizeof(cpus), "%d-%d", 2 * n, 2 * n + 1);
+		snprintf(mems, sizeof(mems), "%d", n);
+		/* Two guests on a node share its two CPUs; one alone has both. */
+		g = guest_on(s, at[i].id, n == 2 || alone ? 2.0 : 1.0, 3, cpus, mems, n);
+		g->busy_threads = 2;
+		g->busy_measured = true;
+		g->mem_node[n] = 300 * MIB;
+	}
+	snap_finalize(s);
+	return s;
+}
+
+static void test_idle_node_passes_cooldown(void **state)
+{
+	struct policy_config cfg;
+	struct snapshot *s = overload_end(NULL, -1);
+	struct pstate *st = pstate_new(), *next, *next2;
+	const struct plan_item *mv = NULL;
+	char moved[GUEST_ID_MAX];
+	int from = -1;
+	struct plan *p;
+
+	(void)state;
+	policy_config_default(&cfg);
+	for (const char *const *id = (const char *const[]){ "w1", "w2", "w3", "w4", "w5", "w6", NULL }; *id; id++)
+		pstate_note_move(st, *id, s->mono_ns - 20 * SEC);
+	assert_int_equal(policy_decide(&cfg, s, st, false, &p, &next), 0);
+	check_invariants(&cfg, s, p, next, "idle_node");
+	for (unsigned i = 0; i < p->nr_items; i++) {
+		const struct plan_item *it = &p->items[i];
+
+		print_message("%s: %s\n", it->guest_id, it->detail);
+		if (it->kind != PLAN_MOVE)
+			continue;
+		if (mv)
+			fail_msg("a second move: %s: %s", it->guest_id, it->detail);
+		mv = it;
+	}
+	if (!mv)
+		fail_msg("nothing moves onto idle node 2");
+	if (mask_count(&mv->to_nodes) != 1 || !mask_test(&mv->to_nodes, 2) || mv->migrate_bytes != 300 * MIB)
+		fail_msg("%s: %s", mv->guest_id, mv->detail);
+	snprintf(moved, sizeof(moved), "%s", mv->guest_id);
+	from = snap_find_guest(s, moved)->cpus && mask_test(snap_find_guest(s, moved)->cpus, 0) ? 0
+	     : mask_test(snap_find_guest(s, moved)->cpus, 2) ? 1 : 3;
+	plan_free(p);
+	snap_unref(s);
+	/* The cycle after: it is on node 2, just moved; nothing else goes. */
+	s = overload_end(moved, from);
+	s->mono_ns += 15 * SEC;
+	assert_int_equal(policy_decide(&cfg, s, next, false, &p, &next2), 0);
+	check_invariants(&cfg, s, p, next2, "idle_node_after");
+	for (unsigned i = 0; i < p->nr_items; i++)
+		if (p->items[i].kind == PLAN_MOVE)
+			fail_msg("moves again: %s: %s", p->items[i].guest_id, p->items[i].detail);
+	plan_free(p);
+	pstate_free(st);
+	pstate_free(next);
+	pstate_free(next2);
+	snap_unref(s);
+}
+
 /* The testbed's bigguest scenario as measured: a 2-CPU guest with its
  * memory interleaved over all four nodes, its threads on nodes 0 and 1;
  * two 1-CPU guests with their memory on node 0, their threads on nodes 2
@@ -2575,7 +2667,7 @@ static void test_json(void **state)
 int main(void)
 {
 	enum { NCASES = sizeof(cases) / sizeof(cases[0]) };
-	struct CMUnitTest tests[NCASES + 32];
+	struct CMUnitTest tests[NCASES + 34];
 	size_t n = 0;
 
 	for (size_t i = 0; i < NCASES; i++) {
@@ -2608,6 +2700,7 @@ int main(void)
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_pinned_memory_follows_threads);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_no_mutual_room_credit);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_room_to_come_from_live_jobs);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_idle_node_passes_cooldown);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_spread_start_one_node_each);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_config_validate);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_pstate);
