@@ -23,7 +23,8 @@
  *              (guards.c), and C itself is no candidate when it is more
  *              nodes than its threads fill;
  *   crowded    when no set fits with headroom, the sets that hold its
- *              busy threads and fit its memory but not its CPU demand are
+ *              busy threads and fit its memory (its footprint will do:
+ *              pcand.bare_mem) but not its CPU demand are
  *              the candidates instead, under the same rules (less-busy,
  *              stability, cool-down): it goes local on the least loaded of
  *              them, or stays where it is when none is less busy;
@@ -978,7 +979,8 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 	if (pcand_more_than_threads(x, v, pick))
 		add_detail(it, "; memory does not fit fewer nodes");
 	if (crowded)
-		add_detail(it, "; nothing fits with headroom: least loaded");
+		add_detail(it, pick->bare_mem ? "; nothing fits with headroom: least loaded, its memory without growth headroom"
+			   : "; nothing fits with headroom: least loaded");
 	else if (pick->local_fit)
 		add_detail(it, "; fits without headroom: its memory is there");
 	if (in_cooldown(cfg, x->s, pe, &ago))

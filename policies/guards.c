@@ -376,6 +376,13 @@ static void cands_push(struct pctx *x, const struct pcand *c)
 	x->cands[x->nr_cands++] = *c;
 }
 
+/* Its footprint, not its demand, fits C's room with what is there
+ * (pcand.bare_mem). */
+static bool bare_fits(const struct gview *g, const struct pcand *c)
+{
+	return g->mem_total > 0 && c->room + c->already >= g->mem_total && c->room >= c->migrate;
+}
+
 /* Grow a set from SEED within UNIV (by index) while it does not fit, up
  * to LIMIT nodes, adding each time the node nearest to the set (sum of
  * distances to its members, then lower load, then lower index) among
@@ -407,7 +414,8 @@ static unsigned grow(struct pctx *x, const struct gview *g, unsigned seed, const
 		/* Its CPUs here hold all its busy threads: more nodes would only
 		 * spread them away from their memory. */
 		threads_held = g->busy_thr && c.nr_to_cpus >= g->busy_thr;
-		if (threads_held && c.mem_ok && c.allowed_ok) {
+		if (threads_held && c.allowed_ok && (c.mem_ok || bare_fits(g, &c))) {
+			c.bare_mem = !c.mem_ok;
 			c.crowded = true;
 			cands_push(x, &c);
 			break;
@@ -542,8 +550,10 @@ unsigned pcands_generate(struct pctx *x, const struct gview *g, const bool *usab
 				kmin = c.k;
 		} else if (c.cpu_ok && c.mem_ok && !c.allowed_ok) {
 			*allowed_block = true;
-		} else if (g->busy_thr && c.nr_to_cpus >= g->busy_thr && c.mem_ok && c.allowed_ok) {
+		} else if (g->busy_thr && c.nr_to_cpus >= g->busy_thr && c.allowed_ok &&
+			   (c.mem_ok || bare_fits(g, &c))) {
 			/* Staying is an option among crowded sets too. */
+			c.bare_mem = !c.mem_ok;
 			c.crowded = true;
 			cands_push(x, &c);
 		}

@@ -123,6 +123,13 @@ struct pcand {
 	 * for headroom anywhere), to be placed local on the least-loaded
 	 * nodes rather than spread or left alone. */
 	bool crowded;
+	/* Crowded, and its memory fits only without the growth headroom:
+	 * room for what must move and its footprint (mem_total, not
+	 * mem_demand) on mems(T). When nothing fits with headroom a
+	 * one-node set that holds its threads is local at once; growing it
+	 * for the headroom's few MiB spread a 2-thread guest over two nodes,
+	 * a thread on each, 50 % local (the testbed's oversubscribed). */
+	bool bare_mem;
 	/* Fits but for the CPU headroom, with all (but a negligible part) of
 	 * the guest's memory already on mems(T), and its use — without
 	 * headroom — fits the CPUs left: (Σ other busy + use) / CPUs ≤ 1. Its

@@ -809,7 +809,9 @@ static void check_invariants(const struct policy_config *cfg, const struct snaps
 			}
 			/* Its memory there but for a few stray pages that fit
 			 * the room: as good as all there (guards.c mem_ok). */
-			if (room + already < it->mem_demand && it->migrate_bytes > 0 &&
+			/* Crowded (nothing fits with headroom): its footprint
+			 * without the growth headroom (pcand.bare_mem). */
+			if (room + already < (it->crowded ? g->mem_total : it->mem_demand) && it->migrate_bytes > 0 &&
 			    !(plan_migration_negligible(it->migrate_bytes, g->mem_total) && it->migrate_bytes <= room))
 				fail_msg("%s: %s: planned onto nodes without room", tc, it->guest_id);
 		}
@@ -2213,6 +2215,78 @@ static void test_room_to_come_from_live_jobs(void **state)
 	snap_unref(s);
 }
 
+/* oversubscribed on this branch (after3, 21:07): the second cycle. Four
+ * guests placed in the first (nodes 1, 0, 2, 3), their jobs just started
+ * (75 MiB of each still on every node); ddc5 and 3f19 left on every node,
+ * their two threads on two nodes each. ddc5 goes onto node 1 first; then
+ * no single node has room for 3f19's demand with the 10 % headroom (330
+ * MiB: 75 there + 214-238 MiB room), and it went "memory does not fit
+ * fewer nodes" onto nodes 0,2 — one thread on each, 75 % then 50 % local
+ * where they ran, held there by the cool-down (t90 never). When nothing
+ * fits with headroom (crowded), a node holding its threads that has room
+ * for its footprint (300 MiB) without the growth headroom is local at
+ * once: it goes there, not onto two. */
+static void test_crowded_memory_without_headroom(void **state)
+{
+	static const uint64_t free_mib[4] = { 489, 536, 470, 494 };
+	static const double busy[4] = { 1.0, 1.0, 1.0, 1.0 };
+	static const struct {
+		const char *id, *cpus;
+		int node;
+	} placed[4] = {
+		{ "d03b", "0-1", 0 }, { "5316", "2-3", 1 }, { "aa4f", "4-5", 2 }, { "f51e", "6-7", 3 },
+	};
+	struct snapshot *s = host_2cpu(4, 1024, free_mib, busy);
+	struct policy_config cfg;
+	struct pstate *st = pstate_new(), *next;
+	const struct plan_item *it;
+	struct snap_guest *g;
+	struct plan *p;
+
+	(void)state;
+	for (int i = 0; i < 4; i++) {
+		g = guest_on(s, placed[i].id, 1.3, 3, placed[i].cpus, "0-3", placed[i].node);
+		g->busy_threads = 2;
+		g->busy_measured = true;
+		for (int n = 0; n < 4; n++)
+			g->mem_node[n] = 75 * MIB;
+	}
+	for (int i = 0; i < 2; i++) {
+		g = guest_on(s, i ? "3f19" : "ddc5", 1.35, 3, "0-7", "0-3", i ? 0 : 1);
+		g->cpu_node[i ? 0 : 1] = 0.7;
+		g->cpu_node[i ? 2 : 3] = 0.65;
+		g->busy_threads = 2;
+		g->busy_measured = true;
+		for (int n = 0; n < 4; n++)
+			g->mem_node[n] = 75 * MIB;
+	}
+	snap_finalize(s);
+	for (int i = 0; i < 4; i++) {
+		struct mover_job_info j = { .state = MJ_RUNNING };
+
+		snprintf(j.guest, sizeof(j.guest), "%s", placed[i].id);
+		mask_set(&j.to, placed[i].node);
+		mover_flows_add(&j, s);
+	}
+	policy_config_default(&cfg);
+	for (int i = 0; i < 4; i++)
+		pstate_note_move(st, placed[i].id, s->mono_ns - 2 * SEC);
+	assert_int_equal(policy_decide(&cfg, s, st, false, &p, &next), 0);
+	check_invariants(&cfg, s, p, next, "crowded_no_headroom");
+	for (unsigned i = 0; i < p->nr_items; i++)
+		print_message("%s: %s\n", p->items[i].guest_id, p->items[i].detail);
+	for (const char *const *id = (const char *const[]){ "3f19", "ddc5", NULL }; *id; id++) {
+		it = find_item(p, *id);
+		assert_non_null(it);
+		if (it->kind != PLAN_MOVE || mask_count(&it->to_nodes) != 1 || !mask_equal(&it->to_nodes, &it->to_mems))
+			fail_msg("%s is not placed on one node: %s", *id, it->detail);
+	}
+	plan_free(p);
+	pstate_free(st);
+	pstate_free(next);
+	snap_unref(s);
+}
+
 /* The end of the same run (87e2d7c, t = 24 s): every guest local on one
  * node, two guests (four busy threads) on each of nodes 0, 1 and 3, node 2
  * idle with 791 MiB free — and all six "cool-down: would go to nodes 2"
@@ -2701,6 +2775,7 @@ int main(void)
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_no_mutual_room_credit);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_room_to_come_from_live_jobs);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_idle_node_passes_cooldown);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_crowded_memory_without_headroom);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_spread_start_one_node_each);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_config_validate);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_pstate);
