@@ -979,7 +979,7 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 	if (pcand_more_than_threads(x, v, pick))
 		add_detail(it, "; memory does not fit fewer nodes");
 	if (crowded)
-		add_detail(it, pick->bare_mem ? "; nothing fits with headroom: least loaded, its memory without growth headroom"
+		add_detail(it, pick->bare_mem ? "; nothing fits with headroom: least loaded, no memory headroom"
 			   : "; nothing fits with headroom: least loaded");
 	else if (pick->local_fit)
 		add_detail(it, "; fits without headroom: its memory is there");
