@@ -705,6 +705,20 @@ static void decide_pinned(struct pctx *x, const struct pstate_entry *pe, const s
 	move_detail(it, cfg, false);
 }
 
+/* C holds all of the guest's memory (but a negligible part) and fits
+ * it, with headroom or as a local fit. Such a set is not left for load
+ * unless the score, the migration counted, says so; so a guest placed
+ * there is not moved off again next cycle, and the stability rule
+ * (a target that would be a load case itself) does not hold it back.
+ * Only the local fit (no headroom) counted before: in the testbed's
+ * misplaced from one start db2's memory node fitted it with headroom at
+ * util 0.87 (≥ rebalance_util 0.85), was dropped as "hot", and db2 went
+ * to an idle node with its 320 MiB. */
+static bool holds_memory(const struct gview *v, const struct pcand *c)
+{
+	return c->local_fit || (pcand_fits(c) && v->mem_total && plan_migration_negligible(c->migrate, v->mem_total));
+}
+
 static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const struct snap_guest *g,
 			const struct gview *v, const bool *usable, unsigned nusable, bool nan,
 			struct gdec *d)
@@ -816,7 +830,7 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 			 * its memory there (the score counts W_MIGRATE for it),
 			 * else two one-thread guests sharing the 2-CPU node that
 			 * holds their memory would be split at once. */
-			if (opt && cur_k && !locality_bad && cc.local_fit && cur_ok &&
+			if (opt && cur_k && !locality_bad && holds_memory(v, &cc) && cur_ok &&
 			    c->score >= cc.score - UTIL_EPS)
 				opt = false;
 			if (opt && cur_k)
@@ -829,7 +843,7 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 		/* Stability: a target that would itself be a load case next
 		 * cycle (at or over rebalance_util with a set less busy by the
 		 * margin) would be left again: don't go there. */
-		if (opt && !c->local_fit && c->util_after >= cfg->rebalance_util - UTIL_EPS &&
+		if (opt && !holds_memory(v, c) && c->util_after >= cfg->rebalance_util - UTIL_EPS &&
 		    !mask_subset(&coolest->nodes, &c->nodes) &&
 		    coolest->util_after * (1.0 + cfg->less_busy_margin) < c->util_after) {
 			hot = c;

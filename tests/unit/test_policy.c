@@ -494,22 +494,26 @@ static const struct tcase cases[] = {
 		.e = { { .id = "a", .kind = NOITEM } },
 	},
 	{
-		/* Shrinking onto node 0 (where its memory is) would leave node
-		 * 0 at 0.875, over rebalance_util with node 2 at 0.60 × 1.12
-		 * below that: it would be moved again next cycle. Go to node 2
-		 * now instead. */
+		/* Shrinking onto node 0 (where its memory is) leaves node 0 at
+		 * 0.875, over rebalance_util, node 2 at 0.60 × 1.12 below that.
+		 * Node 0 holds all its memory, so leaving it for load must pay
+		 * for the migration (score 0.875 against node 2's 0.60 + 0.5):
+		 * it would not be moved off again, and it goes there, nothing
+		 * to migrate. (Before holds_memory it went to node 2 with its
+		 * 2 GiB.) */
 		.name = "stability: no shrink onto a node it would be moved off again",
 		.nn = 3, .nodes = { N8(0, 8192, 0.7), N8(1, 8192, 0.7), N8(2, 8192, 0.3) },
 		.g = { { .id = "a", .use = 2.0, .on = "0-1", .mib = { 2048, 0, 0 } } },
-		.e = { { .id = "a", .kind = PLAN_MOVE, .reason = REASON_CONSOLIDATE, .to = "2",
-			 .mig = MIG(2048) } },
+		.e = { { .id = "a", .kind = PLAN_MOVE, .reason = REASON_CONSOLIDATE, .to = "0",
+			 .mig = MIG(0) } },
 	},
 	{
-		/* The same, node 2 at 0.70 after: not less busy than 0.70 now,
-		 * and node 0 or 1 would be hot: stay spread. */
+		/* Its memory on no node alone: a shrink onto node 0 or 1 would
+		 * leave it hot (0.875) with half its memory to migrate, node 2
+		 * at 0.70 after is not less busy than 0.70 now: stay spread. */
 		.name = "stability: hot shrink and blocked relocation: stay",
 		.nn = 3, .nodes = { N8(0, 8192, 0.7), N8(1, 8192, 0.7), N8(2, 8192, 0.4) },
-		.g = { { .id = "a", .use = 2.0, .on = "0-1", .mib = { 2048, 0, 0 } } },
+		.g = { { .id = "a", .use = 2.0, .on = "0-1", .mib = { 1024, 1024, 0 } } },
 		.e = { { .id = "a", .kind = PLAN_SKIP, .reason = REASON_CONSOLIDATE, .skip = SKIP_NOT_LESS_BUSY,
 			 .detail_has = "to be left for nodes 2" } },
 	},
@@ -1871,6 +1875,44 @@ static void test_jitter_is_no_second_busy_thread(void **state)
 	plan_free(p);
 }
 
+/* A third start ("2 0 3 1"), the window's node load measured low (0.55 to
+ * 0.71 busy CPUs per node while each guest used 0.92–0.95 CPU): db2 is
+ * local on node 1 and fits there beside db1 (local fit) but went to idle
+ * node 2 with its 320 MiB. */
+static void test_low_node_load_window(void **state)
+{
+	static const struct {
+		const char *id;
+		double use;
+		int mem_node, runs_on;
+	} gs[] = { { "web1", 0.918, 0, 2 }, { "web2", 0.933, 0, 0 }, { "db1", 0.934, 1, 3 }, { "db2", 0.949, 1, 1 } };
+	static const uint64_t free_mib[4] = { 345, 350, 918, 923 };
+	static const double busy[4] = { 0.355, 0.309, 0.281, 0.273 };
+	struct snapshot *s = host_2cpu(4, 1024, free_mib, busy);
+	struct plan *p;
+	unsigned stay = 0;
+
+	(void)state;
+	for (unsigned i = 0; i < 4; i++) {
+		struct snap_guest *g = guest_on(s, gs[i].id, gs[i].use, 2, "0-7", "0-3", gs[i].runs_on);
+
+		g->mem_node[gs[i].mem_node] = 320 * MIB;
+		g->busy_threads = 1;
+		g->busy_measured = true;
+	}
+	p = decide_default(s, "low_node_load_window");
+	for (unsigned i = 0; i < p->nr_items; i++) {
+		const struct plan_item *it = &p->items[i];
+
+		print_message("%s: %s\n", it->guest_id, it->detail);
+		stay += it->kind == PLAN_MOVE && mask_count(&it->to_nodes) == 1 && it->migrate_bytes < MIB;
+	}
+	if (stay != 4 || p->migrate_bytes != 0)
+		fail_msg("%u guests stay with their memory, %llu MiB migrate (want 4, 0)", stay,
+			 (unsigned long long)(p->migrate_bytes / MIB));
+	plan_free(p);
+}
+
 /* pctx_settle itself: with no node owning more than it measured the
  * load stays as measured (other load is real: hogs outside the guests);
  * with a node owning more, the surplus elsewhere shrinks by that much,
@@ -2654,6 +2696,7 @@ int main(void)
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_phantom_load_of_a_moving_thread);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_settle_keeps_real_other_load);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_jitter_is_no_second_busy_thread);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_low_node_load_window);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_shrink_onto_threads_inside_cooldown);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_crowded_two_stay_local);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_spread_memory_follows_threads);
