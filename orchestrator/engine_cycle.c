@@ -144,6 +144,18 @@ static bool memory_phase(struct engine *e, const struct snapshot *snap, struct a
 	return true;
 }
 
+enum apply_status engine_job_outcome(enum mover_state st, bool soft, bool *wide)
+{
+	/* A vanished guest has no mems left to name. */
+	*wide = st != MJ_VANISHED && (soft || st != MJ_DONE);
+	switch (st) {
+	case MJ_DONE: return APPLY_DONE;
+	case MJ_VANISHED: return APPLY_VANISHED;
+	case MJ_FAILED: return APPLY_FAILED;
+	default: return APPLY_CHANGED;
+	}
+}
+
 /* Jobs the mover ended: narrow a strictly bound guest's mems, record when
  * (and whether) its memory arrived. Engine thread. */
 void engine_settle_jobs(struct engine *e)
@@ -160,6 +172,7 @@ void engine_settle_jobs(struct engine *e)
 		struct apply_result res;
 		char from[NODELIST_BUFSZ], to[NODELIST_BUFSZ], decision[40], narrow[NODELIST_BUFSZ + 80];
 		double mib = (double)ji->bytes_done / 1048576.0;
+		enum apply_status outcome;
 		int settle;
 
 		for (unsigned i = 0; i < e->njobs; i++)
@@ -172,12 +185,13 @@ void engine_settle_jobs(struct engine *e)
 			continue;
 		memset(&res, 0, sizeof(res));
 		res.locality_after = NAN;
-		res.mems_loosened = apply_pending_soft(p);
+		outcome = engine_job_outcome(ji->state, apply_pending_soft(p), &res.mems_loosened);
 		mask_or(&res.mems_after, &apply_pending_snapshot(p)->guests[apply_pending_item(p)->guest_idx].mems,
 			&apply_pending_item(p)->to_mems);
 		/* Narrowing a strict guest migrates what is left: only once its
 		 * pages are in place. A job that ended early leaves its mems
-		 * wide (old ∪ new: consistent, never empty). */
+		 * wide (old ∪ new: consistent, never empty), and its record
+		 * says so (mems_after). */
 		settle = ji->state == MJ_DONE ? apply_memory_settle(e->app, p, &res) : 0;
 		mask_format(&ji->from, from, sizeof(from));
 		mask_format(&ji->to, to, sizeof(to));
@@ -188,8 +202,7 @@ void engine_settle_jobs(struct engine *e)
 				 to, strerror(-settle));
 		else
 			narrow[0] = '\0';
-		apply_result_set(&res, ji->state == MJ_DONE ? APPLY_DONE : ji->state == MJ_VANISHED ? APPLY_VANISHED :
-				 ji->state == MJ_FAILED ? APPLY_FAILED : APPLY_CHANGED, ji->state == MJ_FAILED ? -EIO : 0,
+		apply_result_set(&res, outcome, ji->state == MJ_FAILED ? -EIO : 0,
 			"job %llu %s: %.1f MiB moved off nodes %s onto %s in %.2f s (%.0f MiB/s), %llu chunks, "
 			"longest stall %.1f ms%s%s%s", (unsigned long long)ji->id, mover_state_name(ji->state), mib,
 			from[0] ? from : "-", to, ji->elapsed_s, ji->elapsed_s > 0 ? mib / ji->elapsed_s : 0,

@@ -17,6 +17,7 @@
 #include "apply.h"
 #include "engine.h"
 #include "logged.h"
+#include "mover.h"
 #include "pstate.h"
 #include "resv.h"
 #include "vmplugin.h"
@@ -161,6 +162,15 @@ void engine_apply_schedule(struct engine *e);
 double engine_next_cycle_s(const struct engine *e);
 /* Jobs the mover ended: settle their guests' mems, record them. */
 void engine_settle_jobs(struct engine *e);
+/* How the record of a job that ended as ST reads before its settle step:
+ * the outcome, and in *WIDE whether the guest's mems stay on old ∪ new
+ * (the record's mems_after). A soft binding always does (its mems are
+ * widened again after the move); a strict one — a libvirt domain's live
+ * nodeset too — unless the job ended done: only then are they narrowed
+ * (apply_memory_settle, which clears *WIDE when it narrows). A job that
+ * ended early leaves them wide, and its record must not imply the target;
+ * a guest that vanished has none. Pure. */
+enum apply_status engine_job_outcome(enum mover_state st, bool soft, bool *wide);
 const char *engine_move_decision(enum apply_status st);
 void engine_log_move(const struct snapshot *snap, const struct plan_item *it, const struct apply_result *res);
 /* Count the outcome STATUS of planned move IT in ST. A move that was not

@@ -136,6 +136,44 @@ static struct plan_item item(const char *id, enum plan_kind kind, enum move_reas
 	return it;
 }
 
+/* ---- the record of a job that ended ------------------------------------------
+ * Only a job that ended done narrows a strictly bound guest (a libvirt
+ * domain's live nodeset too); one that ended early — cancelled, stopped,
+ * superseded, expired, failed — leaves its mems on old ∪ new, and its
+ * record must say so (mems_after), not imply the target (the in-VM
+ * libvirt test found a cancelled domain's record silent about it). A soft
+ * binding is always wide; a vanished guest has no mems to name. */
+static void test_job_outcome(void **state)
+{
+	static const struct {
+		enum mover_state st;
+		bool soft;
+		enum apply_status want;
+		bool wide;
+	} cases[] = {
+		{ MJ_DONE, false, APPLY_DONE, false },
+		{ MJ_DONE, true, APPLY_DONE, true },
+		{ MJ_CANCELLED, false, APPLY_CHANGED, true },
+		{ MJ_STOPPED, false, APPLY_CHANGED, true },
+		{ MJ_SUPERSEDED, false, APPLY_CHANGED, true },
+		{ MJ_EXPIRED, false, APPLY_CHANGED, true },
+		{ MJ_FAILED, false, APPLY_FAILED, true },
+		{ MJ_CANCELLED, true, APPLY_CHANGED, true },
+		{ MJ_VANISHED, false, APPLY_VANISHED, false },
+		{ MJ_VANISHED, true, APPLY_VANISHED, false },
+	};
+
+	(void)state;
+	for (unsigned c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		bool wide = !cases[c].wide;
+
+		assert_int_equal(engine_job_outcome(cases[c].st, cases[c].soft, &wide), cases[c].want);
+		if (wide != cases[c].wide)
+			fail_msg("case %u (%s, %s): mems_after %s", c, mover_state_name(cases[c].st),
+				 cases[c].soft ? "soft" : "strict", wide ? "set" : "absent");
+	}
+}
+
 /* ---- the cool-down of a move that was not carried out ---------------------
  * The policy's next state counts every planned move as made. A move that
  * did not happen for a normal reason (the guest vanished, its cpuset
@@ -1248,6 +1286,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_skipped_move_reverts_cooldown),
+		cmocka_unit_test(test_job_outcome),
 		cmocka_unit_test(test_place_outcome_cooldown),
 		cmocka_unit_test(test_skip_record_dedup),
 		cmocka_unit_test(test_planned_flap_dedup),
