@@ -433,6 +433,41 @@ size_t mover_assign_targets(const int *status, size_t *idx, int *weight, size_t 
 	return kept;
 }
 
+size_t mover_vmas_pages(const struct mover_vma *vmas, unsigned n, size_t page)
+{
+	size_t total = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		size_t p = (size_t)((vmas[i].end - vmas[i].start + page - 1) / page);
+
+		if (p > SIZE_MAX - total)
+			return SIZE_MAX;
+		total += p;
+	}
+	return total;
+}
+
+size_t mover_buf_grow(size_t cap, size_t need, size_t max)
+{
+	size_t want;
+
+	if (need > max)
+		need = max;
+	if (need <= cap)
+		return cap;
+	want = cap > max / 2 ? max : cap * 2;
+	return want > need ? want : need;
+}
+
+enum mover_pin mover_pin_action(bool on_target, bool pinned, const nodemask_t *pinned_to, const nodemask_t *to)
+{
+	if (!on_target)
+		return pinned ? MOVER_PIN_RESTORE : MOVER_PIN_NONE;
+	if (pinned && mask_equal(pinned_to, to))
+		return MOVER_PIN_KEEP;
+	return MOVER_PIN_SET;
+}
+
 /* ---- jobs ------------------------------------------------------------ */
 
 static void job_free(struct job *j)
@@ -567,13 +602,64 @@ static bool rate_take(struct mover *m, struct job *j, size_t bytes)
 	return ok;
 }
 
+/* A worker's own state, kept from job to job (freed when it exits): its
+ * window buffers and where it runs. */
 struct bufs {
+	size_t cap;                  /* entries each buffer holds (mover_buf_grow) */
 	void **pages, **mpages;
 	int *status, *mnodes, *mstatus, *first, *mweight;
 	unsigned *mslot;             /* each entry's source (mover_source_slot) */
 	size_t *idx;
-	struct mover_cost cost;      /* the job's move calls so far */
+	struct mover_cost cost;      /* the job's move calls so far (reset per job) */
+	double maps_ms;              /* reading and parsing /proc/PID/maps (--trace) */
+	cpu_set_t own;               /* the worker's CPUs when it started */
+	bool have_own;               /* OWN was read */
+	bool pinned;                 /* on the CPUs of PINNED_TO's nodes (within OWN) */
+	nodemask_t pinned_to;
 };
+
+/* Room for NEED entries in every buffer of B. Nothing is carried over:
+ * each walk writes a window's entries before it reads them. */
+static void bufs_reserve(struct bufs *b, size_t need)
+{
+	size_t cap = mover_buf_grow(b->cap, need, QUERY_PAGES);
+
+	if (cap == b->cap)
+		return;
+	free(b->pages);
+	free(b->mpages);
+	free(b->status);
+	free(b->mnodes);
+	free(b->mstatus);
+	free(b->first);
+	free(b->mweight);
+	free(b->mslot);
+	free(b->idx);
+	b->pages = xmalloc(cap * sizeof(void *));
+	b->mpages = xmalloc(cap * sizeof(void *));
+	b->status = xmalloc(cap * sizeof(int));
+	b->mnodes = xmalloc(cap * sizeof(int));
+	b->mstatus = xmalloc(cap * sizeof(int));
+	b->first = xmalloc(cap * sizeof(int));
+	b->mweight = xmalloc(cap * sizeof(int));
+	b->mslot = xmalloc(cap * sizeof(unsigned));
+	b->idx = xmalloc(cap * sizeof(size_t));
+	b->cap = cap;
+}
+
+static void bufs_free(struct bufs *b)
+{
+	free(b->pages);
+	free(b->mpages);
+	free(b->status);
+	free(b->mnodes);
+	free(b->mstatus);
+	free(b->first);
+	free(b->mweight);
+	free(b->mslot);
+	free(b->idx);
+	memset(b, 0, sizeof(*b));
+}
 
 /* Pages a window put on the target, by source slot (the last: "other"). */
 typedef long window_tally[MOVER_MAX_SOURCES + 1];
@@ -729,6 +815,8 @@ static int walk_process(struct mover *m, struct job *j, pid_t pid, struct bufs *
 	size_t n;
 	int nv, r;
 
+	int64_t t_maps = clock_mono_ns();
+
 	if (snprintf(path, sizeof(path), "%s/%d/maps", m->hp.procfs, (int)pid) >= (int)sizeof(path))
 		return -ENAMETOOLONG;
 	r = fs_read_file(path, MAPS_MAX, &text, NULL);
@@ -740,6 +828,10 @@ static int walk_process(struct mover *m, struct job *j, pid_t pid, struct bufs *
 	free(text);
 	if (nv < 0)
 		return nv;
+	b->maps_ms += (double)(clock_mono_ns() - t_maps) / 1e6;
+	/* The window is QUERY_PAGES or the whole process when smaller: the
+	 * worker's buffers grow to that once and are kept. */
+	bufs_reserve(b, mover_vmas_pages(vmas, (unsigned)nv, page));
 	r = 0;
 	/* Where the pages are is asked QUERY_PAGES (256 MiB of address
 	 * space) at a time (a query only reads the page tables); the
@@ -753,7 +845,7 @@ static int walk_process(struct mover *m, struct job *j, pid_t pid, struct bufs *
 	 * per mapping cost a guest of a dozen small mappings a dozen move
 	 * calls, each paying move_pages' fixed cost (below) — with busy
 	 * guests under TCG ~50 ms a call, most of the mover's time. */
-	while ((n = mover_fill_window(vmas, (unsigned)nv, page, QUERY_PAGES, &pos, b->pages)) > 0) {
+	while ((n = mover_fill_window(vmas, (unsigned)nv, page, b->cap, &pos, b->pages)) > 0) {
 		window_tally approx = { 0 }, exact = { 0 };
 
 		pthread_mutex_lock(&m->lock);
@@ -884,16 +976,32 @@ static int move_process(struct mover *m, struct job *j, pid_t pid, struct bufs *
 	return r;
 }
 
-/* The worker onto the CPUs of J's target nodes (those it may use);
- * *OLD gets the affinity to restore. false if not pinned (no such CPUs,
- * unreadable sysfs): the job runs where it is. */
-static bool pin_to_target(struct mover *m, const struct job *j, cpu_set_t *old)
+/* The worker onto the CPUs of J's target nodes (those of its own CPUs),
+ * or back to its own CPUs when it need not be there (mover_pin_action).
+ * Left as it is after the job. Not pinned when the target has no such
+ * CPUs or sysfs cannot be read: the job runs where the worker is. */
+static void pin_to_target(struct mover *m, const struct job *j, struct bufs *b, bool on_target)
 {
 	cpu_set_t want;
 	unsigned n = 0;
 
-	if (sched_getaffinity(0, sizeof(*old), old) < 0)
-		return false;
+	if (!b->have_own) {
+		if (sched_getaffinity(0, sizeof(b->own), &b->own) < 0)
+			return;
+		b->have_own = true;
+	}
+	switch (mover_pin_action(on_target, b->pinned, &b->pinned_to, &j->info.to)) {
+	case MOVER_PIN_NONE:
+	case MOVER_PIN_KEEP:
+		return;
+	case MOVER_PIN_RESTORE:
+		if (sched_setaffinity(0, sizeof(b->own), &b->own) < 0)
+			log_debug("mover: cannot restore a worker's CPUs: %s", strerror(errno));
+		b->pinned = false;
+		return;
+	case MOVER_PIN_SET:
+		break;
+	}
 	CPU_ZERO(&want);
 	mask_foreach(node, &j->info.to) {
 		char path[PATH_MAX], *text = NULL;
@@ -905,13 +1013,21 @@ static bool pin_to_target(struct mover *m, const struct job *j, cpu_set_t *old)
 			continue;
 		if (mask_parse(text, &cpus) == 0)
 			mask_foreach(c, &cpus)
-				if (c < CPU_SETSIZE && CPU_ISSET(c, old)) {
+				if (c < CPU_SETSIZE && CPU_ISSET(c, &b->own)) {
 					CPU_SET(c, &want);
 					n++;
 				}
 		free(text);
 	}
-	return n && sched_setaffinity(0, sizeof(want), &want) == 0;
+	if (n && sched_setaffinity(0, sizeof(want), &want) == 0) {
+		b->pinned = true;
+		b->pinned_to = j->info.to;
+		return;
+	}
+	/* Nowhere on the target: the job runs on the worker's own CPUs. */
+	if (b->pinned && sched_setaffinity(0, sizeof(b->own), &b->own) < 0)
+		log_debug("mover: cannot restore a worker's CPUs: %s", strerror(errno));
+	b->pinned = false;
 }
 
 /* What J's processes hold on each node, before it moves anything: what
@@ -943,34 +1059,26 @@ static void census(struct mover *m, struct job *j)
 		  j->npids, (double)(clock_mono_ns() - t0) / 1e6);
 }
 
-static enum mover_state run_job(struct mover *m, struct job *j, char *msg, size_t msgsz)
+static enum mover_state run_job(struct mover *m, struct job *j, struct bufs *b, char *msg, size_t msgsz)
 {
-	cpu_set_t old_cpus;
-	bool pinned;
+	int64_t t_in = clock_mono_ns(), t_pin, t_census, t_walk;
+	bool on_target;
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	size_t chunk = FIRST_CHUNK;
-	struct bufs b = {
-		.pages = xcalloc(MAX_CHUNK, sizeof(void *)),
-		.mpages = xcalloc(MAX_CHUNK, sizeof(void *)),
-		.status = xcalloc(MAX_CHUNK, sizeof(int)),
-		.mnodes = xcalloc(MAX_CHUNK, sizeof(int)),
-		.mstatus = xcalloc(MAX_CHUNK, sizeof(int)),
-		.first = xcalloc(MAX_CHUNK, sizeof(int)),
-		.mweight = xcalloc(MAX_CHUNK, sizeof(int)),
-		.mslot = xcalloc(MAX_CHUNK, sizeof(unsigned)),
-		.idx = xcalloc(MAX_CHUNK, sizeof(size_t)),
-	};
 	enum mover_state st = MJ_DONE;
 	unsigned alive = 0;
 
+	memset(&b->cost, 0, sizeof(b->cost));
+	b->maps_ms = 0;
 	pthread_mutex_lock(&m->lock);
-	pinned = m->cfg.on_target;
+	on_target = m->cfg.on_target;
 	pthread_mutex_unlock(&m->lock);
-	if (pinned)
-		pinned = pin_to_target(m, j, &old_cpus);
+	pin_to_target(m, j, b, on_target);
+	t_pin = clock_mono_ns();
 	census(m, j);
+	t_census = clock_mono_ns();
 	for (unsigned i = 0; i < j->npids; i++) {
-		int r = move_process(m, j, j->pids[i], &b, &chunk, page);
+		int r = move_process(m, j, j->pids[i], b, &chunk, page);
 
 		if (r == -ESRCH)
 			continue;
@@ -989,23 +1097,22 @@ static enum mover_state run_job(struct mover *m, struct job *j, char *msg, size_
 	}
 	if (st == MJ_DONE && !alive)
 		st = MJ_VANISHED;
-	if (pinned && sched_setaffinity(0, sizeof(old_cpus), &old_cpus) < 0)
-		log_debug("mover: cannot restore a worker's CPUs: %s", strerror(errno));
-	free(b.pages);
-	free(b.mpages);
-	free(b.status);
-	free(b.mnodes);
-	free(b.mstatus);
-	free(b.first);
-	free(b.mweight);
-	free(b.mslot);
-	free(b.idx);
+	t_walk = clock_mono_ns();
+	/* Where a job's time goes besides its move calls and queries
+	 * (make bench-migrate --trace); logged last, so the log write is in
+	 * no phase. */
+	log_debug("mover: job %" PRIu64 " t=%.1f: phases: pin %.1f ms%s, census %.1f ms, walk %.1f ms "
+		  "(maps %.1f ms), buffers %zu entries",
+		  j->info.id, (double)t_in / 1e6, (double)(t_pin - t_in) / 1e6, b->pinned ? " (pinned)" : "",
+		  (double)(t_census - t_pin) / 1e6, (double)(t_walk - t_census) / 1e6, b->maps_ms, b->cap);
 	return st;
 }
 
 static void *worker(void *arg)
 {
 	struct mover *m = arg;
+	struct bufs b = { 0 };
+	int64_t prev_end = 0;
 
 	pthread_mutex_lock(&m->lock);
 	while (!m->stopping) {
@@ -1027,7 +1134,11 @@ static void *worker(void *arg)
 		j->deadline_mono = j->start_mono + (int64_t)(m->cfg.job_timeout_s * 1e9);
 		m->running++;
 		pthread_mutex_unlock(&m->lock);
-		st = run_job(m, j, msg, sizeof(msg));
+		if (prev_end)
+			log_debug("mover: job %" PRIu64 " t=%.1f: picked %.1f ms after this worker's previous job", j->info.id,
+				  (double)clock_mono_ns() / 1e6, (double)(clock_mono_ns() - prev_end) / 1e6);
+		st = run_job(m, j, &b, msg, sizeof(msg));
+		prev_end = clock_mono_ns();
 		pthread_mutex_lock(&m->lock);
 		m->running--;
 		snprintf(j->info.msg, sizeof(j->info.msg), "%s", msg);
@@ -1038,6 +1149,7 @@ static void *worker(void *arg)
 		pthread_cond_broadcast(&m->work);
 	}
 	pthread_mutex_unlock(&m->lock);
+	bufs_free(&b);
 	return NULL;
 }
 

@@ -282,6 +282,35 @@ int mover_pick_target(const nodemask_t *to, int from);
 size_t mover_assign_targets(const int *status, size_t *idx, int *weight, size_t k, size_t page,
 			    const nodemask_t *to, int first, uint64_t *first_left, int *nodes);
 
+/* ---- the pure part: what a worker keeps from one job to the next ---- */
+
+/* The pages of VMAS (of PAGE bytes), saturating at SIZE_MAX. */
+size_t mover_vmas_pages(const struct mover_vma *vmas, unsigned n, size_t page);
+
+/* A worker's window buffers hold CAP entries; a walk needs NEED (its
+ * process's pages, at most MAX: the query window). The capacity to have:
+ * CAP when it is enough (buffers are kept from job to job: allocating,
+ * zeroing and unmapping ~3 MiB per job cost 15-770 ms of a 0.5-1.5 s busy
+ * job under TCG, make bench-migrate --trace), else NEED but at least
+ * twice CAP, never over MAX. Never shrinks. */
+size_t mover_buf_grow(size_t cap, size_t need, size_t max);
+
+/* What a worker does with its CPU affinity at the start of a job. */
+enum mover_pin {
+	MOVER_PIN_NONE = 0,  /* not pinned, none wanted: nothing */
+	MOVER_PIN_KEEP,      /* already on the CPUs of the job's target nodes: nothing */
+	MOVER_PIN_SET,       /* onto the CPUs of the job's target nodes */
+	MOVER_PIN_RESTORE,   /* pinned, none wanted (on_target off): back to its own CPUs */
+};
+
+/* ON_TARGET: the config asks for the target's CPUs; PINNED: the worker
+ * is pinned, to the CPUs of PINNED_TO's nodes; TO: the job's target.
+ * A worker stays pinned after a job (it sleeps between jobs, where it
+ * runs does not matter), so a next job to the same nodes makes no
+ * affinity call: moving the worker onto a busy node's CPU cost 1-90 ms
+ * a job under TCG. */
+enum mover_pin mover_pin_action(bool on_target, bool pinned, const nodemask_t *pinned_to, const nodemask_t *to);
+
 /* ---- the pure part: a job's accounting by source node ---- */
 
 /* The index of J's source NODE in J->sources, added (with its target) if

@@ -309,6 +309,12 @@ def build_initrd(libvirt=False):
     c.host_file("bin/numavm-run", bins["numavm-run"], 0o755)
     c.host_file("bin/guestload", bins["guestload"], 0o755)
     c.host_file("bin/migbench", bins["migbench"], 0o755)
+    # A second migbench (another build of the mover) for script
+    # bench_migrate_ab: the two alternate in one boot, so a change's
+    # before and after meet the same host load.
+    base = os.environ.get("NUMAVM_MIGBENCH_BASE")
+    if base:
+        c.host_file("bin/migbench-base", base, 0o755)
     dyn = {"bin/numaorchd": numaorchd, "bin/numaorchctl": os.path.join(BUILD, "numaorchctl"), "usr/bin/numad": numad, "usr/bin/numactl": numactl,
            "usr/bin/migratepages": shutil.which("migratepages") or numactl}
     libs = set()

@@ -522,6 +522,65 @@ static void test_sources_overflow(void **state)
 	assert_int_equal(mover_job_left(&j), MOVER_MAX_SOURCES * MIB);
 }
 
+/* A worker's buffers: grown to the walk's window once, kept after. */
+static void test_buf_grow(void **state)
+{
+	(void)state;
+	/* the first walk: just what it needs (a 16 MiB guest is ~5000
+	 * pages, not the 65536 of the widest window) */
+	assert_int_equal(mover_buf_grow(0, 5103, 65536), 5103);
+	/* enough already: kept (no allocation between jobs) */
+	assert_int_equal(mover_buf_grow(5103, 5103, 65536), 5103);
+	assert_int_equal(mover_buf_grow(8192, 100, 65536), 8192);
+	assert_int_equal(mover_buf_grow(8192, 0, 65536), 8192);
+	/* more: at least twice as much, so a creeping need grows rarely */
+	assert_int_equal(mover_buf_grow(5103, 5136, 65536), 10206);
+	assert_int_equal(mover_buf_grow(5103, 20000, 65536), 20000);
+	/* never past the window, whatever the process holds */
+	assert_int_equal(mover_buf_grow(40000, 50000, 65536), 65536);
+	assert_int_equal(mover_buf_grow(0, 1u << 30, 65536), 65536);
+	assert_int_equal(mover_buf_grow(65536, 1u << 30, 65536), 65536);
+}
+
+static void test_vmas_pages(void **state)
+{
+	const struct mover_vma v[] = {
+		{ 0x1000, 0x3000 },     /* 2 pages */
+		{ 0x10000, 0x10800 },   /* half a page: 1 */
+		{ 0x200000, 0x400000 }, /* 512 */
+	};
+	const struct mover_vma huge[] = { { 0, UINTPTR_MAX - 4095 }, { 0, UINTPTR_MAX - 4095 } };
+
+	(void)state;
+	assert_int_equal(mover_vmas_pages(v, 3, 4096), 515);
+	assert_int_equal(mover_vmas_pages(v, 0, 4096), 0);
+	/* saturates rather than wraps */
+	assert_true(mover_vmas_pages(huge, 2, 1) == SIZE_MAX);
+}
+
+/* A worker's affinity at a job's start: only a change of target (or of
+ * workers_on_target) costs an affinity call. */
+static void test_pin_action(void **state)
+{
+	nodemask_t n1, n1b, n12, n0;
+
+	(void)state;
+	mask_parse("1", &n1);
+	mask_parse("1", &n1b);
+	mask_parse("1-2", &n12);
+	mask_parse("0", &n0);
+	assert_int_equal(mover_pin_action(true, false, &n0, &n1), MOVER_PIN_SET);
+	/* already there: kept */
+	assert_int_equal(mover_pin_action(true, true, &n1, &n1b), MOVER_PIN_KEEP);
+	/* another target: moved */
+	assert_int_equal(mover_pin_action(true, true, &n1, &n12), MOVER_PIN_SET);
+	assert_int_equal(mover_pin_action(true, true, &n12, &n1), MOVER_PIN_SET);
+	assert_int_equal(mover_pin_action(true, true, &n0, &n1), MOVER_PIN_SET);
+	/* workers_on_target turned off: back to its own CPUs, once */
+	assert_int_equal(mover_pin_action(false, true, &n1, &n1), MOVER_PIN_RESTORE);
+	assert_int_equal(mover_pin_action(false, false, &n1, &n1), MOVER_PIN_NONE);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -540,6 +599,9 @@ int main(void)
 		cmocka_unit_test(test_state_names),
 		cmocka_unit_test(test_sources_census_and_moves),
 		cmocka_unit_test(test_sources_overflow),
+		cmocka_unit_test(test_buf_grow),
+		cmocka_unit_test(test_vmas_pages),
+		cmocka_unit_test(test_pin_action),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

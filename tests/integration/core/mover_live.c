@@ -231,8 +231,10 @@ static unsigned threads_on(const char *list)
 
 /* 7. [memory] workers_on_target: while a job runs, its worker's CPUs are
  * those of the target node (a sysfs fixture says node 0 has only our
- * last CPU, so the pin is visible on a one-node host), and they are
- * restored after; off, no thread is pinned. */
+ * last CPU, so the pin is visible on a one-node host). The worker stays
+ * there between jobs (a next job to the same node makes no affinity
+ * call) and is back on its own CPUs for a job once workers_on_target is
+ * turned off (a reload); off from the start, no thread is pinned. */
 static void check_on_target(const struct host_paths *real)
 {
 	struct mover_config cfg = { .workers = 1, .rate_mib = 32, .chunk_ms = 20, .job_timeout_s = 60 };
@@ -286,15 +288,33 @@ static void check_on_target(const struct host_paths *real)
 		pinned = threads_on(want);
 		mover_cancel(m, id, MJ_CANCELLED);
 		wait_end(m, id, 5, &j);
-		if (on && pinned != 1)
+		if (on && pinned != 1) {
 			fail("on-target", "%u threads on CPU %s while the job ran (want the worker: 1)", pinned, want);
-		else if (!on && pinned != 0)
+		} else if (!on && pinned != 0) {
 			fail("on-target", "%u threads on CPU %s with workers_on_target off", pinned, want);
-		else if (on && threads_on(want) != 0)
-			fail("on-target", "the worker stayed on CPU %s after its job", want);
-		else if (!on)
-			printf("ok on-target: the worker ran on the target node's CPU %s, and only while its job ran\n",
-			       want);
+		} else if (on && threads_on(want) != 1) {
+			fail("on-target", "%u threads on CPU %s after the job (want the idle worker kept there: 1)",
+			     threads_on(want), want);
+		} else if (on) {
+			/* A reload turns it off: the next job runs on the
+			 * worker's own CPUs again. */
+			cfg.on_target = false;
+			mover_set_config(m, &cfg);
+			id = submit(m, "unpin");
+			if (!wait_progress(m, id, 10)) {
+				fail("on-target", "no progress after workers_on_target was turned off");
+			} else {
+				pinned = threads_on(want);
+				mover_cancel(m, id, MJ_CANCELLED);
+				wait_end(m, id, 5, &j);
+				if (pinned != 0)
+					fail("on-target", "%u threads on CPU %s in a job after workers_on_target was "
+					     "turned off (want 0: the worker back on its own CPUs)", pinned, want);
+			}
+		} else {
+			printf("ok on-target: the worker ran on the target node's CPU %s, stayed there between jobs, "
+			       "and left it once workers_on_target was off\n", want);
+		}
 		mover_free(m);
 	}
 	unlink(path);
