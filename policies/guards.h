@@ -43,6 +43,7 @@ struct pctx {
 	const struct snapshot *s;
 	unsigned nn;
 	double *busy;        /* busy CPUs per node index, working copy (NAN → 0) */
+	double *busy_base;   /* what pctx_reset() starts busy from (pctx_settle) */
 	/* Of busy, the part that floaters not yet placed put there
 	 * (pctx_float; struct gview): others count it as free. */
 	double *fbusy;
@@ -167,6 +168,10 @@ void pctx_fini(struct pctx *x);
  * or commit); the version keeps counting. */
 void pctx_reset(struct pctx *x);
 void pctx_reserve(struct pctx *x, const struct advice_reservation *r);
+/* Make the nodes' busy CPUs agree with the guests' own shares OWNED[n]
+ * (the sum of every guest's gview own[n]): see guards.c. The base of
+ * every later pctx_reset(). */
+void pctx_settle(struct pctx *x, const double *owned);
 
 /* Count floater G's load as floating: add its own share to fbusy, for
  * this working copy and every pctx_reset() of it. pctx_commit() takes it
