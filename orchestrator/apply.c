@@ -16,6 +16,7 @@
 #include "parse.h"
 #include "xalloc.h"
 #include "log.h"
+#include "mover.h"
 #include "numamig.h"
 #include "strtab.h"
 
@@ -26,6 +27,12 @@ struct applier {
 	struct cgw *w;
 	struct apply_vm_ops vm;
 	bool have_vm;
+	/* applier_begin_cycle: room to come may be counted (a mover waits for
+	 * it), and what this cycle's moves so far will take off (+) and bring
+	 * onto (−) each node, by node index of the cycle's snapshot. */
+	bool room_to_come;
+	int64_t *cyc_flow;
+	unsigned cyc_n;
 };
 
 static const char *const status_names[] = {
@@ -69,7 +76,38 @@ void applier_free(struct applier *a)
 	if (!a)
 		return;
 	cgw_free(a->w);
+	free(a->cyc_flow);
 	free(a);
+}
+
+void applier_begin_cycle(struct applier *a, const struct snapshot *snap, bool room_to_come)
+{
+	free(a->cyc_flow);
+	a->cyc_n = snap->nr_nodes;
+	a->cyc_flow = xcalloc(a->cyc_n ? a->cyc_n : 1, sizeof(*a->cyc_flow));
+	a->room_to_come = room_to_come;
+}
+
+/* A move of this cycle that will migrate: its memory off the target
+ * leaves its nodes, and arrives where the mover puts it
+ * (mover_pick_target), for the moves after it (recheck_room). */
+static void cycle_flow_add(struct applier *a, const struct snapshot *snap, const struct plan_item *it)
+{
+	const struct snap_guest *g = &snap->guests[it->guest_idx];
+
+	if (!a->cyc_flow || a->cyc_n != snap->nr_nodes || !g->mem_node)
+		return;
+	for (unsigned n = 0; n < snap->nr_nodes; n++) {
+		int to, t;
+
+		if (!g->mem_node[n] || mask_test(&it->to_mems, snap->nodes[n].id))
+			continue;
+		to = it->first_bytes ? it->first_node : mover_pick_target(&it->to_mems, snap->nodes[n].id);
+		t = to >= 0 ? snap_node_index(snap, to) : -1;
+		a->cyc_flow[n] += (int64_t)g->mem_node[n];
+		if (t >= 0)
+			a->cyc_flow[t] -= (int64_t)g->mem_node[n];
+	}
 }
 
 void applier_set_vm_ops(struct applier *a, const struct apply_vm_ops *ops)
@@ -235,13 +273,15 @@ static bool is_gone(int r)
  * there because its own node is full held a container back a whole
  * cycle on the testbed (churn: "0 MiB must move"). */
 static int recheck_room(struct applier *a, const struct snapshot *snap, const struct plan_item *it,
-			char *why, size_t whysz)
+			bool *wait, char *why, size_t whysz)
 {
 	const struct snap_guest *g = &snap->guests[it->guest_idx];
 	struct snap_node *nodes;
 	uint64_t room = 0;
+	int64_t tocome = 0;
 	int r;
 
+	*wait = false;
 	if (it->migrate_bytes == 0 || plan_migration_negligible(it->migrate_bytes, g->mem_total))
 		return 0;
 	nodes = xcalloc(snap->nr_nodes, sizeof(*nodes));
@@ -252,16 +292,39 @@ static int recheck_room(struct applier *a, const struct snapshot *snap, const st
 		snprintf(why, whysz, "cannot re-read node memory: %s", strerror(-r));
 		return r;
 	}
-	for (unsigned i = 0; i < snap->nr_nodes; i++)
-		if (mask_test(&it->to_mems, nodes[i].id) && nodes[i].mem_free > a->opts.min_free_bytes)
+	for (unsigned i = 0; i < snap->nr_nodes; i++) {
+		if (!mask_test(&it->to_mems, nodes[i].id))
+			continue;
+		if (nodes[i].mem_free > a->opts.min_free_bytes)
 			room += nodes[i].mem_free - a->opts.min_free_bytes;
+		/* Room to come: other guests' pages that live jobs, and this
+		 * cycle's moves before this one, take off the node, less what
+		 * they bring onto it (snap_node.mem_leaving). */
+		tocome += (int64_t)snap->nodes[i].mem_leaving - (int64_t)snap->nodes[i].mem_coming +
+			  (a->cyc_flow && a->cyc_n == snap->nr_nodes ? a->cyc_flow[i] : 0);
+	}
 	free(nodes);
-	if (room < it->migrate_bytes) {
+	if (room >= it->migrate_bytes)
+		return 0;
+	/* Enough only with the room to come: the mover's job waits, move
+	 * call by move call, until it is there (mover_spec.wait_room). In
+	 * the testbed's oversubscribed run a guest refused so went onto a
+	 * busier node, and node 2 stayed idle for the rest of the run. */
+	if (a->room_to_come && tocome > 0 && room + (uint64_t)tocome >= it->migrate_bytes) {
+		*wait = true;
+		snprintf(why, whysz, "room partly to come: %llu MiB free above the reserve, %llu MiB leaving, "
+			 "%llu MiB must move", (unsigned long long)(room >> 20), (unsigned long long)(tocome >> 20),
+			 (unsigned long long)(it->migrate_bytes >> 20));
+		return 0;
+	}
+	if (a->room_to_come && tocome > 0)
+		snprintf(why, whysz, "target nodes have %llu MiB free above the reserve and %llu MiB to come, "
+			 "%llu MiB must move", (unsigned long long)(room >> 20), (unsigned long long)(tocome >> 20),
+			 (unsigned long long)(it->migrate_bytes >> 20));
+	else
 		snprintf(why, whysz, "target nodes have %llu MiB free above the reserve, %llu MiB must move",
 			 (unsigned long long)(room >> 20), (unsigned long long)(it->migrate_bytes >> 20));
-		return -ENOSPC;
-	}
-	return 0;
+	return -ENOSPC;
 }
 
 /* Soft memory binding: once the memory has moved onto TO, widen the
@@ -332,6 +395,8 @@ struct apply_pending {
 	bool vm_movable;               /* ... or widens, the mover moves, set_mems narrows */
 	bool v2, soft, widen_only, mems_changed, wide;
 	bool own_mems_below;           /* v2: a descendant sets its own cpuset.mems */
+	bool room_wait;                /* its room is partly still to come (recheck_room) */
+	char room_note[200];
 	int64_t t0;
 	char *cur_cpus_s, *cur_mems_s, *new_cpus;
 	char new_mems[NODELIST_BUFSZ], union_mems[NODELIST_BUFSZ], to_mems_s[NODELIST_BUFSZ];
@@ -486,7 +551,9 @@ static bool move_precheck(struct applier *a, struct apply_pending *p, struct app
 			"deciding again next cycle", g->cgroup, p->cur_cpus_s, p->cur_mems_s);
 		return false;
 	}
-	r = recheck_room(a, p->snap, it, why, sizeof(why));
+	r = recheck_room(a, p->snap, it, &p->room_wait, why, sizeof(why));
+	if (r == 0 && p->room_wait)
+		snprintf(p->room_note, sizeof(p->room_note), "%s", why);
 	if (r < 0) {
 		apply_result_set(res, r == -ENOSPC ? APPLY_NO_ROOM : APPLY_FAILED, r, "not moved: %s", why);
 		return false;
@@ -727,6 +794,7 @@ int apply_cpus(struct applier *a, const struct snapshot *snap, const struct plan
 			p->cur_mems = g->mems;
 			if (mask_format(&it->to_mems, p->to_mems_s, sizeof(p->to_mems_s)) < 0)
 				p->vm_movable = false;
+			cycle_flow_add(a, snap, it);
 			*pend = p;
 			apply_result_set(res, APPLY_DONE, 0, "memory to move");
 			return 0;
@@ -736,6 +804,8 @@ int apply_cpus(struct applier *a, const struct snapshot *snap, const struct plan
 	} else {
 		r = move_container_cpus(a, p, res, &complete);
 		if (!complete) {
+			if (it->migrate_bytes && !plan_migration_negligible(it->migrate_bytes, g->mem_total))
+				cycle_flow_add(a, snap, it);
 			*pend = p;
 			return 0;
 		}
@@ -767,6 +837,33 @@ bool apply_pending_movable(const struct apply_pending *p)
 	 * widening the guest gives it no new node, so move_pages there fails.
 	 * Only narrowing the guest moves such a cgroup's pages. */
 	return p->vm ? p->vm_movable : !p->own_mems_below;
+}
+
+bool apply_pending_room_wait(const struct apply_pending *p)
+{
+	return p->room_wait;
+}
+
+const char *apply_pending_room_note(const struct apply_pending *p)
+{
+	return p->room_note;
+}
+
+int apply_pending_no_room(struct applier *a, struct apply_pending *p, const char *why, struct apply_result *res)
+{
+	unsigned w = 0;
+	int r = cgj_revert(&p->j, &a->h, a->w, p->sub, &w);
+
+	result_init(res);
+	res->writes += w;
+	if (r < 0)
+		apply_result_set(res, APPLY_FAILED_PARTIAL, r, "not moved: %s (%s); restoring the old cpuset failed: %s",
+				 p->room_note, why, strerror(-r));
+	else
+		apply_result_set(res, APPLY_NO_ROOM, -ENOSPC, "not moved: %s, but %s; old cpuset restored",
+				 p->room_note, why);
+	pending_done_time(p, res);
+	return r;
 }
 
 bool apply_pending_soft(const struct apply_pending *p)

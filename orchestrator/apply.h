@@ -135,6 +135,21 @@ unsigned apply_pending_pids(struct applier *a, const struct apply_pending *p, pi
  * RES->mems_loosened set so a record shows it) when the narrowing is
  * refused. 0 or the negative errno (the mems stay wide). */
 int apply_memory_settle(struct applier *a, struct apply_pending *p, struct apply_result *res);
+/* Once per cycle, before its first apply_cpus: moves of SNAP may count
+ * room to come on their target (ROOM_TO_COME: a mover that waits for it
+ * will move their memory) — other guests' memory that live jobs
+ * (snap_node.mem_leaving, less mem_coming) and this cycle's earlier
+ * moves take off those nodes. Without it (or before the first call)
+ * only free memory counts. */
+void applier_begin_cycle(struct applier *a, const struct snapshot *snap, bool room_to_come);
+/* P's room was partly to come: its memory may move only by a mover job
+ * that waits for the room (mover_spec.wait_room). NOTE says how much. */
+bool apply_pending_room_wait(const struct apply_pending *p);
+const char *apply_pending_room_note(const struct apply_pending *p);
+/* P's memory cannot wait for its room (it would move inside the kernel):
+ * undo its CPU writes; RES is APPLY_NO_ROOM and names WHY. 0 or the
+ * negative errno of the restore (RES then says so). */
+int apply_pending_no_room(struct applier *a, struct apply_pending *p, const char *why, struct apply_result *res);
 /* Can the mover move P's pages (widen, then move_pages)? false for a v2
  * guest with a descendant that sets its own cpuset.mems, and for VMs when
  * the VM actuator cannot set a nodeset alone. A VM is widened, narrowed

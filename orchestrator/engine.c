@@ -157,6 +157,7 @@ static void mover_setup(struct engine *e, const struct agent_config *cfg)
 		log_errno(LOG_LEVEL_WARN, r, "cannot start the memory mover; memory moves by cpuset.mems writes");
 		return;
 	}
+	mover_set_meminfo(m, e->src.read_meminfo);
 	/* API threads read it (engine_mover). */
 	__atomic_store_n(&e->mover, m, __ATOMIC_RELEASE);
 	e->mover_on = true;

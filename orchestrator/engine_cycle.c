@@ -89,10 +89,18 @@ static bool memory_phase(struct engine *e, const struct snapshot *snap, struct a
 	const struct snap_guest *g = &snap->guests[it->guest_idx];
 	enum kbal_action act = kbal_decide(e->cfg.kernel_balancing, e->stats.numa_balancing,
 					   !apply_pending_soft(p), g->cpu_use);
+	bool to_mover = e->mover && e->mover_on && apply_pending_movable(p) && !it->bind_start;
 	struct mover_spec spec;
 	pid_t *pids = NULL;
 	uint64_t id;
 
+	/* Room partly to come needs a mover job that waits for it; the
+	 * kernel (a cpuset.mems write, its balancing) would not wait. */
+	if (apply_pending_room_wait(p) && (act == KBAL_ACT_DEFER || !to_mover)) {
+		apply_pending_no_room(e->app, p, act == KBAL_ACT_DEFER ? "its memory is left to the kernel's NUMA balancing"
+					  : "its memory cannot move by the mover", res);
+		return false;
+	}
 	if (act == KBAL_ACT_DEFER) {
 		apply_memory_widen(e->app, p, "left to the kernel's NUMA balancing", res);
 		if (res->status == APPLY_DONE)
@@ -104,7 +112,7 @@ static bool memory_phase(struct engine *e, const struct snapshot *snap, struct a
 	 * little it touched before (under START_PLACE_MAX_BYTES) inside the
 	 * write. Widening them for the mover would let it go on touching
 	 * off the target while the mover chases it. */
-	if (!e->mover || !e->mover_on || !apply_pending_movable(p) || it->bind_start) {
+	if (!to_mover) {
 		apply_memory(e->app, p, res);
 		return false;
 	}
@@ -129,12 +137,18 @@ static bool memory_phase(struct engine *e, const struct snapshot *snap, struct a
 	spec.bytes = it->migrate_bytes;
 	spec.first = it->first_bytes ? it->first_node : -1;
 	spec.first_bytes = it->first_bytes;
+	spec.wait_room = apply_pending_room_wait(p);
+	spec.min_free_bytes = e->cfg.policy.min_free_bytes;
 	id = mover_submit(e->mover, &spec);
 	free(pids);
 	{
 		size_t n = strlen(res->msg);
 
-		snprintf(res->msg + n, sizeof(res->msg) - n, " (job %llu)", (unsigned long long)id);
+		if (spec.wait_room)
+			snprintf(res->msg + n, sizeof(res->msg) - n, " (job %llu; %s: it waits for the room)",
+				 (unsigned long long)id, apply_pending_room_note(p));
+		else
+			snprintf(res->msg + n, sizeof(res->msg) - n, " (job %llu)", (unsigned long long)id);
 	}
 	if (e->njobs == e->capjobs) {
 		e->capjobs = e->capjobs ? e->capjobs * 2 : 8;
@@ -306,10 +320,22 @@ static bool override_policy(void *ctx, const char *id, struct guest_policy *out)
 	return true;
 }
 
+/* Memory the mover's live jobs are still moving, into each node of the
+ * snapshot being finalized (snap_node.mem_leaving/mem_coming). */
+static void mem_flows(void *ctx, struct snapshot *s)
+{
+	struct engine *e = ctx;
+
+	if (e->mover && e->mover_on)
+		mover_flows(e->mover, s);
+}
+
 int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 {
 	const struct snapshot *snap = NULL;
-	struct snap_policy_overlay ov = { .get = override_policy, .ctx = e->gs };
+	struct snap_policy_overlay ov = {
+		.get = e->gs ? override_policy : NULL, .ctx = e->gs, .flows = mem_flows, .flows_ctx = e
+	};
 	struct plan *plan = NULL;
 	struct pstate *next = NULL;
 	int64_t t0 = clock_mono_ns(), t1, t2, t3;
@@ -327,7 +353,7 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 	engine_apply_schedule(e);
 	engine_settle_jobs(e);
 	dry_run = dry_run || e->cfg.dry_run;
-	r = e->src.snapshot(e->acq, e->cfg.sample_s, e->gs ? &ov : NULL, &snap);
+	r = e->src.snapshot(e->acq, e->cfg.sample_s, &ov, &snap);
 	if (r < 0)
 		return log_errno(LOG_LEVEL_ERROR, r, "cannot read the host topology from %s", e->hp.sysfs);
 	t1 = clock_mono_ns();
@@ -388,6 +414,7 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 				engine_bound_intend(e, snap, &plan->items[i]);
 		engine_save_bindings(e);
 	}
+	applier_begin_cycle(e->app, snap, e->mover && e->mover_on);
 	pend = xcalloc(plan && plan->nr_items ? plan->nr_items : 1, sizeof(*pend));
 	for (unsigned i = 0; plan && i < plan->nr_items; i++) {
 		const struct plan_item *it = &plan->items[i];

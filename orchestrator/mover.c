@@ -59,6 +59,9 @@ struct job {
 	uint64_t first_left;         /* bytes FIRST may still take (worker-owned) */
 	enum mover_state stop_as;    /* != MJ_QUEUED: end at the next chunk boundary as this */
 	int64_t start_mono, deadline_mono;
+	bool wait_room;              /* mover_spec.wait_room */
+	uint64_t min_free;
+	char room_msg[140];          /* why it ended for want of room (worker-owned) */
 	struct job *next;
 };
 
@@ -79,6 +82,7 @@ struct mover {
 	int efd;
 	pthread_t threads[MAX_WORKERS];
 	unsigned nthreads;
+	int (*read_meminfo)(const struct host_paths *hp, struct snap_node *nodes, unsigned nr);
 	double tokens;               /* rate budget, bytes (negative: debt) */
 	int64_t tokens_mono;
 	struct mover_stats st;
@@ -401,6 +405,36 @@ uint64_t mover_job_left(const struct mover_job_info *j)
 	return left;
 }
 
+/* Plain loops, not snapshot.c's lookups: migbench links the mover alone. */
+void mover_flows_add(const struct mover_job_info *j, struct snapshot *s)
+{
+	const struct snap_guest *g = NULL;
+
+	for (unsigned i = 0; i < s->nr_guests && !g; i++)
+		if (strcmp(s->guests[i].id, j->guest) == 0)
+			g = &s->guests[i];
+	if (mover_state_final(j->state) || !g || !g->mem_node)
+		return;
+	for (unsigned n = 0; n < s->nr_nodes; n++) {
+		int to, t = -1;
+
+		if (!g->mem_node[n] || mask_test(&j->to, s->nodes[n].id))
+			continue;
+		to = j->has_first ? j->first : mover_pick_target(&j->to, s->nodes[n].id);
+		for (unsigned m = 0; m < s->nr_nodes && to >= 0 && t < 0; m++)
+			if (s->nodes[m].id == to)
+				t = (int)m;
+		s->nodes[n].mem_leaving += g->mem_node[n];
+		if (t >= 0)
+			s->nodes[t].mem_coming += g->mem_node[n];
+	}
+}
+
+bool mover_room_ok(uint64_t mem_free, uint64_t min_free, uint64_t bytes)
+{
+	return mem_free > min_free && mem_free - min_free >= bytes;
+}
+
 size_t mover_assign_targets(const int *status, size_t *idx, int *weight, size_t k, size_t page,
 			    const nodemask_t *to, int first, uint64_t *first_left, int *nodes)
 {
@@ -602,6 +636,13 @@ static bool rate_take(struct mover *m, struct job *j, size_t bytes)
 	return ok;
 }
 
+/* How often a job waiting for room looks again. */
+#define ROOM_POLL_S 0.1
+
+struct bufs;
+static bool room_take(struct mover *m, struct job *j, const struct bufs *b, size_t off, size_t sl, size_t page,
+		      int *r);
+
 /* A worker's own state, kept from job to job (freed when it exits): its
  * window buffers and where it runs. */
 struct bufs {
@@ -716,6 +757,8 @@ static int move_slices(struct mover *m, struct job *j, pid_t pid, struct bufs *b
 			if (r)
 				break;
 		}
+		if (!room_take(m, j, b, off, sl, page, &r))
+			break;
 		if (!rate_take(m, j, bytes)) {
 			r = 1;
 			break;
@@ -759,6 +802,88 @@ static int move_slices(struct mover *m, struct job *j, pid_t pid, struct bufs *b
 		pthread_mutex_unlock(&m->lock);
 	}
 	return r;
+}
+
+/* mover_spec.wait_room: wait until each target node of the slice of SL
+ * entries at OFF has room for its part above the reserve — the room the
+ * applier counted on was partly other jobs' pages still leaving. true:
+ * go on; false with *R = 1 (J must stop: its deadline, a cancel) or
+ * -ENOSPC (no room, and no other live job that could free some:
+ * J->room_msg says so). */
+static bool room_take(struct mover *m, struct job *j, const struct bufs *b, size_t off, size_t sl, size_t page,
+		      int *r)
+{
+	unsigned cap = mask_count(&j->info.to), nd = 0;
+	struct snap_node *nodes;
+	uint64_t *need;
+	bool ok = false;
+
+	if (!j->wait_room)
+		return true;
+	nodes = xcalloc(cap ? cap : 1, sizeof(*nodes));
+	need = xcalloc(cap ? cap : 1, sizeof(*need));
+	for (size_t e = off; e < off + sl; e++) {
+		unsigned i = 0;
+
+		while (i < nd && nodes[i].id != b->mnodes[e])
+			i++;
+		if (i == nd) {
+			if (nd == cap)
+				continue; /* not a target: never planned so */
+			nodes[nd++].id = b->mnodes[e];
+		}
+		need[i] += (uint64_t)b->mweight[e] * page;
+	}
+	for (;;) {
+		int (*rd)(const struct host_paths *, struct snap_node *, unsigned);
+		struct timespec ts;
+		unsigned short_i = 0;
+		bool others = false;
+		int rr;
+
+		pthread_mutex_lock(&m->lock);
+		rd = m->read_meminfo;
+		pthread_mutex_unlock(&m->lock);
+		rr = rd ? rd(&m->hp, nodes, nd) : -ENOSYS;
+		if (rr < 0) {
+			snprintf(j->room_msg, sizeof(j->room_msg), "cannot read the target nodes' free memory: %s",
+				 strerror(-rr));
+			*r = -ENOSPC;
+			break;
+		}
+		ok = true;
+		for (unsigned i = 0; i < nd && ok; i++)
+			if (!mover_room_ok(nodes[i].mem_free, j->min_free, need[i])) {
+				ok = false;
+				short_i = i;
+			}
+		if (ok)
+			break;
+		pthread_mutex_lock(&m->lock);
+		for (struct job *q = m->live; q && !others; q = q->next)
+			others = q != j && !mover_state_final(q->info.state) && q->stop_as == MJ_QUEUED;
+		if (stop_reason(m, j) != MJ_QUEUED) {
+			*r = 1;
+		} else if (!others) {
+			uint64_t fr = nodes[short_i].mem_free;
+
+			snprintf(j->room_msg, sizeof(j->room_msg),
+				 "node %d has %llu MiB free above the reserve, %llu MiB to move onto it, and no other job "
+				 "is freeing memory", nodes[short_i].id,
+				 (unsigned long long)((fr > j->min_free ? fr - j->min_free : 0) >> 20),
+				 (unsigned long long)(need[short_i] >> 20));
+			*r = -ENOSPC;
+		} else {
+			deadline_ts(&ts, ROOM_POLL_S);
+			pthread_cond_timedwait(&m->work, &m->lock, &ts);
+		}
+		pthread_mutex_unlock(&m->lock);
+		if (*r)
+			break;
+	}
+	free(nodes);
+	free(need);
+	return ok;
 }
 
 /* Where N pages of PID are (move_pages(2) without nodes), timed for the
@@ -1089,6 +1214,11 @@ static enum mover_state run_job(struct mover *m, struct job *j, struct bufs *b, 
 			pthread_mutex_unlock(&m->lock);
 			break;
 		}
+		if (r == -ENOSPC && j->room_msg[0]) {
+			snprintf(msg, msgsz, "no room: %s", j->room_msg);
+			st = MJ_FAILED;
+			break;
+		}
 		if (r < 0) {
 			snprintf(msg, msgsz, "process %d: move_pages: %s", (int)j->pids[i], strerror(-r));
 			st = MJ_FAILED;
@@ -1269,6 +1399,8 @@ uint64_t mover_submit(struct mover *m, const struct mover_spec *spec)
 	j->first_left = j->first >= 0 ? spec->first_bytes : 0;
 	j->info.has_first = j->first >= 0;
 	j->info.first = j->first;
+	j->wait_room = spec->wait_room;
+	j->min_free = spec->min_free_bytes;
 	j->pids = xcalloc(spec->npids ? spec->npids : 1, sizeof(pid_t));
 	memcpy(j->pids, spec->pids, spec->npids * sizeof(pid_t));
 	pthread_mutex_lock(&m->lock);
@@ -1281,6 +1413,23 @@ uint64_t mover_submit(struct mover *m, const struct mover_spec *spec)
 	pthread_cond_broadcast(&m->work);
 	pthread_mutex_unlock(&m->lock);
 	return id;
+}
+
+void mover_set_meminfo(struct mover *m,
+		       int (*read_meminfo)(const struct host_paths *hp, struct snap_node *nodes, unsigned nr))
+{
+	pthread_mutex_lock(&m->lock);
+	m->read_meminfo = read_meminfo;
+	pthread_mutex_unlock(&m->lock);
+}
+
+void mover_flows(struct mover *m, struct snapshot *s)
+{
+	pthread_mutex_lock(&m->lock);
+	for (struct job *q = m->live; q; q = q->next)
+		if (q->stop_as == MJ_QUEUED)
+			mover_flows_add(&q->info, s);
+	pthread_mutex_unlock(&m->lock);
 }
 
 int mover_cancel(struct mover *m, uint64_t id, enum mover_state why)

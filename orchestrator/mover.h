@@ -80,6 +80,14 @@ struct mover_spec {
 	 * first_bytes 0: no such node (FIRST is then ignored). */
 	int first;
 	uint64_t first_bytes;
+	/* The applier found the room for it partly still to come (other
+	 * jobs' pages leaving the target, snap_node.mem_leaving): before
+	 * each move call the job waits until the call's target nodes have
+	 * room for it above MIN_FREE_BYTES (MemFree, mover_set_meminfo),
+	 * so no page lands on a node without room; alone (no other live job
+	 * can free any) and still without room, it fails. */
+	bool wait_room;
+	uint64_t min_free_bytes;
 };
 
 /* One node a job moves pages off. FOUND is what its census counted there
@@ -172,6 +180,13 @@ unsigned mover_list(struct mover *m, struct mover_job_info **out);
 bool mover_get(struct mover *m, uint64_t id, struct mover_job_info *out);
 /* Jobs that ended since the last call (caller frees). */
 unsigned mover_take_finished(struct mover *m, struct mover_job_info **out);
+/* The node memory reader wait_room jobs use (the sources' reader,
+ * source_ops.read_meminfo: fills mem_free of NODES[NR] by id). Without
+ * one a wait_room job fails at its first move call. */
+void mover_set_meminfo(struct mover *m,
+		       int (*read_meminfo)(const struct host_paths *hp, struct snap_node *nodes, unsigned nr));
+/* Add every live job's memory in flight to S's nodes (mover_flows_add). */
+void mover_flows(struct mover *m, struct snapshot *s);
 /* Readable while finished jobs wait to be taken (poll it). */
 int mover_event_fd(const struct mover *m);
 void mover_get_stats(struct mover *m, struct mover_stats *out);
@@ -281,6 +296,17 @@ int mover_pick_target(const nodemask_t *to, int from);
  * in place. Returns the entries kept. */
 size_t mover_assign_targets(const int *status, size_t *idx, int *weight, size_t k, size_t page,
 			    const nodemask_t *to, int first, uint64_t *first_left, int *nodes);
+
+/* Memory in flight of one live job J, by its guest's memory in S now
+ * (memory.numa_stat, fresher than the job's census): what sits off J's
+ * target leaves its node (mem_leaving) and comes onto the target node
+ * its pages go to (mover_pick_target; a split job's to FIRST), in
+ * mem_coming. Nothing for a job that ended or a guest not in S. */
+void mover_flows_add(const struct mover_job_info *j, struct snapshot *s);
+
+/* Whether a move call of BYTES may land on a node with MEM_FREE free:
+ * it must stay above MIN_FREE (the reserve) after the call. */
+bool mover_room_ok(uint64_t mem_free, uint64_t min_free, uint64_t bytes);
 
 /* ---- the pure part: what a worker keeps from one job to the next ---- */
 

@@ -371,7 +371,7 @@ void snap_finalize_with(struct snapshot *s, const struct snap_policy_overlay *ov
 	for (unsigned i = 0; ov && i < s->nr_guests; i++) {
 		struct guest_policy pol;
 
-		if (ov->get(ov->ctx, s->guests[i].id, &pol))
+		if (ov->get && ov->get(ov->ctx, s->guests[i].id, &pol))
 			s->guests[i].policy = pol;
 	}
 	for (unsigned i = 0; i < s->nr_guests; i++) {
@@ -389,6 +389,8 @@ void snap_finalize_with(struct snapshot *s, const struct snap_policy_overlay *ov
 		g->mem_in_cpuset = total ? (double)local / (double)total : 1.0;
 		true_locality(s, g);
 	}
+	if (ov && ov->flows)
+		ov->flows(ov->flows_ctx, s);
 }
 
 int snap_node_index(const struct snapshot *s, int node_id)

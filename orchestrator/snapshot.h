@@ -27,6 +27,14 @@ struct snap_node {
 	unsigned nr_cpus;      /* 0 for a memory-only node */
 	uint64_t mem_total;    /* node meminfo MemTotal (0: memoryless node) */
 	uint64_t mem_free;     /* node meminfo MemFree */
+	/* Memory in flight: what the mover's live jobs are still to take off
+	 * this node and to bring onto it, by their guests' memory now
+	 * (mover_flows). Room to come and room spoken for: MemFree alone
+	 * showed a node that other guests' pages were leaving as full, and a
+	 * guest went elsewhere (the testbed's oversubscribed run at 87e2d7c).
+	 * 0 without a mover, and in snapshots not made by the engine. */
+	uint64_t mem_leaving;
+	uint64_t mem_coming;
 	double busy;           /* busy fraction of its CPUs over the sample
 				* window, 0..1; NAN when not yet measured */
 };
@@ -210,6 +218,10 @@ void snap_finalize(struct snapshot *s);
 struct snap_policy_overlay {
 	bool (*get)(void *ctx, const char *id, struct guest_policy *out);
 	void *ctx;
+	/* May be NULL: fill each node's mem_leaving/mem_coming, called last,
+	 * with the guests final (the engine: its mover's live jobs). */
+	void (*flows)(void *ctx, struct snapshot *s);
+	void *flows_ctx;
 };
 /* snap_finalize, with OV's overrides (may be NULL) replacing the
  * policies the sources found, after ids are final: the last change a

@@ -43,6 +43,7 @@ struct pctx {
 	const struct snapshot *s;
 	unsigned nn;
 	double *busy;        /* busy CPUs per node index, working copy (NAN → 0) */
+	double *busy_base;   /* what pctx_reset() starts busy from (pctx_settle) */
 	/* Of busy, the part that floaters not yet placed put there
 	 * (pctx_float; struct gview): others count it as free. */
 	double *fbusy;
@@ -123,6 +124,13 @@ struct pcand {
 	 * for headroom anywhere), to be placed local on the least-loaded
 	 * nodes rather than spread or left alone. */
 	bool crowded;
+	/* Crowded, and its memory fits only without the growth headroom:
+	 * room for what must move and its footprint (mem_total, not
+	 * mem_demand) on mems(T). When nothing fits with headroom a
+	 * one-node set that holds its threads is local at once; growing it
+	 * for the headroom's few MiB spread a 2-thread guest over two nodes,
+	 * a thread on each, 50 % local (the testbed's oversubscribed). */
+	bool bare_mem;
 	/* Fits but for the CPU headroom, with all (but a negligible part) of
 	 * the guest's memory already on mems(T), and its use — without
 	 * headroom — fits the CPUs left: (Σ other busy + use) / CPUs ≤ 1. Its
@@ -160,6 +168,10 @@ void pctx_fini(struct pctx *x);
  * or commit); the version keeps counting. */
 void pctx_reset(struct pctx *x);
 void pctx_reserve(struct pctx *x, const struct advice_reservation *r);
+/* Make the nodes' busy CPUs agree with the guests' own shares OWNED[n]
+ * (the sum of every guest's gview own[n]): see guards.c. The base of
+ * every later pctx_reset(). */
+void pctx_settle(struct pctx *x, const double *owned);
 
 /* Count floater G's load as floating: add its own share to fbusy, for
  * this working copy and every pctx_reset() of it. pctx_commit() takes it

@@ -452,6 +452,63 @@ static void test_no_room_on_recheck(void **state)
 	fx_free(&f);
 }
 
+/* Room to come (applier_begin_cycle): node 1 has 36 MiB above the
+ * reserve and 64 MiB must move, but another guest's live job is taking
+ * 40 MiB off it (snap_node.mem_leaving). With a mover that waits for
+ * room the move goes ahead, flagged (apply_pending_room_wait); without
+ * one, or with too little coming, it is refused as before. A move that
+ * then cannot wait (its memory would move inside the kernel) is undone:
+ * its CPUs back where they were. The testbed's oversubscribed run
+ * refused such moves and put the guest on a busier node. */
+static void test_room_to_come(void **state)
+{
+	struct fx f;
+	struct apply_result res;
+	struct apply_pending *p = NULL;
+
+	(void)state;
+	fx_init(&f, true, 100 * 1024);
+	f.snap->nodes[1].mem_leaving = 40ULL << 20;
+	/* No room to come counted: refused (and before any cycle began). */
+	assert_int_equal(apply_cpus(f.a, f.snap, &f.it, &res, &p), 0);
+	assert_int_equal(res.status, APPLY_NO_ROOM);
+	assert_null(p);
+	applier_begin_cycle(f.a, f.snap, false);
+	assert_int_equal(apply_cpus(f.a, f.snap, &f.it, &res, &p), 0);
+	assert_int_equal(res.status, APPLY_NO_ROOM);
+	assert_null(p);
+	/* Too little to come: 36 + 20 < 64. */
+	f.snap->nodes[1].mem_leaving = 20ULL << 20;
+	applier_begin_cycle(f.a, f.snap, true);
+	assert_int_equal(apply_cpus(f.a, f.snap, &f.it, &res, &p), 0);
+	assert_int_equal(res.status, APPLY_NO_ROOM);
+	assert_non_null(strstr(res.msg, "20 MiB to come"));
+	assert_null(p);
+	/* What arrives counts against it: 40 leaving, 20 coming. */
+	f.snap->nodes[1].mem_leaving = 40ULL << 20;
+	f.snap->nodes[1].mem_coming = 20ULL << 20;
+	applier_begin_cycle(f.a, f.snap, true);
+	assert_int_equal(apply_cpus(f.a, f.snap, &f.it, &res, &p), 0);
+	assert_int_equal(res.status, APPLY_NO_ROOM);
+	assert_null(p);
+	f.snap->nodes[1].mem_coming = 0;
+	applier_begin_cycle(f.a, f.snap, true);
+	assert_int_equal(apply_cpus(f.a, f.snap, &f.it, &res, &p), 0);
+	assert_int_equal(res.status, APPLY_DONE);
+	assert_non_null(p);
+	assert_true(apply_pending_room_wait(p));
+	print_message("%s\n", apply_pending_room_note(p));
+	assert_non_null(strstr(apply_pending_room_note(p), "36 MiB free above the reserve, 40 MiB leaving"));
+	assert_file(&f, "sys/fs/cgroup/grp/g/cpuset.cpus", "2-3");
+	assert_int_equal(apply_pending_no_room(f.a, p, "its memory cannot move by the mover", &res), 0);
+	assert_int_equal(res.status, APPLY_NO_ROOM);
+	assert_non_null(strstr(res.msg, "old cpuset restored"));
+	assert_file(&f, "sys/fs/cgroup/grp/g/cpuset.cpus", "0-1");
+	assert_file(&f, "sys/fs/cgroup/grp/g/cpuset.mems", "0");
+	apply_pending_free(p);
+	fx_free(&f);
+}
+
 /* A few KiB left to move is no migration: a full target does not stop
  * the move (the testbed's churn scenario held a container back a cycle
  * with "0 MiB must move"). */
@@ -643,6 +700,7 @@ int main(void)
 		cmocka_unit_test(test_vanished_guest),
 		cmocka_unit_test(test_changed_since_snapshot),
 		cmocka_unit_test(test_no_room_on_recheck),
+		cmocka_unit_test(test_room_to_come),
 		cmocka_unit_test(test_negligible_migration_needs_no_room),
 		cmocka_unit_test(test_guards),
 		cmocka_unit_test(test_vm_without_actuator),

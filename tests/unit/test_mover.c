@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "orchestrator/mover.h"
+#include "orchestrator/xalloc.h"
 
 static const char *maps =
 	"55d0c0000000-55d0c0002000 r--p 00000000 08:01 1234   /usr/bin/memhog\n"
@@ -348,6 +349,67 @@ static void test_pick_target(void **state)
 	assert_int_equal(mover_pick_target(&to, 3), 1);
 }
 
+/* Memory in flight (snap_node.mem_leaving/mem_coming): a live job's guest
+ * memory off its target leaves its node and comes onto the node its pages
+ * go to (mover_pick_target; a split job's to FIRST). An ended job and a
+ * guest the snapshot does not hold add nothing. */
+static void test_flows(void **state)
+{
+	struct snap_node nodes[4];
+	struct snapshot *s = snap_new();
+	struct snap_guest *g;
+	struct mover_job_info j = { .state = MJ_RUNNING };
+
+	(void)state;
+	memset(nodes, 0, sizeof(nodes));
+	for (int i = 0; i < 4; i++) {
+		nodes[i].id = i;
+		nodes[i].mem_total = 1ULL << 30;
+	}
+	snap_set_nodes(s, nodes, 4, NULL);
+	g = snap_add_guest(s);
+	snprintf(g->id, sizeof(g->id), "w1");
+	g->cgroup = xstrdup("/w1");
+	for (int n = 0; n < 4; n++)
+		g->mem_node[n] = (uint64_t)(n + 1) << 20;
+	snap_finalize(s);
+	snprintf(j.guest, sizeof(j.guest), "w1");
+	mask_parse("2-3", &j.to);
+	mover_flows_add(&j, s);
+	/* node 0 → 2, node 1 → 3 (by position), nodes 2 and 3 stay */
+	assert_int_equal(s->nodes[0].mem_leaving, 1 << 20);
+	assert_int_equal(s->nodes[1].mem_leaving, 2 << 20);
+	assert_int_equal(s->nodes[2].mem_leaving, 0);
+	assert_int_equal(s->nodes[2].mem_coming, 1 << 20);
+	assert_int_equal(s->nodes[3].mem_coming, 2 << 20);
+	/* A split job's pages all go to FIRST. */
+	j.has_first = true;
+	j.first = 3;
+	mover_flows_add(&j, s);
+	assert_int_equal(s->nodes[3].mem_coming, 5 << 20);
+	assert_int_equal(s->nodes[2].mem_coming, 1 << 20);
+	/* Ended, or not in the snapshot: nothing. */
+	j.state = MJ_DONE;
+	mover_flows_add(&j, s);
+	j.state = MJ_QUEUED;
+	snprintf(j.guest, sizeof(j.guest), "gone");
+	mover_flows_add(&j, s);
+	assert_int_equal(s->nodes[0].mem_leaving, 2 << 20);
+	assert_int_equal(s->nodes[3].mem_coming, 5 << 20);
+	snap_unref(s);
+}
+
+/* A move call may land only where the reserve stays free after it. */
+static void test_room_ok(void **state)
+{
+	(void)state;
+	assert_true(mover_room_ok(100 << 20, 64 << 20, 36 << 20));
+	assert_false(mover_room_ok(100 << 20, 64 << 20, (36 << 20) + 1));
+	assert_false(mover_room_ok(60 << 20, 64 << 20, 0));
+	assert_false(mover_room_ok(64 << 20, 64 << 20, 0));
+	assert_true(mover_room_ok(65 << 20, 64 << 20, 1 << 20));
+}
+
 /* A split guest's job (mover_spec.first): node 1 takes pages from
  * everywhere — from the other target node 2 too — until its bytes are
  * spent; then pages on a target stay and the rest go to the targets but
@@ -596,6 +658,8 @@ int main(void)
 		cmocka_unit_test(test_second_pass),
 		cmocka_unit_test(test_drop_refused),
 		cmocka_unit_test(test_pick_target),
+		cmocka_unit_test(test_flows),
+		cmocka_unit_test(test_room_ok),
 		cmocka_unit_test(test_state_names),
 		cmocka_unit_test(test_sources_census_and_moves),
 		cmocka_unit_test(test_sources_overflow),

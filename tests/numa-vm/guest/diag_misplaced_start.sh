@@ -1,0 +1,38 @@
+#!/bin/sh
+# Diagnostics, not a test: the misplaced layout (web1/web2's memory on
+# node 0, db1/db2's on node 1, one busy thread each), the threads started
+# on a different arrangement of nodes each round and then set free, and a
+# dry-run numaorchd --once each round: the snapshot and plan it decides on
+# (J lines, one JSON document each). tests/numa-vm/numavm.py script diag_misplaced_start
+CG=/sys/fs/cgroup
+echo 0 > /proc/sys/kernel/numa_balancing
+mkdir -p $CG/system.slice; echo "+cpuset +memory +cpu" > $CG/system.slice/cgroup.subtree_control
+i=0
+for touch in 0 0 1 1; do
+	i=$((i + 1))
+	d=$CG/system.slice/docker-$(printf '%064d' $i).scope
+	mkdir $d
+	sh -c "echo \$\$ > $d/cgroup.procs; exec /bin/guestload --mib 320 --threads 1 --touch $touch ${PAGES:-}" > /tmp/r$i &
+	eval pid$i=$!
+done
+for i in 1 2 3 4; do while ! grep -q ready /tmp/r$i; do sleep 0.2; done; done
+mkdir -p /var/lib/numaorch /run/numaorch
+cpus_of() { cat /sys/devices/system/node/node$1/cpulist; }
+# Start arrangements: guest i's threads on node ARR[i] (web1 web2 db1 db2).
+for arr in "1 2 3 1" "0 1 3 0" "2 2 3 3" "1 0 0 1" "3 3 2 2" "0 0 1 1" "1 1 0 0" "2 0 3 1"; do
+	i=0
+	for n in $arr; do
+		i=$((i + 1))
+		eval p=\$pid$i
+		for t in /proc/$p/task/*; do taskset -p -c "$(cpus_of $n)" ${t##*/} >/dev/null 2>&1; done
+	done
+	sleep 1.5
+	for i in 1 2 3 4; do
+		eval p=\$pid$i
+		for t in /proc/$p/task/*; do taskset -p -c 0-7 ${t##*/} >/dev/null 2>&1; done
+	done
+	echo "R arr=$arr"
+	/bin/numaorchd --once --dry-run --json --config /etc/numaorch/numaorchd.conf 2>/dev/null | tr -d '\n' | sed 's/^/J /'
+	echo
+done
+echo "END rc=0"
