@@ -32,8 +32,9 @@
  *              nothing fits), and not a load case;
  *   local fit  a set already holding its memory fits without CPU headroom
  *              when its use, a CPU per busy thread, fits the CPUs left
- *              (pcand.local_fit); moving it off such a set for load must
- *              score lower with the migration counted;
+ *              (pcand.local_fit); moving it off such a set, or off any
+ *              fitting set holding all its memory (holds_memory), for
+ *              load must score lower with the migration counted;
  *   in set     a guest on the |C| ≥ 2 nodes it needs with all its memory
  *              on them but under target where its threads run, and no
  *              better option: settled when the kernel's NUMA balancing is
