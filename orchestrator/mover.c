@@ -62,6 +62,12 @@ struct job {
 	bool wait_room;              /* mover_spec.wait_room */
 	uint64_t min_free;
 	char room_msg[140];          /* why it ended for want of room (worker-owned) */
+	/* What its move call in flight claimed of its target nodes' room
+	 * (room_take; struct mover.claim): worker-owned arrays, the claim
+	 * itself under the mover's lock. */
+	int *claim_id;
+	uint64_t *claim_b;
+	unsigned nclaim;
 	struct job *next;
 };
 
@@ -83,6 +89,10 @@ struct mover {
 	pthread_t threads[MAX_WORKERS];
 	unsigned nthreads;
 	int (*read_meminfo)(const struct host_paths *hp, struct snap_node *nodes, unsigned nr);
+	/* Bytes of each node's room (by node id) that waiting jobs' move
+	 * calls in flight have claimed: two jobs waiting for the same room
+	 * both saw it free, and both moved, one of them into the reserve. */
+	uint64_t claim[MASK_MAX_NODES];
 	double tokens;               /* rate budget, bytes (negative: debt) */
 	int64_t tokens_mono;
 	struct mover_stats st;
@@ -435,6 +445,11 @@ bool mover_room_ok(uint64_t mem_free, uint64_t min_free, uint64_t bytes)
 	return mem_free > min_free && mem_free - min_free >= bytes;
 }
 
+bool mover_room_claim_ok(uint64_t mem_free, uint64_t claimed, uint64_t min_free, uint64_t bytes)
+{
+	return mover_room_ok(mem_free > claimed ? mem_free - claimed : 0, min_free, bytes);
+}
+
 size_t mover_assign_targets(const int *status, size_t *idx, int *weight, size_t k, size_t page,
 			    const nodemask_t *to, int first, uint64_t *first_left, int *nodes)
 {
@@ -509,6 +524,8 @@ static void job_free(struct job *j)
 	if (!j)
 		return;
 	free(j->pids);
+	free(j->claim_id);
+	free(j->claim_b);
 	free(j);
 }
 
@@ -702,6 +719,8 @@ static void bufs_free(struct bufs *b)
 	memset(b, 0, sizeof(*b));
 }
 
+static void room_release(struct mover *m, struct job *j);
+
 /* Pages a window put on the target, by source slot (the last: "other"). */
 typedef long window_tally[MOVER_MAX_SOURCES + 1];
 
@@ -760,12 +779,14 @@ static int move_slices(struct mover *m, struct job *j, pid_t pid, struct bufs *b
 		if (!room_take(m, j, b, off, sl, page, &r))
 			break;
 		if (!rate_take(m, j, bytes)) {
+			room_release(m, j);
 			r = 1;
 			break;
 		}
 		t0 = clock_mono_ns();
 		r = numamig_move(pid, sl, b->mpages + off, b->mnodes + off, b->mstatus + off);
 		t1 = clock_mono_ns();
+		room_release(m, j);
 		if (r < 0 && r != -ENOENT && r != -EBUSY)
 			break;
 		if (r < 0) /* the call's own answer, not each entry's: retry them */
@@ -851,15 +872,31 @@ static bool room_take(struct mover *m, struct job *j, const struct bufs *b, size
 			*r = -ENOSPC;
 			break;
 		}
+		pthread_mutex_lock(&m->lock);
 		ok = true;
-		for (unsigned i = 0; i < nd && ok; i++)
-			if (!mover_room_ok(nodes[i].mem_free, j->min_free, need[i])) {
+		for (unsigned i = 0; i < nd && ok; i++) {
+			uint64_t cl = m->claim[nodes[i].id];
+
+			if (!mover_room_claim_ok(nodes[i].mem_free, cl, j->min_free, need[i])) {
 				ok = false;
 				short_i = i;
 			}
-		if (ok)
+			nodes[i].mem_free = nodes[i].mem_free > cl ? nodes[i].mem_free - cl : 0;
+		}
+		if (ok) {
+			if (!j->claim_id) {
+				j->claim_id = xcalloc(cap ? cap : 1, sizeof(*j->claim_id));
+				j->claim_b = xcalloc(cap ? cap : 1, sizeof(*j->claim_b));
+			}
+			for (unsigned i = 0; i < nd; i++) {
+				m->claim[nodes[i].id] += need[i];
+				j->claim_id[i] = nodes[i].id;
+				j->claim_b[i] = need[i];
+			}
+			j->nclaim = nd;
+			pthread_mutex_unlock(&m->lock);
 			break;
-		pthread_mutex_lock(&m->lock);
+		}
 		for (struct job *q = m->live; q && !others; q = q->next)
 			others = q != j && !mover_state_final(q->info.state) && q->stop_as == MJ_QUEUED;
 		if (stop_reason(m, j) != MJ_QUEUED) {
@@ -884,6 +921,22 @@ static bool room_take(struct mover *m, struct job *j, const struct bufs *b, size
 	free(nodes);
 	free(need);
 	return ok;
+}
+
+/* The move call room_take() claimed room for has returned: its pages are
+ * in the nodes' free memory now (or did not move). Waiting jobs look
+ * again. */
+static void room_release(struct mover *m, struct job *j)
+{
+	if (!j->nclaim)
+		return;
+	pthread_mutex_lock(&m->lock);
+	for (unsigned i = 0; i < j->nclaim; i++)
+		m->claim[j->claim_id[i]] -= j->claim_b[i] < m->claim[j->claim_id[i]] ? j->claim_b[i]
+										: m->claim[j->claim_id[i]];
+	j->nclaim = 0;
+	pthread_cond_broadcast(&m->work);
+	pthread_mutex_unlock(&m->lock);
 }
 
 /* Where N pages of PID are (move_pages(2) without nodes), timed for the

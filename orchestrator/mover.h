@@ -307,6 +307,10 @@ void mover_flows_add(const struct mover_job_info *j, struct snapshot *s);
 /* Whether a move call of BYTES may land on a node with MEM_FREE free:
  * it must stay above MIN_FREE (the reserve) after the call. */
 bool mover_room_ok(uint64_t mem_free, uint64_t min_free, uint64_t bytes);
+/* The same for a job waiting for room (mover_spec.wait_room) while other
+ * waiting jobs' calls in flight have CLAIMED bytes of the node's room:
+ * their pages may not show in MEM_FREE yet. */
+bool mover_room_claim_ok(uint64_t mem_free, uint64_t claimed, uint64_t min_free, uint64_t bytes);
 
 /* ---- the pure part: what a worker keeps from one job to the next ---- */
 

@@ -408,6 +408,13 @@ static void test_room_ok(void **state)
 	assert_false(mover_room_ok(60 << 20, 64 << 20, 0));
 	assert_false(mover_room_ok(64 << 20, 64 << 20, 0));
 	assert_true(mover_room_ok(65 << 20, 64 << 20, 1 << 20));
+	/* Two jobs waiting for the same 20 MiB above the reserve: the
+	 * first's 16 MiB call claims it; the second's 16 MiB does not fit
+	 * beside it, 4 MiB does; once released (claim 0) it fits again. */
+	assert_true(mover_room_claim_ok(84 << 20, 0, 64 << 20, 16 << 20));
+	assert_false(mover_room_claim_ok(84 << 20, 16 << 20, 64 << 20, 16 << 20));
+	assert_true(mover_room_claim_ok(84 << 20, 16 << 20, 64 << 20, 4 << 20));
+	assert_false(mover_room_claim_ok(84 << 20, 100 << 20, 64 << 20, 0));
 }
 
 /* A split guest's job (mover_spec.first): node 1 takes pages from
