@@ -1795,130 +1795,101 @@ static void test_floaters_make_room(void **state)
 	plan_free(p);
 }
 
-/* The testbed's misplaced scenario from one of the starts that went
- * wrong (tests/numa-vm/guest/diag_misplaced_start.sh, start "1 0 0 1",
- * the agent's own snapshot): threads set free a moment before the
- * sample, so db1's ticks, mostly run on node 0, count wholly on node 2,
- * where it was last seen. Node 0 measured 1.66 busy CPUs, of which its
- * guests own 1.02 (web2); node 2 0.30, of which they own 1.00. The 0.64
- * nobody owns on node 0 is db1's, not other load: web2 still fits
- * beside web1 on node 0 with its memory, and nothing migrates. Before
- * pctx_settle web2 went to idle node 2 with 320 MiB to migrate (the
- * run's t90 9.9 s against the matrix's 2 s). */
-static void test_phantom_load_of_a_moving_thread(void **state)
+/* One start of tests/numa-vm/guest/diag_misplaced_start.sh as the agent
+ * measured it (its snapshot): four 2-thread guests, one busy thread
+ * each, 320 MiB on node MEM_NODE each, their threads last seen on
+ * RUNS_ON. All four must stay with their memory, nothing to migrate.
+ * CPU_NODE_DB2, when set, is db2's own share of nodes 1 and 3. */
+struct mstart_guest {
+	const char *id;
+	double use;
+	int mem_node, runs_on;
+};
+
+static void misplaced_start(const struct mstart_guest *gs, const uint64_t *free_mib, const double *busy,
+			    const double *cpu_node_db2, const char *tc)
 {
-	static const struct {
-		const char *id;
-		double use;
-		int mem_node, runs_on;
-	} gs[] = { { "web1", 1.00, 0, 1 }, { "web2", 1.02, 0, 0 }, { "db1", 1.00, 1, 2 }, { "db2", 1.01, 1, 1 } };
-	static const uint64_t free_mib[4] = { 336, 336, 890, 949 };
-	static const double busy[4] = { 0.83, 1.0, 0.15, 0.01 };
 	struct snapshot *s = host_2cpu(4, 1024, free_mib, busy);
 	struct plan *p;
 	unsigned stay = 0;
 
-	(void)state;
 	for (unsigned i = 0; i < 4; i++) {
 		struct snap_guest *g = guest_on(s, gs[i].id, gs[i].use, 2, "0-7", "0-3", gs[i].runs_on);
 
 		g->mem_node[gs[i].mem_node] = 320 * MIB;
 		g->busy_threads = 1;
 		g->busy_measured = true;
-	}
-	p = decide_default(s, "phantom_load");
-	for (unsigned i = 0; i < p->nr_items; i++) {
-		const struct plan_item *it = &p->items[i];
-
-		print_message("%s: %s\n", it->guest_id, it->detail);
-		stay += it->kind == PLAN_MOVE && mask_count(&it->to_nodes) == 1 && it->migrate_bytes < MIB;
-	}
-	if (stay != 4 || p->migrate_bytes != 0)
-		fail_msg("%u guests stay with their memory, %llu MiB migrate (want 4, 0)", stay,
-			 (unsigned long long)(p->migrate_bytes / MIB));
-	plan_free(p);
-}
-
-/* Another start of the same diagnostics ("1 2 3 1"): db2's busy thread
- * measured 1.028 CPUs, its idle thread 0.049 — 1.077 in all, one busy
- * thread measured. Counted as two busy threads (ceil(1.077 − 0.05)) it
- * fitted no 2-CPU node beside db1 and went to idle node 3 with 320 MiB
- * to migrate; within the local fit's slack it is one, and stays with
- * its memory on node 1 like the other three. */
-static void test_jitter_is_no_second_busy_thread(void **state)
-{
-	static const struct {
-		const char *id;
-		double use;
-		int mem_node, runs_on;
-	} gs[] = { { "web1", 1.001, 0, 1 }, { "web2", 1.008, 0, 2 }, { "db1", 0.995, 1, 3 }, { "db2", 1.077, 1, 1 } };
-	static const uint64_t free_mib[4] = { 311, 310, 915, 982 };
-	static const double busy[4] = { 0.069, 1.0, 0.421, 0.455 };
-	struct snapshot *s = host_2cpu(4, 1024, free_mib, busy);
-	struct plan *p;
-	unsigned stay = 0;
-
-	(void)state;
-	for (unsigned i = 0; i < 4; i++) {
-		struct snap_guest *g = guest_on(s, gs[i].id, gs[i].use, 2, "0-7", "0-3", gs[i].runs_on);
-
-		g->mem_node[gs[i].mem_node] = 320 * MIB;
-		g->busy_threads = 1;
-		g->busy_measured = true;
-		if (i == 3) {
-			g->cpu_node[1] = 1.028;
-			g->cpu_node[3] = 0.049;
+		if (cpu_node_db2 && strcmp(gs[i].id, "db2") == 0) {
+			g->cpu_node[1] = cpu_node_db2[0];
+			g->cpu_node[3] = cpu_node_db2[1];
 		}
 	}
-	p = decide_default(s, "jitter_busy_threads");
+	p = decide_default(s, tc);
 	for (unsigned i = 0; i < p->nr_items; i++) {
 		const struct plan_item *it = &p->items[i];
 
 		print_message("%s: %s\n", it->guest_id, it->detail);
 		stay += it->kind == PLAN_MOVE && mask_count(&it->to_nodes) == 1 && it->migrate_bytes < MIB;
 	}
-	if (stay != 4 || p->migrate_bytes != 0)
-		fail_msg("%u guests stay with their memory, %llu MiB migrate (want 4, 0)", stay,
-			 (unsigned long long)(p->migrate_bytes / MIB));
+	if (stay != 4 || p->migrate_bytes != 0) {
+		unsigned long long mig = p->migrate_bytes / MIB;
+
+		plan_free(p);
+		fail_msg("%s: %u guests stay with their memory, %llu MiB migrate (want 4, 0)", tc, stay, mig);
+	}
 	plan_free(p);
 }
 
-/* A third start ("2 0 3 1"), the window's node load measured low (0.55 to
- * 0.71 busy CPUs per node while each guest used 0.92–0.95 CPU): db2 is
- * local on node 1 and fits there beside db1 (local fit) but went to idle
- * node 2 with its 320 MiB. */
-static void test_low_node_load_window(void **state)
+/* Start "1 0 0 1": threads set free a moment before the sample, so db1's
+ * ticks, mostly run on node 0, count wholly on node 2, where it was last
+ * seen. Node 0 measured 1.66 busy CPUs, of which its guests own 1.02
+ * (web2); node 2 0.30, of which they own 1.00. The 0.64 nobody owns on
+ * node 0 is db1's, not other load: web2 still fits beside web1 on node 0
+ * with its memory. Before pctx_settle web2 went to idle node 2 with 320
+ * MiB to migrate (the lead's misplaced run: t90 9.9 s against the
+ * matrix's 2 s). */
+static void test_phantom_load_of_a_moving_thread(void **state)
 {
-	static const struct {
-		const char *id;
-		double use;
-		int mem_node, runs_on;
-	} gs[] = { { "web1", 0.918, 0, 2 }, { "web2", 0.933, 0, 0 }, { "db1", 0.934, 1, 3 }, { "db2", 0.949, 1, 1 } };
-	static const uint64_t free_mib[4] = { 345, 350, 918, 923 };
-	static const double busy[4] = { 0.355, 0.309, 0.281, 0.273 };
-	struct snapshot *s = host_2cpu(4, 1024, free_mib, busy);
-	struct plan *p;
-	unsigned stay = 0;
+	static const struct mstart_guest gs[] = {
+		{ "web1", 1.00, 0, 1 }, { "web2", 1.02, 0, 0 }, { "db1", 1.00, 1, 2 }, { "db2", 1.01, 1, 1 } };
+	static const uint64_t free_mib[4] = { 336, 336, 890, 949 };
+	static const double busy[4] = { 0.83, 1.0, 0.15, 0.01 };
 
 	(void)state;
-	for (unsigned i = 0; i < 4; i++) {
-		struct snap_guest *g = guest_on(s, gs[i].id, gs[i].use, 2, "0-7", "0-3", gs[i].runs_on);
+	misplaced_start(gs, free_mib, busy, NULL, "phantom_load");
+}
 
-		g->mem_node[gs[i].mem_node] = 320 * MIB;
-		g->busy_threads = 1;
-		g->busy_measured = true;
-	}
-	p = decide_default(s, "low_node_load_window");
-	for (unsigned i = 0; i < p->nr_items; i++) {
-		const struct plan_item *it = &p->items[i];
+/* Start "1 2 3 1": db2's busy thread measured 1.028 CPUs, its idle thread
+ * 0.049 — 1.077 in all, one busy thread measured. Counted as two busy
+ * threads (ceil(1.077 − 0.05)) it fitted no 2-CPU node beside db1 and
+ * went to idle node 3 with 320 MiB to migrate; within the local fit's
+ * slack it is one, and stays with its memory on node 1. */
+static void test_jitter_is_no_second_busy_thread(void **state)
+{
+	static const struct mstart_guest gs[] = {
+		{ "web1", 1.001, 0, 1 }, { "web2", 1.008, 0, 2 }, { "db1", 0.995, 1, 3 }, { "db2", 1.077, 1, 1 } };
+	static const uint64_t free_mib[4] = { 311, 310, 915, 982 };
+	static const double busy[4] = { 0.069, 1.0, 0.421, 0.455 };
+	static const double db2[2] = { 1.028, 0.049 };
 
-		print_message("%s: %s\n", it->guest_id, it->detail);
-		stay += it->kind == PLAN_MOVE && mask_count(&it->to_nodes) == 1 && it->migrate_bytes < MIB;
-	}
-	if (stay != 4 || p->migrate_bytes != 0)
-		fail_msg("%u guests stay with their memory, %llu MiB migrate (want 4, 0)", stay,
-			 (unsigned long long)(p->migrate_bytes / MIB));
-	plan_free(p);
+	(void)state;
+	misplaced_start(gs, free_mib, busy, db2, "jitter_busy_threads");
+}
+
+/* Start "2 0 3 1", the window's node load measured low (0.55 to 0.71 busy
+ * CPUs per node while each guest used 0.92–0.95 CPU): db2's own memory
+ * node fits it with headroom at util 0.87 (≥ rebalance_util), was dropped
+ * as a target it would be moved off again (it would not: holds_memory),
+ * and db2 went to idle node 2 with its 320 MiB. */
+static void test_low_node_load_window(void **state)
+{
+	static const struct mstart_guest gs[] = {
+		{ "web1", 0.918, 0, 2 }, { "web2", 0.933, 0, 0 }, { "db1", 0.934, 1, 3 }, { "db2", 0.949, 1, 1 } };
+	static const uint64_t free_mib[4] = { 345, 350, 918, 923 };
+	static const double busy[4] = { 0.355, 0.309, 0.281, 0.273 };
+
+	(void)state;
+	misplaced_start(gs, free_mib, busy, NULL, "low_node_load_window");
 }
 
 /* pctx_settle itself: with no node owning more than it measured the
