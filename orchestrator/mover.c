@@ -676,14 +676,9 @@ struct bufs {
 	nodemask_t pinned_to;
 };
 
-/* Room for NEED entries in every buffer of B. Nothing is carried over:
- * each walk writes a window's entries before it reads them. */
-static void bufs_reserve(struct bufs *b, size_t need)
+/* The window buffers only: the rest of B is the worker's state. */
+static void bufs_drop(struct bufs *b)
 {
-	size_t cap = mover_buf_grow(b->cap, need, QUERY_PAGES);
-
-	if (cap == b->cap)
-		return;
 	free(b->pages);
 	free(b->mpages);
 	free(b->status);
@@ -693,6 +688,24 @@ static void bufs_reserve(struct bufs *b, size_t need)
 	free(b->mweight);
 	free(b->mslot);
 	free(b->idx);
+	b->cap = 0;
+}
+
+static void bufs_free(struct bufs *b)
+{
+	bufs_drop(b);
+	memset(b, 0, sizeof(*b));
+}
+
+/* Room for NEED entries in every buffer of B. Nothing is carried over:
+ * each walk writes a window's entries before it reads them. */
+static void bufs_reserve(struct bufs *b, size_t need)
+{
+	size_t cap = mover_buf_grow(b->cap, need, QUERY_PAGES);
+
+	if (cap == b->cap)
+		return;
+	bufs_drop(b);
 	b->pages = xmalloc(cap * sizeof(void *));
 	b->mpages = xmalloc(cap * sizeof(void *));
 	b->status = xmalloc(cap * sizeof(int));
@@ -703,20 +716,6 @@ static void bufs_reserve(struct bufs *b, size_t need)
 	b->mslot = xmalloc(cap * sizeof(unsigned));
 	b->idx = xmalloc(cap * sizeof(size_t));
 	b->cap = cap;
-}
-
-static void bufs_free(struct bufs *b)
-{
-	free(b->pages);
-	free(b->mpages);
-	free(b->status);
-	free(b->mnodes);
-	free(b->mstatus);
-	free(b->first);
-	free(b->mweight);
-	free(b->mslot);
-	free(b->idx);
-	memset(b, 0, sizeof(*b));
 }
 
 static void room_release(struct mover *m, struct job *j);
