@@ -139,7 +139,9 @@ static unsigned cg_pids(pid_t *out, unsigned max)
 	return n;
 }
 
-static uint64_t submit(struct mover *m, const char *guest)
+/* A job moving the guest's memory to node 0; WAIT_ROOM: admitted on
+ * room to come (mover_spec.wait_room), 64 MiB reserve. */
+static uint64_t submit_spec(struct mover *m, const char *guest, bool wait_room)
 {
 	struct mover_spec s;
 	pid_t pids[16];
@@ -152,7 +154,16 @@ static uint64_t submit(struct mover *m, const char *guest)
 	mask_parse("0", &s.to);
 	s.relocate_all = true;
 	s.bytes = 256ULL << 20;
+	if (wait_room) {
+		s.wait_room = true;
+		s.min_free_bytes = 64ULL << 20;
+	}
 	return mover_submit(m, &s);
+}
+
+static uint64_t submit(struct mover *m, const char *guest)
+{
+	return submit_spec(m, guest, false);
 }
 
 /* The node memory the wait_room cases see (mover_set_meminfo). */
@@ -168,23 +179,9 @@ static int fake_meminfo(const struct host_paths *hp, struct snap_node *nodes, un
 	return 0;
 }
 
-/* A job admitted on room to come (mover_spec.wait_room), 64 MiB reserve. */
 static uint64_t submit_room(struct mover *m, const char *guest)
 {
-	struct mover_spec s;
-	pid_t pids[16];
-
-	memset(&s, 0, sizeof(s));
-	snprintf(s.guest, sizeof(s.guest), "%s", guest);
-	snprintf(s.cause, sizeof(s.cause), "test");
-	s.npids = cg_pids(pids, 16);
-	s.pids = pids;
-	mask_parse("0", &s.to);
-	s.relocate_all = true;
-	s.bytes = 256ULL << 20;
-	s.wait_room = true;
-	s.min_free_bytes = 64ULL << 20;
-	return mover_submit(m, &s);
+	return submit_spec(m, guest, true);
 }
 
 /* Wait (with a deadline) until job ID has moved something. */
