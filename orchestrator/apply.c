@@ -985,6 +985,8 @@ int apply_memory_settle(struct applier *a, struct apply_pending *p, struct apply
 		r = a->vm.set_mems(a->vm.ctx, g, &p->it.to_mems, err, sizeof(err));
 		res->writes++;
 		if (r < 0) {
+			/* why, for the record (engine_settle_jobs) */
+			snprintf(res->msg, sizeof(res->msg), "%s", err);
 			if (!is_gone(r))
 				log_warn("domain %s: libvirt refused nodeset %s after its memory moved (%s); it stays "
 					 "on the nodes of both", g->name, p->to_mems_s, err);
