@@ -12,15 +12,23 @@
 # narrowed. Checked independently of the agent: memory.numa_stat of the
 # domain's cgroup and /proc/PID/numa_maps of QEMU, `virsh numatune`, the
 # cgroups' cpuset.mems and each vCPU thread's affinity, then the records.
-#   1. a 2-vCPU domain (vCPU 1 first on node 2): its memory arrives, both
-#      vCPU threads end on the target's CPUs;
+#   1. a 2-vCPU domain (vCPU 1 first on node 2), both vCPUs spinning: its
+#      memory arrives, both vCPU threads end on the target's CPUs, each
+#      thread's locality (its node, from /proc, against QEMU's numa_maps)
+#      measured;
 #   2-4. with a rate budget, so that the job is caught halfway (measured
 #      by numa_maps): the job cancelled (DELETE /v1/migrations/{id}), the
 #      agent stopped (SIGTERM), the domain destroyed. Cancelled or
 #      stopped, the domain is left on old ∪ target (libvirt's nodeset, the
 #      cgroups, Mems_allowed), its pages where the job left them; a
 #      destroyed domain's job ends "vanished" and nothing more is written
-#      to it (libvirtd's own log).
+#      to it (libvirtd's own log);
+#   5-7. the same slow job superseded by a new plan (the operator pins the
+#      domain elsewhere mid-move: the first job ends superseded, the second
+#      completes, libvirt's nodeset and every cpuset end on the new
+#      target), ended by a tiny job_timeout (expired: left on old ∪
+#      target), and stopped by a reload (SIGHUP: stopped, left on old ∪
+#      target, the agent goes on).
 #
 # Output: "ok N - what" / "not ok N - what: why", "# ..." diagnostics,
 # then "P passed, F failed" and "END rc=R" for the host.
@@ -129,10 +137,21 @@ new_domain() {
 	VM=$1
 	# A boot sector that loops (jmp $; 55 AA): vCPU 0 spins, so the
 	# domain has a busy thread whose node decides its locality. Each
-	# domain its own copy: QEMU locks its disk image.
-	printf '\353\376' > /images/$VM.img
-	dd if=/dev/zero bs=1 count=508 2>/dev/null >> /images/$VM.img
+	# domain its own copy: QEMU locks its disk image. With more vCPUs it
+	# starts the others spinning too (SeaBIOS leaves them halted): it
+	# writes jmp $ at 0x7000, enters 32-bit protected mode (flat GDT),
+	# turns the local APIC on and sends INIT, SIPI, SIPI (vector 7) to
+	# all but itself, then spins (source: as --32, .code16, in the
+	# commit that added it).
+	if [ "$3" -gt 1 ]; then
+		printf '\372\061\300\216\330\307\006\000\160\353\376\146\017\001\026\170\174\017\040\300\014\001\017\042\300\146\352\041\174\000\000\010\000\146\270\020\000\216\330\307\005\360\000\340\376\377\001\000\000\307\005\000\003\340\376\000\105\014\000\271\000\000\100\000\342\376\307\005\000\003\340\376\007\106\014\000\271\000\000\100\000\342\376\307\005\000\003\340\376\007\106\014\000\353\376\220\000\000\000\000\000\000\000\000\377\377\000\000\000\232\317\000\377\377\000\000\000\222\317\000\027\000\140\174\000\000' > /images/$VM.img
+		dd if=/dev/zero bs=1 count=384 2>/dev/null >> /images/$VM.img
+	else
+		printf '\353\376' > /images/$VM.img
+		dd if=/dev/zero bs=1 count=508 2>/dev/null >> /images/$VM.img
+	fi
 	printf '\125\252' >> /images/$VM.img
+	[ "$(wc -c < /images/$VM.img)" = 512 ] || abort "boot sector of $VM" "$(wc -c < /images/$VM.img) bytes, not 512"
 	cat > $T/$VM.xml <<EOF
 <domain type='qemu'>
   <name>$VM</name>
@@ -197,6 +216,15 @@ vcpu_tid() {
 	done
 }
 tid_cpus() { awk '/^Cpus_allowed_list/{print $2}' /proc/$qpid/task/$1/status 2>/dev/null; }
+# A thread's CPU time (utime+stime, clock ticks) and the node of the CPU
+# it last ran on, from /proc/PID/task/TID/stat (fields after the comm,
+# which has a space: "CPU 0/TCG").
+tid_ticks() { sed 's/.*) //' /proc/$qpid/task/$1/stat 2>/dev/null | awk '{print $12 + $13}'; }
+tid_node() {
+	c=$(sed 's/.*) //' /proc/$qpid/task/$1/stat 2>/dev/null | awk '{print $37}')
+	for d in /sys/devices/system/node/node*; do [ -e $d/cpu$c ] && { echo ${d##*node}; return; }; done
+}
+anon_all() { s=0; for nd in 0 1 2 3; do s=$((s + $(anon_mib $nd))); done; echo $s; }
 # A record's target: rec_to FIELD (mems|cpus) < record
 rec_to() { sed -n 's/.*"to":{[^}]*"'$1'":"\([^"]*\)".*/\1/p'; }
 
@@ -253,6 +281,16 @@ t0=$(vcpu_tid 0) t1=$(vcpu_tid 1)
 [ -n "$t0" ] && [ -n "$t1" ] && [ "$t0" != "$t1" ] && same_set "$(tid_cpus $t0)" $c1 && same_set "$(tid_cpus $t1)" $c2
 result "two vCPU threads, placed apart before the agent: vCPU 0 (tid $t0) on $(tid_cpus $t0), vCPU 1 (tid $t1) on $(tid_cpus $t1)" $? \
 	"threads: $(for t in /proc/$qpid/task/*; do printf '%s=%s ' ${t##*/} "$(cat $t/comm)"; done)"
+# Both vCPUs busy (the boot sector starts vCPU 1 spinning too), measured
+# from each thread's CPU time over 2 s: the agent has two busy threads to
+# place, and each one's locality counts.
+a0=$(tid_ticks $t0) a1=$(tid_ticks $t1) tb=$(up)
+sleep 2
+b0=$(tid_ticks $t0) b1=$(tid_ticks $t1)
+u0=$(awk -v a="$a0" -v b="$b0" -v s="$tb" -v e="$(up)" 'BEGIN{printf "%.2f", (b-a)/100/(e-s)}')
+u1=$(awk -v a="$a1" -v b="$b1" -v s="$tb" -v e="$(up)" 'BEGIN{printf "%.2f", (b-a)/100/(e-s)}')
+awk -v a="$u0" -v b="$u1" 'BEGIN{exit !(a >= 0.5 && b >= 0.5)}'
+result "both vCPU threads are busy (/proc/$qpid/task/TID/stat over 2 s: vCPU 0 $u0 CPUs, vCPU 1 $u1 CPUs)" $?
 say "virsh numatune: $($VIRSH numatune $VM | tr -s ' ' | tr '\n' ' ')"
 
 # ---- node 0 crowded ----------------------------------------------------------
@@ -348,6 +386,21 @@ ep=$(emu_pin)
 [ -n "$to_cpus" ] && [ -z "$bad" ] && same_set "$ep" "$to_cpus"
 result "both vCPUs and the emulator are on the record's CPUs '$to_cpus': libvirt's pins, each vCPU thread's Cpus_allowed and its vcpuN cgroup (emulatorpin $ep)" $? \
 	"differ:$bad; vcpupin: $($VIRSH vcpupin $VM | tr -s ' ' | tr '\n' ' ') emulatorpin: $ep"
+# Each busy vCPU thread's own locality: QEMU's anonymous memory (the
+# guest's RAM) on the node of the CPU the thread runs on, from /proc —
+# not the agent's locality, not "memory inside the cpuset".
+bad= lt=
+tot=$(anon_all)
+for v in 0 1; do
+	tid=$(vcpu_tid $v) nd=$(tid_node $(vcpu_tid $v))
+	loc=$(anon_mib ${nd:-9} 2>/dev/null)
+	lt="${lt}vCPU $v on node ${nd:-?}: ${loc:-?} of $tot MiB; "
+	[ -n "$nd" ] && [ $((${loc:-0} * 10)) -ge $((tot * 9)) ] || bad="$bad vCPU $v"
+done
+bt=$(echo "$moved" | sed -n 's/.*"busy_threads":\([0-9]*\).*/\1/p')
+[ $tot -gt 0 ] && [ -z "$bad" ] && [ "$bt" = 2 ]
+result "each vCPU thread is local, measured from /proc ($lt the moved record counted ${bt:-?} busy threads)" $? \
+	"not local:$bad; $(per_node)"
 say "vCPUs run on CPUs $($VIRSH vcpuinfo $VM | awk '$1=="CPU:"{printf "%s ", $2}')"
 agent_tail
 kill -TERM $apid; wait $apid
@@ -592,6 +645,126 @@ if mid_move; then
 		"libvirtd after: $lvw | agent: $agerr | records: $(grep -o '"decision":"[a-z_]*"' $T/later | tr '\n' ' ')"
 else
 	result "destroy: the job was caught mid-move (>= 16 MiB gained on the target, >= 48 MiB still on node 0, within 120 s)" 1 \
+		"$(tail -3 $A/dec 2>/dev/null | cut -c1-400)"
+fi
+agent_tail 12
+kill -TERM $apid; wait $apid
+gone_domain
+
+# ---- 5. a new plan mid-move supersedes the job -----------------------------------
+# The operator pins the domain to another node (T2, neither 0 nor the
+# job's target) while its job runs: the job ends superseded at a chunk
+# boundary, a second job takes the memory (off node 0 and the first
+# target) to T2, and once it is done libvirt narrows the nodeset to T2.
+new_domain vmsup $MIB 1
+pin_away
+before_agent
+start_agent supersede "rate_mib = $RATE"
+if mid_move; then
+	result "supersede: the job was caught mid-move (job $jid running, QEMU's numa_maps gained $tgt_at MiB on the target $to_mems, $src_at MiB still on node 0)" 0
+	moved=$(grep '"decision":"moved"' $A/dec | head -1)
+	gid=$(echo "$moved" | sed -n 's/.*"guest":"\([^"]*\)".*/\1/p')
+	t2=
+	for nd in 1 2 3; do case " $(expand "$to_mems")" in *" $nd "*) ;; *) t2=$nd; break ;; esac; done
+	first=$jid t1=$to_mems
+	$CTL guest-policy "$gid" pinned $t2 > $T/pin2 2>&1
+	result "supersede: the domain pinned to node $t2 through the API mid-move (numaorchctl guest-policy: rc $?, $(head -1 $T/pin2 | cut -c1-120))" $?
+	wait_record memory_superseded 60
+	ma=$(echo "$rec" | sed -n 's/.*"mems_after":"\([^"]*\)".*/\1/p')
+	echo "$rec" | grep -q "job $first superseded: " && [ "$(expand "$ma")" = "$(union 0 "$t1")" ]
+	result "supersede: the first job ended superseded $rec_s s after the pin (record: job $first superseded, mems_after '$ma' = 0 ∪ $t1)" $? \
+		"${rec:-no record within 60 s: $(grep -o '"decision":"[a-z_]*"' $A/dec | tr '\n' ' ')}"
+	# The second job at RATE MiB/s: ~40 s for the whole domain.
+	t=$(up) rec=
+	while awk -v a="$t" -v b="$(up)" 'BEGIN{exit !(b-a < 150)}'; do
+		rec=$(grep '"decision":"memory_\(arrived\|failed\|expired\|cancelled\|stopped\|vanished\)"' $A/dec 2>/dev/null |
+			grep -v "job $first " | head -1)
+		[ -n "$rec" ] && break
+		say "sample: $(per_node) | nodeset $(nodeset) | $($CTL migrations 2>/dev/null | awk '$1 ~ /^[0-9]+$/ {printf "job %s %s; ", $1, $(NF-5)}')"
+		sleep 2
+	done
+	sleep 1
+	ns=$(nodeset) ma=$(awk '/^Mems_allowed_list/{print $2}' /proc/$qpid/status)
+	echo "$rec" | grep -q '"decision":"memory_arrived"' && echo "$rec" | grep -q "job [0-9]* done: .* onto $t2 in" &&
+		! echo "$rec" | grep -q '"mems_after"'
+	result "supersede: the second job brought the memory to node $t2 and ended done ($(echo "$rec" | sed -n 's/.*"message":"\([^"]*\)".*/\1/p' | cut -c1-160))" $? \
+		"${rec:-no record within 150 s}"
+	bad=
+	for f in $(find $DCG -name cpuset.mems); do
+		c=$(cat $f) e=$(cat ${f%.mems}.mems.effective) d=${f%/cpuset.mems}
+		{ [ -z "$c" ] || [ "$c" = "$t2" ]; } || bad="$bad ${f#$DCG/}=$c/$e"
+		[ -s $d/cgroup.threads ] && [ "$e" != "$t2" ] && bad="$bad ${f#$DCG/}(threads)=$c/$e"
+	done
+	[ "$ns" = "$t2" ] && [ "$ma" = "$t2" ] && [ -z "$bad" ]
+	result "supersede: libvirt's live nodeset, every cgroup and QEMU's Mems_allowed end on node $t2 (nodeset '$ns', Mems_allowed $ma)" $? \
+		"differ:$bad; $(mems_all)"
+	tot=$(anon_all) on2=$(anon_mib $t2) on1=$(maps_on "$t1")
+	[ $tot -gt 0 ] && [ $((on2 * 10)) -ge $((tot * 9)) ]
+	result "supersede: the pages are on node $t2 (QEMU's anonymous memory: $on2 of $tot MiB there; numa_maps on the first target $t1: $on1 MiB)" $? "$(per_node)"
+	tid=$(vcpu_tid 0)
+	same_set "$(tid_cpus $tid)" "$(node_cpus $t2)" && same_set "$(vcpu_pin 0)" "$(node_cpus $t2)"
+	result "supersede: the vCPU runs on node $t2's CPUs (its thread's Cpus_allowed $(tid_cpus $tid), vcpupin $(vcpu_pin 0))" $?
+else
+	result "supersede: the job was caught mid-move (>= 16 MiB gained on the target, >= 48 MiB still on node 0, within 120 s)" 1 \
+		"$(tail -3 $A/dec 2>/dev/null | cut -c1-400)"
+fi
+agent_tail 12
+kill -TERM $apid; wait $apid
+gone_domain
+
+# ---- 6. job_timeout ends the job -------------------------------------------------
+# A job_timeout far below what the job needs at RATE MiB/s: it ends
+# expired at a chunk boundary, the domain left on old ∪ target as
+# engine_job_outcome says (never narrowed onto a node its pages are not on).
+JT=10
+new_domain vmexp $MIB 1
+pin_away
+before_agent
+start_agent expire "rate_mib = $RATE
+job_timeout = $JT"
+wait_record memory_expired 120
+moved=$(grep '"decision":"moved"' $A/dec | head -1)
+to_mems=$(echo "$moved" | rec_to mems)
+jid=$(echo "$rec" | sed -n 's/.*job \([0-9]*\) expired: .*/\1/p')
+el=$(echo "$rec" | sed -n 's/.* in \([0-9.]*\) s (.*/\1/p')
+[ -n "$jid" ] && awk -v e="${el:-0}" -v j=$JT 'BEGIN{exit !(e >= j && e < j + 5)}'
+result "expire: the job ended expired at a chunk boundary after ${el:-?} s (job_timeout $JT s; memory_expired record)" $? \
+	"${rec:-no record within 120 s: $(grep -o '"decision":"[a-z_]*"' $A/dec | tr '\n' ' ')}"
+if [ -n "$jid" ]; then
+	settled expire
+	left_wide expire
+	rec_agrees expire expired
+fi
+agent_tail 12
+kill -TERM $apid; wait $apid
+gone_domain
+
+# ---- 7. a reload (SIGHUP) mid-move ---------------------------------------------
+# As for containers (README: SIGTERM and SIGHUP stop every job at a chunk
+# boundary): the job ends stopped, the domain left on old ∪ target, and
+# the agent goes on with the new configuration.
+new_domain vmhup $MIB 1
+pin_away
+before_agent
+start_agent reload "rate_mib = $RATE"
+if mid_move; then
+	result "reload: the job was caught mid-move (job $jid running, QEMU's numa_maps gained $tgt_at MiB on the target $to_mems, $src_at MiB still on node 0)" 0
+	moved=$(grep '"decision":"moved"' $A/dec | head -1)
+	sed -i 's/^interval = 2$/interval = 3/' $A/conf
+	kill -HUP $apid
+	wait_record memory_stopped 30
+	result "reload: SIGHUP stopped the job at a chunk boundary: a memory_stopped record $rec_s s after it" $? \
+		"records: $(grep -o '"decision":"[a-z_]*"' $A/dec | tr '\n' ' ')"
+	settled reload
+	left_wide reload
+	rec_agrees reload stopped
+	$CTL migrations > $T/jobs 2>&1
+	live=$(awk '$1 ~ /^[0-9]+$/ && ($(NF-5)=="running" || $(NF-5)=="queued")' $T/jobs)
+	kill -0 $apid 2>/dev/null && $CTL health > /dev/null 2>&1 && [ -z "$live" ] && grep -q 'configuration reloaded' $A/err
+	result "reload: the agent goes on (answers, log: $(grep -i 'reload' $A/err | tail -1 | cut -c1-120)); no job queued or running" $? \
+		"$(cat $T/jobs | tr '\n' '|')"
+else
+	result "reload: the job was caught mid-move (>= 16 MiB gained on the target, >= 48 MiB still on node 0, within 120 s)" 1 \
 		"$(tail -3 $A/dec 2>/dev/null | cut -c1-400)"
 fi
 agent_tail 12
