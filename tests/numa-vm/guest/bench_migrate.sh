@@ -7,7 +7,7 @@
 # reaches 80 % of raw on a host whose load swings 4x within a minute.
 # Busy THP, the case in doubt, gets the most; busy 4 KiB none: its cases
 # take 10-25 s each (a pair ~40 s); its same-run ratio was 89-170 % in
-# every earlier run.
+# the five runs since session 12's mover (42-110 % with older movers).
 # The whole run stays near 6 min (the T lines say what each kind cost).
 #   tests/numa-vm/numavm.py script bench_migrate
 echo "H nodes=$(ls -d /sys/devices/system/node/node* | wc -l) cpus=$(nproc)"
