@@ -716,7 +716,7 @@ gone_domain
 # A job_timeout far below what the job needs at RATE MiB/s: it ends
 # expired at a chunk boundary, the domain left on old ∪ target as
 # engine_job_outcome says (never narrowed onto a node its pages are not on).
-JT=10
+JT=12
 new_domain vmexp $MIB 1
 pin_away
 before_agent
