@@ -233,6 +233,24 @@ size_t mover_plan_window(const int *status, void *const *pages, size_t n, size_t
 bool mover_guess_failed(const int *status, size_t n, const size_t *idx, const int *weight, size_t k,
 			const nodemask_t *to);
 
+/* What to ask after a move of the K entries IDX/WEIGHT of a window at
+ * PAGES, instead of the whole window: for each guessed THP (weight > 1)
+ * its middle and last page, into SAMPLE (room for 2 * K). A weight-1
+ * entry needs nothing: the move call's own status says where it is.
+ * Returns the count (0: no query needed at all). */
+size_t mover_verify_plan(void *const *pages, const size_t *idx, const int *weight, size_t k, void **sample);
+
+/* STATUS (the window's query before the move) updated from the move's
+ * own answers MSTATUS and the SAMPLE query's answers SSTATUS (in
+ * mover_verify_plan's order): a weight-1 entry that moved is where its
+ * status says; a guessed THP is wholly where its head went when both its
+ * samples are there too. false when a sample disagrees (the run was
+ * 4 KiB pages, or something else moved them): STATUS is then partly
+ * updated and the caller must query the whole window. Entries whose move
+ * failed keep their old place. */
+bool mover_verify_apply(int *status, const size_t *idx, const int *weight, const int *mstatus, size_t k,
+			const int *sstatus);
+
 /* The next slice of the K entries of a window from OFF (WEIGHT: pages of
  * PAGE bytes each): as many as fit WANT bytes (at least one entry) — or
  * all the rest when it totals at most LIMIT bytes (LIMIT >= WANT: the

@@ -192,6 +192,64 @@ static void test_guess_failed(void **state)
 	assert_false(mover_guess_failed(st, N, idx, w, 2, &to));
 }
 
+/* After a move, where the window's pages are is known from the call's own
+ * answers and two samples per guessed THP, without a query of the window;
+ * a sample that disagrees sends the caller back to the whole query. */
+static void test_verify_after_move(void **state)
+{
+	enum { N = 1536 };
+	static int st[N], ss[8];
+	static void *pg[N];
+	void *sample[8];
+	/* a guessed THP at 0, a 4 KiB page at 512, a guessed THP at 1024 */
+	size_t idx[3] = { 0, 512, 1024 };
+	int w[3] = { 512, 1, 512 }, ms[3] = { 1, 1, 1 };
+
+	(void)state;
+	for (int i = 0; i < N; i++) {
+		pg[i] = (void *)(uintptr_t)(0x40000000u + (unsigned)i * 4096u);
+		st[i] = 0;
+	}
+	assert_int_equal(mover_verify_plan(pg, idx, w, 3, sample), 4);
+	assert_ptr_equal(sample[0], pg[256]);
+	assert_ptr_equal(sample[1], pg[511]);
+	assert_ptr_equal(sample[2], pg[1024 + 256]);
+	assert_ptr_equal(sample[3], pg[1535]);
+	/* both THPs moved whole, the page too: every page of them is on 1,
+	 * the pages no entry covered stay where they were */
+	ss[0] = ss[1] = ss[2] = ss[3] = 1;
+	assert_true(mover_verify_apply(st, idx, w, ms, 3, ss));
+	for (int i = 0; i < 512; i++)
+		assert_int_equal(st[i], 1);
+	assert_int_equal(st[512], 1);
+	assert_int_equal(st[513], 0);
+	assert_int_equal(st[1535], 1);
+	/* the second THP's head moved alone: 4 KiB pages, ask the window */
+	for (int i = 0; i < N; i++)
+		st[i] = 0;
+	ss[3] = 0;
+	assert_false(mover_verify_apply(st, idx, w, ms, 3, ss));
+	/* a head the call could not move (busy) stays, and so does its THP */
+	for (int i = 0; i < N; i++)
+		st[i] = 0;
+	ms[0] = -EBUSY;
+	ss[0] = ss[1] = 0;
+	ss[2] = ss[3] = 1;
+	assert_true(mover_verify_apply(st, idx, w, ms, 3, ss));
+	assert_int_equal(st[0], 0);
+	assert_int_equal(st[511], 0);
+	assert_int_equal(st[1024], 1);
+	/* a refused page keeps its place here (mover_drop_refused marks it) */
+	ms[0] = 1;
+	ss[0] = ss[1] = 1;
+	ms[1] = -EACCES;
+	st[512] = 0;
+	assert_true(mover_verify_apply(st, idx, w, ms, 3, ss));
+	assert_int_equal(st[512], 0);
+	/* no guessed THP: nothing to ask */
+	assert_int_equal(mover_verify_plan(pg, &idx[1], &w[1], 1, sample), 0);
+}
+
 static void test_adapt_chunk(void **state)
 {
 	(void)state;
@@ -658,6 +716,7 @@ int main(void)
 		cmocka_unit_test(test_plan_window),
 		cmocka_unit_test(test_fill_window),
 		cmocka_unit_test(test_guess_failed),
+		cmocka_unit_test(test_verify_after_move),
 		cmocka_unit_test(test_assign_first),
 		cmocka_unit_test(test_adapt_chunk),
 		cmocka_unit_test(test_cost_next),
