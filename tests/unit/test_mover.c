@@ -43,13 +43,87 @@ static void test_parse_maps(void **state)
 	assert_int_equal(mover_parse_maps("2000-1000 rw-p 0 00:00 0\n", &v), -EINVAL);
 }
 
+/* smaps: the same mappings, each followed by its "Key: value" lines; a
+ * mapping's AnonHugePages is kept, a left-out mapping's is not taken */
+static void test_parse_smaps(void **state)
+{
+	static const char smaps[] =
+		"55d0c0000000-55d0c0002000 r--p 00000000 08:01 1234   /usr/bin/guest\n"
+		"Size:                  8 kB\n"
+		"AnonHugePages:         0 kB\n"
+		"VmFlags: rd mr mw me\n"
+		"7f0000000000-7f0001000000 rw-p 00000000 00:00 0\n"
+		"Size:              16384 kB\n"
+		"AnonHugePages:     14336 kB\n"
+		"THPeligible:    1\n"
+		"7ffd000fe000-7ffd00100000 r--p 00000000 00:00 0      [vvar]\n"
+		"AnonHugePages:      2048 kB\n"
+		"7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0      [stack]\n"
+		"AnonHugePages:         0 kB\n";
+	struct mover_vma *v;
+
+	(void)state;
+	assert_int_equal(mover_parse_maps(smaps, &v), 3);
+	assert_true(v[0].thp_bytes == 0);
+	assert_true(v[1].start == 0x7f0000000000ULL && v[1].thp_bytes == 14336ull << 10);
+	assert_true(v[2].start == 0x7ffd00000000ULL && v[2].thp_bytes == 0);
+	free(v);
+	/* a key line before any mapping names none */
+	assert_int_equal(mover_parse_maps("AnonHugePages: 2048 kB\n", &v), 0);
+	free(v);
+}
+
+/* Only a mapping whose AnonHugePages covers all its aligned 2 MiB blocks
+ * is asked one page per block; its unaligned edges, other mappings, and a
+ * block whose head is not in the window are asked page by page. */
+static void test_query_plan(void **state)
+{
+	enum { P = 4096, B = 512 };
+	/* all THP: 1 MiB unaligned head edge, 2 blocks; then 4 KiB pages */
+	struct mover_vma v[2] = { { 0x40100000, 0x40600000, 4u << 20 }, { 0x50000000, 0x50004000, 0 } };
+	static void *pg[256 + 2 * B + 4];
+	static size_t ask[256 + 2 * B + 4];
+	static int st[256 + 2 * B + 4], qs[256 + 2 * B + 4];
+	size_t n = 0, nq;
+
+	(void)state;
+	for (uintptr_t a = v[0].start; a < v[0].end; a += P)
+		pg[n++] = (void *)a;
+	for (uintptr_t a = v[1].start; a < v[1].end; a += P)
+		pg[n++] = (void *)a;
+	assert_int_equal(n, 256 + 2 * B + 4);
+	nq = mover_query_plan(pg, n, P, v, 2, ask);
+	/* 256 edge pages, the two heads, the 4 small pages */
+	assert_int_equal(nq, 256 + 2 + 4);
+	assert_int_equal(ask[255], 255);
+	assert_int_equal(ask[256], 256);     /* first block's head */
+	assert_int_equal(ask[257], 256 + B); /* second block's head */
+	assert_int_equal(ask[258], 256 + 2 * B);
+	for (size_t q = 0; q < nq; q++)
+		qs[q] = (int)(q % 3);
+	mover_query_expand(st, n, ask, nq, qs);
+	assert_int_equal(st[255], 255 % 3);
+	for (size_t i = 256; i < 256 + B; i++)
+		assert_int_equal(st[i], 256 % 3);
+	for (size_t i = 256 + B; i < 256 + 2 * B; i++)
+		assert_int_equal(st[i], 257 % 3);
+	assert_int_equal(st[n - 1], (int)((nq - 1) % 3));
+	/* one block short of all THP: every page is asked */
+	v[0].thp_bytes = 2u << 20;
+	assert_int_equal(mover_query_plan(pg, n, P, v, 2, ask), n);
+	/* a window that starts mid-block: that block's head is not in it */
+	v[0].thp_bytes = 4u << 20;
+	nq = mover_query_plan(pg + 256 + 10, n - 256 - 10, P, v, 2, ask);
+	assert_int_equal(nq, (B - 10) + 1 + 4);
+}
+
 /* mappings + target chunk size → the chunks a job walks */
 static void test_chunks_cover_every_page_once(void **state)
 {
 	const struct mover_vma v[] = {
-		{ 0x10000, 0x10000 + 10 * 4096 },  /* 10 pages */
-		{ 0x40000, 0x40000 + 3 * 4096 },   /* 3 pages */
-		{ 0x80000, 0x80000 + 4096 },       /* 1 page */
+		{ 0x10000, 0x10000 + 10 * 4096, 0 },  /* 10 pages */
+		{ 0x40000, 0x40000 + 3 * 4096, 0 },   /* 3 pages */
+		{ 0x80000, 0x80000 + 4096, 0 },       /* 1 page */
 	};
 	static const struct {
 		uintptr_t start;
@@ -156,7 +230,7 @@ static void test_plan_window(void **state)
 /* a window takes pages from as many mappings as fit */
 static void test_fill_window(void **state)
 {
-	struct mover_vma v[3] = { { 0x1000, 0x3000 }, { 0x10000, 0x11000 }, { 0x20000, 0x25000 } };
+	struct mover_vma v[3] = { { 0x1000, 0x3000, 0 }, { 0x10000, 0x11000, 0 }, { 0x20000, 0x25000, 0 } };
 	void *pg[16];
 	uintptr_t pos = 0;
 
@@ -672,11 +746,11 @@ static void test_buf_grow(void **state)
 static void test_vmas_pages(void **state)
 {
 	const struct mover_vma v[] = {
-		{ 0x1000, 0x3000 },     /* 2 pages */
-		{ 0x10000, 0x10800 },   /* half a page: 1 */
-		{ 0x200000, 0x400000 }, /* 512 */
+		{ 0x1000, 0x3000, 0 },     /* 2 pages */
+		{ 0x10000, 0x10800, 0 },   /* half a page: 1 */
+		{ 0x200000, 0x400000, 0 }, /* 512 */
 	};
-	const struct mover_vma huge[] = { { 0, UINTPTR_MAX - 4095 }, { 0, UINTPTR_MAX - 4095 } };
+	const struct mover_vma huge[] = { { 0, UINTPTR_MAX - 4095, 0 }, { 0, UINTPTR_MAX - 4095, 0 } };
 
 	(void)state;
 	assert_int_equal(mover_vmas_pages(v, 3, 4096), 515);
@@ -712,6 +786,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_maps),
+		cmocka_unit_test(test_parse_smaps),
+		cmocka_unit_test(test_query_plan),
 		cmocka_unit_test(test_chunks_cover_every_page_once),
 		cmocka_unit_test(test_plan_window),
 		cmocka_unit_test(test_fill_window),
