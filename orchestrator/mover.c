@@ -120,8 +120,11 @@ int mover_parse_maps(const char *text, struct mover_vma **out)
 
 			/* smaps: "Key:   value [kB]" lines after their mapping's */
 			if (sscanf(line, "%31[A-Za-z_]:%n", key, &kl) == 1 && kl > 0) {
-				if (kept && strcmp(key, "AnonHugePages") == 0 && sscanf(line + kl, "%llu kB", &kb) == 1)
-					v[n - 1].thp_bytes = (uint64_t)kb << 10;
+				if (kept &&
+				    (strcmp(key, "AnonHugePages") == 0 || strcmp(key, "ShmemPmdMapped") == 0 ||
+				     strcmp(key, "FilePmdMapped") == 0) &&
+				    sscanf(line + kl, "%llu kB", &kb) == 1)
+					v[n - 1].thp_bytes += (uint64_t)kb << 10;
 				line = eol ? eol + 1 : NULL;
 				continue;
 			}
@@ -162,6 +165,14 @@ int mover_parse_maps(const char *text, struct mover_vma **out)
 	}
 	*out = v;
 	return (int)n;
+}
+
+bool mover_window_has_thp(const struct mover_vma *vmas, unsigned nv, uintptr_t lo, uintptr_t hi)
+{
+	for (unsigned i = 0; i < nv; i++)
+		if (vmas[i].thp_bytes && vmas[i].end > lo && vmas[i].start <= hi)
+			return true;
+	return false;
 }
 
 /* Whether every aligned 2 MiB block of V is a THP mapped whole. */
@@ -1194,6 +1205,11 @@ static int walk_process(struct mover *m, struct job *j, pid_t pid, struct bufs *
 		if (r < 0)
 			break;
 		memcpy(b->first, b->status, n * sizeof(int));
+		/* No THP guess where smaps shows no huge page in the window's
+		 * mappings: a guess there moves each 2 MiB run's head alone,
+		 * then pays a query of the window and a second pass (busy
+		 * 4 KiB guests under TCG: 25-460 ms of fixed cost a call). */
+		bool guess = mover_window_has_thp(vmas, (unsigned)nv, (uintptr_t)b->pages[0], (uintptr_t)b->pages[n - 1]);
 		/* Each move_pages(2) call drains every CPU's LRU cache
 		 * (lru_cache_disable): a fixed cost per call, high under TCG.
 		 * So calls carry many pages: a 2 MiB-aligned run of pages all
@@ -1212,7 +1228,8 @@ static int walk_process(struct mover *m, struct job *j, pid_t pid, struct bufs *
 				mask_set(&sel, j->first);
 			}
 			k = mover_plan_window(b->status, b->pages, n, page, &sel, j->relocate_all,
-					      pass == 0 && compact && !j->relocate_all, b->idx, b->mweight);
+					      pass == 0 && compact && guess && !j->relocate_all, b->idx,
+					      b->mweight);
 			{
 				uint64_t bytes = 0;
 

@@ -195,7 +195,8 @@ void mover_get_stats(struct mover *m, struct mover_stats *out);
 
 struct mover_vma {
 	uintptr_t start, end;
-	uint64_t thp_bytes;          /* smaps' AnonHugePages (0 from maps) */
+	uint64_t thp_bytes;          /* smaps' AnonHugePages + ShmemPmdMapped +
+				      * FilePmdMapped: PMD-mapped THPs (0 from maps) */
 };
 
 /* Parse /proc/PID/maps or /proc/PID/smaps text into the ranges worth
@@ -207,12 +208,17 @@ int mover_parse_maps(const char *text, struct mover_vma **out);
 
 /* Which pages of a window of N pages at PAGES (ascending, inside VMAS)
  * must be asked where they are: all, except those of a 2 MiB block of a
- * mapping whose AnonHugePages covers every aligned 2 MiB block in it —
+ * mapping whose PMD-mapped THPs (thp_bytes) cover every aligned 2 MiB block in it —
  * each such block is a THP mapped whole, on one node, and its first page
  * (in the window too) answers for it. Window indexes into ASK, ascending;
  * returns the count (N: ask them all). */
 size_t mover_query_plan(void *const *pages, size_t n, size_t page, const struct mover_vma *vmas, unsigned nv,
 			size_t *ask);
+
+/* Whether any of VMAS overlapping [LO, HI] holds a PMD-mapped THP (smaps):
+ * elsewhere a 2 MiB run on one node is 4 KiB pages, and no THP is
+ * guessed (mover_plan_window's COMPACT). */
+bool mover_window_has_thp(const struct mover_vma *vmas, unsigned nv, uintptr_t lo, uintptr_t hi);
 
 /* STATUS of the window's N pages from the answers QSTATUS for the NQ
  * pages ASK (mover_query_plan): a page not asked is where the THP head

@@ -68,6 +68,19 @@ static void test_parse_smaps(void **state)
 	assert_true(v[1].start == 0x7f0000000000ULL && v[1].thp_bytes == 14336ull << 10);
 	assert_true(v[2].start == 0x7ffd00000000ULL && v[2].thp_bytes == 0);
 	free(v);
+	/* shmem and file THPs count too; a window over mappings without
+	 * any guesses no THP */
+	assert_int_equal(mover_parse_maps("7f0000000000-7f0000400000 rw-s 00000000 00:01 7 /memfd:ram (deleted)\n"
+					  "AnonHugePages:         0 kB\n"
+					  "ShmemPmdMapped:     4096 kB\n",
+					  &v),
+			 1);
+	assert_true(v[0].thp_bytes == 4096ull << 10);
+	assert_true(mover_window_has_thp(v, 1, 0x7f0000100000ULL, 0x7f0000200000ULL));
+	assert_false(mover_window_has_thp(v, 1, 0x7f0000400000ULL, 0x7f0000500000ULL));
+	v[0].thp_bytes = 0;
+	assert_false(mover_window_has_thp(v, 1, 0x7f0000000000ULL, 0x7f0000400000ULL));
+	free(v);
 	/* a key line before any mapping names none */
 	assert_int_equal(mover_parse_maps("AnonHugePages: 2048 kB\n", &v), 0);
 	free(v);
