@@ -213,6 +213,39 @@ static int set_nodeset(virDomainPtr dom, const char *nodeset, bool restrictive)
 	return r < 0 ? -EIO : 0;
 }
 
+int vmapply_same_instance(const struct snap_vm *job, int live_domid, int start_r, uint64_t live_start,
+			  char *err, size_t errsz)
+{
+	if (job->domid >= 0 && live_domid != job->domid) {
+		snprintf(err, errsz, "domain %s was restarted since its job began (domain id %d, the job's %d): "
+			 "the new instance is not narrowed", job->name, live_domid, job->domid);
+		return -ESRCH;
+	}
+	if (job->qemu_pid <= 0 || start_r < 0) {
+		snprintf(err, errsz, "domain %s: the QEMU process %d its job moved is gone", job->name,
+			 (int)job->qemu_pid);
+		return -ESRCH;
+	}
+	if (job->qemu_start && live_start != job->qemu_start) {
+		snprintf(err, errsz, "domain %s: pid %d is another process than the QEMU its job moved "
+			 "(started at tick %llu, not %llu)", job->name, (int)job->qemu_pid,
+			 (unsigned long long)live_start, (unsigned long long)job->qemu_start);
+		return -ESRCH;
+	}
+	return 0;
+}
+
+/* The instance check against the domain and the job's process as they
+ * are now, not against the agent's current view of them (which follows
+ * a restart at its next scan). */
+static int instance_now(struct vmapply *va, virDomainPtr dom, const struct snap_vm *job, char *err, size_t errsz)
+{
+	uint64_t start = 0;
+	int sr = job->qemu_pid > 0 ? vmproc_start_time(&va->hp, job->qemu_pid, &start) : -ESRCH;
+
+	return vmapply_same_instance(job, (int)virDomainGetID(dom), sr, start, err, errsz);
+}
+
 int vmapply_set_mems(void *ctx, const struct snap_guest *g, const nodemask_t *mems, char *err, size_t errsz)
 {
 	struct vmapply *va = ctx;
@@ -239,9 +272,11 @@ int vmapply_set_mems(void *ctx, const struct snap_guest *g, const nodemask_t *me
 		return -ENOTCONN;
 	}
 	dom = virDomainLookupByUUIDString(conn, vm->uuid);
-	if (!dom || virDomainIsActive(dom) != 1 || (int)virDomainGetID(dom) != f.domid) {
+	if (!dom || virDomainIsActive(dom) != 1) {
 		snprintf(err, errsz, "domain %s is no longer running", vm->name);
 		r = -ESRCH;
+	} else if ((r = instance_now(va, dom, vm, err, errsz)) < 0) {
+		/* not the instance the job moved: nothing written */
 	} else if (set_nodeset(dom, ns, !f.x.has_numatune) < 0) {
 		lverr_take(&le);
 		snprintf(err, errsz, "libvirt: %.200s", le.msg);
@@ -309,7 +344,8 @@ int vmapply_move(void *ctx, const struct snapshot *snap, const struct snap_guest
 			apply_result_set(res, APPLY_FAILED, -EIO, "libvirt: looking up domain %s: %s", vm->name, le.msg);
 		goto out;
 	}
-	if ((int)virDomainGetID(dom) != f.domid) {
+	/* The instance the snapshot measured, not the agent's view now. */
+	if ((int)virDomainGetID(dom) != (vm->domid >= 0 ? vm->domid : f.domid)) {
 		apply_result_set(res, APPLY_VANISHED, 0, "domain %s was restarted since the snapshot", vm->name);
 		goto out;
 	}

@@ -53,9 +53,22 @@ int vmapply_move(void *ctx, const struct snapshot *snap, const struct snap_guest
 
 /* struct apply_vm_ops's set_mems: G's live numatune nodeset to MEMS
  * through virDomainSetNumaParameters(AFFECT_LIVE) — mode restrictive when
- * the domain has no <numatune> — nothing else. -ESRCH if the domain no
- * longer runs, -ENOTCONN, -EIO with libvirt's message in ERR. */
+ * the domain has no <numatune> — nothing else. G is the guest as the
+ * job's snapshot saw it: only that instance is narrowed (see
+ * vmapply_same_instance). -ESRCH if that instance no longer runs (the
+ * reason in ERR, nothing written), -ENOTCONN, -EIO with libvirt's
+ * message in ERR. */
 int vmapply_set_mems(void *ctx, const struct snap_guest *g, const nodemask_t *mems, char *err, size_t errsz);
+
+/* Is the instance libvirt runs now the one JOB describes (the snapshot a
+ * mover job was submitted on)? LIVE_DOMID is libvirt's id of the running
+ * domain; START_R/LIVE_START the result and value of reading the start
+ * time of JOB's QEMU pid now. A domain restarted under the same name and
+ * UUID gets a new id and a new QEMU process: narrowing its nodeset to
+ * where the old instance's pages were moved would bind memory the job
+ * never moved. 0 if the same, else -ESRCH with the reason in ERR. Pure. */
+int vmapply_same_instance(const struct snap_vm *job, int live_domid, int start_r, uint64_t live_start,
+			  char *err, size_t errsz);
 
 /* True locality of G if its vCPUs ran on NODES, memory unmoved: each
  * node weighted by its CPUs, the share of G's memory on that node (for a

@@ -359,6 +359,8 @@ static bool measure(struct vmsrc *vs, struct vm_dom *d, struct snapshot *snap, i
 	snprintf(vm->uuid, sizeof(vm->uuid), "%s", d->uuid);
 	snprintf(vm->name, sizeof(vm->name), "%s", d->x.name);
 	vm->qemu_pid = d->pid;
+	vm->domid = d->domid;
+	vm->qemu_start = d->start;
 	vm->nr_vcpus = t.nr_vcpus;
 	vm->vcpu_tids = t.vcpu_tids;
 	t.vcpu_tids = NULL;

@@ -788,7 +788,18 @@ int apply_cpus(struct applier *a, const struct snapshot *snap, const struct plan
 		if (!a->have_vm) {
 			apply_result_set(res, APPLY_NOT_APPLICABLE, -EOPNOTSUPP, "no VM actuator (libvirt source disabled)");
 			r = 0;
+		} else if (it->migrate_bytes && !plan_migration_negligible(it->migrate_bytes, g->mem_total) &&
+			   (r = recheck_room(a, snap, it, &p->room_wait, p->room_note, sizeof(p->room_note))) < 0) {
+			/* The room re-check a container's move has (move_precheck):
+			 * libvirt's nodeset write, or the mover, puts a domain's
+			 * pages onto the target as surely as a cpuset.mems write
+			 * does. Nothing is written yet. */
+			apply_result_set(res, r == -ENOSPC ? APPLY_NO_ROOM : APPLY_FAILED, r, "not moved: %s",
+					 p->room_note);
+			r = result_ret(res);
 		} else if (it->migrate_bytes && !plan_migration_negligible(it->migrate_bytes, g->mem_total)) {
+			/* With room partly to come (p->room_wait) only a mover
+			 * job that waits for it may carry the memory (memory_phase). */
 			p->vm = true;
 			p->vm_movable = a->vm.set_mems != NULL && g->vm && g->vm->qemu_pid > 0;
 			p->cur_mems = g->mems;
@@ -859,6 +870,10 @@ int apply_pending_no_room(struct applier *a, struct apply_pending *p, const char
 	if (r < 0)
 		apply_result_set(res, APPLY_FAILED_PARTIAL, r, "not moved: %s (%s); restoring the old cpuset failed: %s",
 				 p->room_note, why, strerror(-r));
+	else if (p->vm)
+		/* a domain's move writes nothing before its phase 2 */
+		apply_result_set(res, APPLY_NO_ROOM, -ENOSPC, "not moved: %s, but %s; nothing was changed",
+				 p->room_note, why);
 	else
 		apply_result_set(res, APPLY_NO_ROOM, -ENOSPC, "not moved: %s, but %s; old cpuset restored",
 				 p->room_note, why);
@@ -985,6 +1000,8 @@ int apply_memory_settle(struct applier *a, struct apply_pending *p, struct apply
 		r = a->vm.set_mems(a->vm.ctx, g, &p->it.to_mems, err, sizeof(err));
 		res->writes++;
 		if (r < 0) {
+			/* why, for the record (engine_settle_jobs) */
+			snprintf(res->msg, sizeof(res->msg), "%s", err);
 			if (!is_gone(r))
 				log_warn("domain %s: libvirt refused nodeset %s after its memory moved (%s); it stays "
 					 "on the nodes of both", g->name, p->to_mems_s, err);

@@ -184,7 +184,7 @@ void engine_settle_jobs(struct engine *e)
 		const struct mover_job_info *ji = &fin[k];
 		struct apply_pending *p = NULL;
 		struct apply_result res;
-		char from[NODELIST_BUFSZ], to[NODELIST_BUFSZ], decision[40], narrow[NODELIST_BUFSZ + 80];
+		char from[NODELIST_BUFSZ], to[NODELIST_BUFSZ], decision[40], narrow[NODELIST_BUFSZ + 240];
 		double mib = (double)ji->bytes_done / 1048576.0;
 		enum apply_status outcome;
 		int settle;
@@ -214,6 +214,9 @@ void engine_settle_jobs(struct engine *e)
 		if (settle < 0 && settle != -ENOENT && settle != -ESRCH && settle != -ENODEV)
 			snprintf(narrow, sizeof(narrow), "; narrowing its mems to %s failed (%s), they stay on both",
 				 to, strerror(-settle));
+		else if (settle < 0 && res.msg[0])
+			/* gone, or (a VM) not the instance the job moved: say which */
+			snprintf(narrow, sizeof(narrow), "; its mems not narrowed to %s: %.200s", to, res.msg);
 		else
 			narrow[0] = '\0';
 		apply_result_set(&res, outcome, ji->state == MJ_FAILED ? -EIO : 0,

@@ -196,13 +196,29 @@ void mover_get_stats(struct mover *m, struct mover_stats *out);
 
 struct mover_vma {
 	uintptr_t start, end;
+	uint64_t thp_bytes;          /* smaps' AnonHugePages (0 from maps) */
 };
 
-/* Parse /proc/PID/maps text into the ranges worth walking: readable or
- * writable private or shared mappings, without [vsyscall], [vvar],
- * [vdso] and PROT_NONE guard areas. Caller frees *OUT. Returns the count
- * or -EINVAL on a malformed line. */
+/* Parse /proc/PID/maps or /proc/PID/smaps text into the ranges worth
+ * walking: readable or writable private or shared mappings, without
+ * [vsyscall], [vvar], [vdso] and PROT_NONE guard areas; from smaps also
+ * each one's AnonHugePages. Caller frees *OUT. Returns the count or
+ * -EINVAL on a malformed line. */
 int mover_parse_maps(const char *text, struct mover_vma **out);
+
+/* Which pages of a window of N pages at PAGES (ascending, inside VMAS)
+ * must be asked where they are: all, except those of a 2 MiB block of a
+ * mapping whose AnonHugePages covers every aligned 2 MiB block in it —
+ * each such block is a THP mapped whole, on one node, and its first page
+ * (in the window too) answers for it. Window indexes into ASK, ascending;
+ * returns the count (N: ask them all). */
+size_t mover_query_plan(void *const *pages, size_t n, size_t page, const struct mover_vma *vmas, unsigned nv,
+			size_t *ask);
+
+/* STATUS of the window's N pages from the answers QSTATUS for the NQ
+ * pages ASK (mover_query_plan): a page not asked is where the THP head
+ * before it is. */
+void mover_query_expand(int *status, size_t n, const size_t *ask, size_t nq, const int *qstatus);
 
 /* A cursor over VMAS: the next range of at most MAX_PAGES pages of PAGE
  * bytes, never crossing a mapping's end. *POS is an address (0: the
@@ -233,6 +249,24 @@ size_t mover_plan_window(const int *status, void *const *pages, size_t n, size_t
  * another of its pages off TO — the run was 4 KiB pages. */
 bool mover_guess_failed(const int *status, size_t n, const size_t *idx, const int *weight, size_t k,
 			const nodemask_t *to);
+
+/* What to ask after a move of the K entries IDX/WEIGHT of a window at
+ * PAGES, instead of the whole window: for each guessed THP (weight > 1)
+ * its middle and last page, into SAMPLE (room for 2 * K). A weight-1
+ * entry needs nothing: the move call's own status says where it is.
+ * Returns the count (0: no query needed at all). */
+size_t mover_verify_plan(void *const *pages, const size_t *idx, const int *weight, size_t k, void **sample);
+
+/* STATUS (the window's query before the move) updated from the move's
+ * own answers MSTATUS and the SAMPLE query's answers SSTATUS (in
+ * mover_verify_plan's order): a weight-1 entry that moved is where its
+ * status says; a guessed THP is wholly where its head went when both its
+ * samples are there too. false when a sample disagrees (the run was
+ * 4 KiB pages, or something else moved them): STATUS is then partly
+ * updated and the caller must query the whole window. Entries whose move
+ * failed keep their old place. */
+bool mover_verify_apply(int *status, const size_t *idx, const int *weight, const int *mstatus, size_t k,
+			const int *sstatus);
 
 /* The next slice of the K entries of a window from OFF (WEIGHT: pages of
  * PAGE bytes each): as many as fit WANT bytes (at least one entry) — or

@@ -78,6 +78,12 @@ struct snap_vm {
 	char uuid[37];
 	char name[128];
 	pid_t qemu_pid;
+	/* The instance measured: libvirt's domain id and the QEMU process's
+	 * start time (/proc/PID/stat field 22; with the pid it names one
+	 * process for good). A mover job moved this instance's pages, and
+	 * only this instance may be narrowed after it (vmapply_set_mems). */
+	int domid;               /* -1 if unknown */
+	uint64_t qemu_start;     /* 0 if unknown */
 	unsigned nr_vcpus;
 	pid_t *vcpu_tids;        /* [nr_vcpus], 0 where unknown */
 	double *vcpu_use;        /* [nr_vcpus] CPUs used, NAN if unknown */

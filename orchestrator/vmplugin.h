@@ -76,7 +76,8 @@ int vm_cpus_without_memory_parse(const char *s, enum vm_cpus_without_memory *out
 
 /* ---- the module's table ---------------------------------------------------- */
 
-#define VMPLUGIN_ABI     2
+/* 3: struct snap_vm carries the instance (domid, qemu_start). */
+#define VMPLUGIN_ABI     3
 #define VMPLUGIN_SYMBOL  "numaorch_vmplugin"
 #define VMPLUGIN_FILE    "numaorch-libvirt.so"
 

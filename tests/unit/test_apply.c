@@ -777,6 +777,60 @@ static void test_vm_memory_by_the_mover(void **state)
 	fx_free(&f);
 }
 
+/* A domain's move has the room re-check a container's has: libvirt's
+ * nodeset write, or the mover, puts its pages onto the target as surely
+ * as a cpuset.mems write. No room: refused before anything is asked of
+ * libvirt. Room partly to come (another job's pages leaving): the move
+ * goes on flagged, for a mover job that waits for it; one that cannot
+ * wait is refused, nothing changed. Before, a VM move was never
+ * re-checked: planned on room to come, its pages went at once. */
+static void test_vm_room(void **state)
+{
+	struct fx f;
+	struct apply_result res;
+	struct apply_pending *p = NULL;
+	struct fake_vm fv = { .answer = APPLY_DONE };
+	struct apply_vm_ops ops = { .move = fake_vm_move, .set_mems = fake_vm_set_mems, .ctx = &fv };
+
+	(void)state;
+	/* 100 MiB free on node 1, 64 MiB reserve, 64 MiB to move */
+	fx_init(&f, true, 100 * 1024);
+	f.snap->guests[0].kind = GUEST_VM;
+	f.snap->guests[0].vm = xcalloc(1, sizeof(struct snap_vm));
+	f.snap->guests[0].vm->qemu_pid = 4242;
+	applier_set_vm_ops(f.a, &ops);
+	assert_int_equal(apply_cpus(f.a, f.snap, &f.it, &res, &p), 0);
+	assert_int_equal(res.status, APPLY_NO_ROOM);
+	assert_non_null(strstr(res.msg, "36 MiB free above the reserve, 64 MiB must move"));
+	assert_null(p);
+	assert_int_equal(fv.moves, 0);
+
+	/* another job takes 40 MiB off node 1 */
+	f.snap->nodes[1].mem_leaving = 40ULL << 20;
+	applier_begin_cycle(f.a, f.snap, true);
+	assert_int_equal(apply_cpus(f.a, f.snap, &f.it, &res, &p), 0);
+	assert_int_equal(res.status, APPLY_DONE);
+	assert_non_null(p);
+	assert_true(apply_pending_room_wait(p));
+	assert_true(apply_pending_movable(p));
+	assert_non_null(strstr(apply_pending_room_note(p), "36 MiB free above the reserve, 40 MiB leaving"));
+	assert_int_equal(apply_pending_no_room(f.a, p, "its memory cannot move by the mover", &res), 0);
+	assert_int_equal(res.status, APPLY_NO_ROOM);
+	assert_non_null(strstr(res.msg, "nothing was changed"));
+	assert_int_equal(fv.moves, 0);
+	apply_pending_free(p);
+
+	/* too little to come: refused */
+	f.snap->nodes[1].mem_leaving = 20ULL << 20;
+	applier_begin_cycle(f.a, f.snap, true);
+	assert_int_equal(apply_cpus(f.a, f.snap, &f.it, &res, &p), 0);
+	assert_int_equal(res.status, APPLY_NO_ROOM);
+	assert_null(p);
+	assert_int_equal(fv.moves, 0);
+	assert_int_equal(applier_write_count(f.a), 0);
+	fx_free(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -796,6 +850,7 @@ int main(void)
 		cmocka_unit_test(test_no_room_on_recheck),
 		cmocka_unit_test(test_room_to_come),
 		cmocka_unit_test(test_room_to_come_this_cycle),
+		cmocka_unit_test(test_vm_room),
 		cmocka_unit_test(test_negligible_migration_needs_no_room),
 		cmocka_unit_test(test_guards),
 		cmocka_unit_test(test_vm_without_actuator),

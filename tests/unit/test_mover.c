@@ -43,13 +43,87 @@ static void test_parse_maps(void **state)
 	assert_int_equal(mover_parse_maps("2000-1000 rw-p 0 00:00 0\n", &v), -EINVAL);
 }
 
+/* smaps: the same mappings, each followed by its "Key: value" lines; a
+ * mapping's AnonHugePages is kept, a left-out mapping's is not taken */
+static void test_parse_smaps(void **state)
+{
+	static const char smaps[] =
+		"55d0c0000000-55d0c0002000 r--p 00000000 08:01 1234   /usr/bin/guest\n"
+		"Size:                  8 kB\n"
+		"AnonHugePages:         0 kB\n"
+		"VmFlags: rd mr mw me\n"
+		"7f0000000000-7f0001000000 rw-p 00000000 00:00 0\n"
+		"Size:              16384 kB\n"
+		"AnonHugePages:     14336 kB\n"
+		"THPeligible:    1\n"
+		"7ffd000fe000-7ffd00100000 r--p 00000000 00:00 0      [vvar]\n"
+		"AnonHugePages:      2048 kB\n"
+		"7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0      [stack]\n"
+		"AnonHugePages:         0 kB\n";
+	struct mover_vma *v;
+
+	(void)state;
+	assert_int_equal(mover_parse_maps(smaps, &v), 3);
+	assert_true(v[0].thp_bytes == 0);
+	assert_true(v[1].start == 0x7f0000000000ULL && v[1].thp_bytes == 14336ull << 10);
+	assert_true(v[2].start == 0x7ffd00000000ULL && v[2].thp_bytes == 0);
+	free(v);
+	/* a key line before any mapping names none */
+	assert_int_equal(mover_parse_maps("AnonHugePages: 2048 kB\n", &v), 0);
+	free(v);
+}
+
+/* Only a mapping whose AnonHugePages covers all its aligned 2 MiB blocks
+ * is asked one page per block; its unaligned edges, other mappings, and a
+ * block whose head is not in the window are asked page by page. */
+static void test_query_plan(void **state)
+{
+	enum { P = 4096, B = 512 };
+	/* all THP: 1 MiB unaligned head edge, 2 blocks; then 4 KiB pages */
+	struct mover_vma v[2] = { { 0x40100000, 0x40600000, 4u << 20 }, { 0x50000000, 0x50004000, 0 } };
+	static void *pg[256 + 2 * B + 4];
+	static size_t ask[256 + 2 * B + 4];
+	static int st[256 + 2 * B + 4], qs[256 + 2 * B + 4];
+	size_t n = 0, nq;
+
+	(void)state;
+	for (uintptr_t a = v[0].start; a < v[0].end; a += P)
+		pg[n++] = (void *)a;
+	for (uintptr_t a = v[1].start; a < v[1].end; a += P)
+		pg[n++] = (void *)a;
+	assert_int_equal(n, 256 + 2 * B + 4);
+	nq = mover_query_plan(pg, n, P, v, 2, ask);
+	/* 256 edge pages, the two heads, the 4 small pages */
+	assert_int_equal(nq, 256 + 2 + 4);
+	assert_int_equal(ask[255], 255);
+	assert_int_equal(ask[256], 256);     /* first block's head */
+	assert_int_equal(ask[257], 256 + B); /* second block's head */
+	assert_int_equal(ask[258], 256 + 2 * B);
+	for (size_t q = 0; q < nq; q++)
+		qs[q] = (int)(q % 3);
+	mover_query_expand(st, n, ask, nq, qs);
+	assert_int_equal(st[255], 255 % 3);
+	for (size_t i = 256; i < 256 + B; i++)
+		assert_int_equal(st[i], 256 % 3);
+	for (size_t i = 256 + B; i < 256 + 2 * B; i++)
+		assert_int_equal(st[i], 257 % 3);
+	assert_int_equal(st[n - 1], (int)((nq - 1) % 3));
+	/* one block short of all THP: every page is asked */
+	v[0].thp_bytes = 2u << 20;
+	assert_int_equal(mover_query_plan(pg, n, P, v, 2, ask), n);
+	/* a window that starts mid-block: that block's head is not in it */
+	v[0].thp_bytes = 4u << 20;
+	nq = mover_query_plan(pg + 256 + 10, n - 256 - 10, P, v, 2, ask);
+	assert_int_equal(nq, (B - 10) + 1 + 4);
+}
+
 /* mappings + target chunk size → the chunks a job walks */
 static void test_chunks_cover_every_page_once(void **state)
 {
 	const struct mover_vma v[] = {
-		{ 0x10000, 0x10000 + 10 * 4096 },  /* 10 pages */
-		{ 0x40000, 0x40000 + 3 * 4096 },   /* 3 pages */
-		{ 0x80000, 0x80000 + 4096 },       /* 1 page */
+		{ 0x10000, 0x10000 + 10 * 4096, 0 },  /* 10 pages */
+		{ 0x40000, 0x40000 + 3 * 4096, 0 },   /* 3 pages */
+		{ 0x80000, 0x80000 + 4096, 0 },       /* 1 page */
 	};
 	static const struct {
 		uintptr_t start;
@@ -156,7 +230,7 @@ static void test_plan_window(void **state)
 /* a window takes pages from as many mappings as fit */
 static void test_fill_window(void **state)
 {
-	struct mover_vma v[3] = { { 0x1000, 0x3000 }, { 0x10000, 0x11000 }, { 0x20000, 0x25000 } };
+	struct mover_vma v[3] = { { 0x1000, 0x3000, 0 }, { 0x10000, 0x11000, 0 }, { 0x20000, 0x25000, 0 } };
 	void *pg[16];
 	uintptr_t pos = 0;
 
@@ -190,6 +264,64 @@ static void test_guess_failed(void **state)
 	/* the head did not move (busy): no verdict on the guess */
 	st[512] = 0;
 	assert_false(mover_guess_failed(st, N, idx, w, 2, &to));
+}
+
+/* After a move, where the window's pages are is known from the call's own
+ * answers and two samples per guessed THP, without a query of the window;
+ * a sample that disagrees sends the caller back to the whole query. */
+static void test_verify_after_move(void **state)
+{
+	enum { N = 1536 };
+	static int st[N], ss[8];
+	static void *pg[N];
+	void *sample[8];
+	/* a guessed THP at 0, a 4 KiB page at 512, a guessed THP at 1024 */
+	size_t idx[3] = { 0, 512, 1024 };
+	int w[3] = { 512, 1, 512 }, ms[3] = { 1, 1, 1 };
+
+	(void)state;
+	for (int i = 0; i < N; i++) {
+		pg[i] = (void *)(uintptr_t)(0x40000000u + (unsigned)i * 4096u);
+		st[i] = 0;
+	}
+	assert_int_equal(mover_verify_plan(pg, idx, w, 3, sample), 4);
+	assert_ptr_equal(sample[0], pg[256]);
+	assert_ptr_equal(sample[1], pg[511]);
+	assert_ptr_equal(sample[2], pg[1024 + 256]);
+	assert_ptr_equal(sample[3], pg[1535]);
+	/* both THPs moved whole, the page too: every page of them is on 1,
+	 * the pages no entry covered stay where they were */
+	ss[0] = ss[1] = ss[2] = ss[3] = 1;
+	assert_true(mover_verify_apply(st, idx, w, ms, 3, ss));
+	for (int i = 0; i < 512; i++)
+		assert_int_equal(st[i], 1);
+	assert_int_equal(st[512], 1);
+	assert_int_equal(st[513], 0);
+	assert_int_equal(st[1535], 1);
+	/* the second THP's head moved alone: 4 KiB pages, ask the window */
+	for (int i = 0; i < N; i++)
+		st[i] = 0;
+	ss[3] = 0;
+	assert_false(mover_verify_apply(st, idx, w, ms, 3, ss));
+	/* a head the call could not move (busy) stays, and so does its THP */
+	for (int i = 0; i < N; i++)
+		st[i] = 0;
+	ms[0] = -EBUSY;
+	ss[0] = ss[1] = 0;
+	ss[2] = ss[3] = 1;
+	assert_true(mover_verify_apply(st, idx, w, ms, 3, ss));
+	assert_int_equal(st[0], 0);
+	assert_int_equal(st[511], 0);
+	assert_int_equal(st[1024], 1);
+	/* a refused page keeps its place here (mover_drop_refused marks it) */
+	ms[0] = 1;
+	ss[0] = ss[1] = 1;
+	ms[1] = -EACCES;
+	st[512] = 0;
+	assert_true(mover_verify_apply(st, idx, w, ms, 3, ss));
+	assert_int_equal(st[512], 0);
+	/* no guessed THP: nothing to ask */
+	assert_int_equal(mover_verify_plan(pg, &idx[1], &w[1], 1, sample), 0);
 }
 
 static void test_adapt_chunk(void **state)
@@ -655,11 +787,11 @@ static void test_buf_grow(void **state)
 static void test_vmas_pages(void **state)
 {
 	const struct mover_vma v[] = {
-		{ 0x1000, 0x3000 },     /* 2 pages */
-		{ 0x10000, 0x10800 },   /* half a page: 1 */
-		{ 0x200000, 0x400000 }, /* 512 */
+		{ 0x1000, 0x3000, 0 },     /* 2 pages */
+		{ 0x10000, 0x10800, 0 },   /* half a page: 1 */
+		{ 0x200000, 0x400000, 0 }, /* 512 */
 	};
-	const struct mover_vma huge[] = { { 0, UINTPTR_MAX - 4095 }, { 0, UINTPTR_MAX - 4095 } };
+	const struct mover_vma huge[] = { { 0, UINTPTR_MAX - 4095, 0 }, { 0, UINTPTR_MAX - 4095, 0 } };
 
 	(void)state;
 	assert_int_equal(mover_vmas_pages(v, 3, 4096), 515);
@@ -695,10 +827,13 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_maps),
+		cmocka_unit_test(test_parse_smaps),
+		cmocka_unit_test(test_query_plan),
 		cmocka_unit_test(test_chunks_cover_every_page_once),
 		cmocka_unit_test(test_plan_window),
 		cmocka_unit_test(test_fill_window),
 		cmocka_unit_test(test_guess_failed),
+		cmocka_unit_test(test_verify_after_move),
 		cmocka_unit_test(test_assign_first),
 		cmocka_unit_test(test_adapt_chunk),
 		cmocka_unit_test(test_cost_next),

@@ -145,6 +145,41 @@ static void test_libvirt_config(void **state)
 	}
 }
 
+/* The narrowing after a VM's mover job names the instance the job moved
+ * (the job's snapshot), not the agent's view now: a domain restarted under
+ * the same UUID (new id, new QEMU) must not be narrowed, nor a pid that a
+ * new process took over. */
+static void test_same_instance(void **state)
+{
+	struct snap_vm job = { .uuid = "u", .name = "vm1", .qemu_pid = 4242, .domid = 7, .qemu_start = 1000 };
+	static const struct { int live_domid, start_r; uint64_t live_start; int want; const char *why; } t[] = {
+		{ 7, 0, 1000, 0, NULL },
+		{ 8, 0, 1000, -ESRCH, "was restarted since its job began (domain id 8, the job's 7)" },
+		{ 8, -ESRCH, 0, -ESRCH, "was restarted" },
+		{ 7, -ESRCH, 0, -ESRCH, "the QEMU process 4242 its job moved is gone" },
+		{ 7, -ENOENT, 0, -ESRCH, "is gone" },
+		{ 7, 0, 2000, -ESRCH, "pid 4242 is another process than the QEMU its job moved" },
+	};
+	char err[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		err[0] = '\0';
+		assert_int_equal(vmapply_same_instance(&job, t[i].live_domid, t[i].start_r, t[i].live_start, err,
+						       sizeof(err)), t[i].want);
+		if (t[i].why)
+			assert_non_null(strstr(err, t[i].why));
+	}
+	/* An instance measured without an id or a start time: only what is
+	 * known is compared. */
+	job.domid = -1;
+	job.qemu_start = 0;
+	assert_int_equal(vmapply_same_instance(&job, 9, 0, 5, err, sizeof(err)), 0);
+	assert_int_equal(vmapply_same_instance(&job, 9, -ESRCH, 0, err, sizeof(err)), -ESRCH);
+	job.qemu_pid = 0;
+	assert_int_equal(vmapply_same_instance(&job, 9, 0, 5, err, sizeof(err)), -ESRCH);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -153,6 +188,7 @@ int main(void)
 		cmocka_unit_test(test_cpus_without_memory_names),
 		cmocka_unit_test(test_locality_on),
 		cmocka_unit_test(test_libvirt_config),
+		cmocka_unit_test(test_same_instance),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -21,10 +21,22 @@
  * "R pages=... case=... mib=... s=... mibs=..." (+ stall figures).
  *
  *   migbench [--mib N] [--busy-mib N] [--only idle|busy] [--pages 4k|thp]
- *            [--repeat N] [--trace]
+ *            [--repeat N] [--pairs N|KIND=N,...] [--trace]
  *
  * --repeat N runs the selection N times in the one boot (run-to-run
  * variance on a shared host is large: only same-run figures compare);
+ * --pairs N, after a page kind's cases, runs raw and the default mover
+ * (2 workers on the target's CPUs: the comparison issue 13's target is
+ * about) N times more, alternately and each from fresh guests, as
+ * "R ... case=raw_pair pair=K ..." and "R ... case=mover_pair pair=K
+ * ..." lines (otherwise the fields of raw and mover). One raw and one
+ * mover figure cannot say what a host whose load varies 4x within a
+ * minute does to the ratio; pairs close in time can. Pair K runs raw
+ * first when K is odd, the mover first when even (ABBA), so a drift in
+ * the host's load costs both sides alike. KIND=N (KIND as in the R
+ * lines' pages=: thp, 4k, thp-busy, 4k-busy) sets a kind's count apart:
+ * busy 4 KiB cases take 10-25 s each. "T pages=... cases_s=... pairs_s=..."
+ * says what a kind's cases and pairs cost in wall time;
  * --trace logs each of the mover's calls (debug level, to stderr).
  */
 #include <errno.h>
@@ -355,7 +367,8 @@ static void raw_one_case(const char *pages_name, unsigned mib, bool thp)
 	free(st);
 }
 
-static void raw_case(const char *pages_name, const char *case_name, unsigned mib, bool thp)
+/* TAG (e.g. " pair=3", or "") follows the case's name in its R line. */
+static void raw_case(const char *pages_name, const char *case_name, const char *tag, unsigned mib, bool thp)
 {
 	char felt[512];
 	struct guest g[NGUESTS];
@@ -387,8 +400,8 @@ static void raw_case(const char *pages_name, const char *case_name, unsigned mib
 	end_move(g, NGUESTS, t0, t1, felt, sizeof(felt));
 	moved = finish_all(g);
 	qsort(calls, ncalls, sizeof(calls[0]), cmp_double);
-	printf("R pages=%s%s case=%s mib=%.0f s=%.3f mibs=%.1f calls=%zu stall_p50_ms=%.1f stall_p99_ms=%.1f%s\n",
-	       pages_name, busy ? "-busy" : "", case_name, moved, t1 - t0, moved / (t1 - t0), ncalls,
+	printf("R pages=%s%s case=%s%s mib=%.0f s=%.3f mibs=%.1f calls=%zu stall_p50_ms=%.1f stall_p99_ms=%.1f%s\n",
+	       pages_name, busy ? "-busy" : "", case_name, tag, moved, t1 - t0, moved / (t1 - t0), ncalls,
 	       quantile(calls, ncalls, 0.5), quantile(calls, ncalls, 0.99), felt);
 	free(pages);
 	free(nodes);
@@ -434,7 +447,8 @@ static const char *stall_q(const struct mover_stats *s, double q, char *buf, siz
 	return "inf";
 }
 
-static void mover_case(const char *pages_name, unsigned mib, bool thp, unsigned workers, bool on_target)
+static void mover_case(const char *pages_name, const char *case_name, const char *tag, unsigned mib, bool thp,
+		       unsigned workers, bool on_target)
 {
 	struct mover_config cfg = { .workers = workers, .rate_mib = 0, .chunk_ms = 20,
 				    .job_timeout_s = busy ? 120 : 600, .on_target = on_target };
@@ -476,9 +490,9 @@ static void mover_case(const char *pages_name, unsigned mib, bool thp, unsigned 
 	}
 	moved = finish_all(g);
 	/* job_mib: what the jobs say they moved, against mib (counted here) */
-	printf("R pages=%s%s case=mover workers=%u on=%s mib=%.0f job_mib=%.0f s=%.3f mibs=%.1f calls=%llu "
+	printf("R pages=%s%s case=%s%s workers=%u on=%s mib=%.0f job_mib=%.0f s=%.3f mibs=%.1f calls=%llu "
 	       "stall_mean_ms=%.1f stall_p50_ms<=%s stall_p99_ms<=%s queries=%llu query_s=%.3f%s\n",
-	       pages_name, busy ? "-busy" : "", workers, on_target ? "target" : "any", moved, job_mib, t1 - t0,
+	       pages_name, busy ? "-busy" : "", case_name, tag, workers, on_target ? "target" : "any", moved, job_mib, t1 - t0,
 	       moved / (t1 - t0), (unsigned long long)st.stall_count,
 	       st.stall_count ? st.stall_sum_s * 1e3 / (double)st.stall_count : 0, stall_q(&st, 0.5, q50, sizeof(q50)),
 	       stall_q(&st, 0.99, q99, sizeof(q99)), (unsigned long long)st.query_count, st.query_sum_s, felt);
@@ -512,26 +526,78 @@ static void run_all(unsigned mib, bool thp)
 {
 	const char *name = thp ? "thp" : "4k";
 
-	raw_case(name, "raw", mib, thp);
+	raw_case(name, "raw", "", mib, thp);
 	if (busy)
 		raw_one_case(name, mib, thp);
 	migrate_pages_case(name, mib, thp);
 	for (unsigned w = 1; w <= 4; w *= 2)
-		mover_case(name, mib, thp, w, false);
-	mover_case(name, mib, thp, 2, true);
-	mover_case(name, mib, thp, 4, true);
+		mover_case(name, "mover", "", mib, thp, w, false);
+	mover_case(name, "mover", "", mib, thp, 2, true);
+	mover_case(name, "mover", "", mib, thp, 4, true);
 	cpuset_case(name, mib, thp);
 	/* raw once more, last: a figure that drifts from the first says the
 	 * run's order (memory fragmenting, THP running out) is in the
 	 * comparison */
-	raw_case(name, "raw_last", mib, thp);
+	raw_case(name, "raw_last", "", mib, thp);
+}
+
+/* N interleaved pairs of raw and the default mover (see --pairs). */
+static void run_pairs(unsigned mib, bool thp, unsigned n)
+{
+	const char *name = thp ? "thp" : "4k";
+
+	for (unsigned k = 1; k <= n; k++) {
+		char tag[32];
+
+		snprintf(tag, sizeof(tag), " pair=%u", k);
+		if (k % 2)
+			raw_case(name, "raw_pair", tag, mib, thp);
+		mover_case(name, "mover_pair", tag, mib, thp, 2, true);
+		if (!(k % 2))
+			raw_case(name, "raw_pair", tag, mib, thp);
+	}
+}
+
+/* The pairs for page kind KIND ("thp-busy" ...) by SPEC: "N" for every
+ * kind, or "KIND=N,..." (kinds not named: 0). -1 when SPEC is not that
+ * (a kind other than the four, a count that is not a number): the whole
+ * SPEC is checked whatever KIND is, so a typo fails before any case runs. */
+static int pairs_for(const char *spec, const char *kind)
+{
+	static const char *const kinds[] = { "thp", "4k", "thp-busy", "4k-busy" };
+	const char *p = spec;
+	int found = 0;
+	char *end;
+	long n;
+
+	if (!*spec)
+		return 0;
+	n = strtol(spec, &end, 10);
+	if (end != spec && !*end)
+		return n >= 0 && n <= 1000 ? (int)n : -1;
+	while (*p) {
+		size_t kl = strcspn(p, "=,");
+		bool known = false;
+
+		for (unsigned i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+			known |= kl == strlen(kinds[i]) && strncmp(p, kinds[i], kl) == 0;
+		if (!known || p[kl] != '=')
+			return -1;
+		n = strtol(p + kl + 1, &end, 10);
+		if (end == p + kl + 1 || n < 0 || n > 1000 || (*end && *end != ','))
+			return -1;
+		if (kl == strlen(kind) && strncmp(p, kind, kl) == 0)
+			found = (int)n;
+		p = *end ? end + 1 : end;
+	}
+	return found;
 }
 
 int main(int argc, char **argv)
 {
 	unsigned mib = 256, busy_mib = 64, repeat = 1;
 	bool trace = false;
-	const char *only = "", *pages = "";
+	const char *only = "", *pages = "", *pairs = "";
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	for (int i = 1; i + 1 < argc; i++) {
@@ -545,6 +611,13 @@ int main(int argc, char **argv)
 			pages = argv[++i];
 		else if (strcmp(argv[i], "--repeat") == 0)
 			repeat = (unsigned)atoi(argv[++i]);
+		else if (strcmp(argv[i], "--pairs") == 0)
+			pairs = argv[++i];
+	}
+	if (pairs_for(pairs, "thp") < 0) {
+		fprintf(stderr, "migbench: --pairs %s: want N or KIND=N,... (KIND: thp, 4k, thp-busy, 4k-busy)\n",
+			pairs);
+		return 2;
 	}
 	for (int i = 1; i < argc; i++)
 		trace |= strcmp(argv[i], "--trace") == 0;
@@ -561,11 +634,21 @@ int main(int argc, char **argv)
 				continue;
 			/* THP first: the busy 4 KiB case is the slow one under TCG */
 			for (int t = 1; t >= 0; t--) {
+				char kind[16];
+				double c0, c1;
+				int np;
+
 				if (*pages && strcmp(pages, t ? "thp" : "4k") != 0)
 					continue;
+				snprintf(kind, sizeof(kind), "%s%s", t ? "thp" : "4k", b ? "-busy" : "");
+				np = pairs_for(pairs, kind);
 				if (repeat > 1)
 					printf("P rep=%u\n", rep + 1);
+				c0 = now();
 				run_all(b ? busy_mib : mib, t == 1);
+				c1 = now();
+				run_pairs(b ? busy_mib : mib, t == 1, (unsigned)np);
+				printf("T pages=%s cases_s=%.1f pairs=%d pairs_s=%.1f\n", kind, c1 - c0, np, now() - c1);
 			}
 		}
 	return 0;
