@@ -60,6 +60,7 @@ struct job {
 	enum mover_state stop_as;    /* != MJ_QUEUED: end at the next chunk boundary as this */
 	int64_t start_mono, deadline_mono;
 	bool wait_room;              /* mover_spec.wait_room */
+	bool room_waiting;           /* in room_take's wait: frees nothing meanwhile (under the lock) */
 	uint64_t min_free;
 	char room_msg[140];          /* why it ended for want of room (worker-owned) */
 	/* What its move call in flight claimed of its target nodes' room
@@ -553,6 +554,24 @@ bool mover_room_claim_ok(uint64_t mem_free, uint64_t claimed, uint64_t min_free,
 	return mover_room_ok(mem_free > claimed ? mem_free - claimed : 0, min_free, bytes);
 }
 
+bool mover_peer_frees(enum mover_state st, bool stopping, bool room_waiting, bool worker_free)
+{
+	if (stopping || room_waiting)
+		return false;
+	/* A queued job moves only once a worker takes it: with every worker
+	 * held by jobs waiting for room it never would. */
+	return st == MJ_RUNNING || (st == MJ_QUEUED && worker_free);
+}
+
+enum mover_room_step mover_room_step(bool room, bool others_moving, bool looked_quiet)
+{
+	if (room)
+		return MOVER_ROOM_TAKE;
+	if (others_moving)
+		return MOVER_ROOM_WAIT;
+	return looked_quiet ? MOVER_ROOM_FAIL : MOVER_ROOM_LOOK_AGAIN;
+}
+
 size_t mover_assign_targets(const int *status, size_t *idx, int *weight, size_t k, size_t page,
 			    const nodemask_t *to, int first, uint64_t *first_left, int *nodes)
 {
@@ -831,6 +850,7 @@ static void bufs_reserve(struct bufs *b, size_t need, size_t page)
 }
 
 static void room_release(struct mover *m, struct job *j);
+static void room_release_locked(struct mover *m, struct job *j);
 
 /* Pages a window put on the target, by source slot (the last: "other"). */
 typedef long window_tally[MOVER_MAX_SOURCES + 1];
@@ -897,9 +917,10 @@ static int move_slices(struct mover *m, struct job *j, pid_t pid, struct bufs *b
 		t0 = clock_mono_ns();
 		r = numamig_move(pid, sl, b->mpages + off, b->mnodes + off, b->mstatus + off);
 		t1 = clock_mono_ns();
-		room_release(m, j);
-		if (r < 0 && r != -ENOENT && r != -EBUSY)
+		if (r < 0 && r != -ENOENT && r != -EBUSY) {
+			room_release(m, j);
 			break;
+		}
 		if (r < 0) /* the call's own answer, not each entry's: retry them */
 			for (size_t i = 0; i < sl; i++)
 				b->mstatus[off + i] = -EAGAIN;
@@ -912,6 +933,11 @@ static int move_slices(struct mover *m, struct job *j, pid_t pid, struct bufs *b
 		log_debug("mover: job %" PRIu64 " pid %d t=%.1f: move %zu entries (%zu KiB) in %.1f ms%s",
 			  j->info.id, (int)pid, (double)t0 / 1e6, sl, bytes >> 10, ms, r < 0 ? " (call failed)" : "");
 		pthread_mutex_lock(&m->lock);
+		/* The claim ends where the call's pages are counted done, under
+		 * the same lock: a call's bytes are always either claimed or
+		 * done, never neither (mover_live's room-claims case reads the
+		 * room left from the jobs' progress). */
+		room_release_locked(m, j);
 		for (size_t i = 0; i < sl; i++)
 			if (j->relocate_all ||
 			    (b->mstatus[off + i] >= 0 && mask_test(&j->info.to, b->mstatus[off + i]))) {
@@ -972,11 +998,12 @@ static bool room_take(struct mover *m, struct job *j, const struct bufs *b, size
 		}
 		need[i] += (uint64_t)b->mweight[e] * page;
 	}
-	for (;;) {
+	for (bool quiet = false;;) {
 		int (*rd)(const struct host_paths *, struct snap_node *, unsigned);
 		struct timespec ts;
 		unsigned short_i = 0;
-		bool others = false;
+		bool others = false, worker_free;
+		enum mover_room_step step;
 		int rr;
 
 		pthread_mutex_lock(&m->lock);
@@ -1000,7 +1027,22 @@ static bool room_take(struct mover *m, struct job *j, const struct bufs *b, size
 			}
 			nodes[i].mem_free = nodes[i].mem_free > cl ? nodes[i].mem_free - cl : 0;
 		}
-		if (ok) {
+		/* Only a job that is really moving pages can free room: one that
+		 * waits for room itself frees none, and two such jobs, each
+		 * needing what the other's pages would free, waited for each
+		 * other until job_timeout. A job between its calls, or in its
+		 * first look at the room, still counts as moving. The flags are
+		 * read at one instant, after the free memory was: a job that
+		 * ended between the two (its last call's pages freed after our
+		 * read) is covered by one more look (MOVER_ROOM_LOOK_AGAIN)
+		 * before failing. */
+		worker_free = m->running < m->cfg.workers;
+		for (struct job *q = m->live; q && !others && !ok; q = q->next)
+			others = q != j && mover_peer_frees(q->info.state, q->stop_as != MJ_QUEUED, q->room_waiting,
+							    worker_free);
+		step = mover_room_step(ok, others, quiet);
+		quiet = !others;
+		if (step == MOVER_ROOM_TAKE) {
 			if (!j->claim_id) {
 				j->claim_id = xcalloc(cap ? cap : 1, sizeof(*j->claim_id));
 				j->claim_b = xcalloc(cap ? cap : 1, sizeof(*j->claim_b));
@@ -1011,14 +1053,12 @@ static bool room_take(struct mover *m, struct job *j, const struct bufs *b, size
 				j->claim_b[i] = need[i];
 			}
 			j->nclaim = nd;
-			pthread_mutex_unlock(&m->lock);
-			break;
-		}
-		for (struct job *q = m->live; q && !others; q = q->next)
-			others = q != j && !mover_state_final(q->info.state) && q->stop_as == MJ_QUEUED;
-		if (stop_reason(m, j) != MJ_QUEUED) {
+			j->room_waiting = false;
+		} else if (stop_reason(m, j) != MJ_QUEUED) {
 			*r = 1;
-		} else if (!others) {
+		} else if (step == MOVER_ROOM_LOOK_AGAIN) {
+			j->room_waiting = true;
+		} else if (step == MOVER_ROOM_FAIL) {
 			uint64_t fr = nodes[short_i].mem_free;
 
 			snprintf(j->room_msg, sizeof(j->room_msg),
@@ -1028,13 +1068,17 @@ static bool room_take(struct mover *m, struct job *j, const struct bufs *b, size
 				 (unsigned long long)(need[short_i] >> 20));
 			*r = -ENOSPC;
 		} else {
+			j->room_waiting = true;
 			deadline_ts(&ts, ROOM_POLL_S);
 			pthread_cond_timedwait(&m->work, &m->lock, &ts);
 		}
 		pthread_mutex_unlock(&m->lock);
-		if (*r)
+		if (*r || ok)
 			break;
 	}
+	pthread_mutex_lock(&m->lock);
+	j->room_waiting = false;
+	pthread_mutex_unlock(&m->lock);
 	free(nodes);
 	free(need);
 	return ok;
@@ -1042,17 +1086,22 @@ static bool room_take(struct mover *m, struct job *j, const struct bufs *b, size
 
 /* The move call room_take() claimed room for has returned: its pages are
  * in the nodes' free memory now (or did not move). Waiting jobs look
- * again. */
-static void room_release(struct mover *m, struct job *j)
+ * again. Under the lock (room_release takes it). */
+static void room_release_locked(struct mover *m, struct job *j)
 {
 	if (!j->nclaim)
 		return;
-	pthread_mutex_lock(&m->lock);
 	for (unsigned i = 0; i < j->nclaim; i++)
 		m->claim[j->claim_id[i]] -= j->claim_b[i] < m->claim[j->claim_id[i]] ? j->claim_b[i]
 										: m->claim[j->claim_id[i]];
 	j->nclaim = 0;
 	pthread_cond_broadcast(&m->work);
+}
+
+static void room_release(struct mover *m, struct job *j)
+{
+	pthread_mutex_lock(&m->lock);
+	room_release_locked(m, j);
 	pthread_mutex_unlock(&m->lock);
 }
 
