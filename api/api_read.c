@@ -175,6 +175,11 @@ void h_nodes(struct rq *r)
 			if (mask_test(&s->guests[i].cpu_nodes, nd->id))
 				json_array_append_new(homed, json_string(s->guests[i].id));
 		json_object_set_new(o, "load_cpus", snapj_real_or_null(nd->busy * nd->nr_cpus));
+		/* Memory in flight, as the policy saw it this cycle: what the
+		 * mover's live jobs take off the node and bring onto it (room
+		 * to come, snap_node.mem_leaving/mem_coming). */
+		json_object_set_new(o, "mem_leaving_bytes", json_integer((json_int_t)nd->mem_leaving));
+		json_object_set_new(o, "mem_coming_bytes", json_integer((json_int_t)nd->mem_coming));
 		json_object_set_new(o, "guests", homed);
 		json_array_append_new(arr, o);
 	}

@@ -332,19 +332,21 @@ static int cmd_nodes(const struct opts *o)
 		json_decref(j);
 		return r;
 	}
-	t = table_new(6);
-	table_row(t, "NODE", "CPUS", "BUSY", "LOAD", "MEM FREE / TOTAL", "GUESTS");
+	t = table_new(7);
+	table_row(t, "NODE", "CPUS", "BUSY", "LOAD", "MEM FREE / TOTAL", "MOVING OUT / IN", "GUESTS");
 	nodes = json_object_get(j, "nodes");
 	json_array_foreach(nodes, i, n) {
-		char id[16], busy[16], load[16], mem[64], b1[24], b2[24], ng[16];
+		char id[16], busy[16], load[16], mem[64], b1[24], b2[24], ng[16], fl[64];
 
 		snprintf(id, sizeof(id), "%lld", jint(n, "id"));
 		snprintf(mem, sizeof(mem), "%s / %s", fmt_bytes(jnum(n, "mem_free_bytes"), b1, sizeof(b1)),
 			 fmt_bytes(jnum(n, "mem_total_bytes"), b2, sizeof(b2)));
+		snprintf(fl, sizeof(fl), "%s / %s", fmt_bytes(jnum(n, "mem_leaving_bytes"), b1, sizeof(b1)),
+			 fmt_bytes(jnum(n, "mem_coming_bytes"), b2, sizeof(b2)));
 		snprintf(ng, sizeof(ng), "%zu", json_array_size(json_object_get(n, "guests")));
 		table_row(t, id, *jstr(n, "cpus") ? jstr(n, "cpus") : "(none)",
 			  fmt_ratio(json_object_get(n, "busy"), busy, sizeof(busy)),
-			  fmt_num(json_object_get(n, "load_cpus"), 1, load, sizeof(load)), mem, ng);
+			  fmt_num(json_object_get(n, "load_cpus"), 1, load, sizeof(load)), mem, fl, ng);
 	}
 	table_print(t, stdout);
 	json_decref(j);

@@ -84,8 +84,9 @@ struct mover_spec {
 	 * jobs' pages leaving the target, snap_node.mem_leaving): before
 	 * each move call the job waits until the call's target nodes have
 	 * room for it above MIN_FREE_BYTES (MemFree, mover_set_meminfo),
-	 * so no page lands on a node without room; alone (no other live job
-	 * can free any) and still without room, it fails. */
+	 * so no page lands on a node without room; it waits only while
+	 * another job is moving pages (mover_peer_frees), and otherwise,
+	 * still without room, it fails at once. */
 	bool wait_room;
 	uint64_t min_free_bytes;
 };
@@ -195,7 +196,8 @@ void mover_get_stats(struct mover *m, struct mover_stats *out);
 
 struct mover_vma {
 	uintptr_t start, end;
-	uint64_t thp_bytes;          /* smaps' AnonHugePages (0 from maps) */
+	uint64_t thp_bytes;          /* smaps' AnonHugePages + ShmemPmdMapped +
+				      * FilePmdMapped: PMD-mapped THPs (0 from maps) */
 };
 
 /* Parse /proc/PID/maps or /proc/PID/smaps text into the ranges worth
@@ -207,12 +209,17 @@ int mover_parse_maps(const char *text, struct mover_vma **out);
 
 /* Which pages of a window of N pages at PAGES (ascending, inside VMAS)
  * must be asked where they are: all, except those of a 2 MiB block of a
- * mapping whose AnonHugePages covers every aligned 2 MiB block in it —
+ * mapping whose PMD-mapped THPs (thp_bytes) cover every aligned 2 MiB block in it —
  * each such block is a THP mapped whole, on one node, and its first page
  * (in the window too) answers for it. Window indexes into ASK, ascending;
  * returns the count (N: ask them all). */
 size_t mover_query_plan(void *const *pages, size_t n, size_t page, const struct mover_vma *vmas, unsigned nv,
 			size_t *ask);
+
+/* Whether any of VMAS overlapping [LO, HI] holds a PMD-mapped THP (smaps):
+ * elsewhere a 2 MiB run on one node is 4 KiB pages, and no THP is
+ * guessed (mover_plan_window's COMPACT). */
+bool mover_window_has_thp(const struct mover_vma *vmas, unsigned nv, uintptr_t lo, uintptr_t hi);
 
 /* STATUS of the window's N pages from the answers QSTATUS for the NQ
  * pages ASK (mover_query_plan): a page not asked is where the THP head
@@ -345,6 +352,21 @@ bool mover_room_ok(uint64_t mem_free, uint64_t min_free, uint64_t bytes);
  * waiting jobs' calls in flight have CLAIMED bytes of the node's room:
  * their pages may not show in MEM_FREE yet. */
 bool mover_room_claim_ok(uint64_t mem_free, uint64_t claimed, uint64_t min_free, uint64_t bytes);
+
+/* Whether another live job may free room a waiting job (wait_room)
+ * counts on: it must be moving pages — running, not stopping, not itself
+ * waiting for room (ROOM_WAITING) — or queued while a worker is free to
+ * take it (WORKER_FREE). */
+bool mover_peer_frees(enum mover_state st, bool stopping, bool room_waiting, bool worker_free);
+
+/* What a wait_room job does after a look at its target nodes: ROOM
+ * (they have it above the reserve, less claims): take it; else, while
+ * OTHERS_MOVING (mover_peer_frees of some other job): wait; else look
+ * once more (the free memory was read before the others were seen, and
+ * a job that ended between the two may have freed it), and fail at
+ * once when the previous look too saw no job moving (LOOKED_QUIET). */
+enum mover_room_step { MOVER_ROOM_TAKE, MOVER_ROOM_WAIT, MOVER_ROOM_LOOK_AGAIN, MOVER_ROOM_FAIL };
+enum mover_room_step mover_room_step(bool room, bool others_moving, bool looked_quiet);
 
 /* ---- the pure part: what a worker keeps from one job to the next ---- */
 

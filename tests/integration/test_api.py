@@ -161,6 +161,8 @@ class Api(apilib.ClassDaemon):
         for node in n["nodes"]:
             for k in ("cpus", "nr_cpus", "mem_total_bytes", "mem_free_bytes", "busy", "distance", "guests"):
                 self.assertIn(k, node)
+            # Memory in flight: no mover job runs on this fixture host.
+            self.assertEqual((node["mem_leaving_bytes"], node["mem_coming_bytes"]), (0, 0))
         r = self.d.request("HEAD", "/v1/status")
         self.assertEqual(r.status, 200)
 

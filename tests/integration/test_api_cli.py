@@ -38,7 +38,9 @@ class Cli(apilib.ClassDaemon):
         self.assertRegex(out, r"numaorchd \S+, up .*, mode enforce")
         self.assertIn("host:        2 NUMA nodes (2 with CPUs), cgroup v2", out)
         out = self.run_ok("nodes").splitlines()
-        self.assertEqual(out[0].split(), ["NODE", "CPUS", "BUSY", "LOAD", "MEM", "FREE", "/", "TOTAL", "GUESTS"])
+        self.assertEqual(out[0].split(), ["NODE", "CPUS", "BUSY", "LOAD", "MEM", "FREE", "/", "TOTAL", "MOVING",
+                                        "OUT", "/", "IN", "GUESTS"])
+        self.assertTrue(all(" 0 B / 0 B " in l for l in out[1:]), out)
         self.assertEqual(len(out), 3)
         out = self.run_ok("guests").splitlines()
         self.assertTrue(out[0].startswith("GUEST"))

@@ -22,7 +22,8 @@ class MoverLive(unittest.TestCase):
         if p.returncode == 77:
             self.skipTest(p.stdout.strip().splitlines()[-1])
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
-        for case in ("done", "census", "finished-once", "exit", "supersede", "cancel", "stop", "rate", "deadline"):
+        for case in ("done", "census", "finished-once", "exit", "supersede", "cancel", "stop", "rate", "deadline",
+                     "room-alone", "room-wait", "room-mutual", "room-claims"):
             self.assertIn("ok " + case, p.stdout)
         if "SKIP on-target" in p.stdout:
             print("on-target not checked:", p.stdout.split("SKIP on-target:")[1].splitlines()[0])

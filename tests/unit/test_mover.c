@@ -68,6 +68,19 @@ static void test_parse_smaps(void **state)
 	assert_true(v[1].start == 0x7f0000000000ULL && v[1].thp_bytes == 14336ull << 10);
 	assert_true(v[2].start == 0x7ffd00000000ULL && v[2].thp_bytes == 0);
 	free(v);
+	/* shmem and file THPs count too; a window over mappings without
+	 * any guesses no THP */
+	assert_int_equal(mover_parse_maps("7f0000000000-7f0000400000 rw-s 00000000 00:01 7 /memfd:ram (deleted)\n"
+					  "AnonHugePages:         0 kB\n"
+					  "ShmemPmdMapped:     4096 kB\n",
+					  &v),
+			 1);
+	assert_true(v[0].thp_bytes == 4096ull << 10);
+	assert_true(mover_window_has_thp(v, 1, 0x7f0000100000ULL, 0x7f0000200000ULL));
+	assert_false(mover_window_has_thp(v, 1, 0x7f0000400000ULL, 0x7f0000500000ULL));
+	v[0].thp_bytes = 0;
+	assert_false(mover_window_has_thp(v, 1, 0x7f0000000000ULL, 0x7f0000400000ULL));
+	free(v);
 	/* a key line before any mapping names none */
 	assert_int_equal(mover_parse_maps("AnonHugePages: 2048 kB\n", &v), 0);
 	free(v);
@@ -549,6 +562,47 @@ static void test_room_ok(void **state)
 	assert_false(mover_room_claim_ok(84 << 20, 100 << 20, 64 << 20, 0));
 }
 
+/* A job waiting for room waits only while another job really moves
+ * pages: two jobs each waiting for the room the other's pages would
+ * free fail at once (after one more look), not at job_timeout. */
+static void test_room_wait_peers(void **state)
+{
+	static const struct {
+		enum mover_state st;
+		bool stopping, waiting, worker_free, frees;
+	} peers[] = {
+		{ MJ_RUNNING, false, false, false, true },  /* moving, or between calls */
+		{ MJ_RUNNING, false, true, true, false },   /* itself waiting for room */
+		{ MJ_RUNNING, true, false, true, false },   /* ends at its next boundary */
+		{ MJ_QUEUED, false, false, true, true },    /* a worker takes it at once */
+		{ MJ_QUEUED, false, false, false, false },  /* every worker held: never starts */
+		{ MJ_QUEUED, true, false, true, false },
+		{ MJ_DONE, false, false, true, false },
+		{ MJ_FAILED, false, false, true, false },
+	};
+	static const struct {
+		bool room, others, quiet;
+		enum mover_room_step want;
+	} steps[] = {
+		{ true, false, true, MOVER_ROOM_TAKE },
+		{ true, true, false, MOVER_ROOM_TAKE },
+		{ false, true, false, MOVER_ROOM_WAIT },
+		{ false, true, true, MOVER_ROOM_WAIT },       /* a job started moving since */
+		{ false, false, false, MOVER_ROOM_LOOK_AGAIN }, /* one may have ended since the read */
+		{ false, false, true, MOVER_ROOM_FAIL },
+	};
+
+	(void)state;
+	for (unsigned i = 0; i < sizeof(peers) / sizeof(peers[0]); i++) {
+		print_message("peer %u: %s\n", i, mover_state_name(peers[i].st));
+		assert_int_equal(mover_peer_frees(peers[i].st, peers[i].stopping, peers[i].waiting,
+						  peers[i].worker_free),
+				 peers[i].frees);
+	}
+	for (unsigned i = 0; i < sizeof(steps) / sizeof(steps[0]); i++)
+		assert_int_equal(mover_room_step(steps[i].room, steps[i].others, steps[i].quiet), steps[i].want);
+}
+
 /* A split guest's job (mover_spec.first): node 1 takes pages from
  * everywhere — from the other target node 2 too — until its bytes are
  * spent; then pages on a target stay and the rest go to the targets but
@@ -802,6 +856,7 @@ int main(void)
 		cmocka_unit_test(test_pick_target),
 		cmocka_unit_test(test_flows),
 		cmocka_unit_test(test_room_ok),
+		cmocka_unit_test(test_room_wait_peers),
 		cmocka_unit_test(test_state_names),
 		cmocka_unit_test(test_sources_census_and_moves),
 		cmocka_unit_test(test_sources_overflow),

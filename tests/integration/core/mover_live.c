@@ -179,6 +179,43 @@ static int fake_meminfo(const struct host_paths *hp, struct snap_node *nodes, un
 	return 0;
 }
 
+/* The room-claims case's reader: the node's room above the reserve is
+ * ROOM_BASE less what the two waiting jobs CLAIM_IDS have moved (their
+ * pages landing fill it; the claim ends where the bytes are counted
+ * done, so a call's bytes are always one or the other). Once armed
+ * (ROOM_MEET), the first two calls meet: each reads the room at its
+ * entry and returns only when the other is inside too — two jobs that
+ * looked at the same room before either moved, the race the claims are
+ * for. */
+static struct mover *room_m;
+static uint64_t claim_ids[2], room_base;
+static int room_meet, room_inside;
+
+static int claims_meminfo(const struct host_paths *hp, struct snap_node *nodes, unsigned nr)
+{
+	uint64_t done = 0, base = __atomic_load_n(&room_base, __ATOMIC_SEQ_CST), fr;
+	struct mover_job_info j;
+
+	(void)hp;
+	for (unsigned i = 0; i < 2; i++)
+		if (claim_ids[i] && mover_get(room_m, claim_ids[i], &j))
+			done += j.bytes_done;
+	fr = (64ULL << 20) + (base > done ? base - done : 0);
+	if (__atomic_load_n(&room_meet, __ATOMIC_SEQ_CST) &&
+	    __atomic_add_fetch(&room_inside, 1, __ATOMIC_SEQ_CST) <= 2) {
+		double end = now_s() + 5;
+
+		while (__atomic_load_n(&room_inside, __ATOMIC_SEQ_CST) < 2 && now_s() < end)
+			usleep(1000);
+		__atomic_store_n(&room_meet, 0, __ATOMIC_SEQ_CST);
+	}
+	for (unsigned i = 0; i < nr; i++) {
+		nodes[i].mem_total = 8ULL << 30;
+		nodes[i].mem_free = fr;
+	}
+	return 0;
+}
+
 static uint64_t submit_room(struct mover *m, const char *guest)
 {
 	return submit_spec(m, guest, true);
@@ -584,6 +621,100 @@ int main(void)
 	else
 		printf("ok room-wait: waited while the node had no room, then moved %.0f MiB\n",
 		       (double)j.bytes_done / 1048576);
+	drain(m);
+
+	/* 8. Two jobs waiting for room, each for what the other's pages
+	 * would free, and no job moving: both fail at once with the
+	 * numbers, nothing moved — they used to wait for each other until
+	 * job_timeout (60 s here). */
+	__atomic_store_n(&fake_free, 60ULL << 20, __ATOMIC_SEQ_CST);
+	id = submit_room(m, "m1");
+	id2 = submit_room(m, "m2");
+	t0 = now_s();
+	{
+		struct mover_job_info j2;
+		enum mover_state st2;
+
+		st = wait_end(m, id, 5, &j);
+		st2 = wait_end(m, id2, 5, &j2);
+		if (st != MJ_FAILED || st2 != MJ_FAILED || j.bytes_done || j2.bytes_done || !strstr(j.msg, "no room") ||
+		    !strstr(j2.msg, "no room"))
+			fail("room-mutual", "states %s/%s, %.1f/%.1f MiB moved, \"%s\" / \"%s\"", mover_state_name(st),
+			     mover_state_name(st2), (double)j.bytes_done / 1048576, (double)j2.bytes_done / 1048576, j.msg,
+			     j2.msg);
+		else
+			printf("ok room-mutual: both failed in %.2f s: %s\n", now_s() - t0, j2.msg);
+	}
+	drain(m);
+
+	/* 9. The room claims: two waiting jobs (beside a third that moves, so
+	 * they wait) look at the same 5 MiB of room above the reserve at
+	 * once (claims_meminfo makes their looks meet); each call is at most
+	 * 3.2 MiB (a 32 MiB/s budget's 100 ms). Together they may move at
+	 * most the 5 MiB: the second's call must see the first's claim.
+	 * What it proves: the claim check under the lock, against readers
+	 * that looked before either moved. Not: the real kernel's MemFree
+	 * timing (the room is the test's own count). */
+	cfg.workers = 3;
+	cfg.rate_mib = 32;
+	mover_set_config(m, &cfg);
+	room_m = m;
+	__atomic_store_n(&room_base, 0, __ATOMIC_SEQ_CST);
+	mover_set_meminfo(m, claims_meminfo);
+	id = submit(m, "c0");
+	if (!wait_progress(m, id, 10))
+		fail("room-claims", "the moving job made no progress");
+	claim_ids[0] = submit_room(m, "c1");
+	claim_ids[1] = submit_room(m, "c2");
+	{
+		struct mover_job_info ja, jb;
+		double end = now_s() + 5;
+		uint64_t most = 0;
+		bool waiting = false;
+
+		while (now_s() < end && !waiting) {
+			waiting = mover_get(m, claim_ids[0], &ja) && mover_get(m, claim_ids[1], &jb) &&
+				  ja.state == MJ_RUNNING && jb.state == MJ_RUNNING;
+			usleep(10000);
+		}
+		__atomic_store_n(&room_inside, 0, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&room_meet, 1, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&room_base, 5ULL << 20, __ATOMIC_SEQ_CST);
+		/* Watch until both have had their look and one moved, then
+		 * a further 2 s: the sum must never pass the room. */
+		end = now_s() + 10;
+		for (double quiet_end = 0; now_s() < end && (!quiet_end || now_s() < quiet_end);) {
+			uint64_t sum = 0;
+
+			if (mover_get(m, claim_ids[0], &ja) && mover_get(m, claim_ids[1], &jb))
+				sum = ja.bytes_done + jb.bytes_done;
+			if (sum > most)
+				most = sum;
+			if (sum && !quiet_end)
+				quiet_end = now_s() + 2;
+			usleep(5000);
+		}
+		mover_get(m, claim_ids[0], &ja);
+		mover_get(m, claim_ids[1], &jb);
+		if (!waiting || most == 0)
+			fail("room-claims", "the waiting jobs never moved (states %s/%s)", mover_state_name(ja.state),
+			     mover_state_name(jb.state));
+		else if (most > (5ULL << 20))
+			fail("room-claims", "the waiting jobs moved %.1f MiB together (%.1f + %.1f) into 5 MiB of room",
+			     (double)most / 1048576, (double)ja.bytes_done / 1048576, (double)jb.bytes_done / 1048576);
+		else if (mover_state_final(ja.state) || mover_state_final(jb.state))
+			fail("room-claims", "a waiting job ended (%s/%s) while another moved", mover_state_name(ja.state),
+			     mover_state_name(jb.state));
+		else
+			printf("ok room-claims: %.1f MiB moved together (%.1f + %.1f) into 5 MiB of room, both waiting on\n",
+			       (double)most / 1048576, (double)ja.bytes_done / 1048576, (double)jb.bytes_done / 1048576);
+	}
+	mover_cancel(m, claim_ids[0], MJ_CANCELLED);
+	mover_cancel(m, claim_ids[1], MJ_CANCELLED);
+	mover_cancel(m, id, MJ_CANCELLED);
+	wait_end(m, claim_ids[0], 5, &j);
+	wait_end(m, claim_ids[1], 5, &j);
+	wait_end(m, id, 5, &j);
 	mover_set_meminfo(m, NULL);
 	drain(m);
 
