@@ -1238,6 +1238,7 @@ static int walk_process(struct mover *m, struct job *j, pid_t pid, struct bufs *
 	 * guests under TCG ~50 ms a call, most of the mover's time. */
 	while ((n = mover_fill_window(vmas, (unsigned)nv, page, b->cap, &pos, b->pages)) > 0) {
 		window_tally approx = { 0 }, exact = { 0 };
+		bool stopped_known = false;
 
 		pthread_mutex_lock(&m->lock);
 		if (stop_reason(m, j) != MJ_QUEUED) {
@@ -1310,6 +1311,14 @@ static int walk_process(struct mover *m, struct job *j, pid_t pid, struct bufs *
 			if (!k)
 				break;
 			r = move_slices(m, j, pid, b, k, chunk, page, approx);
+			/* Stopped at a slice boundary (cancel, SIGTERM, reload, a
+			 * new plan, the deadline): ask the window where its pages
+			 * are, so the exact tally below counts what moved — a
+			 * guessed THP has counted its head alone until verified,
+			 * and the libvirt stage's cancelled job recorded 13.6 MiB
+			 * moved where QEMU's numa_maps had gained 37 MiB. */
+			if (r == 1 && !j->relocate_all && query(m, pid, n, b->pages, b->status) == 0)
+				stopped_known = true;
 			if (r || j->relocate_all)
 				break;
 			/* Where the window's pages are now: from the move's own
@@ -1342,13 +1351,13 @@ static int walk_process(struct mover *m, struct job *j, pid_t pid, struct bufs *
 								       &j->info.to))
 				compact = false;
 		}
-		if (r == 0 && !j->relocate_all) {
+		if ((r == 0 || stopped_known) && !j->relocate_all) {
 			int last_node = -1;
 			unsigned slot = 0;
 
-			/* The slices counted a probable THP as whole: the window's
-			 * exact count, by the node each page was on, replaces the
-			 * guess. */
+			/* The slices counted a guessed THP by its head, and
+			 * credit_thps the rest once verified: the window's exact
+			 * count, by the node each page was on, replaces that. */
 			pthread_mutex_lock(&m->lock);
 			for (size_t i = 0; i < n; i++)
 				/* Moved onto the target: from off it, or onto FIRST
