@@ -5,11 +5,12 @@
 # Then, per page kind, pairs of raw and the default mover alternating
 # (migbench --pairs): one figure of each cannot say whether the mover
 # reaches 80 % of raw on a host whose load swings 4x within a minute.
-# Busy THP, the case in doubt, gets the most; busy 4 KiB none: its cases
-# take 10-25 s each (a pair ~40 s); its same-run ratio was 89-170 % in
-# the five runs since session 12's mover (42-110 % with older movers).
-# The whole run stays near 6 min (the T lines say what each kind cost).
+# Busy THP, the case in doubt, gets the most; busy 4 KiB three: its
+# single figure read 70 % once (s14-pairs2) where its pairs, measured
+# alone (bench_migrate_busy4k, s14-busy4k), were 107-129 % — three
+# pairs cost ~90 s there. The whole run takes about 8-9 min (the T lines
+# say what each kind cost).
 #   tests/numa-vm/numavm.py script bench_migrate
 echo "H nodes=$(ls -d /sys/devices/system/node/node* | wc -l) cpus=$(nproc)"
-/bin/migbench --mib 256 --pairs thp=3,4k=3,thp-busy=7,4k-busy=0
+/bin/migbench --mib 256 --pairs thp=3,4k=3,thp-busy=7,4k-busy=3
 echo "END rc=$?"
