@@ -439,6 +439,19 @@ size_t mover_drop_refused(int *status, const size_t *idx, const int *mstatus, si
 	return dropped;
 }
 
+size_t mover_window_moved(const int *first, const int *status, size_t n, const nodemask_t *to, long *by_node)
+{
+	size_t total = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (first[i] >= 0 && first[i] < MASK_MAX_NODES && status[i] >= 0 && first[i] != status[i] &&
+		    mask_test(to, status[i])) {
+			by_node[first[i]]++;
+			total++;
+		}
+	return total;
+}
+
 int mover_pick_target(const nodemask_t *to, int from)
 {
 	unsigned nto = mask_count(to), k;
@@ -1238,7 +1251,7 @@ static int walk_process(struct mover *m, struct job *j, pid_t pid, struct bufs *
 	 * guests under TCG ~50 ms a call, most of the mover's time. */
 	while ((n = mover_fill_window(vmas, (unsigned)nv, page, b->cap, &pos, b->pages)) > 0) {
 		window_tally approx = { 0 }, exact = { 0 };
-		bool stopped_known = false;
+		bool ended_known = false;
 
 		pthread_mutex_lock(&m->lock);
 		if (stop_reason(m, j) != MJ_QUEUED) {
@@ -1312,13 +1325,16 @@ static int walk_process(struct mover *m, struct job *j, pid_t pid, struct bufs *
 				break;
 			r = move_slices(m, j, pid, b, k, chunk, page, approx);
 			/* Stopped at a slice boundary (cancel, SIGTERM, reload, a
-			 * new plan, the deadline): ask the window where its pages
-			 * are, so the exact tally below counts what moved — a
-			 * guessed THP has counted its head alone until verified,
+			 * new plan, the deadline) or failed (a move call's error,
+			 * no room left to wait for): ask the window where its
+			 * pages are, so the exact tally below counts what moved —
+			 * a guessed THP has counted its head alone until verified,
 			 * and the libvirt stage's cancelled job recorded 13.6 MiB
-			 * moved where QEMU's numa_maps had gained 37 MiB. */
-			if (r == 1 && !j->relocate_all && query(m, pid, n, b->pages, b->status) == 0)
-				stopped_known = true;
+			 * moved where QEMU's numa_maps had gained 37 MiB. A
+			 * process that is gone answers no query: nothing to
+			 * count on. */
+			if (r != 0 && !j->relocate_all && query(m, pid, n, b->pages, b->status) == 0)
+				ended_known = true;
 			if (r || j->relocate_all)
 				break;
 			/* Where the window's pages are now: from the move's own
@@ -1351,25 +1367,17 @@ static int walk_process(struct mover *m, struct job *j, pid_t pid, struct bufs *
 								       &j->info.to))
 				compact = false;
 		}
-		if ((r == 0 || stopped_known) && !j->relocate_all) {
-			int last_node = -1;
-			unsigned slot = 0;
+		if ((r == 0 || ended_known) && !j->relocate_all) {
+			long by_node[MASK_MAX_NODES] = { 0 };
 
 			/* The slices counted a guessed THP by its head, and
 			 * credit_thps the rest once verified: the window's exact
 			 * count, by the node each page was on, replaces that. */
+			mover_window_moved(b->first, b->status, n, &j->info.to, by_node);
 			pthread_mutex_lock(&m->lock);
-			for (size_t i = 0; i < n; i++)
-				/* Moved onto the target: from off it, or onto FIRST
-				 * from another target node. */
-				if (b->first[i] >= 0 && b->status[i] >= 0 && b->first[i] != b->status[i] &&
-				    mask_test(&j->info.to, b->status[i])) {
-					if (b->first[i] != last_node) {
-						last_node = b->first[i];
-						slot = mover_source_slot(&j->info, last_node);
-					}
-					exact[slot]++;
-				}
+			for (int nd = 0; nd < MASK_MAX_NODES; nd++)
+				if (by_node[nd])
+					exact[mover_source_slot(&j->info, nd)] += by_node[nd];
 			for (unsigned k = 0; k <= MOVER_MAX_SOURCES; k++)
 				if (exact[k] != approx[k]) {
 					mover_add_done(&j->info, k, (int64_t)(exact[k] - approx[k]) * (int64_t)page);

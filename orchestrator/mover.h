@@ -323,6 +323,14 @@ size_t mover_cost_next(struct mover_cost *c, size_t pages, size_t chunk, double 
  * call, and its fixed cost, for nothing). Returns how many. */
 size_t mover_drop_refused(int *status, const size_t *idx, const int *mstatus, size_t k);
 
+/* What a window's move put on TO, by where each page was: FIRST[i] is
+ * page i's node before the window's first pass, STATUS[i] its node now
+ * (both negative: not present). A page counts when it is on TO now and
+ * was off it — or on another node of TO (a move onto mover_spec.first).
+ * BY_NODE (MASK_MAX_NODES entries, zeroed by the caller) gets the pages
+ * of each source node. Returns the total. */
+size_t mover_window_moved(const int *first, const int *status, size_t n, const nodemask_t *to, long *by_node);
+
 /* The target node for a page on node FROM: spread over TO's nodes by
  * FROM's position, so one source node's pages land on one target node. */
 int mover_pick_target(const nodemask_t *to, int from);

@@ -279,6 +279,37 @@ static void test_guess_failed(void **state)
 	assert_false(mover_guess_failed(st, N, idx, w, 2, &to));
 }
 
+/* The exact tally of a window (what a job counts as moved, cancelled,
+ * stopped or failed mid-window): a page counts once, by the node it was
+ * on, when it is on the target now and was not there before — or came
+ * onto the first node from another target node. */
+static void test_window_moved(void **state)
+{
+	/* before:  0  0  2  1  -  3  1  0 */
+	int first[8] = { 0, 0, 2, 1, -ENOENT, 3, 1, 0 };
+	/* now:     1  0  1  1  1  -  3  3 */
+	int now[8] = { 1, 0, 1, 1, 1, -EFAULT, 3, 3 };
+	long by[MASK_MAX_NODES] = { 0 };
+	nodemask_t to;
+
+	(void)state;
+	mask_parse("1,3", &to);
+	/* page 0: 0->1, page 2: 2->1, page 7: 0->3 count; page 6: 1->3 counts
+	 * (onto another target node: the first node's room ran out); page 1
+	 * stayed; page 3 stayed on the target; page 4 was not present
+	 * before; page 5 is gone now */
+	assert_int_equal(mover_window_moved(first, now, 8, &to, by), 4);
+	assert_int_equal(by[0], 2);
+	assert_int_equal(by[1], 1);
+	assert_int_equal(by[2], 1);
+	assert_int_equal(by[3], 0);
+	/* nothing moved: nothing counted */
+	for (int i = 0; i < MASK_MAX_NODES; i++)
+		by[i] = 0;
+	assert_int_equal(mover_window_moved(first, first, 8, &to, by), 0);
+	assert_int_equal(by[0] + by[1] + by[2] + by[3], 0);
+}
+
 /* After a move, where the window's pages are is known from the call's own
  * answers and two samples per guessed THP, without a query of the window;
  * a sample that disagrees sends the caller back to the whole query. */
@@ -847,6 +878,7 @@ int main(void)
 		cmocka_unit_test(test_fill_window),
 		cmocka_unit_test(test_guess_failed),
 		cmocka_unit_test(test_verify_after_move),
+		cmocka_unit_test(test_window_moved),
 		cmocka_unit_test(test_assign_first),
 		cmocka_unit_test(test_adapt_chunk),
 		cmocka_unit_test(test_cost_next),
