@@ -1,7 +1,7 @@
 /* memhog — a stand-in container workload for the integration tests:
- * allocates MiB of memory, touches every page, writes "ready" to stdout,
- * then either sleeps or (with --busy) keeps rewriting its memory on
- * THREADS threads until killed. With --grow G it then keeps allocating
+ * allocates MiB of memory, touches every page, starts its THREADS
+ * threads, writes "ready" to stdout, then either sleeps or (with --busy)
+ * keeps rewriting its memory on them until killed. With --grow G it then keeps allocating
  * and touching G MiB a second more (in quarter-second steps, up to 1 GiB
  * more): a young guest whose memory is still growing.
  *
@@ -58,13 +58,17 @@ int main(int argc, char **argv)
 		return 1;
 	for (size_t i = 0; i < len; i += 4096)
 		mem[i] = 1;
-	printf("ready\n");
-	fflush(stdout);
+	/* Every thread exists before "ready": a test that counts them (1500
+	 * in test_hostile_cgroups) read 574 on a clean clone's CI run, the
+	 * rest still being created. */
 	for (unsigned long t = 1; t < threads; t++) {
 		pthread_t th;
 
-		pthread_create(&th, NULL, spin, (void *)(uintptr_t)t);
+		if (pthread_create(&th, NULL, spin, (void *)(uintptr_t)t) != 0)
+			return 1;
 	}
+	printf("ready\n");
+	fflush(stdout);
 	for (size_t more = 0, step = (grow << 20) / 4; step && more < (1UL << 30); more += step) {
 		char *m;
 

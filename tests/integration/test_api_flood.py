@@ -26,6 +26,13 @@ REASON = apilib.skip_reason()
 N = 1000
 REQUEST_TIMEOUT = 10   # HTTPD_REQUEST_TIMEOUT_S
 UNAUTH_TIMEOUT = 2     # HTTPD_UNAUTH_TIMEOUT_S
+# A probe's p99 under a flood: what tells "the API still answers" from "the
+# flood took it" (a probe then waits for its 5 s timeout, or fails). Not a
+# speed target (make bench-api measures speed): the flood's own client
+# shares the 2 cores with the daemon, and a clean clone's CI run with a
+# build beside it read p50 72.6 ms, p99 137 ms while pushing connections
+# out, tcp p99 95 ms in the idle flood; 100 ms failed it.
+PROBE_P99_S = 0.5
 
 
 def closed_within(s, limit):
@@ -148,7 +155,7 @@ class Flood(apilib.ClassDaemon):
         print("\n" + report, file=sys.stderr)
         self.assertEqual(errors, [], report)
         for tr in ("unix", "tcp"):
-            self.assertLess(floodlib.percentile(lat[tr], 99), 0.100, report)
+            self.assertLess(floodlib.percentile(lat[tr], 99), PROBE_P99_S, report)
         # Every flood connection was held (1000 < the 1024 limit)...
         self.assertGreaterEqual(socks, 2 * N, report)
         # ... at a bounded cost: a thread each (the limit bounds them) and
@@ -211,7 +218,7 @@ class Flood(apilib.ClassDaemon):
         self.assertGreater(metric(self.d, "numaorch_api_connections_closed_total", listener="unix",
                                   reason="limit"), 0)
         self.assertEqual(errors, [], report)
-        self.assertLess(floodlib.percentile(lat, 99), 0.100, report)
+        self.assertLess(floodlib.percentile(lat, 99), PROBE_P99_S, report)
 
     def test_worst_case_rss_fits_the_daemonset_limit(self):
         """Everything at once on one daemon: the largest policy store
