@@ -1037,6 +1037,15 @@ int apply_memory_settle(struct applier *a, struct apply_pending *p, struct apply
 		res->mems_after = wide;
 		return r;
 	}
+	if (r < 0) {
+		/* Gone since its job ended: no error, but the record must not
+		 * say the mems were narrowed (mems_after stays old ∪ new, the
+		 * last the agent wrote). */
+		snprintf(res->msg, sizeof(res->msg), "cgroup %s is gone", failed_rel);
+		res->mems_loosened = true;
+		res->mems_after = wide;
+		return r;
+	}
 	p->wide = false;
 	res->mems_loosened = false;
 	res->mems_after = p->it.to_mems;

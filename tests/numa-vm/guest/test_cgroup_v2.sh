@@ -576,6 +576,55 @@ test_top_shows_a_live_migration() {
 			{ said "done stayed at $(jget $T/mc done_mib) MiB after $db ($(jget $T/mc state))"; break; }
 		sleep 0.2
 	done
+	# GET /v1/nodes' memory in flight (mem_leaving_bytes and
+	# mem_coming_bytes, what the policy counted this cycle from the live
+	# job and the guest's memory.numa_stat): out of nodes 0 and 2 what the
+	# guest still has there, into node 1 their sum, nothing else. The
+	# figures are of the last published cycle's snapshot, taken before the
+	# read: between what the job had left at the read after (less 8 MiB:
+	# numa_stat against the job's census, as above) and at the read
+	# before plus 24 MiB (8 for numa_stat against the census, 2 s of the
+	# 8 MiB/s budget for the snapshot's age: a cycle under TCG).
+	nodes_inflight() { awk -v k="$2" '
+		/^      "id": / { gsub(/,/, "", $2); id = $2 }
+		$1 == "\"mem_coming_bytes\":" { gsub(/,/, "", $2); c = $2 }
+		$1 == "\"mem_leaving_bytes\":" { gsub(/,/, "", $2); l = $2 }
+		/^    }/ { if (id == k) { printf "%.1f %.1f\n", l / 1048576, c / 1048576; exit } }' $1; }
+	i=0
+	while :; do
+		$ctl --json migrations > $T/na
+		$ctl --json nodes > $T/nodes
+		$ctl --json migrations > $T/nb
+		set -- $(nodes_inflight $T/nodes 1)
+		fle 0.1 "${2:-0}" && break
+		i=$((i + 1))
+		[ $i -gt 50 ] || [ "$(jget $T/nb state)" != running ] &&
+			{ said "GET /v1/nodes: node 1 has nothing coming while the job runs: $(tr -s ' \n' ' ' < $T/nodes | head -c 600)"; break; }
+		sleep 0.2
+	done
+	if [ "$(jget $T/nb state)" = running ]; then
+		sum_a=0 sum_b=0
+		for nd in 0 1 2 3; do
+			set -- $(nodes_inflight $T/nodes $nd)
+			lv=${1:-x} cm=${2:-x}
+			case $nd in
+			0 | 2)
+				a=$(jsrc $T/na $nd left_mib) b=$(jsrc $T/nb $nd left_mib)
+				fle "$b" "$lv" 8 && fle "$lv" "$a" 24 ||
+					{ said "GET /v1/nodes: node $nd leaving $lv MiB, the job had $a..$b MiB left there"; }
+				fle "$cm" 0 || { said "GET /v1/nodes: node $nd coming $cm MiB, want 0"; }
+				sum_a=$(awk -v s=$sum_a -v x=$a 'BEGIN{print s + x}') sum_b=$(awk -v s=$sum_b -v x=$b 'BEGIN{print s + x}') ;;
+			1)
+				cm1=$cm
+				fle "$lv" 0 || { said "GET /v1/nodes: node 1 leaving $lv MiB, want 0"; } ;;
+			*)
+				fle "$lv" 0 && fle "$cm" 0 || { said "GET /v1/nodes: node $nd leaving $lv, coming $cm MiB, want 0"; } ;;
+			esac
+			echo "# GET /v1/nodes: node $nd leaving $lv MiB, coming $cm MiB"
+		done
+		fle "$sum_b" "$cm1" 8 && fle "$cm1" "$sum_a" 24 ||
+			{ said "GET /v1/nodes: node 1 coming $cm1 MiB, the job had $sum_a..$sum_b MiB left"; }
+	fi
 	if [ $r != 0 ]; then
 		sed 's/^/#   top: /' $T/top
 		sed 's/^/#   migrations: /' $T/ma | tr -d '\n' | head -c 1200; echo
