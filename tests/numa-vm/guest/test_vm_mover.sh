@@ -456,18 +456,19 @@ wait_record() {
 	rec_s=$(awk -v a="$t" -v b="$(up)" 'BEGIN{printf "%.1f", b-a}')
 	[ -n "$rec" ]
 }
-# settled WHAT: the pages stay where the job left them: node 0's share in
-# numa_maps now (src_end) and 3 agent intervals (6 s, 24 MiB of budget)
-# later differ by at most 1 MiB, and the memory is still split (>= 16 MiB
-# on node 0, >= 8 MiB gained on the target).
+# settled WHAT [GAIN]: the pages stay where the job left them: node 0's
+# share in numa_maps now (src_end) and 3 agent intervals (6 s, 24 MiB of
+# budget) later differ by at most 1 MiB, and the memory is still split
+# (>= 16 MiB on node 0, >= GAIN MiB, default 8, gained on the target).
 settled() {
+	gain=${2:-8}
 	src_end=$(maps_mib 0) tgt_end=$(maps_on "$to_mems")
 	t=$(up)
 	while awk -v a="$t" -v b="$(up)" 'BEGIN{exit !(b-a < 6)}'; do sleep 1; done
 	s2=$(maps_mib 0) g2=$(maps_on "$to_mems")
 	say "after $1: numa_maps node 0 $src_end -> $s2 MiB, target $tgt_end -> $g2 MiB over 6 s; $(per_node)"
 	d=$((src_end - s2))
-	[ ${d#-} -le 1 ] && [ $s2 -ge 16 ] && [ $((g2 - $(pre_on "$to_mems"))) -ge 8 ]
+	[ ${d#-} -le 1 ] && [ $s2 -ge 16 ] && [ $((g2 - $(pre_on "$to_mems"))) -ge $gain ]
 	result "$1: the pages stopped where the job left them (node 0 $src_end -> $s2 MiB, target $to_mems $tgt_end -> $g2 MiB over the next 6 s, $(pre_on "$to_mems") before the agent)" $? \
 		"they went on moving or the move finished: $(per_node)"
 }
@@ -731,7 +732,11 @@ el=$(echo "$rec" | sed -n 's/.* in \([0-9.]*\) s (.*/\1/p')
 result "expire: the job ended expired at a chunk boundary after ${el:-?} s (job_timeout $JT s; memory_expired record)" $? \
 	"${rec:-no record within 120 s: $(grep -o '"decision":"[a-z_]*"' $A/dec | tr '\n' ' ')}"
 if [ -n "$jid" ]; then
-	settled expire
+	# The other cases stop a job they saw >= 16 MiB into its move; this
+	# one ends at a time, so what moved by then is the host's speed: a
+	# clean clone's CI run moved 7 MiB in the 12 s (4 KiB pages of a busy
+	# TCG-in-TCG guest, 0.1-1.1 s a 408 KiB call). Split is what counts.
+	settled expire 1
 	left_wide expire
 	rec_agrees expire expired
 fi
