@@ -22,6 +22,7 @@
  *
  *   migbench [--mib N] [--busy-mib N] [--only idle|busy] [--pages 4k|thp]
  *            [--repeat N] [--pairs N|KIND=N,...] [--trace]
+ *   migbench --hinted [--busy-mib N]
  *
  * --repeat N runs the selection N times in the one boot (run-to-run
  * variance on a shared host is large: only same-run figures compare);
@@ -41,6 +42,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -593,6 +595,111 @@ static int pairs_for(const char *spec, const char *kind)
 	return found;
 }
 
+/* Counts of move_pages(2) answers over G's pages: per node, and per
+ * -errno (ENOENT, EFAULT, EBUSY, EACCES, other). NODES NULL: a query;
+ * else every page to NODE. */
+static void status_counts(const struct guest *g, int node, bool move, char *buf, size_t sz)
+{
+	size_t n = g->len / 4096, per[8] = { 0 }, enoent = 0, efault = 0, ebusy = 0, eacces = 0, other = 0;
+	void **pages = xcalloc(16384, sizeof(void *));
+	int *st = xcalloc(16384, sizeof(int)), *to = xcalloc(16384, sizeof(int));
+	size_t off = 0;
+
+	for (size_t i = 0; i < n; i += 16384) {
+		size_t k = n - i < 16384 ? n - i : 16384;
+
+		for (size_t j = 0; j < k; j++) {
+			pages[j] = g->addr + (i + j) * 4096;
+			to[j] = node;
+		}
+		if (numamig_move(g->pid, k, pages, move ? to : NULL, st) != 0) {
+			other += k;
+			continue;
+		}
+		for (size_t j = 0; j < k; j++) {
+			if (st[j] >= 0 && st[j] < 8)
+				per[st[j]]++;
+			else if (st[j] == -ENOENT)
+				enoent++;
+			else if (st[j] == -EFAULT)
+				efault++;
+			else if (st[j] == -EBUSY)
+				ebusy++;
+			else if (st[j] == -EACCES)
+				eacces++;
+			else
+				other++;
+		}
+	}
+	for (int nd = 0; nd < 8; nd++)
+		if (per[nd])
+			off += (size_t)snprintf(buf + off, off < sz ? sz - off : 0, "N%d=%zu ", nd, per[nd]);
+	snprintf(buf + off, off < sz ? sz - off : 0, "ENOENT=%zu EFAULT=%zu EBUSY=%zu EACCES=%zu other=%zu", enoent,
+		 efault, ebusy, eacces, other);
+	free(pages);
+	free(st);
+	free(to);
+}
+
+/* MiB of PID's pages on NODE by /proc/PID/numa_maps, which walks the
+ * page tables itself (a hinted page counts where it is). */
+static double numa_maps_mib(pid_t pid, int node)
+{
+	char path[64], line[4096], key[16];
+	double kib = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/numa_maps", (int)pid);
+	snprintf(key, sizeof(key), " N%d=", node);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		char *n = strstr(line, key), *ps = strstr(line, "kernelpagesize_kB=");
+
+		if (n && ps)
+			kib += strtod(n + strlen(key), NULL) * strtod(ps + 18, NULL);
+	}
+	fclose(f);
+	return kib / 1024;
+}
+
+/* --hinted: what move_pages(2) sees of pages the kernel's NUMA balancing
+ * has marked for a hinting fault (PROT_NONE until the next touch). A busy
+ * guest of MIB on node 0's CPUs, balancing BAL for 3 s (its scanner marks
+ * the guest's pages as it runs), then stopped (SIGSTOP: the marks stay)
+ * and balancing off; its pages queried, moved to node 1, queried again.
+ * One "H case=hinted ..." line per page kind and BAL. */
+static void hinted_case(unsigned mib, bool thp, int bal)
+{
+	char q0[256], mv[256], q1[256];
+	double before;
+	struct guest g;
+	cpu_set_t cs;
+	double t0;
+
+	busy = 1;
+	g = spawn(mib, thp, NULL);
+	CPU_ZERO(&cs);
+	CPU_SET(0, &cs);
+	sched_setaffinity(g.pid, sizeof(cs), &cs);
+	wr("/proc/sys/kernel/numa_balancing", bal ? "1" : "0");
+	t0 = now();
+	while (now() - t0 < 3.0)
+		usleep(100000);
+	kill(g.pid, SIGSTOP);
+	wr("/proc/sys/kernel/numa_balancing", "0");
+	before = numa_maps_mib(g.pid, 1);
+	status_counts(&g, -1, false, q0, sizeof(q0));
+	status_counts(&g, 1, true, mv, sizeof(mv));
+	status_counts(&g, -1, false, q1, sizeof(q1));
+	printf("H case=hinted pages=%s balancing=%d mib=%u query: %s | move to 1: %s | query after: %s | "
+	       "numa_maps on node 1: %.1f -> %.1f MiB\n", thp ? "thp" : "4k", bal, mib, q0, mv, q1, before,
+	       numa_maps_mib(g.pid, 1));
+	kill(g.pid, SIGCONT);
+	reap(&g);
+}
+
 int main(int argc, char **argv)
 {
 	unsigned mib = 256, busy_mib = 64, repeat = 1;
@@ -627,6 +734,13 @@ int main(int argc, char **argv)
 		return 77;
 	}
 	wr("/proc/sys/kernel/numa_balancing", "0");
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--hinted") == 0) {
+			for (int t = 1; t >= 0; t--)
+				for (int bal = 0; bal < 2; bal++)
+					hinted_case(busy_mib, t == 1, bal);
+			return 0;
+		}
 	for (unsigned rep = 0; rep < repeat; rep++)
 		for (int b = 0; b < 2; b++) {
 			busy = b;
