@@ -184,7 +184,7 @@ void engine_settle_jobs(struct engine *e)
 		const struct mover_job_info *ji = &fin[k];
 		struct apply_pending *p = NULL;
 		struct apply_result res;
-		char from[NODELIST_BUFSZ], to[NODELIST_BUFSZ], decision[40], narrow[NODELIST_BUFSZ + 240];
+		char from[NODELIST_BUFSZ], to[NODELIST_BUFSZ], decision[40], narrow[NODELIST_BUFSZ + 240], how[96] = "";
 		double mib = (double)ji->bytes_done / 1048576.0;
 		enum apply_status outcome;
 		int settle;
@@ -219,10 +219,16 @@ void engine_settle_jobs(struct engine *e)
 			snprintf(narrow, sizeof(narrow), "; its mems not narrowed to %s: %.200s", to, res.msg);
 		else
 			narrow[0] = '\0';
+		/* Who moved what, when the mover's own calls were not all of it
+		 * (mover_settle_step): beside the kernel's balancing, pages it
+		 * could not see arrive on fault, or by migrate_pages(2). */
+		if (ji->kernel_bytes || ji->swept_bytes)
+			snprintf(how, sizeof(how), " (%.1f MiB of it by the kernel's balancing on fault, %.1f MiB by "
+				 "migrate_pages)", (double)ji->kernel_bytes / 1048576.0, (double)ji->swept_bytes / 1048576.0);
 		apply_result_set(&res, outcome, ji->state == MJ_FAILED ? -EIO : 0,
-			"job %llu %s: %.1f MiB moved off nodes %s onto %s in %.2f s (%.0f MiB/s), %llu chunks, "
+			"job %llu %s: %.1f MiB moved off nodes %s onto %s in %.2f s (%.0f MiB/s)%s, %llu chunks, "
 			"longest stall %.1f ms%s%s%s", (unsigned long long)ji->id, mover_state_name(ji->state), mib,
-			from[0] ? from : "-", to, ji->elapsed_s, ji->elapsed_s > 0 ? mib / ji->elapsed_s : 0,
+			from[0] ? from : "-", to, ji->elapsed_s, ji->elapsed_s > 0 ? mib / ji->elapsed_s : 0, how,
 			(unsigned long long)ji->chunks, ji->stall_max_ms, ji->msg[0] ? ": " : "", ji->msg, narrow);
 		res.duration_s = ji->elapsed_s;
 		snprintf(decision, sizeof(decision), "memory_%s", ji->state == MJ_DONE ? "arrived" :

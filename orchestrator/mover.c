@@ -41,6 +41,7 @@ static const char *const state_names[MJ_NR_STATES] = {
 	[MJ_QUEUED] = "queued",       [MJ_RUNNING] = "running",     [MJ_DONE] = "done",
 	[MJ_VANISHED] = "vanished",   [MJ_SUPERSEDED] = "superseded", [MJ_CANCELLED] = "cancelled",
 	[MJ_STOPPED] = "stopped",     [MJ_EXPIRED] = "expired",     [MJ_FAILED] = "failed",
+	[MJ_PARTIAL] = "partial",
 };
 
 STRTAB_NAME(mover_state_name, enum mover_state, state_names)
@@ -437,6 +438,20 @@ size_t mover_drop_refused(int *status, const size_t *idx, const int *mstatus, si
 			dropped++;
 		}
 	return dropped;
+}
+
+enum mover_settle mover_settle_step(uint64_t left, uint64_t prev, double waited_s)
+{
+	uint64_t step;
+
+	if (left < LEFT_MIN_BYTES)
+		return MOVER_SETTLE_DONE;
+	if (prev == UINT64_MAX)
+		return MOVER_SETTLE_WAIT;
+	step = prev / 10 > LEFT_MIN_BYTES ? prev / 10 : LEFT_MIN_BYTES;
+	if (prev > left && prev - left >= step && waited_s + MOVER_SETTLE_POLL_S <= MOVER_SETTLE_MAX_S + 1e-9)
+		return MOVER_SETTLE_WAIT;
+	return MOVER_SETTLE_SWEEP;
 }
 
 size_t mover_window_moved(const int *first, const int *status, size_t n, const nodemask_t *to, long *by_node)
@@ -1495,6 +1510,178 @@ static void census(struct mover *m, struct job *j)
 		  j->npids, (double)(clock_mono_ns() - t0) / 1e6);
 }
 
+/* Anonymous bytes per node id of J's processes (PID's alone when > 0)
+ * by numa_maps, into BY_ID (MASK_MAX_NODES entries, zeroed here); returns
+ * the bytes off J's target. numa_maps walks the page tables itself: it
+ * counts the pages move_pages(2) may not see (mover_settle_step). */
+static uint64_t anon_off_target(struct mover *m, const struct job *j, pid_t pid, uint64_t *by_id)
+{
+	uint64_t off = 0;
+
+	memset(by_id, 0, MASK_MAX_NODES * sizeof(*by_id));
+	for (unsigned i = 0; i < j->npids; i++) {
+		char path[PATH_MAX], *text = NULL;
+
+		if ((pid > 0 && j->pids[i] != pid) ||
+		    snprintf(path, sizeof(path), "%s/%d/numa_maps", m->hp.procfs, (int)j->pids[i]) >=
+			    (int)sizeof(path) ||
+		    fs_read_file(path, MAPS_MAX, &text, NULL) < 0)
+			continue;
+		numamaps_parse_anon(text, by_id, MASK_MAX_NODES);
+		free(text);
+	}
+	for (int n = 0; n < MASK_MAX_NODES; n++)
+		if (by_id[n] && !mask_test(&j->info.to, n))
+			off += by_id[n];
+	return off;
+}
+
+/* What moved onto J's target between two looks (BEFORE, AFTER: per node
+ * id): by source node, the least of what left it and what the target
+ * gained (memory a guest frees is no move), counted done. Returns the
+ * bytes. */
+static uint64_t credit_settled(struct mover *m, struct job *j, const uint64_t *before, const uint64_t *after)
+{
+	uint64_t left = 0, gained = 0, credit, total = 0;
+
+	for (int n = 0; n < MASK_MAX_NODES; n++) {
+		if (mask_test(&j->info.to, n))
+			gained += after[n] > before[n] ? after[n] - before[n] : 0;
+		else
+			left += before[n] > after[n] ? before[n] - after[n] : 0;
+	}
+	credit = left < gained ? left : gained;
+	pthread_mutex_lock(&m->lock);
+	for (int n = 0; n < MASK_MAX_NODES && credit; n++) {
+		uint64_t d;
+
+		if (mask_test(&j->info.to, n) || before[n] <= after[n])
+			continue;
+		d = before[n] - after[n] < credit ? before[n] - after[n] : credit;
+		mover_add_done(&j->info, mover_source_slot(&j->info, n), (int64_t)d);
+		credit -= d;
+		total += d;
+	}
+	pthread_mutex_unlock(&m->lock);
+	return total;
+}
+
+/* Sleep S unless J must stop; false if it must. */
+static bool settle_wait(struct mover *m, struct job *j, double s)
+{
+	struct timespec ts;
+	bool ok;
+
+	pthread_mutex_lock(&m->lock);
+	deadline_ts(&ts, s);
+	while (stop_reason(m, j) == MJ_QUEUED && pthread_cond_timedwait(&m->work, &m->lock, &ts) != ETIMEDOUT)
+		;
+	ok = stop_reason(m, j) == MJ_QUEUED;
+	pthread_mutex_unlock(&m->lock);
+	return ok;
+}
+
+/* migrate_pages(2) of PID's pages off J's target onto it, after the walk
+ * and the wait left LEFT_MIN_BYTES or more there: pages the move_pages(2)
+ * walk could not see (a page marked for a NUMA hinting fault answers
+ * EFAULT on 6.1 kernels: testbed, diag_kbal_race) and the kernel's
+ * balancing did not move (not touched meanwhile). One call, not chunked:
+ * what is left is memory its threads did not touch for seconds. Like a
+ * cpuset.mems write, it also moves the process's file pages on those
+ * nodes. false if J must stop (the rate budget). */
+static bool sweep_process(struct mover *m, struct job *j, pid_t pid, uint64_t *before, uint64_t *after)
+{
+	int from[MOVER_MAX_SOURCES], to[MOVER_MAX_SOURCES];
+	unsigned nfrom = 0, nto = 0;
+	uint64_t left = anon_off_target(m, j, pid, before), moved;
+	int64_t t0, t1;
+	double ms;
+	int r;
+
+	if (left < LEFT_MIN_BYTES)
+		return true;
+	for (int n = 0; n < MASK_MAX_NODES; n++) {
+		if (mask_test(&j->info.to, n)) {
+			if (nto < MOVER_MAX_SOURCES)
+				to[nto++] = n;
+		} else if (before[n] && nfrom < MOVER_MAX_SOURCES) {
+			from[nfrom++] = n;
+		}
+	}
+	if (!nfrom || !nto)
+		return true;
+	if (!rate_take(m, j, (size_t)left))
+		return false;
+	t0 = clock_mono_ns();
+	r = numamig_pages(pid, from, nfrom, to, nto);
+	t1 = clock_mono_ns();
+	ms = (double)(t1 - t0) / 1e6;
+	anon_off_target(m, j, pid, after);
+	moved = credit_settled(m, j, before, after);
+	pthread_mutex_lock(&m->lock);
+	j->info.swept_bytes += moved;
+	j->info.chunks++;
+	if (ms > j->info.stall_max_ms)
+		j->info.stall_max_ms = ms;
+	add_stall(m, ms);
+	add_moved(m, j->info.cause, moved);
+	pthread_mutex_unlock(&m->lock);
+	log_debug("mover: job %" PRIu64 " pid %d: migrate_pages of %.1f MiB left off the target: %.1f MiB moved "
+		  "in %.1f ms%s%s", j->info.id, (int)pid, (double)left / 1048576.0, (double)moved / 1048576.0, ms,
+		  r < 0 ? ": " : "", r < 0 ? strerror(-r) : "");
+	return true;
+}
+
+/* After the walk: wait while the kernel's NUMA balancing moves what the
+ * walk could not see (mover_settle_step), then sweep the rest. Returns
+ * J's state: MJ_DONE, MJ_PARTIAL (MSG says how much is left), or why it
+ * had to stop. */
+static enum mover_state settle(struct mover *m, struct job *j, char *msg, size_t msgsz)
+{
+	uint64_t *prev = xcalloc(MASK_MAX_NODES, sizeof(*prev)), *now = xcalloc(MASK_MAX_NODES, sizeof(*now));
+	uint64_t left = anon_off_target(m, j, 0, now), last = UINT64_MAX;
+	enum mover_state st = MJ_DONE;
+	enum mover_settle step;
+	double waited = 0;
+
+	while ((step = mover_settle_step(left, last, waited)) == MOVER_SETTLE_WAIT) {
+		uint64_t *t = prev;
+
+		if (!settle_wait(m, j, MOVER_SETTLE_POLL_S))
+			goto stop;
+		waited += MOVER_SETTLE_POLL_S;
+		prev = now;
+		now = t;
+		last = left;
+		left = anon_off_target(m, j, 0, now);
+		j->info.kernel_bytes += credit_settled(m, j, prev, now);
+	}
+	/* A split job's pages go to FIRST while it has room, a job waiting
+	 * for room counts its calls' bytes against it: neither is swept. */
+	if (step == MOVER_SETTLE_SWEEP && j->first < 0 && !j->wait_room) {
+		for (unsigned i = 0; i < j->npids; i++)
+			if (!sweep_process(m, j, j->pids[i], prev, now))
+				goto stop;
+		left = anon_off_target(m, j, 0, now);
+	}
+	j->info.left_end = left;
+	if (left >= LEFT_MIN_BYTES) {
+		st = MJ_PARTIAL;
+		snprintf(msg, msgsz, "%.1f MiB of its anonymous memory still off the target", (double)left / 1048576.0);
+	}
+	free(prev);
+	free(now);
+	return st;
+stop:
+	pthread_mutex_lock(&m->lock);
+	st = stop_reason(m, j);
+	pthread_mutex_unlock(&m->lock);
+	j->info.left_end = left;
+	free(prev);
+	free(now);
+	return st;
+}
+
 static enum mover_state run_job(struct mover *m, struct job *j, struct bufs *b, char *msg, size_t msgsz)
 {
 	int64_t t_in = clock_mono_ns(), t_pin, t_census, t_walk;
@@ -1538,6 +1725,8 @@ static enum mover_state run_job(struct mover *m, struct job *j, struct bufs *b, 
 	}
 	if (st == MJ_DONE && !alive)
 		st = MJ_VANISHED;
+	if (st == MJ_DONE && !j->relocate_all)
+		st = settle(m, j, msg, msgsz);
 	t_walk = clock_mono_ns();
 	/* Where a job's time goes besides its move calls and queries
 	 * (make bench-migrate --trace); logged last, so the log write is in

@@ -46,6 +46,10 @@ enum mover_state {
 	MJ_STOPPED,
 	MJ_EXPIRED,
 	MJ_FAILED,
+	/* Walked to the end, waited for and swept what it could not see, and
+	 * still LEFT_MIN_BYTES or more of its anonymous memory off the target
+	 * (numa_maps): the record says how much, the mems stay wide. */
+	MJ_PARTIAL,
 	MJ_NR_STATES
 };
 
@@ -124,6 +128,13 @@ struct mover_job_info {
 	unsigned nsources;
 	struct mover_source sources[MOVER_MAX_SOURCES]; /* in the order first seen */
 	uint64_t other_found, other_done;
+	/* After its walk (mover_settle_step): what the kernel's NUMA
+	 * balancing moved onto the target on fault while the job waited, and
+	 * what migrate_pages(2) moved of what was left (pages the walk's
+	 * move_pages(2) calls could not see: on 6.1 kernels it answers
+	 * EFAULT for a page marked for a NUMA hinting fault). Both are in
+	 * BYTES_DONE; LEFT_END what numa_maps still showed off the target. */
+	uint64_t kernel_bytes, swept_bytes, left_end;
 	uint64_t chunks;         /* move calls made */
 	double stall_max_ms;     /* the longest move call */
 	int64_t queued_real_ns, started_real_ns, ended_real_ns; /* 0: not yet */
@@ -375,6 +386,21 @@ bool mover_peer_frees(enum mover_state st, bool stopping, bool room_waiting, boo
  * once when the previous look too saw no job moving (LOOKED_QUIET). */
 enum mover_room_step { MOVER_ROOM_TAKE, MOVER_ROOM_WAIT, MOVER_ROOM_LOOK_AGAIN, MOVER_ROOM_FAIL };
 enum mover_room_step mover_room_step(bool room, bool others_moving, bool looked_quiet);
+
+/* What a job does once it has walked its processes, from its
+ * processes' anonymous memory still off the target (numa_maps, which
+ * counts a page marked for a NUMA hinting fault where move_pages(2) may
+ * not see it): LEFT now, PREV at the last look (UINT64_MAX: none yet),
+ * WAITED_S since the walk. Done under LEFT_MIN_BYTES; else wait
+ * (MOVER_SETTLE_POLL_S) while what is left shrinks by at least a tenth
+ * or LEFT_MIN_BYTES a look — the kernel's balancing moving the pages its
+ * threads touch — up to MOVER_SETTLE_MAX_S, and first once to see;
+ * then sweep the rest with migrate_pages(2). */
+#define LEFT_MIN_BYTES (2ULL << 20)
+#define MOVER_SETTLE_POLL_S 0.5
+#define MOVER_SETTLE_MAX_S 5.0
+enum mover_settle { MOVER_SETTLE_DONE, MOVER_SETTLE_WAIT, MOVER_SETTLE_SWEEP };
+enum mover_settle mover_settle_step(uint64_t left, uint64_t prev, double waited_s);
 
 /* ---- the pure part: what a worker keeps from one job to the next ---- */
 

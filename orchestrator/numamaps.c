@@ -1,10 +1,19 @@
 #include "numamaps.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
-void numamaps_parse(const char *text, uint64_t *bytes, unsigned nids)
+/* Does the line L..EOL hold TOKEN (" anon=", " file=")? */
+static bool has_token(const char *l, const char *eol, const char *token)
+{
+	const char *t = strstr(l, token);
+
+	return t && t < eol;
+}
+
+static void parse(const char *text, uint64_t *bytes, unsigned nids, bool anon_only)
 {
 	for (const char *l = text; *l;) {
 		const char *eol = strchr(l, '\n'), *k;
@@ -12,6 +21,10 @@ void numamaps_parse(const char *text, uint64_t *bytes, unsigned nids)
 
 		if (!eol)
 			eol = l + strlen(l);
+		if (anon_only && (!has_token(l, eol, " anon=") || has_token(l, eol, " file="))) {
+			l = *eol ? eol + 1 : eol;
+			continue;
+		}
 		/* The page size comes last on the line: find it first. */
 		k = strstr(l, " kernelpagesize_kB=");
 		if (k && k < eol) {
@@ -40,4 +53,14 @@ void numamaps_parse(const char *text, uint64_t *bytes, unsigned nids)
 		}
 		l = *eol ? eol + 1 : eol;
 	}
+}
+
+void numamaps_parse(const char *text, uint64_t *bytes, unsigned nids)
+{
+	parse(text, bytes, nids, false);
+}
+
+void numamaps_parse_anon(const char *text, uint64_t *bytes, unsigned nids)
+{
+	parse(text, bytes, nids, true);
 }

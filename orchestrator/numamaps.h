@@ -14,4 +14,10 @@
  * are skipped: the file is the kernel's, one line a mapping. */
 void numamaps_parse(const char *text, uint64_t *bytes, unsigned nids);
 
+/* The same over the anonymous mappings only: lines with an "anon=" count
+ * and no "file=" (heap, stack, anonymous mmap, THP; not a file's private
+ * copy-on-write pages, nor shared memory): the pages move_pages(2) can
+ * move for the one process that maps them. */
+void numamaps_parse_anon(const char *text, uint64_t *bytes, unsigned nids);
+
 #endif

@@ -158,6 +158,10 @@ static void test_job_outcome(void **state)
 		{ MJ_SUPERSEDED, false, APPLY_CHANGED, true },
 		{ MJ_EXPIRED, false, APPLY_CHANGED, true },
 		{ MJ_FAILED, false, APPLY_FAILED, true },
+		/* walked, waited, swept, and memory still off the target: the
+		 * mems stay wide, never narrowed onto a node without its pages */
+		{ MJ_PARTIAL, false, APPLY_CHANGED, true },
+		{ MJ_PARTIAL, true, APPLY_CHANGED, true },
 		{ MJ_CANCELLED, true, APPLY_CHANGED, true },
 		{ MJ_VANISHED, false, APPLY_VANISHED, false },
 		{ MJ_VANISHED, true, APPLY_VANISHED, false },

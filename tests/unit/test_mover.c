@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "orchestrator/mover.h"
+#include "orchestrator/numamaps.h"
 #include "orchestrator/xalloc.h"
 
 static const char *maps =
@@ -308,6 +309,57 @@ static void test_window_moved(void **state)
 		by[i] = 0;
 	assert_int_equal(mover_window_moved(first, first, 8, &to, by), 0);
 	assert_int_equal(by[0] + by[1] + by[2] + by[3], 0);
+}
+
+/* After the walk: done under LEFT_MIN_BYTES; else one look to see, then
+ * wait while the kernel's balancing takes what is left down by a tenth
+ * (or 2 MiB) a look, up to MOVER_SETTLE_MAX_S; else sweep. */
+static void test_settle_step(void **state)
+{
+	const uint64_t M = 1ULL << 20;
+
+	(void)state;
+	assert_int_equal(mover_settle_step(0, UINT64_MAX, 0), MOVER_SETTLE_DONE);
+	assert_int_equal(mover_settle_step(2 * M - 1, UINT64_MAX, 0), MOVER_SETTLE_DONE);
+	/* the first look always waits: the kernel may be moving them */
+	assert_int_equal(mover_settle_step(160 * M, UINT64_MAX, 0), MOVER_SETTLE_WAIT);
+	/* the kernel moved 60 of 160 MiB in the last look: wait on */
+	assert_int_equal(mover_settle_step(100 * M, 160 * M, 0.5), MOVER_SETTLE_WAIT);
+	/* 10 of 160: under a tenth, the rest is idle memory: sweep */
+	assert_int_equal(mover_settle_step(150 * M, 160 * M, 0.5), MOVER_SETTLE_SWEEP);
+	/* small remainders need 2 MiB of progress a look, not a tenth */
+	assert_int_equal(mover_settle_step(9 * M, 10 * M, 0.5), MOVER_SETTLE_SWEEP);
+	assert_int_equal(mover_settle_step(7 * M, 10 * M, 0.5), MOVER_SETTLE_WAIT);
+	/* no look beyond MOVER_SETTLE_MAX_S, however fast it goes */
+	assert_int_equal(mover_settle_step(50 * M, 160 * M, MOVER_SETTLE_MAX_S), MOVER_SETTLE_SWEEP);
+	assert_int_equal(mover_settle_step(50 * M, 160 * M, MOVER_SETTLE_MAX_S - MOVER_SETTLE_POLL_S),
+			 MOVER_SETTLE_WAIT);
+	/* more than before (the guest grew off the target): sweep */
+	assert_int_equal(mover_settle_step(170 * M, 160 * M, 0.5), MOVER_SETTLE_SWEEP);
+	/* and done whenever it drops under the floor */
+	assert_int_equal(mover_settle_step(M, 160 * M, MOVER_SETTLE_MAX_S), MOVER_SETTLE_DONE);
+}
+
+/* numa_maps of anonymous mappings only: what the mover's settle counts. */
+static void test_numamaps_anon(void **state)
+{
+	static const char text[] =
+		"00400000 default file=/bin/guestload mapped=40 N0=40 kernelpagesize_kB=4\n"
+		"7f0000000000 default anon=32768 dirty=32768 N0=32256 N1=512 kernelpagesize_kB=4\n"
+		"7f1000000000 default file=/lib/libc.so.6 anon=2 dirty=2 mapped=300 N2=300 kernelpagesize_kB=4\n"
+		"7f2000000000 default file=/memfd:guest-ram (deleted) dirty=512 N3=512 kernelpagesize_kB=4\n"
+		"7ffc00000000 default stack anon=8 dirty=8 N1=8 kernelpagesize_kB=4\n";
+	uint64_t all[4] = { 0 }, anon[4] = { 0 };
+
+	(void)state;
+	numamaps_parse(text, all, 4);
+	numamaps_parse_anon(text, anon, 4);
+	assert_int_equal(all[0], (40 + 32256) * 4096ULL);
+	assert_int_equal(all[2], 300 * 4096ULL);
+	assert_int_equal(anon[0], 32256 * 4096ULL);
+	assert_int_equal(anon[1], (512 + 8) * 4096ULL);
+	assert_int_equal(anon[2], 0);
+	assert_int_equal(anon[3], 0);
 }
 
 /* After a move, where the window's pages are is known from the call's own
@@ -879,6 +931,8 @@ int main(void)
 		cmocka_unit_test(test_guess_failed),
 		cmocka_unit_test(test_verify_after_move),
 		cmocka_unit_test(test_window_moved),
+		cmocka_unit_test(test_settle_step),
+		cmocka_unit_test(test_numamaps_anon),
 		cmocka_unit_test(test_assign_first),
 		cmocka_unit_test(test_adapt_chunk),
 		cmocka_unit_test(test_cost_next),
