@@ -370,8 +370,12 @@ void pset_eval(const struct pctx *x, const struct gview *g, const unsigned *idx,
 		}
 	out->mean_dist = npairs ? (double)dsum / (double)npairs
 				: (nuni ? dist(x, x->uni[0], x->uni[0]) : 10.0);
+	/* Beside the kernel's balancing, memory onto the nodes its busy
+	 * threads run on is the kernel's, on fault, under way already
+	 * (gview.follow_nodes): a set keeping them there pays nothing for it. */
 	out->score = out->util_after +
-		     W_MIGRATE * (g->mem_total ? (double)out->migrate / (double)g->mem_total : 0.0) +
+		     (MASK_ANY(&g->follow_nodes) && mask_subset(&g->follow_nodes, &out->nodes) ? 0.0 :
+		      W_MIGRATE * (g->mem_total ? (double)out->migrate / (double)g->mem_total : 0.0)) +
 		     W_DISTANCE * (out->mean_dist / 10.0 - 1.0);
 }
 

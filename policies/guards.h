@@ -100,6 +100,11 @@ struct gview {
 	 * testbed's misplaced scenario: three 320 MiB migrations where two
 	 * were needed). */
 	bool floater;
+	/* Beside the kernel's NUMA balancing (on), a busy guest's memory
+	 * follows its threads on fault: the nodes its busy threads ran on
+	 * (measured, own ≥ SNAP_BUSY_THREAD_CPU), which a set keeping them
+	 * pays no migration for in its score (pset_eval). Empty: not so. */
+	nodemask_t follow_nodes;
 };
 
 /* The evaluation of one node set T for one guest. */

@@ -595,6 +595,45 @@ static const struct tcase cases[] = {
 		.numa_balancing = 1,
 	},
 	{
+		/* The testbed's misplaced beside the kernel's balancing, at the
+		 * agent's first cycle: web1's thread runs on node 3 and the
+		 * kernel has moved a third of its memory there on fault (216 MiB
+		 * still on node 0). Its CPUs stay where they run and the kernel
+		 * brings the rest; moving them to node 0 would send the 104 MiB
+		 * back (t90 7.8/6.0/8.0 s against the kernel alone's 4.0/5.9/4.0). */
+		.name = "beside the kernel's balancing: CPUs stay where the kernel is bringing the memory",
+		.nn = 4, .nodes = { N(0, 2, 1024, 600, 0.0), N(1, 2, 1024, 600, 0.0),
+				    N(2, 2, 1024, 900, 0.0), N(3, 2, 1024, 800, 0.5) },
+		.g = { { .id = "web1", .use = 1.0, .on = "0-3", .mib = { 216, 0, 0, 104 }, .threads = 1, .busy = 1,
+			 .ran = { 0, 0, 0, 1.0 } } },
+		.e = { { .id = "web1", .kind = PLAN_MOVE, .to = "3", .mems = "3", .mig = MIG(216) } },
+		.verbose = true,
+		.numa_balancing = 1,
+	},
+	{
+		/* The same with balancing not on: nothing moves its memory but
+		 * the agent, and moving the CPUs to the most of it is cheapest. */
+		.name = "balancing not on: CPUs to where most of the memory is",
+		.nn = 4, .nodes = { N(0, 2, 1024, 600, 0.0), N(1, 2, 1024, 600, 0.0),
+				    N(2, 2, 1024, 900, 0.0), N(3, 2, 1024, 800, 0.5) },
+		.g = { { .id = "web1", .use = 1.0, .on = "0-3", .mib = { 216, 0, 0, 104 }, .threads = 1, .busy = 1,
+			 .ran = { 0, 0, 0, 1.0 } } },
+		.e = { { .id = "web1", .kind = PLAN_MOVE, .to = "0", .mems = "0", .mig = MIG(104) } },
+		.verbose = true,
+	},
+	{
+		/* Beside the kernel, but its threads' node has no room for its
+		 * memory (memtight's node 0): the CPUs go to the memory. */
+		.name = "beside the kernel's balancing: not onto a node without room",
+		.nn = 4, .nodes = { N(0, 2, 1024, 600, 0.0), N(1, 2, 1024, 600, 0.0),
+				    N(2, 2, 1024, 900, 0.0), N(3, 2, 1024, 40, 0.5) },
+		.g = { { .id = "web1", .use = 1.0, .on = "0-3", .mib = { 216, 0, 0, 104 }, .threads = 1, .busy = 1,
+			 .ran = { 0, 0, 0, 1.0 } } },
+		.e = { { .id = "web1", .kind = PLAN_MOVE, .to = "0", .mems = "0", .mig = MIG(104) } },
+		.verbose = true,
+		.numa_balancing = 1,
+	},
+	{
 		/* The testbed's memtight hog: two busy threads (of three) using
 		 * 2 CPUs on its one 2-CPU node, not sampled per thread. Its
 		 * headroom does not make it a third busy thread: it is not
