@@ -1654,7 +1654,13 @@ static enum mover_state settle(struct mover *m, struct job *j, char *msg, size_t
 		now = t;
 		last = left;
 		left = anon_off_target(m, j, 0, now);
-		j->info.kernel_bytes += credit_settled(m, j, prev, now);
+		{
+			uint64_t k = credit_settled(m, j, prev, now);
+
+			pthread_mutex_lock(&m->lock);
+			j->info.kernel_bytes += k;
+			pthread_mutex_unlock(&m->lock);
+		}
 	}
 	/* A split job's pages go to FIRST while it has room, a job waiting
 	 * for room counts its calls' bytes against it: neither is swept. */
@@ -1664,7 +1670,9 @@ static enum mover_state settle(struct mover *m, struct job *j, char *msg, size_t
 				goto stop;
 		left = anon_off_target(m, j, 0, now);
 	}
+	pthread_mutex_lock(&m->lock);
 	j->info.left_end = left;
+	pthread_mutex_unlock(&m->lock);
 	if (left >= LEFT_MIN_BYTES) {
 		st = MJ_PARTIAL;
 		snprintf(msg, msgsz, "%.1f MiB of its anonymous memory still off the target", (double)left / 1048576.0);
@@ -1675,8 +1683,8 @@ static enum mover_state settle(struct mover *m, struct job *j, char *msg, size_t
 stop:
 	pthread_mutex_lock(&m->lock);
 	st = stop_reason(m, j);
-	pthread_mutex_unlock(&m->lock);
 	j->info.left_end = left;
+	pthread_mutex_unlock(&m->lock);
 	free(prev);
 	free(now);
 	return st;
