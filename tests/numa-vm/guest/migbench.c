@@ -41,6 +41,7 @@
  * --trace logs each of the mover's calls (debug level, to stderr).
  */
 #include <errno.h>
+#include <execinfo.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -700,6 +701,30 @@ static void hinted_case(unsigned mib, bool thp, int bal)
 	reap(&g);
 }
 
+/* A crash says where: the return addresses of the faulting thread, for
+ * addr2line -f -e build/numa-vm/bin/migbench (a static binary, no PIE).
+ * The bench's first whole run with busy 4 KiB pairs died of SIGSEGV with
+ * nothing else to go on. */
+static void on_fault(int sig)
+{
+	void *pc[48];
+	int n = backtrace(pc, 48);
+	char line[64];
+
+	snprintf(line, sizeof(line), "F signal=%d thread=%ld frames:", sig, (long)syscall(SYS_gettid));
+	if (write(2, line, strlen(line)) < 0)
+		_exit(128 + sig);
+	for (int i = 0; i < n; i++) {
+		snprintf(line, sizeof(line), " %p", pc[i]);
+		if (write(2, line, strlen(line)) < 0)
+			break;
+	}
+	if (write(2, "\n", 1) < 0)
+		_exit(128 + sig);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
 int main(int argc, char **argv)
 {
 	unsigned mib = 256, busy_mib = 64, repeat = 1;
@@ -707,6 +732,9 @@ int main(int argc, char **argv)
 	const char *only = "", *pages = "", *pairs = "";
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	signal(SIGSEGV, on_fault);
+	signal(SIGBUS, on_fault);
+	signal(SIGABRT, on_fault);
 	for (int i = 1; i + 1 < argc; i++) {
 		if (strcmp(argv[i], "--mib") == 0)
 			mib = (unsigned)atoi(argv[++i]);
