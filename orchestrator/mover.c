@@ -58,6 +58,7 @@ struct job {
 	bool relocate_all;
 	int first;                   /* mover_spec.first, -1: none */
 	uint64_t first_left;         /* bytes FIRST may still take (worker-owned) */
+	uint64_t seen_left;          /* bytes its walk saw and left off the target (mover_window_left) */
 	enum mover_state stop_as;    /* != MJ_QUEUED: end at the next chunk boundary as this */
 	int64_t start_mono, deadline_mono;
 	bool wait_room;              /* mover_spec.wait_room */
@@ -438,6 +439,15 @@ size_t mover_drop_refused(int *status, const size_t *idx, const int *mstatus, si
 			dropped++;
 		}
 	return dropped;
+}
+
+size_t mover_window_left(const int *status, size_t n, const nodemask_t *to)
+{
+	size_t left = 0;
+
+	for (size_t i = 0; i < n; i++)
+		left += (status[i] >= 0 && !mask_test(to, status[i])) || status[i] == -EACCES;
+	return left;
 }
 
 enum mover_settle mover_settle_step(uint64_t left, uint64_t prev, double waited_s)
@@ -1382,6 +1392,8 @@ static int walk_process(struct mover *m, struct job *j, pid_t pid, struct bufs *
 								       &j->info.to))
 				compact = false;
 		}
+		if (r == 0 && !j->relocate_all)
+			j->seen_left += (uint64_t)mover_window_left(b->status, n, &j->info.to) * page;
 		if ((r == 0 || ended_known) && !j->relocate_all) {
 			long by_node[MASK_MAX_NODES] = { 0 };
 
@@ -1636,10 +1648,17 @@ static bool sweep_process(struct mover *m, struct job *j, pid_t pid, uint64_t *b
  * walk could not see (mover_settle_step), then sweep the rest. Returns
  * J's state: MJ_DONE, MJ_PARTIAL (MSG says how much is left), or why it
  * had to stop. */
+/* What numa_maps shows off J's target beyond what its walk saw there:
+ * the pages it could not see. */
+static uint64_t unseen(const struct job *j, uint64_t off)
+{
+	return off > j->seen_left ? off - j->seen_left : 0;
+}
+
 static enum mover_state settle(struct mover *m, struct job *j, char *msg, size_t msgsz)
 {
 	uint64_t *prev = xcalloc(MASK_MAX_NODES, sizeof(*prev)), *now = xcalloc(MASK_MAX_NODES, sizeof(*now));
-	uint64_t left = anon_off_target(m, j, 0, now), last = UINT64_MAX;
+	uint64_t left = unseen(j, anon_off_target(m, j, 0, now)), last = UINT64_MAX;
 	enum mover_state st = MJ_DONE;
 	enum mover_settle step;
 	double waited = 0;
@@ -1653,7 +1672,7 @@ static enum mover_state settle(struct mover *m, struct job *j, char *msg, size_t
 		prev = now;
 		now = t;
 		last = left;
-		left = anon_off_target(m, j, 0, now);
+		left = unseen(j, anon_off_target(m, j, 0, now));
 		{
 			uint64_t k = credit_settled(m, j, prev, now);
 
@@ -1668,14 +1687,15 @@ static enum mover_state settle(struct mover *m, struct job *j, char *msg, size_t
 		for (unsigned i = 0; i < j->npids; i++)
 			if (!sweep_process(m, j, j->pids[i], prev, now))
 				goto stop;
-		left = anon_off_target(m, j, 0, now);
+		left = unseen(j, anon_off_target(m, j, 0, now));
 	}
 	pthread_mutex_lock(&m->lock);
 	j->info.left_end = left;
 	pthread_mutex_unlock(&m->lock);
 	if (left >= LEFT_MIN_BYTES) {
 		st = MJ_PARTIAL;
-		snprintf(msg, msgsz, "%.1f MiB of its anonymous memory still off the target", (double)left / 1048576.0);
+		snprintf(msg, msgsz, "%.1f MiB of its anonymous memory still off the target, unseen by move_pages(2)",
+			 (double)left / 1048576.0);
 	}
 	free(prev);
 	free(now);

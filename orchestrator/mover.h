@@ -387,10 +387,18 @@ bool mover_peer_frees(enum mover_state st, bool stopping, bool room_waiting, boo
 enum mover_room_step { MOVER_ROOM_TAKE, MOVER_ROOM_WAIT, MOVER_ROOM_LOOK_AGAIN, MOVER_ROOM_FAIL };
 enum mover_room_step mover_room_step(bool room, bool others_moving, bool looked_quiet);
 
+/* After a window's passes: its pages the walk saw and leaves off TO on
+ * purpose — present off TO (a second pass not worth its call, pages in
+ * flight) or refused for good as shared with other processes (-EACCES:
+ * MPOL_MF_MOVE moves a process's own pages only). numa_maps counts these
+ * too; the settle step below must not take them for pages it could not
+ * see. */
+size_t mover_window_left(const int *status, size_t n, const nodemask_t *to);
+
 /* What a job does once it has walked its processes, from its
- * processes' anonymous memory still off the target (numa_maps, which
- * counts a page marked for a NUMA hinting fault where move_pages(2) may
- * not see it): LEFT now, PREV at the last look (UINT64_MAX: none yet),
+ * processes' anonymous memory still off the target that its walk did not
+ * see (numa_maps, which counts a page marked for a NUMA hinting fault
+ * where move_pages(2) may not see it, less mover_window_left): LEFT now, PREV at the last look (UINT64_MAX: none yet),
  * WAITED_S since the walk. Done under LEFT_MIN_BYTES; else wait
  * (MOVER_SETTLE_POLL_S) while what is left shrinks by at least a tenth
  * or LEFT_MIN_BYTES a look — the kernel's balancing moving the pages its

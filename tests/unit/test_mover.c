@@ -311,6 +311,22 @@ static void test_window_moved(void **state)
 	assert_int_equal(by[0] + by[1] + by[2] + by[3], 0);
 }
 
+/* What a window's walk saw and left off the target on purpose: present
+ * off it, or refused as shared (EACCES); not what it could not see
+ * (EFAULT: untouched, or marked for a NUMA hinting fault), not what is
+ * on the target, not what the move found gone (ENOENT). */
+static void test_window_left(void **state)
+{
+	int st[8] = { 1, 0, -EACCES, -EFAULT, 2, -ENOENT, 1, 3 };
+	nodemask_t to;
+
+	(void)state;
+	mask_parse("1", &to);
+	assert_int_equal(mover_window_left(st, 8, &to), 4); /* 0, EACCES, 2, 3 */
+	mask_parse("1-3", &to);
+	assert_int_equal(mover_window_left(st, 8, &to), 2); /* 0, EACCES */
+}
+
 /* After the walk: done under LEFT_MIN_BYTES; else one look to see, then
  * wait while the kernel's balancing takes what is left down by a tenth
  * (or 2 MiB) a look, up to MOVER_SETTLE_MAX_S; else sweep. */
@@ -931,6 +947,7 @@ int main(void)
 		cmocka_unit_test(test_guess_failed),
 		cmocka_unit_test(test_verify_after_move),
 		cmocka_unit_test(test_window_moved),
+		cmocka_unit_test(test_window_left),
 		cmocka_unit_test(test_settle_step),
 		cmocka_unit_test(test_numamaps_anon),
 		cmocka_unit_test(test_assign_first),
