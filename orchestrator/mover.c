@@ -464,6 +464,35 @@ enum mover_settle mover_settle_step(uint64_t left, uint64_t prev, double waited_
 	return MOVER_SETTLE_SWEEP;
 }
 
+unsigned mover_sweep_nodes(const uint64_t *by_id, unsigned nr, const nodemask_t *to, uint64_t min_left, int *out)
+{
+	uint64_t rest = 0;
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < nr && i < MASK_MAX_NODES; i++)
+		if (!mask_test(to, (int)i))
+			rest += by_id[i];
+	while (rest >= min_left && rest) {
+		int best = -1;
+
+		for (unsigned i = 0; i < nr && i < MASK_MAX_NODES; i++) {
+			bool taken = false;
+
+			if (mask_test(to, (int)i) || !by_id[i])
+				continue;
+			for (unsigned k = 0; k < n && !taken; k++)
+				taken = out[k] == (int)i;
+			if (!taken && (best < 0 || by_id[i] > by_id[best]))
+				best = (int)i;
+		}
+		if (best < 0)
+			break;
+		out[n++] = best;
+		rest -= by_id[best];
+	}
+	return n;
+}
+
 size_t mover_window_moved(const int *first, const int *status, size_t n, const nodemask_t *to, long *by_node)
 {
 	size_t total = 0;
@@ -1597,51 +1626,64 @@ static bool settle_wait(struct mover *m, struct job *j, double s)
  * and the wait left LEFT_MIN_BYTES or more there: pages the move_pages(2)
  * walk could not see (a page marked for a NUMA hinting fault answers
  * EFAULT on 6.1 kernels: testbed, diag_kbal_race) and the kernel's
- * balancing did not move (not touched meanwhile). One call, not chunked:
- * what is left is memory its threads did not touch for seconds. Like a
- * cpuset.mems write, it also moves the process's file pages on those
- * nodes. false if J must stop (the rate budget). */
+ * balancing did not move (not touched meanwhile). One call per source
+ * node (mover_sweep_nodes), each within the rate budget and each a chunk
+ * with its own stall: a node is the smallest piece migrate_pages(2) takes.
+ * Like a cpuset.mems write, it also moves the process's file pages on
+ * those nodes. BEFORE and AFTER get PID's anonymous bytes per node before
+ * the first call and after the last. false if J must stop (the rate
+ * budget, or a stop between two calls). */
 static bool sweep_process(struct mover *m, struct job *j, pid_t pid, uint64_t *before, uint64_t *after)
 {
-	int from[MOVER_MAX_SOURCES], to[MOVER_MAX_SOURCES];
-	unsigned nfrom = 0, nto = 0;
+	int from[MASK_MAX_NODES], to[MOVER_MAX_SOURCES];
+	unsigned nfrom, nto = 0;
 	uint64_t left = anon_off_target(m, j, pid, before), moved;
-	int64_t t0, t1;
-	double ms;
-	int r;
+	double ms_all = 0;
+	bool ok = true;
+	int r = 0;
 
 	if (left < LEFT_MIN_BYTES)
 		return true;
-	for (int n = 0; n < MASK_MAX_NODES; n++) {
-		if (mask_test(&j->info.to, n)) {
-			if (nto < MOVER_MAX_SOURCES)
-				to[nto++] = n;
-		} else if (before[n] && nfrom < MOVER_MAX_SOURCES) {
-			from[nfrom++] = n;
-		}
-	}
+	for (int n = 0; n < MASK_MAX_NODES; n++)
+		if (mask_test(&j->info.to, n) && nto < MOVER_MAX_SOURCES)
+			to[nto++] = n;
+	nfrom = mover_sweep_nodes(before, MASK_MAX_NODES, &j->info.to, LEFT_MIN_BYTES, from);
 	if (!nfrom || !nto)
 		return true;
-	if (!rate_take(m, j, (size_t)left))
-		return false;
-	t0 = clock_mono_ns();
-	r = numamig_pages(pid, from, nfrom, to, nto);
-	t1 = clock_mono_ns();
-	ms = (double)(t1 - t0) / 1e6;
+	for (unsigned i = 0; i < nfrom && r != -ESRCH; i++) {
+		int64_t t0;
+		double ms;
+
+		if (!rate_take(m, j, (size_t)before[from[i]])) {
+			ok = false;
+			break;
+		}
+		t0 = clock_mono_ns();
+		r = numamig_pages(pid, &from[i], 1, to, nto);
+		ms = (double)(clock_mono_ns() - t0) / 1e6;
+		ms_all += ms;
+		pthread_mutex_lock(&m->lock);
+		j->info.chunks++;
+		if (ms > j->info.stall_max_ms)
+			j->info.stall_max_ms = ms;
+		add_stall(m, ms);
+		ok = stop_reason(m, j) == MJ_QUEUED;
+		pthread_mutex_unlock(&m->lock);
+		log_debug("mover: job %" PRIu64 " pid %d: migrate_pages of node %d's %.1f MiB in %.1f ms%s%s",
+			  j->info.id, (int)pid, from[i], (double)before[from[i]] / 1048576.0, ms, r < 0 ? ": " : "",
+			  r < 0 ? strerror(-r) : "");
+		if (!ok)
+			break;
+	}
 	anon_off_target(m, j, pid, after);
 	moved = credit_settled(m, j, before, after);
 	pthread_mutex_lock(&m->lock);
 	j->info.swept_bytes += moved;
-	j->info.chunks++;
-	if (ms > j->info.stall_max_ms)
-		j->info.stall_max_ms = ms;
-	add_stall(m, ms);
 	add_moved(m, j->info.cause, moved);
 	pthread_mutex_unlock(&m->lock);
-	log_debug("mover: job %" PRIu64 " pid %d: migrate_pages of %.1f MiB left off the target: %.1f MiB moved "
-		  "in %.1f ms%s%s", j->info.id, (int)pid, (double)left / 1048576.0, (double)moved / 1048576.0, ms,
-		  r < 0 ? ": " : "", r < 0 ? strerror(-r) : "");
-	return true;
+	log_debug("mover: job %" PRIu64 " pid %d: swept %.1f MiB left off the target: %.1f MiB moved in %.1f ms",
+		  j->info.id, (int)pid, (double)left / 1048576.0, (double)moved / 1048576.0, ms_all);
+	return ok;
 }
 
 /* After the walk: wait while the kernel's NUMA balancing moves what the

@@ -356,6 +356,42 @@ static void test_settle_step(void **state)
 	assert_int_equal(mover_settle_step(M, 160 * M, MOVER_SETTLE_MAX_S), MOVER_SETTLE_DONE);
 }
 
+/* The sweep's calls: one per source node off the target, largest first,
+ * until what the rest hold is under the floor; never a target node. */
+static void test_sweep_nodes(void **state)
+{
+	const uint64_t M = 1ULL << 20;
+	uint64_t by[4] = { 40 * M, 150 * M, 0, M };
+	int out[4] = { -1, -1, -1, -1 };
+	nodemask_t to;
+
+	(void)state;
+	mask_parse("2", &to);
+	/* 191 MiB off node 2: node 1, then 0; node 3's 1 MiB is under 2 */
+	assert_int_equal(mover_sweep_nodes(by, 4, &to, LEFT_MIN_BYTES, out), 2);
+	assert_int_equal(out[0], 1);
+	assert_int_equal(out[1], 0);
+	/* with no floor every node with memory gets its call */
+	assert_int_equal(mover_sweep_nodes(by, 4, &to, 1, out), 3);
+	assert_int_equal(out[2], 3);
+	/* the largest node is the target: it is not swept */
+	mask_parse("1", &to);
+	assert_int_equal(mover_sweep_nodes(by, 4, &to, LEFT_MIN_BYTES, out), 1);
+	assert_int_equal(out[0], 0);
+	/* all of it on the target, or too little off it: no call */
+	mask_parse("0-1", &to);
+	assert_int_equal(mover_sweep_nodes(by, 4, &to, LEFT_MIN_BYTES, out), 0);
+	mask_parse("0-3", &to);
+	assert_int_equal(mover_sweep_nodes(by, 4, &to, 1, out), 0);
+	/* two 1.5 MiB nodes: together over the floor, so one call (the
+	 * lower id on a tie), after which 1.5 MiB is under it */
+	by[0] = by[1] = 3 * M / 2;
+	by[3] = 0;
+	mask_parse("2", &to);
+	assert_int_equal(mover_sweep_nodes(by, 4, &to, LEFT_MIN_BYTES, out), 1);
+	assert_int_equal(out[0], 0);
+}
+
 /* numa_maps of anonymous mappings only: what the mover's settle counts. */
 static void test_numamaps_anon(void **state)
 {
@@ -949,6 +985,7 @@ int main(void)
 		cmocka_unit_test(test_window_moved),
 		cmocka_unit_test(test_window_left),
 		cmocka_unit_test(test_settle_step),
+		cmocka_unit_test(test_sweep_nodes),
 		cmocka_unit_test(test_numamaps_anon),
 		cmocka_unit_test(test_assign_first),
 		cmocka_unit_test(test_adapt_chunk),
