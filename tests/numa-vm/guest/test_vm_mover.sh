@@ -456,10 +456,13 @@ wait_record() {
 	rec_s=$(awk -v a="$t" -v b="$(up)" 'BEGIN{printf "%.1f", b-a}')
 	[ -n "$rec" ]
 }
-# settled WHAT [GAIN]: the pages stay where the job left them: node 0's
-# share in numa_maps now (src_end) and 3 agent intervals (6 s, 24 MiB of
-# budget) later differ by at most 1 MiB, and the memory is still split
-# (>= 16 MiB on node 0, >= GAIN MiB, default 8, gained on the target).
+# settled WHAT [GAIN]: the pages stay where the job left them: over 3
+# agent intervals (6 s, 24 MiB of budget) node 0's share in numa_maps
+# (src_end) shrinks by at most 1 MiB and the target's (tgt_end) grows by
+# at most 1 MiB, and the memory is still split (>= 16 MiB on node 0,
+# >= GAIN MiB, default 8, gained on the target). Node 0 may grow: QEMU
+# still allocates there while its mems are old ∪ target (CI at fc3cf07:
+# 143 -> 145 MiB, the target 8 -> 8).
 settled() {
 	gain=${2:-8}
 	src_end=$(maps_mib 0) tgt_end=$(maps_on "$to_mems")
@@ -467,8 +470,8 @@ settled() {
 	while awk -v a="$t" -v b="$(up)" 'BEGIN{exit !(b-a < 6)}'; do sleep 1; done
 	s2=$(maps_mib 0) g2=$(maps_on "$to_mems")
 	say "after $1: numa_maps node 0 $src_end -> $s2 MiB, target $tgt_end -> $g2 MiB over 6 s; $(per_node)"
-	d=$((src_end - s2))
-	[ ${d#-} -le 1 ] && [ $s2 -ge 16 ] && [ $((g2 - $(pre_on "$to_mems"))) -ge $gain ]
+	[ $((src_end - s2)) -le 1 ] && [ $((g2 - tgt_end)) -le 1 ] && [ $s2 -ge 16 ] &&
+		[ $((g2 - $(pre_on "$to_mems"))) -ge $gain ]
 	result "$1: the pages stopped where the job left them (node 0 $src_end -> $s2 MiB, target $to_mems $tgt_end -> $g2 MiB over the next 6 s, $(pre_on "$to_mems") before the agent)" $? \
 		"they went on moving or the move finished: $(per_node)"
 }

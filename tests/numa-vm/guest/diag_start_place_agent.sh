@@ -1,0 +1,48 @@
+#!/bin/sh
+# Diagnostics, not a test: numaorchd's start placement of a guest that
+# starts while the agent runs (churn's late guests, whose "place" records
+# took 3.2-7.6 s with under 1 MiB migrated), with the agent's debug log
+# and the kernel stacks of tasks in D state stamped with the VM's uptime,
+# to see what the engine waits for inside the apply.
+#   tests/numa-vm/numavm.py script diag_start_place_agent
+CG=/sys/fs/cgroup
+echo 0 > /proc/sys/kernel/numa_balancing
+up() { cut -d' ' -f1 /proc/uptime; }
+for s in system.slice kubepods.slice kubepods.slice/kubepods-burstable.slice machine.slice; do
+	mkdir -p $CG/$s
+	echo "+cpuset +memory +cpu" > $CG/$s/cgroup.subtree_control
+done
+start() {  # DIR TOUCH TAG
+	mkdir $1
+	echo "$(up) START $3 $1"
+	sh -c "echo \$\$ > $1/cgroup.procs; exec /bin/guestload --mib 320 --threads 1 --touch $2" > /tmp/$3.r &
+}
+ready() { while ! grep -q ready /tmp/$1.r; do sleep 0.05; done; echo "$(up) READY $1"; }
+start $CG/system.slice/docker-$(printf '%064d' 1).scope 0 a
+start $CG/system.slice/docker-$(printf '%064d' 2).scope 1 b
+ready a
+ready b
+mkdir -p /var/lib/numaorch /run/numaorch
+/bin/numaorchd --log-level debug --config /etc/numaorch/numaorchd.conf 2>&1 | while read -r l; do echo "$(up) $l"; done &
+sleep 5
+stacks() {  # SECONDS
+	n=$(awk -v s=$1 'BEGIN{print int(s * 4)}')
+	for k in $(seq 1 $n); do
+		sleep 0.25
+		for f in $(grep -l "^State:.*D" /proc/[0-9]*/status /proc/[0-9]*/task/[0-9]*/status 2>/dev/null); do
+			p=${f%/status}
+			echo "$(up) STACK $(cat $p/comm) $(basename $p): $(head -10 $p/stack | awk '{print $2}' | tr '\n' ' ')"
+		done
+	done
+}
+start $CG/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod0000.slice 0 d
+stacks 8
+ready d
+start $CG/machine.slice/libpod-$(printf '%064d' 3).scope 0 c
+stacks 6
+ready c
+sleep 2
+kill $(pidof numaorchd)
+sleep 1
+for g in d c; do echo "$g $(awk '$1=="anon"' $CG/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod0000.slice/memory.numa_stat $CG/machine.slice/libpod-$(printf '%064d' 3).scope/memory.numa_stat 2>/dev/null | head -2 | tr '\n' ' ')"; done
+echo "END rc=0"
