@@ -467,30 +467,28 @@ enum mover_settle mover_settle_step(uint64_t left, uint64_t prev, double waited_
 unsigned mover_sweep_nodes(const uint64_t *by_id, unsigned nr, const nodemask_t *to, uint64_t min_left, int *out)
 {
 	uint64_t rest = 0;
-	unsigned n = 0;
+	unsigned n = 0, k = 0;
 
-	for (unsigned i = 0; i < nr && i < MASK_MAX_NODES; i++)
-		if (!mask_test(to, (int)i))
-			rest += by_id[i];
-	while (rest >= min_left && rest) {
-		int best = -1;
+	if (nr > MASK_MAX_NODES)
+		nr = MASK_MAX_NODES;
+	/* The nodes off TO with memory, largest first (ties: lower id). */
+	for (unsigned i = 0; i < nr; i++) {
+		unsigned at = n;
 
-		for (unsigned i = 0; i < nr && i < MASK_MAX_NODES; i++) {
-			bool taken = false;
-
-			if (mask_test(to, (int)i) || !by_id[i])
-				continue;
-			for (unsigned k = 0; k < n && !taken; k++)
-				taken = out[k] == (int)i;
-			if (!taken && (best < 0 || by_id[i] > by_id[best]))
-				best = (int)i;
+		if (mask_test(to, (int)i) || !by_id[i])
+			continue;
+		while (at > 0 && by_id[out[at - 1]] < by_id[i]) {
+			out[at] = out[at - 1];
+			at--;
 		}
-		if (best < 0)
-			break;
-		out[n++] = best;
-		rest -= by_id[best];
+		out[at] = (int)i;
+		n++;
+		rest += by_id[i];
 	}
-	return n;
+	/* As many as it takes to leave under MIN_LEFT. */
+	while (k < n && rest >= min_left)
+		rest -= by_id[out[k++]];
+	return k;
 }
 
 size_t mover_window_moved(const int *first, const int *status, size_t n, const nodemask_t *to, long *by_node)
@@ -781,6 +779,16 @@ static void add_stall(struct mover *m, double ms)
 			m->st.stall_le[b]++;
 }
 
+/* One of J's move calls that took MS: a chunk, its stall in the job's
+ * longest and the host's histogram. Under the lock. */
+static void note_call(struct mover *m, struct job *j, double ms)
+{
+	j->info.chunks++;
+	if (ms > j->info.stall_max_ms)
+		j->info.stall_max_ms = ms;
+	add_stall(m, ms);
+}
+
 /* Should J end now? Under the lock. */
 static enum mover_state stop_reason(struct mover *m, struct job *j)
 {
@@ -1022,10 +1030,7 @@ static int move_slices(struct mover *m, struct job *j, pid_t pid, struct bufs *b
 			}
 		r = 0;
 		off += sl;
-		j->info.chunks++;
-		if (ms > j->info.stall_max_ms)
-			j->info.stall_max_ms = ms;
-		add_stall(m, ms);
+		note_call(m, j, ms);
 		add_moved(m, j->info.cause, moved * page);
 		/* The size of the next call: toward chunk_ms, but not where
 		 * smaller calls lose the rate (mover_cost_next). */
@@ -1663,10 +1668,7 @@ static bool sweep_process(struct mover *m, struct job *j, pid_t pid, uint64_t *b
 		ms = (double)(clock_mono_ns() - t0) / 1e6;
 		ms_all += ms;
 		pthread_mutex_lock(&m->lock);
-		j->info.chunks++;
-		if (ms > j->info.stall_max_ms)
-			j->info.stall_max_ms = ms;
-		add_stall(m, ms);
+		note_call(m, j, ms);
 		ok = stop_reason(m, j) == MJ_QUEUED;
 		pthread_mutex_unlock(&m->lock);
 		log_debug("mover: job %" PRIu64 " pid %d: migrate_pages of node %d's %.1f MiB in %.1f ms%s%s",
@@ -1686,10 +1688,6 @@ static bool sweep_process(struct mover *m, struct job *j, pid_t pid, uint64_t *b
 	return ok;
 }
 
-/* After the walk: wait while the kernel's NUMA balancing moves what the
- * walk could not see (mover_settle_step), then sweep the rest. Returns
- * J's state: MJ_DONE, MJ_PARTIAL (MSG says how much is left), or why it
- * had to stop. */
 /* What numa_maps shows off J's target beyond what its walk saw there:
  * the pages it could not see. */
 static uint64_t unseen(const struct job *j, uint64_t off)
@@ -1697,6 +1695,10 @@ static uint64_t unseen(const struct job *j, uint64_t off)
 	return off > j->seen_left ? off - j->seen_left : 0;
 }
 
+/* After the walk: wait while the kernel's NUMA balancing moves what the
+ * walk could not see (mover_settle_step), then sweep the rest. Returns
+ * J's state: MJ_DONE, MJ_PARTIAL (MSG says how much is left), or why it
+ * had to stop. */
 static enum mover_state settle(struct mover *m, struct job *j, char *msg, size_t msgsz)
 {
 	uint64_t *prev = xcalloc(MASK_MAX_NODES, sizeof(*prev)), *now = xcalloc(MASK_MAX_NODES, sizeof(*now));
