@@ -3,7 +3,9 @@
 # node 0, db1/db2's on node 1, one busy thread each), the threads started
 # on a different arrangement of nodes each round and then set free, and a
 # dry-run numaorchd --once each round: the snapshot and plan it decides on
-# (J lines, one JSON document each). tests/numa-vm/numavm.py script diag_misplaced_start
+# (J lines, one JSON document each), once per first-cycle rate window
+# ([agent] sample; W=SECONDS on the R line), the arrangement set anew
+# before each. tests/numa-vm/numavm.py script diag_misplaced_start
 CG=/sys/fs/cgroup
 echo 0 > /proc/sys/kernel/numa_balancing
 mkdir -p $CG/system.slice; echo "+cpuset +memory +cpu" > $CG/system.slice/cgroup.subtree_control
@@ -19,7 +21,11 @@ for i in 1 2 3 4; do while ! grep -q ready /tmp/r$i; do sleep 0.2; done; done
 mkdir -p /var/lib/numaorch /run/numaorch
 cpus_of() { cat /sys/devices/system/node/node$1/cpulist; }
 # Start arrangements: guest i's threads on node ARR[i] (web1 web2 db1 db2).
+for w in 1 0.5 0.25; do
+	sed "s/^sample = .*/sample = $w/" /etc/numaorch/numaorchd.conf > /tmp/numaorchd-$w.conf
+done
 for arr in "1 2 3 1" "0 1 3 0" "2 2 3 3" "1 0 0 1" "3 3 2 2" "0 0 1 1" "1 1 0 0" "2 0 3 1"; do
+for w in 1 0.5 0.25; do
 	i=0
 	for n in $arr; do
 		i=$((i + 1))
@@ -31,8 +37,9 @@ for arr in "1 2 3 1" "0 1 3 0" "2 2 3 3" "1 0 0 1" "3 3 2 2" "0 0 1 1" "1 1 0 0"
 		eval p=\$pid$i
 		for t in /proc/$p/task/*; do taskset -p -c 0-7 ${t##*/} >/dev/null 2>&1; done
 	done
-	echo "R arr=$arr"
-	/bin/numaorchd --once --dry-run --json --config /etc/numaorch/numaorchd.conf 2>/dev/null | tr -d '\n' | sed 's/^/J /'
+	echo "R arr=$arr w=$w"
+	/bin/numaorchd --once --dry-run --json --config /tmp/numaorchd-$w.conf 2>/dev/null | tr -d '\n' | sed 's/^/J /'
 	echo
+done
 done
 echo "END rc=0"
