@@ -73,8 +73,9 @@ json_t *api_migration_json(const struct mover_job_info *j)
 	/* An ETA only while it runs and has a rate to go by. */
 	if (j->state == MJ_RUNNING && rate > 0)
 		eta = json_real(round(left / rate * 10) / 10);
-	return json_pack("{s:I, s:s, s:s, s:o, s:o, s:s, s:f, s:f, s:f, s:f, s:o, s:o, s:o, s:o, s:I, s:f, s:o, s:o}",
+	return json_pack("{s:I, s:s, s:s, s:s, s:o, s:o, s:s, s:f, s:f, s:f, s:f, s:o, s:o, s:o, s:o, s:I, s:f, s:o, s:o}",
 			 "id", (json_int_t)j->id, "guest", j->guest, "cause", j->cause,
+			 "how", j->write ? "cpuset_write" : "move_pages",
 			 "from", nodes_json(&j->from), "to", nodes_json(&j->to),
 			 "state", mover_state_name(j->state),
 			 "expected_mib", round((double)j->bytes_expected / MIB * 10) / 10,

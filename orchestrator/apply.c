@@ -881,6 +881,11 @@ int apply_pending_no_room(struct applier *a, struct apply_pending *p, const char
 	return r;
 }
 
+bool apply_pending_writes_mems(const struct apply_pending *p)
+{
+	return !p->vm && p->mems_changed;
+}
+
 bool apply_pending_soft(const struct apply_pending *p)
 {
 	return p->soft && !p->vm;

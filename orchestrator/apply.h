@@ -169,6 +169,8 @@ int apply_release_mems(struct applier *a, const struct snapshot *snap, unsigned 
  * stop and for a binding recorded before a restart (bindstate.h). */
 int apply_release_mems_cgroup(struct applier *a, const char *cgroup, const nodemask_t *bound,
 			      const nodemask_t *wide, struct apply_result *res);
+/* Does P's phase 2 write a container's cpuset.mems (apply_memory)? */
+bool apply_pending_writes_mems(const struct apply_pending *p);
 /* Is P's guest soft-bound (its mems may stay wide)? false for VMs. */
 bool apply_pending_soft(const struct apply_pending *p);
 void apply_pending_free(struct apply_pending *p);

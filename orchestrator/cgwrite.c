@@ -74,7 +74,8 @@ bool cgw_in_scope(const struct cgw *w, const char *rel)
 
 unsigned long cgw_write_count(const struct cgw *w)
 {
-	return w->writes;
+	/* (a mover worker writes too: a start binding, engine_bindwrite.c) */
+	return __atomic_load_n(&w->writes, __ATOMIC_RELAXED);
 }
 
 /* libcgroup reports ECGOTHER & co; the kernel's errno is behind
@@ -131,7 +132,7 @@ int cgw_write(struct cgw *w, enum cg_ctrl c, const char *rel, const char *file, 
 		return r;
 	if (!fs_exists(path))
 		return -ENOENT;
-	w->writes++;
+	__atomic_add_fetch(&w->writes, 1, __ATOMIC_RELAXED);
 	/* cpuset files (what moves guests) go through libcgroup; the freeze
 	 * switch (cgroup.freeze / freezer.state) is a core file in v2 that
 	 * libcgroup has no controller name for, so it is written directly. */

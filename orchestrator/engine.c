@@ -243,8 +243,10 @@ void engine_free(struct engine *e)
 	if (!e)
 		return;
 	mover_free(e->mover);
-	for (unsigned i = 0; i < e->njobs; i++)
+	for (unsigned i = 0; i < e->njobs; i++) {
 		apply_pending_free(e->jobs[i].p);
+		free(e->jobs[i].bw);
+	}
 	free(e->jobs);
 	engine_bound_free(e);
 	engine_view_unref(e->view);

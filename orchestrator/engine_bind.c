@@ -89,16 +89,29 @@ void engine_bound_add(struct engine *e, const struct snapshot *snap, const struc
 	b->since_ns = snap->mono_ns;
 	b->intent = false;
 	b->restored = false;
+	b->writing = false;
 	e->bound_dirty = true;
 }
 
 void engine_bound_drop_intents(struct engine *e)
 {
 	for (unsigned i = 0; i < e->nbound;)
-		if (e->bound[i].intent)
+		if (e->bound[i].intent && !e->bound[i].writing)
 			bound_drop(e, i);
 		else
 			i++;
+}
+
+void engine_bound_writing(struct engine *e, const char *id, bool writing)
+{
+	for (unsigned i = 0; i < e->nbound; i++) {
+		if (strcmp(e->bound[i].id, id) != 0)
+			continue;
+		e->bound[i].writing = writing;
+		if (!writing && e->bound[i].intent)
+			bound_drop(e, i);
+		return;
+	}
 }
 
 /* Why G's binding should end now, or NULL: its memory stopped growing
@@ -214,6 +227,11 @@ void engine_release_bound(struct engine *e, const struct snapshot *snap, const s
 		bool moved = false, drop = false;
 		const char *why;
 
+		if (b->writing) {
+			/* its write is still a mover job's: not yet ours to release */
+			i++;
+			continue;
+		}
 		if (b->restored) {
 			/* engine_restore_bound's (an applying cycle); a guest gone
 			 * needs nothing. */

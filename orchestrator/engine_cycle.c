@@ -79,11 +79,19 @@ static void note_balancing(struct engine *e, const struct snapshot *snap)
 		log_info("kernel.numa_balancing: not available on this kernel; numaorchd migrates memory itself");
 }
 
+/* What became of a move's phase 2 (memory_phase). */
+enum phase_end {
+	PHASE_DONE,       /* RES is the outcome; the caller records it and frees P */
+	PHASE_JOB,        /* P belongs to a mover job moving pages; RES is recorded now */
+	PHASE_WRITE_JOB,  /* P belongs to a start binding's write job: recorded when taken */
+};
+
 /* Phase 2 of one move: the memory, by the rule of kbal.h — left to the
  * kernel, handed to the mover, or (no mover, VMs) moved by the cpuset.mems
- * write. Returns true when P now belongs to a mover job. */
-static bool memory_phase(struct engine *e, const struct snapshot *snap, struct apply_pending *p,
-			 struct apply_result *res)
+ * write; a start binding's write goes to a mover worker too, unless
+ * SYNC_BIND (a caller waiting for the cycle's report). */
+static enum phase_end memory_phase(struct engine *e, const struct snapshot *snap, struct apply_pending *p,
+				   bool sync_bind, struct apply_result *res)
 {
 	const struct plan_item *it = apply_pending_item(p);
 	const struct snap_guest *g = &snap->guests[it->guest_idx];
@@ -99,22 +107,28 @@ static bool memory_phase(struct engine *e, const struct snapshot *snap, struct a
 	if (apply_pending_room_wait(p) && (act == KBAL_ACT_DEFER || !to_mover)) {
 		apply_pending_no_room(e->app, p, act == KBAL_ACT_DEFER ? "its memory is left to the kernel's NUMA balancing"
 					  : "its memory cannot move by the mover", res);
-		return false;
+		return PHASE_DONE;
 	}
 	if (act == KBAL_ACT_DEFER) {
 		apply_memory_widen(e->app, p, "left to the kernel's NUMA balancing", res);
 		if (res->status == APPLY_DONE)
 			e->stats.memory_deferred++;
-		return false;
+		return PHASE_DONE;
 	}
 	/* A start binding narrows the mems now, so that what the guest
 	 * touches from here lands on the target: the kernel migrates the
 	 * little it touched before (under START_PLACE_MAX_BYTES) inside the
 	 * write. Widening them for the mover would let it go on touching
-	 * off the target while the mover chases it. */
+	 * off the target while the mover chases it. The write itself goes
+	 * to a mover worker (engine_bindwrite.c): the engine thread does not
+	 * wait for what the kernel migrates inside it. */
+	if (!to_mover && it->bind_start && !sync_bind && e->mover && e->mover_on && apply_pending_writes_mems(p)) {
+		engine_bindwrite_submit(e, p);
+		return PHASE_WRITE_JOB;
+	}
 	if (!to_mover) {
 		apply_memory(e->app, p, res);
-		return false;
+		return PHASE_DONE;
 	}
 	memset(&spec, 0, sizeof(spec));
 	spec.npids = apply_pending_pids(e->app, p, &pids);
@@ -122,13 +136,13 @@ static bool memory_phase(struct engine *e, const struct snapshot *snap, struct a
 		/* No process: nothing to move; the mems change is all. */
 		free(pids);
 		apply_memory(e->app, p, res);
-		return false;
+		return PHASE_DONE;
 	}
 	/* move_pages(2) needs the target inside the task's mems. */
 	apply_memory_widen(e->app, p, "to move by the mover", res);
 	if (res->status != APPLY_DONE) {
 		free(pids);
-		return false;
+		return PHASE_DONE;
 	}
 	snprintf(spec.guest, sizeof(spec.guest), "%s", it->guest_id);
 	snprintf(spec.cause, sizeof(spec.cause), "%s", move_reason_name(it->reason));
@@ -155,7 +169,7 @@ static bool memory_phase(struct engine *e, const struct snapshot *snap, struct a
 		e->jobs = xrealloc(e->jobs, e->capjobs * sizeof(*e->jobs));
 	}
 	e->jobs[e->njobs++] = (struct ejob){ .id = id, .p = p };
-	return true;
+	return PHASE_JOB;
 }
 
 enum apply_status engine_job_outcome(enum mover_state st, bool soft, bool *wide)
@@ -189,12 +203,18 @@ void engine_settle_jobs(struct engine *e)
 		enum apply_status outcome;
 		int settle;
 
-		for (unsigned i = 0; i < e->njobs; i++)
-			if (e->jobs[i].id == ji->id) {
-				p = e->jobs[i].p;
-				e->jobs[i] = e->jobs[--e->njobs];
+		for (unsigned i = 0; i < e->njobs && !p; i++) {
+			struct ejob job = e->jobs[i];
+
+			if (job.id != ji->id)
+				continue;
+			e->jobs[i] = e->jobs[--e->njobs];
+			if (job.bw) {
+				engine_bindwrite_settle(e, &job, ji);
 				break;
 			}
+			p = job.p;
+		}
 		if (!p)
 			continue;
 		memset(&res, 0, sizeof(res));
@@ -436,6 +456,14 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 			just_placed = strcmp(released[k], it->guest_id) == 0;
 		if (just_placed)
 			continue;
+		/* Its start binding's write still runs: a new move would race
+		 * it; decided again next cycle, on the cpuset it leaves. */
+		if (it->kind == PLAN_MOVE && do_apply && engine_bindwrite_pending(e, it->guest_id)) {
+			log_debug("not moving %s this cycle: its start binding's cpuset.mems write is still running",
+				  it->guest_id);
+			pstate_revert(next, e->ps, it->guest_id);
+			continue;
+		}
 		if (it->kind == PLAN_MOVE) {
 			struct apply_result res;
 
@@ -485,8 +513,15 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 		/* A cycle of big migrations can outlast the watchdog. */
 		if (e->watchdog_usec)
 			notify_watchdog();
-		if (!memory_phase(e, snap, pend[k].p, &res))
+		switch (memory_phase(e, snap, pend[k].p, report != NULL, &res)) {
+		case PHASE_WRITE_JOB:
+			continue;
+		case PHASE_DONE:
 			apply_pending_free(pend[k].p);
+			break;
+		case PHASE_JOB:
+			break;
+		}
 		record_move(e, snap, next, it, &res, report, pend[k].idx);
 	}
 	free(pend);

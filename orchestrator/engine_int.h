@@ -64,6 +64,9 @@ struct engine {
 	struct ejob {
 		uint64_t id;
 		struct apply_pending *p;
+		/* A start binding's mems write run by a mover worker
+		 * (engine_bindwrite.c), NULL for a job that moves pages. */
+		struct bind_write *bw;
 	} *jobs;
 
 	/* Guests whose mems a start placement bound (plan_item.bind_start):
@@ -83,6 +86,9 @@ struct engine {
 		int64_t since_ns;      /* CLOCK_MONOTONIC of the placement */
 		bool intent;           /* recorded before its write, not yet made */
 		bool restored;         /* read back from before a restart */
+		/* An intent whose write a mover job runs (engine_bindwrite.c):
+		 * kept, neither dropped nor released, until the job is taken. */
+		bool writing;
 	} *bound;
 	bool bound_dirty;      /* the set changed since it was last written */
 	bool first_sight;      /* the last plan decided a guest "next cycle" */
@@ -129,6 +135,19 @@ void engine_save_state(struct engine *e);
 void engine_bound_intend(struct engine *e, const struct snapshot *snap, const struct plan_item *it);
 void engine_bound_add(struct engine *e, const struct snapshot *snap, const struct plan_item *it);
 void engine_bound_drop_intents(struct engine *e);
+/* The binding of guest ID: its write handed to a mover job (WRITING
+ * true), or that job taken (false: dropped if still an intent). */
+void engine_bound_writing(struct engine *e, const char *id, bool writing);
+
+/* engine_bindwrite.c: a start binding's cpuset.mems write off the engine
+ * thread. Submits P's write as a mover job; P then belongs to it, and
+ * its "moved" record comes when the job is taken (engine_bindwrite_settle). */
+void engine_bindwrite_submit(struct engine *e, struct apply_pending *p);
+/* The job JI of E->jobs[I] (taken from the mover): record the move, make
+ * or drop the binding, free the job's parts. */
+void engine_bindwrite_settle(struct engine *e, struct ejob *job, const struct mover_job_info *ji);
+/* Has guest ID a start binding's write in flight? Its new plans wait. */
+bool engine_bindwrite_pending(const struct engine *e, const char *id);
 /* An applying cycle's first step: release each binding read back from
  * before a restart whose guest is still bound exactly so (cgroup and
  * mems as recorded); drop, logged, those whose guest is gone or whose

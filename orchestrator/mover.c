@@ -64,6 +64,8 @@ struct job {
 	bool wait_room;              /* mover_spec.wait_room */
 	bool room_waiting;           /* in room_take's wait: frees nothing meanwhile (under the lock) */
 	uint64_t min_free;
+	int (*write)(void *ctx, char *msg, size_t msgsz); /* mover_spec.write */
+	void *write_ctx;
 	char room_msg[140];          /* why it ended for want of room (worker-owned) */
 	/* What its move call in flight claimed of its target nodes' room
 	 * (room_take; struct mover.claim): worker-owned arrays, the claim
@@ -1763,6 +1765,17 @@ static enum mover_state run_job(struct mover *m, struct job *j, struct bufs *b, 
 	enum mover_state st = MJ_DONE;
 	unsigned alive = 0;
 
+	if (j->write) {
+		int r = j->write(j->write_ctx, msg, msgsz);
+
+		if (r == 0) {
+			pthread_mutex_lock(&m->lock);
+			j->info.census = true; /* nothing left for it to move */
+			pthread_mutex_unlock(&m->lock);
+			return MJ_DONE;
+		}
+		return r == -ENOENT || r == -ESRCH ? MJ_VANISHED : MJ_FAILED;
+	}
 	memset(&b->cost, 0, sizeof(b->cost));
 	b->maps_ms = 0;
 	pthread_mutex_lock(&m->lock);
@@ -1973,8 +1986,12 @@ uint64_t mover_submit(struct mover *m, const struct mover_spec *spec)
 	j->info.first = j->first;
 	j->wait_room = spec->wait_room;
 	j->min_free = spec->min_free_bytes;
+	j->write = spec->write;
+	j->write_ctx = spec->write_ctx;
+	j->info.write = spec->write != NULL;
 	j->pids = xcalloc(spec->npids ? spec->npids : 1, sizeof(pid_t));
-	memcpy(j->pids, spec->pids, spec->npids * sizeof(pid_t));
+	if (spec->npids)
+		memcpy(j->pids, spec->pids, spec->npids * sizeof(pid_t));
 	pthread_mutex_lock(&m->lock);
 	while ((old = find_live(m, 0, spec->guest)))
 		stop_job(m, old, MJ_SUPERSEDED);

@@ -93,6 +93,17 @@ struct mover_spec {
 	 * still without room, it fails at once. */
 	bool wait_room;
 	uint64_t min_free_bytes;
+	/* A job that is one call, not page moves: a worker calls
+	 * WRITE(WRITE_CTX, MSG, MSGSZ) once — a start binding's cpuset.mems
+	 * write, inside which the kernel migrates what the guest touched
+	 * (engine_cycle.c) — so that the engine thread does not wait for it.
+	 * It returns 0 (the job ends done), -ENOENT or -ESRCH (vanished), or
+	 * another negative errno (failed, MSG says why). Once running it
+	 * cannot be stopped (a kernel write); queued, it can be superseded,
+	 * cancelled or stopped like any job. NPIDS and PIDS are unused; the
+	 * caller owns WRITE_CTX until the job is taken as finished. */
+	int (*write)(void *ctx, char *msg, size_t msgsz);
+	void *write_ctx;
 };
 
 /* One node a job moves pages off. FOUND is what its census counted there
@@ -135,6 +146,10 @@ struct mover_job_info {
 	 * EFAULT for a page marked for a NUMA hinting fault). Both are in
 	 * BYTES_DONE; LEFT_END what numa_maps still showed off the target. */
 	uint64_t kernel_bytes, swept_bytes, left_end;
+	/* A write job (mover_spec.write): its pages are moved by the kernel
+	 * inside the write, not by this mover's calls, so BYTES_DONE stays 0
+	 * and CHUNKS 0. */
+	bool write;
 	uint64_t chunks;         /* move calls made */
 	double stall_max_ms;     /* the longest move call */
 	int64_t queued_real_ns, started_real_ns, ended_real_ns; /* 0: not yet */

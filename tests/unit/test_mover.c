@@ -9,6 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <pthread.h>
+
+#include "orchestrator/hostpaths.h"
 #include "orchestrator/mover.h"
 #include "orchestrator/numamaps.h"
 #include "orchestrator/xalloc.h"
@@ -971,9 +974,128 @@ static void test_pin_action(void **state)
 	assert_int_equal(mover_pin_action(false, false, &n1, &n1), MOVER_PIN_NONE);
 }
 
+/* Write jobs (mover_spec.write: a start binding's cpuset.mems write, off
+ * the engine thread): the worker calls the function once; its return
+ * gives the job's end; queued, the job can be cancelled and then the
+ * function never runs. Real worker threads, no page is moved. */
+struct wctx {
+	pthread_mutex_t lock;
+	pthread_cond_t cv;
+	int calls;
+	bool hold;          /* block inside the call until cleared */
+	bool inside;
+	int ret;
+};
+
+static int wfn(void *ctx, char *msg, size_t msgsz)
+{
+	struct wctx *w = ctx;
+
+	pthread_mutex_lock(&w->lock);
+	w->calls++;
+	w->inside = true;
+	pthread_cond_broadcast(&w->cv);
+	while (w->hold)
+		pthread_cond_wait(&w->cv, &w->lock);
+	pthread_mutex_unlock(&w->lock);
+	if (w->ret < 0)
+		snprintf(msg, msgsz, "write refused");
+	return w->ret;
+}
+
+static uint64_t wsubmit(struct mover *m, const char *guest, struct wctx *w)
+{
+	struct mover_spec spec;
+
+	memset(&spec, 0, sizeof(spec));
+	snprintf(spec.guest, sizeof(spec.guest), "%s", guest);
+	snprintf(spec.cause, sizeof(spec.cause), "place");
+	mask_set(&spec.to, 1);
+	spec.bytes = 4 << 20;
+	spec.first = -1;
+	spec.write = wfn;
+	spec.write_ctx = w;
+	return mover_submit(m, &spec);
+}
+
+static const struct mover_job_info *wfind(const struct mover_job_info *v, unsigned n, uint64_t id)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (v[i].id == id)
+			return &v[i];
+	fail_msg("job %llu not finished", (unsigned long long)id);
+	return NULL;
+}
+
+static void test_write_jobs(void **state)
+{
+	struct mover_config cfg = { .workers = 1, .chunk_ms = 20, .job_timeout_s = 60 };
+	struct host_paths hp;
+	struct mover *m;
+	struct mover_job_info *fin;
+	const struct mover_job_info *j;
+	struct wctx ok = { .ret = 0 }, gone = { .ret = -ENOENT }, bad = { .ret = -EACCES },
+		    held = { .ret = 0, .hold = true }, never = { .ret = 0 };
+	struct wctx *all[] = { &ok, &gone, &bad, &held, &never };
+	uint64_t a, b, c, d, e;
+	unsigned n;
+
+	(void)state;
+	for (unsigned i = 0; i < 5; i++) {
+		pthread_mutex_init(&all[i]->lock, NULL);
+		pthread_cond_init(&all[i]->cv, NULL);
+	}
+	host_paths_default(&hp);
+	assert_int_equal(mover_new(&cfg, &hp, &m), 0);
+	a = wsubmit(m, "ga", &ok);
+	b = wsubmit(m, "gb", &gone);
+	c = wsubmit(m, "gc", &bad);
+	assert_true(mover_wait_idle(m, 30));
+	n = mover_take_finished(m, &fin);
+	assert_int_equal(n, 3);
+	j = wfind(fin, n, a);
+	assert_int_equal(j->state, MJ_DONE);
+	assert_true(j->write);
+	assert_int_equal(j->chunks, 0);
+	assert_int_equal(j->bytes_done, 0);
+	assert_int_equal(mover_job_left(j), 0);
+	assert_int_equal(wfind(fin, n, b)->state, MJ_VANISHED);
+	j = wfind(fin, n, c);
+	assert_int_equal(j->state, MJ_FAILED);
+	assert_string_equal(j->msg, "write refused");
+	free(fin);
+	assert_int_equal(ok.calls + gone.calls + bad.calls, 3);
+
+	/* One worker, held inside a write: the next job stays queued and a
+	 * cancel ends it before its write is made; the running one cannot
+	 * be stopped and ends done once its write returns. */
+	d = wsubmit(m, "gd", &held);
+	pthread_mutex_lock(&held.lock);
+	while (!held.inside)
+		pthread_cond_wait(&held.cv, &held.lock);
+	pthread_mutex_unlock(&held.lock);
+	e = wsubmit(m, "ge", &never);
+	assert_int_equal(mover_cancel(m, e, MJ_CANCELLED), 0);
+	assert_int_equal(mover_cancel(m, d, MJ_CANCELLED), 0);
+	pthread_mutex_lock(&held.lock);
+	held.hold = false;
+	pthread_cond_broadcast(&held.cv);
+	pthread_mutex_unlock(&held.lock);
+	assert_true(mover_wait_idle(m, 30));
+	n = mover_take_finished(m, &fin);
+	assert_int_equal(n, 2);
+	assert_int_equal(wfind(fin, n, e)->state, MJ_CANCELLED);
+	assert_int_equal(wfind(fin, n, d)->state, MJ_DONE);
+	free(fin);
+	assert_int_equal(never.calls, 0);
+	assert_int_equal(held.calls, 1);
+	mover_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_write_jobs),
 		cmocka_unit_test(test_parse_maps),
 		cmocka_unit_test(test_parse_smaps),
 		cmocka_unit_test(test_query_plan),

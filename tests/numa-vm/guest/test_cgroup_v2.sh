@@ -757,6 +757,24 @@ test_start_binding_released_at_sigterm() {
 	return 0
 }
 
+# The start binding's cpuset.mems write, inside which the kernel migrates
+# what the young guest touched, is a mover job's, not the engine thread's
+# (engine_bindwrite.c): the daemon hands it over, and the guest's "moved"
+# record, written when the job is taken, says how long the write took.
+test_start_binding_written_by_a_mover_job() {
+	bind_young || return 1
+	grep -q "start binding's cpuset.mems write to the mover (job" $T/err ||
+		{ kill -9 $pid; echo "the engine thread wrote the binding: $(grep -i 'mover\|binding' $T/err | tail -3)"; return 1; }
+	i=0
+	while ! rec=$(grep '"decision":"moved"' $T/dec | grep "\"guest\":\"$ID1\"" | grep "s in the write)"); do
+		sleep 0.1; i=$((i + 1))
+		[ $i -gt 300 ] && { kill -9 $pid; echo "no moved record from the write job: $(grep "$ID1" $T/dec | tail -2)"; return 1; }
+	done
+	stop_daemon || return 1
+	echo "# bound to $bound by a mover job: $(echo "$rec" | tail -1 | sed -n 's/.*"message":"\([^"]*\)".*/\1/p')"
+	return 0
+}
+
 check layout_is_v2_with_several_nodes
 check discovery_and_dry_run_write_nothing
 check pulls_memory_local_for_real
@@ -772,6 +790,7 @@ check top_shows_a_live_migration
 check beside_kernel_balancing_the_record_is_true
 check start_binding_released_after_kill
 check start_binding_released_at_sigterm
+check start_binding_written_by_a_mover_job
 
 echo "$passed passed, $failed failed"
 echo "END rc=$([ $failed = 0 ] && echo 0 || echo 1)"
