@@ -169,6 +169,11 @@ int apply_release_mems(struct applier *a, const struct snapshot *snap, unsigned 
  * stop and for a binding recorded before a restart (bindstate.h). */
 int apply_release_mems_cgroup(struct applier *a, const char *cgroup, const nodemask_t *bound,
 			      const nodemask_t *wide, struct apply_result *res);
+/* Is P's phase 2 only a start binding's cpuset.mems write, with next to
+ * nothing to migrate when planned (apply_memory; kernel balancing and
+ * room rules do not apply: the write narrows, it moves what the guest
+ * touched since)? */
+bool apply_pending_narrow_only(const struct apply_pending *p);
 /* Does P's phase 2 write a container's cpuset.mems (apply_memory)? */
 bool apply_pending_writes_mems(const struct apply_pending *p);
 /* Is P's guest soft-bound (its mems may stay wide)? false for VMs. */

@@ -102,6 +102,16 @@ static enum phase_end memory_phase(struct engine *e, const struct snapshot *snap
 	pid_t *pids = NULL;
 	uint64_t id;
 
+	/* A start binding with next to nothing to migrate when planned: the
+	 * write alone, as phase 1 used to make it, but not on this thread. */
+	if (apply_pending_narrow_only(p)) {
+		if (!sync_bind && e->mover && e->mover_on) {
+			engine_bindwrite_submit(e, p);
+			return PHASE_WRITE_JOB;
+		}
+		apply_memory(e->app, p, res);
+		return PHASE_DONE;
+	}
 	/* Room partly to come needs a mover job that waits for it; the
 	 * kernel (a cpuset.mems write, its balancing) would not wait. */
 	if (apply_pending_room_wait(p) && (act == KBAL_ACT_DEFER || !to_mover)) {
