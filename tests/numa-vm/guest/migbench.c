@@ -701,26 +701,48 @@ static void hinted_case(unsigned mib, bool thp, int bal)
 	reap(&g);
 }
 
+/* Async-signal-safe formatting for on_fault (no snprintf there). */
+static size_t fmt_u(char *buf, unsigned long v, unsigned base)
+{
+	char tmp[24];
+	size_t n = 0, k = 0;
+
+	do {
+		tmp[n++] = "0123456789abcdef"[v % base];
+		v /= base;
+	} while (v && n < sizeof(tmp));
+	while (n)
+		buf[k++] = tmp[--n];
+	return k;
+}
+
+static void put(const char *s, size_t n)
+{
+	if (write(2, s, n) < 0)
+		_exit(126);
+}
+
 /* A crash says where: the return addresses of the faulting thread, for
  * addr2line -f -e build/numa-vm/bin/migbench (a static binary, no PIE).
  * The bench's first whole run with busy 4 KiB pairs died of SIGSEGV with
- * nothing else to go on. */
+ * nothing else to go on. Only async-signal-safe calls: write(2), and
+ * backtrace(3), whose one-time set-up (it may allocate) main() did. */
 static void on_fault(int sig)
 {
 	void *pc[48];
 	int n = backtrace(pc, 48);
-	char line[64];
+	char num[24];
 
-	snprintf(line, sizeof(line), "F signal=%d thread=%ld frames:", sig, (long)syscall(SYS_gettid));
-	if (write(2, line, strlen(line)) < 0)
-		_exit(128 + sig);
+	put("F signal=", 9);
+	put(num, fmt_u(num, (unsigned long)sig, 10));
+	put(" thread=", 8);
+	put(num, fmt_u(num, (unsigned long)syscall(SYS_gettid), 10));
+	put(" frames:", 8);
 	for (int i = 0; i < n; i++) {
-		snprintf(line, sizeof(line), " %p", pc[i]);
-		if (write(2, line, strlen(line)) < 0)
-			break;
+		put(" 0x", 3);
+		put(num, fmt_u(num, (unsigned long)(uintptr_t)pc[i], 16));
 	}
-	if (write(2, "\n", 1) < 0)
-		_exit(128 + sig);
+	put("\n", 1);
 	signal(sig, SIG_DFL);
 	raise(sig);
 }
@@ -732,6 +754,13 @@ int main(int argc, char **argv)
 	const char *only = "", *pages = "", *pairs = "";
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	{
+		/* backtrace(3)'s first call loads its unwinder (may allocate):
+		 * here, not in the handler. */
+		void *pc[2];
+
+		(void)backtrace(pc, 2);
+	}
 	signal(SIGSEGV, on_fault);
 	signal(SIGBUS, on_fault);
 	signal(SIGABRT, on_fault);
