@@ -1143,6 +1143,73 @@ static void kill_and_restart(struct efx *f)
 	use_state_dir(f);
 }
 
+/* A start binding whose write a mover job runs (engine_bindwrite.c): its
+ * intent stays, saved, through the cycle's end (drop_intents) and the
+ * release of due bindings, however due it looks; taken back as not made
+ * (the job ended before it wrote) it is dropped and unsaved; made, it is
+ * an ordinary binding. */
+static void test_engine_binding_while_its_write_runs(void **state)
+{
+	struct efx f;
+	struct engine_view *v;
+	struct plan_item it;
+	struct bindstate bs;
+	int k = -1;
+
+	(void)state;
+	efx_init(&f, MODE_ENFORCE);
+	use_state_dir(&f);
+	bind_start_fixture(&f);
+	fake.nr_items = 0;
+	fake.g1_use = 1.0;
+	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
+	v = engine_view_get(f.e);
+	for (unsigned i = 0; i < v->snap->nr_guests; i++)
+		if (strcmp(v->snap->guests[i].id, "g1") == 0)
+			k = (int)i;
+	assert_true(k >= 0);
+	memset(&it, 0, sizeof(it));
+	snprintf(it.guest_id, sizeof(it.guest_id), "g1");
+	it.guest_idx = (unsigned)k;
+	it.kind = PLAN_MOVE;
+	it.bind_start = true;
+	mask_set(&it.to_mems, 1);
+
+	for (int made = 0; made < 2; made++) {
+		engine_bound_intend(f.e, v->snap, &it);
+		engine_save_bindings(f.e);
+		engine_bound_writing(f.e, "g1", true);
+		engine_bound_drop_intents(f.e);
+		/* its memory "stopped growing" (as at the intent): due, yet kept */
+		engine_release_bound(f.e, v->snap, NULL, true);
+		assert_int_equal(records(&f, "mems_released"), 0);
+		engine_save_bindings(f.e);
+		bs = saved_bindings(&f);
+		assert_int_equal(bs.n, 1);
+		assert_string_equal(bs.e[0].id, "g1");
+		bindstate_clear(&bs);
+		if (!made) {
+			engine_bound_writing(f.e, "g1", false);
+			engine_save_bindings(f.e);
+			bs = saved_bindings(&f);
+			assert_int_equal(bs.n, 0);
+			bindstate_clear(&bs);
+			continue;
+		}
+		engine_bound_add(f.e, v->snap, &it);
+		engine_bound_drop_intents(f.e);
+		engine_save_bindings(f.e);
+		bs = saved_bindings(&f);
+		assert_int_equal(bs.n, 1);
+		bindstate_clear(&bs);
+		/* an ordinary binding now: released when due */
+		engine_release_bound(f.e, v->snap, NULL, true);
+		assert_int_equal(records(&f, "mems_released"), 1);
+	}
+	engine_view_unref(v);
+	efx_fini(&f);
+}
+
 /* Issue 13: a start binding never outlives the agent. A clean stop
  * releases it; after a kill, the next start releases it if the guest is
  * still bound exactly as saved, and leaves alone one whose mems someone
@@ -1303,6 +1370,7 @@ int main(void)
 		cmocka_unit_test(test_engine_reservations_reach_the_policy),
 		cmocka_unit_test(test_engine_places_a_started_domain),
 		cmocka_unit_test(test_engine_releases_a_start_binding),
+		cmocka_unit_test(test_engine_binding_while_its_write_runs),
 		cmocka_unit_test(test_engine_start_binding_outlives_no_agent),
 		cmocka_unit_test(test_engine_bad_or_stale_bindings_file),
 		cmocka_unit_test(test_engine_first_sight_comes_back_soon),
