@@ -17,15 +17,8 @@ for k in 1 2 3; do
 	echo "EXEC round=$k numaorchd_version_ms=$(ms $a $b) numactl_show_ms=$(ms $b $c) busybox_true_ms=$(ms $c $d)"
 done
 LD_DEBUG=statistics /bin/numaorchd --version 2>&1 >/dev/null | sed 's/^/LDSTAT /' | tr -s ' \t' ' '
-mkdir -p $CG/system.slice; echo "+cpuset +memory +cpu" > $CG/system.slice/cgroup.subtree_control
-i=0
-for touch in 0 0 1 1; do
-	i=$((i + 1))
-	d=$CG/system.slice/docker-$(printf '%064d' $i).scope
-	mkdir $d
-	sh -c "echo \$\$ > $d/cgroup.procs; exec /bin/guestload --mib 320 --threads 1 --touch $touch ${PAGES:-}" > /tmp/r$i &
-done
-for i in 1 2 3 4; do while ! grep -q ready /tmp/r$i; do sleep 0.2; done; done
+. /tests/lib_misplaced.sh
+misplaced_guests
 mkdir -p /var/lib/numaorch /run/numaorch
 for k in 1 2; do
 	# Threads back on every CPU, bindings wide, so each round decides anew.

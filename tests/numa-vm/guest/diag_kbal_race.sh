@@ -9,15 +9,8 @@
 CG=/sys/fs/cgroup
 echo 0 > /proc/sys/kernel/numa_balancing
 up() { cut -d' ' -f1 /proc/uptime; }
-mkdir -p $CG/system.slice; echo "+cpuset +memory +cpu" > $CG/system.slice/cgroup.subtree_control
-i=0
-for touch in 0 0 1 1; do
-	i=$((i + 1))
-	d=$CG/system.slice/docker-$(printf '%064d' $i).scope
-	mkdir $d
-	sh -c "echo \$\$ > $d/cgroup.procs; exec /bin/guestload --mib 320 --threads 1 --touch $touch" > /tmp/r$i &
-done
-for i in 1 2 3 4; do while ! grep -q ready /tmp/r$i; do sleep 0.2; done; done
+. /tests/lib_misplaced.sh
+misplaced_guests
 sleep 1
 mkdir -p /var/lib/numaorch /run/numaorch
 echo 1 > /proc/sys/kernel/numa_balancing

@@ -8,16 +8,8 @@
 # before each. tests/numa-vm/numavm.py script diag_misplaced_start
 CG=/sys/fs/cgroup
 echo 0 > /proc/sys/kernel/numa_balancing
-mkdir -p $CG/system.slice; echo "+cpuset +memory +cpu" > $CG/system.slice/cgroup.subtree_control
-i=0
-for touch in 0 0 1 1; do
-	i=$((i + 1))
-	d=$CG/system.slice/docker-$(printf '%064d' $i).scope
-	mkdir $d
-	sh -c "echo \$\$ > $d/cgroup.procs; exec /bin/guestload --mib 320 --threads 1 --touch $touch ${PAGES:-}" > /tmp/r$i &
-	eval pid$i=$!
-done
-for i in 1 2 3 4; do while ! grep -q ready /tmp/r$i; do sleep 0.2; done; done
+. /tests/lib_misplaced.sh
+misplaced_guests
 mkdir -p /var/lib/numaorch /run/numaorch
 cpus_of() { cat /sys/devices/system/node/node$1/cpulist; }
 # Start arrangements: guest i's threads on node ARR[i] (web1 web2 db1 db2).
