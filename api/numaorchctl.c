@@ -742,6 +742,7 @@ static int cmd_migrations(const struct opts *o, int argc, char **argv)
 	json_t *j, *m;
 	struct table *t;
 	size_t i;
+	unsigned nwrite = 0;
 	int r;
 
 	if (argc == 2 && strcmp(argv[0], "cancel") == 0) {
@@ -770,16 +771,23 @@ static int cmd_migrations(const struct opts *o, int argc, char **argv)
 	table_row(t, "ID", "GUEST", "FROM", "TO", "STATE", "DONE MiB", "LEFT MiB", "MiB/s", "STARTED", "ETA s");
 	json_array_foreach(json_object_get(j, "migrations"), i, m) {
 		char id[24], done[32], left[32], rate[32], eta[32];
+		/* A start binding's write: the kernel moves the pages inside
+		 * it, and the job counts none of them. */
+		bool write = strcmp(jstr(m, "how"), "cpuset_write") == 0;
 
-		snprintf(id, sizeof(id), "%lld", jint(m, "id"));
+		nwrite += write;
+		snprintf(id, sizeof(id), "%lld%s", jint(m, "id"), write ? "*" : "");
 		table_row(t, id, jstr(m, "guest"), jstr(m, "from"), jstr(m, "to"), jstr(m, "state"),
-			  fmt_num(json_object_get(m, "done_mib"), 1, done, sizeof(done)),
-			  fmt_num(json_object_get(m, "left_mib"), 1, left, sizeof(left)),
-			  fmt_num(json_object_get(m, "rate_mib_s"), 0, rate, sizeof(rate)),
+			  write ? "-" : fmt_num(json_object_get(m, "done_mib"), 1, done, sizeof(done)),
+			  write ? "-" : fmt_num(json_object_get(m, "left_mib"), 1, left, sizeof(left)),
+			  write ? "-" : fmt_num(json_object_get(m, "rate_mib_s"), 0, rate, sizeof(rate)),
 			  *jstr(m, "started") ? jstr(m, "started") : "-",
 			  fmt_num(json_object_get(m, "eta_s"), 1, eta, sizeof(eta)));
 	}
 	table_print(t, stdout);
+	if (nwrite)
+		printf("(*: a start binding's cpuset.mems write; the kernel moves what the guest touched inside it, "
+		       "uncounted)\n");
 	if (!json_is_true(json_object_get(j, "mover")))
 		printf("(no memory mover: [memory] mover = no, or no NUMA API; memory moves by cpuset.mems writes)\n");
 	else if (!json_array_size(json_object_get(j, "migrations")))
