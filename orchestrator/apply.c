@@ -894,6 +894,11 @@ int apply_pending_no_room(struct applier *a, struct apply_pending *p, const char
 	return r;
 }
 
+double apply_pending_age_s(const struct apply_pending *p)
+{
+	return (double)(clock_mono_ns() - p->t0) / 1e9;
+}
+
 bool apply_pending_narrow_only(const struct apply_pending *p)
 {
 	return p->narrow_only;

@@ -174,6 +174,8 @@ int apply_release_mems_cgroup(struct applier *a, const char *cgroup, const nodem
  * room rules do not apply: the write narrows, it moves what the guest
  * touched since)? */
 bool apply_pending_narrow_only(const struct apply_pending *p);
+/* Seconds since P's move began (its first write): a record's duration. */
+double apply_pending_age_s(const struct apply_pending *p);
 /* Does P's phase 2 write a container's cpuset.mems (apply_memory)? */
 bool apply_pending_writes_mems(const struct apply_pending *p);
 /* Is P's guest soft-bound (its mems may stay wide)? false for VMs. */

@@ -104,6 +104,8 @@ void engine_bindwrite_settle(struct engine *e, struct ejob *job, const struct mo
 		apply_result_set(&res, APPLY_DONE, 0, "cpus moved; its start binding's cpuset.mems write was not made "
 				 "(job %llu %s before it ran): mems stay as they were",
 				 (unsigned long long)ji->id, mover_state_name(ji->state));
+		/* the record's window holds the CPU write (check_decisions) */
+		res.duration_s = apply_pending_age_s(job->p);
 	} else {
 		/* The whole move, as the engine thread's write measured it:
 		 * from its CPU write to the end of the mems write. */
