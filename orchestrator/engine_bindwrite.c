@@ -80,11 +80,7 @@ void engine_bindwrite_submit(struct engine *e, struct apply_pending *p)
 	id = mover_submit(e->mover, &spec);
 	log_debug("guest %s: start binding's cpuset.mems write to the mover (job %llu)", it->guest_id,
 		  (unsigned long long)id);
-	if (e->njobs == e->capjobs) {
-		e->capjobs = e->capjobs ? e->capjobs * 2 : 8;
-		e->jobs = xrealloc(e->jobs, e->capjobs * sizeof(*e->jobs));
-	}
-	e->jobs[e->njobs++] = (struct ejob){ .id = id, .p = p, .bw = bw };
+	engine_job_add(e, id, p, bw);
 }
 
 void engine_bindwrite_settle(struct engine *e, struct ejob *job, const struct mover_job_info *ji)

@@ -86,6 +86,29 @@ enum phase_end {
 	PHASE_WRITE_JOB,  /* P belongs to a start binding's write job: recorded when taken */
 };
 
+void engine_job_add(struct engine *e, uint64_t id, struct apply_pending *p, struct bind_write *bw)
+{
+	if (e->njobs == e->capjobs) {
+		e->capjobs = e->capjobs ? e->capjobs * 2 : 8;
+		e->jobs = xrealloc(e->jobs, e->capjobs * sizeof(*e->jobs));
+	}
+	e->jobs[e->njobs++] = (struct ejob){ .id = id, .p = p, .bw = bw };
+}
+
+/* A start binding's cpuset.mems write: a mover worker's where there is
+ * one and nobody waits for the cycle's report (engine_bindwrite.c), else
+ * this thread's. */
+static enum phase_end bind_write(struct engine *e, struct apply_pending *p, bool sync_bind,
+				 struct apply_result *res)
+{
+	if (!sync_bind && e->mover && e->mover_on) {
+		engine_bindwrite_submit(e, p);
+		return PHASE_WRITE_JOB;
+	}
+	apply_memory(e->app, p, res);
+	return PHASE_DONE;
+}
+
 /* Phase 2 of one move: the memory, by the rule of kbal.h — left to the
  * kernel, handed to the mover, or (no mover, VMs) moved by the cpuset.mems
  * write; a start binding's write goes to a mover worker too, unless
@@ -104,14 +127,8 @@ static enum phase_end memory_phase(struct engine *e, const struct snapshot *snap
 
 	/* A start binding with next to nothing to migrate when planned: the
 	 * write alone, as phase 1 used to make it, but not on this thread. */
-	if (apply_pending_narrow_only(p)) {
-		if (!sync_bind && e->mover && e->mover_on) {
-			engine_bindwrite_submit(e, p);
-			return PHASE_WRITE_JOB;
-		}
-		apply_memory(e->app, p, res);
-		return PHASE_DONE;
-	}
+	if (apply_pending_narrow_only(p))
+		return bind_write(e, p, sync_bind, res);
 	/* Room partly to come needs a mover job that waits for it; the
 	 * kernel (a cpuset.mems write, its balancing) would not wait. */
 	if (apply_pending_room_wait(p) && (act == KBAL_ACT_DEFER || !to_mover)) {
@@ -132,10 +149,8 @@ static enum phase_end memory_phase(struct engine *e, const struct snapshot *snap
 	 * off the target while the mover chases it. The write itself goes
 	 * to a mover worker (engine_bindwrite.c): the engine thread does not
 	 * wait for what the kernel migrates inside it. */
-	if (!to_mover && it->bind_start && !sync_bind && e->mover && e->mover_on && apply_pending_writes_mems(p)) {
-		engine_bindwrite_submit(e, p);
-		return PHASE_WRITE_JOB;
-	}
+	if (!to_mover && it->bind_start && apply_pending_writes_mems(p))
+		return bind_write(e, p, sync_bind, res);
 	if (!to_mover) {
 		apply_memory(e->app, p, res);
 		return PHASE_DONE;
@@ -174,11 +189,7 @@ static enum phase_end memory_phase(struct engine *e, const struct snapshot *snap
 		else
 			snprintf(res->msg + n, sizeof(res->msg) - n, " (job %llu)", (unsigned long long)id);
 	}
-	if (e->njobs == e->capjobs) {
-		e->capjobs = e->capjobs ? e->capjobs * 2 : 8;
-		e->jobs = xrealloc(e->jobs, e->capjobs * sizeof(*e->jobs));
-	}
-	e->jobs[e->njobs++] = (struct ejob){ .id = id, .p = p };
+	engine_job_add(e, id, p, NULL);
 	return PHASE_JOB;
 }
 

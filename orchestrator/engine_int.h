@@ -139,6 +139,10 @@ void engine_bound_drop_intents(struct engine *e);
  * true), or that job taken (false: dropped if still an intent). */
 void engine_bound_writing(struct engine *e, const char *id, bool writing);
 
+/* engine_cycle.c: P (and BW, a start binding's write, or NULL) belongs to
+ * mover job ID until the engine takes it as finished (engine_settle_jobs). */
+void engine_job_add(struct engine *e, uint64_t id, struct apply_pending *p, struct bind_write *bw);
+
 /* engine_bindwrite.c: a start binding's cpuset.mems write off the engine
  * thread. Submits P's write as a mover job; P then belongs to it, and
  * its "moved" record comes when the job is taken (engine_bindwrite_settle). */
