@@ -71,7 +71,8 @@ struct engine {
 
 	/* Guests whose mems a start placement bound (plan_item.bind_start):
 	 * released (widened to WIDE ∪ their mems) once their memory stops
-	 * growing, their node runs short of room, or ENGINE_BIND_MAX_S pass.
+	 * growing (having grown once), their node runs short of room, or
+	 * ENGINE_BIND_MAX_S pass.
 	 * While any is bound, cycles come every ENGINE_BIND_CYCLE_S.
 	 * The set is written to the state directory (bindstate.h) whenever it
 	 * changes, so that a binding never outlives the agent: released at a
@@ -83,6 +84,10 @@ struct engine {
 		nodemask_t wide;       /* its mems before the placement */
 		nodemask_t bound;      /* the mems it is bound to */
 		uint64_t mem;          /* its memory at the last look */
+		/* Its memory grew at a look since it was bound: it has begun
+		 * its first touches, so a look without growth means they are
+		 * done. Until then it is starting (exec, set-up), not done. */
+		bool grew;
 		int64_t since_ns;      /* CLOCK_MONOTONIC of the placement */
 		bool intent;           /* recorded before its write, not yet made */
 		bool restored;         /* read back from before a restart */
@@ -178,6 +183,10 @@ void engine_apply_schedule(struct engine *e);
 /* engine_cycle.c */
 #define ENGINE_BIND_CYCLE_S 2.0
 #define ENGINE_BIND_MAX_S 60.0
+/* A bound guest whose memory has not grown at all by then is released:
+ * it is not about to touch much (an idle container), and bindings keep
+ * cycles at ENGINE_BIND_CYCLE_S. */
+#define ENGINE_BIND_START_S 10.0
 /* Seconds until the next scheduled cycle: the interval, or
  * ENGINE_BIND_CYCLE_S while a start placement's binding waits release,
  * or ENGINE_TRIGGER_GAP_S after a plan that left a guest seen for the

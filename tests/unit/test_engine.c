@@ -1105,6 +1105,62 @@ static void last_detail_has(struct efx *f, const char *decision, const char *tex
 	json_decref(all);
 }
 
+/* A guest bound at its start that has touched nothing yet is starting,
+ * not done: its binding stays until its memory grows and then stops
+ * (diag_bindwrite: a pod released "stopped growing (0 MiB)" 1.2 s after
+ * its placement, before its first touch); one that never grows is
+ * released after ENGINE_BIND_START_S. */
+static void test_engine_keeps_a_start_binding_until_the_guest_grows(void **state)
+{
+	struct efx f;
+	char *v;
+	unsigned k;
+
+	(void)state;
+	efx_init(&f, MODE_ENFORCE);
+	bind_start_fixture(&f);
+	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
+	fake.nr_items = 0;
+	fake.g1_on = "1";
+	fake.g1_mems = "1";
+	fake.g1_use = 0.0;
+	fake.g1_mem0 = 1 * MIB;                        /* its exec, no touch yet */
+	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
+	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
+	assert_int_equal(records(&f, "mems_released"), 0);
+	v = mems_file(&f);
+	assert_string_equal(v, "1");
+	free(v);
+	fake.g1_use = 1.0;
+	fake.g1_mem0 = 200 * MIB;                      /* it touches */
+	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
+	assert_int_equal(records(&f, "mems_released"), 0);
+	assert_int_equal(engine_cycle(f.e, false, NULL), 0);  /* and is done */
+	assert_int_equal(records(&f, "mems_released"), 1);
+	last_detail_has(&f, "mems_released", "its memory stopped growing (200 MiB)");
+	efx_fini(&f);
+
+	/* never grows: released once ENGINE_BIND_START_S have passed (a
+	 * cycle is 1 s of the fake clock), not before */
+	efx_init(&f, MODE_ENFORCE);
+	bind_start_fixture(&f);
+	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
+	fake.nr_items = 0;
+	fake.g1_on = "1";
+	fake.g1_mems = "1";
+	fake.g1_use = 0.0;
+	for (k = 1; k < (unsigned)ENGINE_BIND_START_S; k++)
+		assert_int_equal(engine_cycle(f.e, false, NULL), 0);
+	assert_int_equal(records(&f, "mems_released"), 0);
+	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
+	assert_int_equal(records(&f, "mems_released"), 1);
+	last_detail_has(&f, "mems_released", "its memory did not begin to grow");
+	v = mems_file(&f);
+	assert_string_equal(v, "0-1");
+	free(v);
+	efx_fini(&f);
+}
+
 /* Bind g1 to node 1 (start placement) with the state directory in use;
  * the binding is saved: g1, its cgroup, mems 0-1 before, 1 bound. */
 static void bind_and_save(struct efx *f)
@@ -1162,6 +1218,7 @@ static void test_engine_binding_while_its_write_runs(void **state)
 	bind_start_fixture(&f);
 	fake.nr_items = 0;
 	fake.g1_use = 1.0;
+	fake.free = 100 * MIB;          /* its nodes short of room: any binding is due */
 	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
 	v = engine_view_get(f.e);
 	for (unsigned i = 0; i < v->snap->nr_guests; i++)
@@ -1180,7 +1237,7 @@ static void test_engine_binding_while_its_write_runs(void **state)
 		engine_save_bindings(f.e);
 		engine_bound_writing(f.e, "g1", true);
 		engine_bound_drop_intents(f.e);
-		/* its memory "stopped growing" (as at the intent): due, yet kept */
+		/* its node short of free memory: due, yet kept */
 		engine_release_bound(f.e, v->snap, NULL, true);
 		assert_int_equal(records(&f, "mems_released"), 0);
 		engine_save_bindings(f.e);
@@ -1370,6 +1427,7 @@ int main(void)
 		cmocka_unit_test(test_engine_reservations_reach_the_policy),
 		cmocka_unit_test(test_engine_places_a_started_domain),
 		cmocka_unit_test(test_engine_releases_a_start_binding),
+		cmocka_unit_test(test_engine_keeps_a_start_binding_until_the_guest_grows),
 		cmocka_unit_test(test_engine_binding_while_its_write_runs),
 		cmocka_unit_test(test_engine_start_binding_outlives_no_agent),
 		cmocka_unit_test(test_engine_bad_or_stale_bindings_file),
