@@ -995,6 +995,17 @@ static void bind_start_fixture(struct efx *f)
 	fake.nr_items = 1;
 }
 
+/* From the next cycle on, g1 as a start placement left it: on node 1,
+ * bound there, no more moves planned; USE CPUs and MEM bytes. */
+static void bound_on_node1(double use, uint64_t mem)
+{
+	fake.nr_items = 0;
+	fake.g1_on = "1";
+	fake.g1_mems = "1";
+	fake.g1_use = use;
+	fake.g1_mem0 = mem;
+}
+
 static struct efx f_global;
 
 static char *mems_file(struct efx *f)
@@ -1023,11 +1034,7 @@ static void test_engine_releases_a_start_binding(void **state)
 	assert_true(engine_next_cycle_s(f.e) <= ENGINE_BIND_CYCLE_S);
 
 	/* next cycles: it is on node 1, bound there, touching its memory */
-	fake.nr_items = 0;
-	fake.g1_on = "1";
-	fake.g1_mems = "1";
-	fake.g1_use = 1.0;
-	fake.g1_mem0 = 100 * MIB;
+	bound_on_node1(1.0, 100 * MIB);
 	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
 	fake.g1_mem0 = 300 * MIB;
 	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
@@ -1052,11 +1059,7 @@ static void test_engine_releases_a_start_binding(void **state)
 	efx_init(&f, MODE_ENFORCE);
 	bind_start_fixture(&f);
 	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
-	fake.nr_items = 0;
-	fake.g1_on = "1";
-	fake.g1_mems = "1";
-	fake.g1_use = 1.0;
-	fake.g1_mem0 = 500 * MIB;
+	bound_on_node1(1.0, 500 * MIB);
 	fake.free = 100 * MIB;
 	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
 	assert_int_equal(records(&f, "mems_released"), 1);
@@ -1120,11 +1123,7 @@ static void test_engine_keeps_a_start_binding_until_the_guest_grows(void **state
 	efx_init(&f, MODE_ENFORCE);
 	bind_start_fixture(&f);
 	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
-	fake.nr_items = 0;
-	fake.g1_on = "1";
-	fake.g1_mems = "1";
-	fake.g1_use = 0.0;
-	fake.g1_mem0 = 1 * MIB;                        /* its exec, no touch yet */
+	bound_on_node1(0.0, 1 * MIB);       /* its exec, no touch yet */
 	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
 	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
 	assert_int_equal(records(&f, "mems_released"), 0);
@@ -1145,10 +1144,7 @@ static void test_engine_keeps_a_start_binding_until_the_guest_grows(void **state
 	efx_init(&f, MODE_ENFORCE);
 	bind_start_fixture(&f);
 	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
-	fake.nr_items = 0;
-	fake.g1_on = "1";
-	fake.g1_mems = "1";
-	fake.g1_use = 0.0;
+	bound_on_node1(0.0, 0);
 	for (k = 1; k < (unsigned)ENGINE_BIND_START_S; k++)
 		assert_int_equal(engine_cycle(f.e, false, NULL), 0);
 	assert_int_equal(records(&f, "mems_released"), 0);
@@ -1183,11 +1179,7 @@ static void bind_and_save(struct efx *f)
 	assert_nodes(&bs.e[0].bound, "1");
 	bindstate_clear(&bs);
 	/* from now on it is a young guest on node 1, bound, still growing */
-	fake.nr_items = 0;
-	fake.g1_on = "1";
-	fake.g1_mems = "1";
-	fake.g1_use = 1.0;
-	fake.g1_mem0 = 100 * MIB;
+	bound_on_node1(1.0, 100 * MIB);
 }
 
 /* The agent killed (no clean stop) and started again on the same state

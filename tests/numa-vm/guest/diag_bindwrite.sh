@@ -16,17 +16,8 @@ echo 0 > /proc/sys/kernel/numa_balancing
 # would time the printing, not the write.
 dmesg -n 1
 dmesg -c > /dev/null
-up() { cut -d' ' -f1 /proc/uptime; }
-for s in system.slice kubepods.slice kubepods.slice/kubepods-burstable.slice machine.slice; do
-	mkdir -p $CG/$s
-	echo "+cpuset +memory +cpu" > $CG/$s/cgroup.subtree_control
-done
-start() {  # DIR TOUCH TAG
-	mkdir $1
-	echo "$(up) START $3 $1"
-	sh -c "echo \$\$ > $1/cgroup.procs; exec /bin/guestload --mib 320 --threads 1 --touch $2" > /tmp/$3.r &
-}
-ready() { while ! grep -q ready /tmp/$1.r; do sleep 0.05; done; echo "$(up) READY $1"; }
+. /tests/lib_late_guests.sh
+late_slices
 # blocked SECONDS: sysrq w every 0.25 s, then the ring buffer's stacks
 # of the tasks in D state ("K [uptime] ..." lines; "? " frames, offsets
 # and register dumps left out).

@@ -7,17 +7,8 @@
 #   tests/numa-vm/numavm.py script diag_start_place_agent
 CG=/sys/fs/cgroup
 echo 0 > /proc/sys/kernel/numa_balancing
-up() { cut -d' ' -f1 /proc/uptime; }
-for s in system.slice kubepods.slice kubepods.slice/kubepods-burstable.slice machine.slice; do
-	mkdir -p $CG/$s
-	echo "+cpuset +memory +cpu" > $CG/$s/cgroup.subtree_control
-done
-start() {  # DIR TOUCH TAG
-	mkdir $1
-	echo "$(up) START $3 $1"
-	sh -c "echo \$\$ > $1/cgroup.procs; exec /bin/guestload --mib 320 --threads 1 --touch $2" > /tmp/$3.r &
-}
-ready() { while ! grep -q ready /tmp/$1.r; do sleep 0.05; done; echo "$(up) READY $1"; }
+. /tests/lib_late_guests.sh
+late_slices
 start $CG/system.slice/docker-$(printf '%064d' 1).scope 0 a
 start $CG/system.slice/docker-$(printf '%064d' 2).scope 1 b
 ready a
