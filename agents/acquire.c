@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "selfload.h"
 #include "topo.h"
 #include "../orchestrator/clock.h"
 #include "../orchestrator/fs.h"
@@ -18,6 +20,7 @@ struct acquirer {
 	struct host_paths hp;
 	struct cgscan *cg;
 	struct topo_cpustat prev;
+	struct selfload self;   /* the agent's own threads, taken off the nodes' load */
 	int64_t prev_ns;
 	bool have_prev;
 	bool primed;            /* counters taken by acquirer_prime, no snapshot yet */
@@ -38,6 +41,7 @@ int acquirer_new(const struct host_paths *hp, const struct cgscan_config *cg, st
 		free(a);
 		return r;
 	}
+	selfload_init(&a->self, hp->procfs, getpid());
 	*out = a;
 	return 0;
 }
@@ -48,6 +52,7 @@ void acquirer_free(struct acquirer *a)
 		return;
 	cgscan_free(a->cg);
 	topo_cpustat_free(&a->prev);
+	selfload_clear(&a->self);
 	free(a->sources);
 	free(a);
 }
@@ -110,6 +115,7 @@ int acquirer_prime(struct acquirer *a)
 	snap_set_nodes(prime, nodes, nr, dist);
 	r = topo_read_cpustat(&a->hp, &a->prev);
 	if (r == 0) {
+		(void)selfload_sample(&a->self, nodes, nr, NULL);
 		a->prev_ns = clock_mono_ns();
 		scan_guests(a, prime, a->prev_ns);
 		a->have_prev = true;
@@ -127,6 +133,7 @@ int acquirer_snapshot(struct acquirer *a, double prime_s, const struct snap_poli
 	struct snap_node *nodes = NULL;
 	unsigned nr = 0, *dist = NULL;
 	struct topo_cpustat cur = { 0 };
+	double *self_s = NULL;  /* the agent's own CPU seconds per node */
 	struct snapshot *s;
 	int64_t now;
 	int r;
@@ -153,8 +160,15 @@ int acquirer_snapshot(struct acquirer *a, double prime_s, const struct snap_poli
 	r = topo_read_cpustat(&a->hp, &cur);
 	if (r < 0)
 		goto out;
+	self_s = xcalloc(nr ? nr : 1, sizeof(*self_s));
+	(void)selfload_sample(&a->self, nodes, nr, self_s);
 	now = clock_mono_ns();
 	topo_node_busy(nodes, nr, &a->prev, &cur);
+	selfload_subtract(nodes, nr, self_s, (double)(now - a->prev_ns) / 1e9);
+	for (unsigned i = 0; i < nr; i++)
+		if (self_s[i] >= 0.005)
+			log_debug("node %d: the agent's own %.3f CPU s of the %.2f s window left out of its load",
+				  nodes[i].id, self_s[i], (double)(now - a->prev_ns) / 1e9);
 
 	s = snap_new();
 	s->seq = ++a->seq;
@@ -188,6 +202,7 @@ int acquirer_snapshot(struct acquirer *a, double prime_s, const struct snap_poli
 	r = 0;
 out:
 	topo_cpustat_free(&cur);
+	free(self_s);
 	free(nodes);
 	free(dist);
 	return r;
