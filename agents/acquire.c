@@ -165,10 +165,15 @@ int acquirer_snapshot(struct acquirer *a, double prime_s, const struct snap_poli
 	now = clock_mono_ns();
 	topo_node_busy(nodes, nr, &a->prev, &cur);
 	selfload_subtract(nodes, nr, self_s, (double)(now - a->prev_ns) / 1e9);
-	for (unsigned i = 0; i < nr; i++)
-		if (self_s[i] >= 0.005)
-			log_debug("node %d: the agent's own %.3f CPU s of the %.2f s window left out of its load",
-				  nodes[i].id, self_s[i], (double)(now - a->prev_ns) / 1e9);
+	if (log_get_level() >= LOG_LEVEL_DEBUG) {
+		char line[512];
+		size_t o = 0;
+
+		for (unsigned i = 0; i < nr && o < sizeof(line); i++)
+			o += (size_t)snprintf(line + o, sizeof(line) - o, " %d:%.3f", nodes[i].id, self_s[i]);
+		log_debug("the agent's own CPU s by node over the %.2f s window, left out of the nodes' load:%s",
+			  (double)(now - a->prev_ns) / 1e9, line);
+	}
 
 	s = snap_new();
 	s->seq = ++a->seq;

@@ -5,7 +5,8 @@
 # dry-run numaorchd --once each round: the snapshot and plan it decides on
 # (J lines, one JSON document each), once per first-cycle rate window
 # ([agent] sample; W=SECONDS on the R line), the arrangement set anew
-# before each. tests/numa-vm/numavm.py script diag_misplaced_start
+# before each, and the agent's own CPU time it left out of each node's
+# load (S lines, from its debug log). tests/numa-vm/numavm.py script diag_misplaced_start
 CG=/sys/fs/cgroup
 echo 0 > /proc/sys/kernel/numa_balancing
 . /tests/lib_misplaced.sh
@@ -30,8 +31,11 @@ for w in 1 0.5 0.25; do
 		for t in /proc/$p/task/*; do taskset -p -c 0-7 ${t##*/} >/dev/null 2>&1; done
 	done
 	echo "R arr=$arr w=$w"
-	/bin/numaorchd --once --dry-run --json --config /tmp/numaorchd-$w.conf 2>/dev/null | tr -d '\n' | sed 's/^/J /'
+	/bin/numaorchd --once --dry-run --json --log-level debug --config /tmp/numaorchd-$w.conf 2>/tmp/once.err |
+		tr -d '\n' | sed 's/^/J /'
 	echo
+	# the agent's own CPU time taken off the nodes' load (S lines)
+	grep "the agent's own" /tmp/once.err | sed 's/^/S /'
 done
 done
 echo "END rc=0"
