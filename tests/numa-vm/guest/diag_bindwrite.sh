@@ -30,12 +30,7 @@ blocked() {
 	dmesg -c | grep -v -e ' ? ' -e 'R[A-Z0-9][A-Z0-9]: ' -e '<TASK>' -e '</TASK>' -e 'Call Trace' |
 		sed -e 's/+0x[0-9a-f]*\/0x[0-9a-f]*//' -e 's/^/K /'
 }
-start $CG/system.slice/docker-$(printf '%064d' 1).scope 0 a
-start $CG/system.slice/docker-$(printf '%064d' 2).scope 1 b
-ready a
-ready b
-mkdir -p /var/lib/numaorch /run/numaorch
-/bin/numaorchd --log-level debug --config /etc/numaorch/numaorchd.conf 2>&1 | while read -r l; do echo "$(up) $l"; done &
+late_base
 sleep 6
 grep -E "^(pgmigrate_success|thp_migration_success)" /proc/vmstat | tr '\n' ' '; echo
 start $CG/machine.slice/libpod-$(printf '%064d' 3).scope 0 c

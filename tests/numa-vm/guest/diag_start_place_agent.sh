@@ -9,12 +9,7 @@ CG=/sys/fs/cgroup
 echo 0 > /proc/sys/kernel/numa_balancing
 . /tests/lib_late_guests.sh
 late_slices
-start $CG/system.slice/docker-$(printf '%064d' 1).scope 0 a
-start $CG/system.slice/docker-$(printf '%064d' 2).scope 1 b
-ready a
-ready b
-mkdir -p /var/lib/numaorch /run/numaorch
-/bin/numaorchd --log-level debug --config /etc/numaorch/numaorchd.conf 2>&1 | while read -r l; do echo "$(up) $l"; done &
+late_base
 sleep 5
 stacks() {  # SECONDS
 	n=$(awk -v s=$1 'BEGIN{print int(s * 4)}')

@@ -18,3 +18,14 @@ start() {  # DIR TOUCH TAG
 	sh -c "echo \$\$ > $1/cgroup.procs; exec /bin/guestload --mib 320 --threads 1 --touch $2" > /tmp/$3.r &
 }
 ready() { while ! grep -q ready /tmp/$1.r; do sleep 0.05; done; echo "$(up) READY $1"; }
+# late_base: churn's first two guests (a touching on node 0, b on node 1)
+# started and ready, then numaorchd with its debug log, each line stamped.
+late_base() {
+	start $CG/system.slice/docker-$(printf '%064d' 1).scope 0 a
+	start $CG/system.slice/docker-$(printf '%064d' 2).scope 1 b
+	ready a
+	ready b
+	mkdir -p /var/lib/numaorch /run/numaorch
+	/bin/numaorchd --log-level debug --config /etc/numaorch/numaorchd.conf 2>&1 |
+		while read -r l; do echo "$(up) $l"; done &
+}
