@@ -134,6 +134,7 @@ int acquirer_snapshot(struct acquirer *a, double prime_s, const struct snap_poli
 	unsigned nr = 0, *dist = NULL;
 	struct topo_cpustat cur = { 0 };
 	double *self_s = NULL;  /* the agent's own CPU seconds per node */
+	bool self_ok;
 	struct snapshot *s;
 	int64_t now;
 	int r;
@@ -161,11 +162,16 @@ int acquirer_snapshot(struct acquirer *a, double prime_s, const struct snap_poli
 	if (r < 0)
 		goto out;
 	self_s = xcalloc(nr ? nr : 1, sizeof(*self_s));
-	(void)selfload_sample(&a->self, nodes, nr, self_s);
+	/* Counted only over a window whose start it sampled too (not on a
+	 * fixture procfs without the agent's pid): else agent_cpus stays NAN. */
+	self_ok = a->self.have && selfload_sample(&a->self, nodes, nr, self_s) == 0;
+	if (!a->self.have)
+		(void)selfload_sample(&a->self, nodes, nr, NULL);
 	now = clock_mono_ns();
 	topo_node_busy(nodes, nr, &a->prev, &cur);
-	selfload_subtract(nodes, nr, self_s, (double)(now - a->prev_ns) / 1e9);
-	if (log_get_level() >= LOG_LEVEL_DEBUG) {
+	if (self_ok)
+		selfload_subtract(nodes, nr, self_s, (double)(now - a->prev_ns) / 1e9);
+	if (self_ok && log_get_level() >= LOG_LEVEL_DEBUG) {
 		char line[512];
 		size_t o = 0;
 

@@ -67,6 +67,7 @@ void selfload_subtract(struct snap_node *nodes, unsigned nr, const double *sec, 
 	for (unsigned i = 0; i < nr; i++) {
 		double cpus;
 
+		nodes[i].agent_cpus = sec[i] / window_s;
 		if (isnan(nodes[i].busy) || !nodes[i].nr_cpus || !(sec[i] > 0.0))
 			continue;
 		cpus = nodes[i].busy * nodes[i].nr_cpus - sec[i] / window_s;

@@ -58,7 +58,8 @@ void selfload_by_node(const struct selfload_thr *prev, unsigned np, const struct
 		      const struct snap_node *nodes, unsigned nr, double *sec);
 
 /* Pure: take SEC[i] CPU seconds over WINDOW_S off node i's busy fraction,
- * never below 0; a node not measured (NAN) stays so. */
+ * never below 0 (a node whose busy was not measured, NAN, stays so), and
+ * note them as its agent_cpus (CPUs over the window). */
 void selfload_subtract(struct snap_node *nodes, unsigned nr, const double *sec, double window_s);
 
 #endif

@@ -340,6 +340,7 @@ static int read_nonuma(const struct host_paths *hp, const cpumask_t *online,
 	n->mem_total = total;
 	n->mem_free = free_b;
 	n->busy = NAN;
+	n->agent_cpus = NAN;
 	*nodes = n;
 	*nr = 1;
 	*distance = xcalloc(1, sizeof(unsigned));
@@ -392,6 +393,7 @@ int topo_read_nodes(const struct host_paths *hp, struct snap_node **nodes,
 
 		nd->id = id;
 		nd->busy = NAN;
+		nd->agent_cpus = NAN;
 		r = read_node_cpus(hp, id, online, buf, &nd->cpus);
 		if (r < 0)
 			goto out;

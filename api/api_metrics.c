@@ -39,6 +39,12 @@ static void view_metrics(struct prom *p, struct api *a, const struct engine_view
 		node_label(s, n, node, sizeof(node));
 		prom_sample(p, "numaorch_node_cpu_busy_ratio", s->nodes[n].busy, 1, "node", node);
 	}
+	prom_family(p, "numaorch_node_agent_cpus", "gauge",
+		    "CPUs numaorchd's own threads used on the node over the last sample window, left out of the busy ratio.");
+	for (unsigned n = 0; n < s->nr_nodes; n++) {
+		node_label(s, n, node, sizeof(node));
+		prom_sample(p, "numaorch_node_agent_cpus", s->nodes[n].agent_cpus, 1, "node", node);
+	}
 	prom_family(p, "numaorch_node_memory_total_bytes", "gauge", "Memory of the node (MemTotal).");
 	for (unsigned n = 0; n < s->nr_nodes; n++) {
 		node_label(s, n, node, sizeof(node));

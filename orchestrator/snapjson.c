@@ -46,13 +46,14 @@ json_t *snap_node_to_json(const struct snapshot *s, unsigned idx)
 		snprintf(key, sizeof(key), "%d", s->nodes[j].id);
 		json_object_set_new(dist, key, json_integer(snap_distance(s, idx, j)));
 	}
-	o = json_pack("{s:i, s:o, s:i, s:I, s:I, s:o, s:o}",
+	o = json_pack("{s:i, s:o, s:i, s:I, s:I, s:o, s:o, s:o}",
 		      "id", n->id,
 		      "cpus", snapj_cpumask(&n->cpus),
 		      "nr_cpus", (int)n->nr_cpus,
 		      "mem_total_bytes", (json_int_t)n->mem_total,
 		      "mem_free_bytes", (json_int_t)n->mem_free,
 		      "busy", snapj_real_or_null(n->busy),
+		      "agent_cpus", snapj_real_or_null(n->agent_cpus),
 		      "distance", dist);
 	return o;
 }

@@ -37,6 +37,9 @@ struct snap_node {
 	uint64_t mem_coming;
 	double busy;           /* busy fraction of its CPUs over the sample
 				* window, 0..1; NAN when not yet measured */
+	/* CPUs the agent's own threads used here over that window, left out
+	 * of busy (agents/selfload.h); NAN when not measured. */
+	double agent_cpus;
 };
 
 enum guest_kind {

@@ -84,6 +84,7 @@ static void nodes2(struct snapshot *s)
 		n[i].mem_total = 8ull << 30;
 		n[i].mem_free = 4ull << 30;
 		n[i].busy = NAN;
+		n[i].agent_cpus = NAN;
 	}
 	snap_set_nodes(s, n, 2, NULL);
 }

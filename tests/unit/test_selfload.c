@@ -61,10 +61,15 @@ static void test_subtract(void **state)
 	selfload_subtract(nodes, 2, sec, 1.0);
 	assert_true(nodes[0].busy == 0.0);
 	assert_true(fabs(nodes[1].busy - 0.0115) < 1e-9);
-	/* not measured: stays so; no window: nothing taken */
+	assert_true(fabs(nodes[0].agent_cpus - 0.5) < 1e-9);   /* what it used, floor or not */
+	assert_true(fabs(nodes[1].agent_cpus - 0.1) < 1e-9);
+	/* not measured: stays so, its agent_cpus still noted; no window:
+	 * nothing taken */
 	nodes[0].busy = NAN;
-	selfload_subtract(nodes, 2, sec, 1.0);
+	nodes[0].agent_cpus = NAN;
+	selfload_subtract(nodes, 2, sec, 2.0);
 	assert_true(isnan(nodes[0].busy));
+	assert_true(fabs(nodes[0].agent_cpus - 0.25) < 1e-9);
 	nodes[1].busy = 0.5;
 	selfload_subtract(nodes, 2, sec, 0.0);
 	assert_true(nodes[1].busy == 0.5);
