@@ -164,9 +164,7 @@ int acquirer_snapshot(struct acquirer *a, double prime_s, const struct snap_poli
 	self_s = xcalloc(nr ? nr : 1, sizeof(*self_s));
 	/* Counted only over a window whose start it sampled too (not on a
 	 * fixture procfs without the agent's pid): else agent_cpus stays NAN. */
-	self_ok = a->self.have && selfload_sample(&a->self, nodes, nr, self_s) == 0;
-	if (!a->self.have)
-		(void)selfload_sample(&a->self, nodes, nr, NULL);
+	self_ok = selfload_sample(&a->self, nodes, nr, self_s) > 0;
 	now = clock_mono_ns();
 	topo_node_busy(nodes, nr, &a->prev, &cur);
 	if (self_ok)

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../orchestrator/fs.h"
 #include "../orchestrator/procstat.h"
@@ -17,6 +18,9 @@ void selfload_init(struct selfload *s, const char *procfs, pid_t pid)
 	memset(s, 0, sizeof(*s));
 	snprintf(s->procfs, sizeof(s->procfs), "%s", procfs);
 	s->pid = pid;
+	s->clk_tck = sysconf(_SC_CLK_TCK);   /* stat's ticks, as cgthr.c reads them */
+	if (s->clk_tck <= 0)
+		s->clk_tck = 100;
 }
 
 void selfload_clear(struct selfload *s)
@@ -109,7 +113,7 @@ static int read_thread(const struct selfload *s, pid_t tid, struct selfload_thr 
 	    fs_read_line(path, line, sizeof(line)) == 0 && sscanf(line, "%llu", &ns) == 1)
 		t->ns = ns;
 	else
-		t->ns = ticks * (1000000000ULL / 100);   /* USER_HZ */
+		t->ns = ticks * (uint64_t)(1e9 / (double)s->clk_tck);
 	return 0;
 }
 
@@ -118,6 +122,7 @@ int selfload_sample(struct selfload *s, const struct snap_node *nodes, unsigned 
 	char path[PATH_MAX];
 	struct selfload_thr *cur = NULL;
 	unsigned n = 0, cap = 0;
+	int counted;
 	struct dirent *de;
 	DIR *d;
 
@@ -145,11 +150,12 @@ int selfload_sample(struct selfload *s, const struct snap_node *nodes, unsigned 
 	}
 	closedir(d);
 	qsort(cur, n, sizeof(*cur), cmp_tid);
-	if (s->have && sec)
+	counted = s->have;
+	if (counted && sec)
 		selfload_by_node(s->thr, s->n, cur, n, nodes, nr, sec);
 	free(s->thr);
 	s->thr = cur;
 	s->n = n;
 	s->have = 1;
-	return 0;
+	return counted;
 }

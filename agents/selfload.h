@@ -40,6 +40,7 @@ struct selfload {
 	struct selfload_thr *thr;   /* the last sample, sorted by tid */
 	unsigned n;
 	int have;                   /* a sample was taken */
+	long clk_tck;               /* stat's ticks per second */
 };
 
 /* Accounting of process PID's threads under PROCFS. */
@@ -47,9 +48,10 @@ void selfload_init(struct selfload *s, const char *procfs, pid_t pid);
 void selfload_clear(struct selfload *s);
 
 /* Take a sample: with a previous one, add each node's CPU seconds since
- * it to SEC[nr] (NODES' order; SEC untouched without one, or NULL). Returns 0, or
- * -errno when the threads cannot be listed (a fixture procfs without the
- * agent's pid: nothing counted, nothing kept). */
+ * it to SEC[nr] (NODES' order; SEC untouched without one, or NULL).
+ * Returns 1 when a window was counted, 0 for a first sample (a window
+ * starts), or -errno when the threads cannot be listed (a fixture procfs
+ * without the agent's pid: nothing counted, nothing kept). */
 int selfload_sample(struct selfload *s, const struct snap_node *nodes, unsigned nr, double *sec);
 
 /* Pure: CPU seconds per node (SEC[nr], NODES' order) that CUR's threads
