@@ -37,7 +37,6 @@ struct cgthr_tick {
 struct cgthr {
 	char procfs[PATH_MAX];
 	long clk_tck;
-	int64_t now_ns;               /* this scan's time */
 	/* prev is sorted by id; next collects this scan. */
 	struct cgthr_prev *prev, *next;
 	unsigned nr_prev, nr_next, cap_prev, cap_next;
@@ -59,9 +58,9 @@ void cgthr_init(struct cgthr *t, const char *procfs);
 /* Frees T's pools (not T). */
 void cgthr_clear(struct cgthr *t);
 
-/* A scan at NOW_NS (monotonic) begins / ends; at the end this scan's
- * samples become the previous ones. */
-void cgthr_begin(struct cgthr *t, int64_t now_ns);
+/* A scan begins / ends; at the end this scan's samples become the
+ * previous ones. */
+void cgthr_begin(struct cgthr *t);
 void cgthr_end(struct cgthr *t);
 
 /* A guest's measuring begins: no thread ids yet. */
@@ -71,18 +70,21 @@ void cgthr_add_tid(struct cgthr *t, pid_t tid);
 
 /* What the previous scan measured of guest ID, NULL if it did not. */
 const struct cgthr_prev *cgthr_prev_find(const struct cgthr *t, const char *id);
-/* CPUs used since P (usage_ns per ns), NAN without P or a usable delta. */
-double cgthr_rate(const struct cgthr *t, const struct cgthr_prev *p, uint64_t usage);
+/* CPUs used since P (usage_ns per ns): USAGE as read at T_NS, the
+ * monotonic time of that read (not of the scan: see cgscan.c's
+ * read_time). NAN without P or a usable delta. */
+double cgthr_rate(const struct cgthr_prev *p, uint64_t usage, int64_t t_ns);
 /* A guest seen for the first time whose main process PID started a
  * little while ago: its average use since (see cgthr.c); NAN otherwise. */
 double cgthr_young_rate(struct cgthr *t, pid_t pid, uint64_t usage_ns);
 /* Share G's cpu_use out over the nodes its threads ran on (g->cpu_node,
  * busy_threads, busy_measured) from the tids given since
  * cgthr_guest_begin, against P; the ticks are recorded in the pool as the
- * slice *OFF, *N for cgthr_record. */
+ * slice *OFF, *N for cgthr_record. T_NS: when G's usage was read. */
 void cgthr_thread_nodes(struct cgthr *t, const struct snapshot *s, struct snap_guest *g,
-			const struct cgthr_prev *p, unsigned *off, unsigned *n);
-/* This scan's sample of guest ID (usage, its tick slice). */
-void cgthr_record(struct cgthr *t, const char *id, uint64_t usage, unsigned thr_off, unsigned nr_thr);
+			const struct cgthr_prev *p, int64_t t_ns, unsigned *off, unsigned *n);
+/* This scan's sample of guest ID (usage read at T_NS, its tick slice). */
+void cgthr_record(struct cgthr *t, const char *id, uint64_t usage, int64_t t_ns, unsigned thr_off,
+		  unsigned nr_thr);
 
 #endif

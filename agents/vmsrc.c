@@ -319,8 +319,12 @@ static double rate(uint64_t now_v, uint64_t prev_v, int64_t dt_ns)
 	return (double)(now_v - prev_v) / (double)dt_ns;
 }
 
-/* One domain into SNAP. Returns false if its process is gone. */
-static bool measure(struct vmsrc *vs, struct vm_dom *d, struct snapshot *snap, int64_t now)
+/* One domain into SNAP. NOW is the scan's time, MONO0 the monotonic
+ * clock when the scan began: a domain's rates run to when its counters
+ * were read (cgscan.c's read_time says why; here libvirt's calls and
+ * the container scan come before, and vary). Returns false if its
+ * process is gone. */
+static bool measure(struct vmsrc *vs, struct vm_dom *d, struct snapshot *snap, int64_t now, int64_t mono0)
 {
 	struct vmproc_threads t;
 	struct snap_guest *g;
@@ -338,6 +342,7 @@ static bool measure(struct vmsrc *vs, struct vm_dom *d, struct snapshot *snap, i
 	if (r < 0)
 		return false;
 	have_cpu = vmproc_process_cpu_ns(&vs->hp, d->pid, &cpu_ns) == 0;
+	now += clock_mono_ns() - mono0;
 
 	g = snap_add_guest(snap);
 	vm = xcalloc(1, sizeof(*vm));
@@ -479,6 +484,7 @@ int vmsrc_scan(void *ctx, struct snapshot *snap, int64_t now)
 	virConnectPtr conn;
 	virDomainPtr *doms = NULL;
 	char err[256] = "";
+	int64_t mono0 = clock_mono_ns();
 	int n = -1;
 
 	drain_events(vs);
@@ -565,7 +571,7 @@ next:
 				  vs->uri, err, vs->nr_doms, vs->nr_doms == 1 ? "" : "s");
 	}
 	for (unsigned i = 0; i < vs->nr_doms;)
-		if (measure(vs, &vs->doms[i], snap, now))
+		if (measure(vs, &vs->doms[i], snap, now, mono0))
 			i++;
 		else
 			dom_remove(vs, i);

@@ -1035,6 +1035,74 @@ static void test_cpu_per_node(void **state)
 	free(root);
 }
 
+/* A thread uses at most one CPU: a guest whose threads were the same at
+ * both ends of the window is bounded by the number that ran, whatever
+ * its cgroup's usage says (a running task's time since its last tick is
+ * not in it yet, so the two ends can be unevenly behind). A thread that
+ * came or went in the window leaves it unbounded. */
+static void test_cpu_use_bounded_by_threads_that_ran(void **state)
+{
+	char *root = tu_mkdtemp();
+	const struct snap_guest *g;
+	struct cgscan *cs;
+	struct snapshot *s;
+
+	(void)state;
+	v2_root(root);
+	/* 500: an idle main thread; 501: the busy worker. */
+	v2_cg(root, "/lxc.payload.one", "500\n", "500\n501\n", "usage_usec 0\n",
+	      "anon N0=4096 N1=0\nfile N0=0 N1=0\n", "0-7\n", "0-1\n");
+	thr_stat(root, 500, 1, 0, 0);
+	thr_stat(root, 501, 10, 0, 1);
+	cs = open_root(root, NULL);
+	snap_unref(scan_once(cs, 1000000000));
+
+	/* 1.3 s of usage over 1 s, one thread ran: 1 CPU. */
+	tu_write(root, "sys/fs/cgroup/lxc.payload.one/cpu.stat", "usage_usec 1300000\n");
+	thr_stat(root, 501, 110, 0, 1);
+	s = scan_once(cs, 2000000000);
+	g = snap_find_guest(s, "lxc-one");
+	assert_float_equal(g->cpu_use, 1.0, 1e-9);
+	assert_int_equal(g->busy_threads, 1);
+	snap_unref(s);
+
+	/* Under the bound: as read. */
+	tu_write(root, "sys/fs/cgroup/lxc.payload.one/cpu.stat", "usage_usec 2100000\n");
+	thr_stat(root, 501, 190, 0, 1);
+	s = scan_once(cs, 3000000000);
+	assert_float_equal(snap_find_guest(s, "lxc-one")->cpu_use, 0.8, 1e-9);
+	snap_unref(s);
+
+	/* Both ran: bounded by two, not one. */
+	tu_write(root, "sys/fs/cgroup/lxc.payload.one/cpu.stat", "usage_usec 3700000\n");
+	thr_stat(root, 500, 51, 0, 0);
+	thr_stat(root, 501, 290, 0, 1);
+	s = scan_once(cs, 4000000000);
+	assert_float_equal(snap_find_guest(s, "lxc-one")->cpu_use, 1.6, 1e-9);
+	snap_unref(s);
+
+	/* A thread that came in the window: its time is in the usage, its
+	 * window unknown. No bound. */
+	tu_write(root, "sys/fs/cgroup/lxc.payload.one/cgroup.threads", "500\n501\n502\n");
+	tu_write(root, "sys/fs/cgroup/lxc.payload.one/cpu.stat", "usage_usec 5000000\n");
+	thr_stat(root, 501, 390, 0, 1);
+	thr_stat(root, 502, 30, 0, 2);
+	s = scan_once(cs, 5000000000);
+	assert_float_equal(snap_find_guest(s, "lxc-one")->cpu_use, 1.3, 1e-9);
+	snap_unref(s);
+
+	/* One that went: its time is in the usage too. No bound. */
+	tu_write(root, "sys/fs/cgroup/lxc.payload.one/cgroup.threads", "500\n501\n");
+	tu_write(root, "sys/fs/cgroup/lxc.payload.one/cpu.stat", "usage_usec 6200000\n");
+	thr_stat(root, 501, 490, 0, 1);
+	s = scan_once(cs, 6000000000);
+	assert_float_equal(snap_find_guest(s, "lxc-one")->cpu_use, 1.2, 1e-9);
+	snap_unref(s);
+	cgscan_free(cs);
+	tu_rm_rf(root);
+	free(root);
+}
+
 /* ---- vanishing guests -------------------------------------------------------- */
 
 static void vanish_case(const char *trigger)
@@ -1360,6 +1428,7 @@ int main(void)
 		cmocka_unit_test(test_cpu_use_v2),
 		cmocka_unit_test(test_cpu_use_first_sight),
 		cmocka_unit_test(test_cpu_per_node),
+		cmocka_unit_test(test_cpu_use_bounded_by_threads_that_ran),
 		cmocka_unit_test(test_vanish_before_open),
 		cmocka_unit_test(test_vanish_mid_read),
 		cmocka_unit_test(test_vanish_between_scans),
