@@ -49,7 +49,7 @@ void config_default(struct agent_config *c)
 	memset(c, 0, sizeof(*c));
 	c->mode = MODE_ENFORCE;
 	c->interval_s = 15.0;
-	c->sample_s = 1.0;
+	c->sample_s = 0.5;
 	c->history_s = 3600.0;
 	c->state_dir = xstrdup("/var/lib/numaorch");
 	c->log_level = LOG_LEVEL_INFO;
