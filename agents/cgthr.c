@@ -148,9 +148,9 @@ void cgthr_thread_nodes(struct cgthr *t, const struct snapshot *s, struct snap_g
 {
 	char path[PATH_MAX];
 	nodemask_t nodes;
-	double *dn, busy_ticks;
+	double *dn, busy_ticks, win_ticks, cap = 0;
 	bool measured = false;
-	unsigned known = 0, ran = 0;
+	unsigned known = 0;
 
 	*off = t->nr_thr_next;
 	*n = 0;
@@ -165,9 +165,8 @@ void cgthr_thread_nodes(struct cgthr *t, const struct snapshot *s, struct snap_g
 	}
 	dn = xcalloc(s->nr_nodes, sizeof(double));
 	/* Busy: at least SNAP_BUSY_THREAD_CPU of a CPU over the window. */
-	busy_ticks = p && t_ns > p->t_ns
-		     ? SNAP_BUSY_THREAD_CPU * (double)(t_ns - p->t_ns) / 1e9 * (double)t->clk_tck
-		     : INFINITY;
+	win_ticks = p && t_ns > p->t_ns ? (double)(t_ns - p->t_ns) / 1e9 * (double)t->clk_tck : INFINITY;
+	busy_ticks = SNAP_BUSY_THREAD_CPU * win_ticks;
 	if (t->proc_fd < 0)
 		t->proc_fd = open(t->procfs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	for (unsigned i = 0; i < t->nr_tids; i++) {
@@ -189,10 +188,12 @@ void cgthr_thread_nodes(struct cgthr *t, const struct snapshot *s, struct snap_g
 		(*n)++;
 		was = p && p->nr_thr ? bsearch(tk, t->thr_prev + p->thr_off, p->nr_thr, sizeof(*tk), tid_cmp)
 				     : NULL;
-		if (was)
+		if (was && tk->ticks >= was->ticks) {
+			/* Its ticks are truncated at both ends: one more is
+			 * its most, and one CPU at most. */
 			known++;
-		if (was && tk->ticks > was->ticks)
-			ran++;
+			cap += fmin(1.0, ((double)(tk->ticks - was->ticks) + 1.0) / win_ticks);
+		}
 		if (!was || tk->ticks <= was->ticks || (k = snap_cpu_node_index(s, cpu)) < 0)
 			continue; /* new (its window is unknown), idle, or an unknown CPU */
 		dn[k] += (double)(tk->ticks - was->ticks);
@@ -203,17 +204,23 @@ void cgthr_thread_nodes(struct cgthr *t, const struct snapshot *s, struct snap_g
 	qsort(t->thr_next + t->nr_thr_next, *n, sizeof(struct cgthr_tick), tid_cmp);
 	t->nr_thr_next += *n;
 	g->busy_measured = measured;
-	/* A thread uses at most one CPU: a guest whose threads were the same
-	 * at both ends of the window used at most as many CPUs as ran in it.
-	 * The cgroup's usage can read more. A running task's time since its
-	 * last tick is not in it yet, so each end is behind by up to a tick,
-	 * and under the testbed's TCG by tens of ms: a one-thread guest read
-	 * 0.96-1.13 CPUs over a 0.5 s window, and two of them no longer fit
-	 * the node of two CPUs that held their memory (numavm.py script
-	 * diag_misplaced_start). A thread that came or went in the window
-	 * (its time counted, its tid not seen at both ends) leaves no bound. */
-	if (p && known == t->nr_tids && known == *n && known == p->nr_thr && ran && g->cpu_use > (double)ran)
-		g->cpu_use = (double)ran;
+	/* A thread uses at most one CPU. The cgroup's usage can read more:
+	 * a running task's time since its last tick is not in it yet, so
+	 * each end of the window is behind by up to a tick, and under the
+	 * testbed's TCG by tens of ms, unevenly. A one-thread guest read
+	 * 1.03-1.14 CPUs over a 0.5 s window, two of them no longer fit the
+	 * 2-CPU node holding their memory, and the plan migrated one
+	 * (numavm.py script diag_misplaced_start, bench-numa's misplaced).
+	 * So a guest whose threads were the same at both ends is bounded
+	 * by what its threads' own ticks say, each at most one CPU; an idle
+	 * thread then adds a tick's worth, not a CPU (counting threads that
+	 * ran let a main thread's one tick double the bound). A thread that
+	 * came or went in the window (its time counted, its tid not seen at
+	 * both ends) leaves no bound; a process that came and went inside
+	 * it is not seen, and its time is cut by at most the excess. */
+	if (p && known && isfinite(win_ticks) && known == t->nr_tids && known == *n && known == p->nr_thr &&
+	    g->cpu_use > cap)
+		g->cpu_use = cap;
 	g->cpu_node = snap_node_use(s, dn, g->cpu_use);
 }
 

@@ -156,6 +156,20 @@ int vmproc_thread_cpu_ns(const struct host_paths *hp, pid_t pid, pid_t tid, uint
 	return r;
 }
 
+double vmproc_thread_rate(uint64_t cur_ns, uint64_t prev_ns, int64_t dt_ns)
+{
+	double r;
+
+	if (dt_ns <= 0 || cur_ns < prev_ns)
+		return NAN;
+	r = (double)(cur_ns - prev_ns) / (double)dt_ns;
+	/* A thread runs on one CPU at a time. Its counter misses a running
+	 * thread's time since its last tick, unevenly at the two ends (far
+	 * more under TCG, where ticks come late): more than 1 is that error
+	 * (cgthr.c bounds a container the same way). */
+	return r > 1.0 ? 1.0 : r;
+}
+
 double *vmproc_vcpu_nodes(const struct host_paths *hp, const struct snapshot *snap, const struct snap_vm *vm,
 			  double cpu_use)
 {

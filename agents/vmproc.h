@@ -79,6 +79,9 @@ int vmproc_threads(const struct host_paths *hp, const struct cg_hier *h, pid_t p
 /* CPU time of thread TID of PID in ns: /proc/PID/task/TID/schedstat
  * (nanoseconds), else utime+stime of .../stat (clock ticks). */
 int vmproc_thread_cpu_ns(const struct host_paths *hp, pid_t pid, pid_t tid, uint64_t *ns);
+/* CPUs one thread used between two such readings DT_NS apart: at most 1,
+ * NAN if unknown (no time passed, the counter went back: another thread). */
+double vmproc_thread_rate(uint64_t cur_ns, uint64_t prev_ns, int64_t dt_ns);
 /* CPU time of the whole process (every thread, live and exited): utime +
  * stime of /proc/PID/stat, in ns. */
 int vmproc_process_cpu_ns(const struct host_paths *hp, pid_t pid, uint64_t *ns);

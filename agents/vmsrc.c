@@ -392,7 +392,7 @@ static bool measure(struct vmsrc *vs, struct vm_dom *d, struct snapshot *snap, i
 		if (!vm->vcpu_tids[i] || vmproc_thread_cpu_ns(&vs->hp, d->pid, vm->vcpu_tids[i], &vns[i]) < 0)
 			continue;
 		if (i < d->nr_prev_vcpu && d->prev_vcpu_tid[i] == vm->vcpu_tids[i] && d->prev_t_ns) {
-			vm->vcpu_use[i] = rate(vns[i], d->prev_vcpu_ns[i], now - d->prev_t_ns);
+			vm->vcpu_use[i] = vmproc_thread_rate(vns[i], d->prev_vcpu_ns[i], now - d->prev_t_ns);
 			/* Every vCPU is measured: the policy counts busy ones. */
 			g->busy_measured = g->busy_measured || !isnan(vm->vcpu_use[i]);
 			g->busy_threads += vm->vcpu_use[i] >= SNAP_BUSY_THREAD_CPU;

@@ -1036,11 +1036,13 @@ static void test_cpu_per_node(void **state)
 }
 
 /* A thread uses at most one CPU: a guest whose threads were the same at
- * both ends of the window is bounded by the number that ran, whatever
- * its cgroup's usage says (a running task's time since its last tick is
- * not in it yet, so the two ends can be unevenly behind). A thread that
- * came or went in the window leaves it unbounded. */
-static void test_cpu_use_bounded_by_threads_that_ran(void **state)
+ * both ends of the window is bounded by its threads' own ticks, each
+ * thread at most one CPU and one tick more than it read (truncation),
+ * whatever its cgroup's usage says (a running task's time since its last
+ * tick is not in it yet, so the two ends can be unevenly behind). A
+ * thread that came or went in the window leaves it unbounded. Windows of
+ * 1 s: 100 ticks. */
+static void test_cpu_use_bounded_by_threads_ticks(void **state)
 {
 	char *root = tu_mkdtemp();
 	const struct snap_guest *g;
@@ -1057,45 +1059,55 @@ static void test_cpu_use_bounded_by_threads_that_ran(void **state)
 	cs = open_root(root, NULL);
 	snap_unref(scan_once(cs, 1000000000));
 
-	/* 1.3 s of usage over 1 s, one thread ran: 1 CPU. */
+	/* 1.3 s of usage; the worker 100 ticks, the main thread none:
+	 * 1 + 0.01. */
 	tu_write(root, "sys/fs/cgroup/lxc.payload.one/cpu.stat", "usage_usec 1300000\n");
 	thr_stat(root, 501, 110, 0, 1);
 	s = scan_once(cs, 2000000000);
 	g = snap_find_guest(s, "lxc-one");
-	assert_float_equal(g->cpu_use, 1.0, 1e-9);
+	assert_float_equal(g->cpu_use, 1.01, 1e-9);
 	assert_int_equal(g->busy_threads, 1);
 	snap_unref(s);
 
-	/* Under the bound: as read. */
+	/* Under the bound (0.81 + 0.01): as read. */
 	tu_write(root, "sys/fs/cgroup/lxc.payload.one/cpu.stat", "usage_usec 2100000\n");
 	thr_stat(root, 501, 190, 0, 1);
 	s = scan_once(cs, 3000000000);
 	assert_float_equal(snap_find_guest(s, "lxc-one")->cpu_use, 0.8, 1e-9);
 	snap_unref(s);
 
-	/* Both ran: bounded by two, not one. */
-	tu_write(root, "sys/fs/cgroup/lxc.payload.one/cpu.stat", "usage_usec 3700000\n");
-	thr_stat(root, 500, 51, 0, 0);
+	/* The main thread ran one tick (bench-numa's misplaced: 1.14 read,
+	 * a bound of "threads that ran" was 2): 1 + 0.02. */
+	tu_write(root, "sys/fs/cgroup/lxc.payload.one/cpu.stat", "usage_usec 3240000\n");
+	thr_stat(root, 500, 2, 0, 0);
 	thr_stat(root, 501, 290, 0, 1);
 	s = scan_once(cs, 4000000000);
-	assert_float_equal(snap_find_guest(s, "lxc-one")->cpu_use, 1.6, 1e-9);
+	assert_float_equal(snap_find_guest(s, "lxc-one")->cpu_use, 1.02, 1e-9);
+	snap_unref(s);
+
+	/* Both busy (0.51 + 1): 1.45 as read. */
+	tu_write(root, "sys/fs/cgroup/lxc.payload.one/cpu.stat", "usage_usec 4690000\n");
+	thr_stat(root, 500, 52, 0, 0);
+	thr_stat(root, 501, 390, 0, 1);
+	s = scan_once(cs, 5000000000);
+	assert_float_equal(snap_find_guest(s, "lxc-one")->cpu_use, 1.45, 1e-9);
 	snap_unref(s);
 
 	/* A thread that came in the window: its time is in the usage, its
 	 * window unknown. No bound. */
 	tu_write(root, "sys/fs/cgroup/lxc.payload.one/cgroup.threads", "500\n501\n502\n");
-	tu_write(root, "sys/fs/cgroup/lxc.payload.one/cpu.stat", "usage_usec 5000000\n");
-	thr_stat(root, 501, 390, 0, 1);
+	tu_write(root, "sys/fs/cgroup/lxc.payload.one/cpu.stat", "usage_usec 5990000\n");
+	thr_stat(root, 501, 490, 0, 1);
 	thr_stat(root, 502, 30, 0, 2);
-	s = scan_once(cs, 5000000000);
+	s = scan_once(cs, 6000000000);
 	assert_float_equal(snap_find_guest(s, "lxc-one")->cpu_use, 1.3, 1e-9);
 	snap_unref(s);
 
 	/* One that went: its time is in the usage too. No bound. */
 	tu_write(root, "sys/fs/cgroup/lxc.payload.one/cgroup.threads", "500\n501\n");
-	tu_write(root, "sys/fs/cgroup/lxc.payload.one/cpu.stat", "usage_usec 6200000\n");
-	thr_stat(root, 501, 490, 0, 1);
-	s = scan_once(cs, 6000000000);
+	tu_write(root, "sys/fs/cgroup/lxc.payload.one/cpu.stat", "usage_usec 7190000\n");
+	thr_stat(root, 501, 590, 0, 1);
+	s = scan_once(cs, 7000000000);
 	assert_float_equal(snap_find_guest(s, "lxc-one")->cpu_use, 1.2, 1e-9);
 	snap_unref(s);
 	cgscan_free(cs);
@@ -1428,7 +1440,7 @@ int main(void)
 		cmocka_unit_test(test_cpu_use_v2),
 		cmocka_unit_test(test_cpu_use_first_sight),
 		cmocka_unit_test(test_cpu_per_node),
-		cmocka_unit_test(test_cpu_use_bounded_by_threads_that_ran),
+		cmocka_unit_test(test_cpu_use_bounded_by_threads_ticks),
 		cmocka_unit_test(test_vanish_before_open),
 		cmocka_unit_test(test_vanish_mid_read),
 		cmocka_unit_test(test_vanish_between_scans),

@@ -360,6 +360,19 @@ static void vcpu_stat(const char *root, int tid, int cpu)
 	tu_write(root, rel, stat);
 }
 
+/* A vCPU thread's use between two readings: at most one CPU (its
+ * counter's two ends unevenly behind read 1.13 over half a second),
+ * unknown when no time passed or the counter went back. */
+static void test_thread_rate(void **state)
+{
+	(void)state;
+	assert_float_equal(vmproc_thread_rate(1750000000ULL, 1000000000ULL, 1000000000LL), 0.75, 1e-12);
+	assert_float_equal(vmproc_thread_rate(1565000000ULL, 1000000000ULL, 500000000LL), 1.0, 1e-12);
+	assert_float_equal(vmproc_thread_rate(5, 5, 1000), 0.0, 1e-12);
+	assert_true(isnan(vmproc_thread_rate(2, 1, 0)));
+	assert_true(isnan(vmproc_thread_rate(1, 2, 1000)));
+}
+
 static void test_vcpu_nodes(void **state)
 {
 	char *root = tu_mkdtemp();
@@ -407,6 +420,7 @@ int main(void)
 		cmocka_unit_test(test_v2_process),
 		cmocka_unit_test(test_numa_maps),
 		cmocka_unit_test(test_vm_affinity),
+		cmocka_unit_test(test_thread_rate),
 		cmocka_unit_test(test_vcpu_nodes),
 	};
 
