@@ -1044,72 +1044,56 @@ static void test_cpu_per_node(void **state)
  * 1 s: 100 ticks. */
 static void test_cpu_use_bounded_by_threads_ticks(void **state)
 {
+	/* One scan a second after the last: the guest's threads (500 an
+	 * idle main thread, 501 the busy worker, 502 one that comes and
+	 * goes), their ticks so far (-1: no /proc entry written this time),
+	 * its usage so far, and the use it must read. */
+	static const struct {
+		const char *why, *threads;
+		long long t500, t501, t502, usage_us;
+		double use;
+	} step[] = {
+		{ "1.3 s of usage; the worker 100 ticks, the main thread none: 1 + 0.01",
+		  "500\n501\n", 1, 110, -1, 1300000, 1.01 },
+		{ "under the bound (0.81 + 0.01): as read", "500\n501\n", 1, 190, -1, 2100000, 0.8 },
+		{ "the main thread ran one tick (bench-numa's misplaced: 1.14 read, a bound of "
+		  "\"threads that ran\" was 2): 1 + 0.02", "500\n501\n", 2, 290, -1, 3240000, 1.02 },
+		{ "both busy (0.51 + 1): as read", "500\n501\n", 52, 390, -1, 4690000, 1.45 },
+		{ "a thread came in the window (its time in the usage, its window unknown): no bound",
+		  "500\n501\n502\n", 52, 490, 30, 5990000, 1.3 },
+		{ "a thread went (its time in the usage too): no bound", "500\n501\n", 52, 590, -1, 7190000, 1.2 },
+	};
 	char *root = tu_mkdtemp();
-	const struct snap_guest *g;
 	struct cgscan *cs;
 	struct snapshot *s;
 
 	(void)state;
 	v2_root(root);
-	/* 500: an idle main thread; 501: the busy worker. */
 	v2_cg(root, "/lxc.payload.one", "500\n", "500\n501\n", "usage_usec 0\n",
 	      "anon N0=4096 N1=0\nfile N0=0 N1=0\n", "0-7\n", "0-1\n");
 	thr_stat(root, 500, 1, 0, 0);
 	thr_stat(root, 501, 10, 0, 1);
 	cs = open_root(root, NULL);
 	snap_unref(scan_once(cs, 1000000000));
+	for (unsigned i = 0; i < sizeof(step) / sizeof(step[0]); i++) {
+		char usage[64];
+		const struct snap_guest *g;
 
-	/* 1.3 s of usage; the worker 100 ticks, the main thread none:
-	 * 1 + 0.01. */
-	tu_write(root, "sys/fs/cgroup/lxc.payload.one/cpu.stat", "usage_usec 1300000\n");
-	thr_stat(root, 501, 110, 0, 1);
-	s = scan_once(cs, 2000000000);
-	g = snap_find_guest(s, "lxc-one");
-	assert_float_equal(g->cpu_use, 1.01, 1e-9);
-	assert_int_equal(g->busy_threads, 1);
-	snap_unref(s);
-
-	/* Under the bound (0.81 + 0.01): as read. */
-	tu_write(root, "sys/fs/cgroup/lxc.payload.one/cpu.stat", "usage_usec 2100000\n");
-	thr_stat(root, 501, 190, 0, 1);
-	s = scan_once(cs, 3000000000);
-	assert_float_equal(snap_find_guest(s, "lxc-one")->cpu_use, 0.8, 1e-9);
-	snap_unref(s);
-
-	/* The main thread ran one tick (bench-numa's misplaced: 1.14 read,
-	 * a bound of "threads that ran" was 2): 1 + 0.02. */
-	tu_write(root, "sys/fs/cgroup/lxc.payload.one/cpu.stat", "usage_usec 3240000\n");
-	thr_stat(root, 500, 2, 0, 0);
-	thr_stat(root, 501, 290, 0, 1);
-	s = scan_once(cs, 4000000000);
-	assert_float_equal(snap_find_guest(s, "lxc-one")->cpu_use, 1.02, 1e-9);
-	snap_unref(s);
-
-	/* Both busy (0.51 + 1): 1.45 as read. */
-	tu_write(root, "sys/fs/cgroup/lxc.payload.one/cpu.stat", "usage_usec 4690000\n");
-	thr_stat(root, 500, 52, 0, 0);
-	thr_stat(root, 501, 390, 0, 1);
-	s = scan_once(cs, 5000000000);
-	assert_float_equal(snap_find_guest(s, "lxc-one")->cpu_use, 1.45, 1e-9);
-	snap_unref(s);
-
-	/* A thread that came in the window: its time is in the usage, its
-	 * window unknown. No bound. */
-	tu_write(root, "sys/fs/cgroup/lxc.payload.one/cgroup.threads", "500\n501\n502\n");
-	tu_write(root, "sys/fs/cgroup/lxc.payload.one/cpu.stat", "usage_usec 5990000\n");
-	thr_stat(root, 501, 490, 0, 1);
-	thr_stat(root, 502, 30, 0, 2);
-	s = scan_once(cs, 6000000000);
-	assert_float_equal(snap_find_guest(s, "lxc-one")->cpu_use, 1.3, 1e-9);
-	snap_unref(s);
-
-	/* One that went: its time is in the usage too. No bound. */
-	tu_write(root, "sys/fs/cgroup/lxc.payload.one/cgroup.threads", "500\n501\n");
-	tu_write(root, "sys/fs/cgroup/lxc.payload.one/cpu.stat", "usage_usec 7190000\n");
-	thr_stat(root, 501, 590, 0, 1);
-	s = scan_once(cs, 7000000000);
-	assert_float_equal(snap_find_guest(s, "lxc-one")->cpu_use, 1.2, 1e-9);
-	snap_unref(s);
+		tu_write(root, "sys/fs/cgroup/lxc.payload.one/cgroup.threads", step[i].threads);
+		snprintf(usage, sizeof(usage), "usage_usec %lld\n", step[i].usage_us);
+		tu_write(root, "sys/fs/cgroup/lxc.payload.one/cpu.stat", usage);
+		thr_stat(root, 500, (unsigned long long)step[i].t500, 0, 0);
+		thr_stat(root, 501, (unsigned long long)step[i].t501, 0, 1);
+		if (step[i].t502 >= 0)
+			thr_stat(root, 502, (unsigned long long)step[i].t502, 0, 2);
+		s = scan_once(cs, (int64_t)(i + 2) * 1000000000);
+		g = snap_find_guest(s, "lxc-one");
+		if (fabs(g->cpu_use - step[i].use) > 1e-9)
+			fail_msg("step %u (%s): cpu_use %.6f, want %.6f", i, step[i].why, g->cpu_use, step[i].use);
+		if (i == 0)
+			assert_int_equal(g->busy_threads, 1);
+		snap_unref(s);
+	}
 	cgscan_free(cs);
 	tu_rm_rf(root);
 	free(root);
