@@ -278,7 +278,7 @@ NUMA_VM_BINS := $(BUILD)/numa-vm/bin/numavm-run $(BUILD)/numa-vm/bin/guestload $
 
 # make bench-migrate's benchmark links the agent's own mover (and libnuma),
 # static like the other in-VM helpers.
-MIGBENCH_SRCS := tests/numa-vm/guest/migbench.c orchestrator/mover.c orchestrator/fs.c orchestrator/xalloc.c orchestrator/parse.c \
+MIGBENCH_SRCS := tests/numa-vm/guest/migbench.c orchestrator/mover.c orchestrator/mover_plan.c orchestrator/fs.c orchestrator/xalloc.c orchestrator/parse.c \
                  orchestrator/clock.c orchestrator/log.c orchestrator/utf8.c \
                  orchestrator/mask.c orchestrator/numamig.c orchestrator/hostpaths.c orchestrator/procstat.c \
                  orchestrator/numamaps.c

@@ -218,7 +218,15 @@ void mover_flows(struct mover *m, struct snapshot *s);
 int mover_event_fd(const struct mover *m);
 void mover_get_stats(struct mover *m, struct mover_stats *out);
 
-/* ---- the pure part: mappings → chunks (tested without a process) ---- */
+/* ---- the pure part: mappings → chunks (mover_plan.c) ------------ */
+
+/* A transparent huge page on x86-64 (PMD size): the unit a guessed THP
+ * moves in, and the alignment that guess needs. */
+#define MOVER_THP_BYTES (2u << 20)
+/* The fewest and most pages one move call carries (mover_adapt_chunk,
+ * mover_cost_next); the most is also a query window's size. */
+#define MOVER_MIN_CHUNK 16
+#define MOVER_MAX_CHUNK 65536
 
 struct mover_vma {
 	uintptr_t start, end;
