@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "drift.h"
 #include "selfload.h"
 #include "topo.h"
 #include "../orchestrator/clock.h"
@@ -28,6 +29,7 @@ struct acquirer {
 	unsigned last_guests;   /* guests in the last snapshot */
 	unsigned nr_sources;
 	struct guest_source *sources;
+	struct drift *drift;     /* the watch between cycles */
 };
 
 int acquirer_new(const struct host_paths *hp, const struct cgscan_config *cg, struct acquirer **out)
@@ -42,6 +44,7 @@ int acquirer_new(const struct host_paths *hp, const struct cgscan_config *cg, st
 		return r;
 	}
 	selfload_init(&a->self, hp->procfs, getpid());
+	a->drift = drift_new();
 	*out = a;
 	return 0;
 }
@@ -53,6 +56,7 @@ void acquirer_free(struct acquirer *a)
 	cgscan_free(a->cg);
 	topo_cpustat_free(&a->prev);
 	selfload_clear(&a->self);
+	drift_free(a->drift);
 	free(a->sources);
 	free(a);
 }
@@ -217,6 +221,23 @@ out:
 	return r;
 }
 
+void acquirer_drift(struct acquirer *a, const struct snapshot *last, struct drift_report *out)
+{
+	/* A fixture root's time is its tests': they step the counters
+	 * between passes, the clock runs on regardless. */
+	drift_pass(a->drift, cgscan_hier(a->cg), last, clock_mono_ns(), out);
+}
+
+int acquirer_rewindow(struct acquirer *a)
+{
+	/* As at start-up: the counters taken now, and the next snapshot
+	 * waits for what is left of its PRIME_S (the engine arms its cycle
+	 * that far out, so nothing is left to wait). */
+	a->have_prev = false;
+	topo_cpustat_free(&a->prev);
+	return acquirer_prime(a);
+}
+
 const struct source_ops acquire_host_ops = {
 	.acquirer_new = acquirer_new,
 	.acquirer_free = acquirer_free,
@@ -225,4 +246,6 @@ const struct source_ops acquire_host_ops = {
 	.snapshot = acquirer_snapshot,
 	.prime = acquirer_prime,
 	.read_meminfo = topo_read_meminfo,
+	.drift = acquirer_drift,
+	.rewindow = acquirer_rewindow,
 };

@@ -33,6 +33,11 @@ int acquirer_prime(struct acquirer *a);
 int acquirer_snapshot(struct acquirer *a, double prime_s, const struct snap_policy_overlay *ov,
 		      const struct snapshot **out);
 
+/* One watch pass between cycles over LAST's guests (agents/drift.h). */
+void acquirer_drift(struct acquirer *a, const struct snapshot *last, struct drift_report *out);
+/* Take every counter again now: the next snapshot's rates are over the
+ * time since, at least its PRIME_S. */
+int acquirer_rewindow(struct acquirer *a);
 /* The host's sources as the engine sees them (orchestrator/source.h):
  * one table for the daemon's main and the unit tests. */
 extern const struct source_ops acquire_host_ops;

@@ -20,6 +20,7 @@
  * string and mem_node array).
  */
 #include "cgscan.h"
+#include "drift.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -532,17 +533,6 @@ static int rd_ctrl(struct cgscan *cs, enum cg_ctrl c, int slot, int pdfd, const 
 	return rd_slot(cs, slot, AT_FDCWD, NULL, path);
 }
 
-/* Find KEY at the start of a line in S ("key value\n"); returns the value. */
-static const char *stat_field(const char *s, const char *key)
-{
-	size_t kl = strlen(key);
-
-	for (const char *p = s; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-		if (strncmp(p, key, kl) == 0 && p[kl] == ' ')
-			return p + kl + 1;
-	return NULL;
-}
-
 /* When the guest whose usage was just read was read: the scan's time
  * plus how far into the scan that read came. A rate over the scan's one
  * time is off by the difference between the two scans' progress at that
@@ -581,23 +571,7 @@ static int read_cpu(struct cgscan *cs, int pdfd, const char *dname, const char *
 		snap_warn(cs->snap, "cgroup %s: cannot read %s: %s", rel, file, strerror(-r));
 		return 1;
 	}
-	if (v2) {
-		const char *f = stat_field(cs->buf, "usage_usec");
-		char num[32];
-		size_t n = f ? strcspn(f, "\n") : 0;
-
-		r = -EINVAL;
-		if (f && n > 0 && n < sizeof(num)) {
-			memcpy(num, f, n);
-			num[n] = '\0';
-			r = parse_u64(num, &v);
-			if (r == 0 && v > UINT64_MAX / 1000)
-				r = -ERANGE;
-			v *= 1000;
-		}
-	} else {
-		r = parse_u64(cs->buf, &v);
-	}
+	r = drift_parse_usage(cs->buf, v2, &v);
 	if (r < 0) {
 		snap_warn(cs->snap, "cgroup %s: %s: malformed", rel, file);
 		return 1;

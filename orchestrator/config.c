@@ -50,6 +50,7 @@ void config_default(struct agent_config *c)
 	c->mode = MODE_ENFORCE;
 	c->interval_s = 15.0;
 	c->sample_s = 0.5;
+	c->watch_s = 1.0;
 	c->history_s = 3600.0;
 	c->state_dir = xstrdup("/var/lib/numaorch");
 	c->log_level = LOG_LEVEL_INFO;
@@ -345,6 +346,7 @@ static const struct key keys[] = {
 	SET("agent", "mode", mode, set_mode),
 	NUM("agent", "interval", interval_s, 0.1, 86400, "seconds", "", 1),
 	NUM("agent", "sample", sample_s, 0.05, 60, "seconds", "", 1),
+	NUM("agent", "watch", watch_s, 0, 60, "seconds", "", 1),
 	NUM("agent", "history", history_s, 0, 86400, "seconds", "", 1),
 	SET("agent", "log_level", log_level, set_log_level),
 	STR("agent", "decision_log", decision_log),

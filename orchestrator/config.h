@@ -21,6 +21,7 @@ struct agent_config {
 	enum agent_mode mode;
 	double interval_s;          /* between cycles */
 	double sample_s;            /* rate window for the very first cycle */
+	double watch_s;             /* guests' CPU counters between cycles (agents/drift.h); 0: off */
 	double history_s;           /* per-guest history window (history.h); 0: the last cycles */
 	bool dry_run;
 	char *decision_log;         /* JSON Lines file, NULL: none */

@@ -33,6 +33,7 @@ struct engine_stats {
 	uint64_t moves_skipped;       /* vanished/changed/no room at apply time */
 	uint64_t migrated_bytes;      /* planned bytes of moves done */
 	uint64_t memory_deferred;     /* moves whose memory was left to the kernel's balancing */
+	uint64_t watch_cycles;        /* cycles the watch between cycles prompted (engine_watch.c) */
 	int numa_balancing;           /* kernel.numa_balancing at the last cycle, -1: unknown */
 	enum kbal_setting kernel_balancing; /* [memory] kernel_balancing */
 	int64_t start_real_ns;

@@ -402,6 +402,7 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 		memset(report, 0, sizeof(*report));
 	engine_apply_schedule(e);
 	engine_settle_jobs(e);
+	e->watch_pending = false;
 	dry_run = dry_run || e->cfg.dry_run;
 	r = e->src.snapshot(e->acq, e->cfg.sample_s, &ov, &snap);
 	if (r < 0)

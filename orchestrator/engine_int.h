@@ -97,6 +97,10 @@ struct engine {
 	} *bound;
 	bool bound_dirty;      /* the set changed since it was last written */
 	bool first_sight;      /* the last plan decided a guest "next cycle" */
+	/* The watch between cycles (engine_watch.c): its next pass, the
+	 * last cycle it prompted, and whether that cycle is still to run. */
+	int64_t watch_next_ns, watch_cycle_ns;
+	bool watch_pending;
 
 	struct gpolstore *gs;    /* per-guest overrides (not owned), NULL: none */
 	struct logged_table logged;   /* last recorded per guest (dedup) */
@@ -133,6 +137,14 @@ struct engine {
 /* Save ps and res if they changed since the last save (no-op without a
  * state directory). */
 void engine_save_state(struct engine *e);
+/* The cycle timer to fire in SECONDS (engine_loop.c). */
+void engine_arm_timer(struct engine *e, double seconds);
+/* The watch between cycles (engine_watch.c): a pass when one is due; and
+ * the loop's poll timeout, shortened to the next pass. */
+void engine_watch(struct engine *e);
+int engine_watch_timeout_ms(const struct engine *e, int timeout_ms);
+/* The least time between two cycles the watch prompts. */
+#define ENGINE_WATCH_GAP_S 5.0
 /* Start bindings (engine_bind.c). Before a bind_start move's write: the
  * binding recorded (engine_save_bindings writes it) as an intent; after
  * it: made (engine_bound_add), or dropped with the other intents left

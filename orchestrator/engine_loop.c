@@ -45,7 +45,7 @@ int64_t engine_heartbeat_ns(struct engine *e)
 }
 
 
-static void arm_timer(struct engine *e, double seconds)
+void engine_arm_timer(struct engine *e, double seconds)
 {
 	struct itimerspec its = { 0 };
 
@@ -205,7 +205,7 @@ int engine_run(struct engine *e, engine_reload_fn reload, void *ctx)
 		if (r < 0)
 			return log_errno(LOG_LEVEL_ERROR, r, "cannot set up the event loop");
 	}
-	arm_timer(e, 0);
+	engine_arm_timer(e, 0);
 	/* WatchdogSec=: the loop wakes at least every half interval and pings
 	 * when it does, so a hung engine (not a hung helper thread) is what
 	 * systemd notices. */
@@ -224,6 +224,7 @@ int engine_run(struct engine *e, engine_reload_fn reload, void *ctx)
 		__atomic_store_n(&e->heartbeat_ns, clock_mono_ns(), __ATOMIC_RELEASE);
 		if (e->watchdog_usec)
 			notify_watchdog();
+		timeout = engine_watch_timeout_ms(e, timeout);
 		if (poll(pfd, 4, timeout) < 0) {
 			if (errno == EINTR)
 				continue;
@@ -254,7 +255,7 @@ int engine_run(struct engine *e, engine_reload_fn reload, void *ctx)
 						else
 							log_error("new configuration could not be applied; keeping the old one");
 						config_free(nc);
-						arm_timer(e, engine_next_cycle_s(e));
+						engine_arm_timer(e, engine_next_cycle_s(e));
 					}
 					notify_ready(NULL);
 				} else {
@@ -288,14 +289,14 @@ int engine_run(struct engine *e, engine_reload_fn reload, void *ctx)
 			if (!e->last_cycle_end_ns || since >= gap) {
 				__atomic_store_n(&e->triggered, false, __ATOMIC_RELEASE);
 				engine_cycle(e, false, NULL);
-				arm_timer(e, engine_next_cycle_s(e));
+				engine_arm_timer(e, engine_next_cycle_s(e));
 				continue;
 			}
 			/* Wake when the gap is over, unless the interval's own
 			 * cycle comes first; that cycle serves the request. */
 			if (timerfd_gettime(e->tfd, &cur) == 0 &&
 			    (double)cur.it_value.tv_sec + cur.it_value.tv_nsec / 1e9 > gap - since + 0.001)
-				arm_timer(e, gap - since);
+				engine_arm_timer(e, gap - since);
 			continue;
 		}
 		if (pfd[1].revents & POLLIN) {
@@ -307,8 +308,9 @@ int engine_run(struct engine *e, engine_reload_fn reload, void *ctx)
 			engine_cycle(e, false, NULL);
 			/* Re-armed relative to the end of the cycle: a slow cycle
 			 * (a big migration) never makes cycles pile up. */
-			arm_timer(e, engine_next_cycle_s(e));
+			engine_arm_timer(e, engine_next_cycle_s(e));
 		}
+		engine_watch(e);
 	}
 	/* SIGTERM: jobs stop at a chunk boundary; their guests keep their
 	 * (widened, consistent) mems. */

@@ -38,6 +38,16 @@ struct guest_source {
 	void *ctx;
 };
 
+/* What a watch pass between cycles found (agents/drift.h): how many
+ * guests' CPU counters it read, how many have stepped away from what the
+ * last cycle decided on (two windows in a row, the same way), and the
+ * first of them with its use then (REF) and now, in CPUs. */
+struct drift_report {
+	unsigned read, stepped;
+	char first[GUEST_ID_MAX];
+	double first_ref, first_now;
+};
+
 /* The host reader: topology, load and containers, plus the guest
  * sources added to it (agents/acquire.h documents each call). */
 struct acquirer;
@@ -59,6 +69,13 @@ struct source_ops {
 	/* Re-read MemTotal/MemFree of NODES[NR] (the applier's room re-check
 	 * just before a move; agents/topo.h topo_read_meminfo). */
 	int (*read_meminfo)(const struct host_paths *hp, struct snap_node *nodes, unsigned nr);
+	/* Optional: one watch pass over LAST's guests (drift_report). */
+	void (*drift)(struct acquirer *a, const struct snapshot *last, struct drift_report *out);
+	/* Optional: take every counter again now, so that the next snapshot's
+	 * rates are over the time since (at least its PRIME_S): a cycle the
+	 * watch prompts decides on the guest's use now, not on the interval's
+	 * average. */
+	int (*rewindow)(struct acquirer *a);
 };
 
 #endif

@@ -3,7 +3,9 @@
  * threads, writes "ready" to stdout, then either sleeps or (with --busy)
  * keeps rewriting its memory on them until killed. With --grow G it then keeps allocating
  * and touching G MiB a second more (in quarter-second steps, up to 1 GiB
- * more): a young guest whose memory is still growing.
+ * more): a young guest whose memory is still growing. SIGUSR1 makes an
+ * idle one busy from then on (its main thread; the watch test's guest
+ * that starts working between two cycles).
  *
  *   memhog --mib 64 [--busy] [--threads 2] [--grow 8]
  */
@@ -18,6 +20,12 @@
 static char *mem;
 static size_t len;
 static volatile int busy;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	busy = 1;
+}
 
 static void *spin(void *arg)
 {
@@ -52,6 +60,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	signal(SIGUSR1, on_usr1);
 	len = mib << 20;
 	mem = malloc(len ? len : 1);
 	if (!mem)

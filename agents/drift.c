@@ -1,0 +1,179 @@
+#include "drift.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../orchestrator/parse.h"
+#include "../orchestrator/xalloc.h"
+
+/* One guest's counter between passes. */
+struct entry {
+	char id[GUEST_ID_MAX];
+	int64_t t_ns;       /* the last reading taken as a window's end */
+	uint64_t usage_ns;
+	uint64_t seq;       /* the snapshot its reference belongs to */
+	double ref;         /* CPUs over the window around that snapshot; NAN: none yet */
+	int streak;         /* windows in a row stepped the same way (+ up, - down) */
+};
+
+struct drift {
+	struct entry *v;    /* sorted by id */
+	unsigned n;
+};
+
+struct drift *drift_new(void)
+{
+	return xcalloc(1, sizeof(struct drift));
+}
+
+void drift_free(struct drift *d)
+{
+	if (!d)
+		return;
+	free(d->v);
+	free(d);
+}
+
+int drift_step(double ref, double now)
+{
+	double d = now - ref, big = now > ref ? now : ref;
+
+	if (!isfinite(ref) || !isfinite(now))
+		return 0;
+	if (fabs(d) < DRIFT_MIN_CPUS || fabs(d) < DRIFT_MIN_SHARE * big)
+		return 0;
+	return d > 0 ? 1 : -1;
+}
+
+int drift_parse_usage(const char *text, bool v2, uint64_t *ns)
+{
+	uint64_t v;
+	int r;
+
+	if (!text)
+		return -EINVAL;
+	if (!v2)
+		return parse_u64(text, ns);
+	for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+		static const char key[] = "usage_usec ";
+		char num[32];
+		size_t n;
+
+		if (strncmp(p, key, sizeof(key) - 1) != 0)
+			continue;
+		p += sizeof(key) - 1;
+		n = strcspn(p, "\n");
+		if (n == 0 || n >= sizeof(num))
+			return -EINVAL;
+		memcpy(num, p, n);
+		num[n] = '\0';
+		r = parse_u64(num, &v);
+		if (r < 0)
+			return r;
+		if (v > UINT64_MAX / 1000)
+			return -ERANGE;
+		*ns = v * 1000;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static int by_id(const void *a, const void *b)
+{
+	return strcmp(((const struct entry *)a)->id, ((const struct entry *)b)->id);
+}
+
+static const struct entry *find(const struct drift *d, const char *id)
+{
+	struct entry key;
+
+	snprintf(key.id, sizeof(key.id), "%s", id);
+	return d->n ? bsearch(&key, d->v, d->n, sizeof(*d->v), by_id) : NULL;
+}
+
+/* E's new reading U at T: a window closed, its reference set, or a step
+ * counted. Returns true if E has stepped two windows in a row. */
+static bool advance(struct entry *e, uint64_t seq, int64_t t, uint64_t u)
+{
+	double w = (double)(t - e->t_ns) / 1e9, rate;
+	int st;
+
+	if (w < DRIFT_MIN_WINDOW_S)
+		return false; /* the window goes on to the next pass */
+	rate = (double)(u - e->usage_ns) / 1e9 / w;
+	e->t_ns = t;
+	e->usage_ns = u;
+	if (e->seq != seq || !isfinite(e->ref)) {
+		/* The first window around a new cycle (or the guest's first):
+		 * what it decided on, as this counter reads it. */
+		e->seq = seq;
+		e->ref = rate;
+		e->streak = 0;
+		return false;
+	}
+	st = drift_step(e->ref, rate);
+	if (st == 0)
+		e->streak = 0;
+	else if ((st > 0) == (e->streak > 0) && e->streak != 0)
+		e->streak += st;
+	else
+		e->streak = st;
+	return abs(e->streak) >= 2;
+}
+
+void drift_pass(struct drift *d, const struct cg_hier *h, const struct snapshot *snap, int64_t now_ns,
+		struct drift_report *out)
+{
+	struct entry *next = xcalloc(snap->nr_guests ? snap->nr_guests : 1, sizeof(*next));
+	unsigned n = 0;
+	bool v2 = h->v2[CGC_CPUACCT];
+	const char *file = v2 ? "cpu.stat" : "cpuacct.usage";
+
+	memset(out, 0, sizeof(*out));
+	out->first_ref = out->first_now = NAN;
+	for (unsigned i = 0; i < snap->nr_guests && cgh_has(h, CGC_CPUACCT); i++) {
+		const struct snap_guest *g = &snap->guests[i];
+		const struct entry *old = find(d, g->id);
+		struct entry *e = &next[n];
+		char *text = NULL;
+		uint64_t u;
+
+		if (!g->cgroup)
+			continue;
+		if (cgh_read_value(h, CGC_CPUACCT, g->cgroup, file, &text) < 0 ||
+		    drift_parse_usage(text, v2, &u) < 0) {
+			free(text);
+			continue; /* gone, or not readable: the cycle will say */
+		}
+		free(text);
+		out->read++;
+		if (!old || u < old->usage_ns) {
+			/* new, or a counter that went back (the cgroup made again) */
+			snprintf(e->id, sizeof(e->id), "%s", g->id);
+			e->t_ns = now_ns;
+			e->usage_ns = u;
+			e->seq = snap->seq;
+			e->ref = NAN;
+			n++;
+			continue;
+		}
+		*e = *old;
+		n++;
+		if (advance(e, snap->seq, now_ns, u)) {
+			if (!out->stepped) {
+				snprintf(out->first, sizeof(out->first), "%s", g->id);
+				out->first_ref = e->ref;
+				out->first_now = (double)(u - old->usage_ns) / 1e9 /
+						 ((double)(now_ns - old->t_ns) / 1e9);
+			}
+			out->stepped++;
+		}
+	}
+	qsort(next, n, sizeof(*next), by_id);
+	free(d->v);
+	d->v = next;
+	d->n = n;
+}

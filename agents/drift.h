@@ -1,0 +1,68 @@
+/* drift.h — between two cycles, which guests' CPU use has stepped away
+ * from what the last cycle decided on.
+ *
+ * A cycle decides on each guest's use over its window (the interval,
+ * 15 s by default). A guest that turns busy after it (a VM that boots its
+ * workload, a container whose service takes traffic) runs where the
+ * scheduler puts it, often away from its memory, until the next cycle.
+ * The watch reads each guest's cgroup CPU counter (cpu.stat usage_usec,
+ * or cpuacct.usage on v1) every `[agent] watch` seconds — one small file
+ * per guest, no /proc walk — and reports a guest whose use over two
+ * windows in a row differs from its reference by DRIFT_MIN_CPUS or more,
+ * the same way both times. The engine then runs a cycle on a fresh,
+ * short window (acquirer_rewindow).
+ *
+ * The reference is the guest's rate by this same counter over the cycle
+ * window the last snapshot decided on (its first pass after that
+ * snapshot closes it), not the snapshot's cpu_use: a VM's cgroup also
+ * holds QEMU's emulator and I/O threads, which its cpu_use (vCPU
+ * threads) leaves out, and an offset between the two would read as a
+ * step every pass. Until a guest has a reference (its first cycle) it is
+ * not watched; a guest seen for the first time is the first-sight
+ * follow-up's (engine_next_cycle_s).
+ *
+ * Two windows, the same way: a guest whose use alternates around its
+ * reference (busy one second, idle the next) prompts nothing. */
+#ifndef NUMAORCH_DRIFT_H
+#define NUMAORCH_DRIFT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../orchestrator/cghier.h"
+#include "../orchestrator/snapshot.h"
+#include "../orchestrator/source.h"
+
+/* A step: at least 0.35 CPU (a thread is busy from a quarter; two
+ * threads that turn busy on one CPU get half of it each, and a first
+ * threshold of half a CPU missed them by a hair in test_watch) and at
+ * least a quarter of the larger of the two (a 16-vCPU VM moving 12 ->
+ * 12.6 CPUs is not). The counters are exact (ns of CPU time): what
+ * varies is the guests, which the two-window rule is for. */
+#define DRIFT_MIN_CPUS 0.35
+#define DRIFT_MIN_SHARE 0.25
+/* A window shorter than this (a pass right after the last) is not read:
+ * a counter's granularity and the read's own jitter are a larger share
+ * of it. */
+#define DRIFT_MIN_WINDOW_S 0.2
+
+struct drift;
+
+struct drift *drift_new(void);
+void drift_free(struct drift *d);
+
+/* One pass at NOW_NS over SNAP's guests (the last cycle's; those with a
+ * cgroup), their counters read from H's cpuacct hierarchy. OUT: how many
+ * were read and how many stepped, the first of them (drift_report). */
+void drift_pass(struct drift *d, const struct cg_hier *h, const struct snapshot *snap, int64_t now_ns,
+		struct drift_report *out);
+
+/* Pure: the step between the reference REF and a window's use NOW, in
+ * CPUs: +1 up, -1 down, 0 none (either unknown: none). */
+int drift_step(double ref, double now);
+
+/* Pure: a cgroup CPU counter's text (cpu.stat on v2: its usage_usec
+ * line; cpuacct.usage on v1: ns) to nanoseconds. 0 or -EINVAL/-ERANGE. */
+int drift_parse_usage(const char *text, bool v2, uint64_t *ns);
+
+#endif

@@ -1,0 +1,241 @@
+/* Tests for agents/drift.c: the step rule, the counter's parse, and
+ * passes over a cgroup v2 tree in a temp directory whose cpu.stat the
+ * test rewrites between passes, at times it chooses. */
+#include "testutil.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agents/drift.h"
+#include "orchestrator/cghier.h"
+#include "orchestrator/snapshot.h"
+#include "orchestrator/xalloc.h"
+
+#define S 1000000000LL /* ns in a second */
+
+static void test_step(void **state)
+{
+	(void)state;
+	assert_int_equal(drift_step(0.0, 1.0), 1);      /* idle -> busy */
+	assert_int_equal(drift_step(1.0, 0.02), -1);    /* busy -> idle */
+	assert_int_equal(drift_step(0.1, 0.4), 0);      /* under DRIFT_MIN_CPUS */
+	assert_int_equal(drift_step(0.0, 0.5), 1);      /* two busy threads sharing a CPU */
+	assert_int_equal(drift_step(0.5, 0.1), -1);
+	assert_int_equal(drift_step(12.0, 12.6), 0);    /* a big guest's noise */
+	assert_int_equal(drift_step(12.0, 16.0), 1);    /* ... and a real step */
+	assert_int_equal(drift_step(NAN, 1.0), 0);
+	assert_int_equal(drift_step(1.0, NAN), 0);
+}
+
+static void test_parse(void **state)
+{
+	uint64_t ns = 0;
+
+	(void)state;
+	assert_int_equal(drift_parse_usage("usage_usec 1500\nuser_usec 1000\n", true, &ns), 0);
+	assert_true(ns == 1500000);
+	assert_int_equal(drift_parse_usage("user_usec 7\nusage_usec 42\n", true, &ns), 0);
+	assert_true(ns == 42000);
+	assert_int_equal(drift_parse_usage("123456789", false, &ns), 0);
+	assert_true(ns == 123456789);
+	assert_int_equal(drift_parse_usage("user_usec 7\n", true, &ns), -EINVAL);
+	assert_int_equal(drift_parse_usage("usage_usec \n", true, &ns), -EINVAL);
+	assert_int_equal(drift_parse_usage("usage_usec 12x\n", true, &ns), -EINVAL);
+	assert_int_equal(drift_parse_usage("usage_usec 18446744073709552\n", true, &ns), -ERANGE);
+	assert_int_equal(drift_parse_usage(NULL, true, &ns), -EINVAL);
+}
+
+/* ---- passes over a temp tree --------------------------------------------- */
+
+struct tree {
+	char *root;
+	struct cg_hier h;
+	struct snapshot *snap;
+	struct drift *d;
+	int64_t t;                  /* the passes' clock */
+	double used[2];             /* each guest's CPU seconds so far */
+};
+
+static void set_usage(struct tree *t, unsigned g)
+{
+	char rel[64], text[64];
+
+	snprintf(rel, sizeof(rel), "sys/fs/cgroup/g%u/cpu.stat", g);
+	snprintf(text, sizeof(text), "usage_usec %llu\nuser_usec 0\n", (unsigned long long)(t->used[g] * 1e6));
+	tu_write(t->root, rel, text);
+}
+
+static struct snapshot *snap_of(uint64_t seq)
+{
+	struct snapshot *s = snap_new();
+
+	s->seq = seq;
+	for (unsigned g = 0; g < 2; g++) {
+		struct snap_guest *x = snap_add_guest(s);
+		char id[16], cg[16];
+
+		snprintf(id, sizeof(id), "g%u", g);
+		snprintf(cg, sizeof(cg), "/g%u", g);
+		snprintf(x->id, sizeof(x->id), "%s", id);
+		x->cgroup = xstrdup(cg);
+		x->cpu_use = NAN;
+	}
+	return s;
+}
+
+static int setup(void **state)
+{
+	struct tree *t = xcalloc(1, sizeof(*t));
+	char cg[PATH_MAX];
+
+	t->root = tu_mkdtemp();
+	tu_write(t->root, "sys/fs/cgroup/cgroup.controllers", "cpuset cpu io memory pids\n");
+	tu_write(t->root, "sys/fs/cgroup/cgroup.procs", "1\n");
+	for (unsigned g = 0; g < 2; g++)
+		set_usage(t, g);
+	snprintf(cg, sizeof(cg), "%s/sys/fs/cgroup", t->root);
+	assert_int_equal(cgh_detect(cg, &t->h), 0);
+	assert_true(t->h.v2[CGC_CPUACCT]);
+	t->snap = snap_of(1);
+	t->d = drift_new();
+	t->t = 100 * S;
+	*state = t;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct tree *t = *state;
+
+	drift_free(t->d);
+	snap_unref(t->snap);
+	tu_rm_rf(t->root);
+	free(t->root);
+	free(t);
+	return 0;
+}
+
+/* Advance the clock by SEC, guest G0 using USE0 CPUs and G1 USE1 meanwhile,
+ * and run a pass. */
+static struct drift_report pass(struct tree *t, double sec, double use0, double use1)
+{
+	struct drift_report r;
+
+	t->t += (int64_t)(sec * S);
+	t->used[0] += use0 * sec;
+	t->used[1] += use1 * sec;
+	set_usage(t, 0);
+	set_usage(t, 1);
+	drift_pass(t->d, &t->h, t->snap, t->t, &r);
+	return r;
+}
+
+static void new_cycle(struct tree *t)
+{
+	uint64_t seq = t->snap->seq + 1;
+
+	snap_unref(t->snap);
+	t->snap = snap_of(seq);
+}
+
+/* A guest idle at the cycle that turns busy is reported on the second
+ * busy window, not the first; the other guest, steady, never. */
+static void test_idle_to_busy(void **state)
+{
+	struct tree *t = *state;
+	struct drift_report r;
+
+	r = pass(t, 1, 0, 1);            /* first readings */
+	assert_int_equal(r.read, 2);
+	assert_int_equal(r.stepped, 0);
+	r = pass(t, 1, 0, 1);            /* the reference windows */
+	assert_int_equal(r.stepped, 0);
+	r = pass(t, 1, 0, 1);
+	assert_int_equal(r.stepped, 0);
+	r = pass(t, 1, 1, 1);            /* g0 busy: one window */
+	assert_int_equal(r.stepped, 0);
+	r = pass(t, 1, 1, 1);            /* two */
+	assert_int_equal(r.stepped, 1);
+	assert_string_equal(r.first, "g0");
+	assert_true(fabs(r.first_ref - 0.0) < 0.01);
+	assert_true(fabs(r.first_now - 1.0) < 0.01);
+	/* Until a cycle, it stays reported (the engine may have had to wait). */
+	r = pass(t, 1, 1, 1);
+	assert_int_equal(r.stepped, 1);
+	/* A cycle: the window around it is the new reference; g0 busy is no
+	 * step any more. */
+	new_cycle(t);
+	r = pass(t, 1, 1, 1);
+	assert_int_equal(r.stepped, 0);
+	r = pass(t, 1, 1, 1);
+	r = pass(t, 1, 1, 1);
+	assert_int_equal(r.stepped, 0);
+	/* busy -> idle is a step too */
+	r = pass(t, 1, 0, 1);
+	r = pass(t, 1, 0, 1);
+	assert_int_equal(r.stepped, 1);
+	assert_string_equal(r.first, "g0");
+}
+
+/* A guest that alternates around its reference (busy one window, idle
+ * the next) prompts nothing; nor does a window too short to read. */
+static void test_alternating_and_short(void **state)
+{
+	struct tree *t = *state;
+	struct drift_report r;
+
+	pass(t, 1, 0.5, 0);
+	pass(t, 1, 0.5, 0);              /* reference 0.5 */
+	for (int i = 0; i < 7; i++) {    /* ends on an idle window */
+		r = pass(t, 1, i % 2 ? 1.0 : 0.0, 0);
+		assert_int_equal(r.stepped, 0);
+	}
+	/* a pass 0.1 s after the last reads nothing new: the window goes on */
+	r = pass(t, 0.1, 1, 0);
+	assert_int_equal(r.stepped, 0);
+	r = pass(t, 1, 1, 0);            /* 1.1 s busy: one window up */
+	assert_int_equal(r.stepped, 0);
+	r = pass(t, 1, 1, 0);            /* two */
+	assert_int_equal(r.stepped, 1);
+}
+
+/* A cgroup made again (its counter went back) starts over; one that is
+ * gone is not read. */
+static void test_counter_back_and_gone(void **state)
+{
+	struct tree *t = *state;
+	struct drift_report r;
+	char path[PATH_MAX];
+
+	pass(t, 1, 0, 0);
+	pass(t, 1, 0, 0);
+	pass(t, 1, 1, 0);
+	t->used[0] = 0;                  /* g0 recreated: its counter is back at 0.5 s */
+	r = pass(t, 1, 0.5, 0);
+	assert_int_equal(r.stepped, 0);  /* a first reading again */
+	r = pass(t, 1, 1, 0);            /* its reference: busy */
+	r = pass(t, 1, 1, 0);
+	assert_int_equal(r.stepped, 0);
+	snprintf(path, sizeof(path), "%s/sys/fs/cgroup/g1", t->root);
+	tu_rm_rf(path);
+	t->t += S;
+	drift_pass(t->d, &t->h, t->snap, t->t, &r);
+	assert_int_equal(r.read, 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_step),
+		cmocka_unit_test(test_parse),
+		cmocka_unit_test_setup_teardown(test_idle_to_busy, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_alternating_and_short, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_counter_back_and_gone, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
