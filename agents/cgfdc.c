@@ -51,6 +51,16 @@ static void fdc_insert(struct cgfdc_ent *tab, unsigned cap, const struct cgfdc_e
 }
 
 /* The entry for REL, created if absent. */
+struct cgfdc_ent *cgfdc_find(struct cgfdc *c, const char *rel)
+{
+	if (!c->cap)
+		return NULL;
+	for (unsigned i = rel_hash(rel) & (c->cap - 1); c->tab[i].rel; i = (i + 1) & (c->cap - 1))
+		if (strcmp(c->tab[i].rel, rel) == 0)
+			return &c->tab[i];
+	return NULL;
+}
+
 struct cgfdc_ent *cgfdc_get(struct cgfdc *c, const char *rel)
 {
 	unsigned i;

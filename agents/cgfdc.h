@@ -39,6 +39,9 @@ void cgfdc_begin(struct cgfdc *c);
 /* The entry for cgroup REL, created if absent, marked seen by this scan.
  * Valid until the next cgfdc_get or cgfdc_sweep. */
 struct cgfdc_ent *cgfdc_get(struct cgfdc *c, const char *rel);
+/* The entry for cgroup REL if there is one, neither created nor marked
+ * seen (a read between scans: the watch, agents/drift.h). */
+struct cgfdc_ent *cgfdc_find(struct cgfdc *c, const char *rel);
 /* Close the files of cgroups this scan did not look up. */
 void cgfdc_sweep(struct cgfdc *c);
 /* Close E's file SLOT (it read an error: gone, or recreated). */

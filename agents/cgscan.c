@@ -351,6 +351,19 @@ int cgscan_new(const struct host_paths *hp, const struct cgscan_config *cfg,
 	return 0;
 }
 
+int cgscan_read_usage(struct cgscan *cs, const char *rel, uint64_t *ns)
+{
+	struct cgfdc_ent *e = cgfdc_find(&cs->fdc, rel);
+	int r;
+
+	if (!e || e->fd[CGFDC_CPU] < 0)
+		return -ENOENT;
+	/* An error (a cgroup removed reads ENODEV) is the next scan's to
+	 * sort out: the file stays as it is. */
+	r = rd_fd(cs, e->fd[CGFDC_CPU]);
+	return r < 0 ? r : drift_parse_usage(cs->buf, cs->hier.v2[CGC_CPUACCT], ns);
+}
+
 const struct cg_hier *cgscan_hier(const struct cgscan *cs)
 {
 	return &cs->hier;

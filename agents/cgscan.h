@@ -42,6 +42,11 @@ int cgscan_new(const struct host_paths *hp, const struct cgscan_config *cfg,
 	       struct cgscan **out);
 void cgscan_free(struct cgscan *cs);
 const struct cg_hier *cgscan_hier(const struct cgscan *cs);
+/* Between scans: the CPU counter (ns) of guest cgroup REL through the
+ * file the last scan kept open (cgfdc.h); -ENOENT if none is kept (a
+ * VM's cgroup, a file over the fd budget), another negative errno if it
+ * cannot be read. */
+int cgscan_read_usage(struct cgscan *cs, const char *rel, uint64_t *ns);
 
 /* Discover and measure every container into SNAP, whose nodes must already
  * be set (memory.numa_stat is mapped onto them). NOW_NS is the monotonic

@@ -124,31 +124,38 @@ static bool advance(struct entry *e, uint64_t seq, int64_t t, uint64_t u)
 	return abs(e->streak) >= 2;
 }
 
-void drift_pass(struct drift *d, const struct cg_hier *h, const struct snapshot *snap, int64_t now_ns,
+int drift_read_path(void *ctx, const char *rel, uint64_t *ns)
+{
+	const struct cg_hier *h = ctx;
+	bool v2 = h->v2[CGC_CPUACCT];
+	char *text = NULL;
+	int r;
+
+	if (!cgh_has(h, CGC_CPUACCT))
+		return -EOPNOTSUPP;
+	r = cgh_read_value(h, CGC_CPUACCT, rel, v2 ? "cpu.stat" : "cpuacct.usage", &text);
+	if (r == 0)
+		r = drift_parse_usage(text, v2, ns);
+	free(text);
+	return r;
+}
+
+void drift_pass(struct drift *d, const struct snapshot *snap, int64_t now_ns, drift_read_fn read, void *ctx,
 		struct drift_report *out)
 {
 	struct entry *next = xcalloc(snap->nr_guests ? snap->nr_guests : 1, sizeof(*next));
 	unsigned n = 0;
-	bool v2 = h->v2[CGC_CPUACCT];
-	const char *file = v2 ? "cpu.stat" : "cpuacct.usage";
 
 	memset(out, 0, sizeof(*out));
 	out->first_ref = out->first_now = NAN;
-	for (unsigned i = 0; i < snap->nr_guests && cgh_has(h, CGC_CPUACCT); i++) {
+	for (unsigned i = 0; i < snap->nr_guests; i++) {
 		const struct snap_guest *g = &snap->guests[i];
 		const struct entry *old = find(d, g->id);
 		struct entry *e = &next[n];
-		char *text = NULL;
 		uint64_t u;
 
-		if (!g->cgroup)
-			continue;
-		if (cgh_read_value(h, CGC_CPUACCT, g->cgroup, file, &text) < 0 ||
-		    drift_parse_usage(text, v2, &u) < 0) {
-			free(text);
+		if (!g->cgroup || read(ctx, g->cgroup, &u) < 0)
 			continue; /* gone, or not readable: the cycle will say */
-		}
-		free(text);
 		out->read++;
 		if (!old || u < old->usage_ns) {
 			/* new, or a counter that went back (the cgroup made again) */

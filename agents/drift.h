@@ -51,11 +51,18 @@ struct drift;
 struct drift *drift_new(void);
 void drift_free(struct drift *d);
 
+/* Reads guest cgroup REL's CPU counter (ns): 0 or a negative errno. */
+typedef int (*drift_read_fn)(void *ctx, const char *rel, uint64_t *ns);
+
 /* One pass at NOW_NS over SNAP's guests (the last cycle's; those with a
- * cgroup), their counters read from H's cpuacct hierarchy. OUT: how many
- * were read and how many stepped, the first of them (drift_report). */
-void drift_pass(struct drift *d, const struct cg_hier *h, const struct snapshot *snap, int64_t now_ns,
+ * cgroup), their counters read by READ(CTX, ...). OUT: how many were
+ * read and how many stepped, the first of them (drift_report). */
+void drift_pass(struct drift *d, const struct snapshot *snap, int64_t now_ns, drift_read_fn read, void *ctx,
 		struct drift_report *out);
+
+/* A drift_read_fn that opens the file by its path in the cpuacct
+ * hierarchy of CTX (a const struct cg_hier *). */
+int drift_read_path(void *ctx, const char *rel, uint64_t *ns);
 
 /* Pure: the step between the reference REF and a window's use NOW, in
  * CPUs: +1 up, -1 down, 0 none (either unknown: none). */

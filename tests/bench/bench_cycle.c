@@ -31,6 +31,10 @@
  * directory), the watches, and the CPU time per event (a write to every
  * guest's cgroup.procs, until each has prompted). It runs beside the
  * cycle, not in it: a fixture root runs none in the daemon.
+ * "between cycles" (the same line's second half) is the watch between
+ * cycles (agents/drift.c, `[agent] watch`): the CPU time of one pass over
+ * every guest's CPU counter (the median of WATCH_PASSES), and what that
+ * is of one CPU at the default watch of 1 s.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -376,6 +380,31 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+#define WATCH_PASSES 21
+
+/* The watch between cycles on ACQ's host: median CPU ms of one pass,
+ * *READ the counters it read. */
+static double drift_cost(struct acquirer *acq, unsigned *read)
+{
+	const struct snapshot *snap;
+	double ms[WATCH_PASSES];
+	struct drift_report rep = { 0 };
+
+	*read = 0;
+	if (acquirer_snapshot(acq, 0, NULL, &snap) < 0)
+		return NAN;
+	for (unsigned i = 0; i < WATCH_PASSES; i++) {
+		double t0 = cpu_now();
+
+		acquirer_drift(acq, snap, &rep);
+		ms[i] = (cpu_now() - t0) * 1e3;
+	}
+	*read = rep.read;
+	snap_unref(snap);
+	qsort(ms, WATCH_PASSES, sizeof(ms[0]), cmp_double);
+	return ms[WATCH_PASSES / 2];
+}
+
 /* FIELD ("RssAnon", "VmHWM") of PID's /proc status in KiB, -1 if
  * unreadable. */
 static long status_kb(pid_t pid, const char *field)
@@ -530,8 +559,8 @@ int main(int argc, char **argv)
 		struct pstate *ps = NULL;
 		double *t = calloc(cycles, sizeof(double)), acq_sum = 0, dec_sum = 0;
 		long rss, anon, ahist = -1, aring = -1, arecs = -1, scraped = -1;
-		double hist_mib = NAN, rec_ms = NAN, fill_s = NAN, watch_ms, event_us;
-		unsigned watches;
+		double hist_mib = NAN, rec_ms = NAN, fill_s = NAN, watch_ms, event_us, pass_ms;
+		unsigned watches, read;
 
 		snprintf(root, sizeof(root), "%s/host", tmp);
 		gen_host(root, sizes[s], 1);
@@ -606,6 +635,7 @@ int main(int argc, char **argv)
 			history_free(h);
 			snap_unref(snap);
 		}
+		pass_ms = drift_cost(acq, &read);
 		acquirer_free(acq);
 		qsort(t, cycles, sizeof(double), cmp_double);
 		rss = daemon_rss(numaorchd, root, sizes[s], tmp, &anon, &fill_s, &ahist, &aring, &arecs, &scraped);
@@ -617,8 +647,11 @@ int main(int argc, char **argv)
 		       ahist >= 0 ? (double)ahist / 1048576.0 : NAN, hist_mib, rec_ms, fill_s,
 		       aring >= 0 ? (double)aring / 1048576.0 : NAN, arecs);
 		watch_cost(root, sizes[s], &watch_ms, &watches, &event_us);
-		printf("%8s watch: %.2f ms CPU to start, %u inotify watches, %.1f us CPU per cgroup event\n", "",
-		       watch_ms, watches, event_us);
+		{
+			printf("%8s watch: %.2f ms CPU to start, %u inotify watches, %.1f us CPU per cgroup event; "
+			       "between cycles: %.2f ms CPU per pass (%u counters), %.2f %% of a CPU at watch = 1 s\n",
+			       "", watch_ms, watches, event_us, pass_ms, read, pass_ms / 10.0);
+		}
 		free(t);
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
 		if (system(cmd) != 0)

@@ -599,6 +599,39 @@ static void test_scopes_fixture(void **state)
 	cgscan_free(cs);
 }
 
+/* Between scans, a guest's CPU counter is read through the file the last
+ * scan kept open (the watch, agents/drift.h): the value as it is now;
+ * a cgroup no scan kept (a VM's) says so with -ENOENT, for the caller to
+ * read by path. */
+static void test_read_usage_between_scans(void **state)
+{
+	char *root = tu_mkdtemp();
+	struct cgscan *cs;
+	struct snapshot *s;
+	uint64_t ns = 0;
+
+	(void)state;
+	v2_root(root);
+	v2_guest(root, "/lxc.payload.top");
+	v2_plain(root, "/other");
+	cs = open_root(root, NULL);
+	assert_int_equal(cgscan_read_usage(cs, "/lxc.payload.top", &ns), -ENOENT); /* no scan yet */
+	s = scan_once(cs, 1);
+	assert_int_equal(s->nr_guests, 1);
+	assert_int_equal(cgscan_read_usage(cs, "/lxc.payload.top", &ns), 0);
+	assert_true(ns == 1000000);
+	tu_write(root, "sys/fs/cgroup/lxc.payload.top/cpu.stat", "usage_usec 2500\nuser_usec 2000\n");
+	assert_int_equal(cgscan_read_usage(cs, "/lxc.payload.top", &ns), 0);
+	assert_true(ns == 2500000);
+	assert_int_equal(cgscan_read_usage(cs, "/other", &ns), -ENOENT);
+	tu_write(root, "sys/fs/cgroup/lxc.payload.top/cpu.stat", "user_usec 2000\n");
+	assert_int_equal(cgscan_read_usage(cs, "/lxc.payload.top", &ns), -EINVAL);
+	snap_unref(s);
+	cgscan_free(cs);
+	tu_rm_rf(root);
+	free(root);
+}
+
 /* ---- nesting, parents, runc ------------------------------------------------ */
 
 static void test_nested_once(void **state)
@@ -1416,6 +1449,7 @@ int main(void)
 		cmocka_unit_test(test_classify),
 		cmocka_unit_test(test_scopes),
 		cmocka_unit_test(test_scopes_fixture),
+		cmocka_unit_test(test_read_usage_between_scans),
 		cmocka_unit_test(test_nested_once),
 		cmocka_unit_test(test_parent_and_runc),
 		cmocka_unit_test(test_ids_never_collide),

@@ -222,6 +222,7 @@ static void test_every_key_checks_its_value(void **state)
 		{ "agent", "mode", "fast", "must be enforce, advise or off" },
 		{ "agent", "interval", "0.01", "must be seconds 0.1..86400" },
 		{ "agent", "sample", "61", "must be seconds 0.05..60" },
+		{ "agent", "watch", "-1", "must be seconds 0..60" },
 		{ "agent", "history", "-1", "must be seconds 0..86400" },
 		{ "agent", "log_level", "loud", "must be error, warn, info or debug" },
 		{ "agent", "state_dir", "rel", "must be an absolute path" },

@@ -130,7 +130,7 @@ static struct drift_report pass(struct tree *t, double sec, double use0, double 
 	t->used[1] += use1 * sec;
 	set_usage(t, 0);
 	set_usage(t, 1);
-	drift_pass(t->d, &t->h, t->snap, t->t, &r);
+	drift_pass(t->d, t->snap, t->t, drift_read_path, &t->h, &r);
 	return r;
 }
 
@@ -223,7 +223,7 @@ static void test_counter_back_and_gone(void **state)
 	snprintf(path, sizeof(path), "%s/sys/fs/cgroup/g1", t->root);
 	tu_rm_rf(path);
 	t->t += S;
-	drift_pass(t->d, &t->h, t->snap, t->t, &r);
+	drift_pass(t->d, t->snap, t->t, drift_read_path, &t->h, &r);
 	assert_int_equal(r.read, 1);
 }
 
