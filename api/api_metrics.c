@@ -123,6 +123,9 @@ static void view_metrics(struct prom *p, struct api *a, const struct engine_view
 	prom_family(p, "numaorch_memory_deferred_total", "counter",
 		    "Moves whose memory was left to the kernel's NUMA balancing ([memory] kernel_balancing).");
 	prom_sample(p, "numaorch_memory_deferred_total", (double)st->memory_deferred, 0);
+	prom_family(p, "numaorch_watch_cycles_total", "counter",
+		    "Cycles the watch between cycles prompted: a guest's CPU use stepped ([agent] watch).");
+	prom_sample(p, "numaorch_watch_cycles_total", (double)st->watch_cycles, 0);
 	prom_family(p, "numaorch_cycle_duration_seconds", "gauge", "Duration of the last cycle, by phase.");
 	prom_sample(p, "numaorch_cycle_duration_seconds", st->last_cycle_s, 1, "phase", "total");
 	prom_sample(p, "numaorch_cycle_duration_seconds", st->last_acquire_s, 1, "phase", "acquire");

@@ -16,6 +16,7 @@ waits for the interval, and the test says so.
 """
 import os
 import signal
+import socket
 import time
 import unittest
 
@@ -37,6 +38,21 @@ class Watch(itlib.V1SandboxTest):
         super().setUp()
         self.sysfs = self.topo_cpu_only_node1()
 
+    def metrics(self):
+        """GET /metrics over the daemon's unix socket."""
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(10)
+        s.connect(self.sock)
+        s.sendall(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n")
+        out = b""
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            out += b
+        s.close()
+        return out.decode(errors="replace")
+
     def start_watching(self, watch):
         # No cool-down: the guests' first placement (at first sight) would
         # hold them for 300 s, and whether the policy may move a guest again
@@ -44,8 +60,10 @@ class Watch(itlib.V1SandboxTest):
         # when the agent looks.
         conf = itlib.config_file(self.tmp, "[agent]\ninterval = %d\nsample = 0.2\nwatch = %s\n"
                                  "[policy]\ncooldown = 0\n" % (INTERVAL, watch))
+        self.sock = os.path.join(self.tmp, "api.sock")
         return self.start_daemon("--config", conf, "--sysfs", self.sysfs, "--parent", self.sb.rel, "--scope",
-                                 self.sb.rel, "--log-level", "debug", "--decision-log", self.agent.declog)
+                                 self.sb.rel, "--log-level", "debug", "--decision-log", self.agent.declog,
+                                 "--socket", self.sock)
 
     def cpusets(self):
         return {c: self.sb.cpuset(c)[0] for c in ("ctr-a", "ctr-b")}
@@ -92,6 +110,9 @@ class Watch(itlib.V1SandboxTest):
         # the watch said why it prompted the cycle, with the step it saw
         i = w.wait_for(": CPU use", after=n - 1, timeout=5)
         self.assertIn("a cycle on a fresh", w.lines[i])
+        # and counts it
+        m = self.metrics()
+        self.assertRegex(m, r"\nnumaorch_watch_cycles_total [1-9]")
         self.stop_daemon(d, w)
 
     def test_control_without_the_watch(self):
@@ -100,6 +121,7 @@ class Watch(itlib.V1SandboxTest):
               % ("not spread within %.0f s" % CONTROL if took is None else "spread after %.2f s" % took))
         self.assertIsNone(took, "spread without the watch: something else prompted a cycle "
                                 "(the test would prove nothing):\n" + "\n".join(w.lines[n:]))
+        self.assertIn("\nnumaorch_watch_cycles_total 0\n", self.metrics())
         self.stop_daemon(d, w)
 
 
