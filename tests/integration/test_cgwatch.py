@@ -16,13 +16,11 @@ import unittest
 
 import itlib
 
-REASON = itlib.skip_reason_v1()
-if REASON is None and len(os.sched_getaffinity(0)) < 2:
-    REASON = "needs 2 CPUs to split into two fixture nodes"
+REASON = itlib.skip_reason_v1_two_nodes()
 
 INTERVAL = 120
-DEADLINE = 2.0       # the "about 2 s"
-SLACK = 3.0          # a shared 2-core machine: the measured figure is printed either way
+DEADLINE = itlib.REACT_DEADLINE
+SLACK = itlib.REACT_SLACK
 
 
 def inotify_watches(pid):
