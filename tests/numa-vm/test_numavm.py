@@ -193,6 +193,20 @@ class DecisionLog(unittest.TestCase):
         p = self.problems(samples, [d])
         self.assertTrue(any("moved record's from 0-1/0" in x for x in p), p)
 
+    def test_two_moves_between_samples(self):
+        # Two cycles 1.5 s apart, both between the samples at 2 and 4: the
+        # second move's origin is the first's target, which no sample saw.
+        samples = [(0, "a", [1000, 0], "1:100", "-", "-", "0-3", "0-1"),
+                   (2, "a", [1000, 0], "1:100", "-", "-", "0-3", "0-1"),
+                   (4.5, "a", [0, 1000], "1:100", "3", "1", "3", "1")]
+        d1 = moved(A, 2.6, 100, ("0-3", "0-1"), ("2-3", "0-1"))
+        d2 = moved(A, 4.1, 100, ("2-3", "0-1"), ("3", "1"))
+        self.assertEqual(self.problems(samples, [d1, d2]), [])
+        # ... and a second move whose origin is not what the first left
+        d2 = moved(A, 4.1, 100, ("0-1", "0-1"), ("3", "1"))
+        p = self.problems(samples, [d1, d2])
+        self.assertTrue(any("the move before it left 2-3/0-1" in x for x in p), p)
+
     def test_mems_never_written_are_the_effective_ones(self):
         # Soft binding with the memory already on the target: only cpus are
         # written, cpuset.mems stays empty (inherits 0-1); the record says
