@@ -16,9 +16,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/timerfd.h>
 
 #include "orchestrator/bindstate.h"
 #include "orchestrator/cghier.h"
+#include "orchestrator/clock.h"
 #include "orchestrator/config.h"
 #include "orchestrator/engine.h"
 #include "orchestrator/engine_int.h"
@@ -646,6 +648,8 @@ static struct {
 	unsigned calls;
 	struct plan_item items[2];
 	unsigned nr_items;
+	unsigned drift_calls, rewindows; /* the watch's source ops (watch_parts) */
+	unsigned drift_stepped;        /* what the next pass reports */
 	bool prev_had_guest;           /* in the last decide call */
 	unsigned nres;                 /* reservations the last call saw */
 	nodemask_t res_nodes;
@@ -751,6 +755,33 @@ static const struct source_ops fake_src = {
 static const struct policy_ops fake_pol = { .decide = fake_decide, .advise = fake_advise, .place = policy_place };
 static const struct engine_parts fake_parts = { .sources = &fake_src, .policy = &fake_pol };
 
+static void fake_drift(struct acquirer *a, const struct snapshot *last, struct drift_report *out)
+{
+	(void)a;
+	assert_non_null(last);
+	memset(out, 0, sizeof(*out));
+	fake.drift_calls++;
+	out->read = 1;
+	out->stepped = fake.drift_stepped;
+	snprintf(out->first, sizeof(out->first), "g1");
+	out->first_ref = 0.0;
+	out->first_now = 1.0;
+}
+
+static int fake_rewindow(struct acquirer *a)
+{
+	(void)a;
+	fake.rewindows++;
+	return 0;
+}
+
+static const struct source_ops watch_src = {
+	.acquirer_new = fake_acquirer_new, .acquirer_free = fake_acquirer_free, .add_source = fake_add_source,
+	.hier = fake_hier, .snapshot = fake_snapshot, .read_meminfo = fake_meminfo,
+	.drift = fake_drift, .rewindow = fake_rewindow,
+};
+static const struct engine_parts watch_parts = { .sources = &watch_src, .policy = &fake_pol };
+
 struct efx {
 	char *dir;
 	struct host_paths hp;
@@ -802,6 +833,86 @@ static unsigned records(struct efx *f, const char *decision)
 			n++;
 	json_decref(all);
 	return n;
+}
+
+/* Seconds until the engine's cycle timer fires. */
+static double timer_left(struct engine *e)
+{
+	struct itimerspec cur;
+
+	assert_int_equal(timerfd_gettime(e->tfd, &cur), 0);
+	return (double)cur.it_value.tv_sec + (double)cur.it_value.tv_nsec / 1e9;
+}
+
+/* A pass that is due, with the next cycle far off, asks the sources; a
+ * step takes fresh counters and arms a cycle `sample` s out, counted.
+ * Nothing more until that cycle has run; then a step within
+ * ENGINE_WATCH_GAP_S of the last prompted cycle waits, one after it does
+ * not; a pass with the interval's cycle about to come asks nothing; no
+ * step, no cycle; watch = 0, no pass. */
+static void test_engine_watch_rules(void **state)
+{
+	struct efx f;
+
+	(void)state;
+	efx_init(&f, MODE_ENFORCE);
+	engine_free(f.e);
+	assert_int_equal(engine_new(&f.cfg, &f.hp, &watch_parts, &f.e), 0);
+	assert_int_equal(engine_prepare_loop(f.e), 0);
+	assert_int_equal(engine_cycle(f.e, false, NULL), 0); /* a view to watch */
+	engine_arm_timer(f.e, 100);
+
+	engine_watch(f.e); /* the first call only schedules the first pass */
+	assert_int_equal(fake.drift_calls, 0);
+	f.e->watch_next_ns = 1; /* due */
+	fake.drift_stepped = 1;
+	engine_watch(f.e);
+	assert_int_equal(fake.drift_calls, 1);
+	assert_int_equal(fake.rewindows, 1);
+	assert_true(f.e->watch_pending);
+	assert_int_equal(f.e->stats.watch_cycles, 1);
+	assert_true(timer_left(f.e) <= f.cfg.sample_s + 0.01);
+	assert_true(f.e->watch_next_ns > clock_mono_ns()); /* the next pass a watch away */
+
+	f.e->watch_next_ns = 1;
+	engine_watch(f.e); /* its cycle has not run yet */
+	assert_int_equal(fake.drift_calls, 1);
+
+	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
+	assert_false(f.e->watch_pending);
+	engine_arm_timer(f.e, 100);
+	f.e->watch_next_ns = 1;
+	engine_watch(f.e); /* a step again, but within the gap */
+	assert_int_equal(fake.drift_calls, 2);
+	assert_int_equal(fake.rewindows, 1);
+	f.e->watch_cycle_ns -= (int64_t)((ENGINE_WATCH_GAP_S + 1) * 1e9);
+	f.e->watch_next_ns = 1;
+	engine_watch(f.e); /* past the gap */
+	assert_int_equal(fake.drift_calls, 3);
+	assert_int_equal(fake.rewindows, 2);
+	assert_int_equal(f.e->stats.watch_cycles, 2);
+
+	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
+	engine_arm_timer(f.e, f.cfg.watch_s / 2); /* the interval's cycle comes first */
+	f.e->watch_next_ns = 1;
+	engine_watch(f.e);
+	assert_int_equal(fake.drift_calls, 3);
+
+	engine_arm_timer(f.e, 100);
+	f.e->watch_cycle_ns = 0;
+	fake.drift_stepped = 0; /* no step: no cycle */
+	f.e->watch_next_ns = 1;
+	engine_watch(f.e);
+	assert_int_equal(fake.drift_calls, 4);
+	assert_int_equal(fake.rewindows, 2);
+
+	f.e->cfg.watch_s = 0; /* off */
+	fake.drift_stepped = 1;
+	f.e->watch_next_ns = 1;
+	engine_watch(f.e);
+	assert_int_equal(fake.drift_calls, 4);
+	assert_int_equal(engine_watch_timeout_ms(f.e, 1000), 1000);
+	efx_fini(&f);
 }
 
 /* A guard that keeps saying the same thing is recorded once; when it says
@@ -1413,6 +1524,7 @@ int main(void)
 		cmocka_unit_test(test_reservations),
 		cmocka_unit_test(test_engine_state_round_trip),
 		cmocka_unit_test(test_place_choice),
+		cmocka_unit_test(test_engine_watch_rules),
 		cmocka_unit_test(test_engine_records_a_repeated_skip_once),
 		cmocka_unit_test(test_engine_records_a_repeated_advice_once),
 		cmocka_unit_test(test_engine_vanished_move_starts_no_cooldown),
