@@ -50,17 +50,27 @@ static void fdc_insert(struct cgfdc_ent *tab, unsigned cap, const struct cgfdc_e
 	tab[i] = *e;
 }
 
-/* The entry for REL, created if absent. */
-struct cgfdc_ent *cgfdc_find(struct cgfdc *c, const char *rel)
+/* The slot holding REL, or the empty slot where it would go (CAP > 0). */
+static unsigned fdc_probe(const struct cgfdc *c, const char *rel)
 {
-	if (!c->cap)
-		return NULL;
-	for (unsigned i = rel_hash(rel) & (c->cap - 1); c->tab[i].rel; i = (i + 1) & (c->cap - 1))
-		if (strcmp(c->tab[i].rel, rel) == 0)
-			return &c->tab[i];
-	return NULL;
+	unsigned i = rel_hash(rel) & (c->cap - 1);
+
+	while (c->tab[i].rel && strcmp(c->tab[i].rel, rel) != 0)
+		i = (i + 1) & (c->cap - 1);
+	return i;
 }
 
+struct cgfdc_ent *cgfdc_find(struct cgfdc *c, const char *rel)
+{
+	unsigned i;
+
+	if (!c->cap)
+		return NULL;
+	i = fdc_probe(c, rel);
+	return c->tab[i].rel ? &c->tab[i] : NULL;
+}
+
+/* The entry for REL, created if absent. */
 struct cgfdc_ent *cgfdc_get(struct cgfdc *c, const char *rel)
 {
 	unsigned i;
@@ -76,11 +86,11 @@ struct cgfdc_ent *cgfdc_get(struct cgfdc *c, const char *rel)
 		c->tab = nt;
 		c->cap = ncap;
 	}
-	for (i = rel_hash(rel) & (c->cap - 1); c->tab[i].rel; i = (i + 1) & (c->cap - 1))
-		if (strcmp(c->tab[i].rel, rel) == 0) {
-			c->tab[i].gen = c->gen;
-			return &c->tab[i];
-		}
+	i = fdc_probe(c, rel);
+	if (c->tab[i].rel) {
+		c->tab[i].gen = c->gen;
+		return &c->tab[i];
+	}
 	c->tab[i].rel = xstrdup(rel);
 	c->tab[i].gen = c->gen;
 	for (unsigned k = 0; k < CGFDC_NR; k++)

@@ -20,7 +20,6 @@
  * string and mem_node array).
  */
 #include "cgscan.h"
-#include "drift.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -361,7 +360,7 @@ int cgscan_read_usage(struct cgscan *cs, const char *rel, uint64_t *ns)
 	/* An error (a cgroup removed reads ENODEV) is the next scan's to
 	 * sort out: the file stays as it is. */
 	r = rd_fd(cs, e->fd[CGFDC_CPU]);
-	return r < 0 ? r : drift_parse_usage(cs->buf, cs->hier.v2[CGC_CPUACCT], ns);
+	return r < 0 ? r : cgscan_parse_usage(cs->buf, cs->hier.v2[CGC_CPUACCT], ns);
 }
 
 const struct cg_hier *cgscan_hier(const struct cgscan *cs)
@@ -546,6 +545,39 @@ static int rd_ctrl(struct cgscan *cs, enum cg_ctrl c, int slot, int pdfd, const 
 	return rd_slot(cs, slot, AT_FDCWD, NULL, path);
 }
 
+int cgscan_parse_usage(const char *text, bool v2, uint64_t *ns)
+{
+	uint64_t v;
+	int r;
+
+	if (!text)
+		return -EINVAL;
+	if (!v2)
+		return parse_u64(text, ns);
+	for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+		static const char key[] = "usage_usec ";
+		char num[32];
+		size_t n;
+
+		if (strncmp(p, key, sizeof(key) - 1) != 0)
+			continue;
+		p += sizeof(key) - 1;
+		n = strcspn(p, "\n");
+		if (n == 0 || n >= sizeof(num))
+			return -EINVAL;
+		memcpy(num, p, n);
+		num[n] = '\0';
+		r = parse_u64(num, &v);
+		if (r < 0)
+			return r;
+		if (v > UINT64_MAX / 1000)
+			return -ERANGE;
+		*ns = v * 1000;
+		return 0;
+	}
+	return -EINVAL;
+}
+
 /* When the guest whose usage was just read was read: the scan's time
  * plus how far into the scan that read came. A rate over the scan's one
  * time is off by the difference between the two scans' progress at that
@@ -584,7 +616,7 @@ static int read_cpu(struct cgscan *cs, int pdfd, const char *dname, const char *
 		snap_warn(cs->snap, "cgroup %s: cannot read %s: %s", rel, file, strerror(-r));
 		return 1;
 	}
-	r = drift_parse_usage(cs->buf, v2, &v);
+	r = cgscan_parse_usage(cs->buf, v2, &v);
 	if (r < 0) {
 		snap_warn(cs->snap, "cgroup %s: %s: malformed", rel, file);
 		return 1;

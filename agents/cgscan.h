@@ -42,6 +42,9 @@ int cgscan_new(const struct host_paths *hp, const struct cgscan_config *cfg,
 	       struct cgscan **out);
 void cgscan_free(struct cgscan *cs);
 const struct cg_hier *cgscan_hier(const struct cgscan *cs);
+/* Pure: a cgroup CPU counter's text (cpu.stat on v2: its usage_usec
+ * line; cpuacct.usage on v1: ns) to nanoseconds. 0 or -EINVAL/-ERANGE. */
+int cgscan_parse_usage(const char *text, bool v2, uint64_t *ns);
 /* Between scans: the CPU counter (ns) of guest cgroup REL through the
  * file the last scan kept open (cgfdc.h); -ENOENT if none is kept (a
  * VM's cgroup, a file over the fd budget), another negative errno if it

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../orchestrator/parse.h"
+#include "cgscan.h"
 #include "../orchestrator/xalloc.h"
 
 /* One guest's counter between passes. */
@@ -48,39 +48,6 @@ int drift_step(double ref, double now)
 	return d > 0 ? 1 : -1;
 }
 
-int drift_parse_usage(const char *text, bool v2, uint64_t *ns)
-{
-	uint64_t v;
-	int r;
-
-	if (!text)
-		return -EINVAL;
-	if (!v2)
-		return parse_u64(text, ns);
-	for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
-		static const char key[] = "usage_usec ";
-		char num[32];
-		size_t n;
-
-		if (strncmp(p, key, sizeof(key) - 1) != 0)
-			continue;
-		p += sizeof(key) - 1;
-		n = strcspn(p, "\n");
-		if (n == 0 || n >= sizeof(num))
-			return -EINVAL;
-		memcpy(num, p, n);
-		num[n] = '\0';
-		r = parse_u64(num, &v);
-		if (r < 0)
-			return r;
-		if (v > UINT64_MAX / 1000)
-			return -ERANGE;
-		*ns = v * 1000;
-		return 0;
-	}
-	return -EINVAL;
-}
-
 static int by_id(const void *a, const void *b)
 {
 	return strcmp(((const struct entry *)a)->id, ((const struct entry *)b)->id);
@@ -94,9 +61,10 @@ static const struct entry *find(const struct drift *d, const char *id)
 	return d->n ? bsearch(&key, d->v, d->n, sizeof(*d->v), by_id) : NULL;
 }
 
-/* E's new reading U at T: a window closed, its reference set, or a step
- * counted. Returns true if E has stepped two windows in a row. */
-static bool advance(struct entry *e, uint64_t seq, int64_t t, uint64_t u)
+/* E's new reading U at T: a window closed (its use in *RATE), its
+ * reference set, or a step counted. Returns true if E has stepped two
+ * windows in a row. */
+static bool advance(struct entry *e, uint64_t seq, int64_t t, uint64_t u, double *rate_out)
 {
 	double w = (double)(t - e->t_ns) / 1e9, rate;
 	int st;
@@ -104,6 +72,7 @@ static bool advance(struct entry *e, uint64_t seq, int64_t t, uint64_t u)
 	if (w < DRIFT_MIN_WINDOW_S)
 		return false; /* the window goes on to the next pass */
 	rate = (double)(u - e->usage_ns) / 1e9 / w;
+	*rate_out = rate;
 	e->t_ns = t;
 	e->usage_ns = u;
 	if (e->seq != seq || !isfinite(e->ref)) {
@@ -135,7 +104,7 @@ int drift_read_path(void *ctx, const char *rel, uint64_t *ns)
 		return -EOPNOTSUPP;
 	r = cgh_read_value(h, CGC_CPUACCT, rel, v2 ? "cpu.stat" : "cpuacct.usage", &text);
 	if (r == 0)
-		r = drift_parse_usage(text, v2, ns);
+		r = cgscan_parse_usage(text, v2, ns);
 	free(text);
 	return r;
 }
@@ -152,6 +121,7 @@ void drift_pass(struct drift *d, const struct snapshot *snap, int64_t now_ns, dr
 		const struct snap_guest *g = &snap->guests[i];
 		const struct entry *old = find(d, g->id);
 		struct entry *e = &next[n];
+		double rate = NAN;
 		uint64_t u;
 
 		if (!g->cgroup || read(ctx, g->cgroup, &u) < 0)
@@ -169,12 +139,11 @@ void drift_pass(struct drift *d, const struct snapshot *snap, int64_t now_ns, dr
 		}
 		*e = *old;
 		n++;
-		if (advance(e, snap->seq, now_ns, u)) {
+		if (advance(e, snap->seq, now_ns, u, &rate)) {
 			if (!out->stepped) {
 				snprintf(out->first, sizeof(out->first), "%s", g->id);
 				out->first_ref = e->ref;
-				out->first_now = (double)(u - old->usage_ns) / 1e9 /
-						 ((double)(now_ns - old->t_ns) / 1e9);
+				out->first_now = rate;
 			}
 			out->stepped++;
 		}

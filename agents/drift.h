@@ -68,8 +68,4 @@ int drift_read_path(void *ctx, const char *rel, uint64_t *ns);
  * CPUs: +1 up, -1 down, 0 none (either unknown: none). */
 int drift_step(double ref, double now);
 
-/* Pure: a cgroup CPU counter's text (cpu.stat on v2: its usage_usec
- * line; cpuacct.usage on v1: ns) to nanoseconds. 0 or -EINVAL/-ERANGE. */
-int drift_parse_usage(const char *text, bool v2, uint64_t *ns);
-
 #endif

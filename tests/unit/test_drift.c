@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agents/cgscan.h"
 #include "agents/drift.h"
 #include "orchestrator/cghier.h"
 #include "orchestrator/snapshot.h"
@@ -36,17 +37,17 @@ static void test_parse(void **state)
 	uint64_t ns = 0;
 
 	(void)state;
-	assert_int_equal(drift_parse_usage("usage_usec 1500\nuser_usec 1000\n", true, &ns), 0);
+	assert_int_equal(cgscan_parse_usage("usage_usec 1500\nuser_usec 1000\n", true, &ns), 0);
 	assert_true(ns == 1500000);
-	assert_int_equal(drift_parse_usage("user_usec 7\nusage_usec 42\n", true, &ns), 0);
+	assert_int_equal(cgscan_parse_usage("user_usec 7\nusage_usec 42\n", true, &ns), 0);
 	assert_true(ns == 42000);
-	assert_int_equal(drift_parse_usage("123456789", false, &ns), 0);
+	assert_int_equal(cgscan_parse_usage("123456789", false, &ns), 0);
 	assert_true(ns == 123456789);
-	assert_int_equal(drift_parse_usage("user_usec 7\n", true, &ns), -EINVAL);
-	assert_int_equal(drift_parse_usage("usage_usec \n", true, &ns), -EINVAL);
-	assert_int_equal(drift_parse_usage("usage_usec 12x\n", true, &ns), -EINVAL);
-	assert_int_equal(drift_parse_usage("usage_usec 18446744073709552\n", true, &ns), -ERANGE);
-	assert_int_equal(drift_parse_usage(NULL, true, &ns), -EINVAL);
+	assert_int_equal(cgscan_parse_usage("user_usec 7\n", true, &ns), -EINVAL);
+	assert_int_equal(cgscan_parse_usage("usage_usec \n", true, &ns), -EINVAL);
+	assert_int_equal(cgscan_parse_usage("usage_usec 12x\n", true, &ns), -EINVAL);
+	assert_int_equal(cgscan_parse_usage("usage_usec 18446744073709552\n", true, &ns), -ERANGE);
+	assert_int_equal(cgscan_parse_usage(NULL, true, &ns), -EINVAL);
 }
 
 /* ---- passes over a temp tree --------------------------------------------- */
