@@ -147,6 +147,28 @@ static double mem_demand_of(const struct policy_config *cfg, uint64_t total)
 	return (double)total * (1.0 + cfg->mem_headroom);
 }
 
+/* The use that tells how many threads need a CPU of their own: a VM's
+ * vCPUs', when each was measured (a vCPU's rate is at most 1 CPU), not
+ * its QEMU process's, whose emulator, RCU and I/O threads add a share
+ * (0.1-0.3 CPU under TCG) that rides on the vCPUs' CPUs and is counted
+ * in its demand, but is no thread the guest's memory must be local to.
+ * Counted as a third busy thread, it gave a 2-vCPU domain two nodes and
+ * one vCPU none of its memory (test_vm_emulator_use_is_no_busy_vcpu).
+ * Anything else: USE. */
+static double thread_use(const struct snap_guest *g, double use)
+{
+	double sum = 0.0;
+
+	if (g->kind != GUEST_VM || !g->vm || !g->vm->vcpu_use || !g->vm->nr_vcpus || !g->busy_measured)
+		return use;
+	for (unsigned i = 0; i < g->vm->nr_vcpus; i++) {
+		if (isnan(g->vm->vcpu_use[i]))
+			return use;
+		sum += g->vm->vcpu_use[i];
+	}
+	return fmin(use, sum);
+}
+
 /* The guest view: its own share of each node's busy CPUs, the CPUs it may
  * be given per node, the nodes allowed for its memory. USABLE[n]: a CPU
  * node it may run on. Empty allowed masks mean "unrestricted" (acquire
@@ -179,7 +201,7 @@ static unsigned gview_build(struct pctx *x, const struct snap_guest *g, struct g
 	 * measured 1.028 CPUs and an idle one 0.049, counted 2 busy threads,
 	 * fitted no 2-CPU node beside another guest and migrated 320 MiB off
 	 * its memory's node). */
-	v->busy_thr = (unsigned)fmax(1.0, ceil(v->cpu_use / (1.0 + LOCAL_FIT_SLACK) - 0.05));
+	v->busy_thr = (unsigned)fmax(1.0, ceil(thread_use(g, v->cpu_use) / (1.0 + LOCAL_FIT_SLACK) - 0.05));
 	if (g->busy_measured && g->busy_threads > v->busy_thr)
 		v->busy_thr = g->busy_threads;
 	if (g->nr_threads && v->busy_thr > g->nr_threads)
