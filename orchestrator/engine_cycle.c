@@ -370,6 +370,27 @@ static bool override_policy(void *ctx, const char *id, struct guest_policy *out)
 	return true;
 }
 
+/* Whether IT, a plan's move, is the one job OLD is making: the guest's
+ * CPUs already on IT's, its memory on its way to IT's nodes
+ * (mover_job_same_move). Left alone, not counted as a move (the caller
+ * keeps its cool-down from the move that started the job), and said in
+ * the debug log: no record — the job's own record comes when it ends. */
+static bool still_moving(struct engine *e, const struct snapshot *snap, const struct plan_item *it, uint64_t old)
+{
+	const struct snap_guest *g = it->guest_idx < snap->nr_guests ? &snap->guests[it->guest_idx] : NULL;
+	struct mover_job_info ji;
+	char mems[64];
+
+	if (!g || !g->cpus || !it->to_cpus || !mask_equal(g->cpus, it->to_cpus) ||
+	    strcmp(g->id, it->guest_id) != 0 || !mover_get(e->mover, old, &ji) ||
+	    !mover_job_same_move(&ji, &it->to_mems, it->first_bytes ? it->first_node : -1, it->first_bytes))
+		return false;
+	mask_format(&it->to_mems, mems, sizeof(mems));
+	log_debug("still moving %s: job %llu takes its memory onto nodes %s (%.1f MiB done); the plan's move is that job's",
+		  it->guest_id, (unsigned long long)old, mems, (double)ji.bytes_done / 1048576.0);
+	return true;
+}
+
 /* Memory the mover's live jobs are still moving, into each node of the
  * snapshot being finalized (snap_node.mem_leaving/mem_coming). */
 static void mem_flows(void *ctx, struct snapshot *s)
@@ -506,10 +527,15 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 				continue;
 			}
 			/* A new plan for a guest supersedes its running job (it stops
-			 * at its next chunk boundary). */
+			 * at its next chunk boundary); the move the job is making
+			 * already is no new plan (still_moving). */
 			if (e->mover) {
 				uint64_t old = mover_job_of(e->mover, it->guest_id);
 
+				if (old && still_moving(e, snap, it, old)) {
+					pstate_revert(next, e->ps, it->guest_id);
+					continue;
+				}
 				if (old)
 					mover_cancel(e->mover, old, MJ_SUPERSEDED);
 			}

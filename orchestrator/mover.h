@@ -401,6 +401,15 @@ bool mover_room_claim_ok(uint64_t mem_free, uint64_t claimed, uint64_t min_free,
  * take it (WORKER_FREE). */
 bool mover_peer_frees(enum mover_state st, bool stopping, bool room_waiting, bool worker_free);
 
+/* Whether live job J already makes the move a new plan asks for: its
+ * memory onto the same nodes TO, the same first node (FIRST with
+ * FIRST_BYTES > 0, as mover_spec), not a start binding's write. Such a
+ * plan comes every cycle while the job runs — the guest's memory is on
+ * its way, so its locality is still under target — and is no new plan:
+ * superseding would start the job over (census, queries, a move counted
+ * and budgeted again) each cycle. */
+bool mover_job_same_move(const struct mover_job_info *j, const nodemask_t *to, int first, uint64_t first_bytes);
+
 /* What a wait_room job does after a look at its target nodes: ROOM
  * (they have it above the reserve, less claims): take it; else, while
  * OTHERS_MOVING (mover_peer_frees of some other job): wait; else look

@@ -548,6 +548,16 @@ bool mover_room_claim_ok(uint64_t mem_free, uint64_t claimed, uint64_t min_free,
 	return mover_room_ok(mem_free > claimed ? mem_free - claimed : 0, min_free, bytes);
 }
 
+bool mover_job_same_move(const struct mover_job_info *j, const nodemask_t *to, int first, uint64_t first_bytes)
+{
+	/* as mover_submit takes a spec's first node */
+	bool want_first = first_bytes && first >= 0 && first < MASK_MAX_NODES && mask_test(to, first);
+
+	if (j->write || mover_state_final(j->state) || !mask_equal(&j->to, to))
+		return false;
+	return want_first ? j->has_first && j->first == first : !j->has_first;
+}
+
 bool mover_peer_frees(enum mover_state st, bool stopping, bool room_waiting, bool worker_free)
 {
 	if (stopping || room_waiting)

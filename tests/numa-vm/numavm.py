@@ -1193,7 +1193,8 @@ def main():
     p = sub.add_parser("run")
     p.add_argument("scenario")
     p.add_argument("placer", choices=RUN_PLACERS)
-    sub.add_parser("itest")
+    p = sub.add_parser("itest")
+    p.add_argument("--only", help="comma-separated test names (test_cgroup_v2.sh's check NAMEs) to run alone")
     p = sub.add_parser("script")
     p.add_argument("name")
     p.add_argument("--vm", default="misplaced", help="scenario whose VM shape to boot")
@@ -1227,7 +1228,8 @@ def main():
             print(json.dumps({k: v for k, v in r.items() if k != "series"}, indent=1, sort_keys=True))
         elif a.cmd == "itest":
             prepare()
-            text, wall = boot(load_scenario("misplaced"), "numavm.mode=itest",
+            text, wall = boot(load_scenario("misplaced"),
+                              "numavm.mode=itest" + (" numavm.only=" + a.only if a.only else ""),
                               os.path.join(CACHE, "itest"), timeout=500)
             print(text)
             ok, bad, skipped = parse_itest(text)

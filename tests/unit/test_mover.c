@@ -741,6 +741,54 @@ static void test_room_wait_peers(void **state)
 		assert_int_equal(mover_room_step(steps[i].room, steps[i].others, steps[i].quiet), steps[i].want);
 }
 
+/* A plan that asks for the move a live job is making is that job's
+ * (mover_job_same_move): the same target nodes and first node, a job not
+ * ended and not a start binding's write. Anything else is a new plan. */
+static void test_job_same_move(void **state)
+{
+	static const struct {
+		const char *job_to;
+		enum mover_state st;
+		int job_first;          /* -1: none */
+		bool write;
+		const char *to;
+		int first;
+		uint64_t first_bytes;
+		bool same;
+	} cases[] = {
+		{ "1", MJ_RUNNING, -1, false, "1", -1, 0, true },
+		{ "1", MJ_QUEUED, -1, false, "1", -1, 0, true },
+		{ "1", MJ_RUNNING, -1, false, "2", -1, 0, false },     /* elsewhere now */
+		{ "1", MJ_RUNNING, -1, false, "1-2", -1, 0, false },   /* wider */
+		{ "1-2", MJ_RUNNING, -1, false, "1", -1, 0, false },   /* narrower */
+		{ "1", MJ_DONE, -1, false, "1", -1, 0, false },        /* ended */
+		{ "1", MJ_SUPERSEDED, -1, false, "1", -1, 0, false },
+		{ "1", MJ_RUNNING, -1, true, "1", -1, 0, false },      /* a start binding's write */
+		{ "1-2", MJ_RUNNING, 1, false, "1-2", 1, 64 << 20, true },
+		{ "1-2", MJ_RUNNING, 1, false, "1-2", 2, 64 << 20, false }, /* another first node */
+		{ "1-2", MJ_RUNNING, 1, false, "1-2", 1, 0, false },   /* no longer split */
+		{ "1-2", MJ_RUNNING, -1, false, "1-2", 1, 64 << 20, false }, /* split now */
+		{ "1-2", MJ_RUNNING, -1, false, "1-2", 3, 64 << 20, true },  /* a first outside: none (mover_submit) */
+	};
+
+	(void)state;
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct mover_job_info j;
+		nodemask_t to;
+
+		memset(&j, 0, sizeof(j));
+		mask_parse(cases[i].job_to, &j.to);
+		j.state = cases[i].st;
+		j.has_first = cases[i].job_first >= 0;
+		j.first = cases[i].job_first;
+		j.write = cases[i].write;
+		mask_parse(cases[i].to, &to);
+		print_message("case %u: job onto %s (%s), plan onto %s\n", i, cases[i].job_to,
+			      mover_state_name(cases[i].st), cases[i].to);
+		assert_int_equal(mover_job_same_move(&j, &to, cases[i].first, cases[i].first_bytes), cases[i].same);
+	}
+}
+
 /* A split guest's job (mover_spec.first): node 1 takes pages from
  * everywhere — from the other target node 2 too — until its bytes are
  * spent; then pages on a target stay and the rest go to the targets but
@@ -1119,6 +1167,7 @@ int main(void)
 		cmocka_unit_test(test_flows),
 		cmocka_unit_test(test_room_ok),
 		cmocka_unit_test(test_room_wait_peers),
+		cmocka_unit_test(test_job_same_move),
 		cmocka_unit_test(test_state_names),
 		cmocka_unit_test(test_sources_census_and_moves),
 		cmocka_unit_test(test_sources_overflow),

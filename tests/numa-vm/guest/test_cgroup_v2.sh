@@ -96,6 +96,7 @@ notok() {
 # check NAME: run test_NAME in a fresh sandbox; it prints a reason and
 # returns non-zero on failure.
 check() {
+	case ",$ONLY," in ,,|*",$1,"*) ;; *) return 0 ;; esac
 	sb_setup
 	why=$(test_$1 2>&1)
 	rc=$?
@@ -103,6 +104,10 @@ check() {
 	if [ $rc -eq 0 ]; then ok "$1"; echo "$why" | grep '^# '; else notok "$1" "$(echo "$why" | tail -5 | tr '\n' ' ')"; fi
 	sb_teardown
 }
+
+# numavm.py itest --only NAME[,NAME]: those checks alone (a run to
+# reproduce one); the default, every check.
+ONLY=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^numavm\.only=//p')
 
 G1=docker-$(hex64 1).scope
 G2=docker-$(hex64 2).scope
@@ -295,7 +300,7 @@ test_daemon_survives_vanishing_guest() {
 start_slow_move() {
 	c1=$(node_cpus 1)
 	start $G1 "$c1" 0 ${2:-256} --pages 4k || return 1
-	printf '[agent]\ninterval = 0.5\nsample = 0.3\n[memory]\nrate_mib = 8\n[policy]\n%s\n[api]\nsocket = %s\n[libvirt]\nenabled = no\n' \
+	printf '[agent]\ninterval = 0.5\nsample = 0.3\nlog_level = debug\n[memory]\nrate_mib = 8\n[policy]\n%s\n[api]\nsocket = %s\n[libvirt]\nenabled = no\n' \
 		"$1" "${3:-}" > $T/conf
 	$NUMAORCHD --config $T/conf --scope $SB --state-dir $T/state --decision-log $T/dec 2> $T/err &
 	pid=$!
@@ -431,6 +436,30 @@ test_new_plan_supersedes_a_migration() {
 	return 0
 }
 
+# A cycle that plans the move its running job is already making (the same
+# CPUs, the same memory nodes: its memory is on its way, so its locality
+# is still under target) leaves the job alone: no memory_superseded, no
+# second job, no second "moved" record, while cycles run every 0.5 s
+# with no cool-down to hold them back. A job restarted each cycle pays
+# its census and queries again, counts a move each time and spends the
+# cycle's migration budget anew. The job then ends done.
+test_same_plan_leaves_its_job_running() {
+	start_slow_move "cooldown = 0" 128 || return 1
+	c0=$(grep -c '^' $T/dec)
+	sleep 4   # 8 cycles with the job (128 MiB at 8 MiB/s: ~16 s) running
+	sup=$(grep '"decision":"memory_superseded"' $T/dec | grep -c "\"guest\":\"$ID1\"")
+	mv=$(grep '"decision":"moved"' $T/dec | grep -c "\"guest\":\"$ID1\"")
+	cyc=$(grep -c "cycle [0-9]*:" $T/err)
+	[ "$sup" = 0 ] && [ "$mv" = 1 ] ||
+		{ kill -9 $pid; echo "over 4 s ($cyc cycles logged): $sup memory_superseded and $mv moved records: $(grep -o '"decision":"[a-z_]*"' $T/dec | tr '\n' ' ')"; return 1; }
+	wait_record memory_arrived || { kill -9 $pid; return 1; }
+	pct=$(local_pct $G1 1)
+	stop_daemon || return 1
+	[ "$pct" -ge 90 ] || { echo "the job arrived with $pct% on node 1"; return 1; }
+	echo "# one job over $cyc cycles logged ($(grep "still moving" $T/err | wc -l) said still moving), $pct% on node 1: $(grep '"decision":"memory_arrived"' $T/dec | sed -n 's/.*"message":"\([^"]*\)".*/\1/p' | head -1)"
+	return 0
+}
+
 # jget FILE KEY: the first job's "KEY": value in FILE (numaorchctl --json
 # migrations: indented by 2, sorted keys; a job's own keys are indented by
 # 6, its sources' by 10), without quotes; empty if absent.
@@ -475,7 +504,7 @@ test_top_shows_a_live_migration() {
 		[ $i -gt 300 ] && { echo "second workload not ready: $(cat $ready)"; return 1; }
 	done
 	fle 7 "$(($(mem_on $G1 2) / 1048576))" || { echo "node 2 holds $(($(mem_on $G1 2) / 1048576)) MiB of the guest, want 8"; return 1; }
-	printf '[agent]\ninterval = 0.5\nsample = 0.3\n[memory]\nrate_mib = 8\n[api]\nsocket = %s\n[libvirt]\nenabled = no\n' $S > $T/conf
+	printf '[agent]\ninterval = 0.5\nsample = 0.3\nlog_level = debug\n[memory]\nrate_mib = 8\n[api]\nsocket = %s\n[libvirt]\nenabled = no\n' $S > $T/conf
 	$NUMAORCHD --config $T/conf --scope $SB --state-dir $T/state --decision-log $T/dec 2> $T/err &
 	pid=$!
 	i=0
@@ -786,6 +815,7 @@ check sigterm_stops_a_migration
 check reload_stops_a_migration
 check guest_exit_ends_a_migration
 check new_plan_supersedes_a_migration
+check same_plan_leaves_its_job_running
 check top_shows_a_live_migration
 check beside_kernel_balancing_the_record_is_true
 check start_binding_released_after_kill
