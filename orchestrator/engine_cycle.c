@@ -377,12 +377,11 @@ static bool override_policy(void *ctx, const char *id, struct guest_policy *out)
  * the debug log: no record — the job's own record comes when it ends. */
 static bool still_moving(struct engine *e, const struct snapshot *snap, const struct plan_item *it, uint64_t old)
 {
-	const struct snap_guest *g = it->guest_idx < snap->nr_guests ? &snap->guests[it->guest_idx] : NULL;
+	const struct snap_guest *g = &snap->guests[it->guest_idx];
 	struct mover_job_info ji;
 	char mems[64];
 
-	if (!g || !g->cpus || !it->to_cpus || !mask_equal(g->cpus, it->to_cpus) ||
-	    strcmp(g->id, it->guest_id) != 0 || !mover_get(e->mover, old, &ji) ||
+	if (!g->cpus || !it->to_cpus || !mask_equal(g->cpus, it->to_cpus) || !mover_get(e->mover, old, &ji) ||
 	    !mover_job_same_move(&ji, &it->to_mems, it->first_bytes ? it->first_node : -1, it->first_bytes))
 		return false;
 	mask_format(&it->to_mems, mems, sizeof(mems));

@@ -445,7 +445,6 @@ test_new_plan_supersedes_a_migration() {
 # cycle's migration budget anew. The job then ends done.
 test_same_plan_leaves_its_job_running() {
 	start_slow_move "cooldown = 0" 128 || return 1
-	c0=$(grep -c '^' $T/dec)
 	sleep 4   # 8 cycles with the job (128 MiB at 8 MiB/s: ~16 s) running
 	sup=$(grep '"decision":"memory_superseded"' $T/dec | grep -c "\"guest\":\"$ID1\"")
 	mv=$(grep '"decision":"moved"' $T/dec | grep -c "\"guest\":\"$ID1\"")
@@ -504,7 +503,7 @@ test_top_shows_a_live_migration() {
 		[ $i -gt 300 ] && { echo "second workload not ready: $(cat $ready)"; return 1; }
 	done
 	fle 7 "$(($(mem_on $G1 2) / 1048576))" || { echo "node 2 holds $(($(mem_on $G1 2) / 1048576)) MiB of the guest, want 8"; return 1; }
-	printf '[agent]\ninterval = 0.5\nsample = 0.3\nlog_level = debug\n[memory]\nrate_mib = 8\n[api]\nsocket = %s\n[libvirt]\nenabled = no\n' $S > $T/conf
+	printf '[agent]\ninterval = 0.5\nsample = 0.3\n[memory]\nrate_mib = 8\n[api]\nsocket = %s\n[libvirt]\nenabled = no\n' $S > $T/conf
 	$NUMAORCHD --config $T/conf --scope $SB --state-dir $T/state --decision-log $T/dec 2> $T/err &
 	pid=$!
 	i=0
