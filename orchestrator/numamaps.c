@@ -5,12 +5,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Does the line L..EOL hold TOKEN (" anon=", " file=")? */
+/* Where the line L..EOL holds TOKEN (" anon=", " file="), or NULL.
+ * Bounded by the line: strstr(3) on a line without the token searched on
+ * through the rest of the file. */
+static const char *find_token(const char *l, const char *eol, const char *token)
+{
+	size_t n = strlen(token);
+
+	for (const char *t = l; (size_t)(eol - t) >= n; t++) {
+		t = memchr(t, token[0], (size_t)(eol - t) - n + 1);
+		if (!t)
+			return NULL;
+		if (memcmp(t, token, n) == 0)
+			return t;
+	}
+	return NULL;
+}
+
 static bool has_token(const char *l, const char *eol, const char *token)
 {
-	const char *t = strstr(l, token);
-
-	return t && t < eol;
+	return find_token(l, eol, token) != NULL;
 }
 
 static void parse(const char *text, uint64_t *bytes, unsigned nids, bool anon_only)
@@ -26,8 +40,8 @@ static void parse(const char *text, uint64_t *bytes, unsigned nids, bool anon_on
 			continue;
 		}
 		/* The page size comes last on the line: find it first. */
-		k = strstr(l, " kernelpagesize_kB=");
-		if (k && k < eol) {
+		k = find_token(l, eol, " kernelpagesize_kB=");
+		if (k) {
 			unsigned long long kb = strtoull(k + 19, NULL, 10);
 
 			if (kb)

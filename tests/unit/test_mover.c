@@ -45,6 +45,50 @@ static void test_parse_maps(void **state)
 	free(v);
 	assert_int_equal(mover_parse_maps("not a maps line\n", &v), -EINVAL);
 	assert_int_equal(mover_parse_maps("2000-1000 rw-p 0 00:00 0\n", &v), -EINVAL);
+	/* a mapping line short of its offset, device or inode; perms too
+	 * short; an address past 64 bits */
+	assert_int_equal(mover_parse_maps("1000-2000 rw-p 0 00:00\n", &v), -EINVAL);
+	assert_int_equal(mover_parse_maps("1000-2000 rw 0 00:00 0\n", &v), -EINVAL);
+	assert_int_equal(mover_parse_maps("10000000000000000-10000000000001000 rw-p 0 00:00 0\n", &v), -EINVAL);
+	/* the last line without its newline; a name of several words */
+	assert_int_equal(mover_parse_maps("1000-2000 rw-p 0 00:00 0\n"
+					  "7f0000000000-7f0000400000 rw-s 00000000 00:01 7 /memfd:ram (deleted)",
+					  &v),
+			 2);
+	assert_true(v[0].start == 0x1000 && v[0].end == 0x2000);
+	assert_true(v[1].start == 0x7f0000000000ULL && v[1].end == 0x7f0000400000ULL);
+	free(v);
+}
+
+/* A large smaps parses whole: 4000 mappings of 20 lines each (the parser
+ * reads each line to its own end: sscanf(3) had measured the rest of the
+ * file at every line). */
+static void test_parse_smaps_large(void **state)
+{
+	enum { N = 4000 };
+	size_t cap = (size_t)N * 640, len = 0;
+	char *text = malloc(cap);
+	struct mover_vma *v;
+	uint64_t thp = 0;
+
+	(void)state;
+	assert_non_null(text);
+	for (unsigned i = 0; i < N; i++) {
+		unsigned long long a = 0x7f0000000000ULL + (unsigned long long)i * 0x400000ULL;
+
+		len += (size_t)snprintf(text + len, cap - len, "%llx-%llx rw-p 00000000 00:00 0\n", a, a + 0x400000ULL);
+		for (unsigned k = 0; k < 18; k++)
+			len += (size_t)snprintf(text + len, cap - len, "Key_%c:              %u kB\n", 'A' + k, i);
+		len += (size_t)snprintf(text + len, cap - len, "AnonHugePages:      %u kB\n", i % 3 ? 2048u : 0u);
+	}
+	assert_true(len < cap);
+	assert_int_equal(mover_parse_maps(text, &v), N);
+	for (unsigned i = 0; i < N; i++)
+		thp += v[i].thp_bytes;
+	assert_true(v[N - 1].start == 0x7f0000000000ULL + (N - 1) * 0x400000ULL);
+	assert_true(thp == (uint64_t)(N - (N + 2) / 3) * (2048u << 10));
+	free(v);
+	free(text);
 }
 
 /* smaps: the same mappings, each followed by its "Key: value" lines; a
@@ -415,6 +459,27 @@ static void test_numamaps_anon(void **state)
 	assert_int_equal(anon[1], (512 + 8) * 4096ULL);
 	assert_int_equal(anon[2], 0);
 	assert_int_equal(anon[3], 0);
+}
+
+/* Each line's tokens are its own: a line without a page size is 4 KiB
+ * even when the next one names 2048 (hugetlbfs), and the last line needs
+ * no newline. */
+static void test_numamaps_line_bound(void **state)
+{
+	static const char text[] = "7f0000000000 default anon=2 dirty=2 N0=2\n"
+				   "7f1000000000 default file=/dev/hugepages/x huge dirty=1 N1=1 kernelpagesize_kB=2048\n"
+				   "7f2000000000 default anon=3 dirty=3 N2=3";
+	uint64_t all[4] = { 0 }, anon[4] = { 0 };
+
+	(void)state;
+	numamaps_parse(text, all, 4);
+	numamaps_parse_anon(text, anon, 4);
+	assert_int_equal(all[0], 2 * 4096ULL);
+	assert_int_equal(all[1], 2048 * 1024ULL);
+	assert_int_equal(all[2], 3 * 4096ULL);
+	assert_int_equal(anon[0], 2 * 4096ULL);
+	assert_int_equal(anon[1], 0);
+	assert_int_equal(anon[2], 3 * 4096ULL);
 }
 
 /* After a move, where the window's pages are is known from the call's own
@@ -1145,6 +1210,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_write_jobs),
 		cmocka_unit_test(test_parse_maps),
+		cmocka_unit_test(test_parse_smaps_large),
 		cmocka_unit_test(test_parse_smaps),
 		cmocka_unit_test(test_query_plan),
 		cmocka_unit_test(test_chunks_cover_every_page_once),
@@ -1157,6 +1223,7 @@ int main(void)
 		cmocka_unit_test(test_settle_step),
 		cmocka_unit_test(test_sweep_nodes),
 		cmocka_unit_test(test_numamaps_anon),
+		cmocka_unit_test(test_numamaps_line_bound),
 		cmocka_unit_test(test_assign_first),
 		cmocka_unit_test(test_adapt_chunk),
 		cmocka_unit_test(test_cost_next),
