@@ -241,6 +241,25 @@ struct mover_vma {
  * -EINVAL on a malformed line. */
 int mover_parse_maps(const char *text, struct mover_vma **out);
 
+/* One mapping as the job's census saw it (/proc/PID/numa_maps): where it
+ * starts, and whether any of its pages sat on a node they are to leave. */
+struct mover_census_vma {
+	uintptr_t start;
+	bool moves;
+};
+
+/* Each mapping of numa_maps TEXT, ascending by start: MOVES when it holds
+ * a page on a node outside STAY (any page at all when STAY is NULL: a
+ * relocate_all job). Lines that do not start with an address are
+ * skipped. Caller frees *OUT; returns the count. */
+unsigned mover_census_vmas(const char *text, const nodemask_t *stay, struct mover_census_vma **out);
+
+/* Drop from VMAS (NV of them, ascending) the mappings CENSUS (NC,
+ * ascending) saw with nothing to move: no window then asks about, plans
+ * or moves their pages. A mapping the census did not see (mapped since,
+ * or split) stays. Returns how many are left, in order. */
+unsigned mover_prune_vmas(struct mover_vma *vmas, unsigned nv, const struct mover_census_vma *census, unsigned nc);
+
 /* Which pages of a window of N pages at PAGES (ascending, inside VMAS)
  * must be asked where they are: all, except those of a 2 MiB block of a
  * mapping whose PMD-mapped THPs (thp_bytes) cover every aligned 2 MiB block in it —

@@ -188,6 +188,75 @@ int mover_parse_maps(const char *text, struct mover_vma **out)
 	return (int)n;
 }
 
+static int census_cmp(const void *a, const void *b)
+{
+	uintptr_t x = ((const struct mover_census_vma *)a)->start, y = ((const struct mover_census_vma *)b)->start;
+
+	return x < y ? -1 : x > y;
+}
+
+unsigned mover_census_vmas(const char *text, const nodemask_t *stay, struct mover_census_vma **out)
+{
+	struct mover_census_vma *v = NULL;
+	unsigned n = 0, cap = 0;
+	bool sorted = true;
+
+	for (const char *l = text; l && *l;) {
+		const char *eol = strchr(l, '\n'), *end = eol ? eol : l + strlen(l), *p = l;
+		unsigned long long a;
+		bool moves = false;
+
+		if (!hex_at(&p, end, &a) || (p < end && *p != ' ')) {
+			l = eol ? eol + 1 : NULL;
+			continue;
+		}
+		/* " N<id>=<pages>" tokens: a page on a node it is to leave */
+		while (p < end && !moves) {
+			const char *t;
+			size_t len;
+			unsigned long long id = 0;
+			bool digits = false;
+
+			t = word_at(&p, end, &len);
+			if (len < 3 || t[0] != 'N' || t[1] < '0' || t[1] > '9')
+				continue;
+			for (t++; t < p && *t >= '0' && *t <= '9' && id < (1u << 20); t++, digits = true)
+				id = id * 10 + (unsigned)(*t - '0');
+			if (!digits || t >= p || *t != '=' || t + 1 >= p || t[1] == '0')
+				continue; /* not "N<id>=<pages>", or 0 pages */
+			moves = !stay || !mask_test(stay, id);
+		}
+		if (n == cap) {
+			cap = cap ? cap * 2 : 32;
+			v = xrealloc(v, cap * sizeof(*v));
+		}
+		if (n && v[n - 1].start > (uintptr_t)a)
+			sorted = false;
+		v[n].start = (uintptr_t)a;
+		v[n].moves = moves;
+		n++;
+		l = eol ? eol + 1 : NULL;
+	}
+	if (!sorted)
+		qsort(v, n, sizeof(*v), census_cmp);
+	*out = v;
+	return n;
+}
+
+unsigned mover_prune_vmas(struct mover_vma *vmas, unsigned nv, const struct mover_census_vma *census, unsigned nc)
+{
+	unsigned kept = 0, c = 0;
+
+	for (unsigned i = 0; i < nv; i++) {
+		while (c < nc && census[c].start < vmas[i].start)
+			c++;
+		if (c < nc && census[c].start == vmas[i].start && !census[c].moves)
+			continue;
+		vmas[kept++] = vmas[i];
+	}
+	return kept;
+}
+
 bool mover_window_has_thp(const struct mover_vma *vmas, unsigned nv, uintptr_t lo, uintptr_t hi)
 {
 	for (unsigned i = 0; i < nv; i++)

@@ -134,6 +134,76 @@ static void test_parse_smaps(void **state)
 	free(v);
 }
 
+/* The census by mapping: which mappings hold a page on a node it is to
+ * leave; the walk then skips the others (a guest's inherited libraries
+ * and empty thread stacks), and keeps what the census did not see. */
+static void test_census_prune(void **state)
+{
+	static const char numa_maps[] =
+		"00400000 default file=/usr/bin/guest mapped=4 N0=4 kernelpagesize_kB=4\n"
+		"7f0000000000 default anon=4096 dirty=4096 N0=3584 N1=512 kernelpagesize_kB=4\n"
+		"7f1000000000 default\n"
+		"7f2000000000 default anon=10 dirty=10 N1=10 kernelpagesize_kB=4\n"
+		"7ffd00000000 default stack anon=3 dirty=3 N2=3 kernelpagesize_kB=4\n"
+		"not an address line N0=9\n"
+		"7ffe00000000 bind:1 anon=1 dirty=1 N12=1 kernelpagesize_kB=4";
+	struct mover_vma vmas[] = {
+		{ 0x400000, 0x401000, 0 },               /* file pages on node 0 */
+		{ 0x7f0000000000ULL, 0x7f0001000000ULL, 0 }, /* most on 0 */
+		{ 0x7f1000000000ULL, 0x7f1000800000ULL, 0 }, /* nothing present */
+		{ 0x7f2000000000ULL, 0x7f2000010000ULL, 0 }, /* all on 1 */
+		{ 0x7f3000000000ULL, 0x7f3000010000ULL, 0 }, /* mapped since */
+		{ 0x7ffd00000000ULL, 0x7ffd00021000ULL, 0 }, /* on 2 */
+		{ 0x7ffe00000000ULL, 0x7ffe00001000ULL, 0 }, /* on 12 */
+	};
+	struct mover_vma w[7];
+	struct mover_census_vma *c;
+	nodemask_t to;
+	unsigned nc, n;
+
+	(void)state;
+	mask_zero(&to);
+	mask_set(&to, 1);
+	nc = mover_census_vmas(numa_maps, &to, &c);
+	assert_int_equal(nc, 6);
+	assert_true(c[0].start == 0x400000 && c[0].moves);
+	assert_true(c[1].moves && !c[2].moves && !c[3].moves && c[4].moves && c[5].moves);
+	memcpy(w, vmas, sizeof(w));
+	n = mover_prune_vmas(w, 7, c, nc);
+	assert_int_equal(n, 5);
+	assert_true(w[0].start == 0x400000 && w[1].start == 0x7f0000000000ULL && w[2].start == 0x7f3000000000ULL &&
+		    w[3].start == 0x7ffd00000000ULL && w[4].start == 0x7ffe00000000ULL);
+	free(c);
+	/* a split job's pages leave every node but its first: node 2 stays */
+	mask_zero(&to);
+	mask_set(&to, 2);
+	nc = mover_census_vmas(numa_maps, &to, &c);
+	memcpy(w, vmas, sizeof(w));
+	n = mover_prune_vmas(w, 7, c, nc);
+	assert_int_equal(n, 5);
+	assert_true(w[2].start == 0x7f2000000000ULL && w[3].start == 0x7f3000000000ULL &&
+		    w[4].start == 0x7ffe00000000ULL);
+	free(c);
+	/* relocate_all (no STAY): every mapping with a page present moves */
+	nc = mover_census_vmas(numa_maps, NULL, &c);
+	memcpy(w, vmas, sizeof(w));
+	n = mover_prune_vmas(w, 7, c, nc);
+	assert_int_equal(n, 6);
+	assert_true(w[2].start == 0x7f2000000000ULL);
+	free(c);
+	/* out of order (never from the kernel), sorted; an empty census
+	 * prunes nothing */
+	nc = mover_census_vmas("7f2000000000 default anon=1 N0=1\n00400000 default\n", &to, &c);
+	assert_int_equal(nc, 2);
+	assert_true(c[0].start == 0x400000 && !c[0].moves && c[1].moves);
+	free(c);
+	nc = mover_census_vmas("", &to, &c);
+	assert_int_equal(nc, 0);
+	memcpy(w, vmas, sizeof(w));
+	assert_int_equal(mover_prune_vmas(w, 7, c, nc), 7);
+	free(c);
+}
+
 /* Only a mapping whose AnonHugePages covers all its aligned 2 MiB blocks
  * is asked one page per block; its unaligned edges, other mappings, and a
  * block whose head is not in the window are asked page by page. */
@@ -1211,6 +1281,7 @@ int main(void)
 		cmocka_unit_test(test_write_jobs),
 		cmocka_unit_test(test_parse_maps),
 		cmocka_unit_test(test_parse_smaps_large),
+		cmocka_unit_test(test_census_prune),
 		cmocka_unit_test(test_parse_smaps),
 		cmocka_unit_test(test_query_plan),
 		cmocka_unit_test(test_chunks_cover_every_page_once),
