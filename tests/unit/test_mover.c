@@ -509,47 +509,41 @@ static void test_sweep_nodes(void **state)
 	assert_int_equal(out[0], 0);
 }
 
-/* numa_maps of anonymous mappings only: what the mover's settle counts. */
+/* numa_maps of anonymous mappings only: what the mover's settle counts.
+ * Each line's tokens are its own (the second case): a line without a
+ * page size is 4 KiB even when the next one names 2048 (hugetlbfs), and
+ * the last line needs no newline. */
 static void test_numamaps_anon(void **state)
 {
-	static const char text[] =
-		"00400000 default file=/bin/guestload mapped=40 N0=40 kernelpagesize_kB=4\n"
-		"7f0000000000 default anon=32768 dirty=32768 N0=32256 N1=512 kernelpagesize_kB=4\n"
-		"7f1000000000 default file=/lib/libc.so.6 anon=2 dirty=2 mapped=300 N2=300 kernelpagesize_kB=4\n"
-		"7f2000000000 default file=/memfd:guest-ram (deleted) dirty=512 N3=512 kernelpagesize_kB=4\n"
-		"7ffc00000000 default stack anon=8 dirty=8 N1=8 kernelpagesize_kB=4\n";
-	uint64_t all[4] = { 0 }, anon[4] = { 0 };
+	static const struct {
+		const char *text;
+		uint64_t all[4], anon[4];
+	} cases[] = {
+		{ "00400000 default file=/bin/guestload mapped=40 N0=40 kernelpagesize_kB=4\n"
+		  "7f0000000000 default anon=32768 dirty=32768 N0=32256 N1=512 kernelpagesize_kB=4\n"
+		  "7f1000000000 default file=/lib/libc.so.6 anon=2 dirty=2 mapped=300 N2=300 kernelpagesize_kB=4\n"
+		  "7f2000000000 default file=/memfd:guest-ram (deleted) dirty=512 N3=512 kernelpagesize_kB=4\n"
+		  "7ffc00000000 default stack anon=8 dirty=8 N1=8 kernelpagesize_kB=4\n",
+		  { (40 + 32256) * 4096ULL, (512 + 8) * 4096ULL, 300 * 4096ULL, 512 * 4096ULL },
+		  { 32256 * 4096ULL, (512 + 8) * 4096ULL, 0, 0 } },
+		{ "7f0000000000 default anon=2 dirty=2 N0=2\n"
+		  "7f1000000000 default file=/dev/hugepages/x huge dirty=1 N1=1 kernelpagesize_kB=2048\n"
+		  "7f2000000000 default anon=3 dirty=3 N2=3",
+		  { 2 * 4096ULL, 2048 * 1024ULL, 3 * 4096ULL, 0 },
+		  { 2 * 4096ULL, 0, 3 * 4096ULL, 0 } },
+	};
 
 	(void)state;
-	numamaps_parse(text, all, 4);
-	numamaps_parse_anon(text, anon, 4);
-	assert_int_equal(all[0], (40 + 32256) * 4096ULL);
-	assert_int_equal(all[2], 300 * 4096ULL);
-	assert_int_equal(anon[0], 32256 * 4096ULL);
-	assert_int_equal(anon[1], (512 + 8) * 4096ULL);
-	assert_int_equal(anon[2], 0);
-	assert_int_equal(anon[3], 0);
-}
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		uint64_t all[4] = { 0 }, anon[4] = { 0 };
 
-/* Each line's tokens are its own: a line without a page size is 4 KiB
- * even when the next one names 2048 (hugetlbfs), and the last line needs
- * no newline. */
-static void test_numamaps_line_bound(void **state)
-{
-	static const char text[] = "7f0000000000 default anon=2 dirty=2 N0=2\n"
-				   "7f1000000000 default file=/dev/hugepages/x huge dirty=1 N1=1 kernelpagesize_kB=2048\n"
-				   "7f2000000000 default anon=3 dirty=3 N2=3";
-	uint64_t all[4] = { 0 }, anon[4] = { 0 };
-
-	(void)state;
-	numamaps_parse(text, all, 4);
-	numamaps_parse_anon(text, anon, 4);
-	assert_int_equal(all[0], 2 * 4096ULL);
-	assert_int_equal(all[1], 2048 * 1024ULL);
-	assert_int_equal(all[2], 3 * 4096ULL);
-	assert_int_equal(anon[0], 2 * 4096ULL);
-	assert_int_equal(anon[1], 0);
-	assert_int_equal(anon[2], 3 * 4096ULL);
+		numamaps_parse(cases[c].text, all, 4);
+		numamaps_parse_anon(cases[c].text, anon, 4);
+		for (int n = 0; n < 4; n++) {
+			assert_int_equal(all[n], cases[c].all[n]);
+			assert_int_equal(anon[n], cases[c].anon[n]);
+		}
+	}
 }
 
 /* After a move, where the window's pages are is known from the call's own
@@ -1294,7 +1288,6 @@ int main(void)
 		cmocka_unit_test(test_settle_step),
 		cmocka_unit_test(test_sweep_nodes),
 		cmocka_unit_test(test_numamaps_anon),
-		cmocka_unit_test(test_numamaps_line_bound),
 		cmocka_unit_test(test_assign_first),
 		cmocka_unit_test(test_adapt_chunk),
 		cmocka_unit_test(test_cost_next),
