@@ -957,8 +957,7 @@ static void census(struct mover *m, struct job *j)
 		mask_zero(&stay);
 		mask_set(&stay, j->first);
 	}
-	if (!j->pc)
-		j->pc = xcalloc(j->npids ? j->npids : 1, sizeof(*j->pc));
+	j->pc = xcalloc(j->npids ? j->npids : 1, sizeof(*j->pc)); /* once: a job runs once */
 	for (unsigned i = 0; i < j->npids; i++) {
 		char path[PATH_MAX], *text = NULL;
 
@@ -969,7 +968,6 @@ static void census(struct mover *m, struct job *j)
 		pthread_mutex_lock(&m->lock);
 		mover_census_add(&j->info, text, j->relocate_all);
 		pthread_mutex_unlock(&m->lock);
-		free(j->pc[i].vmas);
 		j->pc[i].n = mover_census_vmas(text, j->relocate_all ? NULL : &stay, &j->pc[i].vmas);
 		j->pc[i].ok = true;
 		free(text);

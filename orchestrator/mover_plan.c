@@ -201,41 +201,28 @@ unsigned mover_census_vmas(const char *text, const nodemask_t *stay, struct move
 	unsigned n = 0, cap = 0;
 	bool sorted = true;
 
-	for (const char *l = text; l && *l;) {
-		const char *eol = strchr(l, '\n'), *end = eol ? eol : l + strlen(l), *p = l;
-		unsigned long long a;
+	struct numamaps_line ln;
+
+	for (const char *l = text; l && *l; l = ln.next) {
+		unsigned long long id;
+		uint64_t pages;
 		bool moves = false;
 
-		if (!hex_at(&p, end, &a) || (p < end && *p != ' ')) {
-			l = eol ? eol + 1 : NULL;
+		numamaps_line(l, &ln);
+		if (!ln.has_start)
 			continue;
-		}
-		/* " N<id>=<pages>" tokens: a page on a node it is to leave */
-		while (p < end && !moves) {
-			const char *t;
-			size_t len;
-			unsigned long long id = 0;
-			bool digits = false;
-
-			t = word_at(&p, end, &len);
-			if (len < 3 || t[0] != 'N' || t[1] < '0' || t[1] > '9')
-				continue;
-			for (t++; t < p && *t >= '0' && *t <= '9' && id < (1u << 20); t++, digits = true)
-				id = id * 10 + (unsigned)(*t - '0');
-			if (!digits || t >= p || *t != '=' || t + 1 >= p || t[1] == '0')
-				continue; /* not "N<id>=<pages>", or 0 pages */
-			moves = !stay || !mask_test(stay, id);
-		}
+		/* a page on a node it is to leave */
+		while (!moves && numamaps_node(&ln, &id, &pages))
+			moves = pages && (!stay || id >= MASK_MAX_NODES || !mask_test(stay, id));
 		if (n == cap) {
 			cap = cap ? cap * 2 : 32;
 			v = xrealloc(v, cap * sizeof(*v));
 		}
-		if (n && v[n - 1].start > (uintptr_t)a)
+		if (n && v[n - 1].start > ln.start)
 			sorted = false;
-		v[n].start = (uintptr_t)a;
+		v[n].start = ln.start;
 		v[n].moves = moves;
 		n++;
-		l = eol ? eol + 1 : NULL;
 	}
 	if (!sorted)
 		qsort(v, n, sizeof(*v), census_cmp);

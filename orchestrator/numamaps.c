@@ -1,71 +1,84 @@
 #include "numamaps.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Where the line L..EOL holds TOKEN (" anon=", " file="), or NULL.
- * Bounded by the line: strstr(3) on a line without the token searched on
- * through the rest of the file. */
+/* Where the line L..EOL holds TOKEN (" anon=", " file="), or NULL. Bounded by the
+ * line: strstr(3) on a line without the token searched on through the
+ * rest of the file. */
 static const char *find_token(const char *l, const char *eol, const char *token)
 {
-	size_t n = strlen(token);
-
-	for (const char *t = l; (size_t)(eol - t) >= n; t++) {
-		t = memchr(t, token[0], (size_t)(eol - t) - n + 1);
-		if (!t)
-			return NULL;
-		if (memcmp(t, token, n) == 0)
-			return t;
-	}
-	return NULL;
+	return memmem(l, (size_t)(eol - l), token, strlen(token));
 }
 
-static bool has_token(const char *l, const char *eol, const char *token)
+void numamaps_line(const char *l, struct numamaps_line *ln)
 {
-	return find_token(l, eol, token) != NULL;
+	const char *eol = strchr(l, '\n'), *k;
+	char *end;
+
+	if (!eol)
+		eol = l + strlen(l);
+	ln->next = *eol ? eol + 1 : NULL;
+	ln->cur = l;
+	ln->eol = eol;
+	ln->anon = find_token(l, eol, " anon=") && !find_token(l, eol, " file=");
+	ln->page = 4096;
+	/* The page size comes last on the line: find it first. */
+	k = find_token(l, eol, " kernelpagesize_kB=");
+	if (k) {
+		unsigned long long kb = strtoull(k + 19, NULL, 10);
+
+		if (kb)
+			ln->page = kb * 1024;
+	}
+	errno = 0;
+	ln->start = (uintptr_t)strtoull(l, &end, 16);
+	ln->has_start = isxdigit((unsigned char)*l) && !errno && end <= eol && (end == eol || *end == ' ');
+}
+
+bool numamaps_node(struct numamaps_line *ln, unsigned long long *id, uint64_t *pages)
+{
+	while (ln->cur < ln->eol) {
+		const char *t = ln->cur, *e = memchr(t, ' ', (size_t)(ln->eol - t));
+		unsigned long long n, v;
+		char *end;
+
+		if (!e)
+			e = ln->eol;
+		ln->cur = e < ln->eol ? e + 1 : ln->eol;
+		if (t[0] != 'N' || t[1] < '0' || t[1] > '9')
+			continue;
+		errno = 0;
+		n = strtoull(t + 1, &end, 10);
+		if (errno || *end != '=' || end[1] < '0' || end[1] > '9')
+			continue;
+		v = strtoull(end + 1, &end, 10);
+		if (errno || end != e)
+			continue;
+		*id = n;
+		*pages = (uint64_t)v;
+		return true;
+	}
+	return false;
 }
 
 static void parse(const char *text, uint64_t *bytes, unsigned nids, bool anon_only)
 {
-	for (const char *l = text; *l;) {
-		const char *eol = strchr(l, '\n'), *k;
-		uint64_t page = 4096;
+	struct numamaps_line ln;
 
-		if (!eol)
-			eol = l + strlen(l);
-		if (anon_only && (!has_token(l, eol, " anon=") || has_token(l, eol, " file="))) {
-			l = *eol ? eol + 1 : eol;
+	for (const char *l = text; l && *l; l = ln.next) {
+		unsigned long long id;
+		uint64_t pages;
+
+		numamaps_line(l, &ln);
+		if (anon_only && !ln.anon)
 			continue;
-		}
-		/* The page size comes last on the line: find it first. */
-		k = find_token(l, eol, " kernelpagesize_kB=");
-		if (k) {
-			unsigned long long kb = strtoull(k + 19, NULL, 10);
-
-			if (kb)
-				page = kb * 1024;
-		}
-		for (const char *t = l; t < eol;) {
-			const char *e = memchr(t, ' ', (size_t)(eol - t));
-			unsigned long long id, v;
-			char *end;
-
-			if (!e)
-				e = eol;
-			if (t[0] == 'N' && t[1] >= '0' && t[1] <= '9') {
-				errno = 0;
-				id = strtoull(t + 1, &end, 10);
-				if (!errno && *end == '=' && end[1] >= '0' && end[1] <= '9') {
-					v = strtoull(end + 1, &end, 10);
-					if (!errno && end == e && id < nids)
-						bytes[id] += (uint64_t)v * page;
-				}
-			}
-			t = e + 1;
-		}
-		l = *eol ? eol + 1 : eol;
+		while (numamaps_node(&ln, &id, &pages))
+			if (id < nids)
+				bytes[id] += pages * ln.page;
 	}
 }
 

@@ -6,7 +6,26 @@
 #ifndef NUMAORCH_NUMAMAPS_H
 #define NUMAORCH_NUMAMAPS_H
 
+#include <stdbool.h>
 #include <stdint.h>
+
+/* One line of numa_maps, one mapping: numamaps_line() fills it,
+ * numamaps_node() then gives its "N<id>=<pages>" counts one by one. */
+struct numamaps_line {
+	const char *next;            /* the next line; NULL after the last */
+	bool has_start;              /* the line starts with an address */
+	uintptr_t start;             /* the mapping's start (has_start) */
+	bool anon;                   /* an "anon=" count and no "file=" */
+	uint64_t page;               /* bytes a page: kernelpagesize_kB, 4 KiB when absent */
+	const char *cur, *eol;       /* numamaps_node's place on the line */
+};
+
+/* The line at L (up to its newline or the end of the text) into *LN. */
+void numamaps_line(const char *l, struct numamaps_line *ln);
+
+/* The next "N<id>=<pages>" count of LN's line into *ID and *PAGES (in
+ * LN->page units); false after the last. A malformed token is skipped. */
+bool numamaps_node(struct numamaps_line *ln, unsigned long long *id, uint64_t *pages);
 
 /* Bytes per node id in numa_maps TEXT: every mapping's "N<id>=<pages>"
  * times its kernelpagesize_kB (4 when absent), added to BYTES[id] for

@@ -60,9 +60,9 @@ static void test_parse_maps(void **state)
 	free(v);
 }
 
-/* A large smaps parses whole: 4000 mappings of 20 lines each (the parser
- * reads each line to its own end: sscanf(3) had measured the rest of the
- * file at every line). */
+/* A large smaps parses whole: 4000 mappings of 20 lines each, every
+ * line read to its own end by the hand parser. Its speed is a benchmark
+ * figure (make bench-migrate --trace's "maps"), not this test's. */
 static void test_parse_smaps_large(void **state)
 {
 	enum { N = 4000 };
