@@ -895,6 +895,7 @@ def cmd_check(args):
         print("  itest: " + l)
     check(ok and not bad and not skipped and "END rc=0" in itext,
           "cgroup v2 integration tests in the VM: %d ok, %d not ok, %d skipped" % (len(ok), len(bad), len(skipped)))
+    failures.extend("  itest: " + l for l in bad + skipped)
     # 3. A libvirt domain's memory moved by the mover, libvirtd and QEMU
     #    inside the VM (make check-numa-libvirt runs this alone).
     try:
@@ -904,11 +905,23 @@ def cmd_check(args):
                 print("  libvirt: " + l)
         check(good, "a libvirt domain's memory moved by the mover in the VM: %d ok, %d not ok (%.0f s)"
               % (sum(l.startswith("ok ") for l in lines), sum(l.startswith("not ok ") for l in lines), wall))
+        if not good:
+            failures.extend("  libvirt: " + l for l in lines if l.startswith("not ok "))
     except Skip as e:
         print("SKIP: check-numa: the libvirt domain in the VM: %s" % e)
     print("check-numa: %.0f s" % (time.time() - t_start))
-    print("%d passed, %d failed" % (passed, len(failures)))
+    recap(failures)
+    print("%d passed, %d failed" % (passed, sum(not f.startswith("  ") for f in failures)))
     return 1 if failures else 0
+
+
+def recap(failures):
+    """What failed, again, at the end: CI shows a run's last lines only,
+    and a failing stage prints hundreds of log lines after its verdict."""
+    if failures:
+        print("what failed:")
+        for f in failures:
+            print("  " + f[:600])
 
 
 def libvirt_stage():
@@ -947,6 +960,7 @@ def cmd_check_libvirt(args):
     n_ok = sum(1 for l in lines if l.startswith("ok "))
     n_bad = sum(1 for l in lines if l.startswith("not ok "))
     print("check-numa-libvirt: %.0f s (VM %.0f s)" % (time.time() - t_start, wall))
+    recap([l for l in lines if l.startswith("not ok ")])
     print("%d passed, %d failed" % (n_ok, n_bad if n_bad or good else 1))
     return 0 if good else 1
 
