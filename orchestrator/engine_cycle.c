@@ -374,19 +374,25 @@ static bool override_policy(void *ctx, const char *id, struct guest_policy *out)
  * CPUs already on IT's, its memory on its way to IT's nodes
  * (mover_job_same_move). Left alone, not counted as a move (the caller
  * keeps its cool-down from the move that started the job), and said in
- * the debug log: no record — the job's own record comes when it ends. */
+ * the debug log: no record — the job's own record comes when it ends.
+ * IT may also be that move held back by the cool-down (a skip: no CPUs
+ * of its own, its nodes are compared): the job makes it already, so a
+ * "cool-down ... would go to nodes N" record would only repeat it. */
 static bool still_moving(struct engine *e, const struct snapshot *snap, const struct plan_item *it, uint64_t old)
 {
 	const struct snap_guest *g = &snap->guests[it->guest_idx];
 	struct mover_job_info ji;
 	char mems[64];
+	bool cpus_there = it->kind == PLAN_SKIP ? mask_equal(&g->cpu_nodes, &it->to_nodes) :
+			  g->cpus && it->to_cpus && mask_equal(g->cpus, it->to_cpus);
 
-	if (!g->cpus || !it->to_cpus || !mask_equal(g->cpus, it->to_cpus) || !mover_get(e->mover, old, &ji) ||
+	if (!cpus_there || !mover_get(e->mover, old, &ji) ||
 	    !mover_job_same_move(&ji, &it->to_mems, it->first_bytes ? it->first_node : -1, it->first_bytes))
 		return false;
 	mask_format(&it->to_mems, mems, sizeof(mems));
-	log_debug("still moving %s: job %llu takes its memory onto nodes %s (%.1f MiB done); the plan's move is that job's",
-		  it->guest_id, (unsigned long long)old, mems, (double)ji.bytes_done / 1048576.0);
+	log_debug("still moving %s: job %llu takes its memory onto nodes %s (%.1f MiB done); the plan's %s is that job's",
+		  it->guest_id, (unsigned long long)old, mems, (double)ji.bytes_done / 1048576.0,
+		  it->kind == PLAN_SKIP ? "move, held by the cool-down," : "move");
 	return true;
 }
 
@@ -547,6 +553,13 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 			}
 			record_move(e, snap, next, it, &res, report, i);
 		} else if (it->kind == PLAN_SKIP) {
+			uint64_t old = e->mover && it->skip == SKIP_COOLDOWN ? mover_job_of(e->mover, it->guest_id) : 0;
+
+			/* (logged_update still counts the skip as said: once the
+			 * job has ended, the same cool-down is not recorded either
+			 * — the job's own record says where the memory got to.) */
+			if (old && still_moving(e, snap, it, old))
+				continue;
 			if (logged_repeats(&e->logged, it, report != NULL, snap->mono_ns, e->cfg.policy.cooldown_ns))
 				continue;
 			log_debug("not moving %s: %s (%s)", it->guest_id, skip_reason_name(it->skip), it->detail);

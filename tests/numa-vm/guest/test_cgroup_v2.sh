@@ -459,6 +459,25 @@ test_same_plan_leaves_its_job_running() {
 	return 0
 }
 
+# The same, with the default cool-down (300 s): the cycles after the
+# move hold the same plan back by the cool-down, and a "skipped"
+# (cooldown) record saying it "would go to nodes 1" would only repeat the
+# move its job is making. No such record while the job runs; the debug
+# log says the job makes it ("still moving ... held by the cool-down").
+test_a_running_job_is_no_cooldown_record() {
+	start_slow_move "" 64 $T/api.sock || return 1
+	sleep 3   # 6 cycles with the job (64 MiB at 8 MiB/s: ~8 s) running
+	live=$(/bin/numaorchctl --socket $T/api.sock migrations 2>/dev/null | awk '$1 ~ /^[0-9]+$/ && $(NF-5) == "running"' | wc -l)
+	cd=$(grep '"decision":"skipped"' $T/dec | grep "\"guest\":\"$ID1\"" | grep -c '"skip_reason":"cooldown"')
+	held=$(grep -c "still moving .*held by the cool-down" $T/err)
+	[ "$cd" = 0 ] && [ "$held" -ge 1 ] ||
+		{ kill -9 $pid; echo "over 3 s with the job running ($live live): $cd cooldown records of the guest, $held 'still moving' lines: $(grep -o '"decision":"[a-z_]*"' $T/dec | tr '\n' ' ')"; return 1; }
+	wait_record memory_arrived || { kill -9 $pid; return 1; }
+	stop_daemon || return 1
+	echo "# $held cycles said the job makes the held move, 0 cooldown records; records: $(grep -o '"decision":"[a-z_]*"' $T/dec | tr '\n' ' ')"
+	return 0
+}
+
 # jget FILE KEY: the first job's "KEY": value in FILE (numaorchctl --json
 # migrations: indented by 2, sorted keys; a job's own keys are indented by
 # 6, its sources' by 10), without quotes; empty if absent.
@@ -815,6 +834,7 @@ check reload_stops_a_migration
 check guest_exit_ends_a_migration
 check new_plan_supersedes_a_migration
 check same_plan_leaves_its_job_running
+check a_running_job_is_no_cooldown_record
 check top_shows_a_live_migration
 check beside_kernel_balancing_the_record_is_true
 check start_binding_released_after_kill
