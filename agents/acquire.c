@@ -32,6 +32,30 @@ struct acquirer {
 	struct drift *drift;     /* the watch between cycles */
 };
 
+/* The watch's threads of guest G (drift_threads_fn): a VM's vCPUs, whose
+ * threads its source measured; a container's, those the last scan
+ * measured by node (cgthr). */
+static int read_threads(void *ctx, const struct snap_guest *g, struct drift_thread *out, unsigned max)
+{
+	struct acquirer *a = ctx;
+	pid_t tids[DRIFT_THREADS_MAX];
+	unsigned n = 0, k = 0;
+
+	if (max > DRIFT_THREADS_MAX)
+		max = DRIFT_THREADS_MAX;
+	if (g->vm) {
+		for (unsigned v = 0; v < g->vm->nr_vcpus && n < max; v++)
+			if (g->vm->vcpu_tids && g->vm->vcpu_tids[v] > 0)
+				tids[n++] = g->vm->vcpu_tids[v];
+	} else {
+		n = cgscan_thread_ids(a->cg, g->id, tids, max);
+	}
+	for (unsigned i = 0; i < n; i++)
+		if (cgscan_read_thread(a->cg, tids[i], &out[k].ns, &out[k].cpu) == 0)
+			out[k++].tid = tids[i];
+	return (int)k;
+}
+
 int acquirer_new(const struct host_paths *hp, const struct cgscan_config *cg, struct acquirer **out)
 {
 	struct acquirer *a = xcalloc(1, sizeof(*a));
@@ -45,6 +69,7 @@ int acquirer_new(const struct host_paths *hp, const struct cgscan_config *cg, st
 	}
 	selfload_init(&a->self, hp->procfs, getpid());
 	a->drift = drift_new();
+	drift_watch_threads(a->drift, read_threads, a);
 	*out = a;
 	return 0;
 }

@@ -363,6 +363,16 @@ int cgscan_read_usage(struct cgscan *cs, const char *rel, uint64_t *ns)
 	return r < 0 ? r : cgscan_parse_usage(cs->buf, cs->hier.v2[CGC_CPUACCT], ns);
 }
 
+unsigned cgscan_thread_ids(const struct cgscan *cs, const char *id, pid_t *out, unsigned max)
+{
+	return cgthr_prev_tids(&cs->thr, id, out, max);
+}
+
+int cgscan_read_thread(struct cgscan *cs, pid_t tid, uint64_t *ns, int *cpu)
+{
+	return cgthr_read_thread(&cs->thr, tid, ns, cpu);
+}
+
 const struct cg_hier *cgscan_hier(const struct cgscan *cs)
 {
 	return &cs->hier;

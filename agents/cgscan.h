@@ -50,6 +50,11 @@ int cgscan_parse_usage(const char *text, bool v2, uint64_t *ns);
  * VM's cgroup, a file over the fd budget), another negative errno if it
  * cannot be read. */
 int cgscan_read_usage(struct cgscan *cs, const char *rel, uint64_t *ns);
+/* Between scans: the threads the last scan measured of guest ID by node
+ * (cgthr_prev_tids), and one thread's CPU time and last CPU
+ * (cgthr_read_thread). */
+unsigned cgscan_thread_ids(const struct cgscan *cs, const char *id, pid_t *out, unsigned max);
+int cgscan_read_thread(struct cgscan *cs, pid_t tid, uint64_t *ns, int *cpu);
 
 /* Discover and measure every container into SNAP, whose nodes must already
  * be set (memory.numa_stat is mapped onto them). NOW_NS is the monotonic

@@ -224,6 +224,40 @@ void cgthr_thread_nodes(struct cgthr *t, const struct snapshot *s, struct snap_g
 	g->cpu_node = snap_node_use(s, dn, g->cpu_use);
 }
 
+unsigned cgthr_prev_tids(const struct cgthr *t, const char *id, pid_t *out, unsigned max)
+{
+	char key[GUEST_ID_MAX] = { 0 };
+	const struct cgthr_prev *p;
+	unsigned n = 0;
+
+	/* (cgthr_prev_find compares whole GUEST_ID_MAX buffers) */
+	snprintf(key, sizeof(key), "%s", id);
+	p = cgthr_prev_find(t, key);
+
+	for (unsigned i = 0; p && i < p->nr_thr && n < max; i++)
+		out[n++] = t->thr_prev[p->thr_off + i].tid;
+	return n;
+}
+
+int cgthr_read_thread(struct cgthr *t, pid_t tid, uint64_t *ns, int *cpu)
+{
+	char path[PATH_MAX];
+	uint64_t ticks;
+	int r;
+
+	if (tid <= 0 ||
+	    snprintf(path, sizeof(path), "%s/%d/task/%d/stat", t->procfs, (int)tid, (int)tid) >= (int)sizeof(path))
+		return -EINVAL;
+	r = rd_small(t, AT_FDCWD, path);
+	if (r < 0)
+		return r;
+	r = proc_stat_ticks_cpu(t->buf, &ticks, cpu);
+	if (r < 0)
+		return r;
+	*ns = ticks * (1000000000ULL / (uint64_t)t->clk_tck);
+	return 0;
+}
+
 /* A guest seen for the first time has no earlier usage sample, hence no
  * rate, and the policy leaves it alone until the next cycle: a guest that
  * started between two cycles would wait a whole interval before it is

@@ -83,6 +83,13 @@ double cgthr_young_rate(struct cgthr *t, pid_t pid, uint64_t usage_ns);
  * slice *OFF, *N for cgthr_record. T_NS: when G's usage was read. */
 void cgthr_thread_nodes(struct cgthr *t, const struct snapshot *s, struct snap_guest *g,
 			const struct cgthr_prev *p, int64_t t_ns, unsigned *off, unsigned *n);
+/* Between scans (the watch, drift.h): the ids of the threads the last
+ * scan measured of guest ID by node (its tick slice), at most MAX into
+ * OUT; how many. */
+unsigned cgthr_prev_tids(const struct cgthr *t, const char *id, pid_t *out, unsigned max);
+/* Thread TID's CPU time so far (ns, from its ticks) and the CPU it last
+ * ran on (/proc/TID/task/TID/stat): 0 or a negative errno (gone). */
+int cgthr_read_thread(struct cgthr *t, pid_t tid, uint64_t *ns, int *cpu);
 /* This scan's sample of guest ID (usage read at T_NS, its tick slice). */
 void cgthr_record(struct cgthr *t, const char *id, uint64_t usage, int64_t t_ns, unsigned thr_off,
 		  unsigned nr_thr);

@@ -22,7 +22,18 @@
  * follow-up's (engine_next_cycle_s).
  *
  * Two windows, the same way: a guest whose use alternates around its
- * reference (busy one second, idle the next) prompts nothing. */
+ * reference (busy one second, idle the next) prompts nothing.
+ *
+ * Where, not only how much: a guest whose CPUs span nodes can be as busy
+ * as ever while the scheduler has moved its threads to another node of
+ * its cpuset, away from its memory — its counter shows nothing. For such
+ * a guest whose last cycle measured where its threads ran (cpu_node: a
+ * container with few threads, a VM's vCPUs), the watch also reads those
+ * threads' CPU time and last CPU (/proc/TID/task/TID/stat, one small file
+ * a thread; drift_watch_threads) and computes its locality where they ran
+ * over the window, with the memory the cycle saw (snap_locality_for). Two
+ * windows in a row at least DRIFT_AWAY_DROP under the cycle's locality
+ * report it as away (drift_report.away). */
 #ifndef NUMAORCH_DRIFT_H
 #define NUMAORCH_DRIFT_H
 
@@ -45,6 +56,22 @@
  * a counter's granularity and the read's own jitter are a larger share
  * of it. */
 #define DRIFT_MIN_WINDOW_S 0.2
+/* Away: the locality where its threads ran over a window is this much
+ * under what the last cycle measured (a one-thread guest that left the
+ * node with its memory drops by ~1; one of two threads, by ~0.5), while
+ * the guest used at least DRIFT_MIN_CPUS (an idle guest's last CPUs say
+ * nothing). */
+#define DRIFT_AWAY_DROP 0.25
+/* Threads read per guest at most (cgthr.h's CGTHR_SAMPLE_MAX: the cycle
+ * measures no more either). */
+#define DRIFT_THREADS_MAX 64
+
+/* One thread as read now: its CPU time so far and the CPU it last ran on. */
+struct drift_thread {
+	pid_t tid;
+	int cpu;
+	uint64_t ns;
+};
 
 struct drift;
 
@@ -54,9 +81,18 @@ void drift_free(struct drift *d);
 /* Reads guest cgroup REL's CPU counter (ns): 0 or a negative errno. */
 typedef int (*drift_read_fn)(void *ctx, const char *rel, uint64_t *ns);
 
+/* Reads guest G's threads that its last cycle measured by node, at most
+ * MAX into OUT: how many, or a negative errno. */
+typedef int (*drift_threads_fn)(void *ctx, const struct snap_guest *g, struct drift_thread *out, unsigned max);
+
+/* Watch where the threads of guests spread over nodes run, reading them
+ * with THREADS(CTX, ...) (NULL: not watched, the default). */
+void drift_watch_threads(struct drift *d, drift_threads_fn threads, void *ctx);
+
 /* One pass at NOW_NS over SNAP's guests (the last cycle's; those with a
  * cgroup), their counters read by READ(CTX, ...). OUT: how many were
- * read and how many stepped, the first of them (drift_report). */
+ * read, how many stepped and how many are away, the first of each
+ * (drift_report). */
 void drift_pass(struct drift *d, const struct snapshot *snap, int64_t now_ns, drift_read_fn read, void *ctx,
 		struct drift_report *out);
 

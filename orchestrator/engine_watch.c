@@ -1,6 +1,7 @@
 /* engine_watch.c — the watch between cycles: every `[agent] watch`
  * seconds the sources read each guest's CPU counter (agents/drift.h); a
- * guest whose use has stepped away from what the last cycle decided on
+ * guest whose use has stepped away from what the last cycle decided on,
+ * or (spread over nodes) whose threads now run away from its memory,
  * gets a cycle on a fresh, short window instead of waiting for the
  * interval. Runs on the engine thread, from its loop. */
 #include "engine_int.h"
@@ -60,9 +61,9 @@ void engine_watch(struct engine *e)
 	if (v->snap)
 		e->src.drift(e->acq, v->snap, &rep);
 	else
-		rep.stepped = 0;
+		rep.stepped = rep.away = 0;
 	engine_view_unref(v);
-	if (!rep.stepped)
+	if (!rep.stepped && !rep.away)
 		return;
 	/* A host whose guests keep changing gets a cycle every
 	 * ENGINE_WATCH_GAP_S at most: the watch costs at most one cycle's
@@ -70,8 +71,13 @@ void engine_watch(struct engine *e)
 	 * gap, whatever the guests do. */
 	since = e->watch_cycle_ns ? (double)(now - e->watch_cycle_ns) / 1e9 : INFINITY;
 	if (since < ENGINE_WATCH_GAP_S) {
-		log_debug("watch: %u guest%s stepped (%s %.2f -> %.2f CPUs); the last prompted cycle was %.1f s ago",
-			  rep.stepped, rep.stepped == 1 ? "" : "s", rep.first, rep.first_ref, rep.first_now, since);
+		if (rep.stepped)
+			log_debug("watch: %u guest%s stepped (%s %.2f -> %.2f CPUs); the last prompted cycle was %.1f s ago",
+				  rep.stepped, rep.stepped == 1 ? "" : "s", rep.first, rep.first_ref, rep.first_now, since);
+		else
+			log_debug("watch: %u guest%s away from their memory (%s locality %.2f -> %.2f where its threads "
+				  "run); the last prompted cycle was %.1f s ago", rep.away, rep.away == 1 ? "" : "s",
+				  rep.away_first, rep.away_ref, rep.away_now, since);
 		return;
 	}
 	r = e->src.rewindow(e->acq);
@@ -79,7 +85,14 @@ void engine_watch(struct engine *e)
 		log_errno(LOG_LEVEL_WARN, r, "watch: cannot take fresh counters; the guests wait for the interval");
 		return;
 	}
-	if (rep.stepped > 1)
+	if (rep.away)
+		/* Where its threads run, not how much they run: a guest spread
+		 * over nodes whose threads the scheduler moved away from its
+		 * memory (agents/drift.h). */
+		log_info("guest %s: its threads run away from its memory since the last cycle (locality %.2f -> %.2f "
+			 "where they ran%s): a cycle on a fresh %.1f s window", rep.away_first, rep.away_ref,
+			 rep.away_now, rep.away + rep.stepped > 1 ? ", and more guests changed" : "", e->cfg.sample_s);
+	else if (rep.stepped > 1)
 		log_info("guest %s: CPU use %.2f -> %.2f since the last cycle (and %u more guests): a cycle on a "
 			 "fresh %.1f s window", rep.first, rep.first_ref, rep.first_now, rep.stepped - 1, e->cfg.sample_s);
 	else

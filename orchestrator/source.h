@@ -46,6 +46,11 @@ struct drift_report {
 	unsigned read, stepped;
 	char first[GUEST_ID_MAX];
 	double first_ref, first_now;
+	/* Guests whose threads ran away from their memory (agents/drift.h):
+	 * the first one's locality at the cycle and over the last window. */
+	unsigned away;
+	char away_first[GUEST_ID_MAX];
+	double away_ref, away_now;
 };
 
 /* The host reader: topology, load and containers, plus the guest

@@ -1,10 +1,14 @@
 /* Tests for agents/cgthr.c: a container's CPU use across scans. */
 #include "testutil.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agents/cgthr.h"
+#include "orchestrator/xalloc.h"
 
 #define S 1000000000LL
 
@@ -69,11 +73,91 @@ static void test_rate_unknown(void **state)
 	assert_true(fabs(cgthr_rate(&p, 5 * S, 11 * S)) < 1e-12);
 }
 
+/* A fixture /proc/TID/task/TID/stat: TICKS of user time, 1 of system
+ * time, last on CPU; the comm has a space and a ')' in it. */
+static void thread_stat(const char *root, int tid, unsigned ticks, int cpu)
+{
+	char rel[64], text[512];
+	int n;
+
+	n = snprintf(text, sizeof(text), "%d (CPU 0/T) x) R", tid);
+	for (int f = 4; f <= 52; f++)
+		n += snprintf(text + n, sizeof(text) - (size_t)n, " %d",
+			      f == 14 ? (int)ticks : f == 15 ? 1 : f == 39 ? cpu : 0);
+	snprintf(text + n, sizeof(text) - (size_t)n, "\n");
+	snprintf(rel, sizeof(rel), "%d/task/%d/stat", tid, tid);
+	tu_write(root, rel, text);
+}
+
+/* What the watch reads between scans (drift.h): the threads the last
+ * scan measured of a guest spread over two nodes, and each one's CPU
+ * time and last CPU now; a guest not measured has none, a thread gone
+ * reads -ENOENT. */
+static void test_watch_reads_the_measured_threads(void **state)
+{
+	char *root = tu_mkdtemp();
+	struct snapshot *s = snap_new();
+	struct snap_node nodes[2];
+	struct snap_guest *g;
+	struct cgthr t;
+	cpumask_t all;
+	pid_t tids[4];
+	unsigned off, n;
+	uint64_t ns;
+	int cpu;
+
+	(void)state;
+	memset(nodes, 0, sizeof(nodes));
+	mask_zero(&all);
+	for (unsigned k = 0; k < 2; k++) {
+		nodes[k].id = (int)k;
+		mask_set(&nodes[k].cpus, 2 * k);
+		mask_set(&nodes[k].cpus, 2 * k + 1);
+		nodes[k].nr_cpus = 2;
+		nodes[k].mem_total = 1ULL << 30;
+		mask_set(&all, 2 * k);
+		mask_set(&all, 2 * k + 1);
+	}
+	snap_set_nodes(s, nodes, 2, NULL);
+	g = snap_add_guest(s);
+	snprintf(g->id, sizeof(g->id), "wide");
+	snap_guest_set_cpus(s, g, &all, NULL);
+	g->cpu_use = 1.0;
+	thread_stat(root, 43, 300, 3);
+	thread_stat(root, 42, 100, 0);
+	cgthr_init(&t, root);
+	cgthr_begin(&t);
+	cgthr_guest_begin(&t);
+	cgthr_add_tid(&t, 43);
+	cgthr_add_tid(&t, 42);
+	cgthr_thread_nodes(&t, s, g, NULL, 10 * S, &off, &n);
+	assert_int_equal(n, 2);
+	cgthr_record(&t, g->id, 5 * S, 10 * S, off, n);
+	cgthr_end(&t);
+
+	assert_int_equal(cgthr_prev_tids(&t, "wide", tids, 4), 2);
+	assert_int_equal(tids[0], 42);   /* the slice is sorted by tid */
+	assert_int_equal(tids[1], 43);
+	assert_int_equal(cgthr_prev_tids(&t, "wide", tids, 1), 1);
+	assert_int_equal(cgthr_prev_tids(&t, "other", tids, 4), 0);
+	thread_stat(root, 43, 399, 1);   /* it ran on, and moved to node 0 */
+	assert_int_equal(cgthr_read_thread(&t, 43, &ns, &cpu), 0);
+	assert_int_equal(cpu, 1);
+	assert_true(ns == 400ULL * (1000000000ULL / (uint64_t)sysconf(_SC_CLK_TCK)));
+	assert_int_equal(cgthr_read_thread(&t, 44, &ns, &cpu), -ENOENT);
+	assert_int_equal(cgthr_read_thread(&t, 0, &ns, &cpu), -EINVAL);
+	cgthr_clear(&t);
+	snap_unref(s);
+	tu_rm_rf(root);
+	free(root);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rate_over_each_guests_own_reads),
 		cmocka_unit_test(test_rate_unknown),
+		cmocka_unit_test(test_watch_reads_the_measured_threads),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

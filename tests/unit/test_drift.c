@@ -59,6 +59,11 @@ struct tree {
 	struct drift *d;
 	int64_t t;                  /* the passes' clock */
 	double used[2];             /* each guest's CPU seconds so far */
+	/* g0's one thread, for the watch of where threads run: its CPU time
+	 * (ns), the CPU it runs on, and how often each guest's were read. */
+	uint64_t thr_ns;
+	int thr_cpu;
+	unsigned thr_reads[2];
 };
 
 static void set_usage(struct tree *t, unsigned g)
@@ -70,10 +75,23 @@ static void set_usage(struct tree *t, unsigned g)
 	tu_write(t->root, rel, text);
 }
 
-static struct snapshot *snap_of(uint64_t seq)
+/* Two nodes of 2 CPUs (0-1, 2-3) with memory. g0 spreads over both, its
+ * 100 MiB on node 0, its thread measured on node 0 by the cycle
+ * (locality LOC0); g1 is on node 1 alone. */
+static struct snapshot *snap_of_loc(uint64_t seq, double loc0)
 {
 	struct snapshot *s = snap_new();
+	struct snap_node nodes[2];
 
+	memset(nodes, 0, sizeof(nodes));
+	for (unsigned k = 0; k < 2; k++) {
+		nodes[k].id = (int)k;
+		mask_set(&nodes[k].cpus, 2 * k);
+		mask_set(&nodes[k].cpus, 2 * k + 1);
+		nodes[k].nr_cpus = 2;
+		nodes[k].mem_total = 1024ULL << 20;
+	}
+	snap_set_nodes(s, nodes, 2, NULL);
 	s->seq = seq;
 	for (unsigned g = 0; g < 2; g++) {
 		struct snap_guest *x = snap_add_guest(s);
@@ -84,8 +102,21 @@ static struct snapshot *snap_of(uint64_t seq)
 		snprintf(x->id, sizeof(x->id), "%s", id);
 		x->cgroup = xstrdup(cg);
 		x->cpu_use = NAN;
+		x->mem_node[g] = 100ULL << 20;
+		x->mem_total = 100ULL << 20;
+		mask_set(&x->cpu_nodes, 1);
+		x->locality = 1.0;
 	}
+	mask_set(&s->guests[0].cpu_nodes, 0);
+	s->guests[0].cpu_node = xcalloc(2, sizeof(double));
+	s->guests[0].cpu_node[0] = 1.0;
+	s->guests[0].locality = loc0;
 	return s;
+}
+
+static struct snapshot *snap_of(uint64_t seq)
+{
+	return snap_of_loc(seq, 1.0);
 }
 
 static int setup(void **state)
@@ -129,6 +160,7 @@ static struct drift_report pass(struct tree *t, double sec, double use0, double 
 	t->t += (int64_t)(sec * S);
 	t->used[0] += use0 * sec;
 	t->used[1] += use1 * sec;
+	t->thr_ns += (uint64_t)(use0 * sec * 1e9);
 	set_usage(t, 0);
 	set_usage(t, 1);
 	drift_pass(t->d, t->snap, t->t, drift_read_path, &t->h, &r);
@@ -228,6 +260,90 @@ static void test_counter_back_and_gone(void **state)
 	assert_int_equal(r.read, 1);
 }
 
+/* The watch's reader of threads: g0's one thread (tid 42) as the test
+ * sets it; any other guest's, none (and counted: it should not be asked). */
+static int fake_threads(void *ctx, const struct snap_guest *g, struct drift_thread *out, unsigned max)
+{
+	struct tree *t = ctx;
+
+	assert_true(max >= 1);
+	t->thr_reads[g->id[1] == '0' ? 0 : 1]++;
+	if (strcmp(g->id, "g0") != 0)
+		return 0;
+	out[0].tid = 42;
+	out[0].cpu = t->thr_cpu;
+	out[0].ns = t->thr_ns;
+	return 1;
+}
+
+/* Where, not how much: g0 (on nodes 0-1, its memory on node 0) stays
+ * exactly as busy while its thread moves to node 1. One window there is
+ * not reported (a hop and back is not), two are, with the cycle's
+ * locality and the window's; the next cycle's snapshot starts over, and
+ * if it saw the guest as it now is, nothing is away. An idle thread on
+ * the far node says nothing; g1, on one node, is never read. */
+static void test_threads_away_from_memory(void **state)
+{
+	struct tree *t = *state;
+	struct drift_report r;
+
+	drift_watch_threads(t->d, fake_threads, t);
+	t->thr_cpu = 1;
+	r = pass(t, 1, 1, 1);            /* first readings */
+	assert_int_equal(r.away, 0);
+	r = pass(t, 1, 1, 1);            /* on node 0, with its memory */
+	assert_int_equal(r.away, 0);
+	assert_int_equal(r.stepped, 0);
+	t->thr_cpu = 2;                  /* a hop to node 1 ... */
+	r = pass(t, 1, 1, 1);
+	assert_int_equal(r.away, 0);
+	t->thr_cpu = 0;                  /* ... and back */
+	r = pass(t, 1, 1, 1);
+	assert_int_equal(r.away, 0);
+	t->thr_cpu = 3;                  /* node 1 for good */
+	r = pass(t, 1, 1, 1);
+	assert_int_equal(r.away, 0);
+	r = pass(t, 1, 1, 1);
+	assert_int_equal(r.away, 1);
+	assert_int_equal(r.stepped, 0);  /* its use did not change */
+	assert_string_equal(r.away_first, "g0");
+	assert_true(fabs(r.away_ref - 1.0) < 1e-9);
+	assert_true(fabs(r.away_now - 0.0) < 1e-9);
+	/* A short pass reads nothing new, and still says so. */
+	r = pass(t, 0.1, 1, 1);
+	assert_int_equal(r.away, 1);
+	/* The next cycle saw it on node 1 (locality 0): nothing away. */
+	snap_unref(t->snap);
+	t->snap = snap_of_loc(2, 0.0);
+	for (int i = 0; i < 4; i++) {
+		r = pass(t, 1, 1, 1);
+		assert_int_equal(r.away, 0);
+	}
+	/* A cycle that saw it local, then its thread idle on node 1: no use
+	 * over the window, nothing said. */
+	snap_unref(t->snap);
+	t->snap = snap_of_loc(3, 1.0);
+	for (int i = 0; i < 4; i++) {
+		r = pass(t, 1, 0, 1);
+		assert_int_equal(r.away, 0);
+	}
+	assert_int_equal(t->thr_reads[1], 0);
+	assert_true(t->thr_reads[0] >= 10);
+}
+
+/* Without drift_watch_threads, no thread is read (the default). */
+static void test_threads_not_watched_by_default(void **state)
+{
+	struct tree *t = *state;
+	struct drift_report r;
+
+	t->thr_cpu = 3;
+	for (int i = 0; i < 4; i++) {
+		r = pass(t, 1, 1, 1);
+		assert_int_equal(r.away, 0);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -236,6 +352,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_idle_to_busy, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_alternating_and_short, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_counter_back_and_gone, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_threads_away_from_memory, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_threads_not_watched_by_default, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -478,6 +478,59 @@ test_a_running_job_is_no_cooldown_record() {
 	return 0
 }
 
+# The watch sees threads move inside a cpuset (agents/drift.h): a guest
+# spread over nodes 1-2 (pinned there by the operator), settled with its
+# busy thread and its memory on node 1, whose thread the scheduler — here
+# taskset — moves to node 2. It is as busy as before, so its CPU counter
+# shows nothing; the watch reads where its threads run and prompts a
+# cycle, in which memory follows the thread inside the pin (the kernel's
+# balancing off). The interval is 60 s: the move within 15 s is the
+# watch's. Measured by memory.numa_stat, the thread's node from
+# /proc/TID/stat.
+test_watch_sees_threads_move_inside_the_cpuset() {
+	c1=$(node_cpus 1) c2=$(node_cpus 2)
+	S=$T/api.sock
+	ctl="/bin/numaorchctl --socket $S"
+	start $G1 "$c1,$c2" 1 64 || return 1
+	gpid=$(head -1 $CG$SB/$G1/cgroup.procs)
+	for t in /proc/$gpid/task/*; do taskset -p -c $c1 ${t##*/} > /dev/null 2>&1; done
+	printf '[agent]\ninterval = 60\nwatch = 1\nsample = 0.5\nlog_level = debug\n[policy]\ncooldown = 0\n[api]\nsocket = %s\n[libvirt]\nenabled = no\n' $S > $T/conf
+	$NUMAORCHD --config $T/conf --scope $SB --state-dir $T/state --decision-log $T/dec 2> $T/err &
+	pid=$!
+	i=0
+	until $ctl health > /dev/null 2>&1; do
+		sleep 0.2; i=$((i + 1))
+		[ $i -gt 150 ] && { kill -9 $pid; echo "agent not ready within 30 s: $(tail -3 $T/err)"; return 1; }
+	done
+	$ctl guest-policy $ID1 pinned 1-2 > $T/pin 2>&1 || { kill -9 $pid; echo "pin: $(cat $T/pin)"; return 1; }
+	$ctl rebalance > $T/rb 2>&1 || { kill -9 $pid; echo "rebalance: $(tail -3 $T/rb)"; return 1; }
+	sleep 3   # the watch's first windows after that cycle
+	before=$(local_pct $G1 1)
+	[ "$before" -ge 90 ] || { kill -9 $pid; echo "before the thread moved: $before% on node 1 ($(cat $CG$SB/$G1/cpuset.mems.effective))"; return 1; }
+	t0=$(cut -d' ' -f1 /proc/uptime)
+	for t in /proc/$gpid/task/*; do taskset -p -c $c2 ${t##*/} > /dev/null 2>&1; done
+	took= pct=0
+	while :; do
+		el=$(awk -v a="$t0" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN{printf "%.1f", b-a}')
+		pct=$(local_pct $G1 2)
+		[ "$pct" -ge 90 ] && { took=$el; break; }
+		awk -v e="$el" 'BEGIN{exit !(e >= 15)}' && break
+		sleep 0.5
+	done
+	cpu=
+	for t in /proc/$gpid/task/*; do
+		c=$(sed 's/.*) //' $t/stat | awk '{print $37}')
+		[ -e /sys/devices/system/node/node2/cpu$c ] && cpu="$cpu ${t##*/}:$c"
+	done
+	why=$(grep "its threads run away from its memory" $T/err | head -1 | cut -c1-220)
+	moved=$(grep '"decision":"moved"' $T/dec | grep "\"guest\":\"$ID1\"" | tail -1 | sed -n 's/.*"detail":"\([^"]*\)".*/\1/p' | cut -c1-160)
+	stop_daemon || return 1
+	[ -n "$took" ] && [ -n "$why" ] ||
+		{ echo "${took:-no move within 15 s ($pct% on node 2)}; watch: ${why:-said nothing}; last move: ${moved:-none}; threads on node 2:${cpu:- none}"; return 1; }
+	echo "# memory followed the thread to node 2 in $took s (the interval is 60 s): $pct% there; watch: $why; move: $moved"
+	return 0
+}
+
 # jget FILE KEY: the first job's "KEY": value in FILE (numaorchctl --json
 # migrations: indented by 2, sorted keys; a job's own keys are indented by
 # 6, its sources' by 10), without quotes; empty if absent.
@@ -835,6 +888,7 @@ check guest_exit_ends_a_migration
 check new_plan_supersedes_a_migration
 check same_plan_leaves_its_job_running
 check a_running_job_is_no_cooldown_record
+check watch_sees_threads_move_inside_the_cpuset
 check top_shows_a_live_migration
 check beside_kernel_balancing_the_record_is_true
 check start_binding_released_after_kill
