@@ -113,6 +113,24 @@ class Analysis(unittest.TestCase):
         self.assertEqual(r["t90"]["b"], 3.0)            # from its own start at t=9
         self.assertIsNone(r["t90_all"])
 
+    def test_floor_is_a_late_guests_first_sample(self):
+        # b starts at 9 and is first sampled (ready) at 14, local there:
+        # its t90 is 5, and so is the run's floor; a, sampled from 0, adds
+        # nothing. The target line says a miss is under the floor.
+        text = results([
+            (0, "a", [1000, 0], "1:100", "-", "-", "0-3", "0-1"),
+            (14, "b", [0, 1000], "1:100", "-", "-", "0-3", "0-1")],
+            extra=["E t=9.00 what=start g=b cgroup=x pid=3"])
+        r = numavm.analyse(text, SCN)
+        self.assertEqual(r["t90"]["b"], 5.0)
+        self.assertEqual((r["t90_floor"], r["t90_floor_guest"]), (5.0, "b"))
+        peer = dict(r, placer="kernel", t90_all=8.0)
+        line = numavm.target_line([dict(r, placer="numaorchd", t90_all=5.0), peer])
+        self.assertIn("NOT met (numaorchd 5 s vs best peer 8 s; needs <= 4.0 s, under this run's floor: "
+                      "guest b was first sampled 5.0 s after its start", line)
+        met = numavm.target_line([dict(r, placer="numaorchd", t90_all=5.0), dict(peer, t90_all=10.0)])
+        self.assertNotIn("floor", met)
+
     def test_needed_counts_a_late_guest_where_its_touch_put_it(self):
         # b starts at t=9 with touch=0 (first sampled once its memory is
         # all touched: a placer already moved 600 of its 1000 KiB to node
