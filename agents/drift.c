@@ -140,7 +140,12 @@ static bool where(struct drift *d, struct entry *e, const struct snapshot *snap,
 	double *wk, used = 0.0, win;
 	int n;
 
-	if (!d->threads || !g->cpu_node || mask_count(&g->cpu_nodes) < 2 || !g->mem_total) {
+	/* Only a guest the cycle saw busy: an idle one's threads may run
+	 * anywhere (when it turns busy, its counter steps), and this bounds
+	 * the reads to the guests the host's CPUs can keep busy. Nor one the
+	 * operator told the agent never to touch. */
+	if (!d->threads || !g->cpu_node || mask_count(&g->cpu_nodes) < 2 || !g->mem_total ||
+	    !(g->cpu_use >= DRIFT_MIN_CPUS) || g->policy.mode == GPOL_IGNORE) {
 		forget_threads(e);
 		return false;
 	}

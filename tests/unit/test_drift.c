@@ -110,6 +110,7 @@ static struct snapshot *snap_of_loc(uint64_t seq, double loc0)
 	mask_set(&s->guests[0].cpu_nodes, 0);
 	s->guests[0].cpu_node = xcalloc(2, sizeof(double));
 	s->guests[0].cpu_node[0] = 1.0;
+	s->guests[0].cpu_use = 1.0;
 	s->guests[0].locality = loc0;
 	return s;
 }
@@ -329,6 +330,24 @@ static void test_threads_away_from_memory(void **state)
 	}
 	assert_int_equal(t->thr_reads[1], 0);
 	assert_true(t->thr_reads[0] >= 10);
+	/* A guest the cycle saw idle, or one the agent must not touch, is
+	 * not read. */
+	for (unsigned k = 0; k < 2; k++) {
+		unsigned before = t->thr_reads[0];
+
+		snap_unref(t->snap);
+		t->snap = snap_of_loc(4 + k, 1.0);
+		if (k == 0)
+			t->snap->guests[0].cpu_use = 0.1;
+		else
+			t->snap->guests[0].policy.mode = GPOL_IGNORE;
+		t->thr_cpu = 3;
+		for (int i = 0; i < 3; i++) {
+			r = pass(t, 1, 1, 1);
+			assert_int_equal(r.away, 0);
+		}
+		assert_int_equal(t->thr_reads[0], before);
+	}
 }
 
 /* Without drift_watch_threads, no thread is read (the default). */
