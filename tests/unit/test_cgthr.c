@@ -97,7 +97,6 @@ static void test_watch_reads_the_measured_threads(void **state)
 {
 	char *root = tu_mkdtemp();
 	struct snapshot *s = snap_new();
-	struct snap_node nodes[2];
 	struct snap_guest *g;
 	struct cgthr t;
 	cpumask_t all;
@@ -107,18 +106,10 @@ static void test_watch_reads_the_measured_threads(void **state)
 	int cpu;
 
 	(void)state;
-	memset(nodes, 0, sizeof(nodes));
+	tu_snap_nodes(s, 2, 2, 1ULL << 30);
 	mask_zero(&all);
-	for (unsigned k = 0; k < 2; k++) {
-		nodes[k].id = (int)k;
-		mask_set(&nodes[k].cpus, 2 * k);
-		mask_set(&nodes[k].cpus, 2 * k + 1);
-		nodes[k].nr_cpus = 2;
-		nodes[k].mem_total = 1ULL << 30;
-		mask_set(&all, 2 * k);
-		mask_set(&all, 2 * k + 1);
-	}
-	snap_set_nodes(s, nodes, 2, NULL);
+	for (unsigned c = 0; c < 4; c++)
+		mask_set(&all, c);
 	g = snap_add_guest(s);
 	snprintf(g->id, sizeof(g->id), "wide");
 	snap_guest_set_cpus(s, g, &all, NULL);

@@ -81,17 +81,8 @@ static void set_usage(struct tree *t, unsigned g)
 static struct snapshot *snap_of_loc(uint64_t seq, double loc0)
 {
 	struct snapshot *s = snap_new();
-	struct snap_node nodes[2];
 
-	memset(nodes, 0, sizeof(nodes));
-	for (unsigned k = 0; k < 2; k++) {
-		nodes[k].id = (int)k;
-		mask_set(&nodes[k].cpus, 2 * k);
-		mask_set(&nodes[k].cpus, 2 * k + 1);
-		nodes[k].nr_cpus = 2;
-		nodes[k].mem_total = 1024ULL << 20;
-	}
-	snap_set_nodes(s, nodes, 2, NULL);
+	tu_snap_nodes(s, 2, 2, 1ULL << 30);
 	s->seq = seq;
 	for (unsigned g = 0; g < 2; g++) {
 		struct snap_guest *x = snap_add_guest(s);

@@ -10,6 +10,7 @@
 
 #include "agents/acquire.h"
 #include "agents/topo.h"
+#include "orchestrator/snapshot.h"
 #include "orchestrator/engine.h"
 #include "policies/policies.h"
 
@@ -130,4 +131,20 @@ const struct engine_parts *tu_engine_parts(void)
 	static const struct engine_parts parts = { .sources = &acquire_host_ops, .policy = &pol };
 
 	return &parts;
+}
+
+void tu_snap_nodes(struct snapshot *s, unsigned n, unsigned cpus, uint64_t mem)
+{
+	struct snap_node *nodes = calloc(n, sizeof(*nodes));
+
+	assert_non_null(nodes);
+	for (unsigned k = 0; k < n; k++) {
+		nodes[k].id = (int)k;
+		for (unsigned c = 0; c < cpus; c++)
+			mask_set(&nodes[k].cpus, k * cpus + c);
+		nodes[k].nr_cpus = cpus;
+		nodes[k].mem_total = mem;
+	}
+	snap_set_nodes(s, nodes, n, NULL);
+	free(nodes);
 }

@@ -24,6 +24,11 @@ void tu_rm_rf(const char *path);
 /* Write TEXT to ROOT/REL, creating parent directories. */
 void tu_write(const char *root, const char *rel, const char *text);
 
+/* N nodes 0..N-1 into snapshot S (snap_set_nodes), each with CPUS
+ * CPUs (node k: CPUs k*CPUS .. k*CPUS+CPUS-1) and MEM bytes. */
+struct snapshot;
+void tu_snap_nodes(struct snapshot *s, unsigned n, unsigned cpus, uint64_t mem);
+
 /* The engine's parts as numaorchd registers them (the host sources of
  * agents/acquire.c, the policies of policies/). */
 struct engine_parts;
