@@ -168,14 +168,18 @@ static void gen_host(const char *root, unsigned guests, unsigned tick)
 		put(e, "memory.numa_stat", "%s\nfile N0=0 N1=0 N2=0 N3=0 N4=0 N5=0 N6=0 N7=0\n", numa);
 		if (g % 4 == 0) {
 			/* Spread over every node: the agent reads each thread's
-			 * /proc/TID/stat for where its CPU time ran. */
+			 * /proc/TID/task/TID/stat for where its CPU time ran
+			 * (cgthr.c; a fixture at /proc/TID/stat, as here before
+			 * 00e2dd6 moved the read, was never found, so the
+			 * cycles measured since left those reads out). */
 			for (unsigned t = 0; t < 3; t++) {
 				char pd[4096];
+				unsigned tid = 1000 + 4000 * t + g;
 
-				snprintf(pd, sizeof(pd), "%s/proc/%u", root, 1000 + 4000 * t + g);
+				snprintf(pd, sizeof(pd), "%s/proc/%u/task/%u", root, tid, tid);
 				mkdirs(pd);
 				put(pd, "stat", "%u (worker) R 1 %u %u 0 -1 4194560 0 0 0 0 %u %u 0 0 20 0 1 0 100 "
-				    "1000 10 0 0 0 0 0 0 0 0 0 0 0 0 0 17 %u 0 0 0 0 0\n", 1000 + 4000 * t + g,
+				    "1000 10 0 0 0 0 0 0 0 0 0 0 0 0 0 17 %u 0 0 0 0 0\n", tid,
 				    1000 + g, 1000 + g, 100 + tick * (t + 1) * (g % 5), 10 + tick,
 				    (g + t + tick) % (NODES * CPUS_PER_NODE));
 			}
