@@ -650,6 +650,7 @@ static struct {
 	unsigned nr_items;
 	unsigned drift_calls, rewindows; /* the watch's source ops (watch_parts) */
 	unsigned drift_stepped;        /* what the next pass reports */
+	unsigned drift_away;
 	bool prev_had_guest;           /* in the last decide call */
 	unsigned nres;                 /* reservations the last call saw */
 	nodemask_t res_nodes;
@@ -763,6 +764,10 @@ static void fake_drift(struct acquirer *a, const struct snapshot *last, struct d
 	fake.drift_calls++;
 	out->read = 1;
 	out->stepped = fake.drift_stepped;
+	out->away = fake.drift_away;
+	snprintf(out->away_first, sizeof(out->away_first), "g1");
+	out->away_ref = 1.0;
+	out->away_now = 0.0;
 	snprintf(out->first, sizeof(out->first), "g1");
 	out->first_ref = 0.0;
 	out->first_now = 1.0;
@@ -905,12 +910,23 @@ static void test_engine_watch_rules(void **state)
 	engine_watch(f.e);
 	assert_int_equal(fake.drift_calls, 4);
 	assert_int_equal(fake.rewindows, 2);
+	fake.drift_away = 1; /* no step, but a guest's threads left its memory */
+	f.e->watch_next_ns = 1;
+	engine_watch(f.e);
+	assert_int_equal(fake.drift_calls, 5);
+	assert_int_equal(fake.rewindows, 3);
+	assert_true(f.e->watch_pending);
+	assert_int_equal(f.e->stats.watch_cycles, 3);
+	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
+	engine_arm_timer(f.e, 100);
+	fake.drift_away = 0;
+	f.e->watch_cycle_ns = 0;
 
 	f.e->cfg.watch_s = 0; /* off */
 	fake.drift_stepped = 1;
 	f.e->watch_next_ns = 1;
 	engine_watch(f.e);
-	assert_int_equal(fake.drift_calls, 4);
+	assert_int_equal(fake.drift_calls, 5);
 	assert_int_equal(engine_watch_timeout_ms(f.e, 1000), 1000);
 	efx_fini(&f);
 }
