@@ -404,7 +404,15 @@ static void move_detail(struct plan_item *it, const struct policy_config *cfg, b
 			   cfg->max_util, mib(it->migrate_bytes), it->locality_before);
 		break;
 	case REASON_LOCALITY:
-		if (pull)
+		if (pull && mask_count(&it->to_mems) > 1)
+			/* Memory inside the threads' nodes is not memory on each
+			 * thread's own node: no 1.00 is promised for a set (a VM
+			 * whose vCPUs fit no one node). */
+			set_detail(it, "pull memory to nodes %s: locality %.2f→at most 1.00 (over %u nodes, each thread "
+				   "local to what lands on its own), %llu MiB to migrate, util %.2f→%.2f (≤%.2f)",
+				   mems, it->locality_before, mask_count(&it->to_mems), mib(it->migrate_bytes),
+				   it->load_before, it->load_after, cfg->max_util);
+		else if (pull)
 			set_detail(it, "pull memory to nodes %s: locality %.2f→1.00, %llu MiB to migrate, util %.2f→%.2f (≤%.2f)",
 				   mems, it->locality_before, mib(it->migrate_bytes), it->load_before,
 				   it->load_after, cfg->max_util);

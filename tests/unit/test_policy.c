@@ -312,6 +312,16 @@ static const struct tcase cases[] = {
 			 .cpus = "0-7", .mig = MIG(3072), .detail_has = "pull memory" } },
 	},
 	{
+		/* The same over two nodes (its 12 CPUs of use fit no one
+		 * node): memory inside them is not memory on each thread's
+		 * node, so the record promises no 1.00. */
+		.name = "locality pull onto two nodes: no locality promised",
+		.nn = 4, .nodes = { N8(0, 8192, 0.1), N8(1, 8192, 0.1), N8(2, 8192, 0.1), N8(3, 8192, 0.1) },
+		.g = { { .id = "a", .use = 12.0, .on = "0-1", .mems = "0-3", .mib = { 0, 0, 2048, 2048 } } },
+		.e = { { .id = "a", .kind = PLAN_MOVE, .reason = REASON_LOCALITY, .to = "0-1", .mems = "0-1",
+			 .mig = MIG(4096), .detail_has = "locality 0.00→at most 1.00 (over 2 nodes" } },
+	},
+	{
 		.name = "pinned: moves to its nodes, usage not needed; settled when there",
 		.nn = 2, .nodes = { N8(0, 8192, 0.3), N8(1, 8192, 0.3) },
 		.g = { { .id = "p", .use = 1.0, .on = "0", .mib = { 1024, 0 }, .pol = GPOL_PINNED, .pin = "1" },
