@@ -503,7 +503,20 @@ test_watch_sees_threads_move_inside_the_cpuset() {
 		[ $i -gt 150 ] && { kill -9 $pid; echo "agent not ready within 30 s: $(tail -3 $T/err)"; return 1; }
 	done
 	$ctl guest-policy $ID1 pinned 1-2 > $T/pin 2>&1 || { kill -9 $pid; echo "pin: $(cat $T/pin)"; return 1; }
-	$ctl rebalance > $T/rb 2>&1 || { kill -9 $pid; echo "rebalance: $(tail -3 $T/rb)"; return 1; }
+	# The watch works from the last cycle's snapshot: it must have seen
+	# the guest spread over nodes 1-2 and measured where its thread ran
+	# (the cycle before the pin may have consolidated it onto node 1, and
+	# the pin's own cycle saw it there: a CI run failed so). Cycles until
+	# one has ("locality ... (threads)"), each over a window of >= 1 s.
+	i=0
+	while :; do
+		sleep 1
+		$ctl rebalance > $T/rb 2>&1 || { kill -9 $pid; echo "rebalance: $(tail -3 $T/rb)"; return 1; }
+		$ctl guest $ID1 > $T/g 2>&1
+		grep -q '^cpuset: .*CPU nodes 1-2' $T/g && grep -q '^locality: .*(threads)' $T/g && break
+		i=$((i + 1))
+		[ $i -ge 5 ] && { kill -9 $pid; echo "no cycle measured the guest's threads on nodes 1-2: $(grep '^cpuset\|^locality' $T/g | tr '\n' ' ')"; return 1; }
+	done
 	sleep 3   # the watch's first windows after that cycle
 	before=$(local_pct $G1 1)
 	[ "$before" -ge 90 ] || { kill -9 $pid; echo "before the thread moved: $before% on node 1 ($(cat $CG$SB/$G1/cpuset.mems.effective))"; return 1; }
