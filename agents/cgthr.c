@@ -133,6 +133,23 @@ static int tid_cmp(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* Thread TID's ticks (utime + stime) and the CPU it last ran on, from
+ * DFD/PREFIX<TID>/task/<TID>/stat: task/TID, because /proc/PID/stat of a
+ * group leader sums every thread of its process (a one-thread guest's
+ * idle main thread counted as a second busy thread, carrying the whole
+ * process's ticks to its own last CPU's node). 0 or a negative errno. */
+static int read_tid(struct cgthr *t, int dfd, const char *prefix, pid_t tid, uint64_t *ticks, int *cpu)
+{
+	char path[PATH_MAX];
+	int r;
+
+	if (tid <= 0 ||
+	    snprintf(path, sizeof(path), "%s%d/task/%d/stat", prefix, (int)tid, (int)tid) >= (int)sizeof(path))
+		return -EINVAL;
+	r = rd_small(t, dfd, path);
+	return r < 0 ? r : proc_stat_ticks_cpu(t->buf, ticks, cpu);
+}
+
 /* Where guest G's CPU time went, per node, from its threads (t->tids):
  * each thread's ticks since the previous scan count on the node of the
  * CPU it last ran on (/proc/TID/task/TID/stat "processor"). A thread that changed
@@ -146,7 +163,6 @@ static int tid_cmp(const void *a, const void *b)
 void cgthr_thread_nodes(struct cgthr *t, const struct snapshot *s, struct snap_guest *g,
 			const struct cgthr_prev *p, int64_t t_ns, unsigned *off, unsigned *n)
 {
-	char path[PATH_MAX];
 	nodemask_t nodes;
 	double *dn, busy_ticks, win_ticks, cap = 0;
 	bool measured = false;
@@ -175,13 +191,7 @@ void cgthr_thread_nodes(struct cgthr *t, const struct snapshot *s, struct snap_g
 		uint64_t ticks;
 		int cpu, k;
 
-		/* task/TID: /proc/PID/stat of a group leader sums every
-		 * thread of its process (a one-thread guest's idle main
-		 * thread counted as a second busy thread, carrying the whole
-		 * process's ticks to its own last CPU's node). */
-		snprintf(path, sizeof(path), "%d/task/%d/stat", (int)t->tids[i], (int)t->tids[i]);
-		if (t->proc_fd < 0 || rd_small(t, t->proc_fd, path) < 0 ||
-		    proc_stat_ticks_cpu(t->buf, &ticks, &cpu) < 0)
+		if (t->proc_fd < 0 || read_tid(t, t->proc_fd, "", t->tids[i], &ticks, &cpu) < 0)
 			continue; /* exited since the list was read */
 		tk->tid = t->tids[i];
 		tk->ticks = ticks;
@@ -241,17 +251,13 @@ unsigned cgthr_prev_tids(const struct cgthr *t, const char *id, pid_t *out, unsi
 
 int cgthr_read_thread(struct cgthr *t, pid_t tid, uint64_t *ns, int *cpu)
 {
-	char path[PATH_MAX];
+	char prefix[PATH_MAX];
 	uint64_t ticks;
 	int r;
 
-	if (tid <= 0 ||
-	    snprintf(path, sizeof(path), "%s/%d/task/%d/stat", t->procfs, (int)tid, (int)tid) >= (int)sizeof(path))
-		return -EINVAL;
-	r = rd_small(t, AT_FDCWD, path);
-	if (r < 0)
-		return r;
-	r = proc_stat_ticks_cpu(t->buf, &ticks, cpu);
+	if (snprintf(prefix, sizeof(prefix), "%s/", t->procfs) >= (int)sizeof(prefix))
+		return -ENAMETOOLONG;
+	r = read_tid(t, AT_FDCWD, prefix, tid, &ticks, cpu);
 	if (r < 0)
 		return r;
 	*ns = ticks * (1000000000ULL / (uint64_t)t->clk_tck);

@@ -137,7 +137,7 @@ static bool where(struct drift *d, struct entry *e, const struct snapshot *snap,
 		  int64_t now_ns)
 {
 	struct drift_thread cur[DRIFT_THREADS_MAX];
-	double *wk, used = 0.0, win;
+	double wk64[64], *wk, used = 0.0, win;
 	int n;
 
 	/* Only a guest the cycle saw busy: an idle one's threads may run
@@ -161,7 +161,8 @@ static bool where(struct drift *d, struct entry *e, const struct snapshot *snap,
 		e->away = 0;
 	} else {
 		win = (double)(now_ns - e->thr_t_ns) / 1e9;
-		wk = xcalloc(snap->nr_nodes, sizeof(double));
+		/* (each pass, each watched guest: no allocation on most hosts) */
+		wk = snap->nr_nodes <= 64 ? memset(wk64, 0, sizeof(wk64)) : xcalloc(snap->nr_nodes, sizeof(double));
 		for (int i = 0; i < n; i++) {
 			const struct drift_thread *was = bsearch(&cur[i], e->thr, e->nthr, sizeof(*cur), by_tid);
 			int k = snap_cpu_node_index(snap, cur[i].cpu);
@@ -179,7 +180,8 @@ static bool where(struct drift *d, struct entry *e, const struct snapshot *snap,
 		} else {
 			e->away = 0;
 		}
-		free(wk);
+		if (wk != wk64)
+			free(wk);
 	}
 	e->thr = xrealloc(e->thr, (size_t)n * sizeof(*cur));
 	memcpy(e->thr, cur, (size_t)n * sizeof(*cur));
