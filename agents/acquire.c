@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cgthr.h"
 #include "drift.h"
 #include "selfload.h"
 #include "topo.h"
@@ -34,7 +35,8 @@ struct acquirer {
 
 /* The watch's threads of guest G (drift_threads_fn): a VM's vCPUs, whose
  * threads its source measured; a container's, those the last scan
- * measured by node (cgthr). */
+ * measured by node (cgthr). Either way only those that ran over the
+ * cycle's window (CGTHR_RAN_CPU; a vCPU whose use is unknown too). */
 static int read_threads(void *ctx, const struct snap_guest *g, struct drift_thread *out, unsigned max)
 {
 	struct acquirer *a = ctx;
@@ -45,7 +47,8 @@ static int read_threads(void *ctx, const struct snap_guest *g, struct drift_thre
 		max = DRIFT_THREADS_MAX;
 	if (g->vm) {
 		for (unsigned v = 0; v < g->vm->nr_vcpus && n < max; v++)
-			if (g->vm->vcpu_tids && g->vm->vcpu_tids[v] > 0)
+			if (g->vm->vcpu_tids && g->vm->vcpu_tids[v] > 0 &&
+			    !(g->vm->vcpu_use && g->vm->vcpu_use[v] < CGTHR_RAN_CPU))
 				tids[n++] = g->vm->vcpu_tids[v];
 	} else {
 		n = cgscan_thread_ids(a->cg, g->id, tids, max);

@@ -195,6 +195,7 @@ void cgthr_thread_nodes(struct cgthr *t, const struct snapshot *s, struct snap_g
 			continue; /* exited since the list was read */
 		tk->tid = t->tids[i];
 		tk->ticks = ticks;
+		tk->ran = false;
 		(*n)++;
 		was = p && p->nr_thr ? bsearch(tk, t->thr_prev + p->thr_off, p->nr_thr, sizeof(*tk), tid_cmp)
 				     : NULL;
@@ -208,6 +209,7 @@ void cgthr_thread_nodes(struct cgthr *t, const struct snapshot *s, struct snap_g
 			continue; /* new (its window is unknown), idle, or an unknown CPU */
 		dn[k] += (double)(tk->ticks - was->ticks);
 		measured = true;
+		tk->ran = (double)(tk->ticks - was->ticks) >= CGTHR_RAN_CPU * win_ticks;
 		if ((double)(tk->ticks - was->ticks) >= busy_ticks)
 			g->busy_threads++;
 	}
@@ -245,7 +247,8 @@ unsigned cgthr_prev_tids(const struct cgthr *t, const char *id, pid_t *out, unsi
 	p = cgthr_prev_find(t, key);
 
 	for (unsigned i = 0; p && i < p->nr_thr && n < max; i++)
-		out[n++] = t->thr_prev[p->thr_off + i].tid;
+		if (t->thr_prev[p->thr_off + i].ran)
+			out[n++] = t->thr_prev[p->thr_off + i].tid;
 	return n;
 }
 

@@ -31,8 +31,16 @@ struct cgthr_prev {
 
 struct cgthr_tick {
 	pid_t tid;
+	bool ran;                     /* used CGTHR_RAN_CPU or more over its window */
 	uint64_t ticks;               /* utime + stime */
 };
+
+/* A thread the watch reads between scans (cgthr_prev_tids) used at least
+ * this much of a CPU over the scan's window. Its reads then follow what
+ * the host's CPUs can run (at most 1 / CGTHR_RAN_CPU threads a CPU), not
+ * what guests hold: a container's dozens of idle threads (a JVM's, a
+ * web server's pool) cost a read each per pass and carry no locality. */
+#define CGTHR_RAN_CPU 0.05
 
 struct cgthr {
 	char procfs[PATH_MAX];
@@ -84,8 +92,8 @@ double cgthr_young_rate(struct cgthr *t, pid_t pid, uint64_t usage_ns);
 void cgthr_thread_nodes(struct cgthr *t, const struct snapshot *s, struct snap_guest *g,
 			const struct cgthr_prev *p, int64_t t_ns, unsigned *off, unsigned *n);
 /* Between scans (the watch, drift.h): the ids of the threads the last
- * scan measured of guest ID by node (its tick slice), at most MAX into
- * OUT; how many. */
+ * scan measured of guest ID by node (its tick slice) that ran over its
+ * window (CGTHR_RAN_CPU), at most MAX into OUT; how many. */
 unsigned cgthr_prev_tids(const struct cgthr *t, const char *id, pid_t *out, unsigned max);
 /* Thread TID's CPU time so far (ns, from its ticks) and the CPU it last
  * ran on (/proc/TID/task/TID/stat): 0 or a negative errno (gone). */

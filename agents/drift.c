@@ -134,7 +134,7 @@ static void forget_threads(struct entry *e)
  * windows in a row. The first reading under a new snapshot starts its
  * window: the cycle may have just moved the guest. */
 static bool where(struct drift *d, struct entry *e, const struct snapshot *snap, const struct snap_guest *g,
-		  int64_t now_ns)
+		  int64_t now_ns, unsigned *nread)
 {
 	struct drift_thread cur[DRIFT_THREADS_MAX];
 	double wk64[64], *wk, used = 0.0, win;
@@ -152,6 +152,8 @@ static bool where(struct drift *d, struct entry *e, const struct snapshot *snap,
 	if (e->thr_t_ns && now_ns - e->thr_t_ns < (int64_t)(DRIFT_MIN_WINDOW_S * 1e9))
 		return e->away >= 2; /* the window goes on to the next pass */
 	n = d->threads(d->tctx, g, cur, DRIFT_THREADS_MAX);
+	if (n > 0)
+		*nread += (unsigned)n;
 	if (n <= 0) {
 		forget_threads(e);
 		return false;
@@ -246,7 +248,7 @@ void drift_pass(struct drift *d, const struct snapshot *snap, int64_t now_ns, dr
 				out->stepped++;
 			}
 		}
-		if (where(d, e, snap, g, now_ns)) {
+		if (where(d, e, snap, g, now_ns, &out->threads)) {
 			if (!out->away) {
 				snprintf(out->away_first, sizeof(out->away_first), "%s", g->id);
 				out->away_ref = g->locality;

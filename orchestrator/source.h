@@ -43,7 +43,9 @@ struct guest_source {
  * last cycle decided on (two windows in a row, the same way), and the
  * first of them with its use then (REF) and now, in CPUs. */
 struct drift_report {
-	unsigned read, stepped;
+	/* counters read; guests whose use stepped; threads read (of
+	 * the guests watched for where their threads run) */
+	unsigned read, stepped, threads;
 	char first[GUEST_ID_MAX];
 	double first_ref, first_now;
 	/* Guests whose threads ran away from their memory (agents/drift.h):

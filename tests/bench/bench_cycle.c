@@ -34,7 +34,11 @@
  * "between cycles" (the same line's second half) is the watch between
  * cycles (agents/drift.c, `[agent] watch`): the CPU time of one pass over
  * every guest's CPU counter (the median of WATCH_PASSES), and what that
- * is of one CPU at the default watch of 1 s.
+ * is of one CPU at the default watch of 1 s. The fixture's guests are
+ * idle there, so no pass reads a thread; the next line is the same pass
+ * with the spread guests (a quarter) busy on every node, whose threads
+ * that ran each pass then also reads (drift.c's where(): two of each
+ * guest's three; cgthr.h's CGTHR_RAN_CPU).
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -53,6 +57,7 @@
 
 #include "agents/acquire.h"
 #include "agents/cgwatch.h"
+#include "agents/drift.h"
 #include "orchestrator/xalloc.h"
 #include "orchestrator/history.h"
 #include "orchestrator/hostpaths.h"
@@ -385,6 +390,31 @@ static int cmp_double(const void *a, const void *b)
 }
 
 #define WATCH_PASSES 21
+#define BUSY_PASSES 11
+
+/* The spread guests of ROOT (every fourth, cpus on all nodes) busy at
+ * TICK: 3 s of CPU a tick in cpu.stat, two of their three threads 0.5 s
+ * (50 ticks) each on a CPU of its own node (thread T of guest G on node
+ * (G + T) % NODES) and the third idle, so that the cycle measures where
+ * they run and the watch between cycles reads the two that ran. */
+static void busy_spread(const char *root, unsigned guests, unsigned tick)
+{
+	char e[4096], pd[4096];
+
+	for (unsigned g = 0; g < guests; g += 4) {
+		snprintf(e, sizeof(e), "%s/sys/fs/cgroup/system.slice/docker-%064x.scope", root, g + 1);
+		put(e, "cpu.stat", "usage_usec %llu\nuser_usec 0\nsystem_usec 0\n",
+		    1000000ull + (unsigned long long)tick * 3000000ull);
+		for (unsigned t = 0; t < 3; t++) {
+			unsigned tid = 1000 + 4000 * t + g;
+
+			snprintf(pd, sizeof(pd), "%s/proc/%u/task/%u", root, tid, tid);
+			put(pd, "stat", "%u (worker) R 1 %u %u 0 -1 4194560 0 0 0 0 %u 0 0 0 20 0 1 0 100 "
+			    "1000 10 0 0 0 0 0 0 0 0 0 0 0 0 0 17 %u 0 0 0 0 0\n", tid,
+			    1000 + g, 1000 + g, 100 + (t < 2 ? tick * 50 : 0), (g + t) % NODES * CPUS_PER_NODE);
+		}
+	}
+}
 
 /* The watch between cycles on ACQ's host: median CPU ms of one pass,
  * *READ the counters it read. */
@@ -407,6 +437,47 @@ static double drift_cost(struct acquirer *acq, unsigned *read)
 	snap_unref(snap);
 	qsort(ms, WATCH_PASSES, sizeof(ms[0]), cmp_double);
 	return ms[WATCH_PASSES / 2];
+}
+
+/* The same with ROOT's spread guests busy (busy_spread): a cycle's
+ * snapshot that saw them busy on every node, then passes at least
+ * DRIFT_MIN_WINDOW_S apart (a pass reads a guest's threads once a
+ * window) while their threads go on running: median CPU ms of one pass,
+ * *READ the counters and *THREADS the threads it read. Only
+ * acquirer_drift is timed, not the fixture's rewrites or the sleeps. */
+static double drift_cost_busy(struct acquirer *acq, const char *root, unsigned guests, unsigned *read,
+			      unsigned *threads)
+{
+	const struct snapshot *snap;
+	double ms[BUSY_PASSES];
+	struct drift_report rep = { 0 };
+	struct timespec gap = { 0, (long)(DRIFT_MIN_WINDOW_S * 1e9) + 10000000 };
+	unsigned tick = 10;
+
+	*read = *threads = 0;
+	for (unsigned k = 0; k < 2; k++) {
+		busy_spread(root, guests, tick++);
+		if (acquirer_snapshot(acq, 0, NULL, &snap) < 0)
+			return NAN;
+		if (k == 0)
+			snap_unref(snap);
+	}
+	for (unsigned i = 0; i < BUSY_PASSES; i++) {
+		double t0;
+
+		busy_spread(root, guests, tick++);
+		nanosleep(&gap, NULL);
+		t0 = cpu_now();
+		acquirer_drift(acq, snap, &rep);
+		ms[i] = (cpu_now() - t0) * 1e3;
+		/* the first pass only takes the threads' first readings */
+		if (i && rep.threads > *threads)
+			*threads = rep.threads;
+	}
+	*read = rep.read;
+	snap_unref(snap);
+	qsort(ms, BUSY_PASSES, sizeof(ms[0]), cmp_double);
+	return ms[BUSY_PASSES / 2];
 }
 
 /* FIELD ("RssAnon", "VmHWM") of PID's /proc status in KiB, -1 if
@@ -564,7 +635,8 @@ int main(int argc, char **argv)
 		double *t = calloc(cycles, sizeof(double)), acq_sum = 0, dec_sum = 0;
 		long rss, anon, ahist = -1, aring = -1, arecs = -1, scraped = -1;
 		double hist_mib = NAN, rec_ms = NAN, fill_s = NAN, watch_ms, event_us, pass_ms;
-		unsigned watches, read;
+		unsigned watches, read, busy_read, busy_threads;
+		double busy_ms;
 
 		snprintf(root, sizeof(root), "%s/host", tmp);
 		gen_host(root, sizes[s], 1);
@@ -640,6 +712,7 @@ int main(int argc, char **argv)
 			snap_unref(snap);
 		}
 		pass_ms = drift_cost(acq, &read);
+		busy_ms = drift_cost_busy(acq, root, sizes[s], &busy_read, &busy_threads);
 		acquirer_free(acq);
 		qsort(t, cycles, sizeof(double), cmp_double);
 		rss = daemon_rss(numaorchd, root, sizes[s], tmp, &anon, &fill_s, &ahist, &aring, &arecs, &scraped);
@@ -655,6 +728,9 @@ int main(int argc, char **argv)
 			printf("%8s watch: %.2f ms CPU to start, %u inotify watches, %.1f us CPU per cgroup event; "
 			       "between cycles: %.2f ms CPU per pass (%u counters), %.2f %% of a CPU at watch = 1 s\n",
 			       "", watch_ms, watches, event_us, pass_ms, read, pass_ms / 10.0);
+			printf("%8s between cycles, its %u spread guests busy: %.2f ms CPU per pass (%u counters, %u threads), "
+			       "%.2f %% of a CPU at watch = 1 s\n",
+			       "", (sizes[s] + 3) / 4, busy_ms, busy_read, busy_threads, busy_ms / 10.0);
 		}
 		free(t);
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);

@@ -90,9 +90,9 @@ static void thread_stat(const char *root, int tid, unsigned ticks, int cpu)
 }
 
 /* What the watch reads between scans (drift.h): the threads the last
- * scan measured of a guest spread over two nodes, and each one's CPU
- * time and last CPU now; a guest not measured has none, a thread gone
- * reads -ENOENT. */
+ * scan measured of a guest spread over two nodes that ran in its window
+ * (none after a first scan: no window), and each one's CPU time and last
+ * CPU now; a guest not measured has none, a thread gone reads -ENOENT. */
 static void test_watch_reads_the_measured_threads(void **state)
 {
 	char *root = tu_mkdtemp();
@@ -102,6 +102,7 @@ static void test_watch_reads_the_measured_threads(void **state)
 	cpumask_t all;
 	pid_t tids[4];
 	unsigned off, n;
+	const struct cgthr_prev *p;
 	uint64_t ns;
 	int cpu;
 
@@ -125,17 +126,51 @@ static void test_watch_reads_the_measured_threads(void **state)
 	assert_int_equal(n, 2);
 	cgthr_record(&t, g->id, 5 * S, 10 * S, off, n);
 	cgthr_end(&t);
+	assert_int_equal(cgthr_prev_tids(&t, "wide", tids, 4), 0);
 
+	/* 10 s later: 43 used 0.2 CPU, 44 (new) and 42 (idle, a tick:
+	 * under CGTHR_RAN_CPU) are not read */
+	thread_stat(root, 43, 300 + (int)(2 * sysconf(_SC_CLK_TCK)), 3);
+	thread_stat(root, 42, 101, 0);
+	thread_stat(root, 44, 500, 2);
+	cgthr_begin(&t);
+	cgthr_guest_begin(&t);
+	cgthr_add_tid(&t, 44);
+	cgthr_add_tid(&t, 43);
+	cgthr_add_tid(&t, 42);
+	p = cgthr_prev_find(&t, g->id);
+	assert_non_null(p);
+	free(g->cpu_node); /* each scan's guest is new; this one is reused */
+	g->cpu_node = NULL;
+	cgthr_thread_nodes(&t, s, g, p, 20 * S, &off, &n);
+	assert_int_equal(n, 3);
+	cgthr_record(&t, g->id, 7 * S, 20 * S, off, n);
+	cgthr_end(&t);
+	assert_int_equal(cgthr_prev_tids(&t, "wide", tids, 4), 1);
+	assert_int_equal(tids[0], 43);
+	assert_int_equal(cgthr_prev_tids(&t, "other", tids, 4), 0);
+
+	/* two that ran: both, sorted by tid, at most MAX */
+	thread_stat(root, 42, 101 + (int)sysconf(_SC_CLK_TCK), 0);
+	thread_stat(root, 43, 300 + (int)(4 * sysconf(_SC_CLK_TCK)), 3);
+	cgthr_begin(&t);
+	cgthr_guest_begin(&t);
+	cgthr_add_tid(&t, 43);
+	cgthr_add_tid(&t, 42);
+	free(g->cpu_node);
+	g->cpu_node = NULL;
+	cgthr_thread_nodes(&t, s, g, cgthr_prev_find(&t, g->id), 30 * S, &off, &n);
+	cgthr_record(&t, g->id, 9 * S, 30 * S, off, n);
+	cgthr_end(&t);
 	assert_int_equal(cgthr_prev_tids(&t, "wide", tids, 4), 2);
 	assert_int_equal(tids[0], 42);   /* the slice is sorted by tid */
 	assert_int_equal(tids[1], 43);
 	assert_int_equal(cgthr_prev_tids(&t, "wide", tids, 1), 1);
-	assert_int_equal(cgthr_prev_tids(&t, "other", tids, 4), 0);
-	thread_stat(root, 43, 399, 1);   /* it ran on, and moved to node 0 */
+	thread_stat(root, 43, 399 + (int)(4 * sysconf(_SC_CLK_TCK)), 1); /* it ran on, and moved to node 0 */
 	assert_int_equal(cgthr_read_thread(&t, 43, &ns, &cpu), 0);
 	assert_int_equal(cpu, 1);
-	assert_true(ns == 400ULL * (1000000000ULL / (uint64_t)sysconf(_SC_CLK_TCK)));
-	assert_int_equal(cgthr_read_thread(&t, 44, &ns, &cpu), -ENOENT);
+	assert_true(ns == (400ULL + 4 * (uint64_t)sysconf(_SC_CLK_TCK)) * (1000000000ULL / (uint64_t)sysconf(_SC_CLK_TCK)));
+	assert_int_equal(cgthr_read_thread(&t, 45, &ns, &cpu), -ENOENT);
 	assert_int_equal(cgthr_read_thread(&t, 0, &ns, &cpu), -EINVAL);
 	cgthr_clear(&t);
 	snap_unref(s);

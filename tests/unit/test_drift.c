@@ -286,6 +286,7 @@ static void test_threads_away_from_memory(void **state)
 	r = pass(t, 1, 1, 1);            /* on node 0, with its memory */
 	assert_int_equal(r.away, 0);
 	assert_int_equal(r.stepped, 0);
+	assert_int_equal(r.threads, 1);  /* g0's one thread; g1 is on one node */
 	t->thr_cpu = 2;                  /* a hop to node 1 ... */
 	r = pass(t, 1, 1, 1);
 	assert_int_equal(r.away, 0);
@@ -304,6 +305,7 @@ static void test_threads_away_from_memory(void **state)
 	/* A short pass reads nothing new, and still says so. */
 	r = pass(t, 0.1, 1, 1);
 	assert_int_equal(r.away, 1);
+	assert_int_equal(r.threads, 0);
 	/* The next cycle saw it on node 1 (locality 0): nothing away. */
 	snap_unref(t->snap);
 	t->snap = snap_of_loc(2, 0.0);
@@ -336,6 +338,7 @@ static void test_threads_away_from_memory(void **state)
 		for (int i = 0; i < 3; i++) {
 			r = pass(t, 1, 1, 1);
 			assert_int_equal(r.away, 0);
+			assert_int_equal(r.threads, 0);
 		}
 		assert_int_equal(t->thr_reads[0], before);
 	}
@@ -351,6 +354,7 @@ static void test_threads_not_watched_by_default(void **state)
 	for (int i = 0; i < 4; i++) {
 		r = pass(t, 1, 1, 1);
 		assert_int_equal(r.away, 0);
+		assert_int_equal(r.threads, 0);
 	}
 }
 
