@@ -262,9 +262,9 @@ static int read_usage(void *ctx, const char *rel, uint64_t *ns)
 	return r;
 }
 
-void acquirer_drift(struct acquirer *a, const struct snapshot *last, struct drift_report *out)
+void acquirer_drift(struct acquirer *a, const struct snapshot *last, const bool *moved, struct drift_report *out)
 {
-	drift_pass(a->drift, last, clock_mono_ns(), read_usage, a, out);
+	drift_pass(a->drift, last, clock_mono_ns(), read_usage, a, moved, out);
 }
 
 int acquirer_rewindow(struct acquirer *a)

@@ -34,7 +34,7 @@ int acquirer_snapshot(struct acquirer *a, double prime_s, const struct snap_poli
 		      const struct snapshot **out);
 
 /* One watch pass between cycles over LAST's guests (agents/drift.h). */
-void acquirer_drift(struct acquirer *a, const struct snapshot *last, struct drift_report *out);
+void acquirer_drift(struct acquirer *a, const struct snapshot *last, const bool *moved, struct drift_report *out);
 /* Take every counter again now: the next snapshot's rates are over the
  * time since, at least its PRIME_S. */
 int acquirer_rewindow(struct acquirer *a);

@@ -210,7 +210,7 @@ int drift_read_path(void *ctx, const char *rel, uint64_t *ns)
 }
 
 void drift_pass(struct drift *d, const struct snapshot *snap, int64_t now_ns, drift_read_fn read, void *ctx,
-		struct drift_report *out)
+		const bool *moved, struct drift_report *out)
 {
 	struct entry *next = xcalloc(snap->nr_guests ? snap->nr_guests : 1, sizeof(*next));
 	unsigned n = 0;
@@ -248,7 +248,9 @@ void drift_pass(struct drift *d, const struct snapshot *snap, int64_t now_ns, dr
 				out->stepped++;
 			}
 		}
-		if (where(d, e, snap, g, now_ns, &out->threads)) {
+		if (moved && moved[i])
+			forget_threads(e);
+		else if (where(d, e, snap, g, now_ns, &out->threads)) {
 			if (!out->away) {
 				snprintf(out->away_first, sizeof(out->away_first), "%s", g->id);
 				out->away_ref = g->locality;

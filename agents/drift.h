@@ -92,9 +92,13 @@ void drift_watch_threads(struct drift *d, drift_threads_fn threads, void *ctx);
 /* One pass at NOW_NS over SNAP's guests (the last cycle's; those with a
  * cgroup), their counters read by READ(CTX, ...). OUT: how many were
  * read, how many stepped and how many are away, the first of each
- * (drift_report). */
+ * (drift_report). MOVED (NULL: none), indexed as SNAP's guests: those
+ * the cycle moved after SNAP, whose threads are not watched until the
+ * next snapshot: SNAP's CPUs, memory and locality are no longer theirs,
+ * and their threads leaving the memory SNAP saw is the cycle's move,
+ * not the scheduler's. */
 void drift_pass(struct drift *d, const struct snapshot *snap, int64_t now_ns, drift_read_fn read, void *ctx,
-		struct drift_report *out);
+		const bool *moved, struct drift_report *out);
 
 /* A drift_read_fn that opens the file by its path in the cpuacct
  * hierarchy of CTX (a const struct cg_hier *). */

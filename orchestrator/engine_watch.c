@@ -7,10 +7,12 @@
 #include "engine_int.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <sys/timerfd.h>
 
 #include "clock.h"
 #include "log.h"
+#include "xalloc.h"
 
 /* Seconds until the engine's timer fires (its next cycle), or INFINITY. */
 static double timer_left_s(const struct engine *e)
@@ -20,6 +22,30 @@ static double timer_left_s(const struct engine *e)
 	if (timerfd_gettime(e->tfd, &cur) < 0 || (cur.it_value.tv_sec == 0 && cur.it_value.tv_nsec == 0))
 		return INFINITY;
 	return (double)cur.it_value.tv_sec + (double)cur.it_value.tv_nsec / 1e9;
+}
+
+/* The guests of V's snapshot that its plan moved (indexed as the
+ * snapshot's guests; NULL: none): their threads now run where the move
+ * put them, which the snapshot does not know (agents/drift.h). Every
+ * move the plan holds, applied or not: one not carried out (a dry run,
+ * a guest gone) only waits for the next cycle's snapshot to be
+ * watched. */
+static bool *moved_after(const struct engine_view *v)
+{
+	bool *moved = NULL;
+
+	if (!v->plan || v->plan->seq != v->snap->seq)
+		return NULL;
+	for (unsigned i = 0; i < v->plan->nr_items; i++) {
+		const struct plan_item *it = &v->plan->items[i];
+
+		if (it->kind != PLAN_MOVE || it->guest_idx >= v->snap->nr_guests)
+			continue;
+		if (!moved)
+			moved = xcalloc(v->snap->nr_guests, sizeof(*moved));
+		moved[it->guest_idx] = true;
+	}
+	return moved;
 }
 
 int engine_watch_timeout_ms(const struct engine *e, int timeout_ms)
@@ -58,10 +84,14 @@ void engine_watch(struct engine *e)
 	v = engine_view_get(e);
 	if (!v)
 		return;
-	if (v->snap)
-		e->src.drift(e->acq, v->snap, &rep);
-	else
+	if (v->snap) {
+		bool *moved = moved_after(v);
+
+		e->src.drift(e->acq, v->snap, moved, &rep);
+		free(moved);
+	} else {
 		rep.stepped = rep.away = 0;
+	}
 	engine_view_unref(v);
 	if (!rep.stepped && !rep.away)
 		return;

@@ -76,8 +76,11 @@ struct source_ops {
 	/* Re-read MemTotal/MemFree of NODES[NR] (the applier's room re-check
 	 * just before a move; agents/topo.h topo_read_meminfo). */
 	int (*read_meminfo)(const struct host_paths *hp, struct snap_node *nodes, unsigned nr);
-	/* Optional: one watch pass over LAST's guests (drift_report). */
-	void (*drift)(struct acquirer *a, const struct snapshot *last, struct drift_report *out);
+	/* Optional: one watch pass over LAST's guests (drift_report).
+	 * MOVED (NULL: none), indexed as LAST's guests: those the cycle
+	 * that took LAST then moved, whose threads no longer run where
+	 * LAST saw them (their use is still watched, not where they run). */
+	void (*drift)(struct acquirer *a, const struct snapshot *last, const bool *moved, struct drift_report *out);
 	/* Optional: take every counter again now, so that the next snapshot's
 	 * rates are over the time since (at least its PRIME_S): a cycle the
 	 * watch prompts decides on the guest's use now, not on the interval's

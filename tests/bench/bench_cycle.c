@@ -430,7 +430,7 @@ static double drift_cost(struct acquirer *acq, unsigned *read)
 	for (unsigned i = 0; i < WATCH_PASSES; i++) {
 		double t0 = cpu_now();
 
-		acquirer_drift(acq, snap, &rep);
+		acquirer_drift(acq, snap, NULL, &rep);
 		ms[i] = (cpu_now() - t0) * 1e3;
 	}
 	*read = rep.read;
@@ -468,7 +468,7 @@ static double drift_cost_busy(struct acquirer *acq, const char *root, unsigned g
 		busy_spread(root, guests, tick++);
 		nanosleep(&gap, NULL);
 		t0 = cpu_now();
-		acquirer_drift(acq, snap, &rep);
+		acquirer_drift(acq, snap, NULL, &rep);
 		ms[i] = (cpu_now() - t0) * 1e3;
 		/* the first pass only takes the threads' first readings */
 		if (i && rep.threads > *threads)

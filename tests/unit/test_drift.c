@@ -64,6 +64,7 @@ struct tree {
 	uint64_t thr_ns;
 	int thr_cpu;
 	unsigned thr_reads[2];
+	bool *moved;                /* the passes' MOVED (NULL: none) */
 };
 
 static void set_usage(struct tree *t, unsigned g)
@@ -155,7 +156,7 @@ static struct drift_report pass(struct tree *t, double sec, double use0, double 
 	t->thr_ns += (uint64_t)(use0 * sec * 1e9);
 	set_usage(t, 0);
 	set_usage(t, 1);
-	drift_pass(t->d, t->snap, t->t, drift_read_path, &t->h, &r);
+	drift_pass(t->d, t->snap, t->t, drift_read_path, &t->h, t->moved, &r);
 	return r;
 }
 
@@ -248,7 +249,7 @@ static void test_counter_back_and_gone(void **state)
 	snprintf(path, sizeof(path), "%s/sys/fs/cgroup/g1", t->root);
 	tu_rm_rf(path);
 	t->t += S;
-	drift_pass(t->d, t->snap, t->t, drift_read_path, &t->h, &r);
+	drift_pass(t->d, t->snap, t->t, drift_read_path, &t->h, t->moved, &r);
 	assert_int_equal(r.read, 1);
 }
 
@@ -344,6 +345,46 @@ static void test_threads_away_from_memory(void **state)
 	}
 }
 
+/* A guest the cycle moved after its snapshot: its threads running away
+ * from the memory the snapshot saw are that move, not the scheduler's;
+ * they are not read until the next snapshot, and its use is still
+ * watched. */
+static void test_threads_of_a_moved_guest_not_watched(void **state)
+{
+	struct tree *t = *state;
+	struct drift_report r;
+	bool moved[2] = { true, false };
+
+	drift_watch_threads(t->d, fake_threads, t);
+	t->thr_cpu = 1;
+	r = pass(t, 1, 1, 1);
+	r = pass(t, 1, 1, 1);            /* on node 0, with its memory */
+	assert_int_equal(r.threads, 1);
+	t->moved = moved;                /* the cycle moved it to node 1 */
+	t->thr_cpu = 3;
+	for (int i = 0; i < 4; i++) {
+		r = pass(t, 1, 1, 1);
+		assert_int_equal(r.away, 0);
+		assert_int_equal(r.threads, 0);
+		assert_int_equal(r.read, 2);
+	}
+	r = pass(t, 1, 0, 1);            /* idle now: its use is watched */
+	r = pass(t, 1, 0, 1);
+	assert_int_equal(r.stepped, 1);
+	/* The next snapshot saw it on node 1, local (memory followed); the
+	 * scheduler then takes its thread back to node 0. */
+	t->moved = NULL;
+	snap_unref(t->snap);
+	t->snap = snap_of_loc(2, 1.0);
+	t->snap->guests[0].mem_node[0] = 0;
+	t->snap->guests[0].mem_node[1] = 100ULL << 20;
+	t->thr_cpu = 0;
+	r = pass(t, 1, 1, 1);
+	r = pass(t, 1, 1, 1);
+	r = pass(t, 1, 1, 1);
+	assert_int_equal(r.away, 1);
+}
+
 /* Without drift_watch_threads, no thread is read (the default). */
 static void test_threads_not_watched_by_default(void **state)
 {
@@ -367,6 +408,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_alternating_and_short, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_counter_back_and_gone, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_threads_away_from_memory, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_threads_of_a_moved_guest_not_watched, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_threads_not_watched_by_default, setup, teardown),
 	};
 

@@ -651,6 +651,7 @@ static struct {
 	unsigned drift_calls, rewindows; /* the watch's source ops (watch_parts) */
 	unsigned drift_stepped;        /* what the next pass reports */
 	unsigned drift_away;
+	bool drift_g1_moved;           /* the last pass was told g1 was moved */
 	bool prev_had_guest;           /* in the last decide call */
 	unsigned nres;                 /* reservations the last call saw */
 	nodemask_t res_nodes;
@@ -756,12 +757,13 @@ static const struct source_ops fake_src = {
 static const struct policy_ops fake_pol = { .decide = fake_decide, .advise = fake_advise, .place = policy_place };
 static const struct engine_parts fake_parts = { .sources = &fake_src, .policy = &fake_pol };
 
-static void fake_drift(struct acquirer *a, const struct snapshot *last, struct drift_report *out)
+static void fake_drift(struct acquirer *a, const struct snapshot *last, const bool *moved, struct drift_report *out)
 {
 	(void)a;
 	assert_non_null(last);
 	memset(out, 0, sizeof(*out));
 	fake.drift_calls++;
+	fake.drift_g1_moved = moved && moved[0];
 	out->read = 1;
 	out->stepped = fake.drift_stepped;
 	out->away = fake.drift_away;
@@ -922,11 +924,31 @@ static void test_engine_watch_rules(void **state)
 	fake.drift_away = 0;
 	f.e->watch_cycle_ns = 0;
 
+	/* The pass after a cycle that moved g1 is told so (its threads now
+	 * run where the move put them, not where the snapshot saw them);
+	 * after a cycle that did not, it is not. */
+	assert_false(fake.drift_g1_moved);
+	fake.items[0] = item("g1", PLAN_MOVE, REASON_LOCALITY, SKIP_NONE, "1");
+	fake.nr_items = 1;
+	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
+	engine_arm_timer(f.e, 100);
+	f.e->watch_next_ns = 1;
+	engine_watch(f.e);
+	assert_int_equal(fake.drift_calls, 6);
+	assert_true(fake.drift_g1_moved);
+	fake.nr_items = 0;
+	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
+	engine_arm_timer(f.e, 100);
+	f.e->watch_next_ns = 1;
+	engine_watch(f.e);
+	assert_int_equal(fake.drift_calls, 7);
+	assert_false(fake.drift_g1_moved);
+
 	f.e->cfg.watch_s = 0; /* off */
 	fake.drift_stepped = 1;
 	f.e->watch_next_ns = 1;
 	engine_watch(f.e);
-	assert_int_equal(fake.drift_calls, 5);
+	assert_int_equal(fake.drift_calls, 7);
 	assert_int_equal(engine_watch_timeout_ms(f.e, 1000), 1000);
 	efx_fini(&f);
 }
