@@ -1528,6 +1528,61 @@ static void test_engine_first_sight_comes_back_soon(void **state)
 	efx_fini(&f);
 }
 
+/* A cycle that moved a busy guest onto CPUs of two nodes brings the next
+ * in ENGINE_SPREAD_CYCLE_S (where its threads run there is measured by a
+ * cycle only); onto one node, or an idle guest, or a dry run, or a move
+ * not made, does not. */
+static void test_engine_spread_move_comes_back_soon(void **state)
+{
+	static cpumask_t all_cpus;
+	struct efx f;
+	struct {
+		const char *to;
+		double use;
+		bool dry, gone, soon;
+	} c[] = {
+		{ "0-1", 1.0, false, false, true },
+		{ "1", 1.0, false, false, false },
+		{ "0-1", 0.1, false, false, false },
+		{ "0-1", 1.0, true, false, false },
+		{ "0-1", 1.0, false, true, false },
+	};
+
+	(void)state;
+	mask_zero(&all_cpus);
+	for (unsigned k = 0; k < 8; k++)
+		mask_set(&all_cpus, k);
+	for (unsigned i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		efx_init(&f, MODE_ENFORCE);
+		if (!c[i].gone) {
+			tu_write(f.dir, "sys/fs/cgroup/grp/g1/cpuset.cpus", "0-3\n");
+			tu_write(f.dir, "sys/fs/cgroup/grp/g1/cpuset.mems", "0\n");
+			tu_write(f.dir, "sys/fs/cgroup/grp/g1/cgroup.procs", "");
+		}
+		fake.custom = true;
+		fake.g1_on = "0";
+		fake.g1_mems = "0";
+		fake.g1_mem0 = 64 * MIB;
+		fake.g1_use = c[i].use;
+		fake.free = 6 * GIB;
+		fake.items[0] = item("g1", PLAN_MOVE, REASON_PINNED, SKIP_NONE, c[i].to);
+		fake.items[0].migrate_bytes = 0;
+		if (strcmp(c[i].to, "0-1") == 0)
+			fake.items[0].to_cpus = &all_cpus;
+		fake.nr_items = 1;
+		assert_int_equal(engine_cycle(f.e, c[i].dry, NULL), 0);
+		assert_int_equal(records(&f, "moved"), !c[i].dry && !c[i].gone);
+		if (c[i].soon)
+			assert_true(engine_next_cycle_s(f.e) <= ENGINE_SPREAD_CYCLE_S);
+		else
+			assert_true(engine_next_cycle_s(f.e) == f.cfg.interval_s);
+		fake.nr_items = 0; /* the next cycle moves nothing: back to the interval */
+		assert_int_equal(engine_cycle(f.e, false, NULL), 0);
+		assert_true(engine_next_cycle_s(f.e) == f.cfg.interval_s);
+		efx_fini(&f);
+	}
+}
+
 /* An engine needs every part. */
 static void test_engine_needs_its_parts(void **state)
 {
@@ -1570,6 +1625,7 @@ int main(void)
 		cmocka_unit_test(test_engine_start_binding_outlives_no_agent),
 		cmocka_unit_test(test_engine_bad_or_stale_bindings_file),
 		cmocka_unit_test(test_engine_first_sight_comes_back_soon),
+		cmocka_unit_test(test_engine_spread_move_comes_back_soon),
 		cmocka_unit_test(test_engine_needs_its_parts),
 	};
 
