@@ -78,6 +78,12 @@ local_pct() {
 	[ "$tot" -gt 0 ] && echo $((on * 100 / tot)) || echo 0
 }
 rd() { cat $CG$SB/$1/$2; }
+# The nodes of cpu list LIST ("2-5" -> "1 2"), in order.
+cpus_nodes() {
+	for c in $(echo $1 | tr , '\n' | awk -F- '{ if (NF == 1) print $1; else for (i = $1; i <= $2; i++) print i }'); do
+		for n in /sys/devices/system/node/node*/cpu$c; do [ -e $n ] && basename $(dirname $n) | tr -d node; done
+	done | sort -un | tr '\n' ' ' | sed 's/ $//'
+}
 
 # Every run of the agent keeps its state (cool-downs survive a restart) in
 # $T/state, which sb_setup empties: one test's move must not put the next
@@ -544,6 +550,63 @@ test_watch_sees_threads_move_inside_the_cpuset() {
 	return 0
 }
 
+# A busy guest the agent spreads (here: pinned by the operator onto
+# nodes 1-2, from node 1 where its thread and memory are), whose thread
+# then lands on node 2. Where its threads run on the new nodes is
+# measured by a cycle only, and the watch leaves a guest the last cycle
+# moved alone (its threads run where the move put them, which that
+# cycle's snapshot does not know), so the cycle after a spread comes in
+# 2 s (ENGINE_SPREAD_CYCLE_S), not at the interval (60 s here): in it,
+# memory follows the thread inside the pin. No rebalance call, the
+# kernel's balancing off, no cool-down (the default 300 s would hold
+# the pull back after the pin's own move). Measured by memory.numa_stat.
+test_spread_guest_measured_soon() {
+	c1=$(node_cpus 1) c2=$(node_cpus 2)
+	S=$T/api.sock
+	ctl="/bin/numaorchctl --socket $S"
+	start $G1 "$c1,$c2" 1 64 || return 1
+	gpid=$(head -1 $CG$SB/$G1/cgroup.procs)
+	for t in /proc/$gpid/task/*; do taskset -p -c $c1 ${t##*/} > /dev/null 2>&1; done
+	printf '[agent]\ninterval = 60\nwatch = 1\nsample = 0.5\nlog_level = debug\n[policy]\ncooldown = 0\n[api]\nsocket = %s\n[libvirt]\nenabled = no\n' $S > $T/conf
+	$NUMAORCHD --config $T/conf --scope $SB --state-dir $T/state --decision-log $T/dec 2> $T/err &
+	pid=$!
+	i=0
+	until $ctl health > /dev/null 2>&1; do
+		sleep 0.2; i=$((i + 1))
+		[ $i -gt 150 ] && { kill -9 $pid; echo "agent not ready within 30 s: $(tail -3 $T/err)"; return 1; }
+	done
+	# pinned onto node 1 first (its thread's and its memory's node), then
+	# onto nodes 1-2: each pin applied by one rebalance call
+	for nodes in "1" "1 2"; do
+		$ctl guest-policy $ID1 pinned $(echo $nodes | tr ' ' -) > $T/pin 2>&1 || { kill -9 $pid; echo "pin: $(cat $T/pin)"; return 1; }
+		$ctl rebalance > $T/rb 2>&1 || { kill -9 $pid; echo "rebalance: $(tail -3 $T/rb)"; return 1; }
+		i=0
+		until [ "$(cpus_nodes $(rd $G1 cpuset.cpus.effective))" = "$nodes" ]; do
+			sleep 0.1; i=$((i + 1))
+			[ $i -gt 100 ] && { kill -9 $pid; echo "pinned onto nodes $nodes, not there within 10 s: cpus $(rd $G1 cpuset.cpus.effective); $(tail -2 $T/err)"; return 1; }
+		done
+	done
+	before=$(local_pct $G1 1)
+	[ "$before" -ge 90 ] || { kill -9 $pid; echo "at the spread: $before% on node 1"; return 1; }
+	t0=$(cut -d' ' -f1 /proc/uptime)
+	for t in /proc/$gpid/task/*; do taskset -p -c $c2 ${t##*/} > /dev/null 2>&1; done
+	took= pct=0
+	while :; do
+		el=$(awk -v a="$t0" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN{printf "%.1f", b-a}')
+		pct=$(local_pct $G1 2)
+		[ "$pct" -ge 90 ] && { took=$el; break; }
+		awk -v e="$el" 'BEGIN{exit !(e >= 15)}' && break
+		sleep 0.5
+	done
+	moved=$(grep '"decision":"moved"' $T/dec | grep "\"guest\":\"$ID1\"" | tail -1 | sed -n 's/.*"detail":"\([^"]*\)".*/\1/p' | cut -c1-160)
+	cycles=$(grep -c "cycle [0-9]*:" $T/err)
+	stop_daemon || return 1
+	[ -n "$took" ] ||
+		{ echo "no move within 15 s ($pct% on node 2, $cycles cycles logged); last move: ${moved:-none}"; return 1; }
+	echo "# memory followed the thread to node 2 in $took s after the spread (the interval is 60 s): $pct% there; move: $moved"
+	return 0
+}
+
 # jget FILE KEY: the first job's "KEY": value in FILE (numaorchctl --json
 # migrations: indented by 2, sorted keys; a job's own keys are indented by
 # 6, its sources' by 10), without quotes; empty if absent.
@@ -902,6 +965,7 @@ check new_plan_supersedes_a_migration
 check same_plan_leaves_its_job_running
 check a_running_job_is_no_cooldown_record
 check watch_sees_threads_move_inside_the_cpuset
+check spread_guest_measured_soon
 check top_shows_a_live_migration
 check beside_kernel_balancing_the_record_is_true
 check start_binding_released_after_kill
