@@ -311,7 +311,7 @@ double engine_next_cycle_s(const struct engine *e)
 	 * (churn: a pod decided 9 s after it was first seen). */
 	if (e->first_sight && s > ENGINE_TRIGGER_GAP_S)
 		s = ENGINE_TRIGGER_GAP_S;
-	if (e->spread_moved && s > ENGINE_SPREAD_CYCLE_S)
+	if (e->spread_cycles && s > ENGINE_SPREAD_CYCLE_S)
 		s = ENGINE_SPREAD_CYCLE_S;
 	return s;
 }
@@ -327,7 +327,7 @@ static void record_move(struct engine *e, const struct snapshot *snap, struct ps
 		engine_bound_add(e, snap, it);
 	if (it->kind == PLAN_MOVE && res->status == APPLY_DONE && mask_count(&it->to_nodes) >= 2 &&
 	    it->guest_idx < snap->nr_guests && snap->guests[it->guest_idx].cpu_use >= SNAP_BUSY_THREAD_CPU)
-		e->spread_moved = true;
+		e->spread_cycles = ENGINE_SPREAD_CYCLES;
 	if (report) {
 		report->results[i] = *res;
 		report->attempted[i] = true;
@@ -480,7 +480,8 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 	t2 = clock_mono_ns();
 
 	do_apply = e->cfg.mode == MODE_ENFORCE && !dry_run;
-	e->spread_moved = false;
+	if (e->spread_cycles)
+		e->spread_cycles--;
 	if (report && plan) {
 		report->nr_results = plan->nr_items;
 		report->results = xcalloc(plan->nr_items ? plan->nr_items : 1, sizeof(*report->results));

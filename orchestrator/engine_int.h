@@ -97,12 +97,13 @@ struct engine {
 	} *bound;
 	bool bound_dirty;      /* the set changed since it was last written */
 	bool first_sight;      /* the last plan decided a guest "next cycle" */
-	/* The last cycle moved a busy guest onto CPUs of several nodes:
-	 * where its threads run there is measured by the next cycle only
-	 * (cgthr.c), and until then the watch cannot see them leave its
-	 * memory (agents/drift.h), so that cycle comes in
-	 * ENGINE_SPREAD_CYCLE_S. */
-	bool spread_moved;
+	/* Cycles still to come ENGINE_SPREAD_CYCLE_S apart after one that
+	 * moved a busy guest onto CPUs of several nodes: where its threads
+	 * run there is measured from its threads' ticks at two scans of it
+	 * spread (cgthr.c; the first takes them, the second measures), and
+	 * until then neither a cycle nor the watch (agents/drift.h) sees
+	 * them land away from its memory. */
+	unsigned spread_cycles;
 	/* The watch between cycles (engine_watch.c): its next pass, the
 	 * last cycle it prompted, and whether that cycle is still to run. */
 	int64_t watch_next_ns, watch_cycle_ns;
@@ -200,9 +201,11 @@ void engine_apply_schedule(struct engine *e);
 
 /* engine_cycle.c */
 #define ENGINE_BIND_CYCLE_S 2.0
-/* (engine.spread_moved) A window long enough to see where the scheduler
- * put the threads, and the issue's "about 2 s" to act. */
-#define ENGINE_SPREAD_CYCLE_S 2.0
+/* (engine.spread_cycles) Two cycles a second apart: the second measures
+ * where the scheduler put the threads over a 1 s window (the watch's
+ * own), about 2 s after the move. */
+#define ENGINE_SPREAD_CYCLE_S 1.0
+#define ENGINE_SPREAD_CYCLES 2
 #define ENGINE_BIND_MAX_S 60.0
 /* A bound guest whose memory has not grown at all by then is released:
  * it is not about to touch much (an idle container), and bindings keep
@@ -213,7 +216,7 @@ void engine_apply_schedule(struct engine *e);
  * or ENGINE_TRIGGER_GAP_S after a plan that left a guest seen for the
  * first time to the next cycle (SKIP_NO_USAGE), or ENGINE_SPREAD_CYCLE_S
  * after a cycle that moved a busy guest onto several nodes
- * (spread_moved). */
+ * (spread_cycles). */
 double engine_next_cycle_s(const struct engine *e);
 /* Jobs the mover ended: settle their guests' mems, record them. */
 void engine_settle_jobs(struct engine *e);

@@ -555,9 +555,9 @@ test_watch_sees_threads_move_inside_the_cpuset() {
 # then lands on node 2. Where its threads run on the new nodes is
 # measured by a cycle only, and the watch leaves a guest the last cycle
 # moved alone (its threads run where the move put them, which that
-# cycle's snapshot does not know), so the cycle after a spread comes in
-# 2 s (ENGINE_SPREAD_CYCLE_S), not at the interval (60 s here): in it,
-# memory follows the thread inside the pin. No rebalance call, the
+# cycle's snapshot does not know), so the two cycles after a spread come
+# a second apart (ENGINE_SPREAD_CYCLE_S), not at the interval (60 s
+# here): in the second, memory follows the thread inside the pin. No rebalance call, the
 # kernel's balancing off, no cool-down (the default 300 s would hold
 # the pull back after the pin's own move). Measured by memory.numa_stat.
 test_spread_guest_measured_soon() {
