@@ -484,16 +484,12 @@ test_a_running_job_is_no_cooldown_record() {
 	return 0
 }
 
-# The watch sees threads move inside a cpuset (agents/drift.h): a guest
-# spread over nodes 1-2 (pinned there by the operator), settled with its
-# busy thread and its memory on node 1, whose thread the scheduler — here
-# taskset — moves to node 2. It is as busy as before, so its CPU counter
-# shows nothing; the watch reads where its threads run and prompts a
-# cycle, in which memory follows the thread inside the pin (the kernel's
-# balancing off). The interval is 60 s: the move within 15 s is the
-# watch's. Measured by memory.numa_stat, the thread's node from
-# /proc/TID/stat.
-test_watch_sees_threads_move_inside_the_cpuset() {
+# The setup of the checks of where a spread guest's threads run: guest
+# G1 (64 MiB on node 1, one busy thread) in a cpuset of nodes 1-2 with its
+# thread on node 1's CPUs (c1, c2: the two nodes' CPUs; gpid: its
+# process), and an agent (pid; ctl: its numaorchctl) at interval 60 s,
+# watch 1 s, no cool-down, debug log, ready to answer.
+spread_guest_and_agent() {
 	c1=$(node_cpus 1) c2=$(node_cpus 2)
 	S=$T/api.sock
 	ctl="/bin/numaorchctl --socket $S"
@@ -508,6 +504,33 @@ test_watch_sees_threads_move_inside_the_cpuset() {
 		sleep 0.2; i=$((i + 1))
 		[ $i -gt 150 ] && { kill -9 $pid; echo "agent not ready within 30 s: $(tail -3 $T/err)"; return 1; }
 	done
+	return 0
+}
+
+# until_on_node2 T0: waits until G1 has >= 90 % on node 2 (took: seconds
+# since uptime T0) or 15 s have passed (took empty); pct: the last share.
+until_on_node2() {
+	took= pct=0
+	while :; do
+		el=$(awk -v a="$1" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN{printf "%.1f", b-a}')
+		pct=$(local_pct $G1 2)
+		[ "$pct" -ge 90 ] && { took=$el; break; }
+		awk -v e="$el" 'BEGIN{exit !(e >= 15)}' && break
+		sleep 0.5
+	done
+}
+
+# The watch sees threads move inside a cpuset (agents/drift.h): a guest
+# spread over nodes 1-2 (pinned there by the operator), settled with its
+# busy thread and its memory on node 1, whose thread the scheduler — here
+# taskset — moves to node 2. It is as busy as before, so its CPU counter
+# shows nothing; the watch reads where its threads run and prompts a
+# cycle, in which memory follows the thread inside the pin (the kernel's
+# balancing off). The interval is 60 s: the move within 15 s is the
+# watch's. Measured by memory.numa_stat, the thread's node from
+# /proc/TID/stat.
+test_watch_sees_threads_move_inside_the_cpuset() {
+	spread_guest_and_agent || return 1
 	$ctl guest-policy $ID1 pinned 1-2 > $T/pin 2>&1 || { kill -9 $pid; echo "pin: $(cat $T/pin)"; return 1; }
 	# The watch works from the last cycle's snapshot: it must have seen
 	# the guest spread over nodes 1-2 and measured where its thread ran
@@ -528,14 +551,7 @@ test_watch_sees_threads_move_inside_the_cpuset() {
 	[ "$before" -ge 90 ] || { kill -9 $pid; echo "before the thread moved: $before% on node 1 ($(cat $CG$SB/$G1/cpuset.mems.effective))"; return 1; }
 	t0=$(cut -d' ' -f1 /proc/uptime)
 	for t in /proc/$gpid/task/*; do taskset -p -c $c2 ${t##*/} > /dev/null 2>&1; done
-	took= pct=0
-	while :; do
-		el=$(awk -v a="$t0" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN{printf "%.1f", b-a}')
-		pct=$(local_pct $G1 2)
-		[ "$pct" -ge 90 ] && { took=$el; break; }
-		awk -v e="$el" 'BEGIN{exit !(e >= 15)}' && break
-		sleep 0.5
-	done
+	until_on_node2 $t0
 	cpu=
 	for t in /proc/$gpid/task/*; do
 		c=$(sed 's/.*) //' $t/stat | awk '{print $37}')
@@ -557,24 +573,12 @@ test_watch_sees_threads_move_inside_the_cpuset() {
 # moved alone (its threads run where the move put them, which that
 # cycle's snapshot does not know), so the two cycles after a spread come
 # a second apart (ENGINE_SPREAD_CYCLE_S), not at the interval (60 s
-# here): in the second, memory follows the thread inside the pin. No rebalance call, the
-# kernel's balancing off, no cool-down (the default 300 s would hold
-# the pull back after the pin's own move). Measured by memory.numa_stat.
+# here): in the second, memory follows the thread inside the pin. No
+# rebalance call after the spread, the kernel's balancing off, no
+# cool-down (the default 300 s would hold the pull back after the pin's
+# own move). Measured by memory.numa_stat.
 test_spread_guest_measured_soon() {
-	c1=$(node_cpus 1) c2=$(node_cpus 2)
-	S=$T/api.sock
-	ctl="/bin/numaorchctl --socket $S"
-	start $G1 "$c1,$c2" 1 64 || return 1
-	gpid=$(head -1 $CG$SB/$G1/cgroup.procs)
-	for t in /proc/$gpid/task/*; do taskset -p -c $c1 ${t##*/} > /dev/null 2>&1; done
-	printf '[agent]\ninterval = 60\nwatch = 1\nsample = 0.5\nlog_level = debug\n[policy]\ncooldown = 0\n[api]\nsocket = %s\n[libvirt]\nenabled = no\n' $S > $T/conf
-	$NUMAORCHD --config $T/conf --scope $SB --state-dir $T/state --decision-log $T/dec 2> $T/err &
-	pid=$!
-	i=0
-	until $ctl health > /dev/null 2>&1; do
-		sleep 0.2; i=$((i + 1))
-		[ $i -gt 150 ] && { kill -9 $pid; echo "agent not ready within 30 s: $(tail -3 $T/err)"; return 1; }
-	done
+	spread_guest_and_agent || return 1
 	# pinned onto node 1 first (its thread's and its memory's node), then
 	# onto nodes 1-2: each pin applied by one rebalance call
 	for nodes in "1" "1 2"; do
@@ -590,14 +594,7 @@ test_spread_guest_measured_soon() {
 	[ "$before" -ge 90 ] || { kill -9 $pid; echo "at the spread: $before% on node 1"; return 1; }
 	t0=$(cut -d' ' -f1 /proc/uptime)
 	for t in /proc/$gpid/task/*; do taskset -p -c $c2 ${t##*/} > /dev/null 2>&1; done
-	took= pct=0
-	while :; do
-		el=$(awk -v a="$t0" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN{printf "%.1f", b-a}')
-		pct=$(local_pct $G1 2)
-		[ "$pct" -ge 90 ] && { took=$el; break; }
-		awk -v e="$el" 'BEGIN{exit !(e >= 15)}' && break
-		sleep 0.5
-	done
+	until_on_node2 $t0
 	moved=$(grep '"decision":"moved"' $T/dec | grep "\"guest\":\"$ID1\"" | tail -1 | sed -n 's/.*"detail":"\([^"]*\)".*/\1/p' | cut -c1-160)
 	cycles=$(grep -c "cycle [0-9]*:" $T/err)
 	stop_daemon || return 1
