@@ -201,16 +201,16 @@ void engine_apply_schedule(struct engine *e);
 
 /* engine_cycle.c */
 #define ENGINE_BIND_CYCLE_S 2.0
-/* (engine.spread_cycles) Two cycles a second apart: the second measures
- * where the scheduler put the threads over a 1 s window (the watch's
- * own), about 2 s after the move. */
-#define ENGINE_SPREAD_CYCLE_S 1.0
-#define ENGINE_SPREAD_CYCLES 2
 #define ENGINE_BIND_MAX_S 60.0
 /* A bound guest whose memory has not grown at all by then is released:
  * it is not about to touch much (an idle container), and bindings keep
  * cycles at ENGINE_BIND_CYCLE_S. */
 #define ENGINE_BIND_START_S 10.0
+/* (engine.spread_cycles) Two cycles a second apart: the second measures
+ * where the scheduler put the threads over a 1 s window (the watch's
+ * own), about 2 s after the move. */
+#define ENGINE_SPREAD_CYCLE_S 1.0
+#define ENGINE_SPREAD_CYCLES 2
 /* Seconds until the next scheduled cycle: the interval, or
  * ENGINE_BIND_CYCLE_S while a start placement's binding waits release,
  * or ENGINE_TRIGGER_GAP_S after a plan that left a guest seen for the
