@@ -492,9 +492,9 @@ settled() {
 	# moved: what left the other nodes and arrived on the target; pages
 	# freed off node 0 (CI at 7a6ca11: 131 -> 129 MiB, the target 31 ->
 	# 31, 0 collapses) are no job's doing
-	gone=$((off_end - off2)) came=$((g2 - tgt_end))
-	moved=$((gone < came ? gone : came))
-	[ $moved -le $((1 + 2 * col)) ] && [ $s2 -ge 16 ] && [ $((g2 - $(pre_on "$to_mems"))) -ge $gain ]
+	st_gone=$((off_end - off2)) st_came=$((g2 - tgt_end))
+	st_moved=$((st_gone < st_came ? st_gone : st_came))
+	[ $st_moved -le $((1 + 2 * col)) ] && [ $s2 -ge 16 ] && [ $((g2 - $(pre_on "$to_mems"))) -ge $gain ]
 	result "$1: the pages stopped where the job left them (off the target $off_end -> $off2 MiB, node 0 $src_end -> $s2, target $to_mems $tgt_end -> $g2 MiB over the next 6 s, $col THP collapses by khugepaged, $(pre_on "$to_mems") before the agent)" $? \
 		"they went on moving or the move finished: $(per_node)"
 }
