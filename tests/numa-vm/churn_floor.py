@@ -1,30 +1,42 @@
 #!/usr/bin/env python3
-"""churn_floor.py DIR — one line per churn run kept by churn_floor.sh:
-its t90, the floor (the first sample once the last late guest had touched
-its memory), each late guest's t90 and how long its touch took (its
-"ready" event less its "start"), memory moved and true locality."""
+"""churn_floor.py DIR — one line per churn run kept by churn_floor.sh
+(DIR/raw.P.I/results.txt), analysed as numavm.py's report does: its t90,
+the floor (the first sample once its slowest late guest had touched its
+memory), each late guest's t90 and how long its touch took (its "ready"
+event less its "start"), how many late guests were local at their first
+sample (t90 = their own floor), memory moved and true locality."""
 import glob
-import json
 import os
-import re
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import numavm  # noqa: E402
+
+
+def fmt(v):
+    return "never" if v is None else "%.1f" % v
 
 
 def main(d):
-    for f in sorted(glob.glob(os.path.join(d, "*.json"))):
-        p, i = os.path.basename(f)[:-5].rsplit(".", 1)
-        r = json.load(open(f))
-        st, rd = {}, {}
-        for line in open(os.path.join(d, "raw.%s.%s" % (p, i), "results.txt")):
-            m = re.match(r"E t=([\d.]+) what=(start|ready) g=([cde])\b", line)
-            if m:
-                (st if m.group(2) == "start" else rd)[m.group(3)] = float(m.group(1))
-        touch = {g: "%.1f" % (rd[g] - st[g]) for g in "cde" if g in rd and g in st}
-        print("%-10s %s t90 %4s floor %4s (%s)  late t90 c/d/e %s  touch c/d/e %s  moved %6.1f MiB  "
-              "true loc last min %.3f" % (
-                  p, i, r["t90_all"] if r["t90_all"] is not None else "never", r.get("t90_floor"),
-                  r.get("t90_floor_guest"), "/".join("never" if r["t90"].get(g) is None else str(r["t90"][g]) for g in "cde"),
-                  "/".join(touch.get(g, "-") for g in "cde"), r["moved_mib"], r["wloc_mean_last_min"]))
+    for res in sorted(glob.glob(os.path.join(d, "raw.*.*", "results.txt"))):
+        p, i = os.path.basename(os.path.dirname(res))[len("raw."):].rsplit(".", 1)
+        text = open(res).read()
+        raw = numavm.parse_results(text)
+        h = raw["header"]
+        r = numavm.analyse(text, {"name": h["scenario"], "duration": float(h["duration"])})
+        late = sorted(g for g, gh in raw["guests"].items() if float(gh.get("start") or 0) > 0)
+        at = {}
+        for e in raw["events"]:
+            if e.get("what") in ("start", "ready") and e.get("g") in late:
+                at[(e["g"], e["what"])] = float(e["t"])
+        touch = {g: at[(g, "ready")] - at[(g, "start")] for g in late if (g, "ready") in at and (g, "start") in at}
+        local_first = sum(1 for g in late if r["t90"].get(g) is not None and
+                          abs(r["t90"][g] - r["t90_floors"].get(g, -1)) < 0.05)
+        print("%-10s %s t90 %5s floor %4s (%s)  late %s: t90 %s  touch %s  local at first sample %d of %d  "
+              "moved %6.1f MiB  true loc last min %.3f" % (
+                  p, i, fmt(r["t90_all"]), fmt(r["t90_floor"]), r["t90_floor_guest"], "/".join(late),
+                  "/".join(fmt(r["t90"].get(g)) for g in late), "/".join(fmt(touch.get(g)) for g in late),
+                  local_first, len(late), r["moved_mib"], r["wloc_mean_last_min"] or 0.0))
 
 
 if __name__ == "__main__":

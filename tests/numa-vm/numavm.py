@@ -677,7 +677,7 @@ def analyse(text, scn):
     return {
         "scenario": scn["name"], "placer": r["header"].get("placer"), "pages": r["header"].get("pages"),
         "duration": dur, "t90_all": all_t90, "t90": t90, "t90_nodes_all": all_t90_nodes, "t90_nodes": t90_nodes,
-        "t90_floor": floor[floor_g] if floor_g else 0.0, "t90_floor_guest": floor_g,
+        "t90_floor": floor[floor_g] if floor_g else 0.0, "t90_floor_guest": floor_g, "t90_floors": floor,
         "wloc_end": wloc_none(wloc_end), "wloc_min_end": wloc_none(series[-1][4] if series else None),
         "loc_start": series[0][1] if series else None,
         "loc_mean_last_min": mean_last, "loc_end": loc_end, "wloc_mean_last_min": wloc_none(wmean_last),
