@@ -15,9 +15,9 @@ json_t *engstate_to_json(const struct pstate *ps, const struct resv_list *rl, in
 	json_t *cool = json_array(), *res = json_array();
 
 	for (unsigned i = 0; ps && i < ps->n; i++)
-		json_array_append_new(cool, json_pack("{s:s, s:I, s:i}", "guest", ps->e[i].id, "last_move_real_ns",
+		json_array_append_new(cool, json_pack("{s:s, s:I, s:i, s:b}", "guest", ps->e[i].id, "last_move_real_ns",
 						      (json_int_t)(ps->e[i].last_move_ns + offset_ns), "moves",
-						      (int)ps->e[i].nr_moves));
+						      (int)ps->e[i].nr_moves, "follow", ps->e[i].last_follow));
 	for (unsigned i = 0; rl && i < rl->n; i++) {
 		const struct resv *r = &rl->r[i];
 		char nodes[NODELIST_BUFSZ], cpun[NODELIST_BUFSZ], mems[NODELIST_BUFSZ];
@@ -58,15 +58,20 @@ int engstate_from_json(const json_t *j, int64_t offset_ns, int64_t now_mono_ns, 
 	json_array_foreach(cool, i, x) {
 		const char *id;
 		json_int_t when;
-		int moves;
+		int moves, follow = 0;
 
-		if (json_unpack(x, "{s:s, s:I, s:i}", "guest", &id, "last_move_real_ns", &when, "moves", &moves) < 0 ||
+		/* "follow" is optional: files written before it mean a move */
+		if (json_unpack(x, "{s:s, s:I, s:i, s?b}", "guest", &id, "last_move_real_ns", &when, "moves", &moves,
+				"follow", &follow) < 0 ||
 		    !id[0] || strlen(id) >= GUEST_ID_MAX || moves < 1) {
 			snprintf(err, errsz, "cooldowns[%zu]: needs guest, last_move_real_ns and moves >= 1", i);
 			pstate_free(ps);
 			return -EINVAL;
 		}
-		pstate_note_move(ps, id, (int64_t)when - offset_ns);
+		if (follow)
+			pstate_note_follow(ps, id, (int64_t)when - offset_ns);
+		else
+			pstate_note_move(ps, id, (int64_t)when - offset_ns);
 		/* the count as saved (note_move counted one) */
 		for (unsigned k = 0; k < ps->n; k++)
 			if (strcmp(ps->e[k].id, id) == 0)

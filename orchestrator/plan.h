@@ -88,6 +88,10 @@ struct plan_item {
 	 * (first_node is then meaningless). */
 	int first_node;
 	uint64_t first_bytes;
+	/* The pinned guest's memory following its threads inside its pin,
+	 * the cpuset unchanged (first_node, first_bytes say where and how
+	 * much): its cool-down is noted as such (pstate_note_follow). */
+	bool follow;
 	char detail[192];            /* one human sentence */
 };
 

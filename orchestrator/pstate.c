@@ -66,7 +66,7 @@ struct pstate *pstate_clone(const struct pstate *s)
 	return c;
 }
 
-void pstate_note_move(struct pstate *s, const char *id, int64_t now_ns)
+static struct pstate_entry *pstate_note(struct pstate *s, const char *id, int64_t now_ns)
 {
 	bool found;
 	unsigned i = pstate_pos(s, id, &found);
@@ -80,6 +80,17 @@ void pstate_note_move(struct pstate *s, const char *id, int64_t now_ns)
 	}
 	s->e[i].last_move_ns = now_ns;
 	s->e[i].nr_moves++;
+	return &s->e[i];
+}
+
+void pstate_note_move(struct pstate *s, const char *id, int64_t now_ns)
+{
+	pstate_note(s, id, now_ns)->last_follow = false;
+}
+
+void pstate_note_follow(struct pstate *s, const char *id, int64_t now_ns)
+{
+	pstate_note(s, id, now_ns)->last_follow = true;
 }
 
 void pstate_revert(struct pstate *next, const struct pstate *prev, const char *id)

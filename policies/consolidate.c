@@ -69,7 +69,9 @@
  * Only memory room is enforced (SKIP_NO_ROOM_PINNED): CPU load on pinned
  * nodes is the operator's choice. Cool-down applies while it runs on at
  * least one pinned node; a guest entirely outside P moves at once, as the
- * pin is an explicit order. Usage is not needed (unknown counts as 0).
+ * pin is an explicit order; nor does it hold the first pull of its memory
+ * onto the pinned node its threads run on after a move (pin_follow): the
+ * move is what put the threads there. Usage is not needed (unknown counts as 0).
  *
  * Budgets: all wanted moves are ranked by gain (below), best first, and
  * taken greedily against a working copy of node load and free memory
@@ -743,11 +745,21 @@ static void decide_pinned(struct pctx *x, const struct pstate_entry *pe, const s
 			it->first_bytes = fb;
 			it->migrate_bytes = fb;
 			it->gain = PIN_GAIN + (double)fb / (1024.0 * MIB) * fmax(v->cpu_use, cfg->min_cpu);
-			if (in_cooldown(cfg, x->s, pe, &ago)) {
+			/* The cool-down does not hold the first pull after a
+			 * move: the move that spread it (the operator's pin,
+			 * the agent's spread) is what put its threads away from
+			 * its memory, and its threads' node is known only
+			 * cycles later (ENGINE_SPREAD_CYCLES); held for the
+			 * whole cool-down (300 s by default) the guest ran
+			 * remote that long. A second pull inside the cool-down
+			 * is held: threads the scheduler keeps moving between
+			 * pinned nodes do not drag their memory after them. */
+			if (in_cooldown(cfg, x->s, pe, &ago) && pe->last_follow) {
 				skip_cooldown(it, cfg, ago);
 				return;
 			}
 			it->kind = PLAN_MOVE;
+			it->follow = true;
 			d->target = c;
 			d->target.migrate = fb;
 			d->want = true;
@@ -1312,9 +1324,16 @@ static struct pstate *next_state(const struct snapshot *s, const struct pstate *
 	 * moves go through pstate_note_move, which keeps it sorted. */
 	/* A start placement starts no cool-down: it was made on an assumed
 	 * use, the next cycle decides on the measured one. */
-	for (unsigned i = 0; i < p->nr_items; i++)
-		if (p->items[i].kind == PLAN_MOVE && !p->items[i].bind_start)
-			pstate_note_move(ns, p->items[i].guest_id, s->mono_ns);
+	for (unsigned i = 0; i < p->nr_items; i++) {
+		const struct plan_item *it = &p->items[i];
+
+		if (it->kind != PLAN_MOVE || it->bind_start)
+			continue;
+		if (it->follow)
+			pstate_note_follow(ns, it->guest_id, s->mono_ns);
+		else
+			pstate_note_move(ns, it->guest_id, s->mono_ns);
+	}
 	return ns;
 }
 

@@ -475,6 +475,8 @@ static void test_engine_state_round_trip(void **state)
 	assert_true(now1 + off1 + SEC == now2 + off2);
 	pstate_note_move(ps, "moved-10s-ago", now1 - 10 * SEC);
 	pstate_note_move(ps, "moved-10s-ago", now1 - 10 * SEC);
+	/* a pull of a pinned guest's memory stays one across a restart */
+	pstate_note_follow(ps, "pulled-5s-ago", now1 - 5 * SEC);
 	nodes_of("0-1", &room.nodes);
 	nodes_of("1", &cpu);
 	nodes_of("1", &mems);
@@ -487,6 +489,9 @@ static void test_engine_state_round_trip(void **state)
 	assert_non_null(e);
 	assert_int_equal(e->nr_moves, 2);
 	assert_true(now2 - e->last_move_ns == 11 * SEC);
+	assert_false(e->last_follow);
+	e = pstate_find(back, "pulled-5s-ago");
+	assert_true(e && e->last_follow && e->nr_moves == 1 && now2 - e->last_move_ns == 6 * SEC);
 	assert_int_equal(rb.n, 1);
 	assert_true(rb.r[0].id == 1);
 	assert_string_equal(rb.r[0].label, "vm-a");

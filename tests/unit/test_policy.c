@@ -2320,6 +2320,75 @@ static void test_pinned_memory_follows_threads(void **state)
 	plan_free(p);
 }
 
+/* The same guest 10 s after a move (the operator's pin onto nodes 0-1,
+ * or the agent's spread), under the default 300 s cool-down. The move
+ * is what put its thread on node 0 away from its memory, so the first
+ * pull is not held: before, it ran 0 % local for the rest of the
+ * cool-down (the testbed's spread_guest_measured_soon ran with none).
+ * That pull is noted as one (last_follow), and a second pull inside the
+ * cool-down — the scheduler moved the thread again — is held. */
+static struct plan *pinned_two_after(const struct pstate *prev, struct pstate **next)
+{
+	static const uint64_t free_mib[2] = { 1500, 1500 };
+	static const double busy[2] = { 0.5, 0.0 };
+	struct snapshot *s = host_2cpu(2, 2048, free_mib, busy);
+	struct snap_guest *g = guest_on(s, "pin", 1.0, 1, "0-3", "0-1", 0);
+	struct policy_config cfg;
+	struct plan *p;
+
+	g->policy.mode = GPOL_PINNED;
+	mask_parse("0-1", &g->policy.nodes);
+	g->busy_threads = 1;
+	g->busy_measured = true;
+	g->mem_node[1] = 600 * MIB;
+	s->numa_balancing = 0;
+	snap_finalize(s);
+	policy_config_default(&cfg);
+	assert_true(cfg.cooldown_ns == 300 * SEC);
+	assert_int_equal(policy_decide(&cfg, s, prev, true, &p, next), 0);
+	check_invariants(&cfg, s, p, *next, "pinned two after a move");
+	snap_unref(s);
+	return p;
+}
+
+static void test_pinned_follow_after_a_move(void **state)
+{
+	struct pstate *prev = pstate_new(), *next = NULL, *next2 = NULL;
+	const struct pstate_entry *e;
+	const struct plan_item *it;
+	struct plan *p;
+
+	(void)state;
+	pstate_note_move(prev, "pin", T0 - 10 * SEC);
+	p = pinned_two_after(prev, &next);
+	it = find_item(p, "pin");
+	assert_non_null(it);
+	if (it->kind != PLAN_MOVE || !it->follow || it->first_node != 0 || it->first_bytes != 600 * MIB)
+		fail_msg("%s %s: %s", plan_kind_name(it->kind), move_reason_name(it->reason), it->detail);
+	e = pstate_find(next, "pin");
+	assert_non_null(e);
+	assert_true(e->last_follow && e->last_move_ns == T0 && e->nr_moves == 2);
+	plan_free(p);
+	/* its memory was pulled 10 s ago and the thread is away again: held */
+	pstate_free(prev);
+	prev = pstate_new();
+	pstate_note_follow(prev, "pin", T0 - 10 * SEC);
+	p = pinned_two_after(prev, &next2);
+	it = find_item(p, "pin");
+	assert_non_null(it);
+	if (it->kind != PLAN_SKIP || it->skip != SKIP_COOLDOWN)
+		fail_msg("%s: %s", plan_kind_name(it->kind), it->detail);
+	e = pstate_find(next2, "pin");
+	assert_true(e && e->last_follow && e->last_move_ns == T0 - 10 * SEC);
+	plan_free(p);
+	/* a move that is not a pull clears the mark */
+	pstate_note_move(prev, "pin", T0);
+	assert_false(pstate_find(prev, "pin")->last_follow);
+	pstate_free(next2);
+	pstate_free(next);
+	pstate_free(prev);
+}
+
 /* The testbed's oversubscribed scenario after its first cycles (run of
  * 2026-12-01 with the fixes above): four 2-thread guests alone on a node
  * each with their 300 MiB, the last two (w2, w6) still on every node with
@@ -3027,6 +3096,7 @@ int main(void)
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_crowded_two_stay_local);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_spread_memory_follows_threads);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_pinned_memory_follows_threads);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_pinned_follow_after_a_move);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_no_mutual_room_credit);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_room_to_come_from_live_jobs);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_idle_node_passes_cooldown);

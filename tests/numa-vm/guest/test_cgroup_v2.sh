@@ -604,6 +604,59 @@ test_spread_guest_measured_soon() {
 	return 0
 }
 
+# The same pull under the default cool-down (300 s). An operator pins a
+# busy guest onto nodes 1-2 (set through an agent in mode off, so that
+# the agent under test moves the guest once, by its first cycle's pin:
+# cpuset.mems 1 -> 1-2); its thread then lands on node 2. That move is
+# what put the thread away from its memory, so the cool-down it starts
+# does not hold the first pull of its memory after it (policies/
+# consolidate.c decide_pinned): held, the guest ran 0 % local for 300 s.
+# No rebalance call, the kernel's balancing off. Measured by
+# memory.numa_stat. Without the exemption it failed: "cool-down: moved
+# 2s ago (< 300s); would go to nodes 1-2, 64 MiB to migrate".
+test_pull_after_a_pin_not_held_by_cooldown() {
+	c1=$(node_cpus 1) c2=$(node_cpus 2)
+	S=$T/api.sock
+	ctl="/bin/numaorchctl --socket $S"
+	start $G1 "$c1,$c2" 1 64 || return 1
+	gpid=$(head -1 $CG$SB/$G1/cgroup.procs)
+	for t in /proc/$gpid/task/*; do taskset -p -c $c1 ${t##*/} > /dev/null 2>&1; done
+	printf '[agent]\ninterval = 60\nwatch = 1\nsample = 0.5\nlog_level = debug\n[api]\nsocket = %s\n[libvirt]\nenabled = no\n' $S > $T/conf
+	for mode in off enforce; do
+		$NUMAORCHD --config $T/conf --mode $mode --scope $SB --state-dir $T/state --decision-log $T/dec 2> $T/err.$mode &
+		pid=$!
+		i=0
+		until $ctl health > /dev/null 2>&1; do
+			sleep 0.2; i=$((i + 1))
+			[ $i -gt 150 ] && { kill -9 $pid; echo "agent ($mode) not ready within 30 s: $(tail -3 $T/err.$mode)"; return 1; }
+		done
+		[ $mode = enforce ] && break
+		$ctl guest-policy $ID1 pinned 1-2 > $T/pin 2>&1 || { kill -9 $pid; echo "pin: $(cat $T/pin)"; return 1; }
+		cp $T/err.off $T/err
+		stop_daemon || return 1
+		[ "$(rd $G1 cpuset.mems)" = 1 ] || { echo "the agent in mode off changed the guest: mems $(rd $G1 cpuset.mems)"; return 1; }
+	done
+	cp /dev/null $T/err
+	i=0
+	until [ "$(rd $G1 cpuset.mems.effective)" = 1-2 ]; do
+		sleep 0.1; i=$((i + 1))
+		[ $i -gt 150 ] && { kill -9 $pid; echo "pin not applied within 15 s: mems $(rd $G1 cpuset.mems.effective); $(tail -2 $T/err.enforce)"; return 1; }
+	done
+	before=$(local_pct $G1 1)
+	[ "$before" -ge 90 ] || { kill -9 $pid; echo "at the pin: $before% on node 1"; return 1; }
+	t0=$(cut -d' ' -f1 /proc/uptime)
+	for t in /proc/$gpid/task/*; do taskset -p -c $c2 ${t##*/} > /dev/null 2>&1; done
+	until_on_node2 $t0
+	held=$(grep "\"guest\":\"$ID1\"" $T/dec | grep -c '"skip_reason":"cooldown"')
+	moved=$(grep '"decision":"moved"' $T/dec | grep "\"guest\":\"$ID1\"" | tail -1 | sed -n 's/.*"detail":"\([^"]*\)".*/\1/p' | cut -c1-160)
+	cp $T/err.enforce $T/err
+	stop_daemon || return 1
+	[ -n "$took" ] ||
+		{ echo "no pull within 15 s ($pct% on node 2, $held cool-down records); last move: ${moved:-none}"; return 1; }
+	echo "# under the default cool-down, memory followed the thread to node 2 in $took s after the pin's move: $pct% there, $held cool-down records; move: $moved"
+	return 0
+}
+
 # jget FILE KEY: the first job's "KEY": value in FILE (numaorchctl --json
 # migrations: indented by 2, sorted keys; a job's own keys are indented by
 # 6, its sources' by 10), without quotes; empty if absent.
@@ -963,6 +1016,7 @@ check same_plan_leaves_its_job_running
 check a_running_job_is_no_cooldown_record
 check watch_sees_threads_move_inside_the_cpuset
 check spread_guest_measured_soon
+check pull_after_a_pin_not_held_by_cooldown
 check top_shows_a_live_migration
 check beside_kernel_balancing_the_record_is_true
 check start_binding_released_after_kill
