@@ -74,6 +74,11 @@ struct guest_policy {
 	enum gpol_mode mode;
 	enum gpol_source source;
 	nodemask_t nodes; /* GPOL_PINNED only */
+	/* When the operator set it, on the snapshot's clock (mono_ns), at
+	 * most 1 s late (the store keeps whole seconds); 0: not known (the
+	 * default, a domain's metadata). A pin set since the guest's last
+	 * move is an order its cool-down does not hold. */
+	int64_t set_mono_ns;
 };
 
 /* Libvirt domain details; NULL for containers. Thread ids are host tids. */

@@ -69,7 +69,8 @@
  * Only memory room is enforced (SKIP_NO_ROOM_PINNED): CPU load on pinned
  * nodes is the operator's choice. Cool-down applies while it runs on at
  * least one pinned node; a guest entirely outside P moves at once, as the
- * pin is an explicit order; nor does it hold the first pull of its memory
+ * pin is an explicit order, and so does one whose pin was set since its
+ * last move (guest_policy.set_mono_ns); nor does it hold the first pull of its memory
  * onto the pinned node its threads run on after a move (pin_follow): the
  * move is what put the threads there. Usage is not needed (unknown counts as 0).
  *
@@ -790,7 +791,11 @@ static void decide_pinned(struct pctx *x, const struct pstate_entry *pe, const s
 	}
 	it->gain = PIN_GAIN + gain_of(v, cfg, (uint64_t)(g->locality * (double)g->mem_total), mask_count(&g->cpu_nodes), &c,
 				      it->load_before);
-	if (mask_intersects(&g->cpu_nodes, &cpun) && in_cooldown(cfg, x->s, pe, &ago)) {
+	/* A pin set since its last move is an order, not a target that
+	 * flaps: the cool-down does not hold it (an operator widening a pin
+	 * from the node the agent had just put it on waited 300 s). */
+	if (mask_intersects(&g->cpu_nodes, &cpun) && in_cooldown(cfg, x->s, pe, &ago) &&
+	    !(g->policy.set_mono_ns && g->policy.set_mono_ns > pe->last_move_ns)) {
 		skip_cooldown(it, cfg, ago);
 		return;
 	}

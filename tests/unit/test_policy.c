@@ -44,6 +44,7 @@ struct tguest {
 	enum gpol_mode pol;
 	const char *pin;
 	int moved_s_ago;          /* 0: never moved */
+	int pin_set_s_ago;        /* its policy set through the API; 0: not known */
 	unsigned threads;         /* nr_threads; 0: unknown */
 	unsigned busy;            /* measured busy threads; 0: not measured */
 	double ran[TMAXN];        /* CPUs of use measured per node (cpu_node); all 0: none */
@@ -350,6 +351,20 @@ static const struct tcase cases[] = {
 			 .moved_s_ago = 100 } },
 		.e = { { .id = "p", .kind = PLAN_SKIP, .reason = REASON_PINNED, .skip = SKIP_COOLDOWN, .to = "1" },
 		       { .id = "q", .kind = PLAN_MOVE, .reason = REASON_PINNED, .to = "1" } },
+	},
+	{
+		/* The operator widens a pin from the node the agent moved it
+		 * to 100 s ago: r's pin was set since (50 s ago), an order the
+		 * cool-down does not hold; s's before its move (150 s ago):
+		 * held as p above. */
+		.name = "pinned since the last move: not held",
+		.nn = 2, .nodes = { N8(0, 8192, 0.3), N8(1, 8192, 0.3) },
+		.g = { { .id = "r", .use = 1.0, .on = "0", .mib = { 1024, 0 }, .pol = GPOL_PINNED, .pin = "0-1",
+			 .moved_s_ago = 100, .pin_set_s_ago = 50 },
+		       { .id = "s", .use = 1.0, .on = "0", .mib = { 1024, 0 }, .pol = GPOL_PINNED, .pin = "0-1",
+			 .moved_s_ago = 100, .pin_set_s_ago = 150 } },
+		.e = { { .id = "r", .kind = PLAN_MOVE, .reason = REASON_PINNED, .to = "0-1" },
+		       { .id = "s", .kind = PLAN_SKIP, .reason = REASON_PINNED, .skip = SKIP_COOLDOWN, .to = "0-1" } },
 	},
 	{
 		.name = "ignore: skip item, never moved",
@@ -782,6 +797,8 @@ static struct snapshot *build(const struct tcase *tc, struct pstate **prev)
 		parse_nodes(t->allowed_mems, &g->allowed_mems);
 		g->policy.mode = t->pol;
 		parse_nodes(t->pin, &g->policy.nodes);
+		if (t->pin_set_s_ago)
+			g->policy.set_mono_ns = T0 - t->pin_set_s_ago * SEC;
 		if (t->moved_s_ago)
 			pstate_note_move(*prev, t->id, T0 - t->moved_s_ago * SEC);
 		g->nr_threads = t->threads;
