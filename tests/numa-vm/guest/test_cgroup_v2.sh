@@ -618,7 +618,8 @@ test_spread_guest_measured_soon() {
 # consolidate.c decide_pinned): held, the guest ran 0 % local for 300 s.
 # No rebalance call, the kernel's balancing off. Measured by
 # memory.numa_stat. Without the exemption it failed: "cool-down: moved
-# 2s ago (< 300s); would go to nodes 1-2, 64 MiB to migrate".
+# 2s ago (< 300s); would go to nodes 1-2, 64 MiB to migrate". Then the
+# thread goes back: that second pull waits (two moves in all).
 test_pull_after_a_pin_not_held_by_cooldown() {
 	c1=$(node_cpus 1) c2=$(node_cpus 2)
 	S=$T/api.sock
@@ -654,11 +655,28 @@ test_pull_after_a_pin_not_held_by_cooldown() {
 	until_on_node2 $t0
 	held=$(grep "\"guest\":\"$ID1\"" $T/dec | grep -c '"skip_reason":"cooldown"')
 	moved=$(grep '"decision":"moved"' $T/dec | grep "\"guest\":\"$ID1\"" | tail -1 | sed -n 's/.*"detail":"\([^"]*\)".*/\1/p' | cut -c1-160)
+	[ -n "$took" ] || { cp $T/err.enforce $T/err; stop_daemon
+		echo "no pull within 15 s ($pct% on node 2, $held cool-down records); last move: ${moved:-none}"; return 1; }
+	# The bound on ping-pong: the thread goes back to node 1 at once. A
+	# second pull inside the cool-down is held — the agent must say so
+	# (its watch prompts a cycle, which holds it), and the memory stays.
+	n=$(wc -l < $T/err.enforce)
+	for t in /proc/$gpid/task/*; do taskset -p -c $c1 ${t##*/} > /dev/null 2>&1; done
+	i=0
+	until tail -n +$((n + 1)) $T/err.enforce | grep -q "not moving $ID1: cooldown"; do
+		sleep 0.5; i=$((i + 1))
+		[ $i -gt 30 ] && break
+	done
+	back=$(tail -n +$((n + 1)) $T/err.enforce | grep "not moving $ID1: cooldown" | head -1 | sed 's/.*cooldown (//' | cut -c1-120)
+	sleep 2
+	stay=$(local_pct $G1 2)
+	nmoves=$(grep '"decision":"moved"' $T/dec | grep -c "\"guest\":\"$ID1\"")
 	cp $T/err.enforce $T/err
 	stop_daemon || return 1
-	[ -n "$took" ] ||
-		{ echo "no pull within 15 s ($pct% on node 2, $held cool-down records); last move: ${moved:-none}"; return 1; }
-	echo "# under the default cool-down, memory followed the thread to node 2 in $took s after the pin's move: $pct% there, $held cool-down records; move: $moved"
+	[ -n "$back" ] && [ "$stay" -ge 90 ] && [ "$nmoves" -eq 2 ] ||
+		{ echo "thread back on node 1: ${back:-no cool-down hold said within 15 s}; $stay% still on node 2; $nmoves moves (want 2: the pin, the pull)"; return 1; }
+	echo "# under the default cool-down, memory followed the thread to node 2 in $took s after the pin's move: $pct% there; move: $moved"
+	echo "# the thread back on node 1: the second pull held ($back), $stay% still on node 2, $nmoves moves in all"
 	return 0
 }
 
