@@ -372,8 +372,7 @@ static bool override_policy(void *ctx, const char *id, struct guest_policy *out)
 	if (!gpolstore_get(ctx, id, &rec))
 		return false;
 	*out = rec.pol;
-	/* the store's whole second rounded up: never before it was set */
-	out->set_mono_ns = rec.set_real_ns + 1000000000LL - (clock_real_ns() - clock_mono_ns());
+	out->set_real_ns = rec.set_real_ns;
 	return true;
 }
 

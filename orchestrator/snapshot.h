@@ -74,11 +74,12 @@ struct guest_policy {
 	enum gpol_mode mode;
 	enum gpol_source source;
 	nodemask_t nodes; /* GPOL_PINNED only */
-	/* When the operator set it, on the snapshot's clock (mono_ns), at
-	 * most 1 s late (the store keeps whole seconds); 0: not known (the
-	 * default, a domain's metadata). A pin set since the guest's last
-	 * move is an order its cool-down does not hold. */
-	int64_t set_mono_ns;
+	/* When the operator set it (CLOCK_REALTIME, whole seconds as the
+	 * store keeps them); 0: not known (the default, a domain's
+	 * metadata). A pin set since the guest's last move is an order its
+	 * cool-down does not hold (the policy reads it against the
+	 * snapshot's real_ns and mono_ns). */
+	int64_t set_real_ns;
 };
 
 /* Libvirt domain details; NULL for containers. Thread ids are host tids. */

@@ -68,11 +68,12 @@
  * its mems are those and ≥ locality_target of its memory is on them.
  * Only memory room is enforced (SKIP_NO_ROOM_PINNED): CPU load on pinned
  * nodes is the operator's choice. Cool-down applies while it runs on at
- * least one pinned node; a guest entirely outside P moves at once, as the
- * pin is an explicit order, and so does one whose pin was set since its
- * last move (guest_policy.set_mono_ns); nor does it hold the first pull of its memory
- * onto the pinned node its threads run on after a move (pin_follow): the
- * move is what put the threads there. Usage is not needed (unknown counts as 0).
+ * least one pinned node; a guest entirely outside P moves at once, as
+ * the pin is an explicit order, and so does one whose pin was set since
+ * its last move (pin_set_since). Nor does it hold the first pull of its
+ * memory onto the pinned node its threads run on after a move
+ * (pin_follow): the move is what put the threads there. Usage is not
+ * needed (unknown counts as 0).
  *
  * Budgets: all wanted moves are ranked by gain (below), best first, and
  * taken greedily against a working copy of node load and free memory
@@ -701,6 +702,20 @@ static bool pin_follow(const struct pctx *x, const struct snap_guest *g, const s
 	       (double)(v->mem_node[best] + *fb) / (double)v->mem_total > g->locality + SPLIT_SLACK;
 }
 
+/* Whether G's pin was set through the API since its last move PE. The
+ * store keeps whole seconds, so the set time is taken as the second
+ * after: never before it was set (a pin set within a second before a
+ * move may earn one more move, not a pin held for the cool-down). */
+static bool pin_set_since(const struct snapshot *s, const struct snap_guest *g, const struct pstate_entry *pe)
+{
+	int64_t set_mono;
+
+	if (!pe || !g->policy.set_real_ns || !s->real_ns)
+		return false;
+	set_mono = g->policy.set_real_ns + 1000000000LL - (s->real_ns - s->mono_ns);
+	return set_mono > pe->last_move_ns;
+}
+
 static void decide_pinned(struct pctx *x, const struct pstate_entry *pe, const struct snap_guest *g,
 			  const struct gview *v, const bool *usable, struct gdec *d)
 {
@@ -795,7 +810,7 @@ static void decide_pinned(struct pctx *x, const struct pstate_entry *pe, const s
 	 * flaps: the cool-down does not hold it (an operator widening a pin
 	 * from the node the agent had just put it on waited 300 s). */
 	if (mask_intersects(&g->cpu_nodes, &cpun) && in_cooldown(cfg, x->s, pe, &ago) &&
-	    !(g->policy.set_mono_ns && g->policy.set_mono_ns > pe->last_move_ns)) {
+	    !pin_set_since(x->s, g, pe)) {
 		skip_cooldown(it, cfg, ago);
 		return;
 	}

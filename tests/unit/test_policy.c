@@ -22,6 +22,7 @@
 #define MIB (1024ULL * 1024ULL)
 #define SEC 1000000000LL
 #define T0 (100000 * SEC) /* snapshot mono_ns in the tables */
+#define REAL0 (1800000000LL * SEC) /* and its real_ns (2027-01-15) */
 #define TMAXN 16
 #define TMAXG 12
 
@@ -773,6 +774,7 @@ static struct snapshot *build(const struct tcase *tc, struct pstate **prev)
 	snap_set_nodes(s, sn, tc->nn, tc->dist);
 	s->seq = 7;
 	s->mono_ns = T0;
+	s->real_ns = REAL0;
 	s->window_s = 10;
 	s->numa_balancing = tc->numa_balancing ? tc->numa_balancing : -1;
 	*prev = pstate_new();
@@ -798,7 +800,7 @@ static struct snapshot *build(const struct tcase *tc, struct pstate **prev)
 		g->policy.mode = t->pol;
 		parse_nodes(t->pin, &g->policy.nodes);
 		if (t->pin_set_s_ago)
-			g->policy.set_mono_ns = T0 - t->pin_set_s_ago * SEC;
+			g->policy.set_real_ns = s->real_ns - t->pin_set_s_ago * SEC;
 		if (t->moved_s_ago)
 			pstate_note_move(*prev, t->id, T0 - t->moved_s_ago * SEC);
 		g->nr_threads = t->threads;
