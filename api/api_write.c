@@ -314,6 +314,11 @@ static int gpol_engine(struct engine *e, void *ctx)
 			 nodes[0] ? " " : "", nodes);
 		gpolstore_get(gp->a->gs, gp->id, &gp->rec);
 	}
+	/* An operator's order is acted on in a second or so, not at the
+	 * next interval (15 s by default): a cycle now, no sooner than
+	 * ENGINE_TRIGGER_GAP_S after the last, so a client's stream of
+	 * changes costs at most one cycle a second. */
+	engine_trigger(e);
 	return 0;
 }
 

@@ -169,6 +169,23 @@ class Daemon:
                                % (r, self.logtext(offset)))
         return self
 
+    def quiesce(self, quiet=1.5, timeout=15):
+        """Wait until no cycle has run for QUIET seconds: a cycle an
+        earlier request prompted (a guest-policy change, an event) has
+        run by then, since a prompted cycle starts no later than a second
+        after the last one ended. For a test that counts cycles, writes or
+        log lines a pending cycle would add to."""
+        deadline = time.time() + timeout
+        last, since = None, time.time()
+        while time.time() < deadline:
+            n = self.get("/v1/status").json()["cycles"]
+            if n != last:
+                last, since = n, time.time()
+            elif time.time() - since >= quiet:
+                return
+            time.sleep(0.1)
+        raise AssertionError("numaorchd still cycling after %s s (cycles %s)" % (timeout, last))
+
     def logtext(self, offset=0):
         with open(self.log, "rb") as f:
             f.seek(offset)
