@@ -487,10 +487,10 @@ test_a_running_job_is_no_cooldown_record() {
 # The setup of the checks of where a spread guest's threads run: guest
 # G1 (64 MiB on node 1, one busy thread) in a cpuset of nodes 1-2 with its
 # thread on node 1's CPUs (c1, c2: the two nodes' CPUs; gpid: its
-# process), and an agent (pid; ctl: its numaorchctl) at interval 60 s,
-# watch 1 s, no cool-down (with "default": the default 300 s), debug
-# log, ready to answer.
-spread_guest_and_agent() {
+# process), and the agent's config $T/conf (ctl: its numaorchctl):
+# interval 60 s, watch 1 s, no cool-down (with "default": the default
+# 300 s), debug log.
+spread_guest() {
 	cool='[policy]\ncooldown = 0\n'
 	[ "${1-}" = default ] && cool=""
 	c1=$(node_cpus 1) c2=$(node_cpus 2)
@@ -500,14 +500,24 @@ spread_guest_and_agent() {
 	gpid=$(head -1 $CG$SB/$G1/cgroup.procs)
 	for t in /proc/$gpid/task/*; do taskset -p -c $c1 ${t##*/} > /dev/null 2>&1; done
 	printf "[agent]\ninterval = 60\nwatch = 1\nsample = 0.5\nlog_level = debug\n$cool[api]\nsocket = %s\n[libvirt]\nenabled = no\n" $S > $T/conf
-	$NUMAORCHD --config $T/conf --scope $SB --state-dir $T/state --decision-log $T/dec 2> $T/err &
+}
+# agent_up ERR [ARG...]: the agent on $T/conf (pid), its log in ERR,
+# ready to answer.
+agent_up() {
+	err=$1
+	shift
+	$NUMAORCHD --config $T/conf "$@" --scope $SB --state-dir $T/state --decision-log $T/dec 2> $err &
 	pid=$!
 	i=0
 	until $ctl health > /dev/null 2>&1; do
 		sleep 0.2; i=$((i + 1))
-		[ $i -gt 150 ] && { kill -9 $pid; echo "agent not ready within 30 s: $(tail -3 $T/err)"; return 1; }
+		[ $i -gt 150 ] && { kill -9 $pid; echo "agent $* not ready within 30 s: $(tail -3 $err)"; return 1; }
 	done
 	return 0
+}
+# Both, the agent logging to $T/err.
+spread_guest_and_agent() {
+	spread_guest "$@" && agent_up $T/err
 }
 
 # until_on_node2 T0: waits until G1 has >= 90 % on node 2 (took: seconds
@@ -625,21 +635,9 @@ test_spread_guest_measured_soon() {
 # 2s ago (< 300s); would go to nodes 1-2, 64 MiB to migrate". Then the
 # thread goes back: that second pull waits (two moves in all).
 test_pull_after_a_pin_not_held_by_cooldown() {
-	c1=$(node_cpus 1) c2=$(node_cpus 2)
-	S=$T/api.sock
-	ctl="/bin/numaorchctl --socket $S"
-	start $G1 "$c1,$c2" 1 64 || return 1
-	gpid=$(head -1 $CG$SB/$G1/cgroup.procs)
-	for t in /proc/$gpid/task/*; do taskset -p -c $c1 ${t##*/} > /dev/null 2>&1; done
-	printf '[agent]\ninterval = 60\nwatch = 1\nsample = 0.5\nlog_level = debug\n[api]\nsocket = %s\n[libvirt]\nenabled = no\n' $S > $T/conf
+	spread_guest default || return 1
 	for mode in off enforce; do
-		$NUMAORCHD --config $T/conf --mode $mode --scope $SB --state-dir $T/state --decision-log $T/dec 2> $T/err.$mode &
-		pid=$!
-		i=0
-		until $ctl health > /dev/null 2>&1; do
-			sleep 0.2; i=$((i + 1))
-			[ $i -gt 150 ] && { kill -9 $pid; echo "agent ($mode) not ready within 30 s: $(tail -3 $T/err.$mode)"; return 1; }
-		done
+		agent_up $T/err.$mode --mode $mode || return 1
 		[ $mode = enforce ] && break
 		$ctl guest-policy $ID1 pinned 1-2 > $T/pin 2>&1 || { kill -9 $pid; echo "pin: $(cat $T/pin)"; return 1; }
 		cp $T/err.off $T/err
