@@ -520,6 +520,18 @@ spread_guest_and_agent() {
 	spread_guest "$@" && agent_up $T/err
 }
 
+# thread_to_node2 WHEN: G1's memory (>= 90 % on node 1, else fails
+# saying WHEN) — its thread moved to node 2's CPUs, until_on_node2 from
+# then; moved: the detail of its last move record.
+thread_to_node2() {
+	before=$(local_pct $G1 1)
+	[ "$before" -ge 90 ] || { kill -9 $pid; echo "$1: $before% on node 1"; return 1; }
+	t0=$(cut -d' ' -f1 /proc/uptime)
+	for t in /proc/$gpid/task/*; do taskset -p -c $c2 ${t##*/} > /dev/null 2>&1; done
+	until_on_node2 $t0
+	moved=$(grep '"decision":"moved"' $T/dec | grep "\"guest\":\"$ID1\"" | tail -1 | sed -n 's/.*"detail":"\([^"]*\)".*/\1/p' | cut -c1-160)
+}
+
 # until_on_node2 T0: waits until G1 has >= 90 % on node 2 (took: seconds
 # since uptime T0) or 15 s have passed (took empty); pct: the last share.
 until_on_node2() {
@@ -609,12 +621,7 @@ test_spread_guest_measured_soon() {
 		done
 		pins="$pins $(echo $nodes | tr ' ' -) in $(awk -v a="$tp" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN{printf "%.1f", b-a}') s;"
 	done
-	before=$(local_pct $G1 1)
-	[ "$before" -ge 90 ] || { kill -9 $pid; echo "at the spread: $before% on node 1"; return 1; }
-	t0=$(cut -d' ' -f1 /proc/uptime)
-	for t in /proc/$gpid/task/*; do taskset -p -c $c2 ${t##*/} > /dev/null 2>&1; done
-	until_on_node2 $t0
-	moved=$(grep '"decision":"moved"' $T/dec | grep "\"guest\":\"$ID1\"" | tail -1 | sed -n 's/.*"detail":"\([^"]*\)".*/\1/p' | cut -c1-160)
+	thread_to_node2 "at the spread" || return 1
 	cycles=$(grep -c "cycle [0-9]*:" $T/err)
 	stop_daemon || return 1
 	[ -n "$took" ] ||
@@ -650,13 +657,8 @@ test_pull_after_a_pin_not_held_by_cooldown() {
 		sleep 0.1; i=$((i + 1))
 		[ $i -gt 150 ] && { kill -9 $pid; echo "pin not applied within 15 s: mems $(rd $G1 cpuset.mems.effective); $(tail -2 $T/err.enforce)"; return 1; }
 	done
-	before=$(local_pct $G1 1)
-	[ "$before" -ge 90 ] || { kill -9 $pid; echo "at the pin: $before% on node 1"; return 1; }
-	t0=$(cut -d' ' -f1 /proc/uptime)
-	for t in /proc/$gpid/task/*; do taskset -p -c $c2 ${t##*/} > /dev/null 2>&1; done
-	until_on_node2 $t0
+	thread_to_node2 "at the pin" || return 1
 	held=$(grep "\"guest\":\"$ID1\"" $T/dec | grep -c '"skip_reason":"cooldown"')
-	moved=$(grep '"decision":"moved"' $T/dec | grep "\"guest\":\"$ID1\"" | tail -1 | sed -n 's/.*"detail":"\([^"]*\)".*/\1/p' | cut -c1-160)
 	[ -n "$took" ] || { cp $T/err.enforce $T/err; stop_daemon
 		echo "no pull within 15 s ($pct% on node 2, $held cool-down records); last move: ${moved:-none}"; return 1; }
 	# The bound on ping-pong: the thread goes back to node 1 at once. A
