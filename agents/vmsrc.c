@@ -247,7 +247,12 @@ static int refresh(struct vmsrc *vs, struct vm_dom *d, virDomainPtr dom, struct 
 		snap_warn(snap, "libvirt: domain %s: %s", d->uuid, err);
 		return r;
 	}
+	/* A policy changed in its metadata since the last read was set now
+	 * (a pin set since the guest's last move is not held by its
+	 * cool-down); a domain read for the first time: not known. */
+	vmxml_policy_carry(&x, d->x_read ? &d->x : NULL, clock_real_ns());
 	d->x = x;
+	d->x_read = true;
 	d->warned = false;
 	if (get_numa_params(dom, d->numa_mode, d->numa_nodeset) < 0) {
 		if (dom_gone_error())

@@ -46,6 +46,7 @@ struct vm_dom {
 	char id[GUEST_ID_MAX];
 	int domid;
 	struct vmxml_info x;
+	bool x_read;                 /* x holds a read (else: none yet) */
 	char numa_mode[16];          /* live, from virDomainGetNumaParameters */
 	char numa_nodeset[64];
 	pid_t pid;

@@ -128,6 +128,18 @@ int vmxml_policy_from_attrs(const char *mode, const char *nodes, struct guest_po
 	return 0;
 }
 
+void vmxml_policy_carry(struct vmxml_info *now, const struct vmxml_info *before, int64_t now_real_ns)
+{
+	now->policy.set_real_ns = 0;
+	if (!now->has_policy || !before)
+		return;
+	if (before->has_policy && before->policy.mode == now->policy.mode &&
+	    mask_equal(&before->policy.nodes, &now->policy.nodes))
+		now->policy.set_real_ns = before->policy.set_real_ns;
+	else
+		now->policy.set_real_ns = now_real_ns;
+}
+
 /* Our element in <metadata>: matched by namespace URI, never by prefix
  * (the prefix is the writer's choice). */
 static void parse_policy(const xmlNode *meta, struct vmxml_info *x)

@@ -65,6 +65,15 @@ int vmxml_parse(const char *xml, size_t len, struct vmxml_info *out, char *err, 
 int vmxml_policy_from_attrs(const char *mode, const char *nodes, struct guest_policy *out,
 			    char *err, size_t errsz);
 
+/* When NOW's metadata policy was set (NOW->policy.set_real_ns), from the
+ * domain's previous read BEFORE (NULL: this is its first read) at wall
+ * clock NOW_REAL_NS: a policy that differs from BEFORE's (mode or nodes,
+ * or newly there) was set now, as far as the agent can tell; the same
+ * policy keeps BEFORE's time; at a first read it is not known (0). The
+ * policy lets a pin set since the guest's last move through its
+ * cool-down, as for one set through the API. */
+void vmxml_policy_carry(struct vmxml_info *now, const struct vmxml_info *before, int64_t now_real_ns);
+
 /* true if the domain's memory can follow a live nodeset change: no
  * <numatune><memory> or mode restrictive (libvirt refuses the others:
  * "change of nodeset for running domain requires restrictive numa

@@ -655,6 +655,34 @@ class Libvirt(unittest.TestCase):
         g = [g for g in d.guests() if g["id"] == gid][0]
         self.assertEqual(g["policy"], {"mode": "pinned", "source": "metadata", "nodes": target})
 
+    def test_12_metadata_pin_widened_in_cooldown(self):
+        """An operator widens a metadata pin right after the agent moved
+        the domain onto the old pin: a pin set since its last move is an
+        order, not held by the cool-down (default 300 s) — the domain
+        runs on both nodes within a few seconds."""
+        u = self.domain("nt-wide")
+        self.lv.start("nt-wide")
+        d = self.daemon()
+        gid = "vm-" + u
+        cpus = vcpupin(self.lv, "nt-wide")[0]
+        first = "0" if cpus == "1" else "1"
+        self.lv.virsh("metadata", "nt-wide", "urn:numaorch:libvirt:1", "--key", "numaorch", "--live",
+                      "--set", '<policy mode="pinned" nodes="%s"/>' % first)
+        rec = d.wait_decision(lambda r: r["guest"] == gid and r["reason"] == "pinned", timeout=30)
+        self.assertIsNotNone(rec, d.log()[-3000:])
+        self.assertEqual(rec["decision"], "moved", rec)
+        self.assertEqual(vcpupin(self.lv, "nt-wide"), {0: first})
+        self.lv.virsh("metadata", "nt-wide", "urn:numaorch:libvirt:1", "--key", "numaorch", "--live",
+                      "--set", '<policy mode="pinned" nodes="0-1"/>')
+        t0 = time.time()
+        wide = d.wait_decision(lambda r: r["guest"] == gid and r["reason"] == "pinned" and r["id"] > rec["id"],
+                               timeout=30)
+        self.assertIsNotNone(wide, d.log()[-3000:])
+        self.assertEqual(wide["decision"], "moved", wide)
+        self.assertLess(time.time() - t0, 3.0, "acted on the event, not held by the cool-down")
+        self.assertEqual(wide["to"]["nodes"], "0-1", wide)
+        self.assertEqual(vcpupin(self.lv, "nt-wide"), {0: wide["to"]["cpus"]})
+
 
 if __name__ == "__main__":
     unittest.main()

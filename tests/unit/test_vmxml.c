@@ -160,6 +160,49 @@ static void test_bad_policy_is_a_warning(void **state)
 	assert_string_equal(x.policy_error, "");
 }
 
+/* When a metadata policy was set: not known at a domain's first read;
+ * the time of the read that first saw it changed (a pin set since the
+ * guest's last move is not held by its cool-down); the same policy keeps
+ * its time; no policy, no time. */
+static void test_policy_set_time(void **state)
+{
+#define POLICY_XML(attrs) "<domain><name>a</name><uuid>" UUID "</uuid><metadata>" \
+			  "<n:policy xmlns:n='urn:numaorch:libvirt:1' " attrs "/></metadata></domain>"
+	const char *xml;
+	struct vmxml_info a, b, c, d, none;
+
+	(void)state;
+	xml = POLICY_XML("mode='pinned' nodes='0'");
+	assert_int_equal(parse(xml, &a), 0);
+	vmxml_policy_carry(&a, NULL, 1000);
+	assert_true(a.has_policy && a.policy.set_real_ns == 0);
+	/* read again unchanged: still not known */
+	assert_int_equal(parse(xml, &b), 0);
+	vmxml_policy_carry(&b, &a, 2000);
+	assert_true(b.policy.set_real_ns == 0);
+	/* widened to 0-1: set at this read, and kept while it stays so */
+	xml = POLICY_XML("mode='pinned' nodes='0-1'");
+	assert_int_equal(parse(xml, &c), 0);
+	vmxml_policy_carry(&c, &b, 3000);
+	assert_true(c.policy.set_real_ns == 3000);
+	assert_int_equal(parse(xml, &d), 0);
+	vmxml_policy_carry(&d, &c, 4000);
+	assert_true(d.policy.set_real_ns == 3000);
+	/* another mode over the same (no) nodes is a change too */
+	xml = POLICY_XML("mode='ignore'");
+	assert_int_equal(parse(xml, &a), 0);
+	vmxml_policy_carry(&a, &d, 5000);
+	assert_true(a.policy.set_real_ns == 5000);
+	/* removed: no policy, no time; put back: set at that read */
+	assert_int_equal(parse("<domain><name>a</name><uuid>" UUID "</uuid></domain>", &none), 0);
+	vmxml_policy_carry(&none, &a, 6000);
+	assert_true(!none.has_policy && none.policy.set_real_ns == 0);
+	assert_int_equal(parse(xml, &b), 0);
+	vmxml_policy_carry(&b, &none, 7000);
+	assert_true(b.policy.set_real_ns == 7000);
+#undef POLICY_XML
+}
+
 static void test_not_a_domain(void **state)
 {
 	struct vmxml_info x;
@@ -182,6 +225,7 @@ int main(void)
 		cmocka_unit_test(test_numatune_modes),
 		cmocka_unit_test(test_policy_attrs),
 		cmocka_unit_test(test_bad_policy_is_a_warning),
+		cmocka_unit_test(test_policy_set_time),
 		cmocka_unit_test(test_not_a_domain),
 	};
 
