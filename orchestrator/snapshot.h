@@ -74,11 +74,13 @@ struct guest_policy {
 	enum gpol_mode mode;
 	enum gpol_source source;
 	nodemask_t nodes; /* GPOL_PINNED only */
-	/* When the operator set it (CLOCK_REALTIME, whole seconds as the
-	 * store keeps them); 0: not known (the default, a domain's
-	 * metadata). A pin set since the guest's last move is an order its
-	 * cool-down does not hold (the policy reads it against the
-	 * snapshot's real_ns and mono_ns). */
+	/* When the operator set it (CLOCK_REALTIME): through the API, in
+	 * whole seconds as the store keeps them; in a domain's metadata, the
+	 * first read that saw it changed (vmxml_policy_carry). 0: not known
+	 * (the default; metadata already there at the agent's start). A pin
+	 * set since the guest's last move is an order its cool-down does not
+	 * hold (the policy reads it against the snapshot's real_ns and
+	 * mono_ns). */
 	int64_t set_real_ns;
 };
 

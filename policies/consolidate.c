@@ -702,10 +702,11 @@ static bool pin_follow(const struct pctx *x, const struct snap_guest *g, const s
 	       (double)(v->mem_node[best] + *fb) / (double)v->mem_total > g->locality + SPLIT_SLACK;
 }
 
-/* Whether G's pin was set through the API since its last move PE. The
- * store keeps whole seconds, so the set time is taken as the second
- * after: never before it was set (a pin set within a second before a
- * move may earn one more move, not a pin held for the cool-down). */
+/* Whether G's pin was set (through the API, or in its domain's
+ * metadata) since its last move PE. The API's store keeps whole seconds,
+ * so the set time is taken as the second after: never before it was set
+ * (a pin set within a second before a move may earn one more move, not a
+ * pin held for the cool-down). */
 static bool pin_set_since(const struct snapshot *s, const struct snap_guest *g, const struct pstate_entry *pe)
 {
 	int64_t set_mono;
