@@ -153,8 +153,10 @@ static int policy_put_engine(struct engine *e, void *ctx)
 	if (n)
 		log_info("policy changed through the API: %s", pp->changed);
 	/* The timer was armed with the old interval (an hour, say): a cycle
-	 * now re-arms it with the new one. */
-	if (before.interval_s != after.interval_s)
+	 * now re-arms it with the new one. A new mode (advise to enforce,
+	 * say) is acted on now too, not at the next interval: an operator
+	 * switching the agent on expects it to act. */
+	if (before.interval_s != after.interval_s || before.mode != after.mode)
 		engine_trigger(e);
 	return 0;
 }

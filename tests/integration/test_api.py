@@ -501,6 +501,33 @@ BAD = [
 
 
 @unittest.skipIf(REASON, REASON or "")
+class ModeSwitch(unittest.TestCase):
+    """The operator switches the agent from advise to enforce through the
+    API: it acts at once (a cycle that moves), not at the next interval
+    (an hour here)."""
+
+    def setUp(self):
+        self.tmp = itlib.mktemp()
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.root = apilib.compose_root(self.tmp)
+        self.d = apilib.Daemon(self.tmp, self.root, extra=("--mode", "advise")).start()
+        self.addCleanup(self.d.stop)
+
+    def test_switch_to_enforce_acts_now(self):
+        st = self.d.get("/v1/status").json()
+        self.assertEqual(st["totals"]["moves"], 0, st)
+        self.d.quiesce()
+        t0 = time.time()
+        r = self.d.request("PUT", "/v1/policy", {"mode": "enforce"})
+        self.assertEqual(r.status, 200, r)
+        moves = 0
+        while time.time() < t0 + 10 and not moves:
+            moves = self.d.get("/v1/status").json()["totals"]["moves"]
+            time.sleep(0.05)
+        self.assertGreater(moves, 0, "no move within 10 s of switching to enforce (interval 3600 s): %s"
+                           % self.d.logtext()[-1500:])
+
+
 class BadRequests(unittest.TestCase):
     """Every row must be refused with its status and a problem body; then the
     daemon must still answer, and nothing may have changed."""
