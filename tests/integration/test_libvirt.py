@@ -633,25 +633,38 @@ class Libvirt(unittest.TestCase):
         st, again = api(self.sock, "POST", "/v1/placements", {"vcpus": 1, "memory_mib": 1})
         self.assertEqual(again["active_reservations"], 0, "the reservation was consumed")
 
+    def set_metadata_pin(self, name, nodes):
+        """`virsh metadata --live`, as the README says: the running domain's
+        numaorch policy, pinned to NODES."""
+        self.lv.virsh("metadata", name, "urn:numaorch:libvirt:1", "--key", "numaorch", "--live",
+                      "--set", '<policy mode="pinned" nodes="%s"/>' % nodes)
+
+    def pinned_elsewhere(self, name):
+        """Domain NAME started under an agent, then pinned through its
+        metadata to the node it does not run on (the first cycle may have
+        consolidated it, after the snapshot the API shows was taken: ask
+        libvirt). Returns (agent, guest id, that node, the agent's pinned
+        record, seconds from the pin to the record); the record says
+        moved and libvirt's vcpupin is that node."""
+        u = self.domain(name)
+        self.lv.start(name)
+        d = self.daemon()
+        gid = "vm-" + u
+        target = "0" if vcpupin(self.lv, name)[0] == "1" else "1"
+        self.set_metadata_pin(name, target)
+        t0 = time.time()
+        rec = d.wait_decision(lambda r: r["guest"] == gid and r["reason"] == "pinned", timeout=30)
+        took = time.time() - t0
+        self.assertIsNotNone(rec, d.log()[-3000:])
+        self.assertEqual(rec["decision"], "moved", rec)
+        self.assertEqual(vcpupin(self.lv, name), {0: target})
+        return d, gid, target, rec, took
+
     def test_11_metadata_policy_set_live(self):
         """`virsh metadata --live` (as the README says) changes the policy of
         a running domain; the metadata event makes the agent act at once."""
-        u = self.domain("nt-meta")
-        self.lv.start("nt-meta")
-        d = self.daemon()
-        gid = "vm-" + u
-        # the first cycle may have consolidated it (after the snapshot the
-        # API shows was taken): ask libvirt, and pin it where it is not
-        cpus = vcpupin(self.lv, "nt-meta")[0]
-        target = "0" if cpus == "1" else "1"
-        self.lv.virsh("metadata", "nt-meta", "urn:numaorch:libvirt:1", "--key", "numaorch", "--live",
-                      "--set", '<policy mode="pinned" nodes="%s"/>' % target)
-        t0 = time.time()
-        rec = d.wait_decision(lambda r: r["guest"] == gid and r["reason"] == "pinned", timeout=30)
-        self.assertIsNotNone(rec, d.log()[-3000:])
-        self.assertEqual(rec["decision"], "moved", rec)
-        self.assertLess(time.time() - t0, 3.0, "acted on the event, not the 30 s interval")
-        self.assertEqual(vcpupin(self.lv, "nt-meta"), {0: target})
+        d, gid, target, _, took = self.pinned_elsewhere("nt-meta")
+        self.assertLess(took, 3.0, "acted on the event, not the 30 s interval")
         g = [g for g in d.guests() if g["id"] == gid][0]
         self.assertEqual(g["policy"], {"mode": "pinned", "source": "metadata", "nodes": target})
 
@@ -660,20 +673,8 @@ class Libvirt(unittest.TestCase):
         the domain onto the old pin: a pin set since its last move is an
         order, not held by the cool-down (default 300 s) — the domain
         runs on both nodes within a few seconds."""
-        u = self.domain("nt-wide")
-        self.lv.start("nt-wide")
-        d = self.daemon()
-        gid = "vm-" + u
-        cpus = vcpupin(self.lv, "nt-wide")[0]
-        first = "0" if cpus == "1" else "1"
-        self.lv.virsh("metadata", "nt-wide", "urn:numaorch:libvirt:1", "--key", "numaorch", "--live",
-                      "--set", '<policy mode="pinned" nodes="%s"/>' % first)
-        rec = d.wait_decision(lambda r: r["guest"] == gid and r["reason"] == "pinned", timeout=30)
-        self.assertIsNotNone(rec, d.log()[-3000:])
-        self.assertEqual(rec["decision"], "moved", rec)
-        self.assertEqual(vcpupin(self.lv, "nt-wide"), {0: first})
-        self.lv.virsh("metadata", "nt-wide", "urn:numaorch:libvirt:1", "--key", "numaorch", "--live",
-                      "--set", '<policy mode="pinned" nodes="0-1"/>')
+        d, gid, _, rec, _ = self.pinned_elsewhere("nt-wide")
+        self.set_metadata_pin("nt-wide", "0-1")
         t0 = time.time()
         wide = d.wait_decision(lambda r: r["guest"] == gid and r["reason"] == "pinned" and r["id"] > rec["id"],
                                timeout=30)
@@ -682,7 +683,6 @@ class Libvirt(unittest.TestCase):
         self.assertLess(time.time() - t0, 3.0, "acted on the event, not held by the cool-down")
         self.assertEqual(wide["to"]["nodes"], "0-1", wide)
         self.assertEqual(vcpupin(self.lv, "nt-wide"), {0: wide["to"]["cpus"]})
-
 
 if __name__ == "__main__":
     unittest.main()

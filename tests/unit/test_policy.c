@@ -2297,7 +2297,7 @@ static void test_spread_memory_follows_threads(void **state)
  * cpuset as pinned, the mover putting it on node 0 (first_node) — and it
  * is settled once there, so nothing moves again; with balancing on it
  * is the kernel's job. */
-static struct plan *pinned_two(int balancing, unsigned on0_mib)
+static struct snapshot *pinned_two_snap(int balancing, unsigned on0_mib)
 {
 	static const uint64_t free_mib[2] = { 1500, 1500 };
 	static const double busy[2] = { 0.5, 0.0 };
@@ -2311,7 +2311,12 @@ static struct plan *pinned_two(int balancing, unsigned on0_mib)
 	g->mem_node[0] = on0_mib * MIB;
 	g->mem_node[1] = (600 - on0_mib) * MIB;
 	s->numa_balancing = balancing;
-	return decide_default(s, "pinned two");
+	return s;
+}
+
+static struct plan *pinned_two(int balancing, unsigned on0_mib)
+{
+	return decide_default(pinned_two_snap(balancing, on0_mib), "pinned two");
 }
 
 static void test_pinned_memory_follows_threads(void **state)
@@ -2343,24 +2348,16 @@ static void test_pinned_memory_follows_threads(void **state)
  * or the agent's spread), under the default 300 s cool-down. The move
  * is what put its thread on node 0 away from its memory, so the first
  * pull is not held: before, it ran 0 % local for the rest of the
- * cool-down (the testbed's spread_guest_measured_soon ran with none).
+ * cool-down (the testbed's spread_guest_measured_soon ran with none;
+ * it now runs with the default).
  * That pull is noted as one (last_follow), and a second pull inside the
  * cool-down — the scheduler moved the thread again — is held. */
 static struct plan *pinned_two_after(const struct pstate *prev, struct pstate **next)
 {
-	static const uint64_t free_mib[2] = { 1500, 1500 };
-	static const double busy[2] = { 0.5, 0.0 };
-	struct snapshot *s = host_2cpu(2, 2048, free_mib, busy);
-	struct snap_guest *g = guest_on(s, "pin", 1.0, 1, "0-3", "0-1", 0);
+	struct snapshot *s = pinned_two_snap(0, 0);
 	struct policy_config cfg;
 	struct plan *p;
 
-	g->policy.mode = GPOL_PINNED;
-	mask_parse("0-1", &g->policy.nodes);
-	g->busy_threads = 1;
-	g->busy_measured = true;
-	g->mem_node[1] = 600 * MIB;
-	s->numa_balancing = 0;
 	snap_finalize(s);
 	policy_config_default(&cfg);
 	assert_true(cfg.cooldown_ns == 300 * SEC);

@@ -160,6 +160,15 @@ static void test_bad_policy_is_a_warning(void **state)
 	assert_string_equal(x.policy_error, "");
 }
 
+/* OUT read from XML after BEFORE (NULL: its first read) at wall clock
+ * NOW: when its policy was set, as vmxml_policy_carry says. */
+static int64_t set_at(const char *xml, const struct vmxml_info *before, int64_t now, struct vmxml_info *out)
+{
+	assert_int_equal(parse(xml, out), 0);
+	vmxml_policy_carry(out, before, now);
+	return out->policy.set_real_ns;
+}
+
 /* When a metadata policy was set: not known at a domain's first read;
  * the time of the read that first saw it changed (a pin set since the
  * guest's last move is not held by its cool-down); the same policy keeps
@@ -168,38 +177,23 @@ static void test_policy_set_time(void **state)
 {
 #define POLICY_XML(attrs) "<domain><name>a</name><uuid>" UUID "</uuid><metadata>" \
 			  "<n:policy xmlns:n='urn:numaorch:libvirt:1' " attrs "/></metadata></domain>"
-	const char *xml;
+	const char *pin0 = POLICY_XML("mode='pinned' nodes='0'"), *pin01 = POLICY_XML("mode='pinned' nodes='0-1'");
+	const char *ignore = POLICY_XML("mode='ignore'");
 	struct vmxml_info a, b, c, d, none;
 
 	(void)state;
-	xml = POLICY_XML("mode='pinned' nodes='0'");
-	assert_int_equal(parse(xml, &a), 0);
-	vmxml_policy_carry(&a, NULL, 1000);
-	assert_true(a.has_policy && a.policy.set_real_ns == 0);
+	assert_true(set_at(pin0, NULL, 1000, &a) == 0 && a.has_policy);
 	/* read again unchanged: still not known */
-	assert_int_equal(parse(xml, &b), 0);
-	vmxml_policy_carry(&b, &a, 2000);
-	assert_true(b.policy.set_real_ns == 0);
+	assert_true(set_at(pin0, &a, 2000, &b) == 0);
 	/* widened to 0-1: set at this read, and kept while it stays so */
-	xml = POLICY_XML("mode='pinned' nodes='0-1'");
-	assert_int_equal(parse(xml, &c), 0);
-	vmxml_policy_carry(&c, &b, 3000);
-	assert_true(c.policy.set_real_ns == 3000);
-	assert_int_equal(parse(xml, &d), 0);
-	vmxml_policy_carry(&d, &c, 4000);
-	assert_true(d.policy.set_real_ns == 3000);
+	assert_true(set_at(pin01, &b, 3000, &c) == 3000);
+	assert_true(set_at(pin01, &c, 4000, &d) == 3000);
 	/* another mode over the same (no) nodes is a change too */
-	xml = POLICY_XML("mode='ignore'");
-	assert_int_equal(parse(xml, &a), 0);
-	vmxml_policy_carry(&a, &d, 5000);
-	assert_true(a.policy.set_real_ns == 5000);
+	assert_true(set_at(ignore, &d, 5000, &a) == 5000);
 	/* removed: no policy, no time; put back: set at that read */
-	assert_int_equal(parse("<domain><name>a</name><uuid>" UUID "</uuid></domain>", &none), 0);
-	vmxml_policy_carry(&none, &a, 6000);
-	assert_true(!none.has_policy && none.policy.set_real_ns == 0);
-	assert_int_equal(parse(xml, &b), 0);
-	vmxml_policy_carry(&b, &none, 7000);
-	assert_true(b.policy.set_real_ns == 7000);
+	assert_true(set_at("<domain><name>a</name><uuid>" UUID "</uuid></domain>", &a, 6000, &none) == 0);
+	assert_false(none.has_policy);
+	assert_true(set_at(ignore, &none, 7000, &b) == 7000);
 #undef POLICY_XML
 }
 
