@@ -4,9 +4,14 @@
 the floor (the first sample once its slowest late guest had touched its
 memory), each late guest's t90 and how long its touch took (its "ready"
 event less its "start"), how many late guests were local at their first
-sample (t90 = their own floor), memory moved and true locality."""
+sample (t90 = their own floor), memory moved and true locality; and, for
+numaorchd's runs, each late guest's start-binding cpuset.mems write: its
+seconds ("N.NN s in the write" of its "place" decision record) and the
+threads its cgroup held when the placement was decided (0: it was
+decided before the workload's process had joined the cgroup)."""
 import glob
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -30,13 +35,21 @@ def main(d):
             if e.get("what") in ("start", "ready") and e.get("g") in late:
                 at[(e["g"], e["what"])] = float(e["t"])
         touch = {g: at[(g, "ready")] - at[(g, "start")] for g in late if (g, "ready") in at and (g, "start") in at}
+        ids = numavm.guest_id_map(raw)
+        writes = {}
+        for dd in raw["decisions"]:
+            m = re.search(r"([0-9.]+) s in the write", dd.get("message", ""))
+            g = next((n for i, n in ids.items() if dd.get("guest", "").endswith(i)), None)
+            if dd.get("reason") == "place" and m and g in late:
+                writes[g] = "%s(%s)" % (m.group(1), dd.get("threads"))
         local_first = sum(1 for g in late if r["t90"].get(g) is not None and
                           abs(r["t90"][g] - r["t90_floors"].get(g, -1)) < 0.05)
         print("%-10s %s t90 %5s floor %4s (%s)  late %s: t90 %s  touch %s  local at first sample %d of %d  "
-              "moved %6.1f MiB  true loc last min %.3f" % (
+              "moved %6.1f MiB  true loc last min %.3f%s" % (
                   p, i, fmt(r["t90_all"]), fmt(r["t90_floor"]), r["t90_floor_guest"], "/".join(late),
                   "/".join(fmt(r["t90"].get(g)) for g in late), "/".join(fmt(touch.get(g)) for g in late),
-                  local_first, len(late), r["moved_mib"], r["wloc_mean_last_min"] or 0.0))
+                  local_first, len(late), r["moved_mib"], r["wloc_mean_last_min"] or 0.0,
+                  "  write s(threads) " + "/".join(writes.get(g, "-") for g in late) if writes else ""))
 
 
 if __name__ == "__main__":
