@@ -19,9 +19,7 @@
  * The binding stays an intent on disk (bindstate.h) until the job is
  * taken, the guest's new plans wait for it, and its "moved" record is
  * written then, with the whole move's duration, as the engine thread
- * wrote it before. A guest whose cgroups hold no process yet gets no job:
- * the cycle writes its mems (engine_cycle.c bind_write), as that write
- * migrates nothing.
+ * wrote it before.
  */
 #include "engine.h"
 

@@ -97,39 +97,13 @@ void engine_job_add(struct engine *e, uint64_t id, struct apply_pending *p, stru
 
 /* A start binding's cpuset.mems write: a mover worker's where there is
  * one and nobody waits for the cycle's report (engine_bindwrite.c), else
- * this thread's — and this thread's, now, while the guest's cgroups hold
- * no process yet. A mems write migrates the memory of the processes in
- * the cgroup, so there it migrates nothing and cannot keep this thread.
- * Once the workload's process is in and has run its binary, the write
- * moves the pages it shares with others (MPOL_MF_MOVE_ALL): in the
- * testbed (TCG) churn's late guests were decided with no process in their
- * cgroup in 9 of 12 placements, but the job's write came 0.1-0.25 s
- * later (the cycle's end, a worker woken on the target's CPUs), after
- * the exec in half of them, and then took 3.6-6.8 s, stalling the
- * guest's first touch as long (tests/numa-vm/results/churn-floor/). A
- * process that joins between the look and the write is migrated by this
- * thread's write: the look is microseconds before it. */
+ * this thread's. */
 static enum phase_end bind_write(struct engine *e, struct apply_pending *p, bool sync_bind,
 				 struct apply_result *res)
 {
 	if (!sync_bind && e->mover && e->mover_on) {
-		pid_t *pids = NULL;
-		unsigned n = apply_pending_pids(e->app, p, &pids);
-
-		free(pids);
-		if (n) {
-			engine_bindwrite_submit(e, p);
-			return PHASE_WRITE_JOB;
-		}
-		log_debug("guest %s: start binding's cpuset.mems written by the engine: no process in its cgroups yet",
-			  apply_pending_guest(p));
-		apply_memory(e->app, p, res);
-		if (res->status == APPLY_DONE) {
-			size_t len = strlen(res->msg);
-
-			snprintf(res->msg + len, sizeof(res->msg) - len, " (written in the cycle: no process in it yet)");
-		}
-		return PHASE_DONE;
+		engine_bindwrite_submit(e, p);
+		return PHASE_WRITE_JOB;
 	}
 	apply_memory(e->app, p, res);
 	return PHASE_DONE;

@@ -911,13 +911,6 @@ grow_guest() {
 
 # bind_young: the daemon (log $T/err, pid $pid) binds the growing G1;
 # returns once the binding is saved and G1's mems are one node ($bound).
-# G1 is made and its process put in while the daemon is stopped
-# (SIGSTOP), so that the daemon first sees it with its process in, as a
-# runtime that attached the workload before the agent looked: a cgroup
-# first seen with no process in it has its binding written in the cycle
-# (test start_binding_of_an_empty_cgroup_written_in_the_cycle), and these
-# tests are of a guest already running. (A guest there before the daemon
-# starts is not start-placed: the daemon's first cycle measures its use.)
 bind_young() {
 	printf '[agent]\ninterval = 0.5\nsample = 0.3\n[api]\nsocket =\n[libvirt]\nenabled = no\n' > $T/conf
 	# (stdout away: check's $(...) waits for every writer of its pipe)
@@ -925,14 +918,7 @@ bind_young() {
 		> /dev/null 2> $T/err &
 	pid=$!
 	wait_said "cycle 1:" 0 || { kill -9 $pid; return 1; }
-	kill -STOP $pid
 	grow_guest
-	i=0
-	while [ -z "$(cat $CG$SB/$G1/cgroup.procs 2>/dev/null)" ]; do
-		sleep 0.05; i=$((i + 1))
-		[ $i -gt 100 ] && { kill -9 $pid; echo "G1's process never joined"; return 1; }
-	done
-	kill -CONT $pid
 	i=0
 	while :; do
 		bound=$(rd $G1 cpuset.mems)
@@ -1000,48 +986,6 @@ test_start_binding_written_by_a_mover_job() {
 	return 0
 }
 
-# A container's cgroup the daemon first sees with no process in it (made,
-# its workload not yet in: churn's late guests in 9 of 12 placements) is
-# bound in the cycle by the engine itself: a mems write to a cgroup with
-# no process migrates nothing, where a mover job's write came 0.1-0.25 s
-# later, after the workload's exec, and then migrated the pages it shares
-# with busy guests for seconds (results/churn-floor). A process that then
-# joins runs bound: its Mems_allowed is the bound node.
-test_start_binding_of_an_empty_cgroup_written_in_the_cycle() {
-	printf '[agent]\ninterval = 0.5\nsample = 0.3\n[api]\nsocket =\n[libvirt]\nenabled = no\n' > $T/conf
-	$NUMAORCHD --config $T/conf --scope $SB --state-dir $T/state --log-level debug --decision-log $T/dec \
-		> /dev/null 2> $T/err &
-	pid=$!
-	wait_said "cycle 1:" 0 || { kill -9 $pid; return 1; }
-	mkdir -p $CG$SB/$G1
-	i=0
-	while ! rec=$(grep '"decision":"moved"' $T/dec 2>/dev/null | grep "\"guest\":\"$ID1\""); do
-		sleep 0.1; i=$((i + 1))
-		[ $i -gt 300 ] && { kill -9 $pid; echo "no moved record for the empty cgroup: $(tail -3 $T/err)"; return 1; }
-	done
-	echo "$rec" | grep -q "written in the cycle: no process in it yet" ||
-		{ kill -9 $pid; echo "not written in the cycle: $rec"; return 1; }
-	grep -q "start binding's cpuset.mems written by the engine: no process in its cgroups yet" $T/err ||
-		{ kill -9 $pid; echo "no debug line for the engine's write"; return 1; }
-	grep -q "start binding's cpuset.mems write to the mover" $T/err &&
-		{ kill -9 $pid; echo "a mover job wrote it too"; return 1; }
-	bound=$(rd $G1 cpuset.mems)
-	case "$bound" in *[,-]*|"") kill -9 $pid; echo "mems \"$bound\": not bound to one node"; return 1 ;; esac
-	sh -c "echo \$\$ > $CG$SB/$G1/cgroup.procs; exec sleep 1000" &
-	sp=$!
-	i=0
-	while ! grep -q "^$sp\$" $CG$SB/$G1/cgroup.procs; do
-		sleep 0.1; i=$((i + 1))
-		[ $i -gt 50 ] && { kill -9 $pid $sp; echo "the process never joined"; return 1; }
-	done
-	allowed=$(awk '$1=="Mems_allowed_list:"{print $2}' /proc/$sp/status)
-	kill -9 $sp
-	[ "$allowed" = "$bound" ] || { kill -9 $pid; echo "joined process's Mems_allowed_list $allowed, bound $bound"; return 1; }
-	stop_daemon || return 1
-	echo "# bound to $bound in the cycle: $(echo "$rec" | sed -n 's/.*"message":"\([^"]*\)".*/\1/p'); a process joining runs on mems $allowed"
-	return 0
-}
-
 check layout_is_v2_with_several_nodes
 check discovery_and_dry_run_write_nothing
 check pulls_memory_local_for_real
@@ -1062,7 +1006,6 @@ check beside_kernel_balancing_the_record_is_true
 check start_binding_released_after_kill
 check start_binding_released_at_sigterm
 check start_binding_written_by_a_mover_job
-check start_binding_of_an_empty_cgroup_written_in_the_cycle
 
 echo "$passed passed, $failed failed"
 echo "END rc=$([ $failed = 0 ] && echo 0 || echo 1)"
