@@ -38,9 +38,9 @@ def main(d):
         ids = numavm.guest_id_map(raw)
         writes = {}
         for dd in raw["decisions"]:
-            m = re.search(r"([0-9.]+) s in the write", dd.get("message", ""))
-            g = next((n for i, n in ids.items() if dd.get("guest", "").endswith(i)), None)
-            if dd.get("reason") == "place" and m and g in late:
+            m = dd.get("reason") == "place" and re.search(r"([0-9.]+) s in the write", dd.get("message", ""))
+            g = m and numavm.decision_guest(ids, dd)
+            if g in late:
                 writes[g] = "%s(%s)" % (m.group(1), dd.get("threads"))
         local_first = sum(1 for g in late if r["t90"].get(g) is not None and
                           abs(r["t90"][g] - r["t90_floors"].get(g, -1)) < 0.05)

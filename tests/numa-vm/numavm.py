@@ -715,6 +715,13 @@ def guest_id_map(r):
     return m
 
 
+def decision_guest(idmap, d):
+    """The scenario guest name of decision record D (its id is
+    "<runtime>-<container id>"), by IDMAP from guest_id_map; None if none."""
+    gid = d.get("guest", "")
+    return idmap.get(gid.split("-", 1)[1] if "-" in gid else gid)
+
+
 def check_decisions(r, t_real0):
     """The decision log must agree with the cpusets the runner saw: every
     change of a guest's configured cpuset between two samples falls within
@@ -731,8 +738,7 @@ def check_decisions(r, t_real0):
         # (the cpus stay: its "to" names none).
         if d.get("decision") not in ("moved", "mems_released"):
             continue
-        gid = d["guest"].split("-", 1)[1] if "-" in d["guest"] else d["guest"]
-        name = idmap.get(gid)
+        name = decision_guest(idmap, d)
         if not name:
             problems.append("moved record for unknown guest %s" % d["guest"])
             continue
@@ -815,8 +821,7 @@ def explain_late(r, t_real0, late):
                 ",".join(str(m // 1024) for m in s["mem"]), s["ccpus"], s["cmems"],
                 "-" if locality(s)[0] is None else "%.2f" % locality(s)[0]))
         for d in r["decisions"]:
-            gid = d.get("guest", "")
-            if idmap.get(gid.split("-", 1)[1] if "-" in gid else gid) != g:
+            if decision_guest(idmap, d) != g:
                 continue
             tt = time.strptime(d["time"][:19], "%Y-%m-%dT%H:%M:%S")
             t = time_gm(tt) + float("0." + d["time"][20:23]) - t_real0
