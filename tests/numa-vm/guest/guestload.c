@@ -12,6 +12,15 @@
  * back by a policy). "preferred" rather than "bind": a full node spills
  * over instead of OOM-killing the guest.
  *
+ * --touch NODE stands for the kernel's own first-touch placement of a
+ * guest whose threads ran on NODE's CPUs. So it holds only while its
+ * cpuset lets it run there: when its cpuset's CPUs hold none of NODE's
+ * (a placer confined it elsewhere before or while it touches), the
+ * kernel would place what it touches from then on where it now runs, and
+ * so does the default policy here. Likewise when its cpuset's mems no
+ * longer hold NODE. sched_setaffinity (the runner's run_on) does not
+ * count: it stands for where the threads ran, not for a placer.
+ *
  * --idle holds the memory without touching it again (no worker threads):
  * a guest that fills a node but needs no CPU, as a cache would.
  *
@@ -25,8 +34,10 @@
  * "ready\n" goes to --ready-fd (default stdout) once every page is
  * touched. SIGTERM ends it.
  */
+#define _GNU_SOURCE /* CPU_* macros, sched_getaffinity */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -43,6 +54,8 @@
 #define MPOL_INTERLEAVE 3
 #define MAX_NODES 64
 #define LINE 64
+/* How often the touch looks whether a placer moved it (bytes). */
+#define TOUCH_CHECK (2UL << 20)
 
 struct worker {
 	pthread_t th;
@@ -114,6 +127,83 @@ static int parse_touch(const char *s, int *mode, unsigned long *mask)
 	if (!*mask || (*mode == MPOL_PREFERRED && __builtin_popcountl(*mask) != 1))
 		return -1;
 	return 0;
+}
+
+/* "0-3,6" → SET; 0 or -1. */
+static int cpulist_parse(const char *s, cpu_set_t *set)
+{
+	CPU_ZERO(set);
+	while (*s && *s != '\n') {
+		char *e;
+		unsigned long a = strtoul(s, &e, 10), b = a;
+
+		if (e == s)
+			return -1;
+		if (*e == '-')
+			b = strtoul(e + 1, &e, 10);
+		if (b < a || b >= CPU_SETSIZE)
+			return -1;
+		for (unsigned long i = a; i <= b; i++)
+			CPU_SET(i, set);
+		s = *e == ',' ? e + 1 : e;
+	}
+	return 0;
+}
+
+/* PATH's first line as a cpulist; 0 or -1. */
+static int read_cpulist(const char *path, cpu_set_t *set)
+{
+	char buf[4096];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	return cpulist_parse(buf, set);
+}
+
+/* The CPUs this process's cgroup v2 cpuset lets it run on now; 0 or -1
+ * (no unified hierarchy: then the touch keeps its node). */
+static int cpuset_cpus(cpu_set_t *set)
+{
+	char buf[4096], path[4200];
+	int fd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+	char *p, *nl;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	p = strstr(buf, "0::");
+	if (!p || (p != buf && p[-1] != '\n'))
+		return -1;
+	p += 3;
+	nl = strchr(p, '\n');
+	if (nl)
+		*nl = 0;
+	snprintf(path, sizeof(path), "/sys/fs/cgroup%s/cpuset.cpus.effective", strcmp(p, "/") == 0 ? "" : p);
+	return read_cpulist(path, set);
+}
+
+/* Does the first-touch node still stand for where the kernel would put
+ * the memory? Not once the cpuset's CPUs hold none of NODE_CPUS. */
+static int touch_node_holds(const cpu_set_t *node_cpus)
+{
+	cpu_set_t cs, both;
+
+	if (cpuset_cpus(&cs) < 0)
+		return 1;
+	CPU_AND(&both, &cs, node_cpus);
+	return CPU_COUNT(&both) > 0;
 }
 
 static double now_s(void)
@@ -200,8 +290,38 @@ int main(int argc, char **argv)
 			touch);
 		mode = MPOL_DEFAULT;
 	}
-	for (size_t off = 0; off < len; off += 4096)
-		mem[off] = 1;
+	{
+		/* --touch NODE: NODE's CPUs, to see whether a placer confined
+		 * the guest away from them (checked when the task's affinity
+		 * changes, which a cpuset.cpus write does, and at the start). */
+		cpu_set_t ncpus, last, cur;
+		char path[128];
+		int watch = 0;
+
+		if (mode == MPOL_PREFERRED) {
+			snprintf(path, sizeof(path), "/sys/devices/system/node/node%d/cpulist", __builtin_ctzl(mask));
+			watch = read_cpulist(path, &ncpus) == 0 && CPU_COUNT(&ncpus) > 0;
+		}
+		CPU_ZERO(&last);
+		for (size_t off = 0; off < len; off += 4096) {
+			if (watch && off % TOUCH_CHECK == 0 && sched_getaffinity(0, sizeof(cur), &cur) == 0 &&
+			    !CPU_EQUAL(&cur, &last)) {
+				last = cur;
+				if (!touch_node_holds(&ncpus)) {
+					if (syscall(SYS_set_mempolicy, MPOL_DEFAULT, NULL, 0UL) < 0) {
+						perror("guestload: set_mempolicy(default)");
+						return 1;
+					}
+					fprintf(stderr, "guestload: its cpuset no longer runs it on node %d's CPUs after "
+							"%zu MiB: the rest first touched where it runs\n",
+						__builtin_ctzl(mask), off >> 20);
+					mode = MPOL_DEFAULT;
+					watch = 0;
+				}
+			}
+			mem[off] = 1;
+		}
+	}
 	if (mode != MPOL_DEFAULT && syscall(SYS_set_mempolicy, MPOL_DEFAULT, NULL, 0UL) < 0) {
 		perror("guestload: set_mempolicy(default)");
 		return 1;
