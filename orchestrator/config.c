@@ -372,6 +372,7 @@ static const struct key keys[] = {
 	MIBS("policy", "max_migrate_mib", policy.max_migrate_bytes),
 	MIBS("policy", "min_free_mib", policy.min_free_bytes),
 	BOOLK("policy", "start_place", policy.start_place),
+	BOOLK("policy", "start_bind_mems", policy.start_bind_mems),
 
 	SET("api", "socket", api_socket, set_api_socket),
 	SET("api", "listen", api_listen, set_api_listen),

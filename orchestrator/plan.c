@@ -97,6 +97,8 @@ json_t *plan_item_to_json(const struct plan_item *it)
 		json_object_set_new(o, "crowded", json_true());
 	if (it->local_fit)
 		json_object_set_new(o, "local_fit", json_true());
+	if (it->start)
+		json_object_set_new(o, "start", json_true());
 	if (it->bind_start)
 		json_object_set_new(o, "bind_start", json_true());
 	if (it->split)

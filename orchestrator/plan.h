@@ -72,10 +72,12 @@ struct plan_item {
 	 * load_after is then its use without headroom, at most 1. */
 	bool local_fit;
 	/* Start placement (policies/consolidate.c): a new guest placed before
-	 * its use is measured, with (almost) no memory yet. Its mems are
-	 * bound to to_mems even under soft binding, so that its first touches
-	 * land there; the engine widens them once its memory stops growing.
-	 * No cool-down. */
+	 * its use is measured, with (almost) no memory yet. No cool-down. */
+	bool start;
+	/* A start placement whose mems are bound to to_mems even under soft
+	 * binding, so that its first touches land there ([policy]
+	 * start_bind_mems); the engine widens them once its memory stops
+	 * growing. */
 	bool bind_start;
 	/* Its memory does not fit one node, its busy threads fit one node's
 	 * CPUs (policy: split): to_nodes is that one node, to_mems it and the

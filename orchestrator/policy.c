@@ -25,6 +25,7 @@ void policy_config_default(struct policy_config *c)
 	c->max_moves = 4;
 	c->max_migrate_bytes = 4096 * MIB;
 	c->start_place = true;
+	c->start_bind_mems = false;
 }
 
 static bool in(double v, double lo, double hi)

@@ -43,9 +43,16 @@ struct policy_config {
 	unsigned max_moves;         /* per cycle (4) */
 	uint64_t max_migrate_bytes; /* per cycle (4 GiB) */
 	/* A container seen for the first time with (almost) no memory is
-	 * placed at once, its mems bound while it first touches memory
-	 * (plan_item.bind_start) (true) */
+	 * placed at once (plan_item.start) (true) */
 	bool start_place;
+	/* ... and its mems bound to the target while it first touches memory
+	 * (plan_item.bind_start) (false: only its CPUs move, and the
+	 * kernel's local first touch puts its memory beside them; what it
+	 * touched before moves with the mover). Not the default: a mems
+	 * write once its process has started migrates the pages it shares
+	 * with others too (MPOL_MF_MOVE_ALL), stalling it seconds in the
+	 * testbed (tests/numa-vm/results/churn-floor). */
+	bool start_bind_mems;
 };
 
 void policy_config_default(struct policy_config *c);

@@ -1092,10 +1092,13 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
  * migrated while the guest is busy (the testbed's churn scenario: each new
  * guest touched ~100 MiB on a full node in the second before it was
  * decided, and 320 MiB were migrated for it). So it is placed at once as
- * if it used one CPU (a starting process runs one thread), its mems bound
- * to the target so that its first touches land there (plan_item.bind_start;
- * the engine widens them again once its memory stops growing), without a
- * cool-down: the next cycle decides on its measured use as for any guest. */
+ * if it used one CPU (a starting process runs one thread), without a
+ * cool-down: the next cycle decides on its measured use as for any guest
+ * (plan_item.start). Its mems are bound to the target so that its first
+ * touches land there (plan_item.bind_start; the engine widens them again
+ * once its memory stops growing), unless [policy] start_bind_mems = no:
+ * then its CPUs alone move, and the kernel's local first touch puts what
+ * it touches from then on beside them. */
 #define START_PLACE_MAX_BYTES (128ULL << 20)
 #define START_PLACE_CPU 1.0
 
@@ -1158,9 +1161,11 @@ static void evaluate_start(struct pctx *x, const struct pstate_entry *pe, const 
 	if (it->kind != PLAN_MOVE)
 		return;
 	it->reason = REASON_PLACE;
-	it->bind_start = true;
-	/* What it did touch off the target moves with the binding (the
-	 * stand-in weighed none of it: a few MiB are no reason to stay). */
+	it->start = true;
+	it->bind_start = x->cfg->start_bind_mems;
+	/* What it did touch off the target moves with the binding, or by the
+	 * mover (the stand-in weighed none of it: a few MiB are no reason to
+	 * stay). */
 	it->migrate_bytes = 0;
 	for (unsigned n = 0; n < x->nn; n++)
 		if (!mask_test(&it->to_mems, x->s->nodes[n].id))
@@ -1169,9 +1174,11 @@ static void evaluate_start(struct pctx *x, const struct pstate_entry *pe, const 
 		char det[sizeof(it->detail)];
 
 		snprintf(det, sizeof(det), "%s", it->detail);
-		set_detail(it, "start: %llu MiB touched, CPU use not measured yet (taken as %.0f CPU), "
-			   "mems bound to the target until its memory stops growing; %s",
-			   (unsigned long long)(g->mem_total >> 20), START_PLACE_CPU, det);
+		set_detail(it, "start: %llu MiB touched, CPU use not measured yet (taken as %.0f CPU), %s; %s",
+			   (unsigned long long)(g->mem_total >> 20), START_PLACE_CPU,
+			   it->bind_start ? "mems bound to the target until its memory stops growing"
+					  : "its first touches left to the kernel's local placement",
+			   det);
 	}
 }
 
@@ -1348,7 +1355,7 @@ static struct pstate *next_state(const struct snapshot *s, const struct pstate *
 	for (unsigned i = 0; i < p->nr_items; i++) {
 		const struct plan_item *it = &p->items[i];
 
-		if (it->kind != PLAN_MOVE || it->bind_start)
+		if (it->kind != PLAN_MOVE || it->start)
 			continue;
 		if (it->follow)
 			pstate_note_follow(ns, it->guest_id, s->mono_ns);
@@ -1372,7 +1379,7 @@ static void replay(struct pctx *x, const struct snapshot *snap, const struct adv
 			continue;
 		struct snap_guest tmp;
 
-		view_of(x, &snap->guests[order[oi]], d[order[oi]].it.bind_start, v, usable, &tmp, NULL);
+		view_of(x, &snap->guests[order[oi]], d[order[oi]].it.start, v, usable, &tmp, NULL);
 		pctx_commit(x, v, &d[order[oi]].target);
 	}
 }
@@ -1526,7 +1533,7 @@ int policy_decide_reserved(const struct policy_config *cfg, const struct snapsho
 		{
 			struct snap_guest tmp;
 
-			view_of(&x, &snap->guests[gi], gd->it.bind_start, &v, usable, &tmp, NULL);
+			view_of(&x, &snap->guests[gi], gd->it.start, &v, usable, &tmp, NULL);
 		}
 		pctx_commit(&x, &v, &gd->target);
 		gd->it.to_cpus = xmalloc(sizeof(cpumask_t));

@@ -41,7 +41,10 @@ class StartBindings(itlib.V1SandboxTest):
     def setUp(self):
         super().setUp()
         self.sysfs = self.topo_cpu_only_node1()
-        self.conf = itlib.config_file(self.tmp, "[agent]\ninterval = %d\nsample = 0.2\n" % INTERVAL)
+        # Start bindings are what these tests are about: asked for, not
+        # left to the default ([policy] start_bind_mems).
+        self.conf = itlib.config_file(self.tmp, "[agent]\ninterval = %d\nsample = 0.2\n"
+                                      "[policy]\nstart_bind_mems = yes\n" % INTERVAL)
 
     def start(self):
         return self.start_daemon("--config", self.conf, "--sysfs", self.sysfs, "--parent", self.sb.rel,

@@ -1141,6 +1141,7 @@ static void bind_start_fixture(struct efx *f)
 	fake.free = 6 * GIB;
 	fake.items[0] = item("g1", PLAN_MOVE, REASON_PLACE, SKIP_NONE, "1");
 	fake.items[0].migrate_bytes = 0;
+	fake.items[0].start = true;
 	fake.items[0].bind_start = true;
 	fake.nr_items = 1;
 }
@@ -1371,6 +1372,7 @@ static void test_engine_binding_while_its_write_runs(void **state)
 	snprintf(it.guest_id, sizeof(it.guest_id), "g1");
 	it.guest_idx = (unsigned)k;
 	it.kind = PLAN_MOVE;
+	it.start = true;
 	it.bind_start = true;
 	mask_set(&it.to_mems, 1);
 

@@ -103,6 +103,7 @@ static void max_moves_2(struct policy_config *c) { c->max_moves = 2; }
 static void no_migration(struct policy_config *c) { c->max_migrate_bytes = 0; }
 static void margin_0(struct policy_config *c) { c->less_busy_margin = 0.0; }
 static void no_start_place(struct policy_config *c) { c->start_place = false; }
+static void start_bind(struct policy_config *c) { c->start_bind_mems = true; }
 
 #define N(i, c, m, f, b) { .id = (i), .cpus = (c), .mem_mib = (m), .free_mib = (f), .busy = (b) }
 #define N8(i, f, b) N(i, 8, 16384, f, b)
@@ -398,15 +399,28 @@ static const struct tcase cases[] = {
 		/* The testbed's churn: a container appears on the 4 x 2-CPU host
 		 * with nothing touched yet; node 0 runs one busy guest (whose
 		 * memory is where the new one's first touches would go), node 1
-		 * another. Placed at once, taken as one CPU, on an idle node, its
-		 * mems bound there so its memory is first touched there: no
+		 * another. Placed at once, taken as one CPU, on an idle node, so
+		 * the kernel's local first touch puts its memory there: no
 		 * migration, no cool-down (check_invariants). */
 		.name = "start placement: a new container with nothing touched goes to an idle node at once",
 		.nn = 4, .nodes = { N(0, 2, 1024, 600, 0.5), N(1, 2, 1024, 600, 0.5),
 				    N(2, 2, 1024, 600, 0.0), N(3, 2, 1024, 900, 0.0) },
 		.g = { { .id = "new", .use = NAN, .on = "0-3", .mib = { 1, 0, 0, 0 } } },
 		.e = { { .id = "new", .kind = PLAN_MOVE, .reason = REASON_PLACE, .to = "2", .mems = "2",
-			 .cpus = "4-5", .detail_has = "start: 1 MiB touched" } },
+			 .cpus = "4-5", .detail_has = "start: 1 MiB touched, CPU use not measured yet (taken as 1 CPU), "
+						 "its first touches left to the kernel's local placement" } },
+	},
+	{
+		/* start_bind_mems = yes: the same placement, its mems bound
+		 * too (bind_start, check_invariants), and the record says so. */
+		.name = "start placement, start_bind_mems = yes: placed the same, its mems bound",
+		.nn = 4, .nodes = { N(0, 2, 1024, 600, 0.5), N(1, 2, 1024, 600, 0.5),
+				    N(2, 2, 1024, 600, 0.0), N(3, 2, 1024, 900, 0.0) },
+		.g = { { .id = "new", .use = NAN, .on = "0-3", .mib = { 1, 0, 0, 0 } } },
+		.e = { { .id = "new", .kind = PLAN_MOVE, .reason = REASON_PLACE, .to = "2", .mems = "2",
+			 .cpus = "4-5", .mig = MIG(1),
+			 .detail_has = "mems bound to the target until its memory stops growing" } },
+		.tweak = start_bind,
 	},
 	{
 		/* Only the idle nodes are candidates: taken as one CPU with
@@ -429,7 +443,7 @@ static const struct tcase cases[] = {
 	{
 		/* First seen a second late (a prompted cycle waits for the gap),
 		 * 64 MiB touched on the busy node: still placed on the idle one;
-		 * what it touched moves with the binding, and the record says so. */
+		 * what it touched moves with it, and the record says so. */
 		.name = "start placement: a little memory touched moves with it",
 		.nn = 2, .nodes = { N(0, 2, 1024, 900, 0.5), N(1, 2, 1024, 600, 0.0) },
 		.g = { { .id = "new", .use = NAN, .on = "0-1", .mib = { 64, 0 } } },
@@ -909,8 +923,12 @@ static void check_invariants(const struct policy_config *cfg, const struct snaps
 		{
 			const struct pstate_entry *pe = pstate_find(next, it->guest_id);
 
-			/* A start placement starts no cool-down. */
-			if (it->bind_start) {
+			/* A start placement starts no cool-down; its mems are
+			 * bound as start_bind_mems says, and only then. */
+			assert_true(!it->bind_start || it->start);
+			if (it->start)
+				assert_int_equal(it->bind_start, cfg->start_bind_mems);
+			if (it->start) {
 				assert_true(isnan(g->cpu_use) || g->first_sight);
 				assert_true(!pe || pe->last_move_ns != s->mono_ns);
 			} else {

@@ -912,7 +912,7 @@ grow_guest() {
 # bind_young: the daemon (log $T/err, pid $pid) binds the growing G1;
 # returns once the binding is saved and G1's mems are one node ($bound).
 bind_young() {
-	printf '[agent]\ninterval = 0.5\nsample = 0.3\n[api]\nsocket =\n[libvirt]\nenabled = no\n' > $T/conf
+	printf '[agent]\ninterval = 0.5\nsample = 0.3\n[api]\nsocket =\n[libvirt]\nenabled = no\n[policy]\nstart_bind_mems = yes\n' > $T/conf
 	# (stdout away: check's $(...) waits for every writer of its pipe)
 	$NUMAORCHD --config $T/conf --scope $SB --state-dir $T/state --log-level debug --decision-log $T/dec \
 		> /dev/null 2> $T/err &
@@ -986,6 +986,49 @@ test_start_binding_written_by_a_mover_job() {
 	return 0
 }
 
+# [policy] start_bind_mems = no: a young container is start-placed by its
+# CPUs alone. Its mems stay wide (no binding, none saved), and what it
+# touches after the placement lands on its new node by the kernel's own
+# local first touch: of what its memory grows by over the next 3 s
+# (memory.numa_stat: the page cache its shell's dd writes, placed by the
+# writer's policy), 90 % or more is on that node.
+test_start_place_cpus_only() {
+	printf '[agent]\ninterval = 0.5\nsample = 0.3\n[api]\nsocket =\n[libvirt]\nenabled = no\n[policy]\nstart_bind_mems = no\n' > $T/conf
+	$NUMAORCHD --config $T/conf --scope $SB --state-dir $T/state --log-level debug --decision-log $T/dec \
+		> /dev/null 2> $T/err &
+	pid=$!
+	wait_said "cycle 1:" 0 || { kill -9 $pid; return 1; }
+	grow_guest
+	i=0
+	while cpus=$(rd $G1 cpuset.cpus); [ "$cpus" = "$ALL" ]; do
+		sleep 0.1; i=$((i + 1))
+		[ $i -gt 300 ] && { kill -9 $pid; echo "not placed after 300 looks: cpus $cpus"; return 1; }
+	done
+	node=
+	for nd in $(ls -d /sys/devices/system/node/node* | sed 's/.*node//'); do
+		[ "$(node_cpus $nd)" = "$cpus" ] && node=$nd
+	done
+	[ -n "$node" ] || { kill -9 $pid; echo "cpus $cpus are not one node's"; return 1; }
+	b0=$(mem_on $G1 $node) t0=$(mem_total $G1)
+	sleep 3
+	b1=$(mem_on $G1 $node) t1=$(mem_total $G1) mems=$(rd $G1 cpuset.mems)
+	grep '"reason":"place"' $T/dec | grep "\"guest\":\"$ID1\"" | grep -q "left to the kernel's local placement" ||
+		{ kill -9 $pid; echo "no start placement record without a binding: $(grep "$ID1" $T/dec | tail -1)"; return 1; }
+	case "$mems" in
+	*[,-]*|"") ;;
+	*) kill -9 $pid; echo "mems $mems: bound to one node"; return 1 ;;
+	esac
+	grep -q "\"$ID1\"" $T/state/start-bindings.json 2>/dev/null &&
+		{ kill -9 $pid; echo "a binding was saved: $(tr -d '\n ' < $T/state/start-bindings.json)"; return 1; }
+	grown=$((t1 - t0))
+	[ $grown -ge 4194304 ] || { kill -9 $pid; echo "its memory grew only $grown bytes in 3 s"; return 1; }
+	pct=$(((b1 - b0) * 100 / grown))
+	stop_daemon || return 1
+	[ $pct -ge 90 ] || { echo "placed on node $node (cpus $cpus), but only $pct % of the $((grown >> 20)) MiB it touched since is there"; return 1; }
+	echo "# placed on node $node (cpus $cpus) by its CPUs alone, mems \"$mems\"; $((grown >> 20)) MiB touched since, $pct % of it on node $node"
+	return 0
+}
+
 check layout_is_v2_with_several_nodes
 check discovery_and_dry_run_write_nothing
 check pulls_memory_local_for_real
@@ -1006,6 +1049,7 @@ check beside_kernel_balancing_the_record_is_true
 check start_binding_released_after_kill
 check start_binding_released_at_sigterm
 check start_binding_written_by_a_mover_job
+check start_place_cpus_only
 
 echo "$passed passed, $failed failed"
 echo "END rc=$([ $failed = 0 ] && echo 0 || echo 1)"
