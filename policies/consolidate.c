@@ -1094,11 +1094,12 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
  * decided, and 320 MiB were migrated for it). So it is placed at once as
  * if it used one CPU (a starting process runs one thread), without a
  * cool-down: the next cycle decides on its measured use as for any guest
- * (plan_item.start). Its mems are bound to the target so that its first
- * touches land there (plan_item.bind_start; the engine widens them again
- * once its memory stops growing), unless [policy] start_bind_mems = no:
- * then its CPUs alone move, and the kernel's local first touch puts what
- * it touches from then on beside them. */
+ * (plan_item.start). Its CPUs move, and the kernel's local first touch
+ * puts what it touches from then on beside them. With [policy]
+ * start_bind_mems = yes its mems are bound to the target too, so that its
+ * first touches land there even against its own memory policy
+ * (plan_item.bind_start; the engine widens them again once its memory
+ * stops growing). */
 #define START_PLACE_MAX_BYTES (128ULL << 20)
 #define START_PLACE_CPU 1.0
 
