@@ -909,16 +909,24 @@ grow_guest() {
 	sh -c "echo \$\$ > $d/cgroup.procs; i=0; while [ \$i -lt 100 ]; do dd if=/dev/zero of=$T/grow.\$i bs=1M count=4 2>/dev/null; i=\$((i + 1)); sleep 0.25; done; exec sleep 1000" > /dev/null 2>&1 &
 }
 
-# bind_young: the daemon (log $T/err, pid $pid) binds the growing G1;
-# returns once the binding is saved and G1's mems are one node ($bound).
-bind_young() {
-	printf '[agent]\ninterval = 0.5\nsample = 0.3\n[api]\nsocket =\n[libvirt]\nenabled = no\n[policy]\nstart_bind_mems = yes\n' > $T/conf
+# young_guest_under_agent yes|no: the daemon (log $T/err, pid $pid) with
+# [policy] start_bind_mems set so, past its first cycle; then the growing
+# G1 starts.
+young_guest_under_agent() {
+	printf '[agent]\ninterval = 0.5\nsample = 0.3\n[api]\nsocket =\n[libvirt]\nenabled = no\n[policy]\nstart_bind_mems = %s\n' \
+		"$1" > $T/conf
 	# (stdout away: check's $(...) waits for every writer of its pipe)
 	$NUMAORCHD --config $T/conf --scope $SB --state-dir $T/state --log-level debug --decision-log $T/dec \
 		> /dev/null 2> $T/err &
 	pid=$!
 	wait_said "cycle 1:" 0 || { kill -9 $pid; return 1; }
 	grow_guest
+}
+
+# bind_young: the daemon (log $T/err, pid $pid) binds the growing G1;
+# returns once the binding is saved and G1's mems are one node ($bound).
+bind_young() {
+	young_guest_under_agent yes || return 1
 	i=0
 	while :; do
 		bound=$(rd $G1 cpuset.mems)
@@ -993,12 +1001,7 @@ test_start_binding_written_by_a_mover_job() {
 # (memory.numa_stat: the page cache its shell's dd writes, placed by the
 # writer's policy), 90 % or more is on that node.
 test_start_place_cpus_only() {
-	printf '[agent]\ninterval = 0.5\nsample = 0.3\n[api]\nsocket =\n[libvirt]\nenabled = no\n[policy]\nstart_bind_mems = no\n' > $T/conf
-	$NUMAORCHD --config $T/conf --scope $SB --state-dir $T/state --log-level debug --decision-log $T/dec \
-		> /dev/null 2> $T/err &
-	pid=$!
-	wait_said "cycle 1:" 0 || { kill -9 $pid; return 1; }
-	grow_guest
+	young_guest_under_agent no || return 1
 	i=0
 	while cpus=$(rd $G1 cpuset.cpus); [ "$cpus" = "$ALL" ]; do
 		sleep 0.1; i=$((i + 1))
