@@ -150,39 +150,41 @@ static int cpulist_parse(const char *s, cpu_set_t *set)
 	return 0;
 }
 
-/* PATH's first line as a cpulist; 0 or -1. */
-static int read_cpulist(const char *path, cpu_set_t *set)
+/* PATH's start into BUF (SIZE bytes, NUL-terminated); 0 or -1. */
+static int read_small(const char *path, char *buf, size_t size)
 {
-	char buf[4096];
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	ssize_t n;
 
 	if (fd < 0)
 		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
+	n = read(fd, buf, size - 1);
 	close(fd);
 	if (n <= 0)
 		return -1;
 	buf[n] = 0;
-	return cpulist_parse(buf, set);
+	return 0;
 }
 
-/* The CPUs this process's cgroup v2 cpuset lets it run on now; 0 or -1
- * (no unified hierarchy: then the touch keeps its node). */
-static int cpuset_cpus(cpu_set_t *set)
+/* PATH's first line as a cpulist; 0 or -1. */
+static int read_cpulist(const char *path, cpu_set_t *set)
 {
-	char buf[4096], path[4200];
-	int fd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
-	ssize_t n;
+	char buf[4096];
+
+	return read_small(path, buf, sizeof(buf)) < 0 ? -1 : cpulist_parse(buf, set);
+}
+
+/* PATH (SIZE bytes) := this process's cgroup v2 cpuset.cpus.effective; 0 or
+ * -1 (no unified hierarchy: then the touch keeps its node). Found once:
+ * the runner puts the workload in its cgroup before exec, and nothing
+ * moves it after. */
+static int cpuset_cpus_path(char *path, size_t size)
+{
+	char buf[4096];
 	char *p, *nl;
 
-	if (fd < 0)
+	if (read_small("/proc/self/cgroup", buf, sizeof(buf)) < 0)
 		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
 	p = strstr(buf, "0::");
 	if (!p || (p != buf && p[-1] != '\n'))
 		return -1;
@@ -190,17 +192,18 @@ static int cpuset_cpus(cpu_set_t *set)
 	nl = strchr(p, '\n');
 	if (nl)
 		*nl = 0;
-	snprintf(path, sizeof(path), "/sys/fs/cgroup%s/cpuset.cpus.effective", strcmp(p, "/") == 0 ? "" : p);
-	return read_cpulist(path, set);
+	snprintf(path, size, "/sys/fs/cgroup%s/cpuset.cpus.effective", strcmp(p, "/") == 0 ? "" : p);
+	return 0;
 }
 
 /* Does the first-touch node still stand for where the kernel would put
- * the memory? Not once the cpuset's CPUs hold none of NODE_CPUS. */
-static int touch_node_holds(const cpu_set_t *node_cpus)
+ * the memory? Not once the cpuset's CPUs (CPUS_PATH) hold none of
+ * NODE_CPUS. */
+static int touch_node_holds(const char *cpus_path, const cpu_set_t *node_cpus)
 {
 	cpu_set_t cs, both;
 
-	if (cpuset_cpus(&cs) < 0)
+	if (read_cpulist(cpus_path, &cs) < 0)
 		return 1;
 	CPU_AND(&both, &cs, node_cpus);
 	return CPU_COUNT(&both) > 0;
@@ -295,19 +298,20 @@ int main(int argc, char **argv)
 		 * the guest away from them (checked when the task's affinity
 		 * changes, which a cpuset.cpus write does, and at the start). */
 		cpu_set_t ncpus, last, cur;
-		char path[128];
+		char path[128], cpus_path[4200];
 		int watch = 0;
 
 		if (mode == MPOL_PREFERRED) {
 			snprintf(path, sizeof(path), "/sys/devices/system/node/node%d/cpulist", __builtin_ctzl(mask));
-			watch = read_cpulist(path, &ncpus) == 0 && CPU_COUNT(&ncpus) > 0;
+			watch = read_cpulist(path, &ncpus) == 0 && CPU_COUNT(&ncpus) > 0 &&
+				cpuset_cpus_path(cpus_path, sizeof(cpus_path)) == 0;
 		}
 		CPU_ZERO(&last);
 		for (size_t off = 0; off < len; off += 4096) {
 			if (watch && off % TOUCH_CHECK == 0 && sched_getaffinity(0, sizeof(cur), &cur) == 0 &&
 			    !CPU_EQUAL(&cur, &last)) {
 				last = cur;
-				if (!touch_node_holds(&ncpus)) {
+				if (!touch_node_holds(cpus_path, &ncpus)) {
 					if (syscall(SYS_set_mempolicy, MPOL_DEFAULT, NULL, 0UL) < 0) {
 						perror("guestload: set_mempolicy(default)");
 						return 1;
