@@ -45,7 +45,17 @@ void engine_log_move(const struct snapshot *snap, const struct plan_item *it,
 			 from, to, mems, it->detail);
 		return;
 	}
-	if (res->status == APPLY_DONE)
+	if (res->status == APPLY_DONE && res->mems_loosened &&
+	    !mask_equal(&res->mems_after, &it->to_mems)) {
+		/* Soft binding: the memory goes to the plan's nodes, the
+		 * cgroup's mems stay wider; say both, or the line claims mems
+		 * the agent never wrote (the record has them as mems_after). */
+		char now[NODELIST_BUFSZ];
+
+		mask_format(&res->mems_after, now, sizeof(now));
+		log_info("moved %s (%s) nodes %s -> %s, memory to %s, mems %s in %.2fs: %s", it->guest_id,
+			 g->runtime, from, to, mems, now, res->duration_s, it->detail);
+	} else if (res->status == APPLY_DONE)
 		log_info("moved %s (%s) nodes %s -> %s mems %s in %.2fs: %s", it->guest_id, g->runtime,
 			 from, to, mems, res->duration_s, it->detail);
 	else if (res->status == APPLY_FAILED || res->status == APPLY_FAILED_PARTIAL ||

@@ -1023,6 +1023,13 @@ test_start_place_cpus_only() {
 	esac
 	grep -q "\"$ID1\"" $T/state/start-bindings.json 2>/dev/null &&
 		{ kill -9 $pid; echo "a binding was saved: $(tr -d '\n ' < $T/state/start-bindings.json)"; return 1; }
+	# Its log line names the memory's node and the mems the cgroup kept
+	# (it once said "mems $node", mems never written).
+	said=$(grep "moved $ID1 (" $T/err | head -1)
+	case "$said" in
+	*" -> $node, memory to $node, mems "*) ;;
+	*) kill -9 $pid; echo "the log line of its start placement: \"$said\""; return 1 ;;
+	esac
 	grown=$((t1 - t0))
 	[ $grown -ge 4194304 ] || { kill -9 $pid; echo "its memory grew only $grown bytes in 3 s"; return 1; }
 	pct=$(((b1 - b0) * 100 / grown))
