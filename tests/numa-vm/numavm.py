@@ -47,6 +47,21 @@ PLACERS = ("none", "kernel", "numad", "numaorchd", "numaorchd+kernel")
 # numaorchd beside the kernel's balancing with [memory] kernel_balancing set
 # (numavm.py run only): how the default was chosen.
 RUN_PLACERS = PLACERS + ("numaorchd+kernel:defer", "numaorchd+kernel:migrate", "numaorchd+kernel:auto")
+# numaorchd with settings of its config changed through a drop-in
+# (numavm.py run only), for an A/B of one setting from the tree:
+# numaorchd:policy.min_free_mib=64 or numaorchd+kernel:a.b=1,c.d=x.
+# numavm-run writes each as "[SECTION]\nKEY = VALUE"; the characters
+# allowed are those it accepts.
+SETTING_PLACER = re.compile(r"^numaorchd(\+kernel)?:[a-z_]+\.[a-z_]+=[A-Za-z0-9_.-]+(,[a-z_]+\.[a-z_]+=[A-Za-z0-9_.-]+)*$")
+
+
+def run_placer(arg):
+    """argparse type of `run`'s placer: a RUN_PLACERS name or a
+    SETTING_PLACER form."""
+    if arg in RUN_PLACERS or SETTING_PLACER.fullmatch(arg):
+        return arg
+    raise argparse.ArgumentTypeError(
+        "%r: one of %s, or numaorchd[+kernel]:SECTION.KEY=VALUE[,...]" % (arg, ", ".join(RUN_PLACERS)))
 KERNEL_META = "linux-image-cloud-amd64"
 GUEST_DEBS = ("busybox-static", "numad")
 TARGET = 0.90
@@ -1225,7 +1240,7 @@ def main():
     sub.add_parser("initrd")
     p = sub.add_parser("run")
     p.add_argument("scenario")
-    p.add_argument("placer", choices=RUN_PLACERS)
+    p.add_argument("placer", type=run_placer)
     p = sub.add_parser("itest")
     p.add_argument("--only", help="comma-separated test names (test_cgroup_v2.sh's check NAMEs) to run alone")
     p = sub.add_parser("script")

@@ -318,6 +318,19 @@ class Parts(unittest.TestCase):
         self.assertIn("tcg,thread=multi", s)
         self.assertEqual(cmd.count("-serial"), 2)
 
+    def test_setting_placers(self):
+        """`run`'s placer: the named ones, and numaorchd[+kernel] with
+        SECTION.KEY=VALUE settings in what numavm-run accepts — nothing
+        that could start another line of its drop-in."""
+        for ok in ("numaorchd", "numaorchd+kernel:auto", "numaorchd:policy.min_free_mib=64",
+                   "numaorchd+kernel:memory.kernel_balancing=migrate,policy.mem_headroom=0.05"):
+            self.assertEqual(numavm.run_placer(ok), ok)
+        for bad in ("numaorchd:", "numaorchd:min_free_mib=64", "numaorchd:policy.min_free_mib=",
+                    "numaorchd:policy.x=1,", "numaorchd:policy.x=a b", "numaorchd:policy.x=[a]",
+                    "numad:policy.x=1", "numaorchd:policy.x=1\n[api]", "numaorchd:policy.x=1\n"):
+            with self.assertRaises(numavm.argparse.ArgumentTypeError, msg=bad):
+                numavm.run_placer(bad)
+
 
 
 class Capture(unittest.TestCase):

@@ -903,6 +903,61 @@ static pid_t spawn(char *const argv[], const char *log, bool timens)
 	return pid;
 }
 
+#define DROPIN "/etc/numaorch/numaorchd.conf.d/50-testbed.conf"
+
+static void put_dropin(const char *conf)
+{
+	int fd;
+
+	mkdir("/etc/numaorch/numaorchd.conf.d", 0755);
+	fd = open(DROPIN, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0 || write(fd, conf, strlen(conf)) != (ssize_t)strlen(conf))
+		die("writing the testbed's numaorchd.conf.d drop-in: %s", strerror(errno));
+	close(fd);
+}
+
+static void write_dropin_kbal(const char *setting)
+{
+	char conf[128];
+
+	snprintf(conf, sizeof(conf), "[memory]\nkernel_balancing = %.60s\n", setting);
+	put_dropin(conf);
+}
+
+/* LIST: SECTION.KEY=VALUE[,SECTION.KEY=VALUE...], each a line of its
+ * section in the drop-in. Only [A-Za-z0-9_.-] in names and values: the
+ * placer comes from the kernel's command line, and nothing in it may
+ * start another section or key. */
+static void write_dropin(const char *placer, const char *list)
+{
+	char conf[1024], item[256];
+	size_t len = 0;
+
+	conf[0] = '\0';
+	while (*list) {
+		size_t n = strcspn(list, ",");
+		char *dot, *eq;
+
+		if (n == 0 || n >= sizeof(item))
+			die("placer \"%s\": empty or overlong setting", placer);
+		memcpy(item, list, n);
+		item[n] = '\0';
+		list += n + (list[n] == ',');
+		if (item[strspn(item, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-=")])
+			die("placer \"%s\": \"%s\" may hold only letters, digits, _ . - and =", placer, item);
+		dot = strchr(item, '.');
+		eq = strchr(item, '=');
+		if (!dot || !eq || dot > eq || dot == item || eq == dot + 1 || !eq[1] || strchr(eq + 1, '='))
+			die("placer \"%s\": \"%s\" is not SECTION.KEY=VALUE", placer, item);
+		*dot = *eq = '\0';
+		len += (size_t)snprintf(conf + len, len < sizeof(conf) ? sizeof(conf) - len : 0, "[%s]\n%s = %s\n",
+				       item, dot + 1, eq + 1);
+		if (len >= sizeof(conf))
+			die("placer \"%s\": too many settings", placer);
+	}
+	put_dropin(conf);
+}
+
 static pid_t start_placer(const char *placer)
 {
 	if (strcmp(placer, "none") == 0) {
@@ -934,33 +989,29 @@ static pid_t start_placer(const char *placer)
 	}
 	/* numaorchd+kernel: the shipped agent beside the kernel's balancing
 	 * (balancing 1), as operators first run it; numaorchd+kernel:SETTING
-	 * sets [memory] kernel_balancing = SETTING through a drop-in. */
-	if (strcmp(placer, "numaorchd") == 0 || strncmp(placer, "numaorchd+kernel", 16) == 0) {
+	 * sets [memory] kernel_balancing = SETTING through a drop-in.
+	 * numaorchd[+kernel]:SECTION.KEY=VALUE[,...] sets those keys through
+	 * the drop-in instead, so an A/B of one setting runs from the tree
+	 * (write_dropin). */
+	if (strcmp(placer, "numaorchd") == 0 || strncmp(placer, "numaorchd:", 10) == 0 ||
+	    strncmp(placer, "numaorchd+kernel", 16) == 0) {
 		char *argv[] = { "/bin/numaorchd", "--config", "/etc/numaorch/numaorchd.conf",
 				 "--decision-log", RUNDIR "/decisions.jsonl", NULL };
 		bool beside = placer[9] == '+';
+		const char *arg = beside ? placer + 16 : placer + 9;
 
-		if (beside && placer[16] == ':') {
-			char conf[128];
-
-			mkdir("/etc/numaorch/numaorchd.conf.d", 0755);
-			int fd;
-
-			snprintf(conf, sizeof(conf), "[memory]\nkernel_balancing = %.60s\n", placer + 17);
-			fd = open("/etc/numaorch/numaorchd.conf.d/50-testbed.conf", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-				  0644);
-			if (fd < 0 || write(fd, conf, strlen(conf)) != (ssize_t)strlen(conf))
-				die("writing the testbed's numaorchd.conf.d drop-in: %s", strerror(errno));
-			close(fd);
-		} else if (beside && placer[16]) {
+		if (*arg == ':' && strchr(arg, '='))
+			write_dropin(placer, arg + 1);
+		else if (beside && *arg == ':' && arg[1])
+			write_dropin_kbal(arg + 1);
+		else if (*arg)
 			die("unknown placer \"%s\"", placer);
-		}
 		set_balancing(beside ? 1 : 0);
 		mkdir("/var/lib/numaorch", 0755);
 		mkdir("/run/numaorch", 0755);
 		return spawn(argv, RUNDIR "/placer.log", false);
 	}
-	die("unknown placer \"%s\" (none, kernel, numad, numaorchd, numaorchd+kernel[:SETTING])", placer);
+	die("unknown placer \"%s\" (none, kernel, numad, numaorchd, numaorchd[+kernel][:SECTION.KEY=VALUE,...], numaorchd+kernel:SETTING)", placer);
 }
 
 static void dump_file(const char *path, char tag, unsigned max_lines)
