@@ -468,5 +468,38 @@ class BenchMigrateRatios(unittest.TestCase):
         self.assertIsNone(bench_migrate_ratios.pair_summary(blocks[0]["rows"]))
 
 
+class Repeat(unittest.TestCase):
+    """repeat.py's table of repeat.sh's runs: a failed run (empty JSON)
+    is said, not skipped; medians over the runs that ran."""
+
+    def test_table_and_medians(self):
+        import contextlib
+        import io
+        import repeat
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d)
+
+        def m(t90, end):
+            return {"t90_all": t90, "wloc_end": end, "wloc_mean_last_min": end - 0.05, "wloc_min_end": 0.5,
+                    "moved_mib": 10.0, "needed_mib": 12.0, "placer_cpu_s": None,
+                    "busy_threads_per_node_end": [1, 1]}
+        for name, body in (("kernel.1", m(None, 0.833)), ("kernel.2", m(None, 0.933)), ("kernel.3", m(6.0, 0.9)),
+                           ("numaorchd:policy.min_free_mib=64.1", m(None, 0.934))):
+            with open(os.path.join(d, name + ".json"), "w") as f:
+                json.dump(body, f)
+        open(os.path.join(d, "numaorchd.1.json"), "w").close()
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            repeat.main(d)
+        text = out.getvalue()
+        self.assertIn("numaorchd.1", text)
+        self.assertIn("failed: see numaorchd.1.err", text)
+        self.assertRegex(text, r"kernel\.2 +never +93\.3% +88\.3% +50\.0% +10\.0 +12\.0 +- 1/1")
+        self.assertIn("kernel                                       3 runs: median true end 90.0% (83.3, 93.3, 90.0), "
+                      "t90 median 6.0 over 1 reached (6.0)", text)
+        self.assertIn("numaorchd:policy.min_free_mib=64             1 runs: median true end 93.4% (93.4), "
+                      "t90 never in every run", text)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
