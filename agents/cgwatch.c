@@ -19,6 +19,9 @@
 
 #define DEFAULT_MAX_WATCHES 65536
 #define MAX_DEPTH 32
+/* Looks for a missing root per arm_missing: a level deeper each (more
+ * only while its path is created and removed again as we look). */
+#define ARM_PASSES 64
 #define WATCH_MASK (IN_CREATE | IN_DELETE | IN_MODIFY | IN_ONLYDIR | IN_DONT_FOLLOW | IN_EXCL_UNLINK)
 /* An ancestor of a missing root: only new directories matter there. Added
  * to what a directory already watched as part of a scope asks for. */
@@ -194,9 +197,9 @@ static void watch_tree(struct cgwatch *w, const char *dir, unsigned depth)
 }
 
 /* Watch the nearest existing ancestor of missing root I (the
- * hierarchy's mount point at worst) for the next step towards it. 0, or
- * -errno when no ancestor can be watched. */
-static int arm_anchor(struct cgwatch *w, unsigned i)
+ * hierarchy's mount point at worst) for the next step towards it; *LEN:
+ * the length of its path. 0, or -errno when no ancestor can be watched. */
+static int arm_anchor(struct cgwatch *w, unsigned i, size_t *len)
 {
 	char dir[PATH_MAX];
 	int wd = -1;
@@ -216,9 +219,31 @@ static int arm_anchor(struct cgwatch *w, unsigned i)
 	}
 	if (wd < 0)
 		return -errno;
+	*len = strlen(dir);
 	put(w, wd, xstrdup(dir), true);
 	w->anchor_wd[i] = wd;
 	return 0;
+}
+
+/* Whether PATH's nearest existing ancestor (or PATH itself) has a longer
+ * path than LEN: a directory was created below an anchor of that length. */
+static bool deeper_exists(const char *path, size_t len)
+{
+	char dir[PATH_MAX];
+	struct stat st;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	while (strlen(dir) > len) {
+		char *slash;
+
+		if (stat(dir, &st) == 0)
+			return true;
+		slash = strrchr(dir, '/');
+		if (!slash || slash == dir)
+			return false;
+		*slash = '\0';
+	}
+	return false;
 }
 
 /* A root that does not exist yet (a scope or parent created after the
@@ -234,25 +259,44 @@ static bool arm_missing(struct cgwatch *w)
 	bool appeared = false;
 
 	for (unsigned i = 0; i < w->nroots; i++) {
-		int wd;
+		/* A level created after the root's watch below failed and
+		 * before the anchor's watch is armed sends its IN_CREATE to
+		 * nobody (mkdir -p of a runtime's parent and its first
+		 * container: test_cgwatch.c, 1 round in ~150 there). Once the
+		 * anchor is armed every later level wakes us, so look once more
+		 * whether a deeper one exists already; each pass goes at least
+		 * a level deeper. */
+		for (unsigned pass = 0; w->missing[i] && pass < ARM_PASSES; pass++) {
+			size_t len = 0;
+			int wd;
 
-		if (!w->missing[i])
-			continue;
-		w->anchor_wd[i] = -1;
-		wd = inotify_add_watch(w->ifd, w->roots[i], WATCH_MASK);
-		if (wd >= 0) {
-			w->missing[i] = false;
-			appeared = true;
-			log_info("cgroup watcher: %s appeared: watching it", w->roots[i]);
-			watch_tree(w, w->roots[i], 0);
-			continue;
+			w->anchor_wd[i] = -1;
+			wd = inotify_add_watch(w->ifd, w->roots[i], WATCH_MASK);
+			if (wd >= 0) {
+				w->missing[i] = false;
+				appeared = true;
+				log_info("cgroup watcher: %s appeared: watching it", w->roots[i]);
+				/* Its slot now: removed again before watch_tree's
+				 * own watch (ENOENT, no slot), its IN_IGNORED would
+				 * find none, and it would never be waited for again
+				 * (test_cgwatch.c: a scope created and removed at
+				 * once, then no watch at all). */
+				put(w, wd, xstrdup(w->roots[i]), false);
+				watch_tree(w, w->roots[i], 0);
+				break;
+			}
+			if (errno != ENOENT && errno != ENOTDIR) {
+				log_debug("cgroup watcher: %s: %s", w->roots[i], strerror(errno));
+				break;
+			}
+			if (arm_anchor(w, i, &len) < 0) {
+				log_debug("cgroup watcher: no ancestor of %s to watch: %s", w->roots[i],
+					  strerror(errno));
+				break;
+			}
+			if (!deeper_exists(w->roots[i], len))
+				break;
 		}
-		if (errno != ENOENT && errno != ENOTDIR) {
-			log_debug("cgroup watcher: %s: %s", w->roots[i], strerror(errno));
-			continue;
-		}
-		if (arm_anchor(w, i) < 0)
-			log_debug("cgroup watcher: no ancestor of %s to watch: %s", w->roots[i], strerror(errno));
 	}
 	for (unsigned k = 0; k < w->cap; k++) {
 		const struct slot *s = &w->slots[k];
@@ -389,13 +433,19 @@ static void handle(struct cgwatch *w, const struct inotify_event *ev)
 
 			if (s && snprintf(sub, sizeof(sub), "%s/%s", s->path, name) < (int)sizeof(sub))
 				watch_tree(w, sub, 0);
-			/* a root nested in another scope is reached this way */
-			if (any_missing(w))
-				arm_missing(w);
+			/* a root nested in another scope is reached this way, and
+			 * one whose anchor was dropped while this event waited */
+			if (any_missing(w) && arm_missing(w)) {
+				set_watches(w);
+				prompt(w);
+				return;
+			}
 			set_watches(w);
 		}
 	}
-	if (cgwatch_event_prompts(ev->mask, name))
+	/* An event of a watch already dropped (an anchor no longer needed,
+	 * a directory forgotten) is about nothing the agent watches. */
+	if (find(w, ev->wd) && cgwatch_event_prompts(ev->mask, name))
 		prompt(w);
 }
 
