@@ -79,6 +79,23 @@ static void rmdir_at(const char *root, const char *rel)
 	assert_int_equal(rmdir(path), 0);
 }
 
+/* A watcher of SCOPES[0..N) over a v2 fixture tree of plain directories
+ * at ROOT (inotify works the same there), prompts counted from 0. */
+static struct cgwatch *start_watch(const char *root, const char **scopes, unsigned n)
+{
+	struct cgscan_config cfg = { 0 };
+	struct cg_hier h;
+	struct cgwatch *w = NULL;
+
+	tu_write(root, "cgroup.controllers", "cpuset memory\n");
+	assert_int_equal(cgh_detect(root, &h), 0);
+	cfg.scopes = (char **)scopes;
+	cfg.nr_scopes = n;
+	__atomic_store_n(&prompts, 0, __ATOMIC_RELEASE);
+	assert_int_equal(cgwatch_start(&h, &cfg, 0, count_prompt, NULL, &w), 0);
+	return w;
+}
+
 /* A scope (and a parent) configured but created after the watcher
  * started — machine.slice before the first VM, a runtime's parent before
  * its first container — is noticed when it appears, several levels deep,
@@ -90,19 +107,11 @@ static void test_scope_created_later(void **state)
 {
 	char *root = tu_mkdtemp();
 	const char *scopes[] = { "/machine.slice", "/rt/deep/parent" };
-	struct cgscan_config cfg = { 0 };
-	struct cg_hier h;
-	struct cgwatch *w = NULL;
+	struct cgwatch *w = start_watch(root, scopes, 2);
 	struct cgwatch_stats st;
 	unsigned n;
 
 	(void)state;
-	tu_write(root, "cgroup.controllers", "cpuset memory\n");
-	assert_int_equal(cgh_detect(root, &h), 0);
-	cfg.scopes = (char **)scopes;
-	cfg.nr_scopes = 2;
-	__atomic_store_n(&prompts, 0, __ATOMIC_RELEASE);
-	assert_int_equal(cgwatch_start(&h, &cfg, 0, count_prompt, NULL, &w), 0);
 	cgwatch_get_stats(w, &st);
 	assert_int_equal(st.watches, 1);   /* the root, waiting for both */
 
@@ -182,19 +191,11 @@ static void test_scope_created_in_one_go(void **state)
 {
 	char *root = tu_mkdtemp();
 	const char *scopes[] = { "/a/b/c/d" };
-	struct cgscan_config cfg = { 0 };
-	struct cg_hier h;
-	struct cgwatch *w = NULL;
+	struct cgwatch *w = start_watch(root, scopes, 1);
 	struct cgwatch_stats st;
 	unsigned missed = 0;
 
 	(void)state;
-	tu_write(root, "cgroup.controllers", "cpuset memory\n");
-	assert_int_equal(cgh_detect(root, &h), 0);
-	cfg.scopes = (char **)scopes;
-	cfg.nr_scopes = 1;
-	__atomic_store_n(&prompts, 0, __ATOMIC_RELEASE);
-	assert_int_equal(cgwatch_start(&h, &cfg, 0, count_prompt, NULL, &w), 0);
 	for (unsigned r = 0; r < 1000; r++) {
 		unsigned n = __atomic_load_n(&prompts, __ATOMIC_ACQUIRE);
 		int64_t end;
@@ -203,18 +204,12 @@ static void test_scope_created_in_one_go(void **state)
 		mkdir_at(root, "/a/b");
 		mkdir_at(root, "/a/b/c");
 		mkdir_at(root, "/a/b/c/d");
-		end = clock_mono_ns() + 2000000000LL;
-		while (__atomic_load_n(&prompts, __ATOMIC_ACQUIRE) == n && clock_mono_ns() < end)
-			usleep(200);
-		if (__atomic_load_n(&prompts, __ATOMIC_ACQUIRE) == n && missed++ == 0)
+		if (wait_prompts(n) == n && missed++ == 0)
 			print_message("round %u: /a/b/c/d created in one go and never noticed\n", r);
 		/* and watched: a guest created in it prompts */
 		n = __atomic_load_n(&prompts, __ATOMIC_ACQUIRE);
 		mkdir_at(root, "/a/b/c/d/guest");
-		end = clock_mono_ns() + 2000000000LL;
-		while (__atomic_load_n(&prompts, __ATOMIC_ACQUIRE) == n && clock_mono_ns() < end)
-			usleep(200);
-		if (__atomic_load_n(&prompts, __ATOMIC_ACQUIRE) == n && missed++ == 0)
+		if (wait_prompts(n) == n && missed++ == 0)
 			print_message("round %u: /a/b/c/d noticed, but a guest created in it was not\n", r);
 		if (missed)
 			break;

@@ -916,14 +916,6 @@ static void put_dropin(const char *conf)
 	close(fd);
 }
 
-static void write_dropin_kbal(const char *setting)
-{
-	char conf[128];
-
-	snprintf(conf, sizeof(conf), "[memory]\nkernel_balancing = %.60s\n", setting);
-	put_dropin(conf);
-}
-
 /* LIST: SECTION.KEY=VALUE[,SECTION.KEY=VALUE...], each a line of its
  * section in the drop-in. Only [A-Za-z0-9_.-] in names and values: the
  * placer comes from the kernel's command line, and nothing in it may
@@ -1002,8 +994,12 @@ static pid_t start_placer(const char *placer)
 
 		if (*arg == ':' && strchr(arg, '='))
 			write_dropin(placer, arg + 1);
-		else if (beside && *arg == ':' && arg[1])
-			write_dropin_kbal(arg + 1);
+		else if (beside && *arg == ':' && arg[1]) {
+			char kbal[96];
+
+			snprintf(kbal, sizeof(kbal), "memory.kernel_balancing=%.60s", arg + 1);
+			write_dropin(placer, kbal);
+		}
 		else if (*arg)
 			die("unknown placer \"%s\"", placer);
 		set_balancing(beside ? 1 : 0);
