@@ -383,6 +383,7 @@ json_t *api_policy_json(const struct api_policy *p)
 	json_object_set_new(o, "mem_headroom", json_real(pct(c->mem_headroom)));
 	json_object_set_new(o, "min_cpu", json_real(c->min_cpu));
 	json_object_set_new(o, "min_free_mib", json_integer((json_int_t)(c->min_free_bytes >> 20)));
+	json_object_set_new(o, "min_free_share", json_real(pct(c->min_free_share)));
 	json_object_set_new(o, "less_busy_margin", json_real(pct(c->less_busy_margin)));
 	json_object_set_new(o, "max_util", json_real(pct(c->max_util)));
 	json_object_set_new(o, "rebalance_util", json_real(pct(c->rebalance_util)));

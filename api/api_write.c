@@ -45,6 +45,7 @@ static const struct pfield {
 	{ "max_moves", PF_COUNT, 1, 10000, offsetof(struct policy_config, max_moves), NULL },
 	{ "max_migrate_mib", PF_MIB, 0, 1 << 30, offsetof(struct policy_config, max_migrate_bytes), "MiB" },
 	{ "min_free_mib", PF_MIB, 0, 1 << 30, offsetof(struct policy_config, min_free_bytes), "MiB" },
+	{ "min_free_share", PF_PCT, 0, 100, offsetof(struct policy_config, min_free_share), "percent" },
 };
 #define NR_PFIELDS (sizeof(pfields) / sizeof(pfields[0]))
 
@@ -166,7 +167,7 @@ void h_policy_put(struct rq *r)
 	static const char *const allowed[] = {
 		"mode", "interval", "revision", "locality_target", "cpu_headroom", "mem_headroom",
 		"less_busy_margin", "max_util", "rebalance_util", "min_cpu", "cooldown", "max_moves",
-		"max_migrate_mib", "min_free_mib", "schedule", NULL,
+		"max_migrate_mib", "min_free_mib", "min_free_share", "schedule", NULL,
 	};
 	struct policy_put *pp = xcalloc(1, sizeof(*pp));
 	struct jreq_err err;

@@ -580,7 +580,7 @@ static int cmd_guest(const struct opts *o, const char *id)
 
 static const char *const policy_units[][2] = {
 	{ "mode", "" }, { "interval", "s" }, { "locality_target", "%" }, { "cpu_headroom", "%" },
-	{ "mem_headroom", "%" }, { "min_cpu", "CPUs" }, { "min_free_mib", "MiB" },
+	{ "mem_headroom", "%" }, { "min_cpu", "CPUs" }, { "min_free_mib", "MiB" }, { "min_free_share", "%" },
 	{ "less_busy_margin", "%" }, { "max_util", "%" }, { "rebalance_util", "%" }, { "cooldown", "s" },
 	{ "max_moves", "per cycle" }, { "max_migrate_mib", "MiB per cycle" }, { "revision", "" },
 };

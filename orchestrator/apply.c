@@ -14,6 +14,7 @@
 #include "clock.h"
 #include "fs.h"
 #include "parse.h"
+#include "policy.h"
 #include "xalloc.h"
 #include "log.h"
 #include "mover.h"
@@ -295,8 +296,10 @@ static int recheck_room(struct applier *a, const struct snapshot *snap, const st
 	for (unsigned i = 0; i < snap->nr_nodes; i++) {
 		if (!mask_test(&it->to_mems, nodes[i].id))
 			continue;
-		if (nodes[i].mem_free > a->opts.min_free_bytes)
-			room += nodes[i].mem_free - a->opts.min_free_bytes;
+		uint64_t keep = policy_reserve(a->opts.min_free_bytes, a->opts.min_free_share, nodes[i].mem_total);
+
+		if (nodes[i].mem_free > keep)
+			room += nodes[i].mem_free - keep;
 		/* Room to come: other guests' pages that live jobs, and this
 		 * cycle's moves before this one, take off the node, less what
 		 * they bring onto it (snap_node.mem_leaving). */

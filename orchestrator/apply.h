@@ -64,7 +64,8 @@ struct apply_result {
 struct apply_opts {
 	unsigned nr_scopes;
 	char **scopes;                 /* never write outside these */
-	uint64_t min_free_bytes;       /* room re-check */
+	uint64_t min_free_bytes;       /* room re-check: the reserve kept, */
+	double min_free_share;         /* at most this share of a node (policy_reserve) */
 	bool freeze_during_migration;  /* freeze the guest while mems change */
 	bool strict_mems;              /* leave mems at the target after a move (else
 					* widen them again: see loosen_mems) */

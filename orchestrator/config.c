@@ -371,6 +371,7 @@ static const struct key keys[] = {
 	UINT("policy", "max_moves", policy.max_moves, 1, 10000),
 	MIBS("policy", "max_migrate_mib", policy.max_migrate_bytes),
 	MIBS("policy", "min_free_mib", policy.min_free_bytes),
+	PCT(min_free_share, 0, 100),
 	BOOLK("policy", "start_place", policy.start_place),
 	BOOLK("policy", "start_bind_mems", policy.start_bind_mems),
 
@@ -630,6 +631,7 @@ bool config_sources_differ(const struct agent_config *a, const struct agent_conf
 	       !same_strv(a->cg.nr_runc_roots, a->cg.runc_roots, b->cg.nr_runc_roots,
 			  b->cg.runc_roots) ||
 	       a->policy.min_free_bytes != b->policy.min_free_bytes ||
+	       a->policy.min_free_share != b->policy.min_free_share ||
 	       a->freeze_during_migration != b->freeze_during_migration ||
 	       a->strict_mems != b->strict_mems ||
 	       a->libvirt_enabled != b->libvirt_enabled ||

@@ -59,6 +59,7 @@ static int build_sources(struct engine *e, const struct agent_config *cfg)
 		.nr_scopes = cfg->cg.nr_scopes,
 		.scopes = cfg->cg.scopes,
 		.min_free_bytes = cfg->policy.min_free_bytes,
+		.min_free_share = cfg->policy.min_free_share,
 		.freeze_during_migration = cfg->freeze_during_migration,
 		.strict_mems = cfg->strict_mems,
 		.read_meminfo = e->src.read_meminfo,

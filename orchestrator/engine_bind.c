@@ -138,7 +138,8 @@ static const char *bound_why(const struct engine *e, const struct snapshot *snap
 
 	for (unsigned n = 0; n < snap->nr_nodes; n++)
 		if (mask_test(&g->mems, snap->nodes[n].id) && snap->nodes[n].mem_total &&
-		    snap->nodes[n].mem_free < e->cfg.policy.min_free_bytes)
+		    snap->nodes[n].mem_free < policy_reserve(e->cfg.policy.min_free_bytes, e->cfg.policy.min_free_share,
+							     snap->nodes[n].mem_total))
 			return "its node is short of free memory";
 	if ((double)(snap->mono_ns - b->since_ns) / 1e9 >= ENGINE_BIND_MAX_S)
 		return "bound for the longest a start binding lasts";

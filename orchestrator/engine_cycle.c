@@ -188,6 +188,7 @@ static enum phase_end memory_phase(struct engine *e, const struct snapshot *snap
 	spec.first_bytes = it->first_bytes;
 	spec.wait_room = apply_pending_room_wait(p);
 	spec.min_free_bytes = e->cfg.policy.min_free_bytes;
+	spec.min_free_share = e->cfg.policy.min_free_share;
 	id = mover_submit(e->mover, &spec);
 	free(pids);
 	{

@@ -26,6 +26,7 @@
 #include "log.h"
 #include "numamig.h"
 #include "numamaps.h"
+#include "policy.h"
 #include "procstat.h"
 #include "strtab.h"
 
@@ -61,6 +62,7 @@ struct job {
 	bool wait_room;              /* mover_spec.wait_room */
 	bool room_waiting;           /* in room_take's wait: frees nothing meanwhile (under the lock) */
 	uint64_t min_free;
+	double min_free_share;
 	int (*write)(void *ctx, char *msg, size_t msgsz); /* mover_spec.write */
 	void *write_ctx;
 	char room_msg[140];          /* why it ended for want of room (worker-owned) */
@@ -439,6 +441,13 @@ static int move_slices(struct mover *m, struct job *j, pid_t pid, struct bufs *b
 	return r;
 }
 
+/* The free memory J leaves on node N (policy_reserve of N's MemTotal, as
+ * the sources' reader fills it). */
+static uint64_t job_reserve(const struct job *j, const struct snap_node *n)
+{
+	return policy_reserve(j->min_free, j->min_free_share, n->mem_total);
+}
+
 /* mover_spec.wait_room: wait until each target node of the slice of SL
  * entries at OFF has room for its part above the reserve — the room the
  * applier counted on was partly other jobs' pages still leaving. true:
@@ -492,7 +501,7 @@ static bool room_take(struct mover *m, struct job *j, const struct bufs *b, size
 		for (unsigned i = 0; i < nd && ok; i++) {
 			uint64_t cl = m->claim[nodes[i].id];
 
-			if (!mover_room_claim_ok(nodes[i].mem_free, cl, j->min_free, need[i])) {
+			if (!mover_room_claim_ok(nodes[i].mem_free, cl, job_reserve(j, &nodes[i]), need[i])) {
 				ok = false;
 				short_i = i;
 			}
@@ -530,12 +539,12 @@ static bool room_take(struct mover *m, struct job *j, const struct bufs *b, size
 		} else if (step == MOVER_ROOM_LOOK_AGAIN) {
 			j->room_waiting = true;
 		} else if (step == MOVER_ROOM_FAIL) {
-			uint64_t fr = nodes[short_i].mem_free;
+			uint64_t fr = nodes[short_i].mem_free, keep = job_reserve(j, &nodes[short_i]);
 
 			snprintf(j->room_msg, sizeof(j->room_msg),
 				 "node %d has %llu MiB free above the reserve, %llu MiB to move onto it, and no other job "
 				 "is freeing memory", nodes[short_i].id,
-				 (unsigned long long)((fr > j->min_free ? fr - j->min_free : 0) >> 20),
+				 (unsigned long long)((fr > keep ? fr - keep : 0) >> 20),
 				 (unsigned long long)(need[short_i] >> 20));
 			*r = -ENOSPC;
 		} else {
@@ -1407,6 +1416,7 @@ uint64_t mover_submit(struct mover *m, const struct mover_spec *spec)
 	j->info.first = j->first;
 	j->wait_room = spec->wait_room;
 	j->min_free = spec->min_free_bytes;
+	j->min_free_share = spec->min_free_share;
 	j->write = spec->write;
 	j->write_ctx = spec->write_ctx;
 	j->info.write = spec->write != NULL;

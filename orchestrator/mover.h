@@ -92,7 +92,8 @@ struct mover_spec {
 	 * another job is moving pages (mover_peer_frees), and otherwise,
 	 * still without room, it fails at once. */
 	bool wait_room;
-	uint64_t min_free_bytes;
+	uint64_t min_free_bytes; /* the reserve, at most this share of a node */
+	double min_free_share;   /* (policy_reserve) */
 	/* A job that is one call, not page moves: a worker calls
 	 * WRITE(WRITE_CTX, MSG, MSGSZ) once — a start binding's cpuset.mems
 	 * write, inside which the kernel migrates what the guest touched

@@ -18,6 +18,7 @@ void policy_config_default(struct policy_config *c)
 	c->min_cpu = 0.1;
 	c->mem_headroom = 0.1;
 	c->min_free_bytes = 256 * MIB;
+	c->min_free_share = 0.04;
 	c->less_busy_margin = 0.12;
 	c->max_util = 0.9;
 	c->rebalance_util = 0.8;
@@ -26,6 +27,16 @@ void policy_config_default(struct policy_config *c)
 	c->max_migrate_bytes = 4096 * MIB;
 	c->start_place = true;
 	c->start_bind_mems = false;
+}
+
+uint64_t policy_reserve(uint64_t min_free_bytes, double share, uint64_t total)
+{
+	double cap;
+
+	if (!total || !(share >= 0.0) || share >= 1.0)
+		return min_free_bytes;
+	cap = share * (double)total;
+	return cap < (double)min_free_bytes ? (uint64_t)cap : min_free_bytes;
 }
 
 static bool in(double v, double lo, double hi)
@@ -52,6 +63,8 @@ int policy_config_validate(const struct policy_config *c, const char **field)
 		bad = "mem_headroom";
 	else if (c->min_free_bytes > BYTES_MAX)
 		bad = "min_free_mib";
+	else if (!in(c->min_free_share, 0.0, 1.0))
+		bad = "min_free_share";
 	else if (!in(c->less_busy_margin, 0.0, 1.0))
 		bad = "less_busy_margin";
 	else if (!in(c->max_util, 0.0, 1.0) || c->max_util <= 0.0)

@@ -4,7 +4,7 @@
  * Fit(T) for a guest with CPU demand d and memory demand m:
  *   CPU:    (Σ_{n∈T} max(0, busy_n − own_n) + d) / Σ_{n∈T} cpus_n ≤ max_util,
  *           and d ≤ the CPUs it may be given on T (allowed_cpus);
- *   memory: Σ_{n∈mems(T)} max(0, free_n − min_free) + its memory already on
+ *   memory: Σ_{n∈mems(T)} max(0, free_n − reserve_n) + its memory already on
  *           mems(T) ≥ m, or all of its memory is on mems(T) already (all
  *           but a negligible part, plan_migration_negligible, that fits
  *           in what mems(T) have free).
@@ -13,7 +13,8 @@
  *           its busy threads ≤ the CPUs it may be given on T and its use ≤
  *           them × (1 + LOCAL_FIT_SLACK), when all (but a negligible part)
  *           of its memory is on mems(T) already.
- * A node already below min_free contributes no room rather than negative
+ * reserve_n = min_free, but at most min_free_share of node n (policy_reserve).
+ * A node already below its reserve contributes no room rather than negative
  * room: its deficit is not the guest's to pay from other nodes' room.
  * mems(T) = T's nodes with memory that allowed_mems permits; a T made only
  * of memory-less CPU nodes gets the nearest node with memory instead; a T
@@ -215,6 +216,7 @@ void pctx_float(struct pctx *x, const struct gview *g)
 {
 	if (!g->floater || !g->own)
 		return;
+	x->floated = true;
 	for (unsigned n = 0; n < x->nn; n++) {
 		x->fbusy[n] += g->own[n];
 		x->fbusy_start[n] += g->own[n];
@@ -223,15 +225,22 @@ void pctx_float(struct pctx *x, const struct gview *g)
 
 double pctx_other_busy(const struct pctx *x, const struct gview *g, unsigned n)
 {
-	/* A floater's own share is in fbusy (it is not placed yet). */
-	double b = x->busy[n] - x->fbusy[n] - (g->own && !g->floater ? g->own[n] : 0.0);
+	/* A floater's own share is in fbusy (it is not placed yet), if
+	 * anything floated. */
+	double b = x->busy[n] - x->fbusy[n] - (g->own && !(g->floater && x->floated) ? g->own[n] : 0.0);
 
 	return b > 0.0 ? b : 0.0;
 }
 
+/* The free memory kept on node index N (policy_reserve). */
+static int64_t reserve(const struct pctx *x, unsigned n)
+{
+	return (int64_t)policy_reserve(x->cfg->min_free_bytes, x->cfg->min_free_share, x->s->nodes[n].mem_total);
+}
+
 uint64_t pctx_room(const struct pctx *x, unsigned n)
 {
-	int64_t r = x->free[n] - (int64_t)x->cfg->min_free_bytes;
+	int64_t r = x->free[n] - reserve(x, n);
 
 	return r > 0 ? (uint64_t)r : 0;
 }
@@ -646,7 +655,7 @@ void pctx_commit(struct pctx *x, const struct gview *g, const struct pcand *c)
 	 * cycle will free (what the applier will find)? */
 	mask_foreach(id, &c->mems) {
 		unsigned n = (unsigned)x->idx_of_id[id];
-		int64_t r = x->free[n] - x->credit[n] - (int64_t)x->cfg->min_free_bytes;
+		int64_t r = x->free[n] - x->credit[n] - reserve(x, n);
 
 		real += r > 0 ? (uint64_t)r : 0;
 	}

@@ -48,6 +48,15 @@ struct pctx {
 	 * (pctx_float; struct gview): others count it as free. */
 	double *fbusy;
 	double *fbusy_start; /* fbusy before any commit (pctx_reset) */
+	/* pctx_float ran: floaters' shares are in fbusy. When the host is too
+	 * busy for anything to float (policy_decide) they are not, and a
+	 * floater's own share must come off its node like anyone's: counted
+	 * as another's load there, six crowded guests on four nodes took the
+	 * least loaded nodes in turn and two landed on one node while the
+	 * fourth stood empty (test_oversubscribed_local_least_loaded with
+	 * memory to spare; the testbed's 256 MiB reserve hid it by leaving
+	 * room for one guest per node). */
+	bool floated;
 	int64_t *free;       /* free bytes per node index, working copy */
 	/* Of free, what moves accepted this cycle will free when their
 	 * memory has left (pctx_commit): the applier checks the node's real
@@ -117,7 +126,7 @@ struct pcand {
 	double util_after;       /* (Σ (busy − own) + demand) / Σ CPUs */
 	double mean_dist;        /* mean pairwise distance over T ∪ mems(T) */
 	double score;
-	uint64_t room;           /* Σ max(0, free − min_free) over mems(T) */
+	uint64_t room;           /* Σ max(0, free − reserve) over mems(T) */
 	uint64_t already;        /* guest memory already on mems(T) */
 	uint64_t migrate;        /* guest memory not on mems(T) */
 	bool allowed_ok;         /* mems(T) non-empty within allowed_mems */
@@ -185,7 +194,8 @@ void pctx_float(struct pctx *x, const struct gview *g);
 /* Busy CPUs of node index N other than the guest's own share and the
  * load of floaters not yet placed, ≥ 0. */
 double pctx_other_busy(const struct pctx *x, const struct gview *g, unsigned n);
-/* Room for new memory on node index N: max(0, free − min_free_bytes). */
+/* Room for new memory on node index N: max(0, free − its reserve), the
+ * reserve being policy_reserve(min_free_bytes, min_free_share, MemTotal). */
 uint64_t pctx_room(const struct pctx *x, unsigned n);
 
 /* Evaluate the set of node indices IDX[0..K) for G. MEMS_OVERRIDE (node

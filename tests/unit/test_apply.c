@@ -46,7 +46,7 @@ static void fx_init(struct fx *f, bool v2, unsigned long free_kb_node1)
 	char rel[512];
 	struct snap_node nodes[2];
 	struct snap_guest *g;
-	struct apply_opts ao = { .min_free_bytes = 64ULL << 20, .read_meminfo = topo_read_meminfo };
+	struct apply_opts ao = { .min_free_bytes = 64ULL << 20, .min_free_share = 1.0, .read_meminfo = topo_read_meminfo };
 
 	memset(f, 0, sizeof(*f));
 	f->v2 = v2;
@@ -194,7 +194,7 @@ static void test_strict_binding_and_pinned_guests_stay_bound(void **state)
 {
 	struct fx f;
 	struct apply_result res;
-	struct apply_opts ao = { .min_free_bytes = 64ULL << 20, .strict_mems = true, .read_meminfo = topo_read_meminfo };
+	struct apply_opts ao = { .min_free_bytes = 64ULL << 20, .min_free_share = 1.0, .strict_mems = true, .read_meminfo = topo_read_meminfo };
 	struct applier *strict;
 
 	(void)state;
@@ -234,7 +234,7 @@ static void test_strict_failed_narrowing_says_wide(void **state)
 	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct fx f;
 		struct apply_result res;
-		struct apply_opts ao = { .min_free_bytes = 64ULL << 20, .strict_mems = true,
+		struct apply_opts ao = { .min_free_bytes = 64ULL << 20, .min_free_share = 1.0, .strict_mems = true,
 					 .read_meminfo = topo_read_meminfo };
 		struct applier *strict;
 		struct apply_pending *p;

@@ -35,7 +35,7 @@ static void test_full_file(void **state)
 		"[scope]\ncgroup = /a\ncgroup = /b/c\n"
 		"[containers]\nparent = /p\nrunc_root = /run/runc2\n"
 		"[policy]\nlocality_target = 80\nmax_util = 75\ncooldown = 60\nmax_moves = 2\n"
-		"max_migrate_mib = 512\nmin_free_mib = 128\nless_busy_margin = 20\nstart_place = no\n"
+		"max_migrate_mib = 512\nmin_free_mib = 128\nmin_free_share = 10\nless_busy_margin = 20\nstart_place = no\n"
 		"[api]\nsocket =\nlisten = 127.0.0.1:7070\ntoken_file = /etc/numaorch/token\n"
 		"[libvirt]\nenabled = no\nuri = qemu:///session\n";
 
@@ -56,6 +56,7 @@ static void test_full_file(void **state)
 	assert_int_equal(c.policy.max_moves, 2);
 	assert_int_equal(c.policy.max_migrate_bytes, 512ULL << 20);
 	assert_int_equal(c.policy.min_free_bytes, 128ULL << 20);
+	assert_true(fabs(c.policy.min_free_share - 0.1) < 1e-9);
 	assert_false(c.policy.start_place);
 	assert_string_equal(c.api_socket, "");
 	assert_string_equal(c.api_listen, "127.0.0.1:7070");
@@ -244,6 +245,7 @@ static void test_every_key_checks_its_value(void **state)
 		{ "policy", "max_moves", "0", "must be an integer 1..10000" },
 		{ "policy", "max_migrate_mib", "1.5", "must be an integer of MiB" },
 		{ "policy", "min_free_mib", "-3", "must be an integer of MiB" },
+		{ "policy", "min_free_share", "101", "must be a number 0..100 (percent)" },
 		{ "api", "socket", "rel", "must be an absolute path" },
 		{ "api", "listen", "8080", "must be ADDR:PORT" },
 		{ "libvirt", "enabled", "sure", "must be yes or no" },

@@ -889,9 +889,12 @@ static void check_invariants(const struct policy_config *cfg, const struct snaps
 				int64_t fr = (int64_t)s->nodes[n].mem_free + (int64_t)s->nodes[n].mem_leaving -
 					     (int64_t)s->nodes[n].mem_coming;
 
+				int64_t keep = (int64_t)policy_reserve(cfg->min_free_bytes, cfg->min_free_share,
+								       s->nodes[n].mem_total);
+
 				assert_true(s->nodes[n].mem_total > 0);
-				if (fr > (int64_t)cfg->min_free_bytes)
-					room += (uint64_t)fr - cfg->min_free_bytes;
+				if (fr > keep)
+					room += (uint64_t)(fr - keep);
 				already += g->mem_node[n];
 			}
 			/* Its memory there but for a few stray pages that fit
@@ -2022,44 +2025,55 @@ static void test_settle_keeps_real_other_load(void **state)
 
 /* The testbed's oversubscribed scenario: six 2-thread guests (12 busy
  * threads on 8 CPUs, each guest 1.33 CPUs) with their memory over all
- * nodes. Nothing fits with headroom, and there is no room to float to;
- * rather than leave them spread (47 % local at the end) each guest is
- * placed on one node of its own as far as there are nodes — the least
- * loaded that holds its two busy threads — with its memory there. */
+ * nodes. Nothing fits with headroom but a guest's own node, and there is
+ * no room to float to; rather than leave them spread (47 % local at the
+ * end) each guest is placed on one node of its own as far as there are
+ * nodes — the least loaded that holds its two busy threads — with its
+ * memory there. Once with the testbed's nodes (room for one guest each
+ * above the reserve) and once with memory to spare: there, before the
+ * guards' floated flag, a guest counted its own load against its node
+ * (its share was taken as floated when nothing floated) and two guests
+ * went to node 2 while node 3 stood empty. */
 static void test_oversubscribed_local_least_loaded(void **state)
 {
-	static const uint64_t free_mib[4] = { 570, 570, 570, 570 };
-	static const double busy[4] = { 1.0, 1.0, 1.0, 1.0 };
-	struct snapshot *s = host_2cpu(4, 1024, free_mib, busy);
-	nodemask_t used;
-	struct plan *p;
+	static const uint64_t total_mib[2] = { 1024, 8192 };
 
 	(void)state;
-	for (int i = 0; i < 6; i++) {
-		static const char *const ids[6] = { "w1", "w2", "w3", "w4", "w5", "w6" };
-		struct snap_guest *g = guest_on(s, ids[i], 8.0 / 6.0, 2, "0-7", "0-3", i % 4);
+	for (unsigned h = 0; h < 2; h++) {
+		const uint64_t free_mib[4] = { total_mib[h] - 454, total_mib[h] - 454, total_mib[h] - 454,
+					       total_mib[h] - 454 };
+		static const double busy[4] = { 1.0, 1.0, 1.0, 1.0 };
+		struct snapshot *s = host_2cpu(4, total_mib[h], free_mib, busy);
+		nodemask_t used;
+		struct plan *p;
 
-		g->busy_threads = 2;
-		g->busy_measured = true;
-		for (int n = 0; n < 4; n++)
-			g->mem_node[n] = 75 * MIB;
-	}
-	p = decide_default(s, "oversubscribed");
-	/* max_moves (4): four this cycle, each alone on a node. */
-	assert_int_equal(p->nr_moves, 4);
-	mask_zero(&used);
-	for (unsigned i = 0; i < p->nr_items; i++) {
-		const struct plan_item *it = &p->items[i];
+		for (int i = 0; i < 6; i++) {
+			static const char *const ids[6] = { "w1", "w2", "w3", "w4", "w5", "w6" };
+			struct snap_guest *g = guest_on(s, ids[i], 8.0 / 6.0, 2, "0-7", "0-3", i % 4);
 
-		if (it->kind != PLAN_MOVE)
-			continue;
-		if (mask_count(&it->to_nodes) != 1 || !mask_equal(&it->to_nodes, &it->to_mems) ||
-		    mask_intersects(&it->to_nodes, &used) || !it->crowded)
-			fail_msg("%s: %s", it->guest_id, it->detail);
-		mask_or(&used, &used, &it->to_nodes);
-		assert_int_equal(it->migrate_bytes, 225 * MIB);
+			g->busy_threads = 2;
+			g->busy_measured = true;
+			for (int n = 0; n < 4; n++)
+				g->mem_node[n] = 75 * MIB;
+		}
+		p = decide_default(s, "oversubscribed");
+		/* max_moves (4): four this cycle, each alone on a node. */
+		assert_int_equal(p->nr_moves, 4);
+		mask_zero(&used);
+		for (unsigned i = 0; i < p->nr_items; i++) {
+			const struct plan_item *it = &p->items[i];
+
+			if (it->kind != PLAN_MOVE)
+				continue;
+			if (mask_count(&it->to_nodes) != 1 || !mask_equal(&it->to_nodes, &it->to_mems) ||
+			    mask_intersects(&it->to_nodes, &used))
+				fail_msg("%llu MiB nodes: %s: %s", (unsigned long long)total_mib[h], it->guest_id,
+					 it->detail);
+			mask_or(&used, &used, &it->to_nodes);
+			assert_int_equal(it->migrate_bytes, 225 * MIB);
+		}
+		plan_free(p);
 	}
-	plan_free(p);
 }
 
 /* The libvirt-in-VM check's domain (test_vm_mover.sh): two vCPUs spinning
@@ -2476,8 +2490,10 @@ static void test_no_mutual_room_credit(void **state)
 		mask_foreach(id, &it->to_mems) {
 			const struct snap_node *nd = &s->nodes[snap_node_index(s, id)];
 
-			if (nd->mem_free > cfg.min_free_bytes)
-				real += nd->mem_free - cfg.min_free_bytes;
+			uint64_t keep = policy_reserve(cfg.min_free_bytes, cfg.min_free_share, nd->mem_total);
+
+			if (nd->mem_free > keep)
+				real += nd->mem_free - keep;
 		}
 		grounded += real >= it->migrate_bytes;
 		print_message("%s: %s\n", it->guest_id, it->detail);
@@ -2772,16 +2788,18 @@ static void test_big_floater_makes_room(void **state)
 	plan_free(p);
 }
 
-/* The testbed's bigguest scenario (4 nodes × 2 CPUs, 1536 MiB each,
- * min_free 256 MiB): a 1700 MiB guest with two busy threads, its memory
- * interleaved (425 MiB on each node), free to run anywhere, its threads
- * on nodes 1 and 2; nodes 1-3 have 1000 MiB free, node 0 390 (the two
- * small guests' 640 MiB). Its memory (1870 MiB with headroom) fits no
- * node: spread over two nodes, each thread is local to the half of it
- * on its own node — 50 %, the end state of every placer in the matrix.
- * Its threads fit one node's two CPUs: both go to one of nodes 1-3, its
- * memory onto that node up to its room (744 MiB more, less 1/16 kept back
- * for huge pages: 1122 MiB, 66 %), the rest on one more node. */
+/* The testbed's bigguest scenario (4 nodes × 2 CPUs, 1536 MiB each): a
+ * 1700 MiB guest with two busy threads, its memory interleaved (425 MiB on
+ * each node), free to run anywhere, its threads on nodes 1 and 2; nodes
+ * 1-3 have 1000 MiB free, node 0 390 (the two small guests' 640 MiB). Its
+ * memory (1870 MiB with headroom) fits no node: spread over two nodes,
+ * each thread is local to the half of it on its own node — 50 %, the end
+ * state of every placer in the matrix. Its threads fit one node's two
+ * CPUs: both go to one of nodes 1-3, its memory onto that node up to its
+ * room (less 1/16 kept back for huge pages), the rest on one more node.
+ * The room is what the reserve leaves: 4 % of the node (61 MiB) by
+ * default, 880 MiB more there (77 %); with the fixed 256 MiB of before
+ * (min_free_share 100 %) 744 MiB, 698 kept (66 %). */
 static struct snapshot *bigguest_host(void)
 {
 	static const uint64_t free_mib[4] = { 390, 1000, 1000, 1000 };
@@ -2803,44 +2821,61 @@ static struct snapshot *bigguest_host(void)
 
 static void test_bigguest_split(void **state)
 {
-	struct snapshot *s = bigguest_host();
-	const struct plan_item *it;
-	struct plan *p;
-	int first;
-
 	(void)state;
-	p = decide_default(s, "bigguest split");
-	it = find_item(p, "big");
-	assert_non_null(it);
-	if (it->kind != PLAN_MOVE || !it->split)
-		fail_msg("%s %s: %s", plan_kind_name(it->kind), move_reason_name(it->reason), it->detail);
-	print_message("big: %s\n", it->detail);
-	/* both threads on one node with room, that node's CPUs only */
-	assert_int_equal(mask_count(&it->to_nodes), 1);
-	first = mask_first(it->to_nodes.w, MASK_BITS(&it->to_nodes));
-	assert_true(first >= 1);
-	assert_int_equal(it->first_node, first);
-	assert_int_equal(mask_count(it->to_cpus), 2);
-	/* memory on that node and one more; the node takes all its room */
-	assert_int_equal(mask_count(&it->to_mems), 2);
-	assert_true(mask_test(&it->to_mems, first));
-	assert_int_equal(it->first_bytes, 744 * MIB - 744 * MIB / 16);
-	assert_int_equal(it->migrate_bytes, 850 * MIB);
-	plan_free(p);
+	for (unsigned fixed = 0; fixed < 2; fixed++) {
+		struct snapshot *s = bigguest_host();
+		struct policy_config cfg;
+		const struct plan_item *it;
+		struct pstate *next;
+		struct plan *p;
+		uint64_t room;
+		int first;
 
-	/* Once there (1169 MiB on node 1, the rest on node 2) it stays:
-	 * node 3, emptied, could hold nearly as much, not more by the slack. */
+		snap_finalize(s);
+		policy_config_default(&cfg);
+		if (fixed)
+			cfg.min_free_share = 1.0;
+		room = 1000 * MIB - policy_reserve(cfg.min_free_bytes, cfg.min_free_share, 1536 * MIB);
+		assert_int_equal(policy_decide(&cfg, s, NULL, false, &p, &next), 0);
+		check_invariants(&cfg, s, p, next, "bigguest split");
+		pstate_free(next);
+		snap_unref(s);
+		it = find_item(p, "big");
+		assert_non_null(it);
+		if (it->kind != PLAN_MOVE || !it->split)
+			fail_msg("%s %s: %s", plan_kind_name(it->kind), move_reason_name(it->reason), it->detail);
+		print_message("big (%s reserve): %s\n", fixed ? "256 MiB" : "4 %", it->detail);
+		/* both threads on one node with room, that node's CPUs only */
+		assert_int_equal(mask_count(&it->to_nodes), 1);
+		first = mask_first(it->to_nodes.w, MASK_BITS(&it->to_nodes));
+		assert_true(first >= 1);
+		assert_int_equal(it->first_node, first);
+		assert_int_equal(mask_count(it->to_cpus), 2);
+		/* memory on that node and one more; the node takes all its room */
+		assert_int_equal(mask_count(&it->to_mems), 2);
+		assert_true(mask_test(&it->to_mems, first));
+		assert_int_equal(it->first_bytes, room - room / 16);
+		/* what is off the two nodes (850 MiB), or what the first takes
+		 * when that is more (some of it from the second node) */
+		assert_int_equal(it->migrate_bytes, it->first_bytes > 850 * MIB ? it->first_bytes : 850 * MIB);
+		if (!fixed)
+			assert_true(it->first_bytes > 870 * MIB);
+		plan_free(p);
+	}
+
+	/* Once there (1305 MiB on node 1, the rest on node 2) it stays: node
+	 * 3, emptied, could hold nearly as much, not more by the slack. */
 	{
-		static const uint64_t free_mib[4] = { 390, 256, 950, 1425 };
+		static const uint64_t free_mib[4] = { 815, 120, 1030, 1425 };
 		static const double busy[4] = { 0.5, 1.0, 0.0, 0.0 };
-		struct snap_guest *big;
+		struct snapshot *s = host_2cpu(4, 1536, free_mib, busy);
+		struct snap_guest *big = guest_on(s, "big", 2.0, 2, "2-3", "0-3", 1);
+		struct plan *p;
 
-		s = host_2cpu(4, 1536, free_mib, busy);
-		big = guest_on(s, "big", 2.0, 2, "2-3", "0-3", 1);
 		big->busy_threads = 2;
 		big->busy_measured = true;
-		big->mem_node[1] = 1169 * MIB;
-		big->mem_node[2] = 531 * MIB;
+		big->mem_node[1] = 1305 * MIB;
+		big->mem_node[2] = 395 * MIB;
 		p = decide_default(s, "bigguest settled");
 		assert_null(find_item(p, "big"));
 		plan_free(p);
@@ -2874,12 +2909,29 @@ static void test_advise_nothing_fits(void **state)
 
 /* ---- config, pstate, JSON ---- */
 
+/* The reserve: min_free_mib, no more than min_free_share of the node. */
+static void test_reserve(void **state)
+{
+	(void)state;
+	/* 4 % of a 1.5 GiB node is 61 MiB; from 6.4 GiB up, 256 MiB */
+	assert_int_equal(policy_reserve(256 * MIB, 0.04, 1536 * MIB), (uint64_t)(0.04 * 1536.0 * MIB));
+	assert_int_equal(policy_reserve(256 * MIB, 0.04, 6400 * MIB), 256 * MIB);
+	assert_int_equal(policy_reserve(256 * MIB, 0.04, 192ULL * 1024 * MIB), 256 * MIB);
+	/* 100 %: the fixed reserve; 0 %: none */
+	assert_int_equal(policy_reserve(256 * MIB, 1.0, 1024 * MIB), 256 * MIB);
+	assert_int_equal(policy_reserve(256 * MIB, 1.0, 128 * MIB), 256 * MIB);
+	assert_int_equal(policy_reserve(256 * MIB, 0.0, 1024 * MIB), 0);
+	/* a node whose size is not known keeps the fixed reserve */
+	assert_int_equal(policy_reserve(256 * MIB, 0.04, 0), 256 * MIB);
+	assert_int_equal(policy_reserve(256 * MIB, NAN, 1024 * MIB), 256 * MIB);
+}
+
 static void test_config_validate(void **state)
 {
 	static const char *const bad[] = {
 		"locality_target", "cpu_headroom", "min_cpu", "mem_headroom", "min_free_mib",
 		"less_busy_margin", "max_util", "rebalance_util", "cooldown", "max_moves",
-		"max_migrate_mib",
+		"max_migrate_mib", "min_free_share",
 	};
 	struct policy_config c;
 	const char *field = "untouched";
@@ -2891,6 +2943,7 @@ static void test_config_validate(void **state)
 	assert_true(c.mem_headroom == 0.1 && c.less_busy_margin == 0.12 && c.max_util == 0.9);
 	assert_true(c.rebalance_util == 0.8);
 	assert_int_equal(c.min_free_bytes, 256 * MIB);
+	assert_true(c.min_free_share == 0.04);
 	assert_int_equal(c.cooldown_ns, 300 * SEC);
 	assert_int_equal(c.max_moves, 4);
 	assert_int_equal(c.max_migrate_bytes, 4096 * MIB);
@@ -2909,6 +2962,7 @@ static void test_config_validate(void **state)
 		case 8: c.cooldown_ns = -1; break;
 		case 9: c.max_moves = 0; break;
 		case 10: c.max_migrate_bytes = 1ULL << 62; break;
+		case 11: c.min_free_share = 1.01; break;
 		}
 		field = NULL;
 		assert_int_equal(policy_config_validate(&c, &field), -EINVAL);
@@ -3136,6 +3190,7 @@ int main(void)
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_idle_node_passes_cooldown);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_crowded_memory_without_headroom);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_spread_start_one_node_each);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_reserve);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_config_validate);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_pstate);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_next_state_drops_vanished);

@@ -157,6 +157,7 @@ static uint64_t submit_spec(struct mover *m, const char *guest, bool wait_room)
 	if (wait_room) {
 		s.wait_room = true;
 		s.min_free_bytes = 64ULL << 20;
+		s.min_free_share = 1.0;
 	}
 	return mover_submit(m, &s);
 }
