@@ -281,7 +281,7 @@ NUMA_VM_BINS := $(BUILD)/numa-vm/bin/numavm-run $(BUILD)/numa-vm/bin/guestload $
 MIGBENCH_SRCS := tests/numa-vm/guest/migbench.c orchestrator/mover.c orchestrator/mover_plan.c orchestrator/fs.c orchestrator/xalloc.c orchestrator/parse.c \
                  orchestrator/clock.c orchestrator/log.c orchestrator/utf8.c \
                  orchestrator/mask.c orchestrator/numamig.c orchestrator/hostpaths.c orchestrator/procstat.c \
-                 orchestrator/numamaps.c
+                 orchestrator/numamaps.c orchestrator/policy.c
 $(BUILD)/numa-vm/bin/migbench: $(MIGBENCH_SRCS) orchestrator/mover.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -D_GNU_SOURCE -I. -static -pthread -o $@ $(MIGBENCH_SRCS) -lnuma -lm
