@@ -1000,6 +1000,12 @@ def fmt(v, f="%.0f", none="never"):
     return none if v is None else f % v
 
 
+def fmt_s(v, none="never"):
+    """Seconds as read on a scenario's grid: 6, 5.5 (churn samples every
+    0.5 s; "%.0f" printed its 5.5 as 6)."""
+    return none if v is None else "%g" % round(v, 1)
+
+
 def report(runs, wall_total=None, cmdline=None, failed=(), note=None):
     os.makedirs(RESULTS, exist_ok=True)
     scns = []
@@ -1046,9 +1052,9 @@ def report(runs, wall_total=None, cmdline=None, failed=(), note=None):
                   "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in rs:
             lines.append("| %s | %s | %s | %s | %s | %s | %s | %.0f | %.0f | %d | %s | %s | %.0f |" % (
-                r["placer"], fmt(r["t90_all"]), fmt(pct(r["wloc_mean_last_min"]), "%.0f%%", "-"),
+                r["placer"], fmt_s(r["t90_all"]), fmt(pct(r["wloc_mean_last_min"]), "%.0f%%", "-"),
                 fmt(pct(r.get("wloc_end")), "%.0f%%", "-"), fmt(pct(r.get("wloc_min_end")), "%.0f%%", "-"),
-                fmt(r.get("t90_nodes_all")), fmt(pct(r["loc_mean_last_min"]), "%.0f%%", "-"),
+                fmt_s(r.get("t90_nodes_all")), fmt(pct(r["loc_mean_last_min"]), "%.0f%%", "-"),
                 r["needed_mib"], r["moved_mib"], r["oom_kills"], fmt(r["placer_cpu_s"], "%.1f", "-"),
                 "/".join(map(str, r["busy_threads_per_node_end"])), r["work_mib_s"]))
         lines += ["", target_line(rs), "", "![%s](%s.png)" % (s, s), ""]
@@ -1074,9 +1080,9 @@ def target_line(rs):
     parts = []
     best_t = [p["t90_all"] for p in peers if p["t90_all"] is not None]
     if o["t90_all"] is None:
-        parts.append("t90: numaorchd never reached 90%% for all guests (best peer: %s)" % (fmt(min(best_t)) + " s" if best_t else "never"))
+        parts.append("t90: numaorchd never reached 90%% for all guests (best peer: %s)" % (fmt_s(min(best_t)) + " s" if best_t else "never"))
     elif not best_t:
-        parts.append("t90: met (numaorchd %.0f s; kernel and numad never)" % o["t90_all"])
+        parts.append("t90: met (numaorchd %s s; kernel and numad never)" % fmt_s(o["t90_all"]))
     else:
         b = min(best_t)
         ok = o["t90_all"] * 2 <= b
@@ -1084,7 +1090,8 @@ def target_line(rs):
             parts.append("t90: a tie at 0 s (every guest was local from the start)")
             b = None
         if b is not None:
-            parts.append("t90: %s (numaorchd %.0f s vs best peer %.0f s; needs <= %.1f s)" % ("met" if ok else "NOT met", o["t90_all"], b, b / 2))
+            parts.append("t90: %s (numaorchd %s s vs best peer %s s; needs <= %.2f s)" % (
+                "met" if ok else "NOT met", fmt_s(o["t90_all"]), fmt_s(b), b / 2))
             fl = o.get("t90_floor") or 0.0
             if not ok and fl > b / 2:
                 parts[-1] = parts[-1][:-1] + (", under this run's floor: guest %s was first sampled %.1f s after "
@@ -1164,7 +1171,7 @@ def cmd_bench(args):
                 continue
             runs.append(r)
             log("bench: %s/%s: t90 %s, true loc %s, moved %.0f MiB, %.0f s wall" % (
-                s, p, fmt(r["t90_all"]), fmt(pct(r["wloc_mean_last_min"]), "%.0f%%", "-"), r["moved_mib"], r["wall_s"]))
+                s, p, fmt_s(r["t90_all"]), fmt(pct(r["wloc_mean_last_min"]), "%.0f%%", "-"), r["moved_mib"], r["wall_s"]))
     total = time.time() - t0
     report(runs, total, "make bench-numa" if not (args.scenario or args.placer) else
            "tests/numa-vm/numavm.py bench " + " ".join(sys.argv[2:]), failed)

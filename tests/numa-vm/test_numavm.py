@@ -126,7 +126,7 @@ class Analysis(unittest.TestCase):
         self.assertEqual((r["t90_floor"], r["t90_floor_guest"]), (5.0, "b"))
         peer = dict(r, placer="kernel", t90_all=8.0)
         line = numavm.target_line([dict(r, placer="numaorchd", t90_all=5.0), peer])
-        self.assertIn("NOT met (numaorchd 5 s vs best peer 8 s; needs <= 4.0 s, under this run's floor: "
+        self.assertIn("NOT met (numaorchd 5 s vs best peer 8 s; needs <= 4.00 s, under this run's floor: "
                       "guest b was first sampled 5.0 s after its start", line)
         met = numavm.target_line([dict(r, placer="numaorchd", t90_all=5.0), dict(peer, t90_all=10.0)])
         self.assertNotIn("floor", met)
