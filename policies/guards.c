@@ -44,6 +44,7 @@ void pctx_init(struct pctx *x, const struct policy_config *cfg, const struct sna
 	x->fbusy_start = xcalloc(n, sizeof(*x->fbusy_start));
 	x->free = xcalloc(n, sizeof(*x->free));
 	x->credit = xcalloc(n, sizeof(*x->credit));
+	x->keep = xcalloc(n, sizeof(*x->keep));
 	x->wlo = xcalloc(n, sizeof(*x->wlo));
 	x->whi = xcalloc(n, sizeof(*x->whi));
 	x->idx_of_id = xmalloc(MASK_MAX_NODES * sizeof(*x->idx_of_id));
@@ -62,8 +63,10 @@ void pctx_init(struct pctx *x, const struct policy_config *cfg, const struct sna
 		x->idx_of_id[i] = -1;
 	/* busy is a fraction of the node's CPUs; not measured yet reads as
 	 * idle here and is flagged in the item's detail. */
-	for (unsigned i = 0; i < nn; i++)
+	for (unsigned i = 0; i < nn; i++) {
 		x->busy_base[i] = isnan(s->nodes[i].busy) ? 0.0 : fmax(0.0, s->nodes[i].busy) * s->nodes[i].nr_cpus;
+		x->keep[i] = (int64_t)policy_reserve(cfg->min_free_bytes, cfg->min_free_share, s->nodes[i].mem_total);
+	}
 	pctx_reset(x);
 	for (unsigned i = 0; i < nn; i++) {
 		const struct snap_node *nd = &s->nodes[i];
@@ -197,6 +200,7 @@ void pctx_fini(struct pctx *x)
 	free(x->fbusy_start);
 	free(x->free);
 	free(x->credit);
+	free(x->keep);
 	free(x->wlo);
 	free(x->whi);
 	free(x->idx_of_id);
@@ -232,15 +236,9 @@ double pctx_other_busy(const struct pctx *x, const struct gview *g, unsigned n)
 	return b > 0.0 ? b : 0.0;
 }
 
-/* The free memory kept on node index N (policy_reserve). */
-static int64_t reserve(const struct pctx *x, unsigned n)
-{
-	return (int64_t)policy_reserve(x->cfg->min_free_bytes, x->cfg->min_free_share, x->s->nodes[n].mem_total);
-}
-
 uint64_t pctx_room(const struct pctx *x, unsigned n)
 {
-	int64_t r = x->free[n] - reserve(x, n);
+	int64_t r = x->free[n] - x->keep[n];
 
 	return r > 0 ? (uint64_t)r : 0;
 }
@@ -655,7 +653,7 @@ void pctx_commit(struct pctx *x, const struct gview *g, const struct pcand *c)
 	 * cycle will free (what the applier will find)? */
 	mask_foreach(id, &c->mems) {
 		unsigned n = (unsigned)x->idx_of_id[id];
-		int64_t r = x->free[n] - x->credit[n] - reserve(x, n);
+		int64_t r = x->free[n] - x->credit[n] - x->keep[n];
 
 		real += r > 0 ? (uint64_t)r : 0;
 	}

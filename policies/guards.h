@@ -63,6 +63,9 @@ struct pctx {
 	 * free memory before it submits a migration, so a move that needs
 	 * this credit is refused this cycle and retried in the next. */
 	int64_t *credit;
+	/* The free memory kept on each node index: policy_reserve of its
+	 * MemTotal, fixed for the cycle (pctx_init). */
+	int64_t *keep;
 	unsigned *wlo, *whi; /* word range [wlo, whi) holding each node's CPUs */
 	int *idx_of_id;      /* [MASK_MAX_NODES]: node index of an id, -1 if none */
 	unsigned version;    /* bumped by every pctx_commit() */
