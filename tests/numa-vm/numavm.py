@@ -509,7 +509,11 @@ def parse_results(text):
             r["samples"].append({"t": float(d["t"]), "g": d["g"],
                                  "mem": [int(x) for x in d["mem"].split(",")], "thr": thr,
                                  "cpus": d["cpus"], "mems": d["mems"], "ccpus": d["ccpus"],
-                                 "cmems": d["cmems"], "prog": float(d["prog"]), "oom": int(d["oom"])})
+                                 "cmems": d["cmems"], "prog": float(d["prog"]), "oom": int(d["oom"]),
+                                 # ready=0: a late guest still first-touching
+                                 # its memory (runs before session 38 sampled
+                                 # only ready guests and do not say).
+                                 "ready": d.get("ready", "1") != "0"})
         elif tag == "V":
             d = kv(line)
             r["vm"].append({k: float(v) for k, v in d.items()})
@@ -569,12 +573,13 @@ def start_mem(g, ss, h, late, nn):
     """KiB per node of guest G's memory as its workload placed it, before
     any placer acted. A guest there at t = 0: its first sample (taken
     before the placer starts). A guest that starts during the run is
-    first sampled once its memory is all touched, and a placer may have
-    moved some of it by then (or placed the guest before it touched any):
-    its memory is taken where its touch put it — all on the node of
-    touch=N, spread evenly over touch=interleave:LIST — so every placer is
-    measured against the same start. Other touches: the first sample."""
-    first = ss[0]["mem"]
+    sampled from its start while it touches its memory, and a placer may
+    have moved some of it by the time it is all touched (or placed the
+    guest before it touched any): its memory is taken where its touch put
+    it — all on the node of touch=N, spread evenly over
+    touch=interleave:LIST — so every placer is measured against the same
+    start. Other touches: the first sample once it is all touched."""
+    first = next((s for s in ss if s.get("ready", True)), ss[0])["mem"]
     touch = h.get("touch", "")
     if not late or not touch:
         return first
@@ -613,22 +618,34 @@ def analyse(text, scn):
     # Per guest: seconds from its start (or t = 0) until >= TARGET local,
     # by true locality (wloc: memory on each busy thread's own node), and
     # for reference by memory on the nodes its threads ran on (loc).
-    def first_hit(key):
+    # A late guest is sampled from its start, while it first-touches its
+    # memory (ready=0): what its pages are then is what it feels first.
+    # ready_only counts only its samples once every page is touched, as
+    # runs before session 38 did (they sampled nothing earlier): that t90
+    # can be no less than the touch's length, for every placer alike.
+    def first_hit(key, ready_only=False):
         out = {}
         for g, ss in by_g.items():
             t0 = max(0.0, started.get(g, 0.0))
-            hit = next((s["t"] for s in ss if s[key] is not None and s[key] >= TARGET), None)
+            hit = next((s["t"] for s in ss if s[key] is not None and s[key] >= TARGET
+                        and (s["ready"] or not ready_only)), None)
             out[g] = None if hit is None else round(max(0.0, hit - t0), 1)
         return out, (None if any(v is None for v in out.values()) else max(out.values() or [0.0]))
     t90, all_t90 = first_hit("wloc")
+    t90_ready, all_t90_ready = first_hit("wloc", ready_only=True)
     t90_nodes, all_t90_nodes = first_hit("loc")
-    # The least t90 this run could score: a guest is sampled only once its
-    # workload is ready (every page touched), so its t90 is at least its
-    # first sample's distance from its start. How long the touch takes is
-    # partly the placer's doing (a start binding's cpuset.mems write
-    # slowed churn's guest e from 2.1 to 4.7 s under TCG), so this is the
-    # run's floor, not the scenario's.
+    touching = any(not s["ready"] for s in r["samples"])
+    # The least t90 this run could score: a guest's first sample's distance
+    # from its start. Before session 38 a guest was first sampled once its
+    # workload was ready (every page touched), so this was how long the
+    # touch took, which is partly the placer's doing (a start binding's
+    # cpuset.mems write slowed churn's guest e from 2.1 to 4.7 s under
+    # TCG): the run's floor, not the scenario's.
     floor = {g: round(max(0.0, ss[0]["t"] - max(0.0, started.get(g, 0.0))), 1) for g, ss in by_g.items() if ss}
+    touch_s = {}
+    for e in r["events"]:
+        if e.get("what") == "ready" and e["g"] in started:
+            touch_s[e["g"]] = round(float(e["t"]) - started[e["g"]], 2)
     floor_g = max(floor, key=lambda g: floor[g]) if floor else None
     # Locality over time: mean and minimum over the guests present.
     series = []
@@ -663,9 +680,11 @@ def analyse(text, scn):
     # migration still running at the end (a cpuset.mems write can take a
     # minute under TCG) is missing from it. What arrived on each node, per
     # guest and sample, is a lower bound that sees it (the workloads do not
-    # grow after they are ready).
+    # grow after they are ready; while a late guest touches its memory its
+    # growth is its touch, not a migration, so those samples are left out).
     inflow = 0
     for g, ss in by_g.items():
+        ss = [s for s in ss if s["ready"]]
         for a, b in zip(ss, ss[1:]):
             inflow += sum(max(0, y - x) for x, y in zip(a["mem"], b["mem"]))
     # End state: guests and busy threads per node.
@@ -693,6 +712,7 @@ def analyse(text, scn):
         "scenario": scn["name"], "placer": r["header"].get("placer"), "pages": r["header"].get("pages"),
         "duration": dur, "t90_all": all_t90, "t90": t90, "t90_nodes_all": all_t90_nodes, "t90_nodes": t90_nodes,
         "t90_floor": floor[floor_g] if floor_g else 0.0, "t90_floor_guest": floor_g, "t90_floors": floor,
+        "t90_ready_all": all_t90_ready, "t90_ready": t90_ready, "touch_sampled": touching, "touch_s": touch_s,
         "wloc_end": wloc_none(wloc_end), "wloc_min_end": wloc_none(series[-1][4] if series else None),
         "loc_start": series[0][1] if series else None,
         "loc_mean_last_min": mean_last, "loc_end": loc_end, "wloc_mean_last_min": wloc_none(wmean_last),
@@ -1023,7 +1043,9 @@ def report(runs, wall_total=None, cmdline=None, failed=(), note=None):
     if note:
         lines += [note, ""]
     lines += ["Columns: **t90** seconds until every guest is >= 90% local by **true locality** (per",
-              "guest from its start; \"never\" if some guest never got there); **true loc** mean true",
+              "guest from its start; a guest starting during the run is sampled from its start, while it",
+              "first touches its memory, since where those pages land is what it feels first;",
+              "\"never\" if some guest never got there); **true loc** mean true",
               "locality over the last minute: the share of a guest's memory on each busy thread's own",
               "node, averaged over its busy threads (threads using >= 50% of a CPU; what the workload",
               "feels, and what numaorchd decides on); **true end** the same over the last 10 s;",
@@ -1032,7 +1054,7 @@ def report(runs, wall_total=None, cmdline=None, failed=(), note=None):
               "spread over two nodes with its memory on one is 100% there, 50% true);",
               "**needed** MiB of the guests' memory, as their workloads placed it, off the nodes their busy threads",
               "ended on (guests there at the start: at t=0; guests starting later: where their first touch put it,",
-              "since a placer may act before they are first sampled; a guest that stops: at its last sample); **moved** MiB migrated",
+              "since a placer may act before or while they touch it; a guest that stops: at its last sample); **moved** MiB migrated",
               "(pgmigrate_success x 4 KiB, all causes, or the MiB that arrived on nodes per memory.numa_stat",
               "when larger: a migration still running at the end is not yet in pgmigrate_success);",
               "**OOM** OOM kills; **CPU s** the placer's own",
@@ -1095,8 +1117,18 @@ def target_line(rs):
             fl = o.get("t90_floor") or 0.0
             if not ok and fl > b / 2:
                 parts[-1] = parts[-1][:-1] + (", under this run's floor: guest %s was first sampled %.1f s after "
-                                              "its start, once its workload had touched all its memory)"
-                                              % (o.get("t90_floor_guest"), fl))
+                                              "its start%s)" % (o.get("t90_floor_guest"), fl,
+                                                                "" if o.get("touch_sampled") else
+                                                                ", once its workload had touched all its memory"))
+    # Late guests sampled while they touch their memory: say also what t90
+    # reads counting only their samples once it is all touched, the way
+    # runs before session 38 counted (the touch's length is its floor).
+    if o.get("touch_sampled"):
+        best_r = [p.get("t90_ready_all") for p in peers if p.get("t90_ready_all") is not None]
+        parts.append("t90 counting only samples once each guest's memory was all touched (as before session 38): "
+                     "numaorchd %s vs best peer %s" % (
+                         fmt_s(o.get("t90_ready_all")) + " s" if o.get("t90_ready_all") is not None else "never",
+                         fmt_s(min(best_r)) + " s" if best_r else "never"))
     best_loc = max((p.get("wloc_end") or 0) for p in peers)
     parts.append("true locality at the end: %s (%.0f%% vs best peer %.0f%%; last minute %.0f%% vs %.0f%%)" % (
         "met" if (o.get("wloc_end") or 0) >= best_loc - 0.005 else "NOT met",

@@ -26,7 +26,7 @@ def iso(t):
 
 
 def results(samples, decisions=(), vm_end="pgmigrate_success=81920 oom_kill=0", extra=()):
-    """Raw runner output: SAMPLES are (t, guest, mem KiB list, thr, ccpus, cmems, cpus, mems)."""
+    """Raw runner output: SAMPLES are (t, guest, mem KiB list, thr, ccpus, cmems, cpus, mems[, ready])."""
     lines = ["H scenario=t placer=numaorchd nodes=2 duration=60 sample=2.0 pages=thp",
              "H node=0 cpus=0-1", "H node=1 cpus=2-3",
              "H guest=a cgroup=/system.slice/docker-%s.scope kind=docker threads=1 mib=320" % ("a" * 64),
@@ -34,9 +34,11 @@ def results(samples, decisions=(), vm_end="pgmigrate_success=81920 oom_kill=0", 
              "E t=0.00 what=placer placer=numaorchd pid=9 real=%.3f" % REAL0,
              "V t=0.00 numa_pages_migrated=0 pgmigrate_success=0 pgmigrate_fail=0 oom_kill=0"]
     lines += list(extra)
-    for t, g, mem, thr, cc, cm, c, m in samples:
+    for smp in samples:
+        t, g, mem, thr, cc, cm, c, m = smp[:8]
         lines.append("G t=%.2f g=%s mem=%s thr=%s cpus=%s mems=%s ccpus=%s cmems=%s prog=0 oom=0"
-                     % (t, g, ",".join(map(str, mem)), thr, c, m, cc, cm))
+                     % (t, g, ",".join(map(str, mem)), thr, c, m, cc, cm)
+                     + ("" if len(smp) < 9 else " ready=%d" % smp[8]))
     lines.append("V t=60.00 numa_pages_migrated=0 pgmigrate_fail=0 " + vm_end)
     lines.append("P t=60.00 cpu_s=1.50")
     for d in decisions:
@@ -130,6 +132,51 @@ class Analysis(unittest.TestCase):
                       "guest b was first sampled 5.0 s after its start", line)
         met = numavm.target_line([dict(r, placer="numaorchd", t90_all=5.0), dict(peer, t90_all=10.0)])
         self.assertNotIn("floor", met)
+
+    def test_late_guest_is_sampled_while_it_touches(self):
+        # b starts at 9 and touches its memory until 14 (ready=0 before):
+        # placed on node 1 before its touch, every page it has is local
+        # from its first sample at 9.5, so its t90 is 0.5 s; counting only
+        # its samples once ready (as before session 38) it is 5 s. Its
+        # growth while touching is not memory that arrived by migration.
+        touch0 = "H guest=b cgroup=/x kind=docker threads=1 mib=1 touch=0 start=9 stop=-1"
+        local = [
+            (0, "a", [1000, 0], "0:100", "-", "-", "0-3", "0-1"),
+            (9.5, "b", [0, 100], "1:-1", "2-3", "-", "2-3", "0-1", 0),
+            (12, "b", [0, 600], "1:100", "2-3", "-", "2-3", "0-1", 0),
+            (14, "b", [0, 1000], "1:100", "2-3", "-", "2-3", "0-1", 1),
+            (16, "b", [0, 1000], "1:100", "2-3", "-", "2-3", "0-1", 1)]
+        ev = [touch0, "E t=9.00 what=start g=b cgroup=x pid=3", "E t=13.90 what=ready g=b"]
+        r = numavm.analyse(results(local, vm_end="pgmigrate_success=0 oom_kill=0", extra=ev), SCN)
+        self.assertEqual(r["t90"]["b"], 0.5)
+        self.assertEqual(r["t90_ready"]["b"], 5.0)
+        self.assertEqual((r["t90_all"], r["t90_ready_all"]), (0.5, 5.0))
+        self.assertEqual((r["t90_floor"], r["t90_floor_guest"]), (0.5, "b"))
+        self.assertTrue(r["touch_sampled"])
+        self.assertEqual(r["touch_s"], {"b": 4.9})
+        self.assertEqual(r["moved_mib"], 0.0)
+        self.assertAlmostEqual(r["needed_mib"], round(1000 / 1024, 1))  # from where touch=0 put it
+        # The same guest touching node 0 while it runs on node 1 (as the
+        # kernel leaves it) is not local until its memory moves, at 16.
+        remote = [x if x[1] != "b" else x[:2] + ([x[2][1], 0] if x[0] < 16 else [0, 1000],) + x[3:] for x in local]
+        k = numavm.analyse(results(remote, extra=ev), SCN)
+        self.assertEqual((k["t90"]["b"], k["t90_ready"]["b"]), (7.0, 7.0))
+        # The target says both readings.
+        line = numavm.target_line([dict(r, placer="numaorchd"), dict(k, placer="kernel")])
+        self.assertIn("t90: met (numaorchd 0.5 s vs best peer 7 s; needs <= 3.50 s)", line)
+        self.assertIn("t90 counting only samples once each guest's memory was all touched (as before "
+                      "session 38): numaorchd 5 s vs best peer 7 s", line)
+        # A late guest without touch= is counted from its first sample
+        # once its memory is all touched, not from a partial one.
+        r = numavm.analyse(results([
+            (9.5, "b", [100, 0], "1:-1", "-", "-", "2-3", "0-1", 0),
+            (14, "b", [400, 600], "1:100", "-", "-", "2-3", "0-1", 1),
+            (16, "b", [0, 1000], "1:100", "-", "-", "2-3", "0-1", 1)],
+            extra=["E t=9.00 what=start g=b cgroup=x pid=3"]), SCN)
+        self.assertAlmostEqual(r["needed_mib"], round(400 / 1024, 1))
+        # A run from before session 38 (no ready= field) reads as before.
+        self.assertNotIn("counting only", numavm.target_line([dict(k, placer="numaorchd", touch_sampled=False),
+                                                              dict(k, placer="kernel")]))
 
     def test_needed_counts_a_late_guest_where_its_touch_put_it(self):
         # b starts at t=9 with touch=0 (first sampled once its memory is

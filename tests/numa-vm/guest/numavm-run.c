@@ -13,8 +13,9 @@
  * it), waits until the initial guests are ready, then starts the placer
  * (t = 0) and every SAMPLE seconds writes one line per guest with its
  * memory per node (memory.numa_stat), the CPU and busy share of each of
- * its threads (/proc/<tid>/stat fields 14, 15, 39), its cpuset and its
- * progress; and one line with /proc/vmstat counters and one with the
+ * its threads (/proc/<tid>/stat fields 14, 15, 39), its cpuset, its
+ * progress and whether its workload is ready (ready=0: a guest started
+ * during the run, still first-touching its memory); and one line with /proc/vmstat counters and one with the
  * placer's CPU time. Guests start and stop at the times the scenario
  * gives. The host script (numavm.py) turns these lines into metrics: the
  * raw facts go out, the judging is done outside the VM.
@@ -811,10 +812,10 @@ static void sample_guest(struct guest *g, double t, bool quiet)
 	g->prev_t = t;
 	if (quiet)
 		return;
-	emit("G t=%.2f g=%s mem=%s thr=%s cpus=%s mems=%s ccpus=%s cmems=%s prog=%s oom=%llu",
+	emit("G t=%.2f g=%s mem=%s thr=%s cpus=%s mems=%s ccpus=%s cmems=%s prog=%s oom=%llu ready=%d",
 	     t, g->name, mem, thr[0] ? thr : "-", cpus[0] ? cpus : "-", mems[0] ? mems : "-",
 	     ccpus[0] ? ccpus : "-", cmems[0] ? cmems : "-", prog[0] ? prog : "0",
-	     memory_event(g->cgroup, "oom_kill"));
+	     memory_event(g->cgroup, "oom_kill"), g->state == 2);
 }
 
 static void sample_host(double t, pid_t placer)
@@ -1143,8 +1144,12 @@ int main(int argc, char **argv)
 			if (g->state == 2 && g->stop >= 0 && t >= g->stop)
 				stop_guest(g, true);
 		}
+		/* A guest started during the run is sampled from its start,
+		 * while its workload first-touches its memory: where those
+		 * pages land is what it feels first, and what a placer that
+		 * acts before the touch changes (its samples say ready=0). */
 		for (unsigned i = 0; i < scn.nguests; i++)
-			if (scn.g[i].state == 2)
+			if (scn.g[i].state == 2 || scn.g[i].state == 1)
 				sample_guest(&scn.g[i], t, false);
 		sample_host(t, ppid);
 		if (t >= scn.duration)
