@@ -635,13 +635,17 @@ def analyse(text, scn):
     t90_ready, all_t90_ready = first_hit("wloc", ready_only=True)
     t90_nodes, all_t90_nodes = first_hit("loc")
     touching = any(not s["ready"] for s in r["samples"])
-    # The least t90 this run could score: a guest's first sample's distance
-    # from its start. Before session 38 a guest was first sampled once its
+    # The least t90 this run could score: the distance from a guest's start
+    # to its first sample that has a locality (one taken as it starts holds
+    # no memory yet). Before session 38 a guest was first sampled once its
     # workload was ready (every page touched), so this was how long the
     # touch took, which is partly the placer's doing (a start binding's
     # cpuset.mems write slowed churn's guest e from 2.1 to 4.7 s under
     # TCG): the run's floor, not the scenario's.
-    floor = {g: round(max(0.0, ss[0]["t"] - max(0.0, started.get(g, 0.0))), 1) for g, ss in by_g.items() if ss}
+    floor = {}
+    for g, ss in by_g.items():
+        s0 = next((s for s in ss if s["wloc"] is not None), ss[0])
+        floor[g] = round(max(0.0, s0["t"] - max(0.0, started.get(g, 0.0))), 1)
     touch_s = {}
     for e in r["events"]:
         if e.get("what") == "ready" and e["g"] in started:
