@@ -22,7 +22,7 @@ import numavm  # noqa: E402
 
 
 def fmt(v):
-    return "never" if v is None else "%.1f" % v
+    return numavm.fmt(v, "%.1f")
 
 
 def main(d):
@@ -33,11 +33,7 @@ def main(d):
         h = raw["header"]
         r = numavm.analyse(text, {"name": h["scenario"], "duration": float(h["duration"])})
         late = sorted(g for g, gh in raw["guests"].items() if float(gh.get("start") or 0) > 0)
-        at = {}
-        for e in raw["events"]:
-            if e.get("what") in ("start", "ready") and e.get("g") in late:
-                at[(e["g"], e["what"])] = float(e["t"])
-        touch = {g: at[(g, "ready")] - at[(g, "start")] for g in late if (g, "ready") in at and (g, "start") in at}
+        touch = r["touch_s"]
         ids = numavm.guest_id_map(raw)
         writes = {}
         for dd in raw["decisions"]:

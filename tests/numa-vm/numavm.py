@@ -649,7 +649,7 @@ def analyse(text, scn):
     touch_s = {}
     for e in r["events"]:
         if e.get("what") == "ready" and e["g"] in started:
-            touch_s[e["g"]] = round(float(e["t"]) - started[e["g"]], 2)
+            touch_s[e["g"]] = float(e["t"]) - started[e["g"]]
     floor_g = max(floor, key=lambda g: floor[g]) if floor else None
     # Locality over time: mean and minimum over the guests present.
     series = []

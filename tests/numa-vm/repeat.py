@@ -14,9 +14,8 @@ import re
 import statistics
 import sys
 
-
-def fmt(v, f="%.0f", none="never"):
-    return none if v is None else f % v
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from numavm import fmt, fmt_s  # noqa: E402
 
 
 def main(d):
@@ -37,7 +36,7 @@ def main(d):
                 print("%-44s failed: see %s.%d.err" % ("%s.%d" % (p, i), p, i))
                 continue
             print("%-44s %6s %7.1f%% %7.1f%% %7.1f%% %8.1f %8.1f %6s %s" % (
-                "%s.%d" % (p, i), fmt(m["t90_all"], "%g"), 100 * m["wloc_end"], 100 * m["wloc_mean_last_min"],
+                "%s.%d" % (p, i), fmt_s(m["t90_all"]), 100 * m["wloc_end"], 100 * m["wloc_mean_last_min"],
                 100 * m["wloc_min_end"], m["moved_mib"], m["needed_mib"], fmt(m["placer_cpu_s"], "%.1f", "-"),
                 "/".join(str(x) for x in m["busy_threads_per_node_end"])))
     print()

@@ -15,8 +15,8 @@
  * memory per node (memory.numa_stat), the CPU and busy share of each of
  * its threads (/proc/<tid>/stat fields 14, 15, 39), its cpuset, its
  * progress and whether its workload is ready (ready=0: a guest started
- * during the run, still first-touching its memory); and one line with /proc/vmstat counters and one with the
- * placer's CPU time. Guests start and stop at the times the scenario
+ * during the run, still first-touching its memory); and one line with
+ * /proc/vmstat counters and one with the placer's CPU time. Guests start and stop at the times the scenario
  * gives. The host script (numavm.py) turns these lines into metrics: the
  * raw facts go out, the judging is done outside the VM.
  *
