@@ -366,8 +366,10 @@ static int loosen_mems(struct applier *a, unsigned n, char **sub, const nodemask
 	return r;
 }
 
-/* Does any cgroup below REL (v2) set its own cpuset.mems? */
-static bool descendants_set_mems(struct applier *a, const char *rel)
+/* Does any cgroup below REL (v2) set its own cpuset.mems outside WITHIN?
+ * Such a cgroup keeps its own nodes once REL widens, and the kernel
+ * would migrate its pages back there. */
+static bool descendants_mems_outside(struct applier *a, const char *rel, const nodemask_t *within)
 {
 	unsigned n = 0;
 	char **sub = NULL;
@@ -376,10 +378,11 @@ static bool descendants_set_mems(struct applier *a, const char *rel)
 	if (collect_subtree(a, rel, &n, &sub, NULL, 0) < 0)
 		any = n > 1; /* cannot tell: be strict */
 	for (unsigned i = 0; i < n; i++) {
+		nodemask_t m;
 		char *v = NULL;
 
 		if (i > 0 && !any && read_file_value(a, CGC_CPUSET, sub[i], "cpuset.mems", &v) == 0 && v[0])
-			any = true;
+			any = mask_parse(v, &m) < 0 || !mask_subset(&m, within);
 		free(v);
 		free(sub[i]);
 	}
@@ -398,7 +401,8 @@ struct apply_pending {
 	bool vm_movable;               /* ... or widens, the mover moves, set_mems narrows */
 	bool v2, soft, widen_only, mems_changed, wide;
 	bool narrow_only;              /* phase 2 is the mems write alone (apply_pending_narrow_only) */
-	bool own_mems_below;           /* v2: a descendant sets its own cpuset.mems */
+	bool own_mems_below;           /* v2: a descendant sets its own cpuset.mems ... */
+	bool *own;                     /* ... these (find_own_mems), by index of SUB */
 	bool room_wait;                /* its room is partly still to come (recheck_room) */
 	char room_note[200];
 	int64_t t0;
@@ -411,6 +415,20 @@ struct apply_pending {
 	unsigned *depth;               /* ... and each one's depth below the guest */
 };
 
+/* v2: which cgroups of P's subtree set their own cpuset.mems (a runtime's
+ * container cgroups do): the move writes those too (cgplan_add_set_own). */
+static void find_own_mems(struct applier *a, struct apply_pending *p)
+{
+	p->own = xcalloc(p->nsub ? p->nsub : 1, sizeof(*p->own));
+	for (unsigned i = 1; p->v2 && i < p->nsub; i++) {
+		char *v = NULL;
+
+		if (read_file_value(a, CGC_CPUSET, p->sub[i], "cpuset.mems", &v) == 0 && v[0])
+			p->own[i] = p->own_mems_below = true;
+		free(v);
+	}
+}
+
 void apply_pending_free(struct apply_pending *p)
 {
 	if (!p)
@@ -420,6 +438,7 @@ void apply_pending_free(struct apply_pending *p)
 		free(p->sub[i]);
 	free(p->sub);
 	free(p->depth);
+	free(p->own);
 	free(p->cur_cpus_s);
 	free(p->cur_mems_s);
 	free(p->new_cpus);
@@ -484,7 +503,11 @@ static int set_subtree(struct applier *a, struct apply_pending *p, const char *f
 		       const char *newv, const char **step, const char **failed_rel)
 {
 	struct cgplan plan = { 0 };
-	int r = cgplan_add_set(&plan, p->v2, p->nsub, p->depth, file, unionv, newv);
+	/* Only the mems of a runtime's own container cgroups are written:
+	 * their cpus follow the guest's in v2 (an empty intersection falls
+	 * back to the parent's). */
+	bool mems = strcmp(file, "cpuset.mems") == 0;
+	int r = cgplan_add_set_own(&plan, p->v2, p->nsub, p->depth, mems ? p->own : NULL, file, unionv, newv);
 
 	if (r < 0) {
 		*step = file;
@@ -567,11 +590,11 @@ static bool move_precheck(struct applier *a, struct apply_pending *p, struct app
 
 /* Soft binding (see loosen_mems): a move whose memory is already in
  * place only widens the mems; one that migrates narrows them for the
- * migration and widens them after. In v2 a descendant with its own
- * cpuset.mems would see its effective mems come back once the guest
- * widens, and the kernel would migrate its pages back: such a guest
- * stays strictly bound. Sets P's binding, the mems to write and the
- * union sets (UNION_CPUS: CPULIST_BUFSZ). false: RES refused it. */
+ * migration and widens them after. In v2 the descendants that set their
+ * own cpuset.mems are narrowed and widened with the guest (set_subtree),
+ * so none keeps nodes of its own that would pull its pages back. Sets
+ * P's binding, the mems to write and the union sets (UNION_CPUS:
+ * CPULIST_BUFSZ). false: RES refused it. */
 static bool move_binding(struct applier *a, struct apply_pending *p, const cpumask_t *cur_cpus,
 			 const nodemask_t *cur_mems, char *union_cpus, struct apply_result *res)
 {
@@ -580,10 +603,9 @@ static bool move_binding(struct applier *a, struct apply_pending *p, const cpuma
 	cpumask_t ucpus;
 	nodemask_t umems;
 
-	p->own_mems_below = p->v2 && descendants_set_mems(a, g->cgroup);
 	/* A start placement binds the mems until the engine releases them
 	 * (plan_item.bind_start). */
-	p->soft = !a->opts.strict_mems && g->policy.mode != GPOL_PINNED && !p->own_mems_below && !it->bind_start;
+	p->soft = !a->opts.strict_mems && g->policy.mode != GPOL_PINNED && !it->bind_start;
 	p->cur_mems = *cur_mems;
 	p->target_mems = it->to_mems;
 	p->widen_only = p->soft && plan_migration_negligible(it->migrate_bytes, g->mem_total);
@@ -685,6 +707,7 @@ static int move_container_cpus(struct applier *a, struct apply_pending *p, struc
 				strerror(-r));
 		return result_ret(res);
 	}
+	find_own_mems(a, p);
 	r = move_write_cpus(a, p, union_cpus, &step, &failed_rel);
 	free(union_cpus);
 	if (r < 0) {
@@ -860,10 +883,9 @@ int apply_memory(struct applier *a, struct apply_pending *p, struct apply_result
 
 bool apply_pending_movable(const struct apply_pending *p)
 {
-	/* In v2 a descendant's effective mems are its own within the guest's:
-	 * widening the guest gives it no new node, so move_pages there fails.
-	 * Only narrowing the guest moves such a cgroup's pages. */
-	return p->vm ? p->vm_movable : !p->own_mems_below;
+	/* A container's descendants with mems of their own are widened with
+	 * it (set_subtree), so move_pages can reach their pages too. */
+	return p->vm ? p->vm_movable : true;
 }
 
 bool apply_pending_room_wait(const struct apply_pending *p)
@@ -1052,8 +1074,9 @@ int apply_memory_settle(struct applier *a, struct apply_pending *p, struct apply
 	mask_or(&wide, &p->cur_mems, &p->it.to_mems);
 	if (mask_format(&wide, wide_s, sizeof(wide_s)) < 0)
 		return -ENOSPC;
-	/* v2: one write, not journaled (nothing after it to undo it for). */
-	if (p->v2) {
+	/* v2: one write, not journaled (nothing after it to undo it for),
+	 * unless descendants have mems of their own to narrow with it. */
+	if (p->v2 && !p->own_mems_below) {
 		r = cgw_write(a->w, CGC_CPUSET, g->cgroup, "cpuset.mems", p->to_mems_s);
 	} else {
 		const char *step = "cpuset.mems";
@@ -1111,11 +1134,11 @@ int apply_release_mems_cgroup(struct applier *a, const char *cgroup, const nodem
 		return 0;
 	}
 	free(cur);
-	/* v2: a descendant with its own mems would get its pages migrated back
-	 * once the guest widens (move_binding): it stays bound. */
-	if (a->h.v2[CGC_CPUSET] && descendants_set_mems(a, cgroup)) {
-		apply_result_set(res, APPLY_NOT_APPLICABLE, 0, "a cgroup below %s sets its own mems: stays bound",
-			cgroup);
+	/* v2: a descendant with mems of its own beyond the binding would get
+	 * its pages migrated back once the guest widens: it stays bound. */
+	if (a->h.v2[CGC_CPUSET] && descendants_mems_outside(a, cgroup, bound)) {
+		apply_result_set(res, APPLY_NOT_APPLICABLE, 0, "a cgroup below %s sets mems of its own beyond its "
+			"binding: stays bound", cgroup);
 		return 0;
 	}
 	r = collect_subtree(a, cgroup, &n, &sub, NULL, 0);

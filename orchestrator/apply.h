@@ -10,7 +10,9 @@
  *       first) to new, then shrink the guest to new — cpus first, then
  *       mems with cpuset.memory_migrate=1 so pages follow;
  *   v2: write the guest's cpuset.cpus then cpuset.mems (the kernel
- *       migrates the subtree's pages on the mems write).
+ *       migrates the subtree's pages on the mems write); descendants
+ *       that set their own cpuset.mems (a runtime's container cgroups)
+ *       are widened and narrowed with it, in v1's order.
  *
  * After memory moved, the guest's mems are widened again to old ∪ new
  * unless memory_binding = strict or the guest is pinned: it stays local
@@ -151,17 +153,17 @@ const char *apply_pending_room_note(const struct apply_pending *p);
  * undo its CPU writes; RES is APPLY_NO_ROOM and names WHY. 0 or the
  * negative errno of the restore (RES then says so). */
 int apply_pending_no_room(struct applier *a, struct apply_pending *p, const char *why, struct apply_result *res);
-/* Can the mover move P's pages (widen, then move_pages)? false for a v2
- * guest with a descendant that sets its own cpuset.mems, and for VMs when
- * the VM actuator cannot set a nodeset alone. A VM is widened, narrowed
+/* Can the mover move P's pages (widen, then move_pages)? Always for a
+ * container (descendants with mems of their own are widened with it);
+ * false for VMs when the VM actuator cannot set a nodeset alone. A VM is widened, narrowed
  * and pinned through libvirt (its live numatune nodeset: libvirt's view
  * stays true); its process is QEMU's. */
 bool apply_pending_movable(const struct apply_pending *p);
 /* Release a start placement's binding (plan_item.bind_start): widen the
  * mems of container GI of SNAP to its mems ∪ WIDE, which migrates nothing
  * (see loosen_mems). Re-checks the scope and that the mems are still the
- * snapshot's (else APPLY_CHANGED); a v2 guest with a descendant that sets
- * its own mems stays bound (APPLY_NOT_APPLICABLE). Always fills RES;
+ * snapshot's (else APPLY_CHANGED); a v2 guest with a descendant whose own
+ * mems reach beyond the binding stays bound (APPLY_NOT_APPLICABLE). Always fills RES;
  * returns 0 or the negative errno of a refused write. */
 int apply_release_mems(struct applier *a, const struct snapshot *snap, unsigned gi, const nodemask_t *wide,
 		       struct apply_result *res);

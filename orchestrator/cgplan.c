@@ -24,9 +24,25 @@ static void add(struct cgplan *p, unsigned sub, const char *file, const char *va
 int cgplan_add_set(struct cgplan *p, bool v2, unsigned nsub, const unsigned *depth, const char *file,
 		   const char *unionv, const char *newv)
 {
-	if (nsub == 0 || !newv || !*newv || (!v2 && (!unionv || !*unionv)))
+	return cgplan_add_set_own(p, v2, nsub, depth, NULL, file, unionv, newv);
+}
+
+static bool any_own(unsigned nsub, const bool *own)
+{
+	for (unsigned i = 1; own && i < nsub; i++)
+		if (own[i])
+			return true;
+	return false;
+}
+
+int cgplan_add_set_own(struct cgplan *p, bool v2, unsigned nsub, const unsigned *depth, const bool *own,
+		       const char *file, const char *unionv, const char *newv)
+{
+	bool some = v2 && any_own(nsub, own);
+
+	if (nsub == 0 || !newv || !*newv || ((!v2 || some) && (!unionv || !*unionv)))
 		return -EINVAL;
-	if (v2) {
+	if (v2 && !some) {
 		add(p, 0, file, newv, CGPLAN_GONE_FAILS);
 		return 0;
 	}
@@ -36,11 +52,12 @@ int cgplan_add_set(struct cgplan *p, bool v2, unsigned nsub, const unsigned *dep
 	 * at the time of the write, and the parent is narrowed only after
 	 * it. Pre-order: the next cgroup is a child iff it is deeper. */
 	for (unsigned i = 1; depth && i + 1 < nsub; i++)
-		if (depth[i + 1] > depth[i])
+		if (depth[i + 1] > depth[i] && (!v2 || own[i]))
 			add(p, i, file, unionv, CGPLAN_ENOENT_SKIPS);
 	/* Reverse pre-order: every cgroup after all of its descendants. */
 	for (unsigned i = nsub; i-- > 0;)
-		add(p, i, file, newv, i > 0 ? CGPLAN_ENOENT_SKIPS : CGPLAN_GONE_FAILS);
+		if (i == 0 || !v2 || own[i])
+			add(p, i, file, newv, i > 0 ? CGPLAN_ENOENT_SKIPS : CGPLAN_GONE_FAILS);
 	return 0;
 }
 

@@ -11,7 +11,10 @@
  * is widened first (old ∪ new) on the guest and on every cgroup of its
  * subtree that has children, top-down, then narrowed from the deepest
  * cgroup up; in v2 the guest's write is all there is (descendants are
- * limited by the kernel). No step ever writes an empty set.
+ * limited by the kernel), except for descendants that set their own value
+ * (a runtime's container cgroup with its own cpuset.mems): those are
+ * written as in v1, or their own value would keep their pages where they
+ * are. No step ever writes an empty set.
  */
 #ifndef NUMAORCH_CGPLAN_H
 #define NUMAORCH_CGPLAN_H
@@ -56,6 +59,12 @@ void cgplan_clear(struct cgplan *p);
  * if a value the plan would write is empty or NSUB is 0. */
 int cgplan_add_set(struct cgplan *p, bool v2, unsigned nsub, const unsigned *depth, const char *file,
 		   const char *unionv, const char *newv);
+/* The same, where OWN[i] (NULL: none) says descendant i sets its own FILE
+ * in v2: then the guest and those descendants are written in v1's order
+ * (widen top-down to UNIONV, narrow deepest-first to NEWV), the others
+ * left to inherit. v1 ignores OWN: every cgroup is written. */
+int cgplan_add_set_own(struct cgplan *p, bool v2, unsigned nsub, const unsigned *depth, const bool *own,
+		       const char *file, const char *unionv, const char *newv);
 
 /* v1: pages follow a mems change only with cpuset.memory_migrate=1 on
  * every cgroup of the subtree (in pre-order). */

@@ -341,23 +341,85 @@ static void test_no_migration_mems_already_wide(void **state)
 	fx_free(&f);
 }
 
-static void test_v2_child_with_own_mems_stays_bound(void **state)
+static void test_v2_child_with_own_mems_moves_with_guest(void **state)
 {
 	struct fx f;
 	struct apply_result res;
 
 	(void)state;
-	/* A container below the guest sets its own cpuset.mems = 0: widening
-	 * the guest again would hand node 0 back to it (and the kernel would
-	 * migrate its pages back), so the guest stays bound to node 1. */
+	/* A container below the guest sets its own cpuset.mems = 0 (as a
+	 * runtime does): it is narrowed with the guest, deepest first, so
+	 * its pages follow, and widened with it after (soft binding), so
+	 * none of its own nodes pulls them back. */
 	fx_init(&f, true, 4000000);
 	tu_write(f.root, "sys/fs/cgroup/grp/g/ctr/cpuset.mems", "0\n");
 	tu_write(f.root, "sys/fs/cgroup/grp/g/ctr/cpuset.cpus", "\n");
 	assert_int_equal(apply_move(f.a, f.snap, &f.it, &res), 0);
 	assert_int_equal(res.status, APPLY_DONE);
-	assert_false(res.mems_loosened);
-	assert_file(&f, "sys/fs/cgroup/grp/g/cpuset.mems", "1");
+	assert_true(res.mems_loosened);
+	char *w = slurp(&f, "sys/fs/cgroup/.numaorch-writes");
+	assert_string_equal(w, "/grp/g cpuset.cpus 2-3\n/grp/g cpuset.mems 0-1\n/grp/g/ctr cpuset.mems 1\n"
+			       "/grp/g cpuset.mems 1\n/grp/g cpuset.mems 0-1\n/grp/g/ctr cpuset.mems 0-1\n");
+	free(w);
+	/* the container without mems of its own is not written */
+	assert_file(&f, "sys/fs/cgroup/grp/g/ctr/cpuset.cpus", "");
 	fx_free(&f);
+}
+
+/* A pod on v2 whose containers carry their own mems goes through the
+ * mover: the widening reaches the containers (move_pages needs the
+ * target inside each task's mems), a strict settle narrows them, and a
+ * refused write at any step of the widening puts every value back. */
+static void test_v2_pod_widened_for_the_mover(void **state)
+{
+	static const char *const refuse_at[] = { NULL, "grp/g", "grp/g/c1", "grp/g/c2" };
+
+	(void)state;
+	for (unsigned k = 0; k < sizeof(refuse_at) / sizeof(refuse_at[0]); k++) {
+		struct fx f;
+		struct apply_result res;
+		struct apply_opts ao = { .min_free_bytes = 64ULL << 20, .min_free_share = 1.0, .strict_mems = true,
+					 .read_meminfo = topo_read_meminfo };
+		struct applier *strict;
+		struct apply_pending *p;
+		char rel[128];
+
+		fx_init(&f, true, 4000000);
+		tu_write(f.root, "sys/fs/cgroup/grp/g/c1/cpuset.mems", "0\n");
+		tu_write(f.root, "sys/fs/cgroup/grp/g/c2/cpuset.mems", "0\n");
+		tu_write(f.root, "sys/fs/cgroup/grp/g/c3/cpuset.mems", "\n");
+		assert_int_equal(applier_new(&f.hp, &f.h, &ao, &strict), 0);
+		assert_int_equal(apply_cpus(strict, f.snap, &f.it, &res, &p), 0);
+		assert_non_null(p);
+		assert_true(apply_pending_movable(p));
+		if (refuse_at[k]) {
+			snprintf(rel, sizeof(rel), "sys/fs/cgroup/%s/cpuset.mems.refuse", refuse_at[k]);
+			tu_write(f.root, rel, "EBUSY\n");
+			assert_int_equal(apply_memory_widen(strict, p, "to move by the mover", &res), -EBUSY);
+			assert_int_equal(res.status, APPLY_FAILED);
+			assert_file(&f, "sys/fs/cgroup/grp/g/cpuset.mems", "0");
+			assert_file(&f, "sys/fs/cgroup/grp/g/cpuset.cpus", "0-1");
+			assert_file(&f, "sys/fs/cgroup/grp/g/c1/cpuset.mems", "0");
+			assert_file(&f, "sys/fs/cgroup/grp/g/c2/cpuset.mems", "0");
+			assert_file(&f, "sys/fs/cgroup/grp/g/c3/cpuset.mems", "");
+		} else {
+			assert_int_equal(apply_memory_widen(strict, p, "to move by the mover", &res), 0);
+			assert_file(&f, "sys/fs/cgroup/grp/g/cpuset.mems", "0-1");
+			assert_file(&f, "sys/fs/cgroup/grp/g/c1/cpuset.mems", "0-1");
+			assert_file(&f, "sys/fs/cgroup/grp/g/c2/cpuset.mems", "0-1");
+			assert_file(&f, "sys/fs/cgroup/grp/g/c3/cpuset.mems", "");
+			memset(&res, 0, sizeof(res));
+			assert_int_equal(apply_memory_settle(strict, p, &res), 0);
+			assert_false(res.mems_loosened);
+			assert_file(&f, "sys/fs/cgroup/grp/g/cpuset.mems", "1");
+			assert_file(&f, "sys/fs/cgroup/grp/g/c1/cpuset.mems", "1");
+			assert_file(&f, "sys/fs/cgroup/grp/g/c2/cpuset.mems", "1");
+			assert_file(&f, "sys/fs/cgroup/grp/g/c3/cpuset.mems", "");
+		}
+		apply_pending_free(p);
+		applier_free(strict);
+		fx_free(&f);
+	}
 }
 
 static void test_refused_mems_restores_everything(void **state)
@@ -856,7 +918,8 @@ int main(void)
 		cmocka_unit_test(test_no_migration_only_widens_mems),
 		cmocka_unit_test(test_no_migration_mems_already_wide),
 		cmocka_unit_test(test_negligible_migration_is_none),
-		cmocka_unit_test(test_v2_child_with_own_mems_stays_bound),
+		cmocka_unit_test(test_v2_child_with_own_mems_moves_with_guest),
+		cmocka_unit_test(test_v2_pod_widened_for_the_mover),
 		cmocka_unit_test(test_refused_mems_restores_everything),
 		cmocka_unit_test(test_refused_first_write),
 		cmocka_unit_test(test_refusal_with_unknown_errno),

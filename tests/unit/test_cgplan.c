@@ -310,6 +310,138 @@ static void test_revert_order(void **state)
 	assert_int_equal(cgplan_revert_order(done, 0, false, order), 0);
 }
 
+/* v2's effective set of cgroup I in M: its own value within its parent's
+ * effective one, or the parent's where it has none or they do not meet. */
+static void v2_effective(const struct model *m, unsigned i, cpumask_t *out)
+{
+	cpumask_t own, par;
+
+	if (m->parent[i] < 0)
+		set_of(m->val[i], &par);
+	else
+		v2_effective(m, (unsigned)m->parent[i], &par);
+	set_of(m->val[i], &own);
+	mask_and(&own, &own, &par);
+	*out = mask_empty(&own) ? par : own;
+}
+
+/* Pods as runtimes make them on v2: the pod (guest) and container
+ * cgroups, some with their own cpuset.mems ("" inherits). */
+struct v2case {
+	const char *name;
+	unsigned n;
+	const int *parent;
+	const char *from[MAXCG];
+	const char *unionv, *newv;
+};
+
+static const struct v2case v2cases[] = {
+	{ "pod, two containers with own mems", 4, flat4, { "0", "0", "0", "" }, "0,2", "2" },
+	{ "pod, container and its child own", 4, tree4, { "0-1", "0-1", "0", "" }, "0-3", "2-3" },
+	{ "pod, only a grandchild owns", 5, tree5, { "1", "", "", "1", "" }, "1,3", "3" },
+};
+
+/* v2 with descendants that set their own mems: the guest and each of
+ * them end on the target, the others still inherit; while widened every
+ * cgroup's effective set holds the target (what move_pages(2) needs);
+ * a write refused at any step puts every value back. */
+static void test_v2_own_descendants(void **state)
+{
+	for (size_t c = 0; c < sizeof(v2cases) / sizeof(v2cases[0]); c++) {
+		const struct v2case *tc = &v2cases[c];
+		struct cgplan p = { 0 }, w = { 0 };
+		struct cgplan_done done[64];
+		struct model m = { .n = tc->n };
+		unsigned d[MAXCG], nd;
+		bool own[MAXCG];
+		cpumask_t target, eff;
+
+		for (unsigned i = 0; i < tc->n; i++) {
+			d[i] = 0;
+			for (int a = tc->parent[i]; a >= 0; a = tc->parent[a])
+				d[i]++;
+			own[i] = i > 0 && tc->from[i][0];
+		}
+		/* the mover's widening: old ∪ new everywhere it is owned */
+		assert_int_equal(cgplan_add_set_own(&w, true, tc->n, d, own, "cpuset.mems", tc->unionv, tc->unionv), 0);
+		for (unsigned i = 0; i < tc->n; i++) {
+			m.parent[i] = tc->parent[i];
+			snprintf(m.val[i], sizeof(m.val[0]), "%s", tc->from[i]);
+		}
+		for (unsigned i = 0; i < w.n; i++) {
+			m.val[w.s[i].sub][0] = '\0';
+			strcat(m.val[w.s[i].sub], w.s[i].value);
+		}
+		set_of(tc->newv, &target);
+		for (unsigned i = 0; i < tc->n; i++) {
+			v2_effective(&m, i, &eff);
+			if (!mask_subset(&target, &eff))
+				fail_msg("%s: cgroup %u widened to %s cannot take pages on %s", tc->name, i, m.val[i],
+					 tc->newv);
+			if (!own[i] && i > 0)
+				assert_string_equal(m.val[i], "");
+		}
+		cgplan_clear(&w);
+
+		/* the kernel's way: widen, narrow deepest-first */
+		assert_int_equal(cgplan_add_set_own(&p, true, tc->n, d, own, "cpuset.mems", tc->unionv, tc->newv), 0);
+		for (unsigned i = 0; i < p.n; i++)
+			assert_true(p.s[i].sub == 0 || own[p.s[i].sub]);
+		for (unsigned i = 0; i < tc->n; i++) {
+			m.parent[i] = tc->parent[i];
+			snprintf(m.val[i], sizeof(m.val[0]), "%s", tc->from[i]);
+		}
+		for (unsigned i = 0; i < p.n; i++)
+			snprintf(m.val[p.s[i].sub], sizeof(m.val[0]), "%s", p.s[i].value);
+		for (unsigned i = 0; i < tc->n; i++) {
+			assert_string_equal(m.val[i], i == 0 || own[i] ? tc->newv : "");
+			v2_effective(&m, i, &eff);
+			assert_true(mask_equal(&eff, &target));
+		}
+		for (unsigned refuse = 0; refuse < p.n; refuse++) {
+			unsigned order[64], k;
+
+			for (unsigned i = 0; i < tc->n; i++)
+				snprintf(m.val[i], sizeof(m.val[0]), "%s", tc->from[i]);
+			nd = 0;
+			for (unsigned i = 0; i < refuse; i++) {
+				const struct cgplan_step *s = &p.s[i];
+
+				if (strcmp(m.val[s->sub], s->value) == 0)
+					continue;
+				done[nd++] = (struct cgplan_done){ .sub = s->sub, .file = s->file,
+								    .old = strdup(m.val[s->sub]) };
+				snprintf(m.val[s->sub], sizeof(m.val[0]), "%s", s->value);
+			}
+			k = cgplan_revert_order(done, nd, true, order);
+			assert_int_equal(k, nd);
+			for (unsigned i = 0; i < k; i++)
+				snprintf(m.val[done[order[i]].sub], sizeof(m.val[0]), "%s", done[order[i]].old);
+			for (unsigned i = 0; i < tc->n; i++)
+				assert_string_equal(m.val[i], tc->from[i]);
+			for (unsigned i = 0; i < nd; i++)
+				free(done[i].old);
+		}
+		cgplan_clear(&p);
+	}
+}
+
+/* v2 with no descendant of its own: the guest's one write, as before. */
+static void test_v2_own_none_is_one_write(void **state)
+{
+	struct cgplan p = { 0 };
+	bool own[4] = { false, false, false, false };
+
+	assert_int_equal(cgplan_add_set_own(&p, true, 4, NULL, own, "cpuset.mems", NULL, "1"), 0);
+	assert_int_equal(p.n, 1);
+	assert_string_equal(p.s[0].value, "1");
+	cgplan_clear(&p);
+	own[2] = true;
+	/* with one, the union is needed: never an empty or missing value */
+	assert_int_equal(cgplan_add_set_own(&p, true, 4, NULL, own, "cpuset.mems", NULL, "1"), -EINVAL);
+	assert_int_equal(p.n, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -319,6 +451,8 @@ int main(void)
 		cmocka_unit_test(test_empty_set_refused),
 		cmocka_unit_test(test_memory_migrate_then_cpus),
 		cmocka_unit_test(test_revert_order),
+		cmocka_unit_test(test_v2_own_descendants),
+		cmocka_unit_test(test_v2_own_none_is_one_write),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
