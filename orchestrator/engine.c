@@ -134,8 +134,10 @@ static struct mover_config mover_cfg(const struct agent_config *cfg)
 				      .on_target = cfg->mover_on_target };
 }
 
-/* Start, reconfigure or stop the mover for CFG. Only a live host with
- * the NUMA API has one: a fixture root's "memory" is files. */
+/* Start, reconfigure or stop the mover for CFG. Every live host has
+ * one: its workers make the cpuset.mems writes that migrate, off the
+ * engine thread, even where pages are not moved by move_pages(2)
+ * ([memory] mover = no, no NUMA API). A fixture root's "memory" is files. */
 static void mover_setup(struct engine *e, const struct agent_config *cfg)
 {
 	struct mover_config mc = mover_cfg(cfg);
@@ -144,24 +146,30 @@ static void mover_setup(struct engine *e, const struct agent_config *cfg)
 	int r;
 
 	if (e->mover_on && !want)
-		log_info("memory mover off: memory moves by cpuset.mems writes");
+		log_info("memory mover off: memory moves by cpuset.mems writes, on its workers");
 	e->mover_on = false;
-	if (!want)
+	if (!e->hp.live)
 		return;
 	if (e->mover) {
 		mover_set_config(e->mover, &mc);
-		e->mover_on = true;
+		e->mover_on = want;
 		return;
 	}
 	r = mover_new(&mc, &e->hp, &m);
 	if (r < 0) {
-		log_errno(LOG_LEVEL_WARN, r, "cannot start the memory mover; memory moves by cpuset.mems writes");
+		log_errno(LOG_LEVEL_WARN, r, "cannot start the memory mover; memory moves by cpuset.mems writes "
+			  "on the engine thread");
 		return;
 	}
 	mover_set_meminfo(m, e->src.read_meminfo);
 	/* API threads read it (engine_mover). */
 	__atomic_store_n(&e->mover, m, __ATOMIC_RELEASE);
-	e->mover_on = true;
+	e->mover_on = want;
+	if (!want) {
+		log_info("memory mover off: memory moves by cpuset.mems writes, on %u worker%s", mc.workers,
+			 mc.workers == 1 ? "" : "s");
+		return;
+	}
 	log_info("memory mover: %u worker%s%s, chunks of ~%.0f ms, jobs end after %.0f s, %s", mc.workers,
 		 mc.workers == 1 ? "" : "s", mc.on_target ? " on the target nodes' CPUs" : "", mc.chunk_ms,
 		 mc.job_timeout_s,

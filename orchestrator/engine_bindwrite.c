@@ -36,6 +36,7 @@
 struct bind_write {
 	struct applier *app;     /* lives until mover_stop_all (reload, stop) */
 	struct apply_pending *p;
+	bool bind;               /* a start binding's (else a move's memory) */
 	struct apply_result res; /* the worker's, read after the job is taken */
 };
 
@@ -57,7 +58,7 @@ static int bind_write_run(void *ctx, char *msg, size_t msgsz)
 	}
 }
 
-void engine_bindwrite_submit(struct engine *e, struct apply_pending *p)
+static uint64_t submit(struct engine *e, struct apply_pending *p, bool bind)
 {
 	const struct plan_item *it = apply_pending_item(p);
 	struct bind_write *bw = xcalloc(1, sizeof(*bw));
@@ -66,6 +67,7 @@ void engine_bindwrite_submit(struct engine *e, struct apply_pending *p)
 
 	bw->app = e->app;
 	bw->p = p;
+	bw->bind = bind;
 	memset(&spec, 0, sizeof(spec));
 	snprintf(spec.guest, sizeof(spec.guest), "%s", it->guest_id);
 	snprintf(spec.cause, sizeof(spec.cause), "%s", move_reason_name(it->reason));
@@ -76,11 +78,60 @@ void engine_bindwrite_submit(struct engine *e, struct apply_pending *p)
 	spec.write_ctx = bw;
 	/* Before the submit: a worker may take the job at once, and the
 	 * binding must not be dropped as an unmade intent meanwhile. */
-	engine_bound_writing(e, it->guest_id, true);
+	if (bind)
+		engine_bound_writing(e, it->guest_id, true);
 	id = mover_submit(e->mover, &spec);
-	log_debug("guest %s: start binding's cpuset.mems write to the mover (job %llu)", it->guest_id,
-		  (unsigned long long)id);
+	log_debug("guest %s: %s cpuset.mems write to a mover worker (job %llu)", it->guest_id,
+		  bind ? "start binding's" : "its memory's", (unsigned long long)id);
 	engine_job_add(e, id, p, bw);
+	return id;
+}
+
+void engine_bindwrite_submit(struct engine *e, struct apply_pending *p)
+{
+	submit(e, p, true);
+}
+
+uint64_t engine_memwrite_submit(struct engine *e, struct apply_pending *p)
+{
+	return submit(e, p, false);
+}
+
+/* A move's memory write taken from the mover: its record, as a page
+ * job's (the move's own "moved" record was made when it was handed on). */
+static void memwrite_settle(struct engine *e, struct ejob *job, const struct mover_job_info *ji)
+{
+	struct bind_write *bw = job->bw;
+	const struct snapshot *snap = apply_pending_snapshot(job->p);
+	const struct plan_item *it = apply_pending_item(job->p);
+	struct apply_result res = bw->res;
+	char decision[40];
+
+	if (ji->state != MJ_DONE && ji->state != MJ_FAILED && ji->state != MJ_VANISHED) {
+		/* Ended before it ran: the CPUs are on the target, the mems
+		 * as they were (a consistent cpuset). */
+		memset(&res, 0, sizeof(res));
+		res.locality_after = NAN;
+		res.mems_loosened = true;
+		res.mems_after = snap->guests[it->guest_idx].mems;
+		apply_result_set(&res, APPLY_CHANGED, 0, "job %llu %s before it ran: its cpuset.mems write was not "
+				 "made, mems stay as they were", (unsigned long long)ji->id,
+				 mover_state_name(ji->state));
+	} else {
+		size_t n = strlen(res.msg);
+
+		snprintf(res.msg + n, sizeof(res.msg) - n, " (job %llu: the kernel migrated inside the cpuset.mems "
+			 "write, %.2f s)", (unsigned long long)ji->id, ji->elapsed_s);
+	}
+	res.duration_s = ji->elapsed_s;
+	snprintf(decision, sizeof(decision), "memory_%s", ji->state == MJ_DONE && res.status == APPLY_DONE ?
+		 "arrived" : ji->state == MJ_DONE ? "failed" : mover_state_name(ji->state));
+	log_info("guest %s: memory %s", it->guest_id, res.msg);
+	declog_add(e->dl, declog_make(snap, it, decision, &res, false));
+	apply_pending_free(job->p);
+	free(bw);
+	job->p = NULL;
+	job->bw = NULL;
 }
 
 void engine_bindwrite_settle(struct engine *e, struct ejob *job, const struct mover_job_info *ji)
@@ -90,6 +141,10 @@ void engine_bindwrite_settle(struct engine *e, struct ejob *job, const struct mo
 	const struct plan_item *it = apply_pending_item(job->p);
 	struct apply_result res = bw->res;
 
+	if (!bw->bind) {
+		memwrite_settle(e, job, ji);
+		return;
+	}
 	if (ji->state != MJ_DONE && ji->state != MJ_FAILED && ji->state != MJ_VANISHED) {
 		/* Ended before it ran: the CPUs are on the target, the mems
 		 * as they were (a consistent cpuset), nothing bound. */

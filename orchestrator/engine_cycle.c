@@ -111,7 +111,7 @@ void engine_job_add(struct engine *e, uint64_t id, struct apply_pending *p, stru
 static enum phase_end bind_write(struct engine *e, struct apply_pending *p, bool sync_bind,
 				 struct apply_result *res)
 {
-	if (!sync_bind && e->mover && e->mover_on) {
+	if (!sync_bind && e->mover) {
 		engine_bindwrite_submit(e, p);
 		return PHASE_WRITE_JOB;
 	}
@@ -161,6 +161,21 @@ static enum phase_end memory_phase(struct engine *e, const struct snapshot *snap
 	 * wait for what the kernel migrates inside it. */
 	if (!to_mover && it->bind_start && apply_pending_writes_mems(p))
 		return bind_write(e, p, sync_bind, res);
+	/* The kernel's way (no page mover, or a VM libvirt moves): a
+	 * container's write migrates inside the kernel for as long as its
+	 * memory takes, so a worker makes it; the cycle goes on. */
+	if (!to_mover && e->mover && !apply_pending_item(p)->bind_start && !apply_pending_is_vm(p)) {
+		char to[NODELIST_BUFSZ];
+
+		memset(res, 0, sizeof(*res));
+		res->locality_after = NAN;
+		if (mask_format(&it->to_mems, to, sizeof(to)) < 0)
+			snprintf(to, sizeof(to), "?");
+		id = engine_memwrite_submit(e, p);
+		apply_result_set(res, APPLY_DONE, 0, "cpus moved; memory to move onto %s by its cpuset.mems write "
+				 "(job %llu, on a worker)", to, (unsigned long long)id);
+		return PHASE_JOB;
+	}
 	if (!to_mover) {
 		apply_memory(e->app, p, res);
 		return PHASE_DONE;

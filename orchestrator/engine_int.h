@@ -55,17 +55,20 @@ struct engine {
 	struct pstate *ps;
 	struct history *hist;         /* per-guest history, readable from any thread */
 
-	/* The mover (NULL: [memory] mover = no, a fixture root, no NUMA API)
-	 * and the moves whose memory it is moving: each job's phase 2 is
-	 * finished when the job ends (settle_job). */
+	/* The mover (NULL only on a fixture root) and the moves whose memory
+	 * it is moving: each job's phase 2 is finished when the job ends
+	 * (settle_job). Its workers also run every cpuset.mems write that
+	 * migrates (engine_bindwrite.c), so it runs with [memory] mover = no
+	 * or without the NUMA API too; MOVER_ON says whether it moves pages. */
 	struct mover *mover;          /* once started, lives until engine_free */
-	bool mover_on;                /* [memory] mover as configured now */
+	bool mover_on;                /* [memory] mover as configured now, and move_pages(2) there */
 	unsigned njobs, capjobs;
 	struct ejob {
 		uint64_t id;
 		struct apply_pending *p;
-		/* A start binding's mems write run by a mover worker
-		 * (engine_bindwrite.c), NULL for a job that moves pages. */
+		/* A cpuset.mems write run by a mover worker (a start
+		 * binding's, or a move's memory the kernel's way:
+		 * engine_bindwrite.c), NULL for a job that moves pages. */
 		struct bind_write *bw;
 	} *jobs;
 
@@ -174,8 +177,14 @@ void engine_bindwrite_submit(struct engine *e, struct apply_pending *p);
 /* The job JI of E->jobs[I] (taken from the mover): record the move, make
  * or drop the binding, free the job's parts. */
 void engine_bindwrite_settle(struct engine *e, struct ejob *job, const struct mover_job_info *ji);
-/* Has guest ID a start binding's write in flight? Its new plans wait. */
+/* Has guest ID a cpuset.mems write in flight (a start binding's or a
+ * move's)? Its new plans wait. */
 bool engine_bindwrite_pending(const struct engine *e, const char *id);
+/* A move's memory the kernel's way (apply_memory: a cpuset.mems write
+ * that migrates inside the kernel) on a mover worker: P belongs to the
+ * job; its outcome is recorded when the job is taken, as a mover job's
+ * (memory_arrived, or how it ended). Returns the job's id. */
+uint64_t engine_memwrite_submit(struct engine *e, struct apply_pending *p);
 /* An applying cycle's first step: release each binding read back from
  * before a restart whose guest is still bound exactly so (cgroup and
  * mems as recorded); drop, logged, those whose guest is gone or whose
