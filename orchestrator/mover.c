@@ -57,6 +57,9 @@ struct job {
 	int first;                   /* mover_spec.first, -1: none */
 	uint64_t first_left;         /* bytes FIRST may still take (worker-owned) */
 	uint64_t seen_left;          /* bytes its walk saw and left off the target (mover_window_left) */
+	uint64_t walk_bytes;         /* what its move calls moved, in WALK_MS (mover_sweep_cap) */
+	double walk_ms;
+	uint64_t left_kernel;        /* what the sweep left to the kernel's balancing (worker-owned) */
 	enum mover_state stop_as;    /* != MJ_QUEUED: end at the next chunk boundary as this */
 	int64_t start_mono, deadline_mono;
 	bool wait_room;              /* mover_spec.wait_room */
@@ -433,6 +436,8 @@ static int move_slices(struct mover *m, struct job *j, pid_t pid, struct bufs *b
 		off += sl;
 		note_call(m, j, ms);
 		add_moved(m, j->info.cause, moved * page);
+		j->walk_bytes += moved * page;
+		j->walk_ms += ms;
 		/* The size of the next call: toward chunk_ms, but not where
 		 * smaller calls lose the rate (mover_cost_next). */
 		*chunk = mover_cost_next(&b->cost, bytes / page, *chunk, ms, m->cfg.chunk_ms);
@@ -1074,7 +1079,7 @@ static bool sweep_process(struct mover *m, struct job *j, pid_t pid, uint64_t *b
 {
 	int from[MASK_MAX_NODES], to[MOVER_MAX_SOURCES];
 	unsigned nfrom, nto = 0;
-	uint64_t left = anon_off_target(m, j, pid, before), moved;
+	uint64_t left = anon_off_target(m, j, pid, before), moved, cap = mover_sweep_cap(j->walk_bytes, j->walk_ms);
 	double ms_all = 0;
 	bool ok = true;
 	int r = 0;
@@ -1091,6 +1096,14 @@ static bool sweep_process(struct mover *m, struct job *j, pid_t pid, uint64_t *b
 		int64_t t0;
 		double ms;
 
+		/* A stall the guest would feel: bounded like every move call. */
+		if (before[from[i]] > cap) {
+			j->left_kernel += before[from[i]];
+			log_debug("mover: job %" PRIu64 " pid %d: node %d's %.1f MiB unseen by move_pages not swept (over "
+				  "the %.1f MiB one call may stall for): left to the kernel's balancing", j->info.id,
+				  (int)pid, from[i], (double)before[from[i]] / 1048576.0, (double)cap / 1048576.0);
+			continue;
+		}
 		if (!rate_take(m, j, (size_t)before[from[i]])) {
 			ok = false;
 			break;
@@ -1170,8 +1183,12 @@ static enum mover_state settle(struct mover *m, struct job *j, char *msg, size_t
 	pthread_mutex_unlock(&m->lock);
 	if (left >= LEFT_MIN_BYTES) {
 		st = MJ_PARTIAL;
-		snprintf(msg, msgsz, "%.1f MiB of its anonymous memory still off the target, unseen by move_pages(2)",
-			 (double)left / 1048576.0);
+		if (j->left_kernel)
+			snprintf(msg, msgsz, "%.1f MiB off the target unseen by move_pages(2), over one call's stall: "
+				 "left to the kernel's balancing (on touch)", (double)left / 1048576.0);
+		else
+			snprintf(msg, msgsz, "%.1f MiB of its anonymous memory still off the target, unseen by "
+				 "move_pages(2)", (double)left / 1048576.0);
 	}
 	free(prev);
 	free(now);

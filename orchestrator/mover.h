@@ -473,6 +473,17 @@ enum mover_settle mover_settle_step(uint64_t left, uint64_t prev, double waited_
  * NR node ids to OUT; returns how many. */
 unsigned mover_sweep_nodes(const uint64_t *by_id, unsigned nr, const nodemask_t *to, uint64_t min_left, int *out);
 
+/* The most one sweep call may move: what the job's own move calls moved
+ * in MOVER_SWEEP_MAX_MS at the rate they reached (WALK_BYTES in WALK_MS),
+ * or LEFT_MIN_BYTES when they moved nothing to measure by. A node's
+ * remainder over it is not swept — migrate_pages(2) cannot be asked for
+ * less, and the guest would stall for the whole of it — but left to the
+ * kernel's balancing, which moves each of those pages (marked for its
+ * hinting fault) when the guest touches it, or stays where it is if
+ * never touched. */
+#define MOVER_SWEEP_MAX_MS 100.0
+uint64_t mover_sweep_cap(uint64_t walk_bytes, double walk_ms);
+
 /* ---- the pure part: what a worker keeps from one job to the next ---- */
 
 /* The pages of VMAS (of PAGE bytes), saturating at SIZE_MAX. */

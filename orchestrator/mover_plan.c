@@ -538,6 +538,16 @@ enum mover_settle mover_settle_step(uint64_t left, uint64_t prev, double waited_
 	return MOVER_SETTLE_SWEEP;
 }
 
+uint64_t mover_sweep_cap(uint64_t walk_bytes, double walk_ms)
+{
+	double cap;
+
+	if (walk_bytes < LEFT_MIN_BYTES || !(walk_ms > 0))
+		return LEFT_MIN_BYTES;
+	cap = (double)walk_bytes / walk_ms * MOVER_SWEEP_MAX_MS;
+	return cap < (double)LEFT_MIN_BYTES ? LEFT_MIN_BYTES : cap > 1e18 ? (uint64_t)1e18 : (uint64_t)cap;
+}
+
 unsigned mover_sweep_nodes(const uint64_t *by_id, unsigned nr, const nodemask_t *to, uint64_t min_left, int *out)
 {
 	uint64_t rest = 0;

@@ -473,6 +473,27 @@ static void test_settle_step(void **state)
 	assert_int_equal(mover_settle_step(M, 160 * M, MOVER_SETTLE_MAX_S), MOVER_SETTLE_DONE);
 }
 
+/* A sweep call is a stall of the whole remainder of one node: it may
+ * move no more than the job's own calls moved in MOVER_SWEEP_MAX_MS (a
+ * node's 278 MiB unseen beside the kernel's balancing, swept in one
+ * call, stalled its guest for 18 s). */
+static void test_sweep_cap(void **state)
+{
+	const uint64_t M = 1ULL << 20;
+
+	(void)state;
+	/* 64 MiB in 1000 ms of calls: 6.4 MiB may go in one call */
+	assert_int_equal(mover_sweep_cap(64 * M, 1000.0), (uint64_t)(64.0 * M / 1000.0 * MOVER_SWEEP_MAX_MS));
+	assert_true(mover_sweep_cap(64 * M, 1000.0) < 278 * M);
+	/* nothing measured (every page unseen): only the floor */
+	assert_int_equal(mover_sweep_cap(0, 0), LEFT_MIN_BYTES);
+	assert_int_equal(mover_sweep_cap(M, 5.0), LEFT_MIN_BYTES);
+	/* a slow job never gets less than the floor */
+	assert_int_equal(mover_sweep_cap(4 * M, 1e6), LEFT_MIN_BYTES);
+	/* a fast one may sweep a node's leftover in one call */
+	assert_true(mover_sweep_cap(1024 * M, 100.0) >= 1024 * M);
+}
+
 /* The sweep's calls: one per source node off the target, largest first,
  * until what the rest hold is under the floor; never a target node. */
 static void test_sweep_nodes(void **state)
@@ -1287,6 +1308,7 @@ int main(void)
 		cmocka_unit_test(test_window_left),
 		cmocka_unit_test(test_settle_step),
 		cmocka_unit_test(test_sweep_nodes),
+		cmocka_unit_test(test_sweep_cap),
 		cmocka_unit_test(test_numamaps_anon),
 		cmocka_unit_test(test_assign_first),
 		cmocka_unit_test(test_adapt_chunk),

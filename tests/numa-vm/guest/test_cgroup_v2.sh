@@ -920,7 +920,7 @@ beside_kernel_record() {
 	echo "# $(echo "$rec" | grep -o '"decision":"[a-z_]*"'): $pct% on node 1 when it was written, node 1 gained $gained MiB; $msg"
 	case "$rec" in
 	*'"memory_arrived"'*) [ "$pct" -ge 95 ] || { echo "memory_arrived with only $pct% on node 1: $msg"; return 1; } ;;
-	*) echo "$msg" | grep -q "MiB of its anonymous memory still off the target" && [ "$pct" -lt 99 ] ||
+	*) echo "$msg" | grep -qE "MiB of its anonymous memory still off the target|MiB off the target unseen by move_pages" && [ "$pct" -lt 99 ] ||
 		{ echo "memory_partial, $pct% on node 1: $msg"; return 1; } ;;
 	esac
 	[ -n "$rmib" ] && fle "$rmib" "$gained" 4 || { echo "the record says ${rmib:-?} MiB moved, node 1 gained $gained MiB"; return 1; }
