@@ -73,7 +73,7 @@ json_t *api_migration_json(const struct mover_job_info *j)
 	/* An ETA only while it runs and has a rate to go by. */
 	if (j->state == MJ_RUNNING && rate > 0)
 		eta = json_real(round(left / rate * 10) / 10);
-	return json_pack("{s:I, s:s, s:s, s:s, s:o, s:o, s:s, s:f, s:f, s:f, s:f, s:o, s:o, s:o, s:o, s:I, s:f, s:o, s:o}",
+	return json_pack("{s:I, s:s, s:s, s:s, s:o, s:o, s:s, s:f, s:f, s:f, s:f, s:o, s:o, s:o, s:o, s:I, s:f, s:o, s:o, s:o}",
 			 "id", (json_int_t)j->id, "guest", j->guest, "cause", j->cause,
 			 "how", j->write ? "cpuset_write" : "move_pages",
 			 "from", nodes_json(&j->from), "to", nodes_json(&j->to),
@@ -84,6 +84,7 @@ json_t *api_migration_json(const struct mover_job_info *j)
 			 "queued", time_or_null(j->queued_real_ns), "started", time_or_null(j->started_real_ns),
 			 "ended", time_or_null(j->ended_real_ns), "eta_s", eta,
 			 "chunks", (json_int_t)j->chunks, "stall_max_ms", round(j->stall_max_ms * 100) / 100,
+			 "stall_p99_ms", isnan(j->stall_p99_ms) ? json_null() : json_real(round(j->stall_p99_ms * 100) / 100),
 			 "error", j->msg[0] ? api_json_tame(j->msg, 200) : json_null(), "sources", sources_json(j));
 }
 

@@ -246,6 +246,7 @@ void engine_settle_jobs(struct engine *e)
 		struct apply_pending *p = NULL;
 		struct apply_result res;
 		char from[NODELIST_BUFSZ], to[NODELIST_BUFSZ], decision[40], narrow[NODELIST_BUFSZ + 240], how[96] = "";
+		char p99[32];
 		double mib = (double)ji->bytes_done / 1048576.0;
 		enum apply_status outcome;
 		int settle;
@@ -286,6 +287,10 @@ void engine_settle_jobs(struct engine *e)
 			snprintf(narrow, sizeof(narrow), "; its mems not narrowed to %s: %.200s", to, res.msg);
 		else
 			narrow[0] = '\0';
+		if (isnan(ji->stall_p99_ms))
+			snprintf(p99, sizeof(p99), "-");
+		else
+			snprintf(p99, sizeof(p99), "%.1f", ji->stall_p99_ms);
 		/* Who moved what, when the mover's own calls were not all of it
 		 * (mover_settle_step): beside the kernel's balancing, pages it
 		 * could not see arrive on fault, or by migrate_pages(2). */
@@ -294,9 +299,9 @@ void engine_settle_jobs(struct engine *e)
 				 "migrate_pages)", (double)ji->kernel_bytes / 1048576.0, (double)ji->swept_bytes / 1048576.0);
 		apply_result_set(&res, outcome, ji->state == MJ_FAILED ? -EIO : 0,
 			"job %llu %s: %.1f MiB moved off nodes %s onto %s in %.2f s (%.0f MiB/s)%s, %llu chunks, "
-			"longest stall %.1f ms%s%s%s", (unsigned long long)ji->id, mover_state_name(ji->state), mib,
-			from[0] ? from : "-", to, ji->elapsed_s, ji->elapsed_s > 0 ? mib / ji->elapsed_s : 0, how,
-			(unsigned long long)ji->chunks, ji->stall_max_ms, ji->msg[0] ? ": " : "", ji->msg, narrow);
+			"longest stall %.1f ms, p99 %s ms%s%s%s", (unsigned long long)ji->id, mover_state_name(ji->state),
+			mib, from[0] ? from : "-", to, ji->elapsed_s, ji->elapsed_s > 0 ? mib / ji->elapsed_s : 0, how,
+			(unsigned long long)ji->chunks, ji->stall_max_ms, p99, ji->msg[0] ? ": " : "", ji->msg, narrow);
 		res.duration_s = ji->elapsed_s;
 		snprintf(decision, sizeof(decision), "memory_%s", ji->state == MJ_DONE ? "arrived" :
 			 mover_state_name(ji->state));

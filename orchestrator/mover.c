@@ -60,6 +60,8 @@ struct job {
 	uint64_t walk_bytes;         /* what its move calls moved, in WALK_MS (mover_sweep_cap) */
 	double walk_ms;
 	uint64_t left_kernel;        /* what the sweep left to the kernel's balancing (worker-owned) */
+	double *stalls;              /* every move call's stall, ms (for its p99; under the lock) */
+	unsigned nstalls, capstalls;
 	enum mover_state stop_as;    /* != MJ_QUEUED: end at the next chunk boundary as this */
 	int64_t start_mono, deadline_mono;
 	bool wait_room;              /* mover_spec.wait_room */
@@ -117,6 +119,7 @@ static void job_free(struct job *j)
 	free(j->pc);
 	free(j->claim_id);
 	free(j->claim_b);
+	free(j->stalls);
 	free(j);
 }
 
@@ -133,6 +136,7 @@ static void record_finished(struct mover *m, struct job *j, enum mover_state st)
 {
 	j->info.state = st;
 	j->info.ended_real_ns = clock_real_ns();
+	j->info.stall_p99_ms = mover_stall_p99(j->stalls, j->nstalls);
 	if (j->start_mono)
 		j->info.elapsed_s = (double)(clock_mono_ns() - j->start_mono) / 1e9;
 	m->finished[m->finished_head] = j->info;
@@ -190,6 +194,11 @@ static void note_call(struct mover *m, struct job *j, double ms)
 	j->info.chunks++;
 	if (ms > j->info.stall_max_ms)
 		j->info.stall_max_ms = ms;
+	if (j->nstalls == j->capstalls) {
+		j->capstalls = j->capstalls ? j->capstalls * 2 : 64;
+		j->stalls = xrealloc(j->stalls, j->capstalls * sizeof(*j->stalls));
+	}
+	j->stalls[j->nstalls++] = ms;
 	add_stall(m, ms);
 }
 
@@ -1422,6 +1431,7 @@ uint64_t mover_submit(struct mover *m, const struct mover_spec *spec)
 	j->info.to = spec->to;
 	j->info.bytes_expected = spec->bytes;
 	j->info.state = MJ_QUEUED;
+	j->info.stall_p99_ms = NAN;
 	j->info.queued_real_ns = clock_real_ns();
 	j->stop_as = MJ_QUEUED;
 	j->npids = spec->npids;

@@ -153,6 +153,7 @@ struct mover_job_info {
 	bool write;
 	uint64_t chunks;         /* move calls made */
 	double stall_max_ms;     /* the longest move call */
+	double stall_p99_ms;     /* the 99th percentile of its calls, once it ended (NAN: no call) */
 	int64_t queued_real_ns, started_real_ns, ended_real_ns; /* 0: not yet */
 	double elapsed_s;        /* running time so far (or in all) */
 	char msg[160];           /* the error that ended it, or "" */
@@ -472,6 +473,10 @@ enum mover_settle mover_settle_step(uint64_t left, uint64_t prev, double waited_
  * a call: the job is done below LEFT_MIN_BYTES anyway). Writes at most
  * NR node ids to OUT; returns how many. */
 unsigned mover_sweep_nodes(const uint64_t *by_id, unsigned nr, const nodemask_t *to, uint64_t min_left, int *out);
+
+/* The 99th percentile of N call stalls MS (nearest rank; sorts MS in
+ * place); NAN for none. */
+double mover_stall_p99(double *ms, unsigned n);
 
 /* The most one sweep call may move: what the job's own move calls moved
  * in MOVER_SWEEP_MAX_MS at the rate they reached (WALK_BYTES in WALK_MS),

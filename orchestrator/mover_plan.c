@@ -8,6 +8,7 @@
 #include "mover.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -536,6 +537,25 @@ enum mover_settle mover_settle_step(uint64_t left, uint64_t prev, double waited_
 	if (prev > left && prev - left >= step && waited_s + MOVER_SETTLE_POLL_S <= MOVER_SETTLE_MAX_S + 1e-9)
 		return MOVER_SETTLE_WAIT;
 	return MOVER_SETTLE_SWEEP;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+double mover_stall_p99(double *ms, unsigned n)
+{
+	unsigned rank;
+
+	if (!n)
+		return NAN;
+	qsort(ms, n, sizeof(*ms), cmp_double);
+	/* nearest rank: the smallest value with at least 99 % at or below it */
+	rank = (unsigned)ceil(0.99 * (double)n);
+	return ms[rank ? rank - 1 : 0];
 }
 
 uint64_t mover_sweep_cap(uint64_t walk_bytes, double walk_ms)

@@ -129,6 +129,27 @@ class CgroupV1(itlib.V1SandboxTest):
         self.assertIn(parent[0], ("0", "1"))
         self.assertEqual(child, parent, "the child follows its guest")
 
+    def test_multi_container_pod_moves_as_one(self):
+        # A pod as runtimes make it on v1: two container cgroups below the
+        # pod, each with its own cpuset (v1 requires one) and a process of
+        # its own. One guest, both containers' threads; the move writes
+        # the pod and every container, and none is left behind.
+        sysfs = self.topo_cpu_only_node1()
+        self.sb.start("pod4/ctr-a", cpus="0", mems="0", mib=16)
+        self.sb.start("pod4/ctr-b", cpus="0", mems="0", mib=16)
+        p = self.run_once(sysfs, procfs=self.fake_load({0: 1.0, 1: 0.0}))
+        recs = self.agent.decisions()
+        self.assertEqual(p.returncode, 0, "%s\n%s" % (recs, p.stderr))
+        guests = {g["id"]: g for g in json.loads(p.stdout)["snapshot"]["guests"]}
+        self.assertIn("custom-pod4", guests, sorted(guests))
+        # memhog runs one thread: one from each container
+        self.assertEqual(guests["custom-pod4"]["nr_threads"], 2, guests["custom-pod4"])
+        self.assertEqual([(r["guest"], r["decision"]) for r in recs if r["decision"] != "planned"],
+                         [("custom-pod4", "moved")], p.stderr)
+        for c in ("pod4", "pod4/ctr-a", "pod4/ctr-b"):
+            self.assertEqual(self.sb.cpuset(c), ("1", "0"), c)
+        self.assert_outside_untouched()
+
     def test_guest_with_a_grandchild_moves_to_disjoint_cpus(self):
         # v1: a grandchild takes the new CPUs only once its own parent
         # holds them too, so the applier widens every cgroup of the guest's

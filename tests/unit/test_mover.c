@@ -494,6 +494,26 @@ static void test_sweep_cap(void **state)
 	assert_true(mover_sweep_cap(1024 * M, 100.0) >= 1024 * M);
 }
 
+/* A job's p99 stall: nearest rank over its calls; none, NAN. */
+static void test_stall_p99(void **state)
+{
+	double v[200];
+
+	(void)state;
+	assert_true(isnan(mover_stall_p99(v, 0)));
+	v[0] = 7.0;
+	assert_true(mover_stall_p99(v, 1) == 7.0);
+	/* 1..200 ms in reverse: the 198th value is the p99 */
+	for (unsigned i = 0; i < 200; i++)
+		v[i] = 200.0 - i;
+	assert_true(mover_stall_p99(v, 200) == 198.0);
+	/* 100 calls of 20 ms and one of 18 s: the p99 is 20 ms, the max is not */
+	for (unsigned i = 0; i < 100; i++)
+		v[i] = 20.0;
+	v[100] = 18000.0;
+	assert_true(mover_stall_p99(v, 101) == 20.0);
+}
+
 /* The sweep's calls: one per source node off the target, largest first,
  * until what the rest hold is under the floor; never a target node. */
 static void test_sweep_nodes(void **state)
@@ -1309,6 +1329,7 @@ int main(void)
 		cmocka_unit_test(test_settle_step),
 		cmocka_unit_test(test_sweep_nodes),
 		cmocka_unit_test(test_sweep_cap),
+		cmocka_unit_test(test_stall_p99),
 		cmocka_unit_test(test_numamaps_anon),
 		cmocka_unit_test(test_assign_first),
 		cmocka_unit_test(test_adapt_chunk),
