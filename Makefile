@@ -35,6 +35,8 @@ TEST_DEPS  := libcmocka-dev cgroup-tools numactl python3 strace
 TEST_DEPS  += tmux
 # test_deploy parses the shipped deploy/logrotate/numaorchd with logrotate --debug.
 TEST_DEPS  += logrotate
+# test_deploy lints the man pages with mandoc -T lint (groff alone accepts broken .TP tags).
+TEST_DEPS  += mandoc
 # API tests: promtool checks /metrics, PyYAML reads api/openapi.yaml, openssl makes a TLS
 # certificate, clang + its runtime build the libFuzzer target, wrk drives make bench-api.
 TEST_DEPS  += prometheus python3-yaml openssl clang libclang-rt-14-dev wrk

@@ -14,6 +14,45 @@ import itlib
 DEPLOY = os.path.join(itlib.REPO, "deploy")
 
 
+FONT_MACRO = re.compile(r"^\.(B|I|BR|RB|IR|RI|BI|IB|SM|SB)\b\s*(.*)$")
+
+
+def man_text(line):
+    """The text a man(7) line prints (font macros' arguments joined, font
+    and glyph escapes dropped); None for other requests and macros."""
+    m = FONT_MACRO.match(line)
+    if m:
+        t = "".join(a or b for a, b in re.findall(r'"((?:[^"]|"")*)"|(\S+)', m.group(2)))
+    elif line.startswith("."):
+        return None
+    else:
+        t = line
+    t = re.sub(r"\\\(..|\\\[[^\]]*\]", "", t)
+    t = re.sub(r"\\f[BIRP]", "", t)
+    return t.replace("\\-", "-").replace("\\ ", " ").replace("\\&", "")
+
+
+def broken_tags(path):
+    """.TP tags whose brackets do not close on their line, or whose
+    description starts with an option bracket: a synopsis cut in two."""
+    with open(path) as f:
+        lines = f.read().split("\n")
+    out = []
+    for i, line in enumerate(lines[:-1]):
+        if line.split()[:1] not in ([".TP"], [".TQ"]):
+            continue
+        tag = man_text(lines[i + 1])
+        if tag is None:
+            continue
+        if tag.count("[") != tag.count("]") or tag.count("(") != tag.count(")"):
+            out.append("%s:%d: tag %r: its brackets do not close on its line" % (path, i + 2, tag))
+            continue
+        body = man_text(lines[i + 2]) if i + 2 < len(lines) else None
+        if body is not None and body.lstrip().startswith("["):
+            out.append("%s:%d: tag %r goes on in its description: %r" % (path, i + 2, tag, body))
+    return out
+
+
 class ManPages(unittest.TestCase):
     def pages(self):
         d = os.path.join(DEPLOY, "man")
@@ -31,6 +70,31 @@ class ManPages(unittest.TestCase):
                     p = subprocess.run(["man", "-l", page], capture_output=True, text=True,
                                        env=dict(os.environ, MANWIDTH="80", MAN_KEEP_STDERR="1"))
                     self.assertEqual((p.returncode, p.stderr), (0, ""))
+
+    def test_mandoc_lint(self):
+        if not shutil.which("mandoc"):
+            self.skipTest("mandoc is not installed (Debian: mandoc)")
+        for page in self.pages():
+            with self.subTest(page=os.path.basename(page)):
+                # warnings and worse; STYLE notes (long source lines) are not errors
+                p = subprocess.run(["mandoc", "-T", "lint", "-W", "warning", page], capture_output=True, text=True)
+                self.assertEqual((p.returncode, p.stdout + p.stderr), (0, ""))
+
+    def test_tags_on_one_line(self):
+        # A .TP tag is the one line after .TP: a synopsis spread over
+        # several font-macro lines renders with its first part as the tag
+        # and the rest run into the description (numaorchctl(1)'s guests,
+        # decisions, advise and event did). groff and mandoc accept that.
+        broken = [b for page in self.pages() for b in broken_tags(page)]
+        self.assertEqual(broken, [], "\n".join(broken))
+        # the checker finds the fault it looks for
+        bad = os.path.join(tempfile.mkdtemp(prefix="numaorch-man-"), "bad.1")
+        self.addCleanup(shutil.rmtree, os.path.dirname(bad), True)
+        with open(bad, "w") as f:
+            f.write('.TH BAD 1\n.SH X\n.TP\n.BR guests " [" \\-\\-kind\n.IR K ]\nText.\n'
+                    '.TP\n.BI advise " VCPUS"\n.RB [ \\-\\-reserve\n.IR S ]\nText.\n'
+                    '.TP\n\\fBok\\fR [\\fB\\-\\-x\\fR \\fIY\\fR]\nText.\n')
+        self.assertEqual(len(broken_tags(bad)), 2, broken_tags(bad))
 
     def test_every_flag_is_documented(self):
         # numaorchd --help and numaorchd(8) list the same long options.
