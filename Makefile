@@ -325,6 +325,8 @@ MANDIR     ?= $(PREFIX)/share/man
 SHAREDIR   ?= $(PREFIX)/share/numaorch
 SYSCONFDIR ?= /etc
 UNITDIR    ?= /lib/systemd/system
+# Where bash-completion loads a command's completion from on first use.
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 
 install: all
 	install -D -m 0755 $(BUILD)/numaorchd $(DESTDIR)$(SBINDIR)/numaorchd
@@ -338,6 +340,7 @@ install: all
 	install -D -m 0644 -t $(DESTDIR)$(MANDIR)/man8 deploy/man/numaorchd.8
 	install -D -m 0644 -t $(DESTDIR)$(MANDIR)/man5 deploy/man/numaorchd.conf.5
 	$(if $(wildcard deploy/man/numaorchctl.1),install -D -m 0644 -t $(DESTDIR)$(MANDIR)/man1 deploy/man/numaorchctl.1)
+	$(if $(CLI_SRCS),install -D -m 0644 deploy/bash-completion/numaorchctl $(DESTDIR)$(BASHCOMPDIR)/numaorchctl)
 	install -D -m 0755 $(BUILD)/numaorch-libvirt-hook $(DESTDIR)$(PREFIX)/libexec/numaorch/libvirt-hook
 	install -d -m 0755 $(DESTDIR)$(SYSCONFDIR)/libvirt/hooks/qemu.d
 	ln -sf $(PREFIX)/libexec/numaorch/libvirt-hook $(DESTDIR)$(SYSCONFDIR)/libvirt/hooks/qemu.d/numaorch

@@ -136,6 +136,90 @@ class Units(unittest.TestCase):
         self.assertEqual((p.returncode, p.stderr.strip()), (0, ""))
 
 
+class BashCompletion(unittest.TestCase):
+    """deploy/bash-completion/numaorchctl sourced in a real bash: commands,
+    flags and fixed values for a few prefixes, and guest ids asked of a
+    real numaorchd through the socket the command line names."""
+    SCRIPT = os.path.join(DEPLOY, "bash-completion", "numaorchctl")
+
+    def complete(self, *words, path=None):
+        script = ('source "$0" || exit 9; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); '
+                  'COMP_LINE="$*"; _numaorchctl; printf "%s\\n" "${COMPREPLY[@]}"')
+        env = dict(os.environ, PATH=(path + ":" if path else "") + os.environ.get("PATH", ""))
+        p = subprocess.run(["bash", "-c", script, self.SCRIPT] + list(words), capture_output=True, text=True,
+                           env=env, timeout=30)
+        self.assertEqual((p.returncode, p.stderr), (0, ""), words)
+        return [w for w in p.stdout.split("\n") if w]
+
+    def test_commands_flags_values(self):
+        if not shutil.which("bash"):
+            self.skipTest("bash is not installed")
+        cases = [
+            (["numaorchctl", ""], None),
+            (["numaorchctl", "gu"], ["guests", "guest", "guest-policy", "guest-policies"]),
+            (["numaorchctl", "mi"], ["migrations"]),
+            (["numaorchctl", "--j"], ["--json"]),
+            (["numaorchctl", "--socket", "/run/x.sock", "st"], ["status"]),
+            (["numaorchctl", "guests", "--"], ["--kind", "--runtime", "--node"]),
+            (["numaorchctl", "guests", "--kind", ""], ["container", "vm"]),
+            (["numaorchctl", "guests", "--runtime", "ku"], ["kubernetes"]),
+            (["numaorchctl", "decisions", "--f"], ["--follow"]),
+            (["numaorchctl", "rebalance", "--d"], ["--dry-run"]),
+            (["numaorchctl", "policy", ""], ["get", "set"]),
+            (["numaorchctl", "policy", "set", "max_"], ["max_util=", "max_moves=", "max_migrate_mib="]),
+            (["numaorchctl", "schedule", "c"], ["clear"]),
+            (["numaorchctl", "event", "st"], ["started", "stopped"]),
+            (["numaorchctl", "event", "started", "vm1", "--"], ["--uuid", "--source"]),
+            (["numaorchctl", "advise", "2", "4G", "--r"], ["--reserve"]),
+            (["numaorchctl", "top", "--sort", "l"], ["locality"]),
+            (["numaorchctl", "migrations", ""], ["cancel"]),
+            (["numaorchctl", "status", "--js"], ["--json"]),
+        ]
+        for words, want in cases:
+            got = self.complete(*words)
+            if want is None:  # every command
+                for c in ("status", "nodes", "guests", "guest", "policy", "schedule", "guest-policy",
+                          "guest-policies", "rebalance", "decisions", "advise", "event", "top", "migrations",
+                          "health", "metrics"):
+                    self.assertIn(c, got)
+            else:
+                self.assertEqual(got, want, words)
+        # every command numaorchctl --help lists is offered
+        ctl = os.path.join(itlib.BUILD, "numaorchctl")
+        if os.path.exists(ctl):
+            helptext = subprocess.run([ctl, "--help"], capture_output=True, text=True).stdout
+            listed = set(re.findall(r"(?m)^  ([a-z][a-z-]+)", helptext.split("Options:")[0]))
+            self.assertTrue(listed)
+            self.assertEqual(sorted(listed - set(self.complete("numaorchctl", ""))), [])
+            # and every long option
+            longs = set(re.findall(r"(--[a-z][a-z-]+)", helptext))
+            offered = set()
+            for words in (["numaorchctl", "--"], ["numaorchctl", "guests", "--"], ["numaorchctl", "decisions", "--"],
+                          ["numaorchctl", "rebalance", "--"], ["numaorchctl", "top", "--"],
+                          ["numaorchctl", "advise", "1", "1", "--"], ["numaorchctl", "event", "started", "d", "--"]):
+                offered |= set(self.complete(*words))
+            self.assertEqual(sorted(longs - offered), [])
+
+    def test_guest_ids_from_the_agent(self):
+        import apilib
+        if apilib.skip_reason() or not os.path.exists(apilib.NUMAORCHCTL):
+            self.skipTest(apilib.skip_reason() or "build/numaorchctl missing")
+        tmp = itlib.mktemp()
+        self.addCleanup(shutil.rmtree, tmp, True)
+        d = apilib.Daemon(tmp, apilib.compose_root(tmp)).start()
+        self.addCleanup(d.stop)
+        build = itlib.BUILD
+        self.assertEqual(self.complete("numaorchctl", "--socket", d.sock, "guest", "run", path=build), ["runc-ctr1"])
+        self.assertEqual(self.complete("numaorchctl", "-s", d.sock, "guest-policy", "lx", path=build), ["lxc-db"])
+        self.assertEqual(self.complete("numaorchctl", "--socket=" + d.sock, "decisions", "--guest", "nsp",
+                                       path=build), ["nspawn-web-01"])
+        ids = self.complete("numaorchctl", "--socket", d.sock, "guest", "", path=build)
+        self.assertEqual(sorted(ids), sorted(g["id"] for g in d.get("/v1/guests").json()["guests"]))
+        # no agent there: no ids, no error, quickly
+        self.assertEqual(self.complete("numaorchctl", "--socket", os.path.join(tmp, "none.sock"), "guest", "",
+                                       path=build), [])
+
+
 class Logrotate(unittest.TestCase):
     """deploy/logrotate/numaorchd: installed by make install (so by the
     .deb), rotates what the man page suggests, and signals the daemon to
