@@ -248,6 +248,8 @@ static struct agent_config *reload_cb(void *ctx)
 	 * new watch or at the interval: only latency differs.) */
 	if (rc->watch)
 		watch_start(rc->watch, c);
+	if (rc->api)
+		api_set_guest_metrics(rc->api, c->api_guest_metrics);
 	/* Listeners and the state directory are set up once: say so rather
 	 * than pretend a reload moved them. */
 	if (str_differs(c->api_socket, s->api_socket) || str_differs(c->api_listen, s->api_listen) ||
@@ -698,8 +700,10 @@ int main(int argc, char **argv)
 		};
 
 		r = api_new(e, gs, &ao, &api);
-		if (r == 0)
+		if (r == 0) {
+			api_set_guest_metrics(api, cfg->api_guest_metrics);
 			r = httpd_start(api, &ho, &httpd, err, sizeof(err));
+		}
 		if (r < 0) {
 			log_error("cannot start the REST API: %s", err);
 			ret = 1;

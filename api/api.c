@@ -95,6 +95,15 @@ const char *api_route_name(enum api_route_id id)
 	return "other";
 }
 
+bool api_route_has_get(enum api_route_id id)
+{
+	for (unsigned i = 0; i < NR_ROUTES; i++)
+		for (unsigned m = 0; routes[i].id == id && m < 3 && routes[i].m[m].method; m++)
+			if (strcmp(routes[i].m[m].method, "GET") == 0)
+				return true;
+	return false;
+}
+
 void api_routes_foreach(void (*fn)(const char *method, const char *path, void *ctx), void *ctx)
 {
 	for (unsigned i = 0; i < NR_ROUTES; i++)
@@ -491,6 +500,11 @@ out:
 static char *dup_opt(const char *s)
 {
 	return s ? xstrdup(s) : NULL;
+}
+
+void api_set_guest_metrics(struct api *a, unsigned n)
+{
+	__atomic_store_n(&a->guest_metrics, n, __ATOMIC_RELAXED);
 }
 
 void api_set_token(struct api *a, const char *token)
@@ -910,6 +924,7 @@ int api_new(struct engine *e, struct gpolstore *gs, const struct api_opts *o, st
 	a->timeout_ms = o->engine_timeout_ms ? o->engine_timeout_ms : API_ENGINE_TIMEOUT_MS;
 	a->start_real_ns = clock_real_ns();
 	a->start_mono_ns = clock_mono_ns();
+	a->guest_metrics = CONFIG_GUEST_METRICS_ALL;
 	pthread_mutex_init(&a->pol_lock, NULL);
 	pthread_mutex_init(&a->cache_lock, NULL);
 	pthread_cond_init(&a->cache_cond, NULL);

@@ -108,6 +108,10 @@ int api_token_load(const char *path, char **out, char *err, size_t errsz);
 /* Replace the bearer token (SIGHUP re-reads the token file): requests
  * after this call are checked against TOKEN (copied; NULL refuses all). */
 void api_set_token(struct api *a, const char *token);
+/* Which guests have per-guest series on /metrics: agent_config's
+ * api_guest_metrics (0 none, CONFIG_GUEST_METRICS_ALL all, else the N
+ * with the most memory). Every guest until set. */
+void api_set_guest_metrics(struct api *a, unsigned n);
 /* Compare in time that depends only on EXPECTED's length. */
 bool api_token_equal(const char *expected, const char *given);
 

@@ -126,6 +126,8 @@ struct api {
 	uint64_t req_bucket[API_NR_ROUTES][API_NR_BUCKETS + 1];
 	uint64_t req_ns[API_NR_ROUTES];
 	uint64_t events[API_NR_EVENTS];
+	/* [api] guest_metrics (config.h's meaning; atomic: a reload sets it). */
+	unsigned guest_metrics;
 };
 
 /* Large answers (lists, /metrics, rebalance plans) built or being sent
@@ -218,5 +220,7 @@ json_t *api_migration_json(const struct mover_job_info *j);
 
 /* Route names as /metrics labels them ("/v1/guests/{id}"). */
 const char *api_route_name(enum api_route_id id);
+/* true if the route answers GET. */
+bool api_route_has_get(enum api_route_id id);
 
 #endif

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "promtext.h"
 #include "../orchestrator/clock.h"
@@ -15,10 +16,129 @@
 #include "../orchestrator/history.h"
 #include "../orchestrator/mover.h"
 #include "../orchestrator/plan.h"
+#include "../orchestrator/xalloc.h"
 
 static void node_label(const struct snapshot *s, unsigned idx, char *buf, size_t sz)
 {
 	snprintf(buf, sz, "%d", s->nodes[idx].id);
+}
+
+struct by_mem {
+	uint64_t mem;
+	unsigned idx;
+};
+
+static int by_mem_desc(const void *x, const void *y)
+{
+	const struct by_mem *a = x, *b = y;
+
+	if (a->mem != b->mem)
+		return a->mem > b->mem ? -1 : 1;
+	return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
+/* Which guests get series of their own ([api] guest_metrics): WANT[i] for
+ * the LIMIT guests with the most memory (ties: the snapshot's id order),
+ * or all of them. Returns how many. */
+static unsigned pick_guests(const struct snapshot *s, unsigned limit, bool *want)
+{
+	struct by_mem *o;
+
+	if (limit >= s->nr_guests) {
+		for (unsigned i = 0; i < s->nr_guests; i++)
+			want[i] = true;
+		return s->nr_guests;
+	}
+	o = xcalloc(s->nr_guests ? s->nr_guests : 1, sizeof(*o));
+	for (unsigned i = 0; i < s->nr_guests; i++) {
+		o[i].mem = s->guests[i].mem_total;
+		o[i].idx = i;
+		want[i] = false;
+	}
+	qsort(o, s->nr_guests, sizeof(*o), by_mem_desc);
+	for (unsigned i = 0; i < limit; i++)
+		want[o[i].idx] = true;
+	free(o);
+	return limit;
+}
+
+/* A pod's namespace and name. The container scan knows a pod only by the
+ * uid in its cgroup's name (the guest's name), so both are empty until a
+ * source learns them; the labels are there so queries need not change. */
+static void pod_labels(const struct snap_guest *g, const char **ns, const char **pod)
+{
+	(void)g;
+	*ns = "";
+	*pod = "";
+}
+
+/* The per-guest families, for the guests pick_guests() chose. */
+static void guest_metrics(struct prom *p, struct api *a, const struct snapshot *s)
+{
+	unsigned limit = __atomic_load_n(&a->guest_metrics, __ATOMIC_RELAXED), nr;
+	bool *want = xcalloc(s->nr_guests ? s->nr_guests : 1, sizeof(*want));
+	char node[16];
+
+	nr = pick_guests(s, limit, want);
+	prom_family(p, "numaorch_guest_metrics_guests", "gauge",
+		    "Guests with series of their own in this answer ([api] guest_metrics).");
+	prom_sample(p, "numaorch_guest_metrics_guests", nr, 0);
+	prom_family(p, "numaorch_guest_info", "gauge",
+		    "Always 1: a guest's names (for kubernetes, name is the pod's uid; namespace and pod "
+		    "where known).");
+	for (unsigned i = 0; i < s->nr_guests; i++) {
+		const struct snap_guest *g = &s->guests[i];
+		const char *ns, *pod;
+
+		if (!want[i])
+			continue;
+		pod_labels(g, &ns, &pod);
+		prom_sample(p, "numaorch_guest_info", 1, 6, "guest", g->id, "kind", snap_kind_name(g->kind),
+			    "runtime", g->runtime, "name", g->name, "namespace", ns, "pod", pod);
+	}
+	prom_family(p, "numaorch_guest_locality_ratio", "gauge",
+		    "Share of the guest's memory on the node where each of its threads runs, weighted by "
+		    "their CPU time (0..1).");
+	for (unsigned i = 0; i < s->nr_guests; i++) {
+		const struct snap_guest *g = &s->guests[i];
+
+		if (want[i])
+			prom_sample(p, "numaorch_guest_locality_ratio", g->locality, 3, "guest", g->id, "kind",
+				    snap_kind_name(g->kind), "runtime", g->runtime);
+	}
+	prom_family(p, "numaorch_guest_mem_in_cpuset_ratio", "gauge",
+		    "Share of the guest's memory on the nodes of its cpuset, wherever its threads run (0..1).");
+	for (unsigned i = 0; i < s->nr_guests; i++) {
+		const struct snap_guest *g = &s->guests[i];
+
+		if (want[i])
+			prom_sample(p, "numaorch_guest_mem_in_cpuset_ratio", g->mem_in_cpuset, 1, "guest", g->id);
+	}
+	prom_family(p, "numaorch_guest_cpu_seconds_total", "counter",
+		    "CPU time the guest used (its cgroup's, or its QEMU process's), as last read.");
+	for (unsigned i = 0; i < s->nr_guests; i++) {
+		const struct snap_guest *g = &s->guests[i];
+
+		/* 0 is what the sources leave when the counter could not be read. */
+		if (want[i] && g->cpu_usage_ns)
+			prom_sample(p, "numaorch_guest_cpu_seconds_total", (double)g->cpu_usage_ns / 1e9, 1, "guest",
+				    g->id);
+	}
+	prom_family(p, "numaorch_guest_memory_bytes", "gauge", "Guest memory on each NUMA node.");
+	for (unsigned i = 0; i < s->nr_guests; i++) {
+		const struct snap_guest *g = &s->guests[i];
+
+		if (!want[i])
+			continue;
+		for (unsigned n = 0; n < s->nr_nodes; n++) {
+			if (!s->nodes[n].mem_total && !g->mem_node[n])
+				continue;
+			node_label(s, n, node, sizeof(node));
+			prom_sample(p, "numaorch_guest_memory_bytes", (double)g->mem_node[n], 2, "guest", g->id,
+				    "node", node);
+		}
+	}
+	free(want);
 }
 
 static void view_metrics(struct prom *p, struct api *a, const struct engine_view *v)
@@ -26,7 +146,7 @@ static void view_metrics(struct prom *p, struct api *a, const struct engine_view
 	const struct snapshot *s = v->snap;
 	const struct engine_stats *st = &v->stats;
 	char node[16];
-	unsigned vms = 0, moves = 0, skips = 0;
+	unsigned vms = 0, below = 0, moves = 0, skips = 0;
 
 	prom_family(p, "numaorch_node_cpus", "gauge", "Online CPUs of the NUMA node.");
 	for (unsigned n = 0; n < s->nr_nodes; n++) {
@@ -56,48 +176,18 @@ static void view_metrics(struct prom *p, struct api *a, const struct engine_view
 		prom_sample(p, "numaorch_node_memory_free_bytes", (double)s->nodes[n].mem_free, 1, "node", node);
 	}
 
-	for (unsigned i = 0; i < s->nr_guests; i++)
+	for (unsigned i = 0; i < s->nr_guests; i++) {
 		vms += s->guests[i].kind == GUEST_VM;
+		below += s->guests[i].locality < v->policy.locality_target;
+	}
 	prom_family(p, "numaorch_guests", "gauge", "Guests discovered in the last cycle, by kind.");
 	prom_sample(p, "numaorch_guests", s->nr_guests - vms, 1, "kind", "container");
 	prom_sample(p, "numaorch_guests", vms, 1, "kind", "vm");
-	prom_family(p, "numaorch_guest_locality_ratio", "gauge",
-		    "Share of the guest's memory on the node where each of its threads runs, weighted by "
-		    "their CPU time (0..1).");
-	for (unsigned i = 0; i < s->nr_guests; i++) {
-		const struct snap_guest *g = &s->guests[i];
-
-		prom_sample(p, "numaorch_guest_locality_ratio", g->locality, 3, "guest", g->id, "kind",
-			    snap_kind_name(g->kind), "runtime", g->runtime);
-	}
-	prom_family(p, "numaorch_guest_mem_in_cpuset_ratio", "gauge",
-		    "Share of the guest's memory on the nodes of its cpuset, wherever its threads run (0..1).");
-	for (unsigned i = 0; i < s->nr_guests; i++) {
-		const struct snap_guest *g = &s->guests[i];
-
-		prom_sample(p, "numaorch_guest_mem_in_cpuset_ratio", g->mem_in_cpuset, 1, "guest", g->id);
-	}
-	prom_family(p, "numaorch_guest_cpu_usage_cpus", "gauge",
-		    "CPUs the guest used over the last sample window.");
-	for (unsigned i = 0; i < s->nr_guests; i++) {
-		const struct snap_guest *g = &s->guests[i];
-
-		if (!isnan(g->cpu_use))
-			prom_sample(p, "numaorch_guest_cpu_usage_cpus", g->cpu_use, 1, "guest", g->id);
-	}
-	prom_family(p, "numaorch_guest_memory_bytes", "gauge", "Guest memory on each NUMA node.");
-	for (unsigned i = 0; i < s->nr_guests; i++) {
-		const struct snap_guest *g = &s->guests[i];
-
-		for (unsigned n = 0; n < s->nr_nodes; n++) {
-			if (!s->nodes[n].mem_total && !g->mem_node[n])
-				continue;
-			node_label(s, n, node, sizeof(node));
-			prom_sample(p, "numaorch_guest_memory_bytes", (double)g->mem_node[n], 2, "guest", g->id,
-				    "node", node);
-		}
-	}
-
+	prom_family(p, "numaorch_guests_below_locality_target", "gauge",
+		    "Guests whose locality is below the policy's target, all of them (whatever [api] guest_metrics "
+		    "exports).");
+	prom_sample(p, "numaorch_guests_below_locality_target", below, 0);
+	guest_metrics(p, a, s);
 	for (unsigned i = 0; v->plan && i < v->plan->nr_items; i++) {
 		moves += v->plan->items[i].kind == PLAN_MOVE;
 		skips += v->plan->items[i].kind == PLAN_SKIP;
@@ -126,11 +216,22 @@ static void view_metrics(struct prom *p, struct api *a, const struct engine_view
 	prom_family(p, "numaorch_watch_cycles_total", "counter",
 		    "Cycles the watch between cycles prompted: a guest's CPU use stepped ([agent] watch).");
 	prom_sample(p, "numaorch_watch_cycles_total", (double)st->watch_cycles, 0);
-	prom_family(p, "numaorch_cycle_duration_seconds", "gauge", "Duration of the last cycle, by phase.");
-	prom_sample(p, "numaorch_cycle_duration_seconds", st->last_cycle_s, 1, "phase", "total");
-	prom_sample(p, "numaorch_cycle_duration_seconds", st->last_acquire_s, 1, "phase", "acquire");
-	prom_sample(p, "numaorch_cycle_duration_seconds", st->last_decide_s, 1, "phase", "decide");
-	prom_sample(p, "numaorch_cycle_duration_seconds", st->last_apply_s, 1, "phase", "apply");
+	prom_family(p, "numaorch_cycle_duration_seconds", "histogram", "Duration of the cycles, by phase.");
+	for (int ph = CYCLE_TOTAL; ph < CYCLE_NR_PHASES; ph++) {
+		const struct engine_hist *h = &st->cycle_hist[ph];
+		const char *name = engine_cycle_phase_name((enum engine_cycle_phase)ph);
+		char le[32];
+
+		for (unsigned b = 0; b < ENGINE_CYCLE_NR_BUCKETS; b++) {
+			snprintf(le, sizeof(le), "%g", engine_cycle_buckets[b]);
+			prom_sample(p, "numaorch_cycle_duration_seconds_bucket", (double)h->le[b], 2, "phase", name,
+				    "le", le);
+		}
+		prom_sample(p, "numaorch_cycle_duration_seconds_bucket", (double)h->count, 2, "phase", name, "le",
+			    "+Inf");
+		prom_sample(p, "numaorch_cycle_duration_seconds_sum", h->sum_s, 1, "phase", name);
+		prom_sample(p, "numaorch_cycle_duration_seconds_count", (double)h->count, 1, "phase", name);
+	}
 	/* For alert rules: "below target for 10 min", "not cycling". */
 	prom_family(p, "numaorch_locality_target_ratio", "gauge",
 		    "The policy's locality target in force (guests below it on nodes that fit are moved).");
@@ -175,7 +276,9 @@ static void api_counters(struct prom *p, struct api *a)
 		for (unsigned c = 0; c < API_NR_CODES; c++) {
 			uint64_t n = __atomic_load_n(&a->req_count[r][c], __ATOMIC_RELAXED);
 
-			if (!n)
+			/* A route's success is there from the start, 0 until answered:
+			 * rate() needs the series before the first request. */
+			if (!n && !(c == 200 && api_route_has_get((enum api_route_id)r)))
 				continue;
 			snprintf(code, sizeof(code), "%u", c);
 			prom_sample(p, "numaorch_api_requests_total", (double)n, 2, "route",
@@ -256,14 +359,36 @@ static void mover_metrics(struct prom *p, struct api *a)
 	struct mover_stats st;
 	char le[32];
 
-	if (!m)
-		return;
-	mover_get_stats(m, &st);
+	/* Without a mover (advise, dry run, cpuset.mems writes, a fixture
+	 * root) every family is still there, at 0: dashboards and alerts see
+	 * "nothing moved", not "no data". */
+	if (m)
+		mover_get_stats(m, &st);
+	else
+		memset(&st, 0, sizeof(st));
 	prom_family(p, "numaorch_mover_moved_bytes_total", "counter",
 		    "Memory the mover moved with move_pages(2), by the cause of the move.");
-	for (unsigned i = 0; i < st.nr_causes; i++)
+	/* Every cause a plan can give (its move reasons) from the start, then
+	 * any other the mover counted. */
+	for (int r = REASON_CONSOLIDATE; move_reason_name((enum move_reason)r); r++) {
+		const char *cause = move_reason_name((enum move_reason)r);
+		uint64_t bytes = 0;
+
+		for (unsigned i = 0; i < st.nr_causes; i++)
+			if (strcmp(st.moved[i].cause, cause) == 0)
+				bytes = st.moved[i].bytes;
+		prom_sample(p, "numaorch_mover_moved_bytes_total", (double)bytes, 1, "cause", cause);
+	}
+	for (unsigned i = 0; i < st.nr_causes; i++) {
+		bool known = false;
+
+		for (int r = REASON_CONSOLIDATE; move_reason_name((enum move_reason)r); r++)
+			known = known || strcmp(st.moved[i].cause, move_reason_name((enum move_reason)r)) == 0;
+		if (known)
+			continue;
 		prom_sample(p, "numaorch_mover_moved_bytes_total", (double)st.moved[i].bytes, 1, "cause",
 			    st.moved[i].cause);
+	}
 	prom_family(p, "numaorch_mover_jobs", "gauge", "Migration jobs now, by state.");
 	prom_sample(p, "numaorch_mover_jobs", st.running, 1, "state", "running");
 	prom_sample(p, "numaorch_mover_jobs", st.queued, 1, "state", "queued");
@@ -300,6 +425,18 @@ void h_metrics(struct rq *r)
 	prom_sample(&p, "numaorch_build_info", 1, 1, "version", r->a->version);
 	prom_family(&p, "numaorch_start_time_seconds", "gauge", "When the agent started (Unix time).");
 	prom_sample(&p, "numaorch_start_time_seconds", (double)r->a->start_real_ns / 1e9, 0);
+	{
+		struct rusage ru;
+
+		if (getrusage(RUSAGE_SELF, &ru) == 0) {
+			prom_family(&p, "process_cpu_seconds_total", "counter",
+				    "CPU time numaorchd used, user and system, all its threads.");
+			prom_sample(&p, "process_cpu_seconds_total",
+				    (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+					    (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6,
+				    0);
+		}
+	}
 	view_metrics(&p, r->a, v);
 	mover_metrics(&p, r->a);
 	api_counters(&p, r->a);

@@ -56,6 +56,7 @@ void config_default(struct agent_config *c)
 	c->log_level = LOG_LEVEL_INFO;
 	policy_config_default(&c->policy);
 	c->api_socket = xstrdup("/run/numaorch/api.sock");
+	c->api_guest_metrics = CONFIG_GUEST_METRICS_DEFAULT;
 	c->libvirt_enabled = true;
 	c->libvirt_uri = xstrdup("qemu:///system");
 	c->libvirt_keepalive_interval = 2;
@@ -288,6 +289,24 @@ static int set_api_listen(struct parse_ctx *p, const struct key *k, const char *
 	return set_str(&p->cfg->api_listen, v);
 }
 
+/* off, all, or "top N": the N guests with the most memory. */
+static int set_guest_metrics(struct parse_ctx *p, const struct key *k, const char *v)
+{
+	uint64_t n;
+
+	if (strcmp(v, "off") == 0) {
+		p->cfg->api_guest_metrics = 0;
+	} else if (strcmp(v, "all") == 0) {
+		p->cfg->api_guest_metrics = CONFIG_GUEST_METRICS_ALL;
+	} else if (strncmp(v, "top ", 4) == 0 && parse_u64(v + 4 + strspn(v + 4, " "), &n) == 0 && n >= 1 &&
+		   n <= 1000000) {
+		p->cfg->api_guest_metrics = (unsigned)n;
+	} else {
+		return fail(p, "[%s] %s: must be off, all or top N (N 1..1000000), got \"%s\"", k->sec, k->name, v);
+	}
+	return 1;
+}
+
 static int set_nonempty(struct parse_ctx *p, const struct key *k, const char *v)
 {
 	if (!*v)
@@ -380,6 +399,7 @@ static const struct key keys[] = {
 	STR("api", "token_file", api_token_file),
 	STR("api", "tls_cert", api_tls_cert),
 	STR("api", "tls_key", api_tls_key),
+	SET("api", "guest_metrics", api_guest_metrics, set_guest_metrics),
 
 	BOOLK("libvirt", "enabled", libvirt_enabled),
 	SET("libvirt", "uri", libvirt_uri, set_nonempty),

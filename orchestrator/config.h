@@ -6,6 +6,7 @@
 #ifndef NUMAORCH_CONFIG_H
 #define NUMAORCH_CONFIG_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -16,6 +17,11 @@
 #include "schedule.h"
 #include "source.h"
 #include "vmplugin.h"
+
+/* [api] guest_metrics = all; the default keeps a 1000-guest host's
+ * scrape near a thousand per-guest series instead of eleven thousand. */
+#define CONFIG_GUEST_METRICS_ALL UINT_MAX
+#define CONFIG_GUEST_METRICS_DEFAULT 100
 
 struct agent_config {
 	enum agent_mode mode;
@@ -40,6 +46,9 @@ struct agent_config {
 	char *api_token_file;
 	char *api_tls_cert;
 	char *api_tls_key;
+	/* Guests with per-guest series on /metrics: 0 none, CONFIG_GUEST_METRICS_ALL
+	 * every one, else the N with the most memory ([api] guest_metrics). */
+	unsigned api_guest_metrics;
 
 	/* libvirt VM source */
 	bool libvirt_enabled;

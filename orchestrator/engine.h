@@ -23,11 +23,35 @@
 
 struct engine;
 
+/* Upper bounds (seconds) of the cycle-duration histogram's buckets: a
+ * cycle's phases take from well under a millisecond (decide) to a
+ * minute (apply, when memory moves by cpuset.mems writes). */
+#define ENGINE_CYCLE_NR_BUCKETS 14
+extern const double engine_cycle_buckets[ENGINE_CYCLE_NR_BUCKETS];
+
+/* Cycle durations observed since start (a Prometheus histogram). */
+struct engine_hist {
+	uint64_t le[ENGINE_CYCLE_NR_BUCKETS]; /* cumulative: cycles at or under each bound */
+	uint64_t count;
+	double sum_s;
+};
+
+/* engine_stats.cycle_hist[] by phase; engine_cycle_phase_name() names them. */
+enum engine_cycle_phase {
+	CYCLE_TOTAL = 0,
+	CYCLE_ACQUIRE,
+	CYCLE_DECIDE,
+	CYCLE_APPLY,
+	CYCLE_NR_PHASES,
+};
+const char *engine_cycle_phase_name(enum engine_cycle_phase p);
+
 struct engine_stats {
 	uint64_t cycles;
 	int64_t last_cycle_real_ns;   /* when the last cycle finished, 0: none yet */
 	double last_cycle_s;          /* its duration */
 	double last_acquire_s, last_decide_s, last_apply_s;
+	struct engine_hist cycle_hist[CYCLE_NR_PHASES]; /* every cycle's, by phase */
 	uint64_t moves;               /* done, since start */
 	uint64_t move_failures;
 	uint64_t moves_skipped;       /* vanished/changed/no room at apply time */

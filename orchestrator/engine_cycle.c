@@ -17,7 +17,28 @@
 #include "log.h"
 #include "mover.h"
 #include "notify.h"
+#include "strtab.h"
 #include "xalloc.h"
+
+const double engine_cycle_buckets[ENGINE_CYCLE_NR_BUCKETS] = {
+	0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
+};
+
+static const char *const cycle_phase_names[] = {
+	[CYCLE_TOTAL] = "total",
+	[CYCLE_ACQUIRE] = "acquire",
+	[CYCLE_DECIDE] = "decide",
+	[CYCLE_APPLY] = "apply",
+};
+STRTAB_NAME(engine_cycle_phase_name, enum engine_cycle_phase, cycle_phase_names)
+
+static void hist_observe(struct engine_hist *h, double s)
+{
+	for (unsigned b = 0; b < ENGINE_CYCLE_NR_BUCKETS; b++)
+		h->le[b] += s <= engine_cycle_buckets[b];
+	h->count++;
+	h->sum_s += s;
+}
 
 const char *engine_move_decision(enum apply_status st)
 {
@@ -646,6 +667,10 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 	e->stats.last_acquire_s = (double)(t1 - t0) / 1e9;
 	e->stats.last_decide_s = (double)(t2 - t1) / 1e9;
 	e->stats.last_apply_s = (double)(t3 - t2) / 1e9;
+	hist_observe(&e->stats.cycle_hist[CYCLE_TOTAL], e->stats.last_cycle_s);
+	hist_observe(&e->stats.cycle_hist[CYCLE_ACQUIRE], e->stats.last_acquire_s);
+	hist_observe(&e->stats.cycle_hist[CYCLE_DECIDE], e->stats.last_decide_s);
+	hist_observe(&e->stats.cycle_hist[CYCLE_APPLY], e->stats.last_apply_s);
 	history_record(e->hist, snap);
 	engine_publish(e, snap, plan);
 	if (report)

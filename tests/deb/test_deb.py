@@ -126,6 +126,7 @@ class DebianPackage(unittest.TestCase):
                      "/usr/lib/numaorch/numaorch-libvirt.so",
                      "/usr/share/man/man8/numaorchd.8.gz",
                      "/usr/share/man/man5/numaorchd.conf.5.gz", "/usr/share/man/man1/numaorchctl.1.gz",
+                     "/usr/share/bash-completion/completions/numaorchctl",
                      "/usr/share/numaorch/grafana/numaorch-dashboard.json",
                      "/usr/share/numaorch/prometheus/numaorch-rules.yml"):
             self.assertIn(path, files)

@@ -344,7 +344,8 @@ class Api(apilib.ClassDaemon):
         for fam in ("numaorch_node_cpu_busy_ratio", "numaorch_node_memory_free_bytes",
                     "numaorch_guest_locality_ratio", "numaorch_guest_mem_in_cpuset_ratio",
                     "numaorch_guest_memory_bytes", "numaorch_moves_total",
-                    "numaorch_migrated_bytes_total", "numaorch_cycle_duration_seconds",
+                    "numaorch_migrated_bytes_total", "numaorch_cycle_duration_seconds_bucket",
+                    "numaorch_guest_cpu_seconds_total", "numaorch_guest_info",
                     "numaorch_api_requests_total", "numaorch_api_request_duration_seconds_bucket"):
             self.assertIn(fam, text)
         # a fixture root runs no libvirt source: exactly the "disabled" state is 1

@@ -14,6 +14,45 @@ import itlib
 DEPLOY = os.path.join(itlib.REPO, "deploy")
 
 
+FONT_MACRO = re.compile(r"^\.(B|I|BR|RB|IR|RI|BI|IB|SM|SB)\b\s*(.*)$")
+
+
+def man_text(line):
+    """The text a man(7) line prints (font macros' arguments joined, font
+    and glyph escapes dropped); None for other requests and macros."""
+    m = FONT_MACRO.match(line)
+    if m:
+        t = "".join(a or b for a, b in re.findall(r'"((?:[^"]|"")*)"|(\S+)', m.group(2)))
+    elif line.startswith("."):
+        return None
+    else:
+        t = line
+    t = re.sub(r"\\\(..|\\\[[^\]]*\]", "", t)
+    t = re.sub(r"\\f[BIRP]", "", t)
+    return t.replace("\\-", "-").replace("\\ ", " ").replace("\\&", "")
+
+
+def broken_tags(path):
+    """.TP tags whose brackets do not close on their line, or whose
+    description starts with an option bracket: a synopsis cut in two."""
+    with open(path) as f:
+        lines = f.read().split("\n")
+    out = []
+    for i, line in enumerate(lines[:-1]):
+        if line.split()[:1] not in ([".TP"], [".TQ"]):
+            continue
+        tag = man_text(lines[i + 1])
+        if tag is None:
+            continue
+        if tag.count("[") != tag.count("]") or tag.count("(") != tag.count(")"):
+            out.append("%s:%d: tag %r: its brackets do not close on its line" % (path, i + 2, tag))
+            continue
+        body = man_text(lines[i + 2]) if i + 2 < len(lines) else None
+        if body is not None and body.lstrip().startswith("["):
+            out.append("%s:%d: tag %r goes on in its description: %r" % (path, i + 2, tag, body))
+    return out
+
+
 class ManPages(unittest.TestCase):
     def pages(self):
         d = os.path.join(DEPLOY, "man")
@@ -31,6 +70,31 @@ class ManPages(unittest.TestCase):
                     p = subprocess.run(["man", "-l", page], capture_output=True, text=True,
                                        env=dict(os.environ, MANWIDTH="80", MAN_KEEP_STDERR="1"))
                     self.assertEqual((p.returncode, p.stderr), (0, ""))
+
+    def test_mandoc_lint(self):
+        if not shutil.which("mandoc"):
+            self.skipTest("mandoc is not installed (Debian: mandoc)")
+        for page in self.pages():
+            with self.subTest(page=os.path.basename(page)):
+                # warnings and worse; STYLE notes (long source lines) are not errors
+                p = subprocess.run(["mandoc", "-T", "lint", "-W", "warning", page], capture_output=True, text=True)
+                self.assertEqual((p.returncode, p.stdout + p.stderr), (0, ""))
+
+    def test_tags_on_one_line(self):
+        # A .TP tag is the one line after .TP: a synopsis spread over
+        # several font-macro lines renders with its first part as the tag
+        # and the rest run into the description (numaorchctl(1)'s guests,
+        # decisions, advise and event did). groff and mandoc accept that.
+        broken = [b for page in self.pages() for b in broken_tags(page)]
+        self.assertEqual(broken, [], "\n".join(broken))
+        # the checker finds the fault it looks for
+        bad = os.path.join(tempfile.mkdtemp(prefix="numaorch-man-"), "bad.1")
+        self.addCleanup(shutil.rmtree, os.path.dirname(bad), True)
+        with open(bad, "w") as f:
+            f.write('.TH BAD 1\n.SH X\n.TP\n.BR guests " [" \\-\\-kind\n.IR K ]\nText.\n'
+                    '.TP\n.BI advise " VCPUS"\n.RB [ \\-\\-reserve\n.IR S ]\nText.\n'
+                    '.TP\n\\fBok\\fR [\\fB\\-\\-x\\fR \\fIY\\fR]\nText.\n')
+        self.assertEqual(len(broken_tags(bad)), 2, broken_tags(bad))
 
     def test_every_flag_is_documented(self):
         # numaorchd --help and numaorchd(8) list the same long options.
@@ -70,6 +134,119 @@ class Units(unittest.TestCase):
             units.append(path)
         p = subprocess.run(["systemd-analyze", "verify"] + units, capture_output=True, text=True)
         self.assertEqual((p.returncode, p.stderr.strip()), (0, ""))
+
+
+class BashCompletion(unittest.TestCase):
+    """deploy/bash-completion/numaorchctl sourced in a real bash: commands,
+    flags and fixed values for a few prefixes, and guest ids asked of a
+    real numaorchd through the socket the command line names."""
+    SCRIPT = os.path.join(DEPLOY, "bash-completion", "numaorchctl")
+
+    def complete(self, *words, path=None):
+        script = ('source "$0" || exit 9; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); '
+                  'COMP_LINE="$*"; _numaorchctl; printf "%s\\n" "${COMPREPLY[@]}"')
+        env = dict(os.environ, PATH=(path + ":" if path else "") + os.environ.get("PATH", ""))
+        p = subprocess.run(["bash", "-c", script, self.SCRIPT] + list(words), capture_output=True, text=True,
+                           env=env, timeout=30)
+        self.assertEqual((p.returncode, p.stderr), (0, ""), words)
+        return [w for w in p.stdout.split("\n") if w]
+
+    def test_commands_flags_values(self):
+        if not shutil.which("bash"):
+            self.skipTest("bash is not installed")
+        cases = [
+            (["numaorchctl", ""], None),
+            (["numaorchctl", "gu"], ["guests", "guest", "guest-policy", "guest-policies"]),
+            (["numaorchctl", "mi"], ["migrations"]),
+            (["numaorchctl", "--j"], ["--json"]),
+            (["numaorchctl", "--socket", "/run/x.sock", "st"], ["status"]),
+            (["numaorchctl", "guests", "--"], ["--kind", "--runtime", "--node"]),
+            (["numaorchctl", "guests", "--kind", ""], ["container", "vm"]),
+            (["numaorchctl", "guests", "--runtime", "ku"], ["kubernetes"]),
+            (["numaorchctl", "decisions", "--f"], ["--follow"]),
+            (["numaorchctl", "rebalance", "--d"], ["--dry-run"]),
+            (["numaorchctl", "policy", ""], ["get", "set"]),
+            (["numaorchctl", "policy", "set", "max_"], ["max_util=", "max_moves=", "max_migrate_mib="]),
+            (["numaorchctl", "schedule", "c"], ["clear"]),
+            (["numaorchctl", "event", "st"], ["started", "stopped"]),
+            (["numaorchctl", "event", "started", "vm1", "--"], ["--uuid", "--source"]),
+            (["numaorchctl", "advise", "2", "4G", "--r"], ["--reserve"]),
+            (["numaorchctl", "top", "--sort", "l"], ["locality"]),
+            (["numaorchctl", "migrations", ""], ["cancel"]),
+            (["numaorchctl", "status", "--js"], ["--json"]),
+        ]
+        for words, want in cases:
+            got = self.complete(*words)
+            if want is None:  # every command
+                for c in ("status", "nodes", "guests", "guest", "policy", "schedule", "guest-policy",
+                          "guest-policies", "rebalance", "decisions", "advise", "event", "top", "migrations",
+                          "health", "metrics"):
+                    self.assertIn(c, got)
+            else:
+                self.assertEqual(got, want, words)
+        # every command numaorchctl --help lists is offered
+        ctl = os.path.join(itlib.BUILD, "numaorchctl")
+        if os.path.exists(ctl):
+            helptext = subprocess.run([ctl, "--help"], capture_output=True, text=True).stdout
+            listed = set(re.findall(r"(?m)^  ([a-z][a-z-]+)", helptext.split("Options:")[0]))
+            self.assertTrue(listed)
+            self.assertEqual(sorted(listed - set(self.complete("numaorchctl", ""))), [])
+            # and every long option
+            longs = set(re.findall(r"(--[a-z][a-z-]+)", helptext))
+            offered = set()
+            for words in (["numaorchctl", "--"], ["numaorchctl", "guests", "--"], ["numaorchctl", "decisions", "--"],
+                          ["numaorchctl", "rebalance", "--"], ["numaorchctl", "top", "--"],
+                          ["numaorchctl", "advise", "1", "1", "--"], ["numaorchctl", "event", "started", "d", "--"]):
+                offered |= set(self.complete(*words))
+            self.assertEqual(sorted(longs - offered), [])
+
+    def test_guest_ids_from_the_agent(self):
+        import apilib
+        if apilib.skip_reason() or not os.path.exists(apilib.NUMAORCHCTL):
+            self.skipTest(apilib.skip_reason() or "build/numaorchctl missing")
+        tmp = itlib.mktemp()
+        self.addCleanup(shutil.rmtree, tmp, True)
+        d = apilib.Daemon(tmp, apilib.compose_root(tmp)).start()
+        self.addCleanup(d.stop)
+        build = itlib.BUILD
+        self.assertEqual(self.complete("numaorchctl", "--socket", d.sock, "guest", "run", path=build), ["runc-ctr1"])
+        self.assertEqual(self.complete("numaorchctl", "-s", d.sock, "guest-policy", "lx", path=build), ["lxc-db"])
+        self.assertEqual(self.complete("numaorchctl", "--socket=" + d.sock, "decisions", "--guest", "nsp",
+                                       path=build), ["nspawn-web-01"])
+        ids = self.complete("numaorchctl", "--socket", d.sock, "guest", "", path=build)
+        self.assertEqual(sorted(ids), sorted(g["id"] for g in d.get("/v1/guests").json()["guests"]))
+        # no agent there: no ids, no error, quickly
+        self.assertEqual(self.complete("numaorchctl", "--socket", os.path.join(tmp, "none.sock"), "guest", "",
+                                       path=build), [])
+
+
+class Hardening(unittest.TestCase):
+    """What make install ships is built as dpkg-buildflags' hardening=+all
+    builds a package: PIE, full RELRO (BIND_NOW), stack protector,
+    fortified libc calls. The libvirt hook, which libvirtd runs as root at
+    every domain start, was linked without LDFLAGS (no BIND_NOW in the .deb)."""
+
+    def test_installed_binaries(self):
+        if not shutil.which("readelf"):
+            self.skipTest("readelf is not installed (Debian: binutils)")
+        bins = [("numaorchd", True), ("numaorchctl", True), ("numaorch-libvirt-hook", True),
+                ("numaorch-libvirt.so", False)]
+        for name, exe in bins:
+            path = os.path.join(itlib.BUILD, name)
+            if not os.path.exists(path):
+                self.skipTest("%s missing (run make)" % path)
+            with self.subTest(binary=name):
+                def elf(*flags):
+                    return subprocess.run(["readelf", "-W"] + list(flags) + [path], capture_output=True,
+                                          text=True, check=True).stdout
+                if exe:
+                    self.assertRegex(elf("-h"), r"Type:\s+DYN", "not a position-independent executable")
+                self.assertIn("GNU_RELRO", elf("-l"))
+                self.assertRegex(elf("-d"), r"\(BIND_NOW\)|\(FLAGS\)\s+BIND_NOW|FLAGS_1\)\s+Flags:.*\bNOW\b",
+                                 "no BIND_NOW")
+                syms = elf("--dyn-syms")
+                self.assertIn("__stack_chk_fail", syms)
+                self.assertRegex(syms, r"__\w+_chk@", "no fortified libc call")
 
 
 class Logrotate(unittest.TestCase):

@@ -18,6 +18,7 @@ static void test_defaults_from_empty(void **state)
 	assert_int_equal(c.mode, MODE_ENFORCE);
 	assert_true(fabs(c.interval_s - 15.0) < 1e-9);
 	assert_string_equal(c.api_socket, "/run/numaorch/api.sock");
+	assert_int_equal(c.api_guest_metrics, CONFIG_GUEST_METRICS_DEFAULT);
 	assert_null(c.decision_log);
 	assert_int_equal(c.cg.nr_scopes, 0);
 	assert_true(fabs(c.policy.locality_target - 0.9) < 1e-9);
@@ -36,7 +37,7 @@ static void test_full_file(void **state)
 		"[containers]\nparent = /p\nrunc_root = /run/runc2\n"
 		"[policy]\nlocality_target = 80\nmax_util = 75\ncooldown = 60\nmax_moves = 2\n"
 		"max_migrate_mib = 512\nmin_free_mib = 128\nmin_free_share = 10\nless_busy_margin = 20\nstart_place = no\n"
-		"[api]\nsocket =\nlisten = 127.0.0.1:7070\ntoken_file = /etc/numaorch/token\n"
+		"[api]\nsocket =\nlisten = 127.0.0.1:7070\ntoken_file = /etc/numaorch/token\nguest_metrics = top 20\n"
 		"[libvirt]\nenabled = no\nuri = qemu:///session\n";
 
 	(void)state;
@@ -60,6 +61,7 @@ static void test_full_file(void **state)
 	assert_false(c.policy.start_place);
 	assert_string_equal(c.api_socket, "");
 	assert_string_equal(c.api_listen, "127.0.0.1:7070");
+	assert_int_equal(c.api_guest_metrics, 20);
 	assert_false(c.libvirt_enabled);
 	assert_string_equal(c.libvirt_uri, "qemu:///session");
 
@@ -197,6 +199,24 @@ static void test_drop_ins(void **state)
 	free(dir);
 }
 
+static void test_guest_metrics(void **state)
+{
+	static const struct { const char *v; unsigned want; } t[] = {
+		{ "off", 0 }, { "all", CONFIG_GUEST_METRICS_ALL }, { "top 1", 1 }, { "top  250", 250 },
+	};
+
+	(void)state;
+	for (unsigned i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		struct agent_config c;
+		char text[128], err[512];
+
+		snprintf(text, sizeof(text), "[api]\nguest_metrics = %s\n", t[i].v);
+		assert_int_equal(config_load_string(text, "t.conf", &c, err, sizeof(err)), 0);
+		assert_int_equal(c.api_guest_metrics, t[i].want);
+		config_clear(&c);
+	}
+}
+
 static void test_shipped_config_parses(void **state)
 {
 	struct agent_config c, d;
@@ -210,6 +230,7 @@ static void test_shipped_config_parses(void **state)
 	assert_true(fabs(c.interval_s - d.interval_s) < 1e-9);
 	assert_memory_equal(&c.policy, &d.policy, sizeof(c.policy));
 	assert_string_equal(c.api_socket, d.api_socket);
+	assert_int_equal(c.api_guest_metrics, d.api_guest_metrics);
 	config_clear(&c);
 	config_clear(&d);
 }
@@ -248,6 +269,10 @@ static void test_every_key_checks_its_value(void **state)
 		{ "policy", "min_free_share", "101", "must be a number 0..100 (percent)" },
 		{ "api", "socket", "rel", "must be an absolute path" },
 		{ "api", "listen", "8080", "must be ADDR:PORT" },
+		{ "api", "guest_metrics", "some", "must be off, all or top N (N 1..1000000)" },
+		{ "api", "guest_metrics", "top 0", "must be off, all or top N" },
+		{ "api", "guest_metrics", "top", "must be off, all or top N" },
+		{ "api", "guest_metrics", "50", "must be off, all or top N" },
 		{ "libvirt", "enabled", "sure", "must be yes or no" },
 		{ "libvirt", "uri", "", "must not be empty" },
 		{ "libvirt", "module", "rel.so", "must be an absolute path" },
@@ -293,6 +318,7 @@ int main(void)
 		cmocka_unit_test(test_first_error_wins),
 		cmocka_unit_test(test_missing_file),
 		cmocka_unit_test(test_shipped_config_parses),
+		cmocka_unit_test(test_guest_metrics),
 		cmocka_unit_test(test_schedule_section),
 		cmocka_unit_test(test_drop_ins),
 		cmocka_unit_test(test_every_key_checks_its_value),

@@ -1595,6 +1595,37 @@ static void test_engine_spread_move_comes_back_soon(void **state)
 	}
 }
 
+/* Each cycle is one observation of the cycle-duration histogram, for the
+ * whole cycle and each phase: cumulative buckets, a count and a sum that
+ * agree with the last-cycle figures. */
+static void test_engine_cycle_histogram(void **state)
+{
+	struct efx f;
+	double sum = 0;
+
+	(void)state;
+	efx_init(&f, MODE_ENFORCE);
+	for (unsigned c = 0; c < 3; c++) {
+		assert_int_equal(engine_cycle(f.e, false, NULL), 0);
+		sum += f.e->stats.last_cycle_s;
+	}
+	for (int p = CYCLE_TOTAL; p < CYCLE_NR_PHASES; p++) {
+		const struct engine_hist *h = &f.e->stats.cycle_hist[p];
+
+		assert_non_null(engine_cycle_phase_name((enum engine_cycle_phase)p));
+		assert_int_equal(h->count, 3);
+		for (unsigned b = 1; b < ENGINE_CYCLE_NR_BUCKETS; b++)
+			assert_true(h->le[b] >= h->le[b - 1]);
+		/* a fixture cycle takes far less than the last bound */
+		assert_int_equal(h->le[ENGINE_CYCLE_NR_BUCKETS - 1], 3);
+	}
+	assert_true(fabs(f.e->stats.cycle_hist[CYCLE_TOTAL].sum_s - sum) < 1e-9);
+	assert_string_equal(engine_cycle_phase_name(CYCLE_DECIDE), "decide");
+	assert_null(engine_cycle_phase_name(CYCLE_NR_PHASES));
+	efx_fini(&f);
+}
+
+
 /* An engine needs every part. */
 static void test_engine_needs_its_parts(void **state)
 {
@@ -1639,6 +1670,7 @@ int main(void)
 		cmocka_unit_test(test_engine_first_sight_comes_back_soon),
 		cmocka_unit_test(test_engine_spread_move_comes_back_soon),
 		cmocka_unit_test(test_engine_needs_its_parts),
+		cmocka_unit_test(test_engine_cycle_histogram),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
