@@ -7,6 +7,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -454,6 +455,10 @@ int main(int argc, char **argv)
 	int c, r, ret = 0;
 
 	xmalloc_tune();
+	/* A closed reader of stderr (`numaorchd | head`) or a peer that went
+	 * away must be an EPIPE the writer handles, not the daemon's death;
+	 * systemd ignores SIGPIPE for its units, a shell pipeline does not. */
+	signal(SIGPIPE, SIG_IGN);
 	while ((c = getopt_long(argc, argv, "c:ni:s:p:r:l:Vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':

@@ -418,6 +418,16 @@ void engine_publish(struct engine *e, const struct snapshot *snap, struct plan *
 	}
 }
 
+int engine_reopen_log(struct engine *e, const char *path)
+{
+	char err[600];
+	int r = declog_reopen(e->dl, path, err, sizeof(err));
+
+	if (r < 0)
+		log_error("cannot reopen the %s; records go on to the file open before", err);
+	return r;
+}
+
 int engine_apply_config(struct engine *e, const struct agent_config *cfg)
 {
 	/* The sources and the applier are built from these settings. */
@@ -430,13 +440,7 @@ int engine_apply_config(struct engine *e, const struct agent_config *cfg)
 			return r;
 	}
 	/* Reopen even when the path is unchanged: SIGHUP after logrotate. */
-	{
-		char err[600];
-
-		r = declog_reopen(e->dl, cfg->decision_log, err, sizeof(err));
-		if (r < 0)
-			log_error("cannot reopen the %s; records go on to the file open before", err);
-	}
+	engine_reopen_log(e, cfg->decision_log);
 	mover_setup(e, cfg);
 	config_clear(&e->base);
 	config_copy(&e->base, cfg);

@@ -117,6 +117,10 @@ void engine_stop(struct engine *e);
 /* Swap in a validated config (engine thread). Rebuilds the sources and
  * the actuator when scopes or parents changed. */
 int engine_apply_config(struct engine *e, const struct agent_config *cfg);
+/* Reopen the decision log at its configured path (after logrotate moved
+ * it; SIGUSR1, and each reload). Logs a failure; the old file then stays
+ * in use. Engine thread. Returns 0 or a negative errno. */
+int engine_reopen_log(struct engine *e, const char *path);
 
 /* Run FN(e, arg) on the engine thread and wait for it; returns FN's
  * value, or -ETIMEDOUT after TIMEOUT_MS (FN still runs later; ARG must

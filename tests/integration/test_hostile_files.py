@@ -181,6 +181,47 @@ class HostileFiles(itlib.DaemonTest):
         self.assertGreater(min(r["id"] for r in after), max(r["id"] for r in before))
         self.assertEqual(d.stop(), 0)
 
+    def test_broken_stderr_pipe_does_not_kill_the_daemon(self):
+        # `numaorchd ... 2>&1 | head -n 1`: the reader goes after one line.
+        d = self.daemon(conf="[agent]\nsample = 0.05\nmode = advise\n")
+        p = subprocess.Popen(d.args(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.addCleanup(lambda: p.poll() is None and p.kill())
+        self.assertTrue(p.stderr.readline())
+        p.stderr.close()
+        wait_for(lambda: os.path.exists(d.sock) or p.poll() is not None, 60, "the API socket")
+        d.proc = p
+        wait_for(lambda: p.poll() is not None or d.get("/v1/health").json()["ready"], 60, "the first cycle")
+        # Each of these logs lines into the closed pipe.
+        for sig in (signal.SIGHUP, signal.SIGUSR1, signal.SIGHUP):
+            p.send_signal(sig)
+            time.sleep(0.3)
+            self.assertIsNone(p.poll(), "numaorchd died (rc %s) logging to a closed pipe" % p.returncode)
+        self.assertEqual(d.request("POST", "/v1/rebalance", {}).status, 200)
+        self.assertEqual(d.get("/v1/health").status, 200)
+        p.send_signal(signal.SIGTERM)
+        self.assertEqual(p.wait(timeout=30), 0)
+        d.proc = None
+
+    def test_decision_log_reopened_on_sigusr1_without_a_reload(self):
+        # logrotate's postrotate sends SIGUSR1: the file is reopened, the
+        # configuration is not re-read (no migration stopped).
+        d = self.daemon(conf="[agent]\nsample = 0.05\nmode = advise\n").start()
+        path = os.path.join(self.tmp, "decisions.jsonl")
+        self.assertEqual(d.request("POST", "/v1/rebalance", {}).status, 200)
+        before = wait_for(lambda: decisions(path), 10, "records in the decision log")
+        os.rename(path, path + ".1")
+        offset = os.path.getsize(d.log)
+        d.proc.send_signal(signal.SIGUSR1)
+        wait_for(lambda: "decision log reopened" in d.logtext(offset), 15, "the reopen")
+        self.assertTrue(d.alive())
+        self.assertTrue(os.path.exists(path), "the decision log was not reopened")
+        self.assertNotIn("configuration reloaded", d.logtext(offset))
+        self.assertEqual(d.request("POST", "/v1/rebalance", {}).status, 200)
+        after = wait_for(lambda: decisions(path), 10, "records in the new file")
+        self.assertEqual(len(decisions(path + ".1")), len(before))
+        self.assertGreater(min(r["id"] for r in after), max(r["id"] for r in before))
+        self.assertEqual(d.stop(), 0)
+
     def test_advise_mode_records_a_move_once_and_warnings_once(self):
         # The fixture plans moves and has a malformed memory.numa_stat,
         # the same every cycle.
