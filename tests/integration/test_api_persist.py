@@ -161,6 +161,39 @@ class Persistence(unittest.TestCase):
         self.assertEqual(apilib.slurp(self.file + ".rejected"), text)
         self.assertEqual(self.d.stop(), 0)
 
+    def journal_records(self, ids):
+        return b"".join(b'{"id":"%s","policy":{"mode":"ignore","set":"2026-12-01T00:00:00Z"}}\n' % i.encode()
+                        for i in ids)
+
+    def test_journal_replays_past_nul_and_oversized_lines(self):
+        """Issue 45: a line of NUL bytes silently ended the replay and the
+        start-up compaction emptied the journal; one line over 64 MiB lost
+        every record. Each bad line is dropped and named, the rest load,
+        and the journal as it was is kept as .rejected."""
+        os.makedirs(self.d.state, mode=0o750)
+        journal = os.path.join(self.d.state, "guest-policies.journal")
+        for bad, what in ((b"\0" * 4096 + b"\n", "NUL bytes"),
+                          (b"x" * (65 << 20) + b"\n", "over the 65536 a record may have")):
+            text = self.journal_records(["lxc-db"]) + bad + self.journal_records(["runc-ctr1", "vm-later"])
+            with open(journal, "wb") as f:
+                f.write(text)
+            self.d.start()
+            self.assertEqual(self.policies(), {"lxc-db": ("ignore", None), "runc-ctr1": ("ignore", None),
+                                               "vm-later": ("ignore", None)}, what)
+            log = self.d.logtext()
+            self.assertIn("guest-policies.journal:2: ", log)
+            self.assertIn(what, log)
+            self.assertIn("guest-policies.journal.rejected", log)
+            with open(journal + ".rejected", "rb") as f:
+                self.assertTrue(f.read() == text, "the rejected copy differs from the journal")
+            self.assertEqual(self.d.stop(), 0)
+            os.unlink(journal + ".rejected")
+            # Compacted into the base: they stay after the next start.
+            self.d.start()
+            self.assertEqual(len(self.policies()), 3)
+            self.assertEqual(self.d.stop(), 0)
+            os.unlink(self.file)
+
     def test_hostile_state_directory_is_refused(self):
         """Issue 14: a state directory others can write, or a symlink in
         place of the store, made root write wherever it pointed."""
