@@ -84,6 +84,19 @@ class HostileFiles(itlib.DaemonTest):
         self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
         self.assertIn("60-y.conf is a directory", p.stderr)
 
+    def test_long_config_line_is_an_error_not_split(self):
+        # Debian's inih reads a line in 200 bytes: the tail of a longer
+        # commented-out line became "mode = off".
+        conf = itlib.config_file(self.tmp, "[agent]\nmode = advise\n#" + "x" * 198 + "mode = off\n")
+        p = self.check_config(conf)
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+        self.assertNotIn("configuration OK", p.stdout)
+        self.assertIn("%s:3: line longer than 198 characters" % conf, p.stderr)
+        p = subprocess.run(self.numaorchd("--config", conf, "--root", self.root, "--socket", "", "--once"),
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("line longer than", p.stderr)
+
     def test_token_file_fifo_is_refused_not_waited_on(self):
         d = self.daemon()
         os.unlink(d.token_file)
