@@ -222,7 +222,10 @@ void engine_view_unref(struct engine_view *v)
 	if (!v || __atomic_sub_fetch(&v->refs, 1, __ATOMIC_ACQ_REL) != 0)
 		return;
 	snap_unref(v->snap);
-	plan_free(v->plan);
+	if (v->plan_owner)
+		engine_view_unref(v->plan_owner);
+	else
+		plan_free(v->plan);
 	sched_clear(&v->schedule);
 	free(v);
 }
@@ -377,14 +380,8 @@ void engine_use_gpolstore(struct engine *e, struct gpolstore *gs)
 	e->gs = gs;
 }
 
-void engine_publish(struct engine *e, const struct snapshot *snap, struct plan *plan)
+static void view_settings(struct engine *e, struct engine_view *v)
 {
-	struct engine_view *v = xcalloc(1, sizeof(*v)), *old;
-
-	v->refs = 1;
-	v->snap = snap_ref(snap);
-	v->plan = plan;
-	v->stats = e->stats;
 	v->mode = e->cfg.mode;
 	v->dry_run = e->cfg.dry_run;
 	v->interval_s = e->cfg.interval_s;
@@ -393,8 +390,46 @@ void engine_publish(struct engine *e, const struct snapshot *snap, struct plan *
 	v->base_mode = e->base.mode;
 	v->base_interval_s = e->base.interval_s;
 	v->base_policy = e->base.policy;
+	sched_clear(&v->schedule);
 	sched_copy(&v->schedule, &e->base.schedule);
 	v->schedule_active = e->sched_active;
+}
+
+/* The last cycle's view again, with the settings now in force: readers
+ * (GET /v1/policy, /v1/status) see a reload or a PUT at once, not after
+ * the next cycle, which may be an interval away. */
+static void republish(struct engine *e)
+{
+	struct engine_view *v, *old;
+
+	pthread_mutex_lock(&e->view_lock);
+	old = e->view;
+	if (!old) {
+		pthread_mutex_unlock(&e->view_lock);
+		return;
+	}
+	v = xcalloc(1, sizeof(*v));
+	v->refs = 1;
+	v->snap = snap_ref(old->snap);
+	v->plan = old->plan;
+	v->plan_owner = old->plan_owner ? old->plan_owner : old;
+	__atomic_add_fetch(&v->plan_owner->refs, 1, __ATOMIC_RELAXED);
+	v->stats = old->stats;
+	view_settings(e, v);
+	e->view = v;
+	pthread_mutex_unlock(&e->view_lock);
+	engine_view_unref(old);
+}
+
+void engine_publish(struct engine *e, const struct snapshot *snap, struct plan *plan)
+{
+	struct engine_view *v = xcalloc(1, sizeof(*v)), *old;
+
+	v->refs = 1;
+	v->snap = snap_ref(snap);
+	v->plan = plan;
+	v->stats = e->stats;
+	view_settings(e, v);
 	pthread_mutex_lock(&e->view_lock);
 	old = e->view;
 	e->view = v;
@@ -448,6 +483,7 @@ int engine_apply_config(struct engine *e, const struct agent_config *cfg)
 	e->sched_valid = false;
 	engine_apply_schedule(e);
 	log_set_level(cfg->log_level);
+	republish(e);
 	return 0;
 }
 

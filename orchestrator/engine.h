@@ -72,6 +72,10 @@ struct engine_view {
 	struct policy_config base_policy;
 	struct schedule schedule;     /* the windows (copy) */
 	uint64_t schedule_active;     /* bit i: schedule.e[i] active at the last cycle */
+	/* A view republished with new settings (a reload, PUT /v1/policy)
+	 * shares its plan with the view of the cycle that made it: that one
+	 * owns the plan and is kept referenced here. NULL: this view owns it. */
+	struct engine_view *plan_owner;
 };
 
 /* Outcome of one cycle, for --once reporting. */

@@ -194,6 +194,29 @@ class HostileFiles(itlib.DaemonTest):
         self.assertGreater(min(r["id"] for r in after), max(r["id"] for r in before))
         self.assertEqual(d.stop(), 0)
 
+    def test_policy_after_sighup_is_the_new_one_at_once(self):
+        # The interval is an hour: GET /v1/policy used to show the old
+        # policy until the next cycle, and a PUT's values even after a
+        # reload that replaced them.
+        d = self.daemon(conf="[agent]\nsample = 0.05\nmode = advise\n[policy]\nmax_moves = 3\n").start()
+        pol = d.get("/v1/policy").json()
+        self.assertEqual(pol["max_moves"], 3)
+        cycles = d.get("/v1/status").json()["cycles"]
+        self.assertEqual(d.request("PUT", "/v1/policy", {"max_moves": 5}).status, 200)
+        self.assertEqual(d.get("/v1/policy").json()["max_moves"], 5)
+        for want in (7, 9):
+            with open(d.conf, "w") as f:
+                f.write("[agent]\nsample = 0.05\nmode = advise\n[policy]\nmax_moves = %d\n"
+                        "[libvirt]\nenabled = no\n" % want)
+            offset = os.path.getsize(d.log)
+            d.proc.send_signal(signal.SIGHUP)
+            wait_for(lambda: "configuration reloaded" in d.logtext(offset), 15, "the reload")
+            self.assertEqual(d.get("/v1/policy").json()["max_moves"], want)
+            st = d.get("/v1/status").json()
+            self.assertEqual(st["in_force"]["max_moves"], want)
+        self.assertEqual(d.get("/v1/status").json()["cycles"], cycles, "a cycle ran: the test proves nothing")
+        self.assertEqual(d.stop(), 0)
+
     def test_broken_stderr_pipe_does_not_kill_the_daemon(self):
         # `numaorchd ... 2>&1 | head -n 1`: the reader goes after one line.
         d = self.daemon(conf="[agent]\nsample = 0.05\nmode = advise\n")

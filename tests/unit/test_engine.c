@@ -974,6 +974,44 @@ static void test_engine_records_a_repeated_skip_once(void **state)
 	efx_fini(&f);
 }
 
+/* A reload (or PUT /v1/policy) republishes the last view with the new
+ * settings at once; the plan stays the cycle's, shared, freed once. */
+static void test_engine_reload_republishes_the_view(void **state)
+{
+	struct engine_view *v0, *v1, *v2;
+	struct efx f;
+
+	(void)state;
+	efx_init(&f, MODE_ADVISE);
+	fake.items[0] = item("g1", PLAN_MOVE, REASON_LOCALITY, SKIP_NONE, "1");
+	fake.nr_items = 1;
+	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
+	v0 = engine_view_get(f.e);
+	assert_int_equal(v0->base_policy.max_moves, f.cfg.policy.max_moves);
+	f.cfg.policy.max_moves = 7;
+	f.cfg.log_level = LOG_LEVEL_ERROR;
+	assert_int_equal(engine_apply_config(f.e, &f.cfg), 0);
+	v1 = engine_view_get(f.e);
+	assert_ptr_not_equal(v1, v0);
+	assert_int_equal(v1->base_policy.max_moves, 7);
+	assert_int_equal(v1->policy.max_moves, 7);
+	assert_ptr_equal(v1->plan, v0->plan);
+	assert_ptr_equal(v1->snap, v0->snap);
+	assert_int_equal(v1->stats.cycles, v0->stats.cycles);
+	f.cfg.policy.max_moves = 9;
+	assert_int_equal(engine_apply_config(f.e, &f.cfg), 0);
+	v2 = engine_view_get(f.e);
+	assert_int_equal(v2->base_policy.max_moves, 9);
+	assert_ptr_equal(v2->plan, v0->plan);
+	engine_view_unref(v0);
+	engine_view_unref(v1);
+	/* the plan outlives the views that made and shared it first */
+	assert_int_equal(v2->plan->nr_items, 1);
+	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
+	engine_view_unref(v2);
+	efx_fini(&f);
+}
+
 /* Advise mode plans the same move every cycle: advised once. */
 static void test_engine_records_a_repeated_advice_once(void **state)
 {
@@ -1628,6 +1666,7 @@ int main(void)
 		cmocka_unit_test(test_engine_watch_rules),
 		cmocka_unit_test(test_engine_records_a_repeated_skip_once),
 		cmocka_unit_test(test_engine_records_a_repeated_advice_once),
+		cmocka_unit_test(test_engine_reload_republishes_the_view),
 		cmocka_unit_test(test_engine_vanished_move_starts_no_cooldown),
 		cmocka_unit_test(test_engine_reservations_reach_the_policy),
 		cmocka_unit_test(test_engine_places_a_started_domain),
