@@ -513,8 +513,9 @@ int main(int argc, char **argv)
 		case 'U': cli.socket = optarg; break;
 		case 'g': cli.socket_group = optarg; break;
 		case 'L':
-			if (*optarg && !strchr(optarg, ':')) {
-				fprintf(stderr, "numaorchd: --listen: must be ADDR:PORT, got \"%s\"\n", optarg);
+			if (*optarg && !config_listen_valid(optarg)) {
+				fprintf(stderr, "numaorchd: --listen: must be ADDR:PORT with a port 0..65535, got \"%s\"\n",
+					optarg);
 				return 2;
 			}
 			cli.listen = optarg;

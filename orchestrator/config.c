@@ -283,10 +283,22 @@ static int set_api_socket(struct parse_ctx *p, const struct key *k, const char *
 	return 1;
 }
 
+bool config_listen_valid(const char *v)
+{
+	const char *port = strrchr(v, ':');
+	uint64_t n;
+
+	/* Digits only: getaddrinfo would take a port over 65535 modulo 2^16
+	 * (99999 bound 34463). */
+	if (!port || !port[1] || strspn(port + 1, "0123456789") != strlen(port + 1))
+		return false;
+	return parse_u64(port + 1, &n) == 0 && n <= 65535;
+}
+
 static int set_api_listen(struct parse_ctx *p, const struct key *k, const char *v)
 {
-	if (*v && !strchr(v, ':'))
-		return fail(p, "[%s] %s: must be ADDR:PORT, got \"%s\"", k->sec, k->name, v);
+	if (*v && !config_listen_valid(v))
+		return fail(p, "[%s] %s: must be ADDR:PORT with a port 0..65535, got \"%s\"", k->sec, k->name, v);
 	return set_str(&p->cfg->api_listen, v);
 }
 

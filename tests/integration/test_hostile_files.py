@@ -97,6 +97,18 @@ class HostileFiles(itlib.DaemonTest):
         self.assertEqual(p.returncode, 2, p.stderr)
         self.assertIn("line longer than", p.stderr)
 
+    def test_listen_port_out_of_range_is_refused(self):
+        # getaddrinfo took 99999 modulo 65536 and bound port 34463.
+        conf = itlib.config_file(self.tmp, "[api]\nlisten = 127.0.0.1:99999\ntoken_file = /t\n")
+        p = self.check_config(conf)
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+        self.assertIn("%s:2: [api] listen: must be ADDR:PORT with a port 0..65535" % conf, p.stderr)
+        d = self.daemon()
+        d.extra = ["--listen", "127.0.0.1:99999"]
+        p = subprocess.run(d.args(), capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("--listen: must be ADDR:PORT with a port 0..65535", p.stderr)
+
     def test_token_file_fifo_is_refused_not_waited_on(self):
         d = self.daemon()
         os.unlink(d.token_file)

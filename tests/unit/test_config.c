@@ -108,6 +108,11 @@ static void test_errors(void **state)
 		{ "[containers]\nrunc_root = run\n", "t.conf:2: [containers] runc_root" },
 		{ "[api]\nsocket = rel.sock\n", "t.conf:2: [api] socket" },
 		{ "[api]\nlisten = 8080\n", "t.conf:2: [api] listen" },
+		{ "[api]\nlisten = 127.0.0.1:99999\n", "t.conf:2: [api] listen: must be ADDR:PORT with a port 0..65535" },
+		{ "[api]\nlisten = 127.0.0.1:65536\n", "t.conf:2: [api] listen" },
+		{ "[api]\nlisten = 127.0.0.1:-1\n", "t.conf:2: [api] listen" },
+		{ "[api]\nlisten = 127.0.0.1:http\n", "t.conf:2: [api] listen" },
+		{ "[api]\nlisten = 127.0.0.1:\n", "t.conf:2: [api] listen" },
 		{ "[api]\ntls_cert = /c\ntoken_file = /t\nlisten = :1\n", "tls_cert and tls_key" },
 		{ "[libvirt]\nuri =\n", "t.conf:2: [libvirt] uri" },
 		{ "[weird]\na = b\n", "t.conf:2: unknown section [weird]" },
@@ -183,6 +188,18 @@ static void test_long_lines(void **state)
 	free(text);
 	tu_rm_rf(dir);
 	free(dir);
+}
+
+static void test_listen_ports(void **state)
+{
+	(void)state;
+	assert_true(config_listen_valid("127.0.0.1:65535"));
+	assert_true(config_listen_valid("[::1]:1"));
+	assert_true(config_listen_valid("*:0"));      /* a free port */
+	assert_false(config_listen_valid("127.0.0.1:99999"));
+	assert_false(config_listen_valid("127.0.0.1:18446744073709551616"));
+	assert_false(config_listen_valid("127.0.0.1: 80"));
+	assert_false(config_listen_valid("127.0.0.1:0x50"));
 }
 
 static void test_missing_file(void **state)
@@ -341,6 +358,7 @@ int main(void)
 		cmocka_unit_test(test_schedule_section),
 		cmocka_unit_test(test_drop_ins),
 		cmocka_unit_test(test_long_lines),
+		cmocka_unit_test(test_listen_ports),
 		cmocka_unit_test(test_every_key_checks_its_value),
 	};
 
