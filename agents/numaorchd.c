@@ -23,6 +23,7 @@
 #include "../orchestrator/apply.h"
 #include "../orchestrator/config.h"
 #include "../orchestrator/engine.h"
+#include "../orchestrator/engstate.h"
 #include "../orchestrator/fs.h"
 #include "../orchestrator/parse.h"
 #include "../orchestrator/xalloc.h"
@@ -309,6 +310,23 @@ static int load_guest_policies(struct engine *e, const char *state_dir, unsigned
 	if (n)
 		log_info("%u per-guest polic%s loaded from %s", n, n == 1 ? "y" : "ies", gpolstore_path(*out));
 	return 0;
+}
+
+/* The host's CPUs and memory: what a saved reservation may not exceed.
+ * Left 0 (the format's own caps) if the topology cannot be read. */
+static void host_limits(const struct host_paths *hp, struct engstate_limits *lim)
+{
+	struct snap_node *nodes = NULL;
+	unsigned nr = 0, *dist = NULL;
+
+	if (topo_read_nodes(hp, &nodes, &nr, &dist) < 0)
+		return;
+	for (unsigned i = 0; i < nr; i++) {
+		lim->cpus += nodes[i].nr_cpus;
+		lim->mem_bytes += nodes[i].mem_total;
+	}
+	free(nodes);
+	free(dist);
 }
 
 static const char *human_bytes(uint64_t b, char *buf, size_t sz)
@@ -671,9 +689,11 @@ int main(int argc, char **argv)
 	}
 	/* Cool-downs and reservations survive a restart (shared/DESIGN.md). */
 	if (cfg->state_dir && cfg->state_dir[0]) {
+		struct engstate_limits lim = { 0 };
 		char serr[600];
 
-		if (engine_use_state_dir(e, cfg->state_dir, serr, sizeof(serr)) < 0) {
+		host_limits(&hp, &lim);
+		if (engine_use_state_dir(e, cfg->state_dir, &lim, serr, sizeof(serr)) < 0) {
 			log_error("%s", serr);
 			ret = 1;
 			goto out;

@@ -516,9 +516,22 @@ void engine_save_state(struct engine *e)
 	e->saved_once = true;
 }
 
-int engine_use_state_dir(struct engine *e, const char *dir, char *err, size_t errsz)
+/* A state file that is not believed must not stop the agent, nor be
+ * lost: renamed to .rejected (whatever its size), and said. */
+static void set_state_aside(int dfd, const char *dir, const char *why)
 {
-	char *text = NULL, why[300];
+	if (renameat(dfd, ENGSTATE_FILE, dfd, ENGSTATE_FILE ".rejected") < 0)
+		log_warn("%s/%s: %s; cannot set it aside as %s.rejected (%s), starting without saved cool-downs "
+			 "and reservations", dir, ENGSTATE_FILE, why, ENGSTATE_FILE, strerror(errno));
+	else
+		log_warn("%s/%s: %s; set aside as %s.rejected, starting without saved cool-downs and "
+			 "reservations", dir, ENGSTATE_FILE, why, ENGSTATE_FILE);
+}
+
+int engine_use_state_dir(struct engine *e, const char *dir, const struct engstate_limits *lim, char *err,
+			 size_t errsz)
+{
+	char *text = NULL, why[400];
 	size_t len;
 	json_t *j;
 	int dfd, r;
@@ -533,19 +546,21 @@ int engine_use_state_dir(struct engine *e, const char *dir, char *err, size_t er
 	/* Start bindings a stopped agent left: taken back (engine_bind.c). */
 	engine_load_bindings(e, dfd, dir);
 	/* ~100 bytes a guest that moved: room for far more guests than a host has */
-	r = fs_read_file_at(dfd, ENGSTATE_FILE, 64 << 20, &text, &len);
+	r = fs_read_file_at(dfd, ENGSTATE_FILE, ENGSTATE_FILE_MAX, &text, &len);
 	if (r == -ENOENT)
 		return 0;
 	if (r < 0) {
-		snprintf(err, errsz, "cannot read %s/%s: %s", dir, ENGSTATE_FILE, strerror(-r));
-		return r;
+		snprintf(why, sizeof(why), "cannot read: %s%s", strerror(-r),
+			 r == -EFBIG ? " (over 64 MiB)" : r == -ELOOP ? " (a symlink)" : "");
+		set_state_aside(dfd, dir, why);
+		return 0;
 	}
 	j = json_loadb(text, len, 0, NULL);
 	if (j) {
 		struct pstate *ps = NULL;
 		struct resv_list rl = { 0 };
 
-		r = engstate_from_json(j, e->clock_offset_ns, clock_mono_ns(), &ps, &rl, why, sizeof(why));
+		r = engstate_from_json(j, e->clock_offset_ns, clock_mono_ns(), lim, &ps, &rl, why, sizeof(why));
 		json_decref(j);
 		if (r == 0) {
 			pstate_free(e->ps);
@@ -564,10 +579,7 @@ int engine_use_state_dir(struct engine *e, const char *dir, char *err, size_t er
 	} else {
 		snprintf(why, sizeof(why), "not JSON");
 	}
-	/* A bad file must not stop the agent, nor be lost: kept aside. */
-	log_warn("%s/%s: %s; set aside as %s.rejected, starting without saved cool-downs and reservations", dir,
-		 ENGSTATE_FILE, why, ENGSTATE_FILE);
-	fs_write_atomic_at(dfd, ENGSTATE_FILE ".rejected", text, len, 0640);
+	set_state_aside(dfd, dir, why);
 	free(text);
 	return 0;
 }

@@ -204,9 +204,14 @@ void engine_use_gpolstore(struct engine *e, struct gpolstore *gs);
  * across restarts (orchestrator/engstate.h): load what an earlier run
  * saved, then save them (atomically) whenever they change. DIR is created
  * and checked as for the per-guest policies. 0, or -errno with ERR
- * filled; a malformed file is no error: it is set aside as
- * engine-state.json.rejected (logged) and the engine starts without it.
- * Engine thread, before the loop. */
-int engine_use_state_dir(struct engine *e, const char *dir, char *err, size_t errsz);
+ * filled; a file that is malformed, over ENGSTATE_FILE_MAX, unreadable
+ * or past LIM (the host's size; NULL: the format's caps only,
+ * engstate.h) is no error: it is renamed to engine-state.json.rejected
+ * (logged) and the engine starts without it. Engine thread, before the
+ * loop. */
+struct engstate_limits;
+#define ENGSTATE_FILE_MAX (64u << 20)
+int engine_use_state_dir(struct engine *e, const char *dir, const struct engstate_limits *lim, char *err,
+			 size_t errsz);
 
 #endif

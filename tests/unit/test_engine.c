@@ -484,7 +484,7 @@ static void test_engine_state_round_trip(void **state)
 	resv_add(&rl, &room, NULL, NULL, now1 + SEC / 2, NULL); /* gone by the restart */
 	j = engstate_to_json(ps, &rl, off1);
 
-	assert_int_equal(engstate_from_json(j, off2, now2, &back, &rb, err, sizeof(err)), 0);
+	assert_int_equal(engstate_from_json(j, off2, now2, NULL, &back, &rb, err, sizeof(err)), 0);
 	e = pstate_find(back, "moved-10s-ago");
 	assert_non_null(e);
 	assert_int_equal(e->nr_moves, 2);
@@ -501,17 +501,59 @@ static void test_engine_state_round_trip(void **state)
 	assert_true(rb.r[0].room.mem_bytes == 3 * GIB && rb.r[0].room.cpus == 1.5);
 	assert_true(resv_add(&rb, &room, NULL, NULL, now2, NULL) == 3); /* ids go on past the saved ones */
 
+	/* What the host cannot have is not believed: the whole file then is
+	 * refused, as a malformed one (the engine sets it aside). */
+	{
+		const struct engstate_limits host = { .cpus = 4, .mem_bytes = 8 * GIB }, small = { .cpus = 1 };
+		struct resv_list rc = { 0 };
+		struct pstate *pc = NULL;
+		json_t *x;
+
+		assert_int_equal(engstate_from_json(j, off2, now2, &host, &pc, &rc, err, sizeof(err)), 0);
+		pstate_free(pc);
+		pc = NULL;
+		resv_list_clear(&rc);
+		assert_int_equal(engstate_from_json(j, off2, now2, &small, &pc, &rc, err, sizeof(err)), -EINVAL);
+		assert_non_null(strstr(err, "reservations[0]: 1.5 CPUs"));
+		assert_null(pc);
+		assert_int_equal(rc.n, 0);
+		/* 10^6 CPUs, 2^60 bytes, expiring in 2200: each alone */
+		for (int k = 0; k < 3; k++) {
+			x = json_pack("{s:s, s:i, s:[], s:[{s:I, s:n, s:I, s:s, s:f, s:I, s:s, s:s}]}", "format",
+				      "numaorch-engine-state", "version", 1, "cooldowns", "reservations", "id",
+				      (json_int_t)1, "label", "expires_real_ns",
+				      (json_int_t)(k == 2 ? 7258118400LL * SEC : off2 + now2 + 60 * SEC), "nodes", "0",
+				      "cpus", k == 0 ? 1e6 : 1.0, "mem_bytes",
+				      (json_int_t)(k == 1 ? 1LL << 60 : 1LL << 20), "cpu_nodes", "0", "mems", "0");
+			assert_int_equal(engstate_from_json(x, off2, now2, k == 2 ? &host : NULL, &pc, &rc, err,
+							     sizeof(err)), -EINVAL);
+			assert_non_null(strstr(err, "reservations[0]"));
+			json_decref(x);
+		}
+		/* a move in 2200, or before the epoch */
+		for (int k = 0; k < 2; k++) {
+			x = json_pack("{s:s, s:i, s:[{s:s, s:I, s:i}], s:[]}", "format", "numaorch-engine-state",
+				      "version", 1, "cooldowns", "guest", "g",
+				      "last_move_real_ns", (json_int_t)(k ? -1 : 7258118400LL * SEC), "moves", 1,
+				      "reservations");
+			assert_int_equal(engstate_from_json(x, off2, now2, &host, &pc, &rc, err, sizeof(err)),
+					 -EINVAL);
+			assert_non_null(strstr(err, "cooldowns[0]: last_move_real_ns"));
+			json_decref(x);
+		}
+	}
+
 	/* not a state file, or a bad entry: -EINVAL, nothing written */
 	bad = json_pack("{s:s, s:i, s:[], s:[]}", "format", "something-else", "version", 1, "cooldowns",
 			"reservations");
 	pstate_free(back);
 	back = NULL;
-	assert_int_equal(engstate_from_json(bad, off2, now2, &back, &rb, err, sizeof(err)), -EINVAL);
+	assert_int_equal(engstate_from_json(bad, off2, now2, NULL, &back, &rb, err, sizeof(err)), -EINVAL);
 	assert_null(back);
 	json_decref(bad);
 	bad = json_pack("{s:s, s:i, s:[{s:s, s:I, s:i}], s:[]}", "format", "numaorch-engine-state", "version", 1,
 			"cooldowns", "guest", "g", "last_move_real_ns", (json_int_t)1, "moves", 0, "reservations");
-	assert_int_equal(engstate_from_json(bad, off2, now2, &back, &rb, err, sizeof(err)), -EINVAL);
+	assert_int_equal(engstate_from_json(bad, off2, now2, NULL, &back, &rb, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "cooldowns[0]"));
 	assert_null(back);
 	json_decref(bad);
@@ -1278,7 +1320,7 @@ static void use_state_dir(struct efx *f)
 {
 	char err[600];
 
-	assert_int_equal(engine_use_state_dir(f->e, f->cfg.state_dir, err, sizeof(err)), 0);
+	assert_int_equal(engine_use_state_dir(f->e, f->cfg.state_dir, NULL, err, sizeof(err)), 0);
 }
 
 /* The detail of the last record with DECISION contains TEXT. */
