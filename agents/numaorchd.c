@@ -7,6 +7,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,7 @@
 #include "../orchestrator/apply.h"
 #include "../orchestrator/config.h"
 #include "../orchestrator/engine.h"
+#include "../orchestrator/engstate.h"
 #include "../orchestrator/fs.h"
 #include "../orchestrator/parse.h"
 #include "../orchestrator/xalloc.h"
@@ -312,6 +314,23 @@ static int load_guest_policies(struct engine *e, const char *state_dir, unsigned
 	return 0;
 }
 
+/* The host's CPUs and memory: what a saved reservation may not exceed.
+ * Left 0 (the format's own caps) if the topology cannot be read. */
+static void host_limits(const struct host_paths *hp, struct engstate_limits *lim)
+{
+	struct snap_node *nodes = NULL;
+	unsigned nr = 0, *dist = NULL;
+
+	if (topo_read_nodes(hp, &nodes, &nr, &dist) < 0)
+		return;
+	for (unsigned i = 0; i < nr; i++) {
+		lim->cpus += nodes[i].nr_cpus;
+		lim->mem_bytes += nodes[i].mem_total;
+	}
+	free(nodes);
+	free(dist);
+}
+
 static const char *human_bytes(uint64_t b, char *buf, size_t sz)
 {
 	if (b >= (1ULL << 30))
@@ -456,6 +475,10 @@ int main(int argc, char **argv)
 	int c, r, ret = 0;
 
 	xmalloc_tune();
+	/* A closed reader of stderr (`numaorchd | head`) or a peer that went
+	 * away must be an EPIPE the writer handles, not the daemon's death;
+	 * systemd ignores SIGPIPE for its units, a shell pipeline does not. */
+	signal(SIGPIPE, SIG_IGN);
 	while ((c = getopt_long(argc, argv, "c:ni:s:p:r:l:Vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
@@ -510,8 +533,9 @@ int main(int argc, char **argv)
 		case 'U': cli.socket = optarg; break;
 		case 'g': cli.socket_group = optarg; break;
 		case 'L':
-			if (*optarg && !strchr(optarg, ':')) {
-				fprintf(stderr, "numaorchd: --listen: must be ADDR:PORT, got \"%s\"\n", optarg);
+			if (*optarg && !config_listen_valid(optarg)) {
+				fprintf(stderr, "numaorchd: --listen: must be ADDR:PORT with a port 0..65535, got \"%s\"\n",
+					optarg);
 				return 2;
 			}
 			cli.listen = optarg;
@@ -667,9 +691,11 @@ int main(int argc, char **argv)
 	}
 	/* Cool-downs and reservations survive a restart (shared/DESIGN.md). */
 	if (cfg->state_dir && cfg->state_dir[0]) {
+		struct engstate_limits lim = { 0 };
 		char serr[600];
 
-		if (engine_use_state_dir(e, cfg->state_dir, serr, sizeof(serr)) < 0) {
+		host_limits(&hp, &lim);
+		if (engine_use_state_dir(e, cfg->state_dir, &lim, serr, sizeof(serr)) < 0) {
 			log_error("%s", serr);
 			ret = 1;
 			goto out;

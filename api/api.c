@@ -358,21 +358,13 @@ void api_policy_fill(struct api_policy *p, enum agent_mode mode, double interval
 
 bool api_current_policy(struct api *a, struct engine_view *v, struct api_policy *out)
 {
-	bool ok = false;
-
-	pthread_mutex_lock(&a->pol_lock);
-	if (a->pol_valid && (!v || v->stats.cycles <= a->pol_cycles)) {
-		*out = a->pol;
-		ok = true;
-	}
-	pthread_mutex_unlock(&a->pol_lock);
-	if (!ok && v) {
-		/* The policy as configured, not as a schedule window has it now:
-		 * that is what PUT /v1/policy changes. */
-		api_policy_fill(out, v->base_mode, v->base_interval_s, &v->base_policy, &v->schedule);
-		ok = true;
-	}
-	return ok;
+	if (!v)
+		return false;
+	/* The policy as configured, not as a schedule window has it now:
+	 * that is what PUT /v1/policy changes. The engine republishes its
+	 * view when a PUT or a reload changes it, so this is never stale. */
+	api_policy_fill(out, v->base_mode, v->base_interval_s, &v->base_policy, &v->schedule);
+	return true;
 }
 
 static double pct(double fraction)
@@ -925,7 +917,6 @@ int api_new(struct engine *e, struct gpolstore *gs, const struct api_opts *o, st
 	a->start_real_ns = clock_real_ns();
 	a->start_mono_ns = clock_mono_ns();
 	a->guest_metrics = CONFIG_GUEST_METRICS_ALL;
-	pthread_mutex_init(&a->pol_lock, NULL);
 	pthread_mutex_init(&a->cache_lock, NULL);
 	pthread_cond_init(&a->cache_cond, NULL);
 	*out = a;
@@ -938,7 +929,6 @@ void api_free(struct api *a)
 		return;
 	engine_view_unref(a->cache_view);
 	free(a->cache_body);
-	pthread_mutex_destroy(&a->pol_lock);
 	pthread_mutex_destroy(&a->token_lock);
 	pthread_mutex_destroy(&a->rl_lock);
 	pthread_mutex_destroy(&a->rb_lock);

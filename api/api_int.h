@@ -78,15 +78,6 @@ struct api {
 	int64_t start_real_ns, start_mono_ns;
 	size_t metrics_len;          /* the last /metrics text's length (atomic) */
 
-	/* What the last PUT /v1/policy applied: the published view shows it
-	 * only after the next cycle, and a GET right after the PUT must not
-	 * show the old values. Valid while the view's cycle count is ≤
-	 * pol_cycles. */
-	pthread_mutex_t pol_lock;
-	bool pol_valid;
-	uint64_t pol_cycles;
-	struct api_policy pol;
-
 	/* GET /v1/guests without filters, serialised once per view and
 	 * per-guest policy generation: the common poll of dashboards. */
 	pthread_mutex_t cache_lock;
@@ -181,7 +172,8 @@ void engine_failure(struct rq *r, int err, const char *what);
  * it here. */
 void api_policy_fill(struct api_policy *p, enum agent_mode mode, double interval_s,
 		     const struct policy_config *pc, const struct schedule *s);
-/* The policy the API shows now (see pol_* above). false: nothing yet. */
+/* The policy the API shows now, from view V (the engine republishes it at
+ * every change). false: no view yet. */
 bool api_current_policy(struct api *a, struct engine_view *v, struct api_policy *out);
 json_t *api_policy_json(const struct api_policy *p);
 /* A stable hash of what api_policy_json shows, as 16 hex digits. */

@@ -4,6 +4,7 @@
  */
 #include "api_int.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -600,20 +601,29 @@ void h_policy_get(struct rq *r)
  * since the epoch. */
 static bool parse_time_param(const char *s, int64_t *out_ms)
 {
-	int y, mo, d, h, mi, se, ms = 0, n = 0;
+	/* Every digit where the pattern has one: sscanf's %2d took "-1",
+	 * "+1" and " 1" as fields. */
+	static const char pat[] = "dddd-dd-ddTdd:dd:dd";
+	static const int mdays[] = { 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+	int y, mo, d, h, mi, se, ms = 0, n = 19;
 	struct tm tm;
 
-	if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &se, &n) != 6 || n != 19)
-		return false;
-	if (s[19] == '.') {
-		int m = 0;
-
-		if (sscanf(s + 20, "%3d%n", &ms, &m) != 1 || m != 3)
+	for (int i = 0; pat[i]; i++)
+		if (pat[i] == 'd' ? !isdigit((unsigned char)s[i]) : s[i] != pat[i])
 			return false;
+	if (s[19] == '.') {
+		if (!isdigit((unsigned char)s[20]) || !isdigit((unsigned char)s[21]) || !isdigit((unsigned char)s[22]))
+			return false;
+		ms = (s[20] - '0') * 100 + (s[21] - '0') * 10 + (s[22] - '0');
 		n = 23;
 	}
-	if (strcmp(s + n, "Z") != 0 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60 ||
-	    y < 1970)
+	if (strcmp(s + n, "Z") != 0 || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d", &y, &mo, &d, &h, &mi, &se) != 6)
+		return false;
+	/* A day the month has (Feb 29 only in a leap year), not one timegm
+	 * would carry into the next month. */
+	if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] ||
+	    (mo == 2 && d == 29 && !(y % 4 == 0 && (y % 100 != 0 || y % 400 == 0))) || h > 23 || mi > 59 ||
+	    se > 60)
 		return false;
 	tm = (struct tm){ .tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d, .tm_hour = h, .tm_min = mi,
 			  .tm_sec = se };

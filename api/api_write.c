@@ -82,7 +82,6 @@ static int policy_put_engine(struct engine *e, void *ctx)
 	const struct agent_config *cur = engine_config(e);
 	struct api_policy before, after;
 	struct agent_config nc;
-	struct engine_view *v;
 	char rev[17];
 	json_t *jb, *ja;
 	const char *key;
@@ -121,15 +120,8 @@ static int policy_put_engine(struct engine *e, void *ctx)
 	api_policy_from(&after, &nc);
 	config_clear(&nc);
 
-	/* Until the next cycle publishes a view with these values, GET
-	 * /v1/policy shows them from here. */
-	v = engine_view_get(e);
-	pthread_mutex_lock(&pp->a->pol_lock);
-	pp->a->pol_valid = true;
-	pp->a->pol_cycles = v ? v->stats.cycles : 0;
-	pp->a->pol = after;
-	pthread_mutex_unlock(&pp->a->pol_lock);
-	engine_view_unref(v);
+	/* engine_apply_config republished the view: a GET from now on
+	 * shows these values. */
 	pp->now = after;
 
 	/* The audit trail: what changed, old and new. */

@@ -127,6 +127,8 @@ struct parse_ctx {
 	struct agent_config *cfg;
 	char msg[512];  /* first handler error, without the line prefix */
 	bool failed;
+	int long_line;  /* the first line over the reader's limit; 0 */
+	int max_line;   /* that limit, in characters with the newline */
 };
 
 static int fail(struct parse_ctx *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -282,10 +284,22 @@ static int set_api_socket(struct parse_ctx *p, const struct key *k, const char *
 	return 1;
 }
 
+bool config_listen_valid(const char *v)
+{
+	const char *port = strrchr(v, ':');
+	uint64_t n;
+
+	/* Digits only: getaddrinfo would take a port over 65535 modulo 2^16
+	 * (99999 bound 34463). */
+	if (!port || !port[1] || strspn(port + 1, "0123456789") != strlen(port + 1))
+		return false;
+	return parse_u64(port + 1, &n) == 0 && n <= 65535;
+}
+
 static int set_api_listen(struct parse_ctx *p, const struct key *k, const char *v)
 {
-	if (*v && !strchr(v, ':'))
-		return fail(p, "[%s] %s: must be ADDR:PORT, got \"%s\"", k->sec, k->name, v);
+	if (*v && !config_listen_valid(v))
+		return fail(p, "[%s] %s: must be ADDR:PORT with a port 0..65535, got \"%s\"", k->sec, k->name, v);
 	return set_str(&p->cfg->api_listen, v);
 }
 
@@ -524,6 +538,13 @@ static int finish(struct parse_ctx *p, int line, const char *name, struct agent_
 		config_clear(tmp);
 		return errno ? -errno : -EIO;
 	}
+	if (p->long_line && (line == 0 || line >= p->long_line)) {
+		snprintf(err, errsz, "%s:%d: line longer than %d characters, which the configuration reader "
+			 "cannot take whole (repeatable keys take one entry per line)", name,
+			 p->long_line, p->max_line - 1);
+		config_clear(tmp);
+		return -EINVAL;
+	}
 	if (line > 0) {
 		snprintf(err, errsz, "%s:%d: %s", name, line,
 			 p->failed ? p->msg : "syntax error (expected [section] or key = value)");
@@ -540,6 +561,64 @@ static int finish(struct parse_ctx *p, int line, const char *name, struct agent_
 	}
 	*out = *tmp;
 	return 0;
+}
+
+/* inih's line reader, for a file (F) or a string (S). inih reads a line
+ * in a fixed buffer (Debian builds it with 200 bytes) and parses the rest
+ * of a longer line as a line of its own, so a long commented-out line
+ * could end in a live setting: a line that does not fit whole is never
+ * handed over; the parse stops there and it is an error with its number. */
+struct conf_reader {
+	struct parse_ctx *p;
+	FILE *f;
+	const char *s;
+	int line;
+};
+
+static char *conf_read_line(char *str, int num, void *stream)
+{
+	struct conf_reader *rd = stream;
+	bool over = false;
+	int n = 0, c;
+
+	for (;;) {
+		if (rd->f)
+			c = getc(rd->f);
+		else
+			c = *rd->s ? (unsigned char)*rd->s++ : EOF;
+		if (c == EOF)
+			break;
+		if (n < num - 1)
+			str[n++] = (char)c;
+		else
+			over = true;  /* read on to its end, keep none of it */
+		if (c == '\n')
+			break;
+	}
+	if (n == 0 && !over)
+		return NULL;
+	rd->line++;
+	if (over) {
+		rd->p->long_line = rd->line;
+		rd->p->max_line = num - 1;
+		return NULL;
+	}
+	str[n] = '\0';
+	return str;
+}
+
+static int parse_file(FILE *f, struct parse_ctx *p)
+{
+	struct conf_reader rd = { .p = p, .f = f };
+
+	return ini_parse_stream(conf_read_line, &rd, handler, p);
+}
+
+static int parse_string(const char *text, struct parse_ctx *p)
+{
+	struct conf_reader rd = { .p = p, .s = text };
+
+	return ini_parse_stream(conf_read_line, &rd, handler, p);
 }
 
 static int drop_filter(const struct dirent *de)
@@ -585,9 +664,9 @@ int config_load(const char *path, struct agent_config *out, char *err, size_t er
 		return r;
 	config_default(&tmp);
 	errno = 0;
-	line = ini_parse_file(f, handler, &p);
+	line = parse_file(f, &p);
 	fclose(f);
-	if (line != 0)
+	if (line != 0 || p.long_line)
 		return finish(&p, line, path, &tmp, out, err, errsz);
 
 	/* Drop-ins: packages and tools add files here instead of editing the
@@ -601,9 +680,9 @@ int config_load(const char *path, struct agent_config *out, char *err, size_t er
 			f = open_conf(file, err, errsz, &r);
 			if (f) {
 				errno = 0;
-				line = ini_parse_file(f, handler, &p);
+				line = parse_file(f, &p);
 				fclose(f);
-				if (line != 0)
+				if (line != 0 || p.long_line)
 					r = 1;
 			}
 		}
@@ -630,7 +709,7 @@ int config_load_string(const char *text, const char *name, struct agent_config *
 
 	config_default(&tmp);
 	errno = 0;
-	line = ini_parse_string(text, handler, &p);
+	line = parse_string(text, &p);
 	return finish(&p, line, name, &tmp, out, err, errsz);
 }
 

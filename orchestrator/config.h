@@ -103,6 +103,9 @@ bool config_sources_differ(const struct agent_config *a, const struct agent_conf
 
 /* Cross-field checks; 0 or -EINVAL with ERR filled. */
 int config_validate(const struct agent_config *c, char *err, size_t errsz);
+/* An [api] listen / --listen value: ADDR:PORT with PORT a decimal number
+ * 0..65535 (0: a free port the kernel picks). */
+bool config_listen_valid(const char *v);
 
 /* Append to a string list (scopes, parents). */
 void strv_push(unsigned *n, char ***v, const char *s);

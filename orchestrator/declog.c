@@ -181,6 +181,18 @@ static const char *rec_packed(const struct rec *r)
 	return r->buf + strlen(r->buf) + 1;
 }
 
+/* A file whose last line has no '\n' (a writer killed mid-record, or
+ * another program's): end it, so the next record starts a line of its
+ * own instead of gluing itself to that half. */
+static void end_line(int fd)
+{
+	off_t end = lseek(fd, 0, SEEK_END);
+	char c;
+
+	if (end > 0 && pread(fd, &c, 1, end - 1) == 1 && c != '\n' && write(fd, "\n", 1) != 1)
+		log_debug("decision log: cannot end its last line: %s", strerror(errno));
+}
+
 /* The file is appended to as root: opened relative to its directory,
  * which must be root's alone (another user who could write it could put
  * a symlink to any file there), never through a symlink, and only if it
@@ -193,12 +205,14 @@ static int open_file(const char *path, char *err, size_t errsz)
 	dfd = fs_open_parent_trusted("decision log", path, &base, err, errsz);
 	if (dfd < 0)
 		return dfd;
-	fd = fs_openat_regular(dfd, base, O_WRONLY | O_APPEND | O_CREAT, 0640);
+	fd = fs_openat_regular(dfd, base, O_RDWR | O_APPEND | O_CREAT, 0640);
 	close(dfd);
 	if (fd < 0)
 		snprintf(err, errsz, "decision log %s: %s%s", path, strerror(-fd),
 			 fd == -ELOOP ? " (a symlink: refused)" : fd == -EISDIR || fd == -EINVAL ?
 			 " (not a regular file)" : "");
+	else
+		end_line(fd);
 	return fd;
 }
 
@@ -360,12 +374,17 @@ int64_t declog_add(struct declog *d, json_t *rec)
 		/* One write() per record, newline included, so concurrent
 		 * readers of the file never see half a line. */
 		struct iovec iov[2] = { { line, len }, { (void *)"\n", 1 } };
+		off_t end = lseek(d->fd, 0, SEEK_END);
 		ssize_t w = writev(d->fd, iov, 2);
 
 		if (w < 0)
 			ret = -errno;
 		else if ((size_t)w != len + 1)
 			ret = -EIO;
+		/* A write cut short (a full disk) is cut back to where it
+		 * started: half a record must not glue itself to the next. */
+		if (w > 0 && ret < 0 && end >= 0 && ftruncate(d->fd, end) < 0)
+			log_debug("decision log: cannot cut a short write back: %s", strerror(errno));
 	}
 	if (d->n == d->cap) {
 		slot = &d->ring[d->head];

@@ -230,7 +230,10 @@ void engine_view_unref(struct engine_view *v)
 	if (!v || __atomic_sub_fetch(&v->refs, 1, __ATOMIC_ACQ_REL) != 0)
 		return;
 	snap_unref(v->snap);
-	plan_free(v->plan);
+	if (v->plan_owner)
+		engine_view_unref(v->plan_owner);
+	else
+		plan_free(v->plan);
 	sched_clear(&v->schedule);
 	free(v);
 }
@@ -385,14 +388,8 @@ void engine_use_gpolstore(struct engine *e, struct gpolstore *gs)
 	e->gs = gs;
 }
 
-void engine_publish(struct engine *e, const struct snapshot *snap, struct plan *plan)
+static void view_settings(struct engine *e, struct engine_view *v)
 {
-	struct engine_view *v = xcalloc(1, sizeof(*v)), *old;
-
-	v->refs = 1;
-	v->snap = snap_ref(snap);
-	v->plan = plan;
-	v->stats = e->stats;
 	v->mode = e->cfg.mode;
 	v->dry_run = e->cfg.dry_run;
 	v->interval_s = e->cfg.interval_s;
@@ -401,8 +398,46 @@ void engine_publish(struct engine *e, const struct snapshot *snap, struct plan *
 	v->base_mode = e->base.mode;
 	v->base_interval_s = e->base.interval_s;
 	v->base_policy = e->base.policy;
+	sched_clear(&v->schedule);
 	sched_copy(&v->schedule, &e->base.schedule);
 	v->schedule_active = e->sched_active;
+}
+
+/* The last cycle's view again, with the settings now in force: readers
+ * (GET /v1/policy, /v1/status) see a reload or a PUT at once, not after
+ * the next cycle, which may be an interval away. */
+static void republish(struct engine *e)
+{
+	struct engine_view *v, *old;
+
+	pthread_mutex_lock(&e->view_lock);
+	old = e->view;
+	if (!old) {
+		pthread_mutex_unlock(&e->view_lock);
+		return;
+	}
+	v = xcalloc(1, sizeof(*v));
+	v->refs = 1;
+	v->snap = snap_ref(old->snap);
+	v->plan = old->plan;
+	v->plan_owner = old->plan_owner ? old->plan_owner : old;
+	__atomic_add_fetch(&v->plan_owner->refs, 1, __ATOMIC_RELAXED);
+	v->stats = old->stats;
+	view_settings(e, v);
+	e->view = v;
+	pthread_mutex_unlock(&e->view_lock);
+	engine_view_unref(old);
+}
+
+void engine_publish(struct engine *e, const struct snapshot *snap, struct plan *plan)
+{
+	struct engine_view *v = xcalloc(1, sizeof(*v)), *old;
+
+	v->refs = 1;
+	v->snap = snap_ref(snap);
+	v->plan = plan;
+	v->stats = e->stats;
+	view_settings(e, v);
 	pthread_mutex_lock(&e->view_lock);
 	old = e->view;
 	e->view = v;
@@ -426,6 +461,16 @@ void engine_publish(struct engine *e, const struct snapshot *snap, struct plan *
 	}
 }
 
+int engine_reopen_log(struct engine *e, const char *path)
+{
+	char err[600];
+	int r = declog_reopen(e->dl, path, err, sizeof(err));
+
+	if (r < 0)
+		log_error("cannot reopen the %s; records go on to the file open before", err);
+	return r;
+}
+
 int engine_apply_config(struct engine *e, const struct agent_config *cfg)
 {
 	/* The sources and the applier are built from these settings. */
@@ -438,13 +483,7 @@ int engine_apply_config(struct engine *e, const struct agent_config *cfg)
 			return r;
 	}
 	/* Reopen even when the path is unchanged: SIGHUP after logrotate. */
-	{
-		char err[600];
-
-		r = declog_reopen(e->dl, cfg->decision_log, err, sizeof(err));
-		if (r < 0)
-			log_error("cannot reopen the %s; records go on to the file open before", err);
-	}
+	engine_reopen_log(e, cfg->decision_log);
 	mover_setup(e, cfg);
 	config_clear(&e->base);
 	config_copy(&e->base, cfg);
@@ -452,6 +491,7 @@ int engine_apply_config(struct engine *e, const struct agent_config *cfg)
 	e->sched_valid = false;
 	engine_apply_schedule(e);
 	log_set_level(cfg->log_level);
+	republish(e);
 	return 0;
 }
 
@@ -484,9 +524,22 @@ void engine_save_state(struct engine *e)
 	e->saved_once = true;
 }
 
-int engine_use_state_dir(struct engine *e, const char *dir, char *err, size_t errsz)
+/* A state file that is not believed must not stop the agent, nor be
+ * lost: renamed to .rejected (whatever its size), and said. */
+static void set_state_aside(int dfd, const char *dir, const char *why)
 {
-	char *text = NULL, why[300];
+	if (renameat(dfd, ENGSTATE_FILE, dfd, ENGSTATE_FILE ".rejected") < 0)
+		log_warn("%s/%s: %s; cannot set it aside as %s.rejected (%s), starting without saved cool-downs "
+			 "and reservations", dir, ENGSTATE_FILE, why, ENGSTATE_FILE, strerror(errno));
+	else
+		log_warn("%s/%s: %s; set aside as %s.rejected, starting without saved cool-downs and "
+			 "reservations", dir, ENGSTATE_FILE, why, ENGSTATE_FILE);
+}
+
+int engine_use_state_dir(struct engine *e, const char *dir, const struct engstate_limits *lim, char *err,
+			 size_t errsz)
+{
+	char *text = NULL, why[400];
 	size_t len;
 	json_t *j;
 	int dfd, r;
@@ -501,19 +554,21 @@ int engine_use_state_dir(struct engine *e, const char *dir, char *err, size_t er
 	/* Start bindings a stopped agent left: taken back (engine_bind.c). */
 	engine_load_bindings(e, dfd, dir);
 	/* ~100 bytes a guest that moved: room for far more guests than a host has */
-	r = fs_read_file_at(dfd, ENGSTATE_FILE, 64 << 20, &text, &len);
+	r = fs_read_file_at(dfd, ENGSTATE_FILE, ENGSTATE_FILE_MAX, &text, &len);
 	if (r == -ENOENT)
 		return 0;
 	if (r < 0) {
-		snprintf(err, errsz, "cannot read %s/%s: %s", dir, ENGSTATE_FILE, strerror(-r));
-		return r;
+		snprintf(why, sizeof(why), "cannot read: %s%s", strerror(-r),
+			 r == -EFBIG ? " (over 64 MiB)" : r == -ELOOP ? " (a symlink)" : "");
+		set_state_aside(dfd, dir, why);
+		return 0;
 	}
 	j = json_loadb(text, len, 0, NULL);
 	if (j) {
 		struct pstate *ps = NULL;
 		struct resv_list rl = { 0 };
 
-		r = engstate_from_json(j, e->clock_offset_ns, clock_mono_ns(), &ps, &rl, why, sizeof(why));
+		r = engstate_from_json(j, e->clock_offset_ns, clock_mono_ns(), lim, &ps, &rl, why, sizeof(why));
 		json_decref(j);
 		if (r == 0) {
 			pstate_free(e->ps);
@@ -532,10 +587,7 @@ int engine_use_state_dir(struct engine *e, const char *dir, char *err, size_t er
 	} else {
 		snprintf(why, sizeof(why), "not JSON");
 	}
-	/* A bad file must not stop the agent, nor be lost: kept aside. */
-	log_warn("%s/%s: %s; set aside as %s.rejected, starting without saved cool-downs and reservations", dir,
-		 ENGSTATE_FILE, why, ENGSTATE_FILE);
-	fs_write_atomic_at(dfd, ENGSTATE_FILE ".rejected", text, len, 0640);
+	set_state_aside(dfd, dir, why);
 	free(text);
 	return 0;
 }

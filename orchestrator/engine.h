@@ -96,6 +96,10 @@ struct engine_view {
 	struct policy_config base_policy;
 	struct schedule schedule;     /* the windows (copy) */
 	uint64_t schedule_active;     /* bit i: schedule.e[i] active at the last cycle */
+	/* A view republished with new settings (a reload, PUT /v1/policy)
+	 * shares its plan with the view of the cycle that made it: that one
+	 * owns the plan and is kept referenced here. NULL: this view owns it. */
+	struct engine_view *plan_owner;
 };
 
 /* Outcome of one cycle, for --once reporting. */
@@ -141,6 +145,10 @@ void engine_stop(struct engine *e);
 /* Swap in a validated config (engine thread). Rebuilds the sources and
  * the actuator when scopes or parents changed. */
 int engine_apply_config(struct engine *e, const struct agent_config *cfg);
+/* Reopen the decision log at its configured path (after logrotate moved
+ * it; SIGUSR1, and each reload). Logs a failure; the old file then stays
+ * in use. Engine thread. Returns 0 or a negative errno. */
+int engine_reopen_log(struct engine *e, const char *path);
 
 /* Run FN(e, arg) on the engine thread and wait for it; returns FN's
  * value, or -ETIMEDOUT after TIMEOUT_MS (FN still runs later; ARG must
@@ -220,9 +228,14 @@ void engine_use_gpolstore(struct engine *e, struct gpolstore *gs);
  * across restarts (orchestrator/engstate.h): load what an earlier run
  * saved, then save them (atomically) whenever they change. DIR is created
  * and checked as for the per-guest policies. 0, or -errno with ERR
- * filled; a malformed file is no error: it is set aside as
- * engine-state.json.rejected (logged) and the engine starts without it.
- * Engine thread, before the loop. */
-int engine_use_state_dir(struct engine *e, const char *dir, char *err, size_t errsz);
+ * filled; a file that is malformed, over ENGSTATE_FILE_MAX, unreadable
+ * or past LIM (the host's size; NULL: the format's caps only,
+ * engstate.h) is no error: it is renamed to engine-state.json.rejected
+ * (logged) and the engine starts without it. Engine thread, before the
+ * loop. */
+struct engstate_limits;
+#define ENGSTATE_FILE_MAX (64u << 20)
+int engine_use_state_dir(struct engine *e, const char *dir, const struct engstate_limits *lim, char *err,
+			 size_t errsz);
 
 #endif

@@ -183,6 +183,7 @@ int engine_prepare_loop(struct engine *e)
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGUSR1);
 	pthread_sigmask(SIG_BLOCK, &mask, NULL);
 	e->sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	e->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -258,6 +259,11 @@ int engine_run(struct engine *e, engine_reload_fn reload, void *ctx)
 						engine_arm_timer(e, engine_next_cycle_s(e));
 					}
 					notify_ready(NULL);
+				} else if (si.ssi_signo == SIGUSR1) {
+					/* logrotate's signal: the files reopened, nothing
+					 * re-read and no migration stopped. */
+					if (engine_reopen_log(e, e->base.decision_log) == 0)
+						log_info("received SIGUSR1: decision log reopened");
 				} else {
 					log_info("received %s, stopping", strsignal((int)si.ssi_signo));
 					notify_stopping();

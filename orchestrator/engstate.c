@@ -2,6 +2,7 @@
 #include "engstate.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -9,6 +10,9 @@
 #include "xalloc.h"
 
 #define FORMAT "numaorch-engine-state"
+#define SEC 1000000000LL
+/* The API's own caps: vcpus and memory_mib of POST /v1/placements. */
+#define CAP_MEM_BYTES ((uint64_t)1 << 50)
 
 json_t *engstate_to_json(const struct pstate *ps, const struct resv_list *rl, int64_t offset_ns)
 {
@@ -36,9 +40,13 @@ json_t *engstate_to_json(const struct pstate *ps, const struct resv_list *rl, in
 			 "reservations", res, "last_reservation_id", (json_int_t)(rl ? rl->next_id : 0));
 }
 
-int engstate_from_json(const json_t *j, int64_t offset_ns, int64_t now_mono_ns, struct pstate **out_ps,
-		       struct resv_list *rl, char *err, size_t errsz)
+int engstate_from_json(const json_t *j, int64_t offset_ns, int64_t now_mono_ns, const struct engstate_limits *lim,
+		       struct pstate **out_ps, struct resv_list *rl, char *err, size_t errsz)
 {
+	const double max_cpus = lim && lim->cpus > 0 ? lim->cpus : MASK_MAX_CPUS;
+	const uint64_t max_mem = lim && lim->mem_bytes ? lim->mem_bytes : CAP_MEM_BYTES;
+	/* realtime: now, and the latest time a saved one may name */
+	const int64_t latest = now_mono_ns + offset_ns + ENGSTATE_AHEAD_S * SEC;
 	const char *format = NULL;
 	json_t *cool = NULL, *res = NULL, *x;
 	json_int_t last_id = 0;
@@ -68,6 +76,13 @@ int engstate_from_json(const json_t *j, int64_t offset_ns, int64_t now_mono_ns, 
 			pstate_free(ps);
 			return -EINVAL;
 		}
+		/* A move "in 2200" would hold the guest still for ever. */
+		if (when < 0 || when > latest) {
+			snprintf(err, errsz, "cooldowns[%zu]: last_move_real_ns %lld is not a time up to a day from now",
+				 i, (long long)when);
+			pstate_free(ps);
+			return -EINVAL;
+		}
 		if (follow)
 			pstate_note_follow(ps, id, (int64_t)when - offset_ns);
 		else
@@ -92,6 +107,18 @@ int engstate_from_json(const json_t *j, int64_t offset_ns, int64_t now_mono_ns, 
 		    mask_parse(cpun, &r->cpu_nodes) < 0 || mask_parse(mems, &r->mems) < 0) {
 			snprintf(err, errsz, "reservations[%zu]: needs id, label, expires_real_ns, nodes, cpus, "
 				 "mem_bytes, cpu_nodes and mems", i);
+			free(rv);
+			pstate_free(ps);
+			return -EINVAL;
+		}
+		/* Room no host has would make every placement "nothing fits"
+		 * until it expired, and be saved back. */
+		if (!isfinite(cpus) || cpus > max_cpus || (uint64_t)mem > max_mem || expires < 0 ||
+		    expires > latest) {
+			snprintf(err, errsz, "reservations[%zu]: %g CPUs, %lld bytes, expiring at %lld: past what "
+				 "this host has (%g CPUs, %llu bytes) or more than %d s from now", i, cpus,
+				 (long long)mem, (long long)expires, max_cpus, (unsigned long long)max_mem,
+				 ENGSTATE_AHEAD_S);
 			free(rv);
 			pstate_free(ps);
 			return -EINVAL;

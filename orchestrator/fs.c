@@ -407,6 +407,72 @@ int fs_read_file_at(int dfd, const char *name, size_t max, char **out, size_t *l
 	return r;
 }
 
+int fs_read_lines(int fd, size_t max, fs_line_fn fn, void *ctx)
+{
+	size_t cap = max + 1, n = 0, skipped = 0;
+	char *buf = xmalloc(cap + 1);
+	bool too_long = false;
+	unsigned no = 1;
+	int r = 0;
+
+	for (;;) {
+		ssize_t got;
+		char *nl;
+
+		do
+			got = read(fd, buf + n, cap - n);
+		while (got < 0 && errno == EINTR);
+		if (got < 0) {
+			r = -errno;
+			break;
+		}
+		if (got == 0) {
+			if (too_long)
+				r = fn(ctx, no, NULL, skipped + n, FS_LINE_TOO_LONG | FS_LINE_UNTERMINATED);
+			else if (n) {
+				buf[n] = '\0';
+				r = fn(ctx, no, buf, n, FS_LINE_UNTERMINATED);
+			}
+			break;
+		}
+		n += (size_t)got;
+		/* Every whole line in the buffer, then what is left moved to
+		 * its start. */
+		{
+			size_t start = 0;
+
+			while ((nl = memchr(buf + start, '\n', n - start))) {
+				size_t len = (size_t)(nl - (buf + start));
+
+				if (too_long || len > max) {
+					r = fn(ctx, no, NULL, skipped + len, FS_LINE_TOO_LONG);
+					too_long = false;
+					skipped = 0;
+				} else {
+					*nl = '\0';
+					r = fn(ctx, no, buf + start, len, 0);
+				}
+				no++;
+				start += len + 1;
+				if (r < 0)
+					goto out;
+			}
+			memmove(buf, buf + start, n - start);
+			n -= start;
+		}
+		if (n > max) {
+			/* Over the limit without its end in sight: count it,
+			 * keep none of it. */
+			too_long = true;
+			skipped += n;
+			n = 0;
+		}
+	}
+out:
+	free(buf);
+	return r;
+}
+
 int fs_write_atomic_at(int dfd, const char *name, const void *data, size_t len, mode_t mode)
 {
 	const char *p = data;

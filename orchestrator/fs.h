@@ -90,6 +90,19 @@ int fs_open_parent_trusted(const char *what, const char *path, const char **base
 int fs_openat_regular(int dfd, const char *name, int flags, mode_t mode);
 /* Read NAME in DFD whole (fs_openat_regular; at most MAX bytes). */
 int fs_read_file_at(int dfd, const char *name, size_t max, char **out, size_t *len);
+/* Call FN for each line of FD (read from its offset to EOF), the '\n'
+ * cut off and the text NUL-terminated (a NUL inside it is kept: LEN
+ * counts it). A line over MAX bytes is never held whole: FN gets it with
+ * FS_LINE_TOO_LONG, LINE NULL and LEN its length; a last line without a
+ * '\n' comes with FS_LINE_UNTERMINATED. NO is the line's number from 1.
+ * Stops at FN's negative return and returns it, or a read's -errno; 0 at
+ * EOF. Memory is bounded by MAX whatever the file holds. */
+enum {
+	FS_LINE_TOO_LONG = 1u << 0,
+	FS_LINE_UNTERMINATED = 1u << 1,
+};
+typedef int (*fs_line_fn)(void *ctx, unsigned no, const char *line, size_t len, unsigned flags);
+int fs_read_lines(int fd, size_t max, fs_line_fn fn, void *ctx);
 /* Create or replace NAME in DFD atomically: a temp file NAME.tmp.XXXXXX
  * created with O_EXCL (never an existing file, never through a symlink),
  * written, fsync'ed, renamed over NAME, then DFD fsync'ed. */

@@ -288,58 +288,109 @@ static char *journal_line(const char *id, const struct gpol_record *rec)
 	return text;
 }
 
-/* Replay the journal over the base: changes since the last compaction.
- * A line cut short by a crash mid-append was never acknowledged; a bad
- * line elsewhere is dropped and named, like a bad record. */
-static void load_journal(struct gpolstore *s)
+/* A journal line is one record of ~150 bytes; a pinned set of every
+ * possible node stays far below this. */
+#define JOURNAL_LINE_MAX (64u << 10)
+
+struct replay {
+	struct gpolstore *s;
+	unsigned bad;              /* lines that could not be replayed */
+};
+
+static int replay_line(void *ctx, unsigned no, const char *line, size_t len, unsigned flags)
 {
-	char *text, *line, *next;
-	size_t len;
-	unsigned no = 0;
-	int r;
+	struct replay *rp = ctx;
+	struct gpolstore *s = rp->s;
+	struct gpol_record rec, *old;
+	json_t *o, *pol;
+	const char *id;
+	char why[200];
 
-	r = fs_read_file_at(s->dfd, GPOLSTORE_JOURNAL, FILE_MAX, &text, &len);
-	if (r == -ENOENT)
-		return;
+	if (flags & FS_LINE_UNTERMINATED) {
+		/* A crash mid-append: that change was never acknowledged. */
+		drop(s, "%s/%s:%u: incomplete last line (a write cut short): ignored", s->dir, GPOLSTORE_JOURNAL,
+		     no);
+		rp->bad++;
+		return 0;
+	}
+	s->jn++;
+	if (flags & FS_LINE_TOO_LONG) {
+		drop(s, "%s/%s:%u: a line of %zu bytes, over the %u a record may have: dropped", s->dir,
+		     GPOLSTORE_JOURNAL, no, len, JOURNAL_LINE_MAX);
+		rp->bad++;
+		return 0;
+	}
+	if (memchr(line, '\0', len)) {
+		/* What a crash can leave in a file's last blocks. */
+		drop(s, "%s/%s:%u: NUL bytes, not a journal record: dropped", s->dir, GPOLSTORE_JOURNAL, no);
+		rp->bad++;
+		return 0;
+	}
+	o = json_loadb(line, len, JSON_REJECT_DUPLICATES, NULL);
+	id = json_string_value(json_object_get(o, "id"));
+	pol = json_object_get(o, "policy");
+	if (!id || !pol || json_object_size(o) != 2) {
+		drop(s, "%s/%s:%u: not a journal record: dropped", s->dir, GPOLSTORE_JOURNAL, no);
+		rp->bad++;
+	} else if (json_is_null(pol)) {
+		if (snap_id_valid(id) && (old = find(s, id)))
+			table_del(s, old);
+	} else if (parse_record(id, pol, &rec, why, sizeof(why)) < 0) {
+		drop(s, "%s/%s:%u: %s: record dropped", s->dir, GPOLSTORE_JOURNAL, no, why);
+		rp->bad++;
+	} else if (s->n >= GPOLSTORE_MAX && !find(s, id)) {
+		drop(s, "%s/%s:%u: %s: more than %u guests: dropped", s->dir, GPOLSTORE_JOURNAL, no, id,
+		     GPOLSTORE_MAX);
+		rp->bad++;
+	} else {
+		table_put(s, &rec);
+	}
+	json_decref(o);
+	return 0;
+}
+
+/* Replay the journal over the base: changes since the last compaction,
+ * line by line, past any bad one (each is dropped and named, like a bad
+ * record). When WRITABLE and anything could not be replayed, the journal
+ * as it was is renamed to GPOLSTORE_JOURNAL.rejected before the start-up
+ * compaction empties it; if that rename fails the store is not opened
+ * (ERR says why), so nothing unread is compacted away. */
+static int load_journal(struct gpolstore *s, bool writable, char *err, size_t errsz)
+{
+	struct replay rp = { .s = s };
+	int fd, r;
+
+	fd = fs_openat_regular(s->dfd, GPOLSTORE_JOURNAL, O_RDONLY, 0);
+	if (fd == -ENOENT)
+		return 0;
+	if (fd < 0) {
+		snprintf(err, errsz, "%s/%s: cannot read: %s%s", s->dir, GPOLSTORE_JOURNAL, strerror(-fd),
+			 fd == -ELOOP ? " (a symlink: refused)" : fd == -EISDIR || fd == -EINVAL ?
+			 " (not a regular file)" : "");
+		if (!writable) {
+			drop(s, "%s; changes since the last compaction are not shown", err);
+			return 0;
+		}
+		return fd;
+	}
+	r = fs_read_lines(fd, JOURNAL_LINE_MAX, replay_line, &rp);
+	close(fd);
 	if (r < 0) {
-		drop(s, "%s/%s: cannot read: %s; changes since the last compaction are lost",
-		     s->dir, GPOLSTORE_JOURNAL, strerror(-r));
-		return;
+		drop(s, "%s/%s: cannot read past line %u: %s", s->dir, GPOLSTORE_JOURNAL, s->jn, strerror(-r));
+		rp.bad++;
 	}
-	for (line = text; line && *line; line = next) {
-		struct gpol_record rec, *old;
-		json_t *o, *pol;
-		const char *id;
-		char why[200];
-
-		next = strchr(line, '\n');
-		no++;
-		if (!next) {
-			drop(s, "%s/%s:%u: incomplete last line (a write cut short): ignored", s->dir,
-			     GPOLSTORE_JOURNAL, no);
-			break;
-		}
-		*next++ = '\0';
-		s->jn++;
-		o = json_loads(line, JSON_REJECT_DUPLICATES, NULL);
-		id = json_string_value(json_object_get(o, "id"));
-		pol = json_object_get(o, "policy");
-		if (!id || !pol || json_object_size(o) != 2) {
-			drop(s, "%s/%s:%u: not a journal record: dropped", s->dir, GPOLSTORE_JOURNAL, no);
-		} else if (json_is_null(pol)) {
-			if (snap_id_valid(id) && (old = find(s, id)))
-				table_del(s, old);
-		} else if (parse_record(id, pol, &rec, why, sizeof(why)) < 0) {
-			drop(s, "%s/%s:%u: %s: record dropped", s->dir, GPOLSTORE_JOURNAL, no, why);
-		} else if (s->n >= GPOLSTORE_MAX && !find(s, id)) {
-			drop(s, "%s/%s:%u: %s: more than %u guests: dropped", s->dir, GPOLSTORE_JOURNAL, no, id,
-			     GPOLSTORE_MAX);
-		} else {
-			table_put(s, &rec);
-		}
-		json_decref(o);
+	if (!rp.bad || !writable)
+		return 0;
+	if (renameat(s->dfd, GPOLSTORE_JOURNAL, s->dfd, GPOLSTORE_JOURNAL ".rejected") < 0) {
+		r = -errno;
+		snprintf(err, errsz, "%s/%s: %u line%s could not be replayed and the file cannot be set aside "
+			 "as %s.rejected: %s", s->dir, GPOLSTORE_JOURNAL, rp.bad, rp.bad == 1 ? "" : "s",
+			 GPOLSTORE_JOURNAL, strerror(-r));
+		return r;
 	}
-	free(text);
+	drop(s, "%s/%s: the journal as it was is kept in %s/%s.rejected", s->dir, GPOLSTORE_JOURNAL, s->dir,
+	     GPOLSTORE_JOURNAL);
+	return 0;
 }
 
 static char *serialize(const struct gpol_record *r, unsigned n)
@@ -435,7 +486,11 @@ int gpolstore_open(const char *dir, unsigned flags, struct gpolstore **out, char
 			gpolstore_free(s);
 			return r;
 		}
-		load_journal(s);
+		r = load_journal(s, flags & GPOLSTORE_CREATE, err, errsz);
+		if (r < 0) {
+			gpolstore_free(s);
+			return r;
+		}
 		if (flags & GPOLSTORE_CREATE) {
 			/* Start from a compact file when the last run left
 			 * changes in the journal (or records were dropped): the

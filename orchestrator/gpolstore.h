@@ -50,7 +50,12 @@ enum {
  * without the operator's pins and ignores could move guests they meant
  * to keep still. One bad record is not: it is left out, the others load,
  * gpolstore_dropped says which and why, and the file as it was is kept
- * as guest-policies.json.rejected. A state directory others can write,
+ * as guest-policies.json.rejected. The journal replays past a bad line
+ * (NUL bytes, garbage, a line over 64 KiB) the same way: each is named,
+ * and the journal as it was is renamed to guest-policies.journal.rejected
+ * before the compaction at open; when it cannot be set aside (or cannot
+ * be read at all) the open fails rather than compact away what it could
+ * not read. A state directory others can write,
  * or a symlink in place of the file, is refused (-EPERM, -ELOOP). With
  * CREATE the directory is created if missing and the journal compacted;
  * without it (numaorchd --once) nothing is written and a missing

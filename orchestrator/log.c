@@ -16,6 +16,9 @@
 static enum log_level cur_level = LOG_LEVEL_INFO;
 static bool to_syslog;
 static bool journal_prefix;
+/* Set once stderr's reader is gone (EPIPE): later lines go to syslog
+ * instead of failing on a closed pipe one by one. */
+static bool stderr_gone;
 /* Whole lines from several threads (engine, API) must not interleave. */
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -68,11 +71,34 @@ static void vlog(enum log_level lvl, const char *suffix, const char *fmt, va_lis
 		return;
 	}
 	pthread_mutex_lock(&log_lock);
-	if (journal_prefix)
-		fprintf(stderr, "<%d>%s\n", syslog_prio[lvl], buf);
-	else
-		fprintf(stderr, "numaorchd[%s]: %s\n", names[lvl], buf);
+	if (!stderr_gone) {
+		int w;
+
+		if (journal_prefix)
+			w = fprintf(stderr, "<%d>%s\n", syslog_prio[lvl], buf);
+		else
+			w = fprintf(stderr, "numaorchd[%s]: %s\n", names[lvl], buf);
+		if (w < 0 && errno == EPIPE) {
+			/* Once, not retried: a closed pipe stays closed. */
+			stderr_gone = true;
+			openlog("numaorchd", LOG_PID | LOG_NDELAY, LOG_DAEMON);
+			syslog(LOG_WARNING, "stderr is a broken pipe; logging to syslog from now on");
+		}
+		clearerr(stderr);
+	}
+	if (stderr_gone)
+		syslog(syslog_prio[lvl], "%s", buf);
 	pthread_mutex_unlock(&log_lock);
+}
+
+bool log_stderr_gone(void)
+{
+	bool gone;
+
+	pthread_mutex_lock(&log_lock);
+	gone = stderr_gone;
+	pthread_mutex_unlock(&log_lock);
+	return gone;
 }
 
 void log_msg(enum log_level lvl, const char *fmt, ...)

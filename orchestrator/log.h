@@ -25,6 +25,10 @@ const char *log_level_name(enum log_level lvl);
 void log_use_syslog(bool on, const char *ident);
 /* Prefix stderr lines with "<N>" so journald keeps levels. */
 void log_set_journal_prefix(bool on);
+/* True once a write to stderr failed with EPIPE (its reader went away):
+ * from then on messages go to syslog(3). The caller must ignore SIGPIPE
+ * (numaorchd does) or the first such write kills the process. */
+bool log_stderr_gone(void);
 
 
 void log_msg(enum log_level lvl, const char *fmt, ...)

@@ -287,6 +287,7 @@ class Api(apilib.ClassDaemon):
         self.assertTrue(only and all(x["guest"] == g for x in only))
         self.assertEqual(len(self.ok(self.d.get("/v1/decisions?limit=1"))["decisions"]), 1)
         self.assertTrue(self.ok(self.d.get("/v1/decisions?since=2000-01-01T00:00:00Z"))["decisions"])
+        self.assertTrue(self.ok(self.d.get("/v1/decisions?since=2000-02-29T00:00:00.000Z"))["decisions"])
         self.assertEqual(self.ok(self.d.get("/v1/decisions?since=2999-01-01T00:00:00Z"))["decisions"], [])
 
     def test_placements_reserve_room(self):
@@ -483,6 +484,14 @@ BAD = [
     ("node the host lacks", "GET", "/v1/guests?node=7", None, {}, 400, "invalid-field", "node"),
     ("limit 0", "GET", "/v1/decisions?limit=0", None, {}, 400, "invalid-field", "limit"),
     ("since yesterday", "GET", "/v1/decisions?since=yesterday", None, {}, 400, "invalid-field", "since"),
+    ("since negative time fields", "GET", "/v1/decisions?since=2024-01-31T-1:-1:-1Z", None, {}, 400, "invalid-field", "since"),
+    ("since a negative month", "GET", "/v1/decisions?since=2024--1-31T12:00:00Z", None, {}, 400, "invalid-field", "since"),
+    ("since a signed hour", "GET", "/v1/decisions?since=2024-01-31T+1:00:00Z", None, {}, 400, "invalid-field", "since"),
+    ("since a blank in a field", "GET", "/v1/decisions?since=2024-01-31T%201:00:00Z", None, {}, 400, "invalid-field", "since"),
+    ("since negative milliseconds", "GET", "/v1/decisions?since=2024-01-31T12:00:00.-12Z", None, {}, 400, "invalid-field", "since"),
+    ("since February 31", "GET", "/v1/decisions?since=2024-02-31T12:00:00Z", None, {}, 400, "invalid-field", "since"),
+    ("since February 29 of 2023", "GET", "/v1/decisions?since=2023-02-29T12:00:00Z", None, {}, 400, "invalid-field", "since"),
+    ("since April 31", "GET", "/v1/decisions?since=2024-04-31T12:00:00Z", None, {}, 400, "invalid-field", "since"),
     ("duplicate query parameter", "GET", "/v1/guests?kind=vm&kind=container", None, {}, 400,
      "malformed-request", "path"),
     ("query on status", "GET", "/v1/status?verbose=1", None, {}, 400, "unknown-field", "verbose"),

@@ -121,6 +121,39 @@ class Persistence(unittest.TestCase):
         self.assertEqual(itlib.read(f + ".rejected"), "{not json")
         self.assertEqual(self.d.get("/v1/health").status, 200)
 
+    def test_an_impossible_or_huge_engine_state_is_set_aside(self):
+        """Issue 45: a reservation of 10^6 CPUs and 2^60 bytes expiring in
+        2200 was honoured (every placement "nothing fits") and saved back;
+        a valid 65 MiB state file stopped the agent from starting."""
+        os.makedirs(self.d.state, exist_ok=True)
+        os.chmod(self.d.state, 0o750)
+        f = os.path.join(self.d.state, "engine-state.json")
+        y2200 = 7258118400 * 10**9
+        bad = {"format": "numaorch-engine-state", "version": 1, "cooldowns": [], "last_reservation_id": 1,
+               "reservations": [{"id": 1, "label": "hog", "expires_real_ns": y2200, "nodes": "0-1",
+                                 "cpus": 1e6, "mem_bytes": 2**60, "cpu_nodes": "0", "mems": "0"}]}
+        cool = {"format": "numaorch-engine-state", "version": 1, "reservations": [], "last_reservation_id": 0,
+                "cooldowns": [{"guest": "lxc-db", "last_move_real_ns": y2200, "moves": 1}]}
+        huge = {"format": "numaorch-engine-state", "version": 1, "cooldowns": [], "reservations": [],
+                "last_reservation_id": 0}
+        for state, what in ((json.dumps(bad), "reservations[0]"), (json.dumps(cool), "cooldowns[0]"),
+                            (json.dumps(huge)[:-1] + " " * (65 << 20) + "}", "over 64 MiB")):
+            itlib.write(f, state)
+            self.d.start()
+            log = self.d.logtext()
+            self.assertIn(what, log)
+            self.assertIn("set aside as engine-state.json.rejected", log)
+            self.assertEqual(os.path.getsize(f + ".rejected"), len(state))
+            a = self.d.request("POST", "/v1/placements", {"vcpus": 1, "memory_mib": 64}).json()
+            self.assertTrue(a["ok"], a)
+            self.assertEqual(a["active_reservations"], 0, a)
+            self.assertEqual(self.d.stop(), 0)
+            os.unlink(f + ".rejected")
+            if os.path.exists(f):
+                with open(f) as fh:
+                    self.assertNotIn("hog", fh.read())
+                os.unlink(f)
+
     def test_a_guest_that_goes_and_comes_back_keeps_its_policy(self):
         self.d.start()
         self.assertEqual(self.d.request("PUT", "/v1/guests/lxc-db/policy", {"mode": "ignore"}).status, 200)
@@ -160,6 +193,39 @@ class Persistence(unittest.TestCase):
         # Nothing is lost: the file as it was is kept beside.
         self.assertEqual(apilib.slurp(self.file + ".rejected"), text)
         self.assertEqual(self.d.stop(), 0)
+
+    def journal_records(self, ids):
+        return b"".join(b'{"id":"%s","policy":{"mode":"ignore","set":"2026-12-01T00:00:00Z"}}\n' % i.encode()
+                        for i in ids)
+
+    def test_journal_replays_past_nul_and_oversized_lines(self):
+        """Issue 45: a line of NUL bytes silently ended the replay and the
+        start-up compaction emptied the journal; one line over 64 MiB lost
+        every record. Each bad line is dropped and named, the rest load,
+        and the journal as it was is kept as .rejected."""
+        os.makedirs(self.d.state, mode=0o750)
+        journal = os.path.join(self.d.state, "guest-policies.journal")
+        for bad, what in ((b"\0" * 4096 + b"\n", "NUL bytes"),
+                          (b"x" * (65 << 20) + b"\n", "over the 65536 a record may have")):
+            text = self.journal_records(["lxc-db"]) + bad + self.journal_records(["runc-ctr1", "vm-later"])
+            with open(journal, "wb") as f:
+                f.write(text)
+            self.d.start()
+            self.assertEqual(self.policies(), {"lxc-db": ("ignore", None), "runc-ctr1": ("ignore", None),
+                                               "vm-later": ("ignore", None)}, what)
+            log = self.d.logtext()
+            self.assertIn("guest-policies.journal:2: ", log)
+            self.assertIn(what, log)
+            self.assertIn("guest-policies.journal.rejected", log)
+            with open(journal + ".rejected", "rb") as f:
+                self.assertTrue(f.read() == text, "the rejected copy differs from the journal")
+            self.assertEqual(self.d.stop(), 0)
+            os.unlink(journal + ".rejected")
+            # Compacted into the base: they stay after the next start.
+            self.d.start()
+            self.assertEqual(len(self.policies()), 3)
+            self.assertEqual(self.d.stop(), 0)
+            os.unlink(self.file)
 
     def test_hostile_state_directory_is_refused(self):
         """Issue 14: a state directory others can write, or a symlink in

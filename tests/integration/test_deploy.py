@@ -263,7 +263,11 @@ class Logrotate(unittest.TestCase):
             text = f.read()
         self.assertIn("/var/log/numaorch/*.jsonl {", text)
         self.assertNotIn("copytruncate", text)
-        self.assertIn("systemctl reload numaorchd.service", text)
+        # SIGUSR1 reopens the log without a reload (which would stop
+        # running migrations at a chunk boundary).
+        self.assertIn("systemctl kill --kill-who=main --signal=USR1 numaorchd.service", text)
+        self.assertIn("pkill -USR1 -x numaorchd", text)
+        self.assertNotIn("reload", text.split("postrotate")[1])
         with open(os.path.join(DEPLOY, "systemd", "numaorchd.service")) as f:
             self.assertIn("LogsDirectory=numaorch", f.read())
         if not shutil.which("logrotate"):

@@ -84,6 +84,31 @@ class HostileFiles(itlib.DaemonTest):
         self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
         self.assertIn("60-y.conf is a directory", p.stderr)
 
+    def test_long_config_line_is_an_error_not_split(self):
+        # Debian's inih reads a line in 200 bytes: the tail of a longer
+        # commented-out line became "mode = off".
+        conf = itlib.config_file(self.tmp, "[agent]\nmode = advise\n#" + "x" * 198 + "mode = off\n")
+        p = self.check_config(conf)
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+        self.assertNotIn("configuration OK", p.stdout)
+        self.assertIn("%s:3: line longer than 198 characters" % conf, p.stderr)
+        p = subprocess.run(self.numaorchd("--config", conf, "--root", self.root, "--socket", "", "--once"),
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("line longer than", p.stderr)
+
+    def test_listen_port_out_of_range_is_refused(self):
+        # getaddrinfo took 99999 modulo 65536 and bound port 34463.
+        conf = itlib.config_file(self.tmp, "[api]\nlisten = 127.0.0.1:99999\ntoken_file = /t\n")
+        p = self.check_config(conf)
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+        self.assertIn("%s:2: [api] listen: must be ADDR:PORT with a port 0..65535" % conf, p.stderr)
+        d = self.daemon()
+        d.extra = ["--listen", "127.0.0.1:99999"]
+        p = subprocess.run(d.args(), capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("--listen: must be ADDR:PORT with a port 0..65535", p.stderr)
+
     def test_token_file_fifo_is_refused_not_waited_on(self):
         d = self.daemon()
         os.unlink(d.token_file)
@@ -175,6 +200,70 @@ class HostileFiles(itlib.DaemonTest):
         d.proc.send_signal(signal.SIGHUP)
         wait_for(lambda: "configuration reloaded" in d.logtext(offset), 15, "the reload")
         self.assertTrue(os.path.exists(path), "the decision log was not reopened")
+        self.assertEqual(d.request("POST", "/v1/rebalance", {}).status, 200)
+        after = wait_for(lambda: decisions(path), 10, "records in the new file")
+        self.assertEqual(len(decisions(path + ".1")), len(before))
+        self.assertGreater(min(r["id"] for r in after), max(r["id"] for r in before))
+        self.assertEqual(d.stop(), 0)
+
+    def test_policy_after_sighup_is_the_new_one_at_once(self):
+        # The interval is an hour: GET /v1/policy used to show the old
+        # policy until the next cycle, and a PUT's values even after a
+        # reload that replaced them.
+        d = self.daemon(conf="[agent]\nsample = 0.05\nmode = advise\n[policy]\nmax_moves = 3\n").start()
+        pol = d.get("/v1/policy").json()
+        self.assertEqual(pol["max_moves"], 3)
+        cycles = d.get("/v1/status").json()["cycles"]
+        self.assertEqual(d.request("PUT", "/v1/policy", {"max_moves": 5}).status, 200)
+        self.assertEqual(d.get("/v1/policy").json()["max_moves"], 5)
+        for want in (7, 9):
+            with open(d.conf, "w") as f:
+                f.write("[agent]\nsample = 0.05\nmode = advise\n[policy]\nmax_moves = %d\n"
+                        "[libvirt]\nenabled = no\n" % want)
+            offset = os.path.getsize(d.log)
+            d.proc.send_signal(signal.SIGHUP)
+            wait_for(lambda: "configuration reloaded" in d.logtext(offset), 15, "the reload")
+            self.assertEqual(d.get("/v1/policy").json()["max_moves"], want)
+            st = d.get("/v1/status").json()
+            self.assertEqual(st["in_force"]["max_moves"], want)
+        self.assertEqual(d.get("/v1/status").json()["cycles"], cycles, "a cycle ran: the test proves nothing")
+        self.assertEqual(d.stop(), 0)
+
+    def test_broken_stderr_pipe_does_not_kill_the_daemon(self):
+        # `numaorchd ... 2>&1 | head -n 1`: the reader goes after one line.
+        d = self.daemon(conf="[agent]\nsample = 0.05\nmode = advise\n")
+        p = subprocess.Popen(d.args(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.addCleanup(lambda: p.poll() is None and p.kill())
+        self.assertTrue(p.stderr.readline())
+        p.stderr.close()
+        wait_for(lambda: os.path.exists(d.sock) or p.poll() is not None, 60, "the API socket")
+        d.proc = p
+        wait_for(lambda: p.poll() is not None or d.get("/v1/health").json()["ready"], 60, "the first cycle")
+        # Each of these logs lines into the closed pipe.
+        for sig in (signal.SIGHUP, signal.SIGUSR1, signal.SIGHUP):
+            p.send_signal(sig)
+            time.sleep(0.3)
+            self.assertIsNone(p.poll(), "numaorchd died (rc %s) logging to a closed pipe" % p.returncode)
+        self.assertEqual(d.request("POST", "/v1/rebalance", {}).status, 200)
+        self.assertEqual(d.get("/v1/health").status, 200)
+        p.send_signal(signal.SIGTERM)
+        self.assertEqual(p.wait(timeout=30), 0)
+        d.proc = None
+
+    def test_decision_log_reopened_on_sigusr1_without_a_reload(self):
+        # logrotate's postrotate sends SIGUSR1: the file is reopened, the
+        # configuration is not re-read (no migration stopped).
+        d = self.daemon(conf="[agent]\nsample = 0.05\nmode = advise\n").start()
+        path = os.path.join(self.tmp, "decisions.jsonl")
+        self.assertEqual(d.request("POST", "/v1/rebalance", {}).status, 200)
+        before = wait_for(lambda: decisions(path), 10, "records in the decision log")
+        os.rename(path, path + ".1")
+        offset = os.path.getsize(d.log)
+        d.proc.send_signal(signal.SIGUSR1)
+        wait_for(lambda: "decision log reopened" in d.logtext(offset), 15, "the reopen")
+        self.assertTrue(d.alive())
+        self.assertTrue(os.path.exists(path), "the decision log was not reopened")
+        self.assertNotIn("configuration reloaded", d.logtext(offset))
         self.assertEqual(d.request("POST", "/v1/rebalance", {}).status, 200)
         after = wait_for(lambda: decisions(path), 10, "records in the new file")
         self.assertEqual(len(decisions(path + ".1")), len(before))

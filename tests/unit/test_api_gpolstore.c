@@ -199,8 +199,9 @@ static void test_journal_replay_and_compaction(void **state)
 	}
 	assert_int_equal(gpolstore_open(dir, GPOLSTORE_CREATE, &s, err, sizeof(err)), 0);
 	assert_int_equal(gpolstore_count(s), 1);
-	assert_int_equal(gpolstore_dropped(s, &msgs), 1);
+	assert_int_equal(gpolstore_dropped(s, &msgs), 2);
 	assert_non_null(strstr(msgs[0], "incomplete last line"));
+	assert_non_null(strstr(msgs[1], ".rejected"));
 	/* Opening compacted: the journal is empty, the base holds it all. */
 	assert_int_equal(stat(jpath, &st), 0);
 	assert_int_equal(st.st_size, 0);
@@ -224,6 +225,90 @@ static void test_journal_replay_and_compaction(void **state)
 	gpolstore_free(s);
 
 	free(jpath);
+	tu_rm_rf(dir);
+	free(dir);
+}
+
+/* A bad line anywhere in the journal (NUL bytes a crash left, garbage,
+ * a line over the limit) is dropped and named; the lines after it still
+ * replay, and the journal as it was is kept as .rejected before the
+ * start-up compaction empties it. If it cannot be set aside, the store is
+ * not opened at all. */
+static void test_journal_replays_past_bad_lines(void **state)
+{
+	char *dir = tu_mkdtemp(), err[400], *jpath = xasprintf("%s/%s", dir, GPOLSTORE_JOURNAL);
+	char *rpath = xasprintf("%s/%s.rejected", dir, GPOLSTORE_JOURNAL), *text, *back;
+	static const char rec[] = "{\"id\":\"docker-%c\",\"policy\":{\"mode\":\"ignore\",\"set\":"
+				  "\"2024-01-31T12:00:00Z\"}}\n";
+	size_t big = (64u << 10) + 100, len = 0, blen;
+	struct gpolstore *s;
+	struct gpol_record r;
+	char *const *msgs;
+	unsigned nd;
+	struct stat st;
+	FILE *f;
+
+	(void)state;
+	text = xmalloc(big + 4096);
+#define ADD(...) (len += (size_t)sprintf(text + len, __VA_ARGS__))
+	ADD(rec, 'a');
+	memset(text + len, 0, 200);
+	len += 200;
+	text[len++] = '\n';
+	ADD(rec, 'b');
+	ADD("garbage {\n");
+	memset(text + len, 'x', big);
+	len += big;
+	text[len++] = '\n';
+	ADD(rec, 'c');
+#undef ADD
+	f = fopen(jpath, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(text, 1, len, f), len);
+	fclose(f);
+
+	/* Blocked from being set aside: not opened, the journal untouched. */
+	assert_int_equal(mkdir(rpath, 0700), 0);
+	tu_write(rpath, "x", "");
+	assert_true(gpolstore_open(dir, GPOLSTORE_CREATE, &s, err, sizeof(err)) < 0);
+	assert_non_null(strstr(err, "cannot be set aside"));
+	assert_int_equal(stat(jpath, &st), 0);
+	assert_int_equal((size_t)st.st_size, len);
+	tu_rm_rf(rpath);
+
+	/* Read-only (--once): every good line, nothing written. */
+	assert_int_equal(gpolstore_open(dir, 0, &s, err, sizeof(err)), 0);
+	assert_int_equal(gpolstore_count(s), 3);
+	gpolstore_free(s);
+	assert_false(fs_exists(rpath));
+
+	assert_int_equal(gpolstore_open(dir, GPOLSTORE_CREATE, &s, err, sizeof(err)), 0);
+	assert_int_equal(gpolstore_count(s), 3);
+	assert_true(gpolstore_get(s, "docker-a", &r));
+	assert_true(gpolstore_get(s, "docker-b", &r));
+	assert_true(gpolstore_get(s, "docker-c", &r));
+	nd = gpolstore_dropped(s, &msgs);
+	assert_int_equal(nd, 4);
+	assert_non_null(strstr(msgs[0], GPOLSTORE_JOURNAL ":2: NUL bytes"));
+	assert_non_null(strstr(msgs[1], GPOLSTORE_JOURNAL ":4: not a journal record"));
+	assert_non_null(strstr(msgs[2], GPOLSTORE_JOURNAL ":5: a line of 65636 bytes, over the 65536"));
+	assert_non_null(strstr(msgs[3], ".rejected"));
+	gpolstore_free(s);
+	/* The rejected copy is the journal as it was, byte for byte. */
+	assert_int_equal(fs_read_file(rpath, 1 << 20, &back, &blen), 0);
+	assert_int_equal(blen, len);
+	assert_memory_equal(back, text, len);
+	free(back);
+	assert_int_equal(stat(jpath, &st), 0);
+	assert_int_equal(st.st_size, 0);
+	/* Compacted into the base: all three after another start. */
+	assert_int_equal(gpolstore_open(dir, 0, &s, err, sizeof(err)), 0);
+	assert_int_equal(gpolstore_count(s), 3);
+	assert_int_equal(gpolstore_dropped(s, &msgs), 0);
+	gpolstore_free(s);
+	free(text);
+	free(jpath);
+	free(rpath);
 	tu_rm_rf(dir);
 	free(dir);
 }
@@ -333,6 +418,7 @@ int main(void)
 		cmocka_unit_test(test_broken_files_are_refused),
 		cmocka_unit_test(test_one_bad_record_is_dropped_and_named),
 		cmocka_unit_test(test_journal_replay_and_compaction),
+		cmocka_unit_test(test_journal_replays_past_bad_lines),
 		cmocka_unit_test(test_hostile_state_directory),
 		cmocka_unit_test(test_temps_cleaned_and_write_failure_changes_nothing),
 	};

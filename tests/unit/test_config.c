@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "orchestrator/config.h"
+#include "orchestrator/xalloc.h"
 
 static void test_defaults_from_empty(void **state)
 {
@@ -109,6 +110,11 @@ static void test_errors(void **state)
 		{ "[containers]\nrunc_root = run\n", "t.conf:2: [containers] runc_root" },
 		{ "[api]\nsocket = rel.sock\n", "t.conf:2: [api] socket" },
 		{ "[api]\nlisten = 8080\n", "t.conf:2: [api] listen" },
+		{ "[api]\nlisten = 127.0.0.1:99999\n", "t.conf:2: [api] listen: must be ADDR:PORT with a port 0..65535" },
+		{ "[api]\nlisten = 127.0.0.1:65536\n", "t.conf:2: [api] listen" },
+		{ "[api]\nlisten = 127.0.0.1:-1\n", "t.conf:2: [api] listen" },
+		{ "[api]\nlisten = 127.0.0.1:http\n", "t.conf:2: [api] listen" },
+		{ "[api]\nlisten = 127.0.0.1:\n", "t.conf:2: [api] listen" },
 		{ "[api]\ntls_cert = /c\ntoken_file = /t\nlisten = :1\n", "tls_cert and tls_key" },
 		{ "[libvirt]\nuri =\n", "t.conf:2: [libvirt] uri" },
 		{ "[weird]\na = b\n", "t.conf:2: unknown section [weird]" },
@@ -140,6 +146,62 @@ static void test_first_error_wins(void **state)
 	assert_int_equal(config_load_string("[agent]\nmode = x\n[policy]\nmax_util = 500\n", "t", &c, err,
 					    sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "t:2: [agent] mode"));
+}
+
+/* Lines inih cannot take whole (Debian builds it with a 200-byte line
+ * buffer) are an error with their number, never split: the tail of a
+ * long commented-out line was parsed as a live setting. */
+static void test_long_lines(void **state)
+{
+	char *text, err[512], *dir = tu_mkdtemp(), path[4096];
+	struct agent_config c;
+
+	(void)state;
+	text = xasprintf("[agent]\n#%0198dmode = off\n", 0);
+	assert_int_equal(config_load_string(text, "t.conf", &c, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "t.conf:2: line longer than 198 characters"));
+	free(text);
+	/* A long value, not split into a shorter one and a stray line. */
+	text = xasprintf("[agent]\nmode = advise\n\nstate_dir = /%0190d\n", 0);
+	assert_int_equal(config_load_string(text, "t.conf", &c, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "t.conf:4: line longer than"));
+	free(text);
+	/* 198 characters and the newline fit; so does a last line without one. */
+	text = xasprintf("[agent]\n#%0197d\nmode = advise\n# %0196d", 0, 0);
+	assert_int_equal(config_load_string(text, "t.conf", &c, err, sizeof(err)), 0);
+	assert_int_equal(c.mode, MODE_ADVISE);
+	config_clear(&c);
+	free(text);
+	/* An error before the long line is the one reported. */
+	text = xasprintf("[agent]\nmode = x\n#%0300d\n", 0);
+	assert_int_equal(config_load_string(text, "t.conf", &c, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "t.conf:2: [agent] mode"));
+	free(text);
+	/* In a file and in a drop-in. */
+	text = xasprintf("[agent]\n#%04000dmode = off\n", 0);
+	tu_write(dir, "main.conf", "[agent]\nmode = advise\n");
+	tu_write(dir, "main.conf.d/50-long.conf", text);
+	snprintf(path, sizeof(path), "%s/main.conf", dir);
+	assert_int_equal(config_load(path, &c, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "main.conf.d/50-long.conf:2: line longer than"));
+	tu_write(dir, "main.conf", text);
+	assert_int_equal(config_load(path, &c, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "main.conf:2: line longer than"));
+	free(text);
+	tu_rm_rf(dir);
+	free(dir);
+}
+
+static void test_listen_ports(void **state)
+{
+	(void)state;
+	assert_true(config_listen_valid("127.0.0.1:65535"));
+	assert_true(config_listen_valid("[::1]:1"));
+	assert_true(config_listen_valid("*:0"));      /* a free port */
+	assert_false(config_listen_valid("127.0.0.1:99999"));
+	assert_false(config_listen_valid("127.0.0.1:18446744073709551616"));
+	assert_false(config_listen_valid("127.0.0.1: 80"));
+	assert_false(config_listen_valid("127.0.0.1:0x50"));
 }
 
 static void test_missing_file(void **state)
@@ -321,6 +383,8 @@ int main(void)
 		cmocka_unit_test(test_guest_metrics),
 		cmocka_unit_test(test_schedule_section),
 		cmocka_unit_test(test_drop_ins),
+		cmocka_unit_test(test_long_lines),
+		cmocka_unit_test(test_listen_ports),
 		cmocka_unit_test(test_every_key_checks_its_value),
 	};
 

@@ -4,6 +4,8 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -133,6 +135,77 @@ static void test_file_opened_carefully(void **state)
 	free(moved);
 }
 
+/* Every line of the file at PATH is one whole record: its guests, in
+ * order, joined by spaces. */
+static char *guests_in_file(const char *path)
+{
+	char *text, *line, *save = NULL, *out = xstrdup("");
+
+	assert_int_equal(fs_read_file(path, 1 << 20, &text, NULL), 0);
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		json_t *o = json_loads(line, 0, NULL);
+		char *n;
+
+		if (!o)
+			fail_msg("not a whole record: \"%s\"", line);
+		n = xasprintf("%s%s%s", out, *out ? " " : "", json_string_value(json_object_get(o, "guest")));
+		free(out);
+		out = n;
+		json_decref(o);
+	}
+	free(text);
+	return out;
+}
+
+/* A write cut short (a full disk; here the file size limit) is cut back:
+ * the next record starts its own line, not half a record's. A file left
+ * ending in half a line (a writer killed) gets its line ended at open. */
+static void test_short_write_cut_back(void **state)
+{
+	char *dir = tu_mkdtemp(), *log = xasprintf("%s/d.jsonl", dir), err[400], *got;
+	struct declog *d = NULL;
+	struct rlimit was, lim;
+	struct stat st;
+
+	(void)state;
+	assert_int_equal(declog_open(log, 4, &d, err, sizeof(err)), 0);
+	add(d, "a");
+	assert_int_equal(stat(log, &st), 0);
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &was), 0);
+	signal(SIGXFSZ, SIG_IGN);
+	lim = was;
+	lim.rlim_cur = (rlim_t)st.st_size + 10;
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	assert_true(declog_add(d, json_pack("{s:s, s:s}", "guest", "lost", "decision", "moved")) < 0);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &was), 0);
+	signal(SIGXFSZ, SIG_DFL);
+	add(d, "b");
+	declog_close(d);
+	got = guests_in_file(log);
+	assert_string_equal(got, "a b");
+	free(got);
+
+	{
+		FILE *f = fopen(log, "a");
+
+		fputs("{\"guest\":\"half", f);
+		fclose(f);
+	}
+	assert_int_equal(declog_open(log, 4, &d, err, sizeof(err)), 0);
+	add(d, "c");
+	declog_close(d);
+	{
+		char *text;
+
+		assert_int_equal(fs_read_file(log, 1 << 20, &text, NULL), 0);
+		assert_non_null(strstr(text, "{\"guest\":\"half\n{"));
+		free(text);
+	}
+	tu_rm_rf(dir);
+	free(dir);
+	free(log);
+}
+
 /* The ring keeps records packed (every known key one byte): what comes
  * back is the record as it went in, whatever its strings hold — a key's
  * name inside a value, quotes and backslashes, control characters (which
@@ -226,6 +299,7 @@ int main(void)
 		cmocka_unit_test(test_newest),
 		cmocka_unit_test(test_query_pages),
 		cmocka_unit_test(test_file_opened_carefully),
+		cmocka_unit_test(test_short_write_cut_back),
 		cmocka_unit_test(test_packed_records_round_trip),
 		cmocka_unit_test(test_ring_bytes),
 	};

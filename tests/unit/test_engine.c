@@ -484,7 +484,7 @@ static void test_engine_state_round_trip(void **state)
 	resv_add(&rl, &room, NULL, NULL, now1 + SEC / 2, NULL); /* gone by the restart */
 	j = engstate_to_json(ps, &rl, off1);
 
-	assert_int_equal(engstate_from_json(j, off2, now2, &back, &rb, err, sizeof(err)), 0);
+	assert_int_equal(engstate_from_json(j, off2, now2, NULL, &back, &rb, err, sizeof(err)), 0);
 	e = pstate_find(back, "moved-10s-ago");
 	assert_non_null(e);
 	assert_int_equal(e->nr_moves, 2);
@@ -501,17 +501,59 @@ static void test_engine_state_round_trip(void **state)
 	assert_true(rb.r[0].room.mem_bytes == 3 * GIB && rb.r[0].room.cpus == 1.5);
 	assert_true(resv_add(&rb, &room, NULL, NULL, now2, NULL) == 3); /* ids go on past the saved ones */
 
+	/* What the host cannot have is not believed: the whole file then is
+	 * refused, as a malformed one (the engine sets it aside). */
+	{
+		const struct engstate_limits host = { .cpus = 4, .mem_bytes = 8 * GIB }, small = { .cpus = 1 };
+		struct resv_list rc = { 0 };
+		struct pstate *pc = NULL;
+		json_t *x;
+
+		assert_int_equal(engstate_from_json(j, off2, now2, &host, &pc, &rc, err, sizeof(err)), 0);
+		pstate_free(pc);
+		pc = NULL;
+		resv_list_clear(&rc);
+		assert_int_equal(engstate_from_json(j, off2, now2, &small, &pc, &rc, err, sizeof(err)), -EINVAL);
+		assert_non_null(strstr(err, "reservations[0]: 1.5 CPUs"));
+		assert_null(pc);
+		assert_int_equal(rc.n, 0);
+		/* 10^6 CPUs, 2^60 bytes, expiring in 2200: each alone */
+		for (int k = 0; k < 3; k++) {
+			x = json_pack("{s:s, s:i, s:[], s:[{s:I, s:n, s:I, s:s, s:f, s:I, s:s, s:s}]}", "format",
+				      "numaorch-engine-state", "version", 1, "cooldowns", "reservations", "id",
+				      (json_int_t)1, "label", "expires_real_ns",
+				      (json_int_t)(k == 2 ? 7258118400LL * SEC : off2 + now2 + 60 * SEC), "nodes", "0",
+				      "cpus", k == 0 ? 1e6 : 1.0, "mem_bytes",
+				      (json_int_t)(k == 1 ? 1LL << 60 : 1LL << 20), "cpu_nodes", "0", "mems", "0");
+			assert_int_equal(engstate_from_json(x, off2, now2, k == 2 ? &host : NULL, &pc, &rc, err,
+							     sizeof(err)), -EINVAL);
+			assert_non_null(strstr(err, "reservations[0]"));
+			json_decref(x);
+		}
+		/* a move in 2200, or before the epoch */
+		for (int k = 0; k < 2; k++) {
+			x = json_pack("{s:s, s:i, s:[{s:s, s:I, s:i}], s:[]}", "format", "numaorch-engine-state",
+				      "version", 1, "cooldowns", "guest", "g",
+				      "last_move_real_ns", (json_int_t)(k ? -1 : 7258118400LL * SEC), "moves", 1,
+				      "reservations");
+			assert_int_equal(engstate_from_json(x, off2, now2, &host, &pc, &rc, err, sizeof(err)),
+					 -EINVAL);
+			assert_non_null(strstr(err, "cooldowns[0]: last_move_real_ns"));
+			json_decref(x);
+		}
+	}
+
 	/* not a state file, or a bad entry: -EINVAL, nothing written */
 	bad = json_pack("{s:s, s:i, s:[], s:[]}", "format", "something-else", "version", 1, "cooldowns",
 			"reservations");
 	pstate_free(back);
 	back = NULL;
-	assert_int_equal(engstate_from_json(bad, off2, now2, &back, &rb, err, sizeof(err)), -EINVAL);
+	assert_int_equal(engstate_from_json(bad, off2, now2, NULL, &back, &rb, err, sizeof(err)), -EINVAL);
 	assert_null(back);
 	json_decref(bad);
 	bad = json_pack("{s:s, s:i, s:[{s:s, s:I, s:i}], s:[]}", "format", "numaorch-engine-state", "version", 1,
 			"cooldowns", "guest", "g", "last_move_real_ns", (json_int_t)1, "moves", 0, "reservations");
-	assert_int_equal(engstate_from_json(bad, off2, now2, &back, &rb, err, sizeof(err)), -EINVAL);
+	assert_int_equal(engstate_from_json(bad, off2, now2, NULL, &back, &rb, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "cooldowns[0]"));
 	assert_null(back);
 	json_decref(bad);
@@ -974,6 +1016,44 @@ static void test_engine_records_a_repeated_skip_once(void **state)
 	efx_fini(&f);
 }
 
+/* A reload (or PUT /v1/policy) republishes the last view with the new
+ * settings at once; the plan stays the cycle's, shared, freed once. */
+static void test_engine_reload_republishes_the_view(void **state)
+{
+	struct engine_view *v0, *v1, *v2;
+	struct efx f;
+
+	(void)state;
+	efx_init(&f, MODE_ADVISE);
+	fake.items[0] = item("g1", PLAN_MOVE, REASON_LOCALITY, SKIP_NONE, "1");
+	fake.nr_items = 1;
+	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
+	v0 = engine_view_get(f.e);
+	assert_int_equal(v0->base_policy.max_moves, f.cfg.policy.max_moves);
+	f.cfg.policy.max_moves = 7;
+	f.cfg.log_level = LOG_LEVEL_ERROR;
+	assert_int_equal(engine_apply_config(f.e, &f.cfg), 0);
+	v1 = engine_view_get(f.e);
+	assert_ptr_not_equal(v1, v0);
+	assert_int_equal(v1->base_policy.max_moves, 7);
+	assert_int_equal(v1->policy.max_moves, 7);
+	assert_ptr_equal(v1->plan, v0->plan);
+	assert_ptr_equal(v1->snap, v0->snap);
+	assert_int_equal(v1->stats.cycles, v0->stats.cycles);
+	f.cfg.policy.max_moves = 9;
+	assert_int_equal(engine_apply_config(f.e, &f.cfg), 0);
+	v2 = engine_view_get(f.e);
+	assert_int_equal(v2->base_policy.max_moves, 9);
+	assert_ptr_equal(v2->plan, v0->plan);
+	engine_view_unref(v0);
+	engine_view_unref(v1);
+	/* the plan outlives the views that made and shared it first */
+	assert_int_equal(v2->plan->nr_items, 1);
+	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
+	engine_view_unref(v2);
+	efx_fini(&f);
+}
+
 /* Advise mode plans the same move every cycle: advised once. */
 static void test_engine_records_a_repeated_advice_once(void **state)
 {
@@ -1240,7 +1320,7 @@ static void use_state_dir(struct efx *f)
 {
 	char err[600];
 
-	assert_int_equal(engine_use_state_dir(f->e, f->cfg.state_dir, err, sizeof(err)), 0);
+	assert_int_equal(engine_use_state_dir(f->e, f->cfg.state_dir, NULL, err, sizeof(err)), 0);
 }
 
 /* The detail of the last record with DECISION contains TEXT. */
@@ -1659,6 +1739,7 @@ int main(void)
 		cmocka_unit_test(test_engine_watch_rules),
 		cmocka_unit_test(test_engine_records_a_repeated_skip_once),
 		cmocka_unit_test(test_engine_records_a_repeated_advice_once),
+		cmocka_unit_test(test_engine_reload_republishes_the_view),
 		cmocka_unit_test(test_engine_vanished_move_starts_no_cooldown),
 		cmocka_unit_test(test_engine_reservations_reach_the_policy),
 		cmocka_unit_test(test_engine_places_a_started_domain),

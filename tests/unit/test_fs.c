@@ -163,12 +163,61 @@ static void test_openat_regular_and_atomic_write(void **state)
 	free(victim);
 }
 
+struct lines_seen {
+	char out[512];
+	size_t n;
+};
+
+static int note_line(void *ctx, unsigned no, const char *line, size_t len, unsigned flags)
+{
+	struct lines_seen *ls = ctx;
+
+	ls->n += (size_t)snprintf(ls->out + ls->n, sizeof(ls->out) - ls->n, "%u:%zu%s%s:%s|", no, len,
+				  flags & FS_LINE_TOO_LONG ? "L" : "", flags & FS_LINE_UNTERMINATED ? "U" : "",
+				  line ? line : "-");
+	return 0;
+}
+
+/* Lines at, over and across the limit, NULs, a last line without '\n':
+ * each is given or counted, never held whole when over the limit. */
+static void test_read_lines_bounded(void **state)
+{
+	static const struct { const char *in; size_t len; size_t max; const char *want; } t[] = {
+		{ "ab\ncd\n", 6, 4, "1:2:ab|2:2:cd|" },
+		{ "abcd\nabcde\nx", 12, 4, "1:4:abcd|2:5L:-|3:1U:x|" },
+		{ "abcdefghijklmnop\nz\n", 19, 4, "1:16L:-|2:1:z|" },
+		{ "abcdefghij", 10, 4, "1:10LU:-|" },
+		{ "a\0b\n\n", 5, 4, "1:3:a|2:0:|" },
+		{ "", 0, 4, "" },
+	};
+
+	(void)state;
+	for (unsigned i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		struct lines_seen ls = { .n = 0 };
+		char *dir = tu_mkdtemp(), *path = xasprintf("%s/f", dir);
+		FILE *f = fopen(path, "w");
+		int fd;
+
+		assert_int_equal(fwrite(t[i].in, 1, t[i].len, f), t[i].len);
+		fclose(f);
+		fd = open(path, O_RDONLY);
+		assert_int_equal(fs_read_lines(fd, t[i].max, note_line, &ls), 0);
+		close(fd);
+		ls.out[ls.n] = '\0';
+		assert_string_equal(ls.out, t[i].want);
+		free(path);
+		tu_rm_rf(dir);
+		free(dir);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_open_regular_refuses_dirs_and_fifos),
 		cmocka_unit_test(test_trusted_dir),
 		cmocka_unit_test(test_openat_regular_and_atomic_write),
+		cmocka_unit_test(test_read_lines_bounded),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,6 +3,7 @@
 #include "testutil.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,12 +119,35 @@ static void test_repeated_warnings_logged_once(void **state)
 	free(text);
 }
 
+/* A reader of stderr that went away (`numaorchd | head -n 1`): the lines
+ * after it are an EPIPE handled once, not the end of the process. Runs
+ * last: stderr stays "gone" for this process. */
+static void test_broken_stderr_pipe(void **state)
+{
+	int p[2], saved = dup(2);
+
+	(void)state;
+	signal(SIGPIPE, SIG_IGN);
+	assert_int_equal(pipe(p), 0);
+	close(p[0]);
+	fflush(stderr);
+	assert_true(dup2(p[1], 2) == 2);
+	close(p[1]);
+	assert_false(log_stderr_gone());
+	for (unsigned i = 0; i < 3; i++)
+		log_warn("line %u after the reader left", i);
+	assert_true(log_stderr_gone());
+	dup2(saved, 2);
+	close(saved);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_escape),
 		cmocka_unit_test(test_log_lines_are_escaped),
 		cmocka_unit_test(test_repeated_warnings_logged_once),
+		cmocka_unit_test(test_broken_stderr_pipe),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
