@@ -174,6 +174,59 @@ const char *fmt_safe(const char *in)
 	return out;
 }
 
+/* What utf8_escape escapes: C0 controls, DEL, C1 controls, and bytes
+ * that start no UTF-8 sequence (N == 0). */
+static bool unsafe_seq(const unsigned char *s, size_t n)
+{
+	return n == 0 || (n == 1 && (s[0] < 0x20 || s[0] == 0x7f)) || (n == 2 && s[0] == 0xc2 && s[1] < 0xa0);
+}
+
+void fmt_safe_write(FILE *f, const char *s, size_t len, bool lines)
+{
+	size_t i = 0, run = 0;
+
+	while (i < len) {
+		size_t n = utf8_seq(s + i, len - i);
+
+		if (!unsafe_seq((const unsigned char *)s + i, n) || (lines && (s[i] == '\n' || s[i] == '\t'))) {
+			i += n ? n : 1;
+			continue;
+		}
+		fwrite(s + run, 1, i - run, f);
+		fprintf(f, "\\x%02x", (unsigned char)s[i]);
+		run = ++i;
+	}
+	fwrite(s + run, 1, len - run, f);
+}
+
+void fmt_json_print(FILE *f, json_t *j, size_t flags)
+{
+	char *text = json_dumps(j, flags);
+	size_t run = 0, i;
+
+	if (!text)
+		abort(); /* J is always a tree of ours: only memory fails */
+	/* Outside strings JSON is ASCII, so every such byte is inside one. */
+	for (i = 0; text[i]; i++) {
+		unsigned char c = (unsigned char)text[i];
+
+		if (c != 0x7f && !(c == 0xc2 && (unsigned char)text[i + 1] >= 0x80 &&
+				   (unsigned char)text[i + 1] < 0xa0))
+			continue;
+		fwrite(text + run, 1, i - run, f);
+		if (c == 0x7f) {
+			fputs("\\u007f", f);
+		} else {
+			fprintf(f, "\\u00%02x", (unsigned char)text[i + 1]);
+			i++;
+		}
+		run = i + 1;
+	}
+	fwrite(text + run, 1, i - run, f);
+	fputc('\n', f);
+	free(text);
+}
+
 const char *jstr(json_t *o, const char *key)
 {
 	return fmt_safe(json_string_value(json_object_get(o, key)));

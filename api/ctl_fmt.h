@@ -30,6 +30,16 @@ const char *fmt_duration(double s, char *buf, size_t sz);
  * an ESC sequence must not drive the operator's terminal. NULL: "". */
 const char *fmt_safe(const char *s);
 
+/* LEN bytes of server text S (NUL bytes too) to F, escaped as fmt_safe
+ * does; with LINES, newlines and tabs go through as they are (a
+ * multi-line body such as /metrics). */
+void fmt_safe_write(FILE *f, const char *s, size_t len, bool lines);
+
+/* J as JSON to F (json_dumps FLAGS) and a newline: jansson leaves DEL and
+ * the C1 controls raw in strings, so they are written as \u00NN (the
+ * same JSON value) before they reach a terminal. */
+void fmt_json_print(FILE *f, json_t *j, size_t flags);
+
 /* A sparkline of V[0..N) (ratios 0..1, NAN: a gap) in at most WIDTH
  * columns (columns average the samples they cover): UTF-8 blocks
  * (▁..█), or "_.,-=+*#" when !UTF8. Returns BUF. */

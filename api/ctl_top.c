@@ -189,7 +189,7 @@ static json_t *get_json(struct top *t, const char *path)
 	json_t *j;
 
 	if (ctl_request(t->conn, "GET", path, NULL, &rep, err, sizeof(err)) < 0) {
-		snprintf(t->err, sizeof(t->err), "%s", err);
+		snprintf(t->err, sizeof(t->err), "%s", fmt_safe(err));
 		return NULL;
 	}
 	j = json_loadb(rep.body, rep.len, 0, NULL);
@@ -561,7 +561,7 @@ static void mem_text(json_t *g, char *buf, size_t sz)
 		/* Nodes with less than 1 MiB of it are noise at this width. */
 		if (x < 1048576.0)
 			continue;
-		len += (size_t)snprintf(buf + len, len < sz ? sz - len : 0, "%s%s:%s", len ? " " : "", k,
+		len += (size_t)snprintf(buf + len, len < sz ? sz - len : 0, "%s%s:%s", len ? " " : "", fmt_safe(k),
 					short_bytes(x, b, sizeof(b)));
 		if (len >= sz)
 			break;

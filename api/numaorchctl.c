@@ -146,18 +146,21 @@ static int call(const struct opts *o, const char *method, const char *path, json
 	r = ctl_request(&o->conn, method, path, text, &rep, err, sizeof(err));
 	free(text);
 	if (r < 0) {
-		fprintf(stderr, "numaorchctl: %s\n", err);
+		/* curl's messages may quote what the server sent */
+		fprintf(stderr, "numaorchctl: %s\n", fmt_safe(err));
 		return EX_UNREACHABLE;
 	}
 	j = rep.len ? json_loadb(rep.body, rep.len, 0, NULL) : NULL;
 	if (rep.status >= 400) {
 		const char *detail = jstr(j, "detail"), *title = jstr(j, "title");
 		if (!*detail) {
-			/* Not our problem+json (a proxy?): show the start of it. */
+			/* Not our problem+json (a proxy?): show the start of it,
+			 * escaped, for it may hold anything. */
 			size_t n = strcspn(rep.body, "\r\n");
 
-			fprintf(stderr, "numaorchctl: HTTP %ld: %.*s\n", rep.status, (int)(n > 200 ? 200 : n),
-				rep.body);
+			fprintf(stderr, "numaorchctl: HTTP %ld: ", rep.status);
+			fmt_safe_write(stderr, rep.body, n > 200 ? 200 : n, false);
+			fputc('\n', stderr);
 		} else {
 			fprintf(stderr, "numaorchctl: %s (HTTP %ld %s)\n", detail, rep.status, title);
 		}
@@ -187,10 +190,8 @@ static int call(const struct opts *o, const char *method, const char *path, json
 
 static void print_json(json_t *j)
 {
-	if (j) {
-		json_dumpf(j, stdout, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(10));
-		fputc('\n', stdout);
-	}
+	if (j)
+		fmt_json_print(stdout, j, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(10));
 }
 
 static char *guest_path(const char *id, const char *suffix)
@@ -549,7 +550,7 @@ static int cmd_guest(const struct opts *o, const char *id)
 	if (json_is_object(mem)) {
 		printf(", ran on");
 		json_object_foreach(mem, k, v)
-			printf(" node %s %.2f;", k, json_number_value(v));
+			printf(" node %s %.2f;", fmt_safe(k), json_number_value(v));
 	}
 	printf("\n");
 	printf("cpuset:    cpus %s, mems %s (CPU nodes %s)\n", jstr(j, "cpus"), jstr(j, "mems"),
@@ -560,7 +561,7 @@ static int cmd_guest(const struct opts *o, const char *id)
 	printf("memory:    %s:", fmt_bytes(jnum(j, "mem_total_bytes"), b1, sizeof(b1)));
 	mem = json_object_get(j, "mem_bytes_by_node");
 	json_object_foreach(mem, k, v)
-		printf(" node %s %s;", k, fmt_bytes(json_number_value(v), b1, sizeof(b1)));
+		printf(" node %s %s;", fmt_safe(k), fmt_bytes(json_number_value(v), b1, sizeof(b1)));
 	printf("\n");
 	print_history_line(o, id);
 	printf("policy:    %s\n", pol);
@@ -872,8 +873,7 @@ static void print_decisions(const struct opts *o, json_t *arr)
 	json_array_foreach(arr, i, d) {
 		if (o->json) {
 			/* One record per line, as the decision log file has them. */
-			json_dumpf(d, stdout, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(10));
-			fputc('\n', stdout);
+			fmt_json_print(stdout, d, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(10));
 			continue;
 		}
 		printf("#%lld %s %s %s %s", jint(d, "id"), jstr(d, "time"), jstr(d, "guest"), jstr(d, "decision"),
@@ -1053,7 +1053,8 @@ static int cmd_metrics(const struct opts *o)
 	json_decref(j);
 	if (r)
 		return r;
-	fwrite(raw.body, 1, raw.len, stdout);
+	/* as served, but no byte that drives a terminal */
+	fmt_safe_write(stdout, raw.body, raw.len, true);
 	ctl_reply_free(&raw);
 	return EX_OK;
 }

@@ -1,0 +1,167 @@
+"""numaorchctl against a hostile or broken server (issue 45): a small HTTP
+server on a unix socket answers what a compromised agent or a proxy
+might, and the real numaorchctl must neither obey escape sequences in
+what it prints, nor page, wait or grow without end, nor send values its
+own arithmetic broke."""
+import json
+import os
+import resource
+import shutil
+import socket
+import socketserver
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+import urllib.parse
+from http.server import BaseHTTPRequestHandler
+
+import apilib
+
+REASON = None if os.path.exists(apilib.NUMAORCHCTL) else "build/numaorchctl missing (run make)"
+ESC_TITLE = "\033]2;PWNED\007\033[2J"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def _answer(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(n) if n else b""
+        u = urllib.parse.urlsplit(self.path)
+        srv = self.server
+        srv.requests.append((self.command, self.path, body))
+        route = srv.routes.get(u.path)
+        if route is None:
+            status, ctype, out = 404, "application/problem+json", json.dumps(
+                {"title": "Not Found", "status": 404, "detail": "no route " + u.path}).encode()
+        elif callable(route):
+            r = route(self.command, u, body)
+            if r is None:  # the route wants the connection left silent
+                srv.silent.wait(60)
+                return
+            status, ctype, out = r
+        else:
+            status, ctype, out = route
+        if isinstance(out, str):
+            out = out.encode("utf-8", "surrogateescape")
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(out)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(out)
+
+    do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = _answer
+
+
+class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        pass  # numaorchctl hanging up (a time-out, a cap) is what some tests want
+
+    def get_request(self):
+        sock, _ = super().get_request()
+        return sock, ("hostile", 0)
+
+
+class Hostile:
+    """The server: ROUTES maps a path to (status, content type, body) or to
+    a function (method, split url, body) -> that, or None to stay silent."""
+
+    def __init__(self, tmp, routes):
+        self.sock = os.path.join(tmp, "hostile.sock")
+        self.srv = _Server(self.sock, _Handler)
+        self.srv.routes = routes
+        self.srv.requests = []
+        self.srv.silent = threading.Event()
+        self.thread = threading.Thread(target=self.srv.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def requests(self):
+        return self.srv.requests
+
+    def close(self):
+        self.srv.silent.set()
+        self.srv.shutdown()
+        self.srv.server_close()
+
+    def ctl(self, *args, timeout=60, env=None):
+        return subprocess.run([apilib.NUMAORCHCTL, "--socket", self.sock] + list(args), capture_output=True,
+                              timeout=timeout, env=env)
+
+
+def jreply(obj, status=200):
+    return (status, "application/json", json.dumps(obj))
+
+
+@unittest.skipIf(REASON, REASON or "")
+class HostileServer(unittest.TestCase):
+    def serve(self, routes):
+        tmp = tempfile.mkdtemp(prefix="numaorch-hostile-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        h = Hostile(tmp, routes)
+        self.addCleanup(h.close)
+        return h
+
+    def assert_clean(self, out, what):
+        """No byte of OUT drives a terminal: valid UTF-8 with no C0 control
+        but newline, no DEL, no C1 control."""
+        text = out.decode("utf-8")  # raises on invalid UTF-8
+        bad = [c for c in text if (ord(c) < 0x20 and c not in "\n") or 0x7f <= ord(c) < 0xa0]
+        self.assertEqual(bad, [], "%s: %r" % (what, text[:300]))
+
+    def test_server_text_is_escaped_everywhere(self):
+        evil = ESC_TITLE + "\u009b31m\x7f"
+        guest = {"id": "g" + evil, "kind": "container", "runtime": "lxc" + evil, "cpus": "0", "mems": "0",
+                 "cpu_use": 0.5, "mem_total_bytes": 1 << 20, "locality": 0.5, "cpu_nodes": "0",
+                 "mem_bytes_by_node": {"0" + evil: 1 << 21}, "cgroup": "/x" + evil, "name": evil,
+                 "policy": {"mode": "auto" + evil, "source": "api" + evil},
+                 "last_decision": {"id": 1, "decision": "skip", "reason": evil, "detail": evil}}
+        dec = {"id": 1, "time": "2026-12-06T10:00:00Z", "guest": guest["id"], "decision": "move" + evil,
+               "reason": evil, "detail": evil, "from": {"nodes": "0"}, "to": {"nodes": "1" + evil}}
+        h = self.serve({
+            "/v1/status": (500, "text/plain", ESC_TITLE.encode() + b" \xff\xfe raw"),
+            "/v1/nodes": (502, "text/html", "<h1>\033[2J\u009b bad gateway</h1>"),
+            "/v1/health": (503, "application/problem+json",
+                           json.dumps({"title": "Unavailable" + evil, "detail": "down" + evil})),
+            "/v1/guests": jreply({"guests": [guest], "next": None}),
+            "/v1/guests/x": jreply(guest),
+            "/v1/decisions": jreply({"decisions": [dec], "last_id": 1}),
+            "/v1/migrations": jreply({"mover": True, "migrations": []}),
+            "/metrics": (200, "text/plain; version=0.0.4", "# HELP x \033[2J\nx{guest=\"\033]2;PWNED\007\"} 1\n"),
+        })
+        for args, code in ((("status",), 1), (("nodes",), 1), (("health",), 7), (("guests",), 0),
+                           (("--json", "guests"), 0), (("guest", "x"), 0), (("decisions",), 0),
+                           (("--json", "decisions", "--limit", "1"), 0), (("metrics",), 0)):
+            p = h.ctl(*args)
+            self.assertEqual(p.returncode, code, (args, p.stderr))
+            self.assert_clean(p.stdout, " ".join(args) + " (stdout)")
+            self.assert_clean(p.stderr, " ".join(args) + " (stderr)")
+        p = h.ctl("status")
+        self.assertIn(b"HTTP 500: \\x1b]2;PWNED\\x07\\x1b[2J \\xff\\xfe raw", p.stderr)
+        # --json keeps the value: the escapes are JSON's own
+        p = h.ctl("--json", "guests")
+        self.assertEqual(json.loads(p.stdout)["guests"][0]["id"], guest["id"])
+        # /metrics keeps its lines
+        p = h.ctl("metrics")
+        self.assertEqual(p.stdout.count(b"\n"), 2, p.stdout)
+        # top: a guests list it cannot finish (no /v1/nodes) and one it can
+        p = h.ctl("top", "--once")
+        self.assert_clean(p.stderr, "top --once (stderr)")
+        h.srv.routes["/v1/status"] = jreply({"version": evil, "mode": evil, "last_cycle": {"seq": 1}})
+        h.srv.routes["/v1/nodes"] = jreply({"nodes": [{"id": 0, "nr_cpus": 2, "guests": [guest["id"]]}]})
+        p = h.ctl("top", "--once")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assert_clean(p.stdout, "top --once")
+        self.assertIn(b"g\\x1b]2;PWNED", p.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
