@@ -21,6 +21,11 @@ struct ctl_reply {
 	char content_type[128];
 };
 
+/* Pages of a paged list (GET /v1/guests, /v1/guest-policies) followed at
+ * most: 1000 pages of 1000 are a million guests, and a server that keeps
+ * sending "next" past that is not paging forward. */
+#define CTL_PAGES_MAX 1000u
+
 /* One request. PATH starts with "/" and is already escaped; BODY (JSON)
  * may be NULL. Returns 0 with *OUT filled, or -1 with ERR saying why
  * nothing came back (cannot connect, timeout, TLS). */

@@ -220,12 +220,10 @@ static json_t *get_pages(struct top *t, const char *path, const char *key)
 
 		snprintf(next, sizeof(next), "%s%safter=%s", path, strchr(path, '?') ? "&" : "?", e);
 		free(e);
-		/* 1000 pages are a million guests: an agent that keeps sending
-		 * "next" past that is not paging forward. */
-		more = page < 1000 ? get_json(t, next) : NULL;
+		more = page + 1 < CTL_PAGES_MAX ? get_json(t, next) : NULL;
 		if (!more) {
-			if (page >= 1000)
-				snprintf(t->err, sizeof(t->err), "GET %s: more than 1000 pages", path);
+			if (page + 1 >= CTL_PAGES_MAX)
+				snprintf(t->err, sizeof(t->err), "GET %s: more than %u pages", path, CTL_PAGES_MAX);
 			json_decref(j);
 			return NULL;
 		}

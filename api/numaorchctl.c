@@ -370,12 +370,14 @@ static void policy_text(json_t *p, char *buf, size_t sz)
 /* GET PATH (which may hold a query already) and every page after it: the
  * agent pages its lists (1000 at a time, "next" the cursor to pass as
  * "after"); the pages' KEY arrays are joined into the first answer, whose
- * "next" is then null. On an HTTP error *OUT is that error's answer. */
+ * "next" is then null. On an HTTP error *OUT is that error's answer.
+ * Stops with EX_FAIL after CTL_PAGES_MAX pages. */
 static int call_pages(const struct opts *o, const char *path, const char *key, json_t **out)
 {
 	json_t *j = NULL, *page = NULL;
 	char next_path[1024];
 	const char *cur = path;
+	unsigned pages = 0;
 	int r;
 
 	for (;;) {
@@ -405,6 +407,13 @@ static int call_pages(const struct opts *o, const char *path, const char *key, j
 		}
 		if (!more)
 			break;
+		if (++pages >= CTL_PAGES_MAX) {
+			fprintf(stderr, "numaorchctl: GET %s: more than %u pages (the agent keeps sending \"next\"); stopped\n",
+				path, CTL_PAGES_MAX);
+			json_decref(j);
+			*out = NULL;
+			return EX_FAIL;
+		}
 	}
 	if (json_object_get(j, "next"))
 		json_object_set_new(j, "next", json_null());

@@ -162,6 +162,27 @@ class HostileServer(unittest.TestCase):
         self.assert_clean(p.stdout, "top --once")
         self.assertIn(b"g\\x1b]2;PWNED", p.stdout)
 
+    def test_pages_are_capped(self):
+        # A server that always sends "next": guests and guest-policies
+        # stop after 1000 pages, as top does, and say why.
+        def forever(key):
+            def route(method, u, body):
+                after = urllib.parse.parse_qs(u.query).get("after", ["0"])[0]
+                nxt = str(int(after) + 1)
+                return jreply({key: [{"id": nxt, "guest": nxt}], "next": nxt})
+            return route
+        h = self.serve({"/v1/guests": forever("guests"), "/v1/guest-policies": forever("policies")})
+        for cmd, path in (("guests", "/v1/guests"), ("guest-policies", "/v1/guest-policies")):
+            del h.requests[:]
+            try:
+                p = h.ctl(cmd, timeout=60)
+            except subprocess.TimeoutExpired:
+                self.fail("numaorchctl %s still paging after 60 s (%d requests)" % (cmd, len(h.requests)))
+            self.assertEqual(p.returncode, 1, p.stderr)
+            self.assertIn(b"GET %s: more than 1000 pages" % path.encode(), p.stderr)
+            self.assertEqual(len(h.requests), 1000)
+            self.assertEqual(p.stdout, b"")
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
