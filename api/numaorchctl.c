@@ -94,7 +94,7 @@ static void usage(FILE *f)
 		"  -t, --token-file FILE  bearer token for --url (or $NUMAORCH_TOKEN_FILE)\n"
 		"      --cacert FILE      CA certificate(s) to verify an https agent\n"
 		"  -j, --json             print the server's JSON\n"
-		"      --timeout SECONDS  give up after this long (default 30)\n"
+		"      --timeout SECONDS  give up after this long (default 30, at most 86400)\n"
 		"  -V, --version, -h, --help\n\n"
 		"Exit status: 0 done; 1 failed (server error, bad reply); 2 bad usage;\n"
 		"3 cannot reach numaorchd; 4 not found; 5 request rejected (invalid or\n"
@@ -1142,9 +1142,11 @@ int main(int argc, char **argv)
 		case 'j': o.json = true; break;
 		case O_TIMEOUT:
 			d = strtod(optarg, &end);
-			if (*end || !(d > 0 && d <= 86400))
-				return die_usage("--timeout: must be seconds, got \"%s\"", optarg);
-			o.conn.timeout_ms = (long)(d * 1000);
+			if (end == optarg || *end || !(d > 0 && d <= 86400))
+				return die_usage("--timeout: must be seconds, more than 0 and at most 86400, got \"%s\"",
+						 optarg);
+			/* Up to a whole ms: libcurl reads 0 ms as no time-out at all. */
+			o.conn.timeout_ms = (long)ceil(d * 1000);
 			break;
 		case O_DRY: o.dry_run = true; break;
 		case O_VERBOSE: o.verbose = true; break;

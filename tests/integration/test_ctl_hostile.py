@@ -183,6 +183,27 @@ class HostileServer(unittest.TestCase):
             self.assertEqual(len(h.requests), 1000)
             self.assertEqual(p.stdout, b"")
 
+    def test_timeout_is_never_none(self):
+        # A server that accepts and never answers: --timeout 0.0001 was
+        # 0 ms, which libcurl reads as no time-out (it waited forever).
+        h = self.serve({"/v1/health": lambda method, u, body: None})
+        t0 = time.monotonic()
+        try:
+            p = h.ctl("--timeout", "0.0001", "health", timeout=20)
+        except subprocess.TimeoutExpired:
+            self.fail("numaorchctl --timeout 0.0001 still waiting after 20 s")
+        self.assertEqual(p.returncode, 3, p.stderr)
+        p = h.ctl("--timeout", "0.5", "health", timeout=20)
+        self.assertEqual(p.returncode, 3, p.stderr)
+        self.assertIn(b"timed out", p.stderr)
+        print("\n  two silent replies given up in %.2f s" % (time.monotonic() - t0))
+        del h.requests[:]
+        for bad in ("0", "-1", "0x0", "nan", "inf", "1e9", "86401", "", "5s"):
+            p = h.ctl("--timeout", bad, "health", timeout=20)
+            self.assertEqual(p.returncode, 2, (bad, p.stderr))
+            self.assertIn(b"--timeout: must be seconds, more than 0 and at most 86400", p.stderr)
+        self.assertEqual(h.requests, [])
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
