@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <jansson.h>
 #include <langinfo.h>
 #include <locale.h>
@@ -849,13 +850,16 @@ static int cmd_rebalance(const struct opts *o)
 	return r;
 }
 
-/* "30s", "10m", "2h", "1d" ago → an RFC 3339 UTC time; others as given. */
-static const char *since_param(const char *s, char *buf, size_t sz)
+/* "30s", "10m", "2h", "1d" ago → an RFC 3339 UTC time in BUF, *OUT
+ * pointing at it; others as given. -ERANGE when an AGO is negative, not
+ * finite or reaches back before 1970 (time_t arithmetic would make a
+ * garbage date of it). */
+static int since_param(const char *s, char *buf, size_t sz, const char **out)
 {
 	char *end;
 	double v = strtod(s, &end);
 	double mult = 0;
-	time_t t;
+	time_t t, now = time(NULL);
 	struct tm tm;
 
 	if (end != s && end[0] && !end[1]) {
@@ -866,12 +870,18 @@ static const char *since_param(const char *s, char *buf, size_t sz)
 		case 'd': mult = 86400; break;
 		}
 	}
-	if (!mult || v < 0)
-		return s;
-	t = time(NULL) - (time_t)(v * mult);
-	gmtime_r(&t, &tm);
+	if (!mult) {
+		*out = s;
+		return 0;
+	}
+	if (!(v >= 0 && v * mult <= (double)now))
+		return -ERANGE;
+	t = now - (time_t)(v * mult);
+	if (!gmtime_r(&t, &tm))
+		return -ERANGE;
 	strftime(buf, sz, "%Y-%m-%dT%H:%M:%SZ", &tm);
-	return buf;
+	*out = buf;
+	return 0;
 }
 
 static void print_decisions(const struct opts *o, json_t *arr)
@@ -920,11 +930,16 @@ static char *decisions_path(const char *since, const char *guest, const char *li
 
 static int cmd_decisions(const struct opts *o)
 {
-	char tb[40], *path = decisions_path(o->since ? since_param(o->since, tb, sizeof(tb)) : NULL, o->guest,
-					    o->limit);
+	char tb[40], *path;
+	const char *since = NULL;
 	json_t *j;
-	int r = call(o, "GET", path, NULL, &j, NULL);
+	int r;
 
+	if (o->since && since_param(o->since, tb, sizeof(tb), &since) < 0)
+		return die_usage("decisions --since: AGO must be 0 or more s, m, h or d, back to 1970 at most, "
+				 "got \"%s\"", o->since);
+	path = decisions_path(since, o->guest, o->limit);
+	r = call(o, "GET", path, NULL, &j, NULL);
 	free(path);
 	if (r) {
 		json_decref(j);
@@ -938,12 +953,12 @@ static int cmd_decisions(const struct opts *o)
 		printf("(no decisions%s)\n", o->since || o->guest ? " match" : " recorded yet");
 	/* --follow: page forward from the newest id seen, like tail -f. */
 	while (o->follow) {
-		char since[32];
+		char last[32];
 
-		snprintf(since, sizeof(since), "%lld", jint(j, "last_id"));
+		snprintf(last, sizeof(last), "%lld", jint(j, "last_id"));
 		json_decref(j);
 		sleep(1);
-		path = decisions_path(since, o->guest, "1000");
+		path = decisions_path(last, o->guest, "1000");
 		r = call(o, "GET", path, NULL, &j, NULL);
 		free(path);
 		if (r) {
@@ -956,7 +971,12 @@ static int cmd_decisions(const struct opts *o)
 	return EX_OK;
 }
 
-/* MiB, or a number with K/M/G/T (binary) and an optional "iB"/"B". */
+/* Sizes numaorchctl sends at most: 1 EiB, far above any host and far
+ * below where a double stops converting to an integer. */
+#define MIB_MAX (1LL << 40)
+
+/* MiB, or a number with K/M/G/T (binary) and an optional "iB"/"B";
+ * -ERANGE above MIB_MAX. */
 static int parse_mib(const char *s, long long *out)
 {
 	char *end;
@@ -974,6 +994,8 @@ static int parse_mib(const char *s, long long *out)
 	}
 	if (*end && strcasecmp(end, "ib") != 0 && strcasecmp(end, "b") != 0)
 		return -1;
+	if (ceil(v * mult) > (double)MIB_MAX)
+		return -ERANGE;
 	*out = (long long)ceil(v * mult);
 	return 0;
 }
@@ -981,13 +1003,18 @@ static int parse_mib(const char *s, long long *out)
 static int cmd_advise(const struct opts *o, const char *vcpus, const char *memory)
 {
 	char *end;
-	long long nv = strtoll(vcpus, &end, 10), mib;
+	long long nv, mib;
 	json_t *body, *j, *res;
 	int r;
 
-	if (*end || nv < 1)
-		return die_usage("advise: VCPUS must be a positive integer, got \"%s\"", vcpus);
-	if (parse_mib(memory, &mib) < 0)
+	errno = 0;
+	nv = strtoll(vcpus, &end, 10);
+	if (end == vcpus || *end || errno || nv < 1 || nv > INT_MAX)
+		return die_usage("advise: VCPUS must be an integer 1..%d, got \"%s\"", INT_MAX, vcpus);
+	r = parse_mib(memory, &mib);
+	if (r == -ERANGE)
+		return die_usage("advise: MEMORY must be at most %lld MiB (1 EiB), got \"%s\"", MIB_MAX, memory);
+	if (r < 0)
 		return die_usage("advise: MEMORY must be MiB or a size such as 512M or 4G, got \"%s\"", memory);
 	body = json_pack("{s:I, s:I}", "vcpus", (json_int_t)nv, "memory_mib", (json_int_t)mib);
 	if (o->reserve > 0)

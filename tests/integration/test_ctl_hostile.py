@@ -3,6 +3,7 @@ server on a unix socket answers what a compromised agent or a proxy
 might, and the real numaorchctl must neither obey escape sequences in
 what it prints, nor page, wait or grow without end, nor send values its
 own arithmetic broke."""
+import calendar
 import json
 import os
 import resource
@@ -203,6 +204,33 @@ class HostileServer(unittest.TestCase):
             self.assertEqual(p.returncode, 2, (bad, p.stderr))
             self.assertIn(b"--timeout: must be seconds, more than 0 and at most 86400", p.stderr)
         self.assertEqual(h.requests, [])
+
+    def test_numbers_out_of_range_are_usage_errors(self):
+        # advise 1 1e300T sent memory_mib -9223372036854775808, decisions
+        # --since 1e300d a date of year -219246472: exit 2, nothing sent.
+        h = self.serve({"/v1/placements": jreply({"ok": False, "detail": "no"}),
+                        "/v1/decisions": jreply({"decisions": [], "last_id": 0})})
+        for args, msg in ((("advise", "1", "1e300T"), b"MEMORY must be at most 1099511627776 MiB (1 EiB)"),
+                          (("advise", "1", "1e300"), b"MEMORY must be at most"),
+                          (("advise", "1", "2000000T"), b"MEMORY must be at most"),
+                          (("advise", "1", "nan"), b"MEMORY must be MiB"),
+                          (("advise", "99999999999999999999", "1G"), b"VCPUS must be an integer 1..2147483647"),
+                          (("advise", "4294967297", "1G"), b"VCPUS must be an integer"),
+                          (("decisions", "--since", "1e300d"), b"AGO must be 0 or more s, m, h or d"),
+                          (("decisions", "--since", "100000d"), b"back to 1970 at most"),
+                          (("decisions", "--since", "nans"), b"AGO must be"),
+                          (("decisions", "--since", "-5m"), b"AGO must be")):
+            p = h.ctl(*args)
+            self.assertEqual(p.returncode, 2, (args, p.stderr))
+            self.assertIn(msg, p.stderr, args)
+        self.assertEqual(h.requests, [])
+        # what is in range still goes, converted
+        self.assertEqual(h.ctl("advise", "2", "1T").returncode, 8)
+        self.assertEqual(json.loads(h.requests[-1][2]), {"vcpus": 2, "memory_mib": 1048576})
+        self.assertEqual(h.ctl("decisions", "--since", "1d").returncode, 0)
+        since = urllib.parse.parse_qs(urllib.parse.urlsplit(h.requests[-1][1]).query)["since"][0]
+        self.assertAlmostEqual(calendar.timegm(time.strptime(since, "%Y-%m-%dT%H:%M:%SZ")),
+                               time.time() - 86400, delta=60)
 
 
 if __name__ == "__main__":
