@@ -136,49 +136,87 @@ const char *fmt_duration(double s, char *buf, size_t sz)
 }
 
 
-/* Escaped copies handed out by fmt_safe, freed at exit. */
-static char **safe_copies;
-static size_t nr_safe;
-
-static void safe_free(void)
-{
-	for (size_t i = 0; i < nr_safe; i++)
-		free(safe_copies[i]);
-	free(safe_copies);
-}
-
-const char *fmt_safe(const char *in)
-{
-	size_t len, sz;
-	char *out;
-
-	if (!in)
-		return "";
-	len = strlen(in);
-	sz = len * 4 + 1;
-	out = xalloc(sz);
-	if (utf8_escape(in, out, sz) == len && memcmp(out, in, len) == 0) {
-		free(out);
-		return in;
-	}
-	if (!nr_safe)
-		atexit(safe_free);
-	{
-		char **nv = realloc(safe_copies, (nr_safe + 1) * sizeof(char *));
-
-		if (!nv)
-			abort();
-		safe_copies = nv;
-	}
-	safe_copies[nr_safe++] = out;
-	return out;
-}
-
 /* What utf8_escape escapes: C0 controls, DEL, C1 controls, and bytes
  * that start no UTF-8 sequence (N == 0). */
 static bool unsafe_seq(const unsigned char *s, size_t n)
 {
 	return n == 0 || (n == 1 && (s[0] < 0x20 || s[0] == 0x7f)) || (n == 2 && s[0] == 0xc2 && s[1] < 0xa0);
+}
+
+/* Whether S holds anything utf8_escape would escape. */
+static bool unsafe_str(const char *s)
+{
+	size_t left = strlen(s);
+
+	while (left) {
+		size_t n = utf8_seq(s, left);
+
+		if (unsafe_seq((const unsigned char *)s, n))
+			return true;
+		s += n;
+		left -= n;
+	}
+	return false;
+}
+
+char *fmt_safe_dup(const char *in)
+{
+	size_t sz;
+	char *out;
+
+	if (!in)
+		in = "";
+	if (!unsafe_str(in)) {
+		out = strdup(in);
+		if (!out)
+			abort();
+		return out;
+	}
+	sz = strlen(in) * 4 + 1;
+	out = xalloc(sz);
+	utf8_escape(in, out, sz);
+	return out;
+}
+
+/* Escaped copies handed out by fmt_safe, until fmt_safe_release (or exit). */
+static char **safe_copies;
+static size_t nr_safe, safe_cap;
+
+void fmt_safe_release(void)
+{
+	for (size_t i = 0; i < nr_safe; i++)
+		free(safe_copies[i]);
+	nr_safe = 0;
+}
+
+static void safe_free(void)
+{
+	fmt_safe_release();
+	free(safe_copies);
+	safe_copies = NULL;
+	safe_cap = 0;
+}
+
+const char *fmt_safe(const char *in)
+{
+	if (!in)
+		return "";
+	/* most text needs nothing: no copy, and no 4x buffer to find out */
+	if (!unsafe_str(in))
+		return in;
+	if (!safe_cap)
+		atexit(safe_free);
+	if (nr_safe == safe_cap) {
+		size_t cap = safe_cap ? safe_cap * 2 : 64;
+		char **nv = realloc(safe_copies, cap * sizeof(char *));
+
+		if (!nv)
+			abort();
+		safe_copies = nv;
+		safe_cap = cap;
+	}
+	safe_copies[nr_safe] = fmt_safe_dup(in);
+	return safe_copies[nr_safe++];
 }
 
 void fmt_safe_write(FILE *f, const char *s, size_t len, bool lines)

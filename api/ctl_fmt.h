@@ -26,9 +26,17 @@ const char *fmt_duration(double s, char *buf, size_t sz);
 
 /* S as it may go to a terminal: S itself when it holds no control
  * characters (C0, DEL, C1) and is UTF-8, else a copy with those bytes as
- * \xNN (kept until exit). Names come from the host: a cgroup named with
- * an ESC sequence must not drive the operator's terminal. NULL: "". */
+ * \xNN, kept until fmt_safe_release() or exit. Names come from the host:
+ * a cgroup named with an ESC sequence must not drive the operator's
+ * terminal. NULL: "". */
 const char *fmt_safe(const char *s);
+/* Free every copy fmt_safe has handed out: a long-lived caller (top's
+ * live view) calls it once a screen is drawn, or the copies grow without
+ * end. */
+void fmt_safe_release(void);
+/* S escaped as fmt_safe does, always a copy of its own; free() it.
+ * NULL: "". */
+char *fmt_safe_dup(const char *s);
 
 /* LEN bytes of server text S (NUL bytes too) to F, escaped as fmt_safe
  * does; with LINES, newlines and tabs go through as they are (a

@@ -35,13 +35,16 @@ struct tguest {
 	json_t *g;            /* borrowed from top.guests */
 	json_t *last;         /* newest decision record, borrowed from top.last; NULL: none */
 	json_t *mig;          /* its queued or running migration job, NULL: none */
+	char *id;             /* its id as printed (escaped once a refresh), owned */
+	double loc, cpu, mem; /* the sort keys, NAN when absent */
+	long long dec_id;     /* its newest decision's id, -1: none */
 };
 
 struct top {
 	const struct ctl_conn *conn;
 	json_t *status, *nodes, *guests;
 	json_t *migrations;   /* GET /v1/migrations, NULL: the agent has none (older, or no route) */
-	json_t *last;         /* guest id -> newest decision record */
+	json_t *last;         /* guest id (as sent) -> newest decision record */
 	long long last_id;    /* newest decision id seen */
 	char err[512];        /* why the last refresh failed, "" if it did not */
 	struct tguest *tg;
@@ -261,9 +264,9 @@ static int fetch_decisions(struct top *t)
 		}
 		arr = json_object_get(j, "decisions");
 		json_array_foreach(arr, i, d) {
-			const char *g = jstr(d, "guest");
+			const char *g = json_string_value(json_object_get(d, "guest"));
 
-			if (*g)
+			if (g && *g)
 				json_object_set(t->last, g, d);
 			if (jint(d, "id") > t->last_id)
 				t->last_id = jint(d, "id");
@@ -281,7 +284,7 @@ static int fetch_decisions(struct top *t)
 
 static int cmp_name(const struct tguest *a, const struct tguest *b)
 {
-	return strcmp(jstr(a->g, "id"), jstr(b->g, "id"));
+	return strcmp(a->id, b->id);
 }
 
 static enum sort_key g_sort; /* for qsort's comparator */
@@ -293,8 +296,8 @@ static int cmp_guest(const void *pa, const void *pb)
 
 	switch (g_sort) {
 	case SORT_LOCALITY: /* least local first; unknown last */
-		x = jnum(a->g, "locality");
-		y = jnum(b->g, "locality");
+		x = a->loc;
+		y = b->loc;
 		if (isnan(x) != isnan(y))
 			return isnan(x) ? 1 : -1;
 		if (x != y && !isnan(x))
@@ -302,8 +305,8 @@ static int cmp_guest(const void *pa, const void *pb)
 		break;
 	case SORT_CPU:
 	case SORT_MEM: /* biggest first */
-		x = jnum(a->g, g_sort == SORT_CPU ? "cpu_use" : "mem_total_bytes");
-		y = jnum(b->g, g_sort == SORT_CPU ? "cpu_use" : "mem_total_bytes");
+		x = g_sort == SORT_CPU ? a->cpu : a->mem;
+		y = g_sort == SORT_CPU ? b->cpu : b->mem;
 		if (isnan(x))
 			x = -1;
 		if (isnan(y))
@@ -312,8 +315,8 @@ static int cmp_guest(const void *pa, const void *pb)
 			return x > y ? -1 : 1;
 		break;
 	case SORT_DECISION: /* newest decision first; none last */
-		x = a->last ? (double)jint(a->last, "id") : -1;
-		y = b->last ? (double)jint(b->last, "id") : -1;
+		x = (double)a->dec_id;
+		y = (double)b->dec_id;
 		if (x != y)
 			return x > y ? -1 : 1;
 		break;
@@ -328,26 +331,52 @@ static bool is_live(json_t *m)
 	return strcmp(jstr(m, "state"), "running") == 0 || strcmp(jstr(m, "state"), "queued") == 0;
 }
 
+static void rows_free(struct top *t)
+{
+	for (size_t i = 0; i < t->ntg; i++)
+		free(t->tg[i].id);
+	free(t->tg);
+	t->tg = NULL;
+	t->ntg = 0;
+}
+
+/* The rows of the guests panel: each guest with its newest decision and
+ * its live job, found by id in a map (a loop over every job for every
+ * guest took seconds with thousands of each), and its sort keys read
+ * once; then sorted. */
 static void build_rows(struct top *t)
 {
-	json_t *arr = json_object_get(t->guests, "guests"), *g;
+	json_t *arr = json_object_get(t->guests, "guests"), *g, *m;
+	json_t *live = json_object(); /* guest id -> its live job */
 	size_t i;
 
-	free(t->tg);
+	rows_free(t);
+	json_array_foreach(json_object_get(t->migrations, "migrations"), i, m) {
+		const char *gid = json_string_value(json_object_get(m, "guest"));
+
+		/* the last live one listed, as before */
+		if (gid && is_live(m))
+			json_object_set(live, gid, m);
+	}
 	t->ntg = json_array_size(arr);
 	t->tg = calloc(t->ntg ? t->ntg : 1, sizeof(*t->tg));
 	if (!t->tg)
 		abort();
 	json_array_foreach(arr, i, g) {
-		json_t *jobs = json_object_get(t->migrations, "migrations"), *m;
-		size_t k;
+		struct tguest *r = &t->tg[i];
+		const char *gid = json_string_value(json_object_get(g, "id"));
 
-		t->tg[i].g = g;
-		t->tg[i].last = json_object_get(t->last, jstr(g, "id"));
-		json_array_foreach(jobs, k, m)
-			if (is_live(m) && strcmp(jstr(m, "guest"), jstr(g, "id")) == 0)
-				t->tg[i].mig = m;
+		r->g = g;
+		r->id = fmt_safe_dup(gid);
+		r->last = gid ? json_object_get(t->last, gid) : NULL;
+		r->mig = gid ? json_object_get(live, gid) : NULL;
+		r->loc = jnum(g, "locality");
+		r->cpu = jnum(g, "cpu_use");
+		r->mem = jnum(g, "mem_total_bytes");
+		r->dec_id = r->last ? jint(r->last, "id") : -1;
 	}
+	/* the jobs stay in t->migrations, which outlives the rows */
+	json_decref(live);
 	g_sort = t->sort;
 	qsort(t->tg, t->ntg, sizeof(*t->tg), cmp_guest);
 }
@@ -421,20 +450,32 @@ static void draw_header(struct top *t, struct sbuf *b, bool ansi)
 	     jstr(json_object_get(s, "libvirt"), "state"));
 }
 
-/* Bytes still to move into and out of node ID by the live jobs of
- * MIGRATIONS (GET /v1/migrations): each job's sources say what each node
- * has left to give and which node takes it. A queued job has no sources
- * yet (the mover counts them when it starts): nothing moves. */
-static void migrating(json_t *migrations, int id, double *in, double *out)
+/* Bytes still to move into and out of a node. */
+struct flow {
+	long long node;
+	double in, out;
+};
+
+static int cmp_flow(const void *pa, const void *pb)
 {
-	json_t *jobs = json_object_get(migrations, "migrations"), *m;
-	size_t i;
+	const struct flow *a = pa, *b = pb;
 
-	*in = *out = 0;
-	json_array_foreach(jobs, i, m) {
-		json_t *src;
-		size_t k;
+	return (a->node > b->node) - (a->node < b->node);
+}
 
+/* What the live jobs of MIGRATIONS (GET /v1/migrations) still have to move
+ * into and out of each node, one entry a node sorted by node (*N of them;
+ * free() it): each job's sources say what each node has left to give and
+ * which node takes it. A queued job has no sources yet (the mover counts
+ * them when it starts): nothing moves. One pass over the jobs, so that
+ * each node's row finds its sums by binary search. */
+static struct flow *flows(json_t *migrations, size_t *n)
+{
+	json_t *m, *src;
+	struct flow *f = NULL;
+	size_t i, k, nf = 0, cap = 0, w = 0;
+
+	json_array_foreach(json_object_get(migrations, "migrations"), i, m) {
 		if (!is_live(m))
 			continue;
 		json_array_foreach(json_object_get(m, "sources"), k, src) {
@@ -442,12 +483,28 @@ static void migrating(json_t *migrations, int id, double *in, double *out)
 
 			if (isnan(left))
 				continue;
-			if (jint(src, "node") == id)
-				*out += left;
-			if (jint(src, "to") == id)
-				*in += left;
+			if (nf + 2 > cap) {
+				cap = cap ? cap * 2 : 16;
+				f = realloc(f, cap * sizeof(*f));
+				if (!f)
+					abort();
+			}
+			f[nf++] = (struct flow){ .node = jint(src, "node"), .out = left };
+			f[nf++] = (struct flow){ .node = jint(src, "to"), .in = left };
 		}
 	}
+	if (nf)
+		qsort(f, nf, sizeof(*f), cmp_flow);
+	for (i = 0; i < nf; i++) {
+		if (w && f[w - 1].node == f[i].node) {
+			f[w - 1].in += f[i].in;
+			f[w - 1].out += f[i].out;
+		} else {
+			f[w++] = f[i];
+		}
+	}
+	*n = w;
+	return f;
 }
 
 static void draw_nodes(struct sbuf *b, json_t *nodes, json_t *migrations, unsigned width, bool ansi,
@@ -456,13 +513,15 @@ static void draw_nodes(struct sbuf *b, json_t *nodes, json_t *migrations, unsign
 	json_t *arr = json_object_get(nodes, "nodes"), *n;
 	/* "-": no mover (memory moves with cpuset.mems writes, unseen here) */
 	bool mover = json_is_true(json_object_get(migrations, "mover"));
-	size_t i;
+	size_t i, nf;
+	struct flow *f = flows(migrations, &nf);
 
 	line(b, width, ansi, "%s%-5s %5s %5s %6s %7s %7s %6s %7s %7s%s", ansi ? "\033[7m" : "", "NODE", "CPUS",
 	     "BUSY", "LOAD", "FREE", "TOTAL", "GUESTS", "MIG IN", "MIG OUT", ansi ? "\033[K\033[0m" : "");
 	json_array_foreach(arr, i, n) {
 		char busy[16], load[16], fr[16], tot[16], mi[16], mo[16];
-		double l = jnum(n, "load_cpus"), in, out;
+		double l = jnum(n, "load_cpus"), in = 0, out = 0;
+		struct flow key = { .node = jint(n, "id") }, *hit;
 
 		if (i >= max_rows) {
 			line(b, width, ansi, "  (%zu more nodes)", json_array_size(arr) - i);
@@ -472,7 +531,11 @@ static void draw_nodes(struct sbuf *b, json_t *nodes, json_t *migrations, unsign
 			snprintf(load, sizeof(load), "-");
 		else
 			snprintf(load, sizeof(load), "%.1f", l);
-		migrating(migrations, (int)jint(n, "id"), &in, &out);
+		hit = nf ? bsearch(&key, f, nf, sizeof(*f), cmp_flow) : NULL;
+		if (hit) {
+			in = hit->in;
+			out = hit->out;
+		}
 		line(b, width, ansi, "%-5lld %5lld %5s %6s %7s %7s %6zu %7s %7s", jint(n, "id"), jint(n, "nr_cpus"),
 		     pct(jnum(n, "busy"), busy, sizeof(busy)), load,
 		     short_bytes(jnum(n, "mem_free_bytes"), fr, sizeof(fr)),
@@ -480,6 +543,7 @@ static void draw_nodes(struct sbuf *b, json_t *nodes, json_t *migrations, unsign
 		     json_array_size(json_object_get(n, "guests")),
 		     mover ? short_bytes(in, mi, sizeof(mi)) : "-", mover ? short_bytes(out, mo, sizeof(mo)) : "-");
 	}
+	free(f);
 }
 
 char *ctl_top_nodes_text(json_t *nodes, json_t *migrations, unsigned width, unsigned max_rows)
@@ -618,7 +682,7 @@ static void draw_guests(struct top *t, struct sbuf *b, bool ansi, size_t rows)
 		json_t *g = t->tg[i].g;
 		double loc = jnum(g, "locality"), cpu = jnum(g, "cpu_use");
 
-		cell[GC_ID] = jstr(g, "id");
+		cell[GC_ID] = t->tg[i].id;
 		/* the one runtime name longer than a narrow column */
 		cell[GC_RT] = c.w[GC_RT] < 10 && strcmp(jstr(g, "runtime"), "kubernetes") == 0 ? "k8s"
 							: jstr(g, "runtime");
@@ -643,6 +707,23 @@ static void draw_guests(struct top *t, struct sbuf *b, bool ansi, size_t rows)
 		gcols_row(b, &c, cell);
 		sb_puts(b, ansi ? "\033[K\r\n" : "\n");
 	}
+}
+
+char *ctl_top_guests_text(json_t *guests, json_t *migrations, json_t *last, const char *sort, unsigned width)
+{
+	struct top t = { .guests = guests, .migrations = migrations, .last = last, .width = width };
+	struct sbuf b = { 0 };
+
+	for (int s = 0; sort && s < NR_SORT; s++)
+		if (strcmp(sort, sort_names[s]) == 0)
+			t.sort = (enum sort_key)s;
+	build_rows(&t);
+	draw_guests(&t, &b, false, t.ntg);
+	rows_free(&t);
+	fmt_safe_release();
+	if (!b.p)
+		sb_puts(&b, "");
+	return b.p;
 }
 
 static void draw(struct top *t, struct sbuf *b, bool ansi)
@@ -911,6 +992,8 @@ int ctl_top(const struct ctl_conn *c, const struct ctl_top_opts *o)
 		b.len = 0;
 		draw(&t, &b, true);
 		write_all(b.p, b.len);
+		/* what this screen escaped; the rows keep their own ids */
+		fmt_safe_release();
 		r = poll(&pfd, 1, wait > 0 ? (int)(wait * 1000) + 1 : 0);
 		if (quit_flag)
 			break;
@@ -932,7 +1015,7 @@ int ctl_top(const struct ctl_conn *c, const struct ctl_top_opts *o)
 	term_restore();
 out:
 	free(b.p);
-	free(t.tg);
+	rows_free(&t);
 	json_decref(t.status);
 	json_decref(t.nodes);
 	json_decref(t.guests);
