@@ -237,32 +237,48 @@ void fmt_safe_write(FILE *f, const char *s, size_t len, bool lines)
 	fwrite(s + run, 1, len - run, f);
 }
 
+struct jout {
+	FILE *f;
+	bool c2; /* the last byte was 0xc2, held back */
+};
+
+/* json_dump_callback's writer: straight to the file as the text is made
+ * (no copy of a reply's whole text in memory), each DEL and C1 control
+ * as \u00NN. Outside strings JSON is ASCII, so every such byte is inside
+ * one. A 0xc2 at the end of a chunk waits for the next. */
+static int jout_write(const char *buf, size_t size, void *data)
+{
+	struct jout *o = data;
+
+	for (size_t i = 0; i < size; i++) {
+		unsigned char c = (unsigned char)buf[i];
+
+		if (o->c2) {
+			o->c2 = false;
+			if (c >= 0x80 && c < 0xa0) {
+				fprintf(o->f, "\\u00%02x", c);
+				continue;
+			}
+			putc(0xc2, o->f);
+		}
+		if (c == 0x7f)
+			fputs("\\u007f", o->f);
+		else if (c == 0xc2)
+			o->c2 = true;
+		else
+			putc(c, o->f);
+	}
+	return 0;
+}
+
 void fmt_json_print(FILE *f, json_t *j, size_t flags)
 {
-	char *text = json_dumps(j, flags);
-	size_t run = 0, i;
+	struct jout o = { .f = f };
 
-	if (!text)
-		abort(); /* J is always a tree of ours: only memory fails */
-	/* Outside strings JSON is ASCII, so every such byte is inside one. */
-	for (i = 0; text[i]; i++) {
-		unsigned char c = (unsigned char)text[i];
-
-		if (c != 0x7f && !(c == 0xc2 && (unsigned char)text[i + 1] >= 0x80 &&
-				   (unsigned char)text[i + 1] < 0xa0))
-			continue;
-		fwrite(text + run, 1, i - run, f);
-		if (c == 0x7f) {
-			fputs("\\u007f", f);
-		} else {
-			fprintf(f, "\\u00%02x", (unsigned char)text[i + 1]);
-			i++;
-		}
-		run = i + 1;
-	}
-	fwrite(text + run, 1, i - run, f);
-	fputc('\n', f);
-	free(text);
+	json_dump_callback(j, jout_write, &o, flags);
+	if (o.c2)
+		putc(0xc2, f);
+	putc('\n', f);
 }
 
 const char *jstr(json_t *o, const char *key)

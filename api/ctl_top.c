@@ -47,6 +47,7 @@ struct top {
 	json_t *last;         /* guest id (as sent) -> newest decision record */
 	long long last_id;    /* newest decision id seen */
 	char err[512];        /* why the last refresh failed, "" if it did not */
+	bool bad_reply;       /* it failed on what the agent answered, not on reaching it */
 	struct tguest *tg;
 	size_t ntg;
 	enum sort_key sort;
@@ -190,9 +191,12 @@ static json_t *get_json(struct top *t, const char *path)
 	struct ctl_reply rep;
 	char err[512];
 	json_t *j;
+	int r;
 
-	if (ctl_request(t->conn, "GET", path, NULL, &rep, err, sizeof(err)) < 0) {
+	r = ctl_request(t->conn, "GET", path, NULL, CTL_JSON_MAX, &rep, err, sizeof(err));
+	if (r < 0) {
 		snprintf(t->err, sizeof(t->err), "%s", fmt_safe(err));
+		t->bad_reply = r == -EFBIG;
 		return NULL;
 	}
 	j = json_loadb(rep.body, rep.len, 0, NULL);
@@ -201,6 +205,7 @@ static json_t *get_json(struct top *t, const char *path)
 
 		snprintf(t->err, sizeof(t->err), "GET %s: HTTP %ld%s%s", path, rep.status, *detail ? ": " : "",
 			 detail);
+		t->bad_reply = true;
 		json_decref(j);
 		ctl_reply_free(&rep);
 		return NULL;
@@ -225,8 +230,10 @@ static json_t *get_pages(struct top *t, const char *path, const char *key)
 		free(e);
 		more = page + 1 < CTL_PAGES_MAX ? get_json(t, next) : NULL;
 		if (!more) {
-			if (page + 1 >= CTL_PAGES_MAX)
+			if (page + 1 >= CTL_PAGES_MAX) {
 				snprintf(t->err, sizeof(t->err), "GET %s: more than %u pages", path, CTL_PAGES_MAX);
+				t->bad_reply = true;
+			}
 			json_decref(j);
 			return NULL;
 		}
@@ -387,6 +394,7 @@ static int refresh(struct top *t)
 	json_t *st, *nd, *gs;
 
 	t->err[0] = '\0';
+	t->bad_reply = false;
 	st = get_json(t, "/v1/status");
 	nd = st ? get_json(t, "/v1/nodes") : NULL;
 	gs = nd ? get_pages(t, "/v1/guests", "guests") : NULL;
@@ -969,7 +977,7 @@ int ctl_top(const struct ctl_conn *c, const struct ctl_top_opts *o)
 	if (once) {
 		if (refresh(&t) < 0) {
 			fprintf(stderr, "numaorchctl: %s\n", t.err);
-			rc = strstr(t.err, "HTTP ") ? 1 : 3;
+			rc = t.bad_reply ? 1 : 3;
 		} else {
 			draw(&t, &b, false);
 			write_all(b.p, b.len);

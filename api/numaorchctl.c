@@ -144,12 +144,13 @@ static int call(const struct opts *o, const char *method, const char *path, json
 		if (!text)
 			abort();
 	}
-	r = ctl_request(&o->conn, method, path, text, &rep, err, sizeof(err));
+	/* only /metrics is asked for raw: text, and larger */
+	r = ctl_request(&o->conn, method, path, text, raw ? CTL_TEXT_MAX : CTL_JSON_MAX, &rep, err, sizeof(err));
 	free(text);
 	if (r < 0) {
 		/* curl's messages may quote what the server sent */
 		fprintf(stderr, "numaorchctl: %s\n", fmt_safe(err));
-		return EX_UNREACHABLE;
+		return r == -EFBIG ? EX_FAIL : EX_UNREACHABLE;
 	}
 	j = rep.len ? json_loadb(rep.body, rep.len, 0, NULL) : NULL;
 	if (rep.status >= 400) {
@@ -502,7 +503,7 @@ static void print_history_line(const struct opts *o, const char *id)
 	double *v, span = 0;
 	size_t n;
 
-	if (ctl_request(&o->conn, "GET", path, NULL, &rep, spark, sizeof(spark)) < 0) {
+	if (ctl_request(&o->conn, "GET", path, NULL, CTL_JSON_MAX, &rep, spark, sizeof(spark)) < 0) {
 		free(path);
 		return;
 	}

@@ -21,6 +21,7 @@ from http.server import BaseHTTPRequestHandler
 import apilib
 
 REASON = None if os.path.exists(apilib.NUMAORCHCTL) else "build/numaorchctl missing (run make)"
+TIME = "/usr/bin/time"
 ESC_TITLE = "\033]2;PWNED\007\033[2J"
 
 
@@ -38,21 +39,26 @@ class _Handler(BaseHTTPRequestHandler):
         srv.requests.append((self.command, self.path, body))
         route = srv.routes.get(u.path)
         if route is None:
-            status, ctype, out = 404, "application/problem+json", json.dumps(
-                {"title": "Not Found", "status": 404, "detail": "no route " + u.path}).encode()
+            r = (404, "application/problem+json", json.dumps(
+                {"title": "Not Found", "status": 404, "detail": "no route " + u.path}))
         elif callable(route):
             r = route(self.command, u, body)
             if r is None:  # the route wants the connection left silent
                 srv.silent.wait(60)
                 return
-            status, ctype, out = r
         else:
-            status, ctype, out = route
+            r = route
+        status, ctype, out = r[:3]
+        sized = len(r) < 4 or r[3]  # (status, type, body, False): no Content-Length, then close
         if isinstance(out, str):
             out = out.encode("utf-8", "surrogateescape")
         self.send_response(status)
         self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(out)))
+        if sized:
+            self.send_header("Content-Length", str(len(out)))
+        else:
+            self.send_header("Connection", "close")
+            self.close_connection = True
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(out)
@@ -92,6 +98,15 @@ class Hostile:
         self.srv.silent.set()
         self.srv.shutdown()
         self.srv.server_close()
+
+    def ctl_rss(self, *args, timeout=60):
+        """numaorchctl ARGS under /usr/bin/time (a small parent: a child of
+        this process would count its RSS from before exec): (exit status,
+        stderr, peak RSS in KiB)."""
+        p = subprocess.run([TIME, "-f", "rss %M", apilib.NUMAORCHCTL, "--socket", self.sock] + list(args),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=timeout)
+        err, _, rss = p.stderr.rstrip().rpartition(b"\n")
+        return p.returncode, err, int(rss.split()[-1])
 
     def ctl(self, *args, timeout=60, env=None):
         return subprocess.run([apilib.NUMAORCHCTL, "--socket", self.sock] + list(args), capture_output=True,
@@ -231,6 +246,36 @@ class HostileServer(unittest.TestCase):
         since = urllib.parse.parse_qs(urllib.parse.urlsplit(h.requests[-1][1]).query)["since"][0]
         self.assertAlmostEqual(calendar.timegm(time.strptime(since, "%Y-%m-%dT%H:%M:%SZ")),
                                time.time() - 86400, delta=60)
+
+    @unittest.skipUnless(os.access(TIME, os.X_OK), "no /usr/bin/time to read the peak RSS")
+    def test_reply_size_is_capped(self):
+        # Replies up to 256 MiB were taken, and a JSON reply is parsed
+        # into a tree several times its size (an 8 MiB page peaked at
+        # 117 MB RSS). JSON replies are capped at 16 MiB, /metrics at 64:
+        # refused on their Content-Length, or cut where the count passes.
+        g = {"kind": "container", "runtime": "lxc", "cpus": "0-3", "mems": "0", "cpu_use": 0.5,
+             "mem_total_bytes": 1 << 20, "locality": 0.5, "policy": {"mode": "auto", "source": "default"}}
+        n = (17 << 20) // (len(json.dumps(g)) + 20)
+        big = json.dumps({"guests": [dict(g, id="g%07d" % k) for k in range(n)], "next": None}).encode()
+        self.assertGreater(len(big), 16 << 20)
+        line = b"numaorch_guest_locality_ratio{guest=\"%s\"} 1\n" % (b"m" * 60)
+        h = self.serve({"/v1/guests": (200, "application/json", big),
+                        "/v1/guest-policies": (200, "application/json", big, False),
+                        "/metrics": (200, "text/plain", line * ((65 << 20) // len(line))),
+                        "/v1/status": jreply({"version": "x", "mode": "enforce", "last_cycle": {"seq": 1}}),
+                        "/v1/nodes": jreply({"nodes": []})})
+        for args in (("guests",), ("--json", "guests"), ("guest-policies",), ("metrics",), ("top", "--once")):
+            rc, err, rss = h.ctl_rss(*args)
+            print("\n  numaorchctl %s: exit %d, peak RSS %d KiB" % (" ".join(args), rc, rss), end="")
+            self.assertEqual(rc, 1, (args, err))
+            self.assertRegex(err, rb"the reply is larger than (16|64) MiB", args)
+            # nothing parsed: what curl, TLS and the C library take
+            self.assertLess(rss, 48 << 10, args)
+        # /metrics may be larger than JSON: 20 MiB goes through, whole
+        h.srv.routes["/metrics"] = (200, "text/plain", line * ((20 << 20) // len(line)))
+        p = h.ctl("metrics")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(len(p.stdout), len(line) * ((20 << 20) // len(line)))
 
 
 if __name__ == "__main__":
