@@ -22,6 +22,7 @@ import apilib
 
 REASON = None if os.path.exists(apilib.NUMAORCHCTL) else "build/numaorchctl missing (run make)"
 TIME = "/usr/bin/time"
+TMUX = shutil.which("tmux")
 ESC_TITLE = "\033]2;PWNED\007\033[2J"
 
 
@@ -276,6 +277,55 @@ class HostileServer(unittest.TestCase):
         p = h.ctl("metrics")
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(len(p.stdout), len(line) * ((20 << 20) // len(line)))
+
+    @unittest.skipIf(not TMUX, "tmux missing (Debian: tmux; make test-deps installs it)")
+    def test_live_top_does_not_grow(self):
+        # Live top kept an escaped copy of an id per sort comparison until
+        # exit (26 -> 68 MB in 10 s): its RSS must stay flat over refreshes.
+        n = 2000
+        guests = [{"id": "g\033[1m%05d" % k, "runtime": "lxc\033", "locality": (k % 97) / 97.0, "cpu_use": 0.1,
+                   "mem_total_bytes": 1e8, "mem_bytes_by_node": {"0": 1e8}, "cpu_nodes": "0"} for k in range(n)]
+        decs = [{"id": k + 1, "guest": g["id"], "time": "2026-12-06T10:00:00Z", "decision": "skip\033",
+                 "reason": "r\033", "detail": "d\033"} for k, g in enumerate(guests)]
+        pages = [json.dumps({"guests": guests[a:a + 1000], "next": str(a + 1000) if a + 1000 < n else None})
+                 for a in range(0, n, 1000)]
+
+        def guests_route(method, u, body):
+            a = int(urllib.parse.parse_qs(u.query).get("after", ["0"])[0])
+            return (200, "application/json", pages[a // 1000])
+        h = self.serve({"/v1/status": jreply({"version": "x", "mode": "enforce", "last_cycle": {"seq": 1}}),
+                        "/v1/nodes": jreply({"nodes": [{"id": 0, "nr_cpus": 2}]}),
+                        "/v1/guests": guests_route,
+                        "/v1/decisions": jreply({"decisions": decs, "last_id": n}),
+                        "/v1/migrations": jreply({"mover": True, "migrations": []})})
+        sock = "numaorch-hostile-top-%d" % os.getpid()
+
+        def tmux(*a, check=True):
+            return subprocess.run([TMUX, "-L", sock, "-f", "/dev/null"] + list(a), capture_output=True, text=True,
+                                  timeout=20, check=check, env=dict(os.environ, LC_ALL="C.UTF-8", TERM="xterm"))
+        tmux("new-session", "-d", "-x", "120", "-y", "40", "-s", "top",
+             "exec %s --socket %s top --delay 0.1 --sort name" % (apilib.NUMAORCHCTL, h.sock))
+        self.addCleanup(lambda: tmux("kill-server", check=False))
+        pid = int(tmux("display-message", "-p", "-t", "top", "#{pane_pid}").stdout)
+
+        def rss_kib():
+            with open("/proc/%d/status" % pid) as f:
+                return int([l for l in f if l.startswith("VmRSS:")][0].split()[1])
+
+        def refreshes():
+            return sum(1 for r in h.requests if r[1] == "/v1/status")
+        deadline = time.time() + 30
+        while time.time() < deadline and refreshes() < 5:
+            time.sleep(0.1)
+        first, r0 = rss_kib(), refreshes()
+        deadline = time.time() + 60
+        while time.time() < deadline and refreshes() < r0 + 30:
+            time.sleep(0.2)
+        last, r1 = rss_kib(), refreshes()
+        print("\n  live top, %d escaped ids: RSS %d KiB after %d refreshes, %d KiB after %d" % (n, first, r0, last, r1))
+        self.assertGreaterEqual(r1, r0 + 30, "top refreshed only %d times" % (r1 - r0))
+        self.assertLess(last - first, 2048)
+        tmux("send-keys", "-t", "top", "q")
 
 
 if __name__ == "__main__":
