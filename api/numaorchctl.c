@@ -905,6 +905,8 @@ static void print_decisions(const struct opts *o, json_t *arr)
 		printf("\n");
 	}
 	fflush(stdout);
+	/* --follow prints for as long as it runs: keep no escaped copy */
+	fmt_safe_release();
 }
 
 static char *decisions_path(const char *since, const char *guest, const char *limit)

@@ -327,6 +327,39 @@ class HostileServer(unittest.TestCase):
         self.assertLess(last - first, 2048)
         tmux("send-keys", "-t", "top", "q")
 
+    def test_decisions_follow_does_not_grow(self):
+        # decisions --follow runs for as long as the operator watches: the
+        # escaped copies of what it printed were kept until exit.
+        evil = "\033[1m" + "x" * 200
+
+        def decisions(method, u, body):
+            since = int(urllib.parse.parse_qs(u.query).get("since", ["0"])[0])
+            recs = [{"id": since + k + 1, "time": "2026-12-06T10:00:00Z", "guest": "g" + evil, "decision": "skip",
+                     "reason": "r" + evil, "skip_reason": "s" + evil, "detail": "d" + evil,
+                     "from": {"nodes": "0" + evil}, "to": {"nodes": "1" + evil}} for k in range(1000)]
+            return jreply({"decisions": recs, "last_id": since + 1000})
+        h = self.serve({"/v1/decisions": decisions})
+        p = subprocess.Popen([apilib.NUMAORCHCTL, "--socket", h.sock, "decisions", "--follow"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.addCleanup(p.wait)
+        self.addCleanup(p.kill)
+
+        def rss_kib():
+            with open("/proc/%d/status" % p.pid) as f:
+                return int([l for l in f if l.startswith("VmRSS:")][0].split()[1])
+
+        def wait_polls(k):
+            deadline = time.time() + 30
+            while time.time() < deadline and len(h.requests) < k:
+                time.sleep(0.05)
+            self.assertGreaterEqual(len(h.requests), k)
+        wait_polls(3)
+        first = rss_kib()
+        wait_polls(9)
+        last = rss_kib()
+        print("\n  decisions --follow: RSS %d KiB after 3 polls, %d KiB after 9" % (first, last))
+        self.assertLess(last - first, 2048)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
