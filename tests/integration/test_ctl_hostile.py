@@ -267,7 +267,7 @@ class HostileServer(unittest.TestCase):
                         "/v1/nodes": jreply({"nodes": []})})
         for args in (("guests",), ("--json", "guests"), ("guest-policies",), ("metrics",), ("top", "--once")):
             rc, err, rss = h.ctl_rss(*args)
-            print("\n  numaorchctl %s: exit %d, peak RSS %d KiB" % (" ".join(args), rc, rss), end="")
+            print("\n  numaorchctl %s: exit %d, peak RSS %d KiB" % (" ".join(args), rc, rss))
             self.assertEqual(rc, 1, (args, err))
             self.assertRegex(err, rb"the reply is larger than (16|64) MiB", args)
             # nothing parsed: what curl, TLS and the C library take
