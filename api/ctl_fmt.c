@@ -136,42 +136,149 @@ const char *fmt_duration(double s, char *buf, size_t sz)
 }
 
 
-/* Escaped copies handed out by fmt_safe, freed at exit. */
-static char **safe_copies;
-static size_t nr_safe;
+/* What utf8_escape escapes: C0 controls, DEL, C1 controls, and bytes
+ * that start no UTF-8 sequence (N == 0). */
+static bool unsafe_seq(const unsigned char *s, size_t n)
+{
+	return n == 0 || (n == 1 && (s[0] < 0x20 || s[0] == 0x7f)) || (n == 2 && s[0] == 0xc2 && s[1] < 0xa0);
+}
 
-static void safe_free(void)
+/* Whether S holds anything utf8_escape would escape. */
+static bool unsafe_str(const char *s)
+{
+	size_t left = strlen(s);
+
+	while (left) {
+		size_t n = utf8_seq(s, left);
+
+		if (unsafe_seq((const unsigned char *)s, n))
+			return true;
+		s += n;
+		left -= n;
+	}
+	return false;
+}
+
+char *fmt_safe_dup(const char *in)
+{
+	size_t sz;
+	char *out;
+
+	if (!in)
+		in = "";
+	if (!unsafe_str(in)) {
+		out = strdup(in);
+		if (!out)
+			abort();
+		return out;
+	}
+	sz = strlen(in) * 4 + 1;
+	out = xalloc(sz);
+	utf8_escape(in, out, sz);
+	return out;
+}
+
+/* Escaped copies handed out by fmt_safe, until fmt_safe_release (or exit). */
+static char **safe_copies;
+static size_t nr_safe, safe_cap;
+
+void fmt_safe_release(void)
 {
 	for (size_t i = 0; i < nr_safe; i++)
 		free(safe_copies[i]);
+	nr_safe = 0;
+}
+
+static void safe_free(void)
+{
+	fmt_safe_release();
 	free(safe_copies);
+	safe_copies = NULL;
+	safe_cap = 0;
 }
 
 const char *fmt_safe(const char *in)
 {
-	size_t len, sz;
-	char *out;
-
 	if (!in)
 		return "";
-	len = strlen(in);
-	sz = len * 4 + 1;
-	out = xalloc(sz);
-	if (utf8_escape(in, out, sz) == len && memcmp(out, in, len) == 0) {
-		free(out);
+	/* most text needs nothing: no copy, and no 4x buffer to find out */
+	if (!unsafe_str(in))
 		return in;
-	}
-	if (!nr_safe)
+	if (!safe_cap)
 		atexit(safe_free);
-	{
-		char **nv = realloc(safe_copies, (nr_safe + 1) * sizeof(char *));
+	if (nr_safe == safe_cap) {
+		size_t cap = safe_cap ? safe_cap * 2 : 64;
+		char **nv = realloc(safe_copies, cap * sizeof(char *));
 
 		if (!nv)
 			abort();
 		safe_copies = nv;
+		safe_cap = cap;
 	}
-	safe_copies[nr_safe++] = out;
-	return out;
+	safe_copies[nr_safe] = fmt_safe_dup(in);
+	return safe_copies[nr_safe++];
+}
+
+void fmt_safe_write(FILE *f, const char *s, size_t len, bool lines)
+{
+	size_t i = 0, run = 0;
+
+	while (i < len) {
+		size_t n = utf8_seq(s + i, len - i);
+
+		if (!unsafe_seq((const unsigned char *)s + i, n) || (lines && (s[i] == '\n' || s[i] == '\t'))) {
+			i += n ? n : 1;
+			continue;
+		}
+		fwrite(s + run, 1, i - run, f);
+		fprintf(f, "\\x%02x", (unsigned char)s[i]);
+		run = ++i;
+	}
+	fwrite(s + run, 1, len - run, f);
+}
+
+struct jout {
+	FILE *f;
+	bool c2; /* the last byte was 0xc2, held back */
+};
+
+/* json_dump_callback's writer: straight to the file as the text is made
+ * (no copy of a reply's whole text in memory), each DEL and C1 control
+ * as \u00NN. Outside strings JSON is ASCII, so every such byte is inside
+ * one. A 0xc2 at the end of a chunk waits for the next. */
+static int jout_write(const char *buf, size_t size, void *data)
+{
+	struct jout *o = data;
+
+	for (size_t i = 0; i < size; i++) {
+		unsigned char c = (unsigned char)buf[i];
+
+		if (o->c2) {
+			o->c2 = false;
+			if (c >= 0x80 && c < 0xa0) {
+				fprintf(o->f, "\\u00%02x", c);
+				continue;
+			}
+			putc(0xc2, o->f);
+		}
+		if (c == 0x7f)
+			fputs("\\u007f", o->f);
+		else if (c == 0xc2)
+			o->c2 = true;
+		else
+			putc(c, o->f);
+	}
+	return 0;
+}
+
+void fmt_json_print(FILE *f, json_t *j, size_t flags)
+{
+	struct jout o = { .f = f };
+
+	json_dump_callback(j, jout_write, &o, flags);
+	if (o.c2)
+		putc(0xc2, f);
+	putc('\n', f);
 }
 
 const char *jstr(json_t *o, const char *key)

@@ -26,9 +26,27 @@ const char *fmt_duration(double s, char *buf, size_t sz);
 
 /* S as it may go to a terminal: S itself when it holds no control
  * characters (C0, DEL, C1) and is UTF-8, else a copy with those bytes as
- * \xNN (kept until exit). Names come from the host: a cgroup named with
- * an ESC sequence must not drive the operator's terminal. NULL: "". */
+ * \xNN, kept until fmt_safe_release() or exit. Names come from the host:
+ * a cgroup named with an ESC sequence must not drive the operator's
+ * terminal. NULL: "". */
 const char *fmt_safe(const char *s);
+/* Free every copy fmt_safe has handed out: a long-lived caller (top's
+ * live view) calls it once a screen is drawn, or the copies grow without
+ * end. */
+void fmt_safe_release(void);
+/* S escaped as fmt_safe does, always a copy of its own; free() it.
+ * NULL: "". */
+char *fmt_safe_dup(const char *s);
+
+/* LEN bytes of server text S (NUL bytes too) to F, escaped as fmt_safe
+ * does; with LINES, newlines and tabs go through as they are (a
+ * multi-line body such as /metrics). */
+void fmt_safe_write(FILE *f, const char *s, size_t len, bool lines);
+
+/* J as JSON to F (json_dumps FLAGS) and a newline: jansson leaves DEL and
+ * the C1 controls raw in strings, so they are written as \u00NN (the
+ * same JSON value) before they reach a terminal. */
+void fmt_json_print(FILE *f, json_t *j, size_t flags);
 
 /* A sparkline of V[0..N) (ratios 0..1, NAN: a gap) in at most WIDTH
  * columns (columns average the samples they cover): UTF-8 blocks

@@ -9,14 +9,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Replies larger than this are cut off: the largest real one (/metrics
- * or /v1/guests on a host with thousands of guests) is a few MiB. */
-#define REPLY_MAX (256u << 20)
-
 struct buf {
 	char *p;
-	size_t len, cap;
+	size_t len, cap, max;
 	int overflow;
+	CURL *h;
 };
 
 static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud)
@@ -24,9 +21,23 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud)
 	struct buf *b = ud;
 	size_t n = size * nmemb;
 
-	if (b->len + n + 1 > REPLY_MAX) {
+	if (b->len + n > b->max) {
 		b->overflow = 1;
 		return 0;
+	}
+	if (!b->cap) {
+		curl_off_t cl = -1;
+
+		/* The whole reply in one allocation when its length is known:
+		 * growing by doubling copies it and leaves the old blocks in
+		 * the heap. */
+		if (curl_easy_getinfo(b->h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl) == CURLE_OK && cl > 0 &&
+		    (curl_off_t)n <= cl && cl <= (curl_off_t)b->max) {
+			b->p = malloc((size_t)cl + 1);
+			if (!b->p)
+				abort(); /* the project's OOM policy */
+			b->cap = (size_t)cl + 1;
+		}
 	}
 	if (b->len + n + 1 > b->cap) {
 		size_t cap = b->cap ? b->cap : 8192;
@@ -77,12 +88,12 @@ static void unix_why(const char *path, char *err, size_t errsz)
 		snprintf(err, errsz, "cannot connect to %s: connection refused (numaorchd is not running)", path);
 }
 
-int ctl_request(const struct ctl_conn *c, const char *method, const char *path, const char *body,
+int ctl_request(const struct ctl_conn *c, const char *method, const char *path, const char *body, size_t max,
 		struct ctl_reply *out, char *err, size_t errsz)
 {
 	char errbuf[CURL_ERROR_SIZE] = "", url[4096], *auth = NULL;
 	struct curl_slist *hdr = NULL;
-	struct buf b = { 0 };
+	struct buf b = { .max = max };
 	const char *ct = NULL;
 	CURLcode rc;
 	CURL *h;
@@ -93,6 +104,7 @@ int ctl_request(const struct ctl_conn *c, const char *method, const char *path, 
 		snprintf(err, errsz, "libcurl failed to initialise");
 		return -1;
 	}
+	b.h = h;
 	if (c->url) {
 		size_t n = strlen(c->url);
 
@@ -114,6 +126,8 @@ int ctl_request(const struct ctl_conn *c, const char *method, const char *path, 
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+	/* refused on its Content-Length, before any of it is read */
+	curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)max);
 	curl_easy_setopt(h, CURLOPT_USERAGENT, "numaorchctl");
 	/* Never follow redirects: the token must not travel elsewhere. */
 	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
@@ -140,9 +154,13 @@ int ctl_request(const struct ctl_conn *c, const char *method, const char *path, 
 
 	rc = curl_easy_perform(h);
 	if (rc != CURLE_OK) {
-		if (b.overflow)
-			snprintf(err, errsz, "the reply is larger than %u MiB", REPLY_MAX >> 20);
-		else if (!c->url && rc == CURLE_COULDNT_CONNECT)
+		int ret = -1;
+
+		if (b.overflow || rc == CURLE_FILESIZE_EXCEEDED) {
+			snprintf(err, errsz, "%s %s: the reply is larger than %zu MiB: not what numaorchd sends", method,
+				 path, max >> 20);
+			ret = -EFBIG;
+		} else if (!c->url && rc == CURLE_COULDNT_CONNECT)
 			unix_why(c->socket, err, errsz);
 		else if (!c->url)
 			snprintf(err, errsz, "cannot talk to numaorchd on %s: %s", c->socket,
@@ -154,7 +172,7 @@ int ctl_request(const struct ctl_conn *c, const char *method, const char *path, 
 		curl_slist_free_all(hdr);
 		free(auth);
 		curl_easy_cleanup(h);
-		return -1;
+		return ret;
 	}
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &out->status);
 	if (curl_easy_getinfo(h, CURLINFO_CONTENT_TYPE, &ct) == CURLE_OK && ct)

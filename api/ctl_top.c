@@ -35,15 +35,19 @@ struct tguest {
 	json_t *g;            /* borrowed from top.guests */
 	json_t *last;         /* newest decision record, borrowed from top.last; NULL: none */
 	json_t *mig;          /* its queued or running migration job, NULL: none */
+	char *id;             /* its id as printed (escaped once a refresh), owned */
+	double loc, cpu, mem; /* the sort keys, NAN when absent */
+	long long dec_id;     /* its newest decision's id, -1: none */
 };
 
 struct top {
 	const struct ctl_conn *conn;
 	json_t *status, *nodes, *guests;
 	json_t *migrations;   /* GET /v1/migrations, NULL: the agent has none (older, or no route) */
-	json_t *last;         /* guest id -> newest decision record */
+	json_t *last;         /* guest id (as sent) -> newest decision record */
 	long long last_id;    /* newest decision id seen */
 	char err[512];        /* why the last refresh failed, "" if it did not */
+	bool bad_reply;       /* it failed on what the agent answered, not on reaching it */
 	struct tguest *tg;
 	size_t ntg;
 	enum sort_key sort;
@@ -187,9 +191,12 @@ static json_t *get_json(struct top *t, const char *path)
 	struct ctl_reply rep;
 	char err[512];
 	json_t *j;
+	int r;
 
-	if (ctl_request(t->conn, "GET", path, NULL, &rep, err, sizeof(err)) < 0) {
-		snprintf(t->err, sizeof(t->err), "%s", err);
+	r = ctl_request(t->conn, "GET", path, NULL, CTL_JSON_MAX, &rep, err, sizeof(err));
+	if (r < 0) {
+		snprintf(t->err, sizeof(t->err), "%s", fmt_safe(err));
+		t->bad_reply = r == -EFBIG;
 		return NULL;
 	}
 	j = json_loadb(rep.body, rep.len, 0, NULL);
@@ -198,6 +205,7 @@ static json_t *get_json(struct top *t, const char *path)
 
 		snprintf(t->err, sizeof(t->err), "GET %s: HTTP %ld%s%s", path, rep.status, *detail ? ": " : "",
 			 detail);
+		t->bad_reply = true;
 		json_decref(j);
 		ctl_reply_free(&rep);
 		return NULL;
@@ -220,12 +228,12 @@ static json_t *get_pages(struct top *t, const char *path, const char *key)
 
 		snprintf(next, sizeof(next), "%s%safter=%s", path, strchr(path, '?') ? "&" : "?", e);
 		free(e);
-		/* 1000 pages are a million guests: an agent that keeps sending
-		 * "next" past that is not paging forward. */
-		more = page < 1000 ? get_json(t, next) : NULL;
+		more = page + 1 < CTL_PAGES_MAX ? get_json(t, next) : NULL;
 		if (!more) {
-			if (page >= 1000)
-				snprintf(t->err, sizeof(t->err), "GET %s: more than 1000 pages", path);
+			if (page + 1 >= CTL_PAGES_MAX) {
+				snprintf(t->err, sizeof(t->err), "GET %s: more than %u pages", path, CTL_PAGES_MAX);
+				t->bad_reply = true;
+			}
 			json_decref(j);
 			return NULL;
 		}
@@ -263,9 +271,9 @@ static int fetch_decisions(struct top *t)
 		}
 		arr = json_object_get(j, "decisions");
 		json_array_foreach(arr, i, d) {
-			const char *g = jstr(d, "guest");
+			const char *g = json_string_value(json_object_get(d, "guest"));
 
-			if (*g)
+			if (g && *g)
 				json_object_set(t->last, g, d);
 			if (jint(d, "id") > t->last_id)
 				t->last_id = jint(d, "id");
@@ -283,7 +291,7 @@ static int fetch_decisions(struct top *t)
 
 static int cmp_name(const struct tguest *a, const struct tguest *b)
 {
-	return strcmp(jstr(a->g, "id"), jstr(b->g, "id"));
+	return strcmp(a->id, b->id);
 }
 
 static enum sort_key g_sort; /* for qsort's comparator */
@@ -295,8 +303,8 @@ static int cmp_guest(const void *pa, const void *pb)
 
 	switch (g_sort) {
 	case SORT_LOCALITY: /* least local first; unknown last */
-		x = jnum(a->g, "locality");
-		y = jnum(b->g, "locality");
+		x = a->loc;
+		y = b->loc;
 		if (isnan(x) != isnan(y))
 			return isnan(x) ? 1 : -1;
 		if (x != y && !isnan(x))
@@ -304,8 +312,8 @@ static int cmp_guest(const void *pa, const void *pb)
 		break;
 	case SORT_CPU:
 	case SORT_MEM: /* biggest first */
-		x = jnum(a->g, g_sort == SORT_CPU ? "cpu_use" : "mem_total_bytes");
-		y = jnum(b->g, g_sort == SORT_CPU ? "cpu_use" : "mem_total_bytes");
+		x = g_sort == SORT_CPU ? a->cpu : a->mem;
+		y = g_sort == SORT_CPU ? b->cpu : b->mem;
 		if (isnan(x))
 			x = -1;
 		if (isnan(y))
@@ -314,8 +322,8 @@ static int cmp_guest(const void *pa, const void *pb)
 			return x > y ? -1 : 1;
 		break;
 	case SORT_DECISION: /* newest decision first; none last */
-		x = a->last ? (double)jint(a->last, "id") : -1;
-		y = b->last ? (double)jint(b->last, "id") : -1;
+		x = (double)a->dec_id;
+		y = (double)b->dec_id;
 		if (x != y)
 			return x > y ? -1 : 1;
 		break;
@@ -330,26 +338,52 @@ static bool is_live(json_t *m)
 	return strcmp(jstr(m, "state"), "running") == 0 || strcmp(jstr(m, "state"), "queued") == 0;
 }
 
+static void rows_free(struct top *t)
+{
+	for (size_t i = 0; i < t->ntg; i++)
+		free(t->tg[i].id);
+	free(t->tg);
+	t->tg = NULL;
+	t->ntg = 0;
+}
+
+/* The rows of the guests panel: each guest with its newest decision and
+ * its live job, found by id in a map (a loop over every job for every
+ * guest took seconds with thousands of each), and its sort keys read
+ * once; then sorted. */
 static void build_rows(struct top *t)
 {
-	json_t *arr = json_object_get(t->guests, "guests"), *g;
+	json_t *arr = json_object_get(t->guests, "guests"), *g, *m;
+	json_t *live = json_object(); /* guest id -> its live job */
 	size_t i;
 
-	free(t->tg);
+	rows_free(t);
+	json_array_foreach(json_object_get(t->migrations, "migrations"), i, m) {
+		const char *gid = json_string_value(json_object_get(m, "guest"));
+
+		/* the last live one listed, as before */
+		if (gid && is_live(m))
+			json_object_set(live, gid, m);
+	}
 	t->ntg = json_array_size(arr);
 	t->tg = calloc(t->ntg ? t->ntg : 1, sizeof(*t->tg));
 	if (!t->tg)
 		abort();
 	json_array_foreach(arr, i, g) {
-		json_t *jobs = json_object_get(t->migrations, "migrations"), *m;
-		size_t k;
+		struct tguest *r = &t->tg[i];
+		const char *gid = json_string_value(json_object_get(g, "id"));
 
-		t->tg[i].g = g;
-		t->tg[i].last = json_object_get(t->last, jstr(g, "id"));
-		json_array_foreach(jobs, k, m)
-			if (is_live(m) && strcmp(jstr(m, "guest"), jstr(g, "id")) == 0)
-				t->tg[i].mig = m;
+		r->g = g;
+		r->id = fmt_safe_dup(gid);
+		r->last = gid ? json_object_get(t->last, gid) : NULL;
+		r->mig = gid ? json_object_get(live, gid) : NULL;
+		r->loc = jnum(g, "locality");
+		r->cpu = jnum(g, "cpu_use");
+		r->mem = jnum(g, "mem_total_bytes");
+		r->dec_id = r->last ? jint(r->last, "id") : -1;
 	}
+	/* the jobs stay in t->migrations, which outlives the rows */
+	json_decref(live);
 	g_sort = t->sort;
 	qsort(t->tg, t->ntg, sizeof(*t->tg), cmp_guest);
 }
@@ -360,6 +394,7 @@ static int refresh(struct top *t)
 	json_t *st, *nd, *gs;
 
 	t->err[0] = '\0';
+	t->bad_reply = false;
 	st = get_json(t, "/v1/status");
 	nd = st ? get_json(t, "/v1/nodes") : NULL;
 	gs = nd ? get_pages(t, "/v1/guests", "guests") : NULL;
@@ -423,20 +458,32 @@ static void draw_header(struct top *t, struct sbuf *b, bool ansi)
 	     jstr(json_object_get(s, "libvirt"), "state"));
 }
 
-/* Bytes still to move into and out of node ID by the live jobs of
- * MIGRATIONS (GET /v1/migrations): each job's sources say what each node
- * has left to give and which node takes it. A queued job has no sources
- * yet (the mover counts them when it starts): nothing moves. */
-static void migrating(json_t *migrations, int id, double *in, double *out)
+/* Bytes still to move into and out of a node. */
+struct flow {
+	long long node;
+	double in, out;
+};
+
+static int cmp_flow(const void *pa, const void *pb)
 {
-	json_t *jobs = json_object_get(migrations, "migrations"), *m;
-	size_t i;
+	const struct flow *a = pa, *b = pb;
 
-	*in = *out = 0;
-	json_array_foreach(jobs, i, m) {
-		json_t *src;
-		size_t k;
+	return (a->node > b->node) - (a->node < b->node);
+}
 
+/* What the live jobs of MIGRATIONS (GET /v1/migrations) still have to move
+ * into and out of each node, one entry a node sorted by node (*N of them;
+ * free() it): each job's sources say what each node has left to give and
+ * which node takes it. A queued job has no sources yet (the mover counts
+ * them when it starts): nothing moves. One pass over the jobs, so that
+ * each node's row finds its sums by binary search. */
+static struct flow *flows(json_t *migrations, size_t *n)
+{
+	json_t *m, *src;
+	struct flow *f = NULL;
+	size_t i, k, nf = 0, cap = 0, w = 0;
+
+	json_array_foreach(json_object_get(migrations, "migrations"), i, m) {
 		if (!is_live(m))
 			continue;
 		json_array_foreach(json_object_get(m, "sources"), k, src) {
@@ -444,12 +491,28 @@ static void migrating(json_t *migrations, int id, double *in, double *out)
 
 			if (isnan(left))
 				continue;
-			if (jint(src, "node") == id)
-				*out += left;
-			if (jint(src, "to") == id)
-				*in += left;
+			if (nf + 2 > cap) {
+				cap = cap ? cap * 2 : 16;
+				f = realloc(f, cap * sizeof(*f));
+				if (!f)
+					abort();
+			}
+			f[nf++] = (struct flow){ .node = jint(src, "node"), .out = left };
+			f[nf++] = (struct flow){ .node = jint(src, "to"), .in = left };
 		}
 	}
+	if (nf)
+		qsort(f, nf, sizeof(*f), cmp_flow);
+	for (i = 0; i < nf; i++) {
+		if (w && f[w - 1].node == f[i].node) {
+			f[w - 1].in += f[i].in;
+			f[w - 1].out += f[i].out;
+		} else {
+			f[w++] = f[i];
+		}
+	}
+	*n = w;
+	return f;
 }
 
 static void draw_nodes(struct sbuf *b, json_t *nodes, json_t *migrations, unsigned width, bool ansi,
@@ -458,13 +521,15 @@ static void draw_nodes(struct sbuf *b, json_t *nodes, json_t *migrations, unsign
 	json_t *arr = json_object_get(nodes, "nodes"), *n;
 	/* "-": no mover (memory moves with cpuset.mems writes, unseen here) */
 	bool mover = json_is_true(json_object_get(migrations, "mover"));
-	size_t i;
+	size_t i, nf;
+	struct flow *f = flows(migrations, &nf);
 
 	line(b, width, ansi, "%s%-5s %5s %5s %6s %7s %7s %6s %7s %7s%s", ansi ? "\033[7m" : "", "NODE", "CPUS",
 	     "BUSY", "LOAD", "FREE", "TOTAL", "GUESTS", "MIG IN", "MIG OUT", ansi ? "\033[K\033[0m" : "");
 	json_array_foreach(arr, i, n) {
 		char busy[16], load[16], fr[16], tot[16], mi[16], mo[16];
-		double l = jnum(n, "load_cpus"), in, out;
+		double l = jnum(n, "load_cpus"), in = 0, out = 0;
+		struct flow key = { .node = jint(n, "id") }, *hit;
 
 		if (i >= max_rows) {
 			line(b, width, ansi, "  (%zu more nodes)", json_array_size(arr) - i);
@@ -474,7 +539,11 @@ static void draw_nodes(struct sbuf *b, json_t *nodes, json_t *migrations, unsign
 			snprintf(load, sizeof(load), "-");
 		else
 			snprintf(load, sizeof(load), "%.1f", l);
-		migrating(migrations, (int)jint(n, "id"), &in, &out);
+		hit = nf ? bsearch(&key, f, nf, sizeof(*f), cmp_flow) : NULL;
+		if (hit) {
+			in = hit->in;
+			out = hit->out;
+		}
 		line(b, width, ansi, "%-5lld %5lld %5s %6s %7s %7s %6zu %7s %7s", jint(n, "id"), jint(n, "nr_cpus"),
 		     pct(jnum(n, "busy"), busy, sizeof(busy)), load,
 		     short_bytes(jnum(n, "mem_free_bytes"), fr, sizeof(fr)),
@@ -482,6 +551,7 @@ static void draw_nodes(struct sbuf *b, json_t *nodes, json_t *migrations, unsign
 		     json_array_size(json_object_get(n, "guests")),
 		     mover ? short_bytes(in, mi, sizeof(mi)) : "-", mover ? short_bytes(out, mo, sizeof(mo)) : "-");
 	}
+	free(f);
 }
 
 char *ctl_top_nodes_text(json_t *nodes, json_t *migrations, unsigned width, unsigned max_rows)
@@ -561,7 +631,7 @@ static void mem_text(json_t *g, char *buf, size_t sz)
 		/* Nodes with less than 1 MiB of it are noise at this width. */
 		if (x < 1048576.0)
 			continue;
-		len += (size_t)snprintf(buf + len, len < sz ? sz - len : 0, "%s%s:%s", len ? " " : "", k,
+		len += (size_t)snprintf(buf + len, len < sz ? sz - len : 0, "%s%s:%s", len ? " " : "", fmt_safe(k),
 					short_bytes(x, b, sizeof(b)));
 		if (len >= sz)
 			break;
@@ -620,7 +690,7 @@ static void draw_guests(struct top *t, struct sbuf *b, bool ansi, size_t rows)
 		json_t *g = t->tg[i].g;
 		double loc = jnum(g, "locality"), cpu = jnum(g, "cpu_use");
 
-		cell[GC_ID] = jstr(g, "id");
+		cell[GC_ID] = t->tg[i].id;
 		/* the one runtime name longer than a narrow column */
 		cell[GC_RT] = c.w[GC_RT] < 10 && strcmp(jstr(g, "runtime"), "kubernetes") == 0 ? "k8s"
 							: jstr(g, "runtime");
@@ -645,6 +715,23 @@ static void draw_guests(struct top *t, struct sbuf *b, bool ansi, size_t rows)
 		gcols_row(b, &c, cell);
 		sb_puts(b, ansi ? "\033[K\r\n" : "\n");
 	}
+}
+
+char *ctl_top_guests_text(json_t *guests, json_t *migrations, json_t *last, const char *sort, unsigned width)
+{
+	struct top t = { .guests = guests, .migrations = migrations, .last = last, .width = width };
+	struct sbuf b = { 0 };
+
+	for (int s = 0; sort && s < NR_SORT; s++)
+		if (strcmp(sort, sort_names[s]) == 0)
+			t.sort = (enum sort_key)s;
+	build_rows(&t);
+	draw_guests(&t, &b, false, t.ntg);
+	rows_free(&t);
+	fmt_safe_release();
+	if (!b.p)
+		sb_puts(&b, "");
+	return b.p;
 }
 
 static void draw(struct top *t, struct sbuf *b, bool ansi)
@@ -890,7 +977,7 @@ int ctl_top(const struct ctl_conn *c, const struct ctl_top_opts *o)
 	if (once) {
 		if (refresh(&t) < 0) {
 			fprintf(stderr, "numaorchctl: %s\n", t.err);
-			rc = strstr(t.err, "HTTP ") ? 1 : 3;
+			rc = t.bad_reply ? 1 : 3;
 		} else {
 			draw(&t, &b, false);
 			write_all(b.p, b.len);
@@ -913,6 +1000,8 @@ int ctl_top(const struct ctl_conn *c, const struct ctl_top_opts *o)
 		b.len = 0;
 		draw(&t, &b, true);
 		write_all(b.p, b.len);
+		/* what this screen escaped; the rows keep their own ids */
+		fmt_safe_release();
 		r = poll(&pfd, 1, wait > 0 ? (int)(wait * 1000) + 1 : 0);
 		if (quit_flag)
 			break;
@@ -934,7 +1023,7 @@ int ctl_top(const struct ctl_conn *c, const struct ctl_top_opts *o)
 	term_restore();
 out:
 	free(b.p);
-	free(t.tg);
+	rows_free(&t);
 	json_decref(t.status);
 	json_decref(t.nodes);
 	json_decref(t.guests);

@@ -25,4 +25,11 @@ int ctl_top(const struct ctl_conn *c, const struct ctl_top_opts *o);
  * /v1/migrations; NULL: no mover) in WIDTH columns; the caller frees it. */
 char *ctl_top_nodes_text(json_t *nodes, json_t *migrations, unsigned width, unsigned max_rows);
 
+/* The guests panel as --once prints it (a header, then every guest) of
+ * GUESTS (GET /v1/guests), MIGRATIONS (GET /v1/migrations; NULL: none)
+ * and LAST (guest id -> its newest decision record; NULL: none), sorted
+ * by SORT (a --sort key; NULL: locality), in WIDTH columns: what one
+ * refresh of the live view builds and draws. The caller frees it. */
+char *ctl_top_guests_text(json_t *guests, json_t *migrations, json_t *last, const char *sort, unsigned width);
+
 #endif

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <jansson.h>
 #include <langinfo.h>
 #include <locale.h>
@@ -94,7 +95,7 @@ static void usage(FILE *f)
 		"  -t, --token-file FILE  bearer token for --url (or $NUMAORCH_TOKEN_FILE)\n"
 		"      --cacert FILE      CA certificate(s) to verify an https agent\n"
 		"  -j, --json             print the server's JSON\n"
-		"      --timeout SECONDS  give up after this long (default 30)\n"
+		"      --timeout SECONDS  give up after this long (default 30, at most 86400)\n"
 		"  -V, --version, -h, --help\n\n"
 		"Exit status: 0 done; 1 failed (server error, bad reply); 2 bad usage;\n"
 		"3 cannot reach numaorchd; 4 not found; 5 request rejected (invalid or\n"
@@ -143,21 +144,25 @@ static int call(const struct opts *o, const char *method, const char *path, json
 		if (!text)
 			abort();
 	}
-	r = ctl_request(&o->conn, method, path, text, &rep, err, sizeof(err));
+	/* only /metrics is asked for raw: text, and larger */
+	r = ctl_request(&o->conn, method, path, text, raw ? CTL_TEXT_MAX : CTL_JSON_MAX, &rep, err, sizeof(err));
 	free(text);
 	if (r < 0) {
-		fprintf(stderr, "numaorchctl: %s\n", err);
-		return EX_UNREACHABLE;
+		/* curl's messages may quote what the server sent */
+		fprintf(stderr, "numaorchctl: %s\n", fmt_safe(err));
+		return r == -EFBIG ? EX_FAIL : EX_UNREACHABLE;
 	}
 	j = rep.len ? json_loadb(rep.body, rep.len, 0, NULL) : NULL;
 	if (rep.status >= 400) {
 		const char *detail = jstr(j, "detail"), *title = jstr(j, "title");
 		if (!*detail) {
-			/* Not our problem+json (a proxy?): show the start of it. */
+			/* Not our problem+json (a proxy?): show the start of it,
+			 * escaped, for it may hold anything. */
 			size_t n = strcspn(rep.body, "\r\n");
 
-			fprintf(stderr, "numaorchctl: HTTP %ld: %.*s\n", rep.status, (int)(n > 200 ? 200 : n),
-				rep.body);
+			fprintf(stderr, "numaorchctl: HTTP %ld: ", rep.status);
+			fmt_safe_write(stderr, rep.body, n > 200 ? 200 : n, false);
+			fputc('\n', stderr);
 		} else {
 			fprintf(stderr, "numaorchctl: %s (HTTP %ld %s)\n", detail, rep.status, title);
 		}
@@ -187,10 +192,8 @@ static int call(const struct opts *o, const char *method, const char *path, json
 
 static void print_json(json_t *j)
 {
-	if (j) {
-		json_dumpf(j, stdout, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(10));
-		fputc('\n', stdout);
-	}
+	if (j)
+		fmt_json_print(stdout, j, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(10));
 }
 
 static char *guest_path(const char *id, const char *suffix)
@@ -369,12 +372,14 @@ static void policy_text(json_t *p, char *buf, size_t sz)
 /* GET PATH (which may hold a query already) and every page after it: the
  * agent pages its lists (1000 at a time, "next" the cursor to pass as
  * "after"); the pages' KEY arrays are joined into the first answer, whose
- * "next" is then null. On an HTTP error *OUT is that error's answer. */
+ * "next" is then null. On an HTTP error *OUT is that error's answer.
+ * Stops with EX_FAIL after CTL_PAGES_MAX pages. */
 static int call_pages(const struct opts *o, const char *path, const char *key, json_t **out)
 {
 	json_t *j = NULL, *page = NULL;
 	char next_path[1024];
 	const char *cur = path;
+	unsigned pages = 0;
 	int r;
 
 	for (;;) {
@@ -404,6 +409,13 @@ static int call_pages(const struct opts *o, const char *path, const char *key, j
 		}
 		if (!more)
 			break;
+		if (++pages >= CTL_PAGES_MAX) {
+			fprintf(stderr, "numaorchctl: GET %s: more than %u pages (the agent keeps sending \"next\"); stopped\n",
+				path, CTL_PAGES_MAX);
+			json_decref(j);
+			*out = NULL;
+			return EX_FAIL;
+		}
 	}
 	if (json_object_get(j, "next"))
 		json_object_set_new(j, "next", json_null());
@@ -491,7 +503,7 @@ static void print_history_line(const struct opts *o, const char *id)
 	double *v, span = 0;
 	size_t n;
 
-	if (ctl_request(&o->conn, "GET", path, NULL, &rep, spark, sizeof(spark)) < 0) {
+	if (ctl_request(&o->conn, "GET", path, NULL, CTL_JSON_MAX, &rep, spark, sizeof(spark)) < 0) {
 		free(path);
 		return;
 	}
@@ -549,7 +561,7 @@ static int cmd_guest(const struct opts *o, const char *id)
 	if (json_is_object(mem)) {
 		printf(", ran on");
 		json_object_foreach(mem, k, v)
-			printf(" node %s %.2f;", k, json_number_value(v));
+			printf(" node %s %.2f;", fmt_safe(k), json_number_value(v));
 	}
 	printf("\n");
 	printf("cpuset:    cpus %s, mems %s (CPU nodes %s)\n", jstr(j, "cpus"), jstr(j, "mems"),
@@ -560,7 +572,7 @@ static int cmd_guest(const struct opts *o, const char *id)
 	printf("memory:    %s:", fmt_bytes(jnum(j, "mem_total_bytes"), b1, sizeof(b1)));
 	mem = json_object_get(j, "mem_bytes_by_node");
 	json_object_foreach(mem, k, v)
-		printf(" node %s %s;", k, fmt_bytes(json_number_value(v), b1, sizeof(b1)));
+		printf(" node %s %s;", fmt_safe(k), fmt_bytes(json_number_value(v), b1, sizeof(b1)));
 	printf("\n");
 	print_history_line(o, id);
 	printf("policy:    %s\n", pol);
@@ -839,13 +851,16 @@ static int cmd_rebalance(const struct opts *o)
 	return r;
 }
 
-/* "30s", "10m", "2h", "1d" ago → an RFC 3339 UTC time; others as given. */
-static const char *since_param(const char *s, char *buf, size_t sz)
+/* "30s", "10m", "2h", "1d" ago → an RFC 3339 UTC time in BUF, *OUT
+ * pointing at it; others as given. -ERANGE when an AGO is negative, not
+ * finite or reaches back before 1970 (time_t arithmetic would make a
+ * garbage date of it). */
+static int since_param(const char *s, char *buf, size_t sz, const char **out)
 {
 	char *end;
 	double v = strtod(s, &end);
 	double mult = 0;
-	time_t t;
+	time_t t, now = time(NULL);
 	struct tm tm;
 
 	if (end != s && end[0] && !end[1]) {
@@ -856,12 +871,18 @@ static const char *since_param(const char *s, char *buf, size_t sz)
 		case 'd': mult = 86400; break;
 		}
 	}
-	if (!mult || v < 0)
-		return s;
-	t = time(NULL) - (time_t)(v * mult);
-	gmtime_r(&t, &tm);
+	if (!mult) {
+		*out = s;
+		return 0;
+	}
+	if (!(v >= 0 && v * mult <= (double)now))
+		return -ERANGE;
+	t = now - (time_t)(v * mult);
+	if (!gmtime_r(&t, &tm))
+		return -ERANGE;
 	strftime(buf, sz, "%Y-%m-%dT%H:%M:%SZ", &tm);
-	return buf;
+	*out = buf;
+	return 0;
 }
 
 static void print_decisions(const struct opts *o, json_t *arr)
@@ -872,8 +893,7 @@ static void print_decisions(const struct opts *o, json_t *arr)
 	json_array_foreach(arr, i, d) {
 		if (o->json) {
 			/* One record per line, as the decision log file has them. */
-			json_dumpf(d, stdout, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(10));
-			fputc('\n', stdout);
+			fmt_json_print(stdout, d, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(10));
 			continue;
 		}
 		printf("#%lld %s %s %s %s", jint(d, "id"), jstr(d, "time"), jstr(d, "guest"), jstr(d, "decision"),
@@ -885,6 +905,8 @@ static void print_decisions(const struct opts *o, json_t *arr)
 		printf("\n");
 	}
 	fflush(stdout);
+	/* --follow prints for as long as it runs: keep no escaped copy */
+	fmt_safe_release();
 }
 
 static char *decisions_path(const char *since, const char *guest, const char *limit)
@@ -911,11 +933,16 @@ static char *decisions_path(const char *since, const char *guest, const char *li
 
 static int cmd_decisions(const struct opts *o)
 {
-	char tb[40], *path = decisions_path(o->since ? since_param(o->since, tb, sizeof(tb)) : NULL, o->guest,
-					    o->limit);
+	char tb[40], *path;
+	const char *since = NULL;
 	json_t *j;
-	int r = call(o, "GET", path, NULL, &j, NULL);
+	int r;
 
+	if (o->since && since_param(o->since, tb, sizeof(tb), &since) < 0)
+		return die_usage("decisions --since: AGO must be 0 or more s, m, h or d, back to 1970 at most, "
+				 "got \"%s\"", o->since);
+	path = decisions_path(since, o->guest, o->limit);
+	r = call(o, "GET", path, NULL, &j, NULL);
 	free(path);
 	if (r) {
 		json_decref(j);
@@ -929,12 +956,12 @@ static int cmd_decisions(const struct opts *o)
 		printf("(no decisions%s)\n", o->since || o->guest ? " match" : " recorded yet");
 	/* --follow: page forward from the newest id seen, like tail -f. */
 	while (o->follow) {
-		char since[32];
+		char last[32];
 
-		snprintf(since, sizeof(since), "%lld", jint(j, "last_id"));
+		snprintf(last, sizeof(last), "%lld", jint(j, "last_id"));
 		json_decref(j);
 		sleep(1);
-		path = decisions_path(since, o->guest, "1000");
+		path = decisions_path(last, o->guest, "1000");
 		r = call(o, "GET", path, NULL, &j, NULL);
 		free(path);
 		if (r) {
@@ -947,7 +974,12 @@ static int cmd_decisions(const struct opts *o)
 	return EX_OK;
 }
 
-/* MiB, or a number with K/M/G/T (binary) and an optional "iB"/"B". */
+/* Sizes numaorchctl sends at most: 1 EiB, far above any host and far
+ * below where a double stops converting to an integer. */
+#define MIB_MAX (1LL << 40)
+
+/* MiB, or a number with K/M/G/T (binary) and an optional "iB"/"B";
+ * -ERANGE above MIB_MAX. */
 static int parse_mib(const char *s, long long *out)
 {
 	char *end;
@@ -965,6 +997,8 @@ static int parse_mib(const char *s, long long *out)
 	}
 	if (*end && strcasecmp(end, "ib") != 0 && strcasecmp(end, "b") != 0)
 		return -1;
+	if (ceil(v * mult) > (double)MIB_MAX)
+		return -ERANGE;
 	*out = (long long)ceil(v * mult);
 	return 0;
 }
@@ -972,13 +1006,18 @@ static int parse_mib(const char *s, long long *out)
 static int cmd_advise(const struct opts *o, const char *vcpus, const char *memory)
 {
 	char *end;
-	long long nv = strtoll(vcpus, &end, 10), mib;
+	long long nv, mib;
 	json_t *body, *j, *res;
 	int r;
 
-	if (*end || nv < 1)
-		return die_usage("advise: VCPUS must be a positive integer, got \"%s\"", vcpus);
-	if (parse_mib(memory, &mib) < 0)
+	errno = 0;
+	nv = strtoll(vcpus, &end, 10);
+	if (end == vcpus || *end || errno || nv < 1 || nv > INT_MAX)
+		return die_usage("advise: VCPUS must be an integer 1..%d, got \"%s\"", INT_MAX, vcpus);
+	r = parse_mib(memory, &mib);
+	if (r == -ERANGE)
+		return die_usage("advise: MEMORY must be at most %lld MiB (1 EiB), got \"%s\"", MIB_MAX, memory);
+	if (r < 0)
 		return die_usage("advise: MEMORY must be MiB or a size such as 512M or 4G, got \"%s\"", memory);
 	body = json_pack("{s:I, s:I}", "vcpus", (json_int_t)nv, "memory_mib", (json_int_t)mib);
 	if (o->reserve > 0)
@@ -1053,7 +1092,8 @@ static int cmd_metrics(const struct opts *o)
 	json_decref(j);
 	if (r)
 		return r;
-	fwrite(raw.body, 1, raw.len, stdout);
+	/* as served, but no byte that drives a terminal */
+	fmt_safe_write(stdout, raw.body, raw.len, true);
 	ctl_reply_free(&raw);
 	return EX_OK;
 }
@@ -1132,9 +1172,11 @@ int main(int argc, char **argv)
 		case 'j': o.json = true; break;
 		case O_TIMEOUT:
 			d = strtod(optarg, &end);
-			if (*end || !(d > 0 && d <= 86400))
-				return die_usage("--timeout: must be seconds, got \"%s\"", optarg);
-			o.conn.timeout_ms = (long)(d * 1000);
+			if (end == optarg || *end || !(d > 0 && d <= 86400))
+				return die_usage("--timeout: must be seconds, more than 0 and at most 86400, got \"%s\"",
+						 optarg);
+			/* Up to a whole ms: libcurl reads 0 ms as no time-out at all. */
+			o.conn.timeout_ms = (long)ceil(d * 1000);
 			break;
 		case O_DRY: o.dry_run = true; break;
 		case O_VERBOSE: o.verbose = true; break;
