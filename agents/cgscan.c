@@ -33,6 +33,7 @@
 
 #include "cgfdc.h"
 #include "cgname.h"
+#include "cgproc.h"
 #include "cgrunc.h"
 #include "cgthr.h"
 #include "../orchestrator/clock.h"
@@ -555,6 +556,29 @@ static int rd_ctrl(struct cgscan *cs, enum cg_ctrl c, int slot, int pdfd, const 
 	return rd_slot(cs, slot, AT_FDCWD, NULL, path);
 }
 
+/* rd_ctrl() of the cgroup that /proc/PID/cgroup names for controller C,
+ * when it is not REL: a runtime may put a container's cgroups of other
+ * v1 hierarchies at other paths (cgproc.h). -ENOENT when it names REL,
+ * the root (the host's, not the container's) or nothing. */
+static int rd_ctrl_of_pid(struct cgscan *cs, enum cg_ctrl c, int slot, pid_t pid, const char *rel,
+			  const char *file)
+{
+	char at[PATH_MAX], path[PATH_MAX];
+	int r;
+
+	if (pid <= 0 || cs->hier.v2[c] || strcmp(cs->hier.dir[c], cs->hier.dir[CGC_CPUSET]) == 0)
+		return -ENOENT;
+	r = cgproc_read(cs->hp.procfs, pid, cgh_ctrl_name(c), at, sizeof(at));
+	if (r < 0 || strcmp(at, rel) == 0 || strcmp(at, "/") == 0 || !cgh_rel_valid(at))
+		return -ENOENT;
+	r = cgh_path(&cs->hier, c, at, file, path, sizeof(path));
+	if (r < 0)
+		return r;
+	log_debug("cgroup %s: %s read at %s, where process %d's %s cgroup is", rel, file, at, (int)pid,
+		  cgh_ctrl_name(c));
+	return rd_slot(cs, slot, AT_FDCWD, NULL, path);
+}
+
 int cgscan_parse_usage(const char *text, bool v2, uint64_t *ns)
 {
 	uint64_t v;
@@ -604,7 +628,7 @@ static int64_t read_time(const struct cgscan *cs)
 }
 
 /* 0: usage read; 1: not available (warned); or a vanish code. */
-static int read_cpu(struct cgscan *cs, int pdfd, const char *dname, const char *rel,
+static int read_cpu(struct cgscan *cs, int pdfd, const char *dname, const char *rel, pid_t pid,
 		    uint64_t *usage)
 {
 	bool v2 = cs->hier.v2[CGC_CPUACCT];
@@ -615,6 +639,12 @@ static int read_cpu(struct cgscan *cs, int pdfd, const char *dname, const char *
 	r = rd_ctrl(cs, CGC_CPUACCT, CGFDC_CPU, pdfd, dname, rel, file);
 	if (r == -EOPNOTSUPP)
 		return 1; /* no cpuacct anywhere: warned once per scan */
+	if (is_vanished(r) && !dir_gone(pdfd, dname)) {
+		int r2 = rd_ctrl_of_pid(cs, CGC_CPUACCT, CGFDC_CPU, pid, rel, file);
+
+		if (r2 != -ENOENT)
+			r = r2;
+	}
 	if (is_vanished(r)) {
 		if (dir_gone(pdfd, dname))
 			return r;
@@ -638,7 +668,7 @@ static int read_cpu(struct cgscan *cs, int pdfd, const char *dname, const char *
 
 /* Fill cs->mem from memory.numa_stat. 0: done (zeros after a warning
  * included); or a vanish code. */
-static int read_mem(struct cgscan *cs, int pdfd, const char *dname, const char *rel)
+static int read_mem(struct cgscan *cs, int pdfd, const char *dname, const char *rel, pid_t pid)
 {
 	bool v2 = cs->hier.v2[CGC_MEMORY];
 	const char *file = "memory.numa_stat";
@@ -648,6 +678,12 @@ static int read_mem(struct cgscan *cs, int pdfd, const char *dname, const char *
 	if (!cgh_has(&cs->hier, CGC_MEMORY))
 		return 0; /* warned once per scan */
 	r = rd_ctrl(cs, CGC_MEMORY, CGFDC_MEM, pdfd, dname, rel, file);
+	if (is_vanished(r) && !dir_gone(pdfd, dname)) {
+		int r2 = rd_ctrl_of_pid(cs, CGC_MEMORY, CGFDC_MEM, pid, rel, file);
+
+		if (r2 != -ENOENT)
+			r = r2;
+	}
 	if (is_vanished(r)) {
 		if (dir_gone(pdfd, dname))
 			return r;
@@ -708,6 +744,7 @@ static void measure_guest(struct cgscan *cs, int pdfd, const char *prel, struct 
 	cpumask_t cpus;
 	nodemask_t mems;
 	uint64_t usage = 0;
+	pid_t own_pid;
 	int64_t t_read;
 	bool have_usage;
 	struct stat st;
@@ -733,6 +770,9 @@ static void measure_guest(struct cgscan *cs, int pdfd, const char *prel, struct 
 		sum_subtree(cs, gfd, rel, rlen, 0, &m);
 		rel[rlen] = '\0';
 	}
+	/* A process of the guest's own cgroup says where its other
+	 * controllers' cgroups are (read_mem, read_cpu). */
+	own_pid = m.main_pid;
 	if (!m.main_pid)
 		m.main_pid = m.min_pid;
 
@@ -747,7 +787,7 @@ static void measure_guest(struct cgscan *cs, int pdfd, const char *prel, struct 
 	if (is_vanished(r))
 		return;
 
-	r = read_cpu(cs, pdfd, dname, rel, &usage);
+	r = read_cpu(cs, pdfd, dname, rel, own_pid, &usage);
 	t_read = read_time(cs);
 	if (is_vanished(r))
 		return;
@@ -757,7 +797,7 @@ static void measure_guest(struct cgscan *cs, int pdfd, const char *prel, struct 
 		cs->mem_cap = snap->nr_nodes;
 		cs->mem = xrealloc(cs->mem, cs->mem_cap * sizeof(uint64_t));
 	}
-	if (is_vanished(read_mem(cs, pdfd, dname, rel)))
+	if (is_vanished(read_mem(cs, pdfd, dname, rel, own_pid)))
 		return;
 
 	snap_make_id(id, runtime, name);

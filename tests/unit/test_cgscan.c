@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "agents/cgname.h"
+#include "agents/cgproc.h"
 #include "agents/cgscan.h"
 #include "agents/topo.h"
 #include "orchestrator/fs.h"
@@ -1344,6 +1345,95 @@ static void test_v1_pages(void **state)
 	free(root);
 }
 
+/* ---- controllers where /proc/PID/cgroup says (issue 42) ------------------- */
+
+static void test_cgproc_parse(void **state)
+{
+	static const char text[] = "12:pids:/\n4:memory:/process_api/fe9e/rc1\n"
+				   "3:cpu,cpuacct:/acct/rc1\n2:cpuset:/rc1\n0::/\n";
+	char out[64];
+
+	(void)state;
+	assert_int_equal(cgproc_parse(text, "memory", out, sizeof(out)), 0);
+	assert_string_equal(out, "/process_api/fe9e/rc1");
+	assert_int_equal(cgproc_parse(text, "cpuacct", out, sizeof(out)), 0);
+	assert_string_equal(out, "/acct/rc1");
+	assert_int_equal(cgproc_parse(text, "cpu", out, sizeof(out)), 0);
+	assert_string_equal(out, "/acct/rc1");
+	assert_int_equal(cgproc_parse(text, NULL, out, sizeof(out)), 0);
+	assert_string_equal(out, "/");
+	assert_int_equal(cgproc_parse(text, "freezer", out, sizeof(out)), -ENOENT);
+	assert_int_equal(cgproc_parse(text, "mem", out, sizeof(out)), -ENOENT);
+	assert_int_equal(cgproc_parse(text, "memory", out, 8), -ENAMETOOLONG);
+	assert_int_equal(cgproc_parse("4:memory:rel\n", "memory", out, sizeof(out)), -ENOENT);
+	assert_int_equal(cgproc_parse("4:memory\n", "memory", out, sizeof(out)), -ENOENT);
+	assert_int_equal(cgproc_parse("", NULL, out, sizeof(out)), -ENOENT);
+	assert_int_equal(cgproc_parse("1:name=systemd:/x\n", NULL, out, sizeof(out)), -ENOENT);
+}
+
+/* Plain `runc run` without cgroupsPath: the container's cpuset and
+ * cpuacct cgroups are /rc1, its memory cgroup is below runc's own memory
+ * cgroup. Its memory is read there, where its process's /proc/PID/cgroup
+ * says, not shown as 0 with a warning. */
+static void test_memory_where_proc_says(void **state)
+{
+	char *root = tu_mkdtemp();
+	const uint64_t ps = (uint64_t)sysconf(_SC_PAGESIZE);
+	struct cgscan *cs;
+	struct snapshot *s;
+	const struct snap_guest *g;
+
+	(void)state;
+	v1_root(root);
+	v1_cg(root, "/rc1", "total=0 N0=0 N1=0\n", "1234\n");
+	/* not at /rc1 in the memory hierarchy */
+	{
+		char p[PATH_MAX];
+
+		snprintf(p, sizeof(p), "%s/sys/fs/cgroup/memory/rc1", root);
+		tu_rm_rf(p);
+	}
+	wr(root, "sys/fs/cgroup/memory/process_api/fe9e/rc1/cgroup.procs", "100\n");
+	wr(root, "sys/fs/cgroup/memory/process_api/fe9e/rc1/memory.numa_stat",
+	   "total=30 N0=10 N1=20\nhierarchical_total=30 N0=10 N1=20\n");
+	tu_write(root, "proc/100/cgroup", "4:memory:/process_api/fe9e/rc1\n3:cpu,cpuacct:/rc1\n"
+		 "2:cpuset:/rc1\n0::/\n");
+	/* a second one whose process lives in the memory root: no container
+	 * memory cgroup, so the host's root is not read for it */
+	v1_cg(root, "/rc2", "total=0 N0=0 N1=0\n", "5\n");
+	wr(root, "sys/fs/cgroup/cpuset/rc2/cgroup.procs", "200\n");
+	{
+		char p[PATH_MAX];
+
+		snprintf(p, sizeof(p), "%s/sys/fs/cgroup/memory/rc2", root);
+		tu_rm_rf(p);
+	}
+	tu_write(root, "proc/200/cgroup", "4:memory:/\n2:cpuset:/rc2\n");
+	tu_write(root, "run/runc/rc1/state.json",
+		 "{\"id\":\"rc1\",\"cgroup_paths\":{\"cpuset\":\"/sys/fs/cgroup/cpuset/rc1\"}}\n");
+	tu_write(root, "run/runc/rc2/state.json",
+		 "{\"id\":\"rc2\",\"cgroup_paths\":{\"cpuset\":\"/sys/fs/cgroup/cpuset/rc2\"}}\n");
+	cs = open_root(root, NULL);
+	for (int pass = 0; pass < 2; pass++) {
+		/* the second scan reads through the file the first kept open */
+		s = scan_once(cs, 1 + pass);
+		g = snap_find_guest(s, "runc-rc1");
+		assert_non_null(g);
+		assert_int_equal(g->mem_node[0], 10 * ps);
+		assert_int_equal(g->mem_node[1], 20 * ps);
+		assert_int_equal(g->cpu_usage_ns, 1234);
+		assert_int_equal(find_warning(s, "/rc1", NULL, NULL), -1);
+		g = snap_find_guest(s, "runc-rc2");
+		assert_non_null(g);
+		assert_int_equal(g->mem_total, 0);
+		assert_true(find_warning(s, "/rc2", "memory.numa_stat", "memory hierarchy") >= 0);
+		snap_unref(s);
+	}
+	cgscan_free(cs);
+	tu_rm_rf(root);
+	free(root);
+}
+
 /* ---- construction errors -------------------------------------------------------- */
 
 static void test_new_errors(void **state)
@@ -1464,6 +1554,8 @@ int main(void)
 		cmocka_unit_test(test_vanish_between_scans),
 		cmocka_unit_test(test_bad_files),
 		cmocka_unit_test(test_v1_pages),
+		cmocka_unit_test(test_cgproc_parse),
+		cmocka_unit_test(test_memory_where_proc_says),
 		cmocka_unit_test(test_new_errors),
 		cmocka_unit_test(test_many_guests),
 	};
