@@ -10,7 +10,8 @@
  *   1. the name rules (cgname.c: docker, kubernetes, podman, lxc,
  *      nspawn) — docker and podman run on runc, and their names are what
  *      an operator knows;
- *   2. runc state (state.json cgroup_paths) — "runc-<id>";
+ *   2. runc state (state.json cgroup_paths) — "runc-<id>", or
+ *      "containerd-<id>" from containerd's runc roots;
  *   3. a configured parent — "custom-<child dir name>".
  * A configured parent guarantees discovery of its children; it does not
  * rename a child another rule recognises.
@@ -60,6 +61,8 @@ struct cgscan {
 	char **parents;
 	unsigned nr_runc_roots;
 	char **runc_roots;            /* resolved: fixture root prefixed */
+	unsigned nr_ctrd_roots;
+	char **ctrd_roots;            /* containerd's, resolved the same way */
 
 	struct cgthr thr;             /* CPU use across scans */
 	unsigned gen;                 /* scans made */
@@ -252,6 +255,7 @@ void cgscan_free(struct cgscan *cs)
 	free_strv(cs->scopes, cs->nr_scopes);
 	free_strv(cs->parents, cs->nr_parents);
 	free_strv(cs->runc_roots, cs->nr_runc_roots);
+	free_strv(cs->ctrd_roots, cs->nr_ctrd_roots);
 	cgthr_clear(&cs->thr);
 	free(cs->mem);
 	free(cs->buf);
@@ -273,6 +277,26 @@ static void fixture_root(const struct host_paths *hp, char *out, size_t sz)
 		if (s)
 			*s = '\0';
 	}
+}
+
+/* Configured state roots (absolute host paths) as this process sees
+ * them: under the fixture ROOT when not live. */
+static char **resolve_roots(const struct host_paths *hp, const char *root, char **in, unsigned n,
+			    unsigned *nout, int *err)
+{
+	char **out = xcalloc(n, sizeof(char *));
+
+	for (unsigned i = 0; i < n; i++) {
+		const char *p = in[i];
+
+		if (!p || p[0] != '/') {
+			*err = -EINVAL;
+			continue;
+		}
+		out[i] = hp->live ? xstrdup(p) : xasprintf("%s%s", root, p);
+	}
+	*nout = n;
+	return out;
 }
 
 int cgscan_new(const struct host_paths *hp, const struct cgscan_config *cfg,
@@ -322,19 +346,12 @@ int cgscan_new(const struct host_paths *hp, const struct cgscan_config *cfg,
 		cs->nr_scopes = cfg->scopes ? cfg->nr_scopes : 0;
 		cs->parents = copy_rels(cfg->parents, cfg->nr_parents, &err);
 		cs->nr_parents = cfg->parents ? cfg->nr_parents : 0;
-		if (cfg->runc_roots && cfg->nr_runc_roots) {
-			cs->nr_runc_roots = cfg->nr_runc_roots;
-			cs->runc_roots = xcalloc(cfg->nr_runc_roots, sizeof(char *));
-			for (unsigned i = 0; i < cfg->nr_runc_roots; i++) {
-				const char *p = cfg->runc_roots[i];
-
-				if (!p || p[0] != '/') {
-					err = -EINVAL;
-					continue;
-				}
-				cs->runc_roots[i] = hp->live ? xstrdup(p) : xasprintf("%s%s", root, p);
-			}
-		}
+		if (cfg->runc_roots && cfg->nr_runc_roots)
+			cs->runc_roots = resolve_roots(hp, root, cfg->runc_roots, cfg->nr_runc_roots,
+						       &cs->nr_runc_roots, &err);
+		if (cfg->containerd_roots && cfg->nr_containerd_roots)
+			cs->ctrd_roots = resolve_roots(hp, root, cfg->containerd_roots,
+						       cfg->nr_containerd_roots, &cs->nr_ctrd_roots, &err);
 	}
 	if (err) {
 		cgscan_free(cs);
@@ -344,6 +361,11 @@ int cgscan_new(const struct host_paths *hp, const struct cgscan_config *cfg,
 		cs->nr_runc_roots = 1;
 		cs->runc_roots = xcalloc(1, sizeof(char *));
 		cs->runc_roots[0] = xasprintf("%s/runc", hp->rundir);
+	}
+	if (!cs->nr_ctrd_roots) {
+		cs->nr_ctrd_roots = 1;
+		cs->ctrd_roots = xcalloc(1, sizeof(char *));
+		cs->ctrd_roots[0] = xasprintf("%s/containerd/runc", hp->rundir);
 	}
 	cs->bufcap = 64 * 1024;
 	cs->buf = xmalloc(cs->bufcap);
@@ -915,17 +937,21 @@ static void walk(struct cgscan *cs, int dfd, char *rel, size_t rlen, unsigned de
 		memcpy(rel + rlen + 1, de->d_name, nl + 1);
 
 		scoped = in_any_scope(cs, rel);
-		if (!scoped && !above_a_scope(cs, rel))
+		if (!scoped && !above_a_scope(cs, rel)) {
+			log_debug("cgroup %s: outside the scopes, not searched", rel);
 			goto next;
-		if (cgname_excluded(de->d_name, nl))
+		}
+		if (cgname_excluded(de->d_name, nl)) {
+			log_debug("cgroup %s: libvirt's or a runtime monitor's, not a guest", rel);
 			goto next;
+		}
 		if (cgname_classify_one(rel, runtime, name)) {
 			guest = true;
 		} else {
 			const struct cgrunc_ent *re = cgrunc_find(&cs->runc, rel);
 
 			if (re) {
-				snprintf(runtime, sizeof(runtime), "runc");
+				snprintf(runtime, sizeof(runtime), "%s", re->runtime);
 				snprintf(name, sizeof(name), "%s", re->id);
 				guest = true;
 			} else if (parent_cfg) {
@@ -940,12 +966,18 @@ static void walk(struct cgscan *cs, int dfd, char *rel, size_t rlen, unsigned de
 			if (scoped)
 				measure(cs, dirfd(d), prel, &ps, de->d_name, rel, rlen + 1 + nl,
 					runtime, name);
+			else
+				log_debug("cgroup %s: a %s guest outside the scopes, not reported", rel, runtime);
 			goto next;
 		}
 		/* Leaves have nlink 2 on kernfs: no need to open them. */
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    st.st_nlink == 2)
+		    st.st_nlink == 2) {
+			/* Why a container the operator expected is not found. */
+			log_debug("cgroup %s: not a guest: no runtime's name, no runc or containerd "
+				  "state, no configured parent names it", rel);
 			goto next;
+		}
 		cfd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (cfd >= 0)
 			walk(cs, cfd, rel, rlen + 1 + nl, depth + 1);
@@ -989,7 +1021,8 @@ int cgscan_scan(struct cgscan *cs, struct snapshot *snap, int64_t now_ns)
 			cs->ctrl_fd[c] = open(cs->hier.dir[c], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	}
 
-	cgrunc_load(&cs->runc, cs->runc_roots, cs->nr_runc_roots, cs->cpuset_host, cs->v2, snap);
+	cgrunc_load(&cs->runc, cs->runc_roots, cs->nr_runc_roots, cs->ctrd_roots, cs->nr_ctrd_roots,
+		    cs->cpuset_host, cs->v2, snap);
 	rel[0] = '\0';
 	cs->gen++;
 	cgfdc_begin(&cs->fdc);

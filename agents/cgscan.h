@@ -10,6 +10,8 @@
  *               (libpod-conmon-* is podman's monitor, not a guest)
  *   runc        containers in runc state dirs (<rundir>/runc/<id>/state.json
  *               and configured roots): their cgroup, whatever cgroupsPath said
+ *   containerd  containers in containerd's runc state dirs, every namespace
+ *               (<rundir>/containerd/runc/<ns>/<id>/state.json, configured roots)
  *   lxc         /lxc.payload.<name>, /lxc/<name> (lxc.monitor.* is not a guest)
  *   nspawn      /machine.slice/machine-<name>.scope, except libvirt's
  *               machine-qemu\x2d* and machine-lxc\x2d* scopes

@@ -27,6 +27,11 @@ struct cgscan_config {
 	 * root by the scanner when not live). Default: <rundir>/runc. */
 	unsigned nr_runc_roots;
 	char **runc_roots;
+	/* containerd's runc roots: each holds one runc root per containerd
+	 * namespace (<root>/<namespace>/<id>/state.json). Prefixed like
+	 * runc_roots. Default: <rundir>/containerd/runc. */
+	unsigned nr_containerd_roots;
+	char **containerd_roots;
 };
 
 /* A further guest source (the libvirt VM source). scan() appends guests

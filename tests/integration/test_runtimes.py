@@ -130,5 +130,124 @@ class PlainRunc(itlib.DaemonTest):
                  g["mem_total_bytes"] / 2**20))
 
 
+def skip_reason_containerd():
+    reason = skip_reason_runc()
+    if reason:
+        return reason
+    for tool in ("containerd", "ctr", "containerd-shim-runc-v2"):
+        if not shutil.which(tool):
+            return "%s is not installed (Debian package containerd)" % tool
+    return None
+
+
+REASON_CONTAINERD = skip_reason_containerd()
+
+
+@unittest.skipIf(REASON_CONTAINERD, REASON_CONTAINERD or "")
+class Containerd(itlib.DaemonTest):
+    """A private containerd (its own socket, root and state; no CRI) and
+    `ctr run --rootfs` in a namespace of this test's own: the container's
+    cgroup is /NAMESPACE/ID, runc's state /run/containerd/runc/NAMESPACE/ID
+    (the shim's runc root does not follow containerd's state dir)."""
+
+    def setUp(self):
+        super().setUp()
+        self.ns = "numaorch-it-ctrd-%d" % os.getpid()
+        self.id = "web"
+        base = os.path.join(self.tmp, "containerd")
+        os.makedirs(base)
+        self.sock = os.path.join(base, "containerd.sock")
+        cfg = os.path.join(base, "config.toml")
+        with open(cfg, "w") as f:
+            f.write('version = 2\nroot = "%s/root"\nstate = "%s/state"\n'
+                    'disabled_plugins = ["io.containerd.grpc.v1.cri"]\n'
+                    '[grpc]\n  address = "%s"\n[ttrpc]\n  address = ""\n'
+                    '[debug]\n  address = ""\n[metrics]\n  address = ""\n' % (base, base, self.sock))
+        self.log = open(os.path.join(base, "log"), "w")
+        self.addCleanup(self.log.close)
+        self.ctrd = subprocess.Popen(["containerd", "--config", cfg], stdin=subprocess.DEVNULL,
+                                     stdout=self.log, stderr=self.log)
+        self.addCleanup(self.stop_containerd)
+        end = time.monotonic() + 15
+        while time.monotonic() < end and self.ctrd.poll() is None:
+            if self.ctr("version").returncode == 0:
+                break
+            time.sleep(0.1)
+        else:
+            self.skipTest("containerd does not start here (see its log: %s)" % self.log.name)
+        self.rootfs = os.path.join(busybox_bundle(os.path.join(self.tmp, "bundle"), TOUCH_24M), "rootfs")
+
+    def ctr(self, *args, timeout=30):
+        return subprocess.run(["ctr", "--address", self.sock, "--namespace", self.ns] + list(args),
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
+
+    def stop_containerd(self):
+        # The task first: its shim exits with it, then containerd.
+        self.ctr("task", "kill", "--signal", "KILL", self.id)
+        for _ in range(50):
+            if self.ctr("task", "delete", self.id).returncode == 0 or \
+                    self.ctr("task", "ls", "-q").stdout.strip() == "":
+                break
+            time.sleep(0.1)
+        self.ctr("container", "delete", self.id)
+        self.ctr("namespaces", "remove", self.ns)
+        if self.ctrd.poll() is None:
+            self.ctrd.terminate()
+            try:
+                self.ctrd.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.ctrd.kill()
+                self.ctrd.wait()
+        for c in os.listdir(itlib.CGROOT):
+            d = os.path.join(itlib.CGROOT, c, self.ns)
+            if os.path.isdir(d):
+                for sub in os.listdir(d):
+                    if os.path.isdir(os.path.join(d, sub)):
+                        try:
+                            os.rmdir(os.path.join(d, sub))
+                        except OSError:
+                            pass
+                try:
+                    os.rmdir(d)
+                except OSError:
+                    pass
+        try:
+            os.rmdir(os.path.join("/run/containerd/runc", self.ns))
+        except OSError:
+            pass
+
+    def test_found_by_default(self):
+        """With the built-in defaults (no configuration at all), a `ctr
+        run` container is a guest: runtime containerd, its id, its
+        memory."""
+        out = os.path.join(self.tmp, "ctr-run.out")
+        with open(out, "w") as f:
+            rc = subprocess.run(["ctr", "--address", self.sock, "--namespace", self.ns, "run", "--detach",
+                                 "--rootfs", self.rootfs, self.id, "/bin/sh", "-c", TOUCH_24M[2]],
+                                stdin=subprocess.DEVNULL, stdout=f, stderr=f, timeout=30).returncode
+        if rc != 0:
+            with open(out) as f:
+                self.skipTest("ctr run fails here: %s" % f.read().strip()[-300:])
+        self.assertTrue(wait_file(os.path.join(self.rootfs, "tmp", "ready")),
+                        "the container did not write its 24 MiB")
+        rel = "/%s/%s" % (self.ns, self.id)
+        empty = itlib.config_file(self.tmp, "")
+        shipped = os.path.join(itlib.REPO, "deploy", "numaorchd.conf")
+        for cfg in (empty, shipped):
+            d = subprocess.run(self.numaorchd("--config", cfg, "--once", "--dry-run", "--json", "--socket", "",
+                                              "--scope", "/" + self.ns, "--log-level", "debug"),
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(d.returncode, 0, d.stderr)
+            snap = json.loads(d.stdout)["snapshot"]
+            guests = {g["cgroup"]: g for g in snap["guests"]}
+            self.assertIn(rel, guests, "%s: %s" % (cfg, d.stderr[-2000:]))
+            g = guests[rel]
+            self.assertEqual(g["id"], "containerd-" + self.id)
+            self.assertEqual(g["runtime"], "containerd")
+            self.assertEqual(g["nr_procs"], 1)
+            self.assertGreaterEqual(g["mem_total_bytes"], 20 << 20)
+            self.assertEqual([w for w in snap.get("warnings", []) if self.ns in w], [])
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -1434,6 +1434,68 @@ static void test_memory_where_proc_says(void **state)
 	free(root);
 }
 
+/* containerd (`ctr run`): its container's cgroup is /<namespace>/<id>, and
+ * runc keeps its state below containerd's root, one directory per
+ * namespace. Found there by default, every namespace, runtime
+ * "containerd"; a configured root replaces the default. */
+static void test_containerd(void **state)
+{
+	char *root = tu_mkdtemp();
+	char *croots[] = { "/var/run/ctrd" };
+	struct cgscan_config cfg = { .nr_containerd_roots = 1, .containerd_roots = croots };
+	struct cgscan *cs;
+	struct snapshot *s;
+	const struct snap_guest *g;
+
+	(void)state;
+	v2_root(root);
+	v2_plain(root, "/default");
+	v2_guest(root, "/default/web");
+	v2_plain(root, "/k8s.io");
+	v2_guest(root, "/k8s.io/db");
+	v2_guest(root, "/default/stray"); /* no state: not a guest */
+	tu_write(root, "run/containerd/runc/default/web/state.json",
+		 "{\"id\":\"web\",\"cgroup_paths\":{\"\":\"/sys/fs/cgroup/default/web\"}}\n");
+	tu_write(root, "run/containerd/runc/k8s.io/db/state.json",
+		 "{\"id\":\"db\",\"cgroup_paths\":{\"\":\"/sys/fs/cgroup/k8s.io/db\"}}\n");
+	tu_write(root, "run/containerd/runc/k8s.io/broken/state.json", "{");
+	cs = open_root(root, NULL);
+	s = scan_once(cs, 1);
+	if (s->nr_guests != 2)
+		dump_warnings(s);
+	assert_int_equal(s->nr_guests, 2);
+	g = find_cg(s, "/default/web");
+	assert_non_null(g);
+	assert_string_equal(g->id, "containerd-web");
+	assert_string_equal(g->runtime, "containerd");
+	assert_int_equal(g->mem_node[1], 12288);
+	g = find_cg(s, "/k8s.io/db");
+	assert_non_null(g);
+	assert_string_equal(g->id, "containerd-db");
+	assert_null(find_cg(s, "/default/stray"));
+	assert_true(find_warning(s, "containerd state k8s.io/broken/state.json", NULL, NULL) >= 0);
+	assert_int_equal(s->nr_warnings, 1);
+	snap_unref(s);
+	cgscan_free(cs);
+
+	/* a configured root replaces the default */
+	cs = open_root(root, &cfg);
+	s = scan_once(cs, 1);
+	assert_int_equal(s->nr_guests, 0);
+	snap_unref(s);
+	cgscan_free(cs);
+	tu_write(root, "var/run/ctrd/default/web/state.json",
+		 "{\"id\":\"web\",\"cgroup_paths\":{\"\":\"/sys/fs/cgroup/default/web\"}}\n");
+	cs = open_root(root, &cfg);
+	s = scan_once(cs, 1);
+	assert_int_equal(s->nr_guests, 1);
+	assert_string_equal(s->guests[0].id, "containerd-web");
+	snap_unref(s);
+	cgscan_free(cs);
+	tu_rm_rf(root);
+	free(root);
+}
+
 /* ---- construction errors -------------------------------------------------------- */
 
 static void test_new_errors(void **state)
@@ -1556,6 +1618,7 @@ int main(void)
 		cmocka_unit_test(test_v1_pages),
 		cmocka_unit_test(test_cgproc_parse),
 		cmocka_unit_test(test_memory_where_proc_says),
+		cmocka_unit_test(test_containerd),
 		cmocka_unit_test(test_new_errors),
 		cmocka_unit_test(test_many_guests),
 	};
