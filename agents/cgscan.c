@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "cgfdc.h"
+#include "cglabel.h"
 #include "cgname.h"
 #include "cgproc.h"
 #include "cgrunc.h"
@@ -65,6 +66,7 @@ struct cgscan {
 	char **ctrd_roots;            /* containerd's, resolved the same way */
 
 	struct cgthr thr;             /* CPU use across scans */
+	struct cglabel *label;        /* names from the runtimes' state */
 	unsigned gen;                 /* scans made */
 
 	/* Per-scan state. */
@@ -257,6 +259,7 @@ void cgscan_free(struct cgscan *cs)
 	free_strv(cs->runc_roots, cs->nr_runc_roots);
 	free_strv(cs->ctrd_roots, cs->nr_ctrd_roots);
 	cgthr_clear(&cs->thr);
+	cglabel_free(cs->label);
 	free(cs->mem);
 	free(cs->buf);
 	cgfdc_clear(&cs->fdc);
@@ -322,6 +325,7 @@ int cgscan_new(const struct host_paths *hp, const struct cgscan_config *cfg,
 	if (cs->page_size <= 0)
 		cs->page_size = 4096;
 	cgthr_init(&cs->thr, hp->procfs);
+	cs->label = cglabel_new(hp->vardir);
 	cgfdc_init(&cs->fdc);
 	fixture_root(hp, root, sizeof(root));
 
@@ -754,10 +758,13 @@ static void read_parent(struct cgscan *cs, int pdfd, const char *prel, struct pa
 			   -1, NULL) == 0;
 }
 
+/* NAME is the key of its id (a container id, a pod uid); NS a containerd
+ * namespace, or NULL. */
 static void measure_guest(struct cgscan *cs, int pdfd, const char *prel, struct parent_sets *ps,
 			  const char *dname, char *rel, size_t rlen, const char *runtime,
-			  const char *name)
+			  const char *name, const char *ns)
 {
+	struct cglabel_out label;
 	struct snapshot *snap = cs->snap;
 	struct snap_guest *g;
 	const struct cgthr_prev *prev;
@@ -828,6 +835,13 @@ static void measure_guest(struct cgscan *cs, int pdfd, const char *prel, struct 
 	g->kind = GUEST_CONTAINER;
 	snprintf(g->runtime, sizeof(g->runtime), "%s", runtime);
 	snprintf(g->name, sizeof(g->name), "%s", name);
+	if (cglabel_lookup(cs->label, runtime, name, &label)) {
+		memcpy(g->name, label.name, sizeof(g->name));
+		snprintf(g->ns, sizeof(g->ns), "%s", label.ns);
+		snprintf(g->pod, sizeof(g->pod), "%s", label.pod);
+	} else if (ns) {
+		snprintf(g->ns, sizeof(g->ns), "%s", ns);
+	}
 	g->cgroup = xstrdup(rel);
 	g->nr_threads = m.nr_threads;
 	g->nr_procs = m.nr_procs;
@@ -859,10 +873,11 @@ static void measure_guest(struct cgscan *cs, int pdfd, const char *prel, struct 
 }
 
 static void measure(struct cgscan *cs, int pdfd, const char *prel, struct parent_sets *ps,
-		    const char *dname, char *rel, size_t rlen, const char *runtime, const char *name)
+		    const char *dname, char *rel, size_t rlen, const char *runtime, const char *name,
+		    const char *ns)
 {
 	cs->cur = cgfdc_get(&cs->fdc, rel);
-	measure_guest(cs, pdfd, prel, ps, dname, rel, rlen, runtime, name);
+	measure_guest(cs, pdfd, prel, ps, dname, rel, rlen, runtime, name, ns);
 	cs->cur = NULL;
 }
 
@@ -919,6 +934,7 @@ static void walk(struct cgscan *cs, int dfd, char *rel, size_t rlen, unsigned de
 	for (struct dirent *de; (de = readdir(d));) {
 		size_t nl = strlen(de->d_name);
 		char runtime[GUEST_RUNTIME_MAX], name[128];
+		const char *ns = NULL;
 		bool guest = false, scoped;
 		struct stat st;
 		int cfd;
@@ -953,6 +969,7 @@ static void walk(struct cgscan *cs, int dfd, char *rel, size_t rlen, unsigned de
 			if (re) {
 				snprintf(runtime, sizeof(runtime), "%s", re->runtime);
 				snprintf(name, sizeof(name), "%s", re->id);
+				ns = re->ns[0] ? re->ns : NULL;
 				guest = true;
 			} else if (parent_cfg) {
 				snprintf(runtime, sizeof(runtime), "custom");
@@ -965,7 +982,7 @@ static void walk(struct cgscan *cs, int dfd, char *rel, size_t rlen, unsigned de
 			 * searched: its subtree is its own. */
 			if (scoped)
 				measure(cs, dirfd(d), prel, &ps, de->d_name, rel, rlen + 1 + nl,
-					runtime, name);
+					runtime, name, ns);
 			else
 				log_debug("cgroup %s: a %s guest outside the scopes, not reported", rel, runtime);
 			goto next;
@@ -1023,6 +1040,7 @@ int cgscan_scan(struct cgscan *cs, struct snapshot *snap, int64_t now_ns)
 
 	cgrunc_load(&cs->runc, cs->runc_roots, cs->nr_runc_roots, cs->ctrd_roots, cs->nr_ctrd_roots,
 		    cs->cpuset_host, cs->v2, snap);
+	cglabel_begin(cs->label);
 	rel[0] = '\0';
 	cs->gen++;
 	cgfdc_begin(&cs->fdc);

@@ -22,8 +22,10 @@
  * A guest's subtree belongs to it: nothing below a guest is a guest.
  *
  * The scanner's parts: cgname.c (the name rules, pure), cgrunc.c (runc's
- * state), cgfdc.c (files kept open between scans), cgthr.c (CPU use
- * across scans, per thread); cgscan.c is the walk and the readers.
+ * and containerd's state), cglabel.c (the names runtimes show), cgproc.c
+ * (a process's cgroups), cgfdc.c (files kept open between scans), cgthr.c
+ * (CPU use across scans, per thread); cgscan.c is the walk and the
+ * readers.
  */
 #ifndef NUMAORCH_CGSCAN_H
 #define NUMAORCH_CGSCAN_H

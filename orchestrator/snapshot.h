@@ -113,7 +113,14 @@ struct snap_guest {
 	enum guest_kind kind;
 	char runtime[GUEST_RUNTIME_MAX]; /* docker, kubernetes, podman, runc, lxc,
 					  * nspawn, custom, libvirt */
-	char name[128];                 /* human name: container id, machine name */
+	/* The name its runtime shows: docker's and podman's container
+	 * names, a pod's "namespace/name", a VM's domain name; the key of
+	 * its id (a container id, a pod uid) where none is known. */
+	char name[128];
+	/* Kubernetes pods: their namespace and pod name; containerd's
+	 * containers: their containerd namespace. "" where none. */
+	char ns[64];
+	char pod[254];
 	char *cgroup;                   /* path relative to hierarchy roots */
 	unsigned nr_threads;
 	unsigned nr_procs;

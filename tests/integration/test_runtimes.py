@@ -244,6 +244,8 @@ class Containerd(itlib.DaemonTest):
             g = guests[rel]
             self.assertEqual(g["id"], "containerd-" + self.id)
             self.assertEqual(g["runtime"], "containerd")
+            self.assertEqual(g["name"], self.id)
+            self.assertEqual(g["namespace"], self.ns)
             self.assertEqual(g["nr_procs"], 1)
             self.assertGreaterEqual(g["mem_total_bytes"], 20 << 20)
             self.assertEqual([w for w in snap.get("warnings", []) if self.ns in w], [])

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agents/cglabel.h"
 #include "agents/cgname.h"
 #include "agents/cgproc.h"
 #include "agents/cgscan.h"
@@ -1496,6 +1497,103 @@ static void test_containerd(void **state)
 	free(root);
 }
 
+/* Names operators know: docker's (config.v2.json), podman's
+ * (containers.json), a pod's namespace and name (/var/log/pods), a
+ * containerd container's namespace. The id stays the container id: a
+ * renamed container is the same guest with its new name. */
+static void test_names(void **state)
+{
+	char *root = tu_mkdtemp();
+	static const char uid[] = "3d4c5b6a-7980-4a1b-8c2d-3e4f5a6b7c8d";
+	struct cgscan *cs;
+	struct snapshot *s;
+	const struct snap_guest *g;
+	json_t *j;
+
+	(void)state;
+	v2_root(root);
+	v2_plain(root, "/docker");
+	v2_guest(root, "/docker/" HEX_A);
+	v2_guest(root, "/docker/" HEX_B);      /* no config: named by its id */
+	v2_plain(root, "/libpod_parent");
+	v2_guest(root, "/libpod_parent/libpod-" HEX_B);
+	v2_plain(root, "/kubepods");
+	v2_plain(root, "/kubepods/burstable");
+	wr(root, "sys/fs/cgroup/kubepods/burstable/pod%s/x", "", uid);
+	v2_guest(root, "/kubepods/burstable/pod3d4c5b6a-7980-4a1b-8c2d-3e4f5a6b7c8d");
+	v2_plain(root, "/default");
+	v2_guest(root, "/default/web");
+	tu_write(root, "run/containerd/runc/default/web/state.json",
+		 "{\"id\":\"web\",\"cgroup_paths\":{\"\":\"/sys/fs/cgroup/default/web\"}}\n");
+	tu_write(root, "var/lib/docker/containers/" HEX_A "/config.v2.json",
+		 "{\"ID\":\"" HEX_A "\",\"Name\":\"/frontend\",\"State\":{\"Running\":true}}");
+	tu_write(root, "var/lib/containers/storage/overlay-containers/containers.json",
+		 "[{\"id\":\"" HEX_A "\",\"names\":[\"other\"]},"
+		 "{\"id\":\"" HEX_B "\",\"names\":[\"db\\u0007x\"],\"image\":\"i\",\"layer\":\"l\"}]");
+	wr(root, "var/log/pods/shop_cart-7d9f_%s/cart/0.log", "", uid);
+	tu_write(root, "var/log/pods/bad_dir/x", "");
+	cs = open_root(root, NULL);
+	s = scan_once(cs, 1);
+	if (s->nr_guests != 5)
+		dump_warnings(s);
+	assert_int_equal(s->nr_guests, 5);
+	g = snap_find_guest(s, "docker-" HEX_A);
+	assert_string_equal(g->name, "frontend");
+	assert_string_equal(g->ns, "");
+	g = snap_find_guest(s, "docker-" HEX_B);
+	assert_string_equal(g->name, HEX_B);
+	g = snap_find_guest(s, "podman-" HEX_B);
+	assert_string_equal(g->name, "db?x"); /* a control character is not shown */
+	g = snap_find_guest(s, "kubernetes-3d4c5b6a-7980-4a1b-8c2d-3e4f5a6b7c8d");
+	assert_string_equal(g->name, "shop/cart-7d9f");
+	assert_string_equal(g->ns, "shop");
+	assert_string_equal(g->pod, "cart-7d9f");
+	j = snap_guest_to_json(s, g);
+	assert_string_equal(json_string_value(json_object_get(j, "namespace")), "shop");
+	assert_string_equal(json_string_value(json_object_get(j, "pod")), "cart-7d9f");
+	assert_string_equal(json_string_value(json_object_get(j, "name")), "shop/cart-7d9f");
+	json_decref(j);
+	g = snap_find_guest(s, "containerd-web");
+	assert_string_equal(g->name, "web");
+	assert_string_equal(g->ns, "default");
+	j = snap_guest_to_json(s, g);
+	assert_null(json_object_get(j, "pod"));
+	json_decref(j);
+	snap_unref(s);
+
+	/* renamed: the same guest, its new name */
+	tu_write(root, "var/lib/docker/containers/" HEX_A "/config.v2.json",
+		 "{\"ID\":\"" HEX_A "\",\"Name\":\"/frontend-v2\",\"State\":{\"Running\":true}}");
+	s = scan_once(cs, 2);
+	g = snap_find_guest(s, "docker-" HEX_A);
+	assert_non_null(g);
+	assert_string_equal(g->name, "frontend-v2");
+	snap_unref(s);
+	cgscan_free(cs);
+	tu_rm_rf(root);
+	free(root);
+}
+
+static void test_pod_dir(void **state)
+{
+	char ns[CGLABEL_NS_MAX], pod[CGLABEL_POD_MAX], uid[65];
+
+	(void)state;
+	assert_true(cglabel_pod_dir("kube-system_coredns-5d78c9869d-x2x4q_0f9e8d7c-6b5a-4c3d-8e2f-a1b2c3d4e5f6",
+				    ns, pod, uid));
+	assert_string_equal(ns, "kube-system");
+	assert_string_equal(pod, "coredns-5d78c9869d-x2x4q");
+	assert_string_equal(uid, "0f9e8d7c-6b5a-4c3d-8e2f-a1b2c3d4e5f6");
+	/* a static pod: its uid is the config hash */
+	assert_true(cglabel_pod_dir("kube-system_etcd-node1_4f1e2a3b4c5d6e7f8a9b0c1d2e3f4a5b", ns, pod, uid));
+	assert_string_equal(uid, "4f1e2a3b4c5d6e7f8a9b0c1d2e3f4a5b");
+	assert_false(cglabel_pod_dir("a_b", ns, pod, uid));
+	assert_false(cglabel_pod_dir("a_b_c_d", ns, pod, uid));
+	assert_false(cglabel_pod_dir("_b_c", ns, pod, uid));
+	assert_false(cglabel_pod_dir("a__c", ns, pod, uid));
+	assert_false(cglabel_pod_dir("a_b_", ns, pod, uid));
+}
+
 /* ---- construction errors -------------------------------------------------------- */
 
 static void test_new_errors(void **state)
@@ -1619,6 +1717,8 @@ int main(void)
 		cmocka_unit_test(test_cgproc_parse),
 		cmocka_unit_test(test_memory_where_proc_says),
 		cmocka_unit_test(test_containerd),
+		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_pod_dir),
 		cmocka_unit_test(test_new_errors),
 		cmocka_unit_test(test_many_guests),
 	};
