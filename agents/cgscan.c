@@ -38,6 +38,7 @@
 #include "cgproc.h"
 #include "cgrunc.h"
 #include "cgthr.h"
+#include "kubestate.h"
 #include "../orchestrator/clock.h"
 #include "../orchestrator/fs.h"
 #include "../orchestrator/parse.h"
@@ -67,6 +68,19 @@ struct cgscan {
 
 	struct cgthr thr;             /* CPU use across scans */
 	struct cglabel *label;        /* names from the runtimes' state */
+
+	/* The kubelet's checkpoints (kubestate.h), re-read when changed. */
+	char kubelet_dir[PATH_MAX];
+	struct kube_state kube;
+	struct kube_file {
+		const char *name;
+		bool have;
+		struct timespec mtime;
+		off_t size;
+		ino_t ino;            /* the kubelet replaces its checkpoints by rename */
+		char err[256];        /* why the last read failed, "" if none */
+	} kfile[2];
+	cpumask_t kube_reserved;      /* left out of the shared pool */
 	unsigned gen;                 /* scans made */
 
 	/* Per-scan state. */
@@ -260,6 +274,7 @@ void cgscan_free(struct cgscan *cs)
 	free_strv(cs->ctrd_roots, cs->nr_ctrd_roots);
 	cgthr_clear(&cs->thr);
 	cglabel_free(cs->label);
+	kube_clear(&cs->kube);
 	free(cs->mem);
 	free(cs->buf);
 	cgfdc_clear(&cs->fdc);
@@ -357,6 +372,18 @@ int cgscan_new(const struct host_paths *hp, const struct cgscan_config *cfg,
 			cs->ctrd_roots = resolve_roots(hp, root, cfg->containerd_roots,
 						       cfg->nr_containerd_roots, &cs->nr_ctrd_roots, &err);
 	}
+	cs->kfile[0].name = "cpu_manager_state";
+	cs->kfile[1].name = "memory_manager_state";
+	if (cfg && cfg->kubelet_root && cfg->kubelet_root[0] != '/')
+		err = -EINVAL;
+	else if ((cfg && cfg->kubelet_root ?
+		  snprintf(cs->kubelet_dir, sizeof(cs->kubelet_dir), "%s%s", hp->live ? "" : root,
+			   cfg->kubelet_root) :
+		  snprintf(cs->kubelet_dir, sizeof(cs->kubelet_dir), "%s/lib/kubelet", hp->vardir)) >=
+		 (int)sizeof(cs->kubelet_dir))
+		err = -ENAMETOOLONG;
+	if (cfg && cfg->kubelet_reserved && mask_parse(cfg->kubelet_reserved, &cs->kube_reserved) < 0)
+		err = -EINVAL;
 	if (err) {
 		cgscan_free(cs);
 		return err;
@@ -758,6 +785,88 @@ static void read_parent(struct cgscan *cs, int pdfd, const char *prel, struct pa
 			   -1, NULL) == 0;
 }
 
+/* ---- the kubelet --------------------------------------------------------- */
+
+/* Re-read the kubelet's checkpoints that changed since the last scan; a
+ * missing one is a kubelet without that manager (or no kubelet). */
+static void kube_refresh(struct cgscan *cs)
+{
+	static const char *const none[2] = { "{\"policyName\":\"none\"}", "{\"policyName\":\"None\"}" };
+
+	for (unsigned i = 0; i < 2; i++) {
+		struct kube_file *f = &cs->kfile[i];
+		char path[PATH_MAX], *buf = NULL;
+		struct stat st;
+		size_t len;
+		int r;
+
+		if (snprintf(path, sizeof(path), "%s/%s", cs->kubelet_dir, f->name) >= (int)sizeof(path))
+			continue;
+		if (stat(path, &st) < 0) {
+			if (f->have)
+				(i ? kube_parse_mem : kube_parse_cpu)(&cs->kube, none[i], f->err, sizeof(f->err));
+			f->have = false;
+			f->err[0] = '\0';
+			continue;
+		}
+		if (f->have && st.st_mtim.tv_sec == f->mtime.tv_sec && st.st_mtim.tv_nsec == f->mtime.tv_nsec &&
+		    st.st_size == f->size && st.st_ino == f->ino)
+			continue;
+		f->have = true;
+		f->mtime = st.st_mtim;
+		f->size = st.st_size;
+		f->ino = st.st_ino;
+		f->err[0] = '\0';
+		r = fs_read_regular(f->name, path, 16u << 20, &buf, &len, f->err, sizeof(f->err));
+		if (r == 0)
+			r = (i ? kube_parse_mem : kube_parse_cpu)(&cs->kube, buf, f->err, sizeof(f->err));
+		free(buf);
+		if (r == 0)
+			log_debug("kubelet %s read: %u pods with exclusive CPUs or NUMA assignments", f->name,
+				  cs->kube.nr_pods);
+	}
+	for (unsigned i = 0; i < 2; i++)
+		if (cs->kfile[i].err[0])
+			snap_warn(cs->snap, "kubelet %s", cs->kfile[i].err);
+}
+
+/* Pod G (uid UID) as the kubelet placed it: owned when it holds exclusive
+ * CPUs or a NUMA assignment (or a checkpoint cannot be read); else, under
+ * the static CPU Manager, bound to the shared pool (defaultCpuSet but the
+ * reserved CPUs). */
+static void kube_mark(struct cgscan *cs, struct snap_guest *g, const char *uid)
+{
+	cpumask_t pool;
+
+	for (unsigned i = 0; i < 2; i++) {
+		/* What the kubelet decided is unknown: leave every pod to it. */
+		if (cs->kfile[i].err[0]) {
+			snprintf(g->owner, sizeof(g->owner), "kubelet");
+			snprintf(g->owner_reason, sizeof(g->owner_reason), "the kubelet's %s cannot be read",
+				 cs->kfile[i].name);
+			return;
+		}
+	}
+	kube_owner_reason(kube_find(&cs->kube, uid), g->owner_reason, sizeof(g->owner_reason));
+	if (g->owner_reason[0]) {
+		snprintf(g->owner, sizeof(g->owner), "kubelet");
+		return;
+	}
+	if (!cs->kube.cpu_static)
+		return;
+	mask_andnot(&pool, &cs->kube.shared, &cs->kube_reserved);
+	if (!mask_empty(g->allowed_cpus))
+		mask_and(&pool, &pool, g->allowed_cpus);
+	if (mask_empty(&pool)) {
+		/* An empty bound reads "anywhere": never that. */
+		snprintf(g->owner, sizeof(g->owner), "kubelet");
+		snprintf(g->owner_reason, sizeof(g->owner_reason),
+			 "the kubelet's shared pool (defaultCpuSet but the reserved CPUs) leaves it no CPU");
+		return;
+	}
+	snap_guest_set_cpus(cs->snap, g, g->cpus, &pool);
+}
+
 /* NAME is the key of its id (a container id, a pod uid); NS a containerd
  * namespace, or NULL. */
 static void measure_guest(struct cgscan *cs, int pdfd, const char *prel, struct parent_sets *ps,
@@ -864,6 +973,8 @@ static void measure_guest(struct cgscan *cs, int pdfd, const char *prel, struct 
 	}
 	g->policy.mode = GPOL_AUTO;
 	g->policy.source = GPOL_SRC_DEFAULT;
+	if (strcmp(runtime, "kubernetes") == 0)
+		kube_mark(cs, g, name);
 	if (have_usage) {
 		unsigned thr_off, nr_thr;
 
@@ -1041,6 +1152,7 @@ int cgscan_scan(struct cgscan *cs, struct snapshot *snap, int64_t now_ns)
 	cgrunc_load(&cs->runc, cs->runc_roots, cs->nr_runc_roots, cs->ctrd_roots, cs->nr_ctrd_roots,
 		    cs->cpuset_host, cs->v2, snap);
 	cglabel_begin(cs->label);
+	kube_refresh(cs);
 	rel[0] = '\0';
 	cs->gen++;
 	cgfdc_begin(&cs->fdc);

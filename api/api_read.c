@@ -312,6 +312,12 @@ static char *guests_doc(struct api *a, const struct snapshot *s, const char *kin
 			jw_key(&w, "namespace");
 			jw_str(&w, g->ns);
 		}
+		if (g->owner[0]) {
+			jw_key(&w, "owner");
+			jw_str(&w, g->owner);
+			jw_key(&w, "owner_reason");
+			jw_str(&w, g->owner_reason);
+		}
 		if (g->pod[0]) {
 			jw_key(&w, "pod");
 			jw_str(&w, g->pod);

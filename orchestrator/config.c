@@ -82,6 +82,8 @@ void config_clear(struct agent_config *c)
 	strv_free(&c->cg.nr_parents, &c->cg.parents);
 	strv_free(&c->cg.nr_runc_roots, &c->cg.runc_roots);
 	strv_free(&c->cg.nr_containerd_roots, &c->cg.containerd_roots);
+	free(c->cg.kubelet_root);
+	free(c->cg.kubelet_reserved);
 	free(c->api_socket);
 	free(c->api_listen);
 	free(c->api_token_file);
@@ -115,6 +117,8 @@ void config_copy(struct agent_config *dst, const struct agent_config *src)
 		  src->cg.runc_roots);
 	strv_copy(&dst->cg.nr_containerd_roots, &dst->cg.containerd_roots, src->cg.nr_containerd_roots,
 		  src->cg.containerd_roots);
+	dst->cg.kubelet_root = dup_or_null(src->cg.kubelet_root);
+	dst->cg.kubelet_reserved = dup_or_null(src->cg.kubelet_reserved);
 	dst->api_socket = dup_or_null(src->api_socket);
 	dst->api_listen = dup_or_null(src->api_listen);
 	dst->api_token_file = dup_or_null(src->api_token_file);
@@ -237,6 +241,17 @@ static int set_abs_path_or_empty(struct parse_ctx *p, const struct key *k, const
 {
 	if (*v && *v != '/')
 		return fail(p, "[%s] %s: must be an absolute path, got \"%s\"", k->sec, k->name, v);
+	return set_str(FIELD(p->cfg, k, char *), v);
+}
+
+static int set_cpu_list(struct parse_ctx *p, const struct key *k, const char *v)
+{
+	cpumask_t *m = xmalloc(sizeof(*m));
+	int r = mask_parse(v, m);
+
+	free(m);
+	if (r < 0)
+		return fail(p, "[%s] %s: must be a CPU list (0-3,8), got \"%s\"", k->sec, k->name, v);
 	return set_str(FIELD(p->cfg, k, char *), v);
 }
 
@@ -371,6 +386,8 @@ static const struct key keys[] = {
 	SET("containers", "parent", cg.parents, set_parent),
 	SET("containers", "runc_root", cg.runc_roots, set_runc_root),
 	SET("containers", "containerd_root", cg.containerd_roots, set_containerd_root),
+	SET("kubelet", "root", cg.kubelet_root, set_abs_path_or_empty),
+	SET("kubelet", "reserved_cpus", cg.kubelet_reserved, set_cpu_list),
 
 	PCT(locality_target, 0, 100),
 	PCT(cpu_headroom, 0, 1000),
@@ -644,6 +661,9 @@ bool config_sources_differ(const struct agent_config *a, const struct agent_conf
 			  b->cg.runc_roots) ||
 	       !same_strv(a->cg.nr_containerd_roots, a->cg.containerd_roots, b->cg.nr_containerd_roots,
 			  b->cg.containerd_roots) ||
+	       strcmp(a->cg.kubelet_root ? a->cg.kubelet_root : "", b->cg.kubelet_root ? b->cg.kubelet_root : "") ||
+	       strcmp(a->cg.kubelet_reserved ? a->cg.kubelet_reserved : "",
+		      b->cg.kubelet_reserved ? b->cg.kubelet_reserved : "") ||
 	       a->policy.min_free_bytes != b->policy.min_free_bytes ||
 	       a->policy.min_free_share != b->policy.min_free_share ||
 	       a->freeze_during_migration != b->freeze_during_migration ||

@@ -121,6 +121,11 @@ struct snap_guest {
 	 * containers: their containerd namespace. "" where none. */
 	char ns[64];
 	char pod[254];
+	/* Another placer owns its placement (the kubelet: a pod with
+	 * exclusive CPUs or a NUMA assignment): never moved. OWNER names
+	 * it, OWNER_REASON says what it decided; "" when none. */
+	char owner[16];
+	char owner_reason[200];
 	char *cgroup;                   /* path relative to hierarchy roots */
 	unsigned nr_threads;
 	unsigned nr_procs;

@@ -32,6 +32,14 @@ struct cgscan_config {
 	 * runc_roots. Default: <rundir>/containerd/runc. */
 	unsigned nr_containerd_roots;
 	char **containerd_roots;
+	/* The kubelet's root, where its CPU and Memory Manager checkpoints
+	 * are (an absolute host path, prefixed like runc_roots). NULL:
+	 * <vardir>/lib/kubelet. */
+	char *kubelet_root;
+	/* The CPUs the kubelet reserves (its reservedSystemCPUs, a CPU
+	 * list), left out of the shared pool its other pods may use; NULL:
+	 * none. */
+	char *kubelet_reserved;
 };
 
 /* A further guest source (the libvirt VM source). scan() appends guests

@@ -1594,6 +1594,112 @@ static void test_pod_dir(void **state)
 	assert_false(cglabel_pod_dir("a_b_", ns, pod, uid));
 }
 
+/* The kubelet is another placer (issue 42): a pod with exclusive CPUs or
+ * a NUMA assignment is owned by it; the others are bound to its shared
+ * pool (defaultCpuSet but the reserved CPUs). The checkpoints are the
+ * fixtures in the kubelet's format (tests/fixtures/kubelet). */
+#define KGUAR "5a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+#define KGUAR2 "6b2c3d4e-5f6a-4b7c-9d8e-0f1a2b3c4d5e"
+#define KBURST "8c3e0f1a-5b6d-4e2f-9a7c-1d2e3f4a5b6c"
+
+static void kube_tree(const char *root)
+{
+	v2_root(root);
+	v2_plain(root, "/kubepods");
+	v2_plain(root, "/kubepods/burstable");
+	v2_guest(root, "/kubepods/pod" KGUAR);
+	v2_guest(root, "/kubepods/pod" KGUAR2);
+	v2_guest(root, "/kubepods/burstable/pod" KBURST);
+	wr(root, "sys/fs/cgroup/kubepods/burstable/pod" KBURST "/cpuset.cpus.effective", "0-7\n");
+}
+
+static void copy_fixture(const char *root, const char *dir, const char *name, const char *as)
+{
+	char *buf = NULL, path[PATH_MAX];
+	size_t len;
+
+	snprintf(path, sizeof(path), FIXTURES "/kubelet/%s", name);
+	assert_int_equal(fs_read_file(path, 1 << 20, &buf, &len), 0);
+	snprintf(path, sizeof(path), "%s/%s", dir, as);
+	tu_write(root, path, buf);
+	free(buf);
+}
+
+static void test_kubelet(void **state)
+{
+	char *root = tu_mkdtemp();
+	struct cgscan_config cfg = { .kubelet_reserved = "0" };
+	struct cgscan *cs;
+	struct snapshot *s;
+	const struct snap_guest *g;
+	char buf[64];
+
+	(void)state;
+	kube_tree(root);
+	copy_fixture(root, "var/lib/kubelet", "cpu_manager_state", "cpu_manager_state");
+	copy_fixture(root, "var/lib/kubelet", "memory_manager_state", "memory_manager_state");
+	cs = open_root(root, &cfg);
+	s = scan_once(cs, 1);
+	if (s->nr_warnings)
+		dump_warnings(s);
+	assert_int_equal(s->nr_warnings, 0);
+	assert_int_equal(s->nr_guests, 3);
+	g = snap_find_guest(s, "kubernetes-" KGUAR);
+	assert_string_equal(g->owner, "kubelet");
+	assert_string_equal(g->owner_reason, "the kubelet's CPU Manager gave app exclusive CPUs 2,4; "
+				 "the kubelet's Memory Manager binds app to NUMA node 0");
+	g = snap_find_guest(s, "kubernetes-" KGUAR2);
+	assert_string_equal(g->owner, "kubelet");
+	assert_string_equal(g->owner_reason, "the kubelet's Memory Manager binds db to NUMA node 0");
+	g = snap_find_guest(s, "kubernetes-" KBURST);
+	assert_string_equal(g->owner, "");
+	/* the shared pool 0-1,3,5-7 without the reserved CPU 0 */
+	assert_int_equal(mask_format(g->allowed_cpus, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "1,3,5-7");
+	{
+		json_t *j = snap_guest_to_json(s, snap_find_guest(s, "kubernetes-" KGUAR2));
+
+		assert_string_equal(json_string_value(json_object_get(j, "owner")), "kubelet");
+		assert_non_null(strstr(json_string_value(json_object_get(j, "owner_reason")), "binds db"));
+		json_decref(j);
+	}
+	snap_unref(s);
+
+	/* the kubelet back to its default policies: nothing is its own */
+	copy_fixture(root, "var/lib/kubelet", "cpu_manager_state.none", "cpu_manager_state");
+	copy_fixture(root, "var/lib/kubelet", "memory_manager_state.none", "memory_manager_state");
+	s = scan_once(cs, 2);
+	assert_string_equal(snap_find_guest(s, "kubernetes-" KGUAR)->owner, "");
+	assert_int_equal(mask_format(snap_find_guest(s, "kubernetes-" KBURST)->allowed_cpus, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "0-7");
+	snap_unref(s);
+
+	/* a checkpoint that cannot be read: every pod is left to the kubelet */
+	tu_write(root, "var/lib/kubelet/cpu_manager_state", "{\"policyName\":\"static\",\"defaultCpuSet\":");
+	s = scan_once(cs, 3);
+	assert_true(find_warning(s, "kubelet cpu_manager_state", "not JSON", NULL) >= 0);
+	for (unsigned i = 0; i < s->nr_guests; i++) {
+		assert_string_equal(s->guests[i].owner, "kubelet");
+		assert_string_equal(s->guests[i].owner_reason, "the kubelet's cpu_manager_state cannot be read");
+	}
+	snap_unref(s);
+	cgscan_free(cs);
+
+	/* a configured root */
+	{
+		struct cgscan_config c2 = { .kubelet_root = "/srv/kubelet" };
+
+		copy_fixture(root, "srv/kubelet", "memory_manager_state", "memory_manager_state");
+		cs = open_root(root, &c2);
+		s = scan_once(cs, 1);
+		assert_string_equal(snap_find_guest(s, "kubernetes-" KGUAR2)->owner, "kubelet");
+		snap_unref(s);
+		cgscan_free(cs);
+	}
+	tu_rm_rf(root);
+	free(root);
+}
+
 /* ---- construction errors -------------------------------------------------------- */
 
 static void test_new_errors(void **state)
@@ -1719,6 +1825,7 @@ int main(void)
 		cmocka_unit_test(test_containerd),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_pod_dir),
+		cmocka_unit_test(test_kubelet),
 		cmocka_unit_test(test_new_errors),
 		cmocka_unit_test(test_many_guests),
 	};
