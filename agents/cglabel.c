@@ -45,7 +45,7 @@ struct cglabel {
 	char vardir[PATH_MAX];
 	unsigned gen;
 	struct ltab docker;
-	struct lsrc podman, pods;
+	struct lsrc podman[6], pods;   /* podman: one per storage driver (podman_drivers) */
 };
 
 static int lent_cmp(const void *a, const void *b)
@@ -112,7 +112,8 @@ void cglabel_free(struct cglabel *l)
 	if (!l)
 		return;
 	ltab_clear(&l->docker);
-	ltab_clear(&l->podman.t);
+	for (unsigned i = 0; i < sizeof(l->podman) / sizeof(l->podman[0]); i++)
+		ltab_clear(&l->podman[i].t);
 	ltab_clear(&l->pods.t);
 	free(l);
 }
@@ -220,7 +221,12 @@ static bool src_fresh(struct cglabel *l, struct lsrc *src, const char *path, str
 	return true;
 }
 
-static void podman_load(struct cglabel *l, const char *path)
+/* containers/storage keeps each graph driver's containers apart
+ * (<driver>-containers/containers.json): overlay where the filesystem
+ * allows, vfs where it does not (overlay on overlay). */
+static const char *const podman_drivers[6] = { "overlay", "vfs", "btrfs", "zfs", "devmapper", "aufs" };
+
+static void podman_load(struct lsrc *src, const char *path)
 {
 	char err[256], *buf = NULL;
 	json_error_t jerr;
@@ -242,31 +248,34 @@ static void podman_load(struct cglabel *l, const char *path)
 		const char *nm = json_string_value(json_array_get(json_object_get(c, "names"), 0));
 
 		if (id && nm && *nm)
-			tame_copy(ltab_add(&l->podman.t, id)->out.name, nm);
+			tame_copy(ltab_add(&src->t, id)->out.name, nm);
 	}
 	json_decref(j);
-	ltab_sort(&l->podman.t);
+	ltab_sort(&src->t);
 }
 
 static bool podman_name(struct cglabel *l, const char *id, struct cglabel_out *out)
 {
-	char path[PATH_MAX];
-	struct stat st;
-	struct lent *e;
-	bool changed;
+	for (unsigned i = 0; i < sizeof(podman_drivers) / sizeof(podman_drivers[0]); i++) {
+		char path[PATH_MAX];
+		struct stat st;
+		struct lent *e;
+		bool changed;
 
-	if (snprintf(path, sizeof(path), "%s/lib/containers/storage/overlay-containers/containers.json",
-		     l->vardir) >= (int)sizeof(path))
-		return false;
-	if (!src_fresh(l, &l->podman, path, &st, &changed))
-		return false;
-	if (changed)
-		podman_load(l, path);
-	e = ltab_find(&l->podman.t, id);
-	if (!e)
-		return false;
-	*out = e->out;
-	return true;
+		if (snprintf(path, sizeof(path), "%s/lib/containers/storage/%s-containers/containers.json",
+			     l->vardir, podman_drivers[i]) >= (int)sizeof(path))
+			continue;
+		if (!src_fresh(l, &l->podman[i], path, &st, &changed))
+			continue;
+		if (changed)
+			podman_load(&l->podman[i], path);
+		e = ltab_find(&l->podman[i].t, id);
+		if (e) {
+			*out = e->out;
+			return true;
+		}
+	}
+	return false;
 }
 
 /* ---- kubernetes pods ----------------------------------------------------- */

@@ -1,8 +1,9 @@
 /* cglabel.h — the names operators know containers by, from their
  * runtimes' own state (no runtime is called):
  *   docker      <var>/lib/docker/containers/<id>/config.v2.json "Name"
- *   podman      <var>/lib/containers/storage/overlay-containers/containers.json
- *               (containers/storage: each container's "names")
+ *   podman      <var>/lib/containers/storage/<driver>-containers/containers.json
+ *               (containers/storage: each container's "names"; overlay, vfs, ...).
+ *               A container run with --rootfs has none: named by its id.
  *   kubernetes  <var>/log/pods/<namespace>_<pod>_<uid>: the kubelet's log
  *               directories, matched by the pod uid of the cgroup
  * Each file is re-read only when it changed (its mtime and size); a

@@ -251,5 +251,74 @@ class Containerd(itlib.DaemonTest):
             self.assertEqual([w for w in snap.get("warnings", []) if self.ns in w], [])
 
 
+PODMAN = ["podman", "--cgroup-manager=cgroupfs", "--events-backend=file"]
+
+
+def skip_reason_podman():
+    reason = skip_reason_runc()
+    if reason:
+        return reason
+    if not shutil.which("podman"):
+        return "podman is not installed (Debian package podman)"
+    return None
+
+
+REASON_PODMAN = skip_reason_podman()
+
+
+@unittest.skipIf(REASON_PODMAN, REASON_PODMAN or "")
+class Podman(itlib.DaemonTest):
+    """podman + runc with the cgroupfs manager (no systemd here), from an
+    image imported from a busybox rootfs: /libpod_parent/libpod-<id>, its
+    name in containers/storage's containers.json."""
+
+    def setUp(self):
+        super().setUp()
+        self.image = "localhost/numaorch-it-busybox:%d" % os.getpid()
+        self.name = "numaorch-it-pm-%d" % os.getpid()
+        rootfs = os.path.join(busybox_bundle(os.path.join(self.tmp, "bundle"), TOUCH_24M), "rootfs")
+        tar = os.path.join(self.tmp, "rootfs.tar")
+        subprocess.run(["tar", "-C", rootfs, "-cf", tar, "."], check=True)
+        p = subprocess.run(PODMAN + ["import", tar, self.image], stdin=subprocess.DEVNULL,
+                           capture_output=True, text=True, timeout=60)
+        if p.returncode != 0:
+            self.skipTest("podman import fails here: %s" % p.stderr.strip()[-300:])
+        self.addCleanup(subprocess.run, PODMAN + ["rmi", "--force", self.image], capture_output=True)
+
+    def podman(self, *args):
+        return subprocess.run(PODMAN + list(args), stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                              timeout=60)
+
+    def scan(self, cgroup):
+        d = subprocess.run(self.numaorchd("--once", "--dry-run", "--json", "--socket", "", "--scope", cgroup),
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(d.returncode, 0, d.stderr)
+        snap = json.loads(d.stdout)["snapshot"]
+        return {g["cgroup"]: g for g in snap["guests"]}
+
+    def test_named_and_renamed(self):
+        """Shown by its podman name; renamed, the same guest (its id) with
+        the new name."""
+        err = run_detached(PODMAN + ["run", "--detach", "--name", self.name, "--runtime", "runc",
+                                     "--network", "none", "--ulimit", "nofile=1024:1024",
+                                     "--ulimit", "nproc=1024:1024", self.image, "/bin/sh", "-c",
+                                     "exec sleep 600"], self.tmp, self.tmp)
+        # by its name when the test ends (it renames it)
+        self.addCleanup(lambda: self.podman("rm", "--force", "--time", "0", self.name))
+        if err is not None:
+            self.skipTest("podman run fails here: %s" % err)
+        cid = self.podman("inspect", "--format", "{{.Id}}", self.name).stdout.strip()
+        rel = "/libpod_parent/libpod-" + cid
+        g = self.scan(rel)[rel]
+        self.assertEqual((g["id"], g["runtime"], g["name"]), ("podman-" + cid, "podman", self.name))
+        self.assertEqual(g["nr_procs"], 1)
+        p = self.podman("rename", self.name, self.name + "-b")
+        if p.returncode != 0:
+            self.skipTest("podman rename fails here: %s" % p.stderr.strip()[-300:])
+        self.name += "-b"
+        g = self.scan(rel)[rel]
+        self.assertEqual((g["id"], g["name"]), ("podman-" + cid, self.name))
+
+
 if __name__ == "__main__":
     unittest.main()

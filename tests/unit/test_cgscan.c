@@ -1517,6 +1517,7 @@ static void test_names(void **state)
 	v2_guest(root, "/docker/" HEX_B);      /* no config: named by its id */
 	v2_plain(root, "/libpod_parent");
 	v2_guest(root, "/libpod_parent/libpod-" HEX_B);
+	v2_guest(root, "/libpod_parent/libpod-" HEX_A);
 	v2_plain(root, "/kubepods");
 	v2_plain(root, "/kubepods/burstable");
 	wr(root, "sys/fs/cgroup/kubepods/burstable/pod%s/x", "", uid);
@@ -1528,15 +1529,18 @@ static void test_names(void **state)
 	tu_write(root, "var/lib/docker/containers/" HEX_A "/config.v2.json",
 		 "{\"ID\":\"" HEX_A "\",\"Name\":\"/frontend\",\"State\":{\"Running\":true}}");
 	tu_write(root, "var/lib/containers/storage/overlay-containers/containers.json",
-		 "[{\"id\":\"" HEX_A "\",\"names\":[\"other\"]},"
+		 "[{\"id\":\"0000\",\"names\":[\"other\"]},"
 		 "{\"id\":\"" HEX_B "\",\"names\":[\"db\\u0007x\"],\"image\":\"i\",\"layer\":\"l\"}]");
+	/* the vfs driver's (where overlay cannot be used) */
+	tu_write(root, "var/lib/containers/storage/vfs-containers/containers.json",
+		 "[{\"id\":\"" HEX_A "\",\"names\":[\"cache\"]}]");
 	wr(root, "var/log/pods/shop_cart-7d9f_%s/cart/0.log", "", uid);
 	tu_write(root, "var/log/pods/bad_dir/x", "");
 	cs = open_root(root, NULL);
 	s = scan_once(cs, 1);
-	if (s->nr_guests != 5)
+	if (s->nr_guests != 6)
 		dump_warnings(s);
-	assert_int_equal(s->nr_guests, 5);
+	assert_int_equal(s->nr_guests, 6);
 	g = snap_find_guest(s, "docker-" HEX_A);
 	assert_string_equal(g->name, "frontend");
 	assert_string_equal(g->ns, "");
@@ -1544,6 +1548,8 @@ static void test_names(void **state)
 	assert_string_equal(g->name, HEX_B);
 	g = snap_find_guest(s, "podman-" HEX_B);
 	assert_string_equal(g->name, "db?x"); /* a control character is not shown */
+	g = snap_find_guest(s, "podman-" HEX_A);
+	assert_string_equal(g->name, "cache");
 	g = snap_find_guest(s, "kubernetes-3d4c5b6a-7980-4a1b-8c2d-3e4f5a6b7c8d");
 	assert_string_equal(g->name, "shop/cart-7d9f");
 	assert_string_equal(g->ns, "shop");
