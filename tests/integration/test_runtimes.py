@@ -249,6 +249,14 @@ class Containerd(itlib.DaemonTest):
             self.assertEqual(g["nr_procs"], 1)
             self.assertGreaterEqual(g["mem_total_bytes"], 20 << 20)
             self.assertEqual([w for w in snap.get("warnings", []) if self.ns in w], [])
+        # a cgroup nothing names: the debug log says why it is not a guest
+        stray = os.path.join(itlib.CGROOT, "cpuset", self.ns, "stray")
+        os.mkdir(stray)
+        d = subprocess.run(self.numaorchd("--config", empty, "--once", "--dry-run", "--json", "--socket", "",
+                                          "--scope", "/" + self.ns, "--log-level", "debug"),
+                           capture_output=True, text=True, timeout=60)
+        self.assertIn("cgroup /%s/stray: not a guest: no runtime's name, no runc or containerd state, "
+                      "no configured parent names it" % self.ns, d.stderr)
 
 
 PODMAN = ["podman", "--cgroup-manager=cgroupfs", "--events-backend=file"]
