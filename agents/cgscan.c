@@ -79,8 +79,9 @@ struct cgscan {
 		off_t size;
 		ino_t ino;            /* the kubelet replaces its checkpoints by rename */
 		char err[256];        /* why the last read failed, "" if none */
-	} kfile[2];
+	} kfile[2], kconf;            /* kconf: its config.yaml (reservedSystemCPUs) */
 	cpumask_t kube_reserved;      /* left out of the shared pool */
+	bool reserved_set;            /* by [kubelet] reserved_cpus: config.yaml unread */
 	unsigned gen;                 /* scans made */
 
 	/* Per-scan state. */
@@ -382,7 +383,9 @@ int cgscan_new(const struct host_paths *hp, const struct cgscan_config *cfg,
 		  snprintf(cs->kubelet_dir, sizeof(cs->kubelet_dir), "%s/lib/kubelet", hp->vardir)) >=
 		 (int)sizeof(cs->kubelet_dir))
 		err = -ENAMETOOLONG;
-	if (cfg && cfg->kubelet_reserved && mask_parse(cfg->kubelet_reserved, &cs->kube_reserved) < 0)
+	cs->kconf.name = "config.yaml";
+	cs->reserved_set = cfg && cfg->kubelet_reserved;
+	if (cs->reserved_set && mask_parse(cfg->kubelet_reserved, &cs->kube_reserved) < 0)
 		err = -EINVAL;
 	if (err) {
 		cgscan_free(cs);
@@ -787,6 +790,53 @@ static void read_parent(struct cgscan *cs, int pdfd, const char *prel, struct pa
 
 /* ---- the kubelet --------------------------------------------------------- */
 
+/* Has F's file at PATH changed since it was last read (ST: its stat)?
+ * false, and F forgotten, when it is not there. */
+static bool kube_changed(struct kube_file *f, const char *path, struct stat *st)
+{
+	if (stat(path, st) < 0) {
+		f->have = false;
+		f->err[0] = '\0';
+		return false;
+	}
+	if (f->have && st->st_mtim.tv_sec == f->mtime.tv_sec && st->st_mtim.tv_nsec == f->mtime.tv_nsec &&
+	    st->st_size == f->size && st->st_ino == f->ino)
+		return false;
+	f->have = true;
+	f->mtime = st->st_mtim;
+	f->size = st->st_size;
+	f->ino = st->st_ino;
+	f->err[0] = '\0';
+	return true;
+}
+
+/* The reserved CPUs from the kubelet's config.yaml when [kubelet]
+ * reserved_cpus does not give them. */
+static void kube_refresh_reserved(struct cgscan *cs)
+{
+	struct kube_file *f = &cs->kconf;
+	char path[PATH_MAX], *buf = NULL;
+	bool had = f->have;
+	struct stat st;
+	size_t len;
+	int r;
+
+	if (snprintf(path, sizeof(path), "%s/%s", cs->kubelet_dir, f->name) >= (int)sizeof(path))
+		return;
+	if (!kube_changed(f, path, &st)) {
+		if (had && !f->have)
+			mask_zero(&cs->kube_reserved);
+		return;
+	}
+	mask_zero(&cs->kube_reserved);
+	r = fs_read_regular("kubelet configuration", path, 1u << 20, &buf, &len, f->err, sizeof(f->err));
+	if (r == 0 && kube_parse_reserved(buf, &cs->kube_reserved) < 0) {
+		mask_zero(&cs->kube_reserved);
+		snprintf(f->err, sizeof(f->err), "%s: reservedSystemCPUs is not a CPU list", f->name);
+	}
+	free(buf);
+}
+
 /* Re-read the kubelet's checkpoints that changed since the last scan; a
  * missing one is a kubelet without that manager (or no kubelet). */
 static void kube_refresh(struct cgscan *cs)
@@ -802,21 +852,11 @@ static void kube_refresh(struct cgscan *cs)
 
 		if (snprintf(path, sizeof(path), "%s/%s", cs->kubelet_dir, f->name) >= (int)sizeof(path))
 			continue;
-		if (stat(path, &st) < 0) {
-			if (f->have)
+		if (!kube_changed(f, path, &st)) {
+			if (!f->have)
 				(i ? kube_parse_mem : kube_parse_cpu)(&cs->kube, none[i], f->err, sizeof(f->err));
-			f->have = false;
-			f->err[0] = '\0';
 			continue;
 		}
-		if (f->have && st.st_mtim.tv_sec == f->mtime.tv_sec && st.st_mtim.tv_nsec == f->mtime.tv_nsec &&
-		    st.st_size == f->size && st.st_ino == f->ino)
-			continue;
-		f->have = true;
-		f->mtime = st.st_mtim;
-		f->size = st.st_size;
-		f->ino = st.st_ino;
-		f->err[0] = '\0';
 		r = fs_read_regular(f->name, path, 16u << 20, &buf, &len, f->err, sizeof(f->err));
 		if (r == 0)
 			r = (i ? kube_parse_mem : kube_parse_cpu)(&cs->kube, buf, f->err, sizeof(f->err));
@@ -825,9 +865,13 @@ static void kube_refresh(struct cgscan *cs)
 			log_debug("kubelet %s read: %u pods with exclusive CPUs or NUMA assignments", f->name,
 				  cs->kube.nr_pods);
 	}
+	if (!cs->reserved_set)
+		kube_refresh_reserved(cs);
 	for (unsigned i = 0; i < 2; i++)
 		if (cs->kfile[i].err[0])
 			snap_warn(cs->snap, "kubelet %s", cs->kfile[i].err);
+	if (cs->kconf.err[0])
+		snap_warn(cs->snap, "kubelet %s", cs->kconf.err);
 }
 
 /* Pod G (uid UID) as the kubelet placed it: owned when it holds exclusive

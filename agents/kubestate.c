@@ -258,3 +258,32 @@ void kube_owner_reason(const struct kube_pod *pod, char *buf, size_t sz)
 			 mask_count(&pod->numa_nodes) > 1 ? "s" : "", nodes);
 	}
 }
+
+int kube_parse_reserved(const char *text, cpumask_t *out)
+{
+	static const char key[] = "reservedSystemCPUs:";
+
+	for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+		char v[256];
+		size_t n;
+
+		/* Top level only: a nested key of the same name is another's. */
+		if (strncmp(l, key, sizeof(key) - 1) != 0)
+			continue;
+		l += sizeof(key) - 1;
+		l += strspn(l, " \t");
+		n = strcspn(l, "\r\n#");
+		while (n && (l[n - 1] == ' ' || l[n - 1] == '\t'))
+			n--;
+		if (n >= 2 && (l[0] == '"' || l[0] == '\'') && l[n - 1] == l[0]) {
+			l++;
+			n -= 2;
+		}
+		if (n >= sizeof(v))
+			return -EINVAL;
+		memcpy(v, l, n);
+		v[n] = '\0';
+		return mask_parse(v, out) < 0 ? -EINVAL : 1;
+	}
+	return 0;
+}

@@ -57,6 +57,11 @@ const struct kube_pod *kube_find(const struct kube_state *ks, const char *uid);
 /* The reason the kubelet owns POD's placement, into BUF: "" when it does
  * not (no exclusive CPUs, no NUMA assignment). */
 void kube_owner_reason(const struct kube_pod *pod, char *buf, size_t sz);
+/* The kubelet's reservedSystemCPUs from its configuration file's TEXT
+ * (KubeletConfiguration YAML, a top-level `reservedSystemCPUs: "0,4"`
+ * line; kubeadm writes it to /var/lib/kubelet/config.yaml) into OUT: 1
+ * if given, 0 if not, -EINVAL if not a CPU list. */
+int kube_parse_reserved(const char *text, cpumask_t *out);
 /* Forget everything (KS stays usable). */
 void kube_clear(struct kube_state *ks);
 

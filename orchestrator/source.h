@@ -38,7 +38,7 @@ struct cgscan_config {
 	char *kubelet_root;
 	/* The CPUs the kubelet reserves (its reservedSystemCPUs, a CPU
 	 * list), left out of the shared pool its other pods may use; NULL:
-	 * none. */
+	 * reservedSystemCPUs from the kubelet's config.yaml, if any. */
 	char *kubelet_reserved;
 };
 

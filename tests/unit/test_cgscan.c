@@ -1691,6 +1691,24 @@ static void test_kubelet(void **state)
 	snap_unref(s);
 	cgscan_free(cs);
 
+	/* reservedSystemCPUs from the kubelet's config.yaml when [kubelet]
+	 * reserved_cpus is not set */
+	copy_fixture(root, "var/lib/kubelet", "cpu_manager_state", "cpu_manager_state");
+	tu_write(root, "var/lib/kubelet/config.yaml", "apiVersion: kubelet.config.k8s.io/v1beta1\n"
+		 "kind: KubeletConfiguration\ncpuManagerPolicy: static\nreservedSystemCPUs: \"1,7\"\n");
+	cs = open_root(root, NULL);
+	s = scan_once(cs, 1);
+	assert_int_equal(mask_format(snap_find_guest(s, "kubernetes-" KBURST)->allowed_cpus, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "0,3,5-6");
+	snap_unref(s);
+	tu_write(root, "var/lib/kubelet/config.yaml", "reservedSystemCPUs: x\n");
+	s = scan_once(cs, 2);
+	assert_true(find_warning(s, "kubelet config.yaml: reservedSystemCPUs is not a CPU list", NULL, NULL) >= 0);
+	assert_int_equal(mask_format(snap_find_guest(s, "kubernetes-" KBURST)->allowed_cpus, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "0-1,3,5-7");
+	snap_unref(s);
+	cgscan_free(cs);
+
 	/* a configured root */
 	{
 		struct cgscan_config c2 = { .kubelet_root = "/srv/kubelet" };

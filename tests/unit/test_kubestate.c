@@ -139,11 +139,34 @@ static void test_bad(void **state)
 	}
 }
 
+static void test_reserved(void **state)
+{
+	cpumask_t m;
+	char buf[64];
+
+	(void)state;
+	assert_int_equal(kube_parse_reserved("apiVersion: kubelet.config.k8s.io/v1beta1\n"
+					     "kind: KubeletConfiguration\ncpuManagerPolicy: static\n"
+					     "reservedSystemCPUs: \"0,4\"\nmemoryManagerPolicy: Static\n", &m), 1);
+	assert_int_equal(mask_format(&m, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "0,4");
+	assert_int_equal(kube_parse_reserved("reservedSystemCPUs: 1-2 # the OS\n", &m), 1);
+	assert_int_equal(mask_format(&m, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "1-2");
+	assert_int_equal(kube_parse_reserved("reservedSystemCPUs: '3'\r\n", &m), 1);
+	assert_int_equal(mask_format(&m, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "3");
+	assert_int_equal(kube_parse_reserved("kind: KubeletConfiguration\n  reservedSystemCPUs: 5\n", &m), 0);
+	assert_int_equal(kube_parse_reserved("", &m), 0);
+	assert_int_equal(kube_parse_reserved("reservedSystemCPUs: \"0-\"\n", &m), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fixtures),
 		cmocka_unit_test(test_bad),
+		cmocka_unit_test(test_reserved),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
