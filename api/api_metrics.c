@@ -14,6 +14,7 @@
 #include "../orchestrator/declog.h"
 #include "../orchestrator/history.h"
 #include "../orchestrator/mover.h"
+#include "../orchestrator/utf8.h"
 #include "../orchestrator/plan.h"
 
 static void node_label(const struct snapshot *s, unsigned idx, char *buf, size_t sz)
@@ -61,6 +62,20 @@ static void view_metrics(struct prom *p, struct api *a, const struct engine_view
 	prom_family(p, "numaorch_guests", "gauge", "Guests discovered in the last cycle, by kind.");
 	prom_sample(p, "numaorch_guests", s->nr_guests - vms, 1, "kind", "container");
 	prom_sample(p, "numaorch_guests", vms, 1, "kind", "vm");
+	prom_family(p, "numaorch_guest_info", "gauge",
+		    "Always 1: the guest's name as its runtime shows it, a pod's namespace and name, and the "
+		    "placer that owns it (kubelet) if another does; join on guest.");
+	for (unsigned i = 0; i < s->nr_guests; i++) {
+		const struct snap_guest *g = &s->guests[i];
+		/* Names come from the host: label values must be UTF-8. */
+		char name[4 * sizeof(g->name)], ns[4 * sizeof(g->ns)], pod[4 * sizeof(g->pod)];
+
+		utf8_escape(g->name, name, sizeof(name));
+		utf8_escape(g->ns, ns, sizeof(ns));
+		utf8_escape(g->pod, pod, sizeof(pod));
+		prom_sample(p, "numaorch_guest_info", 1, 6, "guest", g->id, "runtime", g->runtime, "name", name,
+			    "namespace", ns, "pod", pod, "owner", g->owner);
+	}
 	prom_family(p, "numaorch_guest_locality_ratio", "gauge",
 		    "Share of the guest's memory on the node where each of its threads runs, weighted by "
 		    "their CPU time (0..1).");

@@ -7,6 +7,7 @@ own formats."""
 import json
 import os
 import shutil
+import subprocess
 import unittest
 
 import apilib
@@ -52,6 +53,16 @@ class PodNames(apilib.ClassDaemon):
         self.assertTrue(any(l.split()[:2] == ["kubernetes-" + BURSTABLE, "shop/cart-7d9f"] for l in out), out)
         self.assertIn("name kube-system/coredns-x2x4q, namespace kube-system",
                       self.d.ctl("guest", "kubernetes-" + BESTEFFORT).stdout)
+
+    def test_metrics(self):
+        """numaorch_guest_info carries the names, to join on guest."""
+        body = self.d.get("/metrics").body
+        self.assertIn(('numaorch_guest_info{guest="kubernetes-%s",runtime="kubernetes",name="shop/cart-7d9f",'
+                       'namespace="shop",pod="cart-7d9f",owner=""} 1\n' % BURSTABLE).encode(), body)
+        promtool = shutil.which("promtool")
+        if promtool:
+            p = subprocess.run([promtool, "check", "metrics"], input=body, capture_output=True, timeout=60)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
 
 
 def add_guaranteed_pod(root):
