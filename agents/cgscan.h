@@ -21,8 +21,13 @@
  *
  * A guest's subtree belongs to it: nothing below a guest is a guest.
  *
+ * Kubernetes pods are marked as the kubelet placed them (kubestate.h): a
+ * pod with exclusive CPUs or a NUMA assignment is owned by the kubelet
+ * (snap_guest.owner), the others are bound to its shared pool.
+ *
  * The scanner's parts: cgname.c (the name rules, pure), cgrunc.c (runc's
- * and containerd's state), cglabel.c (the names runtimes show), cgproc.c
+ * and containerd's state), cglabel.c (the names runtimes show),
+ * kubestate.c (the kubelet's checkpoints, pure), cgproc.c
  * (a process's cgroups), cgfdc.c (files kept open between scans), cgthr.c
  * (CPU use across scans, per thread); cgscan.c is the walk and the
  * readers.
