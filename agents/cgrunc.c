@@ -44,8 +44,8 @@ static const char *runc_rel(const char *cpuset_host, bool v2, json_t *paths)
 	return NULL;
 }
 
-static void runc_load_root(struct cgrunc *r, const char *rootdir, const char *cpuset_host, bool v2,
-			   struct snapshot *snap, unsigned *cap)
+static void runc_load_root(struct cgrunc *r, const char *rootdir, const char *ns, const char *cpuset_host,
+			   bool v2, struct snapshot *snap, unsigned *cap)
 {
 	DIR *d = opendir(rootdir);
 
@@ -67,37 +67,66 @@ static void runc_load_root(struct cgrunc *r, const char *rootdir, const char *cp
 			/* A container being created or deleted has no (complete)
 			 * state yet; only a present, broken file is worth a word. */
 			if (fs_exists(path))
-				snap_warn(snap, "runc state %s/state.json: %s", de->d_name, jerr.text);
+				snap_warn(snap, "%s state %s%s%s/state.json: %s", ns ? "containerd" : "runc",
+					  ns ? ns : "", ns ? "/" : "", de->d_name, jerr.text);
 			continue;
 		}
 		id = json_string_value(json_object_get(st, "id"));
 		rel = runc_rel(cpuset_host, v2, json_object_get(st, "cgroup_paths"));
 		if (!id || !*id) {
-			snap_warn(snap, "runc state %s/state.json: no \"id\"", de->d_name);
+			snap_warn(snap, "%s state %s%s%s/state.json: no \"id\"", ns ? "containerd" : "runc",
+				  ns ? ns : "", ns ? "/" : "", de->d_name);
 		} else if (rel) {
+			struct cgrunc_ent *e;
+
 			if (r->n == *cap) {
 				*cap = *cap ? *cap * 2 : 16;
 				r->e = xrealloc(r->e, *cap * sizeof(*r->e));
 			}
-			r->e[r->n].rel = xstrdup(rel);
-			cgname_copy(r->e[r->n].id, id, strlen(id));
-			r->n++;
+			e = &r->e[r->n++];
+			e->rel = xstrdup(rel);
+			cgname_copy(e->id, id, strlen(id));
+			snprintf(e->runtime, sizeof(e->runtime), "%s", ns ? "containerd" : "runc");
+			snprintf(e->ns, sizeof(e->ns), "%s", ns ? ns : "");
 		} else {
-			log_debug("runc %s: no cgroup under %s", id, cpuset_host);
+			log_debug("%s %s: its state (%s) names no cgroup under %s, not a guest",
+				  ns ? "containerd" : "runc", id, rootdir, cpuset_host);
 		}
 		json_decref(st);
 	}
 	closedir(d);
 }
 
-void cgrunc_load(struct cgrunc *r, char *const *roots, unsigned nr, const char *cpuset_host, bool v2,
-		 struct snapshot *snap)
+/* containerd's runc roots: one per namespace below NSROOT. */
+static void runc_load_namespaces(struct cgrunc *r, const char *nsroot, const char *cpuset_host, bool v2,
+				 struct snapshot *snap, unsigned *cap)
+{
+	DIR *d = opendir(nsroot);
+
+	if (!d)
+		return; /* no containerd here (yet) */
+	for (struct dirent *de; (de = readdir(d));) {
+		char path[PATH_MAX];
+
+		if (de->d_name[0] == '.' || strlen(de->d_name) >= sizeof(r->e->ns))
+			continue;
+		if (snprintf(path, sizeof(path), "%s/%s", nsroot, de->d_name) >= (int)sizeof(path))
+			continue;
+		runc_load_root(r, path, de->d_name, cpuset_host, v2, snap, cap);
+	}
+	closedir(d);
+}
+
+void cgrunc_load(struct cgrunc *r, char *const *roots, unsigned nr, char *const *ns_roots, unsigned nns,
+		 const char *cpuset_host, bool v2, struct snapshot *snap)
 {
 	unsigned cap = 0;
 
 	cgrunc_clear(r);
 	for (unsigned i = 0; i < nr; i++)
-		runc_load_root(r, roots[i], cpuset_host, v2, snap, &cap);
+		runc_load_root(r, roots[i], NULL, cpuset_host, v2, snap, &cap);
+	for (unsigned i = 0; i < nns; i++)
+		runc_load_namespaces(r, ns_roots[i], cpuset_host, v2, snap, &cap);
 	if (r->n)
 		qsort(r->e, r->n, sizeof(*r->e), runc_cmp);
 }

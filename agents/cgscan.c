@@ -10,7 +10,8 @@
  *   1. the name rules (cgname.c: docker, kubernetes, podman, lxc,
  *      nspawn) — docker and podman run on runc, and their names are what
  *      an operator knows;
- *   2. runc state (state.json cgroup_paths) — "runc-<id>";
+ *   2. runc state (state.json cgroup_paths) — "runc-<id>", or
+ *      "containerd-<id>" from containerd's runc roots;
  *   3. a configured parent — "custom-<child dir name>".
  * A configured parent guarantees discovery of its children; it does not
  * rename a child another rule recognises.
@@ -32,9 +33,12 @@
 #include <unistd.h>
 
 #include "cgfdc.h"
+#include "cglabel.h"
 #include "cgname.h"
+#include "cgproc.h"
 #include "cgrunc.h"
 #include "cgthr.h"
+#include "kubestate.h"
 #include "../orchestrator/clock.h"
 #include "../orchestrator/fs.h"
 #include "../orchestrator/parse.h"
@@ -59,8 +63,25 @@ struct cgscan {
 	char **parents;
 	unsigned nr_runc_roots;
 	char **runc_roots;            /* resolved: fixture root prefixed */
+	unsigned nr_ctrd_roots;
+	char **ctrd_roots;            /* containerd's, resolved the same way */
 
 	struct cgthr thr;             /* CPU use across scans */
+	struct cglabel *label;        /* names from the runtimes' state */
+
+	/* The kubelet's checkpoints (kubestate.h), re-read when changed. */
+	char kubelet_dir[PATH_MAX];
+	struct kube_state kube;
+	struct kube_file {
+		const char *name;
+		bool have;
+		struct timespec mtime;
+		off_t size;
+		ino_t ino;            /* the kubelet replaces its checkpoints by rename */
+		char err[256];        /* why the last read failed, "" if none */
+	} kfile[2], kconf;            /* kconf: its config.yaml (reservedSystemCPUs) */
+	cpumask_t kube_reserved;      /* left out of the shared pool */
+	bool reserved_set;            /* by [kubelet] reserved_cpus: config.yaml unread */
 	unsigned gen;                 /* scans made */
 
 	/* Per-scan state. */
@@ -251,7 +272,10 @@ void cgscan_free(struct cgscan *cs)
 	free_strv(cs->scopes, cs->nr_scopes);
 	free_strv(cs->parents, cs->nr_parents);
 	free_strv(cs->runc_roots, cs->nr_runc_roots);
+	free_strv(cs->ctrd_roots, cs->nr_ctrd_roots);
 	cgthr_clear(&cs->thr);
+	cglabel_free(cs->label);
+	kube_clear(&cs->kube);
 	free(cs->mem);
 	free(cs->buf);
 	cgfdc_clear(&cs->fdc);
@@ -272,6 +296,26 @@ static void fixture_root(const struct host_paths *hp, char *out, size_t sz)
 		if (s)
 			*s = '\0';
 	}
+}
+
+/* Configured state roots (absolute host paths) as this process sees
+ * them: under the fixture ROOT when not live. */
+static char **resolve_roots(const struct host_paths *hp, const char *root, char **in, unsigned n,
+			    unsigned *nout, int *err)
+{
+	char **out = xcalloc(n, sizeof(char *));
+
+	for (unsigned i = 0; i < n; i++) {
+		const char *p = in[i];
+
+		if (!p || p[0] != '/') {
+			*err = -EINVAL;
+			continue;
+		}
+		out[i] = hp->live ? xstrdup(p) : xasprintf("%s%s", root, p);
+	}
+	*nout = n;
+	return out;
 }
 
 int cgscan_new(const struct host_paths *hp, const struct cgscan_config *cfg,
@@ -297,6 +341,7 @@ int cgscan_new(const struct host_paths *hp, const struct cgscan_config *cfg,
 	if (cs->page_size <= 0)
 		cs->page_size = 4096;
 	cgthr_init(&cs->thr, hp->procfs);
+	cs->label = cglabel_new(hp->vardir);
 	cgfdc_init(&cs->fdc);
 	fixture_root(hp, root, sizeof(root));
 
@@ -321,20 +366,27 @@ int cgscan_new(const struct host_paths *hp, const struct cgscan_config *cfg,
 		cs->nr_scopes = cfg->scopes ? cfg->nr_scopes : 0;
 		cs->parents = copy_rels(cfg->parents, cfg->nr_parents, &err);
 		cs->nr_parents = cfg->parents ? cfg->nr_parents : 0;
-		if (cfg->runc_roots && cfg->nr_runc_roots) {
-			cs->nr_runc_roots = cfg->nr_runc_roots;
-			cs->runc_roots = xcalloc(cfg->nr_runc_roots, sizeof(char *));
-			for (unsigned i = 0; i < cfg->nr_runc_roots; i++) {
-				const char *p = cfg->runc_roots[i];
-
-				if (!p || p[0] != '/') {
-					err = -EINVAL;
-					continue;
-				}
-				cs->runc_roots[i] = hp->live ? xstrdup(p) : xasprintf("%s%s", root, p);
-			}
-		}
+		if (cfg->runc_roots && cfg->nr_runc_roots)
+			cs->runc_roots = resolve_roots(hp, root, cfg->runc_roots, cfg->nr_runc_roots,
+						       &cs->nr_runc_roots, &err);
+		if (cfg->containerd_roots && cfg->nr_containerd_roots)
+			cs->ctrd_roots = resolve_roots(hp, root, cfg->containerd_roots,
+						       cfg->nr_containerd_roots, &cs->nr_ctrd_roots, &err);
 	}
+	cs->kfile[0].name = "cpu_manager_state";
+	cs->kfile[1].name = "memory_manager_state";
+	if (cfg && cfg->kubelet_root && cfg->kubelet_root[0] != '/')
+		err = -EINVAL;
+	else if ((cfg && cfg->kubelet_root ?
+		  snprintf(cs->kubelet_dir, sizeof(cs->kubelet_dir), "%s%s", hp->live ? "" : root,
+			   cfg->kubelet_root) :
+		  snprintf(cs->kubelet_dir, sizeof(cs->kubelet_dir), "%s/lib/kubelet", hp->vardir)) >=
+		 (int)sizeof(cs->kubelet_dir))
+		err = -ENAMETOOLONG;
+	cs->kconf.name = "config.yaml";
+	cs->reserved_set = cfg && cfg->kubelet_reserved;
+	if (cs->reserved_set && mask_parse(cfg->kubelet_reserved, &cs->kube_reserved) < 0)
+		err = -EINVAL;
 	if (err) {
 		cgscan_free(cs);
 		return err;
@@ -343,6 +395,11 @@ int cgscan_new(const struct host_paths *hp, const struct cgscan_config *cfg,
 		cs->nr_runc_roots = 1;
 		cs->runc_roots = xcalloc(1, sizeof(char *));
 		cs->runc_roots[0] = xasprintf("%s/runc", hp->rundir);
+	}
+	if (!cs->nr_ctrd_roots) {
+		cs->nr_ctrd_roots = 1;
+		cs->ctrd_roots = xcalloc(1, sizeof(char *));
+		cs->ctrd_roots[0] = xasprintf("%s/containerd/runc", hp->rundir);
 	}
 	cs->bufcap = 64 * 1024;
 	cs->buf = xmalloc(cs->bufcap);
@@ -555,6 +612,29 @@ static int rd_ctrl(struct cgscan *cs, enum cg_ctrl c, int slot, int pdfd, const 
 	return rd_slot(cs, slot, AT_FDCWD, NULL, path);
 }
 
+/* rd_ctrl() of the cgroup that /proc/PID/cgroup names for controller C,
+ * when it is not REL: a runtime may put a container's cgroups of other
+ * v1 hierarchies at other paths (cgproc.h). -ENOENT when it names REL,
+ * the root (the host's, not the container's) or nothing. */
+static int rd_ctrl_of_pid(struct cgscan *cs, enum cg_ctrl c, int slot, pid_t pid, const char *rel,
+			  const char *file)
+{
+	char at[PATH_MAX], path[PATH_MAX];
+	int r;
+
+	if (pid <= 0 || cs->hier.v2[c] || strcmp(cs->hier.dir[c], cs->hier.dir[CGC_CPUSET]) == 0)
+		return -ENOENT;
+	r = cgproc_read(cs->hp.procfs, pid, cgh_ctrl_name(c), at, sizeof(at));
+	if (r < 0 || strcmp(at, rel) == 0 || strcmp(at, "/") == 0 || !cgh_rel_valid(at))
+		return -ENOENT;
+	r = cgh_path(&cs->hier, c, at, file, path, sizeof(path));
+	if (r < 0)
+		return r;
+	log_debug("cgroup %s: %s read at %s, where process %d's %s cgroup is", rel, file, at, (int)pid,
+		  cgh_ctrl_name(c));
+	return rd_slot(cs, slot, AT_FDCWD, NULL, path);
+}
+
 int cgscan_parse_usage(const char *text, bool v2, uint64_t *ns)
 {
 	uint64_t v;
@@ -604,7 +684,7 @@ static int64_t read_time(const struct cgscan *cs)
 }
 
 /* 0: usage read; 1: not available (warned); or a vanish code. */
-static int read_cpu(struct cgscan *cs, int pdfd, const char *dname, const char *rel,
+static int read_cpu(struct cgscan *cs, int pdfd, const char *dname, const char *rel, pid_t pid,
 		    uint64_t *usage)
 {
 	bool v2 = cs->hier.v2[CGC_CPUACCT];
@@ -615,6 +695,12 @@ static int read_cpu(struct cgscan *cs, int pdfd, const char *dname, const char *
 	r = rd_ctrl(cs, CGC_CPUACCT, CGFDC_CPU, pdfd, dname, rel, file);
 	if (r == -EOPNOTSUPP)
 		return 1; /* no cpuacct anywhere: warned once per scan */
+	if (is_vanished(r) && !dir_gone(pdfd, dname)) {
+		int r2 = rd_ctrl_of_pid(cs, CGC_CPUACCT, CGFDC_CPU, pid, rel, file);
+
+		if (r2 != -ENOENT)
+			r = r2;
+	}
 	if (is_vanished(r)) {
 		if (dir_gone(pdfd, dname))
 			return r;
@@ -638,7 +724,7 @@ static int read_cpu(struct cgscan *cs, int pdfd, const char *dname, const char *
 
 /* Fill cs->mem from memory.numa_stat. 0: done (zeros after a warning
  * included); or a vanish code. */
-static int read_mem(struct cgscan *cs, int pdfd, const char *dname, const char *rel)
+static int read_mem(struct cgscan *cs, int pdfd, const char *dname, const char *rel, pid_t pid)
 {
 	bool v2 = cs->hier.v2[CGC_MEMORY];
 	const char *file = "memory.numa_stat";
@@ -648,6 +734,12 @@ static int read_mem(struct cgscan *cs, int pdfd, const char *dname, const char *
 	if (!cgh_has(&cs->hier, CGC_MEMORY))
 		return 0; /* warned once per scan */
 	r = rd_ctrl(cs, CGC_MEMORY, CGFDC_MEM, pdfd, dname, rel, file);
+	if (is_vanished(r) && !dir_gone(pdfd, dname)) {
+		int r2 = rd_ctrl_of_pid(cs, CGC_MEMORY, CGFDC_MEM, pid, rel, file);
+
+		if (r2 != -ENOENT)
+			r = r2;
+	}
 	if (is_vanished(r)) {
 		if (dir_gone(pdfd, dname))
 			return r;
@@ -696,10 +788,136 @@ static void read_parent(struct cgscan *cs, int pdfd, const char *prel, struct pa
 			   -1, NULL) == 0;
 }
 
+/* ---- the kubelet --------------------------------------------------------- */
+
+/* Has F's file at PATH changed since it was last read (ST: its stat)?
+ * false, and F forgotten, when it is not there. */
+static bool kube_changed(struct kube_file *f, const char *path, struct stat *st)
+{
+	if (stat(path, st) < 0) {
+		f->have = false;
+		f->err[0] = '\0';
+		return false;
+	}
+	if (f->have && st->st_mtim.tv_sec == f->mtime.tv_sec && st->st_mtim.tv_nsec == f->mtime.tv_nsec &&
+	    st->st_size == f->size && st->st_ino == f->ino)
+		return false;
+	f->have = true;
+	f->mtime = st->st_mtim;
+	f->size = st->st_size;
+	f->ino = st->st_ino;
+	f->err[0] = '\0';
+	return true;
+}
+
+/* The reserved CPUs from the kubelet's config.yaml when [kubelet]
+ * reserved_cpus does not give them. */
+static void kube_refresh_reserved(struct cgscan *cs)
+{
+	struct kube_file *f = &cs->kconf;
+	char path[PATH_MAX], *buf = NULL;
+	bool had = f->have;
+	struct stat st;
+	size_t len;
+	int r;
+
+	if (snprintf(path, sizeof(path), "%s/%s", cs->kubelet_dir, f->name) >= (int)sizeof(path))
+		return;
+	if (!kube_changed(f, path, &st)) {
+		if (had && !f->have)
+			mask_zero(&cs->kube_reserved);
+		return;
+	}
+	mask_zero(&cs->kube_reserved);
+	r = fs_read_regular("kubelet configuration", path, 1u << 20, &buf, &len, f->err, sizeof(f->err));
+	if (r == 0 && kube_parse_reserved(buf, &cs->kube_reserved) < 0) {
+		mask_zero(&cs->kube_reserved);
+		snprintf(f->err, sizeof(f->err), "%s: reservedSystemCPUs is not a CPU list", f->name);
+	}
+	free(buf);
+}
+
+/* Re-read the kubelet's checkpoints that changed since the last scan; a
+ * missing one is a kubelet without that manager (or no kubelet). */
+static void kube_refresh(struct cgscan *cs)
+{
+	static const char *const none[2] = { "{\"policyName\":\"none\"}", "{\"policyName\":\"None\"}" };
+
+	for (unsigned i = 0; i < 2; i++) {
+		struct kube_file *f = &cs->kfile[i];
+		char path[PATH_MAX], *buf = NULL;
+		struct stat st;
+		size_t len;
+		int r;
+
+		if (snprintf(path, sizeof(path), "%s/%s", cs->kubelet_dir, f->name) >= (int)sizeof(path))
+			continue;
+		if (!kube_changed(f, path, &st)) {
+			if (!f->have)
+				(i ? kube_parse_mem : kube_parse_cpu)(&cs->kube, none[i], f->err, sizeof(f->err));
+			continue;
+		}
+		r = fs_read_regular(f->name, path, 16u << 20, &buf, &len, f->err, sizeof(f->err));
+		if (r == 0)
+			r = (i ? kube_parse_mem : kube_parse_cpu)(&cs->kube, buf, f->err, sizeof(f->err));
+		free(buf);
+		if (r == 0)
+			log_debug("kubelet %s read: %u pods with exclusive CPUs or NUMA assignments", f->name,
+				  cs->kube.nr_pods);
+	}
+	if (!cs->reserved_set)
+		kube_refresh_reserved(cs);
+	for (unsigned i = 0; i < 2; i++)
+		if (cs->kfile[i].err[0])
+			snap_warn(cs->snap, "kubelet %s", cs->kfile[i].err);
+	if (cs->kconf.err[0])
+		snap_warn(cs->snap, "kubelet %s", cs->kconf.err);
+}
+
+/* Pod G (uid UID) as the kubelet placed it: owned when it holds exclusive
+ * CPUs or a NUMA assignment (or a checkpoint cannot be read); else, under
+ * the static CPU Manager, bound to the shared pool (defaultCpuSet but the
+ * reserved CPUs). */
+static void kube_mark(struct cgscan *cs, struct snap_guest *g, const char *uid)
+{
+	cpumask_t pool;
+
+	for (unsigned i = 0; i < 2; i++) {
+		/* What the kubelet decided is unknown: leave every pod to it. */
+		if (cs->kfile[i].err[0]) {
+			snprintf(g->owner, sizeof(g->owner), "kubelet");
+			snprintf(g->owner_reason, sizeof(g->owner_reason), "the kubelet's %s cannot be read",
+				 cs->kfile[i].name);
+			return;
+		}
+	}
+	kube_owner_reason(kube_find(&cs->kube, uid), g->owner_reason, sizeof(g->owner_reason));
+	if (g->owner_reason[0]) {
+		snprintf(g->owner, sizeof(g->owner), "kubelet");
+		return;
+	}
+	if (!cs->kube.cpu_static)
+		return;
+	mask_andnot(&pool, &cs->kube.shared, &cs->kube_reserved);
+	if (!mask_empty(g->allowed_cpus))
+		mask_and(&pool, &pool, g->allowed_cpus);
+	if (mask_empty(&pool)) {
+		/* An empty bound reads "anywhere": never that. */
+		snprintf(g->owner, sizeof(g->owner), "kubelet");
+		snprintf(g->owner_reason, sizeof(g->owner_reason),
+			 "the kubelet's shared pool (defaultCpuSet but the reserved CPUs) leaves it no CPU");
+		return;
+	}
+	snap_guest_set_cpus(cs->snap, g, g->cpus, &pool);
+}
+
+/* NAME is the key of its id (a container id, a pod uid); NS a containerd
+ * namespace, or NULL. */
 static void measure_guest(struct cgscan *cs, int pdfd, const char *prel, struct parent_sets *ps,
 			  const char *dname, char *rel, size_t rlen, const char *runtime,
-			  const char *name)
+			  const char *name, const char *ns)
 {
+	struct cglabel_out label;
 	struct snapshot *snap = cs->snap;
 	struct snap_guest *g;
 	const struct cgthr_prev *prev;
@@ -708,6 +926,7 @@ static void measure_guest(struct cgscan *cs, int pdfd, const char *prel, struct 
 	cpumask_t cpus;
 	nodemask_t mems;
 	uint64_t usage = 0;
+	pid_t own_pid;
 	int64_t t_read;
 	bool have_usage;
 	struct stat st;
@@ -733,6 +952,9 @@ static void measure_guest(struct cgscan *cs, int pdfd, const char *prel, struct 
 		sum_subtree(cs, gfd, rel, rlen, 0, &m);
 		rel[rlen] = '\0';
 	}
+	/* A process of the guest's own cgroup says where its other
+	 * controllers' cgroups are (read_mem, read_cpu). */
+	own_pid = m.main_pid;
 	if (!m.main_pid)
 		m.main_pid = m.min_pid;
 
@@ -747,7 +969,7 @@ static void measure_guest(struct cgscan *cs, int pdfd, const char *prel, struct 
 	if (is_vanished(r))
 		return;
 
-	r = read_cpu(cs, pdfd, dname, rel, &usage);
+	r = read_cpu(cs, pdfd, dname, rel, own_pid, &usage);
 	t_read = read_time(cs);
 	if (is_vanished(r))
 		return;
@@ -757,7 +979,7 @@ static void measure_guest(struct cgscan *cs, int pdfd, const char *prel, struct 
 		cs->mem_cap = snap->nr_nodes;
 		cs->mem = xrealloc(cs->mem, cs->mem_cap * sizeof(uint64_t));
 	}
-	if (is_vanished(read_mem(cs, pdfd, dname, rel)))
+	if (is_vanished(read_mem(cs, pdfd, dname, rel, own_pid)))
 		return;
 
 	snap_make_id(id, runtime, name);
@@ -766,6 +988,13 @@ static void measure_guest(struct cgscan *cs, int pdfd, const char *prel, struct 
 	g->kind = GUEST_CONTAINER;
 	snprintf(g->runtime, sizeof(g->runtime), "%s", runtime);
 	snprintf(g->name, sizeof(g->name), "%s", name);
+	if (cglabel_lookup(cs->label, runtime, name, &label)) {
+		memcpy(g->name, label.name, sizeof(g->name));
+		snprintf(g->ns, sizeof(g->ns), "%s", label.ns);
+		snprintf(g->pod, sizeof(g->pod), "%s", label.pod);
+	} else if (ns) {
+		snprintf(g->ns, sizeof(g->ns), "%s", ns);
+	}
 	g->cgroup = xstrdup(rel);
 	g->nr_threads = m.nr_threads;
 	g->nr_procs = m.nr_procs;
@@ -788,6 +1017,8 @@ static void measure_guest(struct cgscan *cs, int pdfd, const char *prel, struct 
 	}
 	g->policy.mode = GPOL_AUTO;
 	g->policy.source = GPOL_SRC_DEFAULT;
+	if (strcmp(runtime, "kubernetes") == 0)
+		kube_mark(cs, g, name);
 	if (have_usage) {
 		unsigned thr_off, nr_thr;
 
@@ -797,10 +1028,11 @@ static void measure_guest(struct cgscan *cs, int pdfd, const char *prel, struct 
 }
 
 static void measure(struct cgscan *cs, int pdfd, const char *prel, struct parent_sets *ps,
-		    const char *dname, char *rel, size_t rlen, const char *runtime, const char *name)
+		    const char *dname, char *rel, size_t rlen, const char *runtime, const char *name,
+		    const char *ns)
 {
 	cs->cur = cgfdc_get(&cs->fdc, rel);
-	measure_guest(cs, pdfd, prel, ps, dname, rel, rlen, runtime, name);
+	measure_guest(cs, pdfd, prel, ps, dname, rel, rlen, runtime, name, ns);
 	cs->cur = NULL;
 }
 
@@ -857,6 +1089,7 @@ static void walk(struct cgscan *cs, int dfd, char *rel, size_t rlen, unsigned de
 	for (struct dirent *de; (de = readdir(d));) {
 		size_t nl = strlen(de->d_name);
 		char runtime[GUEST_RUNTIME_MAX], name[128];
+		const char *ns = NULL;
 		bool guest = false, scoped;
 		struct stat st;
 		int cfd;
@@ -875,18 +1108,23 @@ static void walk(struct cgscan *cs, int dfd, char *rel, size_t rlen, unsigned de
 		memcpy(rel + rlen + 1, de->d_name, nl + 1);
 
 		scoped = in_any_scope(cs, rel);
-		if (!scoped && !above_a_scope(cs, rel))
+		if (!scoped && !above_a_scope(cs, rel)) {
+			log_debug("cgroup %s: outside the scopes, not searched", rel);
 			goto next;
-		if (cgname_excluded(de->d_name, nl))
+		}
+		if (cgname_excluded(de->d_name, nl)) {
+			log_debug("cgroup %s: libvirt's or a runtime monitor's, not a guest", rel);
 			goto next;
+		}
 		if (cgname_classify_one(rel, runtime, name)) {
 			guest = true;
 		} else {
 			const struct cgrunc_ent *re = cgrunc_find(&cs->runc, rel);
 
 			if (re) {
-				snprintf(runtime, sizeof(runtime), "runc");
+				snprintf(runtime, sizeof(runtime), "%s", re->runtime);
 				snprintf(name, sizeof(name), "%s", re->id);
+				ns = re->ns[0] ? re->ns : NULL;
 				guest = true;
 			} else if (parent_cfg) {
 				snprintf(runtime, sizeof(runtime), "custom");
@@ -899,13 +1137,19 @@ static void walk(struct cgscan *cs, int dfd, char *rel, size_t rlen, unsigned de
 			 * searched: its subtree is its own. */
 			if (scoped)
 				measure(cs, dirfd(d), prel, &ps, de->d_name, rel, rlen + 1 + nl,
-					runtime, name);
+					runtime, name, ns);
+			else
+				log_debug("cgroup %s: a %s guest outside the scopes, not reported", rel, runtime);
 			goto next;
 		}
 		/* Leaves have nlink 2 on kernfs: no need to open them. */
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    st.st_nlink == 2)
+		    st.st_nlink == 2) {
+			/* Why a container the operator expected is not found. */
+			log_debug("cgroup %s: not a guest: no runtime's name, no runc or containerd "
+				  "state, no configured parent names it", rel);
 			goto next;
+		}
 		cfd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (cfd >= 0)
 			walk(cs, cfd, rel, rlen + 1 + nl, depth + 1);
@@ -949,7 +1193,10 @@ int cgscan_scan(struct cgscan *cs, struct snapshot *snap, int64_t now_ns)
 			cs->ctrl_fd[c] = open(cs->hier.dir[c], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	}
 
-	cgrunc_load(&cs->runc, cs->runc_roots, cs->nr_runc_roots, cs->cpuset_host, cs->v2, snap);
+	cgrunc_load(&cs->runc, cs->runc_roots, cs->nr_runc_roots, cs->ctrd_roots, cs->nr_ctrd_roots,
+		    cs->cpuset_host, cs->v2, snap);
+	cglabel_begin(cs->label);
+	kube_refresh(cs);
 	rel[0] = '\0';
 	cs->gen++;
 	cgfdc_begin(&cs->fdc);

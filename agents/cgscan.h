@@ -10,6 +10,8 @@
  *               (libpod-conmon-* is podman's monitor, not a guest)
  *   runc        containers in runc state dirs (<rundir>/runc/<id>/state.json
  *               and configured roots): their cgroup, whatever cgroupsPath said
+ *   containerd  containers in containerd's runc state dirs, every namespace
+ *               (<rundir>/containerd/runc/<ns>/<id>/state.json, configured roots)
  *   lxc         /lxc.payload.<name>, /lxc/<name> (lxc.monitor.* is not a guest)
  *   nspawn      /machine.slice/machine-<name>.scope, except libvirt's
  *               machine-qemu\x2d* and machine-lxc\x2d* scopes
@@ -19,9 +21,16 @@
  *
  * A guest's subtree belongs to it: nothing below a guest is a guest.
  *
+ * Kubernetes pods are marked as the kubelet placed them (kubestate.h): a
+ * pod with exclusive CPUs or a NUMA assignment is owned by the kubelet
+ * (snap_guest.owner), the others are bound to its shared pool.
+ *
  * The scanner's parts: cgname.c (the name rules, pure), cgrunc.c (runc's
- * state), cgfdc.c (files kept open between scans), cgthr.c (CPU use
- * across scans, per thread); cgscan.c is the walk and the readers.
+ * and containerd's state), cglabel.c (the names runtimes show),
+ * kubestate.c (the kubelet's checkpoints, pure), cgproc.c
+ * (a process's cgroups), cgfdc.c (files kept open between scans), cgthr.c
+ * (CPU use across scans, per thread); cgscan.c is the walk and the
+ * readers.
  */
 #ifndef NUMAORCH_CGSCAN_H
 #define NUMAORCH_CGSCAN_H

@@ -15,6 +15,7 @@
 #include "../orchestrator/declog.h"
 #include "../orchestrator/history.h"
 #include "../orchestrator/mover.h"
+#include "../orchestrator/utf8.h"
 #include "../orchestrator/plan.h"
 #include "../orchestrator/xalloc.h"
 
@@ -62,16 +63,6 @@ static unsigned pick_guests(const struct snapshot *s, unsigned limit, bool *want
 	return limit;
 }
 
-/* A pod's namespace and name. The container scan knows a pod only by the
- * uid in its cgroup's name (the guest's name), so both are empty until a
- * source learns them; the labels are there so queries need not change. */
-static void pod_labels(const struct snap_guest *g, const char **ns, const char **pod)
-{
-	(void)g;
-	*ns = "";
-	*pod = "";
-}
-
 /* The per-guest families, for the guests pick_guests() chose. */
 static void guest_metrics(struct prom *p, struct api *a, const struct snapshot *s)
 {
@@ -84,17 +75,20 @@ static void guest_metrics(struct prom *p, struct api *a, const struct snapshot *
 		    "Guests with series of their own in this answer ([api] guest_metrics).");
 	prom_sample(p, "numaorch_guest_metrics_guests", nr, 0);
 	prom_family(p, "numaorch_guest_info", "gauge",
-		    "Always 1: a guest's names (for kubernetes, name is the pod's uid; namespace and pod "
-		    "where known).");
+		    "Always 1: the guest's name as its runtime shows it, a pod's namespace and name, and the "
+		    "placer that owns it (kubelet) if another does; join on guest.");
 	for (unsigned i = 0; i < s->nr_guests; i++) {
 		const struct snap_guest *g = &s->guests[i];
-		const char *ns, *pod;
+		/* Names come from the host: label values must be UTF-8. */
+		char name[4 * sizeof(g->name)], ns[4 * sizeof(g->ns)], pod[4 * sizeof(g->pod)];
 
 		if (!want[i])
 			continue;
-		pod_labels(g, &ns, &pod);
-		prom_sample(p, "numaorch_guest_info", 1, 6, "guest", g->id, "kind", snap_kind_name(g->kind),
-			    "runtime", g->runtime, "name", g->name, "namespace", ns, "pod", pod);
+		utf8_escape(g->name, name, sizeof(name));
+		utf8_escape(g->ns, ns, sizeof(ns));
+		utf8_escape(g->pod, pod, sizeof(pod));
+		prom_sample(p, "numaorch_guest_info", 1, 7, "guest", g->id, "kind", snap_kind_name(g->kind),
+			    "runtime", g->runtime, "name", name, "namespace", ns, "pod", pod, "owner", g->owner);
 	}
 	prom_family(p, "numaorch_guest_locality_ratio", "gauge",
 		    "Share of the guest's memory on the node where each of its threads runs, weighted by "

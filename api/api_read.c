@@ -309,6 +309,20 @@ static char *guests_doc(struct api *a, const struct snapshot *s, const char *kin
 		jw_str(&w, nodes);
 		jw_key(&w, "name");
 		jw_str(&w, g->name);
+		if (g->ns[0]) {
+			jw_key(&w, "namespace");
+			jw_str(&w, g->ns);
+		}
+		if (g->owner[0]) {
+			jw_key(&w, "owner");
+			jw_str(&w, g->owner);
+			jw_key(&w, "owner_reason");
+			jw_str(&w, g->owner_reason);
+		}
+		if (g->pod[0]) {
+			jw_key(&w, "pod");
+			jw_str(&w, g->pod);
+		}
 		jw_key(&w, "policy");
 		jw_obj(&w);
 		jw_key(&w, "mode");
@@ -490,6 +504,8 @@ void h_guest(struct rq *r)
 		char *cg = xstrdup(g->cgroup ? g->cgroup : "");
 
 		utf8_tame(t.name);
+		utf8_tame(t.ns);
+		utf8_tame(t.pod);
 		utf8_tame(cg);
 		t.cgroup = cg;
 		if (g->vm) {

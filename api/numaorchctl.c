@@ -454,13 +454,14 @@ static int cmd_guests(const struct opts *o)
 		json_decref(j);
 		return r;
 	}
-	t = table_new(9);
-	table_row(t, "GUEST", "KIND", "RUNTIME", "CPUS", "MEMS", "CPU", "MEMORY", "LOCAL", "POLICY");
+	t = table_new(10);
+	table_row(t, "GUEST", "NAME", "KIND", "RUNTIME", "CPUS", "MEMS", "CPU", "MEMORY", "LOCAL", "POLICY");
 	json_array_foreach(json_object_get(j, "guests"), i, g) {
 		char cpu[16], mem[24], loc[16], pol[96];
 
 		policy_text(json_object_get(g, "policy"), pol, sizeof(pol));
-		table_row(t, jstr(g, "id"), jstr(g, "kind"), jstr(g, "runtime"), jstr(g, "cpus"), jstr(g, "mems"),
+		table_row(t, jstr(g, "id"), jstr(g, "name"), jstr(g, "kind"), jstr(g, "runtime"), jstr(g, "cpus"),
+			  jstr(g, "mems"),
 			  fmt_num(json_object_get(g, "cpu_use"), 2, cpu, sizeof(cpu)),
 			  fmt_bytes(jnum(g, "mem_total_bytes"), mem, sizeof(mem)),
 			  fmt_ratio(json_object_get(g, "locality"), loc, sizeof(loc)), pol);
@@ -553,7 +554,10 @@ static int cmd_guest(const struct opts *o, const char *id)
 	}
 	policy_text(json_object_get(j, "policy"), pol, sizeof(pol));
 	printf("guest:     %s\n", jstr(j, "id"));
-	printf("kind:      %s (%s), name %s\n", jstr(j, "kind"), jstr(j, "runtime"), jstr(j, "name"));
+	printf("kind:      %s (%s), name %s", jstr(j, "kind"), jstr(j, "runtime"), jstr(j, "name"));
+	if (*jstr(j, "namespace"))
+		printf(", namespace %s", jstr(j, "namespace"));
+	printf("\n");
 	printf("cgroup:    %s\n", jstr(j, "cgroup"));
 	printf("threads:   %lld in %lld processes\n", jint(j, "nr_threads"), jint(j, "nr_procs"));
 	printf("cpu use:   %s CPUs", fmt_num(json_object_get(j, "cpu_use"), 2, b1, sizeof(b1)));

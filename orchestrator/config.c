@@ -82,6 +82,9 @@ void config_clear(struct agent_config *c)
 	strv_free(&c->cg.nr_scopes, &c->cg.scopes);
 	strv_free(&c->cg.nr_parents, &c->cg.parents);
 	strv_free(&c->cg.nr_runc_roots, &c->cg.runc_roots);
+	strv_free(&c->cg.nr_containerd_roots, &c->cg.containerd_roots);
+	free(c->cg.kubelet_root);
+	free(c->cg.kubelet_reserved);
 	free(c->api_socket);
 	free(c->api_listen);
 	free(c->api_token_file);
@@ -113,6 +116,10 @@ void config_copy(struct agent_config *dst, const struct agent_config *src)
 	strv_copy(&dst->cg.nr_parents, &dst->cg.parents, src->cg.nr_parents, src->cg.parents);
 	strv_copy(&dst->cg.nr_runc_roots, &dst->cg.runc_roots, src->cg.nr_runc_roots,
 		  src->cg.runc_roots);
+	strv_copy(&dst->cg.nr_containerd_roots, &dst->cg.containerd_roots, src->cg.nr_containerd_roots,
+		  src->cg.containerd_roots);
+	dst->cg.kubelet_root = dup_or_null(src->cg.kubelet_root);
+	dst->cg.kubelet_reserved = dup_or_null(src->cg.kubelet_reserved);
 	dst->api_socket = dup_or_null(src->api_socket);
 	dst->api_listen = dup_or_null(src->api_listen);
 	dst->api_token_file = dup_or_null(src->api_token_file);
@@ -240,6 +247,17 @@ static int set_abs_path_or_empty(struct parse_ctx *p, const struct key *k, const
 	return set_str(FIELD(p->cfg, k, char *), v);
 }
 
+static int set_cpu_list(struct parse_ctx *p, const struct key *k, const char *v)
+{
+	cpumask_t *m = xmalloc(sizeof(*m));
+	int r = mask_parse(v, m);
+
+	free(m);
+	if (r < 0)
+		return fail(p, "[%s] %s: must be a CPU list (0-3,8), got \"%s\"", k->sec, k->name, v);
+	return set_str(FIELD(p->cfg, k, char *), v);
+}
+
 static int set_memory_binding(struct parse_ctx *p, const struct key *k, const char *v)
 {
 	if (strcmp(v, "soft") == 0)
@@ -261,18 +279,26 @@ static int set_parent(struct parse_ctx *p, const struct key *k, const char *v)
 	return cgroup_list_add(p, k->sec, k->name, v, &p->cfg->cg.nr_parents, &p->cfg->cg.parents);
 }
 
-static int set_runc_root(struct parse_ctx *p, const struct key *k, const char *v)
+static int root_list_add(struct parse_ctx *p, const struct key *k, const char *v, unsigned *n, char ***list)
 {
-	struct cgscan_config *cg = &p->cfg->cg;
-
 	if (!*v) {
-		strv_free(&cg->nr_runc_roots, &cg->runc_roots);
+		strv_free(n, list);
 		return 1;
 	}
 	if (v[0] != '/')
 		return fail(p, "[%s] %s: must be an absolute path, got \"%s\"", k->sec, k->name, v);
-	strv_push(&cg->nr_runc_roots, &cg->runc_roots, v);
+	strv_push(n, list, v);
 	return 1;
+}
+
+static int set_runc_root(struct parse_ctx *p, const struct key *k, const char *v)
+{
+	return root_list_add(p, k, v, &p->cfg->cg.nr_runc_roots, &p->cfg->cg.runc_roots);
+}
+
+static int set_containerd_root(struct parse_ctx *p, const struct key *k, const char *v)
+{
+	return root_list_add(p, k, v, &p->cfg->cg.nr_containerd_roots, &p->cfg->cg.containerd_roots);
 }
 
 static int set_api_socket(struct parse_ctx *p, const struct key *k, const char *v)
@@ -392,6 +418,9 @@ static const struct key keys[] = {
 	SET("scope", "cgroup", cg.scopes, set_scope),
 	SET("containers", "parent", cg.parents, set_parent),
 	SET("containers", "runc_root", cg.runc_roots, set_runc_root),
+	SET("containers", "containerd_root", cg.containerd_roots, set_containerd_root),
+	SET("kubelet", "root", cg.kubelet_root, set_abs_path_or_empty),
+	SET("kubelet", "reserved_cpus", cg.kubelet_reserved, set_cpu_list),
 
 	PCT(locality_target, 0, 100),
 	PCT(cpu_headroom, 0, 1000),
@@ -729,6 +758,11 @@ bool config_sources_differ(const struct agent_config *a, const struct agent_conf
 	       !same_strv(a->cg.nr_parents, a->cg.parents, b->cg.nr_parents, b->cg.parents) ||
 	       !same_strv(a->cg.nr_runc_roots, a->cg.runc_roots, b->cg.nr_runc_roots,
 			  b->cg.runc_roots) ||
+	       !same_strv(a->cg.nr_containerd_roots, a->cg.containerd_roots, b->cg.nr_containerd_roots,
+			  b->cg.containerd_roots) ||
+	       strcmp(a->cg.kubelet_root ? a->cg.kubelet_root : "", b->cg.kubelet_root ? b->cg.kubelet_root : "") ||
+	       strcmp(a->cg.kubelet_reserved ? a->cg.kubelet_reserved : "",
+		      b->cg.kubelet_reserved ? b->cg.kubelet_reserved : "") ||
 	       a->policy.min_free_bytes != b->policy.min_free_bytes ||
 	       a->policy.min_free_share != b->policy.min_free_share ||
 	       a->freeze_during_migration != b->freeze_during_migration ||

@@ -13,6 +13,7 @@ void host_paths_default(struct host_paths *hp)
 	strcpy(hp->procfs, "/proc");
 	strcpy(hp->cgroupfs, "/sys/fs/cgroup");
 	strcpy(hp->rundir, "/run");
+	strcpy(hp->vardir, "/var");
 	hp->live = true;
 }
 
@@ -30,6 +31,7 @@ int host_paths_from_root(struct host_paths *hp, const char *root)
 	n |= snprintf(t.procfs, sizeof(t.procfs), "%s/proc", root) >= (int)sizeof(t.procfs);
 	n |= snprintf(t.cgroupfs, sizeof(t.cgroupfs), "%s/sys/fs/cgroup", root) >= (int)sizeof(t.cgroupfs);
 	n |= snprintf(t.rundir, sizeof(t.rundir), "%s/run", root) >= (int)sizeof(t.rundir);
+	n |= snprintf(t.vardir, sizeof(t.vardir), "%s/var", root) >= (int)sizeof(t.vardir);
 	if (n)
 		return -ENAMETOOLONG;
 	t.live = false;

@@ -42,6 +42,8 @@ enum skip_reason {
 	SKIP_IN_SET,         /* spread as it must be, its memory inside its set but
 			      * not where its threads run, and the kernel's NUMA
 			      * balancing is off: no cpuset write can fix that */
+	SKIP_OWNED,          /* another placer owns it (snap_guest.owner: the
+			      * kubelet's exclusive CPUs or NUMA assignment) */
 };
 
 struct plan_item {

@@ -128,6 +128,14 @@ json_t *snap_guest_to_json(const struct snapshot *s, const struct snap_guest *g)
 		}
 		json_object_set_new(o, "cpu_use_by_node", cn);
 	}
+	if (g->ns[0])
+		json_object_set_new(o, "namespace", json_string(g->ns));
+	if (g->pod[0])
+		json_object_set_new(o, "pod", json_string(g->pod));
+	if (g->owner[0]) {
+		json_object_set_new(o, "owner", json_string(g->owner));
+		json_object_set_new(o, "owner_reason", json_string(g->owner_reason));
+	}
 	if (g->busy_measured)
 		json_object_set_new(o, "busy_threads", json_integer(g->busy_threads));
 	if (g->vm)

@@ -113,7 +113,19 @@ struct snap_guest {
 	enum guest_kind kind;
 	char runtime[GUEST_RUNTIME_MAX]; /* docker, kubernetes, podman, runc, lxc,
 					  * nspawn, custom, libvirt */
-	char name[128];                 /* human name: container id, machine name */
+	/* The name its runtime shows: docker's and podman's container
+	 * names, a pod's "namespace/name", a VM's domain name; the key of
+	 * its id (a container id, a pod uid) where none is known. */
+	char name[128];
+	/* Kubernetes pods: their namespace and pod name; containerd's
+	 * containers: their containerd namespace. "" where none. */
+	char ns[64];
+	char pod[254];
+	/* Another placer owns its placement (the kubelet: a pod with
+	 * exclusive CPUs or a NUMA assignment): never moved. OWNER names
+	 * it, OWNER_REASON says what it decided; "" when none. */
+	char owner[16];
+	char owner_reason[200];
 	char *cgroup;                   /* path relative to hierarchy roots */
 	unsigned nr_threads;
 	unsigned nr_procs;

@@ -27,6 +27,19 @@ struct cgscan_config {
 	 * root by the scanner when not live). Default: <rundir>/runc. */
 	unsigned nr_runc_roots;
 	char **runc_roots;
+	/* containerd's runc roots: each holds one runc root per containerd
+	 * namespace (<root>/<namespace>/<id>/state.json). Prefixed like
+	 * runc_roots. Default: <rundir>/containerd/runc. */
+	unsigned nr_containerd_roots;
+	char **containerd_roots;
+	/* The kubelet's root, where its CPU and Memory Manager checkpoints
+	 * are (an absolute host path, prefixed like runc_roots). NULL:
+	 * <vardir>/lib/kubelet. */
+	char *kubelet_root;
+	/* The CPUs the kubelet reserves (its reservedSystemCPUs, a CPU
+	 * list), left out of the shared pool its other pods may use; NULL:
+	 * reservedSystemCPUs from the kubelet's config.yaml, if any. */
+	char *kubelet_reserved;
 };
 
 /* A further guest source (the libvirt VM source). scan() appends guests

@@ -1204,6 +1204,14 @@ static void evaluate(struct pctx *x, const struct pstate *prev, unsigned gi, str
 	it->cpu_demand = isnan(g->cpu_use) ? NAN
 		       : fmax(cfg->min_cpu, fmax(0.0, g->cpu_use) * (1.0 + cfg->cpu_headroom));
 
+	if (g->owner[0]) {
+		/* Another placer's decision: fighting it would undo its
+		 * guarantee and be undone on its next pass. */
+		it->kind = PLAN_SKIP;
+		it->skip = SKIP_OWNED;
+		set_detail(it, "placed by the %s, never moved: %s", g->owner, g->owner_reason);
+		return;
+	}
 	if (g->policy.mode == GPOL_IGNORE) {
 		it->kind = PLAN_SKIP;
 		it->skip = SKIP_IGNORED;

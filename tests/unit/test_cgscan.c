@@ -18,7 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agents/cglabel.h"
 #include "agents/cgname.h"
+#include "agents/cgproc.h"
 #include "agents/cgscan.h"
 #include "agents/topo.h"
 #include "orchestrator/fs.h"
@@ -1344,6 +1346,384 @@ static void test_v1_pages(void **state)
 	free(root);
 }
 
+/* ---- controllers where /proc/PID/cgroup says (issue 42) ------------------- */
+
+static void test_cgproc_parse(void **state)
+{
+	static const char text[] = "12:pids:/\n4:memory:/process_api/fe9e/rc1\n"
+				   "3:cpu,cpuacct:/acct/rc1\n2:cpuset:/rc1\n0::/\n";
+	char out[64];
+
+	(void)state;
+	assert_int_equal(cgproc_parse(text, "memory", out, sizeof(out)), 0);
+	assert_string_equal(out, "/process_api/fe9e/rc1");
+	assert_int_equal(cgproc_parse(text, "cpuacct", out, sizeof(out)), 0);
+	assert_string_equal(out, "/acct/rc1");
+	assert_int_equal(cgproc_parse(text, "cpu", out, sizeof(out)), 0);
+	assert_string_equal(out, "/acct/rc1");
+	assert_int_equal(cgproc_parse(text, NULL, out, sizeof(out)), 0);
+	assert_string_equal(out, "/");
+	assert_int_equal(cgproc_parse(text, "freezer", out, sizeof(out)), -ENOENT);
+	assert_int_equal(cgproc_parse(text, "mem", out, sizeof(out)), -ENOENT);
+	assert_int_equal(cgproc_parse(text, "memory", out, 8), -ENAMETOOLONG);
+	assert_int_equal(cgproc_parse("4:memory:rel\n", "memory", out, sizeof(out)), -ENOENT);
+	assert_int_equal(cgproc_parse("4:memory\n", "memory", out, sizeof(out)), -ENOENT);
+	assert_int_equal(cgproc_parse("", NULL, out, sizeof(out)), -ENOENT);
+	assert_int_equal(cgproc_parse("1:name=systemd:/x\n", NULL, out, sizeof(out)), -ENOENT);
+}
+
+/* Plain `runc run` without cgroupsPath: the container's cpuset and
+ * cpuacct cgroups are /rc1, its memory cgroup is below runc's own memory
+ * cgroup. Its memory is read there, where its process's /proc/PID/cgroup
+ * says, not shown as 0 with a warning. */
+static void test_memory_where_proc_says(void **state)
+{
+	char *root = tu_mkdtemp();
+	const uint64_t ps = (uint64_t)sysconf(_SC_PAGESIZE);
+	struct cgscan *cs;
+	struct snapshot *s;
+	const struct snap_guest *g;
+
+	(void)state;
+	v1_root(root);
+	v1_cg(root, "/rc1", "total=0 N0=0 N1=0\n", "1234\n");
+	/* not at /rc1 in the memory hierarchy */
+	{
+		char p[PATH_MAX];
+
+		snprintf(p, sizeof(p), "%s/sys/fs/cgroup/memory/rc1", root);
+		tu_rm_rf(p);
+	}
+	wr(root, "sys/fs/cgroup/memory/process_api/fe9e/rc1/cgroup.procs", "100\n");
+	wr(root, "sys/fs/cgroup/memory/process_api/fe9e/rc1/memory.numa_stat",
+	   "total=30 N0=10 N1=20\nhierarchical_total=30 N0=10 N1=20\n");
+	tu_write(root, "proc/100/cgroup", "4:memory:/process_api/fe9e/rc1\n3:cpu,cpuacct:/rc1\n"
+		 "2:cpuset:/rc1\n0::/\n");
+	/* a second one whose process lives in the memory root: no container
+	 * memory cgroup, so the host's root is not read for it */
+	v1_cg(root, "/rc2", "total=0 N0=0 N1=0\n", "5\n");
+	wr(root, "sys/fs/cgroup/cpuset/rc2/cgroup.procs", "200\n");
+	{
+		char p[PATH_MAX];
+
+		snprintf(p, sizeof(p), "%s/sys/fs/cgroup/memory/rc2", root);
+		tu_rm_rf(p);
+	}
+	tu_write(root, "proc/200/cgroup", "4:memory:/\n2:cpuset:/rc2\n");
+	tu_write(root, "run/runc/rc1/state.json",
+		 "{\"id\":\"rc1\",\"cgroup_paths\":{\"cpuset\":\"/sys/fs/cgroup/cpuset/rc1\"}}\n");
+	tu_write(root, "run/runc/rc2/state.json",
+		 "{\"id\":\"rc2\",\"cgroup_paths\":{\"cpuset\":\"/sys/fs/cgroup/cpuset/rc2\"}}\n");
+	cs = open_root(root, NULL);
+	for (int pass = 0; pass < 2; pass++) {
+		/* the second scan reads through the file the first kept open */
+		s = scan_once(cs, 1 + pass);
+		g = snap_find_guest(s, "runc-rc1");
+		assert_non_null(g);
+		assert_int_equal(g->mem_node[0], 10 * ps);
+		assert_int_equal(g->mem_node[1], 20 * ps);
+		assert_int_equal(g->cpu_usage_ns, 1234);
+		assert_int_equal(find_warning(s, "/rc1", NULL, NULL), -1);
+		g = snap_find_guest(s, "runc-rc2");
+		assert_non_null(g);
+		assert_int_equal(g->mem_total, 0);
+		assert_true(find_warning(s, "/rc2", "memory.numa_stat", "memory hierarchy") >= 0);
+		snap_unref(s);
+	}
+	cgscan_free(cs);
+	tu_rm_rf(root);
+	free(root);
+}
+
+/* containerd (`ctr run`): its container's cgroup is /<namespace>/<id>, and
+ * runc keeps its state below containerd's root, one directory per
+ * namespace. Found there by default, every namespace, runtime
+ * "containerd"; a configured root replaces the default. */
+static void test_containerd(void **state)
+{
+	char *root = tu_mkdtemp();
+	char *croots[] = { "/var/run/ctrd" };
+	struct cgscan_config cfg = { .nr_containerd_roots = 1, .containerd_roots = croots };
+	struct cgscan *cs;
+	struct snapshot *s;
+	const struct snap_guest *g;
+
+	(void)state;
+	v2_root(root);
+	v2_plain(root, "/default");
+	v2_guest(root, "/default/web");
+	v2_plain(root, "/k8s.io");
+	v2_guest(root, "/k8s.io/db");
+	v2_guest(root, "/default/stray"); /* no state: not a guest */
+	tu_write(root, "run/containerd/runc/default/web/state.json",
+		 "{\"id\":\"web\",\"cgroup_paths\":{\"\":\"/sys/fs/cgroup/default/web\"}}\n");
+	tu_write(root, "run/containerd/runc/k8s.io/db/state.json",
+		 "{\"id\":\"db\",\"cgroup_paths\":{\"\":\"/sys/fs/cgroup/k8s.io/db\"}}\n");
+	tu_write(root, "run/containerd/runc/k8s.io/broken/state.json", "{");
+	cs = open_root(root, NULL);
+	s = scan_once(cs, 1);
+	if (s->nr_guests != 2)
+		dump_warnings(s);
+	assert_int_equal(s->nr_guests, 2);
+	g = find_cg(s, "/default/web");
+	assert_non_null(g);
+	assert_string_equal(g->id, "containerd-web");
+	assert_string_equal(g->runtime, "containerd");
+	assert_int_equal(g->mem_node[1], 12288);
+	g = find_cg(s, "/k8s.io/db");
+	assert_non_null(g);
+	assert_string_equal(g->id, "containerd-db");
+	assert_null(find_cg(s, "/default/stray"));
+	assert_true(find_warning(s, "containerd state k8s.io/broken/state.json", NULL, NULL) >= 0);
+	assert_int_equal(s->nr_warnings, 1);
+	snap_unref(s);
+	cgscan_free(cs);
+
+	/* a configured root replaces the default */
+	cs = open_root(root, &cfg);
+	s = scan_once(cs, 1);
+	assert_int_equal(s->nr_guests, 0);
+	snap_unref(s);
+	cgscan_free(cs);
+	tu_write(root, "var/run/ctrd/default/web/state.json",
+		 "{\"id\":\"web\",\"cgroup_paths\":{\"\":\"/sys/fs/cgroup/default/web\"}}\n");
+	cs = open_root(root, &cfg);
+	s = scan_once(cs, 1);
+	assert_int_equal(s->nr_guests, 1);
+	assert_string_equal(s->guests[0].id, "containerd-web");
+	snap_unref(s);
+	cgscan_free(cs);
+	tu_rm_rf(root);
+	free(root);
+}
+
+/* Names operators know: docker's (config.v2.json), podman's
+ * (containers.json), a pod's namespace and name (/var/log/pods), a
+ * containerd container's namespace. The id stays the container id: a
+ * renamed container is the same guest with its new name. */
+static void test_names(void **state)
+{
+	char *root = tu_mkdtemp();
+	static const char uid[] = "3d4c5b6a-7980-4a1b-8c2d-3e4f5a6b7c8d";
+	struct cgscan *cs;
+	struct snapshot *s;
+	const struct snap_guest *g;
+	json_t *j;
+
+	(void)state;
+	v2_root(root);
+	v2_plain(root, "/docker");
+	v2_guest(root, "/docker/" HEX_A);
+	v2_guest(root, "/docker/" HEX_B);      /* no config: named by its id */
+	v2_plain(root, "/libpod_parent");
+	v2_guest(root, "/libpod_parent/libpod-" HEX_B);
+	v2_guest(root, "/libpod_parent/libpod-" HEX_A);
+	v2_plain(root, "/kubepods");
+	v2_plain(root, "/kubepods/burstable");
+	wr(root, "sys/fs/cgroup/kubepods/burstable/pod%s/x", "", uid);
+	v2_guest(root, "/kubepods/burstable/pod3d4c5b6a-7980-4a1b-8c2d-3e4f5a6b7c8d");
+	v2_plain(root, "/default");
+	v2_guest(root, "/default/web");
+	tu_write(root, "run/containerd/runc/default/web/state.json",
+		 "{\"id\":\"web\",\"cgroup_paths\":{\"\":\"/sys/fs/cgroup/default/web\"}}\n");
+	tu_write(root, "var/lib/docker/containers/" HEX_A "/config.v2.json",
+		 "{\"ID\":\"" HEX_A "\",\"Name\":\"/frontend\",\"State\":{\"Running\":true}}");
+	tu_write(root, "var/lib/containers/storage/overlay-containers/containers.json",
+		 "[{\"id\":\"0000\",\"names\":[\"other\"]},"
+		 "{\"id\":\"" HEX_B "\",\"names\":[\"db\\u0007x\"],\"image\":\"i\",\"layer\":\"l\"}]");
+	/* the vfs driver's (where overlay cannot be used) */
+	tu_write(root, "var/lib/containers/storage/vfs-containers/containers.json",
+		 "[{\"id\":\"" HEX_A "\",\"names\":[\"cache\"]}]");
+	wr(root, "var/log/pods/shop_cart-7d9f_%s/cart/0.log", "", uid);
+	tu_write(root, "var/log/pods/bad_dir/x", "");
+	cs = open_root(root, NULL);
+	s = scan_once(cs, 1);
+	if (s->nr_guests != 6)
+		dump_warnings(s);
+	assert_int_equal(s->nr_guests, 6);
+	g = snap_find_guest(s, "docker-" HEX_A);
+	assert_string_equal(g->name, "frontend");
+	assert_string_equal(g->ns, "");
+	g = snap_find_guest(s, "docker-" HEX_B);
+	assert_string_equal(g->name, HEX_B);
+	g = snap_find_guest(s, "podman-" HEX_B);
+	assert_string_equal(g->name, "db?x"); /* a control character is not shown */
+	g = snap_find_guest(s, "podman-" HEX_A);
+	assert_string_equal(g->name, "cache");
+	g = snap_find_guest(s, "kubernetes-3d4c5b6a-7980-4a1b-8c2d-3e4f5a6b7c8d");
+	assert_string_equal(g->name, "shop/cart-7d9f");
+	assert_string_equal(g->ns, "shop");
+	assert_string_equal(g->pod, "cart-7d9f");
+	j = snap_guest_to_json(s, g);
+	assert_string_equal(json_string_value(json_object_get(j, "namespace")), "shop");
+	assert_string_equal(json_string_value(json_object_get(j, "pod")), "cart-7d9f");
+	assert_string_equal(json_string_value(json_object_get(j, "name")), "shop/cart-7d9f");
+	json_decref(j);
+	g = snap_find_guest(s, "containerd-web");
+	assert_string_equal(g->name, "web");
+	assert_string_equal(g->ns, "default");
+	j = snap_guest_to_json(s, g);
+	assert_null(json_object_get(j, "pod"));
+	json_decref(j);
+	snap_unref(s);
+
+	/* renamed: the same guest, its new name */
+	tu_write(root, "var/lib/docker/containers/" HEX_A "/config.v2.json",
+		 "{\"ID\":\"" HEX_A "\",\"Name\":\"/frontend-v2\",\"State\":{\"Running\":true}}");
+	s = scan_once(cs, 2);
+	g = snap_find_guest(s, "docker-" HEX_A);
+	assert_non_null(g);
+	assert_string_equal(g->name, "frontend-v2");
+	snap_unref(s);
+	cgscan_free(cs);
+	tu_rm_rf(root);
+	free(root);
+}
+
+static void test_pod_dir(void **state)
+{
+	char ns[CGLABEL_NS_MAX], pod[CGLABEL_POD_MAX], uid[65];
+
+	(void)state;
+	assert_true(cglabel_pod_dir("kube-system_coredns-5d78c9869d-x2x4q_0f9e8d7c-6b5a-4c3d-8e2f-a1b2c3d4e5f6",
+				    ns, pod, uid));
+	assert_string_equal(ns, "kube-system");
+	assert_string_equal(pod, "coredns-5d78c9869d-x2x4q");
+	assert_string_equal(uid, "0f9e8d7c-6b5a-4c3d-8e2f-a1b2c3d4e5f6");
+	/* a static pod: its uid is the config hash */
+	assert_true(cglabel_pod_dir("kube-system_etcd-node1_4f1e2a3b4c5d6e7f8a9b0c1d2e3f4a5b", ns, pod, uid));
+	assert_string_equal(uid, "4f1e2a3b4c5d6e7f8a9b0c1d2e3f4a5b");
+	assert_false(cglabel_pod_dir("a_b", ns, pod, uid));
+	assert_false(cglabel_pod_dir("a_b_c_d", ns, pod, uid));
+	assert_false(cglabel_pod_dir("_b_c", ns, pod, uid));
+	assert_false(cglabel_pod_dir("a__c", ns, pod, uid));
+	assert_false(cglabel_pod_dir("a_b_", ns, pod, uid));
+}
+
+/* The kubelet is another placer (issue 42): a pod with exclusive CPUs or
+ * a NUMA assignment is owned by it; the others are bound to its shared
+ * pool (defaultCpuSet but the reserved CPUs). The checkpoints are the
+ * fixtures in the kubelet's format (tests/fixtures/kubelet). */
+#define KGUAR "5a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+#define KGUAR2 "6b2c3d4e-5f6a-4b7c-9d8e-0f1a2b3c4d5e"
+#define KBURST "8c3e0f1a-5b6d-4e2f-9a7c-1d2e3f4a5b6c"
+
+static void kube_tree(const char *root)
+{
+	v2_root(root);
+	v2_plain(root, "/kubepods");
+	v2_plain(root, "/kubepods/burstable");
+	v2_guest(root, "/kubepods/pod" KGUAR);
+	v2_guest(root, "/kubepods/pod" KGUAR2);
+	v2_guest(root, "/kubepods/burstable/pod" KBURST);
+	wr(root, "sys/fs/cgroup/kubepods/burstable/pod" KBURST "/cpuset.cpus.effective", "0-7\n");
+}
+
+static void copy_fixture(const char *root, const char *dir, const char *name, const char *as)
+{
+	char *buf = NULL, path[PATH_MAX];
+	size_t len;
+
+	snprintf(path, sizeof(path), FIXTURES "/kubelet/%s", name);
+	assert_int_equal(fs_read_file(path, 1 << 20, &buf, &len), 0);
+	snprintf(path, sizeof(path), "%s/%s", dir, as);
+	tu_write(root, path, buf);
+	free(buf);
+}
+
+static void test_kubelet(void **state)
+{
+	char *root = tu_mkdtemp();
+	struct cgscan_config cfg = { .kubelet_reserved = "0" };
+	struct cgscan *cs;
+	struct snapshot *s;
+	const struct snap_guest *g;
+	char buf[64];
+
+	(void)state;
+	kube_tree(root);
+	copy_fixture(root, "var/lib/kubelet", "cpu_manager_state", "cpu_manager_state");
+	copy_fixture(root, "var/lib/kubelet", "memory_manager_state", "memory_manager_state");
+	cs = open_root(root, &cfg);
+	s = scan_once(cs, 1);
+	if (s->nr_warnings)
+		dump_warnings(s);
+	assert_int_equal(s->nr_warnings, 0);
+	assert_int_equal(s->nr_guests, 3);
+	g = snap_find_guest(s, "kubernetes-" KGUAR);
+	assert_string_equal(g->owner, "kubelet");
+	assert_string_equal(g->owner_reason, "the kubelet's CPU Manager gave app exclusive CPUs 2,4; "
+				 "the kubelet's Memory Manager binds app to NUMA node 0");
+	g = snap_find_guest(s, "kubernetes-" KGUAR2);
+	assert_string_equal(g->owner, "kubelet");
+	assert_string_equal(g->owner_reason, "the kubelet's Memory Manager binds db to NUMA node 0");
+	g = snap_find_guest(s, "kubernetes-" KBURST);
+	assert_string_equal(g->owner, "");
+	/* the shared pool 0-1,3,5-7 without the reserved CPU 0 */
+	assert_int_equal(mask_format(g->allowed_cpus, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "1,3,5-7");
+	{
+		json_t *j = snap_guest_to_json(s, snap_find_guest(s, "kubernetes-" KGUAR2));
+
+		assert_string_equal(json_string_value(json_object_get(j, "owner")), "kubelet");
+		assert_non_null(strstr(json_string_value(json_object_get(j, "owner_reason")), "binds db"));
+		json_decref(j);
+	}
+	snap_unref(s);
+
+	/* the kubelet back to its default policies: nothing is its own */
+	copy_fixture(root, "var/lib/kubelet", "cpu_manager_state.none", "cpu_manager_state");
+	copy_fixture(root, "var/lib/kubelet", "memory_manager_state.none", "memory_manager_state");
+	s = scan_once(cs, 2);
+	assert_string_equal(snap_find_guest(s, "kubernetes-" KGUAR)->owner, "");
+	assert_int_equal(mask_format(snap_find_guest(s, "kubernetes-" KBURST)->allowed_cpus, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "0-7");
+	snap_unref(s);
+
+	/* a checkpoint that cannot be read: every pod is left to the kubelet */
+	tu_write(root, "var/lib/kubelet/cpu_manager_state", "{\"policyName\":\"static\",\"defaultCpuSet\":");
+	s = scan_once(cs, 3);
+	assert_true(find_warning(s, "kubelet cpu_manager_state", "not JSON", NULL) >= 0);
+	for (unsigned i = 0; i < s->nr_guests; i++) {
+		assert_string_equal(s->guests[i].owner, "kubelet");
+		assert_string_equal(s->guests[i].owner_reason, "the kubelet's cpu_manager_state cannot be read");
+	}
+	snap_unref(s);
+	cgscan_free(cs);
+
+	/* reservedSystemCPUs from the kubelet's config.yaml when [kubelet]
+	 * reserved_cpus is not set */
+	copy_fixture(root, "var/lib/kubelet", "cpu_manager_state", "cpu_manager_state");
+	tu_write(root, "var/lib/kubelet/config.yaml", "apiVersion: kubelet.config.k8s.io/v1beta1\n"
+		 "kind: KubeletConfiguration\ncpuManagerPolicy: static\nreservedSystemCPUs: \"1,7\"\n");
+	cs = open_root(root, NULL);
+	s = scan_once(cs, 1);
+	assert_int_equal(mask_format(snap_find_guest(s, "kubernetes-" KBURST)->allowed_cpus, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "0,3,5-6");
+	snap_unref(s);
+	tu_write(root, "var/lib/kubelet/config.yaml", "reservedSystemCPUs: x\n");
+	s = scan_once(cs, 2);
+	assert_true(find_warning(s, "kubelet config.yaml: reservedSystemCPUs is not a CPU list", NULL, NULL) >= 0);
+	assert_int_equal(mask_format(snap_find_guest(s, "kubernetes-" KBURST)->allowed_cpus, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "0-1,3,5-7");
+	snap_unref(s);
+	cgscan_free(cs);
+
+	/* a configured root */
+	{
+		struct cgscan_config c2 = { .kubelet_root = "/srv/kubelet" };
+
+		copy_fixture(root, "srv/kubelet", "memory_manager_state", "memory_manager_state");
+		cs = open_root(root, &c2);
+		s = scan_once(cs, 1);
+		assert_string_equal(snap_find_guest(s, "kubernetes-" KGUAR2)->owner, "kubelet");
+		snap_unref(s);
+		cgscan_free(cs);
+	}
+	tu_rm_rf(root);
+	free(root);
+}
+
 /* ---- construction errors -------------------------------------------------------- */
 
 static void test_new_errors(void **state)
@@ -1464,6 +1844,12 @@ int main(void)
 		cmocka_unit_test(test_vanish_between_scans),
 		cmocka_unit_test(test_bad_files),
 		cmocka_unit_test(test_v1_pages),
+		cmocka_unit_test(test_cgproc_parse),
+		cmocka_unit_test(test_memory_where_proc_says),
+		cmocka_unit_test(test_containerd),
+		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_pod_dir),
+		cmocka_unit_test(test_kubelet),
 		cmocka_unit_test(test_new_errors),
 		cmocka_unit_test(test_many_guests),
 	};

@@ -35,7 +35,8 @@ static void test_full_file(void **state)
 		"[agent]\nmode = advise\ninterval = 2.5\ndry_run = yes\ndecision_log = /tmp/d.jsonl\n"
 		"log_level = debug\n"
 		"[scope]\ncgroup = /a\ncgroup = /b/c\n"
-		"[containers]\nparent = /p\nrunc_root = /run/runc2\n"
+		"[containers]\nparent = /p\nrunc_root = /run/runc2\ncontainerd_root = /run/ctrd\n"
+		"[kubelet]\nroot = /srv/kubelet\nreserved_cpus = 0,4\n"
 		"[policy]\nlocality_target = 80\nmax_util = 75\ncooldown = 60\nmax_moves = 2\n"
 		"max_migrate_mib = 512\nmin_free_mib = 128\nmin_free_share = 10\nless_busy_margin = 20\nstart_place = no\n"
 		"[api]\nsocket =\nlisten = 127.0.0.1:7070\ntoken_file = /etc/numaorch/token\nguest_metrics = top 20\n"
@@ -52,6 +53,10 @@ static void test_full_file(void **state)
 	assert_string_equal(c.cg.scopes[1], "/b/c");
 	assert_int_equal(c.cg.nr_parents, 1);
 	assert_string_equal(c.cg.runc_roots[0], "/run/runc2");
+	assert_int_equal(c.cg.nr_containerd_roots, 1);
+	assert_string_equal(c.cg.containerd_roots[0], "/run/ctrd");
+	assert_string_equal(c.cg.kubelet_root, "/srv/kubelet");
+	assert_string_equal(c.cg.kubelet_reserved, "0,4");
 	assert_true(fabs(c.policy.locality_target - 0.8) < 1e-9);
 	assert_true(fabs(c.policy.max_util - 0.75) < 1e-9);
 	assert_int_equal(c.policy.cooldown_ns, 60LL * 1000000000LL);
@@ -317,6 +322,9 @@ static void test_every_key_checks_its_value(void **state)
 		{ "scope", "cgroup", "a/../b", "is not an absolute cgroup path" },
 		{ "containers", "parent", "rel", "is not an absolute cgroup path" },
 		{ "containers", "runc_root", "rel", "must be an absolute path" },
+		{ "containers", "containerd_root", "rel", "must be an absolute path" },
+		{ "kubelet", "root", "rel", "must be an absolute path" },
+		{ "kubelet", "reserved_cpus", "0-", "must be a CPU list" },
 		{ "policy", "locality_target", "101", "must be a number 0..100 (percent)" },
 		{ "policy", "cpu_headroom", "1001", "must be a number 0..1000 (percent)" },
 		{ "policy", "mem_headroom", "x", "must be a number 0..1000 (percent)" },

@@ -50,6 +50,7 @@ struct tguest {
 	unsigned busy;            /* measured busy threads; 0: not measured */
 	double ran[TMAXN];        /* CPUs of use measured per node (cpu_node); all 0: none */
 	bool first;               /* first_sight: use is its young process's average */
+	const char *owner;        /* snap_guest.owner (its reason: "why"); NULL: none */
 };
 
 #define NOITEM 99
@@ -373,6 +374,17 @@ static const struct tcase cases[] = {
 		.nn = 2, .nodes = { N8(0, 8192, 0.3), N8(1, 8192, 0.3) },
 		.g = { { .id = "i", .use = 1.0, .on = "0-1", .mib = { 0, 2048 }, .pol = GPOL_IGNORE } },
 		.e = { { .id = "i", .kind = PLAN_SKIP, .skip = SKIP_IGNORED, .to = "" } },
+	},
+	{
+		/* issue 42: the kubelet's exclusive CPUs and NUMA assignments */
+		.name = "another placer's guest: skip item with its reason, never moved, even pinned elsewhere",
+		.nn = 2, .nodes = { N8(0, 8192, 0.3), N8(1, 8192, 0.3) },
+		.g = { { .id = "k", .use = 1.0, .on = "0-1", .mib = { 0, 2048 }, .owner = "kubelet" },
+		       { .id = "p", .use = 1.0, .on = "0", .mib = { 1024, 0 }, .pol = GPOL_PINNED, .pin = "1",
+			 .owner = "kubelet" } },
+		.e = { { .id = "k", .kind = PLAN_SKIP, .skip = SKIP_OWNED, .to = "",
+			 .detail_has = "placed by the kubelet, never moved: why" },
+		       { .id = "p", .kind = PLAN_SKIP, .skip = SKIP_OWNED, .to = "" } },
 	},
 	{
 		.name = "one CPU node: nothing, not even for a misplaced guest",
@@ -801,6 +813,10 @@ static struct snapshot *build(const struct tcase *tc, struct pstate **prev)
 		snprintf(g->runtime, sizeof(g->runtime), "docker");
 		g->cpu_use = t->use;
 		g->first_sight = t->first;
+		if (t->owner) {
+			snprintf(g->owner, sizeof(g->owner), "%s", t->owner);
+			snprintf(g->owner_reason, sizeof(g->owner_reason), "why");
+		}
 		parse_nodes(t->on, &on);
 		snap_nodes_to_cpus(s, &on, &cpus);
 		mask_zero(&allowed);

@@ -1,0 +1,185 @@
+"""Kubernetes on a fixture host (no root needed): pods shown by namespace
+and name, and the kubelet's CPU and Memory Manager checkpoints respected
+(issue 42). The real numaorchd serves the fixture root's cgroup v2 tree
+(tests/fixtures/cg-v2: two pods, besteffort and burstable, systemd
+driver) with /var/log/pods and /var/lib/kubelet added in the kubelet's
+own formats."""
+import json
+import os
+import shutil
+import subprocess
+import unittest
+
+import apilib
+import itlib
+
+REASON = apilib.skip_reason() or (None if os.path.exists(apilib.NUMAORCHCTL) else
+                                  "build/numaorchctl missing (run make)")
+
+BESTEFFORT = "0f9e8d7c-6b5a-4c3d-8e2f-a1b2c3d4e5f6"
+BURSTABLE = "8c3e0f1a-5b6d-4e2f-9a7c-1d2e3f4a5b6c"
+GUARANTEED = "5a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"   # tests/fixtures/kubelet: CPUs 2,4 and node 0
+KUBELET_FIX = os.path.join(apilib.FIX, "kubelet")
+
+
+def put(root, rel, text):
+    path = os.path.join(root, rel)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    itlib.write(path, text)
+
+
+def add_pod_logs(root):
+    for d in ("shop_cart-7d9f_" + BURSTABLE, "kube-system_coredns-x2x4q_" + BESTEFFORT):
+        put(root, "var/log/pods/%s/c/0.log" % d, "")
+
+
+@unittest.skipIf(REASON, REASON or "")
+class PodNames(apilib.ClassDaemon):
+    @classmethod
+    def prepare_root(cls, root):
+        add_pod_logs(root)
+
+    def test_api_and_cli(self):
+        r = self.d.get("/v1/guests?runtime=kubernetes")
+        self.assertEqual(r.status, 200)
+        guests = {g["id"]: g for g in r.json()["guests"]}
+        g = guests["kubernetes-" + BURSTABLE]
+        self.assertEqual((g["name"], g["namespace"], g["pod"]), ("shop/cart-7d9f", "shop", "cart-7d9f"))
+        g = self.d.get("/v1/guests/kubernetes-" + BESTEFFORT).json()
+        self.assertEqual((g["name"], g["namespace"], g["pod"]),
+                         ("kube-system/coredns-x2x4q", "kube-system", "coredns-x2x4q"))
+        out = self.d.ctl("guests", "--runtime", "kubernetes").stdout.splitlines()
+        self.assertEqual(out[0].split()[:3], ["GUEST", "NAME", "KIND"])
+        self.assertTrue(any(l.split()[:2] == ["kubernetes-" + BURSTABLE, "shop/cart-7d9f"] for l in out), out)
+        self.assertIn("name kube-system/coredns-x2x4q, namespace kube-system",
+                      self.d.ctl("guest", "kubernetes-" + BESTEFFORT).stdout)
+
+    def test_metrics(self):
+        """numaorch_guest_info carries the names, to join on guest."""
+        body = self.d.get("/metrics").body
+        self.assertIn(('numaorch_guest_info{guest="kubernetes-%s",kind="container",runtime="kubernetes",name="shop/cart-7d9f",'
+                       'namespace="shop",pod="cart-7d9f",owner=""} 1\n' % BURSTABLE).encode(), body)
+        promtool = shutil.which("promtool")
+        if promtool:
+            p = subprocess.run([promtool, "check", "metrics"], input=body, capture_output=True, timeout=60)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+
+
+def add_guaranteed_pod(root):
+    """A Guaranteed pod (systemd driver: kubepods-pod<uid>.slice right
+    under kubepods.slice), a copy of the fixture's burstable one."""
+    cg = os.path.join(root, "sys", "fs", "cgroup", "kubepods.slice")
+    src = os.path.join(cg, "kubepods-burstable.slice",
+                       "kubepods-burstable-pod%s.slice" % BURSTABLE.replace("-", "_"))
+    shutil.copytree(src, os.path.join(cg, "kubepods-pod%s.slice" % GUARANTEED.replace("-", "_")))
+
+
+def kubelet_writes(root, name, fixture):
+    """Replace a checkpoint the way the kubelet does: a new file renamed
+    over the old one."""
+    d = os.path.join(root, "var", "lib", "kubelet")
+    os.makedirs(d, exist_ok=True)
+    tmp = os.path.join(d, ".%s.tmp" % name)
+    shutil.copyfile(os.path.join(KUBELET_FIX, fixture), tmp)
+    os.rename(tmp, os.path.join(d, name))
+
+
+@unittest.skipIf(REASON, REASON or "")
+class KubeletPlacer(unittest.TestCase):
+    """The kubelet's CPU and Memory Manager checkpoints in its own format;
+    [kubelet] reserved_cpus = 1. Node 0 is CPUs 0,2,4,6, node 1 1,3,5,7:
+    the shared pool (defaultCpuSet 0-1,3,5-7 but CPU 1) is 6 on node 0,
+    3,5,7 on node 1."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = itlib.mktemp()
+        try:
+            cls.root = apilib.compose_root(cls.tmp)
+            add_guaranteed_pod(cls.root)
+            kubelet_writes(cls.root, "cpu_manager_state", "cpu_manager_state")
+            kubelet_writes(cls.root, "memory_manager_state", "memory_manager_state")
+            cls.d = apilib.Daemon(cls.tmp, cls.root, binary=itlib.NUMAORCHD_TEST,
+                                  conf="[agent]\nsample = 0.05\n[kubelet]\nreserved_cpus = 1\n").start()
+        except BaseException:
+            shutil.rmtree(cls.tmp, True)
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        rc = cls.d.stop()
+        shutil.rmtree(cls.tmp, True)
+        if rc != 0:
+            raise AssertionError("numaorchd exited %d" % rc)
+
+    def plan(self):
+        r = self.d.request("POST", "/v1/rebalance", {"dry_run": True, "verbose": True})
+        self.assertEqual(r.status, 200, r.body)
+        return {i["guest"]: i for i in r.json()["plan"]["items"]}
+
+    def cycle(self):
+        """A real cycle: the guests' view is the last cycle's."""
+        r = self.d.request("POST", "/v1/rebalance", {})
+        self.assertEqual(r.status, 200, r.body)
+
+    def test_owned_pod_never_moved(self):
+        self.cycle()
+        g = self.d.get("/v1/guests/kubernetes-" + GUARANTEED).json()
+        self.assertEqual(g["owner"], "kubelet")
+        self.assertEqual(g["owner_reason"], "the kubelet's CPU Manager gave app exclusive CPUs 2,4; "
+                         "the kubelet's Memory Manager binds app to NUMA node 0")
+        it = self.plan()["kubernetes-" + GUARANTEED]
+        self.assertEqual((it["kind"], it["skip"]), ("skip", "owned"), it)
+        self.assertIn("placed by the kubelet, never moved: the kubelet's CPU Manager", it["detail"])
+        # the decision record says so too
+        self.cycle()
+        recs = [r for r in self.d.get("/v1/decisions?guest=kubernetes-%s&limit=1000" % GUARANTEED).json()
+                ["decisions"] if not r["dry_run"]]
+        self.assertTrue(recs)
+        self.assertTrue(all(r.get("skip_reason") == "owned" for r in recs), recs)
+        self.assertIn("the kubelet's Memory Manager binds app to NUMA node 0", recs[-1]["detail"])
+        writes = apilib.slurp(os.path.join(self.root, "sys", "fs", "cgroup", ".numaorch-writes"))
+        self.assertNotIn(GUARANTEED.replace("-", "_"), writes)
+
+    def test_shared_pool(self):
+        """The burstable and best-effort pods go only to the shared pool:
+        never onto the exclusive CPUs 2,4 nor the reserved CPU 1. Both
+        belong on node 1 (most of their memory): 3,5,7, not 1,3,5,7."""
+        self.cycle()
+        for uid in (BURSTABLE, BESTEFFORT):
+            g = self.d.get("/v1/guests/kubernetes-" + uid).json()
+            self.assertNotIn("owner", g)
+
+        def cpus_of(text):
+            cpus = set()
+            for part in text.split(","):
+                a, _, b = part.partition("-")
+                cpus |= set(range(int(a), int(b or a) + 1))
+            return cpus
+        seen = []
+        for gid, it in self.plan().items():
+            if gid.startswith("kubernetes-") and it["kind"] == "move" and it.get("to_cpus"):
+                seen.append(it["to_cpus"])
+        # the cycles so far wrote the pods' cpusets (the test build logs them)
+        for line in apilib.slurp(os.path.join(self.root, "sys", "fs", "cgroup", ".numaorch-writes")).splitlines():
+            cg, f, v = line.split(" ", 2)
+            if cg.startswith("/kubepods.slice/") and f == "cpuset.cpus":
+                seen.append(v)
+        self.assertTrue(seen, "no pod was planned or moved")
+        for v in seen:
+            self.assertTrue(cpus_of(v) <= {3, 5, 6, 7}, seen)
+
+    def test_kubelet_rewrites_its_checkpoint(self):
+        """A new checkpoint (renamed over the old one) is read on the next
+        cycle: with the default policies nothing is the kubelet's."""
+        self.addCleanup(kubelet_writes, self.root, "cpu_manager_state", "cpu_manager_state")
+        self.addCleanup(kubelet_writes, self.root, "memory_manager_state", "memory_manager_state")
+        kubelet_writes(self.root, "cpu_manager_state", "cpu_manager_state.none")
+        kubelet_writes(self.root, "memory_manager_state", "memory_manager_state.none")
+        # a dry run: a real cycle would move the pod, now free to move
+        it = self.plan()["kubernetes-" + GUARANTEED]
+        self.assertNotEqual(it.get("skip"), "owned", it)
+
+
+if __name__ == "__main__":
+    unittest.main()
