@@ -349,7 +349,7 @@ static void print_report_text(const struct cycle_report *rep, const struct agent
 	       "MEMORY", "LOCAL", "IN-SET");
 	for (unsigned i = 0; i < s->nr_guests; i++) {
 		const struct snap_guest *g = &s->guests[i];
-		char use[16];
+		char use[16], loc[16], inset[16];
 
 		mask_format(g->cpus, cpus, CPULIST_BUFSZ);
 		mask_format(&g->mems, mems, sizeof(mems));
@@ -357,8 +357,15 @@ static void print_report_text(const struct cycle_report *rep, const struct agent
 			snprintf(use, sizeof(use), "-");
 		else
 			snprintf(use, sizeof(use), "%.2f", g->cpu_use);
-		printf("%-40s %-10s %-12s %-6s %6s %10s %5.0f%% %5.0f%%\n", g->id, g->runtime, cpus, mems, use,
-		       human_bytes(g->mem_total, b1, sizeof(b1)), g->locality * 100, g->mem_in_cpuset * 100);
+		/* Memory not measured: "-", not 0 B and 100 %. */
+		snprintf(loc, sizeof(loc), "-");
+		snprintf(inset, sizeof(inset), "-");
+		if (!isnan(g->locality))
+			snprintf(loc, sizeof(loc), "%.0f%%", g->locality * 100);
+		if (!isnan(g->mem_in_cpuset))
+			snprintf(inset, sizeof(inset), "%.0f%%", g->mem_in_cpuset * 100);
+		printf("%-40s %-10s %-12s %-6s %6s %10s %6s %6s\n", g->id, g->runtime, cpus, mems, use,
+		       g->mem_unknown ? "-" : human_bytes(g->mem_total, b1, sizeof(b1)), loc, inset);
 	}
 	if (p) {
 		printf("\nDECISIONS\n");

@@ -67,7 +67,9 @@ static void view_metrics(struct prom *p, struct api *a, const struct engine_view
 	for (unsigned i = 0; i < s->nr_guests; i++) {
 		const struct snap_guest *g = &s->guests[i];
 
-		prom_sample(p, "numaorch_guest_locality_ratio", g->locality, 3, "guest", g->id, "kind",
+		/* Not measured: no sample, never a ratio the agent did not read. */
+		if (!isnan(g->locality))
+			prom_sample(p, "numaorch_guest_locality_ratio", g->locality, 3, "guest", g->id, "kind",
 			    snap_kind_name(g->kind), "runtime", g->runtime);
 	}
 	prom_family(p, "numaorch_guest_mem_in_cpuset_ratio", "gauge",
@@ -75,7 +77,8 @@ static void view_metrics(struct prom *p, struct api *a, const struct engine_view
 	for (unsigned i = 0; i < s->nr_guests; i++) {
 		const struct snap_guest *g = &s->guests[i];
 
-		prom_sample(p, "numaorch_guest_mem_in_cpuset_ratio", g->mem_in_cpuset, 1, "guest", g->id);
+		if (!isnan(g->mem_in_cpuset))
+			prom_sample(p, "numaorch_guest_mem_in_cpuset_ratio", g->mem_in_cpuset, 1, "guest", g->id);
 	}
 	prom_family(p, "numaorch_guest_cpu_usage_cpus", "gauge",
 		    "CPUs the guest used over the last sample window.");
@@ -89,7 +92,7 @@ static void view_metrics(struct prom *p, struct api *a, const struct engine_view
 	for (unsigned i = 0; i < s->nr_guests; i++) {
 		const struct snap_guest *g = &s->guests[i];
 
-		for (unsigned n = 0; n < s->nr_nodes; n++) {
+		for (unsigned n = 0; !g->mem_unknown && n < s->nr_nodes; n++) {
 			if (!s->nodes[n].mem_total && !g->mem_node[n])
 				continue;
 			node_label(s, n, node, sizeof(node));

@@ -42,6 +42,7 @@ enum skip_reason {
 	SKIP_IN_SET,         /* spread as it must be, its memory inside its set but
 			      * not where its threads run, and the kernel's NUMA
 			      * balancing is off: no cpuset write can fix that */
+	SKIP_MEM_UNKNOWN,    /* its memory per node was not measured: left as it is */
 };
 
 struct plan_item {

@@ -53,6 +53,31 @@ class Cli(apilib.ClassDaemon):
         self.assertEqual(json.loads(self.run_ok("status", "--json"))["host"]["nodes"], 2)
         self.assertIn("ok (ready)", self.run_ok("health"))
 
+    def test_memory_not_measured_is_unknown_everywhere(self):
+        # The fixture's docker-861 has a malformed memory.numa_stat: its
+        # memory is unknown, never 0 B and 100 % local.
+        gid = "docker-861aff256de973d0666f19d1cefd33194d8b5fe2ed95ffe3e52ab1fc12e562ae"
+        g = self.d.get("/v1/guests/" + gid).json()
+        for k in ("locality", "mem_in_cpuset", "mem_total_bytes", "mem_in_cpuset_bytes", "mem_bytes_by_node"):
+            self.assertIsNone(g[k], k)
+        self.assertEqual(g["plan"]["skip"], "mem_unknown", g["plan"])
+        listed = {x["id"]: x for x in self.d.get("/v1/guests").json()["guests"]}
+        for k in ("locality", "mem_in_cpuset", "mem_total_bytes", "mem_bytes_by_node"):
+            self.assertIsNone(listed[gid][k], k)
+        self.assertIsNotNone(listed["lxc-db"]["locality"])
+        row = [l for l in self.run_ok("guests").splitlines() if l.startswith(gid + " ")]
+        self.assertEqual(len(row), 1)
+        cols = row[0].split()
+        self.assertEqual(cols[6:8], ["-", "-"], row)  # MEMORY, LOCAL
+        out = self.run_ok("guest", gid)
+        self.assertIn("locality:  - where its threads run", out)
+        self.assertIn("memory:    -:", out)
+        metrics = self.run_ok("metrics")
+        for fam in ("numaorch_guest_locality_ratio", "numaorch_guest_mem_in_cpuset_ratio",
+                    "numaorch_guest_memory_bytes"):
+            self.assertNotIn('%s{guest="%s"' % (fam, gid), metrics)
+            self.assertIn('%s{guest="lxc-db"' % fam, metrics)
+
     def test_policy_get_set(self):
         out = self.run_ok("policy")
         self.assertRegex(out, r"max_util\s+90\s+%")
