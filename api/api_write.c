@@ -362,16 +362,18 @@ bad:
 
 void h_guest_policy_put(struct rq *r)
 {
-	static const char *const allowed[] = { "mode", "nodes", NULL };
+	static const char *const allowed[] = { "mode", "nodes", "provision", NULL };
 	struct gpol_put *gp;
 	struct engine_view *v;
 	const struct snap_guest *g;
 	struct jreq_err err;
 	const char *mode;
 	json_t *nodes;
+	bool provision = false;
 	int ret;
 
-	if (jreq_only(r->body, allowed, &err) < 0 || (ret = jreq_string(r->body, "mode", 16, &mode, &err)) < 0) {
+	if (jreq_only(r->body, allowed, &err) < 0 || jreq_bool(r->body, "provision", &provision, &err) < 0 ||
+	    (ret = jreq_string(r->body, "mode", 16, &mode, &err)) < 0) {
 		problem_jerr(r, &err);
 		return;
 	}
@@ -406,6 +408,15 @@ void h_guest_policy_put(struct rq *r)
 	if (!v)
 		goto out;
 	g = snap_find_guest(v->snap, r->id);
+	/* A mistyped id stored silently would wait for a guest that never
+	 * comes: a guest not seen by the last cycle needs the caller to say
+	 * it is one yet to start. */
+	if (!g && !provision) {
+		problem(r, 404, "not-found", "id",
+			"no guest %s on this host (as of cycle #%llu); to set a policy for a guest yet to "
+			"start, send \"provision\": true", r->id, (unsigned long long)v->snap->seq);
+		goto out;
+	}
 	if (gp->pol.mode == GPOL_PINNED) {
 		nodemask_t cpu_nodes;
 		char have[NODELIST_BUFSZ], want[NODELIST_BUFSZ];

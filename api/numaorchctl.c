@@ -44,7 +44,7 @@ enum {
 
 struct opts {
 	struct ctl_conn conn;
-	bool json, dry_run, verbose, follow;
+	bool json, dry_run, verbose, follow, provision;
 	const char *since, *guest, *limit, *kind, *runtime, *node, *label, *uuid, *source;
 	double reserve;
 	struct ctl_top_opts top;
@@ -70,6 +70,7 @@ static void usage(FILE *f)
 		"  guest-policy ID                a guest's policy\n"
 		"  guest-policy ID auto|ignore|clear\n"
 		"  guest-policy ID pinned NODES   pin (e.g. 0-1); kept across restarts\n"
+		"                                 (--provision: for a guest not on the host yet)\n"
 		"  guest-policies                 every per-guest policy set\n"
 		"  rebalance [--dry-run] [--verbose]\n"
 		"                                 run a cycle now; show the plan and outcomes\n"
@@ -699,6 +700,8 @@ static int cmd_guest_policy(const struct opts *o, int argc, char **argv)
 		return die_usage("guest-policy ID [auto | ignore | clear | pinned NODES]");
 	}
 	if (body) {
+		if (o->provision)
+			json_object_set_new(body, "provision", json_true());
 		r = call(o, "PUT", path, body, &j, NULL);
 		json_decref(body);
 	}
@@ -1083,7 +1086,8 @@ static char *read_token(const char *path)
 int main(int argc, char **argv)
 {
 	enum { O_CACERT = 256, O_TIMEOUT, O_DRY, O_VERBOSE, O_SINCE, O_GUEST, O_LIMIT, O_KIND, O_RUNTIME,
-	       O_NODE, O_RESERVE, O_LABEL, O_UUID, O_SOURCE, O_FOLLOW, O_ONCE, O_DELAY, O_SORT };
+	       O_NODE, O_RESERVE, O_LABEL, O_UUID, O_SOURCE, O_FOLLOW, O_ONCE, O_DELAY, O_SORT,
+	       O_PROVISION };
 	static const struct option lopts[] = {
 		{ "socket", required_argument, NULL, 's' },
 		{ "url", required_argument, NULL, 'u' },
@@ -1107,6 +1111,7 @@ int main(int argc, char **argv)
 		{ "once", no_argument, NULL, O_ONCE },
 		{ "delay", required_argument, NULL, O_DELAY },
 		{ "sort", required_argument, NULL, O_SORT },
+		{ "provision", no_argument, NULL, O_PROVISION },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -1137,6 +1142,7 @@ int main(int argc, char **argv)
 			o.conn.timeout_ms = (long)(d * 1000);
 			break;
 		case O_DRY: o.dry_run = true; break;
+		case O_PROVISION: o.provision = true; break;
 		case O_VERBOSE: o.verbose = true; break;
 		case O_SINCE: o.since = optarg; break;
 		case O_GUEST: o.guest = optarg; break;

@@ -103,7 +103,14 @@ class Cli(apilib.ClassDaemon):
         self.run_ok("guest-policy", "runc-ctr1", "ignore")
         self.assertIn("cleared", self.run_ok("guest-policy", "runc-ctr1", "clear"))
         self.fails(4, "guest-policy", "runc-ctr1", "clear")
-        self.assertIn("not on this host now", self.run_ok("guest-policy", "vm-future", "auto"))
+        # A guest id not on the host: refused, nothing stored, unless the
+        # caller says it is one yet to start.
+        err = self.fails(4, "guest-policy", "vm-future", "auto")
+        self.assertIn("no guest vm-future on this host", err)
+        self.assertIn("provision", err)
+        self.fails(4, "guest-policy", "vm-future")
+        self.assertNotIn("vm-future", self.run_ok("guest-policies"))
+        self.assertIn("not on this host now", self.run_ok("guest-policy", "vm-future", "auto", "--provision"))
         self.run_ok("guest-policy", "vm-future", "clear")
         self.fails(5, "guest-policy", "runc-ctr1", "pinned", "9")          # 409: no such node
         self.fails(5, "guest-policy", "../etc", "auto")                     # 400: bad id

@@ -38,6 +38,8 @@ class Persistence(unittest.TestCase):
             body = {"mode": mode}
             if nodes:
                 body["nodes"] = nodes
+            if gid == "vm-later":
+                body["provision"] = True  # not on the host yet
             self.assertEqual(self.d.request("PUT", "/v1/guests/%s/policy" % gid, body).status, 200)
         self.assertEqual(self.policies(), want)
         self.assertEqual(self.d.stop(), 0)
@@ -200,7 +202,8 @@ class Persistence(unittest.TestCase):
                             r = self.d.request("DELETE", "/v1/guests/%s/policy" % gid, timeout=5)
                         else:
                             r = self.d.request("PUT", "/v1/guests/%s/policy" % gid,
-                                               {"mode": "pinned", "nodes": str(i % 2)}, timeout=5)
+                                               {"mode": "pinned", "nodes": str(i % 2), "provision": True},
+                                               timeout=5)
                     except OSError:
                         return  # the daemon is gone
                     i += 1
