@@ -928,8 +928,15 @@ static int cmd_decisions(const struct opts *o)
 		print_json(j);
 	else
 		print_decisions(o, json_object_get(j, "decisions"));
-	if (!o->json && !o->follow && !json_array_size(json_object_get(j, "decisions")))
-		printf("(no decisions%s)\n", o->since || o->guest ? " match" : " recorded yet");
+	/* "None yet" only when the agent says it has recorded none (last_id
+	 * 0): a record the query did not return is still one recorded. */
+	if (!o->json && !o->follow && !json_array_size(json_object_get(j, "decisions"))) {
+		if (jint(j, "last_id") > 0)
+			printf("(no decisions match; the newest recorded is #%lld)\n", jint(j, "last_id"));
+		else
+			printf("(no decisions recorded since the agent started; its decision log file, if set, "
+			       "has earlier runs')\n");
+	}
 	/* --follow: page forward from the newest id seen, like tail -f. */
 	while (o->follow) {
 		char since[32];
@@ -1003,7 +1010,8 @@ static int cmd_advise(const struct opts *o, const char *vcpus, const char *memor
 		if (json_is_object(res))
 			printf("reserved for %g s (reservation %lld)\n", jnum(res, "seconds"), jint(res, "id"));
 	} else {
-		printf("nothing fits: %s\n", jstr(j, "detail"));
+		/* The agent's detail says "nothing fits: ..." itself. */
+		printf("%s\n", *jstr(j, "detail") ? jstr(j, "detail") : "nothing fits");
 	}
 	r = json_is_true(json_object_get(j, "ok")) ? EX_OK : EX_NEGATIVE;
 	json_decref(j);

@@ -88,7 +88,9 @@ class Cli(apilib.ClassDaemon):
         self.assertEqual(json.loads(self.run_ok("--json", "policy"))["mode"], "advise")
         err = self.fails(5, "policy", "set", "max_util=150")
         self.assertIn("max_util: must be a number 1..100 (percent), got 150 (HTTP 400 Bad Request)", err)
-        self.fails(5, "policy", "set", "nonsense=1")
+        err = self.fails(5, "policy", "set", "nonsense=1")
+        # Every known field, whole: the list lost its last letter ("schedul").
+        self.assertIn("min_free_share, schedule) (HTTP 400", err)
         self.fails(2, "policy", "set", "max_util")
         self.fails(2, "policy", "frobnicate")
         self.run_ok("policy", "set", "max_util=90", "cooldown=300", "mode=enforce")
@@ -124,7 +126,11 @@ class Cli(apilib.ClassDaemon):
         out = self.run_ok("decisions", "--limit", "5")
         self.assertTrue(out.strip())
         self.assertLessEqual(len(out.strip().splitlines()), 5)
-        self.assertIn("(no decisions match)", self.run_ok("decisions", "--since", "0s", "--guest", "nobody"))
+        last = json.loads(self.run_ok("--json", "decisions", "--limit", "1"))["last_id"]
+        self.assertGreater(last, 0)
+        out = self.run_ok("decisions", "--since", "0s", "--guest", "nobody")
+        self.assertRegex(out, r"^\(no decisions match; the newest recorded is #\d+\)$")
+        self.assertNotIn("recorded yet", self.run_ok("decisions", "--guest", "nobody"))
         self.assertTrue(self.run_ok("decisions", "--since", "1h").strip())
         self.fails(5, "decisions", "--limit", "0")
         # --follow: what is there, then what comes, one JSON record per line.
@@ -150,11 +156,15 @@ class Cli(apilib.ClassDaemon):
             self.run_ok("policy", "set", "cooldown=300")
         out = self.run_ok("advise", "2", "1G")
         self.assertRegex(out, r"^nodes \d+ \(cpus [\d,-]+, memory on \d+\): ")
+        # The policy's units: percent, as policy get and numaorchd.conf say.
+        self.assertRegex(out, r"util \d+ % after \(≤ 90 %\)")
         out = self.run_ok("advise", "1", "256M", "--reserve", "5", "--label", "vm-x")
         self.assertIn("reserved for 5 s (reservation ", out)
         p = self.d.ctl("advise", "1", "900T")
         self.assertEqual(p.returncode, 8, p.stderr)
-        self.assertIn("nothing fits", p.stdout)
+        self.assertTrue(p.stdout.startswith("nothing fits: needs "), p.stdout)
+        self.assertNotIn("nothing fits: nothing fits", p.stdout)
+        self.assertIn("below 90 % util", p.stdout)
         self.fails(2, "advise", "two", "1G")
         self.fails(2, "advise", "2", "lots")
         self.assertIn("accepted", self.run_ok("event", "started", "vm1", "--uuid",
