@@ -196,7 +196,7 @@ class HostileFiles(itlib.DaemonTest):
         log = d.logtext()
         for g in set(advised):
             self.assertEqual(log.count("would move %s " % g), 1, g)
-        warn = "memory.numa_stat: malformed, memory counted as 0"
+        warn = "memory.numa_stat: malformed, memory not measured"
         self.assertIn(warn, log)
         first = [l for l in log.splitlines() if warn in l]
         self.assertLessEqual(len(first), 2, first)   # once, and once more with the count at 10 cycles
