@@ -29,6 +29,7 @@
 #include "../orchestrator/hostpaths.h"
 #include "../orchestrator/log.h"
 #include "../orchestrator/numamig.h"
+#include "../orchestrator/setoverlay.h"
 #include "../orchestrator/snapjson.h"
 #include "../orchestrator/utf8.h"
 #include "../orchestrator/vmplugin.h"
@@ -186,6 +187,50 @@ static struct agent_config *load_config(const struct cli *cli, char *err, size_t
 	return c;
 }
 
+/* load_config, with the settings changed through the API (setoverlay.h)
+ * laid over the file and the command line: the operator's newest word
+ * wins, at start and at every reload. A settings file that cannot be read
+ * or no longer fits the configuration is left out, loudly: the agent then
+ * runs on the file's settings rather than not at all. */
+static struct agent_config *load_config_and_settings(const struct cli *cli, const char *state_dir, char *err,
+						     size_t errsz)
+{
+	struct agent_config *c = load_config(cli, err, errsz), *o;
+	json_t *set = NULL, *v;
+	const char *k;
+	char why[600], keys[400] = "";
+	size_t n = 0;
+
+	/* STATE_DIR: the one the agent started with (a reload moves none). */
+	if (c && !state_dir)
+		state_dir = c->state_dir;
+	if (!c || !state_dir || !state_dir[0])
+		return c;
+	if (setoverlay_load(state_dir, &set, why, sizeof(why)) < 0) {
+		log_error("%s; running on the configuration file's settings", why);
+		return c;
+	}
+	if (!set)
+		return c;
+	o = xcalloc(1, sizeof(*o));
+	config_copy(o, c);
+	if (api_settings_apply(set, o, why, sizeof(why)) < 0) {
+		log_error("%s/%s: %s; running on the configuration file's settings "
+			  "(numaorchctl policy reset drops the file)", state_dir, SETOVERLAY_FILE, why);
+		config_free(o);
+		json_decref(set);
+		return c;
+	}
+	json_object_foreach(set, k, v)
+		if (n < sizeof(keys))
+			n += (size_t)snprintf(keys + n, sizeof(keys) - n, "%s%s", n ? ", " : "", k);
+	log_info("settings changed through the API, over the configuration file: %s (from %s/%s)", keys,
+		 state_dir, SETOVERLAY_FILE);
+	json_decref(set);
+	config_free(c);
+	return o;
+}
+
 struct reload_ctx {
 	const struct cli *cli;
 	const struct agent_config *started; /* what the API and state were started with */
@@ -238,7 +283,7 @@ static struct agent_config *reload_cb(void *ctx)
 	struct agent_config *c;
 	char err[600];
 
-	c = load_config(rc->cli, err, sizeof(err));
+	c = load_config_and_settings(rc->cli, s->state_dir, err, sizeof(err));
 	if (!c) {
 		log_error("reload: %s; keeping the old configuration", err);
 		return NULL;
@@ -548,7 +593,10 @@ int main(int argc, char **argv)
 	if (!cli.config && access(DEFAULT_CONFIG, F_OK) == 0)
 		cli.config = DEFAULT_CONFIG;
 
-	cfg = load_config(&cli, err, sizeof(err));
+	/* --check-config checks the file; the daemon and --once run with
+	 * the settings changed through the API too. */
+	cfg = cli.check_config ? load_config(&cli, err, sizeof(err))
+			       : load_config_and_settings(&cli, NULL, err, sizeof(err));
 	if (!cfg) {
 		fprintf(stderr, "numaorchd: %s\n", err);
 		ret = 2;

@@ -108,6 +108,13 @@ int api_token_load(const char *path, char **out, char *err, size_t errsz);
 /* Replace the bearer token (SIGHUP re-reads the token file): requests
  * after this call are checked against TOKEN (copied; NULL refuses all). */
 void api_set_token(struct api *a, const char *token);
+/* Lay SETTINGS (the settings file's object, setoverlay.h: PUT /v1/policy
+ * fields) over CFG, as PUT /v1/policy would, and validate the result.
+ * 0, or -EINVAL with ERR saying what is wrong (CFG is then half changed:
+ * the caller drops it). */
+struct agent_config;
+struct json_t;
+int api_settings_apply(struct json_t *settings, struct agent_config *cfg, char *err, size_t errsz);
 /* Compare in time that depends only on EXPECTED's length. */
 bool api_token_equal(const char *expected, const char *given);
 

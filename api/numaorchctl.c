@@ -63,7 +63,10 @@ static void usage(FILE *f)
 		"  guest ID                       one guest in detail, with its last decision\n"
 		"  policy [get]                   the global policy\n"
 		"  policy set KEY=VALUE...        change it (keys and units of numaorchd.conf [policy],\n"
-		"                                 plus mode and interval); all or nothing\n"
+		"                                 plus mode and interval); all or nothing; kept\n"
+		"                                 across reloads and restarts\n"
+		"  policy reset                   drop what policy set and schedule set changed: the\n"
+		"                                 configuration file's settings again\n"
 		"  schedule [get]                 the schedule windows, open or closed, and what is in force\n"
 		"  schedule set WINDOW...         replace them ('Mon-Fri 08:00-18:00 mode=advise' ...)\n"
 		"  schedule clear                 remove them\n"
@@ -621,8 +624,24 @@ static int cmd_policy(const struct opts *o, int argc, char **argv)
 		json_decref(j);
 		return r;
 	}
+	if (strcmp(argv[0], "reset") == 0) {
+		if (argc > 1)
+			return die_usage("policy reset takes no arguments");
+		r = call(o, "DELETE", "/v1/policy", NULL, &j, NULL);
+		if (r || o->json) {
+			print_json(j);
+		} else {
+			printf("%s; the configuration file's settings apply %s\n",
+			       json_is_true(json_object_get(j, "dropped")) ? "settings changed through the API dropped"
+									 : "no settings changed through the API",
+			       jstr(j, "applies"));
+			print_policy(json_object_get(j, "policy"));
+		}
+		json_decref(j);
+		return r;
+	}
 	if (strcmp(argv[0], "set") != 0)
-		return die_usage("policy: expected get or set, got \"%s\"", argv[0]);
+		return die_usage("policy: expected get, set or reset, got \"%s\"", argv[0]);
 	if (argc < 2)
 		return die_usage("policy set needs KEY=VALUE arguments, e.g. max_util=85 cooldown=600");
 	body = json_object();
@@ -656,7 +675,9 @@ static int cmd_policy(const struct opts *o, int argc, char **argv)
 	if (r || o->json) {
 		print_json(j);
 	} else {
-		printf("changed: %s (applies %s)\n", jstr(j, "changed"), jstr(j, "applies"));
+		printf("changed: %s (applies %s; %s)\n", jstr(j, "changed"), jstr(j, "applies"),
+		       json_is_true(json_object_get(j, "persisted")) ? "kept across reloads and restarts"
+								: "until the next reload: no state directory");
 		print_policy(json_object_get(j, "policy"));
 	}
 	json_decref(j);

@@ -134,6 +134,14 @@ static struct mover_config mover_cfg(const struct agent_config *cfg)
 				      .on_target = cfg->mover_on_target };
 }
 
+bool engine_mover_settings_differ(const struct agent_config *a, const struct agent_config *b)
+{
+	struct mover_config x = mover_cfg(a), y = mover_cfg(b);
+
+	return a->mover != b->mover || x.workers != y.workers || x.rate_mib != y.rate_mib ||
+	       x.chunk_ms != y.chunk_ms || x.job_timeout_s != y.job_timeout_s || x.on_target != y.on_target;
+}
+
 /* Start, reconfigure or stop the mover for CFG. Only a live host with
  * the NUMA API has one: a fixture root's "memory" is files. */
 static void mover_setup(struct engine *e, const struct agent_config *cfg)
@@ -280,6 +288,7 @@ void engine_free(struct engine *e)
 struct declog *engine_declog(struct engine *e) { return e->dl; }
 struct history *engine_history(struct engine *e) { return e->hist; }
 const struct agent_config *engine_config(struct engine *e) { return &e->base; }
+int engine_state_dir_fd(struct engine *e) { return e->state_dfd; }
 
 /* Recompute the settings in force from the base configuration and the
  * schedule windows active at this local time; log windows opening and

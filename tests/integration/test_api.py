@@ -113,6 +113,7 @@ class Api(apilib.ClassDaemon):
             ("PUT", "/v1/policy", "/v1/policy", {"max_util": 90, "revision": "0000000000000000"}, {}),
             ("PUT", "/v1/policy", "/v1/policy", {"max_util": 150}, {}),
             ("PUT", "/v1/policy", "/v1/policy", {"max_util": 90}, {"content_type": "text/plain"}),
+            ("DELETE", "/v1/policy", "/v1/policy", None, {}),
             ("POST", "/v1/rebalance", "/v1/rebalance", {"dry_run": True, "verbose": True}, {}),
             ("POST", "/v1/rebalance", "/v1/rebalance", {"dry_run": True}, {}),
             ("GET", "/v1/decisions", "/v1/decisions", None, {}),
