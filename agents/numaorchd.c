@@ -681,6 +681,10 @@ int main(int argc, char **argv)
 		 NUMAORCH_VERSION, agent_mode_name(cfg->mode), cfg->dry_run ? " (dry run)" : "",
 		 cfg->interval_s, cfg->cg.nr_scopes, cfg->cg.nr_scopes == 1 ? "" : "s",
 		 cli.root ? cli.root : "live");
+	/* The shipped mode: say what it means and the one command out of it. */
+	if (cfg->mode == MODE_ADVISE && !cli.once)
+		log_info("advise mode: decisions are recorded (numaorchctl decisions) and nothing is moved; "
+			 "to let it act: numaorchctl policy set mode=enforce");
 
 	if (cli.once) {
 		struct cycle_report rep;

@@ -194,6 +194,8 @@ class HostileFiles(itlib.DaemonTest):
         dups = sorted({g for g in advised if advised.count(g) > 1})
         self.assertEqual(dups, [], "advised again every cycle: %s" % {g: advised.count(g) for g in dups})
         log = d.logtext()
+        # The shipped mode says what it means and the one command out of it.
+        self.assertEqual(log.count("to let it act: numaorchctl policy set mode=enforce"), 1, log[:2000])
         for g in set(advised):
             self.assertEqual(log.count("would move %s " % g), 1, g)
         warn = "memory.numa_stat: malformed, memory not measured"
