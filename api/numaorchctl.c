@@ -561,11 +561,15 @@ static int cmd_guest(const struct opts *o, const char *id)
 	printf("locality:  %s where its threads run (%s), ", fmt_ratio(json_object_get(j, "locality"), b2, sizeof(b2)),
 	       jstr(j, "locality_source"));
 	printf("%s of its memory inside its cpuset's nodes\n", fmt_ratio(json_object_get(j, "mem_in_cpuset"), b2, sizeof(b2)));
-	printf("memory:    %s:", fmt_bytes(jnum(j, "mem_total_bytes"), b1, sizeof(b1)));
 	mem = json_object_get(j, "mem_bytes_by_node");
-	json_object_foreach(mem, k, v)
-		printf(" node %s %s;", k, fmt_bytes(json_number_value(v), b1, sizeof(b1)));
-	printf("\n");
+	if (json_is_null(json_object_get(j, "mem_total_bytes"))) {
+		printf("memory:    - (not measured: no memory.numa_stat for it)\n");
+	} else {
+		printf("memory:    %s:", fmt_bytes(jnum(j, "mem_total_bytes"), b1, sizeof(b1)));
+		json_object_foreach(mem, k, v)
+			printf(" node %s %s;", k, fmt_bytes(json_number_value(v), b1, sizeof(b1)));
+		printf("\n");
+	}
 	print_history_line(o, id);
 	printf("policy:    %s\n", pol);
 	plan = json_object_get(j, "plan");
