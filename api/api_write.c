@@ -544,7 +544,8 @@ void h_guest_policy_put(struct rq *r)
 	if (!g && !provision) {
 		problem(r, 404, "not-found", "id",
 			"no guest %s on this host (as of cycle #%llu); to set a policy for a guest yet to "
-			"start, send \"provision\": true", r->id, (unsigned long long)v->snap->seq);
+			"start, send \"provision\": true (numaorchctl guest-policy --provision)", r->id,
+			(unsigned long long)v->snap->seq);
 		goto out;
 	}
 	if (gp->pol.mode == GPOL_PINNED) {

@@ -109,7 +109,7 @@ class Cli(apilib.ClassDaemon):
         # caller says it is one yet to start.
         err = self.fails(4, "guest-policy", "vm-future", "auto")
         self.assertIn("no guest vm-future on this host", err)
-        self.assertIn("provision", err)
+        self.assertIn("--provision", err)
         self.fails(4, "guest-policy", "vm-future")
         self.assertNotIn("vm-future", self.run_ok("guest-policies"))
         self.assertIn("not on this host now", self.run_ok("guest-policy", "vm-future", "auto", "--provision"))
