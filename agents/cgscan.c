@@ -722,8 +722,8 @@ static int read_cpu(struct cgscan *cs, int pdfd, const char *dname, const char *
 }
 
 
-/* Fill cs->mem from memory.numa_stat. 0: done (zeros after a warning
- * included); or a vanish code. */
+/* Fill cs->mem from memory.numa_stat. 0: done; 1: not measured (zeros,
+ * warned); or a vanish code. */
 static int read_mem(struct cgscan *cs, int pdfd, const char *dname, const char *rel, pid_t pid)
 {
 	bool v2 = cs->hier.v2[CGC_MEMORY];
@@ -732,7 +732,7 @@ static int read_mem(struct cgscan *cs, int pdfd, const char *dname, const char *
 
 	memset(cs->mem, 0, cs->snap->nr_nodes * sizeof(uint64_t));
 	if (!cgh_has(&cs->hier, CGC_MEMORY))
-		return 0; /* warned once per scan */
+		return 1; /* warned once per scan */
 	r = rd_ctrl(cs, CGC_MEMORY, CGFDC_MEM, pdfd, dname, rel, file);
 	if (is_vanished(r) && !dir_gone(pdfd, dname)) {
 		int r2 = rd_ctrl_of_pid(cs, CGC_MEMORY, CGFDC_MEM, pid, rel, file);
@@ -745,11 +745,11 @@ static int read_mem(struct cgscan *cs, int pdfd, const char *dname, const char *
 			return r;
 		snap_warn(cs->snap, "cgroup %s: %s: missing%s", rel, file,
 			  v2 ? "" : " in the memory hierarchy");
-		return 0;
+		return 1;
 	}
 	if (r < 0) {
 		snap_warn(cs->snap, "cgroup %s: cannot read %s: %s", rel, file, strerror(-r));
-		return 0;
+		return 1;
 	}
 	{
 		nodemask_t unknown;
@@ -765,7 +765,8 @@ static int read_mem(struct cgscan *cs, int pdfd, const char *dname, const char *
 	}
 	if (r < 0) {
 		memset(cs->mem, 0, cs->snap->nr_nodes * sizeof(uint64_t));
-		snap_warn(cs->snap, "cgroup %s: %s: malformed, memory counted as 0", rel, file);
+		snap_warn(cs->snap, "cgroup %s: %s: malformed, memory not measured", rel, file);
+		return 1;
 	}
 	return 0;
 }
@@ -930,7 +931,7 @@ static void measure_guest(struct cgscan *cs, int pdfd, const char *prel, struct 
 	int64_t t_read;
 	bool have_usage;
 	struct stat st;
-	int r;
+	int r, mem_r;
 
 	if (fstatat(pdfd, dname, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 		if (!is_vanished(-errno))
@@ -979,7 +980,8 @@ static void measure_guest(struct cgscan *cs, int pdfd, const char *prel, struct 
 		cs->mem_cap = snap->nr_nodes;
 		cs->mem = xrealloc(cs->mem, cs->mem_cap * sizeof(uint64_t));
 	}
-	if (is_vanished(read_mem(cs, pdfd, dname, rel, own_pid)))
+	mem_r = read_mem(cs, pdfd, dname, rel, own_pid);
+	if (is_vanished(mem_r))
 		return;
 
 	snap_make_id(id, runtime, name);
@@ -1007,6 +1009,7 @@ static void measure_guest(struct cgscan *cs, int pdfd, const char *prel, struct 
 		g->cpu_use = cgthr_young_rate(&cs->thr, m.main_pid, usage);
 	if (snap->nr_nodes)
 		memcpy(g->mem_node, cs->mem, snap->nr_nodes * sizeof(uint64_t));
+	g->mem_unknown = mem_r != 0;
 	g->mems = mems;
 	if (ps->ok) {
 		snap_guest_set_cpus(snap, g, &cpus, &ps->cpus);

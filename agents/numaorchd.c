@@ -31,6 +31,7 @@
 #include "../orchestrator/hostpaths.h"
 #include "../orchestrator/log.h"
 #include "../orchestrator/numamig.h"
+#include "../orchestrator/setoverlay.h"
 #include "../orchestrator/snapjson.h"
 #include "../orchestrator/utf8.h"
 #include "../orchestrator/vmplugin.h"
@@ -188,6 +189,50 @@ static struct agent_config *load_config(const struct cli *cli, char *err, size_t
 	return c;
 }
 
+/* load_config, with the settings changed through the API (setoverlay.h)
+ * laid over the file and the command line: the operator's newest word
+ * wins, at start and at every reload. A settings file that cannot be read
+ * or no longer fits the configuration is left out, loudly: the agent then
+ * runs on the file's settings rather than not at all. */
+static struct agent_config *load_config_and_settings(const struct cli *cli, const char *state_dir, char *err,
+						     size_t errsz)
+{
+	struct agent_config *c = load_config(cli, err, errsz), *o;
+	json_t *set = NULL, *v;
+	const char *k;
+	char why[600], keys[400] = "";
+	size_t n = 0;
+
+	/* STATE_DIR: the one the agent started with (a reload moves none). */
+	if (c && !state_dir)
+		state_dir = c->state_dir;
+	if (!c || !state_dir || !state_dir[0])
+		return c;
+	if (setoverlay_load(state_dir, &set, why, sizeof(why)) < 0) {
+		log_error("%s; running on the configuration file's settings", why);
+		return c;
+	}
+	if (!set)
+		return c;
+	o = xcalloc(1, sizeof(*o));
+	config_copy(o, c);
+	if (api_settings_apply(set, o, why, sizeof(why)) < 0) {
+		log_error("%s/%s: %s; running on the configuration file's settings "
+			  "(numaorchctl policy reset drops the file)", state_dir, SETOVERLAY_FILE, why);
+		config_free(o);
+		json_decref(set);
+		return c;
+	}
+	json_object_foreach(set, k, v)
+		if (n < sizeof(keys))
+			n += (size_t)snprintf(keys + n, sizeof(keys) - n, "%s%s", n ? ", " : "", k);
+	log_info("settings changed through the API, over the configuration file: %s (from %s/%s)", keys,
+		 state_dir, SETOVERLAY_FILE);
+	json_decref(set);
+	config_free(c);
+	return o;
+}
+
 struct reload_ctx {
 	const struct cli *cli;
 	const struct agent_config *started; /* what the API and state were started with */
@@ -240,7 +285,7 @@ static struct agent_config *reload_cb(void *ctx)
 	struct agent_config *c;
 	char err[600];
 
-	c = load_config(rc->cli, err, sizeof(err));
+	c = load_config_and_settings(rc->cli, s->state_dir, err, sizeof(err));
 	if (!c) {
 		log_error("reload: %s; keeping the old configuration", err);
 		return NULL;
@@ -370,7 +415,7 @@ static void print_report_text(const struct cycle_report *rep, const struct agent
 	       "MEMORY", "LOCAL", "IN-SET");
 	for (unsigned i = 0; i < s->nr_guests; i++) {
 		const struct snap_guest *g = &s->guests[i];
-		char use[16];
+		char use[16], loc[16], inset[16];
 
 		mask_format(g->cpus, cpus, CPULIST_BUFSZ);
 		mask_format(&g->mems, mems, sizeof(mems));
@@ -378,8 +423,15 @@ static void print_report_text(const struct cycle_report *rep, const struct agent
 			snprintf(use, sizeof(use), "-");
 		else
 			snprintf(use, sizeof(use), "%.2f", g->cpu_use);
-		printf("%-40s %-10s %-12s %-6s %6s %10s %5.0f%% %5.0f%%\n", g->id, g->runtime, cpus, mems, use,
-		       human_bytes(g->mem_total, b1, sizeof(b1)), g->locality * 100, g->mem_in_cpuset * 100);
+		/* Memory not measured: "-", not 0 B and 100 %. */
+		snprintf(loc, sizeof(loc), "-");
+		snprintf(inset, sizeof(inset), "-");
+		if (!isnan(g->locality))
+			snprintf(loc, sizeof(loc), "%.0f%%", g->locality * 100);
+		if (!isnan(g->mem_in_cpuset))
+			snprintf(inset, sizeof(inset), "%.0f%%", g->mem_in_cpuset * 100);
+		printf("%-40s %-10s %-12s %-6s %6s %10s %6s %6s\n", g->id, g->runtime, cpus, mems, use,
+		       g->mem_unknown ? "-" : human_bytes(g->mem_total, b1, sizeof(b1)), loc, inset);
 	}
 	if (p) {
 		printf("\nDECISIONS\n");
@@ -567,7 +619,10 @@ int main(int argc, char **argv)
 	if (!cli.config && access(DEFAULT_CONFIG, F_OK) == 0)
 		cli.config = DEFAULT_CONFIG;
 
-	cfg = load_config(&cli, err, sizeof(err));
+	/* --check-config checks the file; the daemon and --once run with
+	 * the settings changed through the API too. */
+	cfg = cli.check_config ? load_config(&cli, err, sizeof(err))
+			       : load_config_and_settings(&cli, NULL, err, sizeof(err));
 	if (!cfg) {
 		fprintf(stderr, "numaorchd: %s\n", err);
 		ret = 2;
@@ -652,6 +707,10 @@ int main(int argc, char **argv)
 		 NUMAORCH_VERSION, agent_mode_name(cfg->mode), cfg->dry_run ? " (dry run)" : "",
 		 cfg->interval_s, cfg->cg.nr_scopes, cfg->cg.nr_scopes == 1 ? "" : "s",
 		 cli.root ? cli.root : "live");
+	/* The shipped mode: say what it means and the one command out of it. */
+	if (cfg->mode == MODE_ADVISE && !cli.once)
+		log_info("advise mode: decisions are recorded (numaorchctl decisions) and nothing is moved; "
+			 "to let it act: numaorchctl policy set mode=enforce");
 
 	if (cli.once) {
 		struct cycle_report rep;

@@ -440,6 +440,7 @@ static bool measure(struct vmsrc *vs, struct vm_dom *d, struct snapshot *snap, i
 	} else {
 		snap_warn(snap, "libvirt: domain %s: memory per node unknown (no memory.numa_stat, "
 			  "numa_maps unreadable)", d->x.name);
+		g->mem_unknown = true;
 	}
 
 	/* libvirt owns the domain's cgroups and checks a nodeset against the

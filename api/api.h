@@ -112,6 +112,13 @@ void api_set_token(struct api *a, const char *token);
  * api_guest_metrics (0 none, CONFIG_GUEST_METRICS_ALL all, else the N
  * with the most memory). Every guest until set. */
 void api_set_guest_metrics(struct api *a, unsigned n);
+/* Lay SETTINGS (the settings file's object, setoverlay.h: PUT /v1/policy
+ * fields) over CFG, as PUT /v1/policy would, and validate the result.
+ * 0, or -EINVAL with ERR saying what is wrong (CFG is then half changed:
+ * the caller drops it). */
+struct agent_config;
+struct json_t;
+int api_settings_apply(struct json_t *settings, struct agent_config *cfg, char *err, size_t errsz);
 /* Compare in time that depends only on EXPECTED's length. */
 bool api_token_equal(const char *expected, const char *given);
 

@@ -201,6 +201,7 @@ void h_metrics(struct rq *r);
 void h_guest_policy_put(struct rq *r);
 void h_guest_policy_delete(struct rq *r);
 void h_policy_put(struct rq *r);
+void h_policy_delete(struct rq *r);
 void h_rebalance(struct rq *r);
 void h_placements(struct rq *r);
 void h_events(struct rq *r);

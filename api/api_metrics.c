@@ -96,7 +96,8 @@ static void guest_metrics(struct prom *p, struct api *a, const struct snapshot *
 	for (unsigned i = 0; i < s->nr_guests; i++) {
 		const struct snap_guest *g = &s->guests[i];
 
-		if (want[i])
+		/* Not measured: no sample, never a ratio the agent did not read. */
+		if (want[i] && !isnan(g->locality))
 			prom_sample(p, "numaorch_guest_locality_ratio", g->locality, 3, "guest", g->id, "kind",
 				    snap_kind_name(g->kind), "runtime", g->runtime);
 	}
@@ -105,7 +106,7 @@ static void guest_metrics(struct prom *p, struct api *a, const struct snapshot *
 	for (unsigned i = 0; i < s->nr_guests; i++) {
 		const struct snap_guest *g = &s->guests[i];
 
-		if (want[i])
+		if (want[i] && !isnan(g->mem_in_cpuset))
 			prom_sample(p, "numaorch_guest_mem_in_cpuset_ratio", g->mem_in_cpuset, 1, "guest", g->id);
 	}
 	prom_family(p, "numaorch_guest_cpu_seconds_total", "counter",
@@ -122,7 +123,7 @@ static void guest_metrics(struct prom *p, struct api *a, const struct snapshot *
 	for (unsigned i = 0; i < s->nr_guests; i++) {
 		const struct snap_guest *g = &s->guests[i];
 
-		if (!want[i])
+		if (!want[i] || g->mem_unknown)
 			continue;
 		for (unsigned n = 0; n < s->nr_nodes; n++) {
 			if (!s->nodes[n].mem_total && !g->mem_node[n])

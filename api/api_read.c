@@ -289,8 +289,11 @@ static char *guests_doc(struct api *a, const struct snapshot *s, const char *kin
 		jw_str(&w, snap_loc_source_name(g->locality_source));
 		/* Per node, as /metrics has it: numaorchctl top shows it. */
 		jw_key(&w, "mem_bytes_by_node");
-		jw_obj(&w);
-		for (unsigned n = 0; n < s->nr_nodes; n++) {
+		if (g->mem_unknown)
+			jw_null(&w);
+		else
+			jw_obj(&w);
+		for (unsigned n = 0; !g->mem_unknown && n < s->nr_nodes; n++) {
 			char id[16];
 
 			if (!s->nodes[n].mem_total && !g->mem_node[n])
@@ -299,11 +302,15 @@ static char *guests_doc(struct api *a, const struct snapshot *s, const char *kin
 			jw_key(&w, id);
 			jw_int(&w, (int64_t)g->mem_node[n]);
 		}
-		jw_obj_end(&w);
+		if (!g->mem_unknown)
+			jw_obj_end(&w);
 		jw_key(&w, "mem_in_cpuset");
 		jw_real(&w, g->mem_in_cpuset);
 		jw_key(&w, "mem_total_bytes");
-		jw_int(&w, (int64_t)g->mem_total);
+		if (g->mem_unknown)
+			jw_null(&w);
+		else
+			jw_int(&w, (int64_t)g->mem_total);
 		mask_format(&g->mems, nodes, sizeof(nodes));
 		jw_key(&w, "mems");
 		jw_str(&w, nodes);

@@ -18,6 +18,7 @@
 #include "../orchestrator/log.h"
 #include "../orchestrator/snapjson.h"
 #include "../orchestrator/plan.h"
+#include "../orchestrator/setoverlay.h"
 
 #define MIB (1024ULL * 1024ULL)
 
@@ -51,6 +52,8 @@ static const struct pfield {
 
 struct policy_put {
 	struct api *a;
+	json_t *body;                /* the request, borrowed: what the settings file keeps */
+	bool persisted;              /* out: kept in the state directory */
 	bool has_mode, has_interval, has_rev, has_sched;
 	struct schedule sched;       /* replaces the windows when has_sched */
 	enum agent_mode mode;
@@ -60,6 +63,7 @@ struct policy_put {
 	char rev[17];
 	/* out */
 	char err[400];
+	bool save_failed;
 	struct api_policy now;
 	char changed[400];
 };
@@ -76,6 +80,39 @@ static void api_policy_from(struct api_policy *p, const struct agent_config *c)
 	api_policy_fill(p, c->mode, c->interval_s, &c->policy, &c->schedule);
 }
 
+/* PP's fields over NC. */
+static void policy_to_config(const struct policy_put *pp, struct agent_config *nc)
+{
+	if (pp->has_mode)
+		nc->mode = pp->mode;
+	if (pp->has_interval)
+		nc->interval_s = pp->interval_s;
+	for (unsigned i = 0; i < NR_PFIELDS; i++)
+		if (pp->has[i])
+			pfield_set(&nc->policy, &pfields[i], &pp->pc);
+	if (pp->has_sched) {
+		sched_clear(&nc->schedule);
+		sched_copy(&nc->schedule, &pp->sched);
+	}
+}
+
+static int policy_parse(json_t *body, struct policy_put *pp, struct jreq_err *err);
+
+int api_settings_apply(json_t *settings, struct agent_config *cfg, char *err, size_t errsz)
+{
+	struct policy_put *pp = xcalloc(1, sizeof(*pp));
+	struct jreq_err jerr;
+	int r = policy_parse(settings, pp, &jerr);
+
+	if (r < 0)
+		snprintf(err, errsz, "%s", jerr.msg);
+	else
+		policy_to_config(pp, cfg);
+	sched_clear(&pp->sched);
+	free(pp);
+	return r < 0 ? r : config_validate(cfg, err, errsz);
+}
+
 static int policy_put_engine(struct engine *e, void *ctx)
 {
 	struct policy_put *pp = ctx;
@@ -83,11 +120,11 @@ static int policy_put_engine(struct engine *e, void *ctx)
 	struct api_policy before, after;
 	struct agent_config nc;
 	char rev[17];
-	json_t *jb, *ja;
+	json_t *jb, *ja, *saved = NULL;
 	const char *key;
 	json_t *val;
 	size_t n = 0;
-	int r;
+	int dfd = engine_state_dir_fd(e), r;
 
 	api_policy_from(&before, cur);
 	if (pp->has_rev) {
@@ -99,24 +136,36 @@ static int policy_put_engine(struct engine *e, void *ctx)
 		}
 	}
 	config_copy(&nc, cur);
-	if (pp->has_mode)
-		nc.mode = pp->mode;
-	if (pp->has_interval)
-		nc.interval_s = pp->interval_s;
-	for (unsigned i = 0; i < NR_PFIELDS; i++)
-		if (pp->has[i])
-			pfield_set(&nc.policy, &pfields[i], &pp->pc);
-	if (pp->has_sched) {
-		sched_clear(&nc.schedule);
-		sched_copy(&nc.schedule, &pp->sched);
-	}
+	policy_to_config(pp, &nc);
 	r = config_validate(&nc, pp->err, sizeof(pp->err));
-	if (r == 0)
+	/* The file first, as for the per-guest policies: a setting the next
+	 * reload or start would forget must not be acknowledged. */
+	if (r == 0 && dfd >= 0) {
+		char why[300];
+		json_t *merged;
+
+		if (setoverlay_load_at(dfd, &saved, why, sizeof(why)) < 0)
+			log_warn("%s; replacing it", why);
+		merged = setoverlay_merge(saved, pp->body);
+		r = setoverlay_save_at(dfd, merged);
+		json_decref(merged);
+		if (r < 0) {
+			log_errno(LOG_LEVEL_ERROR, r, "cannot save the settings in %s", SETOVERLAY_FILE);
+			pp->save_failed = true;
+		}
+	}
+	if (r == 0) {
 		r = engine_apply_config(e, &nc);
+		/* Not in force: not kept either. */
+		if (r < 0 && dfd >= 0 && (saved ? setoverlay_save_at(dfd, saved) : setoverlay_remove_at(dfd)) < 0)
+			log_error("the settings file %s holds a change that could not be applied", SETOVERLAY_FILE);
+	}
+	json_decref(saved);
 	if (r < 0) {
 		config_clear(&nc);
 		return r;
 	}
+	pp->persisted = dfd >= 0;
 	api_policy_from(&after, &nc);
 	config_clear(&nc);
 
@@ -154,44 +203,41 @@ static int policy_put_engine(struct engine *e, void *ctx)
 	return 0;
 }
 
-void h_policy_put(struct rq *r)
+/* BODY (a PUT /v1/policy request, or the settings file's object) into
+ * PP's fields. -EINVAL with ERR filled. */
+static int policy_parse(json_t *body, struct policy_put *pp, struct jreq_err *err)
 {
 	static const char *const allowed[] = {
 		"mode", "interval", "revision", "locality_target", "cpu_headroom", "mem_headroom",
 		"less_busy_margin", "max_util", "rebalance_util", "min_cpu", "cooldown", "max_moves",
 		"max_migrate_mib", "min_free_mib", "min_free_share", "schedule", NULL,
 	};
-	struct policy_put *pp = xcalloc(1, sizeof(*pp));
-	struct jreq_err err;
 	const char *s;
-	json_t *o, *changed;
-	char rev[17];
 	int ret;
 
-	pp->a = r->a;
-	if (jreq_only(r->body, allowed, &err) < 0)
-		goto bad;
-	ret = jreq_string(r->body, "mode", 16, &s, &err);
+	if (jreq_only(body, allowed, err) < 0)
+		return -EINVAL;
+	ret = jreq_string(body, "mode", 16, &s, err);
 	if (ret < 0)
-		goto bad;
+		return -EINVAL;
 	if (ret > 0) {
 		if (agent_mode_parse(s, &pp->mode) < 0) {
-			jreq_fail(&err, "mode", "must be enforce, advise or off");
-			goto bad;
+			jreq_fail(err, "mode", "must be enforce, advise or off");
+			return -EINVAL;
 		}
 		pp->has_mode = true;
 	}
-	ret = jreq_number(r->body, "interval", 0.1, 86400, "seconds", &pp->interval_s, &err);
+	ret = jreq_number(body, "interval", 0.1, 86400, "seconds", &pp->interval_s, err);
 	if (ret < 0)
-		goto bad;
+		return -EINVAL;
 	pp->has_interval = ret > 0;
-	ret = jreq_string(r->body, "revision", 16, &s, &err);
+	ret = jreq_string(body, "revision", 16, &s, err);
 	if (ret < 0)
-		goto bad;
+		return -EINVAL;
 	if (ret > 0) {
 		if (strlen(s) != 16 || strspn(s, "0123456789abcdef") != 16) {
-			jreq_fail(&err, "revision", "must be the 16 hex digits GET /v1/policy returned");
-			goto bad;
+			jreq_fail(err, "revision", "must be the 16 hex digits GET /v1/policy returned");
+			return -EINVAL;
 		}
 		memcpy(pp->rev, s, 17);
 		pp->has_rev = true;
@@ -203,11 +249,11 @@ void h_policy_put(struct rq *r)
 		int64_t n;
 
 		if (f->kind == PF_COUNT || f->kind == PF_MIB)
-			ret = jreq_int(r->body, f->name, (int64_t)f->lo, (int64_t)f->hi, f->unit, &n, &err);
+			ret = jreq_int(body, f->name, (int64_t)f->lo, (int64_t)f->hi, f->unit, &n, err);
 		else
-			ret = jreq_number(r->body, f->name, f->lo, f->hi, f->unit, &d, &err);
+			ret = jreq_number(body, f->name, f->lo, f->hi, f->unit, &d, err);
 		if (ret < 0)
-			goto bad;
+			return -EINVAL;
 		if (ret == 0)
 			continue;
 		pp->has[i] = true;
@@ -222,18 +268,18 @@ void h_policy_put(struct rq *r)
 
 	/* "schedule": the whole list of windows, replacing the old one. */
 	{
-		json_t *w = json_object_get(r->body, "schedule"), *item;
+		json_t *w = json_object_get(body, "schedule"), *item;
 		size_t i;
 
 		if (w) {
 			if (!json_is_array(w)) {
-				jreq_fail(&err, "schedule", "must be an array of window strings, e.g. "
+				jreq_fail(err, "schedule", "must be an array of window strings, e.g. "
 					  "[\"Mon-Fri 08:00-18:00 mode=advise\"]");
-				goto bad;
+				return -EINVAL;
 			}
 			if (json_array_size(w) > SCHED_MAX_ENTRIES) {
-				jreq_fail(&err, "schedule", "at most %d windows", SCHED_MAX_ENTRIES);
-				goto bad;
+				jreq_fail(err, "schedule", "at most %d windows", SCHED_MAX_ENTRIES);
+				return -EINVAL;
 			}
 			pp->has_sched = true;
 			json_array_foreach(w, i, item) {
@@ -243,23 +289,41 @@ void h_policy_put(struct rq *r)
 				snprintf(field, sizeof(field), "schedule[%zu]", i);
 				if (!json_is_string(item) ||
 				    strlen(json_string_value(item)) != json_string_length(item)) {
-					jreq_fail(&err, field, "must be a string without NUL");
-					goto bad;
+					jreq_fail(err, field, "must be a string without NUL");
+					return -EINVAL;
 				}
 				if (sched_parse(json_string_value(item), &se, why, sizeof(why)) < 0) {
-					jreq_fail(&err, field, "%s", why);
-					goto bad;
+					jreq_fail(err, field, "%s", why);
+					return -EINVAL;
 				}
 				sched_add(&pp->sched, &se);
 			}
 		}
 	}
 
+	return 0;
+}
+
+void h_policy_put(struct rq *r)
+{
+	struct policy_put *pp = xcalloc(1, sizeof(*pp));
+	struct jreq_err err;
+	json_t *o, *changed;
+	char rev[17];
+	int ret;
+
+	pp->a = r->a;
+	pp->body = r->body;
+	if (policy_parse(r->body, pp, &err) < 0)
+		goto bad;
 	ret = api_engine_run(r->a, policy_put_engine, pp);
 	if (ret == -ESTALE) {
 		problem(r, 409, "conflict", "revision", "%s", pp->err);
 	} else if (ret == -EINVAL && pp->err[0]) {
 		problem(r, 409, "conflict", NULL, "the policy would be inconsistent: %s", pp->err);
+	} else if (ret < 0 && pp->save_failed) {
+		problem(r, 500, "internal", NULL, "cannot store the settings in the state directory (%s): %s; "
+			"nothing was changed", SETOVERLAY_FILE, strerror(-ret));
 	} else if (ret < 0) {
 		engine_failure(r, ret, "the new policy could not be applied (the old one stays)");
 	} else {
@@ -267,8 +331,8 @@ void h_policy_put(struct rq *r)
 		api_policy_revision(&pp->now, rev);
 		json_object_set_new(o, "revision", json_string(rev));
 		changed = json_string(pp->changed[0] ? pp->changed : "nothing");
-		api_reply_json(r, 200, json_pack("{s:o, s:o, s:s}", "policy", o, "changed", changed, "applies",
-					     "from the next cycle"));
+		api_reply_json(r, 200, json_pack("{s:o, s:o, s:s, s:b}", "policy", o, "changed", changed, "applies",
+					     "from the next cycle", "persisted", pp->persisted));
 	}
 	sched_clear(&pp->sched);
 	free(pp);
@@ -277,6 +341,65 @@ bad:
 	problem_jerr(r, &err);
 	sched_clear(&pp->sched);
 	free(pp);
+}
+
+/* ---- DELETE /v1/policy: drop the settings set through the API --------- */
+
+struct policy_reset {
+	struct api *a;
+	bool had;                    /* out: there was a settings file */
+	struct api_policy now;       /* out */
+};
+
+static int policy_reset_engine(struct engine *e, void *ctx)
+{
+	struct policy_reset *pr = ctx;
+	int dfd = engine_state_dir_fd(e), r;
+	char why[300];
+	json_t *old = NULL;
+
+	if (dfd >= 0) {
+		r = setoverlay_load_at(dfd, &old, why, sizeof(why));
+		pr->had = old || r < 0;
+		json_decref(old);
+		r = setoverlay_remove_at(dfd);
+		if (r < 0)
+			return log_errno(LOG_LEVEL_ERROR, r, "cannot remove %s", SETOVERLAY_FILE);
+	}
+	log_info("policy: the settings set through the API dropped; reloading the configuration file");
+	/* The file and the command line again, now: what a SIGHUP does. */
+	r = engine_reload(e);
+	if (r < 0 && r != -ENOENT)
+		return r;
+	/* engine_apply_config republished the view: GET shows this at once. */
+	api_policy_from(&pr->now, engine_config(e));
+	engine_trigger(e);
+	return 0;
+}
+
+void h_policy_delete(struct rq *r)
+{
+	struct policy_reset pr = { .a = r->a };
+	char rev[17];
+	json_t *o;
+	int ret = api_engine_run(r->a, policy_reset_engine, &pr);
+
+	if (ret == -EINVAL) {
+		problem(r, 409, "conflict", NULL, "the settings set through the API were dropped, but the "
+			"configuration file could not be loaded (the log says why); the settings in force stay "
+			"until a reload succeeds");
+	} else if (ret < 0 && ret != -EBUSY && ret != -ESHUTDOWN) {
+		problem(r, 500, "internal", NULL, "cannot remove %s from the state directory: %s; nothing was changed",
+			SETOVERLAY_FILE, strerror(-ret));
+	} else if (ret < 0) {
+		engine_failure(r, ret, "reset the policy");
+	} else {
+		o = api_policy_json(&pr.now);
+		api_policy_revision(&pr.now, rev);
+		json_object_set_new(o, "revision", json_string(rev));
+		api_reply_json(r, 200, json_pack("{s:o, s:b, s:s}", "policy", o, "dropped", pr.had, "applies",
+					     "from the next cycle"));
+	}
 }
 
 /* ---- PUT/DELETE /v1/guests/{id}/policy ------------------------------- */
@@ -354,16 +477,18 @@ bad:
 
 void h_guest_policy_put(struct rq *r)
 {
-	static const char *const allowed[] = { "mode", "nodes", NULL };
+	static const char *const allowed[] = { "mode", "nodes", "provision", NULL };
 	struct gpol_put *gp;
 	struct engine_view *v;
 	const struct snap_guest *g;
 	struct jreq_err err;
 	const char *mode;
 	json_t *nodes;
+	bool provision = false;
 	int ret;
 
-	if (jreq_only(r->body, allowed, &err) < 0 || (ret = jreq_string(r->body, "mode", 16, &mode, &err)) < 0) {
+	if (jreq_only(r->body, allowed, &err) < 0 || jreq_bool(r->body, "provision", &provision, &err) < 0 ||
+	    (ret = jreq_string(r->body, "mode", 16, &mode, &err)) < 0) {
 		problem_jerr(r, &err);
 		return;
 	}
@@ -398,6 +523,16 @@ void h_guest_policy_put(struct rq *r)
 	if (!v)
 		goto out;
 	g = snap_find_guest(v->snap, r->id);
+	/* A mistyped id stored silently would wait for a guest that never
+	 * comes: a guest not seen by the last cycle needs the caller to say
+	 * it is one yet to start. */
+	if (!g && !provision) {
+		problem(r, 404, "not-found", "id",
+			"no guest %s on this host (as of cycle #%llu); to set a policy for a guest yet to "
+			"start, send \"provision\": true (numaorchctl guest-policy --provision)", r->id,
+			(unsigned long long)v->snap->seq);
+		goto out;
+	}
 	if (gp->pol.mode == GPOL_PINNED) {
 		nodemask_t cpu_nodes;
 		char have[NODELIST_BUFSZ], want[NODELIST_BUFSZ];

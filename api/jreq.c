@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The longest message text after "FIELD: " (FIELD is cut at 60). */
+#define JREQ_TEXT_MAX 250
+
 void jreq_fail(struct jreq_err *err, const char *field, const char *fmt, ...)
 {
 	char msg[sizeof(err->msg)];
@@ -18,7 +21,7 @@ void jreq_fail(struct jreq_err *err, const char *field, const char *fmt, ...)
 	err->unknown = false;
 	snprintf(err->field, sizeof(err->field), "%s", field ? field : "");
 	if (field && *field)
-		snprintf(err->msg, sizeof(err->msg), "%.60s: %.250s", field, msg);
+		snprintf(err->msg, sizeof(err->msg), "%.60s: %.*s", field, JREQ_TEXT_MAX, msg);
 	else
 		snprintf(err->msg, sizeof(err->msg), "%s", msg);
 }
@@ -78,29 +81,34 @@ int jreq_only(json_t *o, const char *const *allowed, struct jreq_err *err)
 
 	json_object_foreach(o, key, v) {
 		bool ok = false;
-		char list[200] = "";
-		size_t n = 0;
+		char list[sizeof(err->msg)] = "", shown[48];
+		size_t n = 0, k = 0, room;
 
 		for (unsigned i = 0; allowed[i]; i++)
 			if (strcmp(key, allowed[i]) == 0)
 				ok = true;
 		if (ok)
 			continue;
-		for (unsigned i = 0; allowed[i] && n < sizeof(list); i++)
-			n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%s", i ? ", " : "", allowed[i]);
 		/* The key came from the client: show it only if it is tame. */
-		{
-			char shown[48];
-			size_t k = 0;
+		for (const char *p = key; *p && k < sizeof(shown) - 4; p++)
+			shown[k++] = (*p >= 0x20 && *p < 0x7f && *p != '"' && *p != '\\') ? *p : '?';
+		shown[k] = '\0';
+		if (strlen(key) > k)
+			strcat(shown, "...");
+		/* Whole names only: what does not fit the message is "...", never
+		 * a name cut short. */
+		room = JREQ_TEXT_MAX - sizeof("unknown field (known: , ...)");
+		for (unsigned i = 0; allowed[i]; i++) {
+			size_t len = strlen(allowed[i]) + (i ? 2 : 0);
 
-			for (const char *p = key; *p && k < sizeof(shown) - 4; p++)
-				shown[k++] = (*p >= 0x20 && *p < 0x7f && *p != '"' && *p != '\\') ? *p : '?';
-			shown[k] = '\0';
-			if (strlen(key) > k)
-				strcat(shown, "...");
-			jreq_fail(err, shown, "unknown field (known: %s)", list);
-			err->unknown = true;
+			if (n + len >= room) {
+				snprintf(list + n, sizeof(list) - n, "%s...", i ? ", " : "");
+				break;
+			}
+			n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%s", i ? ", " : "", allowed[i]);
 		}
+		jreq_fail(err, shown, "unknown field (known: %s)", list);
+		err->unknown = true;
 		return -EINVAL;
 	}
 	return 0;

@@ -45,7 +45,7 @@ enum {
 
 struct opts {
 	struct ctl_conn conn;
-	bool json, dry_run, verbose, follow;
+	bool json, dry_run, verbose, follow, provision;
 	const char *since, *guest, *limit, *kind, *runtime, *node, *label, *uuid, *source;
 	double reserve;
 	struct ctl_top_opts top;
@@ -64,13 +64,17 @@ static void usage(FILE *f)
 		"  guest ID                       one guest in detail, with its last decision\n"
 		"  policy [get]                   the global policy\n"
 		"  policy set KEY=VALUE...        change it (keys and units of numaorchd.conf [policy],\n"
-		"                                 plus mode and interval); all or nothing\n"
+		"                                 plus mode and interval); all or nothing; kept\n"
+		"                                 across reloads and restarts\n"
+		"  policy reset                   drop what policy set and schedule set changed: the\n"
+		"                                 configuration file's settings again\n"
 		"  schedule [get]                 the schedule windows, open or closed, and what is in force\n"
 		"  schedule set WINDOW...         replace them ('Mon-Fri 08:00-18:00 mode=advise' ...)\n"
 		"  schedule clear                 remove them\n"
 		"  guest-policy ID                a guest's policy\n"
 		"  guest-policy ID auto|ignore|clear\n"
 		"  guest-policy ID pinned NODES   pin (e.g. 0-1); kept across restarts\n"
+		"                                 (--provision: for a guest not on the host yet)\n"
 		"  guest-policies                 every per-guest policy set\n"
 		"  rebalance [--dry-run] [--verbose]\n"
 		"                                 run a cycle now; show the plan and outcomes\n"
@@ -573,11 +577,15 @@ static int cmd_guest(const struct opts *o, const char *id)
 	printf("locality:  %s where its threads run (%s), ", fmt_ratio(json_object_get(j, "locality"), b2, sizeof(b2)),
 	       jstr(j, "locality_source"));
 	printf("%s of its memory inside its cpuset's nodes\n", fmt_ratio(json_object_get(j, "mem_in_cpuset"), b2, sizeof(b2)));
-	printf("memory:    %s:", fmt_bytes(jnum(j, "mem_total_bytes"), b1, sizeof(b1)));
 	mem = json_object_get(j, "mem_bytes_by_node");
-	json_object_foreach(mem, k, v)
-		printf(" node %s %s;", fmt_safe(k), fmt_bytes(json_number_value(v), b1, sizeof(b1)));
-	printf("\n");
+	if (json_is_null(json_object_get(j, "mem_total_bytes"))) {
+		printf("memory:    - (not measured: no memory.numa_stat for it)\n");
+	} else {
+		printf("memory:    %s:", fmt_bytes(jnum(j, "mem_total_bytes"), b1, sizeof(b1)));
+		json_object_foreach(mem, k, v)
+			printf(" node %s %s;", fmt_safe(k), fmt_bytes(json_number_value(v), b1, sizeof(b1)));
+		printf("\n");
+	}
 	print_history_line(o, id);
 	printf("policy:    %s\n", pol);
 	plan = json_object_get(j, "plan");
@@ -636,8 +644,24 @@ static int cmd_policy(const struct opts *o, int argc, char **argv)
 		json_decref(j);
 		return r;
 	}
+	if (strcmp(argv[0], "reset") == 0) {
+		if (argc > 1)
+			return die_usage("policy reset takes no arguments");
+		r = call(o, "DELETE", "/v1/policy", NULL, &j, NULL);
+		if (r || o->json) {
+			print_json(j);
+		} else {
+			printf("%s; the configuration file's settings apply %s\n",
+			       json_is_true(json_object_get(j, "dropped")) ? "settings changed through the API dropped"
+									 : "no settings changed through the API",
+			       jstr(j, "applies"));
+			print_policy(json_object_get(j, "policy"));
+		}
+		json_decref(j);
+		return r;
+	}
 	if (strcmp(argv[0], "set") != 0)
-		return die_usage("policy: expected get or set, got \"%s\"", argv[0]);
+		return die_usage("policy: expected get, set or reset, got \"%s\"", argv[0]);
 	if (argc < 2)
 		return die_usage("policy set needs KEY=VALUE arguments, e.g. max_util=85 cooldown=600");
 	body = json_object();
@@ -671,7 +695,9 @@ static int cmd_policy(const struct opts *o, int argc, char **argv)
 	if (r || o->json) {
 		print_json(j);
 	} else {
-		printf("changed: %s (applies %s)\n", jstr(j, "changed"), jstr(j, "applies"));
+		printf("changed: %s (applies %s; %s)\n", jstr(j, "changed"), jstr(j, "applies"),
+		       json_is_true(json_object_get(j, "persisted")) ? "kept across reloads and restarts"
+								: "until the next reload: no state directory");
 		print_policy(json_object_get(j, "policy"));
 	}
 	json_decref(j);
@@ -715,6 +741,8 @@ static int cmd_guest_policy(const struct opts *o, int argc, char **argv)
 		return die_usage("guest-policy ID [auto | ignore | clear | pinned NODES]");
 	}
 	if (body) {
+		if (o->provision)
+			json_object_set_new(body, "provision", json_true());
 		r = call(o, "PUT", path, body, &j, NULL);
 		json_decref(body);
 	}
@@ -956,8 +984,15 @@ static int cmd_decisions(const struct opts *o)
 		print_json(j);
 	else
 		print_decisions(o, json_object_get(j, "decisions"));
-	if (!o->json && !o->follow && !json_array_size(json_object_get(j, "decisions")))
-		printf("(no decisions%s)\n", o->since || o->guest ? " match" : " recorded yet");
+	/* "None yet" only when the agent says it has recorded none (last_id
+	 * 0): a record the query did not return is still one recorded. */
+	if (!o->json && !o->follow && !json_array_size(json_object_get(j, "decisions"))) {
+		if (jint(j, "last_id") > 0)
+			printf("(no decisions match; the newest recorded is #%lld)\n", jint(j, "last_id"));
+		else
+			printf("(no decisions recorded since the agent started; its decision log file, if set, "
+			       "has earlier runs')\n");
+	}
 	/* --follow: page forward from the newest id seen, like tail -f. */
 	while (o->follow) {
 		char last[32];
@@ -1043,7 +1078,8 @@ static int cmd_advise(const struct opts *o, const char *vcpus, const char *memor
 		if (json_is_object(res))
 			printf("reserved for %g s (reservation %lld)\n", jnum(res, "seconds"), jint(res, "id"));
 	} else {
-		printf("nothing fits: %s\n", jstr(j, "detail"));
+		/* The agent's detail says "nothing fits: ..." itself. */
+		printf("%s\n", *jstr(j, "detail") ? jstr(j, "detail") : "nothing fits");
 	}
 	r = json_is_true(json_object_get(j, "ok")) ? EX_OK : EX_NEGATIVE;
 	json_decref(j);
@@ -1127,7 +1163,8 @@ static char *read_token(const char *path)
 int main(int argc, char **argv)
 {
 	enum { O_CACERT = 256, O_TIMEOUT, O_DRY, O_VERBOSE, O_SINCE, O_GUEST, O_LIMIT, O_KIND, O_RUNTIME,
-	       O_NODE, O_RESERVE, O_LABEL, O_UUID, O_SOURCE, O_FOLLOW, O_ONCE, O_DELAY, O_SORT };
+	       O_NODE, O_RESERVE, O_LABEL, O_UUID, O_SOURCE, O_FOLLOW, O_ONCE, O_DELAY, O_SORT,
+	       O_PROVISION };
 	static const struct option lopts[] = {
 		{ "socket", required_argument, NULL, 's' },
 		{ "url", required_argument, NULL, 'u' },
@@ -1151,6 +1188,7 @@ int main(int argc, char **argv)
 		{ "once", no_argument, NULL, O_ONCE },
 		{ "delay", required_argument, NULL, O_DELAY },
 		{ "sort", required_argument, NULL, O_SORT },
+		{ "provision", no_argument, NULL, O_PROVISION },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -1183,6 +1221,7 @@ int main(int argc, char **argv)
 			o.conn.timeout_ms = (long)ceil(d * 1000);
 			break;
 		case O_DRY: o.dry_run = true; break;
+		case O_PROVISION: o.provision = true; break;
 		case O_VERBOSE: o.verbose = true; break;
 		case O_SINCE: o.since = optarg; break;
 		case O_GUEST: o.guest = optarg; break;

@@ -134,6 +134,14 @@ static struct mover_config mover_cfg(const struct agent_config *cfg)
 				      .on_target = cfg->mover_on_target };
 }
 
+bool engine_mover_settings_differ(const struct agent_config *a, const struct agent_config *b)
+{
+	struct mover_config x = mover_cfg(a), y = mover_cfg(b);
+
+	return a->mover != b->mover || x.workers != y.workers || x.rate_mib != y.rate_mib ||
+	       x.chunk_ms != y.chunk_ms || x.job_timeout_s != y.job_timeout_s || x.on_target != y.on_target;
+}
+
 /* Start, reconfigure or stop the mover for CFG. Every live host has
  * one: its workers make the cpuset.mems writes that migrate, off the
  * engine thread, even where pages are not moved by move_pages(2)
@@ -291,6 +299,7 @@ void engine_free(struct engine *e)
 struct declog *engine_declog(struct engine *e) { return e->dl; }
 struct history *engine_history(struct engine *e) { return e->hist; }
 const struct agent_config *engine_config(struct engine *e) { return &e->base; }
+int engine_state_dir_fd(struct engine *e) { return e->state_dfd; }
 
 /* Recompute the settings in force from the base configuration and the
  * schedule windows active at this local time; log windows opening and

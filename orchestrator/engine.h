@@ -139,6 +139,12 @@ typedef struct agent_config *(*engine_reload_fn)(void *ctx);
  * inherit the blocked mask); engine_run calls it if not done. */
 int engine_prepare_loop(struct engine *e);
 int engine_run(struct engine *e, engine_reload_fn reload, void *ctx);
+/* What SIGHUP does (engine thread): a new config from engine_run's
+ * RELOAD, swapped in; running migrations go on unless the mover's own
+ * settings changed. 0; -ENOENT without a RELOAD (not in engine_run);
+ * -EINVAL when RELOAD refused the new config or it could not be applied
+ * (the old one stays, the log says why). */
+int engine_reload(struct engine *e);
 /* Ask the loop to stop (any thread). */
 void engine_stop(struct engine *e);
 
@@ -182,6 +188,8 @@ struct history;
 struct history *engine_history(struct engine *e);
 /* The configuration as given (file, command line, PUT /v1/policy). */
 const struct agent_config *engine_config(struct engine *e);
+/* The state directory (engine_use_state_dir), or -1 without one. */
+int engine_state_dir_fd(struct engine *e);
 /* The registered policy (any thread: it is pure and constant). */
 const struct policy_ops *engine_policy(struct engine *e);
 struct applier *engine_applier(struct engine *e);

@@ -127,6 +127,9 @@ struct engine {
 	 * none), realtime - monotonic of this process, and what was saved
 	 * last (to write only on change). */
 	int state_dfd;
+	/* engine_run's reload callback (SIGHUP, engine_reload). */
+	engine_reload_fn reload;
+	void *reload_ctx;
 	int64_t clock_offset_ns;
 	struct pstate *saved_ps;
 	uint64_t saved_res_gen;
@@ -229,6 +232,9 @@ void engine_apply_schedule(struct engine *e);
 double engine_next_cycle_s(const struct engine *e);
 /* Jobs the mover ended: settle their guests' mems, record them. */
 void engine_settle_jobs(struct engine *e);
+/* The memory mover's settings differ between A and B (on/off, workers,
+ * rate, chunk, job timeout, placement): a reload to B must stop its jobs. */
+bool engine_mover_settings_differ(const struct agent_config *a, const struct agent_config *b);
 /* How the record of a job that ended as ST reads before its settle step:
  * the outcome, and in *WIDE whether the guest's mems stay on old ∪ new
  * (the record's mems_after). A soft binding always does (its mems are

@@ -197,9 +197,45 @@ int engine_prepare_loop(struct engine *e)
 	return 0;
 }
 
+int engine_reload(struct engine *e)
+{
+	struct agent_config *nc;
+	int r = -ENOENT;
+
+	notify_reloading();
+	nc = e->reload ? e->reload(e->reload_ctx) : NULL;
+	if (nc) {
+		/* Running migrations go on: a reload is also logrotate's, and
+		 * the settings that made them did not change. Only new mover
+		 * settings stop them at a chunk boundary (recorded
+		 * "memory_stopped"), and the next cycles decide under those. */
+		if (e->mover && engine_mover_settings_differ(&e->base, nc)) {
+			log_info("reload: the memory mover's settings changed; stopping its running jobs");
+			mover_stop_all(e->mover);
+			engine_settle_jobs(e);
+		}
+		r = engine_apply_config(e, nc);
+		if (r == 0) {
+			log_info("configuration reloaded");
+		} else {
+			log_error("new configuration could not be applied; keeping the old one");
+			r = -EINVAL;
+		}
+		config_free(nc);
+		engine_arm_timer(e, engine_next_cycle_s(e));
+	} else if (e->reload) {
+		r = -EINVAL;
+	}
+	notify_ready(NULL);
+	return r;
+}
+
 int engine_run(struct engine *e, engine_reload_fn reload, void *ctx)
 {
 	int r;
+
+	e->reload = reload;
+	e->reload_ctx = ctx;
 
 	if (e->efd < 0) {
 		r = engine_prepare_loop(e);
@@ -238,27 +274,7 @@ int engine_run(struct engine *e, engine_reload_fn reload, void *ctx)
 
 			while (read(e->sfd, &si, sizeof(si)) == sizeof(si)) {
 				if (si.ssi_signo == SIGHUP) {
-					struct agent_config *nc;
-
-					notify_reloading();
-					/* Reload stops running migrations at a chunk
-					 * boundary (recorded "memory_stopped"); the
-					 * next cycles decide under the new settings. */
-					if (e->mover) {
-						mover_stop_all(e->mover);
-						engine_settle_jobs(e);
-					}
-					nc = reload ? reload(ctx) : NULL;
-
-					if (nc) {
-						if (engine_apply_config(e, nc) == 0)
-							log_info("configuration reloaded");
-						else
-							log_error("new configuration could not be applied; keeping the old one");
-						config_free(nc);
-						engine_arm_timer(e, engine_next_cycle_s(e));
-					}
-					notify_ready(NULL);
+					engine_reload(e);
 				} else if (si.ssi_signo == SIGUSR1) {
 					/* logrotate's signal: the files reopened, nothing
 					 * re-read and no migration stopped. */

@@ -71,6 +71,7 @@ static const char *const skip_reason_names[] = {
 	[SKIP_OUTSIDE_ALLOWED] = "outside_allowed",
 	[SKIP_IN_SET] = "in_set",
 	[SKIP_OWNED] = "owned",
+	[SKIP_MEM_UNKNOWN] = "mem_unknown",
 };
 STRTAB_NAME(skip_reason_name, enum skip_reason, skip_reason_names)
 

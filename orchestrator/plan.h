@@ -44,6 +44,7 @@ enum skip_reason {
 			      * balancing is off: no cpuset write can fix that */
 	SKIP_OWNED,          /* another placer owns it (snap_guest.owner: the
 			      * kubelet's exclusive CPUs or NUMA assignment) */
+	SKIP_MEM_UNKNOWN,    /* its memory per node was not measured: left as it is */
 };
 
 struct plan_item {

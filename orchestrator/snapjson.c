@@ -89,16 +89,17 @@ json_t *gpol_to_json(const struct guest_policy *p)
 
 json_t *snap_guest_to_json(const struct snapshot *s, const struct snap_guest *g)
 {
-	json_t *mem = json_object(), *pol, *o;
+	json_t *mem = g->mem_unknown ? json_null() : json_object(), *pol, *o;
 
-	for (unsigned n = 0; n < s->nr_nodes; n++) {
+	for (unsigned n = 0; !g->mem_unknown && n < s->nr_nodes; n++) {
 		char key[16];
 
 		snprintf(key, sizeof(key), "%d", s->nodes[n].id);
 		json_object_set_new(mem, key, json_integer((json_int_t)g->mem_node[n]));
 	}
 	pol = gpol_to_json(&g->policy);
-	o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:o, s:o, s:I, s:I, s:o, s:o, s:s, s:o, s:o, s:o, s:o}",
+	/* Memory not measured is null, never a 0 the agent did not read. */
+	o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:o, s:o, s:o, s:o, s:o, s:o, s:s, s:o, s:o, s:o, s:o}",
 		      "id", g->id,
 		      "kind", snap_kind_name(g->kind),
 		      "runtime", g->runtime,
@@ -108,8 +109,9 @@ json_t *snap_guest_to_json(const struct snapshot *s, const struct snap_guest *g)
 		      "nr_procs", (int)g->nr_procs,
 		      "cpu_use", snapj_real_or_null(g->cpu_use),
 		      "mem_bytes_by_node", mem,
-		      "mem_total_bytes", (json_int_t)g->mem_total,
-		      "mem_in_cpuset_bytes", (json_int_t)g->mem_in_cpuset_bytes,
+		      "mem_total_bytes", g->mem_unknown ? json_null() : json_integer((json_int_t)g->mem_total),
+		      "mem_in_cpuset_bytes",
+		      g->mem_unknown ? json_null() : json_integer((json_int_t)g->mem_in_cpuset_bytes),
 		      "mem_in_cpuset", snapj_real_or_null(g->mem_in_cpuset),
 		      "locality", snapj_real_or_null(g->locality),
 		      "locality_source", snap_loc_source_name(g->locality_source),

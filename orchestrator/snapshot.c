@@ -388,6 +388,10 @@ void snap_finalize_with(struct snapshot *s, const struct snap_policy_overlay *ov
 		g->mem_in_cpuset_bytes = local;
 		g->mem_in_cpuset = total ? (double)local / (double)total : 1.0;
 		true_locality(s, g);
+		if (g->mem_unknown) {
+			g->mem_in_cpuset = NAN;
+			g->locality = NAN;
+		}
 	}
 	if (ov && ov->flows)
 		ov->flows(ov->flows_ctx, s);

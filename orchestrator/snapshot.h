@@ -147,6 +147,12 @@ struct snap_guest {
 	bool busy_measured;
 	uint64_t *mem_node;             /* [nr_nodes] bytes, by node index */
 	uint64_t mem_total;             /* sum of mem_node */
+	/* Its memory per node could not be read (no memory.numa_stat: a
+	 * cgroup in the cpuset hierarchy only; numa_maps unreadable): the
+	 * zeros in mem_node are no measurement, and finalize makes
+	 * mem_in_cpuset and locality NAN. A flag for the unknown, so the
+	 * guests built by hand in tests, zeroed, stay measured. */
+	bool mem_unknown;
 	/* CPU masks are 1 KiB each (NR_CPUS 8192) and nearly every guest
 	 * shares its two with many others, so they are interned in the
 	 * snapshot (snap_cpumask): never NULL once added, read-only, valid
@@ -161,7 +167,7 @@ struct snap_guest {
 	/* Derived by snap_finalize(), from the fields above. */
 	nodemask_t cpu_nodes;           /* nodes whose CPUs intersect cpus */
 	/* Memory inside the cpuset's CPU nodes: bytes, and their share of
-	 * mem_total (1 if no memory). It says nothing about where the
+	 * mem_total (1 if no memory; NAN if mem_unknown). It says nothing about where the
 	 * threads of a guest spread over several nodes run: a one-thread
 	 * guest on two nodes with its memory on one is 1.0 here and 0 %
 	 * local if the thread runs on the other. */
@@ -169,7 +175,8 @@ struct snap_guest {
 	double mem_in_cpuset;
 	/* Locality where the threads run: Σ over nodes k of (share of its
 	 * CPU time that ran on k) × (its memory on k, or on the nearest node
-	 * with memory when k has none) / mem_total; 1 if no memory. On one
+	 * with memory when k has none) / mem_total; 1 if no memory, NAN if
+	 * mem_unknown. On one
 	 * node it equals mem_in_cpuset (but for a memory-less node). The
 	 * shares are measured (cpu_node) or estimated (locality_source). */
 	double locality;

@@ -73,8 +73,8 @@ int policy_advise(const struct policy_config *cfg, const struct snapshot *snap,
 				room += pctx_room(&x, n);
 		}
 		snprintf(out->detail, sizeof(out->detail),
-			 "nothing fits: needs %.1f CPUs and %llu MiB; the host has %.1f CPUs below util %.2f and %llu MiB room",
-			 v.cpu_demand, (unsigned long long)(v.mem_demand / MIB), slack, cfg->max_util,
+			 "nothing fits: needs %.1f CPUs and %llu MiB; the host has %.1f CPUs below %.0f %% util and %llu MiB room",
+			 v.cpu_demand, (unsigned long long)(v.mem_demand / MIB), slack, 100.0 * cfg->max_util,
 			 (unsigned long long)(room / MIB));
 	} else {
 		int64_t fr = 0;
@@ -89,8 +89,8 @@ int policy_advise(const struct policy_config *cfg, const struct snapshot *snap,
 		out->mem_free_after = fr > 0 ? (uint64_t)fr : 0;
 		fmt_nodes(&best->nodes, buf, sizeof(buf));
 		snprintf(out->detail, sizeof(out->detail),
-			 "%u node%s %s: util %.2f after (≤%.2f), %llu MiB free after%s",
-			 best->k, best->k > 1 ? "s" : "", buf, best->util_after, cfg->max_util,
+			 "%u node%s %s: util %.0f %% after (≤ %.0f %%), %llu MiB free after%s",
+			 best->k, best->k > 1 ? "s" : "", buf, 100.0 * best->util_after, 100.0 * cfg->max_util,
 			 (unsigned long long)(out->mem_free_after / MIB),
 			 best->busy_nan ? " (some node busy not measured, taken as idle)" : "");
 	}

@@ -75,6 +75,12 @@
  * (pin_follow): the move is what put the threads there. Usage is not
  * needed (unknown counts as 0).
  *
+ * Memory not measured (snap_guest.mem_unknown: no memory.numa_stat, e.g.
+ * a cgroup in the cpuset hierarchy only): SKIP_MEM_UNKNOWN, whatever its
+ * policy; neither its CPUs nor its memory are moved, since neither its
+ * locality nor the migration a move would cost is known. Its CPU use and
+ * memory still count in the nodes' busy and free figures.
+ *
  * Budgets: all wanted moves are ranked by gain (below), best first, and
  * taken greedily against a working copy of node load and free memory
  * that every accepted move updates (pctx_commit). A guest whose ranking
@@ -1216,6 +1222,15 @@ static void evaluate(struct pctx *x, const struct pstate *prev, unsigned gi, str
 		it->kind = PLAN_SKIP;
 		it->skip = SKIP_IGNORED;
 		set_detail(it, "per-guest policy is ignore: never moved");
+		return;
+	}
+	/* Its memory per node unknown: no locality to judge and no migration
+	 * to size, so it stays as it is, pinned or not (zeros read as "all
+	 * local" would have let it be moved with its memory unsized). */
+	if (g->mem_unknown) {
+		it->kind = PLAN_SKIP;
+		it->skip = SKIP_MEM_UNKNOWN;
+		set_detail(it, "memory per node not measured (no memory.numa_stat): left where it is");
 		return;
 	}
 	if (g->policy.mode != GPOL_PINNED && (isnan(g->cpu_use) || g->first_sight)) {

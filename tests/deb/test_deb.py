@@ -116,7 +116,14 @@ class DebianPackage(unittest.TestCase):
             p = run("lintian", "--fail-on", "error,warning", deb, check=False)
             self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
 
-        run("dpkg", "-i", deb)
+        p = run("dpkg", "-i", deb)
+        # A first install moves nothing until told, and says how, and what
+        # to restart for the libvirt hook.
+        self.assertIn("numaorchd starts in advise mode", p.stdout)
+        self.assertIn("numaorchctl policy set mode=enforce", p.stdout)
+        self.assertIn("restart libvirtd to load the hook", p.stdout)
+        with open("/etc/numaorch/numaorchd.conf") as f:
+            self.assertIn("\nmode = advise\n", f.read())
         files = [l for l in run("dpkg", "-L", "numaorch").stdout.splitlines() if l.strip()]
         for path in ("/usr/sbin/numaorchd", "/usr/bin/numaorchctl", "/etc/numaorch/numaorchd.conf",
                      "/etc/numaorch/numaorchd.conf.d", "/lib/systemd/system/numaorchd.service",
@@ -174,10 +181,18 @@ class DebianPackage(unittest.TestCase):
         self.assertEqual(st.st_gid, grp.getgrnam("numaorch").gr_gid)
         p = run("numaorchctl", "status")
         self.assertIn("numaorchd", p.stdout)
+        self.assertIn("mode advise", p.stdout)
         status = json.loads(run("numaorchctl", "--json", "status").stdout)
         self.assertIn("version", status)
         run("numaorchctl", "nodes")
         run("numaorchctl", "guests")
+        # The one documented command, kept across a restart (the state
+        # directory's settings file); this run stays --dry-run.
+        run("numaorchctl", "policy", "set", "mode=enforce")
+        self.stop_daemon()
+        self.start_daemon()
+        self.assertIn("mode enforce", run("numaorchctl", "status").stdout)
+        self.assertTrue(os.path.exists("/var/lib/numaorch/settings.json"))
         self.stop_daemon()
 
         # Upgrade: the operator's configuration and the state stay.
@@ -187,7 +202,8 @@ class DebianPackage(unittest.TestCase):
         with open("/var/lib/numaorch/operator-marker", "w") as f:
             f.write("kept\n")
         up = self.build_upgrade("0.1.0+upgradetest1")
-        run("dpkg", "-i", "--force-confold", up)
+        p = run("dpkg", "-i", "--force-confold", up)
+        self.assertNotIn("starts in advise mode", p.stdout)  # said on the first install only
         self.assertEqual(installed_version(), "0.1.0+upgradetest1")
         with open("/etc/numaorch/numaorchd.conf") as f:
             self.assertIn("cooldown = 123", f.read())

@@ -101,6 +101,7 @@ class Api(apilib.ClassDaemon):
             ("GET", "/v1/guests/" + gid + "/policy", gp, None, {}),
             ("PUT", "/v1/guests/" + gid + "/policy", gp, {"mode": "pinned", "nodes": "0"}, {}),
             ("PUT", "/v1/guests/" + gid + "/policy", gp, {"mode": "pinned"}, {}),
+            ("PUT", "/v1/guests/no-such-guest/policy", gp, {"mode": "auto"}, {}),
             ("GET", "/v1/guests/" + gid + "/policy", gp, None, {}),
             ("GET", "/v1/guest-policies", "/v1/guest-policies", None, {}),
             ("GET", "/v1/guest-policies?limit=1", "/v1/guest-policies", None, {}),
@@ -112,6 +113,7 @@ class Api(apilib.ClassDaemon):
             ("PUT", "/v1/policy", "/v1/policy", {"max_util": 90, "revision": "0000000000000000"}, {}),
             ("PUT", "/v1/policy", "/v1/policy", {"max_util": 150}, {}),
             ("PUT", "/v1/policy", "/v1/policy", {"max_util": 90}, {"content_type": "text/plain"}),
+            ("DELETE", "/v1/policy", "/v1/policy", None, {}),
             ("POST", "/v1/rebalance", "/v1/rebalance", {"dry_run": True, "verbose": True}, {}),
             ("POST", "/v1/rebalance", "/v1/rebalance", {"dry_run": True}, {}),
             ("GET", "/v1/decisions", "/v1/decisions", None, {}),
@@ -207,8 +209,15 @@ class Api(apilib.ClassDaemon):
         self.assertEqual(self.d.request("DELETE", p).status, 204)
         self.assertEqual(self.ok(self.d.get(p))["source"], "default")
         self.assertEqual(self.d.request("DELETE", p).status, 404)
-        # A guest that is not here now (a VM about to be defined) keeps it for later.
-        r = self.ok(self.d.request("PUT", "/v1/guests/vm-not-yet-here/policy", {"mode": "ignore"}))
+        # A guest that is not here now: refused (a mistyped id must not be
+        # stored silently), unless it is meant for one about to start.
+        r = self.d.request("PUT", "/v1/guests/vm-not-yet-here/policy", {"mode": "ignore"})
+        self.assertEqual(r.status, 404, r)
+        self.assertEqual(r.headers["content-type"], "application/problem+json")
+        self.assertIn("provision", r.json()["detail"])
+        self.assertEqual(self.d.get("/v1/guests/vm-not-yet-here/policy").status, 404)
+        self.assertNotIn("vm-not-yet-here", apilib.stored_policies(self.d.state))
+        r = self.ok(self.d.request("PUT", "/v1/guests/vm-not-yet-here/policy", {"mode": "ignore", "provision": True}))
         self.assertFalse(r["present"])
         self.assertEqual(self.d.request("DELETE", "/v1/guests/vm-not-yet-here/policy").status, 204)
 

@@ -53,6 +53,31 @@ class Cli(apilib.ClassDaemon):
         self.assertEqual(json.loads(self.run_ok("status", "--json"))["host"]["nodes"], 2)
         self.assertIn("ok (ready)", self.run_ok("health"))
 
+    def test_memory_not_measured_is_unknown_everywhere(self):
+        # The fixture's docker-861 has a malformed memory.numa_stat: its
+        # memory is unknown, never 0 B and 100 % local.
+        gid = "docker-861aff256de973d0666f19d1cefd33194d8b5fe2ed95ffe3e52ab1fc12e562ae"
+        g = self.d.get("/v1/guests/" + gid).json()
+        for k in ("locality", "mem_in_cpuset", "mem_total_bytes", "mem_in_cpuset_bytes", "mem_bytes_by_node"):
+            self.assertIsNone(g[k], k)
+        self.assertEqual(g["plan"]["skip"], "mem_unknown", g["plan"])
+        listed = {x["id"]: x for x in self.d.get("/v1/guests").json()["guests"]}
+        for k in ("locality", "mem_in_cpuset", "mem_total_bytes", "mem_bytes_by_node"):
+            self.assertIsNone(listed[gid][k], k)
+        self.assertIsNotNone(listed["lxc-db"]["locality"])
+        row = [l for l in self.run_ok("guests").splitlines() if l.startswith(gid + " ")]
+        self.assertEqual(len(row), 1)
+        cols = row[0].split()
+        self.assertEqual(cols[6:8], ["-", "-"], row)  # MEMORY, LOCAL
+        out = self.run_ok("guest", gid)
+        self.assertIn("locality:  - where its threads run", out)
+        self.assertIn("memory:    - (not measured", out)
+        metrics = self.run_ok("metrics")
+        for fam in ("numaorch_guest_locality_ratio", "numaorch_guest_mem_in_cpuset_ratio",
+                    "numaorch_guest_memory_bytes"):
+            self.assertNotIn('%s{guest="%s"' % (fam, gid), metrics)
+            self.assertIn('%s{guest="lxc-db"' % fam, metrics)
+
     def test_policy_get_set(self):
         out = self.run_ok("policy")
         self.assertRegex(out, r"max_util\s+90\s+%")
@@ -63,7 +88,9 @@ class Cli(apilib.ClassDaemon):
         self.assertEqual(json.loads(self.run_ok("--json", "policy"))["mode"], "advise")
         err = self.fails(5, "policy", "set", "max_util=150")
         self.assertIn("max_util: must be a number 1..100 (percent), got 150 (HTTP 400 Bad Request)", err)
-        self.fails(5, "policy", "set", "nonsense=1")
+        err = self.fails(5, "policy", "set", "nonsense=1")
+        # Every known field, whole: the list lost its last letter ("schedul").
+        self.assertIn("min_free_share, schedule) (HTTP 400", err)
         self.fails(2, "policy", "set", "max_util")
         self.fails(2, "policy", "frobnicate")
         self.run_ok("policy", "set", "max_util=90", "cooldown=300", "mode=enforce")
@@ -78,7 +105,14 @@ class Cli(apilib.ClassDaemon):
         self.run_ok("guest-policy", "runc-ctr1", "ignore")
         self.assertIn("cleared", self.run_ok("guest-policy", "runc-ctr1", "clear"))
         self.fails(4, "guest-policy", "runc-ctr1", "clear")
-        self.assertIn("not on this host now", self.run_ok("guest-policy", "vm-future", "auto"))
+        # A guest id not on the host: refused, nothing stored, unless the
+        # caller says it is one yet to start.
+        err = self.fails(4, "guest-policy", "vm-future", "auto")
+        self.assertIn("no guest vm-future on this host", err)
+        self.assertIn("--provision", err)
+        self.fails(4, "guest-policy", "vm-future")
+        self.assertNotIn("vm-future", self.run_ok("guest-policies"))
+        self.assertIn("not on this host now", self.run_ok("guest-policy", "vm-future", "auto", "--provision"))
         self.run_ok("guest-policy", "vm-future", "clear")
         self.fails(5, "guest-policy", "runc-ctr1", "pinned", "9")          # 409: no such node
         self.fails(5, "guest-policy", "../etc", "auto")                     # 400: bad id
@@ -92,7 +126,11 @@ class Cli(apilib.ClassDaemon):
         out = self.run_ok("decisions", "--limit", "5")
         self.assertTrue(out.strip())
         self.assertLessEqual(len(out.strip().splitlines()), 5)
-        self.assertIn("(no decisions match)", self.run_ok("decisions", "--since", "0s", "--guest", "nobody"))
+        last = json.loads(self.run_ok("--json", "decisions", "--limit", "1"))["last_id"]
+        self.assertGreater(last, 0)
+        out = self.run_ok("decisions", "--since", "0s", "--guest", "nobody")
+        self.assertRegex(out, r"^\(no decisions match; the newest recorded is #\d+\)$")
+        self.assertNotIn("recorded yet", self.run_ok("decisions", "--guest", "nobody"))
         self.assertTrue(self.run_ok("decisions", "--since", "1h").strip())
         self.fails(5, "decisions", "--limit", "0")
         # --follow: what is there, then what comes, one JSON record per line.
@@ -118,11 +156,15 @@ class Cli(apilib.ClassDaemon):
             self.run_ok("policy", "set", "cooldown=300")
         out = self.run_ok("advise", "2", "1G")
         self.assertRegex(out, r"^nodes \d+ \(cpus [\d,-]+, memory on \d+\): ")
+        # The policy's units: percent, as policy get and numaorchd.conf say.
+        self.assertRegex(out, r"util \d+ % after \(≤ 90 %\)")
         out = self.run_ok("advise", "1", "256M", "--reserve", "5", "--label", "vm-x")
         self.assertIn("reserved for 5 s (reservation ", out)
         p = self.d.ctl("advise", "1", "900T")
         self.assertEqual(p.returncode, 8, p.stderr)
-        self.assertIn("nothing fits", p.stdout)
+        self.assertTrue(p.stdout.startswith("nothing fits: needs "), p.stdout)
+        self.assertNotIn("nothing fits: nothing fits", p.stdout)
+        self.assertIn("below 90 % util", p.stdout)
         self.fails(2, "advise", "two", "1G")
         self.fails(2, "advise", "2", "lots")
         self.assertIn("accepted", self.run_ok("event", "started", "vm1", "--uuid",

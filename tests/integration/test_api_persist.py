@@ -16,6 +16,78 @@ import itlib
 REASON = apilib.skip_reason()
 
 
+@unittest.skipIf(REASON or not os.path.exists(apilib.NUMAORCHCTL), REASON or "build/numaorchctl missing")
+class ApiSettings(unittest.TestCase):
+    """policy set and schedule set survive a reload (SIGHUP: logrotate's
+    too) and a restart: they are kept in the state directory and laid over
+    the configuration file; policy reset drops them."""
+    WINDOW = "Sat,Sun 01:00-02:00 max_moves=1"
+
+    def setUp(self):
+        self.tmp = itlib.mktemp()
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.root = apilib.compose_root(self.tmp)
+        self.d = apilib.Daemon(self.tmp, self.root)
+        self.addCleanup(self.d.stop)
+        self.file = os.path.join(self.d.state, "settings.json")
+
+    def ctl(self, *args):
+        p = self.d.ctl(*args)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return p.stdout
+
+    def policy(self):
+        r = self.d.get("/v1/policy")
+        self.assertEqual(r.status, 200, r)
+        return r.json()
+
+    def reload(self):
+        offset = len(self.d.logtext())
+        self.d.proc.send_signal(signal.SIGHUP)
+        deadline = time.time() + 30
+        while time.time() < deadline and "configuration reloaded" not in self.d.logtext()[offset:]:
+            time.sleep(0.05)
+        self.assertIn("configuration reloaded", self.d.logtext()[offset:])
+
+    def test_policy_and_schedule_set_survive_reload_and_restart(self):
+        self.d.start()
+        self.assertEqual(self.policy()["max_util"], 90)
+        out = self.ctl("policy", "set", "max_util=85")
+        self.assertIn("kept across reloads and restarts", out)
+        self.ctl("schedule", "set", self.WINDOW)
+        self.assertEqual(apilib.mode_of(self.file), 0o640)
+        with open(self.file) as f:
+            doc = json.load(f)
+        self.assertEqual(doc["settings"], {"max_util": 85, "schedule": [self.WINDOW]})
+        self.reload()
+        pol = self.policy()
+        self.assertEqual((pol["max_util"], pol["schedule"]), (85, [self.WINDOW]))
+        self.assertEqual(self.d.stop(), 0)
+        self.d.start()
+        pol = self.policy()
+        self.assertEqual((pol["max_util"], pol["schedule"]), (85, [self.WINDOW]))
+        self.assertIn("settings changed through the API, over the configuration file: max_util, schedule",
+                      self.d.logtext())
+        # Dropped: the file's settings again, now and after a reload.
+        out = self.ctl("policy", "reset")
+        self.assertIn("settings changed through the API dropped", out)
+        pol = self.policy()
+        self.assertEqual((pol["max_util"], pol["schedule"]), (90, []))
+        self.assertFalse(os.path.exists(self.file))
+        self.reload()
+        self.assertEqual(self.policy()["max_util"], 90)
+        self.assertIn("no settings changed through the API", self.ctl("policy", "reset"))
+
+    def test_settings_that_no_longer_fit_are_left_out_loudly(self):
+        os.makedirs(self.d.state, mode=0o750)
+        itlib.write(self.file, json.dumps({"format": "numaorch-settings", "version": 1,
+                                           "settings": {"max_util": 150}}))
+        self.d.start()
+        self.assertEqual(self.policy()["max_util"], 90)
+        self.assertIn("running on the configuration file's settings", self.d.logtext())
+        self.assertIn("max_util", self.d.logtext())
+
+
 @unittest.skipIf(REASON, REASON or "")
 class Persistence(unittest.TestCase):
     def setUp(self):
@@ -38,6 +110,8 @@ class Persistence(unittest.TestCase):
             body = {"mode": mode}
             if nodes:
                 body["nodes"] = nodes
+            if gid == "vm-later":
+                body["provision"] = True  # not on the host yet
             self.assertEqual(self.d.request("PUT", "/v1/guests/%s/policy" % gid, body).status, 200)
         self.assertEqual(self.policies(), want)
         self.assertEqual(self.d.stop(), 0)
@@ -266,7 +340,8 @@ class Persistence(unittest.TestCase):
                             r = self.d.request("DELETE", "/v1/guests/%s/policy" % gid, timeout=5)
                         else:
                             r = self.d.request("PUT", "/v1/guests/%s/policy" % gid,
-                                               {"mode": "pinned", "nodes": str(i % 2)}, timeout=5)
+                                               {"mode": "pinned", "nodes": str(i % 2), "provision": True},
+                                               timeout=5)
                     except OSError:
                         return  # the daemon is gone
                     i += 1

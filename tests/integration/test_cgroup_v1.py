@@ -118,6 +118,35 @@ class CgroupV1(itlib.V1SandboxTest):
         self.assertEqual([i for i in rep["plan"]["items"] if i["kind"] == "move"], [])
         self.assert_outside_untouched()
 
+    def test_guest_in_the_cpuset_hierarchy_only_is_unknown_and_left_alone(self):
+        # A cgroup with a cpuset (and cpuacct) but no memory cgroup: its
+        # memory cannot be measured. It was shown 0 B and all local, and
+        # consolidated like a guest with no memory; now it is null and
+        # left where it is, its cpuset untouched.
+        sysfs = self.topo_cpu_only_node1()
+        for c in ("cpuset", "cpuacct"):
+            os.makedirs(self.sb.path(c, "nomem"), exist_ok=True)
+        itlib.write(os.path.join(self.sb.path("cpuset", "nomem"), "cpuset.cpus"), "0-1")
+        itlib.write(os.path.join(self.sb.path("cpuset", "nomem"), "cpuset.mems"), "0")
+        attach = " ; ".join("echo $$ > %s" % os.path.join(self.sb.path(c, "nomem"), "cgroup.procs")
+                            for c in ("cpuset", "cpuacct"))
+        p = subprocess.Popen(["sh", "-c", attach + " ; exec " + itlib.MEMHOG + " --mib 16"],
+                             stdout=subprocess.PIPE, text=True)
+        self.sb.procs.append(p)
+        self.assertEqual(p.stdout.readline().strip(), "ready")
+        p = self.run_once(sysfs)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        rep = json.loads(p.stdout)
+        g = {g["id"]: g for g in rep["snapshot"]["guests"]}["custom-nomem"]
+        for k in ("locality", "mem_in_cpuset", "mem_total_bytes", "mem_in_cpuset_bytes", "mem_bytes_by_node"):
+            self.assertIsNone(g[k], k)
+        self.assertIsNotNone(g["cpu_use"])
+        item = [i for i in rep["plan"]["items"] if i["guest"] == "custom-nomem"]
+        self.assertEqual([(i["kind"], i["skip"]) for i in item], [("skip", "mem_unknown")], rep["plan"])
+        self.assertEqual(self.sb.cpuset("nomem"), ("0-1", "0"))
+        self.assertIn("memory.numa_stat: missing in the memory hierarchy", p.stderr + json.dumps(rep))
+        self.assert_outside_untouched()
+
     def test_nested_guest_subtree_moves_children_first(self):
         sysfs = self.topo_cpu_only_node1()
         # A pod-like guest: the guest cgroup and a child holding the process.

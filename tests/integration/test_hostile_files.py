@@ -283,9 +283,11 @@ class HostileFiles(itlib.DaemonTest):
         dups = sorted({g for g in advised if advised.count(g) > 1})
         self.assertEqual(dups, [], "advised again every cycle: %s" % {g: advised.count(g) for g in dups})
         log = d.logtext()
+        # The shipped mode says what it means and the one command out of it.
+        self.assertEqual(log.count("to let it act: numaorchctl policy set mode=enforce"), 1, log[:2000])
         for g in set(advised):
             self.assertEqual(log.count("would move %s " % g), 1, g)
-        warn = "memory.numa_stat: malformed, memory counted as 0"
+        warn = "memory.numa_stat: malformed, memory not measured"
         self.assertIn(warn, log)
         first = [l for l in log.splitlines() if warn in l]
         self.assertLessEqual(len(first), 2, first)   # once, and once more with the count at 10 cycles

@@ -340,7 +340,7 @@ def build_initrd(libvirt=False):
         _add_libvirt(c, libs)
     for lib in sorted(libs):
         c.host_file(lib, os.path.realpath(lib), 0o755)
-    c.host_file("etc/numaorch/numaorchd.conf", os.path.join(REPO, "deploy", "numaorchd.conf"), 0o644)
+    c.file("etc/numaorch/numaorchd.conf", testbed_conf(), 0o644)
     c.file("etc/passwd", b"root:x:0:0:root:/:/bin/sh\n", 0o644)
     c.file("etc/group", b"root:x:0:\n", 0o644)
     for f in sorted(os.listdir(SCENARIOS)):
@@ -353,6 +353,17 @@ def build_initrd(libvirt=False):
     c.close()
     os.replace(tmp, out)
     return out
+
+
+def testbed_conf():
+    """The shipped configuration, with mode = enforce: the package ships
+    advise (a first install moves nothing until told), and the testbed
+    measures the agent acting."""
+    with open(os.path.join(REPO, "deploy", "numaorchd.conf")) as f:
+        text = f.read()
+    if "\nmode = advise\n" not in text:
+        raise SystemExit("deploy/numaorchd.conf: no 'mode = advise' line to set to enforce")
+    return text.replace("\nmode = advise\n", "\nmode = enforce\n", 1).encode()
 
 
 # ---- booting ---------------------------------------------------------------

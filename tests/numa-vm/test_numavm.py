@@ -67,6 +67,16 @@ A_MOVES_B_STAYS = (
     (4, "b", [0, 1000], "1:100", "-", "-", "0-3", "0-1"))
 
 
+class TestbedConf(unittest.TestCase):
+    def test_shipped_conf_with_enforce(self):
+        # The package ships advise; the testbed measures the agent acting.
+        with open(os.path.join(numavm.REPO, "deploy", "numaorchd.conf")) as f:
+            shipped = f.read()
+        got = numavm.testbed_conf().decode()
+        self.assertIn("\nmode = advise\n", shipped)
+        self.assertEqual(got, shipped.replace("\nmode = advise\n", "\nmode = enforce\n"))
+
+
 class Analysis(unittest.TestCase):
     def test_locality_union_and_weighted(self):
         s = {"mem": [300, 100], "thr": [(0, 100), (1, 100), (1, 0)]}

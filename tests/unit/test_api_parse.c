@@ -154,6 +154,48 @@ static void test_jreq(void **state)
 	json_decref(o);
 }
 
+/* The known fields of PUT /v1/policy filled a 200-byte list exactly and
+ * lost the last letter ("schedul"); a longer list ends in "...", never in
+ * part of a name. */
+static void test_jreq_unknown_lists_whole_names(void **state)
+{
+	static const char *const policy[] = {
+		"mode", "interval", "revision", "locality_target", "cpu_headroom", "mem_headroom",
+		"less_busy_margin", "max_util", "rebalance_util", "min_cpu", "cooldown", "max_moves",
+		"max_migrate_mib", "min_free_mib", "min_free_share", "schedule", NULL,
+	};
+	const char *many[60];
+	char names[59][16];
+	struct jreq_err e;
+	json_t *o = json_pack("{s:i}", "foo", 1);
+
+	(void)state;
+	assert_int_equal(jreq_only(o, policy, &e), -EINVAL);
+	assert_string_equal(e.msg, "foo: unknown field (known: mode, interval, revision, locality_target, "
+				   "cpu_headroom, mem_headroom, less_busy_margin, max_util, rebalance_util, "
+				   "min_cpu, cooldown, max_moves, max_migrate_mib, min_free_mib, min_free_share, "
+				   "schedule)");
+	for (unsigned i = 0; i < 59; i++) {
+		snprintf(names[i], sizeof(names[i]), "field_%02u", i);
+		many[i] = names[i];
+	}
+	many[59] = NULL;
+	assert_int_equal(jreq_only(o, many, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "field_00, field_01"));
+	{
+		const char *end = strstr(e.msg, ", ...)");
+		const char *last = end;
+
+		assert_non_null(end);
+		assert_int_equal(end[6], '\0');
+		while (last > e.msg && last[-1] != ' ')
+			last--;
+		assert_int_equal(strncmp(last, "field_", 6), 0);
+		assert_int_equal(end - last, 8); /* a whole name before the "..." */
+	}
+	json_decref(o);
+}
+
 static void test_promtext(void **state)
 {
 	struct prom p;
@@ -226,6 +268,7 @@ int main(void)
 		cmocka_unit_test(test_urlq_targets),
 		cmocka_unit_test(test_utf8),
 		cmocka_unit_test(test_jreq),
+		cmocka_unit_test(test_jreq_unknown_lists_whole_names),
 		cmocka_unit_test(test_promtext),
 		cmocka_unit_test(test_jsonw),
 	};

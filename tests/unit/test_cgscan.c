@@ -420,6 +420,22 @@ static void test_v1_facts(void **state)
 	g = snap_find_guest(s, "lxc-nomem");
 	assert_non_null(g);
 	assert_int_equal(g->mem_total, 0);
+	/* In the cpuset hierarchy only: its memory is unknown, not 0 B and
+	 * all local. */
+	assert_true(g->mem_unknown);
+	assert_true(isnan(g->locality));
+	assert_true(isnan(g->mem_in_cpuset));
+	{
+		json_t *j = snap_guest_to_json(s, g);
+
+		assert_true(json_is_null(json_object_get(j, "locality")));
+		assert_true(json_is_null(json_object_get(j, "mem_in_cpuset")));
+		assert_true(json_is_null(json_object_get(j, "mem_total_bytes")));
+		assert_true(json_is_null(json_object_get(j, "mem_in_cpuset_bytes")));
+		assert_true(json_is_null(json_object_get(j, "mem_bytes_by_node")));
+		json_decref(j);
+	}
+	assert_false(snap_find_guest(s, "kubernetes-3d4c5b6a-7980-4a1b-8c2d-3e4f5a6b7c8d")->mem_unknown);
 	assert_int_equal(g->cpu_usage_ns, 77000000ull);
 	assert_true(find_warning(s, "/lxc/nomem", "memory.numa_stat", "memory hierarchy") >= 0);
 	assert_int_equal(s->nr_warnings, 1);

@@ -291,9 +291,11 @@ static void test_shipped_config_parses(void **state)
 
 	(void)state;
 	assert_int_equal(config_load("deploy/numaorchd.conf", &c, err, sizeof(err)), 0);
-	/* the shipped file states the defaults */
+	/* the shipped file states the defaults, but the mode: a first install
+	 * advises until the operator enables enforcement */
 	config_default(&d);
-	assert_int_equal(c.mode, d.mode);
+	assert_int_equal(d.mode, MODE_ENFORCE);
+	assert_int_equal(c.mode, MODE_ADVISE);
 	assert_true(fabs(c.interval_s - d.interval_s) < 1e-9);
 	assert_memory_equal(&c.policy, &d.policy, sizeof(c.policy));
 	assert_string_equal(c.api_socket, d.api_socket);

@@ -1725,6 +1725,32 @@ static void test_engine_needs_its_parts(void **state)
 	config_clear(&cfg);
 }
 
+/* A reload (logrotate's SIGHUP, a policy reset) stopped every running
+ * migration; now only new mover settings do (engine_reload). */
+static void test_reload_stops_migrations_only_for_new_mover_settings(void **state)
+{
+	struct agent_config a, b;
+
+	(void)state;
+	config_default(&a);
+	config_default(&b);
+	assert_false(engine_mover_settings_differ(&a, &b));
+	b.policy.max_util = 0.85;
+	b.mode = MODE_ADVISE;
+	b.interval_s = a.interval_s * 2;
+	assert_false(engine_mover_settings_differ(&a, &b));
+	b.mover_workers = a.mover_workers + 1;
+	assert_true(engine_mover_settings_differ(&a, &b));
+	b.mover_workers = a.mover_workers;
+	b.mover_rate_mib = a.mover_rate_mib + 100;
+	assert_true(engine_mover_settings_differ(&a, &b));
+	b.mover_rate_mib = a.mover_rate_mib;
+	b.mover = !a.mover;
+	assert_true(engine_mover_settings_differ(&a, &b));
+	config_clear(&a);
+	config_clear(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1752,6 +1778,7 @@ int main(void)
 		cmocka_unit_test(test_engine_spread_move_comes_back_soon),
 		cmocka_unit_test(test_engine_needs_its_parts),
 		cmocka_unit_test(test_engine_cycle_histogram),
+		cmocka_unit_test(test_reload_stops_migrations_only_for_new_mover_settings),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

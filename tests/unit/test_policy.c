@@ -51,6 +51,7 @@ struct tguest {
 	double ran[TMAXN];        /* CPUs of use measured per node (cpu_node); all 0: none */
 	bool first;               /* first_sight: use is its young process's average */
 	const char *owner;        /* snap_guest.owner (its reason: "why"); NULL: none */
+	bool mem_unknown;         /* memory per node not measured (mib is then ignored) */
 };
 
 #define NOITEM 99
@@ -400,6 +401,20 @@ static const struct tcase cases[] = {
 		.e = { { .id = "a", .kind = PLAN_SKIP, .skip = SKIP_ONE_NODE },
 		       { .id = "b", .kind = PLAN_SKIP, .skip = SKIP_ONE_NODE } },
 		.verbose = true,
+	},
+	{
+		/* Memory not measured (a cgroup in the cpuset hierarchy only):
+		 * its zeros read as "no memory, all local" would have let it be
+		 * consolidated from two nodes to one, its memory unsized; it is
+		 * left where it is, pinned elsewhere or not. */
+		.name = "memory not measured: left where it is",
+		.nn = 2, .nodes = { N8(0, 8192, 0.3), N8(1, 8192, 0.3) },
+		.g = { { .id = "a", .use = 1.0, .on = "0-1", .mem_unknown = true },
+		       { .id = "p", .use = 1.0, .on = "0", .pol = GPOL_PINNED, .pin = "1", .mem_unknown = true },
+		       { .id = "b", .use = 1.0, .on = "0-1", .mib = { 0, 0 } } },
+		.e = { { .id = "a", .kind = PLAN_SKIP, .skip = SKIP_MEM_UNKNOWN, .detail_has = "not measured" },
+		       { .id = "p", .kind = PLAN_SKIP, .skip = SKIP_MEM_UNKNOWN },
+		       { .id = "b", .kind = PLAN_MOVE, .reason = REASON_CONSOLIDATE } },
 	},
 	{
 		.name = "first sight: no usage yet",
@@ -817,6 +832,7 @@ static struct snapshot *build(const struct tcase *tc, struct pstate **prev)
 			snprintf(g->owner, sizeof(g->owner), "%s", t->owner);
 			snprintf(g->owner_reason, sizeof(g->owner_reason), "why");
 		}
+		g->mem_unknown = t->mem_unknown;
 		parse_nodes(t->on, &on);
 		snap_nodes_to_cpus(s, &on, &cpus);
 		mask_zero(&allowed);

@@ -84,7 +84,7 @@ static const struct tab {
 	  VM_CPUS_ALWAYS + 1, "local" },
 	{ "plan_kind", w_plan_kind_name, NULL, PLAN_SETTLED + 1, "move" },
 	{ "move_reason", w_move_reason_name, NULL, REASON_PLACE + 1, "none" },
-	{ "skip_reason", w_skip_reason_name, NULL, SKIP_OWNED + 1, "none" },
+	{ "skip_reason", w_skip_reason_name, NULL, SKIP_MEM_UNKNOWN + 1, "none" },
 	{ "vmsrc_action", w_vmsrc_action_name, NULL, VMSRC_REFRESH + 1, "none" },
 };
 
