@@ -68,7 +68,7 @@ class Cli(apilib.ClassDaemon):
         row = [l for l in self.run_ok("guests").splitlines() if l.startswith(gid + " ")]
         self.assertEqual(len(row), 1)
         cols = row[0].split()
-        self.assertEqual(cols[6:8], ["-", "-"], row)  # MEMORY, LOCAL
+        self.assertEqual(cols[7:9], ["-", "-"], row)  # MEMORY, LOCAL (after NAME, KIND, ...)
         out = self.run_ok("guest", gid)
         self.assertIn("locality:  - where its threads run", out)
         self.assertIn("memory:    - (not measured", out)

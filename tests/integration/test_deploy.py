@@ -165,7 +165,7 @@ class BashCompletion(unittest.TestCase):
             (["numaorchctl", "guests", "--runtime", "ku"], ["kubernetes"]),
             (["numaorchctl", "decisions", "--f"], ["--follow"]),
             (["numaorchctl", "rebalance", "--d"], ["--dry-run"]),
-            (["numaorchctl", "policy", ""], ["get", "set"]),
+            (["numaorchctl", "policy", ""], ["get", "set", "reset"]),
             (["numaorchctl", "policy", "set", "max_"], ["max_util=", "max_moves=", "max_migrate_mib="]),
             (["numaorchctl", "schedule", "c"], ["clear"]),
             (["numaorchctl", "event", "st"], ["started", "stopped"]),
@@ -196,7 +196,8 @@ class BashCompletion(unittest.TestCase):
             offered = set()
             for words in (["numaorchctl", "--"], ["numaorchctl", "guests", "--"], ["numaorchctl", "decisions", "--"],
                           ["numaorchctl", "rebalance", "--"], ["numaorchctl", "top", "--"],
-                          ["numaorchctl", "advise", "1", "1", "--"], ["numaorchctl", "event", "started", "d", "--"]):
+                          ["numaorchctl", "advise", "1", "1", "--"], ["numaorchctl", "event", "started", "d", "--"],
+                          ["numaorchctl", "guest-policy", "g", "auto", "--"]):
                 offered |= set(self.complete(*words))
             self.assertEqual(sorted(longs - offered), [])
 

@@ -208,14 +208,14 @@ class HostileFiles(itlib.DaemonTest):
 
     def test_policy_after_sighup_is_the_new_one_at_once(self):
         # The interval is an hour: GET /v1/policy used to show the old
-        # policy until the next cycle, and a PUT's values even after a
-        # reload that replaced them.
+        # policy until the next cycle. A PUT's value is the operator's and
+        # survives the reload (issue 44); the file's new values show at once.
         d = self.daemon(conf="[agent]\nsample = 0.05\nmode = advise\n[policy]\nmax_moves = 3\n").start()
         pol = d.get("/v1/policy").json()
         self.assertEqual(pol["max_moves"], 3)
         cycles = d.get("/v1/status").json()["cycles"]
-        self.assertEqual(d.request("PUT", "/v1/policy", {"max_moves": 5}).status, 200)
-        self.assertEqual(d.get("/v1/policy").json()["max_moves"], 5)
+        self.assertEqual(d.request("PUT", "/v1/policy", {"max_util": 85}).status, 200)
+        self.assertEqual(d.get("/v1/policy").json()["max_util"], 85)
         for want in (7, 9):
             with open(d.conf, "w") as f:
                 f.write("[agent]\nsample = 0.05\nmode = advise\n[policy]\nmax_moves = %d\n"
@@ -223,7 +223,8 @@ class HostileFiles(itlib.DaemonTest):
             offset = os.path.getsize(d.log)
             d.proc.send_signal(signal.SIGHUP)
             wait_for(lambda: "configuration reloaded" in d.logtext(offset), 15, "the reload")
-            self.assertEqual(d.get("/v1/policy").json()["max_moves"], want)
+            pol = d.get("/v1/policy").json()
+            self.assertEqual((pol["max_moves"], pol["max_util"]), (want, 85))
             st = d.get("/v1/status").json()
             self.assertEqual(st["in_force"]["max_moves"], want)
         self.assertEqual(d.get("/v1/status").json()["cycles"], cycles, "a cycle ran: the test proves nothing")
