@@ -97,6 +97,26 @@ uint64_t engine_memwrite_submit(struct engine *e, struct apply_pending *p)
 	return submit(e, p, false);
 }
 
+/* Did job JI end before its write ran? */
+static bool never_ran(const struct mover_job_info *ji)
+{
+	return ji->state != MJ_DONE && ji->state != MJ_FAILED && ji->state != MJ_VANISHED;
+}
+
+/* The outcome of a write that never ran: the CPUs are on the target, the
+ * mems as they were (a consistent cpuset); STATUS and the message's NOTE
+ * say what that makes of the move. */
+static void not_made(struct apply_result *res, const struct snapshot *snap, const struct plan_item *it,
+		     const struct mover_job_info *ji, enum apply_status status, const char *note)
+{
+	memset(res, 0, sizeof(*res));
+	res->locality_after = NAN;
+	res->mems_loosened = true;
+	res->mems_after = snap->guests[it->guest_idx].mems;
+	apply_result_set(res, status, 0, "%s (job %llu %s before it ran): mems stay as they were", note,
+			 (unsigned long long)ji->id, mover_state_name(ji->state));
+}
+
 /* A move's memory write taken from the mover: its record, as a page
  * job's (the move's own "moved" record was made when it was handed on). */
 static void memwrite_settle(struct engine *e, struct ejob *job, const struct mover_job_info *ji)
@@ -107,16 +127,8 @@ static void memwrite_settle(struct engine *e, struct ejob *job, const struct mov
 	struct apply_result res = bw->res;
 	char decision[40];
 
-	if (ji->state != MJ_DONE && ji->state != MJ_FAILED && ji->state != MJ_VANISHED) {
-		/* Ended before it ran: the CPUs are on the target, the mems
-		 * as they were (a consistent cpuset). */
-		memset(&res, 0, sizeof(res));
-		res.locality_after = NAN;
-		res.mems_loosened = true;
-		res.mems_after = snap->guests[it->guest_idx].mems;
-		apply_result_set(&res, APPLY_CHANGED, 0, "job %llu %s before it ran: its cpuset.mems write was not "
-				 "made, mems stay as they were", (unsigned long long)ji->id,
-				 mover_state_name(ji->state));
+	if (never_ran(ji)) {
+		not_made(&res, snap, it, ji, APPLY_CHANGED, "its cpuset.mems write was not made");
 	} else {
 		size_t n = strlen(res.msg);
 
@@ -145,16 +157,9 @@ void engine_bindwrite_settle(struct engine *e, struct ejob *job, const struct mo
 		memwrite_settle(e, job, ji);
 		return;
 	}
-	if (ji->state != MJ_DONE && ji->state != MJ_FAILED && ji->state != MJ_VANISHED) {
-		/* Ended before it ran: the CPUs are on the target, the mems
-		 * as they were (a consistent cpuset), nothing bound. */
-		memset(&res, 0, sizeof(res));
-		res.locality_after = NAN;
-		res.mems_loosened = true;
-		res.mems_after = snap->guests[it->guest_idx].mems;
-		apply_result_set(&res, APPLY_DONE, 0, "cpus moved; its start binding's cpuset.mems write was not made "
-				 "(job %llu %s before it ran): mems stay as they were",
-				 (unsigned long long)ji->id, mover_state_name(ji->state));
+	if (never_ran(ji)) {
+		/* nothing bound */
+		not_made(&res, snap, it, ji, APPLY_DONE, "cpus moved; its start binding's cpuset.mems write was not made");
 		/* the record's window holds the CPU write (check_decisions) */
 		res.duration_s = apply_pending_age_s(job->p);
 	} else {
