@@ -1314,6 +1314,14 @@ static unsigned heap_pop(struct heap *h)
 	return top;
 }
 
+/* Does GD's move migrate memory (a mover job)? max_moves counts those:
+ * a move of CPUs alone is one cpuset write, and an oversubscribed host
+ * would otherwise wait a cycle (and a cool-down) per handful of them. */
+static bool migrating(const struct snapshot *snap, const struct gdec *gd)
+{
+	return !plan_migration_negligible(gd->it.migrate_bytes, snap->guests[gd->it.guest_idx].mem_total);
+}
+
 static uint64_t budget_left(const struct policy_config *cfg, uint64_t used)
 {
 	return used >= cfg->max_migrate_bytes ? 0 : cfg->max_migrate_bytes - used;
@@ -1330,8 +1338,8 @@ static void budget_skip(struct gdec *d, enum skip_reason why, const struct polic
 	d->want = false;
 	fmt_nodes(&it->to_nodes, to, sizeof(to));
 	if (why == SKIP_MAX_MOVES)
-		set_detail(it, "move budget of %u per cycle spent; wanted nodes %s (gain %.2f)",
-			   cfg->max_moves, to, it->gain);
+		set_detail(it, "move budget of %u migrating moves per cycle spent; wanted nodes %s, %llu MiB to "
+			   "migrate (gain %.2f)", cfg->max_moves, to, mib(it->migrate_bytes), it->gain);
 	else
 		set_detail(it, "%llu MiB to migrate exceeds the %llu MiB left of this cycle's %llu MiB; wanted nodes %s",
 			   mib(it->migrate_bytes), mib(budget_left(cfg, used)),
@@ -1422,7 +1430,8 @@ static void replay(struct pctx *x, const struct snapshot *snap, const struct adv
  * guest on its new nodes, but it now fits there with all of them. */
 static void refine(struct pctx *x, const struct pstate *prev, const struct snapshot *snap,
 		   const struct advice_reservation *res, unsigned nres, struct gdec *d,
-		   const unsigned *order, unsigned nord, uint64_t *migrated, struct gview *v, bool *usable)
+		   const unsigned *order, unsigned nord, uint64_t *migrated, unsigned *nmig, struct gview *v,
+		   bool *usable)
 {
 	const struct policy_config *cfg = x->cfg;
 
@@ -1436,8 +1445,10 @@ static void refine(struct pctx *x, const struct pstate *prev, const struct snaps
 		replay(x, snap, res, nres, d, order, nord, oi, v, usable);
 		evaluate(x, prev, gi, &alt, v, usable);
 		if (!alt.want || alt.target.k >= gd->target.k ||
-		    alt.it.migrate_bytes > budget_left(cfg, others))
+		    alt.it.migrate_bytes > budget_left(cfg, others) ||
+		    (migrating(snap, &alt) && !migrating(snap, gd) && *nmig >= cfg->max_moves))
 			continue;
+		*nmig += (unsigned)migrating(snap, &alt) - (unsigned)migrating(snap, gd);
 		free(gd->it.to_cpus);
 		*gd = alt;
 		gd->want = false;
@@ -1465,7 +1476,7 @@ int policy_decide_reserved(const struct policy_config *cfg, const struct snapsho
 	struct gview v;
 	struct heap h;
 	bool *usable;
-	unsigned *order, nord = 0;
+	unsigned *order, nord = 0, nmig = 0;
 	uint64_t migrated = 0;
 
 	if (!cfg || !snap || !plan || !next || (nres && !res) || policy_config_validate(cfg, NULL) < 0)
@@ -1530,7 +1541,7 @@ int policy_decide_reserved(const struct policy_config *cfg, const struct snapsho
 		unsigned gi = heap_pop(&h);
 		struct gdec *gd = &d[gi];
 
-		if (p->nr_moves >= cfg->max_moves) {
+		if (migrating(snap, gd) && nmig >= cfg->max_moves) {
 			budget_skip(gd, SKIP_MAX_MOVES, cfg, migrated);
 			continue;
 		}
@@ -1541,6 +1552,10 @@ int policy_decide_reserved(const struct policy_config *cfg, const struct snapsho
 				continue;
 			if (h.n && heap_before(&h, h.a[0], gi)) {
 				heap_push(&h, gi);
+				continue;
+			}
+			if (migrating(snap, gd) && nmig >= cfg->max_moves) {
+				budget_skip(gd, SKIP_MAX_MOVES, cfg, migrated);
 				continue;
 			}
 		}
@@ -1564,11 +1579,12 @@ int policy_decide_reserved(const struct policy_config *cfg, const struct snapsho
 		cpumask_for(&x, &snap->guests[gi], &gd->target.nodes, gd->it.to_cpus);
 		gd->want = false;
 		p->nr_moves++;
+		nmig += migrating(snap, gd);
 		migrated += gd->it.migrate_bytes;
 		order[nord++] = gi;
 	}
 
-	refine(&x, prev, snap, res, nres, d, order, nord, &migrated, &v, usable);
+	refine(&x, prev, snap, res, nres, d, order, nord, &migrated, &nmig, &v, usable);
 
 	/* Moves with nothing (worth) migrating first: they take milliseconds,
 	 * while one migration can take seconds per GiB, and the engine
