@@ -40,6 +40,8 @@ INC = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 PURE = re.compile(r"^(mem(cpy|cmp|move|set|chr)|str(n?cmp|len|n?cpy|chr|rchr|str|dup|ndup|tol|toul|toull|tod|spn|cspn)"
                   r"|v?sn?printf|qsort|bsearch|abs|labs|free|__popcount\w+|__stack_chk_fail"
+                  # _FORTIFY_SOURCE's checked forms of the same calls (the hardened build)
+                  r"|__(mem(cpy|move|set)|str(n?cpy|n?cat)|v?sn?printf)_chk"
                   r"|f?(max|min|abs)f?|floor|ceil|round|lround|llround|sqrt|pow|log2?|exp|isnan|isinf|nan"
                   r"|x(malloc|calloc|realloc|strdup)|mask_\w+|snap_(nodes_to_cpus|cpus_to_nodes|nr_cpu_nodes|node_index"
                   r"|cpu_node_index|nearest_mem_node|find_guest|cpumask|node_use)|fmt_nodes"
