@@ -282,6 +282,30 @@ static void mover_metrics(struct prom *p, struct api *a)
 	prom_sample(p, "numaorch_mover_chunk_stall_seconds_count", (double)st.stall_count, 0);
 }
 
+/* The nodes' hugetlb pools, by page size ("2048kB", as the kernel names
+ * them); no samples on a host without pools. */
+static void hugepage_metrics(struct prom *p, const struct snapshot *s)
+{
+	static const char *const state[3] = { "total", "free", "surplus" };
+	char node[16], size[32];
+
+	prom_family(p, "numaorch_node_hugepages", "gauge",
+		    "Huge pages in the node's hugetlb pool of one page size: total (nr_hugepages), free, surplus.");
+	for (unsigned n = 0; n < s->nr_nodes; n++) {
+		const struct snap_node *nd = &s->nodes[n];
+
+		node_label(s, n, node, sizeof(node));
+		for (unsigned i = 0; i < nd->nr_hpools && i < SNAP_HP_MAX; i++) {
+			const uint64_t v[3] = { nd->hpools[i].total, nd->hpools[i].free, nd->hpools[i].surplus };
+
+			snprintf(size, sizeof(size), "%llukB", (unsigned long long)(nd->hpools[i].page >> 10));
+			for (unsigned k = 0; k < 3; k++)
+				prom_sample(p, "numaorch_node_hugepages", (double)v[k], 3, "node", node, "size", size,
+					    "state", state[k]);
+		}
+	}
+}
+
 void h_metrics(struct rq *r)
 {
 	struct engine_view *v = need_view(r);
@@ -301,6 +325,7 @@ void h_metrics(struct rq *r)
 	prom_family(&p, "numaorch_start_time_seconds", "gauge", "When the agent started (Unix time).");
 	prom_sample(&p, "numaorch_start_time_seconds", (double)r->a->start_real_ns / 1e9, 0);
 	view_metrics(&p, r->a, v);
+	hugepage_metrics(&p, v->snap);
 	mover_metrics(&p, r->a);
 	api_counters(&p, r->a);
 	text = prom_take(&p, &len);

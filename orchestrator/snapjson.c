@@ -55,6 +55,17 @@ json_t *snap_node_to_json(const struct snapshot *s, unsigned idx)
 		      "busy", snapj_real_or_null(n->busy),
 		      "agent_cpus", snapj_real_or_null(n->agent_cpus),
 		      "distance", dist);
+	if (n->nr_hpools) {
+		json_t *hp = json_array();
+
+		for (unsigned i = 0; i < n->nr_hpools && i < SNAP_HP_MAX; i++)
+			json_array_append_new(hp, json_pack("{s:I, s:I, s:I, s:I}",
+							    "page_size_bytes", (json_int_t)n->hpools[i].page,
+							    "total", (json_int_t)n->hpools[i].total,
+							    "free", (json_int_t)n->hpools[i].free,
+							    "surplus", (json_int_t)n->hpools[i].surplus));
+		json_object_set_new(o, "hugepages", hp);
+	}
 	return o;
 }
 

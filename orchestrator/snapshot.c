@@ -393,6 +393,14 @@ void snap_finalize_with(struct snapshot *s, const struct snap_policy_overlay *ov
 		ov->flows(ov->flows_ctx, s);
 }
 
+const struct snap_hpool *snap_node_hpool(const struct snap_node *n, uint64_t page)
+{
+	for (unsigned i = 0; i < n->nr_hpools && i < SNAP_HP_MAX; i++)
+		if (n->hpools[i].page == page)
+			return &n->hpools[i];
+	return NULL;
+}
+
 int snap_node_index(const struct snapshot *s, int node_id)
 {
 	unsigned lo = 0, hi = s->nr_nodes;

@@ -21,6 +21,20 @@
 #define GUEST_ID_MAX 128
 #define GUEST_RUNTIME_MAX 16
 
+/* Most page sizes a node's hugetlb pools come in (x86: 2 MiB, 1 GiB;
+ * arm64 with 4 KiB pages: 64 KiB, 2 MiB, 32 MiB, 1 GiB). */
+#define SNAP_HP_MAX 4
+
+/* One hugetlb pool of a node: /sys/devices/system/node/nodeN/hugepages/
+ * hugepages-<size>kB/{nr,free,surplus}_hugepages. Counts are pages. Its
+ * pages are not in MemFree: they were taken from it when reserved. */
+struct snap_hpool {
+	uint64_t page;         /* bytes a page */
+	uint64_t total;        /* nr_hugepages (surplus pages included) */
+	uint64_t free;         /* free_hugepages */
+	uint64_t surplus;      /* surplus_hugepages */
+};
+
 struct snap_node {
 	int id;
 	cpumask_t cpus;        /* online CPUs of this node */
@@ -40,6 +54,10 @@ struct snap_node {
 	/* CPUs the agent's own threads used here over that window, left out
 	 * of busy (agents/selfload.h); NAN when not measured. */
 	double agent_cpus;
+	/* Its hugetlb pools by page size, smallest first; 0 when the kernel
+	 * has none (no hugetlb, no node directories). */
+	unsigned nr_hpools;
+	struct snap_hpool hpools[SNAP_HP_MAX];
 };
 
 enum guest_kind {
@@ -254,6 +272,8 @@ unsigned snap_distance(const struct snapshot *s, unsigned from_idx, unsigned to_
  * node has memory. *DIST (may be NULL) gets that distance, ~0u on -1.
  * Memory placed for CPUs of a memory-less node goes there. */
 int snap_nearest_mem_node(const struct snapshot *s, unsigned idx, unsigned *dist);
+/* Node N's hugetlb pool of PAGE bytes a page, or NULL. */
+const struct snap_hpool *snap_node_hpool(const struct snap_node *n, uint64_t page);
 /* Index of the node holding CPU, or -1. */
 int snap_cpu_node_index(const struct snapshot *s, int cpu);
 /* A guest's cpu_node from per-node weights W ([nr_nodes], owned, taken

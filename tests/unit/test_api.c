@@ -210,6 +210,44 @@ static void test_before_and_after_the_first_cycle(void **state)
 	fx_fini(&f);
 }
 
+/* The nodes' hugetlb pools (the fixture's node 1 has 64 surplus 2 MiB
+ * pages and none free) in GET /v1/nodes and /metrics. */
+static void test_hugepage_pools_shown(void **state)
+{
+	struct fx f;
+	struct reply r;
+	json_t *hp;
+
+	(void)state;
+	fx_init(&f, 2000);
+	assert_int_equal(engine_cycle(f.e, true, NULL), 0);
+	r = req(&f, API_UNIX, NULL, "GET", "/v1/nodes", NULL);
+	assert_int_equal(r.status, 200);
+	hp = json_object_get(json_array_get(json_object_get(r.j, "nodes"), 1), "hugepages");
+	assert_int_equal(json_array_size(hp), 2);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(hp, 0), "page_size_bytes")), 2 << 20);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(hp, 0), "total")), 64);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(hp, 0), "free")), 0);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(hp, 0), "surplus")), 64);
+	reply_free(&r);
+	r = req(&f, API_UNIX, NULL, "GET", "/metrics", NULL);
+	assert_int_equal(r.status, 200);
+	{
+		static const char *const want[] = {
+			"# TYPE numaorch_node_hugepages gauge\n",
+			"numaorch_node_hugepages{node=\"0\",size=\"2048kB\",state=\"free\"} 100\n",
+			"numaorch_node_hugepages{node=\"1\",size=\"2048kB\",state=\"surplus\"} 64\n",
+			"numaorch_node_hugepages{node=\"1\",size=\"1048576kB\",state=\"total\"} 0\n",
+		};
+
+		for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+			if (!memmem(r.r.body, r.r.body_len, want[i], strlen(want[i])))
+				fail_msg("/metrics lacks %s", want[i]);
+	}
+	reply_free(&r);
+	fx_fini(&f);
+}
+
 static void test_tcp_token_and_preflight(void **state)
 {
 	struct fx f;
@@ -481,6 +519,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_before_and_after_the_first_cycle),
+		cmocka_unit_test(test_hugepage_pools_shown),
 		cmocka_unit_test(test_tcp_token_and_preflight),
 		cmocka_unit_test(test_engine_busy_is_503_and_changes_nothing),
 		cmocka_unit_test(test_heavy_slots_and_write_rate),
