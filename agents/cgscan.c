@@ -35,6 +35,7 @@
 #include "cgname.h"
 #include "cgrunc.h"
 #include "cgthr.h"
+#include "hugetlb.h"
 #include "../orchestrator/clock.h"
 #include "../orchestrator/fs.h"
 #include "../orchestrator/parse.h"
@@ -778,6 +779,17 @@ static void measure_guest(struct cgscan *cs, int pdfd, const char *prel, struct 
 		g->cpu_use = cgthr_young_rate(&cs->thr, m.main_pid, usage);
 	if (snap->nr_nodes)
 		memcpy(g->mem_node, cs->mem, snap->nr_nodes * sizeof(uint64_t));
+	/* Huge pages are not in memory.numa_stat: only on a host whose pools
+	 * have pages in use is a guest asked for them (hugetlb.h). */
+	if (ghuge_host_in_use(snap)) {
+		char cgdir[PATH_MAX];
+		bool cg = cs->hier.v2[CGC_MEMORY] &&
+			  cgh_path(&cs->hier, CGC_MEMORY, rel, NULL, cgdir, sizeof(cgdir)) == 0;
+
+		r = ghuge_read(&cs->hp, snap, g, cg ? cgdir : NULL, m.main_pid, true);
+		if (r < 0 && r != -ESRCH)
+			snap_warn(snap, "cgroup %s: hugetlb memory per node unknown: %s", rel, strerror(-r));
+	}
 	g->mems = mems;
 	if (ps->ok) {
 		snap_guest_set_cpus(snap, g, &cpus, &ps->cpus);

@@ -141,6 +141,19 @@ json_t *snap_guest_to_json(const struct snapshot *s, const struct snap_guest *g)
 	}
 	if (g->busy_measured)
 		json_object_set_new(o, "busy_threads", json_integer(g->busy_threads));
+	if (g->huge_total && g->huge_node) {
+		json_t *hn = json_object();
+
+		for (unsigned n = 0; n < s->nr_nodes; n++) {
+			char key[16];
+
+			snprintf(key, sizeof(key), "%d", s->nodes[n].id);
+			json_object_set_new(hn, key, json_integer((json_int_t)g->huge_node[n]));
+		}
+		json_object_set_new(o, "hugetlb_bytes_by_node", hn);
+		json_object_set_new(o, "hugetlb_total_bytes", json_integer((json_int_t)g->huge_total));
+		json_object_set_new(o, "hugetlb_page_size_bytes", json_integer((json_int_t)g->huge_page));
+	}
 	if (g->vm)
 		json_object_set_new(o, "vm", vm_to_json(g->vm));
 	return o;

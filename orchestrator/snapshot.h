@@ -153,6 +153,19 @@ struct snap_guest {
 	bool busy_measured;
 	uint64_t *mem_node;             /* [nr_nodes] bytes, by node index */
 	uint64_t mem_total;             /* sum of mem_node */
+	/* Its hugetlb memory (huge pages of huge_page bytes): [nr_nodes]
+	 * bytes by node index, NULL when it has none; owned. It is counted in
+	 * mem_node (and so in mem_total and the locality figures) as well:
+	 * memory.numa_stat counts no hugetlb page, so the container source
+	 * adds it there, and the VM source's numa_maps figures hold it
+	 * already. The rest of mem_node is the ordinary memory, unchanged for
+	 * a guest with no hugetlb. Room for these bytes on a node is its free
+	 * pages of huge_page (snap_node.hpools), not MemFree. A guest with
+	 * huge pages of several sizes: the size holding the most is here, the
+	 * others count as ordinary memory (and a warning says so). */
+	uint64_t *huge_node;
+	uint64_t huge_page;
+	uint64_t huge_total;            /* derived: sum of huge_node */
 	/* CPU masks are 1 KiB each (NR_CPUS 8192) and nearly every guest
 	 * shares its two with many others, so they are interned in the
 	 * snapshot (snap_cpumask): never NULL once added, read-only, valid
@@ -230,6 +243,8 @@ void snap_set_nodes(struct snapshot *s, const struct snap_node *nodes, unsigned 
 /* Append a zeroed guest (mem_node allocated for nr_nodes; call after
  * snap_set_nodes) and return it for the caller to fill. */
 struct snap_guest *snap_add_guest(struct snapshot *s);
+/* G's huge_node, allocated zeroed for nr_nodes if it has none yet. */
+uint64_t *snap_guest_huge(struct snapshot *s, struct snap_guest *g);
 /* Room for at least N guests before the array must grow (a hint: never
  * shrinks it). */
 void snap_reserve_guests(struct snapshot *s, unsigned n);
