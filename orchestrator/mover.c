@@ -714,8 +714,13 @@ static uint64_t huge_free_on_target(struct mover *m, const struct job *j, uint64
 		*short_node = nd ? nodes[0].id : -1;
 	}
 	for (unsigned i = 0; least && i < nd; i++) {
-		const struct snap_hpool *hp = snap_node_hpool(&nodes[i], page);
-		uint64_t f = hp ? hp->free : 0;
+		uint64_t f = 0;
+
+		/* By hand, not snap_node_hpool: the testbed's static helpers
+		 * link the mover without the snapshot. */
+		for (unsigned h = 0; h < nodes[i].nr_hpools && h < SNAP_HP_MAX; h++)
+			if (nodes[i].hpools[h].page == page)
+				f = nodes[i].hpools[h].free;
 
 		if (f < least)
 			least = f;
