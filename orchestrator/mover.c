@@ -736,9 +736,12 @@ static uint64_t huge_free_on_target(struct mover *m, const struct job *j, uint64
  * target's pools have free pages of their size (mover_huge_cut): the
  * kernel would make surplus pages out of free memory for the rest, and
  * change the pools behind the operator's back. A mapping cut short is
- * walked up to the cut; what is left is J's huge_left and huge_msg. */
-static void huge_limit(struct mover *m, struct job *j, pid_t pid, struct mover_vma *vmas, unsigned nv, size_t page)
+ * walked up to the cut (one cut to nothing is left out of VMAS: returns
+ * how many are left); what is left is J's huge_left and huge_msg. */
+static unsigned huge_limit(struct mover *m, struct job *j, pid_t pid, struct mover_vma *vmas, unsigned nv, size_t page)
 {
+	unsigned kept = 0;
+
 	for (unsigned v = 0; v < nv; v++) {
 		uint64_t hp = vmas[v].hpage, left = 0, allowed;
 		size_t n, cut;
@@ -779,6 +782,11 @@ static void huge_limit(struct mover *m, struct job *j, pid_t pid, struct mover_v
 		free(pages);
 		free(status);
 	}
+	/* A mapping cut to nothing is no walk's. */
+	for (unsigned v = 0; v < nv; v++)
+		if (vmas[v].end > vmas[v].start)
+			vmas[kept++] = vmas[v];
+	return kept;
 }
 
 static int walk_process(struct mover *m, struct job *j, pid_t pid, const struct pid_census *pc, struct bufs *b,
@@ -820,7 +828,7 @@ static int walk_process(struct mover *m, struct job *j, pid_t pid, const struct 
 		log_debug("mover: job %" PRIu64 " pid %d: %d of %u mappings hold pages to move", j->info.id, (int)pid,
 			  nv, all);
 	}
-	huge_limit(m, j, pid, vmas, (unsigned)nv, page);
+	nv = (int)huge_limit(m, j, pid, vmas, (unsigned)nv, page);
 	b->maps_ms += (double)(clock_mono_ns() - t_maps) / 1e6;
 	/* The window is QUERY_PAGES or the whole process when smaller: the
 	 * worker's buffers grow to that once and are kept. */

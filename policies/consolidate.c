@@ -1169,6 +1169,8 @@ static bool start_placeable(const struct snap_guest *g, struct snap_guest *sg)
 	sg->busy_threads = 1;
 	sg->busy_measured = false;
 	sg->mem_total = 0;
+	sg->huge_node = NULL;
+	sg->huge_total = 0;
 	return true;
 }
 

@@ -1146,6 +1146,30 @@ test_hugetlb_pools_guard_the_move() {
 	return 0
 }
 
+# The mover itself (not the policy, which plans no such move): asked to
+# move 32 MiB of a process's 2 MiB huge pages from node 0 to node 1 while
+# node 1's pool has no free page, it leaves them (the kernel would have
+# made surplus pages there) and its job says so; with 16 pages reserved on
+# node 1 it moves them all. migbench --hugetlb drives the mover linked in.
+test_mover_leaves_huge_pages_without_free_ones() {
+	[ -d /sys/devices/system/node/node1/hugepages/hugepages-2048kB ] || { echo "no 2 MiB hugetlb pools"; return 1; }
+	hp_reset
+	hp_set 0 16
+	[ "$(hp 0 nr_hugepages)" = 16 ] || { echo "node 0 pool: $(hp_all)"; return 1; }
+	/bin/migbench --hugetlb 32 > $T/out 2> $T/err
+	hp_reset
+	nofree=$(grep '^H case=nofree' $T/out) free=$(grep '^H case=free' $T/out)
+	[ -n "$nofree" ] && [ -n "$free" ] || { echo "migbench: $(cat $T/out $T/err | tail -3)"; return 1; }
+	echo "$nofree" | grep -q ' state=partial on0=16 on1=0 pools_before=0:16/0/0,1:0/0/0 pools_after=0:16/0/0,1:0/0/0 ' ||
+		{ echo "no free pages: $nofree"; return 1; }
+	echo "$nofree" | grep -q 'msg=32.0 MiB of 2048 kB huge pages left where they are: no free 2048 kB huge pages on node 1' ||
+		{ echo "its record: $nofree"; return 1; }
+	echo "$free" | grep -q ' on0=0 on1=16 pools_before=0:16/0/0,1:16/16/0 pools_after=0:16/16/0,1:16/0/0 ' ||
+		{ echo "free pages: $free"; return 1; }
+	echo "# $nofree"
+	echo "# $free"
+}
+
 check layout_is_v2_with_several_nodes
 check discovery_and_dry_run_write_nothing
 check pulls_memory_local_for_real
@@ -1169,6 +1193,7 @@ check start_binding_released_at_sigterm
 check start_binding_written_by_a_mover_job
 check start_place_cpus_only
 check hugetlb_pools_guard_the_move
+check mover_leaves_huge_pages_without_free_ones
 
 echo "$passed passed, $failed failed"
 echo "END rc=$([ $failed = 0 ] && echo 0 || echo 1)"
