@@ -283,7 +283,8 @@ static void mover_metrics(struct prom *p, struct api *a)
 }
 
 /* The nodes' hugetlb pools, by page size ("2048kB", as the kernel names
- * them); no samples on a host without pools. */
+ * them), and the guests' huge pages on each node (a part of
+ * numaorch_guest_memory_bytes); no samples on a host without them. */
 static void hugepage_metrics(struct prom *p, const struct snapshot *s)
 {
 	static const char *const state[3] = { "total", "free", "surplus" };
@@ -302,6 +303,22 @@ static void hugepage_metrics(struct prom *p, const struct snapshot *s)
 			for (unsigned k = 0; k < 3; k++)
 				prom_sample(p, "numaorch_node_hugepages", (double)v[k], 3, "node", node, "size", size,
 					    "state", state[k]);
+		}
+	}
+	prom_family(p, "numaorch_guest_hugetlb_bytes", "gauge",
+		    "Guest memory in huge pages (hugetlb) on each NUMA node, a part of numaorch_guest_memory_bytes.");
+	for (unsigned i = 0; i < s->nr_guests; i++) {
+		const struct snap_guest *g = &s->guests[i];
+
+		if (!g->huge_total || !g->huge_node)
+			continue;
+		snprintf(size, sizeof(size), "%llukB", (unsigned long long)(g->huge_page >> 10));
+		for (unsigned n = 0; n < s->nr_nodes; n++) {
+			if (!g->huge_node[n])
+				continue;
+			node_label(s, n, node, sizeof(node));
+			prom_sample(p, "numaorch_guest_hugetlb_bytes", (double)g->huge_node[n], 3, "guest", g->id,
+				    "node", node, "size", size);
 		}
 	}
 }
