@@ -895,7 +895,7 @@ int apply_cpus(struct applier *a, const struct snapshot *snap, const struct plan
 			apply_result_set(res, APPLY_NOT_APPLICABLE, -EOPNOTSUPP, "no VM actuator (libvirt source disabled)");
 			r = 0;
 		} else if (it->migrate_bytes && !plan_migration_negligible(it->migrate_bytes, g->mem_total) &&
-			   (r = recheck_room(a, snap, it, &p->room_wait, NULL, p->room_note, sizeof(p->room_note))) < 0) {
+			   (r = recheck_room(a, snap, it, &p->room_wait, &p->huge_tight, p->room_note, sizeof(p->room_note))) < 0) {
 			/* The room re-check a container's move has (move_precheck):
 			 * libvirt's nodeset write, or the mover, puts a domain's
 			 * pages onto the target as surely as a cpuset.mems write
@@ -911,6 +911,11 @@ int apply_cpus(struct applier *a, const struct snapshot *snap, const struct plan
 			p->cur_mems = g->mems;
 			if (mask_format(&it->to_mems, p->to_mems_s, sizeof(p->to_mems_s)) < 0)
 				p->vm_movable = false;
+			/* Its nodeset stays old ∪ new after the mover (no
+			 * narrowing in apply_memory_settle) where the new nodes
+			 * would keep no free huge page of its size, as for a
+			 * container (move_binding). */
+			p->soft = p->vm_movable && p->huge_tight;
 			cycle_flow_add(a, snap, it);
 			*pend = p;
 			apply_result_set(res, APPLY_DONE, 0, "memory to move");
@@ -1008,7 +1013,7 @@ bool apply_pending_is_vm(const struct apply_pending *p)
 
 bool apply_pending_soft(const struct apply_pending *p)
 {
-	return p->soft && !p->vm;
+	return p->soft;
 }
 
 int apply_memory_widen(struct applier *a, struct apply_pending *p, const char *why, struct apply_result *res)

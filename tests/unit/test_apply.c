@@ -915,6 +915,26 @@ static void test_vm_memory_by_the_mover(void **state)
 	assert_int_equal(fv.sets, 0);
 	apply_pending_free(p);
 
+	/* A hugetlb domain whose new node would keep no free huge page of
+	 * its size (32 free, 32 to move): its nodeset is not narrowed after
+	 * the mover; with a page to spare it is. */
+	huge_guest(&f, 32);
+	fv = (struct fake_vm){ .answer = APPLY_DONE };
+	assert_int_equal(apply_cpus(f.a, f.snap, &f.it, &res, &p), 0);
+	assert_true(apply_pending_soft(p));
+	assert_int_equal(apply_memory_widen(f.a, p, "to move by the mover", &res), 0);
+	assert_int_equal(apply_memory_settle(f.a, p, &res), 0);
+	assert_int_equal(fv.sets, 0);
+	apply_pending_free(p);
+	huge_guest(&f, 33);
+	fv = (struct fake_vm){ .answer = APPLY_DONE };
+	assert_int_equal(apply_cpus(f.a, f.snap, &f.it, &res, &p), 0);
+	assert_false(apply_pending_soft(p));
+	assert_int_equal(apply_memory_widen(f.a, p, "to move by the mover", &res), 0);
+	assert_int_equal(apply_memory_settle(f.a, p, &res), 0);
+	assert_int_equal(fv.sets, 1);
+	apply_pending_free(p);
+
 	/* an actuator that cannot set a nodeset alone: not the mover's */
 	ops.set_mems = NULL;
 	applier_set_vm_ops(f.a, &ops);
