@@ -51,6 +51,7 @@ struct cgscan {
 	struct host_paths hp;
 	struct cg_hier hier;
 	bool v2;                      /* cpuset lives in the v2 tree */
+	bool huge_cg;                 /* this scan: guests' hugetlb.<size>.numa_stat may exist */
 	char cpuset_host[PATH_MAX];   /* cpuset root as the host names it */
 	long page_size;
 
@@ -783,8 +784,7 @@ static void measure_guest(struct cgscan *cs, int pdfd, const char *prel, struct 
 	 * have pages in use is a guest asked for them (hugetlb.h). */
 	if (ghuge_host_in_use(snap)) {
 		char cgdir[PATH_MAX];
-		bool cg = cs->hier.v2[CGC_MEMORY] &&
-			  cgh_path(&cs->hier, CGC_MEMORY, rel, NULL, cgdir, sizeof(cgdir)) == 0;
+		bool cg = cs->huge_cg && cgh_path(&cs->hier, CGC_MEMORY, rel, NULL, cgdir, sizeof(cgdir)) == 0;
 
 		r = ghuge_read(&cs->hp, snap, g, cg ? cgdir : NULL, m.main_pid, true);
 		if (r < 0 && r != -ESRCH)
@@ -961,6 +961,18 @@ int cgscan_scan(struct cgscan *cs, struct snapshot *snap, int64_t now_ns)
 			cs->ctrl_fd[c] = open(cs->hier.dir[c], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	}
 
+	/* Only a v2 hierarchy whose root offers hugetlb can have the guests'
+	 * hugetlb.<size>.numa_stat: elsewhere nobody looks for them. */
+	cs->huge_cg = false;
+	if (cs->hier.v2[CGC_MEMORY] && ghuge_host_in_use(snap)) {
+		char path[PATH_MAX], *ctl = NULL;
+
+		if (cgh_path(&cs->hier, CGC_MEMORY, "/", "cgroup.controllers", path, sizeof(path)) == 0 &&
+		    fs_read_file(path, 4096, &ctl, NULL) == 0) {
+			cs->huge_cg = strstr(ctl, "hugetlb") != NULL;
+			free(ctl);
+		}
+	}
 	cgrunc_load(&cs->runc, cs->runc_roots, cs->nr_runc_roots, cs->cpuset_host, cs->v2, snap);
 	rel[0] = '\0';
 	cs->gen++;

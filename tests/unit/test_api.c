@@ -223,6 +223,7 @@ static void test_hugepage_pools_shown(void **state)
 	fx_init(&f, 2000);
 	/* lxc-db holds 64 MiB of 2 MiB huge pages on node 1 (its cgroup's
 	 * hugetlb controller says so: the fixture host's pools are in use). */
+	tu_write(f.dir, "host/sys/fs/cgroup/cgroup.controllers", "cpuset cpu io memory hugetlb pids\n");
 	tu_write(f.dir, "host/sys/fs/cgroup/lxc.payload.db/hugetlb.2MB.numa_stat", "total=67108864 N0=0 N1=67108864\n");
 	assert_int_equal(engine_cycle(f.e, true, NULL), 0);
 	r = req(&f, API_UNIX, NULL, "GET", "/v1/guests/lxc-db", NULL);

@@ -1252,6 +1252,14 @@ static void test_hugetlb_memory(void **state)
 	tu_write(root, "proc/400/numa_maps", maps);
 	cs = open_root(root, &(struct cgscan_config){ 0 });
 
+	/* The root offers no hugetlb controller: no guest's hugetlb files
+	 * are looked for (lxc.payload.cg's is not read). */
+	s = scan_huge(cs, 1, 64);
+	assert_null(find_cg(s, "/lxc.payload.cg")->huge_node);
+	assert_int_equal(find_cg(s, "/lxc.payload.maps")->huge_total, 64ULL << 20);
+	snap_unref(s);
+	tu_write(root, "sys/fs/cgroup/cgroup.controllers", "cpuset cpu io memory hugetlb pids\n");
+
 	s = scan_huge(cs, 1, 64);
 	g = find_cg(s, "/lxc.payload.cg");
 	assert_non_null(g);
