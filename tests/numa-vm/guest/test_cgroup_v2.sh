@@ -1170,6 +1170,37 @@ test_mover_leaves_huge_pages_without_free_ones() {
 	echo "# $free"
 }
 
+# The same guest's huge pages read from its cgroup where the hugetlb
+# controller is on (hugetlb.2MB.numa_stat, the kernel's own per-node
+# figure: no numa_maps read): the snapshot's figure is the file's.
+test_hugetlb_from_the_cgroup() {
+	[ -d /sys/devices/system/node/node1/hugepages/hugepages-2048kB ] || { echo "no 2 MiB hugetlb pools"; return 1; }
+	grep -qw hugetlb $CG/cgroup.controllers || { echo "no hugetlb controller in cgroup2"; return 1; }
+	echo +hugetlb > $CG/cgroup.subtree_control && echo +hugetlb > $CG$SB/cgroup.subtree_control ||
+		{ echo "cannot enable hugetlb for $SB"; return 1; }
+	hp_reset
+	hp_set 1 32
+	start $G1 "$(node_cpus 0)" 1 4 --pages 4k --hugetlb 48 || { hp_reset; return 1; }
+	f=$CG$SB/$G1/hugetlb.2MB.numa_stat
+	[ -r $f ] || { echo "no $f"; hp_reset; return 1; }
+	said=$(head -1 $f)
+	case "$said" in
+	"total=50331648 "*"N1=50331648"*) ;;
+	*) echo "$f: $said"; hp_reset; return 1 ;;
+	esac
+	rc=$(once --dry-run --json)
+	[ "$rc" = 0 ] || { echo "dry run: exit $rc"; hp_reset; return 1; }
+	grep -q '"hugetlb_total_bytes": 50331648' $T/out || { echo "snapshot: $(grep -o '"hugetlb[a-z_]*": [0-9]*' $T/out | tr '\n' ' ')"; hp_reset; return 1; }
+	echo "# $f: $said"
+	pid=$(head -1 $CG$SB/$G1/cgroup.procs)
+	kill -9 $pid
+	sleep 0.5
+	hp_reset
+	# the next tests as before: no hugetlb controller below the root
+	echo -hugetlb > $CG$SB/cgroup.subtree_control 2>/dev/null && echo -hugetlb > $CG/cgroup.subtree_control 2>/dev/null
+	return 0
+}
+
 check layout_is_v2_with_several_nodes
 check discovery_and_dry_run_write_nothing
 check pulls_memory_local_for_real
@@ -1194,6 +1225,7 @@ check start_binding_written_by_a_mover_job
 check start_place_cpus_only
 check hugetlb_pools_guard_the_move
 check mover_leaves_huge_pages_without_free_ones
+check hugetlb_from_the_cgroup
 
 echo "$passed passed, $failed failed"
 echo "END rc=$([ $failed = 0 ] && echo 0 || echo 1)"
