@@ -13,6 +13,10 @@
  *           its busy threads ≤ the CPUs it may be given on T and its use ≤
  *           them × (1 + LOCAL_FIT_SLACK), when all (but a negligible part)
  *           of its memory is on mems(T) already.
+ *   huge pages (a hugetlb guest): those not on mems(T) fit the free pages
+ *           of their size on mems(T) (the pools, less this cycle's earlier
+ *           moves); the memory terms above then count its other memory
+ *           only (its demand less its huge pages).
  * reserve_n = min_free, but at most min_free_share of node n (policy_reserve).
  * A node already below its reserve contributes no room rather than negative
  * room: its deficit is not the guest's to pay from other nodes' room.
