@@ -39,6 +39,7 @@
 #include "cgrunc.h"
 #include "cgthr.h"
 #include "kubestate.h"
+#include "hugetlb.h"
 #include "../orchestrator/clock.h"
 #include "../orchestrator/fs.h"
 #include "../orchestrator/parse.h"
@@ -54,6 +55,7 @@ struct cgscan {
 	struct host_paths hp;
 	struct cg_hier hier;
 	bool v2;                      /* cpuset lives in the v2 tree */
+	bool huge_cg;                 /* this scan: guests' hugetlb.<size>.numa_stat may exist */
 	char cpuset_host[PATH_MAX];   /* cpuset root as the host names it */
 	long page_size;
 
@@ -1010,6 +1012,16 @@ static void measure_guest(struct cgscan *cs, int pdfd, const char *prel, struct 
 	if (snap->nr_nodes)
 		memcpy(g->mem_node, cs->mem, snap->nr_nodes * sizeof(uint64_t));
 	g->mem_unknown = mem_r != 0;
+	/* Huge pages are not in memory.numa_stat: only on a host whose pools
+	 * have pages in use is a guest asked for them (hugetlb.h). */
+	if (ghuge_host_in_use(snap)) {
+		char cgdir[PATH_MAX];
+		bool cg = cs->huge_cg && cgh_path(&cs->hier, CGC_MEMORY, rel, NULL, cgdir, sizeof(cgdir)) == 0;
+
+		r = ghuge_read(&cs->hp, snap, g, cg ? cgdir : NULL, m.main_pid, true);
+		if (r < 0 && r != -ESRCH)
+			snap_warn(snap, "cgroup %s: hugetlb memory per node unknown: %s", rel, strerror(-r));
+	}
 	g->mems = mems;
 	if (ps->ok) {
 		snap_guest_set_cpus(snap, g, &cpus, &ps->cpus);
@@ -1200,6 +1212,18 @@ int cgscan_scan(struct cgscan *cs, struct snapshot *snap, int64_t now_ns)
 		    cs->cpuset_host, cs->v2, snap);
 	cglabel_begin(cs->label);
 	kube_refresh(cs);
+	/* Only a v2 hierarchy whose root offers hugetlb can have the guests'
+	 * hugetlb.<size>.numa_stat: elsewhere nobody looks for them. */
+	cs->huge_cg = false;
+	if (cs->hier.v2[CGC_MEMORY] && ghuge_host_in_use(snap)) {
+		char path[PATH_MAX], *ctl = NULL;
+
+		if (cgh_path(&cs->hier, CGC_MEMORY, "/", "cgroup.controllers", path, sizeof(path)) == 0 &&
+		    fs_read_file(path, 4096, &ctl, NULL) == 0) {
+			cs->huge_cg = strstr(ctl, "hugetlb") != NULL;
+			free(ctl);
+		}
+	}
 	rel[0] = '\0';
 	cs->gen++;
 	cgfdc_begin(&cs->fdc);

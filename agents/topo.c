@@ -208,6 +208,72 @@ static int read_proc_meminfo(const struct host_paths *hp, uint64_t *total, uint6
 	return read_meminfo_file(path, -1, total, free_b);
 }
 
+/* Node ID's hugetlb pools (node<N>/hugepages/hugepages-<size>kB), by
+ * page size, into POOLS[SNAP_HP_MAX] and *NR. No hugepages directory is no pool (a kernel without
+ * hugetlb); a pool whose counts cannot be read is left out (logged at
+ * debug): the pools say what the other memory cannot, and the node is no
+ * less usable without them. */
+static int read_node_hpools(const struct host_paths *hp, int id, unsigned *nr, struct snap_hpool *pools)
+{
+	char dir[PATH_MAX], path[PATH_MAX];
+	static const char *const leaf[3] = { "nr_hugepages", "free_hugepages", "surplus_hugepages" };
+	struct dirent *de;
+	DIR *d;
+	int r;
+
+	*nr = 0;
+	r = node_file(hp, id, "hugepages", dir, sizeof(dir));
+	if (r < 0)
+		return r;
+	d = opendir(dir);
+	if (!d)
+		return errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
+	while ((de = readdir(d))) {
+		struct snap_hpool pool = { 0 };
+		uint64_t v[3], kb;
+		char num[24], *k;
+		unsigned j;
+
+		if (strncmp(de->d_name, "hugepages-", 10) != 0)
+			continue;
+		snprintf(num, sizeof(num), "%s", de->d_name + 10);
+		k = strstr(num, "kB");
+		if (!k || k[2])
+			continue;
+		*k = '\0';
+		if (parse_u64(num, &kb) < 0 || !kb || kb > (UINT64_MAX >> 10))
+			continue;
+		for (j = 0; j < 3; j++) {
+			r = path_fmt(path, sizeof(path), "%s/%s/%s", dir, de->d_name, leaf[j]);
+			if (r == 0)
+				r = fs_read_u64(path, &v[j]);
+			if (r < 0) {
+				log_debug("topo: %s: %s", path, strerror(-r));
+				break;
+			}
+		}
+		if (j < 3)
+			continue;
+		if (*nr == SNAP_HP_MAX) {
+			log_debug("topo: %s: more than %d page sizes", dir, SNAP_HP_MAX);
+			break;
+		}
+		pool.page = kb << 10;
+		pool.total = v[0];
+		pool.free = v[1];
+		pool.surplus = v[2];
+		/* Insertion keeps them by size: readdir's order is the fs's. */
+		j = (*nr)++;
+		while (j > 0 && pools[j - 1].page > pool.page) {
+			pools[j] = pools[j - 1];
+			j--;
+		}
+		pools[j] = pool;
+	}
+	closedir(d);
+	return 0;
+}
+
 /* Node ids from the node<N> directories, limited to the kernel's
  * online list where it has one. */
 static int scan_node_ids(const char *dir, nodemask_t *ids)
@@ -401,6 +467,9 @@ int topo_read_nodes(const struct host_paths *hp, struct snap_node **nodes,
 		r = read_node_meminfo(hp, id, &nd->mem_total, &nd->mem_free);
 		if (r < 0)
 			goto out;
+		r = read_node_hpools(hp, id, &nd->nr_hpools, nd->hpools);
+		if (r < 0)
+			goto out;
 		r = read_node_distance(hp, id, n, buf, &dist[(size_t)i * n]);
 		if (r < 0)
 			goto out;
@@ -422,6 +491,8 @@ out:
 int topo_read_meminfo(const struct host_paths *hp, struct snap_node *nodes, unsigned nr)
 {
 	char dir[PATH_MAX];
+	struct snap_hpool *pools;
+	unsigned *npools;
 	uint64_t *tf;
 	int r;
 
@@ -430,6 +501,8 @@ int topo_read_meminfo(const struct host_paths *hp, struct snap_node *nodes, unsi
 		return r;
 	/* Nodes are updated together or not at all. */
 	tf = xcalloc((size_t)nr * 2, sizeof(*tf));
+	pools = xcalloc((size_t)nr * SNAP_HP_MAX, sizeof(*pools));
+	npools = xcalloc(nr, sizeof(*npools));
 	if (!fs_is_dir(dir)) {
 		if (nr != 1 || nodes[0].id != 0) {
 			r = -ENOENT;
@@ -443,14 +516,21 @@ int topo_read_meminfo(const struct host_paths *hp, struct snap_node *nodes, unsi
 			r = read_node_meminfo(hp, nodes[i].id, &tf[2 * i], &tf[2 * i + 1]);
 			if (r < 0)
 				goto out;
+			r = read_node_hpools(hp, nodes[i].id, &npools[i], &pools[(size_t)i * SNAP_HP_MAX]);
+			if (r < 0)
+				goto out;
 		}
 	}
 	for (unsigned i = 0; i < nr; i++) {
 		nodes[i].mem_total = tf[2 * i];
 		nodes[i].mem_free = tf[2 * i + 1];
+		nodes[i].nr_hpools = npools[i];
+		memcpy(nodes[i].hpools, &pools[(size_t)i * SNAP_HP_MAX], sizeof(nodes[i].hpools));
 	}
 out:
 	free(tf);
+	free(pools);
+	free(npools);
 	return r;
 }
 

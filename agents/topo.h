@@ -2,6 +2,7 @@
  * procfs under an injectable root.
  *
  * Sources: /sys/devices/system/node/node<N>/{cpulist,meminfo,distance},
+ * node<N>/hugepages/hugepages-<size>kB/{nr,free,surplus}_hugepages,
  * /sys/devices/system/node/online where present (CPU and memory presence
  * come from cpulist and MemTotal),
  * /sys/devices/system/cpu/online, /proc/stat (per-CPU lines), and
@@ -24,7 +25,8 @@
 int topo_read_nodes(const struct host_paths *hp, struct snap_node **nodes,
 		    unsigned *nr, unsigned **distance);
 
-/* Re-read only MemTotal/MemFree of each node (cheap, every cycle). */
+/* Re-read only MemTotal/MemFree and the hugetlb pools of each node
+ * (cheap, every cycle). */
 int topo_read_meminfo(const struct host_paths *hp, struct snap_node *nodes, unsigned nr);
 
 /* Cumulative per-CPU counters from /proc/stat, in USER_HZ ticks, indexed

@@ -10,6 +10,7 @@
 
 #include <libvirt/virterror.h>
 
+#include "hugetlb.h"
 #include "vmproc.h"
 #include "../orchestrator/clock.h"
 #include "../orchestrator/xalloc.h"
@@ -441,6 +442,16 @@ static bool measure(struct vmsrc *vs, struct vm_dom *d, struct snapshot *snap, i
 		snap_warn(snap, "libvirt: domain %s: memory per node unknown (no memory.numa_stat, "
 			  "numa_maps unreadable)", d->x.name);
 		g->mem_unknown = true;
+	}
+	/* Hugetlb-backed guest memory (<memoryBacking><hugepages/>): not in
+	 * memory.numa_stat, in numa_maps already. */
+	if (ghuge_host_in_use(snap)) {
+		char cgdir[PATH_MAX];
+		bool cg = r == 0 && vs->h.v2[CGC_MEMORY] &&
+			  cgh_path(&vs->h, CGC_MEMORY, d->mem_cg, NULL, cgdir, sizeof(cgdir)) == 0;
+
+		if (ghuge_read(&vs->hp, snap, g, cg ? cgdir : NULL, d->pid, r == 0) < 0)
+			snap_warn(snap, "libvirt: domain %s: hugetlb memory per node unknown", d->x.name);
 	}
 
 	/* libvirt owns the domain's cgroups and checks a nodeset against the

@@ -402,6 +402,47 @@ static void mover_metrics(struct prom *p, struct api *a)
 	prom_sample(p, "numaorch_mover_chunk_stall_seconds_count", (double)st.stall_count, 0);
 }
 
+/* The nodes' hugetlb pools, by page size ("2048kB", as the kernel names
+ * them), and the guests' huge pages on each node (a part of
+ * numaorch_guest_memory_bytes); no samples on a host without them. */
+static void hugepage_metrics(struct prom *p, const struct snapshot *s)
+{
+	static const char *const state[3] = { "total", "free", "surplus" };
+	char node[16], size[32];
+
+	prom_family(p, "numaorch_node_hugepages", "gauge",
+		    "Huge pages in the node's hugetlb pool of one page size: total (nr_hugepages), free, surplus.");
+	for (unsigned n = 0; n < s->nr_nodes; n++) {
+		const struct snap_node *nd = &s->nodes[n];
+
+		node_label(s, n, node, sizeof(node));
+		for (unsigned i = 0; i < nd->nr_hpools && i < SNAP_HP_MAX; i++) {
+			const uint64_t v[3] = { nd->hpools[i].total, nd->hpools[i].free, nd->hpools[i].surplus };
+
+			snprintf(size, sizeof(size), "%llukB", (unsigned long long)(nd->hpools[i].page >> 10));
+			for (unsigned k = 0; k < 3; k++)
+				prom_sample(p, "numaorch_node_hugepages", (double)v[k], 3, "node", node, "size", size,
+					    "state", state[k]);
+		}
+	}
+	prom_family(p, "numaorch_guest_hugetlb_bytes", "gauge",
+		    "Guest memory in huge pages (hugetlb) on each NUMA node, a part of numaorch_guest_memory_bytes.");
+	for (unsigned i = 0; i < s->nr_guests; i++) {
+		const struct snap_guest *g = &s->guests[i];
+
+		if (!g->huge_total || !g->huge_node)
+			continue;
+		snprintf(size, sizeof(size), "%llukB", (unsigned long long)(g->huge_page >> 10));
+		for (unsigned n = 0; n < s->nr_nodes; n++) {
+			if (!g->huge_node[n])
+				continue;
+			node_label(s, n, node, sizeof(node));
+			prom_sample(p, "numaorch_guest_hugetlb_bytes", (double)g->huge_node[n], 3, "guest", g->id,
+				    "node", node, "size", size);
+		}
+	}
+}
+
 void h_metrics(struct rq *r)
 {
 	struct engine_view *v = need_view(r);
@@ -433,6 +474,7 @@ void h_metrics(struct rq *r)
 		}
 	}
 	view_metrics(&p, r->a, v);
+	hugepage_metrics(&p, v->snap);
 	mover_metrics(&p, r->a);
 	api_counters(&p, r->a);
 	text = prom_take(&p, &len);

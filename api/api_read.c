@@ -279,6 +279,10 @@ static char *guests_doc(struct api *a, const struct snapshot *s, const char *kin
 			cpus[0] = '\0';
 		jw_key(&w, "cpus");
 		jw_str(&w, cpus);
+		if (g->huge_total) {
+			jw_key(&w, "hugetlb_total_bytes");
+			jw_int(&w, (int64_t)g->huge_total);
+		}
 		jw_key(&w, "id");
 		jw_str(&w, g->id);
 		jw_key(&w, "kind");

@@ -461,13 +461,19 @@ static int cmd_guests(const struct opts *o)
 	t = table_new(10);
 	table_row(t, "GUEST", "NAME", "KIND", "RUNTIME", "CPUS", "MEMS", "CPU", "MEMORY", "LOCAL", "POLICY");
 	json_array_foreach(json_object_get(j, "guests"), i, g) {
-		char cpu[16], mem[24], loc[16], pol[96];
+		char cpu[16], mem[48], loc[16], pol[96];
 
 		policy_text(json_object_get(g, "policy"), pol, sizeof(pol));
-		table_row(t, jstr(g, "id"), jstr(g, "name"), jstr(g, "kind"), jstr(g, "runtime"), jstr(g, "cpus"),
-			  jstr(g, "mems"),
+		if (jnum(g, "hugetlb_total_bytes") > 0) {
+			char hb[24];
+
+			fmt_bytes(jnum(g, "mem_total_bytes"), mem, sizeof(mem));
+			fmt_bytes(jnum(g, "hugetlb_total_bytes"), hb, sizeof(hb));
+			snprintf(mem + strlen(mem), sizeof(mem) - strlen(mem), " (%s huge)", hb);
+		}
+		table_row(t, jstr(g, "id"), jstr(g, "name"), jstr(g, "kind"), jstr(g, "runtime"), jstr(g, "cpus"), jstr(g, "mems"),
 			  fmt_num(json_object_get(g, "cpu_use"), 2, cpu, sizeof(cpu)),
-			  fmt_bytes(jnum(g, "mem_total_bytes"), mem, sizeof(mem)),
+			  jnum(g, "hugetlb_total_bytes") > 0 ? mem : fmt_bytes(jnum(g, "mem_total_bytes"), mem, sizeof(mem)),
 			  fmt_ratio(json_object_get(g, "locality"), loc, sizeof(loc)), pol);
 	}
 	table_print(t, stdout);

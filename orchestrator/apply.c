@@ -34,6 +34,9 @@ struct applier {
 	bool room_to_come;
 	int64_t *cyc_flow;
 	unsigned cyc_n;
+	/* Huge page bytes this cycle's moves so far take out of each node's
+	 * pools: [index * SNAP_HP_MAX + pool]. */
+	int64_t *cyc_huge;
 };
 
 static const char *const status_names[] = {
@@ -78,6 +81,7 @@ void applier_free(struct applier *a)
 		return;
 	cgw_free(a->w);
 	free(a->cyc_flow);
+	free(a->cyc_huge);
 	free(a);
 }
 
@@ -86,6 +90,8 @@ void applier_begin_cycle(struct applier *a, const struct snapshot *snap, bool ro
 	free(a->cyc_flow);
 	a->cyc_n = snap->nr_nodes;
 	a->cyc_flow = xcalloc(a->cyc_n ? a->cyc_n : 1, sizeof(*a->cyc_flow));
+	free(a->cyc_huge);
+	a->cyc_huge = xcalloc((a->cyc_n ? a->cyc_n : 1) * SNAP_HP_MAX, sizeof(*a->cyc_huge));
 	a->room_to_come = room_to_come;
 }
 
@@ -99,15 +105,25 @@ static void cycle_flow_add(struct applier *a, const struct snapshot *snap, const
 	if (!a->cyc_flow || a->cyc_n != snap->nr_nodes || !g->mem_node)
 		return;
 	for (unsigned n = 0; n < snap->nr_nodes; n++) {
+		uint64_t h;
 		int to, t;
 
 		if (!g->mem_node[n] || mask_test(&it->to_mems, snap->nodes[n].id))
 			continue;
 		to = it->first_bytes ? it->first_node : mover_pick_target(&it->to_mems, snap->nodes[n].id);
 		t = to >= 0 ? snap_node_index(snap, to) : -1;
-		a->cyc_flow[n] += (int64_t)g->mem_node[n];
+		/* Huge pages come out of the target's pool, not its free
+		 * memory, and go back to their own node's pool. */
+		h = g->huge_node ? g->huge_node[n] : 0;
+		a->cyc_flow[n] += (int64_t)(g->mem_node[n] - h);
 		if (t >= 0)
-			a->cyc_flow[t] -= (int64_t)g->mem_node[n];
+			a->cyc_flow[t] -= (int64_t)(g->mem_node[n] - h);
+		if (h && t >= 0 && a->cyc_huge) {
+			const struct snap_hpool *hp = snap_node_hpool(&snap->nodes[t], g->huge_page);
+
+			if (hp)
+				a->cyc_huge[(size_t)t * SNAP_HP_MAX + (size_t)(hp - snap->nodes[t].hpools)] += (int64_t)h;
+		}
 	}
 }
 
@@ -272,18 +288,30 @@ static bool is_gone(int r)
  * fit above the reserve on those nodes. A negligible migration is none
  * (plan_migration_negligible): refusing a guest whose memory is all but
  * there because its own node is full held a container back a whole
- * cycle on the testbed (churn: "0 MiB must move"). */
+ * cycle on the testbed (churn: "0 MiB must move"). A hugetlb guest's huge
+ * pages must fit the free pages of their size on TO (less what this
+ * cycle's moves before it take): where there are none the kernel would
+ * make surplus pages out of free memory and change the pools. *HUGE_TIGHT
+ * (may be NULL): it holds huge pages and TO will have no free page of
+ * their size left once they are there — no place to bind it strictly. */
 static int recheck_room(struct applier *a, const struct snapshot *snap, const struct plan_item *it,
-			bool *wait, char *why, size_t whysz)
+			bool *wait, bool *huge_tight, char *why, size_t whysz)
 {
 	const struct snap_guest *g = &snap->guests[it->guest_idx];
 	struct snap_node *nodes;
-	uint64_t room = 0;
+	uint64_t room = 0, hmig = 0, hroom = 0, omig;
 	int64_t tocome = 0;
+	nodemask_t hnone;
 	int r;
 
 	*wait = false;
-	if (it->migrate_bytes == 0 || plan_migration_negligible(it->migrate_bytes, g->mem_total))
+	if (huge_tight)
+		*huge_tight = false;
+	mask_zero(&hnone);
+	for (unsigned n = 0; g->huge_node && n < snap->nr_nodes; n++)
+		if (!mask_test(&it->to_mems, snap->nodes[n].id))
+			hmig += g->huge_node[n];
+	if ((it->migrate_bytes == 0 || plan_migration_negligible(it->migrate_bytes, g->mem_total)) && !g->huge_total)
 		return 0;
 	nodes = xcalloc(snap->nr_nodes, sizeof(*nodes));
 	memcpy(nodes, snap->nodes, snap->nr_nodes * sizeof(*nodes));
@@ -297,9 +325,23 @@ static int recheck_room(struct applier *a, const struct snapshot *snap, const st
 		if (!mask_test(&it->to_mems, nodes[i].id))
 			continue;
 		uint64_t keep = policy_reserve(a->opts.min_free_bytes, a->opts.min_free_share, nodes[i].mem_total);
+		const struct snap_hpool *hp = g->huge_total ? snap_node_hpool(&nodes[i], g->huge_page) : NULL;
 
 		if (nodes[i].mem_free > keep)
 			room += nodes[i].mem_free - keep;
+		if (hp) {
+			const struct snap_hpool *sp = snap_node_hpool(&snap->nodes[i], g->huge_page);
+			int64_t taken = sp && a->cyc_huge && a->cyc_n == snap->nr_nodes ?
+					a->cyc_huge[(size_t)i * SNAP_HP_MAX + (size_t)(sp - snap->nodes[i].hpools)] : 0;
+			int64_t f = (int64_t)(hp->free * hp->page) - taken;
+
+			if (f > 0)
+				hroom += (uint64_t)f;
+			else
+				mask_set(&hnone, nodes[i].id);
+		} else if (g->huge_total && nodes[i].mem_total) {
+			mask_set(&hnone, nodes[i].id);
+		}
 		/* Room to come: other guests' pages that live jobs, and this
 		 * cycle's moves before this one, take off the node, less what
 		 * they bring onto it (snap_node.mem_leaving). */
@@ -307,26 +349,42 @@ static int recheck_room(struct applier *a, const struct snapshot *snap, const st
 			  (a->cyc_flow && a->cyc_n == snap->nr_nodes ? a->cyc_flow[i] : 0);
 	}
 	free(nodes);
-	if (room >= it->migrate_bytes)
+	if (huge_tight && g->huge_total && hroom < hmig + g->huge_page)
+		*huge_tight = true;
+	if (hmig && hroom < hmig) {
+		char nl[48];
+
+		if (mask_empty(&hnone) || mask_format(&hnone, nl, sizeof(nl)) < 0)
+			snprintf(why, whysz, "target nodes have %llu MiB of free %llu kB huge pages, %llu MiB of its huge pages must move",
+				 (unsigned long long)(hroom >> 20), (unsigned long long)(g->huge_page >> 10),
+				 (unsigned long long)(hmig >> 20));
+		else
+			snprintf(why, whysz, "no free %llu kB huge pages on node %s (%llu MiB of free ones on the targets, %llu MiB of its huge pages must move)",
+				 (unsigned long long)(g->huge_page >> 10), nl, (unsigned long long)(hroom >> 20),
+				 (unsigned long long)(hmig >> 20));
+		return -ENOSPC;
+	}
+	omig = it->migrate_bytes > hmig ? it->migrate_bytes - hmig : 0;
+	if (omig == 0 || plan_migration_negligible(it->migrate_bytes, g->mem_total) || room >= omig)
 		return 0;
 	/* Enough only with the room to come: the mover's job waits, move
 	 * call by move call, until it is there (mover_spec.wait_room). In
 	 * the testbed's oversubscribed run a guest refused so went onto a
 	 * busier node, and node 2 stayed idle for the rest of the run. */
-	if (a->room_to_come && tocome > 0 && room + (uint64_t)tocome >= it->migrate_bytes) {
+	if (a->room_to_come && tocome > 0 && room + (uint64_t)tocome >= omig) {
 		*wait = true;
 		snprintf(why, whysz, "room partly to come: %llu MiB free above the reserve, %llu MiB leaving, "
 			 "%llu MiB must move", (unsigned long long)(room >> 20), (unsigned long long)(tocome >> 20),
-			 (unsigned long long)(it->migrate_bytes >> 20));
+			 (unsigned long long)(omig >> 20));
 		return 0;
 	}
 	if (a->room_to_come && tocome > 0)
 		snprintf(why, whysz, "target nodes have %llu MiB free above the reserve and %llu MiB to come, "
 			 "%llu MiB must move", (unsigned long long)(room >> 20), (unsigned long long)(tocome >> 20),
-			 (unsigned long long)(it->migrate_bytes >> 20));
+			 (unsigned long long)(omig >> 20));
 	else
 		snprintf(why, whysz, "target nodes have %llu MiB free above the reserve, %llu MiB must move",
-			 (unsigned long long)(room >> 20), (unsigned long long)(it->migrate_bytes >> 20));
+			 (unsigned long long)(room >> 20), (unsigned long long)(omig >> 20));
 	return -ENOSPC;
 }
 
@@ -404,6 +462,7 @@ struct apply_pending {
 	bool own_mems_below;           /* v2: a descendant sets its own cpuset.mems ... */
 	bool *own;                     /* ... these (find_own_mems), by index of SUB */
 	bool room_wait;                /* its room is partly still to come (recheck_room) */
+	bool huge_tight;               /* no free huge page of its size left on the target (recheck_room) */
 	char room_note[200];
 	int64_t t0;
 	char *cur_cpus_s, *cur_mems_s, *new_cpus;
@@ -578,7 +637,7 @@ static bool move_precheck(struct applier *a, struct apply_pending *p, struct app
 			"deciding again next cycle", g->cgroup, p->cur_cpus_s, p->cur_mems_s);
 		return false;
 	}
-	r = recheck_room(a, p->snap, it, &p->room_wait, why, sizeof(why));
+	r = recheck_room(a, p->snap, it, &p->room_wait, &p->huge_tight, why, sizeof(why));
 	if (r == 0 && p->room_wait)
 		snprintf(p->room_note, sizeof(p->room_note), "%s", why);
 	if (r < 0) {
@@ -606,6 +665,14 @@ static bool move_binding(struct applier *a, struct apply_pending *p, const cpuma
 	/* A start placement binds the mems until the engine releases them
 	 * (plan_item.bind_start). */
 	p->soft = !a->opts.strict_mems && g->policy.mode != GPOL_PINNED && !it->bind_start;
+	/* Bound strictly to nodes without a free huge page of its size, a
+	 * hugetlb guest could not grow (its next huge pages fail with ENOMEM
+	 * while another node has free ones): it stays soft. */
+	if (!p->soft && p->huge_tight) {
+		p->soft = true;
+		log_info("guest %s: bound soft, not strictly: its target nodes will have no free %llu kB huge page",
+			 g->id, (unsigned long long)(g->huge_page >> 10));
+	}
 	p->cur_mems = *cur_mems;
 	p->target_mems = it->to_mems;
 	p->widen_only = p->soft && plan_migration_negligible(it->migrate_bytes, g->mem_total);
@@ -828,7 +895,7 @@ int apply_cpus(struct applier *a, const struct snapshot *snap, const struct plan
 			apply_result_set(res, APPLY_NOT_APPLICABLE, -EOPNOTSUPP, "no VM actuator (libvirt source disabled)");
 			r = 0;
 		} else if (it->migrate_bytes && !plan_migration_negligible(it->migrate_bytes, g->mem_total) &&
-			   (r = recheck_room(a, snap, it, &p->room_wait, p->room_note, sizeof(p->room_note))) < 0) {
+			   (r = recheck_room(a, snap, it, &p->room_wait, &p->huge_tight, p->room_note, sizeof(p->room_note))) < 0) {
 			/* The room re-check a container's move has (move_precheck):
 			 * libvirt's nodeset write, or the mover, puts a domain's
 			 * pages onto the target as surely as a cpuset.mems write
@@ -844,6 +911,11 @@ int apply_cpus(struct applier *a, const struct snapshot *snap, const struct plan
 			p->cur_mems = g->mems;
 			if (mask_format(&it->to_mems, p->to_mems_s, sizeof(p->to_mems_s)) < 0)
 				p->vm_movable = false;
+			/* Its nodeset stays old ∪ new after the mover (no
+			 * narrowing in apply_memory_settle) where the new nodes
+			 * would keep no free huge page of its size, as for a
+			 * container (move_binding). */
+			p->soft = p->vm_movable && p->huge_tight;
 			cycle_flow_add(a, snap, it);
 			*pend = p;
 			apply_result_set(res, APPLY_DONE, 0, "memory to move");
@@ -941,7 +1013,7 @@ bool apply_pending_is_vm(const struct apply_pending *p)
 
 bool apply_pending_soft(const struct apply_pending *p)
 {
-	return p->soft && !p->vm;
+	return p->soft;
 }
 
 int apply_memory_widen(struct applier *a, struct apply_pending *p, const char *why, struct apply_result *res)

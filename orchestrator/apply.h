@@ -183,7 +183,9 @@ double apply_pending_age_s(const struct apply_pending *p);
 bool apply_pending_writes_mems(const struct apply_pending *p);
 /* Is P a VM's move (libvirt carries its memory phase out)? */
 bool apply_pending_is_vm(const struct apply_pending *p);
-/* Is P's guest soft-bound (its mems may stay wide)? false for VMs. */
+/* Is P's guest soft-bound (its mems may stay wide)? For a VM only when
+ * it holds huge pages and a narrowed nodeset would leave it no free page
+ * of their size (recheck_room's huge_tight). */
 bool apply_pending_soft(const struct apply_pending *p);
 void apply_pending_free(struct apply_pending *p);
 const char *apply_pending_guest(const struct apply_pending *p);

@@ -71,6 +71,10 @@ struct job {
 	int (*write)(void *ctx, char *msg, size_t msgsz); /* mover_spec.write */
 	void *write_ctx;
 	char room_msg[140];          /* why it ended for want of room (worker-owned) */
+	/* Huge pages left off the target for want of free pages of their
+	 * size there (huge_limit; worker-owned): bytes, and the words. */
+	uint64_t huge_left;
+	char huge_msg[160];
 	/* What its move call in flight claimed of its target nodes' room
 	 * (room_take; struct mover.claim): worker-owned arrays, the claim
 	 * itself under the mover's lock. */
@@ -687,6 +691,104 @@ static bool process_gone(const struct mover *m, pid_t pid)
 
 /* Walk one process's mappings: 0 when walked to the end, 1 when J must
  * stop, or a negative errno (-ESRCH: its maps are gone). */
+/* Free huge pages of PAGE bytes the walk may move onto J's target: the
+ * fewest any target node has (a page may go to any of them), fresh from
+ * the pools; *SHORT gets a node with none (-1 if all have some). */
+static uint64_t huge_free_on_target(struct mover *m, const struct job *j, uint64_t page, int *short_node)
+{
+	unsigned nd = 0, cap = mask_count(&j->info.to);
+	struct snap_node *nodes = xcalloc(cap ? cap : 1, sizeof(*nodes));
+	int (*rd)(const struct host_paths *, struct snap_node *, unsigned);
+	uint64_t least = UINT64_MAX;
+
+	*short_node = -1;
+	mask_foreach(id, &j->info.to)
+		if (nd < cap)
+			nodes[nd++].id = id;
+	pthread_mutex_lock(&m->lock);
+	rd = m->read_meminfo;
+	pthread_mutex_unlock(&m->lock);
+	if (!nd || !rd || rd(&m->hp, nodes, nd) < 0) {
+		/* Pools unknown: no huge page moves. */
+		least = 0;
+		*short_node = nd ? nodes[0].id : -1;
+	}
+	for (unsigned i = 0; least && i < nd; i++) {
+		uint64_t f = 0;
+
+		/* By hand, not snap_node_hpool: the testbed's static helpers
+		 * link the mover without the snapshot. */
+		for (unsigned h = 0; h < nodes[i].nr_hpools && h < SNAP_HP_MAX; h++)
+			if (nodes[i].hpools[h].page == page)
+				f = nodes[i].hpools[h].free;
+
+		if (f < least)
+			least = f;
+		if (!f)
+			*short_node = nodes[i].id;
+	}
+	free(nodes);
+	return least == UINT64_MAX ? 0 : least;
+}
+
+/* Before the walk: each hugetlb mapping of PID (VMAS[NV], smaps'
+ * KernelPageSize above PAGE) moves no more of its huge pages than the
+ * target's pools have free pages of their size (mover_huge_cut): the
+ * kernel would make surplus pages out of free memory for the rest, and
+ * change the pools behind the operator's back. A mapping cut short is
+ * walked up to the cut (one cut to nothing is left out of VMAS: returns
+ * how many are left); what is left is J's huge_left and huge_msg. */
+static unsigned huge_limit(struct mover *m, struct job *j, pid_t pid, struct mover_vma *vmas, unsigned nv, size_t page)
+{
+	unsigned kept = 0;
+
+	for (unsigned v = 0; v < nv; v++) {
+		uint64_t hp = vmas[v].hpage, left = 0, allowed;
+		size_t n, cut;
+		void **pages;
+		int *status, short_node;
+
+		if (hp <= page || vmas[v].end <= vmas[v].start)
+			continue;
+		n = (size_t)((vmas[v].end - vmas[v].start) / hp);
+		if (!n)
+			continue;
+		pages = xcalloc(n, sizeof(*pages));
+		status = xcalloc(n, sizeof(*status));
+		for (size_t i = 0; i < n; i++)
+			pages[i] = (void *)(vmas[v].start + i * hp);
+		if (query(m, pid, n, pages, status) < 0) {
+			free(pages);
+			free(status);
+			continue; /* the walk's own query will say */
+		}
+		allowed = huge_free_on_target(m, j, hp, &short_node);
+		cut = mover_huge_cut(status, n, &j->info.to, allowed, &left);
+		if (left) {
+			vmas[v].end = vmas[v].start + cut * hp;
+			j->huge_left += left * hp;
+			if (short_node >= 0)
+				snprintf(j->huge_msg, sizeof(j->huge_msg),
+					 "%.1f MiB of %llu kB huge pages left where they are: no free %llu kB huge pages on node %d",
+					 (double)j->huge_left / 1048576.0, (unsigned long long)(hp >> 10),
+					 (unsigned long long)(hp >> 10), short_node);
+			else
+				snprintf(j->huge_msg, sizeof(j->huge_msg),
+					 "%.1f MiB of %llu kB huge pages left where they are: %llu free %llu kB huge pages on the target",
+					 (double)j->huge_left / 1048576.0, (unsigned long long)(hp >> 10),
+					 (unsigned long long)allowed, (unsigned long long)(hp >> 10));
+			log_info("mover: job %" PRIu64 " pid %d: %s", j->info.id, (int)pid, j->huge_msg);
+		}
+		free(pages);
+		free(status);
+	}
+	/* A mapping cut to nothing is no walk's. */
+	for (unsigned v = 0; v < nv; v++)
+		if (vmas[v].end > vmas[v].start)
+			vmas[kept++] = vmas[v];
+	return kept;
+}
+
 static int walk_process(struct mover *m, struct job *j, pid_t pid, const struct pid_census *pc, struct bufs *b,
 			size_t *chunk, size_t page)
 {
@@ -726,6 +828,7 @@ static int walk_process(struct mover *m, struct job *j, pid_t pid, const struct 
 		log_debug("mover: job %" PRIu64 " pid %d: %d of %u mappings hold pages to move", j->info.id, (int)pid,
 			  nv, all);
 	}
+	nv = (int)huge_limit(m, j, pid, vmas, (unsigned)nv, page);
 	b->maps_ms += (double)(clock_mono_ns() - t_maps) / 1e6;
 	/* The window is QUERY_PAGES or the whole process when smaller: the
 	 * worker's buffers grow to that once and are kept. */
@@ -1181,7 +1284,9 @@ static enum mover_state settle(struct mover *m, struct job *j, char *msg, size_t
 	}
 	/* A split job's pages go to FIRST while it has room, a job waiting
 	 * for room counts its calls' bytes against it: neither is swept. */
-	if (step == MOVER_SETTLE_SWEEP && j->first < 0 && !j->wait_room) {
+	/* A sweep (migrate_pages(2)) would take the huge pages left for
+	 * want of free ones too. */
+	if (step == MOVER_SETTLE_SWEEP && j->first < 0 && !j->wait_room && !j->huge_left) {
 		for (unsigned i = 0; i < j->npids; i++)
 			if (!sweep_process(m, j, j->pids[i], prev, now))
 				goto stop;
@@ -1268,6 +1373,15 @@ static enum mover_state run_job(struct mover *m, struct job *j, struct bufs *b, 
 		st = MJ_VANISHED;
 	if (st == MJ_DONE && !j->relocate_all)
 		st = settle(m, j, msg, msgsz);
+	/* Huge pages left for want of free ones of their size: partial, and
+	 * the record says how many and why. */
+	if (j->huge_left && (st == MJ_DONE || st == MJ_PARTIAL)) {
+		size_t l = st == MJ_PARTIAL ? strlen(msg) : 0;
+
+		if (l < msgsz && snprintf(msg + l, msgsz - l, "%s%s", l ? "; " : "", j->huge_msg) < 0)
+			msg[l] = '\0';
+		st = MJ_PARTIAL;
+	}
 	t_walk = clock_mono_ns();
 	/* Where a job's time goes besides its move calls and queries
 	 * (make bench-migrate --trace); logged last, so the log write is in
@@ -1289,7 +1403,7 @@ static void *worker(void *arg)
 	while (!m->stopping) {
 		struct job *j = NULL;
 		enum mover_state st;
-		char msg[160] = "";
+		char msg[sizeof(((struct mover_job_info *)0)->msg)] = "";
 
 		if (m->running < m->cfg.workers)
 			for (struct job *q = m->live; q && !j; q = q->next)

@@ -156,7 +156,7 @@ struct mover_job_info {
 	double stall_p99_ms;     /* the 99th percentile of its calls, once it ended (NAN: no call) */
 	int64_t queued_real_ns, started_real_ns, ended_real_ns; /* 0: not yet */
 	double elapsed_s;        /* running time so far (or in all) */
-	char msg[160];           /* the error that ended it, or "" */
+	char msg[320];           /* the error that ended it, or "" */
 };
 
 /* Chunk stall histogram bounds, ms. */
@@ -234,12 +234,22 @@ struct mover_vma {
 	uintptr_t start, end;
 	uint64_t thp_bytes;          /* smaps' AnonHugePages + ShmemPmdMapped +
 				      * FilePmdMapped: PMD-mapped THPs (0 from maps) */
+	uint64_t hpage;              /* smaps' KernelPageSize in bytes (0 from maps):
+				      * above the base page size, a hugetlb mapping */
 };
+
+/* A hugetlb mapping of N huge pages whose Ith is on node STATUS[i]
+ * (negative: not present) may move at most ALLOWED of them onto TO (the
+ * free pages of their size there: where there are none the kernel makes
+ * surplus pages out of free memory and changes the pools). Returns how
+ * many huge pages from its start the walk may take (all N when ALLOWED
+ * covers every page off TO), and *LEFT the pages off TO beyond them. */
+size_t mover_huge_cut(const int *status, size_t n, const nodemask_t *to, uint64_t allowed, uint64_t *left);
 
 /* Parse /proc/PID/maps or /proc/PID/smaps text into the ranges worth
  * walking: readable or writable private or shared mappings, without
  * [vsyscall], [vvar], [vdso] and PROT_NONE guard areas; from smaps also
- * each one's AnonHugePages. Caller frees *OUT. Returns the count or
+ * each one's AnonHugePages and KernelPageSize. Caller frees *OUT. Returns the count or
  * -EINVAL on a malformed line. */
 int mover_parse_maps(const char *text, struct mover_vma **out);
 

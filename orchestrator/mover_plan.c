@@ -145,9 +145,11 @@ int mover_parse_maps(const char *text, struct mover_vma **out)
 
 			/* smaps: "Key:   value [kB]" lines after their mapping's */
 			if (kl) {
-				if (kept &&
+				bool kps = kept && key_is(line, kl, "KernelPageSize");
+
+				if (kps || (kept &&
 				    (key_is(line, kl, "AnonHugePages") || key_is(line, kl, "ShmemPmdMapped") ||
-				     key_is(line, kl, "FilePmdMapped"))) {
+				     key_is(line, kl, "FilePmdMapped")))) {
 					const char *p = line + kl + 1;
 					unsigned long long kb = 0;
 					bool digits = false;
@@ -156,7 +158,9 @@ int mover_parse_maps(const char *text, struct mover_vma **out)
 						p++;
 					for (; p < end && *p >= '0' && *p <= '9' && kb < (1ull << 50); p++, digits = true)
 						kb = kb * 10 + (unsigned)(*p - '0');
-					if (digits)
+					if (digits && kps)
+						v[n - 1].hpage = (uint64_t)kb << 10;
+					else if (digits)
 						v[n - 1].thp_bytes += (uint64_t)kb << 10;
 				}
 				line = eol ? eol + 1 : NULL;
@@ -182,11 +186,31 @@ int mover_parse_maps(const char *text, struct mover_vma **out)
 		v[n].start = (uintptr_t)a;
 		v[n].end = (uintptr_t)b;
 		v[n].thp_bytes = 0;
+		v[n].hpage = 0;
 		n++;
 		kept = true;
 	}
 	*out = v;
 	return (int)n;
+}
+
+size_t mover_huge_cut(const int *status, size_t n, const nodemask_t *to, uint64_t allowed, uint64_t *left)
+{
+	size_t cut = n;
+	uint64_t off = 0;
+
+	*left = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (status[i] < 0 || status[i] >= MASK_MAX_NODES || mask_test(to, status[i]))
+			continue;
+		if (off == allowed && cut == n)
+			cut = i;
+		if (cut < n)
+			(*left)++;
+		else
+			off++;
+	}
+	return cut;
 }
 
 static int census_cmp(const void *a, const void *b)

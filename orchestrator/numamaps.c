@@ -25,6 +25,8 @@ void numamaps_line(const char *l, struct numamaps_line *ln)
 	ln->cur = l;
 	ln->eol = eol;
 	ln->anon = find_token(l, eol, " anon=") && !find_token(l, eol, " file=");
+	k = find_token(l, eol, " huge");
+	ln->huge = k && (k + 5 == eol || k[5] == ' ');
 	ln->page = 4096;
 	/* The page size comes last on the line: find it first. */
 	k = find_token(l, eol, " kernelpagesize_kB=");
@@ -65,7 +67,7 @@ bool numamaps_node(struct numamaps_line *ln, unsigned long long *id, uint64_t *p
 	return false;
 }
 
-static void parse(const char *text, uint64_t *bytes, unsigned nids, bool anon_only)
+static void parse(const char *text, uint64_t *bytes, unsigned nids, bool anon_only, uint64_t huge_page)
 {
 	struct numamaps_line ln;
 
@@ -74,7 +76,7 @@ static void parse(const char *text, uint64_t *bytes, unsigned nids, bool anon_on
 		uint64_t pages;
 
 		numamaps_line(l, &ln);
-		if (anon_only && !ln.anon)
+		if ((anon_only && !ln.anon) || (huge_page && (!ln.huge || ln.page != huge_page)))
 			continue;
 		while (numamaps_node(&ln, &id, &pages))
 			if (id < nids)
@@ -84,10 +86,16 @@ static void parse(const char *text, uint64_t *bytes, unsigned nids, bool anon_on
 
 void numamaps_parse(const char *text, uint64_t *bytes, unsigned nids)
 {
-	parse(text, bytes, nids, false);
+	parse(text, bytes, nids, false, 0);
 }
 
 void numamaps_parse_anon(const char *text, uint64_t *bytes, unsigned nids)
 {
-	parse(text, bytes, nids, true);
+	parse(text, bytes, nids, true, 0);
+}
+
+void numamaps_parse_huge(const char *text, uint64_t page, uint64_t *bytes, unsigned nids)
+{
+	if (page)
+		parse(text, bytes, nids, false, page);
 }

@@ -16,6 +16,7 @@ struct numamaps_line {
 	bool has_start;              /* the line starts with an address */
 	uintptr_t start;             /* the mapping's start (has_start) */
 	bool anon;                   /* an "anon=" count and no "file=" */
+	bool huge;                   /* a hugetlb mapping: the "huge" token */
 	uint64_t page;               /* bytes a page: kernelpagesize_kB, 4 KiB when absent */
 	const char *cur, *eol;       /* numamaps_node's place on the line */
 };
@@ -38,5 +39,10 @@ void numamaps_parse(const char *text, uint64_t *bytes, unsigned nids);
  * copy-on-write pages, nor shared memory): the pages move_pages(2) can
  * move for the one process that maps them. */
 void numamaps_parse_anon(const char *text, uint64_t *bytes, unsigned nids);
+
+/* The same over the hugetlb mappings of PAGE bytes a page only (lines
+ * with the "huge" token and that kernelpagesize_kB): a guest's hugetlb
+ * memory per node, which memory.numa_stat does not count. */
+void numamaps_parse_huge(const char *text, uint64_t page, uint64_t *bytes, unsigned nids);
 
 #endif

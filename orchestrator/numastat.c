@@ -88,3 +88,10 @@ int numastat_parse(const char *text, bool v2, long page_size, const struct snaps
 		memset(mem, 0, snap->nr_nodes * sizeof(uint64_t));
 	return r;
 }
+
+int numastat_parse_hugetlb(const char *text, const struct snapshot *snap, uint64_t *mem)
+{
+	/* The v1 memory.numa_stat layout, "total=" and "hierarchical_total="
+	 * lines, in bytes: page size 1. */
+	return numastat_parse(text, false, 1, snap, mem, NULL);
+}

@@ -22,4 +22,10 @@
 int numastat_parse(const char *text, bool v2, long page_size, const struct snapshot *snap,
 		   uint64_t *mem, nodemask_t *unknown);
 
+/* A cgroup's hugetlb.<size>.numa_stat (bytes): v2 "total=N N0=a ..."
+ * (hierarchical), v1 "total=..." then "hierarchical_total=..."
+ * (preferred). Into MEM[snap->nr_nodes] by node index, zeroed first;
+ * unknown node ids are skipped. 0, or -EINVAL (MEM all zero). */
+int numastat_parse_hugetlb(const char *text, const struct snapshot *snap, uint64_t *mem);
+
 #endif

@@ -55,6 +55,17 @@ json_t *snap_node_to_json(const struct snapshot *s, unsigned idx)
 		      "busy", snapj_real_or_null(n->busy),
 		      "agent_cpus", snapj_real_or_null(n->agent_cpus),
 		      "distance", dist);
+	if (n->nr_hpools) {
+		json_t *hp = json_array();
+
+		for (unsigned i = 0; i < n->nr_hpools && i < SNAP_HP_MAX; i++)
+			json_array_append_new(hp, json_pack("{s:I, s:I, s:I, s:I}",
+							    "page_size_bytes", (json_int_t)n->hpools[i].page,
+							    "total", (json_int_t)n->hpools[i].total,
+							    "free", (json_int_t)n->hpools[i].free,
+							    "surplus", (json_int_t)n->hpools[i].surplus));
+		json_object_set_new(o, "hugepages", hp);
+	}
 	return o;
 }
 
@@ -140,6 +151,19 @@ json_t *snap_guest_to_json(const struct snapshot *s, const struct snap_guest *g)
 	}
 	if (g->busy_measured)
 		json_object_set_new(o, "busy_threads", json_integer(g->busy_threads));
+	if (g->huge_total && g->huge_node) {
+		json_t *hn = json_object();
+
+		for (unsigned n = 0; n < s->nr_nodes; n++) {
+			char key[16];
+
+			snprintf(key, sizeof(key), "%d", s->nodes[n].id);
+			json_object_set_new(hn, key, json_integer((json_int_t)g->huge_node[n]));
+		}
+		json_object_set_new(o, "hugetlb_bytes_by_node", hn);
+		json_object_set_new(o, "hugetlb_total_bytes", json_integer((json_int_t)g->huge_total));
+		json_object_set_new(o, "hugetlb_page_size_bytes", json_integer((json_int_t)g->huge_page));
+	}
 	if (g->vm)
 		json_object_set_new(o, "vm", vm_to_json(g->vm));
 	return o;

@@ -42,6 +42,7 @@ static void guest_clear(struct snap_guest *g)
 {
 	free(g->cgroup);
 	free(g->mem_node);
+	free(g->huge_node);
 	free(g->cpu_node);
 	vm_free(g->vm);
 }
@@ -385,6 +386,9 @@ void snap_finalize_with(struct snapshot *s, const struct snap_policy_overlay *ov
 				local += g->mem_node[n];
 		}
 		g->mem_total = total;
+		g->huge_total = 0;
+		for (unsigned n = 0; g->huge_node && n < s->nr_nodes; n++)
+			g->huge_total += g->huge_node[n];
 		g->mem_in_cpuset_bytes = local;
 		g->mem_in_cpuset = total ? (double)local / (double)total : 1.0;
 		true_locality(s, g);
@@ -395,6 +399,14 @@ void snap_finalize_with(struct snapshot *s, const struct snap_policy_overlay *ov
 	}
 	if (ov && ov->flows)
 		ov->flows(ov->flows_ctx, s);
+}
+
+const struct snap_hpool *snap_node_hpool(const struct snap_node *n, uint64_t page)
+{
+	for (unsigned i = 0; i < n->nr_hpools && i < SNAP_HP_MAX; i++)
+		if (n->hpools[i].page == page)
+			return &n->hpools[i];
+	return NULL;
 }
 
 int snap_node_index(const struct snapshot *s, int node_id)
@@ -577,3 +589,10 @@ static const char *const gpol_source_names[] = {
 };
 STRTAB_NAME(gpol_source_name, enum gpol_source, gpol_source_names)
 
+
+uint64_t *snap_guest_huge(struct snapshot *s, struct snap_guest *g)
+{
+	if (!g->huge_node)
+		g->huge_node = xcalloc(s->nr_nodes ? s->nr_nodes : 1, sizeof(uint64_t));
+	return g->huge_node;
+}

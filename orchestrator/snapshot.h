@@ -21,6 +21,20 @@
 #define GUEST_ID_MAX 128
 #define GUEST_RUNTIME_MAX 16
 
+/* Most page sizes a node's hugetlb pools come in (x86: 2 MiB, 1 GiB;
+ * arm64 with 4 KiB pages: 64 KiB, 2 MiB, 32 MiB, 1 GiB). */
+#define SNAP_HP_MAX 4
+
+/* One hugetlb pool of a node: /sys/devices/system/node/nodeN/hugepages/
+ * hugepages-<size>kB/{nr,free,surplus}_hugepages. Counts are pages. Its
+ * pages are not in MemFree: they were taken from it when reserved. */
+struct snap_hpool {
+	uint64_t page;         /* bytes a page */
+	uint64_t total;        /* nr_hugepages (surplus pages included) */
+	uint64_t free;         /* free_hugepages */
+	uint64_t surplus;      /* surplus_hugepages */
+};
+
 struct snap_node {
 	int id;
 	cpumask_t cpus;        /* online CPUs of this node */
@@ -40,6 +54,10 @@ struct snap_node {
 	/* CPUs the agent's own threads used here over that window, left out
 	 * of busy (agents/selfload.h); NAN when not measured. */
 	double agent_cpus;
+	/* Its hugetlb pools by page size, smallest first; 0 when the kernel
+	 * has none (no hugetlb, no node directories). */
+	unsigned nr_hpools;
+	struct snap_hpool hpools[SNAP_HP_MAX];
 };
 
 enum guest_kind {
@@ -153,6 +171,19 @@ struct snap_guest {
 	 * mem_in_cpuset and locality NAN. A flag for the unknown, so the
 	 * guests built by hand in tests, zeroed, stay measured. */
 	bool mem_unknown;
+	/* Its hugetlb memory (huge pages of huge_page bytes): [nr_nodes]
+	 * bytes by node index, NULL when it has none; owned. It is counted in
+	 * mem_node (and so in mem_total and the locality figures) as well:
+	 * memory.numa_stat counts no hugetlb page, so the container source
+	 * adds it there, and the VM source's numa_maps figures hold it
+	 * already. The rest of mem_node is the ordinary memory, unchanged for
+	 * a guest with no hugetlb. Room for these bytes on a node is its free
+	 * pages of huge_page (snap_node.hpools), not MemFree. A guest with
+	 * huge pages of several sizes: the size holding the most is here, the
+	 * others count as ordinary memory (and a warning says so). */
+	uint64_t *huge_node;
+	uint64_t huge_page;
+	uint64_t huge_total;            /* derived: sum of huge_node */
 	/* CPU masks are 1 KiB each (NR_CPUS 8192) and nearly every guest
 	 * shares its two with many others, so they are interned in the
 	 * snapshot (snap_cpumask): never NULL once added, read-only, valid
@@ -231,6 +262,8 @@ void snap_set_nodes(struct snapshot *s, const struct snap_node *nodes, unsigned 
 /* Append a zeroed guest (mem_node allocated for nr_nodes; call after
  * snap_set_nodes) and return it for the caller to fill. */
 struct snap_guest *snap_add_guest(struct snapshot *s);
+/* G's huge_node, allocated zeroed for nr_nodes if it has none yet. */
+uint64_t *snap_guest_huge(struct snapshot *s, struct snap_guest *g);
 /* Room for at least N guests before the array must grow (a hint: never
  * shrinks it). */
 void snap_reserve_guests(struct snapshot *s, unsigned n);
@@ -273,6 +306,8 @@ unsigned snap_distance(const struct snapshot *s, unsigned from_idx, unsigned to_
  * node has memory. *DIST (may be NULL) gets that distance, ~0u on -1.
  * Memory placed for CPUs of a memory-less node goes there. */
 int snap_nearest_mem_node(const struct snapshot *s, unsigned idx, unsigned *dist);
+/* Node N's hugetlb pool of PAGE bytes a page, or NULL. */
+const struct snap_hpool *snap_node_hpool(const struct snap_node *n, uint64_t page);
 /* Index of the node holding CPU, or -1. */
 int snap_cpu_node_index(const struct snapshot *s, int cpu);
 /* A guest's cpu_node from per-node weights W ([nr_nodes], owned, taken

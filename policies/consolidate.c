@@ -48,7 +48,10 @@
  *   options    a relocation (T ⊄ C) of size k with
  *                  util_after(T) × (1 + less_busy_margin) < util_now(C);
  *              a shrink (T ⊊ C), any size: it only needs to fit;
- *              T = C when locality is under target and memory must move.
+ *              T = C when locality is under target and memory must move;
+ *              a relocation onto a set that fits and holds all its huge
+ *              pages, any load, when its huge pages cannot come to C
+ *              (too few free pages of their size on mems(C)).
  *              An option that would be a load case itself once the guest
  *              is there (util_after ≥ rebalance_util while the least busy
  *              size-k set is less busy than it by the margin) is dropped:
@@ -219,6 +222,9 @@ static unsigned gview_build(struct pctx *x, const struct snap_guest *g, struct g
 	v->mem_total = g->mem_total;
 	v->mem_demand = (uint64_t)mem_demand_of(cfg, g->mem_total);
 	v->mem_node = g->mem_node;
+	v->huge_node = g->huge_total ? g->huge_node : NULL;
+	v->huge_total = v->huge_node ? g->huge_total : 0;
+	v->huge_page = v->huge_node ? g->huge_page : 0;
 	v->cur_nodes = g->cpu_nodes;
 	for (unsigned n = 0; n < x->nn; n++) {
 		const struct snap_node *nd = &s->nodes[n];
@@ -461,6 +467,35 @@ static double gain_of(const struct gview *v, const struct policy_config *cfg, ui
  * of its CPU time there (cpu_node). */
 #define FOLLOW_MIN_SHARE 0.1
 
+/* Where huge pages kept C from fitting: "; no free 2048 kB huge pages on
+ * node 1" (the nodes of mems(C) without a free page of the guest's size;
+ * or too few there). */
+static void huge_detail(const struct pctx *x, const struct gview *v, const struct pcand *c,
+			struct plan_item *it)
+{
+	nodemask_t none;
+	char nodes[48], buf[128];
+
+	if (!v->huge_total || c->huge_ok)
+		return;
+	mask_zero(&none);
+	mask_foreach(id, &c->mems)
+		if (!pctx_hroom(x, (unsigned)x->idx_of_id[id], v->huge_page))
+			mask_set(&none, id);
+	if (MASK_ANY(&none)) {
+		fmt_nodes(&none, nodes, sizeof(nodes));
+		if (snprintf(buf, sizeof(buf), "; no free %llu kB huge pages on node %s (%llu MiB of its huge pages must move)",
+			     (unsigned long long)(v->huge_page >> 10), nodes, mib(c->huge_migrate)) < 0)
+			return;
+	} else {
+		fmt_nodes(&c->mems, nodes, sizeof(nodes));
+		if (snprintf(buf, sizeof(buf), "; %llu MiB of free %llu kB huge pages on node %s, %llu MiB of its huge pages must move",
+			     mib(c->huge_room), (unsigned long long)(v->huge_page >> 10), nodes, mib(c->huge_migrate)) < 0)
+			return;
+	}
+	add_detail(it, buf);
+}
+
 /* Spread over nodes C it needs, with the kernel's NUMA balancing off:
  * memory on nodes of C where none of its busy threads ran is remote for
  * all of them. Its memory follows its threads inside C — onto the nodes
@@ -601,6 +636,10 @@ static bool decide_split(struct pctx *x, const struct pstate_entry *pe, const st
 	uint64_t first = 0, on = 0, bfirst = 0, bon = 0, slack, local_before;
 	unsigned bn = 0, cur_k = mask_count(&g->cpu_nodes);
 	int cur = -1;
+
+	/* A split's room is free memory; huge pages need their pool. */
+	if (v->huge_total)
+		return false;
 	bool found = false;
 	double gain;
 	int64_t ago = 0;
@@ -922,6 +961,7 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 			set_detail(it, "no node set fits: needs %.1f CPUs and %llu MiB; nodes %s together reach util %.2f (≤%.2f) with %llu MiB room",
 				   v->cpu_demand, mib(v->mem_demand), to, all.util_after, cfg->max_util,
 				   mib(all.room + all.already));
+		huge_detail(x, v, cur_k && !cc.huge_ok ? &cc : &all, it);
 		if (all.busy_nan || nan)
 			add_detail(it, " (some node busy not measured, taken as idle)");
 		return;
@@ -945,8 +985,12 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 		if (c->crowded != crowded)
 			continue;
 		if (!sub) {
+			/* Its huge pages cannot come where it runs (too few free
+			 * pages of their size there): its CPUs go to them
+			 * instead, onto a set that fits and holds them all. */
 			opt = c->k == kmin &&
-			      (!cur_k || c->util_after * (1.0 + cfg->less_busy_margin) < unow);
+			      (!cur_k || c->util_after * (1.0 + cfg->less_busy_margin) < unow ||
+			       (locality_bad && !cc.huge_ok && pcand_fits(c) && v->huge_total && !c->huge_migrate));
 			/* Local where it is and its threads fit its CPUs
 			 * (local fit): less load elsewhere must pay for moving
 			 * its memory there (the score counts W_MIGRATE for it),
@@ -1062,6 +1106,8 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 		}
 		if (nan || best->busy_nan)
 			add_detail(it, " (some node busy not measured, taken as idle)");
+		if (cur_k)
+			huge_detail(x, v, &cc, it);
 		return;
 	}
 	fill_target(it, pick);
@@ -1129,6 +1175,8 @@ static bool start_placeable(const struct snap_guest *g, struct snap_guest *sg)
 	sg->busy_threads = 1;
 	sg->busy_measured = false;
 	sg->mem_total = 0;
+	sg->huge_node = NULL;
+	sg->huge_total = 0;
 	return true;
 }
 

@@ -13,6 +13,10 @@
  *           its busy threads ≤ the CPUs it may be given on T and its use ≤
  *           them × (1 + LOCAL_FIT_SLACK), when all (but a negligible part)
  *           of its memory is on mems(T) already.
+ *   huge pages (a hugetlb guest): those not on mems(T) fit the free pages
+ *           of their size on mems(T) (the pools, less this cycle's earlier
+ *           moves); the memory terms above then count its other memory
+ *           only (its demand less its huge pages).
  * reserve_n = min_free, but at most min_free_share of node n (policy_reserve).
  * A node already below its reserve contributes no room rather than negative
  * room: its deficit is not the guest's to pay from other nodes' room.
@@ -45,6 +49,7 @@ void pctx_init(struct pctx *x, const struct policy_config *cfg, const struct sna
 	x->free = xcalloc(n, sizeof(*x->free));
 	x->credit = xcalloc(n, sizeof(*x->credit));
 	x->keep = xcalloc(n, sizeof(*x->keep));
+	x->hfree = xcalloc(n * SNAP_HP_MAX, sizeof(*x->hfree));
 	x->wlo = xcalloc(n, sizeof(*x->wlo));
 	x->whi = xcalloc(n, sizeof(*x->whi));
 	x->idx_of_id = xmalloc(MASK_MAX_NODES * sizeof(*x->idx_of_id));
@@ -103,6 +108,8 @@ void pctx_reset(struct pctx *x)
 		 * kept node 2 idle for the rest of the run. */
 		x->free[i] += (int64_t)nd->mem_leaving - (int64_t)nd->mem_coming;
 		x->credit[i] = (int64_t)nd->mem_leaving;
+		for (unsigned h = 0; h < SNAP_HP_MAX; h++)
+			x->hfree[i * SNAP_HP_MAX + h] = h < nd->nr_hpools ? (int64_t)(nd->hpools[h].free * nd->hpools[h].page) : 0;
 	}
 }
 
@@ -201,6 +208,7 @@ void pctx_fini(struct pctx *x)
 	free(x->free);
 	free(x->credit);
 	free(x->keep);
+	free(x->hfree);
 	free(x->wlo);
 	free(x->whi);
 	free(x->idx_of_id);
@@ -243,6 +251,25 @@ uint64_t pctx_room(const struct pctx *x, unsigned n)
 	return r > 0 ? (uint64_t)r : 0;
 }
 
+/* The slot of node index N's pool of PAGE, or -1. */
+static int hslot(const struct pctx *x, unsigned n, uint64_t page)
+{
+	const struct snap_node *nd = &x->s->nodes[n];
+
+	for (unsigned h = 0; page && h < nd->nr_hpools && h < SNAP_HP_MAX; h++)
+		if (nd->hpools[h].page == page)
+			return (int)h;
+	return -1;
+}
+
+uint64_t pctx_hroom(const struct pctx *x, unsigned n, uint64_t page)
+{
+	int h = hslot(x, n, page);
+	int64_t r = h < 0 ? 0 : x->hfree[n * SNAP_HP_MAX + (unsigned)h];
+
+	return r > 0 ? (uint64_t)r : 0;
+}
+
 static unsigned dist(const struct pctx *x, unsigned a, unsigned b)
 {
 	return x->s->distance[a * x->nn + b];
@@ -279,6 +306,7 @@ void pset_eval(const struct pctx *x, const struct gview *g, const unsigned *idx,
 	double load = 0.0;
 	unsigned nuni = 0, any_mem = 0;
 	uint64_t dsum = 0, npairs = 0, free_sum = 0;
+	uint64_t huge_already = 0, o_total, o_already, o_demand, o_migrate;
 
 	memset(out, 0, sizeof(*out));
 	out->k = k;
@@ -333,16 +361,31 @@ void pset_eval(const struct pctx *x, const struct gview *g, const unsigned *idx,
 		free_sum += x->free[n] > 0 ? (uint64_t)x->free[n] : 0;
 		if (g->mem_node)
 			out->already += g->mem_node[n];
+		if (g->huge_node) {
+			huge_already += g->huge_node[n];
+			out->huge_room += pctx_hroom(x, n, g->huge_page);
+		}
 		if (!mask_test(&out->nodes, id))
 			x->uni[nuni++] = n;
 	}
 	out->migrate = g->mem_total > out->already ? g->mem_total - out->already : 0;
+	/* Huge pages fit only in free pages of their size: the kernel would
+	 * make surplus pages on a node without, out of its free memory, and
+	 * change the pools behind the operator's back. */
+	out->huge_migrate = g->huge_total > huge_already ? g->huge_total - huge_already : 0;
+	out->huge_ok = out->huge_migrate == 0 || out->huge_room >= out->huge_migrate;
+	/* The rest is the ordinary memory, against free memory as before. */
+	o_total = g->mem_total - (g->huge_total < g->mem_total ? g->huge_total : g->mem_total);
+	o_already = out->already - (huge_already < out->already ? huge_already : out->already);
+	o_demand = g->mem_demand > g->huge_total ? g->mem_demand - g->huge_total : 0;
+	o_migrate = o_total > o_already ? o_total - o_already : 0;
 	/* Room is for memory that would move. A set already holding all of
 	 * the guest's memory moves none: it fits memory-wise even on a node
 	 * too full for the growth headroom (moving the guest away for that
 	 * would migrate everything to gain nothing). */
-	out->mem_ok = out->room + out->already >= g->mem_demand ||
-		      (g->mem_total > 0 && (out->migrate == 0 ||
+	out->mem_ok = out->huge_ok &&
+		      (out->room + o_already >= o_demand ||
+		      (o_total > 0 && (o_migrate == 0 ||
 					    /* A few stray pages elsewhere change nothing,
 					     * and may use the min_free reserve (never more
 					     * than is free): the testbed's memtight guests
@@ -350,8 +393,8 @@ void pset_eval(const struct pctx *x, const struct gview *g, const unsigned *idx,
 					     * (its CPUs free, its room 0 after the other
 					     * guest's growth) was no candidate and one went
 					     * among two hogs on node 2, migrating 350 MiB. */
-					    (plan_migration_negligible(out->migrate, g->mem_total) &&
-					     out->migrate <= free_sum)));
+					    (plan_migration_negligible(o_migrate, o_total) &&
+					     o_migrate <= free_sum))));
 	if (!out->cpu_ok && out->allowed_ok && out->nr_cpus && g->mem_total > 0 &&
 	    plan_migration_negligible(out->migrate, g->mem_total)) {
 		/* Each busy thread needs a CPU of its own: three one-thread
@@ -435,7 +478,10 @@ static void cands_push(struct pctx *x, const struct pcand *c)
  * (pcand.bare_mem). */
 static bool bare_fits(const struct gview *g, const struct pcand *c)
 {
-	return g->mem_total > 0 && c->room + c->already >= g->mem_total && c->room >= c->migrate;
+	uint64_t o_total = g->mem_total - g->huge_total, o_migrate = c->migrate - c->huge_migrate;
+
+	return g->mem_total > 0 && c->huge_ok && c->room + (c->already - (g->huge_total - c->huge_migrate)) >= o_total &&
+	       c->room >= o_migrate;
 }
 
 /* Grow a set from SEED within UNIV (by index) while it does not fit, up
@@ -498,7 +544,8 @@ static unsigned grow(struct pctx *x, const struct gview *g, unsigned seed, const
 			    cfg->max_util * s->nodes[n].nr_cpus - other > UTIL_EPS)
 				helps = true;
 			if (mem_short && s->nodes[n].mem_total && g->memok[n] &&
-			    (pctx_room(x, n) > 0 || (g->mem_node && g->mem_node[n] > 0)))
+			    (pctx_room(x, n) > 0 || (g->mem_node && g->mem_node[n] > 0)) &&
+			    (c.huge_ok || pctx_hroom(x, n, g->huge_page) > 0 || (g->huge_node && g->huge_node[n] > 0)))
 				helps = true;
 			if (!helps)
 				continue;
@@ -644,7 +691,10 @@ bool pcand_more_than_threads(const struct pctx *x, const struct gview *g, const 
 void pctx_commit(struct pctx *x, const struct gview *g, const struct pcand *c)
 {
 	const struct snapshot *s = x->s;
-	uint64_t need = g->mem_demand > c->already ? g->mem_demand - c->already : 0;
+	/* Huge pages come out of the pools, the rest out of free memory. */
+	uint64_t h_already = g->huge_total - c->huge_migrate, o_already = c->already - h_already;
+	uint64_t o_demand = g->mem_demand > g->huge_total ? g->mem_demand - g->huge_total : 0;
+	uint64_t need = o_demand > o_already ? o_demand - o_already : 0, hneed = c->huge_migrate;
 	uint64_t room = 0, left, real = 0;
 	int last = -1;
 	bool grounded;
@@ -657,7 +707,7 @@ void pctx_commit(struct pctx *x, const struct gview *g, const struct pcand *c)
 
 		real += r > 0 ? (uint64_t)r : 0;
 	}
-	grounded = c->migrate == 0 || real >= c->migrate;
+	grounded = c->migrate - c->huge_migrate == 0 || real >= c->migrate - c->huge_migrate;
 	for (unsigned n = 0; n < x->nn; n++) {
 		bool was = mask_test(&g->cur_nodes, s->nodes[n].id);
 		bool will = mask_test(&c->nodes, s->nodes[n].id);
@@ -669,9 +719,29 @@ void pctx_commit(struct pctx *x, const struct gview *g, const struct pcand *c)
 		if (will && c->nr_to_cpus)
 			x->busy[n] += g->cpu_use * g->acpus[n] / c->nr_to_cpus;
 		if (grounded && g->mem_node && g->mem_node[n] && !mask_test(&c->mems, s->nodes[n].id)) {
-			x->free[n] += (int64_t)g->mem_node[n];
-			x->credit[n] += (int64_t)g->mem_node[n];
+			uint64_t h = g->huge_node ? g->huge_node[n] : 0;
+			int slot = hslot(x, n, g->huge_page);
+
+			x->free[n] += (int64_t)(g->mem_node[n] - h);
+			x->credit[n] += (int64_t)(g->mem_node[n] - h);
+			/* Huge pages that leave go back to their node's pool. */
+			if (h && slot >= 0)
+				x->hfree[n * SNAP_HP_MAX + (unsigned)slot] += (int64_t)h;
 		}
+	}
+	mask_foreach(id, &c->mems) {
+		unsigned n = (unsigned)x->idx_of_id[id];
+		uint64_t part = pctx_hroom(x, n, g->huge_page);
+		int slot = hslot(x, n, g->huge_page);
+
+		if (!hneed)
+			break;
+		if (slot < 0 || !part)
+			continue;
+		if (part > hneed)
+			part = hneed;
+		x->hfree[n * SNAP_HP_MAX + (unsigned)slot] -= (int64_t)part;
+		hneed -= part;
 	}
 	mask_foreach(id, &c->mems) {
 		room += pctx_room(x, (unsigned)x->idx_of_id[id]);

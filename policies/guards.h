@@ -66,6 +66,9 @@ struct pctx {
 	/* The free memory kept on each node index: policy_reserve of its
 	 * MemTotal, fixed for the cycle (pctx_init). */
 	int64_t *keep;
+	/* Free bytes of each node index's hugetlb pools, working copy:
+	 * [n * SNAP_HP_MAX + i] for the node's pool i (snap_node.hpools). */
+	int64_t *hfree;
 	unsigned *wlo, *whi; /* word range [wlo, whi) holding each node's CPUs */
 	int *idx_of_id;      /* [MASK_MAX_NODES]: node index of an id, -1 if none */
 	unsigned version;    /* bumped by every pctx_commit() */
@@ -92,6 +95,10 @@ struct gview {
 	uint64_t mem_total;
 	uint64_t mem_demand;     /* with headroom */
 	const uint64_t *mem_node;/* bytes by node index, NULL: none yet */
+	/* Its hugetlb memory (snap_guest.huge_node, a part of mem_node) and
+	 * their page size; NULL and 0 without. */
+	const uint64_t *huge_node;
+	uint64_t huge_total, huge_page;
 	const double *own;       /* [nn] its share of each node's busy CPUs */
 	const unsigned *acpus;   /* [nn] CPUs of the node it may be given */
 	const bool *memok;       /* [nn] node allowed for its memory */
@@ -132,6 +139,12 @@ struct pcand {
 	uint64_t room;           /* Σ max(0, free − reserve) over mems(T) */
 	uint64_t already;        /* guest memory already on mems(T) */
 	uint64_t migrate;        /* guest memory not on mems(T) */
+	/* Of migrate, its hugetlb pages, and the free pages of their size on
+	 * mems(T) in bytes: they fit only there, not in the free memory
+	 * (room). huge_ok: none to move or enough free pages. */
+	uint64_t huge_migrate;
+	uint64_t huge_room;
+	bool huge_ok;
 	bool allowed_ok;         /* mems(T) non-empty within allowed_mems */
 	bool cpu_ok;
 	bool mem_ok;
@@ -200,6 +213,8 @@ double pctx_other_busy(const struct pctx *x, const struct gview *g, unsigned n);
 /* Room for new memory on node index N: max(0, free − its reserve), the
  * reserve being policy_reserve(min_free_bytes, min_free_share, MemTotal). */
 uint64_t pctx_room(const struct pctx *x, unsigned n);
+/* Free bytes in node index N's pool of PAGE-byte huge pages (0: none). */
+uint64_t pctx_hroom(const struct pctx *x, unsigned n, uint64_t page);
 
 /* Evaluate the set of node indices IDX[0..K) for G. MEMS_OVERRIDE (node
  * ids, may be NULL) replaces the rule "memory nodes of T" (pinned guests

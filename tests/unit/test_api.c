@@ -210,6 +210,73 @@ static void test_before_and_after_the_first_cycle(void **state)
 	fx_fini(&f);
 }
 
+/* The nodes' hugetlb pools (the fixture's node 1 has 64 surplus 2 MiB
+ * pages and none free) in GET /v1/nodes and /metrics, and a guest's huge
+ * pages in its JSON, the guest list and /metrics. */
+static void test_hugepage_pools_shown(void **state)
+{
+	struct fx f;
+	struct reply r;
+	json_t *hp;
+
+	(void)state;
+	fx_init(&f, 2000);
+	/* lxc-db holds 64 MiB of 2 MiB huge pages on node 1 (its cgroup's
+	 * hugetlb controller says so: the fixture host's pools are in use). */
+	tu_write(f.dir, "host/sys/fs/cgroup/cgroup.controllers", "cpuset cpu io memory hugetlb pids\n");
+	tu_write(f.dir, "host/sys/fs/cgroup/lxc.payload.db/hugetlb.2MB.numa_stat", "total=67108864 N0=0 N1=67108864\n");
+	assert_int_equal(engine_cycle(f.e, true, NULL), 0);
+	r = req(&f, API_UNIX, NULL, "GET", "/v1/guests/lxc-db", NULL);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(json_integer_value(json_object_get(r.j, "hugetlb_total_bytes")), 64 << 20);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(r.j, "hugetlb_bytes_by_node"), "1")), 64 << 20);
+	assert_int_equal(json_integer_value(json_object_get(r.j, "hugetlb_page_size_bytes")), 2 << 20);
+	reply_free(&r);
+	r = req(&f, API_UNIX, NULL, "GET", "/v1/guests", NULL);
+	assert_int_equal(r.status, 200);
+	{
+		json_t *g;
+		size_t i;
+		unsigned with = 0;
+
+		json_array_foreach(json_object_get(r.j, "guests"), i, g)
+			if (json_object_get(g, "hugetlb_total_bytes")) {
+				assert_string_equal(json_string_value(json_object_get(g, "id")), "lxc-db");
+				assert_int_equal(json_integer_value(json_object_get(g, "hugetlb_total_bytes")), 64 << 20);
+				with++;
+			}
+		assert_int_equal(with, 1);
+	}
+	reply_free(&r);
+	r = req(&f, API_UNIX, NULL, "GET", "/v1/nodes", NULL);
+	assert_int_equal(r.status, 200);
+	hp = json_object_get(json_array_get(json_object_get(r.j, "nodes"), 1), "hugepages");
+	assert_int_equal(json_array_size(hp), 2);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(hp, 0), "page_size_bytes")), 2 << 20);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(hp, 0), "total")), 64);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(hp, 0), "free")), 0);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(hp, 0), "surplus")), 64);
+	reply_free(&r);
+	r = req(&f, API_UNIX, NULL, "GET", "/metrics", NULL);
+	assert_int_equal(r.status, 200);
+	{
+		static const char *const want[] = {
+			"# TYPE numaorch_node_hugepages gauge\n",
+			"numaorch_node_hugepages{node=\"0\",size=\"2048kB\",state=\"free\"} 100\n",
+			"numaorch_node_hugepages{node=\"1\",size=\"2048kB\",state=\"surplus\"} 64\n",
+			"numaorch_node_hugepages{node=\"1\",size=\"1048576kB\",state=\"total\"} 0\n",
+			"# TYPE numaorch_guest_hugetlb_bytes gauge\n",
+			"numaorch_guest_hugetlb_bytes{guest=\"lxc-db\",node=\"1\",size=\"2048kB\"} 67108864\n",
+		};
+
+		for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+			if (!memmem(r.r.body, r.r.body_len, want[i], strlen(want[i])))
+				fail_msg("/metrics lacks %s", want[i]);
+	}
+	reply_free(&r);
+	fx_fini(&f);
+}
+
 static void test_tcp_token_and_preflight(void **state)
 {
 	struct fx f;
@@ -481,6 +548,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_before_and_after_the_first_cycle),
+		cmocka_unit_test(test_hugepage_pools_shown),
 		cmocka_unit_test(test_tcp_token_and_preflight),
 		cmocka_unit_test(test_engine_busy_is_503_and_changes_nothing),
 		cmocka_unit_test(test_heavy_slots_and_write_rate),

@@ -529,6 +529,76 @@ static void test_no_room_on_recheck(void **state)
 	fx_free(&f);
 }
 
+/* A hugetlb guest: its 64 MiB are 2 MiB huge pages, whose room on node 1
+ * is its pool's free pages, not MemFree. */
+static void huge_guest(struct fx *f, unsigned free_pages)
+{
+	struct snap_guest *g = &f->snap->guests[0];
+	char buf[32];
+
+	snap_guest_huge(f->snap, g)[0] = 64ULL << 20;
+	g->huge_page = 2ULL << 20;
+	g->huge_total = 64ULL << 20;
+	tu_write(f->root, "sys/devices/system/node/node1/hugepages/hugepages-2048kB/nr_hugepages", "100\n");
+	snprintf(buf, sizeof(buf), "%u\n", free_pages);
+	tu_write(f->root, "sys/devices/system/node/node1/hugepages/hugepages-2048kB/free_hugepages", buf);
+	tu_write(f->root, "sys/devices/system/node/node1/hugepages/hugepages-2048kB/surplus_hugepages", "0\n");
+}
+
+static void test_hugetlb_room_on_recheck(void **state)
+{
+	struct fx f;
+	struct apply_result res;
+	struct apply_opts ao = { .min_free_bytes = 64ULL << 20, .min_free_share = 1.0, .strict_mems = true, .read_meminfo = topo_read_meminfo };
+	struct applier *strict;
+
+	(void)state;
+	/* No free huge page on node 1 (4 GB of MemFree): no room, nothing written. */
+	fx_init(&f, true, 4000000);
+	huge_guest(&f, 0);
+	assert_int_equal(apply_move(f.a, f.snap, &f.it, &res), 0);
+	assert_int_equal(res.status, APPLY_NO_ROOM);
+	assert_non_null(strstr(res.msg, "no free 2048 kB huge pages on node 1"));
+	assert_int_equal(applier_write_count(f.a), 0);
+	fx_free(&f);
+
+	/* 16 free: 32 MiB for 64. */
+	fx_init(&f, true, 4000000);
+	huge_guest(&f, 16);
+	assert_int_equal(apply_move(f.a, f.snap, &f.it, &res), 0);
+	assert_int_equal(res.status, APPLY_NO_ROOM);
+	assert_non_null(strstr(res.msg, "32 MiB of free 2048 kB huge pages, 64 MiB of its huge pages must move"));
+	fx_free(&f);
+
+	/* 100 free and MemFree below the reserve: huge pages need no free
+	 * memory; it moves. */
+	fx_init(&f, true, 100 * 1024);
+	huge_guest(&f, 100);
+	assert_int_equal(apply_move(f.a, f.snap, &f.it, &res), 0);
+	assert_int_equal(res.status, APPLY_DONE);
+	fx_free(&f);
+
+	/* Strict binding, and node 1 has just the 32 pages it needs: bound
+	 * strictly it could not grow there, so it stays soft (old ∪ new);
+	 * with a page to spare it is bound strictly. */
+	fx_init(&f, true, 4000000);
+	huge_guest(&f, 32);
+	assert_int_equal(applier_new(&f.hp, &f.h, &ao, &strict), 0);
+	assert_int_equal(apply_move(strict, f.snap, &f.it, &res), 0);
+	assert_int_equal(res.status, APPLY_DONE);
+	assert_file(&f, "sys/fs/cgroup/grp/g/cpuset.mems", "0-1");
+	applier_free(strict);
+	fx_free(&f);
+	fx_init(&f, true, 4000000);
+	huge_guest(&f, 33);
+	assert_int_equal(applier_new(&f.hp, &f.h, &ao, &strict), 0);
+	assert_int_equal(apply_move(strict, f.snap, &f.it, &res), 0);
+	assert_int_equal(res.status, APPLY_DONE);
+	assert_file(&f, "sys/fs/cgroup/grp/g/cpuset.mems", "1");
+	applier_free(strict);
+	fx_free(&f);
+}
+
 /* Room to come (applier_begin_cycle): node 1 has 36 MiB above the
  * reserve and 64 MiB must move, but another guest's live job is taking
  * 40 MiB off it (snap_node.mem_leaving). With a mover that waits for
@@ -845,6 +915,26 @@ static void test_vm_memory_by_the_mover(void **state)
 	assert_int_equal(fv.sets, 0);
 	apply_pending_free(p);
 
+	/* A hugetlb domain whose new node would keep no free huge page of
+	 * its size (32 free, 32 to move): its nodeset is not narrowed after
+	 * the mover; with a page to spare it is. */
+	huge_guest(&f, 32);
+	fv = (struct fake_vm){ .answer = APPLY_DONE };
+	assert_int_equal(apply_cpus(f.a, f.snap, &f.it, &res, &p), 0);
+	assert_true(apply_pending_soft(p));
+	assert_int_equal(apply_memory_widen(f.a, p, "to move by the mover", &res), 0);
+	assert_int_equal(apply_memory_settle(f.a, p, &res), 0);
+	assert_int_equal(fv.sets, 0);
+	apply_pending_free(p);
+	huge_guest(&f, 33);
+	fv = (struct fake_vm){ .answer = APPLY_DONE };
+	assert_int_equal(apply_cpus(f.a, f.snap, &f.it, &res, &p), 0);
+	assert_false(apply_pending_soft(p));
+	assert_int_equal(apply_memory_widen(f.a, p, "to move by the mover", &res), 0);
+	assert_int_equal(apply_memory_settle(f.a, p, &res), 0);
+	assert_int_equal(fv.sets, 1);
+	apply_pending_free(p);
+
 	/* an actuator that cannot set a nodeset alone: not the mover's */
 	ops.set_mems = NULL;
 	applier_set_vm_ops(f.a, &ops);
@@ -926,6 +1016,7 @@ int main(void)
 		cmocka_unit_test(test_vanished_guest),
 		cmocka_unit_test(test_changed_since_snapshot),
 		cmocka_unit_test(test_no_room_on_recheck),
+		cmocka_unit_test(test_hugetlb_room_on_recheck),
 		cmocka_unit_test(test_room_to_come),
 		cmocka_unit_test(test_room_to_come_this_cycle),
 		cmocka_unit_test(test_vm_room),

@@ -1223,6 +1223,110 @@ static void test_vanish_between_scans(void **state)
 	free(root);
 }
 
+/* ---- hugetlb memory ----------------------------------------------------------- */
+
+static struct snapshot *scan_huge(struct cgscan *cs, int64_t now, uint64_t in_use)
+{
+	struct snapshot *s = snap_new();
+	struct snap_node n[2];
+
+	nodes2(s);
+	memcpy(n, s->nodes, sizeof(n));
+	for (int i = 0; i < 2; i++) {
+		n[i].nr_hpools = 1;
+		n[i].hpools[0] = (struct snap_hpool){ .page = 2ULL << 20, .total = 512, .free = 512 - in_use };
+	}
+	snap_set_nodes(s, n, 2, NULL);
+	assert_int_equal(cgscan_scan(cs, s, now), 0);
+	snap_finalize(s);
+	return s;
+}
+
+/* A guest's huge pages per node, from its cgroup's hugetlb.2MB.numa_stat
+ * or else its process's numa_maps (only when its status shows hugetlb
+ * pages), added to its memory beside the memory.numa_stat figures; none
+ * read on a host whose pools have no page in use. */
+static void test_hugetlb_memory(void **state)
+{
+	char *root = tu_mkdtemp();
+	struct cgscan *cs;
+	struct snapshot *s;
+	const struct snap_guest *g;
+	const char *maps = "7f0000000000 default file=/anon_hugepage\\040(deleted) huge anon=32 dirty=32 N1=32 kernelpagesize_kB=2048\n"
+			   "7f1000000000 default anon=16 dirty=16 N0=16 kernelpagesize_kB=4\n"
+			   "7f2000000000 default file=/dev/hugepages/big huge dirty=1 N0=1 kernelpagesize_kB=1048576\n";
+
+	(void)state;
+	v2_root(root);
+	v2_guest(root, "/lxc.payload.cg");
+	tu_write(root, "sys/fs/cgroup/lxc.payload.cg/hugetlb.2MB.numa_stat", "total=134217728 N0=134217728 N1=0\n");
+	v2_cg(root, "/lxc.payload.maps", "300\n", "300\n", "usage_usec 1000\n", "anon N0=65536 N1=0\nfile N0=0 N1=0\n",
+	      "0-3\n", "0\n");
+	tu_write(root, "proc/300/status", "Name:\tqemu\nHugetlbPages:\t   65536 kB\n");
+	tu_write(root, "proc/300/numa_maps", maps);
+	v2_cg(root, "/lxc.payload.plain", "400\n", "400\n", "usage_usec 1000\n", "anon N0=65536 N1=0\nfile N0=0 N1=0\n",
+	      "0-3\n", "0\n");
+	tu_write(root, "proc/400/status", "Name:\tplain\nHugetlbPages:\t       0 kB\n");
+	tu_write(root, "proc/400/numa_maps", maps);
+	cs = open_root(root, &(struct cgscan_config){ 0 });
+
+	/* The root offers no hugetlb controller: no guest's hugetlb files
+	 * are looked for (lxc.payload.cg's is not read). */
+	s = scan_huge(cs, 1, 64);
+	assert_null(find_cg(s, "/lxc.payload.cg")->huge_node);
+	assert_int_equal(find_cg(s, "/lxc.payload.maps")->huge_total, 64ULL << 20);
+	snap_unref(s);
+	tu_write(root, "sys/fs/cgroup/cgroup.controllers", "cpuset cpu io memory hugetlb pids\n");
+
+	s = scan_huge(cs, 1, 64);
+	g = find_cg(s, "/lxc.payload.cg");
+	assert_non_null(g);
+	assert_non_null(g->huge_node);
+	assert_int_equal(g->huge_page, 2ULL << 20);
+	assert_int_equal(g->huge_node[0], 128ULL << 20);
+	assert_int_equal(g->huge_node[1], 0);
+	assert_int_equal(g->huge_total, 128ULL << 20);
+	assert_int_equal(g->mem_node[0], 4096 + (128ULL << 20));
+	assert_int_equal(g->mem_node[1], 8192 + 4096);
+	g = find_cg(s, "/lxc.payload.maps");
+	assert_non_null(g);
+	assert_int_equal(g->huge_page, 2ULL << 20);
+	assert_int_equal(g->huge_node[0], 0);
+	assert_int_equal(g->huge_node[1], 64ULL << 20);
+	assert_int_equal(g->mem_node[0], 65536);
+	assert_int_equal(g->mem_node[1], 64ULL << 20);
+	assert_true(g->locality < 0.01);    /* its CPUs on node 0, its huge pages on 1 */
+	g = find_cg(s, "/lxc.payload.plain");
+	assert_non_null(g);
+	assert_null(g->huge_node);
+	assert_int_equal(g->huge_total, 0);
+	assert_int_equal(g->mem_total, 65536);
+	{
+		json_t *j = snap_guest_to_json(s, find_cg(s, "/lxc.payload.maps"));
+
+		assert_int_equal(json_integer_value(json_object_get(j, "hugetlb_total_bytes")), 64 << 20);
+		assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "hugetlb_bytes_by_node"), "1")),
+				 64 << 20);
+		json_decref(j);
+		j = snap_guest_to_json(s, find_cg(s, "/lxc.payload.plain"));
+		assert_null(json_object_get(j, "hugetlb_total_bytes"));
+		json_decref(j);
+	}
+	snap_unref(s);
+
+	/* No page in use anywhere: nobody is asked. */
+	s = scan_huge(cs, 2, 0);
+	for (unsigned i = 0; i < s->nr_guests; i++) {
+		assert_null(s->guests[i].huge_node);
+		assert_int_equal(s->guests[i].huge_total, 0);
+	}
+	assert_int_equal(find_cg(s, "/lxc.payload.cg")->mem_node[0], 4096);
+	snap_unref(s);
+	cgscan_free(cs);
+	tu_rm_rf(root);
+	free(root);
+}
+
 /* ---- unreadable and malformed files ------------------------------------------ */
 
 static void test_bad_files(void **state)
@@ -1858,6 +1962,7 @@ int main(void)
 		cmocka_unit_test(test_vanish_before_open),
 		cmocka_unit_test(test_vanish_mid_read),
 		cmocka_unit_test(test_vanish_between_scans),
+		cmocka_unit_test(test_hugetlb_memory),
 		cmocka_unit_test(test_bad_files),
 		cmocka_unit_test(test_v1_pages),
 		cmocka_unit_test(test_cgproc_parse),

@@ -27,6 +27,52 @@ static const char *maps =
 	"7ffd00100000-7ffd00102000 r-xp 00000000 00:00 0      [vdso]\n"
 	"ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0  [vsyscall]\n";
 
+/* smaps' KernelPageSize marks a hugetlb mapping; mover_huge_cut keeps its
+ * walk to as many of its off-target huge pages as the target's pools have
+ * free (none: the kernel would make surplus pages there). */
+static void test_hugetlb_mappings(void **state)
+{
+	static const char smaps[] =
+		"7f0000000000-7f0008000000 rw-s 00000000 00:0f 1234 /anon_hugepage (deleted)\n"
+		"Size:             131072 kB\n"
+		"KernelPageSize:     2048 kB\n"
+		"MMUPageSize:        2048 kB\n"
+		"7f0010000000-7f0010400000 rw-p 00000000 00:00 0\n"
+		"Size:               4096 kB\n"
+		"KernelPageSize:        4 kB\n"
+		"AnonHugePages:      2048 kB\n";
+	/* node of each huge page: 0, 0, absent, 1 (the target), 0, 0 */
+	const int status[6] = { 0, 0, -14, 1, 0, 0 };
+	struct mover_vma *v;
+	nodemask_t to;
+	uint64_t left;
+
+	(void)state;
+	assert_int_equal(mover_parse_maps(smaps, &v), 2);
+	assert_int_equal(v[0].hpage, 2 << 20);
+	assert_int_equal(v[0].thp_bytes, 0);
+	assert_int_equal(v[1].hpage, 4096);
+	assert_int_equal(v[1].thp_bytes, 2 << 20);
+	free(v);
+
+	mask_zero(&to);
+	mask_set(&to, 1);
+	/* no free page: nothing from the start */
+	assert_int_equal(mover_huge_cut(status, 6, &to, 0, &left), 0);
+	assert_int_equal(left, 4);
+	/* two free: the first two; the last two left */
+	assert_int_equal(mover_huge_cut(status, 6, &to, 2, &left), 4);
+	assert_int_equal(left, 2);
+	/* three: up to the third off-target page's place */
+	assert_int_equal(mover_huge_cut(status, 6, &to, 3, &left), 5);
+	assert_int_equal(left, 1);
+	/* enough for all */
+	assert_int_equal(mover_huge_cut(status, 6, &to, 4, &left), 6);
+	assert_int_equal(left, 0);
+	assert_int_equal(mover_huge_cut(status, 6, &to, 100, &left), 6);
+	assert_int_equal(left, 0);
+}
+
 static void test_parse_maps(void **state)
 {
 	struct mover_vma *v;
@@ -148,13 +194,13 @@ static void test_census_prune(void **state)
 		"not an address line N0=9\n"
 		"7ffe00000000 bind:1 anon=1 dirty=1 N12=1 kernelpagesize_kB=4";
 	struct mover_vma vmas[] = {
-		{ 0x400000, 0x401000, 0 },               /* file pages on node 0 */
-		{ 0x7f0000000000ULL, 0x7f0001000000ULL, 0 }, /* most on 0 */
-		{ 0x7f1000000000ULL, 0x7f1000800000ULL, 0 }, /* nothing present */
-		{ 0x7f2000000000ULL, 0x7f2000010000ULL, 0 }, /* all on 1 */
-		{ 0x7f3000000000ULL, 0x7f3000010000ULL, 0 }, /* mapped since */
-		{ 0x7ffd00000000ULL, 0x7ffd00021000ULL, 0 }, /* on 2 */
-		{ 0x7ffe00000000ULL, 0x7ffe00001000ULL, 0 }, /* on 12 */
+		{ 0x400000, 0x401000, 0, 0 },               /* file pages on node 0 */
+		{ 0x7f0000000000ULL, 0x7f0001000000ULL, 0, 0 }, /* most on 0 */
+		{ 0x7f1000000000ULL, 0x7f1000800000ULL, 0, 0 }, /* nothing present */
+		{ 0x7f2000000000ULL, 0x7f2000010000ULL, 0, 0 }, /* all on 1 */
+		{ 0x7f3000000000ULL, 0x7f3000010000ULL, 0, 0 }, /* mapped since */
+		{ 0x7ffd00000000ULL, 0x7ffd00021000ULL, 0, 0 }, /* on 2 */
+		{ 0x7ffe00000000ULL, 0x7ffe00001000ULL, 0, 0 }, /* on 12 */
 	};
 	struct mover_vma w[7];
 	struct mover_census_vma *c;
@@ -211,7 +257,7 @@ static void test_query_plan(void **state)
 {
 	enum { P = 4096, B = 512 };
 	/* all THP: 1 MiB unaligned head edge, 2 blocks; then 4 KiB pages */
-	struct mover_vma v[2] = { { 0x40100000, 0x40600000, 4u << 20 }, { 0x50000000, 0x50004000, 0 } };
+	struct mover_vma v[2] = { { 0x40100000, 0x40600000, 4u << 20, 0 }, { 0x50000000, 0x50004000, 0, 0 } };
 	static void *pg[256 + 2 * B + 4];
 	static size_t ask[256 + 2 * B + 4];
 	static int st[256 + 2 * B + 4], qs[256 + 2 * B + 4];
@@ -252,9 +298,9 @@ static void test_query_plan(void **state)
 static void test_chunks_cover_every_page_once(void **state)
 {
 	const struct mover_vma v[] = {
-		{ 0x10000, 0x10000 + 10 * 4096, 0 },  /* 10 pages */
-		{ 0x40000, 0x40000 + 3 * 4096, 0 },   /* 3 pages */
-		{ 0x80000, 0x80000 + 4096, 0 },       /* 1 page */
+		{ 0x10000, 0x10000 + 10 * 4096, 0, 0 },  /* 10 pages */
+		{ 0x40000, 0x40000 + 3 * 4096, 0, 0 },   /* 3 pages */
+		{ 0x80000, 0x80000 + 4096, 0, 0 },       /* 1 page */
 	};
 	static const struct {
 		uintptr_t start;
@@ -361,7 +407,7 @@ static void test_plan_window(void **state)
 /* a window takes pages from as many mappings as fit */
 static void test_fill_window(void **state)
 {
-	struct mover_vma v[3] = { { 0x1000, 0x3000, 0 }, { 0x10000, 0x11000, 0 }, { 0x20000, 0x25000, 0 } };
+	struct mover_vma v[3] = { { 0x1000, 0x3000, 0, 0 }, { 0x10000, 0x11000, 0, 0 }, { 0x20000, 0x25000, 0, 0 } };
 	void *pg[16];
 	uintptr_t pos = 0;
 
@@ -1156,11 +1202,11 @@ static void test_buf_grow(void **state)
 static void test_vmas_pages(void **state)
 {
 	const struct mover_vma v[] = {
-		{ 0x1000, 0x3000, 0 },     /* 2 pages */
-		{ 0x10000, 0x10800, 0 },   /* half a page: 1 */
-		{ 0x200000, 0x400000, 0 }, /* 512 */
+		{ 0x1000, 0x3000, 0, 0 },     /* 2 pages */
+		{ 0x10000, 0x10800, 0, 0 },   /* half a page: 1 */
+		{ 0x200000, 0x400000, 0, 0 }, /* 512 */
 	};
-	const struct mover_vma huge[] = { { 0, UINTPTR_MAX - 4095, 0 }, { 0, UINTPTR_MAX - 4095, 0 } };
+	const struct mover_vma huge[] = { { 0, UINTPTR_MAX - 4095, 0, 0 }, { 0, UINTPTR_MAX - 4095, 0, 0 } };
 
 	(void)state;
 	assert_int_equal(mover_vmas_pages(v, 3, 4096), 515);
@@ -1331,6 +1377,7 @@ int main(void)
 		cmocka_unit_test(test_sweep_cap),
 		cmocka_unit_test(test_stall_p99),
 		cmocka_unit_test(test_numamaps_anon),
+		cmocka_unit_test(test_hugetlb_mappings),
 		cmocka_unit_test(test_assign_first),
 		cmocka_unit_test(test_adapt_chunk),
 		cmocka_unit_test(test_cost_next),

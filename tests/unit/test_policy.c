@@ -32,6 +32,7 @@ struct tnode {
 	unsigned mem_mib;
 	unsigned free_mib;
 	double busy;
+	unsigned hp_total, hp_free; /* its pool of 2 MiB huge pages; 0/0: none */
 };
 
 struct tguest {
@@ -52,6 +53,7 @@ struct tguest {
 	bool first;               /* first_sight: use is its young process's average */
 	const char *owner;        /* snap_guest.owner (its reason: "why"); NULL: none */
 	bool mem_unknown;         /* memory per node not measured (mib is then ignored) */
+	unsigned huge[TMAXN];     /* MiB of 2 MiB huge pages per node, a part of mib */
 };
 
 #define NOITEM 99
@@ -800,6 +802,63 @@ static const struct tcase cases[] = {
 			 .ran = { 40.9, 0 } } },
 		.e = { { .id = "wide", .kind = PLAN_MOVE, .to = "0-1", .mig = MIG(0) } },
 	},
+	/* Hugetlb guests (the issue's testbed shape): 128 MiB of 2 MiB huge
+	 * pages on node 0 and 4 MiB of ordinary memory on node 1, its thread
+	 * on node 1, node 1 the less busy. Their room is the free pages of
+	 * their size, not MemFree. */
+	{
+		.name = "hugetlb: no free huge pages where its thread runs: its CPUs go to its memory",
+		.nn = 2, .nodes = { { .id = 0, .cpus = 8, .mem_mib = 16384, .free_mib = 8192, .busy = 0.5, .hp_total = 100, .hp_free = 36 },
+				    { .id = 1, .cpus = 8, .mem_mib = 16384, .free_mib = 8192, .busy = 0.2, .hp_total = 0 } },
+		.g = { { .id = "hvm", .use = 1.0, .on = "1", .mib = { 128, 4 }, .huge = { 128, 0 }, .threads = 1 } },
+		.e = { { .id = "hvm", .kind = PLAN_MOVE, .to = "0", .mems = "0", .mig = MIG(4) } },
+	},
+	{
+		.name = "hugetlb: a pool of its size exhausted on the thread's node: its CPUs go to its memory",
+		.nn = 2, .nodes = { { .id = 0, .cpus = 8, .mem_mib = 16384, .free_mib = 8192, .busy = 0.5, .hp_total = 100, .hp_free = 36 },
+				    { .id = 1, .cpus = 8, .mem_mib = 16384, .free_mib = 8192, .busy = 0.2, .hp_total = 64, .hp_free = 10 } },
+		.g = { { .id = "hvm", .use = 1.0, .on = "1", .mib = { 128, 4 }, .huge = { 128, 0 }, .threads = 1 } },
+		.e = { { .id = "hvm", .kind = PLAN_MOVE, .to = "0", .mems = "0", .mig = MIG(4) } },
+	},
+	{
+		.name = "hugetlb: free huge pages there: its memory follows its thread",
+		.nn = 2, .nodes = { { .id = 0, .cpus = 8, .mem_mib = 16384, .free_mib = 8192, .busy = 0.5, .hp_total = 100, .hp_free = 36 },
+				    { .id = 1, .cpus = 8, .mem_mib = 16384, .free_mib = 8192, .busy = 0.2, .hp_total = 100, .hp_free = 100 } },
+		.g = { { .id = "hvm", .use = 1.0, .on = "1", .mib = { 128, 4 }, .huge = { 128, 0 }, .threads = 1 } },
+		.e = { { .id = "hvm", .kind = PLAN_MOVE, .to = "1", .mems = "1", .mig = MIG(128) } },
+	},
+	{
+		/* Node 0 full: its CPUs cannot go to its memory, and node 1
+		 * has no free huge pages: it stays, and the record says why. */
+		.name = "hugetlb: neither way fits: the skip says no free huge pages",
+		.nn = 2, .nodes = { { .id = 0, .cpus = 8, .mem_mib = 16384, .free_mib = 8192, .busy = 1.0, .hp_total = 100, .hp_free = 36 },
+				    { .id = 1, .cpus = 8, .mem_mib = 16384, .free_mib = 8192, .busy = 0.2, .hp_total = 0 } },
+		.g = { { .id = "hvm", .use = 1.0, .on = "1", .mib = { 128, 4 }, .huge = { 128, 0 }, .threads = 1 } },
+		.e = { { .id = "hvm", .kind = PLAN_SKIP, .skip = SKIP_NOT_LESS_BUSY,
+			 .detail_has = "; no free 2048 kB huge pages on node 1 (128 MiB of its huge pages must move)" } },
+	},
+	{
+		/* Two guests want node 1's 100 free pages (200 MiB): the
+		 * first planned takes 128 MiB of them, the second's 128 MiB
+		 * no longer fit and its CPUs go to its memory. */
+		.name = "hugetlb: free huge pages taken by an earlier move of the cycle",
+		.nn = 3, .nodes = { { .id = 0, .cpus = 8, .mem_mib = 16384, .free_mib = 8192, .busy = 0.5, .hp_total = 100, .hp_free = 0 },
+				    { .id = 1, .cpus = 8, .mem_mib = 16384, .free_mib = 8192, .busy = 0.1, .hp_total = 100, .hp_free = 100 },
+				    { .id = 2, .cpus = 8, .mem_mib = 16384, .free_mib = 8192, .busy = 0.5, .hp_total = 100, .hp_free = 0 } },
+		.g = { { .id = "hvm-a", .use = 1.0, .on = "1", .mib = { 128, 4, 0 }, .huge = { 128, 0, 0 }, .threads = 1 },
+		       { .id = "hvm-b", .use = 1.0, .on = "1", .mib = { 0, 4, 128 }, .huge = { 0, 0, 128 }, .threads = 1 } },
+		.e = { { .id = "hvm-a", .kind = PLAN_MOVE, .to = "1", .mems = "1", .mig = MIG(128) },
+		       { .id = "hvm-b", .kind = PLAN_MOVE, .to = "2", .mems = "2", .mig = MIG(4) } },
+	},
+	{
+		/* No hugetlb: the same shape with ordinary memory moves it to
+		 * the thread, as before. */
+		.name = "hugetlb: the same guest without huge pages follows its thread",
+		.nn = 2, .nodes = { { .id = 0, .cpus = 8, .mem_mib = 16384, .free_mib = 8192, .busy = 0.5, .hp_total = 100, .hp_free = 36 },
+				    { .id = 1, .cpus = 8, .mem_mib = 16384, .free_mib = 8192, .busy = 0.2, .hp_total = 0 } },
+		.g = { { .id = "vm", .use = 1.0, .on = "1", .mib = { 128, 4 }, .threads = 1 } },
+		.e = { { .id = "vm", .kind = PLAN_MOVE, .to = "1", .mems = "1", .mig = MIG(128) } },
+	},
 };
 
 static void parse_nodes(const char *s, nodemask_t *m)
@@ -827,6 +886,10 @@ static struct snapshot *build(const struct tcase *tc, struct pstate **prev)
 		sn[i].mem_total = t->mem_mib * MIB;
 		sn[i].mem_free = t->free_mib * MIB;
 		sn[i].busy = t->cpus ? t->busy : NAN;
+		if (t->hp_total) {
+			sn[i].nr_hpools = 1;
+			sn[i].hpools[0] = (struct snap_hpool){ .page = 2 * MIB, .total = t->hp_total, .free = t->hp_free };
+		}
 	}
 	snap_set_nodes(s, sn, tc->nn, tc->dist);
 	s->seq = 7;
@@ -853,8 +916,13 @@ static struct snapshot *build(const struct tcase *tc, struct pstate **prev)
 		snap_nodes_to_cpus(s, &on, &cpus);
 		mask_zero(&allowed);
 		parse_nodes(t->mems ? t->mems : t->on, &g->mems);
-		for (unsigned n = 0; n < tc->nn; n++)
+		for (unsigned n = 0; n < tc->nn; n++) {
 			g->mem_node[n] = t->mib[n] * MIB;
+			if (t->huge[n]) {
+				snap_guest_huge(s, g)[n] = t->huge[n] * MIB;
+				g->huge_page = 2 * MIB;
+			}
+		}
 		if (t->allowed_cpus)
 			assert_int_equal(mask_parse(t->allowed_cpus, &allowed), 0);
 		snap_guest_set_cpus(s, g, &cpus, &allowed);
@@ -927,7 +995,7 @@ static void check_invariants(const struct policy_config *cfg, const struct snaps
 		mask_foreach(id, &it->to_nodes)
 			assert_true(s->nodes[snap_node_index(s, id)].nr_cpus > 0);
 		{
-			uint64_t room = 0, already = 0;
+			uint64_t room = 0, already = 0, hroom = 0, halready = 0;
 
 			mask_foreach(id, &it->to_mems) {
 				int n = snap_node_index(s, id);
@@ -944,7 +1012,20 @@ static void check_invariants(const struct policy_config *cfg, const struct snaps
 				if (fr > keep)
 					room += (uint64_t)(fr - keep);
 				already += g->mem_node[n];
+				if (g->huge_node) {
+					const struct snap_hpool *hp = snap_node_hpool(&s->nodes[n], g->huge_page);
+
+					halready += g->huge_node[n];
+					hroom += hp ? hp->free * hp->page : 0;
+				}
 			}
+			/* Huge pages only into free pages of their size; the
+			 * rest against free memory as below. */
+			if (g->huge_total - halready > hroom)
+				fail_msg("%s: %s: %llu MiB of huge pages planned onto nodes with %llu MiB of free ones", tc,
+					 it->guest_id, (unsigned long long)((g->huge_total - halready) / MIB),
+					 (unsigned long long)(hroom / MIB));
+			already += g->huge_total - halready;
 			/* Its memory there but for a few stray pages that fit
 			 * the room: as good as all there (guards.c mem_ok). */
 			/* Crowded (nothing fits with headroom): its footprint

@@ -451,6 +451,63 @@ static void test_nonuma(void **st)
 	free(dist);
 }
 
+/* The per-node hugetlb pools, by page size, from the fixture, and their
+ * re-read with the memory: a pool that changes between cycles is seen. */
+static void test_hugepage_pools(void **st)
+{
+	struct snap_node *nodes;
+	unsigned nr, *dist;
+	struct host_paths hp;
+	char *tmp = tu_mkdtemp();
+	const struct snap_hpool *p;
+
+	(void)st;
+	fixture_paths(&hp, "host-2node");
+	assert_int_equal(topo_read_nodes(&hp, &nodes, &nr, &dist), 0);
+	assert_int_equal(nr, 2);
+	assert_int_equal(nodes[0].nr_hpools, 2);
+	assert_int_equal(nodes[0].hpools[0].page, 2ULL << 20);
+	assert_int_equal(nodes[0].hpools[1].page, 1ULL << 30);
+	p = snap_node_hpool(&nodes[0], 2ULL << 20);
+	assert_non_null(p);
+	assert_int_equal(p->total, 512);
+	assert_int_equal(p->free, 100);
+	assert_int_equal(p->surplus, 0);
+	p = snap_node_hpool(&nodes[1], 2ULL << 20);
+	assert_non_null(p);
+	assert_int_equal(p->total, 64);
+	assert_int_equal(p->free, 0);
+	assert_int_equal(p->surplus, 64);
+	assert_null(snap_node_hpool(&nodes[1], 64ULL << 10));
+	free(nodes);
+	free(dist);
+
+	/* No hugepages directory: no pool, and no error. A pool with an
+	 * unreadable count is left out; the others stay. */
+	write_2node(tmp);
+	tmp_paths(&hp, tmp);
+	assert_int_equal(topo_read_nodes(&hp, &nodes, &nr, &dist), 0);
+	assert_int_equal(nodes[0].nr_hpools, 0);
+	tu_write(tmp, "sys/devices/system/node/node1/hugepages/hugepages-2048kB/nr_hugepages", "8\n");
+	tu_write(tmp, "sys/devices/system/node/node1/hugepages/hugepages-2048kB/free_hugepages", "3\n");
+	tu_write(tmp, "sys/devices/system/node/node1/hugepages/hugepages-2048kB/surplus_hugepages", "1\n");
+	tu_write(tmp, "sys/devices/system/node/node1/hugepages/hugepages-1048576kB/nr_hugepages", "x\n");
+	tu_write(tmp, "sys/devices/system/node/node1/hugepages/hugepages-1048576kB/free_hugepages", "0\n");
+	tu_write(tmp, "sys/devices/system/node/node1/hugepages/hugepages-1048576kB/surplus_hugepages", "0\n");
+	tu_write(tmp, "sys/devices/system/node/node1/hugepages/bogus-2048kB/nr_hugepages", "1\n");
+	assert_int_equal(topo_read_meminfo(&hp, nodes, nr), 0);
+	assert_int_equal(nodes[0].nr_hpools, 0);
+	assert_int_equal(nodes[1].nr_hpools, 1);
+	assert_int_equal(nodes[1].hpools[0].page, 2ULL << 20);
+	assert_int_equal(nodes[1].hpools[0].total, 8);
+	assert_int_equal(nodes[1].hpools[0].free, 3);
+	assert_int_equal(nodes[1].hpools[0].surplus, 1);
+	free(nodes);
+	free(dist);
+	tu_rm_rf(tmp);
+	free(tmp);
+}
+
 static void test_read_meminfo(void **st)
 {
 	struct snap_node *nodes;
@@ -700,6 +757,7 @@ static void test_fixture_busy_2node(void **st)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_hugepage_pools),
 		cmocka_unit_test(test_golden_1node),
 		cmocka_unit_test(test_golden_2node),
 		cmocka_unit_test(test_golden_4node_memonly),

@@ -4,6 +4,7 @@
  *
  *   guestload --mib M --threads T [--touch NODE | --touch interleave:LIST]
  *             [--pages thp|4k] [--progress FILE] [--ready-fd FD] [--idle]
+ *             [--hugetlb MIB]
  *
  * --touch makes a bad start on purpose: the memory is first touched under
  * a task memory policy (preferred NODE, or interleaved over LIST) that is
@@ -20,6 +21,12 @@
  * so does the default policy here. Likewise when its cpuset's mems no
  * longer hold NODE. sched_setaffinity (the runner's run_on) does not
  * count: it stands for where the threads ran, not for a placer.
+ *
+ * --hugetlb MIB also maps MIB MiB of 2 MiB huge pages (MAP_HUGETLB, from
+ * the hugetlb pools, as a VM backed by hugepages is) and touches them once
+ * with the rest, under the same first-touch policy; the threads keep
+ * rewriting the ordinary memory only. "hugetlb-ok" follows "ready" when
+ * they are there. The pools must hold them: else it fails at the start.
  *
  * --idle holds the memory without touching it again (no worker threads):
  * a guest that fills a node but needs no CPU, as a cache would.
@@ -220,19 +227,19 @@ static double now_s(void)
 static void usage(void)
 {
 	fprintf(stderr, "usage: guestload --mib M --threads T [--touch NODE|interleave:LIST] "
-			"[--pages thp|4k] [--progress FILE] [--ready-fd FD] [--idle]\n");
+			"[--pages thp|4k] [--progress FILE] [--ready-fd FD] [--idle] [--hugetlb MIB]\n");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
-	unsigned long mib = 64, threads = 1, mask = 0;
+	unsigned long mib = 64, threads = 1, mask = 0, huge_mib = 0;
 	const char *touch = NULL, *pages = "thp", *progress = NULL;
 	int ready_fd = 1, mode = MPOL_DEFAULT, idle = 0;
 	struct sigaction sa = { .sa_handler = on_term };
 	struct worker *w;
 	size_t len, slice;
-	char *mem;
+	char *mem, *huge = NULL;
 	double t0;
 
 	for (int i = 1; i < argc; i++) {
@@ -256,6 +263,8 @@ int main(int argc, char **argv)
 			progress = v;
 		else if (strcmp(a, "--ready-fd") == 0)
 			ready_fd = atoi(v);
+		else if (strcmp(a, "--hugetlb") == 0)
+			huge_mib = strtoul(v, NULL, 10);
 		else
 			usage();
 		i++;
@@ -277,6 +286,14 @@ int main(int argc, char **argv)
 	}
 	if (madvise(mem, len, strcmp(pages, "thp") == 0 ? MADV_HUGEPAGE : MADV_NOHUGEPAGE) < 0)
 		perror("guestload: madvise (continuing)");
+	if (huge_mib) {
+		huge = mmap(NULL, huge_mib << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB,
+			    -1, 0);
+		if (huge == MAP_FAILED) {
+			perror("guestload: mmap MAP_HUGETLB (are 2 MiB huge pages reserved?)");
+			return 1;
+		}
+	}
 	if (mode != MPOL_DEFAULT &&
 	    syscall(SYS_set_mempolicy, mode, &mask, (unsigned long)MAX_NODES + 1) < 0) {
 		/* --touch stands for the kernel's own first-touch placement (a
@@ -325,6 +342,8 @@ int main(int argc, char **argv)
 			}
 			mem[off] = 1;
 		}
+		for (size_t off = 0; huge && off < (huge_mib << 20); off += 2UL << 20)
+			huge[off] = 1;
 	}
 	if (mode != MPOL_DEFAULT && syscall(SYS_set_mempolicy, MPOL_DEFAULT, NULL, 0UL) < 0) {
 		perror("guestload: set_mempolicy(default)");
@@ -343,7 +362,7 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	if (dprintf(ready_fd, "ready\n") < 0)
+	if (dprintf(ready_fd, huge ? "ready\nhugetlb-ok\n" : "ready\n") < 0)
 		return 1;
 	if (ready_fd > 2)
 		close(ready_fd);

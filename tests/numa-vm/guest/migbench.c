@@ -23,6 +23,15 @@
  *   migbench [--mib N] [--busy-mib N] [--only idle|busy] [--pages 4k|thp]
  *            [--repeat N] [--pairs N|KIND=N,...] [--trace]
  *   migbench --hinted [--busy-mib N]
+ *   migbench --hugetlb MIB
+ *
+ * --hugetlb: the mover and the hugetlb pools (issue 43). A child holds MIB
+ * MiB of 2 MiB huge pages (MAP_HUGETLB) on node 0; the mover is asked to
+ * move it to node 1 twice, first as node 1's pool is (the caller leaves it
+ * without free pages), then with MIB MiB of pages reserved there. One line
+ * each: "H case=nofree|free state=... on0=... on1=... pools_before=...
+ * pools_after=... msg=..." (pages per node from numa_maps, pools as
+ * node:total/free/surplus).
  *
  * --repeat N runs the selection N times in the one boot (run-to-run
  * variance on a shared host is large: only same-run figures compare);
@@ -747,6 +756,173 @@ static void on_fault(int sig)
 	raise(sig);
 }
 
+
+/* The mover's read_meminfo for --hugetlb: each node's 2 MiB pool from
+ * sysfs, and free memory that never limits (only the pool is tested). */
+static int huge_meminfo(const struct host_paths *hp, struct snap_node *nodes, unsigned nr)
+{
+	(void)hp;
+	for (unsigned i = 0; i < nr; i++) {
+		static const char *const leaf[3] = { "nr_hugepages", "free_hugepages", "surplus_hugepages" };
+		unsigned long long v[3] = { 0, 0, 0 };
+
+		for (int k = 0; k < 3; k++) {
+			char path[160], buf[32] = "";
+			int fd;
+			ssize_t n;
+
+			snprintf(path, sizeof(path), "/sys/devices/system/node/node%d/hugepages/hugepages-2048kB/%s",
+				 nodes[i].id, leaf[k]);
+			fd = open(path, O_RDONLY | O_CLOEXEC);
+			if (fd < 0)
+				return -errno;
+			n = read(fd, buf, sizeof(buf) - 1);
+			close(fd);
+			if (n <= 0)
+				return -EIO;
+			v[k] = strtoull(buf, NULL, 10);
+		}
+		nodes[i].mem_total = nodes[i].mem_free = 1ULL << 40;
+		nodes[i].nr_hpools = 1;
+		nodes[i].hpools[0].page = 2ULL << 20;
+		nodes[i].hpools[0].total = v[0];
+		nodes[i].hpools[0].free = v[1];
+		nodes[i].hpools[0].surplus = v[2];
+	}
+	return 0;
+}
+
+static void pools(char *buf, size_t sz)
+{
+	struct snap_node n[2];
+
+	memset(n, 0, sizeof(n));
+	n[0].id = 0;
+	n[1].id = 1;
+	if (huge_meminfo(NULL, n, 2) < 0) {
+		snprintf(buf, sz, "unknown");
+		return;
+	}
+	snprintf(buf, sz, "0:%llu/%llu/%llu,1:%llu/%llu/%llu", (unsigned long long)n[0].hpools[0].total,
+		 (unsigned long long)n[0].hpools[0].free, (unsigned long long)n[0].hpools[0].surplus,
+		 (unsigned long long)n[1].hpools[0].total, (unsigned long long)n[1].hpools[0].free,
+		 (unsigned long long)n[1].hpools[0].surplus);
+}
+
+/* Huge pages of PID on node NODE, from its numa_maps "huge" lines. */
+static unsigned long huge_pages_on(pid_t pid, int node)
+{
+	char path[64], key[16], *buf = malloc(1 << 20), *l;
+	unsigned long sum = 0;
+	ssize_t n, got = 0;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/numa_maps", (int)pid);
+	snprintf(key, sizeof(key), " N%d=", node);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (!buf || fd < 0) {
+		free(buf);
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	while ((n = read(fd, buf + got, (1 << 20) - 1 - (size_t)got)) > 0)
+		got += n;
+	close(fd);
+	buf[got] = 0;
+	for (l = buf; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+		char *e = strchr(l, '\n'), *k;
+
+		if (e)
+			*e = 0;
+		if (strstr(l, " huge ") && (k = strstr(l, key)))
+			sum += strtoul(k + strlen(key), NULL, 10);
+		if (e)
+			*e = '\n';
+	}
+	free(buf);
+	return sum;
+}
+
+static void hugetlb_case(unsigned mib)
+{
+	struct mover_config cfg = { .workers = 1, .rate_mib = 0, .chunk_ms = 20, .job_timeout_s = 120 };
+	struct host_paths hp;
+	int pfd[2];
+	pid_t pid;
+	char c;
+
+	if (pipe(pfd) < 0)
+		exit(1);
+	pid = fork();
+	if (pid == 0) {
+		unsigned long node0 = 1;
+		size_t len = (size_t)mib << 20;
+		char *mem;
+
+		close(pfd[0]);
+		/* first touch on node 0, then no policy: nothing holds them there */
+		if (syscall(SYS_set_mempolicy, MPOL_BIND_, &node0, 64UL) < 0)
+			_exit(1);
+		mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+		if (mem == MAP_FAILED) {
+			perror("migbench: mmap MAP_HUGETLB");
+			_exit(1);
+		}
+		for (size_t off = 0; off < len; off += 2u << 20)
+			mem[off] = 1;
+		syscall(SYS_set_mempolicy, MPOL_DEFAULT_, NULL, 0UL);
+		if (write(pfd[1], "r", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(pfd[1]);
+	if (read(pfd[0], &c, 1) != 1) {
+		printf("H case=setup failed: the child could not map %u MiB of huge pages on node 0\n", mib);
+		waitpid(pid, NULL, 0);
+		return;
+	}
+	close(pfd[0]);
+	host_paths_default(&hp);
+	for (int round = 0; round < 2; round++) {
+		struct mover *m;
+		struct mover_spec s;
+		struct mover_job_info *v;
+		char before[96], after[96];
+		unsigned nj;
+
+		if (round == 1) {
+			char want[16];
+
+			snprintf(want, sizeof(want), "%u", mib / 2);
+			wr("/sys/devices/system/node/node1/hugepages/hugepages-2048kB/nr_hugepages", want);
+		}
+		pools(before, sizeof(before));
+		if (mover_new(&cfg, &hp, &m) < 0)
+			exit(1);
+		mover_set_meminfo(m, huge_meminfo);
+		memset(&s, 0, sizeof(s));
+		snprintf(s.guest, sizeof(s.guest), "hugetlb");
+		snprintf(s.cause, sizeof(s.cause), "bench");
+		s.npids = 1;
+		s.pids = &pid;
+		mask_parse("1", &s.to);
+		s.bytes = (uint64_t)mib << 20;
+		mover_submit(m, &s);
+		mover_wait_idle(m, 120);
+		pools(after, sizeof(after));
+		nj = mover_list(m, &v);
+		printf("H case=%s state=%s on0=%lu on1=%lu pools_before=%s pools_after=%s msg=%s\n",
+		       round ? "free" : "nofree", nj ? mover_state_name(v[0].state) : "none", huge_pages_on(pid, 0),
+		       huge_pages_on(pid, 1), before, after, nj ? v[0].msg : "");
+		free(v);
+		mover_free(m);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
 int main(int argc, char **argv)
 {
 	unsigned mib = 256, busy_mib = 64, repeat = 1;
@@ -791,6 +967,11 @@ int main(int argc, char **argv)
 		return 77;
 	}
 	wr("/proc/sys/kernel/numa_balancing", "0");
+	for (int i = 1; i + 1 < argc; i++)
+		if (strcmp(argv[i], "--hugetlb") == 0) {
+			hugetlb_case((unsigned)atoi(argv[i + 1]));
+			return 0;
+		}
 	for (int i = 1; i < argc; i++)
 		if (strcmp(argv[i], "--hinted") == 0) {
 			for (int t = 1; t >= 0; t--)

@@ -1078,6 +1078,129 @@ test_start_place_cpus_only() {
 	return 0
 }
 
+# The hugetlb pools (issue 43): a guest holding 64 MiB of 2 MiB huge
+# pages (MAP_HUGETLB, as a hugepage-backed VM) and 4 MiB of ordinary
+# memory, all on node 0 (its mems), its thread on node 1; node 0's CPUs
+# busy with another guest, so its CPUs cannot go to its memory. The
+# agent's snapshot shows the huge pages and a locality of 0 (memory.numa_stat
+# alone showed 4 MiB, all "local" to nothing). With no free huge page on
+# node 1 nothing moves them there: the pools stay as they were (the
+# kernel would have made surplus pages on node 1), and the record says
+# why. With 64 free pages reserved on node 1 they move, and the pools
+# change by exactly its 32 pages.
+hp() { cat /sys/devices/system/node/node$1/hugepages/hugepages-2048kB/$2; }
+hp_set() { echo $2 > /sys/devices/system/node/node$1/hugepages/hugepages-2048kB/nr_hugepages; }
+hp_all() { for nd in $(ls -d /sys/devices/system/node/node[0-9]* | sed 's/.*node//'); do echo "$nd:$(hp $nd nr_hugepages)/$(hp $nd free_hugepages)/$(hp $nd surplus_hugepages)"; done | tr '\n' ' '; }
+# 2 MiB huge pages of process $1 on node $2 (numa_maps "huge" mappings)
+huge_on() { awk -v n="N$2=" '/ huge /{for(i=1;i<=NF;i++) if(index($i,n)==1) s+=substr($i,length(n)+1)} END{print s+0}' /proc/$1/numa_maps; }
+hp_reset() { for nd in $(ls -d /sys/devices/system/node/node[0-9]* | sed 's/.*node//'); do hp_set $nd 0; done; }
+
+test_hugetlb_pools_guard_the_move() {
+	[ -d /sys/devices/system/node/node1/hugepages/hugepages-2048kB ] || { echo "no 2 MiB hugetlb pools"; return 1; }
+	hp_reset
+	hp_set 0 64
+	[ "$(hp 0 nr_hugepages)" = 64 ] || { echo "node 0 pool: $(hp 0 nr_hugepages) of 64 pages reserved"; return 1; }
+	c0=$(node_cpus 0) c1=$(node_cpus 1)
+	k0=$(ls -d /sys/devices/system/node/node0/cpu[0-9]* | wc -l)
+	start $G2 "$c0" 0 16 --threads $k0 || { hp_reset; return 1; }
+	start $G1 "$c1" 0 4 --pages 4k --hugetlb 64 || { hp_reset; return 1; }
+	pid=$(head -1 $CG$SB/$G1/cgroup.procs)
+	[ "$(huge_on $pid 0)" = 32 ] || { echo "its huge pages: $(huge_on $pid 0) on node 0, want 32; pools $(hp_all)"; hp_reset; return 1; }
+	before=$(hp_all)
+
+	# The snapshot: its huge pages, in its footprint and true locality.
+	rc=$(once --dry-run --json)
+	[ "$rc" = 0 ] || { echo "dry run: exit $rc"; hp_reset; return 1; }
+	grep -q '"hugetlb_total_bytes": 67108864' $T/out || { echo "no 64 MiB of hugetlb in the snapshot: $(grep -o '"hugetlb[a-z_]*": [0-9]*' $T/out | tr '\n' ' ')"; hp_reset; return 1; }
+	grep -q '"hugetlb_page_size_bytes": 2097152' $T/out || { echo "page size"; hp_reset; return 1; }
+	loc=$(awk -v id="\"id\": \"$ID1\"" 'index($0, id){f=1} f && /"locality":/{gsub(/[^0-9.e-]/, "", $2); print $2; exit}' $T/out)
+	awk -v l="$loc" 'BEGIN{exit !(l != "" && l < 0.1)}' || { echo "locality \"$loc\", want under 0.1"; hp_reset; return 1; }
+	grep -q '"page_size_bytes": 2097152' $T/out || { echo "no node pools in the snapshot"; hp_reset; return 1; }
+
+	# No free huge page on node 1: nothing moves there.
+	rc=$(once)
+	[ "$rc" = 0 ] || { echo "exit $rc"; hp_reset; return 1; }
+	[ "$(hp_all)" = "$before" ] || { echo "pools changed: $before -> $(hp_all)"; hp_reset; return 1; }
+	[ "$(huge_on $pid 0)" = 32 ] || { echo "huge pages moved: $(huge_on $pid 0) left on node 0, $(huge_on $pid 1) on node 1"; hp_reset; return 1; }
+	rec=$(grep "\"guest\":\"$ID1\"" $T/dec | tail -1)
+	echo "$rec" | grep -q "no free 2048 kB huge pages on node 1" ||
+		{ echo "its record: $(echo "$rec" | sed -n 's/.*"detail":"\([^"]*\)".*/\1/p' | cut -c1-300)"; hp_reset; return 1; }
+	echo "# no free pages on node 1: pools $before unchanged; $(echo "$rec" | sed -n 's/.*\(no free 2048 kB huge pages on node [0-9]*\).*/\1/p')"
+
+	# 64 free pages on node 1: its huge pages follow its thread.
+	hp_set 1 64
+	[ "$(hp 1 free_hugepages)" = 64 ] || { echo "node 1 pool: $(hp_all)"; hp_reset; return 1; }
+	rm -rf $T/state $T/dec
+	rc=$(once)
+	[ "$rc" = 0 ] || { echo "second cycle: exit $rc"; hp_reset; return 1; }
+	[ "$(moved_field $ID1 to_mems)" = 1 ] || { echo "not moved to node 1: $(grep "\"guest\":\"$ID1\"" $T/dec | tail -1 | cut -c1-400)"; hp_reset; return 1; }
+	on1=$(huge_on $pid 1) on0=$(huge_on $pid 0) after=$(hp_all)
+	[ "$on1" = 32 ] && [ "$on0" = 0 ] || { echo "huge pages: $on0 on node 0, $on1 on node 1 after the move; pools $after"; hp_reset; return 1; }
+	[ "$(hp 0 free_hugepages)" = 64 ] && [ "$(hp 1 free_hugepages)" = 32 ] && [ "$(hp 0 surplus_hugepages)" = 0 ] &&
+		[ "$(hp 1 surplus_hugepages)" = 0 ] && [ "$(hp 0 nr_hugepages)" = 64 ] && [ "$(hp 1 nr_hugepages)" = 64 ] ||
+		{ echo "pools after the move: $after"; hp_reset; return 1; }
+	echo "# free pages on node 1: its 32 huge pages moved there; pools $(hp_all) (node:total/free/surplus)"
+	kill -9 $pid $(cat $CG$SB/$G2/cgroup.procs) 2>/dev/null
+	sleep 0.5
+	hp_reset
+	return 0
+}
+
+# The mover itself (not the policy, which plans no such move): asked to
+# move 32 MiB of a process's 2 MiB huge pages from node 0 to node 1 while
+# node 1's pool has no free page, it leaves them (the kernel would have
+# made surplus pages there) and its job says so; with 16 pages reserved on
+# node 1 it moves them all. migbench --hugetlb drives the mover linked in.
+test_mover_leaves_huge_pages_without_free_ones() {
+	[ -d /sys/devices/system/node/node1/hugepages/hugepages-2048kB ] || { echo "no 2 MiB hugetlb pools"; return 1; }
+	hp_reset
+	hp_set 0 16
+	[ "$(hp 0 nr_hugepages)" = 16 ] || { echo "node 0 pool: $(hp_all)"; return 1; }
+	/bin/migbench --hugetlb 32 > $T/out 2> $T/err
+	hp_reset
+	nofree=$(grep '^H case=nofree' $T/out) free=$(grep '^H case=free' $T/out)
+	[ -n "$nofree" ] && [ -n "$free" ] || { echo "migbench: $(cat $T/out $T/err | tail -3)"; return 1; }
+	echo "$nofree" | grep -q ' state=partial on0=16 on1=0 pools_before=0:16/0/0,1:0/0/0 pools_after=0:16/0/0,1:0/0/0 ' ||
+		{ echo "no free pages: $nofree"; return 1; }
+	echo "$nofree" | grep -q 'msg=32.0 MiB of 2048 kB huge pages left where they are: no free 2048 kB huge pages on node 1' ||
+		{ echo "its record: $nofree"; return 1; }
+	echo "$free" | grep -q ' on0=0 on1=16 pools_before=0:16/0/0,1:16/16/0 pools_after=0:16/16/0,1:16/0/0 ' ||
+		{ echo "free pages: $free"; return 1; }
+	echo "# $nofree"
+	echo "# $free"
+}
+
+# The same guest's huge pages read from its cgroup where the hugetlb
+# controller is on (hugetlb.2MB.numa_stat, the kernel's own per-node
+# figure: no numa_maps read): the snapshot's figure is the file's.
+test_hugetlb_from_the_cgroup() {
+	[ -d /sys/devices/system/node/node1/hugepages/hugepages-2048kB ] || { echo "no 2 MiB hugetlb pools"; return 1; }
+	grep -qw hugetlb $CG/cgroup.controllers || { echo "no hugetlb controller in cgroup2"; return 1; }
+	echo +hugetlb > $CG/cgroup.subtree_control && echo +hugetlb > $CG$SB/cgroup.subtree_control ||
+		{ echo "cannot enable hugetlb for $SB"; return 1; }
+	hp_reset
+	hp_set 1 32
+	start $G1 "$(node_cpus 0)" 1 4 --pages 4k --hugetlb 48 || { hp_reset; return 1; }
+	f=$CG$SB/$G1/hugetlb.2MB.numa_stat
+	[ -r $f ] || { echo "no $f"; hp_reset; return 1; }
+	said=$(head -1 $f)
+	case "$said" in
+	"total=50331648 "*"N1=50331648"*) ;;
+	*) echo "$f: $said"; hp_reset; return 1 ;;
+	esac
+	rc=$(once --dry-run --json)
+	[ "$rc" = 0 ] || { echo "dry run: exit $rc"; hp_reset; return 1; }
+	grep -q '"hugetlb_total_bytes": 50331648' $T/out || { echo "snapshot: $(grep -o '"hugetlb[a-z_]*": [0-9]*' $T/out | tr '\n' ' ')"; hp_reset; return 1; }
+	echo "# $f: $said"
+	pid=$(head -1 $CG$SB/$G1/cgroup.procs)
+	kill -9 $pid
+	sleep 0.5
+	hp_reset
+	# the next tests as before: no hugetlb controller below the root
+	echo -hugetlb > $CG$SB/cgroup.subtree_control 2>/dev/null && echo -hugetlb > $CG/cgroup.subtree_control 2>/dev/null
+	return 0
+}
+
 check layout_is_v2_with_several_nodes
 check discovery_and_dry_run_write_nothing
 check pulls_memory_local_for_real
@@ -1100,6 +1223,9 @@ check start_binding_released_after_kill
 check start_binding_released_at_sigterm
 check start_binding_written_by_a_mover_job
 check start_place_cpus_only
+check hugetlb_pools_guard_the_move
+check mover_leaves_huge_pages_without_free_ones
+check hugetlb_from_the_cgroup
 
 echo "$passed passed, $failed failed"
 echo "END rc=$([ $failed = 0 ] && echo 0 || echo 1)"
