@@ -62,6 +62,65 @@ def run_placer(arg):
         return arg
     raise argparse.ArgumentTypeError(
         "%r: one of %s, or numaorchd[+kernel]:SECTION.KEY=VALUE[,...]" % (arg, ", ".join(RUN_PLACERS)))
+# `--balancing on`: kernel.numa_balancing = 1 beside any placer (the
+# kernel's default on most multi-node hosts). The balancing each placer
+# runs with by itself:
+PLACER_BALANCING = {"none": "off", "kernel": "on", "numad": "off", "numaorchd": "off"}
+# make bench-numa's balancing-on column: PLACERS at their own setting
+# already hold kernel (on) and numaorchd+kernel (numaorchd with it on);
+# these placers are run once more with it on.
+BENCH_BALANCING_ON = ("numad",)
+# Guest keys numavm-run accepts (guest NAME key=value ...).
+GUEST_KEYS = ("kind", "threads", "mib", "touch", "pages", "cpus", "mems", "run_on", "busy", "start", "stop",
+              "containers", "ctr_cpuset", "driver", "widen")
+
+
+def placer_balancing(placer):
+    """kernel.numa_balancing ("on"/"off") PLACER runs with by itself."""
+    if placer.startswith("numaorchd+kernel"):
+        return "on"
+    return PLACER_BALANCING.get(placer.split(":", 1)[0], "off")
+
+
+def run_name(scn, placer, balancing=None, cgroup=None):
+    """The run's directory under build/numa-vm/runs: SCENARIO.PLACER, with
+    .balancing-on when the kernel's balancing is forced on beside a placer
+    that runs without it, and .v1/.v2 when the cgroup version is not the
+    scenario's own."""
+    name = "%s.%s" % (scn["name"], placer)
+    if balancing == "on" and placer_balancing(placer) != "on":
+        name += ".balancing-on"
+    if cgroup and cgroup != scn.get("cgroup", "v2"):
+        name += "." + cgroup
+    return name
+
+
+def parse_guest(path, v):
+    """NAME and {key: value} of a scenario's guest line; what numavm-run
+    would refuse is refused here first (on the host, before a boot)."""
+    parts = v.split()
+    if not parts:
+        raise SystemExit("%s: guest needs a name" % path)
+    keys = {}
+    for tok in parts[1:]:
+        k, eq, val = tok.partition("=")
+        if not eq or k not in GUEST_KEYS:
+            raise SystemExit("%s: guest %s: unknown guest key %r" % (path, parts[0], tok))
+        keys[k] = val
+    kind = keys.get("kind", "docker")
+    threads = int(keys.get("threads", "1"))
+    if "containers" in keys:
+        n = int(keys["containers"])
+        if kind != "kubepods":
+            raise SystemExit("%s: guest %s: containers= is for kind=kubepods" % (path, parts[0]))
+        if not 1 <= n <= min(8, threads):
+            raise SystemExit("%s: guest %s: containers must be 1..8 and at most threads" % (path, parts[0]))
+    if "driver" in keys and (kind != "kubepods" or keys["driver"] not in ("systemd", "cgroupfs")):
+        raise SystemExit("%s: guest %s: driver= is systemd or cgroupfs, for kind=kubepods" % (path, parts[0]))
+    for k, ok in (("ctr_cpuset", ("own", "inherit")), ("widen", ("all", "no"))):
+        if k in keys and keys[k] not in ok:
+            raise SystemExit("%s: guest %s: %s must be %s" % (path, parts[0], k, " or ".join(ok)))
+    return parts[0], keys
 KERNEL_META = "linux-image-cloud-amd64"
 GUEST_DEBS = ("busybox-static", "numad")
 TARGET = 0.90
@@ -84,7 +143,7 @@ def load_scenario(name):
     scn = {"name": os.path.basename(path)[:-4], "path": path, "nodes": 4, "cpus_per_node": 2,
            "mem_per_node": 1024, "mem_nodes": None, "distance": 20, "duration": 60,
            "sample": 2, "pages": "thp", "check_within": None, "check_duration": None, "description": "", "guests": [],
-           "bench": "yes"}
+           "bench": "yes", "cgroup": "v2"}
     with open(path) as f:
         for line in f:
             line = line.split("#", 1)[0].strip()
@@ -93,6 +152,7 @@ def load_scenario(name):
             k, _, v = line.partition(" ")
             v = v.strip()
             if k == "guest":
+                parse_guest(path, v)
                 scn["guests"].append(v)
             elif k in ("nodes", "cpus_per_node", "mem_per_node", "distance"):
                 scn[k] = int(v)
@@ -102,6 +162,10 @@ def load_scenario(name):
                 scn[k] = [int(x) for x in v.split(",")]
             elif k in ("description", "pages", "name", "bench"):
                 scn[k if k != "name" else "title"] = v
+            elif k == "cgroup":
+                if v not in ("v1", "v2"):
+                    raise SystemExit("%s: cgroup must be v1 or v2" % path)
+                scn[k] = v
             else:
                 raise SystemExit("%s: unknown key %r" % (path, k))
     if scn["mem_nodes"] and len(scn["mem_nodes"]) != scn["nodes"]:
@@ -612,8 +676,9 @@ def analyse(text, scn):
         by_g.setdefault(s["g"], []).append(s)
     started = {}
     for e in r["events"]:
+        # A pod's containers each start (one event each): the first counts.
         if e.get("what") == "start" and float(e["t"]) > 0:
-            started[e["g"]] = float(e["t"])
+            started.setdefault(e["g"], float(e["t"]))
     stopped = {e["g"] for e in r["events"] if e.get("what") == "stop" and float(e["t"]) < dur}
     # Per guest: seconds from its start (or t = 0) until >= TARGET local,
     # by true locality (wloc: memory on each busy thread's own node), and
@@ -749,6 +814,9 @@ def guest_id_map(r):
         for pre in ("docker-", "libpod-", "kubepods-burstable-pod", "lxc.payload."):
             if base.startswith(pre):
                 base = base[len(pre):]
+        # "pod<uid>": a pod under the cgroupfs driver's /kubepods/burstable.
+        if h["cgroup"].startswith("/kubepods/") and base.startswith("pod"):
+            base = base[3:]
         base = base.replace(".scope", "").replace(".slice", "").replace("_", "-")
         m[base] = name
     return m
