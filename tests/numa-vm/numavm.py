@@ -525,14 +525,26 @@ def prepare(need_gnuplot=False):
     build_initrd()
 
 
-def run_one(name, placer, outroot=RUNS):
-    scn = load_scenario(name)
-    outdir = os.path.join(outroot, "%s.%s" % (scn["name"], placer))
+def run_append(scn, placer, balancing=None, cgroup=None):
+    """The kernel command line's numavm.* words for one run."""
     append = "numavm.mode=run numavm.scenario=%s numavm.placer=%s" % (scn["name"], placer)
+    if balancing == "on":
+        append += " numavm.balancing=on"
+    if (cgroup or scn.get("cgroup", "v2")) == "v1":
+        append += " numavm.cgroup=v1"
+    return append
+
+
+def run_one(name, placer, outroot=RUNS, balancing=None, cgroup=None):
+    scn = load_scenario(name)
+    outdir = os.path.join(outroot, run_name(scn, placer, balancing, cgroup))
+    append = run_append(scn, placer, balancing, cgroup)
     text, wall = boot(scn, append, outdir, timeout=int(scn["duration"]) + 400)
     res = analyse(text, scn)
     res["wall_s"] = round(wall, 1)
-    res["command"] = "tests/numa-vm/numavm.py run %s %s" % (scn["name"], placer)
+    res["command"] = "tests/numa-vm/numavm.py run %s %s%s%s" % (
+        scn["name"], placer, " --balancing on" if balancing == "on" else "",
+        " --cgroup " + cgroup if cgroup else "")
     with open(os.path.join(outdir, "metrics.json"), "w") as f:
         json.dump(res, f, indent=1, sort_keys=True)
     return res
@@ -777,8 +789,15 @@ def analyse(text, scn):
     # processes (any OOM killer): the same kill shows in both.
     oom = max(int(vm1["oom_kill"] - vm0["oom_kill"]), sum(max(s["oom"] for s in ss) for ss in by_g.values()))
     empty = sorted({s["g"] for s in r["samples"] if not parse_cpulist(s["cpus"]) or not parse_cpulist(s["mems"])})
+    # The kernel's balancing as the runner read it back once the placer
+    # had started (runs before it said so: the placer's own setting).
+    pev = next((e for e in r["events"] if e.get("what") == "placer"), {})
+    placer = r["header"].get("placer") or ""
+    balancing = pev.get("balancing") or placer_balancing(placer)
     return {
         "scenario": scn["name"], "placer": r["header"].get("placer"), "pages": r["header"].get("pages"),
+        "balancing": balancing, "balancing_forced": balancing == "on" and placer_balancing(placer) != "on",
+        "cgroup": r["header"].get("cgroup", "v2"),
         "duration": dur, "t90_all": all_t90, "t90": t90, "t90_nodes_all": all_t90_nodes, "t90_nodes": t90_nodes,
         "t90_floor": floor[floor_g] if floor_g else 0.0, "t90_floor_guest": floor_g, "t90_floors": floor,
         "t90_ready_all": all_t90_ready, "t90_ready": t90_ready, "touch_sampled": touching, "touch_s": touch_s,
@@ -1142,16 +1161,17 @@ def report(runs, wall_total=None, cmdline=None, failed=(), note=None):
                       rs[0]["pages"], scn["nodes"], scn["cpus_per_node"],
                       ",".join(map(str, scn["mem_nodes"])) if scn["mem_nodes"] else scn["mem_per_node"],
                       scn["duration"]), "",
-                  "| placer | t90 s | true loc | true end | true min | t90 nodes s | nodes loc | needed MiB | moved MiB | OOM | CPU s | threads/node | work MiB/s |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "| placer | balancing | t90 s | true loc | true end | true min | t90 nodes s | nodes loc | needed MiB | moved MiB | OOM | CPU s | threads/node | work MiB/s |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in rs:
-            lines.append("| %s | %s | %s | %s | %s | %s | %s | %.0f | %.0f | %d | %s | %s | %.0f |" % (
-                r["placer"], fmt_s(r["t90_all"]), fmt(pct(r["wloc_mean_last_min"]), "%.0f%%", "-"),
+            lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %.0f | %.0f | %d | %s | %s | %.0f |" % (
+                r["placer"], run_balancing(r) + (" (forced)" if r.get("balancing_forced") else ""),
+                fmt_s(r["t90_all"]), fmt(pct(r["wloc_mean_last_min"]), "%.0f%%", "-"),
                 fmt(pct(r.get("wloc_end")), "%.0f%%", "-"), fmt(pct(r.get("wloc_min_end")), "%.0f%%", "-"),
                 fmt_s(r.get("t90_nodes_all")), fmt(pct(r["loc_mean_last_min"]), "%.0f%%", "-"),
                 r["needed_mib"], r["moved_mib"], r["oom_kills"], fmt(r["placer_cpu_s"], "%.1f", "-"),
                 "/".join(map(str, r["busy_threads_per_node_end"])), r["work_mib_s"]))
-        lines += ["", target_line(rs), "", "![%s](%s.png)" % (s, s), ""]
+        lines += ["", target_line(rs), "", target_line(rs, "on"), "", "![%s](%s.png)" % (s, s), ""]
         plot(s, rs)
     if failed:
         lines += ["## Runs that failed", ""] + ["- %s / %s: %s" % f for f in failed] + [""]
@@ -1165,12 +1185,27 @@ def pct(v):
     return None if v is None else v * 100
 
 
-def target_line(rs):
-    by = {r["placer"]: r for r in rs}
+def run_balancing(r):
+    """"on"/"off": the kernel's balancing in run R (older runs: its placer's)."""
+    return r.get("balancing") or placer_balancing(r.get("placer") or "")
+
+
+def target_line(rs, balancing="off"):
+    """numaorchd against its peers in one column: BALANCING "off" (the
+    agent alone against the kernel's balancing and numad) or "on" (every
+    placer beside the kernel's balancing: numaorchd+kernel or numaorchd
+    --balancing on against the kernel alone and numad with it on)."""
+    by = {}
+    for r in rs:
+        if run_balancing(r) != balancing and r["placer"] != "kernel":
+            continue
+        by.setdefault("numaorchd" if r["placer"] == "numaorchd+kernel" else r["placer"], r)
     o = by.get("numaorchd")
     peers = [by[p] for p in ("kernel", "numad") if p in by]
+    head = "Target for numaorchd" if balancing == "off" else \
+        "Target for numaorchd with kernel.numa_balancing = 1 (%s)" % (o["placer"] if o else "numaorchd+kernel")
     if not o or not peers:
-        return "Target: not evaluated (numaorchd or its peers missing)."
+        return "%s: not evaluated (numaorchd or its peers missing)." % head
     parts = []
     best_t = [p["t90_all"] for p in peers if p["t90_all"] is not None]
     if o["t90_all"] is None:
@@ -1214,7 +1249,7 @@ def target_line(rs):
     else:
         parts.append("memory moved: %.0f MiB with none needed" % o["moved_mib"])
     parts.append("OOM: %s" % ("none" if o["oom_kills"] == 0 else "%d kills" % o["oom_kills"]))
-    return "Target for numaorchd: " + "; ".join(parts) + "."
+    return head + ": " + "; ".join(parts) + "."
 
 
 def plot(name, rs):
@@ -1259,19 +1294,18 @@ def cmd_bench(args):
         print("SKIP: bench-numa: %s" % e)
         return 1
     scns = args.scenario or [s for s in all_scenarios() if load_scenario(s)["bench"] == "yes"]
-    placers = args.placer or list(PLACERS)
     t0 = time.time()
     runs, failed = [], []
     for s in scns:
-        for p in placers:
-            log("bench: %s with %s" % (s, p))
+        for p, bal in bench_matrix(args.placer, args.balancing):
+            log("bench: %s with %s%s" % (s, p, " (balancing on)" if bal == "on" else ""))
             try:
-                r = run_one(s, p)
+                r = run_one(s, p, balancing=bal)
             except (RuntimeError, ValueError, KeyError, IndexError) as e:
                 # One broken run must not cost the whole matrix: the report
                 # names it and why.
                 log("bench: %s/%s failed: %s" % (s, p, e))
-                failed.append((s, p, str(e).splitlines()[0][:300]))
+                failed.append((s, p + (" --balancing on" if bal == "on" else ""), str(e).splitlines()[0][:300]))
                 continue
             runs.append(r)
             log("bench: %s/%s: t90 %s, true loc %s, moved %.0f MiB, %.0f s wall" % (
@@ -1283,13 +1317,29 @@ def cmd_bench(args):
     return 1 if failed else 0
 
 
+def bench_matrix(placers=None, balancing=None):
+    """(placer, balancing) pairs of one scenario's bench rows: PLACERS (all
+    by default) at their own setting and, for the balancing-on column,
+    BENCH_BALANCING_ON with it forced on; BALANCING ["on"] or ["placer"]
+    keeps one of the two."""
+    placers = list(placers or PLACERS)
+    want = balancing or ["placer", "on"]
+    out = []
+    if "placer" in want:
+        out += [(p, None) for p in placers]
+    if "on" in want:
+        out += [(p, "on") for p in placers if placer_balancing(p) != "on"
+                and (balancing or p in BENCH_BALANCING_ON)]
+    return out
+
+
 def cmd_report(args):
     """REPORT.md from the saved runs, their metrics computed again from
     the raw results (so a change to the analysis reaches every row)."""
     runs = []
     for s in all_scenarios():
-        for p in PLACERS:
-            d = os.path.join(RUNS, "%s.%s" % (s, p))
+        for p, bal in bench_matrix():
+            d = os.path.join(RUNS, run_name(load_scenario(s), p, bal))
             if not os.path.exists(os.path.join(d, "metrics.json")):
                 continue
             with open(os.path.join(d, "metrics.json")) as f:
@@ -1352,6 +1402,10 @@ def main():
     p = sub.add_parser("run")
     p.add_argument("scenario")
     p.add_argument("placer", type=run_placer)
+    p.add_argument("--balancing", choices=("placer", "on"), default="placer",
+                   help="on: kernel.numa_balancing = 1 beside the placer (default: the placer's own setting)")
+    p.add_argument("--cgroup", choices=("v1", "v2"),
+                   help="v1: the guests' cgroups in v1 cpuset and memory hierarchies (default: the scenario's)")
     p = sub.add_parser("itest")
     p.add_argument("--only", help="comma-separated test names (test_cgroup_v2.sh's check NAMEs) to run alone")
     p = sub.add_parser("script")
@@ -1367,6 +1421,9 @@ def main():
     p = sub.add_parser("bench")
     p.add_argument("-s", "--scenario", action="append")
     p.add_argument("-p", "--placer", action="append", choices=PLACERS)
+    p.add_argument("-b", "--balancing", action="append", choices=("placer", "on"),
+                   help="placer: each placer's own setting; on: kernel.numa_balancing = 1 beside it "
+                        "(default both: the on column runs %s)" % ", ".join(BENCH_BALANCING_ON))
     p = sub.add_parser("report")
     p.add_argument("--wall", type=float, help="minutes the matrix took, for the report")
     p.add_argument("--cmdline")
@@ -1383,7 +1440,7 @@ def main():
             print(build_initrd())
         elif a.cmd == "run":
             prepare()
-            r = run_one(a.scenario, a.placer)
+            r = run_one(a.scenario, a.placer, balancing=a.balancing, cgroup=a.cgroup)
             print(json.dumps({k: v for k, v in r.items() if k != "series"}, indent=1, sort_keys=True))
         elif a.cmd == "itest":
             prepare()

@@ -1366,8 +1366,17 @@ int main(int argc, char **argv)
 		placer_started = true;
 		clock_gettime(CLOCK_REALTIME, &rt);
 		ppid = start_placer(placer);
-		emit("E t=0.00 what=placer placer=%s pid=%d real=%.3f", placer, (int)ppid,
-		     (double)rt.tv_sec + (double)rt.tv_nsec / 1e9);
+		/* numavm.py --balancing on: the kernel's balancing left on
+		 * beside every placer, as on most hosts in the field. */
+		if (getenv("NUMAVM_BALANCING") && strcmp(getenv("NUMAVM_BALANCING"), "on") == 0)
+			set_balancing(1);
+		{
+			char bal[8] = "?";
+
+			read_str("/proc/sys/kernel/numa_balancing", bal, sizeof(bal));
+			emit("E t=0.00 what=placer placer=%s pid=%d real=%.3f balancing=%s", placer, (int)ppid,
+			     (double)rt.tv_sec + (double)rt.tv_nsec / 1e9, strcmp(bal, "0") ? "on" : "off");
+		}
 	}
 
 	for (k = 0;; k++) {
