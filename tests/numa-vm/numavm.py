@@ -589,7 +589,13 @@ def parse_results(text):
                                  # ready=0: a late guest still first-touching
                                  # its memory (runs before session 38 sampled
                                  # only ready guests and do not say).
-                                 "ready": d.get("ready", "1") != "0"})
+                                 "ready": d.get("ready", "1") != "0",
+                                 # A pod of several containers: per container,
+                                 # how many of thr are its threads, and its
+                                 # own memory per node (KiB).
+                                 "parts": [(int(c), [int(x) for x in m.split(",")])
+                                           for c, _, m in (p.partition(":") for p in d["parts"].split(";"))]
+                                 if d.get("parts") else None})
         elif tag == "V":
             d = kv(line)
             r["vm"].append({k: float(v) for k, v in d.items()})
@@ -624,14 +630,24 @@ def locality(s):
     total = sum(s["mem"])
     if not total:
         return None, None
-    busy = [n for n, b in s["thr"] if b >= 50 and n >= 0]
-    if not busy:
-        busy = [n for n, b in s["thr"] if n >= 0]
-    if not busy:
+    idx = [i for i, (n, b) in enumerate(s["thr"]) if b >= 50 and n >= 0]
+    if not idx:
+        idx = [i for i, (n, b) in enumerate(s["thr"]) if n >= 0]
+    if not idx:
         return None, None
+    busy = [s["thr"][i][0] for i in idx]
     nodes = set(busy)
     u = sum(s["mem"][n] for n in nodes if n < len(s["mem"])) / total
     w = sum(s["mem"][n] / total for n in busy if n < len(s["mem"])) / len(busy)
+    # A pod of several containers: each thread against its own
+    # container's memory (a container's threads touch only its own).
+    parts = s.get("parts")
+    owner = [k for k, (cnt, _) in enumerate(parts or ()) for _ in range(cnt)]
+    if parts and len(owner) == len(s["thr"]):
+        ws = [parts[owner[i]][1][s["thr"][i][0]] / sum(parts[owner[i]][1]) if s["thr"][i][0] < len(parts[owner[i]][1])
+              else 0.0 for i in idx if sum(parts[owner[i]][1])]
+        if ws:
+            w = sum(ws) / len(ws)
     return u, w
 
 
@@ -754,6 +770,18 @@ def analyse(text, scn):
         # started during the setup, before t = 0 (its start event's t is
         # the setup's clock).
         late = float(h.get("start") or 0) > 0
+        first = next((s for s in ss if s.get("ready", True)), ss[0])
+        if end.get("parts") and first.get("parts") and len(end["parts"]) == len(first["parts"]) and \
+                sum(c for c, _ in end["parts"]) == len(end["thr"]) and not late:
+            # A pod of several containers: each container's memory off the
+            # nodes its own busy threads ended on.
+            k = 0
+            for (cnt, _), (_, mem0) in zip(end["parts"], first["parts"]):
+                thr = end["thr"][k:k + cnt]
+                k += cnt
+                ends_on = {n for n, b in thr if b >= 50} or {n for n, b in thr}
+                needed += sum(v for n, v in enumerate(mem0) if n not in ends_on)
+            continue
         needed += sum(v for n, v in enumerate(start_mem(g, ss, h, late, nn)) if n not in busy_end)
     vm0, vm1 = r["vm"][0], r["vm"][-1]
     moved_pages = vm1["pgmigrate_success"] - vm0["pgmigrate_success"]
@@ -1128,7 +1156,10 @@ def report(runs, wall_total=None, cmdline=None, failed=(), note=None):
              "Every figure below comes from a real run: Debian's cloud kernel under QEMU TCG",
              "(`tests/numa-vm/numavm.py`), one fresh boot per scenario and placer; each row's",
              "raw samples are under `build/numa-vm/runs/<scenario>.<placer>/results.txt` and the",
-             "command for one row is `tests/numa-vm/numavm.py run SCENARIO PLACER`.", ""]
+             "command for one row is `tests/numa-vm/numavm.py run SCENARIO PLACER` (a row whose",
+             "**balancing** says `on (forced)`: the same with `--balancing on`, the kernel's NUMA",
+             "balancing left on beside the placer; `kernel` and `numaorchd+kernel` have it on by",
+             "themselves).", ""]
     if wall_total:
         lines += ["Whole matrix: %d runs in %.1f min of wall time on this machine (2 cores)." % (len(runs), wall_total / 60), ""]
     if note:

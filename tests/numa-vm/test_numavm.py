@@ -478,6 +478,31 @@ class PodsAndBalancing(unittest.TestCase):
         self.assertEqual(m["0a1b2c3d-0000-1111-2222-999944445555"], "s")
         self.assertEqual(m["pod9"], "l")
 
+    def test_pod_of_containers_is_local_per_container(self):
+        """Container 0 (two threads) on node 0 with its 900 MiB there,
+        container 1 (one thread) on node 1 with its 450 MiB there: every
+        thread's own memory is local, though the pod's memory is on both
+        nodes (pod-level: (2 x 0.67 + 0.33) / 3)."""
+        s = {"mem": [900, 450], "thr": [(0, 100), (0, 100), (1, 100)], "parts": [(2, [900, 0]), (1, [0, 450])]}
+        self.assertEqual(numavm.locality(s), (1.0, 1.0))
+        s["parts"] = None
+        self.assertAlmostEqual(numavm.locality(s)[1], (2 * 900 / 1350 + 450 / 1350) / 3)
+        # Parts that do not match the threads: the pod-level figure.
+        s["parts"] = [(1, [900, 0]), (1, [0, 450])]
+        self.assertAlmostEqual(numavm.locality(s)[1], (2 * 900 / 1350 + 450 / 1350) / 3)
+        # Start interleaved (450/450 and 225/225), end as above after the
+        # moves: what had to move is each container's half off its own
+        # threads' node (450 + 225), not the pod's memory off both nodes (0).
+        g = ["G t=%.2f g=p mem=%s thr=%s cpus=0-3 mems=0-1 ccpus=- cmems=- prog=0 oom=0 ready=1 parts=%s"
+             % (t, m, th, parts) for t, m, th, parts in (
+                 (0, "675,675", "0:100,0:100,1:100", "2:450,450;1:225,225"),
+                 (2, "900,450", "0:100,0:100,1:100", "2:900,0;1:0,450"))]
+        r = numavm.analyse(results([], extra=g), SCN)
+        self.assertEqual(r["t90"], {"p": 2.0})
+        self.assertAlmostEqual(r["needed_mib"], round(675 / 1024, 1))
+        self.assertEqual(numavm.parse_results(results([], extra=g))["samples"][1]["parts"],
+                         [(2, [900, 0]), (1, [0, 450])])
+
     def test_report_has_the_balancing_column_and_its_target(self):
         base = numavm.analyse(results(A_MOVES_B_STAYS), SCN)
         rows = [dict(base, placer="kernel", balancing="on", t90_all=10.0),

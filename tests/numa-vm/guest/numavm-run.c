@@ -976,7 +976,7 @@ static void sample_guest(struct guest *g, double t, bool quiet)
 {
 	unsigned long long bytes[MAX_NODES];
 	char path[512], cpus[128] = "", mems[64] = "", ccpus[128] = "", cmems[64] = "";
-	char thr[4096] = "", mem[256] = "", prog[64] = "";
+	char thr[4096] = "", mem[256] = "", prog[64] = "", parts[2048] = "";
 	struct thr cur[MAX_THREADS];
 	unsigned ncur = 0;
 	char *b;
@@ -1011,12 +1011,18 @@ static void sample_guest(struct guest *g, double t, bool quiet)
 		snprintf(prog, sizeof(prog), "%.0f", mib);
 	}
 	/* Threads: node each last ran on and its share of a CPU since the
-	 * previous sample ("node:busy%", busy -1 when not seen before). */
+	 * previous sample ("node:busy%", busy -1 when not seen before). A pod
+	 * of several containers also says, per container, how many of those
+	 * entries are its threads and its own memory per node ("parts=N:KiB,
+	 * ...;..."): a container's threads touch only its own memory, so
+	 * their locality is against it, not against the pod's. */
 	for (unsigned c = 0; c < g->nctr; c++) {
+		unsigned before = ncur;
+
 		cgfile(path, sizeof(path), 'c', g->ctr[c], "cgroup.threads");
 		b = read_all(path);
 		if (!b)
-			continue;
+			b = strdup(""); /* its parts entry still comes, with no thread */
 		for (char *save = NULL, *l = strtok_r(b, "\n", &save); l && ncur < MAX_THREADS;
 		     l = strtok_r(NULL, "\n", &save)) {
 			unsigned long long ticks;
@@ -1036,16 +1042,26 @@ static void sample_guest(struct guest *g, double t, bool quiet)
 				 thr[0] ? "," : "", node, busy);
 		}
 		free(b);
+		if (g->nctr > 1) {
+			unsigned long long cb[MAX_NODES];
+
+			numa_stat(g->ctr[c], cb);
+			snprintf(parts + strlen(parts), sizeof(parts) - strlen(parts), "%s%u:", parts[0] ? ";" : "",
+				 ncur - before);
+			for (int n = 0; n < nr_nodes; n++)
+				snprintf(parts + strlen(parts), sizeof(parts) - strlen(parts), "%s%llu", n ? "," : "",
+					 cb[n] / 1024);
+		}
 	}
 	memcpy(g->prev, cur, ncur * sizeof(cur[0]));
 	g->nprev = ncur;
 	g->prev_t = t;
 	if (quiet)
 		return;
-	emit("G t=%.2f g=%s mem=%s thr=%s cpus=%s mems=%s ccpus=%s cmems=%s prog=%s oom=%llu ready=%d",
+	emit("G t=%.2f g=%s mem=%s thr=%s cpus=%s mems=%s ccpus=%s cmems=%s prog=%s oom=%llu ready=%d%s%s",
 	     t, g->name, mem, thr[0] ? thr : "-", cpus[0] ? cpus : "-", mems[0] ? mems : "-",
 	     ccpus[0] ? ccpus : "-", cmems[0] ? cmems : "-", prog[0] ? prog : "0",
-	     memory_event(g->cgroup, "oom_kill"), g->state == 2);
+	     memory_event(g->cgroup, "oom_kill"), g->state == 2, parts[0] ? " parts=" : "", parts);
 }
 
 static void sample_host(double t, pid_t placer)
