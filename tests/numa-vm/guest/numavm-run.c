@@ -227,6 +227,21 @@ static void must_write(const char *path, const char *v)
 
 /* ---- cgroup paths: v2, or v1's cpuset and memory hierarchies ---------- */
 
+/* v1 hierarchies besides cpuset that a runtime puts every container in
+ * (runc: the same path in each mounted one); the agent reads memory's
+ * numa_stat and cpuacct's usage there. */
+static const char *const v1_others[] = {
+	"memory", "cpu", "cpuacct", "pids", "freezer", "devices", "blkio", "systemd", NULL,
+};
+
+static bool v1_mounted(const char *h)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), CG "/%s/cgroup.procs", h);
+	return access(path, F_OK) == 0;
+}
+
 /* BUF := file FILE of cgroup REL in the hierarchy holding controller CTL
  * ('c' cpuset, 'm' memory), FILE named as on v2 and mapped to v1's name. */
 static void cgfile(char *buf, size_t sz, char ctl, const char *rel, const char *file)
@@ -611,9 +626,13 @@ static void cg_mkdir(const char *rel)
 
 		snprintf(sub, sizeof(sub), "%.*s", (int)n, rel);
 		if (cg_v1) {
-			snprintf(path, sizeof(path), CG "/memory%s", sub);
-			if (mkdir(path, 0755) < 0 && errno != EEXIST)
-				die("mkdir %s: %s", path, strerror(errno));
+			for (unsigned h = 0; v1_others[h]; h++) {
+				if (!v1_mounted(v1_others[h]))
+					continue;
+				snprintf(path, sizeof(path), CG "/%s%s", v1_others[h], sub);
+				if (mkdir(path, 0755) < 0 && errno != EEXIST)
+					die("mkdir %s: %s", path, strerror(errno));
+			}
 			snprintf(path, sizeof(path), CG "/cpuset%s", sub);
 			if (mkdir(path, 0755) == 0) {
 				char parent[512];
@@ -746,8 +765,10 @@ static void start_guest(struct guest *g)
 			cgfile(path, sizeof(path), 'c', g->ctr[i], "cgroup.procs");
 			if (write_str(path, "0") < 0)
 				_exit(126);
-			if (cg_v1) {
-				cgfile(path, sizeof(path), 'm', g->ctr[i], "cgroup.procs");
+			for (unsigned h = 0; cg_v1 && v1_others[h]; h++) {
+				if (!v1_mounted(v1_others[h]))
+					continue;
+				snprintf(path, sizeof(path), CG "/%s%s/cgroup.procs", v1_others[h], g->ctr[i]);
 				if (write_str(path, "0") < 0)
 					_exit(126);
 			}
@@ -861,9 +882,13 @@ static void cg_rmdir(const char *rel)
 	char path[512];
 
 	if (cg_v1) {
+		for (unsigned h = 0; v1_others[h]; h++) {
+			if (!v1_mounted(v1_others[h]))
+				continue;
+			snprintf(path, sizeof(path), CG "/%s%s", v1_others[h], rel);
+			rmdir_retry(path);
+		}
 		snprintf(path, sizeof(path), CG "/cpuset%s", rel);
-		rmdir_retry(path);
-		snprintf(path, sizeof(path), CG "/memory%s", rel);
 	} else {
 		snprintf(path, sizeof(path), CG "%s", rel);
 	}
