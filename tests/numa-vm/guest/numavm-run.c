@@ -696,6 +696,19 @@ static void write_cpuset(const char *rel, const char *cpus, const char *mems)
 	must_write(path, mems);
 }
 
+/* Container I's threads T and MiB M: the threads split evenly (the first
+ * containers take what does not divide), the memory in proportion. */
+static void ctr_share(const struct guest *g, unsigned i, unsigned *t, unsigned *m)
+{
+	unsigned before = 0;
+
+	for (unsigned j = 0; j < i; j++)
+		before += g->threads / g->nctr + (j < g->threads % g->nctr);
+	*t = g->threads / g->nctr + (i < g->threads % g->nctr);
+	*m = (unsigned)((unsigned long long)g->mib * (before + *t) / g->threads -
+			(unsigned long long)g->mib * before / g->threads);
+}
+
 static void start_guest(struct guest *g)
 {
 	char path[1024], val[1024], mval[64], progress[128], mib[16], thr[16], fdarg[16];
@@ -731,19 +744,11 @@ static void start_guest(struct guest *g)
 		}
 	}
 	for (unsigned i = 0; i < g->nctr; i++) {
-		/* Threads and memory split between the containers, the first
-		 * ones taking what does not divide evenly. */
-		unsigned t = g->threads / g->nctr + (i < g->threads % g->nctr);
-		unsigned m = i + 1 < g->nctr ? (unsigned)((unsigned long long)g->mib * t / g->threads) : 0;
+		unsigned t, m;
 		int pfd[2];
 		pid_t pid;
 
-		if (i + 1 == g->nctr) {
-			m = g->mib;
-			for (unsigned j = 0; j + 1 < g->nctr; j++)
-				m -= (unsigned)((unsigned long long)g->mib *
-						(g->threads / g->nctr + (j < g->threads % g->nctr)) / g->threads);
-		}
+		ctr_share(g, i, &t, &m);
 		if (pipe2(pfd, O_CLOEXEC) < 0)
 			die("pipe: %s", strerror(errno));
 		if (g->nctr == 1)
@@ -809,7 +814,11 @@ static void start_guest(struct guest *g)
 		g->pid[i] = pid;
 		g->ready_fd[i] = pfd[0];
 		fcntl(pfd[0], F_SETFL, O_NONBLOCK);
-		emit("E t=%.2f what=start g=%s cgroup=%s pid=%d", now_t(), g->name, g->ctr[i], (int)pid);
+		if (strcmp(g->ctr[i], g->cgroup) == 0)
+			emit("E t=%.2f what=start g=%s cgroup=%s pid=%d", now_t(), g->name, g->cgroup, (int)pid);
+		else
+			emit("E t=%.2f what=start g=%s cgroup=%s pid=%d ctr=%s", now_t(), g->name, g->cgroup, (int)pid,
+			     g->ctr[i]);
 	}
 	g->state = 1;
 }
