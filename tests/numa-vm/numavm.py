@@ -1292,13 +1292,15 @@ def plot(name, rs):
     os.makedirs(tmpd, exist_ok=True)
     plots = []
     for r in rs:
-        dat = os.path.join(tmpd, "%s.%s.dat" % (name, r["placer"]))
+        # A run forced to balancing on is a line of its own.
+        label = r["placer"] + (" balancing on" if r.get("balancing_forced") else "")
+        dat = os.path.join(tmpd, "%s.%s.dat" % (name, label.replace(" ", "_")))
         with open(dat, "w") as f:
             for row in r["series"]:
                 t, w = row[0], row[3]
                 wmin = row[4] if len(row) > 4 else row[3]
                 f.write("%.2f %.2f %.2f\n" % (t, w * 100, wmin * 100))
-        plots.append("'%s' using 1:2 with lines lw 2 title '%s (mean)'" % (dat, r["placer"]))
+        plots.append("'%s' using 1:2 with lines lw 2 title '%s (mean)'" % (dat, label))
     script = "\n".join([
         "set terminal pngcairo size 900,500 font 'sans,10'" if pngcairo() else "set terminal png size 900,500",
         "set output '%s'" % os.path.join(RESULTS, name + ".png"),

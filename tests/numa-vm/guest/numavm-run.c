@@ -2,6 +2,10 @@
  *
  *   numavm-run SCENARIO PLACER OUT
  *
+ * NUMAVM_BALANCING=on leaves kernel.numa_balancing = 1 beside any placer;
+ * the cgroup version is the one the init mounted (v1 hierarchies at
+ * /sys/fs/cgroup/<controller>, or cgroup2 at /sys/fs/cgroup).
+ *
  * PLACER is none, kernel, numad or numaorchd. OUT is where results go
  * (/dev/ttyS1, put in raw mode, or a plain file). The scenario file format
  * is described in tests/numa-vm/scenarios/README.md; topology keys are for
