@@ -62,6 +62,65 @@ def run_placer(arg):
         return arg
     raise argparse.ArgumentTypeError(
         "%r: one of %s, or numaorchd[+kernel]:SECTION.KEY=VALUE[,...]" % (arg, ", ".join(RUN_PLACERS)))
+# `--balancing on`: kernel.numa_balancing = 1 beside any placer (the
+# kernel's default on most multi-node hosts). The balancing each placer
+# runs with by itself:
+PLACER_BALANCING = {"none": "off", "kernel": "on", "numad": "off", "numaorchd": "off"}
+# make bench-numa's balancing-on column: PLACERS at their own setting
+# already hold kernel (on) and numaorchd+kernel (numaorchd with it on);
+# these placers are run once more with it on.
+BENCH_BALANCING_ON = ("numad",)
+# Guest keys numavm-run accepts (guest NAME key=value ...).
+GUEST_KEYS = ("kind", "threads", "mib", "touch", "pages", "cpus", "mems", "run_on", "busy", "start", "stop",
+              "containers", "ctr_cpuset", "driver", "widen")
+
+
+def placer_balancing(placer):
+    """kernel.numa_balancing ("on"/"off") PLACER runs with by itself."""
+    if placer.startswith("numaorchd+kernel"):
+        return "on"
+    return PLACER_BALANCING.get(placer.split(":", 1)[0], "off")
+
+
+def run_name(scn, placer, balancing=None, cgroup=None):
+    """The run's directory under build/numa-vm/runs: SCENARIO.PLACER, with
+    .balancing-on when the kernel's balancing is forced on beside a placer
+    that runs without it, and .v1/.v2 when the cgroup version is not the
+    scenario's own."""
+    name = "%s.%s" % (scn["name"], placer)
+    if balancing == "on" and placer_balancing(placer) != "on":
+        name += ".balancing-on"
+    if cgroup and cgroup != scn.get("cgroup", "v2"):
+        name += "." + cgroup
+    return name
+
+
+def parse_guest(path, v):
+    """NAME and {key: value} of a scenario's guest line; what numavm-run
+    would refuse is refused here first (on the host, before a boot)."""
+    parts = v.split()
+    if not parts:
+        raise SystemExit("%s: guest needs a name" % path)
+    keys = {}
+    for tok in parts[1:]:
+        k, eq, val = tok.partition("=")
+        if not eq or k not in GUEST_KEYS:
+            raise SystemExit("%s: guest %s: unknown guest key %r" % (path, parts[0], tok))
+        keys[k] = val
+    kind = keys.get("kind", "docker")
+    threads = int(keys.get("threads", "1"))
+    if "containers" in keys:
+        n = int(keys["containers"])
+        if kind != "kubepods":
+            raise SystemExit("%s: guest %s: containers= is for kind=kubepods" % (path, parts[0]))
+        if not 1 <= n <= min(8, threads):
+            raise SystemExit("%s: guest %s: containers must be 1..8 and at most threads" % (path, parts[0]))
+    if "driver" in keys and (kind != "kubepods" or keys["driver"] not in ("systemd", "cgroupfs")):
+        raise SystemExit("%s: guest %s: driver= is systemd or cgroupfs, for kind=kubepods" % (path, parts[0]))
+    for k, ok in (("ctr_cpuset", ("own", "inherit")), ("widen", ("all", "no"))):
+        if k in keys and keys[k] not in ok:
+            raise SystemExit("%s: guest %s: %s must be %s" % (path, parts[0], k, " or ".join(ok)))
+    return parts[0], keys
 KERNEL_META = "linux-image-cloud-amd64"
 GUEST_DEBS = ("busybox-static", "numad")
 TARGET = 0.90
@@ -84,7 +143,7 @@ def load_scenario(name):
     scn = {"name": os.path.basename(path)[:-4], "path": path, "nodes": 4, "cpus_per_node": 2,
            "mem_per_node": 1024, "mem_nodes": None, "distance": 20, "duration": 60,
            "sample": 2, "pages": "thp", "check_within": None, "check_duration": None, "description": "", "guests": [],
-           "bench": "yes"}
+           "bench": "yes", "cgroup": "v2"}
     with open(path) as f:
         for line in f:
             line = line.split("#", 1)[0].strip()
@@ -93,6 +152,7 @@ def load_scenario(name):
             k, _, v = line.partition(" ")
             v = v.strip()
             if k == "guest":
+                parse_guest(path, v)
                 scn["guests"].append(v)
             elif k in ("nodes", "cpus_per_node", "mem_per_node", "distance"):
                 scn[k] = int(v)
@@ -102,6 +162,10 @@ def load_scenario(name):
                 scn[k] = [int(x) for x in v.split(",")]
             elif k in ("description", "pages", "name", "bench"):
                 scn[k if k != "name" else "title"] = v
+            elif k == "cgroup":
+                if v not in ("v1", "v2"):
+                    raise SystemExit("%s: cgroup must be v1 or v2" % path)
+                scn[k] = v
             else:
                 raise SystemExit("%s: unknown key %r" % (path, k))
     if scn["mem_nodes"] and len(scn["mem_nodes"]) != scn["nodes"]:
@@ -472,14 +536,26 @@ def prepare(need_gnuplot=False):
     build_initrd()
 
 
-def run_one(name, placer, outroot=RUNS):
-    scn = load_scenario(name)
-    outdir = os.path.join(outroot, "%s.%s" % (scn["name"], placer))
+def run_append(scn, placer, balancing=None, cgroup=None):
+    """The kernel command line's numavm.* words for one run."""
     append = "numavm.mode=run numavm.scenario=%s numavm.placer=%s" % (scn["name"], placer)
+    if balancing == "on":
+        append += " numavm.balancing=on"
+    if (cgroup or scn.get("cgroup", "v2")) == "v1":
+        append += " numavm.cgroup=v1"
+    return append
+
+
+def run_one(name, placer, outroot=RUNS, balancing=None, cgroup=None):
+    scn = load_scenario(name)
+    outdir = os.path.join(outroot, run_name(scn, placer, balancing, cgroup))
+    append = run_append(scn, placer, balancing, cgroup)
     text, wall = boot(scn, append, outdir, timeout=int(scn["duration"]) + 400)
     res = analyse(text, scn)
     res["wall_s"] = round(wall, 1)
-    res["command"] = "tests/numa-vm/numavm.py run %s %s" % (scn["name"], placer)
+    res["command"] = "tests/numa-vm/numavm.py run %s %s%s%s" % (
+        scn["name"], placer, " --balancing on" if balancing == "on" else "",
+        " --cgroup " + cgroup if cgroup else "")
     with open(os.path.join(outdir, "metrics.json"), "w") as f:
         json.dump(res, f, indent=1, sort_keys=True)
     return res
@@ -524,7 +600,13 @@ def parse_results(text):
                                  # ready=0: a late guest still first-touching
                                  # its memory (runs before session 38 sampled
                                  # only ready guests and do not say).
-                                 "ready": d.get("ready", "1") != "0"})
+                                 "ready": d.get("ready", "1") != "0",
+                                 # A pod of several containers: per container,
+                                 # how many of thr are its threads, and its
+                                 # own memory per node (KiB).
+                                 "parts": [(int(c), [int(x) for x in m.split(",")])
+                                           for c, _, m in (p.partition(":") for p in d["parts"].split(";"))]
+                                 if d.get("parts") else None})
         elif tag == "V":
             d = kv(line)
             r["vm"].append({k: float(v) for k, v in d.items()})
@@ -559,14 +641,24 @@ def locality(s):
     total = sum(s["mem"])
     if not total:
         return None, None
-    busy = [n for n, b in s["thr"] if b >= 50 and n >= 0]
-    if not busy:
-        busy = [n for n, b in s["thr"] if n >= 0]
-    if not busy:
+    idx = [i for i, (n, b) in enumerate(s["thr"]) if b >= 50 and n >= 0]
+    if not idx:
+        idx = [i for i, (n, b) in enumerate(s["thr"]) if n >= 0]
+    if not idx:
         return None, None
+    busy = [s["thr"][i][0] for i in idx]
     nodes = set(busy)
     u = sum(s["mem"][n] for n in nodes if n < len(s["mem"])) / total
     w = sum(s["mem"][n] / total for n in busy if n < len(s["mem"])) / len(busy)
+    # A pod of several containers: each thread against its own
+    # container's memory (a container's threads touch only its own).
+    parts = s.get("parts")
+    owner = [k for k, (cnt, _) in enumerate(parts or ()) for _ in range(cnt)]
+    if parts and len(owner) == len(s["thr"]):
+        ws = [parts[owner[i]][1][s["thr"][i][0]] / sum(parts[owner[i]][1]) if s["thr"][i][0] < len(parts[owner[i]][1])
+              else 0.0 for i in idx if sum(parts[owner[i]][1])]
+        if ws:
+            w = sum(ws) / len(ws)
     return u, w
 
 
@@ -623,8 +715,9 @@ def analyse(text, scn):
         by_g.setdefault(s["g"], []).append(s)
     started = {}
     for e in r["events"]:
+        # A pod's containers each start (one event each): the first counts.
         if e.get("what") == "start" and float(e["t"]) > 0:
-            started[e["g"]] = float(e["t"])
+            started.setdefault(e["g"], float(e["t"]))
     stopped = {e["g"] for e in r["events"] if e.get("what") == "stop" and float(e["t"]) < dur}
     # Per guest: seconds from its start (or t = 0) until >= TARGET local,
     # by true locality (wloc: memory on each busy thread's own node), and
@@ -688,6 +781,18 @@ def analyse(text, scn):
         # started during the setup, before t = 0 (its start event's t is
         # the setup's clock).
         late = float(h.get("start") or 0) > 0
+        first = next((s for s in ss if s.get("ready", True)), ss[0])
+        if end.get("parts") and first.get("parts") and len(end["parts"]) == len(first["parts"]) and \
+                sum(c for c, _ in end["parts"]) == len(end["thr"]) and not late:
+            # A pod of several containers: each container's memory off the
+            # nodes its own busy threads ended on.
+            k = 0
+            for (cnt, _), (_, mem0) in zip(end["parts"], first["parts"]):
+                thr = end["thr"][k:k + cnt]
+                k += cnt
+                ends_on = {n for n, b in thr if b >= 50} or {n for n, b in thr}
+                needed += sum(v for n, v in enumerate(mem0) if n not in ends_on)
+            continue
         needed += sum(v for n, v in enumerate(start_mem(g, ss, h, late, nn)) if n not in busy_end)
     vm0, vm1 = r["vm"][0], r["vm"][-1]
     moved_pages = vm1["pgmigrate_success"] - vm0["pgmigrate_success"]
@@ -723,8 +828,15 @@ def analyse(text, scn):
     # processes (any OOM killer): the same kill shows in both.
     oom = max(int(vm1["oom_kill"] - vm0["oom_kill"]), sum(max(s["oom"] for s in ss) for ss in by_g.values()))
     empty = sorted({s["g"] for s in r["samples"] if not parse_cpulist(s["cpus"]) or not parse_cpulist(s["mems"])})
+    # The kernel's balancing as the runner read it back once the placer
+    # had started (runs before it said so: the placer's own setting).
+    pev = next((e for e in r["events"] if e.get("what") == "placer"), {})
+    placer = r["header"].get("placer") or ""
+    balancing = pev.get("balancing") or placer_balancing(placer)
     return {
         "scenario": scn["name"], "placer": r["header"].get("placer"), "pages": r["header"].get("pages"),
+        "balancing": balancing, "balancing_forced": balancing == "on" and placer_balancing(placer) != "on",
+        "cgroup": r["header"].get("cgroup", "v2"),
         "duration": dur, "t90_all": all_t90, "t90": t90, "t90_nodes_all": all_t90_nodes, "t90_nodes": t90_nodes,
         "t90_floor": floor[floor_g] if floor_g else 0.0, "t90_floor_guest": floor_g, "t90_floors": floor,
         "t90_ready_all": all_t90_ready, "t90_ready": t90_ready, "touch_sampled": touching, "touch_s": touch_s,
@@ -760,6 +872,9 @@ def guest_id_map(r):
         for pre in ("docker-", "libpod-", "kubepods-burstable-pod", "lxc.payload."):
             if base.startswith(pre):
                 base = base[len(pre):]
+        # "pod<uid>": a pod under the cgroupfs driver's /kubepods/burstable.
+        if h["cgroup"].startswith("/kubepods/") and base.startswith("pod"):
+            base = base[3:]
         base = base.replace(".scope", "").replace(".slice", "").replace("_", "-")
         m[base] = name
     return m
@@ -1052,7 +1167,10 @@ def report(runs, wall_total=None, cmdline=None, failed=(), note=None):
              "Every figure below comes from a real run: Debian's cloud kernel under QEMU TCG",
              "(`tests/numa-vm/numavm.py`), one fresh boot per scenario and placer; each row's",
              "raw samples are under `build/numa-vm/runs/<scenario>.<placer>/results.txt` and the",
-             "command for one row is `tests/numa-vm/numavm.py run SCENARIO PLACER`.", ""]
+             "command for one row is `tests/numa-vm/numavm.py run SCENARIO PLACER` (a row whose",
+             "**balancing** says `on (forced)`: the same with `--balancing on`, the kernel's NUMA",
+             "balancing left on beside the placer; `kernel` and `numaorchd+kernel` have it on by",
+             "themselves).", ""]
     if wall_total:
         lines += ["Whole matrix: %d runs in %.1f min of wall time on this machine (2 cores)." % (len(runs), wall_total / 60), ""]
     if note:
@@ -1085,16 +1203,17 @@ def report(runs, wall_total=None, cmdline=None, failed=(), note=None):
                       rs[0]["pages"], scn["nodes"], scn["cpus_per_node"],
                       ",".join(map(str, scn["mem_nodes"])) if scn["mem_nodes"] else scn["mem_per_node"],
                       scn["duration"]), "",
-                  "| placer | t90 s | true loc | true end | true min | t90 nodes s | nodes loc | needed MiB | moved MiB | OOM | CPU s | threads/node | work MiB/s |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "| placer | balancing | t90 s | true loc | true end | true min | t90 nodes s | nodes loc | needed MiB | moved MiB | OOM | CPU s | threads/node | work MiB/s |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in rs:
-            lines.append("| %s | %s | %s | %s | %s | %s | %s | %.0f | %.0f | %d | %s | %s | %.0f |" % (
-                r["placer"], fmt_s(r["t90_all"]), fmt(pct(r["wloc_mean_last_min"]), "%.0f%%", "-"),
+            lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %.0f | %.0f | %d | %s | %s | %.0f |" % (
+                r["placer"], run_balancing(r) + (" (forced)" if r.get("balancing_forced") else ""),
+                fmt_s(r["t90_all"]), fmt(pct(r["wloc_mean_last_min"]), "%.0f%%", "-"),
                 fmt(pct(r.get("wloc_end")), "%.0f%%", "-"), fmt(pct(r.get("wloc_min_end")), "%.0f%%", "-"),
                 fmt_s(r.get("t90_nodes_all")), fmt(pct(r["loc_mean_last_min"]), "%.0f%%", "-"),
                 r["needed_mib"], r["moved_mib"], r["oom_kills"], fmt(r["placer_cpu_s"], "%.1f", "-"),
                 "/".join(map(str, r["busy_threads_per_node_end"])), r["work_mib_s"]))
-        lines += ["", target_line(rs), "", "![%s](%s.png)" % (s, s), ""]
+        lines += ["", target_line(rs), "", target_line(rs, "on"), "", "![%s](%s.png)" % (s, s), ""]
         plot(s, rs)
     if failed:
         lines += ["## Runs that failed", ""] + ["- %s / %s: %s" % f for f in failed] + [""]
@@ -1108,12 +1227,27 @@ def pct(v):
     return None if v is None else v * 100
 
 
-def target_line(rs):
-    by = {r["placer"]: r for r in rs}
+def run_balancing(r):
+    """"on"/"off": the kernel's balancing in run R (older runs: its placer's)."""
+    return r.get("balancing") or placer_balancing(r.get("placer") or "")
+
+
+def target_line(rs, balancing="off"):
+    """numaorchd against its peers in one column: BALANCING "off" (the
+    agent alone against the kernel's balancing and numad) or "on" (every
+    placer beside the kernel's balancing: numaorchd+kernel or numaorchd
+    --balancing on against the kernel alone and numad with it on)."""
+    by = {}
+    for r in rs:
+        if run_balancing(r) != balancing and r["placer"] != "kernel":
+            continue
+        by.setdefault("numaorchd" if r["placer"] == "numaorchd+kernel" else r["placer"], r)
     o = by.get("numaorchd")
     peers = [by[p] for p in ("kernel", "numad") if p in by]
+    head = "Target for numaorchd" if balancing == "off" else \
+        "Target for numaorchd with kernel.numa_balancing = 1 (%s)" % (o["placer"] if o else "numaorchd+kernel")
     if not o or not peers:
-        return "Target: not evaluated (numaorchd or its peers missing)."
+        return "%s: not evaluated (numaorchd or its peers missing)." % head
     parts = []
     best_t = [p["t90_all"] for p in peers if p["t90_all"] is not None]
     if o["t90_all"] is None:
@@ -1157,7 +1291,7 @@ def target_line(rs):
     else:
         parts.append("memory moved: %.0f MiB with none needed" % o["moved_mib"])
     parts.append("OOM: %s" % ("none" if o["oom_kills"] == 0 else "%d kills" % o["oom_kills"]))
-    return "Target for numaorchd: " + "; ".join(parts) + "."
+    return head + ": " + "; ".join(parts) + "."
 
 
 def plot(name, rs):
@@ -1169,13 +1303,15 @@ def plot(name, rs):
     os.makedirs(tmpd, exist_ok=True)
     plots = []
     for r in rs:
-        dat = os.path.join(tmpd, "%s.%s.dat" % (name, r["placer"]))
+        # A run forced to balancing on is a line of its own.
+        label = r["placer"] + (" balancing on" if r.get("balancing_forced") else "")
+        dat = os.path.join(tmpd, "%s.%s.dat" % (name, label.replace(" ", "_")))
         with open(dat, "w") as f:
             for row in r["series"]:
                 t, w = row[0], row[3]
                 wmin = row[4] if len(row) > 4 else row[3]
                 f.write("%.2f %.2f %.2f\n" % (t, w * 100, wmin * 100))
-        plots.append("'%s' using 1:2 with lines lw 2 title '%s (mean)'" % (dat, r["placer"]))
+        plots.append("'%s' using 1:2 with lines lw 2 title '%s (mean)'" % (dat, label))
     script = "\n".join([
         "set terminal pngcairo size 900,500 font 'sans,10'" if pngcairo() else "set terminal png size 900,500",
         "set output '%s'" % os.path.join(RESULTS, name + ".png"),
@@ -1202,19 +1338,18 @@ def cmd_bench(args):
         print("SKIP: bench-numa: %s" % e)
         return 1
     scns = args.scenario or [s for s in all_scenarios() if load_scenario(s)["bench"] == "yes"]
-    placers = args.placer or list(PLACERS)
     t0 = time.time()
     runs, failed = [], []
     for s in scns:
-        for p in placers:
-            log("bench: %s with %s" % (s, p))
+        for p, bal in bench_matrix(args.placer, args.balancing):
+            log("bench: %s with %s%s" % (s, p, " (balancing on)" if bal == "on" else ""))
             try:
-                r = run_one(s, p)
+                r = run_one(s, p, balancing=bal)
             except (RuntimeError, ValueError, KeyError, IndexError) as e:
                 # One broken run must not cost the whole matrix: the report
                 # names it and why.
                 log("bench: %s/%s failed: %s" % (s, p, e))
-                failed.append((s, p, str(e).splitlines()[0][:300]))
+                failed.append((s, p + (" --balancing on" if bal == "on" else ""), str(e).splitlines()[0][:300]))
                 continue
             runs.append(r)
             log("bench: %s/%s: t90 %s, true loc %s, moved %.0f MiB, %.0f s wall" % (
@@ -1226,13 +1361,29 @@ def cmd_bench(args):
     return 1 if failed else 0
 
 
+def bench_matrix(placers=None, balancing=None):
+    """(placer, balancing) pairs of one scenario's bench rows: PLACERS (all
+    by default) at their own setting and, for the balancing-on column,
+    BENCH_BALANCING_ON with it forced on; BALANCING ["on"] or ["placer"]
+    keeps one of the two."""
+    placers = list(placers or PLACERS)
+    want = balancing or ["placer", "on"]
+    out = []
+    if "placer" in want:
+        out += [(p, None) for p in placers]
+    if "on" in want:
+        out += [(p, "on") for p in placers if placer_balancing(p) != "on"
+                and (balancing or p in BENCH_BALANCING_ON)]
+    return out
+
+
 def cmd_report(args):
     """REPORT.md from the saved runs, their metrics computed again from
     the raw results (so a change to the analysis reaches every row)."""
     runs = []
     for s in all_scenarios():
-        for p in PLACERS:
-            d = os.path.join(RUNS, "%s.%s" % (s, p))
+        for p, bal in bench_matrix():
+            d = os.path.join(RUNS, run_name(load_scenario(s), p, bal))
             if not os.path.exists(os.path.join(d, "metrics.json")):
                 continue
             with open(os.path.join(d, "metrics.json")) as f:
@@ -1295,6 +1446,10 @@ def main():
     p = sub.add_parser("run")
     p.add_argument("scenario")
     p.add_argument("placer", type=run_placer)
+    p.add_argument("--balancing", choices=("placer", "on"), default="placer",
+                   help="on: kernel.numa_balancing = 1 beside the placer (default: the placer's own setting)")
+    p.add_argument("--cgroup", choices=("v1", "v2"),
+                   help="v1: the guests' cgroups in v1 cpuset and memory hierarchies (default: the scenario's)")
     p = sub.add_parser("itest")
     p.add_argument("--only", help="comma-separated test names (test_cgroup_v2.sh's check NAMEs) to run alone")
     p = sub.add_parser("script")
@@ -1310,6 +1465,9 @@ def main():
     p = sub.add_parser("bench")
     p.add_argument("-s", "--scenario", action="append")
     p.add_argument("-p", "--placer", action="append", choices=PLACERS)
+    p.add_argument("-b", "--balancing", action="append", choices=("placer", "on"),
+                   help="placer: each placer's own setting; on: kernel.numa_balancing = 1 beside it "
+                        "(default both: the on column runs %s)" % ", ".join(BENCH_BALANCING_ON))
     p = sub.add_parser("report")
     p.add_argument("--wall", type=float, help="minutes the matrix took, for the report")
     p.add_argument("--cmdline")
@@ -1326,7 +1484,7 @@ def main():
             print(build_initrd())
         elif a.cmd == "run":
             prepare()
-            r = run_one(a.scenario, a.placer)
+            r = run_one(a.scenario, a.placer, balancing=a.balancing, cgroup=a.cgroup)
             print(json.dumps({k: v for k, v in r.items() if k != "series"}, indent=1, sort_keys=True))
         elif a.cmd == "itest":
             prepare()

@@ -391,6 +391,163 @@ class Parts(unittest.TestCase):
 
 
 
+class PodsAndBalancing(unittest.TestCase):
+    """Guests shaped as runtimes shape them (pods with container cgroups
+    carrying their own cpuset, widened later), the cgroup v1 run and the
+    kernel's balancing as a column of its own."""
+
+    def scn_file(self, body):
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d)
+        path = os.path.join(d, "x.scn")
+        with open(path, "w") as f:
+            f.write("description x\n" + body)
+        return path
+
+    def test_pod_keys_parse_and_bad_ones_are_refused(self):
+        scn = numavm.load_scenario(self.scn_file(
+            "cgroup v1\nguest p kind=kubepods containers=2 ctr_cpuset=own driver=cgroupfs threads=3 "
+            "mib=64 widen=all cpus=nodes:0 mems=0\nguest d kind=docker widen=no\n"))
+        self.assertEqual(scn["cgroup"], "v1")
+        self.assertEqual(len(scn["guests"]), 2)
+        for bad in ("guest p kind=docker containers=2 threads=2",      # docker is flat
+                    "guest p kind=kubepods containers=3 threads=2",    # a container needs a thread
+                    "guest p kind=kubepods containers=0",
+                    "guest p kind=kubepods ctr_cpuset=mine",
+                    "guest p kind=kubepods driver=cgroupv1",
+                    "guest p kind=docker driver=cgroupfs",
+                    "guest p kind=kubepods widen=some",
+                    "guest p kind=kubepods contaners=2",
+                    "cgroup v3"):
+            with self.assertRaises(SystemExit, msg=bad):
+                numavm.load_scenario(self.scn_file(bad + "\n"))
+
+    def test_new_scenarios(self):
+        co = numavm.load_scenario("crowded-open")
+        self.assertEqual(len(co["guests"]), 6)
+        kinds = [numavm.parse_guest("x", g)[1]["kind"] for g in co["guests"]]
+        self.assertEqual(kinds, ["kubepods", "docker"] * 3)
+        for g in co["guests"]:
+            keys = numavm.parse_guest("x", g)[1]
+            self.assertEqual((keys["mib"], keys["touch"], keys["widen"], keys["cpus"], keys["mems"]),
+                             ("128", "0", "all", "nodes:0", "0"))
+            if keys["kind"] == "kubepods":
+                self.assertEqual(keys["ctr_cpuset"], "own")
+        self.assertEqual(co["pages"], "thp")
+        big = numavm.load_scenario("big-interleaved-pod")
+        keys = numavm.parse_guest("x", big["guests"][0])[1]
+        self.assertEqual((keys["threads"], keys["touch"], keys["containers"], keys["ctr_cpuset"]),
+                         ("3", "interleave:0-3", "2", "own"))
+        self.assertIn("THP", big["description"])
+        self.assertIn("THP", co["description"])
+
+    def test_command_line_and_run_names(self):
+        scn = numavm.load_scenario("crowded-open")
+        self.assertEqual(numavm.run_append(scn, "numaorchd"),
+                         "numavm.mode=run numavm.scenario=crowded-open numavm.placer=numaorchd")
+        self.assertIn(" numavm.balancing=on", numavm.run_append(scn, "numaorchd", "on"))
+        self.assertNotIn("balancing", numavm.run_append(scn, "numaorchd", "placer"))
+        self.assertIn(" numavm.cgroup=v1", numavm.run_append(scn, "kernel", None, "v1"))
+        self.assertIn(" numavm.cgroup=v1", numavm.run_append(dict(scn, cgroup="v1"), "kernel"))
+        self.assertEqual(numavm.run_name(scn, "numaorchd"), "crowded-open.numaorchd")
+        self.assertEqual(numavm.run_name(scn, "numaorchd", "on"), "crowded-open.numaorchd.balancing-on")
+        # Already on by itself: the same run as without the flag.
+        self.assertEqual(numavm.run_name(scn, "kernel", "on"), "crowded-open.kernel")
+        self.assertEqual(numavm.run_name(scn, "numaorchd+kernel", "on"), "crowded-open.numaorchd+kernel")
+        self.assertEqual(numavm.run_name(scn, "numad", "on", "v1"), "crowded-open.numad.balancing-on.v1")
+        self.assertEqual(numavm.run_name(dict(scn, cgroup="v1"), "numad", None, "v1"), "crowded-open.numad")
+        self.assertEqual([numavm.placer_balancing(p) for p in ("none", "kernel", "numad", "numaorchd",
+                                                               "numaorchd+kernel:auto", "numaorchd:a.b=1")],
+                         ["off", "on", "off", "off", "on", "off"])
+
+    def test_bench_matrix_has_a_balancing_on_column(self):
+        m = numavm.bench_matrix()
+        self.assertEqual(m[:len(numavm.PLACERS)], [(p, None) for p in numavm.PLACERS])
+        self.assertEqual(m[len(numavm.PLACERS):], [("numad", "on")])
+        self.assertEqual(numavm.bench_matrix(["numad", "numaorchd", "kernel"], ["on"]),
+                         [("numad", "on"), ("numaorchd", "on")])
+        self.assertEqual(numavm.bench_matrix(["numaorchd"], ["placer"]), [("numaorchd", None)])
+
+    def test_analysis_reads_balancing_and_cgroup(self):
+        text = results(A_MOVES_B_STAYS).replace(
+            "pid=9 real=%.3f" % REAL0, "pid=9 real=%.3f balancing=on" % REAL0).replace(
+            "pages=thp", "pages=thp cgroup=v1", 1)
+        r = numavm.analyse(text, SCN)
+        self.assertEqual((r["balancing"], r["balancing_forced"], r["cgroup"]), ("on", True, "v1"))
+        r = numavm.analyse(results(A_MOVES_B_STAYS), SCN)     # an older run says neither
+        self.assertEqual((r["balancing"], r["balancing_forced"], r["cgroup"]), ("off", False, "v2"))
+
+    def test_pod_ids_in_both_drivers(self):
+        r = numavm.parse_results(
+            "H guest=p cgroup=/kubepods/burstable/pod0a1b2c3d-0000-1111-2222-333344445555 kind=kubepods\n"
+            "H guest=s cgroup=/kubepods.slice/kubepods-burstable.slice/"
+            "kubepods-burstable-pod0a1b2c3d_0000_1111_2222_999944445555.slice kind=kubepods\n"
+            "H guest=l cgroup=/lxc.payload.pod9 kind=lxc\nEND rc=0\n")
+        m = numavm.guest_id_map(r)
+        self.assertEqual(m["0a1b2c3d-0000-1111-2222-333344445555"], "p")
+        self.assertEqual(m["0a1b2c3d-0000-1111-2222-999944445555"], "s")
+        self.assertEqual(m["pod9"], "l")
+
+    def test_pod_of_containers_is_local_per_container(self):
+        """Container 0 (two threads) on node 0 with its 900 MiB there,
+        container 1 (one thread) on node 1 with its 450 MiB there: every
+        thread's own memory is local, though the pod's memory is on both
+        nodes (pod-level: (2 x 0.67 + 0.33) / 3)."""
+        s = {"mem": [900, 450], "thr": [(0, 100), (0, 100), (1, 100)], "parts": [(2, [900, 0]), (1, [0, 450])]}
+        self.assertEqual(numavm.locality(s), (1.0, 1.0))
+        s["parts"] = None
+        self.assertAlmostEqual(numavm.locality(s)[1], (2 * 900 / 1350 + 450 / 1350) / 3)
+        # Parts that do not match the threads: the pod-level figure.
+        s["parts"] = [(1, [900, 0]), (1, [0, 450])]
+        self.assertAlmostEqual(numavm.locality(s)[1], (2 * 900 / 1350 + 450 / 1350) / 3)
+        # Start interleaved (450/450 and 225/225), end as above after the
+        # moves: what had to move is each container's half off its own
+        # threads' node (450 + 225), not the pod's memory off both nodes (0).
+        g = ["G t=%.2f g=p mem=%s thr=%s cpus=0-3 mems=0-1 ccpus=- cmems=- prog=0 oom=0 ready=1 parts=%s"
+             % (t, m, th, parts) for t, m, th, parts in (
+                 (0, "675,675", "0:100,0:100,1:100", "2:450,450;1:225,225"),
+                 (2, "900,450", "0:100,0:100,1:100", "2:900,0;1:0,450"))]
+        r = numavm.analyse(results([], extra=g), SCN)
+        self.assertEqual(r["t90"], {"p": 2.0})
+        self.assertAlmostEqual(r["needed_mib"], round(675 / 1024, 1))
+        self.assertEqual(numavm.parse_results(results([], extra=g))["samples"][1]["parts"],
+                         [(2, [900, 0]), (1, [0, 450])])
+
+    def test_report_has_the_balancing_column_and_its_target(self):
+        base = numavm.analyse(results(A_MOVES_B_STAYS), SCN)
+        rows = [dict(base, placer="kernel", balancing="on", t90_all=10.0),
+                dict(base, placer="numad", balancing="off", t90_all=None),
+                dict(base, placer="numad", balancing="on", balancing_forced=True, t90_all=None),
+                dict(base, placer="numaorchd", balancing="off", t90_all=4.0),
+                dict(base, placer="numaorchd", balancing="on", balancing_forced=True, t90_all=8.0)]
+        off = numavm.target_line(rows)
+        on = numavm.target_line(rows, "on")
+        self.assertIn("t90: met (numaorchd 4 s vs best peer 10 s", off)
+        self.assertTrue(on.startswith("Target for numaorchd with kernel.numa_balancing = 1 (numaorchd)"), on)
+        self.assertIn("t90: NOT met (numaorchd 8 s vs best peer 10 s", on)
+        # numaorchd+kernel stands for numaorchd in the balancing-on column.
+        rows[-1] = dict(base, placer="numaorchd+kernel", balancing="on", t90_all=5.0)
+        self.assertIn("numaorchd+kernel): t90: met (numaorchd 5 s", numavm.target_line(rows, "on"))
+        self.assertIn("not evaluated", numavm.target_line(rows[:1], "on"))
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d)
+        old = numavm.RESULTS, numavm.plot
+        numavm.RESULTS, numavm.plot = d, (lambda name, rs: None)
+        try:
+            for r in rows:
+                r["scenario"] = "crowded-open"
+                r["series"] = []
+            numavm.report(rows, cmdline="test")
+        finally:
+            numavm.RESULTS, numavm.plot = old
+        with open(os.path.join(d, "REPORT.md")) as f:
+            rep = f.read()
+        self.assertIn("| placer | balancing | t90 s |", rep)
+        self.assertIn("| numad | on (forced) | never |", rep)
+        self.assertIn("| numad | off | never |", rep)
+        self.assertIn("Target for numaorchd with kernel.numa_balancing = 1", rep)
+
+
 class Capture(unittest.TestCase):
     """numavm.py capture: the lines of guest/capture_fixture.sh back into files."""
 

@@ -2,6 +2,10 @@
  *
  *   numavm-run SCENARIO PLACER OUT
  *
+ * NUMAVM_BALANCING=on leaves kernel.numa_balancing = 1 beside any placer;
+ * the cgroup version is the one the init mounted (v1 hierarchies at
+ * /sys/fs/cgroup/<controller>, or cgroup2 at /sys/fs/cgroup).
+ *
  * PLACER is none, kernel, numad or numaorchd. OUT is where results go
  * (/dev/ttyS1, put in raw mode, or a plain file). The scenario file format
  * is described in tests/numa-vm/scenarios/README.md; topology keys are for
@@ -55,6 +59,7 @@
 #define MAX_CPUS 256
 #define MAX_GUESTS 64
 #define MAX_THREADS 512
+#define MAX_CTRS 8
 #define CG "/sys/fs/cgroup"
 #define RUNDIR "/run/numavm"
 
@@ -71,7 +76,15 @@ struct guest {
 	char name[64];
 	char kind[16];
 	char cgroup[256];   /* the guest's cgroup */
-	char leaf[256];     /* where its process lives (a child for pods) */
+	/* Where its processes live: the guest's cgroup itself, or a pod's
+	 * container cgroups below it (one workload process each, the
+	 * threads and memory split between them). */
+	unsigned nctr;
+	char ctr[MAX_CTRS][256];
+	unsigned containers; /* containers=: 0 is the kind's own form */
+	bool ctr_own;        /* ctr_cpuset=own: each container writes its cpuset */
+	bool cgroupfs;       /* driver=cgroupfs: /kubepods/burstable/pod<uid>/<id> */
+	bool widen;          /* widen=all: cpusets widened to every node before t = 0 */
 	unsigned threads, mib;
 	char touch[64];
 	char pages[8];
@@ -81,8 +94,8 @@ struct guest {
 	bool idle;          /* holds its memory, uses no CPU */
 	double start, stop; /* stop < 0: runs to the end */
 	/* runtime */
-	pid_t pid;
-	int ready_fd;
+	pid_t pid[MAX_CTRS];
+	int ready_fd[MAX_CTRS];
 	int state;          /* 0 not started, 1 starting, 2 running, 3 stopped */
 	struct thr prev[MAX_THREADS];
 	unsigned nprev;
@@ -98,6 +111,9 @@ static struct {
 } scn = { .duration = 90, .sample = 2, .pages = "thp" };
 
 static FILE *out;
+/* cgroup v1 (the init mounted the cpuset and memory hierarchies, as on a
+ * hybrid host) rather than cgroup2 at CG. */
+static bool cg_v1;
 static int nr_nodes;
 static int cpu_node[MAX_CPUS];
 static char node_cpus[MAX_NODES][256];
@@ -213,6 +229,40 @@ static void must_write(const char *path, const char *v)
 		die("writing \"%s\" to %s: %s", v, path, strerror(-r));
 }
 
+/* ---- cgroup paths: v2, or v1's cpuset and memory hierarchies ---------- */
+
+/* v1 hierarchies besides cpuset that a runtime puts every container in
+ * (runc: the same path in each mounted one); the agent reads memory's
+ * numa_stat and cpuacct's usage there. */
+static const char *const v1_others[] = {
+	"memory", "cpu", "cpuacct", "pids", "freezer", "devices", "blkio", "systemd", NULL,
+};
+
+static bool v1_mounted(const char *h)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), CG "/%s/cgroup.procs", h);
+	return access(path, F_OK) == 0;
+}
+
+/* BUF := file FILE of cgroup REL in the hierarchy holding controller CTL
+ * ('c' cpuset, 'm' memory), FILE named as on v2 and mapped to v1's name. */
+static void cgfile(char *buf, size_t sz, char ctl, const char *rel, const char *file)
+{
+	if (!cg_v1) {
+		snprintf(buf, sz, CG "%s/%s", rel, file);
+		return;
+	}
+	if (strcmp(file, "cpuset.cpus.effective") == 0)
+		file = "cpuset.effective_cpus";
+	else if (strcmp(file, "cpuset.mems.effective") == 0)
+		file = "cpuset.effective_mems";
+	else if (strcmp(file, "cgroup.threads") == 0)
+		file = "tasks";
+	snprintf(buf, sz, CG "/%s%s/%s", ctl == 'm' ? "memory" : "cpuset", rel, file);
+}
+
 /* ---- topology ---------------------------------------------------------- */
 
 static int parse_list(const char *s, int *ids, int max)
@@ -278,7 +328,7 @@ static void nodes_to_cpus(const char *spec, char *buf, size_t sz)
 /* Keys only the host script uses (VM shape and checks). */
 static const char *const host_keys[] = {
 	"description", "nodes", "cpus_per_node", "mem_per_node", "mem_nodes", "distance",
-	"check_within", "check_duration", "bench", NULL,
+	"check_within", "check_duration", "bench", "cgroup", NULL,
 };
 
 static uint64_t fnv(const char *s)
@@ -348,20 +398,22 @@ static void release_run_on(struct guest *g)
 	CPU_ZERO(&all);
 	for (int c = 0; c < MAX_CPUS && c < CPU_SETSIZE; c++)
 		CPU_SET(c, &all);
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)g->pid);
-	d = opendir(path);
-	if (!d)
-		die("guest %s: %s: %s", g->name, path, strerror(errno));
-	while ((de = readdir(d))) {
-		int tid = atoi(de->d_name);
+	for (unsigned i = 0; i < g->nctr; i++) {
+		snprintf(path, sizeof(path), "/proc/%d/task", (int)g->pid[i]);
+		d = opendir(path);
+		if (!d)
+			die("guest %s: %s: %s", g->name, path, strerror(errno));
+		while ((de = readdir(d))) {
+			int tid = atoi(de->d_name);
 
-		if (tid <= 0)
-			continue;
-		if (sched_setaffinity(tid, sizeof(all), &all) < 0 && errno != ESRCH)
-			die("guest %s: sched_setaffinity(%d): %s", g->name, tid, strerror(errno));
-		n++;
+			if (tid <= 0)
+				continue;
+			if (sched_setaffinity(tid, sizeof(all), &all) < 0 && errno != ESRCH)
+				die("guest %s: sched_setaffinity(%d): %s", g->name, tid, strerror(errno));
+			n++;
+		}
+		closedir(d);
 	}
-	closedir(d);
 	g->run_on[0] = '\0';
 	emit("E t=%.2f what=released g=%s threads=%u", now_t(), g->name, n);
 }
@@ -371,26 +423,55 @@ static void guest_paths(struct guest *g)
 	char id[65], uid[65];
 
 	hex_id(g->name, "ctr", id);
+	g->nctr = 1;
+	if (g->containers && strcmp(g->kind, "kubepods") != 0)
+		die("guest %s: containers= is for kind=kubepods (a %s guest's own cgroup holds its cpuset)",
+		    g->name, g->kind);
+	if (g->cgroupfs && strcmp(g->kind, "kubepods") != 0)
+		die("guest %s: driver= is for kind=kubepods", g->name);
 	if (strcmp(g->kind, "docker") == 0) {
 		snprintf(g->cgroup, sizeof(g->cgroup), "/system.slice/docker-%s.scope", id);
-		snprintf(g->leaf, sizeof(g->leaf), "%s", g->cgroup);
 	} else if (strcmp(g->kind, "podman") == 0) {
 		snprintf(g->cgroup, sizeof(g->cgroup), "/machine.slice/libpod-%s.scope", id);
-		snprintf(g->leaf, sizeof(g->leaf), "%s", g->cgroup);
 	} else if (strcmp(g->kind, "kubepods") == 0) {
-		/* systemd cgroup driver: the pod is the guest, the container a
-		 * child scope holding the process. */
+		/* The pod is the guest; each container a child cgroup holding
+		 * its process: systemd driver (default) or cgroupfs driver,
+		 * named as the kubelet and containerd name them. */
 		hex_id(g->name, "pod", uid);
-		snprintf(g->cgroup, sizeof(g->cgroup),
-			 "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod%.8s_%.4s_%.4s_%.4s_%.12s.slice",
-			 uid, uid + 8, uid + 12, uid + 16, uid + 20);
-		snprintf(g->leaf, sizeof(g->leaf), "%s/cri-containerd-%s.scope", g->cgroup, id);
+		if (g->cgroupfs)
+			snprintf(g->cgroup, sizeof(g->cgroup), "/kubepods/burstable/pod%.8s-%.4s-%.4s-%.4s-%.12s",
+				 uid, uid + 8, uid + 12, uid + 16, uid + 20);
+		else
+			snprintf(g->cgroup, sizeof(g->cgroup),
+				 "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod%.8s_%.4s_%.4s_%.4s_%.12s.slice",
+				 uid, uid + 8, uid + 12, uid + 16, uid + 20);
+		g->nctr = g->containers ? g->containers : 1;
+		if (g->nctr > MAX_CTRS || g->nctr > g->threads)
+			die("guest %s: containers must be 1..%d and at most threads", g->name, MAX_CTRS);
+		for (unsigned i = 0; i < g->nctr; i++) {
+			char salt[16];
+
+			/* The first container keeps the id older runs used. */
+			snprintf(salt, sizeof(salt), i ? "ctr%u" : "ctr", i);
+			hex_id(g->name, salt, id);
+			snprintf(g->ctr[i], sizeof(g->ctr[i]), g->cgroupfs ? "%s/%s" : "%s/cri-containerd-%s.scope",
+				 g->cgroup, id);
+		}
+		return;
 	} else if (strcmp(g->kind, "lxc") == 0) {
 		snprintf(g->cgroup, sizeof(g->cgroup), "/lxc.payload.%s", g->name);
-		snprintf(g->leaf, sizeof(g->leaf), "%s", g->cgroup);
 	} else {
 		die("guest %s: kind must be docker, podman, kubepods or lxc", g->name);
 	}
+	snprintf(g->ctr[0], sizeof(g->ctr[0]), "%s", g->cgroup);
+}
+
+/* Does container cgroup I of G carry a cpuset of its own (not the pod's
+ * cgroup itself)? ctr_cpuset=own, and always on v1, where a runtime must
+ * write every container's cpuset before a task may join it. */
+static bool ctr_has_cpuset(const struct guest *g, unsigned i)
+{
+	return strcmp(g->ctr[i], g->cgroup) != 0 && (g->ctr_own || cg_v1);
 }
 
 static void parse_guest(char *rest, int lineno)
@@ -408,7 +489,8 @@ static void parse_guest(char *rest, int lineno)
 	snprintf(g->cpus, sizeof(g->cpus), "all");
 	snprintf(g->mems, sizeof(g->mems), "all");
 	g->stop = -1;
-	g->ready_fd = -1;
+	for (unsigned i = 0; i < MAX_CTRS; i++)
+		g->ready_fd[i] = -1;
 	tok = strtok_r(rest, " \t", &save);
 	if (!tok)
 		die("line %d: guest needs a name", lineno);
@@ -442,6 +524,21 @@ static void parse_guest(char *rest, int lineno)
 		}
 		else if (strcmp(k, "busy") == 0)
 			g->idle = strcmp(v, "no") == 0;
+		else if (strcmp(k, "containers") == 0)
+			g->containers = (unsigned)atoi(v);
+		else if (strcmp(k, "ctr_cpuset") == 0) {
+			if (strcmp(v, "own") && strcmp(v, "inherit"))
+				die("line %d: ctr_cpuset must be own or inherit", lineno);
+			g->ctr_own = strcmp(v, "own") == 0;
+		} else if (strcmp(k, "driver") == 0) {
+			if (strcmp(v, "systemd") && strcmp(v, "cgroupfs"))
+				die("line %d: driver must be systemd or cgroupfs", lineno);
+			g->cgroupfs = strcmp(v, "cgroupfs") == 0;
+		} else if (strcmp(k, "widen") == 0) {
+			if (strcmp(v, "all") && strcmp(v, "no"))
+				die("line %d: widen must be all or no", lineno);
+			g->widen = strcmp(v, "all") == 0;
+		}
 		else if (strcmp(k, "start") == 0)
 			g->start = atof(v);
 		else if (strcmp(k, "stop") == 0)
@@ -520,132 +617,267 @@ static void parse_scenario(const char *path)
 
 /* mkdir -p CG/REL, enabling the controllers in every ancestor on the way
  * (v2: a controller is available in a child only if its parent lists it
- * in cgroup.subtree_control). */
+ * in cgroup.subtree_control). On v1, in the cpuset and the memory
+ * hierarchy; a new v1 cpuset starts empty and takes its parent's CPUs and
+ * nodes, as runc fills the parents it creates. */
 static void cg_mkdir(const char *rel)
 {
-	char path[1024], sub[512];
+	char path[1024], sub[512], val[1024];
 	const char *p = rel;
 
 	while ((p = strchr(p + 1, '/')) || *rel) {
 		size_t n = p ? (size_t)(p - rel) : strlen(rel);
 
 		snprintf(sub, sizeof(sub), "%.*s", (int)n, rel);
-		snprintf(path, sizeof(path), CG "%s", sub);
-		if (mkdir(path, 0755) < 0 && errno != EEXIST)
-			die("mkdir %s: %s", path, strerror(errno));
+		if (cg_v1) {
+			for (unsigned h = 0; v1_others[h]; h++) {
+				if (!v1_mounted(v1_others[h]))
+					continue;
+				snprintf(path, sizeof(path), CG "/%s%s", v1_others[h], sub);
+				if (mkdir(path, 0755) < 0 && errno != EEXIST)
+					die("mkdir %s: %s", path, strerror(errno));
+			}
+			snprintf(path, sizeof(path), CG "/cpuset%s", sub);
+			if (mkdir(path, 0755) == 0) {
+				char parent[512];
+
+				snprintf(parent, sizeof(parent), "%.*s", (int)(strrchr(sub, '/') - sub), sub);
+				for (unsigned f = 0; f < 2; f++) {
+					const char *file = f ? "cpuset.mems" : "cpuset.cpus";
+
+					cgfile(path, sizeof(path), 'c', parent, file);
+					if (read_str(path, val, sizeof(val)) < 0)
+						die("reading %s: %s", path, strerror(errno));
+					cgfile(path, sizeof(path), 'c', sub, file);
+					must_write(path, val);
+				}
+			} else if (errno != EEXIST) {
+				die("mkdir %s: %s", path, strerror(errno));
+			}
+		} else {
+			snprintf(path, sizeof(path), CG "%s", sub);
+			if (mkdir(path, 0755) < 0 && errno != EEXIST)
+				die("mkdir %s: %s", path, strerror(errno));
+		}
 		if (!p)
 			break;
-		snprintf(path, sizeof(path), CG "%s/cgroup.subtree_control", sub);
-		must_write(path, "+cpuset +memory +cpu +pids");
+		if (!cg_v1) {
+			snprintf(path, sizeof(path), CG "%s/cgroup.subtree_control", sub);
+			must_write(path, "+cpuset +memory +cpu +pids");
+		}
 	}
+}
+
+/* G's cpuset spec as the lists a runtime writes: CPUS ("" for all and
+ * v2's pod, which then inherits) and MEMS, every CPU and node for "all". */
+static void resolve_all(const char *spec, bool mems, char *buf, size_t sz)
+{
+	buf[0] = '\0';
+	if (mems && strcmp(spec, "all") != 0) {
+		snprintf(buf, sz, "%s", spec);
+	} else if (mems) {
+		snprintf(buf, sz, "0-%d", nr_nodes - 1);
+	} else if (strncmp(spec, "nodes:", 6) == 0) {
+		nodes_to_cpus(spec + 6, buf, sz);
+	} else if (strcmp(spec, "all") == 0) {
+		for (int n = 0; n < nr_nodes; n++)
+			snprintf(buf + strlen(buf), sz - strlen(buf), "%s%s", n ? "," : "", node_cpus[n]);
+	} else {
+		die("cpus must be all or nodes:LIST, not \"%s\"", spec);
+	}
+}
+
+/* cpuset.cpus and cpuset.mems of REL := CPUS, MEMS (v1: widen or narrow
+ * in the order the kernel accepts: nodes before CPUs does not matter for
+ * one cgroup, a parent before its children does, which callers keep). */
+static void write_cpuset(const char *rel, const char *cpus, const char *mems)
+{
+	char path[1024];
+
+	cgfile(path, sizeof(path), 'c', rel, "cpuset.cpus");
+	must_write(path, cpus);
+	cgfile(path, sizeof(path), 'c', rel, "cpuset.mems");
+	must_write(path, mems);
+}
+
+/* Container I's threads T and MiB M: the threads split evenly (the first
+ * containers take what does not divide), the memory in proportion. */
+static void ctr_share(const struct guest *g, unsigned i, unsigned *t, unsigned *m)
+{
+	unsigned before = 0;
+
+	for (unsigned j = 0; j < i; j++)
+		before += g->threads / g->nctr + (j < g->threads % g->nctr);
+	*t = g->threads / g->nctr + (i < g->threads % g->nctr);
+	*m = (unsigned)((unsigned long long)g->mib * (before + *t) / g->threads -
+			(unsigned long long)g->mib * before / g->threads);
 }
 
 static void start_guest(struct guest *g)
 {
-	char path[1024], val[1024], progress[128], mib[16], thr[16], fdarg[16];
-	int pfd[2];
-	pid_t pid;
+	char path[1024], val[1024], mval[64], progress[128], mib[16], thr[16], fdarg[16];
 
-	cg_mkdir(g->leaf);
-	if (strcmp(g->leaf, g->cgroup) != 0) {
-		/* The pod's cgroup must pass the controllers to its container. */
+	cg_mkdir(g->cgroup);
+	if (!cg_v1 && strcmp(g->ctr[0], g->cgroup) != 0) {
+		/* The pod's cgroup must pass the controllers to its containers. */
 		snprintf(path, sizeof(path), CG "%s/cgroup.subtree_control", g->cgroup);
 		must_write(path, "+cpuset +memory +cpu +pids");
 	}
-	if (strncmp(g->cpus, "nodes:", 6) == 0) {
-		nodes_to_cpus(g->cpus + 6, val, sizeof(val));
-		snprintf(path, sizeof(path), CG "%s/cpuset.cpus", g->cgroup);
-		must_write(path, val);
-	} else if (strcmp(g->cpus, "all") != 0) {
+	/* The guest's (pod's) cpuset first: on v1 a child may not be wider. */
+	if (strncmp(g->cpus, "nodes:", 6) != 0 && strcmp(g->cpus, "all") != 0)
 		die("guest %s: cpus must be all or nodes:LIST", g->name);
+	if (strcmp(g->cpus, "all") != 0) {
+		resolve_all(g->cpus, false, val, sizeof(val));
+		cgfile(path, sizeof(path), 'c', g->cgroup, "cpuset.cpus");
+		must_write(path, val);
 	}
 	if (strcmp(g->mems, "all") != 0) {
-		snprintf(path, sizeof(path), CG "%s/cpuset.mems", g->cgroup);
+		cgfile(path, sizeof(path), 'c', g->cgroup, "cpuset.mems");
 		must_write(path, g->mems);
 	}
-	if (pipe2(pfd, O_CLOEXEC) < 0)
-		die("pipe: %s", strerror(errno));
-	snprintf(progress, sizeof(progress), RUNDIR "/%s.progress", g->name);
-	snprintf(mib, sizeof(mib), "%u", g->mib);
-	snprintf(thr, sizeof(thr), "%u", g->threads);
-	pid = fork();
-	if (pid < 0)
-		die("fork: %s", strerror(errno));
-	if (pid == 0) {
-		char *argv[16];
-		int a = 0;
-
-		/* Into the cgroup before the first page is touched, so every
-		 * page is charged to it and allocated within its cpuset. */
-		snprintf(path, sizeof(path), CG "%s/cgroup.procs", g->leaf);
-		if (write_str(path, "0") < 0)
-			_exit(126);
-		if (g->run_on[0]) {
-			cpu_set_t set;
-
-			nodes_to_cpus(g->run_on + 6, val, sizeof(val));
-			cpulist_to_set(val, &set);
-			if (sched_setaffinity(0, sizeof(set), &set) < 0)
-				_exit(126);
+	for (unsigned i = 0; i < g->nctr; i++) {
+		if (strcmp(g->ctr[i], g->cgroup) == 0)
+			continue;
+		cg_mkdir(g->ctr[i]);
+		if (ctr_has_cpuset(g, i)) {
+			/* A container's own cpuset, as runc writes it: the
+			 * pod's (the runtime was given the same CPUs). */
+			resolve_all(g->cpus, false, val, sizeof(val));
+			resolve_all(g->mems, true, mval, sizeof(mval));
+			write_cpuset(g->ctr[i], val, mval);
 		}
-		close(pfd[0]);
-		if (dup2(pfd[1], 3) < 0)
-			_exit(126);
-		snprintf(fdarg, sizeof(fdarg), "3");
-		argv[a++] = "/bin/guestload";
-		argv[a++] = "--mib";
-		argv[a++] = mib;
-		argv[a++] = "--threads";
-		argv[a++] = thr;
-		argv[a++] = "--pages";
-		argv[a++] = g->pages;
-		argv[a++] = "--progress";
-		argv[a++] = progress;
-		argv[a++] = "--ready-fd";
-		argv[a++] = fdarg;
-		if (g->idle)
-			argv[a++] = "--idle";
-		if (g->touch[0] && strcmp(g->touch, "local") != 0) {
-			argv[a++] = "--touch";
-			argv[a++] = g->touch;
-		}
-		argv[a] = NULL;
-		execv(argv[0], argv);
-		_exit(127);
 	}
-	close(pfd[1]);
-	g->pid = pid;
-	g->ready_fd = pfd[0];
+	for (unsigned i = 0; i < g->nctr; i++) {
+		unsigned t, m;
+		int pfd[2];
+		pid_t pid;
+
+		ctr_share(g, i, &t, &m);
+		if (pipe2(pfd, O_CLOEXEC) < 0)
+			die("pipe: %s", strerror(errno));
+		if (g->nctr == 1)
+			snprintf(progress, sizeof(progress), RUNDIR "/%s.progress", g->name);
+		else
+			snprintf(progress, sizeof(progress), RUNDIR "/%s.%u.progress", g->name, i);
+		snprintf(mib, sizeof(mib), "%u", m);
+		snprintf(thr, sizeof(thr), "%u", t);
+		pid = fork();
+		if (pid < 0)
+			die("fork: %s", strerror(errno));
+		if (pid == 0) {
+			char *argv[16];
+			int a = 0;
+
+			/* Into the cgroup before the first page is touched, so
+			 * every page is charged to it and allocated within its
+			 * cpuset. */
+			cgfile(path, sizeof(path), 'c', g->ctr[i], "cgroup.procs");
+			if (write_str(path, "0") < 0)
+				_exit(126);
+			for (unsigned h = 0; cg_v1 && v1_others[h]; h++) {
+				if (!v1_mounted(v1_others[h]))
+					continue;
+				snprintf(path, sizeof(path), CG "/%s%s/cgroup.procs", v1_others[h], g->ctr[i]);
+				if (write_str(path, "0") < 0)
+					_exit(126);
+			}
+			if (g->run_on[0]) {
+				cpu_set_t set;
+
+				nodes_to_cpus(g->run_on + 6, val, sizeof(val));
+				cpulist_to_set(val, &set);
+				if (sched_setaffinity(0, sizeof(set), &set) < 0)
+					_exit(126);
+			}
+			close(pfd[0]);
+			if (dup2(pfd[1], 3) < 0)
+				_exit(126);
+			snprintf(fdarg, sizeof(fdarg), "3");
+			argv[a++] = "/bin/guestload";
+			argv[a++] = "--mib";
+			argv[a++] = mib;
+			argv[a++] = "--threads";
+			argv[a++] = thr;
+			argv[a++] = "--pages";
+			argv[a++] = g->pages;
+			argv[a++] = "--progress";
+			argv[a++] = progress;
+			argv[a++] = "--ready-fd";
+			argv[a++] = fdarg;
+			if (g->idle)
+				argv[a++] = "--idle";
+			if (g->touch[0] && strcmp(g->touch, "local") != 0) {
+				argv[a++] = "--touch";
+				argv[a++] = g->touch;
+			}
+			argv[a] = NULL;
+			execv(argv[0], argv);
+			_exit(127);
+		}
+		close(pfd[1]);
+		g->pid[i] = pid;
+		g->ready_fd[i] = pfd[0];
+		fcntl(pfd[0], F_SETFL, O_NONBLOCK);
+		if (strcmp(g->ctr[i], g->cgroup) == 0)
+			emit("E t=%.2f what=start g=%s cgroup=%s pid=%d", now_t(), g->name, g->cgroup, (int)pid);
+		else
+			emit("E t=%.2f what=start g=%s cgroup=%s pid=%d ctr=%s", now_t(), g->name, g->cgroup, (int)pid,
+			     g->ctr[i]);
+	}
 	g->state = 1;
-	fcntl(g->ready_fd, F_SETFL, O_NONBLOCK);
-	emit("E t=%.2f what=start g=%s cgroup=%s pid=%d", now_t(), g->name, g->cgroup, (int)pid);
 }
 
-/* Starting guests whose workload said "ready" become running. */
+/* The operator's or runtime's update of a guest's cpusets to every CPU
+ * and node (docker update, the kubelet's CPU Manager set free): the pod
+ * first, then each container carrying its own (v1 needs that order). */
+static void widen_guest(struct guest *g)
+{
+	char cpus[1024], mems[64];
+
+	resolve_all("all", false, cpus, sizeof(cpus));
+	resolve_all("all", true, mems, sizeof(mems));
+	write_cpuset(g->cgroup, cpus, mems);
+	for (unsigned i = 0; i < g->nctr; i++)
+		if (ctr_has_cpuset(g, i))
+			write_cpuset(g->ctr[i], cpus, mems);
+	emit("E t=%.2f what=widened g=%s cpus=%s mems=%s", now_t(), g->name, cpus, mems);
+}
+
+/* Starting guests whose workloads all said "ready" become running. */
 static void poll_ready(void)
 {
 	for (unsigned i = 0; i < scn.nguests; i++) {
 		struct guest *g = &scn.g[i];
-		char buf[16];
-		ssize_t n;
+		bool all = true;
 
 		if (g->state != 1)
 			continue;
-		n = read(g->ready_fd, buf, sizeof(buf));
-		if (n > 0 || n == 0) {
-			close(g->ready_fd);
-			g->ready_fd = -1;
+		for (unsigned c = 0; c < g->nctr; c++) {
+			char buf[16];
+			ssize_t n;
+
+			if (g->ready_fd[c] < 0)
+				continue;
+			n = read(g->ready_fd[c], buf, sizeof(buf));
+			if (n < 0) {
+				all = false;
+				continue;
+			}
+			close(g->ready_fd[c]);
+			g->ready_fd[c] = -1;
 			if (n == 0) {
 				int st;
 
-				waitpid(g->pid, &st, 0);
+				waitpid(g->pid[c], &st, 0);
 				die("guest %s exited before it was ready (status %d)", g->name, st);
 			}
-			g->state = 2;
-			emit("E t=%.2f what=ready g=%s", now_t(), g->name);
-			if (placer_started)
-				release_run_on(g);
 		}
+		if (!all)
+			continue;
+		g->state = 2;
+		emit("E t=%.2f what=ready g=%s", now_t(), g->name);
+		if (placer_started)
+			release_run_on(g);
 	}
 }
 
@@ -658,28 +890,46 @@ static void rmdir_retry(const char *path)
 	}
 }
 
-static void stop_guest(struct guest *g, bool remove)
+static void cg_rmdir(const char *rel)
 {
 	char path[512];
+
+	if (cg_v1) {
+		for (unsigned h = 0; v1_others[h]; h++) {
+			if (!v1_mounted(v1_others[h]))
+				continue;
+			snprintf(path, sizeof(path), CG "/%s%s", v1_others[h], rel);
+			rmdir_retry(path);
+		}
+		snprintf(path, sizeof(path), CG "/cpuset%s", rel);
+	} else {
+		snprintf(path, sizeof(path), CG "%s", rel);
+	}
+	rmdir_retry(path);
+}
+
+static void stop_guest(struct guest *g, bool remove)
+{
 	int st;
 
 	if (g->state == 0 || g->state == 3)
 		return;
-	kill(g->pid, SIGTERM);
-	waitpid(g->pid, &st, 0);
-	if (g->ready_fd >= 0)
-		close(g->ready_fd);
-	g->ready_fd = -1;
+	for (unsigned i = 0; i < g->nctr; i++)
+		kill(g->pid[i], SIGTERM);
+	for (unsigned i = 0; i < g->nctr; i++) {
+		waitpid(g->pid[i], &st, 0);
+		if (g->ready_fd[i] >= 0)
+			close(g->ready_fd[i]);
+		g->ready_fd[i] = -1;
+	}
 	g->state = 3;
 	emit("E t=%.2f what=stop g=%s", now_t(), g->name);
 	if (!remove)
 		return;
-	if (strcmp(g->leaf, g->cgroup) != 0) {
-		snprintf(path, sizeof(path), CG "%s", g->leaf);
-		rmdir_retry(path);
-	}
-	snprintf(path, sizeof(path), CG "%s", g->cgroup);
-	rmdir_retry(path);
+	for (unsigned i = 0; i < g->nctr; i++)
+		if (strcmp(g->ctr[i], g->cgroup) != 0)
+			cg_rmdir(g->ctr[i]);
+	cg_rmdir(g->cgroup);
 }
 
 /* ---- sampling ---------------------------------------------------------- */
@@ -713,25 +963,31 @@ static int thread_stat(int pid, int tid, unsigned long long *ticks, int *cpu)
 	return *cpu >= 0 ? 0 : -1;
 }
 
-/* Bytes per node, summed over the "anon" and "file" lines (v2, bytes). */
+/* Bytes per node, summed over the "anon" and "file" lines (v2, bytes;
+ * v1: "hierarchical_anon=" and "hierarchical_file=", pages, descendants
+ * included as on v2). */
 static void numa_stat(const char *rel, unsigned long long *bytes)
 {
 	char path[512], *b;
 
 	memset(bytes, 0, sizeof(*bytes) * MAX_NODES);
-	snprintf(path, sizeof(path), CG "%s/memory.numa_stat", rel);
+	cgfile(path, sizeof(path), 'm', rel, "memory.numa_stat");
 	b = read_all(path);
 	if (!b)
 		return;
 	for (char *save = NULL, *l = strtok_r(b, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-		if (strncmp(l, "anon ", 5) && strncmp(l, "file ", 5))
+		unsigned long long unit = 1;
+
+		if (cg_v1 && (strncmp(l, "hierarchical_anon=", 18) == 0 || strncmp(l, "hierarchical_file=", 18) == 0))
+			unit = 4096;
+		else if (cg_v1 || (strncmp(l, "anon ", 5) && strncmp(l, "file ", 5)))
 			continue;
 		for (char *q = strchr(l, 'N'); q; q = strchr(q + 1, 'N')) {
 			int n = atoi(q + 1);
 			char *eq = strchr(q, '=');
 
 			if (eq && n >= 0 && n < MAX_NODES)
-				bytes[n] += strtoull(eq + 1, NULL, 10);
+				bytes[n] += strtoull(eq + 1, NULL, 10) * unit;
 		}
 	}
 	free(b);
@@ -742,7 +998,8 @@ static unsigned long long memory_event(const char *rel, const char *key)
 	char path[512], *b, *p;
 	unsigned long long v = 0;
 
-	snprintf(path, sizeof(path), CG "%s/memory.events", rel);
+	/* v1 counts its OOM kills in memory.oom_control ("oom_kill N"). */
+	cgfile(path, sizeof(path), 'm', rel, cg_v1 ? "memory.oom_control" : "memory.events");
 	b = read_all(path);
 	if (!b)
 		return 0;
@@ -757,7 +1014,7 @@ static void sample_guest(struct guest *g, double t, bool quiet)
 {
 	unsigned long long bytes[MAX_NODES];
 	char path[512], cpus[128] = "", mems[64] = "", ccpus[128] = "", cmems[64] = "";
-	char thr[4096] = "", mem[256] = "", prog[64] = "";
+	char thr[4096] = "", mem[256] = "", prog[64] = "", parts[2048] = "";
 	struct thr cur[MAX_THREADS];
 	unsigned ncur = 0;
 	char *b;
@@ -767,32 +1024,49 @@ static void sample_guest(struct guest *g, double t, bool quiet)
 	for (int n = 0; n < nr_nodes; n++)
 		snprintf(mem + strlen(mem), sizeof(mem) - strlen(mem), "%s%llu", n ? "," : "",
 			 bytes[n] / 1024);
-	snprintf(path, sizeof(path), CG "%s/cpuset.cpus.effective", g->cgroup);
+	cgfile(path, sizeof(path), 'c', g->cgroup, "cpuset.cpus.effective");
 	read_str(path, cpus, sizeof(cpus));
-	snprintf(path, sizeof(path), CG "%s/cpuset.mems.effective", g->cgroup);
+	cgfile(path, sizeof(path), 'c', g->cgroup, "cpuset.mems.effective");
 	read_str(path, mems, sizeof(mems));
-	snprintf(path, sizeof(path), CG "%s/cpuset.cpus", g->cgroup);
+	cgfile(path, sizeof(path), 'c', g->cgroup, "cpuset.cpus");
 	read_str(path, ccpus, sizeof(ccpus));
-	snprintf(path, sizeof(path), CG "%s/cpuset.mems", g->cgroup);
+	cgfile(path, sizeof(path), 'c', g->cgroup, "cpuset.mems");
 	read_str(path, cmems, sizeof(cmems));
-	snprintf(path, sizeof(path), RUNDIR "/%s.progress", g->name);
-	if (read_str(path, prog, sizeof(prog)) == 0) {
-		char *sp = strchr(prog, ' ');
+	{
+		/* MiB written, summed over the guest's workload processes. */
+		double mib = 0;
 
-		if (sp)
-			*sp = '\0';
+		for (unsigned i = 0; i < g->nctr; i++) {
+			char one[64];
+
+			if (g->nctr == 1)
+				snprintf(path, sizeof(path), RUNDIR "/%s.progress", g->name);
+			else
+				snprintf(path, sizeof(path), RUNDIR "/%s.%u.progress", g->name, i);
+			if (read_str(path, one, sizeof(one)) == 0)
+				mib += atof(one);
+		}
+		snprintf(prog, sizeof(prog), "%.0f", mib);
 	}
 	/* Threads: node each last ran on and its share of a CPU since the
-	 * previous sample ("node:busy%", busy -1 when not seen before). */
-	snprintf(path, sizeof(path), CG "%s/cgroup.threads", g->leaf);
-	b = read_all(path);
-	if (b) {
+	 * previous sample ("node:busy%", busy -1 when not seen before). A pod
+	 * of several containers also says, per container, how many of those
+	 * entries are its threads and its own memory per node ("parts=N:KiB,
+	 * ...;..."): a container's threads touch only its own memory, so
+	 * their locality is against it, not against the pod's. */
+	for (unsigned c = 0; c < g->nctr; c++) {
+		unsigned before = ncur;
+
+		cgfile(path, sizeof(path), 'c', g->ctr[c], "cgroup.threads");
+		b = read_all(path);
+		if (!b)
+			b = strdup(""); /* its parts entry still comes, with no thread */
 		for (char *save = NULL, *l = strtok_r(b, "\n", &save); l && ncur < MAX_THREADS;
 		     l = strtok_r(NULL, "\n", &save)) {
 			unsigned long long ticks;
 			int tid = atoi(l), cpu, node, busy = -1;
 
-			if (thread_stat(g->pid, tid, &ticks, &cpu) < 0)
+			if (thread_stat(g->pid[c], tid, &ticks, &cpu) < 0)
 				continue;
 			node = cpu < MAX_CPUS ? cpu_node[cpu] : -1;
 			for (unsigned k = 0; k < g->nprev; k++)
@@ -806,16 +1080,26 @@ static void sample_guest(struct guest *g, double t, bool quiet)
 				 thr[0] ? "," : "", node, busy);
 		}
 		free(b);
+		if (g->nctr > 1) {
+			unsigned long long cb[MAX_NODES];
+
+			numa_stat(g->ctr[c], cb);
+			snprintf(parts + strlen(parts), sizeof(parts) - strlen(parts), "%s%u:", parts[0] ? ";" : "",
+				 ncur - before);
+			for (int n = 0; n < nr_nodes; n++)
+				snprintf(parts + strlen(parts), sizeof(parts) - strlen(parts), "%s%llu", n ? "," : "",
+					 cb[n] / 1024);
+		}
 	}
 	memcpy(g->prev, cur, ncur * sizeof(cur[0]));
 	g->nprev = ncur;
 	g->prev_t = t;
 	if (quiet)
 		return;
-	emit("G t=%.2f g=%s mem=%s thr=%s cpus=%s mems=%s ccpus=%s cmems=%s prog=%s oom=%llu ready=%d",
+	emit("G t=%.2f g=%s mem=%s thr=%s cpus=%s mems=%s ccpus=%s cmems=%s prog=%s oom=%llu ready=%d%s%s",
 	     t, g->name, mem, thr[0] ? thr : "-", cpus[0] ? cpus : "-", mems[0] ? mems : "-",
 	     ccpus[0] ? ccpus : "-", cmems[0] ? cmems : "-", prog[0] ? prog : "0",
-	     memory_event(g->cgroup, "oom_kill"), g->state == 2);
+	     memory_event(g->cgroup, "oom_kill"), g->state == 2, parts[0] ? " parts=" : "", parts);
 }
 
 static void sample_host(double t, pid_t placer)
@@ -1067,23 +1351,28 @@ int main(int argc, char **argv)
 	clk_tck = sysconf(_SC_CLK_TCK);
 	signal(SIGPIPE, SIG_IGN);
 	mkdir(RUNDIR, 0755);
+	/* The init mounts v1's cpuset and memory hierarchies instead of
+	 * cgroup2 when the scenario (or numavm.py run --cgroup v1) asks. */
+	cg_v1 = access(CG "/cpuset/cpuset.cpus", F_OK) == 0;
 	read_topology();
 	parse_scenario(argv[1]);
 	/* make check-numa runs a scenario longer than the benchmark does
 	 * (its check_duration): the kernel command line says so. */
 	if (getenv("NUMAVM_DURATION") && atof(getenv("NUMAVM_DURATION")) > 0)
 		scn.duration = atof(getenv("NUMAVM_DURATION"));
-	emit("H scenario=%s placer=%s nodes=%d duration=%.0f sample=%.1f pages=%s", scn.name, placer,
-	     nr_nodes, scn.duration, scn.sample, scn.pages);
+	emit("H scenario=%s placer=%s nodes=%d duration=%.0f sample=%.1f pages=%s cgroup=%s", scn.name, placer,
+	     nr_nodes, scn.duration, scn.sample, scn.pages, cg_v1 ? "v1" : "v2");
 	for (int n = 0; n < nr_nodes; n++)
 		emit("H node=%d cpus=%s", n, node_cpus[n]);
 	for (unsigned i = 0; i < scn.nguests; i++) {
 		struct guest *g = &scn.g[i];
 
-		emit("H guest=%s cgroup=%s kind=%s threads=%u mib=%u touch=%s pages=%s cpus=%s mems=%s run_on=%s busy=%s start=%.0f stop=%.0f",
+		emit("H guest=%s cgroup=%s kind=%s threads=%u mib=%u touch=%s pages=%s cpus=%s mems=%s run_on=%s busy=%s start=%.0f stop=%.0f containers=%u ctr_cpuset=%s widen=%s",
 		     g->name, g->cgroup, g->kind, g->threads, g->mib, g->touch[0] ? g->touch : "local",
 		     g->pages, g->cpus, g->mems, g->run_on[0] ? g->run_on : "any", g->idle ? "no" : "yes",
-		     g->start, g->stop);
+		     g->start, g->stop, strcmp(g->ctr[0], g->cgroup) ? g->nctr : 0,
+		     strcmp(g->ctr[0], g->cgroup) == 0 ? "-" : ctr_has_cpuset(g, 0) ? "own" : "inherit",
+		     g->widen ? "all" : "no");
 	}
 
 	/* No placer while the initial guests lay out their memory: the bad
@@ -1106,6 +1395,12 @@ int main(int argc, char **argv)
 		usleep(50000);
 	}
 	emit("E t=%.2f what=setup_done", now_t());
+	/* Their memory first-touched, the guests that ask are set free by
+	 * their runtime (cpusets widened to every node), before t = 0 so
+	 * that every placer starts from the same layout. */
+	for (unsigned i = 0; i < scn.nguests; i++)
+		if (scn.g[i].widen && scn.g[i].state == 2)
+			widen_guest(&scn.g[i]);
 
 	/* One quiet sample a second before t = 0, so the first real sample
 	 * already knows how busy each thread is. */
@@ -1125,8 +1420,17 @@ int main(int argc, char **argv)
 		placer_started = true;
 		clock_gettime(CLOCK_REALTIME, &rt);
 		ppid = start_placer(placer);
-		emit("E t=0.00 what=placer placer=%s pid=%d real=%.3f", placer, (int)ppid,
-		     (double)rt.tv_sec + (double)rt.tv_nsec / 1e9);
+		/* numavm.py --balancing on: the kernel's balancing left on
+		 * beside every placer, as on most hosts in the field. */
+		if (getenv("NUMAVM_BALANCING") && strcmp(getenv("NUMAVM_BALANCING"), "on") == 0)
+			set_balancing(1);
+		{
+			char bal[8] = "?";
+
+			read_str("/proc/sys/kernel/numa_balancing", bal, sizeof(bal));
+			emit("E t=0.00 what=placer placer=%s pid=%d real=%.3f balancing=%s", placer, (int)ppid,
+			     (double)rt.tv_sec + (double)rt.tv_nsec / 1e9, strcmp(bal, "0") ? "on" : "off");
+		}
 	}
 
 	for (k = 0;; k++) {
