@@ -364,6 +364,7 @@ struct mover_cost {
 	double best_eff, prev_eff;
 	size_t best_pages, prev_pages;
 	unsigned calls;
+	bool capped;             /* the last call was sized by MOVER_CALL_MAX_MS */
 };
 
 /* After a call of PAGES pages (a THP counts 512) that took MS, with the
@@ -376,7 +377,11 @@ struct mover_cost {
  * no pages costs less — is then over a fifth of it: smaller calls would only move
  * less, as the kernel migrates, and the guest waits, page by page), or
  * a bigger call just moved 1.25x faster: then it doubles. The best rate
- * fades by 5 % a call. Between 16 and 65536. */
+ * fades by 5 % a call. Neither rule may plan a call that the rate just
+ * measured puts over MOVER_CALL_MAX_MS (each call is a stall the guest
+ * may feel), and a call that took longer than that shrinks the next one
+ * to TARGET_MS at once. Between 16 and 65536. */
+#define MOVER_CALL_MAX_MS 500.0
 size_t mover_cost_next(struct mover_cost *c, size_t pages, size_t chunk, double ms, double target_ms);
 
 /* After a move of the K entries IDX (window indexes) answered MSTATUS,

@@ -404,7 +404,7 @@ size_t mover_cost_next(struct mover_cost *c, size_t pages, size_t chunk, double 
 {
 	double eff = ms > 0 ? (double)pages / ms : 0, next;
 	size_t cur = pages > chunk ? pages : chunk;
-	bool grew = c->calls && pages > c->prev_pages * 5 / 4;
+	bool grew = c->calls && pages > c->prev_pages * 5 / 4, stay = false;
 
 	if (!pages)
 		return chunk;
@@ -415,6 +415,10 @@ size_t mover_cost_next(struct mover_cost *c, size_t pages, size_t chunk, double 
 		/* the bigger call moved markedly faster: there is a fixed
 		 * cost to spread; climb on */
 		next = (double)pages * 2;
+	} else if (c->capped && ms <= MOVER_CALL_MAX_MS && eff >= c->best_eff * EFF_KEEP) {
+		/* sized by the stall bound and the rate held: stay there */
+		next = (double)cur;
+		stay = true;
 	} else if (c->best_eff > 0 && eff < c->best_eff * EFF_KEEP && pages < c->best_pages) {
 		/* smaller calls lost more than a fifth of the rate bigger ones
 		 * had (each call's fixed cost): they would only move less,
@@ -423,6 +427,16 @@ size_t mover_cost_next(struct mover_cost *c, size_t pages, size_t chunk, double 
 		next = (double)pages * 2;
 	} else {
 		next = (double)mover_adapt_chunk(cur, ms, target_ms);
+	}
+	if (ms > 0) {
+		/* The stall bound before the rate: what this call's rate
+		 * moves in MOVER_CALL_MAX_MS at most, and after a call over
+		 * it, what it moves in TARGET_MS. */
+		double cap = (double)pages * (ms > MOVER_CALL_MAX_MS ? target_ms : MOVER_CALL_MAX_MS) / ms;
+
+		c->capped = (next > cap || stay) && ms <= MOVER_CALL_MAX_MS;
+		if (next > cap)
+			next = cap;
 	}
 	if (eff >= c->best_eff) {
 		c->best_eff = eff;

@@ -734,10 +734,24 @@ static void test_cost_next(void **state)
 	assert_true(ms >= 14 && ms <= 26);
 	/* busy THP under TCG: 150 ms fixed, one THP 20 ms more. Shrinking to
 	 * one THP (512 pages) loses the rate; the chunk climbs instead, until
-	 * the fixed cost is at most about a fifth of a call */
+	 * the fixed cost is at most about a fifth of a call or the call
+	 * nears MOVER_CALL_MAX_MS (the stall bound wins over the rate) */
 	pages = run_calls(150, 20.0 / 512, 1024, 512, 40, 20, &ms);
 	assert_true(pages >= 8 * 512);
-	assert_true(150 / ms <= 0.35);
+	assert_true(150 / ms <= 0.4);
+	assert_true(ms <= MOVER_CALL_MAX_MS);
+	/* a fixed cost of 400 ms a call (a crowded TCG host): the climb for
+	 * the rate stops where a call would pass MOVER_CALL_MAX_MS, a stall
+	 * the guest may feel (crowded-open's calls reached 4-21 s) */
+	pages = run_calls(400, 20.0 / 512, 1024, 512, 40, 20, &ms);
+	assert_true(ms <= MOVER_CALL_MAX_MS + 1e-9);
+	/* a call far over it (one slow call of 16 THPs: 8 s) shrinks the
+	 * next to the target at once, not by half */
+	{
+		struct mover_cost c = { 0 };
+
+		assert_true(mover_cost_next(&c, 8192, 8192, 8000.0, 20) <= 8192 * 20 / 8000 + 16);
+	}
 	/* busy 4 KiB: 100 ms fixed, 0.5 ms a page */
 	pages = run_calls(100, 0.5, 1024, 1, 40, 20, &ms);
 	assert_true(100 / ms <= 0.35);
