@@ -82,15 +82,43 @@ class DebianPackage(unittest.TestCase):
         if known:
             run("dpkg", "--purge", *known, check=False)
 
+    built = None
+
     def build(self):
-        """make deb: {package: its .deb}."""
-        run("make", "-C", REPO, "deb")
-        debs = {}
-        for pkg in PACKAGES:
-            found = glob.glob(os.path.join(DEB_DIR, "%s_*_*.deb" % pkg))
-            self.assertEqual(len(found), 1, (pkg, found))
-            debs[pkg] = found[0]
-        return debs
+        """make deb, once per run: {package: its .deb}."""
+        if DebianPackage.built is None:
+            run("make", "-C", REPO, "deb")
+            debs = {}
+            for pkg in PACKAGES:
+                found = glob.glob(os.path.join(DEB_DIR, "%s_*_*.deb" % pkg))
+                self.assertEqual(len(found), 1, (pkg, found))
+                debs[pkg] = found[0]
+            DebianPackage.built = debs
+        return DebianPackage.built
+
+    def one_package(self, debs):
+        """The layout before the split: one numaorch of the same version
+        shipping the agent, the module, the hook and the CLI (the three
+        packages' files and md5sums under numaorch's control files)."""
+        tmp = os.path.join(REPO, "build", "deb-onepackage")
+        shutil.rmtree(tmp, ignore_errors=True)
+        os.makedirs(tmp)
+        root = os.path.join(tmp, "root")
+        run("dpkg-deb", "-R", debs["numaorch"], root)
+        for pkg in ("numaorch-libvirt", "numaorch-client"):
+            run("dpkg-deb", "-x", debs[pkg], root)
+            ctl = os.path.join(tmp, pkg)
+            run("dpkg-deb", "-e", debs[pkg], ctl)
+            with open(os.path.join(ctl, "md5sums")) as f, \
+                    open(os.path.join(root, "DEBIAN", "md5sums"), "a") as out:
+                out.write(f.read())
+        with open(os.path.join(root, "DEBIAN", "control")) as f:
+            control = [l for l in f.read().splitlines() if not l.startswith(("Recommends:", "Suggests:"))]
+        with open(os.path.join(root, "DEBIAN", "control"), "w") as f:
+            f.write("\n".join(control) + "\n")
+        deb = os.path.join(tmp, "numaorch-one.deb")
+        run("dpkg-deb", "--root-owner-group", "-b", root, deb)
+        return deb
 
     def field(self, deb, name):
         return run("dpkg-deb", "-f", deb, name).stdout.strip()
@@ -305,6 +333,27 @@ class DebianPackage(unittest.TestCase):
                   "/usr/share/doc/numaorch-libvirt", "/usr/share/doc/numaorch-client",
                   "/usr/share/numaorch", "/usr/lib/numaorch", "/usr/libexec/numaorch"):
             self.assertFalse(os.path.exists(d), d)
+
+    def test_upgrade_from_one_package(self):
+        """From the one-package layout to the three, in the order that
+        needs numaorch-libvirt's and numaorch-client's Replaces (each
+        unpacked while the old numaorch still owns its files)."""
+        debs = self.build()
+        old = self.one_package(debs)
+        run("dpkg", "-i", old)
+        self.assertIn("numaorch:", run("dpkg", "-S", "/usr/bin/numaorchctl").stdout)
+        run("dpkg", "-i", debs["numaorch-client"], debs["numaorch-libvirt"], debs["numaorch"])
+        for pkg in PACKAGES:
+            self.assertIsNotNone(installed_version(pkg), pkg)
+            for path in SHIPS[pkg]:
+                self.assertTrue(os.path.lexists(path), path)
+                owner = run("dpkg", "-S", path).stdout.split(":")[0]
+                self.assertEqual(owner, pkg, path)
+        self.assertEqual(os.readlink("/etc/libvirt/hooks/qemu.d/numaorch"), "/usr/libexec/numaorch/libvirt-hook")
+        run("numaorchctl", "--help")
+        run("dpkg", "--purge", *PACKAGES)
+        for path in (p for paths in SHIPS.values() for p in paths):
+            self.assertFalse(os.path.lexists(path), path)
 
 
 if __name__ == "__main__":
