@@ -331,7 +331,7 @@ bench-migrate: all $(NUMA_VM_BINS)
 	@python3 tests/numa-vm/numavm.py script bench_migrate
 
 # Installation layout (Debian's): make install DESTDIR=... installs what the
-# package ships; `make deb` builds the package from deploy/debian/.
+# packages ship; `make deb` builds them from deploy/debian/.
 SBINDIR    ?= $(PREFIX)/sbin
 BINDIR     ?= $(PREFIX)/bin
 MANDIR     ?= $(PREFIX)/share/man
@@ -365,8 +365,11 @@ install: all
 DEB_DEPS := debhelper dpkg-dev lintian
 VERSION  := $(shell dpkg-parsechangelog -l deploy/debian/changelog -S Version 2>/dev/null)
 DEB_SRC  := $(BUILD)/deb/numaorch-$(VERSION)
+# The agent alone (no libvirt, no libcurl), the libvirt module + hook, the
+# CLI: deploy/debian/<package>.install says what each ships.
+DEB_PKGS := numaorch numaorch-libvirt numaorch-client
 
-# Build the .deb from a copy of the tree with deploy/debian/ as debian/;
+# Build the .debs from a copy of the tree with deploy/debian/ as debian/;
 # dpkg-buildpackage runs the Makefile's all and install. No network.
 deb:
 	@./deploy/install-deps.sh $(BUILD_DEPS) $(DEB_DEPS)
@@ -374,9 +377,9 @@ deb:
 	tar --exclude=./build --exclude=./.git -cf - . | tar -C $(DEB_SRC) -xf -
 	cp -r deploy/debian $(DEB_SRC)/debian
 	cd $(DEB_SRC) && dpkg-buildpackage -us -uc -b
-	lintian --fail-on error,warning $(BUILD)/deb/numaorch_$(VERSION)_*.deb
+	lintian --fail-on error,warning $(foreach p,$(DEB_PKGS),$(BUILD)/deb/$(p)_$(VERSION)_*.deb)
 
-# The package's life on this machine: build + lintian, dpkg -i, run the
+# The packages' life on this machine: build + lintian, dpkg -i, run the
 # installed agent and CLI, upgrade, purge (tests/deb). Needs root.
 check-deb:
 	@./deploy/install-deps.sh $(BUILD_DEPS) $(DEB_DEPS) systemd man-db groff

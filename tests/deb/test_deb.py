@@ -1,12 +1,15 @@
-"""The Debian package's whole life on this machine: build it (make deb, with
-lintian), install it with dpkg -i, run the installed numaorchd with the
-packaged configuration (no systemd here: started directly, in dry-run so
-nothing on the machine is moved) and query it with the installed
-numaorchctl through the packaged socket path, verify the installed units
-with systemd-analyze, upgrade to a newer build keeping the operator's
-configuration and the state directory, then purge and check that nothing
-is left behind. Needs root; skips (saying why) otherwise, and when a
-numaorch package is already installed (it would not be ours to remove)."""
+"""The Debian packages' whole life on this machine: build them (make deb,
+with lintian): numaorch (the agent, needing no libvirt, libxml2 or
+libcurl), numaorch-libvirt (the module and the hook) and numaorch-client
+(numaorchctl). Install the agent alone, then the other two, each file in
+its package; run the installed numaorchd with the packaged configuration
+(no systemd here: started directly, in dry-run so nothing on the machine
+is moved) and query it with the installed numaorchctl through the
+packaged socket path, verify the installed units with systemd-analyze,
+upgrade to a newer build keeping the operator's configuration and the
+state directory, then purge and check that nothing is left behind. Needs
+root; skips (saying why) otherwise, and when a numaorch package is
+already installed (it would not be ours to remove)."""
 import glob
 import grp
 import json
@@ -20,6 +23,25 @@ import unittest
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEB_DIR = os.path.join(REPO, "build", "deb")
+PACKAGES = ("numaorch", "numaorch-libvirt", "numaorch-client")
+# What each package ships (beyond its /usr/share/doc); every one of these
+# in exactly its package.
+SHIPS = {
+    "numaorch": ("/usr/sbin/numaorchd", "/etc/numaorch/numaorchd.conf", "/etc/numaorch/numaorchd.conf.d",
+                 "/etc/logrotate.d/numaorchd", "/lib/systemd/system/numaorchd.service",
+                 "/lib/systemd/system/numaorch-rebalance.timer",
+                 "/lib/systemd/system/numaorch-rebalance.service",
+                 "/usr/share/man/man8/numaorchd.8.gz", "/usr/share/man/man5/numaorchd.conf.5.gz",
+                 "/usr/share/numaorch/grafana/numaorch-dashboard.json",
+                 "/usr/share/numaorch/prometheus/numaorch-rules.yml"),
+    "numaorch-libvirt": ("/usr/lib/numaorch/numaorch-libvirt.so", "/usr/libexec/numaorch/libvirt-hook",
+                         "/etc/libvirt/hooks/qemu.d/numaorch"),
+    "numaorch-client": ("/usr/bin/numaorchctl", "/usr/share/man/man1/numaorchctl.1.gz",
+                        "/usr/share/bash-completion/completions/numaorchctl"),
+}
+# Debian's packages of what the agent must not need (a container host
+# has no libvirt): libvirt's, its XML parser's, and the CLI's HTTP client's.
+NOT_FOR_THE_AGENT = ("libvirt0", "libxml2", "libcurl4", "libcurl3-gnutls", "libcurl3-nss")
 
 
 def run(*cmd, check=True, **kw):
@@ -29,8 +51,8 @@ def run(*cmd, check=True, **kw):
     return p
 
 
-def installed_version():
-    p = run("dpkg-query", "-W", "-f=${Status} ${Version}", "numaorch", check=False)
+def installed_version(package="numaorch"):
+    p = run("dpkg-query", "-W", "-f=${Status} ${Version}", package, check=False)
     if p.returncode != 0 or not p.stdout.startswith("install ok installed"):
         return None
     return p.stdout.split()[-1]
@@ -41,7 +63,7 @@ def skip_reason():
         return "needs root to install a package"
     if not shutil.which("dpkg"):
         return "not a dpkg system"
-    if installed_version():
+    if any(installed_version(p) for p in PACKAGES):
         return "a numaorch package is already installed here; not touching it"
     return None
 
@@ -56,14 +78,60 @@ class DebianPackage(unittest.TestCase):
         if self.daemon and self.daemon.poll() is None:
             self.daemon.kill()
             self.daemon.wait()
-        if installed_version() or run("dpkg-query", "-W", "numaorch", check=False).returncode == 0:
-            run("dpkg", "--purge", "numaorch", check=False)
+        known = [p for p in PACKAGES if run("dpkg-query", "-W", p, check=False).returncode == 0]
+        if known:
+            run("dpkg", "--purge", *known, check=False)
+
+    built = None
 
     def build(self):
-        run("make", "-C", REPO, "deb")
-        debs = glob.glob(os.path.join(DEB_DIR, "numaorch_*_*.deb"))
-        self.assertEqual(len(debs), 1, debs)
-        return debs[0]
+        """make deb, once per run: {package: its .deb}."""
+        if DebianPackage.built is None:
+            run("make", "-C", REPO, "deb")
+            debs = {}
+            for pkg in PACKAGES:
+                found = glob.glob(os.path.join(DEB_DIR, "%s_*_*.deb" % pkg))
+                self.assertEqual(len(found), 1, (pkg, found))
+                debs[pkg] = found[0]
+            DebianPackage.built = debs
+        return DebianPackage.built
+
+    def one_package(self, debs):
+        """The layout before the split: one numaorch of the same version
+        shipping the agent, the module, the hook and the CLI (the three
+        packages' files and md5sums under numaorch's control files)."""
+        tmp = os.path.join(REPO, "build", "deb-onepackage")
+        shutil.rmtree(tmp, ignore_errors=True)
+        os.makedirs(tmp)
+        root = os.path.join(tmp, "root")
+        run("dpkg-deb", "-R", debs["numaorch"], root)
+        for pkg in ("numaorch-libvirt", "numaorch-client"):
+            run("dpkg-deb", "-x", debs[pkg], root)
+            ctl = os.path.join(tmp, pkg)
+            run("dpkg-deb", "-e", debs[pkg], ctl)
+            with open(os.path.join(ctl, "md5sums")) as f, \
+                    open(os.path.join(root, "DEBIAN", "md5sums"), "a") as out:
+                out.write(f.read())
+        with open(os.path.join(root, "DEBIAN", "control")) as f:
+            control = [l for l in f.read().splitlines() if not l.startswith(("Recommends:", "Suggests:"))]
+        with open(os.path.join(root, "DEBIAN", "control"), "w") as f:
+            f.write("\n".join(control) + "\n")
+        deb = os.path.join(tmp, "numaorch-one.deb")
+        run("dpkg-deb", "--root-owner-group", "-b", root, deb)
+        return deb
+
+    def field(self, deb, name):
+        return run("dpkg-deb", "-f", deb, name).stdout.strip()
+
+    def depends_closure(self, depends):
+        """The packages a Depends line pulls in, recursively (apt's
+        cache, no network); None without apt-cache."""
+        if not shutil.which("apt-cache"):
+            return None
+        names = [alt.split()[0].split(":")[0] for dep in depends.split(",") for alt in dep.split("|")]
+        p = run("apt-cache", "depends", "--recurse", "--no-recommends", "--no-suggests", "--no-conflicts",
+                "--no-breaks", "--no-replaces", "--no-enhances", "--no-pre-depends", *names)
+        return {l.strip().split(":")[0] for l in p.stdout.splitlines() if l and not l.startswith(" ")}
 
     def build_upgrade(self, version):
         """The same tree, packaged with a newer version."""
@@ -72,7 +140,8 @@ class DebianPackage(unittest.TestCase):
         shutil.rmtree(up, ignore_errors=True)
         dst = os.path.join(up, "numaorch-" + version)
         shutil.copytree(src, dst, symlinks=True, ignore=shutil.ignore_patterns("build"))
-        shutil.rmtree(os.path.join(dst, "debian", "numaorch"), ignore_errors=True)
+        for d in PACKAGES + ("tmp",):
+            shutil.rmtree(os.path.join(dst, "debian", d), ignore_errors=True)
         chl = os.path.join(dst, "debian", "changelog")
         with open(chl) as f:
             old = f.read()
@@ -81,7 +150,7 @@ class DebianPackage(unittest.TestCase):
                     " -- numaorch developers <numaorch-devel@lists.numaorch.org>  "
                     "Mon, 30 Nov 2026 10:00:00 +0000\n\n%s" % (version, old))
         run("dpkg-buildpackage", "-us", "-uc", "-b", cwd=dst)
-        return glob.glob(os.path.join(up, "numaorch_%s_*.deb" % version))[0]
+        return [glob.glob(os.path.join(up, "%s_%s_*.deb" % (pkg, version)))[0] for pkg in PACKAGES]
 
     def start_daemon(self):
         # The packaged configuration, as the unit would run it, plus
@@ -108,36 +177,69 @@ class DebianPackage(unittest.TestCase):
         return err
 
     def test_install_run_upgrade_purge(self):
-        deb = self.build()
+        debs = self.build()
 
         # lintian ran inside make deb (errors and warnings fail it); once more
         # here so a silent change to the Makefile cannot drop it.
         if shutil.which("lintian"):
-            p = run("lintian", "--fail-on", "error,warning", deb, check=False)
+            p = run("lintian", "--fail-on", "error,warning", *debs.values(), check=False)
             self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
 
-        p = run("dpkg", "-i", deb)
-        # A first install moves nothing until told, and says how, and what
-        # to restart for the libvirt hook.
+        # What each package depends on: the agent on none of libvirt,
+        # libxml2, libcurl, not even through its own dependencies; the
+        # module on the agent of its build and on libvirt; the CLI on
+        # what numaorchctl links, nothing of the agent's.
+        agent = self.field(debs["numaorch"], "Depends")
+        for lib in NOT_FOR_THE_AGENT:
+            self.assertNotRegex(agent, r"(^|[ ,|])%s\b" % lib, agent)
+        closure = self.depends_closure(agent)
+        if closure is not None:
+            self.assertEqual(closure & set(NOT_FOR_THE_AGENT), set(), agent)
+        self.assertIn("numaorch-client", self.field(debs["numaorch"], "Recommends"))
+        module = self.field(debs["numaorch-libvirt"], "Depends")
+        version = self.field(debs["numaorch"], "Version")
+        self.assertIn("numaorch (= %s)" % version, module)
+        for lib in ("libvirt0", "libxml2"):
+            self.assertRegex(module, r"(^|[ ,|])%s\b" % lib, module)
+        client = self.field(debs["numaorch-client"], "Depends")
+        self.assertRegex(client, r"(^|[ ,|])libcurl4\b", client)
+        self.assertRegex(client, r"(^|[ ,|])libjansson4\b", client)
+        for not_cli in ("numaorch", "libvirt0", "libxml2", "libnuma1", "libmicrohttpd12", "libcgroup2"):
+            self.assertNotRegex(client, r"(^|[ ,|])%s\b" % not_cli, client)
+
+        # The agent alone, as on a container host: it installs, configures
+        # (libvirt enabled in the shipped configuration, module absent: a
+        # warning, not a failure) and says nothing of libvirt.
+        p = run("dpkg", "-i", debs["numaorch"])
+        # A first install moves nothing until told, and says how.
         self.assertIn("numaorchd starts in advise mode", p.stdout)
         self.assertIn("numaorchctl policy set mode=enforce", p.stdout)
+        self.assertNotIn("libvirtd", p.stdout)
+        self.assertIsNotNone(installed_version("numaorch"))
+        for lib in ("libvirt", "libxml2", "libcurl"):
+            self.assertNotIn(lib, run("objdump", "-p", "/usr/sbin/numaorchd").stdout)
+        self.assertFalse(os.path.exists("/usr/lib/numaorch/numaorch-libvirt.so"))
+        self.assertFalse(os.path.lexists("/etc/libvirt/hooks/qemu.d/numaorch"))
+        self.assertFalse(os.path.exists("/usr/bin/numaorchctl"))
+        p = run("numaorchd", "--check-config", "--config", "/etc/numaorch/numaorchd.conf")
+        self.assertIn("not installed", p.stderr)
+
+        # Then the module and the CLI; the module's first install says
+        # what to restart for the hook.
+        p = run("dpkg", "-i", debs["numaorch-libvirt"], debs["numaorch-client"])
         self.assertIn("restart libvirtd to load the hook", p.stdout)
         with open("/etc/numaorch/numaorchd.conf") as f:
             self.assertIn("\nmode = advise\n", f.read())
-        files = [l for l in run("dpkg", "-L", "numaorch").stdout.splitlines() if l.strip()]
-        for path in ("/usr/sbin/numaorchd", "/usr/bin/numaorchctl", "/etc/numaorch/numaorchd.conf",
-                     "/etc/numaorch/numaorchd.conf.d", "/lib/systemd/system/numaorchd.service",
-                     "/lib/systemd/system/numaorch-rebalance.timer",
-                     "/lib/systemd/system/numaorch-rebalance.service",
-                     "/etc/libvirt/hooks/qemu.d/numaorch", "/usr/libexec/numaorch/libvirt-hook",
-                     "/usr/lib/numaorch/numaorch-libvirt.so",
-                     "/usr/share/man/man8/numaorchd.8.gz",
-                     "/usr/share/man/man5/numaorchd.conf.5.gz", "/usr/share/man/man1/numaorchctl.1.gz",
-                     "/usr/share/bash-completion/completions/numaorchctl",
-                     "/usr/share/numaorch/grafana/numaorch-dashboard.json",
-                     "/usr/share/numaorch/prometheus/numaorch-rules.yml"):
-            self.assertIn(path, files)
-            self.assertTrue(os.path.exists(path), path)
+        # Each file in its package, and in no other.
+        for pkg in PACKAGES:
+            files = [l for l in run("dpkg", "-L", pkg).stdout.splitlines() if l.strip()]
+            for path in SHIPS[pkg]:
+                self.assertIn(path, files, pkg)
+                self.assertTrue(os.path.exists(path), path)
+            for other in PACKAGES:
+                if other != pkg:
+                    for path in SHIPS[other]:
+                        self.assertNotIn(path, files, "%s ships %s's %s" % (pkg, other, path))
         # The dashboard and the rules as in the tree, whole: an operator
         # imports them from here.
         for inst, src in (("/usr/share/numaorch/grafana/numaorch-dashboard.json",
@@ -195,16 +297,19 @@ class DebianPackage(unittest.TestCase):
         self.assertTrue(os.path.exists("/var/lib/numaorch/settings.json"))
         self.stop_daemon()
 
-        # Upgrade: the operator's configuration and the state stay.
+        # Upgrade, all three: the operator's configuration and the state stay.
         with open("/etc/numaorch/numaorchd.conf", "a") as f:
             f.write("\n# operator's change\n[policy]\ncooldown = 123\n")
         os.makedirs("/var/lib/numaorch", exist_ok=True)
         with open("/var/lib/numaorch/operator-marker", "w") as f:
             f.write("kept\n")
         up = self.build_upgrade("0.1.0+upgradetest1")
-        p = run("dpkg", "-i", "--force-confold", up)
-        self.assertNotIn("starts in advise mode", p.stdout)  # said on the first install only
-        self.assertEqual(installed_version(), "0.1.0+upgradetest1")
+        p = run("dpkg", "-i", "--force-confold", *up)
+        # Said on the first install only.
+        self.assertNotIn("starts in advise mode", p.stdout)
+        self.assertNotIn("restart libvirtd", p.stdout)
+        for pkg in PACKAGES:
+            self.assertEqual(installed_version(pkg), "0.1.0+upgradetest1", pkg)
         with open("/etc/numaorch/numaorchd.conf") as f:
             self.assertIn("cooldown = 123", f.read())
         self.assertTrue(os.path.exists("/var/lib/numaorch/operator-marker"))
@@ -212,19 +317,43 @@ class DebianPackage(unittest.TestCase):
         self.stop_daemon()
 
         # Purge: nothing the package or the agent wrote is left.
-        files = [l for l in run("dpkg", "-L", "numaorch").stdout.splitlines() if l.strip()]
-        run("dpkg", "--purge", "numaorch")
-        self.assertIsNone(installed_version())
+        files = [l for pkg in PACKAGES for l in run("dpkg", "-L", pkg).stdout.splitlines() if l.strip()]
+        run("dpkg", "--purge", *PACKAGES)
+        for pkg in PACKAGES:
+            self.assertIsNone(installed_version(pkg), pkg)
         left = [f for f in files if f.startswith(("/etc/numaorch", "/usr/sbin/numaorchd", "/usr/bin/numaorchctl",
                                                   "/lib/systemd/system/numaorch", "/etc/libvirt/hooks/qemu.d/numaorch",
                                                   "/usr/libexec/numaorch", "/usr/lib/numaorch",
                                                   "/usr/share/man", "/usr/share/doc/numaorch",
+                                                  "/usr/share/bash-completion/completions/numaorchctl",
                                                   "/usr/share/numaorch"))
                 and os.path.lexists(f) and not os.path.isdir(f)]
         self.assertEqual(left, [])
         for d in ("/etc/numaorch", "/var/lib/numaorch", "/run/numaorch", "/usr/share/doc/numaorch",
-                  "/usr/share/numaorch"):
+                  "/usr/share/doc/numaorch-libvirt", "/usr/share/doc/numaorch-client",
+                  "/usr/share/numaorch", "/usr/lib/numaorch", "/usr/libexec/numaorch"):
             self.assertFalse(os.path.exists(d), d)
+
+    def test_upgrade_from_one_package(self):
+        """From the one-package layout to the three, in the order that
+        needs numaorch-libvirt's and numaorch-client's Replaces (each
+        unpacked while the old numaorch still owns its files)."""
+        debs = self.build()
+        old = self.one_package(debs)
+        run("dpkg", "-i", old)
+        self.assertIn("numaorch:", run("dpkg", "-S", "/usr/bin/numaorchctl").stdout)
+        run("dpkg", "-i", debs["numaorch-client"], debs["numaorch-libvirt"], debs["numaorch"])
+        for pkg in PACKAGES:
+            self.assertIsNotNone(installed_version(pkg), pkg)
+            for path in SHIPS[pkg]:
+                self.assertTrue(os.path.lexists(path), path)
+                owner = run("dpkg", "-S", path).stdout.split(":")[0]
+                self.assertEqual(owner, pkg, path)
+        self.assertEqual(os.readlink("/etc/libvirt/hooks/qemu.d/numaorch"), "/usr/libexec/numaorch/libvirt-hook")
+        run("numaorchctl", "--help")
+        run("dpkg", "--purge", *PACKAGES)
+        for path in (p for paths in SHIPS.values() for p in paths):
+            self.assertFalse(os.path.lexists(path), path)
 
 
 if __name__ == "__main__":

@@ -251,33 +251,38 @@ class Hardening(unittest.TestCase):
 
 
 class FirstInstall(unittest.TestCase):
-    """The package's postinst, run by sh with stand-ins for addgroup and
-    numaorchd (nothing is installed): a first install says the agent
-    starts in advise mode, the one command that lets it act, and that
-    libvirtd must restart for the hook; an upgrade says nothing."""
+    """The packages' postinsts, run by sh with stand-ins for addgroup and
+    numaorchd (nothing is installed): a first install of numaorch says the
+    agent starts in advise mode and the one command that lets it act, and
+    nothing of libvirt (a container host has none); numaorch-libvirt's says
+    that libvirtd must restart for the hook; an upgrade says nothing."""
 
-    def postinst(self, *args):
+    def postinst(self, package, *args):
         tmp = tempfile.mkdtemp(prefix="numaorch-postinst-")
         self.addCleanup(shutil.rmtree, tmp, True)
-        for stub in ("addgroup", "numaorchd"):
+        for stub in ("addgroup", "numaorchd", "deb-systemd-invoke"):
             path = os.path.join(tmp, stub)
             with open(path, "w") as f:
                 f.write("#!/bin/sh\nexit 0\n")
             os.chmod(path, 0o755)
         env = dict(os.environ, PATH=tmp + ":" + os.environ.get("PATH", "/usr/bin:/bin"))
-        return subprocess.run(["sh", os.path.join(DEPLOY, "debian", "numaorch.postinst")] + list(args),
+        return subprocess.run(["sh", os.path.join(DEPLOY, "debian", package + ".postinst")] + list(args),
                               capture_output=True, text=True, env=env)
 
     def test_first_install_says_advise_and_what_to_restart(self):
         with open(os.path.join(DEPLOY, "numaorchd.conf")) as f:
             self.assertIn("\nmode = advise\n", f.read())
-        p = self.postinst("configure", "")
+        p = self.postinst("numaorch", "configure", "")
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("numaorchd starts in advise mode", p.stdout)
         self.assertIn("numaorchctl policy set mode=enforce", p.stdout)
+        self.assertNotIn("libvirt", p.stdout)
+        p = self.postinst("numaorch-libvirt", "configure", "")
+        self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("restart libvirtd to load the hook", p.stdout)
-        p = self.postinst("configure", "0.1.0")
-        self.assertEqual((p.returncode, p.stdout), (0, ""), p.stderr)
+        for package in ("numaorch", "numaorch-libvirt"):
+            p = self.postinst(package, "configure", "0.1.0")
+            self.assertEqual((p.returncode, p.stdout), (0, ""), p.stderr)
 
 
 class Logrotate(unittest.TestCase):
