@@ -413,9 +413,14 @@ test_sigterm_stops_a_migration() {
 # (memory_stopped), and the daemon goes on under the new configuration:
 # the guest is consistent (CPUs on the target, mems old and new) while
 # the daemon runs on, and its memory is only part-moved when the job ends.
+# A reload that changes the mover's own settings (here its rate) stops its
+# running jobs at a chunk boundary; one that does not (logrotate's, or a
+# policy change) leaves them running (reload_keeps_a_migration).
 test_reload_stops_a_migration() {
 	start_slow_move "cooldown = 600" || return 1
 	sleep 1   # a few chunks in
+	sed -i 's/^rate_mib = 8$/rate_mib = 16/' $T/conf
+	grep -q '^rate_mib = 16$' $T/conf || { kill -9 $pid; echo "could not change the rate in $T/conf"; return 1; }
 	kill -HUP $pid
 	wait_record memory_stopped || { kill -9 $pid; return 1; }
 	r=0
@@ -433,6 +438,22 @@ test_reload_stops_a_migration() {
 	[ "$pct" -lt 90 ] || { echo "$pct% moved when the job stopped: the reload did not stop it"; r=1; }
 	stop_daemon || r=1
 	return $r
+}
+
+test_reload_keeps_a_migration() {
+	start_slow_move "cooldown = 600" || return 1
+	sleep 1
+	kill -HUP $pid
+	n=0
+	while ! grep -q "configuration reloaded" $T/err && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
+	grep -q "configuration reloaded" $T/err || { kill -9 $pid; echo "no \"configuration reloaded\" within 10 s"; return 1; }
+	sleep 2
+	kill -0 $pid 2>/dev/null || { echo "daemon exited on SIGHUP"; return 1; }
+	grep -q '"decision":"memory_stopped"' $T/dec &&
+		{ kill -9 $pid; echo "a reload with the same mover settings stopped the job"; return 1; }
+	grep -q "stopping its running jobs" $T/err && { kill -9 $pid; echo "the log says the jobs were stopped"; return 1; }
+	stop_daemon || return 1
+	return 0
 }
 
 # The guest exits while its memory moves: the job ends as vanished (not
@@ -1021,7 +1042,7 @@ test_start_binding_released_at_sigterm() {
 # record, written when the job is taken, says how long the write took.
 test_start_binding_written_by_a_mover_job() {
 	bind_young || return 1
-	grep -q "start binding's cpuset.mems write to the mover (job" $T/err ||
+	grep -q "start binding's cpuset.mems write to a mover worker (job" $T/err ||
 		{ kill -9 $pid; echo "the engine thread wrote the binding: $(grep -i 'mover\|binding' $T/err | tail -3)"; return 1; }
 	i=0
 	while ! rec=$(grep '"decision":"moved"' $T/dec | grep "\"guest\":\"$ID1\"" | grep "s in the write)"); do
@@ -1211,6 +1232,7 @@ check outside_scope_untouched
 check daemon_survives_vanishing_guest
 check sigterm_stops_a_migration
 check reload_stops_a_migration
+check reload_keeps_a_migration
 check guest_exit_ends_a_migration
 check new_plan_supersedes_a_migration
 check same_plan_leaves_its_job_running

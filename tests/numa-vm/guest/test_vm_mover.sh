@@ -27,7 +27,8 @@
 #      domain elsewhere mid-move: the first job ends superseded, the second
 #      completes, libvirt's nodeset and every cpuset end on the new
 #      target), ended by a tiny job_timeout (expired: left on old ∪
-#      target), and stopped by a reload (SIGHUP: stopped, left on old ∪
+#      target), and stopped by a reload that changes the mover's rate
+#      (SIGHUP: stopped, left on old ∪
 #      target, the agent goes on).
 #
 # Output: "ok N - what" / "not ok N - what: why", "# ..." diagnostics,
@@ -771,9 +772,10 @@ kill -TERM $apid; wait $apid
 gone_domain
 
 # ---- 7. a reload (SIGHUP) mid-move ---------------------------------------------
-# As for containers (README: SIGTERM and SIGHUP stop every job at a chunk
-# boundary): the job ends stopped, the domain left on old ∪ target, and
-# the agent goes on with the new configuration.
+# As for containers: a reload that changes the mover's own settings (here
+# its rate) stops every job at a chunk boundary (a reload that does not
+# leaves them running): the job ends stopped, the domain left on old ∪
+# target, and the agent goes on with the new configuration.
 new_domain vmhup $MIB 1
 pin_away
 before_agent
@@ -781,7 +783,7 @@ start_agent reload "rate_mib = $RATE"
 if mid_move; then
 	result "reload: the job was caught mid-move (job $jid running, QEMU's numa_maps gained $tgt_at MiB on the target $to_mems, $src_at MiB still on node 0)" 0
 	moved=$(grep '"decision":"moved"' $A/dec | head -1)
-	sed -i 's/^interval = 2$/interval = 3/' $A/conf
+	sed -i -e 's/^interval = 2$/interval = 3/' -e "s/^rate_mib = $RATE\$/rate_mib = $((RATE * 2))/" $A/conf
 	kill -HUP $apid
 	wait_record memory_stopped 30
 	result "reload: SIGHUP stopped the job at a chunk boundary: a memory_stopped record $rec_s s after it" $? \
