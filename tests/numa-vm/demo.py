@@ -32,6 +32,8 @@ import numavm as nv  # noqa: E402
 
 OUT = os.path.join(nv.BUILD, "demo")
 SCENARIO = "demo"
+# Every guest must start under this true locality: the demo is a misplacement.
+MISPLACED = 0.5
 
 
 def node_of_cpus(r):
@@ -82,6 +84,22 @@ def all_local_at(r, names, times):
         if len(ss) == len(names) and all(w is not None and w >= nv.TARGET for w in ws):
             return t
     return None
+
+
+def misplaced_at_start(r, names, times):
+    """None when every guest's true locality at the first complete sample
+    (t = 0, before numaorchd could act) is under MISPLACED, else a line
+    saying which guest was local already: a demo that starts local shows
+    nothing, and must say so rather than look like a success."""
+    if not times:
+        return "no complete sample at t = 0"
+    local = []
+    for n in names:
+        s = next((x for x in r["samples"] if x["g"] == n and x["t"] == times[0]), None)
+        w = nv.locality(s)[1] if s else None
+        if w is None or w >= MISPLACED:
+            local.append("%s %s" % (n, "not measured" if w is None else "%.0f%% local" % (100 * w)))
+    return ("guests already local at t = %.0f s: %s" % (times[0], ", ".join(local))) if local else None
 
 
 def render(r, t, names, cpu_node, local_at, duration):
@@ -209,7 +227,7 @@ def main():
             "then %d busy containers" % (scn["nodes"], scn["cpus_per_node"], len(names)))
     q = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     deadline = time.time() + scn["duration"] + 300
-    shown, said_up, t_boot, local_at = None, False, None, None
+    shown, said_up, t_boot, local_at, bad_start = None, False, None, None, None
     text = ""
     while True:
         done = q.poll() is not None
@@ -223,6 +241,11 @@ def main():
             scr.say("VM up, containers ready after %.0f s; numaorchd starts now (t = 0), with "
                     "deploy/numaorchd.conf" % t_boot)
         times = complete_times(r, len(names))
+        if times and shown is None:
+            bad_start = misplaced_at_start(r, names, times)
+            if bad_start:
+                scr.say("make demo: NOT MISPLACED: %s; the demo shows nothing (demo.scn must bind the "
+                        "guests' memory away from their CPUs)" % bad_start)
         if times and times[-1] != shown and r["nodes"]:
             cpu_node = node_of_cpus(r)
             local_at = all_local_at(r, names, times)
@@ -241,7 +264,11 @@ def main():
         tail = open(console, errors="replace").read()[-2000:] if os.path.exists(console) else ""
         print("make demo: the VM run failed (qemu exit %s)\n%s\n%s" % (q.returncode, out[-1000:], tail))
         return 1
-    return summary(text, scn, names, scr, a.png, wall0, t_boot)
+    rc = summary(text, scn, names, scr, a.png, wall0, t_boot)
+    if bad_start:
+        print("make demo: FAILED: the run did not start misplaced (%s)" % bad_start)
+        return 1
+    return rc
 
 
 def read_results(path, finished):

@@ -117,7 +117,7 @@ def parse_guest(path, v):
             raise SystemExit("%s: guest %s: containers must be 1..8 and at most threads" % (path, parts[0]))
     if "driver" in keys and (kind != "kubepods" or keys["driver"] not in ("systemd", "cgroupfs")):
         raise SystemExit("%s: guest %s: driver= is systemd or cgroupfs, for kind=kubepods" % (path, parts[0]))
-    for k, ok in (("ctr_cpuset", ("own", "inherit")), ("widen", ("all", "no"))):
+    for k, ok in (("ctr_cpuset", ("own", "inherit")), ("widen", ("all", "mems", "no"))):
         if k in keys and keys[k] not in ok:
             raise SystemExit("%s: guest %s: %s must be %s" % (path, parts[0], k, " or ".join(ok)))
     return parts[0], keys

@@ -607,6 +607,32 @@ class Demo(unittest.TestCase):
         lines = demo.render(r, 2.0, ["a", "b"], demo.node_of_cpus(r), 4.0, 60)
         self.assertIn("not all local yet", lines[-1])
 
+    def test_a_start_not_misplaced_fails_loudly(self):
+        # make demo ran 67 s showing every guest local at t = 0 and said
+        # nothing was wrong: a guest already local at the first sample is
+        # named, and main() then exits 1.
+        import demo
+        r = numavm.parse_results(results(A_MOVES_B_STAYS))
+        times = demo.complete_times(r, 2)
+        msg = demo.misplaced_at_start(r, ["a", "b"], times)
+        self.assertIn("b 100% local", msg)
+        self.assertNotIn("a ", msg.split(":", 1)[1])
+        only_a = [x for x in A_MOVES_B_STAYS if x[1] == "a"]
+        r = numavm.parse_results(results(only_a))
+        self.assertIsNone(demo.misplaced_at_start(r, ["a"], demo.complete_times(r, 1)))
+        self.assertIn("no complete sample", demo.misplaced_at_start(r, ["a"], []))
+
+    def test_demo_scenario_binds_memory_away_from_cpus(self):
+        # The misplacement is built: each guest's mems bound to a node
+        # that holds none of its CPUs while it first-touches, then lifted.
+        scn = numavm.load_scenario("demo")
+        self.assertTrue(scn["guests"])
+        for line in scn["guests"]:
+            name, keys = numavm.parse_guest("demo.scn", line)
+            self.assertEqual(keys.get("widen"), "mems", name)
+            cpu_nodes = keys["cpus"].split(":", 1)[1].split(",")
+            self.assertNotIn(keys["mems"], cpu_nodes, name)
+
     def test_half_written_line_is_left_for_later(self):
         # make demo reads results.txt while QEMU writes it; a line cut
         # short once crashed the view (KeyError: 'thr').

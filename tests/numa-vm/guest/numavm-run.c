@@ -84,7 +84,7 @@ struct guest {
 	unsigned containers; /* containers=: 0 is the kind's own form */
 	bool ctr_own;        /* ctr_cpuset=own: each container writes its cpuset */
 	bool cgroupfs;       /* driver=cgroupfs: /kubepods/burstable/pod<uid>/<id> */
-	bool widen;          /* widen=all: cpusets widened to every node before t = 0 */
+	int widen;           /* widen=all: cpusets widened to every node before t = 0; 2 (widen=mems): mems only */
 	unsigned threads, mib;
 	char touch[64];
 	char pages[8];
@@ -535,9 +535,9 @@ static void parse_guest(char *rest, int lineno)
 				die("line %d: driver must be systemd or cgroupfs", lineno);
 			g->cgroupfs = strcmp(v, "cgroupfs") == 0;
 		} else if (strcmp(k, "widen") == 0) {
-			if (strcmp(v, "all") && strcmp(v, "no"))
-				die("line %d: widen must be all or no", lineno);
-			g->widen = strcmp(v, "all") == 0;
+			if (strcmp(v, "all") && strcmp(v, "mems") && strcmp(v, "no"))
+				die("line %d: widen must be all, mems or no", lineno);
+			g->widen = strcmp(v, "all") == 0 ? 1 : strcmp(v, "mems") == 0 ? 2 : 0;
 		}
 		else if (strcmp(k, "start") == 0)
 			g->start = atof(v);
@@ -836,6 +836,21 @@ static void widen_guest(struct guest *g)
 
 	resolve_all("all", false, cpus, sizeof(cpus));
 	resolve_all("all", true, mems, sizeof(mems));
+	if (g->widen == 2) {
+		/* widen=mems: a runtime's --cpuset-mems lifted, its CPUs kept:
+		 * the memory it first-touched stays where the binding put it. */
+		char path[1024];
+
+		cgfile(path, sizeof(path), 'c', g->cgroup, "cpuset.mems");
+		must_write(path, mems);
+		for (unsigned i = 0; i < g->nctr; i++)
+			if (ctr_has_cpuset(g, i)) {
+				cgfile(path, sizeof(path), 'c', g->ctr[i], "cpuset.mems");
+				must_write(path, mems);
+			}
+		emit("E t=%.2f what=widened g=%s cpus=kept mems=%s", now_t(), g->name, mems);
+		return;
+	}
 	write_cpuset(g->cgroup, cpus, mems);
 	for (unsigned i = 0; i < g->nctr; i++)
 		if (ctr_has_cpuset(g, i))
@@ -1372,7 +1387,7 @@ int main(int argc, char **argv)
 		     g->pages, g->cpus, g->mems, g->run_on[0] ? g->run_on : "any", g->idle ? "no" : "yes",
 		     g->start, g->stop, strcmp(g->ctr[0], g->cgroup) ? g->nctr : 0,
 		     strcmp(g->ctr[0], g->cgroup) == 0 ? "-" : ctr_has_cpuset(g, 0) ? "own" : "inherit",
-		     g->widen ? "all" : "no");
+		     g->widen == 1 ? "all" : g->widen == 2 ? "mems" : "no");
 	}
 
 	/* No placer while the initial guests lay out their memory: the bad
