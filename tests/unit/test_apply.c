@@ -121,6 +121,18 @@ static void fx_init(struct fx *f, bool v2, unsigned long free_kb_node1)
 	assert_int_equal(applier_new(&f->hp, &f->h, &ao, &f->a), 0);
 }
 
+/* An applier over F's tree with memory_binding = strict (its mems end
+ * narrow on the target). Caller frees. */
+static struct applier *strict_applier(const struct fx *f)
+{
+	struct apply_opts ao = { .min_free_bytes = 64ULL << 20, .min_free_share = 1.0, .strict_mems = true,
+				 .read_meminfo = topo_read_meminfo };
+	struct applier *a;
+
+	assert_int_equal(applier_new(&f->hp, &f->h, &ao, &a), 0);
+	return a;
+}
+
 static void fx_free(struct fx *f)
 {
 	applier_free(f->a);
@@ -194,12 +206,11 @@ static void test_strict_binding_and_pinned_guests_stay_bound(void **state)
 {
 	struct fx f;
 	struct apply_result res;
-	struct apply_opts ao = { .min_free_bytes = 64ULL << 20, .min_free_share = 1.0, .strict_mems = true, .read_meminfo = topo_read_meminfo };
 	struct applier *strict;
 
 	(void)state;
 	fx_init(&f, true, 4000000);
-	assert_int_equal(applier_new(&f.hp, &f.h, &ao, &strict), 0);
+	strict = strict_applier(&f);
 	assert_int_equal(apply_move(strict, f.snap, &f.it, &res), 0);
 	assert_int_equal(res.status, APPLY_DONE);
 	assert_file(&f, "sys/fs/cgroup/grp/g/cpuset.mems", "1");
@@ -234,14 +245,12 @@ static void test_strict_failed_narrowing_says_wide(void **state)
 	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct fx f;
 		struct apply_result res;
-		struct apply_opts ao = { .min_free_bytes = 64ULL << 20, .min_free_share = 1.0, .strict_mems = true,
-					 .read_meminfo = topo_read_meminfo };
 		struct applier *strict;
 		struct apply_pending *p;
 		nodemask_t want;
 
 		fx_init(&f, true, 4000000);
-		assert_int_equal(applier_new(&f.hp, &f.h, &ao, &strict), 0);
+		strict = strict_applier(&f);
 		assert_int_equal(apply_cpus(strict, f.snap, &f.it, &res, &p), 0);
 		assert_non_null(p);
 		assert_false(apply_pending_soft(p));
@@ -378,8 +387,6 @@ static void test_v2_pod_widened_for_the_mover(void **state)
 	for (unsigned k = 0; k < sizeof(refuse_at) / sizeof(refuse_at[0]); k++) {
 		struct fx f;
 		struct apply_result res;
-		struct apply_opts ao = { .min_free_bytes = 64ULL << 20, .min_free_share = 1.0, .strict_mems = true,
-					 .read_meminfo = topo_read_meminfo };
 		struct applier *strict;
 		struct apply_pending *p;
 		char rel[128];
@@ -388,7 +395,7 @@ static void test_v2_pod_widened_for_the_mover(void **state)
 		tu_write(f.root, "sys/fs/cgroup/grp/g/c1/cpuset.mems", "0\n");
 		tu_write(f.root, "sys/fs/cgroup/grp/g/c2/cpuset.mems", "0\n");
 		tu_write(f.root, "sys/fs/cgroup/grp/g/c3/cpuset.mems", "\n");
-		assert_int_equal(applier_new(&f.hp, &f.h, &ao, &strict), 0);
+		strict = strict_applier(&f);
 		assert_int_equal(apply_cpus(strict, f.snap, &f.it, &res, &p), 0);
 		assert_non_null(p);
 		assert_true(apply_pending_movable(p));
@@ -549,7 +556,6 @@ static void test_hugetlb_room_on_recheck(void **state)
 {
 	struct fx f;
 	struct apply_result res;
-	struct apply_opts ao = { .min_free_bytes = 64ULL << 20, .min_free_share = 1.0, .strict_mems = true, .read_meminfo = topo_read_meminfo };
 	struct applier *strict;
 
 	(void)state;
@@ -583,7 +589,7 @@ static void test_hugetlb_room_on_recheck(void **state)
 	 * with a page to spare it is bound strictly. */
 	fx_init(&f, true, 4000000);
 	huge_guest(&f, 32);
-	assert_int_equal(applier_new(&f.hp, &f.h, &ao, &strict), 0);
+	strict = strict_applier(&f);
 	assert_int_equal(apply_move(strict, f.snap, &f.it, &res), 0);
 	assert_int_equal(res.status, APPLY_DONE);
 	assert_file(&f, "sys/fs/cgroup/grp/g/cpuset.mems", "0-1");
@@ -591,7 +597,7 @@ static void test_hugetlb_room_on_recheck(void **state)
 	fx_free(&f);
 	fx_init(&f, true, 4000000);
 	huge_guest(&f, 33);
-	assert_int_equal(applier_new(&f.hp, &f.h, &ao, &strict), 0);
+	strict = strict_applier(&f);
 	assert_int_equal(apply_move(strict, f.snap, &f.it, &res), 0);
 	assert_int_equal(res.status, APPLY_DONE);
 	assert_file(&f, "sys/fs/cgroup/grp/g/cpuset.mems", "1");
