@@ -14,7 +14,7 @@
 #                   → tests/numa-vm/results/REPORT.md (long: see tests/numa-vm/README.md)
 #
 # Everything lands in build/. Sources are found by wildcard: a new .c file in
-# orchestrator/, agents/ or policies/ joins the core library; a new
+# orchestrator/*/, agents/ or policies/ joins the core library; a new
 # tests/unit/test_*.c becomes a unit-test binary.
 
 CC       ?= gcc
@@ -81,7 +81,7 @@ CLI_SRCS  := $(wildcard api/numaorchctl.c api/ctl_*.c)
 # The libvirt module's sources, by name (the hook's helpers, agents/vmhook.c,
 # are core: the hook binary links them without libvirt).
 VM_SRCS   := agents/vmapply.c agents/vmproc.c agents/vmsrc.c agents/vmsrc_loop.c agents/vmxml.c agents/vmplugin_export.c
-CORE_SRCS := $(wildcard orchestrator/*.c) $(filter-out agents/numaorchd.c $(VM_SRCS),$(wildcard agents/*.c)) \
+CORE_SRCS := $(wildcard orchestrator/*/*.c) $(filter-out agents/numaorchd.c $(VM_SRCS),$(wildcard agents/*.c)) \
              $(wildcard policies/*.c) $(filter-out $(CLI_SRCS),$(wildcard api/*.c))
 DAEMON_SRCS := agents/numaorchd.c
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
@@ -106,10 +106,10 @@ BENCH_BINS := $(BENCH_SRCS:tests/bench/%.c=$(BUILD)/bench/%)
 all: $(BUILD)/numaorchd $(BUILD)/numaorch-libvirt.so $(if $(CLI_SRCS),$(BUILD)/numaorchctl) \
      $(BUILD)/numaorch-libvirt-hook
 
-# Where the installed module lives (see orchestrator/vmplugin.h).
+# Where the installed module lives (see orchestrator/actuator/vmplugin.h).
 PREFIX     ?= /usr
 PKGLIBDIR  ?= $(PREFIX)/lib/numaorch
-$(BUILD)/obj/orchestrator/vmplugin.o: ALL_CFLAGS += -DNUMAORCH_PKGLIBDIR='"$(PKGLIBDIR)"'
+$(BUILD)/obj/orchestrator/actuator/vmplugin.o: ALL_CFLAGS += -DNUMAORCH_PKGLIBDIR='"$(PKGLIBDIR)"'
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -169,7 +169,7 @@ $(BUILD)/numaorch-libvirt-hook: $(BUILD)/obj/deploy/libvirt/numaorch-hook.o $(BU
 
 # The CLI links no core library, only the one foundation file it shares
 # (escaping names from the host for the terminal).
-$(BUILD)/numaorchctl: $(CLI_SRCS:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/orchestrator/utf8.o
+$(BUILD)/numaorchctl: $(CLI_SRCS:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/orchestrator/base/utf8.o
 	$(CC) $(CFLAGS) $(PIE_LDFLAGS) $(LDFLAGS) -o $@ $^ $(CLI_LIBS) -lm
 
 $(BUILD)/tests/%: $(BUILD)/san/tests/unit/%.o $(UNIT_HELPERS:%.c=$(BUILD)/san/%.o) $(HOOK_SRCS:%.c=$(BUILD)/san/%.o) \
@@ -295,11 +295,11 @@ NUMA_VM_BINS := $(BUILD)/numa-vm/bin/numavm-run $(BUILD)/numa-vm/bin/guestload $
 
 # make bench-migrate's benchmark links the agent's own mover (and libnuma),
 # static like the other in-VM helpers.
-MIGBENCH_SRCS := tests/numa-vm/guest/migbench.c orchestrator/mover.c orchestrator/mover_plan.c orchestrator/fs.c orchestrator/xalloc.c orchestrator/parse.c \
-                 orchestrator/clock.c orchestrator/log.c orchestrator/utf8.c \
-                 orchestrator/mask.c orchestrator/numamig.c orchestrator/hostpaths.c orchestrator/procstat.c \
-                 orchestrator/numamaps.c orchestrator/policy.c
-$(BUILD)/numa-vm/bin/migbench: $(MIGBENCH_SRCS) orchestrator/mover.h
+MIGBENCH_SRCS := tests/numa-vm/guest/migbench.c orchestrator/mover/mover.c orchestrator/mover/mover_plan.c orchestrator/base/fs.c orchestrator/base/xalloc.c orchestrator/base/parse.c \
+                 orchestrator/base/clock.c orchestrator/base/log.c orchestrator/base/utf8.c \
+                 orchestrator/base/mask.c orchestrator/base/numamig.c orchestrator/base/hostpaths.c orchestrator/base/procstat.c \
+                 orchestrator/base/numamaps.c orchestrator/model/policy.c
+$(BUILD)/numa-vm/bin/migbench: $(MIGBENCH_SRCS) orchestrator/mover/mover.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -D_GNU_SOURCE -I. -static -pthread -o $@ $(MIGBENCH_SRCS) -lnuma -lm
 

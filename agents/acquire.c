@@ -13,10 +13,10 @@
 #include "drift.h"
 #include "selfload.h"
 #include "topo.h"
-#include "../orchestrator/clock.h"
-#include "../orchestrator/fs.h"
-#include "../orchestrator/xalloc.h"
-#include "../orchestrator/log.h"
+#include "../orchestrator/base/clock.h"
+#include "../orchestrator/base/fs.h"
+#include "../orchestrator/base/xalloc.h"
+#include "../orchestrator/base/log.h"
 
 struct acquirer {
 	struct host_paths hp;

@@ -11,13 +11,13 @@
 #define NUMAORCH_ACQUIRE_H
 
 #include "cgscan.h"
-#include "../orchestrator/cghier.h"
-#include "../orchestrator/hostpaths.h"
-#include "../orchestrator/snapshot.h"
-#include "../orchestrator/source.h"
+#include "../orchestrator/base/cghier.h"
+#include "../orchestrator/base/hostpaths.h"
+#include "../orchestrator/model/snapshot.h"
+#include "../orchestrator/model/source.h"
 
 /* The daemon's main registers these as the engine's struct source_ops
- * (orchestrator/source.h). */
+ * (orchestrator/model/source.h). */
 int acquirer_new(const struct host_paths *hp, const struct cgscan_config *cg, struct acquirer **out);
 void acquirer_free(struct acquirer *a);
 /* Register an extra source; the acquirer does not own CTX. */
@@ -38,7 +38,7 @@ void acquirer_drift(struct acquirer *a, const struct snapshot *last, const bool 
 /* Take every counter again now: the next snapshot's rates are over the
  * time since, at least its PRIME_S. */
 int acquirer_rewindow(struct acquirer *a);
-/* The host's sources as the engine sees them (orchestrator/source.h):
+/* The host's sources as the engine sees them (orchestrator/model/source.h):
  * one table for the daemon's main and the unit tests. */
 extern const struct source_ops acquire_host_ops;
 

@@ -7,7 +7,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "../orchestrator/xalloc.h"
+#include "../orchestrator/base/xalloc.h"
 
 void cgfdc_init(struct cgfdc *c)
 {

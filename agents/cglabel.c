@@ -11,9 +11,9 @@
 #include <sys/stat.h>
 
 #include "cgname.h"
-#include "../orchestrator/fs.h"
-#include "../orchestrator/log.h"
-#include "../orchestrator/xalloc.h"
+#include "../orchestrator/base/fs.h"
+#include "../orchestrator/base/log.h"
+#include "../orchestrator/base/xalloc.h"
 
 #define STATE_MAX (16u << 20)  /* containers.json of thousands of containers */
 

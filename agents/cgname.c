@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../orchestrator/cghier.h"
+#include "../orchestrator/base/cghier.h"
 
 static bool is_hex64(const char *s, size_t n)
 {

@@ -21,7 +21,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "../orchestrator/snapshot.h"
+#include "../orchestrator/model/snapshot.h"
 
 /* Classify a relative cgroup path: true if REL is a guest root by its
  * name and no ancestor of it is one (nothing below a guest, or below

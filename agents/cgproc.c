@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../orchestrator/fs.h"
+#include "../orchestrator/base/fs.h"
 
 static bool list_has(const char *s, size_t n, const char *word)
 {

@@ -9,10 +9,10 @@
 #include <string.h>
 
 #include "cgname.h"
-#include "../orchestrator/cghier.h"
-#include "../orchestrator/fs.h"
-#include "../orchestrator/xalloc.h"
-#include "../orchestrator/log.h"
+#include "../orchestrator/base/cghier.h"
+#include "../orchestrator/base/fs.h"
+#include "../orchestrator/base/xalloc.h"
+#include "../orchestrator/base/log.h"
 
 static int runc_cmp(const void *a, const void *b)
 {

@@ -10,7 +10,7 @@
 
 #include <stdbool.h>
 
-#include "../orchestrator/snapshot.h"
+#include "../orchestrator/model/snapshot.h"
 
 struct cgrunc_ent {
 	char *rel;                /* its cgroup, relative to the cpuset root */

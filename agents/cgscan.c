@@ -40,13 +40,13 @@
 #include "cgthr.h"
 #include "kubestate.h"
 #include "hugetlb.h"
-#include "../orchestrator/clock.h"
-#include "../orchestrator/fs.h"
-#include "../orchestrator/parse.h"
-#include "../orchestrator/procstat.h"
-#include "../orchestrator/xalloc.h"
-#include "../orchestrator/log.h"
-#include "../orchestrator/numastat.h"
+#include "../orchestrator/base/clock.h"
+#include "../orchestrator/base/fs.h"
+#include "../orchestrator/base/parse.h"
+#include "../orchestrator/base/procstat.h"
+#include "../orchestrator/base/xalloc.h"
+#include "../orchestrator/base/log.h"
+#include "../orchestrator/model/numastat.h"
 
 #define WALK_MAX_DEPTH 64
 #define READ_MAX (64u << 20)   /* a tasks file of a few million threads */

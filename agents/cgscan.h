@@ -37,10 +37,10 @@
 
 #include <stdint.h>
 
-#include "../orchestrator/cghier.h"
-#include "../orchestrator/hostpaths.h"
-#include "../orchestrator/snapshot.h"
-#include "../orchestrator/source.h"
+#include "../orchestrator/base/cghier.h"
+#include "../orchestrator/base/hostpaths.h"
+#include "../orchestrator/model/snapshot.h"
+#include "../orchestrator/model/source.h"
 
 struct cgscan;
 

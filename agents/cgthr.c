@@ -9,8 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../orchestrator/procstat.h"
-#include "../orchestrator/xalloc.h"
+#include "../orchestrator/base/procstat.h"
+#include "../orchestrator/base/xalloc.h"
 
 void cgthr_init(struct cgthr *t, const char *procfs)
 {

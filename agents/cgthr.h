@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "../orchestrator/snapshot.h"
+#include "../orchestrator/model/snapshot.h"
 
 /* Where a guest's CPU time went, per node: only a guest whose cpus span
  * several nodes needs it (on one node it is all there), and only one

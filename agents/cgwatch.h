@@ -27,7 +27,7 @@
 #include <stdint.h>
 
 #include "cgscan.h"
-#include "../orchestrator/cghier.h"
+#include "../orchestrator/base/cghier.h"
 
 typedef void (*cgwatch_prompt_fn)(void *ctx);
 

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "cgscan.h"
-#include "../orchestrator/xalloc.h"
+#include "../orchestrator/base/xalloc.h"
 
 /* One guest's counter between passes. */
 struct entry {

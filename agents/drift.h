@@ -40,9 +40,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../orchestrator/cghier.h"
-#include "../orchestrator/snapshot.h"
-#include "../orchestrator/source.h"
+#include "../orchestrator/base/cghier.h"
+#include "../orchestrator/model/snapshot.h"
+#include "../orchestrator/model/source.h"
 
 /* A step: at least 0.35 CPU (a thread is busy from a quarter; two
  * threads that turn busy on one CPU get half of it each, and a first

@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../orchestrator/fs.h"
-#include "../orchestrator/numamaps.h"
-#include "../orchestrator/numastat.h"
-#include "../orchestrator/xalloc.h"
+#include "../orchestrator/base/fs.h"
+#include "../orchestrator/base/numamaps.h"
+#include "../orchestrator/model/numastat.h"
+#include "../orchestrator/base/xalloc.h"
 
 #define STATUS_MAX    (64u << 10)
 #define NUMA_MAPS_MAX (64u << 20)

@@ -15,8 +15,8 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "../orchestrator/hostpaths.h"
-#include "../orchestrator/snapshot.h"
+#include "../orchestrator/base/hostpaths.h"
+#include "../orchestrator/model/snapshot.h"
 
 /* Do any node's pools have pages in use (total − free > 0)? If not, no
  * guest holds a huge page. */

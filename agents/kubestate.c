@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../orchestrator/xalloc.h"
+#include "../orchestrator/base/xalloc.h"
 
 static int pod_cmp(const void *a, const void *b)
 {

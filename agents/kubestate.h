@@ -22,7 +22,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "../orchestrator/mask.h"
+#include "../orchestrator/base/mask.h"
 
 /* What the kubelet holds for one pod (by uid). */
 struct kube_pod {

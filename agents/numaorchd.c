@@ -20,21 +20,21 @@
 #include "cgwatch.h"
 #include "../api/api.h"
 #include "../api/httpd.h"
-#include "../orchestrator/apply.h"
-#include "../orchestrator/config.h"
-#include "../orchestrator/engine.h"
-#include "../orchestrator/engstate.h"
-#include "../orchestrator/fs.h"
-#include "../orchestrator/parse.h"
-#include "../orchestrator/xalloc.h"
-#include "../orchestrator/gpolstore.h"
-#include "../orchestrator/hostpaths.h"
-#include "../orchestrator/log.h"
-#include "../orchestrator/numamig.h"
-#include "../orchestrator/setoverlay.h"
-#include "../orchestrator/snapjson.h"
-#include "../orchestrator/utf8.h"
-#include "../orchestrator/vmplugin.h"
+#include "../orchestrator/actuator/apply.h"
+#include "../orchestrator/store/config.h"
+#include "../orchestrator/engine/engine.h"
+#include "../orchestrator/store/engstate.h"
+#include "../orchestrator/base/fs.h"
+#include "../orchestrator/base/parse.h"
+#include "../orchestrator/base/xalloc.h"
+#include "../orchestrator/store/gpolstore.h"
+#include "../orchestrator/base/hostpaths.h"
+#include "../orchestrator/base/log.h"
+#include "../orchestrator/base/numamig.h"
+#include "../orchestrator/store/setoverlay.h"
+#include "../orchestrator/model/snapjson.h"
+#include "../orchestrator/base/utf8.h"
+#include "../orchestrator/actuator/vmplugin.h"
 #include "../policies/policies.h"
 
 #ifndef NUMAORCH_VERSION
@@ -69,7 +69,7 @@ struct cli {
  * so compare (sd_journal_stream_fd(3), "JOURNAL_STREAM" in systemd.exec(5)). */
 /* The parts the engine runs on: main is the only file that knows both
  * the sources (agents/) and the policies (policies/); the core sees them
- * through these interfaces (orchestrator/source.h, policy.h). */
+ * through these interfaces (orchestrator/model/source.h, policy.h). */
 static const struct policy_ops consolidate_policy = {
 	.decide = policy_decide_reserved,
 	.advise = policy_advise,

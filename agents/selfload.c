@@ -9,9 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../orchestrator/fs.h"
-#include "../orchestrator/procstat.h"
-#include "../orchestrator/xalloc.h"
+#include "../orchestrator/base/fs.h"
+#include "../orchestrator/base/procstat.h"
+#include "../orchestrator/base/xalloc.h"
 
 void selfload_init(struct selfload *s, const char *procfs, pid_t pid)
 {

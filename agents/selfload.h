@@ -26,7 +26,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "../orchestrator/snapshot.h"
+#include "../orchestrator/model/snapshot.h"
 
 struct selfload_thr {
 	pid_t tid;

@@ -8,11 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../orchestrator/fs.h"
-#include "../orchestrator/parse.h"
-#include "../orchestrator/xalloc.h"
-#include "../orchestrator/log.h"
-#include "../orchestrator/mask.h"
+#include "../orchestrator/base/fs.h"
+#include "../orchestrator/base/parse.h"
+#include "../orchestrator/base/xalloc.h"
+#include "../orchestrator/base/log.h"
+#include "../orchestrator/base/mask.h"
 
 /* Node meminfo is ~1.5 KiB; /proc/meminfo ~1.5 KiB. /proc/stat on a big
  * host with thousands of IRQs can run to megabytes because of the intr

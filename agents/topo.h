@@ -14,8 +14,8 @@
 
 #include <stdint.h>
 
-#include "../orchestrator/hostpaths.h"
-#include "../orchestrator/snapshot.h"
+#include "../orchestrator/base/hostpaths.h"
+#include "../orchestrator/model/snapshot.h"
 
 /* Read nodes, their online CPUs, memory and the distance matrix.
  * On success *nodes ([*nr], sorted by id) and *distance ([*nr × *nr],

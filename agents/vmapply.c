@@ -10,8 +10,8 @@
 #include <libvirt/virterror.h>
 
 #include "vmproc.h"
-#include "../orchestrator/xalloc.h"
-#include "../orchestrator/log.h"
+#include "../orchestrator/base/xalloc.h"
+#include "../orchestrator/base/log.h"
 
 struct vmapply {
 	struct vmsrc *vs;

@@ -38,7 +38,7 @@
 #define NUMAORCH_VMAPPLY_H
 
 #include "vmsrc.h"
-#include "../orchestrator/apply.h"
+#include "../orchestrator/actuator/apply.h"
 
 /* enum vm_cpus_without_memory and struct vmapply: vmplugin.h. */
 

@@ -1,4 +1,4 @@
-/* The table numaorch-libvirt.so exports (see orchestrator/vmplugin.h).
+/* The table numaorch-libvirt.so exports (see orchestrator/actuator/vmplugin.h).
  * Built into the module only, never into numaorchd. */
 #include "vmapply.h"
 #include "vmsrc.h"

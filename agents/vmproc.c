@@ -10,12 +10,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../orchestrator/fs.h"
-#include "../orchestrator/parse.h"
-#include "../orchestrator/procstat.h"
-#include "../orchestrator/xalloc.h"
-#include "../orchestrator/numamaps.h"
-#include "../orchestrator/numastat.h"
+#include "../orchestrator/base/fs.h"
+#include "../orchestrator/base/parse.h"
+#include "../orchestrator/base/procstat.h"
+#include "../orchestrator/base/xalloc.h"
+#include "../orchestrator/base/numamaps.h"
+#include "../orchestrator/model/numastat.h"
 
 #define CMDLINE_MAX (256u << 10)
 #define TASKS_MAX (4u << 20)

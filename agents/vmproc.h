@@ -24,10 +24,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "../orchestrator/cghier.h"
-#include "../orchestrator/hostpaths.h"
-#include "../orchestrator/mask.h"
-#include "../orchestrator/snapshot.h"
+#include "../orchestrator/base/cghier.h"
+#include "../orchestrator/base/hostpaths.h"
+#include "../orchestrator/base/mask.h"
+#include "../orchestrator/model/snapshot.h"
 
 struct vmproc_threads {
 	unsigned nr_vcpus;

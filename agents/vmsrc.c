@@ -12,10 +12,10 @@
 
 #include "hugetlb.h"
 #include "vmproc.h"
-#include "../orchestrator/clock.h"
-#include "../orchestrator/xalloc.h"
-#include "../orchestrator/log.h"
-#include "../orchestrator/strtab.h"
+#include "../orchestrator/base/clock.h"
+#include "../orchestrator/base/xalloc.h"
+#include "../orchestrator/base/log.h"
+#include "../orchestrator/base/strtab.h"
 
 #define REFRESH_NS    60000000000LL   /* re-read a domain's settings at least this often */
 #define PENDING_TTL_NS 30000000000LL  /* a start event whose domain never showed up */

@@ -46,10 +46,10 @@
 #include <libvirt/libvirt.h>
 
 #include "vmxml.h"
-#include "../orchestrator/vmplugin.h"
-#include "../orchestrator/cghier.h"
-#include "../orchestrator/hostpaths.h"
-#include "../orchestrator/snapshot.h"
+#include "../orchestrator/actuator/vmplugin.h"
+#include "../orchestrator/base/cghier.h"
+#include "../orchestrator/base/hostpaths.h"
+#include "../orchestrator/model/snapshot.h"
 
 
 /* What an event means for the source. */

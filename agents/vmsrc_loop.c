@@ -15,9 +15,9 @@
 
 #include <libvirt/virterror.h>
 
-#include "../orchestrator/clock.h"
-#include "../orchestrator/xalloc.h"
-#include "../orchestrator/log.h"
+#include "../orchestrator/base/clock.h"
+#include "../orchestrator/base/xalloc.h"
+#include "../orchestrator/base/log.h"
 
 #define BACKOFF_MIN_NS  250000000LL   /* first retry after a failed connect */
 #define BACKOFF_MAX_NS 2000000000LL   /* a unix connect that fails is cheap */

@@ -10,8 +10,8 @@
 #include <libxml/parser.h>
 #include <libxml/tree.h>
 
-#include "../orchestrator/parse.h"
-#include "../orchestrator/mask.h"
+#include "../orchestrator/base/parse.h"
+#include "../orchestrator/base/mask.h"
 
 static pthread_once_t xml_once = PTHREAD_ONCE_INIT;
 

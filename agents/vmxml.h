@@ -28,7 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../orchestrator/snapshot.h"
+#include "../orchestrator/model/snapshot.h"
 
 #define VMXML_NS "urn:numaorch:libvirt:1"
 #define VMXML_NS_PREFIX "numaorch"

@@ -17,10 +17,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../orchestrator/clock.h"
-#include "../orchestrator/fs.h"
-#include "../orchestrator/xalloc.h"
-#include "../orchestrator/log.h"
+#include "../orchestrator/base/clock.h"
+#include "../orchestrator/base/fs.h"
+#include "../orchestrator/base/xalloc.h"
+#include "../orchestrator/base/log.h"
 
 const double api_buckets[API_NR_BUCKETS] = {
 	0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,

@@ -1,5 +1,5 @@
 /* api_history.c — GET /v1/guests/{id}/history: a copy of the guest's
- * samples from the engine's history (orchestrator/history.h), oldest
+ * samples from the engine's history (orchestrator/store/history.h), oldest
  * first. Never waits for the engine.
  */
 #include "api_int.h"
@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../orchestrator/declog.h"
-#include "../orchestrator/history.h"
+#include "../orchestrator/store/declog.h"
+#include "../orchestrator/store/history.h"
 
 static json_t *num_or_null(double v, double scale)
 {

@@ -13,10 +13,10 @@
 #include "api.h"
 #include "jreq.h"
 #include "urlq.h"
-#include "../orchestrator/config.h"
-#include "../orchestrator/engine.h"
-#include "../orchestrator/gpolstore.h"
-#include "../orchestrator/snapshot.h"
+#include "../orchestrator/store/config.h"
+#include "../orchestrator/engine/engine.h"
+#include "../orchestrator/store/gpolstore.h"
+#include "../orchestrator/model/snapshot.h"
 
 enum api_route_id {
 	R_HEALTH = 0,

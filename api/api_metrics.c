@@ -11,13 +11,13 @@
 #include <sys/resource.h>
 
 #include "promtext.h"
-#include "../orchestrator/clock.h"
-#include "../orchestrator/declog.h"
-#include "../orchestrator/history.h"
-#include "../orchestrator/mover.h"
-#include "../orchestrator/utf8.h"
-#include "../orchestrator/plan.h"
-#include "../orchestrator/xalloc.h"
+#include "../orchestrator/base/clock.h"
+#include "../orchestrator/store/declog.h"
+#include "../orchestrator/store/history.h"
+#include "../orchestrator/mover/mover.h"
+#include "../orchestrator/base/utf8.h"
+#include "../orchestrator/model/plan.h"
+#include "../orchestrator/base/xalloc.h"
 
 static void node_label(const struct snapshot *s, unsigned idx, char *buf, size_t sz)
 {
@@ -345,7 +345,7 @@ static void api_counters(struct prom *p, struct api *a)
 	pthread_mutex_unlock(&a->cs_lock);
 }
 
-/* The memory mover (orchestrator/mover.h): bytes moved by cause, jobs
+/* The memory mover (orchestrator/mover/mover.h): bytes moved by cause, jobs
  * running and queued, jobs ended by how, and each move call's duration
  * (the guest's stall) as a histogram. */
 static void mover_metrics(struct prom *p, struct api *a)

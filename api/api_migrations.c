@@ -1,5 +1,5 @@
 /* api_migrations.c — GET /v1/migrations, DELETE /v1/migrations/{id}: the
- * memory mover's jobs (orchestrator/mover.h). The mover is thread-safe:
+ * memory mover's jobs (orchestrator/mover/mover.h). The mover is thread-safe:
  * these answer without the engine thread. */
 #include "api_int.h"
 
@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../orchestrator/declog.h"
-#include "../orchestrator/parse.h"
-#include "../orchestrator/xalloc.h"
-#include "../orchestrator/mover.h"
+#include "../orchestrator/store/declog.h"
+#include "../orchestrator/base/parse.h"
+#include "../orchestrator/base/xalloc.h"
+#include "../orchestrator/mover/mover.h"
 
 #define MIB (1024.0 * 1024.0)
 

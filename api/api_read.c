@@ -11,14 +11,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../orchestrator/declog.h"
-#include "../orchestrator/clock.h"
-#include "../orchestrator/parse.h"
-#include "../orchestrator/xalloc.h"
-#include "../orchestrator/kbal.h"
-#include "../orchestrator/snapjson.h"
-#include "../orchestrator/utf8.h"
-#include "../orchestrator/plan.h"
+#include "../orchestrator/store/declog.h"
+#include "../orchestrator/base/clock.h"
+#include "../orchestrator/base/parse.h"
+#include "../orchestrator/base/xalloc.h"
+#include "../orchestrator/model/kbal.h"
+#include "../orchestrator/model/snapjson.h"
+#include "../orchestrator/base/utf8.h"
+#include "../orchestrator/model/plan.h"
 #include "jsonw.h"
 
 #define MIB (1024.0 * 1024.0)
@@ -126,7 +126,7 @@ void h_status(struct rq *r)
 				      "moves_skipped", (json_int_t)v->stats.moves_skipped,
 				      "migrated_mib", round((double)v->stats.migrated_bytes / MIB * 10) / 10));
 	/* The kernel's own NUMA balancing, and how the agent works beside it
-	 * (orchestrator/kbal.h). */
+	 * (orchestrator/model/kbal.h). */
 	json_object_set_new(o, "kernel_balancing",
 			    json_pack("{s:o, s:b, s:s, s:I}",
 				      "numa_balancing", v->stats.numa_balancing >= 0 ?

@@ -12,13 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../orchestrator/apply.h"
-#include "../orchestrator/clock.h"
-#include "../orchestrator/xalloc.h"
-#include "../orchestrator/log.h"
-#include "../orchestrator/snapjson.h"
-#include "../orchestrator/plan.h"
-#include "../orchestrator/setoverlay.h"
+#include "../orchestrator/actuator/apply.h"
+#include "../orchestrator/base/clock.h"
+#include "../orchestrator/base/xalloc.h"
+#include "../orchestrator/base/log.h"
+#include "../orchestrator/model/snapjson.h"
+#include "../orchestrator/model/plan.h"
+#include "../orchestrator/store/setoverlay.h"
 
 #define MIB (1024ULL * 1024ULL)
 

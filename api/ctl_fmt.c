@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../orchestrator/utf8.h"
+#include "../orchestrator/base/utf8.h"
 
 struct table {
 	unsigned ncol, nrows, cap;

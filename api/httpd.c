@@ -21,10 +21,10 @@
 #include <unistd.h>
 
 #include "api.h"
-#include "../orchestrator/fs.h"
-#include "../orchestrator/parse.h"
-#include "../orchestrator/xalloc.h"
-#include "../orchestrator/log.h"
+#include "../orchestrator/base/fs.h"
+#include "../orchestrator/base/parse.h"
+#include "../orchestrator/base/xalloc.h"
+#include "../orchestrator/base/log.h"
 
 /* A client that keeps sending past the body limit is dropped after this
  * much: the 413 waits for the end of the body, which must come. */

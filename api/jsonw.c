@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "urlq.h"
-#include "../orchestrator/xalloc.h"
-#include "../orchestrator/utf8.h"
+#include "../orchestrator/base/xalloc.h"
+#include "../orchestrator/base/utf8.h"
 
 void jw_init(struct jw *w, size_t cap)
 {

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../orchestrator/xalloc.h"
+#include "../orchestrator/base/xalloc.h"
 
 void prom_init(struct prom *p)
 {

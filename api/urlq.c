@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../orchestrator/xalloc.h"
-#include "../orchestrator/utf8.h"
+#include "../orchestrator/base/xalloc.h"
+#include "../orchestrator/base/utf8.h"
 
 bool urlq_utf8_valid(const char *s, size_t len)
 {

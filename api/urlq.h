@@ -46,7 +46,7 @@ int urlq_decode(const char *s, size_t len, bool plus_space, char **out);
 
 /* true if S[0..LEN) is well-formed UTF-8 (no overlongs, no surrogates). */
 bool urlq_utf8_valid(const char *s, size_t len);
-/* (One UTF-8 sequence: utf8_seq in orchestrator/utf8.h.) */
+/* (One UTF-8 sequence: utf8_seq in orchestrator/base/utf8.h.) */
 
 /* The value of parameter KEY, or NULL. */
 const char *urlq_get(const struct urlq *q, const char *key);

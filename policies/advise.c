@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "guards.h"
-#include "../orchestrator/xalloc.h"
+#include "../orchestrator/base/xalloc.h"
 
 
 int policy_advise(const struct policy_config *cfg, const struct snapshot *snap,

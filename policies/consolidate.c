@@ -119,7 +119,7 @@
 #include <string.h>
 
 #include "guards.h"
-#include "../orchestrator/xalloc.h"
+#include "../orchestrator/base/xalloc.h"
 
 #define PIN_GAIN 1000.0
 

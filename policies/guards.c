@@ -31,7 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../orchestrator/xalloc.h"
+#include "../orchestrator/base/xalloc.h"
 
 void pctx_init(struct pctx *x, const struct policy_config *cfg, const struct snapshot *s)
 {

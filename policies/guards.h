@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../orchestrator/policy.h"
+#include "../orchestrator/model/policy.h"
 
 #define MIB (1024ULL * 1024ULL)
 

@@ -1,5 +1,5 @@
 /* policies.h — the pure policies' entry points. The daemon's main puts
- * them in a struct policy_ops (orchestrator/policy.h) and registers that
+ * them in a struct policy_ops (orchestrator/model/policy.h) and registers that
  * with the engine, which knows them only through it; tests and the
  * benchmark call them by name.
  *
@@ -11,10 +11,10 @@
 
 #include <stdbool.h>
 
-#include "../orchestrator/plan.h"
-#include "../orchestrator/policy.h"
-#include "../orchestrator/pstate.h"
-#include "../orchestrator/snapshot.h"
+#include "../orchestrator/model/plan.h"
+#include "../orchestrator/model/policy.h"
+#include "../orchestrator/model/pstate.h"
+#include "../orchestrator/model/snapshot.h"
 
 /* Decide (consolidate.c). PREV may be NULL (first cycle). On success
  * *plan and *next are the caller's (plan_free, pstate_free). Guests that

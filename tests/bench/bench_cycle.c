@@ -58,10 +58,10 @@
 #include "agents/acquire.h"
 #include "agents/cgwatch.h"
 #include "agents/drift.h"
-#include "orchestrator/xalloc.h"
-#include "orchestrator/history.h"
-#include "orchestrator/hostpaths.h"
-#include "orchestrator/log.h"
+#include "orchestrator/base/xalloc.h"
+#include "orchestrator/store/history.h"
+#include "orchestrator/base/hostpaths.h"
+#include "orchestrator/base/log.h"
 #include "policies/policies.h"
 
 /* Paths are built under a short mkdtemp() root; truncation cannot happen. */

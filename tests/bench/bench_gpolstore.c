@@ -16,10 +16,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "orchestrator/clock.h"
-#include "orchestrator/fs.h"
-#include "orchestrator/xalloc.h"
-#include "orchestrator/gpolstore.h"
+#include "orchestrator/base/clock.h"
+#include "orchestrator/base/fs.h"
+#include "orchestrator/base/xalloc.h"
+#include "orchestrator/store/gpolstore.h"
 
 #define PUTS 300
 

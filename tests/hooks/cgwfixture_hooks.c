@@ -1,12 +1,12 @@
-/* The test build's cgwf_write (see orchestrator/cgwfixture.h): linked
+/* The test build's cgwf_write (see orchestrator/actuator/cgwfixture.h): linked
  * into build/numaorchd-test and the unit tests in place of
- * orchestrator/cgwfixture.c, never into the shipped daemon.
+ * orchestrator/actuator/cgwfixture.c, never into the shipped daemon.
  *
  * Fixture trees stand in for the kernel: a file "X.refuse" holding an
  * errno name makes writes to X fail with it (as the kernel refuses
  * EBUSY/EINVAL/ENOSPC), and if "<root>/.numaorch-writes" exists every
  * write is appended to it, so tests can check the order of writes. */
-#include "orchestrator/cgwfixture.h"
+#include "orchestrator/actuator/cgwfixture.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "orchestrator/fs.h"
+#include "orchestrator/base/fs.h"
 
 static int refuse_errno(const char *name)
 {

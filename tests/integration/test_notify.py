@@ -84,7 +84,7 @@ class Notify(itlib.DaemonTest):
         self.assertTrue(any(l.startswith("<6>") and "starting" in l for l in lines), lines[:5])
 
     def test_abstract_socket_status_each_cycle_watchdog_pid(self):
-        # The protocol as orchestrator/notify.c speaks it without
+        # The protocol as orchestrator/base/notify.c speaks it without
         # libsystemd: an abstract socket name ("@..."), a STATUS= line of
         # its own after every later cycle, and no watchdog pings when
         # $WATCHDOG_PID names another process.

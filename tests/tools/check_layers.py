@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """The layering rules of ARCHITECTURE.md, checked on the tree (make check-layers).
 
-1. Folders: orchestrator/ is the core (model, foundation, engine, applier);
-   agents/ (sources), policies/ (pure decisions) and api/ stand on it and on
-   nothing else; only the daemon's main (agents/numaorchd.c) may include
-   anything. An include from the core up into agents/, policies/ or api/,
-   or sideways between those three, is an upward include.
+1. Folders: orchestrator/ is the core; agents/ (sources), policies/ (pure
+   decisions) and api/ stand on it and on nothing else; only the daemon's
+   main (agents/numaorchd.c) may include anything. An include from the core
+   up into agents/, policies/ or api/, or sideways between those three, is
+   an upward include. Inside the core, its sub-folders stand in one order
+   (ORCH_ORDER: base, model, mover, actuator, store, engine): a file
+   includes its own sub-folder and those below it; every core file is in
+   one of them.
 2. Modules (x.c + x.h) form no include loop: if x includes y, y does not
    reach x.
 3. policies/ does no I/O and reads no clock: the symbols its objects need
@@ -31,6 +34,8 @@ import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FOLDERS = ("orchestrator", "agents", "policies", "api")
+# The core's rooms, lowest first (ARCHITECTURE.md).
+ORCH_ORDER = ("base", "model", "mover", "actuator", "store", "engine")
 MAIN = {"agents/numaorchd.c"}
 # who may include whom (besides itself)
 ALLOWED = {"orchestrator": set(), "agents": {"orchestrator"}, "policies": {"orchestrator"},
@@ -52,15 +57,26 @@ PURE = re.compile(r"^(mem(cpy|cmp|move|set|chr)|str(n?cmp|len|n?cpy|chr|rchr|str
 
 # The core headers policies/ may include: no I/O, no clock, no logging.
 PURE_HEADERS = {"orchestrator/%s.h" % h for h in
-                ("xalloc", "parse", "mask", "snapshot", "plan", "policy", "pstate")}
+                ("base/xalloc", "base/parse", "base/mask", "model/snapshot", "model/plan", "model/policy",
+                 "model/pstate")}
 
 
 def sources(repo):
     for d in FOLDERS:
         dp = os.path.join(repo, d)
-        for f in sorted(os.listdir(dp)) if os.path.isdir(dp) else ():
-            if f.endswith((".c", ".h")):
-                yield "%s/%s" % (d, f)
+        for root, dirs, files in sorted(os.walk(dp)) if os.path.isdir(dp) else ():
+            dirs.sort()
+            for f in sorted(files):
+                if f.endswith((".c", ".h")):
+                    yield os.path.relpath(os.path.join(root, f), repo)
+
+
+def room(rel):
+    """A core file's sub-folder (its rank in ORCH_ORDER), or None."""
+    parts = rel.split("/")
+    if parts[0] != "orchestrator":
+        return None
+    return ORCH_ORDER.index(parts[1]) if len(parts) == 3 and parts[1] in ORCH_ORDER else -1
 
 
 def includes(repo, rel):
@@ -87,7 +103,11 @@ def violations(repo, objdir):
     graph = {}
     for rel in sources(repo):
         src = rel.split("/")[0]
+        if room(rel) == -1:
+            found.add("unsorted %s (not in one of orchestrator/{%s}/)" % (rel, ",".join(ORCH_ORDER)))
         for inc in includes(repo, rel):
+            if room(rel) is not None and room(inc) is not None and room(inc) > room(rel) >= 0:
+                found.add("upward %s -> %s" % (rel, inc))
             dst = inc.split("/")[0]
             if rel not in MAIN and dst != src and dst in FOLDERS and dst not in ALLOWED[src]:
                 found.add("upward %s -> %s" % (rel, inc))
@@ -168,16 +188,19 @@ def self_test():
             os.makedirs(os.path.join(tmp, os.path.dirname(rel)), exist_ok=True)
             with open(os.path.join(tmp, rel), "w") as f:
                 f.write(text)
-        put("orchestrator/fs.h", "int fs_read_file(const char *p);\n")
-        put("orchestrator/clock.h", "long clock_mono_ns(void);\n")
-        put("orchestrator/mask.h", "")
-        put("orchestrator/a.h", '#include "b.h"\n')
-        put("orchestrator/b.h", '#include "a.h"\n')
-        put("orchestrator/up.c", '#include "../agents/src.h"\n')
+        put("orchestrator/base/fs.h", "int fs_read_file(const char *p);\n")
+        put("orchestrator/base/clock.h", "long clock_mono_ns(void);\n")
+        put("orchestrator/base/mask.h", "")
+        put("orchestrator/model/a.h", '#include "b.h"\n')
+        put("orchestrator/model/b.h", '#include "a.h"\n')
+        put("orchestrator/engine/up.c", '#include "../../agents/src.h"\n')
+        put("orchestrator/engine/e.h", "")
+        put("orchestrator/base/low.c", '#include "orchestrator/engine/e.h"\n')
+        put("orchestrator/loose.h", "")
         put("agents/src.h", "")
         put("api/side.c", '#include "../policies/p.h"\n')
-        put("policies/p.h", '#include "../orchestrator/mask.h"\n')
-        put("policies/p.c", '#include "../orchestrator/fs.h"\n#include "../orchestrator/clock.h"\n'
+        put("policies/p.h", '#include "../orchestrator/base/mask.h"\n')
+        put("policies/p.c", '#include "../orchestrator/base/fs.h"\n#include "../orchestrator/base/clock.h"\n'
             'int p_read(void);\nint p_read(void) { return fs_read_file("x") + (int)clock_mono_ns(); }\n')
         put("policies/q.c", "#include <stdio.h>\nint q_pure(int x);\nint q_say(int x);\n"
             "int q_pure(int x) { char b[8]; return snprintf(b, sizeof(b), \"%d\", x); }\n"
@@ -189,10 +212,12 @@ def self_test():
         got = violations(tmp, os.path.join(tmp, "obj"))
     finally:
         shutil.rmtree(tmp)
-    want = {"upward orchestrator/up.c -> agents/src.h", "upward api/side.c -> policies/p.h",
-            "loop orchestrator/a orchestrator/b",
-            "impure include policies/p.c -> orchestrator/fs.h",
-            "impure include policies/p.c -> orchestrator/clock.h",
+    want = {"upward orchestrator/engine/up.c -> agents/src.h", "upward api/side.c -> policies/p.h",
+            "upward orchestrator/base/low.c -> orchestrator/engine/e.h",
+            "unsorted orchestrator/loose.h (not in one of orchestrator/{%s}/)" % ",".join(ORCH_ORDER),
+            "loop orchestrator/model/a orchestrator/model/b",
+            "impure include policies/p.c -> orchestrator/base/fs.h",
+            "impure include policies/p.c -> orchestrator/base/clock.h",
             "impure policies/p.c needs fs_read_file", "impure policies/p.c needs clock_mono_ns",
             "impure policies/q.c needs printf"}
     missed = sorted(want - got)

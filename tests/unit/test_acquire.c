@@ -9,7 +9,7 @@
 #include <time.h>
 
 #include "agents/acquire.h"
-#include "orchestrator/clock.h"
+#include "orchestrator/base/clock.h"
 
 struct afx {
 	char *dir;

@@ -11,13 +11,13 @@
 #include <unistd.h>
 
 #include "api/api.h"
-#include "orchestrator/config.h"
-#include "orchestrator/engine.h"
-#include "orchestrator/clock.h"
-#include "orchestrator/xalloc.h"
-#include "orchestrator/gpolstore.h"
-#include "orchestrator/hostpaths.h"
-#include "orchestrator/log.h"
+#include "orchestrator/store/config.h"
+#include "orchestrator/engine/engine.h"
+#include "orchestrator/base/clock.h"
+#include "orchestrator/base/xalloc.h"
+#include "orchestrator/store/gpolstore.h"
+#include "orchestrator/base/hostpaths.h"
+#include "orchestrator/base/log.h"
 
 #define TOKEN "unit-test-token-0123456789"
 

@@ -10,9 +10,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "orchestrator/fs.h"
-#include "orchestrator/xalloc.h"
-#include "orchestrator/gpolstore.h"
+#include "orchestrator/base/fs.h"
+#include "orchestrator/base/xalloc.h"
+#include "orchestrator/store/gpolstore.h"
 
 #define T0 1700000000000000000LL
 

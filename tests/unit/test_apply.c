@@ -11,12 +11,12 @@
 #include <unistd.h>
 
 #include "agents/topo.h"
-#include "orchestrator/apply.h"
-#include "orchestrator/cghier.h"
-#include "orchestrator/fs.h"
-#include "orchestrator/xalloc.h"
-#include "orchestrator/hostpaths.h"
-#include "orchestrator/snapshot.h"
+#include "orchestrator/actuator/apply.h"
+#include "orchestrator/base/cghier.h"
+#include "orchestrator/base/fs.h"
+#include "orchestrator/base/xalloc.h"
+#include "orchestrator/base/hostpaths.h"
+#include "orchestrator/model/snapshot.h"
 
 struct fx {
 	char *root;

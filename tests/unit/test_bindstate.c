@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "orchestrator/bindstate.h"
-#include "orchestrator/xalloc.h"
+#include "orchestrator/store/bindstate.h"
+#include "orchestrator/base/xalloc.h"
 
 static void entry(struct bindstate_entry *e, const char *id, const char *cg, const char *wide, const char *bound,
 		  int64_t since)

@@ -1,4 +1,4 @@
-/* The journal executor (orchestrator/cgjournal.c) on a v1 fixture tree
+/* The journal executor (orchestrator/actuator/cgjournal.c) on a v1 fixture tree
  * through the fixture writer, with the test build's hooks
  * (tests/hooks/cgwfixture_hooks.c): every write is logged in
  * <cgroupfs>/.numaorch-writes, and X.refuse makes writes to X fail. */
@@ -9,12 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "orchestrator/cghier.h"
-#include "orchestrator/cgjournal.h"
-#include "orchestrator/cgplan.h"
-#include "orchestrator/cgwrite.h"
-#include "orchestrator/fs.h"
-#include "orchestrator/hostpaths.h"
+#include "orchestrator/base/cghier.h"
+#include "orchestrator/actuator/cgjournal.h"
+#include "orchestrator/actuator/cgplan.h"
+#include "orchestrator/actuator/cgwrite.h"
+#include "orchestrator/base/fs.h"
+#include "orchestrator/base/hostpaths.h"
 
 #define CS "sys/fs/cgroup/cpuset"
 

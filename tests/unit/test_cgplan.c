@@ -1,4 +1,4 @@
-/* The pure write planner of a container move (orchestrator/cgplan.c) on
+/* The pure write planner of a container move (orchestrator/actuator/cgplan.c) on
  * tables, carried out on a model of the v1 kernel's cpuset rules: a
  * child's set within its parent's (else EACCES), a parent's set covering
  * every child's (else EBUSY), never empty (ENOSPC with tasks attached).
@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "orchestrator/cgplan.h"
-#include "orchestrator/mask.h"
+#include "orchestrator/actuator/cgplan.h"
+#include "orchestrator/base/mask.h"
 
 #define MAXCG 8
 

@@ -23,9 +23,9 @@
 #include "agents/cgproc.h"
 #include "agents/cgscan.h"
 #include "agents/topo.h"
-#include "orchestrator/fs.h"
-#include "orchestrator/xalloc.h"
-#include "orchestrator/snapjson.h"
+#include "orchestrator/base/fs.h"
+#include "orchestrator/base/xalloc.h"
+#include "orchestrator/model/snapjson.h"
 
 #define FIXTURES "tests/fixtures"
 #define HEX_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"

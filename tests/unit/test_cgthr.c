@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "agents/cgthr.h"
-#include "orchestrator/xalloc.h"
+#include "orchestrator/base/xalloc.h"
 
 #define S 1000000000LL
 

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "agents/cgwatch.h"
-#include "orchestrator/clock.h"
+#include "orchestrator/base/clock.h"
 
 static void test_prompts(void **state)
 {

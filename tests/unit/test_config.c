@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "orchestrator/config.h"
-#include "orchestrator/xalloc.h"
+#include "orchestrator/store/config.h"
+#include "orchestrator/base/xalloc.h"
 
 static void test_defaults_from_empty(void **state)
 {

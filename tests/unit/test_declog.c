@@ -11,10 +11,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "orchestrator/declog.h"
-#include "orchestrator/clock.h"
-#include "orchestrator/fs.h"
-#include "orchestrator/xalloc.h"
+#include "orchestrator/store/declog.h"
+#include "orchestrator/base/clock.h"
+#include "orchestrator/base/fs.h"
+#include "orchestrator/base/xalloc.h"
 
 static void add(struct declog *d, const char *guest)
 {

@@ -12,9 +12,9 @@
 
 #include "agents/cgscan.h"
 #include "agents/drift.h"
-#include "orchestrator/cghier.h"
-#include "orchestrator/snapshot.h"
-#include "orchestrator/xalloc.h"
+#include "orchestrator/base/cghier.h"
+#include "orchestrator/model/snapshot.h"
+#include "orchestrator/base/xalloc.h"
 
 #define S 1000000000LL /* ns in a second */
 

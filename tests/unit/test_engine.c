@@ -5,7 +5,7 @@
  * pure choice, policy_place, and the counting of its outcome).
  *
  * The engine-level cases register fake sources and a fake policy (the
- * interfaces main registers: orchestrator/source.h, policy.h) that hand
+ * interfaces main registers: orchestrator/model/source.h, policy.h) that hand
  * the engine hand-built snapshots and plans, and check what it records
  * and what the policy sees as its previous state next cycle.
  */
@@ -18,20 +18,20 @@
 #include <string.h>
 #include <sys/timerfd.h>
 
-#include "orchestrator/bindstate.h"
-#include "orchestrator/cghier.h"
-#include "orchestrator/clock.h"
-#include "orchestrator/config.h"
-#include "orchestrator/engine.h"
-#include "orchestrator/engine_int.h"
-#include "orchestrator/engstate.h"
-#include "orchestrator/fs.h"
-#include "orchestrator/hostpaths.h"
-#include "orchestrator/log.h"
-#include "orchestrator/logged.h"
-#include "orchestrator/resv.h"
-#include "orchestrator/vmplugin.h"
-#include "orchestrator/xalloc.h"
+#include "orchestrator/store/bindstate.h"
+#include "orchestrator/base/cghier.h"
+#include "orchestrator/base/clock.h"
+#include "orchestrator/store/config.h"
+#include "orchestrator/engine/engine.h"
+#include "orchestrator/engine/engine_int.h"
+#include "orchestrator/store/engstate.h"
+#include "orchestrator/base/fs.h"
+#include "orchestrator/base/hostpaths.h"
+#include "orchestrator/base/log.h"
+#include "orchestrator/store/logged.h"
+#include "orchestrator/model/resv.h"
+#include "orchestrator/actuator/vmplugin.h"
+#include "orchestrator/base/xalloc.h"
 #include "policies/policies.h"
 
 #define MIB (1024ULL * 1024ULL)

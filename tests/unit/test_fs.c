@@ -11,8 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "orchestrator/fs.h"
-#include "orchestrator/xalloc.h"
+#include "orchestrator/base/fs.h"
+#include "orchestrator/base/xalloc.h"
 
 static void test_open_regular_refuses_dirs_and_fifos(void **state)
 {

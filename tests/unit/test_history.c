@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "orchestrator/history.h"
-#include "orchestrator/snapshot.h"
+#include "orchestrator/store/history.h"
+#include "orchestrator/model/snapshot.h"
 
 #define GIB (1024ull * 1024 * 1024)
 #define MIB (1024ull * 1024)

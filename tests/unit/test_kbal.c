@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "orchestrator/config.h"
-#include "orchestrator/kbal.h"
+#include "orchestrator/store/config.h"
+#include "orchestrator/model/kbal.h"
 
 static void test_decide_table(void **state)
 {

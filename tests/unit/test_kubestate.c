@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "agents/kubestate.h"
-#include "orchestrator/fs.h"
+#include "orchestrator/base/fs.h"
 
 #define FIX "tests/fixtures/kubelet/"
 #define GUAR "5a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"

@@ -9,10 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "orchestrator/fs.h"
-#include "orchestrator/xalloc.h"
-#include "orchestrator/log.h"
-#include "orchestrator/utf8.h"
+#include "orchestrator/base/fs.h"
+#include "orchestrator/base/xalloc.h"
+#include "orchestrator/base/log.h"
+#include "orchestrator/base/utf8.h"
 
 static void test_escape(void **state)
 {

@@ -1,12 +1,12 @@
-/* Tests for orchestrator/mask.c: the kernel list format and bit helpers. */
+/* Tests for orchestrator/base/mask.c: the kernel list format and bit helpers. */
 #include "testutil.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "orchestrator/mask.h"
-#include "orchestrator/snapshot.h"
+#include "orchestrator/base/mask.h"
+#include "orchestrator/model/snapshot.h"
 
 static void test_parse_format_roundtrip(void **st)
 {

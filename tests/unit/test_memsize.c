@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "orchestrator/mask.h"
-#include "orchestrator/plan.h"
-#include "orchestrator/pstate.h"
-#include "orchestrator/snapshot.h"
+#include "orchestrator/base/mask.h"
+#include "orchestrator/model/plan.h"
+#include "orchestrator/model/pstate.h"
+#include "orchestrator/model/snapshot.h"
 #include "policies/policies.h"
 
 #define MIB (1024ull * 1024ull)

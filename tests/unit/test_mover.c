@@ -11,10 +11,10 @@
 
 #include <pthread.h>
 
-#include "orchestrator/hostpaths.h"
-#include "orchestrator/mover.h"
-#include "orchestrator/numamaps.h"
-#include "orchestrator/xalloc.h"
+#include "orchestrator/base/hostpaths.h"
+#include "orchestrator/mover/mover.h"
+#include "orchestrator/base/numamaps.h"
+#include "orchestrator/base/xalloc.h"
 
 static const char *maps =
 	"55d0c0000000-55d0c0002000 r--p 00000000 08:01 1234   /usr/bin/memhog\n"

@@ -14,8 +14,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "orchestrator/snapjson.h"
-#include "orchestrator/mover.h"
+#include "orchestrator/model/snapjson.h"
+#include "orchestrator/mover/mover.h"
 #include "policies/guards.h"
 #include "policies/policies.h"
 

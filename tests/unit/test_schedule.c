@@ -5,8 +5,8 @@
 #include <errno.h>
 #include <string.h>
 
-#include "orchestrator/config.h"
-#include "orchestrator/schedule.h"
+#include "orchestrator/store/config.h"
+#include "orchestrator/store/schedule.h"
 
 enum { SUN, MON, TUE, WED, THU, FRI, SAT };
 #define HM(h, m) ((h) * 60 + (m))

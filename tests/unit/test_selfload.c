@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "agents/selfload.h"
-#include "orchestrator/xalloc.h"
+#include "orchestrator/base/xalloc.h"
 
 /* A task/TID/stat line of the agent: utime 1, stime 1, last on CPU. */
 #define STAT_FMT "%d (numaorchd) S 1 1 1 0 -1 0 0 0 0 0 1 1 0 0 20 0 2 0 100 0 0 0 0 0 0 0 0 0 0 0 0 0 " \

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "orchestrator/setoverlay.h"
+#include "orchestrator/store/setoverlay.h"
 
 static void test_merge_save_load_remove(void **state)
 {

@@ -1,4 +1,4 @@
-/* Enum names from one table (orchestrator/strtab.h): for every enum with
+/* Enum names from one table (orchestrator/base/strtab.h): for every enum with
  * names, each value has one, distinct from the others; the value after the
  * last has none (NULL: a new enumerator without a name fails here); and
  * where there is a parser, name → value → name round-trips and what is not
@@ -9,18 +9,18 @@
 #include <string.h>
 
 #include "agents/vmsrc.h"
-#include "orchestrator/apply.h"
-#include "orchestrator/cghier.h"
-#include "orchestrator/config.h"
-#include "orchestrator/mode.h"
-#include "orchestrator/engine.h"
-#include "orchestrator/kbal.h"
-#include "orchestrator/log.h"
-#include "orchestrator/mover.h"
-#include "orchestrator/snapshot.h"
-#include "orchestrator/strtab.h"
-#include "orchestrator/vmplugin.h"
-#include "orchestrator/plan.h"
+#include "orchestrator/actuator/apply.h"
+#include "orchestrator/base/cghier.h"
+#include "orchestrator/store/config.h"
+#include "orchestrator/model/mode.h"
+#include "orchestrator/engine/engine.h"
+#include "orchestrator/model/kbal.h"
+#include "orchestrator/base/log.h"
+#include "orchestrator/mover/mover.h"
+#include "orchestrator/model/snapshot.h"
+#include "orchestrator/base/strtab.h"
+#include "orchestrator/actuator/vmplugin.h"
+#include "orchestrator/model/plan.h"
 
 typedef const char *(*name_fn)(long v);
 typedef int (*parse_fn)(const char *s, long *out);

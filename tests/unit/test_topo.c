@@ -11,9 +11,9 @@
 #include <unistd.h>
 
 #include "agents/topo.h"
-#include "orchestrator/fs.h"
-#include "orchestrator/log.h"
-#include "orchestrator/snapjson.h"
+#include "orchestrator/base/fs.h"
+#include "orchestrator/base/log.h"
+#include "orchestrator/model/snapjson.h"
 
 #define FIXTURES "tests/fixtures"
 

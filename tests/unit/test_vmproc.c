@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "agents/vmproc.h"
-#include "orchestrator/xalloc.h"
+#include "orchestrator/base/xalloc.h"
 
 #define UUID "6112aa7d-0765-49e7-a90f-029606270916"
 #define V1DOM "/machine/qemu-1-vm1.libvirt-qemu"

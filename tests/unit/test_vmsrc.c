@@ -10,7 +10,7 @@
 
 #include "agents/vmapply.h"
 #include "agents/vmsrc.h"
-#include "orchestrator/config.h"
+#include "orchestrator/store/config.h"
 
 static void test_event_actions(void **state)
 {

@@ -10,8 +10,8 @@
 
 #include "agents/acquire.h"
 #include "agents/topo.h"
-#include "orchestrator/snapshot.h"
-#include "orchestrator/engine.h"
+#include "orchestrator/model/snapshot.h"
+#include "orchestrator/engine/engine.h"
 #include "policies/policies.h"
 
 void tu_assert_json_golden(json_t *actual, const char *path)

@@ -22,11 +22,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "orchestrator/clock.h"
-#include "orchestrator/hostpaths.h"
-#include "orchestrator/log.h"
-#include "orchestrator/mover.h"
-#include "orchestrator/numamig.h"
+#include "orchestrator/base/clock.h"
+#include "orchestrator/base/hostpaths.h"
+#include "orchestrator/base/log.h"
+#include "orchestrator/mover/mover.h"
+#include "orchestrator/base/numamig.h"
 
 #define CPUSET "/sys/fs/cgroup/cpuset"
 

@@ -6,7 +6,7 @@
  *            the guests one after another (busy: also raw_one_guest, one
  *            guest holding all the memory — one busy vCPU, not four)
  *   migrate_pages  migrate_pages(2) of each guest, one call each
- *   mover    numaorchd's mover (orchestrator/mover.c, linked in) with 1,
+ *   mover    numaorchd's mover (orchestrator/mover/mover.c, linked in) with 1,
  *            2 and 4 workers (on=target: each worker runs on the target
  *            node's CPUs): aggregate MiB/s
  *   cpuset   a cgroup v2 cpuset.mems write of one cgroup holding the
@@ -64,11 +64,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "orchestrator/xalloc.h"
-#include "orchestrator/hostpaths.h"
-#include "orchestrator/log.h"
-#include "orchestrator/mover.h"
-#include "orchestrator/numamig.h"
+#include "orchestrator/base/xalloc.h"
+#include "orchestrator/base/hostpaths.h"
+#include "orchestrator/base/log.h"
+#include "orchestrator/mover/mover.h"
+#include "orchestrator/base/numamig.h"
 
 #define CG "/sys/fs/cgroup/migbench"
 

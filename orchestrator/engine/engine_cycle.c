@@ -1,0 +1,697 @@
+/* engine_cycle.c — one cycle: acquire a snapshot, let the registered
+ * policy decide, apply the plan (every move's CPUs first, then the memory
+ * of those that must migrate), record each outcome, publish the view. */
+#include "orchestrator/engine/engine.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "orchestrator/base/clock.h"
+#include "orchestrator/engine/engine_int.h"
+#include "orchestrator/store/gpolstore.h"
+#include "orchestrator/store/history.h"
+#include "orchestrator/model/kbal.h"
+#include "orchestrator/base/log.h"
+#include "orchestrator/mover/mover.h"
+#include "orchestrator/base/notify.h"
+#include "orchestrator/base/strtab.h"
+#include "orchestrator/base/xalloc.h"
+
+const double engine_cycle_buckets[ENGINE_CYCLE_NR_BUCKETS] = {
+	0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
+};
+
+static const char *const cycle_phase_names[] = {
+	[CYCLE_TOTAL] = "total",
+	[CYCLE_ACQUIRE] = "acquire",
+	[CYCLE_DECIDE] = "decide",
+	[CYCLE_APPLY] = "apply",
+};
+STRTAB_NAME(engine_cycle_phase_name, enum engine_cycle_phase, cycle_phase_names)
+
+static void hist_observe(struct engine_hist *h, double s)
+{
+	for (unsigned b = 0; b < ENGINE_CYCLE_NR_BUCKETS; b++)
+		h->le[b] += s <= engine_cycle_buckets[b];
+	h->count++;
+	h->sum_s += s;
+}
+
+const char *engine_move_decision(enum apply_status st)
+{
+	switch (st) {
+	case APPLY_DONE: return "moved";
+	case APPLY_FAILED:
+	case APPLY_FAILED_PARTIAL:
+	case APPLY_REFUSED: return "failed";
+	case APPLY_NOT_APPLICABLE: return "not_applicable";
+	default: return "skipped";
+	}
+}
+
+void engine_log_move(const struct snapshot *snap, const struct plan_item *it,
+		     const struct apply_result *res)
+{
+	const struct snap_guest *g = &snap->guests[it->guest_idx];
+	char from[NODELIST_BUFSZ], to[NODELIST_BUFSZ], mems[NODELIST_BUFSZ];
+
+	mask_format(&it->from_nodes, from, sizeof(from));
+	mask_format(&it->to_nodes, to, sizeof(to));
+	mask_format(&it->to_mems, mems, sizeof(mems));
+	if (!res) {
+		log_info("would move %s (%s) nodes %s -> %s mems %s: %s", it->guest_id, g->runtime,
+			 from, to, mems, it->detail);
+		return;
+	}
+	if (res->status == APPLY_DONE && res->mems_loosened &&
+	    !mask_equal(&res->mems_after, &it->to_mems)) {
+		/* Soft binding: the memory goes to the plan's nodes, the
+		 * cgroup's mems stay wider; say both, or the line claims mems
+		 * the agent never wrote (the record has them as mems_after). */
+		char now[NODELIST_BUFSZ];
+
+		mask_format(&res->mems_after, now, sizeof(now));
+		log_info("moved %s (%s) nodes %s -> %s, memory to %s, mems %s in %.2fs: %s", it->guest_id,
+			 g->runtime, from, to, mems, now, res->duration_s, it->detail);
+	} else if (res->status == APPLY_DONE)
+		log_info("moved %s (%s) nodes %s -> %s mems %s in %.2fs: %s", it->guest_id, g->runtime,
+			 from, to, mems, res->duration_s, it->detail);
+	else if (res->status == APPLY_FAILED || res->status == APPLY_FAILED_PARTIAL ||
+		 res->status == APPLY_REFUSED)
+		log_error("moving %s (%s) nodes %s -> %s failed: %s", it->guest_id, g->runtime, from, to,
+			  res->msg);
+	else
+		log_info("not moving %s (%s): %s", it->guest_id, g->runtime, res->msg);
+}
+
+/* kernel.numa_balancing, read with every snapshot (an operator may flip
+ * it): say once, and at each change, how the agent works beside it. */
+static void note_balancing(struct engine *e, const struct snapshot *snap)
+{
+	int v = snap->numa_balancing;
+
+	e->stats.kernel_balancing = e->cfg.kernel_balancing;
+	if (e->stats.cycles > 0 && v == e->stats.numa_balancing)
+		return;
+	e->stats.numa_balancing = v;
+	if (kbal_kernel_moves(v))
+		log_info("kernel.numa_balancing = %d: the kernel migrates memory on fault too; numaorchd works "
+			 "beside it (kernel_balancing = %s: %s)", v, kbal_setting_name(e->cfg.kernel_balancing),
+			 e->cfg.kernel_balancing == KBAL_DEFER ? "numaorchd moves CPUs and widens mems, the kernel "
+			 "moves the memory" : e->cfg.kernel_balancing == KBAL_MIGRATE ? "numaorchd migrates memory "
+			 "itself" : "the kernel moves a running guest's memory, numaorchd an idle one's");
+	else if (v >= 0)
+		log_info("kernel.numa_balancing = %d: the kernel's NUMA balancing is off; numaorchd migrates memory "
+			 "itself", v);
+	else
+		log_info("kernel.numa_balancing: not available on this kernel; numaorchd migrates memory itself");
+}
+
+/* What became of a move's phase 2 (memory_phase). */
+enum phase_end {
+	PHASE_DONE,       /* RES is the outcome; the caller records it and frees P */
+	PHASE_JOB,        /* P belongs to a mover job moving pages; RES is recorded now */
+	PHASE_WRITE_JOB,  /* P belongs to a start binding's write job: recorded when taken */
+};
+
+void engine_job_add(struct engine *e, uint64_t id, struct apply_pending *p, struct bind_write *bw)
+{
+	if (e->njobs == e->capjobs) {
+		e->capjobs = e->capjobs ? e->capjobs * 2 : 8;
+		e->jobs = xrealloc(e->jobs, e->capjobs * sizeof(*e->jobs));
+	}
+	e->jobs[e->njobs++] = (struct ejob){ .id = id, .p = p, .bw = bw };
+}
+
+/* A start binding's cpuset.mems write: a mover worker's where there is
+ * one and nobody waits for the cycle's report (engine_bindwrite.c), else
+ * this thread's. */
+static enum phase_end bind_write(struct engine *e, struct apply_pending *p, bool sync_bind,
+				 struct apply_result *res)
+{
+	if (!sync_bind && e->mover) {
+		engine_bindwrite_submit(e, p);
+		return PHASE_WRITE_JOB;
+	}
+	apply_memory(e->app, p, res);
+	return PHASE_DONE;
+}
+
+/* Phase 2 of one move: the memory, by the rule of kbal.h — left to the
+ * kernel, handed to the mover, or (no mover, VMs) moved by the cpuset.mems
+ * write; a start binding's write goes to a mover worker too, unless
+ * SYNC_BIND (a caller waiting for the cycle's report). */
+static enum phase_end memory_phase(struct engine *e, const struct snapshot *snap, struct apply_pending *p,
+				   bool sync_bind, struct apply_result *res)
+{
+	const struct plan_item *it = apply_pending_item(p);
+	const struct snap_guest *g = &snap->guests[it->guest_idx];
+	enum kbal_action act = kbal_decide(e->cfg.kernel_balancing, e->stats.numa_balancing,
+					   !apply_pending_soft(p), g->cpu_use);
+	bool to_mover = e->mover && e->mover_on && apply_pending_movable(p) && !it->bind_start;
+	struct mover_spec spec;
+	pid_t *pids = NULL;
+	uint64_t id;
+
+	/* A start binding with next to nothing to migrate when planned: the
+	 * write alone, as phase 1 used to make it, but not on this thread. */
+	if (apply_pending_narrow_only(p))
+		return bind_write(e, p, sync_bind, res);
+	/* Room partly to come needs a mover job that waits for it; the
+	 * kernel (a cpuset.mems write, its balancing) would not wait. */
+	if (apply_pending_room_wait(p) && (act == KBAL_ACT_DEFER || !to_mover)) {
+		apply_pending_no_room(e->app, p, act == KBAL_ACT_DEFER ? "its memory is left to the kernel's NUMA balancing"
+					  : "its memory cannot move by the mover", res);
+		return PHASE_DONE;
+	}
+	if (act == KBAL_ACT_DEFER) {
+		apply_memory_widen(e->app, p, "left to the kernel's NUMA balancing", res);
+		if (res->status == APPLY_DONE)
+			e->stats.memory_deferred++;
+		return PHASE_DONE;
+	}
+	/* A start binding narrows the mems now, so that what the guest
+	 * touches from here lands on the target: the kernel migrates the
+	 * little it touched before (under START_PLACE_MAX_BYTES) inside the
+	 * write. Widening them for the mover would let it go on touching
+	 * off the target while the mover chases it. The write itself goes
+	 * to a mover worker (engine_bindwrite.c): the engine thread does not
+	 * wait for what the kernel migrates inside it. */
+	if (!to_mover && it->bind_start && apply_pending_writes_mems(p))
+		return bind_write(e, p, sync_bind, res);
+	/* The kernel's way (no page mover, or a VM libvirt moves): a
+	 * container's write migrates inside the kernel for as long as its
+	 * memory takes, so a worker makes it; the cycle goes on. */
+	if (!to_mover && e->mover && !apply_pending_item(p)->bind_start && !apply_pending_is_vm(p)) {
+		char to[NODELIST_BUFSZ];
+
+		memset(res, 0, sizeof(*res));
+		res->locality_after = NAN;
+		if (mask_format(&it->to_mems, to, sizeof(to)) < 0)
+			snprintf(to, sizeof(to), "?");
+		id = engine_memwrite_submit(e, p);
+		apply_result_set(res, APPLY_DONE, 0, "cpus moved; memory to move onto %s by its cpuset.mems write "
+				 "(job %llu, on a worker)", to, (unsigned long long)id);
+		return PHASE_JOB;
+	}
+	if (!to_mover) {
+		apply_memory(e->app, p, res);
+		return PHASE_DONE;
+	}
+	memset(&spec, 0, sizeof(spec));
+	spec.npids = apply_pending_pids(e->app, p, &pids);
+	if (spec.npids == 0) {
+		/* No process: nothing to move; the mems change is all. */
+		free(pids);
+		apply_memory(e->app, p, res);
+		return PHASE_DONE;
+	}
+	/* move_pages(2) needs the target inside the task's mems. */
+	apply_memory_widen(e->app, p, "to move by the mover", res);
+	if (res->status != APPLY_DONE) {
+		free(pids);
+		return PHASE_DONE;
+	}
+	snprintf(spec.guest, sizeof(spec.guest), "%s", it->guest_id);
+	snprintf(spec.cause, sizeof(spec.cause), "%s", move_reason_name(it->reason));
+	spec.pids = pids;
+	spec.to = it->to_mems;
+	spec.bytes = it->migrate_bytes;
+	spec.first = it->first_bytes ? it->first_node : -1;
+	spec.first_bytes = it->first_bytes;
+	spec.wait_room = apply_pending_room_wait(p);
+	spec.min_free_bytes = e->cfg.policy.min_free_bytes;
+	spec.min_free_share = e->cfg.policy.min_free_share;
+	id = mover_submit(e->mover, &spec);
+	free(pids);
+	{
+		size_t n = strlen(res->msg);
+
+		if (spec.wait_room)
+			snprintf(res->msg + n, sizeof(res->msg) - n, " (job %llu; %s: it waits for the room)",
+				 (unsigned long long)id, apply_pending_room_note(p));
+		else
+			snprintf(res->msg + n, sizeof(res->msg) - n, " (job %llu)", (unsigned long long)id);
+	}
+	engine_job_add(e, id, p, NULL);
+	return PHASE_JOB;
+}
+
+enum apply_status engine_job_outcome(enum mover_state st, bool soft, bool *wide)
+{
+	/* A vanished guest has no mems left to name. */
+	*wide = st != MJ_VANISHED && (soft || st != MJ_DONE);
+	switch (st) {
+	case MJ_DONE: return APPLY_DONE;
+	case MJ_VANISHED: return APPLY_VANISHED;
+	case MJ_FAILED: return APPLY_FAILED;
+	default: return APPLY_CHANGED;
+	}
+}
+
+/* Jobs the mover ended: narrow a strictly bound guest's mems, record when
+ * (and whether) its memory arrived. Engine thread. */
+void engine_settle_jobs(struct engine *e)
+{
+	struct mover_job_info *fin;
+	unsigned n;
+
+	if (!e->mover)
+		return;
+	n = mover_take_finished(e->mover, &fin);
+	for (unsigned k = 0; k < n; k++) {
+		const struct mover_job_info *ji = &fin[k];
+		struct apply_pending *p = NULL;
+		struct apply_result res;
+		char from[NODELIST_BUFSZ], to[NODELIST_BUFSZ], decision[40], narrow[NODELIST_BUFSZ + 240], how[96] = "";
+		char p99[32];
+		double mib = (double)ji->bytes_done / 1048576.0;
+		enum apply_status outcome;
+		int settle;
+
+		for (unsigned i = 0; i < e->njobs && !p; i++) {
+			struct ejob job = e->jobs[i];
+
+			if (job.id != ji->id)
+				continue;
+			e->jobs[i] = e->jobs[--e->njobs];
+			if (job.bw) {
+				engine_bindwrite_settle(e, &job, ji);
+				break;
+			}
+			p = job.p;
+		}
+		if (!p)
+			continue;
+		memset(&res, 0, sizeof(res));
+		res.locality_after = NAN;
+		outcome = engine_job_outcome(ji->state, apply_pending_soft(p), &res.mems_loosened);
+		mask_or(&res.mems_after, &apply_pending_snapshot(p)->guests[apply_pending_item(p)->guest_idx].mems,
+			&apply_pending_item(p)->to_mems);
+		/* Narrowing a strict guest migrates what is left: only once its
+		 * pages are in place. A job that ended early leaves its mems
+		 * wide (old ∪ new: consistent, never empty), and its record
+		 * says so (mems_after). */
+		settle = ji->state == MJ_DONE ? apply_memory_settle(e->app, p, &res) : 0;
+		mask_format(&ji->from, from, sizeof(from));
+		mask_format(&ji->to, to, sizeof(to));
+		/* A refused narrowing leaves the guest bound to old ∪ new: the
+		 * record says so (mems_after) instead of implying the target. */
+		if (settle < 0 && settle != -ENOENT && settle != -ESRCH && settle != -ENODEV)
+			snprintf(narrow, sizeof(narrow), "; narrowing its mems to %s failed (%s), they stay on both",
+				 to, strerror(-settle));
+		else if (settle < 0 && res.msg[0])
+			/* gone, or (a VM) not the instance the job moved: say which */
+			snprintf(narrow, sizeof(narrow), "; its mems not narrowed to %s: %.200s", to, res.msg);
+		else
+			narrow[0] = '\0';
+		if (isnan(ji->stall_p99_ms))
+			snprintf(p99, sizeof(p99), "-");
+		else
+			snprintf(p99, sizeof(p99), "%.1f", ji->stall_p99_ms);
+		/* Who moved what, when the mover's own calls were not all of it
+		 * (mover_settle_step): beside the kernel's balancing, pages it
+		 * could not see arrive on fault, or by migrate_pages(2). */
+		if (ji->kernel_bytes || ji->swept_bytes)
+			snprintf(how, sizeof(how), " (%.1f MiB of it by the kernel's balancing on fault, %.1f MiB by "
+				 "migrate_pages)", (double)ji->kernel_bytes / 1048576.0, (double)ji->swept_bytes / 1048576.0);
+		apply_result_set(&res, outcome, ji->state == MJ_FAILED ? -EIO : 0,
+			"job %llu %s: %.1f MiB moved off nodes %s onto %s in %.2f s (%.0f MiB/s)%s, %llu chunks, "
+			"longest stall %.1f ms, p99 %s ms%s%s%s", (unsigned long long)ji->id, mover_state_name(ji->state),
+			mib, from[0] ? from : "-", to, ji->elapsed_s, ji->elapsed_s > 0 ? mib / ji->elapsed_s : 0, how,
+			(unsigned long long)ji->chunks, ji->stall_max_ms, p99, ji->msg[0] ? ": " : "", ji->msg, narrow);
+		res.duration_s = ji->elapsed_s;
+		snprintf(decision, sizeof(decision), "memory_%s", ji->state == MJ_DONE ? "arrived" :
+			 mover_state_name(ji->state));
+		log_info("guest %s: memory %s", apply_pending_guest(p), res.msg);
+		declog_add(e->dl, declog_make(apply_pending_snapshot(p), apply_pending_item(p), decision, &res, false));
+		apply_pending_free(p);
+	}
+	free(fin);
+}
+
+int engine_drain_migrations(struct engine *e, double timeout_s)
+{
+	bool idle = true;
+
+	if (!e->mover)
+		return 0;
+	idle = mover_wait_idle(e->mover, timeout_s);
+	engine_settle_jobs(e);
+	return idle ? 0 : -ETIMEDOUT;
+}
+
+struct mover *engine_mover(struct engine *e)
+{
+	return __atomic_load_n(&e->mover, __ATOMIC_ACQUIRE);
+}
+
+double engine_next_cycle_s(const struct engine *e)
+{
+	double s = e->cfg.interval_s;
+
+	for (unsigned i = 0; i < e->nbound && s > ENGINE_BIND_CYCLE_S; i++)
+		/* (one read back from before a restart waits for an applying
+		 * cycle, not for a sooner one) */
+		if (!e->bound[i].restored)
+			s = ENGINE_BIND_CYCLE_S;
+	/* A guest seen for the first time was "decided next cycle": its use
+	 * is measured over the gap, which need not wait for the interval
+	 * (churn: a pod decided 9 s after it was first seen). */
+	if (e->first_sight && s > ENGINE_TRIGGER_GAP_S)
+		s = ENGINE_TRIGGER_GAP_S;
+	if (e->spread_cycles && s > ENGINE_SPREAD_CYCLE_S)
+		s = ENGINE_SPREAD_CYCLE_S;
+	return s;
+}
+
+/* Log, record and count the outcome of plan item I. */
+static void record_move(struct engine *e, const struct snapshot *snap, struct pstate *next,
+			const struct plan_item *it, const struct apply_result *res, struct cycle_report *report,
+			unsigned i)
+{
+	engine_log_move(snap, it, res);
+	declog_add(e->dl, declog_make(snap, it, engine_move_decision(res->status), res, false));
+	if (it->bind_start && res->status == APPLY_DONE)
+		engine_bound_add(e, snap, it);
+	if (it->kind == PLAN_MOVE && res->status == APPLY_DONE && mask_count(&it->to_nodes) >= 2 &&
+	    it->guest_idx < snap->nr_guests && snap->guests[it->guest_idx].cpu_use >= SNAP_BUSY_THREAD_CPU)
+		e->spread_cycles = ENGINE_SPREAD_CYCLES;
+	if (report) {
+		report->results[i] = *res;
+		report->attempted[i] = true;
+	}
+	engine_count_outcome(&e->stats, next, e->ps, it, res->status);
+}
+
+void engine_count_outcome(struct engine_stats *st, struct pstate *next, const struct pstate *prev,
+			  const struct plan_item *it, enum apply_status status)
+{
+	switch (status) {
+	case APPLY_DONE:
+		st->moves++;
+		st->migrated_bytes += it->migrate_bytes;
+		break;
+	case APPLY_FAILED:
+	case APPLY_FAILED_PARTIAL:
+	case APPLY_REFUSED:
+		/* Keep the cool-down: retrying a refused write every
+		 * cycle would only hammer the cgroup. */
+		st->move_failures++;
+		break;
+	case APPLY_NOT_APPLICABLE:
+		/* libvirt refuses this kind of change (its numatune):
+		 * asking every cycle would only repeat the refusal. */
+		st->moves_skipped++;
+		break;
+	default:
+		st->moves_skipped++;
+		if (next)
+			pstate_revert(next, prev, it->guest_id);
+		break;
+	}
+}
+
+/* The operator's per-guest overrides (the REST API's store), applied to
+ * the snapshot while it is finalized: once published it is read-only. */
+static bool override_policy(void *ctx, const char *id, struct guest_policy *out)
+{
+	struct gpol_record rec;
+
+	if (!gpolstore_get(ctx, id, &rec))
+		return false;
+	*out = rec.pol;
+	out->set_real_ns = rec.set_real_ns;
+	return true;
+}
+
+/* Whether IT, a plan's move, is the one job OLD is making: the guest's
+ * CPUs already on IT's, its memory on its way to IT's nodes
+ * (mover_job_same_move). Left alone, not counted as a move (the caller
+ * keeps its cool-down from the move that started the job), and said in
+ * the debug log: no record — the job's own record comes when it ends.
+ * IT may also be that move held back by the cool-down (a skip: no CPUs
+ * of its own, its nodes are compared): the job makes it already, so a
+ * "cool-down ... would go to nodes N" record would only repeat it. */
+static bool still_moving(struct engine *e, const struct snapshot *snap, const struct plan_item *it, uint64_t old)
+{
+	const struct snap_guest *g = &snap->guests[it->guest_idx];
+	struct mover_job_info ji;
+	char mems[64];
+	bool cpus_there = it->kind == PLAN_SKIP ? mask_equal(&g->cpu_nodes, &it->to_nodes) :
+			  g->cpus && it->to_cpus && mask_equal(g->cpus, it->to_cpus);
+
+	if (!cpus_there || !mover_get(e->mover, old, &ji) ||
+	    !mover_job_same_move(&ji, &it->to_mems, it->first_bytes ? it->first_node : -1, it->first_bytes))
+		return false;
+	mask_format(&it->to_mems, mems, sizeof(mems));
+	log_debug("still moving %s: job %llu takes its memory onto nodes %s (%.1f MiB done); the plan's %s is that job's",
+		  it->guest_id, (unsigned long long)old, mems, (double)ji.bytes_done / 1048576.0,
+		  it->kind == PLAN_SKIP ? "move, held by the cool-down," : "move");
+	return true;
+}
+
+/* Memory the mover's live jobs are still moving, into each node of the
+ * snapshot being finalized (snap_node.mem_leaving/mem_coming). */
+static void mem_flows(void *ctx, struct snapshot *s)
+{
+	struct engine *e = ctx;
+
+	if (e->mover && e->mover_on)
+		mover_flows(e->mover, s);
+}
+
+int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
+{
+	const struct snapshot *snap = NULL;
+	struct snap_policy_overlay ov = {
+		.get = e->gs ? override_policy : NULL, .ctx = e->gs, .flows = mem_flows, .flows_ctx = e
+	};
+	struct plan *plan = NULL;
+	struct pstate *next = NULL;
+	int64_t t0 = clock_mono_ns(), t1, t2, t3;
+	char (*placed)[GUEST_ID_MAX] = NULL, (*released)[GUEST_ID_MAX] = NULL;
+	unsigned nplaced, npend = 0, nreleased = 0;
+	struct {
+		struct apply_pending *p;
+		unsigned idx;
+	} *pend;
+	bool do_apply;
+	int r;
+
+	if (report)
+		memset(report, 0, sizeof(*report));
+	engine_apply_schedule(e);
+	engine_settle_jobs(e);
+	e->watch_pending = false;
+	dry_run = dry_run || e->cfg.dry_run;
+	r = e->src.snapshot(e->acq, e->cfg.sample_s, &ov, &snap);
+	if (r < 0)
+		return log_errno(LOG_LEVEL_ERROR, r, "cannot read the host topology from %s", e->hp.sysfs);
+	t1 = clock_mono_ns();
+	/* The same broken file gives the same warning every cycle: once,
+	 * then with a count now and then (47 lines a cycle on one host). */
+	if (!e->warn_rep)
+		e->warn_rep = log_repeat_new();
+	log_repeat_round(e->warn_rep, LOG_LEVEL_WARN, snap->warnings, snap->nr_warnings);
+
+	e->stats.cpu_nodes = snap_nr_cpu_nodes(snap);
+	note_balancing(e, snap);
+	if (e->vm) {
+		struct vmsrc_status vst;
+
+		e->vmp->get_status(e->vm, &vst);
+		e->stats.libvirt_state = vst.connected ? LIBVIRT_CONNECTED : LIBVIRT_DISCONNECTED;
+		e->stats.libvirt_connects = vst.connects;
+		e->stats.libvirt_losses = vst.losses;
+		e->stats.libvirt_last_reconnect_s = vst.last_reconnect_s;
+	}
+	if (e->stats.cpu_nodes <= 1 && !e->warned_one_node) {
+		log_warn("this host has %u NUMA node%s with CPUs: numaorchd keeps discovering and "
+			 "reporting guests, and moves nothing", e->stats.cpu_nodes,
+			 e->stats.cpu_nodes == 1 ? "" : "s");
+		e->warned_one_node = true;
+	}
+	/* Domains that just started are placed now, before the policy runs,
+	 * so it sees their cool-down and leaves them be this cycle. */
+	nplaced = engine_place_started(e, snap, dry_run, &placed);
+
+	if (e->cfg.mode != MODE_OFF) {
+		const struct advice_reservation *res;
+		unsigned nres = engine_reservations(e, &res);
+
+		r = e->pol.decide(&e->cfg.policy, snap, e->ps, report != NULL, res, nres, &plan, &next);
+		if (r < 0) {
+			snap_unref(snap);
+			free(placed);
+			return log_errno(LOG_LEVEL_ERROR, r, "policy rejected its configuration");
+		}
+	}
+	t2 = clock_mono_ns();
+
+	do_apply = e->cfg.mode == MODE_ENFORCE && !dry_run;
+	if (e->spread_cycles)
+		e->spread_cycles--;
+	if (report && plan) {
+		report->nr_results = plan->nr_items;
+		report->results = xcalloc(plan->nr_items ? plan->nr_items : 1, sizeof(*report->results));
+		report->attempted = xcalloc(plan->nr_items ? plan->nr_items : 1, sizeof(bool));
+		report->applied = do_apply;
+	}
+	if (do_apply) {
+		/* Bindings from before a restart first: a guest released here
+		 * is decided again next cycle, on mems the plan did not see. */
+		nreleased = engine_restore_bound(e, snap, &released);
+		/* A binding is on disk before its write (bindstate.h). */
+		for (unsigned i = 0; plan && i < plan->nr_items; i++)
+			if (plan->items[i].kind == PLAN_MOVE && plan->items[i].bind_start)
+				engine_bound_intend(e, snap, &plan->items[i]);
+		engine_save_bindings(e);
+	}
+	applier_begin_cycle(e->app, snap, e->mover && e->mover_on);
+	pend = xcalloc(plan && plan->nr_items ? plan->nr_items : 1, sizeof(*pend));
+	for (unsigned i = 0; plan && i < plan->nr_items; i++) {
+		const struct plan_item *it = &plan->items[i];
+		bool just_placed = false;
+
+		/* Placed this cycle: the plan saw it where it was before. */
+		for (unsigned k = 0; k < nplaced && !just_placed; k++)
+			just_placed = strcmp(placed[k], it->guest_id) == 0;
+		for (unsigned k = 0; k < nreleased && !just_placed; k++)
+			just_placed = strcmp(released[k], it->guest_id) == 0;
+		if (just_placed)
+			continue;
+		/* Its start binding's write still runs: a new move would race
+		 * it; decided again next cycle, on the cpuset it leaves. */
+		if (it->kind == PLAN_MOVE && do_apply && engine_bindwrite_pending(e, it->guest_id)) {
+			log_debug("not moving %s this cycle: its start binding's cpuset.mems write is still running",
+				  it->guest_id);
+			pstate_revert(next, e->ps, it->guest_id);
+			continue;
+		}
+		if (it->kind == PLAN_MOVE) {
+			struct apply_result res;
+
+			if (!do_apply) {
+				/* Advise mode and dry runs plan the same move every
+				 * cycle until something changes: say it once, not
+				 * once a cycle (an explicit request, REPORT, always
+				 * gets its records). */
+				bool same = logged_repeats(&e->logged, it, report != NULL, snap->mono_ns,
+							   e->cfg.policy.cooldown_ns);
+
+				pstate_revert(next, e->ps, it->guest_id);
+				if (same)
+					continue;
+				engine_log_move(snap, it, NULL);
+				declog_add(e->dl, declog_make(snap, it, e->cfg.mode == MODE_ADVISE && !dry_run ?
+							  "advised" : "planned", NULL, dry_run));
+				continue;
+			}
+			/* A new plan for a guest supersedes its running job (it stops
+			 * at its next chunk boundary); the move the job is making
+			 * already is no new plan (still_moving). */
+			if (e->mover) {
+				uint64_t old = mover_job_of(e->mover, it->guest_id);
+
+				if (old && still_moving(e, snap, it, old)) {
+					pstate_revert(next, e->ps, it->guest_id);
+					continue;
+				}
+				if (old)
+					mover_cancel(e->mover, old, MJ_SUPERSEDED);
+			}
+			/* CPUs first: every move's cpuset.cpus this pass, the memory
+			 * of those that must migrate after all of them. */
+			apply_cpus(e->app, snap, it, &res, &pend[npend].p);
+			if (pend[npend].p) {
+				pend[npend++].idx = i;
+				continue;
+			}
+			record_move(e, snap, next, it, &res, report, i);
+		} else if (it->kind == PLAN_SKIP) {
+			uint64_t old = e->mover && it->skip == SKIP_COOLDOWN ? mover_job_of(e->mover, it->guest_id) : 0;
+
+			/* (logged_update still counts the skip as said: once the
+			 * job has ended, the same cool-down is not recorded either
+			 * — the job's own record says where the memory got to.) */
+			if (old && still_moving(e, snap, it, old))
+				continue;
+			if (logged_repeats(&e->logged, it, report != NULL, snap->mono_ns, e->cfg.policy.cooldown_ns))
+				continue;
+			log_debug("not moving %s: %s (%s)", it->guest_id, skip_reason_name(it->skip), it->detail);
+			declog_add(e->dl, declog_make(snap, it, "skipped", NULL, dry_run));
+		}
+	}
+	for (unsigned k = 0; k < npend; k++) {
+		const struct plan_item *it = &plan->items[pend[k].idx];
+		struct apply_result res;
+
+		/* A cycle of big migrations can outlast the watchdog. */
+		if (e->watchdog_usec)
+			notify_watchdog();
+		switch (memory_phase(e, snap, pend[k].p, report != NULL, &res)) {
+		case PHASE_WRITE_JOB:
+			continue;
+		case PHASE_DONE:
+			apply_pending_free(pend[k].p);
+			break;
+		case PHASE_JOB:
+			break;
+		}
+		record_move(e, snap, next, it, &res, report, pend[k].idx);
+	}
+	free(pend);
+	free(released);
+	engine_bound_drop_intents(e);
+	engine_release_bound(e, snap, plan, do_apply);
+	engine_save_bindings(e);
+	t3 = clock_mono_ns();
+	e->first_sight = false;
+	for (unsigned i = 0; plan && i < plan->nr_items && !e->first_sight; i++)
+		e->first_sight = plan->items[i].kind == PLAN_SKIP && plan->items[i].skip == SKIP_NO_USAGE;
+	if (plan)
+		logged_update(&e->logged, plan, snap->mono_ns, e->cfg.policy.cooldown_ns);
+	if (next) {
+		pstate_free(e->ps);
+		e->ps = next;
+	}
+	engine_save_state(e);
+
+	e->stats.cycles++;
+	e->stats.last_cycle_real_ns = clock_real_ns();
+	e->stats.last_cycle_s = (double)(t3 - t0) / 1e9;
+	e->stats.last_acquire_s = (double)(t1 - t0) / 1e9;
+	e->stats.last_decide_s = (double)(t2 - t1) / 1e9;
+	e->stats.last_apply_s = (double)(t3 - t2) / 1e9;
+	hist_observe(&e->stats.cycle_hist[CYCLE_TOTAL], e->stats.last_cycle_s);
+	hist_observe(&e->stats.cycle_hist[CYCLE_ACQUIRE], e->stats.last_acquire_s);
+	hist_observe(&e->stats.cycle_hist[CYCLE_DECIDE], e->stats.last_decide_s);
+	hist_observe(&e->stats.cycle_hist[CYCLE_APPLY], e->stats.last_apply_s);
+	history_record(e->hist, snap);
+	engine_publish(e, snap, plan);
+	if (report)
+		report->view = engine_view_get(e);
+	log_debug("cycle %llu: %u guests, %u plan items, %.1f ms (acquire %.1f, decide %.1f, apply %.1f)",
+		  (unsigned long long)snap->seq, snap->nr_guests, plan ? plan->nr_items : 0,
+		  e->stats.last_cycle_s * 1e3, e->stats.last_acquire_s * 1e3,
+		  e->stats.last_decide_s * 1e3, e->stats.last_apply_s * 1e3);
+	snap_unref(snap);
+	free(placed);
+	xmalloc_release();
+	e->last_cycle_end_ns = clock_mono_ns();
+	return 0;
+}
+
+void cycle_report_clear(struct cycle_report *r)
+{
+	if (!r)
+		return;
+	engine_view_unref(r->view);
+	free(r->results);
+	free(r->attempted);
+	memset(r, 0, sizeof(*r));
+}

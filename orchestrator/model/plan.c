@@ -1,0 +1,128 @@
+/* plan.c — plan names, JSON, and freeing. */
+#include "orchestrator/model/plan.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "orchestrator/model/snapjson.h"
+#include "orchestrator/base/strtab.h"
+
+void plan_free(struct plan *p)
+{
+	if (!p)
+		return;
+	for (unsigned i = 0; i < p->nr_items; i++)
+		free(p->items[i].to_cpus);
+	free(p->items);
+	free(p);
+}
+
+void plan_item_init(struct plan_item *it, const struct snapshot *snap, unsigned gi, enum plan_kind kind)
+{
+	const struct snap_guest *g = &snap->guests[gi];
+
+	memset(it, 0, sizeof(*it));
+	snprintf(it->guest_id, sizeof(it->guest_id), "%s", g->id);
+	it->guest_idx = gi;
+	it->kind = kind;
+	it->from_nodes = g->cpu_nodes;
+	it->from_mems = g->mems;
+	it->locality_before = g->locality;
+	it->cpu_demand = NAN;
+	it->load_before = NAN;
+	it->load_after = NAN;
+}
+
+bool plan_migration_negligible(uint64_t migrate_bytes, uint64_t total)
+{
+	return migrate_bytes < (2ULL << 20) || migrate_bytes < total / 100;
+}
+
+static const char *const kind_names[] = {
+	[PLAN_MOVE] = "move",
+	[PLAN_SKIP] = "skip",
+	[PLAN_SETTLED] = "settled",
+};
+STRTAB_NAME(plan_kind_name, enum plan_kind, kind_names)
+
+static const char *const move_reason_names[] = {
+	[REASON_NONE] = "none",
+	[REASON_CONSOLIDATE] = "consolidate",
+	[REASON_LOCALITY] = "locality",
+	[REASON_LOAD] = "load",
+	[REASON_PINNED] = "pinned",
+	[REASON_PLACE] = "place",
+};
+STRTAB_NAME(move_reason_name, enum move_reason, move_reason_names)
+
+static const char *const skip_reason_names[] = {
+	[SKIP_NONE] = "none",
+	[SKIP_IGNORED] = "ignored",
+	[SKIP_ONE_NODE] = "one_node",
+	[SKIP_NO_USAGE] = "no_usage",
+	[SKIP_COOLDOWN] = "cooldown",
+	[SKIP_NO_FIT] = "no_fit",
+	[SKIP_NOT_LESS_BUSY] = "not_less_busy",
+	[SKIP_MAX_MOVES] = "max_moves",
+	[SKIP_MAX_MIGRATE] = "max_migrate",
+	[SKIP_NO_ROOM_PINNED] = "no_room_pinned",
+	[SKIP_OUTSIDE_ALLOWED] = "outside_allowed",
+	[SKIP_IN_SET] = "in_set",
+	[SKIP_OWNED] = "owned",
+	[SKIP_MEM_UNKNOWN] = "mem_unknown",
+};
+STRTAB_NAME(skip_reason_name, enum skip_reason, skip_reason_names)
+
+json_t *plan_item_to_json(const struct plan_item *it)
+{
+	json_t *o = json_object();
+
+	json_object_set_new(o, "guest", json_string(it->guest_id));
+	json_object_set_new(o, "kind", json_string(plan_kind_name(it->kind)));
+	json_object_set_new(o, "reason", json_string(move_reason_name(it->reason)));
+	json_object_set_new(o, "skip", json_string(skip_reason_name(it->skip)));
+	json_object_set_new(o, "from_nodes", snapj_nodemask(&it->from_nodes));
+	json_object_set_new(o, "from_mems", snapj_nodemask(&it->from_mems));
+	json_object_set_new(o, "to_nodes", snapj_nodemask(&it->to_nodes));
+	json_object_set_new(o, "to_mems", snapj_nodemask(&it->to_mems));
+	json_object_set_new(o, "to_cpus", it->to_cpus ? snapj_cpumask(it->to_cpus) : json_null());
+	json_object_set_new(o, "cpu_demand", snapj_real_or_null(it->cpu_demand));
+	json_object_set_new(o, "mem_demand_bytes", json_integer((json_int_t)it->mem_demand));
+	json_object_set_new(o, "load_before", snapj_real_or_null(it->load_before));
+	json_object_set_new(o, "load_after", snapj_real_or_null(it->load_after));
+	json_object_set_new(o, "migrate_bytes", json_integer((json_int_t)it->migrate_bytes));
+	json_object_set_new(o, "locality_before", snapj_real_or_null(it->locality_before));
+	json_object_set_new(o, "gain", snapj_real_or_null(it->gain));
+	if (it->crowded)
+		json_object_set_new(o, "crowded", json_true());
+	if (it->local_fit)
+		json_object_set_new(o, "local_fit", json_true());
+	if (it->start)
+		json_object_set_new(o, "start", json_true());
+	if (it->bind_start)
+		json_object_set_new(o, "bind_start", json_true());
+	if (it->split)
+		json_object_set_new(o, "split", json_true());
+	if (it->split || it->first_bytes) {
+		json_object_set_new(o, "first_node", json_integer(it->first_node));
+		json_object_set_new(o, "first_bytes", json_integer((json_int_t)it->first_bytes));
+	}
+	json_object_set_new(o, "detail", json_string(it->detail));
+	return o;
+}
+
+json_t *plan_to_json(const struct plan *p)
+{
+	json_t *items = json_array();
+
+	for (unsigned i = 0; i < p->nr_items; i++)
+		json_array_append_new(items, plan_item_to_json(&p->items[i]));
+	return json_pack("{s:I, s:I, s:i, s:I, s:o}",
+			 "seq", (json_int_t)p->seq,
+			 "mono_ns", (json_int_t)p->mono_ns,
+			 "nr_moves", (int)p->nr_moves,
+			 "migrate_bytes", (json_int_t)p->migrate_bytes,
+			 "items", items);
+}

@@ -1,0 +1,135 @@
+/* plan.h — what the policy decided: one item per guest it considered
+ * worth a decision, each carrying its reason and the numbers behind it.
+ * A plan is immutable once returned by policy_decide().
+ */
+#ifndef NUMAORCH_PLAN_H
+#define NUMAORCH_PLAN_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "orchestrator/base/mask.h"
+#include "orchestrator/model/snapshot.h"
+
+enum plan_kind {
+	PLAN_MOVE = 0,   /* change the guest's cpus and/or mems */
+	PLAN_SKIP,       /* it had a reason to move, a guard said no */
+	PLAN_SETTLED,    /* nothing to do: already placed well (not logged) */
+};
+
+enum move_reason {
+	REASON_NONE = 0,
+	REASON_CONSOLIDATE, /* spans more nodes than it needs */
+	REASON_LOCALITY,    /* memory not local to where it runs */
+	REASON_LOAD,        /* its nodes are busier than others by the margin */
+	REASON_PINNED,      /* per-guest policy pins it elsewhere */
+	REASON_PLACE,       /* initial placement of a starting guest */
+};
+
+enum skip_reason {
+	SKIP_NONE = 0,
+	SKIP_IGNORED,        /* per-guest policy "ignore" */
+	SKIP_ONE_NODE,       /* host has one CPU node: nothing to choose */
+	SKIP_NO_USAGE,       /* CPU use not measured yet */
+	SKIP_COOLDOWN,       /* moved too recently */
+	SKIP_NO_FIT,         /* no node set has room for it */
+	SKIP_NOT_LESS_BUSY,  /* only busier nodes would fit */
+	SKIP_MAX_MOVES,      /* cycle's move budget spent */
+	SKIP_MAX_MIGRATE,    /* cycle's migration budget spent */
+	SKIP_NO_ROOM_PINNED, /* pinned nodes lack memory for it */
+	SKIP_OUTSIDE_ALLOWED,/* target not within the parent's cpuset */
+	SKIP_IN_SET,         /* spread as it must be, its memory inside its set but
+			      * not where its threads run, and the kernel's NUMA
+			      * balancing is off: no cpuset write can fix that */
+	SKIP_OWNED,          /* another placer owns it (snap_guest.owner: the
+			      * kubelet's exclusive CPUs or NUMA assignment) */
+	SKIP_MEM_UNKNOWN,    /* its memory per node was not measured: left as it is */
+};
+
+struct plan_item {
+	char guest_id[GUEST_ID_MAX];
+	unsigned guest_idx;          /* index in the snapshot decided on */
+	enum plan_kind kind;
+	enum move_reason reason;
+	enum skip_reason skip;
+
+	nodemask_t from_nodes;       /* CPU nodes now */
+	nodemask_t from_mems;
+	nodemask_t to_nodes;         /* CPU nodes chosen (moves; best candidate for skips) */
+	nodemask_t to_mems;
+	cpumask_t *to_cpus;          /* exact cpus to write; moves only, else NULL */
+
+	double cpu_demand;           /* CPUs, with headroom */
+	uint64_t mem_demand;         /* bytes, with headroom */
+	double load_before;          /* utilisation of from_nodes incl. the guest */
+	double load_after;           /* utilisation of to_nodes with the guest added */
+	uint64_t migrate_bytes;      /* memory that must move to be local */
+	double locality_before;      /* 0..1 */
+	double gain;                 /* ranking score, higher first */
+	/* Nothing fitted with headroom: to_nodes are the least-loaded that
+	 * hold its busy threads, load_after may pass max_util. */
+	bool crowded;
+	/* Fits only without CPU headroom: its memory is already there and
+	 * its threads fit the CPUs left (guards.h, pcand.local_fit);
+	 * load_after is then its use without headroom, at most 1. */
+	bool local_fit;
+	/* Start placement (policies/consolidate.c): a new guest placed before
+	 * its use is measured, with (almost) no memory yet. No cool-down. */
+	bool start;
+	/* A start placement whose mems are bound to to_mems even under soft
+	 * binding, so that its first touches land there ([policy]
+	 * start_bind_mems); the engine widens them once its memory stops
+	 * growing. */
+	bool bind_start;
+	/* Its memory does not fit one node, its busy threads fit one node's
+	 * CPUs (policy: split): to_nodes is that one node, to_mems it and the
+	 * fewest nodes that hold the rest, first_node that node. */
+	bool split;
+	/* Up to first_bytes of its memory off first_node (from the other
+	 * to_mems too) go there first (mover_spec.first): a split's largest
+	 * share on its threads' node, or a pinned guest's memory following
+	 * its threads inside a multi-node pin. first_bytes 0: none
+	 * (first_node is then meaningless). */
+	int first_node;
+	uint64_t first_bytes;
+	/* The pinned guest's memory following its threads inside its pin,
+	 * the cpuset unchanged (first_node, first_bytes say where and how
+	 * much): its cool-down is noted as such (pstate_note_follow). */
+	bool follow;
+	char detail[192];            /* one human sentence */
+};
+
+struct plan {
+	uint64_t seq;                /* snapshot seq it was decided on */
+	int64_t mono_ns;
+	unsigned nr_items;
+	struct plan_item *items;
+	unsigned nr_moves;
+	uint64_t migrate_bytes;      /* sum over moves */
+};
+
+/* A migration too small to be worth a cpuset.mems round trip: under
+ * 2 MiB, or under 1% of the guest's memory (TOTAL bytes). Narrowing
+ * cpuset.mems makes the kernel rebind and walk the whole address space
+ * of every task in the group, whatever little there is to move (the
+ * testbed measured 8-9 s for 0.1 MiB of a 320 MiB guest under TCG). The
+ * policy applies such moves first (they take milliseconds, a real
+ * migration seconds per GiB) and the applier treats them as moving
+ * nothing: no narrowing, no room needed on the target. */
+bool plan_migration_negligible(uint64_t migrate_bytes, uint64_t total);
+
+/* Start IT as the decision about guest GI of SNAP: zeroed, then its id,
+ * index, KIND, where it is now (from_nodes, from_mems, locality_before),
+ * and NaN for the loads and CPU demand nobody has computed yet. */
+void plan_item_init(struct plan_item *it, const struct snapshot *snap, unsigned gi, enum plan_kind kind);
+
+void plan_free(struct plan *p);
+const char *plan_kind_name(enum plan_kind k);
+const char *move_reason_name(enum move_reason r);
+const char *skip_reason_name(enum skip_reason r);
+/* JSON of one item (caller owns). */
+json_t *plan_item_to_json(const struct plan_item *it);
+json_t *plan_to_json(const struct plan *p);
+
+#endif

@@ -1,0 +1,598 @@
+#include "orchestrator/model/snapshot.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "orchestrator/base/strtab.h"
+#include "orchestrator/base/xalloc.h"
+
+struct snapshot *snap_new(void)
+{
+	struct snapshot *s = xcalloc(1, sizeof(*s));
+
+	s->refs = 1;
+	s->numa_balancing = -1;
+	return s;
+}
+
+const struct snapshot *snap_ref(const struct snapshot *s)
+{
+	if (s)
+		__atomic_add_fetch(&((struct snapshot *)s)->refs, 1, __ATOMIC_RELAXED);
+	return s;
+}
+
+static void vm_free(struct snap_vm *vm)
+{
+	if (!vm)
+		return;
+	free(vm->vcpu_tids);
+	free(vm->vcpu_use);
+	free(vm->emulator_tids);
+	free(vm->iothread_tids);
+	free(vm->iothread_ids);
+	free(vm);
+}
+
+static void guest_clear(struct snap_guest *g)
+{
+	free(g->cgroup);
+	free(g->mem_node);
+	free(g->huge_node);
+	free(g->cpu_node);
+	vm_free(g->vm);
+}
+
+void snap_unref(const struct snapshot *cs)
+{
+	/* The last reference: nobody else reads it any more. */
+	struct snapshot *s = (struct snapshot *)cs;
+
+	if (!s)
+		return;
+	if (__atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) != 0)
+		return;
+	for (unsigned i = 0; i < s->nr_guests; i++)
+		guest_clear(&s->guests[i]);
+	free(s->guests);
+	free(s->nodes);
+	free(s->distance);
+	for (unsigned i = 0; i < s->nr_warnings; i++)
+		free(s->warnings[i]);
+	free(s->warnings);
+	for (unsigned i = 0; i < s->nr_masks; i++)
+		free(s->masks[i]);
+	free(s->masks);
+	free(s->mask_ht);
+	free(s);
+}
+
+/* FNV-1a over the words up to the last non-zero one: masks are mostly
+ * zero above the host's CPUs. */
+static uint64_t mask_hash(const cpumask_t *m)
+{
+	uint64_t h = 1469598103934665603ULL;
+	size_t last = MASK_WORDS(m);
+
+	while (last > 0 && !m->w[last - 1])
+		last--;
+	for (size_t i = 0; i < last; i++) {
+		h ^= m->w[i];
+		h *= 1099511628211ULL;
+	}
+	return h ^ (h >> 29);
+}
+
+static void mask_ht_put(struct snapshot *s, unsigned idx)
+{
+	unsigned mask = s->mask_ht_cap - 1;
+	unsigned slot = (unsigned)mask_hash(s->masks[idx]) & mask;
+
+	while (s->mask_ht[slot])
+		slot = (slot + 1) & mask;
+	s->mask_ht[slot] = idx + 1;
+}
+
+const cpumask_t *snap_cpumask(struct snapshot *s, const cpumask_t *m)
+{
+	unsigned slot;
+	cpumask_t *copy;
+
+	if (s->mask_ht_cap) {
+		slot = (unsigned)mask_hash(m) & (s->mask_ht_cap - 1);
+		for (; s->mask_ht[slot]; slot = (slot + 1) & (s->mask_ht_cap - 1))
+			if (mask_equal(s->masks[s->mask_ht[slot] - 1], m))
+				return s->masks[s->mask_ht[slot] - 1];
+	}
+	copy = xmalloc(sizeof(*copy));
+	*copy = *m;
+	if (s->nr_masks == s->masks_cap) {
+		s->masks_cap = s->masks_cap ? s->masks_cap * 2 : 8;
+		s->masks = xrealloc(s->masks, s->masks_cap * sizeof(*s->masks));
+	}
+	s->masks[s->nr_masks++] = copy;
+	/* Keep the table at most half full. */
+	if (s->nr_masks * 2 > s->mask_ht_cap) {
+		free(s->mask_ht);
+		s->mask_ht_cap = s->mask_ht_cap ? s->mask_ht_cap * 2 : 16;
+		s->mask_ht = xcalloc(s->mask_ht_cap, sizeof(*s->mask_ht));
+		for (unsigned i = 0; i < s->nr_masks; i++)
+			mask_ht_put(s, i);
+	} else {
+		mask_ht_put(s, s->nr_masks - 1);
+	}
+	return copy;
+}
+
+static const cpumask_t *snap_cpumask_empty(struct snapshot *s)
+{
+	cpumask_t none;
+
+	mask_zero(&none);
+	return snap_cpumask(s, &none);
+}
+
+void snap_guest_set_cpus(struct snapshot *s, struct snap_guest *g, const cpumask_t *cpus,
+			 const cpumask_t *allowed)
+{
+	g->cpus = snap_cpumask(s, cpus);
+	g->allowed_cpus = allowed ? snap_cpumask(s, allowed) : snap_cpumask_empty(s);
+}
+
+static int node_cmp(const void *a, const void *b)
+{
+	const struct snap_node *x = a, *y = b;
+
+	return (x->id > y->id) - (x->id < y->id);
+}
+
+void snap_set_nodes(struct snapshot *s, const struct snap_node *nodes, unsigned n,
+		    const unsigned *distance)
+{
+	unsigned *order = NULL;
+
+	free(s->nodes);
+	free(s->distance);
+	s->nr_nodes = n;
+	s->nodes = xcalloc(n, sizeof(*s->nodes));
+	memcpy(s->nodes, nodes, n * sizeof(*nodes));
+	/* Keep the distance matrix consistent with the sorted order. */
+	order = xcalloc(n, sizeof(*order));
+	for (unsigned i = 0; i < n; i++)
+		order[i] = i;
+	qsort(s->nodes, n, sizeof(*s->nodes), node_cmp);
+	for (unsigned i = 0; i < n; i++)
+		for (unsigned j = 0; j < n; j++)
+			if (nodes[j].id == s->nodes[i].id)
+				order[i] = j;
+	s->distance = xcalloc((size_t)n * n, sizeof(unsigned));
+	for (unsigned i = 0; i < n; i++)
+		for (unsigned j = 0; j < n; j++)
+			s->distance[i * n + j] = distance ? distance[order[i] * n + order[j]]
+							  : (i == j ? 10 : 20);
+	free(order);
+}
+
+void snap_reserve_guests(struct snapshot *s, unsigned n)
+{
+	if (n <= s->guests_cap)
+		return;
+	s->guests_cap = n;
+	s->guests = xrealloc(s->guests, s->guests_cap * sizeof(*s->guests));
+}
+
+struct snap_guest *snap_add_guest(struct snapshot *s)
+{
+	struct snap_guest *g;
+
+	if (s->nr_guests == s->guests_cap) {
+		s->guests_cap = s->guests_cap ? s->guests_cap * 2 : 16;
+		s->guests = xrealloc(s->guests, s->guests_cap * sizeof(*s->guests));
+	}
+	g = &s->guests[s->nr_guests++];
+	memset(g, 0, sizeof(*g));
+	g->mem_node = xcalloc(s->nr_nodes ? s->nr_nodes : 1, sizeof(uint64_t));
+	g->cpu_use = NAN;
+	g->cpus = g->allowed_cpus = snap_cpumask_empty(s);
+	return g;
+}
+
+void snap_warn(struct snapshot *s, const char *fmt, ...)
+{
+	va_list ap;
+	char *msg;
+
+	/* Bound the list: a broken host must not grow a snapshot without end. */
+	if (s->nr_warnings >= 256)
+		return;
+	va_start(ap, fmt);
+	if (vasprintf(&msg, fmt, ap) < 0)
+		msg = NULL;
+	va_end(ap);
+	if (!msg)
+		return;
+	s->warnings = xrealloc(s->warnings, (s->nr_warnings + 1) * sizeof(char *));
+	s->warnings[s->nr_warnings++] = msg;
+}
+
+void snap_cpus_to_nodes(const struct snapshot *s, const cpumask_t *cpus, nodemask_t *out)
+{
+	mask_zero(out);
+	for (unsigned i = 0; i < s->nr_nodes; i++)
+		if (s->nodes[i].nr_cpus && mask_intersects(&s->nodes[i].cpus, cpus))
+			mask_set(out, s->nodes[i].id);
+}
+
+void snap_nodes_to_cpus(const struct snapshot *s, const nodemask_t *nodes, cpumask_t *out)
+{
+	mask_zero(out);
+	for (unsigned i = 0; i < s->nr_nodes; i++)
+		if (mask_test(nodes, s->nodes[i].id))
+			mask_or(out, out, &s->nodes[i].cpus);
+}
+
+static uint32_t fnv1a(const char *s);
+
+/* Same id, then by cgroup (none last): which of two guests keeps it. */
+static int guest_cg_cmp(const void *a, const void *b)
+{
+	const struct snap_guest *x = a, *y = b;
+	int c = strcmp(x->id, y->id);
+
+	if (c)
+		return c;
+	if (!x->cgroup || !y->cgroup)
+		return !x->cgroup - !y->cgroup;
+	return strcmp(x->cgroup, y->cgroup);
+}
+
+/* Two cgroups that name the same guest id (/docker/<id> beside
+ * .../docker-<id>.scope; names equal after the id's character rules)
+ * are two guests: the one whose cgroup sorts first keeps the id, each
+ * other one gets "-c" and a hash of its cgroup appended — the same on
+ * every scan and after a restart, whatever order the scan found them
+ * in. Returns whether any id changed. */
+static bool disambiguate(struct snapshot *s)
+{
+	bool changed = false;
+
+	for (unsigned first = 0, i = 1; i < s->nr_guests; i++) {
+		struct snap_guest *g = &s->guests[i], *keeper = &s->guests[first];
+		char id[GUEST_ID_MAX];
+		size_t keep;
+
+		if (strcmp(keeper->id, g->id) != 0) {
+			first = i;
+			continue;
+		}
+		if (!g->cgroup || (keeper->cgroup && strcmp(keeper->cgroup, g->cgroup) == 0))
+			continue; /* the same guest twice: snap_finalize drops it */
+		keep = strlen(g->id);
+		if (keep > GUEST_ID_MAX - 12)
+			keep = GUEST_ID_MAX - 12;
+		snprintf(id, sizeof(id), "%.*s-c%08x", (int)keep, g->id, fnv1a(g->cgroup));
+		snap_warn(s, "guest id %s is taken by cgroup %s: cgroup %s is guest %s", g->id,
+			  keeper->cgroup ? keeper->cgroup : "?", g->cgroup, id);
+		memcpy(g->id, id, sizeof(id));
+		changed = true;
+	}
+	return changed;
+}
+
+double snap_locality_for(const struct snapshot *s, const struct snap_guest *g, const double *w)
+{
+	double sum = 0.0, loc = 0.0;
+
+	if (!g->mem_total)
+		return 1.0;
+	for (unsigned k = 0; w && k < s->nr_nodes; k++) {
+		int m = (int)k;
+
+		if (!(w[k] > 0.0))
+			continue;
+		sum += w[k];
+		/* A thread on a memory-less node is as local as it can be when
+		 * its memory is on the nearest node with memory. */
+		if (!s->nodes[k].mem_total) {
+			int id = snap_nearest_mem_node(s, k, NULL);
+
+			m = id < 0 ? -1 : snap_node_index(s, id);
+		}
+		if (m >= 0)
+			loc += w[k] * (double)g->mem_node[m];
+	}
+	return sum > 0.0 ? loc / sum / (double)g->mem_total : 0.0;
+}
+
+/* g->locality and its source. Without a measurement, a guest spread over
+ * several nodes is taken to run on each in proportion to its CPUs there
+ * (what the scheduler does over time), never as local as its cpuset. */
+static void true_locality(const struct snapshot *s, struct snap_guest *g)
+{
+	double wk[64], *w = s->nr_nodes <= 64 ? wk : xcalloc(s->nr_nodes, sizeof(double));
+	double sum = 0.0;
+
+	for (unsigned k = 0; g->cpu_node && k < s->nr_nodes; k++)
+		sum += g->cpu_node[k] > 0.0 ? g->cpu_node[k] : 0.0;
+	if (sum > 0.0) {
+		g->locality_source = LOC_THREADS;
+		g->locality = snap_locality_for(s, g, g->cpu_node);
+	} else {
+		unsigned nn = 0;
+
+		for (unsigned k = 0; k < s->nr_nodes; k++) {
+			w[k] = 0.0;
+			if (s->nodes[k].nr_cpus && mask_test(&g->cpu_nodes, s->nodes[k].id)) {
+				cpumask_t on;
+
+				mask_and(&on, &s->nodes[k].cpus, g->cpus);
+				w[k] = (double)mask_count(&on);
+				nn++;
+			}
+		}
+		g->locality_source = nn > 1 ? LOC_ESTIMATE : LOC_ONE_NODE;
+		g->locality = nn ? snap_locality_for(s, g, w) : (g->mem_total ? 0.0 : 1.0);
+	}
+	if (w != wk)
+		free(w);
+}
+
+void snap_finalize(struct snapshot *s)
+{
+	snap_finalize_with(s, NULL);
+}
+
+void snap_finalize_with(struct snapshot *s, const struct snap_policy_overlay *ov)
+{
+	unsigned w = 0;
+
+	if (s->nr_guests) {
+		qsort(s->guests, s->nr_guests, sizeof(*s->guests), guest_cg_cmp);
+		if (disambiguate(s))
+			qsort(s->guests, s->nr_guests, sizeof(*s->guests), guest_cg_cmp);
+	}
+	for (unsigned i = 0; i < s->nr_guests; i++) {
+		if (w > 0 && strcmp(s->guests[w - 1].id, s->guests[i].id) == 0) {
+			snap_warn(s, "guest id %s seen twice (cgroups %s and %s); keeping the first",
+				  s->guests[i].id, s->guests[w - 1].cgroup ? s->guests[w - 1].cgroup : "?",
+				  s->guests[i].cgroup ? s->guests[i].cgroup : "?");
+			guest_clear(&s->guests[i]);
+			continue;
+		}
+		if (w != i)
+			s->guests[w] = s->guests[i];
+		w++;
+	}
+	s->nr_guests = w;
+
+	for (unsigned i = 0; ov && i < s->nr_guests; i++) {
+		struct guest_policy pol;
+
+		if (ov->get && ov->get(ov->ctx, s->guests[i].id, &pol))
+			s->guests[i].policy = pol;
+	}
+	for (unsigned i = 0; i < s->nr_guests; i++) {
+		struct snap_guest *g = &s->guests[i];
+		uint64_t total = 0, local = 0;
+
+		snap_cpus_to_nodes(s, g->cpus, &g->cpu_nodes);
+		for (unsigned n = 0; n < s->nr_nodes; n++) {
+			total += g->mem_node[n];
+			if (mask_test(&g->cpu_nodes, s->nodes[n].id))
+				local += g->mem_node[n];
+		}
+		g->mem_total = total;
+		g->huge_total = 0;
+		for (unsigned n = 0; g->huge_node && n < s->nr_nodes; n++)
+			g->huge_total += g->huge_node[n];
+		g->mem_in_cpuset_bytes = local;
+		g->mem_in_cpuset = total ? (double)local / (double)total : 1.0;
+		true_locality(s, g);
+		if (g->mem_unknown) {
+			g->mem_in_cpuset = NAN;
+			g->locality = NAN;
+		}
+	}
+	if (ov && ov->flows)
+		ov->flows(ov->flows_ctx, s);
+}
+
+const struct snap_hpool *snap_node_hpool(const struct snap_node *n, uint64_t page)
+{
+	for (unsigned i = 0; i < n->nr_hpools && i < SNAP_HP_MAX; i++)
+		if (n->hpools[i].page == page)
+			return &n->hpools[i];
+	return NULL;
+}
+
+int snap_node_index(const struct snapshot *s, int node_id)
+{
+	unsigned lo = 0, hi = s->nr_nodes;
+
+	while (lo < hi) {
+		unsigned mid = (lo + hi) / 2;
+
+		if (s->nodes[mid].id == node_id)
+			return (int)mid;
+		if (s->nodes[mid].id < node_id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -1;
+}
+
+const struct snap_guest *snap_find_guest(const struct snapshot *s, const char *id)
+{
+	unsigned lo = 0, hi = s->nr_guests;
+
+	while (lo < hi) {
+		unsigned mid = (lo + hi) / 2;
+		int c = strcmp(s->guests[mid].id, id);
+
+		if (c == 0)
+			return &s->guests[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+unsigned snap_distance(const struct snapshot *s, unsigned from_idx, unsigned to_idx)
+{
+	if (from_idx >= s->nr_nodes || to_idx >= s->nr_nodes)
+		return 255;
+	return s->distance[from_idx * s->nr_nodes + to_idx];
+}
+
+int snap_cpu_node_index(const struct snapshot *s, int cpu)
+{
+	for (unsigned k = 0; cpu >= 0 && k < s->nr_nodes; k++)
+		if (cpu < (int)MASK_BITS(&s->nodes[k].cpus) && mask_test(&s->nodes[k].cpus, cpu))
+			return (int)k;
+	return -1;
+}
+
+double *snap_node_use(const struct snapshot *s, double *w, double cpu_use)
+{
+	double sum = 0.0;
+
+	for (unsigned k = 0; k < s->nr_nodes; k++)
+		sum += w[k];
+	if (!(sum > 0.0) || isnan(cpu_use)) {
+		free(w);
+		return NULL;
+	}
+	for (unsigned k = 0; k < s->nr_nodes; k++)
+		w[k] = cpu_use * w[k] / sum;
+	return w;
+}
+
+int snap_nearest_mem_node(const struct snapshot *s, unsigned idx, unsigned *dist)
+{
+	unsigned best = ~0u;
+	int near = -1;
+
+	/* Strict <: the first (lowest index) of equally near nodes stays. */
+	for (unsigned m = 0; m < s->nr_nodes; m++)
+		if (s->nodes[m].mem_total && snap_distance(s, idx, m) < best) {
+			best = snap_distance(s, idx, m);
+			near = s->nodes[m].id;
+		}
+	if (dist)
+		*dist = best;
+	return near;
+}
+
+unsigned snap_nr_cpu_nodes(const struct snapshot *s)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < s->nr_nodes; i++)
+		n += s->nodes[i].nr_cpus > 0;
+	return n;
+}
+
+static bool id_char_ok(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '.' || c == '_' || c == '-';
+}
+
+static uint32_t fnv1a(const char *s)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 16777619u;
+	}
+	return h;
+}
+
+void snap_make_id(char out[GUEST_ID_MAX], const char *prefix, const char *name)
+{
+	size_t plen = strlen(prefix), off = 0;
+	bool changed = false;
+	/* Leave room for "-" + 8 hex + NUL. */
+	const size_t limit = GUEST_ID_MAX - 10;
+
+	for (size_t i = 0; i < plen && off < limit; i++)
+		out[off++] = id_char_ok(prefix[i]) ? prefix[i] : '_';
+	if (off < limit)
+		out[off++] = '-';
+	for (const char *p = name; *p; p++) {
+		if (off >= limit) {
+			changed = true;
+			break;
+		}
+		if (id_char_ok(*p)) {
+			out[off++] = *p;
+		} else {
+			out[off++] = '_';
+			changed = true;
+		}
+	}
+	if (off > 0 && (out[0] == '.' || out[0] == '-')) {
+		out[0] = '_';
+		changed = true;
+	}
+	if (changed)
+		off += (size_t)snprintf(out + off, GUEST_ID_MAX - off, "-%08x", fnv1a(name));
+	out[off] = '\0';
+}
+
+bool snap_id_valid(const char *id)
+{
+	size_t n = 0;
+
+	if (!id || !*id || id[0] == '.' || id[0] == '-')
+		return false;
+	for (; id[n]; n++) {
+		if (n >= GUEST_ID_MAX - 1 || !id_char_ok(id[n]))
+			return false;
+	}
+	return true;
+}
+
+static const char *const loc_source_names[] = {
+	[LOC_ONE_NODE] = "one_node",
+	[LOC_THREADS] = "threads",
+	[LOC_ESTIMATE] = "estimate",
+};
+STRTAB_NAME(snap_loc_source_name, enum loc_source, loc_source_names)
+
+static const char *const kind_names[] = {
+	[GUEST_CONTAINER] = "container",
+	[GUEST_VM] = "vm",
+};
+STRTAB_NAME(snap_kind_name, enum guest_kind, kind_names)
+
+static const char *const gpol_mode_names[] = {
+	[GPOL_AUTO] = "auto",
+	[GPOL_PINNED] = "pinned",
+	[GPOL_IGNORE] = "ignore",
+};
+STRTAB_NAME(gpol_mode_name, enum gpol_mode, gpol_mode_names)
+STRTAB_PARSE(gpol_mode_parse, enum gpol_mode, gpol_mode_names)
+
+static const char *const gpol_source_names[] = {
+	[GPOL_SRC_DEFAULT] = "default",
+	[GPOL_SRC_API] = "api",
+	[GPOL_SRC_METADATA] = "metadata",
+};
+STRTAB_NAME(gpol_source_name, enum gpol_source, gpol_source_names)
+
+
+uint64_t *snap_guest_huge(struct snapshot *s, struct snap_guest *g)
+{
+	if (!g->huge_node)
+		g->huge_node = xcalloc(s->nr_nodes ? s->nr_nodes : 1, sizeof(uint64_t));
+	return g->huge_node;
+}

@@ -1,0 +1,345 @@
+/* snapshot.h — the immutable picture of the host that one cycle decides on.
+ *
+ * acquire (agents/) builds a snapshot, finalises it, and from then on it is
+ * read-only and shared by reference count between the engine thread, the
+ * policy and the REST server. Nothing in here does I/O.
+ *
+ * Node arrays are indexed by *node index* (0..nr_nodes-1, nodes sorted by
+ * id); masks (nodemask_t) are indexed by *node id*. snap_node_index()
+ * converts. Memory figures are bytes.
+ */
+#ifndef NUMAORCH_SNAPSHOT_H
+#define NUMAORCH_SNAPSHOT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "orchestrator/base/cghier.h"
+#include "orchestrator/base/mask.h"
+
+#define GUEST_ID_MAX 128
+#define GUEST_RUNTIME_MAX 16
+
+/* Most page sizes a node's hugetlb pools come in (x86: 2 MiB, 1 GiB;
+ * arm64 with 4 KiB pages: 64 KiB, 2 MiB, 32 MiB, 1 GiB). */
+#define SNAP_HP_MAX 4
+
+/* One hugetlb pool of a node: /sys/devices/system/node/nodeN/hugepages/
+ * hugepages-<size>kB/{nr,free,surplus}_hugepages. Counts are pages. Its
+ * pages are not in MemFree: they were taken from it when reserved. */
+struct snap_hpool {
+	uint64_t page;         /* bytes a page */
+	uint64_t total;        /* nr_hugepages (surplus pages included) */
+	uint64_t free;         /* free_hugepages */
+	uint64_t surplus;      /* surplus_hugepages */
+};
+
+struct snap_node {
+	int id;
+	cpumask_t cpus;        /* online CPUs of this node */
+	unsigned nr_cpus;      /* 0 for a memory-only node */
+	uint64_t mem_total;    /* node meminfo MemTotal (0: memoryless node) */
+	uint64_t mem_free;     /* node meminfo MemFree */
+	/* Memory in flight: what the mover's live jobs are still to take off
+	 * this node and to bring onto it, by their guests' memory now
+	 * (mover_flows). Room to come and room spoken for: MemFree alone
+	 * showed a node that other guests' pages were leaving as full, and a
+	 * guest went elsewhere (the testbed's oversubscribed run at 87e2d7c).
+	 * 0 without a mover, and in snapshots not made by the engine. */
+	uint64_t mem_leaving;
+	uint64_t mem_coming;
+	double busy;           /* busy fraction of its CPUs over the sample
+				* window, 0..1; NAN when not yet measured */
+	/* CPUs the agent's own threads used here over that window, left out
+	 * of busy (agents/selfload.h); NAN when not measured. */
+	double agent_cpus;
+	/* Its hugetlb pools by page size, smallest first; 0 when the kernel
+	 * has none (no hugetlb, no node directories). */
+	unsigned nr_hpools;
+	struct snap_hpool hpools[SNAP_HP_MAX];
+};
+
+enum guest_kind {
+	GUEST_CONTAINER = 0,
+	GUEST_VM,
+};
+
+/* Where a guest's locality figure comes from (snap_guest.locality). */
+enum loc_source {
+	LOC_ONE_NODE = 0, /* its CPUs are on one node: every thread runs there */
+	LOC_THREADS,      /* measured: where its threads (vCPUs) ran, by CPU time */
+	LOC_ESTIMATE,     /* spread, threads not measured (first sight, idle, too
+			   * many threads): its CPUs' nodes weighted by CPU count */
+};
+
+/* A thread (vCPU) using at least this many CPUs over the window is busy. */
+#define SNAP_BUSY_THREAD_CPU 0.25
+
+enum gpol_mode {
+	GPOL_AUTO = 0,   /* consolidate as the global policy says */
+	GPOL_PINNED,     /* keep on exactly these nodes */
+	GPOL_IGNORE,     /* never touch */
+};
+
+enum gpol_source {
+	GPOL_SRC_DEFAULT = 0,
+	GPOL_SRC_API,
+	GPOL_SRC_METADATA, /* libvirt domain XML <metadata> */
+};
+
+struct guest_policy {
+	enum gpol_mode mode;
+	enum gpol_source source;
+	nodemask_t nodes; /* GPOL_PINNED only */
+	/* When the operator set it (CLOCK_REALTIME): through the API, in
+	 * whole seconds as the store keeps them; in a domain's metadata, the
+	 * first read that saw it changed (vmxml_policy_carry). 0: not known
+	 * (the default; metadata already there at the agent's start). A pin
+	 * set since the guest's last move is an order its cool-down does not
+	 * hold (the policy reads it against the snapshot's real_ns and
+	 * mono_ns). */
+	int64_t set_real_ns;
+};
+
+/* Libvirt domain details; NULL for containers. Thread ids are host tids. */
+struct snap_vm {
+	char uuid[37];
+	char name[128];
+	pid_t qemu_pid;
+	/* The instance measured: libvirt's domain id and the QEMU process's
+	 * start time (/proc/PID/stat field 22; with the pid it names one
+	 * process for good). A mover job moved this instance's pages, and
+	 * only this instance may be narrowed after it (vmapply_set_mems). */
+	int domid;               /* -1 if unknown */
+	uint64_t qemu_start;     /* 0 if unknown */
+	unsigned nr_vcpus;
+	pid_t *vcpu_tids;        /* [nr_vcpus], 0 where unknown */
+	double *vcpu_use;        /* [nr_vcpus] CPUs used, NAN if unknown */
+	unsigned nr_emulator_tids;
+	pid_t *emulator_tids;
+	unsigned nr_iothreads;
+	pid_t *iothread_tids;
+	unsigned *iothread_ids;  /* libvirt iothread ids, [nr_iothreads] */
+	char numatune_mode[16];  /* "", "strict", "preferred", "interleave", "restrictive" */
+	char numatune_nodeset[64];
+	char mem_source[16];     /* "numa_stat" or "numa_maps": where mem_node came from */
+};
+
+struct snap_guest {
+	char id[GUEST_ID_MAX];          /* URL- and path-safe, stable */
+	enum guest_kind kind;
+	char runtime[GUEST_RUNTIME_MAX]; /* docker, kubernetes, podman, runc, lxc,
+					  * nspawn, custom, libvirt */
+	/* The name its runtime shows: docker's and podman's container
+	 * names, a pod's "namespace/name", a VM's domain name; the key of
+	 * its id (a container id, a pod uid) where none is known. */
+	char name[128];
+	/* Kubernetes pods: their namespace and pod name; containerd's
+	 * containers: their containerd namespace. "" where none. */
+	char ns[64];
+	char pod[254];
+	/* Another placer owns its placement (the kubelet: a pod with
+	 * exclusive CPUs or a NUMA assignment): never moved. OWNER names
+	 * it, OWNER_REASON says what it decided; "" when none. */
+	char owner[16];
+	char owner_reason[200];
+	char *cgroup;                   /* path relative to hierarchy roots */
+	unsigned nr_threads;
+	unsigned nr_procs;
+	pid_t main_pid;                 /* first process seen, 0 if none */
+	double cpu_use;                 /* CPUs in use over the window; NAN if unknown */
+	/* No earlier sample of this guest: cpu_use, if known, is its young
+	 * process's average since it started (a container first seen a
+	 * second or more after its start), not a window's rate. */
+	bool first_sight;
+	uint64_t cpu_usage_ns;          /* cumulative counter it came from */
+	/* [nr_nodes] by node index: the CPUs of cpu_use that ran on each
+	 * node, measured from its threads; NULL where not measured (a guest
+	 * on one node, too many threads, no earlier sample). Owned. */
+	double *cpu_node;
+	/* Threads (VMs: vCPUs) that used ≥ SNAP_BUSY_THREAD_CPU over the
+	 * window, when acquire sampled them one by one (busy_measured);
+	 * else 0 and false. */
+	unsigned busy_threads;
+	bool busy_measured;
+	uint64_t *mem_node;             /* [nr_nodes] bytes, by node index */
+	uint64_t mem_total;             /* sum of mem_node */
+	/* Its memory per node could not be read (no memory.numa_stat: a
+	 * cgroup in the cpuset hierarchy only; numa_maps unreadable): the
+	 * zeros in mem_node are no measurement, and finalize makes
+	 * mem_in_cpuset and locality NAN. A flag for the unknown, so the
+	 * guests built by hand in tests, zeroed, stay measured. */
+	bool mem_unknown;
+	/* Its hugetlb memory (huge pages of huge_page bytes): [nr_nodes]
+	 * bytes by node index, NULL when it has none; owned. It is counted in
+	 * mem_node (and so in mem_total and the locality figures) as well:
+	 * memory.numa_stat counts no hugetlb page, so the container source
+	 * adds it there, and the VM source's numa_maps figures hold it
+	 * already. The rest of mem_node is the ordinary memory, unchanged for
+	 * a guest with no hugetlb. Room for these bytes on a node is its free
+	 * pages of huge_page (snap_node.hpools), not MemFree. A guest with
+	 * huge pages of several sizes: the size holding the most is here, the
+	 * others count as ordinary memory (and a warning says so). */
+	uint64_t *huge_node;
+	uint64_t huge_page;
+	uint64_t huge_total;            /* derived: sum of huge_node */
+	/* CPU masks are 1 KiB each (NR_CPUS 8192) and nearly every guest
+	 * shares its two with many others, so they are interned in the
+	 * snapshot (snap_cpumask): never NULL once added, read-only, valid
+	 * while the snapshot is. Set them with snap_guest_set_cpus(). */
+	const cpumask_t *cpus;          /* effective CPUs now */
+	nodemask_t mems;                /* effective memory nodes now */
+	const cpumask_t *allowed_cpus;  /* bound for new cpus: parent's effective; empty: any */
+	nodemask_t allowed_mems;
+	struct guest_policy policy;
+	struct snap_vm *vm;
+
+	/* Derived by snap_finalize(), from the fields above. */
+	nodemask_t cpu_nodes;           /* nodes whose CPUs intersect cpus */
+	/* Memory inside the cpuset's CPU nodes: bytes, and their share of
+	 * mem_total (1 if no memory; NAN if mem_unknown). It says nothing about where the
+	 * threads of a guest spread over several nodes run: a one-thread
+	 * guest on two nodes with its memory on one is 1.0 here and 0 %
+	 * local if the thread runs on the other. */
+	uint64_t mem_in_cpuset_bytes;
+	double mem_in_cpuset;
+	/* Locality where the threads run: Σ over nodes k of (share of its
+	 * CPU time that ran on k) × (its memory on k, or on the nearest node
+	 * with memory when k has none) / mem_total; 1 if no memory, NAN if
+	 * mem_unknown. On one
+	 * node it equals mem_in_cpuset (but for a memory-less node). The
+	 * shares are measured (cpu_node) or estimated (locality_source). */
+	double locality;
+	enum loc_source locality_source;
+};
+
+struct snapshot {
+	unsigned refs;                  /* atomic */
+	uint64_t seq;
+	int64_t mono_ns;                /* CLOCK_MONOTONIC when taken */
+	int64_t real_ns;                /* CLOCK_REALTIME when taken */
+	double window_s;                /* sample window of rates (busy, cpu_use) */
+	/* kernel.numa_balancing: 0 off, > 0 on (its mode bits), -1 unknown.
+	 * When on, the kernel moves pages toward the threads touching them:
+	 * it places memory inside a guest's node set, which a cpuset cannot. */
+	int numa_balancing;
+	enum cg_layout layout;
+
+	unsigned nr_nodes;
+	struct snap_node *nodes;        /* sorted by id */
+	unsigned *distance;             /* [nr_nodes * nr_nodes], by index */
+
+	unsigned nr_guests;
+	struct snap_guest *guests;      /* sorted by id after finalize */
+	unsigned guests_cap;
+
+	/* Problems met while acquiring that an operator should see (a
+	 * malformed file, a vanished guest); owned strings. */
+	unsigned nr_warnings;
+	char **warnings;
+
+	/* The distinct CPU masks of the guests (snap_cpumask). */
+	cpumask_t **masks;
+	unsigned nr_masks, masks_cap;
+	unsigned *mask_ht;              /* open addressing: index + 1, 0 empty */
+	unsigned mask_ht_cap;           /* power of two */
+};
+
+/* A new, empty snapshot with one reference. */
+struct snapshot *snap_new(void);
+/* A finalized snapshot is read-only: whoever holds it after
+ * snap_finalize() holds a const pointer, and references are counted on
+ * const pointers (the count is the only thing that changes). */
+const struct snapshot *snap_ref(const struct snapshot *s);
+/* Drop a reference; frees on the last. Accepts NULL. */
+void snap_unref(const struct snapshot *s);
+
+/* Building (before finalize). snap_set_nodes copies nodes and the
+ * distance matrix (may be NULL: then 10 on the diagonal, 20 elsewhere). */
+void snap_set_nodes(struct snapshot *s, const struct snap_node *nodes, unsigned n,
+		    const unsigned *distance);
+/* Append a zeroed guest (mem_node allocated for nr_nodes; call after
+ * snap_set_nodes) and return it for the caller to fill. */
+struct snap_guest *snap_add_guest(struct snapshot *s);
+/* G's huge_node, allocated zeroed for nr_nodes if it has none yet. */
+uint64_t *snap_guest_huge(struct snapshot *s, struct snap_guest *g);
+/* Room for at least N guests before the array must grow (a hint: never
+ * shrinks it). */
+void snap_reserve_guests(struct snapshot *s, unsigned n);
+/* The snapshot's own copy of MASK, shared by every caller with an equal
+ * mask: stable (never moved or freed before the snapshot). */
+const cpumask_t *snap_cpumask(struct snapshot *s, const cpumask_t *mask);
+/* g->cpus = CPUS, g->allowed_cpus = ALLOWED (NULL: unrestricted), interned. */
+void snap_guest_set_cpus(struct snapshot *s, struct snap_guest *g, const cpumask_t *cpus,
+			 const cpumask_t *allowed);
+void snap_warn(struct snapshot *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Sort guests by id, and compute derived fields. Two guests with one id
+ * but different cgroups both stay: the one whose cgroup sorts first
+ * keeps the id, the other gets "-c<hash of its cgroup>" appended (and a
+ * warning says so); true duplicates (same id, same cgroup) are dropped
+ * (keeps the first, warns). Idempotent. */
+void snap_finalize(struct snapshot *s);
+
+/* Per-guest policy overrides (the operator's store): GET fills OUT and
+ * returns true for a guest (by its final id) whose policy it overrides. */
+struct snap_policy_overlay {
+	bool (*get)(void *ctx, const char *id, struct guest_policy *out);
+	void *ctx;
+	/* May be NULL: fill each node's mem_leaving/mem_coming, called last,
+	 * with the guests final (the engine: its mover's live jobs). */
+	void (*flows)(void *ctx, struct snapshot *s);
+	void *flows_ctx;
+};
+/* snap_finalize, with OV's overrides (may be NULL) replacing the
+ * policies the sources found, after ids are final: the last change a
+ * snapshot sees. */
+void snap_finalize_with(struct snapshot *s, const struct snap_policy_overlay *ov);
+
+/* Lookups. -1 / NULL when absent. */
+int snap_node_index(const struct snapshot *s, int node_id);
+const struct snap_guest *snap_find_guest(const struct snapshot *s, const char *id);
+unsigned snap_distance(const struct snapshot *s, unsigned from_idx, unsigned to_idx);
+/* The id of the node with memory (mem_total > 0) nearest to the node at
+ * index IDX by snap_distance; on a tie the lowest index wins. -1 if no
+ * node has memory. *DIST (may be NULL) gets that distance, ~0u on -1.
+ * Memory placed for CPUs of a memory-less node goes there. */
+int snap_nearest_mem_node(const struct snapshot *s, unsigned idx, unsigned *dist);
+/* Node N's hugetlb pool of PAGE bytes a page, or NULL. */
+const struct snap_hpool *snap_node_hpool(const struct snap_node *n, uint64_t page);
+/* Index of the node holding CPU, or -1. */
+int snap_cpu_node_index(const struct snapshot *s, int cpu);
+/* A guest's cpu_node from per-node weights W ([nr_nodes], owned, taken
+ * over): scaled so they add up to CPU_USE. W is freed and NULL returned
+ * when the weights are all zero or CPU_USE is unknown. */
+double *snap_node_use(const struct snapshot *s, double *w, double cpu_use);
+/* The true locality (see snap_guest.locality) of G if its CPU time ran
+ * on the nodes by index in the proportions W[nr_nodes] (any scale; all
+ * zero or NULL: 1 if G has no memory, else 0). */
+double snap_locality_for(const struct snapshot *s, const struct snap_guest *g, const double *w);
+/* Number of nodes that have CPUs. */
+unsigned snap_nr_cpu_nodes(const struct snapshot *s);
+/* Node ids whose CPUs intersect CPUS. */
+void snap_cpus_to_nodes(const struct snapshot *s, const cpumask_t *cpus, nodemask_t *out);
+/* Union of the CPUs of the nodes in NODES. */
+void snap_nodes_to_cpus(const struct snapshot *s, const nodemask_t *nodes, cpumask_t *out);
+
+/* Guest ids: the runtime prefix, '-', then NAME with every byte outside
+ * [A-Za-z0-9._-] replaced by '_'. If anything was replaced or the result
+ * would exceed the limit, a '-' and 8 hex digits of a hash of NAME are
+ * appended so that distinct names keep distinct ids. */
+void snap_make_id(char out[GUEST_ID_MAX], const char *prefix, const char *name);
+/* true for strings snap_make_id can produce: 1..127 bytes of
+ * [A-Za-z0-9._-], not starting with '.' or '-'. Check ids from requests
+ * with this before any use. */
+bool snap_id_valid(const char *id);
+
+const char *snap_kind_name(enum guest_kind k);
+/* "one_node", "threads", "estimate". */
+const char *snap_loc_source_name(enum loc_source s);
+const char *gpol_mode_name(enum gpol_mode m);
+const char *gpol_source_name(enum gpol_source s);
+int gpol_mode_parse(const char *s, enum gpol_mode *out);
+
+#endif

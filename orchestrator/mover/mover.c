@@ -1,0 +1,1750 @@
+/* The mover: jobs queued by the engine, worker threads that walk each
+ * job's processes and move their pages with move_pages(2) and
+ * migrate_pages(2) within a rate budget and the target nodes' room, and
+ * the record of each job for the API. What to move and in which calls
+ * is decided by the pure part, mover_plan.c. */
+#include "orchestrator/mover/mover.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "orchestrator/base/clock.h"
+#include "orchestrator/base/fs.h"
+#include "orchestrator/base/xalloc.h"
+#include "orchestrator/base/log.h"
+#include "orchestrator/base/numamig.h"
+#include "orchestrator/base/numamaps.h"
+#include "orchestrator/model/policy.h"
+#include "orchestrator/base/procstat.h"
+#include "orchestrator/base/strtab.h"
+
+#define MAX_WORKERS 16
+#define KEEP_FINISHED 32
+#define FIRST_CHUNK 1024
+/* The least a move call carries (budget permitting): see run_window. */
+#define MIN_SLICE_BYTES (16u << 20)
+#define QUERY_PAGES MOVER_MAX_CHUNK
+#define MAPS_MAX (16u << 20)
+
+const double mover_stall_buckets_ms[MOVER_NR_BUCKETS] = { 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000 };
+
+/* What the census read of one of a job's processes, by mapping
+ * (mover_census_vmas); OK false when its numa_maps could not be read. */
+struct pid_census {
+	struct mover_census_vma *vmas;
+	unsigned n;
+	bool ok;
+};
+
+struct job {
+	struct mover_job_info info;
+	pid_t *pids;
+	unsigned npids;
+	struct pid_census *pc;       /* npids of them, from census() (worker-owned) */
+	bool relocate_all;
+	int first;                   /* mover_spec.first, -1: none */
+	uint64_t first_left;         /* bytes FIRST may still take (worker-owned) */
+	uint64_t seen_left;          /* bytes its walk saw and left off the target (mover_window_left) */
+	uint64_t walk_bytes;         /* what its move calls moved, in WALK_MS (mover_sweep_cap) */
+	double walk_ms;
+	uint64_t left_kernel;        /* what the sweep left to the kernel's balancing (worker-owned) */
+	double *stalls;              /* every move call's stall, ms (for its p99; under the lock) */
+	unsigned nstalls, capstalls;
+	enum mover_state stop_as;    /* != MJ_QUEUED: end at the next chunk boundary as this */
+	int64_t start_mono, deadline_mono;
+	bool wait_room;              /* mover_spec.wait_room */
+	bool room_waiting;           /* in room_take's wait: frees nothing meanwhile (under the lock) */
+	uint64_t min_free;
+	double min_free_share;
+	int (*write)(void *ctx, char *msg, size_t msgsz); /* mover_spec.write */
+	void *write_ctx;
+	char room_msg[140];          /* why it ended for want of room (worker-owned) */
+	/* Huge pages left off the target for want of free pages of their
+	 * size there (huge_limit; worker-owned): bytes, and the words. */
+	uint64_t huge_left;
+	char huge_msg[160];
+	/* What its move call in flight claimed of its target nodes' room
+	 * (room_take; struct mover.claim): worker-owned arrays, the claim
+	 * itself under the mover's lock. */
+	int *claim_id;
+	uint64_t *claim_b;
+	unsigned nclaim;
+	struct job *next;
+};
+
+struct mover {
+	struct host_paths hp;
+	pthread_mutex_t lock;
+	pthread_cond_t work;         /* a job was queued, a stop was asked */
+	pthread_cond_t idle;         /* a job ended */
+	struct mover_config cfg;
+	struct job *live;            /* queued and running, oldest first */
+	struct mover_job_info finished[KEEP_FINISHED]; /* ring, for the API */
+	unsigned nfinished, finished_head;
+	struct mover_job_info *untaken; /* ended, not yet taken by the engine */
+	unsigned nuntaken, capuntaken;
+	uint64_t next_id;
+	unsigned running;
+	bool stopping;
+	int efd;
+	pthread_t threads[MAX_WORKERS];
+	unsigned nthreads;
+	int (*read_meminfo)(const struct host_paths *hp, struct snap_node *nodes, unsigned nr);
+	/* Bytes of each node's room (by node id) that waiting jobs' move
+	 * calls in flight have claimed: two jobs waiting for the same room
+	 * both saw it free, and both moved, one of them into the reserve. */
+	uint64_t claim[MASK_MAX_NODES];
+	double tokens;               /* rate budget, bytes (negative: debt) */
+	int64_t tokens_mono;
+	struct mover_stats st;
+};
+
+/* ---- jobs ------------------------------------------------------------ */
+
+static void job_free(struct job *j)
+{
+	if (!j)
+		return;
+	free(j->pids);
+	for (unsigned i = 0; j->pc && i < j->npids; i++)
+		free(j->pc[i].vmas);
+	free(j->pc);
+	free(j->claim_id);
+	free(j->claim_b);
+	free(j->stalls);
+	free(j);
+}
+
+static void notify(struct mover *m)
+{
+	uint64_t one = 1;
+
+	if (m->efd >= 0 && write(m->efd, &one, sizeof(one)) < 0)
+		log_debug("mover: eventfd write: %s", strerror(errno));
+}
+
+/* Under the lock: J left the live list; keep it for the API and the engine. */
+static void record_finished(struct mover *m, struct job *j, enum mover_state st)
+{
+	j->info.state = st;
+	j->info.ended_real_ns = clock_real_ns();
+	j->info.stall_p99_ms = mover_stall_p99(j->stalls, j->nstalls);
+	if (j->start_mono)
+		j->info.elapsed_s = (double)(clock_mono_ns() - j->start_mono) / 1e9;
+	m->finished[m->finished_head] = j->info;
+	m->finished_head = (m->finished_head + 1) % KEEP_FINISHED;
+	if (m->nfinished < KEEP_FINISHED)
+		m->nfinished++;
+	if (m->nuntaken == m->capuntaken) {
+		m->capuntaken = m->capuntaken ? m->capuntaken * 2 : 8;
+		m->untaken = xrealloc(m->untaken, m->capuntaken * sizeof(*m->untaken));
+	}
+	m->untaken[m->nuntaken++] = j->info;
+	m->st.jobs_by_state[st]++;
+	notify(m);
+	pthread_cond_broadcast(&m->idle);
+}
+
+static void unlink_job(struct mover *m, struct job *j)
+{
+	for (struct job **pp = &m->live; *pp; pp = &(*pp)->next)
+		if (*pp == j) {
+			*pp = j->next;
+			return;
+		}
+}
+
+static void add_moved(struct mover *m, const char *cause, uint64_t bytes)
+{
+	unsigned i;
+
+	for (i = 0; i < m->st.nr_causes; i++)
+		if (strcmp(m->st.moved[i].cause, cause) == 0)
+			break;
+	if (i == m->st.nr_causes) {
+		if (i == MOVER_NR_CAUSES)
+			i--; /* the last slot takes the rest */
+		else
+			snprintf(m->st.moved[m->st.nr_causes++].cause, sizeof(m->st.moved[0].cause), "%s", cause);
+	}
+	m->st.moved[i].bytes += bytes;
+}
+
+static void add_stall(struct mover *m, double ms)
+{
+	m->st.stall_count++;
+	m->st.stall_sum_s += ms / 1e3;
+	for (unsigned b = 0; b < MOVER_NR_BUCKETS; b++)
+		if (ms <= mover_stall_buckets_ms[b])
+			m->st.stall_le[b]++;
+}
+
+/* One of J's move calls that took MS: a chunk, its stall in the job's
+ * longest and the host's histogram. Under the lock. */
+static void note_call(struct mover *m, struct job *j, double ms)
+{
+	j->info.chunks++;
+	if (ms > j->info.stall_max_ms)
+		j->info.stall_max_ms = ms;
+	if (j->nstalls == j->capstalls) {
+		j->capstalls = j->capstalls ? j->capstalls * 2 : 64;
+		j->stalls = xrealloc(j->stalls, j->capstalls * sizeof(*j->stalls));
+	}
+	j->stalls[j->nstalls++] = ms;
+	add_stall(m, ms);
+}
+
+/* Should J end now? Under the lock. */
+static enum mover_state stop_reason(struct mover *m, struct job *j)
+{
+	if (j->stop_as != MJ_QUEUED)
+		return j->stop_as;
+	if (m->stopping)
+		return MJ_STOPPED;
+	if (clock_mono_ns() > j->deadline_mono)
+		return MJ_EXPIRED;
+	return MJ_QUEUED;
+}
+
+static void deadline_ts(struct timespec *ts, double s)
+{
+	clock_gettime(CLOCK_MONOTONIC, ts);
+	ts->tv_sec += (time_t)s;
+	ts->tv_nsec += (long)((s - floor(s)) * 1e9);
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
+/* The rate budget: take BYTES and sleep until the budget has paid for
+ * them (each worker's own debt: workers queue behind each other). false
+ * if J must stop. */
+static bool rate_take(struct mover *m, struct job *j, size_t bytes)
+{
+	struct timespec ts;
+	double rate, wait_s;
+	int64_t now;
+	bool ok;
+
+	pthread_mutex_lock(&m->lock);
+	rate = m->cfg.rate_mib * 1048576.0;
+	if (rate <= 0) {
+		pthread_mutex_unlock(&m->lock);
+		return true;
+	}
+	now = clock_mono_ns();
+	m->tokens += (double)(now - m->tokens_mono) / 1e9 * rate;
+	m->tokens_mono = now;
+	/* Bursts of at most 100 ms of budget. */
+	if (m->tokens > rate * 0.1)
+		m->tokens = rate * 0.1;
+	m->tokens -= (double)bytes;
+	wait_s = m->tokens < 0 ? -m->tokens / rate : 0;
+	/* Never sleep past the job's deadline: it must end on time. */
+	if (wait_s > (double)(j->deadline_mono - now) / 1e9)
+		wait_s = (double)(j->deadline_mono - now) / 1e9;
+	if (wait_s > 0) {
+		deadline_ts(&ts, wait_s);
+		while (stop_reason(m, j) == MJ_QUEUED &&
+		       pthread_cond_timedwait(&m->work, &m->lock, &ts) != ETIMEDOUT)
+			;
+	}
+	ok = stop_reason(m, j) == MJ_QUEUED;
+	pthread_mutex_unlock(&m->lock);
+	return ok;
+}
+
+/* How often a job waiting for room looks again. */
+#define ROOM_POLL_S 0.1
+
+struct bufs;
+static bool room_take(struct mover *m, struct job *j, const struct bufs *b, size_t off, size_t sl, size_t page,
+		      int *r);
+
+/* A worker's own state, kept from job to job (freed when it exits): its
+ * window buffers and where it runs. */
+struct bufs {
+	size_t cap;                  /* entries each buffer holds (mover_buf_grow) */
+	void **pages, **mpages;
+	int *status, *mnodes, *mstatus, *first, *mweight;
+	unsigned *mslot;             /* each entry's source (mover_source_slot) */
+	size_t *idx;
+	void **spages;               /* mover_verify_plan's samples */
+	int *sstatus;
+	struct mover_cost cost;      /* the job's move calls so far (reset per job) */
+	double maps_ms;              /* reading and parsing /proc/PID/maps (--trace) */
+	cpu_set_t own;               /* the worker's CPUs when it started */
+	bool have_own;               /* OWN was read */
+	bool pinned;                 /* on the CPUs of PINNED_TO's nodes (within OWN) */
+	nodemask_t pinned_to;
+};
+
+/* The window buffers only: the rest of B is the worker's state. */
+static void bufs_drop(struct bufs *b)
+{
+	free(b->pages);
+	free(b->mpages);
+	free(b->status);
+	free(b->mnodes);
+	free(b->mstatus);
+	free(b->first);
+	free(b->mweight);
+	free(b->mslot);
+	free(b->idx);
+	free(b->spages);
+	free(b->sstatus);
+	b->cap = 0;
+}
+
+static void bufs_free(struct bufs *b)
+{
+	bufs_drop(b);
+	memset(b, 0, sizeof(*b));
+}
+
+/* Room for NEED entries in every buffer of B. Nothing is carried over:
+ * each walk writes a window's entries before it reads them. */
+static void bufs_reserve(struct bufs *b, size_t need, size_t page)
+{
+	size_t cap = mover_buf_grow(b->cap, need, QUERY_PAGES);
+	/* two samples per guessed THP, and a THP is MOVER_THP_BYTES of pages */
+	size_t thp = page && MOVER_THP_BYTES / page > 1 ? MOVER_THP_BYTES / page : 1;
+	size_t scap = 2 * (cap / thp + 1);
+
+	if (cap == b->cap)
+		return;
+	bufs_drop(b);
+	b->pages = xmalloc(cap * sizeof(void *));
+	b->mpages = xmalloc(cap * sizeof(void *));
+	b->status = xmalloc(cap * sizeof(int));
+	b->mnodes = xmalloc(cap * sizeof(int));
+	b->mstatus = xmalloc(cap * sizeof(int));
+	b->first = xmalloc(cap * sizeof(int));
+	b->mweight = xmalloc(cap * sizeof(int));
+	b->mslot = xmalloc(cap * sizeof(unsigned));
+	b->idx = xmalloc(cap * sizeof(size_t));
+	b->spages = xmalloc(scap * sizeof(void *));
+	b->sstatus = xmalloc(scap * sizeof(int));
+	b->cap = cap;
+}
+
+static void room_release(struct mover *m, struct job *j);
+static void room_release_locked(struct mover *m, struct job *j);
+
+/* Pages a window put on the target, by source slot (the last: "other"). */
+typedef long window_tally[MOVER_MAX_SOURCES + 1];
+
+/* Move the K entries of B in slices of about *CHUNK pages (an entry counts
+ * its weight; sized by mover_cost_next), within the rate budget, stopping
+ * at a slice boundary when J must end. COUNTED gets the pages each slice
+ * put on the target by source slot (an entry of weight W counts W when it
+ * arrived). 0, 1 (stop), or the negative errno of the call. */
+static int move_slices(struct mover *m, struct job *j, pid_t pid, struct bufs *b, size_t k, size_t *chunk,
+		       size_t page, window_tally counted)
+{
+	int r = 0;
+
+	for (size_t off = 0; off < k && r == 0;) {
+		size_t sl = 0, moved = 0, bytes = 0, cap = SIZE_MAX, want;
+		int64_t t0, t1;
+		double ms;
+
+		/* Under a rate budget a slice is at most 100 ms of it: a bigger
+		 * one would sleep through its guest's exit or its deadline. */
+		pthread_mutex_lock(&m->lock);
+		if (m->cfg.rate_mib > 0)
+			cap = (size_t)(m->cfg.rate_mib * 1048576.0 * 0.1);
+		pthread_mutex_unlock(&m->lock);
+		/* The slice's size comes from the job's own calls
+		 * (mover_cost_next), but never under MIN_SLICE_BYTES. Without
+		 * the floor, busy THP calls (one THP ~70 ms under TCG, over
+		 * chunk_ms) shrank to a single THP and the rate fell to it:
+		 * bench-numa's memtight at 903a680 moved a busy 350 MiB guest
+		 * at 29 MiB/s in 175 calls (11.9 s; t90 14 s) where 16 MiB
+		 * calls had moved it within the 2 s sample. A call's length
+		 * is not the guest's stall: the kernel migrates page by page
+		 * and make bench-migrate's guests saw 30-190 ms gaps at p99
+		 * while 16 MiB calls took 0.5-1 s. At least one entry (a THP
+		 * is 512 pages). */
+		want = *chunk * page;
+		if (want < MIN_SLICE_BYTES)
+			want = MIN_SLICE_BYTES;
+		if (want > cap)
+			want = cap;
+		/* The rest of the window rides along when it is at most half a
+		 * slice more (mover_slice): make bench-migrate's busy THP
+		 * guests (16 MiB and a few hundred small pages each) paid a
+		 * second call of 50-300 ms for the last THP. */
+		sl = mover_slice(b->mweight, off, k, page, want, want + want / 2 < cap ? want + want / 2 : cap,
+				 &bytes);
+
+		if (off) {
+			pthread_mutex_lock(&m->lock);
+			if (stop_reason(m, j) != MJ_QUEUED)
+				r = 1;
+			pthread_mutex_unlock(&m->lock);
+			if (r)
+				break;
+		}
+		if (!room_take(m, j, b, off, sl, page, &r))
+			break;
+		if (!rate_take(m, j, bytes)) {
+			room_release(m, j);
+			r = 1;
+			break;
+		}
+		t0 = clock_mono_ns();
+		r = numamig_move(pid, sl, b->mpages + off, b->mnodes + off, b->mstatus + off);
+		t1 = clock_mono_ns();
+		if (r < 0 && r != -ENOENT && r != -EBUSY) {
+			room_release(m, j);
+			break;
+		}
+		if (r < 0) /* the call's own answer, not each entry's: retry them */
+			for (size_t i = 0; i < sl; i++)
+				b->mstatus[off + i] = -EAGAIN;
+		/* Count what is on the target now from the call's own status (a
+		 * THP moves whole from one entry; an entry of one already in
+		 * flight reports -EBUSY), by the node each entry came from. A
+		 * query call after each move doubled the page-table walks
+		 * against a busy writer. */
+		ms = (double)(t1 - t0) / 1e6;
+		log_debug("mover: job %" PRIu64 " pid %d t=%.1f: move %zu entries (%zu KiB) in %.1f ms%s",
+			  j->info.id, (int)pid, (double)t0 / 1e6, sl, bytes >> 10, ms, r < 0 ? " (call failed)" : "");
+		pthread_mutex_lock(&m->lock);
+		/* The claim ends where the call's pages are counted done, under
+		 * the same lock: a call's bytes are always either claimed or
+		 * done, never neither (mover_live's room-claims case reads the
+		 * room left from the jobs' progress). */
+		room_release_locked(m, j);
+		for (size_t i = 0; i < sl; i++)
+			if (j->relocate_all ||
+			    (b->mstatus[off + i] >= 0 && mask_test(&j->info.to, b->mstatus[off + i]))) {
+				/* A guessed THP counts its head alone until its
+				 * samples say the rest went with it (walk_process:
+				 * credit_thps): a 4 KiB run's head moves alone, and
+				 * a rate-paced pass 0 of a 4 KiB guest had counted
+				 * 2 MiB a head for seconds (check-numa's top test
+				 * read 11 MiB done, nothing on the target). */
+				size_t w = 1;
+
+				moved += w;
+				counted[b->mslot[off + i]] += (long)w;
+				mover_add_done(&j->info, b->mslot[off + i], (int64_t)(w * page));
+			}
+		r = 0;
+		off += sl;
+		note_call(m, j, ms);
+		add_moved(m, j->info.cause, moved * page);
+		j->walk_bytes += moved * page;
+		j->walk_ms += ms;
+		/* The size of the next call: toward chunk_ms, but not where
+		 * smaller calls lose the rate (mover_cost_next). */
+		*chunk = mover_cost_next(&b->cost, bytes / page, *chunk, ms, m->cfg.chunk_ms);
+		pthread_mutex_unlock(&m->lock);
+	}
+	return r;
+}
+
+/* The free memory J leaves on node N (policy_reserve of N's MemTotal, as
+ * the sources' reader fills it). */
+static uint64_t job_reserve(const struct job *j, const struct snap_node *n)
+{
+	return policy_reserve(j->min_free, j->min_free_share, n->mem_total);
+}
+
+/* mover_spec.wait_room: wait until each target node of the slice of SL
+ * entries at OFF has room for its part above the reserve — the room the
+ * applier counted on was partly other jobs' pages still leaving. true:
+ * go on; false with *R = 1 (J must stop: its deadline, a cancel) or
+ * -ENOSPC (no room, and no other live job that could free some:
+ * J->room_msg says so). */
+static bool room_take(struct mover *m, struct job *j, const struct bufs *b, size_t off, size_t sl, size_t page,
+		      int *r)
+{
+	unsigned cap = mask_count(&j->info.to), nd = 0;
+	struct snap_node *nodes;
+	uint64_t *need;
+	bool ok = false;
+
+	if (!j->wait_room)
+		return true;
+	nodes = xcalloc(cap ? cap : 1, sizeof(*nodes));
+	need = xcalloc(cap ? cap : 1, sizeof(*need));
+	for (size_t e = off; e < off + sl; e++) {
+		unsigned i = 0;
+
+		while (i < nd && nodes[i].id != b->mnodes[e])
+			i++;
+		if (i == nd) {
+			if (nd == cap)
+				continue; /* not a target: never planned so */
+			nodes[nd++].id = b->mnodes[e];
+		}
+		need[i] += (uint64_t)b->mweight[e] * page;
+	}
+	for (bool quiet = false;;) {
+		int (*rd)(const struct host_paths *, struct snap_node *, unsigned);
+		struct timespec ts;
+		unsigned short_i = 0;
+		bool others = false, worker_free;
+		enum mover_room_step step;
+		int rr;
+
+		pthread_mutex_lock(&m->lock);
+		rd = m->read_meminfo;
+		pthread_mutex_unlock(&m->lock);
+		rr = rd ? rd(&m->hp, nodes, nd) : -ENOSYS;
+		if (rr < 0) {
+			snprintf(j->room_msg, sizeof(j->room_msg), "cannot read the target nodes' free memory: %s",
+				 strerror(-rr));
+			*r = -ENOSPC;
+			break;
+		}
+		pthread_mutex_lock(&m->lock);
+		ok = true;
+		for (unsigned i = 0; i < nd && ok; i++) {
+			uint64_t cl = m->claim[nodes[i].id];
+
+			if (!mover_room_claim_ok(nodes[i].mem_free, cl, job_reserve(j, &nodes[i]), need[i])) {
+				ok = false;
+				short_i = i;
+			}
+			nodes[i].mem_free = nodes[i].mem_free > cl ? nodes[i].mem_free - cl : 0;
+		}
+		/* Only a job that is really moving pages can free room: one that
+		 * waits for room itself frees none, and two such jobs, each
+		 * needing what the other's pages would free, waited for each
+		 * other until job_timeout. A job between its calls, or in its
+		 * first look at the room, still counts as moving. The flags are
+		 * read at one instant, after the free memory was: a job that
+		 * ended between the two (its last call's pages freed after our
+		 * read) is covered by one more look (MOVER_ROOM_LOOK_AGAIN)
+		 * before failing. */
+		worker_free = m->running < m->cfg.workers;
+		for (struct job *q = m->live; q && !others && !ok; q = q->next)
+			others = q != j && mover_peer_frees(q->info.state, q->stop_as != MJ_QUEUED, q->room_waiting,
+							    worker_free);
+		step = mover_room_step(ok, others, quiet);
+		quiet = !others;
+		if (step == MOVER_ROOM_TAKE) {
+			if (!j->claim_id) {
+				j->claim_id = xcalloc(cap ? cap : 1, sizeof(*j->claim_id));
+				j->claim_b = xcalloc(cap ? cap : 1, sizeof(*j->claim_b));
+			}
+			for (unsigned i = 0; i < nd; i++) {
+				m->claim[nodes[i].id] += need[i];
+				j->claim_id[i] = nodes[i].id;
+				j->claim_b[i] = need[i];
+			}
+			j->nclaim = nd;
+			j->room_waiting = false;
+		} else if (stop_reason(m, j) != MJ_QUEUED) {
+			*r = 1;
+		} else if (step == MOVER_ROOM_LOOK_AGAIN) {
+			j->room_waiting = true;
+		} else if (step == MOVER_ROOM_FAIL) {
+			uint64_t fr = nodes[short_i].mem_free, keep = job_reserve(j, &nodes[short_i]);
+
+			snprintf(j->room_msg, sizeof(j->room_msg),
+				 "node %d has %llu MiB free above the reserve, %llu MiB to move onto it, and no other job "
+				 "is freeing memory", nodes[short_i].id,
+				 (unsigned long long)((fr > keep ? fr - keep : 0) >> 20),
+				 (unsigned long long)(need[short_i] >> 20));
+			*r = -ENOSPC;
+		} else {
+			j->room_waiting = true;
+			deadline_ts(&ts, ROOM_POLL_S);
+			pthread_cond_timedwait(&m->work, &m->lock, &ts);
+		}
+		pthread_mutex_unlock(&m->lock);
+		if (*r || ok)
+			break;
+	}
+	pthread_mutex_lock(&m->lock);
+	j->room_waiting = false;
+	pthread_mutex_unlock(&m->lock);
+	free(nodes);
+	free(need);
+	return ok;
+}
+
+/* The move call room_take() claimed room for has returned: its pages are
+ * in the nodes' free memory now (or did not move). Waiting jobs look
+ * again. Under the lock (room_release takes it). */
+static void room_release_locked(struct mover *m, struct job *j)
+{
+	if (!j->nclaim)
+		return;
+	for (unsigned i = 0; i < j->nclaim; i++)
+		m->claim[j->claim_id[i]] -= j->claim_b[i] < m->claim[j->claim_id[i]] ? j->claim_b[i]
+										: m->claim[j->claim_id[i]];
+	j->nclaim = 0;
+	pthread_cond_broadcast(&m->work);
+}
+
+static void room_release(struct mover *m, struct job *j)
+{
+	pthread_mutex_lock(&m->lock);
+	room_release_locked(m, j);
+	pthread_mutex_unlock(&m->lock);
+}
+
+/* Where N pages of PID are (move_pages(2) without nodes), timed for the
+ * stats: queries are the part of a job's time that moves nothing. */
+static int query(struct mover *m, pid_t pid, size_t n, void **pages, int *status)
+{
+	int64_t t0 = clock_mono_ns();
+	int r = numamig_move(pid, n, pages, NULL, status);
+	int64_t t1 = clock_mono_ns();
+
+	log_debug("mover: pid %d t=%.1f: query %zu pages in %.1f ms", (int)pid, (double)t0 / 1e6, n,
+		  (double)(t1 - t0) / 1e6);
+	pthread_mutex_lock(&m->lock);
+	m->st.query_count++;
+	m->st.query_sum_s += (double)(t1 - t0) / 1e9;
+	pthread_mutex_unlock(&m->lock);
+	return r;
+}
+
+/* Where the N pages of B's window are, asking one page per THP of the
+ * mappings smaps says are all THPs (mover_query_plan): a busy 16 MiB THP
+ * guest's query of its 4000+ pages cost 37-99 ms a job under TCG (make
+ * bench-migrate), its 8 THPs and few hundred small pages a fraction.
+ * B's move buffers (idx, mpages, mstatus) are free until the window is
+ * planned and hold the asked pages meanwhile. */
+static int query_window(struct mover *m, pid_t pid, const struct mover_vma *vmas, unsigned nv, size_t n,
+			size_t page, struct bufs *b)
+{
+	size_t nq = mover_query_plan(b->pages, n, page, vmas, nv, b->idx);
+	int r;
+
+	if (nq == n)
+		return query(m, pid, n, b->pages, b->status);
+	for (size_t q = 0; q < nq; q++)
+		b->mpages[q] = b->pages[b->idx[q]];
+	r = query(m, pid, nq, b->mpages, b->mstatus);
+	if (r < 0)
+		return r;
+	mover_query_expand(b->status, n, b->idx, nq, b->mstatus);
+	return 0;
+}
+
+/* The K entries just moved and verified (mover_verify_apply): each
+ * guessed THP whose head reached the target took its other pages along —
+ * those are counted now (move_slices counted the head). */
+static void credit_thps(struct mover *m, struct job *j, const struct bufs *b, size_t k, size_t page,
+			window_tally counted)
+{
+	uint64_t bytes = 0;
+
+	pthread_mutex_lock(&m->lock);
+	for (size_t e = 0; e < k; e++)
+		if (b->mweight[e] > 1 && b->mstatus[e] >= 0 && mask_test(&j->info.to, b->mstatus[e])) {
+			size_t rest = (size_t)b->mweight[e] - 1;
+
+			counted[b->mslot[e]] += (long)rest;
+			mover_add_done(&j->info, b->mslot[e], (int64_t)(rest * page));
+			bytes += rest * page;
+		}
+	if (bytes)
+		add_moved(m, j->info.cause, bytes);
+	pthread_mutex_unlock(&m->lock);
+}
+
+/* Whether PID has exited. A process killed mid-job is a zombie until its
+ * parent reaps it: it still has a /proc entry, but no memory any more, so
+ * move_pages(2) answers EINVAL (no mm) rather than ESRCH and its maps read
+ * empty; the same holds while it exits, before it is a zombie. Such a
+ * process has vanished, not failed. */
+static bool process_gone(const struct mover *m, pid_t pid)
+{
+	char path[256], *text = NULL;
+	const char *f[21];
+	size_t len;
+	bool gone;
+
+	if (snprintf(path, sizeof(path), "%s/%d/stat", m->hp.procfs, (int)pid) >= (int)sizeof(path))
+		return false;
+	if (fs_read_file(path, 4096, &text, &len) < 0)
+		return kill(pid, 0) < 0 && errno == ESRCH;
+	/* state Z or X; or, while it is still exiting, vsize (field 23) 0:
+	 * its memory is already torn down */
+	gone = proc_stat_fields(text, f, 21) == 0 &&
+	       (f[0][0] == 'Z' || f[0][0] == 'X' || (f[20][0] == '0' && (f[20][1] == ' ' || f[20][1] == '\n')));
+	free(text);
+	return gone;
+}
+
+/* Walk one process's mappings: 0 when walked to the end, 1 when J must
+ * stop, or a negative errno (-ESRCH: its maps are gone). */
+/* Free huge pages of PAGE bytes the walk may move onto J's target: the
+ * fewest any target node has (a page may go to any of them), fresh from
+ * the pools; *SHORT gets a node with none (-1 if all have some). */
+static uint64_t huge_free_on_target(struct mover *m, const struct job *j, uint64_t page, int *short_node)
+{
+	unsigned nd = 0, cap = mask_count(&j->info.to);
+	struct snap_node *nodes = xcalloc(cap ? cap : 1, sizeof(*nodes));
+	int (*rd)(const struct host_paths *, struct snap_node *, unsigned);
+	uint64_t least = UINT64_MAX;
+
+	*short_node = -1;
+	mask_foreach(id, &j->info.to)
+		if (nd < cap)
+			nodes[nd++].id = id;
+	pthread_mutex_lock(&m->lock);
+	rd = m->read_meminfo;
+	pthread_mutex_unlock(&m->lock);
+	if (!nd || !rd || rd(&m->hp, nodes, nd) < 0) {
+		/* Pools unknown: no huge page moves. */
+		least = 0;
+		*short_node = nd ? nodes[0].id : -1;
+	}
+	for (unsigned i = 0; least && i < nd; i++) {
+		uint64_t f = 0;
+
+		/* By hand, not snap_node_hpool: the testbed's static helpers
+		 * link the mover without the snapshot. */
+		for (unsigned h = 0; h < nodes[i].nr_hpools && h < SNAP_HP_MAX; h++)
+			if (nodes[i].hpools[h].page == page)
+				f = nodes[i].hpools[h].free;
+
+		if (f < least)
+			least = f;
+		if (!f)
+			*short_node = nodes[i].id;
+	}
+	free(nodes);
+	return least == UINT64_MAX ? 0 : least;
+}
+
+/* Before the walk: each hugetlb mapping of PID (VMAS[NV], smaps'
+ * KernelPageSize above PAGE) moves no more of its huge pages than the
+ * target's pools have free pages of their size (mover_huge_cut): the
+ * kernel would make surplus pages out of free memory for the rest, and
+ * change the pools behind the operator's back. A mapping cut short is
+ * walked up to the cut (one cut to nothing is left out of VMAS: returns
+ * how many are left); what is left is J's huge_left and huge_msg. */
+static unsigned huge_limit(struct mover *m, struct job *j, pid_t pid, struct mover_vma *vmas, unsigned nv, size_t page)
+{
+	unsigned kept = 0;
+
+	for (unsigned v = 0; v < nv; v++) {
+		uint64_t hp = vmas[v].hpage, left = 0, allowed;
+		size_t n, cut;
+		void **pages;
+		int *status, short_node;
+
+		if (hp <= page || vmas[v].end <= vmas[v].start)
+			continue;
+		n = (size_t)((vmas[v].end - vmas[v].start) / hp);
+		if (!n)
+			continue;
+		pages = xcalloc(n, sizeof(*pages));
+		status = xcalloc(n, sizeof(*status));
+		for (size_t i = 0; i < n; i++)
+			pages[i] = (void *)(vmas[v].start + i * hp);
+		if (query(m, pid, n, pages, status) < 0) {
+			free(pages);
+			free(status);
+			continue; /* the walk's own query will say */
+		}
+		allowed = huge_free_on_target(m, j, hp, &short_node);
+		cut = mover_huge_cut(status, n, &j->info.to, allowed, &left);
+		if (left) {
+			vmas[v].end = vmas[v].start + cut * hp;
+			j->huge_left += left * hp;
+			if (short_node >= 0)
+				snprintf(j->huge_msg, sizeof(j->huge_msg),
+					 "%.1f MiB of %llu kB huge pages left where they are: no free %llu kB huge pages on node %d",
+					 (double)j->huge_left / 1048576.0, (unsigned long long)(hp >> 10),
+					 (unsigned long long)(hp >> 10), short_node);
+			else
+				snprintf(j->huge_msg, sizeof(j->huge_msg),
+					 "%.1f MiB of %llu kB huge pages left where they are: %llu free %llu kB huge pages on the target",
+					 (double)j->huge_left / 1048576.0, (unsigned long long)(hp >> 10),
+					 (unsigned long long)allowed, (unsigned long long)(hp >> 10));
+			log_info("mover: job %" PRIu64 " pid %d: %s", j->info.id, (int)pid, j->huge_msg);
+		}
+		free(pages);
+		free(status);
+	}
+	/* A mapping cut to nothing is no walk's. */
+	for (unsigned v = 0; v < nv; v++)
+		if (vmas[v].end > vmas[v].start)
+			vmas[kept++] = vmas[v];
+	return kept;
+}
+
+static int walk_process(struct mover *m, struct job *j, pid_t pid, const struct pid_census *pc, struct bufs *b,
+			size_t *chunk, size_t page)
+{
+	char path[PATH_MAX];
+	struct mover_vma *vmas = NULL;
+	char *text = NULL;
+	uintptr_t pos = 0;
+	bool compact = true;
+	size_t n;
+	int nv, r;
+
+	int64_t t_maps = clock_mono_ns();
+
+	/* smaps, not maps: its AnonHugePages says which mappings are all
+	 * THPs, whose pages are then asked one per THP (query_window). */
+	if (snprintf(path, sizeof(path), "%s/%d/smaps", m->hp.procfs, (int)pid) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	r = fs_read_file(path, MAPS_MAX, &text, NULL);
+	if (r == -ENOENT || r == -ESRCH)
+		return -ESRCH;
+	if (r < 0)
+		return r;
+	nv = mover_parse_maps(text, &vmas);
+	free(text);
+	if (nv < 0)
+		return nv;
+	/* Only the mappings the census saw with pages to move (and those
+	 * mapped since): every window entry costs each of the walk's passes
+	 * over it, and make bench-migrate's 16 MiB busy guests were windows
+	 * of 10000-28000 entries — the empty stacks and arenas they inherited
+	 * from their parent — with 40-60 ms between a window's query and its
+	 * move call under TCG. */
+	if (pc && pc->ok) {
+		unsigned all = (unsigned)nv;
+
+		nv = (int)mover_prune_vmas(vmas, (unsigned)nv, pc->vmas, pc->n);
+		log_debug("mover: job %" PRIu64 " pid %d: %d of %u mappings hold pages to move", j->info.id, (int)pid,
+			  nv, all);
+	}
+	nv = (int)huge_limit(m, j, pid, vmas, (unsigned)nv, page);
+	b->maps_ms += (double)(clock_mono_ns() - t_maps) / 1e6;
+	/* The window is QUERY_PAGES or the whole process when smaller: the
+	 * worker's buffers grow to that once and are kept. */
+	bufs_reserve(b, mover_vmas_pages(vmas, (unsigned)nv, page), page);
+	r = 0;
+	/* Where the pages are is asked QUERY_PAGES (256 MiB of address
+	 * space) at a time (a query only reads the page tables); the
+	 * misplaced ones are moved in slices of *CHUNK pages, the size that
+	 * keeps each move call near chunk_ms, so the window's size is not a
+	 * call's (when it was, one call moved 256 MiB: a 1 s stall under
+	 * TCG). Each window ends in a slice of its own, so a window that
+	 * ends mid-guest costs calls: with 16384 pages, make bench-migrate's
+	 * busy guests needed a second window (and call) for the mappings
+	 * they inherited from their parent. A window spans mappings: one
+	 * per mapping cost a guest of a dozen small mappings a dozen move
+	 * calls, each paying move_pages' fixed cost (below) — with busy
+	 * guests under TCG ~50 ms a call, most of the mover's time. */
+	while ((n = mover_fill_window(vmas, (unsigned)nv, page, b->cap, &pos, b->pages)) > 0) {
+		window_tally approx = { 0 }, exact = { 0 };
+		bool ended_known = false;
+
+		pthread_mutex_lock(&m->lock);
+		if (stop_reason(m, j) != MJ_QUEUED) {
+			pthread_mutex_unlock(&m->lock);
+			r = 1;
+			break;
+		}
+		pthread_mutex_unlock(&m->lock);
+		r = query_window(m, pid, vmas, (unsigned)nv, n, page, b);
+		if (r == -ENOENT || r == -EFAULT) {
+			r = 0; /* the mapping went away under us: next chunk */
+			continue;
+		}
+		if (r < 0)
+			break;
+		memcpy(b->first, b->status, n * sizeof(int));
+		/* No THP guess where smaps shows no huge page in the window's
+		 * mappings: a guess there moves each 2 MiB run's head alone,
+		 * then pays a query of the window and a second pass (busy
+		 * 4 KiB guests under TCG: 25-460 ms of fixed cost a call). */
+		bool guess = mover_window_has_thp(vmas, (unsigned)nv, (uintptr_t)b->pages[0], (uintptr_t)b->pages[n - 1]);
+		/* Each move_pages(2) call drains every CPU's LRU cache
+		 * (lru_cache_disable): a fixed cost per call, high under TCG.
+		 * So calls carry many pages: a 2 MiB-aligned run of pages all
+		 * on one node is probably a THP, which moves whole from one
+		 * entry; pass 1 moves what such a guess left behind. */
+		uint64_t planned = 0;
+
+		for (int pass = 0; pass < 2 && r == 0; pass++) {
+			size_t k = 0;
+			nodemask_t sel = j->info.to;
+
+			/* While the threads' node has room, every page off it is
+			 * to move (mover_spec.first). */
+			if (j->first >= 0 && j->first_left > 0) {
+				mask_zero(&sel);
+				mask_set(&sel, j->first);
+			}
+			k = mover_plan_window(b->status, b->pages, n, page, &sel, j->relocate_all,
+					      pass == 0 && compact && guess && !j->relocate_all, b->idx,
+					      b->mweight);
+			{
+				uint64_t bytes = 0;
+
+				for (size_t e = 0; e < k; e++)
+					bytes += (uint64_t)b->mweight[e] * page;
+				/* A second pass for a few pages left behind (in
+				 * flight, a fault racing the move) costs a call's
+				 * fixed cost, 25-460 ms with busy guests under TCG
+				 * (make bench-migrate --trace): a strict guest's
+				 * narrowing of its mems moves them, a soft one
+				 * keeps them where they are — unless they are a
+				 * real share (mover_second_pass). */
+				if (pass == 0)
+					planned = bytes;
+				else if (!mover_second_pass(bytes, planned))
+					break;
+			}
+			k = mover_assign_targets(b->status, b->idx, b->mweight, k, page, &j->info.to, j->first,
+						 &j->first_left, b->mnodes);
+			for (size_t e = 0; e < k; e++) {
+				size_t i = b->idx[e];
+
+				b->mpages[e] = b->pages[i];
+				pthread_mutex_lock(&m->lock);
+				mask_set(&j->info.from, b->status[i]);
+				b->mslot[e] = mover_source_slot(&j->info, b->status[i]);
+				pthread_mutex_unlock(&m->lock);
+			}
+			if (!k)
+				break;
+			r = move_slices(m, j, pid, b, k, chunk, page, approx);
+			/* Stopped at a slice boundary (cancel, SIGTERM, reload, a
+			 * new plan, the deadline) or failed (a move call's error,
+			 * no room left to wait for): ask the window where its
+			 * pages are, so the exact tally below counts what moved —
+			 * a guessed THP has counted its head alone until verified,
+			 * and the libvirt stage's cancelled job recorded 13.6 MiB
+			 * moved where QEMU's numa_maps had gained 37 MiB. A
+			 * process that is gone answers no query: nothing to
+			 * count on. */
+			if (r != 0 && !j->relocate_all && query(m, pid, n, b->pages, b->status) == 0)
+				ended_known = true;
+			if (r || j->relocate_all)
+				break;
+			/* Where the window's pages are now: from the move's own
+			 * answers, and a query of two pages per guessed THP — a
+			 * query of the whole window (4000+ pages a 16 MiB guest)
+			 * cost 37-99 ms per job with busy THP guests under TCG
+			 * (make bench-migrate, two workers), a fifth of the job.
+			 * The whole window is asked again only when a sample
+			 * disagrees (the guess was 4 KiB pages). What that misses:
+			 * pages first faulted, or moved by another, during the
+			 * move — the next cycle's census sees them. Pages the
+			 * move refused for good are not tried again. */
+			{
+				size_t ns = mover_verify_plan(b->pages, b->idx, b->mweight, k, b->spages);
+				bool known = ns == 0 || query(m, pid, ns, b->spages, b->sstatus) == 0;
+
+				if (!known || !mover_verify_apply(b->status, b->idx, b->mweight, b->mstatus, k,
+								  b->sstatus)) {
+					if (query(m, pid, n, b->pages, b->status) < 0)
+						break;
+				} else {
+					credit_thps(m, j, b, k, page, approx);
+				}
+			}
+			mover_drop_refused(b->status, b->idx, b->mstatus, k);
+			/* A guessed THP whose head moved alone was 4 KiB pages: stop
+			 * guessing in this process, or every window pays a move
+			 * call that moves one page in 512. */
+			if (pass == 0 && compact && mover_guess_failed(b->status, n, b->idx, b->mweight, k,
+								       &j->info.to))
+				compact = false;
+		}
+		if (r == 0 && !j->relocate_all)
+			j->seen_left += (uint64_t)mover_window_left(b->status, n, &j->info.to) * page;
+		if ((r == 0 || ended_known) && !j->relocate_all) {
+			long by_node[MASK_MAX_NODES] = { 0 };
+
+			/* The slices counted a guessed THP by its head, and
+			 * credit_thps the rest once verified: the window's exact
+			 * count, by the node each page was on, replaces that. */
+			mover_window_moved(b->first, b->status, n, &j->info.to, by_node);
+			pthread_mutex_lock(&m->lock);
+			for (int nd = 0; nd < MASK_MAX_NODES; nd++)
+				if (by_node[nd])
+					exact[mover_source_slot(&j->info, nd)] += by_node[nd];
+			for (unsigned k = 0; k <= MOVER_MAX_SOURCES; k++)
+				if (exact[k] != approx[k]) {
+					mover_add_done(&j->info, k, (int64_t)(exact[k] - approx[k]) * (int64_t)page);
+					/* the moved-bytes counter never goes back */
+					if (exact[k] > approx[k])
+						add_moved(m, j->info.cause, (uint64_t)(exact[k] - approx[k]) * page);
+				}
+			pthread_mutex_unlock(&m->lock);
+		}
+		if (r)
+			break;
+	}
+	free(vmas);
+	return r;
+}
+
+/* Move the misplaced pages of J's process I. Returns 0 when walked to the end,
+ * 1 when J must stop, -ESRCH when the process is gone — the one place
+ * that decides "vanished" (the caller counts such a process as vanished,
+ * not failed) — or a negative errno. */
+static int move_process(struct mover *m, struct job *j, unsigned i, struct bufs *b, size_t *chunk, size_t page)
+{
+	pid_t pid = j->pids[i];
+	int r = walk_process(m, j, pid, j->pc ? &j->pc[i] : NULL, b, chunk, page);
+
+	/* Any call that failed on a process that has exited (a zombie
+	 * answers move_pages with EINVAL, not ESRCH) is its exit, not a
+	 * failure. Asked only after a failure: the walk never reads
+	 * /proc/PID/stat. */
+	if (r < 0 && r != -ESRCH && process_gone(m, pid))
+		r = -ESRCH;
+	return r;
+}
+
+/* The worker onto the CPUs of J's target nodes (those of its own CPUs),
+ * or back to its own CPUs when it need not be there (mover_pin_action).
+ * Left as it is after the job. Not pinned when the target has no such
+ * CPUs or sysfs cannot be read: the job runs where the worker is. */
+static void pin_to_target(struct mover *m, const struct job *j, struct bufs *b, bool on_target)
+{
+	cpu_set_t want;
+	unsigned n = 0;
+
+	if (!b->have_own) {
+		if (sched_getaffinity(0, sizeof(b->own), &b->own) < 0)
+			return;
+		b->have_own = true;
+	}
+	switch (mover_pin_action(on_target, b->pinned, &b->pinned_to, &j->info.to)) {
+	case MOVER_PIN_NONE:
+	case MOVER_PIN_KEEP:
+		return;
+	case MOVER_PIN_RESTORE:
+		if (sched_setaffinity(0, sizeof(b->own), &b->own) < 0)
+			log_debug("mover: cannot restore a worker's CPUs: %s", strerror(errno));
+		b->pinned = false;
+		return;
+	case MOVER_PIN_SET:
+		break;
+	}
+	CPU_ZERO(&want);
+	mask_foreach(node, &j->info.to) {
+		char path[PATH_MAX], *text = NULL;
+		cpumask_t cpus;
+
+		if (snprintf(path, sizeof(path), "%s/devices/system/node/node%d/cpulist", m->hp.sysfs, node) >=
+			    (int)sizeof(path) ||
+		    fs_read_file(path, 4096, &text, NULL) < 0)
+			continue;
+		if (mask_parse(text, &cpus) == 0)
+			mask_foreach(c, &cpus)
+				if (c < CPU_SETSIZE && CPU_ISSET(c, &b->own)) {
+					CPU_SET(c, &want);
+					n++;
+				}
+		free(text);
+	}
+	if (n && sched_setaffinity(0, sizeof(want), &want) == 0) {
+		b->pinned = true;
+		b->pinned_to = j->info.to;
+		return;
+	}
+	/* Nowhere on the target: the job runs on the worker's own CPUs. */
+	if (b->pinned && sched_setaffinity(0, sizeof(b->own), &b->own) < 0)
+		log_debug("mover: cannot restore a worker's CPUs: %s", strerror(errno));
+	b->pinned = false;
+}
+
+/* What J's processes hold on each node, before it moves anything: what
+ * each source node has left to give is then known (GET /v1/migrations,
+ * top's nodes panel) instead of guessed from the plan's total. numa_maps
+ * walks the page tables under the read side of mmap_lock: the guest runs
+ * on. A process that cannot be read has exited (move_pages(2) needs the
+ * same access); the walk then finds it gone too. */
+static void census(struct mover *m, struct job *j)
+{
+	int64_t t0 = clock_mono_ns();
+	nodemask_t stay = j->info.to;
+
+	/* What pages stay where they are: those on the target — on the
+	 * first node alone while a split job fills it — or none at all
+	 * (relocate_all). */
+	if (j->first >= 0) {
+		mask_zero(&stay);
+		mask_set(&stay, j->first);
+	}
+	j->pc = xcalloc(j->npids ? j->npids : 1, sizeof(*j->pc)); /* once: a job runs once */
+	for (unsigned i = 0; i < j->npids; i++) {
+		char path[PATH_MAX], *text = NULL;
+
+		if (snprintf(path, sizeof(path), "%s/%d/numa_maps", m->hp.procfs, (int)j->pids[i]) >=
+			    (int)sizeof(path) ||
+		    fs_read_file(path, MAPS_MAX, &text, NULL) < 0)
+			continue;
+		pthread_mutex_lock(&m->lock);
+		mover_census_add(&j->info, text, j->relocate_all);
+		pthread_mutex_unlock(&m->lock);
+		j->pc[i].n = mover_census_vmas(text, j->relocate_all ? NULL : &stay, &j->pc[i].vmas);
+		j->pc[i].ok = true;
+		free(text);
+	}
+	pthread_mutex_lock(&m->lock);
+	j->info.census = true;
+	pthread_mutex_unlock(&m->lock);
+	log_debug("mover: job %" PRIu64 " t=%.1f: census of %u processes in %.1f ms", j->info.id, (double)t0 / 1e6,
+		  j->npids, (double)(clock_mono_ns() - t0) / 1e6);
+}
+
+/* Anonymous bytes per node id of J's processes (PID's alone when > 0)
+ * by numa_maps, into BY_ID (MASK_MAX_NODES entries, zeroed here); returns
+ * the bytes off J's target. numa_maps walks the page tables itself: it
+ * counts the pages move_pages(2) may not see (mover_settle_step). */
+static uint64_t anon_off_target(struct mover *m, const struct job *j, pid_t pid, uint64_t *by_id)
+{
+	uint64_t off = 0;
+
+	memset(by_id, 0, MASK_MAX_NODES * sizeof(*by_id));
+	for (unsigned i = 0; i < j->npids; i++) {
+		char path[PATH_MAX], *text = NULL;
+
+		if ((pid > 0 && j->pids[i] != pid) ||
+		    snprintf(path, sizeof(path), "%s/%d/numa_maps", m->hp.procfs, (int)j->pids[i]) >=
+			    (int)sizeof(path) ||
+		    fs_read_file(path, MAPS_MAX, &text, NULL) < 0)
+			continue;
+		numamaps_parse_anon(text, by_id, MASK_MAX_NODES);
+		free(text);
+	}
+	for (int n = 0; n < MASK_MAX_NODES; n++)
+		if (by_id[n] && !mask_test(&j->info.to, n))
+			off += by_id[n];
+	return off;
+}
+
+/* What moved onto J's target between two looks (BEFORE, AFTER: per node
+ * id): by source node, the least of what left it and what the target
+ * gained (memory a guest frees is no move), counted done. Returns the
+ * bytes. */
+static uint64_t credit_settled(struct mover *m, struct job *j, const uint64_t *before, const uint64_t *after)
+{
+	uint64_t left = 0, gained = 0, credit, total = 0;
+
+	for (int n = 0; n < MASK_MAX_NODES; n++) {
+		if (mask_test(&j->info.to, n))
+			gained += after[n] > before[n] ? after[n] - before[n] : 0;
+		else
+			left += before[n] > after[n] ? before[n] - after[n] : 0;
+	}
+	credit = left < gained ? left : gained;
+	pthread_mutex_lock(&m->lock);
+	for (int n = 0; n < MASK_MAX_NODES && credit; n++) {
+		uint64_t d;
+
+		if (mask_test(&j->info.to, n) || before[n] <= after[n])
+			continue;
+		d = before[n] - after[n] < credit ? before[n] - after[n] : credit;
+		mover_add_done(&j->info, mover_source_slot(&j->info, n), (int64_t)d);
+		credit -= d;
+		total += d;
+	}
+	pthread_mutex_unlock(&m->lock);
+	return total;
+}
+
+/* Sleep S unless J must stop; false if it must. */
+static bool settle_wait(struct mover *m, struct job *j, double s)
+{
+	struct timespec ts;
+	bool ok;
+
+	pthread_mutex_lock(&m->lock);
+	deadline_ts(&ts, s);
+	while (stop_reason(m, j) == MJ_QUEUED && pthread_cond_timedwait(&m->work, &m->lock, &ts) != ETIMEDOUT)
+		;
+	ok = stop_reason(m, j) == MJ_QUEUED;
+	pthread_mutex_unlock(&m->lock);
+	return ok;
+}
+
+/* migrate_pages(2) of PID's pages off J's target onto it, after the walk
+ * and the wait left LEFT_MIN_BYTES or more there: pages the move_pages(2)
+ * walk could not see (a page marked for a NUMA hinting fault answers
+ * EFAULT on 6.1 kernels: testbed, diag_kbal_race) and the kernel's
+ * balancing did not move (not touched meanwhile). One call per source
+ * node (mover_sweep_nodes), each within the rate budget and each a chunk
+ * with its own stall: a node is the smallest piece migrate_pages(2) takes.
+ * Like a cpuset.mems write, it also moves the process's file pages on
+ * those nodes. BEFORE and AFTER get PID's anonymous bytes per node before
+ * the first call and after the last. false if J must stop (the rate
+ * budget, or a stop between two calls). */
+static bool sweep_process(struct mover *m, struct job *j, pid_t pid, uint64_t *before, uint64_t *after)
+{
+	int from[MASK_MAX_NODES], to[MOVER_MAX_SOURCES];
+	unsigned nfrom, nto = 0;
+	uint64_t left = anon_off_target(m, j, pid, before), moved, cap = mover_sweep_cap(j->walk_bytes, j->walk_ms);
+	double ms_all = 0;
+	bool ok = true;
+	int r = 0;
+
+	if (left < LEFT_MIN_BYTES)
+		return true;
+	for (int n = 0; n < MASK_MAX_NODES; n++)
+		if (mask_test(&j->info.to, n) && nto < MOVER_MAX_SOURCES)
+			to[nto++] = n;
+	nfrom = mover_sweep_nodes(before, MASK_MAX_NODES, &j->info.to, LEFT_MIN_BYTES, from);
+	if (!nfrom || !nto)
+		return true;
+	for (unsigned i = 0; i < nfrom && r != -ESRCH; i++) {
+		int64_t t0;
+		double ms;
+
+		/* A stall the guest would feel: bounded like every move call. */
+		if (before[from[i]] > cap) {
+			j->left_kernel += before[from[i]];
+			log_debug("mover: job %" PRIu64 " pid %d: node %d's %.1f MiB unseen by move_pages not swept (over "
+				  "the %.1f MiB one call may stall for): left to the kernel's balancing", j->info.id,
+				  (int)pid, from[i], (double)before[from[i]] / 1048576.0, (double)cap / 1048576.0);
+			continue;
+		}
+		if (!rate_take(m, j, (size_t)before[from[i]])) {
+			ok = false;
+			break;
+		}
+		t0 = clock_mono_ns();
+		r = numamig_pages(pid, &from[i], 1, to, nto);
+		ms = (double)(clock_mono_ns() - t0) / 1e6;
+		ms_all += ms;
+		pthread_mutex_lock(&m->lock);
+		note_call(m, j, ms);
+		ok = stop_reason(m, j) == MJ_QUEUED;
+		pthread_mutex_unlock(&m->lock);
+		log_debug("mover: job %" PRIu64 " pid %d: migrate_pages of node %d's %.1f MiB in %.1f ms%s%s",
+			  j->info.id, (int)pid, from[i], (double)before[from[i]] / 1048576.0, ms, r < 0 ? ": " : "",
+			  r < 0 ? strerror(-r) : "");
+		if (!ok)
+			break;
+	}
+	anon_off_target(m, j, pid, after);
+	moved = credit_settled(m, j, before, after);
+	pthread_mutex_lock(&m->lock);
+	j->info.swept_bytes += moved;
+	add_moved(m, j->info.cause, moved);
+	pthread_mutex_unlock(&m->lock);
+	log_debug("mover: job %" PRIu64 " pid %d: swept %.1f MiB left off the target: %.1f MiB moved in %.1f ms",
+		  j->info.id, (int)pid, (double)left / 1048576.0, (double)moved / 1048576.0, ms_all);
+	return ok;
+}
+
+/* What numa_maps shows off J's target beyond what its walk saw there:
+ * the pages it could not see. */
+static uint64_t unseen(const struct job *j, uint64_t off)
+{
+	return off > j->seen_left ? off - j->seen_left : 0;
+}
+
+/* After the walk: wait while the kernel's NUMA balancing moves what the
+ * walk could not see (mover_settle_step), then sweep the rest. Returns
+ * J's state: MJ_DONE, MJ_PARTIAL (MSG says how much is left), or why it
+ * had to stop. */
+static enum mover_state settle(struct mover *m, struct job *j, char *msg, size_t msgsz)
+{
+	uint64_t *prev = xcalloc(MASK_MAX_NODES, sizeof(*prev)), *now = xcalloc(MASK_MAX_NODES, sizeof(*now));
+	uint64_t left = unseen(j, anon_off_target(m, j, 0, now)), last = UINT64_MAX;
+	enum mover_state st = MJ_DONE;
+	enum mover_settle step;
+	double waited = 0;
+
+	while ((step = mover_settle_step(left, last, waited)) == MOVER_SETTLE_WAIT) {
+		uint64_t *t = prev;
+
+		if (!settle_wait(m, j, MOVER_SETTLE_POLL_S))
+			goto stop;
+		waited += MOVER_SETTLE_POLL_S;
+		prev = now;
+		now = t;
+		last = left;
+		left = unseen(j, anon_off_target(m, j, 0, now));
+		{
+			uint64_t k = credit_settled(m, j, prev, now);
+
+			pthread_mutex_lock(&m->lock);
+			j->info.kernel_bytes += k;
+			pthread_mutex_unlock(&m->lock);
+		}
+	}
+	/* A split job's pages go to FIRST while it has room, a job waiting
+	 * for room counts its calls' bytes against it: neither is swept. */
+	/* A sweep (migrate_pages(2)) would take the huge pages left for
+	 * want of free ones too. */
+	if (step == MOVER_SETTLE_SWEEP && j->first < 0 && !j->wait_room && !j->huge_left) {
+		for (unsigned i = 0; i < j->npids; i++)
+			if (!sweep_process(m, j, j->pids[i], prev, now))
+				goto stop;
+		left = unseen(j, anon_off_target(m, j, 0, now));
+	}
+	pthread_mutex_lock(&m->lock);
+	j->info.left_end = left;
+	pthread_mutex_unlock(&m->lock);
+	if (left >= LEFT_MIN_BYTES) {
+		st = MJ_PARTIAL;
+		if (j->left_kernel)
+			snprintf(msg, msgsz, "%.1f MiB off the target unseen by move_pages(2), over one call's stall: "
+				 "left to the kernel's balancing (on touch)", (double)left / 1048576.0);
+		else
+			snprintf(msg, msgsz, "%.1f MiB of its anonymous memory still off the target, unseen by "
+				 "move_pages(2)", (double)left / 1048576.0);
+	}
+	free(prev);
+	free(now);
+	return st;
+stop:
+	pthread_mutex_lock(&m->lock);
+	st = stop_reason(m, j);
+	j->info.left_end = left;
+	pthread_mutex_unlock(&m->lock);
+	free(prev);
+	free(now);
+	return st;
+}
+
+static enum mover_state run_job(struct mover *m, struct job *j, struct bufs *b, char *msg, size_t msgsz)
+{
+	int64_t t_in = clock_mono_ns(), t_pin, t_census, t_walk;
+	bool on_target;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t chunk = FIRST_CHUNK;
+	enum mover_state st = MJ_DONE;
+	unsigned alive = 0;
+
+	if (j->write) {
+		int r = j->write(j->write_ctx, msg, msgsz);
+
+		if (r == 0) {
+			pthread_mutex_lock(&m->lock);
+			j->info.census = true; /* nothing left for it to move */
+			pthread_mutex_unlock(&m->lock);
+			return MJ_DONE;
+		}
+		return r == -ENOENT || r == -ESRCH ? MJ_VANISHED : MJ_FAILED;
+	}
+	memset(&b->cost, 0, sizeof(b->cost));
+	b->maps_ms = 0;
+	pthread_mutex_lock(&m->lock);
+	on_target = m->cfg.on_target;
+	pthread_mutex_unlock(&m->lock);
+	pin_to_target(m, j, b, on_target);
+	t_pin = clock_mono_ns();
+	census(m, j);
+	t_census = clock_mono_ns();
+	for (unsigned i = 0; i < j->npids; i++) {
+		int r = move_process(m, j, i, b, &chunk, page);
+
+		if (r == -ESRCH)
+			continue;
+		alive++;
+		if (r == 1) {
+			pthread_mutex_lock(&m->lock);
+			st = stop_reason(m, j);
+			pthread_mutex_unlock(&m->lock);
+			break;
+		}
+		if (r == -ENOSPC && j->room_msg[0]) {
+			snprintf(msg, msgsz, "no room: %s", j->room_msg);
+			st = MJ_FAILED;
+			break;
+		}
+		if (r < 0) {
+			snprintf(msg, msgsz, "process %d: move_pages: %s", (int)j->pids[i], strerror(-r));
+			st = MJ_FAILED;
+			break;
+		}
+	}
+	if (st == MJ_DONE && !alive)
+		st = MJ_VANISHED;
+	if (st == MJ_DONE && !j->relocate_all)
+		st = settle(m, j, msg, msgsz);
+	/* Huge pages left for want of free ones of their size: partial, and
+	 * the record says how many and why. */
+	if (j->huge_left && (st == MJ_DONE || st == MJ_PARTIAL)) {
+		size_t l = st == MJ_PARTIAL ? strlen(msg) : 0;
+
+		if (l < msgsz && snprintf(msg + l, msgsz - l, "%s%s", l ? "; " : "", j->huge_msg) < 0)
+			msg[l] = '\0';
+		st = MJ_PARTIAL;
+	}
+	t_walk = clock_mono_ns();
+	/* Where a job's time goes besides its move calls and queries
+	 * (make bench-migrate --trace); logged last, so the log write is in
+	 * no phase. */
+	log_debug("mover: job %" PRIu64 " t=%.1f: phases: pin %.1f ms%s, census %.1f ms, walk %.1f ms "
+		  "(maps %.1f ms), buffers %zu entries",
+		  j->info.id, (double)t_in / 1e6, (double)(t_pin - t_in) / 1e6, b->pinned ? " (pinned)" : "",
+		  (double)(t_census - t_pin) / 1e6, (double)(t_walk - t_census) / 1e6, b->maps_ms, b->cap);
+	return st;
+}
+
+static void *worker(void *arg)
+{
+	struct mover *m = arg;
+	struct bufs b = { 0 };
+	int64_t prev_end = 0;
+
+	pthread_mutex_lock(&m->lock);
+	while (!m->stopping) {
+		struct job *j = NULL;
+		enum mover_state st;
+		char msg[sizeof(((struct mover_job_info *)0)->msg)] = "";
+
+		if (m->running < m->cfg.workers)
+			for (struct job *q = m->live; q && !j; q = q->next)
+				if (q->info.state == MJ_QUEUED)
+					j = q;
+		if (!j) {
+			pthread_cond_wait(&m->work, &m->lock);
+			continue;
+		}
+		j->info.state = MJ_RUNNING;
+		j->info.started_real_ns = clock_real_ns();
+		j->start_mono = clock_mono_ns();
+		j->deadline_mono = j->start_mono + (int64_t)(m->cfg.job_timeout_s * 1e9);
+		m->running++;
+		pthread_mutex_unlock(&m->lock);
+		if (prev_end)
+			log_debug("mover: job %" PRIu64 " t=%.1f: picked %.1f ms after this worker's previous job", j->info.id,
+				  (double)clock_mono_ns() / 1e6, (double)(clock_mono_ns() - prev_end) / 1e6);
+		st = run_job(m, j, &b, msg, sizeof(msg));
+		prev_end = clock_mono_ns();
+		pthread_mutex_lock(&m->lock);
+		m->running--;
+		snprintf(j->info.msg, sizeof(j->info.msg), "%s", msg);
+		unlink_job(m, j);
+		record_finished(m, j, st);
+		job_free(j);
+		/* A slot is free: another worker may start a queued job. */
+		pthread_cond_broadcast(&m->work);
+	}
+	pthread_mutex_unlock(&m->lock);
+	bufs_free(&b);
+	return NULL;
+}
+
+static void start_workers(struct mover *m, unsigned want)
+{
+	sigset_t all, old;
+
+	/* Workers take no signal: SIGTERM and SIGHUP are the engine's
+	 * (signalfd); a worker started before the engine blocks them would
+	 * otherwise get SIGTERM's default action, killing the daemon. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	while (m->nthreads < want && m->nthreads < MAX_WORKERS) {
+		int r = pthread_create(&m->threads[m->nthreads], NULL, worker, m);
+
+		if (r != 0) {
+			log_error("mover: cannot start worker %u: %s", m->nthreads, strerror(r));
+			break;
+		}
+		m->nthreads++;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+int mover_new(const struct mover_config *cfg, const struct host_paths *hp, struct mover **out)
+{
+	struct mover *m = xcalloc(1, sizeof(*m));
+
+	m->hp = *hp;
+	m->cfg = *cfg;
+	if (m->cfg.workers < 1)
+		m->cfg.workers = 1;
+	if (m->cfg.workers > MAX_WORKERS)
+		m->cfg.workers = MAX_WORKERS;
+	m->next_id = 1;
+	m->tokens_mono = clock_mono_ns();
+	pthread_mutex_init(&m->lock, NULL);
+	pthread_cond_init(&m->work, NULL);
+	{
+		pthread_condattr_t ca;
+
+		/* rate_take waits on CLOCK_MONOTONIC deadlines */
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_destroy(&m->work);
+		pthread_cond_init(&m->work, &ca);
+		pthread_cond_init(&m->idle, &ca);
+		pthread_condattr_destroy(&ca);
+	}
+	m->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (m->efd < 0) {
+		int r = -errno;
+
+		free(m);
+		return r;
+	}
+	pthread_mutex_lock(&m->lock);
+	start_workers(m, m->cfg.workers);
+	pthread_mutex_unlock(&m->lock);
+	*out = m;
+	return 0;
+}
+
+void mover_set_config(struct mover *m, const struct mover_config *cfg)
+{
+	pthread_mutex_lock(&m->lock);
+	m->cfg = *cfg;
+	if (m->cfg.workers < 1)
+		m->cfg.workers = 1;
+	if (m->cfg.workers > MAX_WORKERS)
+		m->cfg.workers = MAX_WORKERS;
+	start_workers(m, m->cfg.workers);
+	pthread_cond_broadcast(&m->work);
+	pthread_mutex_unlock(&m->lock);
+}
+
+/* Under the lock. */
+static struct job *find_live(struct mover *m, uint64_t id, const char *guest)
+{
+	for (struct job *j = m->live; j; j = j->next)
+		if ((id && j->info.id == id) || (guest && strcmp(j->info.guest, guest) == 0 &&
+						  j->stop_as == MJ_QUEUED))
+			return j;
+	return NULL;
+}
+
+/* Under the lock: ask J to end as WHY; a queued job ends at once. */
+static void stop_job(struct mover *m, struct job *j, enum mover_state why)
+{
+	if (j->info.state == MJ_QUEUED) {
+		unlink_job(m, j);
+		record_finished(m, j, why);
+		job_free(j);
+		return;
+	}
+	if (j->stop_as == MJ_QUEUED)
+		j->stop_as = why;
+	pthread_cond_broadcast(&m->work);
+}
+
+uint64_t mover_submit(struct mover *m, const struct mover_spec *spec)
+{
+	struct job *j = xcalloc(1, sizeof(*j)), **tail, *old;
+	uint64_t id;
+
+	snprintf(j->info.guest, sizeof(j->info.guest), "%s", spec->guest);
+	snprintf(j->info.cause, sizeof(j->info.cause), "%s", spec->cause);
+	j->info.to = spec->to;
+	j->info.bytes_expected = spec->bytes;
+	j->info.state = MJ_QUEUED;
+	j->info.stall_p99_ms = NAN;
+	j->info.queued_real_ns = clock_real_ns();
+	j->stop_as = MJ_QUEUED;
+	j->npids = spec->npids;
+	j->relocate_all = spec->relocate_all;
+	j->first = spec->first_bytes && !spec->relocate_all && spec->first >= 0 &&
+		   spec->first < MASK_MAX_NODES && mask_test(&spec->to, spec->first) ? spec->first : -1;
+	j->first_left = j->first >= 0 ? spec->first_bytes : 0;
+	j->info.has_first = j->first >= 0;
+	j->info.first = j->first;
+	j->wait_room = spec->wait_room;
+	j->min_free = spec->min_free_bytes;
+	j->min_free_share = spec->min_free_share;
+	j->write = spec->write;
+	j->write_ctx = spec->write_ctx;
+	j->info.write = spec->write != NULL;
+	j->pids = xcalloc(spec->npids ? spec->npids : 1, sizeof(pid_t));
+	if (spec->npids)
+		memcpy(j->pids, spec->pids, spec->npids * sizeof(pid_t));
+	pthread_mutex_lock(&m->lock);
+	while ((old = find_live(m, 0, spec->guest)))
+		stop_job(m, old, MJ_SUPERSEDED);
+	id = j->info.id = m->next_id++;
+	for (tail = &m->live; *tail; tail = &(*tail)->next)
+		;
+	*tail = j;
+	pthread_cond_broadcast(&m->work);
+	pthread_mutex_unlock(&m->lock);
+	return id;
+}
+
+void mover_set_meminfo(struct mover *m,
+		       int (*read_meminfo)(const struct host_paths *hp, struct snap_node *nodes, unsigned nr))
+{
+	pthread_mutex_lock(&m->lock);
+	m->read_meminfo = read_meminfo;
+	pthread_mutex_unlock(&m->lock);
+}
+
+void mover_flows(struct mover *m, struct snapshot *s)
+{
+	pthread_mutex_lock(&m->lock);
+	for (struct job *q = m->live; q; q = q->next)
+		if (q->stop_as == MJ_QUEUED)
+			mover_flows_add(&q->info, s);
+	pthread_mutex_unlock(&m->lock);
+}
+
+int mover_cancel(struct mover *m, uint64_t id, enum mover_state why)
+{
+	struct job *j;
+	int r = 0;
+
+	pthread_mutex_lock(&m->lock);
+	j = find_live(m, id, NULL);
+	if (j) {
+		stop_job(m, j, why);
+	} else {
+		r = -ENOENT;
+		for (unsigned i = 0; i < m->nfinished; i++)
+			if (m->finished[i].id == id)
+				r = -EALREADY;
+	}
+	pthread_mutex_unlock(&m->lock);
+	return r;
+}
+
+uint64_t mover_job_of(struct mover *m, const char *guest)
+{
+	struct job *j;
+	uint64_t id;
+
+	pthread_mutex_lock(&m->lock);
+	j = find_live(m, 0, guest);
+	id = j ? j->info.id : 0;
+	pthread_mutex_unlock(&m->lock);
+	return id;
+}
+
+void mover_stop_all(struct mover *m)
+{
+	pthread_mutex_lock(&m->lock);
+	for (struct job *j = m->live, *next; j; j = next) {
+		next = j->next;
+		stop_job(m, j, MJ_STOPPED);
+	}
+	while (m->live)
+		pthread_cond_wait(&m->idle, &m->lock);
+	pthread_mutex_unlock(&m->lock);
+}
+
+bool mover_wait_idle(struct mover *m, double timeout_s)
+{
+	struct timespec ts;
+	bool idle;
+
+	deadline_ts(&ts, timeout_s);
+	pthread_mutex_lock(&m->lock);
+	while (m->live && pthread_cond_timedwait(&m->idle, &m->lock, &ts) != ETIMEDOUT)
+		;
+	idle = !m->live;
+	pthread_mutex_unlock(&m->lock);
+	return idle;
+}
+
+void mover_free(struct mover *m)
+{
+	if (!m)
+		return;
+	mover_stop_all(m);
+	pthread_mutex_lock(&m->lock);
+	m->stopping = true;
+	pthread_cond_broadcast(&m->work);
+	pthread_mutex_unlock(&m->lock);
+	for (unsigned i = 0; i < m->nthreads; i++)
+		pthread_join(m->threads[i], NULL);
+	close(m->efd);
+	free(m->untaken);
+	pthread_mutex_destroy(&m->lock);
+	pthread_cond_destroy(&m->work);
+	pthread_cond_destroy(&m->idle);
+	free(m);
+}
+
+/* Under the lock: a live job's info with its running time now. */
+static struct mover_job_info live_info(const struct job *j)
+{
+	struct mover_job_info i = j->info;
+
+	if (j->start_mono)
+		i.elapsed_s = (double)(clock_mono_ns() - j->start_mono) / 1e9;
+	return i;
+}
+
+unsigned mover_list(struct mover *m, struct mover_job_info **out)
+{
+	unsigned n = 0, k = 0;
+	struct mover_job_info *v;
+
+	pthread_mutex_lock(&m->lock);
+	for (struct job *j = m->live; j; j = j->next)
+		n++;
+	v = xcalloc(n + m->nfinished + 1, sizeof(*v));
+	for (struct job *j = m->live; j; j = j->next)
+		v[k++] = live_info(j);
+	/* newest finished first */
+	for (unsigned i = 0; i < m->nfinished; i++)
+		v[k++] = m->finished[(m->finished_head + KEEP_FINISHED - 1 - i) % KEEP_FINISHED];
+	pthread_mutex_unlock(&m->lock);
+	*out = v;
+	return k;
+}
+
+bool mover_get(struct mover *m, uint64_t id, struct mover_job_info *out)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&m->lock);
+	for (struct job *j = m->live; j && !found; j = j->next)
+		if (j->info.id == id) {
+			*out = live_info(j);
+			found = true;
+		}
+	for (unsigned i = 0; i < m->nfinished && !found; i++)
+		if (m->finished[i].id == id) {
+			*out = m->finished[i];
+			found = true;
+		}
+	pthread_mutex_unlock(&m->lock);
+	return found;
+}
+
+unsigned mover_take_finished(struct mover *m, struct mover_job_info **out)
+{
+	uint64_t v;
+	unsigned n;
+
+	pthread_mutex_lock(&m->lock);
+	if (read(m->efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		log_debug("mover: eventfd read: %s", strerror(errno));
+	n = m->nuntaken;
+	*out = m->untaken;
+	m->untaken = NULL;
+	m->nuntaken = m->capuntaken = 0;
+	pthread_mutex_unlock(&m->lock);
+	return n;
+}
+
+int mover_event_fd(const struct mover *m)
+{
+	return m->efd;
+}
+
+void mover_get_stats(struct mover *m, struct mover_stats *out)
+{
+	pthread_mutex_lock(&m->lock);
+	*out = m->st;
+	out->running = m->running;
+	out->queued = 0;
+	for (struct job *j = m->live; j; j = j->next)
+		out->queued += j->info.state == MJ_QUEUED;
+	pthread_mutex_unlock(&m->lock);
+}
