@@ -17,9 +17,9 @@
  * to the AF_UNIX socket named by $NOTIFY_SOCKET, a path or, with a
  * leading '@', an abstract name. Spoken here rather than through
  * libsystemd: that library and the six it loads (liblzma, libzstd,
- * liblz4, libgcrypt, libgpg-error, libcap) were 0.9 MiB of the agent's
- * resident size at 1000 guests (make bench: 16.6 → 15.7 MiB) for five
- * short messages, and seven more libraries to map at every start. */
+ * liblz4, libgcrypt, libgpg-error, libcap) would be a good part of the
+ * agent's resident size, and seven more libraries to map at every start,
+ * for five short messages (the figure: tests/README.md, make bench). */
 static void send_msg(const char *msg)
 {
 	const char *e = getenv("NOTIFY_SOCKET");

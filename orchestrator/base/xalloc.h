@@ -18,10 +18,10 @@ char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* The daemon's malloc settings (call once, first thing in main): fixed
  * mmap and trim thresholds. A cycle allocates and frees a few arrays of
- * ~1 MiB (1000 guests); with glibc's sliding thresholds those went back
- * to the kernel at every free and were faulted in again next cycle, which
- * made the policy step 2.5x slower (make bench: decide 2.1 vs 5.6 ms at
- * 1000 guests) for no lower peak RSS. */
+ * ~1 MiB (1000 guests); with glibc's sliding thresholds those go back to
+ * the kernel at every free and are faulted in again next cycle, which
+ * slows the policy step severalfold for no lower peak RSS
+ * (tests/README.md, make bench). */
 void xmalloc_tune(void);
 /* Give the free pages inside the heap back to the kernel (malloc_trim):
  * the engine calls it after each cycle. The fixed trim threshold keeps
