@@ -112,9 +112,9 @@ struct plan {
 /* A migration too small to be worth a cpuset.mems round trip: under
  * 2 MiB, or under 1% of the guest's memory (TOTAL bytes). Narrowing
  * cpuset.mems makes the kernel rebind and walk the whole address space
- * of every task in the group, whatever little there is to move (the
- * testbed measured 8-9 s for 0.1 MiB of a 320 MiB guest under TCG). The
- * policy applies such moves first (they take milliseconds, a real
+ * of every task in the group however little there is to move, which can
+ * take seconds with busy guests (tests/numa-vm/README.md, "What TCG does
+ * to the numbers"). The policy applies such moves first (they take milliseconds, a real
  * migration seconds per GiB) and the applier treats them as moving
  * nothing: no narrowing, no room needed on the target. */
 bool plan_migration_negligible(uint64_t migrate_bytes, uint64_t total);

@@ -52,8 +52,8 @@ struct policy_config {
 	 * kernel's local first touch puts its memory beside them; what it
 	 * touched before moves with the mover). Not the default: a mems
 	 * write once its process has started migrates the pages it shares
-	 * with others too (MPOL_MF_MOVE_ALL), stalling it seconds in the
-	 * testbed (tests/numa-vm/results/churn-floor). */
+	 * with others too (MPOL_MF_MOVE_ALL), which can stall it for seconds
+	 * (policies/README.md). */
 	bool start_bind_mems;
 };
 
@@ -61,9 +61,9 @@ void policy_config_default(struct policy_config *c);
 /* The free memory no plan, applier room check or mover job takes from a
  * node of TOTAL bytes (MemTotal): MIN_FREE_BYTES, but no more than SHARE
  * of the node. A fixed reserve that is nothing on a 64 GiB node is a
- * sixth of a 1.5 GiB one, and left the testbed's bigguest 3 points less
- * local than with 64 MiB (tests/numa-vm/results/bigguest-reserve); the
- * kernel's own watermarks grow with the node too. TOTAL 0 (not known):
+ * sixth of a 1.5 GiB one, where it keeps memory a guest could use off
+ * its own node (policies/README.md); the kernel's own watermarks grow
+ * with the node too. TOTAL 0 (not known):
  * MIN_FREE_BYTES. */
 uint64_t policy_reserve(uint64_t min_free_bytes, double share, uint64_t total);
 /* 0, or -EINVAL with *field naming the first bad field. */

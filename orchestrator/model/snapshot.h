@@ -44,9 +44,9 @@ struct snap_node {
 	/* Memory in flight: what the mover's live jobs are still to take off
 	 * this node and to bring onto it, by their guests' memory now
 	 * (mover_flows). Room to come and room spoken for: MemFree alone
-	 * showed a node that other guests' pages were leaving as full, and a
-	 * guest went elsewhere (the testbed's oversubscribed run at 87e2d7c).
-	 * 0 without a mover, and in snapshots not made by the engine. */
+	 * shows a node that other guests' pages are leaving as full, and
+	 * sends a guest that would fit there elsewhere. 0 without a mover,
+	 * and in snapshots not made by the engine. */
 	uint64_t mem_leaving;
 	uint64_t mem_coming;
 	double busy;           /* busy fraction of its CPUs over the sample
