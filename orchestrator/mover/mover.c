@@ -369,25 +369,21 @@ static int move_slices(struct mover *m, struct job *j, pid_t pid, struct bufs *b
 			cap = (size_t)(m->cfg.rate_mib * 1048576.0 * 0.1);
 		pthread_mutex_unlock(&m->lock);
 		/* The slice's size comes from the job's own calls
-		 * (mover_cost_next), but never under MIN_SLICE_BYTES. Without
-		 * the floor, busy THP calls (one THP ~70 ms under TCG, over
-		 * chunk_ms) shrank to a single THP and the rate fell to it:
-		 * bench-numa's memtight at 903a680 moved a busy 350 MiB guest
-		 * at 29 MiB/s in 175 calls (11.9 s; t90 14 s) where 16 MiB
-		 * calls had moved it within the 2 s sample. A call's length
-		 * is not the guest's stall: the kernel migrates page by page
-		 * and make bench-migrate's guests saw 30-190 ms gaps at p99
-		 * while 16 MiB calls took 0.5-1 s. At least one entry (a THP
-		 * is 512 pages). */
+		 * (mover_cost_next), but never under MIN_SLICE_BYTES: where a
+		 * single busy THP takes longer than chunk_ms, calls would
+		 * shrink to one THP each and the job's rate to one THP a call
+		 * (orchestrator/README.md, "Moving memory"). A call's length
+		 * is not the guest's stall: the kernel migrates page by page,
+		 * so the guest waits only for the page it touches. At least
+		 * one entry (a THP is 512 pages). */
 		want = *chunk * page;
 		if (want < MIN_SLICE_BYTES)
 			want = MIN_SLICE_BYTES;
 		if (want > cap)
 			want = cap;
 		/* The rest of the window rides along when it is at most half a
-		 * slice more (mover_slice): make bench-migrate's busy THP
-		 * guests (16 MiB and a few hundred small pages each) paid a
-		 * second call of 50-300 ms for the last THP. */
+		 * slice more (mover_slice): a second call for a last THP and a
+		 * few small pages would pay a call's whole fixed cost. */
 		sl = mover_slice(b->mweight, off, k, page, want, want + want / 2 < cap ? want + want / 2 : cap,
 				 &bytes);
 
@@ -436,9 +432,9 @@ static int move_slices(struct mover *m, struct job *j, pid_t pid, struct bufs *b
 				/* A guessed THP counts its head alone until its
 				 * samples say the rest went with it (walk_process:
 				 * credit_thps): a 4 KiB run's head moves alone, and
-				 * a rate-paced pass 0 of a 4 KiB guest had counted
-				 * 2 MiB a head for seconds (check-numa's top test
-				 * read 11 MiB done, nothing on the target). */
+				 * counting 2 MiB for it would report memory done
+				 * that is still on its source for a rate-paced
+				 * pass's whole length. */
 				size_t w = 1;
 
 				moved += w;
@@ -621,9 +617,9 @@ static int query(struct mover *m, pid_t pid, size_t n, void **pages, int *status
 }
 
 /* Where the N pages of B's window are, asking one page per THP of the
- * mappings smaps says are all THPs (mover_query_plan): a busy 16 MiB THP
- * guest's query of its 4000+ pages cost 37-99 ms a job under TCG (make
- * bench-migrate), its 8 THPs and few hundred small pages a fraction.
+ * mappings smaps says are all THPs (mover_query_plan): asking every
+ * 4 KiB entry of a THP guest's window is a large share of its job, asking
+ * one entry per THP a fraction of that.
  * B's move buffers (idx, mpages, mstatus) are free until the window is
  * planned and hold the asked pages meanwhile. */
 static int query_window(struct mover *m, pid_t pid, const struct mover_vma *vmas, unsigned nv, size_t n,
@@ -716,7 +712,7 @@ static uint64_t huge_free_on_target(struct mover *m, const struct job *j, uint64
 	for (unsigned i = 0; least && i < nd; i++) {
 		uint64_t f = 0;
 
-		/* By hand, not snap_node_hpool: the testbed's static helpers
+		/* By hand, not snap_node_hpool: tests/numa-vm's static helpers
 		 * link the mover without the snapshot. */
 		for (unsigned h = 0; h < nodes[i].nr_hpools && h < SNAP_HP_MAX; h++)
 			if (nodes[i].hpools[h].page == page)
@@ -817,10 +813,8 @@ static int walk_process(struct mover *m, struct job *j, pid_t pid, const struct 
 		return nv;
 	/* Only the mappings the census saw with pages to move (and those
 	 * mapped since): every window entry costs each of the walk's passes
-	 * over it, and make bench-migrate's 16 MiB busy guests were windows
-	 * of 10000-28000 entries — the empty stacks and arenas they inherited
-	 * from their parent — with 40-60 ms between a window's query and its
-	 * move call under TCG. */
+	 * over it, and most of a small guest's entries can be empty stacks
+	 * and arenas inherited from its parent. */
 	if (pc && pc->ok) {
 		unsigned all = (unsigned)nv;
 
@@ -838,14 +832,13 @@ static int walk_process(struct mover *m, struct job *j, pid_t pid, const struct 
 	 * space) at a time (a query only reads the page tables); the
 	 * misplaced ones are moved in slices of *CHUNK pages, the size that
 	 * keeps each move call near chunk_ms, so the window's size is not a
-	 * call's (when it was, one call moved 256 MiB: a 1 s stall under
-	 * TCG). Each window ends in a slice of its own, so a window that
-	 * ends mid-guest costs calls: with 16384 pages, make bench-migrate's
-	 * busy guests needed a second window (and call) for the mappings
-	 * they inherited from their parent. A window spans mappings: one
-	 * per mapping cost a guest of a dozen small mappings a dozen move
-	 * calls, each paying move_pages' fixed cost (below) — with busy
-	 * guests under TCG ~50 ms a call, most of the mover's time. */
+	 * call's (a 256 MiB call would stall the guest for all of it). Each
+	 * window ends in a slice of its own, so a window that ends mid-guest
+	 * costs a call more; hence windows as large as QUERY_PAGES. A window
+	 * spans mappings: one per mapping would cost a guest of a dozen
+	 * small mappings a dozen move calls, each paying move_pages' fixed
+	 * cost (below), which with busy guests is most of the mover's
+	 * time. */
 	while ((n = mover_fill_window(vmas, (unsigned)nv, page, b->cap, &pos, b->pages)) > 0) {
 		window_tally approx = { 0 }, exact = { 0 };
 		bool ended_known = false;
@@ -867,11 +860,12 @@ static int walk_process(struct mover *m, struct job *j, pid_t pid, const struct 
 		memcpy(b->first, b->status, n * sizeof(int));
 		/* No THP guess where smaps shows no huge page in the window's
 		 * mappings: a guess there moves each 2 MiB run's head alone,
-		 * then pays a query of the window and a second pass (busy
-		 * 4 KiB guests under TCG: 25-460 ms of fixed cost a call). */
+		 * then pays a query of the window and a second pass, each with
+		 * a call's fixed cost. */
 		bool guess = mover_window_has_thp(vmas, (unsigned)nv, (uintptr_t)b->pages[0], (uintptr_t)b->pages[n - 1]);
 		/* Each move_pages(2) call drains every CPU's LRU cache
-		 * (lru_cache_disable): a fixed cost per call, high under TCG.
+		 * (lru_cache_disable): a fixed cost per call, high with busy
+		 * guests.
 		 * So calls carry many pages: a 2 MiB-aligned run of pages all
 		 * on one node is probably a THP, which moves whole from one
 		 * entry; pass 1 moves what such a guess left behind. */
@@ -897,8 +891,7 @@ static int walk_process(struct mover *m, struct job *j, pid_t pid, const struct 
 					bytes += (uint64_t)b->mweight[e] * page;
 				/* A second pass for a few pages left behind (in
 				 * flight, a fault racing the move) costs a call's
-				 * fixed cost, 25-460 ms with busy guests under TCG
-				 * (make bench-migrate --trace): a strict guest's
+				 * whole fixed cost for them: a strict guest's
 				 * narrowing of its mems moves them, a soft one
 				 * keeps them where they are — unless they are a
 				 * real share (mover_second_pass). */
@@ -926,20 +919,18 @@ static int walk_process(struct mover *m, struct job *j, pid_t pid, const struct 
 			 * no room left to wait for): ask the window where its
 			 * pages are, so the exact tally below counts what moved —
 			 * a guessed THP has counted its head alone until verified,
-			 * and the libvirt stage's cancelled job recorded 13.6 MiB
-			 * moved where QEMU's numa_maps had gained 37 MiB. A
-			 * process that is gone answers no query: nothing to
-			 * count on. */
+			 * so without the query a stopped job would report less
+			 * moved than the target gained. A process that is gone
+			 * answers no query: nothing to count on. */
 			if (r != 0 && !j->relocate_all && query(m, pid, n, b->pages, b->status) == 0)
 				ended_known = true;
 			if (r || j->relocate_all)
 				break;
 			/* Where the window's pages are now: from the move's own
 			 * answers, and a query of two pages per guessed THP — a
-			 * query of the whole window (4000+ pages a 16 MiB guest)
-			 * cost 37-99 ms per job with busy THP guests under TCG
-			 * (make bench-migrate, two workers), a fifth of the job.
-			 * The whole window is asked again only when a sample
+			 * query of the whole window, every 4 KiB entry of each
+			 * THP, is a large share of a busy guest's job
+			 * (orchestrator/README.md). The whole window is asked again only when a sample
 			 * disagrees (the guess was 4 KiB pages). What that misses:
 			 * pages first faulted, or moved by another, during the
 			 * move — the next cycle's census sees them. Pages the
@@ -1179,7 +1170,7 @@ static bool settle_wait(struct mover *m, struct job *j, double s)
 /* migrate_pages(2) of PID's pages off J's target onto it, after the walk
  * and the wait left LEFT_MIN_BYTES or more there: pages the move_pages(2)
  * walk could not see (a page marked for a NUMA hinting fault answers
- * EFAULT on 6.1 kernels: testbed, diag_kbal_race) and the kernel's
+ * EFAULT on 6.1 kernels) and the kernel's
  * balancing did not move (not touched meanwhile). One call per source
  * node (mover_sweep_nodes), each within the rate budget and each a chunk
  * with its own stall: a node is the smallest piece migrate_pages(2) takes.
@@ -1383,9 +1374,9 @@ static enum mover_state run_job(struct mover *m, struct job *j, struct bufs *b, 
 		st = MJ_PARTIAL;
 	}
 	t_walk = clock_mono_ns();
-	/* Where a job's time goes besides its move calls and queries
-	 * (make bench-migrate --trace); logged last, so the log write is in
-	 * no phase. */
+	/* Where a job's time goes besides its move calls and queries (what
+	 * make bench-migrate --trace reads); logged last, so the log write is
+	 * in no phase. */
 	log_debug("mover: job %" PRIu64 " t=%.1f: phases: pin %.1f ms%s, census %.1f ms, walk %.1f ms "
 		  "(maps %.1f ms), buffers %zu entries",
 		  j->info.id, (double)t_in / 1e6, (double)(t_pin - t_in) / 1e6, b->pinned ? " (pinned)" : "",

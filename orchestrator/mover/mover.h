@@ -482,8 +482,8 @@ enum mover_settle mover_settle_step(uint64_t left, uint64_t prev, double waited_
  * page of a process on its FROM nodes in one call, with no address range,
  * so a node is the smallest piece it can be asked for, and one call per
  * node bounds each stall by that node's share instead of the whole
- * remainder (memtight beside the kernel swept 223 MiB in one 3964 ms
- * call). From BY_ID (bytes per node id, NR entries), the nodes off TO,
+ * remainder, which beside the kernel's balancing can be hundreds of MiB.
+ * From BY_ID (bytes per node id, NR entries), the nodes off TO,
  * largest first, until what the rest hold is under MIN_LEFT (not worth
  * a call: the job is done below LEFT_MIN_BYTES anyway). Writes at most
  * NR node ids to OUT; returns how many. */
@@ -512,8 +512,8 @@ size_t mover_vmas_pages(const struct mover_vma *vmas, unsigned n, size_t page);
 /* A worker's window buffers hold CAP entries; a walk needs NEED (its
  * process's pages, at most MAX: the query window). The capacity to have:
  * CAP when it is enough (buffers are kept from job to job: allocating,
- * zeroing and unmapping ~3 MiB per job cost 15-770 ms of a 0.5-1.5 s busy
- * job under TCG, make bench-migrate --trace), else NEED but at least
+ * zeroing and unmapping a few MiB per job can cost a busy guest's job as
+ * much as its move call; orchestrator/README.md), else NEED but at least
  * twice CAP, never over MAX. Never shrinks. */
 size_t mover_buf_grow(size_t cap, size_t need, size_t max);
 
@@ -529,8 +529,7 @@ enum mover_pin {
  * is pinned, to the CPUs of PINNED_TO's nodes; TO: the job's target.
  * A worker stays pinned after a job (it sleeps between jobs, where it
  * runs does not matter), so a next job to the same nodes makes no
- * affinity call: moving the worker onto a busy node's CPU cost 1-90 ms
- * a job under TCG. */
+ * affinity call, which is slow when that node's CPUs are busy. */
 enum mover_pin mover_pin_action(bool on_target, bool pinned, const nodemask_t *pinned_to, const nodemask_t *to);
 
 /* ---- the pure part: a job's accounting by source node ---- */

@@ -125,10 +125,8 @@ static bool key_is(const char *l, size_t kl, const char *key)
 }
 
 /* Line by line with each line's own end: sscanf(3) measures the whole
- * rest of its input string first, so a parse by sscanf of a 100-mapping
- * smaps (85 KB, 2500 lines) cost 13 times the kernel's read of it
- * (2.1 ms against 0.16 ms on the build host; 50-165 ms a job under the
- * testbed's TCG, make bench-migrate --trace "maps"). */
+ * rest of its input string first, so parsing smaps with it is quadratic
+ * in its length and costs many times the kernel's read of it. */
 int mover_parse_maps(const char *text, struct mover_vma **out)
 {
 	struct mover_vma *v = NULL;
