@@ -287,8 +287,8 @@ static bool is_gone(int r)
 /* Room re-check with fresh meminfo: the memory that will move onto TO must
  * fit above the reserve on those nodes. A negligible migration is none
  * (plan_migration_negligible): refusing a guest whose memory is all but
- * there because its own node is full held a container back a whole
- * cycle on the testbed (churn: "0 MiB must move"). A hugetlb guest's huge
+ * there because its own node is full would hold it back a whole cycle
+ * for nothing ("0 MiB must move"). A hugetlb guest's huge
  * pages must fit the free pages of their size on TO (less what this
  * cycle's moves before it take): where there are none the kernel would
  * make surplus pages out of free memory and change the pools. *HUGE_TIGHT
@@ -368,9 +368,9 @@ static int recheck_room(struct applier *a, const struct snapshot *snap, const st
 	if (omig == 0 || plan_migration_negligible(it->migrate_bytes, g->mem_total) || room >= omig)
 		return 0;
 	/* Enough only with the room to come: the mover's job waits, move
-	 * call by move call, until it is there (mover_spec.wait_room). In
-	 * the testbed's oversubscribed run a guest refused so went onto a
-	 * busier node, and node 2 stayed idle for the rest of the run. */
+	 * call by move call, until it is there (mover_spec.wait_room).
+	 * Refused, the guest would go onto a busier node next cycle while
+	 * this one, emptying, stays idle. */
 	if (a->room_to_come && tocome > 0 && room + (uint64_t)tocome >= omig) {
 		*wait = true;
 		snprintf(why, whysz, "room partly to come: %llu MiB free above the reserve, %llu MiB leaving, "
@@ -392,7 +392,7 @@ static int recheck_room(struct applier *a, const struct snapshot *snap, const st
  * guest's mems again to OLD ∪ TO. Its threads now run on TO's CPUs, so
  * the kernel's local allocation keeps new memory there, while a node that
  * fills up can still spill to the others instead of OOM-killing a guest
- * bound to it (seen in the testbed's churn scenario). Nothing migrates
+ * bound to it. Nothing migrates
  * back: for a destination set larger than the source, do_migrate_pages
  * skips source nodes that are in it. In v1 the guest widens before its
  * descendants. LOOSE gets the set written ("" if nothing was). Failures
@@ -789,8 +789,8 @@ static int move_container_cpus(struct applier *a, struct apply_pending *p, struc
 	}
 	if (it->migrate_bytes == 0 || plan_migration_negligible(it->migrate_bytes, g->mem_total)) {
 		/* A start binding's narrowing migrates what the young guest
-		 * touched since the snapshot, inside the write: seconds in the
-		 * testbed while it touches (churn: 6.3 and 7.5 s). So phase 2,
+		 * touched since the snapshot, inside the write, which can take
+		 * seconds while it is still touching. So phase 2,
 		 * after every move's CPUs, and a mover job's where there is a
 		 * mover (engine_bindwrite.c). */
 		if (p->mems_changed && it->bind_start) {

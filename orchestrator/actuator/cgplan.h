@@ -5,7 +5,7 @@
  *
  * A guest's cgroups are its subtree in pre-order: index 0 is the guest,
  * every cgroup comes before its descendants. The kernel's rules the
- * order serves (shared/TESTBED-NOTES.md): in v1 a child's cpus/mems must
+ * order serves: in v1 a child's cpus/mems must
  * lie within its parent's (a wider child is EACCES, a parent narrower than
  * a child EBUSY) and an empty set with tasks attached is ENOSPC, so a set
  * is widened first (old ∪ new) on the guest and on every cgroup of its

@@ -2,8 +2,8 @@
  *
  * Why a module: libvirt.so and libxml2 bring some 50 shared libraries
  * (GLib, GnuTLS's and OpenSSL's crypto, Kerberos, libssh, ICU, libcurl)
- * whose relocated pages alone cost the agent ~7 MiB of RSS, on every
- * host — including container hosts that run no libvirtd. So numaorchd
+ * whose relocated pages alone would be a large share of the agent's RSS,
+ * on every host — including container hosts that run no libvirtd. So numaorchd
  * does not link libvirt: agents/vm*.c build into numaorch-libvirt.so,
  * which the engine dlopen()s the first time [libvirt] enabled = yes on
  * a live host, and keeps for the life of the process (libvirt's event
