@@ -19,9 +19,9 @@
 
 /* Records are kept as their compact JSON text (what the file holds too),
  * packed (pack() below): a jansson tree costs several KiB a record, the
- * text ~670 bytes, packed ~320. A full ring of 4096 records at 1000
- * guests was 3.0 MiB of the daemon's heap as text and a separate copy of
- * each guest id (make bench). */
+ * text about twice the packed form, and a full ring of text would also
+ * hold a separate copy of each guest id (the sizes: tests/README.md,
+ * make bench). */
 struct rec {
 	uint64_t id;
 	int64_t ms;   /* its "time", in ms since the epoch */

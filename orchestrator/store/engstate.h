@@ -1,5 +1,4 @@
-/* engstate.h — the engine's state that survives a restart (shared/
- * DESIGN.md: "per-guest policies, reservations, cool-downs"): each guest's
+/* engstate.h — the engine's state that survives a restart: each guest's
  * last move (its cool-down, struct pstate) and the reservations, as JSON.
  * The engine writes it atomically under the state directory (engine.c:
  * engine_use_state_dir) whenever it changes, and reads it at start.

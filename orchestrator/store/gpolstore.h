@@ -8,8 +8,8 @@
  * On disk: guest-policies.json (the base, replaced atomically: temp file
  * created with O_EXCL, fsync, rename) and guest-policies.journal (one
  * JSON line per change since, appended and fdatasync'ed). A change costs
- * one appended line, not a rewrite of every record (at 65536 records a
- * rewrite took 0.29 s per PUT); the journal is folded into the base at
+ * one appended line, not a rewrite of every record (whose cost grows with
+ * the records, on every PUT); the journal is folded into the base at
  * open and whenever it holds as many records as the base did (at least
  * 1024). Both live in a state directory that must be owned by root (or
  * the effective user) and not writable by group or others, and are opened

@@ -55,8 +55,8 @@ void logged_update(struct logged_table *t, const struct plan *plan, int64_t now_
  * whatever its target or reason while that was recorded less than
  * HOLD_NS (the cool-down) before NOW_NS: had it been carried out, the
  * guest would now be in its cool-down and not moved again; without this,
- * a planned target that flaps with load jitter was recorded nearly every
- * cycle (dry run on the bench fixture). EXPLICIT (a requested dry run,
+ * a planned target that flaps with load jitter would be recorded nearly
+ * every cycle. EXPLICIT (a requested dry run,
  * --once) always records moves. */
 bool logged_repeats(const struct logged_table *t, const struct plan_item *it, bool explicit, int64_t now_ns,
 		    int64_t hold_ns);
