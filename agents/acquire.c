@@ -227,9 +227,9 @@ int acquirer_snapshot(struct acquirer *a, double prime_s, const struct snap_poli
 			s->numa_balancing = v > 255 ? 255 : (int)v;
 	}
 	snap_set_nodes(s, nodes, nr, dist);
-	/* Room for as many guests as last time: grown by doubling, the
-	 * array of 1000 guests (0.9 MiB) passed through copies of 0.45 MiB
-	 * and less that stayed behind as holes in the heap. */
+	/* Room for as many guests as last time: grown by doubling, a large
+	 * array passes through copies of half its size and less that stay
+	 * behind as holes in the heap. */
 	snap_reserve_guests(s, a->last_guests + 16);
 	scan_guests(a, s, now);
 	snap_finalize_with(s, ov);
@@ -249,9 +249,9 @@ out:
 	return r;
 }
 
-/* A container's counter through the file the last scan kept open (a
- * pass at 1000 guests: ~8-11 ms CPU opening each by its path on the
- * bench's fixture tree); a VM's cgroup, or a file not kept, by path. */
+/* A container's counter through the file the last scan kept open (by
+ * its path, each read would pay a path walk again, at every guest); a
+ * VM's cgroup, or a file not kept, by path. */
 static int read_usage(void *ctx, const char *rel, uint64_t *ns)
 {
 	struct acquirer *a = ctx;

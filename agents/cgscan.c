@@ -142,8 +142,8 @@ static int rd_fd_until(struct cgscan *cs, int fd, bool to_eof)
 		 * end. Sparing the extra read() matters at 6 files × 1000
 		 * guests. Record lists (tasks, cgroup.procs, cgroup.threads)
 		 * are seq_files of one record per pid, which hand out at most a
-		 * page per read: only read() == 0 ends them (a guest of 5001
-		 * threads was 682 when the first 4 KiB were taken as all). */
+		 * page per read: only read() == 0 ends them (taking the first
+		 * page as all would lose most threads of a large guest). */
 		if (!to_eof && n + 1 < cs->bufcap)
 			break;
 	}
@@ -673,10 +673,8 @@ int cgscan_parse_usage(const char *text, bool v2, uint64_t *ns)
 /* When the guest whose usage was just read was read: the scan's time
  * plus how far into the scan that read came. A rate over the scan's one
  * time is off by the difference between the two scans' progress at that
- * guest (their reads, other guests' files, a stall of the agent's CPU).
- * On the testbed's four guests that was not what misread short windows
- * (tests/numa-vm/results/first-window/README.md); a VM's reads, after
- * libvirt's calls, are where it counts. A fixture root's time is the
+ * guest (their reads, other guests' files, a stall of the agent's CPU),
+ * most of all for a VM, whose reads come after libvirt's calls. A fixture root's time is the
  * caller's alone: its tests give exact times. */
 static int64_t read_time(const struct cgscan *cs)
 {

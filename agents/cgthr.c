@@ -218,12 +218,11 @@ void cgthr_thread_nodes(struct cgthr *t, const struct snapshot *s, struct snap_g
 	g->busy_measured = measured;
 	/* A thread uses at most one CPU. The cgroup's usage can read more:
 	 * a running task's time since its last tick is not in it yet, so
-	 * each end of the window is behind by up to a tick, and under the
-	 * testbed's TCG by tens of ms, unevenly. A one-thread guest read
-	 * 1.03-1.14 CPUs over a 0.5 s window, two of them no longer fit the
-	 * 2-CPU node holding their memory, and the plan migrated one
-	 * (numavm.py script diag_misplaced_start, bench-numa's misplaced).
-	 * So a guest whose threads were the same at both ends is bounded
+	 * each end of the window is behind by up to a tick, and under
+	 * emulation (TCG) by more, unevenly. A one-thread guest can then
+	 * read more than one CPU over a short window, two of them no longer
+	 * fit the 2-CPU node holding their memory, and the plan would
+	 * migrate one for nothing. So a guest whose threads were the same at both ends is bounded
 	 * by what its threads' own ticks say, each at most one CPU; an idle
 	 * thread then adds a tick's worth, not a CPU (counting threads that
 	 * ran let a main thread's one tick double the bound). A thread that
@@ -270,7 +269,7 @@ int cgthr_read_thread(struct cgthr *t, pid_t tid, uint64_t *ns, int *cpu)
 /* A guest seen for the first time has no earlier usage sample, hence no
  * rate, and the policy leaves it alone until the next cycle: a guest that
  * started between two cycles would wait a whole interval before it is
- * placed (15 s by default; measured on the multi-node testbed). If its
+ * placed (15 s by default). If its
  * main process started less than FIRST_SIGHT_MAX_AGE_S ago, its average
  * use since then is the best estimate there is. An older guest (one that
  * just came into scope) keeps NAN: its lifetime average says little

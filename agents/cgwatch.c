@@ -350,8 +350,8 @@ static void prompt(struct cgwatch *w)
 /* Directory PATH (inside a scope) was removed: forget its watches and
  * those of everything below it. On cgroup v1's cgroupfs an rmdir gives the
  * parent its IN_DELETE but the removed directory no IN_DELETE_SELF or
- * IN_IGNORED (measured on this project's hosts), so its watch would pin a
- * kernel inotify watch and a slot for every guest that ever left. Where the
+ * IN_IGNORED (on every kernel this was tried on), so its watch would pin
+ * a kernel inotify watch and a slot for every guest that ever left. Where the
  * kernel does send IN_IGNORED (tmpfs, cgroup2), that event then finds no
  * slot and changes nothing. A root (or an anchor) among them is waited for
  * again where it would come back. */

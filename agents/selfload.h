@@ -6,12 +6,10 @@
  * and writes inside each later one, and the mover's workers their page
  * copies. None of it is load a guest's placement should steer around —
  * it comes in bursts and goes where the agent's threads happen to run —
- * yet on the testbed's 2-CPU nodes (diag_selfload, results/first-window)
- * the daemon's first window held 0.29 CPU s of its own start-up on one
- * node, and a mover job 3.9 CPU s of a 5.1 s window on the node it
- * filled: that node read 0.77 of its 2 CPUs busier just as a guest had
- * been moved there. 0.12 CPU that no guest owned was enough to tip a
- * local fit in another start (results/first-window, "2 2 3 3").
+ * yet on small nodes the daemon's start-up, or a mover job copying pages
+ * onto a node, makes that node read markedly busier just as a guest has
+ * been moved there, and a fraction of a CPU that no guest owns can tip a
+ * local fit (tests/numa-vm/results/first-window/README.md).
  *
  * Each thread's CPU time (/proc/PID/task/TID/schedstat, ns) since the
  * last sample counts wholly on the node of the CPU it last ran on
