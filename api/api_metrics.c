@@ -453,8 +453,8 @@ void h_metrics(struct rq *r)
 	if (!v)
 		return;
 	/* The last answer's size and a little more: at 1000 guests the text
-	 * is a few MiB, which doubling from 4 KiB passed through twice over
-	 * (old and new buffer at once) at every step. */
+	 * is a few MiB, which doubling from 4 KiB would pass through twice
+	 * over (old and new buffer at once) at every step. */
 	len = __atomic_load_n(&r->a->metrics_len, __ATOMIC_RELAXED);
 	prom_init_size(&p, len + len / 16);
 	prom_family(&p, "numaorch_build_info", "gauge", "Always 1; the version is a label.");

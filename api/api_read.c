@@ -219,8 +219,8 @@ static const char *page_next(bool more, const char *last)
 static char *guests_doc(struct api *a, const struct snapshot *s, const char *kind, const char *runtime,
 			int node, const char *after, unsigned limit, size_t *len)
 {
-	/* One override looked up per guest, not a copy of the whole store:
-	 * with 65536 stored that copy was 18 MB per request. */
+	/* One override looked up per guest, not a copy of the whole store,
+	 * which near its limit is megabytes per request. */
 	struct gpol_record one;
 	unsigned count = 0, shown = 0, first = 0, hi = s->nr_guests;
 	const char *last = NULL;
@@ -593,8 +593,8 @@ void h_guest_policies(struct rq *r)
 	r->view = v;
 	if (!page_query(r, &limit, &after))
 		return;
-	/* One page at a time: 65536 overrides were 6.9 MB per response, and
-	 * concurrent readers each held a copy of the whole store. */
+	/* One page at a time: a full store is megabytes in one response,
+	 * and concurrent readers would each hold a copy of all of it. */
 	n = gpolstore_page(r->a->gs, after, (unsigned)limit, &recs, &total, &more);
 	arr = json_array();
 	for (unsigned i = 0; i < n; i++)
@@ -684,8 +684,9 @@ void h_decisions(struct rq *r)
 	}
 	/* Without SINCE: the newest LIMIT. With it: the oldest LIMIT after it
 	 * (an id or a time), and "next", the id to pass as SINCE to read on.
-	 * Either way only the LIMIT returned are decoded: a time once decoded
-	 * the whole ring (4096 records, ~20 MB of trees) per request. */
+	 * Either way only the LIMIT returned are decoded: decoding the whole
+	 * ring (4096 records, a jansson tree each) per request would cost
+	 * tens of MB. */
 	if (!since) {
 		out = declog_query_newest(dl, (unsigned)limit, guest);
 	} else {

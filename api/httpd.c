@@ -781,9 +781,10 @@ int httpd_start(struct api *a, const struct httpd_opts *o, struct httpd **out, c
 
 	h->api = a;
 	/* Thread per connection: glibc would give the threads up to 8 arenas
-	 * per core, each keeping what its requests freed (16 readers paging
-	 * 65536 policies: 41 MiB more RSS with the default, see
-	 * test_api_limits.py). Two arenas keep lock contention low enough. */
+	 * per core, each keeping what its requests freed (tens of MiB more
+	 * RSS under concurrent readers of a full policy store, which
+	 * test_api_limits.py bounds). Two arenas keep lock contention low
+	 * enough. */
 	mallopt(M_ARENA_MAX, 2);
 	pthread_mutex_init(&h->reaper_lock, NULL);
 	{

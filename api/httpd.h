@@ -32,9 +32,9 @@ struct httpd_opts {
 	unsigned unauth_timeout_s;  /* TCP before the token; 0: HTTPD_UNAUTH_TIMEOUT_S */
 };
 
-/* Idle connections cost a blocked thread and ~12 KiB each (measured
- * with test_api_flood.py): enough that a thousand held by one client
- * leave room for the rest, few enough to bound threads and memory. */
+/* Idle connections cost a blocked thread and its memory each: enough
+ * that a thousand held by one client leave room for the rest, few enough
+ * to bound threads and memory (test_api_flood.py holds them). */
 #define HTTPD_MAX_CONNECTIONS 1024
 #define HTTPD_REQUEST_TIMEOUT_S 10
 #define HTTPD_UNAUTH_TIMEOUT_S 2
