@@ -101,11 +101,10 @@ void pctx_reset(struct pctx *x)
 		x->free[i] = nd->mem_free > INT64_MAX ? INT64_MAX : (int64_t)nd->mem_free;
 		/* Memory in flight: pages live jobs are taking off the node are
 		 * room to come (credit: the applier counts it, and the mover
-		 * waits for it), pages they bring are room spoken for. In the
-		 * testbed's oversubscribed run node 2 — the least loaded, its
-		 * share of five guests' memory leaving — read as full, a guest
-		 * went onto node 3 among four busy threads, and the cool-down
-		 * kept node 2 idle for the rest of the run. */
+		 * waits for it), pages they bring are room spoken for. Without
+		 * it, the least loaded node, its guests' memory leaving, reads
+		 * as full; a guest goes onto a busier node instead, and its
+		 * cool-down then keeps the emptied node idle. */
 		x->free[i] += (int64_t)nd->mem_leaving - (int64_t)nd->mem_coming;
 		x->credit[i] = (int64_t)nd->mem_leaving;
 		for (unsigned h = 0; h < SNAP_HP_MAX; h++)
@@ -164,12 +163,10 @@ void pctx_reserve(struct pctx *x, const struct advice_reservation *r)
  * in which a thread changed nodes that puts its load on a node that did
  * not carry it, and leaves the node that did with busy CPUs no guest
  * owns: "other load" that nothing takes away when the guests are
- * placed. In the testbed's misplaced scenario, threads set free at the
- * start, node 0 measured 1.66 busy CPUs with 1.02 owned (web2) and node 2
- * 0.30 with 1.00 owned (db1, last seen there): 0.64 CPU of phantom load
- * stayed on node 0, web2 no longer fitted beside web1 and its memory
- * there, and 320 MiB migrated to an idle node (2 of 8 starts).
- * What no guest owns in all is exact (the nodes' busy CPUs and the
+ * placed. Threads set free just before a window can leave over half a
+ * CPU of such phantom load on a node, enough that a guest no longer fits
+ * beside its memory there and migrates for nothing
+ * (test_phantom_load_of_a_moving_thread). What no guest owns in all is exact (the nodes' busy CPUs and the
  * guests' use are both measured over the window); only its split by node
  * is not. So each node is its owned load plus its share of the real
  * unowned total, shared in proportion to each node's surplus (busy above
@@ -388,19 +385,19 @@ void pset_eval(const struct pctx *x, const struct gview *g, const unsigned *idx,
 		      (o_total > 0 && (o_migrate == 0 ||
 					    /* A few stray pages elsewhere change nothing,
 					     * and may use the min_free reserve (never more
-					     * than is free): the testbed's memtight guests
-					     * had 64 KiB of 350 MiB off node 1, so node 1
-					     * (its CPUs free, its room 0 after the other
-					     * guest's growth) was no candidate and one went
-					     * among two hogs on node 2, migrating 350 MiB. */
+					     * than is free): else a guest with a few KiB
+					     * off a node whose room others' growth took
+					     * finds that node, its CPUs free, no candidate,
+					     * and migrates all its memory onto a busier
+					     * one. */
 					    (plan_migration_negligible(o_migrate, o_total) &&
 					     o_migrate <= free_sum))));
 	if (!out->cpu_ok && out->allowed_ok && out->nr_cpus && g->mem_total > 0 &&
 	    plan_migration_negligible(out->migrate, g->mem_total)) {
 		/* Each busy thread needs a CPU of its own: three one-thread
 		 * guests sharing two CPUs use 0.67 each and are no fit. Its use
-		 * may pass its CPUs by the node's slack (two busy threads
-		 * measured 2.02 CPUs in the testbed: accounting jitter, as in
+		 * may pass its CPUs by the node's slack (two busy threads can
+		 * read a little over 2 CPUs: accounting jitter, as in
 		 * split_eval), its busy threads never. */
 		double use = fmax(fmax(g->cpu_use, x->cfg->min_cpu), (double)g->busy_thr);
 		double u = (load + use) / out->nr_cpus;

@@ -31,8 +31,8 @@
 
 /* A local fit (pcand.local_fit) may pass a full node by this much: the
  * node's busy figure holds a few % that are no guest's (the host's own
- * work, rounding of ticks): two one-thread guests using 0.97 CPU each
- * measured 1.0025 of a 2-CPU node in the testbed's misplaced scenario. */
+ * work, rounding of ticks), so two one-thread guests using just under a
+ * CPU each can read a little over a full 2-CPU node. */
 #define LOCAL_FIT_SLACK 0.05
 
 /* Comparisons of utilisation against limits tolerate rounding. */
@@ -51,11 +51,9 @@ struct pctx {
 	/* pctx_float ran: floaters' shares are in fbusy. When the host is too
 	 * busy for anything to float (policy_decide) they are not, and a
 	 * floater's own share must come off its node like anyone's: counted
-	 * as another's load there, six crowded guests on four nodes took the
-	 * least loaded nodes in turn and two landed on one node while the
-	 * fourth stood empty (test_oversubscribed_local_least_loaded with
-	 * memory to spare; the testbed's 256 MiB reserve hid it by leaving
-	 * room for one guest per node). */
+	 * as another's load there, six crowded guests on four nodes would
+	 * take the least loaded nodes in turn and two land on one node while
+	 * the fourth stands empty (test_oversubscribed_local_least_loaded). */
 	bool floated;
 	int64_t *free;       /* free bytes per node index, working copy */
 	/* Of free, what moves accepted this cycle will free when their
@@ -115,9 +113,9 @@ struct gview {
 	 * waits to be placed, other guests count its load as free room
 	 * (pctx_float). Without this, on a host where every container starts
 	 * unrestricted, each one finds the node holding its memory busy with
-	 * another one that is about to leave, and migrates instead (the
-	 * testbed's misplaced scenario: three 320 MiB migrations where two
-	 * were needed). */
+	 * another one that is about to leave, and migrates instead: more
+	 * migrations than the placement needs (the testbed's misplaced
+	 * scenario has that shape). */
 	bool floater;
 	/* Beside the kernel's NUMA balancing (on), a busy guest's memory
 	 * follows its threads on fault: the nodes its busy threads ran on
@@ -158,8 +156,8 @@ struct pcand {
 	 * room for what must move and its footprint (mem_total, not
 	 * mem_demand) on mems(T). When nothing fits with headroom a
 	 * one-node set that holds its threads is local at once; growing it
-	 * for the headroom's few MiB spread a 2-thread guest over two nodes,
-	 * a thread on each, 50 % local (the testbed's oversubscribed). */
+	 * for the headroom's few MiB would spread a 2-thread guest over two
+	 * nodes, a thread on each, half of its memory remote. */
 	bool bare_mem;
 	/* Fits but for the CPU headroom, with all (but a negligible part) of
 	 * the guest's memory already on mems(T), and its use — without
@@ -256,9 +254,7 @@ bool pcand_better(const struct pcand *a, const struct pcand *b);
  * leaves is credited to its old nodes only when the move does not itself
  * depend on credit (its migration fits the nodes' free memory without
  * it): two guests that each need the room the other leaves would both be
- * refused at apply time, every cycle (the testbed's oversubscribed
- * scenario: two guests left on all four nodes, 25 % local, for the whole
- * run). */
+ * refused at apply time, every cycle, and stay spread over every node. */
 void pctx_commit(struct pctx *x, const struct gview *g, const struct pcand *c);
 
 /* Format a node mask for a detail sentence ("0-3", "…" if too long). */
