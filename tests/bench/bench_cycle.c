@@ -174,9 +174,8 @@ static void gen_host(const char *root, unsigned guests, unsigned tick)
 		if (g % 4 == 0) {
 			/* Spread over every node: the agent reads each thread's
 			 * /proc/TID/task/TID/stat for where its CPU time ran
-			 * (cgthr.c; a fixture at /proc/TID/stat, as here before
-			 * 00e2dd6 moved the read, was never found, so the
-			 * cycles measured since left those reads out). */
+			 * (cgthr.c), so the fixture must be there, not at
+			 * /proc/TID/stat, or the bench leaves those reads out. */
 			for (unsigned t = 0; t < 3; t++) {
 				char pd[4096];
 				unsigned tid = 1000 + 4000 * t + g;

@@ -611,8 +611,8 @@ static void test_hugetlb_room_on_recheck(void **state)
  * room the move goes ahead, flagged (apply_pending_room_wait); without
  * one, or with too little coming, it is refused as before. A move that
  * then cannot wait (its memory would move inside the kernel) is undone:
- * its CPUs back where they were. The testbed's oversubscribed run
- * refused such moves and put the guest on a busier node. */
+ * its CPUs back where they were. Refusing such a move would put the
+ * guest on a busier node. */
 static void test_room_to_come(void **state)
 {
 	struct fx f;
@@ -667,8 +667,7 @@ static void test_room_to_come(void **state)
  * later move onto node 1 (36 MiB above the reserve, 64 MiB to move, no
  * live job) counts those 40 MiB and goes ahead, flagged to wait for
  * them. Without the earlier move it is refused; an earlier move that
- * migrates nothing (its memory negligible) frees nothing. The testbed
- * records showed it only as "74 MiB leaving". */
+ * migrates nothing (its memory negligible) frees nothing. */
 static struct snapshot *two_guests(const struct fx *f, uint64_t a_bytes)
 {
 	struct snapshot *s = snap_new();
@@ -757,8 +756,8 @@ static void test_room_to_come_this_cycle(void **state)
 }
 
 /* A few KiB left to move is no migration: a full target does not stop
- * the move (the testbed's churn scenario held a container back a cycle
- * with "0 MiB must move"). */
+ * the move (refusing it would hold the guest back a cycle with "0 MiB
+ * must move"). */
 static void test_negligible_migration_needs_no_room(void **state)
 {
 	struct fx f;

@@ -725,10 +725,10 @@ static void test_parent_and_runc(void **state)
 	free(root);
 }
 
-/* Issue 14: ids must never collide. Two long names with one prefix were
- * cut to the same 127 bytes (one guest); /docker/<id> was dropped when
- * .../docker-<id>.scope existed. Both pairs stay two guests, with the
- * same ids scan after scan (and so after a restart). */
+/* Ids must never collide: two long names with one prefix must not be
+ * cut to the same 127 bytes (one guest), nor /docker/<id> be dropped
+ * when .../docker-<id>.scope exists. Both pairs stay two guests, with
+ * the same ids scan after scan (and so after a restart). */
 static void test_ids_never_collide(void **state)
 {
 	static const char hex[] = "3604d7038a72a313f9f53f9eef280acc01f82192f1a94b00c05daa9ef9e4d069";
@@ -790,10 +790,10 @@ static void test_ids_never_collide(void **state)
 	free(root);
 }
 
-/* Issue 14: a tasks file of more than a page was cut at the first read
- * (5001 threads reported as 682). A fixture file is a regular file, which
- * reads whole anyway, so this checks the count; the real cgroupfs case is
- * tests/integration/test_hostile_cgroups.py. */
+/* A tasks file of more than a page must not be cut at the first read
+ * (most threads of a large guest would be lost). A fixture file is a
+ * regular file, which reads whole anyway, so this checks the count; the
+ * real cgroupfs case is tests/integration/test_hostile_cgroups.py. */
 static void test_many_threads_counted(void **state)
 {
 	char *root = tu_mkdtemp(), *tids = xmalloc(8 * 5001 + 1);
@@ -1466,7 +1466,7 @@ static void test_v1_pages(void **state)
 	free(root);
 }
 
-/* ---- controllers where /proc/PID/cgroup says (issue 42) ------------------- */
+/* ---- controllers where /proc/PID/cgroup says ------------------------------ */
 
 static void test_cgproc_parse(void **state)
 {
@@ -1720,7 +1720,7 @@ static void test_pod_dir(void **state)
 	assert_false(cglabel_pod_dir("a_b_", ns, pod, uid));
 }
 
-/* The kubelet is another placer (issue 42): a pod with exclusive CPUs or
+/* The kubelet is another placer: a pod with exclusive CPUs or
  * a NUMA assignment is owned by it; the others are bound to its shared
  * pool (defaultCpuSet but the reserved CPUs). The checkpoints are the
  * fixtures in the kubelet's format (tests/fixtures/kubelet). */

@@ -178,14 +178,13 @@ static void test_scope_created_later(void **state)
 
 /* A scope whose path is created in one go (mkdir -p: every level within
  * microseconds, as a runtime makes its parent and its first container),
- * then removed in one go, a thousand times. Two ways it was lost, each
- * for good (seen in CI as test_cgwatch.py's scope created after the
- * start, never noticed; here 6 runs of 6 at 2970dd3):
+ * then removed in one go, a thousand times. Two races can lose it for
+ * good (test_cgwatch.py's scope created after the start is the case):
  * - a level created after the watcher failed to watch the scope and
- *   before it armed the anchor above it sent its IN_CREATE to nobody;
+ *   before it armed the anchor above it sends its IN_CREATE to nobody;
  * - a scope removed between the watch that found it and watch_tree's own
- *   left no slot for its IN_IGNORED to find, so it was never waited for
- *   again — hidden by a prompt that an event of a dropped anchor gave.
+ *   leaves no slot for its IN_IGNORED to find, so it is never waited for
+ *   again — which a prompt from an event of a dropped anchor can hide.
  * Each round it must be noticed, and a guest created in it too. */
 static void test_scope_created_in_one_go(void **state)
 {

@@ -1491,7 +1491,7 @@ static void test_engine_binding_while_its_write_runs(void **state)
 	efx_fini(&f);
 }
 
-/* Issue 13: a start binding never outlives the agent. A clean stop
+/* A start binding never outlives the agent. A clean stop
  * releases it; after a kill, the next start releases it if the guest is
  * still bound exactly as saved, and leaves alone one whose mems someone
  * else changed; an entry whose guest is gone is dropped. */

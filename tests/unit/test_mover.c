@@ -732,7 +732,7 @@ static void test_cost_next(void **state)
 	 * near the 20 ms target (950 pages) */
 	pages = run_calls(1, 0.02, 1024, 1, 40, 20, &ms);
 	assert_true(ms >= 14 && ms <= 26);
-	/* busy THP under TCG: 150 ms fixed, one THP 20 ms more. Shrinking to
+	/* busy THP under emulation: 150 ms fixed, one THP 20 ms more. Shrinking to
 	 * one THP (512 pages) loses the rate; the chunk climbs instead, until
 	 * the fixed cost is at most about a fifth of a call or the call
 	 * nears MOVER_CALL_MAX_MS (the stall bound wins over the rate) */
@@ -740,9 +740,9 @@ static void test_cost_next(void **state)
 	assert_true(pages >= 8 * 512);
 	assert_true(150 / ms <= 0.4);
 	assert_true(ms <= MOVER_CALL_MAX_MS);
-	/* a fixed cost of 400 ms a call (a crowded TCG host): the climb for
-	 * the rate stops where a call would pass MOVER_CALL_MAX_MS, a stall
-	 * the guest may feel (crowded-open's calls reached 4-21 s) */
+	/* a fixed cost of 400 ms a call (a crowded emulated host): the climb
+	 * for the rate stops where a call would pass MOVER_CALL_MAX_MS, a
+	 * stall the guest may feel, however much rate it would gain */
 	pages = run_calls(400, 20.0 / 512, 1024, 512, 40, 20, &ms);
 	assert_true(ms <= MOVER_CALL_MAX_MS + 1e-9);
 	/* a call far over it (one slow call of 16 THPs: 8 s) shrinks the
@@ -767,8 +767,8 @@ static void test_cost_next(void **state)
 
 static void test_slice(void **state)
 {
-	/* a busy THP guest of make bench-migrate: 8 THP entries (16 MiB)
-	 * and 186 small pages of its process */
+	/* a busy THP guest as make bench-migrate runs them: 8 THP entries
+	 * (16 MiB) and 186 small pages of its process */
 	int w[194];
 	size_t bytes, sl;
 
@@ -806,8 +806,8 @@ static void test_slice(void **state)
 static void test_second_pass(void **state)
 {
 	(void)state;
-	/* make bench-migrate --trace: 6-14 pages left of a 17 MiB window
-	 * cost a second call of 25-460 ms each: not worth it */
+	/* a few pages left of a 17 MiB window are not worth a second
+	 * call's fixed cost */
 	assert_false(mover_second_pass(24u << 10, 17u << 20));
 	assert_false(mover_second_pass(56u << 10, (15u << 20) + (2u << 20)));
 	/* a guessed THP that was 4 KiB pages: 511 of 512 left: worth it */
@@ -1079,9 +1079,9 @@ static void test_state_names(void **state)
 #define MIB (1ULL << 20)
 
 /* A job's census (numa_maps of its processes) and moves, by source node:
- * the node that gave most has most left. Seen on the testbed: a job from
- * "0,2" to 1, node 2 holding ~2 MiB of 128 — each source must carry its
- * own remainder, not a share of the job's. */
+ * the node that gave most has most left. A job from "0,2" to 1 with
+ * node 2 holding ~2 MiB of 128: each source must carry its own
+ * remainder, not a share of the job's. */
 static void test_sources_census_and_moves(void **state)
 {
 	struct mover_job_info j;

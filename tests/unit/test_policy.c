@@ -395,7 +395,7 @@ static const struct tcase cases[] = {
 		.e = { { .id = "i", .kind = PLAN_SKIP, .skip = SKIP_IGNORED, .to = "" } },
 	},
 	{
-		/* issue 42: the kubelet's exclusive CPUs and NUMA assignments */
+		/* the kubelet's exclusive CPUs and NUMA assignments */
 		.name = "another placer's guest: skip item with its reason, never moved, even pinned elsewhere",
 		.nn = 2, .nodes = { N8(0, 8192, 0.3), N8(1, 8192, 0.3) },
 		.g = { { .id = "k", .use = 1.0, .on = "0-1", .mib = { 0, 2048 }, .owner = "kubelet" },
@@ -496,13 +496,13 @@ static const struct tcase cases[] = {
 			 .mig = MIG(64), .detail_has = "start: 64 MiB touched" } },
 	},
 	{
-		/* The testbed's churn pod (bench-numa at 903a680): first decided
-		 * 1.0 s after its start, so its use came from its process's
-		 * average since then (a young-process rate, not NaN), with 84 MiB
-		 * touched on node 0 where another guest runs. It was moved as an
-		 * old guest (mems not bound): its later touches kept landing on
-		 * node 0 and 316 MiB were migrated for it over 9 s. First sight
-		 * is first sight: placed and bound like a guest with no use yet. */
+		/* The testbed's churn pod first decided a second after its
+		 * start, so its use comes from its process's average since then
+		 * (a young-process rate, not NaN), with 84 MiB touched on node 0
+		 * where another guest runs. Moved as an old guest (mems not
+		 * bound), its later touches would keep landing on node 0 and all
+		 * of them be migrated after it. First sight is first sight:
+		 * placed and bound like a guest with no use yet. */
 		.name = "start placement: first seen a second late, its young process's average use known",
 		.nn = 4, .nodes = { N(0, 2, 1024, 600, 0.5), N(1, 2, 1024, 600, 0.5),
 				    N(2, 2, 1024, 600, 0.5), N(3, 2, 1024, 900, 0.0) },
@@ -585,8 +585,8 @@ static const struct tcase cases[] = {
 		 * Node 0 holds all its memory, so leaving it for load must pay
 		 * for the migration (score 0.875 against node 2's 0.60 + 0.5):
 		 * it would not be moved off again, and it goes there, nothing
-		 * to migrate. (Before holds_memory it went to node 2 with its
-		 * 2 GiB.) */
+		 * to migrate (without holds_memory it would go to node 2 with
+		 * its 2 GiB). */
 		.name = "stability: no shrink onto a node it would be moved off again",
 		.nn = 3, .nodes = { N8(0, 8192, 0.7), N8(1, 8192, 0.7), N8(2, 8192, 0.3) },
 		.g = { { .id = "a", .use = 2.0, .on = "0-1", .mib = { 2048, 0, 0 } } },
@@ -610,7 +610,7 @@ static const struct tcase cases[] = {
 		.e = { { .id = "a", .kind = PLAN_MOVE, .reason = REASON_CONSOLIDATE, .to = "0", .mig = MIG(0),
 			 .detail_has = "not measured" } },
 	},
-	/* ---- issue 11: decide on locality where the threads run ---- */
+	/* ---- decide on locality where the threads run ---- */
 	{
 		/* The testbed (4 nodes x 2 CPUs, every node full): a one-thread
 		 * guest on a two-node cpuset, its 320 MiB on node 0, its thread
@@ -628,8 +628,8 @@ static const struct tcase cases[] = {
 	},
 	{
 		/* No single node fits it with headroom, a pair would: one busy
-		 * thread never gets two nodes (the testbed's "one-thread guest
-		 * given two nodes, 76 % local"). It stays local on its node. */
+		 * thread never gets two nodes (it would run on one of them, and
+		 * its memory be local there only). It stays local on its node. */
 		.name = "never more nodes than its busy threads fill",
 		.nn = 4, .nodes = { N(0, 2, 1024, 500, 1.0), N(1, 2, 1024, 500, 0.6),
 				    N(2, 2, 1024, 500, 0.6), N(3, 2, 1024, 500, 0.6) },
@@ -685,7 +685,8 @@ static const struct tcase cases[] = {
 		 * kernel has moved a third of its memory there on fault (216 MiB
 		 * still on node 0). Its CPUs stay where they run and the kernel
 		 * brings the rest; moving them to node 0 would send the 104 MiB
-		 * back (t90 7.8/6.0/8.0 s against the kernel alone's 4.0/5.9/4.0). */
+		 * back, and the guest would be local later than with the kernel
+		 * alone. */
 		.name = "beside the kernel's balancing: CPUs stay where the kernel is bringing the memory",
 		.nn = 4, .nodes = { N(0, 2, 1024, 600, 0.0), N(1, 2, 1024, 600, 0.0),
 				    N(2, 2, 1024, 900, 0.0), N(3, 2, 1024, 800, 0.5) },
@@ -755,11 +756,11 @@ static const struct tcase cases[] = {
 			 .mig = MIG(3072) } },
 	},
 	{
-		/* The testbed measured two busy threads on a 2-CPU node at 2.02
-		 * CPUs (accounting jitter). The per-CPU check of a local fit
-		 * allows the same LOCAL_FIT_SLACK as the node's total: on the
-		 * node holding all its memory it is a local fit, not "nothing
-		 * fits" (issue 11). */
+		/* Two busy threads on a 2-CPU node can read 2.02 CPUs
+		 * (accounting jitter). The per-CPU check of a local fit allows
+		 * the same LOCAL_FIT_SLACK as the node's total: on the node
+		 * holding all its memory it is a local fit, not "nothing
+		 * fits". */
 		.name = "two busy threads at 2.02 CPUs local-fit a 2-CPU node",
 		.nn = 4, .nodes = { N(0, 2, 1024, 300, 1.0), N(1, 2, 1024, 300, 1.0),
 				    N(2, 2, 1024, 700, 1.01), N(3, 2, 1024, 900, 0.5) },
@@ -802,7 +803,7 @@ static const struct tcase cases[] = {
 			 .ran = { 40.9, 0 } } },
 		.e = { { .id = "wide", .kind = PLAN_MOVE, .to = "0-1", .mig = MIG(0) } },
 	},
-	/* Hugetlb guests (the issue's testbed shape): 128 MiB of 2 MiB huge
+	/* Hugetlb guests (the testbed's shape): 128 MiB of 2 MiB huge
 	 * pages on node 0 and 4 MiB of ordinary memory on node 1, its thread
 	 * on node 1, node 1 the less busy. Their room is the free pages of
 	 * their size, not MemFree. */
@@ -1786,13 +1787,13 @@ static void test_decide_respects_reservations(void **state)
  * 1-CPU guests spread over every node, two with their memory on node 0,
  * two on node 1. Early in the cycle every node still carries a share of
  * the guests about to leave it, so no single node looks free enough for
- * the first guest decided, which got two nodes (memory on one: its one
- * thread then ran on the other, and the 300 s cool-down kept it there).
+ * the first guest decided, which would get two nodes (memory on one: its
+ * one thread may then run on the other, kept there by the cool-down).
  * Each must end on one node — the one holding its memory: two one-thread
  * guests fit a 2-CPU node without headroom (local fit), so nothing has to
- * migrate, where moving two of them to the idle nodes 2 and 3 cost 640 MiB
- * of migration and put them local 24 s later than the kernel's balancing
- * (REPORT.md, numaorchd at 3f81422). */
+ * migrate, where moving two of them to the idle nodes 2 and 3 would
+ * migrate 640 MiB and make them local later than the kernel's balancing
+ * would. */
 static const struct tcase spread_start = {
 	.name = "spread start: every guest on one node, with its memory",
 	.nn = 4,
@@ -1990,9 +1991,8 @@ static void test_measured_node_share(void **state)
  * Node 1, holding the dbs' memory, is busy with web2 and db2, and web2 is
  * about to leave it: floaters' load counts as free room, so the dbs'
  * memory node stays usable. Two one-thread guests fit each 2-CPU node
- * without headroom (local fit), so none migrates: at 3f81422 two of them
- * migrated to the idle nodes 2 and 3 and the scenario's t90 was 24 s
- * against the kernel's 4 s. */
+ * without headroom (local fit), so none migrates (not two of them to the
+ * idle nodes 2 and 3). */
 static void test_floaters_make_room(void **state)
 {
 	static const struct {
@@ -2074,9 +2074,8 @@ static void misplaced_start(const struct mstart_guest *gs, const uint64_t *free_
  * seen. Node 0 measured 1.66 busy CPUs, of which its guests own 1.02
  * (web2); node 2 0.30, of which they own 1.00. The 0.64 nobody owns on
  * node 0 is db1's, not other load: web2 still fits beside web1 on node 0
- * with its memory. Before pctx_settle web2 went to idle node 2 with 320
- * MiB to migrate (the lead's misplaced run: t90 9.9 s against the
- * matrix's 2 s). */
+ * with its memory. Without pctx_settle web2 would go to idle node 2 with
+ * 320 MiB to migrate. */
 static void test_phantom_load_of_a_moving_thread(void **state)
 {
 	static const struct mstart_guest gs[] = {
@@ -2090,8 +2089,8 @@ static void test_phantom_load_of_a_moving_thread(void **state)
 
 /* Start "1 2 3 1": db2's busy thread measured 1.028 CPUs, its idle thread
  * 0.049 — 1.077 in all, one busy thread measured. Counted as two busy
- * threads (ceil(1.077 − 0.05)) it fitted no 2-CPU node beside db1 and
- * went to idle node 3 with 320 MiB to migrate; within the local fit's
+ * threads (ceil(1.077 − 0.05)) it would fit no 2-CPU node beside db1 and
+ * go to idle node 3 with 320 MiB to migrate; within the local fit's
  * slack it is one, and stays with its memory on node 1. */
 static void test_jitter_is_no_second_busy_thread(void **state)
 {
@@ -2107,9 +2106,9 @@ static void test_jitter_is_no_second_busy_thread(void **state)
 
 /* Start "2 0 3 1", the window's node load measured low (0.55 to 0.71 busy
  * CPUs per node while each guest used 0.92–0.95 CPU): db2's own memory
- * node fits it with headroom at util 0.87 (≥ rebalance_util), was dropped
- * as a target it would be moved off again (it would not: holds_memory),
- * and db2 went to idle node 2 with its 320 MiB. */
+ * node fits it with headroom at util 0.87 (≥ rebalance_util); dropped as
+ * a target it would be moved off again (it would not: holds_memory), it
+ * would send db2 to idle node 2 with its 320 MiB. */
 static void test_low_node_load_window(void **state)
 {
 	static const struct mstart_guest gs[] = {
@@ -2166,14 +2165,14 @@ static void test_settle_keeps_real_other_load(void **state)
 /* The testbed's oversubscribed scenario: six 2-thread guests (12 busy
  * threads on 8 CPUs, each guest 1.33 CPUs) with their memory over all
  * nodes. Nothing fits with headroom but a guest's own node, and there is
- * no room to float to; rather than leave them spread (47 % local at the
- * end) each guest is placed on one node of its own as far as there are
+ * no room to float to; rather than leave them spread (half remote) each
+ * guest is placed on one node of its own as far as there are
  * nodes — the least loaded that holds its two busy threads — with its
  * memory there. Once with the testbed's nodes (room for one guest each
- * above the reserve) and once with memory to spare: there, before the
- * guards' floated flag, a guest counted its own load against its node
- * (its share was taken as floated when nothing floated) and two guests
- * went to node 2 while node 3 stood empty. */
+ * above the reserve) and once with memory to spare: there, a guest that
+ * counted its own load against its node (its share taken as floated when
+ * nothing floated; the guards' floated flag) would send two guests to
+ * node 2 while node 3 stood empty. */
 static void test_oversubscribed_local_least_loaded(void **state)
 {
 	static const uint64_t total_mib[2] = { 1024, 8192 };
@@ -2222,10 +2221,10 @@ static void test_oversubscribed_local_least_loaded(void **state)
  * node 0, whose two CPUs are full of spinners; node 3 idle. QEMU's
  * process uses more than its vCPUs (emulator and RCU threads under TCG).
  * Both vCPUs fit one node: the domain goes onto one node with all its
- * memory, every vCPU local. In 1 of 4 runs at d9297f4 the process's use
- * (2.2 CPUs, not its vCPUs' 2) counted a third busy thread, so nodes 1-2
- * (CPUs 2-5) fitted it as they were: its memory went onto node 1 and
- * vCPU 1, on node 2, had 0 of 145 MiB local. */
+ * memory, every vCPU local. Counting the process's use (2.2 CPUs, not
+ * its vCPUs' 2) as a third busy thread would let nodes 1-2 (CPUs 2-5)
+ * fit it as they are: its memory onto node 1, and vCPU 1, on node 2,
+ * with none of it local. */
 static void test_vm_emulator_use_is_no_busy_vcpu(void **state)
 {
 	static const uint64_t free_mib[4] = { 1200, 1400, 1400, 1400 };
@@ -2270,14 +2269,14 @@ static void test_vm_emulator_use_is_no_busy_vcpu(void **state)
 	}
 }
 
-/* The testbed's memtight with its threads' start fixed (run_on, 0a14f3d):
- * x and y, one busy thread each, both on node 0's two CPUs, their 350 MiB
- * on node 1 (64 KiB stray on node 0), node 1 idle but for 0.4 CPU of
- * background (numaorchd's own start-up in TCG), nodes 2 and 3 full of
- * hogs, node 0 full of an idle cache. Node 1 holds both threads (two
- * CPUs) with their memory: both go there and nothing migrates. At
- * 0a14f3d y went "nothing fits with headroom: least loaded" to node 2
- * (util 1.56, among two hogs) and 350 MiB migrated. */
+/* The testbed's memtight with its threads' start fixed (run_on): x and
+ * y, one busy thread each, both on node 0's two CPUs, their 350 MiB on
+ * node 1 (64 KiB stray on node 0), node 1 idle but for 0.4 CPU of
+ * background (numaorchd's own start-up), nodes 2 and 3 full of hogs,
+ * node 0 full of an idle cache. Node 1 holds both threads (two CPUs)
+ * with their memory: both go there and nothing migrates, rather than y
+ * going "nothing fits with headroom: least loaded" to node 2 among two
+ * hogs with its 350 MiB. */
 static void test_memtight_both_to_their_memory(void **state)
 {
 	static const uint64_t free_mib[4] = { 246, 281, 824, 922 };
@@ -2318,12 +2317,12 @@ static void test_memtight_both_to_their_memory(void **state)
 	plan_free(p);
 }
 
-/* The testbed's oversubscribed at baa61da: w6 was placed on nodes 0,2
- * (node 2 alone had no room yet: other guests' pages were still leaving
- * it), both its threads then ran on node 2 with 76 MiB left on node 0, 75 %
- * local, and the shrink onto node 2 was held by the cool-down for the rest
- * of the run. A shrink onto the nodes where its threads already run moves
- * no thread: it goes ahead inside the cool-down; a relocation does not. */
+/* The testbed's oversubscribed: w6 placed on nodes 0,2 (node 2 alone had
+ * no room yet: other guests' pages were still leaving it), both its
+ * threads then on node 2 with 76 MiB left on node 0. Held by the
+ * cool-down, the shrink onto node 2 would wait for all of it. A shrink
+ * onto the nodes where its threads already run moves no thread: it goes
+ * ahead inside the cool-down; a relocation does not. */
 static void test_shrink_onto_threads_inside_cooldown(void **state)
 {
 	static const uint64_t free_mib[4] = { 470, 540, 460, 410 };
@@ -2519,9 +2518,9 @@ static void test_pinned_memory_follows_threads(void **state)
 /* The same guest 10 s after a move (the operator's pin onto nodes 0-1,
  * or the agent's spread), under the default 300 s cool-down. The move
  * is what put its thread on node 0 away from its memory, so the first
- * pull is not held: before, it ran 0 % local for the rest of the
- * cool-down (the testbed's spread_guest_measured_soon ran with none;
- * it now runs with the default).
+ * pull is not held: else it would run remote for the rest of the
+ * cool-down (the testbed's spread_guest_measured_soon runs with the
+ * default cool-down for that).
  * That pull is noted as one (last_follow), and a second pull inside the
  * cool-down — the scheduler moved the thread again — is held. */
 static struct plan *pinned_two_after(const struct pstate *prev, struct pstate **next)
@@ -2577,15 +2576,14 @@ static void test_pinned_follow_after_a_move(void **state)
 	pstate_free(prev);
 }
 
-/* The testbed's oversubscribed scenario after its first cycles (run of
- * 2026-12-01 with the fixes above): four 2-thread guests alone on a node
- * each with their 300 MiB, the last two (w2, w6) still on every node with
- * 76 MiB on each; nodes 425-486 MiB free, min_free 256 MiB. Each of w2 and
- * w6 fitted one node only with the room the other would leave, so both
- * were planned there and the applier refused both (real free memory),
- * every cycle to the end: 25 % local. Memory a move leaves is credited
- * only when that move does not need credit itself: at least one of them
- * now gets a target its migration fits as the applier will find it. */
+/* The testbed's oversubscribed scenario after its first cycles: four
+ * 2-thread guests alone on a node each with their 300 MiB, the last two
+ * (w2, w6) still on every node with 76 MiB on each; nodes 425-486 MiB
+ * free, min_free 256 MiB. Each of w2 and w6 fits one node only with the
+ * room the other would leave; planned there both, the applier would
+ * refuse both (real free memory), every cycle. Memory a move leaves is
+ * credited only when that move does not need credit itself: at least one
+ * of them gets a target its migration fits as the applier will find it. */
 static void test_no_mutual_room_credit(void **state)
 {
 	static const uint64_t free_mib[4] = { 450, 437, 415, 474 };
@@ -2645,15 +2643,15 @@ static void test_no_mutual_room_credit(void **state)
 	snap_unref(s);
 }
 
-/* The testbed's oversubscribed run at 87e2d7c (the stop-12 matrix), its
- * third cycle: five guests placed one or two cycles before, each on one
- * node (w3, w4 on node 0; w5, w1 on node 1; w6 on node 3), their memory
- * still interleaved (75 MiB on every node), their mover jobs just
- * started; w2 still on every node. Node 2 — the least loaded, none of the
+/* The testbed's oversubscribed scenario at its third cycle: five guests
+ * placed one or two cycles before, each on one node (w3, w4 on node 0;
+ * w5, w1 on node 1; w6 on node 3), their memory still interleaved
+ * (75 MiB on every node), their mover jobs just started; w2 still on
+ * every node. Node 2 — the least loaded, none of the
  * five placed there — had 377 MiB free (121 above the reserve), so w2
- * (330 MiB demand, 75 MiB already there) went "least loaded" onto node 3
- * beside w6, and every cool-down then held node 2 idle to the end
- * (threads per node 3/2/0/3). The five jobs take 375 MiB off node 2
+ * (330 MiB demand, 75 MiB already there) would go "least loaded" onto
+ * node 3 beside w6, and every cool-down then hold node 2 idle (threads
+ * per node 3/2/0/3). The five jobs take 375 MiB off node 2
  * (snap_node.mem_leaving, mover_flows_add): room to come, w2 goes there.
  * Nodes 0 and 1 each get 450 MiB and lose 225: no room for w2. */
 static void test_room_to_come_from_live_jobs(void **state)
@@ -2724,14 +2722,14 @@ static void test_room_to_come_from_live_jobs(void **state)
 	snap_unref(s);
 }
 
-/* oversubscribed on this branch (after3, 21:07): the second cycle. Four
+/* The testbed's oversubscribed scenario at its second cycle. Four
  * guests placed in the first (nodes 1, 0, 2, 3), their jobs just started
  * (75 MiB of each still on every node); ddc5 and 3f19 left on every node,
  * their two threads on two nodes each. ddc5 goes onto node 1 first; then
  * no single node has room for 3f19's demand with the 10 % headroom (330
- * MiB: 75 there + 214-238 MiB room), and it went "memory does not fit
- * fewer nodes" onto nodes 0,2 — one thread on each, 75 % then 50 % local
- * where they ran, held there by the cool-down (t90 never). When nothing
+ * MiB: 75 there + 214-238 MiB room), and it would go "memory does not
+ * fit fewer nodes" onto nodes 0,2 — one thread on each, half remote,
+ * held there by the cool-down. When nothing
  * fits with headroom (crowded), a node holding its threads that has room
  * for its footprint (300 MiB) without the growth headroom is local at
  * once: it goes there, not onto two. */
@@ -2796,11 +2794,10 @@ static void test_crowded_memory_without_headroom(void **state)
 	snap_unref(s);
 }
 
-/* The end of the same run (87e2d7c, t = 24 s): every guest local on one
- * node, two guests (four busy threads) on each of nodes 0, 1 and 3, node 2
- * idle with 791 MiB free — and all six "cool-down: would go to nodes 2"
- * for the rest of the run (threads per node 3/2/0/3, guests' work 9852
- * MiB/s against none's 13579). A move onto nodes idle but for the guest,
+/* The end of the same scenario without it: every guest local on one node,
+ * two guests (four busy threads) on each of nodes 0, 1 and 3, node 2 idle
+ * with 791 MiB free — and all six "cool-down: would go to nodes 2" (threads
+ * per node 3/2/0/3: less work done than with every node busy). A move onto nodes idle but for the guest,
  * from nodes with more busy threads than CPUs, passes the cool-down: one
  * guest goes, the others stay (node 2 is no longer idle once it is
  * there), and the cycle after moves nothing. BUILD puts MOVED (NULL:
@@ -2894,8 +2891,8 @@ static void test_idle_node_passes_cooldown(void **state)
  * and 3. The big one does not fit one node but will be given fewer
  * than four: it floats too. Its threads go to one node other than 0
  * (split: node 0 has the least room for its memory), so both small
- * guests stay with their memory on node 0's two CPUs (before the split
- * rule the big one took two nodes and only one small guest stayed). */
+ * guests stay with their memory on node 0's two CPUs (without the split
+ * rule the big one would take two nodes and only one small guest stay). */
 static void test_big_floater_makes_room(void **state)
 {
 	static const uint64_t free_mib[4] = { 390, 1000, 1000, 1000 };
@@ -2945,9 +2942,9 @@ static struct snapshot *bigguest_host(void)
 	static const uint64_t free_mib[4] = { 390, 1000, 1000, 1000 };
 	static const double busy[4] = { 0.5, 0.5, 0.5, 0.5 };
 	struct snapshot *s = host_2cpu(4, 1536, free_mib, busy);
-	/* 2.02 CPUs, as measured in the testbed's first cycle (its idle main
-	 * thread's ticks, rounding): more than its node's two CPUs, and the
-	 * split was missed for the whole run (the cool-down held it). */
+	/* 2.02 CPUs (its idle main thread's ticks, rounding), as a first
+	 * cycle can read: more than its node's two CPUs, which must not make
+	 * it miss the split (the cool-down would then hold it). */
 	struct snap_guest *big = guest_on(s, "big", 2.02, 3, "0-7", "0-3", -1);
 
 	big->cpu_node = calloc(4, sizeof(double));

@@ -50,8 +50,8 @@ static void test_by_node(void **state)
 static void test_subtract(void **state)
 {
 	struct snap_node nodes[2];
-	/* The testbed's misplaced start (results/first-window, "2 2 3 3",
-	 * 1 s): node 1 measured 0.0615 of 2 CPUs with no guest on it. */
+	/* A node with no guest on it that reads a little busy: the agent's
+	 * own time there is most of it. */
 	double sec[2] = { 0.5, 0.1 };
 
 	(void)state;

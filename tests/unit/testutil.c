@@ -58,7 +58,7 @@ static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *
 
 /* Every directory tu_mkdtemp made and tu_rm_rf has not removed yet: a
  * failing assertion leaves its test by longjmp, past the test's own
- * tu_rm_rf, and /tmp used to collect one numaorch-test.* per failure. The
+ * tu_rm_rf, and /tmp would collect one numaorch-test.* per failure. The
  * rest are removed when the test program exits. */
 static char **made;
 static unsigned nmade;

@@ -483,8 +483,8 @@ int main(void)
 	/* 1b. The rest of a window rides along (mover_slice): a 16 MiB guest
 	 * and its process's other present pages (libraries, stacks: a few
 	 * MiB) take one move call, not a 16 MiB call and another for the
-	 * tail — with busy guests each call has a fixed cost of 25-460 ms
-	 * under TCG (make bench-migrate --trace). */
+	 * tail — with busy guests each call has a large fixed cost
+	 * (orchestrator/README.md). */
 	g = spawn_guest(16);
 	id = submit(m, "g1b");
 	st = wait_end(m, id, 60, &j);
@@ -626,7 +626,7 @@ int main(void)
 
 	/* 8. Two jobs waiting for room, each for what the other's pages
 	 * would free, and no job moving: both fail at once with the
-	 * numbers, nothing moved — they used to wait for each other until
+	 * numbers, nothing moved, rather than wait for each other until
 	 * job_timeout (60 s here). */
 	__atomic_store_n(&fake_free, 60ULL << 20, __ATOMIC_SEQ_CST);
 	id = submit_room(m, "m1");
