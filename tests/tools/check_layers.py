@@ -22,10 +22,9 @@ each kind (an upward include, a loop, an impure include, an object that
 calls fs_read_file and clock_mono_ns, one that prints) and fails unless all
 are found, and nothing else is.
 
-Known violations would be listed in tests/tools/layers-known.txt (issue 12
-removed the last). A violation not in that list fails the check; so
-does a listed one that no longer exists (delete its line: the list only
-shrinks).
+Known violations, if any, are listed in tests/tools/layers-known.txt. A
+violation not in that list fails the check; so does a listed one that no
+longer exists (delete its line: the list only shrinks).
 """
 import os
 import re
