@@ -166,9 +166,9 @@ void pctx_reserve(struct pctx *x, const struct advice_reservation *r)
  * placed. Threads set free just before a window can leave over half a
  * CPU of such phantom load on a node, enough that a guest no longer fits
  * beside its memory there and migrates for nothing
- * (test_phantom_load_of_a_moving_thread). What no guest owns in all is exact (the nodes' busy CPUs and the
- * guests' use are both measured over the window); only its split by node
- * is not. So each node is its owned load plus its share of the real
+ * (test_phantom_load_of_a_moving_thread). What no guest owns in all is
+ * exact (the nodes' busy CPUs and the guests' use are both measured over
+ * the window); only its split by node is not. So each node is its owned load plus its share of the real
  * unowned total, shared in proportion to each node's surplus (busy above
  * owned); a node whose guests own more than it measured keeps what they
  * own (a move takes it off again). With no misattribution (no node owns
