@@ -2794,11 +2794,12 @@ static void test_crowded_memory_without_headroom(void **state)
 	snap_unref(s);
 }
 
-/* The end of the same scenario without it: every guest local on one node,
- * two guests (four busy threads) on each of nodes 0, 1 and 3, node 2 idle
- * with 791 MiB free — and all six "cool-down: would go to nodes 2" (threads
- * per node 3/2/0/3: less work done than with every node busy). A move onto nodes idle but for the guest,
- * from nodes with more busy threads than CPUs, passes the cool-down: one
+/* The same scenario's end when node 2 was left idle: every guest local
+ * on one node, two guests (four busy threads) on each of nodes 0, 1 and
+ * 3, node 2 idle with 791 MiB free, and all six "cool-down: would go to
+ * nodes 2" (threads per node 3/2/0/3: less work done than with every
+ * node busy). A move onto nodes idle but for the guest, from nodes with
+ * more busy threads than CPUs, passes the cool-down: one
  * guest goes, the others stay (node 2 is no longer idle once it is
  * there), and the cycle after moves nothing. BUILD puts MOVED (NULL:
  * none) on node 2 and marks its old node FROM as half as busy. */
