@@ -670,7 +670,7 @@ class BadRequests(unittest.TestCase):
             blocks = out.count(b"HTTP/1.1 ")
             # libmicrohttpd before 1.0.0 builds the header block of its
             # Content-Length errors twice (its state machine carries on
-            # after the error; README.md says exactly how); only those,
+            # after the error; numaorchctl(1) says exactly how); only those,
             # and only before 1.0.0. A newer library that sends one block
             # fails here too, so that the docs are brought up to date.
             old = [int(x) for x in mhd.split("-")[0].split(".")[:2]] < [1, 0]

@@ -12,7 +12,7 @@ pairs, the median of the pairs' own ratios (mover_K / raw_K) with their
 min-max, and the ratio of the medians (median mover / median raw).
 Files without pairs print as before.
 
-    tests/numa-vm/bench_migrate_ratios.py tests/numa-vm/results/bench-migrate/s13-ab1.txt
+    tests/numa-vm/bench_migrate_ratios.py tests/numa-vm/results/bench-migrate/s34-final.txt
 """
 import re
 import statistics
