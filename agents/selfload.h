@@ -9,7 +9,7 @@
  * yet on small nodes the daemon's start-up, or a mover job copying pages
  * onto a node, makes that node read markedly busier just as a guest has
  * been moved there, and a fraction of a CPU that no guest owns can tip a
- * local fit (tests/numa-vm/results/first-window/README.md).
+ * local fit.
  *
  * Each thread's CPU time (/proc/PID/task/TID/schedstat, ns) since the
  * last sample counts wholly on the node of the CPU it last ran on

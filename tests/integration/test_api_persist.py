@@ -142,7 +142,7 @@ class Persistence(unittest.TestCase):
         return {i["guest"]: i for i in r.json()["plan"]["items"]}
 
     def test_restart_keeps_cooldowns_and_reservations(self):
-        """shared/DESIGN.md: reservations and cool-downs survive a restart
+        """Reservations and cool-downs survive a restart
         (engine-state.json in the state directory)."""
         self.d.start()
         # The first cycle moved the fixture's misplaced guests: each now

@@ -32,7 +32,7 @@
  * a guest that fills a node but needs no CPU, as a cache would.
  *
  * --pages chooses the page size the memory is backed with, because it
- * decides how fast pages can be migrated under TCG (TESTBED-NOTES): thp
+ * decides how fast pages can be migrated under TCG: thp
  * asks for transparent huge pages (MADV_HUGEPAGE), 4k forbids them.
  *
  * Progress: every second the main thread rewrites FILE with the MiB
