@@ -110,9 +110,9 @@ static int build_sources(struct engine *e, const struct agent_config *cfg)
 		}
 	}
 	/* The first cycle's rate window starts here, not when that cycle
-	 * does: in the testbed's TCG kernel the daemon's start-up (API,
-	 * watchers, state) took about a second, which came before a first
-	 * decision 2.1 s after exec. A failure is the first snapshot's to
+	 * does, so that the daemon's start-up (API, watchers, state), a
+	 * noticeable share of a second on a slow host, counts toward the
+	 * first decision's window. A failure is the first snapshot's to
 	 * report. */
 	if (e->src.prime)
 		(void)e->src.prime(acq);
