@@ -102,12 +102,12 @@
  * order accepted (best first); the engine applies them in this order —
  * then skips and settled guests by guest id.
  *
- * Next state: prev's entries for guests still present; every planned move
- * sets last_move_ns = snapshot mono_ns and counts one more move. A move
- * that then fails to apply still cools down (damping: don't retry a
- * failing move every cycle); the engine may restore the prev entry if it
- * wants a retry. pstate_note_move() is for moves made outside a plan
- * (manual moves through the API).
+ * Next state: prev's entries for guests still present, nothing more. A
+ * cool-down is a record of what happened: the engine notes one for each
+ * move it carried out (pstate_note_item), a move that then fails to apply
+ * included (damping: don't retry a failing move every cycle).
+ * policy_decide() notes every planned move, as if each were carried out
+ * (the tests' simulations).
  */
 #include "policies.h"
 
@@ -1411,8 +1411,7 @@ static void one_node(const struct snapshot *s, bool verbose, struct plan *p)
 	}
 }
 
-static struct pstate *next_state(const struct snapshot *s, const struct pstate *prev,
-				 const struct plan *p)
+static struct pstate *next_state(const struct snapshot *s, const struct pstate *prev)
 {
 	struct pstate *ns = pstate_new();
 	unsigned cap = 0;
@@ -1428,20 +1427,7 @@ static struct pstate *next_state(const struct snapshot *s, const struct pstate *
 		}
 		ns->e[ns->n++] = *pe;
 	}
-	/* Guests are sorted by id after snap_finalize, so ns is sorted; the
-	 * moves go through pstate_note_move, which keeps it sorted. */
-	/* A start placement starts no cool-down: it was made on an assumed
-	 * use, the next cycle decides on the measured one. */
-	for (unsigned i = 0; i < p->nr_items; i++) {
-		const struct plan_item *it = &p->items[i];
-
-		if (it->kind != PLAN_MOVE || it->start)
-			continue;
-		if (it->follow)
-			pstate_note_follow(ns, it->guest_id, s->mono_ns);
-		else
-			pstate_note_move(ns, it->guest_id, s->mono_ns);
-	}
+	/* Guests are sorted by id after snap_finalize, so ns is sorted. */
 	return ns;
 }
 
@@ -1510,7 +1496,11 @@ int policy_decide(const struct policy_config *cfg, const struct snapshot *snap,
 		  const struct pstate *prev, bool verbose,
 		  struct plan **plan, struct pstate **next)
 {
-	return policy_decide_reserved(cfg, snap, prev, verbose, NULL, 0, plan, next);
+	int r = policy_decide_reserved(cfg, snap, prev, verbose, NULL, 0, plan, next);
+
+	if (r == 0)
+		pstate_note_plan(*next, *plan);
+	return r;
 }
 
 int policy_decide_reserved(const struct policy_config *cfg, const struct snapshot *snap,
@@ -1534,7 +1524,7 @@ int policy_decide_reserved(const struct policy_config *cfg, const struct snapsho
 	p->mono_ns = snap->mono_ns;
 	if (snap_nr_cpu_nodes(snap) <= 1) {
 		one_node(snap, verbose, p);
-		*next = next_state(snap, prev, p);
+		*next = next_state(snap, prev);
 		*plan = p;
 		return 0;
 	}
@@ -1675,7 +1665,7 @@ int policy_decide_reserved(const struct policy_config *cfg, const struct snapsho
 		d = NULL;
 	}
 	p->migrate_bytes = migrated;
-	*next = next_state(snap, prev, p);
+	*next = next_state(snap, prev);
 	*plan = p;
 
 	free(h.a);

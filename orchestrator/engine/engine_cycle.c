@@ -384,11 +384,11 @@ static void record_move(struct engine *e, const struct snapshot *snap, struct ps
 		report->results[i] = *res;
 		report->attempted[i] = true;
 	}
-	engine_count_outcome(&e->stats, next, e->ps, it, res->status);
+	engine_count_outcome(&e->stats, next, it, res->status, snap->mono_ns);
 }
 
-void engine_count_outcome(struct engine_stats *st, struct pstate *next, const struct pstate *prev,
-			  const struct plan_item *it, enum apply_status status)
+void engine_count_outcome(struct engine_stats *st, struct pstate *next, const struct plan_item *it,
+			  enum apply_status status, int64_t now_ns)
 {
 	switch (status) {
 	case APPLY_DONE:
@@ -398,8 +398,8 @@ void engine_count_outcome(struct engine_stats *st, struct pstate *next, const st
 	case APPLY_FAILED:
 	case APPLY_FAILED_PARTIAL:
 	case APPLY_REFUSED:
-		/* Keep the cool-down: retrying a refused write every
-		 * cycle would only hammer the cgroup. */
+		/* A cool-down: retrying a refused write every cycle would
+		 * only hammer the cgroup. */
 		st->move_failures++;
 		break;
 	case APPLY_NOT_APPLICABLE:
@@ -408,11 +408,12 @@ void engine_count_outcome(struct engine_stats *st, struct pstate *next, const st
 		st->moves_skipped++;
 		break;
 	default:
+		/* Nothing was carried out: no cool-down. */
 		st->moves_skipped++;
-		if (next)
-			pstate_revert(next, prev, it->guest_id);
-		break;
+		return;
 	}
+	if (next)
+		pstate_note_item(next, it, now_ns);
 }
 
 /* The operator's per-guest overrides (the REST API's store), applied to
@@ -572,22 +573,23 @@ static void apply_item(struct engine *e, struct cycle *c, unsigned i)
 	const struct snapshot *snap = c->snap;
 	const struct plan_item *it = &c->plan->items[i];
 
-	/* Placed this cycle: the plan saw it where it was before. */
-	if (in_ids(c->placed, c->nplaced, it->guest_id) || in_ids(c->released, c->nreleased, it->guest_id))
+	/* Placed this cycle: the plan saw it where it was before. Its
+	 * planned move is not made, but cools down as if it were. */
+	if (in_ids(c->placed, c->nplaced, it->guest_id) || in_ids(c->released, c->nreleased, it->guest_id)) {
+		pstate_note_item(c->next, it, snap->mono_ns);
 		return;
+	}
 	/* Its start binding's write still runs: a new move would race
 	 * it; decided again next cycle, on the cpuset it leaves. */
 	if (it->kind == PLAN_MOVE && c->do_apply && engine_bindwrite_pending(e, it->guest_id)) {
 		log_debug("not moving %s this cycle: its start binding's cpuset.mems write is still running",
 			  it->guest_id);
-		pstate_revert(c->next, e->ps, it->guest_id);
 		return;
 	}
 	if (it->kind == PLAN_MOVE) {
 		struct apply_result res;
 
 		if (!c->do_apply) {
-			pstate_revert(c->next, e->ps, it->guest_id);
 			say_planned(e, c, it);
 			return;
 		}
@@ -597,10 +599,10 @@ static void apply_item(struct engine *e, struct cycle *c, unsigned i)
 		if (e->mover) {
 			uint64_t old = mover_job_of(e->mover, it->guest_id);
 
-			if (old && still_moving(e, snap, it, old)) {
-				pstate_revert(c->next, e->ps, it->guest_id);
+			/* (its cool-down is the one of the move that
+			 * started the job) */
+			if (old && still_moving(e, snap, it, old))
 				return;
-			}
 			if (old)
 				mover_cancel(e->mover, old, MJ_SUPERSEDED);
 		}

@@ -93,18 +93,18 @@ void pstate_note_follow(struct pstate *s, const char *id, int64_t now_ns)
 	pstate_note(s, id, now_ns)->last_follow = true;
 }
 
-void pstate_revert(struct pstate *next, const struct pstate *prev, const char *id)
+void pstate_note_item(struct pstate *s, const struct plan_item *it, int64_t now_ns)
 {
-	const struct pstate_entry *old = prev ? pstate_find(prev, id) : NULL;
-	bool found;
-	unsigned i = pstate_pos(next, id, &found);
-
-	if (!found)
+	if (it->kind != PLAN_MOVE || it->start)
 		return;
-	if (old) {
-		next->e[i] = *old;
-	} else {
-		memmove(&next->e[i], &next->e[i + 1], (next->n - i - 1) * sizeof(*next->e));
-		next->n--;
-	}
+	if (it->follow)
+		pstate_note_follow(s, it->guest_id, now_ns);
+	else
+		pstate_note_move(s, it->guest_id, now_ns);
+}
+
+void pstate_note_plan(struct pstate *s, const struct plan *plan)
+{
+	for (unsigned i = 0; i < plan->nr_items; i++)
+		pstate_note_item(s, &plan->items[i], plan->mono_ns);
 }
