@@ -1,6 +1,10 @@
-/* engine_cycle.c — one cycle: acquire a snapshot, let the registered
- * policy decide, apply the plan (every move's CPUs first, then the memory
- * of those that must migrate), record each outcome, publish the view. */
+/* engine_cycle.c — one cycle, in four steps (engine_cycle): acquire a
+ * snapshot (cycle_acquire), let the registered policy decide
+ * (cycle_decide), apply the plan, every move's CPUs first, then the
+ * memory of those that must migrate, recording each outcome as it comes
+ * and noting the cool-down of a move the outcome keeps one for
+ * (cycle_apply), and record what the cycle leaves for the next, then
+ * publish the view (cycle_record). */
 #include "orchestrator/engine/engine.h"
 
 #include <errno.h>
