@@ -104,8 +104,8 @@
  *
  * Next state: prev's entries for guests still present, nothing more. A
  * cool-down is a record of what happened: the engine notes one for each
- * move it carried out (pstate_note_item), a move that then fails to apply
- * included (damping: don't retry a failing move every cycle).
+ * move it carried out (plan_item_note_cooldown), a move that then fails
+ * to apply included (damping: don't retry a failing move every cycle).
  * policy_decide() notes every planned move, as if each were carried out
  * (the tests' simulations).
  */
@@ -1561,7 +1561,7 @@ int policy_decide(const struct policy_config *cfg, const struct snapshot *snap,
 	int r = policy_decide_reserved(cfg, snap, prev, verbose, NULL, 0, plan, next);
 
 	if (r == 0)
-		pstate_note_plan(*next, *plan);
+		plan_note_cooldowns(*plan, *next);
 	return r;
 }
 

@@ -20,7 +20,7 @@
  * *plan and *next are the caller's (plan_free, pstate_free). Guests that
  * are settled get no plan item unless verbose is set (dry-run shows
  * everything). *next holds every planned move's cool-down, as if each
- * were carried out (pstate_note_plan): the tests' simulations feed it
+ * were carried out (plan_note_cooldowns): the tests' simulations feed it
  * back as the next cycle's PREV. Returns 0 or -EINVAL (bad config). */
 int policy_decide(const struct policy_config *cfg, const struct snapshot *snap,
 		  const struct pstate *prev, bool verbose,

@@ -417,7 +417,7 @@ void engine_count_outcome(struct engine_stats *st, struct pstate *next, const st
 		return;
 	}
 	if (next)
-		pstate_note_item(next, it, now_ns);
+		plan_item_note_cooldown(it, next, now_ns);
 }
 
 /* The operator's per-guest overrides (the REST API's store), applied to
@@ -580,7 +580,7 @@ static void apply_item(struct engine *e, struct cycle *c, unsigned i)
 	/* Placed this cycle: the plan saw it where it was before. Its
 	 * planned move is not made, but cools down as if it were. */
 	if (in_ids(c->placed, c->nplaced, it->guest_id) || in_ids(c->released, c->nreleased, it->guest_id)) {
-		pstate_note_item(c->next, it, snap->mono_ns);
+		plan_item_note_cooldown(it, c->next, snap->mono_ns);
 		return;
 	}
 	/* Its start binding's write still runs: a new move would race

@@ -92,19 +92,3 @@ void pstate_note_follow(struct pstate *s, const char *id, int64_t now_ns)
 {
 	pstate_note(s, id, now_ns)->last_follow = true;
 }
-
-void pstate_note_item(struct pstate *s, const struct plan_item *it, int64_t now_ns)
-{
-	if (it->kind != PLAN_MOVE || it->start)
-		return;
-	if (it->follow)
-		pstate_note_follow(s, it->guest_id, now_ns);
-	else
-		pstate_note_move(s, it->guest_id, now_ns);
-}
-
-void pstate_note_plan(struct pstate *s, const struct plan *plan)
-{
-	for (unsigned i = 0; i < plan->nr_items; i++)
-		pstate_note_item(s, &plan->items[i], plan->mono_ns);
-}

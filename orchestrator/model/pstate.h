@@ -2,7 +2,7 @@
  * was last moved (its cool-down). A record of what happened: the engine
  * owns it, hands it to the policy as the previous state, takes the next
  * state back (the previous entries of the guests still there), and notes
- * in it the moves it carried out (pstate_note_item). Pure: an array
+ * in it the moves it carried out (plan_item_note_cooldown). Pure: an array
  * sorted by id.
  */
 #ifndef NUMAORCH_PSTATE_H
@@ -11,7 +11,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "orchestrator/model/plan.h"
 #include "orchestrator/model/snapshot.h"
 
 struct pstate_entry {
@@ -40,13 +39,5 @@ void pstate_note_move(struct pstate *s, const char *id, int64_t now_ns);
 /* The same for a move that was only memory following its threads inside
  * its pin (last_follow set; pstate_note_move clears it). */
 void pstate_note_follow(struct pstate *s, const char *id, int64_t now_ns);
-/* The cool-down of IT, a plan's move carried out at NOW: none for a start
- * placement (made on an assumed use, the next cycle decides on the
- * measured one), pstate_note_follow for memory following its threads,
- * pstate_note_move otherwise. Items that are not moves note nothing. */
-void pstate_note_item(struct pstate *s, const struct plan_item *it, int64_t now_ns);
-/* pstate_note_item for every item of PLAN at the plan's time: as if each
- * planned move were carried out (simulations, tests). */
-void pstate_note_plan(struct pstate *s, const struct plan *plan);
 
 #endif
