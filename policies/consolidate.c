@@ -102,12 +102,12 @@
  * order accepted (best first); the engine applies them in this order —
  * then skips and settled guests by guest id.
  *
- * Next state: prev's entries for guests still present; every planned move
- * sets last_move_ns = snapshot mono_ns and counts one more move. A move
- * that then fails to apply still cools down (damping: don't retry a
- * failing move every cycle); the engine may restore the prev entry if it
- * wants a retry. pstate_note_move() is for moves made outside a plan
- * (manual moves through the API).
+ * Next state: prev's entries for guests still present, nothing more. A
+ * cool-down is a record of what happened: the engine notes one for each
+ * move it carried out (plan_item_note_cooldown), a move that then fails
+ * to apply included (damping: don't retry a failing move every cycle).
+ * policy_decide() notes every planned move, as if each were carried out
+ * (the tests' simulations).
  */
 #include "policies.h"
 
@@ -880,239 +880,235 @@ static bool holds_memory(const struct gview *v, const struct pcand *c)
 	return c->local_fit || (pcand_fits(c) && v->mem_total && plan_migration_negligible(c->migrate, v->mem_total));
 }
 
-static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const struct snap_guest *g,
-			const struct gview *v, const bool *usable, unsigned nusable, bool nan,
-			struct gdec *d)
+/* What decide_auto weighs for one guest, step by step. */
+struct adec {
+	unsigned cur_k, kmin;     /* its CPU nodes now; the fewest a fitting set needs */
+	bool cur_ok;              /* where it is fits it (or as well as anything, crowded) */
+	bool crowded, allowed_block, load_case, locality_bad, nan;
+	struct pcand cc;          /* where it is, evaluated as a candidate */
+	uint64_t local_before;
+	double unow, locality;
+	const struct pcand *best, *pick, *coolest, *hot;
+};
+
+/* Where it is now, weighed as a candidate (A->cc), and its locality. */
+static void auto_current(struct pctx *x, const struct snap_guest *g, const struct gview *v, const bool *usable,
+			 struct plan_item *it, struct adec *a)
 {
 	const struct policy_config *cfg = x->cfg;
-	struct plan_item *it = &d->it;
-	unsigned cur_k = mask_count(&g->cpu_nodes), kmin;
-	bool allowed_block = false, cur_ok = cur_k > 0, load_case = false, settled;
-	bool locality_bad, crowded = false;
-	const struct pcand *best = NULL, *pick = NULL, *coolest = NULL, *hot = NULL;
-	struct pcand cc;
-	uint64_t local_before;
-	double unow = it->load_before, locality;
-	int64_t ago = 0;
-	char to[48], from[48];
 
-	if (!nusable) {
-		it->kind = PLAN_SKIP;
-		it->skip = SKIP_OUTSIDE_ALLOWED;
-		it->reason = REASON_NONE;
-		set_detail(it, "no CPU node it may use: allowed cpus hold no online CPU");
-		return;
-	}
-	if (decide_split(x, pe, g, v, usable, d))
-		return;
-	kmin = pcands_generate(x, v, usable, &allowed_block);
-	/* Nothing fits with headroom: the least-loaded sets that hold its
-	 * busy threads, its memory local there, by the same rules. */
-	if (!kmin) {
-		kmin = pcands_crowded_min(x);
-		crowded = kmin > 0;
-	}
-
-	memset(&cc, 0, sizeof(cc));
+	memset(&a->cc, 0, sizeof(a->cc));
 	mask_foreach(id, &g->cpu_nodes) {
 		int n = x->idx_of_id[id];
 
 		if (n < 0 || !usable[n])
-			cur_ok = false;
+			a->cur_ok = false;
 	}
-	if (cur_k)
-		pset_eval_mask(x, v, &g->cpu_nodes, NULL, &cc);
+	if (a->cur_k)
+		pset_eval_mask(x, v, &g->cpu_nodes, NULL, &a->cc);
 	/* Spread over more nodes than its busy threads fill, it does not fit
 	 * them: some of its threads' nodes hold none of its memory. */
-	cur_ok = cur_ok && !pcand_more_than_threads(x, v, &cc) &&
-		 (pcand_fits(&cc) || (crowded && cc.mem_ok && cc.allowed_ok));
+	a->cur_ok = a->cur_ok && !pcand_more_than_threads(x, v, &a->cc) &&
+		    (pcand_fits(&a->cc) || (a->crowded && a->cc.mem_ok && a->cc.allowed_ok));
 	/* Where its threads run (snap_guest.locality), not its memory
 	 * inside the cpuset: a one-thread guest on two nodes with its memory
 	 * on the other one is not local. */
-	locality = cur_k && v->mem_total ? g->locality : (v->mem_total ? 0.0 : 1.0);
-	local_before = (uint64_t)(locality * (double)v->mem_total);
-	locality_bad = locality < cfg->locality_target;
-	if (cur_k) {
-		it->to_nodes = cc.nodes;
-		it->to_mems = cc.mems;
-		it->load_after = cc.util_after;
-		it->migrate_bytes = cc.migrate;
+	a->locality = a->cur_k && v->mem_total ? g->locality : (v->mem_total ? 0.0 : 1.0);
+	a->local_before = (uint64_t)(a->locality * (double)v->mem_total);
+	a->locality_bad = a->locality < cfg->locality_target;
+	if (a->cur_k) {
+		it->to_nodes = a->cc.nodes;
+		it->to_mems = a->cc.mems;
+		it->load_after = a->cc.util_after;
+		it->migrate_bytes = a->cc.migrate;
 	}
+}
 
-	if (!kmin) {
-		struct pcand all;
-		unsigned k = 0;
+/* No node set fits it: a skip, with what all its usable nodes would give. */
+static void auto_no_fit(struct pctx *x, const struct gview *v, const bool *usable, struct plan_item *it,
+			const struct adec *a)
+{
+	const struct policy_config *cfg = x->cfg;
+	struct pcand all;
+	unsigned k = 0;
+	char to[48];
 
-		for (unsigned n = 0; n < x->nn; n++)
-			if (usable[n])
-				x->set[k++] = n;
-		pset_eval(x, v, x->set, k, NULL, &all);
-		it->kind = PLAN_SKIP;
-		it->reason = locality_bad && cur_ok ? REASON_LOCALITY : REASON_LOAD;
-		it->skip = allowed_block ? SKIP_OUTSIDE_ALLOWED : SKIP_NO_FIT;
-		mask_zero(&it->to_nodes);
-		mask_zero(&it->to_mems);
-		it->load_after = all.util_after;
-		it->migrate_bytes = all.migrate;
-		fmt_nodes(&all.nodes, to, sizeof(to));
-		if (allowed_block)
-			set_detail(it, "only node sets whose memory is outside its allowed mems would fit");
-		else
-			set_detail(it, "no node set fits: needs %.1f CPUs and %llu MiB; nodes %s together reach util %.2f (≤%.2f) with %llu MiB room",
-				   v->cpu_demand, mib(v->mem_demand), to, all.util_after, cfg->max_util,
-				   mib(all.room + all.already));
-		huge_detail(x, v, cur_k && !cc.huge_ok ? &cc : &all, it);
-		if (all.busy_nan || nan)
-			add_detail(it, " (some node busy not measured, taken as idle)");
-		return;
-	}
+	for (unsigned n = 0; n < x->nn; n++)
+		if (usable[n])
+			x->set[k++] = n;
+	pset_eval(x, v, x->set, k, NULL, &all);
+	it->kind = PLAN_SKIP;
+	it->reason = a->locality_bad && a->cur_ok ? REASON_LOCALITY : REASON_LOAD;
+	it->skip = a->allowed_block ? SKIP_OUTSIDE_ALLOWED : SKIP_NO_FIT;
+	mask_zero(&it->to_nodes);
+	mask_zero(&it->to_mems);
+	it->load_after = all.util_after;
+	it->migrate_bytes = all.migrate;
+	fmt_nodes(&all.nodes, to, sizeof(to));
+	if (a->allowed_block)
+		set_detail(it, "only node sets whose memory is outside its allowed mems would fit");
+	else
+		set_detail(it, "no node set fits: needs %.1f CPUs and %llu MiB; nodes %s together reach util %.2f (≤%.2f) with %llu MiB room",
+			   v->cpu_demand, mib(v->mem_demand), to, all.util_after, cfg->max_util,
+			   mib(all.room + all.already));
+	huge_detail(x, v, a->cur_k && !a->cc.huge_ok ? &a->cc : &all, it);
+	if (all.busy_nan || a->nan)
+		add_detail(it, " (some node busy not measured, taken as idle)");
+}
+
+/* The candidates of the fewest nodes: the best and the coolest of them
+ * (A->best, A->coolest), and the one to go to (A->pick), if any: fewer
+ * nodes, more local, or less busy by the margin, and not a set it would
+ * leave again (A->hot). */
+static void auto_pick(const struct pctx *x, const struct snap_guest *g, const struct gview *v, struct adec *a)
+{
+	const struct policy_config *cfg = x->cfg;
 
 	for (unsigned i = 0; i < x->nr_cands; i++) {
 		const struct pcand *c = &x->cands[i];
 
-		if (c->k != kmin || c->crowded != crowded)
+		if (c->k != a->kmin || c->crowded != a->crowded)
 			continue;
-		if (!best || pcand_better(c, best))
-			best = c;
-		if (!coolest || c->util_after < coolest->util_after)
-			coolest = c;
+		if (!a->best || pcand_better(c, a->best))
+			a->best = c;
+		if (!a->coolest || c->util_after < a->coolest->util_after)
+			a->coolest = c;
 	}
 	for (unsigned i = 0; i < x->nr_cands; i++) {
 		const struct pcand *c = &x->cands[i];
-		bool sub = cur_k && mask_subset(&c->nodes, &g->cpu_nodes);
+		bool sub = a->cur_k && mask_subset(&c->nodes, &g->cpu_nodes);
 		bool opt;
 
-		if (c->crowded != crowded)
+		if (c->crowded != a->crowded)
 			continue;
 		if (!sub) {
 			/* Its huge pages cannot come where it runs (too few free
 			 * pages of their size there): its CPUs go to them
 			 * instead, onto a set that fits and holds them all. */
-			opt = c->k == kmin &&
-			      (!cur_k || c->util_after * (1.0 + cfg->less_busy_margin) < unow ||
-			       (locality_bad && !cc.huge_ok && pcand_fits(c) && v->huge_total && !c->huge_migrate));
+			opt = c->k == a->kmin &&
+			      (!a->cur_k || c->util_after * (1.0 + cfg->less_busy_margin) < a->unow ||
+			       (a->locality_bad && !a->cc.huge_ok && pcand_fits(c) && v->huge_total && !c->huge_migrate));
 			/* Local where it is and its threads fit its CPUs
 			 * (local fit): less load elsewhere must pay for moving
 			 * its memory there (the score counts W_MIGRATE for it),
 			 * else two one-thread guests sharing the 2-CPU node that
 			 * holds their memory would be split at once. */
-			if (opt && cur_k && !locality_bad && holds_memory(v, &cc) && cur_ok &&
-			    c->score >= cc.score - UTIL_EPS)
+			if (opt && a->cur_k && !a->locality_bad && holds_memory(v, &a->cc) && a->cur_ok &&
+			    c->score >= a->cc.score - UTIL_EPS)
 				opt = false;
-			if (opt && cur_k)
-				load_case = true;
-		} else if (c->k < cur_k) {
+			if (opt && a->cur_k)
+				a->load_case = true;
+		} else if (c->k < a->cur_k) {
 			opt = true;
 		} else {
-			opt = locality_bad && c->migrate > 0;
+			opt = a->locality_bad && c->migrate > 0;
 		}
 		/* Stability: a target that would itself be a load case next
 		 * cycle (at or over rebalance_util with a set less busy by the
 		 * margin) would be left again: don't go there. */
 		if (opt && !holds_memory(v, c) && c->util_after >= cfg->rebalance_util - UTIL_EPS &&
-		    !mask_subset(&coolest->nodes, &c->nodes) &&
-		    coolest->util_after * (1.0 + cfg->less_busy_margin) < c->util_after) {
-			hot = c;
+		    !mask_subset(&a->coolest->nodes, &c->nodes) &&
+		    a->coolest->util_after * (1.0 + cfg->less_busy_margin) < c->util_after) {
+			a->hot = c;
 			opt = false;
 		}
-		if (opt && (!pick || c->k < pick->k || (c->k == pick->k && pcand_better(c, pick))))
-			pick = c;
+		if (opt && (!a->pick || c->k < a->pick->k || (c->k == a->pick->k && pcand_better(c, a->pick))))
+			a->pick = c;
 	}
-	load_case = load_case && unow >= cfg->rebalance_util - UTIL_EPS;
-	settled = !locality_bad && cur_k <= kmin && cur_ok && !load_case;
-	nan = nan || cc.busy_nan;
+	a->load_case = a->load_case && a->unow >= cfg->rebalance_util - UTIL_EPS;
+}
 
-	if (settled) {
-		it->kind = PLAN_SETTLED;
-		it->reason = REASON_NONE;
-		fmt_nodes(&g->cpu_nodes, from, sizeof(from));
-		set_detail(it, "settled on nodes %s: locality %.2f (≥%.2f), util %.2f (≤%.2f)", from,
-			   locality, cfg->locality_target, cc.util_after, cfg->max_util);
-		if (crowded)
-			add_detail(it, "; nothing fits with headroom, none less loaded");
-		else if (cc.local_fit)
-			add_detail(it, "; fits without headroom: its memory is here, its threads fit the CPUs");
-		return;
-	}
-	if (!cur_k)
-		it->reason = REASON_PLACE;
-	else if (cur_k > kmin)
-		it->reason = REASON_CONSOLIDATE;
-	else if (locality_bad)
+/* Spread over the nodes it must have (its busy threads or memory need
+ * them), all its memory inside them, but not where its threads run: a
+ * cpuset cannot place pages inside the set. The kernel's NUMA balancing
+ * moves them toward the threads touching them; when it is on, that is its
+ * job and the guest is settled. When it is off, its memory on nodes of
+ * the set where none of its threads runs goes to the nodes that carry
+ * them, if they have room (follow_threads); else nothing here can do
+ * better: say so rather than move it. */
+static void auto_in_set(struct pctx *x, const struct pstate_entry *pe, const struct snap_guest *g,
+			const struct gview *v, struct gdec *d, const struct adec *a)
+{
+	const struct policy_config *cfg = x->cfg;
+	struct plan_item *it = &d->it;
+	struct pcand fc;
+	int64_t ago = 0;
+	char from[48];
+
+	fmt_nodes(&g->cpu_nodes, from, sizeof(from));
+	if (x->s->numa_balancing == 0 && follow_threads(x, g, v, &fc)) {
+		char tn[48];
+
+		fill_target(it, &fc);
 		it->reason = REASON_LOCALITY;
-	else
-		it->reason = REASON_LOAD;
-
-	/* Spread over the nodes it must have (its busy threads or memory
-	 * need them), all its memory inside them, but not where its threads
-	 * run: a cpuset cannot place pages inside the set. The kernel's NUMA
-	 * balancing moves them toward the threads touching them; when it is
-	 * on, that is its job and the guest is settled. When it is off, its
-	 * memory on nodes of the set where none of its threads runs goes to
-	 * the nodes that carry them, if they have room (follow_threads);
-	 * else nothing here can do better: say so rather than move it. */
-	if (!pick && locality_bad && cur_ok && cur_k >= 2 && cur_k <= kmin && !load_case && cc.migrate == 0) {
-		struct pcand fc;
-
-		fmt_nodes(&g->cpu_nodes, from, sizeof(from));
-		if (x->s->numa_balancing == 0 && follow_threads(x, g, v, &fc)) {
-			char tn[48];
-
-			fill_target(it, &fc);
-			it->reason = REASON_LOCALITY;
-			it->gain = gain_of(v, cfg, local_before, cur_k, &fc, unow);
-			if (in_cooldown(cfg, x->s, pe, &ago)) {
-				skip_cooldown(it, cfg, ago);
-				return;
-			}
-			it->kind = PLAN_MOVE;
-			d->target = fc;
-			d->want = true;
-			fmt_nodes(&fc.mems, tn, sizeof(tn));
-			set_detail(it, "memory follows its threads inside nodes %s: %llu MiB onto nodes %s, where its busy threads run (kernel NUMA balancing off), locality %.2f",
-				   from, mib(fc.migrate), tn, locality);
+		it->gain = gain_of(v, cfg, a->local_before, a->cur_k, &fc, a->unow);
+		if (in_cooldown(cfg, x->s, pe, &ago)) {
+			skip_cooldown(it, cfg, ago);
 			return;
 		}
-		if (x->s->numa_balancing > 0) {
-			it->kind = PLAN_SETTLED;
-			it->reason = REASON_NONE;
-			set_detail(it, "settled on nodes %s, which it needs: locality %.2f; memory inside them follows its threads by the kernel's NUMA balancing (on)",
-				   from, locality);
-		} else {
-			it->kind = PLAN_SKIP;
-			it->skip = SKIP_IN_SET;
-			set_detail(it, "on nodes %s, which it needs: locality %.2f with all its memory on them; kernel NUMA balancing is %s, and a cpuset cannot place memory by thread",
-				   from, locality, x->s->numa_balancing == 0 ? "off" : "unknown");
-		}
+		it->kind = PLAN_MOVE;
+		d->target = fc;
+		d->want = true;
+		fmt_nodes(&fc.mems, tn, sizeof(tn));
+		set_detail(it, "memory follows its threads inside nodes %s: %llu MiB onto nodes %s, where its busy threads run (kernel NUMA balancing off), locality %.2f",
+			   from, mib(fc.migrate), tn, a->locality);
 		return;
 	}
-	if (!pick) {
-		fill_target(it, best);
+	if (x->s->numa_balancing > 0) {
+		it->kind = PLAN_SETTLED;
+		it->reason = REASON_NONE;
+		set_detail(it, "settled on nodes %s, which it needs: locality %.2f; memory inside them follows its threads by the kernel's NUMA balancing (on)",
+			   from, a->locality);
+	} else {
 		it->kind = PLAN_SKIP;
-		it->skip = SKIP_NOT_LESS_BUSY;
-		it->gain = gain_of(v, cfg, local_before, cur_k, best, unow);
-		fmt_nodes(&best->nodes, to, sizeof(to));
-		if (hot) {
-			char cool[48];
-
-			fmt_nodes(&hot->nodes, from, sizeof(from));
-			fmt_nodes(&coolest->nodes, cool, sizeof(cool));
-			set_detail(it, "not less busy: nodes %s would be util %.2f (≥%.2f), to be left for nodes %s (util %.2f), which are not less busy than util %.2f now",
-				   from, hot->util_after, cfg->rebalance_util, cool, coolest->util_after, unow);
-		} else {
-			set_detail(it, "not less busy: nodes %s would be util %.2f, ×%.2f ≥ util %.2f now; %llu MiB to migrate, locality %.2f",
-				   to, best->util_after, 1.0 + cfg->less_busy_margin, unow,
-				   mib(best->migrate), it->locality_before);
-		}
-		if (nan || best->busy_nan)
-			add_detail(it, " (some node busy not measured, taken as idle)");
-		if (cur_k)
-			huge_detail(x, v, &cc, it);
-		return;
+		it->skip = SKIP_IN_SET;
+		set_detail(it, "on nodes %s, which it needs: locality %.2f with all its memory on them; kernel NUMA balancing is %s, and a cpuset cannot place memory by thread",
+			   from, a->locality, x->s->numa_balancing == 0 ? "off" : "unknown");
 	}
+}
+
+/* Nowhere to go that is better: a skip, with the best set and why not. */
+static void auto_not_less_busy(struct pctx *x, const struct gview *v, struct plan_item *it, const struct adec *a)
+{
+	const struct policy_config *cfg = x->cfg;
+	const struct pcand *best = a->best;
+	char to[48], from[48];
+
+	fill_target(it, best);
+	it->kind = PLAN_SKIP;
+	it->skip = SKIP_NOT_LESS_BUSY;
+	it->gain = gain_of(v, cfg, a->local_before, a->cur_k, best, a->unow);
+	fmt_nodes(&best->nodes, to, sizeof(to));
+	if (a->hot) {
+		char cool[48];
+
+		fmt_nodes(&a->hot->nodes, from, sizeof(from));
+		fmt_nodes(&a->coolest->nodes, cool, sizeof(cool));
+		set_detail(it, "not less busy: nodes %s would be util %.2f (≥%.2f), to be left for nodes %s (util %.2f), which are not less busy than util %.2f now",
+			   from, a->hot->util_after, cfg->rebalance_util, cool, a->coolest->util_after, a->unow);
+	} else {
+		set_detail(it, "not less busy: nodes %s would be util %.2f, ×%.2f ≥ util %.2f now; %llu MiB to migrate, locality %.2f",
+			   to, best->util_after, 1.0 + cfg->less_busy_margin, a->unow,
+			   mib(best->migrate), it->locality_before);
+	}
+	if (a->nan || best->busy_nan)
+		add_detail(it, " (some node busy not measured, taken as idle)");
+	if (a->cur_k)
+		huge_detail(x, v, &a->cc, it);
+}
+
+/* The move to A->pick, unless its cool-down holds it. */
+static void auto_move(struct pctx *x, const struct pstate_entry *pe, const struct snap_guest *g,
+		      const struct gview *v, struct gdec *d, const struct adec *a)
+{
+	const struct policy_config *cfg = x->cfg;
+	const struct pcand *pick = a->pick;
+	struct plan_item *it = &d->it;
+	int64_t ago = 0;
+
 	fill_target(it, pick);
-	it->gain = gain_of(v, cfg, local_before, cur_k, pick, unow);
-	if (in_cooldown(cfg, x->s, pe, &ago) && !(locality_bad && narrows_onto_threads(x, g, pick)) &&
+	it->gain = gain_of(v, cfg, a->local_before, a->cur_k, pick, a->unow);
+	if (in_cooldown(cfg, x->s, pe, &ago) && !(a->locality_bad && narrows_onto_threads(x, g, pick)) &&
 	    !relieves_overload(x, g, v, pick)) {
 		skip_cooldown(it, cfg, ago);
 		return;
@@ -1124,7 +1120,7 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 	/* Short: these must survive the detail's length limit. */
 	if (pcand_more_than_threads(x, v, pick))
 		add_detail(it, "; memory does not fit fewer nodes");
-	if (crowded)
+	if (a->crowded)
 		add_detail(it, pick->bare_mem ? "; nothing fits with headroom: least loaded, no memory headroom"
 			   : "; nothing fits with headroom: least loaded");
 	else if (pick->local_fit)
@@ -1132,8 +1128,74 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 	if (in_cooldown(cfg, x->s, pe, &ago))
 		add_detail(it, mask_intersects(&pick->nodes, &g->cpu_nodes) ? "; in cool-down: narrows onto its threads"
 				: "; in cool-down: onto an idle node, its own over its CPUs");
-	if (nan || pick->busy_nan)
+	if (a->nan || pick->busy_nan)
 		add_detail(it, " (some node busy not measured, taken as idle)");
+}
+
+/* A guest the policy places by itself (not pinned, not a start): split
+ * when its memory fits no node; else where it is now against the
+ * candidate sets of the fewest nodes, and settled, skipped or moved. */
+static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const struct snap_guest *g,
+			const struct gview *v, const bool *usable, unsigned nusable, bool nan,
+			struct gdec *d)
+{
+	const struct policy_config *cfg = x->cfg;
+	struct plan_item *it = &d->it;
+	struct adec a = { .cur_k = mask_count(&g->cpu_nodes), .unow = it->load_before, .nan = nan };
+	char from[48];
+
+	a.cur_ok = a.cur_k > 0;
+	if (!nusable) {
+		it->kind = PLAN_SKIP;
+		it->skip = SKIP_OUTSIDE_ALLOWED;
+		it->reason = REASON_NONE;
+		set_detail(it, "no CPU node it may use: allowed cpus hold no online CPU");
+		return;
+	}
+	if (decide_split(x, pe, g, v, usable, d))
+		return;
+	a.kmin = pcands_generate(x, v, usable, &a.allowed_block);
+	/* Nothing fits with headroom: the least-loaded sets that hold its
+	 * busy threads, its memory local there, by the same rules. */
+	if (!a.kmin) {
+		a.kmin = pcands_crowded_min(x);
+		a.crowded = a.kmin > 0;
+	}
+	auto_current(x, g, v, usable, it, &a);
+	if (!a.kmin) {
+		auto_no_fit(x, v, usable, it, &a);
+		return;
+	}
+	auto_pick(x, g, v, &a);
+	a.nan = a.nan || a.cc.busy_nan;
+
+	if (!a.locality_bad && a.cur_k <= a.kmin && a.cur_ok && !a.load_case) {
+		it->kind = PLAN_SETTLED;
+		it->reason = REASON_NONE;
+		fmt_nodes(&g->cpu_nodes, from, sizeof(from));
+		set_detail(it, "settled on nodes %s: locality %.2f (≥%.2f), util %.2f (≤%.2f)", from,
+			   a.locality, cfg->locality_target, a.cc.util_after, cfg->max_util);
+		if (a.crowded)
+			add_detail(it, "; nothing fits with headroom, none less loaded");
+		else if (a.cc.local_fit)
+			add_detail(it, "; fits without headroom: its memory is here, its threads fit the CPUs");
+		return;
+	}
+	if (!a.cur_k)
+		it->reason = REASON_PLACE;
+	else if (a.cur_k > a.kmin)
+		it->reason = REASON_CONSOLIDATE;
+	else if (a.locality_bad)
+		it->reason = REASON_LOCALITY;
+	else
+		it->reason = REASON_LOAD;
+	if (!a.pick && a.locality_bad && a.cur_ok && a.cur_k >= 2 && a.cur_k <= a.kmin && !a.load_case &&
+	    a.cc.migrate == 0)
+		auto_in_set(x, pe, g, v, d, &a);
+	else if (!a.pick)
+		auto_not_less_busy(x, v, it, &a);
+	else
+		auto_move(x, pe, g, v, d, &a);
 }
 
 /* Start placement. A container seen for the first time with little
@@ -1411,8 +1473,7 @@ static void one_node(const struct snapshot *s, bool verbose, struct plan *p)
 	}
 }
 
-static struct pstate *next_state(const struct snapshot *s, const struct pstate *prev,
-				 const struct plan *p)
+static struct pstate *next_state(const struct snapshot *s, const struct pstate *prev)
 {
 	struct pstate *ns = pstate_new();
 	unsigned cap = 0;
@@ -1428,20 +1489,7 @@ static struct pstate *next_state(const struct snapshot *s, const struct pstate *
 		}
 		ns->e[ns->n++] = *pe;
 	}
-	/* Guests are sorted by id after snap_finalize, so ns is sorted; the
-	 * moves go through pstate_note_move, which keeps it sorted. */
-	/* A start placement starts no cool-down: it was made on an assumed
-	 * use, the next cycle decides on the measured one. */
-	for (unsigned i = 0; i < p->nr_items; i++) {
-		const struct plan_item *it = &p->items[i];
-
-		if (it->kind != PLAN_MOVE || it->start)
-			continue;
-		if (it->follow)
-			pstate_note_follow(ns, it->guest_id, s->mono_ns);
-		else
-			pstate_note_move(ns, it->guest_id, s->mono_ns);
-	}
+	/* Guests are sorted by id after snap_finalize, so ns is sorted. */
 	return ns;
 }
 
@@ -1510,7 +1558,155 @@ int policy_decide(const struct policy_config *cfg, const struct snapshot *snap,
 		  const struct pstate *prev, bool verbose,
 		  struct plan **plan, struct pstate **next)
 {
-	return policy_decide_reserved(cfg, snap, prev, verbose, NULL, 0, plan, next);
+	int r = policy_decide_reserved(cfg, snap, prev, verbose, NULL, 0, plan, next);
+
+	if (r == 0)
+		plan_note_cooldowns(*plan, *next);
+	return r;
+}
+
+/* The working copy before any move: the nodes' load as the sum of what
+ * the guests' moves will take off them, the reservations taken, and the
+ * floaters' load where there is room to float to. */
+static void decide_setup(struct pctx *x, const struct snapshot *snap, const struct advice_reservation *res,
+			 unsigned nres, struct gview *v, bool *usable)
+{
+	const struct policy_config *cfg = x->cfg;
+	double *owned = xcalloc(x->nn ? x->nn : 1, sizeof(*owned));
+	double busy = 0.0;
+	unsigned cpus = 0;
+
+	for (unsigned gi = 0; gi < snap->nr_guests; gi++) {
+		gview_build(x, &snap->guests[gi], v, usable);
+		for (unsigned n = 0; n < x->nn; n++)
+			owned[n] += v->own[n];
+	}
+	pctx_settle(x, owned);
+	free(owned);
+	for (unsigned i = 0; i < nres; i++)
+		pctx_reserve(x, &res[i]);
+	/* Floaters float only where there is room to float to: on a host
+	 * busier than max_util as a whole (the testbed's oversubscribed
+	 * scenario, 12 busy threads on 8 CPUs) their load stays where it is,
+	 * or every guest would be placed as if the others were gone. */
+	for (unsigned n = 0; n < x->nn; n++) {
+		busy += x->busy[n];
+		cpus += snap->nodes[n].nr_cpus;
+	}
+	for (unsigned gi = 0; gi < snap->nr_guests && busy <= cfg->max_util * cpus + UTIL_EPS; gi++) {
+		gview_build(x, &snap->guests[gi], v, usable);
+		pctx_float(x, v);
+	}
+}
+
+/* Every guest decided, the best first: each accepted move (ORDER[*NORD],
+ * in acceptance order) changes the working copy the later ones are
+ * decided against, within the cycle's move and migration budgets. */
+static void decide_accept(struct pctx *x, const struct snapshot *snap, const struct pstate *prev, struct gdec *d,
+			  struct gview *v, bool *usable, struct plan *p, unsigned *order, unsigned *nord,
+			  unsigned *nmig, uint64_t *migrated)
+{
+	const struct policy_config *cfg = x->cfg;
+	struct heap h = { .n = 0, .d = d };
+
+	h.a = xcalloc(snap->nr_guests ? snap->nr_guests : 1, sizeof(*h.a));
+	for (unsigned gi = 0; gi < snap->nr_guests; gi++) {
+		evaluate(x, prev, gi, &d[gi], v, usable);
+		if (d[gi].want)
+			heap_push(&h, gi);
+	}
+	while (h.n) {
+		unsigned gi = heap_pop(&h);
+		struct gdec *gd = &d[gi];
+
+		if (migrating(snap, gd) && *nmig >= cfg->max_moves) {
+			budget_skip(gd, SKIP_MAX_MOVES, cfg, *migrated);
+			continue;
+		}
+		if (gd->version != x->version) {
+			/* Ranked before the last accepted move: look again. */
+			evaluate(x, prev, gi, gd, v, usable);
+			if (!gd->want)
+				continue;
+			if (h.n && heap_before(&h, h.a[0], gi)) {
+				heap_push(&h, gi);
+				continue;
+			}
+			if (migrating(snap, gd) && *nmig >= cfg->max_moves) {
+				budget_skip(gd, SKIP_MAX_MOVES, cfg, *migrated);
+				continue;
+			}
+		}
+		/* A guest bigger than the whole budget would never move: it may
+		 * go alone, as the cycle's first migrating move. A budget of 0
+		 * forbids migration (moves that need none still happen). */
+		if (gd->it.migrate_bytes > budget_left(cfg, *migrated) &&
+		    !(*migrated == 0 && cfg->max_migrate_bytes > 0 &&
+		      gd->it.migrate_bytes > cfg->max_migrate_bytes)) {
+			budget_skip(gd, SKIP_MAX_MIGRATE, cfg, *migrated);
+			continue;
+		}
+		/* Accept: rebuild this guest's view and update the working copy. */
+		{
+			struct snap_guest tmp;
+
+			view_of(x, &snap->guests[gi], gd->it.start, v, usable, &tmp, NULL);
+		}
+		pctx_commit(x, v, &gd->target);
+		gd->it.to_cpus = xmalloc(sizeof(cpumask_t));
+		cpumask_for(x, &snap->guests[gi], &gd->target.nodes, gd->it.to_cpus);
+		gd->want = false;
+		p->nr_moves++;
+		*nmig += migrating(snap, gd);
+		*migrated += gd->it.migrate_bytes;
+		order[(*nord)++] = gi;
+	}
+	free(h.a);
+}
+
+/* The plan's items from the decisions D (which they take over: D is
+ * gone after): moves with nothing (worth) migrating first, as they take
+ * milliseconds while one migration can take seconds per GiB, and the
+ * engine applies the plan in order — a guest that only needs its cpus
+ * changed should not wait behind another's migration (the testbed's
+ * misplaced scenario: 22 s). Each group keeps the acceptance order.
+ * Then skips (and settled guests when VERBOSE) by guest id.
+ *
+ * The items are made in D's own memory: at 1000 guests D is 1.3 MiB and
+ * a new array beside it was the daemon's peak (make bench: two
+ * snapshots, the published plan, D and the new plan at once). An item is
+ * smaller than a gdec, so item k (k <= gi) never overwrites a gdec not
+ * yet read; the moves (at most max_moves, in acceptance order, those
+ * with nothing worth migrating first) are copied aside, then put in
+ * front. */
+static void plan_items(const struct snapshot *snap, bool verbose, struct gdec *d, const unsigned *order,
+		       unsigned nord, struct plan *p)
+{
+	struct plan_item *items = (struct plan_item *)(void *)d, *moves;
+	unsigned nmoves = 0, nkept = 0;
+
+	_Static_assert(sizeof(struct plan_item) <= sizeof(struct gdec), "items fit in place");
+	moves = xcalloc(nord ? nord : 1, sizeof(*moves));
+	for (int pass = 0; pass < 2; pass++)
+		for (unsigned i = 0; i < nord; i++) {
+			const struct plan_item *it = &d[order[i]].it;
+
+			if (plan_migration_negligible(it->migrate_bytes, snap->guests[order[i]].mem_total) ==
+			    (pass == 0))
+				moves[nmoves++] = *it;
+		}
+	for (unsigned gi = 0; gi < snap->nr_guests; gi++) {
+		const struct plan_item *it = &d[gi].it;
+
+		if (it->kind == PLAN_MOVE || (it->kind == PLAN_SETTLED && !verbose))
+			continue;
+		memmove(&items[nkept++], it, sizeof(*it));
+	}
+	memmove(&items[nmoves], items, nkept * sizeof(*items));
+	memcpy(items, moves, nmoves * sizeof(*items));
+	free(moves);
+	p->nr_items = nmoves + nkept;
+	p->items = xrealloc(d, (p->nr_items ? p->nr_items : 1) * sizeof(*items));
 }
 
 int policy_decide_reserved(const struct policy_config *cfg, const struct snapshot *snap,
@@ -1522,7 +1718,6 @@ int policy_decide_reserved(const struct policy_config *cfg, const struct snapsho
 	struct pctx x;
 	struct gdec *d;
 	struct gview v;
-	struct heap h;
 	bool *usable;
 	unsigned *order, nord = 0, nmig = 0;
 	uint64_t migrated = 0;
@@ -1534,7 +1729,7 @@ int policy_decide_reserved(const struct policy_config *cfg, const struct snapsho
 	p->mono_ns = snap->mono_ns;
 	if (snap_nr_cpu_nodes(snap) <= 1) {
 		one_node(snap, verbose, p);
-		*next = next_state(snap, prev, p);
+		*next = next_state(snap, prev);
 		*plan = p;
 		return 0;
 	}
@@ -1542,146 +1737,17 @@ int policy_decide_reserved(const struct policy_config *cfg, const struct snapsho
 	pctx_init(&x, cfg, snap);
 	d = xcalloc(snap->nr_guests ? snap->nr_guests : 1, sizeof(*d));
 	usable = xcalloc(x.nn ? x.nn : 1, sizeof(*usable));
-	{
-		/* The nodes' load as the sum of what the guests' moves will
-		 * take off them (pctx_settle). */
-		double *owned = xcalloc(x.nn ? x.nn : 1, sizeof(*owned));
-
-		for (unsigned gi = 0; gi < snap->nr_guests; gi++) {
-			gview_build(&x, &snap->guests[gi], &v, usable);
-			for (unsigned n = 0; n < x.nn; n++)
-				owned[n] += v.own[n];
-		}
-		pctx_settle(&x, owned);
-		free(owned);
-	}
-	for (unsigned i = 0; i < nres; i++)
-		pctx_reserve(&x, &res[i]);
 	order = xcalloc(snap->nr_guests ? snap->nr_guests : 1, sizeof(*order));
-	h.n = 0;
-	h.a = xcalloc(snap->nr_guests ? snap->nr_guests : 1, sizeof(*h.a));
-	h.d = d;
-
-	/* Floaters float only where there is room to float to: on a host
-	 * busier than max_util as a whole (the testbed's oversubscribed
-	 * scenario, 12 busy threads on 8 CPUs) their load stays where it is,
-	 * or every guest would be placed as if the others were gone. */
-	{
-		double busy = 0.0;
-		unsigned cpus = 0;
-
-		for (unsigned n = 0; n < x.nn; n++) {
-			busy += x.busy[n];
-			cpus += snap->nodes[n].nr_cpus;
-		}
-		for (unsigned gi = 0; gi < snap->nr_guests && busy <= cfg->max_util * cpus + UTIL_EPS; gi++) {
-			gview_build(&x, &snap->guests[gi], &v, usable);
-			pctx_float(&x, &v);
-		}
-	}
-	for (unsigned gi = 0; gi < snap->nr_guests; gi++) {
-		evaluate(&x, prev, gi, &d[gi], &v, usable);
-		if (d[gi].want)
-			heap_push(&h, gi);
-	}
-
-	while (h.n) {
-		unsigned gi = heap_pop(&h);
-		struct gdec *gd = &d[gi];
-
-		if (migrating(snap, gd) && nmig >= cfg->max_moves) {
-			budget_skip(gd, SKIP_MAX_MOVES, cfg, migrated);
-			continue;
-		}
-		if (gd->version != x.version) {
-			/* Ranked before the last accepted move: look again. */
-			evaluate(&x, prev, gi, gd, &v, usable);
-			if (!gd->want)
-				continue;
-			if (h.n && heap_before(&h, h.a[0], gi)) {
-				heap_push(&h, gi);
-				continue;
-			}
-			if (migrating(snap, gd) && nmig >= cfg->max_moves) {
-				budget_skip(gd, SKIP_MAX_MOVES, cfg, migrated);
-				continue;
-			}
-		}
-		/* A guest bigger than the whole budget would never move: it may
-		 * go alone, as the cycle's first migrating move. A budget of 0
-		 * forbids migration (moves that need none still happen). */
-		if (gd->it.migrate_bytes > budget_left(cfg, migrated) &&
-		    !(migrated == 0 && cfg->max_migrate_bytes > 0 &&
-		      gd->it.migrate_bytes > cfg->max_migrate_bytes)) {
-			budget_skip(gd, SKIP_MAX_MIGRATE, cfg, migrated);
-			continue;
-		}
-		/* Accept: rebuild this guest's view and update the working copy. */
-		{
-			struct snap_guest tmp;
-
-			view_of(&x, &snap->guests[gi], gd->it.start, &v, usable, &tmp, NULL);
-		}
-		pctx_commit(&x, &v, &gd->target);
-		gd->it.to_cpus = xmalloc(sizeof(cpumask_t));
-		cpumask_for(&x, &snap->guests[gi], &gd->target.nodes, gd->it.to_cpus);
-		gd->want = false;
-		p->nr_moves++;
-		nmig += migrating(snap, gd);
-		migrated += gd->it.migrate_bytes;
-		order[nord++] = gi;
-	}
-
+	decide_setup(&x, snap, res, nres, &v, usable);
+	decide_accept(&x, snap, prev, d, &v, usable, p, order, &nord, &nmig, &migrated);
 	refine(&x, prev, snap, res, nres, d, order, nord, &migrated, &nmig, &v, usable);
-
-	/* Moves with nothing (worth) migrating first: they take milliseconds,
-	 * while one migration can take seconds per GiB, and the engine
-	 * applies the plan in order — a guest that only needs its cpus
-	 * changed should not wait behind another's migration (the testbed's
-	 * misplaced scenario: 22 s). Each group keeps the acceptance order. */
-	/* The plan's items are made in D's own memory: at 1000 guests D is
-	 * 1.3 MiB and a new array beside it was the daemon's peak (make
-	 * bench: two snapshots, the published plan, D and the new plan at
-	 * once). An item is smaller than a gdec, so item k (k <= gi) never
-	 * overwrites a gdec not yet read; the moves (at most max_moves, in
-	 * acceptance order, those with nothing worth migrating first) are
-	 * copied aside, then put in front. */
-	{
-		struct plan_item *items = (struct plan_item *)(void *)d, *moves;
-		unsigned nmoves = 0, nkept = 0;
-
-		_Static_assert(sizeof(struct plan_item) <= sizeof(struct gdec), "items fit in place");
-		moves = xcalloc(nord ? nord : 1, sizeof(*moves));
-		for (int pass = 0; pass < 2; pass++)
-			for (unsigned i = 0; i < nord; i++) {
-				const struct plan_item *it = &d[order[i]].it;
-
-				if (plan_migration_negligible(it->migrate_bytes, snap->guests[order[i]].mem_total) ==
-				    (pass == 0))
-					moves[nmoves++] = *it;
-			}
-		for (unsigned gi = 0; gi < snap->nr_guests; gi++) {
-			const struct plan_item *it = &d[gi].it;
-
-			if (it->kind == PLAN_MOVE || (it->kind == PLAN_SETTLED && !verbose))
-				continue;
-			memmove(&items[nkept++], it, sizeof(*it));
-		}
-		memmove(&items[nmoves], items, nkept * sizeof(*items));
-		memcpy(items, moves, nmoves * sizeof(*items));
-		free(moves);
-		p->nr_items = nmoves + nkept;
-		p->items = xrealloc(d, (p->nr_items ? p->nr_items : 1) * sizeof(*items));
-		d = NULL;
-	}
+	plan_items(snap, verbose, d, order, nord, p);
 	p->migrate_bytes = migrated;
-	*next = next_state(snap, prev, p);
+	*next = next_state(snap, prev);
 	*plan = p;
 
-	free(h.a);
 	free(order);
 	free(usable);
-	free(d);
 	pctx_fini(&x);
 	return 0;
 }

@@ -19,12 +19,16 @@
 /* Decide (consolidate.c). PREV may be NULL (first cycle). On success
  * *plan and *next are the caller's (plan_free, pstate_free). Guests that
  * are settled get no plan item unless verbose is set (dry-run shows
- * everything). Returns 0 or -EINVAL (bad config). */
+ * everything). *next holds every planned move's cool-down, as if each
+ * were carried out (plan_note_cooldowns): the tests' simulations feed it
+ * back as the next cycle's PREV. Returns 0 or -EINVAL (bad config). */
 int policy_decide(const struct policy_config *cfg, const struct snapshot *snap,
 		  const struct pstate *prev, bool verbose,
 		  struct plan **plan, struct pstate **next);
 /* The same, with RES[NRES] counted as taken: no guest is moved into room
- * promised to a guest about to start. */
+ * promised to a guest about to start, and *next only PREV's entries of
+ * the guests in SNAP: the engine notes the cool-downs of the moves it
+ * carries out (policy_ops.decide). */
 int policy_decide_reserved(const struct policy_config *cfg, const struct snapshot *snap,
 			   const struct pstate *prev, bool verbose,
 			   const struct advice_reservation *res, unsigned nres,

@@ -176,7 +176,7 @@ void engine_bindwrite_settle(struct engine *e, struct ejob *job, const struct mo
 		engine_bound_add(e, snap, it);
 	else
 		engine_bound_writing(e, it->guest_id, false);
-	engine_count_outcome(&e->stats, NULL, e->ps, it, res.status);
+	engine_count_outcome(&e->stats, NULL, it, res.status, 0);
 	engine_save_bindings(e);
 	apply_pending_free(job->p);
 	free(bw);

@@ -1,6 +1,10 @@
-/* engine_cycle.c — one cycle: acquire a snapshot, let the registered
- * policy decide, apply the plan (every move's CPUs first, then the memory
- * of those that must migrate), record each outcome, publish the view. */
+/* engine_cycle.c — one cycle, in four steps (engine_cycle): acquire a
+ * snapshot (cycle_acquire), let the registered policy decide
+ * (cycle_decide), apply the plan, every move's CPUs first, then the
+ * memory of those that must migrate, recording each outcome as it comes
+ * and noting the cool-down of a move the outcome keeps one for
+ * (cycle_apply), and record what the cycle leaves for the next, then
+ * publish the view (cycle_record). */
 #include "orchestrator/engine/engine.h"
 
 #include <errno.h>
@@ -384,11 +388,11 @@ static void record_move(struct engine *e, const struct snapshot *snap, struct ps
 		report->results[i] = *res;
 		report->attempted[i] = true;
 	}
-	engine_count_outcome(&e->stats, next, e->ps, it, res->status);
+	engine_count_outcome(&e->stats, next, it, res->status, snap->mono_ns);
 }
 
-void engine_count_outcome(struct engine_stats *st, struct pstate *next, const struct pstate *prev,
-			  const struct plan_item *it, enum apply_status status)
+void engine_count_outcome(struct engine_stats *st, struct pstate *next, const struct plan_item *it,
+			  enum apply_status status, int64_t now_ns)
 {
 	switch (status) {
 	case APPLY_DONE:
@@ -398,8 +402,8 @@ void engine_count_outcome(struct engine_stats *st, struct pstate *next, const st
 	case APPLY_FAILED:
 	case APPLY_FAILED_PARTIAL:
 	case APPLY_REFUSED:
-		/* Keep the cool-down: retrying a refused write every
-		 * cycle would only hammer the cgroup. */
+		/* A cool-down: retrying a refused write every cycle would
+		 * only hammer the cgroup. */
 		st->move_failures++;
 		break;
 	case APPLY_NOT_APPLICABLE:
@@ -408,11 +412,12 @@ void engine_count_outcome(struct engine_stats *st, struct pstate *next, const st
 		st->moves_skipped++;
 		break;
 	default:
+		/* Nothing was carried out: no cool-down. */
 		st->moves_skipped++;
-		if (next)
-			pstate_revert(next, prev, it->guest_id);
-		break;
+		return;
 	}
+	if (next)
+		plan_item_note_cooldown(it, next, now_ns);
 }
 
 /* The operator's per-guest overrides (the REST API's store), applied to
@@ -464,42 +469,51 @@ static void mem_flows(void *ctx, struct snapshot *s)
 		mover_flows(e->mover, s);
 }
 
-int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
-{
-	const struct snapshot *snap = NULL;
-	struct snap_policy_overlay ov = {
-		.get = e->gs ? override_policy : NULL, .ctx = e->gs, .flows = mem_flows, .flows_ctx = e
-	};
-	struct plan *plan = NULL;
-	struct pstate *next = NULL;
-	int64_t t0 = clock_mono_ns(), t1, t2, t3;
-	char (*placed)[GUEST_ID_MAX] = NULL, (*released)[GUEST_ID_MAX] = NULL;
-	unsigned nplaced, npend = 0, nreleased = 0;
+/* One cycle's working state, from acquire to record. */
+struct cycle {
+	bool dry_run, do_apply;
+	struct cycle_report *report;
+	const struct snapshot *snap;
+	struct plan *plan;
+	struct pstate *next;
+	/* Guests placed (engine_place.c) or released (engine_bind.c) this
+	 * cycle: the plan saw them where they were before. */
+	char (*placed)[GUEST_ID_MAX], (*released)[GUEST_ID_MAX];
+	unsigned nplaced, nreleased;
+	/* Moves whose CPUs are written, their memory still to move. */
 	struct {
 		struct apply_pending *p;
 		unsigned idx;
 	} *pend;
-	bool do_apply;
+	unsigned npend;
+	int64_t t0, t1, t2, t3;
+};
+
+/* Acquire: settle what ended since the last cycle, read the snapshot (the
+ * operator's overrides and the mover's flows folded in), and note what
+ * it says of the host. */
+static int cycle_acquire(struct engine *e, struct cycle *c)
+{
+	struct snap_policy_overlay ov = {
+		.get = e->gs ? override_policy : NULL, .ctx = e->gs, .flows = mem_flows, .flows_ctx = e
+	};
 	int r;
 
-	if (report)
-		memset(report, 0, sizeof(*report));
 	engine_apply_schedule(e);
 	engine_settle_jobs(e);
 	e->watch_pending = false;
-	dry_run = dry_run || e->cfg.dry_run;
-	r = e->src.snapshot(e->acq, e->cfg.sample_s, &ov, &snap);
+	r = e->src.snapshot(e->acq, e->cfg.sample_s, &ov, &c->snap);
 	if (r < 0)
 		return log_errno(LOG_LEVEL_ERROR, r, "cannot read the host topology from %s", e->hp.sysfs);
-	t1 = clock_mono_ns();
+	c->t1 = clock_mono_ns();
 	/* The same broken file gives the same warning every cycle: once,
 	 * then with a count now and then (47 lines a cycle on one host). */
 	if (!e->warn_rep)
 		e->warn_rep = log_repeat_new();
-	log_repeat_round(e->warn_rep, LOG_LEVEL_WARN, snap->warnings, snap->nr_warnings);
+	log_repeat_round(e->warn_rep, LOG_LEVEL_WARN, c->snap->warnings, c->snap->nr_warnings);
 
-	e->stats.cpu_nodes = snap_nr_cpu_nodes(snap);
-	note_balancing(e, snap);
+	e->stats.cpu_nodes = snap_nr_cpu_nodes(c->snap);
+	note_balancing(e, c->snap);
 	if (e->vm) {
 		struct vmsrc_status vst;
 
@@ -515,172 +529,225 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 			 e->stats.cpu_nodes == 1 ? "" : "s");
 		e->warned_one_node = true;
 	}
-	/* Domains that just started are placed now, before the policy runs,
-	 * so it sees their cool-down and leaves them be this cycle. */
-	nplaced = engine_place_started(e, snap, dry_run, &placed);
+	return 0;
+}
 
-	if (e->cfg.mode != MODE_OFF) {
-		const struct advice_reservation *res;
-		unsigned nres = engine_reservations(e, &res);
+/* Decide: domains that just started are placed first, before the policy
+ * runs, so it sees their cool-down and leaves them be this cycle; then
+ * the policy's plan and next state. */
+static int cycle_decide(struct engine *e, struct cycle *c)
+{
+	const struct advice_reservation *res;
+	unsigned nres;
+	int r;
 
-		r = e->pol.decide(&e->cfg.policy, snap, e->ps, report != NULL, res, nres, &plan, &next);
-		if (r < 0) {
-			snap_unref(snap);
-			free(placed);
-			return log_errno(LOG_LEVEL_ERROR, r, "policy rejected its configuration");
-		}
+	c->nplaced = engine_place_started(e, c->snap, c->dry_run, &c->placed);
+	if (e->cfg.mode == MODE_OFF)
+		return 0;
+	nres = engine_reservations(e, &res);
+	r = e->pol.decide(&e->cfg.policy, c->snap, e->ps, c->report != NULL, res, nres, &c->plan, &c->next);
+	if (r < 0)
+		return log_errno(LOG_LEVEL_ERROR, r, "policy rejected its configuration");
+	return 0;
+}
+
+static bool in_ids(char (*ids)[GUEST_ID_MAX], unsigned n, const char *id)
+{
+	for (unsigned k = 0; k < n; k++)
+		if (strcmp(ids[k], id) == 0)
+			return true;
+	return false;
+}
+
+/* A planned move not carried out (advise mode, a dry run): said once, not
+ * once a cycle (an explicit request, the report, always gets its records). */
+static void say_planned(struct engine *e, const struct cycle *c, const struct plan_item *it)
+{
+	if (logged_repeats(&e->logged, it, c->report != NULL, c->snap->mono_ns, e->cfg.policy.cooldown_ns))
+		return;
+	engine_log_move(c->snap, it, NULL);
+	declog_add(e->dl, declog_make(c->snap, it, e->cfg.mode == MODE_ADVISE && !c->dry_run ? "advised" : "planned",
+				      NULL, c->dry_run));
+}
+
+/* Phase 1 of plan item I: a move's CPUs (its memory, if it must migrate,
+ * is queued for phase 2), a skip's record. */
+static void apply_item(struct engine *e, struct cycle *c, unsigned i)
+{
+	const struct snapshot *snap = c->snap;
+	const struct plan_item *it = &c->plan->items[i];
+
+	/* Placed this cycle: the plan saw it where it was before. Its
+	 * planned move is not made, but cools down as if it were. */
+	if (in_ids(c->placed, c->nplaced, it->guest_id) || in_ids(c->released, c->nreleased, it->guest_id)) {
+		plan_item_note_cooldown(it, c->next, snap->mono_ns);
+		return;
 	}
-	t2 = clock_mono_ns();
+	/* Its start binding's write still runs: a new move would race
+	 * it; decided again next cycle, on the cpuset it leaves. */
+	if (it->kind == PLAN_MOVE && c->do_apply && engine_bindwrite_pending(e, it->guest_id)) {
+		log_debug("not moving %s this cycle: its start binding's cpuset.mems write is still running",
+			  it->guest_id);
+		return;
+	}
+	if (it->kind == PLAN_MOVE) {
+		struct apply_result res;
 
-	do_apply = e->cfg.mode == MODE_ENFORCE && !dry_run;
+		if (!c->do_apply) {
+			say_planned(e, c, it);
+			return;
+		}
+		/* A new plan for a guest supersedes its running job (it stops
+		 * at its next chunk boundary); the move the job is making
+		 * already is no new plan (still_moving). */
+		if (e->mover) {
+			uint64_t old = mover_job_of(e->mover, it->guest_id);
+
+			/* (its cool-down is the one of the move that
+			 * started the job) */
+			if (old && still_moving(e, snap, it, old))
+				return;
+			if (old)
+				mover_cancel(e->mover, old, MJ_SUPERSEDED);
+		}
+		/* CPUs first: every move's cpuset.cpus this pass, the memory
+		 * of those that must migrate after all of them. */
+		apply_cpus(e->app, snap, it, &res, &c->pend[c->npend].p);
+		if (c->pend[c->npend].p) {
+			c->pend[c->npend++].idx = i;
+			return;
+		}
+		record_move(e, snap, c->next, it, &res, c->report, i);
+	} else if (it->kind == PLAN_SKIP) {
+		uint64_t old = e->mover && it->skip == SKIP_COOLDOWN ? mover_job_of(e->mover, it->guest_id) : 0;
+
+		/* (logged_update still counts the skip as said: once the
+		 * job has ended, the same cool-down is not recorded either
+		 * — the job's own record says where the memory got to.) */
+		if (old && still_moving(e, snap, it, old))
+			return;
+		if (logged_repeats(&e->logged, it, c->report != NULL, snap->mono_ns, e->cfg.policy.cooldown_ns))
+			return;
+		log_debug("not moving %s: %s (%s)", it->guest_id, skip_reason_name(it->skip), it->detail);
+		declog_add(e->dl, declog_make(snap, it, "skipped", NULL, c->dry_run));
+	}
+}
+
+/* Apply: bindings from before a restart, then every move's CPUs, then the
+ * memory of those that must migrate; each outcome recorded as it comes. */
+static void cycle_apply(struct engine *e, struct cycle *c)
+{
+	struct plan *plan = c->plan;
+	unsigned nitems = plan ? plan->nr_items : 0;
+
+	c->do_apply = e->cfg.mode == MODE_ENFORCE && !c->dry_run;
 	if (e->spread_cycles)
 		e->spread_cycles--;
-	if (report && plan) {
-		report->nr_results = plan->nr_items;
-		report->results = xcalloc(plan->nr_items ? plan->nr_items : 1, sizeof(*report->results));
-		report->attempted = xcalloc(plan->nr_items ? plan->nr_items : 1, sizeof(bool));
-		report->applied = do_apply;
+	if (c->report && plan) {
+		c->report->nr_results = nitems;
+		c->report->results = xcalloc(nitems ? nitems : 1, sizeof(*c->report->results));
+		c->report->attempted = xcalloc(nitems ? nitems : 1, sizeof(bool));
+		c->report->applied = c->do_apply;
 	}
-	if (do_apply) {
+	if (c->do_apply) {
 		/* Bindings from before a restart first: a guest released here
 		 * is decided again next cycle, on mems the plan did not see. */
-		nreleased = engine_restore_bound(e, snap, &released);
+		c->nreleased = engine_restore_bound(e, c->snap, &c->released);
 		/* A binding is on disk before its write (bindstate.h). */
-		for (unsigned i = 0; plan && i < plan->nr_items; i++)
+		for (unsigned i = 0; i < nitems; i++)
 			if (plan->items[i].kind == PLAN_MOVE && plan->items[i].bind_start)
-				engine_bound_intend(e, snap, &plan->items[i]);
+				engine_bound_intend(e, c->snap, &plan->items[i]);
 		engine_save_bindings(e);
 	}
-	applier_begin_cycle(e->app, snap, e->mover && e->mover_on);
-	pend = xcalloc(plan && plan->nr_items ? plan->nr_items : 1, sizeof(*pend));
-	for (unsigned i = 0; plan && i < plan->nr_items; i++) {
-		const struct plan_item *it = &plan->items[i];
-		bool just_placed = false;
-
-		/* Placed this cycle: the plan saw it where it was before. */
-		for (unsigned k = 0; k < nplaced && !just_placed; k++)
-			just_placed = strcmp(placed[k], it->guest_id) == 0;
-		for (unsigned k = 0; k < nreleased && !just_placed; k++)
-			just_placed = strcmp(released[k], it->guest_id) == 0;
-		if (just_placed)
-			continue;
-		/* Its start binding's write still runs: a new move would race
-		 * it; decided again next cycle, on the cpuset it leaves. */
-		if (it->kind == PLAN_MOVE && do_apply && engine_bindwrite_pending(e, it->guest_id)) {
-			log_debug("not moving %s this cycle: its start binding's cpuset.mems write is still running",
-				  it->guest_id);
-			pstate_revert(next, e->ps, it->guest_id);
-			continue;
-		}
-		if (it->kind == PLAN_MOVE) {
-			struct apply_result res;
-
-			if (!do_apply) {
-				/* Advise mode and dry runs plan the same move every
-				 * cycle until something changes: say it once, not
-				 * once a cycle (an explicit request, REPORT, always
-				 * gets its records). */
-				bool same = logged_repeats(&e->logged, it, report != NULL, snap->mono_ns,
-							   e->cfg.policy.cooldown_ns);
-
-				pstate_revert(next, e->ps, it->guest_id);
-				if (same)
-					continue;
-				engine_log_move(snap, it, NULL);
-				declog_add(e->dl, declog_make(snap, it, e->cfg.mode == MODE_ADVISE && !dry_run ?
-							  "advised" : "planned", NULL, dry_run));
-				continue;
-			}
-			/* A new plan for a guest supersedes its running job (it stops
-			 * at its next chunk boundary); the move the job is making
-			 * already is no new plan (still_moving). */
-			if (e->mover) {
-				uint64_t old = mover_job_of(e->mover, it->guest_id);
-
-				if (old && still_moving(e, snap, it, old)) {
-					pstate_revert(next, e->ps, it->guest_id);
-					continue;
-				}
-				if (old)
-					mover_cancel(e->mover, old, MJ_SUPERSEDED);
-			}
-			/* CPUs first: every move's cpuset.cpus this pass, the memory
-			 * of those that must migrate after all of them. */
-			apply_cpus(e->app, snap, it, &res, &pend[npend].p);
-			if (pend[npend].p) {
-				pend[npend++].idx = i;
-				continue;
-			}
-			record_move(e, snap, next, it, &res, report, i);
-		} else if (it->kind == PLAN_SKIP) {
-			uint64_t old = e->mover && it->skip == SKIP_COOLDOWN ? mover_job_of(e->mover, it->guest_id) : 0;
-
-			/* (logged_update still counts the skip as said: once the
-			 * job has ended, the same cool-down is not recorded either
-			 * — the job's own record says where the memory got to.) */
-			if (old && still_moving(e, snap, it, old))
-				continue;
-			if (logged_repeats(&e->logged, it, report != NULL, snap->mono_ns, e->cfg.policy.cooldown_ns))
-				continue;
-			log_debug("not moving %s: %s (%s)", it->guest_id, skip_reason_name(it->skip), it->detail);
-			declog_add(e->dl, declog_make(snap, it, "skipped", NULL, dry_run));
-		}
-	}
-	for (unsigned k = 0; k < npend; k++) {
-		const struct plan_item *it = &plan->items[pend[k].idx];
+	applier_begin_cycle(e->app, c->snap, e->mover && e->mover_on);
+	c->pend = xcalloc(nitems ? nitems : 1, sizeof(*c->pend));
+	for (unsigned i = 0; i < nitems; i++)
+		apply_item(e, c, i);
+	for (unsigned k = 0; k < c->npend; k++) {
+		const struct plan_item *it = &plan->items[c->pend[k].idx];
 		struct apply_result res;
 
 		/* A cycle of big migrations can outlast the watchdog. */
 		if (e->watchdog_usec)
 			notify_watchdog();
-		switch (memory_phase(e, snap, pend[k].p, report != NULL, &res)) {
+		switch (memory_phase(e, c->snap, c->pend[k].p, c->report != NULL, &res)) {
 		case PHASE_WRITE_JOB:
 			continue;
 		case PHASE_DONE:
-			apply_pending_free(pend[k].p);
+			apply_pending_free(c->pend[k].p);
 			break;
 		case PHASE_JOB:
 			break;
 		}
-		record_move(e, snap, next, it, &res, report, pend[k].idx);
+		record_move(e, c->snap, c->next, it, &res, c->report, c->pend[k].idx);
 	}
-	free(pend);
-	free(released);
 	engine_bound_drop_intents(e);
-	engine_release_bound(e, snap, plan, do_apply);
+	engine_release_bound(e, c->snap, plan, c->do_apply);
 	engine_save_bindings(e);
-	t3 = clock_mono_ns();
+}
+
+/* Record: what the cycle leaves for the next one (the policy's state, the
+ * last-recorded table), its timings, and the view it publishes. */
+static void cycle_record(struct engine *e, struct cycle *c)
+{
+	const struct snapshot *snap = c->snap;
+	const struct plan *plan = c->plan;
+
 	e->first_sight = false;
 	for (unsigned i = 0; plan && i < plan->nr_items && !e->first_sight; i++)
 		e->first_sight = plan->items[i].kind == PLAN_SKIP && plan->items[i].skip == SKIP_NO_USAGE;
 	if (plan)
 		logged_update(&e->logged, plan, snap->mono_ns, e->cfg.policy.cooldown_ns);
-	if (next) {
+	if (c->next) {
 		pstate_free(e->ps);
-		e->ps = next;
+		e->ps = c->next;
+		c->next = NULL;
 	}
 	engine_save_state(e);
 
 	e->stats.cycles++;
 	e->stats.last_cycle_real_ns = clock_real_ns();
-	e->stats.last_cycle_s = (double)(t3 - t0) / 1e9;
-	e->stats.last_acquire_s = (double)(t1 - t0) / 1e9;
-	e->stats.last_decide_s = (double)(t2 - t1) / 1e9;
-	e->stats.last_apply_s = (double)(t3 - t2) / 1e9;
+	e->stats.last_cycle_s = (double)(c->t3 - c->t0) / 1e9;
+	e->stats.last_acquire_s = (double)(c->t1 - c->t0) / 1e9;
+	e->stats.last_decide_s = (double)(c->t2 - c->t1) / 1e9;
+	e->stats.last_apply_s = (double)(c->t3 - c->t2) / 1e9;
 	hist_observe(&e->stats.cycle_hist[CYCLE_TOTAL], e->stats.last_cycle_s);
 	hist_observe(&e->stats.cycle_hist[CYCLE_ACQUIRE], e->stats.last_acquire_s);
 	hist_observe(&e->stats.cycle_hist[CYCLE_DECIDE], e->stats.last_decide_s);
 	hist_observe(&e->stats.cycle_hist[CYCLE_APPLY], e->stats.last_apply_s);
 	history_record(e->hist, snap);
-	engine_publish(e, snap, plan);
-	if (report)
-		report->view = engine_view_get(e);
+	engine_publish(e, snap, c->plan);
+	if (c->report)
+		c->report->view = engine_view_get(e);
 	log_debug("cycle %llu: %u guests, %u plan items, %.1f ms (acquire %.1f, decide %.1f, apply %.1f)",
 		  (unsigned long long)snap->seq, snap->nr_guests, plan ? plan->nr_items : 0,
 		  e->stats.last_cycle_s * 1e3, e->stats.last_acquire_s * 1e3,
 		  e->stats.last_decide_s * 1e3, e->stats.last_apply_s * 1e3);
-	snap_unref(snap);
-	free(placed);
+}
+
+int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
+{
+	struct cycle c = { .dry_run = dry_run || e->cfg.dry_run, .report = report, .t0 = clock_mono_ns() };
+	int r;
+
+	if (report)
+		memset(report, 0, sizeof(*report));
+	r = cycle_acquire(e, &c);
+	if (r < 0)
+		return r;
+	r = cycle_decide(e, &c);
+	if (r >= 0) {
+		c.t2 = clock_mono_ns();
+		cycle_apply(e, &c);
+		c.t3 = clock_mono_ns();
+		cycle_record(e, &c);
+	}
+	free(c.pend);
+	free(c.released);
+	free(c.placed);
+	snap_unref(c.snap);
+	if (r < 0)
+		return r;
 	xmalloc_release();
 	e->last_cycle_end_ns = clock_mono_ns();
 	return 0;

@@ -246,14 +246,14 @@ bool engine_mover_settings_differ(const struct agent_config *a, const struct age
 enum apply_status engine_job_outcome(enum mover_state st, bool soft, bool *wide);
 const char *engine_move_decision(enum apply_status st);
 void engine_log_move(const struct snapshot *snap, const struct plan_item *it, const struct apply_result *res);
-/* Count the outcome STATUS of planned move IT in ST. A move that was not
- * carried out for a normal reason (vanished, changed, no room) must not
- * start a cool-down: its entry in NEXT goes back to PREV's. A refused or
- * failed one keeps it (retrying every cycle would only hammer the
- * cgroup), and so does one libvirt cannot do (asking again would only
- * repeat the refusal). Pure. */
-void engine_count_outcome(struct engine_stats *st, struct pstate *next, const struct pstate *prev,
-			  const struct plan_item *it, enum apply_status status);
+/* Count the outcome STATUS of planned move IT in ST, and note its
+ * cool-down at NOW_NS in NEXT (may be NULL: none noted) where the outcome
+ * keeps one: a move made, refused or failed (retrying every cycle would
+ * only hammer the cgroup), or one libvirt cannot do (asking again would
+ * only repeat the refusal). A move not carried out for a normal reason
+ * (vanished, changed, no room) starts none. Pure. */
+void engine_count_outcome(struct engine_stats *st, struct pstate *next, const struct plan_item *it,
+			  enum apply_status status, int64_t now_ns);
 
 /* engine_place.c */
 /* Place the domains that just started (before the policy runs, so it

@@ -9,6 +9,22 @@
 #include "orchestrator/model/snapjson.h"
 #include "orchestrator/base/strtab.h"
 
+void plan_item_note_cooldown(const struct plan_item *it, struct pstate *ps, int64_t now_ns)
+{
+	if (it->kind != PLAN_MOVE || it->start)
+		return;
+	if (it->follow)
+		pstate_note_follow(ps, it->guest_id, now_ns);
+	else
+		pstate_note_move(ps, it->guest_id, now_ns);
+}
+
+void plan_note_cooldowns(const struct plan *p, struct pstate *ps)
+{
+	for (unsigned i = 0; i < p->nr_items; i++)
+		plan_item_note_cooldown(&p->items[i], ps, p->mono_ns);
+}
+
 void plan_free(struct plan *p)
 {
 	if (!p)

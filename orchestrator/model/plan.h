@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "orchestrator/base/mask.h"
+#include "orchestrator/model/pstate.h"
 #include "orchestrator/model/snapshot.h"
 
 enum plan_kind {
@@ -123,6 +124,15 @@ bool plan_migration_negligible(uint64_t migrate_bytes, uint64_t total);
  * index, KIND, where it is now (from_nodes, from_mems, locality_before),
  * and NaN for the loads and CPU demand nobody has computed yet. */
 void plan_item_init(struct plan_item *it, const struct snapshot *snap, unsigned gi, enum plan_kind kind);
+
+/* The cool-down IT leaves in PS once carried out at NOW: none for a
+ * start placement (made on an assumed use, the next cycle decides on the
+ * measured one) nor for an item that is not a move, pstate_note_follow
+ * for memory following its threads, pstate_note_move otherwise. */
+void plan_item_note_cooldown(const struct plan_item *it, struct pstate *ps, int64_t now_ns);
+/* plan_item_note_cooldown for every item of P at the plan's time: as if
+ * each planned move were carried out (the tests' simulations). */
+void plan_note_cooldowns(const struct plan *p, struct pstate *ps);
 
 void plan_free(struct plan *p);
 const char *plan_kind_name(enum plan_kind k);

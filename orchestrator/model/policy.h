@@ -126,7 +126,9 @@ struct place_result {
  * negative errno. */
 struct policy_ops {
 	/* policy_decide_reserved(): PREV may be NULL; on success *plan and
-	 * *next are the caller's (plan_free, pstate_free). */
+	 * *next are the caller's (plan_free, pstate_free). *next carries
+	 * PREV's entries of the guests still there; the caller notes the
+	 * cool-downs of the moves it carries out (plan_item_note_cooldown). */
 	int (*decide)(const struct policy_config *cfg, const struct snapshot *snap,
 		      const struct pstate *prev, bool verbose,
 		      const struct advice_reservation *res, unsigned nres,

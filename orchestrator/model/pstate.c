@@ -92,19 +92,3 @@ void pstate_note_follow(struct pstate *s, const char *id, int64_t now_ns)
 {
 	pstate_note(s, id, now_ns)->last_follow = true;
 }
-
-void pstate_revert(struct pstate *next, const struct pstate *prev, const char *id)
-{
-	const struct pstate_entry *old = prev ? pstate_find(prev, id) : NULL;
-	bool found;
-	unsigned i = pstate_pos(next, id, &found);
-
-	if (!found)
-		return;
-	if (old) {
-		next->e[i] = *old;
-	} else {
-		memmove(&next->e[i], &next->e[i + 1], (next->n - i - 1) * sizeof(*next->e));
-		next->n--;
-	}
-}

@@ -1,7 +1,9 @@
 /* pstate.h — what the policy remembers between cycles, per guest: when it
- * was last moved (its cool-down). The engine owns it, hands it to the
- * policy as the previous state, takes the next state back, and notes the
- * moves it carried out. Pure: an array sorted by id.
+ * was last moved (its cool-down). A record of what happened: the engine
+ * owns it, hands it to the policy as the previous state, takes the next
+ * state back (the previous entries of the guests still there), and notes
+ * in it the moves it carried out (plan_item_note_cooldown). Pure: an array
+ * sorted by id.
  */
 #ifndef NUMAORCH_PSTATE_H
 #define NUMAORCH_PSTATE_H
@@ -37,9 +39,5 @@ void pstate_note_move(struct pstate *s, const char *id, int64_t now_ns);
 /* The same for a move that was only memory following its threads inside
  * its pin (last_follow set; pstate_note_move clears it). */
 void pstate_note_follow(struct pstate *s, const char *id, int64_t now_ns);
-/* A planned move that was not carried out must not start a cool-down:
- * put ID's entry in NEXT back to what PREV (may be NULL) had, or drop it
- * if PREV had none. */
-void pstate_revert(struct pstate *next, const struct pstate *prev, const char *id);
 
 #endif
