@@ -80,7 +80,7 @@ SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sa
 CLI_SRCS  := $(wildcard api/numaorchctl.c api/ctl_*.c)
 # The libvirt module's sources, by name (the hook's helpers, agents/vmhook.c,
 # are core: the hook binary links them without libvirt).
-VM_SRCS   := agents/vmapply.c agents/vmproc.c agents/vmsrc.c agents/vmsrc_loop.c agents/vmxml.c agents/vmplugin_export.c
+VM_SRCS   := agents/vmapply.c agents/vmjournal.c agents/vmplan.c agents/vmproc.c agents/vmsrc.c agents/vmsrc_loop.c agents/vmxml.c agents/vmplugin_export.c
 CORE_SRCS := $(wildcard orchestrator/*/*.c) $(filter-out agents/numaorchd.c $(VM_SRCS),$(wildcard agents/*.c)) \
              $(wildcard policies/*.c) $(filter-out $(CLI_SRCS),$(wildcard api/*.c))
 DAEMON_SRCS := agents/numaorchd.c
