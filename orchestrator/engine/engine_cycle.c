@@ -114,13 +114,6 @@ static void note_balancing(struct engine *e, const struct snapshot *snap)
 		log_info("kernel.numa_balancing: not available on this kernel; numaorchd migrates memory itself");
 }
 
-/* What became of a move's phase 2 (memory_phase). */
-enum phase_end {
-	PHASE_DONE,       /* RES is the outcome; the caller records it and frees P */
-	PHASE_JOB,        /* P belongs to a mover job moving pages; RES is recorded now */
-	PHASE_WRITE_JOB,  /* P belongs to a start binding's write job: recorded when taken */
-};
-
 void engine_job_add(struct engine *e, uint64_t id, struct apply_pending *p, struct bind_write *bw)
 {
 	if (e->njobs == e->capjobs) {
@@ -130,24 +123,11 @@ void engine_job_add(struct engine *e, uint64_t id, struct apply_pending *p, stru
 	e->jobs[e->njobs++] = (struct ejob){ .id = id, .p = p, .bw = bw };
 }
 
-/* A start binding's cpuset.mems write: a mover worker's where there is
- * one and nobody waits for the cycle's report (engine_bindwrite.c), else
- * this thread's. */
-static enum phase_end bind_write(struct engine *e, struct apply_pending *p, bool sync_bind,
-				 struct apply_result *res)
-{
-	if (!sync_bind && e->mover) {
-		engine_bindwrite_submit(e, p);
-		return PHASE_WRITE_JOB;
-	}
-	apply_memory(e->app, p, res);
-	return PHASE_DONE;
-}
-
 /* Phase 2 of one move: the memory, by the rule of kbal.h — left to the
  * kernel, handed to the mover, or (no mover, VMs) moved by the cpuset.mems
- * write; a start binding's write goes to a mover worker too, unless
- * SYNC_BIND (a caller waiting for the cycle's report). */
+ * write; a start binding's is the start placement's (engine_place_memory:
+ * its write on a mover worker, unless SYNC_BIND, a caller waiting for the
+ * cycle's report). */
 static enum phase_end memory_phase(struct engine *e, const struct snapshot *snap, struct apply_pending *p,
 				   bool sync_bind, struct apply_result *res)
 {
@@ -155,15 +135,13 @@ static enum phase_end memory_phase(struct engine *e, const struct snapshot *snap
 	const struct snap_guest *g = &snap->guests[it->guest_idx];
 	enum kbal_action act = kbal_decide(e->cfg.kernel_balancing, e->stats.numa_balancing,
 					   !apply_pending_soft(p), g->cpu_use);
-	bool to_mover = e->mover && e->mover_on && apply_pending_movable(p) && !it->bind_start;
+	bool to_mover = e->mover && e->mover_on && apply_pending_movable(p);
 	struct mover_spec spec;
 	pid_t *pids = NULL;
 	uint64_t id;
 
-	/* A start binding with next to nothing to migrate when planned: the
-	 * write alone, as phase 1 used to make it, but not on this thread. */
-	if (apply_pending_narrow_only(p))
-		return bind_write(e, p, sync_bind, res);
+	if (it->bind_start)
+		return engine_place_memory(e, p, sync_bind, res);
 	/* Room partly to come needs a mover job that waits for it; the
 	 * kernel (a cpuset.mems write, its balancing) would not wait. */
 	if (apply_pending_room_wait(p) && (act == KBAL_ACT_DEFER || !to_mover)) {
@@ -177,19 +155,10 @@ static enum phase_end memory_phase(struct engine *e, const struct snapshot *snap
 			e->stats.memory_deferred++;
 		return PHASE_DONE;
 	}
-	/* A start binding narrows the mems now, so that what the guest
-	 * touches from here lands on the target: the kernel migrates the
-	 * little it touched before (under START_PLACE_MAX_BYTES) inside the
-	 * write. Widening them for the mover would let it go on touching
-	 * off the target while the mover chases it. The write itself goes
-	 * to a mover worker (engine_bindwrite.c): the engine thread does not
-	 * wait for what the kernel migrates inside it. */
-	if (!to_mover && it->bind_start && apply_pending_writes_mems(p))
-		return bind_write(e, p, sync_bind, res);
 	/* The kernel's way (no page mover, or a VM libvirt moves): a
 	 * container's write migrates inside the kernel for as long as its
 	 * memory takes, so a worker makes it; the cycle goes on. */
-	if (!to_mover && e->mover && !apply_pending_item(p)->bind_start && !apply_pending_is_vm(p)) {
+	if (!to_mover && e->mover && !apply_pending_is_vm(p)) {
 		char to[NODELIST_BUFSZ];
 
 		memset(res, 0, sizeof(*res));
@@ -476,10 +445,6 @@ struct cycle {
 	const struct snapshot *snap;
 	struct plan *plan;
 	struct pstate *next;
-	/* Guests placed (engine_place.c) or released (engine_bind.c) this
-	 * cycle: the plan saw them where they were before. */
-	char (*placed)[GUEST_ID_MAX], (*released)[GUEST_ID_MAX];
-	unsigned nplaced, nreleased;
 	/* Moves whose CPUs are written, their memory still to move. */
 	struct {
 		struct apply_pending *p;
@@ -541,7 +506,7 @@ static int cycle_decide(struct engine *e, struct cycle *c)
 	unsigned nres;
 	int r;
 
-	c->nplaced = engine_place_started(e, c->snap, c->dry_run, &c->placed);
+	engine_place_started(e, c->snap, c->dry_run);
 	if (e->cfg.mode == MODE_OFF)
 		return 0;
 	nres = engine_reservations(e, &res);
@@ -549,14 +514,6 @@ static int cycle_decide(struct engine *e, struct cycle *c)
 	if (r < 0)
 		return log_errno(LOG_LEVEL_ERROR, r, "policy rejected its configuration");
 	return 0;
-}
-
-static bool in_ids(char (*ids)[GUEST_ID_MAX], unsigned n, const char *id)
-{
-	for (unsigned k = 0; k < n; k++)
-		if (strcmp(ids[k], id) == 0)
-			return true;
-	return false;
 }
 
 /* A planned move not carried out (advise mode, a dry run): said once, not
@@ -577,9 +534,10 @@ static void apply_item(struct engine *e, struct cycle *c, unsigned i)
 	const struct snapshot *snap = c->snap;
 	const struct plan_item *it = &c->plan->items[i];
 
-	/* Placed this cycle: the plan saw it where it was before. Its
-	 * planned move is not made, but cools down as if it were. */
-	if (in_ids(c->placed, c->nplaced, it->guest_id) || in_ids(c->released, c->nreleased, it->guest_id)) {
+	/* Placed this cycle (a VM placed, an old binding released:
+	 * engine_place.c): the plan saw it where it was before. Its planned
+	 * move is not made, but cools down as if it were. */
+	if (engine_place_handled(e, it->guest_id)) {
 		plan_item_note_cooldown(it, c->next, snap->mono_ns);
 		return;
 	}
@@ -649,16 +607,8 @@ static void cycle_apply(struct engine *e, struct cycle *c)
 		c->report->attempted = xcalloc(nitems ? nitems : 1, sizeof(bool));
 		c->report->applied = c->do_apply;
 	}
-	if (c->do_apply) {
-		/* Bindings from before a restart first: a guest released here
-		 * is decided again next cycle, on mems the plan did not see. */
-		c->nreleased = engine_restore_bound(e, c->snap, &c->released);
-		/* A binding is on disk before its write (bindstate.h). */
-		for (unsigned i = 0; i < nitems; i++)
-			if (plan->items[i].kind == PLAN_MOVE && plan->items[i].bind_start)
-				engine_bound_intend(e, c->snap, &plan->items[i]);
-		engine_save_bindings(e);
-	}
+	if (c->do_apply)
+		engine_place_begin(e, c->snap, plan);
 	applier_begin_cycle(e->app, c->snap, e->mover && e->mover_on);
 	c->pend = xcalloc(nitems ? nitems : 1, sizeof(*c->pend));
 	for (unsigned i = 0; i < nitems; i++)
@@ -681,9 +631,7 @@ static void cycle_apply(struct engine *e, struct cycle *c)
 		}
 		record_move(e, c->snap, c->next, it, &res, c->report, c->pend[k].idx);
 	}
-	engine_bound_drop_intents(e);
-	engine_release_bound(e, c->snap, plan, c->do_apply);
-	engine_save_bindings(e);
+	engine_place_end(e, c->snap, plan, c->do_apply);
 }
 
 /* Record: what the cycle leaves for the next one (the policy's state, the
@@ -743,8 +691,6 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 		cycle_record(e, &c);
 	}
 	free(c.pend);
-	free(c.released);
-	free(c.placed);
 	snap_unref(c.snap);
 	if (r < 0)
 		return r;

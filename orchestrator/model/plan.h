@@ -75,7 +75,7 @@ struct plan_item {
 	 * its threads fit the CPUs left (guards.h, pcand.local_fit);
 	 * load_after is then its use without headroom, at most 1. */
 	bool local_fit;
-	/* Start placement (policies/consolidate.c): a new guest placed before
+	/* Start placement (policies/place.c): a new container placed before
 	 * its use is measured, with (almost) no memory yet. No cool-down. */
 	bool start;
 	/* A start placement whose mems are bound to to_mems even under soft
