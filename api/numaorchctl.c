@@ -59,6 +59,8 @@ static void usage(FILE *f)
 		"Commands:\n"
 		"  status                         agent, host and last cycle\n"
 		"  nodes                          NUMA nodes: CPUs, load, memory, guests\n"
+		"  topology                       the host as Kubernetes' NodeResourceTopology: each\n"
+		"                                 zone's resources, load, guests' memory, costs\n"
 		"  guests [--kind K] [--runtime R] [--node N]\n"
 		"                                 guests and where they run\n"
 		"  guest ID                       one guest in detail, with its last decision\n"
@@ -354,6 +356,89 @@ static int cmd_nodes(const struct opts *o)
 		table_row(t, id, *jstr(n, "cpus") ? jstr(n, "cpus") : "(none)",
 			  fmt_ratio(json_object_get(n, "busy"), busy, sizeof(busy)),
 			  fmt_num(json_object_get(n, "load_cpus"), 1, load, sizeof(load)), mem, fl, ng);
+	}
+	table_print(t, stdout);
+	json_decref(j);
+	return EX_OK;
+}
+
+/* The value of attribute NAME in the NodeResourceTopology list LIST, "-"
+ * when absent (the agent did not measure it). */
+static const char *nrt_attr(json_t *list, const char *name)
+{
+	size_t i;
+	json_t *a;
+
+	json_array_foreach(list, i, a)
+		if (strcmp(jstr(a, "name"), name) == 0)
+			return jstr(a, "value");
+	return "-";
+}
+
+/* A zone's hugetlb pools as SIZE:AVAILABLE/CAPACITY, comma-separated
+ * ("2Mi:200Mi/1Gi"); "-" when it has none. */
+static void nrt_hugepages(json_t *res, char *buf, size_t sz)
+{
+	size_t i, n = 0;
+	json_t *r;
+
+	buf[0] = '\0';
+	json_array_foreach(res, i, r) {
+		const char *name = jstr(r, "name");
+		char size[32];
+
+		if (strncmp(name, "hugepages-", 10) != 0 || n >= sz)
+			continue;
+		snprintf(size, sizeof(size), "%s", name + 10);
+		n += (size_t)snprintf(buf + n, sz - n, "%s%s:%s/", n ? "," : "", size, jstr(r, "available"));
+		if (n < sz)
+			n += (size_t)snprintf(buf + n, sz - n, "%s", jstr(r, "capacity"));
+	}
+	if (!buf[0])
+		snprintf(buf, sz, "-");
+}
+
+/* GET /v1/topology: one row a zone, quantities as the object writes them
+ * (what a scheduler reads), "-" where the agent measured nothing. */
+static int cmd_topology(const struct opts *o)
+{
+	json_t *j, *z, *res, *r0;
+	struct table *t;
+	size_t i, k;
+	int r = call(o, "GET", "/v1/topology", NULL, &j, NULL);
+
+	if (r || o->json) {
+		print_json(j);
+		json_decref(j);
+		return r;
+	}
+	printf("node %s (%s)\n", jstr(json_object_get(j, "metadata"), "name"), jstr(j, "apiVersion"));
+	t = table_new(11);
+	table_row(t, "ZONE", "CPUS", "MEMORY", "ALLOC", "AVAIL", "HUGEPAGES", "LOAD", "GUESTS", "LOCAL", "REMOTE",
+		  "COSTS");
+	json_array_foreach(json_object_get(j, "zones"), i, z) {
+		json_t *attrs = json_object_get(z, "attributes"), *c, *cpu = NULL, *mem = NULL;
+		char huge[160], costs[256];
+		size_t n = 0;
+
+		res = json_object_get(z, "resources");
+		json_array_foreach(res, k, r0) {
+			if (strcmp(jstr(r0, "name"), "cpu") == 0)
+				cpu = r0;
+			else if (strcmp(jstr(r0, "name"), "memory") == 0)
+				mem = r0;
+		}
+		nrt_hugepages(res, huge, sizeof(huge));
+		costs[0] = '\0';
+		json_array_foreach(json_object_get(z, "costs"), k, c)
+			if (n < sizeof(costs))
+				n += (size_t)snprintf(costs + n, sizeof(costs) - n, "%s%lld", n ? "," : "",
+						      jint(c, "value"));
+		table_row(t, jstr(z, "name"), cpu ? jstr(cpu, "capacity") : "-", mem ? jstr(mem, "capacity") : "-",
+			  mem ? jstr(mem, "allocatable") : "-", mem ? jstr(mem, "available") : "-", huge,
+			  nrt_attr(attrs, "numaorch.io/cpu-used"), nrt_attr(attrs, "numaorch.io/guests"),
+			  nrt_attr(attrs, "numaorch.io/guest-memory-local"),
+			  nrt_attr(attrs, "numaorch.io/guest-memory-remote"), costs[0] ? costs : "-");
 	}
 	table_print(t, stdout);
 	json_decref(j);
@@ -1285,6 +1370,9 @@ int main(int argc, char **argv)
 	} else if (strcmp(cmd, "nodes") == 0) {
 		NARGS(0, 0, "takes no arguments");
 		r = cmd_nodes(&o);
+	} else if (strcmp(cmd, "topology") == 0) {
+		NARGS(0, 0, "takes no arguments");
+		r = cmd_topology(&o);
 	} else if (strcmp(cmd, "guests") == 0) {
 		NARGS(0, 0, "takes no arguments (filters: --kind, --runtime, --node)");
 		r = cmd_guests(&o);
