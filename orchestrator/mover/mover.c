@@ -4,6 +4,7 @@
  * the record of each job for the API. What to move and in which calls
  * is decided by the pure part, mover_plan.c. */
 #include "orchestrator/mover/mover.h"
+#include "orchestrator/mover/moverfixture.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -53,7 +54,7 @@ struct job {
 	pid_t *pids;
 	unsigned npids;
 	struct pid_census *pc;       /* npids of them, from census() (worker-owned) */
-	bool relocate_all;
+	bool relocate_all;           /* the test build's knob, moverfixture.h: every page moves */
 	int first;                   /* mover_spec.first, -1: none */
 	uint64_t first_left;         /* bytes FIRST may still take (worker-owned) */
 	uint64_t seen_left;          /* bytes its walk saw and left off the target (mover_window_left) */
@@ -1540,8 +1541,8 @@ uint64_t mover_submit(struct mover *m, const struct mover_spec *spec)
 	j->info.queued_real_ns = clock_real_ns();
 	j->stop_as = MJ_QUEUED;
 	j->npids = spec->npids;
-	j->relocate_all = spec->relocate_all;
-	j->first = spec->first_bytes && !spec->relocate_all && spec->first >= 0 &&
+	j->relocate_all = moverfx_relocate_all();
+	j->first = spec->first_bytes && !j->relocate_all && spec->first >= 0 &&
 		   spec->first < MASK_MAX_NODES && mask_test(&spec->to, spec->first) ? spec->first : -1;
 	j->first_left = j->first >= 0 ? spec->first_bytes : 0;
 	j->info.has_first = j->first >= 0;
