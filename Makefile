@@ -245,9 +245,9 @@ check-openapi:
 	NODE_PATH=$(BUILD)/npm/node_modules node tests/openapi/validate.js api/openapi.yaml
 
 # ARCHITECTURE.md's layering: no upward include, no include loop, policies/
-# pure (from the objects' undefined symbols and its includes); the checker's
-# self-test first proves it finds each kind. tests/tools/layers-known.txt
-# (empty now) may only shrink.
+# pure (from the objects' undefined symbols and its includes), no function
+# over 150 lines; the checker's self-test first proves it finds each kind.
+# tests/tools/layers-known.txt (empty now) may only shrink.
 check-layers: $(CORE_OBJS)
 	@python3 tests/tools/check_layers.py --self-test
 	@python3 tests/tools/check_layers.py $(BUILD)/obj
