@@ -405,7 +405,7 @@ IMAGE_DEBS      = $(foreach p,$(IMAGE_PACKAGES),$(BUILD)/deb/$(p)_$(VERSION)_$(I
 image:
 	@./deploy/install-deps.sh buildah mmdebstrap dpkg-dev
 	@test -n "$(IMAGE_SOURCES)" || { echo "make image: no apt sources (set IMAGE_SOURCES)"; exit 1; }
-	@for d in $(IMAGE_DEBS); do test -f $$d || { $(MAKE) deb && break; }; done
+	@for d in $(IMAGE_DEBS); do test -f $$d || { $(MAKE) deb || exit 1; break; }; done
 	rm -rf $(IMAGE_DIR) && mkdir -p $(IMAGE_DIR)/repo
 	cp $(IMAGE_DEBS) $(IMAGE_DIR)/repo/
 	cd $(IMAGE_DIR)/repo && dpkg-scanpackages --multiversion . /dev/null 2>/dev/null > Packages
