@@ -104,7 +104,8 @@ SAN_OBJS  := $(CORE_SRCS:%.c=$(BUILD)/san/%.o) $(filter-out %/vmplugin_export.o,
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 BENCH_BINS := $(BENCH_SRCS:tests/bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all run check check-layers check-shipped check-unit check-openapi check-integration check-fuzz bench-api check-libvirt check-numa check-numa-libvirt bench bench-numa bench-migrate demo deps test-deps clean install deb
+.PHONY: all run check check-layers check-shipped check-unit check-openapi check-integration check-fuzz bench-api check-libvirt check-numa check-numa-libvirt bench bench-numa bench-migrate demo deps test-deps clean install deb \
+	image check-image
 all: $(BUILD)/numaorchd $(BUILD)/numaorch-libvirt.so $(if $(CLI_SRCS),$(BUILD)/numaorchctl) \
      $(BUILD)/numaorch-libvirt-hook
 
@@ -227,6 +228,7 @@ check: test-deps
 	$(MAKE) check-libvirt
 	$(MAKE) check-numa
 	$(MAKE) check-deb
+	$(MAKE) check-image
 
 check-unit: $(UNIT_BINS)
 	@set -e; fail=0; for t in $(UNIT_BINS); do \
@@ -390,6 +392,52 @@ deb:
 check-deb:
 	@./deploy/install-deps.sh $(BUILD_DEPS) $(DEB_DEPS) systemd man-db groff
 	@cd tests/deb && python3 -m unittest -v test_deb
+
+# The container image, from the .debs (make deb; run `make deb image` after
+# a change to the sources): no registry and no base image. mmdebstrap makes
+# the root filesystem from the build host's own apt sources, so the image's
+# release is the one the .debs were built against, with the agent and the CLI
+# (the DaemonSet's probes run numaorchctl health) installed from a flat
+# repository of the .debs; buildah packs it as deploy/kubernetes/Containerfile
+# says, into containers-storage (where podman finds it) and a docker-archive
+# for `ctr images import` or `docker load` on nodes or a push to a registry.
+IMAGE          ?= localhost/numaorch:$(VERSION)
+IMAGE_PACKAGES ?= numaorch numaorch-client
+IMAGE_SUITE    ?= $(shell . /etc/os-release && echo $$VERSION_CODENAME)
+IMAGE_SOURCES  ?= $(firstword $(wildcard /etc/apt/sources.list.d/debian.sources /etc/apt/sources.list))
+IMAGE_DIR      := $(BUILD)/image
+IMAGE_ARCH     := $(shell dpkg --print-architecture 2>/dev/null)
+IMAGE_DEBS      = $(foreach p,$(IMAGE_PACKAGES),$(BUILD)/deb/$(p)_$(VERSION)_$(IMAGE_ARCH).deb)
+image:
+	@./deploy/install-deps.sh buildah mmdebstrap dpkg-dev
+	@test -n "$(IMAGE_SOURCES)" || { echo "make image: no apt sources (set IMAGE_SOURCES)"; exit 1; }
+	@for d in $(IMAGE_DEBS); do test -f $$d || { $(MAKE) deb || exit 1; break; }; done
+	rm -rf $(IMAGE_DIR) && mkdir -p $(IMAGE_DIR)/repo
+	cp $(IMAGE_DEBS) $(IMAGE_DIR)/repo/
+	cd $(IMAGE_DIR)/repo && dpkg-scanpackages --multiversion . /dev/null 2>/dev/null > Packages
+	# Essential packages only (no apt: nothing is installed in the image
+	# afterwards); merged /usr set up by the hook, so usr-is-merged
+	# satisfies init-system-helpers rather than usrmerge and its perl.
+	mmdebstrap --variant=essential --mode=root --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
+		--dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/info/*' \
+		--dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-exclude=/usr/share/doc/*' \
+		--dpkgopt='path-include=/usr/share/doc/*/copyright' \
+		--include="$(IMAGE_PACKAGES)" $(IMAGE_SUITE) $(IMAGE_DIR)/rootfs.tar $(IMAGE_SOURCES) \
+		"deb [trusted=yes] copy://$(abspath $(IMAGE_DIR)/repo) ./"
+	buildah build --layers=false --pull=never -f deploy/kubernetes/Containerfile \
+		--label org.opencontainers.image.version=$(VERSION) -t $(IMAGE) $(IMAGE_DIR)
+	buildah push $(IMAGE) docker-archive:$(IMAGE_DIR)/numaorch-$(VERSION).tar:$(IMAGE)
+	@echo "image $(IMAGE): $$(podman image inspect --format '{{.Size}}' $(IMAGE) 2>/dev/null | \
+		awk '{printf "%.1f MiB", $$1 / 1048576}') in containers-storage; $(IMAGE_DIR)/numaorch-$(VERSION).tar"
+
+# The image run as the DaemonSet runs it, against real containers (tests/image):
+# the image is built first (in make check after check-deb, from its fresh
+# .debs). Where buildah cannot run, it says why and skips.
+check-image:
+	@if [ "$$(id -u)" != 0 ]; then echo "check-image: skipped: needs root (buildah, privileged podman)"; exit 0; fi; \
+	./deploy/install-deps.sh buildah mmdebstrap dpkg-dev podman runc busybox-static python3-yaml; \
+	if ! err=$$(buildah info 2>&1 >/dev/null); then echo "check-image: skipped: buildah cannot run here: $$err"; exit 0; fi; \
+	$(MAKE) image && cd tests/image && python3 -m unittest -v test_image
 
 clean:
 	rm -rf $(BUILD)

@@ -225,12 +225,12 @@ class Flood(apilib.ClassDaemon):
         (65536), 1000 slow-loris connections on each listener, 16 readers
         paging the store and 4 clients flooding POST /v1/events. The peak
         RSS, plus what 1000 guests' cycles take (make bench: <= 16 MiB),
-        must fit deploy/kubernetes/numaorchd.yaml's memory limit."""
+        must fit deploy/kubernetes/base/daemonset.yaml's memory limit."""
         import re
         import test_api_limits
         if not floodlib.raise_nofile(2 * N + 400):
             self.skipTest("cannot raise RLIMIT_NOFILE for the flood's sockets")
-        with open(os.path.join(itlib.REPO, "deploy", "kubernetes", "numaorchd.yaml")) as f:
+        with open(os.path.join(itlib.REPO, "deploy", "kubernetes", "base", "daemonset.yaml")) as f:
             limit_mib = int(re.search(r"limits:\s*\n\s*memory:\s*(\d+)Mi", f.read()).group(1))
         tmp = itlib.mktemp()
         self.addCleanup(shutil.rmtree, tmp, True)

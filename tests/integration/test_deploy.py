@@ -5,6 +5,7 @@ and their configuration is one numaorchd accepts."""
 import os
 import re
 import shutil
+import socket
 import subprocess
 import tempfile
 import unittest
@@ -316,7 +317,64 @@ class Logrotate(unittest.TestCase):
         self.assertNotIn("error", p.stderr.lower())
 
 
+K8S = os.path.join(DEPLOY, "kubernetes")
+
+
+def yaml_docs(path):
+    import yaml
+    with open(path) as f:
+        return [d for d in yaml.safe_load_all(f) if d]
+
+
+def kustomization(d):
+    return yaml_docs(os.path.join(K8S, d, "kustomization.yaml"))[0]
+
+
+def dropins(d):
+    """The files of D's configMapGenerator for numaorchd-config: {name: text}."""
+    out = {}
+    for gen in kustomization(d).get("configMapGenerator", []):
+        if gen["name"] == "numaorchd-config":
+            for name in gen["files"]:
+                with open(os.path.join(K8S, d, name)) as f:
+                    out[name] = f.read()
+    return out
+
+
+def conf_value(text, section, key):
+    """KEY's last value in [SECTION] of an INI text, or None."""
+    cur, val = None, None
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("["):
+            cur = line.strip("[]")
+        elif cur == section and "=" in line and not line.startswith("#"):
+            k, v = (x.strip() for x in line.split("=", 1))
+            if k == key:
+                val = v
+    return val
+
+
+def openapi_port():
+    import yaml
+    with open(os.path.join(itlib.REPO, "api", "openapi.yaml")) as f:
+        spec = yaml.safe_load(f)
+    return int([s for s in spec["servers"] if "variables" in s][0]["variables"]["port"]["default"])
+
+
+def readme_openssl(cwd):
+    """Run the certificate command deploy/kubernetes/README.md gives, in CWD."""
+    with open(os.path.join(K8S, "README.md")) as f:
+        cmd = [l.strip() for l in f.read().splitlines() if l.strip().startswith("openssl req ")]
+    assert len(cmd) == 1, cmd
+    return subprocess.run(["sh", "-c", cmd[0]], cwd=cwd, capture_output=True, text=True, timeout=60)
+
+
 class Kubernetes(unittest.TestCase):
+    """deploy/kubernetes/: the Kustomize base and the metrics overlay, read
+    with PyYAML (every reference checked by hand) and, where kubectl or
+    kustomize is installed (neither is a Debian package), built by it."""
+
     def setUp(self):
         try:
             import yaml  # noqa: F401
@@ -324,12 +382,25 @@ class Kubernetes(unittest.TestCase):
             self.skipTest("python3 has no yaml module (Debian: python3-yaml)")
 
     def load(self, name):
-        import yaml
-        with open(os.path.join(DEPLOY, "kubernetes", name)) as f:
-            return [d for d in yaml.safe_load_all(f) if d]
+        return yaml_docs(os.path.join(K8S, name))
+
+    def base(self):
+        docs = {}
+        for r in kustomization("base")["resources"]:
+            for d in self.load(os.path.join("base", r)):
+                docs[d["kind"]] = d
+        return docs
+
+    def metrics(self):
+        docs = {}
+        for r in kustomization("metrics")["resources"]:
+            if r != "../base":
+                for d in self.load(os.path.join("metrics", r)):
+                    docs[d["kind"]] = d
+        return docs
 
     def test_daemonset(self):
-        docs = {d["kind"]: d for d in self.load("numaorchd.yaml")}
+        docs = self.base()
         ds = docs["DaemonSet"]["spec"]["template"]["spec"]
         self.assertTrue(ds["hostPID"])
         c = ds["containers"][0]
@@ -341,30 +412,213 @@ class Kubernetes(unittest.TestCase):
             self.assertIn(need, mounts)
         host = {v["name"]: v.get("hostPath", {}).get("path") for v in ds["volumes"]}
         self.assertEqual(host["run-numaorch"], "/run/numaorch")
+        # the configuration as a directory of drop-ins, never a subPath copy
+        vols = {v["name"]: v for v in ds["volumes"]}
+        by_path = {m["mountPath"]: m for m in c["volumeMounts"]}
+        self.assertEqual([m for m in c["volumeMounts"] if "subPath" in m or "subPathExpr" in m], [])
+        cfg = by_path["/etc/numaorch/numaorchd.conf.d"]
+        self.assertEqual(vols[cfg["name"]]["configMap"]["name"], "numaorchd-config")
+        self.assertEqual(c["command"][-2:], ["--config", "/etc/numaorch/numaorchd.conf"])
+        # the kubelet's checkpoints and the pods' names, read only
+        for path in ("/var/lib/kubelet", "/var/log/pods"):
+            self.assertTrue(by_path[path].get("readOnly"), path)
+            self.assertEqual(vols[by_path[path]["name"]]["hostPath"]["path"], path)
+        # nodes Node Feature Discovery labels as NUMA
+        self.assertEqual(ds["nodeSelector"], {"feature.node.kubernetes.io/memory-numa": "true"})
+        # no port on the node's address
+        self.assertFalse(ds.get("hostNetwork", False))
+        self.assertNotIn("ports", c)
+
+    def test_kustomizations_reference_what_exists(self):
+        for d in ("base", "metrics"):
+            k = kustomization(d)
+            self.assertEqual(k["kind"], "Kustomization")
+            self.assertEqual(k["namespace"], "numaorch")
+            for r in k["resources"]:
+                path = os.path.join(K8S, d, r)
+                self.assertTrue(os.path.isfile(path) or os.path.isfile(os.path.join(path, "kustomization.yaml")),
+                                "%s: resource %s" % (d, r))
+            for gen in k.get("configMapGenerator", []):
+                for name in gen["files"]:
+                    self.assertTrue(os.path.isfile(os.path.join(K8S, d, name)), "%s: %s" % (d, name))
+            for patch in k.get("patches", []):
+                self.assertTrue(os.path.isfile(os.path.join(K8S, d, patch["path"])))
+        base = self.base()
+        ds = base["DaemonSet"]
+        pod = ds["spec"]["template"]
+        c = pod["spec"]["containers"][0]
+        # the generator makes the ConfigMap the DaemonSet mounts; images maps its image
+        self.assertEqual([g["name"] for g in kustomization("base")["configMapGenerator"]], ["numaorchd-config"])
+        self.assertEqual([i["name"] for i in kustomization("base")["images"]], [c["image"]])
+        version = subprocess.run(["dpkg-parsechangelog", "-l", os.path.join(DEPLOY, "debian", "changelog"),
+                                  "-S", "Version"], capture_output=True, text=True).stdout.strip()
+        if version:
+            self.assertEqual(kustomization("base")["images"][0]["newTag"], version)
+        self.assertEqual(ds["spec"]["selector"]["matchLabels"].items() - pod["metadata"]["labels"].items(), set())
+        # the overlay merges into that ConfigMap and patches that DaemonSet
+        m = kustomization("metrics")
+        self.assertEqual([(g["name"], g["behavior"]) for g in m["configMapGenerator"]], [("numaorchd-config", "merge")])
+        for patch in m["patches"]:
+            doc = self.load(os.path.join("metrics", patch["path"]))[0]
+            self.assertEqual((doc["kind"], doc["metadata"]["name"]), ("DaemonSet", ds["metadata"]["name"]))
 
     def test_configmap_is_a_valid_config(self):
+        """The package's numaorchd.conf with the base's drop-ins, and with
+        the metrics overlay's too, as the pod reads them: numaorchd
+        --check-config accepts both. The base serves no TCP."""
         if not os.path.exists(itlib.NUMAORCHD):
             self.skipTest("build/numaorchd missing")
-        docs = {d["kind"]: d for d in self.load("numaorchd.yaml")}
         tmp = tempfile.mkdtemp(prefix="numaorch-k8s-")
         self.addCleanup(shutil.rmtree, tmp, True)
-        # The token comes from a Secret in the pod; stand one in here
-        # (--check-config reads it: it must exist and not be world-readable).
+        base = dropins("base")
+        self.assertTrue(base)
+        self.assertIn(conf_value("".join(base.values()), "api", "listen"), (None, ""))
+        # The token and the certificate come from Secrets in the pod; stand
+        # them in here (--check-config reads them: they must exist and not
+        # be world-readable).
         token = os.path.join(tmp, "token")
         itlib.write(token, "0123456789abcdef0123456789abcdef\n")
         os.chmod(token, 0o400)
-        text = docs["ConfigMap"]["data"]["numaorchd.conf"].replace("/etc/numaorch/token/token", token)
-        self.assertNotEqual(text, docs["ConfigMap"]["data"]["numaorchd.conf"])
-        conf = itlib.config_file(tmp, text)
-        p = subprocess.run(itlib.numaorchd("--check-config", "--config", conf, state_dir=os.path.join(tmp, "state")),
-                           capture_output=True, text=True)
-        self.assertEqual((p.returncode, p.stdout.strip()), (0, "configuration OK"), p.stderr)
+        metrics = dict(base)
+        for name, text in dropins("metrics").items():
+            self.assertNotIn(name, base)
+            new = text.replace("/etc/numaorch/token/token", token)
+            self.assertNotEqual(new, text)
+            if shutil.which("openssl"):
+                p = readme_openssl(tmp)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                os.chmod(os.path.join(tmp, "tls.key"), 0o400)
+                new = new.replace("/etc/numaorch/tls/", tmp + "/")
+            else:
+                new = "\n".join(l for l in new.splitlines() if not l.startswith("tls_"))
+            metrics[name] = new
+        for label, files in (("base", base), ("metrics", metrics)):
+            with self.subTest(kustomization=label):
+                conf = os.path.join(tmp, label, "numaorchd.conf")
+                os.makedirs(conf + ".d")
+                shutil.copy(os.path.join(DEPLOY, "numaorchd.conf"), conf)
+                for name, text in files.items():
+                    itlib.write(os.path.join(conf + ".d", name), text)
+                p = subprocess.run(itlib.numaorchd("--check-config", "--config", conf,
+                                                   state_dir=os.path.join(tmp, "state")),
+                                   capture_output=True, text=True)
+                self.assertEqual((p.returncode, p.stdout.strip()), (0, "configuration OK"), p.stderr)
+
+    def test_metrics_overlay(self):
+        """One port everywhere (api/openapi.yaml's), TLS and the token from
+        the Secrets the DaemonSet mounts, and every selector matching."""
+        port = openapi_port()
+        base, docs = self.base(), self.metrics()
+        conf = "".join(dropins("metrics").values())
+        self.assertEqual(conf_value(conf, "api", "listen"), "0.0.0.0:%d" % port)
+        patch = self.load(os.path.join("metrics", kustomization("metrics")["patches"][0]["path"]))[0]
+        pspec = patch["spec"]["template"]["spec"]
+        c = pspec["containers"][0]
+        cport = {p["name"]: p["containerPort"] for p in c["ports"]}
+        self.assertEqual(cport, {"metrics": port})
+        svc = docs["Service"]
+        self.assertEqual(svc["spec"]["selector"].items() - base["DaemonSet"]["spec"]["template"]["metadata"]
+                         ["labels"].items(), set())
+        sport = svc["spec"]["ports"][0]
+        self.assertEqual((sport["port"], sport["targetPort"]), (port, "metrics"))
+        sm = docs["ServiceMonitor"]
+        self.assertEqual(sm["apiVersion"], "monitoring.coreos.com/v1")
+        self.assertEqual(sm["spec"]["selector"]["matchLabels"].items() - svc["metadata"]["labels"].items(), set())
+        ep = sm["spec"]["endpoints"][0]
+        self.assertEqual((ep["port"], ep["path"], ep["scheme"]), (sport["name"], "/metrics", "https"))
+        self.assertEqual(ep["tlsConfig"]["serverName"], "%s.numaorch.svc" % svc["metadata"]["name"])
+        # the Secrets: the ones mounted where the configuration reads them
+        vols = {v["name"]: v for v in pspec["volumes"]}
+        mounts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
+        secret_at = {mounts[n]: v["secret"] for n, v in vols.items()}
+        for key, secret_name, file in (("token_file", ep["authorization"]["credentials"]["name"], "token"),
+                                       ("tls_cert", ep["tlsConfig"]["ca"]["secret"]["name"], "tls.crt"),
+                                       ("tls_key", ep["tlsConfig"]["ca"]["secret"]["name"], "tls.key")):
+            path = conf_value(conf, "api", key)
+            sec = secret_at[os.path.dirname(path)]
+            self.assertEqual((sec["secretName"], os.path.basename(path)), (secret_name, file))
+            self.assertEqual(sec["defaultMode"], 0o400)
+        self.assertEqual(ep["authorization"]["credentials"]["key"], "token")
+        # only the monitoring namespace reaches the port
+        np = docs["NetworkPolicy"]["spec"]
+        self.assertEqual(np["policyTypes"], ["Ingress"])
+        self.assertEqual([p["port"] for rule in np["ingress"] for p in rule["ports"]], [port])
+        # the README says how to make both Secrets, and the certificate names the Service
+        with open(os.path.join(K8S, "README.md")) as f:
+            readme = f.read()
+        self.assertIn("create secret generic numaorchd-token", readme)
+        self.assertIn("create secret tls numaorchd-tls", readme)
+        self.assertIn("subjectAltName=DNS:" + ep["tlsConfig"]["serverName"], readme)
+
+    def test_metrics_over_tls_as_the_servicemonitor_scrapes(self):
+        """numaorchd with a certificate made by the README's command, scraped
+        as the ServiceMonitor does: the Service's name checked against the
+        certificate, the token required for /metrics, not for /v1/health."""
+        import ssl
+        import apilib
+        if apilib.skip_reason() or not shutil.which("openssl"):
+            self.skipTest(apilib.skip_reason() or "openssl not installed")
+        tmp = itlib.mktemp()
+        self.addCleanup(shutil.rmtree, tmp, True)
+        p = readme_openssl(tmp)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        cert, key = os.path.join(tmp, "tls.crt"), os.path.join(tmp, "tls.key")
+        os.chmod(key, 0o400)
+        d = apilib.Daemon(tmp, apilib.compose_root(tmp), tls=(cert, key)).start()
+        self.addCleanup(d.stop)
+        ep = self.metrics()["ServiceMonitor"]["spec"]["endpoints"][0]
+
+        def get(path, token):
+            ctx = ssl.create_default_context(cafile=cert)
+            with socket.create_connection(("127.0.0.1", d.port), timeout=30) as raw:
+                with ctx.wrap_socket(raw, server_hostname=ep["tlsConfig"]["serverName"]) as s:
+                    s.sendall(("GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n%s\r\n"
+                               % (path, "Authorization: Bearer %s\r\n" % token if token else "")).encode())
+                    return apilib._read_response(s)
+        r = get(ep["path"], apilib.TOKEN)
+        self.assertEqual(r.status, 200)
+        self.assertIn(b"numaorch_", r.body)
+        self.assertEqual(get(ep["path"], None).status, 401)
+        self.assertEqual(get("/v1/health", None).status, 200)
+
+    def test_kustomize_build(self):
+        """The real kustomize (kubectl's, or the standalone one), where
+        installed: the DaemonSet mounts the ConfigMap by its hashed name, the
+        overlay's ConfigMap holds both drop-ins."""
+        if shutil.which("kustomize"):
+            build = ["kustomize", "build"]
+        elif shutil.which("kubectl") and subprocess.run(["kubectl", "kustomize", "--help"],
+                                                        capture_output=True).returncode == 0:
+            build = ["kubectl", "kustomize"]
+        else:
+            self.skipTest("neither kustomize nor kubectl is installed (no Debian package has them): "
+                          "test_kustomizations_reference_what_exists checks the references")
+        import yaml
+        for d, files in (("base", ["10-cluster.conf"]), ("metrics", ["10-cluster.conf", "50-metrics.conf"])):
+            with self.subTest(kustomization=d):
+                p = subprocess.run(build + [os.path.join(K8S, d)], capture_output=True, text=True, timeout=120)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                docs = [x for x in yaml.safe_load_all(p.stdout) if x]
+                by = {(x["kind"], x["metadata"]["name"].rsplit("-", 1)[0] if x["kind"] == "ConfigMap"
+                       else x["metadata"]["name"]): x for x in docs}
+                cm = by[("ConfigMap", "numaorchd-config")]
+                self.assertEqual(sorted(cm["data"]), files)
+                ds = by[("DaemonSet", "numaorchd")]["spec"]["template"]["spec"]
+                names = [v["configMap"]["name"] for v in ds["volumes"] if "configMap" in v]
+                self.assertEqual(names, [cm["metadata"]["name"]])
+                self.assertRegex(ds["containers"][0]["image"], r"^localhost/numaorch:")
+                for x in docs:
+                    if x["kind"] != "Namespace":
+                        self.assertEqual(x["metadata"].get("namespace"), "numaorch", x["kind"])
 
     def test_prometheus_scrape(self):
         cfg = self.load("prometheus-scrape.yaml")[0]
         job = cfg["scrape_configs"][0]
         self.assertEqual(job["metrics_path"], "/metrics")
         self.assertEqual(job["authorization"]["type"], "Bearer")
+        self.assertEqual(job["scheme"], "https")
+        sm = self.metrics()["ServiceMonitor"]["spec"]["endpoints"][0]
+        self.assertEqual(job["tls_config"]["server_name"], sm["tlsConfig"]["serverName"])
 
 
 if __name__ == "__main__":
