@@ -298,7 +298,7 @@ NUMA_VM_BINS := $(BUILD)/numa-vm/bin/numavm-run $(BUILD)/numa-vm/bin/guestload $
 MIGBENCH_SRCS := tests/numa-vm/guest/migbench.c orchestrator/mover/mover.c orchestrator/mover/mover_plan.c orchestrator/base/fs.c orchestrator/base/xalloc.c orchestrator/base/parse.c \
                  orchestrator/base/clock.c orchestrator/base/log.c orchestrator/base/utf8.c \
                  orchestrator/base/mask.c orchestrator/base/numamig.c orchestrator/base/hostpaths.c orchestrator/base/procstat.c \
-                 orchestrator/base/numamaps.c orchestrator/model/policy.c
+                 orchestrator/base/numamaps.c orchestrator/model/policy.c orchestrator/model/hold.c
 $(BUILD)/numa-vm/bin/migbench: $(MIGBENCH_SRCS) orchestrator/mover/mover.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -D_GNU_SOURCE -I. -static -pthread -o $@ $(MIGBENCH_SRCS) -lnuma -lm

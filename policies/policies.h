@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 
+#include "../orchestrator/model/hold.h"
 #include "../orchestrator/model/plan.h"
 #include "../orchestrator/model/policy.h"
 #include "../orchestrator/model/pstate.h"
@@ -26,12 +27,13 @@ int policy_decide(const struct policy_config *cfg, const struct snapshot *snap,
 		  const struct pstate *prev, bool verbose,
 		  struct plan **plan, struct pstate **next);
 /* The same, with RES[NRES] counted as taken: no guest is moved into room
- * promised to a guest about to start, and *next only PREV's entries of
- * the guests in SNAP: the engine notes the cool-downs of the moves it
- * carries out (policy_ops.decide). */
+ * promised to a guest about to start; and each item held back by the
+ * cycle's facts HOLDS (may be NULL) and SNAP's live jobs marked so
+ * (plan_mark_holds). The engine's (policy_ops.decide). */
 int policy_decide_reserved(const struct policy_config *cfg, const struct snapshot *snap,
 			   const struct pstate *prev, bool verbose,
 			   const struct advice_reservation *res, unsigned nres,
+			   const struct plan_holds *holds,
 			   struct plan **plan, struct pstate **next);
 
 /* Fewest, least-busy nodes with room for REQ (advise.c). 0 with out->ok

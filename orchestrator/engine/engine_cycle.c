@@ -433,39 +433,18 @@ static bool override_policy(void *ctx, const char *id, struct guest_policy *out)
 	return true;
 }
 
-/* Whether IT, a plan's move, is the one job OLD is making: the guest's
- * CPUs already on IT's, its memory on its way to IT's nodes
- * (mover_job_same_move). Left alone, not counted as a move (the caller
- * keeps its cool-down from the move that started the job), and said in
- * the debug log: no record — the job's own record comes when it ends.
- * IT may also be that move held back by the cool-down (a skip: no CPUs
- * of its own, its nodes are compared): the job makes it already, so a
- * "cool-down ... would go to nodes N" record would only repeat it. */
-static bool still_moving(struct engine *e, const struct snapshot *snap, const struct plan_item *it, uint64_t old)
-{
-	const struct snap_guest *g = &snap->guests[it->guest_idx];
-	struct mover_job_info ji;
-	char mems[64];
-	bool cpus_there = it->kind == PLAN_SKIP ? mask_equal(&g->cpu_nodes, &it->to_nodes) :
-			  g->cpus && it->to_cpus && mask_equal(g->cpus, it->to_cpus);
-
-	if (!cpus_there || !mover_get(e->mover, old, &ji) ||
-	    !mover_job_same_move(&ji, &it->to_mems, it->first_bytes ? it->first_node : -1, it->first_bytes))
-		return false;
-	mask_format(&it->to_mems, mems, sizeof(mems));
-	log_debug("still moving %s: job %llu takes its memory onto nodes %s (%.1f MiB done); the plan's %s is that job's",
-		  it->guest_id, (unsigned long long)old, mems, (double)ji.bytes_done / 1048576.0,
-		  it->kind == PLAN_SKIP ? "move, held by the cool-down," : "move");
-	return true;
-}
-
-/* Memory the mover's live jobs are still moving, into each node of the
- * snapshot being finalized (snap_node.mem_leaving/mem_coming). */
-static void mem_flows(void *ctx, struct snapshot *s)
+/* The mover's live jobs, on the snapshot being finalized: each guest's
+ * (snap_guest.job: a plan's move one of them makes already is held), and
+ * the memory they are still moving into each node
+ * (snap_node.mem_leaving/mem_coming) while the mover is on. */
+static void mover_facts(void *ctx, struct snapshot *s)
 {
 	struct engine *e = ctx;
 
-	if (e->mover && e->mover_on)
+	if (!e->mover)
+		return;
+	mover_note_jobs(e->mover, s);
+	if (e->mover_on)
 		mover_flows(e->mover, s);
 }
 
@@ -476,10 +455,10 @@ struct cycle {
 	const struct snapshot *snap;
 	struct plan *plan;
 	struct pstate *next;
-	/* Guests placed (engine_place.c) or released (engine_bind.c) this
-	 * cycle: the plan saw them where they were before. */
-	char (*placed)[GUEST_ID_MAX], (*released)[GUEST_ID_MAX];
-	unsigned nplaced, nreleased;
+	/* What the policy is told beside the snapshot (plan_mark_holds):
+	 * guests placed (engine_place.c) or released (engine_bind.c) this
+	 * cycle, start bindings whose write still runs. */
+	struct plan_holds holds;
 	/* Moves whose CPUs are written, their memory still to move. */
 	struct {
 		struct apply_pending *p;
@@ -495,7 +474,7 @@ struct cycle {
 static int cycle_acquire(struct engine *e, struct cycle *c)
 {
 	struct snap_policy_overlay ov = {
-		.get = e->gs ? override_policy : NULL, .ctx = e->gs, .flows = mem_flows, .flows_ctx = e
+		.get = e->gs ? override_policy : NULL, .ctx = e->gs, .flows = mover_facts, .flows_ctx = e
 	};
 	int r;
 
@@ -532,31 +511,47 @@ static int cycle_acquire(struct engine *e, struct cycle *c)
 	return 0;
 }
 
-/* Decide: domains that just started are placed first, before the policy
- * runs, so it sees their cool-down and leaves them be this cycle; then
- * the policy's plan and next state. */
+/* The guests of SNAP whose start binding's cpuset.mems write still runs
+ * (engine_bindwrite.c), into C's holds. */
+static void bind_writing(struct engine *e, struct cycle *c)
+{
+	struct plan_holds *h = &c->holds;
+
+	for (unsigned i = 0; e->njobs && i < c->snap->nr_guests; i++) {
+		if (!engine_bindwrite_pending(e, c->snap->guests[i].id))
+			continue;
+		h->bind_writing = xrealloc(h->bind_writing, (h->nbind_writing + 1) * sizeof(*h->bind_writing));
+		memcpy(h->bind_writing[h->nbind_writing++], c->snap->guests[i].id, GUEST_ID_MAX);
+	}
+}
+
+/* Decide: domains that just started are placed first, and (an applying
+ * cycle) start bindings from before a restart released, before the
+ * policy runs; then the policy's plan and next state, each item it must
+ * leave be this cycle held (plan_item.hold). */
 static int cycle_decide(struct engine *e, struct cycle *c)
 {
 	const struct advice_reservation *res;
 	unsigned nres;
 	int r;
 
-	c->nplaced = engine_place_started(e, c->snap, c->dry_run, &c->placed);
+	/* (the mode as the schedule left it, cycle_acquire) */
+	c->do_apply = e->cfg.mode == MODE_ENFORCE && !c->dry_run;
+	c->holds.nplaced = engine_place_started(e, c->snap, c->dry_run, &c->holds.placed);
 	if (e->cfg.mode == MODE_OFF)
 		return 0;
+	/* Bindings from before a restart first: a guest released here is
+	 * decided again next cycle, on mems the plan did not see. */
+	if (c->do_apply)
+		c->holds.nreleased = engine_restore_bound(e, c->snap, &c->holds.released);
+	bind_writing(e, c);
+	c->holds.applying = c->do_apply;
 	nres = engine_reservations(e, &res);
-	r = e->pol.decide(&e->cfg.policy, c->snap, e->ps, c->report != NULL, res, nres, &c->plan, &c->next);
+	r = e->pol.decide(&e->cfg.policy, c->snap, e->ps, c->report != NULL, res, nres, &c->holds, &c->plan,
+			  &c->next);
 	if (r < 0)
 		return log_errno(LOG_LEVEL_ERROR, r, "policy rejected its configuration");
 	return 0;
-}
-
-static bool in_ids(char (*ids)[GUEST_ID_MAX], unsigned n, const char *id)
-{
-	for (unsigned k = 0; k < n; k++)
-		if (strcmp(ids[k], id) == 0)
-			return true;
-	return false;
 }
 
 /* A planned move not carried out (advise mode, a dry run): said once, not
@@ -570,6 +565,39 @@ static void say_planned(struct engine *e, const struct cycle *c, const struct pl
 				      NULL, c->dry_run));
 }
 
+/* An item held back (plan_item.hold): not carried out, no record. A
+ * guest placed or released this cycle cools down as if its planned move
+ * were made; a move a live job makes already keeps the cool-down of the
+ * move that started the job, and the job's own record comes when it
+ * ends. (logged_update counts a held cool-down skip as said: once the
+ * job has ended the same cool-down is not recorded either, the job's
+ * record says where the memory got to.) */
+static void note_held(const struct cycle *c, const struct plan_item *it)
+{
+	const struct snap_guest *g = &c->snap->guests[it->guest_idx];
+	char mems[64];
+
+	switch (it->hold) {
+	case HOLD_JUST_PLACED:
+	case HOLD_JUST_RELEASED:
+		plan_item_note_cooldown(it, c->next, c->snap->mono_ns);
+		break;
+	case HOLD_BIND_WRITING:
+		log_debug("not moving %s this cycle: its start binding's cpuset.mems write is still running",
+			  it->guest_id);
+		break;
+	case HOLD_STILL_MOVING:
+		mask_format(&it->to_mems, mems, sizeof(mems));
+		log_debug("still moving %s: job %llu takes its memory onto nodes %s (%.1f MiB done); the plan's %s "
+			  "is that job's", it->guest_id, (unsigned long long)it->hold_job, mems,
+			  (double)g->job.bytes_done / 1048576.0,
+			  it->kind == PLAN_SKIP ? "move, held by the cool-down," : "move");
+		break;
+	case HOLD_NONE:
+		break;
+	}
+}
+
 /* Phase 1 of plan item I: a move's CPUs (its memory, if it must migrate,
  * is queued for phase 2), a skip's record. */
 static void apply_item(struct engine *e, struct cycle *c, unsigned i)
@@ -577,17 +605,8 @@ static void apply_item(struct engine *e, struct cycle *c, unsigned i)
 	const struct snapshot *snap = c->snap;
 	const struct plan_item *it = &c->plan->items[i];
 
-	/* Placed this cycle: the plan saw it where it was before. Its
-	 * planned move is not made, but cools down as if it were. */
-	if (in_ids(c->placed, c->nplaced, it->guest_id) || in_ids(c->released, c->nreleased, it->guest_id)) {
-		plan_item_note_cooldown(it, c->next, snap->mono_ns);
-		return;
-	}
-	/* Its start binding's write still runs: a new move would race
-	 * it; decided again next cycle, on the cpuset it leaves. */
-	if (it->kind == PLAN_MOVE && c->do_apply && engine_bindwrite_pending(e, it->guest_id)) {
-		log_debug("not moving %s this cycle: its start binding's cpuset.mems write is still running",
-			  it->guest_id);
+	if (it->hold != HOLD_NONE) {
+		note_held(c, it);
 		return;
 	}
 	if (it->kind == PLAN_MOVE) {
@@ -598,15 +617,10 @@ static void apply_item(struct engine *e, struct cycle *c, unsigned i)
 			return;
 		}
 		/* A new plan for a guest supersedes its running job (it stops
-		 * at its next chunk boundary); the move the job is making
-		 * already is no new plan (still_moving). */
+		 * at its next chunk boundary). */
 		if (e->mover) {
 			uint64_t old = mover_job_of(e->mover, it->guest_id);
 
-			/* (its cool-down is the one of the move that
-			 * started the job) */
-			if (old && still_moving(e, snap, it, old))
-				return;
 			if (old)
 				mover_cancel(e->mover, old, MJ_SUPERSEDED);
 		}
@@ -619,13 +633,6 @@ static void apply_item(struct engine *e, struct cycle *c, unsigned i)
 		}
 		record_move(e, snap, c->next, it, &res, c->report, i);
 	} else if (it->kind == PLAN_SKIP) {
-		uint64_t old = e->mover && it->skip == SKIP_COOLDOWN ? mover_job_of(e->mover, it->guest_id) : 0;
-
-		/* (logged_update still counts the skip as said: once the
-		 * job has ended, the same cool-down is not recorded either
-		 * — the job's own record says where the memory got to.) */
-		if (old && still_moving(e, snap, it, old))
-			return;
 		if (logged_repeats(&e->logged, it, c->report != NULL, snap->mono_ns, e->cfg.policy.cooldown_ns))
 			return;
 		log_debug("not moving %s: %s (%s)", it->guest_id, skip_reason_name(it->skip), it->detail);
@@ -640,7 +647,6 @@ static void cycle_apply(struct engine *e, struct cycle *c)
 	struct plan *plan = c->plan;
 	unsigned nitems = plan ? plan->nr_items : 0;
 
-	c->do_apply = e->cfg.mode == MODE_ENFORCE && !c->dry_run;
 	if (e->spread_cycles)
 		e->spread_cycles--;
 	if (c->report && plan) {
@@ -650,9 +656,6 @@ static void cycle_apply(struct engine *e, struct cycle *c)
 		c->report->applied = c->do_apply;
 	}
 	if (c->do_apply) {
-		/* Bindings from before a restart first: a guest released here
-		 * is decided again next cycle, on mems the plan did not see. */
-		c->nreleased = engine_restore_bound(e, c->snap, &c->released);
 		/* A binding is on disk before its write (bindstate.h). */
 		for (unsigned i = 0; i < nitems; i++)
 			if (plan->items[i].kind == PLAN_MOVE && plan->items[i].bind_start)
@@ -743,8 +746,9 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 		cycle_record(e, &c);
 	}
 	free(c.pend);
-	free(c.released);
-	free(c.placed);
+	free(c.holds.released);
+	free(c.holds.placed);
+	free(c.holds.bind_writing);
 	snap_unref(c.snap);
 	if (r < 0)
 		return r;

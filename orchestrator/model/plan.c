@@ -91,6 +91,15 @@ static const char *const skip_reason_names[] = {
 };
 STRTAB_NAME(skip_reason_name, enum skip_reason, skip_reason_names)
 
+static const char *const hold_names[] = {
+	[HOLD_NONE] = "none",
+	[HOLD_JUST_PLACED] = "just_placed",
+	[HOLD_JUST_RELEASED] = "just_released",
+	[HOLD_BIND_WRITING] = "bind_writing",
+	[HOLD_STILL_MOVING] = "still_moving",
+};
+STRTAB_NAME(plan_hold_name, enum plan_hold, hold_names)
+
 json_t *plan_item_to_json(const struct plan_item *it)
 {
 	json_t *o = json_object();
@@ -124,6 +133,11 @@ json_t *plan_item_to_json(const struct plan_item *it)
 	if (it->split || it->first_bytes) {
 		json_object_set_new(o, "first_node", json_integer(it->first_node));
 		json_object_set_new(o, "first_bytes", json_integer((json_int_t)it->first_bytes));
+	}
+	if (it->hold != HOLD_NONE) {
+		json_object_set_new(o, "hold", json_string(plan_hold_name(it->hold)));
+		if (it->hold_job)
+			json_object_set_new(o, "hold_job", json_integer((json_int_t)it->hold_job));
 	}
 	json_object_set_new(o, "detail", json_string(it->detail));
 	return o;

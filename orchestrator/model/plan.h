@@ -48,6 +48,22 @@ enum skip_reason {
 	SKIP_MEM_UNKNOWN,    /* its memory per node was not measured: left as it is */
 };
 
+/* Why the cycle does not carry an item out though the plan keeps what
+ * was decided (kind, skip, targets): a fact of the cycle beside the
+ * snapshot, marked by the policy (plan_mark_holds, hold.h). The decision
+ * log's dedup (logged.h) sees the item as decided. */
+enum plan_hold {
+	HOLD_NONE = 0,
+	HOLD_JUST_PLACED,   /* placed at its start this cycle (engine_place.c): the plan
+			     * saw it where it was before; a move cools down as if made */
+	HOLD_JUST_RELEASED, /* its start binding from before a restart released this
+			     * cycle (engine_bind.c): the same */
+	HOLD_BIND_WRITING,  /* a move while its start binding's cpuset.mems write still
+			     * runs would race it: decided again on what the write leaves */
+	HOLD_STILL_MOVING,  /* the mover's live job (hold_job) makes this move already
+			     * (a move, or the one a cool-down holds back) */
+};
+
 struct plan_item {
 	char guest_id[GUEST_ID_MAX];
 	unsigned guest_idx;          /* index in the snapshot decided on */
@@ -98,6 +114,9 @@ struct plan_item {
 	 * the cpuset unchanged (first_node, first_bytes say where and how
 	 * much): its cool-down is noted as such (pstate_note_follow). */
 	bool follow;
+	/* Not carried out this cycle, and why (HOLD_STILL_MOVING: the job). */
+	enum plan_hold hold;
+	uint64_t hold_job;
 	char detail[192];            /* one human sentence */
 };
 
@@ -138,6 +157,7 @@ void plan_free(struct plan *p);
 const char *plan_kind_name(enum plan_kind k);
 const char *move_reason_name(enum move_reason r);
 const char *skip_reason_name(enum skip_reason r);
+const char *plan_hold_name(enum plan_hold h);
 /* JSON of one item (caller owns). */
 json_t *plan_item_to_json(const struct plan_item *it);
 json_t *plan_to_json(const struct plan *p);

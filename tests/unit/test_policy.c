@@ -1768,14 +1768,14 @@ static void test_decide_respects_reservations(void **state)
 	/* ...unless node 1's room is promised to a guest about to start. */
 	mask_zero(&r.nodes);
 	mask_set(&r.nodes, 1);
-	assert_int_equal(policy_decide_reserved(&cfg, s, NULL, false, &r, 1, &p, &next), 0);
+	assert_int_equal(policy_decide_reserved(&cfg, s, NULL, false, &r, 1, NULL, &p, &next), 0);
 	it = find_item(p, "spread");
 	assert_non_null(it);
 	assert_int_equal(it->kind, PLAN_MOVE);
 	assert_nodes("to", &it->to_nodes, "2", "decide", "reserved");
 	plan_free(p);
 	pstate_free(next);
-	assert_int_equal(policy_decide_reserved(&cfg, s, NULL, false, NULL, 1, &p, &next), -EINVAL);
+	assert_int_equal(policy_decide_reserved(&cfg, s, NULL, false, NULL, 1, NULL, &p, &next), -EINVAL);
 	snap_unref(s);
 }
 
