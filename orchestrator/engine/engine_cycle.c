@@ -1,9 +1,14 @@
 /* engine_cycle.c — one cycle, in four steps (engine_cycle): acquire a
- * snapshot (cycle_acquire), let the registered policy decide
- * (cycle_decide), apply the plan, every move's CPUs first, then the
- * memory of those that must migrate, recording each outcome as it comes
- * and noting the cool-down of a move the outcome keeps one for
- * (cycle_apply), and record what the cycle leaves for the next, then
+ * snapshot, the mover's live jobs laid on it (cycle_acquire); decide:
+ * start placement, then the registered policy, told what this cycle
+ * holds back (guests just placed or released, start bindings still
+ * being written: plan_holds), and how each move's memory goes
+ * (plan_mem_ways) (cycle_decide); apply the plan as written — an item
+ * with a hold is not carried out, every other move's CPUs first, then
+ * the memory of those that must migrate, its way as the applier's facts
+ * leave it (mem_way_at_apply) — recording each outcome as it comes and
+ * noting the cool-down of a move the outcome keeps one for
+ * (cycle_apply); and record what the cycle leaves for the next, then
  * publish the view (cycle_record). */
 #include "orchestrator/engine/engine.h"
 
@@ -18,6 +23,7 @@
 #include "orchestrator/store/gpolstore.h"
 #include "orchestrator/store/history.h"
 #include "orchestrator/model/kbal.h"
+#include "orchestrator/model/memway.h"
 #include "orchestrator/base/log.h"
 #include "orchestrator/mover/mover.h"
 #include "orchestrator/base/notify.h"
@@ -130,98 +136,46 @@ void engine_job_add(struct engine *e, uint64_t id, struct apply_pending *p, stru
 	e->jobs[e->njobs++] = (struct ejob){ .id = id, .p = p, .bw = bw };
 }
 
-/* A start binding's cpuset.mems write: a mover worker's where there is
- * one and nobody waits for the cycle's report (engine_bindwrite.c), else
- * this thread's. */
-static enum phase_end bind_write(struct engine *e, struct apply_pending *p, bool sync_bind,
-				 struct apply_result *res)
+/* The way IT's memory takes (IT->mem_way, memway.h), refined by what the
+ * applier learnt of P (mem_way_at_apply); the mover's needs P's
+ * processes (*PIDS, *NPIDS: the caller frees). */
+static enum mem_way final_way(struct engine *e, const struct plan_item *it, struct apply_pending *p,
+			      bool caller_waits, pid_t **pids, unsigned *npids)
 {
-	if (!sync_bind && e->mover) {
-		engine_bindwrite_submit(e, p);
-		return PHASE_WRITE_JOB;
-	}
-	apply_memory(e->app, p, res);
-	return PHASE_DONE;
+	struct mem_way_facts f = {
+		.soft = apply_pending_soft(p), .movable = apply_pending_movable(p),
+		.narrow_only = apply_pending_narrow_only(p), .mems_change = apply_pending_writes_mems(p),
+		.room_wait = apply_pending_room_wait(p), .caller_waits = caller_waits,
+	};
+	enum mem_way way = mem_way_at_apply(it->mem_way, it->mem_way_soft, &f);
+
+	if (way != MEM_WAY_MOVER)
+		return way;
+	*npids = apply_pending_pids(e->app, p, pids);
+	f.no_process = *npids == 0;
+	return mem_way_at_apply(it->mem_way, it->mem_way_soft, &f);
 }
 
-/* Phase 2 of one move: the memory, by the rule of kbal.h — left to the
- * kernel, handed to the mover, or (no mover, VMs) moved by the cpuset.mems
- * write; a start binding's write goes to a mover worker too, unless
- * SYNC_BIND (a caller waiting for the cycle's report). */
-static enum phase_end memory_phase(struct engine *e, const struct snapshot *snap, struct apply_pending *p,
-				   bool sync_bind, struct apply_result *res)
+/* Hand P's pages to the mover (PIDS: its processes, taken). */
+static enum phase_end to_mover(struct engine *e, struct apply_pending *p, pid_t *pids, unsigned npids,
+			       struct apply_result *res)
 {
 	const struct plan_item *it = apply_pending_item(p);
-	const struct snap_guest *g = &snap->guests[it->guest_idx];
-	enum kbal_action act = kbal_decide(e->cfg.kernel_balancing, e->stats.numa_balancing,
-					   !apply_pending_soft(p), g->cpu_use);
-	bool to_mover = e->mover && e->mover_on && apply_pending_movable(p) && !it->bind_start;
 	struct mover_spec spec;
-	pid_t *pids = NULL;
 	uint64_t id;
+	size_t n;
 
-	/* A start binding with next to nothing to migrate when planned: the
-	 * write alone, as phase 1 used to make it, but not on this thread. */
-	if (apply_pending_narrow_only(p))
-		return bind_write(e, p, sync_bind, res);
-	/* Room partly to come needs a mover job that waits for it; the
-	 * kernel (a cpuset.mems write, its balancing) would not wait. */
-	if (apply_pending_room_wait(p) && (act == KBAL_ACT_DEFER || !to_mover)) {
-		apply_pending_no_room(e->app, p, act == KBAL_ACT_DEFER ? "its memory is left to the kernel's NUMA balancing"
-					  : "its memory cannot move by the mover", res);
-		return PHASE_DONE;
-	}
-	if (act == KBAL_ACT_DEFER) {
-		apply_memory_widen(e->app, p, "left to the kernel's NUMA balancing", res);
-		if (res->status == APPLY_DONE)
-			e->stats.memory_deferred++;
-		return PHASE_DONE;
-	}
-	/* A start binding narrows the mems now, so that what the guest
-	 * touches from here lands on the target: the kernel migrates the
-	 * little it touched before (under START_PLACE_MAX_BYTES) inside the
-	 * write. Widening them for the mover would let it go on touching
-	 * off the target while the mover chases it. The write itself goes
-	 * to a mover worker (engine_bindwrite.c): the engine thread does not
-	 * wait for what the kernel migrates inside it. */
-	if (!to_mover && it->bind_start && apply_pending_writes_mems(p))
-		return bind_write(e, p, sync_bind, res);
-	/* The kernel's way (no page mover, or a VM libvirt moves): a
-	 * container's write migrates inside the kernel for as long as its
-	 * memory takes, so a worker makes it; the cycle goes on. */
-	if (!to_mover && e->mover && !apply_pending_item(p)->bind_start && !apply_pending_is_vm(p)) {
-		char to[NODELIST_BUFSZ];
-
-		memset(res, 0, sizeof(*res));
-		res->locality_after = NAN;
-		if (mask_format(&it->to_mems, to, sizeof(to)) < 0)
-			snprintf(to, sizeof(to), "?");
-		id = engine_memwrite_submit(e, p);
-		apply_result_set(res, APPLY_DONE, 0, "cpus moved; memory to move onto %s by its cpuset.mems write "
-				 "(job %llu, on a worker)", to, (unsigned long long)id);
-		return PHASE_JOB;
-	}
-	if (!to_mover) {
-		apply_memory(e->app, p, res);
-		return PHASE_DONE;
-	}
-	memset(&spec, 0, sizeof(spec));
-	spec.npids = apply_pending_pids(e->app, p, &pids);
-	if (spec.npids == 0) {
-		/* No process: nothing to move; the mems change is all. */
-		free(pids);
-		apply_memory(e->app, p, res);
-		return PHASE_DONE;
-	}
 	/* move_pages(2) needs the target inside the task's mems. */
 	apply_memory_widen(e->app, p, "to move by the mover", res);
 	if (res->status != APPLY_DONE) {
 		free(pids);
 		return PHASE_DONE;
 	}
+	memset(&spec, 0, sizeof(spec));
 	snprintf(spec.guest, sizeof(spec.guest), "%s", it->guest_id);
 	snprintf(spec.cause, sizeof(spec.cause), "%s", move_reason_name(it->reason));
 	spec.pids = pids;
+	spec.npids = npids;
 	spec.to = it->to_mems;
 	spec.bytes = it->migrate_bytes;
 	spec.first = it->first_bytes ? it->first_node : -1;
@@ -231,17 +185,71 @@ static enum phase_end memory_phase(struct engine *e, const struct snapshot *snap
 	spec.min_free_share = e->cfg.policy.min_free_share;
 	id = mover_submit(e->mover, &spec);
 	free(pids);
-	{
-		size_t n = strlen(res->msg);
-
-		if (spec.wait_room)
-			snprintf(res->msg + n, sizeof(res->msg) - n, " (job %llu; %s: it waits for the room)",
-				 (unsigned long long)id, apply_pending_room_note(p));
-		else
-			snprintf(res->msg + n, sizeof(res->msg) - n, " (job %llu)", (unsigned long long)id);
-	}
+	n = strlen(res->msg);
+	if (spec.wait_room)
+		snprintf(res->msg + n, sizeof(res->msg) - n, " (job %llu; %s: it waits for the room)",
+			 (unsigned long long)id, apply_pending_room_note(p));
+	else
+		snprintf(res->msg + n, sizeof(res->msg) - n, " (job %llu)", (unsigned long long)id);
 	engine_job_add(e, id, p, NULL);
 	return PHASE_JOB;
+}
+
+/* Phase 2 of one move: its memory, the way the plan says
+ * (plan_item.mem_way) as the applier's facts left it, which is recorded
+ * in the plan's item PIT (mem_way_applied). CALLER_WAITS: a caller waits
+ * for the cycle's report. */
+static enum phase_end memory_phase(struct engine *e, struct plan_item *pit, struct apply_pending *p,
+				   bool caller_waits, struct apply_result *res)
+{
+	const struct plan_item *it = apply_pending_item(p);
+	pid_t *pids = NULL;
+	unsigned npids = 0;
+	char to[NODELIST_BUFSZ];
+	uint64_t id;
+
+	pit->mem_way_applied = final_way(e, it, p, caller_waits, &pids, &npids);
+	switch (pit->mem_way_applied) {
+	case MEM_WAY_NO_ROOM: {
+		/* Room partly to come needs a mover job that waits for it; the
+		 * kernel (a cpuset.mems write, its balancing) would not wait. */
+		struct mem_way_facts nowait = {
+			.soft = apply_pending_soft(p), .movable = apply_pending_movable(p),
+		};
+		bool kernel = mem_way_at_apply(it->mem_way, it->mem_way_soft, &nowait) == MEM_WAY_KERNEL;
+
+		apply_pending_no_room(e->app, p, kernel ? "its memory is left to the kernel's NUMA balancing"
+					  : "its memory cannot move by the mover", res);
+		return PHASE_DONE;
+	}
+	case MEM_WAY_KERNEL:
+		apply_memory_widen(e->app, p, "left to the kernel's NUMA balancing", res);
+		if (res->status == APPLY_DONE)
+			e->stats.memory_deferred++;
+		return PHASE_DONE;
+	case MEM_WAY_BIND_WRITE:
+		/* The engine thread does not wait for what the kernel
+		 * migrates inside the write (engine_bindwrite.c). */
+		engine_bindwrite_submit(e, p);
+		return PHASE_WRITE_JOB;
+	case MEM_WAY_WRITE_WORKER:
+		memset(res, 0, sizeof(*res));
+		res->locality_after = NAN;
+		if (mask_format(&it->to_mems, to, sizeof(to)) < 0)
+			snprintf(to, sizeof(to), "?");
+		id = engine_memwrite_submit(e, p);
+		apply_result_set(res, APPLY_DONE, 0, "cpus moved; memory to move onto %s by its cpuset.mems write "
+				 "(job %llu, on a worker)", to, (unsigned long long)id);
+		return PHASE_JOB;
+	case MEM_WAY_MOVER:
+		return to_mover(e, p, pids, npids, res);
+	default:
+		/* The write on this thread (with no process, the mems change
+		 * is all). */
+		free(pids);
+		apply_memory(e->app, p, res);
+		return PHASE_DONE;
+	}
 }
 
 enum apply_status engine_job_outcome(enum mover_state st, bool soft, bool *wide)
@@ -551,6 +559,10 @@ static int cycle_decide(struct engine *e, struct cycle *c)
 			  &c->next);
 	if (r < 0)
 		return log_errno(LOG_LEVEL_ERROR, r, "policy rejected its configuration");
+	plan_mem_ways(c->plan, c->snap, &(struct mem_way_cfg){
+		.kbal = e->cfg.kernel_balancing, .strict_mems = e->cfg.strict_mems,
+		.mover = e->mover != NULL, .mover_on = e->mover_on,
+	});
 	return 0;
 }
 
@@ -673,7 +685,7 @@ static void cycle_apply(struct engine *e, struct cycle *c)
 		/* A cycle of big migrations can outlast the watchdog. */
 		if (e->watchdog_usec)
 			notify_watchdog();
-		switch (memory_phase(e, c->snap, c->pend[k].p, c->report != NULL, &res)) {
+		switch (memory_phase(e, &plan->items[c->pend[k].idx], c->pend[k].p, c->report != NULL, &res)) {
 		case PHASE_WRITE_JOB:
 			continue;
 		case PHASE_DONE:

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "orchestrator/base/mask.h"
+#include "orchestrator/model/memway.h"
 #include "orchestrator/model/pstate.h"
 #include "orchestrator/model/snapshot.h"
 
@@ -117,6 +118,10 @@ struct plan_item {
 	/* Not carried out this cycle, and why (HOLD_STILL_MOVING: the job). */
 	enum plan_hold hold;
 	uint64_t hold_job;
+	/* How its memory moves after its CPUs (memway.h): as planned
+	 * (plan_mem_ways), should its binding turn out soft, and as the
+	 * applier's facts left it (MEM_WAY_NONE: it did not get that far). */
+	enum mem_way mem_way, mem_way_soft, mem_way_applied;
 	char detail[192];            /* one human sentence */
 };
 
@@ -152,6 +157,11 @@ void plan_item_note_cooldown(const struct plan_item *it, struct pstate *ps, int6
 /* plan_item_note_cooldown for every item of P at the plan's time: as if
  * each planned move were carried out (the tests' simulations). */
 void plan_note_cooldowns(const struct plan *p, struct pstate *ps);
+
+/* How each move of P, decided on SNAP, moves its memory (mem_way,
+ * mem_way_soft: mem_way_plan, memway.h) under the agent's settings CFG:
+ * the plan says what the engine will do. */
+void plan_mem_ways(struct plan *p, const struct snapshot *snap, const struct mem_way_cfg *cfg);
 
 void plan_free(struct plan *p);
 const char *plan_kind_name(enum plan_kind k);
