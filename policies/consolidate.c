@@ -1559,11 +1559,7 @@ int policy_decide(const struct policy_config *cfg, const struct snapshot *snap,
 		  const struct pstate *prev, bool verbose,
 		  struct plan **plan, struct pstate **next)
 {
-	int r = policy_decide_reserved(cfg, snap, prev, verbose, NULL, 0, NULL, plan, next);
-
-	if (r == 0)
-		plan_note_cooldowns(*plan, *next);
-	return r;
+	return policy_decide_reserved(cfg, snap, prev, verbose, NULL, 0, NULL, plan, next);
 }
 
 /* The working copy before any move: the nodes' load as the sum of what

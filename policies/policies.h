@@ -20,9 +20,10 @@
 /* Decide (consolidate.c). PREV may be NULL (first cycle). On success
  * *plan and *next are the caller's (plan_free, pstate_free). Guests that
  * are settled get no plan item unless verbose is set (dry-run shows
- * everything). *next holds every planned move's cool-down, as if each
- * were carried out (plan_note_cooldowns): the tests' simulations feed it
- * back as the next cycle's PREV. Returns 0 or -EINVAL (bad config). */
+ * everything). *next holds PREV's entries of the guests in SNAP, nothing
+ * more: a cool-down is noted for a move carried out (the engine's record
+ * step; a simulation that carries out every planned move calls
+ * plan_note_cooldowns). Returns 0 or -EINVAL (bad config). */
 int policy_decide(const struct policy_config *cfg, const struct snapshot *snap,
 		  const struct pstate *prev, bool verbose,
 		  struct plan **plan, struct pstate **next);
