@@ -521,7 +521,7 @@ static int cycle_acquire(struct engine *e, struct cycle *c)
 
 /* The guests of SNAP whose start binding's cpuset.mems write still runs
  * (engine_bindwrite.c), into C's holds. */
-static void bind_writing(struct engine *e, struct cycle *c)
+static void hold_bind_writes(struct engine *e, struct cycle *c)
 {
 	struct plan_holds *h = &c->holds;
 
@@ -552,7 +552,7 @@ static int cycle_decide(struct engine *e, struct cycle *c)
 	 * decided again next cycle, on mems the plan did not see. */
 	if (c->do_apply)
 		c->holds.nreleased = engine_restore_bound(e, c->snap, &c->holds.released);
-	bind_writing(e, c);
+	hold_bind_writes(e, c);
 	c->holds.applying = c->do_apply;
 	nres = engine_reservations(e, &res);
 	r = e->pol.decide(&e->cfg.policy, c->snap, e->ps, c->report != NULL, res, nres, &c->holds, &c->plan,
@@ -652,8 +652,9 @@ static void apply_item(struct engine *e, struct cycle *c, unsigned i)
 	}
 }
 
-/* Apply: bindings from before a restart, then every move's CPUs, then the
- * memory of those that must migrate; each outcome recorded as it comes. */
+/* Apply the plan as written: every move's CPUs (an item with a hold left
+ * be), then the memory of those that must migrate; each outcome recorded
+ * as it comes. */
 static void cycle_apply(struct engine *e, struct cycle *c)
 {
 	struct plan *plan = c->plan;

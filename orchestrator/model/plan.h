@@ -1,6 +1,9 @@
 /* plan.h — what the policy decided: one item per guest it considered
- * worth a decision, each carrying its reason and the numbers behind it.
- * A plan is immutable once returned by policy_decide().
+ * worth a decision, each carrying its reason and the numbers behind it,
+ * what holds it back this cycle (hold.h) and how its memory moves
+ * (memway.h). What the policy decided is not edited once returned: the
+ * engine only adds each move's way (plan_mem_ways) and, carrying the
+ * plan out, the way each took (mem_way_applied).
  */
 #ifndef NUMAORCH_PLAN_H
 #define NUMAORCH_PLAN_H
