@@ -80,16 +80,18 @@ SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sa
 CLI_SRCS  := $(wildcard api/numaorchctl.c api/ctl_*.c)
 # The libvirt module's sources, by name (the hook's helpers, agents/vmhook.c,
 # are core: the hook binary links them without libvirt).
-VM_SRCS   := agents/vmapply.c agents/vmproc.c agents/vmsrc.c agents/vmsrc_loop.c agents/vmxml.c agents/vmplugin_export.c
+VM_SRCS   := agents/vmapply.c agents/vmjournal.c agents/vmplan.c agents/vmproc.c agents/vmsrc.c agents/vmsrc_loop.c agents/vmxml.c agents/vmplugin_export.c
 CORE_SRCS := $(wildcard orchestrator/*/*.c) $(filter-out agents/numaorchd.c $(VM_SRCS),$(wildcard agents/*.c)) \
              $(wildcard policies/*.c) $(filter-out $(CLI_SRCS),$(wildcard api/*.c))
 DAEMON_SRCS := agents/numaorchd.c
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_HELPERS := $(filter-out $(UNIT_SRCS),$(wildcard tests/unit/*.c))
-# The test build's hooks (tests/hooks/): linked into the unit tests and
-# build/numaorchd-test in place of the shipped objects of the same
-# symbols (the archive's member is then never pulled in). The shipped
-# daemon has none of them (make check-shipped).
+# The test build's hooks (tests/hooks/): linked into the unit tests,
+# build/numaorchd-test, the live core tests (build/it/) and migbench in
+# place of the shipped objects of the same symbols (the archive's member
+# is then never pulled in): cgwfixture_hooks.c (cgroup writes into a
+# fixture tree) and moverfixture_hooks.c (the mover's relocate_all). The
+# shipped daemon has none of them (make check-shipped).
 HOOK_SRCS := $(wildcard tests/hooks/*.c)
 BENCH_SRCS := $(wildcard tests/bench/*.c)
 IT_SRCS   := $(wildcard tests/integration/*.c)
@@ -152,7 +154,8 @@ $(BUILD)/numaorchd: $(BUILD)/obj/agents/numaorchd.o $(BUILD)/libnumaorch.a $(BUI
 
 # The daemon as the integration tests on fixture roots run it: the same
 # objects plus the test hooks (tests/hooks/cgwfixture_hooks.c: ".refuse"
-# files, the ".numaorch-writes" log). Never installed.
+# files, the ".numaorch-writes" log; moverfixture_hooks.c: relocate_all,
+# off unless a test turns it on). Never installed.
 $(BUILD)/numaorchd-test: $(BUILD)/obj/agents/numaorchd.o $(HOOK_SRCS:%.c=$(BUILD)/obj/%.o) $(BUILD)/libnumaorch.a \
 		$(BUILD)/numaorchd.dynlist
 	$(CC) $(CFLAGS) $(PIE_LDFLAGS) $(LDFLAGS) -Wl,--dynamic-list=$(BUILD)/numaorchd.dynlist -o $@ $< \
@@ -191,9 +194,11 @@ $(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(BUILD)/libnumaorch.a
 
 # Integration tests of core modules against the live host (test_mover.py).
 IT_CORE_BINS := $(patsubst tests/integration/core/%.c,$(BUILD)/it/%,$(wildcard tests/integration/core/*.c))
-$(BUILD)/it/%: tests/integration/core/%.c $(BUILD)/libnumaorch.a
+# They link the test hooks (mover_live turns relocate_all on).
+$(BUILD)/it/%: tests/integration/core/%.c $(HOOK_SRCS:%.c=$(BUILD)/obj/%.o) $(BUILD)/libnumaorch.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -o $@ $< $(BUILD)/libnumaorch.a $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) -Wno-missing-prototypes -o $@ $< $(HOOK_SRCS:%.c=$(BUILD)/obj/%.o) \
+		$(BUILD)/libnumaorch.a $(LDLIBS)
 
 $(BUILD)/it/%: tests/integration/%.c
 	@mkdir -p $(dir $@)
@@ -240,9 +245,9 @@ check-openapi:
 	NODE_PATH=$(BUILD)/npm/node_modules node tests/openapi/validate.js api/openapi.yaml
 
 # ARCHITECTURE.md's layering: no upward include, no include loop, policies/
-# pure (from the objects' undefined symbols and its includes); the checker's
-# self-test first proves it finds each kind. tests/tools/layers-known.txt
-# (empty now) may only shrink.
+# pure (from the objects' undefined symbols and its includes), no function
+# over 150 lines; the checker's self-test first proves it finds each kind.
+# tests/tools/layers-known.txt (empty now) may only shrink.
 check-layers: $(CORE_OBJS)
 	@python3 tests/tools/check_layers.py --self-test
 	@python3 tests/tools/check_layers.py $(BUILD)/obj
@@ -294,12 +299,13 @@ check-fuzz:
 NUMA_VM_BINS := $(BUILD)/numa-vm/bin/numavm-run $(BUILD)/numa-vm/bin/guestload $(BUILD)/numa-vm/bin/migbench
 
 # make bench-migrate's benchmark links the agent's own mover (and libnuma),
-# static like the other in-VM helpers.
-MIGBENCH_SRCS := tests/numa-vm/guest/migbench.c orchestrator/mover/mover.c orchestrator/mover/mover_plan.c orchestrator/base/fs.c orchestrator/base/xalloc.c orchestrator/base/parse.c \
+# static like the other in-VM helpers, with the test build's mover hook.
+MIGBENCH_SRCS := tests/numa-vm/guest/migbench.c orchestrator/mover/mover.c orchestrator/mover/mover_plan.c \
+                 tests/hooks/moverfixture_hooks.c orchestrator/base/fs.c orchestrator/base/xalloc.c orchestrator/base/parse.c \
                  orchestrator/base/clock.c orchestrator/base/log.c orchestrator/base/utf8.c \
                  orchestrator/base/mask.c orchestrator/base/numamig.c orchestrator/base/hostpaths.c orchestrator/base/procstat.c \
                  orchestrator/base/numamaps.c orchestrator/model/policy.c orchestrator/model/hold.c
-$(BUILD)/numa-vm/bin/migbench: $(MIGBENCH_SRCS) orchestrator/mover/mover.h
+$(BUILD)/numa-vm/bin/migbench: $(MIGBENCH_SRCS) orchestrator/mover/mover.h orchestrator/mover/moverfixture.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -D_GNU_SOURCE -I. -static -pthread -o $@ $(MIGBENCH_SRCS) -lnuma -lm
 

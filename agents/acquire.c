@@ -100,11 +100,6 @@ const struct cg_hier *acquirer_hier(const struct acquirer *a)
 	return cgscan_hier(a->cg);
 }
 
-const struct host_paths *acquirer_paths(const struct acquirer *a)
-{
-	return &a->hp;
-}
-
 static void sleep_s(double s)
 {
 	struct timespec ts = { .tv_sec = (time_t)s, .tv_nsec = (long)((s - floor(s)) * 1e9) };

@@ -23,7 +23,6 @@ void acquirer_free(struct acquirer *a);
 /* Register an extra source; the acquirer does not own CTX. */
 void acquirer_add_source(struct acquirer *a, const struct guest_source *src);
 const struct cg_hier *acquirer_hier(const struct acquirer *a);
-const struct host_paths *acquirer_paths(const struct acquirer *a);
 
 /* Take the first counters now, if none were taken yet; the first
  * snapshot then waits only what is left of its PRIME_S. */

@@ -484,7 +484,113 @@ static void print_report_json(const struct cycle_report *rep)
 	json_decref(o);
 }
 
-int main(int argc, char **argv)
+/* Everything main sets up, torn down in one place (daemon_teardown). */
+struct daemon {
+	struct cli cli;
+	char *state_dir_abs;        /* --state-dir made absolute, owned */
+	struct agent_config *cfg;
+	char *token;                /* the API's bearer token, wiped at the end */
+	struct host_paths hp;
+	struct engine *e;
+	struct gpolstore *gs;
+	struct api *api;
+	struct httpd *httpd;
+	struct watch_ctx watch;
+};
+
+/* What each step of main returns to go on to the next; anything else is
+ * the exit code. */
+#define GO_ON (-1)
+
+/* --state-dir, relative to where the daemon was started: the daemon never
+ * chdirs, but the file it writes should say where it is. */
+static int state_dir_arg(struct daemon *d, const char *arg)
+{
+	if (arg[0] != '/') {
+		char cwd[PATH_MAX];
+
+		if (!getcwd(cwd, sizeof(cwd))) {
+			fprintf(stderr, "numaorchd: --state-dir: %s\n", strerror(errno));
+			return 2;
+		}
+		free(d->state_dir_abs);
+		d->state_dir_abs = xasprintf("%s/%s", cwd, arg);
+		arg = d->state_dir_abs;
+	}
+	d->cli.state_dir = arg;
+	return GO_ON;
+}
+
+/* One option C (getopt_long's) with its argument ARG into D's cli. */
+static int parse_option(struct daemon *d, int c, const char *arg)
+{
+	struct cli *cli = &d->cli;
+
+	switch (c) {
+	case 'c':
+		cli->config = arg;
+		cli->config_given = true;
+		break;
+	case 'C': cli->check_config = true; break;
+	case 'o': cli->once = true; break;
+	case 'n': cli->dry_run = true; break;
+	case 'j': cli->json = true; break;
+	case 'i':
+		if (parse_double(arg, &cli->interval) < 0 || cli->interval < 0.1 || cli->interval > 86400) {
+			fprintf(stderr, "numaorchd: --interval: must be seconds 0.1..86400, got \"%s\"\n", arg);
+			return 2;
+		}
+		break;
+	case 's':
+	case 'p':
+		if (!cgh_rel_valid(arg)) {
+			fprintf(stderr, "numaorchd: --%s: \"%s\" is not an absolute cgroup path without "
+				"\".\" or \"..\" components\n", c == 's' ? "scope" : "parent", arg);
+			return 2;
+		}
+		if (c == 's')
+			strv_push(&cli->nr_scopes, &cli->scopes, arg);
+		else
+			strv_push(&cli->nr_parents, &cli->parents, arg);
+		break;
+	case 'm': cli->mode = arg; break;
+	case 'r': cli->root = arg; break;
+	case 'S': cli->sysfs = arg; break;
+	case 'P': cli->procfs = arg; break;
+	case 'G': cli->cgroupfs = arg; break;
+	case 'd': cli->decision_log = arg; break;
+	case 'l': cli->log_level = arg; break;
+	case 'D': return state_dir_arg(d, arg);
+	case 'U': cli->socket = arg; break;
+	case 'g': cli->socket_group = arg; break;
+	case 'L':
+		if (*arg && !config_listen_valid(arg)) {
+			fprintf(stderr, "numaorchd: --listen: must be ADDR:PORT with a port 0..65535, got \"%s\"\n",
+				arg);
+			return 2;
+		}
+		cli->listen = arg;
+		break;
+	case 'T': cli->token_file = arg; break;
+	case 'E': cli->tls_cert = arg; break;
+	case 'K': cli->tls_key = arg; break;
+	case 'R': cli->list_routes = true; break;
+	case 'V':
+		printf("numaorchd %s\n", NUMAORCH_VERSION);
+		return 0;
+	case 'h':
+		usage(stdout);
+		return 0;
+	default:
+		usage(stderr);
+		return 2;
+	}
+	return GO_ON;
+}
+
+/* The command line into D's cli; --version, --help and --list-routes
+ * answer here (exit 0). */
+static int parse_args(struct daemon *d, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
@@ -514,140 +620,68 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct cli cli = { .interval = NAN };
-	struct watch_ctx watch = { 0 };
-	struct agent_config *cfg;
-	struct host_paths hp;
-	struct engine *e = NULL;
-	struct gpolstore *gs = NULL;
-	struct api *api = NULL;
-	struct httpd *httpd = NULL;
-	char *token = NULL, *state_dir_abs = NULL;
-	char err[600];
-	int c, r, ret = 0;
+	int c, r;
 
-	xmalloc_tune();
-	/* A closed reader of stderr (`numaorchd | head`) or a peer that went
-	 * away must be an EPIPE the writer handles, not the daemon's death;
-	 * systemd ignores SIGPIPE for its units, a shell pipeline does not. */
-	signal(SIGPIPE, SIG_IGN);
-	while ((c = getopt_long(argc, argv, "c:ni:s:p:r:l:Vh", opts, NULL)) != -1) {
-		switch (c) {
-		case 'c':
-			cli.config = optarg;
-			cli.config_given = true;
-			break;
-		case 'C': cli.check_config = true; break;
-		case 'o': cli.once = true; break;
-		case 'n': cli.dry_run = true; break;
-		case 'j': cli.json = true; break;
-		case 'i':
-			if (parse_double(optarg, &cli.interval) < 0 || cli.interval < 0.1 || cli.interval > 86400) {
-				fprintf(stderr, "numaorchd: --interval: must be seconds 0.1..86400, got \"%s\"\n", optarg);
-				return 2;
-			}
-			break;
-		case 's':
-		case 'p':
-			if (!cgh_rel_valid(optarg)) {
-				fprintf(stderr, "numaorchd: --%s: \"%s\" is not an absolute cgroup path without "
-					"\".\" or \"..\" components\n", c == 's' ? "scope" : "parent", optarg);
-				return 2;
-			}
-			if (c == 's')
-				strv_push(&cli.nr_scopes, &cli.scopes, optarg);
-			else
-				strv_push(&cli.nr_parents, &cli.parents, optarg);
-			break;
-		case 'm': cli.mode = optarg; break;
-		case 'r': cli.root = optarg; break;
-		case 'S': cli.sysfs = optarg; break;
-		case 'P': cli.procfs = optarg; break;
-		case 'G': cli.cgroupfs = optarg; break;
-		case 'd': cli.decision_log = optarg; break;
-		case 'l': cli.log_level = optarg; break;
-		case 'D':
-			/* Relative to where it was started: the daemon never chdirs,
-			 * but the file it writes should say where it is. */
-			if (optarg[0] != '/') {
-				char cwd[PATH_MAX];
-
-				if (!getcwd(cwd, sizeof(cwd))) {
-					fprintf(stderr, "numaorchd: --state-dir: %s\n", strerror(errno));
-					return 2;
-				}
-				free(state_dir_abs);
-				state_dir_abs = xasprintf("%s/%s", cwd, optarg);
-				optarg = state_dir_abs;
-			}
-			cli.state_dir = optarg;
-			break;
-		case 'U': cli.socket = optarg; break;
-		case 'g': cli.socket_group = optarg; break;
-		case 'L':
-			if (*optarg && !config_listen_valid(optarg)) {
-				fprintf(stderr, "numaorchd: --listen: must be ADDR:PORT with a port 0..65535, got \"%s\"\n",
-					optarg);
-				return 2;
-			}
-			cli.listen = optarg;
-			break;
-		case 'T': cli.token_file = optarg; break;
-		case 'E': cli.tls_cert = optarg; break;
-		case 'K': cli.tls_key = optarg; break;
-		case 'R': cli.list_routes = true; break;
-		case 'V':
-			printf("numaorchd %s\n", NUMAORCH_VERSION);
-			return 0;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
-	}
+	while ((c = getopt_long(argc, argv, "c:ni:s:p:r:l:Vh", opts, NULL)) != -1)
+		if ((r = parse_option(d, c, optarg)) != GO_ON)
+			return r;
 	if (optind < argc) {
 		fprintf(stderr, "numaorchd: unexpected argument \"%s\"\n", argv[optind]);
 		usage(stderr);
 		return 2;
 	}
-	if (cli.list_routes) {
+	if (d->cli.list_routes) {
 		api_routes_foreach(print_route, NULL);
 		return 0;
 	}
-	if (!cli.config && access(DEFAULT_CONFIG, F_OK) == 0)
-		cli.config = DEFAULT_CONFIG;
+	if (!d->cli.config && access(DEFAULT_CONFIG, F_OK) == 0)
+		d->cli.config = DEFAULT_CONFIG;
+	return GO_ON;
+}
+
+/* The configuration and the API's token; --check-config ends here. */
+static int load_startup_config(struct daemon *d)
+{
+	char err[600];
 
 	/* --check-config checks the file; the daemon and --once run with
 	 * the settings changed through the API too. */
-	cfg = cli.check_config ? load_config(&cli, err, sizeof(err))
-			       : load_config_and_settings(&cli, NULL, err, sizeof(err));
-	if (!cfg) {
+	d->cfg = d->cli.check_config ? load_config(&d->cli, err, sizeof(err))
+				     : load_config_and_settings(&d->cli, NULL, err, sizeof(err));
+	if (!d->cfg) {
 		fprintf(stderr, "numaorchd: %s\n", err);
-		ret = 2;
-		goto out;
+		return 2;
 	}
 	/* The token is configuration: a bad one fails here and in
 	 * --check-config, not later at the first request. */
-	if (cfg->api_listen && !cli.once) {
-		r = api_token_load(cfg->api_token_file, &token, err, sizeof(err));
-		if (r < 0) {
-			fprintf(stderr, "numaorchd: %s\n", err);
-			ret = 2;
-			goto out;
-		}
+	if (d->cfg->api_listen && !d->cli.once &&
+	    api_token_load(d->cfg->api_token_file, &d->token, err, sizeof(err)) < 0) {
+		fprintf(stderr, "numaorchd: %s\n", err);
+		return 2;
 	}
-	if (cli.check_config) {
+	if (d->cli.check_config) {
 		char mod[PATH_MAX];
 
 		/* Not an error: containers are managed without it. */
-		if (cfg->libvirt_enabled && vmplugin_find(cfg->libvirt_module, mod, sizeof(mod), err, sizeof(err)) < 0)
+		if (d->cfg->libvirt_enabled &&
+		    vmplugin_find(d->cfg->libvirt_module, mod, sizeof(mod), err, sizeof(err)) < 0)
 			fprintf(stderr, "numaorchd: warning: [libvirt] enabled = yes, but %s: VMs will not be managed\n",
 				err);
 		printf("configuration OK\n");
-		goto out;
+		return 0;
 	}
+	return GO_ON;
+}
+
+/* The process's limits and logging, and the host's paths (--root, the
+ * single-root overrides). */
+static int setup_host(struct daemon *d)
+{
+	const struct agent_config *cfg = d->cfg;
+	const struct cli *cli = &d->cli;
+	struct host_paths *hp = &d->hp;
+	int r;
+
 	{
 		/* The container source keeps a few files per guest open between
 		 * cycles; nothing here uses select(), so take the hard limit. */
@@ -665,15 +699,14 @@ int main(int argc, char **argv)
 	if (cfg->log_syslog)
 		log_use_syslog(true, "numaorchd");
 
-	if (cli.root) {
-		r = host_paths_from_root(&hp, cli.root);
+	if (cli->root) {
+		r = host_paths_from_root(hp, cli->root);
 		if (r < 0) {
-			fprintf(stderr, "numaorchd: --root %s: %s\n", cli.root, strerror(-r));
-			ret = 2;
-			goto out;
+			fprintf(stderr, "numaorchd: --root %s: %s\n", cli->root, strerror(-r));
+			return 2;
 		}
 	} else {
-		host_paths_default(&hp);
+		host_paths_default(hp);
 		if (!numamig_available())
 			log_warn("the kernel reports no NUMA support (numa_available): the host is one node");
 		if (geteuid() != 0 && cfg->mode == MODE_ENFORCE && !cfg->dry_run)
@@ -681,9 +714,9 @@ int main(int argc, char **argv)
 	}
 	{
 		const struct { const char *v; char *dst; const char *flag; } ov[] = {
-			{ cli.sysfs, hp.sysfs, "--sysfs" },
-			{ cli.procfs, hp.procfs, "--procfs" },
-			{ cli.cgroupfs, hp.cgroupfs, "--cgroupfs" },
+			{ cli->sysfs, hp->sysfs, "--sysfs" },
+			{ cli->procfs, hp->procfs, "--procfs" },
+			{ cli->cgroupfs, hp->cgroupfs, "--cgroupfs" },
 		};
 
 		for (unsigned i = 0; i < 3; i++) {
@@ -691,110 +724,139 @@ int main(int argc, char **argv)
 				continue;
 			if (!fs_is_dir(ov[i].v) || strlen(ov[i].v) >= PATH_MAX) {
 				fprintf(stderr, "numaorchd: %s %s: not a directory\n", ov[i].flag, ov[i].v);
-				ret = 2;
-				goto out;
+				return 2;
 			}
 			strcpy(ov[i].dst, ov[i].v);
 		}
 	}
+	return GO_ON;
+}
 
-	r = engine_new(cfg, &hp, &daemon_parts, &e);
-	if (r < 0) {
-		ret = 1;
-		goto out;
-	}
+/* The engine on the daemon's parts, and the start line. */
+static int build_engine(struct daemon *d)
+{
+	const struct agent_config *cfg = d->cfg;
+
+	if (engine_new(d->cfg, &d->hp, &daemon_parts, &d->e) < 0)
+		return 1;
 	log_info("numaorchd %s starting: mode %s%s, interval %.1fs, %u scope%s, host %s",
 		 NUMAORCH_VERSION, agent_mode_name(cfg->mode), cfg->dry_run ? " (dry run)" : "",
 		 cfg->interval_s, cfg->cg.nr_scopes, cfg->cg.nr_scopes == 1 ? "" : "s",
-		 cli.root ? cli.root : "live");
+		 d->cli.root ? d->cli.root : "live");
 	/* The shipped mode: say what it means and the one command out of it. */
-	if (cfg->mode == MODE_ADVISE && !cli.once)
+	if (cfg->mode == MODE_ADVISE && !d->cli.once)
 		log_info("advise mode: decisions are recorded (numaorchctl decisions) and nothing is moved; "
 			 "to let it act: numaorchctl policy set mode=enforce");
+	return GO_ON;
+}
 
-	if (cli.once) {
-		struct cycle_report rep;
+/* --once: one cycle, its memory moved, the report printed. Exit 3 when a
+ * move was attempted and failed. */
+static int run_once(struct daemon *d)
+{
+	const struct agent_config *cfg = d->cfg;
+	struct cycle_report rep;
+	int ret = 0;
 
-		/* Honour the operator's per-guest policies; create nothing. */
-		if (load_guest_policies(e, cfg->state_dir, 0, &gs) < 0) {
-			ret = 1;
-			goto out;
-		}
-		r = engine_cycle(e, cfg->dry_run, &rep);
-		if (r < 0) {
-			ret = 1;
-			goto out;
-		}
-		/* One cycle means its memory too: wait for the mover's jobs
-		 * (their records say when the memory arrived). */
-		if (engine_drain_migrations(e, cfg->mover_job_timeout_s + 5) < 0)
-			log_warn("--once: memory still moving after %.0f s; stopping its jobs", cfg->mover_job_timeout_s + 5);
-		/* Nothing widens a binding once this process is gone. */
-		engine_release_bindings(e, "the agent's one cycle (--once) ended");
-		if (cli.json)
-			print_report_json(&rep);
-		else
-			print_report_text(&rep, cfg);
-		for (unsigned i = 0; i < rep.nr_results; i++)
-			if (rep.attempted[i] && (rep.results[i].status == APPLY_FAILED ||
-						 rep.results[i].status == APPLY_FAILED_PARTIAL ||
-						 rep.results[i].status == APPLY_REFUSED))
-				ret = 3;
-		cycle_report_clear(&rep);
-		goto out;
+	/* Honour the operator's per-guest policies; create nothing. */
+	if (load_guest_policies(d->e, cfg->state_dir, 0, &d->gs) < 0)
+		return 1;
+	if (engine_cycle(d->e, cfg->dry_run, &rep) < 0)
+		return 1;
+	/* One cycle means its memory too: wait for the mover's jobs
+	 * (their records say when the memory arrived). */
+	if (engine_drain_migrations(d->e, cfg->mover_job_timeout_s + 5) < 0)
+		log_warn("--once: memory still moving after %.0f s; stopping its jobs", cfg->mover_job_timeout_s + 5);
+	/* Nothing widens a binding once this process is gone. */
+	engine_release_bindings(d->e, "the agent's one cycle (--once) ended");
+	if (d->cli.json)
+		print_report_json(&rep);
+	else
+		print_report_text(&rep, cfg);
+	for (unsigned i = 0; i < rep.nr_results; i++)
+		if (rep.attempted[i] && (rep.results[i].status == APPLY_FAILED ||
+					 rep.results[i].status == APPLY_FAILED_PARTIAL ||
+					 rep.results[i].status == APPLY_REFUSED))
+			ret = 3;
+	cycle_report_clear(&rep);
+	return ret;
+}
+
+/* The REST API's listeners, when a socket or an address is configured. */
+static int start_api(struct daemon *d)
+{
+	const struct agent_config *cfg = d->cfg;
+	struct api_opts ao = {
+		.version = NUMAORCH_VERSION,
+		.token = d->token,
+		.socket_path = cfg->api_socket && *cfg->api_socket ? cfg->api_socket : NULL,
+		.listen = cfg->api_listen,
+		.tls = cfg->api_tls_cert != NULL,
+	};
+	struct httpd_opts ho = {
+		.socket_path = cfg->api_socket,
+		.socket_group = d->cli.socket_group,
+		.listen = cfg->api_listen,
+		.tls_cert = cfg->api_tls_cert,
+		.tls_key = cfg->api_tls_key,
+	};
+	char err[600];
+	int r;
+
+	if (!(cfg->api_socket && *cfg->api_socket) && !cfg->api_listen)
+		return GO_ON;
+	r = api_new(d->e, d->gs, &ao, &d->api);
+	if (r == 0) {
+		api_set_guest_metrics(d->api, cfg->api_guest_metrics);
+		r = httpd_start(d->api, &ho, &d->httpd, err, sizeof(err));
+	} else {
+		snprintf(err, sizeof(err), "%s", strerror(-r));
 	}
-
-	if (load_guest_policies(e, cfg->state_dir, GPOLSTORE_CREATE, &gs) < 0) {
-		ret = 1;
-		goto out;
+	if (r < 0) {
+		log_error("cannot start the REST API: %s", err);
+		return 1;
 	}
+	return GO_ON;
+}
+
+/* The daemon's state (per-guest policies, the state directory), its
+ * event loop and its API, before the loop runs. */
+static int start_daemon(struct daemon *d)
+{
+	const struct agent_config *cfg = d->cfg;
+	int r;
+
+	if (load_guest_policies(d->e, cfg->state_dir, GPOLSTORE_CREATE, &d->gs) < 0)
+		return 1;
 	/* Cool-downs and reservations survive a restart (shared/DESIGN.md). */
 	if (cfg->state_dir && cfg->state_dir[0]) {
 		struct engstate_limits lim = { 0 };
 		char serr[600];
 
-		host_limits(&hp, &lim);
-		if (engine_use_state_dir(e, cfg->state_dir, &lim, serr, sizeof(serr)) < 0) {
+		host_limits(&d->hp, &lim);
+		if (engine_use_state_dir(d->e, cfg->state_dir, &lim, serr, sizeof(serr)) < 0) {
 			log_error("%s", serr);
-			ret = 1;
-			goto out;
+			return 1;
 		}
 	}
 	/* Signals are blocked here, before any API thread exists, so that
 	 * they all reach the engine's signalfd. */
-	r = engine_prepare_loop(e);
+	r = engine_prepare_loop(d->e);
 	if (r < 0) {
 		log_errno(LOG_LEVEL_ERROR, r, "cannot set up the event loop");
-		ret = 1;
-		goto out;
+		return 1;
 	}
-	if ((cfg->api_socket && *cfg->api_socket) || cfg->api_listen) {
-		struct api_opts ao = {
-			.version = NUMAORCH_VERSION,
-			.token = token,
-			.socket_path = cfg->api_socket && *cfg->api_socket ? cfg->api_socket : NULL,
-			.listen = cfg->api_listen,
-			.tls = cfg->api_tls_cert != NULL,
-		};
-		struct httpd_opts ho = {
-			.socket_path = cfg->api_socket,
-			.socket_group = cli.socket_group,
-			.listen = cfg->api_listen,
-			.tls_cert = cfg->api_tls_cert,
-			.tls_key = cfg->api_tls_key,
-		};
+	return start_api(d);
+}
 
-		r = api_new(e, gs, &ao, &api);
-		if (r == 0) {
-			api_set_guest_metrics(api, cfg->api_guest_metrics);
-			r = httpd_start(api, &ho, &httpd, err, sizeof(err));
-		}
-		if (r < 0) {
-			log_error("cannot start the REST API: %s", err);
-			ret = 1;
-			goto out;
-		}
-	}
+/* The daemon: this thread runs the engine's loop until a signal stops it. */
+static int run_daemon(struct daemon *d)
+{
+	struct reload_ctx rc = { .cli = &d->cli, .started = d->cfg };
+	int r = start_daemon(d);
+
+	if (r != GO_ON)
+		return r;
 	/* This thread becomes the engine. Its cycles are background work; the
 	 * API's threads (created above, at the default priority) answer
 	 * people and probes, so on a saturated host they go first. Per
@@ -803,36 +865,58 @@ int main(int argc, char **argv)
 		log_debug("cannot lower the engine thread's priority: %s", strerror(errno));
 	/* After engine_prepare_loop: the watcher's thread starts with the
 	 * engine's signals blocked. A fixture root never changes by itself. */
-	if (hp.live && cgh_detect(hp.cgroupfs, &watch.hier) == 0) {
-		watch.e = e;
-		watch_start(&watch, cfg);
+	if (d->hp.live && cgh_detect(d->hp.cgroupfs, &d->watch.hier) == 0) {
+		d->watch.e = d->e;
+		watch_start(&d->watch, d->cfg);
 	}
-	{
-		struct reload_ctx rc = { .cli = &cli, .started = cfg, .api = api, .watch = watch.e ? &watch : NULL };
-
-		r = engine_run(e, reload_cb, &rc);
-	}
+	rc.api = d->api;
+	rc.watch = d->watch.e ? &d->watch : NULL;
+	r = engine_run(d->e, reload_cb, &rc);
 	/* Before the engine goes: the watcher prompts it. */
-	cgwatch_stop(watch.w);
-	watch.w = NULL;
-	ret = r < 0 ? 1 : 0;
+	cgwatch_stop(d->watch.w);
+	d->watch.w = NULL;
 	log_info("numaorchd stopped");
-out:
-	cgwatch_stop(watch.w);
+	return r < 0 ? 1 : 0;
+}
+
+static void daemon_teardown(struct daemon *d)
+{
+	cgwatch_stop(d->watch.w);
 	/* Listeners first: their threads use the engine and the store. */
-	httpd_stop(httpd);
-	api_free(api);
-	engine_free(e);
-	gpolstore_free(gs);
-	if (token) {
-		explicit_bzero(token, strlen(token));
-		free(token);
+	httpd_stop(d->httpd);
+	api_free(d->api);
+	engine_free(d->e);
+	gpolstore_free(d->gs);
+	if (d->token) {
+		explicit_bzero(d->token, strlen(d->token));
+		free(d->token);
 	}
-	if (cfg) {
-		config_free(cfg);
-	}
-	free(state_dir_abs);
-	strv_free(&cli.nr_scopes, &cli.scopes);
-	strv_free(&cli.nr_parents, &cli.parents);
+	if (d->cfg)
+		config_free(d->cfg);
+	free(d->state_dir_abs);
+	strv_free(&d->cli.nr_scopes, &d->cli.scopes);
+	strv_free(&d->cli.nr_parents, &d->cli.parents);
+}
+
+int main(int argc, char **argv)
+{
+	struct daemon d = { .cli = { .interval = NAN } };
+	int ret;
+
+	xmalloc_tune();
+	/* A closed reader of stderr (`numaorchd | head`) or a peer that went
+	 * away must be an EPIPE the writer handles, not the daemon's death;
+	 * systemd ignores SIGPIPE for its units, a shell pipeline does not. */
+	signal(SIGPIPE, SIG_IGN);
+	ret = parse_args(&d, argc, argv);
+	if (ret == GO_ON)
+		ret = load_startup_config(&d);
+	if (ret == GO_ON)
+		ret = setup_host(&d);
+	if (ret == GO_ON)
+		ret = build_engine(&d);
+	if (ret == GO_ON)
+		ret = d.cli.once ? run_once(&d) : run_daemon(&d);
+	daemon_teardown(&d);
 	return ret;
 }

@@ -9,6 +9,7 @@
 
 #include <libvirt/virterror.h>
 
+#include "vmjournal.h"
 #include "vmproc.h"
 #include "../orchestrator/base/xalloc.h"
 #include "../orchestrator/base/log.h"
@@ -55,12 +56,7 @@ double vmapply_locality_on(const struct snapshot *snap, const struct snap_guest 
 
 /* libvirt's error of the call that just failed, copied before any other
  * call replaces the thread's last error. */
-struct lverr {
-	int code;
-	char msg[240];
-};
-
-static void lverr_take(struct lverr *e)
+static void lv_error(struct vmlv_err *e)
 {
 	virErrorPtr le = virGetLastError();
 
@@ -69,130 +65,11 @@ static void lverr_take(struct lverr *e)
 }
 
 /* After a failed call (its error in E): is the domain simply gone? */
-static bool gone(virDomainPtr dom, const struct lverr *e)
+static bool lv_gone(void *dom, const struct vmlv_err *e)
 {
 	if (e->code == VIR_ERR_NO_DOMAIN)
 		return true;
 	return e->code == VIR_ERR_OPERATION_INVALID && virDomainIsActive(dom) == 0;
-}
-
-static void mask_to_map(const cpumask_t *m, unsigned char *map, int maplen, int ncpus)
-{
-	memset(map, 0, (size_t)maplen);
-	mask_foreach(c, m)
-		if (c < ncpus)
-			VIR_USE_CPU(map, c);
-}
-
-static void map_to_mask(const unsigned char *map, int maplen, cpumask_t *m)
-{
-	mask_zero(m);
-	for (int c = 0; c < maplen * 8 && c < MASK_MAX_CPUS; c++)
-		if (VIR_CPU_USABLE(map, maplen, 0, c))
-			mask_set(m, c);
-}
-
-static const char *fmt_map(const unsigned char *map, int maplen, char *buf, size_t sz)
-{
-	cpumask_t m;
-
-	map_to_mask(map, maplen, &m);
-	if (mask_format(&m, buf, sz) < 0)
-		snprintf(buf, sz, "?");
-	return buf;
-}
-
-/* The live pinning before the move, and what was changed. */
-struct pins {
-	int maplen;
-	unsigned nv;                 /* vCPUs whose pinning was read */
-	unsigned char *vcpu;         /* [nv * maplen] */
-	bool *vcpu_changed;
-	unsigned char *emu;          /* [maplen] */
-	bool have_emu, emu_changed;
-	unsigned nio;
-	unsigned *io_ids;
-	unsigned char *io;           /* [nio * maplen] */
-	bool *io_changed;
-};
-
-static void pins_free(struct pins *p)
-{
-	free(p->vcpu);
-	free(p->vcpu_changed);
-	free(p->emu);
-	free(p->io_ids);
-	free(p->io);
-	free(p->io_changed);
-}
-
-static int pins_read(virDomainPtr dom, unsigned nvcpus, int maplen, struct pins *p)
-{
-	virDomainIOThreadInfoPtr *info = NULL;
-	int n;
-
-	memset(p, 0, sizeof(*p));
-	p->maplen = maplen;
-	p->vcpu = xcalloc(nvcpus ? nvcpus : 1, (size_t)maplen);
-	n = virDomainGetVcpuPinInfo(dom, (int)nvcpus, p->vcpu, maplen, VIR_DOMAIN_AFFECT_LIVE);
-	if (n < 0)
-		return -EIO;
-	p->nv = (unsigned)n < nvcpus ? (unsigned)n : nvcpus;
-	p->vcpu_changed = xcalloc(p->nv ? p->nv : 1, sizeof(bool));
-	p->emu = xcalloc(1, (size_t)maplen);
-	n = virDomainGetEmulatorPinInfo(dom, p->emu, maplen, VIR_DOMAIN_AFFECT_LIVE);
-	if (n < 0)
-		return -EIO;
-	p->have_emu = n > 0;
-	n = virDomainGetIOThreadInfo(dom, &info, VIR_DOMAIN_AFFECT_LIVE);
-	if (n < 0)
-		return -EIO;
-	p->nio = (unsigned)n;
-	p->io_ids = xcalloc(p->nio ? p->nio : 1, sizeof(unsigned));
-	p->io = xcalloc(p->nio ? p->nio : 1, (size_t)maplen);
-	p->io_changed = xcalloc(p->nio ? p->nio : 1, sizeof(bool));
-	for (int i = 0; i < n; i++) {
-		p->io_ids[i] = info[i]->iothread_id;
-		memcpy(p->io + (size_t)i * (size_t)maplen, info[i]->cpumap,
-		       (size_t)(info[i]->cpumaplen < maplen ? info[i]->cpumaplen : maplen));
-		virDomainIOThreadInfoFree(info[i]);
-	}
-	free(info);
-	return 0;
-}
-
-/* Put back every pin this move changed, newest first. Returns 0 or the
- * first failure; *writes counts the calls made. */
-static int pins_restore(virDomainPtr dom, struct pins *p, unsigned *writes, struct lverr *err)
-{
-	int ret = 0;
-
-	for (unsigned i = p->nio; i-- > 0;)
-		if (p->io_changed[i]) {
-			(*writes)++;
-			if (virDomainPinIOThread(dom, p->io_ids[i], p->io + (size_t)i * (size_t)p->maplen,
-						 p->maplen, VIR_DOMAIN_AFFECT_LIVE) < 0 && !ret) {
-				lverr_take(err);
-				ret = -EIO;
-			}
-		}
-	if (p->emu_changed) {
-		(*writes)++;
-		if (virDomainPinEmulator(dom, p->emu, p->maplen, VIR_DOMAIN_AFFECT_LIVE) < 0 && !ret) {
-			lverr_take(err);
-			ret = -EIO;
-		}
-	}
-	for (unsigned i = p->nv; i-- > 0;)
-		if (p->vcpu_changed[i]) {
-			(*writes)++;
-			if (virDomainPinVcpuFlags(dom, i, p->vcpu + (size_t)i * (size_t)p->maplen, p->maplen,
-						  VIR_DOMAIN_AFFECT_LIVE) < 0 && !ret) {
-				lverr_take(err);
-				ret = -EIO;
-			}
-		}
-	return ret;
 }
 
 static int set_nodeset(virDomainPtr dom, const char *nodeset, bool restrictive)
@@ -212,6 +89,68 @@ static int set_nodeset(virDomainPtr dom, const char *nodeset, bool restrictive)
 	virTypedParamsFree(params, n);
 	return r < 0 ? -EIO : 0;
 }
+
+/* The libvirt calls of a move (vmjournal.h), made on the live domain. */
+static int lv_vcpu_pins(void *dom, unsigned nvcpus, unsigned char *maps, int maplen)
+{
+	return virDomainGetVcpuPinInfo(dom, (int)nvcpus, maps, maplen, VIR_DOMAIN_AFFECT_LIVE);
+}
+
+static int lv_emulator_pin(void *dom, unsigned char *map, int maplen)
+{
+	return virDomainGetEmulatorPinInfo(dom, map, maplen, VIR_DOMAIN_AFFECT_LIVE);
+}
+
+static int lv_iothreads(void *dom, int maplen, unsigned **ids, unsigned char **maps)
+{
+	virDomainIOThreadInfoPtr *info = NULL;
+	int n = virDomainGetIOThreadInfo(dom, &info, VIR_DOMAIN_AFFECT_LIVE);
+
+	if (n < 0)
+		return n;
+	*ids = xcalloc(n ? (size_t)n : 1, sizeof(unsigned));
+	*maps = xcalloc(n ? (size_t)n : 1, (size_t)maplen);
+	for (int i = 0; i < n; i++) {
+		(*ids)[i] = info[i]->iothread_id;
+		memcpy(*maps + (size_t)i * (size_t)maplen, info[i]->cpumap,
+		       (size_t)(info[i]->cpumaplen < maplen ? info[i]->cpumaplen : maplen));
+		virDomainIOThreadInfoFree(info[i]);
+	}
+	free(info);
+	return n;
+}
+
+static int lv_set_numa(void *dom, const char *nodeset, bool restrictive)
+{
+	return set_nodeset(dom, nodeset, restrictive);
+}
+
+static int lv_pin_vcpu(void *dom, unsigned vcpu, const unsigned char *map, int maplen)
+{
+	return virDomainPinVcpuFlags(dom, vcpu, (unsigned char *)map, maplen, VIR_DOMAIN_AFFECT_LIVE);
+}
+
+static int lv_pin_emulator(void *dom, const unsigned char *map, int maplen)
+{
+	return virDomainPinEmulator(dom, (unsigned char *)map, maplen, VIR_DOMAIN_AFFECT_LIVE);
+}
+
+static int lv_pin_iothread(void *dom, unsigned id, const unsigned char *map, int maplen)
+{
+	return virDomainPinIOThread(dom, id, (unsigned char *)map, maplen, VIR_DOMAIN_AFFECT_LIVE);
+}
+
+static const struct vmlv vmlv_libvirt = {
+	.vcpu_pins = lv_vcpu_pins,
+	.emulator_pin = lv_emulator_pin,
+	.iothreads = lv_iothreads,
+	.set_numa = lv_set_numa,
+	.pin_vcpu = lv_pin_vcpu,
+	.pin_emulator = lv_pin_emulator,
+	.pin_iothread = lv_pin_iothread,
+	.error = lv_error,
+	.gone = lv_gone,
+};
 
 int vmapply_same_instance(const struct snap_vm *job, int live_domid, int start_r, uint64_t live_start,
 			  char *err, size_t errsz)
@@ -253,7 +192,7 @@ int vmapply_set_mems(void *ctx, const struct snap_guest *g, const nodemask_t *me
 	virConnectPtr conn = NULL;
 	virDomainPtr dom = NULL;
 	struct vmsrc_facts f;
-	struct lverr le = { 0 };
+	struct vmlv_err le = { 0 };
 	char ns[NODELIST_BUFSZ];
 	int r = 0;
 
@@ -278,9 +217,9 @@ int vmapply_set_mems(void *ctx, const struct snap_guest *g, const nodemask_t *me
 	} else if ((r = instance_now(va, dom, vm, err, errsz)) < 0) {
 		/* not the instance the job moved: nothing written */
 	} else if (set_nodeset(dom, ns, !f.x.has_numatune) < 0) {
-		lverr_take(&le);
+		lv_error(&le);
 		snprintf(err, errsz, "libvirt: %.200s", le.msg);
-		r = gone(dom, &le) ? -ESRCH : -EIO;
+		r = lv_gone(dom, &le) ? -ESRCH : -EIO;
 	}
 	vmsrc_mark_dirty(va->vs, vm->uuid);
 	if (dom)
@@ -289,246 +228,137 @@ int vmapply_set_mems(void *ctx, const struct snap_guest *g, const nodemask_t *me
 	return r;
 }
 
-int vmapply_move(void *ctx, const struct snapshot *snap, const struct snap_guest *g,
-		 const struct plan_item *it, struct apply_result *res)
-{
-	struct vmapply *va = ctx;
-	const struct snap_vm *vm = g->vm;
-	virConnectPtr conn = NULL;
-	virDomainPtr dom = NULL;
+/* The domain a move acts on, and the plan's target formatted. */
+struct move {
+	virConnectPtr conn;
+	virDomainPtr dom;
 	struct vmsrc_facts f;
-	struct pins p = { 0 };
-	unsigned char *target = NULL;
-	char *to_cpus = xmalloc(CPULIST_BUFSZ), *from_cpus = xmalloc(CPULIST_BUFSZ);
-	char to_mems[NODELIST_BUFSZ], old_nodeset[NODELIST_BUFSZ], mem_msg[200] = "", buf[64];
-	bool mem_step, mem_changed = false, mem_refused = false, restrictive = false;
-	const char *step = "";
-	int ncpus, maplen, r;
-	cpumask_t cur;
-	unsigned writes = 0;
-	struct lverr le = { 0 };
-	int act;
+	int ncpus;                     /* the host's, as libvirt counts them */
+	char *to_cpus, *from_cpus;     /* [CPULIST_BUFSZ] */
+	char to_mems[NODELIST_BUFSZ];
+};
 
-	if (!vm) {
+/* Refuse a plan item no domain can take. 0, or -1 with RES filled. */
+static int move_refused(const struct snap_guest *g, const struct plan_item *it, struct move *m,
+			struct apply_result *res)
+{
+	if (!g->vm) {
 		apply_result_set(res, APPLY_REFUSED, -EINVAL, "refused: guest has no VM details");
-		goto out;
+		return -1;
 	}
 	if (!it->to_cpus || mask_empty(it->to_cpus) || mask_empty(&it->to_mems)) {
 		apply_result_set(res, APPLY_REFUSED, -EINVAL, "refused: target cpuset is empty");
-		goto out;
+		return -1;
 	}
-	if (mask_format(it->to_cpus, to_cpus, CPULIST_BUFSZ) < 0 ||
-	    mask_format(&it->to_mems, to_mems, sizeof(to_mems)) < 0 ||
-	    mask_format(g->cpus, from_cpus, CPULIST_BUFSZ) < 0) {
+	if (mask_format(it->to_cpus, m->to_cpus, CPULIST_BUFSZ) < 0 ||
+	    mask_format(&it->to_mems, m->to_mems, sizeof(m->to_mems)) < 0 ||
+	    mask_format(g->cpus, m->from_cpus, CPULIST_BUFSZ) < 0) {
 		apply_result_set(res, APPLY_REFUSED, -ENOSPC, "refused: cannot format the target");
-		goto out;
+		return -1;
 	}
+	return 0;
+}
 
-	/* 1. Re-check. */
-	if (vmsrc_facts(va->vs, vm->uuid, &f) < 0) {
+/* Re-check: the domain still runs, as the instance the snapshot measured
+ * (not the agent's view now), on the CPUs the snapshot saw, and the
+ * target CPUs are the host's. 0 with M's connection and domain, or -1
+ * with RES filled. */
+static int move_recheck(struct vmapply *va, const struct snap_guest *g, const struct plan_item *it,
+			struct move *m, struct apply_result *res)
+{
+	const struct snap_vm *vm = g->vm;
+	struct vmlv_err le = { 0 };
+	cpumask_t cur;
+	int act;
+
+	if (vmsrc_facts(va->vs, vm->uuid, &m->f) < 0) {
 		apply_result_set(res, APPLY_VANISHED, 0, "domain %s is no longer running", vm->name);
-		goto out;
+		return -1;
 	}
-	conn = vmsrc_conn(va->vs);
-	if (!conn) {
+	m->conn = vmsrc_conn(va->vs);
+	if (!m->conn) {
 		apply_result_set(res, APPLY_FAILED, -ENOTCONN, "not connected to libvirt: cannot move domain %s", vm->name);
-		goto out;
+		return -1;
 	}
-	dom = virDomainLookupByUUIDString(conn, vm->uuid);
-	act = dom ? virDomainIsActive(dom) : -1;
+	m->dom = virDomainLookupByUUIDString(m->conn, vm->uuid);
+	act = m->dom ? virDomainIsActive(m->dom) : -1;
 	if (act != 1) {
-		lverr_take(&le);
+		lv_error(&le);
 		if (act == 0 || le.code == VIR_ERR_NO_DOMAIN)
 			apply_result_set(res, APPLY_VANISHED, 0, "domain %s is no longer running", vm->name);
 		else
 			apply_result_set(res, APPLY_FAILED, -EIO, "libvirt: looking up domain %s: %s", vm->name, le.msg);
-		goto out;
+		return -1;
 	}
-	/* The instance the snapshot measured, not the agent's view now. */
-	if ((int)virDomainGetID(dom) != (vm->domid >= 0 ? vm->domid : f.domid)) {
+	if ((int)virDomainGetID(m->dom) != (vm->domid >= 0 ? vm->domid : m->f.domid)) {
 		apply_result_set(res, APPLY_VANISHED, 0, "domain %s was restarted since the snapshot", vm->name);
-		goto out;
+		return -1;
 	}
 	/* The threads' affinity now: has anyone moved it since the snapshot? */
-	r = vmproc_vm_affinity(&va->hp, vm, &cur, NULL);
-	if (r < 0) {
+	if (vmproc_vm_affinity(&va->hp, vm, &cur, NULL) < 0) {
 		apply_result_set(res, APPLY_VANISHED, 0, "domain %s: its QEMU threads are gone", vm->name);
-		goto out;
+		return -1;
 	}
 	if (!mask_equal(&cur, g->cpus)) {
 		char *now_s = xmalloc(CPULIST_BUFSZ);
 
 		mask_format(&cur, now_s, CPULIST_BUFSZ);
 		apply_result_set(res, APPLY_CHANGED, 0, "domain %s now runs on CPUs %s (was %s); deciding again next cycle",
-			vm->name, now_s, from_cpus);
+			vm->name, now_s, m->from_cpus);
 		free(now_s);
-		goto out;
+		return -1;
 	}
-	ncpus = virNodeGetCPUMap(conn, NULL, NULL, 0);
-	if (ncpus <= 0) {
-		lverr_take(&le);
+	m->ncpus = virNodeGetCPUMap(m->conn, NULL, NULL, 0);
+	if (m->ncpus <= 0) {
+		lv_error(&le);
 		apply_result_set(res, APPLY_FAILED, -EIO, "libvirt: host CPU map: %s", le.msg);
-		goto out;
+		return -1;
 	}
-	if (mask_first(it->to_cpus->w, MASK_BITS(it->to_cpus)) >= ncpus ||
-	    mask_next(it->to_cpus->w, MASK_BITS(it->to_cpus), ncpus - 1) >= 0) {
+	if (mask_first(it->to_cpus->w, MASK_BITS(it->to_cpus)) >= m->ncpus ||
+	    mask_next(it->to_cpus->w, MASK_BITS(it->to_cpus), m->ncpus - 1) >= 0) {
 		apply_result_set(res, APPLY_REFUSED, -EINVAL, "refused: CPUs %s are not all among the host's %d",
-			to_cpus, ncpus);
-		goto out;
+			m->to_cpus, m->ncpus);
+		return -1;
 	}
-	maplen = VIR_CPU_MAPLEN(ncpus);
-	target = xcalloc(1, (size_t)maplen);
-	mask_to_map(it->to_cpus, target, maplen, ncpus);
+	return 0;
+}
 
-	/* 2. Save. */
-	if (pins_read(dom, vm->nr_vcpus, maplen, &p) < 0) {
-		lverr_take(&le);
-		if (gone(dom, &le))
-			apply_result_set(res, APPLY_VANISHED, 0, "domain %s stopped", vm->name);
-		else
-			apply_result_set(res, APPLY_FAILED, -EIO, "libvirt: reading the pinning of %s: %s", vm->name, le.msg);
-		goto out;
-	}
+int vmapply_move(void *ctx, const struct snapshot *snap, const struct snap_guest *g,
+		 const struct plan_item *it, struct apply_result *res)
+{
+	struct vmapply *va = ctx;
+	struct move m = { .to_cpus = xmalloc(CPULIST_BUFSZ), .from_cpus = xmalloc(CPULIST_BUFSZ) };
 
-	/* 3. Memory. libvirt's numatune must name the target, so its live
-	 * view says where the memory belongs, not only the cgroup. */
-	{
-		nodemask_t cur_ns;
+	if (move_refused(g, it, &m, res) == 0 && move_recheck(va, g, it, &m, res) == 0) {
+		const struct vmplan_in in = {
+			.name = g->vm->name,
+			.nr_vcpus = g->vm->nr_vcpus,
+			.to_cpus = it->to_cpus,
+			.mems = &g->mems,
+			.to_mems = &it->to_mems,
+			.to_cpus_s = m.to_cpus,
+			.from_cpus_s = m.from_cpus,
+			.to_mems_s = m.to_mems,
+			.x = &m.f.x,
+			.ncpus = m.ncpus,
+			.cwm = va->cwm,
+			/* where its vCPUs run now (measured where acquire
+			 * could), and where they would run on the target */
+			.locality_now = g->locality,
+			.locality_target = vmapply_locality_on(snap, g, &it->to_nodes),
+		};
+		bool touched;
 
-		mask_zero(&cur_ns);
-		mem_step = !f.x.has_numatune || mask_parse(f.x.numatune_nodeset, &cur_ns) < 0 ||
-			   !mask_equal(&cur_ns, &it->to_mems) || !mask_equal(&g->mems, &it->to_mems);
-		if (f.x.has_numatune && f.x.numatune_nodeset[0])
-			snprintf(old_nodeset, sizeof(old_nodeset), "%s", f.x.numatune_nodeset);
-		else if (mask_format(&g->mems, old_nodeset, sizeof(old_nodeset)) < 0)
-			old_nodeset[0] = '\0';
+		vmj_carry(&vmlv_libvirt, m.dom, &in, res, &touched);
+		if (touched)
+			vmsrc_mark_dirty(va->vs, g->vm->uuid);
 	}
-	if (mem_step && f.x.nr_memnodes_bound) {
-		mem_refused = true;
-		snprintf(mem_msg, sizeof(mem_msg), "%u guest NUMA cell%s bound to host nodes by <memnode>: "
-			 "libvirt cannot move that memory live", f.x.nr_memnodes_bound,
-			 f.x.nr_memnodes_bound == 1 ? " is" : "s are");
-	} else if (mem_step) {
-		restrictive = !f.x.has_numatune;
-		step = "numatune";
-		writes++;
-		if (set_nodeset(dom, to_mems, restrictive) == 0) {
-			mem_changed = true;
-		} else if (lverr_take(&le), gone(dom, &le)) {
-			apply_result_set(res, APPLY_VANISHED, 0, "domain %s stopped", vm->name);
-			goto out;
-		} else if (!vmxml_numatune_movable(&f.x)) {
-			/* the refusal its numatune predicts */
-			mem_refused = true;
-			snprintf(mem_msg, sizeof(mem_msg), "libvirt: %.180s", le.msg);
-		} else {
-			apply_result_set(res, APPLY_FAILED, -EIO, "libvirt refused memory nodes %s for %s: %s", to_mems,
-				vm->name, le.msg);
-			goto out;
-		}
-	}
-	if (mem_refused) {
-		/* Where its vCPUs run now (measured where acquire could), and
-		 * where they would run on the target. */
-		double before = g->locality;
-		double after = vmapply_locality_on(snap, g, &it->to_nodes);
-		bool move = va->cwm == VM_CPUS_ALWAYS || (va->cwm == VM_CPUS_LOCAL && after + 1e-9 >= before);
-
-		if (!move) {
-			apply_result_set(res, APPLY_NOT_APPLICABLE, -EOPNOTSUPP,
-				"memory of %s cannot move to nodes %s (numatune %s): %s; CPUs left on %s "
-				"(cpus_without_memory=%s: locality %.2f there, %.2f on the target)",
-				vm->name, to_mems, f.x.has_numatune ? f.x.numatune_mode : "none", mem_msg, from_cpus,
-				vm_cpus_without_memory_name(va->cwm), before, after);
-			goto out;
-		}
-	}
-
-	/* 4. CPUs. */
-	for (unsigned i = 0; i < p.nv; i++) {
-		if (!memcmp(p.vcpu + (size_t)i * (size_t)maplen, target, (size_t)maplen))
-			continue;
-		snprintf(buf, sizeof(buf), "vcpupin %u", i);
-		step = buf;
-		writes++;
-		if (virDomainPinVcpuFlags(dom, i, target, maplen, VIR_DOMAIN_AFFECT_LIVE) < 0)
-			goto fail;
-		p.vcpu_changed[i] = true;
-	}
-	if (p.have_emu && memcmp(p.emu, target, (size_t)maplen)) {
-		step = "emulatorpin";
-		writes++;
-		if (virDomainPinEmulator(dom, target, maplen, VIR_DOMAIN_AFFECT_LIVE) < 0)
-			goto fail;
-		p.emu_changed = true;
-	}
-	for (unsigned i = 0; i < p.nio; i++) {
-		if (!memcmp(p.io + (size_t)i * (size_t)maplen, target, (size_t)maplen))
-			continue;
-		snprintf(buf, sizeof(buf), "iothreadpin %u", p.io_ids[i]);
-		step = buf;
-		writes++;
-		if (virDomainPinIOThread(dom, p.io_ids[i], target, maplen, VIR_DOMAIN_AFFECT_LIVE) < 0)
-			goto fail;
-		p.io_changed[i] = true;
-	}
-	vmsrc_mark_dirty(va->vs, vm->uuid);
-	if (mem_refused) {
-		res->cpus_moved = true;
-		apply_result_set(res, APPLY_NOT_APPLICABLE, -EOPNOTSUPP,
-			"memory of %s cannot move to nodes %s: %s; CPUs moved %s -> %s (cpus_without_memory=%s)",
-			vm->name, to_mems, mem_msg, from_cpus, to_cpus, vm_cpus_without_memory_name(va->cwm));
-	} else {
-		char vb[64];
-
-		apply_result_set(res, APPLY_DONE, 0, "via libvirt: %u vCPU%s, emulator%s -> CPUs %s (vCPU0 was %s); "
-			"memory %s%s%s", p.nv, p.nv == 1 ? "" : "s", p.nio ? ", iothreads" : "", to_cpus,
-			p.nv ? fmt_map(p.vcpu, maplen, vb, sizeof(vb)) : "-",
-			mem_changed ? "nodes " : "stays on nodes ", mem_changed ? to_mems : old_nodeset,
-			mem_changed && restrictive ? " (numatune restrictive)" : "");
-	}
-	goto out;
-
-fail:
-	{
-		struct lverr rle = { .msg = "" };
-		bool vanished;
-		int rr;
-
-		lverr_take(&le);
-		vanished = gone(dom, &le);
-		rr = pins_restore(dom, &p, &writes, &rle);
-		if (mem_changed && !vanished) {
-			writes++;
-			if (!old_nodeset[0]) {
-				snprintf(rle.msg, sizeof(rle.msg), "the old nodeset is unknown");
-				rr = rr ? rr : -EIO;
-			} else if (set_nodeset(dom, old_nodeset, false) < 0 && !rr) {
-				lverr_take(&rle);
-				rr = -EIO;
-			}
-		}
-		vmsrc_mark_dirty(va->vs, vm->uuid);
-		if (vanished)
-			apply_result_set(res, APPLY_VANISHED, 0, "domain %s stopped during the move", vm->name);
-		else if (rr < 0)
-			apply_result_set(res, APPLY_FAILED_PARTIAL, -EIO,
-				"libvirt refused %s for %s: %s; restoring the old pinning/nodeset also failed: %s",
-				step, vm->name, le.msg, rle.msg);
-		else
-			apply_result_set(res, APPLY_FAILED, -EIO, "libvirt refused %s for %s: %s; old pinning%s restored",
-				step, vm->name, le.msg, mem_changed ? " and nodeset" : "");
-	}
-out:
-	res->writes += writes;
-	pins_free(&p);
-	free(target);
-	free(to_cpus);
-	free(from_cpus);
-	if (dom)
-		virDomainFree(dom);
-	if (conn)
-		virConnectClose(conn);
+	free(m.to_cpus);
+	free(m.from_cpus);
+	if (m.dom)
+		virDomainFree(m.dom);
+	if (m.conn)
+		virConnectClose(m.conn);
 	return res->status == APPLY_FAILED || res->status == APPLY_FAILED_PARTIAL ||
 	       res->status == APPLY_REFUSED ? res->err : 0;
 }

@@ -24,6 +24,11 @@
  *      and the old nodeset (APPLY_FAILED; APPLY_FAILED_PARTIAL if the
  *      restore fails too). A domain that stops meanwhile is VANISHED.
  *
+ * Who does what: this file refuses a target no domain can take, does the
+ * re-check (1) and holds the table of libvirt calls a move makes;
+ * vmplan.c decides the steps of 3–4 (pure), vmjournal.c reads the live
+ * pinning (2), makes the steps through the table and undoes them (5).
+ *
  * cpus_without_memory, when libvirt cannot move the memory:
  *   never   change nothing;
  *   local   (default) move the CPUs only if that does not lower the

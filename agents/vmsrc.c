@@ -15,43 +15,11 @@
 #include "../orchestrator/base/clock.h"
 #include "../orchestrator/base/xalloc.h"
 #include "../orchestrator/base/log.h"
-#include "../orchestrator/base/strtab.h"
 
 #define REFRESH_NS    60000000000LL   /* re-read a domain's settings at least this often */
 #define PENDING_TTL_NS 30000000000LL  /* a start event whose domain never showed up */
 
 /* ---- pure helpers -------------------------------------------------------- */
-
-enum vmsrc_action vmsrc_event_action(int event, int detail)
-{
-	switch (event) {
-	case VIR_DOMAIN_EVENT_STARTED:
-		/* booted, migrated in, restored, from snapshot, woken up:
-		 * in every case a QEMU process now runs the domain. */
-		return VMSRC_PLACE;
-	case VIR_DOMAIN_EVENT_RESUMED:
-		/* An incoming migration is running only from here on; place
-		 * it (once per instance: a STARTED before does not repeat). */
-		return detail == VIR_DOMAIN_EVENT_RESUMED_MIGRATED ? VMSRC_PLACE : VMSRC_RESCAN;
-	case VIR_DOMAIN_EVENT_STOPPED:
-		return VMSRC_FORGET;
-	case VIR_DOMAIN_EVENT_CRASHED:
-		return VMSRC_RESCAN;
-	default:
-		/* defined, undefined, suspended, shutdown (STOPPED follows),
-		 * pmsuspended: nothing a placement depends on. */
-		return VMSRC_NONE;
-	}
-}
-
-static const char *const action_names[] = {
-	[VMSRC_NONE] = "none",
-	[VMSRC_PLACE] = "place",
-	[VMSRC_RESCAN] = "rescan",
-	[VMSRC_FORGET] = "forget",
-	[VMSRC_REFRESH] = "refresh",
-};
-STRTAB_NAME(vmsrc_action_name, enum vmsrc_action, action_names)
 
 void vmsrc_guest_id(char out[GUEST_ID_MAX], const char *uuid)
 {
@@ -325,40 +293,21 @@ static double rate(uint64_t now_v, uint64_t prev_v, int64_t dt_ns)
 	return (double)(now_v - prev_v) / (double)dt_ns;
 }
 
-/* One domain into SNAP. NOW is the scan's time, MONO0 the monotonic
- * clock when the scan began: a domain's rates run to when its counters
- * were read (cgscan.c's read_time says why; here libvirt's calls and
- * the container scan come before, and vary). Returns false if its
- * process is gone. */
-static bool measure(struct vmsrc *vs, struct vm_dom *d, struct snapshot *snap, int64_t now, int64_t mono0)
+/* D as a new guest of SNAP, its threads T (taken over), its process's
+ * CPU time CPU_NS (HAVE_CPU) at NOW. */
+static struct snap_guest *add_guest(struct vm_dom *d, struct snapshot *snap, struct vmproc_threads *t,
+				    uint64_t cpu_ns, bool have_cpu, int64_t now, unsigned nv)
 {
-	struct vmproc_threads t;
-	struct snap_guest *g;
-	struct snap_vm *vm;
-	uint64_t cpu_ns = 0, *vns;
-	bool have_cpu;
-	unsigned nv = d->x.vcpus ? d->x.vcpus : 1;
-	int r;
+	struct snap_guest *g = snap_add_guest(snap);
+	struct snap_vm *vm = xcalloc(1, sizeof(*vm));
 
-	if (!d->pid)
-		return true;
-	if (!in_scope(vs, d->cgroup))
-		return true;
-	r = vmproc_threads(&vs->hp, &vs->h, d->pid, d->threads_base, nv, &t);
-	if (r < 0)
-		return false;
-	have_cpu = vmproc_process_cpu_ns(&vs->hp, d->pid, &cpu_ns) == 0;
-	now += clock_mono_ns() - mono0;
-
-	g = snap_add_guest(snap);
-	vm = xcalloc(1, sizeof(*vm));
 	g->vm = vm;
 	memcpy(g->id, d->id, sizeof(g->id));
 	g->kind = GUEST_VM;
 	snprintf(g->runtime, sizeof(g->runtime), "libvirt");
 	snprintf(g->name, sizeof(g->name), "%s", d->x.name);
 	g->cgroup = d->cgroup ? xstrdup(d->cgroup) : NULL;
-	g->nr_threads = t.nr_threads;
+	g->nr_threads = t->nr_threads;
 	g->nr_procs = 1;
 	g->main_pid = d->pid;
 	g->cpu_usage_ns = cpu_ns;
@@ -372,27 +321,34 @@ static bool measure(struct vmsrc *vs, struct vm_dom *d, struct snapshot *snap, i
 	vm->qemu_pid = d->pid;
 	vm->domid = d->domid;
 	vm->qemu_start = d->start;
-	vm->nr_vcpus = t.nr_vcpus;
-	vm->vcpu_tids = t.vcpu_tids;
-	t.vcpu_tids = NULL;
+	vm->nr_vcpus = t->nr_vcpus;
+	vm->vcpu_tids = t->vcpu_tids;
+	t->vcpu_tids = NULL;
 	vm->vcpu_use = xcalloc(nv, sizeof(double));
-	vm->nr_emulator_tids = t.nr_emulator;
-	vm->emulator_tids = t.emulator_tids;
-	t.emulator_tids = NULL;
-	vm->nr_iothreads = t.nr_iothreads;
-	vm->iothread_ids = t.iothread_ids;
-	vm->iothread_tids = t.iothread_tids;
-	t.iothread_ids = NULL;
-	t.iothread_tids = NULL;
+	vm->nr_emulator_tids = t->nr_emulator;
+	vm->emulator_tids = t->emulator_tids;
+	t->emulator_tids = NULL;
+	vm->nr_iothreads = t->nr_iothreads;
+	vm->iothread_ids = t->iothread_ids;
+	vm->iothread_tids = t->iothread_tids;
+	t->iothread_ids = NULL;
+	t->iothread_tids = NULL;
 	if (d->x.has_numatune) {
 		snprintf(vm->numatune_mode, sizeof(vm->numatune_mode), "%s",
 			 d->numa_mode[0] ? d->numa_mode : d->x.numatune_mode);
 		snprintf(vm->numatune_nodeset, sizeof(vm->numatune_nodeset), "%s",
 			 d->numa_nodeset[0] ? d->numa_nodeset : d->x.numatune_nodeset);
 	}
+	return g;
+}
 
-	/* Per-vCPU CPU use, against the same thread's last sample. */
-	vns = xcalloc(nv, sizeof(uint64_t));
+/* Per-vCPU CPU use, against the same thread's last sample (kept in D
+ * for the next). */
+static void measure_vcpus(struct vmsrc *vs, struct vm_dom *d, struct snap_guest *g, unsigned nv, int64_t now)
+{
+	struct snap_vm *vm = g->vm;
+	uint64_t *vns = xcalloc(nv, sizeof(uint64_t));
+
 	for (unsigned i = 0; i < nv; i++) {
 		vm->vcpu_use[i] = NAN;
 		if (!vm->vcpu_tids[i] || vmproc_thread_cpu_ns(&vs->hp, d->pid, vm->vcpu_tids[i], &vns[i]) < 0)
@@ -411,29 +367,35 @@ static bool measure(struct vmsrc *vs, struct vm_dom *d, struct snapshot *snap, i
 	memcpy(d->prev_vcpu_tid, vm->vcpu_tids, nv * sizeof(pid_t));
 	d->nr_prev_vcpu = nv;
 	d->prev_t_ns = now;
+}
 
-	/* Where it runs: the affinity the kernel enforces on its threads.
-	 * g->mems is the union of their Mems_allowed. */
-	{
-		cpumask_t cpus;
-		nodemask_t on;
+/* Where it runs: the affinity the kernel enforces on its threads.
+ * g->mems is the union of their Mems_allowed. */
+static void measure_affinity(struct vmsrc *vs, struct vm_dom *d, struct snapshot *snap, struct snap_guest *g)
+{
+	cpumask_t cpus;
+	nodemask_t on;
+	int r = vmproc_vm_affinity(&vs->hp, g->vm, &cpus, &g->mems);
 
-		r = vmproc_vm_affinity(&vs->hp, vm, &cpus, &g->mems);
-		g->cpus = snap_cpumask(snap, &cpus);
-		if (r < 0)
-			snap_warn(snap, "libvirt: domain %s: cannot read its threads' affinity", d->x.name);
-		/* Spread over several nodes: which of them carry its load
-		 * (only there does the policy need it). */
-		snap_cpus_to_nodes(snap, g->cpus, &on);
-		if (mask_count(&on) > 1)
-			g->cpu_node = vmproc_vcpu_nodes(&vs->hp, snap, vm, g->cpu_use);
-	}
+	g->cpus = snap_cpumask(snap, &cpus);
+	if (r < 0)
+		snap_warn(snap, "libvirt: domain %s: cannot read its threads' affinity", d->x.name);
+	/* Spread over several nodes: which of them carry its load (only
+	 * there does the policy need it). */
+	snap_cpus_to_nodes(snap, g->cpus, &on);
+	if (mask_count(&on) > 1)
+		g->cpu_node = vmproc_vcpu_nodes(&vs->hp, snap, g->vm, g->cpu_use);
+}
 
-	/* Memory per node: the domain cgroup's memory.numa_stat counts what
-	 * is charged to the domain (QEMU and its children) without walking
-	 * page tables; numa_maps only where the domain has no memory cgroup
-	 * (libvirt without the memory controller, or no cgroups at all). */
-	r = d->mem_cg ? vmproc_numa_stat(&vs->h, d->mem_cg, snap, g->mem_node) : -ENOENT;
+/* Memory per node: the domain cgroup's memory.numa_stat counts what is
+ * charged to the domain (QEMU and its children) without walking page
+ * tables; numa_maps only where the domain has no memory cgroup (libvirt
+ * without the memory controller, or no cgroups at all). */
+static void measure_memory(struct vmsrc *vs, struct vm_dom *d, struct snapshot *snap, struct snap_guest *g)
+{
+	struct snap_vm *vm = g->vm;
+	int r = d->mem_cg ? vmproc_numa_stat(&vs->h, d->mem_cg, snap, g->mem_node) : -ENOENT;
+
 	if (r == 0) {
 		snprintf(vm->mem_source, sizeof(vm->mem_source), "numa_stat");
 	} else if (vmproc_numa_maps(&vs->hp, d->pid, snap, g->mem_node) == 0) {
@@ -453,22 +415,24 @@ static bool measure(struct vmsrc *vs, struct vm_dom *d, struct snapshot *snap, i
 		if (ghuge_read(&vs->hp, snap, g, cg ? cgdir : NULL, d->pid, r == 0) < 0)
 			snap_warn(snap, "libvirt: domain %s: hugetlb memory per node unknown", d->x.name);
 	}
+}
 
-	/* libvirt owns the domain's cgroups and checks a nodeset against the
-	 * host itself (refusing, e.g., "NUMA node 1 is unavailable"), so the
-	 * bound offered to the policy is the host: its online CPUs and its
-	 * nodes with memory. */
-	{
-		cpumask_t allowed;
+/* What the policy may do with G: libvirt owns the domain's cgroups and
+ * checks a nodeset against the host itself (refusing, e.g., "NUMA node 1
+ * is unavailable"), so the bound offered is the host: its online CPUs
+ * and its nodes with memory. Its policy is the domain's metadata, if
+ * any (a malformed one warned about once). */
+static void set_bounds_and_policy(struct vm_dom *d, struct snapshot *snap, struct snap_guest *g)
+{
+	cpumask_t allowed;
 
-		mask_zero(&allowed);
-		for (unsigned n = 0; n < snap->nr_nodes; n++) {
-			mask_or(&allowed, &allowed, &snap->nodes[n].cpus);
-			if (snap->nodes[n].mem_total)
-				mask_set(&g->allowed_mems, snap->nodes[n].id);
-		}
-		g->allowed_cpus = snap_cpumask(snap, &allowed);
+	mask_zero(&allowed);
+	for (unsigned n = 0; n < snap->nr_nodes; n++) {
+		mask_or(&allowed, &allowed, &snap->nodes[n].cpus);
+		if (snap->nodes[n].mem_total)
+			mask_set(&g->allowed_mems, snap->nodes[n].id);
 	}
+	g->allowed_cpus = snap_cpumask(snap, &allowed);
 
 	g->policy.mode = GPOL_AUTO;
 	g->policy.source = GPOL_SRC_DEFAULT;
@@ -478,19 +442,55 @@ static bool measure(struct vmsrc *vs, struct vm_dom *d, struct snapshot *snap, i
 		snap_warn(snap, "libvirt: domain %s: numaorch policy metadata ignored: %s", d->x.name,
 			  d->x.policy_error);
 	d->warned = true;
+}
 
-	if (d->place_pending && !d->offered) {
-		vs->offer = xrealloc(vs->offer, (vs->nr_offer + 1) * sizeof(*vs->offer));
-		struct vmsrc_placement *p = &vs->offer[vs->nr_offer++];
+/* A domain started while the agent runs: offer it for initial placement,
+ * once. */
+static void offer_placement(struct vmsrc *vs, struct vm_dom *d, unsigned nv)
+{
+	struct vmsrc_placement *p;
 
-		memset(p, 0, sizeof(*p));
-		memcpy(p->id, d->id, sizeof(p->id));
-		snprintf(p->uuid, sizeof(p->uuid), "%s", d->uuid);
-		snprintf(p->name, sizeof(p->name), "%s", d->x.name);
-		p->nr_vcpus = nv;
-		p->mem_bytes = d->x.mem_bytes;
-		p->event_ns = d->place_event_ns;
-	}
+	if (!d->place_pending || d->offered)
+		return;
+	vs->offer = xrealloc(vs->offer, (vs->nr_offer + 1) * sizeof(*vs->offer));
+	p = &vs->offer[vs->nr_offer++];
+	memset(p, 0, sizeof(*p));
+	memcpy(p->id, d->id, sizeof(p->id));
+	snprintf(p->uuid, sizeof(p->uuid), "%s", d->uuid);
+	snprintf(p->name, sizeof(p->name), "%s", d->x.name);
+	p->nr_vcpus = nv;
+	p->mem_bytes = d->x.mem_bytes;
+	p->event_ns = d->place_event_ns;
+}
+
+/* One domain into SNAP. NOW is the scan's time, MONO0 the monotonic
+ * clock when the scan began: a domain's rates run to when its counters
+ * were read (cgscan.c's read_time says why; here libvirt's calls and
+ * the container scan come before, and vary). Returns false if its
+ * process is gone. */
+static bool measure(struct vmsrc *vs, struct vm_dom *d, struct snapshot *snap, int64_t now, int64_t mono0)
+{
+	struct vmproc_threads t;
+	struct snap_guest *g;
+	uint64_t cpu_ns = 0;
+	bool have_cpu;
+	unsigned nv = d->x.vcpus ? d->x.vcpus : 1;
+
+	if (!d->pid)
+		return true;
+	if (!in_scope(vs, d->cgroup))
+		return true;
+	if (vmproc_threads(&vs->hp, &vs->h, d->pid, d->threads_base, nv, &t) < 0)
+		return false;
+	have_cpu = vmproc_process_cpu_ns(&vs->hp, d->pid, &cpu_ns) == 0;
+	now += clock_mono_ns() - mono0;
+
+	g = add_guest(d, snap, &t, cpu_ns, have_cpu, now, nv);
+	measure_vcpus(vs, d, g, nv, now);
+	measure_affinity(vs, d, snap, g);
+	measure_memory(vs, d, snap, g);
+	set_bounds_and_policy(d, snap, g);
+	offer_placement(vs, d, nv);
 	vmproc_threads_free(&t);
 	return true;
 }

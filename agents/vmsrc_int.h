@@ -21,6 +21,10 @@
  *                  (vmsrc_loop_unref) frees what both halves share.
  * The loop calls NOTIFY (the engine's engine_trigger) when a cycle
  * should see something; it never touches the domain cache.
+ *
+ * Calls go one way: vmsrc.c calls the functions below (defined in
+ * vmsrc_loop.c), vmsrc_loop.c calls nothing in vmsrc.c. What an event
+ * means (vmsrc_event_action) lives with the events, in vmsrc_loop.c.
  */
 #ifndef NUMAORCH_VMSRC_INT_H
 #define NUMAORCH_VMSRC_INT_H

@@ -1,6 +1,8 @@
 /* vmsrc_loop.c — the libvirt VM source on libvirt's event loop thread:
  * the connection, reconnecting, keepalive and the domain events (see
- * vmsrc_int.h for what crosses to the engine thread's half, vmsrc.c). */
+ * vmsrc_int.h for what crosses to the engine thread's half, vmsrc.c), and
+ * what an event means for the source (vmsrc_event_action). It calls
+ * nothing in vmsrc.c: the engine half calls into this one, not back. */
 #include "vmsrc_int.h"
 
 #include <errno.h>
@@ -18,9 +20,45 @@
 #include "../orchestrator/base/clock.h"
 #include "../orchestrator/base/xalloc.h"
 #include "../orchestrator/base/log.h"
+#include "../orchestrator/base/strtab.h"
 
 #define BACKOFF_MIN_NS  250000000LL   /* first retry after a failed connect */
 #define BACKOFF_MAX_NS 2000000000LL   /* a unix connect that fails is cheap */
+
+/* ---- what an event means (pure) ------------------------------------------- */
+
+enum vmsrc_action vmsrc_event_action(int event, int detail)
+{
+	switch (event) {
+	case VIR_DOMAIN_EVENT_STARTED:
+		/* booted, migrated in, restored, from snapshot, woken up:
+		 * in every case a QEMU process now runs the domain. */
+		return VMSRC_PLACE;
+	case VIR_DOMAIN_EVENT_RESUMED:
+		/* An incoming migration is running only from here on; place
+		 * it (once per instance: a STARTED before does not repeat). */
+		return detail == VIR_DOMAIN_EVENT_RESUMED_MIGRATED ? VMSRC_PLACE : VMSRC_RESCAN;
+	case VIR_DOMAIN_EVENT_STOPPED:
+		return VMSRC_FORGET;
+	case VIR_DOMAIN_EVENT_CRASHED:
+		return VMSRC_RESCAN;
+	default:
+		/* defined, undefined, suspended, shutdown (STOPPED follows),
+		 * pmsuspended: nothing a placement depends on. */
+		return VMSRC_NONE;
+	}
+}
+
+static const char *const action_names[] = {
+	[VMSRC_NONE] = "none",
+	[VMSRC_PLACE] = "place",
+	[VMSRC_RESCAN] = "rescan",
+	[VMSRC_FORGET] = "forget",
+	[VMSRC_REFRESH] = "refresh",
+};
+STRTAB_NAME(vmsrc_action_name, enum vmsrc_action, action_names)
+
+/* ---- the loop's own state ------------------------------------------------- */
 
 static const char *event_name(int event)
 {

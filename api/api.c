@@ -57,6 +57,7 @@ static const struct route routes[] = {
 	{ R_HEALTH, "/v1/health", { "v1", "health" }, "GET, HEAD", { { "GET", h_health, 0, NULL } } },
 	{ R_STATUS, "/v1/status", { "v1", "status" }, "GET, HEAD", { { "GET", h_status, 0, NULL } } },
 	{ R_NODES, "/v1/nodes", { "v1", "nodes" }, "GET, HEAD", { { "GET", h_nodes, 0, NULL } } },
+	{ R_TOPOLOGY, "/v1/topology", { "v1", "topology" }, "GET, HEAD", { { "GET", h_topology, 0, NULL } } },
 	{ R_GUESTS, "/v1/guests", { "v1", "guests" }, "GET, HEAD", { { "GET", h_guests, M_HEAVY, p_guests } } },
 	{ R_GUEST, "/v1/guests/{id}", { "v1", "guests", "{id}" }, "GET, HEAD",
 	  { { "GET", h_guest, 0, NULL } } },

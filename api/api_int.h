@@ -35,6 +35,7 @@ enum api_route_id {
 	R_METRICS,
 	R_MIGRATIONS,
 	R_MIGRATION,
+	R_TOPOLOGY,
 	R_NONE,          /* no route matched (404) or the request was refused first */
 	API_NR_ROUTES,
 };
@@ -190,6 +191,7 @@ json_t *api_json_tame(const char *s, size_t max);
 void h_health(struct rq *r);
 void h_status(struct rq *r);
 void h_nodes(struct rq *r);
+void h_topology(struct rq *r);
 void h_guests(struct rq *r);
 void h_guest(struct rq *r);
 void h_guest_policy_get(struct rq *r);

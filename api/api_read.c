@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../orchestrator/store/declog.h"
 #include "../orchestrator/base/clock.h"
@@ -20,6 +21,7 @@
 #include "../orchestrator/base/utf8.h"
 #include "../orchestrator/model/plan.h"
 #include "jsonw.h"
+#include "nrt.h"
 
 #define MIB (1024.0 * 1024.0)
 
@@ -187,6 +189,35 @@ void h_nodes(struct rq *r)
 	api_reply_json(r, 200, json_pack("{s:o, s:I}", "nodes", arr, "seq", (json_int_t)s->seq));
 }
 
+/* The Kubernetes node this agent runs on: NODE_NAME (the DaemonSet sets
+ * it from spec.nodeName; a node's name need not be its host name), else
+ * the host name in lower case, as the kubelet names its node by default. */
+static void node_name(char *buf, size_t sz)
+{
+	const char *env = getenv("NODE_NAME");
+
+	if (env && *env) {
+		snprintf(buf, sz, "%s", env);
+		return;
+	}
+	if (gethostname(buf, sz) < 0 || !buf[0])
+		snprintf(buf, sz, "localhost");
+	buf[sz - 1] = '\0';
+	for (char *c = buf; *c; c++)
+		*c = (char)tolower((unsigned char)*c);
+}
+
+void h_topology(struct rq *r)
+{
+	struct engine_view *v = need_view(r);
+	char name[256];
+
+	if (!v)
+		return;
+	node_name(name, sizeof(name));
+	api_reply_json(r, 200, nrt_build(v->snap, name));
+}
+
 /* The pager of /v1/guests and /v1/guest-policies: both are lists by
  * guest id, one page at a time. Reads ?limit= (1..API_PAGE_MAX, default
  * API_PAGE_DEFAULT) into *LIMIT and ?after= (a guest id, NULL: from the
@@ -214,8 +245,8 @@ static const char *page_next(bool more, const char *last)
 	return more ? last : NULL;
 }
 
-/* The guest list as JSON text, written directly: with thousands of guests
- * a jansson tree of them costs tens of milliseconds per request. */
+/* The guest list as JSON text, written directly: a jansson tree of a
+ * thousand guests costs several times the CPU and memory (api/jsonw.h). */
 static char *guests_doc(struct api *a, const struct snapshot *s, const char *kind, const char *runtime,
 			int node, const char *after, unsigned limit, size_t *len)
 {

@@ -2,9 +2,12 @@
  *
  * Plain ANSI/VT100 escapes and termios, not ncurses: the view is a few
  * tables redrawn whole on every refresh, which needs only "home, clear to
- * end of line, clear below", the alternate screen and a hidden cursor;
- * every terminal (and tmux) has those, and numaorchctl keeps depending on
- * libcurl and jansson only. Each refresh reads GET /v1/status,
+ * end of line, clear below", reverse video, the alternate screen and a
+ * hidden cursor; every terminal with cursor addressing (xterm and its
+ * kin, the Linux console, tmux, screen) has those. What ncurses would add
+ * is covered here: a resize is SIGWINCH and TIOCGWINSZ (the whole screen
+ * redrawn at the new size), and a terminal without cursor addressing
+ * (TERM unset or "dumb") gets the plain --once screen instead of escapes. Each refresh reads GET /v1/status,
  * /v1/nodes, /v1/guests, /v1/migrations (the memory mover's jobs) and the
  * decisions new since the last refresh (GET /v1/decisions?since=ID), so
  * 1000 guests cost one list a refresh.
@@ -955,7 +958,12 @@ int ctl_top(const struct ctl_conn *c, const struct ctl_top_opts *o)
 {
 	struct top t = { .conn = c, .delay_s = o->delay_s > 0 ? o->delay_s : 2 };
 	struct sbuf b = { 0 };
-	bool once = o->once || !isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO);
+	const char *term = getenv("TERM");
+	/* A terminal that cannot move its cursor (TERM unset or "dumb": an
+	 * editor's shell buffer, a serial console without terminfo) would show
+	 * the live view's escapes as text: it gets the plain screen. */
+	bool dumb = !term || !*term || strcmp(term, "dumb") == 0;
+	bool once = o->once || dumb || !isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO);
 	double next;
 	int rc = 0;
 

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "urlq.h"
 #include "../orchestrator/base/xalloc.h"
 #include "../orchestrator/base/utf8.h"
 
@@ -101,40 +100,61 @@ void jw_key(struct jw *w, const char *k)
 	w->comma = false;
 }
 
+/* A string as jansson's json_dumps writes it (its dump.c), so that this
+ * answer and the jansson ones escape alike: '"' and '\\' escaped, \b \f
+ * \n \r \t in their short forms, the other C0 controls as \u00XX in
+ * upper-case hex, everything else (DEL, C1 controls, any other UTF-8) as
+ * it is; '/' is not escaped. jansson refuses bytes that are not UTF-8;
+ * here each such byte becomes U+FFFD, written as UTF-8, as if the name had
+ * been repaired before jansson saw it. */
 void jw_str(struct jw *w, const char *s)
 {
-	const unsigned char *p = (const unsigned char *)(s ? s : "");
-	size_t left = strlen((const char *)p);
+	const char *p = s ? s : "";
+	size_t left = strlen(p);
 
 	sep(w);
 	grow(w, left + 2);
 	putc_(w, '"');
 	while (left) {
-		unsigned char c = *p;
-		size_t n;
+		unsigned char c = (unsigned char)*p;
+		const char *e;
+		char u[8];
+		size_t n = 0;
 
-		if (c == '"' || c == '\\') {
-			char e[2] = { '\\', (char)c };
-
-			put(w, e, 2);
-			p++;
-			left--;
-		} else if (c < 0x20 || c == 0x7f) {
-			char e[8];
-
-			snprintf(e, sizeof(e), "\\u%04x", c);
-			put(w, e, 6);
-			p++;
-			left--;
-		} else if ((n = utf8_seq((const char *)p, left))) {
-			put(w, (const char *)p, n);
+		/* Runs of plain ASCII, the whole of most names, in one copy. */
+		while (n < left && (unsigned char)p[n] >= 0x20 && (unsigned char)p[n] < 0x80 && p[n] != '"' &&
+		       p[n] != '\\')
+			n++;
+		if (n) {
+			put(w, p, n);
 			p += n;
 			left -= n;
-		} else {
-			put(w, "\\ufffd", 6);
-			p++;
-			left--;
+			continue;
 		}
+		switch (c) {
+		case '"': e = "\\\""; break;
+		case '\\': e = "\\\\"; break;
+		case '\b': e = "\\b"; break;
+		case '\f': e = "\\f"; break;
+		case '\n': e = "\\n"; break;
+		case '\r': e = "\\r"; break;
+		case '\t': e = "\\t"; break;
+		default:
+			if (c < 0x20) {
+				snprintf(u, sizeof(u), "\\u%04X", c);
+				e = u;
+			} else if ((n = utf8_seq(p, left))) {
+				put(w, p, n);
+				p += n;
+				left -= n;
+				continue;
+			} else {
+				e = "\xef\xbf\xbd";
+			}
+		}
+		put(w, e, strlen(e));
+		p++;
+		left--;
 	}
 	putc_(w, '"');
 }

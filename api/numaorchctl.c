@@ -59,6 +59,8 @@ static void usage(FILE *f)
 		"Commands:\n"
 		"  status                         agent, host and last cycle\n"
 		"  nodes                          NUMA nodes: CPUs, load, memory, guests\n"
+		"  topology                       the host as Kubernetes' NodeResourceTopology: each\n"
+		"                                 zone's resources, load, guests' memory, costs\n"
 		"  guests [--kind K] [--runtime R] [--node N]\n"
 		"                                 guests and where they run\n"
 		"  guest ID                       one guest in detail, with its last decision\n"
@@ -354,6 +356,89 @@ static int cmd_nodes(const struct opts *o)
 		table_row(t, id, *jstr(n, "cpus") ? jstr(n, "cpus") : "(none)",
 			  fmt_ratio(json_object_get(n, "busy"), busy, sizeof(busy)),
 			  fmt_num(json_object_get(n, "load_cpus"), 1, load, sizeof(load)), mem, fl, ng);
+	}
+	table_print(t, stdout);
+	json_decref(j);
+	return EX_OK;
+}
+
+/* The value of attribute NAME in the NodeResourceTopology list LIST, "-"
+ * when absent (the agent did not measure it). */
+static const char *nrt_attr(json_t *list, const char *name)
+{
+	size_t i;
+	json_t *a;
+
+	json_array_foreach(list, i, a)
+		if (strcmp(jstr(a, "name"), name) == 0)
+			return jstr(a, "value");
+	return "-";
+}
+
+/* A zone's hugetlb pools as SIZE:AVAILABLE/CAPACITY, comma-separated
+ * ("2Mi:200Mi/1Gi"); "-" when it has none. */
+static void nrt_hugepages(json_t *res, char *buf, size_t sz)
+{
+	size_t i, n = 0;
+	json_t *r;
+
+	buf[0] = '\0';
+	json_array_foreach(res, i, r) {
+		const char *name = jstr(r, "name");
+		char size[32];
+
+		if (strncmp(name, "hugepages-", 10) != 0 || n >= sz)
+			continue;
+		snprintf(size, sizeof(size), "%s", name + 10);
+		n += (size_t)snprintf(buf + n, sz - n, "%s%s:%s/", n ? "," : "", size, jstr(r, "available"));
+		if (n < sz)
+			n += (size_t)snprintf(buf + n, sz - n, "%s", jstr(r, "capacity"));
+	}
+	if (!buf[0])
+		snprintf(buf, sz, "-");
+}
+
+/* GET /v1/topology: one row a zone, quantities as the object writes them
+ * (what a scheduler reads), "-" where the agent measured nothing. */
+static int cmd_topology(const struct opts *o)
+{
+	json_t *j, *z, *res, *r0;
+	struct table *t;
+	size_t i, k;
+	int r = call(o, "GET", "/v1/topology", NULL, &j, NULL);
+
+	if (r || o->json) {
+		print_json(j);
+		json_decref(j);
+		return r;
+	}
+	printf("node %s (%s)\n", jstr(json_object_get(j, "metadata"), "name"), jstr(j, "apiVersion"));
+	t = table_new(11);
+	table_row(t, "ZONE", "CPUS", "MEMORY", "ALLOC", "AVAIL", "HUGEPAGES", "LOAD", "GUESTS", "LOCAL", "REMOTE",
+		  "COSTS");
+	json_array_foreach(json_object_get(j, "zones"), i, z) {
+		json_t *attrs = json_object_get(z, "attributes"), *c, *cpu = NULL, *mem = NULL;
+		char huge[160], costs[256];
+		size_t n = 0;
+
+		res = json_object_get(z, "resources");
+		json_array_foreach(res, k, r0) {
+			if (strcmp(jstr(r0, "name"), "cpu") == 0)
+				cpu = r0;
+			else if (strcmp(jstr(r0, "name"), "memory") == 0)
+				mem = r0;
+		}
+		nrt_hugepages(res, huge, sizeof(huge));
+		costs[0] = '\0';
+		json_array_foreach(json_object_get(z, "costs"), k, c)
+			if (n < sizeof(costs))
+				n += (size_t)snprintf(costs + n, sizeof(costs) - n, "%s%lld", n ? "," : "",
+						      jint(c, "value"));
+		table_row(t, jstr(z, "name"), cpu ? jstr(cpu, "capacity") : "-", mem ? jstr(mem, "capacity") : "-",
+			  mem ? jstr(mem, "allocatable") : "-", mem ? jstr(mem, "available") : "-", huge,
+			  nrt_attr(attrs, "numaorch.io/cpu-used"), nrt_attr(attrs, "numaorch.io/guests"),
+			  nrt_attr(attrs, "numaorch.io/guest-memory-local"),
+			  nrt_attr(attrs, "numaorch.io/guest-memory-remote"), costs[0] ? costs : "-");
 	}
 	table_print(t, stdout);
 	json_decref(j);
@@ -1166,11 +1251,129 @@ static char *read_token(const char *path)
 	return strdup(buf);
 }
 
+/* numaorchctl's long options without a short form. */
+enum { O_CACERT = 256, O_TIMEOUT, O_DRY, O_VERBOSE, O_SINCE, O_GUEST, O_LIMIT, O_KIND, O_RUNTIME,
+       O_NODE, O_RESERVE, O_LABEL, O_UUID, O_SOURCE, O_FOLLOW, O_ONCE, O_DELAY, O_SORT,
+       O_PROVISION };
+
+/* What parse_option returns to go on; anything else is the exit code. */
+#define GO_ON (-1)
+
+/* One option C (getopt_long's) with its argument ARG into O (and the
+ * token file into *TOKEN_FILE). */
+static int parse_option(struct opts *o, const char **token_file, int c, char *arg)
+{
+	char *end;
+	double d;
+
+	switch (c) {
+	case 's': o->conn.socket = arg; o->conn.url = NULL; break;
+	case 'u': o->conn.url = arg; break;
+	case 't': *token_file = arg; break;
+	case O_CACERT: o->conn.cacert = arg; break;
+	case 'j': o->json = true; break;
+	case O_TIMEOUT:
+		d = strtod(arg, &end);
+		if (end == arg || *end || !(d > 0 && d <= 86400))
+			return die_usage("--timeout: must be seconds, more than 0 and at most 86400, got \"%s\"", arg);
+		/* Up to a whole ms: libcurl reads 0 ms as no time-out at all. */
+		o->conn.timeout_ms = (long)ceil(d * 1000);
+		break;
+	case O_DRY: o->dry_run = true; break;
+	case O_PROVISION: o->provision = true; break;
+	case O_VERBOSE: o->verbose = true; break;
+	case O_SINCE: o->since = arg; break;
+	case O_GUEST: o->guest = arg; break;
+	case O_LIMIT: o->limit = arg; break;
+	case O_KIND: o->kind = arg; break;
+	case O_RUNTIME: o->runtime = arg; break;
+	case O_NODE: o->node = arg; break;
+	case O_RESERVE:
+		d = strtod(arg, &end);
+		if (*end || !(d > 0 && d <= 86400))
+			return die_usage("--reserve: must be seconds 0..86400, got \"%s\"", arg);
+		o->reserve = d;
+		break;
+	case O_LABEL: o->label = arg; break;
+	case O_UUID: o->uuid = arg; break;
+	case O_SOURCE: o->source = arg; break;
+	case O_FOLLOW: o->follow = true; break;
+	case O_ONCE: o->top.once = true; break;
+	case O_DELAY:
+		d = strtod(arg, &end);
+		if (*end || !(d >= 0.1 && d <= 3600))
+			return die_usage("--delay: must be seconds 0.1..3600, got \"%s\"", arg);
+		o->top.delay_s = d;
+		break;
+	case O_SORT: o->top.sort = arg; break;
+	case 'V': printf("numaorchctl %s\n", NUMAORCH_VERSION); return EX_OK;
+	case 'h': usage(stdout); return EX_OK;
+	default: usage(stderr); return EX_USAGE;
+	}
+	return GO_ON;
+}
+
+/* Command CMD with its N arguments ARGS; the exit code. */
+static int run_command(struct opts *o, const char *cmd, int n, char **args)
+{
+#define NARGS(lo, hi, what) \
+	if (n < (lo) || n > (hi)) return die_usage("%s: %s", cmd, what)
+	if (strcmp(cmd, "status") == 0) {
+		NARGS(0, 0, "takes no arguments");
+		return cmd_status(o);
+	} else if (strcmp(cmd, "nodes") == 0) {
+		NARGS(0, 0, "takes no arguments");
+		return cmd_nodes(o);
+	} else if (strcmp(cmd, "topology") == 0) {
+		NARGS(0, 0, "takes no arguments");
+		return cmd_topology(o);
+	} else if (strcmp(cmd, "guests") == 0) {
+		NARGS(0, 0, "takes no arguments (filters: --kind, --runtime, --node)");
+		return cmd_guests(o);
+	} else if (strcmp(cmd, "guest") == 0) {
+		NARGS(1, 1, "needs a guest ID (see numaorchctl guests)");
+		return cmd_guest(o, args[0]);
+	} else if (strcmp(cmd, "policy") == 0) {
+		return cmd_policy(o, n, args);
+	} else if (strcmp(cmd, "schedule") == 0) {
+		return cmd_schedule(o, n, args);
+	} else if (strcmp(cmd, "guest-policy") == 0) {
+		NARGS(1, 3, "guest-policy ID [auto | ignore | clear | pinned NODES]");
+		return cmd_guest_policy(o, n, args);
+	} else if (strcmp(cmd, "guest-policies") == 0) {
+		NARGS(0, 0, "takes no arguments");
+		return cmd_guest_policies(o);
+	} else if (strcmp(cmd, "rebalance") == 0) {
+		NARGS(0, 0, "takes no arguments (options: --dry-run, --verbose)");
+		return cmd_rebalance(o);
+	} else if (strcmp(cmd, "decisions") == 0) {
+		NARGS(0, 0, "takes no arguments (options: --since, --guest, --limit, --follow)");
+		return cmd_decisions(o);
+	} else if (strcmp(cmd, "advise") == 0) {
+		NARGS(2, 2, "needs VCPUS and MEMORY, e.g. advise 4 8G");
+		return cmd_advise(o, args[0], args[1]);
+	} else if (strcmp(cmd, "event") == 0) {
+		NARGS(2, 2, "needs EVENT and DOMAIN, e.g. event started vm1");
+		return cmd_event(o, args[0], args[1]);
+	} else if (strcmp(cmd, "top") == 0) {
+		NARGS(0, 0, "takes no arguments (options: --once, --delay, --sort)");
+		return ctl_top(&o->conn, &o->top);
+	} else if (strcmp(cmd, "health") == 0) {
+		NARGS(0, 0, "takes no arguments");
+		return cmd_health(o);
+	} else if (strcmp(cmd, "metrics") == 0) {
+		NARGS(0, 0, "takes no arguments");
+		return cmd_metrics(o);
+	} else if (strcmp(cmd, "migrations") == 0) {
+		NARGS(0, 2, "migrations [cancel ID]");
+		return cmd_migrations(o, n, args);
+	}
+#undef NARGS
+	return die_usage("unknown command \"%s\"", cmd);
+}
+
 int main(int argc, char **argv)
 {
-	enum { O_CACERT = 256, O_TIMEOUT, O_DRY, O_VERBOSE, O_SINCE, O_GUEST, O_LIMIT, O_KIND, O_RUNTIME,
-	       O_NODE, O_RESERVE, O_LABEL, O_UUID, O_SOURCE, O_FOLLOW, O_ONCE, O_DELAY, O_SORT,
-	       O_PROVISION };
 	static const struct option lopts[] = {
 		{ "socket", required_argument, NULL, 's' },
 		{ "url", required_argument, NULL, 'u' },
@@ -1201,70 +1404,20 @@ int main(int argc, char **argv)
 	};
 	struct opts o = { .conn = { .timeout_ms = 30000 } };
 	const char *token_file = getenv("NUMAORCH_TOKEN_FILE");
-	char *token = NULL, *end;
-	const char *cmd;
-	double d;
-	int c, r, n;
-	char **args;
+	char *token = NULL;
+	int c, r;
 
 	o.conn.socket = getenv("NUMAORCH_SOCKET") ? getenv("NUMAORCH_SOCKET") : DEFAULT_SOCKET;
 	o.conn.url = getenv("NUMAORCH_URL");
 	if (o.conn.url && !*o.conn.url)
 		o.conn.url = NULL;
-	while ((c = getopt_long(argc, argv, "s:u:t:jVh", lopts, NULL)) != -1) {
-		switch (c) {
-		case 's': o.conn.socket = optarg; o.conn.url = NULL; break;
-		case 'u': o.conn.url = optarg; break;
-		case 't': token_file = optarg; break;
-		case O_CACERT: o.conn.cacert = optarg; break;
-		case 'j': o.json = true; break;
-		case O_TIMEOUT:
-			d = strtod(optarg, &end);
-			if (end == optarg || *end || !(d > 0 && d <= 86400))
-				return die_usage("--timeout: must be seconds, more than 0 and at most 86400, got \"%s\"",
-						 optarg);
-			/* Up to a whole ms: libcurl reads 0 ms as no time-out at all. */
-			o.conn.timeout_ms = (long)ceil(d * 1000);
-			break;
-		case O_DRY: o.dry_run = true; break;
-		case O_PROVISION: o.provision = true; break;
-		case O_VERBOSE: o.verbose = true; break;
-		case O_SINCE: o.since = optarg; break;
-		case O_GUEST: o.guest = optarg; break;
-		case O_LIMIT: o.limit = optarg; break;
-		case O_KIND: o.kind = optarg; break;
-		case O_RUNTIME: o.runtime = optarg; break;
-		case O_NODE: o.node = optarg; break;
-		case O_RESERVE:
-			d = strtod(optarg, &end);
-			if (*end || !(d > 0 && d <= 86400))
-				return die_usage("--reserve: must be seconds 0..86400, got \"%s\"", optarg);
-			o.reserve = d;
-			break;
-		case O_LABEL: o.label = optarg; break;
-		case O_UUID: o.uuid = optarg; break;
-		case O_SOURCE: o.source = optarg; break;
-		case O_FOLLOW: o.follow = true; break;
-		case O_ONCE: o.top.once = true; break;
-		case O_DELAY:
-			d = strtod(optarg, &end);
-			if (*end || !(d >= 0.1 && d <= 3600))
-				return die_usage("--delay: must be seconds 0.1..3600, got \"%s\"", optarg);
-			o.top.delay_s = d;
-			break;
-		case O_SORT: o.top.sort = optarg; break;
-		case 'V': printf("numaorchctl %s\n", NUMAORCH_VERSION); return EX_OK;
-		case 'h': usage(stdout); return EX_OK;
-		default: usage(stderr); return EX_USAGE;
-		}
-	}
+	while ((c = getopt_long(argc, argv, "s:u:t:jVh", lopts, NULL)) != -1)
+		if ((r = parse_option(&o, &token_file, c, optarg)) != GO_ON)
+			return r;
 	if (optind >= argc) {
 		usage(stderr);
 		return EX_USAGE;
 	}
-	cmd = argv[optind];
-	args = argv + optind + 1;
-	n = argc - optind - 1;
 	if (o.conn.url) {
 		if (strncmp(o.conn.url, "http://", 7) != 0 && strncmp(o.conn.url, "https://", 8) != 0)
 			return die_usage("--url: must start with http:// or https://, got \"%s\"", o.conn.url);
@@ -1276,60 +1429,7 @@ int main(int argc, char **argv)
 		}
 	}
 	curl_global_init(CURL_GLOBAL_DEFAULT);
-
-#define NARGS(lo, hi, what) \
-	if (n < (lo) || n > (hi)) { r = die_usage("%s: %s", cmd, what); goto out; }
-	if (strcmp(cmd, "status") == 0) {
-		NARGS(0, 0, "takes no arguments");
-		r = cmd_status(&o);
-	} else if (strcmp(cmd, "nodes") == 0) {
-		NARGS(0, 0, "takes no arguments");
-		r = cmd_nodes(&o);
-	} else if (strcmp(cmd, "guests") == 0) {
-		NARGS(0, 0, "takes no arguments (filters: --kind, --runtime, --node)");
-		r = cmd_guests(&o);
-	} else if (strcmp(cmd, "guest") == 0) {
-		NARGS(1, 1, "needs a guest ID (see numaorchctl guests)");
-		r = cmd_guest(&o, args[0]);
-	} else if (strcmp(cmd, "policy") == 0) {
-		r = cmd_policy(&o, n, args);
-	} else if (strcmp(cmd, "schedule") == 0) {
-		r = cmd_schedule(&o, n, args);
-	} else if (strcmp(cmd, "guest-policy") == 0) {
-		NARGS(1, 3, "guest-policy ID [auto | ignore | clear | pinned NODES]");
-		r = cmd_guest_policy(&o, n, args);
-	} else if (strcmp(cmd, "guest-policies") == 0) {
-		NARGS(0, 0, "takes no arguments");
-		r = cmd_guest_policies(&o);
-	} else if (strcmp(cmd, "rebalance") == 0) {
-		NARGS(0, 0, "takes no arguments (options: --dry-run, --verbose)");
-		r = cmd_rebalance(&o);
-	} else if (strcmp(cmd, "decisions") == 0) {
-		NARGS(0, 0, "takes no arguments (options: --since, --guest, --limit, --follow)");
-		r = cmd_decisions(&o);
-	} else if (strcmp(cmd, "advise") == 0) {
-		NARGS(2, 2, "needs VCPUS and MEMORY, e.g. advise 4 8G");
-		r = cmd_advise(&o, args[0], args[1]);
-	} else if (strcmp(cmd, "event") == 0) {
-		NARGS(2, 2, "needs EVENT and DOMAIN, e.g. event started vm1");
-		r = cmd_event(&o, args[0], args[1]);
-	} else if (strcmp(cmd, "top") == 0) {
-		NARGS(0, 0, "takes no arguments (options: --once, --delay, --sort)");
-		r = ctl_top(&o.conn, &o.top);
-	} else if (strcmp(cmd, "health") == 0) {
-		NARGS(0, 0, "takes no arguments");
-		r = cmd_health(&o);
-	} else if (strcmp(cmd, "metrics") == 0) {
-		NARGS(0, 0, "takes no arguments");
-		r = cmd_metrics(&o);
-	} else if (strcmp(cmd, "migrations") == 0) {
-		NARGS(0, 2, "migrations [cancel ID]");
-		r = cmd_migrations(&o, n, args);
-	} else {
-		r = die_usage("unknown command \"%s\"", cmd);
-	}
-#undef NARGS
-out:
+	r = run_command(&o, argv[optind], argc - optind - 1, argv + optind + 1);
 	curl_global_cleanup();
 	if (token) {
 		memset(token, 0, strlen(token));

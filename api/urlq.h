@@ -7,6 +7,20 @@
  * or a component that is not UTF-8 after decoding is an error rather
  * than something to guess about. Guest ids are then checked again by
  * their own rule (snap_id_valid) before any use.
+ *
+ * Why not libmicrohttpd's own parse (MHD_lookup_connection_value and
+ * MHD_get_connection_values on MHD_GET_ARGUMENT_KIND): it decodes the
+ * path as one string before any split, so "a%2Fb" becomes two segments
+ * and "ab%00cd" is cut at the NUL; it passes a malformed escape ("%zz",
+ * "%4", "%") through as text, so a caller can no longer tell it from an
+ * escaped '%'; it lets NUL, control characters and bytes that are not
+ * UTF-8 into keys and values, and raw spaces, '#' and non-ASCII into the
+ * path; it keeps both copies of a repeated key and lookup answers with
+ * the first; "?since" has a NULL value. Refusing all of that needs the
+ * raw text, and the decoding is the same loop as the checking, so the
+ * server keeps MHD's copy undecoded (httpd.c's unescape callback) and
+ * reads the raw target here. It also keeps api_handle independent of the
+ * HTTP library: the unit tests and the fuzz target hand it a bare target.
  */
 #ifndef NUMAORCH_URLQ_H
 #define NUMAORCH_URLQ_H

@@ -1199,73 +1199,33 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 		auto_move(x, pe, g, v, d, &a);
 }
 
-/* Start placement. A container seen for the first time with little
- * memory yet (under START_PLACE_MAX_BYTES: its first second or so of
- * touching, as a prompted cycle may wait a second) has no CPU use to
- * decide on, but placing it now costs little migration, while waiting a cycle lets it first-touch its memory wherever
- * its threads or its own memory policy put it — memory that must then be
- * migrated while the guest is busy (the testbed's churn scenario: each new
- * guest touched ~100 MiB on a full node in the second before it was
- * decided, and 320 MiB were migrated for it). So it is placed at once as
- * if it used one CPU (a starting process runs one thread), without a
- * cool-down: the next cycle decides on its measured use as for any guest
- * (plan_item.start). Its CPUs move, and the kernel's local first touch
- * puts what it touches from then on beside them. With [policy]
- * start_bind_mems = yes its mems are bound to the target too, so that its
- * first touches land there even against its own memory policy
- * (plan_item.bind_start; the engine widens them again once its memory
- * stops growing). */
-#define START_PLACE_MAX_BYTES (128ULL << 20)
-#define START_PLACE_CPU 1.0
-
-/* Is G placeable at its start? Then *SG is G as decided on: the assumed
- * use, and no memory (what it holds is little: no share of it is worth
- * weighing as migration, and no "local fit" holds it where its first
- * pages happen to be). */
-static bool start_placeable(const struct snap_guest *g, struct snap_guest *sg)
-{
-	/* First sight either way: no usage at all, or only its process's
-	 * average since it started (seen a second or more after its start:
-	 * the testbed's churn pod, first decided 1.0 s after its start with
-	 * 84 MiB touched on a full node, was moved as an old guest — mems
-	 * not bound — and 316 MiB chased it for 9 s). */
-	if (g->kind != GUEST_CONTAINER || g->policy.mode != GPOL_AUTO || (!isnan(g->cpu_use) && !g->first_sight) ||
-	    g->mem_total >= START_PLACE_MAX_BYTES)
-		return false;
-	*sg = *g;
-	sg->cpu_use = START_PLACE_CPU;
-	sg->cpu_node = NULL;
-	sg->busy_threads = 1;
-	sg->busy_measured = false;
-	sg->mem_total = 0;
-	sg->huge_node = NULL;
-	sg->huge_total = 0;
-	return true;
-}
-
 /* gview_build for the guest as the policy decides on it (*USED): SNAP's
  * G, or its start-placement stand-in (*TMP). The stand-in's assumed use
  * runs nowhere yet (no share of any node's busy CPUs is its own), and it
- * needs room for START_PLACE_MAX_BYTES on its target. */
+ * needs room for PLACE_START_MAX_BYTES on its target. */
 static unsigned view_of(struct pctx *x, const struct snap_guest *g, bool as_start, struct gview *v, bool *usable,
 			struct snap_guest *tmp, const struct snap_guest **used)
 {
 	/* AS_START: decided (or being decided) as a start placement; a guest
 	 * first seen with its young process's average use that was not is
 	 * decided, and committed, on that use. */
-	bool start = as_start && x->cfg->start_place && start_placeable(g, tmp);
+	bool start = as_start && x->cfg->start_place && place_start_placeable(g, tmp);
 	unsigned n = gview_build(x, start ? tmp : g, v, usable);
 
 	if (start) {
 		for (unsigned i = 0; i < x->nn; i++)
 			x->own[i] = 0.0;
-		v->mem_demand = START_PLACE_MAX_BYTES;
+		v->mem_demand = PLACE_START_MAX_BYTES;
 	}
 	if (used)
 		*used = start ? tmp : g;
 	return n;
 }
 
+/* A container's start placement (place.c: place_start_placeable says
+ * which, place_start_item what its move is): decided here, on its
+ * stand-in, against the working copy like any guest, so that the moves
+ * of the same cycle count for and against it. */
 static void evaluate_start(struct pctx *x, const struct pstate_entry *pe, const struct snap_guest *g,
 			   struct gdec *d, struct gview *v, bool *usable, bool nan)
 {
@@ -1276,28 +1236,8 @@ static void evaluate_start(struct pctx *x, const struct pstate_entry *pe, const 
 
 	it->cpu_demand = v->cpu_demand;
 	decide_auto(x, pe, sg, v, usable, nusable, nan, d);
-	if (it->kind != PLAN_MOVE)
-		return;
-	it->reason = REASON_PLACE;
-	it->start = true;
-	it->bind_start = x->cfg->start_bind_mems;
-	/* What it did touch off the target moves with the binding, or by the
-	 * mover (the stand-in weighed none of it: a few MiB are no reason to
-	 * stay). */
-	it->migrate_bytes = 0;
-	for (unsigned n = 0; n < x->nn; n++)
-		if (!mask_test(&it->to_mems, x->s->nodes[n].id))
-			it->migrate_bytes += g->mem_node[n];
-	{
-		char det[sizeof(it->detail)];
-
-		snprintf(det, sizeof(det), "%s", it->detail);
-		set_detail(it, "start: %llu MiB touched, CPU use not measured yet (taken as %.0f CPU), %s; %s",
-			   (unsigned long long)(g->mem_total >> 20), START_PLACE_CPU,
-			   it->bind_start ? "mems bound to the target until its memory stops growing"
-					  : "its first touches left to the kernel's local placement",
-			   det);
-	}
+	if (it->kind == PLAN_MOVE)
+		place_start_item(x->cfg, x->s, g, it);
 }
 
 /* Decide for guest GI against the current working copy. Leaves the
@@ -1347,7 +1287,7 @@ static void evaluate(struct pctx *x, const struct pstate *prev, unsigned gi, str
 	if (g->policy.mode != GPOL_PINNED && (isnan(g->cpu_use) || g->first_sight)) {
 		struct snap_guest sg;
 
-		if (cfg->start_place && start_placeable(g, &sg)) {
+		if (cfg->start_place && place_start_placeable(g, &sg)) {
 			struct gdec before = *d;
 
 			evaluate_start(x, pe, g, d, v, usable, nan);

@@ -1,11 +1,101 @@
-/* place.c — policy_place(): where a guest that just started goes (the
- * choice; the engine applies it and records the outcome). Pure. */
+/* place.c — start placement: where a guest that just started goes, for
+ * both kinds of guest. Pure: the engine applies the result as a move.
+ *
+ *   a VM the VM source saw start (policy_place): the reservation made
+ *     for it (found by the engine by label), else its pinned nodes, else
+ *     the advice, the other reservations counted as load; the engine
+ *     applies it before the policy decides, and it starts a cool-down;
+ *   a container seen for the first time with little memory
+ *     (place_start_placeable): decided inside policy_decide on a stand-in
+ *     that uses one CPU and holds no memory (consolidate.c:
+ *     evaluate_start), then made a start placement (place_start_item):
+ *     no cool-down, and with [policy] start_bind_mems its mems bound to
+ *     the target until its memory stops growing (the engine releases
+ *     them).
+ *
+ * Either way the result is a PLAN_MOVE with reason "place" whose
+ * migrate_bytes is what the guest already holds off its target
+ * (place_finish), or a PLAN_SKIP saying why not.
+ *
+ * Why a container is placed at once: seen with little memory yet (under
+ * PLACE_START_MAX_BYTES: its first second or so of touching, as a
+ * prompted cycle may wait a second) it has no CPU use to decide on, but
+ * placing it now costs little migration, while waiting a cycle lets it
+ * first-touch its memory wherever its threads or its own memory policy
+ * put it — memory that must then be migrated while the guest is busy (the
+ * testbed's churn scenario). So it is placed as if it used one CPU (a
+ * starting process runs one thread), without a cool-down: the next cycle
+ * decides on its measured use as for any guest (plan_item.start). Its
+ * CPUs move, and the kernel's local first touch puts what it touches from
+ * then on beside them; bound (plan_item.bind_start), its first touches
+ * land there even against its own memory policy. */
 #include "policies.h"
 
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+
+static void set_detail(struct plan_item *it, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* (vsnprintf: the detail is cut where it must be, as every detail is) */
+static void set_detail(struct plan_item *it, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(it->detail, sizeof(it->detail), fmt, ap);
+	va_end(ap);
+}
+
+/* What G holds off the nodes IT's memory goes to must move (for a
+ * container's stand-in, which weighed none of it: a few MiB are no reason
+ * to stay). The reason of every start placement. */
+static void place_finish(const struct snapshot *snap, const struct snap_guest *g, struct plan_item *it)
+{
+	it->reason = REASON_PLACE;
+	it->migrate_bytes = 0;
+	for (unsigned n = 0; n < snap->nr_nodes; n++)
+		if (!mask_test(&it->to_mems, snap->nodes[n].id))
+			it->migrate_bytes += g->mem_node[n];
+}
+
+bool place_start_placeable(const struct snap_guest *g, struct snap_guest *sg)
+{
+	/* First sight either way: no usage at all, or only its process's
+	 * average since it started (seen a second or more after its start:
+	 * the testbed's churn pod, first decided after its start with memory
+	 * touched on a full node, was moved as an old guest — mems not bound
+	 * — and its memory chased it for seconds). */
+	if (g->kind != GUEST_CONTAINER || g->policy.mode != GPOL_AUTO || (!isnan(g->cpu_use) && !g->first_sight) ||
+	    g->mem_total >= PLACE_START_MAX_BYTES)
+		return false;
+	*sg = *g;
+	sg->cpu_use = PLACE_START_CPU;
+	sg->cpu_node = NULL;
+	sg->busy_threads = 1;
+	sg->busy_measured = false;
+	sg->mem_total = 0;
+	sg->huge_node = NULL;
+	sg->huge_total = 0;
+	return true;
+}
+
+void place_start_item(const struct policy_config *cfg, const struct snapshot *snap, const struct snap_guest *g,
+		      struct plan_item *it)
+{
+	char det[sizeof(it->detail)];
+
+	it->start = true;
+	it->bind_start = cfg->start_bind_mems;
+	place_finish(snap, g, it);
+	snprintf(det, sizeof(det), "%s", it->detail);
+	set_detail(it, "start: %llu MiB touched, CPU use not measured yet (taken as %.0f "
+		 "CPU), %s; %s", (unsigned long long)(g->mem_total >> 20), PLACE_START_CPU,
+		 it->bind_start ? "mems bound to the target until its memory stops growing"
+				: "its first touches left to the kernel's local placement", det);
+}
 
 /* Memory nodes for CPU nodes NODES: those with memory, else the one with
  * memory nearest to them. */
@@ -153,8 +243,6 @@ int policy_place(const struct policy_config *cfg, const struct snapshot *snap,
 	snap_cpus_to_nodes(snap, &out->cpus, &it->to_nodes);
 	it->to_mems = mems;
 	it->to_cpus = &out->cpus;
-	for (unsigned n = 0; n < snap->nr_nodes; n++)
-		if (!mask_test(&mems, snap->nodes[n].id))
-			it->migrate_bytes += g->mem_node[n];
+	place_finish(snap, g, it);
 	return 0;
 }

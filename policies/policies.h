@@ -55,4 +55,21 @@ int policy_advise(const struct policy_config *cfg, const struct snapshot *snap,
 int policy_place(const struct policy_config *cfg, const struct snapshot *snap,
 		 const struct place_request *req, struct place_result *out);
 
+/* A container's start placement (place.c), for policy_decide: a guest
+ * seen first with less memory than this is placed at once, as if it used
+ * PLACE_START_CPU, and needs room for this much on its target. */
+#define PLACE_START_MAX_BYTES (128ULL << 20)
+#define PLACE_START_CPU 1.0
+/* Is G placeable at its start? Then *SG is G as decided on: the assumed
+ * use, and no memory (what it holds is little: no share of it is worth
+ * weighing as migration, and no "local fit" holds it where its first
+ * pages happen to be). */
+bool place_start_placeable(const struct snap_guest *g, struct snap_guest *sg);
+/* IT, the move decided for G's stand-in, made G's start placement:
+ * reason "place", no cool-down (plan_item.start), its mems bound if CFG
+ * says so (plan_item.bind_start), the memory G holds off the target to
+ * migrate, and the detail saying so. */
+void place_start_item(const struct policy_config *cfg, const struct snapshot *snap, const struct snap_guest *g,
+		      struct plan_item *it);
+
 #endif

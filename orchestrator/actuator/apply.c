@@ -1239,17 +1239,6 @@ int apply_release_mems_cgroup(struct applier *a, const char *cgroup, const nodem
 	return 0;
 }
 
-int apply_release_mems(struct applier *a, const struct snapshot *snap, unsigned gi, const nodemask_t *wide,
-		       struct apply_result *res)
-{
-	if (gi >= snap->nr_guests || snap->guests[gi].kind != GUEST_CONTAINER) {
-		result_init(res);
-		apply_result_set(res, APPLY_REFUSED, -EINVAL, "refused: not a container of the snapshot");
-		return -EINVAL;
-	}
-	return apply_release_mems_cgroup(a, snap->guests[gi].cgroup, &snap->guests[gi].mems, wide, res);
-}
-
 int apply_move(struct applier *a, const struct snapshot *snap, const struct plan_item *it,
 	       struct apply_result *res)
 {

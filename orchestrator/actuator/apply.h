@@ -160,16 +160,13 @@ int apply_pending_no_room(struct applier *a, struct apply_pending *p, const char
  * stays true); its process is QEMU's. */
 bool apply_pending_movable(const struct apply_pending *p);
 /* Release a start placement's binding (plan_item.bind_start): widen the
- * mems of container GI of SNAP to its mems ∪ WIDE, which migrates nothing
- * (see loosen_mems). Re-checks the scope and that the mems are still the
- * snapshot's (else APPLY_CHANGED); a v2 guest with a descendant whose own
- * mems reach beyond the binding stays bound (APPLY_NOT_APPLICABLE). Always fills RES;
- * returns 0 or the negative errno of a refused write. */
-int apply_release_mems(struct applier *a, const struct snapshot *snap, unsigned gi, const nodemask_t *wide,
-		       struct apply_result *res);
-/* The same for the container at CGROUP, bound to BOUND (its mems must
- * still be BOUND, else APPLY_CHANGED), with no snapshot: at the agent's
- * stop and for a binding recorded before a restart (bindstate.h). */
+ * mems of the container at CGROUP, bound to BOUND, to BOUND ∪ WIDE, which
+ * migrates nothing (see loosen_mems). Re-checks the scope and that the
+ * mems are still BOUND (else APPLY_CHANGED); a v2 guest with a descendant
+ * whose own mems reach beyond the binding stays bound
+ * (APPLY_NOT_APPLICABLE). Needs no snapshot: the guest may be gone, the
+ * agent stopping, or the binding recorded before a restart (bindstate.h).
+ * Always fills RES; returns 0 or the negative errno of a refused write. */
 int apply_release_mems_cgroup(struct applier *a, const char *cgroup, const nodemask_t *bound,
 			      const nodemask_t *wide, struct apply_result *res);
 /* Is P's phase 2 only a start binding's cpuset.mems write, with next to

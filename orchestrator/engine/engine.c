@@ -363,7 +363,6 @@ void engine_apply_schedule(struct engine *e)
 	e->sched_valid = true;
 }
 const struct policy_ops *engine_policy(struct engine *e) { return &e->pol; }
-struct applier *engine_applier(struct engine *e) { return e->app; }
 
 uint64_t engine_reserve_placement(struct engine *e, const struct advice_reservation *r,
 				  const nodemask_t *cpu_nodes, const nodemask_t *mems, double seconds,

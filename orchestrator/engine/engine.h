@@ -192,7 +192,6 @@ const struct agent_config *engine_config(struct engine *e);
 int engine_state_dir_fd(struct engine *e);
 /* The registered policy (any thread: it is pure and constant). */
 const struct policy_ops *engine_policy(struct engine *e);
-struct applier *engine_applier(struct engine *e);
 
 /* Ask for a cycle soon (any thread). Used when something happened that
  * should not wait for the interval: a libvirt start event, a hook

@@ -1,7 +1,8 @@
-/* engine_bind.c — start bindings: a young container's mems bound to its
- * target by a start placement (plan_item.bind_start), released once its
- * memory stops growing, and never left bound by an agent that stopped
- * (bindstate.h: the set on disk, written before each binding write).
+/* engine_bind.c — start bindings, the table behind a container's start
+ * placement (engine_place.c): a young container's mems bound to its
+ * target (plan_item.bind_start), released once its memory stops growing,
+ * and never left bound by an agent that stopped (bindstate.h: the set on
+ * disk, written before each binding write).
  *
  * A binding read back at start is released at once, not resumed: its
  * timeline (its memory at the last look, how long the agent was down) is
@@ -127,10 +128,8 @@ static uint64_t bound_slack(const struct ebound *b)
  * short of room (bound, it could not spill: the kernel would reclaim and
  * then OOM-kill inside the cpuset), it has been bound ENGINE_BIND_MAX_S,
  * or ENGINE_BIND_START_S without growing. A guest that has not grown yet
- * is still starting: in the testbed (TCG, diag_bindwrite) a pod placed
- * 0.15 s after its start had touched nothing at the next look 1.2 s
- * later, and its binding was released "stopped growing (0 MiB)" before
- * its first touch, which then took 12 s. */
+ * is still starting: released as "stopped growing (0 MiB)" it would make
+ * its first touches unbound, wherever its own policy puts them. */
 static const char *bound_why(const struct engine *e, const struct snapshot *snap, const struct snap_guest *g,
 			     const struct ebound *b)
 {
@@ -395,4 +394,9 @@ void engine_bound_free(struct engine *e)
 	free(e->bound);
 	e->bound = NULL;
 	e->nbound = e->capbound = 0;
+	/* (engine_place.c's list of the guests a cycle's start placement
+	 * handled: freed with the rest of the start placement's state) */
+	free(e->started);
+	e->started = NULL;
+	e->nstarted = 0;
 }

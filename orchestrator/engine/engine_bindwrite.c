@@ -5,14 +5,13 @@
  * mems to its target so that what it touches from then on lands there.
  * cgroup v2 migrates on every mems change, inside the write: what the
  * guest touched off the target before the write moves then, while the
- * writer waits. In the multi-node testbed (TCG) that was 0.76 s for
- * 12.7 MiB and 3.37 s for 181 MiB (tests/numa-vm/results/start-place/),
- * and a churn run's placements held the engine thread for 3.2-7.6 s, in
- * which no other guest was decided or moved.
+ * writer waits: seconds under load (tests/numa-vm/results/start-place/),
+ * in which, on the engine thread, no other guest was decided or moved.
  *
  * So, with the mover running, the engine writes the CPUs (phase 1, as
- * every move) and hands the mems write to a mover worker as a job of its
- * own (mover_spec.write). It shows in GET /v1/migrations like any job;
+ * every move) and the start placement's memory step (engine_place_memory)
+ * hands the mems write to a mover worker as a job of its own
+ * (mover_spec.write). It shows in GET /v1/migrations like any job;
  * queued, it can be cancelled, superseded or stopped (then nothing was
  * written: the guest keeps its CPUs on the target and its old mems,
  * consistent); once running, the write ends when the kernel is done.

@@ -120,13 +120,6 @@ static void note_balancing(struct engine *e, const struct snapshot *snap)
 		log_info("kernel.numa_balancing: not available on this kernel; numaorchd migrates memory itself");
 }
 
-/* What became of a move's phase 2 (memory_phase). */
-enum phase_end {
-	PHASE_DONE,       /* RES is the outcome; the caller records it and frees P */
-	PHASE_JOB,        /* P belongs to a mover job moving pages; RES is recorded now */
-	PHASE_WRITE_JOB,  /* P belongs to a start binding's write job: recorded when taken */
-};
-
 void engine_job_add(struct engine *e, uint64_t id, struct apply_pending *p, struct bind_write *bw)
 {
 	if (e->njobs == e->capjobs) {
@@ -228,10 +221,9 @@ static enum phase_end memory_phase(struct engine *e, struct plan_item *pit, stru
 			e->stats.memory_deferred++;
 		return PHASE_DONE;
 	case MEM_WAY_BIND_WRITE:
-		/* The engine thread does not wait for what the kernel
-		 * migrates inside the write (engine_bindwrite.c). */
-		engine_bindwrite_submit(e, p);
-		return PHASE_WRITE_JOB;
+		/* A start binding's write (engine_place.c): the engine thread
+		 * does not wait for what the kernel migrates inside it. */
+		return engine_place_memory(e, p, res);
 	case MEM_WAY_WRITE_WORKER:
 		memset(res, 0, sizeof(*res));
 		res->locality_after = NAN;
@@ -464,8 +456,8 @@ struct cycle {
 	struct plan *plan;
 	struct pstate *next;
 	/* What the policy is told beside the snapshot (plan_mark_holds):
-	 * guests placed (engine_place.c) or released (engine_bind.c) this
-	 * cycle, start bindings whose write still runs. */
+	 * guests this cycle's start placement dealt with (engine_place.c),
+	 * start bindings whose write still runs. */
 	struct plan_holds holds;
 	/* Moves whose CPUs are written, their memory still to move. */
 	struct {
@@ -519,18 +511,28 @@ static int cycle_acquire(struct engine *e, struct cycle *c)
 	return 0;
 }
 
-/* The guests of SNAP whose start binding's cpuset.mems write still runs
- * (engine_bindwrite.c), into C's holds. */
-static void hold_bind_writes(struct engine *e, struct cycle *c)
+static void ids_add(char (**ids)[GUEST_ID_MAX], unsigned *n, const char *id)
+{
+	*ids = xrealloc(*ids, (*n + 1) * sizeof(**ids));
+	snprintf((*ids)[(*n)++], GUEST_ID_MAX, "%s", id);
+}
+
+/* The guests of the snapshot this cycle's start placement dealt with
+ * (engine_place_handled), and those whose start binding's cpuset.mems
+ * write still runs (engine_bindwrite_pending), into C's holds. */
+static void note_holds(struct engine *e, struct cycle *c)
 {
 	struct plan_holds *h = &c->holds;
 
-	for (unsigned i = 0; e->njobs && i < c->snap->nr_guests; i++) {
-		if (!engine_bindwrite_pending(e, c->snap->guests[i].id))
-			continue;
-		h->bind_writing = xrealloc(h->bind_writing, (h->nbind_writing + 1) * sizeof(*h->bind_writing));
-		memcpy(h->bind_writing[h->nbind_writing++], c->snap->guests[i].id, GUEST_ID_MAX);
+	for (unsigned i = 0; i < c->snap->nr_guests; i++) {
+		const char *id = c->snap->guests[i].id;
+
+		if (engine_place_handled(e, id))
+			ids_add(&h->placed, &h->nplaced, id);
+		if (e->njobs && engine_bindwrite_pending(e, id))
+			ids_add(&h->bind_writing, &h->nbind_writing, id);
 	}
+	h->applying = c->do_apply;
 }
 
 /* Decide: domains that just started are placed first, and (an applying
@@ -545,15 +547,12 @@ static int cycle_decide(struct engine *e, struct cycle *c)
 
 	/* (the mode as the schedule left it, cycle_acquire) */
 	c->do_apply = e->cfg.mode == MODE_ENFORCE && !c->dry_run;
-	c->holds.nplaced = engine_place_started(e, c->snap, c->dry_run, &c->holds.placed);
+	engine_place_started(e, c->snap, c->dry_run);
 	if (e->cfg.mode == MODE_OFF)
 		return 0;
-	/* Bindings from before a restart first: a guest released here is
-	 * decided again next cycle, on mems the plan did not see. */
 	if (c->do_apply)
-		c->holds.nreleased = engine_restore_bound(e, c->snap, &c->holds.released);
-	hold_bind_writes(e, c);
-	c->holds.applying = c->do_apply;
+		engine_place_restore(e, c->snap);
+	note_holds(e, c);
 	nres = engine_reservations(e, &res);
 	r = e->pol.decide(&e->cfg.policy, c->snap, e->ps, c->report != NULL, res, nres, &c->holds, &c->plan,
 			  &c->next);
@@ -591,7 +590,6 @@ static void note_held(const struct cycle *c, const struct plan_item *it)
 
 	switch (it->hold) {
 	case HOLD_JUST_PLACED:
-	case HOLD_JUST_RELEASED:
 		plan_item_note_cooldown(it, c->next, c->snap->mono_ns);
 		break;
 	case HOLD_BIND_WRITING:
@@ -668,13 +666,8 @@ static void cycle_apply(struct engine *e, struct cycle *c)
 		c->report->attempted = xcalloc(nitems ? nitems : 1, sizeof(bool));
 		c->report->applied = c->do_apply;
 	}
-	if (c->do_apply) {
-		/* A binding is on disk before its write (bindstate.h). */
-		for (unsigned i = 0; i < nitems; i++)
-			if (plan->items[i].kind == PLAN_MOVE && plan->items[i].bind_start)
-				engine_bound_intend(e, c->snap, &plan->items[i]);
-		engine_save_bindings(e);
-	}
+	if (c->do_apply)
+		engine_place_begin(e, c->snap, plan);
 	applier_begin_cycle(e->app, c->snap, e->mover && e->mover_on);
 	c->pend = xcalloc(nitems ? nitems : 1, sizeof(*c->pend));
 	for (unsigned i = 0; i < nitems; i++)
@@ -697,9 +690,7 @@ static void cycle_apply(struct engine *e, struct cycle *c)
 		}
 		record_move(e, c->snap, c->next, it, &res, c->report, c->pend[k].idx);
 	}
-	engine_bound_drop_intents(e);
-	engine_release_bound(e, c->snap, plan, c->do_apply);
-	engine_save_bindings(e);
+	engine_place_end(e, c->snap, plan, c->do_apply);
 }
 
 /* Record: what the cycle leaves for the next one (the policy's state, the
@@ -759,7 +750,6 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 		cycle_record(e, &c);
 	}
 	free(c.pend);
-	free(c.holds.released);
 	free(c.holds.placed);
 	free(c.holds.bind_writing);
 	snap_unref(c.snap);

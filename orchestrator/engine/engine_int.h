@@ -5,7 +5,10 @@
  *                   view, configuration and schedule, reservations
  *   engine_loop.c   the loop (signals, timer, triggers) and the call queue
  *   engine_cycle.c  one cycle: acquire, decide, apply, record, publish
- *   engine_place.c  applying the start placement policy_place() chose
+ *   engine_place.c  start placement (VMs and containers): applying the
+ *                   policy's choice, the bindings' cycle hooks
+ *   engine_bind.c   start bindings: kept, saved, released when due
+ *   engine_bindwrite.c  a cpuset.mems write on a mover worker
  */
 #ifndef NUMAORCH_ENGINE_INT_H
 #define NUMAORCH_ENGINE_INT_H
@@ -99,6 +102,11 @@ struct engine {
 		bool writing;
 	} *bound;
 	bool bound_dirty;      /* the set changed since it was last written */
+	/* Guests this cycle's start placement dealt with before the plan is
+	 * carried out (engine_place.c): VMs placed, bindings from before a
+	 * restart released. */
+	unsigned nstarted;
+	char (*started)[GUEST_ID_MAX];
 	bool first_sight;      /* the last plan decided a guest "next cycle" */
 	/* Cycles still to come ENGINE_SPREAD_CYCLE_S apart after one that
 	 * moved a busy guest onto CPUs of several nodes: where its threads
@@ -255,12 +263,35 @@ void engine_log_move(const struct snapshot *snap, const struct plan_item *it, co
 void engine_count_outcome(struct engine_stats *st, struct pstate *next, const struct plan_item *it,
 			  enum apply_status status, int64_t now_ns);
 
-/* engine_place.c */
+/* engine_place.c: start placement, the conductor's half. */
 /* Place the domains that just started (before the policy runs, so it
- * sees their cool-down). *PLACED gets their ids (the caller frees it);
- * returns how many. */
-unsigned engine_place_started(struct engine *e, const struct snapshot *snap, bool dry_run,
-			      char (**placed)[GUEST_ID_MAX]);
+ * sees their cool-down); they are handled (engine_place_handled). */
+void engine_place_started(struct engine *e, const struct snapshot *snap, bool dry_run);
+/* An applying cycle, before the policy decides: the bindings from before
+ * a restart released (their guests handled: the plan holds their items,
+ * HOLD_JUST_PLACED). */
+void engine_place_restore(struct engine *e, const struct snapshot *snap);
+/* An applying cycle, before its plan is carried out: each of PLAN's start
+ * bindings recorded, on disk, before its write. */
+void engine_place_begin(struct engine *e, const struct snapshot *snap, const struct plan *plan);
+/* Did this cycle's start placement deal with guest ID already (placed,
+ * or its old binding released)? The plan saw it where it was before: its
+ * item waits for the next cycle. */
+bool engine_place_handled(const struct engine *e, const char *id);
+/* What became of a move's phase 2 (its memory). */
+enum phase_end {
+	PHASE_DONE,       /* RES is the outcome; the caller records it and frees P */
+	PHASE_JOB,        /* P belongs to a mover job moving pages; RES is recorded now */
+	PHASE_WRITE_JOB,  /* P belongs to a start binding's write job: recorded when taken */
+};
+/* Phase 2 of a start placement as decided: a VM's (libvirt's one call),
+ * or a bound container's write on a mover worker (plan_item.bind_start,
+ * its way MEM_WAY_BIND_WRITE; its other ways are every move's,
+ * memory_phase). */
+enum phase_end engine_place_memory(struct engine *e, struct apply_pending *p, struct apply_result *res);
+/* The end of every cycle: the intents whose writes were not made
+ * dropped, the bindings that are due released, the set saved. */
+void engine_place_end(struct engine *e, const struct snapshot *snap, const struct plan *plan, bool do_apply);
 /* Count a start placement's outcome: done or failed starts the guest's
  * cool-down in PS at NOW_NS (so the policy leaves it alone until its use
  * is measured, and a refused write is not retried at once); a skip

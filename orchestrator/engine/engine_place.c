@@ -1,12 +1,29 @@
-/* engine_place.c — initial placement of starting VMs: the conductor's
- * half. A domain the VM source saw start (its STARTED event, or a new
- * instance in a listing after the hook's notification) is placed in the
- * same cycle. Where it goes is the registered policy's choice
- * (policy_ops.place, policies/place.c: the reservation labelled with its
- * name, uuid or guest id, else its pinned nodes, else the advice); here
- * the reservation is found and consumed, the choice applied and the
- * outcome recorded with reason "place". The guest starts its cool-down
- * so the policy leaves it alone until its use is measured.
+/* engine_place.c — start placement, the conductor's half, for VMs and
+ * containers alike. The choice is the policy's (policies/place.c); its
+ * result is a start placement: a PLAN_MOVE with reason "place" (or a
+ * skip saying why not), applied here by the same actuator calls as every
+ * move — the CPUs (apply_cpus), then the memory by engine_place_memory —
+ * and recorded as every move is ("moved", "failed", ...).
+ *
+ *   a VM the VM source saw start (its STARTED event, or a new instance in
+ *     a listing after the hook's notification) is placed in the cycle
+ *     that sees it, before the policy decides: the reservation labelled
+ *     with its name, uuid or guest id is found and handed to
+ *     policy_ops.place, and consumed if used; the outcome starts the
+ *     guest's cool-down, so the policy leaves it alone until its use is
+ *     measured. Its memory is libvirt's one call (numatune and pins),
+ *     made at once.
+ *   a container's start placement comes in the policy's plan
+ *     (plan_item.start); one whose mems are bound (plan_item.bind_start)
+ *     has its binding recorded before its write (engine_place_begin),
+ *     written by engine_place_memory — on a mover worker where there is
+ *     one (engine_bindwrite.c) — and released once its memory stops
+ *     growing (engine_place_end; the bindings themselves: engine_bind.c).
+ *
+ * The guests a cycle's start placement has dealt with before the plan is
+ * carried out (VMs placed, bindings from before a restart released) are
+ * kept until the cycle's end (engine_place_handled): the plan saw them
+ * where they were before.
  */
 #include "orchestrator/engine/engine.h"
 
@@ -50,6 +67,7 @@ static void place_one(struct engine *e, const struct snapshot *snap, const struc
 	struct place_result pr;
 	const struct plan_item *it = &pr.item;
 	struct apply_result res;
+	struct apply_pending *p;
 	const struct advice_reservation *rooms;
 	struct advice_reservation *others = NULL;
 	unsigned nrooms;
@@ -99,7 +117,11 @@ static void place_one(struct engine *e, const struct snapshot *snap, const struc
 					      "planned", NULL, dry_run));
 		return;
 	}
-	apply_move(e->app, snap, it, &res);
+	apply_cpus(e->app, snap, it, &res, &p);
+	if (p) {
+		engine_place_memory(e, p, &res);
+		apply_pending_free(p);
+	}
 	{
 		size_t l = strlen(res.msg);
 
@@ -111,26 +133,85 @@ static void place_one(struct engine *e, const struct snapshot *snap, const struc
 	engine_count_place_outcome(&e->stats, e->ps, it, res.status, snap->mono_ns);
 }
 
-unsigned engine_place_started(struct engine *e, const struct snapshot *snap, bool dry_run,
-			      char (**placed)[GUEST_ID_MAX])
+/* Note guest ID as dealt with by this cycle's start placement. */
+static void handled_add(struct engine *e, const char *id)
+{
+	e->started = xrealloc(e->started, (e->nstarted + 1) * sizeof(*e->started));
+	snprintf(e->started[e->nstarted++], GUEST_ID_MAX, "%s", id);
+}
+
+void engine_place_started(struct engine *e, const struct snapshot *snap, bool dry_run)
 {
 	struct vmsrc_placement *pl = NULL;
 	unsigned n;
 
-	*placed = NULL;
+	e->nstarted = 0;
 	if (!e->vm)
-		return 0;
+		return;
 	/* Taken even when not placing, so a domain is offered only once. */
 	n = e->vmp->take_placements(e->vm, snap, &pl);
 	if (!n || !e->cfg.libvirt_place_on_start || e->cfg.mode == MODE_OFF || snap_nr_cpu_nodes(snap) <= 1) {
 		free(pl);
-		return 0;
+		return;
 	}
-	*placed = xcalloc(n, sizeof(**placed));
 	for (unsigned i = 0; i < n; i++) {
-		memcpy((*placed)[i], pl[i].id, GUEST_ID_MAX);
+		handled_add(e, pl[i].id);
 		place_one(e, snap, &pl[i], e->cfg.mode == MODE_ENFORCE && !dry_run, dry_run);
 	}
 	free(pl);
-	return n;
+}
+
+bool engine_place_handled(const struct engine *e, const char *id)
+{
+	for (unsigned k = 0; k < e->nstarted; k++)
+		if (strcmp(e->started[k], id) == 0)
+			return true;
+	return false;
+}
+
+void engine_place_restore(struct engine *e, const struct snapshot *snap)
+{
+	char (*released)[GUEST_ID_MAX] = NULL;
+	unsigned nreleased;
+
+	/* A guest released here is decided again next cycle, on mems the
+	 * plan did not see. */
+	nreleased = engine_restore_bound(e, snap, &released);
+	for (unsigned k = 0; k < nreleased; k++)
+		handled_add(e, released[k]);
+	free(released);
+}
+
+void engine_place_begin(struct engine *e, const struct snapshot *snap, const struct plan *plan)
+{
+	/* A binding is on disk before its write (bindstate.h). */
+	for (unsigned i = 0; plan && i < plan->nr_items; i++)
+		if (plan->items[i].kind == PLAN_MOVE && plan->items[i].bind_start)
+			engine_bound_intend(e, snap, &plan->items[i]);
+	engine_save_bindings(e);
+}
+
+enum phase_end engine_place_memory(struct engine *e, struct apply_pending *p, struct apply_result *res)
+{
+	/* A binding's write the plan hands to a mover worker
+	 * (MEM_WAY_BIND_WRITE): it narrows the mems now, so that what the
+	 * guest touches from here lands on the target (the kernel migrates
+	 * the little it touched before inside the write; widening them for
+	 * the mover would let it go on touching off the target while the
+	 * mover chases it), and the engine thread does not wait for it. */
+	if (apply_pending_item(p)->bind_start) {
+		engine_bindwrite_submit(e, p);
+		return PHASE_WRITE_JOB;
+	}
+	/* A VM's (placed before the plan): libvirt's one call, now. */
+	apply_memory(e->app, p, res);
+	return PHASE_DONE;
+}
+
+void engine_place_end(struct engine *e, const struct snapshot *snap, const struct plan *plan, bool do_apply)
+{
+	engine_bound_drop_intents(e);
+	engine_release_bound(e, snap, plan, do_apply);
+	engine_save_bindings(e);
+	e->nstarted = 0;
 }

@@ -1,6 +1,6 @@
 /* hold.h — which planned items the cycle does not carry out, and why
  * (plan_item.hold): facts of the cycle beside what the policy decided on.
- * Guests placed or released this cycle, start bindings whose write still
+ * Guests this cycle's start placement dealt with, start bindings whose write still
  * runs (struct plan_holds, from the engine) and the mover's live jobs
  * (snap_guest.job, laid on the snapshot). The item keeps what was
  * decided, so the decision log's dedup sees it as decided; the engine
@@ -19,10 +19,10 @@
 /* What the engine knows of this cycle that the snapshot does not say.
  * Lists of guest ids; any may be empty. */
 struct plan_holds {
-	char (*placed)[GUEST_ID_MAX];       /* placed at their start this cycle */
+	/* dealt with by this cycle's start placement: placed, or a binding
+	 * from before a restart released */
+	char (*placed)[GUEST_ID_MAX];
 	unsigned nplaced;
-	char (*released)[GUEST_ID_MAX];     /* start bindings from before a restart released */
-	unsigned nreleased;
 	char (*bind_writing)[GUEST_ID_MAX]; /* a start binding's cpuset.mems write still running */
 	unsigned nbind_writing;
 	/* The cycle carries moves out (enforce, not a dry run): only then
@@ -41,7 +41,7 @@ struct plan_holds {
 bool snap_job_same_move(const struct snap_job *j, const nodemask_t *to, int first, uint64_t first_bytes);
 
 /* The hold of IT, decided on SNAP, with H's facts (H may be NULL: none):
- * a guest placed or released this cycle holds whatever it is; a move
+ * a guest the start placement dealt with holds whatever it is; a move
  * while applying, a start binding's write still running; then the live
  * job making the same move — a move while applying (its CPUs already on
  * the plan's), or the move a cool-down holds back (its CPU nodes already

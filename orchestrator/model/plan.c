@@ -120,7 +120,6 @@ STRTAB_NAME(skip_reason_name, enum skip_reason, skip_reason_names)
 static const char *const hold_names[] = {
 	[HOLD_NONE] = "none",
 	[HOLD_JUST_PLACED] = "just_placed",
-	[HOLD_JUST_RELEASED] = "just_released",
 	[HOLD_BIND_WRITING] = "bind_writing",
 	[HOLD_STILL_MOVING] = "still_moving",
 };

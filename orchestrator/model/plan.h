@@ -58,10 +58,10 @@ enum skip_reason {
  * log's dedup (logged.h) sees the item as decided. */
 enum plan_hold {
 	HOLD_NONE = 0,
-	HOLD_JUST_PLACED,   /* placed at its start this cycle (engine_place.c): the plan
-			     * saw it where it was before; a move cools down as if made */
-	HOLD_JUST_RELEASED, /* its start binding from before a restart released this
-			     * cycle (engine_bind.c): the same */
+	HOLD_JUST_PLACED,   /* this cycle's start placement dealt with it (placed, or its
+			     * binding from before a restart released: engine_place.c):
+			     * the plan saw it where it was before; a move cools down
+			     * as if made */
 	HOLD_BIND_WRITING,  /* a move while its start binding's cpuset.mems write still
 			     * runs would race it: decided again on what the write leaves */
 	HOLD_STILL_MOVING,  /* the mover's live job (hold_job) makes this move already
@@ -95,7 +95,7 @@ struct plan_item {
 	 * its threads fit the CPUs left (guards.h, pcand.local_fit);
 	 * load_after is then its use without headroom, at most 1. */
 	bool local_fit;
-	/* Start placement (policies/consolidate.c): a new guest placed before
+	/* Start placement (policies/place.c): a new container placed before
 	 * its use is measured, with (almost) no memory yet. No cool-down. */
 	bool start;
 	/* A start placement whose mems are bound to to_mems even under soft

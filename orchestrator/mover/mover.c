@@ -4,6 +4,7 @@
  * the record of each job for the API. What to move and in which calls
  * is decided by the pure part, mover_plan.c. */
 #include "orchestrator/mover/mover.h"
+#include "orchestrator/mover/moverfixture.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -53,7 +54,7 @@ struct job {
 	pid_t *pids;
 	unsigned npids;
 	struct pid_census *pc;       /* npids of them, from census() (worker-owned) */
-	bool relocate_all;
+	bool relocate_all;           /* the test build's knob, moverfixture.h: every page moves */
 	int first;                   /* mover_spec.first, -1: none */
 	uint64_t first_left;         /* bytes FIRST may still take (worker-owned) */
 	uint64_t seen_left;          /* bytes its walk saw and left off the target (mover_window_left) */
@@ -785,17 +786,17 @@ static unsigned huge_limit(struct mover *m, struct job *j, pid_t pid, struct mov
 	return kept;
 }
 
-static int walk_process(struct mover *m, struct job *j, pid_t pid, const struct pid_census *pc, struct bufs *b,
-			size_t *chunk, size_t page)
+/* The mappings of PID a walk goes over, into *OUT (caller frees): from
+ * smaps, without those the census PC saw with nothing to move, within the
+ * hugetlb limit. Returns their count or a negative errno (-ESRCH: the
+ * process is gone). */
+static int walk_vmas(struct mover *m, struct job *j, pid_t pid, const struct pid_census *pc, struct bufs *b,
+		     size_t page, struct mover_vma **out)
 {
 	char path[PATH_MAX];
 	struct mover_vma *vmas = NULL;
 	char *text = NULL;
-	uintptr_t pos = 0;
-	bool compact = true;
-	size_t n;
 	int nv, r;
-
 	int64_t t_maps = clock_mono_ns();
 
 	/* smaps, not maps: its AnonHugePages says which mappings are all
@@ -824,6 +825,166 @@ static int walk_process(struct mover *m, struct job *j, pid_t pid, const struct 
 	}
 	nv = (int)huge_limit(m, j, pid, vmas, (unsigned)nv, page);
 	b->maps_ms += (double)(clock_mono_ns() - t_maps) / 1e6;
+	*out = vmas;
+	return nv;
+}
+
+/* Which of the window's N pages pass PASS moves, into B's move buffers
+ * (idx, mweight, mnodes, mpages, mslot); GUESS: a 2 MiB run on one node
+ * may be taken for a THP. *PLANNED is what pass 0 planned. Returns how
+ * many entries move, 0 when none (or a second pass is not worth its
+ * call). */
+static size_t plan_pass(struct mover *m, struct job *j, struct bufs *b, size_t n, size_t page, int pass,
+			bool guess, uint64_t *planned)
+{
+	nodemask_t sel = j->info.to;
+	uint64_t bytes = 0;
+	size_t k;
+
+	/* While the threads' node has room, every page off it is
+	 * to move (mover_spec.first). */
+	if (j->first >= 0 && j->first_left > 0) {
+		mask_zero(&sel);
+		mask_set(&sel, j->first);
+	}
+	k = mover_plan_window(b->status, b->pages, n, page, &sel, j->relocate_all, guess && !j->relocate_all, b->idx,
+			      b->mweight);
+	for (size_t e = 0; e < k; e++)
+		bytes += (uint64_t)b->mweight[e] * page;
+	/* A second pass for a few pages left behind (in flight, a fault
+	 * racing the move) costs a call's whole fixed cost for them: a
+	 * strict guest's narrowing of its mems moves them, a soft one keeps
+	 * them where they are — unless they are a real share
+	 * (mover_second_pass). */
+	if (pass == 0)
+		*planned = bytes;
+	else if (!mover_second_pass(bytes, *planned))
+		return 0;
+	k = mover_assign_targets(b->status, b->idx, b->mweight, k, page, &j->info.to, j->first, &j->first_left,
+				 b->mnodes);
+	for (size_t e = 0; e < k; e++) {
+		size_t i = b->idx[e];
+
+		b->mpages[e] = b->pages[i];
+		pthread_mutex_lock(&m->lock);
+		mask_set(&j->info.from, b->status[i]);
+		b->mslot[e] = mover_source_slot(&j->info, b->status[i]);
+		pthread_mutex_unlock(&m->lock);
+	}
+	return k;
+}
+
+/* After a pass moved its K entries: where the window's N pages are now
+ * (B's status), what the move refused dropped from further passes.
+ * Returns false when the process answers no query (the window ends). */
+static bool verify_pass(struct mover *m, struct job *j, pid_t pid, struct bufs *b, size_t n, size_t k, size_t page,
+			window_tally approx)
+{
+	/* Where the window's pages are now: from the move's own answers,
+	 * and a query of two pages per guessed THP — a query of the whole
+	 * window, every 4 KiB entry of each THP, is a large share of a busy
+	 * guest's job (orchestrator/README.md). The whole window is asked
+	 * again only when a sample disagrees (the guess was 4 KiB pages).
+	 * What that misses: pages first faulted, or moved by another,
+	 * during the move — the next cycle's census sees them. Pages the
+	 * move refused for good are not tried again. */
+	size_t ns = mover_verify_plan(b->pages, b->idx, b->mweight, k, b->spages);
+	bool known = ns == 0 || query(m, pid, ns, b->spages, b->sstatus) == 0;
+
+	if (!known || !mover_verify_apply(b->status, b->idx, b->mweight, b->mstatus, k, b->sstatus)) {
+		if (query(m, pid, n, b->pages, b->status) < 0)
+			return false;
+	} else {
+		credit_thps(m, j, b, k, page, approx);
+	}
+	mover_drop_refused(b->status, b->idx, b->mstatus, k);
+	return true;
+}
+
+/* Move the misplaced of the window's N pages (B's status: where they
+ * are), in up to two passes; APPROX counts what the slices moved, by
+ * source. GUESS: the window's mappings hold THPs; *COMPACT: THPs are
+ * still guessed in this process. *ENDED_KNOWN: stopped or failed, and
+ * where the pages are is known all the same. Returns 0, 1 (the job must
+ * stop) or a negative errno, as move_slices. */
+static int move_window(struct mover *m, struct job *j, pid_t pid, struct bufs *b, size_t n, size_t *chunk,
+		       size_t page, bool guess, bool *compact, window_tally approx, bool *ended_known)
+{
+	/* Each move_pages(2) call drains every CPU's LRU cache
+	 * (lru_cache_disable): a fixed cost per call, high with busy
+	 * guests. So calls carry many pages: a 2 MiB-aligned run of pages
+	 * all on one node is probably a THP, which moves whole from one
+	 * entry; pass 1 moves what such a guess left behind. */
+	uint64_t planned = 0;
+	int r = 0;
+
+	for (int pass = 0; pass < 2 && r == 0; pass++) {
+		size_t k = plan_pass(m, j, b, n, page, pass, pass == 0 && *compact && guess, &planned);
+
+		if (!k)
+			break;
+		r = move_slices(m, j, pid, b, k, chunk, page, approx);
+		/* Stopped at a slice boundary (cancel, SIGTERM, reload, a
+		 * new plan, the deadline) or failed (a move call's error,
+		 * no room left to wait for): ask the window where its
+		 * pages are, so the exact tally below counts what moved —
+		 * a guessed THP has counted its head alone until verified,
+		 * so without the query a stopped job would report less
+		 * moved than the target gained. A process that is gone
+		 * answers no query: nothing to count on. */
+		if (r != 0 && !j->relocate_all && query(m, pid, n, b->pages, b->status) == 0)
+			*ended_known = true;
+		if (r || j->relocate_all)
+			break;
+		if (!verify_pass(m, j, pid, b, n, k, page, approx))
+			break;
+		/* A guessed THP whose head moved alone was 4 KiB pages: stop
+		 * guessing in this process, or every window pays a move
+		 * call that moves one page in 512. */
+		if (pass == 0 && *compact && mover_guess_failed(b->status, n, b->idx, b->mweight, k, &j->info.to))
+			*compact = false;
+	}
+	return r;
+}
+
+/* What the window's N pages moved, exactly (B's first against its
+ * status), in J's sources, in place of what the slices counted (APPROX). */
+static void tally_window(struct mover *m, struct job *j, const struct bufs *b, size_t n, size_t page,
+			 const window_tally approx)
+{
+	window_tally exact = { 0 };
+	long by_node[MASK_MAX_NODES] = { 0 };
+
+	/* The slices counted a guessed THP by its head, and
+	 * credit_thps the rest once verified: the window's exact
+	 * count, by the node each page was on, replaces that. */
+	mover_window_moved(b->first, b->status, n, &j->info.to, by_node);
+	pthread_mutex_lock(&m->lock);
+	for (int nd = 0; nd < MASK_MAX_NODES; nd++)
+		if (by_node[nd])
+			exact[mover_source_slot(&j->info, nd)] += by_node[nd];
+	for (unsigned k = 0; k <= MOVER_MAX_SOURCES; k++)
+		if (exact[k] != approx[k]) {
+			mover_add_done(&j->info, k, (int64_t)(exact[k] - approx[k]) * (int64_t)page);
+			/* the moved-bytes counter never goes back */
+			if (exact[k] > approx[k])
+				add_moved(m, j->info.cause, (uint64_t)(exact[k] - approx[k]) * page);
+		}
+	pthread_mutex_unlock(&m->lock);
+}
+
+static int walk_process(struct mover *m, struct job *j, pid_t pid, const struct pid_census *pc, struct bufs *b,
+			size_t *chunk, size_t page)
+{
+	struct mover_vma *vmas = NULL;
+	uintptr_t pos = 0;
+	bool compact = true;
+	size_t n;
+	int nv, r;
+
+	nv = walk_vmas(m, j, pid, pc, b, page, &vmas);
+	if (nv < 0)
+		return nv;
 	/* The window is QUERY_PAGES or the whole process when smaller: the
 	 * worker's buffers grow to that once and are kept. */
 	bufs_reserve(b, mover_vmas_pages(vmas, (unsigned)nv, page), page);
@@ -840,8 +1001,8 @@ static int walk_process(struct mover *m, struct job *j, pid_t pid, const struct 
 	 * cost (below), which with busy guests is most of the mover's
 	 * time. */
 	while ((n = mover_fill_window(vmas, (unsigned)nv, page, b->cap, &pos, b->pages)) > 0) {
-		window_tally approx = { 0 }, exact = { 0 };
-		bool ended_known = false;
+		window_tally approx = { 0 };
+		bool ended_known = false, guess;
 
 		pthread_mutex_lock(&m->lock);
 		if (stop_reason(m, j) != MJ_QUEUED) {
@@ -862,121 +1023,12 @@ static int walk_process(struct mover *m, struct job *j, pid_t pid, const struct 
 		 * mappings: a guess there moves each 2 MiB run's head alone,
 		 * then pays a query of the window and a second pass, each with
 		 * a call's fixed cost. */
-		bool guess = mover_window_has_thp(vmas, (unsigned)nv, (uintptr_t)b->pages[0], (uintptr_t)b->pages[n - 1]);
-		/* Each move_pages(2) call drains every CPU's LRU cache
-		 * (lru_cache_disable): a fixed cost per call, high with busy
-		 * guests.
-		 * So calls carry many pages: a 2 MiB-aligned run of pages all
-		 * on one node is probably a THP, which moves whole from one
-		 * entry; pass 1 moves what such a guess left behind. */
-		uint64_t planned = 0;
-
-		for (int pass = 0; pass < 2 && r == 0; pass++) {
-			size_t k = 0;
-			nodemask_t sel = j->info.to;
-
-			/* While the threads' node has room, every page off it is
-			 * to move (mover_spec.first). */
-			if (j->first >= 0 && j->first_left > 0) {
-				mask_zero(&sel);
-				mask_set(&sel, j->first);
-			}
-			k = mover_plan_window(b->status, b->pages, n, page, &sel, j->relocate_all,
-					      pass == 0 && compact && guess && !j->relocate_all, b->idx,
-					      b->mweight);
-			{
-				uint64_t bytes = 0;
-
-				for (size_t e = 0; e < k; e++)
-					bytes += (uint64_t)b->mweight[e] * page;
-				/* A second pass for a few pages left behind (in
-				 * flight, a fault racing the move) costs a call's
-				 * whole fixed cost for them: a strict guest's
-				 * narrowing of its mems moves them, a soft one
-				 * keeps them where they are — unless they are a
-				 * real share (mover_second_pass). */
-				if (pass == 0)
-					planned = bytes;
-				else if (!mover_second_pass(bytes, planned))
-					break;
-			}
-			k = mover_assign_targets(b->status, b->idx, b->mweight, k, page, &j->info.to, j->first,
-						 &j->first_left, b->mnodes);
-			for (size_t e = 0; e < k; e++) {
-				size_t i = b->idx[e];
-
-				b->mpages[e] = b->pages[i];
-				pthread_mutex_lock(&m->lock);
-				mask_set(&j->info.from, b->status[i]);
-				b->mslot[e] = mover_source_slot(&j->info, b->status[i]);
-				pthread_mutex_unlock(&m->lock);
-			}
-			if (!k)
-				break;
-			r = move_slices(m, j, pid, b, k, chunk, page, approx);
-			/* Stopped at a slice boundary (cancel, SIGTERM, reload, a
-			 * new plan, the deadline) or failed (a move call's error,
-			 * no room left to wait for): ask the window where its
-			 * pages are, so the exact tally below counts what moved —
-			 * a guessed THP has counted its head alone until verified,
-			 * so without the query a stopped job would report less
-			 * moved than the target gained. A process that is gone
-			 * answers no query: nothing to count on. */
-			if (r != 0 && !j->relocate_all && query(m, pid, n, b->pages, b->status) == 0)
-				ended_known = true;
-			if (r || j->relocate_all)
-				break;
-			/* Where the window's pages are now: from the move's own
-			 * answers, and a query of two pages per guessed THP — a
-			 * query of the whole window, every 4 KiB entry of each
-			 * THP, is a large share of a busy guest's job
-			 * (orchestrator/README.md). The whole window is asked again only when a sample
-			 * disagrees (the guess was 4 KiB pages). What that misses:
-			 * pages first faulted, or moved by another, during the
-			 * move — the next cycle's census sees them. Pages the
-			 * move refused for good are not tried again. */
-			{
-				size_t ns = mover_verify_plan(b->pages, b->idx, b->mweight, k, b->spages);
-				bool known = ns == 0 || query(m, pid, ns, b->spages, b->sstatus) == 0;
-
-				if (!known || !mover_verify_apply(b->status, b->idx, b->mweight, b->mstatus, k,
-								  b->sstatus)) {
-					if (query(m, pid, n, b->pages, b->status) < 0)
-						break;
-				} else {
-					credit_thps(m, j, b, k, page, approx);
-				}
-			}
-			mover_drop_refused(b->status, b->idx, b->mstatus, k);
-			/* A guessed THP whose head moved alone was 4 KiB pages: stop
-			 * guessing in this process, or every window pays a move
-			 * call that moves one page in 512. */
-			if (pass == 0 && compact && mover_guess_failed(b->status, n, b->idx, b->mweight, k,
-								       &j->info.to))
-				compact = false;
-		}
+		guess = mover_window_has_thp(vmas, (unsigned)nv, (uintptr_t)b->pages[0], (uintptr_t)b->pages[n - 1]);
+		r = move_window(m, j, pid, b, n, chunk, page, guess, &compact, approx, &ended_known);
 		if (r == 0 && !j->relocate_all)
 			j->seen_left += (uint64_t)mover_window_left(b->status, n, &j->info.to) * page;
-		if ((r == 0 || ended_known) && !j->relocate_all) {
-			long by_node[MASK_MAX_NODES] = { 0 };
-
-			/* The slices counted a guessed THP by its head, and
-			 * credit_thps the rest once verified: the window's exact
-			 * count, by the node each page was on, replaces that. */
-			mover_window_moved(b->first, b->status, n, &j->info.to, by_node);
-			pthread_mutex_lock(&m->lock);
-			for (int nd = 0; nd < MASK_MAX_NODES; nd++)
-				if (by_node[nd])
-					exact[mover_source_slot(&j->info, nd)] += by_node[nd];
-			for (unsigned k = 0; k <= MOVER_MAX_SOURCES; k++)
-				if (exact[k] != approx[k]) {
-					mover_add_done(&j->info, k, (int64_t)(exact[k] - approx[k]) * (int64_t)page);
-					/* the moved-bytes counter never goes back */
-					if (exact[k] > approx[k])
-						add_moved(m, j->info.cause, (uint64_t)(exact[k] - approx[k]) * page);
-				}
-			pthread_mutex_unlock(&m->lock);
-		}
+		if ((r == 0 || ended_known) && !j->relocate_all)
+			tally_window(m, j, b, n, page, approx);
 		if (r)
 			break;
 	}
@@ -1540,8 +1592,8 @@ uint64_t mover_submit(struct mover *m, const struct mover_spec *spec)
 	j->info.queued_real_ns = clock_real_ns();
 	j->stop_as = MJ_QUEUED;
 	j->npids = spec->npids;
-	j->relocate_all = spec->relocate_all;
-	j->first = spec->first_bytes && !spec->relocate_all && spec->first >= 0 &&
+	j->relocate_all = moverfx_relocate_all();
+	j->first = spec->first_bytes && !j->relocate_all && spec->first >= 0 &&
 		   spec->first < MASK_MAX_NODES && mask_test(&spec->to, spec->first) ? spec->first : -1;
 	j->first_left = j->first >= 0 ? spec->first_bytes : 0;
 	j->info.has_first = j->first >= 0;

@@ -73,10 +73,6 @@ struct mover_spec {
 	const pid_t *pids;       /* copied */
 	nodemask_t to;           /* where the pages go (never empty) */
 	uint64_t bytes;          /* what the plan expects to move (progress, ETA) */
-	/* Tests and benchmarks: move every present page, to its own node when
-	 * that is a target (a one-node host has nowhere else to move to; the
-	 * kernel then only walks and counts the pages). */
-	bool relocate_all;
 	/* A guest whose memory does not fit one node, its threads on one
 	 * (policy: split): up to first_bytes of its pages off node FIRST —
 	 * from TO's other nodes too — go to FIRST before anything else, so
@@ -109,7 +105,7 @@ struct mover_spec {
 
 /* One node a job moves pages off. FOUND is what its census counted there
  * when the job started (its processes' /proc/PID/numa_maps: pages off
- * the target, every page with relocate_all); DONE is what has since been
+ * the target, every page with relocate_all, moverfixture.h); DONE is what has since been
  * moved from there onto the target (a source the census did not see, the
  * pages came later, has FOUND 0). */
 struct mover_source {

@@ -2,7 +2,7 @@
  * JSON under the state directory.
  *
  * A start placement binds a young container's cpuset.mems to its target
- * node until its memory stops growing (engine_cycle.c, struct ebound). If
+ * node until its memory stops growing (engine_bind.c, struct ebound). If
  * the agent stops while a guest is bound, nothing else would ever widen
  * it: the guest stays strict on one node and fails allocations or is
  * OOM-killed when that node fills. So the engine writes the bound set

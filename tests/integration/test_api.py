@@ -91,6 +91,7 @@ class Api(apilib.ClassDaemon):
             ("GET", "/v1/health", "/v1/health", None, {"tcp": True, "token": None}),
             ("GET", "/v1/status", "/v1/status", None, {}),
             ("GET", "/v1/nodes", "/v1/nodes", None, {}),
+            ("GET", "/v1/topology", "/v1/topology", None, {}),
             ("GET", "/v1/guests", "/v1/guests", None, {}),
             ("GET", "/v1/guests?kind=container", "/v1/guests", None, {}),
             ("GET", "/v1/guests?kind=nope", "/v1/guests", None, {}),

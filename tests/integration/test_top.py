@@ -2,7 +2,10 @@
 send-keys, the screen read with capture-pane) and --once, against the real
 numaorchd on a fixture host with 1000 extra guests."""
 import os
+import pty
+import select
 import shutil
+import signal
 import subprocess
 import time
 import unittest
@@ -91,6 +94,46 @@ class Top(apilib.ClassDaemon):
                            capture_output=True, text=True, timeout=30)
         self.assertEqual(p.returncode, 3, p.stderr)
         self.assertTrue(p.stderr.startswith("numaorchctl: "), p.stderr)
+
+    def test_dumb_terminal_gets_the_plain_screen(self):
+        # On a terminal (a pty) whose TERM cannot move the cursor, the live
+        # view's escapes would show as text: one plain screen, as --once.
+        for term in ("dumb", None):
+            env = dict(os.environ, LC_ALL="C.UTF-8", COLUMNS="80")
+            env.pop("TERM", None)
+            if term:
+                env["TERM"] = term
+            pid, fd = pty.fork()
+            if pid == 0:
+                os.execve(apilib.NUMAORCHCTL, [apilib.NUMAORCHCTL, "--socket", self.d.sock, "top", "--delay", "0.5"],
+                          env)
+            out = b""
+            deadline = time.time() + 30
+            while time.time() < deadline:
+                if not select.select([fd], [], [], 0.2)[0]:
+                    continue
+                try:
+                    chunk = os.read(fd, 1 << 16)
+                except OSError:  # EIO: the child is gone and the pty closed
+                    break
+                if not chunk:
+                    break
+                out += chunk
+            status = None
+            while status is None and time.time() < deadline + 5:
+                done, st = os.waitpid(pid, os.WNOHANG)
+                status = st if done else time.sleep(0.05)
+            if status is None:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                self.fail("TERM=%s: top still running (a live view?); it wrote %r" % (term, out[:200]))
+            os.close(fd)
+            self.assertEqual(os.waitstatus_to_exitcode(status), 0, term)
+            self.assertNotIn(b"\033", out, (term, out[:200]))
+            lines = out.decode().splitlines()
+            head = [i for i, l in enumerate(lines) if l.startswith("GUEST ")]
+            self.assertEqual(len(head), 1, (term, out[:200]))
+            self.assertEqual(len(lines) - head[0] - 1, self.total, term)  # every guest, as --once
 
     @unittest.skipIf(not TMUX, "tmux missing (Debian: tmux; make test-deps installs it)")
     def test_live_under_tmux(self):

@@ -16,11 +16,15 @@
    buffers, masks, the snapshot's and the plan's pure helpers, jansson's
    builders), and it includes only the core's pure headers (PURE_HEADERS:
    not fs.h, clock.h, log.h, ...).
+4. No function in those folders is longer than MAX_FUNC_LINES, from the
+   first line of its signature to its closing brace: a longer one is split
+   into named steps, each of which reads in one sitting.
 
 `check_layers.py --self-test` builds a small tree with one violation of
 each kind (an upward include, a loop, an impure include, an object that
-calls fs_read_file and clock_mono_ns, one that prints) and fails unless all
-are found, and nothing else is.
+calls fs_read_file and clock_mono_ns, one that prints, a function one line
+too long) and fails unless all are found, and nothing else is (not a
+function just at the limit, nor one with a signature over several lines).
 
 Known violations, if any, are listed in tests/tools/layers-known.txt. A
 violation not in that list fails the check; so does a listed one that no
@@ -58,6 +62,40 @@ PURE = re.compile(r"^(mem(cpy|cmp|move|set|chr)|str(n?cmp|len|n?cpy|chr|rchr|str
 PURE_HEADERS = {"orchestrator/%s.h" % h for h in
                 ("base/xalloc", "base/parse", "base/mask", "model/snapshot", "model/plan", "model/policy",
                  "model/pstate", "model/hold")}
+
+
+# The longest a function may be, in lines (rule 4).
+MAX_FUNC_LINES = 150
+# A line that starts a declaration: an identifier at column 0 (a
+# signature's continuation lines are indented).
+DECL_START = re.compile(r"^[A-Za-z_]")
+FUNC_NAME = re.compile(r"(\w+)\s*\(")
+
+
+def long_functions(repo, rel, limit=MAX_FUNC_LINES):
+    """The functions of REL longer than LIMIT lines, as (name, lines).
+
+    The house style puts a function's braces alone at column 0; its
+    signature starts at the last line before "{" that starts at column 0.
+    """
+    with open(os.path.join(repo, rel), errors="replace") as f:
+        lines = f.read().split("\n")
+    out = []
+    i = 0
+    while i < len(lines):
+        if lines[i] == "{" and i > 0:
+            j = i - 1
+            while j > 0 and not DECL_START.match(lines[j]):
+                j -= 1
+            k = i + 1
+            while k < len(lines) and lines[k] != "}":
+                k += 1
+            m = FUNC_NAME.search(" ".join(lines[j:i]))
+            if m and k - j + 1 > limit:
+                out.append((m.group(1), k - j + 1))
+            i = k
+        i += 1
+    return out
 
 
 def sources(repo):
@@ -146,6 +184,9 @@ def violations(repo, objdir):
             visit(v)
     for comp in sccs:
         found.add("loop " + " ".join(comp))
+    for rel in sources(repo):
+        for name, n in long_functions(repo, rel):
+            found.add("long %s %s (over %d lines)" % (rel, name, MAX_FUNC_LINES))
     # purity of policies/, from the objects the build made
     # Only the objects of today's policies/*.c: a stale object of a file
     # moved away would hide (or fake) symbols.
@@ -204,6 +245,12 @@ def self_test():
         put("policies/q.c", "#include <stdio.h>\nint q_pure(int x);\nint q_say(int x);\n"
             "int q_pure(int x) { char b[8]; return snprintf(b, sizeof(b), \"%d\", x); }\n"
             "int q_say(int x) { return printf(\"%d\\n\", x); }\n")
+        body = "".join("\tx += %d;\n" % i for i in range(MAX_FUNC_LINES - 4))
+        # one line too long; just at the limit; one line too long counting
+        # its signature's second line (150 without it)
+        put("agents/long.c", "static int too_long(int x)\n{\n%s\tx++;\n\treturn x;\n}\n" % body)
+        put("api/fits.c", "/* a comment\n * over lines */\nstatic int fits(int x)\n{\n%s\treturn x;\n}\n" % body)
+        put("agents/wrapped.c", "static int wrapped(int x,\n\t\t   int y)\n{\n%s\tx++;\n}\n" % body)
         os.makedirs(os.path.join(tmp, "obj", "policies"))
         for c in ("p", "q"):
             subprocess.run(["cc", "-c", "-I" + tmp, "-o", os.path.join(tmp, "obj", "policies", c + ".o"),
@@ -218,7 +265,9 @@ def self_test():
             "impure include policies/p.c -> orchestrator/base/fs.h",
             "impure include policies/p.c -> orchestrator/base/clock.h",
             "impure policies/p.c needs fs_read_file", "impure policies/p.c needs clock_mono_ns",
-            "impure policies/q.c needs printf"}
+            "impure policies/q.c needs printf",
+            "long agents/long.c too_long (over %d lines)" % MAX_FUNC_LINES,
+            "long agents/wrapped.c wrapped (over %d lines)" % MAX_FUNC_LINES}
     missed = sorted(want - got)
     extra = sorted(got - want)
     for v in missed:
@@ -243,7 +292,7 @@ def main():
         print("check-layers: NEW violation: %s" % v)
     for v in gone:
         print("check-layers: fixed, remove from %s: %s" % (os.path.relpath(KNOWN, REPO), v))
-    print("check-layers: %d known violations left (issue 12), %d new, %d fixed"
+    print("check-layers: %d known violations left, %d new, %d fixed"
           % (len(found & known), len(new), len(gone)))
     return 1 if new or gone else 0
 

@@ -2,8 +2,9 @@
 """The shipped daemon carries no test hook (make check-shipped).
 
 The hooks that let fixture-root tests make the "kernel" refuse a cgroup
-write (X.refuse) and record every write (.numaorch-writes) live in
-tests/hooks/ and are linked only into build/numaorchd-test. This check
+write (X.refuse) and record every write (.numaorch-writes), and the one
+that lets tests make the mover relocate every page (relocate_all), live
+in tests/hooks/ and are linked only into build/numaorchd-test. This check
 reads both binaries: none of the hooks' markers may be in the shipped one,
 and every marker must be in the test build, or the check could not tell
 the two apart (and would pass on a binary that merely lost its strings).
@@ -12,8 +13,10 @@ usage: check_shipped.py SHIPPED TEST_BUILD
 """
 import sys
 
-# The hooks' format strings and their source file (named in the debug info).
-MARKERS = (b"%s.refuse", b".numaorch-writes", b"cgwfixture_hooks")
+# The hooks' format strings, their source files (named in the debug info)
+# and the mover hook's switch (in the symbol table: only the hook has it).
+MARKERS = (b"%s.refuse", b".numaorch-writes", b"cgwfixture_hooks", b"moverfixture_hooks",
+           b"moverfx_set_relocate_all")
 
 
 def main():

@@ -12,6 +12,7 @@
 #include "api/jsonw.h"
 #include "api/promtext.h"
 #include "api/urlq.h"
+#include "orchestrator/base/utf8.h"
 
 static void test_urlq_targets(void **state)
 {
@@ -251,7 +252,7 @@ static void test_jsonw(void **state)
 	jw_obj_end(&w);
 	text = jw_take(&w, &len);
 	assert_int_equal(strlen(text), len);
-	assert_string_equal(text, "{\"s\":\"q\\\"b\\\\n\\u000a\\u0001\\u007f\xc3\xa9\\ufffd\\ufffd\\ufffd\","
+	assert_string_equal(text, "{\"s\":\"q\\\"b\\\\n\\n\\u0001\x7f\xc3\xa9\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\","
 			    "\"a\":[-5,0.1235,2.0,null,null,{}],\"n\":\"\"}");
 	j = json_loads(text, 0, NULL);
 	assert_non_null(j);
@@ -260,6 +261,85 @@ static void test_jsonw(void **state)
 	json_decref(j);
 	free(text);
 	jw_free(&w);
+}
+
+/* TEXT with each byte that is not part of well-formed UTF-8 replaced by
+ * U+FFFD: what jsonw writes for such bytes, and jansson then accepts. */
+static char *fffd_for_bad_bytes(const char *text)
+{
+	size_t left = strlen(text), n = 0;
+	char *out = malloc(3 * left + 1);
+
+	while (left) {
+		size_t k = utf8_seq(text, left);
+
+		if (k) {
+			memcpy(out + n, text, k);
+			n += k;
+		} else {
+			memcpy(out + n, "\xef\xbf\xbd", 3);
+			n += 3;
+			k = 1;
+		}
+		text += k;
+		left -= k;
+	}
+	out[n] = '\0';
+	return out;
+}
+
+/* One escaping rule for the API's two writers: a string jsonw writes is
+ * the text json_dumps writes for it (as the other answers use jansson),
+ * and a string jansson refuses (not UTF-8) is written as jansson would
+ * write it with each bad byte replaced by U+FFFD. */
+static void test_jsonw_escapes_as_jansson(void **state)
+{
+	static const struct {
+		const char *s;
+		bool utf8;       /* jansson takes it as it is */
+	} t[] = {
+		{ "", true },
+		{ "plain-ascii_0123 ~!@#$%^&*()", true },
+		{ "quote\" backslash\\ slash/ \\u0041", true },
+		{ "\b\f\n\r\t", true },
+		{ "\x01\x02\x1b[31m\x1f", true },                  /* C0 controls, ESC */
+		{ "del\x7f", true },                                 /* DEL: jansson leaves it */
+		{ "c1 \xc2\x80 \xc2\x9b" "31m \xc2\x9f", true },         /* C1 controls */
+		{ "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", true },     /* 2-, 3-, 4-byte */
+		{ "\xe2\x80\xa8 \xe2\x80\xa9 \xef\xbb\xbf \xef\xbf\xbf", true },  /* U+2028/9, BOM, U+FFFF */
+		{ "\xf4\x8f\xbf\xbf", true },                         /* U+10FFFF */
+		{ "bad\xff\xfename", false },
+		{ "\x80 lone continuation", false },
+		{ "\xc3 truncated", false },
+		{ "truncated at the end \xe2\x82", false },
+		{ "overlong \xc0\xaf \xe0\x80\xaf", false },
+		{ "surrogate \xed\xa0\x80", false },
+		{ "beyond U+10FFFF \xf4\x90\x80\x80", false },
+		{ "\xf5\x80\x80\x80", false },
+		{ "mixed \x01\xff\"\xc3\xa9\\\x7f\xc2", false },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		struct jw w;
+		char *mine, *fixed = fffd_for_bad_bytes(t[i].s), *theirs;
+		json_t *j = json_string(t[i].utf8 ? t[i].s : fixed), *raw;
+
+		assert_non_null(j);
+		raw = json_string(t[i].s);
+		assert_int_equal(raw != NULL, t[i].utf8); /* the table says what jansson takes */
+		json_decref(raw);
+		theirs = json_dumps(j, JSON_ENCODE_ANY | JSON_COMPACT);
+		jw_init(&w, 0);
+		jw_str(&w, t[i].s);
+		mine = jw_take(&w, NULL);
+		if (strcmp(mine, theirs) != 0)
+			fail_msg("case %zu: jsonw %s, jansson %s", i, mine, theirs);
+		free(mine);
+		free(theirs);
+		free(fixed);
+		json_decref(j);
+	}
 }
 
 int main(void)
@@ -271,6 +351,7 @@ int main(void)
 		cmocka_unit_test(test_jreq_unknown_lists_whole_names),
 		cmocka_unit_test(test_promtext),
 		cmocka_unit_test(test_jsonw),
+		cmocka_unit_test(test_jsonw_escapes_as_jansson),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -80,7 +80,7 @@ static void item(struct plan_item *it, const struct snapshot *s, enum plan_kind 
 static void test_hold_table(void **state)
 {
 	static char ids[1][GUEST_ID_MAX] = { "g" };
-	enum fact { NONE = 0, PLACED = 1, RELEASED = 2, WRITING = 4, JOB = 8, THERE = 16 };
+	enum fact { NONE = 0, PLACED = 1, WRITING = 4, JOB = 8, THERE = 16 };
 	static const struct {
 		enum plan_kind kind;
 		enum skip_reason skip;
@@ -89,10 +89,9 @@ static void test_hold_table(void **state)
 		enum plan_hold want;
 	} t[] = {
 		{ PLAN_MOVE, SKIP_NONE, NONE, true, HOLD_NONE },
-		/* placed or released: whatever the item, whatever the mode */
+		/* dealt with by the start placement: whatever the item, whatever the mode */
 		{ PLAN_MOVE, SKIP_NONE, PLACED | WRITING | JOB | THERE, true, HOLD_JUST_PLACED },
 		{ PLAN_SKIP, SKIP_NO_FIT, PLACED, false, HOLD_JUST_PLACED },
-		{ PLAN_MOVE, SKIP_NONE, RELEASED | WRITING, true, HOLD_JUST_RELEASED },
 		/* a start binding's write: a move that would be carried out */
 		{ PLAN_MOVE, SKIP_NONE, WRITING | JOB | THERE, true, HOLD_BIND_WRITING },
 		{ PLAN_MOVE, SKIP_NONE, WRITING, false, HOLD_NONE },
@@ -120,8 +119,6 @@ static void test_hold_table(void **state)
 		item(&it, s, t[i].kind, t[i].skip, &cpus);
 		if (t[i].facts & PLACED)
 			h.placed = ids, h.nplaced = 1;
-		if (t[i].facts & RELEASED)
-			h.released = ids, h.nreleased = 1;
 		if (t[i].facts & WRITING)
 			h.bind_writing = ids, h.nbind_writing = 1;
 		if (t[i].facts & JOB) {

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <pthread.h>
 
@@ -15,6 +16,8 @@
 #include "orchestrator/mover/mover.h"
 #include "orchestrator/base/numamaps.h"
 #include "orchestrator/base/xalloc.h"
+#include "orchestrator/mover/moverfixture.h"
+#include "tests/hooks/moverfixture_hooks.h"
 
 static const char *maps =
 	"55d0c0000000-55d0c0002000 r--p 00000000 08:01 1234   /usr/bin/memhog\n"
@@ -1370,10 +1373,89 @@ static void test_write_jobs(void **state)
 	mover_free(m);
 }
 
+/* The test build's relocate_all (tests/hooks/moverfixture_hooks.c): off
+ * by default, as the shipped mover always is, so a split job keeps its
+ * FIRST node; turned on, a job moves every page and has none. The jobs
+ * stay queued behind a held write (one worker) and are cancelled. */
+static uint64_t split_submit(struct mover *m, const char *guest)
+{
+	struct mover_spec spec;
+	pid_t self = getpid();
+
+	memset(&spec, 0, sizeof(spec));
+	snprintf(spec.guest, sizeof(spec.guest), "%s", guest);
+	snprintf(spec.cause, sizeof(spec.cause), "split");
+	spec.npids = 1;
+	spec.pids = &self;
+	mask_parse("0-1", &spec.to);
+	spec.bytes = 4 << 20;
+	spec.first = 1;
+	spec.first_bytes = 1 << 20;
+	return mover_submit(m, &spec);
+}
+
+static bool listed_has_first(struct mover *m, uint64_t id)
+{
+	struct mover_job_info *v;
+	unsigned n = mover_list(m, &v);
+	bool has = false, seen = false;
+
+	for (unsigned i = 0; i < n; i++)
+		if (v[i].id == id) {
+			seen = true;
+			has = v[i].has_first;
+		}
+	free(v);
+	assert_true(seen);
+	return has;
+}
+
+static void test_relocate_all_hook(void **state)
+{
+	struct mover_config cfg = { .workers = 1, .chunk_ms = 20, .job_timeout_s = 60 };
+	struct host_paths hp;
+	struct mover *m;
+	struct mover_job_info *fin;
+	struct wctx held = { .ret = 0, .hold = true };
+	uint64_t plain, all;
+
+	(void)state;
+	pthread_mutex_init(&held.lock, NULL);
+	pthread_cond_init(&held.cv, NULL);
+	host_paths_default(&hp);
+	assert_int_equal(mover_new(&cfg, &hp, &m), 0);
+	wsubmit(m, "gheld", &held);
+	pthread_mutex_lock(&held.lock);
+	while (!held.inside)
+		pthread_cond_wait(&held.cv, &held.lock);
+	pthread_mutex_unlock(&held.lock);
+	assert_false(moverfx_relocate_all());
+	plain = split_submit(m, "gplain");
+	moverfx_set_relocate_all(true);
+	assert_true(moverfx_relocate_all());
+	all = split_submit(m, "gall");
+	moverfx_set_relocate_all(false);
+	assert_true(listed_has_first(m, plain));
+	assert_false(listed_has_first(m, all));
+	assert_int_equal(mover_cancel(m, plain, MJ_CANCELLED), 0);
+	assert_int_equal(mover_cancel(m, all, MJ_CANCELLED), 0);
+	pthread_mutex_lock(&held.lock);
+	held.hold = false;
+	pthread_cond_broadcast(&held.cv);
+	pthread_mutex_unlock(&held.lock);
+	assert_true(mover_wait_idle(m, 30));
+	assert_int_equal(mover_take_finished(m, &fin), 3);
+	free(fin);
+	mover_free(m);
+	pthread_mutex_destroy(&held.lock);
+	pthread_cond_destroy(&held.cv);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_write_jobs),
+		cmocka_unit_test(test_relocate_all_hook),
 		cmocka_unit_test(test_parse_maps),
 		cmocka_unit_test(test_parse_smaps_large),
 		cmocka_unit_test(test_census_prune),

@@ -2,7 +2,8 @@
  * (cgroup v1 cpuset on the dev machine; run as root by test_mover.py).
  *
  * On a one-node host there is nowhere else to move to: the jobs use
- * relocate_all (every present page is moved to its own node), so the whole
+ * relocate_all (every present page is moved to its own node; the test
+ * hook tests/hooks/moverfixture_hooks.c, turned on in main), so the whole
  * path runs — maps walk, chunked move_pages(2) queries and moves, the rate
  * budget, the chunk boundaries — except the copy itself. Each case prints
  * "ok NAME" or "FAIL NAME: why"; exit 0 only when all passed, 77 to skip.
@@ -27,6 +28,7 @@
 #include "orchestrator/base/log.h"
 #include "orchestrator/mover/mover.h"
 #include "orchestrator/base/numamig.h"
+#include "tests/hooks/moverfixture_hooks.h"
 
 #define CPUSET "/sys/fs/cgroup/cpuset"
 
@@ -152,7 +154,6 @@ static uint64_t submit_spec(struct mover *m, const char *guest, bool wait_room)
 	s.npids = cg_pids(pids, 16);
 	s.pids = pids;
 	mask_parse("0", &s.to);
-	s.relocate_all = true;
 	s.bytes = 256ULL << 20;
 	if (wait_room) {
 		s.wait_room = true;
@@ -407,6 +408,7 @@ int main(void)
 	char path[300];
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	moverfx_set_relocate_all(true);
 	if (geteuid() != 0) {
 		printf("SKIP: needs root (a cpuset cgroup and move_pages of another process)\n");
 		return 77;

@@ -1,0 +1,6 @@
+#include "orchestrator/mover/moverfixture.h"
+
+bool moverfx_relocate_all(void)
+{
+	return false;
+}

@@ -1,0 +1,21 @@
+/* moverfixture.h — the mover's test-only knob: relocate every page.
+ *
+ * Tests and benchmarks on a one-node host have nowhere to move memory to;
+ * a job that moves every present page, each to its own node when that is
+ * a target, runs the mover's whole path (the walk, the queries and moves,
+ * the rate budget) except the copy. The shipped daemon never does that:
+ * it links moverfixture.c, whose answer is always no. The test build
+ * (build/numaorchd-test, the unit tests, the live mover tests of
+ * tests/integration/core, make bench-migrate's migbench) links
+ * tests/hooks/moverfixture_hooks.c in its place, which a test turns on.
+ * The shipped binary carries no test hook (make check-shipped proves it).
+ */
+#ifndef NUMAORCH_MOVERFIXTURE_H
+#define NUMAORCH_MOVERFIXTURE_H
+
+#include <stdbool.h>
+
+/* Does a job submitted now move every present page (relocate_all)? */
+bool moverfx_relocate_all(void);
+
+#endif
