@@ -306,7 +306,7 @@ MIGBENCH_SRCS := tests/numa-vm/guest/migbench.c orchestrator/mover/mover.c orche
                  tests/hooks/moverfixture_hooks.c orchestrator/base/fs.c orchestrator/base/xalloc.c orchestrator/base/parse.c \
                  orchestrator/base/clock.c orchestrator/base/log.c orchestrator/base/utf8.c \
                  orchestrator/base/mask.c orchestrator/base/numamig.c orchestrator/base/hostpaths.c orchestrator/base/procstat.c \
-                 orchestrator/base/numamaps.c orchestrator/model/policy.c
+                 orchestrator/base/numamaps.c orchestrator/model/policy.c orchestrator/model/hold.c
 $(BUILD)/numa-vm/bin/migbench: $(MIGBENCH_SRCS) orchestrator/mover/mover.h orchestrator/mover/moverfixture.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -D_GNU_SOURCE -I. -static -pthread -o $@ $(MIGBENCH_SRCS) -lnuma -lm

@@ -100,14 +100,15 @@
  * Plan items: accepted moves first — those with nothing worth migrating
  * (plan_migration_negligible), then the migrating ones, each group in the
  * order accepted (best first); the engine applies them in this order —
- * then skips and settled guests by guest id.
+ * then skips and settled guests by guest id. An item the cycle's facts
+ * hold back (a guest just placed, a start binding's write or a mover job
+ * still running) is marked so and keeps what was decided
+ * (plan_mark_holds).
  *
  * Next state: prev's entries for guests still present, nothing more. A
  * cool-down is a record of what happened: the engine notes one for each
  * move it carried out (plan_item_note_cooldown), a move that then fails
  * to apply included (damping: don't retry a failing move every cycle).
- * policy_decide() notes every planned move, as if each were carried out
- * (the tests' simulations).
  */
 #include "policies.h"
 
@@ -1498,11 +1499,7 @@ int policy_decide(const struct policy_config *cfg, const struct snapshot *snap,
 		  const struct pstate *prev, bool verbose,
 		  struct plan **plan, struct pstate **next)
 {
-	int r = policy_decide_reserved(cfg, snap, prev, verbose, NULL, 0, plan, next);
-
-	if (r == 0)
-		plan_note_cooldowns(*plan, *next);
-	return r;
+	return policy_decide_reserved(cfg, snap, prev, verbose, NULL, 0, NULL, plan, next);
 }
 
 /* The working copy before any move: the nodes' load as the sum of what
@@ -1652,6 +1649,7 @@ static void plan_items(const struct snapshot *snap, bool verbose, struct gdec *d
 int policy_decide_reserved(const struct policy_config *cfg, const struct snapshot *snap,
 			   const struct pstate *prev, bool verbose,
 			   const struct advice_reservation *res, unsigned nres,
+			   const struct plan_holds *holds,
 			   struct plan **plan, struct pstate **next)
 {
 	struct plan *p;
@@ -1669,6 +1667,7 @@ int policy_decide_reserved(const struct policy_config *cfg, const struct snapsho
 	p->mono_ns = snap->mono_ns;
 	if (snap_nr_cpu_nodes(snap) <= 1) {
 		one_node(snap, verbose, p);
+		plan_mark_holds(p, snap, holds);
 		*next = next_state(snap, prev);
 		*plan = p;
 		return 0;
@@ -1683,6 +1682,7 @@ int policy_decide_reserved(const struct policy_config *cfg, const struct snapsho
 	refine(&x, prev, snap, res, nres, d, order, nord, &migrated, &nmig, &v, usable);
 	plan_items(snap, verbose, d, order, nord, p);
 	p->migrate_bytes = migrated;
+	plan_mark_holds(p, snap, holds);
 	*next = next_state(snap, prev);
 	*plan = p;
 

@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 
+#include "../orchestrator/model/hold.h"
 #include "../orchestrator/model/plan.h"
 #include "../orchestrator/model/policy.h"
 #include "../orchestrator/model/pstate.h"
@@ -19,19 +20,21 @@
 /* Decide (consolidate.c). PREV may be NULL (first cycle). On success
  * *plan and *next are the caller's (plan_free, pstate_free). Guests that
  * are settled get no plan item unless verbose is set (dry-run shows
- * everything). *next holds every planned move's cool-down, as if each
- * were carried out (plan_note_cooldowns): the tests' simulations feed it
- * back as the next cycle's PREV. Returns 0 or -EINVAL (bad config). */
+ * everything). *next holds PREV's entries of the guests in SNAP, nothing
+ * more: a cool-down is noted for a move carried out (the engine's record
+ * step; a simulation that carries out every planned move calls
+ * plan_note_cooldowns). Returns 0 or -EINVAL (bad config). */
 int policy_decide(const struct policy_config *cfg, const struct snapshot *snap,
 		  const struct pstate *prev, bool verbose,
 		  struct plan **plan, struct pstate **next);
 /* The same, with RES[NRES] counted as taken: no guest is moved into room
- * promised to a guest about to start, and *next only PREV's entries of
- * the guests in SNAP: the engine notes the cool-downs of the moves it
- * carries out (policy_ops.decide). */
+ * promised to a guest about to start; and each item held back by the
+ * cycle's facts HOLDS (may be NULL) and SNAP's live jobs marked so
+ * (plan_mark_holds). The engine's (policy_ops.decide). */
 int policy_decide_reserved(const struct policy_config *cfg, const struct snapshot *snap,
 			   const struct pstate *prev, bool verbose,
 			   const struct advice_reservation *res, unsigned nres,
+			   const struct plan_holds *holds,
 			   struct plan **plan, struct pstate **next);
 
 /* Fewest, least-busy nodes with room for REQ (advise.c). 0 with out->ok

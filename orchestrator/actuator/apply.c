@@ -1006,11 +1006,6 @@ bool apply_pending_writes_mems(const struct apply_pending *p)
 	return !p->vm && p->mems_changed;
 }
 
-bool apply_pending_is_vm(const struct apply_pending *p)
-{
-	return p->vm;
-}
-
 bool apply_pending_soft(const struct apply_pending *p)
 {
 	return p->soft;

@@ -178,8 +178,6 @@ bool apply_pending_narrow_only(const struct apply_pending *p);
 double apply_pending_age_s(const struct apply_pending *p);
 /* Does P's phase 2 write a container's cpuset.mems (apply_memory)? */
 bool apply_pending_writes_mems(const struct apply_pending *p);
-/* Is P a VM's move (libvirt carries its memory phase out)? */
-bool apply_pending_is_vm(const struct apply_pending *p);
 /* Is P's guest soft-bound (its mems may stay wide)? For a VM only when
  * it holds huge pages and a narrowed nodeset would leave it no free page
  * of their size (recheck_room's huge_tight). */

@@ -1,9 +1,14 @@
 /* engine_cycle.c — one cycle, in four steps (engine_cycle): acquire a
- * snapshot (cycle_acquire), let the registered policy decide
- * (cycle_decide), apply the plan, every move's CPUs first, then the
- * memory of those that must migrate, recording each outcome as it comes
- * and noting the cool-down of a move the outcome keeps one for
- * (cycle_apply), and record what the cycle leaves for the next, then
+ * snapshot, the mover's live jobs laid on it (cycle_acquire); decide:
+ * start placement, then the registered policy, told what this cycle
+ * holds back (guests just placed or released, start bindings still
+ * being written: plan_holds), and how each move's memory goes
+ * (plan_mem_ways) (cycle_decide); apply the plan as written — an item
+ * with a hold is not carried out, every other move's CPUs first, then
+ * the memory of those that must migrate, its way as the applier's facts
+ * leave it (mem_way_at_apply) — recording each outcome as it comes and
+ * noting the cool-down of a move the outcome keeps one for
+ * (cycle_apply); and record what the cycle leaves for the next, then
  * publish the view (cycle_record). */
 #include "orchestrator/engine/engine.h"
 
@@ -18,6 +23,7 @@
 #include "orchestrator/store/gpolstore.h"
 #include "orchestrator/store/history.h"
 #include "orchestrator/model/kbal.h"
+#include "orchestrator/model/memway.h"
 #include "orchestrator/base/log.h"
 #include "orchestrator/mover/mover.h"
 #include "orchestrator/base/notify.h"
@@ -123,74 +129,46 @@ void engine_job_add(struct engine *e, uint64_t id, struct apply_pending *p, stru
 	e->jobs[e->njobs++] = (struct ejob){ .id = id, .p = p, .bw = bw };
 }
 
-/* Phase 2 of one move: the memory, by the rule of kbal.h — left to the
- * kernel, handed to the mover, or (no mover, VMs) moved by the cpuset.mems
- * write; a start binding's is the start placement's (engine_place_memory:
- * its write on a mover worker, unless SYNC_BIND, a caller waiting for the
- * cycle's report). */
-static enum phase_end memory_phase(struct engine *e, const struct snapshot *snap, struct apply_pending *p,
-				   bool sync_bind, struct apply_result *res)
+/* The way IT's memory takes (IT->mem_way, memway.h), refined by what the
+ * applier learnt of P (mem_way_at_apply); the mover's needs P's
+ * processes (*PIDS, *NPIDS: the caller frees). */
+static enum mem_way final_way(struct engine *e, const struct plan_item *it, struct apply_pending *p,
+			      bool caller_waits, pid_t **pids, unsigned *npids)
+{
+	struct mem_way_facts f = {
+		.soft = apply_pending_soft(p), .movable = apply_pending_movable(p),
+		.narrow_only = apply_pending_narrow_only(p), .mems_change = apply_pending_writes_mems(p),
+		.room_wait = apply_pending_room_wait(p), .caller_waits = caller_waits,
+	};
+	enum mem_way way = mem_way_at_apply(it->mem_way, it->mem_way_soft, &f);
+
+	if (way != MEM_WAY_MOVER)
+		return way;
+	*npids = apply_pending_pids(e->app, p, pids);
+	f.no_process = *npids == 0;
+	return mem_way_at_apply(it->mem_way, it->mem_way_soft, &f);
+}
+
+/* Hand P's pages to the mover (PIDS: its processes, taken). */
+static enum phase_end to_mover(struct engine *e, struct apply_pending *p, pid_t *pids, unsigned npids,
+			       struct apply_result *res)
 {
 	const struct plan_item *it = apply_pending_item(p);
-	const struct snap_guest *g = &snap->guests[it->guest_idx];
-	enum kbal_action act = kbal_decide(e->cfg.kernel_balancing, e->stats.numa_balancing,
-					   !apply_pending_soft(p), g->cpu_use);
-	bool to_mover = e->mover && e->mover_on && apply_pending_movable(p);
 	struct mover_spec spec;
-	pid_t *pids = NULL;
 	uint64_t id;
+	size_t n;
 
-	if (it->bind_start)
-		return engine_place_memory(e, p, sync_bind, res);
-	/* Room partly to come needs a mover job that waits for it; the
-	 * kernel (a cpuset.mems write, its balancing) would not wait. */
-	if (apply_pending_room_wait(p) && (act == KBAL_ACT_DEFER || !to_mover)) {
-		apply_pending_no_room(e->app, p, act == KBAL_ACT_DEFER ? "its memory is left to the kernel's NUMA balancing"
-					  : "its memory cannot move by the mover", res);
-		return PHASE_DONE;
-	}
-	if (act == KBAL_ACT_DEFER) {
-		apply_memory_widen(e->app, p, "left to the kernel's NUMA balancing", res);
-		if (res->status == APPLY_DONE)
-			e->stats.memory_deferred++;
-		return PHASE_DONE;
-	}
-	/* The kernel's way (no page mover, or a VM libvirt moves): a
-	 * container's write migrates inside the kernel for as long as its
-	 * memory takes, so a worker makes it; the cycle goes on. */
-	if (!to_mover && e->mover && !apply_pending_is_vm(p)) {
-		char to[NODELIST_BUFSZ];
-
-		memset(res, 0, sizeof(*res));
-		res->locality_after = NAN;
-		if (mask_format(&it->to_mems, to, sizeof(to)) < 0)
-			snprintf(to, sizeof(to), "?");
-		id = engine_memwrite_submit(e, p);
-		apply_result_set(res, APPLY_DONE, 0, "cpus moved; memory to move onto %s by its cpuset.mems write "
-				 "(job %llu, on a worker)", to, (unsigned long long)id);
-		return PHASE_JOB;
-	}
-	if (!to_mover) {
-		apply_memory(e->app, p, res);
-		return PHASE_DONE;
-	}
-	memset(&spec, 0, sizeof(spec));
-	spec.npids = apply_pending_pids(e->app, p, &pids);
-	if (spec.npids == 0) {
-		/* No process: nothing to move; the mems change is all. */
-		free(pids);
-		apply_memory(e->app, p, res);
-		return PHASE_DONE;
-	}
 	/* move_pages(2) needs the target inside the task's mems. */
 	apply_memory_widen(e->app, p, "to move by the mover", res);
 	if (res->status != APPLY_DONE) {
 		free(pids);
 		return PHASE_DONE;
 	}
+	memset(&spec, 0, sizeof(spec));
 	snprintf(spec.guest, sizeof(spec.guest), "%s", it->guest_id);
 	snprintf(spec.cause, sizeof(spec.cause), "%s", move_reason_name(it->reason));
 	spec.pids = pids;
+	spec.npids = npids;
 	spec.to = it->to_mems;
 	spec.bytes = it->migrate_bytes;
 	spec.first = it->first_bytes ? it->first_node : -1;
@@ -200,17 +178,70 @@ static enum phase_end memory_phase(struct engine *e, const struct snapshot *snap
 	spec.min_free_share = e->cfg.policy.min_free_share;
 	id = mover_submit(e->mover, &spec);
 	free(pids);
-	{
-		size_t n = strlen(res->msg);
-
-		if (spec.wait_room)
-			snprintf(res->msg + n, sizeof(res->msg) - n, " (job %llu; %s: it waits for the room)",
-				 (unsigned long long)id, apply_pending_room_note(p));
-		else
-			snprintf(res->msg + n, sizeof(res->msg) - n, " (job %llu)", (unsigned long long)id);
-	}
+	n = strlen(res->msg);
+	if (spec.wait_room)
+		snprintf(res->msg + n, sizeof(res->msg) - n, " (job %llu; %s: it waits for the room)",
+			 (unsigned long long)id, apply_pending_room_note(p));
+	else
+		snprintf(res->msg + n, sizeof(res->msg) - n, " (job %llu)", (unsigned long long)id);
 	engine_job_add(e, id, p, NULL);
 	return PHASE_JOB;
+}
+
+/* Phase 2 of one move: its memory, the way the plan says
+ * (plan_item.mem_way) as the applier's facts left it, which is recorded
+ * in the plan's item PIT (mem_way_applied). CALLER_WAITS: a caller waits
+ * for the cycle's report. */
+static enum phase_end memory_phase(struct engine *e, struct plan_item *pit, struct apply_pending *p,
+				   bool caller_waits, struct apply_result *res)
+{
+	const struct plan_item *it = apply_pending_item(p);
+	pid_t *pids = NULL;
+	unsigned npids = 0;
+	char to[NODELIST_BUFSZ];
+	uint64_t id;
+
+	pit->mem_way_applied = final_way(e, it, p, caller_waits, &pids, &npids);
+	switch (pit->mem_way_applied) {
+	case MEM_WAY_NO_ROOM: {
+		/* Room partly to come needs a mover job that waits for it; the
+		 * kernel (a cpuset.mems write, its balancing) would not wait. */
+		struct mem_way_facts nowait = {
+			.soft = apply_pending_soft(p), .movable = apply_pending_movable(p),
+		};
+		bool kernel = mem_way_at_apply(it->mem_way, it->mem_way_soft, &nowait) == MEM_WAY_KERNEL;
+
+		apply_pending_no_room(e->app, p, kernel ? "its memory is left to the kernel's NUMA balancing"
+					  : "its memory cannot move by the mover", res);
+		return PHASE_DONE;
+	}
+	case MEM_WAY_KERNEL:
+		apply_memory_widen(e->app, p, "left to the kernel's NUMA balancing", res);
+		if (res->status == APPLY_DONE)
+			e->stats.memory_deferred++;
+		return PHASE_DONE;
+	case MEM_WAY_BIND_WRITE:
+		/* A start binding's write (engine_place.c): the engine thread
+		 * does not wait for what the kernel migrates inside it. */
+		return engine_place_memory(e, p, res);
+	case MEM_WAY_WRITE_WORKER:
+		memset(res, 0, sizeof(*res));
+		res->locality_after = NAN;
+		if (mask_format(&it->to_mems, to, sizeof(to)) < 0)
+			snprintf(to, sizeof(to), "?");
+		id = engine_memwrite_submit(e, p);
+		apply_result_set(res, APPLY_DONE, 0, "cpus moved; memory to move onto %s by its cpuset.mems write "
+				 "(job %llu, on a worker)", to, (unsigned long long)id);
+		return PHASE_JOB;
+	case MEM_WAY_MOVER:
+		return to_mover(e, p, pids, npids, res);
+	default:
+		/* The write on this thread (with no process, the mems change
+		 * is all). */
+		free(pids);
+		apply_memory(e->app, p, res);
+		return PHASE_DONE;
+	}
 }
 
 enum apply_status engine_job_outcome(enum mover_state st, bool soft, bool *wide)
@@ -402,39 +433,18 @@ static bool override_policy(void *ctx, const char *id, struct guest_policy *out)
 	return true;
 }
 
-/* Whether IT, a plan's move, is the one job OLD is making: the guest's
- * CPUs already on IT's, its memory on its way to IT's nodes
- * (mover_job_same_move). Left alone, not counted as a move (the caller
- * keeps its cool-down from the move that started the job), and said in
- * the debug log: no record — the job's own record comes when it ends.
- * IT may also be that move held back by the cool-down (a skip: no CPUs
- * of its own, its nodes are compared): the job makes it already, so a
- * "cool-down ... would go to nodes N" record would only repeat it. */
-static bool still_moving(struct engine *e, const struct snapshot *snap, const struct plan_item *it, uint64_t old)
-{
-	const struct snap_guest *g = &snap->guests[it->guest_idx];
-	struct mover_job_info ji;
-	char mems[64];
-	bool cpus_there = it->kind == PLAN_SKIP ? mask_equal(&g->cpu_nodes, &it->to_nodes) :
-			  g->cpus && it->to_cpus && mask_equal(g->cpus, it->to_cpus);
-
-	if (!cpus_there || !mover_get(e->mover, old, &ji) ||
-	    !mover_job_same_move(&ji, &it->to_mems, it->first_bytes ? it->first_node : -1, it->first_bytes))
-		return false;
-	mask_format(&it->to_mems, mems, sizeof(mems));
-	log_debug("still moving %s: job %llu takes its memory onto nodes %s (%.1f MiB done); the plan's %s is that job's",
-		  it->guest_id, (unsigned long long)old, mems, (double)ji.bytes_done / 1048576.0,
-		  it->kind == PLAN_SKIP ? "move, held by the cool-down," : "move");
-	return true;
-}
-
-/* Memory the mover's live jobs are still moving, into each node of the
- * snapshot being finalized (snap_node.mem_leaving/mem_coming). */
-static void mem_flows(void *ctx, struct snapshot *s)
+/* The mover's live jobs, on the snapshot being finalized: each guest's
+ * (snap_guest.job: a plan's move one of them makes already is held), and
+ * the memory they are still moving into each node
+ * (snap_node.mem_leaving/mem_coming) while the mover is on. */
+static void mover_facts(void *ctx, struct snapshot *s)
 {
 	struct engine *e = ctx;
 
-	if (e->mover && e->mover_on)
+	if (!e->mover)
+		return;
+	mover_note_jobs(e->mover, s);
+	if (e->mover_on)
 		mover_flows(e->mover, s);
 }
 
@@ -445,6 +455,10 @@ struct cycle {
 	const struct snapshot *snap;
 	struct plan *plan;
 	struct pstate *next;
+	/* What the policy is told beside the snapshot (plan_mark_holds):
+	 * guests this cycle's start placement dealt with (engine_place.c),
+	 * start bindings whose write still runs. */
+	struct plan_holds holds;
 	/* Moves whose CPUs are written, their memory still to move. */
 	struct {
 		struct apply_pending *p;
@@ -460,7 +474,7 @@ struct cycle {
 static int cycle_acquire(struct engine *e, struct cycle *c)
 {
 	struct snap_policy_overlay ov = {
-		.get = e->gs ? override_policy : NULL, .ctx = e->gs, .flows = mem_flows, .flows_ctx = e
+		.get = e->gs ? override_policy : NULL, .ctx = e->gs, .flows = mover_facts, .flows_ctx = e
 	};
 	int r;
 
@@ -497,22 +511,57 @@ static int cycle_acquire(struct engine *e, struct cycle *c)
 	return 0;
 }
 
-/* Decide: domains that just started are placed first, before the policy
- * runs, so it sees their cool-down and leaves them be this cycle; then
- * the policy's plan and next state. */
+static void ids_add(char (**ids)[GUEST_ID_MAX], unsigned *n, const char *id)
+{
+	*ids = xrealloc(*ids, (*n + 1) * sizeof(**ids));
+	snprintf((*ids)[(*n)++], GUEST_ID_MAX, "%s", id);
+}
+
+/* The guests of the snapshot this cycle's start placement dealt with
+ * (engine_place_handled), and those whose start binding's cpuset.mems
+ * write still runs (engine_bindwrite_pending), into C's holds. */
+static void note_holds(struct engine *e, struct cycle *c)
+{
+	struct plan_holds *h = &c->holds;
+
+	for (unsigned i = 0; i < c->snap->nr_guests; i++) {
+		const char *id = c->snap->guests[i].id;
+
+		if (engine_place_handled(e, id))
+			ids_add(&h->placed, &h->nplaced, id);
+		if (e->njobs && engine_bindwrite_pending(e, id))
+			ids_add(&h->bind_writing, &h->nbind_writing, id);
+	}
+	h->applying = c->do_apply;
+}
+
+/* Decide: domains that just started are placed first, and (an applying
+ * cycle) start bindings from before a restart released, before the
+ * policy runs; then the policy's plan and next state, each item it must
+ * leave be this cycle held (plan_item.hold). */
 static int cycle_decide(struct engine *e, struct cycle *c)
 {
 	const struct advice_reservation *res;
 	unsigned nres;
 	int r;
 
+	/* (the mode as the schedule left it, cycle_acquire) */
+	c->do_apply = e->cfg.mode == MODE_ENFORCE && !c->dry_run;
 	engine_place_started(e, c->snap, c->dry_run);
 	if (e->cfg.mode == MODE_OFF)
 		return 0;
+	if (c->do_apply)
+		engine_place_restore(e, c->snap);
+	note_holds(e, c);
 	nres = engine_reservations(e, &res);
-	r = e->pol.decide(&e->cfg.policy, c->snap, e->ps, c->report != NULL, res, nres, &c->plan, &c->next);
+	r = e->pol.decide(&e->cfg.policy, c->snap, e->ps, c->report != NULL, res, nres, &c->holds, &c->plan,
+			  &c->next);
 	if (r < 0)
 		return log_errno(LOG_LEVEL_ERROR, r, "policy rejected its configuration");
+	plan_mem_ways(c->plan, c->snap, &(struct mem_way_cfg){
+		.kbal = e->cfg.kernel_balancing, .strict_mems = e->cfg.strict_mems,
+		.mover = e->mover != NULL, .mover_on = e->mover_on,
+	});
 	return 0;
 }
 
@@ -527,6 +576,38 @@ static void say_planned(struct engine *e, const struct cycle *c, const struct pl
 				      NULL, c->dry_run));
 }
 
+/* An item held back (plan_item.hold): not carried out, no record. A
+ * guest placed or released this cycle cools down as if its planned move
+ * were made; a move a live job makes already keeps the cool-down of the
+ * move that started the job, and the job's own record comes when it
+ * ends. (logged_update counts a held cool-down skip as said: once the
+ * job has ended the same cool-down is not recorded either, the job's
+ * record says where the memory got to.) */
+static void note_held(const struct cycle *c, const struct plan_item *it)
+{
+	const struct snap_guest *g = &c->snap->guests[it->guest_idx];
+	char mems[64];
+
+	switch (it->hold) {
+	case HOLD_JUST_PLACED:
+		plan_item_note_cooldown(it, c->next, c->snap->mono_ns);
+		break;
+	case HOLD_BIND_WRITING:
+		log_debug("not moving %s this cycle: its start binding's cpuset.mems write is still running",
+			  it->guest_id);
+		break;
+	case HOLD_STILL_MOVING:
+		mask_format(&it->to_mems, mems, sizeof(mems));
+		log_debug("still moving %s: job %llu takes its memory onto nodes %s (%.1f MiB done); the plan's %s "
+			  "is that job's", it->guest_id, (unsigned long long)it->hold_job, mems,
+			  (double)g->job.bytes_done / 1048576.0,
+			  it->kind == PLAN_SKIP ? "move, held by the cool-down," : "move");
+		break;
+	case HOLD_NONE:
+		break;
+	}
+}
+
 /* Phase 1 of plan item I: a move's CPUs (its memory, if it must migrate,
  * is queued for phase 2), a skip's record. */
 static void apply_item(struct engine *e, struct cycle *c, unsigned i)
@@ -534,18 +615,8 @@ static void apply_item(struct engine *e, struct cycle *c, unsigned i)
 	const struct snapshot *snap = c->snap;
 	const struct plan_item *it = &c->plan->items[i];
 
-	/* Placed this cycle (a VM placed, an old binding released:
-	 * engine_place.c): the plan saw it where it was before. Its planned
-	 * move is not made, but cools down as if it were. */
-	if (engine_place_handled(e, it->guest_id)) {
-		plan_item_note_cooldown(it, c->next, snap->mono_ns);
-		return;
-	}
-	/* Its start binding's write still runs: a new move would race
-	 * it; decided again next cycle, on the cpuset it leaves. */
-	if (it->kind == PLAN_MOVE && c->do_apply && engine_bindwrite_pending(e, it->guest_id)) {
-		log_debug("not moving %s this cycle: its start binding's cpuset.mems write is still running",
-			  it->guest_id);
+	if (it->hold != HOLD_NONE) {
+		note_held(c, it);
 		return;
 	}
 	if (it->kind == PLAN_MOVE) {
@@ -556,15 +627,10 @@ static void apply_item(struct engine *e, struct cycle *c, unsigned i)
 			return;
 		}
 		/* A new plan for a guest supersedes its running job (it stops
-		 * at its next chunk boundary); the move the job is making
-		 * already is no new plan (still_moving). */
+		 * at its next chunk boundary). */
 		if (e->mover) {
 			uint64_t old = mover_job_of(e->mover, it->guest_id);
 
-			/* (its cool-down is the one of the move that
-			 * started the job) */
-			if (old && still_moving(e, snap, it, old))
-				return;
 			if (old)
 				mover_cancel(e->mover, old, MJ_SUPERSEDED);
 		}
@@ -577,13 +643,6 @@ static void apply_item(struct engine *e, struct cycle *c, unsigned i)
 		}
 		record_move(e, snap, c->next, it, &res, c->report, i);
 	} else if (it->kind == PLAN_SKIP) {
-		uint64_t old = e->mover && it->skip == SKIP_COOLDOWN ? mover_job_of(e->mover, it->guest_id) : 0;
-
-		/* (logged_update still counts the skip as said: once the
-		 * job has ended, the same cool-down is not recorded either
-		 * — the job's own record says where the memory got to.) */
-		if (old && still_moving(e, snap, it, old))
-			return;
 		if (logged_repeats(&e->logged, it, c->report != NULL, snap->mono_ns, e->cfg.policy.cooldown_ns))
 			return;
 		log_debug("not moving %s: %s (%s)", it->guest_id, skip_reason_name(it->skip), it->detail);
@@ -591,14 +650,14 @@ static void apply_item(struct engine *e, struct cycle *c, unsigned i)
 	}
 }
 
-/* Apply: bindings from before a restart, then every move's CPUs, then the
- * memory of those that must migrate; each outcome recorded as it comes. */
+/* Apply the plan as written: every move's CPUs (an item with a hold left
+ * be), then the memory of those that must migrate; each outcome recorded
+ * as it comes. */
 static void cycle_apply(struct engine *e, struct cycle *c)
 {
 	struct plan *plan = c->plan;
 	unsigned nitems = plan ? plan->nr_items : 0;
 
-	c->do_apply = e->cfg.mode == MODE_ENFORCE && !c->dry_run;
 	if (e->spread_cycles)
 		e->spread_cycles--;
 	if (c->report && plan) {
@@ -620,7 +679,7 @@ static void cycle_apply(struct engine *e, struct cycle *c)
 		/* A cycle of big migrations can outlast the watchdog. */
 		if (e->watchdog_usec)
 			notify_watchdog();
-		switch (memory_phase(e, c->snap, c->pend[k].p, c->report != NULL, &res)) {
+		switch (memory_phase(e, &plan->items[c->pend[k].idx], c->pend[k].p, c->report != NULL, &res)) {
 		case PHASE_WRITE_JOB:
 			continue;
 		case PHASE_DONE:
@@ -691,6 +750,8 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 		cycle_record(e, &c);
 	}
 	free(c.pend);
+	free(c.holds.placed);
+	free(c.holds.bind_writing);
 	snap_unref(c.snap);
 	if (r < 0)
 		return r;

@@ -267,9 +267,12 @@ void engine_count_outcome(struct engine_stats *st, struct pstate *next, const st
 /* Place the domains that just started (before the policy runs, so it
  * sees their cool-down); they are handled (engine_place_handled). */
 void engine_place_started(struct engine *e, const struct snapshot *snap, bool dry_run);
-/* An applying cycle, before its plan is carried out: the bindings from
- * before a restart released (their guests handled), and each of PLAN's
- * start bindings recorded, on disk, before its write. */
+/* An applying cycle, before the policy decides: the bindings from before
+ * a restart released (their guests handled: the plan holds their items,
+ * HOLD_JUST_PLACED). */
+void engine_place_restore(struct engine *e, const struct snapshot *snap);
+/* An applying cycle, before its plan is carried out: each of PLAN's start
+ * bindings recorded, on disk, before its write. */
 void engine_place_begin(struct engine *e, const struct snapshot *snap, const struct plan *plan);
 /* Did this cycle's start placement deal with guest ID already (placed,
  * or its old binding released)? The plan saw it where it was before: its
@@ -281,12 +284,11 @@ enum phase_end {
 	PHASE_JOB,        /* P belongs to a mover job moving pages; RES is recorded now */
 	PHASE_WRITE_JOB,  /* P belongs to a start binding's write job: recorded when taken */
 };
-/* Phase 2 of a start placement whose memory is not the mover's: a VM's
- * (libvirt's one call) or a bound container's (plan_item.bind_start: the
- * binding's write, on a mover worker unless SYNC_BIND — a caller waiting
- * for the cycle's report — or where there is none). */
-enum phase_end engine_place_memory(struct engine *e, struct apply_pending *p, bool sync_bind,
-				   struct apply_result *res);
+/* Phase 2 of a start placement as decided: a VM's (libvirt's one call),
+ * or a bound container's write on a mover worker (plan_item.bind_start,
+ * its way MEM_WAY_BIND_WRITE; its other ways are every move's,
+ * memory_phase). */
+enum phase_end engine_place_memory(struct engine *e, struct apply_pending *p, struct apply_result *res);
 /* The end of every cycle: the intents whose writes were not made
  * dropped, the bindings that are due released, the set saved. */
 void engine_place_end(struct engine *e, const struct snapshot *snap, const struct plan *plan, bool do_apply);

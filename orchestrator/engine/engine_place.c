@@ -34,7 +34,6 @@
 
 #include "orchestrator/base/clock.h"
 #include "orchestrator/engine/engine_int.h"
-#include "orchestrator/model/kbal.h"
 #include "orchestrator/base/log.h"
 #include "orchestrator/base/xalloc.h"
 
@@ -120,7 +119,7 @@ static void place_one(struct engine *e, const struct snapshot *snap, const struc
 	}
 	apply_cpus(e->app, snap, it, &res, &p);
 	if (p) {
-		engine_place_memory(e, p, true, &res);
+		engine_place_memory(e, p, &res);
 		apply_pending_free(p);
 	}
 	{
@@ -170,17 +169,21 @@ bool engine_place_handled(const struct engine *e, const char *id)
 	return false;
 }
 
-void engine_place_begin(struct engine *e, const struct snapshot *snap, const struct plan *plan)
+void engine_place_restore(struct engine *e, const struct snapshot *snap)
 {
 	char (*released)[GUEST_ID_MAX] = NULL;
 	unsigned nreleased;
 
-	/* Bindings from before a restart first: a guest released here is
-	 * decided again next cycle, on mems the plan did not see. */
+	/* A guest released here is decided again next cycle, on mems the
+	 * plan did not see. */
 	nreleased = engine_restore_bound(e, snap, &released);
 	for (unsigned k = 0; k < nreleased; k++)
 		handled_add(e, released[k]);
 	free(released);
+}
+
+void engine_place_begin(struct engine *e, const struct snapshot *snap, const struct plan *plan)
+{
 	/* A binding is on disk before its write (bindstate.h). */
 	for (unsigned i = 0; plan && i < plan->nr_items; i++)
 		if (plan->items[i].kind == PLAN_MOVE && plan->items[i].bind_start)
@@ -188,63 +191,19 @@ void engine_place_begin(struct engine *e, const struct snapshot *snap, const str
 	engine_save_bindings(e);
 }
 
-/* A start binding's cpuset.mems write: a mover worker's where there is
- * one and nobody waits for the cycle's report (engine_bindwrite.c), else
- * this thread's. */
-static enum phase_end bind_write(struct engine *e, struct apply_pending *p, bool sync_bind,
-				 struct apply_result *res)
+enum phase_end engine_place_memory(struct engine *e, struct apply_pending *p, struct apply_result *res)
 {
-	if (!sync_bind && e->mover) {
+	/* A binding's write the plan hands to a mover worker
+	 * (MEM_WAY_BIND_WRITE): it narrows the mems now, so that what the
+	 * guest touches from here lands on the target (the kernel migrates
+	 * the little it touched before inside the write; widening them for
+	 * the mover would let it go on touching off the target while the
+	 * mover chases it), and the engine thread does not wait for it. */
+	if (apply_pending_item(p)->bind_start) {
 		engine_bindwrite_submit(e, p);
 		return PHASE_WRITE_JOB;
 	}
-	apply_memory(e->app, p, res);
-	return PHASE_DONE;
-}
-
-enum phase_end engine_place_memory(struct engine *e, struct apply_pending *p, bool sync_bind,
-				   struct apply_result *res)
-{
-	const struct plan_item *it = apply_pending_item(p);
-	const struct snap_guest *g;
-	enum kbal_action act;
-
-	/* A VM's (the one start placement not bound that comes here):
-	 * libvirt's one call, now. */
-	if (!it->bind_start) {
-		apply_memory(e->app, p, res);
-		return PHASE_DONE;
-	}
-	/* Next to nothing to migrate when planned: the write alone, but not
-	 * on this thread. */
-	if (apply_pending_narrow_only(p))
-		return bind_write(e, p, sync_bind, res);
-	/* Bound, it is strict (kbal: migrated by the agent) unless no free
-	 * huge page of its size would be left on the target (then soft). */
-	g = &apply_pending_snapshot(p)->guests[it->guest_idx];
-	act = kbal_decide(e->cfg.kernel_balancing, e->stats.numa_balancing, !apply_pending_soft(p), g->cpu_use);
-	/* Room partly to come needs a mover job that waits for it; neither
-	 * a binding's write nor the kernel's balancing would wait. */
-	if (apply_pending_room_wait(p)) {
-		apply_pending_no_room(e->app, p, act == KBAL_ACT_DEFER ? "its memory is left to the kernel's NUMA "
-				      "balancing" : "its memory cannot move by the mover", res);
-		return PHASE_DONE;
-	}
-	if (act == KBAL_ACT_DEFER) {
-		apply_memory_widen(e->app, p, "left to the kernel's NUMA balancing", res);
-		if (res->status == APPLY_DONE)
-			e->stats.memory_deferred++;
-		return PHASE_DONE;
-	}
-	/* The binding narrows the mems now, so that what the guest touches
-	 * from here lands on the target: the kernel migrates the little it
-	 * touched before (under PLACE_START_MAX_BYTES) inside the write.
-	 * Widening them for the mover would let it go on touching off the
-	 * target while the mover chases it. The write itself goes to a
-	 * mover worker: the engine thread does not wait for what the kernel
-	 * migrates inside it. */
-	if (apply_pending_writes_mems(p))
-		return bind_write(e, p, sync_bind, res);
+	/* A VM's (placed before the plan): libvirt's one call, now. */
 	apply_memory(e->app, p, res);
 	return PHASE_DONE;
 }

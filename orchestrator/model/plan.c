@@ -1,4 +1,5 @@
-/* plan.c — plan names, JSON, and freeing. */
+/* plan.c — plan names, JSON and freeing, and the rules an item carries:
+ * the cool-down it leaves, how its memory moves (plan_mem_ways). */
 #include "orchestrator/model/plan.h"
 
 #include <math.h>
@@ -23,6 +24,31 @@ void plan_note_cooldowns(const struct plan *p, struct pstate *ps)
 {
 	for (unsigned i = 0; i < p->nr_items; i++)
 		plan_item_note_cooldown(&p->items[i], ps, p->mono_ns);
+}
+
+void plan_mem_ways(struct plan *p, const struct snapshot *snap, const struct mem_way_cfg *cfg)
+{
+	for (unsigned i = 0; i < p->nr_items; i++) {
+		struct plan_item *it = &p->items[i];
+		const struct snap_guest *g;
+		struct mem_way_in in;
+
+		it->mem_way = it->mem_way_soft = MEM_WAY_NONE;
+		if (it->kind != PLAN_MOVE || it->guest_idx >= snap->nr_guests)
+			continue;
+		g = &snap->guests[it->guest_idx];
+		in = (struct mem_way_in){
+			.kbal = cfg->kbal, .balancing = snap->numa_balancing, .cpu_use = g->cpu_use,
+			.vm = g->kind == GUEST_VM,
+			.strict = g->kind == GUEST_VM || cfg->strict_mems || g->policy.mode == GPOL_PINNED ||
+				  it->bind_start,
+			.bind_start = it->bind_start,
+			.negligible = plan_migration_negligible(it->migrate_bytes, g->mem_total),
+			.mover = cfg->mover, .mover_on = cfg->mover_on,
+			.vm_movable = g->vm && g->vm->qemu_pid > 0,
+		};
+		it->mem_way = mem_way_plan(&in, &it->mem_way_soft);
+	}
 }
 
 void plan_free(struct plan *p)
@@ -91,6 +117,14 @@ static const char *const skip_reason_names[] = {
 };
 STRTAB_NAME(skip_reason_name, enum skip_reason, skip_reason_names)
 
+static const char *const hold_names[] = {
+	[HOLD_NONE] = "none",
+	[HOLD_JUST_PLACED] = "just_placed",
+	[HOLD_BIND_WRITING] = "bind_writing",
+	[HOLD_STILL_MOVING] = "still_moving",
+};
+STRTAB_NAME(plan_hold_name, enum plan_hold, hold_names)
+
 json_t *plan_item_to_json(const struct plan_item *it)
 {
 	json_t *o = json_object();
@@ -124,6 +158,18 @@ json_t *plan_item_to_json(const struct plan_item *it)
 	if (it->split || it->first_bytes) {
 		json_object_set_new(o, "first_node", json_integer(it->first_node));
 		json_object_set_new(o, "first_bytes", json_integer((json_int_t)it->first_bytes));
+	}
+	if (it->kind == PLAN_MOVE) {
+		json_object_set_new(o, "mem_way", json_string(mem_way_name(it->mem_way)));
+		if (it->mem_way_soft != it->mem_way)
+			json_object_set_new(o, "mem_way_soft", json_string(mem_way_name(it->mem_way_soft)));
+		if (it->mem_way_applied != MEM_WAY_NONE)
+			json_object_set_new(o, "mem_way_applied", json_string(mem_way_name(it->mem_way_applied)));
+	}
+	if (it->hold != HOLD_NONE) {
+		json_object_set_new(o, "hold", json_string(plan_hold_name(it->hold)));
+		if (it->hold_job)
+			json_object_set_new(o, "hold_job", json_integer((json_int_t)it->hold_job));
 	}
 	json_object_set_new(o, "detail", json_string(it->detail));
 	return o;

@@ -1,6 +1,9 @@
 /* plan.h — what the policy decided: one item per guest it considered
- * worth a decision, each carrying its reason and the numbers behind it.
- * A plan is immutable once returned by policy_decide().
+ * worth a decision, each carrying its reason and the numbers behind it,
+ * what holds it back this cycle (hold.h) and how its memory moves
+ * (memway.h). What the policy decided is not edited once returned: the
+ * engine only adds each move's way (plan_mem_ways) and, carrying the
+ * plan out, the way each took (mem_way_applied).
  */
 #ifndef NUMAORCH_PLAN_H
 #define NUMAORCH_PLAN_H
@@ -10,6 +13,7 @@
 #include <stdint.h>
 
 #include "orchestrator/base/mask.h"
+#include "orchestrator/model/memway.h"
 #include "orchestrator/model/pstate.h"
 #include "orchestrator/model/snapshot.h"
 
@@ -46,6 +50,22 @@ enum skip_reason {
 	SKIP_OWNED,          /* another placer owns it (snap_guest.owner: the
 			      * kubelet's exclusive CPUs or NUMA assignment) */
 	SKIP_MEM_UNKNOWN,    /* its memory per node was not measured: left as it is */
+};
+
+/* Why the cycle does not carry an item out though the plan keeps what
+ * was decided (kind, skip, targets): a fact of the cycle beside the
+ * snapshot, marked by the policy (plan_mark_holds, hold.h). The decision
+ * log's dedup (logged.h) sees the item as decided. */
+enum plan_hold {
+	HOLD_NONE = 0,
+	HOLD_JUST_PLACED,   /* this cycle's start placement dealt with it (placed, or its
+			     * binding from before a restart released: engine_place.c):
+			     * the plan saw it where it was before; a move cools down
+			     * as if made */
+	HOLD_BIND_WRITING,  /* a move while its start binding's cpuset.mems write still
+			     * runs would race it: decided again on what the write leaves */
+	HOLD_STILL_MOVING,  /* the mover's live job (hold_job) makes this move already
+			     * (a move, or the one a cool-down holds back) */
 };
 
 struct plan_item {
@@ -98,6 +118,13 @@ struct plan_item {
 	 * the cpuset unchanged (first_node, first_bytes say where and how
 	 * much): its cool-down is noted as such (pstate_note_follow). */
 	bool follow;
+	/* Not carried out this cycle, and why (HOLD_STILL_MOVING: the job). */
+	enum plan_hold hold;
+	uint64_t hold_job;
+	/* How its memory moves after its CPUs (memway.h): as planned
+	 * (plan_mem_ways), should its binding turn out soft, and as the
+	 * applier's facts left it (MEM_WAY_NONE: it did not get that far). */
+	enum mem_way mem_way, mem_way_soft, mem_way_applied;
 	char detail[192];            /* one human sentence */
 };
 
@@ -134,10 +161,16 @@ void plan_item_note_cooldown(const struct plan_item *it, struct pstate *ps, int6
  * each planned move were carried out (the tests' simulations). */
 void plan_note_cooldowns(const struct plan *p, struct pstate *ps);
 
+/* How each move of P, decided on SNAP, moves its memory (mem_way,
+ * mem_way_soft: mem_way_plan, memway.h) under the agent's settings CFG:
+ * the plan says what the engine will do. */
+void plan_mem_ways(struct plan *p, const struct snapshot *snap, const struct mem_way_cfg *cfg);
+
 void plan_free(struct plan *p);
 const char *plan_kind_name(enum plan_kind k);
 const char *move_reason_name(enum move_reason r);
 const char *skip_reason_name(enum skip_reason r);
+const char *plan_hold_name(enum plan_hold h);
 /* JSON of one item (caller owns). */
 json_t *plan_item_to_json(const struct plan_item *it);
 json_t *plan_to_json(const struct plan *p);

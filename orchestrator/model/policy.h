@@ -26,6 +26,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "orchestrator/model/hold.h"
 #include "orchestrator/model/plan.h"
 #include "orchestrator/model/pstate.h"
 #include "orchestrator/model/snapshot.h"
@@ -128,10 +129,13 @@ struct policy_ops {
 	/* policy_decide_reserved(): PREV may be NULL; on success *plan and
 	 * *next are the caller's (plan_free, pstate_free). *next carries
 	 * PREV's entries of the guests still there; the caller notes the
-	 * cool-downs of the moves it carries out (plan_item_note_cooldown). */
+	 * cool-downs of the moves it carries out (plan_item_note_cooldown).
+	 * HOLDS (may be NULL): the cycle's facts that hold items back
+	 * (plan_mark_holds). */
 	int (*decide)(const struct policy_config *cfg, const struct snapshot *snap,
 		      const struct pstate *prev, bool verbose,
 		      const struct advice_reservation *res, unsigned nres,
+		      const struct plan_holds *holds,
 		      struct plan **plan, struct pstate **next);
 	/* policy_advise(): 0 with out->ok false when nothing fits. */
 	int (*advise)(const struct policy_config *cfg, const struct snapshot *snap,

@@ -126,6 +126,19 @@ struct snap_vm {
 	char mem_source[16];     /* "numa_stat" or "numa_maps": where mem_node came from */
 };
 
+/* A mover job still running for a guest (mover_note_jobs): what a plan
+ * needs to tell the move it makes already (snap_job_same_move, hold.h).
+ * ID 0: none. */
+struct snap_job {
+	uint64_t id;
+	nodemask_t to;               /* the nodes its pages go to */
+	bool has_first;              /* a split job's: up to its bytes onto FIRST first */
+	int first;
+	bool write;                  /* a cpuset.mems write on a worker, not pages moved */
+	bool ended;                  /* in a final state, not yet taken */
+	uint64_t bytes_done;
+};
+
 struct snap_guest {
 	char id[GUEST_ID_MAX];          /* URL- and path-safe, stable */
 	enum guest_kind kind;
@@ -212,6 +225,9 @@ struct snap_guest {
 	 * shares are measured (cpu_node) or estimated (locality_source). */
 	double locality;
 	enum loc_source locality_source;
+	/* Laid by the engine's overlay (snap_policy_overlay.flows): the
+	 * mover's live job for this guest when the snapshot was taken. */
+	struct snap_job job;
 };
 
 struct snapshot {

@@ -1655,6 +1655,25 @@ int mover_cancel(struct mover *m, uint64_t id, enum mover_state why)
 	return r;
 }
 
+void mover_note_jobs(struct mover *m, struct snapshot *s)
+{
+	pthread_mutex_lock(&m->lock);
+	for (struct job *q = m->live; q; q = q->next) {
+		struct snap_guest *g = NULL;
+
+		/* (mover_job_of's: one such job a guest, mover_submit
+		 * supersedes the others) */
+		if (q->stop_as != MJ_QUEUED)
+			continue;
+		for (unsigned i = 0; i < s->nr_guests && !g; i++)
+			if (strcmp(s->guests[i].id, q->info.guest) == 0)
+				g = &s->guests[i];
+		if (g)
+			mover_job_fact(&q->info, &g->job);
+	}
+	pthread_mutex_unlock(&m->lock);
+}
+
 uint64_t mover_job_of(struct mover *m, const char *guest)
 {
 	struct job *j;

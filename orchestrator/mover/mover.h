@@ -212,6 +212,9 @@ void mover_set_meminfo(struct mover *m,
 		       int (*read_meminfo)(const struct host_paths *hp, struct snap_node *nodes, unsigned nr));
 /* Add every live job's memory in flight to S's nodes (mover_flows_add). */
 void mover_flows(struct mover *m, struct snapshot *s);
+/* Lay each guest's live job (the one mover_job_of names) on S's guest
+ * (snap_guest.job, mover_job_fact). */
+void mover_note_jobs(struct mover *m, struct snapshot *s);
 /* Readable while finished jobs wait to be taken (poll it). */
 int mover_event_fd(const struct mover *m);
 void mover_get_stats(struct mover *m, struct mover_stats *out);
@@ -433,13 +436,9 @@ bool mover_room_claim_ok(uint64_t mem_free, uint64_t claimed, uint64_t min_free,
  * take it (WORKER_FREE). */
 bool mover_peer_frees(enum mover_state st, bool stopping, bool room_waiting, bool worker_free);
 
-/* Whether live job J already makes the move a new plan asks for: its
- * memory onto the same nodes TO, the same first node (FIRST with
- * FIRST_BYTES > 0, as mover_spec), not a start binding's write. Such a
- * plan comes every cycle while the job runs — the guest's memory is on
- * its way, so its locality is still under target — and is no new plan:
- * superseding would start the job over (census, queries, a move counted
- * and budgeted again) each cycle. */
+/* What a plan sees of job J (snap_guest.job). */
+void mover_job_fact(const struct mover_job_info *j, struct snap_job *out);
+/* snap_job_same_move (hold.h) of J. */
 bool mover_job_same_move(const struct mover_job_info *j, const nodemask_t *to, int first, uint64_t first_bytes);
 
 /* What a wait_room job does after a look at its target nodes: ROOM

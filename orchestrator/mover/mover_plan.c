@@ -18,6 +18,7 @@
 #include "orchestrator/base/numamaps.h"
 #include "orchestrator/base/strtab.h"
 #include "orchestrator/base/xalloc.h"
+#include "orchestrator/model/hold.h"
 
 static const char *const state_names[MJ_NR_STATES] = {
 	[MJ_QUEUED] = "queued",       [MJ_RUNNING] = "running",     [MJ_DONE] = "done",
@@ -759,14 +760,20 @@ bool mover_room_claim_ok(uint64_t mem_free, uint64_t claimed, uint64_t min_free,
 	return mover_room_ok(mem_free > claimed ? mem_free - claimed : 0, min_free, bytes);
 }
 
+void mover_job_fact(const struct mover_job_info *j, struct snap_job *out)
+{
+	*out = (struct snap_job){
+		.id = j->id, .to = j->to, .has_first = j->has_first, .first = j->first, .write = j->write,
+		.ended = mover_state_final(j->state), .bytes_done = j->bytes_done,
+	};
+}
+
 bool mover_job_same_move(const struct mover_job_info *j, const nodemask_t *to, int first, uint64_t first_bytes)
 {
-	/* as mover_submit takes a spec's first node */
-	bool want_first = first_bytes && first >= 0 && first < MASK_MAX_NODES && mask_test(to, first);
+	struct snap_job f;
 
-	if (j->write || mover_state_final(j->state) || !mask_equal(&j->to, to))
-		return false;
-	return want_first ? j->has_first && j->first == first : !j->has_first;
+	mover_job_fact(j, &f);
+	return snap_job_same_move(&f, to, first, first_bytes);
 }
 
 bool mover_peer_frees(enum mover_state st, bool stopping, bool room_waiting, bool worker_free)

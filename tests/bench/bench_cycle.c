@@ -662,6 +662,8 @@ int main(int argc, char **argv)
 			t1 = cpu_now();
 			if (policy_decide(&pc, snap, ps, false, &plan, &next) < 0)
 				return 1;
+			/* every planned move as carried out (the engine's record) */
+			plan_note_cooldowns(plan, next);
 			t2 = cpu_now();
 			plan_free(plan);
 			pstate_free(ps);

@@ -61,7 +61,7 @@ PURE = re.compile(r"^(mem(cpy|cmp|move|set|chr)|str(n?cmp|len|n?cpy|chr|rchr|str
 # The core headers policies/ may include: no I/O, no clock, no logging.
 PURE_HEADERS = {"orchestrator/%s.h" % h for h in
                 ("base/xalloc", "base/parse", "base/mask", "model/snapshot", "model/plan", "model/policy",
-                 "model/pstate")}
+                 "model/pstate", "model/hold")}
 
 
 # The longest a function may be, in lines (rule 4).

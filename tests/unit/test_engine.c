@@ -751,10 +751,11 @@ static int fake_meminfo(const struct host_paths *hp, struct snap_node *nodes, un
 	return 0;
 }
 
-/* Returns the items of FAKE, and a next state that notes each move. */
+/* Returns the items of FAKE, held as the real policy holds them
+ * (plan_mark_holds), and PREV's entries as the next state. */
 static int fake_decide(const struct policy_config *cfg, const struct snapshot *snap, const struct pstate *prev,
-		       bool verbose, const struct advice_reservation *res, unsigned nres, struct plan **plan,
-		       struct pstate **next)
+		       bool verbose, const struct advice_reservation *res, unsigned nres,
+		       const struct plan_holds *holds, struct plan **plan, struct pstate **next)
 {
 	struct plan *p = xcalloc(1, sizeof(*p));
 
@@ -783,6 +784,7 @@ static int fake_decide(const struct policy_config *cfg, const struct snapshot *s
 	for (unsigned i = 0; i < p->nr_items; i++)
 		if (p->items[i].kind == PLAN_MOVE)
 			p->nr_moves++;
+	plan_mark_holds(p, snap, holds);
 	*plan = p;
 	return 0;
 }

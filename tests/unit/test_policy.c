@@ -22,6 +22,19 @@
 #define MIB (1024ULL * 1024ULL)
 #define SEC 1000000000LL
 #define T0 (100000 * SEC) /* snapshot mono_ns in the tables */
+
+/* policy_decide, each planned move then carried out: its cool-down noted
+ * in *NEXT as the engine's record step notes it (plan_note_cooldowns),
+ * so that a simulation's next cycle decides on what the engine's would. */
+static int decide_carried_out(const struct policy_config *cfg, const struct snapshot *s, const struct pstate *prev,
+			      bool verbose, struct plan **plan, struct pstate **next)
+{
+	int r = policy_decide(cfg, s, prev, verbose, plan, next);
+
+	if (r == 0)
+		plan_note_cooldowns(*plan, *next);
+	return r;
+}
 #define REAL0 (1800000000LL * SEC) /* and its real_ns (2027-01-15) */
 #define TMAXN 16
 #define TMAXG 12
@@ -1114,7 +1127,7 @@ static void run_case(const struct tcase *tc)
 	if (tc->tweak)
 		tc->tweak(&cfg);
 	s = build(tc, &prev);
-	assert_int_equal(policy_decide(&cfg, s, prev, tc->verbose, &p, &next), 0);
+	assert_int_equal(decide_carried_out(&cfg, s, prev, tc->verbose, &p, &next), 0);
 	check_invariants(&cfg, s, p, next, tc->name);
 
 	/* Every item is expected; every expectation is met. */
@@ -1273,8 +1286,8 @@ static void test_determinism(void **state)
 	policy_config_default(&cfg);
 	cfg.max_moves = 20;
 	pstate_note_move(prev, "docker-g0007", T0 - 10 * SEC);
-	assert_int_equal(policy_decide(&cfg, s, prev, true, &p1, &n1), 0);
-	assert_int_equal(policy_decide(&cfg, s, prev, true, &p2, &n2), 0);
+	assert_int_equal(decide_carried_out(&cfg, s, prev, true, &p1, &n1), 0);
+	assert_int_equal(decide_carried_out(&cfg, s, prev, true, &p2, &n2), 0);
 	t1 = plan_text(p1);
 	t2 = plan_text(p2);
 	assert_string_equal(t1, t2);
@@ -1351,7 +1364,7 @@ static unsigned converge(struct snapshot *s, const struct policy_config *cfg, un
 		struct plan *p;
 		struct pstate *next;
 
-		assert_int_equal(policy_decide(cfg, s, st, false, &p, &next), 0);
+		assert_int_equal(decide_carried_out(cfg, s, st, false, &p, &next), 0);
 		check_invariants(cfg, s, p, next, name);
 		last = p->nr_moves;
 		total += last;
@@ -1483,7 +1496,7 @@ static void test_no_thrash_equal_nodes(void **state)
 
 		s->nodes[0].busy = busy[cyc][0];
 		s->nodes[1].busy = busy[cyc][1];
-		assert_int_equal(policy_decide(&cfg, s, st, true, &p, &next), 0);
+		assert_int_equal(decide_carried_out(&cfg, s, st, true, &p, &next), 0);
 		check_invariants(&cfg, s, p, next, tc.name);
 		if (p->nr_moves != 0) {
 			char *t = plan_text(p);
@@ -1518,7 +1531,7 @@ static void test_scale_1000_guests(void **state)
 
 	(void)state;
 	policy_config_default(&cfg);
-	assert_int_equal(policy_decide(&cfg, s, NULL, true, &p, &next), 0);
+	assert_int_equal(decide_carried_out(&cfg, s, NULL, true, &p, &next), 0);
 	assert_int_equal(p->nr_items, 1000);
 	check_invariants(&cfg, s, p, next, "1000 guests x 8 nodes");
 	plan_free(p);
@@ -1535,7 +1548,7 @@ static void test_scale_64_nodes(void **state)
 
 	(void)state;
 	policy_config_default(&cfg);
-	assert_int_equal(policy_decide(&cfg, s, NULL, false, &p, &next), 0);
+	assert_int_equal(decide_carried_out(&cfg, s, NULL, false, &p, &next), 0);
 	check_invariants(&cfg, s, p, next, "1000 guests x 64 nodes");
 	plan_free(p);
 	pstate_free(next);
@@ -1636,7 +1649,7 @@ static void test_odd_hosts(void **state)
 		snprintf(name, sizeof(name), "odd host %u", seed);
 		cfg.max_moves = 1 + seed % 5;
 		cfg.max_migrate_bytes = (seed % 4) * 1024 * MIB;
-		assert_int_equal(policy_decide(&cfg, s, prev, seed % 2, &p, &next), 0);
+		assert_int_equal(decide_carried_out(&cfg, s, prev, seed % 2, &p, &next), 0);
 		check_invariants(&cfg, s, p, next, name);
 		if (seed % 2)
 			assert_true(p->nr_items == s->nr_guests);
@@ -1757,7 +1770,7 @@ static void test_decide_respects_reservations(void **state)
 	mask_parse("0-2", &g->mems);
 	g->mem_node[0] = g->mem_node[1] = g->mem_node[2] = 256 * MIB;
 	snap_finalize(s);
-	assert_int_equal(policy_decide(&cfg, s, NULL, false, &p, &next), 0);
+	assert_int_equal(decide_carried_out(&cfg, s, NULL, false, &p, &next), 0);
 	it = find_item(p, "spread");
 	assert_non_null(it);
 	assert_int_equal(it->kind, PLAN_MOVE);
@@ -1768,14 +1781,14 @@ static void test_decide_respects_reservations(void **state)
 	/* ...unless node 1's room is promised to a guest about to start. */
 	mask_zero(&r.nodes);
 	mask_set(&r.nodes, 1);
-	assert_int_equal(policy_decide_reserved(&cfg, s, NULL, false, &r, 1, &p, &next), 0);
+	assert_int_equal(policy_decide_reserved(&cfg, s, NULL, false, &r, 1, NULL, &p, &next), 0);
 	it = find_item(p, "spread");
 	assert_non_null(it);
 	assert_int_equal(it->kind, PLAN_MOVE);
 	assert_nodes("to", &it->to_nodes, "2", "decide", "reserved");
 	plan_free(p);
 	pstate_free(next);
-	assert_int_equal(policy_decide_reserved(&cfg, s, NULL, false, NULL, 1, &p, &next), -EINVAL);
+	assert_int_equal(policy_decide_reserved(&cfg, s, NULL, false, NULL, 1, NULL, &p, &next), -EINVAL);
 	snap_unref(s);
 }
 
@@ -1815,7 +1828,7 @@ static void test_spread_start_one_node_each(void **state)
 	(void)state;
 	policy_config_default(&cfg);
 	s = build(&spread_start, &prev);
-	assert_int_equal(policy_decide(&cfg, s, prev, false, &p, &next), 0);
+	assert_int_equal(decide_carried_out(&cfg, s, prev, false, &p, &next), 0);
 	check_invariants(&cfg, s, p, next, spread_start.name);
 	for (unsigned k = 0; k < 4; k++) {
 		const char *id = spread_start.g[k].id;
@@ -1891,7 +1904,7 @@ static struct plan *decide_default(struct snapshot *s, const char *tc)
 
 	snap_finalize(s);
 	policy_config_default(&cfg);
-	assert_int_equal(policy_decide(&cfg, s, NULL, false, &p, &next), 0);
+	assert_int_equal(decide_carried_out(&cfg, s, NULL, false, &p, &next), 0);
 	if (tc)
 		check_invariants(&cfg, s, p, next, tc);
 	pstate_free(next);
@@ -1922,7 +1935,7 @@ static void test_demand_capped_by_threads(void **state)
 	/* Filling a node to 100% allowed, and not a load case by itself. */
 	cfg.max_util = 1.0;
 	cfg.rebalance_util = 1.0;
-	assert_int_equal(policy_decide(&cfg, s, NULL, false, &p, &next), 0);
+	assert_int_equal(decide_carried_out(&cfg, s, NULL, false, &p, &next), 0);
 	for (unsigned i = 0; i < p->nr_items; i++) {
 		const struct plan_item *it = &p->items[i];
 
@@ -2358,7 +2371,7 @@ static void test_shrink_onto_threads_inside_cooldown(void **state)
 	policy_config_default(&cfg);
 	for (const char *const *id = (const char *const[]){ "w1", "w2", "w3", "w4", "w5", "w6", NULL }; *id; id++)
 		pstate_note_move(st, *id, s->mono_ns - 16 * SEC);
-	assert_int_equal(policy_decide(&cfg, s, st, false, &p, &next), 0);
+	assert_int_equal(decide_carried_out(&cfg, s, st, false, &p, &next), 0);
 	check_invariants(&cfg, s, p, next, "shrink_in_cooldown");
 	it = find_item(p, "w6");
 	assert_non_null(it);
@@ -2532,7 +2545,7 @@ static struct plan *pinned_two_after(const struct pstate *prev, struct pstate **
 	snap_finalize(s);
 	policy_config_default(&cfg);
 	assert_true(cfg.cooldown_ns == 300 * SEC);
-	assert_int_equal(policy_decide(&cfg, s, prev, true, &p, next), 0);
+	assert_int_equal(decide_carried_out(&cfg, s, prev, true, &p, next), 0);
 	check_invariants(&cfg, s, p, *next, "pinned two after a move");
 	snap_unref(s);
 	return p;
@@ -2708,7 +2721,7 @@ static void test_room_to_come_from_live_jobs(void **state)
 	policy_config_default(&cfg);
 	for (int i = 0; i < 5; i++)
 		pstate_note_move(st, placed[i].id, s->mono_ns - 2 * SEC);
-	assert_int_equal(policy_decide(&cfg, s, st, false, &p, &next), 0);
+	assert_int_equal(decide_carried_out(&cfg, s, st, false, &p, &next), 0);
 	check_invariants(&cfg, s, p, next, "room_to_come");
 	it = find_item(p, "w2");
 	assert_non_null(it);
@@ -2778,7 +2791,7 @@ static void test_crowded_memory_without_headroom(void **state)
 	policy_config_default(&cfg);
 	for (int i = 0; i < 4; i++)
 		pstate_note_move(st, placed[i].id, s->mono_ns - 2 * SEC);
-	assert_int_equal(policy_decide(&cfg, s, st, false, &p, &next), 0);
+	assert_int_equal(decide_carried_out(&cfg, s, st, false, &p, &next), 0);
 	check_invariants(&cfg, s, p, next, "crowded_no_headroom");
 	for (unsigned i = 0; i < p->nr_items; i++)
 		print_message("%s: %s\n", p->items[i].guest_id, p->items[i].detail);
@@ -2850,7 +2863,7 @@ static void test_idle_node_passes_cooldown(void **state)
 	policy_config_default(&cfg);
 	for (const char *const *id = (const char *const[]){ "w1", "w2", "w3", "w4", "w5", "w6", NULL }; *id; id++)
 		pstate_note_move(st, *id, s->mono_ns - 20 * SEC);
-	assert_int_equal(policy_decide(&cfg, s, st, false, &p, &next), 0);
+	assert_int_equal(decide_carried_out(&cfg, s, st, false, &p, &next), 0);
 	check_invariants(&cfg, s, p, next, "idle_node");
 	for (unsigned i = 0; i < p->nr_items; i++) {
 		const struct plan_item *it = &p->items[i];
@@ -2874,7 +2887,7 @@ static void test_idle_node_passes_cooldown(void **state)
 	/* The cycle after: it is on node 2, just moved; nothing else goes. */
 	s = overload_end(moved, from);
 	s->mono_ns += 15 * SEC;
-	assert_int_equal(policy_decide(&cfg, s, next, false, &p, &next2), 0);
+	assert_int_equal(decide_carried_out(&cfg, s, next, false, &p, &next2), 0);
 	check_invariants(&cfg, s, p, next2, "idle_node_after");
 	for (unsigned i = 0; i < p->nr_items; i++)
 		if (p->items[i].kind == PLAN_MOVE)
@@ -2974,7 +2987,7 @@ static void test_bigguest_split(void **state)
 		if (fixed)
 			cfg.min_free_share = 1.0;
 		room = 1000 * MIB - policy_reserve(cfg.min_free_bytes, cfg.min_free_share, 1536 * MIB);
-		assert_int_equal(policy_decide(&cfg, s, NULL, false, &p, &next), 0);
+		assert_int_equal(decide_carried_out(&cfg, s, NULL, false, &p, &next), 0);
 		check_invariants(&cfg, s, p, next, "bigguest split");
 		pstate_free(next);
 		snap_unref(s);
@@ -3128,7 +3141,7 @@ static void test_config_validate(void **state)
 		struct pstate *n = NULL;
 
 		c.max_moves = 0;
-		assert_int_equal(policy_decide(&c, s, NULL, false, &p, &n), -EINVAL);
+		assert_int_equal(decide_carried_out(&c, s, NULL, false, &p, &n), -EINVAL);
 		assert_null(p);
 		assert_null(n);
 		snap_unref(s);
@@ -3177,7 +3190,7 @@ static void test_next_state_drops_vanished(void **state)
 	policy_config_default(&cfg);
 	pstate_note_move(prev, "gone", T0 - SEC);
 	pstate_note_move(prev, "vm-a", T0 - 1000 * SEC);
-	assert_int_equal(policy_decide(&cfg, s, prev, false, &p, &next), 0);
+	assert_int_equal(decide_carried_out(&cfg, s, prev, false, &p, &next), 0);
 	assert_int_equal(next->n, 1);
 	assert_string_equal(next->e[0].id, "vm-a");
 	assert_int_equal(next->e[0].last_move_ns, T0 - 1000 * SEC);
@@ -3251,7 +3264,7 @@ static void test_json(void **state)
 			tc = &cases[k];
 	s = build(tc, &prev);
 	policy_config_default(&cfg);
-	assert_int_equal(policy_decide(&cfg, s, prev, false, &p, &next), 0);
+	assert_int_equal(decide_carried_out(&cfg, s, prev, false, &p, &next), 0);
 	j = plan_to_json(p);
 	assert_int_equal(json_integer_value(json_object_get(j, "seq")), 7);
 	assert_int_equal(json_integer_value(json_object_get(j, "nr_moves")), 1);

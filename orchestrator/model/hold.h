@@ -1,0 +1,54 @@
+/* hold.h — which planned items the cycle does not carry out, and why
+ * (plan_item.hold): facts of the cycle beside what the policy decided on.
+ * Guests this cycle's start placement dealt with, start bindings whose write still
+ * runs (struct plan_holds, from the engine) and the mover's live jobs
+ * (snap_guest.job, laid on the snapshot). The item keeps what was
+ * decided, so the decision log's dedup sees it as decided; the engine
+ * carries out every item without a hold. Pure: no I/O.
+ */
+#ifndef NUMAORCH_HOLD_H
+#define NUMAORCH_HOLD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "orchestrator/base/mask.h"
+#include "orchestrator/model/plan.h"
+#include "orchestrator/model/snapshot.h"
+
+/* What the engine knows of this cycle that the snapshot does not say.
+ * Lists of guest ids; any may be empty. */
+struct plan_holds {
+	/* dealt with by this cycle's start placement: placed, or a binding
+	 * from before a restart released */
+	char (*placed)[GUEST_ID_MAX];
+	unsigned nplaced;
+	char (*bind_writing)[GUEST_ID_MAX]; /* a start binding's cpuset.mems write still running */
+	unsigned nbind_writing;
+	/* The cycle carries moves out (enforce, not a dry run): only then
+	 * does a write or a job hold a move back; a move merely planned or
+	 * advised is said as planned. */
+	bool applying;
+};
+
+/* Whether live job J already makes the move a plan asks for: its memory
+ * onto the same nodes TO, the same first node (FIRST with FIRST_BYTES > 0,
+ * as mover_spec takes it), not a cpuset.mems write. Such a plan comes
+ * every cycle while the job runs — the guest's memory is on its way, so
+ * its locality is still under target — and is no new plan: superseding
+ * would start the job over (census, queries, a move counted and budgeted
+ * again) each cycle. */
+bool snap_job_same_move(const struct snap_job *j, const nodemask_t *to, int first, uint64_t first_bytes);
+
+/* The hold of IT, decided on SNAP, with H's facts (H may be NULL: none):
+ * a guest the start placement dealt with holds whatever it is; a move
+ * while applying, a start binding's write still running; then the live
+ * job making the same move — a move while applying (its CPUs already on
+ * the plan's), or the move a cool-down holds back (its CPU nodes already
+ * the plan's), whose "cool-down ... would go to nodes N" record would
+ * only repeat the job's. */
+enum plan_hold plan_item_hold(const struct plan_item *it, const struct snapshot *snap, const struct plan_holds *h);
+/* plan_item_hold for every item of P (hold_job: the job that holds it). */
+void plan_mark_holds(struct plan *p, const struct snapshot *snap, const struct plan_holds *h);
+
+#endif
