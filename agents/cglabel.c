@@ -43,6 +43,7 @@ struct lsrc {
 
 struct cglabel {
 	char vardir[PATH_MAX];
+	char docker_dir[PATH_MAX];
 	unsigned gen;
 	struct ltab docker;
 	struct lsrc podman[6], pods;   /* podman: one per storage driver (podman_drivers) */
@@ -99,11 +100,12 @@ static void tame_copy(char name[128], const char *s)
 			*p = '?';
 }
 
-struct cglabel *cglabel_new(const char *vardir)
+struct cglabel *cglabel_new(const char *vardir, const char *docker_dir)
 {
 	struct cglabel *l = xcalloc(1, sizeof(*l));
 
 	snprintf(l->vardir, sizeof(l->vardir), "%s", vardir);
+	snprintf(l->docker_dir, sizeof(l->docker_dir), "%s", docker_dir);
 	return l;
 }
 
@@ -153,7 +155,7 @@ static bool docker_name(struct cglabel *l, const char *id, struct cglabel_out *o
 	size_t len;
 	int r;
 
-	if (snprintf(path, sizeof(path), "%s/lib/docker/containers/%s/config.v2.json", l->vardir, id) >=
+	if (snprintf(path, sizeof(path), "%s/containers/%s/config.v2.json", l->docker_dir, id) >=
 	    (int)sizeof(path))
 		return false;
 	if (stat(path, &st) < 0)

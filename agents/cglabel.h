@@ -1,6 +1,7 @@
 /* cglabel.h — the names operators know containers by, from their
  * runtimes' own state (no runtime is called):
- *   docker      <var>/lib/docker/containers/<id>/config.v2.json "Name"
+ *   docker      <data root>/containers/<id>/config.v2.json "Name" (dockerd's
+ *               data root: <var>/lib/docker unless configured)
  *   podman      <var>/lib/containers/storage/<driver>-containers/containers.json
  *               (containers/storage: each container's "names"; overlay, vfs, ...).
  *               A container run with --rootfs has none: named by its id.
@@ -25,8 +26,9 @@ struct cglabel_out {
 
 struct cglabel;
 
-/* Names under VARDIR ("/var", or a fixture's). */
-struct cglabel *cglabel_new(const char *vardir);
+/* Names under VARDIR ("/var", or a fixture's); docker's under DOCKER_DIR
+ * (dockerd's data root as this process sees it). */
+struct cglabel *cglabel_new(const char *vardir, const char *docker_dir);
 void cglabel_free(struct cglabel *l);
 /* A scan begins: files are checked for changes at most once per scan;
  * names of containers not asked for since the last begin are dropped. */

@@ -320,11 +320,24 @@ static char **resolve_roots(const struct host_paths *hp, const char *root, char 
 	return out;
 }
 
+/* A runtime's state directory into OUT: the configured one (an absolute
+ * host path, under the fixture ROOT when not live) or VARDIR/DEFLT. */
+static int var_state_dir(const struct host_paths *hp, const char *root, const char *conf, const char *deflt,
+			 char out[PATH_MAX])
+{
+	if (conf && conf[0] != '/')
+		return -EINVAL;
+	if ((conf ? snprintf(out, PATH_MAX, "%s%s", hp->live ? "" : root, conf) :
+		    snprintf(out, PATH_MAX, "%s/%s", hp->vardir, deflt)) >= PATH_MAX)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
 int cgscan_new(const struct host_paths *hp, const struct cgscan_config *cfg,
 	       struct cgscan **out)
 {
 	struct cgscan *cs;
-	char root[PATH_MAX];
+	char root[PATH_MAX], docker_dir[PATH_MAX];
 	int r, err = 0;
 
 	cs = xcalloc(1, sizeof(*cs));
@@ -343,7 +356,6 @@ int cgscan_new(const struct host_paths *hp, const struct cgscan_config *cfg,
 	if (cs->page_size <= 0)
 		cs->page_size = 4096;
 	cgthr_init(&cs->thr, hp->procfs);
-	cs->label = cglabel_new(hp->vardir);
 	cgfdc_init(&cs->fdc);
 	fixture_root(hp, root, sizeof(root));
 
@@ -377,14 +389,14 @@ int cgscan_new(const struct host_paths *hp, const struct cgscan_config *cfg,
 	}
 	cs->kfile[0].name = "cpu_manager_state";
 	cs->kfile[1].name = "memory_manager_state";
-	if (cfg && cfg->kubelet_root && cfg->kubelet_root[0] != '/')
-		err = -EINVAL;
-	else if ((cfg && cfg->kubelet_root ?
-		  snprintf(cs->kubelet_dir, sizeof(cs->kubelet_dir), "%s%s", hp->live ? "" : root,
-			   cfg->kubelet_root) :
-		  snprintf(cs->kubelet_dir, sizeof(cs->kubelet_dir), "%s/lib/kubelet", hp->vardir)) >=
-		 (int)sizeof(cs->kubelet_dir))
-		err = -ENAMETOOLONG;
+	r = var_state_dir(hp, root, cfg ? cfg->kubelet_root : NULL, "lib/kubelet", cs->kubelet_dir);
+	if (r < 0)
+		err = r;
+	r = var_state_dir(hp, root, cfg ? cfg->docker_root : NULL, "lib/docker", docker_dir);
+	if (r < 0)
+		err = r;
+	else
+		cs->label = cglabel_new(hp->vardir, docker_dir);
 	cs->kconf.name = "config.yaml";
 	cs->reserved_set = cfg && cfg->kubelet_reserved;
 	if (cs->reserved_set && mask_parse(cfg->kubelet_reserved, &cs->kube_reserved) < 0)

@@ -32,6 +32,10 @@ struct cgscan_config {
 	 * runc_roots. Default: <rundir>/containerd/runc. */
 	unsigned nr_containerd_roots;
 	char **containerd_roots;
+	/* dockerd's data root (its --data-root or "data-root"), where each
+	 * container's config.v2.json gives its name (an absolute host path,
+	 * prefixed like runc_roots). NULL: <vardir>/lib/docker. */
+	char *docker_root;
 	/* The kubelet's root, where its CPU and Memory Manager checkpoints
 	 * are (an absolute host path, prefixed like runc_roots). NULL:
 	 * <vardir>/lib/kubelet. */

@@ -1696,6 +1696,21 @@ static void test_names(void **state)
 	assert_string_equal(g->name, "frontend-v2");
 	snap_unref(s);
 	cgscan_free(cs);
+
+	/* a dockerd with another data root (its --data-root): named from there once configured */
+	tu_write(root, "srv/docker/containers/" HEX_B "/config.v2.json",
+		 "{\"ID\":\"" HEX_B "\",\"Name\":\"/moved\"}");
+	{
+		struct cgscan_config c2 = { .docker_root = "/srv/docker" };
+
+		cs = open_root(root, &c2);
+		s = scan_once(cs, 1);
+		assert_string_equal(snap_find_guest(s, "docker-" HEX_B)->name, "moved");
+		/* only there: the default root's names are not read */
+		assert_string_equal(snap_find_guest(s, "docker-" HEX_A)->name, HEX_A);
+		snap_unref(s);
+		cgscan_free(cs);
+	}
 	tu_rm_rf(root);
 	free(root);
 }
@@ -1878,6 +1893,13 @@ static void test_new_errors(void **state)
 	cfg.nr_runc_roots = 1;
 	cfg.runc_roots = bad_root;
 	assert_int_equal(cgscan_new(&hp, &cfg, &cs), -EINVAL);
+	cfg.nr_runc_roots = 0;
+	cfg.runc_roots = NULL;
+	cfg.docker_root = "var/lib/docker";
+	assert_int_equal(cgscan_new(&hp, &cfg, &cs), -EINVAL);
+	cfg.docker_root = NULL;
+	cfg.nr_runc_roots = 1;
+	cfg.runc_roots = bad_root;
 	assert_ptr_equal(cs, (struct cgscan *)0x1);
 
 	snprintf(hp.cgroupfs, sizeof(hp.cgroupfs), "%s/nonexistent", root);
