@@ -49,8 +49,9 @@ TEST_DEPS  += nodejs python3-jsonschema
 TEST_DEPS  += libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86
 # test_runtimes: containers started by real runtimes on a busybox rootfs (runc ~9 MB,
 # busybox-static ~2 MB, containerd ~98 MB, podman ~88 MB with its dependencies installed;
-# a private containerd per test).
-TEST_DEPS  += runc busybox-static containerd podman
+# a private containerd per test). test_docker: docker.io ~148 MB (with the containerd and
+# runc above; its packaged service is not used: the test starts a private dockerd).
+TEST_DEPS  += runc busybox-static containerd podman docker.io
 
 PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) $(VM_PKGS) $(CLI_PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
