@@ -310,6 +310,16 @@ static char *guests_doc(struct api *a, const struct snapshot *s, const char *kin
 			cpus[0] = '\0';
 		jw_key(&w, "cpus");
 		jw_str(&w, cpus);
+		if (g->nr_devices) {
+			jw_key(&w, "devices");
+			jw_obj(&w);
+			jw_key(&w, "count");
+			jw_int(&w, g->nr_devices);
+			mask_format(&g->dev_nodes, nodes, sizeof(nodes));
+			jw_key(&w, "nodes");
+			jw_str(&w, nodes);
+			jw_obj_end(&w);
+		}
 		if (g->huge_total) {
 			jw_key(&w, "hugetlb_total_bytes");
 			jw_int(&w, (int64_t)g->huge_total);
@@ -367,6 +377,10 @@ static char *guests_doc(struct api *a, const struct snapshot *s, const char *kin
 		}
 		jw_key(&w, "policy");
 		jw_obj(&w);
+		if (pol->devices != GPOL_DEV_PREFER) {
+			jw_key(&w, "devices");
+			jw_str(&w, gpol_devices_name(pol->devices));
+		}
 		jw_key(&w, "mode");
 		jw_str(&w, gpol_mode_name(pol->mode));
 		if (pol->mode == GPOL_PINNED) {
