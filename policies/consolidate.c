@@ -152,6 +152,11 @@ static void add_detail(struct plan_item *it, const char *s)
 		snprintf(it->detail + l, sizeof(it->detail) - l, "%s", s);
 }
 
+static unsigned long long mib(uint64_t b)
+{
+	return (unsigned long long)((b + MIB / 2) / MIB);
+}
+
 /* The record's words on G's devices for target NODES; NULL: no set
  * fits (under require, none holding a device's node). */
 static void dev_detail(const struct snap_guest *g, const nodemask_t *nodes, struct plan_item *it)
@@ -166,14 +171,22 @@ static void dev_detail(const struct snap_guest *g, const nodemask_t *nodes, stru
 		set_detail(it, "devices = require, only node sets with its device's node %s: %s", note, was);
 		return;
 	}
+	if (it->kind == PLAN_MOVE && dev_refused(g, &it->from_nodes)) {
+		char from[48], to[48];
+
+		/* Moved for its device alone: say that, not a load or
+		 * locality case. */
+		fmt_nodes(&it->from_nodes, from, sizeof(from));
+		fmt_nodes(nodes, to, sizeof(to));
+		fmt_nodes(&g->dev_nodes, note, sizeof(note));
+		set_detail(it, "devices = require: nodes %s → %s, its device's node %s: util %.2f→%.2f, %llu MiB to migrate, locality %.2f",
+			   from, to, note, it->load_before, it->load_after, mib(it->migrate_bytes),
+			   it->locality_before);
+		return;
+	}
 	dev_note(g, nodes, note, sizeof(note));
 	if (note[0])
 		add_detail(it, note);
-}
-
-static unsigned long long mib(uint64_t b)
-{
-	return (unsigned long long)((b + MIB / 2) / MIB);
 }
 
 static double mem_demand_of(const struct policy_config *cfg, uint64_t total)
@@ -1007,7 +1020,7 @@ static void auto_pick(const struct pctx *x, const struct snap_guest *g, const st
 			 * pages of their size there): its CPUs go to them
 			 * instead, onto a set that fits and holds them all. */
 			opt = c->k == a->kmin &&
-			      (!a->cur_k ||
+			      (!a->cur_k || dev_refused(g, &g->cpu_nodes) ||
 			       c->util_after * (1.0 + cfg->less_busy_margin) + dev_leave_cost(g, &g->cpu_nodes, &c->nodes) <
 				       a->unow ||
 			       (a->locality_bad && !a->cc.huge_ok && pcand_fits(c) && v->huge_total && !c->huge_migrate));

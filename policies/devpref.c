@@ -50,8 +50,11 @@ static void grow_from(struct pctx *x, const struct gview *v, const bool *usable,
 		int best = -1;
 
 		pset_eval(x, v, set, k, NULL, &c);
+		/* Not more nodes than its busy threads fill: a one-thread
+		 * guest on two nodes runs on one of them. */
 		if (pcand_fits(&c)) {
-			push(x, &c);
+			if (!pcand_more_than_threads(x, v, &c))
+				push(x, &c);
 			break;
 		}
 		for (unsigned n = 0; n < x->nn; n++)
