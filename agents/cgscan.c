@@ -38,6 +38,7 @@
 #include "cgproc.h"
 #include "cgrunc.h"
 #include "cgthr.h"
+#include "devnode.h"
 #include "kubestate.h"
 #include "hugetlb.h"
 #include "../orchestrator/base/clock.h"
@@ -82,6 +83,7 @@ struct cgscan {
 		ino_t ino;            /* the kubelet replaces its checkpoints by rename */
 		char err[256];        /* why the last read failed, "" if none */
 	} kfile[2], kconf;            /* kconf: its config.yaml (reservedSystemCPUs) */
+	struct kube_file kdev;        /* device-plugins/kubelet_internal_checkpoint */
 	cpumask_t kube_reserved;      /* left out of the shared pool */
 	bool reserved_set;            /* by [kubelet] reserved_cpus: config.yaml unread */
 	unsigned gen;                 /* scans made */
@@ -398,6 +400,7 @@ int cgscan_new(const struct host_paths *hp, const struct cgscan_config *cfg,
 	else
 		cs->label = cglabel_new(hp->vardir, docker_dir);
 	cs->kconf.name = "config.yaml";
+	cs->kdev.name = "device-plugins/kubelet_internal_checkpoint";
 	cs->reserved_set = cfg && cfg->kubelet_reserved;
 	if (cs->reserved_set && mask_parse(cfg->kubelet_reserved, &cs->kube_reserved) < 0)
 		err = -EINVAL;
@@ -850,6 +853,50 @@ static void kube_refresh_reserved(struct cgscan *cs)
 	free(buf);
 }
 
+/* The device manager's checkpoint when it changed: the devices of pods
+ * (none without it, or while it cannot be read, which only warns: the
+ * devices are a preference, not the kubelet's placement). */
+static void kube_refresh_dev(struct cgscan *cs)
+{
+	struct kube_file *f = &cs->kdev;
+	char path[PATH_MAX], scratch[8], *buf = NULL;
+	struct stat st;
+	size_t len;
+	int r;
+
+	if (snprintf(path, sizeof(path), "%s/%s", cs->kubelet_dir, f->name) >= (int)sizeof(path))
+		return;
+	if (!kube_changed(f, path, &st)) {
+		if (!f->have)
+			kube_parse_dev(&cs->kube, "{\"Data\":{}}", f->err, sizeof(f->err));
+		return;
+	}
+	r = fs_read_regular(f->name, path, 16u << 20, &buf, &len, f->err, sizeof(f->err));
+	if (r == 0)
+		r = kube_parse_dev(&cs->kube, buf, f->err, sizeof(f->err));
+	else
+		kube_parse_dev(&cs->kube, "{\"Data\":{}}", scratch, sizeof(scratch));
+	free(buf);
+	if (r == 0)
+		log_debug("kubelet %s read", f->name);
+}
+
+/* Pod G's devices, POD's in the checkpoint: their nodes as the kubelet
+ * has them, else (PCI addresses) from sysfs. */
+static void kube_devices(struct cgscan *cs, struct snap_guest *g, const struct kube_pod *pod)
+{
+	if (!pod || !pod->nr_dev)
+		return;
+	g->nr_devices = pod->nr_dev;
+	g->dev_nodes = pod->dev_nodes;
+	for (unsigned i = 0; i < pod->nr_dev_pci; i++) {
+		int node;
+
+		if (devnode_of(&cs->hp, DEVNODE_PCI, pod->dev_pci[i], &node) == 0 && node >= 0)
+			mask_set(&g->dev_nodes, node);
+	}
+}
+
 /* Re-read the kubelet's checkpoints that changed since the last scan; a
  * missing one is a kubelet without that manager (or no kubelet). */
 static void kube_refresh(struct cgscan *cs)
@@ -880,11 +927,14 @@ static void kube_refresh(struct cgscan *cs)
 	}
 	if (!cs->reserved_set)
 		kube_refresh_reserved(cs);
+	kube_refresh_dev(cs);
 	for (unsigned i = 0; i < 2; i++)
 		if (cs->kfile[i].err[0])
 			snap_warn(cs->snap, "kubelet %s", cs->kfile[i].err);
 	if (cs->kconf.err[0])
 		snap_warn(cs->snap, "kubelet %s", cs->kconf.err);
+	if (cs->kdev.err[0])
+		snap_warn(cs->snap, "kubelet %s: its pods' devices unknown", cs->kdev.err);
 }
 
 /* Pod G (uid UID) as the kubelet placed it: owned when it holds exclusive
@@ -895,6 +945,7 @@ static void kube_mark(struct cgscan *cs, struct snap_guest *g, const char *uid)
 {
 	cpumask_t pool;
 
+	kube_devices(cs, g, kube_find(&cs->kube, uid));
 	for (unsigned i = 0; i < 2; i++) {
 		/* What the kubelet decided is unknown: leave every pod to it. */
 		if (cs->kfile[i].err[0]) {

@@ -52,7 +52,7 @@ static void kube_tidy(struct kube_state *ks)
 	unsigned k = 0;
 
 	for (unsigned i = 0; i < ks->nr_pods; i++)
-		if (ks->pods[i].nr_excl || ks->pods[i].nr_numa)
+		if (ks->pods[i].nr_excl || ks->pods[i].nr_numa || ks->pods[i].nr_dev)
 			ks->pods[k++] = ks->pods[i];
 	ks->nr_pods = k;
 	if (k)
@@ -231,6 +231,98 @@ out:
 			ks->pods[i].nr_numa = 0;
 		ks->mem_static = false;
 	}
+	json_decref(j);
+	kube_tidy(ks);
+	return r;
+}
+
+/* The device ids IDS (an array) of one entry, on node NODE (-1: none
+ * given), into pod P. */
+static void dev_ids(struct kube_pod *p, json_t *ids, long node)
+{
+	size_t i;
+	json_t *id;
+
+	json_array_foreach(ids, i, id) {
+		const char *s = json_string_value(id);
+
+		if (!s)
+			continue;
+		p->nr_dev++;
+		if (node >= 0)
+			mask_set(&p->dev_nodes, (int)node);
+		else if (p->nr_dev_pci < KUBE_DEV_PCI_MAX && strlen(s) < sizeof(p->dev_pci[0]))
+			snprintf(p->dev_pci[p->nr_dev_pci++], sizeof(p->dev_pci[0]), "%s", s);
+	}
+}
+
+/* One PodDeviceEntries element. */
+static int dev_entry(struct kube_state *ks, json_t *e, char *err, size_t errsz)
+{
+	static const char what[] = "kubelet_internal_checkpoint";
+	const char *uid = json_string_value(json_object_get(e, "PodUID")), *key;
+	json_t *ids = json_object_get(e, "DeviceIDs"), *v;
+	struct kube_pod *p;
+
+	if (!uid || !uid_ok(uid)) {
+		snprintf(err, errsz, "%s: an entry has no pod uid", what);
+		return -EINVAL;
+	}
+	if (json_is_null(ids) || (json_is_array(ids) && !json_array_size(ids)))
+		return 0;
+	if (!json_is_array(ids) && !json_is_object(ids)) {
+		snprintf(err, errsz, "%s: pod %s: DeviceIDs is neither a list nor a map by node", what, uid);
+		return -EINVAL;
+	}
+	p = pod_get(ks, uid);
+	if (json_is_array(ids)) {
+		dev_ids(p, ids, -1);
+		return 0;
+	}
+	json_object_foreach(ids, key, v) {
+		char *end;
+		long node;
+
+		errno = 0;
+		node = strtol(key, &end, 10);
+		if (errno || end == key || *end || node < -1 || node >= MASK_MAX_NODES || !json_is_array(v)) {
+			snprintf(err, errsz, "%s: pod %s: DeviceIDs key \"%.16s\" is not a node", what, uid, key);
+			return -EINVAL;
+		}
+		dev_ids(p, v, node);
+	}
+	return 0;
+}
+
+int kube_parse_dev(struct kube_state *ks, const char *text, char *err, size_t errsz)
+{
+	json_t *j, *entries, *e;
+	json_error_t jerr;
+	size_t i;
+	int r = 0;
+
+	for (unsigned k = 0; k < ks->nr_pods; k++) {
+		ks->pods[k].nr_dev = ks->pods[k].nr_dev_pci = 0;
+		mask_zero(&ks->pods[k].dev_nodes);
+	}
+	j = json_loads(text, 0, &jerr);
+	if (!j) {
+		snprintf(err, errsz, "kubelet_internal_checkpoint: not JSON: %s (line %d)", jerr.text, jerr.line);
+		kube_tidy(ks);
+		return -EINVAL;
+	}
+	entries = json_object_get(json_object_get(j, "Data"), "PodDeviceEntries");
+	if (!json_is_object(json_object_get(j, "Data")) || (entries && !json_is_null(entries) && !json_is_array(entries))) {
+		snprintf(err, errsz, "kubelet_internal_checkpoint: no \"Data\" with \"PodDeviceEntries\"");
+		r = -EINVAL;
+	}
+	json_array_foreach(r == 0 ? entries : NULL, i, e) {
+		if ((r = dev_entry(ks, e, err, errsz)) < 0)
+			break;
+	}
+	if (r < 0)
+		for (unsigned k = 0; k < ks->nr_pods; k++)
+			ks->pods[k].nr_dev = ks->pods[k].nr_dev_pci = 0;
 	json_decref(j);
 	kube_tidy(ks);
 	return r;

@@ -12,7 +12,17 @@
  *                            [{"numaAffinity":[0],"type":"memory","size":N}]}},
  *                          "checksum":N}
  * (kubernetes pkg/kubelet/cm/{cpumanager,memorymanager}/state/checkpoint.go,
- * their v2 format). The checksum is a hash of Go's dump of the structure:
+ * their v2 format). Its device manager keeps what device plugins gave
+ * each container under device-plugins/:
+ *   kubelet_internal_checkpoint {"Data":{"PodDeviceEntries":[
+ *                          {"PodUID":"<uid>","ContainerName":"c",
+ *                           "ResourceName":"vendor.com/nic",
+ *                           "DeviceIDs":{"1":["0000:3b:02.0"]},
+ *                           "AllocResp":"<base64>"}],
+ *                          "RegisteredDevices":{...}},"Checksum":N}
+ * (pkg/kubelet/cm/devicemanager/checkpoint): DeviceIDs by the NUMA node
+ * the plugin reported for them, "-1" for none; before Kubernetes 1.20 a
+ * plain list, with no node. The checksum is a hash of Go's dump of the structure:
  * not verified here; a file the kubelet is replacing is read again on
  * the next change.
  */
@@ -23,6 +33,9 @@
 #include <stddef.h>
 
 #include "../orchestrator/base/mask.h"
+
+/* PCI addresses without a node kept per pod (kube_pod.dev_pci). */
+#define KUBE_DEV_PCI_MAX 4
 
 /* What the kubelet holds for one pod (by uid). */
 struct kube_pod {
@@ -37,6 +50,14 @@ struct kube_pod {
 	unsigned nr_numa;
 	char numa_ctr[64];
 	nodemask_t numa_nodes;
+	/* Devices the device plugins gave its containers: how many, the
+	 * nodes the checkpoint gives for them, and the first few of those it
+	 * gives none for whose ids are PCI addresses (an SR-IOV plugin's),
+	 * for the caller to look up in sysfs. */
+	unsigned nr_dev;
+	nodemask_t dev_nodes;
+	unsigned nr_dev_pci;
+	char dev_pci[KUBE_DEV_PCI_MAX][16];
 };
 
 struct kube_state {
@@ -52,6 +73,10 @@ struct kube_state {
 int kube_parse_cpu(struct kube_state *ks, const char *text, char *err, size_t errsz);
 /* The same for memory_manager_state. */
 int kube_parse_mem(struct kube_state *ks, const char *text, char *err, size_t errsz);
+/* The same for the device manager's kubelet_internal_checkpoint. Its
+ * devices never make the kubelet the pod's placer: they say where the
+ * pod would rather be. */
+int kube_parse_dev(struct kube_state *ks, const char *text, char *err, size_t errsz);
 /* The pod UID's entry, NULL if the kubelet holds nothing for it. */
 const struct kube_pod *kube_find(const struct kube_state *ks, const char *uid);
 /* The reason the kubelet owns POD's placement, into BUF: "" when it does

@@ -192,6 +192,29 @@ static bool dom_gone_error(void)
 	return e && (e->code == VIR_ERR_NO_DOMAIN || e->code == VIR_ERR_OPERATION_INVALID);
 }
 
+/* The nodes of D's devices (its XML just read), from sysfs: they stay
+ * until its XML is read again (a device attached or detached). */
+static void dev_nodes(const struct vmsrc *vs, struct vm_dom *d, struct snapshot *snap)
+{
+	unsigned n = d->x.nr_devs < VMXML_DEV_MAX ? d->x.nr_devs : VMXML_DEV_MAX;
+
+	mask_zero(&d->dev_nodes);
+	for (unsigned i = 0; i < n; i++) {
+		const struct vmxml_dev *dev = &d->x.devs[i];
+		int node = -1, r = devnode_of(&vs->hp, dev->kind, dev->addr, &node);
+
+		if (r < 0)
+			snap_warn(snap, "libvirt: domain %s: device %s: its NUMA node unknown (%s)", d->x.name,
+				  dev->addr[0] ? dev->addr : "without an address",
+				  r == -ENOENT ? "not in sysfs" : strerror(-r));
+		else if (node >= 0)
+			mask_set(&d->dev_nodes, node);
+	}
+	if (d->x.nr_devs > VMXML_DEV_MAX)
+		snap_warn(snap, "libvirt: domain %s: %u devices, the nodes of the first %u counted", d->x.name,
+			  d->x.nr_devs, VMXML_DEV_MAX);
+}
+
 /* Re-read a domain's settings and find its process. Returns 0, -ESRCH if
  * the domain is gone, or another negative errno (warned). */
 static int refresh(struct vmsrc *vs, struct vm_dom *d, virDomainPtr dom, struct snapshot *snap,
@@ -222,6 +245,7 @@ static int refresh(struct vmsrc *vs, struct vm_dom *d, virDomainPtr dom, struct 
 	vmxml_policy_carry(&x, d->x_read ? &d->x : NULL, clock_real_ns());
 	d->x = x;
 	d->x_read = true;
+	dev_nodes(vs, d, snap);
 	d->warned = false;
 	if (get_numa_params(dom, d->numa_mode, d->numa_nodeset) < 0) {
 		if (dom_gone_error())
@@ -438,6 +462,8 @@ static void set_bounds_and_policy(struct vm_dom *d, struct snapshot *snap, struc
 	g->policy.source = GPOL_SRC_DEFAULT;
 	if (d->x.has_policy)
 		g->policy = d->x.policy;
+	g->nr_devices = d->x.nr_devs;
+	g->dev_nodes = d->dev_nodes;
 	if (d->x.policy_error[0] && !d->warned)
 		snap_warn(snap, "libvirt: domain %s: numaorch policy metadata ignored: %s", d->x.name,
 			  d->x.policy_error);

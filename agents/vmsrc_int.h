@@ -51,6 +51,7 @@ struct vm_dom {
 	int domid;
 	struct vmxml_info x;
 	bool x_read;                 /* x holds a read (else: none yet) */
+	nodemask_t dev_nodes;        /* the nodes of x's devices, from sysfs */
 	char numa_mode[16];          /* live, from virDomainGetNumaParameters */
 	char numa_nodeset[64];
 	pid_t pid;

@@ -134,7 +134,7 @@ void vmxml_policy_carry(struct vmxml_info *now, const struct vmxml_info *before,
 	if (!now->has_policy || !before)
 		return;
 	if (before->has_policy && before->policy.mode == now->policy.mode &&
-	    mask_equal(&before->policy.nodes, &now->policy.nodes))
+	    before->policy.devices == now->policy.devices && mask_equal(&before->policy.nodes, &now->policy.nodes))
 		now->policy.set_real_ns = before->policy.set_real_ns;
 	else
 		now->policy.set_real_ns = now_real_ns;
@@ -145,7 +145,7 @@ void vmxml_policy_carry(struct vmxml_info *now, const struct vmxml_info *before,
 static void parse_policy(const xmlNode *meta, struct vmxml_info *x)
 {
 	for (const xmlNode *c = meta->children; c; c = c->next) {
-		xmlChar *mode, *nodes;
+		xmlChar *mode, *nodes, *devs;
 		int r;
 
 		if (c->type != XML_ELEMENT_NODE || !c->ns || !c->ns->href ||
@@ -164,10 +164,18 @@ static void parse_policy(const xmlNode *meta, struct vmxml_info *x)
 		}
 		mode = xmlGetNoNsProp(c, (const xmlChar *)"mode");
 		nodes = xmlGetNoNsProp(c, (const xmlChar *)"nodes");
+		devs = xmlGetNoNsProp(c, (const xmlChar *)"devices");
 		r = vmxml_policy_from_attrs((const char *)mode, (const char *)nodes, &x->policy,
 					    x->policy_error, sizeof(x->policy_error));
+		if (r == 0 && devs && gpol_devices_parse((const char *)devs, &x->policy.devices) < 0) {
+			snprintf(x->policy_error, sizeof(x->policy_error),
+				 "policy devices \"%.32s\" is not prefer, require or ignore", (const char *)devs);
+			memset(&x->policy, 0, sizeof(x->policy));
+			r = -EINVAL;
+		}
 		xmlFree(mode);
 		xmlFree(nodes);
+		xmlFree(devs);
 		if (r < 0)
 			return;
 		x->has_policy = true;
@@ -188,6 +196,68 @@ static void parse_numatune(const xmlNode *nt, struct vmxml_info *x)
 			attr_of(c, "mode", mode, sizeof(mode));
 			if (strcmp(mode, "restrictive") != 0)
 				x->nr_memnodes_bound++;
+		}
+	}
+}
+
+/* <address domain='0x0000' bus='0x3b' slot='0x00' function='0x1'/> as
+ * sysfs names the function ("0000:3b:00.1"); false if not one. */
+static bool pci_addr(const xmlNode *a, char *buf, size_t sz)
+{
+	static const char *const names[] = { "domain", "bus", "slot", "function" };
+	static const unsigned long max[] = { 0xffff, 0xff, 0x1f, 7 };
+	unsigned long v[4];
+
+	for (unsigned i = 0; i < 4; i++) {
+		char t[16], *end;
+
+		if (!attr_of(a, names[i], t, sizeof(t)))
+			return false;
+		errno = 0;
+		v[i] = strtoul(t, &end, 0);
+		if (errno || end == t || *end || v[i] > max[i])
+			return false;
+	}
+	snprintf(buf, sz, "%04lx:%02lx:%02lx.%lx", v[0], v[1], v[2], v[3]);
+	return true;
+}
+
+/* One device of KIND found: counted, and kept while there is room (ADDR
+ * "" when its address could not be read: counted, on no node). */
+static void dev_add(struct vmxml_info *x, enum devnode_kind kind, const char *addr)
+{
+	if (x->nr_devs < VMXML_DEV_MAX) {
+		x->devs[x->nr_devs].kind = kind;
+		snprintf(x->devs[x->nr_devs].addr, sizeof(x->devs[x->nr_devs].addr), "%s", addr);
+	}
+	x->nr_devs++;
+}
+
+/* <hostdev mode='subsystem' type='pci|mdev|vdpa'> and <interface
+ * type='hostdev|vdpa'>: the devices a domain holds on the host. */
+static void parse_devices(const xmlNode *devs, struct vmxml_info *x)
+{
+	for (const xmlNode *c = devs->children; c; c = c->next) {
+		const xmlNode *src, *a;
+		char type[16] = "", addr[40] = "";
+		bool host = is_el(c, "hostdev"), iface = is_el(c, "interface");
+
+		if ((!host && !iface) || !attr_of(c, "type", type, sizeof(type)))
+			continue;
+		src = child(c, "source");
+		a = src ? child(src, "address") : NULL;
+		if ((host && strcmp(type, "pci") == 0) || (iface && strcmp(type, "hostdev") == 0)) {
+			if (!a || !pci_addr(a, addr, sizeof(addr)))
+				addr[0] = '\0';
+			dev_add(x, DEVNODE_PCI, addr);
+		} else if ((host || iface) && strcmp(type, "vdpa") == 0) {
+			if (!src || !attr_of(src, "dev", addr, sizeof(addr)))
+				addr[0] = '\0';
+			dev_add(x, DEVNODE_VDPA, addr);
+		} else if (host && strcmp(type, "mdev") == 0) {
+			if (!a || !attr_of(a, "uuid", addr, sizeof(addr)))
+				addr[0] = '\0';
+			dev_add(x, DEVNODE_MDEV, addr);
 		}
 	}
 }
@@ -235,6 +305,8 @@ int vmxml_parse(const char *xml, size_t len, struct vmxml_info *out, char *err, 
 		parse_numatune(n, &x);
 	if ((n = child(root, "metadata")))
 		parse_policy(n, &x);
+	if ((n = child(root, "devices")))
+		parse_devices(n, &x);
 	*out = x;
 	r = 0;
 out:

@@ -15,7 +15,8 @@
  *   </metadata>
  *
  * mode is auto | pinned | ignore; nodes (a node list, "0-1,3") is
- * required with pinned and refused otherwise. Set it with
+ * required with pinned and refused otherwise; devices (prefer | require
+ * | ignore, default prefer) says what its devices' nodes weigh. Set it with
  *   virsh metadata DOMAIN urn:numaorch:libvirt:1 --key numaorch \
  *         --set '<policy mode="ignore"/>'
  * The namespace is a URN rather than an http URL because numaorch owns no
@@ -29,9 +30,19 @@
 #include <stdint.h>
 
 #include "../orchestrator/model/snapshot.h"
+#include "devnode.h"
 
 #define VMXML_NS "urn:numaorch:libvirt:1"
 #define VMXML_NS_PREFIX "numaorch"
+
+/* Devices of a domain kept (the first ones in its XML); more are counted. */
+#define VMXML_DEV_MAX 16
+
+/* A device passed through to the domain, on a node of the host. */
+struct vmxml_dev {
+	enum devnode_kind kind;
+	char addr[40];       /* PCI address, /dev/vhost-vdpa-N, mdev uuid */
+};
 
 struct vmxml_info {
 	char uuid[37];
@@ -48,6 +59,12 @@ struct vmxml_info {
 	char numatune_nodeset[64];
 	unsigned nr_memnodes_bound;/* <numatune><memnode> not in mode restrictive: guest
 				    * cells whose memory QEMU binds (mbind) to host nodes */
+
+	/* Its host devices: <hostdev> of type pci, vdpa and mdev and
+	 * <interface> of type hostdev and vdpa. nr_devs counts them all,
+	 * devs[] holds the first VMXML_DEV_MAX. */
+	unsigned nr_devs;
+	struct vmxml_dev devs[VMXML_DEV_MAX];
 
 	bool has_policy;           /* a numaorch policy element was found and is valid */
 	struct guest_policy policy;/* source GPOL_SRC_METADATA when has_policy */

@@ -245,6 +245,48 @@ static const char *page_next(bool more, const char *last)
 	return more ? last : NULL;
 }
 
+/* A guest's policy in a guests list, keys sorted (devices only when not
+ * the default, prefer). */
+static void guest_policy_doc(struct jw *w, const struct guest_policy *pol)
+{
+	char nodes[NODELIST_BUFSZ];
+
+	jw_key(w, "policy");
+	jw_obj(w);
+	if (pol->devices != GPOL_DEV_PREFER) {
+		jw_key(w, "devices");
+		jw_str(w, gpol_devices_name(pol->devices));
+	}
+	jw_key(w, "mode");
+	jw_str(w, gpol_mode_name(pol->mode));
+	if (pol->mode == GPOL_PINNED) {
+		mask_format(&pol->nodes, nodes, sizeof(nodes));
+		jw_key(w, "nodes");
+		jw_str(w, nodes);
+	}
+	jw_key(w, "source");
+	jw_str(w, gpol_source_name(pol->source));
+	jw_obj_end(w);
+}
+
+/* G's devices in a guests list: {"count": N, "nodes": "1"}, only when it
+ * has some. */
+static void guest_devices_doc(struct jw *w, const struct snap_guest *g)
+{
+	char nodes[NODELIST_BUFSZ];
+
+	if (!g->nr_devices)
+		return;
+	jw_key(w, "devices");
+	jw_obj(w);
+	jw_key(w, "count");
+	jw_int(w, g->nr_devices);
+	mask_format(&g->dev_nodes, nodes, sizeof(nodes));
+	jw_key(w, "nodes");
+	jw_str(w, nodes);
+	jw_obj_end(w);
+}
+
 /* The guest list as JSON text, written directly: a jansson tree of a
  * thousand guests costs several times the CPU and memory (api/jsonw.h). */
 static char *guests_doc(struct api *a, const struct snapshot *s, const char *kind, const char *runtime,
@@ -310,6 +352,7 @@ static char *guests_doc(struct api *a, const struct snapshot *s, const char *kin
 			cpus[0] = '\0';
 		jw_key(&w, "cpus");
 		jw_str(&w, cpus);
+		guest_devices_doc(&w, g);
 		if (g->huge_total) {
 			jw_key(&w, "hugetlb_total_bytes");
 			jw_int(&w, (int64_t)g->huge_total);
@@ -365,18 +408,7 @@ static char *guests_doc(struct api *a, const struct snapshot *s, const char *kin
 			jw_key(&w, "pod");
 			jw_str(&w, g->pod);
 		}
-		jw_key(&w, "policy");
-		jw_obj(&w);
-		jw_key(&w, "mode");
-		jw_str(&w, gpol_mode_name(pol->mode));
-		if (pol->mode == GPOL_PINNED) {
-			mask_format(&pol->nodes, nodes, sizeof(nodes));
-			jw_key(&w, "nodes");
-			jw_str(&w, nodes);
-		}
-		jw_key(&w, "source");
-		jw_str(&w, gpol_source_name(pol->source));
-		jw_obj_end(&w);
+		guest_policy_doc(&w, pol);
 		jw_key(&w, "runtime");
 		jw_str(&w, g->runtime);
 		jw_obj_end(&w);

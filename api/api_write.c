@@ -428,8 +428,9 @@ static int gpol_engine(struct engine *e, void *ctx)
 		char nodes[NODELIST_BUFSZ] = "";
 
 		mask_format(&gp->pol.nodes, nodes, sizeof(nodes));
-		log_info("guest policy of %s set through the API: %s%s%s", gp->id, gpol_mode_name(gp->pol.mode),
-			 nodes[0] ? " " : "", nodes);
+		log_info("guest policy of %s set through the API: %s%s%s%s%s", gp->id, gpol_mode_name(gp->pol.mode),
+			 nodes[0] ? " " : "", nodes, gp->pol.devices != GPOL_DEV_PREFER ? ", devices " : "",
+			 gp->pol.devices != GPOL_DEV_PREFER ? gpol_devices_name(gp->pol.devices) : "");
 		gpolstore_get(gp->a->gs, gp->id, &gp->rec);
 	}
 	/* An operator's order is acted on in a second or so, not at the
@@ -477,17 +478,18 @@ bad:
 
 void h_guest_policy_put(struct rq *r)
 {
-	static const char *const allowed[] = { "mode", "nodes", "provision", NULL };
+	static const char *const allowed[] = { "mode", "nodes", "devices", "provision", NULL };
 	struct gpol_put *gp;
 	struct engine_view *v;
 	const struct snap_guest *g;
 	struct jreq_err err;
-	const char *mode;
+	const char *mode, *devices = NULL;
 	json_t *nodes;
 	bool provision = false;
 	int ret;
 
 	if (jreq_only(r->body, allowed, &err) < 0 || jreq_bool(r->body, "provision", &provision, &err) < 0 ||
+	    jreq_string(r->body, "devices", 16, &devices, &err) < 0 ||
 	    (ret = jreq_string(r->body, "mode", 16, &mode, &err)) < 0) {
 		problem_jerr(r, &err);
 		return;
@@ -502,6 +504,10 @@ void h_guest_policy_put(struct rq *r)
 	gp->pol.source = GPOL_SRC_API;
 	if (gpol_mode_parse(mode, &gp->pol.mode) < 0) {
 		problem(r, 400, "invalid-field", "mode", "mode: must be auto, pinned or ignore");
+		goto out;
+	}
+	if (devices && gpol_devices_parse(devices, &gp->pol.devices) < 0) {
+		problem(r, 400, "invalid-field", "devices", "devices: must be prefer, require or ignore");
 		goto out;
 	}
 	nodes = json_object_get(r->body, "nodes");

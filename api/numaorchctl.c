@@ -76,6 +76,8 @@ static void usage(FILE *f)
 		"  guest-policy ID                a guest's policy\n"
 		"  guest-policy ID auto|ignore|clear\n"
 		"  guest-policy ID pinned NODES   pin (e.g. 0-1); kept across restarts\n"
+		"                                 (a last devices=prefer|require|ignore: what its\n"
+		"                                 devices' nodes weigh, prefer by default)\n"
 		"                                 (--provision: for a guest not on the host yet)\n"
 		"  guest-policies                 every per-guest policy set\n"
 		"  rebalance [--dry-run] [--verbose]\n"
@@ -451,6 +453,11 @@ static void policy_text(json_t *p, char *buf, size_t sz)
 		snprintf(buf, sz, "pinned %s", jstr(p, "nodes"));
 	else
 		snprintf(buf, sz, "%s", jstr(p, "mode"));
+	if (*jstr(p, "devices")) {
+		size_t n = strlen(buf);
+
+		snprintf(buf + n, sz - n, ", devices %s", jstr(p, "devices"));
+	}
 	if (strcmp(jstr(p, "source"), "default") != 0 && *jstr(p, "source")) {
 		size_t n = strlen(buf);
 
@@ -677,6 +684,10 @@ static int cmd_guest(const struct opts *o, const char *id)
 			printf(" node %s %s;", fmt_safe(k), fmt_bytes(json_number_value(v), b1, sizeof(b1)));
 		printf("\n");
 	}
+	v = json_object_get(j, "devices");
+	if (json_is_object(v))
+		printf("devices:   %lld, %s%s\n", jint(v, "count"), *jstr(v, "nodes") ? "on nodes " : "on no node",
+		       jstr(v, "nodes"));
 	print_history_line(o, id);
 	printf("policy:    %s\n", pol);
 	plan = json_object_get(j, "plan");
@@ -809,11 +820,14 @@ static void print_gpol(json_t *p)
 
 static int cmd_guest_policy(const struct opts *o, int argc, char **argv)
 {
-	const char *id = argv[0];
+	const char *id = argv[0], *devices = NULL;
 	char *path = guest_path(id, "/policy");
 	json_t *j = NULL, *body = NULL;
 	int r = EX_OK;
 
+	/* A last word devices=prefer|require|ignore goes with the mode. */
+	if (argc > 2 && strncmp(argv[argc - 1], "devices=", 8) == 0)
+		devices = argv[--argc] + 8;
 	if (argc == 1) {
 		r = call(o, "GET", path, NULL, &j, NULL);
 	} else if (strcmp(argv[1], "clear") == 0 && argc == 2) {
@@ -829,11 +843,13 @@ static int cmd_guest_policy(const struct opts *o, int argc, char **argv)
 		body = json_pack("{s:s, s:s}", "mode", "pinned", "nodes", argv[2]);
 	} else {
 		free(path);
-		return die_usage("guest-policy ID [auto | ignore | clear | pinned NODES]");
+		return die_usage("guest-policy ID [auto | ignore | clear | pinned NODES] [devices=prefer|require|ignore]");
 	}
 	if (body) {
 		if (o->provision)
 			json_object_set_new(body, "provision", json_true());
+		if (devices)
+			json_object_set_new(body, "devices", json_string(devices));
 		r = call(o, "PUT", path, body, &j, NULL);
 		json_decref(body);
 	}

@@ -119,6 +119,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "devpref.h"
 #include "guards.h"
 #include "../orchestrator/base/xalloc.h"
 
@@ -154,6 +155,38 @@ static void add_detail(struct plan_item *it, const char *s)
 static unsigned long long mib(uint64_t b)
 {
 	return (unsigned long long)((b + MIB / 2) / MIB);
+}
+
+/* The record's words on G's devices for target NODES; NULL: no set
+ * fits (under require, none holding a device's node). */
+static void dev_detail(const struct snap_guest *g, const nodemask_t *nodes, struct plan_item *it)
+{
+	char note[96], was[sizeof(it->detail)];
+
+	if (!nodes) {
+		if (g->policy.devices != GPOL_DEV_REQUIRE || !dev_weighs(g))
+			return;
+		fmt_nodes(&g->dev_nodes, note, sizeof(note));
+		memcpy(was, it->detail, sizeof(was));
+		set_detail(it, "devices = require, only node sets with its device's node %s: %s", note, was);
+		return;
+	}
+	if (it->kind == PLAN_MOVE && dev_refused(g, &it->from_nodes)) {
+		char from[48], to[48];
+
+		/* Moved for its device alone: say that, not a load or
+		 * locality case. */
+		fmt_nodes(&it->from_nodes, from, sizeof(from));
+		fmt_nodes(nodes, to, sizeof(to));
+		fmt_nodes(&g->dev_nodes, note, sizeof(note));
+		set_detail(it, "devices = require: nodes %s → %s, its device's node %s: util %.2f→%.2f, %llu MiB to migrate, locality %.2f",
+			   from, to, note, it->load_before, it->load_after, mib(it->migrate_bytes),
+			   it->locality_before);
+		return;
+	}
+	dev_note(g, nodes, note, sizeof(note));
+	if (note[0])
+		add_detail(it, note);
 }
 
 static double mem_demand_of(const struct policy_config *cfg, uint64_t total)
@@ -987,7 +1020,9 @@ static void auto_pick(const struct pctx *x, const struct snap_guest *g, const st
 			 * pages of their size there): its CPUs go to them
 			 * instead, onto a set that fits and holds them all. */
 			opt = c->k == a->kmin &&
-			      (!a->cur_k || c->util_after * (1.0 + cfg->less_busy_margin) < a->unow ||
+			      (!a->cur_k || dev_refused(g, &g->cpu_nodes) ||
+			       c->util_after * (1.0 + cfg->less_busy_margin) + dev_leave_cost(g, &g->cpu_nodes, &c->nodes) <
+				       a->unow ||
 			       (a->locality_bad && !a->cc.huge_ok && pcand_fits(c) && v->huge_total && !c->huge_migrate));
 			/* Local where it is and its threads fit its CPUs
 			 * (local fit): less load elsewhere must pay for moving
@@ -1131,6 +1166,7 @@ static void auto_move(struct pctx *x, const struct pstate_entry *pe, const struc
 				: "; in cool-down: onto an idle node, its own over its CPUs");
 	if (a->nan || pick->busy_nan)
 		add_detail(it, " (some node busy not measured, taken as idle)");
+	dev_detail(g, &pick->nodes, it);
 }
 
 /* A guest the policy places by itself (not pinned, not a start): split
@@ -1155,7 +1191,7 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 	}
 	if (decide_split(x, pe, g, v, usable, d))
 		return;
-	a.kmin = pcands_generate(x, v, usable, &a.allowed_block);
+	a.kmin = dev_cands(x, g, v, usable, pcands_generate(x, v, usable, &a.allowed_block));
 	/* Nothing fits with headroom: the least-loaded sets that hold its
 	 * busy threads, its memory local there, by the same rules. */
 	if (!a.kmin) {
@@ -1163,8 +1199,13 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 		a.crowded = a.kmin > 0;
 	}
 	auto_current(x, g, v, usable, it, &a);
+	/* Where it is, weighed as the candidates are for its devices. */
+	a.cur_ok = a.cur_ok && !dev_refused(g, &g->cpu_nodes);
+	if (a.cur_k && dev_weighs(g) && !mask_intersects(&g->cpu_nodes, &g->dev_nodes))
+		a.cc.score += W_DEVICE;
 	if (!a.kmin) {
 		auto_no_fit(x, v, usable, it, &a);
+		dev_detail(g, NULL, it);
 		return;
 	}
 	auto_pick(x, g, v, &a);
@@ -1180,6 +1221,7 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 			add_detail(it, "; nothing fits with headroom, none less loaded");
 		else if (a.cc.local_fit)
 			add_detail(it, "; fits without headroom: its memory is here, its threads fit the CPUs");
+		dev_detail(g, &g->cpu_nodes, it);
 		return;
 	}
 	if (!a.cur_k)

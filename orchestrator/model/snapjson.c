@@ -95,6 +95,9 @@ json_t *gpol_to_json(const struct guest_policy *p)
 
 	if (p->mode == GPOL_PINNED)
 		json_object_set_new(o, "nodes", snapj_nodemask(&p->nodes));
+	/* The default (prefer) is not shown. */
+	if (p->devices != GPOL_DEV_PREFER)
+		json_object_set_new(o, "devices", json_string(gpol_devices_name(p->devices)));
 	return o;
 }
 
@@ -151,6 +154,9 @@ json_t *snap_guest_to_json(const struct snapshot *s, const struct snap_guest *g)
 	}
 	if (g->busy_measured)
 		json_object_set_new(o, "busy_threads", json_integer(g->busy_threads));
+	if (g->nr_devices)
+		json_object_set_new(o, "devices", json_pack("{s:i, s:o}", "count", (int)g->nr_devices, "nodes",
+							    snapj_nodemask(&g->dev_nodes)));
 	if (g->huge_total && g->huge_node) {
 		json_t *hn = json_object();
 

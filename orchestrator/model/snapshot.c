@@ -582,6 +582,14 @@ static const char *const gpol_mode_names[] = {
 STRTAB_NAME(gpol_mode_name, enum gpol_mode, gpol_mode_names)
 STRTAB_PARSE(gpol_mode_parse, enum gpol_mode, gpol_mode_names)
 
+static const char *const gpol_devices_names[] = {
+	[GPOL_DEV_PREFER] = "prefer",
+	[GPOL_DEV_REQUIRE] = "require",
+	[GPOL_DEV_IGNORE] = "ignore",
+};
+STRTAB_NAME(gpol_devices_name, enum gpol_devices, gpol_devices_names)
+STRTAB_PARSE(gpol_devices_parse, enum gpol_devices, gpol_devices_names)
+
 static const char *const gpol_source_names[] = {
 	[GPOL_SRC_DEFAULT] = "default",
 	[GPOL_SRC_API] = "api",

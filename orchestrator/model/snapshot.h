@@ -82,6 +82,13 @@ enum gpol_mode {
 	GPOL_IGNORE,     /* never touch */
 };
 
+/* What a guest's devices (snap_guest.dev_nodes) weigh in its placement. */
+enum gpol_devices {
+	GPOL_DEV_PREFER = 0, /* a target holding a device's node wins a tie and keeps it */
+	GPOL_DEV_REQUIRE,    /* only targets holding a device's node; none fits: skipped */
+	GPOL_DEV_IGNORE,     /* its devices do not count */
+};
+
 enum gpol_source {
 	GPOL_SRC_DEFAULT = 0,
 	GPOL_SRC_API,
@@ -92,6 +99,7 @@ struct guest_policy {
 	enum gpol_mode mode;
 	enum gpol_source source;
 	nodemask_t nodes; /* GPOL_PINNED only */
+	enum gpol_devices devices;
 	/* When the operator set it (CLOCK_REALTIME): through the API, in
 	 * whole seconds as the store keeps them; in a domain's metadata, the
 	 * first read that saw it changed (vmxml_policy_carry). 0: not known
@@ -207,6 +215,14 @@ struct snap_guest {
 	nodemask_t allowed_mems;
 	struct guest_policy policy;
 	struct snap_vm *vm;
+	/* Its devices: PCI functions passed through to a VM (<hostdev>,
+	 * <interface type='hostdev'>, vDPA), devices the kubelet's device
+	 * plugins gave a pod's containers. How many were found, and the
+	 * nodes (ids) of those that sit on one (a device with numa_node -1
+	 * counts, on no node). 0 and empty: none, or none its source can
+	 * tell (a container outside Kubernetes). */
+	unsigned nr_devices;
+	nodemask_t dev_nodes;
 
 	/* Derived by snap_finalize(), from the fields above. */
 	nodemask_t cpu_nodes;           /* nodes whose CPUs intersect cpus */
@@ -357,5 +373,8 @@ const char *snap_loc_source_name(enum loc_source s);
 const char *gpol_mode_name(enum gpol_mode m);
 const char *gpol_source_name(enum gpol_source s);
 int gpol_mode_parse(const char *s, enum gpol_mode *out);
+/* "prefer", "require", "ignore". */
+const char *gpol_devices_name(enum gpol_devices d);
+int gpol_devices_parse(const char *s, enum gpol_devices *out);
 
 #endif

@@ -131,6 +131,11 @@ static int parse_record(const char *id, json_t *o, struct gpol_record *out, char
 				snprintf(err, errsz, "%s: nodes must be a node list such as \"0-1\"", id);
 				return -EINVAL;
 			}
+		} else if (strcmp(key, "devices") == 0) {
+			if (!json_is_string(v) || gpol_devices_parse(json_string_value(v), &out->pol.devices) < 0) {
+				snprintf(err, errsz, "%s: devices must be prefer, require or ignore", id);
+				return -EINVAL;
+			}
 		} else if (strcmp(key, "set") == 0) {
 			if (!json_is_string(v) || time_parse(json_string_value(v), &out->set_real_ns) < 0) {
 				snprintf(err, errsz, "%s: set must be a time such as 2024-01-31T12:00:00Z", id);
@@ -275,6 +280,8 @@ static char *journal_line(const char *id, const struct gpol_record *rec)
 		json_object_set_new(p, "mode", json_string(gpol_mode_name(rec->pol.mode)));
 		if (rec->pol.mode == GPOL_PINNED)
 			json_object_set_new(p, "nodes", snapj_nodemask(&rec->pol.nodes));
+		if (rec->pol.devices != GPOL_DEV_PREFER)
+			json_object_set_new(p, "devices", json_string(gpol_devices_name(rec->pol.devices)));
 		time_iso(rec->set_real_ns, when, sizeof(when));
 		json_object_set_new(p, "set", json_string(when));
 		json_object_set_new(o, "policy", p);
@@ -407,6 +414,8 @@ static char *serialize(const struct gpol_record *r, unsigned n)
 		json_object_set_new(o, "mode", json_string(gpol_mode_name(r[i].pol.mode)));
 		if (r[i].pol.mode == GPOL_PINNED)
 			json_object_set_new(o, "nodes", snapj_nodemask(&r[i].pol.nodes));
+		if (r[i].pol.devices != GPOL_DEV_PREFER)
+			json_object_set_new(o, "devices", json_string(gpol_devices_name(r[i].pol.devices)));
 		time_iso(r[i].set_real_ns, when, sizeof(when));
 		json_object_set_new(o, "set", json_string(when));
 		json_object_set_new(guests, r[i].id, o);

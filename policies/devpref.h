@@ -1,0 +1,49 @@
+/* devpref.h — private to policies/: what a guest's devices weigh in its
+ * placement (snap_guest.dev_nodes, its policy's devices field).
+ *
+ * A device sits on a node (its PCI function's numa_node): DMA and
+ * interrupts cross the interconnect when the guest runs elsewhere. Under
+ * devices = prefer (the default), a target holding one of its devices'
+ * nodes costs W_DEVICE less in the score (it wins a tie among sets of
+ * the fewest nodes), and a guest on its device's node leaves it for load
+ * only when the other set is less busy by the margin and by W_DEVICE
+ * more. Room is never overridden: only sets that fit compete. Under
+ * require, only sets holding a device's node are candidates (none fits:
+ * the guest is skipped, its record saying so); ignore: the devices do
+ * not count. */
+#ifndef NUMAORCH_POLICIES_DEVPREF_H
+#define NUMAORCH_POLICIES_DEVPREF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "guards.h"
+
+/* A set without the device's node, in utilisation: more than the noise
+ * between two nodes' loads (a guest would not leave its device for a node
+ * a few percent less busy), less than a busy guest's share of a small
+ * node (a 2-CPU node a guest keeps half busy still sheds it). */
+#define W_DEVICE 0.15
+
+/* G's devices' nodes weigh in its placement (it has some, not ignored). */
+bool dev_weighs(const struct snap_guest *g);
+/* G requires a device's node and NODES holds none. */
+bool dev_refused(const struct snap_guest *g, const nodemask_t *nodes);
+/* What leaving FROM for TO costs G beyond the less-busy margin: W_DEVICE
+ * when G prefers its devices' nodes, FROM holds one and TO none. */
+double dev_leave_cost(const struct snap_guest *g, const nodemask_t *from, const nodemask_t *to);
+/* The candidates of the last pcands_generate for G (view V, USABLE
+ * nodes), its devices weighed: under prefer each set holding none of its
+ * devices' nodes scores W_DEVICE more; under require such sets are
+ * dropped, and when no fitting set is left one is grown from each
+ * usable device node (the generation cuts sets beyond the fewest nodes,
+ * so one holding the device may be missing). Returns the fewest nodes of
+ * a fitting set left (KMIN, pcands_generate's, unchanged otherwise). */
+unsigned dev_cands(struct pctx *x, const struct snap_guest *g, const struct gview *v, const bool *usable,
+		   unsigned kmin);
+/* The record's words on G's devices for target NODES: "; near its
+ * device on node 1", "; away from its devices on nodes 1-2", "" when
+ * they do not weigh. */
+void dev_note(const struct snap_guest *g, const nodemask_t *nodes, char *buf, size_t sz);
+
+#endif

@@ -1,0 +1,192 @@
+/* test_devpref.c — a guest's devices in its placement (policies/devpref.c):
+ * the device's node wins a tie, keeps a guest from leaving it for a
+ * slightly less busy node, never overrides room; devices = require and
+ * ignore; the record names the device's node. */
+#include "testutil.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policies/devpref.h"
+#include "policies/policies.h"
+
+#define SEC 1000000000LL
+#define T0 (100000 * SEC)
+
+/* N nodes of 2 CPUs (node i: CPUs 2i, 2i+1) and 8 GiB, FREE_MIB[i] free,
+ * BUSY[i] of its CPUs busy. */
+static struct snapshot *host(unsigned n, const uint64_t *free_mib, const double *busy)
+{
+	struct snapshot *s = snap_new();
+	struct snap_node *nodes = calloc(n, sizeof(*nodes));
+
+	assert_non_null(nodes);
+	for (unsigned i = 0; i < n; i++) {
+		nodes[i].id = (int)i;
+		mask_set(&nodes[i].cpus, 2 * i);
+		mask_set(&nodes[i].cpus, 2 * i + 1);
+		nodes[i].nr_cpus = 2;
+		nodes[i].mem_total = 8192 * MIB;
+		nodes[i].mem_free = free_mib[i] * MIB;
+		nodes[i].busy = busy[i];
+		nodes[i].agent_cpus = NAN;
+	}
+	snap_set_nodes(s, nodes, n, NULL);
+	free(nodes);
+	s->mono_ns = T0;
+	return s;
+}
+
+/* A one-thread guest using USE CPUs on CPUS (its use measured on node
+ * index RUNS_ON when >= 0), MEM_MIB of memory on node index MEM_ON, with
+ * a device on node DEV (-1: none) under policy DEVS. */
+static struct snap_guest *guest(struct snapshot *s, double use, const char *cpus, int runs_on, unsigned mem_mib,
+				int mem_on, int dev, enum gpol_devices devs)
+{
+	struct snap_guest *g = snap_add_guest(s);
+	cpumask_t c;
+
+	snprintf(g->id, sizeof(g->id), "docker-g");
+	g->cpu_use = use;
+	g->nr_threads = 1;
+	mask_parse(cpus, &c);
+	g->cpus = snap_cpumask(s, &c);
+	mask_parse("0-3", &g->mems);
+	if (runs_on >= 0) {
+		g->cpu_node = calloc(s->nr_nodes, sizeof(double));
+		g->cpu_node[runs_on] = use;
+	}
+	g->mem_node[mem_on] = (uint64_t)mem_mib * MIB;
+	if (dev >= 0) {
+		g->nr_devices = 1;
+		mask_set(&g->dev_nodes, dev);
+	}
+	g->policy.devices = devs;
+	return g;
+}
+
+/* Decide on S (released) with the default policy; the one item. */
+static struct plan_item decide(struct snapshot *s)
+{
+	struct policy_config cfg;
+	struct pstate *next;
+	struct plan_item it;
+	struct plan *p;
+
+	snap_finalize(s);
+	policy_config_default(&cfg);
+	assert_int_equal(policy_decide(&cfg, s, NULL, true, &p, &next), 0);
+	assert_int_equal(p->nr_items, 1);
+	it = p->items[0];
+	if (getenv("DEVPREF_DEBUG"))
+		fprintf(stderr, "kind %d skip %d to %llx: %s\n", it.kind, it.skip,
+			(unsigned long long)it.to_nodes.w[0], it.detail);
+	plan_free(p);
+	pstate_free(next);
+	snap_unref(s);
+	return it;
+}
+
+/* A guest (as guest()'s arguments) alone on a 4-node host FR, BUSY, decided. */
+static struct plan_item run(const uint64_t *fr, const double *busy, double use, const char *cpus, int runs_on,
+			    unsigned mem_mib, int mem_on, int dev, enum gpol_devices devs)
+{
+	struct snapshot *s = host(4, fr, busy);
+
+	guest(s, use, cpus, runs_on, mem_mib, mem_on, dev, devs);
+	return decide(s);
+}
+
+static bool moved_to(const struct plan_item *it, int node)
+{
+	return it->kind == PLAN_MOVE && mask_count(&it->to_nodes) == 1 && mask_test(&it->to_nodes, node);
+}
+
+/* Four idle nodes, a new guest free to run anywhere: node 0 without a
+ * device (lowest id), its device's node with one. */
+static void test_tie_goes_to_device(void **state)
+{
+	static const uint64_t fr[4] = { 6000, 6000, 6000, 6000 };
+	static const double busy[4] = { 0.3, 0.3, 0.3, 0.3 };
+	struct plan_item it;
+
+	(void)state;
+	it = run(fr, busy, 0.5, "0-7", -1, 0, 0, -1, GPOL_DEV_PREFER);
+	assert_true(moved_to(&it, 0));
+	it = run(fr, busy, 0.5, "0-7", -1, 0, 0, 2, GPOL_DEV_PREFER);
+	assert_true(moved_to(&it, 2));
+	assert_non_null(strstr(it.detail, "near its device on node 2"));
+	/* ignore: as without */
+	it = run(fr, busy, 0.5, "0-7", -1, 0, 0, 2, GPOL_DEV_IGNORE);
+	assert_true(moved_to(&it, 0));
+	assert_null(strstr(it.detail, "device"));
+}
+
+/* On node 1 (util 0.85), node 0 less busy by the margin: it leaves
+ * without a device; with its device on node 1 it stays, unless node 0 is
+ * much less busy. */
+static void test_keeps_device_node(void **state)
+{
+	static const uint64_t fr[4] = { 6000, 6000, 6000, 6000 };
+	static const double busy[4] = { 0.4, 0.85, 0.95, 0.95 };
+	static const double idle0[4] = { 0.1, 0.85, 0.95, 0.95 };
+	struct plan_item it;
+
+	(void)state;
+	it = run(fr, busy, 0.5, "2-3", 1, 0, 1, -1, GPOL_DEV_PREFER);
+	assert_true(moved_to(&it, 0));
+	it = run(fr, busy, 0.5, "2-3", 1, 0, 1, 1, GPOL_DEV_PREFER);
+	assert_int_not_equal(it.kind, PLAN_MOVE);
+	it = run(fr, idle0, 0.5, "2-3", 1, 0, 1, 1, GPOL_DEV_PREFER);
+	assert_true(moved_to(&it, 0));
+	assert_non_null(strstr(it.detail, "away from its device on node 1"));
+}
+
+/* The device's node has no room for its memory: prefer goes elsewhere
+ * (room first), require is skipped saying so. */
+static void test_room_first_require_skips(void **state)
+{
+	static const uint64_t fr[4] = { 6000, 6000, 6000, 300 };
+	static const double busy[4] = { 0.3, 0.3, 0.3, 0.3 };
+	struct plan_item it;
+
+	(void)state;
+	it = run(fr, busy, 0.5, "0-7", -1, 512, 0, 3, GPOL_DEV_PREFER);
+	assert_true(moved_to(&it, 0));
+	assert_non_null(strstr(it.detail, "away from its device on node 3"));
+	it = run(fr, busy, 0.5, "0-7", -1, 512, 0, 3, GPOL_DEV_REQUIRE);
+	assert_int_equal(it.kind, PLAN_SKIP);
+	assert_int_equal(it.skip, SKIP_NO_FIT);
+	assert_non_null(strstr(it.detail, "devices = require, only node sets with its device's node 3"));
+}
+
+/* require: a guest settled on node 0 with its memory goes to its
+ * device's node, not less busy; prefer leaves it where it is. */
+static void test_require_moves(void **state)
+{
+	static const uint64_t fr[4] = { 6000, 6000, 6000, 6000 };
+	static const double busy[4] = { 0.3, 0.3, 0.3, 0.3 };
+	struct plan_item it;
+
+	(void)state;
+	it = run(fr, busy, 0.5, "0-1", 0, 64, 0, 2, GPOL_DEV_PREFER);
+	assert_int_equal(it.kind, PLAN_SETTLED);
+	assert_non_null(strstr(it.detail, "away from its device on node 2"));
+	it = run(fr, busy, 0.5, "0-1", 0, 64, 0, 2, GPOL_DEV_REQUIRE);
+	assert_true(moved_to(&it, 2));
+	assert_non_null(strstr(it.detail, "devices = require: nodes 0 → 2, its device's node 2"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_tie_goes_to_device),
+		cmocka_unit_test(test_keeps_device_node),
+		cmocka_unit_test(test_room_first_require_skips),
+		cmocka_unit_test(test_require_moves),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
