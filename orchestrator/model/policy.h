@@ -56,6 +56,10 @@ struct policy_config {
 	 * with others too (MPOL_MF_MOVE_ALL), which can stall it for seconds
 	 * (policies/README.md). */
 	bool start_bind_mems;
+	/* A move's CPUs on a host that shows SMT siblings are whole cores:
+	 * every sibling of each core it gets (policies/cores.h) (true); false
+	 * gives it one CPU of each, leaving the siblings to others. */
+	bool whole_cores;
 };
 
 void policy_config_default(struct policy_config *c);
