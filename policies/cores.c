@@ -77,18 +77,21 @@ void coreload_free(struct coreload *cl)
 	free(cl);
 }
 
-/* Cores G's threads need: its busy threads, the CPUs its use rounds up
- * to, a VM's vCPUs (its own threads that may all run at once); 0: not
- * known. */
+/* Cores G's threads need: its busy threads, else its use with a
+ * fraction over a whole CPU counted as a thread only from the busy
+ * threshold on (a one-thread guest reads a little over 1 CPU with its
+ * idle helpers), at most its threads; a VM's vCPUs (its own threads
+ * that may all run at once); 0: not known. */
 static unsigned cores_needed(const struct snap_guest *g)
 {
 	unsigned need = g->busy_measured ? g->busy_threads : 0;
 
-	if (isfinite(g->cpu_use) && g->cpu_use > 0.0) {
-		unsigned u = (unsigned)ceil(g->cpu_use - 0.05);
+	if (!g->busy_measured && isfinite(g->cpu_use) && g->cpu_use > 0.0) {
+		double u = ceil(g->cpu_use - SNAP_BUSY_THREAD_CPU);
 
-		if (u > need)
-			need = u;
+		need = u < 1.0 ? 1 : (unsigned)u;
+		if (g->nr_threads && need > g->nr_threads)
+			need = g->nr_threads;
 	}
 	if (g->vm && g->vm->nr_vcpus > need)
 		need = g->vm->nr_vcpus;

@@ -118,6 +118,39 @@ static void test_two_guests_separate_cores(void **st)
 	snap_unref(s);
 }
 
+/* Busy threads not measured (a guest on one node): a use a little over
+ * one CPU is still one thread's; over the busy threshold beyond it, two. */
+static void test_use_without_busy_threads(void **st)
+{
+	struct snapshot *s = fixture_snap("host-2node-smt", 1.0);
+	struct plan *p;
+
+	(void)st;
+	remote_guest(s, "a", "2-3,6-7");
+	remote_guest(s, "b", "2-3,6-7");
+	s->guests[0].busy_measured = s->guests[1].busy_measured = false;
+	s->guests[0].busy_threads = s->guests[1].busy_threads = 0;
+	s->guests[0].nr_threads = s->guests[1].nr_threads = 2;
+	s->guests[0].cpu_use = s->guests[0].cpu_node[1] = 1.12;
+	s->guests[1].cpu_use = s->guests[1].cpu_node[1] = 1.16;
+	p = decide(s, true);
+	assert_cpus(item_of(p, "a")->to_cpus, "0,4");
+	assert_cpus(item_of(p, "b")->to_cpus, "1,5");
+	assert_non_null(strstr(item_of(p, "a")->detail, "1.1 CPUs of use on 1 core of LLC 0"));
+	plan_free(p);
+	snap_unref(s);
+
+	s = fixture_snap("host-2node-smt", 1.0);
+	remote_guest(s, "a", "2-3,6-7");
+	s->guests[0].busy_measured = false;
+	s->guests[0].nr_threads = 3;
+	s->guests[0].cpu_use = s->guests[0].cpu_node[1] = 1.3;
+	p = decide(s, true);
+	assert_cpus(item_of(p, "a")->to_cpus, "0-1,4-5");
+	plan_free(p);
+	snap_unref(s);
+}
+
 /* whole_cores = no: one CPU of each core, the siblings left to others. */
 static void test_not_whole_cores(void **st)
 {
@@ -292,6 +325,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_two_guests_separate_cores),
 		cmocka_unit_test(test_not_whole_cores),
+		cmocka_unit_test(test_use_without_busy_threads),
 		cmocka_unit_test(test_big_guest_whole_node),
 		cmocka_unit_test(test_no_topology_unchanged),
 		cmocka_unit_test(test_one_llc_where_it_fits),
