@@ -1222,68 +1222,6 @@ test_hugetlb_from_the_cgroup() {
 	return 0
 }
 
-# The core of CPU C (its lowest sibling), from the kernel's own file.
-core_of() { cut -d, -f1 /sys/devices/system/cpu/cpu$1/topology/thread_siblings_list | cut -d- -f1; }
-# The CPUs each thread of REL's processes last ran on (/proc/PID/task/*/stat
-# field 39), one a line.
-ran_on() {
-	for p in $(cat $CG$SB/$1/cgroup.procs); do
-		for t in /proc/$p/task/*/stat; do awk '{ sub(/^.*\) /, ""); print $37 }' $t 2>/dev/null; done
-	done
-}
-
-# On the SMT shape (numavm.py itest --vm smt: two nodes of two cores with
-# two threads each), two busy one-thread guests whose memory is on node 0
-# and whose CPUs are node 1's, with node 1 busy besides: both move to node
-# 0, each onto a whole core of its own, and their threads run on separate
-# cores (read from the kernel, not the agent).
-test_smt_busy_guests_get_separate_cores() {
-	if [ "$(cat /sys/devices/system/cpu/cpu0/topology/thread_siblings_list)" = 0 ]; then
-		echo "# no SMT siblings in this VM (numavm.py itest --vm smt has them): nothing to check"
-		return 0
-	fi
-	c1=$(node_cpus 1)
-	start $G1 "$c1" 0 64 || return 1
-	start $G2 "$c1" 0 64 || return 1
-	# Node 1's other two CPUs busy outside the scope.
-	mkdir -p $CG/numaorch-it-out
-	echo "+cpuset +memory +cpu +pids" > $CG/numaorch-it-out/cgroup.subtree_control
-	d=$CG/numaorch-it-out/busy
-	mkdir -p $d
-	echo "$c1" > $d/cpuset.cpus
-	echo 1 > $d/cpuset.mems
-	sh -c "echo \$\$ > $d/cgroup.procs && exec $LOAD --mib 8 --threads 2" > $T/ready.out 2>&1 &
-	i=0
-	while ! grep -q ready $T/ready.out; do sleep 0.2; i=$((i + 1)); [ $i -gt 300 ] && return 1; done
-	rc=$(once)
-	r=0
-	a=$(rd $G1 cpuset.cpus) b=$(rd $G2 cpuset.cpus)
-	echo "# cpus $a and $b; records: $(grep -o '; [^;"]* core[^"]*' $T/dec | tr '\n' ';')"
-	[ "$rc" = 0 ] || { echo "exit $rc"; r=1; }
-	[ "$(cpus_nodes $a)" = 0 ] && [ "$(cpus_nodes $b)" = 0 ] || { echo "cpus $a, $b: not node 0"; r=1; }
-	ca=$(for c in $(echo $a | tr , ' ' | tr - ' '); do core_of $c; done | sort -u | tr '\n' ' ')
-	cb=$(for c in $(echo $b | tr , ' ' | tr - ' '); do core_of $c; done | sort -u | tr '\n' ' ')
-	[ "$ca" != "$cb" ] || { echo "both on cores $ca"; r=1; }
-	# Whole cores: each cpuset holds both siblings of its core.
-	for m in $a $b; do
-		for c in $(echo $m | tr , ' ' | tr - ' '); do
-			sib=$(cat /sys/devices/system/cpu/cpu$c/topology/thread_siblings_list)
-			[ "$(echo $sib | tr - ,)" = "$(echo $m | tr - ,)" ] || { echo "cpuset $m is not the whole core $sib"; r=1; }
-		done
-	done
-	# Where the threads ran, after a second in their new cpusets.
-	sleep 2
-	ra=$(ran_on $G1 | while read c; do core_of $c; done | sort -u | tr '\n' ' ')
-	rb=$(ran_on $G2 | while read c; do core_of $c; done | sort -u | tr '\n' ' ')
-	echo "# threads ran on cores $ra and $rb"
-	[ -n "$ra" ] && [ "$ra" != "$rb" ] || { echo "threads on cores $ra and $rb"; r=1; }
-	grep -q 'on 1 core of LLC' $T/dec || { echo "no core clause in the records"; r=1; }
-	for p in $(cat $d/cgroup.procs); do kill -9 $p; done
-	sleep 0.3
-	rmdir $d $CG/numaorch-it-out
-	return $r
-}
-
 check layout_is_v2_with_several_nodes
 check discovery_and_dry_run_write_nothing
 check pulls_memory_local_for_real
@@ -1310,7 +1248,6 @@ check start_place_cpus_only
 check hugetlb_pools_guard_the_move
 check mover_leaves_huge_pages_without_free_ones
 check hugetlb_from_the_cgroup
-check smt_busy_guests_get_separate_cores
 
 echo "$passed passed, $failed failed"
 echo "END rc=$([ $failed = 0 ] && echo 0 || echo 1)"
