@@ -31,6 +31,10 @@ struct acquirer {
 	unsigned nr_sources;
 	struct guest_source *sources;
 	struct drift *drift;     /* the watch between cycles */
+	/* The CPUs' cores and caches, read again only when the nodes' CPUs
+	 * change (hotplug): a few files per CPU that a cycle need not pay. */
+	struct topo_cputopo cputopo;
+	cpumask_t *cputopo_cpus;
 };
 
 /* The watch's threads of guest G (drift_threads_fn): a VM's vCPUs, whose
@@ -83,6 +87,8 @@ void acquirer_free(struct acquirer *a)
 		return;
 	cgscan_free(a->cg);
 	topo_cpustat_free(&a->prev);
+	topo_cputopo_free(&a->cputopo);
+	free(a->cputopo_cpus);
 	selfload_clear(&a->self);
 	drift_free(a->drift);
 	free(a->sources);
@@ -154,6 +160,25 @@ int acquirer_prime(struct acquirer *a)
 	return r;
 }
 
+/* The snapshot's cores and caches, from the cache while the nodes'
+ * CPUs are those it was read for. */
+static void cputopo_set(struct acquirer *a, struct snapshot *s, const struct snap_node *nodes, unsigned nr)
+{
+	cpumask_t *all = xcalloc(1, sizeof(*all));
+
+	for (unsigned i = 0; i < nr; i++)
+		mask_or(all, all, &nodes[i].cpus);
+	if (!a->cputopo_cpus || !mask_equal(all, a->cputopo_cpus)) {
+		topo_cputopo_free(&a->cputopo);
+		topo_read_cputopo(&a->hp, nodes, nr, &a->cputopo);
+		free(a->cputopo_cpus);
+		a->cputopo_cpus = all;
+		all = NULL;
+	}
+	free(all);
+	snap_set_cputopo(s, a->cputopo.core, a->cputopo.llc, a->cputopo.nr);
+}
+
 int acquirer_snapshot(struct acquirer *a, double prime_s, const struct snap_policy_overlay *ov,
 		      const struct snapshot **out)
 {
@@ -222,6 +247,7 @@ int acquirer_snapshot(struct acquirer *a, double prime_s, const struct snap_poli
 			s->numa_balancing = v > 255 ? 255 : (int)v;
 	}
 	snap_set_nodes(s, nodes, nr, dist);
+	cputopo_set(a, s, nodes, nr);
 	/* Room for as many guests as last time: grown by doubling, a large
 	 * array passes through copies of half its size and less that stay
 	 * behind as holes in the heap. */

@@ -718,3 +718,96 @@ void topo_node_busy(struct snap_node *nodes, unsigned nr,
 		nodes[i].busy = sb >= st ? 1.0 : (double)sb / (double)st;
 	}
 }
+
+/* The lowest CPU of the list in file PATH, or -1 (absent, malformed,
+ * empty). M is scratch. */
+static int list_lowest(const char *path, char *buf, cpumask_t *m)
+{
+	int r = fs_read_line(path, buf, CPULIST_BUFSZ);
+
+	if (r < 0) {
+		if (r != -ENOENT)
+			log_debug("topo: %s: %s", path, strerror(-r));
+		return -1;
+	}
+	mask_zero(m);
+	if (list_parse_cpus(path, buf, m) < 0)
+		return -1;
+	return mask_first(m->w, MASK_BITS(m));
+}
+
+/* CPU's highest-level cache: the lowest CPU sharing it, or -1. */
+static int cpu_llc(const struct host_paths *hp, int cpu, char *buf, cpumask_t *m)
+{
+	char path[PATH_MAX];
+	uint64_t level, best = 0;
+	int llc = -1;
+
+	for (unsigned i = 0; i < 16; i++) {
+		int low;
+
+		if (path_fmt(path, sizeof(path), "%s/devices/system/cpu/cpu%d/cache/index%u/level",
+			     hp->sysfs, cpu, i) < 0 || fs_read_u64(path, &level) < 0)
+			break;
+		if (level < best)
+			continue;
+		if (path_fmt(path, sizeof(path), "%s/devices/system/cpu/cpu%d/cache/index%u/shared_cpu_list",
+			     hp->sysfs, cpu, i) < 0)
+			break;
+		low = list_lowest(path, buf, m);
+		if (low < 0)
+			continue;
+		best = level;
+		llc = low;
+	}
+	return llc;
+}
+
+void topo_read_cputopo(const struct host_paths *hp, const struct snap_node *nodes, unsigned nr,
+		       struct topo_cputopo *out)
+{
+	char path[PATH_MAX];
+	cpumask_t *all = xcalloc(1, sizeof(*all)), *m = xmalloc(sizeof(*m));
+	char *buf = xmalloc(CPULIST_BUFSZ);
+	bool any = false;
+	int last = -1;
+
+	memset(out, 0, sizeof(*out));
+	for (unsigned i = 0; i < nr; i++)
+		mask_or(all, all, &nodes[i].cpus);
+	mask_foreach(c, all)
+		last = c;
+	if (last < 0)
+		goto out;
+	out->nr = (unsigned)last + 1;
+	out->core = xmalloc(out->nr * sizeof(int));
+	out->llc = xmalloc(out->nr * sizeof(int));
+	for (unsigned c = 0; c < out->nr; c++)
+		out->core[c] = out->llc[c] = -1;
+	mask_foreach(c, all) {
+		int core = -1;
+
+		if (path_fmt(path, sizeof(path), "%s/devices/system/cpu/cpu%d/topology/core_cpus_list",
+			     hp->sysfs, c) == 0)
+			core = list_lowest(path, buf, m);
+		if (core < 0 && path_fmt(path, sizeof(path),
+					 "%s/devices/system/cpu/cpu%d/topology/thread_siblings_list", hp->sysfs, c) == 0)
+			core = list_lowest(path, buf, m);
+		out->core[c] = core;
+		out->llc[c] = cpu_llc(hp, c, buf, m);
+		any |= core >= 0;
+	}
+	if (!any)
+		topo_cputopo_free(out);
+out:
+	free(all);
+	free(m);
+	free(buf);
+}
+
+void topo_cputopo_free(struct topo_cputopo *t)
+{
+	free(t->core);
+	free(t->llc);
+	memset(t, 0, sizeof(*t));
+}

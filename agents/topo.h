@@ -29,6 +29,24 @@ int topo_read_nodes(const struct host_paths *hp, struct snap_node **nodes,
  * (cheap, every cycle). */
 int topo_read_meminfo(const struct host_paths *hp, struct snap_node *nodes, unsigned nr);
 
+/* The cores and last-level caches of CPUs, by CPU id: the lowest CPU
+ * id of each one's core (core_cpus_list, or thread_siblings_list on
+ * kernels before 5.6) and of the CPUs sharing its highest-level cache
+ * (cache/index<N>/{level,shared_cpu_list}); -1 where the files are not
+ * there. nr is 0 (and the arrays NULL) when no CPU has them. */
+struct topo_cputopo {
+	unsigned nr;        /* highest CPU id read + 1 */
+	int *core;
+	int *llc;
+};
+
+/* Read them for the CPUs of NODES. A missing or malformed file leaves
+ * that CPU unknown (logged at debug): a host without them is placed on
+ * as one whose CPUs are all alike. */
+void topo_read_cputopo(const struct host_paths *hp, const struct snap_node *nodes, unsigned nr,
+		       struct topo_cputopo *out);
+void topo_cputopo_free(struct topo_cputopo *t);
+
 /* Cumulative per-CPU counters from /proc/stat, in USER_HZ ticks, indexed
  * by CPU id; CPUs absent from the file have total 0. */
 struct topo_cpustat {

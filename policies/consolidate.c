@@ -119,6 +119,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cores.h"
 #include "devpref.h"
 #include "guards.h"
 #include "../orchestrator/base/xalloc.h"
@@ -338,12 +339,24 @@ static double util_now(const struct pctx *x, const nodemask_t *nodes, bool *nan)
 	return c ? b / c : 0.0;
 }
 
+/* The exact CPUs of a move of G onto NODES: the nodes' CPUs it is
+ * allowed, narrowed by core and cache where the host shows them
+ * (cores.h; FROM: the CPUs its load was counted on), with a clause in
+ * IT's detail when cores shaped them. */
 static void cpumask_for(const struct pctx *x, const struct snap_guest *g, const nodemask_t *nodes,
-			cpumask_t *out)
+			const cpumask_t *from, cpumask_t *out, struct plan_item *it)
 {
+	char why[96];
+
 	snap_nodes_to_cpus(x->s, nodes, out);
 	if (MASK_ANY(g->allowed_cpus))
 		mask_and(out, out, g->allowed_cpus);
+	cores_choose(x->cores, x->s, g, nodes, from, x->cfg->whole_cores, x->cfg->container_cores, out, why,
+		     sizeof(why));
+	if (why[0]) {
+		add_detail(it, "; ");
+		add_detail(it, why);
+	}
 }
 
 static bool in_cooldown(const struct policy_config *cfg, const struct snapshot *s,
@@ -1528,11 +1541,15 @@ static void refine(struct pctx *x, const struct pstate *prev, const struct snaps
 		    (migrating(snap, &alt) && !migrating(snap, gd) && *nmig >= cfg->max_moves))
 			continue;
 		*nmig += (unsigned)migrating(snap, &alt) - (unsigned)migrating(snap, gd);
-		free(gd->it.to_cpus);
-		*gd = alt;
-		gd->want = false;
-		gd->it.to_cpus = xmalloc(sizeof(cpumask_t));
-		cpumask_for(x, &snap->guests[gi], &gd->target.nodes, gd->it.to_cpus);
+		{
+			cpumask_t *was = gd->it.to_cpus;
+
+			*gd = alt;
+			gd->want = false;
+			gd->it.to_cpus = xmalloc(sizeof(cpumask_t));
+			cpumask_for(x, &snap->guests[gi], &gd->target.nodes, was, gd->it.to_cpus, &gd->it);
+			free(was);
+		}
 		*migrated = others + gd->it.migrate_bytes;
 	}
 }
@@ -1633,7 +1650,8 @@ static void decide_accept(struct pctx *x, const struct snapshot *snap, const str
 		}
 		pctx_commit(x, v, &gd->target);
 		gd->it.to_cpus = xmalloc(sizeof(cpumask_t));
-		cpumask_for(x, &snap->guests[gi], &gd->target.nodes, gd->it.to_cpus);
+		cpumask_for(x, &snap->guests[gi], &gd->target.nodes, snap->guests[gi].cpus, gd->it.to_cpus,
+			    &gd->it);
 		gd->want = false;
 		p->nr_moves++;
 		*nmig += migrating(snap, gd);
@@ -1716,6 +1734,7 @@ int policy_decide_reserved(const struct policy_config *cfg, const struct snapsho
 	}
 
 	pctx_init(&x, cfg, snap);
+	x.cores = coreload_new(snap);
 	d = xcalloc(snap->nr_guests ? snap->nr_guests : 1, sizeof(*d));
 	usable = xcalloc(x.nn ? x.nn : 1, sizeof(*usable));
 	order = xcalloc(snap->nr_guests ? snap->nr_guests : 1, sizeof(*order));
@@ -1730,6 +1749,7 @@ int policy_decide_reserved(const struct policy_config *cfg, const struct snapsho
 
 	free(order);
 	free(usable);
+	coreload_free(x.cores);
 	pctx_fini(&x);
 	return 0;
 }

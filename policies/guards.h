@@ -84,6 +84,9 @@ struct pctx {
 	/* Candidates of one guest. */
 	unsigned nr_cands, cands_cap;
 	struct pcand *cands;
+	/* The CPUs' load by core for the moves' exact CPUs (cores.h); NULL
+	 * where cores play no part. */
+	struct coreload *cores;
 };
 
 /* One guest as the policy sees it (or an advice request). */

@@ -27,6 +27,8 @@ void policy_config_default(struct policy_config *c)
 	c->max_migrate_bytes = 4096 * MIB;
 	c->start_place = true;
 	c->start_bind_mems = false;
+	c->whole_cores = true;
+	c->container_cores = false;
 }
 
 uint64_t policy_reserve(uint64_t min_free_bytes, double share, uint64_t total)

@@ -56,6 +56,16 @@ struct policy_config {
 	 * with others too (MPOL_MF_MOVE_ALL), which can stall it for seconds
 	 * (policies/README.md). */
 	bool start_bind_mems;
+	/* A move's CPUs on a host that shows SMT siblings are whole cores:
+	 * every sibling of each core it gets (policies/cores.h) (true); false
+	 * gives it one CPU of each, leaving the siblings to others. */
+	bool whole_cores;
+	/* Containers are narrowed to cores too (false: only VMs, whose vCPUs
+	 * are their fixed size). A container's use is capped by the cores it
+	 * gets and never reads above them, so nothing would widen it again;
+	 * on a node-wide cpuset the kernel's scheduler already puts busy
+	 * threads on idle cores before siblings. */
+	bool container_cores;
 };
 
 void policy_config_default(struct policy_config *c);

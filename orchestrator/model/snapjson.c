@@ -25,6 +25,46 @@ json_t *snapj_cpumask(const cpumask_t *m)
 	return j;
 }
 
+/* The CPU lists of node N's groups by KEY (snap_cpu_core or
+ * snap_cpu_llc), each group once, in the order of its lowest CPU. */
+static json_t *cpu_groups(const struct snapshot *s, const struct snap_node *n,
+			  int (*key)(const struct snapshot *, int))
+{
+	cpumask_t *m = xmalloc(sizeof(*m));
+	json_t *a = json_array();
+
+	mask_foreach(c, &n->cpus) {
+		int k = key(s, c);
+		bool first = true;
+
+		mask_foreach(d, &n->cpus) {
+			if (d >= c)
+				break;
+			if (key(s, d) == k)
+				first = false;
+		}
+		if (!first || k < 0)
+			continue;
+		mask_zero(m);
+		mask_foreach(d, &n->cpus)
+			if (key(s, d) == k)
+				mask_set(m, d);
+		json_array_append_new(a, snapj_cpumask(m));
+	}
+	free(m);
+	return a;
+}
+
+/* Its cores and last-level caches, where the host showed them. */
+static void node_cputopo_json(const struct snapshot *s, const struct snap_node *n, json_t *o)
+{
+	json_object_set_new(o, "cores", json_integer(n->nr_cores));
+	json_object_set_new(o, "threads_per_core", json_integer(n->threads_per_core));
+	json_object_set_new(o, "core_cpus", cpu_groups(s, n, snap_cpu_core));
+	json_object_set_new(o, "llcs", json_integer(n->nr_llcs));
+	json_object_set_new(o, "llc_cpus", cpu_groups(s, n, snap_cpu_llc));
+}
+
 json_t *snapj_nodemask(const nodemask_t *m)
 {
 	char buf[NODELIST_BUFSZ];
@@ -66,6 +106,8 @@ json_t *snap_node_to_json(const struct snapshot *s, unsigned idx)
 							    "surplus", (json_int_t)n->hpools[i].surplus));
 		json_object_set_new(o, "hugepages", hp);
 	}
+	if (n->nr_cores)
+		node_cputopo_json(s, n, o);
 	return o;
 }
 

@@ -61,6 +61,8 @@ void snap_unref(const struct snapshot *cs)
 	free(s->guests);
 	free(s->nodes);
 	free(s->distance);
+	free(s->cpu_core);
+	free(s->cpu_llc);
 	for (unsigned i = 0; i < s->nr_warnings; i++)
 		free(s->warnings[i]);
 	free(s->warnings);
@@ -175,6 +177,68 @@ void snap_set_nodes(struct snapshot *s, const struct snap_node *nodes, unsigned 
 			s->distance[i * n + j] = distance ? distance[order[i] * n + order[j]]
 							  : (i == j ? 10 : 20);
 	free(order);
+}
+
+int snap_cpu_core(const struct snapshot *s, int cpu)
+{
+	return cpu >= 0 && (unsigned)cpu < s->nr_cpu_ids ? s->cpu_core[cpu] : -1;
+}
+
+int snap_cpu_llc(const struct snapshot *s, int cpu)
+{
+	return cpu >= 0 && (unsigned)cpu < s->nr_cpu_ids ? s->cpu_llc[cpu] : -1;
+}
+
+/* Node N's counts from the CPUs' cores and caches: a core or a cache is
+ * counted at its lowest CPU of the node. All 0 when one of its CPUs has
+ * no core known: a half-known node would be placed on by half a rule. */
+static void node_cputopo(const struct snapshot *s, struct snap_node *n)
+{
+	unsigned cores = 0, llcs = 0, tpc = 0;
+
+	n->nr_cores = n->nr_llcs = n->threads_per_core = 0;
+	mask_foreach(c, &n->cpus) {
+		int core = snap_cpu_core(s, (int)c), llc = snap_cpu_llc(s, (int)c);
+		unsigned sib = 0;
+		bool first_core = true, first_llc = true;
+
+		if (core < 0)
+			return;
+		mask_foreach(d, &n->cpus) {
+			if ((int)d >= (int)c)
+				break;
+			if (snap_cpu_core(s, (int)d) == core)
+				first_core = false;
+			if (llc >= 0 && snap_cpu_llc(s, (int)d) == llc)
+				first_llc = false;
+		}
+		mask_foreach(d, &n->cpus)
+			sib += snap_cpu_core(s, (int)d) == core;
+		cores += first_core;
+		llcs += llc >= 0 && first_llc;
+		if (sib > tpc)
+			tpc = sib;
+	}
+	n->nr_cores = cores;
+	n->nr_llcs = llcs;
+	n->threads_per_core = tpc;
+}
+
+void snap_set_cputopo(struct snapshot *s, const int *core, const int *llc, unsigned nr)
+{
+	free(s->cpu_core);
+	free(s->cpu_llc);
+	s->cpu_core = s->cpu_llc = NULL;
+	s->nr_cpu_ids = 0;
+	if (core && llc && nr) {
+		s->nr_cpu_ids = nr;
+		s->cpu_core = xcalloc(nr, sizeof(int));
+		s->cpu_llc = xcalloc(nr, sizeof(int));
+		memcpy(s->cpu_core, core, nr * sizeof(int));
+		memcpy(s->cpu_llc, llc, nr * sizeof(int));
+	}
+	for (unsigned i = 0; i < s->nr_nodes; i++)
+		node_cputopo(s, &s->nodes[i]);
 }
 
 void snap_reserve_guests(struct snapshot *s, unsigned n)

@@ -58,6 +58,13 @@ struct snap_node {
 	 * has none (no hugetlb, no node directories). */
 	unsigned nr_hpools;
 	struct snap_hpool hpools[SNAP_HP_MAX];
+	/* Its cores and last-level caches (snap_set_cputopo): how many of
+	 * each its CPUs are on, and the most CPUs one of its cores holds
+	 * (SMT siblings). 0: not known (no topology files, CPUs without
+	 * them), and then no placement looks at cores. */
+	unsigned nr_cores;
+	unsigned nr_llcs;
+	unsigned threads_per_core;
 };
 
 enum guest_kind {
@@ -261,6 +268,13 @@ struct snapshot {
 	unsigned nr_nodes;
 	struct snap_node *nodes;        /* sorted by id */
 	unsigned *distance;             /* [nr_nodes * nr_nodes], by index */
+	/* Cores and last-level caches by CPU id (snap_set_cputopo): the
+	 * lowest CPU id of the CPU's core (its SMT siblings) and of the CPUs
+	 * sharing its last-level cache; -1 where not known. NULL and 0 when
+	 * the host showed none (then every node's nr_cores is 0). */
+	unsigned nr_cpu_ids;
+	int *cpu_core;
+	int *cpu_llc;
 
 	unsigned nr_guests;
 	struct snap_guest *guests;      /* sorted by id after finalize */
@@ -291,6 +305,15 @@ void snap_unref(const struct snapshot *s);
  * distance matrix (may be NULL: then 10 on the diagonal, 20 elsewhere). */
 void snap_set_nodes(struct snapshot *s, const struct snap_node *nodes, unsigned n,
 		    const unsigned *distance);
+/* The CPUs' cores and last-level caches (snapshot.cpu_core, cpu_llc:
+ * CORE[NR] and LLC[NR] by CPU id, copied; NULL or NR 0: none), and from
+ * them each node's nr_cores, nr_llcs and threads_per_core; a node with a
+ * CPU whose core is not known gets 0s. Call after snap_set_nodes. */
+void snap_set_cputopo(struct snapshot *s, const int *core, const int *llc, unsigned nr);
+/* CPU's core (lowest sibling id) and last-level cache (lowest id sharing
+ * it); -1 when not known. */
+int snap_cpu_core(const struct snapshot *s, int cpu);
+int snap_cpu_llc(const struct snapshot *s, int cpu);
 /* Append a zeroed guest (mem_node allocated for nr_nodes; call after
  * snap_set_nodes) and return it for the caller to fill. */
 struct snap_guest *snap_add_guest(struct snapshot *s);

@@ -439,6 +439,8 @@ static const struct key keys[] = {
 	PCT(min_free_share, 0, 100),
 	BOOLK("policy", "start_place", policy.start_place),
 	BOOLK("policy", "start_bind_mems", policy.start_bind_mems),
+	BOOLK("policy", "whole_cores", policy.whole_cores),
+	BOOLK("policy", "container_cores", policy.container_cores),
 
 	SET("api", "socket", api_socket, set_api_socket),
 	SET("api", "listen", api_listen, set_api_listen),

@@ -141,7 +141,7 @@ def load_scenario(name):
     if not os.path.exists(path):
         raise SystemExit("no scenario %s" % path)
     scn = {"name": os.path.basename(path)[:-4], "path": path, "nodes": 4, "cpus_per_node": 2,
-           "mem_per_node": 1024, "mem_nodes": None, "distance": 20, "duration": 60,
+           "mem_per_node": 1024, "mem_nodes": None, "distance": 20, "duration": 60, "threads": 1,
            "sample": 2, "pages": "thp", "check_within": None, "check_duration": None, "description": "", "guests": [],
            "bench": "yes", "cgroup": "v2"}
     with open(path) as f:
@@ -154,7 +154,7 @@ def load_scenario(name):
             if k == "guest":
                 parse_guest(path, v)
                 scn["guests"].append(v)
-            elif k in ("nodes", "cpus_per_node", "mem_per_node", "distance"):
+            elif k in ("nodes", "cpus_per_node", "mem_per_node", "distance", "threads"):
                 scn[k] = int(v)
             elif k in ("duration", "sample", "check_within", "check_duration"):
                 scn[k] = float(v)
@@ -170,6 +170,8 @@ def load_scenario(name):
                 raise SystemExit("%s: unknown key %r" % (path, k))
     if scn["mem_nodes"] and len(scn["mem_nodes"]) != scn["nodes"]:
         raise SystemExit("%s: mem_nodes needs %d values" % (path, scn["nodes"]))
+    if scn["threads"] < 1 or scn["cpus_per_node"] % scn["threads"]:
+        raise SystemExit("%s: threads must divide cpus_per_node" % path)
     return scn
 
 
@@ -432,12 +434,25 @@ def testbed_conf():
 
 # ---- booting ---------------------------------------------------------------
 
+def cpu_model(scn):
+    """-cpu: "max", and with SMT threads an Intel one. TCG's max is an AMD
+    CPU, whose kernel reads siblings from CPUID leaf 0x8000001e, which TCG
+    does not fill (+topoext did not help): every CPU is then a core of its
+    own. As GenuineIntel the kernel reads leaf 0xb, which QEMU fills from
+    -smp."""
+    return "max" if scn["threads"] == 1 else "max,vendor=GenuineIntel"
+
+
 def qemu_cmd(scn, append, console, results, initrd=INITRD):
     n, cpn = scn["nodes"], scn["cpus_per_node"]
     mems = scn["mem_nodes"] or [scn["mem_per_node"]] * n
     cmd = ["qemu-system-x86_64", "-nodefaults", "-display", "none", "-no-reboot",
-           "-machine", "pc", "-accel", "tcg,thread=multi", "-cpu", "max",
-           "-m", "%dM" % sum(mems), "-smp", "%d,sockets=%d,cores=%d,threads=1" % (n * cpn, n, cpn)]
+           "-machine", "pc", "-accel", "tcg,thread=multi", "-cpu", cpu_model(scn),
+           "-m", "%dM" % sum(mems),
+           # One socket per node: QEMU shares the L3 among a socket's
+           # cores, so each node has its own last-level cache, and with
+           # threads > 1 its CPUs are SMT siblings in pairs (or more).
+           "-smp", "%d,sockets=%d,cores=%d,threads=%d" % (n * cpn, n, cpn // scn["threads"], scn["threads"])]
     for i in range(n):
         cmd += ["-object", "memory-backend-ram,id=mem%d,size=%dM" % (i, mems[i]),
                 "-numa", "node,nodeid=%d,cpus=%d-%d,memdev=mem%d" % (i, i * cpn, i * cpn + cpn - 1, i)]
@@ -1452,6 +1467,7 @@ def main():
                    help="v1: the guests' cgroups in v1 cpuset and memory hierarchies (default: the scenario's)")
     p = sub.add_parser("itest")
     p.add_argument("--only", help="comma-separated test names (test_cgroup_v2.sh's check NAMEs) to run alone")
+    p.add_argument("--vm", default="misplaced", help="scenario whose VM shape to boot (smt: SMT siblings)")
     p = sub.add_parser("script")
     p.add_argument("name")
     p.add_argument("--vm", default="misplaced", help="scenario whose VM shape to boot")
@@ -1488,7 +1504,7 @@ def main():
             print(json.dumps({k: v for k, v in r.items() if k != "series"}, indent=1, sort_keys=True))
         elif a.cmd == "itest":
             prepare()
-            text, wall = boot(load_scenario("misplaced"),
+            text, wall = boot(load_scenario(a.vm),
                               "numavm.mode=itest" + (" numavm.only=" + a.only if a.only else ""),
                               os.path.join(CACHE, "itest"), timeout=500)
             print(text)

@@ -375,6 +375,10 @@ class Parts(unittest.TestCase):
         self.assertIn("-numa dist,src=2,dst=3,val=20", s)
         self.assertIn("tcg,thread=multi", s)
         self.assertEqual(cmd.count("-serial"), 2)
+        # The SMT shape: two nodes of two cores with two threads each.
+        s = " ".join(numavm.qemu_cmd(numavm.load_scenario("smt"), "x=1", "file:c", "r"))
+        self.assertIn("-smp 8,sockets=2,cores=2,threads=2", s)
+        self.assertIn("-numa node,nodeid=1,cpus=4-7,memdev=mem1", s)
 
     def test_setting_placers(self):
         """`run`'s placer: the named ones, and numaorchd[+kernel] with

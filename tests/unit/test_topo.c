@@ -141,6 +141,13 @@ static void check_golden(const char *host)
 	fixture_busy(host, nodes, nr);
 	s = snap_new();
 	snap_set_nodes(s, nodes, nr, dist);
+	{
+		struct topo_cputopo t;
+
+		topo_read_cputopo(&hp, nodes, nr, &t);
+		snap_set_cputopo(s, t.core, t.llc, t.nr);
+		topo_cputopo_free(&t);
+	}
 	j = snap_to_json(s, SNAPJ_STABLE | SNAPJ_NO_GUESTS);
 	snprintf(golden, sizeof(golden), FIXTURES "/%s/expected-topology.json", host);
 	tu_assert_json_golden(j, golden);
@@ -154,6 +161,52 @@ static void test_golden_1node(void **st) { (void)st; check_golden("host-1node");
 static void test_golden_2node(void **st) { (void)st; check_golden("host-2node"); }
 static void test_golden_4node_memonly(void **st) { (void)st; check_golden("host-4node-memonly"); }
 static void test_golden_8node(void **st) { (void)st; check_golden("host-8node"); }
+static void test_golden_2node_smt(void **st) { (void)st; check_golden("host-2node-smt"); }
+
+/* Each CPU's core and last-level cache from the per-CPU files, and the
+ * nodes' counts from them; the hosts without the files have none. */
+static void test_cputopo_smt(void **st)
+{
+	static const int core[8] = { 0, 1, 2, 3, 0, 1, 2, 3 }, llc[8] = { 0, 0, 2, 2, 0, 0, 2, 2 };
+	struct snap_node *nodes = NULL;
+	unsigned nr = 0, *dist = NULL;
+	struct topo_cputopo t;
+	struct host_paths hp;
+	struct snapshot *s;
+
+	(void)st;
+	fixture_paths(&hp, "host-2node-smt");
+	assert_int_equal(topo_read_nodes(&hp, &nodes, &nr, &dist), 0);
+	topo_read_cputopo(&hp, nodes, nr, &t);
+	assert_int_equal(t.nr, 8);
+	for (unsigned c = 0; c < 8; c++) {
+		assert_int_equal(t.core[c], core[c]);
+		assert_int_equal(t.llc[c], llc[c]);
+	}
+	s = snap_new();
+	snap_set_nodes(s, nodes, nr, dist);
+	snap_set_cputopo(s, t.core, t.llc, t.nr);
+	for (unsigned i = 0; i < 2; i++) {
+		assert_int_equal(s->nodes[i].nr_cores, 2);
+		assert_int_equal(s->nodes[i].threads_per_core, 2);
+		assert_int_equal(s->nodes[i].nr_llcs, 1);
+	}
+	assert_int_equal(snap_cpu_core(s, 5), 1);
+	assert_int_equal(snap_cpu_llc(s, 6), 2);
+	assert_int_equal(snap_cpu_core(s, 8), -1);
+	snap_unref(s);
+	topo_cputopo_free(&t);
+	free(nodes);
+	free(dist);
+
+	fixture_paths(&hp, "host-2node");
+	assert_int_equal(topo_read_nodes(&hp, &nodes, &nr, &dist), 0);
+	topo_read_cputopo(&hp, nodes, nr, &t);
+	assert_int_equal(t.nr, 0);
+	assert_null(t.core);
+	free(nodes);
+	free(dist);
+}
 static void test_golden_nonuma(void **st) { (void)st; check_golden("host-nonuma"); }
 /* Captured from the testbed's real 4-node kernel (numavm.py capture vm-4node). */
 static void test_captured_vm_4node(void **st) { (void)st; check_golden("vm-4node"); }
@@ -762,6 +815,8 @@ int main(void)
 		cmocka_unit_test(test_golden_2node),
 		cmocka_unit_test(test_golden_4node_memonly),
 		cmocka_unit_test(test_golden_8node),
+		cmocka_unit_test(test_golden_2node_smt),
+		cmocka_unit_test(test_cputopo_smt),
 		cmocka_unit_test(test_golden_nonuma),
 		cmocka_unit_test(test_captured_vm_4node),
 		cmocka_unit_test(test_offline_cpu_excluded),

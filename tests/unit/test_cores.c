@@ -1,0 +1,364 @@
+/* Tests for policies/cores.c: a move's exact CPUs by core and last-level
+ * cache, on the captured shape tests/fixtures/host-2node-smt (2 nodes of 2
+ * cores × 2 threads, an L3 per node) and on hand-built topologies. */
+#include "testutil.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agents/topo.h"
+#include "policies/cores.h"
+#include "policies/policies.h"
+
+#define MIB (1024ULL * 1024ULL)
+#define T0 1000000000000LL
+
+/* The fixture host HOST as a snapshot: node 0 idle, node 1 BUSY1 of its
+ * CPUs busy. */
+static struct snapshot *fixture_snap(const char *host, double busy1)
+{
+	struct snap_node *nodes = NULL;
+	unsigned nr = 0, *dist = NULL;
+	struct topo_cputopo t;
+	struct host_paths hp = { 0 };
+	struct snapshot *s = snap_new();
+
+	snprintf(hp.sysfs, sizeof(hp.sysfs), "tests/fixtures/%s/sys", host);
+	snprintf(hp.procfs, sizeof(hp.procfs), "tests/fixtures/%s/proc", host);
+	assert_int_equal(topo_read_nodes(&hp, &nodes, &nr, &dist), 0);
+	assert_int_equal(nr, 2);
+	nodes[0].busy = 0.0;
+	nodes[1].busy = busy1;
+	snap_set_nodes(s, nodes, nr, dist);
+	topo_read_cputopo(&hp, nodes, nr, &t);
+	snap_set_cputopo(s, t.core, t.llc, t.nr);
+	topo_cputopo_free(&t);
+	free(nodes);
+	free(dist);
+	s->mono_ns = T0;
+	return s;
+}
+
+/* A one-busy-thread guest running on node 1's CPUs with all its memory
+ * on node 0 (locality 0): its CPUs go to the memory. */
+static void remote_guest(struct snapshot *s, const char *id, const char *cpus)
+{
+	struct snap_guest *g = snap_add_guest(s);
+	cpumask_t c;
+
+	snprintf(g->id, sizeof(g->id), "%s", id);
+	g->cpu_use = 1.0;
+	g->nr_threads = 1;
+	g->busy_threads = 1;
+	g->busy_measured = true;
+	mask_zero(&c);
+	mask_parse(cpus, &c);
+	g->cpus = snap_cpumask(s, &c);
+	mask_parse("0-1", &g->mems);
+	g->mem_node[0] = 512 * MIB;
+	g->cpu_node = calloc(s->nr_nodes, sizeof(double));
+	g->cpu_node[1] = 1.0;
+}
+
+static struct plan *decide_as(struct snapshot *s, bool whole, bool containers)
+{
+	struct policy_config cfg;
+	struct pstate *next;
+	struct plan *p;
+
+	snap_finalize(s);
+	policy_config_default(&cfg);
+	cfg.whole_cores = whole;
+	cfg.container_cores = containers;
+	assert_int_equal(policy_decide(&cfg, s, NULL, false, &p, &next), 0);
+	pstate_free(next);
+	return p;
+}
+
+/* The narrowing itself is tested on containers, with container_cores on. */
+static struct plan *decide(struct snapshot *s, bool whole)
+{
+	return decide_as(s, whole, true);
+}
+
+static const struct plan_item *item_of(const struct plan *p, const char *id)
+{
+	for (unsigned i = 0; i < p->nr_items; i++)
+		if (strcmp(p->items[i].guest_id, id) == 0)
+			return &p->items[i];
+	fail_msg("no item for %s", id);
+	return NULL;
+}
+
+static void assert_cpus(const cpumask_t *m, const char *want)
+{
+	char buf[64];
+
+	assert_non_null(m);
+	assert_true(mask_format(m, buf, sizeof(buf)) >= 0);
+	assert_string_equal(buf, want);
+}
+
+/* Two one-thread guests moved onto node 0 in one cycle get a core each,
+ * both siblings of it, and the record says so. */
+static void test_two_guests_separate_cores(void **st)
+{
+	struct snapshot *s = fixture_snap("host-2node-smt", 1.0);
+	const struct plan_item *a, *b;
+	struct plan *p;
+
+	(void)st;
+	remote_guest(s, "a", "2-3,6-7");
+	remote_guest(s, "b", "2-3,6-7");
+	p = decide(s, true);
+	a = item_of(p, "a");
+	b = item_of(p, "b");
+	assert_int_equal(a->kind, PLAN_MOVE);
+	assert_int_equal(b->kind, PLAN_MOVE);
+	assert_cpus(a->to_cpus, "0,4");
+	assert_cpus(b->to_cpus, "1,5");
+	assert_non_null(strstr(a->detail, "1 busy thread on 1 core of LLC 0"));
+	assert_non_null(strstr(b->detail, "1 busy thread on 1 core of LLC 0"));
+	plan_free(p);
+	snap_unref(s);
+}
+
+/* By default ([policy] container_cores = no) a container moved onto a
+ * node keeps all of the node's CPUs: narrowed, its use could never read
+ * above its cores, and nothing would widen it again. */
+static void test_containers_keep_the_node_by_default(void **st)
+{
+	struct snapshot *s = fixture_snap("host-2node-smt", 1.0);
+	const struct plan_item *a;
+	struct plan *p;
+
+	(void)st;
+	remote_guest(s, "a", "2-3,6-7");
+	p = decide_as(s, true, false);
+	a = item_of(p, "a");
+	assert_int_equal(a->kind, PLAN_MOVE);
+	assert_cpus(a->to_cpus, "0-1,4-5");
+	assert_null(strstr(a->detail, "core"));
+	plan_free(p);
+	snap_unref(s);
+}
+
+/* Busy threads not measured (a guest on one node): a use a little over
+ * one CPU is still one thread's; over the busy threshold beyond it, two. */
+static void test_use_without_busy_threads(void **st)
+{
+	struct snapshot *s = fixture_snap("host-2node-smt", 1.0);
+	struct plan *p;
+
+	(void)st;
+	remote_guest(s, "a", "2-3,6-7");
+	remote_guest(s, "b", "2-3,6-7");
+	s->guests[0].busy_measured = s->guests[1].busy_measured = false;
+	s->guests[0].busy_threads = s->guests[1].busy_threads = 0;
+	s->guests[0].nr_threads = s->guests[1].nr_threads = 2;
+	s->guests[0].cpu_use = s->guests[0].cpu_node[1] = 1.12;
+	s->guests[1].cpu_use = s->guests[1].cpu_node[1] = 1.16;
+	p = decide(s, true);
+	assert_cpus(item_of(p, "a")->to_cpus, "0,4");
+	assert_cpus(item_of(p, "b")->to_cpus, "1,5");
+	assert_non_null(strstr(item_of(p, "a")->detail, "1.1 CPUs of use on 1 core of LLC 0"));
+	plan_free(p);
+	snap_unref(s);
+
+	s = fixture_snap("host-2node-smt", 1.0);
+	remote_guest(s, "a", "2-3,6-7");
+	s->guests[0].busy_measured = false;
+	s->guests[0].nr_threads = 3;
+	s->guests[0].cpu_use = s->guests[0].cpu_node[1] = 1.3;
+	p = decide(s, true);
+	assert_cpus(item_of(p, "a")->to_cpus, "0-1,4-5");
+	plan_free(p);
+	snap_unref(s);
+}
+
+/* whole_cores = no: one CPU of each core, the siblings left to others. */
+static void test_not_whole_cores(void **st)
+{
+	struct snapshot *s = fixture_snap("host-2node-smt", 1.0);
+	struct plan *p;
+
+	(void)st;
+	remote_guest(s, "a", "2-3,6-7");
+	remote_guest(s, "b", "2-3,6-7");
+	p = decide(s, false);
+	assert_cpus(item_of(p, "a")->to_cpus, "0");
+	assert_cpus(item_of(p, "b")->to_cpus, "1");
+	plan_free(p);
+	snap_unref(s);
+}
+
+/* A guest whose threads need every core of the node gets the node as
+ * before, with nothing added to the record. */
+static void test_big_guest_whole_node(void **st)
+{
+	struct snapshot *s = fixture_snap("host-2node-smt", 1.0);
+	const struct plan_item *a;
+	struct snap_guest *g;
+	struct plan *p;
+
+	(void)st;
+	remote_guest(s, "a", "2-3,6-7");
+	g = &s->guests[0];
+	g->cpu_use = 2.0;
+	g->busy_threads = 2;
+	g->nr_threads = 2;
+	g->cpu_node[1] = 2.0;
+	p = decide(s, true);
+	a = item_of(p, "a");
+	assert_int_equal(a->kind, PLAN_MOVE);
+	assert_cpus(a->to_cpus, "0-1,4-5");
+	assert_null(strstr(a->detail, "core"));
+	plan_free(p);
+	snap_unref(s);
+}
+
+/* The same moves on the same host without the per-CPU files: whole
+ * nodes, as always. */
+static void test_no_topology_unchanged(void **st)
+{
+	struct snapshot *s = fixture_snap("host-2node-smt", 1.0);
+	struct plan *p;
+
+	(void)st;
+	snap_set_cputopo(s, NULL, NULL, 0);
+	assert_int_equal(s->nodes[0].nr_cores, 0);
+	remote_guest(s, "a", "2-3,6-7");
+	remote_guest(s, "b", "2-3,6-7");
+	p = decide(s, true);
+	assert_cpus(item_of(p, "a")->to_cpus, "0-1,4-5");
+	assert_cpus(item_of(p, "b")->to_cpus, "0-1,4-5");
+	assert_null(strstr(item_of(p, "a")->detail, "core"));
+	plan_free(p);
+	snap_unref(s);
+}
+
+/* One node of 8 cores without SMT and two last-level caches (CPUs 0-3,
+ * 4-7), another node like it: a 2-thread guest gets 2 cores of one
+ * cache, the one less loaded, the least loaded cores of it; a 5-thread
+ * guest fits no cache and spans them. */
+static struct snapshot *two_llc_host(void)
+{
+	struct snapshot *s = snap_new();
+	struct snap_node nodes[2] = { 0 };
+	int core[16], llc[16];
+
+	for (unsigned i = 0; i < 2; i++) {
+		nodes[i].id = (int)i;
+		for (unsigned c = 8 * i; c < 8 * i + 8; c++)
+			mask_set(&nodes[i].cpus, c);
+		nodes[i].nr_cpus = 8;
+		nodes[i].mem_total = 8192 * MIB;
+		nodes[i].mem_free = 6144 * MIB;
+	}
+	for (int c = 0; c < 16; c++) {
+		core[c] = c;
+		llc[c] = c & ~3;
+	}
+	snap_set_nodes(s, nodes, 2, NULL);
+	snap_set_cputopo(s, core, llc, 16);
+	assert_int_equal(s->nodes[0].nr_llcs, 2);
+	assert_int_equal(s->nodes[0].threads_per_core, 1);
+	return s;
+}
+
+static void test_one_llc_where_it_fits(void **st)
+{
+	struct snapshot *s = two_llc_host();
+	struct snap_guest *g, *other;
+	struct coreload *cl;
+	cpumask_t from, out;
+	nodemask_t n0;
+	char why[96];
+
+	(void)st;
+	/* Another guest busy on CPUs 0 and 4: cache 4-7 has 3 idle cores,
+	 * 0-3 too; the tie goes to the lower cache, and within it CPUs 1, 2. */
+	other = snap_add_guest(s);
+	snprintf(other->id, sizeof(other->id), "other");
+	other->cpu_use = 2.0;
+	mask_zero(&from);
+	mask_set(&from, 0);
+	mask_set(&from, 4);
+	other->cpus = snap_cpumask(s, &from);
+	g = snap_add_guest(s);
+	snprintf(g->id, sizeof(g->id), "g");
+	g->cpu_use = 1.8;
+	g->busy_threads = 2;
+	g->busy_measured = true;
+	mask_zero(&from);
+	mask_parse("8-15", &from);
+	g->cpus = snap_cpumask(s, &from);
+	cl = coreload_new(s);
+	assert_non_null(cl);
+	mask_zero(&n0);
+	mask_set(&n0, 0);
+	mask_zero(&out);
+	mask_parse("0-7", &out);
+	cores_choose(cl, s, g, &n0, &from, true, true, &out, why, sizeof(why));
+	assert_cpus(&out, "1-2");
+	assert_string_equal(why, "2 busy threads on 2 cores of LLC 0");
+
+	/* A second one like it: cache 0-3 now holds 3 busy CPUs, 4-7 one. */
+	mask_zero(&out);
+	mask_parse("0-7", &out);
+	cores_choose(cl, s, g, &n0, &from, true, true, &out, why, sizeof(why));
+	assert_cpus(&out, "5-6");
+	assert_string_equal(why, "2 busy threads on 2 cores of LLC 1");
+
+	/* Five busy threads fit no cache of four cores. */
+	g->busy_threads = 5;
+	mask_zero(&out);
+	mask_parse("0-7", &out);
+	cores_choose(cl, s, g, &n0, &from, true, true, &out, why, sizeof(why));
+	assert_int_equal(mask_count(&out), 5);
+	assert_string_equal(why, "5 busy threads on 5 cores across LLCs");
+
+	/* A two-node target is left whole. */
+	mask_set(&n0, 1);
+	mask_zero(&out);
+	mask_parse("0-15", &out);
+	g->busy_threads = 2;
+	cores_choose(cl, s, g, &n0, &from, true, true, &out, why, sizeof(why));
+	assert_cpus(&out, "0-15");
+	assert_string_equal(why, "");
+	coreload_free(cl);
+	snap_unref(s);
+}
+
+/* No node with SMT or more than one cache: nothing to weigh. */
+static void test_plain_host_no_coreload(void **st)
+{
+	struct snapshot *s = snap_new();
+	int core[4] = { 0, 1, 2, 3 }, llc[4] = { 0, 0, 2, 2 };
+
+	(void)st;
+	tu_snap_nodes(s, 2, 2, 1024 * MIB);
+	snap_set_cputopo(s, core, llc, 4);
+	assert_int_equal(s->nodes[1].nr_cores, 2);
+	assert_int_equal(s->nodes[1].nr_llcs, 1);
+	assert_null(coreload_new(s));
+	snap_unref(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_two_guests_separate_cores),
+		cmocka_unit_test(test_not_whole_cores),
+		cmocka_unit_test(test_containers_keep_the_node_by_default),
+		cmocka_unit_test(test_use_without_busy_threads),
+		cmocka_unit_test(test_big_guest_whole_node),
+		cmocka_unit_test(test_no_topology_unchanged),
+		cmocka_unit_test(test_one_llc_where_it_fits),
+		cmocka_unit_test(test_plain_host_no_coreload),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
