@@ -296,6 +296,42 @@ static int nearest_mem(const struct pctx *x, const struct gview *g, const unsign
 	return best;
 }
 
+/* OUT's travel (pcand.travel): each node's part of the guest's memory
+ * that must leave it, by the mean distance from there to mems(OUT). */
+static void travel_of(const struct pctx *x, const struct gview *g, struct pcand *out)
+{
+	unsigned nm = mask_count(&out->mems);
+
+	out->travel = 0.0;
+	out->travel_far = 0;
+	if (!out->migrate || !g->mem_node || !nm)
+		return;
+	for (unsigned n = 0; n < x->nn; n++) {
+		unsigned dsum = 0;
+
+		if (!g->mem_node[n] || mask_test(&out->mems, x->s->nodes[n].id))
+			continue;
+		mask_foreach(id, &out->mems) {
+			unsigned d = dist(x, n, (unsigned)x->idx_of_id[id]);
+
+			dsum += d;
+			if (d > out->travel_far)
+				out->travel_far = d;
+		}
+		out->travel += (double)g->mem_node[n] * ((double)dsum / (double)nm / TRAVEL_UNIT_DIST);
+	}
+}
+
+/* What moving C's memory costs in the score (guards.h): its share of the
+ * guest's memory and its bytes, each by the distance they travel. */
+static double travel_cost(const struct pctx *x, const struct gview *g, const struct pcand *c)
+{
+	if (!g->mem_total || !(c->travel > 0.0))
+		return 0.0;
+	return W_MIGRATE * c->travel / (double)g->mem_total +
+	       W_TRAVEL * c->travel / (1024.0 * MIB) / fmax(g->cpu_use, x->cfg->min_cpu);
+}
+
 void pset_eval(const struct pctx *x, const struct gview *g, const unsigned *idx, unsigned k,
 	       const nodemask_t *mems_override, struct pcand *out)
 {
@@ -366,6 +402,7 @@ void pset_eval(const struct pctx *x, const struct gview *g, const unsigned *idx,
 			x->uni[nuni++] = n;
 	}
 	out->migrate = g->mem_total > out->already ? g->mem_total - out->already : 0;
+	travel_of(x, g, out);
 	/* Huge pages fit only in free pages of their size: the kernel would
 	 * make surplus pages on a node without, out of its free memory, and
 	 * change the pools behind the operator's back. */
@@ -422,7 +459,7 @@ void pset_eval(const struct pctx *x, const struct gview *g, const unsigned *idx,
 	 * (gview.follow_nodes): a set keeping them there pays nothing for it. */
 	out->score = out->util_after +
 		     (MASK_ANY(&g->follow_nodes) && mask_subset(&g->follow_nodes, &out->nodes) ? 0.0 :
-		      W_MIGRATE * (g->mem_total ? (double)out->migrate / (double)g->mem_total : 0.0)) +
+		      travel_cost(x, g, out)) +
 		     W_DISTANCE * (out->mean_dist / 10.0 - 1.0);
 }
 
