@@ -296,6 +296,19 @@ static int nearest_mem(const struct pctx *x, const struct gview *g, const unsign
 	return best;
 }
 
+/* With the kernel tiering memory (snap_memory_tiering), G's memory on
+ * node index N, a node with memory and no CPUs, is the kernel's tier:
+ * where it demoted cold pages, and whence it promotes hot ones. It is
+ * left there: that node joins the mems of any set (so no cpuset write
+ * and no mover job takes it off), and nothing of it migrates — moving it
+ * would undo the kernel's demotion, and it would demote it again. Its
+ * huge pages are no tier (hugetlb is not demoted). */
+static bool tier_left(const struct pctx *x, const struct gview *g, unsigned n)
+{
+	return !x->s->nodes[n].nr_cpus && x->s->nodes[n].mem_total && g->mem_node[n] &&
+	       (!g->huge_node || !g->huge_node[n]);
+}
+
 /* OUT's travel (pcand.travel): each node's part of the guest's memory
  * that must leave it, by the mean distance from there to mems(OUT). */
 static void travel_of(const struct pctx *x, const struct gview *g, struct pcand *out)
@@ -401,6 +414,14 @@ void pset_eval(const struct pctx *x, const struct gview *g, const unsigned *idx,
 		if (!mask_test(&out->nodes, id))
 			x->uni[nuni++] = n;
 	}
+	/* Its memory in the kernel's tier stays there, in its mems (after
+	 * the room: the tier's free memory is no room for its growth). */
+	if (g->mem_node && snap_memory_tiering(s) && out->allowed_ok)
+		for (unsigned n = 0; n < x->nn; n++)
+			if (tier_left(x, g, n) && g->memok[n] && !mask_test(&out->mems, s->nodes[n].id)) {
+				out->already += g->mem_node[n];
+				mask_set(&out->mems, s->nodes[n].id);
+			}
 	out->migrate = g->mem_total > out->already ? g->mem_total - out->already : 0;
 	travel_of(x, g, out);
 	/* Huge pages fit only in free pages of their size: the kernel would

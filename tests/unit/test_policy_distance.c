@@ -210,10 +210,143 @@ static void test_two_sockets_distance_cost(void **state)
 	assert_int_equal(cl.crossing_same_socket, 0);
 }
 
+/* A host with a memory-only node (a CXL expander): nodes 0 and 1 with
+ * 8 CPUs and 16 GiB, node 2 with 64 GiB and no CPUs, farther (distances
+ * 10/21/30). Guests: "a" runs on node 0 with 1 GiB there and 3 GiB on
+ * node 2; "p" is pinned to nodes 0 and 2 (it runs on node 1); "n" is new
+ * (no use measured yet). TIERING: kernel.numa_balancing = 2. */
+static struct snapshot *cxl_host(bool tiering)
+{
+	static const unsigned dist[9] = { 10, 21, 30, 21, 10, 30, 30, 30, 10 };
+	struct snapshot *s = snap_new();
+	struct snap_node sn[3];
+	struct snap_guest *g;
+	nodemask_t pin;
+
+	memset(sn, 0, sizeof(sn));
+	for (unsigned i = 0; i < 3; i++) {
+		sn[i].id = (int)i;
+		sn[i].mem_total = (i == 2 ? 64 : 16) * GIB;
+		sn[i].mem_free = (i == 2 ? 48 : 10) * GIB;
+		sn[i].busy = i == 2 ? NAN : 0.2;
+		if (i < 2) {
+			for (unsigned c = 0; c < 8; c++)
+				mask_set(&sn[i].cpus, i * 8 + c);
+			sn[i].nr_cpus = 8;
+		}
+	}
+	snap_set_nodes(s, sn, 3, dist);
+	s->mono_ns = T0;
+	s->numa_balancing = tiering ? 2 : 0;
+	s->demotion_enabled = tiering ? 1 : 0;
+	g = snap_add_guest(s);
+	snprintf(g->id, sizeof(g->id), "a");
+	g->cpu_use = 1.0;
+	g->nr_threads = 2;
+	guest_on_node(s, g, 0);
+	mask_set(&g->mems, 2);
+	g->mem_node[0] = 1 * GIB;
+	g->mem_node[2] = 3 * GIB;
+	g = snap_add_guest(s);
+	snprintf(g->id, sizeof(g->id), "p");
+	g->cpu_use = 1.0;
+	g->nr_threads = 2;
+	guest_on_node(s, g, 1);
+	g->mem_node[1] = 1 * GIB;
+	g->policy.mode = GPOL_PINNED;
+	mask_zero(&pin);
+	mask_set(&pin, 0);
+	mask_set(&pin, 2);
+	g->policy.nodes = pin;
+	snap_finalize(s);
+	return s;
+}
+
+static void assert_no_cpu_on_memory_only(const struct snapshot *s, const struct plan *p)
+{
+	for (unsigned i = 0; i < p->nr_items; i++) {
+		const struct plan_item *it = &p->items[i];
+
+		if (it->kind != PLAN_MOVE)
+			continue;
+		assert_false(mask_test(&it->to_nodes, 2));
+		assert_non_null(it->to_cpus);
+		for (unsigned c = 16; c < 24; c++)
+			assert_false(mask_test(it->to_cpus, c));
+	}
+}
+
+/* Tiering off: the memory-only node is never a CPU target (a guest's
+ * own placement, a pin naming it, advice); its memory is remote and is
+ * pulled to the guest's CPU node, the cost counted by distance. */
+static void test_memory_only_node_no_tiering(void **state)
+{
+	struct snapshot *s = cxl_host(false);
+	struct policy_config cfg;
+	struct plan *p;
+	struct pstate *next;
+	const struct plan_item *a, *pi;
+	struct advice_request req = { .cpus = 9.0, .mem_bytes = 2 * GIB };
+	struct advice adv;
+
+	(void)state;
+	policy_config_default(&cfg);
+	assert_false(snap_memory_tiering(s));
+	assert_int_equal(policy_decide(&cfg, s, NULL, true, &p, &next), 0);
+	assert_no_cpu_on_memory_only(s, p);
+	a = find_item(p, "a");
+	pi = find_item(p, "p");
+	assert_non_null(a);
+	assert_non_null(pi);
+	print_message("a: %s; p: %s\n", a->detail, pi->detail);
+	assert_int_equal(a->kind, PLAN_MOVE);
+	assert_false(mask_test(&a->to_mems, 2));
+	assert_int_equal(a->migrate_bytes, 3 * GIB);
+	assert_non_null(strstr(a->detail, "farthest 30"));
+	assert_int_equal(pi->kind, PLAN_MOVE);
+	assert_true(mask_test(&pi->to_nodes, 0) && mask_count(&pi->to_nodes) == 1);
+	plan_free(p);
+	pstate_free(next);
+	/* Advice for more CPUs than a node has: both CPU nodes, never 2. */
+	assert_int_equal(policy_advise(&cfg, s, &req, &adv), 0);
+	assert_true(adv.ok);
+	assert_false(mask_test(&adv.nodes, 2));
+	snap_unref(s);
+}
+
+/* Tiering on (numa_balancing = 2, demotion on): its memory on the
+ * memory-only node is the kernel's tier, left where the kernel put it:
+ * that node stays in its mems, nothing of it migrates, and a guest local
+ * but for it is not moved for it. */
+static void test_memory_only_node_tiering(void **state)
+{
+	struct snapshot *s = cxl_host(true);
+	struct policy_config cfg;
+	struct plan *p;
+	struct pstate *next;
+	const struct plan_item *a;
+
+	(void)state;
+	policy_config_default(&cfg);
+	assert_true(snap_memory_tiering(s));
+	assert_int_equal(policy_decide(&cfg, s, NULL, true, &p, &next), 0);
+	assert_no_cpu_on_memory_only(s, p);
+	a = find_item(p, "a");
+	assert_non_null(a);
+	print_message("a: %s %s\n", plan_kind_name(a->kind), a->detail);
+	assert_int_equal(a->migrate_bytes, 0);
+	assert_true(a->kind != PLAN_MOVE || mask_test(&a->to_mems, 2));
+	plan_free(p);
+	pstate_free(next);
+	snap_unref(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_two_sockets_distance_cost),
+		cmocka_unit_test(test_memory_only_node_no_tiering),
+		cmocka_unit_test(test_memory_only_node_tiering),
 	};
 
 	return cmocka_run_group_tests_name("policy_distance", tests, NULL, NULL);
