@@ -56,6 +56,7 @@ void pctx_init(struct pctx *x, const struct policy_config *cfg, const struct sna
 	x->set = xcalloc(n, sizeof(*x->set));
 	x->uni = xcalloc(2 * n, sizeof(*x->uni));
 	x->distsum = xcalloc(n, sizeof(*x->distsum));
+	x->midx = xcalloc(n, sizeof(*x->midx));
 	x->inset = xcalloc(n, sizeof(*x->inset));
 	x->univ = xcalloc(n, sizeof(*x->univ));
 	x->own = xcalloc(n, sizeof(*x->own));
@@ -212,6 +213,7 @@ void pctx_fini(struct pctx *x)
 	free(x->set);
 	free(x->uni);
 	free(x->distsum);
+	free(x->midx);
 	free(x->inset);
 	free(x->univ);
 	free(x->own);
@@ -313,24 +315,31 @@ static bool tier_left(const struct pctx *x, const struct gview *g, unsigned n)
  * that must leave it, by the mean distance from there to mems(OUT). */
 static void travel_of(const struct pctx *x, const struct gview *g, struct pcand *out)
 {
-	unsigned nm = mask_count(&out->mems);
+	unsigned nm = 0;
 
 	out->travel = 0.0;
 	out->travel_far = 0;
-	if (!out->migrate || !g->mem_node || !nm)
+	if (!out->migrate || !g->mem_node)
+		return;
+	mask_foreach(id, &out->mems)
+		x->midx[nm++] = (unsigned)x->idx_of_id[id];
+	if (!nm)
 		return;
 	for (unsigned n = 0; n < x->nn; n++) {
-		unsigned dsum = 0;
+		const unsigned *row = &x->s->distance[n * x->nn];
+		unsigned dsum = 0, far = 0, i;
 
-		if (!g->mem_node[n] || mask_test(&out->mems, x->s->nodes[n].id))
+		if (!g->mem_node[n])
 			continue;
-		mask_foreach(id, &out->mems) {
-			unsigned d = dist(x, n, (unsigned)x->idx_of_id[id]);
+		for (i = 0; i < nm && x->midx[i] != n; i++) {
+			unsigned d = row[x->midx[i]];
 
 			dsum += d;
-			if (d > out->travel_far)
-				out->travel_far = d;
+			far = d > far ? d : far;
 		}
+		if (i < nm)
+			continue;   /* N is one of the mems: nothing leaves it */
+		out->travel_far = far > out->travel_far ? far : out->travel_far;
 		out->travel += (double)g->mem_node[n] * ((double)dsum / (double)nm / TRAVEL_UNIT_DIST);
 	}
 }

@@ -89,6 +89,7 @@ struct pctx {
 	unsigned *set;
 	unsigned *uni;
 	unsigned *distsum;
+	unsigned *midx;      /* the node indices of a set's mems (travel_of) */
 	bool *inset;
 	bool *univ;
 	/* The guest view's arrays (see struct gview). */
