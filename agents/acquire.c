@@ -114,6 +114,23 @@ static void sleep_s(double s)
 		;
 }
 
+/* /sys/kernel/mm/numa/demotion_enabled under SYSFS ("true"/"false", or
+ * 1/0 on some kernels): 1, 0, -1 when absent (a kernel without memory
+ * tiering) or unreadable. */
+static int read_demotion(const char *sysfs)
+{
+	char path[PATH_MAX], line[16];
+
+	if (snprintf(path, sizeof(path), "%s/kernel/mm/numa/demotion_enabled", sysfs) >= (int)sizeof(path) ||
+	    fs_read_line(path, line, sizeof(line)) < 0)
+		return -1;
+	if (!strcmp(line, "true") || !strcmp(line, "1"))
+		return 1;
+	if (!strcmp(line, "false") || !strcmp(line, "0"))
+		return 0;
+	return -1;
+}
+
 /* Scan all guest sources into SNAP at NOW. */
 static int scan_guests(struct acquirer *a, struct snapshot *snap, int64_t now)
 {
@@ -245,6 +262,7 @@ int acquirer_snapshot(struct acquirer *a, double prime_s, const struct snap_poli
 		if (snprintf(path, sizeof(path), "%s/sys/kernel/numa_balancing", a->hp.procfs) < (int)sizeof(path) &&
 		    fs_read_u64(path, &v) == 0)
 			s->numa_balancing = v > 255 ? 255 : (int)v;
+		s->demotion_enabled = read_demotion(a->hp.sysfs);
 	}
 	snap_set_nodes(s, nodes, nr, dist);
 	cputopo_set(a, s, nodes, nr);

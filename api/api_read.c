@@ -137,6 +137,11 @@ void h_status(struct rq *r)
 				      "setting", kbal_setting_name(v->stats.kernel_balancing) ?
 					      kbal_setting_name(v->stats.kernel_balancing) : "?",
 				      "memory_deferred", (json_int_t)v->stats.memory_deferred));
+	/* Memory tiering: memory on nodes without CPUs is the kernel's tier,
+	 * left where it put it (deploy/man/numaorchd.8). */
+	json_object_set_new(json_object_get(o, "kernel_balancing"), "memory_tiering",
+			    json_pack("{s:b, s:o}", "active", snap_memory_tiering(s), "demotion_enabled",
+				      s->demotion_enabled >= 0 ? json_boolean(s->demotion_enabled > 0) : json_null()));
 	json_object_set_new(o, "libvirt",
 			    json_pack("{s:s, s:o, s:I, s:I, s:o}",
 				      "state", engine_libvirt_state_name(v->stats.libvirt_state),
@@ -183,6 +188,9 @@ void h_nodes(struct rq *r)
 		 * to come, snap_node.mem_leaving/mem_coming). */
 		json_object_set_new(o, "mem_leaving_bytes", json_integer((json_int_t)nd->mem_leaving));
 		json_object_set_new(o, "mem_coming_bytes", json_integer((json_int_t)nd->mem_coming));
+		/* Memory and no CPUs (a CXL expander, a tier): never a CPU
+		 * target. */
+		json_object_set_new(o, "memory_only", json_boolean(!nd->nr_cpus && nd->mem_total));
 		json_object_set_new(o, "guests", homed);
 		json_array_append_new(arr, o);
 	}

@@ -1003,6 +1003,29 @@ static void auto_no_fit(struct pctx *x, const struct gview *v, const bool *usabl
 		add_detail(it, " (some node busy not measured, taken as idle)");
 }
 
+/* CPUs to memory: under target where it runs, C fits it with headroom
+ * and needs less of its memory moved, by the distance it travels, than
+ * pulling it to where it runs (A->cc), scores better for it, and is no
+ * busier than where it runs — or the bytes of that pull alone
+ * (W_TRAVEL's term) cost more than a whole node's utilisation, which no
+ * load difference can pay for: a guest doing next to nothing with many
+ * GiB. The cheap way to locality needs no less-busy margin: that rule
+ * keeps load moves from flapping, and a guest whose threads join its
+ * memory is local there, settled unless that set becomes a load case.
+ * Without it, a guest using 0.01 CPU with its threads on one node and
+ * 16 GiB on a sibling no less busy by the margin had all 16 GiB moved
+ * to the least busy node of the other socket. */
+static bool to_memory(const struct pctx *x, const struct gview *v, const struct adec *a, const struct pcand *c)
+{
+	double bytes_cost;
+
+	if (!a->cur_k || !a->locality_bad || c->crowded || !pcand_fits(c) || !v->mem_total ||
+	    !(c->travel < a->cc.travel) || !(c->score < a->cc.score - UTIL_EPS))
+		return false;
+	bytes_cost = W_TRAVEL * a->cc.travel / (1024.0 * MIB) / fmax(v->cpu_use, x->cfg->min_cpu);
+	return c->util_after <= a->unow + UTIL_EPS || bytes_cost >= 1.0;
+}
+
 /* The candidates of the fewest nodes: the best and the coolest of them
  * (A->best, A->coolest), and the one to go to (A->pick), if any: fewer
  * nodes, more local, or less busy by the margin, and not a set it would
@@ -1036,7 +1059,8 @@ static void auto_pick(const struct pctx *x, const struct snap_guest *g, const st
 			      (!a->cur_k || dev_refused(g, &g->cpu_nodes) ||
 			       c->util_after * (1.0 + cfg->less_busy_margin) + dev_leave_cost(g, &g->cpu_nodes, &c->nodes) <
 				       a->unow ||
-			       (a->locality_bad && !a->cc.huge_ok && pcand_fits(c) && v->huge_total && !c->huge_migrate));
+			       (a->locality_bad && !a->cc.huge_ok && pcand_fits(c) && v->huge_total && !c->huge_migrate) ||
+			       to_memory(x, v, a, c));
 			/* Local where it is and its threads fit its CPUs
 			 * (local fit): less load elsewhere must pay for moving
 			 * its memory there (the score counts W_MIGRATE for it),
@@ -1146,6 +1170,23 @@ static void auto_not_less_busy(struct pctx *x, const struct gview *v, struct pla
 		huge_detail(x, v, &a->cc, it);
 }
 
+/* What its memory's journey costs (guards.h, pcand.travel), or what
+ * going to its memory saved against pulling it where it runs (CC). */
+static void travel_detail(struct plan_item *it, const struct pcand *pick, const struct pcand *cc)
+{
+	char buf[96];
+
+	if (pick->travel > 0.0)
+		snprintf(buf, sizeof(buf), "; cost %.1f GiB×distance/20, farthest %u",
+			 pick->travel / (1024.0 * MIB), pick->travel_far);
+	else if (cc->travel > 0.0 && !mask_equal(&pick->nodes, &cc->nodes))
+		snprintf(buf, sizeof(buf), "; CPUs to its memory, not %llu MiB over distance %u",
+			 mib(cc->migrate), cc->travel_far);
+	else
+		return;
+	add_detail(it, buf);
+}
+
 /* The move to A->pick, unless its cool-down holds it. */
 static void auto_move(struct pctx *x, const struct pstate_entry *pe, const struct snap_guest *g,
 		      const struct gview *v, struct gdec *d, const struct adec *a)
@@ -1166,6 +1207,7 @@ static void auto_move(struct pctx *x, const struct pstate_entry *pe, const struc
 	d->target = *pick;
 	d->want = true;
 	move_detail(it, cfg, mask_equal(&pick->nodes, &g->cpu_nodes));
+	travel_detail(it, pick, &a->cc);
 	/* Short: these must survive the detail's length limit. */
 	if (pcand_more_than_threads(x, v, pick))
 		add_detail(it, "; memory does not fit fewer nodes");

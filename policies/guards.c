@@ -56,6 +56,7 @@ void pctx_init(struct pctx *x, const struct policy_config *cfg, const struct sna
 	x->set = xcalloc(n, sizeof(*x->set));
 	x->uni = xcalloc(2 * n, sizeof(*x->uni));
 	x->distsum = xcalloc(n, sizeof(*x->distsum));
+	x->midx = xcalloc(n, sizeof(*x->midx));
 	x->inset = xcalloc(n, sizeof(*x->inset));
 	x->univ = xcalloc(n, sizeof(*x->univ));
 	x->own = xcalloc(n, sizeof(*x->own));
@@ -212,6 +213,7 @@ void pctx_fini(struct pctx *x)
 	free(x->set);
 	free(x->uni);
 	free(x->distsum);
+	free(x->midx);
 	free(x->inset);
 	free(x->univ);
 	free(x->own);
@@ -296,6 +298,62 @@ static int nearest_mem(const struct pctx *x, const struct gview *g, const unsign
 	return best;
 }
 
+/* With the kernel tiering memory (snap_memory_tiering), G's memory on
+ * node index N, a node with memory and no CPUs, is the kernel's tier:
+ * where it demoted cold pages, and whence it promotes hot ones. It is
+ * left there: that node joins the mems of any set (so no cpuset write
+ * and no mover job takes it off), and nothing of it migrates — moving it
+ * would undo the kernel's demotion, and it would demote it again. Its
+ * huge pages are no tier (hugetlb is not demoted). */
+static bool tier_left(const struct pctx *x, const struct gview *g, unsigned n)
+{
+	return !x->s->nodes[n].nr_cpus && x->s->nodes[n].mem_total && g->mem_node[n] &&
+	       (!g->huge_node || !g->huge_node[n]);
+}
+
+/* OUT's travel (pcand.travel): each node's part of the guest's memory
+ * that must leave it, by the mean distance from there to mems(OUT). */
+static void travel_of(const struct pctx *x, const struct gview *g, struct pcand *out)
+{
+	unsigned nm = 0;
+
+	out->travel = 0.0;
+	out->travel_far = 0;
+	if (!out->migrate || !g->mem_node)
+		return;
+	mask_foreach(id, &out->mems)
+		x->midx[nm++] = (unsigned)x->idx_of_id[id];
+	if (!nm)
+		return;
+	for (unsigned n = 0; n < x->nn; n++) {
+		const unsigned *row = &x->s->distance[n * x->nn];
+		unsigned dsum = 0, far = 0, i;
+
+		if (!g->mem_node[n])
+			continue;
+		for (i = 0; i < nm && x->midx[i] != n; i++) {
+			unsigned d = row[x->midx[i]];
+
+			dsum += d;
+			far = d > far ? d : far;
+		}
+		if (i < nm)
+			continue;   /* N is one of the mems: nothing leaves it */
+		out->travel_far = far > out->travel_far ? far : out->travel_far;
+		out->travel += (double)g->mem_node[n] * ((double)dsum / (double)nm / TRAVEL_UNIT_DIST);
+	}
+}
+
+/* What moving C's memory costs in the score (guards.h): its share of the
+ * guest's memory and its bytes, each by the distance they travel. */
+static double travel_cost(const struct pctx *x, const struct gview *g, const struct pcand *c)
+{
+	if (!g->mem_total || !(c->travel > 0.0))
+		return 0.0;
+	return W_MIGRATE * c->travel / (double)g->mem_total +
+	       W_TRAVEL * c->travel / (1024.0 * MIB) / fmax(g->cpu_use, x->cfg->min_cpu);
+}
+
 void pset_eval(const struct pctx *x, const struct gview *g, const unsigned *idx, unsigned k,
 	       const nodemask_t *mems_override, struct pcand *out)
 {
@@ -365,7 +423,16 @@ void pset_eval(const struct pctx *x, const struct gview *g, const unsigned *idx,
 		if (!mask_test(&out->nodes, id))
 			x->uni[nuni++] = n;
 	}
+	/* Its memory in the kernel's tier stays there, in its mems (after
+	 * the room: the tier's free memory is no room for its growth). */
+	if (g->mem_node && snap_memory_tiering(s) && out->allowed_ok)
+		for (unsigned n = 0; n < x->nn; n++)
+			if (tier_left(x, g, n) && g->memok[n] && !mask_test(&out->mems, s->nodes[n].id)) {
+				out->already += g->mem_node[n];
+				mask_set(&out->mems, s->nodes[n].id);
+			}
 	out->migrate = g->mem_total > out->already ? g->mem_total - out->already : 0;
+	travel_of(x, g, out);
 	/* Huge pages fit only in free pages of their size: the kernel would
 	 * make surplus pages on a node without, out of its free memory, and
 	 * change the pools behind the operator's back. */
@@ -422,7 +489,7 @@ void pset_eval(const struct pctx *x, const struct gview *g, const unsigned *idx,
 	 * (gview.follow_nodes): a set keeping them there pays nothing for it. */
 	out->score = out->util_after +
 		     (MASK_ANY(&g->follow_nodes) && mask_subset(&g->follow_nodes, &out->nodes) ? 0.0 :
-		      W_MIGRATE * (g->mem_total ? (double)out->migrate / (double)g->mem_total : 0.0)) +
+		      travel_cost(x, g, out)) +
 		     W_DISTANCE * (out->mean_dist / 10.0 - 1.0);
 }
 

@@ -19,14 +19,28 @@
 #define MIB (1024ULL * 1024ULL)
 
 /* Scoring weights among candidate sets of the same (minimal) size; lower
- * score wins. score = util_after
- *                   + W_MIGRATE × (memory to migrate / guest memory)
- *                   + W_DISTANCE × (mean distance within the set / 10 − 1)
- * A full migration costs as much as 0.5 of utilisation; a cross-socket
- * pair (distance 21..32) costs 0.55..1.1, a same-socket pair (11..12)
- * 0.05..0.1, so a guest stays within a socket unless the other socket is
- * much emptier, and prefers the nodes its memory is already on. */
+ * score wins. With travel = Σ over the nodes s its memory leaves of
+ * bytes(s) × d(s, mems(T)) / TRAVEL_UNIT_DIST, d the mean distance from s
+ * to the nodes of mems(T) (the bytes to migrate × the distance they
+ * travel, counted in bytes moved to a node at the kernel's default
+ * distance for another node):
+ *   score = util_after
+ *         + W_MIGRATE × travel / guest memory
+ *         + W_TRAVEL × travel in GiB / max(cpu_use, min_cpu)
+ *         + W_DISTANCE × (mean distance within the set / 10 − 1)
+ * A full migration to a node at distance 20 costs 0.5 of utilisation,
+ * within a socket (distance 11..12) 0.28..0.3, across sockets (21..32)
+ * 0.53..0.8. The second term weighs the bytes themselves against what
+ * the guest does with them: a guest busy with one CPU pays 0.02 a GiB
+ * moved at distance 20, one using next to nothing (min_cpu) ten times
+ * that, so a tiny guest never drags gigabytes anywhere when its CPUs can
+ * go to its memory instead. A cross-socket pair (distance 21..32) costs
+ * 0.55..1.1, a same-socket pair (11..12) 0.05..0.1, so a guest stays
+ * within a socket unless the other socket is much emptier, and prefers
+ * the nodes its memory is already on. */
+#define TRAVEL_UNIT_DIST 20.0
 #define W_MIGRATE 0.5
+#define W_TRAVEL 0.02
 #define W_DISTANCE 0.5
 
 /* A local fit (pcand.local_fit) may pass a full node by this much: the
@@ -75,6 +89,7 @@ struct pctx {
 	unsigned *set;
 	unsigned *uni;
 	unsigned *distsum;
+	unsigned *midx;      /* the node indices of a set's mems (travel_of) */
 	bool *inset;
 	bool *univ;
 	/* The guest view's arrays (see struct gview). */
@@ -140,6 +155,12 @@ struct pcand {
 	uint64_t room;           /* Σ max(0, free − reserve) over mems(T) */
 	uint64_t already;        /* guest memory already on mems(T) */
 	uint64_t migrate;        /* guest memory not on mems(T) */
+	/* migrate × the distance it travels: Σ over the nodes s it leaves of
+	 * bytes(s) × (mean distance from s to mems(T)) / TRAVEL_UNIT_DIST, in
+	 * bytes; and
+	 * the farthest of those distances (0: nothing moves). */
+	double travel;
+	unsigned travel_far;
 	/* Of migrate, its hugetlb pages, and the free pages of their size on
 	 * mems(T) in bytes: they fit only there, not in the free memory
 	 * (room). huge_ok: none to move or enough free pages. */

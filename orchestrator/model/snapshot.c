@@ -16,6 +16,7 @@ struct snapshot *snap_new(void)
 
 	s->refs = 1;
 	s->numa_balancing = -1;
+	s->demotion_enabled = -1;
 	return s;
 }
 

@@ -263,6 +263,12 @@ struct snapshot {
 	 * When on, the kernel moves pages toward the threads touching them:
 	 * it places memory inside a guest's node set, which a cpuset cannot. */
 	int numa_balancing;
+	/* /sys/kernel/mm/numa/demotion_enabled: 1 the kernel demotes cold
+	 * pages to slower (e.g. memory-only, CXL) nodes under pressure, 0 it
+	 * does not, -1 unknown. With it, or with numa_balancing's tiering
+	 * bit (snap_memory_tiering), memory on a node without CPUs is the
+	 * kernel's tier: the policy leaves it there. */
+	int demotion_enabled;
 	enum cg_layout layout;
 
 	unsigned nr_nodes;
@@ -399,5 +405,14 @@ int gpol_mode_parse(const char *s, enum gpol_mode *out);
 /* "prefer", "require", "ignore". */
 const char *gpol_devices_name(enum gpol_devices d);
 int gpol_devices_parse(const char *s, enum gpol_devices *out);
+
+/* The kernel tiers memory: kernel.numa_balancing's memory-tiering bit
+ * (2: hot pages promoted from slow nodes, cold ones demoted to them) or
+ * demotion on. Memory on a node without CPUs is then where the kernel
+ * put it, and it moves it back when it is hot. */
+static inline bool snap_memory_tiering(const struct snapshot *s)
+{
+	return (s->numa_balancing > 0 && (s->numa_balancing & 2)) || s->demotion_enabled > 0;
+}
 
 #endif

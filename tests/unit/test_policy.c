@@ -177,9 +177,21 @@ static const struct tcase cases[] = {
 	},
 	{
 		/* Memory all on node 1, no room to pull it to node 0; node 1
-		 * would be exactly as busy (0.50) as node 0 is now. */
-		.name = "less-busy rule: equal load blocks the relocation",
+		 * would be exactly as busy (0.50) as node 0 is now. Its CPUs
+		 * going to its memory is the cheap way to locality: the
+		 * less-busy margin, for moves made for load, does not hold it
+		 * (it did, and the guest stayed 0 % local for good). */
+		.name = "less-busy rule: equal load, CPUs go to their memory",
 		.nn = 2, .nodes = { N8(0, 200, 0.5), N8(1, 8192, 0.35) },
+		.g = { { .id = "a", .use = 1.0, .on = "0", .mib = { 0, 4096 } } },
+		.e = { { .id = "a", .kind = PLAN_MOVE, .reason = REASON_LOCALITY,
+			 .to = "1", .mig = MIG(0), .detail_has = "CPUs to its memory" } },
+	},
+	{
+		/* The same with its memory's node busier than its own would
+		 * be after (0.575 > 0.50): the less-busy rule holds it. */
+		.name = "less-busy rule: a busier memory node blocks the relocation",
+		.nn = 2, .nodes = { N8(0, 200, 0.5), N8(1, 8192, 0.45) },
 		.g = { { .id = "a", .use = 1.0, .on = "0", .mib = { 0, 4096 } } },
 		.e = { { .id = "a", .kind = PLAN_SKIP, .reason = REASON_LOCALITY, .skip = SKIP_NOT_LESS_BUSY,
 			 .to = "1", .mig = MIG(0), .detail_has = "not less busy" } },
@@ -193,11 +205,12 @@ static const struct tcase cases[] = {
 			 .cpus = "8-15", .mig = MIG(0) } },
 	},
 	{
-		/* 0.45 × 1.12 = 0.504 ≥ 0.50 */
-		.name = "less-busy rule: blocked just inside the margin",
+		/* 0.45 × 1.12 = 0.504 ≥ 0.50: inside the margin, but its
+		 * memory is there, so its CPUs go (they did not). */
+		.name = "less-busy rule: inside the margin, CPUs go to their memory",
 		.nn = 2, .nodes = { N8(0, 200, 0.5), N8(1, 8192, 0.3) },
 		.g = { { .id = "a", .use = 1.0, .on = "0", .mib = { 0, 4096 } } },
-		.e = { { .id = "a", .kind = PLAN_SKIP, .skip = SKIP_NOT_LESS_BUSY, .to = "1" } },
+		.e = { { .id = "a", .kind = PLAN_MOVE, .to = "1", .mig = MIG(0) } },
 	},
 	{
 		.name = "less-busy rule: the same case with margin 0 passes",

@@ -1,0 +1,353 @@
+/* test_policy_distance.c — the cost of moving memory, weighed by how far
+ * it travels (issue 43, "Distances and the cost of moving"), and nodes
+ * with memory and no CPUs.
+ *
+ * The generated host is the issue's: 8 nodes in 2 sockets (distances
+ * 10 within a node, 12 within a socket, 32 across), 2000 guests, nodes
+ * 42-60 % busy. Most guests are local on one node; some have their
+ * threads on one node and their memory on another, in the same socket or
+ * across. Among them the issue's example: a guest using 0.01 CPU, its
+ * threads on node 5 and 16 GiB on node 6.
+ */
+#include "testutil.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policies/policies.h"
+
+#define MIB (1024ULL * 1024ULL)
+#define GIB (1024ULL * MIB)
+#define SEC 1000000000LL
+#define T0 (100000 * SEC)
+
+#define DN 8          /* nodes */
+#define DCPUS 32      /* CPUs a node */
+#define DGUESTS 2000
+
+static uint32_t lcg(uint32_t *st)
+{
+	*st = *st * 1664525u + 1013904223u;
+	return *st >> 8;
+}
+
+static unsigned socket_of(unsigned n)
+{
+	return n / 4;
+}
+
+static void guest_on_node(struct snapshot *s, struct snap_guest *g, unsigned cpu_node)
+{
+	nodemask_t on;
+	cpumask_t cpus;
+
+	mask_zero(&on);
+	mask_set(&on, cpu_node);
+	snap_nodes_to_cpus(s, &on, &cpus);
+	g->cpus = snap_cpumask(s, &cpus);
+	g->mems = on;
+}
+
+/* The issue's host. The example guest is "docker-tiny". */
+static struct snapshot *gen_two_sockets(uint32_t seed)
+{
+	struct snapshot *s = snap_new();
+	struct snap_node sn[DN];
+	unsigned dist[DN * DN];
+	/* Node 3, in the other socket, is the least busy; node 6 is not
+	 * less busy than node 5 by the margin. */
+	static const double busy[DN] = { 0.50, 0.48, 0.52, 0.42, 0.56, 0.58, 0.55, 0.60 };
+	uint64_t used[DN] = { 0 };
+	uint32_t st = seed;
+
+	memset(sn, 0, sizeof(sn));
+	for (unsigned i = 0; i < DN; i++) {
+		sn[i].id = (int)i;
+		for (unsigned c = 0; c < DCPUS; c++)
+			mask_set(&sn[i].cpus, i * DCPUS + c);
+		sn[i].nr_cpus = DCPUS;
+		sn[i].mem_total = 1024 * GIB;
+		for (unsigned j = 0; j < DN; j++)
+			dist[i * DN + j] = i == j ? 10 : (socket_of(i) == socket_of(j) ? 12 : 32);
+	}
+	snap_set_nodes(s, sn, DN, dist);
+	s->seq = 1;
+	s->mono_ns = T0;
+	s->numa_balancing = 0;
+	for (unsigned gi = 0; gi < DGUESTS; gi++) {
+		struct snap_guest *g = snap_add_guest(s);
+		unsigned cn = lcg(&st) % DN, mn = cn, kind = lcg(&st) % 100;
+		uint64_t mem = (256 + lcg(&st) % 3840) * MIB;
+
+		snprintf(g->id, sizeof(g->id), "docker-g%04u", gi);
+		snprintf(g->runtime, sizeof(g->runtime), "docker");
+		/* Mostly idle guests, a few busy ones. */
+		g->cpu_use = kind < 70 ? (double)(lcg(&st) % 10) / 100.0 : (double)(lcg(&st) % 150) / 100.0;
+		g->nr_threads = 4;
+		if (kind < 8)
+			mn = socket_of(cn) * 4 + (cn % 4 + 1 + lcg(&st) % 3) % 4;  /* same socket */
+		else if (kind < 12)
+			mn = (1 - socket_of(cn)) * 4 + lcg(&st) % 4;               /* other socket */
+		if (mn != cn)
+			mem = (1 + lcg(&st) % 16) * GIB;
+		guest_on_node(s, g, cn);
+		g->mem_node[mn] = mem;
+		used[mn] += mem;
+	}
+	{
+		/* The issue's example. */
+		struct snap_guest *g = snap_add_guest(s);
+
+		snprintf(g->id, sizeof(g->id), "docker-tiny");
+		snprintf(g->runtime, sizeof(g->runtime), "docker");
+		g->cpu_use = 0.01;
+		g->nr_threads = 4;
+		guest_on_node(s, g, 5);
+		g->mem_node[6] = 16 * GIB;
+		used[6] += 16 * GIB;
+	}
+	for (unsigned i = 0; i < DN; i++) {
+		s->nodes[i].busy = busy[i];
+		s->nodes[i].mem_free = s->nodes[i].mem_total - used[i] - 8 * GIB;
+	}
+	snap_finalize(s);
+	return s;
+}
+
+struct dcount {
+	unsigned moves, crossing, crossing_same_socket;
+	uint64_t bytes;
+};
+
+/* The moves of P that migrate memory across sockets: some of the guest's
+ * memory leaves a node of the other socket than every node it goes to. */
+static void count_moves(const struct snapshot *s, const struct plan *p, struct dcount *c)
+{
+	memset(c, 0, sizeof(*c));
+	for (unsigned i = 0; i < p->nr_items; i++) {
+		const struct plan_item *it = &p->items[i];
+		const struct snap_guest *g = &s->guests[it->guest_idx];
+		bool cross = false, same = true;
+		unsigned tsock = 99;
+
+		if (it->kind != PLAN_MOVE)
+			continue;
+		c->moves++;
+		c->bytes += it->migrate_bytes;
+		mask_foreach(id, &it->to_mems)
+			tsock = socket_of((unsigned)id);
+		for (unsigned n = 0; n < s->nr_nodes; n++) {
+			if (!g->mem_node[n])
+				continue;
+			if (!mask_test(&it->to_mems, (unsigned)n) && socket_of(n) != tsock && it->migrate_bytes)
+				cross = true;
+			mask_foreach(id, &g->cpu_nodes)
+				if (socket_of((unsigned)id) != socket_of(n))
+					same = false;
+		}
+		c->crossing += cross;
+		c->crossing_same_socket += cross && same;
+	}
+}
+
+static const struct plan_item *find_item(const struct plan *p, const char *id)
+{
+	for (unsigned i = 0; i < p->nr_items; i++)
+		if (strcmp(p->items[i].guest_id, id) == 0)
+			return &p->items[i];
+	return NULL;
+}
+
+/* One decision on S with CFG: the counts, and docker-tiny's item (its
+ * kind, nodes and migration) into *TINY. */
+static void decide_count(const struct policy_config *cfg, const struct snapshot *s, const char *what,
+			 struct dcount *c, struct plan_item *tiny)
+{
+	struct plan *p;
+	struct pstate *next;
+	const struct plan_item *it;
+	char to[64];
+
+	assert_int_equal(policy_decide(cfg, s, NULL, true, &p, &next), 0);
+	count_moves(s, p, c);
+	it = find_item(p, "docker-tiny");
+	assert_non_null(it);
+	*tiny = *it;
+	tiny->to_cpus = NULL;
+	mask_format(&it->to_nodes, to, sizeof(to));
+	print_message("%s: %u moves, %u across sockets (%u of guests whose threads and memory shared a socket), "
+		      "%.1f GiB; docker-tiny: %s to node %s, %llu MiB: %s\n",
+		      what, c->moves, c->crossing, c->crossing_same_socket, (double)c->bytes / GIB,
+		      plan_kind_name(it->kind), to, (unsigned long long)(it->migrate_bytes / MIB), it->detail);
+	plan_free(p);
+	pstate_free(next);
+}
+
+/* The issue's example, with the default budgets and with them lifted. */
+static void test_two_sockets_distance_cost(void **state)
+{
+	struct snapshot *s = gen_two_sockets(43);
+	struct policy_config cfg;
+	struct dcount c, cl;
+	struct plan_item tiny, tinyl;
+
+	(void)state;
+	policy_config_default(&cfg);
+	decide_count(&cfg, s, "default budgets", &c, &tiny);
+	cfg.max_moves = 100000;
+	cfg.max_migrate_bytes = 1ULL << 50;
+	decide_count(&cfg, s, "budgets lifted", &cl, &tinyl);
+	snap_unref(s);
+
+	/* A guest using 0.01 CPU drags no memory anywhere: its CPUs go to its
+	 * memory (node 6, the same socket), nothing migrated. */
+	assert_int_equal(tinyl.kind, PLAN_MOVE);
+	assert_true(mask_test(&tinyl.to_nodes, 6) && mask_count(&tinyl.to_nodes) == 1);
+	assert_int_equal(tinyl.migrate_bytes, 0);
+	assert_int_equal(c.crossing_same_socket, 0);
+	assert_int_equal(cl.crossing_same_socket, 0);
+}
+
+/* A host with a memory-only node (a CXL expander): nodes 0 and 1 with
+ * 8 CPUs and 16 GiB, node 2 with 64 GiB and no CPUs, farther (distances
+ * 10/21/30). Guests: "a" runs on node 0 with 1 GiB there and 3 GiB on
+ * node 2; "p" is pinned to nodes 0 and 2 (it runs on node 1); "n" is new
+ * (no use measured yet). TIERING: kernel.numa_balancing = 2. */
+static struct snapshot *cxl_host(bool tiering)
+{
+	static const unsigned dist[9] = { 10, 21, 30, 21, 10, 30, 30, 30, 10 };
+	struct snapshot *s = snap_new();
+	struct snap_node sn[3];
+	struct snap_guest *g;
+	nodemask_t pin;
+
+	memset(sn, 0, sizeof(sn));
+	for (unsigned i = 0; i < 3; i++) {
+		sn[i].id = (int)i;
+		sn[i].mem_total = (i == 2 ? 64 : 16) * GIB;
+		sn[i].mem_free = (i == 2 ? 48 : 10) * GIB;
+		sn[i].busy = i == 2 ? NAN : 0.2;
+		if (i < 2) {
+			for (unsigned c = 0; c < 8; c++)
+				mask_set(&sn[i].cpus, i * 8 + c);
+			sn[i].nr_cpus = 8;
+		}
+	}
+	snap_set_nodes(s, sn, 3, dist);
+	s->mono_ns = T0;
+	s->numa_balancing = tiering ? 2 : 0;
+	s->demotion_enabled = tiering ? 1 : 0;
+	g = snap_add_guest(s);
+	snprintf(g->id, sizeof(g->id), "a");
+	g->cpu_use = 1.0;
+	g->nr_threads = 2;
+	guest_on_node(s, g, 0);
+	mask_set(&g->mems, 2);
+	g->mem_node[0] = 1 * GIB;
+	g->mem_node[2] = 3 * GIB;
+	g = snap_add_guest(s);
+	snprintf(g->id, sizeof(g->id), "p");
+	g->cpu_use = 1.0;
+	g->nr_threads = 2;
+	guest_on_node(s, g, 1);
+	g->mem_node[1] = 1 * GIB;
+	g->policy.mode = GPOL_PINNED;
+	mask_zero(&pin);
+	mask_set(&pin, 0);
+	mask_set(&pin, 2);
+	g->policy.nodes = pin;
+	snap_finalize(s);
+	return s;
+}
+
+static void assert_no_cpu_on_memory_only(const struct snapshot *s, const struct plan *p)
+{
+	for (unsigned i = 0; i < p->nr_items; i++) {
+		const struct plan_item *it = &p->items[i];
+
+		if (it->kind != PLAN_MOVE)
+			continue;
+		assert_false(mask_test(&it->to_nodes, 2));
+		assert_non_null(it->to_cpus);
+		for (unsigned c = 16; c < 24; c++)
+			assert_false(mask_test(it->to_cpus, c));
+	}
+}
+
+/* Tiering off: the memory-only node is never a CPU target (a guest's
+ * own placement, a pin naming it, advice); its memory is remote and is
+ * pulled to the guest's CPU node, the cost counted by distance. */
+static void test_memory_only_node_no_tiering(void **state)
+{
+	struct snapshot *s = cxl_host(false);
+	struct policy_config cfg;
+	struct plan *p;
+	struct pstate *next;
+	const struct plan_item *a, *pi;
+	struct advice_request req = { .cpus = 9.0, .mem_bytes = 2 * GIB };
+	struct advice adv;
+
+	(void)state;
+	policy_config_default(&cfg);
+	assert_false(snap_memory_tiering(s));
+	assert_int_equal(policy_decide(&cfg, s, NULL, true, &p, &next), 0);
+	assert_no_cpu_on_memory_only(s, p);
+	a = find_item(p, "a");
+	pi = find_item(p, "p");
+	assert_non_null(a);
+	assert_non_null(pi);
+	print_message("a: %s; p: %s\n", a->detail, pi->detail);
+	assert_int_equal(a->kind, PLAN_MOVE);
+	assert_false(mask_test(&a->to_mems, 2));
+	assert_int_equal(a->migrate_bytes, 3 * GIB);
+	assert_non_null(strstr(a->detail, "farthest 30"));
+	assert_int_equal(pi->kind, PLAN_MOVE);
+	assert_true(mask_test(&pi->to_nodes, 0) && mask_count(&pi->to_nodes) == 1);
+	plan_free(p);
+	pstate_free(next);
+	/* Advice for more CPUs than a node has: both CPU nodes, never 2. */
+	assert_int_equal(policy_advise(&cfg, s, &req, &adv), 0);
+	assert_true(adv.ok);
+	assert_false(mask_test(&adv.nodes, 2));
+	snap_unref(s);
+}
+
+/* Tiering on (numa_balancing = 2, demotion on): its memory on the
+ * memory-only node is the kernel's tier, left where the kernel put it:
+ * that node stays in its mems, nothing of it migrates, and a guest local
+ * but for it is not moved for it. */
+static void test_memory_only_node_tiering(void **state)
+{
+	struct snapshot *s = cxl_host(true);
+	struct policy_config cfg;
+	struct plan *p;
+	struct pstate *next;
+	const struct plan_item *a;
+
+	(void)state;
+	policy_config_default(&cfg);
+	assert_true(snap_memory_tiering(s));
+	assert_int_equal(policy_decide(&cfg, s, NULL, true, &p, &next), 0);
+	assert_no_cpu_on_memory_only(s, p);
+	a = find_item(p, "a");
+	assert_non_null(a);
+	print_message("a: %s %s\n", plan_kind_name(a->kind), a->detail);
+	assert_int_equal(a->migrate_bytes, 0);
+	assert_true(a->kind != PLAN_MOVE || mask_test(&a->to_mems, 2));
+	plan_free(p);
+	pstate_free(next);
+	snap_unref(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_two_sockets_distance_cost),
+		cmocka_unit_test(test_memory_only_node_no_tiering),
+		cmocka_unit_test(test_memory_only_node_tiering),
+	};
+
+	return cmocka_run_group_tests_name("policy_distance", tests, NULL, NULL);
+}
