@@ -792,7 +792,7 @@ static int move_container_cpus(struct applier *a, struct apply_pending *p, struc
 		 * touched since the snapshot, inside the write, which can take
 		 * seconds while it is still touching. So phase 2,
 		 * after every move's CPUs, and a mover job's where there is a
-		 * mover (engine_bindwrite.c). */
+		 * mover (engine_jobs.c). */
 		if (p->mems_changed && it->bind_start) {
 			p->narrow_only = true;
 			*complete = false;

@@ -74,7 +74,7 @@ bool cgw_in_scope(const struct cgw *w, const char *rel)
 
 unsigned long cgw_write_count(const struct cgw *w)
 {
-	/* (a mover worker writes too: a start binding, engine_bindwrite.c) */
+	/* (a mover worker writes too: a start binding, engine_jobs.c) */
 	return __atomic_load_n(&w->writes, __ATOMIC_RELAXED);
 }
 

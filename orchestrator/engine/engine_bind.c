@@ -30,9 +30,9 @@
 
 static struct ebound *bound_find(struct engine *e, const char *id)
 {
-	for (unsigned i = 0; i < e->nbound; i++)
-		if (strcmp(e->bound[i].id, id) == 0)
-			return &e->bound[i];
+	for (unsigned i = 0; i < e->binds.n; i++)
+		if (strcmp(e->binds.v[i].id, id) == 0)
+			return &e->binds.v[i];
 	return NULL;
 }
 
@@ -40,22 +40,22 @@ static struct ebound *bound_new(struct engine *e, const char *id)
 {
 	struct ebound *b;
 
-	if (e->nbound == e->capbound) {
-		e->capbound = e->capbound ? e->capbound * 2 : 8;
-		e->bound = xrealloc(e->bound, e->capbound * sizeof(*e->bound));
+	if (e->binds.n == e->binds.cap) {
+		e->binds.cap = e->binds.cap ? e->binds.cap * 2 : 8;
+		e->binds.v = xrealloc(e->binds.v, e->binds.cap * sizeof(*e->binds.v));
 	}
-	b = &e->bound[e->nbound++];
+	b = &e->binds.v[e->binds.n++];
 	memset(b, 0, sizeof(*b));
 	snprintf(b->id, sizeof(b->id), "%s", id);
-	e->bound_dirty = true;
+	e->binds.dirty = true;
 	return b;
 }
 
 static void bound_drop(struct engine *e, unsigned i)
 {
-	free(e->bound[i].cgroup);
-	e->bound[i] = e->bound[--e->nbound];
-	e->bound_dirty = true;
+	free(e->binds.v[i].cgroup);
+	e->binds.v[i] = e->binds.v[--e->binds.n];
+	e->binds.dirty = true;
 }
 
 void engine_bound_intend(struct engine *e, const struct snapshot *snap, const struct plan_item *it)
@@ -91,13 +91,13 @@ void engine_bound_add(struct engine *e, const struct snapshot *snap, const struc
 	b->intent = false;
 	b->restored = false;
 	b->writing = false;
-	e->bound_dirty = true;
+	e->binds.dirty = true;
 }
 
 void engine_bound_drop_intents(struct engine *e)
 {
-	for (unsigned i = 0; i < e->nbound;)
-		if (e->bound[i].intent && !e->bound[i].writing)
+	for (unsigned i = 0; i < e->binds.n;)
+		if (e->binds.v[i].intent && !e->binds.v[i].writing)
 			bound_drop(e, i);
 		else
 			i++;
@@ -105,11 +105,11 @@ void engine_bound_drop_intents(struct engine *e)
 
 void engine_bound_writing(struct engine *e, const char *id, bool writing)
 {
-	for (unsigned i = 0; i < e->nbound; i++) {
-		if (strcmp(e->bound[i].id, id) != 0)
+	for (unsigned i = 0; i < e->binds.n; i++) {
+		if (strcmp(e->binds.v[i].id, id) != 0)
 			continue;
-		e->bound[i].writing = writing;
-		if (!writing && e->bound[i].intent)
+		e->binds.v[i].writing = writing;
+		if (!writing && e->binds.v[i].intent)
 			bound_drop(e, i);
 		return;
 	}
@@ -137,7 +137,7 @@ static const char *bound_why(const struct engine *e, const struct snapshot *snap
 
 	for (unsigned n = 0; n < snap->nr_nodes; n++)
 		if (mask_test(&g->mems, snap->nodes[n].id) && snap->nodes[n].mem_total &&
-		    snap->nodes[n].mem_free < policy_reserve(e->cfg.policy.min_free_bytes, e->cfg.policy.min_free_share,
+		    snap->nodes[n].mem_free < policy_reserve(e->conf.cfg.policy.min_free_bytes, e->conf.cfg.policy.min_free_share,
 							     snap->nodes[n].mem_total))
 			return "its node is short of free memory";
 	if ((double)(snap->mono_ns - b->since_ns) / 1e9 >= ENGINE_BIND_MAX_S)
@@ -191,8 +191,8 @@ unsigned engine_restore_bound(struct engine *e, const struct snapshot *snap, cha
 	unsigned nrel = 0;
 
 	*released = NULL;
-	for (unsigned i = 0; i < e->nbound;) {
-		struct ebound *b = &e->bound[i];
+	for (unsigned i = 0; i < e->binds.n;) {
+		struct ebound *b = &e->binds.v[i];
 		const struct snap_guest *g;
 		char now[NODELIST_BUFSZ], was[NODELIST_BUFSZ];
 		enum apply_status st;
@@ -236,8 +236,8 @@ unsigned engine_restore_bound(struct engine *e, const struct snapshot *snap, cha
 
 void engine_release_bound(struct engine *e, const struct snapshot *snap, const struct plan *plan, bool do_apply)
 {
-	for (unsigned i = 0; i < e->nbound;) {
-		struct ebound *b = &e->bound[i];
+	for (unsigned i = 0; i < e->binds.n;) {
+		struct ebound *b = &e->binds.v[i];
 		const struct snap_guest *g = snap_find_guest(snap, b->id);
 		bool moved = false, drop = false;
 		const char *why;
@@ -286,10 +286,10 @@ void engine_release_bindings(struct engine *e, const char *why)
 {
 	struct engine_view *v = engine_view_get(e);
 	const struct snapshot *snap = v ? v->snap : NULL;
-	bool applying = e->cfg.mode == MODE_ENFORCE && !e->cfg.dry_run;
+	bool applying = e->conf.cfg.mode == MODE_ENFORCE && !e->conf.cfg.dry_run;
 
-	for (unsigned i = 0; i < e->nbound;) {
-		const struct ebound *b = &e->bound[i];
+	for (unsigned i = 0; i < e->binds.n;) {
+		const struct ebound *b = &e->binds.v[i];
 		enum apply_status st;
 
 		/* A binding from before a restart that this run never applied
@@ -302,7 +302,7 @@ void engine_release_bindings(struct engine *e, const char *why)
 		st = release_one(e, snap, NULL, b, why);
 		if (st == APPLY_FAILED || st == APPLY_FAILED_PARTIAL || st == APPLY_REFUSED) {
 			/* Saved: the next start tries again. */
-			e->bound[i].restored = true;
+			e->binds.v[i].restored = true;
 			i++;
 			continue;
 		}
@@ -318,25 +318,25 @@ void engine_save_bindings(struct engine *e)
 	char *text;
 	int r;
 
-	if (e->state_dfd < 0 || !e->bound_dirty)
+	if (engine_state_dir_fd(e) < 0 || !e->binds.dirty)
 		return;
-	be = xcalloc(e->nbound ? e->nbound : 1, sizeof(*be));
-	for (unsigned i = 0; i < e->nbound; i++) {
-		snprintf(be[i].id, sizeof(be[i].id), "%s", e->bound[i].id);
-		be[i].cgroup = e->bound[i].cgroup;
-		be[i].wide = e->bound[i].wide;
-		be[i].bound = e->bound[i].bound;
-		be[i].since_real_ns = e->bound[i].since_ns + e->clock_offset_ns;
+	be = xcalloc(e->binds.n ? e->binds.n : 1, sizeof(*be));
+	for (unsigned i = 0; i < e->binds.n; i++) {
+		snprintf(be[i].id, sizeof(be[i].id), "%s", e->binds.v[i].id);
+		be[i].cgroup = e->binds.v[i].cgroup;
+		be[i].wide = e->binds.v[i].wide;
+		be[i].bound = e->binds.v[i].bound;
+		be[i].since_real_ns = e->binds.v[i].since_ns + engine_state_clock_offset(e);
 	}
-	text = bindstate_format(be, e->nbound);
+	text = bindstate_format(be, e->binds.n);
 	free(be);
-	r = text ? fs_write_atomic_at(e->state_dfd, BINDSTATE_FILE, text, strlen(text), 0640) : -ENOMEM;
+	r = text ? fs_write_atomic_at(engine_state_dir_fd(e), BINDSTATE_FILE, text, strlen(text), 0640) : -ENOMEM;
 	free(text);
 	if (r < 0) {
 		log_errno(LOG_LEVEL_WARN, r, "cannot save the start bindings to %s", BINDSTATE_FILE);
 		return;
 	}
-	e->bound_dirty = false;
+	e->binds.dirty = false;
 }
 
 void engine_load_bindings(struct engine *e, int dfd, const char *dir)
@@ -377,7 +377,7 @@ void engine_load_bindings(struct engine *e, int dfd, const char *dir)
 		bs.e[i].cgroup = NULL;
 		b->wide = bs.e[i].wide;
 		b->bound = bs.e[i].bound;
-		b->since_ns = bs.e[i].since_real_ns - e->clock_offset_ns;
+		b->since_ns = bs.e[i].since_real_ns - engine_state_clock_offset(e);
 		b->restored = true;
 		n++;
 	}
@@ -387,16 +387,21 @@ void engine_load_bindings(struct engine *e, int dfd, const char *dir)
 			 "cycle that applies", n, n == 1 ? "" : "s", dir, BINDSTATE_FILE);
 }
 
-void engine_bound_free(struct engine *e)
+void engine_binds_free(struct engine_binds *bs)
 {
-	for (unsigned i = 0; i < e->nbound; i++)
-		free(e->bound[i].cgroup);
-	free(e->bound);
-	e->bound = NULL;
-	e->nbound = e->capbound = 0;
-	/* (engine_place.c's list of the guests a cycle's start placement
-	 * handled: freed with the rest of the start placement's state) */
-	free(e->started);
-	e->started = NULL;
-	e->nstarted = 0;
+	for (unsigned i = 0; i < bs->n; i++)
+		free(bs->v[i].cgroup);
+	free(bs->v);
+	bs->v = NULL;
+	bs->n = bs->cap = 0;
+}
+
+bool engine_binds_waiting(const struct engine *e)
+{
+	/* (one read back from before a restart waits for an applying
+	 * cycle, not for a sooner one) */
+	for (unsigned i = 0; i < e->binds.n; i++)
+		if (!e->binds.v[i].restored)
+			return true;
+	return false;
 }

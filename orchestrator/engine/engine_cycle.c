@@ -50,83 +50,27 @@ static void hist_observe(struct engine_hist *h, double s)
 	h->sum_s += s;
 }
 
-const char *engine_move_decision(enum apply_status st)
-{
-	switch (st) {
-	case APPLY_DONE: return "moved";
-	case APPLY_FAILED:
-	case APPLY_FAILED_PARTIAL:
-	case APPLY_REFUSED: return "failed";
-	case APPLY_NOT_APPLICABLE: return "not_applicable";
-	default: return "skipped";
-	}
-}
-
-void engine_log_move(const struct snapshot *snap, const struct plan_item *it,
-		     const struct apply_result *res)
-{
-	const struct snap_guest *g = &snap->guests[it->guest_idx];
-	char from[NODELIST_BUFSZ], to[NODELIST_BUFSZ], mems[NODELIST_BUFSZ];
-
-	mask_format(&it->from_nodes, from, sizeof(from));
-	mask_format(&it->to_nodes, to, sizeof(to));
-	mask_format(&it->to_mems, mems, sizeof(mems));
-	if (!res) {
-		log_info("would move %s (%s) nodes %s -> %s mems %s: %s", it->guest_id, g->runtime,
-			 from, to, mems, it->detail);
-		return;
-	}
-	if (res->status == APPLY_DONE && res->mems_loosened &&
-	    !mask_equal(&res->mems_after, &it->to_mems)) {
-		/* Soft binding: the memory goes to the plan's nodes, the
-		 * cgroup's mems stay wider; say both, or the line claims mems
-		 * the agent never wrote (the record has them as mems_after). */
-		char now[NODELIST_BUFSZ];
-
-		mask_format(&res->mems_after, now, sizeof(now));
-		log_info("moved %s (%s) nodes %s -> %s, memory to %s, mems %s in %.2fs: %s", it->guest_id,
-			 g->runtime, from, to, mems, now, res->duration_s, it->detail);
-	} else if (res->status == APPLY_DONE)
-		log_info("moved %s (%s) nodes %s -> %s mems %s in %.2fs: %s", it->guest_id, g->runtime,
-			 from, to, mems, res->duration_s, it->detail);
-	else if (res->status == APPLY_FAILED || res->status == APPLY_FAILED_PARTIAL ||
-		 res->status == APPLY_REFUSED)
-		log_error("moving %s (%s) nodes %s -> %s failed: %s", it->guest_id, g->runtime, from, to,
-			  res->msg);
-	else
-		log_info("not moving %s (%s): %s", it->guest_id, g->runtime, res->msg);
-}
-
 /* kernel.numa_balancing, read with every snapshot (an operator may flip
  * it): say once, and at each change, how the agent works beside it. */
 static void note_balancing(struct engine *e, const struct snapshot *snap)
 {
 	int v = snap->numa_balancing;
 
-	e->stats.kernel_balancing = e->cfg.kernel_balancing;
+	e->stats.kernel_balancing = e->conf.cfg.kernel_balancing;
 	if (e->stats.cycles > 0 && v == e->stats.numa_balancing)
 		return;
 	e->stats.numa_balancing = v;
 	if (kbal_kernel_moves(v))
 		log_info("kernel.numa_balancing = %d: the kernel migrates memory on fault too; numaorchd works "
-			 "beside it (kernel_balancing = %s: %s)", v, kbal_setting_name(e->cfg.kernel_balancing),
-			 e->cfg.kernel_balancing == KBAL_DEFER ? "numaorchd moves CPUs and widens mems, the kernel "
-			 "moves the memory" : e->cfg.kernel_balancing == KBAL_MIGRATE ? "numaorchd migrates memory "
+			 "beside it (kernel_balancing = %s: %s)", v, kbal_setting_name(e->conf.cfg.kernel_balancing),
+			 e->conf.cfg.kernel_balancing == KBAL_DEFER ? "numaorchd moves CPUs and widens mems, the kernel "
+			 "moves the memory" : e->conf.cfg.kernel_balancing == KBAL_MIGRATE ? "numaorchd migrates memory "
 			 "itself" : "the kernel moves a running guest's memory, numaorchd an idle one's");
 	else if (v >= 0)
 		log_info("kernel.numa_balancing = %d: the kernel's NUMA balancing is off; numaorchd migrates memory "
 			 "itself", v);
 	else
 		log_info("kernel.numa_balancing: not available on this kernel; numaorchd migrates memory itself");
-}
-
-void engine_job_add(struct engine *e, uint64_t id, struct apply_pending *p, struct bind_write *bw)
-{
-	if (e->njobs == e->capjobs) {
-		e->capjobs = e->capjobs ? e->capjobs * 2 : 8;
-		e->jobs = xrealloc(e->jobs, e->capjobs * sizeof(*e->jobs));
-	}
-	e->jobs[e->njobs++] = (struct ejob){ .id = id, .p = p, .bw = bw };
 }
 
 /* The way IT's memory takes (IT->mem_way, memway.h), refined by what the
@@ -147,45 +91,6 @@ static enum mem_way final_way(struct engine *e, const struct plan_item *it, stru
 	*npids = apply_pending_pids(e->app, p, pids);
 	f.no_process = *npids == 0;
 	return mem_way_at_apply(it->mem_way, it->mem_way_soft, &f);
-}
-
-/* Hand P's pages to the mover (PIDS: its processes, taken). */
-static enum phase_end to_mover(struct engine *e, struct apply_pending *p, pid_t *pids, unsigned npids,
-			       struct apply_result *res)
-{
-	const struct plan_item *it = apply_pending_item(p);
-	struct mover_spec spec;
-	uint64_t id;
-	size_t n;
-
-	/* move_pages(2) needs the target inside the task's mems. */
-	apply_memory_widen(e->app, p, "to move by the mover", res);
-	if (res->status != APPLY_DONE) {
-		free(pids);
-		return PHASE_DONE;
-	}
-	memset(&spec, 0, sizeof(spec));
-	snprintf(spec.guest, sizeof(spec.guest), "%s", it->guest_id);
-	snprintf(spec.cause, sizeof(spec.cause), "%s", move_reason_name(it->reason));
-	spec.pids = pids;
-	spec.npids = npids;
-	spec.to = it->to_mems;
-	spec.bytes = it->migrate_bytes;
-	spec.first = it->first_bytes ? it->first_node : -1;
-	spec.first_bytes = it->first_bytes;
-	spec.wait_room = apply_pending_room_wait(p);
-	spec.min_free_bytes = e->cfg.policy.min_free_bytes;
-	spec.min_free_share = e->cfg.policy.min_free_share;
-	id = mover_submit(e->mover, &spec);
-	free(pids);
-	n = strlen(res->msg);
-	if (spec.wait_room)
-		snprintf(res->msg + n, sizeof(res->msg) - n, " (job %llu; %s: it waits for the room)",
-			 (unsigned long long)id, apply_pending_room_note(p));
-	else
-		snprintf(res->msg + n, sizeof(res->msg) - n, " (job %llu)", (unsigned long long)id);
-	engine_job_add(e, id, p, NULL);
-	return PHASE_JOB;
 }
 
 /* Phase 2 of one move: its memory, the way the plan says
@@ -234,7 +139,7 @@ static enum phase_end memory_phase(struct engine *e, struct plan_item *pit, stru
 				 "(job %llu, on a worker)", to, (unsigned long long)id);
 		return PHASE_JOB;
 	case MEM_WAY_MOVER:
-		return to_mover(e, p, pids, npids, res);
+		return engine_jobs_to_mover(e, p, pids, npids, res);
 	default:
 		/* The write on this thread (with no process, the mems change
 		 * is all). */
@@ -244,130 +149,18 @@ static enum phase_end memory_phase(struct engine *e, struct plan_item *pit, stru
 	}
 }
 
-enum apply_status engine_job_outcome(enum mover_state st, bool soft, bool *wide)
-{
-	/* A vanished guest has no mems left to name. */
-	*wide = st != MJ_VANISHED && (soft || st != MJ_DONE);
-	switch (st) {
-	case MJ_DONE: return APPLY_DONE;
-	case MJ_VANISHED: return APPLY_VANISHED;
-	case MJ_FAILED: return APPLY_FAILED;
-	default: return APPLY_CHANGED;
-	}
-}
-
-/* Jobs the mover ended: narrow a strictly bound guest's mems, record when
- * (and whether) its memory arrived. Engine thread. */
-void engine_settle_jobs(struct engine *e)
-{
-	struct mover_job_info *fin;
-	unsigned n;
-
-	if (!e->mover)
-		return;
-	n = mover_take_finished(e->mover, &fin);
-	for (unsigned k = 0; k < n; k++) {
-		const struct mover_job_info *ji = &fin[k];
-		struct apply_pending *p = NULL;
-		struct apply_result res;
-		char from[NODELIST_BUFSZ], to[NODELIST_BUFSZ], decision[40], narrow[NODELIST_BUFSZ + 240], how[96] = "";
-		char p99[32];
-		double mib = (double)ji->bytes_done / 1048576.0;
-		enum apply_status outcome;
-		int settle;
-
-		for (unsigned i = 0; i < e->njobs && !p; i++) {
-			struct ejob job = e->jobs[i];
-
-			if (job.id != ji->id)
-				continue;
-			e->jobs[i] = e->jobs[--e->njobs];
-			if (job.bw) {
-				engine_bindwrite_settle(e, &job, ji);
-				break;
-			}
-			p = job.p;
-		}
-		if (!p)
-			continue;
-		memset(&res, 0, sizeof(res));
-		res.locality_after = NAN;
-		outcome = engine_job_outcome(ji->state, apply_pending_soft(p), &res.mems_loosened);
-		mask_or(&res.mems_after, &apply_pending_snapshot(p)->guests[apply_pending_item(p)->guest_idx].mems,
-			&apply_pending_item(p)->to_mems);
-		/* Narrowing a strict guest migrates what is left: only once its
-		 * pages are in place. A job that ended early leaves its mems
-		 * wide (old ∪ new: consistent, never empty), and its record
-		 * says so (mems_after). */
-		settle = ji->state == MJ_DONE ? apply_memory_settle(e->app, p, &res) : 0;
-		mask_format(&ji->from, from, sizeof(from));
-		mask_format(&ji->to, to, sizeof(to));
-		/* A refused narrowing leaves the guest bound to old ∪ new: the
-		 * record says so (mems_after) instead of implying the target. */
-		if (settle < 0 && settle != -ENOENT && settle != -ESRCH && settle != -ENODEV)
-			snprintf(narrow, sizeof(narrow), "; narrowing its mems to %s failed (%s), they stay on both",
-				 to, strerror(-settle));
-		else if (settle < 0 && res.msg[0])
-			/* gone, or (a VM) not the instance the job moved: say which */
-			snprintf(narrow, sizeof(narrow), "; its mems not narrowed to %s: %.200s", to, res.msg);
-		else
-			narrow[0] = '\0';
-		if (isnan(ji->stall_p99_ms))
-			snprintf(p99, sizeof(p99), "-");
-		else
-			snprintf(p99, sizeof(p99), "%.1f", ji->stall_p99_ms);
-		/* Who moved what, when the mover's own calls were not all of it
-		 * (mover_settle_step): beside the kernel's balancing, pages it
-		 * could not see arrive on fault, or by migrate_pages(2). */
-		if (ji->kernel_bytes || ji->swept_bytes)
-			snprintf(how, sizeof(how), " (%.1f MiB of it by the kernel's balancing on fault, %.1f MiB by "
-				 "migrate_pages)", (double)ji->kernel_bytes / 1048576.0, (double)ji->swept_bytes / 1048576.0);
-		apply_result_set(&res, outcome, ji->state == MJ_FAILED ? -EIO : 0,
-			"job %llu %s: %.1f MiB moved off nodes %s onto %s in %.2f s (%.0f MiB/s)%s, %llu chunks, "
-			"longest stall %.1f ms, p99 %s ms%s%s%s", (unsigned long long)ji->id, mover_state_name(ji->state),
-			mib, from[0] ? from : "-", to, ji->elapsed_s, ji->elapsed_s > 0 ? mib / ji->elapsed_s : 0, how,
-			(unsigned long long)ji->chunks, ji->stall_max_ms, p99, ji->msg[0] ? ": " : "", ji->msg, narrow);
-		res.duration_s = ji->elapsed_s;
-		snprintf(decision, sizeof(decision), "memory_%s", ji->state == MJ_DONE ? "arrived" :
-			 mover_state_name(ji->state));
-		log_info("guest %s: memory %s", apply_pending_guest(p), res.msg);
-		declog_add(e->dl, declog_make(apply_pending_snapshot(p), apply_pending_item(p), decision, &res, false));
-		apply_pending_free(p);
-	}
-	free(fin);
-}
-
-int engine_drain_migrations(struct engine *e, double timeout_s)
-{
-	bool idle = true;
-
-	if (!e->mover)
-		return 0;
-	idle = mover_wait_idle(e->mover, timeout_s);
-	engine_settle_jobs(e);
-	return idle ? 0 : -ETIMEDOUT;
-}
-
-struct mover *engine_mover(struct engine *e)
-{
-	return __atomic_load_n(&e->mover, __ATOMIC_ACQUIRE);
-}
-
 double engine_next_cycle_s(const struct engine *e)
 {
-	double s = e->cfg.interval_s;
+	double s = e->conf.cfg.interval_s;
 
-	for (unsigned i = 0; i < e->nbound && s > ENGINE_BIND_CYCLE_S; i++)
-		/* (one read back from before a restart waits for an applying
-		 * cycle, not for a sooner one) */
-		if (!e->bound[i].restored)
-			s = ENGINE_BIND_CYCLE_S;
+	if (s > ENGINE_BIND_CYCLE_S && engine_binds_waiting(e))
+		s = ENGINE_BIND_CYCLE_S;
 	/* A guest seen for the first time was "decided next cycle": its use
 	 * is measured over the gap, which need not wait for the interval
 	 * (churn: a pod decided 9 s after it was first seen). */
-	if (e->first_sight && s > ENGINE_TRIGGER_GAP_S)
+	if (e->cyc.first_sight && s > ENGINE_TRIGGER_GAP_S)
 		s = ENGINE_TRIGGER_GAP_S;
-	if (e->spread_cycles && s > ENGINE_SPREAD_CYCLE_S)
+	if (e->cyc.spread_cycles && s > ENGINE_SPREAD_CYCLE_S)
 		s = ENGINE_SPREAD_CYCLE_S;
 	return s;
 }
@@ -383,41 +176,12 @@ static void record_move(struct engine *e, const struct snapshot *snap, struct ps
 		engine_bound_add(e, snap, it);
 	if (it->kind == PLAN_MOVE && res->status == APPLY_DONE && mask_count(&it->to_nodes) >= 2 &&
 	    it->guest_idx < snap->nr_guests && snap->guests[it->guest_idx].cpu_use >= SNAP_BUSY_THREAD_CPU)
-		e->spread_cycles = ENGINE_SPREAD_CYCLES;
+		e->cyc.spread_cycles = ENGINE_SPREAD_CYCLES;
 	if (report) {
 		report->results[i] = *res;
 		report->attempted[i] = true;
 	}
 	engine_count_outcome(&e->stats, next, it, res->status, snap->mono_ns);
-}
-
-void engine_count_outcome(struct engine_stats *st, struct pstate *next, const struct plan_item *it,
-			  enum apply_status status, int64_t now_ns)
-{
-	switch (status) {
-	case APPLY_DONE:
-		st->moves++;
-		st->migrated_bytes += it->migrate_bytes;
-		break;
-	case APPLY_FAILED:
-	case APPLY_FAILED_PARTIAL:
-	case APPLY_REFUSED:
-		/* A cool-down: retrying a refused write every cycle would
-		 * only hammer the cgroup. */
-		st->move_failures++;
-		break;
-	case APPLY_NOT_APPLICABLE:
-		/* libvirt refuses this kind of change (its numatune):
-		 * asking every cycle would only repeat the refusal. */
-		st->moves_skipped++;
-		break;
-	default:
-		/* Nothing was carried out: no cool-down. */
-		st->moves_skipped++;
-		return;
-	}
-	if (next)
-		plan_item_note_cooldown(it, next, now_ns);
 }
 
 /* The operator's per-guest overrides (the REST API's store), applied to
@@ -441,11 +205,11 @@ static void mover_facts(void *ctx, struct snapshot *s)
 {
 	struct engine *e = ctx;
 
-	if (!e->mover)
+	if (!e->jobs.mover)
 		return;
-	mover_note_jobs(e->mover, s);
-	if (e->mover_on)
-		mover_flows(e->mover, s);
+	mover_note_jobs(e->jobs.mover, s);
+	if (e->jobs.mover_on)
+		mover_flows(e->jobs.mover, s);
 }
 
 /* One cycle's working state, from acquire to record. */
@@ -478,18 +242,18 @@ static int cycle_acquire(struct engine *e, struct cycle *c)
 	};
 	int r;
 
-	engine_apply_schedule(e);
+	engine_apply_schedule(&e->conf, e->jobs.mover, e->jobs.mover_on);
 	engine_settle_jobs(e);
-	e->watch_pending = false;
-	r = e->src.snapshot(e->acq, e->cfg.sample_s, &ov, &c->snap);
+	engine_watch_cycle_began(e);
+	r = e->src.snapshot(e->acq, e->conf.cfg.sample_s, &ov, &c->snap);
 	if (r < 0)
 		return log_errno(LOG_LEVEL_ERROR, r, "cannot read the host topology from %s", e->hp.sysfs);
 	c->t1 = clock_mono_ns();
 	/* The same broken file gives the same warning every cycle: once,
 	 * then with a count now and then (47 lines a cycle on one host). */
-	if (!e->warn_rep)
-		e->warn_rep = log_repeat_new();
-	log_repeat_round(e->warn_rep, LOG_LEVEL_WARN, c->snap->warnings, c->snap->nr_warnings);
+	if (!e->cyc.warn_rep)
+		e->cyc.warn_rep = log_repeat_new();
+	log_repeat_round(e->cyc.warn_rep, LOG_LEVEL_WARN, c->snap->warnings, c->snap->nr_warnings);
 
 	e->stats.cpu_nodes = snap_nr_cpu_nodes(c->snap);
 	note_balancing(e, c->snap);
@@ -502,11 +266,11 @@ static int cycle_acquire(struct engine *e, struct cycle *c)
 		e->stats.libvirt_losses = vst.losses;
 		e->stats.libvirt_last_reconnect_s = vst.last_reconnect_s;
 	}
-	if (e->stats.cpu_nodes <= 1 && !e->warned_one_node) {
+	if (e->stats.cpu_nodes <= 1 && !e->cyc.warned_one_node) {
 		log_warn("this host has %u NUMA node%s with CPUs: numaorchd keeps discovering and "
 			 "reporting guests, and moves nothing", e->stats.cpu_nodes,
 			 e->stats.cpu_nodes == 1 ? "" : "s");
-		e->warned_one_node = true;
+		e->cyc.warned_one_node = true;
 	}
 	return 0;
 }
@@ -529,7 +293,7 @@ static void note_holds(struct engine *e, struct cycle *c)
 
 		if (engine_place_handled(e, id))
 			ids_add(&h->placed, &h->nplaced, id);
-		if (e->njobs && engine_bindwrite_pending(e, id))
+		if (e->jobs.n && engine_bindwrite_pending(e, id))
 			ids_add(&h->bind_writing, &h->nbind_writing, id);
 	}
 	h->applying = c->do_apply;
@@ -546,21 +310,21 @@ static int cycle_decide(struct engine *e, struct cycle *c)
 	int r;
 
 	/* (the mode as the schedule left it, cycle_acquire) */
-	c->do_apply = e->cfg.mode == MODE_ENFORCE && !c->dry_run;
+	c->do_apply = e->conf.cfg.mode == MODE_ENFORCE && !c->dry_run;
 	engine_place_started(e, c->snap, c->dry_run);
-	if (e->cfg.mode == MODE_OFF)
+	if (e->conf.cfg.mode == MODE_OFF)
 		return 0;
 	if (c->do_apply)
 		engine_place_restore(e, c->snap);
 	note_holds(e, c);
 	nres = engine_reservations(e, &res);
-	r = e->pol.decide(&e->cfg.policy, c->snap, e->ps, c->report != NULL, res, nres, &c->holds, &c->plan,
+	r = e->pol.decide(&e->conf.cfg.policy, c->snap, e->st.ps, c->report != NULL, res, nres, &c->holds, &c->plan,
 			  &c->next);
 	if (r < 0)
 		return log_errno(LOG_LEVEL_ERROR, r, "policy rejected its configuration");
 	plan_mem_ways(c->plan, c->snap, &(struct mem_way_cfg){
-		.kbal = e->cfg.kernel_balancing, .strict_mems = e->cfg.strict_mems,
-		.mover = e->mover != NULL, .mover_on = e->mover_on,
+		.kbal = e->conf.cfg.kernel_balancing, .strict_mems = e->conf.cfg.strict_mems,
+		.mover = e->jobs.mover != NULL, .mover_on = e->jobs.mover_on,
 	});
 	return 0;
 }
@@ -569,10 +333,10 @@ static int cycle_decide(struct engine *e, struct cycle *c)
  * once a cycle (an explicit request, the report, always gets its records). */
 static void say_planned(struct engine *e, const struct cycle *c, const struct plan_item *it)
 {
-	if (logged_repeats(&e->logged, it, c->report != NULL, c->snap->mono_ns, e->cfg.policy.cooldown_ns))
+	if (logged_repeats(&e->cyc.logged, it, c->report != NULL, c->snap->mono_ns, e->conf.cfg.policy.cooldown_ns))
 		return;
 	engine_log_move(c->snap, it, NULL);
-	declog_add(e->dl, declog_make(c->snap, it, e->cfg.mode == MODE_ADVISE && !c->dry_run ? "advised" : "planned",
+	declog_add(e->dl, declog_make(c->snap, it, e->conf.cfg.mode == MODE_ADVISE && !c->dry_run ? "advised" : "planned",
 				      NULL, c->dry_run));
 }
 
@@ -628,11 +392,11 @@ static void apply_item(struct engine *e, struct cycle *c, unsigned i)
 		}
 		/* A new plan for a guest supersedes its running job (it stops
 		 * at its next chunk boundary). */
-		if (e->mover) {
-			uint64_t old = mover_job_of(e->mover, it->guest_id);
+		if (e->jobs.mover) {
+			uint64_t old = mover_job_of(e->jobs.mover, it->guest_id);
 
 			if (old)
-				mover_cancel(e->mover, old, MJ_SUPERSEDED);
+				mover_cancel(e->jobs.mover, old, MJ_SUPERSEDED);
 		}
 		/* CPUs first: every move's cpuset.cpus this pass, the memory
 		 * of those that must migrate after all of them. */
@@ -643,7 +407,7 @@ static void apply_item(struct engine *e, struct cycle *c, unsigned i)
 		}
 		record_move(e, snap, c->next, it, &res, c->report, i);
 	} else if (it->kind == PLAN_SKIP) {
-		if (logged_repeats(&e->logged, it, c->report != NULL, snap->mono_ns, e->cfg.policy.cooldown_ns))
+		if (logged_repeats(&e->cyc.logged, it, c->report != NULL, snap->mono_ns, e->conf.cfg.policy.cooldown_ns))
 			return;
 		log_debug("not moving %s: %s (%s)", it->guest_id, skip_reason_name(it->skip), it->detail);
 		declog_add(e->dl, declog_make(snap, it, "skipped", NULL, c->dry_run));
@@ -658,8 +422,8 @@ static void cycle_apply(struct engine *e, struct cycle *c)
 	struct plan *plan = c->plan;
 	unsigned nitems = plan ? plan->nr_items : 0;
 
-	if (e->spread_cycles)
-		e->spread_cycles--;
+	if (e->cyc.spread_cycles)
+		e->cyc.spread_cycles--;
 	if (c->report && plan) {
 		c->report->nr_results = nitems;
 		c->report->results = xcalloc(nitems ? nitems : 1, sizeof(*c->report->results));
@@ -668,7 +432,7 @@ static void cycle_apply(struct engine *e, struct cycle *c)
 	}
 	if (c->do_apply)
 		engine_place_begin(e, c->snap, plan);
-	applier_begin_cycle(e->app, c->snap, e->mover && e->mover_on);
+	applier_begin_cycle(e->app, c->snap, e->jobs.mover && e->jobs.mover_on);
 	c->pend = xcalloc(nitems ? nitems : 1, sizeof(*c->pend));
 	for (unsigned i = 0; i < nitems; i++)
 		apply_item(e, c, i);
@@ -700,14 +464,13 @@ static void cycle_record(struct engine *e, struct cycle *c)
 	const struct snapshot *snap = c->snap;
 	const struct plan *plan = c->plan;
 
-	e->first_sight = false;
-	for (unsigned i = 0; plan && i < plan->nr_items && !e->first_sight; i++)
-		e->first_sight = plan->items[i].kind == PLAN_SKIP && plan->items[i].skip == SKIP_NO_USAGE;
+	e->cyc.first_sight = false;
+	for (unsigned i = 0; plan && i < plan->nr_items && !e->cyc.first_sight; i++)
+		e->cyc.first_sight = plan->items[i].kind == PLAN_SKIP && plan->items[i].skip == SKIP_NO_USAGE;
 	if (plan)
-		logged_update(&e->logged, plan, snap->mono_ns, e->cfg.policy.cooldown_ns);
+		logged_update(&e->cyc.logged, plan, snap->mono_ns, e->conf.cfg.policy.cooldown_ns);
 	if (c->next) {
-		pstate_free(e->ps);
-		e->ps = c->next;
+		engine_state_set_ps(e, c->next);
 		c->next = NULL;
 	}
 	engine_save_state(e);
@@ -723,7 +486,7 @@ static void cycle_record(struct engine *e, struct cycle *c)
 	hist_observe(&e->stats.cycle_hist[CYCLE_DECIDE], e->stats.last_decide_s);
 	hist_observe(&e->stats.cycle_hist[CYCLE_APPLY], e->stats.last_apply_s);
 	history_record(e->hist, snap);
-	engine_publish(e, snap, c->plan);
+	engine_publish(e, snap, c->plan, e->jobs.mover_on);
 	if (c->report)
 		c->report->view = engine_view_get(e);
 	log_debug("cycle %llu: %u guests, %u plan items, %.1f ms (acquire %.1f, decide %.1f, apply %.1f)",
@@ -734,7 +497,7 @@ static void cycle_record(struct engine *e, struct cycle *c)
 
 int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 {
-	struct cycle c = { .dry_run = dry_run || e->cfg.dry_run, .report = report, .t0 = clock_mono_ns() };
+	struct cycle c = { .dry_run = dry_run || e->conf.cfg.dry_run, .report = report, .t0 = clock_mono_ns() };
 	int r;
 
 	if (report)
@@ -756,7 +519,7 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 	if (r < 0)
 		return r;
 	xmalloc_release();
-	e->last_cycle_end_ns = clock_mono_ns();
+	e->cyc.last_end_ns = clock_mono_ns();
 	return 0;
 }
 
@@ -768,4 +531,10 @@ void cycle_report_clear(struct cycle_report *r)
 	free(r->results);
 	free(r->attempted);
 	memset(r, 0, sizeof(*r));
+}
+
+void engine_cyclest_free(struct engine_cyclest *cs)
+{
+	logged_table_clear(&cs->logged);
+	log_repeat_free(cs->warn_rep);
 }

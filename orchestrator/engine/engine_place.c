@@ -17,7 +17,7 @@
  *     (plan_item.start); one whose mems are bound (plan_item.bind_start)
  *     has its binding recorded before its write (engine_place_begin),
  *     written by engine_place_memory — on a mover worker where there is
- *     one (engine_bindwrite.c) — and released once its memory stops
+ *     one (engine_jobs.c) — and released once its memory stops
  *     growing (engine_place_end; the bindings themselves: engine_bind.c).
  *
  * The guests a cycle's start placement has dealt with before the plan is
@@ -37,32 +37,11 @@
 #include "orchestrator/base/log.h"
 #include "orchestrator/base/xalloc.h"
 
-void engine_count_place_outcome(struct engine_stats *st, struct pstate *ps, const struct plan_item *it,
-				enum apply_status status, int64_t now_ns)
-{
-	switch (status) {
-	case APPLY_DONE:
-		st->moves++;
-		st->migrated_bytes += it->migrate_bytes;
-		pstate_note_move(ps, it->guest_id, now_ns);
-		break;
-	case APPLY_FAILED:
-	case APPLY_FAILED_PARTIAL:
-	case APPLY_REFUSED:
-		st->move_failures++;
-		pstate_note_move(ps, it->guest_id, now_ns);
-		break;
-	default:
-		st->moves_skipped++;
-		break;
-	}
-}
-
 static void place_one(struct engine *e, const struct snapshot *snap, const struct vmsrc_placement *pl,
 		      bool do_apply, bool dry_run)
 {
 	const char *keys[] = { pl->name, pl->uuid, pl->id };
-	struct place_request req = { .guest_id = pl->id, .cpus = pl->nr_vcpus * e->cfg.libvirt_place_vcpu_load,
+	struct place_request req = { .guest_id = pl->id, .cpus = pl->nr_vcpus * e->conf.cfg.libvirt_place_vcpu_load,
 				     .mem_bytes = pl->mem_bytes };
 	struct place_result pr;
 	const struct plan_item *it = &pr.item;
@@ -70,15 +49,12 @@ static void place_one(struct engine *e, const struct snapshot *snap, const struc
 	struct apply_pending *p;
 	const struct advice_reservation *rooms;
 	struct advice_reservation *others = NULL;
+	const struct resv *rv;
 	unsigned nrooms;
 	int ri;
 
-	resv_expire(&e->res, clock_mono_ns());
-	ri = resv_find_label(&e->res, keys, 3);
-	nrooms = resv_rooms(&e->res, &rooms);
+	ri = engine_resv_lookup(e, keys, 3, &rv, &rooms, &nrooms);
 	if (ri >= 0) {
-		const struct resv *rv = &e->res.r[ri];
-
 		req.reserved = true;
 		req.reserved_id = rv->id;
 		req.reserved_label = rv->label;
@@ -95,13 +71,13 @@ static void place_one(struct engine *e, const struct snapshot *snap, const struc
 	}
 	req.nr_reservations = nrooms;
 	req.reservations = rooms;
-	if (e->pol.place(&e->cfg.policy, snap, &req, &pr) < 0) {
+	if (e->pol.place(&e->conf.cfg.policy, snap, &req, &pr) < 0) {
 		free(others);
 		return;
 	}
 	pr.item.to_cpus = pr.item.kind == PLAN_MOVE ? &pr.cpus : NULL;
 	if (pr.used_reservation)
-		resv_remove_at(&e->res, (unsigned)ri);
+		engine_resv_used(e, (unsigned)ri);
 	free(others);
 
 	if (it->kind == PLAN_SKIP) {
@@ -113,7 +89,7 @@ static void place_one(struct engine *e, const struct snapshot *snap, const struc
 	}
 	if (!do_apply) {
 		engine_log_move(snap, it, NULL);
-		declog_add(e->dl, declog_make(snap, it, e->cfg.mode == MODE_ADVISE && !dry_run ? "advised" :
+		declog_add(e->dl, declog_make(snap, it, e->conf.cfg.mode == MODE_ADVISE && !dry_run ? "advised" :
 					      "planned", NULL, dry_run));
 		return;
 	}
@@ -130,14 +106,14 @@ static void place_one(struct engine *e, const struct snapshot *snap, const struc
 	}
 	engine_log_move(snap, it, &res);
 	declog_add(e->dl, declog_make(snap, it, engine_move_decision(res.status), &res, false));
-	engine_count_place_outcome(&e->stats, e->ps, it, res.status, snap->mono_ns);
+	engine_count_place_outcome(&e->stats, e->st.ps, it, res.status, snap->mono_ns);
 }
 
 /* Note guest ID as dealt with by this cycle's start placement. */
 static void handled_add(struct engine *e, const char *id)
 {
-	e->started = xrealloc(e->started, (e->nstarted + 1) * sizeof(*e->started));
-	snprintf(e->started[e->nstarted++], GUEST_ID_MAX, "%s", id);
+	e->place.started = xrealloc(e->place.started, (e->place.n + 1) * sizeof(*e->place.started));
+	snprintf(e->place.started[e->place.n++], GUEST_ID_MAX, "%s", id);
 }
 
 void engine_place_started(struct engine *e, const struct snapshot *snap, bool dry_run)
@@ -145,26 +121,26 @@ void engine_place_started(struct engine *e, const struct snapshot *snap, bool dr
 	struct vmsrc_placement *pl = NULL;
 	unsigned n;
 
-	e->nstarted = 0;
+	e->place.n = 0;
 	if (!e->vm)
 		return;
 	/* Taken even when not placing, so a domain is offered only once. */
 	n = e->vmp->take_placements(e->vm, snap, &pl);
-	if (!n || !e->cfg.libvirt_place_on_start || e->cfg.mode == MODE_OFF || snap_nr_cpu_nodes(snap) <= 1) {
+	if (!n || !e->conf.cfg.libvirt_place_on_start || e->conf.cfg.mode == MODE_OFF || snap_nr_cpu_nodes(snap) <= 1) {
 		free(pl);
 		return;
 	}
 	for (unsigned i = 0; i < n; i++) {
 		handled_add(e, pl[i].id);
-		place_one(e, snap, &pl[i], e->cfg.mode == MODE_ENFORCE && !dry_run, dry_run);
+		place_one(e, snap, &pl[i], e->conf.cfg.mode == MODE_ENFORCE && !dry_run, dry_run);
 	}
 	free(pl);
 }
 
 bool engine_place_handled(const struct engine *e, const char *id)
 {
-	for (unsigned k = 0; k < e->nstarted; k++)
-		if (strcmp(e->started[k], id) == 0)
+	for (unsigned k = 0; k < e->place.n; k++)
+		if (strcmp(e->place.started[k], id) == 0)
 			return true;
 	return false;
 }
@@ -213,5 +189,12 @@ void engine_place_end(struct engine *e, const struct snapshot *snap, const struc
 	engine_bound_drop_intents(e);
 	engine_release_bound(e, snap, plan, do_apply);
 	engine_save_bindings(e);
-	e->nstarted = 0;
+	e->place.n = 0;
+}
+
+void engine_place_free(struct engine_placest *pl)
+{
+	free(pl->started);
+	pl->started = NULL;
+	pl->n = 0;
 }

@@ -16,7 +16,7 @@
  *                 the kernel for as long as the memory takes, made on a
  *                 mover worker while the cycle goes on (no page mover);
  *   bind_write    a start binding's narrowing write (plan_item.bind_start)
- *                 on a mover worker (engine_bindwrite.c);
+ *                 on a mover worker (engine_jobs.c);
  *   write         the write (a VM: libvirt's move) on the engine's own
  *                 thread;
  *   no_room       (at apply only) its room is partly still to come and

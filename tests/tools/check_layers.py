@@ -10,20 +10,23 @@
    includes its own sub-folder and those below it; every core file is in
    one of them.
 2. Modules (x.c + x.h) form no include loop: if x includes y, y does not
-   reach x.
+   reach x. (An assembly header, ASSEMBLIES, reaches nothing: see there.)
 3. policies/ does no I/O and reads no clock: the symbols its objects need
    (nm -u) are pure ones only (memory, strings, math, formatting into
    buffers, masks, the snapshot's and the plan's pure helpers, jansson's
    builders), and it includes only the core's pure headers (PURE_HEADERS:
    not fs.h, clock.h, log.h, ...).
-4. No function in those folders is longer than MAX_FUNC_LINES, from the
+4. The engine's files (orchestrator/engine/*.c) call each other as a
+   tree: from the objects' defined and needed symbols (nm), no two files
+   reach each other, directly or through others.
+5. No function in those folders is longer than MAX_FUNC_LINES, from the
    first line of its signature to its closing brace: a longer one is split
    into named steps, each of which reads in one sitting.
 
 `check_layers.py --self-test` builds a small tree with one violation of
 each kind (an upward include, a loop, an impure include, an object that
 calls fs_read_file and clock_mono_ns, one that prints, a function one line
-too long) and fails unless all are found, and nothing else is (not a
+too long, three engine files calling each other in a circle) and fails unless all are found, and nothing else is (not a
 function just at the limit, nor one with a signature over several lines).
 
 Known violations, if any, are listed in tests/tools/layers-known.txt. A
@@ -129,29 +132,26 @@ def includes(repo, rel):
     return out
 
 
+# Headers that assemble one struct from the parts other modules' headers
+# declare (struct engine embeds each engine file's part): each file
+# includes it, so its includes would close a loop with every part's
+# module. It is a module of its own that reaches none: the engine's files
+# are checked on their calls instead (rule 4).
+ASSEMBLIES = {"orchestrator/engine/engine_int.h"}
+
+
 def module(rel):
-    """x.c, x.h and x's private header x_int.h are one module."""
+    """x.c, x.h and x's private header x_int.h are one module (but an
+    assembly header is its own)."""
+    if rel in ASSEMBLIES:
+        return os.path.splitext(rel)[0]
     m = os.path.splitext(rel)[0]
     return m[:-4] if m.endswith("_int") else m
 
 
-def violations(repo, objdir):
-    found = set()
-    graph = {}
-    for rel in sources(repo):
-        src = rel.split("/")[0]
-        if room(rel) == -1:
-            found.add("unsorted %s (not in one of orchestrator/{%s}/)" % (rel, ",".join(ORCH_ORDER)))
-        for inc in includes(repo, rel):
-            if room(rel) is not None and room(inc) is not None and room(inc) > room(rel) >= 0:
-                found.add("upward %s -> %s" % (rel, inc))
-            dst = inc.split("/")[0]
-            if rel not in MAIN and dst != src and dst in FOLDERS and dst not in ALLOWED[src]:
-                found.add("upward %s -> %s" % (rel, inc))
-            if src == "policies" and dst == "orchestrator" and inc not in PURE_HEADERS:
-                found.add("impure include %s -> %s" % (rel, inc))
-            graph.setdefault(module(rel), set()).add(module(inc))
-    # module loops: report each strongly connected set of modules once
+def loops(graph):
+    """The strongly connected sets of more than one node of GRAPH (node ->
+    set of nodes), each sorted (Tarjan's)."""
     index, low, stack, on, sccs = {}, {}, [], set(), []
 
     def visit(v, counter=[0]):
@@ -182,8 +182,73 @@ def violations(repo, objdir):
     for v in sorted(graph):
         if v not in index:
             visit(v)
+    return sccs
+
+
+def nm_symbols(path):
+    """The global symbols the object PATH defines, and those it needs."""
+    out = subprocess.run(["nm", path], capture_output=True, text=True, check=True).stdout
+    own, need = set(), set()
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[1] in "TDBR":
+            own.add(parts[2])
+        elif len(parts) == 2 and parts[0] == "U":
+            need.add(parts[1])
+    return own, need
+
+
+def engine_calls(repo, objdir, found):
+    """The engine's files' call graph (file -> files whose symbols it
+    uses), from the objects the build made; an engine .c not built is
+    reported in FOUND."""
+    src = os.path.join(repo, "orchestrator", "engine")
+    odir = os.path.join(objdir, "orchestrator", "engine")
+    owner, needs = {}, {}
+    if not os.path.isdir(src):
+        return {}
+    if not os.path.isdir(odir):
+        print("check-layers: %s missing (run make): the engine's call graph not checked" % odir)
+        return {}
+    for c in sorted(os.listdir(src)):
+        if not c.endswith(".c"):
+            continue
+        o = os.path.join(odir, c[:-2] + ".o")
+        if not os.path.exists(o):
+            found.add("unbuilt orchestrator/engine/%s (run make)" % c)
+            continue
+        own, need = nm_symbols(o)
+        for sym in own:
+            owner[sym] = c
+        needs[c] = need
+    return {c: {owner[s] for s in need if s in owner and owner[s] != c} for c, need in needs.items()}
+
+
+def violations(repo, objdir):
+    found = set()
+    graph = {}
+    for rel in sources(repo):
+        src = rel.split("/")[0]
+        if room(rel) == -1:
+            found.add("unsorted %s (not in one of orchestrator/{%s}/)" % (rel, ",".join(ORCH_ORDER)))
+        for inc in includes(repo, rel):
+            if room(rel) is not None and room(inc) is not None and room(inc) > room(rel) >= 0:
+                found.add("upward %s -> %s" % (rel, inc))
+            dst = inc.split("/")[0]
+            if rel not in MAIN and dst != src and dst in FOLDERS and dst not in ALLOWED[src]:
+                found.add("upward %s -> %s" % (rel, inc))
+            if src == "policies" and dst == "orchestrator" and inc not in PURE_HEADERS:
+                found.add("impure include %s -> %s" % (rel, inc))
+            if rel not in ASSEMBLIES:
+                graph.setdefault(module(rel), set()).add(module(inc))
+    # module loops: report each strongly connected set of modules once
+    sccs = loops(graph)
     for comp in sccs:
         found.add("loop " + " ".join(comp))
+    # The engine's files call each other as a tree (a DAG): no two reach
+    # each other (orchestrator/engine/README.md draws it).
+    for comp in loops(engine_calls(repo, objdir, found)):
+        found.add("engine call loop " + " ".join(comp))
     for rel in sources(repo):
         for name, n in long_functions(repo, rel):
             found.add("long %s %s (over %d lines)" % (rel, name, MAX_FUNC_LINES))
@@ -201,14 +266,10 @@ def violations(repo, objdir):
             if not os.path.exists(os.path.join(pdir, f)):
                 found.add("unbuilt policies/%s (run make)" % c)
                 continue
-            out = subprocess.run(["nm", os.path.join(pdir, f)], capture_output=True, text=True,
-                                 check=True).stdout
-            for line in out.splitlines():
-                parts = line.split()
-                if len(parts) == 3 and parts[1] in "TDBR":
-                    own.add(parts[2])
-                elif len(parts) == 2 and parts[0] == "U":
-                    need.setdefault(parts[1], f)
+            o_own, o_need = nm_symbols(os.path.join(pdir, f))
+            own |= o_own
+            for sym in o_need:
+                need.setdefault(sym, f)
         for sym, f in sorted(need.items()):
             if sym not in own and not PURE.match(sym):
                 found.add("impure policies/%s needs %s" % (f[:-2] + ".c", sym))
@@ -255,6 +316,16 @@ def self_test():
         for c in ("p", "q"):
             subprocess.run(["cc", "-c", "-I" + tmp, "-o", os.path.join(tmp, "obj", "policies", c + ".o"),
                             os.path.join(tmp, "policies", c + ".c")], check=True)
+        # engine files: x calls y, y calls z, z calls x (a loop of three);
+        # w calls x and is called by none (outside the loop)
+        put("orchestrator/engine/w.c", "int x(void);\nint w(void);\nint w(void) { return x(); }\n")
+        put("orchestrator/engine/x.c", "int y(void);\nint x(void);\nint x(void) { return y(); }\n")
+        put("orchestrator/engine/y.c", "int z(void);\nint y(void);\nint y(void) { return z(); }\n")
+        put("orchestrator/engine/z.c", "int x(void);\nint z(void);\nint z(void) { return x() + 1; }\n")
+        os.makedirs(os.path.join(tmp, "obj", "orchestrator", "engine"))
+        for c in ("up", "w", "x", "y", "z"):
+            subprocess.run(["cc", "-c", "-I" + tmp, "-o", os.path.join(tmp, "obj", "orchestrator", "engine", c + ".o"),
+                            os.path.join(tmp, "orchestrator", "engine", c + ".c")], check=True)
         got = violations(tmp, os.path.join(tmp, "obj"))
     finally:
         shutil.rmtree(tmp)
@@ -267,7 +338,8 @@ def self_test():
             "impure policies/p.c needs fs_read_file", "impure policies/p.c needs clock_mono_ns",
             "impure policies/q.c needs printf",
             "long agents/long.c too_long (over %d lines)" % MAX_FUNC_LINES,
-            "long agents/wrapped.c wrapped (over %d lines)" % MAX_FUNC_LINES}
+            "long agents/wrapped.c wrapped (over %d lines)" % MAX_FUNC_LINES,
+            "engine call loop x.c y.c z.c"}
     missed = sorted(want - got)
     extra = sorted(got - want)
     for v in missed:

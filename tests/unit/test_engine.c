@@ -896,7 +896,7 @@ static double timer_left(struct engine *e)
 {
 	struct itimerspec cur;
 
-	assert_int_equal(timerfd_gettime(e->tfd, &cur), 0);
+	assert_int_equal(timerfd_gettime(e->loop.tfd, &cur), 0);
 	return (double)cur.it_value.tv_sec + (double)cur.it_value.tv_nsec / 1e9;
 }
 
@@ -920,29 +920,29 @@ static void test_engine_watch_rules(void **state)
 
 	engine_watch(f.e); /* the first call only schedules the first pass */
 	assert_int_equal(fake.drift_calls, 0);
-	f.e->watch_next_ns = 1; /* due */
+	f.e->watch.next_ns = 1; /* due */
 	fake.drift_stepped = 1;
 	engine_watch(f.e);
 	assert_int_equal(fake.drift_calls, 1);
 	assert_int_equal(fake.rewindows, 1);
-	assert_true(f.e->watch_pending);
+	assert_true(f.e->watch.pending);
 	assert_int_equal(f.e->stats.watch_cycles, 1);
 	assert_true(timer_left(f.e) <= f.cfg.sample_s + 0.01);
-	assert_true(f.e->watch_next_ns > clock_mono_ns()); /* the next pass a watch away */
+	assert_true(f.e->watch.next_ns > clock_mono_ns()); /* the next pass a watch away */
 
-	f.e->watch_next_ns = 1;
+	f.e->watch.next_ns = 1;
 	engine_watch(f.e); /* its cycle has not run yet */
 	assert_int_equal(fake.drift_calls, 1);
 
 	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
-	assert_false(f.e->watch_pending);
+	assert_false(f.e->watch.pending);
 	engine_arm_timer(f.e, 100);
-	f.e->watch_next_ns = 1;
+	f.e->watch.next_ns = 1;
 	engine_watch(f.e); /* a step again, but within the gap */
 	assert_int_equal(fake.drift_calls, 2);
 	assert_int_equal(fake.rewindows, 1);
-	f.e->watch_cycle_ns -= (int64_t)((ENGINE_WATCH_GAP_S + 1) * 1e9);
-	f.e->watch_next_ns = 1;
+	f.e->watch.cycle_ns -= (int64_t)((ENGINE_WATCH_GAP_S + 1) * 1e9);
+	f.e->watch.next_ns = 1;
 	engine_watch(f.e); /* past the gap */
 	assert_int_equal(fake.drift_calls, 3);
 	assert_int_equal(fake.rewindows, 2);
@@ -950,28 +950,28 @@ static void test_engine_watch_rules(void **state)
 
 	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
 	engine_arm_timer(f.e, f.cfg.watch_s / 2); /* the interval's cycle comes first */
-	f.e->watch_next_ns = 1;
+	f.e->watch.next_ns = 1;
 	engine_watch(f.e);
 	assert_int_equal(fake.drift_calls, 3);
 
 	engine_arm_timer(f.e, 100);
-	f.e->watch_cycle_ns = 0;
+	f.e->watch.cycle_ns = 0;
 	fake.drift_stepped = 0; /* no step: no cycle */
-	f.e->watch_next_ns = 1;
+	f.e->watch.next_ns = 1;
 	engine_watch(f.e);
 	assert_int_equal(fake.drift_calls, 4);
 	assert_int_equal(fake.rewindows, 2);
 	fake.drift_away = 1; /* no step, but a guest's threads left its memory */
-	f.e->watch_next_ns = 1;
+	f.e->watch.next_ns = 1;
 	engine_watch(f.e);
 	assert_int_equal(fake.drift_calls, 5);
 	assert_int_equal(fake.rewindows, 3);
-	assert_true(f.e->watch_pending);
+	assert_true(f.e->watch.pending);
 	assert_int_equal(f.e->stats.watch_cycles, 3);
 	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
 	engine_arm_timer(f.e, 100);
 	fake.drift_away = 0;
-	f.e->watch_cycle_ns = 0;
+	f.e->watch.cycle_ns = 0;
 
 	/* The pass after a cycle that moved g1 is told so (its threads now
 	 * run where the move put them, not where the snapshot saw them);
@@ -982,16 +982,16 @@ static void test_engine_watch_rules(void **state)
 		fake.nr_items = k == 0; /* a move of g1, then none */
 		assert_int_equal(engine_cycle(f.e, false, NULL), 0);
 		engine_arm_timer(f.e, 100);
-		f.e->watch_next_ns = 1;
+		f.e->watch.next_ns = 1;
 		engine_watch(f.e);
 		assert_int_equal(fake.drift_calls, 6 + k);
 		assert_true(fake.drift_g1_moved == (k == 0));
 	}
 	fake.nr_items = 0;
 
-	f.e->cfg.watch_s = 0; /* off */
+	f.e->conf.cfg.watch_s = 0; /* off */
 	fake.drift_stepped = 1;
-	f.e->watch_next_ns = 1;
+	f.e->watch.next_ns = 1;
 	engine_watch(f.e);
 	assert_int_equal(fake.drift_calls, 7);
 	assert_int_equal(engine_watch_timeout_ms(f.e, 1000), 1000);
@@ -1424,7 +1424,7 @@ static void kill_and_restart(struct efx *f)
 	use_state_dir(f);
 }
 
-/* A start binding whose write a mover job runs (engine_bindwrite.c): its
+/* A start binding whose write a mover job runs (engine_jobs.c): its
  * intent stays, saved, through the cycle's end (drop_intents) and the
  * release of due bindings, however due it looks; taken back as not made
  * (the job ended before it wrote) it is dropped and unsaved; made, it is

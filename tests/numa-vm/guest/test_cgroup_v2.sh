@@ -1038,7 +1038,7 @@ test_start_binding_released_at_sigterm() {
 
 # The start binding's cpuset.mems write, inside which the kernel migrates
 # what the young guest touched, is a mover job's, not the engine thread's
-# (engine_bindwrite.c): the daemon hands it over, and the guest's "moved"
+# (engine_jobs.c): the daemon hands it over, and the guest's "moved"
 # record, written when the job is taken, says how long the write took.
 test_start_binding_written_by_a_mover_job() {
 	bind_young || return 1

@@ -1,0 +1,48 @@
+/* engine_cycle.h — one cycle (engine_cycle.c; engine_cycle in engine.h):
+ * acquire, decide, apply, record. Calls engine_place.c, engine_jobs.c,
+ * engine_bind.c, engine_watch.c (a cycle begins), engine_record.c,
+ * engine_view.c, engine_state.c and engine_conf.c. */
+#ifndef NUMAORCH_ENGINE_CYCLE_H
+#define NUMAORCH_ENGINE_CYCLE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "orchestrator/base/log.h"
+#include "orchestrator/store/logged.h"
+
+struct engine;
+
+/* (engine_cyclest.spread_cycles) Two cycles a second apart: the second
+ * measures where the scheduler put the threads over a 1 s window (the
+ * watch's own), about 2 s after the move. */
+#define ENGINE_SPREAD_CYCLE_S 1.0
+#define ENGINE_SPREAD_CYCLES 2
+
+/* What a cycle leaves for the next. Written by engine_cycle.c alone;
+ * LAST_END_NS read by engine_loop.c (it spaces triggered cycles). */
+struct engine_cyclest {
+	bool first_sight;      /* the last plan decided a guest "next cycle" */
+	/* Cycles still to come ENGINE_SPREAD_CYCLE_S apart after one that
+	 * moved a busy guest onto CPUs of several nodes: where its threads
+	 * run there is measured from its threads' ticks at two scans of it
+	 * spread (cgthr.c; the first takes them, the second measures), and
+	 * until then neither a cycle nor the watch (agents/drift.h) sees
+	 * them land away from its memory. */
+	unsigned spread_cycles;
+	struct logged_table logged;   /* last recorded per guest (dedup) */
+	bool warned_one_node;
+	struct log_repeat *warn_rep;   /* the snapshots' warnings, logged once */
+	int64_t last_end_ns;   /* CLOCK_MONOTONIC of the last cycle's end, 0: none */
+};
+
+void engine_cyclest_free(struct engine_cyclest *cs);
+/* Seconds until the next scheduled cycle: the interval, or
+ * ENGINE_BIND_CYCLE_S while a start placement's binding waits release,
+ * or ENGINE_TRIGGER_GAP_S after a plan that left a guest seen for the
+ * first time to the next cycle (SKIP_NO_USAGE), or ENGINE_SPREAD_CYCLE_S
+ * after a cycle that moved a busy guest onto several nodes
+ * (spread_cycles). */
+double engine_next_cycle_s(const struct engine *e);
+
+#endif
