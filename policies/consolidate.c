@@ -198,10 +198,10 @@ static double mem_demand_of(const struct policy_config *cfg, uint64_t total)
 /* The use that tells how many threads need a CPU of their own: a VM's
  * vCPUs', when each was measured (a vCPU's rate is at most 1 CPU), not
  * its QEMU process's, whose emulator, RCU and I/O threads add a share
- * (0.1-0.3 CPU under TCG) that rides on the vCPUs' CPUs and is counted
- * in its demand, but is no thread the guest's memory must be local to.
- * Counted as a third busy thread, it gave a 2-vCPU domain two nodes and
- * one vCPU none of its memory (test_vm_emulator_use_is_no_busy_vcpu).
+ * that rides on the vCPUs' CPUs and is counted in its demand, but is no
+ * thread the guest's memory must be local to. Counted as a third busy
+ * thread, it would give a 2-vCPU domain two nodes and one vCPU none of
+ * its memory (test_vm_emulator_use_is_no_busy_vcpu).
  * Anything else: USE. */
 static double thread_use(const struct snap_guest *g, double use)
 {
@@ -241,14 +241,13 @@ static unsigned gview_build(struct pctx *x, const struct snap_guest *g, struct g
 	if (g->nr_threads && v->cpu_demand > (double)g->nr_threads)
 		v->cpu_demand = fmax(cfg->min_cpu, (double)g->nr_threads);
 	/* Busy threads: as measured, at least as many as its use needs CPUs
-	 * (not its demand: headroom made a 2-thread guest using 2 CPUs count
-	 * 3 and spread it over two nodes, the testbed's memtight hogs); never
-	 * more than it has. They bound the nodes it may be given for CPU
-	 * (guards.h). Its use may pass its busy threads by the slack a local
-	 * fit allows (accounting jitter: the testbed's db2, one busy thread
-	 * measured 1.028 CPUs and an idle one 0.049, counted 2 busy threads,
-	 * fitted no 2-CPU node beside another guest and migrated 320 MiB off
-	 * its memory's node). */
+	 * (not its demand: headroom would make a 2-thread guest using 2 CPUs
+	 * count 3 and spread it over two nodes); never more than it has. They
+	 * bound the nodes it may be given for CPU (guards.h). Its use may pass
+	 * its busy threads by the slack a local fit allows: an idle thread's
+	 * few ticks are accounting jitter, not a second busy thread that fits
+	 * no node beside another guest and sends the guest off its memory's
+	 * node (test_jitter_is_no_second_busy_thread). */
 	v->busy_thr = (unsigned)fmax(1.0, ceil(thread_use(g, v->cpu_use) / (1.0 + LOCAL_FIT_SLACK) - 0.05));
 	if (g->busy_measured && g->busy_threads > v->busy_thr)
 		v->busy_thr = g->busy_threads;
@@ -310,9 +309,10 @@ static unsigned gview_build(struct pctx *x, const struct snap_guest *g, struct g
 	 * the node of the thread that touches them, whatever the agent does:
 	 * by the time its CPUs move (a cycle after the sample), the kernel
 	 * has moved part of its memory toward where they ran, and moving the
-	 * CPUs to the rest sends that part back. The testbed's misplaced
-	 * beside the kernel: t90 7.8/6.0/8.0 s where the kernel alone took
-	 * 4.0/5.9/4.0, 1.0-1.3 GiB migrated for 320-640 MiB needed. */
+	 * CPUs to the rest sends that part back: memory crosses twice and the
+	 * guest is local later than with the kernel alone (test_table: "beside
+	 * the kernel's balancing: CPUs stay where the kernel is bringing the
+	 * memory"). */
 	mask_zero(&v->follow_nodes);
 	if (s->numa_balancing > 0 && (s->numa_balancing & 1) && g->cpu_node && v->cpu_use >= SNAP_BUSY_THREAD_CPU)
 		for (unsigned n = 0; n < x->nn; n++)
@@ -371,10 +371,10 @@ static bool in_cooldown(const struct policy_config *cfg, const struct snapshot *
 /* Cool-down exception: PICK is fewer of G's current nodes and its busy
  * threads already run there (≥ 90 % of its CPU time): no thread moves, its
  * memory joins them, and nothing can pull it back out but a move that the
- * cool-down does hold. The testbed's oversubscribed: a guest placed on
- * nodes 0,2 while node 2 was still full of other guests' outgoing pages
- * had both threads on node 2 and 76 MiB left on node 0 (75 % local) for
- * the rest of the run — "cool-down: would go to nodes 2, 75 MiB". */
+ * cool-down does hold. Held, a guest given two nodes while one of them
+ * was still full of other guests' outgoing pages, whose threads then
+ * settled on that one, would stay partly remote for the whole cool-down
+ * (test_shrink_onto_threads_inside_cooldown). */
 static bool narrows_onto_threads(const struct pctx *x, const struct snap_guest *g, const struct pcand *pick)
 {
 	double in = 0.0, all = 0.0;
@@ -400,9 +400,9 @@ static bool narrows_onto_threads(const struct pctx *x, const struct snap_guest *
 /* Cool-down exception: PICK's nodes are idle but for G, and G's own nodes
  * hold more busy threads than CPUs (counted over the guests that run only
  * there). Moving G gives its threads and those it leaves behind whole
- * CPUs. The testbed's oversubscribed run at 87e2d7c ended with threads
- * per node 3/2/0/3 — every guest "cool-down: would go to nodes 2" for 40 s
- * while node 2 stood idle. It converges: once one guest is there (this
+ * CPUs; held, every guest of an oversubscribed node would wait out its
+ * cool-down while an idle node stands by (test_idle_node_passes_cooldown).
+ * It converges: once one guest is there (this
  * cycle's working copy, then the next sample) the node is no longer idle,
  * and the node a guest left is no longer over its CPUs. */
 static bool relieves_overload(const struct pctx *x, const struct snap_guest *g, const struct gview *v,
@@ -608,8 +608,7 @@ static bool split_eval(struct pctx *x, const struct gview *v, const bool *usable
 	double u;
 
 	/* Its use may pass its busy threads a little (the idle threads'
-	 * ticks, rounding: 2.02 CPUs for two busy threads in the testbed):
-	 * the same slack as for the node's load. */
+	 * ticks, rounding): the same slack as for the node's load. */
 	if (!usable[n] || !s->nodes[n].mem_total || !v->memok[n] || !s->nodes[n].nr_cpus ||
 	    v->acpus[n] < v->busy_thr || use > v->acpus[n] * (1.0 + LOCAL_FIT_SLACK))
 		return false;
@@ -649,9 +648,9 @@ static bool split_eval(struct pctx *x, const struct gview *v, const bool *usable
 		return false;
 	off_n = v->mem_total > own_n ? v->mem_total - own_n : 0;
 	/* A 1/16 of the room kept back: the mover counts a page it moves as
-	 * one, where the kernel may move the whole huge page it is part of
-	 * (the testbed's bigguest: 841 MiB arrived for 809 planned, and the
-	 * node went 32 MiB into min_free). */
+	 * one, where the kernel may move the whole huge page it is part of,
+	 * so more can arrive than was planned and the node would dip into
+	 * min_free. */
 	room = pctx_room(x, n) - pctx_room(x, n) / 16;
 	*first = room < off_n ? room : off_n;
 	*on_first = own_n + *first;
@@ -666,8 +665,8 @@ static bool split_eval(struct pctx *x, const struct gview *v, const bool *usable
 
 /* A guest whose memory fits no one node but whose busy threads fit one
  * node's CPUs: spread over two nodes, each of its threads is local to the
- * half of its memory on its own node — 50 %, however the memory lies (the
- * testbed's bigguest scenario, every placer). With all its threads on one
+ * half of its memory on its own node — 50 %, however the memory lies
+ * (test_bigguest_split). With all its threads on one
  * node N, it is as local as N's share of its memory. So its CPUs go to
  * the node that holds, or can be made to hold, the most of its memory,
  * its memory onto N up to N's room (min_free kept) and the rest onto the
@@ -859,8 +858,9 @@ static void decide_pinned(struct pctx *x, const struct pstate_entry *pe, const s
 			 * the agent's spread) is what put its threads away from
 			 * its memory, and its threads' node is known only
 			 * cycles later (ENGINE_SPREAD_CYCLES); held for the
-			 * whole cool-down (300 s by default) the guest ran
-			 * remote that long. A second pull inside the cool-down
+			 * whole cool-down, the guest would run remote that
+			 * long (test_pinned_follow_after_a_move). A second pull
+			 * inside the cool-down
 			 * is held: threads the scheduler keeps moving between
 			 * pinned nodes do not drag their memory after them. */
 			if (in_cooldown(cfg, x->s, pe, &ago) && pe->last_follow) {
@@ -900,8 +900,9 @@ static void decide_pinned(struct pctx *x, const struct pstate_entry *pe, const s
 	it->gain = PIN_GAIN + gain_of(v, cfg, (uint64_t)(g->locality * (double)g->mem_total), mask_count(&g->cpu_nodes), &c,
 				      it->load_before);
 	/* A pin set since its last move is an order, not a target that
-	 * flaps: the cool-down does not hold it (an operator widening a pin
-	 * from the node the agent had just put it on waited 300 s). */
+	 * flaps: the cool-down does not hold it, or an operator widening a
+	 * pin from the node the agent had just put it on would wait out the
+	 * cool-down (test_table: "pinned since the last move: not held"). */
 	if (mask_intersects(&g->cpu_nodes, &cpun) && in_cooldown(cfg, x->s, pe, &ago) &&
 	    !pin_set_since(x->s, g, pe)) {
 		skip_cooldown(it, cfg, ago);
@@ -918,10 +919,10 @@ static void decide_pinned(struct pctx *x, const struct pstate_entry *pe, const s
  * unless the score, the migration counted, says so; so a guest placed
  * there is not moved off again next cycle, and the stability rule
  * (a target that would be a load case itself) does not hold it back.
- * Only the local fit (no headroom) counted before: in the testbed's
- * misplaced from one start db2's memory node fitted it with headroom at
- * util 0.87 (≥ rebalance_util 0.85), was dropped as "hot", and db2 went
- * to an idle node with its 320 MiB. */
+ * A fit with headroom counts as well as the local fit: dropped as "hot"
+ * above rebalance_util, the node that holds the guest's memory and fits
+ * it would lose it to an idle node, all of its memory migrated
+ * (test_low_node_load_window). */
 static bool holds_memory(const struct gview *v, const struct pcand *c)
 {
 	return c->local_fit || (pcand_fits(c) && v->mem_total && plan_migration_negligible(c->migrate, v->mem_total));
@@ -1012,9 +1013,10 @@ static void auto_no_fit(struct pctx *x, const struct gview *v, const bool *usabl
  * GiB. The cheap way to locality needs no less-busy margin: that rule
  * keeps load moves from flapping, and a guest whose threads join its
  * memory is local there, settled unless that set becomes a load case.
- * Without it, a guest using 0.01 CPU with its threads on one node and
- * 16 GiB on a sibling no less busy by the margin had all 16 GiB moved
- * to the least busy node of the other socket. */
+ * Without it, a nearly idle guest with its threads on one node and many
+ * GiB on a sibling no less busy by the margin would have all of them
+ * moved to the least busy node of the other socket
+ * (test_two_sockets_distance_cost). */
 static bool to_memory(const struct pctx *x, const struct gview *v, const struct adec *a, const struct pcand *c)
 {
 	double bytes_cost;
@@ -1556,8 +1558,8 @@ static void replay(struct pctx *x, const struct snapshot *snap, const struct adv
  * where everything starts spread out, the first guests find no single
  * node free enough and get two or more — and once the others have gone,
  * a node may stand empty while the guest's one busy thread runs on the
- * half of its set that holds none of its memory (the testbed's
- * "misplaced" scenario; the cool-down then keeps it there). So each such
+ * half of its set that holds none of its memory, and the cool-down
+ * then keeps it there (test_spread_start_one_node_each). So each such
  * move is decided again as if it came last, against every other move of
  * the cycle, and the new target is taken if it has fewer nodes and the
  * migration budget allows it. The other moves were decided without this
@@ -1624,9 +1626,9 @@ static void decide_setup(struct pctx *x, const struct snapshot *snap, const stru
 	for (unsigned i = 0; i < nres; i++)
 		pctx_reserve(x, &res[i]);
 	/* Floaters float only where there is room to float to: on a host
-	 * busier than max_util as a whole (the testbed's oversubscribed
-	 * scenario, 12 busy threads on 8 CPUs) their load stays where it is,
-	 * or every guest would be placed as if the others were gone. */
+	 * busier than max_util as a whole their load stays where it is, or
+	 * every guest would be placed as if the others were gone
+	 * (test_oversubscribed_local_least_loaded). */
 	for (unsigned n = 0; n < x->nn; n++) {
 		busy += x->busy[n];
 		cpus += snap->nodes[n].nr_cpus;
@@ -1707,13 +1709,13 @@ static void decide_accept(struct pctx *x, const struct snapshot *snap, const str
  * gone after): moves with nothing (worth) migrating first, as they take
  * milliseconds while one migration can take seconds per GiB, and the
  * engine applies the plan in order — a guest that only needs its cpus
- * changed should not wait behind another's migration (the testbed's
- * misplaced scenario: 22 s). Each group keeps the acceptance order.
+ * changed should not wait behind another's migration. Each group keeps
+ * the acceptance order.
  * Then skips (and settled guests when VERBOSE) by guest id.
  *
- * The items are made in D's own memory: at 1000 guests D is 1.3 MiB and
- * a new array beside it was the daemon's peak (make bench: two
- * snapshots, the published plan, D and the new plan at once). An item is
+ * The items are made in D's own memory: D grows with the guests, and a
+ * new array beside it would be the daemon's peak (two snapshots, the
+ * published plan, D and the new plan at once). An item is
  * smaller than a gdec, so item k (k <= gi) never overwrites a gdec not
  * yet read; the moves (at most max_moves, in acceptance order, those
  * with nothing worth migrating first) are copied aside, then put in

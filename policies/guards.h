@@ -132,8 +132,7 @@ struct gview {
 	 * (pctx_float). Without this, on a host where every container starts
 	 * unrestricted, each one finds the node holding its memory busy with
 	 * another one that is about to leave, and migrates instead: more
-	 * migrations than the placement needs (the testbed's misplaced
-	 * scenario has that shape). */
+	 * migrations than the placement needs (test_floaters_make_room). */
 	bool floater;
 	/* Beside the kernel's NUMA balancing (on), a busy guest's memory
 	 * follows its threads on fault: the nodes its busy threads ran on
@@ -187,11 +186,11 @@ struct pcand {
 	 * the guest's memory already on mems(T), and its use — without
 	 * headroom — fits the CPUs left: (Σ other busy + use) / CPUs ≤ 1. Its
 	 * threads run there without waiting and local at once, where the set
-	 * that fits with headroom would need its memory moved (the testbed's
-	 * misplaced and memtight scenarios: two one-thread guests whose memory
-	 * is on one 2-CPU node). Its use counts at least one CPU per busy
-	 * thread (three one-thread guests on two CPUs use 0.67 each, and do not
-	 * fit). Counted as fitting; util_after and the score
+	 * that fits with headroom would need its memory moved (two one-thread
+	 * guests whose memory is on one 2-CPU node:
+	 * test_memtight_both_to_their_memory). Its use counts at least one
+	 * CPU per busy thread (three one-thread guests on two CPUs use 0.67
+	 * each, and do not fit). Counted as fitting; util_after and the score
 	 * then use the use without headroom, so an idle remote set wins only
 	 * when its load, plus W_MIGRATE for the move, is lower still. */
 	bool local_fit;

@@ -22,8 +22,9 @@
  * prompted cycle may wait a second) it has no CPU use to decide on, but
  * placing it now costs little migration, while waiting a cycle lets it
  * first-touch its memory wherever its threads or its own memory policy
- * put it — memory that must then be migrated while the guest is busy (the
- * testbed's churn scenario). So it is placed as if it used one CPU (a
+ * put it — memory that must then be migrated while the guest is busy
+ * (test_table: "start placement: a new container with nothing touched
+ * goes to an idle node at once"). So it is placed as if it used one CPU (a
  * starting process runs one thread), without a cool-down: the next cycle
  * decides on its measured use as for any guest (plan_item.start). Its
  * CPUs move, and the kernel's local first touch puts what it touches from
@@ -64,10 +65,11 @@ static void place_finish(const struct snapshot *snap, const struct snap_guest *g
 bool place_start_placeable(const struct snap_guest *g, struct snap_guest *sg)
 {
 	/* First sight either way: no usage at all, or only its process's
-	 * average since it started (seen a second or more after its start:
-	 * the testbed's churn pod, first decided after its start with memory
-	 * touched on a full node, was moved as an old guest — mems not bound
-	 * — and its memory chased it for seconds). */
+	 * average since it started (seen a second or more after its start).
+	 * Moved as an old guest, mems not bound, a container that first
+	 * touched memory on a full node would keep touching there and have
+	 * its memory chase it (test_table: "start placement: first seen a
+	 * second late, its young process's average use known"). */
 	if (g->kind != GUEST_CONTAINER || g->policy.mode != GPOL_AUTO || (!isnan(g->cpu_use) && !g->first_sight) ||
 	    g->mem_total >= PLACE_START_MAX_BYTES)
 		return false;
