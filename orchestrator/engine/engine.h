@@ -1,10 +1,11 @@
 /* engine.h — the cycle loop: acquire → decide → apply → record → publish.
  *
- * One engine thread owns all mutable state (STYLE.md §4). Other threads
- * (the REST server) read the latest published view — an immutable,
- * reference-counted bundle of snapshot, plan and counters swapped under a
- * short lock — and ask for changes with engine_call(), which runs a
- * function on the engine thread between cycles and waits for it.
+ * One engine thread owns all mutable state (ARCHITECTURE.md, "Threads
+ * and state"). Other threads (the REST server) read the latest published
+ * view — an immutable, reference-counted bundle of snapshot, plan and
+ * counters swapped under a short lock — and ask for changes with
+ * engine_call(), which runs a function on the engine thread between
+ * cycles and waits for it.
  */
 #ifndef NUMAORCH_ENGINE_H
 #define NUMAORCH_ENGINE_H

@@ -157,7 +157,8 @@ double engine_next_cycle_s(const struct engine *e)
 		s = ENGINE_BIND_CYCLE_S;
 	/* A guest seen for the first time was "decided next cycle": its use
 	 * is measured over the gap, which need not wait for the interval
-	 * (churn: a pod decided 9 s after it was first seen). */
+	 * while the guest touches its memory wherever it runs
+	 * (test_engine_first_sight_comes_back_soon). */
 	if (e->cyc.first_sight && s > ENGINE_TRIGGER_GAP_S)
 		s = ENGINE_TRIGGER_GAP_S;
 	if (e->cyc.spread_cycles && s > ENGINE_SPREAD_CYCLE_S)
@@ -249,8 +250,8 @@ static int cycle_acquire(struct engine *e, struct cycle *c)
 	if (r < 0)
 		return log_errno(LOG_LEVEL_ERROR, r, "cannot read the host topology from %s", e->hp.sysfs);
 	c->t1 = clock_mono_ns();
-	/* The same broken file gives the same warning every cycle: once,
-	 * then with a count now and then (47 lines a cycle on one host). */
+	/* The same broken file gives the same warning every cycle, which
+	 * would bury the log: said once, then with a count now and then. */
 	if (!e->cyc.warn_rep)
 		e->cyc.warn_rep = log_repeat_new();
 	log_repeat_round(e->cyc.warn_rep, LOG_LEVEL_WARN, c->snap->warnings, c->snap->nr_warnings);

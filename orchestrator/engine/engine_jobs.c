@@ -9,8 +9,8 @@
  * mems to its target so that what it touches from then on lands there.
  * cgroup v2 migrates on every mems change, inside the write: what the
  * guest touched off the target before the write moves then, while the
- * writer waits: seconds under load (tests/numa-vm/results/start-place/),
- * in which, on the engine thread, no other guest was decided or moved.
+ * writer waits for as long as the memory takes, in which, on the engine
+ * thread, no other guest would be decided or moved.
  *
  * So, with the mover running, the engine writes the CPUs (phase 1, as
  * every move) and the start placement's memory step (engine_place_memory)
@@ -21,8 +21,7 @@
  * consistent); once running, the write ends when the kernel is done.
  * The binding stays an intent on disk (bindstate.h) until the job is
  * taken, the guest's new plans wait for it, and its "moved" record is
- * written then, with the whole move's duration, as the engine thread
- * wrote it before.
+ * written then, with the whole move's duration.
  */
 #include "orchestrator/engine/engine.h"
 

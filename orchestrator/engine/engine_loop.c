@@ -1,11 +1,11 @@
 /* engine_loop.c — the engine's loop: one thread waits on signals (as a
  * signalfd), the interval timer (timerfd, re-armed after each cycle), the
  * event fd that wakes it for queued calls and triggers, and the mover's
- * finished jobs (STYLE.md §4). Other threads hand it work with
- * engine_call() and engine_trigger(). engine_run (engine.c) turns it:
- * engine_loop_wait, the signals (engine_loop_signal) handled there, then
- * engine_loop_dispatch: the calls, the finished jobs, the cycles and the
- * watch. */
+ * finished jobs (ARCHITECTURE.md, "Threads and state"). Other threads
+ * hand it work with engine_call() and engine_trigger(). engine_run
+ * (engine.c) turns it: engine_loop_wait, the signals
+ * (engine_loop_signal) handled there, then engine_loop_dispatch: the
+ * calls, the finished jobs, the cycles and the watch. */
 #include "orchestrator/engine/engine.h"
 
 #include <errno.h>
