@@ -828,7 +828,9 @@ static int start_daemon(struct daemon *d)
 
 	if (load_guest_policies(d->e, cfg->state_dir, GPOLSTORE_CREATE, &d->gs) < 0)
 		return 1;
-	/* Cool-downs and reservations survive a restart (shared/DESIGN.md). */
+	/* Cool-downs and reservations survive a restart, or a restarted agent
+	 * would move a guest again inside its cool-down and forget room it
+	 * promised (ARCHITECTURE.md, "State that survives a restart"). */
 	if (cfg->state_dir && cfg->state_dir[0]) {
 		struct engstate_limits lim = { 0 };
 		char serr[600];
