@@ -531,21 +531,34 @@ void h_guests(struct rq *r)
 	text_reply(r, text, len);
 }
 
-/* Replace each byte that is not part of valid UTF-8 with '?', in place. */
-static void utf8_tame(char *s)
+/* Replace each byte of S that is not part of valid UTF-8 with U+FFFD, as
+ * the guest list's writer shows it (jsonw.h: one rule for both), in
+ * place: S holds SZ bytes, and a name the replacements lengthen is cut at
+ * a character boundary. */
+static void utf8_tame(char *s, size_t sz)
 {
-	size_t left = strlen(s);
+	size_t left = strlen(s), o = 0;
+	char *src = xstrdup(s), *p = src;
 
 	while (left) {
-		size_t n = utf8_seq(s, left);
+		size_t n = utf8_seq(p, left);
+		const char *put = p;
+		size_t k = n;
 
 		if (!n) {
-			*s = '?';
+			put = "\xef\xbf\xbd";
+			k = 3;
 			n = 1;
 		}
-		s += n;
+		if (o + k >= sz)
+			break;
+		memcpy(s + o, put, k);
+		o += k;
+		p += n;
 		left -= n;
 	}
+	s[o] = '\0';
+	free(src);
 }
 
 static const struct snap_guest *find_guest(struct rq *r, struct engine_view *v)
@@ -580,19 +593,21 @@ void h_guest(struct rq *r)
 	o = snap_guest_to_json(v->snap, g);
 	if (!o) {
 		/* jansson refuses strings that are not UTF-8, and a cgroup's
-		 * name may be any bytes: show such names with '?' for them. */
+		 * name may be any bytes: show such names as the list does. */
 		struct snap_guest t = *g;
 		struct snap_vm vm;
-		char *cg = xstrdup(g->cgroup ? g->cgroup : "");
+		size_t cgsz = 3 * strlen(g->cgroup ? g->cgroup : "") + 1;
+		char *cg = xmalloc(cgsz);
 
-		utf8_tame(t.name);
-		utf8_tame(t.ns);
-		utf8_tame(t.pod);
-		utf8_tame(cg);
+		snprintf(cg, cgsz, "%s", g->cgroup ? g->cgroup : "");
+		utf8_tame(t.name, sizeof(t.name));
+		utf8_tame(t.ns, sizeof(t.ns));
+		utf8_tame(t.pod, sizeof(t.pod));
+		utf8_tame(cg, cgsz);
 		t.cgroup = cg;
 		if (g->vm) {
 			vm = *g->vm;
-			utf8_tame(vm.name);
+			utf8_tame(vm.name, sizeof(vm.name));
 			t.vm = &vm;
 		}
 		o = snap_guest_to_json(v->snap, &t);
