@@ -511,7 +511,9 @@ def qemu_cmd(scn, append, console, results, initrd=INITRD):
         cmd += ["-device", "pxb,id=pxb%d,bus=pci.0,bus_nr=%d,numa_node=%d" % (k, 32 * (k + 1), nd),
                 "-device", "virtio-rng-pci,bus=pxb%d,addr=0x0" % k]
     cmd += ["-kernel", find_kernel() or os.path.join(PKGROOT, "boot", "vmlinuz"), "-initrd", initrd,
-            "-append", "console=ttyS0 panic=-1 quiet mitigations=off " + append,
+            "-append", "console=ttyS0 panic=-1 quiet mitigations=off " + append +
+            # the bridges' nodes, for the guest's checks to expect
+            (" numavm.pxb=%s" % ",".join(map(str, scn["pxb"])) if scn["pxb"] else ""),
             "-serial", console, "-serial", "file:" + results]
     return cmd
 
@@ -1067,6 +1069,24 @@ def explain_late(r, t_real0, late):
     return "\n".join(out)
 
 
+# make check-numa's checks of a hypervisor host's shapes
+# (test_cgroup_v2.sh's shape_check ones), on the scenario that has them.
+SHAPE_VM = "twosocket"
+SHAPE_ITESTS = ("distances_match_the_kernel", "memory_only_node_gets_no_cpus", "pxb_device_on_its_node")
+
+
+def shapes_stage():
+    """make check-numa's boot of SHAPE_VM for SHAPE_ITESTS: the results
+    text (a "not ok" line when the VM failed) and the wall time."""
+    outdir = os.path.join(CACHE, "check", "itest-shapes")
+    log("check: booting the %s shape for %s" % (SHAPE_VM, ", ".join(SHAPE_ITESTS)))
+    try:
+        return boot(load_scenario(SHAPE_VM), "numavm.mode=itest numavm.only=" + ",".join(SHAPE_ITESTS),
+                    outdir, timeout=300)
+    except RuntimeError as e:
+        return "not ok - the %s VM ran its checks to the end: %s\n" % (SHAPE_VM, str(e).splitlines()[0]), 0
+
+
 def parse_itest(text):
     ok = [l for l in text.splitlines() if l.startswith("ok ")]
     bad = [l for l in text.splitlines() if l.startswith("not ok ")]
@@ -1141,6 +1161,17 @@ def cmd_check(args):
     check(ok and not bad and not skipped and "END rc=0" in itext,
           "cgroup v2 integration tests in the VM: %d ok, %d not ok, %d skipped" % (len(ok), len(bad), len(skipped)))
     failures.extend("  itest: " + l for l in bad + skipped)
+    # 2b. The checks that need a hypervisor host's shapes, on the VM that
+    #     has them (distances 10/12/32, a memory-only node, a PCI expander
+    #     bridge): one more boot, ~40 s.
+    stext, wall = shapes_stage()
+    ok, bad, skipped = parse_itest(stext)
+    for l in ok + bad:
+        print("  itest --vm %s: %s" % (SHAPE_VM, l))
+    check(len(ok) == len(SHAPE_ITESTS) and not bad and not skipped and "END rc=0" in stext,
+          "hypervisor shapes in the %s VM: %d ok, %d not ok, %d skipped (%.0f s)"
+          % (SHAPE_VM, len(ok), len(bad), len(skipped), wall))
+    failures.extend("  itest --vm %s: %s" % (SHAPE_VM, l) for l in bad + skipped)
     # 3. A libvirt domain's memory moved by the mover, libvirtd and QEMU
     #    inside the VM (make check-numa-libvirt runs this alone).
     try:

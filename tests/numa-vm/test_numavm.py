@@ -401,6 +401,17 @@ class Parts(unittest.TestCase):
         self.assertIn("-device pxb,id=pxb0,bus=pci.0,bus_nr=32,numa_node=1", s)
         self.assertIn("-device virtio-rng-pci,bus=pxb0,addr=0x0", s)
 
+    def test_shape_itests_exist(self):
+        """make check-numa's shape checks are shape_check lines of the
+        in-VM script, and their VM is a scenario with those shapes."""
+        with open(os.path.join(numavm.HERE, "guest", "test_cgroup_v2.sh")) as f:
+            text = f.read()
+        for name in numavm.SHAPE_ITESTS:
+            self.assertRegex(text, r"\nshape_check %s \w+\n" % name)
+            self.assertIn("\ntest_%s() {" % name, text)
+        scn = numavm.load_scenario(numavm.SHAPE_VM)
+        self.assertTrue(scn["distances"] and scn["memory_only"] and scn["pxb"])
+
     def test_distance_keys(self):
         d = tempfile.mkdtemp()
         self.addCleanup(shutil.rmtree, d)
