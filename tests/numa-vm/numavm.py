@@ -143,7 +143,7 @@ def load_scenario(name):
     scn = {"name": os.path.basename(path)[:-4], "path": path, "nodes": 4, "cpus_per_node": 2,
            "mem_per_node": 1024, "mem_nodes": None, "distance": 20, "duration": 60, "threads": 1,
            "sample": 2, "pages": "thp", "check_within": None, "check_duration": None, "description": "", "guests": [],
-           "bench": "yes", "cgroup": "v2"}
+           "bench": "yes", "cgroup": "v2", "distances": [], "memory_only": [], "pxb": []}
     with open(path) as f:
         for line in f:
             line = line.split("#", 1)[0].strip()
@@ -158,8 +158,10 @@ def load_scenario(name):
                 scn[k] = int(v)
             elif k in ("duration", "sample", "check_within", "check_duration"):
                 scn[k] = float(v)
-            elif k == "mem_nodes":
+            elif k in ("mem_nodes", "memory_only", "pxb"):
                 scn[k] = [int(x) for x in v.split(",")]
+            elif k == "distances":
+                scn[k].append([int(x) for x in v.split()])
             elif k in ("description", "pages", "name", "bench"):
                 scn[k if k != "name" else "title"] = v
             elif k == "cgroup":
@@ -172,7 +174,39 @@ def load_scenario(name):
         raise SystemExit("%s: mem_nodes needs %d values" % (path, scn["nodes"]))
     if scn["threads"] < 1 or scn["cpus_per_node"] % scn["threads"]:
         raise SystemExit("%s: threads must divide cpus_per_node" % path)
+    if any(m < 1 for m in scn["memory_only"]):
+        raise SystemExit("%s: memory_only: MiB per node, each at least 1" % path)
+    total = scn["nodes"] + len(scn["memory_only"])
+    if scn["distances"]:
+        why = distance_matrix_problem(scn["distances"], total)
+        if why:
+            raise SystemExit("%s: distances: %s" % (path, why))
+    if any(not 0 <= nd < total for nd in scn["pxb"]):
+        raise SystemExit("%s: pxb: a node 0..%d" % (path, total - 1))
     return scn
+
+
+def distance_matrix_problem(rows, total):
+    """Why ROWS (the scenario's `distances` lines) is no distance matrix
+    QEMU takes for TOTAL nodes, or None: one row per node, TOTAL values
+    each, 10 on the diagonal (ACPI's local distance, the only one QEMU
+    accepts there) and 11..255 elsewhere."""
+    if len(rows) != total or any(len(r) != total for r in rows):
+        return "%d rows of %d values (one per node, memory-only nodes last)" % (total, total)
+    for i in range(total):
+        for j in range(total):
+            if (i == j) != (rows[i][j] == 10) or not 10 <= rows[i][j] <= 255:
+                return "row %d: 10 on the diagonal, 11..255 elsewhere" % i
+    return None
+
+
+def node_distances(scn):
+    """The full distance matrix of SCN's VM: its `distances` lines, else
+    `distance` between every pair of nodes."""
+    total = scn["nodes"] + len(scn["memory_only"])
+    if scn["distances"]:
+        return scn["distances"]
+    return [[10 if i == j else scn["distance"] for j in range(total)] for i in range(total)]
 
 
 def all_scenarios():
@@ -448,7 +482,7 @@ def qemu_cmd(scn, append, console, results, initrd=INITRD):
     mems = scn["mem_nodes"] or [scn["mem_per_node"]] * n
     cmd = ["qemu-system-x86_64", "-nodefaults", "-display", "none", "-no-reboot",
            "-machine", "pc", "-accel", "tcg,thread=multi", "-cpu", cpu_model(scn),
-           "-m", "%dM" % sum(mems),
+           "-m", "%dM" % (sum(mems) + sum(scn["memory_only"])),
            # One socket per node: QEMU shares the L3 among a socket's
            # cores, so each node has its own last-level cache, and with
            # threads > 1 its CPUs are SMT siblings in pairs (or more).
@@ -456,11 +490,30 @@ def qemu_cmd(scn, append, console, results, initrd=INITRD):
     for i in range(n):
         cmd += ["-object", "memory-backend-ram,id=mem%d,size=%dM" % (i, mems[i]),
                 "-numa", "node,nodeid=%d,cpus=%d-%d,memdev=mem%d" % (i, i * cpn, i * cpn + cpn - 1, i)]
-    for i in range(n):
-        for j in range(i + 1, n):
-            cmd += ["-numa", "dist,src=%d,dst=%d,val=%d" % (i, j, scn["distance"])]
+    # Memory-only nodes (a CXL expander's, a tier's): memory, no cpus=.
+    for k, mib in enumerate(scn["memory_only"]):
+        i = n + k
+        cmd += ["-object", "memory-backend-ram,id=mem%d,size=%dM" % (i, mib),
+                "-numa", "node,nodeid=%d,memdev=mem%d" % (i, i)]
+    dist = node_distances(scn)
+    total = len(dist)
+    # QEMU makes a pair symmetric when one direction is given; a matrix
+    # that is not symmetric needs both.
+    sym = all(dist[i][j] == dist[j][i] for i in range(total) for j in range(total))
+    for i in range(total):
+        for j in range(total):
+            if i != j and (j > i or not sym):
+                cmd += ["-numa", "dist,src=%d,dst=%d,val=%d" % (i, j, dist[i][j])]
+    # A PCI expander bridge per `pxb` node, a virtio device behind it: the
+    # guest kernel reads the bridge's node from ACPI (_PXM) and gives it
+    # to the device's numa_node. Bus numbers 32 apart leave room below.
+    for k, nd in enumerate(scn["pxb"]):
+        cmd += ["-device", "pxb,id=pxb%d,bus=pci.0,bus_nr=%d,numa_node=%d" % (k, 32 * (k + 1), nd),
+                "-device", "virtio-rng-pci,bus=pxb%d,addr=0x0" % k]
     cmd += ["-kernel", find_kernel() or os.path.join(PKGROOT, "boot", "vmlinuz"), "-initrd", initrd,
-            "-append", "console=ttyS0 panic=-1 quiet mitigations=off " + append,
+            "-append", "console=ttyS0 panic=-1 quiet mitigations=off " + append +
+            # the bridges' nodes, for the guest's checks to expect
+            (" numavm.pxb=%s" % ",".join(map(str, scn["pxb"])) if scn["pxb"] else ""),
             "-serial", console, "-serial", "file:" + results]
     return cmd
 
@@ -1016,6 +1069,24 @@ def explain_late(r, t_real0, late):
     return "\n".join(out)
 
 
+# make check-numa's checks of a hypervisor host's shapes
+# (test_cgroup_v2.sh's shape_check ones), on the scenario that has them.
+SHAPE_VM = "twosocket"
+SHAPE_ITESTS = ("distances_match_the_kernel", "memory_only_node_gets_no_cpus", "pxb_device_on_its_node")
+
+
+def shapes_stage():
+    """make check-numa's boot of SHAPE_VM for SHAPE_ITESTS: the results
+    text (a "not ok" line when the VM failed) and the wall time."""
+    outdir = os.path.join(CACHE, "check", "itest-shapes")
+    log("check: booting the %s shape for %s" % (SHAPE_VM, ", ".join(SHAPE_ITESTS)))
+    try:
+        return boot(load_scenario(SHAPE_VM), "numavm.mode=itest numavm.only=" + ",".join(SHAPE_ITESTS),
+                    outdir, timeout=300)
+    except RuntimeError as e:
+        return "not ok - the %s VM ran its checks to the end: %s\n" % (SHAPE_VM, str(e).splitlines()[0]), 0
+
+
 def parse_itest(text):
     ok = [l for l in text.splitlines() if l.startswith("ok ")]
     bad = [l for l in text.splitlines() if l.startswith("not ok ")]
@@ -1090,6 +1161,17 @@ def cmd_check(args):
     check(ok and not bad and not skipped and "END rc=0" in itext,
           "cgroup v2 integration tests in the VM: %d ok, %d not ok, %d skipped" % (len(ok), len(bad), len(skipped)))
     failures.extend("  itest: " + l for l in bad + skipped)
+    # 2b. The checks that need a hypervisor host's shapes, on the VM that
+    #     has them (distances 10/12/32, a memory-only node, a PCI expander
+    #     bridge): one more boot, ~40 s.
+    stext, wall = shapes_stage()
+    ok, bad, skipped = parse_itest(stext)
+    for l in ok + bad:
+        print("  itest --vm %s: %s" % (SHAPE_VM, l))
+    check(len(ok) == len(SHAPE_ITESTS) and not bad and not skipped and "END rc=0" in stext,
+          "hypervisor shapes in the %s VM: %d ok, %d not ok, %d skipped (%.0f s)"
+          % (SHAPE_VM, len(ok), len(bad), len(skipped), wall))
+    failures.extend("  itest --vm %s: %s" % (SHAPE_VM, l) for l in bad + skipped)
     # 3. A libvirt domain's memory moved by the mover, libvirtd and QEMU
     #    inside the VM (make check-numa-libvirt runs this alone).
     try:

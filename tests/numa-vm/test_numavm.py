@@ -380,6 +380,66 @@ class Parts(unittest.TestCase):
         self.assertIn("-smp 8,sockets=2,cores=2,threads=2", s)
         self.assertIn("-numa node,nodeid=1,cpus=4-7,memdev=mem1", s)
 
+    def test_twosocket_shape(self):
+        """Distances 10/12/32 in socket pairs, a memory-only node 4 (a
+        memdev, no cpus=), its memory in -m, a PCI expander bridge on
+        node 1 with a virtio device behind it."""
+        scn = numavm.load_scenario("twosocket")
+        cmd = numavm.qemu_cmd(scn, "x=1", "file:c", "r")
+        s = " ".join(cmd)
+        self.assertIn("-m 3584M", s)
+        self.assertIn("-smp 8,sockets=4,cores=2,threads=1", s)
+        self.assertIn("-numa node,nodeid=4,memdev=mem4", s)
+        self.assertIn("memory-backend-ram,id=mem4,size=512M", s)
+        self.assertIn("-numa dist,src=0,dst=1,val=12", s)
+        self.assertIn("-numa dist,src=1,dst=2,val=32", s)
+        self.assertIn("-numa dist,src=2,dst=3,val=12", s)
+        self.assertIn("-numa dist,src=3,dst=4,val=40", s)
+        # symmetric: one direction each, QEMU fills the other
+        self.assertNotIn("-numa dist,src=1,dst=0,", s)
+        self.assertEqual(sum(1 for a in cmd if a.startswith("dist,")), 10)
+        self.assertIn("-device pxb,id=pxb0,bus=pci.0,bus_nr=32,numa_node=1", s)
+        self.assertIn("-device virtio-rng-pci,bus=pxb0,addr=0x0", s)
+
+    def test_shape_itests_exist(self):
+        """make check-numa's shape checks are shape_check lines of the
+        in-VM script, and their VM is a scenario with those shapes."""
+        with open(os.path.join(numavm.HERE, "guest", "test_cgroup_v2.sh")) as f:
+            text = f.read()
+        for name in numavm.SHAPE_ITESTS:
+            self.assertRegex(text, r"\nshape_check %s \w+\n" % name)
+            self.assertIn("\ntest_%s() {" % name, text)
+        scn = numavm.load_scenario(numavm.SHAPE_VM)
+        self.assertTrue(scn["distances"] and scn["memory_only"] and scn["pxb"])
+
+    def test_distance_keys(self):
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d)
+        path = os.path.join(d, "x.scn")
+
+        def scn(body):
+            with open(path, "w") as f:
+                f.write("description x\nnodes 2\n" + body)
+            return numavm.load_scenario(path)
+        # Without `distances`, `distance` between every pair, memory-only
+        # nodes included.
+        self.assertEqual(numavm.node_distances(scn("distance 21\nmemory_only 64\n")),
+                         [[10, 21, 21], [21, 10, 21], [21, 21, 10]])
+        # A matrix that is not symmetric gives both directions.
+        s = " ".join(numavm.qemu_cmd(scn("distances 10 20\ndistances 30 10\n"), "x", "file:c", "r"))
+        self.assertIn("dist,src=0,dst=1,val=20", s)
+        self.assertIn("dist,src=1,dst=0,val=30", s)
+        for bad in ("distances 10 20\n",                                  # one row of two
+                    "distances 10 20 20\ndistances 20 10 20\n",          # three columns
+                    "distances 10 20\ndistances 20 11\n",                # diagonal
+                    "distances 10 10\ndistances 10 10\n",                # 10 off it
+                    "distances 10 256\ndistances 256 10\n",
+                    "memory_only 64\ndistances 10 20\ndistances 20 10\n",  # node 2 has no row
+                    "memory_only 0\n",
+                    "pxb 2\n", "pxb -1\n"):
+            with self.assertRaises(SystemExit, msg=bad):
+                scn(bad)
+
     def test_setting_placers(self):
         """`run`'s placer: the named ones, and numaorchd[+kernel] with
         SECTION.KEY=VALUE settings in what numavm-run accepts — nothing
