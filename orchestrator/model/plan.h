@@ -125,7 +125,7 @@ struct plan_item {
 	 * (plan_mem_ways), should its binding turn out soft, and as the
 	 * applier's facts left it (MEM_WAY_NONE: it did not get that far). */
 	enum mem_way mem_way, mem_way_soft, mem_way_applied;
-	char detail[192];            /* one human sentence */
+	char detail[320];            /* one human sentence */
 };
 
 struct plan {
