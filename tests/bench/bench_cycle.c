@@ -4,6 +4,12 @@
  *
  *   build/bench/bench_cycle [--numaorchd build/numaorchd] [--cycles N] [--guests 10|100|1000]
  *   build/bench/bench_cycle --generate DIR GUESTS   (write a host tree only)
+ *   build/bench/bench_cycle --cycle-only [--nodes N] [--guests G] [--cycles C]
+ *                           [--root DIR] [--snapshot-json FILE]
+ * --nodes N: a host of N nodes (8 by default); --cycle-only: the median
+ * acquire and decide CPU ms alone (no daemon, history or watch), on DIR
+ * when given (a tree --generate wrote with the same --nodes), and the
+ * snapshot of one cycle as JSON in FILE when asked.
  *
  * CPU time is CLOCK_PROCESS_CPUTIME_ID around acquirer_snapshot() +
  * policy_decide() in this process (the same code numaorchd runs); RSS is
@@ -615,8 +621,10 @@ static void raise_nofile(void)
  * on a generated host of GUESTS guests, CYCLES cycles after a warm one:
  * the median of acquire and decide ms each. JSON_OUT (when not NULL)
  * gets the warm-up's next snapshot as snap_to_json(SNAPJ_STABLE) writes
- * it, to compare what acquisition sees before and after a change. */
-static int cycle_cpu(unsigned guests, unsigned cycles, const char *json_out)
+ * it, to compare what acquisition sees before and after a change.
+ * GIVEN (--root, when not NULL) is a tree --generate wrote, used as it
+ * is (a profile then sees the cycles, not the writing of the tree). */
+static int cycle_cpu(unsigned guests, unsigned cycles, const char *json_out, const char *given)
 {
 	char tmpl[] = "/tmp/numaorch-bench.XXXXXX";
 	char *tmp = mkdtemp(tmpl), root[4096], cmd[4200];
@@ -633,7 +641,10 @@ static int cycle_cpu(unsigned guests, unsigned cycles, const char *json_out)
 	log_set_level(LOG_LEVEL_ERROR);
 	raise_nofile();
 	snprintf(root, sizeof(root), "%s/host", tmp);
-	gen_host(root, guests, 1);
+	if (given)
+		snprintf(root, sizeof(root), "%s", given);
+	else
+		gen_host(root, guests, 1);
 	if (host_paths_from_root(&hp, root) < 0 || acquirer_new(&hp, &cg, &acq) < 0) {
 		fprintf(stderr, "cannot set up fixture host\n");
 		return 1;
@@ -693,7 +704,7 @@ static int cycle_cpu(unsigned guests, unsigned cycles, const char *json_out)
 int main(int argc, char **argv)
 {
 	unsigned sizes[] = { 10, 100, 1000 };
-	const char *numaorchd = "build/numaorchd", *gen_dir = NULL, *json_out = NULL;
+	const char *numaorchd = "build/numaorchd", *gen_dir = NULL, *json_out = NULL, *given = NULL;
 	unsigned cycles = 20, only = 0, gen_guests = 0;
 	bool cycle_only = false;
 
@@ -708,6 +719,8 @@ int main(int argc, char **argv)
 			cycles = (unsigned)atoi(argv[++i]);
 		else if (strcmp(argv[i], "--nodes") == 0 && i + 1 < argc)
 			NODES = (unsigned)atoi(argv[++i]);
+		else if (strcmp(argv[i], "--root") == 0 && i + 1 < argc)
+			given = argv[++i];
 		else if (strcmp(argv[i], "--cycle-only") == 0)
 			cycle_only = true;
 		else if (strcmp(argv[i], "--snapshot-json") == 0 && i + 1 < argc)
@@ -729,7 +742,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (cycle_only || json_out)
-		return cycle_cpu(only ? only : 1000, cycles, json_out);
+		return cycle_cpu(only ? only : 1000, cycles, json_out, given);
 	/* Any other count alone: the table's three sizes are the default. */
 	if (only && only != 10 && only != 100)
 		sizes[2] = only;
