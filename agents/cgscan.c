@@ -195,14 +195,16 @@ static int rd_list(struct cgscan *cs, int dfd, const char *dir, const char *file
 	return r;
 }
 
-/* rd() through the current guest's open file SLOT (-1: not cached). */
-static int rd_slot(struct cgscan *cs, int slot, int dfd, const char *dir, const char *file)
+/* rd() (TO_EOF: rd_list()) through the current guest's open file SLOT
+ * (-1: not cached). */
+static int rd_slot_until(struct cgscan *cs, int slot, int dfd, const char *dir, const char *file,
+			 bool to_eof)
 {
 	struct cgfdc_ent *e = slot >= 0 ? cs->cur : NULL;
 	int fd, r;
 
 	if (e && e->fd[slot] >= 0) {
-		r = rd_fd(cs, e->fd[slot]);
+		r = rd_fd_until(cs, e->fd[slot], to_eof);
 		if (r == 0)
 			return 0;
 		/* Gone (ENODEV), or a cgroup recreated under the same name:
@@ -212,10 +214,15 @@ static int rd_slot(struct cgscan *cs, int slot, int dfd, const char *dir, const 
 	fd = open_at(dfd, dir, file);
 	if (fd < 0)
 		return fd;
-	r = rd_fd(cs, fd);
+	r = rd_fd_until(cs, fd, to_eof);
 	if (!(r == 0 && e && cgfdc_keep(&cs->fdc, e, (enum cgfdc_slot)slot, fd)))
 		close(fd);
 	return r;
+}
+
+static int rd_slot(struct cgscan *cs, int slot, int dfd, const char *dir, const char *file)
+{
+	return rd_slot_until(cs, slot, dfd, dir, file, false);
 }
 
 /* Does the directory PDFD/NAME still exist? */
@@ -506,9 +513,12 @@ static int read_pids(struct cgscan *cs, int dfd, const char *dir, const char *re
 		     struct gmeas *m)
 {
 	const char *files[2] = { "cgroup.procs", threads_file(cs) };
+	/* The guest's own lists stay open where that is safe (cgfdc.h). */
+	const int slots[2] = { CGFDC_PROCS, CGFDC_THREADS };
+	bool keep = self && cs->v2;
 
 	for (unsigned i = 0; i < 2; i++) {
-		int r = rd_list(cs, dfd, dir, files[i]);
+		int r = keep ? rd_slot_until(cs, slots[i], dfd, dir, files[i], true) : rd_list(cs, dfd, dir, files[i]);
 
 		if (r == 0)
 			r = i == 0 ? count_pids(cs->buf, &m->nr_procs, self ? &m->main_pid : NULL,
