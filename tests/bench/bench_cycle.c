@@ -606,12 +606,27 @@ static long daemon_rss(const char *numaorchd, const char *root, unsigned guests,
 	return count >= (int)HISTORY_SAMPLES ? hwm : -1;
 }
 
+/* The fd limit the shipped unit gives numaorchd (LimitNOFILE in
+ * deploy/systemd/numaorchd.service). */
+#define UNIT_NOFILE 65536
+
 static void raise_nofile(void)
 {
-	/* As numaorchd does: the container source keeps files open. */
+	/* As numaorchd does (the container source keeps files open), under
+	 * its unit's limit where this process may raise the hard one (root):
+	 * a shell's lower hard limit would leave thousands of guests' files
+	 * closed and time a cycle the agent does not run. */
 	struct rlimit rl;
 
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return;
+	if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < UNIT_NOFILE) {
+		struct rlimit unit = { UNIT_NOFILE, UNIT_NOFILE };
+
+		if (setrlimit(RLIMIT_NOFILE, &unit) == 0)
+			return;
+	}
+	if (rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
