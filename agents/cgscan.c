@@ -51,6 +51,7 @@
 
 #define WALK_MAX_DEPTH 64
 #define READ_MAX (64u << 20)   /* a tasks file of a few million threads */
+#define LIST_SHORT 2048u       /* half the smallest page: see rd_fd_until */
 
 struct cgscan {
 	struct host_paths hp;
@@ -144,9 +145,14 @@ static int rd_fd_until(struct cgscan *cs, int fd, bool to_eof)
 		 * end. Sparing the extra read() matters at 6 files × 1000
 		 * guests. Record lists (tasks, cgroup.procs, cgroup.threads)
 		 * are seq_files of one record per pid, which hand out at most a
-		 * page per read: only read() == 0 ends them (taking the first
-		 * page as all would lose most threads of a large guest). */
-		if (!to_eof && n + 1 < cs->bufcap)
+		 * page per read: a read of a full page is not the end (taking
+		 * the first page as all would lose most threads of a large
+		 * guest). But seq_file stops filling a read short of the
+		 * buffer only at the end or when its page-sized buffer cannot
+		 * take the next record (a pid line, a dozen bytes at most): a
+		 * read of less than LIST_SHORT bytes is the end too, which
+		 * spares the read() == 0 of every small guest's two lists. */
+		if (n + 1 < cs->bufcap && (!to_eof || (size_t)r < LIST_SHORT))
 			break;
 	}
 	cs->buf[n] = '\0';
