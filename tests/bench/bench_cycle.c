@@ -636,7 +636,9 @@ static void raise_nofile(void)
  * on a generated host of GUESTS guests, CYCLES cycles after a warm one:
  * the median of acquire and decide ms each. JSON_OUT (when not NULL)
  * gets the warm-up's next snapshot as snap_to_json(SNAPJ_STABLE) writes
- * it, to compare what acquisition sees before and after a change.
+ * it, to compare what acquisition sees before and after a change (the
+ * agent's own load, agent_cpus, is in it when this process's pid is one
+ * of the fixture's thread ids: compare runs with other pids).
  * GIVEN (--root, when not NULL) is a tree --generate wrote, used as it
  * is (a profile then sees the cycles, not the writing of the tree). */
 static int cycle_cpu(unsigned guests, unsigned cycles, const char *json_out, const char *given)
