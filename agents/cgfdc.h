@@ -4,8 +4,9 @@
  * pread(..., 0): seq_files render afresh at offset 0, and an open file of
  * a removed cgroup reads ENODEV, so nothing stale can come back. This
  * halves a scan's system calls. The pid lists (cgroup.procs, tasks) are
- * not kept: v1 caches a pidlist per open file for a second after each
- * read, which could hand back a stale list. Files stay open only within
+ * kept only in a v2 hierarchy, whose lists restart their walk of the
+ * cgroup's tasks at offset 0: v1 caches a pidlist per open file for a
+ * second after each read, which could hand back a stale list. Files stay open only within
  * a budget under the fd limit (RLIMIT_NOFILE), leaving room for
  * everything else the agent opens (API clients, libvirt, logs).
  */
@@ -14,7 +15,11 @@
 
 #include <stdbool.h>
 
-enum cgfdc_slot { CGFDC_CPUS, CGFDC_MEMS, CGFDC_CPU, CGFDC_MEM, CGFDC_NR };
+enum cgfdc_slot {
+	CGFDC_CPUS, CGFDC_MEMS, CGFDC_CPU, CGFDC_MEM,
+	CGFDC_PROCS, CGFDC_THREADS,  /* v2 only (above) */
+	CGFDC_NR
+};
 
 struct cgfdc_ent {
 	char *rel;          /* NULL: free slot */

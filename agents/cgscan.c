@@ -51,6 +51,7 @@
 
 #define WALK_MAX_DEPTH 64
 #define READ_MAX (64u << 20)   /* a tasks file of a few million threads */
+#define LIST_SHORT 2048u       /* half the smallest page: see rd_fd_until */
 
 struct cgscan {
 	struct host_paths hp;
@@ -144,9 +145,14 @@ static int rd_fd_until(struct cgscan *cs, int fd, bool to_eof)
 		 * end. Sparing the extra read() matters at 6 files × 1000
 		 * guests. Record lists (tasks, cgroup.procs, cgroup.threads)
 		 * are seq_files of one record per pid, which hand out at most a
-		 * page per read: only read() == 0 ends them (taking the first
-		 * page as all would lose most threads of a large guest). */
-		if (!to_eof && n + 1 < cs->bufcap)
+		 * page per read: a read of a full page is not the end (taking
+		 * the first page as all would lose most threads of a large
+		 * guest). But seq_file stops filling a read short of the
+		 * buffer only at the end or when its page-sized buffer cannot
+		 * take the next record (a pid line, a dozen bytes at most): a
+		 * read of less than LIST_SHORT bytes is the end too, which
+		 * spares the read() == 0 of every small guest's two lists. */
+		if (n + 1 < cs->bufcap && (!to_eof || (size_t)r < LIST_SHORT))
 			break;
 	}
 	cs->buf[n] = '\0';
@@ -195,14 +201,16 @@ static int rd_list(struct cgscan *cs, int dfd, const char *dir, const char *file
 	return r;
 }
 
-/* rd() through the current guest's open file SLOT (-1: not cached). */
-static int rd_slot(struct cgscan *cs, int slot, int dfd, const char *dir, const char *file)
+/* rd() (TO_EOF: rd_list()) through the current guest's open file SLOT
+ * (-1: not cached). */
+static int rd_slot_until(struct cgscan *cs, int slot, int dfd, const char *dir, const char *file,
+			 bool to_eof)
 {
 	struct cgfdc_ent *e = slot >= 0 ? cs->cur : NULL;
 	int fd, r;
 
 	if (e && e->fd[slot] >= 0) {
-		r = rd_fd(cs, e->fd[slot]);
+		r = rd_fd_until(cs, e->fd[slot], to_eof);
 		if (r == 0)
 			return 0;
 		/* Gone (ENODEV), or a cgroup recreated under the same name:
@@ -212,10 +220,15 @@ static int rd_slot(struct cgscan *cs, int slot, int dfd, const char *dir, const 
 	fd = open_at(dfd, dir, file);
 	if (fd < 0)
 		return fd;
-	r = rd_fd(cs, fd);
+	r = rd_fd_until(cs, fd, to_eof);
 	if (!(r == 0 && e && cgfdc_keep(&cs->fdc, e, (enum cgfdc_slot)slot, fd)))
 		close(fd);
 	return r;
+}
+
+static int rd_slot(struct cgscan *cs, int slot, int dfd, const char *dir, const char *file)
+{
+	return rd_slot_until(cs, slot, dfd, dir, file, false);
 }
 
 /* Does the directory PDFD/NAME still exist? */
@@ -506,9 +519,12 @@ static int read_pids(struct cgscan *cs, int dfd, const char *dir, const char *re
 		     struct gmeas *m)
 {
 	const char *files[2] = { "cgroup.procs", threads_file(cs) };
+	/* The guest's own lists stay open where that is safe (cgfdc.h). */
+	const int slots[2] = { CGFDC_PROCS, CGFDC_THREADS };
+	bool keep = self && cs->v2;
 
 	for (unsigned i = 0; i < 2; i++) {
-		int r = rd_list(cs, dfd, dir, files[i]);
+		int r = keep ? rd_slot_until(cs, slots[i], dfd, dir, files[i], true) : rd_list(cs, dfd, dir, files[i]);
 
 		if (r == 0)
 			r = i == 0 ? count_pids(cs->buf, &m->nr_procs, self ? &m->main_pid : NULL,

@@ -70,6 +70,7 @@ static int rd_small(struct cgthr *t, int dfd, const char *path)
 
 void cgthr_begin(struct cgthr *t)
 {
+	t->nr_span = t->next_span = 0;
 	t->nr_next = 0;
 	t->nr_thr_next = 0;
 	t->proc_fd = -1;
@@ -150,6 +151,28 @@ static int read_tid(struct cgthr *t, int dfd, const char *prefix, pid_t tid, uin
 	return r < 0 ? r : proc_stat_ticks_cpu(t->buf, ticks, cpu);
 }
 
+/* How many nodes CPUS (a mask of snapshot S, this scan's) spans. */
+static unsigned span_of(struct cgthr *t, const struct snapshot *s, const cpumask_t *cpus)
+{
+	struct cgthr_span *e;
+	nodemask_t nodes;
+	const unsigned max = sizeof(t->span) / sizeof(t->span[0]);
+
+	for (unsigned i = 0; i < t->nr_span; i++)
+		if (t->span[i].cpus == cpus)
+			return t->span[i].nodes;
+	snap_cpus_to_nodes(s, cpus, &nodes);
+	if (t->nr_span < max) {
+		e = &t->span[t->nr_span++];
+	} else {
+		e = &t->span[t->next_span];
+		t->next_span = (t->next_span + 1) % max;
+	}
+	e->cpus = cpus;
+	e->nodes = mask_count(&nodes);
+	return e->nodes;
+}
+
 /* Where guest G's CPU time went, per node, from its threads (t->tids):
  * each thread's ticks since the previous scan count on the node of the
  * CPU it last ran on (/proc/TID/task/TID/stat "processor"). A thread that changed
@@ -163,7 +186,6 @@ static int read_tid(struct cgthr *t, int dfd, const char *prefix, pid_t tid, uin
 void cgthr_thread_nodes(struct cgthr *t, const struct snapshot *s, struct snap_guest *g,
 			const struct cgthr_prev *p, int64_t t_ns, unsigned *off, unsigned *n)
 {
-	nodemask_t nodes;
 	double *dn, busy_ticks, win_ticks, cap = 0;
 	bool measured = false;
 	unsigned known = 0;
@@ -172,8 +194,7 @@ void cgthr_thread_nodes(struct cgthr *t, const struct snapshot *s, struct snap_g
 	*n = 0;
 	if (t->tids_over || !t->nr_tids || s->nr_nodes < 2)
 		return;
-	snap_cpus_to_nodes(s, g->cpus, &nodes);
-	if (mask_count(&nodes) < 2)
+	if (span_of(t, s, g->cpus) < 2)
 		return;
 	if (t->nr_thr_next + t->nr_tids > t->cap_thr_next) {
 		t->cap_thr_next = (t->nr_thr_next + t->nr_tids) * 2;

@@ -57,6 +57,14 @@ struct cgthr {
 	pid_t tids[CGTHR_SAMPLE_MAX];
 	unsigned nr_tids;
 	bool tids_over;
+	/* How many nodes a cpus mask of this scan's snapshot spans, by the
+	 * mask (interned, so guests share a handful): a few thousand bits
+	 * each, not worth walking for every guest. Emptied each scan. */
+	struct cgthr_span {
+		const cpumask_t *cpus;
+		unsigned nodes;
+	} span[8];
+	unsigned nr_span, next_span;
 	int proc_fd;                  /* procfs, open during a scan; -1 */
 	char buf[4096];               /* a /proc stat line */
 };

@@ -373,12 +373,54 @@ double snap_locality_for(const struct snapshot *s, const struct snap_guest *g, c
 	return sum > 0.0 ? loc / sum / (double)g->mem_total : 0.0;
 }
 
+/* What a guest's CPUs are in node terms, kept per distinct cpus mask
+ * within one pass over the guests: the masks are a few thousand bits
+ * each, and thousands of guests share a handful of them. */
+struct cpus_memo {
+	const cpumask_t *cpus;
+	nodemask_t nodes;       /* snap_cpus_to_nodes */
+	double *on;             /* [nr_nodes]: its CPUs on each node with CPUs */
+};
+
+#define CPUS_MEMO_MAX 32
+
+/* The memo of CPUS, computed into one of MEMO's N slots when absent
+ * (round robin when full). */
+static const struct cpus_memo *cpus_memo_get(const struct snapshot *s, struct cpus_memo *memo, unsigned *n,
+					     unsigned *next, const cpumask_t *cpus)
+{
+	struct cpus_memo *m;
+
+	for (unsigned i = 0; i < *n; i++)
+		if (memo[i].cpus == cpus)
+			return &memo[i];
+	if (*n < CPUS_MEMO_MAX) {
+		m = &memo[(*n)++];
+		m->on = xcalloc(s->nr_nodes ? s->nr_nodes : 1, sizeof(double));
+	} else {
+		m = &memo[*next];
+		*next = (*next + 1) % CPUS_MEMO_MAX;
+	}
+	m->cpus = cpus;
+	snap_cpus_to_nodes(s, cpus, &m->nodes);
+	for (unsigned k = 0; k < s->nr_nodes; k++) {
+		m->on[k] = 0.0;
+		if (s->nodes[k].nr_cpus && mask_test(&m->nodes, s->nodes[k].id)) {
+			cpumask_t on;
+
+			mask_and(&on, &s->nodes[k].cpus, cpus);
+			m->on[k] = (double)mask_count(&on);
+		}
+	}
+	return m;
+}
+
 /* g->locality and its source. Without a measurement, a guest spread over
  * several nodes is taken to run on each in proportion to its CPUs there
- * (what the scheduler does over time), never as local as its cpuset. */
-static void true_locality(const struct snapshot *s, struct snap_guest *g)
+ * (what the scheduler does over time), never as local as its cpuset.
+ * M: the memo of its cpus. */
+static void true_locality(const struct snapshot *s, struct snap_guest *g, const struct cpus_memo *m)
 {
-	double wk[64], *w = s->nr_nodes <= 64 ? wk : xcalloc(s->nr_nodes, sizeof(double));
 	double sum = 0.0;
 
 	for (unsigned k = 0; g->cpu_node && k < s->nr_nodes; k++)
@@ -389,21 +431,12 @@ static void true_locality(const struct snapshot *s, struct snap_guest *g)
 	} else {
 		unsigned nn = 0;
 
-		for (unsigned k = 0; k < s->nr_nodes; k++) {
-			w[k] = 0.0;
-			if (s->nodes[k].nr_cpus && mask_test(&g->cpu_nodes, s->nodes[k].id)) {
-				cpumask_t on;
-
-				mask_and(&on, &s->nodes[k].cpus, g->cpus);
-				w[k] = (double)mask_count(&on);
+		for (unsigned k = 0; k < s->nr_nodes; k++)
+			if (s->nodes[k].nr_cpus && mask_test(&g->cpu_nodes, s->nodes[k].id))
 				nn++;
-			}
-		}
 		g->locality_source = nn > 1 ? LOC_ESTIMATE : LOC_ONE_NODE;
-		g->locality = nn ? snap_locality_for(s, g, w) : (g->mem_total ? 0.0 : 1.0);
+		g->locality = nn ? snap_locality_for(s, g, m->on) : (g->mem_total ? 0.0 : 1.0);
 	}
-	if (w != wk)
-		free(w);
 }
 
 void snap_finalize(struct snapshot *s)
@@ -413,7 +446,8 @@ void snap_finalize(struct snapshot *s)
 
 void snap_finalize_with(struct snapshot *s, const struct snap_policy_overlay *ov)
 {
-	unsigned w = 0;
+	struct cpus_memo memo[CPUS_MEMO_MAX];
+	unsigned w = 0, nr_memo = 0, next_memo = 0;
 
 	if (s->nr_guests) {
 		qsort(s->guests, s->nr_guests, sizeof(*s->guests), guest_cg_cmp);
@@ -443,8 +477,9 @@ void snap_finalize_with(struct snapshot *s, const struct snap_policy_overlay *ov
 	for (unsigned i = 0; i < s->nr_guests; i++) {
 		struct snap_guest *g = &s->guests[i];
 		uint64_t total = 0, local = 0;
+		const struct cpus_memo *m = cpus_memo_get(s, memo, &nr_memo, &next_memo, g->cpus);
 
-		snap_cpus_to_nodes(s, g->cpus, &g->cpu_nodes);
+		g->cpu_nodes = m->nodes;
 		for (unsigned n = 0; n < s->nr_nodes; n++) {
 			total += g->mem_node[n];
 			if (mask_test(&g->cpu_nodes, s->nodes[n].id))
@@ -456,12 +491,14 @@ void snap_finalize_with(struct snapshot *s, const struct snap_policy_overlay *ov
 			g->huge_total += g->huge_node[n];
 		g->mem_in_cpuset_bytes = local;
 		g->mem_in_cpuset = total ? (double)local / (double)total : 1.0;
-		true_locality(s, g);
+		true_locality(s, g, m);
 		if (g->mem_unknown) {
 			g->mem_in_cpuset = NAN;
 			g->locality = NAN;
 		}
 	}
+	for (unsigned i = 0; i < nr_memo; i++)
+		free(memo[i].on);
 	if (ov && ov->flows)
 		ov->flows(ov->flows_ctx, s);
 }

@@ -4,6 +4,12 @@
  *
  *   build/bench/bench_cycle [--numaorchd build/numaorchd] [--cycles N] [--guests 10|100|1000]
  *   build/bench/bench_cycle --generate DIR GUESTS   (write a host tree only)
+ *   build/bench/bench_cycle --cycle-only [--nodes N] [--guests G] [--cycles C]
+ *                           [--root DIR] [--snapshot-json FILE]
+ * --nodes N: a host of N nodes (8 by default); --cycle-only: the median
+ * acquire and decide CPU ms alone (no daemon, history or watch), on DIR
+ * when given (a tree --generate wrote with the same --nodes), and the
+ * snapshot of one cycle as JSON in FILE when asked.
  *
  * CPU time is CLOCK_PROCESS_CPUTIME_ID around acquirer_snapshot() +
  * policy_decide() in this process (the same code numaorchd runs); RSS is
@@ -62,12 +68,14 @@
 #include "orchestrator/store/history.h"
 #include "orchestrator/base/hostpaths.h"
 #include "orchestrator/base/log.h"
+#include "orchestrator/model/snapjson.h"
 #include "policies/policies.h"
 
 /* Paths are built under a short mkdtemp() root; truncation cannot happen. */
 #pragma GCC diagnostic ignored "-Wformat-truncation"
 
-#define NODES 8
+/* Nodes of the generated host (--nodes), 8 unless asked. */
+static unsigned NODES = 8;
 #define CPUS_PER_NODE 8
 
 static void mkdirs(const char *path)
@@ -103,6 +111,20 @@ static void put(const char *dir, const char *name, const char *fmt, ...)
 	vfprintf(f, fmt, ap);
 	va_end(ap);
 	fclose(f);
+}
+
+/* memory.numa_stat's file line of a guest without page cache: every node 0. */
+static const char *file_line(void)
+{
+	static char line[512];
+	size_t l;
+
+	snprintf(line, sizeof(line), "file");
+	for (unsigned n = 0; n < NODES; n++) {
+		l = strlen(line);
+		snprintf(line + l, sizeof(line) - l, " N%u=0", n);
+	}
+	return line;
 }
 
 static void gen_host(const char *root, unsigned guests, unsigned tick)
@@ -170,7 +192,7 @@ static void gen_host(const char *root, unsigned guests, unsigned tick)
 			unsigned long long b = n == home ? 200ULL << 20 : (g % 3 == 0 ? 40ULL << 20 : 0);
 			snprintf(numa + l, sizeof(numa) - l, " N%u=%llu", n, b);
 		}
-		put(e, "memory.numa_stat", "%s\nfile N0=0 N1=0 N2=0 N3=0 N4=0 N5=0 N6=0 N7=0\n", numa);
+		put(e, "memory.numa_stat", "%s\n%s\n", numa, file_line());
 		if (g % 4 == 0) {
 			/* Spread over every node: the agent reads each thread's
 			 * /proc/TID/task/TID/stat for where its CPU time ran
@@ -220,7 +242,7 @@ static void jitter_host(const char *root, unsigned guests, unsigned tick)
 				b += (unsigned long long)((tick * 7919u + g * 104729u + n * 13u) % 256u) << 12;
 			snprintf(numa + l, sizeof(numa) - l, " N%u=%llu", n, b);
 		}
-		put(e, "memory.numa_stat", "%s\nfile N0=0 N1=0 N2=0 N3=0 N4=0 N5=0 N6=0 N7=0\n", numa);
+		put(e, "memory.numa_stat", "%s\n%s\n", numa, file_line());
 		put(e, "cpu.stat", "usage_usec %llu\nuser_usec 0\nsystem_usec 0\n",
 		    1000000ull + (unsigned long long)tick * (50000u + (g * 7u + tick * 3u) % 13u * 1000u));
 	}
@@ -584,11 +606,124 @@ static long daemon_rss(const char *numaorchd, const char *root, unsigned guests,
 	return count >= (int)HISTORY_SAMPLES ? hwm : -1;
 }
 
+/* The fd limit the shipped unit gives numaorchd (LimitNOFILE in
+ * deploy/systemd/numaorchd.service). */
+#define UNIT_NOFILE 65536
+
+static void raise_nofile(void)
+{
+	/* As numaorchd does (the container source keeps files open), under
+	 * its unit's limit where this process may raise the hard one (root):
+	 * a shell's lower hard limit would leave thousands of guests' files
+	 * closed and time a cycle the agent does not run. */
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return;
+	if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < UNIT_NOFILE) {
+		struct rlimit unit = { UNIT_NOFILE, UNIT_NOFILE };
+
+		if (setrlimit(RLIMIT_NOFILE, &unit) == 0)
+			return;
+	}
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+/* --cycle-only: the cycle's CPU time alone (no daemon, history or watch)
+ * on a generated host of GUESTS guests, CYCLES cycles after a warm one:
+ * the median of acquire and decide ms each. JSON_OUT (when not NULL)
+ * gets the warm-up's next snapshot as snap_to_json(SNAPJ_STABLE) writes
+ * it, to compare what acquisition sees before and after a change (the
+ * agent's own load, agent_cpus, is in it when this process's pid is one
+ * of the fixture's thread ids: compare runs with other pids).
+ * GIVEN (--root, when not NULL) is a tree --generate wrote, used as it
+ * is (a profile then sees the cycles, not the writing of the tree). */
+static int cycle_cpu(unsigned guests, unsigned cycles, const char *json_out, const char *given)
+{
+	char tmpl[] = "/tmp/numaorch-bench.XXXXXX";
+	char *tmp = mkdtemp(tmpl), root[4096], cmd[4200];
+	struct host_paths hp;
+	struct acquirer *acq;
+	struct cgscan_config cg = { 0 };
+	struct policy_config pc;
+	struct pstate *ps = NULL;
+	double *ta = calloc(cycles, sizeof(double)), *td = calloc(cycles, sizeof(double));
+	const struct snapshot *snap;
+
+	if (!tmp || !ta || !td)
+		return 1;
+	log_set_level(LOG_LEVEL_ERROR);
+	raise_nofile();
+	snprintf(root, sizeof(root), "%s/host", tmp);
+	if (given)
+		snprintf(root, sizeof(root), "%s", given);
+	else
+		gen_host(root, guests, 1);
+	if (host_paths_from_root(&hp, root) < 0 || acquirer_new(&hp, &cg, &acq) < 0) {
+		fprintf(stderr, "cannot set up fixture host\n");
+		return 1;
+	}
+	policy_config_default(&pc);
+	if (acquirer_snapshot(acq, 0.01, NULL, &snap) < 0)
+		return 1;
+	snap_unref(snap);
+	if (json_out) {
+		json_t *j;
+
+		if (acquirer_snapshot(acq, 0, NULL, &snap) < 0)
+			return 1;
+		j = snap_to_json(snap, SNAPJ_STABLE);
+		if (!j || json_dump_file(j, json_out, JSON_INDENT(1) | JSON_SORT_KEYS) < 0) {
+			fprintf(stderr, "cannot write %s\n", json_out);
+			return 1;
+		}
+		json_decref(j);
+		snap_unref(snap);
+	}
+	for (unsigned c = 0; c < cycles; c++) {
+		struct plan *plan;
+		struct pstate *next;
+		double t0 = cpu_now(), t1, t2;
+
+		if (acquirer_snapshot(acq, 0, NULL, &snap) < 0)
+			return 1;
+		t1 = cpu_now();
+		if (policy_decide(&pc, snap, ps, false, &plan, &next) < 0)
+			return 1;
+		plan_note_cooldowns(plan, next);
+		t2 = cpu_now();
+		plan_free(plan);
+		pstate_free(ps);
+		ps = next;
+		snap_unref(snap);
+		xmalloc_release();
+		ta[c] = (t1 - t0) * 1e3;
+		td[c] = (t2 - t1) * 1e3;
+	}
+	pstate_free(ps);
+	acquirer_free(acq);
+	qsort(ta, cycles, sizeof(double), cmp_double);
+	qsort(td, cycles, sizeof(double), cmp_double);
+	printf("%u nodes x %u CPUs, %u guests, %u cycles: acquire ms median %.2f (min %.2f max %.2f), "
+	       "decide ms median %.2f (min %.2f max %.2f)\n", NODES, CPUS_PER_NODE, guests, cycles,
+	       ta[cycles / 2], ta[0], ta[cycles - 1], td[cycles / 2], td[0], td[cycles - 1]);
+	free(ta);
+	free(td);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", tmp);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	static const unsigned sizes[] = { 10, 100, 1000 };
-	const char *numaorchd = "build/numaorchd";
-	unsigned cycles = 20, only = 0;
+	unsigned sizes[] = { 10, 100, 1000 };
+	const char *numaorchd = "build/numaorchd", *gen_dir = NULL, *json_out = NULL, *given = NULL;
+	unsigned cycles = 20, only = 0, gen_guests = 0;
+	bool cycle_only = false;
 
 	/* The daemon's allocator settings, so the cycle is timed as it runs there. */
 	xmalloc_tune();
@@ -599,23 +734,37 @@ int main(int argc, char **argv)
 			only = (unsigned)atoi(argv[++i]);
 		else if (strcmp(argv[i], "--cycles") == 0 && i + 1 < argc)
 			cycles = (unsigned)atoi(argv[++i]);
+		else if (strcmp(argv[i], "--nodes") == 0 && i + 1 < argc)
+			NODES = (unsigned)atoi(argv[++i]);
+		else if (strcmp(argv[i], "--root") == 0 && i + 1 < argc)
+			given = argv[++i];
+		else if (strcmp(argv[i], "--cycle-only") == 0)
+			cycle_only = true;
+		else if (strcmp(argv[i], "--snapshot-json") == 0 && i + 1 < argc)
+			json_out = argv[++i];
 		else if (strcmp(argv[i], "--generate") == 0 && i + 2 < argc) {
 			/* Only write a host tree, for profiling numaorchd by hand:
 			 * --generate DIR GUESTS */
-			gen_host(argv[i + 1], (unsigned)atoi(argv[i + 2]), 1);
-			return 0;
+			gen_dir = argv[i + 1];
+			gen_guests = (unsigned)atoi(argv[i + 2]);
+			i += 2;
 		}
 	}
+	if (NODES < 1 || NODES > 64 || cycles < 1) {
+		fprintf(stderr, "--nodes is 1 to 64, --cycles at least 1\n");
+		return 2;
+	}
+	if (gen_dir) {
+		gen_host(gen_dir, gen_guests, 1);
+		return 0;
+	}
+	if (cycle_only || json_out)
+		return cycle_cpu(only ? only : 1000, cycles, json_out, given);
+	/* Any other count alone: the table's three sizes are the default. */
+	if (only && only != 10 && only != 100)
+		sizes[2] = only;
 	log_set_level(LOG_LEVEL_ERROR);
-	{
-		/* As numaorchd does: the container source keeps files open. */
-		struct rlimit rl;
-
-		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-			rl.rlim_cur = rl.rlim_max;
-			setrlimit(RLIMIT_NOFILE, &rl);
-		}
-	}
+	raise_nofile();
 	printf("numaorch cycle benchmark: %u nodes x %u CPUs, cgroup v2 fixture, %u cycles each\n",
 	       NODES, CPUS_PER_NODE, cycles);
 	printf("%8s %14s %14s %14s %14s %12s %12s %12s %12s %12s %10s %9s %12s %8s\n", "guests", "cycle p50 ms",
