@@ -316,9 +316,16 @@ static void note_conflicts(struct engine *e, struct cycle *c)
 	conflict_prune(&e->cyc.conflicts, c->snap);
 	for (unsigned i = 0; i < c->snap->nr_guests && e->cyc.conflicts.n; i++) {
 		const struct snap_guest *g = &c->snap->guests[i];
-		enum conflict_state cs = conflict_check(&e->cyc.conflicts, g);
+		enum conflict_state cs;
 		const char *placer = conflict_placer(g);
 
+		/* A guest seen starting again under the same id (a container
+		 * restarted) is placed anew: its old cpuset says nothing. */
+		if (engine_place_handled(e, g->id)) {
+			conflict_forget(&e->cyc.conflicts, g->id);
+			continue;
+		}
+		cs = conflict_check(&e->cyc.conflicts, g);
 		if (cs == CONFLICT_NONE)
 			continue;
 		if (cs == CONFLICT_NEW) {

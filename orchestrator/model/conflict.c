@@ -68,6 +68,14 @@ enum conflict_state conflict_check(struct conflict_table *t, const struct snap_g
 	return CONFLICT_NONE;
 }
 
+void conflict_forget(struct conflict_table *t, const char *id)
+{
+	struct conflict_entry *x = find(t, id);
+
+	if (x)
+		drop(t, x);
+}
+
 void conflict_prune(struct conflict_table *t, const struct snapshot *snap)
 {
 	for (unsigned i = 0; i < t->n;) {

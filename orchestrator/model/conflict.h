@@ -47,6 +47,9 @@ void conflict_note_write(struct conflict_table *t, const char *id, const cpumask
  * change again the guest is forgotten (CONFLICT_NONE: free to be moved,
  * its next move noted anew). G's CPUs unknown (NULL): CONFLICT_NONE. */
 enum conflict_state conflict_check(struct conflict_table *t, const struct snap_guest *g);
+/* Forget guest ID (a write of the agent's that noted nothing: a start
+ * placement's). */
+void conflict_forget(struct conflict_table *t, const char *id);
 /* Forget the guests SNAP no longer has. */
 void conflict_prune(struct conflict_table *t, const struct snapshot *snap);
 const struct conflict_entry *conflict_find(const struct conflict_table *t, const char *id);

@@ -5,10 +5,12 @@
  * Fixture trees stand in for the kernel: a file "X.refuse" holding an
  * errno name makes writes to X fail with it (as the kernel refuses
  * EBUSY/EINVAL/ENOSPC), and if "<root>/.numaorch-writes" exists every
- * write is appended to it, so tests can check the order of writes. A
- * cpuset.cpus written shows in the cgroup's effective CPUs file, where it
- * has one, as the kernel shows it: a placer that rewrites the cpuset
- * after numaorchd (conflict.h) is told from numaorchd's own write. */
+ * write is appended to it, so tests can check the order of writes. If
+ * "<root>/.numaorch-effective" exists a cpuset.cpus written shows in the
+ * cgroup's effective CPUs file, where it has one, as the kernel shows
+ * it: a placer that rewrites the cpuset after numaorchd (conflict.h) is
+ * told from numaorchd's own write (without it the file keeps what the
+ * fixture had, and the next snapshot sees the cpuset as before). */
 #include "orchestrator/actuator/cgwfixture.h"
 
 #include <errno.h>
@@ -70,7 +72,8 @@ int cgwf_write(const char *root, const char *path, const char *rel, const char *
 	if (truncate(path, 0) < 0)
 		return -errno;
 	r = fs_write_str(path, value);
-	if (r == 0 && strcmp(file, "cpuset.cpus") == 0)
+	if (r == 0 && strcmp(file, "cpuset.cpus") == 0 &&
+	    snprintf(aux, sizeof(aux), "%s/.numaorch-effective", root) < (int)sizeof(aux) && fs_exists(aux))
 		mirror_effective(path, value);
 	return r;
 }

@@ -121,6 +121,9 @@ static void test_prune(void **state)
 	assert_int_equal(t.n, 1);
 	assert_non_null(conflict_find(&t, "g"));
 	assert_string_equal(conflict_placer(&s->guests[0]), "kubelet");
+	conflict_forget(&t, "g");
+	conflict_forget(&t, "g");
+	assert_int_equal(t.n, 0);
 	conflict_table_clear(&t);
 	snap_unref(s);
 }
