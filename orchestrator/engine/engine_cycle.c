@@ -166,6 +166,16 @@ double engine_next_cycle_s(const struct engine *e)
 	return s;
 }
 
+/* Move IT wrote its CPUs (and MEMS): the cpuset to expect from now on
+ * (conflict.h). A VM's CPUs are its vCPUs' pins, not one cpuset. */
+static void note_written(struct engine *e, const struct snapshot *snap, const struct plan_item *it,
+			 const nodemask_t *mems)
+{
+	if (it->kind == PLAN_MOVE && it->to_cpus && it->guest_idx < snap->nr_guests &&
+	    snap->guests[it->guest_idx].kind == GUEST_CONTAINER)
+		conflict_note_write(&e->cyc.conflicts, it->guest_id, it->to_cpus, mems);
+}
+
 /* Log, record and count the outcome of plan item I. */
 static void record_move(struct engine *e, const struct snapshot *snap, struct pstate *next,
 			const struct plan_item *it, const struct apply_result *res, struct cycle_report *report,
@@ -175,12 +185,11 @@ static void record_move(struct engine *e, const struct snapshot *snap, struct ps
 	declog_add(e->dl, declog_make(snap, it, engine_move_decision(res->status), res, false));
 	if (it->bind_start && res->status == APPLY_DONE)
 		engine_bound_add(e, snap, it);
-	/* The cpuset to expect from now on (a VM's CPUs are its vCPUs'
-	 * pins, not one cpuset). */
-	if (it->kind == PLAN_MOVE && res->status == APPLY_DONE && it->to_cpus && it->guest_idx < snap->nr_guests &&
-	    snap->guests[it->guest_idx].kind == GUEST_CONTAINER)
-		conflict_note_write(&e->cyc.conflicts, it->guest_id, it->to_cpus,
-				    res->mems_loosened ? &res->mems_after : &it->to_mems);
+	if (res->status == APPLY_DONE)
+		note_written(e, snap, it, res->mems_loosened ? &res->mems_after : &it->to_mems);
+	else if (res->status == APPLY_FAILED || res->status == APPLY_FAILED_PARTIAL)
+		/* its CPUs may have been written, then restored */
+		conflict_forget(&e->cyc.conflicts, it->guest_id);
 	if (it->kind == PLAN_MOVE && res->status == APPLY_DONE && mask_count(&it->to_nodes) >= 2 &&
 	    it->guest_idx < snap->nr_guests && snap->guests[it->guest_idx].cpu_use >= SNAP_BUSY_THREAD_CPU)
 		e->cyc.spread_cycles = ENGINE_SPREAD_CYCLES;
@@ -447,6 +456,9 @@ static void apply_item(struct engine *e, struct cycle *c, unsigned i)
 		 * of those that must migrate after all of them. */
 		apply_cpus(e->app, snap, it, &res, &c->pend[c->npend].p);
 		if (c->pend[c->npend].p) {
+			/* its CPUs are written; its record may come only when
+			 * a worker's write ends */
+			note_written(e, snap, it, &it->to_mems);
 			c->pend[c->npend++].idx = i;
 			return;
 		}
