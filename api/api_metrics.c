@@ -211,6 +211,11 @@ static void view_metrics(struct prom *p, struct api *a, const struct engine_view
 	prom_family(p, "numaorch_watch_cycles_total", "counter",
 		    "Cycles the watch between cycles prompted: a guest's CPU use stepped ([agent] watch).");
 	prom_sample(p, "numaorch_watch_cycles_total", (double)st->watch_cycles, 0);
+	prom_family(p, "numaorch_placer_conflicts_total", "counter",
+		    "cpusets another placer rewrote after numaorchd's move, each counted once (decision "
+		    "conflict): the kubelet (a Kubernetes pod's container), or unknown.");
+	prom_sample(p, "numaorch_placer_conflicts_total", (double)st->placer_conflicts_kubelet, 1, "placer", "kubelet");
+	prom_sample(p, "numaorch_placer_conflicts_total", (double)st->placer_conflicts_unknown, 1, "placer", "unknown");
 	prom_family(p, "numaorch_cycle_duration_seconds", "histogram", "Duration of the cycles, by phase.");
 	for (int ph = CYCLE_TOTAL; ph < CYCLE_NR_PHASES; ph++) {
 		const struct engine_hist *h = &st->cycle_hist[ph];

@@ -59,6 +59,10 @@ struct engine_stats {
 	uint64_t migrated_bytes;      /* planned bytes of moves done */
 	uint64_t memory_deferred;     /* moves whose memory was left to the kernel's balancing */
 	uint64_t watch_cycles;        /* cycles the watch between cycles prompted (engine_watch.c) */
+	/* cpusets another placer rewrote after the agent's move, each said
+	 * once (conflict.h): by the kubelet, by someone unknown */
+	uint64_t placer_conflicts_kubelet;
+	uint64_t placer_conflicts_unknown;
 	int numa_balancing;           /* kernel.numa_balancing at the last cycle, -1: unknown */
 	enum kbal_setting kernel_balancing; /* [memory] kernel_balancing */
 	int64_t start_real_ns;

@@ -166,6 +166,16 @@ double engine_next_cycle_s(const struct engine *e)
 	return s;
 }
 
+/* Move IT wrote its CPUs (and MEMS): the cpuset to expect from now on
+ * (conflict.h). A VM's CPUs are its vCPUs' pins, not one cpuset. */
+static void note_written(struct engine *e, const struct snapshot *snap, const struct plan_item *it,
+			 const nodemask_t *mems)
+{
+	if (it->kind == PLAN_MOVE && it->to_cpus && it->guest_idx < snap->nr_guests &&
+	    snap->guests[it->guest_idx].kind == GUEST_CONTAINER)
+		conflict_note_write(&e->cyc.conflicts, it->guest_id, it->to_cpus, mems);
+}
+
 /* Log, record and count the outcome of plan item I. */
 static void record_move(struct engine *e, const struct snapshot *snap, struct pstate *next,
 			const struct plan_item *it, const struct apply_result *res, struct cycle_report *report,
@@ -175,6 +185,11 @@ static void record_move(struct engine *e, const struct snapshot *snap, struct ps
 	declog_add(e->dl, declog_make(snap, it, engine_move_decision(res->status), res, false));
 	if (it->bind_start && res->status == APPLY_DONE)
 		engine_bound_add(e, snap, it);
+	if (res->status == APPLY_DONE)
+		note_written(e, snap, it, res->mems_loosened ? &res->mems_after : &it->to_mems);
+	else if (res->status == APPLY_FAILED || res->status == APPLY_FAILED_PARTIAL)
+		/* its CPUs may have been written, then restored */
+		conflict_forget(&e->cyc.conflicts, it->guest_id);
 	if (it->kind == PLAN_MOVE && res->status == APPLY_DONE && mask_count(&it->to_nodes) >= 2 &&
 	    it->guest_idx < snap->nr_guests && snap->guests[it->guest_idx].cpu_use >= SNAP_BUSY_THREAD_CPU)
 		e->cyc.spread_cycles = ENGINE_SPREAD_CYCLES;
@@ -300,6 +315,40 @@ static void note_holds(struct engine *e, struct cycle *c)
 	h->applying = c->do_apply;
 }
 
+/* The guests whose cpuset another placer rewrote after the agent's move
+ * (conflict.h): each said once (a record "conflict", counted), and held
+ * from further moves while it stays as found. */
+static void note_conflicts(struct engine *e, struct cycle *c)
+{
+	struct plan_holds *h = &c->holds;
+
+	conflict_prune(&e->cyc.conflicts, c->snap);
+	for (unsigned i = 0; i < c->snap->nr_guests && e->cyc.conflicts.n; i++) {
+		const struct snap_guest *g = &c->snap->guests[i];
+		enum conflict_state cs;
+		const char *placer = conflict_placer(g);
+
+		/* A guest seen starting again under the same id (a container
+		 * restarted) is placed anew: its old cpuset says nothing. */
+		if (engine_place_handled(e, g->id)) {
+			conflict_forget(&e->cyc.conflicts, g->id);
+			continue;
+		}
+		cs = conflict_check(&e->cyc.conflicts, g);
+		if (cs == CONFLICT_NONE)
+			continue;
+		if (cs == CONFLICT_NEW) {
+			declog_add(e->dl, engine_conflict_record(c->snap, g, conflict_find(&e->cyc.conflicts, g->id),
+								 placer));
+			if (strcmp(placer, "kubelet") == 0)
+				e->stats.placer_conflicts_kubelet++;
+			else
+				e->stats.placer_conflicts_unknown++;
+		}
+		ids_add(&h->conflict, &h->nconflict, g->id);
+	}
+}
+
 /* Decide: domains that just started are placed first, and (an applying
  * cycle) start bindings from before a restart released, before the
  * policy runs; then the policy's plan and next state, each item it must
@@ -317,6 +366,7 @@ static int cycle_decide(struct engine *e, struct cycle *c)
 		return 0;
 	if (c->do_apply)
 		engine_place_restore(e, c->snap);
+	note_conflicts(e, c);
 	note_holds(e, c);
 	nres = engine_reservations(e, &res);
 	r = e->pol.decide(&e->conf.cfg.policy, c->snap, e->st.ps, c->report != NULL, res, nres, &c->holds, &c->plan,
@@ -368,6 +418,9 @@ static void note_held(const struct cycle *c, const struct plan_item *it)
 			  (double)g->job.bytes_done / 1048576.0,
 			  it->kind == PLAN_SKIP ? "move, held by the cool-down," : "move");
 		break;
+	case HOLD_CONFLICT:
+		log_debug("not moving %s: another placer rewrote the cpuset numaorchd wrote", it->guest_id);
+		break;
 	case HOLD_NONE:
 		break;
 	}
@@ -403,6 +456,9 @@ static void apply_item(struct engine *e, struct cycle *c, unsigned i)
 		 * of those that must migrate after all of them. */
 		apply_cpus(e->app, snap, it, &res, &c->pend[c->npend].p);
 		if (c->pend[c->npend].p) {
+			/* its CPUs are written; its record may come only when
+			 * a worker's write ends */
+			note_written(e, snap, it, &it->to_mems);
 			c->pend[c->npend++].idx = i;
 			return;
 		}
@@ -516,6 +572,7 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 	free(c.pend);
 	free(c.holds.placed);
 	free(c.holds.bind_writing);
+	free(c.holds.conflict);
 	snap_unref(c.snap);
 	if (r < 0)
 		return r;
@@ -537,5 +594,6 @@ void cycle_report_clear(struct cycle_report *r)
 void engine_cyclest_free(struct engine_cyclest *cs)
 {
 	logged_table_clear(&cs->logged);
+	conflict_table_clear(&cs->conflicts);
 	log_repeat_free(cs->warn_rep);
 }

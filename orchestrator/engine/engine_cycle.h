@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "orchestrator/base/log.h"
+#include "orchestrator/model/conflict.h"
 #include "orchestrator/store/logged.h"
 
 struct engine;
@@ -34,6 +35,9 @@ struct engine_cyclest {
 	bool warned_one_node;
 	struct log_repeat *warn_rep;   /* the snapshots' warnings, logged once */
 	int64_t last_end_ns;   /* CLOCK_MONOTONIC of the last cycle's end, 0: none */
+	/* The cpusets the cycle's moves wrote, and those another placer
+	 * rewrote since (conflict.h): in memory, so a restart forgets. */
+	struct conflict_table conflicts;
 };
 
 void engine_cyclest_free(struct engine_cyclest *cs);

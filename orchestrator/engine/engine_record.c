@@ -3,6 +3,7 @@
  * cool-down). Pure but for the log. */
 #include "orchestrator/engine/engine_record.h"
 
+#include <jansson.h>
 #include <string.h>
 
 #include "orchestrator/base/log.h"
@@ -102,4 +103,42 @@ void engine_count_place_outcome(struct engine_stats *st, struct pstate *ps, cons
 		st->moves_skipped++;
 		break;
 	}
+}
+
+static json_t *cpuset_json(const cpumask_t *cpus, const nodemask_t *mems)
+{
+	char c[CPULIST_BUFSZ], m[NODELIST_BUFSZ];
+
+	if (mask_format(cpus, c, sizeof(c)) < 0)
+		snprintf(c, sizeof(c), "?");
+	if (mask_format(mems, m, sizeof(m)) < 0)
+		snprintf(m, sizeof(m), "?");
+	return json_pack("{s:s, s:s}", "cpus", c, "mems", m);
+}
+
+json_t *engine_conflict_record(const struct snapshot *snap, const struct snap_guest *g,
+			       const struct conflict_entry *x, const char *placer)
+{
+	char detail[256];
+	json_t *o;
+
+	snprintf(detail, sizeof(detail), "rewritten by another placer (%s): its cpuset is left as found and "
+		 "not moved again until it changes", strcmp(placer, "kubelet") == 0 ? "the kubelet" : "unknown");
+	o = json_pack("{s:I, s:s, s:s, s:s, s:o, s:o, s:s, s:s, s:s, s:b}",
+		      "cycle", (json_int_t)snap->seq,
+		      "guest", g->id,
+		      "decision", "conflict",
+		      "placer", placer,
+		      "wrote", cpuset_json(&x->wrote_cpus, &x->wrote_mems),
+		      "found", cpuset_json(&x->found_cpus, &x->found_mems),
+		      "runtime", g->runtime,
+		      "kind", snap_kind_name(g->kind),
+		      "detail", detail,
+		      "dry_run", false);
+	if (!o)
+		return NULL;
+	log_warn("%s (%s): numaorchd moved it onto CPUs %s, found on CPUs %s: %s", g->id, g->runtime,
+		 json_string_value(json_object_get(json_object_get(o, "wrote"), "cpus")),
+		 json_string_value(json_object_get(json_object_get(o, "found"), "cpus")), detail);
+	return o;
 }

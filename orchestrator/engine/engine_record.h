@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "orchestrator/actuator/apply.h"
+#include "orchestrator/model/conflict.h"
 #include "orchestrator/engine/engine.h"
 #include "orchestrator/model/pstate.h"
 
@@ -30,5 +31,10 @@ void engine_count_outcome(struct engine_stats *st, struct pstate *next, const st
  * (vanished, changed, no room) does not. Pure. */
 void engine_count_place_outcome(struct engine_stats *st, struct pstate *ps, const struct plan_item *it,
 				enum apply_status status, int64_t now_ns);
+/* The decision record "conflict" of guest G on SNAP, rewritten by PLACER
+ * ("kubelet", "unknown") after the agent's write that X keeps (what was
+ * written, what was found), and its log line. Caller owns the result. */
+json_t *engine_conflict_record(const struct snapshot *snap, const struct snap_guest *g,
+			       const struct conflict_entry *x, const char *placer);
 
 #endif

@@ -41,6 +41,8 @@ enum plan_hold plan_item_hold(const struct plan_item *it, const struct snapshot 
 
 	if (h && in_ids(h->placed, h->nplaced, it->guest_id))
 		return HOLD_JUST_PLACED;
+	if (it->kind == PLAN_MOVE && h && in_ids(h->conflict, h->nconflict, it->guest_id))
+		return HOLD_CONFLICT;
 	if (it->kind == PLAN_MOVE && applying && in_ids(h->bind_writing, h->nbind_writing, it->guest_id))
 		return HOLD_BIND_WRITING;
 	if (g && ((it->kind == PLAN_MOVE && applying) || (it->kind == PLAN_SKIP && it->skip == SKIP_COOLDOWN)) &&

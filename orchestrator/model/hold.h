@@ -25,6 +25,10 @@ struct plan_holds {
 	unsigned nplaced;
 	char (*bind_writing)[GUEST_ID_MAX]; /* a start binding's cpuset.mems write still running */
 	unsigned nbind_writing;
+	/* cpusets another placer rewrote after the agent's move
+	 * (conflict.h): their moves are not fought */
+	char (*conflict)[GUEST_ID_MAX];
+	unsigned nconflict;
 	/* The cycle carries moves out (enforce, not a dry run): only then
 	 * does a write or a job hold a move back; a move merely planned or
 	 * advised is said as planned. */
@@ -42,11 +46,12 @@ bool snap_job_same_move(const struct snap_job *j, const nodemask_t *to, int firs
 
 /* The hold of IT, decided on SNAP, with H's facts (H may be NULL: none):
  * a guest the start placement dealt with holds whatever it is; a move
- * while applying, a start binding's write still running; then the live
- * job making the same move — a move while applying (its CPUs already on
- * the plan's), or the move a cool-down holds back (its CPU nodes already
- * the plan's), whose "cool-down ... would go to nodes N" record would
- * only repeat the job's. */
+ * of a guest another placer rewrote; a move while applying, a start
+ * binding's write still running; then the live job making the same
+ * move — a move while applying (its CPUs already on the plan's), or the
+ * move a cool-down holds back (its CPU nodes already the plan's), whose
+ * "cool-down ... would go to nodes N" record would only repeat the
+ * job's. */
 enum plan_hold plan_item_hold(const struct plan_item *it, const struct snapshot *snap, const struct plan_holds *h);
 /* plan_item_hold for every item of P (hold_job: the job that holds it). */
 void plan_mark_holds(struct plan *p, const struct snapshot *snap, const struct plan_holds *h);

@@ -122,6 +122,7 @@ static const char *const hold_names[] = {
 	[HOLD_JUST_PLACED] = "just_placed",
 	[HOLD_BIND_WRITING] = "bind_writing",
 	[HOLD_STILL_MOVING] = "still_moving",
+	[HOLD_CONFLICT] = "conflict",
 };
 STRTAB_NAME(plan_hold_name, enum plan_hold, hold_names)
 

@@ -66,6 +66,8 @@ enum plan_hold {
 			     * runs would race it: decided again on what the write leaves */
 	HOLD_STILL_MOVING,  /* the mover's live job (hold_job) makes this move already
 			     * (a move, or the one a cool-down holds back) */
+	HOLD_CONFLICT,      /* another placer (the kubelet) rewrote the cpuset the agent
+			     * wrote: not fought, until its CPUs change again (conflict.h) */
 };
 
 struct plan_item {

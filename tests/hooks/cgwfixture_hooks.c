@@ -5,7 +5,12 @@
  * Fixture trees stand in for the kernel: a file "X.refuse" holding an
  * errno name makes writes to X fail with it (as the kernel refuses
  * EBUSY/EINVAL/ENOSPC), and if "<root>/.numaorch-writes" exists every
- * write is appended to it, so tests can check the order of writes. */
+ * write is appended to it, so tests can check the order of writes. If
+ * "<root>/.numaorch-effective" exists a cpuset.cpus written shows in the
+ * cgroup's effective CPUs file, where it has one, as the kernel shows
+ * it: a placer that rewrites the cpuset after numaorchd (conflict.h) is
+ * told from numaorchd's own write (without it the file keeps what the
+ * fixture had, and the next snapshot sees the cpuset as before). */
 #include "orchestrator/actuator/cgwfixture.h"
 
 #include <errno.h>
@@ -29,10 +34,31 @@ static int refuse_errno(const char *name)
 	return -EIO;
 }
 
+/* The cgroup's effective CPUs file beside PATH (v2's, else v1's), where
+ * the fixture has one, made to show VALUE. */
+static void mirror_effective(const char *path, const char *value)
+{
+	static const char *const eff[] = { "cpuset.cpus.effective", "cpuset.effective_cpus" };
+	const char *slash = strrchr(path, '/');
+	char aux[PATH_MAX + 32];
+
+	if (!slash)
+		return;
+	for (unsigned i = 0; i < 2; i++) {
+		if (snprintf(aux, sizeof(aux), "%.*s/%s", (int)(slash - path), path, eff[i]) >= (int)sizeof(aux) ||
+		    !fs_exists(aux))
+			continue;
+		if (truncate(aux, 0) == 0)
+			(void)fs_write_str(aux, value);
+		return;
+	}
+}
+
 int cgwf_write(const char *root, const char *path, const char *rel, const char *file, const char *value)
 {
 	char aux[PATH_MAX + 16], name[32];
 	FILE *f;
+	int r;
 
 	if (snprintf(aux, sizeof(aux), "%s.refuse", path) < (int)sizeof(aux) &&
 	    fs_read_line(aux, name, sizeof(name)) == 0)
@@ -45,5 +71,9 @@ int cgwf_write(const char *root, const char *path, const char *rel, const char *
 	}
 	if (truncate(path, 0) < 0)
 		return -errno;
-	return fs_write_str(path, value);
+	r = fs_write_str(path, value);
+	if (r == 0 && strcmp(file, "cpuset.cpus") == 0 &&
+	    snprintf(aux, sizeof(aux), "%s/.numaorch-effective", root) < (int)sizeof(aux) && fs_exists(aux))
+		mirror_effective(path, value);
+	return r;
 }

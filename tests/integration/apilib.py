@@ -41,6 +41,9 @@ def compose_root(tmp):
     shutil.copytree(os.path.join(FIX, "cg-v2", "sys", "fs", "cgroup"), os.path.join(root, "sys", "fs", "cgroup"))
     shutil.copytree(os.path.join(FIX, "cg-v2", "run"), os.path.join(root, "run"))
     itlib.write(os.path.join(root, "sys", "fs", "cgroup", ".numaorch-writes"), "")
+    # a cpuset.cpus written shows in cpuset.cpus.effective, as the kernel
+    # shows it (tests/hooks/cgwfixture_hooks.c)
+    itlib.write(os.path.join(root, "sys", "fs", "cgroup", ".numaorch-effective"), "")
     return root
 
 

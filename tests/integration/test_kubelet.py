@@ -8,6 +8,8 @@ import json
 import os
 import shutil
 import subprocess
+import threading
+import time
 import unittest
 
 import apilib
@@ -179,6 +181,104 @@ class KubeletPlacer(unittest.TestCase):
         # a dry run: a real cycle would move the pod, now free to move
         it = self.plan()["kubernetes-" + GUARANTEED]
         self.assertNotEqual(it.get("skip"), "owned", it)
+
+
+class KubeletLike(threading.Thread):
+    """The kubelet's reconcile loop (its CPU Manager writes every shared
+    pool container's cpuset back to the shared pool, every 10 s on a real
+    node; here every 20 ms): whatever cpuset.cpus the cgroup CG holds, it
+    is made SHARED again, as the kernel then shows it."""
+
+    def __init__(self, cg, shared):
+        super().__init__(daemon=True)
+        self.cg, self.shared, self.stop = cg, shared, threading.Event()
+        self.rewrites = 0
+
+    def run(self):
+        while not self.stop.wait(0.02):
+            if apilib.slurp(os.path.join(self.cg, "cpuset.cpus")).strip() != self.shared:
+                for f in ("cpuset.cpus", "cpuset.cpus.effective"):
+                    itlib.write(os.path.join(self.cg, f), self.shared + "\n")
+                self.rewrites += 1
+
+
+@unittest.skipIf(REASON, REASON or "")
+class KubeletRewrites(unittest.TestCase):
+    """A cpuset the kubelet rewrites after numaorchd's move is a conflict,
+    said once (a decision record conflict, numaorch_placer_conflicts_total
+    {placer="kubelet"}) and not fought: the pod is not moved again while
+    its cpuset stays as the kubelet left it. No cool-down ([policy]
+    cooldown = 0): the hold alone keeps it from a second move."""
+    SHARED = "0-1,3,5-7"   # the checkpoint's defaultCpuSet
+
+    def setUp(self):
+        self.tmp = itlib.mktemp()
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.root = apilib.compose_root(self.tmp)
+        kubelet_writes(self.root, "cpu_manager_state", "cpu_manager_state")
+        self.d = apilib.Daemon(self.tmp, self.root, binary=itlib.NUMAORCHD_TEST,
+                               conf="[agent]\nsample = 0.05\n[policy]\ncooldown = 0\n").start()
+
+    def tearDown(self):
+        rc = self.d.stop()
+        self.assertEqual(rc, 0, "numaorchd exited %d" % rc)
+
+    def cycle(self):
+        r = self.d.request("POST", "/v1/rebalance", {})
+        self.assertEqual(r.status, 200, r.body)
+
+    def cpus_writes(self):
+        out = []
+        for line in apilib.slurp(os.path.join(self.root, "sys", "fs", "cgroup", ".numaorch-writes")).splitlines():
+            cg, f, v = line.split(" ", 2)
+            if cg.startswith("/kubepods.slice/") and f == "cpuset.cpus":
+                out.append((cg, v))
+        return out
+
+    def conflict_metric(self, placer):
+        prefix = 'numaorch_placer_conflicts_total{placer="%s"} ' % placer
+        for line in self.d.get("/metrics").body.decode().splitlines():
+            if line.startswith(prefix):
+                return float(line[len(prefix):])
+        self.fail("no " + prefix)
+
+    def test_rewritten_once_not_fought(self):
+        self.assertEqual(self.conflict_metric("kubelet"), 0)
+        self.assertEqual(self.conflict_metric("unknown"), 0)
+        self.cycle()
+        writes = self.cpus_writes()
+        self.assertTrue(writes, "no pod was moved")
+        cg, wrote = writes[0]
+        uid = next(u for u in (BURSTABLE, BESTEFFORT) if u.replace("-", "_") in cg)
+        gid = "kubernetes-" + uid
+        kubelet = KubeletLike(os.path.join(self.root, "sys", "fs", "cgroup", cg.lstrip("/")), self.SHARED)
+        kubelet.start()
+        self.addCleanup(kubelet.join)
+        self.addCleanup(kubelet.stop.set)
+        deadline = time.monotonic() + 10
+        while kubelet.rewrites == 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        self.assertEqual(kubelet.rewrites, 1)
+        for _ in range(5):
+            self.cycle()
+            time.sleep(0.1)
+        recs = [r for r in self.d.get("/v1/decisions?guest=%s&limit=1000" % gid).json()["decisions"]
+                if r["decision"] == "conflict"]
+        self.assertEqual(len(recs), 1, recs)
+        rec = recs[0]
+        self.assertEqual(rec["placer"], "kubelet")
+        self.assertEqual(rec["wrote"]["cpus"], wrote)
+        self.assertEqual(rec["found"]["cpus"], self.SHARED)
+        self.assertIn("rewritten by another placer (the kubelet)", rec["detail"])
+        self.assertEqual(self.conflict_metric("kubelet"), 1)
+        self.assertEqual(self.conflict_metric("unknown"), 0)
+        # not fought: no second write of its cpuset, the kubelet's one rewrite
+        self.assertEqual([w for w in self.cpus_writes() if w[0] == cg], [(cg, wrote)])
+        self.assertEqual(kubelet.rewrites, 1)
+        r = self.d.request("POST", "/v1/rebalance", {"dry_run": True, "verbose": True})
+        item = next(i for i in r.json()["plan"]["items"] if i["guest"] == gid)
+        # the policy would move it back to one node: the hold keeps it
+        self.assertEqual((item["kind"], item.get("hold")), ("move", "conflict"), item)
 
 
 if __name__ == "__main__":
