@@ -13,5 +13,9 @@
 /* Write VALUE to the fixture file PATH (FILE of cgroup REL under the
  * cgroupfs ROOT). Returns 0 or a negative errno. */
 int cgwf_write(const char *root, const char *path, const char *rel, const char *file, const char *value);
+/* After a write of FILE at PATH: where the fixture under ROOT holds
+ * ".numaorch-effective", a cpuset.cpus write shows in the cgroup's
+ * effective CPUs file too (cgwfeff.c). */
+void cgwf_mirror_effective(const char *root, const char *path, const char *file, const char *value);
 
 #endif

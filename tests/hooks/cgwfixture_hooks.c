@@ -34,26 +34,6 @@ static int refuse_errno(const char *name)
 	return -EIO;
 }
 
-/* The cgroup's effective CPUs file beside PATH (v2's, else v1's), where
- * the fixture has one, made to show VALUE. */
-static void mirror_effective(const char *path, const char *value)
-{
-	static const char *const eff[] = { "cpuset.cpus.effective", "cpuset.effective_cpus" };
-	const char *slash = strrchr(path, '/');
-	char aux[PATH_MAX + 32];
-
-	if (!slash)
-		return;
-	for (unsigned i = 0; i < 2; i++) {
-		if (snprintf(aux, sizeof(aux), "%.*s/%s", (int)(slash - path), path, eff[i]) >= (int)sizeof(aux) ||
-		    !fs_exists(aux))
-			continue;
-		if (truncate(aux, 0) == 0)
-			(void)fs_write_str(aux, value);
-		return;
-	}
-}
-
 int cgwf_write(const char *root, const char *path, const char *rel, const char *file, const char *value)
 {
 	char aux[PATH_MAX + 16], name[32];
@@ -72,8 +52,7 @@ int cgwf_write(const char *root, const char *path, const char *rel, const char *
 	if (truncate(path, 0) < 0)
 		return -errno;
 	r = fs_write_str(path, value);
-	if (r == 0 && strcmp(file, "cpuset.cpus") == 0 &&
-	    snprintf(aux, sizeof(aux), "%s/.numaorch-effective", root) < (int)sizeof(aux) && fs_exists(aux))
-		mirror_effective(path, value);
+	if (r == 0)
+		cgwf_mirror_effective(root, path, file, value);
 	return r;
 }
