@@ -337,6 +337,13 @@ static void note_conflicts(struct engine *e, struct cycle *c)
 		cs = conflict_check(&e->cyc.conflicts, g);
 		if (cs == CONFLICT_NONE)
 			continue;
+		/* Only the kubelet is a placer the agent yields to: a guest
+		 * anyone else moved (an operator, a script) is decided again
+		 * as any guest, from where it now runs. */
+		if (strcmp(placer, "kubelet") != 0) {
+			conflict_forget(&e->cyc.conflicts, g->id);
+			continue;
+		}
 		if (cs == CONFLICT_NEW) {
 			declog_add(e->dl, engine_conflict_record(c->snap, g, conflict_find(&e->cyc.conflicts, g->id),
 								 placer));
