@@ -869,32 +869,44 @@ static void kube_refresh_reserved(struct cgscan *cs)
 	free(buf);
 }
 
-/* The device manager's checkpoint when it changed: the devices of pods
- * (none without it, or while it cannot be read, which only warns: the
- * devices are a preference, not the kubelet's placement). */
-static void kube_refresh_dev(struct cgscan *cs)
+typedef int (*kube_parse_fn)(struct kube_state *ks, const char *text, char *err, size_t errsz);
+
+/* Checkpoint F of the kubelet's directory, parsed by PARSE when it
+ * changed; EMPTY (what a kubelet without that manager means) while it is
+ * missing, and after a read error too with EMPTY_ON_ERROR (else the error
+ * stands, as PARSE's callers read it). 0: read and parsed, 1: unchanged,
+ * else a negative errno with the reason in F->err. */
+static int kube_reload(struct cgscan *cs, struct kube_file *f, kube_parse_fn parse, const char *empty,
+		       bool empty_on_error)
 {
-	struct kube_file *f = &cs->kdev;
 	char path[PATH_MAX], scratch[8], *buf = NULL;
 	struct stat st;
 	size_t len;
 	int r;
 
 	if (snprintf(path, sizeof(path), "%s/%s", cs->kubelet_dir, f->name) >= (int)sizeof(path))
-		return;
+		return 1;
 	if (!kube_changed(f, path, &st)) {
 		if (!f->have)
-			kube_parse_dev(&cs->kube, "{\"Data\":{}}", f->err, sizeof(f->err));
-		return;
+			parse(&cs->kube, empty, f->err, sizeof(f->err));
+		return 1;
 	}
 	r = fs_read_regular(f->name, path, 16u << 20, &buf, &len, f->err, sizeof(f->err));
 	if (r == 0)
-		r = kube_parse_dev(&cs->kube, buf, f->err, sizeof(f->err));
-	else
-		kube_parse_dev(&cs->kube, "{\"Data\":{}}", scratch, sizeof(scratch));
+		r = parse(&cs->kube, buf, f->err, sizeof(f->err));
+	else if (empty_on_error)
+		parse(&cs->kube, empty, scratch, sizeof(scratch));
 	free(buf);
-	if (r == 0)
-		log_debug("kubelet %s read", f->name);
+	return r;
+}
+
+/* The device manager's checkpoint when it changed: the devices of pods
+ * (none without it, or while it cannot be read, which only warns: the
+ * devices are a preference, not the kubelet's placement). */
+static void kube_refresh_dev(struct cgscan *cs)
+{
+	if (kube_reload(cs, &cs->kdev, kube_parse_dev, "{\"Data\":{}}", true) == 0)
+		log_debug("kubelet %s read", cs->kdev.name);
 }
 
 /* Pod G's devices, POD's in the checkpoint: their nodes as the kubelet
@@ -919,28 +931,10 @@ static void kube_refresh(struct cgscan *cs)
 {
 	static const char *const none[2] = { "{\"policyName\":\"none\"}", "{\"policyName\":\"None\"}" };
 
-	for (unsigned i = 0; i < 2; i++) {
-		struct kube_file *f = &cs->kfile[i];
-		char path[PATH_MAX], *buf = NULL;
-		struct stat st;
-		size_t len;
-		int r;
-
-		if (snprintf(path, sizeof(path), "%s/%s", cs->kubelet_dir, f->name) >= (int)sizeof(path))
-			continue;
-		if (!kube_changed(f, path, &st)) {
-			if (!f->have)
-				(i ? kube_parse_mem : kube_parse_cpu)(&cs->kube, none[i], f->err, sizeof(f->err));
-			continue;
-		}
-		r = fs_read_regular(f->name, path, 16u << 20, &buf, &len, f->err, sizeof(f->err));
-		if (r == 0)
-			r = (i ? kube_parse_mem : kube_parse_cpu)(&cs->kube, buf, f->err, sizeof(f->err));
-		free(buf);
-		if (r == 0)
-			log_debug("kubelet %s read: %u pods with exclusive CPUs or NUMA assignments", f->name,
-				  cs->kube.nr_pods);
-	}
+	for (unsigned i = 0; i < 2; i++)
+		if (kube_reload(cs, &cs->kfile[i], i ? kube_parse_mem : kube_parse_cpu, none[i], false) == 0)
+			log_debug("kubelet %s read: %u pods with exclusive CPUs or NUMA assignments",
+				  cs->kfile[i].name, cs->kube.nr_pods);
 	if (!cs->reserved_set)
 		kube_refresh_reserved(cs);
 	kube_refresh_dev(cs);
