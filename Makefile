@@ -79,11 +79,15 @@ SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sa
 # api/ctl_*.c and api/numaorchctl.c make the CLI; the rest of api/ is the
 # server, part of the daemon's core library.
 CLI_SRCS  := $(wildcard api/numaorchctl.c api/ctl_*.c)
+# The NodeResourceTopology exporter (numaorch-nrt-export): its own program,
+# a client of the agent and of the API server like the CLI, sharing the
+# CLI's HTTP client; api/nrtx.c is its pure part.
+EXPORT_SRCS := $(wildcard api/nrtx*.c)
 # The libvirt module's sources, by name (the hook's helpers, agents/vmhook.c,
 # are core: the hook binary links them without libvirt).
 VM_SRCS   := agents/vmapply.c agents/vmjournal.c agents/vmplan.c agents/vmproc.c agents/vmsrc.c agents/vmsrc_loop.c agents/vmxml.c agents/vmplugin_export.c
 CORE_SRCS := $(wildcard orchestrator/*/*.c) $(filter-out agents/numaorchd.c $(VM_SRCS),$(wildcard agents/*.c)) \
-             $(wildcard policies/*.c) $(filter-out $(CLI_SRCS),$(wildcard api/*.c))
+             $(wildcard policies/*.c) $(filter-out $(CLI_SRCS) $(EXPORT_SRCS),$(wildcard api/*.c))
 DAEMON_SRCS := agents/numaorchd.c
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_HELPERS := $(filter-out $(UNIT_SRCS),$(wildcard tests/unit/*.c))
@@ -108,7 +112,7 @@ BENCH_BINS := $(BENCH_SRCS:tests/bench/%.c=$(BUILD)/bench/%)
 .PHONY: all run check check-layers check-shipped check-unit check-openapi check-integration check-fuzz bench-api check-libvirt check-numa check-numa-libvirt bench bench-numa bench-migrate demo deps test-deps clean install deb \
 	image check-image
 all: $(BUILD)/numaorchd $(BUILD)/numaorch-libvirt.so $(if $(CLI_SRCS),$(BUILD)/numaorchctl) \
-     $(BUILD)/numaorch-libvirt-hook
+     $(BUILD)/numaorch-libvirt-hook $(if $(EXPORT_SRCS),$(BUILD)/numaorch-nrt-export)
 
 # Where the installed module lives (see orchestrator/actuator/vmplugin.h).
 PREFIX     ?= /usr
@@ -179,6 +183,17 @@ $(BUILD)/numaorchctl: $(CLI_SRCS:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/orchestrator
 
 $(BUILD)/tests/%: $(BUILD)/san/tests/unit/%.o $(UNIT_HELPERS:%.c=$(BUILD)/san/%.o) $(HOOK_SRCS:%.c=$(BUILD)/san/%.o) \
 		$(BUILD)/libnumaorch-san.a
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS) $(VM_LIBS) $(shell $(PKG_CONFIG) --libs cmocka)
+
+# The exporter links what the CLI links: libcurl (TLS to the API server,
+# verified; the agent's unix socket) and jansson, not the daemon's core.
+$(BUILD)/numaorch-nrt-export: $(EXPORT_SRCS:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/api/ctl_http.o
+	$(CC) $(CFLAGS) $(PIE_LDFLAGS) $(LDFLAGS) -o $@ $^ $(CLI_LIBS)
+
+# Its pure part's unit test links that part alone, without its main.
+$(BUILD)/tests/test_nrtx: $(BUILD)/san/tests/unit/test_nrtx.o $(UNIT_HELPERS:%.c=$(BUILD)/san/%.o) \
+		$(HOOK_SRCS:%.c=$(BUILD)/san/%.o) $(BUILD)/san/api/nrtx.o $(BUILD)/libnumaorch-san.a
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS) $(VM_LIBS) $(shell $(PKG_CONFIG) --libs cmocka)
 
@@ -365,6 +380,8 @@ install: all
 	install -D -m 0644 -t $(DESTDIR)$(MANDIR)/man5 deploy/man/numaorchd.conf.5
 	$(if $(wildcard deploy/man/numaorchctl.1),install -D -m 0644 -t $(DESTDIR)$(MANDIR)/man1 deploy/man/numaorchctl.1)
 	$(if $(CLI_SRCS),install -D -m 0644 deploy/bash-completion/numaorchctl $(DESTDIR)$(BASHCOMPDIR)/numaorchctl)
+	$(if $(EXPORT_SRCS),install -D -m 0755 $(BUILD)/numaorch-nrt-export $(DESTDIR)$(BINDIR)/numaorch-nrt-export)
+	$(if $(EXPORT_SRCS),install -D -m 0644 -t $(DESTDIR)$(MANDIR)/man8 deploy/man/numaorch-nrt-export.8)
 	install -D -m 0755 $(BUILD)/numaorch-libvirt-hook $(DESTDIR)$(PREFIX)/libexec/numaorch/libvirt-hook
 	install -d -m 0755 $(DESTDIR)$(SYSCONFDIR)/libvirt/hooks/qemu.d
 	ln -sf $(PREFIX)/libexec/numaorch/libvirt-hook $(DESTDIR)$(SYSCONFDIR)/libvirt/hooks/qemu.d/numaorch

@@ -128,7 +128,7 @@ int ctl_request(const struct ctl_conn *c, const char *method, const char *path, 
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
 	/* refused on its Content-Length, before any of it is read */
 	curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)max);
-	curl_easy_setopt(h, CURLOPT_USERAGENT, "numaorchctl");
+	curl_easy_setopt(h, CURLOPT_USERAGENT, c->agent ? c->agent : "numaorchctl");
 	/* Never follow redirects: the token must not travel elsewhere. */
 	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
 	if (c->cacert)
@@ -166,7 +166,7 @@ int ctl_request(const struct ctl_conn *c, const char *method, const char *path, 
 			snprintf(err, errsz, "cannot talk to numaorchd on %s: %s", c->socket,
 				 errbuf[0] ? errbuf : curl_easy_strerror(rc));
 		else
-			snprintf(err, errsz, "cannot talk to numaorchd at %s: %s", c->url,
+			snprintf(err, errsz, "cannot talk to %s at %s: %s", c->peer ? c->peer : "numaorchd", c->url,
 				 errbuf[0] ? errbuf : curl_easy_strerror(rc));
 		free(b.p);
 		curl_slist_free_all(hdr);

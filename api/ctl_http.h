@@ -12,6 +12,8 @@ struct ctl_conn {
 	const char *token;    /* bearer token, NULL: none */
 	const char *cacert;   /* CA bundle for https, NULL: the system's */
 	long timeout_ms;
+	const char *peer;     /* who the server is, for messages; NULL: numaorchd */
+	const char *agent;    /* User-Agent; NULL: numaorchctl */
 };
 
 struct ctl_reply {
