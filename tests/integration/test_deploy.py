@@ -108,6 +108,19 @@ class ManPages(unittest.TestCase):
         missing = sorted(f for f in flags if "--" + f not in man)
         self.assertEqual(missing, [], "flags missing from numaorchd(8)")
 
+    def test_every_exporter_flag_is_documented(self):
+        # numaorch-nrt-export --help and numaorch-nrt-export(8) likewise.
+        exe = os.path.join(itlib.BUILD, "numaorch-nrt-export")
+        if not os.path.exists(exe):
+            self.skipTest("build/numaorch-nrt-export missing")
+        helptext = subprocess.run([exe, "--help"], capture_output=True, text=True).stdout
+        flags = set(re.findall(r"--([a-z][a-z-]+)", helptext))
+        self.assertIn("token-file", flags)
+        with open(os.path.join(DEPLOY, "man", "numaorch-nrt-export.8")) as f:
+            man = f.read().replace("\\-", "-")
+        missing = sorted(f for f in flags if "--" + f not in man)
+        self.assertEqual(missing, [], "flags missing from numaorch-nrt-export(8)")
+
 
 class Units(unittest.TestCase):
     def test_systemd_analyze_verify(self):
@@ -232,7 +245,7 @@ class Hardening(unittest.TestCase):
         if not shutil.which("readelf"):
             self.skipTest("readelf is not installed (Debian: binutils)")
         bins = [("numaorchd", True), ("numaorchctl", True), ("numaorch-libvirt-hook", True),
-                ("numaorch-libvirt.so", False)]
+                ("numaorch-nrt-export", True), ("numaorch-libvirt.so", False)]
         for name, exe in bins:
             path = os.path.join(itlib.BUILD, name)
             if not os.path.exists(path):
@@ -399,6 +412,14 @@ class Kubernetes(unittest.TestCase):
                     docs[d["kind"]] = d
         return docs
 
+    def nrt(self):
+        docs = {}
+        for r in kustomization("nrt")["resources"]:
+            if r != "../base":
+                for d in self.load(os.path.join("nrt", r)):
+                    docs[d["kind"]] = d
+        return docs
+
     def test_daemonset(self):
         docs = self.base()
         ds = docs["DaemonSet"]["spec"]["template"]["spec"]
@@ -430,7 +451,7 @@ class Kubernetes(unittest.TestCase):
         self.assertNotIn("ports", c)
 
     def test_kustomizations_reference_what_exists(self):
-        for d in ("base", "metrics"):
+        for d in ("base", "metrics", "nrt"):
             k = kustomization(d)
             self.assertEqual(k["kind"], "Kustomization")
             self.assertEqual(k["namespace"], "numaorch")
@@ -458,9 +479,10 @@ class Kubernetes(unittest.TestCase):
         # the overlay merges into that ConfigMap and patches that DaemonSet
         m = kustomization("metrics")
         self.assertEqual([(g["name"], g["behavior"]) for g in m["configMapGenerator"]], [("numaorchd-config", "merge")])
-        for patch in m["patches"]:
-            doc = self.load(os.path.join("metrics", patch["path"]))[0]
-            self.assertEqual((doc["kind"], doc["metadata"]["name"]), ("DaemonSet", ds["metadata"]["name"]))
+        for d in ("metrics", "nrt"):
+            for patch in kustomization(d)["patches"]:
+                doc = self.load(os.path.join(d, patch["path"]))[0]
+                self.assertEqual((doc["kind"], doc["metadata"]["name"]), ("DaemonSet", ds["metadata"]["name"]))
 
     def test_configmap_is_a_valid_config(self):
         """The package's numaorchd.conf with the base's drop-ins, and with
@@ -581,6 +603,59 @@ class Kubernetes(unittest.TestCase):
         self.assertEqual(get(ep["path"], None).status, 401)
         self.assertEqual(get("/v1/health", None).status, 200)
 
+    def test_nrt_overlay(self):
+        """deploy/kubernetes/nrt/: numaorch-nrt-export as a second container
+        of the agent's pod, on the agent's socket volume, with the node's
+        name, its own service account's token mounted in it alone (not in
+        the privileged agent), allowed exactly get/create/update on the
+        resource the program writes."""
+        base, docs = self.base(), self.nrt()
+        agent = base["DaemonSet"]["spec"]["template"]["spec"]["containers"][0]
+        patch = self.load(os.path.join("nrt", kustomization("nrt")["patches"][0]["path"]))[0]
+        pod = patch["spec"]["template"]["spec"]
+        sa = docs["ServiceAccount"]
+        self.assertEqual(pod["serviceAccountName"], sa["metadata"]["name"])
+        self.assertIs(pod["automountServiceAccountToken"], False)
+        self.assertIs(sa["automountServiceAccountToken"], False)
+        (c,) = pod["containers"]
+        self.assertNotEqual(c["name"], agent["name"])
+        self.assertEqual(c["image"], agent["image"])  # the image ships numaorch-client
+        with open(os.path.join(DEPLOY, "debian", "numaorch-client.install")) as f:
+            self.assertIn(c["command"][0].lstrip("/"), f.read().split())
+        env = {e["name"]: e for e in c["env"]}
+        self.assertEqual(env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"], "spec.nodeName")
+        # The socket it reads is where the agent serves it, on the same volume.
+        sock = c["command"][c["command"].index("--socket") + 1]
+        mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
+        agent_mounts = {m["mountPath"]: m["name"] for m in agent["volumeMounts"]}
+        self.assertEqual(mounts[os.path.dirname(sock)], agent_mounts[os.path.dirname(sock)])
+        self.assertEqual(os.path.dirname(sock), "/run/numaorch")
+        # The token, CA and namespace where the program looks by default, in this container only.
+        sapath = "/var/run/secrets/kubernetes.io/serviceaccount"
+        vols = {v["name"]: v for v in pod["volumes"]}
+        srcs = vols[mounts[sapath]]["projected"]["sources"]
+        self.assertEqual(sorted(k for s in srcs for k in s), ["configMap", "downwardAPI", "serviceAccountToken"])
+        self.assertEqual([s["serviceAccountToken"]["path"] for s in srcs if "serviceAccountToken" in s], ["token"])
+        self.assertEqual([i["path"] for s in srcs if "configMap" in s for i in s["configMap"]["items"]], ["ca.crt"])
+        self.assertNotIn(sapath, agent_mounts)
+        sc = c["securityContext"]
+        self.assertFalse(sc.get("privileged", False))
+        self.assertIs(sc["allowPrivilegeEscalation"], False)
+        self.assertEqual(sc["capabilities"]["drop"], ["ALL"])
+        # RBAC: exactly what the program does, on the path it writes.
+        role, binding = docs["ClusterRole"], docs["ClusterRoleBinding"]
+        (rule,) = role["rules"]
+        self.assertEqual((rule["apiGroups"], rule["resources"], sorted(rule["verbs"])),
+                         (["topology.node.k8s.io"], ["noderesourcetopologies"], ["create", "get", "update"]))
+        with open(os.path.join(itlib.REPO, "api", "nrtx.h")) as f:
+            self.assertIn('"/apis/%s/v1alpha2/%s"' % (rule["apiGroups"][0], rule["resources"][0]), f.read())
+        self.assertEqual(binding["roleRef"], {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                              "name": role["metadata"]["name"]})
+        self.assertEqual(binding["subjects"], [{"kind": "ServiceAccount", "name": sa["metadata"]["name"],
+                                                "namespace": kustomization("nrt")["namespace"]}])
+        # Its container takes the agent's image, mapped as the base maps it.
+        self.assertEqual(kustomization("nrt")["images"], kustomization("base")["images"])
+
     def test_kustomize_build(self):
         """The real kustomize (kubectl's, or the standalone one), where
         installed: the DaemonSet mounts the ConfigMap by its hashed name, the
@@ -594,7 +669,8 @@ class Kubernetes(unittest.TestCase):
             self.skipTest("neither kustomize nor kubectl is installed (no Debian package has them): "
                           "test_kustomizations_reference_what_exists checks the references")
         import yaml
-        for d, files in (("base", ["10-cluster.conf"]), ("metrics", ["10-cluster.conf", "50-metrics.conf"])):
+        for d, files in (("base", ["10-cluster.conf"]), ("metrics", ["10-cluster.conf", "50-metrics.conf"]),
+                         ("nrt", ["10-cluster.conf"])):
             with self.subTest(kustomization=d):
                 p = subprocess.run(build + [os.path.join(K8S, d)], capture_output=True, text=True, timeout=120)
                 self.assertEqual(p.returncode, 0, p.stderr)
@@ -606,9 +682,12 @@ class Kubernetes(unittest.TestCase):
                 ds = by[("DaemonSet", "numaorchd")]["spec"]["template"]["spec"]
                 names = [v["configMap"]["name"] for v in ds["volumes"] if "configMap" in v]
                 self.assertEqual(names, [cm["metadata"]["name"]])
-                self.assertRegex(ds["containers"][0]["image"], r"^localhost/numaorch:")
+                for c in ds["containers"]:
+                    self.assertRegex(c["image"], r"^localhost/numaorch:", c["name"])
+                self.assertEqual(len(ds["containers"]), 2 if d == "nrt" else 1)
                 for x in docs:
-                    if x["kind"] != "Namespace":
+                    # Cluster-scoped kinds have no namespace.
+                    if x["kind"] not in ("Namespace", "ClusterRole", "ClusterRoleBinding"):
                         self.assertEqual(x["metadata"].get("namespace"), "numaorch", x["kind"])
 
     def test_prometheus_scrape(self):
