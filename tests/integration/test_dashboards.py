@@ -91,7 +91,8 @@ class Dashboards(apilib.ClassDaemon):
         self.assertEqual(d["uid"], "numaorch")
         titles = [p["title"] for p in d["panels"]]
         for want in ("CPU busy per node", "Free memory per node", "Guests' locality over time",
-                     "Moves by outcome", "Memory migrated", "Cycle time by phase (mean)", "libvirt connection"):
+                     "Moves by outcome", "Memory migrated", "Cycle time by phase (mean)", "libvirt connection",
+                     "Conflicts with other placers"):
             self.assertIn(want, titles)
         heat = [p for p in d["panels"] if p["title"] == "Guests' locality over time"][0]
         self.assertEqual(heat["type"], "heatmap")
@@ -116,7 +117,7 @@ class Dashboards(apilib.ClassDaemon):
     def test_promtool_check_and_test_rules(self):
         p = subprocess.run([PROMTOOL, "check", "rules", RULES], capture_output=True, text=True, timeout=60)
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
-        self.assertIn("SUCCESS: 5 rules found", p.stdout)
+        self.assertIn("SUCCESS: 6 rules found", p.stdout)
         p = subprocess.run([PROMTOOL, "test", "rules", os.path.basename(RULES_TEST)], capture_output=True,
                            text=True, timeout=60, cwd=os.path.dirname(RULES_TEST))
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
