@@ -373,6 +373,33 @@ class NrtExport(apilib.ClassDaemon):
         self.assertLess(time.time() - t, 2)
         self.assertIn("stopping", self.log())
 
+    def test_once_and_usage(self):
+        base = [EXPORTER, "--socket", self.d.sock, "--token-file", self.token_file, "--cacert", self.cert]
+        env = dict(os.environ, NODE_NAME=NODE)
+        for k in ("KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"):
+            env.pop(k, None)
+        p = subprocess.run(base + ["--server", self.api.url, "--once"], env=env, capture_output=True, text=True,
+                           timeout=30)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("created (first)", p.stderr)
+        self.assertIsNotNone(self.api.get(NODE))
+        itlib.write(self.token_file, "revoked")
+        p = subprocess.run(base + ["--server", self.api.url, "--once"], env=env, capture_output=True, text=True,
+                           timeout=30)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("401: Unauthorized", p.stderr)
+        # In a pod the server comes from the service's environment.
+        p = subprocess.run(base + ["--once"], capture_output=True, text=True, timeout=30,
+                           env=dict(env, KUBERNETES_SERVICE_HOST="127.0.0.1", KUBERNETES_SERVICE_PORT=str(self.api.port)))
+        self.assertIn("API server %s " % self.api.url, p.stderr)
+        for args, extra_env, want in (([], {"NODE_NAME": ""}, "no node name"),
+                                      ([], {}, "no API server"),
+                                      (["--server", "http://127.0.0.1:1"], {}, "only https"),
+                                      (["--server", self.api.url, "--interval", "0"], {}, "not a number")):
+            p = subprocess.run(base + args, env=dict(env, **extra_env), capture_output=True, text=True, timeout=30)
+            self.assertEqual(p.returncode, 64, (args, p.stderr))
+            self.assertIn(want, p.stderr)
+
     def test_the_fake_refuses_what_a_real_server_would(self):
         """The fake's own checks bite (else the tests above prove little)."""
         import http.client
