@@ -37,7 +37,8 @@ SHIPS = {
     "numaorch-libvirt": ("/usr/lib/numaorch/numaorch-libvirt.so", "/usr/libexec/numaorch/libvirt-hook",
                          "/etc/libvirt/hooks/qemu.d/numaorch"),
     "numaorch-client": ("/usr/bin/numaorchctl", "/usr/share/man/man1/numaorchctl.1.gz",
-                        "/usr/share/bash-completion/completions/numaorchctl"),
+                        "/usr/share/bash-completion/completions/numaorchctl", "/usr/bin/numaorch-nrt-export",
+                        "/usr/share/man/man8/numaorch-nrt-export.8.gz"),
 }
 # Debian's packages of what the agent must not need (a container host
 # has no libvirt): libvirt's, its XML parser's, and the CLI's HTTP client's.
@@ -266,7 +267,7 @@ class DebianPackage(unittest.TestCase):
                     "/lib/systemd/system/numaorch-rebalance.timer", check=False)
             self.assertEqual((p.returncode, p.stderr.strip()), (0, ""))
         for page in ("/usr/share/man/man8/numaorchd.8.gz", "/usr/share/man/man5/numaorchd.conf.5.gz",
-                     "/usr/share/man/man1/numaorchctl.1.gz"):
+                     "/usr/share/man/man1/numaorchctl.1.gz", "/usr/share/man/man8/numaorch-nrt-export.8.gz"):
             p = run("man", "-l", page, check=False, env=dict(os.environ, MANWIDTH="80", MAN_KEEP_STDERR="1"))
             self.assertEqual((p.returncode, p.stderr), (0, ""), page)
         p = run("numaorchd", "--check-config", "--config", "/etc/numaorch/numaorchd.conf")
