@@ -902,27 +902,38 @@ static int kube_reload(struct cgscan *cs, struct kube_file *f, kube_parse_fn par
 
 /* The device manager's checkpoint when it changed: the devices of pods
  * (none without it, or while it cannot be read, which only warns: the
- * devices are a preference, not the kubelet's placement). */
+ * devices are a preference, not the kubelet's placement). The nodes of
+ * the PCI addresses it gives none for are looked up in sysfs here, once
+ * per change of the checkpoint, not by every scan for every pod. */
 static void kube_refresh_dev(struct cgscan *cs)
 {
-	if (kube_reload(cs, &cs->kdev, kube_parse_dev, "{\"Data\":{}}", true) == 0)
+	int r = kube_reload(cs, &cs->kdev, kube_parse_dev, "{\"Data\":{}}", true);
+
+	if (r == 1)
+		return;
+	if (r == 0)
 		log_debug("kubelet %s read", cs->kdev.name);
+	for (unsigned k = 0; k < cs->kube.nr_pods; k++) {
+		struct kube_pod *pod = &cs->kube.pods[k];
+
+		mask_zero(&pod->dev_pci_nodes);
+		for (unsigned i = 0; i < pod->nr_dev_pci; i++) {
+			int node;
+
+			if (devnode_of(&cs->hp, DEVNODE_PCI, pod->dev_pci[i], &node) == 0 && node >= 0)
+				mask_set(&pod->dev_pci_nodes, node);
+		}
+	}
 }
 
 /* Pod G's devices, POD's in the checkpoint: their nodes as the kubelet
- * has them, else (PCI addresses) from sysfs. */
-static void kube_devices(struct cgscan *cs, struct snap_guest *g, const struct kube_pod *pod)
+ * has them, else (PCI addresses) as sysfs had them when it was read. */
+static void kube_devices(struct snap_guest *g, const struct kube_pod *pod)
 {
 	if (!pod || !pod->nr_dev)
 		return;
 	g->nr_devices = pod->nr_dev;
-	g->dev_nodes = pod->dev_nodes;
-	for (unsigned i = 0; i < pod->nr_dev_pci; i++) {
-		int node;
-
-		if (devnode_of(&cs->hp, DEVNODE_PCI, pod->dev_pci[i], &node) == 0 && node >= 0)
-			mask_set(&g->dev_nodes, node);
-	}
+	mask_or(&g->dev_nodes, &pod->dev_nodes, &pod->dev_pci_nodes);
 }
 
 /* Re-read the kubelet's checkpoints that changed since the last scan; a
@@ -955,7 +966,7 @@ static void kube_mark(struct cgscan *cs, struct snap_guest *g, const char *uid)
 {
 	cpumask_t pool;
 
-	kube_devices(cs, g, kube_find(&cs->kube, uid));
+	kube_devices(g, kube_find(&cs->kube, uid));
 	for (unsigned i = 0; i < 2; i++) {
 		/* What the kubelet decided is unknown: leave every pod to it. */
 		if (cs->kfile[i].err[0]) {

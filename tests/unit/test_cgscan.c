@@ -1859,6 +1859,69 @@ static void test_kubelet(void **state)
 	free(root);
 }
 
+/* A pod's device by PCI address (the checkpoint gives it no node): its
+ * node is looked up in sysfs when the checkpoint is read, not by every
+ * scan, and again when the checkpoint changes. */
+static void test_kubelet_devices(void **state)
+{
+	char *root = tu_mkdtemp();
+	struct cgscan *cs;
+	struct snapshot *s;
+	const struct snap_guest *g;
+	char pci[PATH_MAX];
+
+	(void)state;
+	kube_tree(root);
+	tu_write(root, "var/lib/kubelet/device-plugins/kubelet_internal_checkpoint",
+		 "{\"Data\":{\"PodDeviceEntries\":[{\"PodUID\":\"" KGUAR "\",\"ContainerName\":\"app\","
+		 "\"ResourceName\":\"intel.com/sriov\",\"DeviceIDs\":{\"-1\":[\"0000:3b:00.1\"]}}]}}");
+	tu_write(root, "sys/bus/pci/devices/0000:3b:00.1/numa_node", "1\n");
+	cs = open_root(root, NULL);
+	s = scan_once(cs, 1);
+	g = snap_find_guest(s, "kubernetes-" KGUAR);
+	assert_int_equal(g->nr_devices, 1);
+	assert_true(mask_test(&g->dev_nodes, 1));
+	assert_int_equal(mask_count(&g->dev_nodes), 1);
+	assert_int_equal(snap_find_guest(s, "kubernetes-" KBURST)->nr_devices, 0);
+	snap_unref(s);
+
+	/* sysfs is not read again while the checkpoint is unchanged: with
+	 * the device gone from it, the node read before stands. */
+	snprintf(pci, sizeof(pci), "%s/sys/bus/pci/devices/0000:3b:00.1", root);
+	tu_rm_rf(pci);
+	s = scan_once(cs, 2);
+	g = snap_find_guest(s, "kubernetes-" KGUAR);
+	assert_int_equal(g->nr_devices, 1);
+	assert_true(mask_test(&g->dev_nodes, 1));
+	snap_unref(s);
+
+	/* A changed checkpoint is resolved again: its new device's node, and
+	 * none for the one sysfs no longer has. */
+	tu_write(root, "sys/bus/pci/devices/0000:3b:00.2/numa_node", "0\n");
+	tu_write(root, "var/lib/kubelet/device-plugins/kubelet_internal_checkpoint",
+		 "{\"Data\":{\"PodDeviceEntries\":[{\"PodUID\":\"" KGUAR "\",\"ContainerName\":\"app\","
+		 "\"ResourceName\":\"intel.com/sriov\",\"DeviceIDs\":{\"-1\":[\"0000:3b:00.1\",\"0000:3b:00.2\"]}}"
+		 "]},\"Checksum\":1}");
+	s = scan_once(cs, 3);
+	g = snap_find_guest(s, "kubernetes-" KGUAR);
+	assert_int_equal(g->nr_devices, 2);
+	assert_true(mask_test(&g->dev_nodes, 0));
+	assert_int_equal(mask_count(&g->dev_nodes), 1);
+	snap_unref(s);
+
+	/* The checkpoint gone: no pod has devices. */
+	snprintf(pci, sizeof(pci), "%s/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint", root);
+	assert_int_equal(unlink(pci), 0);
+	s = scan_once(cs, 4);
+	g = snap_find_guest(s, "kubernetes-" KGUAR);
+	assert_int_equal(g->nr_devices, 0);
+	assert_true(mask_empty(&g->dev_nodes));
+	snap_unref(s);
+	cgscan_free(cs);
+	tu_rm_rf(root);
+	free(root);
+}
+
 /* ---- construction errors -------------------------------------------------------- */
 
 static void test_new_errors(void **state)
@@ -1993,6 +2056,7 @@ int main(void)
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_pod_dir),
 		cmocka_unit_test(test_kubelet),
+		cmocka_unit_test(test_kubelet_devices),
 		cmocka_unit_test(test_new_errors),
 		cmocka_unit_test(test_many_guests),
 	};
