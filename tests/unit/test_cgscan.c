@@ -1086,6 +1086,81 @@ static void test_cpu_per_node(void **state)
 	free(root);
 }
 
+/* A guest spread over nodes that stood still between two scans (no CPU
+ * time charged to its cgroup, the same threads) has its threads' ticks
+ * carried from the scan before, not read again: with their /proc
+ * entries gone for that scan, the next window is still measured from
+ * the ticks the busy scan read. */
+static void test_cpu_idle_threads_carried(void **state)
+{
+	char *root = tu_mkdtemp();
+	const struct snap_guest *g;
+	struct cgscan *cs;
+	struct snapshot *s;
+	char path[PATH_MAX];
+
+	(void)state;
+	v2_root(root);
+	v2_cg(root, "/lxc.payload.spread", "200\n", "200\n201\n", "usage_usec 0\n",
+	      "anon N0=0 N1=4096\nfile N0=0 N1=0\n", "0-7\n", "0-1\n");
+	thr_stat(root, 200, 10, 0, 1);
+	thr_stat(root, 201, 10, 0, 5);
+	cs = open_root(root, NULL);
+	snap_unref(scan_once(cs, 1000000000));
+	tu_write(root, "sys/fs/cgroup/lxc.payload.spread/cpu.stat", "usage_usec 1000000\n");
+	thr_stat(root, 200, 110, 0, 1);
+	thr_stat(root, 201, 10, 0, 5);
+	s = scan_once(cs, 2000000000);
+	assert_non_null(snap_find_guest(s, "lxc-spread")->cpu_node);
+	snap_unref(s);
+
+	/* Idle for a second: what a read would say, without the reads. */
+	for (int tid = 200; tid <= 201; tid++) {
+		snprintf(path, sizeof(path), "%s/proc/%d/task/%d/stat", root, tid, tid);
+		assert_int_equal(unlink(path), 0);
+	}
+	s = scan_once(cs, 3000000000);
+	g = snap_find_guest(s, "lxc-spread");
+	assert_float_equal(g->cpu_use, 0.0, 1e-9);
+	assert_null(g->cpu_node);
+	assert_false(g->busy_measured);
+	assert_int_equal(g->busy_threads, 0);
+	snap_unref(s);
+
+	/* Busy again: 201's 100 ticks since the busy scan, on node 1. */
+	tu_write(root, "sys/fs/cgroup/lxc.payload.spread/cpu.stat", "usage_usec 2000000\n");
+	thr_stat(root, 200, 110, 0, 1);
+	thr_stat(root, 201, 110, 0, 5);
+	s = scan_once(cs, 4000000000);
+	g = snap_find_guest(s, "lxc-spread");
+	assert_non_null(g->cpu_node);
+	assert_float_equal(g->cpu_node[0], 0.0, 1e-9);
+	assert_float_equal(g->cpu_node[1], 1.0, 1e-9);
+	assert_int_equal(g->busy_threads, 1);
+	snap_unref(s);
+
+	/* The same usage with a thread more is read afresh: the new thread
+	 * (no /proc entry) is not carried, the others are read. */
+	tu_write(root, "sys/fs/cgroup/lxc.payload.spread/cgroup.threads", "200\n201\n202\n");
+	snprintf(path, sizeof(path), "%s/proc/201/task/201/stat", root);
+	assert_int_equal(unlink(path), 0);
+	s = scan_once(cs, 5000000000);
+	snap_unref(s);
+	tu_write(root, "sys/fs/cgroup/lxc.payload.spread/cpu.stat", "usage_usec 3000000\n");
+	thr_stat(root, 200, 210, 0, 1);
+	thr_stat(root, 201, 210, 0, 5);
+	s = scan_once(cs, 6000000000);
+	g = snap_find_guest(s, "lxc-spread");
+	/* 201 was not read the scan before: only 200's ticks are measured. */
+	assert_non_null(g->cpu_node);
+	assert_float_equal(g->cpu_node[0], 1.0, 1e-9);
+	assert_float_equal(g->cpu_node[1], 0.0, 1e-9);
+	snap_unref(s);
+	cgscan_free(cs);
+	tu_rm_rf(root);
+	free(root);
+}
+
 /* A thread uses at most one CPU: a guest whose threads were the same at
  * both ends of the window is bounded by its threads' own ticks, each
  * thread at most one CPU and one tick more than it read (truncation),
@@ -2043,6 +2118,7 @@ int main(void)
 		cmocka_unit_test(test_cpu_use_v2),
 		cmocka_unit_test(test_cpu_use_first_sight),
 		cmocka_unit_test(test_cpu_per_node),
+		cmocka_unit_test(test_cpu_idle_threads_carried),
 		cmocka_unit_test(test_cpu_use_bounded_by_threads_ticks),
 		cmocka_unit_test(test_vanish_before_open),
 		cmocka_unit_test(test_vanish_mid_read),
