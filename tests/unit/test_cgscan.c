@@ -1770,6 +1770,23 @@ static void test_names(void **state)
 	assert_non_null(g);
 	assert_string_equal(g->name, "frontend-v2");
 	snap_unref(s);
+
+	/* docker's state gone (its containers directory looked at once a
+	 * scan): named by the id; back: named again */
+	{
+		char from[PATH_MAX], to[PATH_MAX];
+
+		snprintf(from, sizeof(from), "%s/var/lib/docker/containers", root);
+		snprintf(to, sizeof(to), "%s/var/lib/docker/containers.away", root);
+		assert_int_equal(rename(from, to), 0);
+		s = scan_once(cs, 3);
+		assert_string_equal(snap_find_guest(s, "docker-" HEX_A)->name, HEX_A);
+		snap_unref(s);
+		assert_int_equal(rename(to, from), 0);
+		s = scan_once(cs, 4);
+		assert_string_equal(snap_find_guest(s, "docker-" HEX_A)->name, "frontend-v2");
+		snap_unref(s);
+	}
 	cgscan_free(cs);
 
 	/* a dockerd with another data root (its --data-root): named from there once configured */
