@@ -1402,6 +1402,74 @@ static void test_hugetlb_memory(void **state)
 	free(root);
 }
 
+/* On a v1 host the hugetlb controller is its own hierarchy
+ * (/sys/fs/cgroup/hugetlb), whose cgroups have hugetlb.<size>.numa_stat
+ * from Linux 5.16 on, in the legacy layout: this cgroup's "total=" line,
+ * then "hierarchical_total=" with its descendants, which counts. A guest
+ * is found there at its own path, else where /proc/PID/cgroup puts its
+ * process; without the file (an older kernel) its numa_maps tell. */
+static void test_hugetlb_v1(void **state)
+{
+	char *root = tu_mkdtemp();
+	struct cgscan *cs;
+	struct snapshot *s;
+	const struct snap_guest *g;
+
+	(void)state;
+	v1_root(root);
+	tu_write(root, "sys/fs/cgroup/hugetlb/cgroup.procs", "1\n");
+	tu_write(root, "sys/fs/cgroup/hugetlb/hugetlb.2MB.numa_stat",
+		 "total=0 N0=0 N1=0\nhierarchical_total=234881024 N0=134217728 N1=100663296\n");
+	v1_cg(root, "/lxc", "total=0 N0=0 N1=0\n", "0\n");
+	/* at its own path; its pages charged to a child cgroup of it */
+	v1_cg(root, "/lxc/a", "total=0 N0=0 N1=0\n", "0\n");
+	tu_write(root, "sys/fs/cgroup/hugetlb/lxc/a/hugetlb.2MB.numa_stat",
+		 "total=0 N0=0 N1=0\nhierarchical_total=134217728 N0=134217728 N1=0\n");
+	tu_write(root, "sys/fs/cgroup/hugetlb/lxc/a/inner/hugetlb.2MB.numa_stat",
+		 "total=134217728 N0=134217728 N1=0\nhierarchical_total=134217728 N0=134217728 N1=0\n");
+	/* elsewhere in the hugetlb hierarchy, as its process says */
+	v1_cg(root, "/lxc/b", "total=0 N0=0 N1=0\n", "0\n");
+	tu_write(root, "sys/fs/cgroup/cpuset/lxc/b/cgroup.procs", "200\n");
+	tu_write(root, "sys/fs/cgroup/cpuset/lxc/b/tasks", "200\n");
+	tu_write(root, "proc/200/cgroup", "7:hugetlb:/runtime/b\n6:memory:/lxc/b\n5:cpuset:/lxc/b\n");
+	tu_write(root, "sys/fs/cgroup/hugetlb/runtime/b/hugetlb.2MB.numa_stat",
+		 "total=67108864 N0=0 N1=67108864\nhierarchical_total=67108864 N0=0 N1=67108864\n");
+	/* its cgroup there without the file (a kernel before 5.16) */
+	v1_cg(root, "/lxc/c", "total=0 N0=0 N1=0\n", "0\n");
+	tu_write(root, "sys/fs/cgroup/cpuset/lxc/c/cgroup.procs", "300\n");
+	tu_write(root, "sys/fs/cgroup/cpuset/lxc/c/tasks", "300\n");
+	tu_write(root, "sys/fs/cgroup/hugetlb/lxc/c/cgroup.procs", "300\n");
+	tu_write(root, "proc/300/status", "Name:\tqemu\nHugetlbPages:\t   32768 kB\n");
+	tu_write(root, "proc/300/numa_maps",
+		 "7f0000000000 default file=/dev/hugepages/g huge dirty=16 N1=16 kernelpagesize_kB=2048\n");
+	cs = open_root(root, NULL);
+	s = scan_huge(cs, 1, 64);
+	if (s->nr_warnings)
+		dump_warnings(s);
+	g = snap_find_guest(s, "lxc-a");
+	assert_non_null(g);
+	assert_non_null(g->huge_node);
+	assert_int_equal(g->huge_page, 2ULL << 20);
+	assert_int_equal(g->huge_node[0], 128ULL << 20);
+	assert_int_equal(g->huge_node[1], 0);
+	assert_int_equal(g->mem_node[0], 128ULL << 20);
+	g = snap_find_guest(s, "lxc-b");
+	assert_non_null(g);
+	assert_non_null(g->huge_node);
+	assert_int_equal(g->huge_node[0], 0);
+	assert_int_equal(g->huge_node[1], 64ULL << 20);
+	g = snap_find_guest(s, "lxc-c");
+	assert_non_null(g);
+	assert_non_null(g->huge_node);
+	assert_int_equal(g->huge_node[0], 0);
+	assert_int_equal(g->huge_node[1], 32ULL << 20);
+	assert_int_equal(s->nr_warnings, 0);
+	snap_unref(s);
+	cgscan_free(cs);
+	tu_rm_rf(root);
+	free(root);
+}
+
 /* ---- unreadable and malformed files ------------------------------------------ */
 
 static void test_bad_files(void **state)
@@ -2141,6 +2209,7 @@ int main(void)
 		cmocka_unit_test(test_vanish_mid_read),
 		cmocka_unit_test(test_vanish_between_scans),
 		cmocka_unit_test(test_hugetlb_memory),
+		cmocka_unit_test(test_hugetlb_v1),
 		cmocka_unit_test(test_bad_files),
 		cmocka_unit_test(test_v1_pages),
 		cmocka_unit_test(test_cgproc_parse),
