@@ -1086,6 +1086,33 @@ static void test_cpu_per_node(void **state)
 	free(root);
 }
 
+/* lxc.payload.spread's next scan at SEC seconds: its cgroup's usage
+ * USAGE_S seconds, threads 200 (on node 0) and 201 (on node 1) with T200
+ * and T201 ticks (-1: no /proc entry). The share of node 0 in where its
+ * CPU time went into *ON0 (-1: not measured). */
+static struct snapshot *spread_scan(struct cgscan *cs, const char *root, int sec, int usage_s, int t200,
+				    int t201, double *on0)
+{
+	char text[64], path[PATH_MAX];
+	const int tid[2] = { 200, 201 }, ticks[2] = { t200, t201 };
+	const struct snap_guest *g;
+	struct snapshot *s;
+
+	snprintf(text, sizeof(text), "usage_usec %d000000\n", usage_s);
+	tu_write(root, "sys/fs/cgroup/lxc.payload.spread/cpu.stat", text);
+	for (int i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/proc/%d/task/%d/stat", root, tid[i], tid[i]);
+		if (ticks[i] >= 0)
+			thr_stat(root, tid[i], (unsigned long long)ticks[i], 0, i ? 5 : 1);
+		else if (fs_exists(path))
+			assert_int_equal(unlink(path), 0);
+	}
+	s = scan_once(cs, sec * 1000000000LL);
+	g = snap_find_guest(s, "lxc-spread");
+	*on0 = g->cpu_node ? g->cpu_node[0] / (g->cpu_node[0] + g->cpu_node[1]) : -1;
+	return s;
+}
+
 /* A guest spread over nodes that stood still between two scans (no CPU
  * time charged to its cgroup, the same threads) has its threads' ticks
  * carried from the scan before, not read again: with their /proc
@@ -1097,29 +1124,19 @@ static void test_cpu_idle_threads_carried(void **state)
 	const struct snap_guest *g;
 	struct cgscan *cs;
 	struct snapshot *s;
-	char path[PATH_MAX];
+	double on0;
 
 	(void)state;
 	v2_root(root);
 	v2_cg(root, "/lxc.payload.spread", "200\n", "200\n201\n", "usage_usec 0\n",
 	      "anon N0=0 N1=4096\nfile N0=0 N1=0\n", "0-7\n", "0-1\n");
-	thr_stat(root, 200, 10, 0, 1);
-	thr_stat(root, 201, 10, 0, 5);
 	cs = open_root(root, NULL);
-	snap_unref(scan_once(cs, 1000000000));
-	tu_write(root, "sys/fs/cgroup/lxc.payload.spread/cpu.stat", "usage_usec 1000000\n");
-	thr_stat(root, 200, 110, 0, 1);
-	thr_stat(root, 201, 10, 0, 5);
-	s = scan_once(cs, 2000000000);
-	assert_non_null(snap_find_guest(s, "lxc-spread")->cpu_node);
-	snap_unref(s);
+	snap_unref(spread_scan(cs, root, 1, 0, 10, 10, &on0));
+	snap_unref(spread_scan(cs, root, 2, 1, 110, 10, &on0));
+	assert_float_equal(on0, 1.0, 1e-9);
 
 	/* Idle for a second: what a read would say, without the reads. */
-	for (int tid = 200; tid <= 201; tid++) {
-		snprintf(path, sizeof(path), "%s/proc/%d/task/%d/stat", root, tid, tid);
-		assert_int_equal(unlink(path), 0);
-	}
-	s = scan_once(cs, 3000000000);
+	s = spread_scan(cs, root, 3, 1, -1, -1, &on0);
 	g = snap_find_guest(s, "lxc-spread");
 	assert_float_equal(g->cpu_use, 0.0, 1e-9);
 	assert_null(g->cpu_node);
@@ -1128,34 +1145,18 @@ static void test_cpu_idle_threads_carried(void **state)
 	snap_unref(s);
 
 	/* Busy again: 201's 100 ticks since the busy scan, on node 1. */
-	tu_write(root, "sys/fs/cgroup/lxc.payload.spread/cpu.stat", "usage_usec 2000000\n");
-	thr_stat(root, 200, 110, 0, 1);
-	thr_stat(root, 201, 110, 0, 5);
-	s = scan_once(cs, 4000000000);
-	g = snap_find_guest(s, "lxc-spread");
-	assert_non_null(g->cpu_node);
-	assert_float_equal(g->cpu_node[0], 0.0, 1e-9);
-	assert_float_equal(g->cpu_node[1], 1.0, 1e-9);
-	assert_int_equal(g->busy_threads, 1);
+	s = spread_scan(cs, root, 4, 2, 110, 110, &on0);
+	assert_float_equal(on0, 0.0, 1e-9);
+	assert_int_equal(snap_find_guest(s, "lxc-spread")->busy_threads, 1);
 	snap_unref(s);
 
 	/* The same usage with a thread more is read afresh: the new thread
-	 * (no /proc entry) is not carried, the others are read. */
+	 * (no /proc entry) is not carried, nor 201, whose entry is gone;
+	 * so the next window measures 200's ticks alone. */
 	tu_write(root, "sys/fs/cgroup/lxc.payload.spread/cgroup.threads", "200\n201\n202\n");
-	snprintf(path, sizeof(path), "%s/proc/201/task/201/stat", root);
-	assert_int_equal(unlink(path), 0);
-	s = scan_once(cs, 5000000000);
-	snap_unref(s);
-	tu_write(root, "sys/fs/cgroup/lxc.payload.spread/cpu.stat", "usage_usec 3000000\n");
-	thr_stat(root, 200, 210, 0, 1);
-	thr_stat(root, 201, 210, 0, 5);
-	s = scan_once(cs, 6000000000);
-	g = snap_find_guest(s, "lxc-spread");
-	/* 201 was not read the scan before: only 200's ticks are measured. */
-	assert_non_null(g->cpu_node);
-	assert_float_equal(g->cpu_node[0], 1.0, 1e-9);
-	assert_float_equal(g->cpu_node[1], 0.0, 1e-9);
-	snap_unref(s);
+	snap_unref(spread_scan(cs, root, 5, 2, 110, -1, &on0));
+	snap_unref(spread_scan(cs, root, 6, 3, 210, 210, &on0));
+	assert_float_equal(on0, 1.0, 1e-9);
 	cgscan_free(cs);
 	tu_rm_rf(root);
 	free(root);
@@ -1402,6 +1403,29 @@ static void test_hugetlb_memory(void **state)
 	free(root);
 }
 
+/* A v1 lxc guest REL (below /lxc) whose one process is PID. */
+static void v1_lxc_pid(const char *root, const char *rel, int pid)
+{
+	char text[16];
+
+	snprintf(text, sizeof(text), "%d\n", pid);
+	v1_cg(root, rel, "total=0 N0=0 N1=0\n", "0\n");
+	wr(root, "sys/fs/cgroup/cpuset%s/cgroup.procs", text, rel);
+	wr(root, "sys/fs/cgroup/cpuset%s/tasks", text, rel);
+}
+
+/* Guest ID's huge pages of 2 MiB: MIB0 MiB on node 0, MIB1 on node 1. */
+static void assert_huge(const struct snapshot *s, const char *id, uint64_t mib0, uint64_t mib1)
+{
+	const struct snap_guest *g = snap_find_guest(s, id);
+
+	assert_non_null(g);
+	assert_non_null(g->huge_node);
+	assert_int_equal(g->huge_page, 2ULL << 20);
+	assert_int_equal(g->huge_node[0], mib0 << 20);
+	assert_int_equal(g->huge_node[1], mib1 << 20);
+}
+
 /* On a v1 host the hugetlb controller is its own hierarchy
  * (/sys/fs/cgroup/hugetlb), whose cgroups have hugetlb.<size>.numa_stat
  * from Linux 5.16 on, in the legacy layout: this cgroup's "total=" line,
@@ -1413,7 +1437,6 @@ static void test_hugetlb_v1(void **state)
 	char *root = tu_mkdtemp();
 	struct cgscan *cs;
 	struct snapshot *s;
-	const struct snap_guest *g;
 
 	(void)state;
 	v1_root(root);
@@ -1422,22 +1445,18 @@ static void test_hugetlb_v1(void **state)
 		 "total=0 N0=0 N1=0\nhierarchical_total=234881024 N0=134217728 N1=100663296\n");
 	v1_cg(root, "/lxc", "total=0 N0=0 N1=0\n", "0\n");
 	/* at its own path; its pages charged to a child cgroup of it */
-	v1_cg(root, "/lxc/a", "total=0 N0=0 N1=0\n", "0\n");
+	v1_lxc_pid(root, "/lxc/a", 100);
 	tu_write(root, "sys/fs/cgroup/hugetlb/lxc/a/hugetlb.2MB.numa_stat",
 		 "total=0 N0=0 N1=0\nhierarchical_total=134217728 N0=134217728 N1=0\n");
 	tu_write(root, "sys/fs/cgroup/hugetlb/lxc/a/inner/hugetlb.2MB.numa_stat",
 		 "total=134217728 N0=134217728 N1=0\nhierarchical_total=134217728 N0=134217728 N1=0\n");
 	/* elsewhere in the hugetlb hierarchy, as its process says */
-	v1_cg(root, "/lxc/b", "total=0 N0=0 N1=0\n", "0\n");
-	tu_write(root, "sys/fs/cgroup/cpuset/lxc/b/cgroup.procs", "200\n");
-	tu_write(root, "sys/fs/cgroup/cpuset/lxc/b/tasks", "200\n");
+	v1_lxc_pid(root, "/lxc/b", 200);
 	tu_write(root, "proc/200/cgroup", "7:hugetlb:/runtime/b\n6:memory:/lxc/b\n5:cpuset:/lxc/b\n");
 	tu_write(root, "sys/fs/cgroup/hugetlb/runtime/b/hugetlb.2MB.numa_stat",
 		 "total=67108864 N0=0 N1=67108864\nhierarchical_total=67108864 N0=0 N1=67108864\n");
 	/* its cgroup there without the file (a kernel before 5.16) */
-	v1_cg(root, "/lxc/c", "total=0 N0=0 N1=0\n", "0\n");
-	tu_write(root, "sys/fs/cgroup/cpuset/lxc/c/cgroup.procs", "300\n");
-	tu_write(root, "sys/fs/cgroup/cpuset/lxc/c/tasks", "300\n");
+	v1_lxc_pid(root, "/lxc/c", 300);
 	tu_write(root, "sys/fs/cgroup/hugetlb/lxc/c/cgroup.procs", "300\n");
 	tu_write(root, "proc/300/status", "Name:\tqemu\nHugetlbPages:\t   32768 kB\n");
 	tu_write(root, "proc/300/numa_maps",
@@ -1446,24 +1465,12 @@ static void test_hugetlb_v1(void **state)
 	s = scan_huge(cs, 1, 64);
 	if (s->nr_warnings)
 		dump_warnings(s);
-	g = snap_find_guest(s, "lxc-a");
-	assert_non_null(g);
-	assert_non_null(g->huge_node);
-	assert_int_equal(g->huge_page, 2ULL << 20);
-	assert_int_equal(g->huge_node[0], 128ULL << 20);
-	assert_int_equal(g->huge_node[1], 0);
-	assert_int_equal(g->mem_node[0], 128ULL << 20);
-	g = snap_find_guest(s, "lxc-b");
-	assert_non_null(g);
-	assert_non_null(g->huge_node);
-	assert_int_equal(g->huge_node[0], 0);
-	assert_int_equal(g->huge_node[1], 64ULL << 20);
-	g = snap_find_guest(s, "lxc-c");
-	assert_non_null(g);
-	assert_non_null(g->huge_node);
-	assert_int_equal(g->huge_node[0], 0);
-	assert_int_equal(g->huge_node[1], 32ULL << 20);
 	assert_int_equal(s->nr_warnings, 0);
+	assert_huge(s, "lxc-a", 128, 0);
+	/* beside its memory.numa_stat figures (none) */
+	assert_int_equal(snap_find_guest(s, "lxc-a")->mem_node[0], 128ULL << 20);
+	assert_huge(s, "lxc-b", 0, 64);
+	assert_huge(s, "lxc-c", 0, 32);
 	snap_unref(s);
 	cgscan_free(cs);
 	tu_rm_rf(root);
