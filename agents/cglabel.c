@@ -45,6 +45,7 @@ struct cglabel {
 	char vardir[PATH_MAX];
 	char docker_dir[PATH_MAX];
 	unsigned gen;
+	bool docker_here;          /* this scan: docker's containers directory exists */
 	struct ltab docker;
 	struct lsrc podman[6], pods;   /* podman: one per storage driver (podman_drivers) */
 };
@@ -134,6 +135,16 @@ void cglabel_begin(struct cglabel *l)
 	}
 	l->docker.n = k;
 	l->gen++;
+	/* Without docker's state no container has a config.v2.json: one stat
+	 * a scan spares one per docker-named guest (another engine's, or a
+	 * dockerd with another data root not configured). */
+	{
+		char path[PATH_MAX];
+		struct stat st;
+
+		l->docker_here = snprintf(path, sizeof(path), "%s/containers", l->docker_dir) < (int)sizeof(path) &&
+				 stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+	}
 }
 
 static bool same_stat(const struct stat *st, const struct timespec *mtime, off_t size)
@@ -155,6 +166,8 @@ static bool docker_name(struct cglabel *l, const char *id, struct cglabel_out *o
 	size_t len;
 	int r;
 
+	if (!l->docker_here)
+		return false;
 	if (snprintf(path, sizeof(path), "%s/containers/%s/config.v2.json", l->docker_dir, id) >=
 	    (int)sizeof(path))
 		return false;

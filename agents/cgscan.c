@@ -58,6 +58,7 @@ struct cgscan {
 	struct cg_hier hier;
 	bool v2;                      /* cpuset lives in the v2 tree */
 	bool huge_cg;                 /* this scan: guests' hugetlb.<size>.numa_stat may exist */
+	char huge_v1[PATH_MAX];       /* the v1 hugetlb hierarchy's root, "" if none */
 	char cpuset_host[PATH_MAX];   /* cpuset root as the host names it */
 	long page_size;
 
@@ -348,6 +349,21 @@ static int var_state_dir(const struct host_paths *hp, const char *root, const ch
 	return 0;
 }
 
+/* A v1 (or hybrid) host's hugetlb hierarchy: mounted on its own, as
+ * systemd and the distributions mount it, at CGROUPFS/hugetlb (only
+ * cpu,cpuacct and net_cls,net_prio share a mount). Its cgroups have
+ * hugetlb.<size>.numa_stat from Linux 5.16 on. */
+static void huge_v1_detect(struct cgscan *cs)
+{
+	char dir[PATH_MAX];
+
+	cs->huge_v1[0] = '\0';
+	if (cs->hier.layout != CG_LAYOUT_V1 && cs->hier.layout != CG_LAYOUT_HYBRID)
+		return;
+	if (snprintf(dir, sizeof(dir), "%s/hugetlb", cs->hp.cgroupfs) < (int)sizeof(dir) && fs_is_dir(dir))
+		snprintf(cs->huge_v1, sizeof(cs->huge_v1), "%s", dir);
+}
+
 int cgscan_new(const struct host_paths *hp, const struct cgscan_config *cfg,
 	       struct cgscan **out)
 {
@@ -367,6 +383,7 @@ int cgscan_new(const struct host_paths *hp, const struct cgscan_config *cfg,
 		return -EOPNOTSUPP;
 	}
 	cs->v2 = cs->hier.v2[CGC_CPUSET];
+	huge_v1_detect(cs);
 	cs->page_size = sysconf(_SC_PAGESIZE);
 	if (cs->page_size <= 0)
 		cs->page_size = 4096;
@@ -902,27 +919,38 @@ static int kube_reload(struct cgscan *cs, struct kube_file *f, kube_parse_fn par
 
 /* The device manager's checkpoint when it changed: the devices of pods
  * (none without it, or while it cannot be read, which only warns: the
- * devices are a preference, not the kubelet's placement). */
+ * devices are a preference, not the kubelet's placement). The nodes of
+ * the PCI addresses it gives none for are looked up in sysfs here, once
+ * per change of the checkpoint, not by every scan for every pod. */
 static void kube_refresh_dev(struct cgscan *cs)
 {
-	if (kube_reload(cs, &cs->kdev, kube_parse_dev, "{\"Data\":{}}", true) == 0)
+	int r = kube_reload(cs, &cs->kdev, kube_parse_dev, "{\"Data\":{}}", true);
+
+	if (r == 1)
+		return;
+	if (r == 0)
 		log_debug("kubelet %s read", cs->kdev.name);
+	for (unsigned k = 0; k < cs->kube.nr_pods; k++) {
+		struct kube_pod *pod = &cs->kube.pods[k];
+
+		mask_zero(&pod->dev_pci_nodes);
+		for (unsigned i = 0; i < pod->nr_dev_pci; i++) {
+			int node;
+
+			if (devnode_of(&cs->hp, DEVNODE_PCI, pod->dev_pci[i], &node) == 0 && node >= 0)
+				mask_set(&pod->dev_pci_nodes, node);
+		}
+	}
 }
 
 /* Pod G's devices, POD's in the checkpoint: their nodes as the kubelet
- * has them, else (PCI addresses) from sysfs. */
-static void kube_devices(struct cgscan *cs, struct snap_guest *g, const struct kube_pod *pod)
+ * has them, else (PCI addresses) as sysfs had them when it was read. */
+static void kube_devices(struct snap_guest *g, const struct kube_pod *pod)
 {
 	if (!pod || !pod->nr_dev)
 		return;
 	g->nr_devices = pod->nr_dev;
-	g->dev_nodes = pod->dev_nodes;
-	for (unsigned i = 0; i < pod->nr_dev_pci; i++) {
-		int node;
-
-		if (devnode_of(&cs->hp, DEVNODE_PCI, pod->dev_pci[i], &node) == 0 && node >= 0)
-			mask_set(&g->dev_nodes, node);
-	}
+	mask_or(&g->dev_nodes, &pod->dev_nodes, &pod->dev_pci_nodes);
 }
 
 /* Re-read the kubelet's checkpoints that changed since the last scan; a
@@ -955,7 +983,7 @@ static void kube_mark(struct cgscan *cs, struct snap_guest *g, const char *uid)
 {
 	cpumask_t pool;
 
-	kube_devices(cs, g, kube_find(&cs->kube, uid));
+	kube_devices(g, kube_find(&cs->kube, uid));
 	for (unsigned i = 0; i < 2; i++) {
 		/* What the kubelet decided is unknown: leave every pod to it. */
 		if (cs->kfile[i].err[0]) {
@@ -983,6 +1011,29 @@ static void kube_mark(struct cgscan *cs, struct snap_guest *g, const char *uid)
 		return;
 	}
 	snap_guest_set_cpus(cs->snap, g, g->cpus, &pool);
+}
+
+/* Guest REL's cgroup directory in the hierarchy that has hugetlb into
+ * OUT: v2's (the memory controller's tree), or v1's hugetlb hierarchy at
+ * REL, else where /proc/PID/cgroup puts PID (a process of the guest's
+ * own cgroup) in it, as the other v1 controllers are found (cgproc.h).
+ * -ENOENT when it has none of its own there (the host's root). */
+static int huge_cgdir(const struct cgscan *cs, const char *rel, pid_t pid, char *out, size_t sz)
+{
+	char at[PATH_MAX];
+
+	if (cs->hier.v2[CGC_MEMORY])
+		return cgh_path(&cs->hier, CGC_MEMORY, rel, NULL, out, sz);
+	if (snprintf(out, sz, "%s%s", cs->huge_v1, rel) >= (int)sz)
+		return -ENAMETOOLONG;
+	if (fs_is_dir(out))
+		return 0;
+	if (pid <= 0 || cgproc_read(cs->hp.procfs, pid, "hugetlb", at, sizeof(at)) < 0 ||
+	    strcmp(at, "/") == 0 || strcmp(at, rel) == 0 || !cgh_rel_valid(at))
+		return -ENOENT;
+	if (snprintf(out, sz, "%s%s", cs->huge_v1, at) >= (int)sz)
+		return -ENAMETOOLONG;
+	return 0;
 }
 
 /* NAME is the key of its id (a container id, a pod uid); NS a containerd
@@ -1087,7 +1138,7 @@ static void measure_guest(struct cgscan *cs, int pdfd, const char *prel, struct 
 	 * have pages in use is a guest asked for them (hugetlb.h). */
 	if (ghuge_host_in_use(snap)) {
 		char cgdir[PATH_MAX];
-		bool cg = cs->huge_cg && cgh_path(&cs->hier, CGC_MEMORY, rel, NULL, cgdir, sizeof(cgdir)) == 0;
+		bool cg = cs->huge_cg && huge_cgdir(cs, rel, own_pid, cgdir, sizeof(cgdir)) == 0;
 
 		r = ghuge_read(&cs->hp, snap, g, cg ? cgdir : NULL, m.main_pid, true);
 		if (r < 0 && r != -ESRCH)
@@ -1286,7 +1337,9 @@ int cgscan_scan(struct cgscan *cs, struct snapshot *snap, int64_t now_ns)
 	/* Only a v2 hierarchy whose root offers hugetlb can have the guests'
 	 * hugetlb.<size>.numa_stat: elsewhere nobody looks for them. */
 	cs->huge_cg = false;
-	if (cs->hier.v2[CGC_MEMORY] && ghuge_host_in_use(snap)) {
+	if (!cs->hier.v2[CGC_MEMORY] && cs->huge_v1[0])
+		cs->huge_cg = ghuge_host_in_use(snap);
+	else if (cs->hier.v2[CGC_MEMORY] && ghuge_host_in_use(snap)) {
 		char path[PATH_MAX], *ctl = NULL;
 
 		if (cgh_path(&cs->hier, CGC_MEMORY, "/", "cgroup.controllers", path, sizeof(path)) == 0 &&

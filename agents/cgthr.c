@@ -151,6 +151,39 @@ static int read_tid(struct cgthr *t, int dfd, const char *prefix, pid_t tid, uin
 	return r < 0 ? r : proc_stat_ticks_cpu(t->buf, ticks, cpu);
 }
 
+static int pid_cmp(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Did guest G stand still since P, its previous scan: no CPU time
+ * charged to its cgroup, and the same threads? Then none of them ran:
+ * their ticks are what P recorded, and reading every thread's stat again
+ * (three system calls each, for every idle guest spread over nodes)
+ * would tell nothing new. Its threads' ticks are copied to the pool at
+ * *OFF as a read would have left them. */
+static bool idle_since(struct cgthr *t, const struct snap_guest *g, const struct cgthr_prev *p, unsigned off)
+{
+	const struct cgthr_tick *was;
+	pid_t tids[CGTHR_SAMPLE_MAX];
+
+	if (!p || g->cpu_usage_ns != p->usage_ns || p->nr_thr != t->nr_tids)
+		return false;
+	was = t->thr_prev + p->thr_off;
+	memcpy(tids, t->tids, t->nr_tids * sizeof(pid_t));
+	qsort(tids, t->nr_tids, sizeof(pid_t), pid_cmp);
+	for (unsigned i = 0; i < t->nr_tids; i++)
+		if (tids[i] != was[i].tid)
+			return false;
+	for (unsigned i = 0; i < t->nr_tids; i++) {
+		t->thr_next[off + i] = was[i];
+		t->thr_next[off + i].ran = false;
+	}
+	return true;
+}
+
 /* How many nodes CPUS (a mask of snapshot S, this scan's) spans. */
 static unsigned span_of(struct cgthr *t, const struct snapshot *s, const cpumask_t *cpus)
 {
@@ -199,6 +232,12 @@ void cgthr_thread_nodes(struct cgthr *t, const struct snapshot *s, struct snap_g
 	if (t->nr_thr_next + t->nr_tids > t->cap_thr_next) {
 		t->cap_thr_next = (t->nr_thr_next + t->nr_tids) * 2;
 		t->thr_next = xrealloc(t->thr_next, t->cap_thr_next * sizeof(*t->thr_next));
+	}
+	if (idle_since(t, g, p, t->nr_thr_next)) {
+		*n = t->nr_tids;
+		t->nr_thr_next += *n;
+		g->busy_measured = false;
+		return;
 	}
 	dn = xcalloc(s->nr_nodes, sizeof(double));
 	/* Busy: at least SNAP_BUSY_THREAD_CPU of a CPU over the window. */

@@ -5,7 +5,9 @@
  * What it costs: nothing on a host whose pools have no page in use
  * (ghuge_host_in_use, from the snapshot's nodes). Else, per guest, its
  * cgroup's hugetlb.<size>.numa_stat where the hugetlb controller is on in
- * its hierarchy (one small file per page size in use), or else its main
+ * its hierarchy (one small file per page size in use; on v1 the hugetlb
+ * controller's own hierarchy, whose files have it from Linux 5.16 on,
+ * with a "hierarchical_total=" line that counts), or else its main
  * process's /proc/PID/status (HugetlbPages) and, only when that is not
  * zero, its /proc/PID/numa_maps.
  */

@@ -304,6 +304,7 @@ int kube_parse_dev(struct kube_state *ks, const char *text, char *err, size_t er
 	for (unsigned k = 0; k < ks->nr_pods; k++) {
 		ks->pods[k].nr_dev = ks->pods[k].nr_dev_pci = 0;
 		mask_zero(&ks->pods[k].dev_nodes);
+		mask_zero(&ks->pods[k].dev_pci_nodes);
 	}
 	j = json_loads(text, 0, &jerr);
 	if (!j) {

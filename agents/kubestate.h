@@ -58,6 +58,10 @@ struct kube_pod {
 	nodemask_t dev_nodes;
 	unsigned nr_dev_pci;
 	char dev_pci[KUBE_DEV_PCI_MAX][16];
+	/* The nodes sysfs gives for dev_pci: cleared by kube_parse_dev,
+	 * filled by the caller once per parse (sysfs is I/O, and a scan
+	 * reads every pod). */
+	nodemask_t dev_pci_nodes;
 };
 
 struct kube_state {

@@ -103,6 +103,82 @@ static int time_parse(const char *s, int64_t *out)
 	return 0;
 }
 
+/* A record's fields as the file and the journal hold them, each a JSON
+ * string: parsed into a record (a negative errno if it is not one of
+ * what MUST says), and emitted as a value (NULL: left out, where its
+ * absence says the same). One table keeps the file, the journal and the
+ * parser the same. */
+struct gpol_field {
+	const char *key;
+	const char *must;
+	int (*parse)(const char *s, struct gpol_record *r);
+	json_t *(*emit)(const struct gpol_record *r);
+};
+
+static int mode_parse(const char *s, struct gpol_record *r)
+{
+	return gpol_mode_parse(s, &r->pol.mode);
+}
+
+static json_t *mode_emit(const struct gpol_record *r)
+{
+	return json_string(gpol_mode_name(r->pol.mode));
+}
+
+static int nodes_parse(const char *s, struct gpol_record *r)
+{
+	return mask_parse(s, &r->pol.nodes);
+}
+
+static json_t *nodes_emit(const struct gpol_record *r)
+{
+	return r->pol.mode == GPOL_PINNED ? snapj_nodemask(&r->pol.nodes) : NULL;
+}
+
+static int devices_parse(const char *s, struct gpol_record *r)
+{
+	return gpol_devices_parse(s, &r->pol.devices);
+}
+
+static json_t *devices_emit(const struct gpol_record *r)
+{
+	return r->pol.devices != GPOL_DEV_PREFER ? json_string(gpol_devices_name(r->pol.devices)) : NULL;
+}
+
+static int set_parse(const char *s, struct gpol_record *r)
+{
+	return time_parse(s, &r->set_real_ns);
+}
+
+static json_t *set_emit(const struct gpol_record *r)
+{
+	char when[32];
+
+	time_iso(r->set_real_ns, when, sizeof(when));
+	return json_string(when);
+}
+
+static const struct gpol_field gpol_fields[] = {
+	{ "mode", "auto, pinned or ignore", mode_parse, mode_emit },
+	{ "nodes", "a node list such as \"0-1\"", nodes_parse, nodes_emit },
+	{ "devices", "prefer, require or ignore", devices_parse, devices_emit },
+	{ "set", "a time such as 2024-01-31T12:00:00Z", set_parse, set_emit },
+};
+
+/* REC as the object the file and the journal hold. */
+static json_t *record_json(const struct gpol_record *rec)
+{
+	json_t *o = json_object();
+
+	for (size_t i = 0; i < sizeof(gpol_fields) / sizeof(gpol_fields[0]); i++) {
+		json_t *v = gpol_fields[i].emit(rec);
+
+		if (v)
+			json_object_set_new(o, gpol_fields[i].key, v);
+	}
+	return o;
+}
+
 /* Parse one record; ERR names what is wrong with it. */
 static int parse_record(const char *id, json_t *o, struct gpol_record *out, char *err, size_t errsz)
 {
@@ -121,28 +197,17 @@ static int parse_record(const char *id, json_t *o, struct gpol_record *out, char
 		return -EINVAL;
 	}
 	json_object_foreach(o, key, v) {
-		if (strcmp(key, "mode") == 0) {
-			if (!json_is_string(v) || gpol_mode_parse(json_string_value(v), &out->pol.mode) < 0) {
-				snprintf(err, errsz, "%s: mode must be auto, pinned or ignore", id);
-				return -EINVAL;
-			}
-		} else if (strcmp(key, "nodes") == 0) {
-			if (!json_is_string(v) || mask_parse(json_string_value(v), &out->pol.nodes) < 0) {
-				snprintf(err, errsz, "%s: nodes must be a node list such as \"0-1\"", id);
-				return -EINVAL;
-			}
-		} else if (strcmp(key, "devices") == 0) {
-			if (!json_is_string(v) || gpol_devices_parse(json_string_value(v), &out->pol.devices) < 0) {
-				snprintf(err, errsz, "%s: devices must be prefer, require or ignore", id);
-				return -EINVAL;
-			}
-		} else if (strcmp(key, "set") == 0) {
-			if (!json_is_string(v) || time_parse(json_string_value(v), &out->set_real_ns) < 0) {
-				snprintf(err, errsz, "%s: set must be a time such as 2024-01-31T12:00:00Z", id);
-				return -EINVAL;
-			}
-		} else {
+		const struct gpol_field *f = NULL;
+
+		for (size_t i = 0; i < sizeof(gpol_fields) / sizeof(gpol_fields[0]) && !f; i++)
+			if (strcmp(key, gpol_fields[i].key) == 0)
+				f = &gpol_fields[i];
+		if (!f) {
 			snprintf(err, errsz, "%s: unknown field \"%.40s\"", id, key);
+			return -EINVAL;
+		}
+		if (!json_is_string(v) || f->parse(json_string_value(v), out) < 0) {
+			snprintf(err, errsz, "%s: %s must be %s", id, f->key, f->must);
 			return -EINVAL;
 		}
 	}
@@ -274,17 +339,7 @@ static char *journal_line(const char *id, const struct gpol_record *rec)
 
 	json_object_set_new(o, "id", json_string(id));
 	if (rec) {
-		json_t *p = json_object();
-		char when[32];
-
-		json_object_set_new(p, "mode", json_string(gpol_mode_name(rec->pol.mode)));
-		if (rec->pol.mode == GPOL_PINNED)
-			json_object_set_new(p, "nodes", snapj_nodemask(&rec->pol.nodes));
-		if (rec->pol.devices != GPOL_DEV_PREFER)
-			json_object_set_new(p, "devices", json_string(gpol_devices_name(rec->pol.devices)));
-		time_iso(rec->set_real_ns, when, sizeof(when));
-		json_object_set_new(p, "set", json_string(when));
-		json_object_set_new(o, "policy", p);
+		json_object_set_new(o, "policy", record_json(rec));
 	} else {
 		json_object_set_new(o, "policy", json_null());
 	}
@@ -407,19 +462,8 @@ static char *serialize(const struct gpol_record *r, unsigned n)
 
 	json_object_set_new(root, "format", json_string(FORMAT_NAME));
 	json_object_set_new(root, "version", json_integer(FORMAT_VERSION));
-	for (unsigned i = 0; i < n; i++) {
-		json_t *o = json_object();
-		char when[32];
-
-		json_object_set_new(o, "mode", json_string(gpol_mode_name(r[i].pol.mode)));
-		if (r[i].pol.mode == GPOL_PINNED)
-			json_object_set_new(o, "nodes", snapj_nodemask(&r[i].pol.nodes));
-		if (r[i].pol.devices != GPOL_DEV_PREFER)
-			json_object_set_new(o, "devices", json_string(gpol_devices_name(r[i].pol.devices)));
-		time_iso(r[i].set_real_ns, when, sizeof(when));
-		json_object_set_new(o, "set", json_string(when));
-		json_object_set_new(guests, r[i].id, o);
-	}
+	for (unsigned i = 0; i < n; i++)
+		json_object_set_new(guests, r[i].id, record_json(&r[i]));
 	json_object_set_new(root, "guests", guests);
 	text = json_dumps(root, JSON_INDENT(1) | JSON_SORT_KEYS);
 	json_decref(root);

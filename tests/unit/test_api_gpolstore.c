@@ -30,6 +30,7 @@ static void test_set_get_clear_reload(void **state)
 	struct gpolstore *s;
 	struct gpol_record rec, *all;
 	struct guest_policy p = pinned("0-1"), ign = { .mode = GPOL_IGNORE };
+	struct guest_policy dev = { .mode = GPOL_AUTO, .devices = GPOL_DEV_REQUIRE };
 	struct stat st;
 
 	(void)state;
@@ -70,10 +71,18 @@ static void test_set_get_clear_reload(void **state)
 	assert_true(gpolstore_get(s, "docker-b", &rec));
 	assert_true(mask_equal(&rec.pol.nodes, &p.nodes));
 	assert_int_equal(rec.set_real_ns, T0);
+	assert_int_equal(rec.pol.devices, GPOL_DEV_PREFER);
 	assert_int_equal(gpolstore_set(s, "docker-b", NULL, T0), 0);
+	/* a devices choice other than prefer, kept across a reopen */
+	assert_int_equal(gpolstore_set(s, "docker-c", &dev, T0), 0);
 	gpolstore_free(s);
 	assert_int_equal(gpolstore_open(sub, 0, &s, err, sizeof(err)), 0);
-	assert_int_equal(gpolstore_count(s), 1);
+	assert_int_equal(gpolstore_count(s), 2);
+	assert_true(gpolstore_get(s, "docker-c", &rec));
+	assert_int_equal(rec.pol.mode, GPOL_AUTO);
+	assert_int_equal(rec.pol.devices, GPOL_DEV_REQUIRE);
+	assert_true(gpolstore_get(s, "docker-a", &rec));
+	assert_int_equal(rec.pol.devices, GPOL_DEV_PREFER);
 	gpolstore_free(s);
 
 	free(sub);
@@ -114,7 +123,10 @@ static void test_one_bad_record_is_dropped_and_named(void **state)
 		{ "\"../x\": {\"mode\": \"auto\"}", "not a valid guest id" },
 		{ "\"a\": {\"mode\": \"pinned\"}", "nodes must be given with mode pinned" },
 		{ "\"a\": {\"mode\": \"auto\", \"nodes\": \"1\"}", "nodes must be given with mode pinned" },
-		{ "\"a\": {\"mode\": \"wild\"}", "mode must be" },
+		{ "\"a\": {\"mode\": \"wild\"}", "mode must be auto, pinned or ignore" },
+		{ "\"a\": {\"mode\": 1}", "mode must be" },
+		{ "\"a\": {\"mode\": \"pinned\", \"nodes\": \"x\"}", "nodes must be a node list" },
+		{ "\"a\": {\"mode\": \"auto\", \"devices\": \"maybe\"}", "devices must be prefer, require or ignore" },
 		{ "\"a\": {\"mode\": \"auto\", \"colour\": 1}", "unknown field" },
 		{ "\"a\": {\"mode\": \"auto\", \"set\": \"yesterday\"}", "set must be a time" },
 		{ "\"a\": 5", "not an object" },

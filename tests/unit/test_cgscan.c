@@ -1086,6 +1086,82 @@ static void test_cpu_per_node(void **state)
 	free(root);
 }
 
+/* lxc.payload.spread's next scan at SEC seconds: its cgroup's usage
+ * USAGE_S seconds, threads 200 (on node 0) and 201 (on node 1) with T200
+ * and T201 ticks (-1: no /proc entry). The share of node 0 in where its
+ * CPU time went into *ON0 (-1: not measured). */
+static struct snapshot *spread_scan(struct cgscan *cs, const char *root, int sec, int usage_s, int t200,
+				    int t201, double *on0)
+{
+	char text[64], path[PATH_MAX];
+	const int tid[2] = { 200, 201 }, ticks[2] = { t200, t201 };
+	const struct snap_guest *g;
+	struct snapshot *s;
+
+	snprintf(text, sizeof(text), "usage_usec %d000000\n", usage_s);
+	tu_write(root, "sys/fs/cgroup/lxc.payload.spread/cpu.stat", text);
+	for (int i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/proc/%d/task/%d/stat", root, tid[i], tid[i]);
+		if (ticks[i] >= 0)
+			thr_stat(root, tid[i], (unsigned long long)ticks[i], 0, i ? 5 : 1);
+		else if (fs_exists(path))
+			assert_int_equal(unlink(path), 0);
+	}
+	s = scan_once(cs, sec * 1000000000LL);
+	g = snap_find_guest(s, "lxc-spread");
+	*on0 = g->cpu_node ? g->cpu_node[0] / (g->cpu_node[0] + g->cpu_node[1]) : -1;
+	return s;
+}
+
+/* A guest spread over nodes that stood still between two scans (no CPU
+ * time charged to its cgroup, the same threads) has its threads' ticks
+ * carried from the scan before, not read again: with their /proc
+ * entries gone for that scan, the next window is still measured from
+ * the ticks the busy scan read. */
+static void test_cpu_idle_threads_carried(void **state)
+{
+	char *root = tu_mkdtemp();
+	const struct snap_guest *g;
+	struct cgscan *cs;
+	struct snapshot *s;
+	double on0;
+
+	(void)state;
+	v2_root(root);
+	v2_cg(root, "/lxc.payload.spread", "200\n", "200\n201\n", "usage_usec 0\n",
+	      "anon N0=0 N1=4096\nfile N0=0 N1=0\n", "0-7\n", "0-1\n");
+	cs = open_root(root, NULL);
+	snap_unref(spread_scan(cs, root, 1, 0, 10, 10, &on0));
+	snap_unref(spread_scan(cs, root, 2, 1, 110, 10, &on0));
+	assert_float_equal(on0, 1.0, 1e-9);
+
+	/* Idle for a second: what a read would say, without the reads. */
+	s = spread_scan(cs, root, 3, 1, -1, -1, &on0);
+	g = snap_find_guest(s, "lxc-spread");
+	assert_float_equal(g->cpu_use, 0.0, 1e-9);
+	assert_null(g->cpu_node);
+	assert_false(g->busy_measured);
+	assert_int_equal(g->busy_threads, 0);
+	snap_unref(s);
+
+	/* Busy again: 201's 100 ticks since the busy scan, on node 1. */
+	s = spread_scan(cs, root, 4, 2, 110, 110, &on0);
+	assert_float_equal(on0, 0.0, 1e-9);
+	assert_int_equal(snap_find_guest(s, "lxc-spread")->busy_threads, 1);
+	snap_unref(s);
+
+	/* The same usage with a thread more is read afresh: the new thread
+	 * (no /proc entry) is not carried, nor 201, whose entry is gone;
+	 * so the next window measures 200's ticks alone. */
+	tu_write(root, "sys/fs/cgroup/lxc.payload.spread/cgroup.threads", "200\n201\n202\n");
+	snap_unref(spread_scan(cs, root, 5, 2, 110, -1, &on0));
+	snap_unref(spread_scan(cs, root, 6, 3, 210, 210, &on0));
+	assert_float_equal(on0, 1.0, 1e-9);
+	cgscan_free(cs);
+	tu_rm_rf(root);
+	free(root);
+}
+
 /* A thread uses at most one CPU: a guest whose threads were the same at
  * both ends of the window is bounded by its threads' own ticks, each
  * thread at most one CPU and one tick more than it read (truncation),
@@ -1321,6 +1397,80 @@ static void test_hugetlb_memory(void **state)
 		assert_int_equal(s->guests[i].huge_total, 0);
 	}
 	assert_int_equal(find_cg(s, "/lxc.payload.cg")->mem_node[0], 4096);
+	snap_unref(s);
+	cgscan_free(cs);
+	tu_rm_rf(root);
+	free(root);
+}
+
+/* A v1 lxc guest REL (below /lxc) whose one process is PID. */
+static void v1_lxc_pid(const char *root, const char *rel, int pid)
+{
+	char text[16];
+
+	snprintf(text, sizeof(text), "%d\n", pid);
+	v1_cg(root, rel, "total=0 N0=0 N1=0\n", "0\n");
+	wr(root, "sys/fs/cgroup/cpuset%s/cgroup.procs", text, rel);
+	wr(root, "sys/fs/cgroup/cpuset%s/tasks", text, rel);
+}
+
+/* Guest ID's huge pages of 2 MiB: MIB0 MiB on node 0, MIB1 on node 1. */
+static void assert_huge(const struct snapshot *s, const char *id, uint64_t mib0, uint64_t mib1)
+{
+	const struct snap_guest *g = snap_find_guest(s, id);
+
+	assert_non_null(g);
+	assert_non_null(g->huge_node);
+	assert_int_equal(g->huge_page, 2ULL << 20);
+	assert_int_equal(g->huge_node[0], mib0 << 20);
+	assert_int_equal(g->huge_node[1], mib1 << 20);
+}
+
+/* On a v1 host the hugetlb controller is its own hierarchy
+ * (/sys/fs/cgroup/hugetlb), whose cgroups have hugetlb.<size>.numa_stat
+ * from Linux 5.16 on, in the legacy layout: this cgroup's "total=" line,
+ * then "hierarchical_total=" with its descendants, which counts. A guest
+ * is found there at its own path, else where /proc/PID/cgroup puts its
+ * process; without the file (an older kernel) its numa_maps tell. */
+static void test_hugetlb_v1(void **state)
+{
+	char *root = tu_mkdtemp();
+	struct cgscan *cs;
+	struct snapshot *s;
+
+	(void)state;
+	v1_root(root);
+	tu_write(root, "sys/fs/cgroup/hugetlb/cgroup.procs", "1\n");
+	tu_write(root, "sys/fs/cgroup/hugetlb/hugetlb.2MB.numa_stat",
+		 "total=0 N0=0 N1=0\nhierarchical_total=234881024 N0=134217728 N1=100663296\n");
+	v1_cg(root, "/lxc", "total=0 N0=0 N1=0\n", "0\n");
+	/* at its own path; its pages charged to a child cgroup of it */
+	v1_lxc_pid(root, "/lxc/a", 100);
+	tu_write(root, "sys/fs/cgroup/hugetlb/lxc/a/hugetlb.2MB.numa_stat",
+		 "total=0 N0=0 N1=0\nhierarchical_total=134217728 N0=134217728 N1=0\n");
+	tu_write(root, "sys/fs/cgroup/hugetlb/lxc/a/inner/hugetlb.2MB.numa_stat",
+		 "total=134217728 N0=134217728 N1=0\nhierarchical_total=134217728 N0=134217728 N1=0\n");
+	/* elsewhere in the hugetlb hierarchy, as its process says */
+	v1_lxc_pid(root, "/lxc/b", 200);
+	tu_write(root, "proc/200/cgroup", "7:hugetlb:/runtime/b\n6:memory:/lxc/b\n5:cpuset:/lxc/b\n");
+	tu_write(root, "sys/fs/cgroup/hugetlb/runtime/b/hugetlb.2MB.numa_stat",
+		 "total=67108864 N0=0 N1=67108864\nhierarchical_total=67108864 N0=0 N1=67108864\n");
+	/* its cgroup there without the file (a kernel before 5.16) */
+	v1_lxc_pid(root, "/lxc/c", 300);
+	tu_write(root, "sys/fs/cgroup/hugetlb/lxc/c/cgroup.procs", "300\n");
+	tu_write(root, "proc/300/status", "Name:\tqemu\nHugetlbPages:\t   32768 kB\n");
+	tu_write(root, "proc/300/numa_maps",
+		 "7f0000000000 default file=/dev/hugepages/g huge dirty=16 N1=16 kernelpagesize_kB=2048\n");
+	cs = open_root(root, NULL);
+	s = scan_huge(cs, 1, 64);
+	if (s->nr_warnings)
+		dump_warnings(s);
+	assert_int_equal(s->nr_warnings, 0);
+	assert_huge(s, "lxc-a", 128, 0);
+	/* beside its memory.numa_stat figures (none) */
+	assert_int_equal(snap_find_guest(s, "lxc-a")->mem_node[0], 128ULL << 20);
+	assert_huge(s, "lxc-b", 0, 64);
+	assert_huge(s, "lxc-c", 0, 32);
 	snap_unref(s);
 	cgscan_free(cs);
 	tu_rm_rf(root);
@@ -1695,6 +1845,23 @@ static void test_names(void **state)
 	assert_non_null(g);
 	assert_string_equal(g->name, "frontend-v2");
 	snap_unref(s);
+
+	/* docker's state gone (its containers directory looked at once a
+	 * scan): named by the id; back: named again */
+	{
+		char from[PATH_MAX], to[PATH_MAX];
+
+		snprintf(from, sizeof(from), "%s/var/lib/docker/containers", root);
+		snprintf(to, sizeof(to), "%s/var/lib/docker/containers.away", root);
+		assert_int_equal(rename(from, to), 0);
+		s = scan_once(cs, 3);
+		assert_string_equal(snap_find_guest(s, "docker-" HEX_A)->name, HEX_A);
+		snap_unref(s);
+		assert_int_equal(rename(to, from), 0);
+		s = scan_once(cs, 4);
+		assert_string_equal(snap_find_guest(s, "docker-" HEX_A)->name, "frontend-v2");
+		snap_unref(s);
+	}
 	cgscan_free(cs);
 
 	/* a dockerd with another data root (its --data-root): named from there once configured */
@@ -1859,6 +2026,69 @@ static void test_kubelet(void **state)
 	free(root);
 }
 
+/* A pod's device by PCI address (the checkpoint gives it no node): its
+ * node is looked up in sysfs when the checkpoint is read, not by every
+ * scan, and again when the checkpoint changes. */
+static void test_kubelet_devices(void **state)
+{
+	char *root = tu_mkdtemp();
+	struct cgscan *cs;
+	struct snapshot *s;
+	const struct snap_guest *g;
+	char pci[PATH_MAX];
+
+	(void)state;
+	kube_tree(root);
+	tu_write(root, "var/lib/kubelet/device-plugins/kubelet_internal_checkpoint",
+		 "{\"Data\":{\"PodDeviceEntries\":[{\"PodUID\":\"" KGUAR "\",\"ContainerName\":\"app\","
+		 "\"ResourceName\":\"intel.com/sriov\",\"DeviceIDs\":{\"-1\":[\"0000:3b:00.1\"]}}]}}");
+	tu_write(root, "sys/bus/pci/devices/0000:3b:00.1/numa_node", "1\n");
+	cs = open_root(root, NULL);
+	s = scan_once(cs, 1);
+	g = snap_find_guest(s, "kubernetes-" KGUAR);
+	assert_int_equal(g->nr_devices, 1);
+	assert_true(mask_test(&g->dev_nodes, 1));
+	assert_int_equal(mask_count(&g->dev_nodes), 1);
+	assert_int_equal(snap_find_guest(s, "kubernetes-" KBURST)->nr_devices, 0);
+	snap_unref(s);
+
+	/* sysfs is not read again while the checkpoint is unchanged: with
+	 * the device gone from it, the node read before stands. */
+	snprintf(pci, sizeof(pci), "%s/sys/bus/pci/devices/0000:3b:00.1", root);
+	tu_rm_rf(pci);
+	s = scan_once(cs, 2);
+	g = snap_find_guest(s, "kubernetes-" KGUAR);
+	assert_int_equal(g->nr_devices, 1);
+	assert_true(mask_test(&g->dev_nodes, 1));
+	snap_unref(s);
+
+	/* A changed checkpoint is resolved again: its new device's node, and
+	 * none for the one sysfs no longer has. */
+	tu_write(root, "sys/bus/pci/devices/0000:3b:00.2/numa_node", "0\n");
+	tu_write(root, "var/lib/kubelet/device-plugins/kubelet_internal_checkpoint",
+		 "{\"Data\":{\"PodDeviceEntries\":[{\"PodUID\":\"" KGUAR "\",\"ContainerName\":\"app\","
+		 "\"ResourceName\":\"intel.com/sriov\",\"DeviceIDs\":{\"-1\":[\"0000:3b:00.1\",\"0000:3b:00.2\"]}}"
+		 "]},\"Checksum\":1}");
+	s = scan_once(cs, 3);
+	g = snap_find_guest(s, "kubernetes-" KGUAR);
+	assert_int_equal(g->nr_devices, 2);
+	assert_true(mask_test(&g->dev_nodes, 0));
+	assert_int_equal(mask_count(&g->dev_nodes), 1);
+	snap_unref(s);
+
+	/* The checkpoint gone: no pod has devices. */
+	snprintf(pci, sizeof(pci), "%s/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint", root);
+	assert_int_equal(unlink(pci), 0);
+	s = scan_once(cs, 4);
+	g = snap_find_guest(s, "kubernetes-" KGUAR);
+	assert_int_equal(g->nr_devices, 0);
+	assert_true(mask_empty(&g->dev_nodes));
+	snap_unref(s);
+	cgscan_free(cs);
+	tu_rm_rf(root);
+	free(root);
+}
+
 /* ---- construction errors -------------------------------------------------------- */
 
 static void test_new_errors(void **state)
@@ -1980,11 +2210,13 @@ int main(void)
 		cmocka_unit_test(test_cpu_use_v2),
 		cmocka_unit_test(test_cpu_use_first_sight),
 		cmocka_unit_test(test_cpu_per_node),
+		cmocka_unit_test(test_cpu_idle_threads_carried),
 		cmocka_unit_test(test_cpu_use_bounded_by_threads_ticks),
 		cmocka_unit_test(test_vanish_before_open),
 		cmocka_unit_test(test_vanish_mid_read),
 		cmocka_unit_test(test_vanish_between_scans),
 		cmocka_unit_test(test_hugetlb_memory),
+		cmocka_unit_test(test_hugetlb_v1),
 		cmocka_unit_test(test_bad_files),
 		cmocka_unit_test(test_v1_pages),
 		cmocka_unit_test(test_cgproc_parse),
@@ -1993,6 +2225,7 @@ int main(void)
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_pod_dir),
 		cmocka_unit_test(test_kubelet),
+		cmocka_unit_test(test_kubelet_devices),
 		cmocka_unit_test(test_new_errors),
 		cmocka_unit_test(test_many_guests),
 	};
