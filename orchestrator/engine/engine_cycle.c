@@ -246,6 +246,7 @@ struct cycle {
 	} *pend;
 	unsigned npend;
 	int64_t t0, t1, t2, t3;
+	int64_t c0, c1, c2, c3;        /* the engine thread's CPU time at t0..t3 */
 };
 
 /* Acquire: settle what ended since the last cycle, read the snapshot (the
@@ -265,6 +266,7 @@ static int cycle_acquire(struct engine *e, struct cycle *c)
 	if (r < 0)
 		return log_errno(LOG_LEVEL_ERROR, r, "cannot read the host topology from %s", e->hp.sysfs);
 	c->t1 = clock_mono_ns();
+	c->c1 = clock_thread_cpu_ns();
 	/* The same broken file gives the same warning every cycle, which
 	 * would bury the log: said once, then with a count now and then. */
 	if (!e->cyc.warn_rep)
@@ -559,9 +561,30 @@ static void cycle_record(struct engine *e, struct cycle *c)
 		  e->stats.last_decide_s * 1e3, e->stats.last_apply_s * 1e3);
 }
 
+/* The cycle's own record: its time on the engine thread by phase, wall
+ * and CPU, up to now (the record phase's end). Written when the cycle
+ * wrote any record, or held the engine thread over a second: a quiet
+ * cycle would otherwise fill the ring with nothing but timings. */
+static void cycle_time_record(struct engine *e, const struct cycle *c, uint64_t last_id)
+{
+	int64_t t4 = clock_mono_ns(), c4 = clock_thread_cpu_ns();
+	const int64_t t[] = { c->t0, c->t1, c->t2, c->t3, t4 }, cpu[] = { c->c0, c->c1, c->c2, c->c3, c4 };
+	struct declog_cycle_time ct;
+
+	if (declog_last_id(e->dl) == last_id && t4 - c->t0 <= 1000000000LL)
+		return;
+	for (unsigned i = 0; i < DECLOG_NR_PHASES; i++) {
+		ct.wall_s[i] = (double)(t[i + 1] - t[i]) / 1e9;
+		ct.cpu_s[i] = (double)(cpu[i + 1] - cpu[i]) / 1e9;
+	}
+	declog_add(e->dl, declog_make_cycle(c->snap->seq, &ct, c->dry_run));
+}
+
 int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 {
-	struct cycle c = { .dry_run = dry_run || e->conf.cfg.dry_run, .report = report, .t0 = clock_mono_ns() };
+	struct cycle c = { .dry_run = dry_run || e->conf.cfg.dry_run, .report = report, .t0 = clock_mono_ns(),
+			   .c0 = clock_thread_cpu_ns() };
+	uint64_t last_id = declog_last_id(e->dl);
 	int r;
 
 	if (report)
@@ -572,9 +595,12 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 	r = cycle_decide(e, &c);
 	if (r >= 0) {
 		c.t2 = clock_mono_ns();
+		c.c2 = clock_thread_cpu_ns();
 		cycle_apply(e, &c);
 		c.t3 = clock_mono_ns();
+		c.c3 = clock_thread_cpu_ns();
 		cycle_record(e, &c);
+		cycle_time_record(e, &c, last_id);
 	}
 	free(c.pend);
 	free(c.holds.placed);
