@@ -19,6 +19,9 @@
  * queued, it can be cancelled, superseded or stopped (then nothing was
  * written: the guest keeps its CPUs on the target and its old mems,
  * consistent); once running, the write ends when the kernel is done.
+ * A writer process makes it (cgw_write_file_in_child), so that SIGTERM
+ * need not wait for the kernel: the agent records the job stopped
+ * (engine_jobs_leave_writes) and exits, the writer finishing the write.
  * The binding stays an intent on disk (bindstate.h) until the job is
  * taken, the guest's new plans wait for it, and its "moved" record is
  * written then, with the whole move's duration.

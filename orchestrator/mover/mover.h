@@ -96,7 +96,8 @@ struct mover_spec {
 	 * (engine_cycle.c) — so that the engine thread does not wait for it.
 	 * It returns 0 (the job ends done), -ENOENT or -ESRCH (vanished), or
 	 * another negative errno (failed, MSG says why). Once running it
-	 * cannot be stopped (a kernel write); queued, it can be superseded,
+	 * cannot be stopped (a kernel write), and mover_stop_all does not
+	 * wait for it; queued, it can be superseded,
 	 * cancelled or stopped like any job. NPIDS and PIDS are unused; the
 	 * caller owns WRITE_CTX until the job is taken as finished. */
 	int (*write)(void *ctx, char *msg, size_t msgsz);
