@@ -351,7 +351,11 @@ int engine_run(struct engine *e, engine_reload_fn reload, void *ctx)
 	/* SIGTERM: jobs stop at a chunk boundary; their guests keep their
 	 * (widened, consistent) mems. */
 	if (e->jobs.mover) {
-		mover_stop_all(e->jobs.mover);
+		/* A short write (a young guest's start binding) is let end, for
+		 * its guest to be released as usual, within half of the second
+		 * the agent has to stop in. */
+		if (mover_stop_all(e->jobs.mover))
+			mover_wait_idle(e->jobs.mover, 0.5);
 		engine_settle_jobs(e);
 		writing = engine_jobs_leave_writes(e);
 	}
