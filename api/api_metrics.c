@@ -136,6 +136,27 @@ static void guest_metrics(struct prom *p, struct api *a, const struct snapshot *
 	free(want);
 }
 
+/* FAMILY's samples: one histogram per cycle phase of H. */
+static void cycle_hists(struct prom *p, const char *family, const struct engine_hist *h)
+{
+	char bucket[96], sum[96], count[96], le[32];
+
+	snprintf(bucket, sizeof(bucket), "%s_bucket", family);
+	snprintf(sum, sizeof(sum), "%s_sum", family);
+	snprintf(count, sizeof(count), "%s_count", family);
+	for (int ph = CYCLE_TOTAL; ph < CYCLE_NR_PHASES; ph++) {
+		const char *name = engine_cycle_phase_name((enum engine_cycle_phase)ph);
+
+		for (unsigned b = 0; b < ENGINE_CYCLE_NR_BUCKETS; b++) {
+			snprintf(le, sizeof(le), "%g", engine_cycle_buckets[b]);
+			prom_sample(p, bucket, (double)h[ph].le[b], 2, "phase", name, "le", le);
+		}
+		prom_sample(p, bucket, (double)h[ph].count, 2, "phase", name, "le", "+Inf");
+		prom_sample(p, sum, h[ph].sum_s, 1, "phase", name);
+		prom_sample(p, count, (double)h[ph].count, 1, "phase", name);
+	}
+}
+
 static void view_metrics(struct prom *p, struct api *a, const struct engine_view *v)
 {
 	const struct snapshot *s = v->snap;
@@ -217,21 +238,11 @@ static void view_metrics(struct prom *p, struct api *a, const struct engine_view
 	prom_sample(p, "numaorch_placer_conflicts_total", (double)st->placer_conflicts_kubelet, 1, "placer", "kubelet");
 	prom_sample(p, "numaorch_placer_conflicts_total", (double)st->placer_conflicts_unknown, 1, "placer", "unknown");
 	prom_family(p, "numaorch_cycle_duration_seconds", "histogram", "Duration of the cycles, by phase.");
-	for (int ph = CYCLE_TOTAL; ph < CYCLE_NR_PHASES; ph++) {
-		const struct engine_hist *h = &st->cycle_hist[ph];
-		const char *name = engine_cycle_phase_name((enum engine_cycle_phase)ph);
-		char le[32];
-
-		for (unsigned b = 0; b < ENGINE_CYCLE_NR_BUCKETS; b++) {
-			snprintf(le, sizeof(le), "%g", engine_cycle_buckets[b]);
-			prom_sample(p, "numaorch_cycle_duration_seconds_bucket", (double)h->le[b], 2, "phase", name,
-				    "le", le);
-		}
-		prom_sample(p, "numaorch_cycle_duration_seconds_bucket", (double)h->count, 2, "phase", name, "le",
-			    "+Inf");
-		prom_sample(p, "numaorch_cycle_duration_seconds_sum", h->sum_s, 1, "phase", name);
-		prom_sample(p, "numaorch_cycle_duration_seconds_count", (double)h->count, 1, "phase", name);
-	}
+	cycle_hists(p, "numaorch_cycle_duration_seconds", st->cycle_hist);
+	prom_family(p, "numaorch_cycle_cpu_seconds", "histogram",
+		    "CPU time of the engine thread in the cycles, by phase (the cycle's decision record has each "
+		    "cycle's).");
+	cycle_hists(p, "numaorch_cycle_cpu_seconds", st->cycle_cpu_hist);
 	/* For alert rules: "below target for 10 min", "not cycling". */
 	prom_family(p, "numaorch_locality_target_ratio", "gauge",
 		    "The policy's locality target in force (guests below it on nodes that fit are moved).");

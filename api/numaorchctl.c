@@ -1035,6 +1035,20 @@ static void print_decisions(const struct opts *o, json_t *arr)
 			fmt_json_print(stdout, d, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(10));
 			continue;
 		}
+		if (strcmp(jstr(d, "decision"), "cycle") == 0) {
+			json_t *w = json_object_get(json_object_get(d, "engine_time"), "wall_s");
+			json_t *c = json_object_get(json_object_get(d, "engine_time"), "cpu_s");
+
+			printf("#%lld %s cycle %lld: engine thread %.1f ms (acquire %.1f, decide %.1f, apply %.1f, "
+			       "record %.1f), CPU %.1f ms\n", jint(d, "id"), jstr(d, "time"), jint(d, "cycle"),
+			       json_number_value(json_object_get(w, "total")) * 1e3,
+			       json_number_value(json_object_get(w, "acquire")) * 1e3,
+			       json_number_value(json_object_get(w, "decide")) * 1e3,
+			       json_number_value(json_object_get(w, "apply")) * 1e3,
+			       json_number_value(json_object_get(w, "record")) * 1e3,
+			       json_number_value(json_object_get(c, "total")) * 1e3);
+			continue;
+		}
 		printf("#%lld %s %s %s %s", jint(d, "id"), jstr(d, "time"), jstr(d, "guest"), jstr(d, "decision"),
 		       *jstr(d, "skip_reason") ? jstr(d, "skip_reason") : jstr(d, "reason"));
 		printf(" nodes %s -> %s: %s", jstr(json_object_get(d, "from"), "nodes"),

@@ -1,10 +1,14 @@
 #include "orchestrator/actuator/cgwrite.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <libcgroup.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "orchestrator/actuator/cgwfixture.h"
 #include "orchestrator/base/fs.h"
@@ -78,6 +82,59 @@ unsigned long cgw_write_count(const struct cgw *w)
 	return __atomic_load_n(&w->writes, __ATOMIC_RELAXED);
 }
 
+/* Set by cgw_child_writes on a mover worker's thread. */
+static __thread bool child_writes;
+
+void cgw_child_writes(bool on)
+{
+	child_writes = on;
+}
+
+/* The writer process: async-signal-safe calls only (the agent has other
+ * threads, whose locks it may have copied held). Closing every inherited
+ * descriptor first keeps it from holding the agent's listeners and files
+ * past the agent's exit. The comm name lets an operator see what it is. */
+static _Noreturn void child_write(const char *path, const char *value, size_t len, long maxfd)
+{
+	ssize_t n;
+	int fd;
+
+	if (close_range(0, ~0U, 0) < 0)
+		for (long i = 0; i < maxfd; i++)
+			close((int)i);
+	prctl(PR_SET_NAME, "numaorch-write", 0, 0, 0);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		_exit(errno > 0 && errno < 256 ? errno : EIO);
+	n = write(fd, value, len);
+	if (n < 0)
+		_exit(errno > 0 && errno < 256 ? errno : EIO);
+	_exit((size_t)n == len ? 0 : EIO);
+}
+
+int cgw_write_file_in_child(const char *path, const char *value, pid_t *pidp)
+{
+	size_t len = strlen(value);
+	long maxfd = sysconf(_SC_OPEN_MAX);
+	pid_t pid;
+	int st;
+
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0)
+		child_write(path, value, len, maxfd > 0 ? maxfd : 1024);
+	if (pidp)
+		__atomic_store_n(pidp, pid, __ATOMIC_RELEASE); /* another thread may watch it */
+	log_debug("cgroup write %s = \"%s\" by writer process %d", path, value, (int)pid);
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	if (WIFEXITED(st))
+		return -WEXITSTATUS(st);
+	return -EINTR;
+}
+
 /* libcgroup reports ECGOTHER & co; the kernel's errno is behind
  * cgroup_get_last_errno() for write failures. */
 static int lcg_errno(int rc)
@@ -136,7 +193,12 @@ int cgw_write(struct cgw *w, enum cg_ctrl c, const char *rel, const char *file, 
 	/* cpuset files (what moves guests) go through libcgroup; the freeze
 	 * switch (cgroup.freeze / freezer.state) is a core file in v2 that
 	 * libcgroup has no controller name for, so it is written directly. */
-	if (w->live && c == CGC_CPUSET)
+	/* The writer process writes the file itself: libcgroup's calls
+	 * allocate and take locks, which a child of a threaded process must
+	 * not. */
+	if (w->live && c == CGC_CPUSET && child_writes)
+		r = cgw_write_file_in_child(path, value, NULL);
+	else if (w->live && c == CGC_CPUSET)
 		r = write_libcgroup(w, c, rel, file, value);
 	else if (!w->live)
 		r = cgwf_write(w->h.root, path, rel, file, value);

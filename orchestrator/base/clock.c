@@ -13,3 +13,4 @@ static int64_t clock_ns(clockid_t id)
 
 int64_t clock_mono_ns(void) { return clock_ns(CLOCK_MONOTONIC); }
 int64_t clock_real_ns(void) { return clock_ns(CLOCK_REALTIME); }
+int64_t clock_thread_cpu_ns(void) { return clock_ns(CLOCK_THREAD_CPUTIME_ID); }

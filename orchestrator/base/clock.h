@@ -8,5 +8,7 @@
 
 int64_t clock_mono_ns(void);
 int64_t clock_real_ns(void);
+/* CPU time the calling thread has used. */
+int64_t clock_thread_cpu_ns(void);
 
 #endif

@@ -121,7 +121,14 @@ static int build_sources(struct engine *e, const struct agent_config *cfg)
 		(void)e->src.prime(acq);
 	if (e->acq)
 		e->src.acquirer_free(e->acq);
-	applier_free(e->app);
+	/* A write on a mover worker (engine_jobs.c) goes on with the
+	 * applier it was handed: kept until the engine ends. */
+	if (e->app && e->jobs.mover && engine_jobs_writes_running(e)) {
+		e->old_app = xrealloc(e->old_app, (e->nold_app + 1) * sizeof(*e->old_app));
+		e->old_app[e->nold_app++] = e->app;
+	} else {
+		applier_free(e->app);
+	}
 	vm_free(e);
 	e->acq = acq;
 	e->app = app;
@@ -178,13 +185,20 @@ void engine_free(struct engine *e)
 {
 	if (!e)
 		return;
-	engine_jobs_free(&e->jobs);
+	/* A write left in the kernel still uses the applier. */
+	bool writes_left = !engine_jobs_free(&e->jobs);
+
 	engine_binds_free(&e->binds);
 	engine_place_free(&e->place);
 	engine_viewst_free(&e->pub);
 	if (e->acq)
 		e->src.acquirer_free(e->acq);
-	applier_free(e->app);
+	if (!writes_left) {
+		applier_free(e->app);
+		for (unsigned i = 0; i < e->nold_app; i++)
+			applier_free(e->old_app[i]);
+		free(e->old_app);
+	}
 	vm_free(e);
 	declog_close(e->dl);
 	history_free(e->hist);
@@ -306,6 +320,7 @@ static void on_signal(struct engine *e, int sig)
 int engine_run(struct engine *e, engine_reload_fn reload, void *ctx)
 {
 	short rev[ENGINE_LOOP_NFD];
+	unsigned writing = 0;
 	int r, sig;
 
 	e->reload = reload;
@@ -336,11 +351,24 @@ int engine_run(struct engine *e, engine_reload_fn reload, void *ctx)
 	/* SIGTERM: jobs stop at a chunk boundary; their guests keep their
 	 * (widened, consistent) mems. */
 	if (e->jobs.mover) {
-		mover_stop_all(e->jobs.mover);
+		/* A short write (a young guest's start binding) is let end, for
+		 * its guest to be released as usual, within half of the second
+		 * the agent has to stop in. */
+		if (mover_stop_all(e->jobs.mover))
+			mover_wait_idle(e->jobs.mover, 0.5);
 		engine_settle_jobs(e);
+		writing = engine_jobs_leave_writes(e);
 	}
-	/* No start binding outlives the agent (engine_bind.c). */
-	engine_release_bindings(e, "the agent stopped");
+	/* No start binding outlives the agent (engine_bind.c), but every
+	 * cpuset write waits in the kernel until a migrating one ends: with a
+	 * write left there the bindings stay saved, for the next start. */
+	if (writing) {
+		log_info("%u cpuset.mems write%s left to finish in the kernel; start bindings kept for the next "
+			 "start", writing, writing == 1 ? "" : "s");
+		engine_save_bindings(e);
+	} else {
+		engine_release_bindings(e, "the agent stopped");
+	}
 	engine_loop_fail_pending(e);
 	return 0;
 }

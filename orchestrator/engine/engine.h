@@ -43,6 +43,7 @@ enum engine_cycle_phase {
 	CYCLE_ACQUIRE,
 	CYCLE_DECIDE,
 	CYCLE_APPLY,
+	CYCLE_RECORD,   /* state saved, the view published */
 	CYCLE_NR_PHASES,
 };
 const char *engine_cycle_phase_name(enum engine_cycle_phase p);
@@ -53,6 +54,7 @@ struct engine_stats {
 	double last_cycle_s;          /* its duration */
 	double last_acquire_s, last_decide_s, last_apply_s;
 	struct engine_hist cycle_hist[CYCLE_NR_PHASES]; /* every cycle's, by phase */
+	struct engine_hist cycle_cpu_hist[CYCLE_NR_PHASES]; /* the engine thread's CPU time in them */
 	uint64_t moves;               /* done, since start */
 	uint64_t move_failures;
 	uint64_t moves_skipped;       /* vanished/changed/no room at apply time */

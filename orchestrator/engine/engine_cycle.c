@@ -39,6 +39,7 @@ static const char *const cycle_phase_names[] = {
 	[CYCLE_ACQUIRE] = "acquire",
 	[CYCLE_DECIDE] = "decide",
 	[CYCLE_APPLY] = "apply",
+	[CYCLE_RECORD] = "record",
 };
 STRTAB_NAME(engine_cycle_phase_name, enum engine_cycle_phase, cycle_phase_names)
 
@@ -246,6 +247,7 @@ struct cycle {
 	} *pend;
 	unsigned npend;
 	int64_t t0, t1, t2, t3;
+	int64_t c0, c1, c2, c3;        /* the engine thread's CPU time at t0..t3 */
 };
 
 /* Acquire: settle what ended since the last cycle, read the snapshot (the
@@ -265,6 +267,7 @@ static int cycle_acquire(struct engine *e, struct cycle *c)
 	if (r < 0)
 		return log_errno(LOG_LEVEL_ERROR, r, "cannot read the host topology from %s", e->hp.sysfs);
 	c->t1 = clock_mono_ns();
+	c->c1 = clock_thread_cpu_ns();
 	/* The same broken file gives the same warning every cycle, which
 	 * would bury the log: said once, then with a count now and then. */
 	if (!e->cyc.warn_rep)
@@ -559,9 +562,38 @@ static void cycle_record(struct engine *e, struct cycle *c)
 		  e->stats.last_decide_s * 1e3, e->stats.last_apply_s * 1e3);
 }
 
+/* The cycle's time on the engine thread by phase, wall and CPU, up to
+ * now (the record phase's end): the record phase's wall time and every
+ * phase's CPU time into the metrics, and the cycle's own record. That is
+ * written when the cycle wrote any record, or held the engine thread over
+ * a second: a quiet cycle would otherwise fill the ring with nothing but
+ * timings. */
+static void cycle_times(struct engine *e, const struct cycle *c, uint64_t last_id)
+{
+	int64_t t4 = clock_mono_ns(), c4 = clock_thread_cpu_ns();
+	const int64_t t[] = { c->t0, c->t1, c->t2, c->t3, t4 }, cpu[] = { c->c0, c->c1, c->c2, c->c3, c4 };
+	static const enum engine_cycle_phase ph[DECLOG_NR_PHASES] = {
+		CYCLE_ACQUIRE, CYCLE_DECIDE, CYCLE_APPLY, CYCLE_RECORD
+	};
+	struct declog_cycle_time ct;
+
+	for (unsigned i = 0; i < DECLOG_NR_PHASES; i++) {
+		ct.wall_s[i] = (double)(t[i + 1] - t[i]) / 1e9;
+		ct.cpu_s[i] = (double)(cpu[i + 1] - cpu[i]) / 1e9;
+		hist_observe(&e->stats.cycle_cpu_hist[ph[i]], ct.cpu_s[i]);
+	}
+	hist_observe(&e->stats.cycle_hist[CYCLE_RECORD], ct.wall_s[DECLOG_RECORD]);
+	hist_observe(&e->stats.cycle_cpu_hist[CYCLE_TOTAL], (double)(c4 - c->c0) / 1e9);
+	if (declog_last_id(e->dl) == last_id && t4 - c->t0 <= 1000000000LL)
+		return;
+	declog_add(e->dl, declog_make_cycle(c->snap->seq, &ct, c->dry_run));
+}
+
 int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 {
-	struct cycle c = { .dry_run = dry_run || e->conf.cfg.dry_run, .report = report, .t0 = clock_mono_ns() };
+	struct cycle c = { .dry_run = dry_run || e->conf.cfg.dry_run, .report = report, .t0 = clock_mono_ns(),
+			   .c0 = clock_thread_cpu_ns() };
+	uint64_t last_id = declog_last_id(e->dl);
 	int r;
 
 	if (report)
@@ -572,9 +604,12 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 	r = cycle_decide(e, &c);
 	if (r >= 0) {
 		c.t2 = clock_mono_ns();
+		c.c2 = clock_thread_cpu_ns();
 		cycle_apply(e, &c);
 		c.t3 = clock_mono_ns();
+		c.c3 = clock_thread_cpu_ns();
 		cycle_record(e, &c);
+		cycle_times(e, &c, last_id);
 	}
 	free(c.pend);
 	free(c.holds.placed);

@@ -51,6 +51,10 @@ struct engine {
 	struct policy_ops pol;
 	struct acquirer *acq;
 	struct applier *app;
+	/* Appliers a reload replaced while a mover worker's cpuset.mems
+	 * write still used them: freed with the engine. */
+	struct applier **old_app;
+	unsigned nold_app;
 	const struct vmplugin *vmp; /* the libvirt module, NULL until loaded */
 	struct vmsrc *vm;       /* libvirt VM source, NULL if disabled */
 	struct vmapply *va;     /* its actuator */

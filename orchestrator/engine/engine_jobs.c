@@ -19,6 +19,9 @@
  * queued, it can be cancelled, superseded or stopped (then nothing was
  * written: the guest keeps its CPUs on the target and its old mems,
  * consistent); once running, the write ends when the kernel is done.
+ * A writer process makes it (cgw_write_file_in_child), so that SIGTERM
+ * need not wait for the kernel: the agent records the job stopped
+ * (engine_jobs_leave_writes) and exits, the writer finishing the write.
  * The binding stays an intent on disk (bindstate.h) until the job is
  * taken, the guest's new plans wait for it, and its "moved" record is
  * written then, with the whole move's duration.
@@ -31,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "orchestrator/actuator/cgwrite.h"
 #include "orchestrator/engine/engine_int.h"
 #include "orchestrator/base/log.h"
 #include "orchestrator/base/numamig.h"
@@ -106,7 +110,11 @@ static int bind_write_run(void *ctx, char *msg, size_t msgsz)
 {
 	struct bind_write *bw = ctx;
 
+	/* In a writer process: at SIGTERM the agent need not wait for the
+	 * kernel's migration (cgw_write_file_in_child). */
+	cgw_child_writes(true);
 	apply_memory(bw->app, bw->p, &bw->res);
+	cgw_child_writes(false);
 	switch (bw->res.status) {
 	case APPLY_DONE:
 		return 0;
@@ -384,6 +392,46 @@ void engine_settle_jobs(struct engine *e)
 	free(fin);
 }
 
+unsigned engine_jobs_leave_writes(struct engine *e)
+{
+	unsigned left = 0;
+
+	for (unsigned i = 0; e->jobs.mover && i < e->jobs.n; i++) {
+		const struct ejob *job = &e->jobs.v[i];
+		const struct plan_item *it;
+		struct mover_job_info ji;
+		struct apply_result res;
+		char to[NODELIST_BUFSZ];
+
+		if (!job->bw || !mover_get(e->jobs.mover, job->id, &ji) || ji.state != MJ_RUNNING)
+			continue;
+		/* The worker still uses P and its result: neither is read nor
+		 * freed here. */
+		it = apply_pending_item(job->p);
+		memset(&res, 0, sizeof(res));
+		res.locality_after = NAN;
+		res.mems_after = it->to_mems;
+		res.duration_s = ji.elapsed_s;
+		mask_format(&it->to_mems, to, sizeof(to));
+		apply_result_set(&res, APPLY_CHANGED, 0, "job %llu stopped: the agent stopped %.2f s into %s cpuset.mems "
+				 "write to %s; the kernel finishes it in the writer process, which ends then%s",
+				 (unsigned long long)ji.id, ji.elapsed_s, job->bw->bind ? "its start binding's" : "its",
+				 to, job->bw->bind ? "; the binding stays saved, released at the next start" : "");
+		log_info("guest %s: memory %s", it->guest_id, res.msg);
+		declog_add(e->dl, declog_make(apply_pending_snapshot(job->p), it, "memory_stopped", &res, false));
+		left++;
+	}
+	return left;
+}
+
+bool engine_jobs_writes_running(const struct engine *e)
+{
+	for (unsigned i = 0; i < e->jobs.n; i++)
+		if (e->jobs.v[i].bw)
+			return true;
+	return false;
+}
+
 int engine_drain_migrations(struct engine *e, double timeout_s)
 {
 	bool idle = true;
@@ -395,12 +443,16 @@ int engine_drain_migrations(struct engine *e, double timeout_s)
 	return idle ? 0 : -ETIMEDOUT;
 }
 
-void engine_jobs_free(struct engine_jobs *j)
+bool engine_jobs_free(struct engine_jobs *j)
 {
-	mover_free(j->mover);
+	/* A worker still in a write uses its job's P and write: left, as the
+	 * mover is, to the process's exit. */
+	if (!mover_free(j->mover))
+		return false;
 	for (unsigned i = 0; i < j->n; i++) {
 		apply_pending_free(j->v[i].p);
 		free(j->v[i].bw);
 	}
 	free(j->v);
+	return true;
 }

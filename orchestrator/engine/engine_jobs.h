@@ -49,7 +49,15 @@ enum phase_end {
 
 /* Start, reconfigure or stop the mover for CFG. */
 void engine_jobs_setup(struct engine *e, const struct agent_config *cfg);
-void engine_jobs_free(struct engine_jobs *j);
+/* false: a cpuset.mems write was still in the kernel (mover_free); J, the
+ * mover and what its jobs use are left to the process's exit. */
+bool engine_jobs_free(struct engine_jobs *j);
+/* At exit, after the mover stopped its other jobs: record each write job
+ * still in the kernel (memory_stopped; its writer process finishes it).
+ * Returns how many. */
+unsigned engine_jobs_leave_writes(struct engine *e);
+/* Is a cpuset.mems write handed to a mover worker queued or running? */
+bool engine_jobs_writes_running(const struct engine *e);
 /* Hand P's pages to the mover (PIDS: its processes, taken); widens its
  * mems first. PHASE_JOB: P is the job's; PHASE_DONE: RES says why not. */
 enum phase_end engine_jobs_to_mover(struct engine *e, struct apply_pending *p, pid_t *pids, unsigned npids,

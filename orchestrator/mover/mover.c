@@ -1686,16 +1686,35 @@ uint64_t mover_job_of(struct mover *m, const char *guest)
 	return id;
 }
 
-void mover_stop_all(struct mover *m)
+/* Under the lock: live jobs other than running writes. */
+static unsigned live_but_writes(const struct mover *m, unsigned *writes)
 {
+	unsigned n = 0;
+
+	*writes = 0;
+	for (const struct job *j = m->live; j; j = j->next)
+		if (j->write && j->info.state == MJ_RUNNING)
+			(*writes)++;
+		else
+			n++;
+	return n;
+}
+
+unsigned mover_stop_all(struct mover *m)
+{
+	unsigned writes;
+
 	pthread_mutex_lock(&m->lock);
 	for (struct job *j = m->live, *next; j; j = next) {
 		next = j->next;
 		stop_job(m, j, MJ_STOPPED);
 	}
-	while (m->live)
+	/* A running write cannot be stopped (the kernel migrates inside it)
+	 * and is not waited for: its writer finishes it on its own. */
+	while (live_but_writes(m, &writes))
 		pthread_cond_wait(&m->idle, &m->lock);
 	pthread_mutex_unlock(&m->lock);
+	return writes;
 }
 
 bool mover_wait_idle(struct mover *m, double timeout_s)
@@ -1712,11 +1731,21 @@ bool mover_wait_idle(struct mover *m, double timeout_s)
 	return idle;
 }
 
-void mover_free(struct mover *m)
+bool mover_free(struct mover *m)
 {
 	if (!m)
-		return;
-	mover_stop_all(m);
+		return true;
+	if (mover_stop_all(m)) {
+		/* A worker is still waiting for its write's writer: it is left
+		 * to the process's exit, with the mover it uses. */
+		pthread_mutex_lock(&m->lock);
+		m->stopping = true;
+		pthread_cond_broadcast(&m->work);
+		pthread_mutex_unlock(&m->lock);
+		for (unsigned i = 0; i < m->nthreads; i++)
+			pthread_detach(m->threads[i]);
+		return false;
+	}
 	pthread_mutex_lock(&m->lock);
 	m->stopping = true;
 	pthread_cond_broadcast(&m->work);
@@ -1729,6 +1758,7 @@ void mover_free(struct mover *m)
 	pthread_cond_destroy(&m->work);
 	pthread_cond_destroy(&m->idle);
 	free(m);
+	return true;
 }
 
 /* Under the lock: a live job's info with its running time now. */

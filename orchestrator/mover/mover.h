@@ -96,7 +96,8 @@ struct mover_spec {
 	 * (engine_cycle.c) — so that the engine thread does not wait for it.
 	 * It returns 0 (the job ends done), -ENOENT or -ESRCH (vanished), or
 	 * another negative errno (failed, MSG says why). Once running it
-	 * cannot be stopped (a kernel write); queued, it can be superseded,
+	 * cannot be stopped (a kernel write), and mover_stop_all does not
+	 * wait for it; queued, it can be superseded,
 	 * cancelled or stopped like any job. NPIDS and PIDS are unused; the
 	 * caller owns WRITE_CTX until the job is taken as finished. */
 	int (*write)(void *ctx, char *msg, size_t msgsz);
@@ -179,8 +180,10 @@ struct mover;
 
 /* Starts CFG->workers threads. HP: where /proc is. */
 int mover_new(const struct mover_config *cfg, const struct host_paths *hp, struct mover **out);
-/* Stops every job at a chunk boundary, joins the threads. NULL is fine. */
-void mover_free(struct mover *m);
+/* Stops every job at a chunk boundary, joins the threads. NULL is fine.
+ * false: a write job was still running (mover_stop_all); the mover and
+ * its threads are then left to the process's exit, not freed. */
+bool mover_free(struct mover *m);
 /* New rate, chunk size, timeout, and more workers (never fewer until restart). */
 void mover_set_config(struct mover *m, const struct mover_config *cfg);
 
@@ -193,8 +196,10 @@ uint64_t mover_submit(struct mover *m, const struct mover_spec *spec);
 int mover_cancel(struct mover *m, uint64_t id, enum mover_state why);
 /* The live job of GUEST, 0 if none. */
 uint64_t mover_job_of(struct mover *m, const char *guest);
-/* Stop every live job (SIGTERM, reload) and wait until none runs. */
-void mover_stop_all(struct mover *m);
+/* Stop every live job (SIGTERM, reload) and wait until none runs but
+ * write jobs (mover_spec.write) already running: nothing stops those and
+ * they are not waited for. Returns how many of them still run. */
+unsigned mover_stop_all(struct mover *m);
 /* Wait until no job is queued or running, at most TIMEOUT_S; true if idle. */
 bool mover_wait_idle(struct mover *m, double timeout_s);
 

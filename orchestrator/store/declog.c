@@ -348,6 +348,30 @@ static json_t *time_string(int64_t real_ns)
 	return json_string(buf);
 }
 
+json_t *declog_make_cycle(uint64_t seq, const struct declog_cycle_time *t, bool dry_run)
+{
+	static const char *const names[DECLOG_NR_PHASES] = { "acquire", "decide", "apply", "record" };
+	json_t *wall = json_object(), *cpu = json_object(), *rec;
+	double wt = 0, ct = 0;
+
+	for (unsigned i = 0; i < DECLOG_NR_PHASES; i++) {
+		/* a clock read twice can step back by nothing worth showing */
+		double w = t->wall_s[i] > 0 ? t->wall_s[i] : 0, c = t->cpu_s[i] > 0 ? t->cpu_s[i] : 0;
+
+		json_object_set_new(wall, names[i], json_real(w));
+		json_object_set_new(cpu, names[i], json_real(c));
+		wt += w;
+		ct += c;
+	}
+	json_object_set_new(wall, "total", json_real(wt));
+	json_object_set_new(cpu, "total", json_real(ct));
+	rec = json_pack("{s:I, s:s, s:{s:o, s:o}}", "cycle", (json_int_t)seq, "decision", "cycle", "engine_time",
+			"wall_s", wall, "cpu_s", cpu);
+	if (rec && dry_run)
+		json_object_set_new(rec, "dry_run", json_true());
+	return rec;
+}
+
 int64_t declog_add(struct declog *d, json_t *rec)
 {
 	int64_t now = clock_real_ns();

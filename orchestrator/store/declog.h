@@ -33,6 +33,17 @@ int declog_reopen(struct declog *d, const char *path, char *err, size_t errsz);
 json_t *declog_make(const struct snapshot *snap, const struct plan_item *it, const char *decision,
 		    const struct apply_result *res, bool dry_run);
 
+/* One cycle's time on the engine thread, by phase: wall clock and the
+ * thread's CPU time, in seconds. */
+enum declog_phase { DECLOG_ACQUIRE, DECLOG_DECIDE, DECLOG_APPLY, DECLOG_RECORD, DECLOG_NR_PHASES };
+struct declog_cycle_time {
+	double wall_s[DECLOG_NR_PHASES];
+	double cpu_s[DECLOG_NR_PHASES];
+};
+/* The record of cycle SEQ (decision "cycle", no guest): its engine-thread
+ * time T, per phase and in total ("engine_time"). Caller owns it. */
+json_t *declog_make_cycle(uint64_t seq, const struct declog_cycle_time *t, bool dry_run);
+
 /* Stamp REC with "id" and "time", append it to the file and the ring.
  * Takes ownership of REC. Returns the id, or a negative errno if the file
  * write failed (the record is still in the ring). */

@@ -370,11 +370,14 @@ class Agent:
                     self.written.append(path)
         return p
 
-    def decisions(self):
+    def decisions(self, cycles=False):
+        """The guests' decision records; with CYCLES the cycles' own
+        records (decision "cycle": its engine-thread time) too."""
         if not os.path.exists(self.declog):
             return []
         with open(self.declog) as f:
-            return [json.loads(l) for l in f if l.strip()]
+            recs = [json.loads(l) for l in f if l.strip()]
+        return recs if cycles else [r for r in recs if r.get("decision") != "cycle"]
 
 
 def config_file(tmpdir, text, name="numaorchd.conf"):

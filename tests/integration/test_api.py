@@ -284,6 +284,37 @@ class Api(apilib.ClassDaemon):
         self.assertEqual(r["summary"]["moved"], sum(1 for x in r["results"] if x["outcome"] == "moved"))
         self.assertFalse(any(i["kind"] == "settled" for i in r["plan"]["items"]))
 
+    def test_cycle_records_its_engine_thread_time(self):
+        """Each cycle that records anything records its own time on the
+        engine thread too (decision "cycle", no guest): wall and CPU
+        seconds by phase, none negative, none above its total, the CPU
+        time within the wall time, through GET /v1/decisions."""
+        before = self.ok(self.d.get("/v1/decisions"))["last_id"]
+        r = self.ok(self.d.request("POST", "/v1/rebalance", {"dry_run": True}))
+        recs = self.ok(self.d.get("/v1/decisions?since=%d&limit=1000" % before))["decisions"]
+        cyc = [x for x in recs if x["decision"] == "cycle"]
+        self.assertEqual(len(cyc), 1, recs)
+        c = cyc[0]
+        self.assertEqual(c["cycle"], r["seq"])
+        self.assertNotIn("guest", c)
+        self.assertTrue(c["dry_run"])
+        # it comes after the cycle's other records
+        self.assertEqual(c["id"], max(x["id"] for x in recs))
+        phases = ("acquire", "decide", "apply", "record")
+        for kind in ("wall_s", "cpu_s"):
+            t = c["engine_time"][kind]
+            self.assertEqual(sorted(t), sorted(phases + ("total",)), t)
+            for ph in phases:
+                self.assertGreaterEqual(t[ph], 0, (kind, t))
+                self.assertLessEqual(t[ph], t["total"] + 1e-9, (kind, t))
+            self.assertAlmostEqual(sum(t[ph] for ph in phases), t["total"], places=6)
+            self.assertGreater(t["total"], 0, (kind, t))
+            self.assertLess(t["total"], 60, (kind, t))
+        # one thread's CPU time cannot exceed the wall time it ran in
+        self.assertLessEqual(c["engine_time"]["cpu_s"]["total"], c["engine_time"]["wall_s"]["total"] + 0.01, c)
+        # the guests' records of the cycle carry none
+        self.assertFalse([x for x in recs if x["decision"] != "cycle" and "engine_time" in x])
+
     def test_decisions(self):
         self.ok(self.d.request("POST", "/v1/rebalance", {"dry_run": True}))
         d = self.ok(self.d.get("/v1/decisions"))
@@ -292,7 +323,8 @@ class Api(apilib.ClassDaemon):
         ids = [x["id"] for x in d["decisions"]]
         self.assertEqual(ids, sorted(ids))
         self.assertEqual(self.ok(self.d.get("/v1/decisions?since=%d" % last))["decisions"], [])
-        g = d["decisions"][-1]["guest"]
+        # the last guest's (a cycle's own record has no guest)
+        g = [x for x in d["decisions"] if "guest" in x][-1]["guest"]
         only = self.ok(self.d.get("/v1/decisions?guest=" + g + "&limit=1000"))["decisions"]
         self.assertTrue(only and all(x["guest"] == g for x in only))
         self.assertEqual(len(self.ok(self.d.get("/v1/decisions?limit=1"))["decisions"]), 1)

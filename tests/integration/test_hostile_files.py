@@ -34,7 +34,7 @@ def decisions(path):
     if not os.path.exists(path):
         return []
     with open(path) as f:
-        return [json.loads(l) for l in f if l.strip()]
+        return [r for r in (json.loads(l) for l in f if l.strip()) if r.get("decision") != "cycle"]
 
 
 @unittest.skipIf(REASON, REASON or "")

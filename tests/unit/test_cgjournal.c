@@ -4,8 +4,14 @@
  * <cgroupfs>/.numaorch-writes, and X.refuse makes writes to X fail. */
 #include "testutil.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -167,12 +173,106 @@ static void test_gone(void **state)
 	fx_done(&f);
 }
 
+/* The writer process (cgw_write_file_in_child) on plain files: the
+ * write's errno comes back, and the child is reaped. */
+static void test_child_write_result(void **state)
+{
+	char *d = tu_mkdtemp(), p[512], *v = NULL;
+	size_t len;
+	pid_t pid = 0;
+
+	(void)state;
+	snprintf(p, sizeof(p), "%s/mems", d);
+	tu_write(d, "mems", "");
+	assert_int_equal(cgw_write_file_in_child(p, "0-1", &pid), 0);
+	assert_true(pid > 0);
+	assert_int_equal(kill(pid, 0), -1);
+	assert_int_equal(errno, ESRCH);
+	assert_int_equal(fs_read_file(p, 64, &v, &len), 0);
+	assert_string_equal(v, "0-1");
+	free(v);
+	snprintf(p, sizeof(p), "%s/gone/mems", d);
+	assert_int_equal(cgw_write_file_in_child(p, "1", NULL), -ENOENT);
+	if (access("/dev/full", W_OK) == 0)
+		assert_int_equal(cgw_write_file_in_child("/dev/full", "1", NULL), -ENOSPC);
+	else
+		printf("# /dev/full not writable here: its ENOSPC case skipped\n");
+	tu_rm_rf(d);
+	free(d);
+}
+
+struct fifo_write {
+	const char *path;
+	pid_t pid;
+	int r;
+};
+
+static void *fifo_writer(void *arg)
+{
+	struct fifo_write *fw = arg;
+
+	fw->r = cgw_write_file_in_child(fw->path, "2", &fw->pid);
+	return NULL;
+}
+
+/* A write that blocks (a FIFO without a reader stands in for the kernel's
+ * migration) holds the child, not the caller's descriptors: while it
+ * waits, the child has none of the caller's open (they would outlive an
+ * agent that exits meanwhile). */
+static void test_child_write_keeps_no_descriptor(void **state)
+{
+	char *d = tu_mkdtemp(), p[512], fdd[64], buf[8] = "";
+	struct fifo_write fw = { .path = p };
+	pthread_t t;
+	int held = open("/dev/null", O_RDONLY), rd, nfd = 0;
+	struct dirent *de;
+	DIR *dir = NULL;
+	pid_t pid;
+
+	(void)state;
+	assert_true(held >= 0);
+	snprintf(p, sizeof(p), "%s/fifo", d);
+	assert_int_equal(mkfifo(p, 0600), 0);
+	assert_int_equal(pthread_create(&t, NULL, fifo_writer, &fw), 0);
+	/* the child blocks in open() until a reader comes */
+	for (int i = 0; i < 500 && !(pid = __atomic_load_n(&fw.pid, __ATOMIC_ACQUIRE)); i++)
+		usleep(10000);
+	assert_true(pid > 0);
+	snprintf(fdd, sizeof(fdd), "/proc/%d/fd", (int)pid);
+	/* its descriptors are closed before the open: wait for that */
+	for (int i = 0; i < 500; i++) {
+		nfd = 0;
+		dir = opendir(fdd);
+		assert_non_null(dir);
+		while ((de = readdir(dir)))
+			if (de->d_name[0] != '.')
+				nfd++;
+		closedir(dir);
+		if (nfd == 0)
+			break;
+		usleep(10000);
+	}
+	assert_int_equal(nfd, 0);
+	rd = open(p, O_RDONLY);
+	assert_true(rd >= 0);
+	assert_int_equal(read(rd, buf, sizeof(buf) - 1), 1);
+	assert_string_equal(buf, "2");
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(fw.r, 0);
+	close(rd);
+	close(held);
+	tu_rm_rf(d);
+	free(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_run_skips_what_is_there),
 		cmocka_unit_test(test_refused_then_reverted),
 		cmocka_unit_test(test_gone),
+		cmocka_unit_test(test_child_write_result),
+		cmocka_unit_test(test_child_write_keeps_no_descriptor),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,6 +3,7 @@
 #include "testutil.h"
 
 #include <errno.h>
+#include <math.h>
 #include <jansson.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -293,6 +294,31 @@ static void test_ring_bytes(void **state)
 	declog_close(d);
 }
 
+/* A cycle's own record: its phases' times as given, a clock that read
+ * back a hair (negative) as 0, the totals their sums, no guest. */
+static void test_cycle_record(void **state)
+{
+	struct declog_cycle_time t = { .wall_s = { 0.25, 0.001, 0.5, -1e-9 }, .cpu_s = { 0.01, 0.001, 0.002, 0.003 } };
+	json_t *r = declog_make_cycle(42, &t, false), *w, *c;
+
+	(void)state;
+	assert_non_null(r);
+	assert_string_equal(json_string_value(json_object_get(r, "decision")), "cycle");
+	assert_int_equal(json_integer_value(json_object_get(r, "cycle")), 42);
+	assert_null(json_object_get(r, "guest"));
+	assert_null(json_object_get(r, "dry_run"));
+	w = json_object_get(json_object_get(r, "engine_time"), "wall_s");
+	c = json_object_get(json_object_get(r, "engine_time"), "cpu_s");
+	assert_true(json_real_value(json_object_get(w, "record")) == 0);
+	assert_true(fabs(json_real_value(json_object_get(w, "total")) - 0.751) < 1e-12);
+	assert_true(fabs(json_real_value(json_object_get(w, "acquire")) - 0.25) < 1e-12);
+	assert_true(fabs(json_real_value(json_object_get(c, "total")) - 0.016) < 1e-12);
+	json_decref(r);
+	r = declog_make_cycle(7, &t, true);
+	assert_true(json_is_true(json_object_get(r, "dry_run")));
+	json_decref(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -302,6 +328,7 @@ int main(void)
 		cmocka_unit_test(test_short_write_cut_back),
 		cmocka_unit_test(test_packed_records_round_trip),
 		cmocka_unit_test(test_ring_bytes),
+		cmocka_unit_test(test_cycle_record),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1700,7 +1700,13 @@ static void test_engine_cycle_histogram(void **state)
 			assert_true(h->le[b] >= h->le[b - 1]);
 		/* a fixture cycle takes far less than the last bound */
 		assert_int_equal(h->le[ENGINE_CYCLE_NR_BUCKETS - 1], 3);
+		/* the engine thread's CPU time in the same phases */
+		h = &f.e->stats.cycle_cpu_hist[p];
+		assert_int_equal(h->count, 3);
+		assert_true(h->sum_s >= 0);
+		assert_true(h->sum_s <= f.e->stats.cycle_hist[p].sum_s + 0.01);
 	}
+	assert_string_equal(engine_cycle_phase_name(CYCLE_RECORD), "record");
 	assert_true(fabs(f.e->stats.cycle_hist[CYCLE_TOTAL].sum_s - sum) < 1e-9);
 	assert_string_equal(engine_cycle_phase_name(CYCLE_DECIDE), "decide");
 	assert_null(engine_cycle_phase_name(CYCLE_NR_PHASES));

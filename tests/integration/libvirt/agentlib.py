@@ -138,10 +138,11 @@ class Daemon:
             return ""
 
     def decisions(self):
+        """The guests' decision records (not the cycles' own)."""
         if not os.path.exists(self.declog):
             return []
         with open(self.declog) as f:
-            return [json.loads(l) for l in f if l.strip()]
+            return [r for r in (json.loads(l) for l in f if l.strip()) if r.get("decision") != "cycle"]
 
     def libvirt_status(self):
         """GET /v1/status's "libvirt" object."""

@@ -275,6 +275,73 @@ test_mover_off_writes_on_a_worker() {
 	echo "# the write took $wr s on a worker; the cycle's apply phase $ap ms"
 }
 
+# writer_pid: the pid of a writer process (numaorch-write: a mover
+# worker's cpuset.mems write, made in a child), none: fails.
+writer_pid() {
+	for f in /proc/[0-9]*/comm; do
+		[ "$(cat $f 2>/dev/null)" = numaorch-write ] && { basename $(dirname $f); return 0; }
+	done
+	return 1
+}
+
+# SIGTERM while the kernel migrates inside such a write (the page mover
+# off: the write is on a worker, made by a writer process): the agent
+# exits at once, without waiting for the write, which its writer process
+# finishes on its own; the record says the job stopped and where the
+# mems go; once the write is done the next start sees the guest as it is
+# (CPUs and memory on node 1) and has nothing to undo. A reload (SIGHUP)
+# in the same write does not wait for it either.
+test_sigterm_during_a_write() {
+	c1=$(node_cpus 1)
+	start $G1 "$c1" 0 512 --pages 4k || return 1
+	printf '[agent]\ninterval = 0.5\nsample = 0.3\nlog_level = debug\n[memory]\nmover = no\n[api]\nsocket =\n[libvirt]\nenabled = no\n' > $T/conf
+	$NUMAORCHD --config $T/conf --scope $SB --state-dir $T/state --decision-log $T/dec 2> $T/err &
+	pid=$!
+	i=0
+	while ! w=$(writer_pid); do
+		sleep 0.1; i=$((i + 1))
+		[ $i -gt 600 ] && { kill -9 $pid; echo "no writer process within 60 s: $(grep -o '"decision":"[a-z_]*"' $T/dec | tr '\n' ' ')"; return 1; }
+	done
+	# a reload in the write: the agent answers it (its log says so) while
+	# the writer is still in the kernel
+	from=$(wc -l < $T/err)
+	kill -HUP $pid
+	wait_said "configuration reloaded" $from || { kill -9 $pid; return 1; }
+	[ -d /proc/$w ] || { kill -9 $pid; echo "the write ended before the reload was answered: the guest too small to prove anything"; return 1; }
+	kill -TERM $pid
+	i=0
+	while kill -0 $pid 2>/dev/null; do
+		sleep 0.1; i=$((i + 1))
+		[ $i -gt 50 ] && { kill -9 $pid; echo "still running 5 s after SIGTERM, the writer $([ -d /proc/$w ] && echo still in its write || echo gone)"; return 1; }
+	done
+	wait $pid
+	rc=$?
+	pct=$(local_pct $G1 1)
+	alive=$([ -d /proc/$w ] && echo yes || echo no)
+	[ $rc = 0 ] || { echo "exit $rc after SIGTERM"; return 1; }
+	[ $alive = yes ] || [ "$pct" -lt 90 ] ||
+		{ echo "the writer had ended and $pct% had moved when the agent was gone: nothing shows it did not wait"; return 1; }
+	grep '"decision":"memory_stopped"' $T/dec | grep "\"guest\":\"$ID1\"" | grep -q "the kernel finishes it in the writer process" ||
+		{ echo "no memory_stopped record for the write: $(grep -o '"decision":"[a-z_]*"' $T/dec | tr '\n' ' ')"; return 1; }
+	grep -q "\[error\]" $T/err && { echo "errors logged: $(grep '\[error\]' $T/err | head -3)"; return 1; }
+	echo "# the agent gone with the writer $([ $alive = yes ] && echo still in the kernel || echo gone) and $pct% on node 1"
+	i=0
+	while [ -d /proc/$w ]; do
+		sleep 0.2; i=$((i + 1))
+		[ $i -gt 900 ] && { echo "the writer still runs 180 s later"; return 1; }
+	done
+	[ "$(rd $G1 cpuset.mems)" = 1 ] || { echo "mems $(rd $G1 cpuset.mems) after the write, want 1"; return 1; }
+	[ "$(rd $G1 cpuset.cpus)" = "$c1" ] || { echo "cpus $(rd $G1 cpuset.cpus), want $c1"; return 1; }
+	pct=$(local_pct $G1 1)
+	[ "$pct" -ge 90 ] || { echo "only $pct% on node 1 once the write ended"; return 1; }
+	: > $T/dec
+	rc=$(once --config $T/conf)
+	[ "$rc" = 0 ] || { echo "the next start: exit $rc: $(tail -3 $T/err)"; return 1; }
+	grep "\"guest\":\"$ID1\"" $T/dec | grep -q '"decision":"\(moved\|failed\|memory_[a-z]*\)"' &&
+		{ echo "the next start moved or failed it: $(grep "\"guest\":\"$ID1\"" $T/dec | grep -o '"decision":"[a-z_]*"' | tr '\n' ' ')"; return 1; }
+	echo "# the write ended on its own; the next start found the guest local, nothing to move"
+}
+
 # Nothing outside the scope is touched, even a guest the agent would move.
 test_outside_scope_untouched() {
 	start $G1 "$(node_cpus 1)" 0 64 || return 1
@@ -1419,6 +1486,7 @@ check pulls_memory_local_for_real
 check consolidates_and_is_local_after
 check nested_container_follows_its_pod
 check mover_off_writes_on_a_worker
+check sigterm_during_a_write
 check outside_scope_untouched
 check daemon_survives_vanishing_guest
 check sigterm_stops_a_migration
