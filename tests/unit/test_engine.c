@@ -922,7 +922,7 @@ static const struct source_ops fake_src = {
 	.acquirer_new = fake_acquirer_new, .acquirer_free = fake_acquirer_free, .add_source = fake_add_source,
 	.hier = fake_hier, .snapshot = fake_snapshot, .read_meminfo = fake_meminfo,
 };
-static const struct policy_ops fake_pol = { .decide = fake_decide, .advise = fake_advise, .place = policy_place };
+static const struct policy_ops fake_pol = { .decide = fake_decide, .advise = fake_advise };
 static const struct engine_parts fake_parts = { .sources = &fake_src, .policy = &fake_pol };
 
 static void fake_drift(struct acquirer *a, const struct snapshot *last, const bool *moved, struct drift_report *out)
@@ -1830,14 +1830,14 @@ static void test_engine_cycle_histogram(void **state)
 /* An engine needs every part. */
 static void test_engine_needs_its_parts(void **state)
 {
-	struct policy_ops no_place = fake_pol;
-	struct engine_parts parts = { .sources = &fake_src, .policy = &no_place };
+	struct policy_ops no_advice = fake_pol;
+	struct engine_parts parts = { .sources = &fake_src, .policy = &no_advice };
 	struct agent_config cfg;
 	struct host_paths hp;
 	struct engine *e = NULL;
 
 	(void)state;
-	no_place.place = NULL;
+	no_advice.advise = NULL;
 	config_default(&cfg);
 	host_paths_default(&hp);
 	assert_int_equal(engine_new(&cfg, &hp, &parts, &e), -EINVAL);
