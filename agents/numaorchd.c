@@ -73,7 +73,6 @@ struct cli {
 static const struct policy_ops consolidate_policy = {
 	.decide = policy_decide_reserved,
 	.advise = policy_advise,
-	.place = policy_place,
 };
 static const struct engine_parts daemon_parts = { .sources = &acquire_host_ops, .policy = &consolidate_policy };
 

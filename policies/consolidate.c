@@ -1750,12 +1750,49 @@ static void plan_items(const struct snapshot *snap, bool verbose, struct gdec *d
 	p->items = xrealloc(d, (p->nr_items ? p->nr_items : 1) * sizeof(*items));
 }
 
+/* The VMs HOLDS says just started, placed first (place_starts) into
+ * *STARTS[*NST]; what the rest of the decision then sees: the
+ * reservations they took gone from *RES[*NRES] (*LEFT: the caller frees),
+ * and, in a cycle that carries its plan out, their moves' cool-downs
+ * noted in *PV (the caller frees): the rest leaves them where their
+ * start placement puts them. */
+static void decide_starts(const struct policy_config *cfg, const struct snapshot *snap, const struct pstate *prev,
+			  const struct plan_holds *holds, const struct advice_reservation **res, unsigned *nres,
+			  struct advice_reservation **left, struct pstate **pv, struct plan_item **starts,
+			  unsigned *nst)
+{
+	bool *used = xcalloc(*nres ? *nres : 1, sizeof(*used));
+	unsigned k = 0;
+
+	place_starts(cfg, snap, holds, *res, *nres, used, starts, nst);
+	*left = xcalloc(*nres ? *nres : 1, sizeof(**left));
+	for (unsigned i = 0; i < *nres; i++)
+		if (!used[i])
+			(*left)[k++] = (*res)[i];
+	*res = *left;
+	*nres = k;
+	free(used);
+	*pv = NULL;
+	if (!holds->applying)
+		return;
+	*pv = pstate_clone(prev);
+	for (unsigned i = 0; i < *nst; i++)
+		if ((*starts)[i].kind == PLAN_MOVE)
+			pstate_note_move(*pv, (*starts)[i].guest_id, snap->mono_ns);
+}
+
 int policy_decide_reserved(const struct policy_config *cfg, const struct snapshot *snap,
 			   const struct pstate *prev, bool verbose,
 			   const struct advice_reservation *res, unsigned nres,
 			   const struct plan_holds *holds,
 			   struct plan **plan, struct pstate **next)
 {
+	struct advice_reservation *left = NULL;
+	struct plan_item *starts = NULL;
+	struct pstate *pv = NULL;
+	const struct pstate *real = prev;
+	unsigned nst = 0;
+
 	struct plan *p;
 	struct pctx x;
 	struct gdec *d;
@@ -1777,6 +1814,11 @@ int policy_decide_reserved(const struct policy_config *cfg, const struct snapsho
 		return 0;
 	}
 
+	if (holds && holds->nstarting) {
+		decide_starts(cfg, snap, prev, holds, &res, &nres, &left, &pv, &starts, &nst);
+		if (pv)
+			prev = pv;
+	}
 	pctx_init(&x, cfg, snap);
 	x.cores = coreload_new(snap);
 	d = xcalloc(snap->nr_guests ? snap->nr_guests : 1, sizeof(*d));
@@ -1788,9 +1830,13 @@ int policy_decide_reserved(const struct policy_config *cfg, const struct snapsho
 	plan_items(snap, verbose, d, order, nord, p);
 	p->migrate_bytes = migrated;
 	plan_mark_holds(p, snap, holds);
-	*next = next_state(snap, prev);
+	place_starts_splice(p, starts, nst);
+	*next = next_state(snap, real);
 	*plan = p;
 
+	free(starts);
+	free(left);
+	pstate_free(pv);
 	free(order);
 	free(usable);
 	coreload_free(x.cores);

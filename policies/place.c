@@ -1,10 +1,12 @@
 /* place.c — start placement: where a guest that just started goes, for
- * both kinds of guest. Pure: the engine applies the result as a move.
+ * both kinds of guest, inside the policy's one decide. Pure: the engine
+ * applies the result as every move of the plan.
  *
- *   a VM the VM source saw start (policy_place): the reservation made
- *     for it (found by the engine by label), else its pinned nodes, else
- *     the advice, the other reservations counted as load; the engine
- *     applies it before the policy decides, and it starts a cool-down;
+ *   a VM the VM source saw start (an input of the decide,
+ *     plan_holds.starting; place_starts, policy_place): the reservation
+ *     made for it (found by the engine by label), else its pinned nodes,
+ *     else the advice, the other reservations counted as load; its item
+ *     replaces the one decided for it, and it starts a cool-down;
  *   a container seen for the first time with little memory
  *     (place_start_placeable): decided inside policy_decide on a stand-in
  *     that uses one CPU and holds no memory (consolidate.c:
@@ -36,7 +38,10 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "../orchestrator/base/xalloc.h"
 
 static void set_detail(struct plan_item *it, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -168,6 +173,76 @@ static void place_reserved(const struct policy_config *cfg, const struct snapsho
 	if (mask_empty(nodes))
 		*nodes = cpu_nodes;
 	place_mems(snap, rnodes, mems);
+}
+
+/* The reservations of RES[NRES] a start counts as load: all but those
+ * USED and its own ROOM. */
+static unsigned others_of(const struct advice_reservation *res, unsigned nres, const bool *used, int room,
+			  struct advice_reservation *out)
+{
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < nres; i++)
+		if (!used[i] && (int)i != room)
+			out[k++] = res[i];
+	return k;
+}
+
+void place_starts(const struct policy_config *cfg, const struct snapshot *snap, const struct plan_holds *h,
+		  const struct advice_reservation *res, unsigned nres, bool *used, struct plan_item **items,
+		  unsigned *n)
+{
+	struct advice_reservation *others = xcalloc(nres ? nres : 1, sizeof(*others));
+
+	*items = xcalloc(h && h->nstarting ? h->nstarting : 1, sizeof(**items));
+	*n = 0;
+	for (unsigned i = 0; h && i < h->nstarting; i++) {
+		const struct start_vm *s = &h->starting[i];
+		bool mine = s->room >= 0 && (unsigned)s->room < nres && !used[s->room];
+		struct place_request req = {
+			.guest_id = s->id, .cpus = s->cpus, .mem_bytes = s->mem_bytes, .reserved = mine,
+			.reserved_id = s->resv_id, .reserved_label = s->resv_label, .reserved_nodes = s->resv_nodes,
+			.reserved_cpu_nodes = s->resv_cpu_nodes, .reserved_mems = s->resv_mems,
+			.reservations = others,
+		};
+		struct place_result pr;
+		struct plan_item *it = &(*items)[*n];
+
+		req.nr_reservations = others_of(res, nres, used, mine ? s->room : -1, others);
+		if (policy_place(cfg, snap, &req, &pr) < 0)
+			continue;
+		*it = pr.item;
+		it->to_cpus = NULL;
+		if (it->kind == PLAN_MOVE) {
+			it->to_cpus = xmalloc(sizeof(*it->to_cpus));
+			*it->to_cpus = pr.cpus;
+		}
+		it->vm_start = true;
+		if (pr.used_reservation) {
+			it->resv_used = s->resv_id;
+			used[s->room] = true;
+		}
+		(*n)++;
+	}
+	free(others);
+}
+
+void place_starts_splice(struct plan *p, struct plan_item *items, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		unsigned k;
+
+		for (k = 0; k < p->nr_items; k++)
+			if (strcmp(p->items[k].guest_id, items[i].guest_id) == 0)
+				break;
+		if (k == p->nr_items) {
+			p->items = xrealloc(p->items, (p->nr_items + 1) * sizeof(*p->items));
+			p->nr_items++;
+		} else {
+			free(p->items[k].to_cpus);
+		}
+		p->items[k] = items[i];
+	}
 }
 
 int policy_place(const struct policy_config *cfg, const struct snapshot *snap,

@@ -55,6 +55,20 @@ int policy_advise(const struct policy_config *cfg, const struct snapshot *snap,
 int policy_place(const struct policy_config *cfg, const struct snapshot *snap,
 		 const struct place_request *req, struct place_result *out);
 
+/* The start placements of the VMs H says just started (place.c), each by
+ * policy_place in turn, its own reservation (start_vm.room) given back
+ * and the others of RES[NRES] counted as load — but not one an earlier
+ * start took. *ITEMS (the caller frees, each to_cpus too) gets one item
+ * per VM in SNAP (vm_start, resv_used), *N their number; USED[NRES] is
+ * set for each reservation taken. */
+void place_starts(const struct policy_config *cfg, const struct snapshot *snap, const struct plan_holds *h,
+		  const struct advice_reservation *res, unsigned nres, bool *used, struct plan_item **items,
+		  unsigned *n);
+/* ITEMS[N] put into P, each in place of its guest's item (the one the
+ * policy decided without knowing of the start) or after the others; they
+ * are P's now (to_cpus included). */
+void place_starts_splice(struct plan *p, struct plan_item *items, unsigned n);
+
 /* A container's start placement (place.c), for policy_decide: a guest
  * seen first with less memory than this is placed at once, as if it used
  * PLACE_START_CPU, and needs room for this much on its target. */

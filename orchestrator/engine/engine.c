@@ -144,7 +144,7 @@ int engine_new(const struct agent_config *cfg, const struct host_paths *hp,
 	int r;
 
 	if (!parts || !parts->sources || !parts->policy || !parts->policy->decide || !parts->policy->advise ||
-	    !parts->policy->place || !parts->sources->acquirer_new || !parts->sources->snapshot ||
+	    !parts->sources->acquirer_new || !parts->sources->snapshot ||
 	    !parts->sources->read_meminfo)
 		return -EINVAL;
 	e = xcalloc(1, sizeof(*e));

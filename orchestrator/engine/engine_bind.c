@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "orchestrator/store/bindstate.h"
+#include "orchestrator/model/bindrule.h"
 #include "orchestrator/base/clock.h"
 #include "orchestrator/engine/engine_int.h"
 #include "orchestrator/base/fs.h"
@@ -115,41 +116,6 @@ void engine_bound_writing(struct engine *e, const char *id, bool writing)
 	}
 }
 
-/* Growth below this between two looks is noise (page cache, a stack),
- * not first touches: 1 % of its memory, at least 2 MiB. */
-static uint64_t bound_slack(const struct ebound *b)
-{
-	return b->mem / 100 > (2ULL << 20) ? b->mem / 100 : (2ULL << 20);
-}
-
-/* Why G's binding should end now, or NULL: its memory stopped growing
- * since the last look after growing at an earlier one (it has been
- * placed and first-touched what it will), a node it is bound to runs
- * short of room (bound, it could not spill: the kernel would reclaim and
- * then OOM-kill inside the cpuset), it has been bound ENGINE_BIND_MAX_S,
- * or ENGINE_BIND_START_S without growing. A guest that has not grown yet
- * is still starting: released as "stopped growing (0 MiB)" it would make
- * its first touches unbound, wherever its own policy puts them. */
-static const char *bound_why(const struct engine *e, const struct snapshot *snap, const struct snap_guest *g,
-			     const struct ebound *b)
-{
-	uint64_t slack = bound_slack(b);
-
-	for (unsigned n = 0; n < snap->nr_nodes; n++)
-		if (mask_test(&g->mems, snap->nodes[n].id) && snap->nodes[n].mem_total &&
-		    snap->nodes[n].mem_free < policy_reserve(e->conf.cfg.policy.min_free_bytes, e->conf.cfg.policy.min_free_share,
-							     snap->nodes[n].mem_total))
-			return "its node is short of free memory";
-	if ((double)(snap->mono_ns - b->since_ns) / 1e9 >= ENGINE_BIND_MAX_S)
-		return "bound for the longest a start binding lasts";
-	if (!b->grew && g->mem_total <= b->mem + slack &&
-	    (double)(snap->mono_ns - b->since_ns) / 1e9 >= ENGINE_BIND_START_S)
-		return "its memory did not begin to grow";
-	if (b->grew && g->mem_total <= b->mem + slack)
-		return "its memory stopped growing";
-	return NULL;
-}
-
 /* Release B's binding and record it ("mems_released", WHY in its detail).
  * G: its guest in SNAP, or NULL (the agent is stopping: no fresh
  * snapshot; SNAP, if any, only gives the record its cycle). Returns the
@@ -240,7 +206,7 @@ void engine_release_bound(struct engine *e, const struct snapshot *snap, const s
 		struct ebound *b = &e->binds.v[i];
 		const struct snap_guest *g = snap_find_guest(snap, b->id);
 		bool moved = false, drop = false;
-		const char *why;
+		struct bind_verdict v = { .why = NULL };
 
 		if (b->writing) {
 			/* its write is still a mover job's: not yet ours to release */
@@ -260,7 +226,16 @@ void engine_release_bound(struct engine *e, const struct snapshot *snap, const s
 			moved = plan->items[k].kind == PLAN_MOVE && strcmp(plan->items[k].guest_id, b->id) == 0;
 		if (!g) {
 			drop = true;
-		} else if (!moved && do_apply && (why = bound_why(e, snap, g, b)) != NULL) {
+		} else if (!moved) {
+			bind_rule(&(struct bind_facts){
+				.mem_now = g->mem_total, .mem_last = b->mem, .grew = b->grew,
+				.age_s = (double)(snap->mono_ns - b->since_ns) / 1e9,
+				.node_short = bind_node_short(snap, &g->mems, e->conf.cfg.policy.min_free_bytes,
+							      e->conf.cfg.policy.min_free_share),
+			}, &v);
+			drop = do_apply && v.why;
+		}
+		if (drop && g) {
 			/* Its mems as the snapshot saw them are what it is bound
 			 * to now (a later move may have changed them). */
 			b->bound = g->mems;
@@ -268,12 +243,10 @@ void engine_release_bound(struct engine *e, const struct snapshot *snap, const s
 				free(b->cgroup);
 				b->cgroup = xstrdup(g->cgroup);
 			}
-			release_one(e, snap, g, b, why);
-			drop = true;
-		} else if (!moved) {
-			if (g->mem_total > b->mem + bound_slack(b))
-				b->grew = true;
-			b->mem = g->mem_total;
+			release_one(e, snap, g, b, v.why);
+		} else if (g && !moved) {
+			b->grew = v.grew;
+			b->mem = v.mem;
 		}
 		if (drop)
 			bound_drop(e, i);

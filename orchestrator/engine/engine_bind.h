@@ -8,17 +8,16 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "orchestrator/model/bindrule.h"
 #include "orchestrator/model/plan.h"
 #include "orchestrator/model/snapshot.h"
 
 struct engine;
 
 #define ENGINE_BIND_CYCLE_S 2.0
-#define ENGINE_BIND_MAX_S 60.0
-/* A bound guest whose memory has not grown at all by then is released:
- * it is not about to touch much (an idle container), and bindings keep
- * cycles at ENGINE_BIND_CYCLE_S. */
-#define ENGINE_BIND_START_S 10.0
+/* (the release rule's limits, model/bindrule.h) */
+#define ENGINE_BIND_MAX_S BIND_MAX_S
+#define ENGINE_BIND_START_S BIND_START_S
 
 /* Guests whose mems a start placement bound (plan_item.bind_start):
  * released (widened to WIDE ∪ their mems) once their memory stops

@@ -1,8 +1,8 @@
 /* engine_cycle.c — one cycle, in four steps (engine_cycle): acquire a
  * snapshot, the mover's live jobs laid on it (cycle_acquire); decide:
- * start placement, then the registered policy, told what this cycle
- * holds back (guests just placed or released, start bindings still
- * being written: plan_holds), and how each move's memory goes
+ * the registered policy, told the VMs that just started (placed by its
+ * plan) and what this cycle holds back (bindings released, start
+ * bindings still being written: plan_holds), and how each move's memory goes
  * (plan_mem_ways) (cycle_decide); apply the plan as written — an item
  * with a hold is not carried out, every other move's CPUs first, then
  * the memory of those that must migrate, its way as the applier's facts
@@ -107,6 +107,12 @@ static enum phase_end memory_phase(struct engine *e, struct plan_item *pit, stru
 	char to[NODELIST_BUFSZ];
 	uint64_t id;
 
+	if (it->vm_start) {
+		/* A VM's start placement: libvirt's one call, whatever the
+		 * room (the guest has touched next to nothing yet). */
+		pit->mem_way_applied = MEM_WAY_WRITE;
+		return engine_place_memory(e, p, res);
+	}
 	pit->mem_way_applied = final_way(e, it, p, caller_waits, &pids, &npids);
 	switch (pit->mem_way_applied) {
 	case MEM_WAY_NO_ROOM: {
@@ -182,6 +188,13 @@ static void record_move(struct engine *e, const struct snapshot *snap, struct ps
 			const struct plan_item *it, const struct apply_result *res, struct cycle_report *report,
 			unsigned i)
 {
+	struct apply_result said;
+
+	if (it->vm_start) {
+		said = *res;
+		engine_place_said(e, it, &said);
+		res = &said;
+	}
 	engine_log_move(snap, it, res);
 	declog_add(e->dl, declog_make(snap, it, engine_move_decision(res->status), res, false));
 	if (it->bind_start && res->status == APPLY_DONE)
@@ -191,14 +204,17 @@ static void record_move(struct engine *e, const struct snapshot *snap, struct ps
 	else if (res->status == APPLY_FAILED || res->status == APPLY_FAILED_PARTIAL)
 		/* its CPUs may have been written, then restored */
 		conflict_forget(&e->cyc.conflicts, it->guest_id);
-	if (it->kind == PLAN_MOVE && res->status == APPLY_DONE && mask_count(&it->to_nodes) >= 2 &&
+	if (it->kind == PLAN_MOVE && !it->vm_start && res->status == APPLY_DONE && mask_count(&it->to_nodes) >= 2 &&
 	    it->guest_idx < snap->nr_guests && snap->guests[it->guest_idx].cpu_use >= SNAP_BUSY_THREAD_CPU)
 		e->cyc.spread_cycles = ENGINE_SPREAD_CYCLES;
 	if (report) {
 		report->results[i] = *res;
 		report->attempted[i] = true;
 	}
-	engine_count_outcome(&e->stats, next, it, res->status, snap->mono_ns);
+	if (it->vm_start)
+		engine_count_place_outcome(&e->stats, next, it, res->status, snap->mono_ns);
+	else
+		engine_count_outcome(&e->stats, next, it, res->status, snap->mono_ns);
 }
 
 /* The operator's per-guest overrides (the REST API's store), applied to
@@ -359,30 +375,40 @@ static void note_conflicts(struct engine *e, struct cycle *c)
 	}
 }
 
-/* Decide: domains that just started are placed first, and (an applying
- * cycle) start bindings from before a restart released, before the
- * policy runs; then the policy's plan and next state, each item it must
- * leave be this cycle held (plan_item.hold). */
+/* Decide: (an applying cycle) start bindings from before a restart
+ * released before the policy runs; then the policy's plan and next
+ * state, the domains that just started an input it places, each item it
+ * must leave be this cycle held (plan_item.hold); the reservations the
+ * starts took are gone. */
 static int cycle_decide(struct engine *e, struct cycle *c)
 {
 	const struct advice_reservation *res;
-	unsigned nres;
+	struct start_vm *starting = NULL;
+	unsigned nres, nstarting;
 	int r;
 
 	/* (the mode as the schedule left it, cycle_acquire) */
 	c->do_apply = e->conf.cfg.mode == MODE_ENFORCE && !c->dry_run;
-	engine_place_started(e, c->snap, c->dry_run);
+	/* The rooms first: a start's reservation is found by its index in
+	 * them, and nothing expires until the policy has decided. */
+	nres = engine_reservations(e, &res);
+	nstarting = engine_place_starting(e, c->snap, &starting);
 	if (e->conf.cfg.mode == MODE_OFF)
 		return 0;
 	if (c->do_apply)
 		engine_place_restore(e, c->snap);
 	note_conflicts(e, c);
 	note_holds(e, c);
-	nres = engine_reservations(e, &res);
+	c->holds.starting = starting;
+	c->holds.nstarting = nstarting;
 	r = e->pol.decide(&e->conf.cfg.policy, c->snap, e->st.ps, c->report != NULL, res, nres, &c->holds, &c->plan,
 			  &c->next);
+	c->holds.starting = NULL;
+	c->holds.nstarting = 0;
+	free(starting);
 	if (r < 0)
 		return log_errno(LOG_LEVEL_ERROR, r, "policy rejected its configuration");
+	engine_place_taken(e, c->plan);
 	plan_mem_ways(c->plan, c->snap, &(struct mem_way_cfg){
 		.kbal = e->conf.cfg.kernel_balancing, .strict_mems = e->conf.cfg.strict_mems,
 		.mover = e->jobs.mover != NULL, .mover_on = e->jobs.mover_on,
@@ -391,10 +417,12 @@ static int cycle_decide(struct engine *e, struct cycle *c)
 }
 
 /* A planned move not carried out (advise mode, a dry run): said once, not
- * once a cycle (an explicit request, the report, always gets its records). */
+ * once a cycle (an explicit request, the report, always gets its records;
+ * a VM's start placement comes once anyway). */
 static void say_planned(struct engine *e, const struct cycle *c, const struct plan_item *it)
 {
-	if (logged_repeats(&e->cyc.logged, it, c->report != NULL, c->snap->mono_ns, e->conf.cfg.policy.cooldown_ns))
+	if (!it->vm_start &&
+	    logged_repeats(&e->cyc.logged, it, c->report != NULL, c->snap->mono_ns, e->conf.cfg.policy.cooldown_ns))
 		return;
 	engine_log_move(c->snap, it, NULL);
 	declog_add(e->dl, declog_make(c->snap, it, e->conf.cfg.mode == MODE_ADVISE && !c->dry_run ? "advised" : "planned",
@@ -473,6 +501,11 @@ static void apply_item(struct engine *e, struct cycle *c, unsigned i)
 			return;
 		}
 		record_move(e, snap, c->next, it, &res, c->report, i);
+	} else if (it->kind == PLAN_SKIP && it->vm_start) {
+		/* (a start comes once: nothing to repeat) */
+		if (it->skip == SKIP_NO_FIT)
+			log_info("not placing %s (%s): %s", it->guest_id, snap->guests[it->guest_idx].name, it->detail);
+		declog_add(e->dl, declog_make(snap, it, "skipped", NULL, c->dry_run));
 	} else if (it->kind == PLAN_SKIP) {
 		if (logged_repeats(&e->cyc.logged, it, c->report != NULL, snap->mono_ns, e->conf.cfg.policy.cooldown_ns))
 			return;

@@ -1,33 +1,31 @@
 /* engine_place.c — start placement, the conductor's half, for VMs and
- * containers alike. The choice is the policy's (policies/place.c); its
- * result is a start placement: a PLAN_MOVE with reason "place" (or a
- * skip saying why not), applied here by the same actuator calls as every
- * move — the CPUs (apply_cpus), then the memory by engine_place_memory —
- * and recorded as every move is ("moved", "failed", ...).
+ * containers alike. The choice is the policy's, inside its one decide
+ * (policies/place.c); its result is the guest's item in the plan: a
+ * PLAN_MOVE with reason "place" (or a skip saying why not), applied by
+ * the cycle's apply step as every move — the CPUs (apply_cpus), then the
+ * memory by engine_place_memory — and recorded as every move ("moved",
+ * "failed", ...).
  *
  *   a VM the VM source saw start (its STARTED event, or a new instance in
- *     a listing after the hook's notification) is placed in the cycle
- *     that sees it, before the policy decides: the reservation labelled
- *     with its name, uuid or guest id is found and handed to
- *     policy_ops.place, and consumed if used; the outcome starts the
- *     guest's cool-down, so the policy leaves it alone until its use is
- *     measured. Its memory is libvirt's one call (numatune and pins),
- *     made at once.
- *   a container's start placement comes in the policy's plan
- *     (plan_item.start); one whose mems are bound (plan_item.bind_start)
- *     has its binding recorded before its write (engine_place_begin),
- *     written by engine_place_memory — on a mover worker where there is
- *     one (engine_jobs.c) — and released once its memory stops
- *     growing (engine_place_end; the bindings themselves: engine_bind.c).
+ *     a listing after the hook's notification) is an input of the decide
+ *     (engine_place_starting: the reservation labelled with its name,
+ *     uuid or guest id found for it); the reservation its item took is
+ *     consumed as the plan comes back (engine_place_taken). Its memory
+ *     is libvirt's one call (numatune and pins), made at once.
+ *   a container's start placement (plan_item.start) whose mems are bound
+ *     (plan_item.bind_start) has its binding recorded before its write
+ *     (engine_place_begin), written by engine_place_memory — on a mover
+ *     worker where there is one (engine_jobs.c) — and released once its
+ *     memory stops growing (engine_place_end; the bindings themselves:
+ *     engine_bind.c, the rule model/bindrule.c).
  *
- * The guests a cycle's start placement has dealt with before the plan is
- * carried out (VMs placed, bindings from before a restart released) are
- * kept until the cycle's end (engine_place_handled): the plan saw them
- * where they were before.
+ * The guests this cycle's start placement deals with (VMs started,
+ * bindings from before a restart released) are kept until the cycle's
+ * end (engine_place_handled).
  */
 #include "orchestrator/engine/engine.h"
 
-#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,104 +35,78 @@
 #include "orchestrator/base/log.h"
 #include "orchestrator/base/xalloc.h"
 
-static void place_one(struct engine *e, const struct snapshot *snap, const struct vmsrc_placement *pl,
-		      bool do_apply, bool dry_run)
-{
-	const char *keys[] = { pl->name, pl->uuid, pl->id };
-	struct place_request req = { .guest_id = pl->id, .cpus = pl->nr_vcpus * e->conf.cfg.libvirt_place_vcpu_load,
-				     .mem_bytes = pl->mem_bytes };
-	struct place_result pr;
-	const struct plan_item *it = &pr.item;
-	struct apply_result res;
-	struct apply_pending *p;
-	const struct advice_reservation *rooms;
-	struct advice_reservation *others = NULL;
-	const struct resv *rv;
-	unsigned nrooms;
-	int ri;
-
-	ri = engine_resv_lookup(e, keys, 3, &rv, &rooms, &nrooms);
-	if (ri >= 0) {
-		req.reserved = true;
-		req.reserved_id = rv->id;
-		req.reserved_label = rv->label;
-		req.reserved_nodes = rv->room.nodes;
-		req.reserved_cpu_nodes = rv->cpu_nodes;
-		req.reserved_mems = rv->mems;
-		/* Its own room is given back: only the others count as load. */
-		others = xcalloc(nrooms, sizeof(*others));
-		for (unsigned i = 0, k = 0; i < nrooms; i++)
-			if (i != (unsigned)ri)
-				others[k++] = rooms[i];
-		rooms = others;
-		nrooms--;
-	}
-	req.nr_reservations = nrooms;
-	req.reservations = rooms;
-	if (e->pol.place(&e->conf.cfg.policy, snap, &req, &pr) < 0) {
-		free(others);
-		return;
-	}
-	pr.item.to_cpus = pr.item.kind == PLAN_MOVE ? &pr.cpus : NULL;
-	if (pr.used_reservation)
-		engine_resv_used(e, (unsigned)ri);
-	free(others);
-
-	if (it->kind == PLAN_SKIP) {
-		declog_add(e->dl, declog_make(snap, it, "skipped", NULL, dry_run));
-		if (it->skip == SKIP_NO_FIT)
-			log_info("not placing %s (%s): %s", it->guest_id, snap->guests[it->guest_idx].name,
-				 it->detail);
-		return;
-	}
-	if (!do_apply) {
-		engine_log_move(snap, it, NULL);
-		declog_add(e->dl, declog_make(snap, it, e->conf.cfg.mode == MODE_ADVISE && !dry_run ? "advised" :
-					      "planned", NULL, dry_run));
-		return;
-	}
-	apply_cpus(e->app, snap, it, &res, &p);
-	if (p) {
-		engine_place_memory(e, p, &res);
-		apply_pending_free(p);
-	}
-	{
-		size_t l = strlen(res.msg);
-
-		snprintf(res.msg + l, sizeof(res.msg) - l, "; %.3f s after its start was seen",
-			 (double)(clock_mono_ns() - pl->event_ns) / 1e9);
-	}
-	engine_log_move(snap, it, &res);
-	declog_add(e->dl, declog_make(snap, it, engine_move_decision(res.status), &res, false));
-	engine_count_place_outcome(&e->stats, e->st.ps, it, res.status, snap->mono_ns);
-}
-
-/* Note guest ID as dealt with by this cycle's start placement. */
-static void handled_add(struct engine *e, const char *id)
+/* Note guest ID as dealt with by this cycle's start placement; EVENT_NS:
+ * when its start was seen (INT64_MIN: a binding released, not a start). */
+static void handled_add(struct engine *e, const char *id, int64_t event_ns)
 {
 	e->place.started = xrealloc(e->place.started, (e->place.n + 1) * sizeof(*e->place.started));
-	snprintf(e->place.started[e->place.n++], GUEST_ID_MAX, "%s", id);
+	e->place.event_ns = xrealloc(e->place.event_ns, (e->place.n + 1) * sizeof(*e->place.event_ns));
+	snprintf(e->place.started[e->place.n], GUEST_ID_MAX, "%s", id);
+	e->place.event_ns[e->place.n++] = event_ns;
 }
 
-void engine_place_started(struct engine *e, const struct snapshot *snap, bool dry_run)
+/* The policy's input for the VM that started as PL: its demand, and the
+ * reservation labelled with its name, uuid or guest id. */
+static void start_of(struct engine *e, const struct vmsrc_placement *pl, struct start_vm *s)
+{
+	const char *keys[] = { pl->name, pl->uuid, pl->id };
+	const struct resv *rv;
+
+	memset(s, 0, sizeof(*s));
+	snprintf(s->id, sizeof(s->id), "%s", pl->id);
+	s->cpus = pl->nr_vcpus * e->conf.cfg.libvirt_place_vcpu_load;
+	s->mem_bytes = pl->mem_bytes;
+	s->room = engine_resv_lookup(e, keys, 3, &rv);
+	if (!rv)
+		return;
+	s->resv_id = rv->id;
+	s->resv_label = rv->label;
+	s->resv_nodes = rv->room.nodes;
+	s->resv_cpu_nodes = rv->cpu_nodes;
+	s->resv_mems = rv->mems;
+}
+
+unsigned engine_place_starting(struct engine *e, const struct snapshot *snap, struct start_vm **out)
 {
 	struct vmsrc_placement *pl = NULL;
 	unsigned n;
 
 	e->place.n = 0;
+	*out = NULL;
 	if (!e->vm)
-		return;
+		return 0;
 	/* Taken even when not placing, so a domain is offered only once. */
 	n = e->vmp->take_placements(e->vm, snap, &pl);
 	if (!n || !e->conf.cfg.libvirt_place_on_start || e->conf.cfg.mode == MODE_OFF || snap_nr_cpu_nodes(snap) <= 1) {
 		free(pl);
-		return;
+		return 0;
 	}
+	*out = xcalloc(n, sizeof(**out));
 	for (unsigned i = 0; i < n; i++) {
-		handled_add(e, pl[i].id);
-		place_one(e, snap, &pl[i], e->conf.cfg.mode == MODE_ENFORCE && !dry_run, dry_run);
+		handled_add(e, pl[i].id, pl[i].event_ns);
+		start_of(e, &pl[i], &(*out)[i]);
 	}
 	free(pl);
+	return n;
+}
+
+void engine_place_taken(struct engine *e, const struct plan *plan)
+{
+	for (unsigned i = 0; plan && i < plan->nr_items; i++)
+		if (plan->items[i].vm_start && plan->items[i].resv_used)
+			engine_resv_used(e, plan->items[i].resv_used);
+}
+
+void engine_place_said(const struct engine *e, const struct plan_item *it, struct apply_result *res)
+{
+	size_t l = strlen(res->msg);
+
+	for (unsigned k = 0; k < e->place.n; k++)
+		if (e->place.event_ns[k] != INT64_MIN && strcmp(e->place.started[k], it->guest_id) == 0) {
+			snprintf(res->msg + l, sizeof(res->msg) - l, "; %.3f s after its start was seen",
+				 (double)(clock_mono_ns() - e->place.event_ns[k]) / 1e9);
+			return;
+		}
 }
 
 bool engine_place_handled(const struct engine *e, const char *id)
@@ -154,7 +126,7 @@ void engine_place_restore(struct engine *e, const struct snapshot *snap)
 	 * plan did not see. */
 	nreleased = engine_restore_bound(e, snap, &released);
 	for (unsigned k = 0; k < nreleased; k++)
-		handled_add(e, released[k]);
+		handled_add(e, released[k], INT64_MIN);
 	free(released);
 }
 
@@ -179,7 +151,7 @@ enum phase_end engine_place_memory(struct engine *e, struct apply_pending *p, st
 		engine_bindwrite_submit(e, p);
 		return PHASE_WRITE_JOB;
 	}
-	/* A VM's (placed before the plan): libvirt's one call, now. */
+	/* A VM's start placement: libvirt's one call, now. */
 	apply_memory(e->app, p, res);
 	return PHASE_DONE;
 }
@@ -195,6 +167,8 @@ void engine_place_end(struct engine *e, const struct snapshot *snap, const struc
 void engine_place_free(struct engine_placest *pl)
 {
 	free(pl->started);
+	free(pl->event_ns);
 	pl->started = NULL;
+	pl->event_ns = NULL;
 	pl->n = 0;
 }

@@ -7,9 +7,11 @@
 #define NUMAORCH_ENGINE_PLACE_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "orchestrator/actuator/apply.h"
 #include "orchestrator/engine/engine_jobs.h"
+#include "orchestrator/model/hold.h"
 #include "orchestrator/model/plan.h"
 #include "orchestrator/model/snapshot.h"
 
@@ -21,12 +23,22 @@ struct engine;
 struct engine_placest {
 	unsigned n;
 	char (*started)[GUEST_ID_MAX];
+	int64_t *event_ns;   /* when its start was seen; INT64_MIN: a binding released */
 };
 
 void engine_place_free(struct engine_placest *pl);
-/* Place the domains that just started (before the policy runs, so it
- * sees their cool-down); they are handled (engine_place_handled). */
-void engine_place_started(struct engine *e, const struct snapshot *snap, bool dry_run);
+/* The domains that just started, as the policy's input (*OUT, the caller
+ * frees; returned: their number), each with the reservation made for it
+ * (its index among the rooms engine_reservations gave just before,
+ * which must not change until the policy has decided); they are handled (engine_place_handled).
+ * None when not placing them. */
+unsigned engine_place_starting(struct engine *e, const struct snapshot *snap, struct start_vm **out);
+/* After the policy decided: the reservations PLAN's VM start placements
+ * took are gone, whether or not the plan is carried out. */
+void engine_place_taken(struct engine *e, const struct plan *plan);
+/* A VM start placement's outcome RES says how long after its start it
+ * came. */
+void engine_place_said(const struct engine *e, const struct plan_item *it, struct apply_result *res);
 /* An applying cycle, before the policy decides: the bindings from before
  * a restart released (their guests handled: the plan holds their items,
  * HOLD_JUST_PLACED). */

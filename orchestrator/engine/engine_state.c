@@ -66,21 +66,17 @@ unsigned engine_reservations(struct engine *e, const struct advice_reservation *
 	return resv_rooms(&e->st.res, out);
 }
 
-int engine_resv_lookup(struct engine *e, const char *const *keys, unsigned nkeys, const struct resv **rv,
-		       const struct advice_reservation **rooms, unsigned *nrooms)
+int engine_resv_lookup(struct engine *e, const char *const *keys, unsigned nkeys, const struct resv **rv)
 {
-	int ri;
+	int ri = resv_find_label(&e->st.res, keys, nkeys);
 
-	resv_expire(&e->st.res, clock_mono_ns());
-	ri = resv_find_label(&e->st.res, keys, nkeys);
-	*nrooms = resv_rooms(&e->st.res, rooms);
 	*rv = ri >= 0 ? &e->st.res.r[ri] : NULL;
 	return ri;
 }
 
-void engine_resv_used(struct engine *e, unsigned i)
+void engine_resv_used(struct engine *e, uint64_t id)
 {
-	resv_remove_at(&e->st.res, i);
+	resv_drop(&e->st.res, id, NULL);
 }
 
 static bool pstate_same(const struct pstate *a, const struct pstate *b)

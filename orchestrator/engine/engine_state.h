@@ -45,11 +45,11 @@ void engine_state_load(struct engine *e, int dfd, const char *dir, const struct 
 int64_t engine_state_clock_offset(const struct engine *e);
 /* The policy's state of the next cycle is NEXT (taken). */
 void engine_state_set_ps(struct engine *e, struct pstate *next);
-/* The live reservations (*ROOMS, returned: their number), and the index
- * of the one labelled with one of KEYS[0..NKEYS) (-1: none; *RV: it). */
-int engine_resv_lookup(struct engine *e, const char *const *keys, unsigned nkeys, const struct resv **rv,
-		       const struct advice_reservation **rooms, unsigned *nrooms);
-/* Reservation I (engine_resv_lookup's) was used: it is gone. */
-void engine_resv_used(struct engine *e, unsigned i);
+/* The index, among the rooms engine_reservations gave, of the reservation
+ * labelled with one of KEYS[0..NKEYS) (-1: none; *RV: it). Nothing
+ * expires here: the indices stay those of the rooms the policy is given. */
+int engine_resv_lookup(struct engine *e, const char *const *keys, unsigned nkeys, const struct resv **rv);
+/* Reservation ID was taken by a start placement: it is gone. */
+void engine_resv_used(struct engine *e, uint64_t id);
 
 #endif

@@ -1,7 +1,9 @@
 /* hold.h — which planned items the cycle does not carry out, and why
  * (plan_item.hold): facts of the cycle beside what the policy decided on.
  * Guests this cycle's start placement dealt with, start bindings whose write still
- * runs (struct plan_holds, from the engine) and the mover's live jobs
+ * runs (struct plan_holds, from the engine; it also carries the VMs that
+ * just started, whose start placements are the plan's own items, not
+ * held) and the mover's live jobs
  * (snap_guest.job, laid on the snapshot). The item keeps what was
  * decided, so the decision log's dedup sees it as decided; the engine
  * carries out every item without a hold. Pure: no I/O.
@@ -16,6 +18,22 @@
 #include "orchestrator/model/plan.h"
 #include "orchestrator/model/snapshot.h"
 
+/* A VM the VM source saw start, to be placed by this cycle's plan
+ * (policy_place: a PLAN_MOVE with reason "place", or a skip saying why
+ * not), with the reservation made for it if any. */
+struct start_vm {
+	char id[GUEST_ID_MAX];
+	double cpus;                 /* expected CPU demand (vCPUs × [libvirt] place_vcpu_load) */
+	uint64_t mem_bytes;          /* configured memory */
+	/* The reservation labelled with its name, uuid or id: its index in
+	 * the reservations the policy is given (-1: none), its id, label
+	 * and where the advice put it (cpu_nodes, mems empty: not known). */
+	int room;
+	uint64_t resv_id;
+	const char *resv_label;
+	nodemask_t resv_nodes, resv_cpu_nodes, resv_mems;
+};
+
 /* What the engine knows of this cycle that the snapshot does not say.
  * Lists of guest ids; any may be empty. */
 struct plan_holds {
@@ -29,6 +47,10 @@ struct plan_holds {
 	 * (conflict.h): their moves are not fought */
 	char (*conflict)[GUEST_ID_MAX];
 	unsigned nconflict;
+	/* VMs that just started, placed first (their items are the start
+	 * placement's, with no hold) */
+	const struct start_vm *starting;
+	unsigned nstarting;
 	/* The cycle carries moves out (enforce, not a dry run): only then
 	 * does a write or a job hold a move back; a move merely planned or
 	 * advised is said as planned. */

@@ -36,6 +36,12 @@ void plan_mem_ways(struct plan *p, const struct snapshot *snap, const struct mem
 		it->mem_way = it->mem_way_soft = MEM_WAY_NONE;
 		if (it->kind != PLAN_MOVE || it->guest_idx >= snap->nr_guests)
 			continue;
+		/* A VM's start placement is libvirt's one call, CPUs and
+		 * memory together. */
+		if (it->vm_start) {
+			it->mem_way = it->mem_way_soft = MEM_WAY_WRITE;
+			continue;
+		}
 		g = &snap->guests[it->guest_idx];
 		in = (struct mem_way_in){
 			.kbal = cfg->kbal, .balancing = snap->numa_balancing, .cpu_use = g->cpu_use,

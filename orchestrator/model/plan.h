@@ -58,10 +58,11 @@ enum skip_reason {
  * log's dedup (logged.h) sees the item as decided. */
 enum plan_hold {
 	HOLD_NONE = 0,
-	HOLD_JUST_PLACED,   /* this cycle's start placement dealt with it (placed, or its
-			     * binding from before a restart released: engine_place.c):
-			     * the plan saw it where it was before; a move cools down
-			     * as if made */
+	HOLD_JUST_PLACED,   /* this cycle's start placement dealt with it (its binding
+			     * from before a restart released: engine_place.c; a VM
+			     * that started has its start placement as its item
+			     * instead): the plan saw it where it was before; a move
+			     * cools down as if made */
 	HOLD_BIND_WRITING,  /* a move while its start binding's cpuset.mems write still
 			     * runs would race it: decided again on what the write leaves */
 	HOLD_STILL_MOVING,  /* the mover's live job (hold_job) makes this move already
@@ -105,6 +106,12 @@ struct plan_item {
 	 * start_bind_mems); the engine widens them once its memory stops
 	 * growing. */
 	bool bind_start;
+	/* A VM's start placement (plan_holds.starting): made and recorded
+	 * as every move, its cool-down noted unless libvirt refuses the
+	 * change; RESV_USED: the reservation it took (consumed at once),
+	 * 0 none. */
+	bool vm_start;
+	uint64_t resv_used;
 	/* Its memory does not fit one node, its busy threads fit one node's
 	 * CPUs (policy: split): to_nodes is that one node, to_mems it and the
 	 * fewest nodes that hold the rest, first_node that node. */

@@ -105,8 +105,8 @@ struct advice {
 	char detail[192];        /* why, or why nothing fits */
 };
 
-/* A guest that just started, to be placed at once (VM initial placement;
- * policies/place.c). */
+/* A guest that just started, to be placed at once (VM initial placement
+ * inside the decide; policies/place.c). */
 struct place_request {
 	const char *guest_id;
 	double cpus;                 /* expected CPU demand (vCPUs × [libvirt] place_vcpu_load) */
@@ -141,7 +141,8 @@ struct policy_ops {
 	 * PREV's entries of the guests still there; the caller notes the
 	 * cool-downs of the moves it carries out (plan_item_note_cooldown).
 	 * HOLDS (may be NULL): the cycle's facts that hold items back
-	 * (plan_mark_holds). */
+	 * (plan_mark_holds), and the VMs that just started, whose start
+	 * placements are their items (plan_holds.starting). */
 	int (*decide)(const struct policy_config *cfg, const struct snapshot *snap,
 		      const struct pstate *prev, bool verbose,
 		      const struct advice_reservation *res, unsigned nres,
@@ -150,9 +151,6 @@ struct policy_ops {
 	/* policy_advise(): 0 with out->ok false when nothing fits. */
 	int (*advise)(const struct policy_config *cfg, const struct snapshot *snap,
 		      const struct advice_request *req, struct advice *out);
-	/* policy_place(): -ENOENT if the guest is not in SNAP. */
-	int (*place)(const struct policy_config *cfg, const struct snapshot *snap,
-		     const struct place_request *req, struct place_result *out);
 };
 
 #endif

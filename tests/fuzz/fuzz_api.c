@@ -82,8 +82,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		.acquirer_new = acquirer_new, .acquirer_free = acquirer_free, .add_source = acquirer_add_source,
 		.hier = acquirer_hier, .snapshot = acquirer_snapshot, .read_meminfo = topo_read_meminfo,
 	};
-	static const struct policy_ops pol = { .decide = policy_decide_reserved, .advise = policy_advise,
-					       .place = policy_place };
+	static const struct policy_ops pol = { .decide = policy_decide_reserved, .advise = policy_advise };
 	static const struct engine_parts parts = { .sources = &src, .policy = &pol };
 
 	if (engine_new(&cfg, &hp, &parts, &eng) < 0)

@@ -679,6 +679,114 @@ static void test_place_choice(void **state)
 	snap_unref(s);
 }
 
+static struct start_vm start(const char *id, double cpus, uint64_t mem, int room)
+{
+	struct start_vm s;
+
+	memset(&s, 0, sizeof(s));
+	snprintf(s.id, sizeof(s.id), "%s", id);
+	s.cpus = cpus;
+	s.mem_bytes = mem;
+	s.room = room;
+	return s;
+}
+
+static const struct plan_item *item_of(const struct plan *p, const char *id)
+{
+	const struct plan_item *it = NULL;
+
+	for (unsigned i = 0; i < p->nr_items; i++)
+		if (strcmp(p->items[i].guest_id, id) == 0) {
+			assert_null(it); /* one item per guest */
+			it = &p->items[i];
+		}
+	return it;
+}
+
+/* The VMs that just started are an input of the policy's one decide: each
+ * one's start placement is its item in the plan (reason "place", not held
+ * though the engine counts it as placed this cycle), its own reservation
+ * taken and the others counted as load, one reservation taken once; a
+ * guest not in the snapshot has none, one whose policy says ignore a
+ * skip. The cool-down it leaves is the engine's to note. */
+static void test_place_starts_in_the_plan(void **state)
+{
+	const struct tg g[] = {
+		{ .id = "vm-a", .on = "0-1" },
+		{ .id = "vm-b", .on = "0-1" },
+		{ .id = "vm-ignored", .on = "0-1", .pol = GPOL_IGNORE },
+	};
+	struct snapshot *s = host(g, 3, 6 * GIB, NULL);
+	struct policy_config c = pcfg();
+	struct advice_reservation rooms[2] = { { .cpus = 3.9, .mem_bytes = 5 * GIB },
+					       { .cpus = 1, .mem_bytes = GIB } };
+	struct start_vm sv[4];
+	char placed[2][GUEST_ID_MAX] = { "vm-a", "vm-b" };
+	struct plan_holds h = { .placed = placed, .nplaced = 2, .applying = true, .starting = sv, .nstarting = 4 };
+	const struct plan_item *a, *b, *ig;
+	struct plan *p = NULL;
+	struct pstate *next = NULL;
+
+	(void)state;
+	/* room 0 is someone else's, on node 0; room 1 is vm-b's, on node 1 */
+	nodes_of("0", &rooms[0].nodes);
+	nodes_of("1", &rooms[1].nodes);
+	sv[0] = start("vm-a", 1, GIB, -1);
+	sv[1] = start("vm-b", 1, GIB, 1);
+	sv[1].resv_id = 42;
+	sv[1].resv_label = "vm-b";
+	sv[1].resv_nodes = rooms[1].nodes;
+	sv[1].resv_cpu_nodes = rooms[1].nodes;
+	sv[1].resv_mems = rooms[1].nodes;
+	sv[2] = start("vm-ignored", 1, GIB, -1);
+	sv[3] = start("not-there", 1, GIB, -1);
+	assert_int_equal(policy_decide_reserved(&c, s, NULL, false, rooms, 2, &h, &p, &next), 0);
+	plan_mem_ways(p, s, &(struct mem_way_cfg){ .kbal = KBAL_AUTO, .mover = true, .mover_on = true });
+
+	/* the other guest's room fills node 0: vm-a goes to node 1 */
+	a = item_of(p, "vm-a");
+	assert_non_null(a);
+	assert_int_equal(a->kind, PLAN_MOVE);
+	assert_int_equal(a->reason, REASON_PLACE);
+	assert_true(a->vm_start);
+	assert_int_equal(a->hold, HOLD_NONE);
+	assert_int_equal(a->resv_used, 0);
+	assert_non_null(a->to_cpus);
+	assert_nodes(&a->to_nodes, "1");
+	assert_int_equal(a->mem_way, MEM_WAY_WRITE);
+	assert_non_null(strstr(a->detail, "initial placement"));
+	/* vm-b on its own room, which it takes */
+	b = item_of(p, "vm-b");
+	assert_non_null(b);
+	assert_int_equal(b->kind, PLAN_MOVE);
+	assert_nodes(&b->to_nodes, "1");
+	assert_int_equal(b->resv_used, 42);
+	assert_non_null(strstr(b->detail, "reservation 42"));
+	ig = item_of(p, "vm-ignored");
+	assert_non_null(ig);
+	assert_int_equal(ig->kind, PLAN_SKIP);
+	assert_int_equal(ig->skip, SKIP_IGNORED);
+	assert_true(ig->vm_start);
+	assert_null(item_of(p, "not-there"));
+	/* no cool-down yet: the engine notes it once the move is made */
+	assert_null(pstate_find(next, "vm-a"));
+	plan_free(p);
+	pstate_free(next);
+
+	/* a reservation is taken once: a second start with the same room
+	 * does not get it */
+	sv[0] = sv[1];
+	snprintf(sv[0].id, sizeof(sv[0].id), "vm-a");
+	h.nstarting = 2;
+	assert_int_equal(policy_decide_reserved(&c, s, NULL, false, rooms, 2, &h, &p, &next), 0);
+	assert_int_equal(item_of(p, "vm-a")->resv_used, 42);
+	assert_int_equal(item_of(p, "vm-b")->resv_used, 0);
+	assert_null(strstr(item_of(p, "vm-b")->detail, "reservation"));
+	plan_free(p);
+	pstate_free(next);
+	snap_unref(s);
+}
+
 /* ---- the engine with fake parts ------------------------------------------ */
 
 struct acquirer {
@@ -785,6 +893,17 @@ static int fake_decide(const struct policy_config *cfg, const struct snapshot *s
 		if (p->items[i].kind == PLAN_MOVE)
 			p->nr_moves++;
 	plan_mark_holds(p, snap, holds);
+	/* the VMs that just started, placed as the real policy places them */
+	if (holds && holds->nstarting) {
+		bool *used = xcalloc(nres ? nres : 1, sizeof(*used));
+		struct plan_item *starts;
+		unsigned nst;
+
+		place_starts(cfg, snap, holds, res, nres, used, &starts, &nst);
+		place_starts_splice(p, starts, nst);
+		free(starts);
+		free(used);
+	}
 	*plan = p;
 	return 0;
 }
@@ -803,7 +922,7 @@ static const struct source_ops fake_src = {
 	.acquirer_new = fake_acquirer_new, .acquirer_free = fake_acquirer_free, .add_source = fake_add_source,
 	.hier = fake_hier, .snapshot = fake_snapshot, .read_meminfo = fake_meminfo,
 };
-static const struct policy_ops fake_pol = { .decide = fake_decide, .advise = fake_advise, .place = policy_place };
+static const struct policy_ops fake_pol = { .decide = fake_decide, .advise = fake_advise };
 static const struct engine_parts fake_parts = { .sources = &fake_src, .policy = &fake_pol };
 
 static void fake_drift(struct acquirer *a, const struct snapshot *last, const bool *moved, struct drift_report *out)
@@ -1717,14 +1836,14 @@ static void test_engine_cycle_histogram(void **state)
 /* An engine needs every part. */
 static void test_engine_needs_its_parts(void **state)
 {
-	struct policy_ops no_place = fake_pol;
-	struct engine_parts parts = { .sources = &fake_src, .policy = &no_place };
+	struct policy_ops no_advice = fake_pol;
+	struct engine_parts parts = { .sources = &fake_src, .policy = &no_advice };
 	struct agent_config cfg;
 	struct host_paths hp;
 	struct engine *e = NULL;
 
 	(void)state;
-	no_place.place = NULL;
+	no_advice.advise = NULL;
 	config_default(&cfg);
 	host_paths_default(&hp);
 	assert_int_equal(engine_new(&cfg, &hp, &parts, &e), -EINVAL);
@@ -1770,6 +1889,7 @@ int main(void)
 		cmocka_unit_test(test_reservations),
 		cmocka_unit_test(test_engine_state_round_trip),
 		cmocka_unit_test(test_place_choice),
+		cmocka_unit_test(test_place_starts_in_the_plan),
 		cmocka_unit_test(test_engine_watch_rules),
 		cmocka_unit_test(test_engine_records_a_repeated_skip_once),
 		cmocka_unit_test(test_engine_records_a_repeated_advice_once),

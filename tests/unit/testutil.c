@@ -126,8 +126,7 @@ void tu_write(const char *root, const char *rel, const char *text)
 
 const struct engine_parts *tu_engine_parts(void)
 {
-	static const struct policy_ops pol = { .decide = policy_decide_reserved, .advise = policy_advise,
-					       .place = policy_place };
+	static const struct policy_ops pol = { .decide = policy_decide_reserved, .advise = policy_advise };
 	static const struct engine_parts parts = { .sources = &acquire_host_ops, .policy = &pol };
 
 	return &parts;
