@@ -327,7 +327,8 @@ static void nodes_to_cpus(const char *spec, char *buf, size_t sz)
 
 /* Keys only the host script uses (VM shape and checks). */
 static const char *const host_keys[] = {
-	"description", "nodes", "cpus_per_node", "mem_per_node", "mem_nodes", "distance",
+	"description", "nodes", "cpus_per_node", "mem_per_node", "mem_nodes", "distance", "distances",
+	"memory_only", "pxb", "threads",
 	"check_within", "check_duration", "bench", "cgroup", NULL,
 };
 
