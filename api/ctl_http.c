@@ -198,3 +198,26 @@ void ctl_reply_free(struct ctl_reply *r)
 	free(r->body);
 	memset(r, 0, sizeof(*r));
 }
+
+int ctl_read_token(const char *path, char *buf, size_t bufsz, char *err, size_t errsz)
+{
+	FILE *f = fopen(path, "re");
+	size_t n;
+
+	if (!f) {
+		int r = -errno;
+
+		snprintf(err, errsz, "token file %s: %s", path, strerror(-r));
+		return r;
+	}
+	if (!fgets(buf, (int)bufsz, f))
+		buf[0] = '\0';
+	fclose(f);
+	n = strcspn(buf, "\r\n");
+	buf[n] = '\0';
+	if (!n) {
+		snprintf(err, errsz, "token file %s is empty", path);
+		return -EINVAL;
+	}
+	return 0;
+}

@@ -46,5 +46,9 @@ int ctl_request(const struct ctl_conn *c, const char *method, const char *path, 
 void ctl_reply_free(struct ctl_reply *r);
 /* S %-escaped for a path segment or query value; free() it. */
 char *ctl_escape(const char *s);
+/* A bearer token file's first line, without its line end, into BUF (a
+ * token longer than BUFSZ - 1 is cut there). Returns 0, or -errno with
+ * ERR saying what (unreadable, empty). */
+int ctl_read_token(const char *path, char *buf, size_t bufsz, char *err, size_t errsz);
 
 #endif

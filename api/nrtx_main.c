@@ -88,30 +88,19 @@ static int token_refresh(struct token *t, const char *path, char *err, size_t er
 {
 	char buf[8192];
 	struct stat st;
-	size_t n;
-	FILE *f;
+	int r;
 
 	if (stat(path, &st) < 0) {
-		snprintf(err, errsz, "token file %s: %s", path, strerror(errno));
-		return -errno;
+		r = -errno;
+		snprintf(err, errsz, "token file %s: %s", path, strerror(-r));
+		return r;
 	}
 	if (t->value && st.st_dev == t->dev && st.st_ino == t->ino && st.st_size == t->size &&
 	    st.st_mtim.tv_sec == t->mtime.tv_sec && st.st_mtim.tv_nsec == t->mtime.tv_nsec)
 		return 0;
-	f = fopen(path, "re");
-	if (!f) {
-		snprintf(err, errsz, "token file %s: %s", path, strerror(errno));
-		return -errno;
-	}
-	if (!fgets(buf, sizeof(buf), f))
-		buf[0] = '\0';
-	fclose(f);
-	n = strcspn(buf, "\r\n");
-	buf[n] = '\0';
-	if (!n) {
-		snprintf(err, errsz, "token file %s is empty", path);
-		return -EINVAL;
-	}
+	r = ctl_read_token(path, buf, sizeof(buf), err, errsz);
+	if (r < 0)
+		return r;
 	if (t->value)
 		logmsg("", "token file %s changed: using the new token", path);
 	token_wipe(t);

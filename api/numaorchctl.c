@@ -1261,24 +1261,16 @@ static int cmd_metrics(const struct opts *o)
 
 static char *read_token(const char *path)
 {
-	FILE *f = fopen(path, "re");
-	char buf[4200];
-	size_t n;
+	char buf[4200], err[512];
+	char *t;
 
-	if (!f) {
-		fprintf(stderr, "numaorchctl: token file %s: %s\n", path, strerror(errno));
+	if (ctl_read_token(path, buf, sizeof(buf), err, sizeof(err)) < 0) {
+		fprintf(stderr, "numaorchctl: %s\n", err);
 		return NULL;
 	}
-	if (!fgets(buf, sizeof(buf), f))
-		buf[0] = '\0';
-	fclose(f);
-	n = strcspn(buf, "\r\n");
-	buf[n] = '\0';
-	if (!n) {
-		fprintf(stderr, "numaorchctl: token file %s is empty\n", path);
-		return NULL;
-	}
-	return strdup(buf);
+	t = strdup(buf);
+	memset(buf, 0, sizeof(buf));
+	return t;
 }
 
 /* numaorchctl's long options without a short form. */
