@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "orchestrator/model/kflow.h"
 #include "orchestrator/model/snapjson.h"
 #include "orchestrator/base/strtab.h"
 
@@ -24,6 +25,23 @@ void plan_note_cooldowns(const struct plan *p, struct pstate *ps)
 {
 	for (unsigned i = 0; i < p->nr_items; i++)
 		plan_item_note_cooldown(&p->items[i], ps, p->mono_ns);
+}
+
+/* The kernel's flow of G's memory as kbal's rule takes it. */
+static enum kbal_flow mem_way_flow(const struct snapshot *snap, const struct snap_guest *g, double follow_s)
+{
+	struct kflow_judgement j;
+
+	kflow_judge(snap, g, follow_s, &j);
+	switch (j.verdict) {
+	case KFLOW_FOLLOWS:
+		return KBAL_FLOW_MOVING;
+	case KFLOW_SLOW:
+	case KFLOW_STILL:
+		return KBAL_FLOW_SHORT;
+	default:
+		return KBAL_FLOW_UNMEASURED;
+	}
 }
 
 void plan_mem_ways(struct plan *p, const struct snapshot *snap, const struct mem_way_cfg *cfg)
@@ -47,6 +65,7 @@ void plan_mem_ways(struct plan *p, const struct snapshot *snap, const struct mem
 			.mover = cfg->mover, .mover_on = cfg->mover_on,
 			.vm_movable = g->vm && g->vm->qemu_pid > 0,
 		};
+		in.flow = mem_way_flow(snap, g, cfg->kernel_follow_s);
 		it->mem_way = mem_way_plan(&in, &it->mem_way_soft);
 	}
 }
@@ -123,6 +142,8 @@ static const char *const hold_names[] = {
 	[HOLD_BIND_WRITING] = "bind_writing",
 	[HOLD_STILL_MOVING] = "still_moving",
 	[HOLD_CONFLICT] = "conflict",
+	[HOLD_KERNEL_MOVING] = "kernel_moving",
+	[HOLD_KERNEL_AGAINST] = "kernel_against",
 };
 STRTAB_NAME(plan_hold_name, enum plan_hold, hold_names)
 

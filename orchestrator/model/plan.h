@@ -68,6 +68,11 @@ enum plan_hold {
 			     * (a move, or the one a cool-down holds back) */
 	HOLD_CONFLICT,      /* another placer (the kubelet) rewrote the cpuset the agent
 			     * wrote: not fought, until its CPUs change again (conflict.h) */
+	HOLD_KERNEL_MOVING, /* the kernel's balancing is measured moving its memory toward
+			     * its threads fast enough to finish in [memory] kernel_follow:
+			     * left to it (kflow.h) */
+	HOLD_KERNEL_AGAINST,/* the move would take its memory off the node the kernel is
+			     * measured filling for it: not fought, left as it is (kflow.h) */
 };
 
 struct plan_item {
