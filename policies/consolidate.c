@@ -123,7 +123,6 @@
 #include "devpref.h"
 #include "guards.h"
 #include "../orchestrator/base/xalloc.h"
-#include "../orchestrator/model/kflow.h"
 
 #define PIN_GAIN 1000.0
 
@@ -1773,7 +1772,7 @@ int policy_decide_reserved(const struct policy_config *cfg, const struct snapsho
 	if (snap_nr_cpu_nodes(snap) <= 1) {
 		one_node(snap, verbose, p);
 		plan_mark_holds(p, snap, holds);
-		kflow_mark_holds(p, snap, holds);
+		plan_mark_kernel_holds(p, snap, holds ? holds->kernel_follow_s : 0);
 		*next = next_state(snap, prev);
 		*plan = p;
 		return 0;
@@ -1790,7 +1789,7 @@ int policy_decide_reserved(const struct policy_config *cfg, const struct snapsho
 	plan_items(snap, verbose, d, order, nord, p);
 	p->migrate_bytes = migrated;
 	plan_mark_holds(p, snap, holds);
-	kflow_mark_holds(p, snap, holds);
+	plan_mark_kernel_holds(p, snap, holds ? holds->kernel_follow_s : 0);
 	*next = next_state(snap, prev);
 	*plan = p;
 

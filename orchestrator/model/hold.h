@@ -36,7 +36,8 @@ struct plan_holds {
 	/* Beside the kernel's balancing ([memory] kernel_balancing auto or
 	 * defer): the seconds the kernel may take to finish moving a guest's
 	 * memory toward its threads for its move to be left to it, and
-	 * whether a move against its measured flow is held (kflow_mark_holds).
+	 * whether a move against its measured flow is held
+	 * (plan_mark_kernel_holds).
 	 * 0: the flow holds nothing. */
 	double kernel_follow_s;
 };

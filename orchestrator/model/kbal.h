@@ -60,7 +60,7 @@ enum kbal_action kbal_decide(enum kbal_setting s, int balancing, bool strict, do
  * flow falls short is migrated by the agent, since waiting for the
  * kernel is measured not to work; unmeasured or moving, kbal_decide's
  * answer (a guest the kernel moves fast enough is held before this,
- * kflow_mark_holds). defer and migrate are the operator's: unchanged. */
+ * plan_mark_kernel_holds). defer and migrate are the operator's: unchanged. */
 enum kbal_action kbal_decide_flow(enum kbal_setting s, int balancing, bool strict, double cpu_use,
 				  enum kbal_flow flow);
 

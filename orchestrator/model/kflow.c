@@ -8,9 +8,7 @@
 #include <string.h>
 
 #include "orchestrator/base/xalloc.h"
-#include "orchestrator/model/hold.h"
 #include "orchestrator/model/kbal.h"
-#include "orchestrator/model/plan.h"
 
 /* G's flow from P (the same guest in PREV, nodes alike), or NULL when
  * either read of its memory is no measurement. */
@@ -84,6 +82,11 @@ void kflow_fill(struct snapshot *cur, const struct snapshot *prev, kflow_ours_fn
 	}
 }
 
+bool kflow_negligible(uint64_t remote, uint64_t total)
+{
+	return remote < 2 * KFLOW_FLOOR_BYTES || (double)remote < 0.01 * (double)total;
+}
+
 void kflow_thread_nodes(const struct snapshot *s, const struct snap_guest *g, nodemask_t *out)
 {
 	mask_zero(out);
@@ -142,7 +145,7 @@ void kflow_judge(const struct snapshot *s, const struct snap_guest *g, double fo
 		}
 	}
 	/* Local already: nothing for anyone to move. */
-	if (plan_migration_negligible(out->remote_bytes, g->mem_total)) {
+	if (kflow_negligible(out->remote_bytes, g->mem_total)) {
 		out->to_node = -1;
 		return;
 	}
@@ -172,45 +175,4 @@ int kflow_filling(const struct snapshot *s, const struct snap_guest *g)
 			node = s->nodes[n].id;
 		}
 	return node;
-}
-
-/* The kernel's hold on IT of SNAP, its detail written. */
-static enum plan_hold item_hold(struct plan_item *it, const struct snapshot *snap, double follow_s)
-{
-	const struct snap_guest *g = &snap->guests[it->guest_idx];
-	struct kflow_judgement j;
-	char to[64];
-	int fill;
-
-	if (it->kind != PLAN_MOVE || it->start || it->bind_start || g->policy.mode == GPOL_PINNED)
-		return HOLD_NONE;
-	kflow_judge(snap, g, follow_s, &j);
-	if (j.verdict == KFLOW_FOLLOWS) {
-		snprintf(it->detail, sizeof(it->detail),
-			 "kernel moving %.1f MiB/s to node %d, left to it: %.1f MiB still off its threads' nodes, "
-			 "done in about %.0f s (bound %.0f s)", j.rate_bps / 1048576.0, j.to_node,
-			 (double)j.remote_bytes / 1048576.0, (double)j.remote_bytes / j.rate_bps, follow_s);
-		return HOLD_KERNEL_MOVING;
-	}
-	fill = kflow_filling(snap, g);
-	if (fill < 0 || mask_test(&it->to_mems, fill) || plan_migration_negligible(it->migrate_bytes, g->mem_total))
-		return HOLD_NONE;
-	mask_format(&it->to_mems, to, sizeof(to));
-	snprintf(it->detail, sizeof(it->detail),
-		 "kernel filling node %d with its memory (%.1f MiB/s): moving it to nodes %s would go against "
-		 "that flow, left as it is", fill, (double)g->kflow->moved / g->kflow->window_s / 1048576.0, to);
-	return HOLD_KERNEL_AGAINST;
-}
-
-void kflow_mark_holds(struct plan *p, const struct snapshot *snap, const struct plan_holds *h)
-{
-	if (!h || !(h->kernel_follow_s > 0))
-		return;
-	for (unsigned i = 0; i < p->nr_items; i++) {
-		struct plan_item *it = &p->items[i];
-
-		if (it->hold != HOLD_NONE || it->guest_idx >= snap->nr_guests)
-			continue;
-		it->hold = item_hold(it, snap, h->kernel_follow_s);
-	}
 }

@@ -18,7 +18,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "orchestrator/model/plan.h"
 #include "orchestrator/model/snapshot.h"
 
 /* Less than this moved in a window is no flow: memory.numa_stat's
@@ -55,6 +54,10 @@ struct kflow_judgement {
 	int to_node;             /* the node (id) the kernel fills most, -1: none */
 };
 
+/* REMOTE bytes of TOTAL are too few to move: under 2 MiB or 1 % (as
+ * plan_migration_negligible says of a migration). */
+bool kflow_negligible(uint64_t remote, uint64_t total);
+
 /* The threads' nodes of G (ids): where its measured CPU time ran
  * (cpu_node, nodes with at least SNAP_BUSY_THREAD_CPU of it), else its
  * CPUs' nodes. */
@@ -67,18 +70,5 @@ void kflow_judge(const struct snapshot *s, const struct snap_guest *g, double fo
 /* The node the kernel is filling for G (id), -1 when none: the node its
  * measured flow brought the most memory to, KFLOW_FLOOR_BYTES or more. */
 int kflow_filling(const struct snapshot *s, const struct snap_guest *g);
-
-/* The holds the kernel's flow puts on P's moves, decided on SNAP with
- * H's bound (h->kernel_follow_s; H NULL or 0: none), on items no other
- * hold has: a move of a guest the kernel is measured moving toward its
- * threads fast enough (KFLOW_FOLLOWS) is left to it (HOLD_KERNEL_MOVING);
- * else a move whose memory would leave the node the kernel is filling
- * for it (kflow_filling not in its to_mems) is left as it is
- * (HOLD_KERNEL_AGAINST): the smallest change that never migrates against
- * the kernel's flow. A pinned guest (its mems end narrow, the operator's
- * order) and a start placement are not held. Each held item's detail
- * says what the kernel was measured doing. */
-struct plan_holds;
-void kflow_mark_holds(struct plan *p, const struct snapshot *snap, const struct plan_holds *h);
 
 #endif

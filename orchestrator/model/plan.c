@@ -70,6 +70,47 @@ void plan_mem_ways(struct plan *p, const struct snapshot *snap, const struct mem
 	}
 }
 
+/* The kernel's hold on IT of SNAP, its detail written. */
+static enum plan_hold kernel_hold(struct plan_item *it, const struct snapshot *snap, double follow_s)
+{
+	const struct snap_guest *g = &snap->guests[it->guest_idx];
+	struct kflow_judgement j;
+	char to[64];
+	int fill;
+
+	if (it->kind != PLAN_MOVE || it->start || it->bind_start || g->policy.mode == GPOL_PINNED)
+		return HOLD_NONE;
+	kflow_judge(snap, g, follow_s, &j);
+	if (j.verdict == KFLOW_FOLLOWS) {
+		snprintf(it->detail, sizeof(it->detail),
+			 "kernel moving %.1f MiB/s to node %d, left to it: %.1f MiB still off its threads' nodes, "
+			 "done in about %.0f s (bound %.0f s)", j.rate_bps / 1048576.0, j.to_node,
+			 (double)j.remote_bytes / 1048576.0, (double)j.remote_bytes / j.rate_bps, follow_s);
+		return HOLD_KERNEL_MOVING;
+	}
+	fill = kflow_filling(snap, g);
+	if (fill < 0 || mask_test(&it->to_mems, fill) || plan_migration_negligible(it->migrate_bytes, g->mem_total))
+		return HOLD_NONE;
+	mask_format(&it->to_mems, to, sizeof(to));
+	snprintf(it->detail, sizeof(it->detail),
+		 "kernel filling node %d with its memory (%.1f MiB/s): moving it to nodes %s would go against "
+		 "that flow, left as it is", fill, (double)g->kflow->moved / g->kflow->window_s / 1048576.0, to);
+	return HOLD_KERNEL_AGAINST;
+}
+
+void plan_mark_kernel_holds(struct plan *p, const struct snapshot *snap, double follow_s)
+{
+	if (!(follow_s > 0))
+		return;
+	for (unsigned i = 0; i < p->nr_items; i++) {
+		struct plan_item *it = &p->items[i];
+
+		if (it->hold != HOLD_NONE || it->guest_idx >= snap->nr_guests)
+			continue;
+		it->hold = kernel_hold(it, snap, follow_s);
+	}
+}
+
 void plan_free(struct plan *p)
 {
 	if (!p)

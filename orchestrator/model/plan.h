@@ -173,6 +173,19 @@ void plan_note_cooldowns(const struct plan *p, struct pstate *ps);
  * the plan says what the engine will do. */
 void plan_mem_ways(struct plan *p, const struct snapshot *snap, const struct mem_way_cfg *cfg);
 
+/* The holds the kernel's measured flow (kflow.h) puts on P's moves,
+ * decided on SNAP with FOLLOW_S the bound the kernel's remaining work
+ * must fit in (plan_holds.kernel_follow_s; 0: none), on items no other
+ * hold has: a move of a guest the kernel moves toward its threads fast
+ * enough (KFLOW_FOLLOWS) is left to it (HOLD_KERNEL_MOVING); else a move
+ * whose memory would leave the node the kernel is filling for it
+ * (kflow_filling not in its to_mems) is left as it is
+ * (HOLD_KERNEL_AGAINST): the smallest change that never migrates
+ * against the kernel's flow. A pinned guest (its mems end narrow, the
+ * operator's order) and a start placement are not held. Each held
+ * item's detail says what the kernel was measured doing. */
+void plan_mark_kernel_holds(struct plan *p, const struct snapshot *snap, double follow_s);
+
 void plan_free(struct plan *p);
 const char *plan_kind_name(enum plan_kind k);
 const char *move_reason_name(enum move_reason r);

@@ -186,8 +186,7 @@ static enum plan_hold hold_of(const uint64_t then[3], const uint64_t now[3], con
 	struct snapshot *p = snap_at(0, 1, &a, 1), *c = snap_at(10, 1, &b, 1);
 	struct plan pl = { 0 };
 	struct plan_item it;
-	struct plan_holds h = { .kernel_follow_s = follow_s };
-	enum plan_hold r;
+		enum plan_hold r;
 
 	kflow_fill(c, p, NULL, NULL);
 	if (pinned)
@@ -200,7 +199,7 @@ static enum plan_hold hold_of(const uint64_t then[3], const uint64_t now[3], con
 	snprintf(it.detail, sizeof(it.detail), "the policy's");
 	pl.items = &it;
 	pl.nr_items = 1;
-	kflow_mark_holds(&pl, c, &h);
+	plan_mark_kernel_holds(&pl, c, follow_s);
 	r = it.hold;
 	if (detail)
 		snprintf(detail, dsz, "%s", it.detail);
