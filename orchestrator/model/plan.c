@@ -84,8 +84,9 @@ static enum plan_hold kernel_hold(struct plan_item *it, const struct snapshot *s
 	if (j.verdict == KFLOW_FOLLOWS) {
 		snprintf(it->detail, sizeof(it->detail),
 			 "kernel moving %.1f MiB/s to node %d, left to it: %.1f MiB still off its threads' nodes, "
-			 "done in about %.0f s (bound %.0f s)", j.rate_bps / 1048576.0, j.to_node,
-			 (double)j.remote_bytes / 1048576.0, (double)j.remote_bytes / j.rate_bps, follow_s);
+			 "done in about %.0f s (bound %.0f s; measured over %.2f s)", j.rate_bps / 1048576.0, j.to_node,
+			 (double)j.remote_bytes / 1048576.0, (double)j.remote_bytes / j.rate_bps, follow_s,
+			 g->kflow->window_s);
 		return HOLD_KERNEL_MOVING;
 	}
 	fill = kflow_filling(snap, g);
