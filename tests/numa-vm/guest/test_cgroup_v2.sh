@@ -1001,6 +1001,7 @@ kernel_flow_record() {
 		{n++; ts[n]=$1; b[n]=$2}
 		END{a=near(e-w); z=near(e); if (ts[z]<=ts[a]) {print "nan"; exit} printf "%.2f", (b[z]-b[a])/1048576/(ts[z]-ts[a])}' $T/samples)
 	echo "# left to the kernel: $msg; this test measured $own MiB/s onto node 1 over the same $win s"
+	echo "# this kernel's per-cgroup balancing counters (memory.stat): $(grep -E '^(numa_|pgpromote)' $CG$SB/$G1/memory.stat 2>/dev/null | cut -d' ' -f1 | tr '\n' ' ')(none listed: none)"
 	awk -v r="$rate" -v o="$own" 'BEGIN{exit !(o > 0 && r <= 2 * o && o <= 2 * r)}' ||
 		{ echo "the record says $rate MiB/s, this test measured $own MiB/s"; return 1; }
 	return 0
