@@ -214,10 +214,6 @@ static bool override_policy(void *ctx, const char *id, struct guest_policy *out)
 	return true;
 }
 
-/* The mover's live jobs, on the snapshot being finalized: each guest's
- * (snap_guest.job: a plan's move one of them makes already is held), and
- * the memory they are still moving into each node
- * (snap_node.mem_leaving/mem_coming) while the mover is on. */
 /* Did the agent move guest ID's memory between PREV_NS and CUR_NS? A
  * move it carried out then (noted for its cool-down), or a start
  * binding's write still running: their pages are in its flow. */
@@ -230,6 +226,11 @@ static bool moved_by_agent(void *ctx, const char *id, int64_t prev_ns, int64_t c
 	return (pe && pe->last_move_ns >= prev_ns) || (e->jobs.n && engine_bindwrite_pending(e, id));
 }
 
+/* The mover's live jobs, on the snapshot being finalized: each guest's
+ * (snap_guest.job: a plan's move one of them makes already is held), and
+ * the memory they are still moving into each node
+ * (snap_node.mem_leaving/mem_coming) while the mover is on; then each
+ * guest's kernel flow since the last cycle's snapshot (kflow.h). */
 static void mover_facts(void *ctx, struct snapshot *s)
 {
 	struct engine *e = ctx;
