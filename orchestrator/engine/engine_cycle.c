@@ -447,6 +447,9 @@ static void note_held(const struct cycle *c, const struct plan_item *it)
 	case HOLD_CONFLICT:
 		log_debug("not moving %s: another placer rewrote the cpuset numaorchd wrote", it->guest_id);
 		break;
+	case HOLD_KERNEL_UNMEASURED:
+		log_debug("not moving %s yet: %s", it->guest_id, it->detail);
+		break;
 	case HOLD_KERNEL_MOVING:
 	case HOLD_KERNEL_AGAINST:
 		break; /* (recorded: apply_item) */
@@ -562,7 +565,8 @@ static void cycle_record(struct engine *e, struct cycle *c)
 
 	e->cyc.first_sight = false;
 	for (unsigned i = 0; plan && i < plan->nr_items && !e->cyc.first_sight; i++)
-		e->cyc.first_sight = plan->items[i].kind == PLAN_SKIP && plan->items[i].skip == SKIP_NO_USAGE;
+		e->cyc.first_sight = (plan->items[i].kind == PLAN_SKIP && plan->items[i].skip == SKIP_NO_USAGE) ||
+				     plan->items[i].hold == HOLD_KERNEL_UNMEASURED;
 	if (plan)
 		logged_update(&e->cyc.logged, plan, snap->mono_ns, e->conf.cfg.policy.cooldown_ns);
 	if (c->next) {

@@ -59,6 +59,7 @@ void kflow_fill(struct snapshot *cur, const struct snapshot *prev, kflow_ours_fn
 		cur->kernel_migrated_pps = (double)(cur->numa_pages_migrated - prev->numa_pages_migrated) / window_s;
 	if (!same_nodes(cur, prev))
 		return;
+	cur->flow_window_s = window_s;
 	for (unsigned i = 0; i < cur->nr_guests; i++) {
 		struct snap_guest *g = &cur->guests[i];
 		const struct snap_guest *p = snap_find_guest(prev, g->id);
@@ -79,6 +80,8 @@ void kflow_fill(struct snapshot *cur, const struct snapshot *prev, kflow_ours_fn
 		if (ours && ours(ctx, g->id, prev->mono_ns, cur->mono_ns))
 			continue;
 		g->kflow = guest_flow(cur, g, p, window_s);
+		if (g->kflow)
+			g->kflow->cpus_steady = g->cpus && p->cpus && mask_equal(g->cpus, p->cpus);
 	}
 }
 
@@ -155,7 +158,9 @@ void kflow_judge(const struct snapshot *s, const struct snap_guest *g, double fo
 	out->rate_bps = (double)toward / f->window_s;
 	if (toward >= KFLOW_FLOOR_BYTES)
 		out->verdict = (double)out->remote_bytes <= out->rate_bps * follow_s ? KFLOW_FOLLOWS : KFLOW_SLOW;
-	else if (!isnan(g->cpu_use) && g->cpu_use >= KBAL_BUSY_CPUS)
+	/* Not moving it needs the whole window with its threads where they
+	 * are: CPUs changed in it leave the kernel no time to be judged. */
+	else if (!isnan(g->cpu_use) && g->cpu_use >= KBAL_BUSY_CPUS && f->cpus_steady)
 		out->verdict = KFLOW_STILL;
 	if (out->verdict != KFLOW_FOLLOWS && out->verdict != KFLOW_SLOW)
 		out->to_node = -1;

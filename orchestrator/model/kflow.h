@@ -44,7 +44,7 @@ enum kflow_verdict {
 			    * to finish within the bound: left to it */
 	KFLOW_SLOW,        /* the kernel moves it toward them, too slowly to finish in time */
 	KFLOW_STILL,       /* it runs and the kernel moved none of it toward them over
-			    * the whole window */
+			    * the whole window, its CPUs the same all along */
 };
 
 struct kflow_judgement {

@@ -80,6 +80,14 @@ static enum plan_hold kernel_hold(struct plan_item *it, const struct snapshot *s
 
 	if (it->kind != PLAN_MOVE || it->start || it->bind_start || g->policy.mode == GPOL_PINNED)
 		return HOLD_NONE;
+	/* The first cycle has nothing to compare with: a busy guest's move
+	 * waits for the next, which knows what the kernel is doing. */
+	if (!(snap->flow_window_s > 0) && kbal_kernel_moves(snap->numa_balancing) && !isnan(g->cpu_use) &&
+	    g->cpu_use >= KBAL_BUSY_CPUS && !plan_migration_negligible(it->migrate_bytes, g->mem_total)) {
+		snprintf(it->detail, sizeof(it->detail), "the kernel's balancing is on and what it moves of this "
+			 "guest is not measured yet: decided next cycle");
+		return HOLD_KERNEL_UNMEASURED;
+	}
 	kflow_judge(snap, g, follow_s, &j);
 	if (j.verdict == KFLOW_FOLLOWS) {
 		snprintf(it->detail, sizeof(it->detail),
@@ -186,6 +194,7 @@ static const char *const hold_names[] = {
 	[HOLD_CONFLICT] = "conflict",
 	[HOLD_KERNEL_MOVING] = "kernel_moving",
 	[HOLD_KERNEL_AGAINST] = "kernel_against",
+	[HOLD_KERNEL_UNMEASURED] = "kernel_unmeasured",
 };
 STRTAB_NAME(plan_hold_name, enum plan_hold, hold_names)
 

@@ -73,6 +73,9 @@ enum plan_hold {
 			     * left to it (kflow.h) */
 	HOLD_KERNEL_AGAINST,/* the move would take its memory off the node the kernel is
 			     * measured filling for it: not fought, left as it is (kflow.h) */
+	HOLD_KERNEL_UNMEASURED, /* a busy guest's move with the kernel's balancing on and no
+			     * flow measured yet (the agent's first cycle): decided on
+			     * the next, with what the kernel moved in between */
 };
 
 struct plan_item {
@@ -181,7 +184,9 @@ void plan_mem_ways(struct plan *p, const struct snapshot *snap, const struct mem
  * whose memory would leave the node the kernel is filling for it
  * (kflow_filling not in its to_mems) is left as it is
  * (HOLD_KERNEL_AGAINST): the smallest change that never migrates
- * against the kernel's flow. A pinned guest (its mems end narrow, the
+ * against the kernel's flow. With no flow measured at all (no previous
+ * snapshot: flow_window_s 0), a busy guest's move waits a cycle
+ * (HOLD_KERNEL_UNMEASURED). A pinned guest (its mems end narrow, the
  * operator's order) and a start placement are not held. Each held
  * item's detail says what the kernel was measured doing. */
 void plan_mark_kernel_holds(struct plan *p, const struct snapshot *snap, double follow_s);

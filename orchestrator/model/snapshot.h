@@ -163,6 +163,9 @@ struct snap_kflow {
 	uint64_t arrived;      /* sum of the arrivals */
 	uint64_t left;         /* sum of the departures */
 	uint64_t moved;        /* the smaller of the two: moved between nodes */
+	/* Its CPUs were the same at both ends: the window saw its threads
+	 * where they are now from its start. */
+	bool cpus_steady;
 };
 
 struct snap_guest {
@@ -290,6 +293,9 @@ struct snapshot {
 	bool vmstat_read;
 	uint64_t numa_pages_migrated;
 	double kernel_migrated_pps;
+	/* The window kflow_fill measured the guests' flows over, seconds;
+	 * 0: none (no previous snapshot, the nodes changed). */
+	double flow_window_s;
 	enum cg_layout layout;
 
 	unsigned nr_nodes;

@@ -237,6 +237,67 @@ static void test_holds(void **state)
 	assert_int_equal(hold_of(all0, moved40, "1", 30, false, HOLD_CONFLICT, NULL, 0), HOLD_CONFLICT);
 }
 
+/* The agent's first cycle (no flow measured at all): a busy guest's move
+ * waits a cycle with the kernel's balancing on; an idle one's, or any
+ * with it off, does not. */
+static void test_unmeasured(void **state)
+{
+	static const struct {
+		int bal;
+		double cpu;
+		enum plan_hold want;
+	} t[] = {
+		{ 1, 1.0, HOLD_KERNEL_UNMEASURED },
+		{ 3, 1.0, HOLD_KERNEL_UNMEASURED },
+		{ 1, 0.1, HOLD_NONE },
+		{ 1, NAN, HOLD_NONE },
+		{ 0, 1.0, HOLD_NONE },
+		{ 2, 1.0, HOLD_NONE },
+	};
+
+	(void)state;
+	for (unsigned i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		struct gspec a = { "g", NULL, "2-3", t[i].cpu, { 100, 0, 0 }, 0, false };
+		struct snapshot *c = snap_at(10, t[i].bal, &a, 1);
+		struct plan pl = { 0 };
+		struct plan_item it;
+
+		plan_item_init(&it, c, 0, PLAN_MOVE);
+		mask_parse("1", &it.to_mems);
+		it.migrate_bytes = 100 * MIB;
+		pl.items = &it;
+		pl.nr_items = 1;
+		plan_mark_kernel_holds(&pl, c, 30);
+		if (it.hold != t[i].want)
+			fail_msg("row %u: got %s, want %s", i, plan_hold_name(it.hold), plan_hold_name(t[i].want));
+		/* with a flow window (the next cycle) it is judged, not held so */
+		c->flow_window_s = 10;
+		it.hold = HOLD_NONE;
+		plan_mark_kernel_holds(&pl, c, 30);
+		assert_int_not_equal(it.hold, HOLD_KERNEL_UNMEASURED);
+		snap_unref(c);
+	}
+}
+
+/* Its CPUs changed in the window: the kernel had no whole window to be
+ * judged not moving it. */
+static void test_cpus_changed(void **state)
+{
+	struct gspec a = { "g", NULL, "0-1", 1.0, { 100, 0, 0 }, 0, false };
+	struct gspec b = { "g", NULL, "2-3", 1.0, { 100, 0, 0 }, 0, false };
+	struct snapshot *p = snap_at(0, 1, &a, 1), *c = snap_at(10, 1, &b, 1);
+	struct kflow_judgement j;
+
+	(void)state;
+	kflow_fill(c, p, NULL, NULL);
+	assert_non_null(guest(c, "g")->kflow);
+	assert_false(guest(c, "g")->kflow->cpus_steady);
+	kflow_judge(c, guest(c, "g"), 30, &j);
+	assert_int_equal(j.verdict, KFLOW_ABSENT);
+	snap_unref(c);
+	snap_unref(p);
+}
+
 /* kbal's rule with the flow: for auto, a measured shortfall migrates;
  * unmeasured it is kbal_decide (the equivalence table of test_kbal). */
 static void test_decide_flow(void **state)
@@ -298,6 +359,8 @@ int main(void)
 		cmocka_unit_test(test_fill),
 		cmocka_unit_test(test_judge),
 		cmocka_unit_test(test_holds),
+		cmocka_unit_test(test_unmeasured),
+		cmocka_unit_test(test_cpus_changed),
 		cmocka_unit_test(test_decide_flow),
 		cmocka_unit_test(test_plan_way),
 	};
