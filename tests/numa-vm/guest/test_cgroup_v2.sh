@@ -958,7 +958,10 @@ test_beside_kernel_balancing_the_record_is_true() {
 # 384 MiB on node 0, its thread on node 1, its mems wide and
 # kernel.numa_balancing = 1; once this test itself sees the kernel
 # moving it (node 1 gaining), the daemon ([memory] kernel_balancing =
-# auto) starts. Its move must be left to the kernel (record
+# auto) starts. The kernel's scan is narrowed to 16 MiB a pass
+# (debugfs sched/numa_balancing/scan_size_mb) so that it takes tens of
+# seconds, not the one or two a full 256 MiB pass takes here, and the
+# daemon's cycles see it under way. Its move must be left to the kernel (record
 # left_to_kernel, "kernel moving X MiB/s to node 1"), no job of its own
 # started, and X must agree within a factor of 2 with the rate this
 # test measures from memory.numa_stat over the same window (a sampler
@@ -968,6 +971,11 @@ kernel_flow_record() {
 	start $G1 "$c1" 0 384 || return 1
 	echo "0-$(($(ls -d /sys/devices/system/node/node* | wc -l) - 1))" > $CG$SB/$G1/cpuset.mems
 	n1a=$(mem_on $G1 1)
+	grep -q " /sys/kernel/debug " /proc/mounts || mount -t debugfs none /sys/kernel/debug 2>/dev/null
+	ssz=/sys/kernel/debug/sched/numa_balancing/scan_size_mb
+	[ -w $ssz ] || { echo "no $ssz to slow the kernel's balancing with"; return 1; }
+	ssz0=$(cat $ssz)
+	echo 16 > $ssz
 	echo 1 > /proc/sys/kernel/numa_balancing
 	i=0
 	while [ $(( $(mem_on $G1 1) - n1a )) -lt $((16 * 1048576)) ]; do
@@ -976,7 +984,7 @@ kernel_flow_record() {
 	done
 	sh -c "while :; do echo \$(cut -d' ' -f1 /proc/uptime) \$(awk -v n=N1= '\$1==\"anon\"||\$1==\"file\"{for(i=2;i<=NF;i++) if(index(\$i,n)==1) s+=substr(\$i,length(n)+1)} END{print s+0}' $CG$SB/$G1/memory.numa_stat); sleep 0.2; done" > $T/samples &
 	spid=$!
-	printf '[agent]\ninterval = 2\nsample = 0.3\n[api]\nsocket =\n[libvirt]\nenabled = no\n[memory]\nkernel_balancing = auto\n' > $T/conf
+	printf '[agent]\ninterval = 2\nsample = 0.3\n[api]\nsocket =\n[libvirt]\nenabled = no\n[memory]\nkernel_balancing = auto\nkernel_follow = 300\n' > $T/conf
 	$NUMAORCHD --config $T/conf --scope $SB --state-dir $T/state --decision-log $T/dec --log-level debug > /dev/null 2> $T/err &
 	pid=$!
 	i=0
@@ -1007,8 +1015,10 @@ kernel_flow_record() {
 	return 0
 }
 test_beside_kernel_balancing_the_flow_is_measured() {
+	ssz0=
 	kernel_flow_record
 	r=$?
+	[ -n "$ssz0" ] && echo $ssz0 > $ssz
 	echo 0 > /proc/sys/kernel/numa_balancing
 	return $r
 }
