@@ -990,7 +990,7 @@ kernel_flow_record() {
 	i=0
 	while ! grep '"decision":"left_to_kernel"' $T/dec 2>/dev/null | grep -q "\"guest\":\"$ID1\""; do
 		sleep 0.1; i=$((i + 1))
-		[ $i -gt 300 ] && { kill -9 $pid $spid; grep -v "own CPU" $T/err | head -12; echo "samples: $(head -2 $T/samples | tr '\n' ' ') ... $(tail -1 $T/samples); node 0 $(mem_on $G1 0), node 1 $(mem_on $G1 1)"; echo "no left_to_kernel record within 30 s: $(grep -o '"decision":"[a-z_]*","detail[^}]*' $T/dec 2>/dev/null | head -3 | tr '\n' ' ') $(grep -o '"decision":"[a-z_]*"' $T/dec 2>/dev/null | tr '\n' ' ')"; return 1; }
+		[ $i -gt 300 ] && { kill -9 $pid $spid; echo "log: $(grep -v "own CPU" $T/err | head -12 | cut -c1-160 | tr "\n" "|")"; echo "samples: $(head -2 $T/samples | tr '\n' ' ') ... $(tail -1 $T/samples); node 0 $(mem_on $G1 0), node 1 $(mem_on $G1 1)"; echo "no left_to_kernel record within 30 s: $(grep -o '"decision":"[a-z_]*","detail[^}]*' $T/dec 2>/dev/null | head -3 | tr '\n' ' ') $(grep -o '"decision":"[a-z_]*"' $T/dec 2>/dev/null | tr '\n' ' ')"; return 1; }
 	done
 	tf=$(cut -d' ' -f1 /proc/uptime)
 	sleep 0.3
