@@ -12,6 +12,7 @@
 #include "orchestrator/model/memway.h"
 #include "orchestrator/model/plan.h"
 #include "orchestrator/model/snapshot.h"
+#include "orchestrator/store/logged.h"
 
 #define MIB (1024ULL * 1024)
 
@@ -279,6 +280,36 @@ static void test_unmeasured(void **state)
 	}
 }
 
+/* A move held a cycle for the flow to be measured was not said: the
+ * next cycle's left_to_kernel record is news, not a repeat (the
+ * decision log's dedup). */
+static void test_unmeasured_not_logged(void **state)
+{
+	struct gspec a = { "g", NULL, "2-3", 1.0, { 100, 0, 0 }, 0, false };
+	struct snapshot *c = snap_at(10, 1, &a, 1);
+	struct logged_table t = { 0 };
+	struct plan pl = { 0 };
+	struct plan_item it;
+	int64_t hold = 300 * (int64_t)1000000000;
+
+	(void)state;
+	plan_item_init(&it, c, 0, PLAN_MOVE);
+	mask_parse("1", &it.to_mems);
+	it.to_nodes = it.to_mems;
+	it.migrate_bytes = 100 * MIB;
+	it.hold = HOLD_KERNEL_UNMEASURED;
+	pl.items = &it;
+	pl.nr_items = 1;
+	logged_update(&t, &pl, 10 * (int64_t)1000000000, hold);
+	it.hold = HOLD_KERNEL_MOVING;
+	assert_false(logged_repeats(&t, &it, false, 11 * (int64_t)1000000000, hold));
+	/* once said, the same again is a repeat */
+	logged_update(&t, &pl, 11 * (int64_t)1000000000, hold);
+	assert_true(logged_repeats(&t, &it, false, 12 * (int64_t)1000000000, hold));
+	logged_table_clear(&t);
+	snap_unref(c);
+}
+
 /* Its CPUs changed in the window: the kernel had no whole window to be
  * judged not moving it. */
 static void test_cpus_changed(void **state)
@@ -360,6 +391,7 @@ int main(void)
 		cmocka_unit_test(test_judge),
 		cmocka_unit_test(test_holds),
 		cmocka_unit_test(test_unmeasured),
+		cmocka_unit_test(test_unmeasured_not_logged),
 		cmocka_unit_test(test_cpus_changed),
 		cmocka_unit_test(test_decide_flow),
 		cmocka_unit_test(test_plan_way),
