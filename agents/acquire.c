@@ -114,6 +114,30 @@ static void sleep_s(double s)
 		;
 }
 
+/* The counter KEY of /proc/vmstat (PATH): -ENOENT when the kernel has
+ * none (no CONFIG_NUMA_BALANCING). */
+static int read_vmstat_key(const char *path, const char *key, uint64_t *out)
+{
+	size_t klen = strlen(key), len;
+	char *buf, *p;
+	int r = fs_read_file(path, 1 << 16, &buf, &len);
+
+	if (r < 0)
+		return r;
+	r = -ENOENT;
+	for (p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (strncmp(p, key, klen) == 0 && p[klen] == ' ') {
+			char *end;
+
+			errno = 0;
+			*out = strtoull(p + klen + 1, &end, 10);
+			r = errno || end == p + klen + 1 ? -EINVAL : 0;
+			break;
+		}
+	free(buf);
+	return r;
+}
+
 /* /sys/kernel/mm/numa/demotion_enabled under SYSFS ("true"/"false", or
  * 1/0 on some kernels): 1, 0, -1 when absent (a kernel without memory
  * tiering) or unreadable. */
@@ -263,6 +287,8 @@ int acquirer_snapshot(struct acquirer *a, double prime_s, const struct snap_poli
 		    fs_read_u64(path, &v) == 0)
 			s->numa_balancing = v > 255 ? 255 : (int)v;
 		s->demotion_enabled = read_demotion(a->hp.sysfs);
+		if (snprintf(path, sizeof(path), "%s/vmstat", a->hp.procfs) < (int)sizeof(path))
+			s->vmstat_read = read_vmstat_key(path, "numa_pages_migrated", &s->numa_pages_migrated) == 0;
 	}
 	snap_set_nodes(s, nodes, nr, dist);
 	cputopo_set(a, s, nodes, nr);

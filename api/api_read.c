@@ -139,6 +139,13 @@ void h_status(struct rq *r)
 				      "memory_deferred", (json_int_t)v->stats.memory_deferred));
 	/* Memory tiering: memory on nodes without CPUs is the kernel's tier,
 	 * left where it put it (deploy/man/numaorchd.8). */
+	/* The kernel's balancing migrations host-wide (/proc/vmstat
+	 * numa_pages_migrated): the counter and its rate over the last
+	 * cycle's window, null where not read. */
+	json_object_set_new(json_object_get(o, "kernel_balancing"), "numa_pages_migrated",
+			    s->vmstat_read ? json_integer((json_int_t)s->numa_pages_migrated) : json_null());
+	json_object_set_new(json_object_get(o, "kernel_balancing"), "numa_pages_migrated_per_s",
+			    snapj_real_or_null(s->kernel_migrated_pps));
 	json_object_set_new(json_object_get(o, "kernel_balancing"), "memory_tiering",
 			    json_pack("{s:b, s:o}", "active", snap_memory_tiering(s), "demotion_enabled",
 				      s->demotion_enabled >= 0 ? json_boolean(s->demotion_enabled > 0) : json_null()));

@@ -1809,6 +1809,7 @@ int policy_decide_reserved(const struct policy_config *cfg, const struct snapsho
 	if (snap_nr_cpu_nodes(snap) <= 1) {
 		one_node(snap, verbose, p);
 		plan_mark_holds(p, snap, holds);
+		plan_mark_kernel_holds(p, snap, holds ? holds->kernel_follow_s : 0);
 		*next = next_state(snap, prev);
 		*plan = p;
 		return 0;
@@ -1830,6 +1831,7 @@ int policy_decide_reserved(const struct policy_config *cfg, const struct snapsho
 	plan_items(snap, verbose, d, order, nord, p);
 	p->migrate_bytes = migrated;
 	plan_mark_holds(p, snap, holds);
+	plan_mark_kernel_holds(p, snap, holds ? holds->kernel_follow_s : 0);
 	place_starts_splice(p, starts, nst);
 	*next = next_state(snap, real);
 	*plan = p;

@@ -23,6 +23,7 @@
 #include "orchestrator/store/gpolstore.h"
 #include "orchestrator/store/history.h"
 #include "orchestrator/model/kbal.h"
+#include "orchestrator/model/kflow.h"
 #include "orchestrator/model/memway.h"
 #include "orchestrator/base/log.h"
 #include "orchestrator/mover/mover.h"
@@ -230,19 +231,34 @@ static bool override_policy(void *ctx, const char *id, struct guest_policy *out)
 	return true;
 }
 
+/* Did the agent move guest ID's memory between PREV_NS and CUR_NS? A
+ * move it carried out then (noted for its cool-down), or a start
+ * binding's write still running: their pages are in its flow. */
+static bool moved_by_agent(void *ctx, const char *id, int64_t prev_ns, int64_t cur_ns)
+{
+	struct engine *e = ctx;
+	const struct pstate_entry *pe = e->st.ps ? pstate_find(e->st.ps, id) : NULL;
+
+	(void)cur_ns;
+	return (pe && pe->last_move_ns >= prev_ns) || (e->jobs.n && engine_bindwrite_pending(e, id));
+}
+
 /* The mover's live jobs, on the snapshot being finalized: each guest's
  * (snap_guest.job: a plan's move one of them makes already is held), and
  * the memory they are still moving into each node
- * (snap_node.mem_leaving/mem_coming) while the mover is on. */
+ * (snap_node.mem_leaving/mem_coming) while the mover is on; then each
+ * guest's kernel flow since the last cycle's snapshot (kflow.h). */
 static void mover_facts(void *ctx, struct snapshot *s)
 {
 	struct engine *e = ctx;
 
-	if (!e->jobs.mover)
-		return;
-	mover_note_jobs(e->jobs.mover, s);
-	if (e->jobs.mover_on)
-		mover_flows(e->jobs.mover, s);
+	if (e->jobs.mover) {
+		mover_note_jobs(e->jobs.mover, s);
+		if (e->jobs.mover_on)
+			mover_flows(e->jobs.mover, s);
+	}
+	/* after the jobs: a guest with one has no flow of the kernel's */
+	kflow_fill(s, e->cyc.prev_snap, moved_by_agent, e);
 }
 
 /* One cycle's working state, from acquire to record. */
@@ -401,6 +417,8 @@ static int cycle_decide(struct engine *e, struct cycle *c)
 	note_holds(e, c);
 	c->holds.starting = starting;
 	c->holds.nstarting = nstarting;
+	if (e->conf.cfg.kernel_balancing != KBAL_MIGRATE)
+		c->holds.kernel_follow_s = e->conf.cfg.kernel_follow_s;
 	r = e->pol.decide(&e->conf.cfg.policy, c->snap, e->st.ps, c->report != NULL, res, nres, &c->holds, &c->plan,
 			  &c->next);
 	c->holds.starting = NULL;
@@ -412,6 +430,7 @@ static int cycle_decide(struct engine *e, struct cycle *c)
 	plan_mem_ways(c->plan, c->snap, &(struct mem_way_cfg){
 		.kbal = e->conf.cfg.kernel_balancing, .strict_mems = e->conf.cfg.strict_mems,
 		.mover = e->jobs.mover != NULL, .mover_on = e->jobs.mover_on,
+		.kernel_follow_s = e->conf.cfg.kernel_follow_s,
 	});
 	return 0;
 }
@@ -459,6 +478,12 @@ static void note_held(const struct cycle *c, const struct plan_item *it)
 	case HOLD_CONFLICT:
 		log_debug("not moving %s: another placer rewrote the cpuset numaorchd wrote", it->guest_id);
 		break;
+	case HOLD_KERNEL_UNMEASURED:
+		log_debug("not moving %s yet: %s", it->guest_id, it->detail);
+		break;
+	case HOLD_KERNEL_MOVING:
+	case HOLD_KERNEL_AGAINST:
+		break; /* (recorded: apply_item) */
 	case HOLD_NONE:
 		break;
 	}
@@ -471,6 +496,16 @@ static void apply_item(struct engine *e, struct cycle *c, unsigned i)
 	const struct snapshot *snap = c->snap;
 	const struct plan_item *it = &c->plan->items[i];
 
+	if (it->hold == HOLD_KERNEL_MOVING || it->hold == HOLD_KERNEL_AGAINST) {
+		/* The kernel's measured flow left it: said once while the
+		 * same decision holds, as a planned move is. */
+		if (!logged_repeats(&e->cyc.logged, it, c->report != NULL, c->snap->mono_ns,
+				    e->conf.cfg.policy.cooldown_ns)) {
+			log_info("%s: %s", it->guest_id, it->detail);
+			declog_add(e->dl, declog_make(c->snap, it, "left_to_kernel", NULL, c->dry_run));
+		}
+		return;
+	}
 	if (it->hold != HOLD_NONE) {
 		note_held(c, it);
 		return;
@@ -566,7 +601,8 @@ static void cycle_record(struct engine *e, struct cycle *c)
 
 	e->cyc.first_sight = false;
 	for (unsigned i = 0; plan && i < plan->nr_items && !e->cyc.first_sight; i++)
-		e->cyc.first_sight = plan->items[i].kind == PLAN_SKIP && plan->items[i].skip == SKIP_NO_USAGE;
+		e->cyc.first_sight = (plan->items[i].kind == PLAN_SKIP && plan->items[i].skip == SKIP_NO_USAGE) ||
+				     plan->items[i].hold == HOLD_KERNEL_UNMEASURED;
 	if (plan)
 		logged_update(&e->cyc.logged, plan, snap->mono_ns, e->conf.cfg.policy.cooldown_ns);
 	if (c->next) {
@@ -648,7 +684,10 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 	free(c.holds.placed);
 	free(c.holds.bind_writing);
 	free(c.holds.conflict);
-	snap_unref(c.snap);
+	if (c.snap) {
+		snap_unref(e->cyc.prev_snap);
+		e->cyc.prev_snap = c.snap;
+	}
 	if (r < 0)
 		return r;
 	xmalloc_release();
@@ -671,4 +710,6 @@ void engine_cyclest_free(struct engine_cyclest *cs)
 	logged_table_clear(&cs->logged);
 	conflict_table_clear(&cs->conflicts);
 	log_repeat_free(cs->warn_rep);
+	snap_unref(cs->prev_snap);
+	cs->prev_snap = NULL;
 }

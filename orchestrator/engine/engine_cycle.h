@@ -38,6 +38,9 @@ struct engine_cyclest {
 	/* The cpusets the cycle's moves wrote, and those another placer
 	 * rewrote since (conflict.h): in memory, so a restart forgets. */
 	struct conflict_table conflicts;
+	/* The last cycle's snapshot: each guest's kernel flow is measured
+	 * against it (kflow_fill). NULL before the first. */
+	const struct snapshot *prev_snap;
 };
 
 void engine_cyclest_free(struct engine_cyclest *cs);

@@ -55,6 +55,13 @@ struct plan_holds {
 	 * does a write or a job hold a move back; a move merely planned or
 	 * advised is said as planned. */
 	bool applying;
+	/* Beside the kernel's balancing ([memory] kernel_balancing auto or
+	 * defer): the seconds the kernel may take to finish moving a guest's
+	 * memory toward its threads for its move to be left to it, and
+	 * whether a move against its measured flow is held
+	 * (plan_mark_kernel_holds).
+	 * 0: the flow holds nothing. */
+	double kernel_follow_s;
 };
 
 /* Whether live job J already makes the move a plan asks for: its memory

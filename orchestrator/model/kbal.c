@@ -40,3 +40,11 @@ enum kbal_action kbal_decide(enum kbal_setting s, int balancing, bool strict, do
 		return KBAL_ACT_MIGRATE;
 	}
 }
+
+enum kbal_action kbal_decide_flow(enum kbal_setting s, int balancing, bool strict, double cpu_use,
+				  enum kbal_flow flow)
+{
+	if (s == KBAL_AUTO && flow == KBAL_FLOW_SHORT)
+		return KBAL_ACT_MIGRATE;
+	return kbal_decide(s, balancing, strict, cpu_use);
+}

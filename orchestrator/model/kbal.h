@@ -32,6 +32,15 @@ enum kbal_action {
 	KBAL_ACT_DEFER,        /* the kernel's balancing does, on fault */
 };
 
+/* What the kernel was measured doing with a guest's memory, as the rule
+ * takes it (kflow_judge, kflow.h). */
+enum kbal_flow {
+	KBAL_FLOW_UNMEASURED = 0, /* nothing measured, or nothing to say: the rule as above */
+	KBAL_FLOW_MOVING,         /* moving it toward its threads fast enough */
+	KBAL_FLOW_SHORT,          /* it runs and the kernel moved none toward its threads over
+				   * a whole window, or too little to finish in time */
+};
+
 /* A guest using at least this many CPUs counts as running for auto. */
 #define KBAL_BUSY_CPUS 0.25
 
@@ -47,5 +56,12 @@ bool kbal_kernel_moves(int balancing);
 /* Who moves this guest's memory. CPU_USE in CPUs, NAN if unknown (then
  * auto migrates: nothing says the kernel will see its threads run). */
 enum kbal_action kbal_decide(enum kbal_setting s, int balancing, bool strict, double cpu_use);
+/* kbal_decide with the kernel's measured FLOW: for auto, a guest whose
+ * flow falls short is migrated by the agent, since waiting for the
+ * kernel is measured not to work; unmeasured or moving, kbal_decide's
+ * answer (a guest the kernel moves fast enough is held before this,
+ * plan_mark_kernel_holds). defer and migrate are the operator's: unchanged. */
+enum kbal_action kbal_decide_flow(enum kbal_setting s, int balancing, bool strict, double cpu_use,
+				  enum kbal_flow flow);
 
 #endif

@@ -16,7 +16,7 @@ STRTAB_NAME(mem_way_name, enum mem_way, way_names)
 
 enum mem_way mem_way_plan(const struct mem_way_in *in, enum mem_way *if_soft)
 {
-	enum kbal_action act = kbal_decide(in->kbal, in->balancing, in->strict, in->cpu_use);
+	enum kbal_action act = kbal_decide_flow(in->kbal, in->balancing, in->strict, in->cpu_use, in->flow);
 	bool to_mover = in->mover && in->mover_on && (!in->vm || in->vm_movable) && !in->bind_start;
 	enum mem_way way;
 
@@ -40,7 +40,7 @@ enum mem_way mem_way_plan(const struct mem_way_in *in, enum mem_way *if_soft)
 	else
 		way = MEM_WAY_WRITE;
 	*if_soft = way != MEM_WAY_NONE &&
-		   kbal_decide(in->kbal, in->balancing, false, in->cpu_use) == KBAL_ACT_DEFER ? MEM_WAY_KERNEL : way;
+		   kbal_decide_flow(in->kbal, in->balancing, false, in->cpu_use, in->flow) == KBAL_ACT_DEFER ? MEM_WAY_KERNEL : way;
 	return way;
 }
 

@@ -46,6 +46,7 @@ struct mem_way_in {
 	enum kbal_setting kbal;   /* [memory] kernel_balancing */
 	int balancing;            /* kernel.numa_balancing, as the snapshot read it */
 	double cpu_use;           /* the guest's, CPUs (NAN: not measured) */
+	enum kbal_flow flow;      /* the kernel's measured flow of its memory (kbal.h) */
 	bool vm;                  /* a VM (libvirt sets its nodeset), else a container */
 	/* Bound strictly (its mems end narrow): memory_binding = strict, a
 	 * pinned guest, a start binding; a VM always (its nodeset). */
@@ -92,6 +93,9 @@ struct mem_way_cfg {
 	enum kbal_setting kbal;
 	bool strict_mems;         /* memory_binding = strict */
 	bool mover, mover_on;
+	/* The bound of kflow_judge ([memory] kernel_follow): how fast the
+	 * kernel must move a guest's memory to count as moving it. */
+	double kernel_follow_s;
 };
 
 #endif

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "orchestrator/model/kflow.h"
 #include "orchestrator/model/snapjson.h"
 #include "orchestrator/base/strtab.h"
 
@@ -24,6 +25,23 @@ void plan_note_cooldowns(const struct plan *p, struct pstate *ps)
 {
 	for (unsigned i = 0; i < p->nr_items; i++)
 		plan_item_note_cooldown(&p->items[i], ps, p->mono_ns);
+}
+
+/* The kernel's flow of G's memory as kbal's rule takes it. */
+static enum kbal_flow mem_way_flow(const struct snapshot *snap, const struct snap_guest *g, double follow_s)
+{
+	struct kflow_judgement j;
+
+	kflow_judge(snap, g, follow_s, &j);
+	switch (j.verdict) {
+	case KFLOW_FOLLOWS:
+		return KBAL_FLOW_MOVING;
+	case KFLOW_SLOW:
+	case KFLOW_STILL:
+		return KBAL_FLOW_SHORT;
+	default:
+		return KBAL_FLOW_UNMEASURED;
+	}
 }
 
 void plan_mem_ways(struct plan *p, const struct snapshot *snap, const struct mem_way_cfg *cfg)
@@ -53,7 +71,58 @@ void plan_mem_ways(struct plan *p, const struct snapshot *snap, const struct mem
 			.mover = cfg->mover, .mover_on = cfg->mover_on,
 			.vm_movable = g->vm && g->vm->qemu_pid > 0,
 		};
+		in.flow = mem_way_flow(snap, g, cfg->kernel_follow_s);
 		it->mem_way = mem_way_plan(&in, &it->mem_way_soft);
+	}
+}
+
+/* The kernel's hold on IT of SNAP, its detail written. */
+static enum plan_hold kernel_hold(struct plan_item *it, const struct snapshot *snap, double follow_s)
+{
+	const struct snap_guest *g = &snap->guests[it->guest_idx];
+	struct kflow_judgement j;
+	char to[64];
+	int fill;
+
+	if (it->kind != PLAN_MOVE || it->start || it->bind_start || g->policy.mode == GPOL_PINNED)
+		return HOLD_NONE;
+	/* The first cycle has nothing to compare with: a busy guest's move
+	 * waits for the next, which knows what the kernel is doing. */
+	if (!(snap->flow_window_s > 0) && kbal_kernel_moves(snap->numa_balancing) && !isnan(g->cpu_use) &&
+	    g->cpu_use >= KBAL_BUSY_CPUS && !plan_migration_negligible(it->migrate_bytes, g->mem_total)) {
+		snprintf(it->detail, sizeof(it->detail), "the kernel's balancing is on and what it moves of this "
+			 "guest is not measured yet: decided next cycle");
+		return HOLD_KERNEL_UNMEASURED;
+	}
+	kflow_judge(snap, g, follow_s, &j);
+	if (j.verdict == KFLOW_FOLLOWS) {
+		snprintf(it->detail, sizeof(it->detail),
+			 "kernel moving %.1f MiB/s to node %d, left to it: %.1f MiB still off its threads' nodes, "
+			 "done in about %.0f s (bound %.0f s; measured over %.2f s)", j.rate_bps / 1048576.0, j.to_node,
+			 (double)j.remote_bytes / 1048576.0, (double)j.remote_bytes / j.rate_bps, follow_s,
+			 g->kflow->window_s);
+		return HOLD_KERNEL_MOVING;
+	}
+	fill = kflow_filling(snap, g);
+	if (fill < 0 || mask_test(&it->to_mems, fill) || plan_migration_negligible(it->migrate_bytes, g->mem_total))
+		return HOLD_NONE;
+	mask_format(&it->to_mems, to, sizeof(to));
+	snprintf(it->detail, sizeof(it->detail),
+		 "kernel filling node %d with its memory (%.1f MiB/s): moving it to nodes %s would go against "
+		 "that flow, left as it is", fill, (double)g->kflow->moved / g->kflow->window_s / 1048576.0, to);
+	return HOLD_KERNEL_AGAINST;
+}
+
+void plan_mark_kernel_holds(struct plan *p, const struct snapshot *snap, double follow_s)
+{
+	if (!(follow_s > 0))
+		return;
+	for (unsigned i = 0; i < p->nr_items; i++) {
+		struct plan_item *it = &p->items[i];
+
+		if (it->hold != HOLD_NONE || it->guest_idx >= snap->nr_guests)
+			continue;
+		it->hold = kernel_hold(it, snap, follow_s);
 	}
 }
 
@@ -129,6 +198,9 @@ static const char *const hold_names[] = {
 	[HOLD_BIND_WRITING] = "bind_writing",
 	[HOLD_STILL_MOVING] = "still_moving",
 	[HOLD_CONFLICT] = "conflict",
+	[HOLD_KERNEL_MOVING] = "kernel_moving",
+	[HOLD_KERNEL_AGAINST] = "kernel_against",
+	[HOLD_KERNEL_UNMEASURED] = "kernel_unmeasured",
 };
 STRTAB_NAME(plan_hold_name, enum plan_hold, hold_names)
 

@@ -69,6 +69,14 @@ enum plan_hold {
 			     * (a move, or the one a cool-down holds back) */
 	HOLD_CONFLICT,      /* another placer (the kubelet) rewrote the cpuset the agent
 			     * wrote: not fought, until its CPUs change again (conflict.h) */
+	HOLD_KERNEL_MOVING, /* the kernel's balancing is measured moving its memory toward
+			     * its threads fast enough to finish in [memory] kernel_follow:
+			     * left to it (kflow.h) */
+	HOLD_KERNEL_AGAINST,/* the move would take its memory off the node the kernel is
+			     * measured filling for it: not fought, left as it is (kflow.h) */
+	HOLD_KERNEL_UNMEASURED, /* a busy guest's move with the kernel's balancing on and no
+			     * flow measured yet (the agent's first cycle): decided on
+			     * the next, with what the kernel moved in between */
 };
 
 struct plan_item {
@@ -174,6 +182,21 @@ void plan_note_cooldowns(const struct plan *p, struct pstate *ps);
  * mem_way_soft: mem_way_plan, memway.h) under the agent's settings CFG:
  * the plan says what the engine will do. */
 void plan_mem_ways(struct plan *p, const struct snapshot *snap, const struct mem_way_cfg *cfg);
+
+/* The holds the kernel's measured flow (kflow.h) puts on P's moves,
+ * decided on SNAP with FOLLOW_S the bound the kernel's remaining work
+ * must fit in (plan_holds.kernel_follow_s; 0: none), on items no other
+ * hold has: a move of a guest the kernel moves toward its threads fast
+ * enough (KFLOW_FOLLOWS) is left to it (HOLD_KERNEL_MOVING); else a move
+ * whose memory would leave the node the kernel is filling for it
+ * (kflow_filling not in its to_mems) is left as it is
+ * (HOLD_KERNEL_AGAINST): the smallest change that never migrates
+ * against the kernel's flow. With no flow measured at all (no previous
+ * snapshot: flow_window_s 0), a busy guest's move waits a cycle
+ * (HOLD_KERNEL_UNMEASURED). A pinned guest (its mems end narrow, the
+ * operator's order) and a start placement are not held. Each held
+ * item's detail says what the kernel was measured doing. */
+void plan_mark_kernel_holds(struct plan *p, const struct snapshot *snap, double follow_s);
 
 void plan_free(struct plan *p);
 const char *plan_kind_name(enum plan_kind k);

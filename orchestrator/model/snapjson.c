@@ -143,6 +143,24 @@ json_t *gpol_to_json(const struct guest_policy *p)
 	return o;
 }
 
+/* The kernel's flow of a guest's memory over the last window (only a
+ * measured one is shown: no object, no measurement). */
+static json_t *kflow_to_json(const struct snapshot *s, const struct snap_kflow *f)
+{
+	json_t *d = json_object();
+
+	for (unsigned n = 0; n < s->nr_nodes; n++) {
+		char key[16];
+
+		snprintf(key, sizeof(key), "%d", s->nodes[n].id);
+		json_object_set_new(d, key, json_integer((json_int_t)f->delta[n]));
+	}
+	return json_pack("{s:f, s:o, s:I, s:I, s:I, s:f}", "window_s", f->window_s, "delta_bytes_by_node", d,
+			 "arrived_bytes", (json_int_t)f->arrived, "left_bytes", (json_int_t)f->left,
+			 "moved_bytes", (json_int_t)f->moved,
+			 "moved_bytes_per_s", f->window_s > 0 ? (double)f->moved / f->window_s : 0.0);
+}
+
 json_t *snap_guest_to_json(const struct snapshot *s, const struct snap_guest *g)
 {
 	json_t *mem = g->mem_unknown ? json_null() : json_object(), *pol, *o;
@@ -212,6 +230,8 @@ json_t *snap_guest_to_json(const struct snapshot *s, const struct snap_guest *g)
 		json_object_set_new(o, "hugetlb_total_bytes", json_integer((json_int_t)g->huge_total));
 		json_object_set_new(o, "hugetlb_page_size_bytes", json_integer((json_int_t)g->huge_page));
 	}
+	if (g->kflow)
+		json_object_set_new(o, "kernel_flow", kflow_to_json(s, g->kflow));
 	if (g->vm)
 		json_object_set_new(o, "vm", vm_to_json(g->vm));
 	return o;

@@ -16,6 +16,7 @@ struct snapshot *snap_new(void)
 
 	s->refs = 1;
 	s->numa_balancing = -1;
+	s->kernel_migrated_pps = NAN;
 	s->demotion_enabled = -1;
 	return s;
 }
@@ -45,6 +46,9 @@ static void guest_clear(struct snap_guest *g)
 	free(g->mem_node);
 	free(g->huge_node);
 	free(g->cpu_node);
+	if (g->kflow)
+		free(g->kflow->delta);
+	free(g->kflow);
 	vm_free(g->vm);
 }
 

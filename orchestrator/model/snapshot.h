@@ -154,6 +154,20 @@ struct snap_job {
 	uint64_t bytes_done;
 };
 
+/* What the kernel moved of a guest's memory over the window since the
+ * previous snapshot (kflow.h): set by kflow_fill, NULL where not
+ * measured. Owned by the guest. */
+struct snap_kflow {
+	double window_s;
+	int64_t *delta;        /* [nr_nodes] by node index: bytes arrived (> 0) or left (< 0) */
+	uint64_t arrived;      /* sum of the arrivals */
+	uint64_t left;         /* sum of the departures */
+	uint64_t moved;        /* the smaller of the two: moved between nodes */
+	/* Its CPUs were the same at both ends: the window saw its threads
+	 * where they are now from its start. */
+	bool cpus_steady;
+};
+
 struct snap_guest {
 	char id[GUEST_ID_MAX];          /* URL- and path-safe, stable */
 	enum guest_kind kind;
@@ -251,6 +265,9 @@ struct snap_guest {
 	/* Laid by the engine's overlay (snap_policy_overlay.flows): the
 	 * mover's live job for this guest when the snapshot was taken. */
 	struct snap_job job;
+	/* Laid by the engine (kflow_fill): the kernel's flow of its memory
+	 * since the previous snapshot; NULL: not measured. */
+	struct snap_kflow *kflow;
 };
 
 struct snapshot {
@@ -269,6 +286,16 @@ struct snapshot {
 	 * bit (snap_memory_tiering), memory on a node without CPUs is the
 	 * kernel's tier: the policy leaves it there. */
 	int demotion_enabled;
+	/* /proc/vmstat numa_pages_migrated (the kernel's balancing
+	 * migrations, host-wide, cumulative pages) when vmstat_read; and its
+	 * rate since the previous snapshot (kflow_fill), pages/s, NAN when
+	 * not measured. */
+	bool vmstat_read;
+	uint64_t numa_pages_migrated;
+	double kernel_migrated_pps;
+	/* The window kflow_fill measured the guests' flows over, seconds;
+	 * 0: none (no previous snapshot, the nodes changed). */
+	double flow_window_s;
 	enum cg_layout layout;
 
 	unsigned nr_nodes;

@@ -65,6 +65,7 @@ void config_default(struct agent_config *c)
 	c->libvirt_place_vcpu_load = 1.0;
 	c->libvirt_cpus_without_memory = VM_CPUS_LOCAL;
 	c->kernel_balancing = KBAL_MIGRATE;
+	c->kernel_follow_s = 30;
 	c->mover = true;
 	c->mover_workers = 2;
 	c->mover_rate_mib = 0;
@@ -460,6 +461,7 @@ static const struct key keys[] = {
 	SET("libvirt", "cpus_without_memory", libvirt_cpus_without_memory, set_cpus_without_memory),
 
 	SET("memory", "kernel_balancing", kernel_balancing, set_kernel_balancing),
+	NUM("memory", "kernel_follow", kernel_follow_s, 1, 86400, "seconds", "", 1),
 	BOOLK("memory", "mover", mover),
 	UINT("memory", "workers", mover_workers, 1, 16),
 	NUM("memory", "rate_mib", mover_rate_mib, 0, 1048576, "MiB/s", " (0: no limit)", 1),

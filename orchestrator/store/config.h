@@ -62,6 +62,7 @@ struct agent_config {
 
 	/* [memory]: how memory follows a move (kbal.h, mover.h) */
 	enum kbal_setting kernel_balancing;  /* kbal.h */
+	double kernel_follow_s;              /* the kernel's flow must finish within (kflow.h) */
 	bool mover;                          /* the agent's mover (move_pages) vs the cpuset.mems write */
 	unsigned mover_workers;              /* jobs run in parallel */
 	double mover_rate_mib;               /* host-wide MiB/s, 0: no limit */

@@ -65,6 +65,13 @@ void logged_update(struct logged_table *t, const struct plan *plan, int64_t now_
 		const struct logged *old = logged_find(t, it->guest_id);
 		struct logged *e = &nl[n];
 
+		/* A move waiting a cycle for the kernel's flow to be measured
+		 * was not said: what was said before stands. */
+		if (it->hold == HOLD_KERNEL_UNMEASURED) {
+			if (old)
+				nl[n++] = *old;
+			continue;
+		}
 		if (it->kind == PLAN_SETTLED && !held(old, now_ns, hold_ns))
 			continue;
 		if (old)
