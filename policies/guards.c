@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "../orchestrator/base/xalloc.h"
+#include "../orchestrator/model/kflow.h"
 
 void pctx_init(struct pctx *x, const struct policy_config *cfg, const struct snapshot *s)
 {
@@ -41,6 +42,7 @@ void pctx_init(struct pctx *x, const struct policy_config *cfg, const struct sna
 	memset(x, 0, sizeof(*x));
 	x->cfg = cfg;
 	x->s = s;
+	x->follow_s = KFLOW_FOLLOW_S;
 	x->nn = nn;
 	x->busy = xcalloc(n, sizeof(*x->busy));
 	x->busy_base = xcalloc(n, sizeof(*x->busy_base));

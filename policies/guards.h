@@ -55,6 +55,9 @@
 struct pctx {
 	const struct policy_config *cfg;
 	const struct snapshot *s;
+	/* The bound a measured kernel flow must finish within for a guest's
+	 * CPUs to stay where it brings the memory (plan_holds.follow_bound_s). */
+	double follow_s;
 	unsigned nn;
 	double *busy;        /* busy CPUs per node index, working copy (NAN → 0) */
 	double *busy_base;   /* what pctx_reset() starts busy from (pctx_settle) */
@@ -134,10 +137,12 @@ struct gview {
 	 * another one that is about to leave, and migrates instead: more
 	 * migrations than the placement needs (test_floaters_make_room). */
 	bool floater;
-	/* Beside the kernel's NUMA balancing (on), a busy guest's memory
-	 * follows its threads on fault: the nodes its busy threads ran on
-	 * (measured, own ≥ SNAP_BUSY_THREAD_CPU), which a set keeping them
-	 * pays no migration for in its score (pset_eval). Empty: not so. */
+	/* Beside the kernel's NUMA balancing (on), the kernel measured
+	 * bringing a busy guest's memory to its threads (kflow_judge: it
+	 * follows them, fast enough) with no more left to bring than it
+	 * brought: the nodes its busy threads ran on (measured, own ≥
+	 * SNAP_BUSY_THREAD_CPU), which a set keeping them pays no migration
+	 * for in its score (pset_eval). Empty: not so. */
 	nodemask_t follow_nodes;
 };
 

@@ -419,6 +419,7 @@ static int cycle_decide(struct engine *e, struct cycle *c)
 	c->holds.nstarting = nstarting;
 	if (e->conf.cfg.kernel_balancing != KBAL_MIGRATE)
 		c->holds.kernel_follow_s = e->conf.cfg.kernel_follow_s;
+	c->holds.follow_bound_s = e->conf.cfg.kernel_follow_s;
 	r = e->pol.decide(&e->conf.cfg.policy, c->snap, e->st.ps, c->report != NULL, res, nres, &c->holds, &c->plan,
 			  &c->next);
 	c->holds.starting = NULL;

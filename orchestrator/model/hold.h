@@ -62,6 +62,12 @@ struct plan_holds {
 	 * (plan_mark_kernel_holds).
 	 * 0: the flow holds nothing. */
 	double kernel_follow_s;
+	/* The same bound ([memory] kernel_follow) for the policy's placement
+	 * beside the kernel's balancing, whatever kernel_balancing says: a
+	 * guest's CPUs stay where the kernel is measured bringing its memory
+	 * only if it would finish within it (gview.follow_nodes). 0: the
+	 * default, KFLOW_FOLLOW_S. */
+	double follow_bound_s;
 };
 
 /* Whether live job J already makes the move a plan asks for: its memory

@@ -23,6 +23,8 @@
 /* Less than this moved in a window is no flow: memory.numa_stat's
  * counts drift by a few pages with page cache and per-CPU batching. */
 #define KFLOW_FLOOR_BYTES (1ull << 20)
+/* [memory] kernel_follow's default, seconds. */
+#define KFLOW_FOLLOW_S 30.0
 
 /* Did the agent move guest ID's memory between PREV_NS and CUR_NS
  * (CLOCK_MONOTONIC)? The engine's answer: a job or a write of its own. */

@@ -16,6 +16,7 @@
 #include "orchestrator/base/parse.h"
 #include "orchestrator/base/xalloc.h"
 #include "orchestrator/model/kbal.h"
+#include "orchestrator/model/kflow.h"
 #include "orchestrator/actuator/vmplugin.h"
 #include "orchestrator/base/strtab.h"
 
@@ -65,7 +66,7 @@ void config_default(struct agent_config *c)
 	c->libvirt_place_vcpu_load = 1.0;
 	c->libvirt_cpus_without_memory = VM_CPUS_LOCAL;
 	c->kernel_balancing = KBAL_MIGRATE;
-	c->kernel_follow_s = 30;
+	c->kernel_follow_s = KFLOW_FOLLOW_S;
 	c->mover = true;
 	c->mover_workers = 2;
 	c->mover_rate_mib = 0;

@@ -67,6 +67,8 @@ struct tguest {
 	const char *owner;        /* snap_guest.owner (its reason: "why"); NULL: none */
 	bool mem_unknown;         /* memory per node not measured (mib is then ignored) */
 	unsigned huge[TMAXN];     /* MiB of 2 MiB huge pages per node, a part of mib */
+	int flow[TMAXN];          /* the kernel's measured flow over a 1 s window, its CPUs
+				   * steady: MiB arrived (> 0) or left (< 0) per node; all 0: none */
 };
 
 #define NOITEM 99
@@ -709,16 +711,44 @@ static const struct tcase cases[] = {
 		/* The testbed's misplaced beside the kernel's balancing, at the
 		 * agent's first cycle: web1's thread runs on node 3 and the
 		 * kernel has moved a third of its memory there on fault (216 MiB
-		 * still on node 0). Its CPUs stay where they run and the kernel
-		 * brings the rest; moving them to node 0 would send the 104 MiB
-		 * back, and the guest would be local later than with the kernel
-		 * alone. */
-		.name = "beside the kernel's balancing: CPUs stay where the kernel is bringing the memory",
+		 * still on node 0), at 50 MiB/s. Moving its CPUs to node 0 sends
+		 * the 104 MiB back; keeping them on node 3 waits for 216 MiB to
+		 * come: the CPUs go to the larger part, fewer bytes cross. */
+		.name = "beside the kernel's balancing, the kernel not past half: CPUs to the larger part",
+		.nn = 4, .nodes = { N(0, 2, 1024, 600, 0.0), N(1, 2, 1024, 600, 0.0),
+				    N(2, 2, 1024, 900, 0.0), N(3, 2, 1024, 800, 0.5) },
+		.g = { { .id = "web1", .use = 1.0, .on = "0-3", .mib = { 216, 0, 0, 104 }, .threads = 1, .busy = 1,
+			 .ran = { 0, 0, 0, 1.0 }, .flow = { -50, 0, 0, 50 } } },
+		.e = { { .id = "web1", .kind = PLAN_MOVE, .to = "0", .mems = "0", .mig = MIG(104) } },
+		.verbose = true,
+		.numa_balancing = 1,
+	},
+	{
+		/* The same with nothing measured of the kernel's flow (the
+		 * agent's first look): no assumption that the kernel brings
+		 * it; the CPUs go to the larger part as with balancing off. */
+		.name = "beside the kernel's balancing, no flow measured: CPUs to the larger part",
 		.nn = 4, .nodes = { N(0, 2, 1024, 600, 0.0), N(1, 2, 1024, 600, 0.0),
 				    N(2, 2, 1024, 900, 0.0), N(3, 2, 1024, 800, 0.5) },
 		.g = { { .id = "web1", .use = 1.0, .on = "0-3", .mib = { 216, 0, 0, 104 }, .threads = 1, .busy = 1,
 			 .ran = { 0, 0, 0, 1.0 } } },
-		.e = { { .id = "web1", .kind = PLAN_MOVE, .to = "3", .mems = "3", .mig = MIG(216) } },
+		.e = { { .id = "web1", .kind = PLAN_MOVE, .to = "0", .mems = "0", .mig = MIG(104) } },
+		.verbose = true,
+		.numa_balancing = 1,
+	},
+	{
+		/* The kernel measured past half (216 MiB arrived on node 3
+		 * where the thread runs, 104 left on node 0) and fast enough:
+		 * the CPUs stay where it brings the rest, though node 3 is the
+		 * busier (0.7, another guest's load besides) — without the
+		 * measured flow they would go to the idle node 0 and 216 MiB
+		 * would cross back. */
+		.name = "beside the kernel's balancing, the kernel past half: CPUs stay where it brings the memory",
+		.nn = 4, .nodes = { N(0, 2, 1024, 600, 0.0), N(1, 2, 1024, 600, 0.0),
+				    N(2, 2, 1024, 900, 0.0), N(3, 2, 1024, 800, 0.7) },
+		.g = { { .id = "web1", .use = 1.0, .on = "0-3", .mib = { 104, 0, 0, 216 }, .threads = 1, .busy = 1,
+			 .ran = { 0, 0, 0, 1.0 }, .flow = { -50, 0, 0, 50 } } },
+		.e = { { .id = "web1", .kind = PLAN_MOVE, .to = "3", .mems = "3", .mig = MIG(104) } },
 		.verbose = true,
 		.numa_balancing = 1,
 	},
@@ -968,6 +998,23 @@ static struct snapshot *build(const struct tcase *tc, struct pstate **prev)
 				if (!g->cpu_node)
 					g->cpu_node = calloc(tc->nn, sizeof(double));
 				g->cpu_node[n] = t->ran[n];
+			}
+		for (unsigned n = 0; n < tc->nn; n++)
+			if (t->flow[n]) {
+				struct snap_kflow *f = g->kflow;
+
+				if (!f) {
+					f = g->kflow = calloc(1, sizeof(*f));
+					f->delta = calloc(tc->nn, sizeof(*f->delta));
+					f->window_s = 1.0;
+					f->cpus_steady = true;
+				}
+				f->delta[n] = (int64_t)t->flow[n] * (int64_t)MIB;
+				if (t->flow[n] > 0)
+					f->arrived += (uint64_t)t->flow[n] * MIB;
+				else
+					f->left += (uint64_t)-t->flow[n] * MIB;
+				f->moved = f->arrived < f->left ? f->arrived : f->left;
 			}
 	}
 	snap_finalize(s);
