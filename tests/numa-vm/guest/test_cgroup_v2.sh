@@ -155,7 +155,8 @@ test_discovery_and_dry_run_write_nothing() {
 	[ "$b1" = "$(rd $G1 cpuset.cpus)/$(rd $G1 cpuset.mems)" ] || { echo "G1 cpuset changed"; return 1; }
 	[ "$b2" = "$(rd $G2 cpuset.cpus)/$(rd $G2 cpuset.mems)" ] || { echo "G2 cpuset changed"; return 1; }
 	[ -s $T/dec ] || { echo "no decision records"; return 1; }
-	grep -v '"decision":"planned"' $T/dec | grep -v '"decision":"skipped"' | grep -q . && { echo "non-planned record"; return 1; }
+	# (the cycle's own record, decision cycle, says the engine thread's time, not a write)
+	grep -v '"decision":"planned"' $T/dec | grep -v '"decision":"skipped"' | grep -v '"decision":"cycle"' | grep -q . && { echo "non-planned record"; return 1; }
 	grep '"decision":"planned"' $T/dec | grep -qv '"dry_run":true' && { echo "planned record not dry_run"; return 1; }
 	return 0
 }
@@ -1164,6 +1165,14 @@ test_start_binding_released_after_kill() {
 
 test_start_binding_released_at_sigterm() {
 	bind_young || return 1
+	# Its binding's write ended first: a write still in the kernel at
+	# SIGTERM is left to its writer, the binding kept for the next start
+	# (sigterm_during_a_write covers that case).
+	i=0
+	while ! grep '"decision":"moved"' $T/dec | grep "\"guest\":\"$ID1\"" | grep -q "s in the write)"; do
+		sleep 0.1; i=$((i + 1))
+		[ $i -gt 300 ] && { kill -9 $pid; echo "no moved record from the write job: $(grep "$ID1" $T/dec | tail -2)"; return 1; }
+	done
 	stop_daemon || return 1
 	wide || { echo "mems $now after SIGTERM, bound to $bound: not released"; return 1; }
 	grep '"decision":"mems_released"' $T/dec | grep "\"guest\":\"$ID1\"" | grep -q "the agent stopped" ||
