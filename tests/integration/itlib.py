@@ -449,3 +449,16 @@ class V1SandboxTest(DaemonTest):
         load = FakeCpuLoad(self.tmp, busy)
         self.addCleanup(load.stop)
         return load.procfs
+
+
+def wait_for(cond, timeout, what):
+    """COND()'s first true value, looked at every 50 ms; AssertionError
+    naming WHAT after TIMEOUT seconds."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(0.05)
+    raise AssertionError("timed out (%ds) waiting for %s" % (timeout, what))
+

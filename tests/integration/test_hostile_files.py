@@ -20,14 +20,7 @@ import itlib
 REASON = apilib.skip_reason()
 
 
-def wait_for(cond, timeout, what):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.05)
-    raise AssertionError("timed out (%ds) waiting for %s" % (timeout, what))
+wait_for = itlib.wait_for
 
 
 def decisions(path):

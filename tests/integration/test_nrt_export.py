@@ -215,13 +215,7 @@ class FakeAPIServer:
 
 
 def wait_for(what, cond, timeout=30):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.05)
-    raise AssertionError("timed out waiting for " + what)
+    return itlib.wait_for(cond, timeout, what)
 
 
 def zone_guests(obj):
