@@ -265,6 +265,27 @@ class Docker(unittest.TestCase):
             self.assertLess(time.monotonic(), end, "no cycle in 30 s")
             time.sleep(0.05)
 
+    def test_renamed_while_running(self):
+        """`docker rename` of a running container: the same guest (its id)
+        shows the new name within a few cycles, the old one nowhere."""
+        cid = self.run_container("numaorch-it-before")
+        d = LiveDaemon(self.tmp, "/", conf="[agent]\nsample = 0.05\n" + self.conf)
+        self.addCleanup(d.stop)
+        d.start()
+        self.cycles_later(d, 1)
+        self.assertEqual(self.guests(d)["docker-" + cid]["name"], "numaorch-it-before")
+        p = self.docker("rename", "numaorch-it-before", "numaorch-it-after")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.addCleanup(self.docker, "rm", "--force", "numaorch-it-after")
+        for _ in range(5):
+            self.cycles_later(d, 1)
+            if self.guests(d)["docker-" + cid]["name"] == "numaorch-it-after":
+                break
+        g = self.guests(d)
+        self.assertEqual(g["docker-" + cid]["name"], "numaorch-it-after", "5 cycles after the rename")
+        self.assertEqual([x for x in g.values() if x["name"] == "numaorch-it-before"], [])
+        self.assertTrue(d.alive())
+
     def test_stopped_mid_run_and_dockerd_restarted(self):
         """With the daemon running: a container stopped between cycles is
         gone from the next /v1/guests without a warning; dockerd stopped
