@@ -211,6 +211,48 @@ static bool docker_name(struct cglabel *l, const char *id, struct cglabel_out *o
 	return true;
 }
 
+int cglabel_docker_data_root(const char *path, char *out, size_t sz, char *err, size_t errsz)
+{
+	json_error_t jerr;
+	const char *dr;
+	char *buf = NULL;
+	json_t *j, *v;
+	size_t len;
+	int r;
+
+	r = fs_read_regular("dockerd's configuration", path, 1u << 20, &buf, &len, err, errsz);
+	if (r == -ENOENT)
+		return 0; /* dockerd's defaults */
+	if (r < 0)
+		return r;
+	j = json_loadb(buf, len, 0, &jerr);
+	free(buf);
+	if (!json_is_object(j)) {
+		snprintf(err, errsz, "%s: not a JSON object%s%s", path, j ? "" : ": ", j ? "" : jerr.text);
+		json_decref(j);
+		return -EINVAL;
+	}
+	v = json_object_get(j, "data-root");
+	if (!v)
+		v = json_object_get(j, "graph");
+	dr = json_string_value(v);
+	r = 0;
+	if (v && (!dr || dr[0] != '/')) {
+		snprintf(err, errsz, "%s: \"data-root\" is not an absolute path", path);
+		r = -EINVAL;
+	} else if (dr && snprintf(out, sz, "%s", dr) >= (int)sz) {
+		snprintf(err, errsz, "%s: \"data-root\" too long", path);
+		r = -ENAMETOOLONG;
+	} else if (dr) {
+		/* dockerd cleans the path: a trailing '/' names the same root */
+		for (size_t n = strlen(out); n > 1 && out[n - 1] == '/'; n--)
+			out[n - 1] = '\0';
+		r = 1;
+	}
+	json_decref(j);
+	return r;
+}
+
 /* ---- podman (containers/storage) --------------------------------------- */
 
 /* Re-read SRC's file PATH when it changed since; false if it is not there. */

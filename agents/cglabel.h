@@ -14,6 +14,7 @@
 #define NUMAORCH_CGLABEL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #define CGLABEL_NS_MAX 64
 #define CGLABEL_POD_MAX 254
@@ -37,6 +38,13 @@ void cglabel_begin(struct cglabel *l);
 /* The name of the container KEY (its id; a pod's uid) of RUNTIME into
  * OUT: true if one was found (OUT is untouched otherwise). */
 bool cglabel_lookup(struct cglabel *l, const char *runtime, const char *key, struct cglabel_out *out);
+
+/* dockerd's data root as its daemon.json at PATH names it ("data-root",
+ * or "graph", the older name docker.io 20.10 still reads) into OUT: 1 if
+ * it names one, 0 if the file is absent or names none, else negative
+ * errno with why in ERR (unreadable, not a JSON object, the root not an
+ * absolute path). */
+int cglabel_docker_data_root(const char *path, char *out, size_t sz, char *err, size_t errsz);
 
 /* Pure: a /var/log/pods directory name "<namespace>_<pod>_<uid>" split
  * (namespaces and pod names are DNS names: no '_'). false if malformed

@@ -349,6 +349,35 @@ static int var_state_dir(const struct host_paths *hp, const char *root, const ch
 	return 0;
 }
 
+/* dockerd's data root as this process sees it into OUT: [containers]
+ * docker_root when set (it wins: dockerd's own --data-root option is not
+ * visible from here, so only the operator can say it); else "data-root"
+ * in dockerd's daemon.json ([containers] docker_config, default
+ * /etc/docker/daemon.json, under the fixture ROOT when not live); else
+ * <var>/lib/docker. An unreadable daemon.json is said and the default
+ * used: dockerd itself would not start with it. */
+static int docker_data_dir(const struct host_paths *hp, const char *root, const struct cgscan_config *cfg,
+			   char out[PATH_MAX])
+{
+	const char *dc = cfg && cfg->docker_config ? cfg->docker_config : "/etc/docker/daemon.json";
+	char conf[PATH_MAX], dr[PATH_MAX], err[PATH_MAX + 128];
+	int r;
+
+	if (cfg && cfg->docker_root)
+		return var_state_dir(hp, root, cfg->docker_root, "lib/docker", out);
+	if (dc[0] != '/')
+		return -EINVAL;
+	if (snprintf(conf, sizeof(conf), "%s%s", hp->live ? "" : root, dc) >= (int)sizeof(conf))
+		return -ENAMETOOLONG;
+	r = cglabel_docker_data_root(conf, dr, sizeof(dr), err, sizeof(err));
+	if (r < 0)
+		log_warn("%s; docker containers are named from %s/lib/docker", err, hp->vardir);
+	if (r <= 0)
+		return var_state_dir(hp, root, NULL, "lib/docker", out);
+	log_info("docker's data root %s (data-root in %s)", dr, dc);
+	return var_state_dir(hp, root, dr, "lib/docker", out);
+}
+
 /* A v1 (or hybrid) host's hugetlb hierarchy: mounted on its own, as
  * systemd and the distributions mount it, at CGROUPFS/hugetlb (only
  * cpu,cpuacct and net_cls,net_prio share a mount). Its cgroups have
@@ -424,7 +453,7 @@ int cgscan_new(const struct host_paths *hp, const struct cgscan_config *cfg,
 	r = var_state_dir(hp, root, cfg ? cfg->kubelet_root : NULL, "lib/kubelet", cs->kubelet_dir);
 	if (r < 0)
 		err = r;
-	r = var_state_dir(hp, root, cfg ? cfg->docker_root : NULL, "lib/docker", docker_dir);
+	r = docker_data_dir(hp, root, cfg, docker_dir);
 	if (r < 0)
 		err = r;
 	else

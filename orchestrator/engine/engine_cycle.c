@@ -175,7 +175,9 @@ double engine_next_cycle_s(const struct engine *e)
 }
 
 /* Move IT wrote its CPUs (and MEMS): the cpuset to expect from now on
- * (conflict.h). A VM's CPUs are its vCPUs' pins, not one cpuset. */
+ * (conflict.h), a container's start placement (plan_item.start) as much
+ * as a rebalancing move, since the kubelet rewrites either. A VM's CPUs
+ * are its vCPUs' pins, not one cpuset. */
 static void note_written(struct engine *e, const struct snapshot *snap, const struct plan_item *it,
 			 const nodemask_t *mems)
 {

@@ -1,7 +1,8 @@
 /* conflict.h — another placer rewriting a cpuset the agent wrote: the
  * kubelet's CPU Manager reconciles every container's cpuset.cpus back to
  * what it decided, and fighting it would move the guest every cycle.
- * The engine notes each cpuset.cpus it wrote (a move carried out); on
+ * The engine notes each cpuset.cpus it wrote (a move carried out, a
+ * new container's start placement as much as a rebalancing move); on
  * each snapshot a guest whose CPUs are no longer those, the agent not
  * having written since, was rewritten by someone else: a conflict, said
  * once and held from further moves (HOLD_CONFLICT) until its CPUs change
@@ -47,8 +48,9 @@ void conflict_note_write(struct conflict_table *t, const char *id, const cpumask
  * change again the guest is forgotten (CONFLICT_NONE: free to be moved,
  * its next move noted anew). G's CPUs unknown (NULL): CONFLICT_NONE. */
 enum conflict_state conflict_check(struct conflict_table *t, const struct snap_guest *g);
-/* Forget guest ID (a write of the agent's that noted nothing: a start
- * placement's). */
+/* Forget guest ID: its write failed (its CPUs may have been restored),
+ * it started anew under the same id, or whoever rewrote it is no placer
+ * the agent yields to. */
 void conflict_forget(struct conflict_table *t, const char *id);
 /* Forget the guests SNAP no longer has. */
 void conflict_prune(struct conflict_table *t, const struct snapshot *snap);

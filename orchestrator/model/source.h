@@ -34,8 +34,13 @@ struct cgscan_config {
 	char **containerd_roots;
 	/* dockerd's data root (its --data-root or "data-root"), where each
 	 * container's config.v2.json gives its name (an absolute host path,
-	 * prefixed like runc_roots). NULL: <vardir>/lib/docker. */
+	 * prefixed like runc_roots). NULL: "data-root" in docker_config,
+	 * else <vardir>/lib/docker. */
 	char *docker_root;
+	/* dockerd's configuration file (its --config-file), read for its
+	 * "data-root" when docker_root is not set (an absolute host path,
+	 * prefixed like runc_roots). NULL: /etc/docker/daemon.json. */
+	char *docker_config;
 	/* The kubelet's root, where its CPU and Memory Manager checkpoints
 	 * are (an absolute host path, prefixed like runc_roots). NULL:
 	 * <vardir>/lib/kubelet. */

@@ -86,6 +86,7 @@ void config_clear(struct agent_config *c)
 	strv_free(&c->cg.nr_runc_roots, &c->cg.runc_roots);
 	strv_free(&c->cg.nr_containerd_roots, &c->cg.containerd_roots);
 	free(c->cg.docker_root);
+	free(c->cg.docker_config);
 	free(c->cg.kubelet_root);
 	free(c->cg.kubelet_reserved);
 	free(c->api_socket);
@@ -122,6 +123,7 @@ void config_copy(struct agent_config *dst, const struct agent_config *src)
 	strv_copy(&dst->cg.nr_containerd_roots, &dst->cg.containerd_roots, src->cg.nr_containerd_roots,
 		  src->cg.containerd_roots);
 	dst->cg.docker_root = dup_or_null(src->cg.docker_root);
+	dst->cg.docker_config = dup_or_null(src->cg.docker_config);
 	dst->cg.kubelet_root = dup_or_null(src->cg.kubelet_root);
 	dst->cg.kubelet_reserved = dup_or_null(src->cg.kubelet_reserved);
 	dst->api_socket = dup_or_null(src->api_socket);
@@ -424,6 +426,7 @@ static const struct key keys[] = {
 	SET("containers", "runc_root", cg.runc_roots, set_runc_root),
 	SET("containers", "containerd_root", cg.containerd_roots, set_containerd_root),
 	SET("containers", "docker_root", cg.docker_root, set_abs_path_or_empty),
+	SET("containers", "docker_config", cg.docker_config, set_abs_path_or_empty),
 	SET("kubelet", "root", cg.kubelet_root, set_abs_path_or_empty),
 	SET("kubelet", "reserved_cpus", cg.kubelet_reserved, set_cpu_list),
 
@@ -769,6 +772,8 @@ bool config_sources_differ(const struct agent_config *a, const struct agent_conf
 	       !same_strv(a->cg.nr_containerd_roots, a->cg.containerd_roots, b->cg.nr_containerd_roots,
 			  b->cg.containerd_roots) ||
 	       strcmp(a->cg.docker_root ? a->cg.docker_root : "", b->cg.docker_root ? b->cg.docker_root : "") ||
+	       strcmp(a->cg.docker_config ? a->cg.docker_config : "",
+		      b->cg.docker_config ? b->cg.docker_config : "") ||
 	       strcmp(a->cg.kubelet_root ? a->cg.kubelet_root : "", b->cg.kubelet_root ? b->cg.kubelet_root : "") ||
 	       strcmp(a->cg.kubelet_reserved ? a->cg.kubelet_reserved : "",
 		      b->cg.kubelet_reserved ? b->cg.kubelet_reserved : "") ||

@@ -383,10 +383,18 @@ def readme_openssl(cwd):
     return subprocess.run(["sh", "-c", cmd[0]], cwd=cwd, capture_output=True, text=True, timeout=60)
 
 
+# The opt-ins are Kustomize Components (components/metrics, components/nrt),
+# each with an overlay of its own on the base (metrics, nrt) and one
+# overlay with both (metrics-nrt).
+COMPONENTS = {"metrics": "components/metrics", "nrt": "components/nrt"}
+OVERLAYS = {"metrics": ["metrics"], "nrt": ["nrt"], "metrics-nrt": ["metrics", "nrt"]}
+
+
 class Kubernetes(unittest.TestCase):
-    """deploy/kubernetes/: the Kustomize base and the metrics overlay, read
-    with PyYAML (every reference checked by hand) and, where kubectl or
-    kustomize is installed (neither is a Debian package), built by it."""
+    """deploy/kubernetes/: the Kustomize base, the metrics and nrt
+    components and the overlays made of them, read with PyYAML (every
+    reference checked by hand) and, where kubectl or kustomize is installed
+    (neither is a Debian package), built by it."""
 
     def setUp(self):
         try:
@@ -404,21 +412,18 @@ class Kubernetes(unittest.TestCase):
                 docs[d["kind"]] = d
         return docs
 
-    def metrics(self):
+    def component(self, name):
         docs = {}
-        for r in kustomization("metrics")["resources"]:
-            if r != "../base":
-                for d in self.load(os.path.join("metrics", r)):
-                    docs[d["kind"]] = d
+        for r in kustomization(COMPONENTS[name])["resources"]:
+            for d in self.load(os.path.join(COMPONENTS[name], r)):
+                docs[d["kind"]] = d
         return docs
 
+    def metrics(self):
+        return self.component("metrics")
+
     def nrt(self):
-        docs = {}
-        for r in kustomization("nrt")["resources"]:
-            if r != "../base":
-                for d in self.load(os.path.join("nrt", r)):
-                    docs[d["kind"]] = d
-        return docs
+        return self.component("nrt")
 
     def test_daemonset(self):
         docs = self.base()
@@ -451,10 +456,21 @@ class Kubernetes(unittest.TestCase):
         self.assertNotIn("ports", c)
 
     def test_kustomizations_reference_what_exists(self):
-        for d in ("base", "metrics", "nrt"):
+        for d in ["base"] + list(OVERLAYS) + list(COMPONENTS.values()):
             k = kustomization(d)
-            self.assertEqual(k["kind"], "Kustomization")
-            self.assertEqual(k["namespace"], "numaorch")
+            if d in COMPONENTS.values():
+                # a Component takes the namespace of the overlay using it
+                self.assertEqual((k["apiVersion"], k["kind"]), ("kustomize.config.k8s.io/v1alpha1", "Component"))
+                self.assertNotIn("namespace", k)
+            else:
+                self.assertEqual(k["kind"], "Kustomization")
+                self.assertEqual(k["namespace"], "numaorch")
+            if d in OVERLAYS:
+                # each overlay: the base and its components, nothing else
+                self.assertEqual(k["resources"], ["../base"], d)
+                self.assertEqual(k["components"], ["../" + COMPONENTS[c] for c in OVERLAYS[d]], d)
+                self.assertNotIn("patches", k)
+                self.assertNotIn("configMapGenerator", k)
             for r in k["resources"]:
                 path = os.path.join(K8S, d, r)
                 self.assertTrue(os.path.isfile(path) or os.path.isfile(os.path.join(path, "kustomization.yaml")),
@@ -476,10 +492,10 @@ class Kubernetes(unittest.TestCase):
         if version:
             self.assertEqual(kustomization("base")["images"][0]["newTag"], version)
         self.assertEqual(ds["spec"]["selector"]["matchLabels"].items() - pod["metadata"]["labels"].items(), set())
-        # the overlay merges into that ConfigMap and patches that DaemonSet
-        m = kustomization("metrics")
+        # the components merge into that ConfigMap and patch that DaemonSet
+        m = kustomization(COMPONENTS["metrics"])
         self.assertEqual([(g["name"], g["behavior"]) for g in m["configMapGenerator"]], [("numaorchd-config", "merge")])
-        for d in ("metrics", "nrt"):
+        for d in COMPONENTS.values():
             for patch in kustomization(d)["patches"]:
                 doc = self.load(os.path.join(d, patch["path"]))[0]
                 self.assertEqual((doc["kind"], doc["metadata"]["name"]), ("DaemonSet", ds["metadata"]["name"]))
@@ -502,7 +518,7 @@ class Kubernetes(unittest.TestCase):
         itlib.write(token, "0123456789abcdef0123456789abcdef\n")
         os.chmod(token, 0o400)
         metrics = dict(base)
-        for name, text in dropins("metrics").items():
+        for name, text in dropins(COMPONENTS["metrics"]).items():
             self.assertNotIn(name, base)
             new = text.replace("/etc/numaorch/token/token", token)
             self.assertNotEqual(new, text)
@@ -531,9 +547,10 @@ class Kubernetes(unittest.TestCase):
         the Secrets the DaemonSet mounts, and every selector matching."""
         port = openapi_port()
         base, docs = self.base(), self.metrics()
-        conf = "".join(dropins("metrics").values())
+        conf = "".join(dropins(COMPONENTS["metrics"]).values())
         self.assertEqual(conf_value(conf, "api", "listen"), "0.0.0.0:%d" % port)
-        patch = self.load(os.path.join("metrics", kustomization("metrics")["patches"][0]["path"]))[0]
+        patch = self.load(os.path.join(COMPONENTS["metrics"],
+                                       kustomization(COMPONENTS["metrics"])["patches"][0]["path"]))[0]
         pspec = patch["spec"]["template"]["spec"]
         c = pspec["containers"][0]
         cport = {p["name"]: p["containerPort"] for p in c["ports"]}
@@ -611,7 +628,7 @@ class Kubernetes(unittest.TestCase):
         resource the program writes."""
         base, docs = self.base(), self.nrt()
         agent = base["DaemonSet"]["spec"]["template"]["spec"]["containers"][0]
-        patch = self.load(os.path.join("nrt", kustomization("nrt")["patches"][0]["path"]))[0]
+        patch = self.load(os.path.join(COMPONENTS["nrt"], kustomization(COMPONENTS["nrt"])["patches"][0]["path"]))[0]
         pod = patch["spec"]["template"]["spec"]
         sa = docs["ServiceAccount"]
         self.assertEqual(pod["serviceAccountName"], sa["metadata"]["name"])
@@ -654,12 +671,15 @@ class Kubernetes(unittest.TestCase):
         self.assertEqual(binding["subjects"], [{"kind": "ServiceAccount", "name": sa["metadata"]["name"],
                                                 "namespace": kustomization("nrt")["namespace"]}])
         # Its container takes the agent's image, mapped as the base maps it.
-        self.assertEqual(kustomization("nrt")["images"], kustomization("base")["images"])
+        self.assertEqual(kustomization(COMPONENTS["nrt"])["images"], kustomization("base")["images"])
 
     def test_kustomize_build(self):
         """The real kustomize (kubectl's, or the standalone one), where
         installed: the DaemonSet mounts the ConfigMap by its hashed name, the
-        overlay's ConfigMap holds both drop-ins."""
+        metrics overlays' ConfigMap holds both drop-ins, and metrics-nrt is
+        the metrics overlay and the nrt overlay together: every object of
+        each, the pod with both containers, both patches' volumes, the
+        listener's port and the exporter's service account."""
         if shutil.which("kustomize"):
             build = ["kustomize", "build"]
         elif shutil.which("kubectl") and subprocess.run(["kubectl", "kustomize", "--help"],
@@ -669,12 +689,14 @@ class Kubernetes(unittest.TestCase):
             self.skipTest("neither kustomize nor kubectl is installed (no Debian package has them): "
                           "test_kustomizations_reference_what_exists checks the references")
         import yaml
+        built = {}
         for d, files in (("base", ["10-cluster.conf"]), ("metrics", ["10-cluster.conf", "50-metrics.conf"]),
-                         ("nrt", ["10-cluster.conf"])):
+                         ("nrt", ["10-cluster.conf"]), ("metrics-nrt", ["10-cluster.conf", "50-metrics.conf"])):
             with self.subTest(kustomization=d):
                 p = subprocess.run(build + [os.path.join(K8S, d)], capture_output=True, text=True, timeout=120)
                 self.assertEqual(p.returncode, 0, p.stderr)
                 docs = [x for x in yaml.safe_load_all(p.stdout) if x]
+                built[d] = docs
                 by = {(x["kind"], x["metadata"]["name"].rsplit("-", 1)[0] if x["kind"] == "ConfigMap"
                        else x["metadata"]["name"]): x for x in docs}
                 cm = by[("ConfigMap", "numaorchd-config")]
@@ -684,11 +706,33 @@ class Kubernetes(unittest.TestCase):
                 self.assertEqual(names, [cm["metadata"]["name"]])
                 for c in ds["containers"]:
                     self.assertRegex(c["image"], r"^localhost/numaorch:", c["name"])
-                self.assertEqual(len(ds["containers"]), 2 if d == "nrt" else 1)
+                self.assertEqual(len(ds["containers"]), 2 if "nrt" in d else 1)
+                if "nrt" in d:
+                    # kubectl exec/logs without -c: the agent, not the exporter
+                    self.assertEqual(by[("DaemonSet", "numaorchd")]["spec"]["template"]["metadata"]["annotations"]
+                                     ["kubectl.kubernetes.io/default-container"], "numaorchd")
+                    self.assertIn("numaorchd", [c["name"] for c in ds["containers"]])
                 for x in docs:
                     # Cluster-scoped kinds have no namespace.
                     if x["kind"] not in ("Namespace", "ClusterRole", "ClusterRoleBinding"):
                         self.assertEqual(x["metadata"].get("namespace"), "numaorch", x["kind"])
+
+        if "metrics-nrt" not in built:
+            return
+
+        def objects(d):
+            return {(x["kind"], x["metadata"]["name"]) for x in built[d] if x["kind"] != "ConfigMap"}
+        self.assertEqual(objects("metrics-nrt"), objects("metrics") | objects("nrt"))
+        pods = {d: next(x for x in built[d] if x["kind"] == "DaemonSet")["spec"]["template"]["spec"]
+                for d in ("metrics", "nrt", "metrics-nrt")}
+        both = pods["metrics-nrt"]
+        agent = {c["name"]: c for c in both["containers"]}["numaorchd"]
+        self.assertEqual(agent, {c["name"]: c for c in pods["metrics"]["containers"]}["numaorchd"])
+        self.assertEqual({v["name"] for v in both["volumes"]},
+                         {v["name"] for d in ("metrics", "nrt") for v in pods[d]["volumes"]})
+        self.assertEqual(both["serviceAccountName"], pods["nrt"]["serviceAccountName"])
+        self.assertEqual([c for c in both["containers"] if c["name"] != "numaorchd"],
+                         [c for c in pods["nrt"]["containers"] if c["name"] != "numaorchd"])
 
     def test_prometheus_scrape(self):
         cfg = self.load("prometheus-scrape.yaml")[0]

@@ -9,10 +9,13 @@ from the same busybox rootfs the other runtimes' tests build (no
 registry). Containers are named and placed in /docker/<id>, as a host's
 docker does.
 
-The agent learns the private data root from [containers] docker_root (a
-host whose dockerd runs with --data-root elsewhere needs the same key);
-it would otherwise look in /var/lib/docker, and show the containers by
-their ids.
+The private data root is set the way a host moves docker's: "data-root"
+in a daemon.json, given to dockerd with --config-file. The agent reads
+that same file ([containers] docker_config names it, as dockerd's
+--config-file does; /etc/docker/daemon.json by default) without being
+told the data root; [containers] docker_root, which a dockerd started
+with --data-root needs, still wins. With neither it looks in
+/var/lib/docker, and shows the containers by their ids.
 
 Skips with the reason where dockerd cannot run: not root, docker.io not
 installed, or a dockerd that refuses this host (its log's last lines are
@@ -90,7 +93,8 @@ class Docker(unittest.TestCase):
         cls.sock = os.path.join(cls.base, "docker.sock")
         cls.pidfile = os.path.join(cls.base, "docker.pid")
         cls.logpath = os.path.join(cls.base, "dockerd.log")
-        cls.daemon_json = itlib.config_file(cls.base, "{}\n", "daemon.json")
+        cls.daemon_json = itlib.config_file(cls.base, json.dumps({"data-root": cls.data}) + "\n",
+                                            "daemon.json")
         # /docker, the cgroupfs driver's parent: removed at the end only
         # if this test made it (a host's dockerd may own it).
         cls.made_parent = [c for c in os.listdir(itlib.CGROOT)
@@ -121,7 +125,7 @@ class Docker(unittest.TestCase):
         else why not (the end of its log)."""
         log = open(cls.logpath, "a")
         cls.dockerd = subprocess.Popen(
-            ["dockerd", "--data-root", cls.data, "--exec-root", cls.exec_root, "--pidfile", cls.pidfile,
+            ["dockerd", "--exec-root", cls.exec_root, "--pidfile", cls.pidfile,
              "-H", "unix://" + cls.sock, "--config-file", cls.daemon_json,
              "--bridge=none", "--iptables=false", "--ip6tables=false", "--ip-masq=false",
              "--exec-opt", "native.cgroupdriver=cgroupfs", "--storage-driver=vfs",
@@ -186,7 +190,8 @@ class Docker(unittest.TestCase):
         self.tmp = itlib.mktemp()
         self.addCleanup(shutil.rmtree, self.tmp, True)
         self.state = os.path.join(self.tmp, "state")
-        self.conf = "[containers]\ndocker_root = %s\n" % self.data
+        # no docker_root: the agent finds the data root in dockerd's daemon.json
+        self.conf = "[containers]\ndocker_config = %s\n" % self.daemon_json
 
     def run_container(self, name, *args, cmd=("sleep", "600")):
         p = self.docker("run", "--detach", "--name", name, "--network", "none", *args, self.image, *cmd)
@@ -235,7 +240,14 @@ class Docker(unittest.TestCase):
         planned = {i["guest"] for i in out["plan"]["items"]}
         self.assertLessEqual({"docker-" + web, "docker-" + perf}, planned, out["plan"])
         self.assertEqual([w for w in snap.get("warnings", []) if web in w or perf in w], [])
-        # without the key the agent looks in /var/lib/docker: found, by the id
+        # docker_root set: it wins over the daemon.json
+        for conf, name in (("docker_root = %s\n" % self.data, "numaorch-it-web"),
+                           ("docker_root = %s\n" % os.path.join(self.base, "elsewhere"), web)):
+            g = {g["id"]: g for g in self.once(self.conf + conf)["snapshot"]["guests"]}["docker-" + web]
+            self.assertEqual(g["name"], name, conf)
+        # with neither key the agent reads /etc/docker/daemon.json (the
+        # host's; any data root it names is not this dockerd's) or looks
+        # in /var/lib/docker: found, by the id
         g = {g["id"]: g for g in self.once("")["snapshot"]["guests"]}["docker-" + web]
         self.assertEqual(g["name"], web)
 
@@ -252,6 +264,27 @@ class Docker(unittest.TestCase):
         while d.get("/v1/status").json()["cycles"] < c0 + n:
             self.assertLess(time.monotonic(), end, "no cycle in 30 s")
             time.sleep(0.05)
+
+    def test_renamed_while_running(self):
+        """`docker rename` of a running container: the same guest (its id)
+        shows the new name within a few cycles, the old one nowhere."""
+        cid = self.run_container("numaorch-it-before")
+        d = LiveDaemon(self.tmp, "/", conf="[agent]\nsample = 0.05\n" + self.conf)
+        self.addCleanup(d.stop)
+        d.start()
+        self.cycles_later(d, 1)
+        self.assertEqual(self.guests(d)["docker-" + cid]["name"], "numaorch-it-before")
+        p = self.docker("rename", "numaorch-it-before", "numaorch-it-after")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.addCleanup(self.docker, "rm", "--force", "numaorch-it-after")
+        for _ in range(5):
+            self.cycles_later(d, 1)
+            if self.guests(d)["docker-" + cid]["name"] == "numaorch-it-after":
+                break
+        g = self.guests(d)
+        self.assertEqual(g["docker-" + cid]["name"], "numaorch-it-after", "5 cycles after the rename")
+        self.assertEqual([x for x in g.values() if x["name"] == "numaorch-it-before"], [])
+        self.assertTrue(d.alive())
 
     def test_stopped_mid_run_and_dockerd_restarted(self):
         """With the daemon running: a container stopped between cycles is

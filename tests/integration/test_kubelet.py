@@ -280,6 +280,64 @@ class KubeletRewrites(unittest.TestCase):
         # the policy would move it back to one node: the hold keeps it
         self.assertEqual((item["kind"], item.get("hold")), ("move", "conflict"), item)
 
+    def test_start_placement_rewritten_once_not_fought(self):
+        """A pod that starts while numaorchd runs, placed at once (a start
+        placement: reason place) and its cpuset rewritten by the kubelet
+        right after: a conflict said once and held, as after a move."""
+        self.cycle()
+        self.cycle()
+        uid = "7e6d5c4b-3a29-4817-9f0e-1d2c3b4a5968"
+        gid = "kubernetes-" + uid
+        cgd = os.path.join(self.root, "sys", "fs", "cgroup", "kubepods.slice", "kubepods-burstable.slice")
+        src = os.path.join(cgd, "kubepods-burstable-pod%s.slice" % BURSTABLE.replace("-", "_"))
+        new = "kubepods-burstable-pod%s.slice" % uid.replace("-", "_")
+        # built aside and renamed in: the agent sees it whole, just
+        # started (no CPU used yet, a few pages touched)
+        tmp = os.path.join(cgd, ".new")
+        shutil.copytree(src, tmp)
+        for d, _, files in os.walk(tmp):
+            if "cpu.stat" in files:
+                itlib.write(os.path.join(d, "cpu.stat"), "usage_usec 0\nuser_usec 0\nsystem_usec 0\n")
+            if "memory.numa_stat" in files:
+                itlib.write(os.path.join(d, "memory.numa_stat"), "anon N0=0 N1=65536\nfile N0=0 N1=0\n")
+            if "memory.current" in files:
+                itlib.write(os.path.join(d, "memory.current"), "65536\n")
+            for f in ("cpuset.cpus", "cpuset.cpus.effective"):
+                if f in files:
+                    itlib.write(os.path.join(d, f), self.SHARED + "\n")
+        os.rename(tmp, os.path.join(cgd, new))
+        cg = "/kubepods.slice/kubepods-burstable.slice/" + new
+        deadline = time.monotonic() + 10
+        while not [w for w in self.cpus_writes() if w[0] == cg] and time.monotonic() < deadline:
+            self.cycle()
+        writes = [w for w in self.cpus_writes() if w[0] == cg]
+        self.assertEqual(len(writes), 1, "the new pod was not placed: %s" % self.cpus_writes())
+        wrote = writes[0][1]
+        placed = [r for r in self.d.get("/v1/decisions?guest=%s&limit=1000" % gid).json()["decisions"]
+                  if r["decision"] == "moved"]
+        self.assertEqual([r.get("reason") for r in placed], ["place"], placed)
+        kubelet = KubeletLike(os.path.join(self.root, "sys", "fs", "cgroup", cg.lstrip("/")), self.SHARED)
+        kubelet.start()
+        self.addCleanup(kubelet.join)
+        self.addCleanup(kubelet.stop.set)
+        deadline = time.monotonic() + 10
+        while kubelet.rewrites == 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        self.assertEqual(kubelet.rewrites, 1)
+        before = self.conflict_metric("kubelet")
+        for _ in range(5):
+            self.cycle()
+            time.sleep(0.1)
+        recs = [r for r in self.d.get("/v1/decisions?guest=%s&limit=1000" % gid).json()["decisions"]
+                if r["decision"] == "conflict"]
+        self.assertEqual(len(recs), 1, recs)
+        self.assertEqual((recs[0]["placer"], recs[0]["wrote"]["cpus"], recs[0]["found"]["cpus"]),
+                         ("kubelet", wrote, self.SHARED))
+        self.assertEqual(self.conflict_metric("kubelet"), before + 1)
+        # not fought: the start placement's write only, the kubelet's one rewrite
+        self.assertEqual([w for w in self.cpus_writes() if w[0] == cg], [(cg, wrote)])
+        self.assertEqual(kubelet.rewrites, 1)
+
 
 if __name__ == "__main__":
     unittest.main()

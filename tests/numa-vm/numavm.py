@@ -432,6 +432,11 @@ def build_initrd(libvirt=False):
         c.host_file("bin/migbench-base", base, 0o755)
     dyn = {"bin/numaorchd": numaorchd, "bin/numaorchctl": os.path.join(BUILD, "numaorchctl"), "usr/bin/numad": numad, "usr/bin/numactl": numactl,
            "usr/bin/migratepages": shutil.which("migratepages") or numactl}
+    # runc (make test-deps), for the in-VM test of a container a real
+    # runtime started (test_cgroup_v2.sh: runc_container_moved_for_real).
+    runc = shutil.which("runc") or "/usr/sbin/runc"
+    if os.access(runc, os.X_OK):
+        dyn["usr/sbin/runc"] = runc
     libs = set()
     for dst, src in dyn.items():
         c.host_file(dst, src, 0o755)

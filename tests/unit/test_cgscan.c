@@ -1767,6 +1767,130 @@ static void test_containerd(void **state)
 	free(root);
 }
 
+/* docker's systemd cgroup driver (the default of docker.io 20.10 with
+ * systemd on cgroup v2): each container a transient unit
+ * /system.slice/docker-<id>.scope beside docker.service and
+ * containerd.service, as systemd lays them out, on v2 and on a v1
+ * host's cpuset/memory/cpuacct hierarchies. The container is a guest
+ * of runtime docker named from its config.v2.json like a cgroupfs
+ * driver's /docker/<id>; the daemons' own units are not guests. */
+static void test_docker_systemd_scope(void **state)
+{
+	static const char scope[] = "/system.slice/docker-" HEX_A ".scope";
+
+	(void)state;
+	for (int v1 = 0; v1 < 2; v1++) {
+		char *root = tu_mkdtemp();
+		struct cgscan *cs;
+		struct snapshot *s;
+		const struct snap_guest *g;
+
+		if (v1) {
+			v1_root(root);
+			v1_cg(root, "/system.slice", "total=0 N0=0 N1=0\n", "0\n");
+			v1_cg(root, "/system.slice/docker.service", "total=10 N0=10 N1=0\n", "7\n");
+			v1_cg(root, "/system.slice/containerd.service", "total=5 N0=5 N1=0\n", "3\n");
+			v1_cg(root, scope, "total=3 N0=1 N1=2\n", "10\n");
+		} else {
+			v2_root(root);
+			v2_plain(root, "/system.slice");
+			v2_guest(root, "/system.slice/docker.service");
+			v2_guest(root, "/system.slice/containerd.service");
+			v2_plain(root, "/init.scope");
+			v2_guest(root, scope);
+		}
+		tu_write(root, "var/lib/docker/containers/" HEX_A "/config.v2.json",
+			 "{\"ID\":\"" HEX_A "\",\"Name\":\"/web\",\"State\":{\"Running\":true}}");
+		cs = open_root(root, NULL);
+		s = scan_once(cs, 1);
+		if (s->nr_guests != 1)
+			dump_warnings(s);
+		assert_int_equal(s->nr_guests, 1);
+		g = snap_find_guest(s, "docker-" HEX_A);
+		assert_non_null(g);
+		assert_string_equal(g->cgroup, scope);
+		assert_string_equal(g->runtime, "docker");
+		assert_string_equal(g->name, "web");
+		assert_int_equal(g->kind, GUEST_CONTAINER);
+		assert_int_equal(g->nr_procs, 1);
+		assert_true(g->mem_total > 0);
+		snap_unref(s);
+		cgscan_free(cs);
+		tu_rm_rf(root);
+		free(root);
+	}
+}
+
+/* The name of docker container HEX_A under ROOT with config CFG. */
+static const char *docker_a_name(const char *root, const struct cgscan_config *cfg, char *buf, size_t sz)
+{
+	struct cgscan *cs = open_root(root, cfg);
+	struct snapshot *s = scan_once(cs, 1);
+
+	snprintf(buf, sz, "%s", snap_find_guest(s, "docker-" HEX_A)->name);
+	snap_unref(s);
+	cgscan_free(cs);
+	return buf;
+}
+
+/* dockerd's data root moved in its daemon.json: found there without
+ * [containers] docker_root, which still wins when set. daemon.json in
+ * the shape a host keeps it (other keys beside; a trailing '/'). */
+static void test_docker_daemon_json(void **state)
+{
+	char *root = tu_mkdtemp(), name[128];
+	struct cgscan_config cfg = { 0 };
+	struct cgscan *cs = NULL;
+	struct host_paths hp;
+
+	(void)state;
+	v2_root(root);
+	v2_plain(root, "/docker");
+	v2_guest(root, "/docker/" HEX_A);
+	tu_write(root, "var/lib/docker/containers/" HEX_A "/config.v2.json",
+		 "{\"ID\":\"" HEX_A "\",\"Name\":\"/at-default\"}");
+	tu_write(root, "srv/docker/containers/" HEX_A "/config.v2.json",
+		 "{\"ID\":\"" HEX_A "\",\"Name\":\"/at-data-root\"}");
+	tu_write(root, "opt/other/containers/" HEX_A "/config.v2.json",
+		 "{\"ID\":\"" HEX_A "\",\"Name\":\"/at-graph\"}");
+
+	/* no daemon.json: dockerd's default */
+	assert_string_equal(docker_a_name(root, NULL, name, sizeof(name)), "at-default");
+	tu_write(root, "etc/docker/daemon.json",
+		 "{\n  \"log-driver\": \"json-file\",\n  \"data-root\": \"/srv/docker/\",\n"
+		 "  \"storage-driver\": \"overlay2\",\n  \"exec-opts\": [\"native.cgroupdriver=systemd\"]\n}\n");
+	assert_string_equal(docker_a_name(root, NULL, name, sizeof(name)), "at-data-root");
+	assert_string_equal(docker_a_name(root, &cfg, name, sizeof(name)), "at-data-root");
+	/* docker_root wins (dockerd's --data-root is not seen from here) */
+	cfg.docker_root = "/var/lib/docker";
+	assert_string_equal(docker_a_name(root, &cfg, name, sizeof(name)), "at-default");
+	cfg.docker_root = NULL;
+	/* another daemon.json (dockerd's --config-file), the older key */
+	tu_write(root, "opt/daemon.json", "{\"graph\": \"/opt/other\"}");
+	cfg.docker_config = "/opt/daemon.json";
+	assert_string_equal(docker_a_name(root, &cfg, name, sizeof(name)), "at-graph");
+	/* one that says nothing of the root, or cannot be used: the default */
+	tu_write(root, "opt/daemon.json", "{\"debug\": true}");
+	assert_string_equal(docker_a_name(root, &cfg, name, sizeof(name)), "at-default");
+	tu_write(root, "opt/daemon.json", "{\"data-root\": \"srv/docker\"}");
+	assert_string_equal(docker_a_name(root, &cfg, name, sizeof(name)), "at-default");
+	tu_write(root, "opt/daemon.json", "{\"data-root\": 7}");
+	assert_string_equal(docker_a_name(root, &cfg, name, sizeof(name)), "at-default");
+	tu_write(root, "opt/daemon.json", "{\"data-root\": \"/srv/do");
+	assert_string_equal(docker_a_name(root, &cfg, name, sizeof(name)), "at-default");
+	tu_write(root, "opt/daemon.json", "[\"/srv/docker\"]");
+	assert_string_equal(docker_a_name(root, &cfg, name, sizeof(name)), "at-default");
+	cfg.docker_config = "/opt/missing.json";
+	assert_string_equal(docker_a_name(root, &cfg, name, sizeof(name)), "at-default");
+	/* a relative docker_config is refused like a relative docker_root */
+	cfg.docker_config = "opt/daemon.json";
+	assert_int_equal(host_paths_from_root(&hp, root), 0);
+	assert_int_equal(cgscan_new(&hp, &cfg, &cs), -EINVAL);
+	assert_null(cs);
+	tu_rm_rf(root);
+	free(root);
+}
+
 /* Names operators know: docker's (config.v2.json), podman's
  * (containers.json), a pod's namespace and name (/var/log/pods), a
  * containerd container's namespace. The id stays the container id: a
@@ -2223,6 +2347,8 @@ int main(void)
 		cmocka_unit_test(test_memory_where_proc_says),
 		cmocka_unit_test(test_containerd),
 		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_docker_daemon_json),
+		cmocka_unit_test(test_docker_systemd_scope),
 		cmocka_unit_test(test_pod_dir),
 		cmocka_unit_test(test_kubelet),
 		cmocka_unit_test(test_kubelet_devices),

@@ -36,7 +36,7 @@ static void test_full_file(void **state)
 		"log_level = debug\n"
 		"[scope]\ncgroup = /a\ncgroup = /b/c\n"
 		"[containers]\nparent = /p\nrunc_root = /run/runc2\ncontainerd_root = /run/ctrd\n"
-		"docker_root = /srv/docker\n"
+		"docker_root = /srv/docker\ndocker_config = /srv/docker.json\n"
 		"[kubelet]\nroot = /srv/kubelet\nreserved_cpus = 0,4\n"
 		"[policy]\nlocality_target = 80\nmax_util = 75\ncooldown = 60\nmax_moves = 2\n"
 		"max_migrate_mib = 512\nmin_free_mib = 128\nmin_free_share = 10\nless_busy_margin = 20\nstart_place = no\n"
@@ -57,6 +57,7 @@ static void test_full_file(void **state)
 	assert_int_equal(c.cg.nr_containerd_roots, 1);
 	assert_string_equal(c.cg.containerd_roots[0], "/run/ctrd");
 	assert_string_equal(c.cg.docker_root, "/srv/docker");
+	assert_string_equal(c.cg.docker_config, "/srv/docker.json");
 	assert_string_equal(c.cg.kubelet_root, "/srv/kubelet");
 	assert_string_equal(c.cg.kubelet_reserved, "0,4");
 	assert_true(fabs(c.policy.locality_target - 0.8) < 1e-9);
@@ -328,6 +329,7 @@ static void test_every_key_checks_its_value(void **state)
 		{ "containers", "runc_root", "rel", "must be an absolute path" },
 		{ "containers", "containerd_root", "rel", "must be an absolute path" },
 		{ "containers", "docker_root", "rel", "must be an absolute path" },
+		{ "containers", "docker_config", "daemon.json", "must be an absolute path" },
 		{ "kubelet", "root", "rel", "must be an absolute path" },
 		{ "kubelet", "reserved_cpus", "0-", "must be a CPU list" },
 		{ "policy", "locality_target", "101", "must be a number 0..100 (percent)" },

@@ -798,6 +798,7 @@ static struct {
 	/* g1 as the snapshot shows it, when set (else on node 0, 1 GiB on node 1) */
 	bool custom;
 	const char *g1_on, *g1_mems;
+	const char *g1_runtime;        /* custom: its runtime, else docker */
 	uint64_t g1_mem0, free;
 	double g1_use;
 	unsigned calls;
@@ -842,6 +843,8 @@ static int fake_snapshot(struct acquirer *a, double prime_s, const struct snap_p
 		nodes_of(fake.g1_mems, &s->guests[0].mems);
 		s->guests[0].cpu_use = fake.g1_use;
 		s->guests[0].mem_total = fake.g1_mem0;
+		if (fake.g1_runtime)
+			snprintf(s->guests[0].runtime, sizeof(s->guests[0].runtime), "%s", fake.g1_runtime);
 	} else {
 		s = host(g, 1, 6 * GIB, ov);
 	}
@@ -1421,6 +1424,36 @@ static void test_engine_releases_a_start_binding(void **state)
 	efx_fini(&f);
 }
 
+/* A container's start placement is a cpuset write the kubelet rewrites
+ * as much as a rebalancing move's: a pod start-placed on node 1 and found
+ * back on its shared pool (both nodes) the next cycle is one conflict
+ * record, and the policy's move back to node 1 is held, not carried out,
+ * while it stays there. */
+static void test_engine_start_placement_conflict(void **state)
+{
+	struct efx f;
+
+	(void)state;
+	efx_init(&f, MODE_ENFORCE);
+	bind_start_fixture(&f);
+	fake.items[0].bind_start = false;
+	fake.g1_runtime = "kubernetes";
+	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
+	assert_int_equal(records(&f, "moved"), 1);
+	assert_int_equal(records(&f, "conflict"), 0);
+	/* the kubelet wrote its shared pool back (g1 stays on 0-1); the
+	 * policy would move it to node 1 again */
+	fake.items[0] = item("g1", PLAN_MOVE, REASON_LOAD, SKIP_NONE, "1");
+	fake.g1_use = 1.0;
+	fake.g1_mem0 = 64 * MIB;
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(engine_cycle(f.e, false, NULL), 0);
+	assert_int_equal(records(&f, "conflict"), 1);
+	assert_int_equal(records(&f, "moved"), 1);
+	assert_int_equal(f.e->stats.placer_conflicts_kubelet, 1);
+	efx_fini(&f);
+}
+
 /* The start bindings saved in the state directory (bindstate.h). */
 static struct bindstate saved_bindings(struct efx *f)
 {
@@ -1898,6 +1931,7 @@ int main(void)
 		cmocka_unit_test(test_engine_reservations_reach_the_policy),
 		cmocka_unit_test(test_engine_places_a_started_domain),
 		cmocka_unit_test(test_engine_releases_a_start_binding),
+		cmocka_unit_test(test_engine_start_placement_conflict),
 		cmocka_unit_test(test_engine_keeps_a_start_binding_until_the_guest_grows),
 		cmocka_unit_test(test_engine_binding_while_its_write_runs),
 		cmocka_unit_test(test_engine_start_binding_outlives_no_agent),

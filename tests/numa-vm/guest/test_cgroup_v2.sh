@@ -1558,6 +1558,64 @@ test_pxb_device_on_its_node() {
 	grep '"decision":"moved"' $T/dec | grep -v "\"guest\":\"$ID1\"" | sed -n 's/.*"detail":"\([^"]*\)".*"to":{[^}]*"nodes":"\([^"]*\)".*/# the pod moved to node \2: \1/p' | head -2
 }
 
+# A container a real runtime started: runc run (config.json from runc
+# spec, a rootfs holding the static workload) with cgroupsPath $SB/rc1,
+# running on node 1 with its memory on node 0. The agent finds it by
+# runc's state in /run/runc (runtime runc, by its id) and pulls its memory
+# to node 1 for real: the kernel's own counts (memory.numa_stat, and the
+# container's process's numa_maps) say it moved. --no-pivot: the VM's root
+# is the initramfs, which pivot_root cannot leave.
+RUNC=/usr/sbin/runc
+# Pages of process PID's mappings on node N, and in total (numa_maps).
+maps_on() { awk -v n="N$2=" '{for(i=2;i<=NF;i++) if(index($i,n)==1) s+=substr($i,length(n)+1)} END{print s+0}' /proc/$1/numa_maps; }
+maps_total() { awk '{for(i=2;i<=NF;i++) if($i ~ /^N[0-9]+=/){split($i,a,"=");s+=a[2]}} END{print s+0}' /proc/$1/numa_maps; }
+runc_container() {
+	c1=$(node_cpus 1)
+	B=$T/bundle
+	mkdir -p $B/rootfs/bin
+	cp $LOAD $B/rootfs/bin/guestload
+	(cd $B && $RUNC spec) || { echo "runc spec failed"; return 1; }
+	sed -i -e 's/"terminal": true/"terminal": false/' \
+		-e 's|^[[:space:]]*"sh"$|"/bin/guestload", "--mib", "256", "--threads", "1", "--pages", "4k"|' \
+		-e "s|^[[:space:]]*\"linux\": {|\"linux\": { \"cgroupsPath\": \"$SB/rc1\",|" \
+		-e "s|^[[:space:]]*\"resources\": {|\"resources\": { \"cpu\": { \"cpus\": \"$c1\", \"mems\": \"0\" },|" \
+		$B/config.json
+	grep -q '"/bin/guestload"' $B/config.json && grep -q "\"cgroupsPath\": \"$SB/rc1\"" $B/config.json &&
+		grep -q "\"cpus\": \"$c1\"" $B/config.json || { echo "config.json not edited: $(tr -d '\t\n' < $B/config.json | cut -c1-400)"; return 1; }
+	ready=$T/ready.rc1
+	$RUNC run --no-pivot -d -b $B rc1 > $ready 2>&1 < /dev/null || { echo "runc run: $(cat $ready)"; return 1; }
+	i=0
+	while ! grep -q ready $ready 2>/dev/null; do
+		sleep 0.2; i=$((i + 1))
+		[ $i -gt 300 ] && { echo "the container's workload not ready: $(cat $ready)"; return 1; }
+	done
+	$RUNC state rc1 | grep -q '"status": "running"' || { echo "runc state: $($RUNC state rc1)"; return 1; }
+	[ "$(rd rc1 cpuset.cpus)" = "$c1" ] && [ "$(rd rc1 cpuset.mems)" = 0 ] ||
+		{ echo "runc set cpus $(rd rc1 cpuset.cpus) mems $(rd rc1 cpuset.mems), want $c1 and 0"; return 1; }
+	cpid=$(head -1 $CG$SB/rc1/cgroup.procs)
+	[ "$(local_pct rc1 0)" -ge 95 ] || { echo "memory did not start on node 0: $(cat $CG$SB/rc1/memory.numa_stat | head -2)"; return 1; }
+	rc=$(once --json)
+	[ "$rc" = 0 ] || { echo "exit $rc"; return 1; }
+	grep -q '"id": "runc-rc1"' $T/out && grep -q '"runtime": "runc"' $T/out && grep -q '"name": "rc1"' $T/out &&
+		grep -q "\"cgroup\": \"$SB/rc1\"" $T/out || { echo "runc-rc1 not discovered as runc's rc1"; return 1; }
+	grep '"decision":"moved"' $T/dec | grep -q '"guest":"runc-rc1"' || { echo "no moved record"; return 1; }
+	[ "$(moved_field runc-rc1 to_mems)" = 1 ] || { echo "record to.mems $(moved_field runc-rc1 to_mems), want 1"; return 1; }
+	[ "$(rd rc1 cpuset.cpus)" = "$c1" ] || { echo "cpus $(rd rc1 cpuset.cpus), want $c1"; return 1; }
+	pct=$(local_pct rc1 1)
+	[ "$pct" -ge 90 ] || { echo "only $pct% of its memory.numa_stat on node 1 after the move"; return 1; }
+	on=$(maps_on $cpid 1) tot=$(maps_total $cpid)
+	[ "$tot" -gt 0 ] && [ $((on * 100 / tot)) -ge 90 ] ||
+		{ echo "numa_maps of its process $cpid: $on of $tot pages on node 1"; return 1; }
+	echo "# runc-rc1: $pct% of memory.numa_stat, $on of $tot numa_maps pages on node 1 after the move"
+	return 0
+}
+test_runc_container_moved_for_real() {
+	runc_container
+	rc=$?
+	$RUNC delete --force rc1 > /dev/null 2>&1
+	return $rc
+}
+
 check layout_is_v2_with_several_nodes
 check discovery_and_dry_run_write_nothing
 check pulls_memory_local_for_real
@@ -1586,6 +1644,13 @@ check start_place_cpus_only
 check hugetlb_pools_guard_the_move
 check mover_leaves_huge_pages_without_free_ones
 check hugetlb_from_the_cgroup
+if [ -x $RUNC ]; then
+	check runc_container_moved_for_real
+else
+	case ",$ONLY," in ,,|*",runc_container_moved_for_real,"*)
+		n=$((n + 1)); echo "ok $n - runc_container_moved_for_real # SKIP no runc in the initramfs (the host has none: Debian package runc)" ;;
+	esac
+fi
 shape_check distances_match_the_kernel uneven_distances
 shape_check memory_only_node_gets_no_cpus has_memory_only_node
 shape_check pxb_device_on_its_node has_pxb
