@@ -602,11 +602,44 @@ static bool fits_no_node(const struct pctx *x, const struct gview *v)
 	return true;
 }
 
+/* The next memory node of a split onto node index N (INSET: the nodes
+ * already in it), or -1: the nearest to N of those that can hold some of
+ * it (its own memory there plus room), nodes with CPUs before memory-only
+ * ones (a CXL expander's, a tier's: slower, and often the one with the
+ * most room), then the one that holds the most, then the lowest index.
+ * By room first, a guest one node cannot hold got the memory-only node,
+ * or a node in the other socket, while a sibling of N had room.
+ * *CAP: what it can hold. */
+static int span_next(const struct pctx *x, const struct gview *v, unsigned n, uint64_t *cap)
+{
+	const struct snapshot *s = x->s;
+	const unsigned *row = &s->distance[n * x->nn];
+	int best = -1;
+
+	*cap = 0;
+	for (unsigned m = 0; m < x->nn; m++) {
+		uint64_t c;
+		bool mo, bmo;
+
+		if (x->inset[m] || !s->nodes[m].mem_total || !v->memok[m])
+			continue;
+		c = pctx_room(x, m) + (v->mem_node ? v->mem_node[m] : 0);
+		if (!c)
+			continue;
+		mo = !s->nodes[m].nr_cpus;
+		bmo = best >= 0 && !s->nodes[best].nr_cpus;
+		if (best < 0 || mo < bmo || (mo == bmo && (row[m] < row[best] || (row[m] == row[best] && c > *cap)))) {
+			best = (int)m;
+			*cap = c;
+		}
+	}
+	return best;
+}
+
 /* The split onto node index N: N's CPUs hold its busy threads, a whole
  * CPU each, beside the other load (as a local fit: no headroom, ≤ 1 +
- * LOCAL_FIT_SLACK); its memory on N and then on the nodes that can hold
- * the most of it (its own memory there plus room; nearer, then lower
- * index first) until they hold its demand. OUT: that set, its migration
+ * LOCAL_FIT_SLACK); its memory on N and then on the nearest nodes that
+ * can hold some of it (span_next) until they hold its demand. OUT: that set, its migration
  * the larger of what must leave the other nodes and *FIRST — what N
  * takes more, up to its room, from wherever it is (mover_spec.first).
  * *ON_FIRST: what N will hold. */
@@ -634,22 +667,10 @@ static bool split_eval(struct pctx *x, const struct gview *v, const bool *usable
 		x->inset[i] = i == n;
 	cap = pctx_room(x, n) + own_n;
 	while (cap < v->mem_demand) {
-		int best = -1;
-		uint64_t bcap = 0;
+		uint64_t bcap;
+		int best = span_next(x, v, n, &bcap);
 
-		for (unsigned m = 0; m < x->nn; m++) {
-			uint64_t c;
-
-			if (x->inset[m] || !s->nodes[m].mem_total || !v->memok[m])
-				continue;
-			c = pctx_room(x, m) + (v->mem_node ? v->mem_node[m] : 0);
-			if (best < 0 || c > bcap ||
-			    (c == bcap && s->distance[n * x->nn + m] < s->distance[n * x->nn + (unsigned)best])) {
-				best = (int)m;
-				bcap = c;
-			}
-		}
-		if (best < 0 || !bcap)
+		if (best < 0)
 			return false;
 		x->inset[best] = true;
 		mask_set(&mems, s->nodes[best].id);
