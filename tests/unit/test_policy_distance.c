@@ -476,6 +476,74 @@ static void test_span_by_distance_memory_only_last(void **state)
 	}
 }
 
+/* Tiering on, cycle after cycle: "a", local on node 0 but for its 3 GiB
+ * in the tier (node 2), is settled each cycle with the tier named — not
+ * a "not less busy" skip for memory nothing here will move, which came
+ * every cycle. Its huge pages on node 2 are no tier: with them there it
+ * is remote and decided as before. */
+static void test_tiering_local_but_for_tier_is_settled(void **state)
+{
+	struct snapshot *s = cxl_host(true);
+	struct policy_config cfg;
+	struct pstate *prev = NULL, *next;
+	const struct plan_item *a;
+	struct plan *p;
+
+	(void)state;
+	policy_config_default(&cfg);
+	for (unsigned cyc = 0; cyc < 3; cyc++) {
+		s->seq = cyc + 1;
+		s->mono_ns = T0 + (int64_t)cyc * 10 * SEC;
+		assert_int_equal(policy_decide(&cfg, s, prev, true, &p, &next), 0);
+		a = find_item(p, "a");
+		assert_non_null(a);
+		print_message("cycle %u a: %s %s\n", cyc, plan_kind_name(a->kind), a->detail);
+		assert_int_equal(a->kind, PLAN_SETTLED);
+		assert_non_null(strstr(a->detail, "3072 MiB in the kernel's memory tier"));
+		assert_int_equal(a->migrate_bytes, 0);
+		plan_free(p);
+		pstate_free(prev);
+		prev = next;
+	}
+	pstate_free(prev);
+	snap_unref(s);
+
+	/* Its memory on node 2 hugetlb: no tier, not settled for it. */
+	s = cxl_host(true);
+	for (unsigned i = 0; i < s->nr_guests; i++)
+		if (strcmp(s->guests[i].id, "a") == 0) {
+			snap_guest_huge(s, &s->guests[i])[2] = 3 * GIB;
+			s->guests[i].huge_page = 2 * MIB;
+		}
+	snap_finalize(s);
+	assert_int_equal(policy_decide(&cfg, s, NULL, true, &p, &next), 0);
+	a = find_item(p, "a");
+	assert_non_null(a);
+	print_message("a, hugetlb on node 2: %s %s\n", plan_kind_name(a->kind), a->detail);
+	assert_null(strstr(a->detail, "tier"));
+	plan_free(p);
+	pstate_free(next);
+	snap_unref(s);
+
+	/* Local but for its tier and 1 GiB more on node 1: not local, not
+	 * settled for the tier. */
+	s = cxl_host(true);
+	for (unsigned i = 0; i < s->nr_guests; i++)
+		if (strcmp(s->guests[i].id, "a") == 0) {
+			s->guests[i].mem_node[1] = 2 * GIB;
+			mask_set(&s->guests[i].mems, 1);
+		}
+	snap_finalize(s);
+	assert_int_equal(policy_decide(&cfg, s, NULL, true, &p, &next), 0);
+	a = find_item(p, "a");
+	assert_non_null(a);
+	print_message("a, 2 GiB on node 1 too: %s %s\n", plan_kind_name(a->kind), a->detail);
+	assert_true(a->kind != PLAN_SETTLED);
+	plan_free(p);
+	pstate_free(next);
+	snap_unref(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -483,6 +551,7 @@ int main(void)
 		cmocka_unit_test(test_memory_only_node_no_tiering),
 		cmocka_unit_test(test_memory_only_node_tiering),
 		cmocka_unit_test(test_span_by_distance_memory_only_last),
+		cmocka_unit_test(test_tiering_local_but_for_tier_is_settled),
 	};
 
 	return cmocka_run_group_tests_name("policy_distance", tests, NULL, NULL);
