@@ -220,12 +220,108 @@ static void test_twosocket_memory_only_never_a_cpu_target(void **state)
 	unload(&h);
 }
 
+/* ---- vm-smt ----------------------------------------------------------- */
+
+/* Two nodes of two cores x two threads: siblings 0-1, 2-3, 4-5, 6-7 (the
+ * kernel's core_cpus_list), an L3 per node (0-3, 4-7), distance 20; the
+ * snapshot's per-node counts from them. */
+static void test_smt_cores_and_llcs(void **state)
+{
+	static const int core[8] = { 0, 0, 2, 2, 4, 4, 6, 6 }, llc[8] = { 0, 0, 0, 0, 4, 4, 4, 4 };
+	struct snapshot *s;
+	struct host h;
+
+	(void)state;
+	load(&h, "vm-smt");
+	assert_int_equal(h.nr, 2);
+	assert_int_equal(h.dist[0], 10);
+	assert_int_equal(h.dist[1], 20);
+	assert_int_equal(h.dist[2], 20);
+	assert_int_equal(h.dist[3], 10);
+	assert_int_equal(h.nodes[0].nr_cpus, 4);
+	assert_int_equal(h.nodes[1].nr_cpus, 4);
+	assert_int_equal(h.t.nr, 8);
+	for (unsigned c = 0; c < 8; c++) {
+		assert_int_equal(h.t.core[c], core[c]);
+		assert_int_equal(h.t.llc[c], llc[c]);
+	}
+	s = snap_new();
+	snap_set_nodes(s, h.nodes, h.nr, h.dist);
+	snap_set_cputopo(s, h.t.core, h.t.llc, h.t.nr);
+	for (unsigned i = 0; i < 2; i++) {
+		assert_int_equal(s->nodes[i].nr_cores, 2);
+		assert_int_equal(s->nodes[i].threads_per_core, 2);
+		assert_int_equal(s->nodes[i].nr_llcs, 1);
+	}
+	assert_int_equal(snap_cpu_core(s, 7), 6);
+	assert_int_equal(snap_cpu_llc(s, 5), 4);
+	snap_unref(s);
+	unload(&h);
+}
+
+/* A one-thread guest measured busy, moved to node 0 of the captured SMT
+ * tree with [policy] container_cores = yes: one whole core (both
+ * siblings), the one another guest does not load; with container_cores =
+ * no, the whole node. */
+static void test_smt_container_gets_a_whole_free_core(void **state)
+{
+	struct host h;
+	struct policy_config cfg;
+
+	(void)state;
+	load(&h, "vm-smt");
+	for (unsigned cc = 0; cc < 2; cc++) {
+		struct snapshot *s = snap_new();
+		struct snap_guest *g, *o;
+		const struct plan_item *it = NULL;
+		struct pstate *next;
+		struct plan *p;
+		nodemask_t n0;
+		cpumask_t cpus;
+		char buf[64];
+
+		policy_config_default(&cfg);
+		cfg.container_cores = cc;
+		snap_set_nodes(s, h.nodes, h.nr, h.dist);
+		snap_set_cputopo(s, h.t.core, h.t.llc, h.t.nr);
+		s->nodes[0].busy = 0.25;
+		s->nodes[1].busy = 0.5;
+		/* "o": busy on CPU 0 (core 0), local on node 0. */
+		o = guest(s, "o", 1.0, 0, 0, 32 * MIB);
+		mask_zero(&cpus);
+		mask_set(&cpus, 0);
+		o->cpus = snap_cpumask(s, &cpus);
+		/* "g": on node 1, its memory on node 0. */
+		g = guest(s, "g", 1.0, 1, 0, 64 * MIB);
+		g->busy_threads = 1;
+		snap_finalize(s);
+		assert_int_equal(policy_decide(&cfg, s, NULL, true, &p, &next), 0);
+		for (unsigned i = 0; i < p->nr_items; i++)
+			if (strcmp(p->items[i].guest_id, "g") == 0)
+				it = &p->items[i];
+		assert_non_null(it);
+		print_message("container_cores %u: g %s %s\n", cc, plan_kind_name(it->kind), it->detail);
+		assert_int_equal(it->kind, PLAN_MOVE);
+		assert_int_equal(mask_format(it->to_cpus, buf, sizeof(buf)), 0);
+		mask_zero(&n0);
+		mask_set(&n0, 0);
+		assert_true(mask_equal(&it->to_nodes, &n0));
+		assert_string_equal(buf, cc ? "2-3" : "0-3");
+		plan_free(p);
+		pstate_free(next);
+		snap_unref(s);
+	}
+	unload(&h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_twosocket_distances_and_memory_only),
 		cmocka_unit_test(test_twosocket_pxb_device_node),
 		cmocka_unit_test(test_twosocket_memory_only_never_a_cpu_target),
+		cmocka_unit_test(test_smt_cores_and_llcs),
+		cmocka_unit_test(test_smt_container_gets_a_whole_free_core),
 	};
 
 	return cmocka_run_group_tests_name("captured_hosts", tests, NULL, NULL);
