@@ -602,11 +602,44 @@ static bool fits_no_node(const struct pctx *x, const struct gview *v)
 	return true;
 }
 
+/* The next memory node of a split onto node index N (INSET: the nodes
+ * already in it), or -1: the nearest to N of those that can hold some of
+ * it (its own memory there plus room), nodes with CPUs before memory-only
+ * ones (a CXL expander's, a tier's: slower, and often the one with the
+ * most room), then the one that holds the most, then the lowest index.
+ * By room first, a guest one node cannot hold got the memory-only node,
+ * or a node in the other socket, while a sibling of N had room.
+ * *CAP: what it can hold. */
+static int span_next(const struct pctx *x, const struct gview *v, unsigned n, uint64_t *cap)
+{
+	const struct snapshot *s = x->s;
+	const unsigned *row = &s->distance[n * x->nn];
+	int best = -1;
+
+	*cap = 0;
+	for (unsigned m = 0; m < x->nn; m++) {
+		uint64_t c;
+		bool mo, bmo;
+
+		if (x->inset[m] || !s->nodes[m].mem_total || !v->memok[m])
+			continue;
+		c = pctx_room(x, m) + (v->mem_node ? v->mem_node[m] : 0);
+		if (!c)
+			continue;
+		mo = !s->nodes[m].nr_cpus;
+		bmo = best >= 0 && !s->nodes[best].nr_cpus;
+		if (best < 0 || mo < bmo || (mo == bmo && (row[m] < row[best] || (row[m] == row[best] && c > *cap)))) {
+			best = (int)m;
+			*cap = c;
+		}
+	}
+	return best;
+}
+
 /* The split onto node index N: N's CPUs hold its busy threads, a whole
  * CPU each, beside the other load (as a local fit: no headroom, ≤ 1 +
- * LOCAL_FIT_SLACK); its memory on N and then on the nodes that can hold
- * the most of it (its own memory there plus room; nearer, then lower
- * index first) until they hold its demand. OUT: that set, its migration
+ * LOCAL_FIT_SLACK); its memory on N and then on the nearest nodes that
+ * can hold some of it (span_next) until they hold its demand. OUT: that set, its migration
  * the larger of what must leave the other nodes and *FIRST — what N
  * takes more, up to its room, from wherever it is (mover_spec.first).
  * *ON_FIRST: what N will hold. */
@@ -634,22 +667,10 @@ static bool split_eval(struct pctx *x, const struct gview *v, const bool *usable
 		x->inset[i] = i == n;
 	cap = pctx_room(x, n) + own_n;
 	while (cap < v->mem_demand) {
-		int best = -1;
-		uint64_t bcap = 0;
+		uint64_t bcap;
+		int best = span_next(x, v, n, &bcap);
 
-		for (unsigned m = 0; m < x->nn; m++) {
-			uint64_t c;
-
-			if (x->inset[m] || !s->nodes[m].mem_total || !v->memok[m])
-				continue;
-			c = pctx_room(x, m) + (v->mem_node ? v->mem_node[m] : 0);
-			if (best < 0 || c > bcap ||
-			    (c == bcap && s->distance[n * x->nn + m] < s->distance[n * x->nn + (unsigned)best])) {
-				best = (int)m;
-				bcap = c;
-			}
-		}
-		if (best < 0 || !bcap)
+		if (best < 0)
 			return false;
 		x->inset[best] = true;
 		mask_set(&mems, s->nodes[best].id);
@@ -947,9 +968,35 @@ struct adec {
 	bool crowded, allowed_block, load_case, locality_bad, nan;
 	struct pcand cc;          /* where it is, evaluated as a candidate */
 	uint64_t local_before;
+	uint64_t tier;            /* its memory in the kernel's tier (tier_local), or 0 */
 	double unow, locality;
 	const struct pcand *best, *pick, *coolest, *hot;
 };
+
+/* With the kernel tiering memory (snap_memory_tiering), G's memory on
+ * nodes with memory and no CPUs is the kernel's tier (guards.c keeps it
+ * where it is), not remote memory a placement could fix: a guest local
+ * but for it is local. Its bytes there when that makes it reach the
+ * locality target (A->locality_bad cleared), else 0. Without this such a
+ * guest was "not less busy" every cycle, a skip for memory nothing here
+ * will move. Its huge pages are no tier (hugetlb is not demoted). */
+static uint64_t tier_local(const struct pctx *x, const struct gview *v, struct adec *a)
+{
+	uint64_t tier = 0;
+
+	if (!a->locality_bad || !a->cur_k || !v->mem_node || !v->mem_total || !snap_memory_tiering(x->s))
+		return 0;
+	for (unsigned n = 0; n < x->nn; n++) {
+		uint64_t h = v->huge_node ? v->huge_node[n] : 0;
+
+		if (!x->s->nodes[n].nr_cpus && x->s->nodes[n].mem_total && v->mem_node[n] > h)
+			tier += v->mem_node[n] - h;
+	}
+	if (!tier || (double)(a->local_before + tier) < x->cfg->locality_target * (double)v->mem_total)
+		return 0;
+	a->locality_bad = false;
+	return tier;
+}
 
 /* Where it is now, weighed as a candidate (A->cc), and its locality. */
 static void auto_current(struct pctx *x, const struct snap_guest *g, const struct gview *v, const bool *usable,
@@ -1268,6 +1315,7 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 		a.crowded = a.kmin > 0;
 	}
 	auto_current(x, g, v, usable, it, &a);
+	a.tier = tier_local(x, v, &a);
 	/* Where it is, weighed as the candidates are for its devices. */
 	a.cur_ok = a.cur_ok && !dev_refused(g, &g->cpu_nodes);
 	if (a.cur_k && dev_weighs(g) && !mask_intersects(&g->cpu_nodes, &g->dev_nodes))
@@ -1284,8 +1332,12 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 		it->kind = PLAN_SETTLED;
 		it->reason = REASON_NONE;
 		fmt_nodes(&g->cpu_nodes, from, sizeof(from));
-		set_detail(it, "settled on nodes %s: locality %.2f (≥%.2f), util %.2f (≤%.2f)", from,
-			   a.locality, cfg->locality_target, a.cc.util_after, cfg->max_util);
+		if (a.tier)
+			set_detail(it, "settled on nodes %s: local but for %llu MiB in the kernel's memory tier (nodes without CPUs, tiering on), left to it: locality %.2f, util %.2f (≤%.2f)",
+				   from, mib(a.tier), a.locality, a.cc.util_after, cfg->max_util);
+		else
+			set_detail(it, "settled on nodes %s: locality %.2f (≥%.2f), util %.2f (≤%.2f)", from,
+				   a.locality, cfg->locality_target, a.cc.util_after, cfg->max_util);
 		if (a.crowded)
 			add_detail(it, "; nothing fits with headroom, none less loaded");
 		else if (a.cc.local_fit)

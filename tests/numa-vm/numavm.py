@@ -72,7 +72,7 @@ PLACER_BALANCING = {"none": "off", "kernel": "on", "numad": "off", "numaorchd": 
 BENCH_BALANCING_ON = ("numad",)
 # Guest keys numavm-run accepts (guest NAME key=value ...).
 GUEST_KEYS = ("kind", "threads", "mib", "touch", "pages", "cpus", "mems", "run_on", "busy", "start", "stop",
-              "containers", "ctr_cpuset", "driver", "widen")
+              "containers", "ctr_cpuset", "driver", "widen", "hugetlb")
 
 
 def placer_balancing(placer):
@@ -143,7 +143,7 @@ def load_scenario(name):
     scn = {"name": os.path.basename(path)[:-4], "path": path, "nodes": 4, "cpus_per_node": 2,
            "mem_per_node": 1024, "mem_nodes": None, "distance": 20, "duration": 60, "threads": 1,
            "sample": 2, "pages": "thp", "check_within": None, "check_duration": None, "description": "", "guests": [],
-           "bench": "yes", "cgroup": "v2", "distances": [], "memory_only": [], "pxb": []}
+           "bench": "yes", "cgroup": "v2", "distances": [], "memory_only": [], "pxb": [], "hugepages": []}
     with open(path) as f:
         for line in f:
             line = line.split("#", 1)[0].strip()
@@ -158,7 +158,7 @@ def load_scenario(name):
                 scn[k] = int(v)
             elif k in ("duration", "sample", "check_within", "check_duration"):
                 scn[k] = float(v)
-            elif k in ("mem_nodes", "memory_only", "pxb"):
+            elif k in ("mem_nodes", "memory_only", "pxb", "hugepages"):
                 scn[k] = [int(x) for x in v.split(",")]
             elif k == "distances":
                 scn[k].append([int(x) for x in v.split()])
@@ -181,6 +181,8 @@ def load_scenario(name):
         why = distance_matrix_problem(scn["distances"], total)
         if why:
             raise SystemExit("%s: distances: %s" % (path, why))
+    if len(scn["hugepages"]) > total or any(n < 0 for n in scn["hugepages"]):
+        raise SystemExit("%s: hugepages: 2 MiB pages per node, at most one per node" % path)
     if any(not 0 <= nd < total for nd in scn["pxb"]):
         raise SystemExit("%s: pxb: a node 0..%d" % (path, total - 1))
     return scn

@@ -341,12 +341,217 @@ static void test_memory_only_node_tiering(void **state)
 	snap_unref(s);
 }
 
+
+/* No move of P puts a CPU on memory-only node NODE, whose CPU ids would
+ * start at FIRST_CPU (it has none). */
+static void assert_no_cpu_on_memory_only_of(const struct plan *p, unsigned node, unsigned first_cpu)
+{
+	for (unsigned i = 0; i < p->nr_items; i++) {
+		const struct plan_item *it = &p->items[i];
+
+		if (it->kind != PLAN_MOVE)
+			continue;
+		assert_false(mask_test(&it->to_nodes, node));
+		assert_non_null(it->to_cpus);
+		for (unsigned c = first_cpu; c < first_cpu + 8; c++)
+			assert_false(mask_test(it->to_cpus, c));
+	}
+}
+
+/* The twosocket testbed's shape (tests/numa-vm/scenarios/twosocket.scn):
+ * nodes 0-1 and 2-3 in two sockets (10/12/32), node 4 with memory and no
+ * CPUs at 40 from every CPU node; 16 GiB a node, 8 CPUs a CPU node.
+ * FREE_GIB: each node's free memory. */
+static struct snapshot *twosocket_host(const unsigned free_gib[5])
+{
+	static const unsigned dist[25] = {
+		10, 12, 32, 32, 40,
+		12, 10, 32, 32, 40,
+		32, 32, 10, 12, 40,
+		32, 32, 12, 10, 40,
+		40, 40, 40, 40, 10,
+	};
+	struct snapshot *s = snap_new();
+	struct snap_node sn[5];
+
+	memset(sn, 0, sizeof(sn));
+	for (unsigned i = 0; i < 5; i++) {
+		sn[i].id = (int)i;
+		sn[i].mem_total = 16 * GIB;
+		sn[i].mem_free = free_gib[i] * GIB;
+		sn[i].busy = i == 4 ? NAN : 0.1;
+		if (i < 4) {
+			for (unsigned c = 0; c < 8; c++)
+				mask_set(&sn[i].cpus, i * 8 + c);
+			sn[i].nr_cpus = 8;
+		}
+	}
+	snap_set_nodes(s, sn, 5, dist);
+	s->mono_ns = T0;
+	s->numa_balancing = 0;
+	return s;
+}
+
+/* A guest larger than any node must span: its busy thread on node 0
+ * with 6 GiB there, 6 GiB on node 3 in the other socket. The
+ * memory-only node 4 has the most room (11 GiB free) and node 1, node
+ * 0's socket sibling, less (8 GiB): the split keeps node 0 for its
+ * thread and takes its other memory node by distance — node 1 — not by
+ * room (node 4, which it got before), and never puts a CPU on node 4. */
+static void test_span_by_distance_memory_only_last(void **state)
+{
+	static const unsigned free_gib[5] = { 4, 8, 9, 1, 11 };
+	struct snapshot *s = twosocket_host(free_gib);
+	struct policy_config cfg;
+	struct snap_guest *g;
+	const struct plan_item *it;
+	struct pstate *next;
+	struct plan *p;
+
+	(void)state;
+	g = snap_add_guest(s);
+	snprintf(g->id, sizeof(g->id), "big");
+	snprintf(g->runtime, sizeof(g->runtime), "docker");
+	g->cpu_use = 1.0;
+	g->nr_threads = 1;
+	g->busy_threads = 1;
+	g->busy_measured = true;
+	guest_on_node(s, g, 0);
+	for (unsigned n = 1; n < 5; n++)
+		mask_set(&g->mems, n);
+	g->mem_node[0] = 6 * GIB;
+	g->mem_node[3] = 6 * GIB;
+	snap_finalize(s);
+	policy_config_default(&cfg);
+	assert_int_equal(policy_decide(&cfg, s, NULL, true, &p, &next), 0);
+	it = find_item(p, "big");
+	assert_non_null(it);
+	print_message("big: %s %s\n", plan_kind_name(it->kind), it->detail);
+	assert_int_equal(it->kind, PLAN_MOVE);
+	assert_true(it->split);
+	assert_int_equal(it->first_node, 0);
+	assert_true(mask_test(&it->to_nodes, 0) && mask_count(&it->to_nodes) == 1);
+	assert_true(mask_test(&it->to_mems, 0));
+	assert_true(mask_test(&it->to_mems, 1));
+	assert_false(mask_test(&it->to_mems, 4));
+	assert_false(mask_test(&it->to_mems, 2) || mask_test(&it->to_mems, 3));
+	assert_no_cpu_on_memory_only_of(p, 4, 32);
+	plan_free(p);
+	pstate_free(next);
+	snap_unref(s);
+
+	/* With the CPU nodes full but node 0 and half of it already on the
+	 * memory-only node, which cannot hold it all either: that node comes
+	 * last, but it comes, and still gets no CPU. */
+	{
+		static const unsigned full[5] = { 4, 0, 0, 0, 5 };
+
+		s = twosocket_host(full);
+		g = snap_add_guest(s);
+		snprintf(g->id, sizeof(g->id), "big");
+		snprintf(g->runtime, sizeof(g->runtime), "docker");
+		g->cpu_use = 1.0;
+		g->nr_threads = 1;
+		g->busy_threads = 1;
+		g->busy_measured = true;
+		guest_on_node(s, g, 0);
+		for (unsigned n = 1; n < 5; n++)
+			mask_set(&g->mems, n);
+		g->mem_node[0] = 6 * GIB;
+		g->mem_node[4] = 6 * GIB;
+		snap_finalize(s);
+		assert_int_equal(policy_decide(&cfg, s, NULL, true, &p, &next), 0);
+		it = find_item(p, "big");
+		assert_non_null(it);
+		print_message("big, CPU nodes full: %s %s\n", plan_kind_name(it->kind), it->detail);
+		assert_int_equal(it->kind, PLAN_MOVE);
+		assert_true(it->split);
+		assert_true(mask_test(&it->to_nodes, 0) && mask_count(&it->to_nodes) == 1);
+		assert_true(mask_test(&it->to_mems, 0) && mask_test(&it->to_mems, 4));
+		assert_int_equal(mask_count(&it->to_mems), 2);
+		assert_no_cpu_on_memory_only_of(p, 4, 32);
+		plan_free(p);
+		pstate_free(next);
+		snap_unref(s);
+	}
+}
+
+/* Tiering on, cycle after cycle: "a", local on node 0 but for its 3 GiB
+ * in the tier (node 2), is settled each cycle with the tier named — not
+ * a "not less busy" skip for memory nothing here will move, which came
+ * every cycle. Its huge pages on node 2 are no tier: with them there it
+ * is remote and decided as before. */
+static void test_tiering_local_but_for_tier_is_settled(void **state)
+{
+	struct snapshot *s = cxl_host(true);
+	struct policy_config cfg;
+	struct pstate *prev = NULL, *next;
+	const struct plan_item *a;
+	struct plan *p;
+
+	(void)state;
+	policy_config_default(&cfg);
+	for (unsigned cyc = 0; cyc < 3; cyc++) {
+		s->seq = cyc + 1;
+		s->mono_ns = T0 + (int64_t)cyc * 10 * SEC;
+		assert_int_equal(policy_decide(&cfg, s, prev, true, &p, &next), 0);
+		a = find_item(p, "a");
+		assert_non_null(a);
+		print_message("cycle %u a: %s %s\n", cyc, plan_kind_name(a->kind), a->detail);
+		assert_int_equal(a->kind, PLAN_SETTLED);
+		assert_non_null(strstr(a->detail, "3072 MiB in the kernel's memory tier"));
+		assert_int_equal(a->migrate_bytes, 0);
+		plan_free(p);
+		pstate_free(prev);
+		prev = next;
+	}
+	pstate_free(prev);
+	snap_unref(s);
+
+	/* Its memory on node 2 hugetlb: no tier, not settled for it. */
+	s = cxl_host(true);
+	for (unsigned i = 0; i < s->nr_guests; i++)
+		if (strcmp(s->guests[i].id, "a") == 0) {
+			snap_guest_huge(s, &s->guests[i])[2] = 3 * GIB;
+			s->guests[i].huge_page = 2 * MIB;
+		}
+	snap_finalize(s);
+	assert_int_equal(policy_decide(&cfg, s, NULL, true, &p, &next), 0);
+	a = find_item(p, "a");
+	assert_non_null(a);
+	print_message("a, hugetlb on node 2: %s %s\n", plan_kind_name(a->kind), a->detail);
+	assert_null(strstr(a->detail, "tier"));
+	plan_free(p);
+	pstate_free(next);
+	snap_unref(s);
+
+	/* Local but for its tier and 1 GiB more on node 1: not local, not
+	 * settled for the tier. */
+	s = cxl_host(true);
+	for (unsigned i = 0; i < s->nr_guests; i++)
+		if (strcmp(s->guests[i].id, "a") == 0) {
+			s->guests[i].mem_node[1] = 2 * GIB;
+			mask_set(&s->guests[i].mems, 1);
+		}
+	snap_finalize(s);
+	assert_int_equal(policy_decide(&cfg, s, NULL, true, &p, &next), 0);
+	a = find_item(p, "a");
+	assert_non_null(a);
+	print_message("a, 2 GiB on node 1 too: %s %s\n", plan_kind_name(a->kind), a->detail);
+	assert_true(a->kind != PLAN_SETTLED);
+	plan_free(p);
+	pstate_free(next);
+	snap_unref(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_two_sockets_distance_cost),
 		cmocka_unit_test(test_memory_only_node_no_tiering),
 		cmocka_unit_test(test_memory_only_node_tiering),
+		cmocka_unit_test(test_span_by_distance_memory_only_last),
+		cmocka_unit_test(test_tiering_local_but_for_tier_is_settled),
 	};
 
 	return cmocka_run_group_tests_name("policy_distance", tests, NULL, NULL);

@@ -210,6 +210,11 @@ static void test_cputopo_smt(void **st)
 static void test_golden_nonuma(void **st) { (void)st; check_golden("host-nonuma"); }
 /* Captured from the testbed's real 4-node kernel (numavm.py capture vm-4node). */
 static void test_captured_vm_4node(void **st) { (void)st; check_golden("vm-4node"); }
+/* The testbed's two-socket shape (numavm.py capture vm-twosocket --vm
+ * twosocket) and its SMT shape (capture vm-smt --vm smt);
+ * test_captured_hosts checks what they say. */
+static void test_captured_vm_twosocket(void **st) { (void)st; check_golden("vm-twosocket"); }
+static void test_captured_vm_smt(void **st) { (void)st; check_golden("vm-smt"); }
 
 static void format_cpus(const cpumask_t *m, char *buf, size_t sz)
 {
@@ -819,6 +824,8 @@ int main(void)
 		cmocka_unit_test(test_cputopo_smt),
 		cmocka_unit_test(test_golden_nonuma),
 		cmocka_unit_test(test_captured_vm_4node),
+		cmocka_unit_test(test_captured_vm_twosocket),
+		cmocka_unit_test(test_captured_vm_smt),
 		cmocka_unit_test(test_offline_cpu_excluded),
 		cmocka_unit_test(test_memory_only_node),
 		cmocka_unit_test(test_sparse_memoryless),

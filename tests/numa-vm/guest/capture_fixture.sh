@@ -1,7 +1,9 @@
 #!/bin/sh
 # Capture a fixture tree from the testbed's real multi-node kernel
 # (tests/numa-vm/numavm.py capture NAME): the NUMA topology under
-# /sys/devices/system/node and cpu, /proc/stat, /proc/meminfo, and a cgroup
+# /sys/devices/system/node and cpu (with each CPU's core and caches and
+# each node's hugetlb pools), the PCI functions' nodes, /proc/stat,
+# /proc/meminfo, and a cgroup
 # v2 subtree holding two real containers-to-be (a docker-named and a
 # kubepods-named cgroup, each with a guestload process). Every file goes out as
 #   F <path>
@@ -47,6 +49,31 @@ done
 for n in /sys/devices/system/node/node[0-9]*; do
 	for f in cpulist distance meminfo; do
 		emit $n/$f
+	done
+	# The hugetlb pools, per page size (issue 43).
+	for h in $n/hugepages/hugepages-*; do
+		for f in nr_hugepages free_hugepages surplus_hugepages; do
+			emit $h/$f
+		done
+	done
+done
+# Each CPU's core and caches (SMT siblings, the last-level cache), which
+# the agent's topology reader takes from these files.
+for c in /sys/devices/system/cpu/cpu[0-9]*; do
+	for f in core_cpus_list thread_siblings_list core_id physical_package_id die_id; do
+		emit $c/topology/$f
+	done
+	for i in $c/cache/index[0-9]*; do
+		for f in level type shared_cpu_list; do
+			emit $i/$f
+		done
+	done
+done
+# PCI functions and the node the firmware gave each (an expander bridge's
+# _PXM): the device locality the agent reads from /sys/bus/pci/devices.
+for d in /sys/bus/pci/devices/*; do
+	for f in numa_node class vendor device; do
+		emit $d/$f
 	done
 done
 # The cgroup files the container source and the cgroup detection read.

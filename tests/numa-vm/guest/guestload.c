@@ -4,7 +4,7 @@
  *
  *   guestload --mib M --threads T [--touch NODE | --touch interleave:LIST]
  *             [--pages thp|4k] [--progress FILE] [--ready-fd FD] [--idle]
- *             [--hugetlb MIB]
+ *             [--hugetlb MIB [--hugetlb-busy]]
  *
  * --touch makes a bad start on purpose: the memory is first touched under
  * a task memory policy (preferred NODE, or interleaved over LIST) that is
@@ -27,6 +27,10 @@
  * with the rest, under the same first-touch policy; the threads keep
  * rewriting the ordinary memory only. "hugetlb-ok" follows "ready" when
  * they are there. The pools must hold them: else it fails at the start.
+ * --hugetlb-busy makes the threads rewrite the huge pages too (each its
+ * slice of them, after its slice of the ordinary memory), as the vCPUs of
+ * a hugepage-backed VM do: then where those pages sit is what the
+ * guest's work feels.
  *
  * --idle holds the memory without touching it again (no worker threads):
  * a guest that fills a node but needs no CPU, as a cache would.
@@ -68,6 +72,8 @@ struct worker {
 	pthread_t th;
 	char *base;
 	size_t len;
+	char *hbase; /* its slice of the huge pages (--hugetlb-busy), or NULL */
+	size_t hlen;
 	volatile uint64_t lines; /* cache lines written */
 	char pad[64];
 };
@@ -90,6 +96,11 @@ static void *work(void *arg)
 			w->base[off] = (char)v;
 			/* Count in batches: a shared counter per write would make
 			 * the thread measure its own cache traffic. */
+			if ((off & 0xfffff) == 0)
+				w->lines += 0x100000 / LINE;
+		}
+		for (size_t off = 0; off < w->hlen && !stop; off += LINE) {
+			w->hbase[off] = (char)v;
 			if ((off & 0xfffff) == 0)
 				w->lines += 0x100000 / LINE;
 		}
@@ -227,7 +238,7 @@ static double now_s(void)
 static void usage(void)
 {
 	fprintf(stderr, "usage: guestload --mib M --threads T [--touch NODE|interleave:LIST] "
-			"[--pages thp|4k] [--progress FILE] [--ready-fd FD] [--idle] [--hugetlb MIB]\n");
+			"[--pages thp|4k] [--progress FILE] [--ready-fd FD] [--idle] [--hugetlb MIB [--hugetlb-busy]]\n");
 	exit(2);
 }
 
@@ -235,7 +246,7 @@ int main(int argc, char **argv)
 {
 	unsigned long mib = 64, threads = 1, mask = 0, huge_mib = 0;
 	const char *touch = NULL, *pages = "thp", *progress = NULL;
-	int ready_fd = 1, mode = MPOL_DEFAULT, idle = 0;
+	int ready_fd = 1, mode = MPOL_DEFAULT, idle = 0, huge_busy = 0;
 	struct sigaction sa = { .sa_handler = on_term };
 	struct worker *w;
 	size_t len, slice;
@@ -247,6 +258,10 @@ int main(int argc, char **argv)
 
 		if (strcmp(a, "--idle") == 0) {
 			idle = 1;
+			continue;
+		}
+		if (strcmp(a, "--hugetlb-busy") == 0) {
+			huge_busy = 1;
 			continue;
 		}
 		if (!v)
@@ -357,6 +372,12 @@ int main(int argc, char **argv)
 	for (unsigned long t = 0; t < threads && !idle; t++) {
 		w[t].base = mem + t * slice;
 		w[t].len = t + 1 == threads ? len - t * slice : slice;
+		if (huge && huge_busy) {
+			size_t hlen = huge_mib << 20, hslice = (hlen / threads) & ~(size_t)(LINE - 1);
+
+			w[t].hbase = huge + t * hslice;
+			w[t].hlen = t + 1 == threads ? hlen - t * hslice : hslice;
+		}
 		if (pthread_create(&w[t].th, NULL, work, &w[t]) != 0) {
 			perror("guestload: pthread_create");
 			return 1;

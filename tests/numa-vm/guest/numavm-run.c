@@ -86,6 +86,7 @@ struct guest {
 	bool cgroupfs;       /* driver=cgroupfs: /kubepods/burstable/pod<uid>/<id> */
 	int widen;           /* widen=all: cpusets widened to every node before t = 0; 2 (widen=mems): mems only */
 	unsigned threads, mib;
+	unsigned hugetlb_mib; /* hugetlb=: MiB of 2 MiB huge pages its threads rewrite too */
 	char touch[64];
 	char pages[8];
 	char cpus[64];      /* "all" or "nodes:LIST" */
@@ -106,6 +107,7 @@ static struct {
 	char name[64];
 	double duration, sample;
 	char pages[8];
+	char hugepages[256]; /* hugepages LIST: 2 MiB pages reserved per node, or "" */
 	unsigned nguests;
 	struct guest g[MAX_GUESTS];
 } scn = { .duration = 90, .sample = 2, .pages = "thp" };
@@ -510,6 +512,8 @@ static void parse_guest(char *rest, int lineno)
 			g->threads = (unsigned)atoi(v);
 		else if (strcmp(k, "mib") == 0)
 			g->mib = (unsigned)atoi(v);
+		else if (strcmp(k, "hugetlb") == 0)
+			g->hugetlb_mib = (unsigned)atoi(v);
 		else if (strcmp(k, "touch") == 0)
 			snprintf(g->touch, sizeof(g->touch), "%s", v);
 		else if (strcmp(k, "pages") == 0)
@@ -549,6 +553,8 @@ static void parse_guest(char *rest, int lineno)
 	}
 	if (!g->threads || !g->mib)
 		die("line %d: guest %s needs threads and mib", lineno, g->name);
+	if (g->hugetlb_mib && (g->hugetlb_mib % 2 || g->containers > 1))
+		die("line %d: guest %s: hugetlb= is MiB of 2 MiB pages, for a guest of one process", lineno, g->name);
 }
 
 static void parse_scenario(const char *path)
@@ -592,6 +598,8 @@ static void parse_scenario(const char *path)
 			snprintf(scn.pages, sizeof(scn.pages), "%s", v);
 		else if (strcmp(k, "guest") == 0)
 			parse_guest(v, lineno);
+		else if (strcmp(k, "hugepages") == 0)
+			snprintf(scn.hugepages, sizeof(scn.hugepages), "%s", v);
 		else
 			die("%s:%d: unknown key \"%s\"", path, lineno, k);
 	}
@@ -766,7 +774,7 @@ static void start_guest(struct guest *g)
 		if (pid < 0)
 			die("fork: %s", strerror(errno));
 		if (pid == 0) {
-			char *argv[16];
+			char *argv[24], hmib[16];
 			int a = 0;
 
 			/* Into the cgroup before the first page is touched, so
@@ -807,6 +815,13 @@ static void start_guest(struct guest *g)
 			argv[a++] = fdarg;
 			if (g->idle)
 				argv[a++] = "--idle";
+			if (g->hugetlb_mib) {
+				snprintf(hmib, sizeof(hmib), "%u", g->hugetlb_mib);
+				argv[a++] = "--hugetlb";
+				argv[a++] = hmib;
+				if (!g->idle)
+					argv[a++] = "--hugetlb-busy";
+			}
 			if (g->touch[0] && strcmp(g->touch, "local") != 0) {
 				argv[a++] = "--touch";
 				argv[a++] = g->touch;
@@ -1009,6 +1024,65 @@ static void numa_stat(const char *rel, unsigned long long *bytes)
 	free(b);
 }
 
+/* A process's hugetlb pages per node, in bytes, added to BYTES: its
+ * numa_maps' "huge" mappings (N<node>=pages of kernelpagesize_kB). The
+ * cgroup's memory.numa_stat does not count hugetlb memory. */
+static void hugetlb_maps(pid_t pid, unsigned long long *bytes)
+{
+	char path[64], *b;
+
+	snprintf(path, sizeof(path), "/proc/%d/numa_maps", (int)pid);
+	b = read_all(path);
+	if (!b)
+		return;
+	for (char *save = NULL, *l = strtok_r(b, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		unsigned long long kb = 0;
+		char *q = strstr(l, "kernelpagesize_kB=");
+
+		if (!strstr(l, " huge ") || !q)
+			continue;
+		kb = strtoull(q + 18, NULL, 10);
+		for (q = strstr(l, " N"); q; q = strstr(q + 1, " N")) {
+			int n = atoi(q + 2);
+			char *eq = strchr(q, '=');
+
+			if (eq && n >= 0 && n < MAX_NODES)
+				bytes[n] += strtoull(eq + 1, NULL, 10) * kb * 1024;
+		}
+	}
+	free(b);
+}
+
+/* Reserve LIST's 2 MiB huge pages per node ("128,0,0,0": node 0 gets
+ * 128) before the guests start, and say what each pool holds. */
+static void reserve_hugepages(const char *list)
+{
+	char path[128], buf[32], line[512] = "";
+	const char *p = list;
+
+	for (int n = 0; *p && n < nr_nodes; n++) {
+		unsigned long v = strtoul(p, NULL, 10);
+
+		snprintf(path, sizeof(path), "/sys/devices/system/node/node%d/hugepages/hugepages-2048kB/nr_hugepages", n);
+		snprintf(buf, sizeof(buf), "%lu", v);
+		if (write_str(path, buf) < 0)
+			die("cannot reserve %lu huge pages on node %d: %s", v, n, strerror(errno));
+		p += strcspn(p, ",");
+		if (*p == ',')
+			p++;
+	}
+	for (int n = 0; n < nr_nodes; n++) {
+		char nr[32] = "?", fr[32] = "?";
+
+		snprintf(path, sizeof(path), "/sys/devices/system/node/node%d/hugepages/hugepages-2048kB/nr_hugepages", n);
+		read_str(path, nr, sizeof(nr));
+		snprintf(path, sizeof(path), "/sys/devices/system/node/node%d/hugepages/hugepages-2048kB/free_hugepages", n);
+		read_str(path, fr, sizeof(fr));
+		snprintf(line + strlen(line), sizeof(line) - strlen(line), "%s%d:%s/%s", n ? "," : "", n, nr, fr);
+	}
+	emit("H hugepages page_kib=2048 pools=%s", line);
+}
+
 static unsigned long long memory_event(const char *rel, const char *key)
 {
 	char path[512], *b, *p;
@@ -1030,13 +1104,29 @@ static void sample_guest(struct guest *g, double t, bool quiet)
 {
 	unsigned long long bytes[MAX_NODES];
 	char path[512], cpus[128] = "", mems[64] = "", ccpus[128] = "", cmems[64] = "";
-	char thr[4096] = "", mem[256] = "", prog[64] = "", parts[2048] = "";
+	char thr[4096] = "", mem[256] = "", prog[64] = "", parts[2048] = "", huge[256] = "", tcpu[1024] = "";
 	struct thr cur[MAX_THREADS];
 	unsigned ncur = 0;
 	char *b;
 	double dt = t - g->prev_t;
 
 	numa_stat(g->cgroup, bytes);
+	if (g->hugetlb_mib) {
+		/* A hugetlb guest's memory is mostly huge pages, which
+		 * memory.numa_stat leaves out: they count in mem= as its
+		 * memory, and alone in huge=. */
+		unsigned long long hb[MAX_NODES];
+
+		memset(hb, 0, sizeof(hb));
+		for (unsigned c = 0; c < g->nctr; c++)
+			if (g->pid[c] > 0)
+				hugetlb_maps(g->pid[c], hb);
+		for (int n = 0; n < nr_nodes; n++) {
+			bytes[n] += hb[n];
+			snprintf(huge + strlen(huge), sizeof(huge) - strlen(huge), "%s%llu", n ? "," : " huge=",
+				 hb[n] / 1024);
+		}
+	}
 	for (int n = 0; n < nr_nodes; n++)
 		snprintf(mem + strlen(mem), sizeof(mem) - strlen(mem), "%s%llu", n ? "," : "",
 			 bytes[n] / 1024);
@@ -1094,6 +1184,7 @@ static void sample_guest(struct guest *g, double t, bool quiet)
 			ncur++;
 			snprintf(thr + strlen(thr), sizeof(thr) - strlen(thr), "%s%d:%d",
 				 thr[0] ? "," : "", node, busy);
+			snprintf(tcpu + strlen(tcpu), sizeof(tcpu) - strlen(tcpu), "%s%d", tcpu[0] ? "," : "", cpu);
 		}
 		free(b);
 		if (g->nctr > 1) {
@@ -1112,10 +1203,13 @@ static void sample_guest(struct guest *g, double t, bool quiet)
 	g->prev_t = t;
 	if (quiet)
 		return;
-	emit("G t=%.2f g=%s mem=%s thr=%s cpus=%s mems=%s ccpus=%s cmems=%s prog=%s oom=%llu ready=%d%s%s",
+	/* tcpu=: the CPU each thread of thr= last ran on (SMT siblings and
+	 * caches are read from it; the analysis keeps to thr=). */
+	emit("G t=%.2f g=%s mem=%s thr=%s cpus=%s mems=%s ccpus=%s cmems=%s prog=%s oom=%llu ready=%d%s%s%s tcpu=%s",
 	     t, g->name, mem, thr[0] ? thr : "-", cpus[0] ? cpus : "-", mems[0] ? mems : "-",
 	     ccpus[0] ? ccpus : "-", cmems[0] ? cmems : "-", prog[0] ? prog : "0",
-	     memory_event(g->cgroup, "oom_kill"), g->state == 2, parts[0] ? " parts=" : "", parts);
+	     memory_event(g->cgroup, "oom_kill"), g->state == 2, parts[0] ? " parts=" : "", parts, huge,
+	     tcpu[0] ? tcpu : "-");
 }
 
 static void sample_host(double t, pid_t placer)
@@ -1382,14 +1476,19 @@ int main(int argc, char **argv)
 		emit("H node=%d cpus=%s", n, node_cpus[n]);
 	for (unsigned i = 0; i < scn.nguests; i++) {
 		struct guest *g = &scn.g[i];
+		char hl[64] = "";
 
-		emit("H guest=%s cgroup=%s kind=%s threads=%u mib=%u touch=%s pages=%s cpus=%s mems=%s run_on=%s busy=%s start=%.0f stop=%.0f containers=%u ctr_cpuset=%s widen=%s",
+		if (g->hugetlb_mib)
+			snprintf(hl, sizeof(hl), " hugetlb_mib=%u hugetlb_page_kib=2048", g->hugetlb_mib);
+		emit("H guest=%s cgroup=%s kind=%s threads=%u mib=%u touch=%s pages=%s cpus=%s mems=%s run_on=%s busy=%s start=%.0f stop=%.0f containers=%u ctr_cpuset=%s widen=%s%s",
 		     g->name, g->cgroup, g->kind, g->threads, g->mib, g->touch[0] ? g->touch : "local",
 		     g->pages, g->cpus, g->mems, g->run_on[0] ? g->run_on : "any", g->idle ? "no" : "yes",
 		     g->start, g->stop, strcmp(g->ctr[0], g->cgroup) ? g->nctr : 0,
 		     strcmp(g->ctr[0], g->cgroup) == 0 ? "-" : ctr_has_cpuset(g, 0) ? "own" : "inherit",
-		     g->widen == 1 ? "all" : g->widen == 2 ? "mems" : "no");
+		     g->widen == 1 ? "all" : g->widen == 2 ? "mems" : "no", hl);
 	}
+	if (scn.hugepages[0])
+		reserve_hugepages(scn.hugepages);
 
 	/* No placer while the initial guests lay out their memory: the bad
 	 * start must be the same for every placer. */

@@ -1616,6 +1616,87 @@ test_runc_container_moved_for_real() {
 	return $rc
 }
 
+# ---- SMT siblings (numavm.py itest --vm smt3) -----------------------------
+# The core of CPU C (its lowest sibling), from the kernel's own file.
+core_of() { cut -d, -f1 /sys/devices/system/cpu/cpu$1/topology/thread_siblings_list | cut -d- -f1; }
+# The CPUs of list LIST, one a line.
+cpu_list() { echo $1 | tr , '\n' | awk -F- '{ if (NF == 1) print $1; else for (i = $1; i <= $2; i++) print i }'; }
+# "TID TICKS CPU" for every thread of REL's processes (utime+stime, the
+# CPU it last ran on: /proc/PID/task/TID/stat fields 14, 15 and 39).
+thread_ticks() {
+	for p in $(cat $CG$SB/$1/cgroup.procs); do
+		for t in /proc/$p/task/*; do
+			echo "$(basename $t) $(awk '{ sub(/^.*\) /, ""); print $12 + $13, $37 }' $t/stat 2>/dev/null)"
+		done
+	done
+}
+# The cores REL's busy threads (a quarter of a CPU or more over a second)
+# last ran on, one per busy thread, read from /proc: "CORE ..." sorted.
+busy_thread_cores() {
+	thread_ticks $1 > $T/tt0
+	sleep 1
+	thread_ticks $1 > $T/tt1
+	awk 'NR == FNR { t[$1] = $2; next } ($1 in t) && $2 - t[$1] >= 25 { print $3 }' $T/tt0 $T/tt1 |
+		while read c; do core_of $c; done | sort -n | tr '\n' ' ' | sed 's/ $//'
+}
+# Three or more cores on node 0, each with SMT siblings.
+has_smt_cores() {
+	[ "$(cat /sys/devices/system/cpu/cpu0/topology/thread_siblings_list)" != 0 ] &&
+		[ "$(for c in $(cpu_list $(node_cpus 0)); do core_of $c; done | sort -u | wc -l)" -ge 3 ]
+}
+
+# A guest with two busy threads (its cgroup on every CPU, so the agent
+# measures its threads one by one), its memory on node 0, with [policy]
+# container_cores = yes, and another guest's busy thread on one CPU of
+# node 0's first core (its cpuset that CPU: local, left there; a guest,
+# because the agent weighs cores by its guests' use, not by load outside
+# its scope). The agent moves the first to node 0 on two whole cores of
+# their own, not that first one; read from the kernel, not from the
+# agent's record: its cpuset.cpus holds two whole cores of node 0, and
+# its two busy threads (their /proc ticks over a second) last ran on two
+# different cores. With one core (its two siblings) they could not.
+test_smt_busy_threads_get_separate_cores() {
+	has_smt_cores || { echo "no node with three SMT cores in this VM (numavm.py itest --vm smt3 has them)"; return 1; }
+	c0=$(cpu_list $(node_cpus 0) | head -1)
+	busy_core=$(core_of $c0)
+	r=0
+	start $G2 "$c0" 0 8 || r=1
+	start $G1 "$ALL" 0 64 --threads 2 || r=1
+	[ $r = 0 ] && { echo "# before: its busy threads on cores $(busy_thread_cores $G1) (cpuset.cpus \"$(rd $G1 cpuset.cpus)\")"; agent_up "[policy]\ncontainer_cores = yes\n" || r=1; }
+	if [ $r = 0 ]; then
+		i=0
+		until grep -q "\"decision\":\"moved\".*\"guest\":\"$ID1\"\|\"guest\":\"$ID1\".*\"decision\":\"moved\"" $T/dec 2>/dev/null; do
+			sleep 0.5; i=$((i + 1))
+			[ $i -gt 60 ] && { echo "no moved record for the guest in 30 s"; r=1; break; }
+		done
+		kill $pid
+		sleep 0.5
+	fi
+	if [ $r = 0 ]; then
+		a=$(rd $G1 cpuset.cpus)
+		cores=$(for c in $(cpu_list $a); do core_of $c; done | sort -un | tr '\n' ' ' | sed 's/ $//')
+		echo "# cpuset.cpus \"$a\" (node $(cpus_nodes $a), cores $cores; the busy CPU $c0 is on core $busy_core)"
+		grep "\"guest\":\"$ID1\"" $T/dec | grep '"decision":"moved"' | grep -o '"busy_threads":[0-9a-z]*\|"detail":"[^"]*"' | head -2 | sed 's/^/# record: /'
+		[ "$(cpus_nodes $a)" = 0 ] || { echo "cpuset.cpus $a: not node 0's"; r=1; }
+		[ "$(echo $cores | wc -w)" = 2 ] || { echo "cpuset.cpus $a: cores $cores, not two"; r=1; }
+		for c in $(cpu_list $a); do
+			for s in $(cpu_list $(cat /sys/devices/system/cpu/cpu$c/topology/thread_siblings_list)); do
+				cpu_list $a | grep -qx $s || { echo "cpuset.cpus $a lacks CPU $s, a sibling of $c"; r=1; }
+			done
+		done
+		case " $cores " in *" $busy_core "*) echo "cpuset.cpus $a includes the busy core $busy_core"; r=1 ;; esac
+		sleep 2
+		for k in 1 2 3; do
+			bc=$(busy_thread_cores $G1)
+			echo "# after, second $k: its busy threads on cores $bc"
+		done
+		[ "$(echo $bc | wc -w)" = 2 ] || { echo "busy threads on cores \"$bc\": not two busy threads"; r=1; }
+		[ "$(echo $bc | tr ' ' '\n' | sort -u | wc -l)" = 2 ] || { echo "its two busy threads on one core ($bc)"; r=1; }
+		echo "# the other guest: cpuset.cpus \"$(rd $G2 cpuset.cpus)\", its busy thread on core $(busy_thread_cores $G2)"
+	fi
+	return $r
+}
+
 check layout_is_v2_with_several_nodes
 check discovery_and_dry_run_write_nothing
 check pulls_memory_local_for_real
@@ -1654,6 +1735,7 @@ fi
 shape_check distances_match_the_kernel uneven_distances
 shape_check memory_only_node_gets_no_cpus has_memory_only_node
 shape_check pxb_device_on_its_node has_pxb
+shape_check smt_busy_threads_get_separate_cores has_smt_cores
 
 echo "$passed passed, $failed failed"
 echo "END rc=$([ $failed = 0 ] && echo 0 || echo 1)"
