@@ -644,6 +644,9 @@ static void cycle_record(struct engine *e, struct cycle *c)
 	const struct plan *plan = c->plan;
 
 	e->cyc.first_sight = false;
+	e->cyc.deferred = false;
+	for (unsigned i = 0; plan && i < plan->nr_items; i++)
+		e->cyc.deferred |= plan->items[i].hold == HOLD_MIGRATING_WRITE;
 	for (unsigned i = 0; plan && i < plan->nr_items && !e->cyc.first_sight; i++)
 		e->cyc.first_sight = (plan->items[i].kind == PLAN_SKIP && plan->items[i].skip == SKIP_NO_USAGE) ||
 				     plan->items[i].hold == HOLD_KERNEL_UNMEASURED;
