@@ -343,6 +343,10 @@ test_sigterm_during_a_write() {
 	echo "# the write ended on its own; the next start found the guest local, nothing to move"
 }
 
+# rec_s: the seconds of the day of the first decision record on stdin
+# (its "time", UTC).
+rec_s() { sed -n 's/.*"time":"[^T"]*T\([0-9:.]*\)Z".*/\1/p' | head -1 | awk -F: '{ printf "%.3f", $1 * 3600 + $2 * 60 + $3 }'; }
+
 # A cpuset write returns only once every migration a cpuset.mems write
 # queued in the kernel has ended (cpuset_write_resmask flushes the
 # kernel's migration queue), a CPU write of another guest too. With the
@@ -370,15 +374,20 @@ test_a_migrating_write_holds_no_cycle() {
 		sleep 0.1; i=$((i + 1))
 		[ $i -gt 1200 ] && { kill -9 $pid; echo "no moved or deferred record for the second guest within 120 s: $(grep -o '"decision":"[a-z_]*"' $T/dec | tr '\n' ' ')"; return 1; }
 	done
-	alive=$([ -d /proc/$w ] && echo yes || echo no)
 	first=$(grep "\"guest\":\"$ID2\"" $T/dec | grep -o '"decision":"\(moved\|deferred\)"' | head -1 | cut -d'"' -f4)
-	[ $alive = yes ] || { kill -9 $pid; echo "the second guest's first record ($first) came only once the write had ended"; return 1; }
-	echo "# the second guest's first record: $first, with the write still in the kernel"
+	# the write's end: its job's record (memory_arrived)
 	i=0
-	while [ -d /proc/$w ]; do
+	while ! grep "\"guest\":\"$ID1\"" $T/dec | grep -q '"decision":"memory_arrived"'; do
 		sleep 0.2; i=$((i + 1))
-		[ $i -gt 900 ] && { kill -9 $pid; echo "the writer still runs 180 s later"; return 1; }
+		[ $i -gt 900 ] && { kill -9 $pid; echo "no memory_arrived record for the big guest within 180 s"; return 1; }
 	done
+	t2=$(grep "\"guest\":\"$ID2\"" $T/dec | grep '"decision":"\(moved\|deferred\)"' | head -1 | rec_s)
+	ta=$(grep "\"guest\":\"$ID1\"" $T/dec | grep '"decision":"memory_arrived"' | head -1 | rec_s)
+	# (a cycle held by the write records the move when the write ends,
+	# just before the write's own record)
+	awk -v a="$t2" -v b="$ta" 'BEGIN{exit !(a + 1 < b)}' ||
+		{ kill -9 $pid; echo "the second guest's first record ($first) came at $t2 s, the write's end was recorded at $ta s: not while the write ran"; return 1; }
+	echo "# the second guest's first record: $first, $(awk -v a="$t2" -v b="$ta" 'BEGIN{printf "%.1f", b - a}') s before the write's end was recorded"
 	i=0
 	while ! grep "\"guest\":\"$ID2\"" $T/dec | grep -q '"decision":"moved"'; do
 		sleep 0.1; i=$((i + 1))
