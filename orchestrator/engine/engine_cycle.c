@@ -95,27 +95,43 @@ static enum mem_way final_way(struct engine *e, const struct plan_item *it, stru
 	return mem_way_at_apply(it->mem_way, it->mem_way_soft, &f);
 }
 
-/* Phase 2 of one move: its memory, the way the plan says
- * (plan_item.mem_way) as the applier's facts left it, which is recorded
- * in the plan's item PIT (mem_way_applied). CALLER_WAITS: a caller waits
- * for the cycle's report. */
-static enum phase_end memory_phase(struct engine *e, struct plan_item *pit, struct apply_pending *p,
-				   bool caller_waits, struct apply_result *res)
+/* The way of phase 2 of one move, the plan's (plan_item.mem_way) as the
+ * applier's facts left it, recorded in the plan's item PIT
+ * (mem_way_applied); the mover's needs P's processes (*PIDS, *NPIDS).
+ * CALLER_WAITS: a caller waits for the cycle's report. */
+static enum mem_way memory_way(struct engine *e, struct plan_item *pit, struct apply_pending *p, bool caller_waits,
+			       pid_t **pids, unsigned *npids)
+{
+	/* A VM's start placement: libvirt's one call, whatever the room
+	 * (the guest has touched next to nothing yet). */
+	pit->mem_way_applied = apply_pending_item(p)->vm_start ? MEM_WAY_WRITE :
+			       final_way(e, apply_pending_item(p), p, caller_waits, pids, npids);
+	return pit->mem_way_applied;
+}
+
+/* Does phase 2 of IT, the way WAY, hand a cpuset.mems write to a mover
+ * worker? */
+static bool way_hands_a_write(const struct plan_item *it, enum mem_way way)
+{
+	return !it->vm_start && (way == MEM_WAY_WRITE_WORKER || (way == MEM_WAY_BIND_WRITE && it->bind_start));
+}
+
+/* Phase 2 of one move: its memory, the way memory_way chose (PIDS,
+ * NPIDS: what it found, taken). */
+static enum phase_end memory_phase(struct engine *e, struct apply_pending *p, enum mem_way way, pid_t *pids,
+				   unsigned npids, struct apply_result *res)
 {
 	const struct plan_item *it = apply_pending_item(p);
-	pid_t *pids = NULL;
-	unsigned npids = 0;
 	char to[NODELIST_BUFSZ];
 	uint64_t id;
 
-	if (it->vm_start) {
-		/* A VM's start placement: libvirt's one call, whatever the
-		 * room (the guest has touched next to nothing yet). */
-		pit->mem_way_applied = MEM_WAY_WRITE;
+	if (it->vm_start)
 		return engine_place_memory(e, p, res);
+	if (way != MEM_WAY_MOVER) {
+		free(pids);
+		pids = NULL;
 	}
-	pit->mem_way_applied = final_way(e, it, p, caller_waits, &pids, &npids);
-	switch (pit->mem_way_applied) {
+	switch (way) {
 	case MEM_WAY_NO_ROOM: {
 		/* Room partly to come needs a mover job that waits for it; the
 		 * kernel (a cpuset.mems write, its balancing) would not wait. */
@@ -151,7 +167,6 @@ static enum phase_end memory_phase(struct engine *e, struct plan_item *pit, stru
 	default:
 		/* The write on this thread (with no process, the mems change
 		 * is all). */
-		free(pids);
 		apply_memory(e->app, p, res);
 		return PHASE_DONE;
 	}
@@ -278,6 +293,9 @@ struct cycle {
 	struct {
 		struct apply_pending *p;
 		unsigned idx;
+		enum mem_way way;        /* memory_way's */
+		pid_t *pids;             /* the mover's, taken by memory_phase */
+		unsigned npids;
 	} *pend;
 	unsigned npend;
 	int64_t t0, t1, t2, t3;
@@ -335,8 +353,10 @@ static void ids_add(char (**ids)[GUEST_ID_MAX], unsigned *n, const char *id)
 }
 
 /* The guests of the snapshot this cycle's start placement dealt with
- * (engine_place_handled), and those whose start binding's cpuset.mems
- * write still runs (engine_bindwrite_pending), into C's holds. */
+ * (engine_place_handled), those whose start binding's cpuset.mems
+ * write still runs (engine_bindwrite_pending), and a migrating write in
+ * flight that every other move waits for (HOLD_MIGRATING_WRITE), into C's
+ * holds. */
 static void note_holds(struct engine *e, struct cycle *c)
 {
 	struct plan_holds *h = &c->holds;
@@ -349,6 +369,7 @@ static void note_holds(struct engine *e, struct cycle *c)
 		if (e->jobs.n && engine_bindwrite_pending(e, id))
 			ids_add(&h->bind_writing, &h->nbind_writing, id);
 	}
+	h->write_guest = engine_jobs_migrating_write(e, &h->write_job);
 	h->applying = c->do_apply;
 }
 
@@ -413,7 +434,9 @@ static int cycle_decide(struct engine *e, struct cycle *c)
 	nstarting = engine_place_starting(e, c->snap, &starting);
 	if (e->conf.cfg.mode == MODE_OFF)
 		return 0;
-	if (c->do_apply)
+	/* (its releases are cpuset writes: not while a migrating write is in
+	 * flight, which they would wait for; tried again next cycle) */
+	if (c->do_apply && !engine_jobs_writes_running(e))
 		engine_place_restore(e, c->snap);
 	note_conflicts(e, c);
 	note_holds(e, c);
@@ -486,6 +509,7 @@ static void note_held(const struct cycle *c, const struct plan_item *it)
 		break;
 	case HOLD_KERNEL_MOVING:
 	case HOLD_KERNEL_AGAINST:
+	case HOLD_MIGRATING_WRITE:
 		break; /* (recorded: apply_item) */
 	case HOLD_NONE:
 		break;
@@ -506,6 +530,16 @@ static void apply_item(struct engine *e, struct cycle *c, unsigned i)
 				    e->conf.cfg.policy.cooldown_ns)) {
 			log_info("%s: %s", it->guest_id, it->detail);
 			declog_add(e->dl, declog_make(c->snap, it, "left_to_kernel", NULL, c->dry_run));
+		}
+		return;
+	}
+	if (it->hold == HOLD_MIGRATING_WRITE) {
+		/* Said once while the same move waits (its detail names the
+		 * write); made by the first cycle after the write. */
+		if (!logged_repeats(&e->cyc.logged, it, c->report != NULL, c->snap->mono_ns,
+				    e->conf.cfg.policy.cooldown_ns)) {
+			log_info("not moving %s this cycle: %s", it->guest_id, it->detail);
+			declog_add(e->dl, declog_make(c->snap, it, "deferred", NULL, false));
 		}
 		return;
 	}
@@ -574,24 +608,33 @@ static void cycle_apply(struct engine *e, struct cycle *c)
 	c->pend = xcalloc(nitems ? nitems : 1, sizeof(*c->pend));
 	for (unsigned i = 0; i < nitems; i++)
 		apply_item(e, c, i);
-	for (unsigned k = 0; k < c->npend; k++) {
-		const struct plan_item *it = &plan->items[c->pend[k].idx];
-		struct apply_result res;
+	for (unsigned k = 0; k < c->npend; k++)
+		c->pend[k].way = memory_way(e, &plan->items[c->pend[k].idx], c->pend[k].p, c->report != NULL,
+					    &c->pend[k].pids, &c->pend[k].npids);
+	/* The writes handed to a worker last: once one runs, a cpuset write
+	 * of this thread (another move's widening) would wait for its
+	 * migration in the kernel. */
+	for (unsigned pass = 0; pass < 2; pass++)
+		for (unsigned k = 0; k < c->npend; k++) {
+			const struct plan_item *it = &plan->items[c->pend[k].idx];
+			struct apply_result res;
 
-		/* A cycle of big migrations can outlast the watchdog. */
-		if (e->watchdog_usec)
-			notify_watchdog();
-		switch (memory_phase(e, &plan->items[c->pend[k].idx], c->pend[k].p, c->report != NULL, &res)) {
-		case PHASE_WRITE_JOB:
-			continue;
-		case PHASE_DONE:
-			apply_pending_free(c->pend[k].p);
-			break;
-		case PHASE_JOB:
-			break;
+			if (way_hands_a_write(it, c->pend[k].way) != (pass == 1))
+				continue;
+			/* A cycle of big migrations can outlast the watchdog. */
+			if (e->watchdog_usec)
+				notify_watchdog();
+			switch (memory_phase(e, c->pend[k].p, c->pend[k].way, c->pend[k].pids, c->pend[k].npids, &res)) {
+			case PHASE_WRITE_JOB:
+				continue;
+			case PHASE_DONE:
+				apply_pending_free(c->pend[k].p);
+				break;
+			case PHASE_JOB:
+				break;
+			}
+			record_move(e, c->snap, c->next, it, &res, c->report, c->pend[k].idx);
 		}
-		record_move(e, c->snap, c->next, it, &res, c->report, c->pend[k].idx);
-	}
 	engine_place_end(e, c->snap, plan, c->do_apply);
 }
 
@@ -603,6 +646,9 @@ static void cycle_record(struct engine *e, struct cycle *c)
 	const struct plan *plan = c->plan;
 
 	e->cyc.first_sight = false;
+	e->cyc.deferred = false;
+	for (unsigned i = 0; plan && i < plan->nr_items; i++)
+		e->cyc.deferred |= plan->items[i].hold == HOLD_MIGRATING_WRITE;
 	for (unsigned i = 0; plan && i < plan->nr_items && !e->cyc.first_sight; i++)
 		e->cyc.first_sight = (plan->items[i].kind == PLAN_SKIP && plan->items[i].skip == SKIP_NO_USAGE) ||
 				     plan->items[i].hold == HOLD_KERNEL_UNMEASURED;

@@ -24,6 +24,10 @@ struct engine;
  * LAST_END_NS read by engine_loop.c (it spaces triggered cycles). */
 struct engine_cyclest {
 	bool first_sight;      /* the last plan decided a guest "next cycle" */
+	/* The last plan held a move for a migrating write in flight
+	 * (HOLD_MIGRATING_WRITE): read by engine_loop.c, which runs a cycle
+	 * as soon as the last such write has been taken. */
+	bool deferred;
 	/* Cycles still to come ENGINE_SPREAD_CYCLE_S apart after one that
 	 * moved a busy guest onto CPUs of several nodes: where its threads
 	 * run there is measured from its threads' ticks at two scans of it

@@ -329,7 +329,8 @@ void engine_settle_jobs(struct engine *e)
 		char p99[32];
 		double mib = (double)ji->bytes_done / 1048576.0;
 		enum apply_status outcome;
-		int settle;
+		bool narrow_later = false;
+		int settle = 0;
 
 		for (unsigned i = 0; i < e->jobs.n && !p; i++) {
 			struct ejob job = e->jobs.v[i];
@@ -354,7 +355,15 @@ void engine_settle_jobs(struct engine *e)
 		 * pages are in place. A job that ended early leaves its mems
 		 * wide (old ∪ new: consistent, never empty), and its record
 		 * says so (mems_after). */
-		settle = ji->state == MJ_DONE ? apply_memory_settle(e->app, p, &res) : 0;
+		/* The narrowing is a cpuset write: with a migrating write in
+		 * flight it would wait in the kernel for that migration, so
+		 * the mems stay wide (a later plan narrows them). */
+		if (ji->state == MJ_DONE && !apply_pending_soft(p) && engine_jobs_writes_running(e)) {
+			narrow_later = true;
+			res.mems_loosened = true;
+		} else if (ji->state == MJ_DONE) {
+			settle = apply_memory_settle(e->app, p, &res);
+		}
 		mask_format(&ji->from, from, sizeof(from));
 		mask_format(&ji->to, to, sizeof(to));
 		/* A refused narrowing leaves the guest bound to old ∪ new: the
@@ -365,6 +374,9 @@ void engine_settle_jobs(struct engine *e)
 		else if (settle < 0 && res.msg[0])
 			/* gone, or (a VM) not the instance the job moved: say which */
 			snprintf(narrow, sizeof(narrow), "; its mems not narrowed to %s: %.200s", to, res.msg);
+		else if (narrow_later)
+			snprintf(narrow, sizeof(narrow), "; its mems not narrowed to %s, they stay on both: another "
+				 "guest's cpuset.mems write is migrating, which the narrowing would wait for", to);
 		else
 			narrow[0] = '\0';
 		if (isnan(ji->stall_p99_ms))
@@ -422,6 +434,17 @@ unsigned engine_jobs_leave_writes(struct engine *e)
 		left++;
 	}
 	return left;
+}
+
+const char *engine_jobs_migrating_write(const struct engine *e, uint64_t *job)
+{
+	for (unsigned i = 0; i < e->jobs.n; i++)
+		if (e->jobs.v[i].bw) {
+			*job = e->jobs.v[i].id;
+			return apply_pending_item(e->jobs.v[i].p)->guest_id;
+		}
+	*job = 0;
+	return NULL;
 }
 
 bool engine_jobs_writes_running(const struct engine *e)

@@ -56,8 +56,15 @@ bool engine_jobs_free(struct engine_jobs *j);
  * still in the kernel (memory_stopped; its writer process finishes it).
  * Returns how many. */
 unsigned engine_jobs_leave_writes(struct engine *e);
-/* Is a cpuset.mems write handed to a mover worker queued or running? */
+/* Is a cpuset.mems write handed to a mover worker queued or running?
+ * While one is, any cpuset write the engine thread made would wait in
+ * the kernel until its migration ends (the kernel flushes its pending
+ * cpuset migrations before a cpuset write returns): the engine makes
+ * none (HOLD_MIGRATING_WRITE, engine_cycle.c). */
 bool engine_jobs_writes_running(const struct engine *e);
+/* The guest of the first such write, and its job in *JOB; NULL (*JOB 0):
+ * none. */
+const char *engine_jobs_migrating_write(const struct engine *e, uint64_t *job);
 /* Hand P's pages to the mover (PIDS: its processes, taken); widens its
  * mems first. PHASE_JOB: P is the job's; PHASE_DONE: RES says why not. */
 enum phase_end engine_jobs_to_mover(struct engine *e, struct apply_pending *p, pid_t *pids, unsigned npids,

@@ -291,8 +291,15 @@ bool engine_loop_dispatch(struct engine *e, const short rev[ENGINE_LOOP_NFD])
 		(void)rd;
 		run_calls(e);
 	}
-	if (rev[ENGINE_LOOP_MOVER] & POLLIN)
+	if (rev[ENGINE_LOOP_MOVER] & POLLIN) {
 		engine_settle_jobs(e);
+		/* Moves held for a migrating write are decided again as soon
+		 * as the last such write is over, not an interval later. */
+		if (e->cyc.deferred && !engine_jobs_writes_running(e)) {
+			e->cyc.deferred = false;
+			engine_trigger(e);
+		}
+	}
 	if (e->loop.stopping)
 		return true;
 	if (__atomic_load_n(&e->loop.triggered, __ATOMIC_ACQUIRE) && !(rev[ENGINE_LOOP_TIMER] & POLLIN)) {

@@ -159,7 +159,10 @@ enum phase_end engine_place_memory(struct engine *e, struct apply_pending *p, st
 void engine_place_end(struct engine *e, const struct snapshot *snap, const struct plan *plan, bool do_apply)
 {
 	engine_bound_drop_intents(e);
-	engine_release_bound(e, snap, plan, do_apply);
+	/* A release is a cpuset write: not while a migrating write is in
+	 * flight (this cycle's own too), which it would wait for in the
+	 * kernel; its guest is released by a later cycle. */
+	engine_release_bound(e, snap, plan, do_apply && !engine_jobs_writes_running(e));
 	engine_save_bindings(e);
 	e->place.n = 0;
 }

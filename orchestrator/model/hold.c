@@ -3,6 +3,7 @@
  * (mover_job_same_move). */
 #include "orchestrator/model/hold.h"
 
+#include <stdio.h>
 #include <string.h>
 
 bool snap_job_same_move(const struct snap_job *j, const nodemask_t *to, int first, uint64_t first_bytes)
@@ -48,6 +49,8 @@ enum plan_hold plan_item_hold(const struct plan_item *it, const struct snapshot 
 	if (g && ((it->kind == PLAN_MOVE && applying) || (it->kind == PLAN_SKIP && it->skip == SKIP_COOLDOWN)) &&
 	    still_moving(it, g))
 		return HOLD_STILL_MOVING;
+	if (it->kind == PLAN_MOVE && applying && h->write_guest && !it->vm_start)
+		return HOLD_MIGRATING_WRITE;
 	return HOLD_NONE;
 }
 
@@ -58,5 +61,17 @@ void plan_mark_holds(struct plan *p, const struct snapshot *snap, const struct p
 
 		it->hold = plan_item_hold(it, snap, h);
 		it->hold_job = it->hold == HOLD_STILL_MOVING ? snap->guests[it->guest_idx].job.id : 0;
+		if (it->hold == HOLD_MIGRATING_WRITE) {
+			char planned[sizeof(it->detail)];
+
+			it->hold_job = h->write_job;
+			snprintf(planned, sizeof(planned), "%s", it->detail);
+			/* (the plan's sentence cut short where it does not fit) */
+			if (snprintf(it->detail, sizeof(it->detail), "deferred to the next cycle: guest %s's "
+				     "cpuset.mems write (job %llu) is migrating its memory, and the kernel makes every "
+				     "cpuset write wait until that ends; planned: %s", h->write_guest,
+				     (unsigned long long)h->write_job, planned) >= (int)sizeof(it->detail))
+				it->detail[sizeof(it->detail) - 1] = '\0';
+		}
 	}
 }

@@ -51,6 +51,13 @@ struct plan_holds {
 	 * placement's, with no hold) */
 	const struct start_vm *starting;
 	unsigned nstarting;
+	/* A cpuset.mems write that migrates, handed to a mover worker and
+	 * still queued or running: its guest's id and job (NULL: none).
+	 * The kernel ends every cpuset write of any cgroup by waiting for
+	 * the migrations such writes queued, so while one is in flight every
+	 * other applying move is held (HOLD_MIGRATING_WRITE). */
+	const char *write_guest;
+	uint64_t write_job;
 	/* The cycle carries moves out (enforce, not a dry run): only then
 	 * does a write or a job hold a move back; a move merely planned or
 	 * advised is said as planned. */
@@ -86,9 +93,13 @@ bool snap_job_same_move(const struct snap_job *j, const nodemask_t *to, int firs
  * move — a move while applying (its CPUs already on the plan's), or the
  * move a cool-down holds back (its CPU nodes already the plan's), whose
  * "cool-down ... would go to nodes N" record would only repeat the
- * job's. */
+ * job's; last, any other move while applying with another guest's
+ * migrating write in flight (plan_holds.write_guest). A VM's start
+ * placement is never held: it comes once. */
 enum plan_hold plan_item_hold(const struct plan_item *it, const struct snapshot *snap, const struct plan_holds *h);
-/* plan_item_hold for every item of P (hold_job: the job that holds it). */
+/* plan_item_hold for every item of P (hold_job: the job that holds it;
+ * a HOLD_MIGRATING_WRITE item's detail then says so, the plan's own
+ * sentence after it as far as it fits). */
 void plan_mark_holds(struct plan *p, const struct snapshot *snap, const struct plan_holds *h);
 
 #endif

@@ -201,6 +201,7 @@ static const char *const hold_names[] = {
 	[HOLD_KERNEL_MOVING] = "kernel_moving",
 	[HOLD_KERNEL_AGAINST] = "kernel_against",
 	[HOLD_KERNEL_UNMEASURED] = "kernel_unmeasured",
+	[HOLD_MIGRATING_WRITE] = "migrating_write",
 };
 STRTAB_NAME(plan_hold_name, enum plan_hold, hold_names)
 

@@ -77,6 +77,11 @@ enum plan_hold {
 	HOLD_KERNEL_UNMEASURED, /* a busy guest's move with the kernel's balancing on and no
 			     * flow measured yet (the agent's first cycle): decided on
 			     * the next, with what the kernel moved in between */
+	HOLD_MIGRATING_WRITE, /* another guest's cpuset.mems write is migrating its memory
+			     * inside the kernel (plan_holds.write_guest, hold_job): every
+			     * cpuset write returns only once the kernel's pending
+			     * migrations have ended, so this move's writes would hold
+			     * the engine thread that long; decided again next cycle */
 };
 
 struct plan_item {

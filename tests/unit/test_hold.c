@@ -80,7 +80,7 @@ static void item(struct plan_item *it, const struct snapshot *s, enum plan_kind 
 static void test_hold_table(void **state)
 {
 	static char ids[1][GUEST_ID_MAX] = { "g" };
-	enum fact { NONE = 0, PLACED = 1, WRITING = 4, JOB = 8, THERE = 16 };
+	enum fact { NONE = 0, PLACED = 1, WRITING = 4, JOB = 8, THERE = 16, MIGRATING = 32, VMSTART = 64 };
 	static const struct {
 		enum plan_kind kind;
 		enum skip_reason skip;
@@ -105,6 +105,18 @@ static void test_hold_table(void **state)
 		{ PLAN_SKIP, SKIP_COOLDOWN, JOB, false, HOLD_NONE },
 		{ PLAN_SKIP, SKIP_NO_FIT, JOB | THERE, false, HOLD_NONE },
 		{ PLAN_SETTLED, SKIP_NONE, JOB | THERE, true, HOLD_NONE },
+		/* another guest's migrating write in flight: every move that
+		 * would be carried out waits (its writes would wait in the
+		 * kernel), after the holds that say more */
+		{ PLAN_MOVE, SKIP_NONE, MIGRATING, true, HOLD_MIGRATING_WRITE },
+		{ PLAN_MOVE, SKIP_NONE, MIGRATING, false, HOLD_NONE },
+		{ PLAN_SKIP, SKIP_NO_FIT, MIGRATING, true, HOLD_NONE },
+		{ PLAN_SETTLED, SKIP_NONE, MIGRATING, true, HOLD_NONE },
+		{ PLAN_MOVE, SKIP_NONE, MIGRATING | WRITING, true, HOLD_BIND_WRITING },
+		{ PLAN_MOVE, SKIP_NONE, MIGRATING | JOB | THERE, true, HOLD_STILL_MOVING },
+		{ PLAN_MOVE, SKIP_NONE, MIGRATING | PLACED, true, HOLD_JUST_PLACED },
+		/* a VM's start placement comes once: never deferred */
+		{ PLAN_MOVE, SKIP_NONE, MIGRATING | VMSTART, true, HOLD_NONE },
 	};
 
 	(void)state;
@@ -121,6 +133,9 @@ static void test_hold_table(void **state)
 			h.placed = ids, h.nplaced = 1;
 		if (t[i].facts & WRITING)
 			h.bind_writing = ids, h.nbind_writing = 1;
+		if (t[i].facts & MIGRATING)
+			h.write_guest = "big", h.write_job = 9;
+		it.vm_start = t[i].facts & VMSTART;
 		if (t[i].facts & JOB) {
 			g->job.id = 42;
 			mask_parse("1", &g->job.to);
@@ -175,12 +190,45 @@ static void test_mark_holds(void **state)
 	snap_unref(s);
 }
 
+/* A move deferred for another guest's migrating write names that write's
+ * guest and job, keeps what was decided and the plan's own sentence. */
+static void test_mark_migrating_write(void **state)
+{
+	struct snapshot *s = two_nodes();
+	struct plan p = { .nr_items = 1 };
+	struct plan_holds h = { .applying = true, .write_guest = "big", .write_job = 9 };
+	cpumask_t cpus;
+	json_t *j;
+
+	(void)state;
+	p.items = calloc(1, sizeof(*p.items));
+	item(&p.items[0], s, PLAN_MOVE, SKIP_NONE, &cpus);
+	snprintf(p.items[0].detail, sizeof(p.items[0].detail), "to node 1, where its memory is");
+	plan_mark_holds(&p, s, &h);
+	assert_int_equal(p.items[0].hold, HOLD_MIGRATING_WRITE);
+	assert_int_equal(p.items[0].hold_job, 9);
+	assert_int_equal(p.items[0].kind, PLAN_MOVE);
+	assert_non_null(strstr(p.items[0].detail, "guest big's cpuset.mems write (job 9)"));
+	assert_non_null(strstr(p.items[0].detail, "planned: to node 1, where its memory is"));
+	j = plan_item_to_json(&p.items[0]);
+	assert_string_equal(json_string_value(json_object_get(j, "hold")), "migrating_write");
+	json_decref(j);
+	/* the write ended: carried out */
+	h.write_guest = NULL;
+	plan_mark_holds(&p, s, &h);
+	assert_int_equal(p.items[0].hold, HOLD_NONE);
+	assert_int_equal(p.items[0].hold_job, 0);
+	free(p.items);
+	snap_unref(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_same_move_table),
 		cmocka_unit_test(test_hold_table),
 		cmocka_unit_test(test_mark_holds),
+		cmocka_unit_test(test_mark_migrating_write),
 	};
 
 	return cmocka_run_group_tests(tests, 0, 0);

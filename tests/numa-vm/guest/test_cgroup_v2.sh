@@ -343,6 +343,67 @@ test_sigterm_during_a_write() {
 	echo "# the write ended on its own; the next start found the guest local, nothing to move"
 }
 
+# rec_s: the seconds of the day of the first decision record on stdin
+# (its "time", UTC).
+rec_s() { sed -n 's/.*"time":"[^T"]*T\([0-9:.]*\)Z".*/\1/p' | head -1 | awk -F: '{ printf "%.3f", $1 * 3600 + $2 * 60 + $3 }'; }
+
+# A cpuset write returns only once every migration a cpuset.mems write
+# queued in the kernel has ended (cpuset_write_resmask flushes the
+# kernel's migration queue), a CPU write of another guest too. With the
+# page mover off, a big guest's migrating write runs on a worker; a
+# second guest whose move is decided meanwhile must not hold the engine
+# thread for it: its move is made or recorded deferred while the write
+# still runs, no cycle's record says the engine thread was held a second
+# or more, and the deferred move is made once the write has ended.
+test_a_migrating_write_holds_no_cycle() {
+	c1=$(node_cpus 1)
+	start $G1 "$c1" 0 512 --pages 4k || return 1
+	printf '[agent]\ninterval = 0.5\nsample = 0.3\nlog_level = debug\n[memory]\nmover = no\n[api]\nsocket =\n[libvirt]\nenabled = no\n' > $T/conf
+	$NUMAORCHD --config $T/conf --scope $SB --state-dir $T/state --decision-log $T/dec 2> $T/err &
+	pid=$!
+	i=0
+	while ! w=$(writer_pid); do
+		sleep 0.1; i=$((i + 1))
+		[ $i -gt 600 ] && { kill -9 $pid; echo "no writer process within 60 s: $(grep -o '"decision":"[a-z_]*"' $T/dec | tr '\n' ' ')"; return 1; }
+	done
+	# the second guest: free over every CPU, its memory on node 3 (a move
+	# of its CPUs there, nothing to migrate)
+	start $G2 "$ALL" "" 64 --touch 3 || { kill -9 $pid; return 1; }
+	i=0
+	while ! grep "\"guest\":\"$ID2\"" $T/dec 2>/dev/null | grep -q '"decision":"\(moved\|deferred\)"'; do
+		sleep 0.1; i=$((i + 1))
+		[ $i -gt 1200 ] && { kill -9 $pid; echo "no moved or deferred record for the second guest within 120 s: $(grep -o '"decision":"[a-z_]*"' $T/dec | tr '\n' ' ')"; return 1; }
+	done
+	first=$(grep "\"guest\":\"$ID2\"" $T/dec | grep -o '"decision":"\(moved\|deferred\)"' | head -1 | cut -d'"' -f4)
+	# the write's end: its job's record (memory_arrived)
+	i=0
+	while ! grep "\"guest\":\"$ID1\"" $T/dec | grep -q '"decision":"memory_arrived"'; do
+		sleep 0.2; i=$((i + 1))
+		[ $i -gt 900 ] && { kill -9 $pid; echo "no memory_arrived record for the big guest within 180 s"; return 1; }
+	done
+	t2=$(grep "\"guest\":\"$ID2\"" $T/dec | grep '"decision":"\(moved\|deferred\)"' | head -1 | rec_s)
+	ta=$(grep "\"guest\":\"$ID1\"" $T/dec | grep '"decision":"memory_arrived"' | head -1 | rec_s)
+	# (a cycle held by the write records the move when the write ends,
+	# just before the write's own record)
+	awk -v a="$t2" -v b="$ta" 'BEGIN{exit !(a + 1 < b)}' ||
+		{ kill -9 $pid; echo "the second guest's first record ($first) came at $t2 s, the write's end was recorded at $ta s: not while the write ran"; return 1; }
+	echo "# the second guest's first record: $first, $(awk -v a="$t2" -v b="$ta" 'BEGIN{printf "%.1f", b - a}') s before the write's end was recorded"
+	i=0
+	while ! grep "\"guest\":\"$ID2\"" $T/dec | grep -q '"decision":"moved"'; do
+		sleep 0.1; i=$((i + 1))
+		[ $i -gt 300 ] && { kill -9 $pid; echo "the second guest not moved within 30 s of the write's end: $(grep "\"guest\":\"$ID2\"" $T/dec | grep -o '"decision":"[a-z_]*"' | tr '\n' ' ')"; return 1; }
+	done
+	kill -TERM $pid
+	wait $pid
+	cyc=$(grep '"decision":"cycle"' $T/dec | sed -n 's/.*"wall_s":{[^}]*"total":\([0-9.e+-]*\).*/\1/p')
+	[ -n "$cyc" ] || { echo "no cycle record"; return 1; }
+	max=$(echo "$cyc" | awk 'BEGIN{m=0} $1>m{m=$1} END{printf "%.3f", m}')
+	echo "# $(echo "$cyc" | wc -l) cycle records, the longest engine time $max s"
+	awk -v m=$max 'BEGIN{exit !(m < 1)}' || { echo "a cycle held the engine thread $max s"; return 1; }
+	[ "$(rd $G2 cpuset.cpus)" = "$(node_cpus 3)" ] || echo "# (the second guest's cpus: $(rd $G2 cpuset.cpus))"
+	return 0
+}
+
 # Nothing outside the scope is touched, even a guest the agent would move.
 test_outside_scope_untouched() {
 	start $G1 "$(node_cpus 1)" 0 64 || return 1
@@ -1704,6 +1765,7 @@ check consolidates_and_is_local_after
 check nested_container_follows_its_pod
 check mover_off_writes_on_a_worker
 check sigterm_during_a_write
+check a_migrating_write_holds_no_cycle
 check outside_scope_untouched
 check daemon_survives_vanishing_guest
 check sigterm_stops_a_migration
