@@ -314,7 +314,8 @@ static bool tier_left(const struct pctx *x, const struct gview *g, unsigned n)
 }
 
 /* OUT's travel (pcand.travel): each node's part of the guest's memory
- * that must leave it, by the mean distance from there to mems(OUT). */
+ * that must leave it, by the mean distance from there to mems(OUT), each
+ * distance at least TRAVEL_UNIT_DIST. */
 static void travel_of(const struct pctx *x, const struct gview *g, struct pcand *out)
 {
 	unsigned nm = 0;
@@ -336,7 +337,9 @@ static void travel_of(const struct pctx *x, const struct gview *g, struct pcand 
 		for (i = 0; i < nm && x->midx[i] != n; i++) {
 			unsigned d = row[x->midx[i]];
 
-			dsum += d;
+			/* A move costs at least one to a node at the default
+			 * distance (guards.h: TRAVEL_UNIT_DIST). */
+			dsum += d > TRAVEL_UNIT_DIST ? d : (unsigned)TRAVEL_UNIT_DIST;
 			far = d > far ? d : far;
 		}
 		if (i < nm)
