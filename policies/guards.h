@@ -194,7 +194,8 @@ struct pcand {
 	 * nodes, a thread on each, half of its memory remote. */
 	bool bare_mem;
 	/* Fits but for the CPU headroom, with all (but a negligible part) of
-	 * the guest's memory already on mems(T), and its use — without
+	 * the guest's memory already on mems(T) (beside the kernel's
+	 * balancing, more than half: it brings the rest), and its use — without
 	 * headroom — fits the CPUs left: (Σ other busy + use) / CPUs ≤ 1. Its
 	 * threads run there without waiting and local at once, where the set
 	 * that fits with headroom would need its memory moved (two one-thread
