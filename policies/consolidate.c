@@ -30,7 +30,8 @@
  *              them, or stays where it is when none is less busy;
  *   settled    locality ≥ target, |C| ≤ k, C fits (or is crowded when
  *              nothing fits), and not a load case;
- *   local fit  a set already holding its memory fits without CPU headroom
+ *   local fit  a set already holding its memory (beside the kernel's
+ *              balancing, the larger part of it) fits without CPU headroom
  *              when its use, a CPU per busy thread, fits the CPUs left
  *              (pcand.local_fit); moving it off such a set, or off any
  *              fitting set holding all its memory (holds_memory), for
@@ -1276,7 +1277,9 @@ static void auto_move(struct pctx *x, const struct pstate_entry *pe, const struc
 		add_detail(it, pick->bare_mem ? "; nothing fits with headroom: least loaded, no memory headroom"
 			   : "; nothing fits with headroom: least loaded");
 	else if (pick->local_fit)
-		add_detail(it, "; fits without headroom: its memory is there");
+		add_detail(it, plan_migration_negligible(pick->migrate, v->mem_total)
+			   ? "; fits without headroom: its memory is there"
+			   : "; fits without headroom: most of its memory is there, the kernel brings the rest");
 	if (in_cooldown(cfg, x->s, pe, &ago))
 		add_detail(it, mask_intersects(&pick->nodes, &g->cpu_nodes) ? "; in cool-down: narrows onto its threads"
 				: "; in cool-down: onto an idle node, its own over its CPUs");

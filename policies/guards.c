@@ -12,7 +12,8 @@
  *           (Σ max(0, busy_n − own_n) + use) / Σ cpus_n ≤ 1 + LOCAL_FIT_SLACK,
  *           its busy threads ≤ the CPUs it may be given on T and its use ≤
  *           them × (1 + LOCAL_FIT_SLACK), when all (but a negligible part)
- *           of its memory is on mems(T) already.
+ *           of its memory is on mems(T) already — beside the kernel's
+ *           balancing, more than half of it (the kernel brings the rest).
  *   huge pages (a hugetlb guest): those not on mems(T) fit the free pages
  *           of their size on mems(T) (the pools, less this cycle's earlier
  *           moves); the memory terms above then count its other memory
@@ -314,7 +315,8 @@ static bool tier_left(const struct pctx *x, const struct gview *g, unsigned n)
 }
 
 /* OUT's travel (pcand.travel): each node's part of the guest's memory
- * that must leave it, by the mean distance from there to mems(OUT). */
+ * that must leave it, by the mean distance from there to mems(OUT), each
+ * distance at least TRAVEL_UNIT_DIST. */
 static void travel_of(const struct pctx *x, const struct gview *g, struct pcand *out)
 {
 	unsigned nm = 0;
@@ -336,7 +338,9 @@ static void travel_of(const struct pctx *x, const struct gview *g, struct pcand 
 		for (i = 0; i < nm && x->midx[i] != n; i++) {
 			unsigned d = row[x->midx[i]];
 
-			dsum += d;
+			/* A move costs at least one to a node at the default
+			 * distance (guards.h: TRAVEL_UNIT_DIST). */
+			dsum += d > TRAVEL_UNIT_DIST ? d : (unsigned)TRAVEL_UNIT_DIST;
 			far = d > far ? d : far;
 		}
 		if (i < nm)
@@ -461,8 +465,19 @@ void pset_eval(const struct pctx *x, const struct gview *g, const unsigned *idx,
 					     * one. */
 					    (plan_migration_negligible(o_migrate, o_total) &&
 					     o_migrate <= free_sum))));
+	/* Beside the kernel's balancing (it migrates on fault: bit 0), a
+	 * set holding the larger part of its memory is as good: the kernel
+	 * has begun moving pages toward wherever its threads ran before the
+	 * first decision, and brings them back on fault once its threads
+	 * are here. Held to all of it, two guests whose memory shares a
+	 * 2-CPU node each fit neither way once the kernel moved a tenth of
+	 * it, and all of it was pulled to an idle node instead
+	 * (test_misplaced_beside_kernel_first_moves). The score still
+	 * counts what comes back (travel). */
+	bool kernel_back = s->numa_balancing > 0 && (s->numa_balancing & 1) && 2 * out->migrate < g->mem_total;
+
 	if (!out->cpu_ok && out->allowed_ok && out->nr_cpus && g->mem_total > 0 &&
-	    plan_migration_negligible(out->migrate, g->mem_total)) {
+	    (plan_migration_negligible(out->migrate, g->mem_total) || kernel_back)) {
 		/* Each busy thread needs a CPU of its own: three one-thread
 		 * guests sharing two CPUs use 0.67 each and are no fit. Its use
 		 * may pass its CPUs by the node's slack (two busy threads can

@@ -21,16 +21,22 @@
 /* Scoring weights among candidate sets of the same (minimal) size; lower
  * score wins. With travel = Σ over the nodes s its memory leaves of
  * bytes(s) × d(s, mems(T)) / TRAVEL_UNIT_DIST, d the mean distance from s
- * to the nodes of mems(T) (the bytes to migrate × the distance they
- * travel, counted in bytes moved to a node at the kernel's default
- * distance for another node):
+ * to the nodes of mems(T), each distance counted as at least
+ * TRAVEL_UNIT_DIST (the bytes to migrate × the distance they travel,
+ * counted in bytes moved to a node at the kernel's default distance for
+ * another node):
  *   score = util_after
  *         + W_MIGRATE × travel / guest memory
  *         + W_TRAVEL × travel in GiB / max(cpu_use, min_cpu)
  *         + W_DISTANCE × (mean distance within the set / 10 − 1)
- * A full migration to a node at distance 20 costs 0.5 of utilisation,
- * within a socket (distance 11..12) 0.28..0.3, across sockets (21..32)
- * 0.53..0.8. The second term weighs the bytes themselves against what
+ * A full migration to a node at distance 20 or nearer costs 0.5 of
+ * utilisation, across sockets (21..32) 0.53..0.8. A nearer node costs no
+ * less: copying a page, its faults and the guest's wait for it are the
+ * same next door, and a migration priced below the load it relieves
+ * would pull a guest off the node that holds its memory and its threads
+ * (a local fit, util ≤ 1) onto an idle sibling node for half a node's
+ * load — CPUs go to the memory when that node can hold them
+ * (test_twosocket_cpus_to_memory). The second term weighs the bytes themselves against what
  * the guest does with them: a guest busy with one CPU pays 0.02 a GiB
  * moved at distance 20, one using next to nothing (min_cpu) ten times
  * that, so a tiny guest never drags gigabytes anywhere when its CPUs can
@@ -188,7 +194,8 @@ struct pcand {
 	 * nodes, a thread on each, half of its memory remote. */
 	bool bare_mem;
 	/* Fits but for the CPU headroom, with all (but a negligible part) of
-	 * the guest's memory already on mems(T), and its use — without
+	 * the guest's memory already on mems(T) (beside the kernel's
+	 * balancing, more than half: it brings the rest), and its use — without
 	 * headroom — fits the CPUs left: (Σ other busy + use) / CPUs ≤ 1. Its
 	 * threads run there without waiting and local at once, where the set
 	 * that fits with headroom would need its memory moved (two one-thread

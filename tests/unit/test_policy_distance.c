@@ -544,6 +544,144 @@ static void test_tiering_local_but_for_tier_is_settled(void **state)
 	snap_unref(s);
 }
 
+/* The testbed's twosocket-misplaced as the agent measured it in its first
+ * cycle: two sockets of two 2-CPU nodes (768 MiB each; distances 10/12/32)
+ * and a 512 MiB memory-only node 4 (40 from all); four unrestricted
+ * guests of one busy thread (two threads in all) and 256 MiB, web1/web2's
+ * memory on node 0 and db1/db2's on node 2, their threads by chance on
+ * nodes 0, 1, 0 and 2. Two one-thread guests fit each 2-CPU node that
+ * holds their memory without headroom (local fit): their CPUs go to it,
+ * nothing migrates. Within a socket a move costs 12/20 of a remote one,
+ * and weighed against the load alone an idle sibling node (util 0.5
+ * against 1.0) paid for it: web1 went to node 1 with 256 MiB, and db1 or
+ * db2 would follow to node 3 after its cool-down. */
+static struct snapshot *twosocket_testbed(const uint64_t *free_mib, const double *busy)
+{
+	static const unsigned dist[25] = { 10, 12, 32, 32, 40, 12, 10, 32, 32, 40, 32, 32, 10, 12, 40,
+					   32, 32, 12, 10, 40, 40, 40, 40, 40, 10 };
+	struct snapshot *s = snap_new();
+	struct snap_node sn[5];
+
+	memset(sn, 0, sizeof(sn));
+	for (unsigned i = 0; i < 5; i++) {
+		sn[i].id = (int)i;
+		sn[i].mem_total = (i == 4 ? 512 : 768) * MIB;
+		sn[i].mem_free = free_mib[i] * MIB;
+		sn[i].busy = i == 4 ? NAN : busy[i];
+		if (i < 4) {
+			mask_set(&sn[i].cpus, 2 * i);
+			mask_set(&sn[i].cpus, 2 * i + 1);
+			sn[i].nr_cpus = 2;
+		}
+	}
+	snap_set_nodes(s, sn, 5, dist);
+	s->mono_ns = T0;
+	s->numa_balancing = 0;
+	return s;
+}
+
+static void test_twosocket_cpus_to_memory(void **state)
+{
+	static const struct {
+		const char *id;
+		double use;
+		unsigned mem_node, runs_on;
+	} gs[] = { { "web1", 1.00, 0, 0 }, { "web2", 0.99, 0, 1 }, { "db1", 1.02, 2, 0 }, { "db2", 1.00, 2, 2 } };
+	static const uint64_t free_mib[5] = { 212, 715, 224, 630, 496 };
+	static const double busy[5] = { 1.0, 0.5, 0.5, 0.02, 0.0 };
+	struct snapshot *s = twosocket_testbed(free_mib, busy);
+	struct policy_config cfg;
+	struct plan *p;
+	struct pstate *next;
+	unsigned home = 0;
+
+	(void)state;
+	for (unsigned i = 0; i < 4; i++) {
+		struct snap_guest *g = snap_add_guest(s);
+		cpumask_t c;
+
+		snprintf(g->id, sizeof(g->id), "%s", gs[i].id);
+		snprintf(g->runtime, sizeof(g->runtime), "docker");
+		g->cpu_use = gs[i].use;
+		g->nr_threads = 2;
+		g->busy_threads = 1;
+		g->busy_measured = true;
+		mask_parse("0-7", &c);
+		g->cpus = snap_cpumask(s, &c);
+		mask_parse("0-4", &g->mems);
+		g->cpu_node = calloc(5, sizeof(double));
+		assert_non_null(g->cpu_node);
+		g->cpu_node[gs[i].runs_on] = gs[i].use;
+		g->mem_node[gs[i].mem_node] = 256 * MIB;
+	}
+	snap_finalize(s);
+	policy_config_default(&cfg);
+	assert_int_equal(policy_decide(&cfg, s, NULL, true, &p, &next), 0);
+	for (unsigned i = 0; i < 4; i++) {
+		const struct plan_item *it = find_item(p, gs[i].id);
+		char to[32];
+
+		assert_non_null(it);
+		mask_format(&it->to_nodes, to, sizeof(to));
+		print_message("%s: %s to %s, %llu MiB: %s\n", it->guest_id, plan_kind_name(it->kind), to,
+			      (unsigned long long)(it->migrate_bytes / MIB), it->detail);
+		home += it->kind == PLAN_MOVE && mask_count(&it->to_nodes) == 1 &&
+			mask_test(&it->to_nodes, gs[i].mem_node) && it->migrate_bytes < MIB;
+	}
+	assert_int_equal(home, 4);
+	assert_int_equal(p->migrate_bytes, 0);
+	plan_free(p);
+	pstate_free(next);
+	snap_unref(s);
+}
+
+/* The same host once placed so (a later cycle, the cool-down over): two
+ * guests local on each of nodes 0 and 2, their threads on the node's two
+ * CPUs, nodes 1 and 3 idle. No load case: a guest whose node holds its
+ * memory and its thread is not sent with 256 MiB to the idle sibling. */
+static void test_twosocket_placed_stays(void **state)
+{
+	static const uint64_t free_mib[5] = { 212, 715, 224, 630, 496 };
+	static const double busy[5] = { 1.0, 0.01, 1.0, 0.01, 0.0 };
+	static const char *const ids[4] = { "web1", "web2", "db1", "db2" };
+	struct snapshot *s = twosocket_testbed(free_mib, busy);
+	struct policy_config cfg;
+	struct plan *p;
+	struct pstate *next;
+
+	(void)state;
+	for (unsigned i = 0; i < 4; i++) {
+		struct snap_guest *g = snap_add_guest(s);
+		unsigned node = i < 2 ? 0 : 2;
+		cpumask_t c;
+
+		snprintf(g->id, sizeof(g->id), "%s", ids[i]);
+		snprintf(g->runtime, sizeof(g->runtime), "docker");
+		g->cpu_use = 1.0;
+		g->nr_threads = 2;
+		g->busy_threads = 1;
+		g->busy_measured = true;
+		mask_parse(node ? "4-5" : "0-1", &c);
+		g->cpus = snap_cpumask(s, &c);
+		mask_parse("0-4", &g->mems);
+		g->cpu_node = calloc(5, sizeof(double));
+		assert_non_null(g->cpu_node);
+		g->cpu_node[node] = 1.0;
+		g->mem_node[node] = 256 * MIB;
+	}
+	snap_finalize(s);
+	policy_config_default(&cfg);
+	assert_int_equal(policy_decide(&cfg, s, NULL, true, &p, &next), 0);
+	for (unsigned i = 0; i < p->nr_items; i++)
+		print_message("%s: %s, %llu MiB: %s\n", p->items[i].guest_id, plan_kind_name(p->items[i].kind),
+			      (unsigned long long)(p->items[i].migrate_bytes / MIB), p->items[i].detail);
+	assert_int_equal(p->nr_moves, 0);
+	assert_int_equal(p->migrate_bytes, 0);
+	plan_free(p);
+	pstate_free(next);
+	snap_unref(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -552,6 +690,8 @@ int main(void)
 		cmocka_unit_test(test_memory_only_node_tiering),
 		cmocka_unit_test(test_span_by_distance_memory_only_last),
 		cmocka_unit_test(test_tiering_local_but_for_tier_is_settled),
+		cmocka_unit_test(test_twosocket_cpus_to_memory),
+		cmocka_unit_test(test_twosocket_placed_stays),
 	};
 
 	return cmocka_run_group_tests_name("policy_distance", tests, NULL, NULL);
