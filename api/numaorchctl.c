@@ -690,9 +690,14 @@ static int cmd_guest(const struct opts *o, const char *id)
 		printf("\n");
 	}
 	v = json_object_get(j, "devices");
-	if (json_is_object(v))
-		printf("devices:   %lld, %s%s\n", jint(v, "count"), *jstr(v, "nodes") ? "on nodes " : "on no node",
-		       jstr(v, "nodes"));
+	if (json_is_object(v) && json_is_true(json_object_get(v, "all")))
+		printf("devices:   all (its device cgroup allows every device: no node)\n");
+	else if (json_is_object(v))
+		printf("devices:   %lld, %s%s%s\n", jint(v, "count"), *jstr(v, "nodes") ? "on nodes " : "on no node",
+		       jstr(v, "nodes"),
+		       json_is_true(json_object_get(v, "local"))    ? " (its CPUs there)"
+		       : json_is_false(json_object_get(v, "local")) ? " (its CPUs elsewhere)"
+								    : "");
 	print_history_line(o, id);
 	printf("policy:    %s\n", pol);
 	plan = json_object_get(j, "plan");
