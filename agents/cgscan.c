@@ -1073,10 +1073,12 @@ static int devcg_path(const struct cgscan *cs, const char *rel, pid_t pid, char 
 	return 0;
 }
 
-/* G's devices from its devices cgroup (v1) when nothing else named them
- * (the kubelet's checkpoint is more precise): its devices.list read when
+/* G's devices from its devices cgroup (v1): its devices.list read when
  * the guest is first seen and every DEVCG_REREAD_NS after, its meaning
- * looked up once per distinct text (devcg.h). Unreadable: none known. */
+ * looked up once per distinct text (devcg.h). Unreadable: none known.
+ * Not a pod's: its guest is the pod's cgroup, whose rules are the union
+ * of its containers' (every device, as the kubelet leaves it); the
+ * kubelet's checkpoint names a pod's devices. */
 static void devcg_guest(struct cgscan *cs, struct snap_guest *g, const char *rel, pid_t pid)
 {
 	struct cgfdc_ent *e = cs->cur;
@@ -1084,11 +1086,19 @@ static void devcg_guest(struct cgscan *cs, struct snap_guest *g, const char *rel
 	int64_t now = cs->now_ns ? cs->now_ns : 1;
 	int r;
 
-	if (!cs->dev_v1[0] || !e || g->nr_devices)
+	if (!cs->dev_v1[0] || !e || g->nr_devices || strcmp(g->runtime, "kubernetes") == 0)
 		return;
 	if (!e->dev_at || now - e->dev_at >= DEVCG_REREAD_NS) {
+		uint64_t h = 5381;
+
+		/* Guests first seen together are read again spread over half
+		 * the period, not all in one scan. */
+		for (const char *c = rel; !e->dev_at && *c; c++)
+			h = h * 33 + (unsigned char)*c;
 		memset(&e->dev, 0, sizeof(e->dev));
-		e->dev_at = now;
+		e->dev_at = e->dev_at ? now : now - (int64_t)(h % (uint64_t)(DEVCG_REREAD_NS / 2));
+		if (!e->dev_at)
+			e->dev_at = 1;
 		r = devcg_path(cs, rel, pid, path, sizeof(path));
 		if (r == 0)
 			r = fs_read_file(path, 1u << 20, &buf, NULL);

@@ -19,7 +19,8 @@
  * the agent cannot read back: nothing is known there (numaorchd(8)).
  *
  * Acquisition is a hot path: the scan reads a guest's devices.list when
- * it first sees it and then every DEVCG_REREAD_NS, and the sysfs
+ * it first sees it and then every DEVCG_REREAD_NS (the first re-read of
+ * guests first seen together spread over half of that), and the sysfs
  * look-ups of a list's text are made once, cached by the text (the
  * containers of one runtime mostly share the same list).
  */

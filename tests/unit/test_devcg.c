@@ -3,7 +3,8 @@
  * /sys/dev/block/MAJ:MIN linking into /sys/devices, each device's
  * "device" link to its bus device), and through the container scan
  * (agents/cgscan.c) on a v1 hierarchy with its devices controller: read
- * once, then again only after DEVCG_REREAD_NS; looked up once per text. */
+ * once, then not again for a while and again by DEVCG_REREAD_NS; looked
+ * up once per text. */
 #include "testutil.h"
 
 #include <errno.h>
@@ -232,8 +233,14 @@ static void test_scan_v1(void **state)
 	v1_cg(root, "/docker", "a *:* rwm\n");
 	v1_cg(root, "/docker/" HEX_A, DOCKER_DEFAULT "c 243:0 rwm\n");
 	v1_cg(root, "/docker/" HEX_B, "a *:* rwm\n");
+	/* a pod's cgroup allows what all its containers do: not read */
+	v1_cg(root, "/kubepods", "a *:* rwm\n");
+	v1_cg(root, "/kubepods/pod3d4c5b6a-7980-4a1b-8c2d-3e4f5a6b7c8d", "c 243:0 rwm\n");
 	assert_int_equal(cgscan_new(&hp, NULL, &cs), 0);
 	s = scan(cs, 10 * SEC);
+	g = guest(s, "kubernetes-3d4c5b6a-7980-4a1b-8c2d-3e4f5a6b7c8d");
+	assert_int_equal(g->nr_devices, 0);
+	assert_false(g->dev_all);
 	g = guest(s, "docker-" HEX_A);
 	assert_int_equal(g->nr_devices, 1);
 	assert_true(mask_test(&g->dev_nodes, 1) && mask_count(&g->dev_nodes) == 1);
@@ -244,7 +251,8 @@ static void test_scan_v1(void **state)
 	assert_true(mask_empty(&g->dev_nodes));
 	snap_unref(s);
 
-	/* Changed rules are read again only after DEVCG_REREAD_NS. */
+	/* Changed rules are not read a second later, and are by
+	 * DEVCG_REREAD_NS. */
 	v1_cg(root, "/docker/" HEX_A, DOCKER_DEFAULT "c 226:0 rwm\n");
 	s = scan(cs, 11 * SEC);
 	g = guest(s, "docker-" HEX_A);
