@@ -1449,8 +1449,9 @@ static void evaluate(struct pctx *x, const struct pstate *prev, unsigned gi, str
 			dev_note(g, &g->policy.nodes, note, sizeof(note));
 			add_detail(it, note);
 		}
-	} else
+	} else {
 		decide_auto(x, pe, g, v, usable, nusable, nan, d);
+	}
 }
 
 /* Max-heap of guest indices by (gain desc, index asc). */
