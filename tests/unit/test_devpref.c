@@ -291,6 +291,23 @@ static void test_start_placement(void **state)
 	assert_true(r.used_reservation);
 	assert_non_null(strstr(r.item.detail, "away from its device on node 2"));
 	snap_unref(s);
+
+	/* require, its device on a node without CPUs: the advice has
+	 * nothing to offer, and the record says why */
+	s = host(4, fr, busy);
+	s->nodes[2].nr_cpus = 0;
+	mask_zero(&s->nodes[2].cpus);
+	guest(s, 0.0, "0-7", -1, 0, 0, 2, GPOL_DEV_REQUIRE);
+	snap_finalize(s);
+	memset(&q, 0, sizeof(q));
+	q.guest_id = "docker-g";
+	q.cpus = 1;
+	q.mem_bytes = 512 * MIB;
+	assert_int_equal(policy_place(&cfg, s, &q, &r), 0);
+	assert_int_equal(r.item.kind, PLAN_SKIP);
+	assert_int_equal(r.item.skip, SKIP_NO_FIT);
+	assert_non_null(strstr(r.item.detail, "not placed: nothing fits holding its device's node 2 (devices = require)"));
+	snap_unref(s);
 }
 
 /* A pinned guest (the decide): pinned to node 1, its device on node 2:
