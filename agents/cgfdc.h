@@ -14,6 +14,9 @@
 #define NUMAORCH_CGFDC_H
 
 #include <stdbool.h>
+#include <stdint.h>
+
+#include "devcg.h"
 
 enum cgfdc_slot {
 	CGFDC_CPUS, CGFDC_MEMS, CGFDC_CPU, CGFDC_MEM,
@@ -25,6 +28,10 @@ struct cgfdc_ent {
 	char *rel;          /* NULL: free slot */
 	unsigned gen;       /* scan that last saw it */
 	int fd[CGFDC_NR];   /* -1: not open */
+	/* Its devices.list's meaning (v1, devcg.h) and when it was read
+	 * (CLOCK_MONOTONIC, 0: never): kept from scan to scan. */
+	int64_t dev_at;
+	struct devcg_res dev;
 };
 
 /* A hash table by cgroup (open addressing; cap a power of two). */

@@ -38,6 +38,7 @@
 #include "cgproc.h"
 #include "cgrunc.h"
 #include "cgthr.h"
+#include "devcg.h"
 #include "devnode.h"
 #include "kubestate.h"
 #include "hugetlb.h"
@@ -59,6 +60,8 @@ struct cgscan {
 	bool v2;                      /* cpuset lives in the v2 tree */
 	bool huge_cg;                 /* this scan: guests' hugetlb.<size>.numa_stat may exist */
 	char huge_v1[PATH_MAX];       /* the v1 hugetlb hierarchy's root, "" if none */
+	char dev_v1[PATH_MAX];        /* the v1 devices hierarchy's root, "" if none */
+	struct devcg_cache *devc;     /* devices.list texts' meanings */
 	char cpuset_host[PATH_MAX];   /* cpuset root as the host names it */
 	long page_size;
 
@@ -297,6 +300,7 @@ void cgscan_free(struct cgscan *cs)
 	free(cs->mem);
 	free(cs->buf);
 	cgfdc_clear(&cs->fdc);
+	devcg_cache_free(cs->devc);
 	free(cs);
 }
 
@@ -393,6 +397,20 @@ static void huge_v1_detect(struct cgscan *cs)
 		snprintf(cs->huge_v1, sizeof(cs->huge_v1), "%s", dir);
 }
 
+/* The v1 devices hierarchy (its devices.list; v2 has none to read). */
+static void dev_v1_detect(struct cgscan *cs)
+{
+	char dir[PATH_MAX];
+
+	cs->dev_v1[0] = '\0';
+	if (cs->hier.layout != CG_LAYOUT_V1 && cs->hier.layout != CG_LAYOUT_HYBRID)
+		return;
+	if (snprintf(dir, sizeof(dir), "%s/devices", cs->hp.cgroupfs) < (int)sizeof(dir) && fs_is_dir(dir)) {
+		snprintf(cs->dev_v1, sizeof(cs->dev_v1), "%s", dir);
+		cs->devc = devcg_cache_new(&cs->hp);
+	}
+}
+
 int cgscan_new(const struct host_paths *hp, const struct cgscan_config *cfg,
 	       struct cgscan **out)
 {
@@ -413,6 +431,7 @@ int cgscan_new(const struct host_paths *hp, const struct cgscan_config *cfg,
 	}
 	cs->v2 = cs->hier.v2[CGC_CPUSET];
 	huge_v1_detect(cs);
+	dev_v1_detect(cs);
 	cs->page_size = sysconf(_SC_PAGESIZE);
 	if (cs->page_size <= 0)
 		cs->page_size = 4096;
@@ -1065,6 +1084,62 @@ static int huge_cgdir(const struct cgscan *cs, const char *rel, pid_t pid, char 
 	return 0;
 }
 
+/* Guest REL's devices.list in the v1 devices hierarchy into OUT: at REL,
+ * else where /proc/PID/cgroup puts PID in it (as huge_cgdir). */
+static int devcg_path(const struct cgscan *cs, const char *rel, pid_t pid, char *out, size_t sz)
+{
+	char at[PATH_MAX];
+
+	if (snprintf(out, sz, "%s%s/devices.list", cs->dev_v1, rel) >= (int)sz)
+		return -ENAMETOOLONG;
+	if (fs_exists(out))
+		return 0;
+	if (pid <= 0 || cgproc_read(cs->hp.procfs, pid, "devices", at, sizeof(at)) < 0 ||
+	    strcmp(at, "/") == 0 || strcmp(at, rel) == 0 || !cgh_rel_valid(at))
+		return -ENOENT;
+	if (snprintf(out, sz, "%s%s/devices.list", cs->dev_v1, at) >= (int)sz)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+/* G's devices from its devices cgroup (v1): its devices.list read when
+ * the guest is first seen and every DEVCG_REREAD_NS after, its meaning
+ * looked up once per distinct text (devcg.h). Unreadable: none known.
+ * Not a pod's: its guest is the pod's cgroup, whose rules are the union
+ * of its containers' (every device, as the kubelet leaves it); the
+ * kubelet's checkpoint names a pod's devices. */
+static void devcg_guest(struct cgscan *cs, struct snap_guest *g, const char *rel, pid_t pid)
+{
+	struct cgfdc_ent *e = cs->cur;
+	char path[PATH_MAX], *buf = NULL;
+	int64_t now = cs->now_ns ? cs->now_ns : 1;
+	int r;
+
+	if (!cs->dev_v1[0] || !e || g->nr_devices || strcmp(g->runtime, "kubernetes") == 0)
+		return;
+	if (!e->dev_at || now - e->dev_at >= DEVCG_REREAD_NS) {
+		uint64_t h = 5381;
+
+		/* Guests first seen together are read again spread over half
+		 * the period, not all in one scan. */
+		for (const char *c = rel; !e->dev_at && *c; c++)
+			h = h * 33 + (unsigned char)*c;
+		memset(&e->dev, 0, sizeof(e->dev));
+		e->dev_at = e->dev_at ? now : now - (int64_t)(h % (uint64_t)(DEVCG_REREAD_NS / 2));
+		if (!e->dev_at)
+			e->dev_at = 1;
+		r = devcg_path(cs, rel, pid, path, sizeof(path));
+		if (r == 0)
+			r = fs_read_file(path, 1u << 20, &buf, NULL);
+		if (r == 0 && devcg_resolve(cs->devc, buf, &e->dev) < 0)
+			snap_warn(cs->snap, "cgroup %s: devices.list not understood: its devices unknown", rel);
+		free(buf);
+	}
+	g->nr_devices = e->dev.nr;
+	g->dev_nodes = e->dev.nodes;
+	g->dev_all = e->dev.all;
+}
+
 /* NAME is the key of its id (a container id, a pod uid); NS a containerd
  * namespace, or NULL. */
 static void measure_guest(struct cgscan *cs, int pdfd, const char *prel, struct parent_sets *ps,
@@ -1185,6 +1260,7 @@ static void measure_guest(struct cgscan *cs, int pdfd, const char *prel, struct 
 	g->policy.source = GPOL_SRC_DEFAULT;
 	if (strcmp(runtime, "kubernetes") == 0)
 		kube_mark(cs, g, name);
+	devcg_guest(cs, g, rel, own_pid);
 	if (have_usage) {
 		unsigned thr_off, nr_thr;
 

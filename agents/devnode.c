@@ -116,6 +116,18 @@ static int vdpa_node(const struct host_paths *hp, const char *dev, int *node)
 	return r;
 }
 
+int devnode_of_dev(const struct host_paths *hp, bool block, unsigned maj, unsigned min, int *node)
+{
+	char path[PATH_MAX];
+
+	/* A virtual device (/sys/devices/virtual/...) has no "device" link:
+	 * no bus device behind it. */
+	if (snprintf(path, sizeof(path), "%s/dev/%s/%u:%u/device", hp->sysfs, block ? "block" : "char", maj, min) >=
+	    (int)sizeof(path))
+		return -ENAMETOOLONG;
+	return walk_up(path, node);
+}
+
 int devnode_of(const struct host_paths *hp, enum devnode_kind kind, const char *addr, int *node)
 {
 	char path[PATH_MAX];

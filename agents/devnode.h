@@ -31,4 +31,10 @@ bool devnode_is_pci(const char *s);
  * sysfs has no such device. */
 int devnode_of(const struct host_paths *hp, enum devnode_kind kind, const char *addr, int *node);
 
+/* The node of the char (BLOCK: block) device MAJ:MIN into *NODE (-1:
+ * none): its /sys/dev/char/MAJ:MIN/device and up to the nearest directory
+ * with a numa_node, as for vDPA. 0, or -ENOENT when it has no bus device
+ * behind it (a virtual device) or sysfs has no such device. */
+int devnode_of_dev(const struct host_paths *hp, bool block, unsigned maj, unsigned min, int *node);
+
 #endif

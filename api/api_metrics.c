@@ -63,6 +63,8 @@ static unsigned pick_guests(const struct snapshot *s, unsigned limit, bool *want
 	return limit;
 }
 
+static void guest_device_metrics(struct prom *p, const struct snapshot *s, const bool *want);
+
 /* The per-guest families, for the guests pick_guests() chose. */
 static void guest_metrics(struct prom *p, struct api *a, const struct snapshot *s)
 {
@@ -133,7 +135,42 @@ static void guest_metrics(struct prom *p, struct api *a, const struct snapshot *
 				    "node", node);
 		}
 	}
+	guest_device_metrics(p, s, want);
 	free(want);
+}
+
+/* The chosen guests' devices (WANT), only guests with some: their nodes
+ * (one series per node holding one: a handful at most) and whether its
+ * CPUs are on one of them, which the placement prefers. */
+static void guest_device_metrics(struct prom *p, const struct snapshot *s, const bool *want)
+{
+	char node[16];
+
+	prom_family(p, "numaorch_guest_device_node", "gauge",
+		    "Always 1: a NUMA node holding one of the guest's devices (passed-through PCI functions, "
+		    "vDPA, mediated, device-plugin or device-cgroup devices); only guests with devices.");
+	for (unsigned i = 0; i < s->nr_guests; i++) {
+		const struct snap_guest *g = &s->guests[i];
+
+		if (!want[i] || !g->nr_devices)
+			continue;
+		for (unsigned n = 0; n < s->nr_nodes; n++) {
+			if (!mask_test(&g->dev_nodes, s->nodes[n].id))
+				continue;
+			node_label(s, n, node, sizeof(node));
+			prom_sample(p, "numaorch_guest_device_node", 1, 2, "guest", g->id, "node", node);
+		}
+	}
+	prom_family(p, "numaorch_guest_device_local", "gauge",
+		    "1 when the guest's CPUs are on a node holding one of its devices, 0 when not; only guests "
+		    "with devices whose node is known.");
+	for (unsigned i = 0; i < s->nr_guests; i++) {
+		const struct snap_guest *g = &s->guests[i];
+
+		if (want[i] && g->nr_devices && !mask_empty(&g->dev_nodes) && !mask_empty(&g->cpu_nodes))
+			prom_sample(p, "numaorch_guest_device_local", mask_intersects(&g->cpu_nodes, &g->dev_nodes),
+				    1, "guest", g->id);
+	}
 }
 
 /* FAMILY's samples: one histogram per cycle phase of H. */

@@ -284,18 +284,28 @@ static void guest_policy_doc(struct jw *w, const struct guest_policy *pol)
 	jw_obj_end(w);
 }
 
-/* G's devices in a guests list: {"count": N, "nodes": "1"}, only when it
- * has some. */
+/* G's devices in a guests list: {"count": N, "nodes": "1", "local":
+ * true}, only when it has some; "all" when its device cgroup lets it use
+ * every device (no node); "local" when their nodes are known: its CPUs
+ * on one of them. */
 static void guest_devices_doc(struct jw *w, const struct snap_guest *g)
 {
 	char nodes[NODELIST_BUFSZ];
 
-	if (!g->nr_devices)
+	if (!g->nr_devices && !g->dev_all)
 		return;
 	jw_key(w, "devices");
 	jw_obj(w);
+	if (g->dev_all) {
+		jw_key(w, "all");
+		jw_bool(w, true);
+	}
 	jw_key(w, "count");
 	jw_int(w, g->nr_devices);
+	if (!mask_empty(&g->dev_nodes) && !mask_empty(&g->cpu_nodes)) {
+		jw_key(w, "local");
+		jw_bool(w, mask_intersects(&g->cpu_nodes, &g->dev_nodes));
+	}
 	mask_format(&g->dev_nodes, nodes, sizeof(nodes));
 	jw_key(w, "nodes");
 	jw_str(w, nodes);

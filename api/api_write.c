@@ -441,8 +441,8 @@ static int gpol_engine(struct engine *e, void *ctx)
 	return 0;
 }
 
-/* "0-1,3" or [0, 1, 3] into OUT. */
-static int parse_nodes(json_t *v, nodemask_t *out, struct jreq_err *err)
+/* "0-1,3" or [0, 1, 3] into OUT, field FIELD's value. */
+static int parse_nodes_of(json_t *v, const char *field, nodemask_t *out, struct jreq_err *err)
 {
 	char got[64];
 
@@ -452,7 +452,7 @@ static int parse_nodes(json_t *v, nodemask_t *out, struct jreq_err *err)
 
 		if (!*s || strspn(s, "0123456789,-") != strlen(s) || mask_parse(s, out) < 0) {
 			jreq_show(v, got, sizeof(got));
-			jreq_fail(err, "nodes", "must be a node list such as \"0-1,3\" (node ids 0..%d), got %s",
+			jreq_fail(err, field, "must be a node list such as \"0-1,3\" (node ids 0..%d), got %s",
 				  MASK_MAX_NODES - 1, got);
 			return -EINVAL;
 		}
@@ -472,8 +472,14 @@ static int parse_nodes(json_t *v, nodemask_t *out, struct jreq_err *err)
 	}
 bad:
 	jreq_show(v, got, sizeof(got));
-	jreq_fail(err, "nodes", "must be a node list string such as \"0-1\" or an array of node ids, got %s", got);
+	jreq_fail(err, field, "must be a node list string such as \"0-1\" or an array of node ids, got %s", got);
 	return -EINVAL;
+}
+
+/* "0-1,3" or [0, 1, 3] into OUT. */
+static int parse_nodes(json_t *v, nodemask_t *out, struct jreq_err *err)
+{
+	return parse_nodes_of(v, "nodes", out, err);
 }
 
 void h_guest_policy_put(struct rq *r)
@@ -765,6 +771,8 @@ void h_rebalance(struct rq *r)
 struct placement {
 	double cpus;
 	uint64_t mem_bytes;
+	nodemask_t dev_nodes;     /* its devices' nodes (device_nodes) */
+	enum gpol_devices devices;
 	double reserve_s;
 	char label[GUEST_ID_MAX];
 	/* out */
@@ -787,6 +795,9 @@ static int placement_engine(struct engine *e, void *ctx)
 	memset(&req, 0, sizeof(req));
 	req.cpus = pl->cpus;
 	req.mem_bytes = pl->mem_bytes;
+	req.dev_nodes = pl->dev_nodes;
+	req.nr_devices = mask_count(&pl->dev_nodes);
+	req.devices = pl->devices;
 	req.nr_reservations = engine_reservations(e, &res);
 	req.reservations = res;
 	r = engine_policy(e)->advise(&engine_config(e)->policy, pl->view->snap, &req, &pl->adv);
@@ -807,11 +818,13 @@ static int placement_engine(struct engine *e, void *ctx)
 
 void h_placements(struct rq *r)
 {
-	static const char *const allowed[] = { "vcpus", "memory_mib", "reserve_seconds", "label", NULL };
+	static const char *const allowed[] = { "vcpus", "memory_mib", "reserve_seconds", "label", "device_nodes",
+					       "devices", NULL };
 	struct placement *pl = xcalloc(1, sizeof(*pl));
 	struct jreq_err err;
 	int64_t vcpus, mib;
-	const char *label = NULL;
+	const char *label = NULL, *devices = NULL;
+	json_t *dn;
 	double reserve = 0;
 	int ret;
 
@@ -829,8 +842,19 @@ void h_placements(struct rq *r)
 		goto bad;
 	}
 	if (jreq_number(r->body, "reserve_seconds", 0, 86400, "seconds", &reserve, &err) < 0 ||
-	    jreq_string(r->body, "label", GUEST_ID_MAX - 1, &label, &err) < 0)
+	    jreq_string(r->body, "label", GUEST_ID_MAX - 1, &label, &err) < 0 ||
+	    jreq_string(r->body, "devices", 16, &devices, &err) < 0)
 		goto bad;
+	/* The nodes of the devices it will have (a PCI function's
+	 * /sys/bus/pci/devices/ADDR/numa_node; numaorchctl advise --device
+	 * reads it), and what they weigh. */
+	dn = json_object_get(r->body, "device_nodes");
+	if (dn && !json_is_null(dn) && parse_nodes_of(dn, "device_nodes", &pl->dev_nodes, &err) < 0)
+		goto bad;
+	if (devices && gpol_devices_parse(devices, &pl->devices) < 0) {
+		jreq_fail(&err, "devices", "must be prefer, require or ignore");
+		goto bad;
+	}
 	pl->cpus = (double)vcpus;
 	pl->mem_bytes = (uint64_t)mib * MIB;
 	pl->reserve_s = reserve;

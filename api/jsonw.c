@@ -184,6 +184,12 @@ void jw_real(struct jw *w, double v)
 	put(w, b, (size_t)n);
 }
 
+void jw_bool(struct jw *w, bool v)
+{
+	sep(w);
+	put(w, v ? "true" : "false", v ? 4 : 5);
+}
+
 void jw_null(struct jw *w)
 {
 	sep(w);

@@ -42,6 +42,7 @@ void jw_int(struct jw *w, int64_t v);
 /* Rounded to 4 decimals as snapjson does; null for NaN/Inf. */
 void jw_real(struct jw *w, double v);
 void jw_null(struct jw *w);
+void jw_bool(struct jw *w, bool v);
 /* Raw text that is already valid JSON (a newline at the end, say). */
 void jw_raw(struct jw *w, const char *s);
 

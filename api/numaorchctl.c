@@ -13,6 +13,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,8 +47,9 @@ enum {
 struct opts {
 	struct ctl_conn conn;
 	bool json, dry_run, verbose, follow, provision;
-	const char *since, *guest, *limit, *kind, *runtime, *node, *label, *uuid, *source;
+	const char *since, *guest, *limit, *kind, *runtime, *node, *label, *uuid, *source, *devices;
 	double reserve;
+	uint64_t dev_nodes; /* advise --device: its devices' nodes (ids < 64) */
 	struct ctl_top_opts top;
 };
 
@@ -85,8 +87,11 @@ static void usage(FILE *f)
 		"  decisions [--since ID|TIME|AGO] [--guest ID] [--limit N] [--follow]\n"
 		"                                 decision records (AGO: 30s, 10m, 2h, 1d); --follow\n"
 		"                                 keeps printing new ones (--json: one per line)\n"
-		"  advise VCPUS MEMORY [--reserve SECONDS] [--label NAME]\n"
-		"                                 where a new guest should go (MEMORY: MiB, or 512M, 4G)\n"
+		"  advise VCPUS MEMORY [--reserve SECONDS] [--label NAME] [--device PCI|NODE]...\n"
+		"         [--devices prefer|require|ignore]\n"
+		"                                 where a new guest should go (MEMORY: MiB, or 512M, 4G);\n"
+		"                                 --device: a PCI function it will have (its node read\n"
+		"                                 from /sys/bus/pci/devices/PCI/numa_node) or a node id\n"
 		"  event EVENT DOMAIN [--uuid UUID] [--source NAME]\n"
 		"                                 tell the agent a domain started|stopped|release|reconnect\n"
 		"  top [--once] [--delay SECONDS] [--sort KEY]\n"
@@ -685,9 +690,14 @@ static int cmd_guest(const struct opts *o, const char *id)
 		printf("\n");
 	}
 	v = json_object_get(j, "devices");
-	if (json_is_object(v))
-		printf("devices:   %lld, %s%s\n", jint(v, "count"), *jstr(v, "nodes") ? "on nodes " : "on no node",
-		       jstr(v, "nodes"));
+	if (json_is_object(v) && json_is_true(json_object_get(v, "all")))
+		printf("devices:   all (its device cgroup allows every device: no node)\n");
+	else if (json_is_object(v))
+		printf("devices:   %lld, %s%s%s\n", jint(v, "count"), *jstr(v, "nodes") ? "on nodes " : "on no node",
+		       jstr(v, "nodes"),
+		       json_is_true(json_object_get(v, "local"))    ? " (its CPUs there)"
+		       : json_is_false(json_object_get(v, "local")) ? " (its CPUs elsewhere)"
+								    : "");
 	print_history_line(o, id);
 	printf("policy:    %s\n", pol);
 	plan = json_object_get(j, "plan");
@@ -1163,6 +1173,47 @@ static int parse_mib(const char *s, long long *out)
 	return 0;
 }
 
+/* advise --device ARG: a node id, or a PCI function whose node sysfs
+ * gives (under $NUMAORCH_SYSFS, /sys by default: the device is on this
+ * host, where the CLI runs). A function without a node (-1) weighs
+ * nothing: said, not an error. 0, or EX_USAGE having said why. */
+static int device_node(const char *arg, uint64_t *nodes)
+{
+	const char *sys = getenv("NUMAORCH_SYSFS");
+	char path[512], buf[32], *end;
+	long v;
+	FILE *f;
+
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (end != arg && !*end && !errno) {
+		if (v < 0 || v >= 64)
+			return die_usage("--device: a node id must be 0..63, got \"%s\"", arg);
+		*nodes |= 1ULL << v;
+		return 0;
+	}
+	if (strlen(arg) != 12 || arg[4] != ':' || arg[7] != ':' || arg[10] != '.' || strchr(arg, '/'))
+		return die_usage("--device: must be a PCI address such as 0000:3b:00.1 or a node id, got \"%s\"", arg);
+	snprintf(path, sizeof(path), "%s/bus/pci/devices/%s/numa_node", sys && *sys ? sys : "/sys", arg);
+	f = fopen(path, "re");
+	if (!f)
+		return die_usage("--device %s: cannot read %s: %s", arg, path, strerror(errno));
+	if (!fgets(buf, sizeof(buf), f)) {
+		fclose(f);
+		return die_usage("--device %s: %s is empty", arg, path);
+	}
+	fclose(f);
+	v = strtol(buf, &end, 10);
+	if (end == buf || v >= 64)
+		return die_usage("--device %s: %s holds \"%.16s\", not a node", arg, path, buf);
+	if (v < 0) {
+		fprintf(stderr, "numaorchctl: --device %s: the firmware gives it no NUMA node; not weighed\n", arg);
+		return 0;
+	}
+	*nodes |= 1ULL << v;
+	return 0;
+}
+
 static int cmd_advise(const struct opts *o, const char *vcpus, const char *memory)
 {
 	char *end;
@@ -1184,6 +1235,16 @@ static int cmd_advise(const struct opts *o, const char *vcpus, const char *memor
 		json_object_set_new(body, "reserve_seconds", json_real(o->reserve));
 	if (o->label)
 		json_object_set_new(body, "label", json_string(o->label));
+	if (o->dev_nodes) {
+		json_t *a = json_array();
+
+		for (unsigned n = 0; n < 64; n++)
+			if (o->dev_nodes & (1ULL << n))
+				json_array_append_new(a, json_integer(n));
+		json_object_set_new(body, "device_nodes", a);
+	}
+	if (o->devices)
+		json_object_set_new(body, "devices", json_string(o->devices));
 	r = call(o, "POST", "/v1/placements", body, &j, NULL);
 	json_decref(body);
 	if (r) {
@@ -1276,7 +1337,7 @@ static char *read_token(const char *path)
 /* numaorchctl's long options without a short form. */
 enum { O_CACERT = 256, O_TIMEOUT, O_DRY, O_VERBOSE, O_SINCE, O_GUEST, O_LIMIT, O_KIND, O_RUNTIME,
        O_NODE, O_RESERVE, O_LABEL, O_UUID, O_SOURCE, O_FOLLOW, O_ONCE, O_DELAY, O_SORT,
-       O_PROVISION };
+       O_PROVISION, O_DEVICE, O_DEVICES };
 
 /* What parse_option returns to go on; anything else is the exit code. */
 #define GO_ON (-1)
@@ -1317,6 +1378,15 @@ static int parse_option(struct opts *o, const char **token_file, int c, char *ar
 		o->reserve = d;
 		break;
 	case O_LABEL: o->label = arg; break;
+	case O_DEVICE:
+		if (device_node(arg, &o->dev_nodes))
+			return EX_USAGE;
+		break;
+	case O_DEVICES:
+		if (strcmp(arg, "prefer") && strcmp(arg, "require") && strcmp(arg, "ignore"))
+			return die_usage("--devices: must be prefer, require or ignore, got \"%s\"", arg);
+		o->devices = arg;
+		break;
 	case O_UUID: o->uuid = arg; break;
 	case O_SOURCE: o->source = arg; break;
 	case O_FOLLOW: o->follow = true; break;
@@ -1413,6 +1483,8 @@ int main(int argc, char **argv)
 		{ "node", required_argument, NULL, O_NODE },
 		{ "reserve", required_argument, NULL, O_RESERVE },
 		{ "label", required_argument, NULL, O_LABEL },
+		{ "device", required_argument, NULL, O_DEVICE },
+		{ "devices", required_argument, NULL, O_DEVICES },
 		{ "uuid", required_argument, NULL, O_UUID },
 		{ "source", required_argument, NULL, O_SOURCE },
 		{ "follow", no_argument, NULL, O_FOLLOW },

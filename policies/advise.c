@@ -9,6 +9,10 @@
  * their CPU nodes in proportion to each node's CPUs, their memory is
  * taken from the free memory of their memory nodes, evenly (from the
  * nearest memory node if they name only memory-less nodes).
+ * Its devices weigh as a running guest's do (devpref.h): under prefer a
+ * set holding a device's node wins among the fewest nodes; under require
+ * only such sets are advised, and none fitting is "nothing fits", saying
+ * so.
  */
 #include "policies.h"
 
@@ -19,9 +23,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "devpref.h"
 #include "guards.h"
 #include "../orchestrator/base/xalloc.h"
 
+static void detailf(struct advice *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* (vsnprintf: the detail is cut where it must be, as every detail is) */
+static void detailf(struct advice *a, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(a->detail, sizeof(a->detail), fmt, ap);
+	va_end(ap);
+}
 
 int policy_advise(const struct policy_config *cfg, const struct snapshot *snap,
 		  const struct advice_request *req, struct advice *out)
@@ -56,13 +72,15 @@ int policy_advise(const struct policy_config *cfg, const struct snapshot *snap,
 	v.acpus = x.acpus;
 	v.memok = x.memok;
 
-	kmin = pcands_generate(&x, &v, usable, &allowed_block);
+	kmin = dev_cands_for(&x, req->devices, &req->dev_nodes, &v, usable,
+			     pcands_generate(&x, &v, usable, &allowed_block));
 	for (unsigned i = 0; i < x.nr_cands; i++)
 		if (x.cands[i].k == kmin && !x.cands[i].crowded && (!best || pcand_better(&x.cands[i], best)))
 			best = &x.cands[i];
 	if (!best) {
 		double slack = 0.0;
 		uint64_t room = 0;
+		char dn[48] = "";
 
 		for (unsigned n = 0; n < x.nn; n++) {
 			double sl = cfg->max_util * snap->nodes[n].nr_cpus - x.busy[n];
@@ -72,12 +90,16 @@ int policy_advise(const struct policy_config *cfg, const struct snapshot *snap,
 			if (snap->nodes[n].mem_total)
 				room += pctx_room(&x, n);
 		}
-		snprintf(out->detail, sizeof(out->detail),
-			 "nothing fits: needs %.1f CPUs and %llu MiB; the host has %.1f CPUs below %.0f %% util and %llu MiB room",
+		if (req->devices == GPOL_DEV_REQUIRE && MASK_ANY(&req->dev_nodes))
+			fmt_nodes(&req->dev_nodes, dn, sizeof(dn));
+		detailf(out, "nothing fits%s%s%s: needs %.1f CPUs and %llu MiB; the host has %.1f CPUs below %.0f %% util and %llu MiB room",
+			 dn[0] ? " holding its device's node " : "", dn, dn[0] ? " (devices = require)" : "",
 			 v.cpu_demand, (unsigned long long)(v.mem_demand / MIB), slack, 100.0 * cfg->max_util,
 			 (unsigned long long)(room / MIB));
 	} else {
 		int64_t fr = 0;
+		char note[96];
+		size_t l;
 
 		mask_foreach(id, &best->mems)
 			fr += x.free[x.idx_of_id[id]];
@@ -88,11 +110,15 @@ int policy_advise(const struct policy_config *cfg, const struct snapshot *snap,
 		out->load_after = best->util_after;
 		out->mem_free_after = fr > 0 ? (uint64_t)fr : 0;
 		fmt_nodes(&best->nodes, buf, sizeof(buf));
+		dev_note_for(req->devices, &req->dev_nodes, req->nr_devices, &best->nodes, note, sizeof(note));
 		snprintf(out->detail, sizeof(out->detail),
 			 "%u node%s %s: util %.0f %% after (≤ %.0f %%), %llu MiB free after%s",
 			 best->k, best->k > 1 ? "s" : "", buf, 100.0 * best->util_after, 100.0 * cfg->max_util,
 			 (unsigned long long)(out->mem_free_after / MIB),
 			 best->busy_nan ? " (some node busy not measured, taken as idle)" : "");
+		l = strlen(out->detail);
+		if (l < sizeof(out->detail) - 1)
+			snprintf(out->detail + l, sizeof(out->detail) - l, "%s", note);
 	}
 	free(usable);
 	pctx_fini(&x);

@@ -713,8 +713,9 @@ static bool decide_split(struct pctx *x, const struct pstate_entry *pe, const st
 	const struct policy_config *cfg = x->cfg;
 	struct plan_item *it = &d->it;
 	struct pcand c, best;
-	uint64_t first = 0, on = 0, bfirst = 0, bon = 0, slack, local_before;
+	uint64_t first = 0, on = 0, bfirst = 0, bon = 0, beff = 0, slack, local_before;
 	unsigned bn = 0, cur_k = mask_count(&g->cpu_nodes);
+	nodemask_t none;
 	int cur = -1;
 
 	/* A split's room is free memory; huge pages need their pool. */
@@ -723,25 +724,32 @@ static bool decide_split(struct pctx *x, const struct pstate_entry *pe, const st
 	bool found = false;
 	double gain;
 	int64_t ago = 0;
-	char mems[48], from[48];
+	char mems[48], from[48], note[96];
 
 	if (!v->mem_total || !v->busy_thr || v->cpu_use < SNAP_BUSY_THREAD_CPU || !fits_no_node(x, v))
 		return false;
 	if (cur_k == 1)
 		cur = x->idx_of_id[mask_first(g->cpu_nodes.w, MASK_BITS(&g->cpu_nodes))];
 	slack = (uint64_t)(SPLIT_SLACK * (double)v->mem_total);
+	mask_zero(&none);
 	for (unsigned n = 0; n < x->nn; n++) {
-		if (!split_eval(x, v, usable, n, &c, &first, &on))
+		uint64_t eff;
+
+		if (!split_eval(x, v, usable, n, &c, &first, &on) || dev_refused(g, &c.nodes))
 			continue;
+		/* Its threads' node holding its device counts as W_DEVICE
+		 * more of its memory there (devices = prefer). */
+		eff = on + (uint64_t)(dev_leave_cost(g, &c.nodes, &none) * (double)v->mem_total);
 		/* More on the threads' node; the one it is on by the slack;
 		 * then less to migrate (pcand_better). */
-		if (!found || ((int)n == cur ? on + slack > bon : ((int)bn == cur ? on > bon + slack : on > bon)) ||
-		    (on == bon && (int)bn != cur && pcand_better(&c, &best))) {
+		if (!found || ((int)n == cur ? eff + slack > beff : ((int)bn == cur ? eff > beff + slack : eff > beff)) ||
+		    (eff == beff && (int)bn != cur && pcand_better(&c, &best))) {
 			found = true;
 			best = c;
 			bn = n;
 			bfirst = first;
 			bon = on;
+			beff = eff;
 		}
 	}
 	local_before = (uint64_t)(g->locality * (double)v->mem_total);
@@ -767,9 +775,13 @@ static bool decide_split(struct pctx *x, const struct pstate_entry *pe, const st
 			set_detail(it, "settled split: its %llu MiB fit no one node; its %u busy threads on node %d with %llu MiB (%.0f%%), the rest on nodes %s; locality %.2f",
 				   mib(v->mem_total), v->busy_thr, it->first_node, mib(bon),
 				   100.0 * (double)bon / (double)v->mem_total, mems, g->locality);
+			dev_note(g, &best.nodes, note, sizeof(note));
+			add_detail(it, note);
 			return true;
 		}
-	} else if (bon <= local_before + slack) {
+	} else if (beff <= local_before + slack +
+				  (uint64_t)(dev_leave_cost(g, &g->cpu_nodes, &none) * (double)v->mem_total) &&
+		   !dev_refused(g, &g->cpu_nodes)) {
 		/* No better than where its threads run now. */
 		return false;
 	}
@@ -793,6 +805,8 @@ static bool decide_split(struct pctx *x, const struct pstate_entry *pe, const st
 	set_detail(it, "split: its %llu MiB fit no one node; its %u busy threads nodes %s→%d, %llu MiB onto it (→%.0f%%), mems %s, %llu MiB to migrate, locality %.2f",
 		   mib(v->mem_total), v->busy_thr, from, it->first_node, mib(bfirst),
 		   100.0 * (double)bon / (double)v->mem_total, mems, mib(best.migrate), g->locality);
+	dev_note(g, &best.nodes, note, sizeof(note));
+	add_detail(it, note);
 	return true;
 }
 
@@ -863,6 +877,18 @@ static void decide_pinned(struct pctx *x, const struct pstate_entry *pe, const s
 		it->kind = PLAN_SKIP;
 		it->skip = SKIP_OUTSIDE_ALLOWED;
 		set_detail(it, "pinned to nodes %s, none of which has CPUs it may use", pn);
+		return;
+	}
+	if (dev_refused(g, &cpun)) {
+		char dn[48];
+
+		/* The pin and the device are both the operator's orders: they
+		 * disagree, and neither is overridden. */
+		fmt_nodes(&g->dev_nodes, dn, sizeof(dn));
+		it->kind = PLAN_SKIP;
+		it->skip = SKIP_NO_FIT;
+		set_detail(it, "pinned to nodes %s, none holding its device's node %s (devices = require): left as it is",
+			   pn, dn);
 		return;
 	}
 	pset_eval_mask(x, v, &cpun, &g->policy.nodes, &c);
@@ -1470,10 +1496,17 @@ static void evaluate(struct pctx *x, const struct pstate *prev, unsigned gi, str
 	}
 	nusable = gview_build(x, g, v, usable);
 	it->cpu_demand = v->cpu_demand;
-	if (g->policy.mode == GPOL_PINNED)
+	if (g->policy.mode == GPOL_PINNED) {
 		decide_pinned(x, pe, g, v, usable, d);
-	else
+		if (it->kind != PLAN_SKIP) {
+			char note[96];
+
+			dev_note(g, &g->policy.nodes, note, sizeof(note));
+			add_detail(it, note);
+		}
+	} else {
 		decide_auto(x, pe, g, v, usable, nusable, nan, d);
+	}
 }
 
 /* Max-heap of guest indices by (gain desc, index asc). */

@@ -73,19 +73,25 @@ static void grow_from(struct pctx *x, const struct gview *v, const bool *usable,
 unsigned dev_cands(struct pctx *x, const struct snap_guest *g, const struct gview *v, const bool *usable,
 		   unsigned kmin)
 {
+	return dev_cands_for(x, g->policy.devices, &g->dev_nodes, v, usable, kmin);
+}
+
+unsigned dev_cands_for(struct pctx *x, enum gpol_devices mode, const nodemask_t *dev, const struct gview *v,
+		       const bool *usable, unsigned kmin)
+{
 	unsigned w = 0;
 
-	if (!dev_weighs(g))
+	if (mode == GPOL_DEV_IGNORE || !MASK_ANY(dev))
 		return kmin;
-	if (g->policy.devices == GPOL_DEV_PREFER) {
+	if (mode == GPOL_DEV_PREFER) {
 		for (unsigned i = 0; i < x->nr_cands; i++)
-			if (!mask_intersects(&x->cands[i].nodes, &g->dev_nodes))
+			if (!mask_intersects(&x->cands[i].nodes, dev))
 				x->cands[i].score += W_DEVICE;
 		return kmin;
 	}
 	kmin = 0;
 	for (unsigned i = 0; i < x->nr_cands; i++) {
-		if (!mask_intersects(&x->cands[i].nodes, &g->dev_nodes))
+		if (!mask_intersects(&x->cands[i].nodes, dev))
 			continue;
 		x->cands[w++] = x->cands[i];
 		if (!x->cands[w - 1].crowded && (!kmin || x->cands[w - 1].k < kmin))
@@ -95,7 +101,7 @@ unsigned dev_cands(struct pctx *x, const struct snap_guest *g, const struct gvie
 	if (kmin)
 		return kmin;
 	for (unsigned n = 0; n < x->nn; n++)
-		if (usable[n] && mask_test(&g->dev_nodes, x->s->nodes[n].id))
+		if (usable[n] && mask_test(dev, x->s->nodes[n].id))
 			grow_from(x, v, usable, n);
 	for (unsigned i = w; i < x->nr_cands; i++)
 		if (!kmin || x->cands[i].k < kmin)
@@ -105,13 +111,19 @@ unsigned dev_cands(struct pctx *x, const struct snap_guest *g, const struct gvie
 
 void dev_note(const struct snap_guest *g, const nodemask_t *nodes, char *buf, size_t sz)
 {
+	dev_note_for(g->policy.devices, &g->dev_nodes, g->nr_devices, nodes, buf, sz);
+}
+
+void dev_note_for(enum gpol_devices mode, const nodemask_t *dev, unsigned nr, const nodemask_t *nodes, char *buf,
+		  size_t sz)
+{
 	char dn[48];
-	bool many = g->nr_devices > 1, on = mask_count(&g->dev_nodes) > 1;
+	bool many = nr > 1, on = mask_count(dev) > 1;
 
 	buf[0] = '\0';
-	if (!dev_weighs(g))
+	if (mode == GPOL_DEV_IGNORE || !MASK_ANY(dev))
 		return;
-	fmt_nodes(&g->dev_nodes, dn, sizeof(dn));
-	snprintf(buf, sz, "; %s its device%s on node%s %s%s", mask_intersects(nodes, &g->dev_nodes) ? "near" : "away from",
-		 many ? "s" : "", on ? "s" : "", dn, g->policy.devices == GPOL_DEV_REQUIRE ? " (required)" : "");
+	fmt_nodes(dev, dn, sizeof(dn));
+	snprintf(buf, sz, "; %s its device%s on node%s %s%s", mask_intersects(nodes, dev) ? "near" : "away from",
+		 many ? "s" : "", on ? "s" : "", dn, mode == GPOL_DEV_REQUIRE ? " (required)" : "");
 }

@@ -41,9 +41,16 @@ double dev_leave_cost(const struct snap_guest *g, const nodemask_t *from, const 
  * a fitting set left (KMIN, pcands_generate's, unchanged otherwise). */
 unsigned dev_cands(struct pctx *x, const struct snap_guest *g, const struct gview *v, const bool *usable,
 		   unsigned kmin);
+/* The same for devices on nodes DEV weighed as MODE says: the advice's
+ * (advice_request.dev_nodes) for a guest not in the snapshot yet. */
+unsigned dev_cands_for(struct pctx *x, enum gpol_devices mode, const nodemask_t *dev, const struct gview *v,
+		       const bool *usable, unsigned kmin);
 /* The record's words on G's devices for target NODES: "; near its
  * device on node 1", "; away from its devices on nodes 1-2", "" when
  * they do not weigh. */
 void dev_note(const struct snap_guest *g, const nodemask_t *nodes, char *buf, size_t sz);
+/* The same for NR devices on nodes DEV weighed as MODE says. */
+void dev_note_for(enum gpol_devices mode, const nodemask_t *dev, unsigned nr, const nodemask_t *nodes, char *buf,
+		  size_t sz);
 
 #endif

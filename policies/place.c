@@ -15,6 +15,12 @@
  *     the target until its memory stops growing (the engine releases
  *     them).
  *
+ * Its devices steer every branch (devpref.h): the advice weighs them
+ * (a VM's from its domain XML, in the snapshot when it starts); under
+ * devices = require a reservation or a pin holding none of their nodes
+ * is not applied — the guest is skipped, the record saying why — and
+ * the advice offers only sets holding one.
+ *
  * Either way the result is a PLAN_MOVE with reason "place" whose
  * migrate_bytes is what the guest already holds off its target
  * (place_finish), or a PLAN_SKIP saying why not.
@@ -41,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "devpref.h"
 #include "../orchestrator/base/xalloc.h"
 
 static void set_detail(struct plan_item *it, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -140,12 +147,13 @@ static void place_mems(const struct snapshot *snap, const nodemask_t *nodes, nod
  * load changed. If it now lies outside RNODES, the CPU nodes are RNODES
  * without the memory nodes that only serve memory-less ones among them. */
 static void place_reserved(const struct policy_config *cfg, const struct snapshot *snap,
-			   const struct place_request *req, const nodemask_t *rnodes, nodemask_t *nodes,
-			   nodemask_t *mems)
+			   const struct snap_guest *g, const struct place_request *req, const nodemask_t *rnodes,
+			   nodemask_t *nodes, nodemask_t *mems)
 {
 	struct advice_request areq = { .cpus = req->cpus, .mem_bytes = req->mem_bytes,
 				       .nr_reservations = req->nr_reservations,
-				       .reservations = req->reservations };
+				       .reservations = req->reservations, .nr_devices = g->nr_devices,
+				       .dev_nodes = g->dev_nodes, .devices = g->policy.devices };
 	struct advice adv = { .ok = false };
 	nodemask_t cpu_nodes, memonly;
 
@@ -281,7 +289,7 @@ int policy_place(const struct policy_config *cfg, const struct snapshot *snap,
 			 req->reserved_label ? req->reserved_label : "");
 		out->used_reservation = true;
 		if (!exact)
-			place_reserved(cfg, snap, req, &req->reserved_nodes, &nodes, &mems);
+			place_reserved(cfg, snap, g, req, &req->reserved_nodes, &nodes, &mems);
 	} else if (g->policy.mode == GPOL_PINNED) {
 		nodes = g->policy.nodes;
 		mask_format(&nodes, nl, sizeof(nl));
@@ -291,7 +299,8 @@ int policy_place(const struct policy_config *cfg, const struct snapshot *snap,
 	} else {
 		struct advice_request areq = { .cpus = req->cpus, .mem_bytes = req->mem_bytes,
 					       .nr_reservations = req->nr_reservations,
-					       .reservations = req->reservations };
+					       .reservations = req->reservations, .nr_devices = g->nr_devices,
+					       .dev_nodes = g->dev_nodes, .devices = g->policy.devices };
 		struct advice adv = { .ok = false };
 
 		if (policy_advise(cfg, snap, &areq, &adv) < 0 || !adv.ok) {
@@ -305,6 +314,21 @@ int policy_place(const struct policy_config *cfg, const struct snapshot *snap,
 		mems = adv.mems;
 		it->load_after = adv.load_after;
 		snprintf(it->detail, sizeof(it->detail), "started; initial placement: %.160s", adv.detail);
+	}
+	if (dev_refused(g, &nodes)) {
+		char dn[48], why[sizeof(it->detail)];
+
+		/* A reservation or a pin is an order too: the two orders
+		 * disagree, and the operator says which goes. */
+		fmt_nodes(&g->dev_nodes, dn, sizeof(dn));
+		mask_format(&nodes, nl, sizeof(nl));
+		snprintf(why, sizeof(why), "%s", it->detail);
+		it->kind = PLAN_SKIP;
+		it->skip = SKIP_NO_FIT;
+		out->used_reservation = false;
+		set_detail(it, "devices = require: nodes %.40s hold not its device's node %s, not placed (%.120s)", nl, dn,
+			   why);
+		return 0;
 	}
 	snap_nodes_to_cpus(snap, &nodes, &out->cpus);
 	if (!mask_empty(g->allowed_cpus))
@@ -321,5 +345,13 @@ int policy_place(const struct policy_config *cfg, const struct snapshot *snap,
 	it->to_mems = mems;
 	it->to_cpus = &out->cpus;
 	place_finish(snap, g, it);
+	/* The advice's words already say it. */
+	if (req->reserved || g->policy.mode == GPOL_PINNED) {
+		char note[96];
+		size_t l = strlen(it->detail);
+
+		dev_note(g, &it->to_nodes, note, sizeof(note));
+		snprintf(it->detail + l, sizeof(it->detail) - l, "%s", note);
+	}
 	return 0;
 }

@@ -94,6 +94,12 @@ struct advice_request {
 	/* Room already promised to other starting guests; subtracted. */
 	unsigned nr_reservations;
 	const struct advice_reservation *reservations;
+	/* Its devices (a VM's from its domain XML, or given in the API's
+	 * request): how many, their nodes, and what they weigh (zero:
+	 * none, prefer). */
+	unsigned nr_devices;
+	nodemask_t dev_nodes;
+	enum gpol_devices devices;
 };
 
 struct advice {

@@ -214,9 +214,15 @@ json_t *snap_guest_to_json(const struct snapshot *s, const struct snap_guest *g)
 	}
 	if (g->busy_measured)
 		json_object_set_new(o, "busy_threads", json_integer(g->busy_threads));
-	if (g->nr_devices)
-		json_object_set_new(o, "devices", json_pack("{s:i, s:o}", "count", (int)g->nr_devices, "nodes",
-							    snapj_nodemask(&g->dev_nodes)));
+	if (g->nr_devices || g->dev_all) {
+		json_t *dv = json_pack("{s:i, s:o}", "count", (int)g->nr_devices, "nodes", snapj_nodemask(&g->dev_nodes));
+
+		if (g->dev_all)
+			json_object_set_new(dv, "all", json_true());
+		if (!mask_empty(&g->dev_nodes) && !mask_empty(&g->cpu_nodes))
+			json_object_set_new(dv, "local", json_boolean(mask_intersects(&g->cpu_nodes, &g->dev_nodes)));
+		json_object_set_new(o, "devices", dv);
+	}
 	if (g->huge_total && g->huge_node) {
 		json_t *hn = json_object();
 

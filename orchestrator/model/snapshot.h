@@ -240,10 +240,13 @@ struct snap_guest {
 	 * <interface type='hostdev'>, vDPA), devices the kubelet's device
 	 * plugins gave a pod's containers. How many were found, and the
 	 * nodes (ids) of those that sit on one (a device with numa_node -1
-	 * counts, on no node). 0 and empty: none, or none its source can
-	 * tell (a container outside Kubernetes). */
+	 * counts, on no node), and the devices a container's cgroup v1
+	 * devices controller lets it use (agents/devcg.h). 0 and empty:
+	 * none, or none its source can tell (cgroup v2). DEV_ALL: its
+	 * device cgroup lets it use every device, which says no node. */
 	unsigned nr_devices;
 	nodemask_t dev_nodes;
+	bool dev_all;
 
 	/* Derived by snap_finalize(), from the fields above. */
 	nodemask_t cpu_nodes;           /* nodes whose CPUs intersect cpus */

@@ -351,6 +351,32 @@ class Api(apilib.ClassDaemon):
         self.assertFalse(nofit["ok"])
         self.assertIn("nothing fits", nofit["detail"])
 
+    def test_placements_weigh_devices(self):
+        # The fixture host's nodes, a small guest: where the advice puts it
+        # without a device, then with its device on another node (require:
+        # a set holding it; prefer: the record weighs it, near or away as
+        # the other node's load says).
+        plain = self.ok(self.d.request("POST", "/v1/placements", {"vcpus": 1, "memory_mib": 64}))
+        self.assertTrue(plain["ok"], plain)
+        ids = [n["id"] for n in self.ok(self.d.get("/v1/nodes"))["nodes"] if n.get("cpus")]
+        other = [i for i in ids if str(i) != plain["nodes"]]
+        if not other:
+            self.skipTest("the fixture host has one CPU node: no other node for a device")
+        dev = other[-1]
+        pref = self.ok(self.d.request("POST", "/v1/placements", {"vcpus": 1, "memory_mib": 64,
+                                                                  "device_nodes": [dev]}))
+        self.assertTrue(pref["ok"], pref)
+        self.assertIn("its device on node %d" % dev, pref["detail"])
+        a = self.ok(self.d.request("POST", "/v1/placements", {"vcpus": 1, "memory_mib": 64,
+                                                               "device_nodes": [dev], "devices": "require"}))
+        self.assertTrue(a["ok"], a)
+        self.assertIn(dev, [int(x) for x in a["nodes"].replace("-", ",").split(",")], a)
+        self.assertIn("near its device on node %d (required)" % dev, a["detail"])
+        ign = self.ok(self.d.request("POST", "/v1/placements", {"vcpus": 1, "memory_mib": 64,
+                                                                 "device_nodes": str(dev), "devices": "ignore"}))
+        self.assertEqual(ign["nodes"], plain["nodes"])
+        self.assertNotIn("device", ign["detail"])
+
     def test_event_triggers_a_cycle(self):
         # A cycle still pending (an earlier test's policy change) would
         # serve the event, which then says so only at debug level.
@@ -485,6 +511,10 @@ BAD = [
     ("zero vcpus", "POST", "/v1/placements", {"vcpus": 0, "memory_mib": 1}, {}, 400, "invalid-field", "vcpus"),
     ("placement without memory", "POST", "/v1/placements", {"vcpus": 2}, {}, 400, "invalid-field",
      "memory_mib"),
+    ("placement bad device nodes", "POST", "/v1/placements", {"vcpus": 1, "memory_mib": 1, "device_nodes": "x"},
+     {}, 400, "invalid-field", "device_nodes"),
+    ("placement bad devices weight", "POST", "/v1/placements", {"vcpus": 1, "memory_mib": 1, "devices": "must"},
+     {}, 400, "invalid-field", "devices"),
     ("negative reservation", "POST", "/v1/placements", {"vcpus": 2, "memory_mib": 1, "reserve_seconds": -5},
      {}, 400, "invalid-field", "reserve_seconds"),
     ("unknown event", "POST", "/v1/events", {"source": "libvirt-hook", "event": "exploded", "domain": "d"}, {},

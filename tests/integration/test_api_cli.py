@@ -165,6 +165,25 @@ class Cli(apilib.ClassDaemon):
         self.assertTrue(p.stdout.startswith("nothing fits: needs "), p.stdout)
         self.assertNotIn("nothing fits: nothing fits", p.stdout)
         self.assertIn("below 90 % util", p.stdout)
+        # --device: a PCI function's node from sysfs (a tree of the real
+        # layout under NUMAORCH_SYSFS), or a node id.
+        sysfs = os.path.join(self.tmp, "ctl-sysfs")
+        for addr, node in (("0000:3b:00.1", "1"), ("0000:00:02.0", "-1")):
+            os.makedirs(os.path.join(sysfs, "bus/pci/devices", addr), exist_ok=True)
+            with open(os.path.join(sysfs, "bus/pci/devices", addr, "numa_node"), "w") as f:
+                f.write(node + "\n")
+        env = dict(os.environ, NUMAORCH_SYSFS=sysfs)
+        out = self.run_ok("advise", "1", "64M", "--device", "0000:3b:00.1", "--devices", "require", env=env)
+        self.assertIn("near its device on node 1 (required)", out)
+        out = self.run_ok("advise", "1", "64M", "--device", "1", "--devices", "require")
+        self.assertIn("near its device on node 1 (required)", out)
+        p = self.d.ctl("advise", "1", "64M", "--device", "0000:00:02.0", env=env)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("gives it no NUMA node; not weighed", p.stderr)
+        self.assertNotIn("device", p.stdout)
+        self.fails(2, "advise", "1", "64M", "--device", "0000:99:00.0", env=env)
+        self.fails(2, "advise", "1", "64M", "--device", "eth0")
+        self.fails(2, "advise", "1", "64M", "--devices", "must")
         self.fails(2, "advise", "two", "1G")
         self.fails(2, "advise", "2", "lots")
         self.assertIn("accepted", self.run_ok("event", "started", "vm1", "--uuid",

@@ -53,12 +53,36 @@ class KubeletDevices(unittest.TestCase):
 
     def test_shown(self):
         guests = {g["id"]: g for g in self.d.get("/v1/guests?runtime=kubernetes").json()["guests"]}
-        self.assertEqual(guests[BURSTABLE]["devices"], {"count": 1, "nodes": "1"})
-        self.assertEqual(guests[BESTEFFORT]["devices"], {"count": 1, "nodes": "0"})
+        # "local": whether its CPUs are on a device's node (both pods may
+        # run on every node: yes)
+        self.assertEqual(guests[BURSTABLE]["devices"], {"count": 1, "nodes": "1", "local": True})
+        self.assertEqual(guests[BESTEFFORT]["devices"], {"count": 1, "nodes": "0", "local": True})
         g = self.d.get("/v1/guests/" + BESTEFFORT).json()
-        self.assertEqual(g["devices"], {"count": 1, "nodes": "0"})
+        self.assertEqual(g["devices"], {"count": 1, "nodes": "0", "local": True})
         self.assertNotIn("owner", g)    # devices make no pod the kubelet's
         self.assertIn("devices:   1, on nodes 0", self.d.ctl("guest", BESTEFFORT).stdout)
+
+    def test_metrics(self):
+        """Each pod's device node, and whether its CPUs are there, in
+        /metrics (only guests with devices: bounded by them) and in the
+        guest's JSON."""
+        text = self.d.get("/metrics").body.decode()
+        self.assertIn('numaorch_guest_device_node{guest="%s",node="1"} 1\n' % BURSTABLE, text)
+        self.assertIn('numaorch_guest_device_node{guest="%s",node="0"} 1\n' % BESTEFFORT, text)
+        guests = {g["id"]: g for g in self.d.get("/v1/guests").json()["guests"]}
+        with_dev = [i for i, g in guests.items() if "devices" in g]
+        self.assertEqual(sorted(with_dev), sorted([BURSTABLE, BESTEFFORT]))
+        for gid in with_dev:
+            local = guests[gid]["devices"].get("local")
+            self.assertIsNotNone(local, guests[gid])
+            self.assertIn('numaorch_guest_device_local{guest="%s"} %d\n' % (gid, int(local)), text)
+            one = self.d.get("/v1/guests/" + gid).json()
+            self.assertEqual(one["devices"].get("local"), local)
+        # no guest without devices has a device series
+        series = [l for l in text.splitlines() if l.startswith("numaorch_guest_device_")]
+        self.assertTrue(all(BURSTABLE in l or BESTEFFORT in l for l in series), series)
+        out = self.d.ctl("guest", BESTEFFORT).stdout
+        self.assertRegex(out, r"devices:   1, on nodes 0 \(its CPUs there\)")
 
     def test_placed_near_device(self):
         """The burstable pod (most of its memory on node 1) goes to node 1,

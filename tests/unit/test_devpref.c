@@ -1,7 +1,10 @@
 /* test_devpref.c — a guest's devices in its placement (policies/devpref.c):
  * the device's node wins a tie, keeps a guest from leaving it for a
  * slightly less busy node, never overrides room; devices = require and
- * ignore; the record names the device's node. */
+ * ignore; the record names the device's node. And in every other path
+ * that chooses nodes: the advice (policy_advise, a device in the
+ * request), a VM's start placement (policy_place: the advice, its pin,
+ * its reservation), a pinned guest, a split guest's threads' node. */
 #include "testutil.h"
 
 #include <math.h>
@@ -179,6 +182,203 @@ static void test_require_moves(void **state)
 	assert_non_null(strstr(it.detail, "devices = require: nodes 0 → 2, its device's node 2"));
 }
 
+/* The advice for a guest about to start, its device on node 2 given in
+ * the request: four idle nodes, node 0 without it (lowest id); node 2
+ * with it; node 2 full: prefer elsewhere saying so, require nothing. */
+static void test_advice(void **state)
+{
+	static const uint64_t fr[4] = { 6000, 6000, 6000, 6000 };
+	static const uint64_t full2[4] = { 6000, 6000, 300, 6000 };
+	static const double busy[4] = { 0.3, 0.3, 0.3, 0.3 };
+	struct policy_config cfg;
+	struct advice_request req = { .cpus = 1, .mem_bytes = 512 * MIB };
+	struct advice a;
+	struct snapshot *s = host(4, fr, busy), *f = host(4, full2, busy), *f2;
+
+	(void)state;
+	snap_finalize(s);
+	snap_finalize(f);
+	policy_config_default(&cfg);
+	assert_int_equal(policy_advise(&cfg, s, &req, &a), 0);
+	assert_true(a.ok);
+	assert_true(mask_test(&a.nodes, 0) && mask_count(&a.nodes) == 1);
+	assert_null(strstr(a.detail, "device"));
+	req.nr_devices = 1;
+	mask_set(&req.dev_nodes, 2);
+	assert_int_equal(policy_advise(&cfg, s, &req, &a), 0);
+	assert_true(a.ok);
+	assert_true(mask_test(&a.nodes, 2) && mask_count(&a.nodes) == 1);
+	assert_non_null(strstr(a.detail, "near its device on node 2"));
+	assert_int_equal(policy_advise(&cfg, f, &req, &a), 0);
+	assert_true(a.ok);
+	assert_false(mask_test(&a.nodes, 2));
+	assert_non_null(strstr(a.detail, "away from its device on node 2"));
+	/* require: node 2 and the nearest that makes room (not where
+	 * prefer went, a set without it) */
+	req.devices = GPOL_DEV_REQUIRE;
+	assert_int_equal(policy_advise(&cfg, f, &req, &a), 0);
+	assert_true(a.ok);
+	assert_true(mask_test(&a.nodes, 2));
+	assert_non_null(strstr(a.detail, "near its device on node 2 (required)"));
+	/* a device on a node no guest can run on (no CPUs): nothing fits */
+	f2 = host(4, fr, busy);
+	f2->nodes[2].nr_cpus = 0;
+	mask_zero(&f2->nodes[2].cpus);
+	snap_finalize(f2);
+	assert_int_equal(policy_advise(&cfg, f2, &req, &a), 0);
+	assert_false(a.ok);
+	assert_non_null(strstr(a.detail, "nothing fits holding its device's node 2 (devices = require)"));
+	req.devices = GPOL_DEV_PREFER;
+	assert_int_equal(policy_advise(&cfg, f2, &req, &a), 0);
+	assert_true(a.ok);
+	snap_unref(f2);
+	req.devices = GPOL_DEV_IGNORE;
+	assert_int_equal(policy_advise(&cfg, s, &req, &a), 0);
+	assert_true(a.ok && mask_test(&a.nodes, 0));
+	snap_unref(s);
+	snap_unref(f);
+}
+
+/* A VM that just started (policy_place), its device (from its domain
+ * XML) on node 2: the advice puts it there; pinned to node 1, prefer
+ * goes there saying it is away from it, require is skipped saying so;
+ * a reservation on node 0 likewise. */
+static void test_start_placement(void **state)
+{
+	static const uint64_t fr[4] = { 6000, 6000, 6000, 6000 };
+	static const double busy[4] = { 0.3, 0.3, 0.3, 0.3 };
+	struct policy_config cfg;
+	struct place_request q = { .guest_id = "docker-g", .cpus = 1, .mem_bytes = 512 * MIB };
+	struct place_result r;
+	struct snapshot *s = host(4, fr, busy);
+	struct snap_guest *g = guest(s, 0.0, "0-7", -1, 0, 0, 2, GPOL_DEV_PREFER);
+
+	(void)state;
+	snap_finalize(s);
+	g = (struct snap_guest *)snap_find_guest(s, "docker-g");
+	policy_config_default(&cfg);
+	assert_int_equal(policy_place(&cfg, s, &q, &r), 0);
+	assert_int_equal(r.item.kind, PLAN_MOVE);
+	assert_true(mask_test(&r.item.to_nodes, 2) && mask_count(&r.item.to_nodes) == 1);
+	assert_non_null(strstr(r.item.detail, "near its device on node 2"));
+
+	g->policy.mode = GPOL_PINNED;
+	mask_zero(&g->policy.nodes);
+	mask_set(&g->policy.nodes, 1);
+	assert_int_equal(policy_place(&cfg, s, &q, &r), 0);
+	assert_int_equal(r.item.kind, PLAN_MOVE);
+	assert_true(mask_test(&r.item.to_nodes, 1));
+	assert_non_null(strstr(r.item.detail, "away from its device on node 2"));
+	g->policy.devices = GPOL_DEV_REQUIRE;
+	assert_int_equal(policy_place(&cfg, s, &q, &r), 0);
+	assert_int_equal(r.item.kind, PLAN_SKIP);
+	assert_non_null(strstr(r.item.detail, "devices = require: nodes 1 hold not its device's node 2"));
+
+	q.reserved = true;
+	q.reserved_id = 3;
+	mask_set(&q.reserved_nodes, 0);
+	q.reserved_cpu_nodes = q.reserved_nodes;
+	q.reserved_mems = q.reserved_nodes;
+	assert_int_equal(policy_place(&cfg, s, &q, &r), 0);
+	assert_int_equal(r.item.kind, PLAN_SKIP);
+	assert_false(r.used_reservation);
+	assert_non_null(strstr(r.item.detail, "reservation 3"));
+	assert_non_null(strstr(r.item.detail, "hold not its device's node 2"));
+	/* without require, the reservation goes */
+	g->policy.devices = GPOL_DEV_PREFER;
+	assert_int_equal(policy_place(&cfg, s, &q, &r), 0);
+	assert_int_equal(r.item.kind, PLAN_MOVE);
+	assert_true(r.used_reservation);
+	assert_non_null(strstr(r.item.detail, "away from its device on node 2"));
+	snap_unref(s);
+
+	/* require, its device on a node without CPUs: the advice has
+	 * nothing to offer, and the record says why */
+	s = host(4, fr, busy);
+	s->nodes[2].nr_cpus = 0;
+	mask_zero(&s->nodes[2].cpus);
+	guest(s, 0.0, "0-7", -1, 0, 0, 2, GPOL_DEV_REQUIRE);
+	snap_finalize(s);
+	memset(&q, 0, sizeof(q));
+	q.guest_id = "docker-g";
+	q.cpus = 1;
+	q.mem_bytes = 512 * MIB;
+	assert_int_equal(policy_place(&cfg, s, &q, &r), 0);
+	assert_int_equal(r.item.kind, PLAN_SKIP);
+	assert_int_equal(r.item.skip, SKIP_NO_FIT);
+	assert_non_null(strstr(r.item.detail, "not placed: nothing fits holding its device's node 2 (devices = require)"));
+	snap_unref(s);
+}
+
+/* A pinned guest (the decide): pinned to node 1, its device on node 2:
+ * prefer keeps the pin and says it is away; require is skipped. */
+static void test_pinned(void **state)
+{
+	static const uint64_t fr[4] = { 6000, 6000, 6000, 6000 };
+	static const double busy[4] = { 0.3, 0.3, 0.3, 0.3 };
+	struct plan_item it;
+
+	(void)state;
+	for (unsigned req = 0; req < 2; req++) {
+		struct snapshot *s = host(4, fr, busy);
+		struct snap_guest *g = guest(s, 0.5, "0-1", 0, 64, 0, 2, req ? GPOL_DEV_REQUIRE : GPOL_DEV_PREFER);
+
+		g->policy.mode = GPOL_PINNED;
+		g->policy.source = GPOL_SRC_API;
+		mask_set(&g->policy.nodes, 1);
+		it = decide(s);
+		if (!req) {
+			assert_true(moved_to(&it, 1));
+			assert_non_null(strstr(it.detail, "away from its device on node 2"));
+		} else {
+			assert_int_equal(it.kind, PLAN_SKIP);
+			assert_non_null(strstr(it.detail, "pinned to nodes 1, none holding its device's node 2"));
+		}
+	}
+}
+
+/* A guest whose memory fits no one node, its two busy threads on nodes
+ * 1 and 2 (test_policy's bigguest): its threads go to one of nodes 1-3
+ * (node 1 without a device: the lowest of equals), to its device's node 3
+ * with one, prefer or require. */
+static struct plan_item split_with(int dev, enum gpol_devices devs)
+{
+	static const uint64_t fr[4] = { 390, 1000, 1000, 1000 };
+	/* node 3 idle: its threads fit there as on nodes 1 and 2 */
+	static const double busy[4] = { 0.5, 0.5, 0.5, 0.0 };
+	struct snapshot *s = host(4, fr, busy);
+	struct snap_guest *g = guest(s, 2.02, "0-7", -1, 425, 0, dev, devs);
+
+	for (unsigned n = 0; n < 4; n++) {
+		s->nodes[n].mem_total = 1536 * MIB;
+		g->mem_node[n] = 425 * MIB;
+	}
+	g->nr_threads = 3;
+	g->cpu_node = calloc(4, sizeof(double));
+	g->cpu_node[1] = g->cpu_node[2] = 1.01;
+	g->busy_threads = 2;
+	g->busy_measured = true;
+	return decide(s);
+}
+
+static void test_split(void **state)
+{
+	struct plan_item it;
+
+	(void)state;
+	it = split_with(-1, GPOL_DEV_PREFER);
+	assert_int_equal(it.kind, PLAN_MOVE);
+	assert_true(it.split);
+	assert_int_equal(it.first_node, 1);
+	for (unsigned req = 0; req < 2; req++) {
+		it = split_with(3, req ? GPOL_DEV_REQUIRE : GPOL_DEV_PREFER);
+		assert_int_equal(it.kind, PLAN_MOVE);
+		assert_true(it.split);
+		assert_int_equal(it.first_node, 3);
+		assert_non_null(strstr(it.detail, "near its device on node 3"));
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -186,6 +386,10 @@ int main(void)
 		cmocka_unit_test(test_keeps_device_node),
 		cmocka_unit_test(test_room_first_require_skips),
 		cmocka_unit_test(test_require_moves),
+		cmocka_unit_test(test_advice),
+		cmocka_unit_test(test_start_placement),
+		cmocka_unit_test(test_pinned),
+		cmocka_unit_test(test_split),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
