@@ -1077,21 +1077,24 @@ def explain_late(r, t_real0, late):
 
 
 # make check-numa's checks of a hypervisor host's shapes
-# (test_cgroup_v2.sh's shape_check ones), on the scenario that has them.
-SHAPE_VM = "twosocket"
-SHAPE_ITESTS = ("distances_match_the_kernel", "memory_only_node_gets_no_cpus", "pxb_device_on_its_node")
+# (test_cgroup_v2.sh's shape_check ones), each on the scenario that has
+# its shape: one boot a scenario.
+SHAPE_STAGES = (
+    ("twosocket", ("distances_match_the_kernel", "memory_only_node_gets_no_cpus", "pxb_device_on_its_node")),
+    ("smt3", ("smt_busy_threads_get_separate_cores",)),
+)
 
 
-def shapes_stage():
-    """make check-numa's boot of SHAPE_VM for SHAPE_ITESTS: the results
-    text (a "not ok" line when the VM failed) and the wall time."""
-    outdir = os.path.join(CACHE, "check", "itest-shapes")
-    log("check: booting the %s shape for %s" % (SHAPE_VM, ", ".join(SHAPE_ITESTS)))
+def shapes_stage(vm, itests):
+    """make check-numa's boot of scenario VM for ITESTS: the results text
+    (a "not ok" line when the VM failed) and the wall time."""
+    outdir = os.path.join(CACHE, "check", "itest-" + vm)
+    log("check: booting the %s shape for %s" % (vm, ", ".join(itests)))
     try:
-        return boot(load_scenario(SHAPE_VM), "numavm.mode=itest numavm.only=" + ",".join(SHAPE_ITESTS),
+        return boot(load_scenario(vm), "numavm.mode=itest numavm.only=" + ",".join(itests),
                     outdir, timeout=300)
     except RuntimeError as e:
-        return "not ok - the %s VM ran its checks to the end: %s\n" % (SHAPE_VM, str(e).splitlines()[0]), 0
+        return "not ok - the %s VM ran its checks to the end: %s\n" % (vm, str(e).splitlines()[0]), 0
 
 
 def parse_itest(text):
@@ -1168,17 +1171,18 @@ def cmd_check(args):
     check(ok and not bad and not skipped and "END rc=0" in itext,
           "cgroup v2 integration tests in the VM: %d ok, %d not ok, %d skipped" % (len(ok), len(bad), len(skipped)))
     failures.extend("  itest: " + l for l in bad + skipped)
-    # 2b. The checks that need a hypervisor host's shapes, on the VM that
-    #     has them (distances 10/12/32, a memory-only node, a PCI expander
-    #     bridge): one more boot, ~40 s.
-    stext, wall = shapes_stage()
-    ok, bad, skipped = parse_itest(stext)
-    for l in ok + bad:
-        print("  itest --vm %s: %s" % (SHAPE_VM, l))
-    check(len(ok) == len(SHAPE_ITESTS) and not bad and not skipped and "END rc=0" in stext,
-          "hypervisor shapes in the %s VM: %d ok, %d not ok, %d skipped (%.0f s)"
-          % (SHAPE_VM, len(ok), len(bad), len(skipped), wall))
-    failures.extend("  itest --vm %s: %s" % (SHAPE_VM, l) for l in bad + skipped)
+    # 2b. The checks that need a hypervisor host's shapes, each on a VM
+    #     that has them (distances 10/12/32, a memory-only node, a PCI
+    #     expander bridge; SMT siblings with an L3 a node): a boot each.
+    for vm, itests in SHAPE_STAGES:
+        stext, wall = shapes_stage(vm, itests)
+        ok, bad, skipped = parse_itest(stext)
+        for l in ok + bad:
+            print("  itest --vm %s: %s" % (vm, l))
+        check(len(ok) == len(itests) and not bad and not skipped and "END rc=0" in stext,
+              "hypervisor shapes in the %s VM: %d ok, %d not ok, %d skipped (%.0f s)"
+              % (vm, len(ok), len(bad), len(skipped), wall))
+        failures.extend("  itest --vm %s: %s" % (vm, l) for l in bad + skipped)
     # 3. A libvirt domain's memory moved by the mover, libvirtd and QEMU
     #    inside the VM (make check-numa-libvirt runs this alone).
     try:

@@ -403,14 +403,18 @@ class Parts(unittest.TestCase):
 
     def test_shape_itests_exist(self):
         """make check-numa's shape checks are shape_check lines of the
-        in-VM script, and their VM is a scenario with those shapes."""
+        in-VM script, and each one's VM is a scenario with its shape."""
         with open(os.path.join(numavm.HERE, "guest", "test_cgroup_v2.sh")) as f:
             text = f.read()
-        for name in numavm.SHAPE_ITESTS:
-            self.assertRegex(text, r"\nshape_check %s \w+\n" % name)
-            self.assertIn("\ntest_%s() {" % name, text)
-        scn = numavm.load_scenario(numavm.SHAPE_VM)
-        self.assertTrue(scn["distances"] and scn["memory_only"] and scn["pxb"])
+        for vm, itests in numavm.SHAPE_STAGES:
+            for name in itests:
+                self.assertRegex(text, r"\nshape_check %s \w+\n" % name)
+                self.assertIn("\ntest_%s() {" % name, text)
+        scn = dict(numavm.SHAPE_STAGES)
+        tw = numavm.load_scenario("twosocket")
+        self.assertTrue(tw["distances"] and tw["memory_only"] and tw["pxb"])
+        self.assertIn("twosocket", scn)
+        self.assertGreater(numavm.load_scenario("smt3")["threads"], 1)
 
     def test_distance_keys(self):
         d = tempfile.mkdtemp()
