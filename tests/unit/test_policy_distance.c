@@ -359,10 +359,11 @@ static void assert_no_cpu_on_memory_only_of(const struct plan *p, unsigned node,
 }
 
 /* The twosocket testbed's shape (tests/numa-vm/scenarios/twosocket.scn):
- * nodes 0-1 and 2-3 in two sockets (10/12/32), node 4 with memory and no
- * CPUs at 40 from every CPU node; 16 GiB a node, 8 CPUs a CPU node.
- * FREE_GIB: each node's free memory. */
-static struct snapshot *twosocket_host(const unsigned free_gib[5])
+ * nodes 0-1 and 2-3 in two sockets (10/12/32), node 4 with MO_MIB of
+ * memory and no CPUs at 40 from every CPU node; NODE_MIB and CPUS a CPU
+ * node. FREE_MIB and BUSY: each node's free memory and load. */
+static struct snapshot *twosocket_host(unsigned cpus, uint64_t node_mib, uint64_t mo_mib,
+				       const uint64_t free_mib[5], const double busy[5])
 {
 	static const unsigned dist[25] = {
 		10, 12, 32, 32, 40,
@@ -377,19 +378,31 @@ static struct snapshot *twosocket_host(const unsigned free_gib[5])
 	memset(sn, 0, sizeof(sn));
 	for (unsigned i = 0; i < 5; i++) {
 		sn[i].id = (int)i;
-		sn[i].mem_total = 16 * GIB;
-		sn[i].mem_free = free_gib[i] * GIB;
-		sn[i].busy = i == 4 ? NAN : 0.1;
+		sn[i].mem_total = (i == 4 ? mo_mib : node_mib) * MIB;
+		sn[i].mem_free = free_mib[i] * MIB;
+		sn[i].busy = i == 4 ? NAN : busy[i];
 		if (i < 4) {
-			for (unsigned c = 0; c < 8; c++)
-				mask_set(&sn[i].cpus, i * 8 + c);
-			sn[i].nr_cpus = 8;
+			for (unsigned c = 0; c < cpus; c++)
+				mask_set(&sn[i].cpus, i * cpus + c);
+			sn[i].nr_cpus = cpus;
 		}
 	}
 	snap_set_nodes(s, sn, 5, dist);
 	s->mono_ns = T0;
 	s->numa_balancing = 0;
 	return s;
+}
+
+/* twosocket_host with 16 GiB and 8 CPUs a node, all nodes 10 % busy,
+ * FREE_GIB free on each. */
+static struct snapshot *twosocket_big(const unsigned free_gib[5])
+{
+	static const double busy[5] = { 0.1, 0.1, 0.1, 0.1, 0.1 };
+	uint64_t free_mib[5];
+
+	for (unsigned i = 0; i < 5; i++)
+		free_mib[i] = (uint64_t)free_gib[i] * 1024;
+	return twosocket_host(8, 16384, 16384, free_mib, busy);
 }
 
 /* A guest larger than any node must span: its busy thread on node 0
@@ -401,7 +414,7 @@ static struct snapshot *twosocket_host(const unsigned free_gib[5])
 static void test_span_by_distance_memory_only_last(void **state)
 {
 	static const unsigned free_gib[5] = { 4, 8, 9, 1, 11 };
-	struct snapshot *s = twosocket_host(free_gib);
+	struct snapshot *s = twosocket_big(free_gib);
 	struct policy_config cfg;
 	struct snap_guest *g;
 	const struct plan_item *it;
@@ -446,7 +459,7 @@ static void test_span_by_distance_memory_only_last(void **state)
 	{
 		static const unsigned full[5] = { 4, 0, 0, 0, 5 };
 
-		s = twosocket_host(full);
+		s = twosocket_big(full);
 		g = snap_add_guest(s);
 		snprintf(g->id, sizeof(g->id), "big");
 		snprintf(g->runtime, sizeof(g->runtime), "docker");
@@ -555,31 +568,6 @@ static void test_tiering_local_but_for_tier_is_settled(void **state)
  * and weighed against the load alone an idle sibling node (util 0.5
  * against 1.0) paid for it: web1 went to node 1 with 256 MiB, and db1 or
  * db2 would follow to node 3 after its cool-down. */
-static struct snapshot *twosocket_testbed(const uint64_t *free_mib, const double *busy)
-{
-	static const unsigned dist[25] = { 10, 12, 32, 32, 40, 12, 10, 32, 32, 40, 32, 32, 10, 12, 40,
-					   32, 32, 12, 10, 40, 40, 40, 40, 40, 10 };
-	struct snapshot *s = snap_new();
-	struct snap_node sn[5];
-
-	memset(sn, 0, sizeof(sn));
-	for (unsigned i = 0; i < 5; i++) {
-		sn[i].id = (int)i;
-		sn[i].mem_total = (i == 4 ? 512 : 768) * MIB;
-		sn[i].mem_free = free_mib[i] * MIB;
-		sn[i].busy = i == 4 ? NAN : busy[i];
-		if (i < 4) {
-			mask_set(&sn[i].cpus, 2 * i);
-			mask_set(&sn[i].cpus, 2 * i + 1);
-			sn[i].nr_cpus = 2;
-		}
-	}
-	snap_set_nodes(s, sn, 5, dist);
-	s->mono_ns = T0;
-	s->numa_balancing = 0;
-	return s;
-}
-
 static void test_twosocket_cpus_to_memory(void **state)
 {
 	static const struct {
@@ -589,7 +577,7 @@ static void test_twosocket_cpus_to_memory(void **state)
 	} gs[] = { { "web1", 1.00, 0, 0 }, { "web2", 0.99, 0, 1 }, { "db1", 1.02, 2, 0 }, { "db2", 1.00, 2, 2 } };
 	static const uint64_t free_mib[5] = { 212, 715, 224, 630, 496 };
 	static const double busy[5] = { 1.0, 0.5, 0.5, 0.02, 0.0 };
-	struct snapshot *s = twosocket_testbed(free_mib, busy);
+	struct snapshot *s = twosocket_host(2, 768, 512, free_mib, busy);
 	struct policy_config cfg;
 	struct plan *p;
 	struct pstate *next;
@@ -644,7 +632,7 @@ static void test_twosocket_placed_stays(void **state)
 	static const uint64_t free_mib[5] = { 212, 715, 224, 630, 496 };
 	static const double busy[5] = { 1.0, 0.01, 1.0, 0.01, 0.0 };
 	static const char *const ids[4] = { "web1", "web2", "db1", "db2" };
-	struct snapshot *s = twosocket_testbed(free_mib, busy);
+	struct snapshot *s = twosocket_host(2, 768, 512, free_mib, busy);
 	struct policy_config cfg;
 	struct plan *p;
 	struct pstate *next;
