@@ -242,6 +242,19 @@ class KubeletRewrites(unittest.TestCase):
                 return float(line[len(prefix):])
         self.fail("no " + prefix)
 
+    def kubelet_rewrites(self, cg):
+        """A kubelet-like writer on the pod cgroup CG, once it has written
+        the shared pool back (within 10 s)."""
+        kubelet = KubeletLike(os.path.join(self.root, "sys", "fs", "cgroup", cg.lstrip("/")), self.SHARED)
+        kubelet.start()
+        self.addCleanup(kubelet.join)
+        self.addCleanup(kubelet.stop.set)
+        deadline = time.monotonic() + 10
+        while kubelet.rewrites == 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        self.assertEqual(kubelet.rewrites, 1)
+        return kubelet
+
     def test_rewritten_once_not_fought(self):
         self.assertEqual(self.conflict_metric("kubelet"), 0)
         self.assertEqual(self.conflict_metric("unknown"), 0)
@@ -251,14 +264,7 @@ class KubeletRewrites(unittest.TestCase):
         cg, wrote = writes[0]
         uid = next(u for u in (BURSTABLE, BESTEFFORT) if u.replace("-", "_") in cg)
         gid = "kubernetes-" + uid
-        kubelet = KubeletLike(os.path.join(self.root, "sys", "fs", "cgroup", cg.lstrip("/")), self.SHARED)
-        kubelet.start()
-        self.addCleanup(kubelet.join)
-        self.addCleanup(kubelet.stop.set)
-        deadline = time.monotonic() + 10
-        while kubelet.rewrites == 0 and time.monotonic() < deadline:
-            time.sleep(0.02)
-        self.assertEqual(kubelet.rewrites, 1)
+        kubelet = self.kubelet_rewrites(cg)
         for _ in range(5):
             self.cycle()
             time.sleep(0.1)
@@ -316,14 +322,7 @@ class KubeletRewrites(unittest.TestCase):
         placed = [r for r in self.d.get("/v1/decisions?guest=%s&limit=1000" % gid).json()["decisions"]
                   if r["decision"] == "moved"]
         self.assertEqual([r.get("reason") for r in placed], ["place"], placed)
-        kubelet = KubeletLike(os.path.join(self.root, "sys", "fs", "cgroup", cg.lstrip("/")), self.SHARED)
-        kubelet.start()
-        self.addCleanup(kubelet.join)
-        self.addCleanup(kubelet.stop.set)
-        deadline = time.monotonic() + 10
-        while kubelet.rewrites == 0 and time.monotonic() < deadline:
-            time.sleep(0.02)
-        self.assertEqual(kubelet.rewrites, 1)
+        kubelet = self.kubelet_rewrites(cg)
         before = self.conflict_metric("kubelet")
         for _ in range(5):
             self.cycle()
