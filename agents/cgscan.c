@@ -1061,45 +1061,36 @@ static void kube_mark(struct cgscan *cs, struct snap_guest *g, const char *uid)
 	snap_guest_set_cpus(cs->snap, g, g->cpus, &pool);
 }
 
-/* Guest REL's cgroup directory in the hierarchy that has hugetlb into
- * OUT: v2's (the memory controller's tree), or v1's hugetlb hierarchy at
- * REL, else where /proc/PID/cgroup puts PID (a process of the guest's
- * own cgroup) in it, as the other v1 controllers are found (cgproc.h).
- * -ENOENT when it has none of its own there (the host's root). */
-static int huge_cgdir(const struct cgscan *cs, const char *rel, pid_t pid, char *out, size_t sz)
+/* Guest REL's FILE ("" for its directory) in the v1 hierarchy of
+ * controller CTRL mounted at ROOT into OUT: at REL, else where
+ * /proc/PID/cgroup puts PID (a process of the guest's own cgroup) in it,
+ * as the other v1 controllers are found (cgproc.h). -ENOENT when it has
+ * none of its own there (the host's root). */
+static int v1_guest_path(const struct cgscan *cs, const char *root, const char *ctrl, const char *rel, pid_t pid,
+			 const char *file, char *out, size_t sz)
 {
 	char at[PATH_MAX];
 
-	if (cs->hier.v2[CGC_MEMORY])
-		return cgh_path(&cs->hier, CGC_MEMORY, rel, NULL, out, sz);
-	if (snprintf(out, sz, "%s%s", cs->huge_v1, rel) >= (int)sz)
+	if (snprintf(out, sz, "%s%s%s", root, rel, file) >= (int)sz)
 		return -ENAMETOOLONG;
-	if (fs_is_dir(out))
+	if (*file ? fs_exists(out) : fs_is_dir(out))
 		return 0;
-	if (pid <= 0 || cgproc_read(cs->hp.procfs, pid, "hugetlb", at, sizeof(at)) < 0 ||
+	if (pid <= 0 || cgproc_read(cs->hp.procfs, pid, ctrl, at, sizeof(at)) < 0 ||
 	    strcmp(at, "/") == 0 || strcmp(at, rel) == 0 || !cgh_rel_valid(at))
 		return -ENOENT;
-	if (snprintf(out, sz, "%s%s", cs->huge_v1, at) >= (int)sz)
+	if (snprintf(out, sz, "%s%s%s", root, at, file) >= (int)sz)
 		return -ENAMETOOLONG;
 	return 0;
 }
 
-/* Guest REL's devices.list in the v1 devices hierarchy into OUT: at REL,
- * else where /proc/PID/cgroup puts PID in it (as huge_cgdir). */
-static int devcg_path(const struct cgscan *cs, const char *rel, pid_t pid, char *out, size_t sz)
+/* Guest REL's cgroup directory in the hierarchy that has hugetlb into
+ * OUT: v2's (the memory controller's tree), or v1's hugetlb hierarchy
+ * (v1_guest_path). */
+static int huge_cgdir(const struct cgscan *cs, const char *rel, pid_t pid, char *out, size_t sz)
 {
-	char at[PATH_MAX];
-
-	if (snprintf(out, sz, "%s%s/devices.list", cs->dev_v1, rel) >= (int)sz)
-		return -ENAMETOOLONG;
-	if (fs_exists(out))
-		return 0;
-	if (pid <= 0 || cgproc_read(cs->hp.procfs, pid, "devices", at, sizeof(at)) < 0 ||
-	    strcmp(at, "/") == 0 || strcmp(at, rel) == 0 || !cgh_rel_valid(at))
-		return -ENOENT;
-	if (snprintf(out, sz, "%s%s/devices.list", cs->dev_v1, at) >= (int)sz)
-		return -ENAMETOOLONG;
-	return 0;
+	if (cs->hier.v2[CGC_MEMORY])
+		return cgh_path(&cs->hier, CGC_MEMORY, rel, NULL, out, sz);
+	return v1_guest_path(cs, cs->huge_v1, "hugetlb", rel, pid, "", out, sz);
 }
 
 /* G's devices from its devices cgroup (v1): its devices.list read when
@@ -1128,7 +1119,7 @@ static void devcg_guest(struct cgscan *cs, struct snap_guest *g, const char *rel
 		e->dev_at = e->dev_at ? now : now - (int64_t)(h % (uint64_t)(DEVCG_REREAD_NS / 2));
 		if (!e->dev_at)
 			e->dev_at = 1;
-		r = devcg_path(cs, rel, pid, path, sizeof(path));
+		r = v1_guest_path(cs, cs->dev_v1, "devices", rel, pid, "/devices.list", path, sizeof(path));
 		if (r == 0)
 			r = fs_read_file(path, 1u << 20, &buf, NULL);
 		if (r == 0 && devcg_resolve(cs->devc, buf, &e->dev) < 0)
