@@ -57,6 +57,14 @@ TOUCH_24M = ["sh", "-c", "dd if=/dev/zero of=/tmp/f bs=1M count=24 2>/dev/null; 
              "touch /tmp/ready; exec sleep 600"]
 
 
+def planned(test, out, gid):
+    """The guest GID is a container of one single-threaded process and
+    an item of the dry-run plan (a move or a skip with its reason)."""
+    g = {g["id"]: g for g in out["snapshot"]["guests"]}[gid]
+    test.assertEqual((g["kind"], g["nr_procs"], g["nr_threads"]), ("container", 1, 1), g)
+    test.assertIn(gid, {i["guest"] for i in out["plan"]["items"]}, out["plan"])
+
+
 def wait_file(path, timeout=20):
     end = time.monotonic() + timeout
     while time.monotonic() < end:
@@ -114,11 +122,13 @@ class PlainRunc(itlib.DaemonTest):
                                           "--scope", cpuset),
                            capture_output=True, text=True, timeout=60)
         self.assertEqual(d.returncode, 0, d.stderr)
-        snap = json.loads(d.stdout)["snapshot"]
+        out = json.loads(d.stdout)
+        snap = out["snapshot"]
         guests = {g["id"]: g for g in snap["guests"]}
         self.assertIn("runc-" + self.id, guests, snap)
         g = guests["runc-" + self.id]
-        self.assertEqual(g["runtime"], "runc")
+        self.assertEqual((g["runtime"], g["name"]), ("runc", self.id))
+        planned(self, out, "runc-" + self.id)
         self.assertEqual(g["cgroup"], cpuset)
         self.assertEqual(g["nr_procs"], 1)
         self.assertGreaterEqual(g["mem_total_bytes"], 20 << 20,
@@ -238,11 +248,13 @@ class Containerd(itlib.DaemonTest):
                                               "--scope", "/" + self.ns, "--log-level", "debug"),
                                capture_output=True, text=True, timeout=60)
             self.assertEqual(d.returncode, 0, d.stderr)
-            snap = json.loads(d.stdout)["snapshot"]
+            out = json.loads(d.stdout)
+            snap = out["snapshot"]
             guests = {g["cgroup"]: g for g in snap["guests"]}
             self.assertIn(rel, guests, "%s: %s" % (cfg, d.stderr[-2000:]))
             g = guests[rel]
             self.assertEqual(g["id"], "containerd-" + self.id)
+            planned(self, out, g["id"])
             self.assertEqual(g["runtime"], "containerd")
             self.assertEqual(g["name"], self.id)
             self.assertEqual(g["namespace"], self.ns)
@@ -301,8 +313,11 @@ class Podman(itlib.DaemonTest):
         d = subprocess.run(self.numaorchd("--once", "--dry-run", "--json", "--socket", "", "--scope", cgroup),
                            capture_output=True, text=True, timeout=60)
         self.assertEqual(d.returncode, 0, d.stderr)
-        snap = json.loads(d.stdout)["snapshot"]
-        return {g["cgroup"]: g for g in snap["guests"]}
+        out = json.loads(d.stdout)
+        for g in out["snapshot"]["guests"]:
+            if g["cgroup"] == cgroup:
+                planned(self, out, g["id"])
+        return {g["cgroup"]: g for g in out["snapshot"]["guests"]}
 
     def test_named_and_renamed(self):
         """Shown by its podman name; renamed, the same guest (its id) with
