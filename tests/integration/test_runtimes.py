@@ -173,19 +173,24 @@ class Containerd(itlib.DaemonTest):
                     'disabled_plugins = ["io.containerd.grpc.v1.cri"]\n'
                     '[grpc]\n  address = "%s"\n[ttrpc]\n  address = ""\n'
                     '[debug]\n  address = ""\n[metrics]\n  address = ""\n' % (base, base, self.sock))
+        self.cfg = cfg
         self.log = open(os.path.join(base, "log"), "w")
         self.addCleanup(self.log.close)
-        self.ctrd = subprocess.Popen(["containerd", "--config", cfg], stdin=subprocess.DEVNULL,
-                                     stdout=self.log, stderr=self.log)
         self.addCleanup(self.stop_containerd)
+        if not self.start_containerd():
+            self.skipTest("containerd does not start here (see its log: %s)" % self.log.name)
+        self.rootfs = os.path.join(busybox_bundle(os.path.join(self.tmp, "bundle"), TOUCH_24M), "rootfs")
+
+    def start_containerd(self):
+        """True once it answers on its socket."""
+        self.ctrd = subprocess.Popen(["containerd", "--config", self.cfg], stdin=subprocess.DEVNULL,
+                                     stdout=self.log, stderr=self.log)
         end = time.monotonic() + 15
         while time.monotonic() < end and self.ctrd.poll() is None:
             if self.ctr("version").returncode == 0:
-                break
+                return True
             time.sleep(0.1)
-        else:
-            self.skipTest("containerd does not start here (see its log: %s)" % self.log.name)
-        self.rootfs = os.path.join(busybox_bundle(os.path.join(self.tmp, "bundle"), TOUCH_24M), "rootfs")
+        return False
 
     def ctr(self, *args, timeout=30):
         return subprocess.run(["ctr", "--address", self.sock, "--namespace", self.ns] + list(args),
@@ -229,7 +234,8 @@ class Containerd(itlib.DaemonTest):
     def test_found_by_default(self):
         """With the built-in defaults (no configuration at all), a `ctr
         run` container is a guest: runtime containerd, its id, its
-        memory."""
+        memory; still the same guest while containerd is stopped and
+        after it starts again (the runtime restarting)."""
         out = os.path.join(self.tmp, "ctr-run.out")
         with open(out, "w") as f:
             rc = subprocess.run(["ctr", "--address", self.sock, "--namespace", self.ns, "run", "--detach",
@@ -261,6 +267,24 @@ class Containerd(itlib.DaemonTest):
             self.assertEqual(g["nr_procs"], 1)
             self.assertGreaterEqual(g["mem_total_bytes"], 20 << 20)
             self.assertEqual([w for w in snap.get("warnings", []) if self.ns in w], [])
+        # containerd stopped (its shim keeps the container running) and
+        # started again: the same guest throughout, read from the runc
+        # state the shim keeps, not from containerd
+        task_pid = self.ctr("task", "ls").stdout.split()[-2]
+        self.ctrd.terminate()
+        self.ctrd.wait(timeout=10)
+        for when in ("while containerd is down", "after containerd's restart"):
+            if when.startswith("after"):
+                self.assertTrue(self.start_containerd(), "containerd did not start again (%s)" % self.log.name)
+                self.assertEqual(self.ctr("task", "ls").stdout.split()[-2], task_pid,
+                                 "the container did not outlive containerd's restart")
+            d = subprocess.run(self.numaorchd("--config", empty, "--once", "--dry-run", "--json", "--socket", "",
+                                              "--scope", "/" + self.ns),
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(d.returncode, 0, d.stderr)
+            guests = {g["cgroup"]: g for g in json.loads(d.stdout)["snapshot"]["guests"]}
+            self.assertIn(rel, guests, when)
+            self.assertEqual((guests[rel]["id"], guests[rel]["name"]), ("containerd-" + self.id, self.id), when)
         # a cgroup nothing names: the debug log says why it is not a guest
         stray = os.path.join(itlib.CGROOT, "cpuset", self.ns, "stray")
         os.mkdir(stray)
