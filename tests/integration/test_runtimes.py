@@ -57,6 +57,14 @@ TOUCH_24M = ["sh", "-c", "dd if=/dev/zero of=/tmp/f bs=1M count=24 2>/dev/null; 
              "touch /tmp/ready; exec sleep 600"]
 
 
+def planned(test, out, gid):
+    """The guest GID is a container of one single-threaded process and
+    an item of the dry-run plan (a move or a skip with its reason)."""
+    g = {g["id"]: g for g in out["snapshot"]["guests"]}[gid]
+    test.assertEqual((g["kind"], g["nr_procs"], g["nr_threads"]), ("container", 1, 1), g)
+    test.assertIn(gid, {i["guest"] for i in out["plan"]["items"]}, out["plan"])
+
+
 def wait_file(path, timeout=20):
     end = time.monotonic() + timeout
     while time.monotonic() < end:
@@ -114,11 +122,13 @@ class PlainRunc(itlib.DaemonTest):
                                           "--scope", cpuset),
                            capture_output=True, text=True, timeout=60)
         self.assertEqual(d.returncode, 0, d.stderr)
-        snap = json.loads(d.stdout)["snapshot"]
+        out = json.loads(d.stdout)
+        snap = out["snapshot"]
         guests = {g["id"]: g for g in snap["guests"]}
         self.assertIn("runc-" + self.id, guests, snap)
         g = guests["runc-" + self.id]
-        self.assertEqual(g["runtime"], "runc")
+        self.assertEqual((g["runtime"], g["name"]), ("runc", self.id))
+        planned(self, out, "runc-" + self.id)
         self.assertEqual(g["cgroup"], cpuset)
         self.assertEqual(g["nr_procs"], 1)
         self.assertGreaterEqual(g["mem_total_bytes"], 20 << 20,
@@ -163,19 +173,24 @@ class Containerd(itlib.DaemonTest):
                     'disabled_plugins = ["io.containerd.grpc.v1.cri"]\n'
                     '[grpc]\n  address = "%s"\n[ttrpc]\n  address = ""\n'
                     '[debug]\n  address = ""\n[metrics]\n  address = ""\n' % (base, base, self.sock))
+        self.cfg = cfg
         self.log = open(os.path.join(base, "log"), "w")
         self.addCleanup(self.log.close)
-        self.ctrd = subprocess.Popen(["containerd", "--config", cfg], stdin=subprocess.DEVNULL,
-                                     stdout=self.log, stderr=self.log)
         self.addCleanup(self.stop_containerd)
+        if not self.start_containerd():
+            self.skipTest("containerd does not start here (see its log: %s)" % self.log.name)
+        self.rootfs = os.path.join(busybox_bundle(os.path.join(self.tmp, "bundle"), TOUCH_24M), "rootfs")
+
+    def start_containerd(self):
+        """True once it answers on its socket."""
+        self.ctrd = subprocess.Popen(["containerd", "--config", self.cfg], stdin=subprocess.DEVNULL,
+                                     stdout=self.log, stderr=self.log)
         end = time.monotonic() + 15
         while time.monotonic() < end and self.ctrd.poll() is None:
             if self.ctr("version").returncode == 0:
-                break
+                return True
             time.sleep(0.1)
-        else:
-            self.skipTest("containerd does not start here (see its log: %s)" % self.log.name)
-        self.rootfs = os.path.join(busybox_bundle(os.path.join(self.tmp, "bundle"), TOUCH_24M), "rootfs")
+        return False
 
     def ctr(self, *args, timeout=30):
         return subprocess.run(["ctr", "--address", self.sock, "--namespace", self.ns] + list(args),
@@ -219,7 +234,8 @@ class Containerd(itlib.DaemonTest):
     def test_found_by_default(self):
         """With the built-in defaults (no configuration at all), a `ctr
         run` container is a guest: runtime containerd, its id, its
-        memory."""
+        memory; still the same guest while containerd is stopped and
+        after it starts again (the runtime restarting)."""
         out = os.path.join(self.tmp, "ctr-run.out")
         with open(out, "w") as f:
             rc = subprocess.run(["ctr", "--address", self.sock, "--namespace", self.ns, "run", "--detach",
@@ -238,17 +254,37 @@ class Containerd(itlib.DaemonTest):
                                               "--scope", "/" + self.ns, "--log-level", "debug"),
                                capture_output=True, text=True, timeout=60)
             self.assertEqual(d.returncode, 0, d.stderr)
-            snap = json.loads(d.stdout)["snapshot"]
+            out = json.loads(d.stdout)
+            snap = out["snapshot"]
             guests = {g["cgroup"]: g for g in snap["guests"]}
             self.assertIn(rel, guests, "%s: %s" % (cfg, d.stderr[-2000:]))
             g = guests[rel]
             self.assertEqual(g["id"], "containerd-" + self.id)
+            planned(self, out, g["id"])
             self.assertEqual(g["runtime"], "containerd")
             self.assertEqual(g["name"], self.id)
             self.assertEqual(g["namespace"], self.ns)
             self.assertEqual(g["nr_procs"], 1)
             self.assertGreaterEqual(g["mem_total_bytes"], 20 << 20)
             self.assertEqual([w for w in snap.get("warnings", []) if self.ns in w], [])
+        # containerd stopped (its shim keeps the container running) and
+        # started again: the same guest throughout, read from the runc
+        # state the shim keeps, not from containerd
+        task_pid = self.ctr("task", "ls").stdout.split()[-2]
+        self.ctrd.terminate()
+        self.ctrd.wait(timeout=10)
+        for when in ("while containerd is down", "after containerd's restart"):
+            if when.startswith("after"):
+                self.assertTrue(self.start_containerd(), "containerd did not start again (%s)" % self.log.name)
+                self.assertEqual(self.ctr("task", "ls").stdout.split()[-2], task_pid,
+                                 "the container did not outlive containerd's restart")
+            d = subprocess.run(self.numaorchd("--config", empty, "--once", "--dry-run", "--json", "--socket", "",
+                                              "--scope", "/" + self.ns),
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(d.returncode, 0, d.stderr)
+            guests = {g["cgroup"]: g for g in json.loads(d.stdout)["snapshot"]["guests"]}
+            self.assertIn(rel, guests, when)
+            self.assertEqual((guests[rel]["id"], guests[rel]["name"]), ("containerd-" + self.id, self.id), when)
         # a cgroup nothing names: the debug log says why it is not a guest
         stray = os.path.join(itlib.CGROOT, "cpuset", self.ns, "stray")
         os.mkdir(stray)
@@ -301,8 +337,11 @@ class Podman(itlib.DaemonTest):
         d = subprocess.run(self.numaorchd("--once", "--dry-run", "--json", "--socket", "", "--scope", cgroup),
                            capture_output=True, text=True, timeout=60)
         self.assertEqual(d.returncode, 0, d.stderr)
-        snap = json.loads(d.stdout)["snapshot"]
-        return {g["cgroup"]: g for g in snap["guests"]}
+        out = json.loads(d.stdout)
+        for g in out["snapshot"]["guests"]:
+            if g["cgroup"] == cgroup:
+                planned(self, out, g["id"])
+        return {g["cgroup"]: g for g in out["snapshot"]["guests"]}
 
     def test_named_and_renamed(self):
         """Shown by its podman name; renamed, the same guest (its id) with

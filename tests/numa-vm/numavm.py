@@ -435,7 +435,7 @@ def build_initrd(libvirt=False):
     dyn = {"bin/numaorchd": numaorchd, "bin/numaorchctl": os.path.join(BUILD, "numaorchctl"), "usr/bin/numad": numad, "usr/bin/numactl": numactl,
            "usr/bin/migratepages": shutil.which("migratepages") or numactl}
     # runc (make test-deps), for the in-VM test of a container a real
-    # runtime started (test_cgroup_v2.sh: runc_container_moved_for_real).
+    # runtime started (test_cgroup_v2.sh: runc_container_moved_for_real, runc_container_killed_mid_move).
     runc = shutil.which("runc") or "/usr/sbin/runc"
     if os.access(runc, os.X_OK):
         dyn["usr/sbin/runc"] = runc

@@ -1676,6 +1676,85 @@ test_runc_container_moved_for_real() {
 	return $rc
 }
 
+# A real runtime's container stops while the agent moves its memory:
+# runc's rc1 (384 MiB of 4 KiB pages on node 0, its CPUs node 1's) is
+# being pulled to node 1 on a slow budget (8 MiB/s, ~48 s) when `runc
+# delete --force` kills it and removes its cgroup, as a runtime does
+# when a container stops. The job ends memory_vanished (not failed), the
+# daemon runs on with no error logged and nothing more said about rc1
+# (no error loop on a gone cgroup), rc1 leaves GET /v1/guests, and a
+# guest that appears afterwards is still moved and its memory arrives.
+runc_killed_mid_move() {
+	c1=$(node_cpus 1) c2=$(node_cpus 2)
+	B=$T/bundle
+	mkdir -p $B/rootfs/bin
+	cp $LOAD $B/rootfs/bin/guestload
+	(cd $B && $RUNC spec) || { echo "runc spec failed"; return 1; }
+	sed -i -e 's/"terminal": true/"terminal": false/' \
+		-e 's|^[[:space:]]*"sh"$|"/bin/guestload", "--mib", "384", "--threads", "1", "--pages", "4k"|' \
+		-e "s|^[[:space:]]*\"linux\": {|\"linux\": { \"cgroupsPath\": \"$SB/rc1\",|" \
+		-e "s|^[[:space:]]*\"resources\": {|\"resources\": { \"cpu\": { \"cpus\": \"$c1\", \"mems\": \"0\" },|" \
+		$B/config.json
+	grep -q '"/bin/guestload"' $B/config.json && grep -q "\"cgroupsPath\": \"$SB/rc1\"" $B/config.json ||
+		{ echo "config.json not edited: $(tr -d '\t\n' < $B/config.json | cut -c1-400)"; return 1; }
+	ready=$T/ready.rc1
+	$RUNC run --no-pivot -d -b $B rc1 > $ready 2>&1 < /dev/null || { echo "runc run: $(cat $ready)"; return 1; }
+	i=0
+	while ! grep -q ready $ready 2>/dev/null; do
+		sleep 0.2; i=$((i + 1))
+		[ $i -gt 300 ] && { echo "the container's workload not ready: $(cat $ready)"; return 1; }
+	done
+	S=$T/api.sock
+	ctl="/bin/numaorchctl --socket $S"
+	printf '[agent]\ninterval = 0.5\nsample = 0.3\n[memory]\nrate_mib = 8\n[api]\nsocket = %s\n[libvirt]\nenabled = no\n' $S > $T/conf
+	$NUMAORCHD --config $T/conf --scope $SB --state-dir $T/state --decision-log $T/dec 2> $T/err &
+	pid=$!
+	i=0
+	while ! grep '"decision":"moved"' $T/dec 2>/dev/null | grep '"guest":"runc-rc1"' | grep -q '(job [0-9]*)'; do
+		sleep 0.2; i=$((i + 1))
+		[ $i -gt 150 ] && { kill -9 $pid; echo "no move of runc-rc1 with a mover job within 30 s: $(grep -o '"decision":"[a-z_]*"' $T/dec 2>/dev/null | tr '\n' ' ')"; return 1; }
+	done
+	sleep 2   # some chunks in
+	grep -q '"decision":"memory_[a-z]*".*"guest":"runc-rc1"\|"guest":"runc-rc1".*"decision":"memory_' $T/dec &&
+		{ kill -9 $pid; echo "the job ended before the container was killed (the test proves nothing): $(grep runc-rc1 $T/dec | tail -1 | cut -c1-300)"; return 1; }
+	pct=$(local_pct rc1 1)
+	$RUNC delete --force rc1 > $T/rdel 2>&1 || { kill -9 $pid; echo "runc delete --force: $(cat $T/rdel)"; return 1; }
+	[ -d $CG$SB/rc1 ] && { kill -9 $pid; echo "runc left its cgroup $SB/rc1"; return 1; }
+	echo "# runc delete --force with $pct% of rc1's memory on node 1, its job running"
+	i=0
+	while ! grep '"guest":"runc-rc1"' $T/dec | grep -q '"decision":"memory_'; do
+		sleep 0.2; i=$((i + 1))
+		[ $i -gt 300 ] && { kill -9 $pid; echo "no memory_ record for runc-rc1 within 60 s of its deletion"; return 1; }
+	done
+	end=$(grep '"guest":"runc-rc1"' $T/dec | grep -o '"decision":"memory_[a-z]*"' | head -1)
+	[ "$end" = '"decision":"memory_vanished"' ] ||
+		{ kill -9 $pid; echo "the job ended $end, want memory_vanished: $(grep runc-rc1 $T/dec | tail -1 | cut -c1-300)"; return 1; }
+	from=$(wc -l < $T/err) dfrom=$(wc -l < $T/dec)
+	# a guest that comes afterwards: node 2's CPUs, its memory on node 0
+	start $G2 "$c2" 0 32 --pages 4k || { kill -9 $pid; return 1; }
+	i=0
+	while ! grep "\"guest\":\"$ID2\"" $T/dec | grep -q '"decision":"memory_arrived"'; do
+		sleep 0.2; i=$((i + 1))
+		[ $i -gt 450 ] && { kill -9 $pid; echo "$ID2 (started after rc1 was gone) not moved within 90 s: $(grep -o '"decision":"[a-z_]*"' $T/dec | tr '\n' ' ')"; return 1; }
+	done
+	kill -0 $pid 2>/dev/null || { echo "daemon exited after the container did"; return 1; }
+	$ctl --json guests > $T/guests || { kill -9 $pid; echo "GET /v1/guests failed"; return 1; }
+	grep -q runc-rc1 $T/guests && { kill -9 $pid; echo "runc-rc1 still in GET /v1/guests after its deletion"; return 1; }
+	grep -q "\"id\": \"$ID2\"" $T/guests || { kill -9 $pid; echo "$ID2 not in GET /v1/guests"; return 1; }
+	said=$(tail -n +$((from + 1)) $T/err | grep -c 'rc1')
+	[ "$said" = 0 ] || { kill -9 $pid; echo "the log still names rc1 $said times after its job ended: $(tail -n +$((from + 1)) $T/err | grep rc1 | head -3)"; return 1; }
+	late=$(tail -n +$((dfrom + 1)) $T/dec | grep -c runc-rc1)
+	[ "$late" = 0 ] || { kill -9 $pid; echo "$late records for runc-rc1 after memory_vanished"; return 1; }
+	echo "# $(grep '"guest":"runc-rc1"' $T/dec | grep -o '"decision":"memory_[a-z]*"' | head -1); then $ID2 moved to node 2 ($(local_pct $G2 2)% of its memory there)"
+	stop_daemon
+}
+test_runc_container_killed_mid_move() {
+	runc_killed_mid_move
+	rc=$?
+	$RUNC delete --force rc1 > /dev/null 2>&1
+	return $rc
+}
+
 # ---- SMT siblings (numavm.py itest --vm smt3) -----------------------------
 # The core of CPU C (its lowest sibling), from the kernel's own file.
 core_of() { cut -d, -f1 /sys/devices/system/cpu/cpu$1/topology/thread_siblings_list | cut -d- -f1; }
@@ -1788,10 +1867,13 @@ check mover_leaves_huge_pages_without_free_ones
 check hugetlb_from_the_cgroup
 if [ -x $RUNC ]; then
 	check runc_container_moved_for_real
+	check runc_container_killed_mid_move
 else
-	case ",$ONLY," in ,,|*",runc_container_moved_for_real,"*)
-		n=$((n + 1)); echo "ok $n - runc_container_moved_for_real # SKIP no runc in the initramfs (the host has none: Debian package runc)" ;;
-	esac
+	for t in runc_container_moved_for_real runc_container_killed_mid_move; do
+		case ",$ONLY," in ,,|*",$t,"*)
+			n=$((n + 1)); echo "ok $n - $t # SKIP no runc in the initramfs (the host has none: Debian package runc)" ;;
+		esac
+	done
 fi
 shape_check distances_match_the_kernel uneven_distances
 shape_check memory_only_node_gets_no_cpus has_memory_only_node
