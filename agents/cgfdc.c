@@ -1,6 +1,7 @@
 /* cgfdc.c — the scanner's open files (see cgfdc.h). */
 #include "cgfdc.h"
 
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,16 +10,28 @@
 
 #include "../orchestrator/base/xalloc.h"
 
+unsigned cgfdc_budget_for(uint64_t nofile)
+{
+	/* (no limit, or one past what a count of files holds) */
+	if (nofile == (uint64_t)RLIM_INFINITY || nofile > UINT_MAX)
+		return 1u << 20;
+	return nofile > 1024 ? (unsigned)(nofile - 512) : (unsigned)(nofile / 2);
+}
+
+void cgfdc_init_budget(struct cgfdc *c, unsigned budget)
+{
+	memset(c, 0, sizeof(*c));
+	c->budget = budget;
+}
+
 void cgfdc_init(struct cgfdc *c)
 {
 	struct rlimit rl;
 
-	memset(c, 0, sizeof(*c));
 	/* numaorchd raises the soft limit at start. */
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-		c->budget = rl.rlim_cur > 1024 ? (unsigned)(rl.rlim_cur - 512) : (unsigned)(rl.rlim_cur / 2);
-	else
-		c->budget = 1u << 20;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		rl.rlim_cur = RLIM_INFINITY;
+	cgfdc_init_budget(c, cgfdc_budget_for((uint64_t)rl.rlim_cur));
 }
 
 static uint32_t rel_hash(const char *s)
@@ -33,10 +46,9 @@ static uint32_t rel_hash(const char *s)
 static void fdc_close(struct cgfdc *c, struct cgfdc_ent *e)
 {
 	for (unsigned i = 0; i < CGFDC_NR; i++)
-		if (e->fd[i] >= 0) {
-			close(e->fd[i]);
-			c->open--;
-		}
+		cgfdc_drop(c, e, (enum cgfdc_slot)i);
+	if (e->has_cpu)
+		c->nr_cpu--;
 	free(e->rel);
 	e->rel = NULL;
 }
@@ -95,8 +107,31 @@ struct cgfdc_ent *cgfdc_get(struct cgfdc *c, const char *rel)
 	c->tab[i].gen = c->gen;
 	for (unsigned k = 0; k < CGFDC_NR; k++)
 		c->tab[i].fd[k] = -1;
+	c->tab[i].has_cpu = false;
 	c->n++;
 	return &c->tab[i];
+}
+
+/* Counters the budget has no room for: guests that have one and lack it,
+ * less what the budget has left. */
+static unsigned cpu_short(const struct cgfdc *c)
+{
+	unsigned want = c->nr_cpu - c->cpu_open;
+
+	return c->open + want > c->budget ? c->open + want - c->budget : 0;
+}
+
+/* Close other files than counters until the budget holds a counter for
+ * every guest that has one (cgfdc.h). */
+static void fdc_trim(struct cgfdc *c)
+{
+	for (unsigned j = 0; j < c->cap && cpu_short(c); j++) {
+		struct cgfdc_ent *e = &c->tab[j];
+
+		for (unsigned i = 0; e->rel && i < CGFDC_NR && cpu_short(c); i++)
+			if (i != CGFDC_CPU)
+				cgfdc_drop(c, e, (enum cgfdc_slot)i);
+	}
 }
 
 /* Close the files of guests this scan did not see; rehash the rest. */
@@ -123,6 +158,7 @@ void cgfdc_sweep(struct cgfdc *c)
 	free(c->tab);
 	c->tab = nt;
 	c->n = n;
+	fdc_trim(c);
 }
 
 void cgfdc_clear(struct cgfdc *c)
@@ -147,13 +183,25 @@ void cgfdc_drop(struct cgfdc *c, struct cgfdc_ent *e, enum cgfdc_slot slot)
 	close(e->fd[slot]);
 	e->fd[slot] = -1;
 	c->open--;
+	if (slot == CGFDC_CPU)
+		c->cpu_open--;
 }
 
 bool cgfdc_keep(struct cgfdc *c, struct cgfdc_ent *e, enum cgfdc_slot slot, int fd)
 {
+	if (slot == CGFDC_CPU && !e->has_cpu) {
+		e->has_cpu = true;
+		c->nr_cpu++;
+	}
 	if (c->open >= c->budget)
+		return false;
+	/* Another file only where a counter for every guest lacking one
+	 * would still fit. */
+	if (slot != CGFDC_CPU && c->open + (c->nr_cpu - c->cpu_open) >= c->budget)
 		return false;
 	e->fd[slot] = fd;
 	c->open++;
+	if (slot == CGFDC_CPU)
+		c->cpu_open++;
 	return true;
 }

@@ -9,6 +9,18 @@
  * second after each read, which could hand back a stale list. Files stay open only within
  * a budget under the fd limit (RLIMIT_NOFILE), leaving room for
  * everything else the agent opens (API clients, libvirt, logs).
+ *
+ * Within the budget a guest's CPU counter comes first: the watch between
+ * cycles reads every guest's counter each pass (cgscan_read_usage,
+ * agents/drift.h), through its kept file or else by its path (a path
+ * walk, an open and a close each pass, every guest over the budget);
+ * the scan reads each of a guest's files once either way, so which files
+ * the budget keeps costs it nothing. Another file is kept only while the
+ * budget leaves room for a counter for every guest that has one and
+ * lacks it; a scan's sweep closes other files until it does, which the
+ * first scan (that finds the guests one by one) cannot know to leave, so
+ * from the second scan on every guest's counter is kept as long as the
+ * budget holds one file a guest.
  */
 #ifndef NUMAORCH_CGFDC_H
 #define NUMAORCH_CGFDC_H
@@ -28,6 +40,7 @@ struct cgfdc_ent {
 	char *rel;          /* NULL: free slot */
 	unsigned gen;       /* scan that last saw it */
 	int fd[CGFDC_NR];   /* -1: not open */
+	bool has_cpu;       /* a CPU counter was read (to keep or not) */
 	/* Its devices.list's meaning (v1, devcg.h) and when it was read
 	 * (CLOCK_MONOTONIC, 0: never): kept from scan to scan. */
 	int64_t dev_at;
@@ -40,10 +53,17 @@ struct cgfdc {
 	unsigned cap, n;
 	unsigned gen;
 	unsigned open, budget;
+	/* Entries with has_cpu; those of them with fd[CGFDC_CPU] kept. */
+	unsigned nr_cpu, cpu_open;
 };
 
 /* An empty cache with its fd budget from the current RLIMIT_NOFILE. */
 void cgfdc_init(struct cgfdc *c);
+/* An empty cache that keeps at most BUDGET files open. */
+void cgfdc_init_budget(struct cgfdc *c, unsigned budget);
+/* Pure: the budget under a soft fd limit of NOFILE (RLIM_INFINITY: no
+ * limit). */
+unsigned cgfdc_budget_for(uint64_t nofile);
 /* Close every file and free the table (not C). */
 void cgfdc_clear(struct cgfdc *c);
 /* A scan begins: entries not looked up from now on are swept after it. */
@@ -54,12 +74,13 @@ struct cgfdc_ent *cgfdc_get(struct cgfdc *c, const char *rel);
 /* The entry for cgroup REL if there is one, neither created nor marked
  * seen (a read between scans: the watch, agents/drift.h). */
 struct cgfdc_ent *cgfdc_find(struct cgfdc *c, const char *rel);
-/* Close the files of cgroups this scan did not look up. */
+/* Close the files of cgroups this scan did not look up, and other files
+ * than counters until the budget holds a counter for every guest. */
 void cgfdc_sweep(struct cgfdc *c);
 /* Close E's file SLOT (it read an error: gone, or recreated). */
 void cgfdc_drop(struct cgfdc *c, struct cgfdc_ent *e, enum cgfdc_slot slot);
-/* Keep FD open as E's SLOT if the budget allows; false: the caller
- * closes it. */
+/* Keep FD open as E's SLOT if the budget allows (a CPU counter first);
+ * false: the caller closes it. */
 bool cgfdc_keep(struct cgfdc *c, struct cgfdc_ent *e, enum cgfdc_slot slot, int fd);
 
 #endif

@@ -7,7 +7,8 @@
  *   build/bench/bench_cycle --cycle-only [--nodes N] [--guests G] [--cycles C]
  *                           [--root DIR] [--snapshot-json FILE]
  * --nodes N: a host of N nodes (8 by default); --cycle-only: the median
- * acquire and decide CPU ms alone (no daemon, history or watch), on DIR
+ * acquire and decide CPU ms alone (no daemon or history; then one
+ * line for a pass of the watch between cycles and the files open), on DIR
  * when given (a tree --generate wrote with the same --nodes), and the
  * snapshot of one cycle as JSON in FILE when asked.
  *
@@ -46,6 +47,7 @@
  * that ran each pass then also reads (drift.c's where(): two of each
  * guest's three; cgthr.h's CGTHR_RAN_CPU).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <math.h>
@@ -632,9 +634,27 @@ static void raise_nofile(void)
 	}
 }
 
+/* This process's open files (the container source keeps guests' files
+ * open within its budget, agents/cgfdc.h). */
+static unsigned count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	unsigned n = 0;
+
+	if (!d)
+		return 0;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n > 3 ? n - 3 : 0; /* ".", ".." and the directory's own */
+}
+
 /* --cycle-only: the cycle's CPU time alone (no daemon, history or watch)
  * on a generated host of GUESTS guests, CYCLES cycles after a warm one:
- * the median of acquire and decide ms each. JSON_OUT (when not NULL)
+ * the median of acquire and decide ms each; then the watch between
+ * cycles on the same acquirer (drift_cost: one pass over every guest's
+ * CPU counter) and the files the process holds open then, most of them
+ * the guests' files kept from scan to scan. JSON_OUT (when not NULL)
  * gets the warm-up's next snapshot as snap_to_json(SNAPJ_STABLE) writes
  * it, to compare what acquisition sees before and after a change (the
  * agent's own load, agent_cpus, is in it when this process's pid is one
@@ -652,6 +672,8 @@ static int cycle_cpu(unsigned guests, unsigned cycles, const char *json_out, con
 	struct pstate *ps = NULL;
 	double *ta = calloc(cycles, sizeof(double)), *td = calloc(cycles, sizeof(double));
 	const struct snapshot *snap;
+	unsigned read, open_fds;
+	double pass_ms;
 
 	if (!tmp || !ta || !td)
 		return 1;
@@ -704,12 +726,15 @@ static int cycle_cpu(unsigned guests, unsigned cycles, const char *json_out, con
 		td[c] = (t2 - t1) * 1e3;
 	}
 	pstate_free(ps);
+	pass_ms = drift_cost(acq, &read);
+	open_fds = count_fds();
 	acquirer_free(acq);
 	qsort(ta, cycles, sizeof(double), cmp_double);
 	qsort(td, cycles, sizeof(double), cmp_double);
 	printf("%u nodes x %u CPUs, %u guests, %u cycles: acquire ms median %.2f (min %.2f max %.2f), "
 	       "decide ms median %.2f (min %.2f max %.2f)\n", NODES, CPUS_PER_NODE, guests, cycles,
 	       ta[cycles / 2], ta[0], ta[cycles - 1], td[cycles / 2], td[0], td[cycles - 1]);
+	printf("between cycles: %.2f ms CPU per pass (%u counters), %u files open\n", pass_ms, read, open_fds);
 	free(ta);
 	free(td);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
