@@ -206,6 +206,11 @@ static void test_two_sockets_distance_cost(void **state)
 	assert_int_equal(tinyl.kind, PLAN_MOVE);
 	assert_true(mask_test(&tinyl.to_nodes, 6) && mask_count(&tinyl.to_nodes) == 1);
 	assert_int_equal(tinyl.migrate_bytes, 0);
+	/* Its record says the nodes and why: the migration it spared, and
+	 * how far it would have gone (node 5 to 6, the same socket). */
+	assert_non_null(strstr(tinyl.detail, "move nodes 5→6 (mems 6)"));
+	assert_non_null(strstr(tinyl.detail, "; CPUs to its memory, not 16384 MiB over distance 12"));
+	assert_non_null(strstr(tiny.detail, "; CPUs to its memory, not 16384 MiB over distance 12"));
 	assert_int_equal(c.crossing_same_socket, 0);
 	assert_int_equal(cl.crossing_same_socket, 0);
 }
@@ -302,7 +307,8 @@ static void test_memory_only_node_no_tiering(void **state)
 	assert_int_equal(a->kind, PLAN_MOVE);
 	assert_false(mask_test(&a->to_mems, 2));
 	assert_int_equal(a->migrate_bytes, 3 * GIB);
-	assert_non_null(strstr(a->detail, "farthest 30"));
+	/* The record's cost: 3 GiB over distance 30, in GiB at distance 20. */
+	assert_non_null(strstr(a->detail, "; cost 4.5 GiB×distance/20, farthest 30"));
 	assert_int_equal(pi->kind, PLAN_MOVE);
 	assert_true(mask_test(&pi->to_nodes, 0) && mask_count(&pi->to_nodes) == 1);
 	plan_free(p);

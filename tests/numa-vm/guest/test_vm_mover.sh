@@ -29,7 +29,10 @@
 #      target), ended by a tiny job_timeout (expired: left on old ∪
 #      target), and stopped by a reload that changes the mover's rate
 #      (SIGHUP: stopped, left on old ∪
-#      target, the agent goes on).
+#      target, the agent goes on);
+#   8. a domain backed by 2 MiB huge pages (<hugepages/>): none moved to a
+#      node whose pool has no free page, then moved when one has
+#      (guest/lib_vm_hugepages.sh; guest/test_vm_hugepages.sh runs it alone).
 #
 # Output: "ok N - what" / "not ok N - what: why", "# ..." diagnostics,
 # then "P passed, F failed" and "END rc=R" for the host.
@@ -103,7 +106,12 @@ security_driver = "none"
 stdio_handler = "file"
 namespaces = []
 cgroup_controllers = [ "cpu", "cpuset", "memory" ]
+hugetlbfs_mount = "/dev/hugepages"
 EOF
+# A hugetlbfs mount for <hugepages/> domains (case 8): libvirtd finds it
+# when it starts.
+mkdir -p /dev/hugepages
+grep -q ' /dev/hugepages hugetlbfs ' /proc/mounts || mount -t hugetlbfs hugetlbfs /dev/hugepages
 VIRSH="virsh -q -c qemu:///system"
 say "starting libvirtd"
 /usr/sbin/libvirtd -d -f /etc/libvirt/libvirtd.conf -p /run/libvirtd.pid 2> $T/libvirtd.err ||
@@ -157,7 +165,7 @@ new_domain() {
 <domain type='qemu'>
   <name>$VM</name>
   <memory unit='MiB'>$2</memory>
-  <memoryBacking><allocation mode='immediate'/></memoryBacking>
+  <memoryBacking>${HUGE:+<hugepages/>}<allocation mode='immediate'/></memoryBacking>
   <vcpu placement='static' cpuset='$c0'>$3</vcpu>
   <numatune><memory mode='restrictive' nodeset='0'/></numatune>
   <os><type arch='x86_64' machine='pc'>hvm</type><boot dev='hd'/></os>
@@ -273,6 +281,18 @@ pin_away() {
 	[ -z "${1:-}" ] || $VIRSH vcpupin $VM 1 $1 >> $T/pin 2>&1 ||
 		abort "$VM: vCPU 1 pinned to $1" "$(cat $T/pin)"
 }
+
+# VM_CASES=hugepages (guest/test_vm_hugepages.sh): case 8 alone.
+. /tests/lib_vm_hugepages.sh
+if [ "${VM_CASES:-all}" = hugepages ]; then
+	for c in $(expand $c0); do
+		taskset -c $c sh -c 'while :; do :; done' &
+		echo $! >> $T/spinners
+	done
+	hugepage_domain_case
+	for p in $(cat $T/spinners); do kill $p; done
+	finish
+fi
 
 # ---- 1. a 2-vCPU domain's memory moved, both vCPUs placed ---------------
 new_domain vmbed $MIB 2
@@ -803,6 +823,8 @@ fi
 agent_tail 12
 kill -TERM $apid; wait $apid
 gone_domain
+
+hugepage_domain_case
 
 for p in $(cat $T/spinners); do kill $p; done
 finish
