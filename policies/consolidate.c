@@ -603,6 +603,23 @@ static bool fits_no_node(const struct pctx *x, const struct gview *v)
 	return true;
 }
 
+/* What its memory's journey costs (guards.h, pcand.travel), or what
+ * going to its memory saved against pulling it where it runs (CC). */
+static void travel_detail(struct plan_item *it, const struct pcand *pick, const struct pcand *cc)
+{
+	char buf[96];
+
+	if (pick->travel > 0.0)
+		snprintf(buf, sizeof(buf), "; cost %.1f GiB×distance/20, farthest %u",
+			 pick->travel / (1024.0 * MIB), pick->travel_far);
+	else if (cc->travel > 0.0 && !mask_equal(&pick->nodes, &cc->nodes))
+		snprintf(buf, sizeof(buf), "; CPUs to its memory, not %llu MiB over distance %u",
+			 mib(cc->migrate), cc->travel_far);
+	else
+		return;
+	add_detail(it, buf);
+}
+
 /* The next memory node of a split onto node index N (INSET: the nodes
  * already in it), or -1: the nearest to N of those that can hold some of
  * it (its own memory there plus room), nodes with CPUs before memory-only
@@ -805,6 +822,7 @@ static bool decide_split(struct pctx *x, const struct pstate_entry *pe, const st
 	set_detail(it, "split: its %llu MiB fit no one node; its %u busy threads nodes %s→%d, %llu MiB onto it (→%.0f%%), mems %s, %llu MiB to migrate, locality %.2f",
 		   mib(v->mem_total), v->busy_thr, from, it->first_node, mib(bfirst),
 		   100.0 * (double)bon / (double)v->mem_total, mems, mib(best.migrate), g->locality);
+	travel_detail(it, &best, &best);
 	dev_note(g, &best.nodes, note, sizeof(note));
 	add_detail(it, note);
 	return true;
@@ -1256,23 +1274,6 @@ static void auto_not_less_busy(struct pctx *x, const struct gview *v, struct pla
 		add_detail(it, " (some node busy not measured, taken as idle)");
 	if (a->cur_k)
 		huge_detail(x, v, &a->cc, it);
-}
-
-/* What its memory's journey costs (guards.h, pcand.travel), or what
- * going to its memory saved against pulling it where it runs (CC). */
-static void travel_detail(struct plan_item *it, const struct pcand *pick, const struct pcand *cc)
-{
-	char buf[96];
-
-	if (pick->travel > 0.0)
-		snprintf(buf, sizeof(buf), "; cost %.1f GiB×distance/20, farthest %u",
-			 pick->travel / (1024.0 * MIB), pick->travel_far);
-	else if (cc->travel > 0.0 && !mask_equal(&pick->nodes, &cc->nodes))
-		snprintf(buf, sizeof(buf), "; CPUs to its memory, not %llu MiB over distance %u",
-			 mib(cc->migrate), cc->travel_far);
-	else
-		return;
-	add_detail(it, buf);
 }
 
 /* The move to A->pick, unless its cool-down holds it. */

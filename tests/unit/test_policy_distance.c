@@ -454,6 +454,8 @@ static void test_span_by_distance_memory_only_last(void **state)
 	assert_true(mask_test(&it->to_mems, 1));
 	assert_false(mask_test(&it->to_mems, 4));
 	assert_false(mask_test(&it->to_mems, 2) || mask_test(&it->to_mems, 3));
+	/* its record says what the journey costs: 6 GiB from node 3 (32 away) */
+	assert_non_null(strstr(it->detail, "; cost 9.6 GiB×distance/20, farthest 32"));
 	assert_no_cpu_on_memory_only_of(p, 4, 32);
 	plan_free(p);
 	pstate_free(next);
