@@ -1076,6 +1076,11 @@ def explain_late(r, t_real0, late):
     return "\n".join(out)
 
 
+# One boot's bound for the in-VM tests (test_cgroup_v2.sh, every check in
+# a row: each bounds its own waits, a few minutes at most, and a slow one
+# under a loaded host must not cut the others off).
+ITEST_TIMEOUT_S = 900
+
 # make check-numa's checks of a hypervisor host's shapes
 # (test_cgroup_v2.sh's shape_check ones), each on the scenario that has
 # its shape: one boot a scenario.
@@ -1164,7 +1169,8 @@ def cmd_check(args):
     outdir = os.path.join(CACHE, "check", "itest")
     log("check: booting 4 nodes for the cgroup v2 integration tests")
     itext, wall = boot(load_scenario("itest") if os.path.exists(os.path.join(SCENARIOS, "itest.scn")) else scn,
-                       "numavm.mode=itest", outdir, timeout=500)
+                       "numavm.mode=itest", outdir, timeout=ITEST_TIMEOUT_S)
+    log("the in-VM tests took %.0f s" % wall)
     ok, bad, skipped = parse_itest(itext)
     for l in ok + bad:
         print("  itest: " + l)
@@ -1599,7 +1605,7 @@ def main():
             prepare()
             text, wall = boot(load_scenario(a.vm),
                               "numavm.mode=itest" + (" numavm.only=" + a.only if a.only else ""),
-                              os.path.join(CACHE, "itest"), timeout=500)
+                              os.path.join(CACHE, "itest"), timeout=ITEST_TIMEOUT_S)
             print(text)
             ok, bad, skipped = parse_itest(text)
             return 0 if ok and not bad else 1
