@@ -89,8 +89,10 @@ cpus_nodes() {
 # $T/state, which sb_setup empties: one test's move must not put the next
 # test's guest (the same id) in a cool-down.
 # once ARGS...: one agent cycle; output in $T/out, log in $T/err, decisions in $T/dec.
+# (bounded: a --once that never ends is a failure the test can report,
+# where the whole boot would time out)
 once() {
-	$NUMAORCHD --once --scope $SB --state-dir $T/state --decision-log $T/dec "$@" > $T/out 2> $T/err
+	timeout 180 $NUMAORCHD --once --scope $SB --state-dir $T/state --decision-log $T/dec "$@" > $T/out 2> $T/err
 	echo $?
 }
 
