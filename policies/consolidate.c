@@ -1360,6 +1360,8 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 	if (!a.locality_bad && a.cur_k <= a.kmin && a.cur_ok && !a.load_case) {
 		it->kind = PLAN_SETTLED;
 		it->reason = REASON_NONE;
+		if (x->terse)
+			return;
 		fmt_nodes(&g->cpu_nodes, from, sizeof(from));
 		if (a.tier)
 			set_detail(it, "settled on nodes %s: local but for %llu MiB in the kernel's memory tier (nodes without CPUs, tiering on), left to it: locality %.2f, util %.2f (≤%.2f)",
@@ -1921,6 +1923,7 @@ int policy_decide_reserved(const struct policy_config *cfg, const struct snapsho
 			prev = pv;
 	}
 	pctx_init(&x, cfg, snap);
+	x.terse = !verbose;
 	if (holds && holds->follow_bound_s > 0)
 		x.follow_s = holds->follow_bound_s;
 	x.cores = coreload_new(snap);

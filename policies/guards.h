@@ -93,6 +93,10 @@ struct pctx {
 	unsigned *wlo, *whi; /* word range [wlo, whi) holding each node's CPUs */
 	int *idx_of_id;      /* [MASK_MAX_NODES]: node index of an id, -1 if none */
 	unsigned version;    /* bumped by every pctx_commit() */
+	/* The plan keeps no settled item (policy_decide without verbose):
+	 * the sentence saying why a guest is settled is not written, as
+	 * nothing would read it. */
+	bool terse;
 
 	/* Scratch for one guest at a time, each [nn]. */
 	unsigned *set;
