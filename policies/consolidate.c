@@ -1714,17 +1714,27 @@ static void decide_setup(struct pctx *x, const struct snapshot *snap, const stru
 			 unsigned nres, struct gview *v, bool *usable)
 {
 	const struct policy_config *cfg = x->cfg;
-	double *owned = xcalloc(x->nn ? x->nn : 1, sizeof(*owned));
+	unsigned nn1 = x->nn ? x->nn : 1;
+	/* owned: every guest's share; floated: the floaters' alone, summed
+	 * in guest order from 0 as pctx_float would add them one by one
+	 * (a guest's view depends on the snapshot alone, not on the working
+	 * copy, so one pass builds each view once for both). */
+	double *owned = xcalloc(2 * nn1, sizeof(*owned)), *floated = owned + nn1;
 	double busy = 0.0;
 	unsigned cpus = 0;
+	bool any_floater = false;
 
 	for (unsigned gi = 0; gi < snap->nr_guests; gi++) {
 		gview_build(x, &snap->guests[gi], v, usable);
 		for (unsigned n = 0; n < x->nn; n++)
 			owned[n] += v->own[n];
+		if (v->floater && v->own) {
+			any_floater = true;
+			for (unsigned n = 0; n < x->nn; n++)
+				floated[n] += v->own[n];
+		}
 	}
 	pctx_settle(x, owned);
-	free(owned);
 	for (unsigned i = 0; i < nres; i++)
 		pctx_reserve(x, &res[i]);
 	/* Floaters float only where there is room to float to: on a host
@@ -1735,10 +1745,9 @@ static void decide_setup(struct pctx *x, const struct snapshot *snap, const stru
 		busy += x->busy[n];
 		cpus += snap->nodes[n].nr_cpus;
 	}
-	for (unsigned gi = 0; gi < snap->nr_guests && busy <= cfg->max_util * cpus + UTIL_EPS; gi++) {
-		gview_build(x, &snap->guests[gi], v, usable);
-		pctx_float(x, v);
-	}
+	if (any_floater && busy <= cfg->max_util * cpus + UTIL_EPS)
+		pctx_float_sum(x, floated);
+	free(owned);
 }
 
 /* Every guest decided, the best first: each accepted move (ORDER[*NORD],

@@ -237,6 +237,15 @@ void pctx_float(struct pctx *x, const struct gview *g)
 	}
 }
 
+void pctx_float_sum(struct pctx *x, const double *floated)
+{
+	x->floated = true;
+	for (unsigned n = 0; n < x->nn; n++) {
+		x->fbusy[n] += floated[n];
+		x->fbusy_start[n] += floated[n];
+	}
+}
+
 double pctx_other_busy(const struct pctx *x, const struct gview *g, unsigned n)
 {
 	/* A floater's own share is in fbusy (it is not placed yet), if

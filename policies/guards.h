@@ -244,6 +244,10 @@ void pctx_settle(struct pctx *x, const double *owned);
  * this working copy and every pctx_reset() of it. pctx_commit() takes it
  * out again when G is placed. */
 void pctx_float(struct pctx *x, const struct gview *g);
+/* pctx_float for every floater at once: FLOATED[n] is the sum of their
+ * own shares of node index n, added in the order pctx_float would have
+ * added them one by one onto a working copy where nothing floats yet. */
+void pctx_float_sum(struct pctx *x, const double *floated);
 /* Busy CPUs of node index N other than the guest's own share and the
  * load of floaters not yet placed, ≥ 0. */
 double pctx_other_busy(const struct pctx *x, const struct gview *g, unsigned n);
