@@ -128,11 +128,30 @@
 
 #define PIN_GAIN 1000.0
 
+/* What auto_move's sentence says beyond the item's own fields, kept
+ * until the move is accepted (move_detail_due): most wanted moves are
+ * skipped for the cycle's budget, which writes its own sentence, or
+ * decided again, and the formatting (a dozen floats) would be thrown
+ * away. */
+struct mdefer {
+	bool due;               /* the sentence is still to be written */
+	bool pull;              /* its CPUs stay: memory pulled to them */
+	bool more;              /* pcand_more_than_threads of the target */
+	bool crowded, cool, cool_narrows, nan;
+	const char *fit_note;   /* crowded / local-fit words, or NULL */
+	/* Where it is (adec.cc), as travel_detail reads it. */
+	double cc_travel;
+	uint64_t cc_migrate;
+	unsigned cc_travel_far;
+	bool cc_same;           /* the target's nodes are where it is */
+};
+
 struct gdec {
 	struct plan_item it;
 	struct pcand target;    /* moves: the chosen set */
 	bool want;              /* a move waiting for the budget */
 	unsigned version;       /* working-copy version it was decided on */
+	struct mdefer md;
 };
 
 static void set_detail(struct plan_item *it, const char *fmt, ...)
@@ -1260,16 +1279,16 @@ static void auto_not_less_busy(struct pctx *x, const struct gview *v, struct pla
 
 /* What its memory's journey costs (guards.h, pcand.travel), or what
  * going to its memory saved against pulling it where it runs (CC). */
-static void travel_detail(struct plan_item *it, const struct pcand *pick, const struct pcand *cc)
+static void travel_detail(struct plan_item *it, const struct pcand *pick, const struct mdefer *md)
 {
 	char buf[96];
 
 	if (pick->travel > 0.0)
 		snprintf(buf, sizeof(buf), "; cost %.1f GiB×distance/20, farthest %u",
 			 pick->travel / (1024.0 * MIB), pick->travel_far);
-	else if (cc->travel > 0.0 && !mask_equal(&pick->nodes, &cc->nodes))
+	else if (md->cc_travel > 0.0 && !md->cc_same)
 		snprintf(buf, sizeof(buf), "; CPUs to its memory, not %llu MiB over distance %u",
-			 mib(cc->migrate), cc->travel_far);
+			 mib(md->cc_migrate), md->cc_travel_far);
 	else
 		return;
 	add_detail(it, buf);
@@ -1294,24 +1313,53 @@ static void auto_move(struct pctx *x, const struct pstate_entry *pe, const struc
 	it->kind = PLAN_MOVE;
 	d->target = *pick;
 	d->want = true;
-	move_detail(it, cfg, mask_equal(&pick->nodes, &g->cpu_nodes));
-	travel_detail(it, pick, &a->cc);
+	/* The sentence is written once the move is accepted
+	 * (move_detail_due); what it needs of this moment is kept. */
+	d->md = (struct mdefer){
+		.due = true,
+		.pull = mask_equal(&pick->nodes, &g->cpu_nodes),
+		.more = pcand_more_than_threads(x, v, pick),
+		.cool = in_cooldown(cfg, x->s, pe, &ago),
+		.cool_narrows = mask_intersects(&pick->nodes, &g->cpu_nodes),
+		.nan = a->nan || pick->busy_nan,
+		.cc_travel = a->cc.travel,
+		.cc_migrate = a->cc.migrate,
+		.cc_travel_far = a->cc.travel_far,
+		.cc_same = mask_equal(&pick->nodes, &a->cc.nodes),
+	};
 	/* Short: these must survive the detail's length limit. */
-	if (pcand_more_than_threads(x, v, pick))
-		add_detail(it, "; memory does not fit fewer nodes");
 	if (a->crowded)
-		add_detail(it, pick->bare_mem ? "; nothing fits with headroom: least loaded, no memory headroom"
-			   : "; nothing fits with headroom: least loaded");
+		d->md.fit_note = pick->bare_mem ? "; nothing fits with headroom: least loaded, no memory headroom"
+			   : "; nothing fits with headroom: least loaded";
 	else if (pick->local_fit)
-		add_detail(it, plan_migration_negligible(pick->migrate, v->mem_total)
+		d->md.fit_note = plan_migration_negligible(pick->migrate, v->mem_total)
 			   ? "; fits without headroom: its memory is there"
-			   : "; fits without headroom: most of its memory is there, the kernel brings the rest");
-	if (in_cooldown(cfg, x->s, pe, &ago))
-		add_detail(it, mask_intersects(&pick->nodes, &g->cpu_nodes) ? "; in cool-down: narrows onto its threads"
+			   : "; fits without headroom: most of its memory is there, the kernel brings the rest";
+}
+
+/* auto_move's sentence for D, guest G of the snapshot, when it is still
+ * to be written: as auto_move would have written it (the item's fields
+ * and D's target are what they were then). */
+static void move_detail_due(struct gdec *d, const struct snap_guest *g, const struct policy_config *cfg)
+{
+	const struct mdefer *md = &d->md;
+	struct plan_item *it = &d->it;
+
+	if (!md->due)
+		return;
+	d->md.due = false;
+	move_detail(it, cfg, md->pull);
+	travel_detail(it, &d->target, md);
+	if (md->more)
+		add_detail(it, "; memory does not fit fewer nodes");
+	if (md->fit_note)
+		add_detail(it, md->fit_note);
+	if (md->cool)
+		add_detail(it, md->cool_narrows ? "; in cool-down: narrows onto its threads"
 				: "; in cool-down: onto an idle node, its own over its CPUs");
-	if (a->nan || pick->busy_nan)
+	if (md->nan)
 		add_detail(it, " (some node busy not measured, taken as idle)");
-	dev_detail(g, &pick->nodes, it);
+	dev_detail(g, &d->target.nodes, it);
 }
 
 /* A guest the policy places by itself (not pinned, not a start): split
@@ -1430,6 +1478,9 @@ static void evaluate_start(struct pctx *x, const struct pstate_entry *pe, const 
 
 	it->cpu_demand = v->cpu_demand;
 	decide_auto(x, pe, sg, v, usable, nusable, nan, d);
+	/* The start's words wrap the move's sentence, said of the stand-in:
+	 * written now, not on acceptance. */
+	move_detail_due(d, sg, x->cfg);
 	if (it->kind == PLAN_MOVE)
 		place_start_item(x->cfg, x->s, g, it);
 }
@@ -1588,6 +1639,7 @@ static void budget_skip(struct gdec *d, enum skip_reason why, const struct polic
 	it->kind = PLAN_SKIP;
 	it->skip = why;
 	d->want = false;
+	d->md.due = false;   /* this sentence instead of the move's */
 	fmt_nodes(&it->to_nodes, to, sizeof(to));
 	if (why == SKIP_MAX_MOVES)
 		set_detail(it, "move budget of %u migrating moves per cycle spent; wanted nodes %s, %llu MiB to "
@@ -1692,6 +1744,7 @@ static void refine(struct pctx *x, const struct pstate *prev, const struct snaps
 
 			*gd = alt;
 			gd->want = false;
+			move_detail_due(gd, &snap->guests[gi], cfg);
 			gd->it.to_cpus = xmalloc(sizeof(cpumask_t));
 			cpumask_for(x, &snap->guests[gi], &gd->target.nodes, was, gd->it.to_cpus, &gd->it);
 			free(was);
@@ -1804,6 +1857,7 @@ static void decide_accept(struct pctx *x, const struct snapshot *snap, const str
 			view_of(x, &snap->guests[gi], gd->it.start, v, usable, &tmp, NULL);
 		}
 		pctx_commit(x, v, &gd->target);
+		move_detail_due(gd, &snap->guests[gi], cfg);
 		gd->it.to_cpus = xmalloc(sizeof(cpumask_t));
 		cpumask_for(x, &snap->guests[gi], &gd->target.nodes, snap->guests[gi].cpus, gd->it.to_cpus,
 			    &gd->it);
