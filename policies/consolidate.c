@@ -1140,6 +1140,9 @@ static bool to_memory(const struct pctx *x, const struct gview *v, const struct 
 static void auto_pick(const struct pctx *x, const struct snap_guest *g, const struct gview *v, struct adec *a)
 {
 	const struct policy_config *cfg = x->cfg;
+	/* Its devices, asked once: each question scans its 1024-bit device
+	 * mask, and the answers are the same for every candidate. */
+	bool cur_refused = dev_refused(g, &g->cpu_nodes), dev_w = dev_weighs(g);
 
 	for (unsigned i = 0; i < x->nr_cands; i++) {
 		const struct pcand *c = &x->cands[i];
@@ -1163,8 +1166,9 @@ static void auto_pick(const struct pctx *x, const struct snap_guest *g, const st
 			 * pages of their size there): its CPUs go to them
 			 * instead, onto a set that fits and holds them all. */
 			opt = c->k == a->kmin &&
-			      (!a->cur_k || dev_refused(g, &g->cpu_nodes) ||
-			       c->util_after * (1.0 + cfg->less_busy_margin) + dev_leave_cost(g, &g->cpu_nodes, &c->nodes) <
+			      (!a->cur_k || cur_refused ||
+			       c->util_after * (1.0 + cfg->less_busy_margin) +
+					       (dev_w ? dev_leave_cost(g, &g->cpu_nodes, &c->nodes) : 0.0) <
 				       a->unow ||
 			       (a->locality_bad && !a->cc.huge_ok && pcand_fits(c) && v->huge_total && !c->huge_migrate) ||
 			       to_memory(x, v, a, c));
