@@ -348,8 +348,10 @@ static unsigned gview_build(struct pctx *x, const struct snap_guest *g, struct g
 	mask_zero(&v->follow_nodes);
 	if (g->cpu_node && v->cpu_use >= SNAP_BUSY_THREAD_CPU && kernel_brings(x, g))
 		for (unsigned n = 0; n < x->nn; n++)
-			if (g->cpu_node[n] >= SNAP_BUSY_THREAD_CPU)
+			if (g->cpu_node[n] >= SNAP_BUSY_THREAD_CPU) {
 				mask_set(&v->follow_nodes, s->nodes[n].id);
+				v->follow_any = true;
+			}
 	return nusable;
 }
 

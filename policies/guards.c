@@ -533,7 +533,7 @@ void pset_eval(const struct pctx *x, const struct gview *g, const unsigned *idx,
 	 * threads run on is the kernel's, on fault, under way already
 	 * (gview.follow_nodes): a set keeping them there pays nothing for it. */
 	out->score = out->util_after +
-		     (MASK_ANY(&g->follow_nodes) && mask_subset(&g->follow_nodes, &out->nodes) ? 0.0 :
+		     (g->follow_any && mask_subset(&g->follow_nodes, &out->nodes) ? 0.0 :
 		      travel_cost(x, g, out)) +
 		     W_DISTANCE * (out->mean_dist / 10.0 - 1.0);
 }

@@ -154,6 +154,7 @@ struct gview {
 	 * SNAP_BUSY_THREAD_CPU), which a set keeping them pays no migration
 	 * for in its score (pset_eval). Empty: not so. */
 	nodemask_t follow_nodes;
+	bool follow_any;         /* follow_nodes is not empty (asked per set) */
 };
 
 /* The evaluation of one node set T for one guest. */
