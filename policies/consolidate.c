@@ -300,8 +300,8 @@ static unsigned gview_build(struct pctx *x, const struct snap_guest *g, struct g
 			unsigned c = 0, a = 0;
 
 			for (unsigned w = x->wlo[n]; w < x->whi[n]; w++) {
-				c += (unsigned)__builtin_popcountll(g->cpus->w[w] & nd->cpus.w[w]);
-				a += (unsigned)__builtin_popcountll(g->allowed_cpus->w[w] & nd->cpus.w[w]);
+				c += pop64(g->cpus->w[w] & nd->cpus.w[w]);
+				a += pop64(g->allowed_cpus->w[w] & nd->cpus.w[w]);
 			}
 			on = c;
 			if (any_acpu)

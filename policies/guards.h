@@ -224,6 +224,16 @@ static inline bool words_any(const uint64_t *w, size_t n)
 }
 #define MASK_ANY(m) words_any((m)->w, MASK_WORDS(m))
 
+/* Bits set in W, inline: without -mpopcnt __builtin_popcountll is a
+ * call into libgcc, made for every node of every guest view. */
+static inline unsigned pop64(uint64_t w)
+{
+	w -= (w >> 1) & 0x5555555555555555ULL;
+	w = (w & 0x3333333333333333ULL) + ((w >> 2) & 0x3333333333333333ULL);
+	w = (w + (w >> 4)) & 0x0f0f0f0f0f0f0f0fULL;
+	return (unsigned)((w * 0x0101010101010101ULL) >> 56);
+}
+
 static inline bool pcand_fits(const struct pcand *c)
 {
 	return c->allowed_ok && c->cpu_ok && c->mem_ok;
