@@ -60,6 +60,17 @@ void pctx_init(struct pctx *x, const struct policy_config *cfg, const struct sna
 	x->uni = xcalloc(2 * n, sizeof(*x->uni));
 	x->distsum = xcalloc(n, sizeof(*x->distsum));
 	x->midx = xcalloc(n, sizeof(*x->midx));
+	if (nn && nn <= TFAC_MAX_NODES) {
+		x->tfac = xcalloc((size_t)nn * nn, sizeof(*x->tfac));
+		for (unsigned a = 0; a < nn; a++)
+			for (unsigned b = 0; b < nn; b++) {
+				unsigned d = s->distance[a * nn + b];
+				unsigned dsum = d > TRAVEL_UNIT_DIST ? d : (unsigned)TRAVEL_UNIT_DIST;
+
+				/* travel_of's expression for one memory node (nm 1) */
+				x->tfac[a * nn + b] = (double)dsum / (double)1u / TRAVEL_UNIT_DIST;
+			}
+	}
 	x->inset = xcalloc(n, sizeof(*x->inset));
 	x->univ = xcalloc(n, sizeof(*x->univ));
 	x->own = xcalloc(n, sizeof(*x->own));
@@ -217,6 +228,7 @@ void pctx_fini(struct pctx *x)
 	free(x->uni);
 	free(x->distsum);
 	free(x->midx);
+	free(x->tfac);
 	free(x->inset);
 	free(x->univ);
 	free(x->own);
@@ -335,6 +347,21 @@ static void travel_of(const struct pctx *x, const struct gview *g, struct pcand 
 		return;
 	if (!nm)
 		return;
+	if (nm == 1 && x->tfac) {
+		/* One memory node M (most sets): each node's factor is the
+		 * loop's below for a single distance, computed once a cycle. */
+		unsigned m = x->midx[0];
+
+		for (unsigned n = 0; n < x->nn; n++) {
+			unsigned d = x->s->distance[n * x->nn + m];
+
+			if (!g->mem_node[n] || n == m)
+				continue;
+			out->travel_far = d > out->travel_far ? d : out->travel_far;
+			out->travel += (double)g->mem_node[n] * x->tfac[n * x->nn + m];
+		}
+		return;
+	}
 	for (unsigned n = 0; n < x->nn; n++) {
 		const unsigned *row = &x->s->distance[n * x->nn];
 		unsigned dsum = 0, far = 0, i;

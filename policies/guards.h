@@ -55,6 +55,9 @@
  * CPU each can read a little over a full 2-CPU node. */
 #define LOCAL_FIT_SLACK 0.05
 
+/* Hosts up to this many nodes get pctx.tfac (a table of nn² doubles). */
+#define TFAC_MAX_NODES 64
+
 /* Comparisons of utilisation against limits tolerate rounding. */
 #define UTIL_EPS 1e-9
 
@@ -103,6 +106,10 @@ struct pctx {
 	unsigned *uni;
 	unsigned *distsum;
 	unsigned *midx;      /* the node indices of a set's mems (travel_of) */
+	/* [a * nn + b]: what a byte leaving node index a for b alone costs in
+	 * travel (distance at least TRAVEL_UNIT_DIST, over it); NULL beyond
+	 * TFAC_MAX_NODES nodes (travel_of then computes it each time). */
+	double *tfac;
 	bool *inset;
 	bool *univ;
 	/* The guest view's arrays (see struct gview). */
