@@ -128,11 +128,30 @@
 
 #define PIN_GAIN 1000.0
 
+/* What auto_move's sentence says beyond the item's own fields, kept
+ * until the move is accepted (move_detail_due): most wanted moves are
+ * skipped for the cycle's budget, which writes its own sentence, or
+ * decided again, and the formatting (a dozen floats) would be thrown
+ * away. */
+struct mdefer {
+	bool due;               /* the sentence is still to be written */
+	bool pull;              /* its CPUs stay: memory pulled to them */
+	bool more;              /* pcand_more_than_threads of the target */
+	bool crowded, cool, cool_narrows, nan;
+	const char *fit_note;   /* crowded / local-fit words, or NULL */
+	/* Where it is (adec.cc), as travel_detail reads it. */
+	double cc_travel;
+	uint64_t cc_migrate;
+	unsigned cc_travel_far;
+	bool cc_same;           /* the target's nodes are where it is */
+};
+
 struct gdec {
 	struct plan_item it;
 	struct pcand target;    /* moves: the chosen set */
 	bool want;              /* a move waiting for the budget */
 	unsigned version;       /* working-copy version it was decided on */
+	struct mdefer md;
 };
 
 static void set_detail(struct plan_item *it, const char *fmt, ...)
@@ -281,8 +300,8 @@ static unsigned gview_build(struct pctx *x, const struct snap_guest *g, struct g
 			unsigned c = 0, a = 0;
 
 			for (unsigned w = x->wlo[n]; w < x->whi[n]; w++) {
-				c += (unsigned)__builtin_popcountll(g->cpus->w[w] & nd->cpus.w[w]);
-				a += (unsigned)__builtin_popcountll(g->allowed_cpus->w[w] & nd->cpus.w[w]);
+				c += pop64(g->cpus->w[w] & nd->cpus.w[w]);
+				a += pop64(g->allowed_cpus->w[w] & nd->cpus.w[w]);
 			}
 			on = c;
 			if (any_acpu)
@@ -329,8 +348,10 @@ static unsigned gview_build(struct pctx *x, const struct snap_guest *g, struct g
 	mask_zero(&v->follow_nodes);
 	if (g->cpu_node && v->cpu_use >= SNAP_BUSY_THREAD_CPU && kernel_brings(x, g))
 		for (unsigned n = 0; n < x->nn; n++)
-			if (g->cpu_node[n] >= SNAP_BUSY_THREAD_CPU)
+			if (g->cpu_node[n] >= SNAP_BUSY_THREAD_CPU) {
 				mask_set(&v->follow_nodes, s->nodes[n].id);
+				v->follow_any = true;
+			}
 	return nusable;
 }
 
@@ -603,21 +624,18 @@ static bool fits_no_node(const struct pctx *x, const struct gview *v)
 	return true;
 }
 
-/* What its memory's journey costs (guards.h, pcand.travel), or what
- * going to its memory saved against pulling it where it runs (CC). */
-static void travel_detail(struct plan_item *it, const struct pcand *pick, const struct pcand *cc)
+/* What PICK's memory journey costs (guards.h, pcand.travel), if it has
+ * one: said in IT's detail. */
+static bool travel_cost_detail(struct plan_item *it, const struct pcand *pick)
 {
 	char buf[96];
 
-	if (pick->travel > 0.0)
-		snprintf(buf, sizeof(buf), "; cost %.1f GiB×distance/20, farthest %u",
-			 pick->travel / (1024.0 * MIB), pick->travel_far);
-	else if (cc->travel > 0.0 && !mask_equal(&pick->nodes, &cc->nodes))
-		snprintf(buf, sizeof(buf), "; CPUs to its memory, not %llu MiB over distance %u",
-			 mib(cc->migrate), cc->travel_far);
-	else
-		return;
+	if (pick->travel <= 0.0)
+		return false;
+	snprintf(buf, sizeof(buf), "; cost %.1f GiB×distance/20, farthest %u", pick->travel / (1024.0 * MIB),
+		 pick->travel_far);
 	add_detail(it, buf);
+	return true;
 }
 
 /* The next memory node of a split onto node index N (INSET: the nodes
@@ -822,7 +840,7 @@ static bool decide_split(struct pctx *x, const struct pstate_entry *pe, const st
 	set_detail(it, "split: its %llu MiB fit no one node; its %u busy threads nodes %s→%d, %llu MiB onto it (→%.0f%%), mems %s, %llu MiB to migrate, locality %.2f",
 		   mib(v->mem_total), v->busy_thr, from, it->first_node, mib(bfirst),
 		   100.0 * (double)bon / (double)v->mem_total, mems, mib(best.migrate), g->locality);
-	travel_detail(it, &best, &best);
+	travel_cost_detail(it, &best);
 	dev_note(g, &best.nodes, note, sizeof(note));
 	add_detail(it, note);
 	return true;
@@ -1139,6 +1157,9 @@ static bool to_memory(const struct pctx *x, const struct gview *v, const struct 
 static void auto_pick(const struct pctx *x, const struct snap_guest *g, const struct gview *v, struct adec *a)
 {
 	const struct policy_config *cfg = x->cfg;
+	/* Its devices, asked once: each question scans its 1024-bit device
+	 * mask, and the answers are the same for every candidate. */
+	bool cur_refused = dev_refused(g, &g->cpu_nodes), dev_w = dev_weighs(g);
 
 	for (unsigned i = 0; i < x->nr_cands; i++) {
 		const struct pcand *c = &x->cands[i];
@@ -1162,8 +1183,9 @@ static void auto_pick(const struct pctx *x, const struct snap_guest *g, const st
 			 * pages of their size there): its CPUs go to them
 			 * instead, onto a set that fits and holds them all. */
 			opt = c->k == a->kmin &&
-			      (!a->cur_k || dev_refused(g, &g->cpu_nodes) ||
-			       c->util_after * (1.0 + cfg->less_busy_margin) + dev_leave_cost(g, &g->cpu_nodes, &c->nodes) <
+			      (!a->cur_k || cur_refused ||
+			       c->util_after * (1.0 + cfg->less_busy_margin) +
+					       (dev_w ? dev_leave_cost(g, &g->cpu_nodes, &c->nodes) : 0.0) <
 				       a->unow ||
 			       (a->locality_bad && !a->cc.huge_ok && pcand_fits(c) && v->huge_total && !c->huge_migrate) ||
 			       to_memory(x, v, a, c));
@@ -1276,6 +1298,19 @@ static void auto_not_less_busy(struct pctx *x, const struct gview *v, struct pla
 		huge_detail(x, v, &a->cc, it);
 }
 
+/* What its memory's journey costs (travel_cost_detail), or what going to
+ * its memory saved against pulling it where it runs (MD). */
+static void travel_detail(struct plan_item *it, const struct pcand *pick, const struct mdefer *md)
+{
+	char buf[96];
+
+	if (travel_cost_detail(it, pick) || !(md->cc_travel > 0.0 && !md->cc_same))
+		return;
+	snprintf(buf, sizeof(buf), "; CPUs to its memory, not %llu MiB over distance %u", mib(md->cc_migrate),
+		 md->cc_travel_far);
+	add_detail(it, buf);
+}
+
 /* The move to A->pick, unless its cool-down holds it. */
 static void auto_move(struct pctx *x, const struct pstate_entry *pe, const struct snap_guest *g,
 		      const struct gview *v, struct gdec *d, const struct adec *a)
@@ -1295,24 +1330,53 @@ static void auto_move(struct pctx *x, const struct pstate_entry *pe, const struc
 	it->kind = PLAN_MOVE;
 	d->target = *pick;
 	d->want = true;
-	move_detail(it, cfg, mask_equal(&pick->nodes, &g->cpu_nodes));
-	travel_detail(it, pick, &a->cc);
+	/* The sentence is written once the move is accepted
+	 * (move_detail_due); what it needs of this moment is kept. */
+	d->md = (struct mdefer){
+		.due = true,
+		.pull = mask_equal(&pick->nodes, &g->cpu_nodes),
+		.more = pcand_more_than_threads(x, v, pick),
+		.cool = in_cooldown(cfg, x->s, pe, &ago),
+		.cool_narrows = mask_intersects(&pick->nodes, &g->cpu_nodes),
+		.nan = a->nan || pick->busy_nan,
+		.cc_travel = a->cc.travel,
+		.cc_migrate = a->cc.migrate,
+		.cc_travel_far = a->cc.travel_far,
+		.cc_same = mask_equal(&pick->nodes, &a->cc.nodes),
+	};
 	/* Short: these must survive the detail's length limit. */
-	if (pcand_more_than_threads(x, v, pick))
-		add_detail(it, "; memory does not fit fewer nodes");
 	if (a->crowded)
-		add_detail(it, pick->bare_mem ? "; nothing fits with headroom: least loaded, no memory headroom"
-			   : "; nothing fits with headroom: least loaded");
+		d->md.fit_note = pick->bare_mem ? "; nothing fits with headroom: least loaded, no memory headroom"
+			   : "; nothing fits with headroom: least loaded";
 	else if (pick->local_fit)
-		add_detail(it, plan_migration_negligible(pick->migrate, v->mem_total)
+		d->md.fit_note = plan_migration_negligible(pick->migrate, v->mem_total)
 			   ? "; fits without headroom: its memory is there"
-			   : "; fits without headroom: most of its memory is there, the kernel brings the rest");
-	if (in_cooldown(cfg, x->s, pe, &ago))
-		add_detail(it, mask_intersects(&pick->nodes, &g->cpu_nodes) ? "; in cool-down: narrows onto its threads"
+			   : "; fits without headroom: most of its memory is there, the kernel brings the rest";
+}
+
+/* auto_move's sentence for D, guest G of the snapshot, when it is still
+ * to be written: as auto_move would have written it (the item's fields
+ * and D's target are what they were then). */
+static void move_detail_due(struct gdec *d, const struct snap_guest *g, const struct policy_config *cfg)
+{
+	const struct mdefer *md = &d->md;
+	struct plan_item *it = &d->it;
+
+	if (!md->due)
+		return;
+	d->md.due = false;
+	move_detail(it, cfg, md->pull);
+	travel_detail(it, &d->target, md);
+	if (md->more)
+		add_detail(it, "; memory does not fit fewer nodes");
+	if (md->fit_note)
+		add_detail(it, md->fit_note);
+	if (md->cool)
+		add_detail(it, md->cool_narrows ? "; in cool-down: narrows onto its threads"
 				: "; in cool-down: onto an idle node, its own over its CPUs");
-	if (a->nan || pick->busy_nan)
+	if (md->nan)
 		add_detail(it, " (some node busy not measured, taken as idle)");
-	dev_detail(g, &pick->nodes, it);
+	dev_detail(g, &d->target.nodes, it);
 }
 
 /* A guest the policy places by itself (not pinned, not a start): split
@@ -1361,6 +1425,8 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 	if (!a.locality_bad && a.cur_k <= a.kmin && a.cur_ok && !a.load_case) {
 		it->kind = PLAN_SETTLED;
 		it->reason = REASON_NONE;
+		if (x->terse)
+			return;
 		fmt_nodes(&g->cpu_nodes, from, sizeof(from));
 		if (a.tier)
 			set_detail(it, "settled on nodes %s: local but for %llu MiB in the kernel's memory tier (nodes without CPUs, tiering on), left to it: locality %.2f, util %.2f (≤%.2f)",
@@ -1429,6 +1495,9 @@ static void evaluate_start(struct pctx *x, const struct pstate_entry *pe, const 
 
 	it->cpu_demand = v->cpu_demand;
 	decide_auto(x, pe, sg, v, usable, nusable, nan, d);
+	/* The start's words wrap the move's sentence, said of the stand-in:
+	 * written now, not on acceptance. */
+	move_detail_due(d, sg, x->cfg);
 	if (it->kind == PLAN_MOVE)
 		place_start_item(x->cfg, x->s, g, it);
 }
@@ -1587,6 +1656,7 @@ static void budget_skip(struct gdec *d, enum skip_reason why, const struct polic
 	it->kind = PLAN_SKIP;
 	it->skip = why;
 	d->want = false;
+	d->md.due = false;   /* this sentence instead of the move's */
 	fmt_nodes(&it->to_nodes, to, sizeof(to));
 	if (why == SKIP_MAX_MOVES)
 		set_detail(it, "move budget of %u migrating moves per cycle spent; wanted nodes %s, %llu MiB to "
@@ -1691,6 +1761,7 @@ static void refine(struct pctx *x, const struct pstate *prev, const struct snaps
 
 			*gd = alt;
 			gd->want = false;
+			move_detail_due(gd, &snap->guests[gi], cfg);
 			gd->it.to_cpus = xmalloc(sizeof(cpumask_t));
 			cpumask_for(x, &snap->guests[gi], &gd->target.nodes, was, gd->it.to_cpus, &gd->it);
 			free(was);
@@ -1713,17 +1784,27 @@ static void decide_setup(struct pctx *x, const struct snapshot *snap, const stru
 			 unsigned nres, struct gview *v, bool *usable)
 {
 	const struct policy_config *cfg = x->cfg;
-	double *owned = xcalloc(x->nn ? x->nn : 1, sizeof(*owned));
+	unsigned nn1 = x->nn ? x->nn : 1;
+	/* owned: every guest's share; floated: the floaters' alone, summed
+	 * in guest order from 0 as pctx_float would add them one by one
+	 * (a guest's view depends on the snapshot alone, not on the working
+	 * copy, so one pass builds each view once for both). */
+	double *owned = xcalloc(2 * nn1, sizeof(*owned)), *floated = owned + nn1;
 	double busy = 0.0;
 	unsigned cpus = 0;
+	bool any_floater = false;
 
 	for (unsigned gi = 0; gi < snap->nr_guests; gi++) {
 		gview_build(x, &snap->guests[gi], v, usable);
 		for (unsigned n = 0; n < x->nn; n++)
 			owned[n] += v->own[n];
+		if (v->floater && v->own) {
+			any_floater = true;
+			for (unsigned n = 0; n < x->nn; n++)
+				floated[n] += v->own[n];
+		}
 	}
 	pctx_settle(x, owned);
-	free(owned);
 	for (unsigned i = 0; i < nres; i++)
 		pctx_reserve(x, &res[i]);
 	/* Floaters float only where there is room to float to: on a host
@@ -1734,10 +1815,9 @@ static void decide_setup(struct pctx *x, const struct snapshot *snap, const stru
 		busy += x->busy[n];
 		cpus += snap->nodes[n].nr_cpus;
 	}
-	for (unsigned gi = 0; gi < snap->nr_guests && busy <= cfg->max_util * cpus + UTIL_EPS; gi++) {
-		gview_build(x, &snap->guests[gi], v, usable);
-		pctx_float(x, v);
-	}
+	if (any_floater && busy <= cfg->max_util * cpus + UTIL_EPS)
+		pctx_float_sum(x, floated);
+	free(owned);
 }
 
 /* Every guest decided, the best first: each accepted move (ORDER[*NORD],
@@ -1794,6 +1874,7 @@ static void decide_accept(struct pctx *x, const struct snapshot *snap, const str
 			view_of(x, &snap->guests[gi], gd->it.start, v, usable, &tmp, NULL);
 		}
 		pctx_commit(x, v, &gd->target);
+		move_detail_due(gd, &snap->guests[gi], cfg);
 		gd->it.to_cpus = xmalloc(sizeof(cpumask_t));
 		cpumask_for(x, &snap->guests[gi], &gd->target.nodes, snap->guests[gi].cpus, gd->it.to_cpus,
 			    &gd->it);
@@ -1922,6 +2003,7 @@ int policy_decide_reserved(const struct policy_config *cfg, const struct snapsho
 			prev = pv;
 	}
 	pctx_init(&x, cfg, snap);
+	x.terse = !verbose;
 	if (holds && holds->follow_bound_s > 0)
 		x.follow_s = holds->follow_bound_s;
 	x.cores = coreload_new(snap);

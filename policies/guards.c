@@ -60,6 +60,17 @@ void pctx_init(struct pctx *x, const struct policy_config *cfg, const struct sna
 	x->uni = xcalloc(2 * n, sizeof(*x->uni));
 	x->distsum = xcalloc(n, sizeof(*x->distsum));
 	x->midx = xcalloc(n, sizeof(*x->midx));
+	if (nn && nn <= TFAC_MAX_NODES) {
+		x->tfac = xcalloc((size_t)nn * nn, sizeof(*x->tfac));
+		for (unsigned a = 0; a < nn; a++)
+			for (unsigned b = 0; b < nn; b++) {
+				unsigned d = s->distance[a * nn + b];
+				unsigned dsum = d > TRAVEL_UNIT_DIST ? d : (unsigned)TRAVEL_UNIT_DIST;
+
+				/* travel_of's expression for one memory node (nm 1) */
+				x->tfac[a * nn + b] = (double)dsum / (double)1u / TRAVEL_UNIT_DIST;
+			}
+	}
 	x->inset = xcalloc(n, sizeof(*x->inset));
 	x->univ = xcalloc(n, sizeof(*x->univ));
 	x->own = xcalloc(n, sizeof(*x->own));
@@ -217,6 +228,7 @@ void pctx_fini(struct pctx *x)
 	free(x->uni);
 	free(x->distsum);
 	free(x->midx);
+	free(x->tfac);
 	free(x->inset);
 	free(x->univ);
 	free(x->own);
@@ -234,6 +246,15 @@ void pctx_float(struct pctx *x, const struct gview *g)
 	for (unsigned n = 0; n < x->nn; n++) {
 		x->fbusy[n] += g->own[n];
 		x->fbusy_start[n] += g->own[n];
+	}
+}
+
+void pctx_float_sum(struct pctx *x, const double *floated)
+{
+	x->floated = true;
+	for (unsigned n = 0; n < x->nn; n++) {
+		x->fbusy[n] += floated[n];
+		x->fbusy_start[n] += floated[n];
 	}
 }
 
@@ -316,19 +337,31 @@ static bool tier_left(const struct pctx *x, const struct gview *g, unsigned n)
 
 /* OUT's travel (pcand.travel): each node's part of the guest's memory
  * that must leave it, by the mean distance from there to mems(OUT), each
- * distance at least TRAVEL_UNIT_DIST. */
-static void travel_of(const struct pctx *x, const struct gview *g, struct pcand *out)
+ * distance at least TRAVEL_UNIT_DIST. x->midx[0..NM) are the node
+ * indices of mems(OUT), in any order (the sums are of integers). */
+static void travel_of(const struct pctx *x, const struct gview *g, struct pcand *out, unsigned nm)
 {
-	unsigned nm = 0;
-
 	out->travel = 0.0;
 	out->travel_far = 0;
 	if (!out->migrate || !g->mem_node)
 		return;
-	mask_foreach(id, &out->mems)
-		x->midx[nm++] = (unsigned)x->idx_of_id[id];
 	if (!nm)
 		return;
+	if (nm == 1 && x->tfac) {
+		/* One memory node M (most sets): each node's factor is the
+		 * loop's below for a single distance, computed once a cycle. */
+		unsigned m = x->midx[0];
+
+		for (unsigned n = 0; n < x->nn; n++) {
+			unsigned d = x->s->distance[n * x->nn + m];
+
+			if (!g->mem_node[n] || n == m)
+				continue;
+			out->travel_far = d > out->travel_far ? d : out->travel_far;
+			out->travel += (double)g->mem_node[n] * x->tfac[n * x->nn + m];
+		}
+		return;
+	}
 	for (unsigned n = 0; n < x->nn; n++) {
 		const unsigned *row = &x->s->distance[n * x->nn];
 		unsigned dsum = 0, far = 0, i;
@@ -360,12 +393,58 @@ static double travel_cost(const struct pctx *x, const struct gview *g, const str
 	       W_TRAVEL * c->travel / (1024.0 * MIB) / fmax(g->cpu_use, x->cfg->min_cpu);
 }
 
+/* mems(T) of the set IDX[0..K) for G (pset_eval's MEMS_OVERRIDE rule)
+ * into OUT->mems and, as node indices, into x->midx: pset_eval's sums
+ * and travel_of walk that list, not the 1024-bit mask. Returns their
+ * number. */
+static unsigned pset_mems(const struct pctx *x, const struct gview *g, const unsigned *idx, unsigned k,
+			  const nodemask_t *mems_override, struct pcand *out)
+{
+	const struct snapshot *s = x->s;
+	unsigned any_mem = 0, nm = 0;
+
+	if (mems_override) {
+		mask_foreach(id, mems_override) {
+			int n = id < MASK_MAX_NODES ? x->idx_of_id[id] : -1;
+
+			if (n < 0 || !s->nodes[n].mem_total)
+				continue;
+			any_mem++;
+			if (g->memok[n]) {
+				mask_set(&out->mems, id);
+				x->midx[nm++] = (unsigned)n;
+			}
+		}
+	} else {
+		for (unsigned i = 0; i < k; i++) {
+			unsigned n = idx[i];
+
+			if (!s->nodes[n].mem_total)
+				continue;
+			any_mem++;
+			if (g->memok[n] && !mask_test(&out->mems, s->nodes[n].id)) {
+				mask_set(&out->mems, s->nodes[n].id);
+				x->midx[nm++] = n;
+			}
+		}
+	}
+	if (!any_mem) {
+		int m = nearest_mem(x, g, idx, k);
+
+		if (m >= 0) {
+			mask_set(&out->mems, s->nodes[m].id);
+			x->midx[nm++] = (unsigned)m;
+		}
+	}
+	return nm;
+}
+
 void pset_eval(const struct pctx *x, const struct gview *g, const unsigned *idx, unsigned k,
 	       const nodemask_t *mems_override, struct pcand *out)
 {
 	const struct snapshot *s = x->s;
 	double load = 0.0;
-	unsigned nuni = 0, any_mem = 0;
+	unsigned nuni = 0, nm;
 	uint64_t dsum = 0, npairs = 0, free_sum = 0;
 	uint64_t huge_already = 0, o_total, o_already, o_demand, o_migrate;
 
@@ -386,37 +465,12 @@ void pset_eval(const struct pctx *x, const struct gview *g, const unsigned *idx,
 	out->cpu_ok = out->util_after <= x->cfg->max_util + UTIL_EPS &&
 		      g->cpu_demand <= out->nr_to_cpus + UTIL_EPS;
 
-	if (mems_override) {
-		mask_foreach(id, mems_override) {
-			int n = id < MASK_MAX_NODES ? x->idx_of_id[id] : -1;
+	nm = pset_mems(x, g, idx, k, mems_override, out);
+	out->allowed_ok = nm > 0;
 
-			if (n < 0 || !s->nodes[n].mem_total)
-				continue;
-			any_mem++;
-			if (g->memok[n])
-				mask_set(&out->mems, id);
-		}
-	} else {
-		for (unsigned i = 0; i < k; i++) {
-			unsigned n = idx[i];
-
-			if (!s->nodes[n].mem_total)
-				continue;
-			any_mem++;
-			if (g->memok[n])
-				mask_set(&out->mems, s->nodes[n].id);
-		}
-	}
-	if (!any_mem) {
-		int m = nearest_mem(x, g, idx, k);
-
-		if (m >= 0)
-			mask_set(&out->mems, s->nodes[m].id);
-	}
-	out->allowed_ok = MASK_ANY(&out->mems);
-
-	mask_foreach(id, &out->mems) {
-		unsigned n = (unsigned)x->idx_of_id[id];
+	for (unsigned i = 0; i < nm; i++) {
+		unsigned n = x->midx[i];
+		int id = s->nodes[n].id;
 
 		out->room += pctx_room(x, n);
 		free_sum += x->free[n] > 0 ? (uint64_t)x->free[n] : 0;
@@ -436,9 +490,10 @@ void pset_eval(const struct pctx *x, const struct gview *g, const unsigned *idx,
 			if (tier_left(x, g, n) && g->memok[n] && !mask_test(&out->mems, s->nodes[n].id)) {
 				out->already += g->mem_node[n];
 				mask_set(&out->mems, s->nodes[n].id);
+				x->midx[nm++] = n;
 			}
 	out->migrate = g->mem_total > out->already ? g->mem_total - out->already : 0;
-	travel_of(x, g, out);
+	travel_of(x, g, out, nm);
 	/* Huge pages fit only in free pages of their size: the kernel would
 	 * make surplus pages on a node without, out of its free memory, and
 	 * change the pools behind the operator's back. */
@@ -505,7 +560,7 @@ void pset_eval(const struct pctx *x, const struct gview *g, const unsigned *idx,
 	 * threads run on is the kernel's, on fault, under way already
 	 * (gview.follow_nodes): a set keeping them there pays nothing for it. */
 	out->score = out->util_after +
-		     (MASK_ANY(&g->follow_nodes) && mask_subset(&g->follow_nodes, &out->nodes) ? 0.0 :
+		     (g->follow_any && mask_subset(&g->follow_nodes, &out->nodes) ? 0.0 :
 		      travel_cost(x, g, out)) +
 		     W_DISTANCE * (out->mean_dist / 10.0 - 1.0);
 }

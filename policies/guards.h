@@ -55,6 +55,9 @@
  * CPU each can read a little over a full 2-CPU node. */
 #define LOCAL_FIT_SLACK 0.05
 
+/* Hosts up to this many nodes get pctx.tfac (a table of nn² doubles). */
+#define TFAC_MAX_NODES 64
+
 /* Comparisons of utilisation against limits tolerate rounding. */
 #define UTIL_EPS 1e-9
 
@@ -93,12 +96,20 @@ struct pctx {
 	unsigned *wlo, *whi; /* word range [wlo, whi) holding each node's CPUs */
 	int *idx_of_id;      /* [MASK_MAX_NODES]: node index of an id, -1 if none */
 	unsigned version;    /* bumped by every pctx_commit() */
+	/* The plan keeps no settled item (policy_decide without verbose):
+	 * the sentence saying why a guest is settled is not written, as
+	 * nothing would read it. */
+	bool terse;
 
 	/* Scratch for one guest at a time, each [nn]. */
 	unsigned *set;
 	unsigned *uni;
 	unsigned *distsum;
 	unsigned *midx;      /* the node indices of a set's mems (travel_of) */
+	/* [a * nn + b]: what a byte leaving node index a for b alone costs in
+	 * travel (distance at least TRAVEL_UNIT_DIST, over it); NULL beyond
+	 * TFAC_MAX_NODES nodes (travel_of then computes it each time). */
+	double *tfac;
 	bool *inset;
 	bool *univ;
 	/* The guest view's arrays (see struct gview). */
@@ -150,6 +161,7 @@ struct gview {
 	 * SNAP_BUSY_THREAD_CPU), which a set keeping them pays no migration
 	 * for in its score (pset_eval). Empty: not so. */
 	nodemask_t follow_nodes;
+	bool follow_any;         /* follow_nodes is not empty (asked per set) */
 };
 
 /* The evaluation of one node set T for one guest. */
@@ -219,6 +231,16 @@ static inline bool words_any(const uint64_t *w, size_t n)
 }
 #define MASK_ANY(m) words_any((m)->w, MASK_WORDS(m))
 
+/* Bits set in W, inline: without -mpopcnt __builtin_popcountll is a
+ * call into libgcc, made for every node of every guest view. */
+static inline unsigned pop64(uint64_t w)
+{
+	w -= (w >> 1) & 0x5555555555555555ULL;
+	w = (w & 0x3333333333333333ULL) + ((w >> 2) & 0x3333333333333333ULL);
+	w = (w + (w >> 4)) & 0x0f0f0f0f0f0f0f0fULL;
+	return (unsigned)((w * 0x0101010101010101ULL) >> 56);
+}
+
 static inline bool pcand_fits(const struct pcand *c)
 {
 	return c->allowed_ok && c->cpu_ok && c->mem_ok;
@@ -240,6 +262,10 @@ void pctx_settle(struct pctx *x, const double *owned);
  * this working copy and every pctx_reset() of it. pctx_commit() takes it
  * out again when G is placed. */
 void pctx_float(struct pctx *x, const struct gview *g);
+/* pctx_float for every floater at once: FLOATED[n] is the sum of their
+ * own shares of node index n, added in the order pctx_float would have
+ * added them one by one onto a working copy where nothing floats yet. */
+void pctx_float_sum(struct pctx *x, const double *floated);
 /* Busy CPUs of node index N other than the guest's own share and the
  * load of floaters not yet placed, ≥ 0. */
 double pctx_other_busy(const struct pctx *x, const struct gview *g, unsigned n);

@@ -5,12 +5,14 @@
  *   build/bench/bench_cycle [--numaorchd build/numaorchd] [--cycles N] [--guests 10|100|1000]
  *   build/bench/bench_cycle --generate DIR GUESTS   (write a host tree only)
  *   build/bench/bench_cycle --cycle-only [--nodes N] [--guests G] [--cycles C]
- *                           [--root DIR] [--snapshot-json FILE]
+ *                           [--root DIR] [--snapshot-json FILE] [--plan-json FILE]
  * --nodes N: a host of N nodes (8 by default); --cycle-only: the median
  * acquire and decide CPU ms alone (no daemon or history; then one
  * line for a pass of the watch between cycles and the files open), on DIR
  * when given (a tree --generate wrote with the same --nodes), and the
- * snapshot of one cycle as JSON in FILE when asked.
+ * snapshot of one cycle as JSON in FILE when asked; --plan-json FILE: every
+ * timed cycle's plan items, one JSON line a cycle (without the plan's
+ * clock, so two builds' files compare byte for byte on one tree).
  *
  * CPU time is CLOCK_PROCESS_CPUTIME_ID around acquirer_snapshot() +
  * policy_decide() in this process (the same code numaorchd runs); RSS is
@@ -661,8 +663,43 @@ static unsigned count_fds(void)
  * of the fixture's thread ids: compare runs with other pids).
  * GIVEN (--root, when not NULL) is a tree --generate wrote, used as it
  * is (a profile then sees the cycles, not the writing of the tree). */
-static int cycle_cpu(unsigned guests, unsigned cycles, const char *json_out, const char *given)
+/* One line of --plan-json: P's items as plan_item_to_json writes them,
+ * with the fields it leaves out, and no clock (mono_ns, seq), so that
+ * the same tree gives the same line whichever build decided it. */
+static int plan_line(FILE *f, const struct plan *p)
 {
+	json_t *items = json_array();
+	char *s;
+
+	for (unsigned i = 0; i < p->nr_items; i++) {
+		const struct plan_item *it = &p->items[i];
+		json_t *o = plan_item_to_json(it);
+
+		json_object_set_new(o, "guest_idx", json_integer(it->guest_idx));
+		/* snapj rounds some reals; these are the exact ones */
+		json_object_set_new(o, "gain_exact", json_real(it->gain));
+		json_object_set_new(o, "load_before_exact", json_real(it->load_before));
+		json_object_set_new(o, "load_after_exact", json_real(it->load_after));
+		json_object_set_new(o, "locality_exact", json_real(it->locality_before));
+		json_object_set_new(o, "vm_start", json_boolean(it->vm_start));
+		json_object_set_new(o, "follow", json_boolean(it->follow));
+		json_object_set_new(o, "resv_used", json_integer((json_int_t)it->resv_used));
+		json_array_append_new(items, o);
+	}
+	s = json_dumps(json_pack("{s:i, s:I, s:o}", "nr_moves", (int)p->nr_moves, "migrate_bytes",
+				 (json_int_t)p->migrate_bytes, "items", items),
+		       JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
+	if (!s)
+		return -ENOMEM;
+	fprintf(f, "%s\n", s);
+	free(s);
+	return 0;
+}
+
+static int cycle_cpu(unsigned guests, unsigned cycles, const char *json_out, const char *given,
+		     const char *plan_out)
+{
+	FILE *pf = NULL;
 	char tmpl[] = "/tmp/numaorch-bench.XXXXXX";
 	char *tmp = mkdtemp(tmpl), root[4096], cmd[4200];
 	struct host_paths hp;
@@ -689,6 +726,10 @@ static int cycle_cpu(unsigned guests, unsigned cycles, const char *json_out, con
 		return 1;
 	}
 	policy_config_default(&pc);
+	if (plan_out && !(pf = fopen(plan_out, "w"))) {
+		fprintf(stderr, "cannot write %s\n", plan_out);
+		return 1;
+	}
 	if (acquirer_snapshot(acq, 0.01, NULL, &snap) < 0)
 		return 1;
 	snap_unref(snap);
@@ -717,6 +758,8 @@ static int cycle_cpu(unsigned guests, unsigned cycles, const char *json_out, con
 			return 1;
 		plan_note_cooldowns(plan, next);
 		t2 = cpu_now();
+		if (pf && plan_line(pf, plan) < 0)
+			return 1;
 		plan_free(plan);
 		pstate_free(ps);
 		ps = next;
@@ -726,6 +769,10 @@ static int cycle_cpu(unsigned guests, unsigned cycles, const char *json_out, con
 		td[c] = (t2 - t1) * 1e3;
 	}
 	pstate_free(ps);
+	if (pf && fclose(pf) != 0) {
+		fprintf(stderr, "cannot write %s\n", plan_out);
+		return 1;
+	}
 	pass_ms = drift_cost(acq, &read);
 	open_fds = count_fds();
 	acquirer_free(acq);
@@ -746,7 +793,8 @@ static int cycle_cpu(unsigned guests, unsigned cycles, const char *json_out, con
 int main(int argc, char **argv)
 {
 	unsigned sizes[] = { 10, 100, 1000 };
-	const char *numaorchd = "build/numaorchd", *gen_dir = NULL, *json_out = NULL, *given = NULL;
+	const char *numaorchd = "build/numaorchd", *gen_dir = NULL, *json_out = NULL, *given = NULL,
+		   *plan_out = NULL;
 	unsigned cycles = 20, only = 0, gen_guests = 0;
 	bool cycle_only = false;
 
@@ -767,6 +815,8 @@ int main(int argc, char **argv)
 			cycle_only = true;
 		else if (strcmp(argv[i], "--snapshot-json") == 0 && i + 1 < argc)
 			json_out = argv[++i];
+		else if (strcmp(argv[i], "--plan-json") == 0 && i + 1 < argc)
+			plan_out = argv[++i];
 		else if (strcmp(argv[i], "--generate") == 0 && i + 2 < argc) {
 			/* Only write a host tree, for profiling numaorchd by hand:
 			 * --generate DIR GUESTS */
@@ -783,8 +833,8 @@ int main(int argc, char **argv)
 		gen_host(gen_dir, gen_guests, 1);
 		return 0;
 	}
-	if (cycle_only || json_out)
-		return cycle_cpu(only ? only : 1000, cycles, json_out, given);
+	if (cycle_only || json_out || plan_out)
+		return cycle_cpu(only ? only : 1000, cycles, json_out, given, plan_out);
 	/* Any other count alone: the table's three sizes are the default. */
 	if (only && only != 10 && only != 100)
 		sizes[2] = only;
