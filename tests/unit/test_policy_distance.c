@@ -411,6 +411,25 @@ static struct snapshot *twosocket_big(const unsigned free_gib[5])
 	return twosocket_host(8, 16384, 16384, free_mib, busy);
 }
 
+/* "big", one busy docker thread on node 0, 6 GiB there and 6 GiB on node
+ * OTHER: more than any node holds. */
+static void big_guest(struct snapshot *s, unsigned other)
+{
+	struct snap_guest *g = snap_add_guest(s);
+
+	snprintf(g->id, sizeof(g->id), "big");
+	snprintf(g->runtime, sizeof(g->runtime), "docker");
+	g->cpu_use = 1.0;
+	g->nr_threads = 1;
+	g->busy_threads = 1;
+	g->busy_measured = true;
+	guest_on_node(s, g, 0);
+	for (unsigned n = 1; n < 5; n++)
+		mask_set(&g->mems, n);
+	g->mem_node[0] = 6 * GIB;
+	g->mem_node[other] = 6 * GIB;
+}
+
 /* A guest larger than any node must span: its busy thread on node 0
  * with 6 GiB there, 6 GiB on node 3 in the other socket. The
  * memory-only node 4 has the most room (11 GiB free) and node 1, node
@@ -422,24 +441,12 @@ static void test_span_by_distance_memory_only_last(void **state)
 	static const unsigned free_gib[5] = { 4, 8, 9, 1, 11 };
 	struct snapshot *s = twosocket_big(free_gib);
 	struct policy_config cfg;
-	struct snap_guest *g;
 	const struct plan_item *it;
 	struct pstate *next;
 	struct plan *p;
 
 	(void)state;
-	g = snap_add_guest(s);
-	snprintf(g->id, sizeof(g->id), "big");
-	snprintf(g->runtime, sizeof(g->runtime), "docker");
-	g->cpu_use = 1.0;
-	g->nr_threads = 1;
-	g->busy_threads = 1;
-	g->busy_measured = true;
-	guest_on_node(s, g, 0);
-	for (unsigned n = 1; n < 5; n++)
-		mask_set(&g->mems, n);
-	g->mem_node[0] = 6 * GIB;
-	g->mem_node[3] = 6 * GIB;
+	big_guest(s, 3);
 	snap_finalize(s);
 	policy_config_default(&cfg);
 	assert_int_equal(policy_decide(&cfg, s, NULL, true, &p, &next), 0);
@@ -468,18 +475,7 @@ static void test_span_by_distance_memory_only_last(void **state)
 		static const unsigned full[5] = { 4, 0, 0, 0, 5 };
 
 		s = twosocket_big(full);
-		g = snap_add_guest(s);
-		snprintf(g->id, sizeof(g->id), "big");
-		snprintf(g->runtime, sizeof(g->runtime), "docker");
-		g->cpu_use = 1.0;
-		g->nr_threads = 1;
-		g->busy_threads = 1;
-		g->busy_measured = true;
-		guest_on_node(s, g, 0);
-		for (unsigned n = 1; n < 5; n++)
-			mask_set(&g->mems, n);
-		g->mem_node[0] = 6 * GIB;
-		g->mem_node[4] = 6 * GIB;
+		big_guest(s, 4);
 		snap_finalize(s);
 		assert_int_equal(policy_decide(&cfg, s, NULL, true, &p, &next), 0);
 		it = find_item(p, "big");
