@@ -242,6 +242,14 @@ class KubeletRewrites(unittest.TestCase):
                 return float(line[len(prefix):])
         self.fail("no " + prefix)
 
+    def conflicts_after_cycles(self, gid):
+        """Guest GID's conflict records after five more cycles."""
+        for _ in range(5):
+            self.cycle()
+            time.sleep(0.1)
+        return [r for r in self.d.get("/v1/decisions?guest=%s&limit=1000" % gid).json()["decisions"]
+                if r["decision"] == "conflict"]
+
     def kubelet_rewrites(self, cg):
         """A kubelet-like writer on the pod cgroup CG, once it has written
         the shared pool back (within 10 s)."""
@@ -265,11 +273,7 @@ class KubeletRewrites(unittest.TestCase):
         uid = next(u for u in (BURSTABLE, BESTEFFORT) if u.replace("-", "_") in cg)
         gid = "kubernetes-" + uid
         kubelet = self.kubelet_rewrites(cg)
-        for _ in range(5):
-            self.cycle()
-            time.sleep(0.1)
-        recs = [r for r in self.d.get("/v1/decisions?guest=%s&limit=1000" % gid).json()["decisions"]
-                if r["decision"] == "conflict"]
+        recs = self.conflicts_after_cycles(gid)
         self.assertEqual(len(recs), 1, recs)
         rec = recs[0]
         self.assertEqual(rec["placer"], "kubelet")
@@ -324,11 +328,7 @@ class KubeletRewrites(unittest.TestCase):
         self.assertEqual([r.get("reason") for r in placed], ["place"], placed)
         kubelet = self.kubelet_rewrites(cg)
         before = self.conflict_metric("kubelet")
-        for _ in range(5):
-            self.cycle()
-            time.sleep(0.1)
-        recs = [r for r in self.d.get("/v1/decisions?guest=%s&limit=1000" % gid).json()["decisions"]
-                if r["decision"] == "conflict"]
+        recs = self.conflicts_after_cycles(gid)
         self.assertEqual(len(recs), 1, recs)
         self.assertEqual((recs[0]["placer"], recs[0]["wrote"]["cpus"], recs[0]["found"]["cpus"]),
                          ("kubelet", wrote, self.SHARED))
