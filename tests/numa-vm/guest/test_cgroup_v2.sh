@@ -1732,13 +1732,26 @@ runc_killed_mid_move() {
 	[ "$end" = '"decision":"memory_vanished"' ] ||
 		{ kill -9 $pid; echo "the job ended $end, want memory_vanished: $(grep runc-rc1 $T/dec | tail -1 | cut -c1-300)"; return 1; }
 	from=$(wc -l < $T/err) dfrom=$(wc -l < $T/dec)
-	# a guest that comes afterwards: node 2's CPUs, its memory on node 0
+	# a guest that comes afterwards: node 2's CPUs, its memory on node 0.
+	# With rc1 gone every node is idle, so the agent may bring its CPUs to
+	# its memory (no job) or its memory to its CPUs (a job): either way it
+	# must be moved and end local.
 	start $G2 "$c2" 0 32 --pages 4k || { kill -9 $pid; return 1; }
 	i=0
-	while ! grep "\"guest\":\"$ID2\"" $T/dec | grep -q '"decision":"memory_arrived"'; do
+	while ! grep "\"guest\":\"$ID2\"" $T/dec | grep -q '"decision":"moved"'; do
 		sleep 0.2; i=$((i + 1))
 		[ $i -gt 450 ] && { kill -9 $pid; echo "$ID2 (started after rc1 was gone) not moved within 90 s: $(grep -o '"decision":"[a-z_]*"' $T/dec | tr '\n' ' ')"; return 1; }
 	done
+	if grep "\"guest\":\"$ID2\"" $T/dec | grep '"decision":"moved"' | grep -q '(job [0-9]*)'; then
+		i=0
+		while ! grep "\"guest\":\"$ID2\"" $T/dec | grep -q '"decision":"memory_arrived"'; do
+			sleep 0.2; i=$((i + 1))
+			[ $i -gt 450 ] && { kill -9 $pid; echo "$ID2's memory job did not arrive within 90 s: $(grep -o '"decision":"[a-z_]*"' $T/dec | tr '\n' ' ')"; return 1; }
+		done
+	fi
+	n2=$(cpus_nodes $(rd $G2 cpuset.cpus) | tr ' ' ,)
+	[ "$(local_pct $G2 $n2)" -ge 90 ] ||
+		{ kill -9 $pid; echo "$ID2 moved but not local: cpus on node $n2, $(local_pct $G2 $n2)% of its memory there"; return 1; }
 	kill -0 $pid 2>/dev/null || { echo "daemon exited after the container did"; return 1; }
 	$ctl --json guests > $T/guests || { kill -9 $pid; echo "GET /v1/guests failed"; return 1; }
 	grep -q runc-rc1 $T/guests && { kill -9 $pid; echo "runc-rc1 still in GET /v1/guests after its deletion"; return 1; }
@@ -1747,7 +1760,7 @@ runc_killed_mid_move() {
 	[ "$said" = 0 ] || { kill -9 $pid; echo "the log still names rc1 $said times after its job ended: $(tail -n +$((from + 1)) $T/err | grep rc1 | head -3)"; return 1; }
 	late=$(tail -n +$((dfrom + 1)) $T/dec | grep -c runc-rc1)
 	[ "$late" = 0 ] || { kill -9 $pid; echo "$late records for runc-rc1 after memory_vanished"; return 1; }
-	echo "# $(grep '"guest":"runc-rc1"' $T/dec | grep -o '"decision":"memory_[a-z]*"' | head -1); then $ID2 moved to node 2 ($(local_pct $G2 2)% of its memory there)"
+	echo "# $(grep '"guest":"runc-rc1"' $T/dec | grep -o '"decision":"memory_[a-z]*"' | head -1); then $ID2 moved, its CPUs on node $n2 ($(local_pct $G2 $n2)% of its memory there)"
 	stop_daemon
 }
 test_runc_container_killed_mid_move() {
