@@ -773,6 +773,7 @@ struct placement {
 	uint64_t mem_bytes;
 	nodemask_t dev_nodes;     /* its devices' nodes (device_nodes) */
 	enum gpol_devices devices;
+	bool devices_given;       /* else the host's [policy] devices */
 	double reserve_s;
 	char label[GUEST_ID_MAX];
 	/* out */
@@ -797,7 +798,7 @@ static int placement_engine(struct engine *e, void *ctx)
 	req.mem_bytes = pl->mem_bytes;
 	req.dev_nodes = pl->dev_nodes;
 	req.nr_devices = mask_count(&pl->dev_nodes);
-	req.devices = pl->devices;
+	req.devices = pl->devices_given ? pl->devices : engine_config(e)->policy.devices;
 	req.nr_reservations = engine_reservations(e, &res);
 	req.reservations = res;
 	r = engine_policy(e)->advise(&engine_config(e)->policy, pl->view->snap, &req, &pl->adv);
@@ -855,6 +856,7 @@ void h_placements(struct rq *r)
 		jreq_fail(&err, "devices", "must be prefer, require or ignore");
 		goto bad;
 	}
+	pl->devices_given = devices != NULL;
 	pl->cpus = (double)vcpus;
 	pl->mem_bytes = (uint64_t)mib * MIB;
 	pl->reserve_s = reserve;

@@ -308,7 +308,8 @@ struct cycle {
 static int cycle_acquire(struct engine *e, struct cycle *c)
 {
 	struct snap_policy_overlay ov = {
-		.get = e->gs ? override_policy : NULL, .ctx = e->gs, .flows = mover_facts, .flows_ctx = e
+		.get = e->gs ? override_policy : NULL, .ctx = e->gs, .devices = e->conf.cfg.policy.devices,
+		.flows = mover_facts, .flows_ctx = e
 	};
 	int r;
 

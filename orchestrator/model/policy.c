@@ -29,6 +29,7 @@ void policy_config_default(struct policy_config *c)
 	c->start_bind_mems = false;
 	c->whole_cores = true;
 	c->container_cores = false;
+	c->devices = GPOL_DEV_PREFER;
 }
 
 uint64_t policy_reserve(uint64_t min_free_bytes, double share, uint64_t total)

@@ -66,6 +66,11 @@ struct policy_config {
 	 * on a node-wide cpuset the kernel's scheduler already puts busy
 	 * threads on idle cores before siblings. */
 	bool container_cores;
+	/* What a guest's devices weigh when neither the API nor its
+	 * domain's metadata says ([policy] devices): a host of passed-through
+	 * NICs may want every such guest on its device's node (require),
+	 * where the default only prefers it among sets that cost the same. */
+	enum gpol_devices devices;
 };
 
 void policy_config_default(struct policy_config *c);

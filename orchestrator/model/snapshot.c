@@ -477,6 +477,8 @@ void snap_finalize_with(struct snapshot *s, const struct snap_policy_overlay *ov
 
 		if (ov->get && ov->get(ov->ctx, s->guests[i].id, &pol))
 			s->guests[i].policy = pol;
+		else if (s->guests[i].policy.source == GPOL_SRC_DEFAULT)
+			s->guests[i].policy.devices = ov->devices;
 	}
 	for (unsigned i = 0; i < s->nr_guests; i++) {
 		struct snap_guest *g = &s->guests[i];

@@ -378,6 +378,9 @@ void snap_finalize(struct snapshot *s);
 struct snap_policy_overlay {
 	bool (*get)(void *ctx, const char *id, struct guest_policy *out);
 	void *ctx;
+	/* What the devices of a guest GET does not override, and whose
+	 * source gave it no policy, weigh ([policy] devices). */
+	enum gpol_devices devices;
 	/* May be NULL: fill each node's mem_leaving/mem_coming, called last,
 	 * with the guests final (the engine: its mover's live jobs). */
 	void (*flows)(void *ctx, struct snapshot *s);

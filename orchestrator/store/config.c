@@ -275,6 +275,13 @@ static int set_memory_binding(struct parse_ctx *p, const struct key *k, const ch
 	return 1;
 }
 
+static int set_devices(struct parse_ctx *p, const struct key *k, const char *v)
+{
+	if (gpol_devices_parse(v, &p->cfg->policy.devices) < 0)
+		return fail(p, "[%s] %s: must be prefer, require or ignore, got \"%s\"", k->sec, k->name, v);
+	return 1;
+}
+
 static int set_scope(struct parse_ctx *p, const struct key *k, const char *v)
 {
 	return cgroup_list_add(p, k->sec, k->name, v, &p->cfg->cg.nr_scopes, &p->cfg->cg.scopes);
@@ -446,6 +453,7 @@ static const struct key keys[] = {
 	BOOLK("policy", "start_bind_mems", policy.start_bind_mems),
 	BOOLK("policy", "whole_cores", policy.whole_cores),
 	BOOLK("policy", "container_cores", policy.container_cores),
+	SET("policy", "devices", policy.devices, set_devices),
 
 	SET("api", "socket", api_socket, set_api_socket),
 	SET("api", "listen", api_listen, set_api_listen),

@@ -22,6 +22,8 @@ CKPT = os.path.join(apilib.FIX, "kubelet", "device-plugins", "kubelet_internal_c
 
 @unittest.skipIf(REASON, REASON or "")
 class KubeletDevices(unittest.TestCase):
+    CONF = "[agent]\nmode = advise\nsample = 0.05\n[policy]\nmax_moves = 100\n"
+
     @classmethod
     def setUpClass(cls):
         cls.tmp = itlib.mktemp()
@@ -34,7 +36,7 @@ class KubeletDevices(unittest.TestCase):
             os.makedirs(pci)
             itlib.write(os.path.join(pci, "numa_node"), "0\n")
             cls.d = apilib.Daemon(cls.tmp, cls.root, binary=itlib.NUMAORCHD_TEST,
-                                  conf="[agent]\nmode = advise\nsample = 0.05\n[policy]\nmax_moves = 100\n").start()
+                                  conf=cls.CONF).start()
         except BaseException:
             shutil.rmtree(cls.tmp, True)
             raise
@@ -109,6 +111,45 @@ class KubeletDevices(unittest.TestCase):
         self.assertIn("near its device on node 0 (required)", it["detail"])
         g = self.d.get("/v1/guests/" + BESTEFFORT).json()
         self.assertEqual(g["policy"]["devices"], "require")
+
+
+@unittest.skipIf(REASON, REASON or "")
+class HostDefaultRequire(KubeletDevices):
+    """[policy] devices = require in the daemon's config: every guest the
+    API leaves without a policy takes it (the best-effort pod goes to its
+    device's node with no PUT, its policy shown as the default's), a
+    guest's own policy still wins, and advice that does not say is given
+    under it."""
+    CONF = "[agent]\nmode = advise\nsample = 0.05\n[policy]\nmax_moves = 100\ndevices = require\n"
+
+    def test_placed_near_device(self):
+        it = self.plan()[BESTEFFORT]
+        self.assertEqual((it["kind"], it["to_nodes"]), ("move", "0"), it)
+        self.assertIn("near its device on node 0 (required)", it["detail"])
+        pol = self.d.get("/v1/guests/" + BESTEFFORT).json()["policy"]
+        self.assertEqual((pol["devices"], pol["source"]), ("require", "default"), pol)
+
+    def test_require(self):
+        r = self.d.request("PUT", "/v1/guests/%s/policy" % BESTEFFORT, {"mode": "auto", "devices": "prefer"})
+        self.assertEqual(r.status, 200, r.body)
+        self.addCleanup(self.d.request, "DELETE", "/v1/guests/%s/policy" % BESTEFFORT)
+        self.d.request("POST", "/v1/rebalance", {"dry_run": True})    # the snapshot takes the override
+        it = self.plan()[BESTEFFORT]
+        self.assertIn("away from its device on node 0", it["detail"])
+        self.assertNotIn("required", it["detail"])
+
+    def test_advice(self):
+        """Advice for a guest with a device on node 0 whose request does
+        not say what it weighs is given under the host's require; the
+        request's "ignore" wins."""
+        r = self.d.request("POST", "/v1/placements", {"vcpus": 1, "memory_mib": 64, "device_nodes": [0]})
+        self.assertEqual(r.status, 200, r.body)
+        self.assertEqual(r.json()["nodes"], "0", r.body)
+        self.assertIn("(required)", r.json()["detail"])
+        r = self.d.request("POST", "/v1/placements", {"vcpus": 1, "memory_mib": 64, "device_nodes": [0],
+                                                      "devices": "ignore"})
+        self.assertEqual(r.status, 200, r.body)
+        self.assertNotIn("device", r.json()["detail"])
 
 
 if __name__ == "__main__":

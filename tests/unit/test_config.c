@@ -40,6 +40,7 @@ static void test_full_file(void **state)
 		"[kubelet]\nroot = /srv/kubelet\nreserved_cpus = 0,4\n"
 		"[policy]\nlocality_target = 80\nmax_util = 75\ncooldown = 60\nmax_moves = 2\n"
 		"max_migrate_mib = 512\nmin_free_mib = 128\nmin_free_share = 10\nless_busy_margin = 20\nstart_place = no\n"
+		"devices = require\n"
 		"[api]\nsocket =\nlisten = 127.0.0.1:7070\ntoken_file = /etc/numaorch/token\nguest_metrics = top 20\n"
 		"[libvirt]\nenabled = no\nuri = qemu:///session\n";
 
@@ -68,6 +69,7 @@ static void test_full_file(void **state)
 	assert_int_equal(c.policy.min_free_bytes, 128ULL << 20);
 	assert_true(fabs(c.policy.min_free_share - 0.1) < 1e-9);
 	assert_false(c.policy.start_place);
+	assert_int_equal(c.policy.devices, GPOL_DEV_REQUIRE);
 	assert_string_equal(c.api_socket, "");
 	assert_string_equal(c.api_listen, "127.0.0.1:7070");
 	assert_int_equal(c.api_guest_metrics, 20);
@@ -344,6 +346,7 @@ static void test_every_key_checks_its_value(void **state)
 		{ "policy", "max_migrate_mib", "1.5", "must be an integer of MiB" },
 		{ "policy", "min_free_mib", "-3", "must be an integer of MiB" },
 		{ "policy", "min_free_share", "101", "must be a number 0..100 (percent)" },
+		{ "policy", "devices", "always", "must be prefer, require or ignore" },
 		{ "api", "socket", "rel", "must be an absolute path" },
 		{ "api", "listen", "8080", "must be ADDR:PORT" },
 		{ "api", "guest_metrics", "some", "must be off, all or top N (N 1..1000000)" },

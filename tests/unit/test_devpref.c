@@ -182,6 +182,52 @@ static void test_require_moves(void **state)
 	assert_non_null(strstr(it.detail, "devices = require: nodes 0 → 2, its device's node 2"));
 }
 
+/* The operator's store says "prefer" for guest "docker-api" only. */
+static bool api_prefers(void *ctx, const char *id, struct guest_policy *out)
+{
+	(void)ctx;
+	if (strcmp(id, "docker-api") != 0)
+		return false;
+	memset(out, 0, sizeof(*out));
+	out->source = GPOL_SRC_API;
+	out->devices = GPOL_DEV_PREFER;
+	return true;
+}
+
+/* [policy] devices = require, laid by the engine's overlay: a guest whose
+ * source gave it no policy takes the host's default (and goes to its
+ * device's node as test_require_moves' does); one the API set, and one
+ * whose domain metadata set, keep theirs. */
+static void test_host_default(void **state)
+{
+	static const uint64_t fr[4] = { 6000, 6000, 6000, 6000 };
+	static const double busy[4] = { 0.3, 0.3, 0.3, 0.3 };
+	const struct snap_policy_overlay ov = { .get = api_prefers, .devices = GPOL_DEV_REQUIRE };
+	struct snapshot *s = host(4, fr, busy);
+	struct snap_guest *g[3];
+	struct plan_item it;
+
+	(void)state;
+	for (unsigned i = 0; i < 3; i++)
+		g[i] = guest(s, 0.5, "0-1", 0, 64, 0, 2, GPOL_DEV_PREFER);
+	snprintf(g[0]->id, sizeof(g[0]->id), "docker-default");
+	snprintf(g[1]->id, sizeof(g[1]->id), "docker-api");
+	snprintf(g[2]->id, sizeof(g[2]->id), "vm-meta");
+	g[2]->policy.source = GPOL_SRC_METADATA;
+	snap_finalize_with(s, &ov);
+	assert_int_equal(snap_find_guest(s, "docker-default")->policy.devices, GPOL_DEV_REQUIRE);
+	assert_int_equal(snap_find_guest(s, "docker-api")->policy.devices, GPOL_DEV_PREFER);
+	assert_int_equal(snap_find_guest(s, "vm-meta")->policy.devices, GPOL_DEV_PREFER);
+	snap_unref(s);
+
+	s = host(4, fr, busy);
+	guest(s, 0.5, "0-1", 0, 64, 0, 2, GPOL_DEV_PREFER);
+	snap_finalize_with(s, &ov);
+	it = decide(s);
+	assert_true(moved_to(&it, 2));
+	assert_non_null(strstr(it.detail, "devices = require: nodes 0 → 2, its device's node 2"));
+}
+
 /* The advice for a guest about to start, its device on node 2 given in
  * the request: four idle nodes, node 0 without it (lowest id); node 2
  * with it; node 2 full: prefer elsewhere saying so, require nothing. */
@@ -386,6 +432,7 @@ int main(void)
 		cmocka_unit_test(test_keeps_device_node),
 		cmocka_unit_test(test_room_first_require_skips),
 		cmocka_unit_test(test_require_moves),
+		cmocka_unit_test(test_host_default),
 		cmocka_unit_test(test_advice),
 		cmocka_unit_test(test_start_placement),
 		cmocka_unit_test(test_pinned),
