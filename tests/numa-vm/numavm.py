@@ -1512,6 +1512,16 @@ def cmd_report(args):
     return 0
 
 
+def capture_append(scn):
+    """The kernel command line's numavm.* words of a capture boot: the
+    scenario's `hugepages` pools, which guest/capture_fixture.sh reserves
+    before its guests take huge pages from them."""
+    append = "numavm.mode=script numavm.script=capture_fixture"
+    if scn["hugepages"]:
+        append += " numavm.hugepages=" + ",".join(map(str, scn["hugepages"]))
+    return append
+
+
 def parse_capture(text):
     """{path: content} from guest/capture_fixture.sh's lines ("F path",
     "| line"..., "E"). A file cut short (no "E") is an error."""
@@ -1622,7 +1632,7 @@ def main():
             print(text)
         elif a.cmd == "capture":
             prepare()
-            text, wall = boot(load_scenario(a.vm), "numavm.mode=script numavm.script=capture_fixture",
+            text, wall = boot(load_scenario(a.vm), capture_append(load_scenario(a.vm)),
                               os.path.join(CACHE, "capture." + a.name), timeout=600)
             dest = os.path.join(REPO, "tests", "fixtures", a.name)
             n = write_capture(text, dest)
