@@ -72,7 +72,7 @@ PLACER_BALANCING = {"none": "off", "kernel": "on", "numad": "off", "numaorchd": 
 BENCH_BALANCING_ON = ("numad",)
 # Guest keys numavm-run accepts (guest NAME key=value ...).
 GUEST_KEYS = ("kind", "threads", "mib", "touch", "pages", "cpus", "mems", "run_on", "busy", "start", "stop",
-              "containers", "ctr_cpuset", "driver", "widen", "hugetlb")
+              "containers", "ctr_cpuset", "driver", "widen", "hugetlb", "device")
 
 
 def placer_balancing(placer):
@@ -143,7 +143,8 @@ def load_scenario(name):
     scn = {"name": os.path.basename(path)[:-4], "path": path, "nodes": 4, "cpus_per_node": 2,
            "mem_per_node": 1024, "mem_nodes": None, "distance": 20, "duration": 60, "threads": 1,
            "sample": 2, "pages": "thp", "check_within": None, "check_duration": None, "description": "", "guests": [],
-           "bench": "yes", "cgroup": "v2", "distances": [], "memory_only": [], "pxb": [], "hugepages": []}
+           "bench": "yes", "cgroup": "v2", "distances": [], "memory_only": [], "pxb": [], "hugepages": [],
+           "nvme": []}
     with open(path) as f:
         for line in f:
             line = line.split("#", 1)[0].strip()
@@ -158,7 +159,7 @@ def load_scenario(name):
                 scn[k] = int(v)
             elif k in ("duration", "sample", "check_within", "check_duration"):
                 scn[k] = float(v)
-            elif k in ("mem_nodes", "memory_only", "pxb", "hugepages"):
+            elif k in ("mem_nodes", "memory_only", "pxb", "hugepages", "nvme"):
                 scn[k] = [int(x) for x in v.split(",")]
             elif k == "distances":
                 scn[k].append([int(x) for x in v.split()])
@@ -185,6 +186,12 @@ def load_scenario(name):
         raise SystemExit("%s: hugepages: 2 MiB pages per node, at most one per node" % path)
     if any(not 0 <= nd < total for nd in scn["pxb"]):
         raise SystemExit("%s: pxb: a node 0..%d" % (path, total - 1))
+    if any(nd not in scn["pxb"] for nd in scn["nvme"]) or len(set(scn["nvme"])) != len(scn["nvme"]):
+        raise SystemExit("%s: nvme: nodes that have a pxb, each once" % path)
+    for v in scn["guests"]:
+        name, keys = parse_guest(path, v)
+        if "device" in keys and (not keys["device"].isdigit() or int(keys["device"]) not in scn["nvme"]):
+            raise SystemExit("%s: guest %s: device=N names a node of the scenario's nvme key" % (path, name))
     return scn
 
 
@@ -517,6 +524,12 @@ def qemu_cmd(scn, append, console, results, initrd=INITRD):
     for k, nd in enumerate(scn["pxb"]):
         cmd += ["-device", "pxb,id=pxb%d,bus=pci.0,bus_nr=%d,numa_node=%d" % (k, 32 * (k + 1), nd),
                 "-device", "virtio-rng-pci,bus=pxb%d,addr=0x0" % k]
+        # `nvme`: an NVMe controller beside it (the kernel's built-in
+        # driver binds it: /dev/nvmeXn1, whose sysfs device is under the
+        # bridge, on its node), a null 64 MiB namespace.
+        if nd in scn["nvme"]:
+            cmd += ["-blockdev", "driver=null-co,node-name=nvm%d,size=67108864,read-zeroes=on" % k,
+                    "-device", "nvme,serial=numavm%d,drive=nvm%d,bus=pxb%d,addr=0x1" % (k, k, k)]
     cmd += ["-kernel", find_kernel() or os.path.join(PKGROOT, "boot", "vmlinuz"), "-initrd", initrd,
             "-append", "console=ttyS0 panic=-1 quiet mitigations=off " + append +
             # the bridges' nodes, for the guest's checks to expect
@@ -929,7 +942,53 @@ def analyse(text, scn):
         "series": [[round(a, 2), round(b, 4), round(c, 4), round(d, 4), round(e, 4)] for a, b, c, d, e in series],
         "n_decisions": len(r["decisions"]),
         "moves": sum(1 for d in r["decisions"] if d.get("decision") == "moved"),
+        "device_local": device_locality(r, by_g, dur),
     }
+
+
+def device_locality(r, by_g, dur):
+    """Device locality of the guests that hold a device (their H line's
+    device_node=, the numa_node the kernel gives the device; runs without
+    one: None): per sample the share of a guest's busy threads on the
+    device's node (busy as in locality(); none busy: all its threads) and
+    the share of its memory there, averaged over those guests, over the
+    last 10 s ("end") and the last minute. Beside the true locality, which
+    weighs memory against threads only."""
+    dev = {g: int(h["device_node"]) for g, h in r["guests"].items() if h.get("device_node", "").isdigit()}
+    if not dev:
+        return None
+
+    def shares(s, dn):
+        thr = [n for n, b in s["thr"] if b >= 50 and n >= 0] or [n for n, b in s["thr"] if n >= 0]
+        total = sum(s["mem"])
+        return (sum(1 for n in thr if n == dn) / len(thr) if thr else None,
+                s["mem"][dn] / total if total and dn < len(s["mem"]) else None)
+
+    per_t = {}
+    per_g = {}
+    for g, dn in dev.items():
+        for s in by_g.get(g, []):
+            th, me = shares(s, dn)
+            if th is None or me is None:
+                continue
+            per_t.setdefault(s["t"], []).append((th, me))
+            per_g.setdefault(g, []).append((s["t"], th, me))
+
+    def mean_over(t_from):
+        rows = [x for t, xs in per_t.items() if t >= t_from for x in xs]
+        if not rows:
+            return None, None
+        return (round(sum(x[0] for x in rows) / len(rows), 4), round(sum(x[1] for x in rows) / len(rows), 4))
+    thr_end, mem_end = mean_over(dur - 10)
+    thr_min, mem_min = mean_over(dur - 60)
+    guests = {}
+    for g, dn in sorted(dev.items()):
+        tail = [x for x in per_g.get(g, []) if x[0] >= dur - 10]
+        guests[g] = {"node": dn,
+                     "threads_end": round(sum(x[1] for x in tail) / len(tail), 4) if tail else None,
+                     "mem_end": round(sum(x[2] for x in tail) / len(tail), 4) if tail else None}
+    return {"guests": guests, "threads_end": thr_end, "mem_end": mem_end,
+            "threads_last_min": thr_min, "mem_last_min": mem_min}
 
 
 def wloc_none(v):
@@ -1327,6 +1386,7 @@ def report(runs, wall_total=None, cmdline=None, failed=(), note=None):
                 fmt_s(r.get("t90_nodes_all")), fmt(pct(r["loc_mean_last_min"]), "%.0f%%", "-"),
                 r["needed_mib"], r["moved_mib"], r["oom_kills"], fmt(r["placer_cpu_s"], "%.1f", "-"),
                 "/".join(map(str, r["busy_threads_per_node_end"])), r["work_mib_s"]))
+        lines += device_table(rs)
         lines += ["", target_line(rs), "", target_line(rs, "on"), "", "![%s](%s.png)" % (s, s), ""]
         plot(s, rs)
     if failed:
@@ -1339,6 +1399,31 @@ def report(runs, wall_total=None, cmdline=None, failed=(), note=None):
 
 def pct(v):
     return None if v is None else v * 100
+
+
+def device_table(rs):
+    """The device locality of runs RS (one scenario's) as a table, for a
+    scenario whose guests hold devices: [] when no run has any."""
+    if not any(r.get("device_local") for r in rs):
+        return []
+    out = ["", "Device locality (guests holding a device: %s): **dev threads** the share of their busy threads "
+           "on the device's node, **dev memory** the share of their memory there; mean over those guests, the "
+           "last minute and the last 10 s. True locality above does not weigh the device." %
+           ", ".join(sorted("%s on node %d" % (g, v["node"])
+                            for g, v in next(r["device_local"] for r in rs if r.get("device_local"))["guests"].items())),
+           "", "| placer | balancing | dev threads | dev memory | dev threads end | dev memory end | per guest at the end (threads/memory) |",
+           "|---|---|---|---|---|---|---|"]
+    for r in rs:
+        d = r.get("device_local")
+        if not d:
+            continue
+        out.append("| %s | %s | %s | %s | %s | %s | %s |" % (
+            r["placer"], run_balancing(r) + (" (forced)" if r.get("balancing_forced") else ""),
+            fmt(pct(d["threads_last_min"]), "%.0f%%", "-"), fmt(pct(d["mem_last_min"]), "%.0f%%", "-"),
+            fmt(pct(d["threads_end"]), "%.0f%%", "-"), fmt(pct(d["mem_end"]), "%.0f%%", "-"),
+            ", ".join("%s %s/%s" % (g, fmt(pct(v["threads_end"]), "%.0f%%", "-"), fmt(pct(v["mem_end"]), "%.0f%%", "-"))
+                      for g, v in sorted(d["guests"].items()))))
+    return out
 
 
 def run_balancing(r):
@@ -1512,6 +1597,16 @@ def cmd_report(args):
     return 0
 
 
+def capture_append(scn):
+    """The kernel command line's numavm.* words of a capture boot: the
+    scenario's `hugepages` pools, which guest/capture_fixture.sh reserves
+    before its guests take huge pages from them."""
+    append = "numavm.mode=script numavm.script=capture_fixture"
+    if scn["hugepages"]:
+        append += " numavm.hugepages=" + ",".join(map(str, scn["hugepages"]))
+    return append
+
+
 def parse_capture(text):
     """{path: content} from guest/capture_fixture.sh's lines ("F path",
     "| line"..., "E"). A file cut short (no "E") is an error."""
@@ -1622,7 +1717,7 @@ def main():
             print(text)
         elif a.cmd == "capture":
             prepare()
-            text, wall = boot(load_scenario(a.vm), "numavm.mode=script numavm.script=capture_fixture",
+            text, wall = boot(load_scenario(a.vm), capture_append(load_scenario(a.vm)),
                               os.path.join(CACHE, "capture." + a.name), timeout=600)
             dest = os.path.join(REPO, "tests", "fixtures", a.name)
             n = write_capture(text, dest)

@@ -616,6 +616,84 @@ class PodsAndBalancing(unittest.TestCase):
         self.assertIn("Target for numaorchd with kernel.numa_balancing = 1", rep)
 
 
+class DeviceLocality(unittest.TestCase):
+    """The device reading beside the old ones: guests whose H line names
+    the device's node (device_node=, as numavm-run reads it from sysfs)."""
+
+    def dev_results(self, a_thr_node, a_mem, with_device=True):
+        extra = ()
+        text = results([(t, g, mem, thr, "-", "-", "0-3", "0-1")
+                        for t in (0, 2, 52, 56, 60)
+                        for g, mem, thr in (("a", a_mem, "%d:100" % a_thr_node), ("b", [0, 1000], "1:100"))],
+                       extra=extra)
+        if with_device:
+            text = text.replace("kind=docker threads=1 mib=320\nH guest=b",
+                                "kind=docker threads=1 mib=320 device=b:259:0 device_node=1 device_rules=v1\nH guest=b", 1)
+        return text
+
+    def test_local_by_memory_but_away_from_its_device(self):
+        # a: thread and memory on node 0 (true locality 100 %), its device on node 1.
+        r = numavm.analyse(self.dev_results(0, [1000, 0]), SCN)
+        self.assertEqual(r["wloc_end"], 1.0)
+        d = r["device_local"]
+        self.assertEqual(d["guests"], {"a": {"node": 1, "threads_end": 0.0, "mem_end": 0.0}})
+        self.assertEqual((d["threads_end"], d["mem_end"]), (0.0, 0.0))
+        self.assertEqual((d["threads_last_min"], d["mem_last_min"]), (0.0, 0.0))
+        # beside its device: the same true locality, device local 100 %
+        r2 = numavm.analyse(self.dev_results(1, [0, 1000]), SCN)
+        self.assertEqual(r2["wloc_end"], r["wloc_end"])
+        self.assertEqual((r2["device_local"]["threads_end"], r2["device_local"]["mem_end"]), (1.0, 1.0))
+        # thread there, three quarters of the memory
+        r3 = numavm.analyse(self.dev_results(1, [250, 750]), SCN)
+        self.assertEqual((r3["device_local"]["threads_end"], r3["device_local"]["mem_end"]), (1.0, 0.75))
+
+    def test_runs_without_devices_have_none_and_no_table(self):
+        r = numavm.analyse(self.dev_results(0, [1000, 0], with_device=False), SCN)
+        self.assertIsNone(r["device_local"])
+        self.assertEqual(numavm.device_table([r]), [])
+        # metrics.json of runs before the reading existed: no key at all
+        old = {k: v for k, v in r.items() if k != "device_local"}
+        self.assertEqual(numavm.device_table([old]), [])
+
+    def test_report_table_only_for_device_scenarios(self):
+        a = numavm.analyse(self.dev_results(0, [1000, 0]), SCN)
+        b = numavm.analyse(self.dev_results(1, [0, 1000]), SCN)
+        rows = [dict(a, placer="kernel", balancing="on"), dict(b, placer="numaorchd", balancing="off")]
+        t = "\n".join(numavm.device_table(rows))
+        self.assertIn("a on node 1", t)
+        self.assertIn("| kernel | on | 0% | 0% | 0% | 0% | a 0%/0% |", t)
+        self.assertIn("| numaorchd | off | 100% | 100% | 100% | 100% | a 100%/100% |", t)
+
+    def test_scenario_keys_and_qemu_command(self):
+        scn = numavm.load_scenario("device-misplaced")
+        self.assertEqual(scn["cgroup"], "v1")
+        self.assertEqual(scn["nvme"], [1])
+        s = " ".join(numavm.qemu_cmd(scn, "x=1", "file:c", "r"))
+        self.assertIn("-device pxb,id=pxb0,bus=pci.0,bus_nr=32,numa_node=1", s)
+        self.assertIn("-device nvme,serial=numavm0,drive=nvm0,bus=pxb0,addr=0x1", s)
+        self.assertIn("-blockdev driver=null-co,node-name=nvm0,", s)
+        # twosocket's shape is what it was: no NVMe
+        self.assertNotIn("nvme", " ".join(numavm.qemu_cmd(numavm.load_scenario("twosocket"), "x=1", "file:c", "r")))
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d)
+        for body, why in (("pxb 1\nnvme 2\n", "nvme"), ("pxb 1\nnvme 1\nguest g device=2\n", "device=N"),
+                          ("guest g device=1\n", "device=N")):
+            p = os.path.join(d, "x.scn")
+            with open(p, "w") as f:
+                f.write("description x\n" + body)
+            with self.assertRaises(SystemExit) as cm:
+                numavm.load_scenario(p)
+            self.assertIn(why, str(cm.exception))
+
+
+class CaptureAppend(unittest.TestCase):
+    def test_hugepages_go_on_the_command_line(self):
+        self.assertEqual(numavm.capture_append(numavm.load_scenario("hugetlb-host")),
+                         "numavm.mode=script numavm.script=capture_fixture numavm.hugepages=40,24,16,0")
+        self.assertEqual(numavm.capture_append(numavm.load_scenario("twosocket")),
+                         "numavm.mode=script numavm.script=capture_fixture")
+
+
 class Capture(unittest.TestCase):
     """numavm.py capture: the lines of guest/capture_fixture.sh back into files."""
 

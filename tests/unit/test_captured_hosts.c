@@ -8,11 +8,16 @@
  *     distances 10/12/32, node 4 with memory and no CPUs at 40, a PCI
  *     expander bridge on node 1 with a virtio-rng behind it;
  *   vm-smt (smt.scn): -smp 8,sockets=2,cores=2,threads=2, a node per
- *     socket, an L3 per socket.
+ *     socket, an L3 per socket;
+ *   vm-hugetlb (hugetlb-host.scn): four nodes whose 2 MiB pools were
+ *     reserved as 40/24/16/0 pages, two containers holding huge pages
+ *     (16 on node 0, 10 on node 1) while the files were read, the hugetlb
+ *     controller on in their cgroups.
  *
  * What is checked is what the kernel wrote (the scenario asked QEMU for
  * it): the distance rows, the memory-only node, each CPU's core and
- * last-level cache, the devices' nodes; and that a plan decided over the
+ * last-level cache, the devices' nodes, the hugetlb pools and the
+ * guests' huge pages per node; and that a plan decided over the
  * two-socket tree never gives a CPU to the memory-only node.
  */
 #include "testutil.h"
@@ -23,7 +28,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agents/cgscan.h"
 #include "agents/devnode.h"
+#include "agents/hugetlb.h"
 #include "agents/topo.h"
 #include "orchestrator/base/hostpaths.h"
 #include "policies/policies.h"
@@ -314,6 +321,151 @@ static void test_smt_container_gets_a_whole_free_core(void **state)
 	unload(&h);
 }
 
+/* ---- vm-hugetlb ------------------------------------------------------- */
+
+#define HPAGE (2ULL * MIB)
+#define GPAGE (1024ULL * MIB)
+#define DOCKER_ID "docker-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+#define POD_ID "kubernetes-11112222-3333-4444-5555-666677778888"
+
+/* The pools as the kernel wrote them (node<N>/hugepages/hugepages-2048kB/
+ * nr_hugepages, free_hugepages, surplus_hugepages):
+ *   node 0: 40 40-16=24 0   (the docker guest's 16 pages)
+ *   node 1: 24 24-10=14 0   (the pod's 10 pages)
+ *   node 2: 16 16       0
+ *   node 3:  0  0       0
+ * and a 1 GiB pool of 0/0/0 on each (hugepages-1048576kB): the agent
+ * lists both sizes, smallest first. /proc/meminfo agrees: HugePages_Total
+ * 80, HugePages_Free 54. */
+static const uint64_t hpool2m[4][3] = { { 40, 24, 0 }, { 24, 14, 0 }, { 16, 16, 0 }, { 0, 0, 0 } };
+
+static void test_hugetlb_pools(void **state)
+{
+	struct snapshot *s;
+	struct host h;
+
+	(void)state;
+	load(&h, "vm-hugetlb");
+	assert_int_equal(h.nr, 4);
+	for (unsigned n = 0; n < 4; n++) {
+		const struct snap_hpool *p2 = snap_node_hpool(&h.nodes[n], HPAGE), *p1g = snap_node_hpool(&h.nodes[n], GPAGE);
+
+		assert_int_equal(h.nodes[n].nr_hpools, 2);
+		assert_int_equal(h.nodes[n].hpools[0].page, HPAGE);
+		assert_int_equal(h.nodes[n].hpools[1].page, GPAGE);
+		assert_non_null(p2);
+		assert_non_null(p1g);
+		assert_int_equal(p2->total, hpool2m[n][0]);
+		assert_int_equal(p2->free, hpool2m[n][1]);
+		assert_int_equal(p2->surplus, hpool2m[n][2]);
+		assert_int_equal(p1g->total, 0);
+		assert_int_equal(p1g->free, 0);
+		assert_int_equal(p1g->surplus, 0);
+	}
+	s = snap_new();
+	snap_set_nodes(s, h.nodes, h.nr, h.dist);
+	/* Pages in use (total > free on nodes 0 and 1): the scan looks for
+	 * guests' huge pages. On the two-socket tree (pools 0/0) it does not. */
+	assert_true(ghuge_host_in_use(s));
+	snap_unref(s);
+	unload(&h);
+	load(&h, "vm-twosocket");
+	s = snap_new();
+	snap_set_nodes(s, h.nodes, h.nr, h.dist);
+	assert_false(ghuge_host_in_use(s));
+	snap_unref(s);
+	unload(&h);
+}
+
+/* The container scan over the captured tree: each guest's huge pages per
+ * node from its cgroup's hugetlb.2MB.numa_stat, as the kernel wrote it:
+ *   docker:  total=33554432 N0=33554432 N1=0 N2=0 N3=0   (32 MiB, node 0)
+ *   pod:     total=20971520 N0=0 N1=20971520 N2=0 N3=0   (20 MiB, node 1)
+ * counted in its memory per node too (memory.numa_stat has none of them). */
+static void test_hugetlb_guests_scanned(void **state)
+{
+	static const uint64_t want_d[4] = { 32 * MIB, 0, 0, 0 }, want_k[4] = { 0, 20 * MIB, 0, 0 };
+	const struct snap_guest *d, *k;
+	struct cgscan *cs = NULL;
+	struct snapshot *s;
+	struct host h;
+
+	(void)state;
+	load(&h, "vm-hugetlb");
+	s = snap_new();
+	snap_set_nodes(s, h.nodes, h.nr, h.dist);
+	assert_int_equal(cgscan_new(&h.hp, NULL, &cs), 0);
+	assert_int_equal(cgscan_scan(cs, s, 1000000000), 0);
+	snap_finalize(s);
+	assert_int_equal(s->nr_guests, 2);
+	d = snap_find_guest(s, DOCKER_ID);
+	k = snap_find_guest(s, POD_ID);
+	assert_non_null(d);
+	assert_non_null(k);
+	assert_non_null(d->huge_node);
+	assert_non_null(k->huge_node);
+	assert_int_equal(d->huge_page, HPAGE);
+	assert_int_equal(k->huge_page, HPAGE);
+	assert_int_equal(d->huge_total, 32 * MIB);
+	assert_int_equal(k->huge_total, 20 * MIB);
+	for (unsigned n = 0; n < 4; n++) {
+		assert_int_equal(d->huge_node[n], want_d[n]);
+		assert_int_equal(k->huge_node[n], want_k[n]);
+		assert_true(d->mem_node[n] >= want_d[n]);
+		assert_true(k->mem_node[n] >= want_k[n]);
+	}
+	/* Each guest also has its 24 MiB of ordinary (4 KiB) memory. */
+	assert_true(d->mem_total >= d->huge_total + 20 * MIB);
+	assert_true(k->mem_total >= k->huge_total + 20 * MIB);
+	snap_unref(s);
+	cgscan_free(cs);
+	unload(&h);
+}
+
+/* Without the hugetlb cgroup files (a host whose controller is off): the
+ * processes' status and numa_maps. The kernel wrote
+ *   160 (docker): HugetlbPages 32768 kB; "... huge anon=16 dirty=16 N0=16 kernelpagesize_kB=2048"
+ *   167 (pod):    HugetlbPages 20480 kB; "... huge anon=10 dirty=10 N1=10 kernelpagesize_kB=2048"
+ * so 16 pages of 2 MiB on node 0 and 10 on node 1. */
+static void test_hugetlb_guests_from_numa_maps(void **state)
+{
+	static const struct { pid_t pid; uint64_t want[4]; } cases[] = {
+		{ 160, { 16 * HPAGE, 0, 0, 0 } },
+		{ 167, { 0, 10 * HPAGE, 0, 0 } },
+	};
+	struct host h;
+
+	(void)state;
+	load(&h, "vm-hugetlb");
+	for (unsigned c = 0; c < 2; c++) {
+		struct snapshot *s = snap_new();
+		struct snap_guest *g;
+
+		snap_set_nodes(s, h.nodes, h.nr, h.dist);
+		g = snap_add_guest(s);
+		snprintf(g->id, sizeof(g->id), "p%d", (int)cases[c].pid);
+		assert_int_equal(ghuge_read(&h.hp, s, g, NULL, cases[c].pid, false), 0);
+		assert_int_equal(g->huge_page, HPAGE);
+		for (unsigned n = 0; n < 4; n++) {
+			assert_int_equal(g->huge_node[n], cases[c].want[n]);
+			assert_int_equal(g->mem_node[n], 0); /* not added: ADD_TO_MEM false */
+		}
+		snap_unref(s);
+	}
+	/* A process that is not there: -ESRCH. */
+	{
+		struct snapshot *s = snap_new();
+		struct snap_guest *g;
+
+		snap_set_nodes(s, h.nodes, h.nr, h.dist);
+		g = snap_add_guest(s);
+		snprintf(g->id, sizeof(g->id), "gone");
+		assert_int_equal(ghuge_read(&h.hp, s, g, NULL, 99999, false), -ESRCH);
+		snap_unref(s);
+	}
+	unload(&h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -322,6 +474,9 @@ int main(void)
 		cmocka_unit_test(test_twosocket_memory_only_never_a_cpu_target),
 		cmocka_unit_test(test_smt_cores_and_llcs),
 		cmocka_unit_test(test_smt_container_gets_a_whole_free_core),
+		cmocka_unit_test(test_hugetlb_pools),
+		cmocka_unit_test(test_hugetlb_guests_scanned),
+		cmocka_unit_test(test_hugetlb_guests_from_numa_maps),
 	};
 
 	return cmocka_run_group_tests_name("captured_hosts", tests, NULL, NULL);

@@ -5,7 +5,13 @@
 # each node's hugetlb pools), the PCI functions' nodes, /proc/stat,
 # /proc/meminfo, and a cgroup
 # v2 subtree holding two real containers-to-be (a docker-named and a
-# kubepods-named cgroup, each with a guestload process). Every file goes out as
+# kubepods-named cgroup, each with a guestload process). With
+# numavm.hugepages=LIST on the kernel command line (the --vm scenario's
+# `hugepages`), each node's 2 MiB pool is reserved first, the hugetlb
+# controller is enabled, and the two guests hold huge pages while the
+# files are read (HUGE_D MiB on node 0, HUGE_K MiB on node 1): their
+# cgroups' hugetlb.*.numa_stat and their processes' status and numa_maps
+# go out too. Every file goes out as
 #   F <path>
 #   | <line>            (one per line of the file)
 #   E
@@ -13,9 +19,24 @@
 CG=/sys/fs/cgroup
 D=$CG/system.slice/docker-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef.scope
 K=$CG/kubepods.slice/kubepods-pod11112222_3333_4444_5555_666677778888.slice
+hp=
+for w in $(cat /proc/cmdline); do
+	case "$w" in numavm.hugepages=*) hp=${w#numavm.hugepages=} ;; esac
+done
+HUGE_D=32 HUGE_K=20
+ctl="+cpuset +memory +cpu +pids"
+if [ -n "$hp" ]; then
+	n=0
+	for c in $(echo "$hp" | tr ',' ' '); do
+		echo "$c" > /sys/devices/system/node/node$n/hugepages/hugepages-2048kB/nr_hugepages
+		n=$((n + 1))
+	done
+	ctl="$ctl +hugetlb"
+	echo "+hugetlb" > $CG/cgroup.subtree_control
+fi
 mkdir -p $CG/system.slice $CG/kubepods.slice
-echo "+cpuset +memory +cpu +pids" > $CG/system.slice/cgroup.subtree_control
-echo "+cpuset +memory +cpu +pids" > $CG/kubepods.slice/cgroup.subtree_control
+echo "$ctl" > $CG/system.slice/cgroup.subtree_control
+echo "$ctl" > $CG/kubepods.slice/cgroup.subtree_control
 mkdir -p $D $K
 # docker: may run anywhere, its memory first touched on node 0 (preferred,
 # not bound: the kernel's NUMA balancing may move it to where its thread
@@ -23,16 +44,20 @@ mkdir -p $D $K
 n1=$(cat /sys/devices/system/node/node1/cpulist)
 echo "$n1" > $K/cpuset.cpus
 echo 1 > $K/cpuset.mems
-start() { # CGROUP NODE
-	sh -c "echo \$\$ > $1/cgroup.procs; exec /bin/guestload --mib 24 --threads 1 --touch $2 --pages 4k" \
+start() { # CGROUP NODE HUGETLB_MIB
+	h=
+	[ -n "$hp" ] && h="--hugetlb $3"
+	sh -c "echo \$\$ > $1/cgroup.procs; exec /bin/guestload --mib 24 --threads 1 --touch $2 --pages 4k $h" \
 		> /tmp/ready.$2 2>&1 &
 	i=0
-	while [ "$(cat /tmp/ready.$2 2>/dev/null)" != ready ] && [ $i -lt 300 ]; do
+	want=ready
+	[ -n "$hp" ] && want=hugetlb-ok
+	while ! grep -qx $want /tmp/ready.$2 2>/dev/null && [ $i -lt 300 ]; do
 		sleep 0.1; i=$((i + 1))
 	done
 }
-start $D 0
-start $K 1
+start $D 0 $HUGE_D
+start $K 1 $HUGE_K
 sleep 1
 
 emit() {
@@ -84,5 +109,17 @@ for d in $CG $CG/system.slice $D $CG/kubepods.slice $K; do
 	for f in $CGF; do
 		emit $d/$f
 	done
+	# The hugetlb controller's per-node use (Linux 5.16 on), per size.
+	for f in $d/hugetlb.*.numa_stat $d/hugetlb.*.current; do
+		emit $f
+	done
 done
+# The guests' processes: what the agent reads where no hugetlb numa_stat
+# is (HugetlbPages in status, then numa_maps' huge mappings).
+if [ -n "$hp" ]; then
+	for p in $(cat $D/cgroup.procs $K/cgroup.procs); do
+		emit /proc/$p/status
+		emit /proc/$p/numa_maps
+	done
+fi
 echo "END rc=0"

@@ -87,6 +87,9 @@ struct guest {
 	int widen;           /* widen=all: cpusets widened to every node before t = 0; 2 (widen=mems): mems only */
 	unsigned threads, mib;
 	unsigned hugetlb_mib; /* hugetlb=: MiB of 2 MiB huge pages its threads rewrite too */
+	int device;           /* device=N: it holds the NVMe on node N (-1: none) */
+	char device_dev[32];  /* that NVMe's namespace as a devices rule's "MAJ:MIN" */
+	int device_node;      /* the numa_node sysfs gives it */
 	char touch[64];
 	char pages[8];
 	char cpus[64];      /* "all" or "nodes:LIST" */
@@ -330,7 +333,7 @@ static void nodes_to_cpus(const char *spec, char *buf, size_t sz)
 /* Keys only the host script uses (VM shape and checks). */
 static const char *const host_keys[] = {
 	"description", "nodes", "cpus_per_node", "mem_per_node", "mem_nodes", "distance", "distances",
-	"memory_only", "pxb", "threads",
+	"memory_only", "pxb", "threads", "nvme",
 	"check_within", "check_duration", "bench", "cgroup", NULL,
 };
 
@@ -492,6 +495,8 @@ static void parse_guest(char *rest, int lineno)
 	snprintf(g->cpus, sizeof(g->cpus), "all");
 	snprintf(g->mems, sizeof(g->mems), "all");
 	g->stop = -1;
+	g->device = -1;
+	g->device_node = -1;
 	for (unsigned i = 0; i < MAX_CTRS; i++)
 		g->ready_fd[i] = -1;
 	tok = strtok_r(rest, " \t", &save);
@@ -544,6 +549,8 @@ static void parse_guest(char *rest, int lineno)
 				die("line %d: widen must be all, mems or no", lineno);
 			g->widen = strcmp(v, "all") == 0 ? 1 : strcmp(v, "mems") == 0 ? 2 : 0;
 		}
+		else if (strcmp(k, "device") == 0)
+			g->device = atoi(v);
 		else if (strcmp(k, "start") == 0)
 			g->start = atof(v);
 		else if (strcmp(k, "stop") == 0)
@@ -722,6 +729,68 @@ static void ctr_share(const struct guest *g, unsigned i, unsigned *t, unsigned *
 			(unsigned long long)g->mib * before / g->threads);
 }
 
+/* The NVMe namespace whose controller's PCI function sits on NODE (the
+ * scenario's `nvme` puts one behind the expander bridge of a node): its
+ * "MAJ:MIN" into DEV and the numa_node sysfs gives it into *GOT. The
+ * node is read from the nearest ancestor of the namespace's device that
+ * has a numa_node, as the agent reads it. 0, or -1 when there is none. */
+static int nvme_on_node(int node, char *dev, size_t sz, int *got)
+{
+	DIR *d = opendir("/sys/class/block");
+	struct dirent *de;
+	int r = -1;
+
+	if (!d)
+		return -1;
+	while (r < 0 && (de = readdir(d))) {
+		char path[1100], real[1024], val[32];
+		unsigned c, n;
+		char *slash;
+
+		if (sscanf(de->d_name, "nvme%un%u", &c, &n) != 2 || strchr(de->d_name, 'p'))
+			continue;
+		snprintf(path, sizeof(path), "/sys/class/block/%s", de->d_name);
+		if (!realpath(path, real))
+			continue;
+		while ((slash = strrchr(real, '/')) && slash != real) {
+			*slash = '\0';
+			snprintf(path, sizeof(path), "%s/numa_node", real);
+			if (read_str(path, val, sizeof(val)) == 0)
+				break;
+		}
+		if (!slash || slash == real || atoi(val) != node)
+			continue;
+		snprintf(path, sizeof(path), "/sys/class/block/%s/dev", de->d_name);
+		if (read_str(path, dev, sz) < 0)
+			continue;
+		*got = atoi(val);
+		r = 0;
+	}
+	closedir(d);
+	return r;
+}
+
+/* Container cgroup REL's device rules as runc writes them on v1: deny
+ * everything, then allow its default set (mknod of any, null, zero, full,
+ * random, urandom, tty, console, ptmx, the pts, tun) and the devices the
+ * container was given (here: G's NVMe namespace, read and write). */
+static void write_device_rules(const struct guest *g, const char *rel)
+{
+	static const char *const allow[] = {
+		"c *:* m", "b *:* m", "c 1:3 rwm", "c 1:8 rwm", "c 1:7 rwm", "c 5:0 rwm", "c 1:5 rwm",
+		"c 1:9 rwm", "c 5:1 rwm", "c 136:* rwm", "c 5:2 rwm", "c 10:200 rwm", NULL,
+	};
+	char path[1024], rule[64];
+
+	snprintf(path, sizeof(path), CG "/devices%s/devices.deny", rel);
+	must_write(path, "a");
+	snprintf(path, sizeof(path), CG "/devices%s/devices.allow", rel);
+	for (unsigned i = 0; allow[i]; i++)
+		must_write(path, allow[i]);
+	snprintf(rule, sizeof(rule), "b %s rw", g->device_dev);
+	must_write(path, rule);
+}
+
 static void start_guest(struct guest *g)
 {
 	char path[1024], val[1024], mval[64], progress[128], mib[16], thr[16], fdarg[16];
@@ -756,6 +825,9 @@ static void start_guest(struct guest *g)
 			write_cpuset(g->ctr[i], val, mval);
 		}
 	}
+	/* Its device rules before its process joins (v1's devices hierarchy). */
+	for (unsigned i = 0; g->device_dev[0] && cg_v1 && v1_mounted("devices") && i < g->nctr; i++)
+		write_device_rules(g, g->ctr[i]);
 	for (unsigned i = 0; i < g->nctr; i++) {
 		unsigned t, m;
 		int pfd[2];
@@ -1476,10 +1548,26 @@ int main(int argc, char **argv)
 		emit("H node=%d cpus=%s", n, node_cpus[n]);
 	for (unsigned i = 0; i < scn.nguests; i++) {
 		struct guest *g = &scn.g[i];
-		char hl[64] = "";
+		char hl[160] = "";
 
 		if (g->hugetlb_mib)
 			snprintf(hl, sizeof(hl), " hugetlb_mib=%u hugetlb_page_kib=2048", g->hugetlb_mib);
+		/* device=N: the NVMe on node N, and the node the kernel gives it
+		 * (what the analysis scores device locality against). On v2 its
+		 * rules would be a BPF program nobody can read back: none are
+		 * written, and the line says so. */
+		if (g->device >= 0) {
+			/* The controller is probed asynchronously at boot: give
+			 * its namespace a few seconds to appear. */
+			for (int w = 0; w < 100 && nvme_on_node(g->device, g->device_dev, sizeof(g->device_dev),
+								 &g->device_node) < 0; w++)
+				usleep(100000);
+			if (nvme_on_node(g->device, g->device_dev, sizeof(g->device_dev), &g->device_node) < 0)
+				die("guest %s: device=%d: no NVMe namespace on node %d (the scenario's nvme key)",
+				    g->name, g->device, g->device);
+			snprintf(hl + strlen(hl), sizeof(hl) - strlen(hl), " device=b:%s device_node=%d device_rules=%s",
+				 g->device_dev, g->device_node, cg_v1 && v1_mounted("devices") ? "v1" : "none");
+		}
 		emit("H guest=%s cgroup=%s kind=%s threads=%u mib=%u touch=%s pages=%s cpus=%s mems=%s run_on=%s busy=%s start=%.0f stop=%.0f containers=%u ctr_cpuset=%s widen=%s%s",
 		     g->name, g->cgroup, g->kind, g->threads, g->mib, g->touch[0] ? g->touch : "local",
 		     g->pages, g->cpus, g->mems, g->run_on[0] ? g->run_on : "any", g->idle ? "no" : "yes",
