@@ -2297,6 +2297,72 @@ static void test_misplaced_beside_kernel_later(void **state)
 	misplaced_beside_kernel(gs, free_mib, busy, 346, "misplaced_beside_kernel_later");
 }
 
+/* The testbed's big-interleaved-pod at the agent's first cycle: a pod of
+ * three busy threads (on nodes 1, 2 and 3) whose 1440 MiB are interleaved
+ * over the four 1536 MiB nodes, and two one-thread guests whose 320 MiB
+ * each are on node 0 (one thread there, one on node 3), every guest free
+ * to run anywhere. No node set fits the pod with headroom; every pair
+ * holds half of it, and the pairs differ by a MiB or two of its memory.
+ * By that MiB it took nodes 0-1 (balancing on) or 0,3 (off), and both
+ * small guests, which fit node 0 with their memory, had all of it moved
+ * off (570-640 MiB). A pair without node 0 serves the pod as well and
+ * leaves them where their memory is: nothing of theirs moves. */
+static void big_pod_beside_small(int balancing, const char *tc)
+{
+	static const uint64_t free_mib[4] = { 476, 989, 1123, 1116 };
+	static const double busy[4] = { 0.5, 0.5, 0.5, 1.0 };
+	static const uint64_t pod_mib[4] = { 361, 359, 363, 357 };
+	struct snapshot *s = host_2cpu(4, 1536, free_mib, busy);
+	struct snap_guest *g;
+	struct plan *p;
+	uint64_t small_mig = 0;
+	bool pod_on_0 = false;
+
+	s->numa_balancing = balancing;
+	g = guest_on(s, "pod", 3.025, 5, "0-7", "0-3", -1);
+	g->cpu_node = calloc(4, sizeof(double));
+	for (unsigned n = 0; n < 4; n++) {
+		g->mem_node[n] = pod_mib[n] * MIB;
+		g->cpu_node[n] = n ? 1.0 : 0.0;
+	}
+	g->busy_threads = 3;
+	g->busy_measured = true;
+	g = guest_on(s, "small1", 1.012, 2, "0-7", "0-3", 3);
+	g->mem_node[0] = 318 * MIB;
+	g->busy_threads = 1;
+	g->busy_measured = true;
+	g = guest_on(s, "small2", 1.012, 2, "0-7", "0-3", 0);
+	g->mem_node[0] = 320 * MIB;
+	g->busy_threads = 1;
+	g->busy_measured = true;
+	p = decide_default(s, tc);
+	for (unsigned i = 0; i < p->nr_items; i++) {
+		const struct plan_item *it = &p->items[i];
+		char to[32];
+
+		mask_format(&it->to_nodes, to, sizeof(to));
+		print_message("%s: %s to %s, %llu MiB: %s\n", it->guest_id, plan_kind_name(it->kind), to,
+			      (unsigned long long)(it->migrate_bytes / MIB), it->detail);
+		if (it->kind != PLAN_MOVE)
+			continue;
+		if (strcmp(it->guest_id, "pod") == 0)
+			pod_on_0 = mask_test(&it->to_nodes, 0);
+		else
+			small_mig += it->migrate_bytes;
+	}
+	plan_free(p);
+	if (pod_on_0 || small_mig > 0)
+		fail_msg("%s: the pod %s node 0, the small guests migrate %llu MiB (want: not on node 0, 0 MiB)", tc,
+			 pod_on_0 ? "takes" : "leaves", (unsigned long long)(small_mig / MIB));
+}
+
+static void test_big_pod_leaves_small_guests_memory_node(void **state)
+{
+	(void)state;
+	big_pod_beside_small(0, "big_pod_balancing_off");
+	big_pod_beside_small(1, "big_pod_beside_kernel");
+}
+
 /* pctx_settle itself: with no node owning more than it measured the
  * load stays as measured (other load is real: hogs outside the guests);
  * with a node owning more, the surplus elsewhere shrinks by that much,
@@ -3497,6 +3563,7 @@ int main(void)
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_low_node_load_window);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_misplaced_beside_kernel_first_moves);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_misplaced_beside_kernel_later);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_big_pod_leaves_small_guests_memory_node);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_shrink_onto_threads_inside_cooldown);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_crowded_two_stay_local);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_spread_memory_follows_threads);
