@@ -1150,6 +1150,75 @@ static bool to_memory(const struct pctx *x, const struct gview *v, const struct 
 	return c->util_after <= a->unow + UTIL_EPS || bytes_cost >= 1.0;
 }
 
+/* Beside the kernel's NUMA balancing (it migrates on fault), is C where
+ * G's memory is or is going anyway: it holds the larger part of it (its
+ * threads there, the kernel brings the rest back on fault), or it keeps
+ * its threads where the kernel is measured bringing it
+ * (gview.follow_nodes)? A set that is neither sends the pages the kernel
+ * already carried toward the threads across a second time, and moves
+ * more than the CPUs going to the memory would. */
+static bool kernel_anchor(const struct pctx *x, const struct gview *v, const struct pcand *c)
+{
+	/* the kernel migrates on fault: bit 0 (kbal_kernel_moves) */
+	if (!(x->s->numa_balancing > 0 && (x->s->numa_balancing & 1)) || !v->mem_total)
+		return false;
+	return 2 * c->migrate < v->mem_total || (v->follow_any && mask_subset(&v->follow_nodes, &c->nodes));
+}
+
+/* Options as good as equal for pick_better: scores within this (a
+ * percent of a node's utilisation), migrations within a percent of the
+ * guest's memory. */
+#define PICK_TIE 0.01
+
+/* Other guests' memory on C's memory nodes (pctx_others). */
+static uint64_t others_memory(const struct pctx *x, const struct gview *v, const struct pcand *c)
+{
+	uint64_t sum = 0;
+
+	mask_foreach(id, &c->mems) {
+		int n = x->idx_of_id[id];
+
+		if (n >= 0)
+			sum += pctx_others(x, v, (unsigned)n);
+	}
+	return sum;
+}
+
+/* Is option C a better pick than P of the same size? Beside the kernel's
+ * balancing a set holding the larger part of the memory (or where the
+ * kernel brings it) comes first: the CPUs go to the memory, and memory
+ * moves only where they cannot go. By the score alone, once the kernel
+ * had carried part of a one-thread guest toward the node its thread
+ * happened to run on, an idle node with all of its memory to move beat
+ * sharing its memory's node with one other guest, and what the kernel
+ * had carried crossed a second time
+ * (test_misplaced_beside_kernel_later). Then sets as good as equal
+ * (PICK_TIE) go by the others' memory, then the score (pcand_better). */
+static bool pick_better(const struct pctx *x, const struct gview *v, const struct pcand *c, const struct pcand *p)
+{
+	bool ca = kernel_anchor(x, v, c), pa = kernel_anchor(x, v, p);
+
+	if (ca != pa)
+		return ca;
+	/* As good as equal: the set holding less of the floaters' memory.
+	 * Their CPUs go to their memory (a floater's load counts as free
+	 * room until it is placed, so nothing else here says where they
+	 * will run), and a guest taking their node pushes them off it: a
+	 * pod interleaved over every node took, by a sliver more of its
+	 * memory there, the node holding two small guests' memory, and
+	 * theirs was moved off
+	 * (test_big_pod_leaves_small_guests_memory_node). */
+	if (fabs(c->score - p->score) < PICK_TIE &&
+	    (double)(c->migrate > p->migrate ? c->migrate - p->migrate : p->migrate - c->migrate) <=
+		    0.01 * (double)v->mem_total) {
+		uint64_t co = others_memory(x, v, c), po = others_memory(x, v, p);
+
+		if (co != po)
+			return co < po;
+	}
+	return pcand_better(c, p);
+}
+
 /* The candidates of the fewest nodes: the best and the coolest of them
  * (A->best, A->coolest), and the one to go to (A->pick), if any: fewer
  * nodes, more local, or less busy by the margin, and not a set it would
@@ -1213,7 +1282,7 @@ static void auto_pick(const struct pctx *x, const struct snap_guest *g, const st
 			a->hot = c;
 			opt = false;
 		}
-		if (opt && (!a->pick || c->k < a->pick->k || (c->k == a->pick->k && pcand_better(c, a->pick))))
+		if (opt && (!a->pick || c->k < a->pick->k || (c->k == a->pick->k && pick_better(x, v, c, a->pick))))
 			a->pick = c;
 	}
 	a->load_case = a->load_case && a->unow >= cfg->rebalance_util - UTIL_EPS;
@@ -1798,6 +1867,7 @@ static void decide_setup(struct pctx *x, const struct snapshot *snap, const stru
 		gview_build(x, &snap->guests[gi], v, usable);
 		for (unsigned n = 0; n < x->nn; n++)
 			owned[n] += v->own[n];
+		pctx_float_memory(x, v);
 		if (v->floater && v->own) {
 			any_floater = true;
 			for (unsigned n = 0; n < x->nn; n++)

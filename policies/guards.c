@@ -235,6 +235,7 @@ void pctx_fini(struct pctx *x)
 	free(x->acpus);
 	free(x->memok);
 	free(x->cands);
+	free(x->gmem);
 	memset(x, 0, sizeof(*x));
 }
 
@@ -265,6 +266,25 @@ double pctx_other_busy(const struct pctx *x, const struct gview *g, unsigned n)
 	double b = x->busy[n] - x->fbusy[n] - (g->own && !(g->floater && x->floated) ? g->own[n] : 0.0);
 
 	return b > 0.0 ? b : 0.0;
+}
+
+void pctx_float_memory(struct pctx *x, const struct gview *g)
+{
+	if (!g->floater || !g->mem_node)
+		return;
+	if (!x->gmem)
+		x->gmem = xcalloc(x->nn ? x->nn : 1, sizeof(*x->gmem));
+	for (unsigned n = 0; n < x->nn; n++)
+		x->gmem[n] += g->mem_node[n];
+}
+
+uint64_t pctx_others(const struct pctx *x, const struct gview *g, unsigned n)
+{
+	uint64_t own = g->floater && g->mem_node ? g->mem_node[n] : 0;
+
+	if (!x->gmem)
+		return 0;
+	return x->gmem[n] > own ? x->gmem[n] - own : 0;
 }
 
 uint64_t pctx_room(const struct pctx *x, unsigned n)
@@ -686,8 +706,14 @@ static unsigned grow(struct pctx *x, const struct gview *g, unsigned seed, const
 			if (!helps)
 				continue;
 			load = s->nodes[n].nr_cpus ? other / s->nodes[n].nr_cpus : 0.0;
+			/* Equal, the node holding less of the others' memory:
+			 * a floater's load counts as free room, so a node whose
+			 * guests are about to be placed on their memory there
+			 * reads as idle as an empty one (pctx_others). */
 			if (best < 0 || x->distsum[n] < x->distsum[best] ||
-			    (x->distsum[n] == x->distsum[best] && load < bestload)) {
+			    (x->distsum[n] == x->distsum[best] &&
+			     (load < bestload ||
+			      (load == bestload && pctx_others(x, g, n) < pctx_others(x, g, (unsigned)best))))) {
 				best = (int)n;
 				bestload = load;
 			}

@@ -122,6 +122,10 @@ struct pctx {
 	/* The CPUs' load by core for the moves' exact CPUs (cores.h); NULL
 	 * where cores play no part. */
 	struct coreload *cores;
+	/* [nn]: the floaters' memory on each node index as the snapshot has
+	 * it (pctx_float_memory); NULL: not counted (advice). Equal choices
+	 * go to the nodes holding less of the others' (pctx_others). */
+	uint64_t *gmem;
 };
 
 /* One guest as the policy sees it (or an advice request). */
@@ -269,6 +273,15 @@ void pctx_float_sum(struct pctx *x, const double *floated);
 /* Busy CPUs of node index N other than the guest's own share and the
  * load of floaters not yet placed, ≥ 0. */
 double pctx_other_busy(const struct pctx *x, const struct gview *g, unsigned n);
+/* Count floater G's memory per node into x->gmem (allocated on first
+ * use). */
+void pctx_float_memory(struct pctx *x, const struct gview *g);
+/* Floaters' memory other than G's on node index N (x->gmem), 0 when not
+ * counted. A floater's load counts as free room until it is placed, so
+ * nothing else says that it will run by its memory (CPUs go to the
+ * memory): a guest taking that node when another would do as well
+ * pushes it off its memory. */
+uint64_t pctx_others(const struct pctx *x, const struct gview *g, unsigned n);
 /* Room for new memory on node index N: max(0, free − its reserve), the
  * reserve being policy_reserve(min_free_bytes, min_free_share, MemTotal). */
 uint64_t pctx_room(const struct pctx *x, unsigned n);
