@@ -68,7 +68,7 @@ void config_default(struct agent_config *c)
 	c->kernel_balancing = KBAL_MIGRATE;
 	c->kernel_follow_s = KFLOW_FOLLOW_S;
 	c->mover = true;
-	c->mover_workers = 2;
+	c->mover_workers = 4;
 	c->mover_rate_mib = 0;
 	c->mover_chunk_ms = 20;
 	c->mover_on_target = true;

@@ -305,6 +305,10 @@ static void test_shipped_config_parses(void **state)
 	assert_memory_equal(&c.policy, &d.policy, sizeof(c.policy));
 	assert_string_equal(c.api_socket, d.api_socket);
 	assert_int_equal(c.api_guest_metrics, d.api_guest_metrics);
+	/* every migrating move a cycle may decide gets a worker at once: a
+	 * job queued behind another waits for that one's whole move */
+	assert_true(d.mover_workers >= d.policy.max_moves);
+	assert_int_equal(c.mover_workers, d.mover_workers);
 	config_clear(&c);
 	config_clear(&d);
 }
