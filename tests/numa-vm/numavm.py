@@ -943,6 +943,7 @@ def analyse(text, scn):
         "n_decisions": len(r["decisions"]),
         "moves": sum(1 for d in r["decisions"] if d.get("decision") == "moved"),
         "device_local": device_locality(r, by_g, dur),
+        "guest_ends": guest_ends(r),
     }
 
 
@@ -1363,7 +1364,9 @@ def report(runs, wall_total=None, cmdline=None, failed=(), note=None):
               "since a placer may act before or while they touch it; a guest that stops: at its last sample); **moved** MiB migrated",
               "(pgmigrate_success x 4 KiB, all causes, or the MiB that arrived on nodes per memory.numa_stat",
               "when larger: a migration still running at the end is not yet in pgmigrate_success);",
-              "**OOM** OOM kills; **CPU s** the placer's own",
+              "**OOM** OOM kills; **died** guests whose workload ended other than by the runner's",
+              "SIGTERM (SIGBUS: a hugetlb fault with no free page; '-': a run from before the runner said);",
+              "**CPU s** the placer's own",
               "CPU time (numad, numaorchd; the kernel's balancing is paid inside the guests' own time);",
               "**threads/node** busy threads per node at the end; **work** MiB/s written by all guests",
               "over the last minute (under TCG remote memory costs no more than local, so this shows",
@@ -1376,15 +1379,16 @@ def report(runs, wall_total=None, cmdline=None, failed=(), note=None):
                       rs[0]["pages"], scn["nodes"], scn["cpus_per_node"],
                       ",".join(map(str, scn["mem_nodes"])) if scn["mem_nodes"] else scn["mem_per_node"],
                       scn["duration"]), "",
-                  "| placer | balancing | t90 s | true loc | true end | true min | t90 nodes s | nodes loc | needed MiB | moved MiB | OOM | CPU s | threads/node | work MiB/s |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "| placer | balancing | t90 s | true loc | true end | true min | t90 nodes s | nodes loc | needed MiB | moved MiB | OOM | died | CPU s | threads/node | work MiB/s |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in rs:
-            lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %.0f | %.0f | %d | %s | %s | %.0f |" % (
+            lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %.0f | %.0f | %d | %s | %s | %s | %.0f |" % (
                 r["placer"], run_balancing(r) + (" (forced)" if r.get("balancing_forced") else ""),
                 fmt_s(r["t90_all"]), fmt(pct(r["wloc_mean_last_min"]), "%.0f%%", "-"),
                 fmt(pct(r.get("wloc_end")), "%.0f%%", "-"), fmt(pct(r.get("wloc_min_end")), "%.0f%%", "-"),
                 fmt_s(r.get("t90_nodes_all")), fmt(pct(r["loc_mean_last_min"]), "%.0f%%", "-"),
-                r["needed_mib"], r["moved_mib"], r["oom_kills"], fmt(r["placer_cpu_s"], "%.1f", "-"),
+                r["needed_mib"], r["moved_mib"], r["oom_kills"], died_cell(r.get("guest_ends")),
+                fmt(r["placer_cpu_s"], "%.1f", "-"),
                 "/".join(map(str, r["busy_threads_per_node_end"])), r["work_mib_s"]))
         lines += device_table(rs)
         lines += ["", target_line(rs), "", target_line(rs, "on"), "", "![%s](%s.png)" % (s, s), ""]
@@ -1574,6 +1578,27 @@ def bench_matrix(placers=None, balancing=None):
         out += [(p, "on") for p in placers if placer_balancing(p) != "on"
                 and (balancing or p in BENCH_BALANCING_ON)]
     return out
+
+
+def died_cell(ends):
+    """The REPORT's died column: "-" unknown, "0", or each guest's end."""
+    if ends is None:
+        return "-"
+    if not ends["died"]:
+        return "0"
+    return ", ".join("%s %s" % (g, "SIGBUS" if how == "sig7" else how) for g, how in sorted(ends["died"].items()))
+
+
+def guest_ends(r):
+    """{"sigbus": N, "died": {guest: how}} from the runner's stop events
+    (how a guest's processes ended: sig7 is SIGBUS, a hugetlb fault with
+    no free page; sig9 an OOM kill, also in oom_kills), or None for runs
+    whose runner did not say (older runs)."""
+    stops = [e for e in r["events"] if e.get("what") == "stop"]
+    if not stops or any("end" not in e for e in stops):
+        return None
+    died = {e["g"]: e["end"] for e in stops if e["end"] != "ok"}
+    return {"sigbus": sum(1 for how in died.values() if how == "sig7"), "died": died}
 
 
 def cmd_report(args):

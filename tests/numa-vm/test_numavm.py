@@ -232,6 +232,23 @@ class Analysis(unittest.TestCase):
         self.assertEqual(r["oom_kills"], 1)
         self.assertEqual(r["empty_cpuset_guests"], ["a"])
 
+    def test_guests_killed_during_the_run_are_seen(self):
+        """The runner's stop events say how each guest ended: a SIGBUS
+        (sig7) is counted and named in the REPORT's died column; a run
+        whose runner did not say reads "-", not 0."""
+        smp = [(0, "a", [1000, 0], "0:100", "0-3", "0-1", "0-3", "0-1"),
+               (0, "b", [1000, 0], "0:100", "0-3", "0-1", "0-3", "0-1")]
+        r = numavm.analyse(results(smp, extra=["E t=60.00 what=stop g=a end=sig7",
+                                                 "E t=60.00 what=stop g=b end=ok"]), SCN)
+        self.assertEqual(r["guest_ends"], {"sigbus": 1, "died": {"a": "sig7"}})
+        self.assertEqual(numavm.died_cell(r["guest_ends"]), "a SIGBUS")
+        r = numavm.analyse(results(smp, extra=["E t=60.00 what=stop g=a end=ok",
+                                                 "E t=60.00 what=stop g=b end=ok"]), SCN)
+        self.assertEqual(numavm.died_cell(r["guest_ends"]), "0")
+        r = numavm.analyse(results(smp, extra=["E t=60.00 what=stop g=a", "E t=60.00 what=stop g=b"]), SCN)
+        self.assertIsNone(r["guest_ends"])
+        self.assertEqual(numavm.died_cell(r["guest_ends"]), "-")
+
     def test_failed_run_is_an_error(self):
         with self.assertRaises(RuntimeError):
             numavm.analyse("H nodes=2 duration=1\nERROR guest a exited\nEND rc=1\n", SCN)

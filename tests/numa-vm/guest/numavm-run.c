@@ -1013,20 +1013,28 @@ static void cg_rmdir(const char *rel)
 
 static void stop_guest(struct guest *g, bool remove)
 {
+	char end[32] = "ok";
 	int st;
 
 	if (g->state == 0 || g->state == 3)
 		return;
 	for (unsigned i = 0; i < g->nctr; i++)
 		kill(g->pid[i], SIGTERM);
+	/* How its processes ended: a workload the kernel killed during the
+	 * run (SIGBUS from a hugetlb fault without a free page, SIGKILL from
+	 * an OOM kill) has already ended when it is told to stop. */
 	for (unsigned i = 0; i < g->nctr; i++) {
 		waitpid(g->pid[i], &st, 0);
+		if (strcmp(end, "ok") == 0 && WIFSIGNALED(st) && WTERMSIG(st) != SIGTERM)
+			snprintf(end, sizeof(end), "sig%d", WTERMSIG(st));
+		else if (strcmp(end, "ok") == 0 && WIFEXITED(st) && WEXITSTATUS(st) != 0)
+			snprintf(end, sizeof(end), "exit%d", WEXITSTATUS(st));
 		if (g->ready_fd[i] >= 0)
 			close(g->ready_fd[i]);
 		g->ready_fd[i] = -1;
 	}
 	g->state = 3;
-	emit("E t=%.2f what=stop g=%s", now_t(), g->name);
+	emit("E t=%.2f what=stop g=%s end=%s", now_t(), g->name, end);
 	if (!remove)
 		return;
 	for (unsigned i = 0; i < g->nctr; i++)
