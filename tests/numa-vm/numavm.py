@@ -21,6 +21,7 @@ nothing is installed on the host except with apt-get (qemu, gnuplot).
 Stdlib only.
 """
 import argparse
+import glob
 import json
 import os
 import re
@@ -1606,8 +1607,12 @@ def cmd_report(args):
     the raw results (so a change to the analysis reaches every row)."""
     runs = []
     for s in all_scenarios():
-        for p, bal in bench_matrix():
-            d = os.path.join(RUNS, run_name(load_scenario(s), p, bal))
+        dirs = [os.path.join(RUNS, run_name(load_scenario(s), p, bal)) for p, bal in bench_matrix()]
+        # and rows of numaorchd with a setting (`run SCN numaorchd:SECTION.KEY=VALUE`)
+        # that were run beside them, after the matrix's own
+        dirs += sorted(d for d in glob.glob(os.path.join(RUNS, glob.escape(s) + ".numaorchd*:*"))
+                       if d not in dirs)
+        for d in dirs:
             if not os.path.exists(os.path.join(d, "metrics.json")):
                 continue
             with open(os.path.join(d, "metrics.json")) as f:
