@@ -1159,10 +1159,10 @@ static bool to_memory(const struct pctx *x, const struct gview *v, const struct 
  * more than the CPUs going to the memory would. */
 static bool kernel_anchor(const struct pctx *x, const struct gview *v, const struct pcand *c)
 {
-	/* the kernel migrates on fault: bit 0 (kbal_kernel_moves) */
-	if (!(x->s->numa_balancing > 0 && (x->s->numa_balancing & 1)) || !v->mem_total)
+	if (!kernel_migrates_on_fault(x->s) || !v->mem_total)
 		return false;
-	return 2 * c->migrate < v->mem_total || (v->follow_any && mask_subset(&v->follow_nodes, &c->nodes));
+	return kernel_brings_back(x->s, c->migrate, v->mem_total) ||
+	       (v->follow_any && mask_subset(&v->follow_nodes, &c->nodes));
 }
 
 /* Options as good as equal for pick_better: scores within this (a

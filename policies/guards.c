@@ -287,6 +287,16 @@ uint64_t pctx_others(const struct pctx *x, const struct gview *g, unsigned n)
 	return x->gmem[n] > own ? x->gmem[n] - own : 0;
 }
 
+bool kernel_migrates_on_fault(const struct snapshot *s)
+{
+	return s->numa_balancing > 0 && (s->numa_balancing & 1);
+}
+
+bool kernel_brings_back(const struct snapshot *s, uint64_t migrate, uint64_t mem_total)
+{
+	return kernel_migrates_on_fault(s) && mem_total > 0 && 2 * migrate < mem_total;
+}
+
 uint64_t pctx_room(const struct pctx *x, unsigned n)
 {
 	int64_t r = x->free[n] - x->keep[n];
@@ -549,7 +559,7 @@ void pset_eval(const struct pctx *x, const struct gview *g, const unsigned *idx,
 	 * it, and all of it was pulled to an idle node instead
 	 * (test_misplaced_beside_kernel_first_moves). The score still
 	 * counts what comes back (travel). */
-	bool kernel_back = s->numa_balancing > 0 && (s->numa_balancing & 1) && 2 * out->migrate < g->mem_total;
+	bool kernel_back = kernel_brings_back(s, out->migrate, g->mem_total);
 
 	if (!out->cpu_ok && out->allowed_ok && out->nr_cpus && g->mem_total > 0 &&
 	    (plan_migration_negligible(out->migrate, g->mem_total) || kernel_back)) {

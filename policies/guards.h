@@ -285,6 +285,14 @@ uint64_t pctx_others(const struct pctx *x, const struct gview *g, unsigned n);
 /* Room for new memory on node index N: max(0, free − its reserve), the
  * reserve being policy_reserve(min_free_bytes, min_free_share, MemTotal). */
 uint64_t pctx_room(const struct pctx *x, unsigned n);
+/* The kernel's NUMA balancing migrates pages on fault (bit 0 of
+ * snapshot.numa_balancing; kbal_kernel_moves's test, which policies/ may
+ * not link). */
+bool kernel_migrates_on_fault(const struct snapshot *s);
+/* With the kernel's balancing migrating on fault, does a set whose move
+ * migrates MIGRATE of a guest's MEM_TOTAL hold the larger part of it
+ * (its threads there, the kernel brings the rest back on fault)? */
+bool kernel_brings_back(const struct snapshot *s, uint64_t migrate, uint64_t mem_total);
 /* Free bytes in node index N's pool of PAGE-byte huge pages (0: none). */
 uint64_t pctx_hroom(const struct pctx *x, unsigned n, uint64_t page);
 
