@@ -866,7 +866,11 @@ test_top_shows_a_live_migration() {
 	c1=$(node_cpus 1)
 	S=$T/api.sock
 	ctl="/bin/numaorchctl --socket $S"
-	start $G1 "$c1" 0,2 120 --pages 4k --touch 0 || return 1
+	# Its memory is put on nodes 0 and 2 while its cpuset runs it there
+	# (guestload's --touch stands for the kernel's first touch only while
+	# the cpuset holds that node's CPUs), then its CPUs are confined to
+	# node 1, as a placer before the agent would.
+	start $G1 "$(node_cpus 0),$(node_cpus 2)" 0,2 120 --pages 4k --touch 0 || return 1
 	ready=$T/ready.second
 	sh -c "echo \$\$ > $CG$SB/$G1/cgroup.procs && exec $LOAD --mib 8 --threads 1 --idle --touch 2 --pages 4k" > $ready 2>&1 &
 	i=0
@@ -874,7 +878,10 @@ test_top_shows_a_live_migration() {
 		sleep 0.2; i=$((i + 1))
 		[ $i -gt 300 ] && { echo "second workload not ready: $(cat $ready)"; return 1; }
 	done
-	fle 7 "$(($(mem_on $G1 2) / 1048576))" || { echo "node 2 holds $(($(mem_on $G1 2) / 1048576)) MiB of the guest, want 8"; return 1; }
+	echo $c1 > $CG$SB/$G1/cpuset.cpus
+	m0=$(($(mem_on $G1 0) / 1048576)) m2=$(($(mem_on $G1 2) / 1048576))
+	fle 110 "$m0" && fle 7 "$m2" && fle "$m2" 12 ||
+		{ echo "the guest's memory is not where it was put: node 0 $m0 MiB (want ~120), node 2 $m2 MiB (want ~8); workloads: $(cat $T/ready.* | tr '\n' ' ')"; return 1; }
 	printf '[agent]\ninterval = 0.5\nsample = 0.3\n[memory]\nrate_mib = 8\n[api]\nsocket = %s\n[libvirt]\nenabled = no\n' $S > $T/conf
 	$NUMAORCHD --config $T/conf --scope $SB --state-dir $T/state --decision-log $T/dec 2> $T/err &
 	pid=$!
