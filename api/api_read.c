@@ -49,7 +49,8 @@ void h_health(struct rq *r)
 }
 
 /* The policy the next cycle applies: an API override wins (the snapshot
- * shows it only from the cycle after it was set). */
+ * shows it only from the cycle after it was set, and keeps showing it
+ * until the cycle after it was deleted: then its base applies). */
 static void effective_policy(struct api *a, const struct snap_guest *g, struct guest_policy *out)
 {
 	struct gpol_record rec;
@@ -57,7 +58,7 @@ static void effective_policy(struct api *a, const struct snap_guest *g, struct g
 	if (gpolstore_get(a->gs, g->id, &rec))
 		*out = rec.pol;
 	else
-		*out = g->policy;
+		*out = g->base_policy;
 }
 
 void h_status(struct rq *r)
@@ -363,7 +364,7 @@ static char *guests_doc(struct api *a, const struct snapshot *s, const char *kin
 		last = g->id;
 		/* An API override wins; the snapshot shows it only from the
 		 * cycle after it was set. */
-		pol = gpolstore_get(a->gs, g->id, &one) ? &one.pol : &g->policy;
+		pol = gpolstore_get(a->gs, g->id, &one) ? &one.pol : &g->base_policy;
 		/* Keys in sorted order, as the jansson answers have them. */
 		jw_obj(&w);
 		jw_key(&w, "cgroup");
@@ -677,7 +678,7 @@ void h_guest_policy_get(struct rq *r)
 		problem(r, 404, "not-found", "id", "no guest %s on this host and no policy set for it", r->id);
 		return;
 	}
-	o = gpol_to_json(&g->policy);
+	o = gpol_to_json(&g->base_policy);
 	json_object_set_new(o, "guest", json_string(g->id));
 	json_object_set_new(o, "present", json_true());
 	api_reply_json(r, 200, o);

@@ -472,13 +472,19 @@ void snap_finalize_with(struct snapshot *s, const struct snap_policy_overlay *ov
 	}
 	s->nr_guests = w;
 
-	for (unsigned i = 0; ov && i < s->nr_guests; i++) {
+	for (unsigned i = 0; i < s->nr_guests; i++) {
+		struct snap_guest *g = &s->guests[i];
 		struct guest_policy pol;
 
-		if (ov->get && ov->get(ov->ctx, s->guests[i].id, &pol))
-			s->guests[i].policy = pol;
-		else if (s->guests[i].policy.source == GPOL_SRC_DEFAULT)
-			s->guests[i].policy.devices = ov->devices;
+		/* Sources never give an API policy: one here is an earlier
+		 * finalize's override, and the base stays as that one left it. */
+		if (g->policy.source != GPOL_SRC_API) {
+			if (ov && g->policy.source == GPOL_SRC_DEFAULT)
+				g->policy.devices = ov->devices;
+			g->base_policy = g->policy;
+		}
+		if (ov && ov->get && ov->get(ov->ctx, g->id, &pol))
+			g->policy = pol;
 	}
 	for (unsigned i = 0; i < s->nr_guests; i++) {
 		struct snap_guest *g = &s->guests[i];

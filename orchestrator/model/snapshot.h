@@ -235,6 +235,10 @@ struct snap_guest {
 	const cpumask_t *allowed_cpus;  /* bound for new cpus: parent's effective; empty: any */
 	nodemask_t allowed_mems;
 	struct guest_policy policy;
+	/* The policy without the operator's override (its source's, with
+	 * the host's devices default): what applies once the override is
+	 * deleted, shown until the next snapshot drops it. */
+	struct guest_policy base_policy;
 	struct snap_vm *vm;
 	/* Its devices: PCI functions passed through to a VM (<hostdev>,
 	 * <interface type='hostdev'>, vDPA), devices the kubelet's device

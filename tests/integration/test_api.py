@@ -206,9 +206,17 @@ class Api(apilib.ClassDaemon):
         self.assertEqual(apilib.stored_policies(self.d.state)[gid]["nodes"], "1")
         r = self.ok(self.d.request("PUT", p, {"mode": "pinned", "nodes": [0, 1]}))
         self.assertEqual(r["nodes"], "0-1")
+        before = self.ok(self.d.get("/v1/status"))["cycles"]
         self.assertEqual(self.ok(self.d.request("PUT", p, {"mode": "ignore"}))["mode"], "ignore")
+        # Once a cycle's snapshot carries the override, a DELETE shows the
+        # guest's own policy at once, not the snapshot's until the next cycle.
+        t0 = time.time()
+        while time.time() < t0 + 10 and self.ok(self.d.get("/v1/status"))["cycles"] <= before:
+            time.sleep(0.05)
+        self.assertEqual(self.ok(self.d.get("/v1/guests/" + gid))["policy"]["mode"], "ignore")
         self.assertEqual(self.d.request("DELETE", p).status, 204)
         self.assertEqual(self.ok(self.d.get(p))["source"], "default")
+        self.assertEqual(self.ok(self.d.get("/v1/guests/" + gid))["policy"]["mode"], "auto")
         self.assertEqual(self.d.request("DELETE", p).status, 404)
         # A guest that is not here now: refused (a mistyped id must not be
         # stored silently), unless it is meant for one about to start.

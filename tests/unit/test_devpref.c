@@ -218,6 +218,15 @@ static void test_host_default(void **state)
 	assert_int_equal(snap_find_guest(s, "docker-default")->policy.devices, GPOL_DEV_REQUIRE);
 	assert_int_equal(snap_find_guest(s, "docker-api")->policy.devices, GPOL_DEV_PREFER);
 	assert_int_equal(snap_find_guest(s, "vm-meta")->policy.devices, GPOL_DEV_PREFER);
+	/* Without its override the API's guest would have its source's
+	 * policy with the host default: what GET shows once it is deleted.
+	 * A second finalize (idempotent) keeps that. */
+	assert_int_equal(snap_find_guest(s, "docker-api")->base_policy.source, GPOL_SRC_DEFAULT);
+	assert_int_equal(snap_find_guest(s, "docker-api")->base_policy.devices, GPOL_DEV_REQUIRE);
+	assert_int_equal(snap_find_guest(s, "vm-meta")->base_policy.source, GPOL_SRC_METADATA);
+	snap_finalize_with(s, &ov);
+	assert_int_equal(snap_find_guest(s, "docker-api")->base_policy.source, GPOL_SRC_DEFAULT);
+	assert_int_equal(snap_find_guest(s, "docker-api")->policy.source, GPOL_SRC_API);
 	snap_unref(s);
 
 	s = host(4, fr, busy);
