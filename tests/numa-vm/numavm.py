@@ -695,7 +695,10 @@ def parse_results(text):
                                  # own memory per node (KiB).
                                  "parts": [(int(c), [int(x) for x in m.split(",")])
                                            for c, _, m in (p.partition(":") for p in d["parts"].split(";"))]
-                                 if d.get("parts") else None})
+                                 if d.get("parts") else None,
+                                 # The stalls its threads felt since they
+                                 # started: (longest ms, MiB per bucket).
+                                 "stall": parse_stall(d["stall"]) if d.get("stall") else None})
         elif tag == "V":
             d = kv(line)
             r["vm"].append({k: float(v) for k, v in d.items()})
@@ -945,6 +948,7 @@ def analyse(text, scn):
         "moves": sum(1 for d in r["decisions"] if d.get("decision") == "moved"),
         "device_local": device_locality(r, by_g, dur),
         "guest_ends": guest_ends(r),
+        "felt_stall": felt_stall(r), "agent_stall": agent_stall(r),
     }
 
 
@@ -1392,6 +1396,7 @@ def report(runs, wall_total=None, cmdline=None, failed=(), note=None):
                 fmt(r["placer_cpu_s"], "%.1f", "-"),
                 "/".join(map(str, r["busy_threads_per_node_end"])), r["work_mib_s"]))
         lines += device_table(rs)
+        lines += stall_table(rs)
         lines += ["", target_line(rs), "", target_line(rs, "on"), "", "![%s](%s.png)" % (s, s), ""]
         plot(s, rs)
     if failed:
@@ -1428,6 +1433,32 @@ def device_table(rs):
             fmt(pct(d["threads_end"]), "%.0f%%", "-"), fmt(pct(d["mem_end"]), "%.0f%%", "-"),
             ", ".join("%s %s/%s" % (g, fmt(pct(v["threads_end"]), "%.0f%%", "-"), fmt(pct(v["mem_end"]), "%.0f%%", "-"))
                       for g, v in sorted(d["guests"].items()))))
+    return out
+
+
+def stall_table(rs):
+    """The stalls of runs RS (one scenario's): what the guests' threads
+    felt beside what numaorchd said of its own move calls; [] when no run
+    has the guests' reading."""
+    if not any(r.get("felt_stall") for r in rs):
+        return []
+    out = ["", "Stalls: **felt** the time the guests' threads took for one MiB of their writes "
+           "(guestload; a thread waiting on a page being migrated waits there, whoever moves it; "
+           "TCG's own scheduling of 8 vCPUs on 2 host cores is in every row): the 99th percentile "
+           "(as a power-of-two bucket's upper bound) and the longest, and how many MiB took 128 ms "
+           "or more and 512 ms or more; **agent's** what numaorchd's log says of its move calls: "
+           "jobs, the worst job's p99 and the longest call.", "",
+           "| placer | balancing | felt p99 ms | felt max ms | MiB >= 128 ms | MiB >= 512 ms | MiB written | "
+           "agent's jobs | agent's p99 ms | agent's longest ms |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rs:
+        f, a = r.get("felt_stall"), r.get("agent_stall") or {}
+        if not f:
+            continue
+        out.append("| %s | %s | %s | %.0f | %d | %d | %d | %s | %s | %s |" % (
+            r["placer"], run_balancing(r) + (" (forced)" if r.get("balancing_forced") else ""),
+            fmt(f["p99_ms"], "<= %.0f", "> 4096"), f["max_ms"], f["over_128"], f["over_512"], f["mib"],
+            a.get("jobs", "-"), fmt(a.get("p99_ms"), "%.0f", "-"), fmt(a.get("max_ms"), "%.0f", "-")))
     return out
 
 
@@ -1588,6 +1619,54 @@ def died_cell(ends):
     if not ends["died"]:
         return "0"
     return ", ".join("%s %s" % (g, "SIGBUS" if how == "sig7" else how) for g, how in sorted(ends["died"].items()))
+
+
+def parse_stall(v):
+    """A G line's stall=MAX:N0,...: (longest ms, [MiB per bucket]); bucket
+    0 is under 1 ms, bucket k under 2^k ms, the last unbounded."""
+    mx, _, hist = v.partition(":")
+    return float(mx), [int(x) for x in hist.split(",")]
+
+
+def felt_stall(r):
+    """The stalls the guests' threads felt (guestload's time per MiB of
+    writes, from each guest's last sample: counted from its start), over
+    all guests: {"max_ms", "p99_ms" (the bucket's upper bound the 99th
+    percentile MiB falls in), "mib", "over_128", "over_512" (MiB that
+    took that many ms or more)}; None for runs without the reading."""
+    last = {}
+    for smp in r["samples"]:
+        if smp.get("stall"):
+            last[smp["g"]] = smp["stall"]
+    if not last:
+        return None
+    nb = max(len(h) for _, h in last.values())
+    hist = [sum(h[k] for _, h in last.values() if k < len(h)) for k in range(nb)]
+    total = sum(hist)
+    if not total:
+        return None
+    p99, acc = None, 0
+    for k, n in enumerate(hist):
+        acc += n
+        if total and acc >= 0.99 * total:
+            p99 = float(2 ** k) if k + 1 < nb else None
+            break
+    return {"max_ms": max(m for m, _ in last.values()), "p99_ms": p99, "mib": total,
+            "over_128": sum(hist[8:]), "over_512": sum(hist[10:])}
+
+
+STALL_RE = re.compile(r"longest stall ([0-9.]+) ms, p99 ([0-9.]+|-) ms")
+
+
+def agent_stall(r):
+    """What numaorchd said of its own move calls (its log's "memory job"
+    lines): {"jobs", "max_ms" (the longest), "p99_ms" (the worst job's
+    p99)}; None when no job said."""
+    got = [m.groups() for m in (STALL_RE.search(l) for l in r["log"]) if m]
+    if not got:
+        return None
+    p99s = [float(p) for _, p in got if p != "-"]
+    return {"jobs": len(got), "max_ms": max(float(x) for x, _ in got), "p99_ms": max(p99s) if p99s else None}
 
 
 def guest_ends(r):

@@ -249,6 +249,47 @@ class Analysis(unittest.TestCase):
         self.assertIsNone(r["guest_ends"])
         self.assertEqual(numavm.died_cell(r["guest_ends"]), "-")
 
+    def test_stalls_felt_beside_the_agents_own(self):
+        """The stalls the guests' threads felt come from each guest's last
+        G line (cumulative since its start), summed over guests: the p99
+        as its bucket's upper bound, the longest, the MiB that took 128 and
+        512 ms or more. Beside them, what the agent's log says of its jobs.
+        A run without the reading has none (old runs); its table is empty."""
+        smp = [(0, "a", [1000, 0], "0:100", "0-3", "0-1", "0-3", "0-1"),
+               (2, "a", [1000, 0], "0:100", "0-3", "0-1", "0-3", "0-1"),
+               (2, "b", [1000, 0], "0:100", "0-3", "0-1", "0-3", "0-1")]
+        log = ["L numaorchd[info]: guest docker-x: memory job 1 done: 12.0 MiB moved off nodes 1 onto 2 in "
+               "1.07 s (11 MiB/s), 3 chunks, longest stall 94.9 ms, p99 80.5 ms",
+               "L numaorchd[info]: guest docker-y: memory job 2 partial: 54.0 MiB moved off nodes 0 onto 1 in "
+               "1.44 s (37 MiB/s), 0 chunks, longest stall 0.0 ms, p99 - ms: "]
+        text = results(smp, extra=log)
+        # a at t=0 had fewer; its last line (t=2) counts: 990 MiB under
+        # 1 ms, 5 of 64-128 ms, 3 of 128-256, 2 of 512-1024; b 1000 under
+        # 1 ms. Of 2000 MiB the 99th percentile (1980th) is under 1 ms.
+        stall = {(0, "a"): " stall=20.0:10,0,0,0,0,0,0,0,0,0,0,0,0,0",
+                 (2, "a"): " stall=700.5:990,0,0,0,0,0,0,5,3,0,2,0,0,0",
+                 (2, "b"): " stall=0.9:1000,0,0,0,0,0,0,0,0,0,0,0,0,0"}
+        out = []
+        for line in text.splitlines():
+            if line.startswith("G "):
+                d = dict(kv.split("=", 1) for kv in line.split()[1:])
+                line += stall[(int(float(d["t"])), d["g"])]
+            out.append(line)
+        r = numavm.analyse("\n".join(out) + "\n", SCN)
+        self.assertEqual(r["felt_stall"], {"max_ms": 700.5, "p99_ms": 1.0, "mib": 2000, "over_128": 5,
+                                           "over_512": 2})
+        self.assertEqual(r["agent_stall"], {"jobs": 2, "max_ms": 94.9, "p99_ms": 80.5})
+        t = "\n".join(numavm.stall_table([r]))
+        self.assertIn("| numaorchd | off | <= 1 | 700 | 5 | 2 | 2000 | 2 | 80 | 95 |", t)
+        # Most MiB slow: the p99 is in the slow bucket.
+        out2 = [l.replace(" stall=0.9:1000,0,0,0,0,0,0,0,0,0,0,0,0,0", " stall=900.0:0,0,0,0,0,0,0,0,0,0,1000,0,0,0")
+                for l in out]
+        self.assertEqual(numavm.analyse("\n".join(out2) + "\n", SCN)["felt_stall"]["p99_ms"], 1024.0)
+        r = numavm.analyse(results(smp), SCN)
+        self.assertIsNone(r["felt_stall"])
+        self.assertIsNone(r["agent_stall"])
+        self.assertEqual(numavm.stall_table([r]), [])
+
     def test_failed_run_is_an_error(self):
         with self.assertRaises(RuntimeError):
             numavm.analyse("H nodes=2 duration=1\nERROR guest a exited\nEND rc=1\n", SCN)

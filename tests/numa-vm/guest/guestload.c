@@ -41,7 +41,14 @@
  *
  * Progress: every second the main thread rewrites FILE with the MiB
  * written so far by all threads ("<mib> <seconds>\n"), so the runner can
- * tell how much work a guest got done while it was being moved.
+ * tell how much work a guest got done while it was being moved. Then,
+ * on the same line, the stalls the threads felt: the longest time one of
+ * them took for one MiB of its writes (ms) and how many MiB took how long
+ * (GAP_BUCKETS counts, comma-separated: under 1 ms, 1-2, 2-4, ... ms, the
+ * last 4096 ms and more). A thread that waits on a page being migrated
+ * (by the kernel on fault or by a placer's move call) waits there: that
+ * is the stall a guest feels, measured apart from what a placer says of
+ * its own calls.
  * "ready\n" goes to --ready-fd (default stdout) once every page is
  * touched. SIGTERM ends it.
  */
@@ -68,6 +75,10 @@
 /* How often the touch looks whether a placer moved it (bytes). */
 #define TOUCH_CHECK (2UL << 20)
 
+/* Buckets of the time one MiB of writes took: [0] under 1 ms, [k] under
+ * 2^k ms, the last everything from 2^(GAP_BUCKETS-2) ms on. */
+#define GAP_BUCKETS 14
+
 struct worker {
 	pthread_t th;
 	char *base;
@@ -75,6 +86,10 @@ struct worker {
 	char *hbase; /* its slice of the huge pages (--hugetlb-busy), or NULL */
 	size_t hlen;
 	volatile uint64_t lines; /* cache lines written */
+	/* Per MiB written: how long it took (gap_at: the last MiB's end). */
+	uint64_t gap_at;
+	volatile uint32_t gaps[GAP_BUCKETS];
+	volatile uint32_t gap_max_us;
 	char pad[64];
 };
 
@@ -86,23 +101,47 @@ static void on_term(int sig)
 	stop = 1;
 }
 
+static uint64_t mono_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* One more MiB written: count it, and how long it took. */
+static void mib_done(struct worker *w)
+{
+	uint64_t now = mono_us(), gap = now - w->gap_at;
+	unsigned k = 0;
+
+	w->lines += 0x100000 / LINE;
+	w->gap_at = now;
+	while (k + 1 < GAP_BUCKETS && gap >= (1000u << k))
+		k++;
+	w->gaps[k]++;
+	if (gap > w->gap_max_us)
+		w->gap_max_us = (uint32_t)(gap > UINT32_MAX ? UINT32_MAX : gap);
+}
+
 static void *work(void *arg)
 {
 	struct worker *w = arg;
 	unsigned char v = 1;
 
+	w->gap_at = mono_us();
 	while (!stop) {
 		for (size_t off = 0; off < w->len && !stop; off += LINE) {
 			w->base[off] = (char)v;
 			/* Count in batches: a shared counter per write would make
 			 * the thread measure its own cache traffic. */
 			if ((off & 0xfffff) == 0)
-				w->lines += 0x100000 / LINE;
+				mib_done(w);
 		}
 		for (size_t off = 0; off < w->hlen && !stop; off += LINE) {
 			w->hbase[off] = (char)v;
 			if ((off & 0xfffff) == 0)
-				w->lines += 0x100000 / LINE;
+				mib_done(w);
 		}
 		v++;
 	}
@@ -390,17 +429,27 @@ int main(int argc, char **argv)
 
 	t0 = now_s();
 	while (!stop) {
-		uint64_t lines = 0;
+		uint64_t lines = 0, gaps[GAP_BUCKETS] = { 0 };
+		uint32_t gap_max = 0;
 
 		sleep(1);
-		for (unsigned long t = 0; t < threads; t++)
+		for (unsigned long t = 0; t < threads; t++) {
 			lines += w[t].lines;
+			for (unsigned k = 0; k < GAP_BUCKETS; k++)
+				gaps[k] += w[t].gaps[k];
+			if (w[t].gap_max_us > gap_max)
+				gap_max = w[t].gap_max_us;
+		}
 		if (progress) {
-			char buf[64], tmp[4096];
+			char buf[512], tmp[4096];
 			int fd, n;
 
-			n = snprintf(buf, sizeof(buf), "%.1f %.2f\n", (double)lines * LINE / 1048576.0,
-				     now_s() - t0);
+			n = snprintf(buf, sizeof(buf), "%.1f %.2f %.1f ", (double)lines * LINE / 1048576.0,
+				     now_s() - t0, gap_max / 1000.0);
+			for (unsigned k = 0; k < GAP_BUCKETS; k++)
+				n += snprintf(buf + n, sizeof(buf) - (size_t)n, "%s%llu", k ? "," : "",
+					      (unsigned long long)gaps[k]);
+			n += snprintf(buf + n, sizeof(buf) - (size_t)n, "\n");
 			snprintf(tmp, sizeof(tmp), "%s.tmp", progress);
 			fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 			if (fd >= 0) {

@@ -26,7 +26,10 @@
  *
  * Output lines (one record each, space-separated key=value):
  *   H ...                 header: scenario, placer, topology
- *   G t= g= mem=KiB,...   per guest and sample
+ *   G t= g= mem=KiB,...   per guest and sample; stall=MAX:N0,...,N13
+ *                         the stalls its threads felt since they started
+ *                         (guestload's progress: longest ms per MiB
+ *                         written, MiB per time bucket)
  *   V t= ...              /proc/vmstat counters
  *   F t= free=KiB,...     free memory per node
  *   P t= cpu_s=           placer CPU time (user+system, children included)
@@ -62,6 +65,8 @@
 #define MAX_CTRS 8
 #define CG "/sys/fs/cgroup"
 #define RUNDIR "/run/numavm"
+/* guestload's stall buckets (its GAP_BUCKETS): the runner passes them on. */
+#define STALL_BUCKETS 14
 
 #ifndef CLONE_NEWTIME
 #define CLONE_NEWTIME 0x00000080
@@ -1185,6 +1190,7 @@ static void sample_guest(struct guest *g, double t, bool quiet)
 	unsigned long long bytes[MAX_NODES];
 	char path[512], cpus[128] = "", mems[64] = "", ccpus[128] = "", cmems[64] = "";
 	char thr[4096] = "", mem[256] = "", prog[64] = "", parts[2048] = "", huge[256] = "", tcpu[1024] = "";
+	char stall[512] = "";
 	struct thr cur[MAX_THREADS];
 	unsigned ncur = 0;
 	char *b;
@@ -1219,20 +1225,43 @@ static void sample_guest(struct guest *g, double t, bool quiet)
 	cgfile(path, sizeof(path), 'c', g->cgroup, "cpuset.mems");
 	read_str(path, cmems, sizeof(cmems));
 	{
-		/* MiB written, summed over the guest's workload processes. */
-		double mib = 0;
+		/* MiB written, summed over the guest's workload processes, and
+		 * the stalls its threads felt (guestload's progress line):
+		 * the longest, and the MiB per time-bucket, summed. */
+		double mib = 0, gmax = -1;
+		unsigned long long gaps[STALL_BUCKETS] = { 0 };
 
 		for (unsigned i = 0; i < g->nctr; i++) {
-			char one[64];
+			char one[512], *p;
+			double m, secs, gm;
+			int used = 0;
 
 			if (g->nctr == 1)
 				snprintf(path, sizeof(path), RUNDIR "/%s.progress", g->name);
 			else
 				snprintf(path, sizeof(path), RUNDIR "/%s.%u.progress", g->name, i);
-			if (read_str(path, one, sizeof(one)) == 0)
+			if (read_str(path, one, sizeof(one)) != 0)
+				continue;
+			if (sscanf(one, "%lf %lf %lf %n", &m, &secs, &gm, &used) < 3 || !used) {
 				mib += atof(one);
+				continue;
+			}
+			mib += m;
+			gmax = gm > gmax ? gm : gmax;
+			p = one + used;
+			for (unsigned k = 0; k < STALL_BUCKETS && *p; k++) {
+				gaps[k] += strtoull(p, &p, 10);
+				if (*p == ',')
+					p++;
+			}
 		}
 		snprintf(prog, sizeof(prog), "%.0f", mib);
+		if (gmax >= 0) {
+			int n = snprintf(stall, sizeof(stall), " stall=%.1f:", gmax);
+
+			for (unsigned k = 0; k < STALL_BUCKETS; k++)
+				n += snprintf(stall + n, sizeof(stall) - (size_t)n, "%s%llu", k ? "," : "", gaps[k]);
+		}
 	}
 	/* Threads: node each last ran on and its share of a CPU since the
 	 * previous sample ("node:busy%", busy -1 when not seen before). A pod
@@ -1285,11 +1314,11 @@ static void sample_guest(struct guest *g, double t, bool quiet)
 		return;
 	/* tcpu=: the CPU each thread of thr= last ran on (SMT siblings and
 	 * caches are read from it; the analysis keeps to thr=). */
-	emit("G t=%.2f g=%s mem=%s thr=%s cpus=%s mems=%s ccpus=%s cmems=%s prog=%s oom=%llu ready=%d%s%s%s tcpu=%s",
+	emit("G t=%.2f g=%s mem=%s thr=%s cpus=%s mems=%s ccpus=%s cmems=%s prog=%s oom=%llu ready=%d%s%s%s tcpu=%s%s",
 	     t, g->name, mem, thr[0] ? thr : "-", cpus[0] ? cpus : "-", mems[0] ? mems : "-",
 	     ccpus[0] ? ccpus : "-", cmems[0] ? cmems : "-", prog[0] ? prog : "0",
 	     memory_event(g->cgroup, "oom_kill"), g->state == 2, parts[0] ? " parts=" : "", parts, huge,
-	     tcpu[0] ? tcpu : "-");
+	     tcpu[0] ? tcpu : "-", stall);
 }
 
 static void sample_host(double t, pid_t placer)
