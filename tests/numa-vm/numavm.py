@@ -780,8 +780,9 @@ def core_sharing(r, dur):
     guest's) on their core, its sibling or the same CPU (core_shared);
     the same counting only the guest's own threads (own_shared); the
     share of busy threads sharing a core while another core of their
-    node had no busy thread (shared_idle_core: sharing a placement could
-    have avoided); and the share of guests with two or more busy threads
+    node had no busy thread (shared_idle_core: sharing the placement
+    inside the node could have avoided), or a core of any node
+    (shared_idle_core_any: a node choice could have); and the share of guests with two or more busy threads
     whose busy threads sit under two or more L3s (llc_split). Each as a
     mean weighted by the time each sample stands for (the interval since
     the previous one, over which its busy shares were measured) and as
@@ -806,9 +807,9 @@ def core_sharing(r, dur):
     for t in sorted(by_t):
         busy = by_t[t]
         if not busy:
-            rows.append((t, None, None, None, None))
+            rows.append((t, None, None, None, None, None))
             continue
-        shared = own = idle = 0
+        shared = own = idle = idle_any = 0
         used = {cores[c]["core"] for _, c in busy}
         for i, (g, c) in enumerate(busy):
             core = cores[c]["core"]
@@ -817,6 +818,8 @@ def core_sharing(r, dur):
                 shared += 1
                 if any(node_c not in used for node_c in node_cores.get(node_of.get(c), ())):
                     idle += 1
+                if any(t_["core"] not in used for t_ in cores.values()):
+                    idle_any += 1
             if g in others:
                 own += 1
         per_g = {}
@@ -827,10 +830,10 @@ def core_sharing(r, dur):
         if multi and all(x is not None for l3s in multi for x in l3s):
             split = sum(1 for l3s in multi if len(set(l3s)) >= 2) / len(multi)
         n = len(busy)
-        rows.append((t, shared / n, own / n, idle / n, split))
+        rows.append((t, shared / n, own / n, idle / n, split, idle_any / n))
     step = float(r["header"].get("sample") or 0) or None
     out = {"samples": len(rows)}
-    for k, key in enumerate(("core_shared", "own_shared", "shared_idle_core", "llc_split"), 1):
+    for k, key in enumerate(("core_shared", "own_shared", "shared_idle_core", "llc_split", "shared_idle_core_any"), 1):
         num = den = 0.0
         prev = None
         for row in rows:

@@ -973,6 +973,8 @@ class CoreSharing(unittest.TestCase):
                            {"name": "smt-busy", "duration": 60})["smt"]
         self.assertEqual((m["core_shared"], m["own_shared"], m["shared_idle_core"], m["llc_split"]),
                          (0.4, 0.4, 0.0, 0.0))
+        # five busy threads on four cores: no core was free anywhere
+        self.assertEqual(m["shared_idle_core_any"], 0.0)
         # s1 on two cores, one beside s3: shared with another guest, not its own
         m = numavm.analyse(smt_results([x for t in (0, 2) for x in smt_sample(t, (0, 2), (4, 6), (3,))]),
                            {"name": "smt-busy", "duration": 60})["smt"]
@@ -990,6 +992,12 @@ class CoreSharing(unittest.TestCase):
         m = numavm.analyse(smt_results(smt_sample(0, (0, 1), (4, 6), (5,))),
                            {"name": "smt-busy", "duration": 60})["smt"]
         self.assertEqual((m["core_shared"], m["own_shared"], m["shared_idle_core"]), (0.8, 0.4, 0.4))
+        self.assertEqual(m["shared_idle_core_any"], 0.8)
+        # four on node 0's two cores, one alone on node 1: no core of
+        # node 0 idle, but one of node 1 (a node choice's sharing)
+        m = numavm.analyse(smt_results(smt_sample(0, (0, 1), (2, 3), (5,))),
+                           {"name": "smt-busy", "duration": 60})["smt"]
+        self.assertEqual((m["core_shared"], m["shared_idle_core"], m["shared_idle_core_any"]), (0.8, 0.0, 0.8))
         # two busy threads on one CPU share its core too
         m = numavm.analyse(smt_results(smt_sample(0, (0, 0), (4, 6), (2,))),
                            {"name": "smt-busy", "duration": 60})["smt"]
