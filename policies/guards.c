@@ -474,7 +474,7 @@ void pset_eval(const struct pctx *x, const struct gview *g, const unsigned *idx,
 {
 	const struct snapshot *s = x->s;
 	double load = 0.0;
-	unsigned nuni = 0, nm;
+	unsigned nuni = 0, nm, cores = 0;
 	uint64_t dsum = 0, npairs = 0, free_sum = 0;
 	uint64_t huge_already = 0, o_total, o_already, o_demand, o_migrate;
 
@@ -482,9 +482,12 @@ void pset_eval(const struct pctx *x, const struct gview *g, const unsigned *idx,
 	out->k = k;
 	for (unsigned i = 0; i < k; i++) {
 		unsigned n = idx[i];
+		const struct snap_node *nd = &s->nodes[n];
 
 		mask_set(&out->nodes, s->nodes[n].id);
 		out->nr_cpus += s->nodes[n].nr_cpus;
+		/* What runs at full speed: a core each where SMT siblings show. */
+		cores += nd->threads_per_core > 1 && nd->nr_cores ? nd->nr_cores : nd->nr_cpus;
 		out->nr_to_cpus += g->acpus[n];
 		load += pctx_other_busy(x, g, n);
 		if (isnan(s->nodes[n].busy))
@@ -560,19 +563,25 @@ void pset_eval(const struct pctx *x, const struct gview *g, const unsigned *idx,
 	 * (test_misplaced_beside_kernel_first_moves). The score still
 	 * counts what comes back (travel). */
 	bool kernel_back = kernel_brings_back(s, out->migrate, g->mem_total);
+	bool negligible = plan_migration_negligible(out->migrate, g->mem_total);
 
-	if (!out->cpu_ok && out->allowed_ok && out->nr_cpus && g->mem_total > 0 &&
-	    (plan_migration_negligible(out->migrate, g->mem_total) || kernel_back)) {
+	if (!out->cpu_ok && out->allowed_ok && out->nr_cpus && g->mem_total > 0 && (negligible || kernel_back)) {
 		/* Each busy thread needs a CPU of its own: three one-thread
 		 * guests sharing two CPUs use 0.67 each and are no fit. Its use
 		 * may pass its CPUs by the node's slack (two busy threads can
 		 * read a little over 2 CPUs: accounting jitter, as in
-		 * split_eval), its busy threads never. */
+		 * split_eval), its busy threads never. Where part of its
+		 * memory has still to come (the kernel bringing it), a core
+		 * each: past the headroom every CPU of an SMT node is busy, so
+		 * its threads would run beside siblings for good to save a
+		 * migration about as large as going where cores are free
+		 * (test_smt_beside_kernel_takes_free_cores). */
 		double use = fmax(fmax(g->cpu_use, x->cfg->min_cpu), (double)g->busy_thr);
 		double u = (load + use) / out->nr_cpus;
 
 		if (u <= 1.0 + LOCAL_FIT_SLACK && g->busy_thr <= out->nr_to_cpus &&
-		    use <= out->nr_to_cpus * (1.0 + LOCAL_FIT_SLACK) + UTIL_EPS) {
+		    use <= out->nr_to_cpus * (1.0 + LOCAL_FIT_SLACK) + UTIL_EPS &&
+		    (negligible || load + use <= cores * (1.0 + LOCAL_FIT_SLACK) + UTIL_EPS)) {
 			out->local_fit = true;
 			out->cpu_ok = true;
 			out->util_after = u;

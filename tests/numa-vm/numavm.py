@@ -662,7 +662,7 @@ def kv(line):
 
 def parse_results(text):
     r = {"header": {}, "nodes": {}, "guests": {}, "samples": [], "vm": [], "free": [], "placer": [],
-         "events": [], "decisions": [], "log": [], "rc": None, "errors": []}
+         "events": [], "decisions": [], "log": [], "rc": None, "errors": [], "cores": None}
     for line in text.splitlines():
         if not line:
             continue
@@ -671,6 +671,8 @@ def parse_results(text):
             d = kv(line)
             if "guest" in d:
                 r["guests"][d["guest"]] = d
+            elif "cores" in d and "topo" in d:
+                r["cores"] = parse_cores(d["topo"])
             elif "node" in d:
                 r["nodes"][int(d["node"])] = d["cpus"]
             else:
@@ -682,10 +684,14 @@ def parse_results(text):
                 for x in d["thr"].split(","):
                     node, busy = x.split(":")
                     thr.append((int(node), int(busy)))
+            # tcpu=: the CPU each thread of thr= last ran on (runs before
+            # the runner said so, or a count that disagrees: None).
+            tcpu = [int(x) for x in d["tcpu"].split(",")] if d.get("tcpu", "-") != "-" else None
             r["samples"].append({"t": float(d["t"]), "g": d["g"],
                                  "mem": [int(x) for x in d["mem"].split(",")], "thr": thr,
                                  "cpus": d["cpus"], "mems": d["mems"], "ccpus": d["ccpus"],
                                  "cmems": d["cmems"], "prog": float(d["prog"]), "oom": int(d["oom"]),
+                                 "tcpu": tcpu if tcpu is not None and len(tcpu) == len(thr) else None,
                                  # ready=0: a late guest still first-touching
                                  # its memory (runs before session 38 sampled
                                  # only ready guests and do not say).
@@ -752,6 +758,97 @@ def locality(s):
         if ws:
             w = sum(ws) / len(ws)
     return u, w
+
+
+def parse_cores(v):
+    """{cpu: {"core": CPUs of its core, "l3": CPUs of its last-level
+    cache or None}} from the runner's "H cores topo=" value
+    (CPU:PACKAGE:CORE:SIBLINGS:L3;... as the guest kernel's sysfs has
+    them). A core is its thread_siblings_list, which holds the CPU itself."""
+    out = {}
+    if not v or v == "-":
+        return out
+    for ent in v.split(";"):
+        cpu, _pkg, _core, sib, l3 = ent.split(":")
+        out[int(cpu)] = {"core": frozenset(parse_cpulist(sib)) or frozenset([int(cpu)]),
+                         "l3": frozenset(parse_cpulist(l3)) if l3 != "-" else None}
+    return out
+
+
+def core_sharing(r, dur):
+    """What SMT placement a run gave its busy threads (busy as in
+    locality(): >= 50% of a CPU), from the G lines' tcpu= against the
+    runner's "H cores" line, over the samples of guests that are ready:
+    per sample the share of busy threads with another busy thread (any
+    guest's) on their core, its sibling or the same CPU (core_shared);
+    the same counting only the guest's own threads (own_shared); the
+    share of busy threads sharing a core while another core of their
+    node had no busy thread (shared_idle_core: sharing the placement
+    inside the node could have avoided), or a core of any node
+    (shared_idle_core_any: a node choice could have); and the share of guests with two or more busy threads
+    whose busy threads sit under two or more L3s (llc_split). Each as a
+    mean weighted by the time each sample stands for (the interval since
+    the previous one, over which its busy shares were measured) and as
+    the mean over the last 10 s ("end", as true end). None for a run
+    without the line or tcpu= (older runs)."""
+    cores = r.get("cores")
+    if not cores:
+        return None
+    node_of = {c: n for n, cl in r["nodes"].items() for c in parse_cpulist(cl)}
+    node_cores = {}
+    for c, t in cores.items():
+        node_cores.setdefault(node_of.get(c), set()).add(t["core"])
+    by_t = {}
+    for s in r["samples"]:
+        if not s["ready"] or s.get("tcpu") is None:
+            continue
+        busy = [(s["g"], c) for (n, b), c in zip(s["thr"], s["tcpu"]) if b >= 50 and c in cores]
+        by_t.setdefault(s["t"], []).extend(busy)
+    if not by_t:
+        return None
+    rows = []
+    for t in sorted(by_t):
+        busy = by_t[t]
+        if not busy:
+            rows.append((t, None, None, None, None, None))
+            continue
+        shared = own = idle = idle_any = 0
+        used = {cores[c]["core"] for _, c in busy}
+        for i, (g, c) in enumerate(busy):
+            core = cores[c]["core"]
+            others = [h for j, (h, d) in enumerate(busy) if j != i and d in core]
+            if others:
+                shared += 1
+                if any(node_c not in used for node_c in node_cores.get(node_of.get(c), ())):
+                    idle += 1
+                if any(t_["core"] not in used for t_ in cores.values()):
+                    idle_any += 1
+            if g in others:
+                own += 1
+        per_g = {}
+        for g, c in busy:
+            per_g.setdefault(g, []).append(cores[c]["l3"])
+        multi = [l3s for l3s in per_g.values() if len(l3s) >= 2]
+        split = None
+        if multi and all(x is not None for l3s in multi for x in l3s):
+            split = sum(1 for l3s in multi if len(set(l3s)) >= 2) / len(multi)
+        n = len(busy)
+        rows.append((t, shared / n, own / n, idle / n, split, idle_any / n))
+    step = float(r["header"].get("sample") or 0) or None
+    out = {"samples": len(rows)}
+    for k, key in enumerate(("core_shared", "own_shared", "shared_idle_core", "llc_split", "shared_idle_core_any"), 1):
+        num = den = 0.0
+        prev = None
+        for row in rows:
+            w = (row[0] - prev) if prev is not None else (step or 0.0)
+            prev = row[0]
+            if row[k] is not None and w > 0:
+                num += w * row[k]
+                den += w
+        tail = [row[k] for row in rows if row[0] >= dur - 10 and row[k] is not None]
+        out[key] = round(num / den, 4) if den else None
+        out[key + "_end"] = round(sum(tail) / len(tail), 4) if tail else None
+    return out
 
 
 def parse_cpulist(s):
@@ -947,6 +1044,7 @@ def analyse(text, scn):
         "n_decisions": len(r["decisions"]),
         "moves": sum(1 for d in r["decisions"] if d.get("decision") == "moved"),
         "device_local": device_locality(r, by_g, dur),
+        "smt": core_sharing(r, dur),
         "guest_ends": guest_ends(r),
         "felt_stall": felt_stall(r), "agent_stall": agent_stall(r),
     }
@@ -1375,17 +1473,29 @@ def report(runs, wall_total=None, cmdline=None, failed=(), note=None):
               "CPU time (numad, numaorchd; the kernel's balancing is paid inside the guests' own time);",
               "**threads/node** busy threads per node at the end; **work** MiB/s written by all guests",
               "over the last minute (under TCG remote memory costs no more than local, so this shows",
-              "what moving cost the guests, not what locality gained them).", ""]
+              "what moving cost the guests, not what locality gained them).",
+              "Scenarios with SMT siblings (`threads` > 1) add, from each busy thread's CPU (`tcpu=`)",
+              "against the cores and L3s the guest kernel reports (the runner's `H cores` line), each as",
+              "the time-weighted mean over the run / the mean over the last 10 s: **core-shared** the share",
+              "of busy threads with another busy thread (any guest's) on their core, so running at a",
+              "sibling's speed; **own-shared** the same counting only the guest's own threads (a guest",
+              "competing with itself); **LLC-split** the share of guests with two or more busy threads",
+              "whose busy threads sit under two or more L3s. Lower is better for all three; with more",
+              "busy threads than cores some sharing is unavoidable. '-': a run from before the runner",
+              "printed its cores.", ""]
     for s in scns:
         rs = [r for r in runs if r["scenario"] == s]
         scn = load_scenario(s)
+        smt = scn["threads"] > 1
         lines += ["## %s" % s, "", scn["description"], "",
-                  "Pages: %s. VM: %d nodes x %d CPUs, %s MiB per node, %.0f s." % (
+                  "Pages: %s. VM: %d nodes x %d CPUs%s, %s MiB per node, %.0f s." % (
                       rs[0]["pages"], scn["nodes"], scn["cpus_per_node"],
+                      " (%d threads a core)" % scn["threads"] if smt else "",
                       ",".join(map(str, scn["mem_nodes"])) if scn["mem_nodes"] else scn["mem_per_node"],
                       scn["duration"]), "",
-                  "| placer | balancing | t90 s | true loc | true end | true min | t90 nodes s | nodes loc | needed MiB | moved MiB | OOM | died | CPU s | threads/node | work MiB/s |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "| placer | balancing | t90 s | true loc | true end | true min | t90 nodes s | nodes loc | needed MiB | moved MiB | OOM | died | CPU s | threads/node | work MiB/s |"
+                  + (" core-shared | own-shared | LLC-split |" if smt else ""),
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" * 3 if smt else "")]
         for r in rs:
             lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %.0f | %.0f | %d | %s | %s | %s | %.0f |" % (
                 r["placer"], run_balancing(r) + (" (forced)" if r.get("balancing_forced") else ""),
@@ -1394,7 +1504,7 @@ def report(runs, wall_total=None, cmdline=None, failed=(), note=None):
                 fmt_s(r.get("t90_nodes_all")), fmt(pct(r["loc_mean_last_min"]), "%.0f%%", "-"),
                 r["needed_mib"], r["moved_mib"], r["oom_kills"], died_cell(r.get("guest_ends")),
                 fmt(r["placer_cpu_s"], "%.1f", "-"),
-                "/".join(map(str, r["busy_threads_per_node_end"])), r["work_mib_s"]))
+                "/".join(map(str, r["busy_threads_per_node_end"])), r["work_mib_s"]) + (smt_cells(r) if smt else ""))
         lines += device_table(rs)
         lines += stall_table(rs)
         lines += ["", target_line(rs), "", target_line(rs, "on"), "", "![%s](%s.png)" % (s, s), ""]
@@ -1409,6 +1519,20 @@ def report(runs, wall_total=None, cmdline=None, failed=(), note=None):
 
 def pct(v):
     return None if v is None else v * 100
+
+
+def smt_cells(r):
+    """The report's core-shared, own-shared and LLC-split cells of run R
+    (" a / b | ... |": time-weighted mean / last 10 s), "-" for a run
+    without the reading."""
+    m = r.get("smt")
+    cells = []
+    for key in ("core_shared", "own_shared", "llc_split"):
+        if not m or (m.get(key) is None and m.get(key + "_end") is None):
+            cells.append("-")
+        else:
+            cells.append("%s / %s" % (fmt(pct(m.get(key)), "%.0f%%", "-"), fmt(pct(m.get(key + "_end")), "%.0f%%", "-")))
+    return " " + " | ".join(cells) + " |"
 
 
 def device_table(rs):

@@ -948,3 +948,166 @@ class Repeat(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
+
+
+# The smt shape as numavm-run prints it (sockets=2, cores=2, threads=2 a
+# socket: CPUs 0-1, 2-3, 4-5, 6-7 are cores, each node's four one L3).
+SMT_CORES = ("H cores topo=0:0:0:0-1:0-3;1:0:0:0-1:0-3;2:0:1:2-3:0-3;3:0:1:2-3:0-3;"
+             "4:1:0:4-5:4-7;5:1:0:4-5:4-7;6:1:1:6-7:4-7;7:1:1:6-7:4-7")
+
+
+def smt_results(samples, cores=SMT_CORES):
+    """Raw runner output on the smt shape: SAMPLES are (t, guest, thr,
+    tcpu[, ready]) with thr as in G lines ("node:busy,...") and tcpu the
+    CPUs ("-": none, as the runner prints it when no thread was seen)."""
+    lines = ["H scenario=smt-busy placer=numaorchd nodes=2 duration=60 sample=2.0 pages=thp cgroup=v2",
+             "H node=0 cpus=0-3", "H node=1 cpus=4-7"]
+    if cores:
+        lines.append(cores)
+    for g, n in (("s1", 2), ("s2", 2), ("s3", 1)):
+        lines.append("H guest=%s cgroup=/system.slice/docker-%s.scope kind=docker threads=%d mib=256" % (g, g * 32, n))
+    lines += ["E t=0.00 what=placer placer=numaorchd pid=9 real=%.3f balancing=off" % REAL0,
+              "V t=0.00 numa_pages_migrated=0 pgmigrate_success=0 pgmigrate_fail=0 oom_kill=0"]
+    for smp in samples:
+        t, g, thr, tcpu = smp[:4]
+        line = ("G t=%.2f g=%s mem=1000,0 thr=%s cpus=0-7 mems=0-1 ccpus=- cmems=- prog=0 oom=0 ready=%d"
+                % (t, g, thr, 1 if len(smp) < 5 else smp[4]))
+        if tcpu is not None:
+            line += " tcpu=" + tcpu
+        lines.append(line)
+    lines += ["V t=60.00 numa_pages_migrated=0 pgmigrate_success=0 pgmigrate_fail=0 oom_kill=0",
+              "P t=60.00 cpu_s=1.00", "END rc=0"]
+    return "\n".join(lines) + "\n"
+
+
+def smt_sample(t, s1, s2, s3, busy=(100, 100, 100, 100, 100), ready=1):
+    """The three smt-busy guests at time T, their busy threads on CPUs S1
+    (two), S2 (two) and S3 (one); BUSY each thread's %, in that order."""
+    out, k = [], 0
+    for g, cpus in (("s1", s1), ("s2", s2), ("s3", s3)):
+        thr = ",".join("%d:%d" % (c // 4, busy[k + i]) for i, c in enumerate(cpus))
+        k += len(cpus)
+        out.append((t, g, thr, ",".join(map(str, cpus)), ready))
+    return out
+
+
+class CoreSharing(unittest.TestCase):
+    """The SMT reading from tcpu= against the runner's H cores line."""
+
+    def test_cores_line_and_tcpu_parse(self):
+        r = numavm.parse_results(smt_results(smt_sample(2, (0, 1), (4, 6), (2,))))
+        self.assertEqual(r["cores"][1], {"core": frozenset({0, 1}), "l3": frozenset({0, 1, 2, 3})})
+        self.assertEqual(r["cores"][6]["core"], frozenset({6, 7}))
+        self.assertEqual(len(r["cores"]), 8)
+        self.assertEqual([s["tcpu"] for s in r["samples"]], [[0, 1], [4, 6], [2]])
+        # the line is not taken for the run's header or a node
+        self.assertNotIn("topo", r["header"])
+        self.assertEqual(r["nodes"], {0: "0-3", 1: "4-7"})
+        # a CPU whose L3 sysfs does not show
+        self.assertIsNone(numavm.parse_cores("0:0:0:0:-")[0]["l3"])
+        self.assertEqual(numavm.parse_cores("-"), {})
+
+    def test_siblings_shared_own_and_any(self):
+        # s1's two threads on one core (0, 1), s2 on two cores of node 1,
+        # s3 alone on node 0's other core: s1 competes with itself only.
+        m = numavm.analyse(smt_results([x for t in (0, 2, 4) for x in smt_sample(t, (0, 1), (4, 6), (2,))]),
+                           {"name": "smt-busy", "duration": 60})["smt"]
+        self.assertEqual((m["core_shared"], m["own_shared"], m["shared_idle_core"], m["llc_split"]),
+                         (0.4, 0.4, 0.0, 0.0))
+        # five busy threads on four cores: no core was free anywhere
+        self.assertEqual(m["shared_idle_core_any"], 0.0)
+        # s1 on two cores, one beside s3: shared with another guest, not its own
+        m = numavm.analyse(smt_results([x for t in (0, 2) for x in smt_sample(t, (0, 2), (4, 6), (3,))]),
+                           {"name": "smt-busy", "duration": 60})["smt"]
+        self.assertEqual((m["core_shared"], m["own_shared"], m["shared_idle_core"]), (0.4, 0.0, 0.0))
+        # every core separate (s3 idle): nothing shared
+        m = numavm.analyse(smt_results([x for t in (0, 2) for x in smt_sample(t, (0, 2), (4, 6), (5,),
+                                                                                busy=(100, 90, 100, 100, 10))]),
+                           {"name": "smt-busy", "duration": 60})["smt"]
+        self.assertEqual((m["core_shared"], m["own_shared"]), (0.0, 0.0))
+
+    def test_sharing_while_a_core_of_the_node_is_idle(self):
+        # s1 on core 0 of node 0 with core 2-3 idle; s3 beside s2's
+        # thread on node 1, whose other core s2 holds: of the four
+        # threads sharing, s1's two could have had a core each.
+        m = numavm.analyse(smt_results(smt_sample(0, (0, 1), (4, 6), (5,))),
+                           {"name": "smt-busy", "duration": 60})["smt"]
+        self.assertEqual((m["core_shared"], m["own_shared"], m["shared_idle_core"]), (0.8, 0.4, 0.4))
+        self.assertEqual(m["shared_idle_core_any"], 0.8)
+        # four on node 0's two cores, one alone on node 1: no core of
+        # node 0 idle, but one of node 1 (a node choice's sharing)
+        m = numavm.analyse(smt_results(smt_sample(0, (0, 1), (2, 3), (5,))),
+                           {"name": "smt-busy", "duration": 60})["smt"]
+        self.assertEqual((m["core_shared"], m["shared_idle_core"], m["shared_idle_core_any"]), (0.8, 0.0, 0.8))
+        # two busy threads on one CPU share its core too
+        m = numavm.analyse(smt_results(smt_sample(0, (0, 0), (4, 6), (2,))),
+                           {"name": "smt-busy", "duration": 60})["smt"]
+        self.assertEqual(m["own_shared"], 0.4)
+
+    def test_llc_split(self):
+        # s2's busy threads under both L3s, s1's under node 0's: one of two
+        m = numavm.analyse(smt_results(smt_sample(0, (0, 2), (3, 6), (5,))),
+                           {"name": "smt-busy", "duration": 60})["smt"]
+        self.assertEqual(m["llc_split"], 0.5)
+        # a guest with one busy thread is no multi-thread guest
+        m = numavm.analyse(smt_results(smt_sample(0, (0, 2), (3, 6), (5,), busy=(100, 100, 100, 20, 100))),
+                           {"name": "smt-busy", "duration": 60})["smt"]
+        self.assertEqual(m["llc_split"], 0.0)
+        # no L3 in sysfs: no reading of it, the cores still read
+        m = numavm.analyse(smt_results(smt_sample(0, (0, 2), (3, 6), (5,)),
+                                       cores=SMT_CORES.replace(":0-3", ":-").replace(":4-7", ":-")),
+                           {"name": "smt-busy", "duration": 60})["smt"]
+        self.assertIsNone(m["llc_split"])
+        self.assertEqual(m["core_shared"], 0.4)
+
+    def test_time_weighted_mean_end_and_ready(self):
+        # t=0 and t=2 (2 s each) all shared by s1 with itself, then 8 s to
+        # t=10 with s1 on two cores: own-shared (2*0.4 + 2*0.4 + 8*0)/12.
+        # A late guest's ready=0 samples are left out; the end is the last 10 s.
+        ss = smt_sample(0, (0, 1), (4, 6), (2,)) + smt_sample(2, (0, 1), (4, 6), (2,)) + \
+            smt_sample(10, (0, 2), (4, 6), (5,)) + smt_sample(52, (0, 1), (4, 6), (2,)) + \
+            smt_sample(56, (0, 2), (4, 6), (5,)) + [(56, "s4", "0:100", "3", 0)]
+        m = numavm.analyse(smt_results(ss), {"name": "smt-busy", "duration": 60})["smt"]
+        self.assertEqual(m["samples"], 5)
+        self.assertEqual(m["own_shared"], round((2 * 0.4 + 2 * 0.4 + 8 * 0 + 42 * 0.4 + 4 * 0) / 58, 4))
+        self.assertEqual(m["own_shared_end"], 0.2)
+
+    def test_runs_without_the_line_or_tcpu(self):
+        ss = smt_sample(0, (0, 1), (4, 6), (2,))
+        self.assertIsNone(numavm.analyse(smt_results(ss, cores=None), {"name": "smt-busy", "duration": 60})["smt"])
+        old = [(t, g, thr, None) for t, g, thr, _, _ in ss]
+        self.assertIsNone(numavm.analyse(smt_results(old), {"name": "smt-busy", "duration": 60})["smt"])
+        # a tcpu= whose count disagrees with thr= is not read
+        bad = [(0, "s1", "0:100,0:100", "0")]
+        self.assertIsNone(numavm.parse_results(smt_results(bad))["samples"][0]["tcpu"])
+
+    def test_report_columns_only_for_smt_scenarios(self):
+        new = numavm.analyse(smt_results(smt_sample(0, (0, 1), (4, 6), (2,)) + smt_sample(52, (0, 2), (4, 6), (3,))),
+                             {"name": "smt-busy", "duration": 60})
+        old = numavm.analyse(smt_results(smt_sample(0, (0, 1), (4, 6), (2,)), cores=None),
+                             {"name": "smt-busy", "duration": 60})
+        old.pop("smt")
+        rows = [dict(new, placer="numaorchd", balancing="off"), dict(old, placer="kernel", balancing="on")]
+        other = dict(numavm.analyse(results(A_MOVES_B_STAYS), SCN), placer="numaorchd", balancing="off",
+                     scenario="misplaced")
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d)
+        saved = numavm.RESULTS, numavm.plot
+        numavm.RESULTS, numavm.plot = d, (lambda name, rs: None)
+        try:
+            for r in rows + [other]:
+                r["series"] = []
+            numavm.report(rows + [other], cmdline="test")
+        finally:
+            numavm.RESULTS, numavm.plot = saved
+        with open(os.path.join(d, "REPORT.md")) as f:
+            rep = f.read()
+        smt_part, _, misplaced_part = rep.partition("## misplaced")
+        self.assertIn("**core-shared**", rep)
+        self.assertIn("| work MiB/s | core-shared | own-shared | LLC-split |", smt_part)
+        # own-shared 40% for the first 2 s of 54, none over the last 10 s
+        self.assertIn(" | 40% / 40% | 1% / 0% | 0% / 0% |", smt_part)
+        self.assertIn("| kernel | on |", smt_part)
+        self.assertTrue(any(l.startswith("| kernel | on |") and l.endswith(" | - | - | - |")
+                            for l in smt_part.splitlines()), smt_part)
+        self.assertNotIn("core-shared |", misplaced_part)

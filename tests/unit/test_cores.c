@@ -347,6 +347,90 @@ static void test_plain_host_no_coreload(void **st)
 	snap_unref(s);
 }
 
+/* A guest of the vm-smt fixture's host (CPUs 0-3 node 0, 4-7 node 1, an
+ * L3 each): USE CPUs of BUSY busy threads running on node RUN, its memory
+ * MEM0/MEM1 MiB on nodes 0 and 1, free to run and allocate anywhere. */
+static struct snap_guest *smt_guest(struct snapshot *s, const char *id, double use, unsigned busy, int run,
+				    unsigned mem0, unsigned mem1)
+{
+	struct snap_guest *g = snap_add_guest(s);
+	cpumask_t c;
+
+	snprintf(g->id, sizeof(g->id), "%s", id);
+	g->cpu_use = use;
+	g->nr_threads = busy + 1;
+	g->busy_threads = busy;
+	g->busy_measured = true;
+	mask_zero(&c);
+	mask_parse("0-7", &c);
+	g->cpus = snap_cpumask(s, &c);
+	mask_parse("0-1", &g->mems);
+	g->mem_node[0] = mem0 * MIB;
+	g->mem_node[1] = mem1 * MIB;
+	g->cpu_node = calloc(s->nr_nodes, sizeof(double));
+	g->cpu_node[run] = use;
+	return g;
+}
+
+/* The testbed's smt-busy beside the kernel's balancing, at the agent's
+ * first cycle: s1 (2 busy threads on node 1, 168 of its 256 MiB on node
+ * 0), s2 (2 on node 0, 132 MiB on node 0 and 124 on node 1: the kernel
+ * had begun moving it to its threads), s3 (1 on node 1, 100 of 128 MiB
+ * there). Each node has two cores. STATE: 0 as it was, 1 without the
+ * host's core files, 2 with all of s2's memory on node 0. */
+static struct plan *smt_beside_kernel(int state)
+{
+	struct snapshot *s = fixture_snap("vm-smt", 0.75);
+	struct plan *p;
+
+	s->nodes[0].busy = 0.5;
+	s->numa_balancing = 1;
+	smt_guest(s, "s1", 2.01, 2, 1, 168, 88);
+	smt_guest(s, "s2", 2.02, 2, 0, state == 2 ? 256 : 132, state == 2 ? 0 : 124);
+	smt_guest(s, "s3", 1.0, 1, 1, 28, 100);
+	if (state == 1)
+		snap_set_cputopo(s, NULL, NULL, 0);
+	p = decide_as(s, true, false);
+	snap_unref(s);
+	return p;
+}
+
+/* s1 goes to its memory on node 0; s2 then fitted node 0 only without
+ * headroom, with "the kernel brings the rest", and went there: four busy
+ * threads on node 0's two cores, node 1's second core idle, for a
+ * migration no smaller than node 1's (124 MiB against 132). With its
+ * memory still to come a set must give its busy threads a core each to
+ * fit without headroom; where it is all there already, it stays. */
+static void test_smt_beside_kernel_takes_free_cores(void **st)
+{
+	const struct plan_item *it;
+	struct plan *p;
+
+	(void)st;
+	p = smt_beside_kernel(0);
+	assert_cpus(item_of(p, "s1")->to_cpus, "0-3");
+	it = item_of(p, "s2");
+	assert_int_equal(it->kind, PLAN_MOVE);
+	assert_cpus(it->to_cpus, "4-7");
+	assert_null(strstr(it->detail, "without headroom"));
+	assert_cpus(item_of(p, "s3")->to_cpus, "4-7");
+	plan_free(p);
+
+	/* Without core files every CPU is a core: node 0 fits as before. */
+	p = smt_beside_kernel(1);
+	it = item_of(p, "s2");
+	assert_cpus(it->to_cpus, "0-3");
+	assert_non_null(strstr(it->detail, "fits without headroom: most of its memory is there"));
+	plan_free(p);
+
+	/* All of it on node 0: nothing travels, it stays with its memory. */
+	p = smt_beside_kernel(2);
+	it = item_of(p, "s2");
+	assert_cpus(it->to_cpus, "0-3");
+	assert_non_null(strstr(it->detail, "fits without headroom: its memory is there"));
+	plan_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -358,6 +442,7 @@ int main(void)
 		cmocka_unit_test(test_no_topology_unchanged),
 		cmocka_unit_test(test_one_llc_where_it_fits),
 		cmocka_unit_test(test_plain_host_no_coreload),
+		cmocka_unit_test(test_smt_beside_kernel_takes_free_cores),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -26,6 +26,7 @@
  *
  * Output lines (one record each, space-separated key=value):
  *   H ...                 header: scenario, placer, topology
+ *   H cores topo=...      each CPU's package, core, SMT siblings and L3 (emit_cores)
  *   G t= g= mem=KiB,...   per guest and sample; stall=MAX:N0,...,N13
  *                         the stalls its threads felt since they started
  *                         (guestload's progress: longest ms per MiB
@@ -316,6 +317,50 @@ static void read_topology(void)
 	}
 	if (nr_nodes < 1)
 		die("no NUMA nodes in sysfs");
+}
+
+/* The cores and last-level caches as the guest kernel has them, once:
+ * "H cores topo=CPU:PACKAGE:CORE:SIBLINGS:L3;..." per online CPU, with
+ * its physical_package_id, core_id, thread_siblings_list and the
+ * shared_cpu_list of its level-3 cache ("-" when sysfs shows none). The
+ * analysis reads SMT siblings and caches from it against the G lines'
+ * tcpu=, instead of assuming how QEMU numbered the threads. */
+static void emit_cores(void)
+{
+	size_t cap = 64 * MAX_CPUS, len = 0;
+	char *line = malloc(cap);
+
+	if (!line)
+		die("out of memory");
+	line[0] = '\0';
+	for (int c = 0; c < MAX_CPUS; c++) {
+		char path[128], pkg[16], core[16], sib[256], l3[256] = "-", lvl[8];
+
+		snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/topology/thread_siblings_list", c);
+		if (read_str(path, sib, sizeof(sib)) < 0)
+			continue;
+		snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/topology/physical_package_id", c);
+		if (read_str(path, pkg, sizeof(pkg)) < 0)
+			snprintf(pkg, sizeof(pkg), "-");
+		snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/topology/core_id", c);
+		if (read_str(path, core, sizeof(core)) < 0)
+			snprintf(core, sizeof(core), "-");
+		/* index3 is the L3 on x86, but the level file says so for sure. */
+		for (int i = 0; i < 8; i++) {
+			snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/cache/index%d/level", c, i);
+			if (read_str(path, lvl, sizeof(lvl)) < 0 || strcmp(lvl, "3") != 0)
+				continue;
+			snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/cache/index%d/shared_cpu_list", c, i);
+			if (read_str(path, l3, sizeof(l3)) < 0)
+				snprintf(l3, sizeof(l3), "-");
+			break;
+		}
+		len += (size_t)snprintf(line + len, cap - len, "%s%d:%s:%s:%s:%s", len ? ";" : "", c, pkg, core, sib, l3);
+		if (len >= cap)
+			die("cpu topology line longer than %zu bytes", cap);
+	}
+	emit("H cores topo=%s", line[0] ? line : "-");
+	free(line);
 }
 
 /* "nodes:0,2" → the CPUs of those nodes, as a list. */
@@ -1312,8 +1357,8 @@ static void sample_guest(struct guest *g, double t, bool quiet)
 	g->prev_t = t;
 	if (quiet)
 		return;
-	/* tcpu=: the CPU each thread of thr= last ran on (SMT siblings and
-	 * caches are read from it; the analysis keeps to thr=). */
+	/* tcpu=: the CPU each thread of thr= last ran on (the analysis
+	 * reads SMT siblings and caches from it against "H cores"). */
 	emit("G t=%.2f g=%s mem=%s thr=%s cpus=%s mems=%s ccpus=%s cmems=%s prog=%s oom=%llu ready=%d%s%s%s tcpu=%s%s",
 	     t, g->name, mem, thr[0] ? thr : "-", cpus[0] ? cpus : "-", mems[0] ? mems : "-",
 	     ccpus[0] ? ccpus : "-", cmems[0] ? cmems : "-", prog[0] ? prog : "0",
@@ -1583,6 +1628,7 @@ int main(int argc, char **argv)
 	     nr_nodes, scn.duration, scn.sample, scn.pages, cg_v1 ? "v1" : "v2");
 	for (int n = 0; n < nr_nodes; n++)
 		emit("H node=%d cpus=%s", n, node_cpus[n]);
+	emit_cores();
 	for (unsigned i = 0; i < scn.nguests; i++) {
 		struct guest *g = &scn.g[i];
 		char hl[160] = "";
