@@ -53,6 +53,9 @@
 #define WALK_MAX_DEPTH 64
 #define READ_MAX (64u << 20)   /* a tasks file of a few million threads */
 #define LIST_SHORT 2048u       /* half the smallest page: see rd_fd_until */
+/* A guest's container cgroups with a cpuset of their own that get a
+ * part each (snap_part); a pod has a handful. */
+#define CGSCAN_PARTS_MAX 16
 
 struct cgscan {
 	struct host_paths hp;
@@ -108,9 +111,24 @@ struct cgscan {
 
 	struct cgfdc fdc;             /* guests' files kept open */
 	struct cgfdc_ent *cur;        /* the guest being measured, or NULL */
+
+	/* The guest being measured: its child cgroups with a cpuset of
+	 * their own (snap_part), as sum_subtree found them. */
+	struct cgscan_part {
+		char *rel;
+		pid_t pid;            /* its smallest pid, 0: none */
+		nodemask_t mems;
+		bool mem_ok;          /* MEM was read */
+		uint64_t *mem;        /* [nr_nodes], read for a spread guest (part_read) */
+	} parts[CGSCAN_PARTS_MAX];
+	unsigned nr_parts;
 };
 
 /* ---- helpers ---------------------------------------------------------- */
+
+static void parts_reset(struct cgscan *cs);
+static int part_begin(struct cgscan *cs, int pdfd, const char *name, const char *rel);
+static void part_end(struct cgscan *cs, int i, pid_t pid);
 
 static bool is_vanished(int r)
 {
@@ -297,6 +315,7 @@ void cgscan_free(struct cgscan *cs)
 	cgthr_clear(&cs->thr);
 	cglabel_free(cs->label);
 	kube_clear(&cs->kube);
+	parts_reset(cs);
 	free(cs->mem);
 	free(cs->buf);
 	cgfdc_clear(&cs->fdc);
@@ -619,7 +638,8 @@ static void sum_subtree(struct cgscan *cs, int fd, char *rel, size_t rlen, unsig
 	for (struct dirent *de; (de = readdir(d));) {
 		size_t nl = strlen(de->d_name);
 		struct stat st;
-		int cfd;
+		pid_t min_pid;
+		int cfd, part;
 
 		if (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN)
 			continue;
@@ -632,12 +652,19 @@ static void sum_subtree(struct cgscan *cs, int fd, char *rel, size_t rlen, unsig
 			continue; /* a file (DT_UNKNOWN), a symlink, or gone */
 		rel[rlen] = '/';
 		memcpy(rel + rlen + 1, de->d_name, nl + 1);
+		part = depth == 0 ? part_begin(cs, dirfd(d), de->d_name, rel) : -1;
+		min_pid = m->min_pid;
+		m->min_pid = 0;
 		/* kernfs keeps nlink = 2 + subdirectories: leaves need no listing. */
 		if (read_pids(cs, cfd, NULL, rel, false, m) == 0 &&
 		    fstat(cfd, &st) == 0 && st.st_nlink != 2)
 			sum_subtree(cs, cfd, rel, rlen + 1 + nl, depth + 1, m);
 		else
 			close(cfd);
+		if (part >= 0)
+			part_end(cs, part, m->min_pid);
+		if (min_pid && (!m->min_pid || min_pid < m->min_pid))
+			m->min_pid = min_pid;
 		rel[rlen] = '\0';
 	}
 	closedir(d);
@@ -820,18 +847,19 @@ static int read_cpu(struct cgscan *cs, int pdfd, const char *dname, const char *
 
 /* Fill cs->mem from memory.numa_stat. 0: done; 1: not measured (zeros,
  * warned); or a vanish code. */
-static int read_mem(struct cgscan *cs, int pdfd, const char *dname, const char *rel, pid_t pid)
+static int read_mem_into(struct cgscan *cs, int slot, int pdfd, const char *dname, const char *rel, pid_t pid,
+			 uint64_t *mem)
 {
 	bool v2 = cs->hier.v2[CGC_MEMORY];
 	const char *file = "memory.numa_stat";
 	int r;
 
-	memset(cs->mem, 0, cs->snap->nr_nodes * sizeof(uint64_t));
+	memset(mem, 0, cs->snap->nr_nodes * sizeof(uint64_t));
 	if (!cgh_has(&cs->hier, CGC_MEMORY))
 		return 1; /* warned once per scan */
-	r = rd_ctrl(cs, CGC_MEMORY, CGFDC_MEM, pdfd, dname, rel, file);
+	r = rd_ctrl(cs, CGC_MEMORY, slot, pdfd, dname, rel, file);
 	if (is_vanished(r) && !dir_gone(pdfd, dname)) {
-		int r2 = rd_ctrl_of_pid(cs, CGC_MEMORY, CGFDC_MEM, pid, rel, file);
+		int r2 = rd_ctrl_of_pid(cs, CGC_MEMORY, slot, pid, rel, file);
 
 		if (r2 != -ENOENT)
 			r = r2;
@@ -851,7 +879,7 @@ static int read_mem(struct cgscan *cs, int pdfd, const char *dname, const char *
 		nodemask_t unknown;
 
 		mask_zero(&unknown);
-		r = numastat_parse(cs->buf, v2, cs->page_size, cs->snap, cs->mem, &unknown);
+		r = numastat_parse(cs->buf, v2, cs->page_size, cs->snap, mem, &unknown);
 		mask_foreach(id, &unknown) {
 			if (mask_test(&cs->warned_nodes, id))
 				continue;
@@ -860,11 +888,107 @@ static int read_mem(struct cgscan *cs, int pdfd, const char *dname, const char *
 		}
 	}
 	if (r < 0) {
-		memset(cs->mem, 0, cs->snap->nr_nodes * sizeof(uint64_t));
+		memset(mem, 0, cs->snap->nr_nodes * sizeof(uint64_t));
 		snap_warn(cs->snap, "cgroup %s: %s: malformed, memory not measured", rel, file);
 		return 1;
 	}
 	return 0;
+}
+
+static int read_mem(struct cgscan *cs, int pdfd, const char *dname, const char *rel, pid_t pid)
+{
+	return read_mem_into(cs, CGFDC_MEM, pdfd, dname, rel, pid, cs->mem);
+}
+
+/* ---- a guest's parts (snap_part) ---------------------------------------- */
+
+static void parts_reset(struct cgscan *cs)
+{
+	for (unsigned i = 0; i < cs->nr_parts; i++) {
+		free(cs->parts[i].rel);
+		free(cs->parts[i].mem);
+	}
+	cs->nr_parts = 0;
+	cgthr_set_part(&cs->thr, CGTHR_NO_PART);
+}
+
+/* Does the child cgroup PDFD/NAME carry a cpuset of its own? In v1
+ * every cgroup does (a task may join one only then); in v2 one whose
+ * runtime wrote cpuset.cpus or cpuset.mems (empty: inherits). */
+static bool own_cpuset(struct cgscan *cs, int pdfd, const char *name)
+{
+	char path[PATH_MAX];
+
+	if (!cs->v2)
+		return true;
+	for (unsigned i = 0; i < 2; i++) {
+		if (snprintf(path, sizeof(path), "%s/%s", name, i ? "cpuset.mems" : "cpuset.cpus") >= (int)sizeof(path))
+			return false;
+		if (rd(cs, pdfd, NULL, path) == 0 && cs->buf[strspn(cs->buf, " \n")] != '\0')
+			return true;
+	}
+	return false;
+}
+
+/* A child PDFD/NAME (REL) of the guest being measured: a part of it when
+ * it carries its own cpuset; its threads are then counted for it
+ * (cgthr_set_part) until part_end. Returns its index, or -1. */
+static int part_begin(struct cgscan *cs, int pdfd, const char *name, const char *rel)
+{
+	struct cgscan_part *p;
+
+	if (cs->nr_parts >= CGSCAN_PARTS_MAX || !cs->snap->nr_nodes || !own_cpuset(cs, pdfd, name))
+		return -1;
+	p = &cs->parts[cs->nr_parts];
+	memset(p, 0, sizeof(*p));
+	p->rel = xstrdup(rel);
+	cgthr_set_part(&cs->thr, cs->nr_parts);
+	return (int)cs->nr_parts++;
+}
+
+/* Part I's processes are counted (PID: the smallest, for a v1 memory
+ * cgroup the runtime put elsewhere). */
+static void part_end(struct cgscan *cs, int i, pid_t pid)
+{
+	cgthr_set_part(&cs->thr, CGTHR_NO_PART);
+	cs->parts[i].pid = pid;
+}
+
+/* Part P's effective mems and memory per node: read only for a guest
+ * spread over nodes, the one kind a part matters for. */
+static void part_read(struct cgscan *cs, struct cgscan_part *p)
+{
+	char dir[PATH_MAX];
+
+	p->mem = xcalloc(cs->snap->nr_nodes, sizeof(uint64_t));
+	if (cgh_path(&cs->hier, CGC_CPUSET, p->rel, NULL, dir, sizeof(dir)) < 0)
+		return;
+	if (rd(cs, AT_FDCWD, dir, eff_mems_file(cs)) == 0)
+		(void)mask_parse_list(cs->buf, p->mems.w, MASK_BITS(&p->mems));
+	p->mem_ok = read_mem_into(cs, -1, AT_FDCWD, dir, p->rel, p->pid, p->mem) == 0;
+}
+
+/* G, whose CPUs span several nodes, gets the parts its scan found. */
+static void parts_attach(struct cgscan *cs, struct snap_guest *g)
+{
+	nodemask_t nodes;
+
+	snap_cpus_to_nodes(cs->snap, g->cpus, &nodes);
+	if (mask_count(&nodes) < 2)
+		return;
+	for (unsigned i = 0; i < cs->nr_parts; i++) {
+		struct snap_part *p = snap_guest_add_part(cs->snap, g, cs->parts[i].rel);
+
+		part_read(cs, &cs->parts[i]);
+
+		p->mems = cs->parts[i].mems;
+		if (cs->parts[i].mem_ok) {
+			memcpy(p->mem_node, cs->parts[i].mem, cs->snap->nr_nodes * sizeof(uint64_t));
+		} else {
+			free(p->mem_node);
+			p->mem_node = NULL;
+		}
+	}
 }
 
 /* The bound a writer must stay within: the parent's effective sets, read
@@ -1160,6 +1284,11 @@ static void measure_guest(struct cgscan *cs, int pdfd, const char *prel, struct 
 	if (!ps->read)
 		read_parent(cs, pdfd, prel, ps);
 	cgthr_guest_begin(&cs->thr);
+	parts_reset(cs);
+	if (snap->nr_nodes > cs->mem_cap) {
+		cs->mem_cap = snap->nr_nodes;
+		cs->mem = xrealloc(cs->mem, cs->mem_cap * sizeof(uint64_t));
+	}
 
 	if (read_pids(cs, pdfd, dname, rel, true, &m) != 0)
 		return;
@@ -1195,10 +1324,6 @@ static void measure_guest(struct cgscan *cs, int pdfd, const char *prel, struct 
 		return;
 	have_usage = r == 0;
 
-	if (snap->nr_nodes > cs->mem_cap) {
-		cs->mem_cap = snap->nr_nodes;
-		cs->mem = xrealloc(cs->mem, cs->mem_cap * sizeof(uint64_t));
-	}
 	mem_r = read_mem(cs, pdfd, dname, rel, own_pid);
 	if (is_vanished(mem_r))
 		return;
@@ -1252,6 +1377,7 @@ static void measure_guest(struct cgscan *cs, int pdfd, const char *prel, struct 
 	if (strcmp(runtime, "kubernetes") == 0)
 		kube_mark(cs, g, name);
 	devcg_guest(cs, g, rel, own_pid);
+	parts_attach(cs, g);
 	if (have_usage) {
 		unsigned thr_off, nr_thr;
 

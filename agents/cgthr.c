@@ -80,14 +80,45 @@ void cgthr_guest_begin(struct cgthr *t)
 {
 	t->nr_tids = 0;
 	t->tids_over = false;
+	t->cur_part = CGTHR_NO_PART;
 }
 
 void cgthr_add_tid(struct cgthr *t, pid_t tid)
 {
-	if (t->nr_tids < CGTHR_SAMPLE_MAX)
+	if (t->nr_tids < CGTHR_SAMPLE_MAX) {
+		t->tid_part[t->nr_tids] = t->cur_part;
 		t->tids[t->nr_tids++] = tid;
-	else
+	} else {
 		t->tids_over = true;
+	}
+}
+
+void cgthr_set_part(struct cgthr *t, unsigned part)
+{
+	t->cur_part = part < CGTHR_NO_PART ? (unsigned char)part : CGTHR_NO_PART;
+}
+
+/* Each part of G its share of the guest's use: the ticks PDN[part][node]
+ * its threads ran, on the scale G's cpu_node has (its cpu_use over the
+ * ticks DN_SUM all threads ran). */
+static void parts_use(const struct snapshot *s, struct snap_guest *g, double **pdn, double dn_sum)
+{
+	for (unsigned i = 0; i < g->nr_parts; i++) {
+		struct snap_part *p = &g->parts[i];
+
+		if (!pdn[i])
+			continue;
+		if (!(dn_sum > 0.0) || isnan(g->cpu_use)) {
+			free(pdn[i]);
+			continue;
+		}
+		p->cpu_use = 0.0;
+		for (unsigned k = 0; k < s->nr_nodes; k++) {
+			pdn[i][k] *= g->cpu_use / dn_sum;
+			p->cpu_use += pdn[i][k];
+		}
+		p->cpu_node = pdn[i];
+	}
 }
 
 void cgthr_record(struct cgthr *t, const char *id, uint64_t usage, int64_t t_ns, unsigned thr_off,
@@ -219,7 +250,7 @@ static unsigned span_of(struct cgthr *t, const struct snapshot *s, const cpumask
 void cgthr_thread_nodes(struct cgthr *t, const struct snapshot *s, struct snap_guest *g,
 			const struct cgthr_prev *p, int64_t t_ns, unsigned *off, unsigned *n)
 {
-	double *dn, busy_ticks, win_ticks, cap = 0;
+	double *dn, **pdn, busy_ticks, win_ticks, cap = 0, dn_sum = 0.0;
 	bool measured = false;
 	unsigned known = 0;
 
@@ -240,6 +271,7 @@ void cgthr_thread_nodes(struct cgthr *t, const struct snapshot *s, struct snap_g
 		return;
 	}
 	dn = xcalloc(s->nr_nodes, sizeof(double));
+	pdn = g->nr_parts ? xcalloc(g->nr_parts, sizeof(*pdn)) : NULL;
 	/* Busy: at least SNAP_BUSY_THREAD_CPU of a CPU over the window. */
 	win_ticks = p && t_ns > p->t_ns ? (double)(t_ns - p->t_ns) / 1e9 * (double)t->clk_tck : INFINITY;
 	busy_ticks = SNAP_BUSY_THREAD_CPU * win_ticks;
@@ -268,10 +300,20 @@ void cgthr_thread_nodes(struct cgthr *t, const struct snapshot *s, struct snap_g
 		if (!was || tk->ticks <= was->ticks || (k = snap_cpu_node_index(s, cpu)) < 0)
 			continue; /* new (its window is unknown), idle, or an unknown CPU */
 		dn[k] += (double)(tk->ticks - was->ticks);
+		dn_sum += (double)(tk->ticks - was->ticks);
 		measured = true;
 		tk->ran = (double)(tk->ticks - was->ticks) >= CGTHR_RAN_CPU * win_ticks;
 		if ((double)(tk->ticks - was->ticks) >= busy_ticks)
 			g->busy_threads++;
+		if (t->tid_part[i] < g->nr_parts) {
+			unsigned pi = t->tid_part[i];
+
+			if (!pdn[pi])
+				pdn[pi] = xcalloc(s->nr_nodes, sizeof(double));
+			pdn[pi][k] += (double)(tk->ticks - was->ticks);
+			if ((double)(tk->ticks - was->ticks) >= busy_ticks)
+				g->parts[pi].busy_threads++;
+		}
 	}
 	qsort(t->thr_next + t->nr_thr_next, *n, sizeof(struct cgthr_tick), tid_cmp);
 	t->nr_thr_next += *n;
@@ -292,6 +334,9 @@ void cgthr_thread_nodes(struct cgthr *t, const struct snapshot *s, struct snap_g
 	if (p && known && isfinite(win_ticks) && known == t->nr_tids && known == *n && known == p->nr_thr &&
 	    g->cpu_use > cap)
 		g->cpu_use = cap;
+	if (pdn)
+		parts_use(s, g, pdn, dn_sum);
+	free(pdn);
 	g->cpu_node = snap_node_use(s, dn, g->cpu_use);
 }
 

@@ -20,6 +20,8 @@
  * and cycle. Larger guests keep the policy's estimate (use spread over
  * their CPUs). */
 #define CGTHR_SAMPLE_MAX 64
+/* A thread of no part; parts counted per guest are fewer. */
+#define CGTHR_NO_PART 255
 
 /* What a scan measured of one guest. */
 struct cgthr_prev {
@@ -55,6 +57,11 @@ struct cgthr {
 	/* The guest being measured: its thread ids, while under
 	 * CGTHR_SAMPLE_MAX (tids_over: more). */
 	pid_t tids[CGTHR_SAMPLE_MAX];
+	/* The part of the guest (snap_guest.parts) each thread belongs to,
+	 * CGTHR_NO_PART for none: given while its lists are read
+	 * (cgthr_set_part). */
+	unsigned char tid_part[CGTHR_SAMPLE_MAX];
+	unsigned char cur_part;
 	unsigned nr_tids;
 	bool tids_over;
 	/* How many nodes a cpus mask of this scan's snapshot spans, by the
@@ -83,6 +90,9 @@ void cgthr_end(struct cgthr *t);
 void cgthr_guest_begin(struct cgthr *t);
 /* One of its thread ids, from its thread list. */
 void cgthr_add_tid(struct cgthr *t, pid_t tid);
+/* The thread ids added from now on belong to part PART of the guest
+ * (CGTHR_NO_PART: to none). */
+void cgthr_set_part(struct cgthr *t, unsigned part);
 
 /* What the previous scan measured of guest ID, NULL if it did not. */
 const struct cgthr_prev *cgthr_prev_find(const struct cgthr *t, const char *id);
@@ -94,7 +104,8 @@ double cgthr_rate(const struct cgthr_prev *p, uint64_t usage, int64_t t_ns);
  * little while ago: its average use since (see cgthr.c); NAN otherwise. */
 double cgthr_young_rate(struct cgthr *t, pid_t pid, uint64_t usage_ns);
 /* Share G's cpu_use out over the nodes its threads ran on (g->cpu_node,
- * busy_threads, busy_measured) from the tids given since
+ * busy_threads, busy_measured; and each of G's parts' cpu_node,
+ * cpu_use, busy_threads from the threads given for it) from the tids given since
  * cgthr_guest_begin, against P; the ticks are recorded in the pool as the
  * slice *OFF, *N for cgthr_record. T_NS: when G's usage was read. */
 void cgthr_thread_nodes(struct cgthr *t, const struct snapshot *s, struct snap_guest *g,

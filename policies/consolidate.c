@@ -123,6 +123,7 @@
 #include "cores.h"
 #include "devpref.h"
 #include "guards.h"
+#include "parts.h"
 #include "../orchestrator/model/kflow.h"
 #include "../orchestrator/base/xalloc.h"
 
@@ -1296,6 +1297,52 @@ static void auto_pick(const struct pctx *x, const struct snap_guest *g, const st
  * the set where none of its threads runs goes to the nodes that carry
  * them, if they have room (follow_threads); else nothing here can do
  * better: say so rather than move it. */
+/* A guest with parts (pod containers with their own cpusets) on the
+ * nodes it needs, its memory inside them, and a part whose threads run
+ * off its memory: each part gets its own node of the set (parts.h), as
+ * a move of the guest onto the same set (REASON_LOCALITY). true: IT
+ * says so (a move, or its cool-down's skip). */
+static bool resplit(struct pctx *x, const struct pstate_entry *pe, const struct snap_guest *g,
+		    const struct gview *v, struct gdec *d, const struct adec *a)
+{
+	struct plan_item *it = &d->it;
+	struct plan_part *pp;
+	nodemask_t mems = a->cc.mems;
+	uint64_t mig = 0;
+	int64_t ago = 0;
+	bool bad;
+
+	if (!g->nr_parts || mask_count(&g->cpu_nodes) < 2 || !a->cur_k)
+		return false;
+	/* Each part may take the memory of its own node of the set. */
+	for (unsigned n = 0; n < x->nn; n++)
+		if (x->s->nodes[n].mem_total && mask_test(&a->cc.nodes, x->s->nodes[n].id))
+			mask_set(&mems, x->s->nodes[n].id);
+	pp = xcalloc(g->nr_parts, sizeof(*pp));
+	bad = parts_split(x->s, g, &a->cc.nodes, &mems, g->cpus, pp, &mig) &&
+	      parts_misplaced(x->s, g, pp, g->nr_parts, x->cfg->locality_target);
+	free(pp);
+	if (!bad)
+		return false;
+	fill_target(it, &a->cc);
+	it->to_mems = mems;
+	it->migrate_bytes = mig;
+	it->reason = REASON_LOCALITY;
+	it->gain = gain_of(v, x->cfg, a->local_before, a->cur_k, &a->cc, a->unow);
+	if (in_cooldown(x->cfg, x->s, pe, &ago)) {
+		skip_cooldown(it, x->cfg, ago);
+		return true;
+	}
+	it->kind = PLAN_MOVE;
+	d->target = a->cc;
+	d->target.mems = mems;
+	d->target.migrate = mig;
+	d->want = true;
+	set_detail(it, "its containers each onto their own node of the set it has: %llu MiB to move, locality %.2f",
+		   mib(mig), a->locality);
+	return true;
+}
+
 static void auto_in_set(struct pctx *x, const struct pstate_entry *pe, const struct snap_guest *g,
 			const struct gview *v, struct gdec *d, const struct adec *a)
 {
@@ -1306,6 +1353,8 @@ static void auto_in_set(struct pctx *x, const struct pstate_entry *pe, const str
 	char from[48];
 
 	fmt_nodes(&g->cpu_nodes, from, sizeof(from));
+	if (resplit(x, pe, g, v, d, a))
+		return;
 	if (x->s->numa_balancing == 0 && follow_threads(x, g, v, &fc)) {
 		char tn[48];
 
@@ -2085,6 +2134,7 @@ int policy_decide_reserved(const struct policy_config *cfg, const struct snapsho
 	refine(&x, prev, snap, res, nres, d, order, nord, &migrated, &nmig, &v, usable);
 	plan_items(snap, verbose, d, order, nord, p);
 	p->migrate_bytes = migrated;
+	parts_plan(snap, p);
 	plan_mark_holds(p, snap, holds);
 	plan_mark_kernel_holds(p, snap, holds ? holds->kernel_follow_s : 0);
 	place_starts_splice(p, starts, nst);

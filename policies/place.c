@@ -248,6 +248,7 @@ void place_starts_splice(struct plan *p, struct plan_item *items, unsigned n)
 			p->nr_items++;
 		} else {
 			free(p->items[k].to_cpus);
+			free(p->items[k].parts);
 		}
 		p->items[k] = items[i];
 	}

@@ -202,7 +202,7 @@ static int freeze(struct applier *a, const char *rel, bool on)
  * subtree. Used when the mems do not change, so the kernel would not
  * migrate anything by itself. */
 static int migrate_processes(struct applier *a, const struct snapshot *snap, unsigned n,
-			     char **sub, const nodemask_t *to)
+			     char **sub, const nodemask_t *to, const nodemask_t *const *sub_to)
 {
 	int *from_ids = xcalloc(snap->nr_nodes, sizeof(int));
 	int *to_ids = xcalloc(snap->nr_nodes, sizeof(int));
@@ -211,19 +211,22 @@ static int migrate_processes(struct applier *a, const struct snapshot *snap, uns
 
 	if (!a->hp.live)
 		goto out;
-	for (unsigned i = 0; i < snap->nr_nodes; i++) {
-		int id = snap->nodes[i].id;
-
-		if (mask_test(to, id))
-			to_ids[nto++] = id;
-		else if (snap->nodes[i].mem_total)
-			from_ids[nfrom++] = id;
-	}
-	if (!nfrom || !nto)
-		goto out;
 	for (unsigned i = 0; i < n; i++) {
 		char *procs = NULL;
+		/* A part's processes go to its own nodes (plan_part). */
+		const nodemask_t *dest = sub_to && sub_to[i] ? sub_to[i] : to;
 
+		nfrom = nto = 0;
+		for (unsigned k = 0; k < snap->nr_nodes; k++) {
+			int id = snap->nodes[k].id;
+
+			if (mask_test(dest, id))
+				to_ids[nto++] = id;
+			else if (snap->nodes[k].mem_total)
+				from_ids[nfrom++] = id;
+		}
+		if (!nfrom || !nto)
+			continue;
 		if (read_file_value(a, CGC_CPUSET, sub[i], "cgroup.procs", &procs) < 0)
 			continue;
 		for (char *save = NULL, *t = strtok_r(procs, "\n", &save); t;
@@ -472,6 +475,26 @@ struct apply_pending {
 	unsigned nsub;
 	char **sub;                    /* the guest's subtree, pre-order (cgplan.h) */
 	unsigned *depth;               /* ... and each one's depth below the guest */
+	/* The guest's parts with targets of their own (plan_item.parts, a
+	 * copy): each one's values formatted, and by index of SUB the part
+	 * each cgroup lies in (-1: none, the guest's values). */
+	unsigned nparts;
+	struct apply_part {
+		struct plan_part pp;
+		cpumask_t cpus;        /* to_cpus on its nodes */
+		nodemask_t wide;       /* the guest's mems now ∪ its own */
+		char cpus_s[CPULIST_BUFSZ], ucpus_s[CPULIST_BUFSZ];
+		char mems_s[NODELIST_BUFSZ], wide_s[NODELIST_BUFSZ];
+	} *parts;
+	int *sub_part;
+};
+
+/* Which values of a part a subtree write gives it (set_subtree). */
+enum part_vals {
+	PV_NONE = 0,                   /* the guest's values everywhere */
+	PV_CPUS,                       /* its cpus, widened through the guest's now ∪ its own */
+	PV_NARROW,                     /* its mems, widened through the guest's mems now ∪ its own */
+	PV_WIDE,                       /* the guest's mems now ∪ its own */
 };
 
 /* v2: which cgroups of P's subtree set their own cpuset.mems (a runtime's
@@ -498,6 +521,9 @@ void apply_pending_free(struct apply_pending *p)
 	free(p->sub);
 	free(p->depth);
 	free(p->own);
+	free(p->parts);
+	free(p->sub_part);
+	free(p->it.parts);
 	free(p->cur_cpus_s);
 	free(p->cur_mems_s);
 	free(p->new_cpus);
@@ -518,6 +544,71 @@ const struct plan_item *apply_pending_item(const struct apply_pending *p)
 const struct snapshot *apply_pending_snapshot(const struct apply_pending *p)
 {
 	return p->snap;
+}
+
+/* P's parts (plan_item.parts) laid on its subtree: each part's values
+ * (its CPUs: the target's on its nodes; while moving, the guest's
+ * current sets ∪ its own), and the part each cgroup of the subtree lies
+ * in. A part given the whole target, or whose cgroup is not in the
+ * subtree now, takes the guest's values. Its mems changing is a mems
+ * change of the move (CUR_MEMS: the guest's now). */
+static void parts_setup(struct apply_pending *p, const cpumask_t *cur_cpus, const nodemask_t *cur_mems)
+{
+	const struct snap_guest *g = &p->snap->guests[p->it.guest_idx];
+
+	p->sub_part = xcalloc(p->nsub ? p->nsub : 1, sizeof(*p->sub_part));
+	for (unsigned i = 0; i < p->nsub; i++)
+		p->sub_part[i] = -1;
+	if (!p->it.nr_parts || !p->it.to_cpus)
+		return;
+	p->parts = xcalloc(p->it.nr_parts, sizeof(*p->parts));
+	for (unsigned j = 0; j < p->it.nr_parts; j++) {
+		const struct plan_part *pp = &p->it.parts[j];
+		struct apply_part *ap = &p->parts[p->nparts];
+		const struct snap_part *sp;
+		cpumask_t on, u;
+		bool any = false;
+
+		if (pp->part >= g->nr_parts || mask_equal(&pp->nodes, &p->it.to_nodes))
+			continue;
+		sp = &g->parts[pp->part];
+		ap->pp = *pp;
+		snap_nodes_to_cpus(p->snap, &pp->nodes, &on);
+		mask_and(&ap->cpus, &on, p->it.to_cpus);
+		mask_or(&u, cur_cpus, &ap->cpus);
+		mask_or(&ap->wide, cur_mems, &pp->mems);
+		if (mask_empty(&ap->cpus) || mask_empty(&pp->mems) ||
+		    mask_format(&ap->cpus, ap->cpus_s, sizeof(ap->cpus_s)) < 0 ||
+		    mask_format(&u, ap->ucpus_s, sizeof(ap->ucpus_s)) < 0 ||
+		    mask_format(&pp->mems, ap->mems_s, sizeof(ap->mems_s)) < 0 ||
+		    mask_format(&ap->wide, ap->wide_s, sizeof(ap->wide_s)) < 0)
+			continue;
+		for (unsigned i = 1; i < p->nsub; i++)
+			if (snap_part_of(g, p->sub[i]) == (int)pp->part) {
+				p->sub_part[i] = (int)p->nparts;
+				any = true;
+			}
+		if (!any)
+			continue;
+		if (!mask_equal(&sp->mems, p->widen_only ? &ap->wide : &pp->mems))
+			p->mems_changed = true;
+		p->nparts++;
+	}
+	/* Its parts' mems are written with the guest's (set_subtree). */
+	if (p->nparts)
+		p->own_mems_below = true;
+}
+
+/* Has a part of P mems now (as the snapshot saw them) that miss the
+ * nodes it is to widen to? */
+static bool parts_narrower(const struct apply_pending *p)
+{
+	const struct snap_guest *g = &p->snap->guests[p->it.guest_idx];
+
+	for (unsigned j = 0; j < p->nparts; j++)
+		if (!mask_subset(&p->parts[j].wide, &g->parts[p->parts[j].pp.part].mems))
+			return true;
+	return false;
 }
 
 /* Roll back everything P wrote (CPUs included) after a failed step. */
@@ -559,15 +650,32 @@ static int run_plan(struct applier *a, struct apply_pending *p, struct cgplan *p
 /* FILE = NEWV over P's subtree in the order the kernel accepts (widen to
  * UNIONV first in v1: cgplan_add_set). */
 static int set_subtree(struct applier *a, struct apply_pending *p, const char *file, const char *unionv,
-		       const char *newv, const char **step, const char **failed_rel)
+		       const char *newv, enum part_vals pv, const char **step, const char **failed_rel)
 {
 	struct cgplan plan = { 0 };
 	/* Only the mems of a runtime's own container cgroups are written:
 	 * their cpus follow the guest's in v2 (an empty intersection falls
-	 * back to the parent's). */
+	 * back to the parent's). A part with a target of its own is written
+	 * its own values. */
 	bool mems = strcmp(file, "cpuset.mems") == 0;
-	int r = cgplan_add_set_own(&plan, p->v2, p->nsub, p->depth, mems ? p->own : NULL, file, unionv, newv);
+	const char **u = NULL, **n = NULL;
+	int r;
 
+	if (pv != PV_NONE && p->nparts) {
+		u = xcalloc(p->nsub, sizeof(*u));
+		n = xcalloc(p->nsub, sizeof(*n));
+		for (unsigned i = 1; i < p->nsub; i++) {
+			const struct apply_part *ap = p->sub_part[i] >= 0 ? &p->parts[p->sub_part[i]] : NULL;
+
+			if (!ap)
+				continue;
+			u[i] = pv == PV_CPUS ? ap->ucpus_s : ap->wide_s;
+			n[i] = pv == PV_CPUS ? ap->cpus_s : pv == PV_NARROW ? ap->mems_s : ap->wide_s;
+		}
+	}
+	r = cgplan_add_set_each(&plan, p->v2, p->nsub, p->depth, mems ? p->own : NULL, file, unionv, newv, u, n);
+	free(u);
+	free(n);
 	if (r < 0) {
 		*step = file;
 		*failed_rel = p->sub[0];
@@ -700,12 +808,12 @@ static int move_write_cpus(struct applier *a, struct apply_pending *p, const cha
 
 	if (!p->v2 && p->mems_changed)
 		cgplan_add_memory_migrate(&plan, p->nsub);
-	r = cgplan_add_set(&plan, p->v2, p->nsub, p->depth, "cpuset.cpus", union_cpus, p->new_cpus);
-	if (r < 0) {
-		cgplan_clear(&plan);
-		return r;
+	if (plan.n) {
+		r = run_plan(a, p, &plan, step, failed_rel);
+		if (r < 0)
+			return r;
 	}
-	return run_plan(a, p, &plan, step, failed_rel);
+	return set_subtree(a, p, "cpuset.cpus", union_cpus, p->new_cpus, PV_CPUS, step, failed_rel);
 }
 
 /* Soft binding and nothing to migrate: the memory is already on the
@@ -719,7 +827,7 @@ static int move_widen_only(struct applier *a, struct apply_pending *p, struct ap
 	int r;
 
 	if (p->mems_changed) {
-		r = set_subtree(a, p, "cpuset.mems", p->union_mems, p->new_mems, step, failed_rel);
+		r = set_subtree(a, p, "cpuset.mems", p->union_mems, p->new_mems, PV_WIDE, step, failed_rel);
 		if (r < 0)
 			return r;
 	}
@@ -775,6 +883,7 @@ static int move_container_cpus(struct applier *a, struct apply_pending *p, struc
 		return result_ret(res);
 	}
 	find_own_mems(a, p);
+	parts_setup(p, &cur_cpus, &cur_mems);
 	r = move_write_cpus(a, p, union_cpus, &step, &failed_rel);
 	free(union_cpus);
 	if (r < 0) {
@@ -829,7 +938,7 @@ static int move_container_memory(struct applier *a, struct apply_pending *p, str
 	if (p->mems_changed) {
 		if (a->opts.freeze_during_migration && p->it.migrate_bytes > 0)
 			frozen = freeze(a, g->cgroup, true) == 0;
-		r = set_subtree(a, p, "cpuset.mems", p->union_mems, p->new_mems, &step, &failed_rel);
+		r = set_subtree(a, p, "cpuset.mems", p->union_mems, p->new_mems, PV_NARROW, &step, &failed_rel);
 		if (frozen && freeze(a, g->cgroup, false) < 0)
 			log_error("could not thaw cgroup %s after migrating its memory", g->cgroup);
 		if (r < 0) {
@@ -837,7 +946,12 @@ static int move_container_memory(struct applier *a, struct apply_pending *p, str
 			return result_ret(res);
 		}
 	} else {
-		r = migrate_processes(a, p->snap, p->nsub, p->sub, &p->it.to_mems);
+		const nodemask_t **sub_to = p->nparts ? xcalloc(p->nsub, sizeof(*sub_to)) : NULL;
+
+		for (unsigned i = 0; sub_to && i < p->nsub; i++)
+			sub_to[i] = p->sub_part[i] >= 0 ? &p->parts[p->sub_part[i]].pp.mems : NULL;
+		r = migrate_processes(a, p->snap, p->nsub, p->sub, &p->it.to_mems, sub_to);
+		free(sub_to);
 		if (r < 0)
 			log_errno(LOG_LEVEL_WARN, r, "guest %s: moving its pages onto nodes %s", g->id, p->new_mems);
 	}
@@ -883,6 +997,14 @@ int apply_cpus(struct applier *a, const struct snapshot *snap, const struct plan
 	p->t0 = clock_mono_ns();
 	p->snap = snap_ref(snap); /* held, never changed */
 	p->it = *it;
+	/* The plan's parts may be gone before the move's memory phase ends. */
+	if (it->nr_parts && it->parts) {
+		p->it.parts = xcalloc(it->nr_parts, sizeof(*it->parts));
+		memcpy(p->it.parts, it->parts, it->nr_parts * sizeof(*it->parts));
+	} else {
+		p->it.parts = NULL;
+		p->it.nr_parts = 0;
+	}
 	if (it->to_cpus) {
 		p->to_cpus = *it->to_cpus;
 		p->it.to_cpus = &p->to_cpus;
@@ -1045,11 +1167,12 @@ int apply_memory_widen(struct applier *a, struct apply_pending *p, const char *w
 		return 0;
 	}
 	/* Growing the mems migrates nothing (see loosen_mems); in v1 the guest
-	 * grows before its descendants. */
-	if (!mask_equal(&wide, &p->cur_mems)) {
+	 * grows before its descendants. A part whose own mems lack its target
+	 * grows too, the guest's unchanged. */
+	if (!mask_equal(&wide, &p->cur_mems) || parts_narrower(p)) {
 		const char *step = "cpuset.mems";
 
-		r = set_subtree(a, p, "cpuset.mems", wide_s, wide_s, &step, &failed_rel);
+		r = set_subtree(a, p, "cpuset.mems", wide_s, wide_s, PV_WIDE, &step, &failed_rel);
 		if (r < 0) {
 			pending_fail(a, p, r, step, failed_rel, res);
 			res->writes += p->j.n;
@@ -1107,6 +1230,35 @@ unsigned apply_pending_pids(struct applier *a, const struct apply_pending *p, pi
 	return n;
 }
 
+nodemask_t *apply_pending_pid_targets(struct applier *a, const struct apply_pending *p, const pid_t *pids,
+				      unsigned npids)
+{
+	nodemask_t *to;
+
+	if (!p->nparts || !npids)
+		return NULL;
+	to = xcalloc(npids, sizeof(*to));
+	for (unsigned k = 0; k < npids; k++)
+		to[k] = p->it.to_mems;
+	for (unsigned i = 1; i < p->nsub; i++) {
+		char *procs = NULL;
+
+		if (p->sub_part[i] < 0 || read_file_value(a, CGC_CPUSET, p->sub[i], "cgroup.procs", &procs) < 0)
+			continue;
+		for (char *save = NULL, *t = strtok_r(procs, "\n", &save); t; t = strtok_r(NULL, "\n", &save)) {
+			uint64_t pid;
+
+			if (parse_u64(t, &pid) < 0)
+				continue;
+			for (unsigned k = 0; k < npids; k++)
+				if ((uint64_t)pids[k] == pid)
+					to[k] = p->parts[p->sub_part[i]].pp.mems;
+		}
+		free(procs);
+	}
+	return to;
+}
+
 int apply_memory_settle(struct applier *a, struct apply_pending *p, struct apply_result *res)
 {
 	const struct snap_guest *g = &p->snap->guests[p->it.guest_idx];
@@ -1153,7 +1305,7 @@ int apply_memory_settle(struct applier *a, struct apply_pending *p, struct apply
 	} else {
 		const char *step = "cpuset.mems";
 
-		r = set_subtree(a, p, "cpuset.mems", wide_s, p->to_mems_s, &step, &failed_rel);
+		r = set_subtree(a, p, "cpuset.mems", wide_s, p->to_mems_s, PV_NARROW, &step, &failed_rel);
 	}
 	res->writes++;
 	if (r < 0 && !is_gone(r)) {

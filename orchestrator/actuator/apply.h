@@ -131,6 +131,12 @@ int apply_memory(struct applier *a, struct apply_pending *p, struct apply_result
 int apply_memory_widen(struct applier *a, struct apply_pending *p, const char *why, struct apply_result *res);
 /* The processes of P's cgroup subtree now (caller frees *OUT). */
 unsigned apply_pending_pids(struct applier *a, const struct apply_pending *p, pid_t **out);
+/* Where each of PIDS[NPIDS] (apply_pending_pids') goes: the mems of the
+ * part of the guest (plan_item.parts) whose cgroups it is in now, else
+ * the move's target; NULL (all to the target) when no part has a target
+ * of its own. The caller frees. */
+nodemask_t *apply_pending_pid_targets(struct applier *a, const struct apply_pending *p, const pid_t *pids,
+				      unsigned npids);
 /* After the mover moved a strictly bound guest's pages (its mems were
  * widened for it): narrow the mems to the target, which now migrates
  * only what was left behind. Nothing for soft binding. RES->mems_after

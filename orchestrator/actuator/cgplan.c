@@ -27,21 +27,41 @@ int cgplan_add_set(struct cgplan *p, bool v2, unsigned nsub, const unsigned *dep
 	return cgplan_add_set_own(p, v2, nsub, depth, NULL, file, unionv, newv);
 }
 
-static bool any_own(unsigned nsub, const bool *own)
-{
-	for (unsigned i = 1; own && i < nsub; i++)
-		if (own[i])
-			return true;
-	return false;
-}
-
 int cgplan_add_set_own(struct cgplan *p, bool v2, unsigned nsub, const unsigned *depth, const bool *own,
 		       const char *file, const char *unionv, const char *newv)
 {
-	bool some = v2 && any_own(nsub, own);
+	return cgplan_add_set_each(p, v2, nsub, depth, own, file, unionv, newv, NULL, NULL);
+}
 
-	if (nsub == 0 || !newv || !*newv || ((!v2 || some) && (!unionv || !*unionv)))
+/* Is cgroup I of the subtree written (cgplan_add_set_each)? */
+static bool written(unsigned i, bool v2, const bool *own, const char *const *news)
+{
+	return i == 0 || !v2 || (own && own[i]) || (news && news[i]);
+}
+
+static const char *value_of(unsigned i, const char *const *each, const char *dflt)
+{
+	return each && each[i] ? each[i] : dflt;
+}
+
+int cgplan_add_set_each(struct cgplan *p, bool v2, unsigned nsub, const unsigned *depth, const bool *own,
+			const char *file, const char *unionv, const char *newv, const char *const *unions,
+			const char *const *news)
+{
+	bool some = false;
+
+	if (nsub == 0 || (unions == NULL) != (news == NULL))
 		return -EINVAL;
+	for (unsigned i = 1; v2 && i < nsub; i++)
+		some = some || written(i, v2, own, news);
+	for (unsigned i = 0; i < nsub; i++) {
+		const char *u = value_of(i, unions, unionv), *n = value_of(i, news, newv);
+
+		if (!written(i, v2, own, news))
+			continue;
+		if (!n || !*n || ((!v2 || some) && (!u || !*u)))
+			return -EINVAL;
+	}
 	if (v2 && !some) {
 		add(p, 0, file, newv, CGPLAN_GONE_FAILS);
 		return 0;
@@ -50,14 +70,16 @@ int cgplan_add_set_own(struct cgplan *p, bool v2, unsigned nsub, const unsigned 
 	/* A descendant with children of its own is widened too, after its
 	 * parent: a grandchild's narrowed set must lie within its parent's
 	 * at the time of the write, and the parent is narrowed only after
-	 * it. Pre-order: the next cgroup is a child iff it is deeper. */
+	 * it. Pre-order: the next cgroup is a child iff it is deeper. A
+	 * cgroup with a value of its own (NEWS) widens to its own union,
+	 * which lies within its parent's. */
 	for (unsigned i = 1; depth && i + 1 < nsub; i++)
-		if (depth[i + 1] > depth[i] && (!v2 || own[i]))
-			add(p, i, file, unionv, CGPLAN_ENOENT_SKIPS);
+		if (depth[i + 1] > depth[i] && written(i, v2, own, news))
+			add(p, i, file, value_of(i, unions, unionv), CGPLAN_ENOENT_SKIPS);
 	/* Reverse pre-order: every cgroup after all of its descendants. */
 	for (unsigned i = nsub; i-- > 0;)
-		if (i == 0 || !v2 || own[i])
-			add(p, i, file, newv, i > 0 ? CGPLAN_ENOENT_SKIPS : CGPLAN_GONE_FAILS);
+		if (written(i, v2, own, news))
+			add(p, i, file, value_of(i, news, newv), i > 0 ? CGPLAN_ENOENT_SKIPS : CGPLAN_GONE_FAILS);
 	return 0;
 }
 

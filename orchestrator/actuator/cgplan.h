@@ -66,6 +66,19 @@ int cgplan_add_set(struct cgplan *p, bool v2, unsigned nsub, const unsigned *dep
 int cgplan_add_set_own(struct cgplan *p, bool v2, unsigned nsub, const unsigned *depth, const bool *own,
 		       const char *file, const char *unionv, const char *newv);
 
+/* The same, where cgroup I of the subtree with NEWS[I] set (UNIONS[I]
+ * with it; both arrays NULL, or neither) gets a value of its own: a
+ * pod's container given its own part of the pod's target (plan_part).
+ * Such a cgroup is written in v2 too. The order is the one above: the
+ * guest widens first (to UNIONV), then in pre-order each cgroup with
+ * children to its union (its own, which lies within its parent's), then
+ * every written cgroup after all its descendants to its new value (its
+ * own, within its parent's new one), so v1's rules hold at every step.
+ * -EINVAL if a value to write is empty. */
+int cgplan_add_set_each(struct cgplan *p, bool v2, unsigned nsub, const unsigned *depth, const bool *own,
+			const char *file, const char *unionv, const char *newv, const char *const *unions,
+			const char *const *news);
+
 /* v1: pages follow a mems change only with cpuset.memory_migrate=1 on
  * every cgroup of the subtree (in pre-order). */
 void cgplan_add_memory_migrate(struct cgplan *p, unsigned nsub);

@@ -266,6 +266,7 @@ enum phase_end engine_jobs_to_mover(struct engine *e, struct apply_pending *p, p
 {
 	const struct plan_item *it = apply_pending_item(p);
 	struct mover_spec spec;
+	nodemask_t *pid_to;
 	uint64_t id;
 	size_t n;
 
@@ -281,6 +282,8 @@ enum phase_end engine_jobs_to_mover(struct engine *e, struct apply_pending *p, p
 	spec.pids = pids;
 	spec.npids = npids;
 	spec.to = it->to_mems;
+	pid_to = apply_pending_pid_targets(e->app, p, pids, npids);
+	spec.pid_to = pid_to;
 	spec.bytes = it->migrate_bytes;
 	spec.first = it->first_bytes ? it->first_node : -1;
 	spec.first_bytes = it->first_bytes;
@@ -289,6 +292,7 @@ enum phase_end engine_jobs_to_mover(struct engine *e, struct apply_pending *p, p
 	spec.min_free_share = e->conf.cfg.policy.min_free_share;
 	id = mover_submit(e->jobs.mover, &spec);
 	free(pids);
+	free(pid_to);
 	n = strlen(res->msg);
 	if (spec.wait_room)
 		snprintf(res->msg + n, sizeof(res->msg) - n, " (job %llu; %s: it waits for the room)",

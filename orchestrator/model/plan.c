@@ -130,8 +130,10 @@ void plan_free(struct plan *p)
 {
 	if (!p)
 		return;
-	for (unsigned i = 0; i < p->nr_items; i++)
+	for (unsigned i = 0; i < p->nr_items; i++) {
 		free(p->items[i].to_cpus);
+		free(p->items[i].parts);
+	}
 	free(p->items);
 	free(p);
 }
@@ -238,6 +240,15 @@ json_t *plan_item_to_json(const struct plan_item *it)
 	if (it->split || it->first_bytes) {
 		json_object_set_new(o, "first_node", json_integer(it->first_node));
 		json_object_set_new(o, "first_bytes", json_integer((json_int_t)it->first_bytes));
+	}
+	if (it->nr_parts && it->parts) {
+		json_t *a = json_array();
+
+		for (unsigned i = 0; i < it->nr_parts; i++)
+			json_array_append_new(a, json_pack("{s:i, s:o, s:o}", "part", (int)it->parts[i].part,
+							   "nodes", snapj_nodemask(&it->parts[i].nodes),
+							   "mems", snapj_nodemask(&it->parts[i].mems)));
+		json_object_set_new(o, "parts", a);
 	}
 	if (it->kind == PLAN_MOVE) {
 		json_object_set_new(o, "mem_way", json_string(mem_way_name(it->mem_way)));

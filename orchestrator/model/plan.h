@@ -84,6 +84,15 @@ enum plan_hold {
 			     * the engine thread that long; decided again next cycle */
 };
 
+/* One part of a guest (snap_guest.parts: a container cgroup with its own
+ * cpuset) given its own share of the guest's target: the CPUs of NODES
+ * within the item's to_cpus, and MEMS. */
+struct plan_part {
+	unsigned part;               /* index into the guest's parts */
+	nodemask_t nodes;
+	nodemask_t mems;
+};
+
 struct plan_item {
 	char guest_id[GUEST_ID_MAX];
 	unsigned guest_idx;          /* index in the snapshot decided on */
@@ -140,6 +149,13 @@ struct plan_item {
 	 * the cpuset unchanged (first_node, first_bytes say where and how
 	 * much): its cool-down is noted as such (pstate_note_follow). */
 	bool follow;
+	/* A guest whose parts get targets of their own (policies/parts.c):
+	 * NR_PARTS of them, owned (freed with the plan); each part's memory
+	 * goes to its own mems, not to the whole to_mems. 0 and NULL: the
+	 * guest's cgroups all get the item's target. A part not named here
+	 * gets the item's target. */
+	unsigned nr_parts;
+	struct plan_part *parts;
 	/* Not carried out this cycle, and why (HOLD_STILL_MOVING: the job). */
 	enum plan_hold hold;
 	uint64_t hold_job;

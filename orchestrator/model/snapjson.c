@@ -236,6 +236,21 @@ json_t *snap_guest_to_json(const struct snapshot *s, const struct snap_guest *g)
 		json_object_set_new(o, "hugetlb_total_bytes", json_integer((json_int_t)g->huge_total));
 		json_object_set_new(o, "hugetlb_page_size_bytes", json_integer((json_int_t)g->huge_page));
 	}
+	if (g->nr_parts) {
+		json_t *a = json_array();
+
+		for (unsigned i = 0; i < g->nr_parts; i++) {
+			const struct snap_part *p = &g->parts[i];
+
+			json_array_append_new(a, json_pack("{s:s, s:o, s:o, s:o, s:i, s:o}", "cgroup", p->cgroup,
+							   "mems", snapj_nodemask(&p->mems),
+							   "mem_total_bytes", p->mem_node ? json_integer((json_int_t)p->mem_total) : json_null(),
+							   "cpu_use", p->cpu_node ? json_real(p->cpu_use) : json_null(),
+							   "busy_threads", (int)p->busy_threads,
+							   "locality", snapj_real_or_null(snap_part_locality(s, p))));
+		}
+		json_object_set_new(o, "parts", a);
+	}
 	if (g->kflow)
 		json_object_set_new(o, "kernel_flow", kflow_to_json(s, g->kflow));
 	if (g->vm)

@@ -50,6 +50,40 @@ static void guest_clear(struct snap_guest *g)
 		free(g->kflow->delta);
 	free(g->kflow);
 	vm_free(g->vm);
+	for (unsigned i = 0; i < g->nr_parts; i++) {
+		free(g->parts[i].cgroup);
+		free(g->parts[i].mem_node);
+		free(g->parts[i].cpu_node);
+	}
+	free(g->parts);
+}
+
+struct snap_part *snap_guest_add_part(const struct snapshot *s, struct snap_guest *g, const char *cgroup)
+{
+	struct snap_part *p;
+
+	g->parts = xrealloc(g->parts, (g->nr_parts + 1) * sizeof(*g->parts));
+	p = &g->parts[g->nr_parts++];
+	memset(p, 0, sizeof(*p));
+	p->cgroup = xstrdup(cgroup);
+	p->mem_node = xcalloc(s->nr_nodes ? s->nr_nodes : 1, sizeof(uint64_t));
+	return p;
+}
+
+static int part_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct snap_part *)a)->cgroup, ((const struct snap_part *)b)->cgroup);
+}
+
+int snap_part_of(const struct snap_guest *g, const char *rel)
+{
+	for (unsigned i = 0; rel && i < g->nr_parts; i++) {
+		size_t n = strlen(g->parts[i].cgroup);
+
+		if (strncmp(rel, g->parts[i].cgroup, n) == 0 && (rel[n] == '\0' || rel[n] == '/'))
+			return (int)i;
+	}
+	return -1;
 }
 
 void snap_unref(const struct snapshot *cs)
@@ -352,11 +386,13 @@ static bool disambiguate(struct snapshot *s)
 	return changed;
 }
 
-double snap_locality_for(const struct snapshot *s, const struct snap_guest *g, const double *w)
+/* The share of MEM_TOTAL bytes of MEM ([nr_nodes]) on the nodes where
+ * the weights W put the threads (snap_locality_for). */
+static double locality_of(const struct snapshot *s, const uint64_t *mem, uint64_t mem_total, const double *w)
 {
 	double sum = 0.0, loc = 0.0;
 
-	if (!g->mem_total)
+	if (!mem_total)
 		return 1.0;
 	for (unsigned k = 0; w && k < s->nr_nodes; k++) {
 		int m = (int)k;
@@ -372,9 +408,44 @@ double snap_locality_for(const struct snapshot *s, const struct snap_guest *g, c
 			m = id < 0 ? -1 : snap_node_index(s, id);
 		}
 		if (m >= 0)
-			loc += w[k] * (double)g->mem_node[m];
+			loc += w[k] * (double)mem[m];
 	}
-	return sum > 0.0 ? loc / sum / (double)g->mem_total : 0.0;
+	return sum > 0.0 ? loc / sum / (double)mem_total : 0.0;
+}
+
+double snap_locality_for(const struct snapshot *s, const struct snap_guest *g, const double *w)
+{
+	return locality_of(s, g->mem_node, g->mem_total, w);
+}
+
+double snap_part_locality(const struct snapshot *s, const struct snap_part *p)
+{
+	if (!p->mem_node || !p->cpu_node || !(p->cpu_use > 0.0))
+		return NAN;
+	return locality_of(s, p->mem_node, p->mem_total, p->cpu_node);
+}
+
+/* A guest whose parts' threads did most of its work is as local as its
+ * parts are, each weighted by its CPU use: a container's threads touch
+ * its own memory, not its sibling's, so the guest's memory on a thread's
+ * node says little when the containers sit on different nodes. NAN:
+ * not measured that way. */
+static double parts_locality(const struct snapshot *s, const struct snap_guest *g, double guest_cpu)
+{
+	double cpu = 0.0, loc = 0.0;
+
+	for (unsigned i = 0; i < g->nr_parts; i++) {
+		const struct snap_part *p = &g->parts[i];
+		double l = snap_part_locality(s, p);
+
+		if (isnan(l))
+			continue;
+		cpu += p->cpu_use;
+		loc += p->cpu_use * l;
+	}
+	if (!(cpu > 0.0) || cpu < 0.5 * guest_cpu)
+		return NAN;
+	return loc / cpu;
 }
 
 /* What a guest's CPUs are in node terms, kept per distinct cpus mask
@@ -430,8 +501,10 @@ static void true_locality(const struct snapshot *s, struct snap_guest *g, const 
 	for (unsigned k = 0; g->cpu_node && k < s->nr_nodes; k++)
 		sum += g->cpu_node[k] > 0.0 ? g->cpu_node[k] : 0.0;
 	if (sum > 0.0) {
+		double pl = parts_locality(s, g, sum);
+
 		g->locality_source = LOC_THREADS;
-		g->locality = snap_locality_for(s, g, g->cpu_node);
+		g->locality = isnan(pl) ? snap_locality_for(s, g, g->cpu_node) : pl;
 	} else {
 		unsigned nn = 0;
 
@@ -501,6 +574,15 @@ void snap_finalize_with(struct snapshot *s, const struct snap_policy_overlay *ov
 		g->huge_total = 0;
 		for (unsigned n = 0; g->huge_node && n < s->nr_nodes; n++)
 			g->huge_total += g->huge_node[n];
+		if (g->nr_parts > 1)
+			qsort(g->parts, g->nr_parts, sizeof(*g->parts), part_cmp);
+		for (unsigned k = 0; k < g->nr_parts; k++) {
+			struct snap_part *pt = &g->parts[k];
+
+			pt->mem_total = 0;
+			for (unsigned n = 0; pt->mem_node && n < s->nr_nodes; n++)
+				pt->mem_total += pt->mem_node[n];
+		}
 		g->mem_in_cpuset_bytes = local;
 		g->mem_in_cpuset = total ? (double)local / (double)total : 1.0;
 		true_locality(s, g, m);

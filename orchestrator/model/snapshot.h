@@ -168,6 +168,24 @@ struct snap_kflow {
 	bool cpus_steady;
 };
 
+/* A cgroup below a guest that carries a cpuset of its own (a pod's
+ * container cgroup: always in cgroup v1, in v2 whenever its runtime
+ * writes one), with the cgroups below it: the guest's writes give it a
+ * value of its own (cgplan.h), so the policy may give it its own part of
+ * the guest's target. Only for a guest whose CPUs span several nodes. */
+struct snap_part {
+	char *cgroup;            /* path relative to the hierarchy roots; owned */
+	nodemask_t mems;         /* its effective memory nodes now */
+	uint64_t *mem_node;      /* [nr_nodes] bytes (its memory.numa_stat); NULL: not measured */
+	uint64_t mem_total;
+	/* [nr_nodes] CPUs its threads used on each node over the window
+	 * (the guest's per-thread sample, each thread counted for the part
+	 * it belongs to); NULL where not measured. */
+	double *cpu_node;
+	double cpu_use;          /* sum of cpu_node; 0 where not measured */
+	unsigned busy_threads;   /* its threads that used >= SNAP_BUSY_THREAD_CPU */
+};
+
 struct snap_guest {
 	char id[GUEST_ID_MAX];          /* URL- and path-safe, stable */
 	enum guest_kind kind;
@@ -275,6 +293,10 @@ struct snap_guest {
 	/* Laid by the engine (kflow_fill): the kernel's flow of its memory
 	 * since the previous snapshot; NULL: not measured. */
 	struct snap_kflow *kflow;
+	/* Its cgroups with a cpuset of their own (struct snap_part), in the
+	 * order of their paths; owned. 0 and NULL: none, or not measured. */
+	unsigned nr_parts;
+	struct snap_part *parts;
 };
 
 struct snapshot {
@@ -408,6 +430,16 @@ int snap_nearest_mem_node(const struct snapshot *s, unsigned idx, unsigned *dist
 const struct snap_hpool *snap_node_hpool(const struct snap_node *n, uint64_t page);
 /* Index of the node holding CPU, or -1. */
 int snap_cpu_node_index(const struct snapshot *s, int cpu);
+/* Add a part to G (zeroed but for its cgroup, copied, and mem_node,
+ * allocated for S's nodes) and return it. */
+struct snap_part *snap_guest_add_part(const struct snapshot *s, struct snap_guest *g, const char *cgroup);
+/* The part of G whose subtree holds cgroup REL (REL the part's own
+ * cgroup or one below it); -1 if none. */
+int snap_part_of(const struct snap_guest *g, const char *rel);
+/* A part's locality where its threads run (snap_locality_for on its own
+ * memory); NAN where its memory or threads were not measured. */
+double snap_part_locality(const struct snapshot *s, const struct snap_part *p);
+
 /* A guest's cpu_node from per-node weights W ([nr_nodes], owned, taken
  * over): scaled so they add up to CPU_USE. W is freed and NULL returned
  * when the weights are all zero or CPU_USE is unknown. */

@@ -54,6 +54,10 @@ struct job {
 	pid_t *pids;
 	unsigned npids;
 	struct pid_census *pc;       /* npids of them, from census() (worker-owned) */
+	/* Each process's own target (mover_spec.pid_to), NULL: info.to for
+	 * all; and the target of the process being walked (worker-owned). */
+	nodemask_t *pid_to;
+	nodemask_t cur_to;
 	bool relocate_all;           /* the test build's knob, moverfixture.h: every page moves */
 	int first;                   /* mover_spec.first, -1: none */
 	uint64_t first_left;         /* bytes FIRST may still take (worker-owned) */
@@ -119,6 +123,7 @@ static void job_free(struct job *j)
 	if (!j)
 		return;
 	free(j->pids);
+	free(j->pid_to);
 	for (unsigned i = 0; j->pc && i < j->npids; i++)
 		free(j->pc[i].vmas);
 	free(j->pc);
@@ -429,7 +434,7 @@ static int move_slices(struct mover *m, struct job *j, pid_t pid, struct bufs *b
 		room_release_locked(m, j);
 		for (size_t i = 0; i < sl; i++)
 			if (j->relocate_all ||
-			    (b->mstatus[off + i] >= 0 && mask_test(&j->info.to, b->mstatus[off + i]))) {
+			    (b->mstatus[off + i] >= 0 && mask_test(&j->cur_to, b->mstatus[off + i]))) {
 				/* A guessed THP counts its head alone until its
 				 * samples say the rest went with it (walk_process:
 				 * credit_thps): a 4 KiB run's head moves alone, and
@@ -472,7 +477,7 @@ static uint64_t job_reserve(const struct job *j, const struct snap_node *n)
 static bool room_take(struct mover *m, struct job *j, const struct bufs *b, size_t off, size_t sl, size_t page,
 		      int *r)
 {
-	unsigned cap = mask_count(&j->info.to), nd = 0;
+	unsigned cap = mask_count(&j->cur_to), nd = 0;
 	struct snap_node *nodes;
 	uint64_t *need;
 	bool ok = false;
@@ -650,7 +655,7 @@ static void credit_thps(struct mover *m, struct job *j, const struct bufs *b, si
 
 	pthread_mutex_lock(&m->lock);
 	for (size_t e = 0; e < k; e++)
-		if (b->mweight[e] > 1 && b->mstatus[e] >= 0 && mask_test(&j->info.to, b->mstatus[e])) {
+		if (b->mweight[e] > 1 && b->mstatus[e] >= 0 && mask_test(&j->cur_to, b->mstatus[e])) {
 			size_t rest = (size_t)b->mweight[e] - 1;
 
 			counted[b->mslot[e]] += (long)rest;
@@ -693,13 +698,13 @@ static bool process_gone(const struct mover *m, pid_t pid)
  * the pools; *SHORT gets a node with none (-1 if all have some). */
 static uint64_t huge_free_on_target(struct mover *m, const struct job *j, uint64_t page, int *short_node)
 {
-	unsigned nd = 0, cap = mask_count(&j->info.to);
+	unsigned nd = 0, cap = mask_count(&j->cur_to);
 	struct snap_node *nodes = xcalloc(cap ? cap : 1, sizeof(*nodes));
 	int (*rd)(const struct host_paths *, struct snap_node *, unsigned);
 	uint64_t least = UINT64_MAX;
 
 	*short_node = -1;
-	mask_foreach(id, &j->info.to)
+	mask_foreach(id, &j->cur_to)
 		if (nd < cap)
 			nodes[nd++].id = id;
 	pthread_mutex_lock(&m->lock);
@@ -760,7 +765,7 @@ static unsigned huge_limit(struct mover *m, struct job *j, pid_t pid, struct mov
 			continue; /* the walk's own query will say */
 		}
 		allowed = huge_free_on_target(m, j, hp, &short_node);
-		cut = mover_huge_cut(status, n, &j->info.to, allowed, &left);
+		cut = mover_huge_cut(status, n, &j->cur_to, allowed, &left);
 		if (left) {
 			vmas[v].end = vmas[v].start + cut * hp;
 			j->huge_left += left * hp;
@@ -837,7 +842,7 @@ static int walk_vmas(struct mover *m, struct job *j, pid_t pid, const struct pid
 static size_t plan_pass(struct mover *m, struct job *j, struct bufs *b, size_t n, size_t page, int pass,
 			bool guess, uint64_t *planned)
 {
-	nodemask_t sel = j->info.to;
+	nodemask_t sel = j->cur_to;
 	uint64_t bytes = 0;
 	size_t k;
 
@@ -860,7 +865,7 @@ static size_t plan_pass(struct mover *m, struct job *j, struct bufs *b, size_t n
 		*planned = bytes;
 	else if (!mover_second_pass(bytes, *planned))
 		return 0;
-	k = mover_assign_targets(b->status, b->idx, b->mweight, k, page, &j->info.to, j->first, &j->first_left,
+	k = mover_assign_targets(b->status, b->idx, b->mweight, k, page, &j->cur_to, j->first, &j->first_left,
 				 b->mnodes);
 	for (size_t e = 0; e < k; e++) {
 		size_t i = b->idx[e];
@@ -941,7 +946,7 @@ static int move_window(struct mover *m, struct job *j, pid_t pid, struct bufs *b
 		/* A guessed THP whose head moved alone was 4 KiB pages: stop
 		 * guessing in this process, or every window pays a move
 		 * call that moves one page in 512. */
-		if (pass == 0 && *compact && mover_guess_failed(b->status, n, b->idx, b->mweight, k, &j->info.to))
+		if (pass == 0 && *compact && mover_guess_failed(b->status, n, b->idx, b->mweight, k, &j->cur_to))
 			*compact = false;
 	}
 	return r;
@@ -958,7 +963,7 @@ static void tally_window(struct mover *m, struct job *j, const struct bufs *b, s
 	/* The slices counted a guessed THP by its head, and
 	 * credit_thps the rest once verified: the window's exact
 	 * count, by the node each page was on, replaces that. */
-	mover_window_moved(b->first, b->status, n, &j->info.to, by_node);
+	mover_window_moved(b->first, b->status, n, &j->cur_to, by_node);
 	pthread_mutex_lock(&m->lock);
 	for (int nd = 0; nd < MASK_MAX_NODES; nd++)
 		if (by_node[nd])
@@ -1026,7 +1031,7 @@ static int walk_process(struct mover *m, struct job *j, pid_t pid, const struct 
 		guess = mover_window_has_thp(vmas, (unsigned)nv, (uintptr_t)b->pages[0], (uintptr_t)b->pages[n - 1]);
 		r = move_window(m, j, pid, b, n, chunk, page, guess, &compact, approx, &ended_known);
 		if (r == 0 && !j->relocate_all)
-			j->seen_left += (uint64_t)mover_window_left(b->status, n, &j->info.to) * page;
+			j->seen_left += (uint64_t)mover_window_left(b->status, n, &j->cur_to) * page;
 		if ((r == 0 || ended_known) && !j->relocate_all)
 			tally_window(m, j, b, n, page, approx);
 		if (r)
@@ -1040,10 +1045,19 @@ static int walk_process(struct mover *m, struct job *j, pid_t pid, const struct 
  * 1 when J must stop, -ESRCH when the process is gone — the one place
  * that decides "vanished" (the caller counts such a process as vanished,
  * not failed) — or a negative errno. */
+/* The target of J's process I (mover_spec.pid_to). */
+static const nodemask_t *pid_target(const struct job *j, unsigned i)
+{
+	return j->pid_to ? &j->pid_to[i] : &j->info.to;
+}
+
 static int move_process(struct mover *m, struct job *j, unsigned i, struct bufs *b, size_t *chunk, size_t page)
 {
 	pid_t pid = j->pids[i];
-	int r = walk_process(m, j, pid, j->pc ? &j->pc[i] : NULL, b, chunk, page);
+	int r;
+
+	j->cur_to = *pid_target(j, i);
+	r = walk_process(m, j, pid, j->pc ? &j->pc[i] : NULL, b, chunk, page);
 
 	/* Any call that failed on a process that has exited (a zombie
 	 * answers move_pages with EINVAL, not ESRCH) is its exit, not a
@@ -1135,8 +1149,19 @@ static void census(struct mover *m, struct job *j)
 		    fs_read_file(path, MAPS_MAX, &text, NULL) < 0)
 			continue;
 		pthread_mutex_lock(&m->lock);
-		mover_census_add(&j->info, text, j->relocate_all);
+		{
+			/* counted against its own target (a pod's container's
+			 * node), which nobody sees for the job's while the lock
+			 * is held */
+			nodemask_t all = j->info.to;
+
+			j->info.to = *pid_target(j, i);
+			mover_census_add(&j->info, text, j->relocate_all);
+			j->info.to = all;
+		}
 		pthread_mutex_unlock(&m->lock);
+		if (j->pid_to && j->first < 0)
+			stay = j->pid_to[i];
 		j->pc[i].n = mover_census_vmas(text, j->relocate_all ? NULL : &stay, &j->pc[i].vmas);
 		j->pc[i].ok = true;
 		free(text);
@@ -1154,7 +1179,7 @@ static void census(struct mover *m, struct job *j)
  * counts the pages move_pages(2) may not see (mover_settle_step). */
 static uint64_t anon_off_target(struct mover *m, const struct job *j, pid_t pid, uint64_t *by_id)
 {
-	uint64_t off = 0;
+	uint64_t off = 0, *one = xcalloc(MASK_MAX_NODES, sizeof(*one));
 
 	memset(by_id, 0, MASK_MAX_NODES * sizeof(*by_id));
 	for (unsigned i = 0; i < j->npids; i++) {
@@ -1165,12 +1190,17 @@ static uint64_t anon_off_target(struct mover *m, const struct job *j, pid_t pid,
 			    (int)sizeof(path) ||
 		    fs_read_file(path, MAPS_MAX, &text, NULL) < 0)
 			continue;
-		numamaps_parse_anon(text, by_id, MASK_MAX_NODES);
+		memset(one, 0, MASK_MAX_NODES * sizeof(*one));
+		numamaps_parse_anon(text, one, MASK_MAX_NODES);
 		free(text);
+		/* off its own target: a process of a part goes to the part's */
+		for (int n = 0; n < MASK_MAX_NODES; n++) {
+			by_id[n] += one[n];
+			if (one[n] && !mask_test(pid_target(j, i), n))
+				off += one[n];
+		}
 	}
-	for (int n = 0; n < MASK_MAX_NODES; n++)
-		if (by_id[n] && !mask_test(&j->info.to, n))
-			off += by_id[n];
+	free(one);
 	return off;
 }
 
@@ -1239,12 +1269,16 @@ static bool sweep_process(struct mover *m, struct job *j, pid_t pid, uint64_t *b
 	bool ok = true;
 	int r = 0;
 
+	for (unsigned i = 0; i < j->npids; i++)
+		if (j->pids[i] == pid)
+			j->cur_to = *pid_target(j, i);
+
 	if (left < LEFT_MIN_BYTES)
 		return true;
 	for (int n = 0; n < MASK_MAX_NODES; n++)
-		if (mask_test(&j->info.to, n) && nto < MOVER_MAX_SOURCES)
+		if (mask_test(&j->cur_to, n) && nto < MOVER_MAX_SOURCES)
 			to[nto++] = n;
-	nfrom = mover_sweep_nodes(before, MASK_MAX_NODES, &j->info.to, LEFT_MIN_BYTES, from);
+	nfrom = mover_sweep_nodes(before, MASK_MAX_NODES, &j->cur_to, LEFT_MIN_BYTES, from);
 	if (!nfrom || !nto)
 		return true;
 	for (unsigned i = 0; i < nfrom && r != -ESRCH; i++) {
@@ -1607,6 +1641,11 @@ uint64_t mover_submit(struct mover *m, const struct mover_spec *spec)
 	j->pids = xcalloc(spec->npids ? spec->npids : 1, sizeof(pid_t));
 	if (spec->npids)
 		memcpy(j->pids, spec->pids, spec->npids * sizeof(pid_t));
+	j->cur_to = spec->to;
+	if (spec->pid_to && spec->npids) {
+		j->pid_to = xcalloc(spec->npids, sizeof(*j->pid_to));
+		memcpy(j->pid_to, spec->pid_to, spec->npids * sizeof(*j->pid_to));
+	}
 	pthread_mutex_lock(&m->lock);
 	while ((old = find_live(m, 0, spec->guest)))
 		stop_job(m, old, MJ_SUPERSEDED);

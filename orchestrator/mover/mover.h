@@ -72,6 +72,11 @@ struct mover_spec {
 	unsigned npids;
 	const pid_t *pids;       /* copied */
 	nodemask_t to;           /* where the pages go (never empty) */
+	/* Where each process's pages go instead ([npids], copied; each
+	 * within TO), NULL: all to TO. A pod's job whose containers have
+	 * targets of their own (plan_part): each process's pages go to its
+	 * container's nodes. */
+	const nodemask_t *pid_to;
 	uint64_t bytes;          /* what the plan expects to move (progress, ETA) */
 	/* A guest whose memory does not fit one node, its threads on one
 	 * (policy: split): up to first_bytes of its pages off node FIRST —

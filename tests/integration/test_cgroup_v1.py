@@ -22,6 +22,12 @@ if REASON is None and len(os.sched_getaffinity(0)) < 2:
     REASON = "needs 2 CPUs to split into two fixture nodes"
 
 
+def fake_topology_two_mem_nodes(root):
+    """Two nodes of one CPU each, both with memory (node 1's is the
+    fixture's alone: a plan may target it, a write would be refused)."""
+    return itlib.fake_topology(root, [{"cpus": "0", "mem_mib": 16384}, {"cpus": "1", "mem_mib": 16384}])
+
+
 @unittest.skipIf(REASON, REASON or "")
 class CgroupV1(itlib.V1SandboxTest):
     def setUp(self):
@@ -178,6 +184,55 @@ class CgroupV1(itlib.V1SandboxTest):
         for c in ("pod4", "pod4/ctr-a", "pod4/ctr-b"):
             self.assertEqual(self.sb.cpuset(c), ("1", "0"), c)
         self.assert_outside_untouched()
+
+    def test_pod_containers_get_their_own_nodes_in_the_plan(self):
+        # A pod of two busy containers, each with its own cpuset (v1), one
+        # on each fixture node, the pod's memory all on node 0: the pod
+        # needs both nodes, and each container its own, the one where its
+        # thread runs. The dry-run plan gives each container its own node
+        # (parts, in the order of the snapshot's parts), the snapshot shows
+        # each container's memory and CPU as measured from its own cgroup
+        # and threads, and nothing is written. Node 1's memory is the
+        # fixture's: this machine has one node.
+        sysfs = fake_topology_two_mem_nodes(self.tmp)
+        self.sb.mkdir("pod5", "0-1", "0")
+        self.sb.start("pod5/ctr-a", cpus="0", mems="0", mib=16, busy=True)
+        self.sb.start("pod5/ctr-b", cpus="1", mems="0", mib=16, busy=True)
+        before = {c: self.sb.cpuset(c) for c in ("pod5", "pod5/ctr-a", "pod5/ctr-b")}
+        # Node load from the fixture (the machine is shared); the threads'
+        # own stat files, where each ran, from the real /proc.
+        procfs = self.fake_load({0: 0.1, 1: 0.1})
+        for c in ("pod5/ctr-a", "pod5/ctr-b"):
+            with open(os.path.join(self.sb.path("cpuset", c), "tasks")) as f:
+                for tid in f.read().split():
+                    os.symlink("/proc/%s" % tid, os.path.join(procfs, tid))
+        # The pod needs both nodes whatever the machine lets its threads
+        # use in the window: a demand of at least one CPU (with its headroom, more than one node holds).
+        conf = itlib.config_file(self.tmp, "[policy]\nmin_cpu = 1\n")
+        p = self.agent.once("--config", conf, "--sysfs", sysfs, "--procfs", procfs, "--parent", self.sb.rel,
+                            "--scope", self.sb.rel, "--json", "--dry-run")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        out = json.loads(p.stdout)
+        g = {g["id"]: g for g in out["snapshot"]["guests"]}["custom-pod5"]
+        parts = [q["cgroup"].rsplit("/", 1)[-1] for q in g.get("parts", [])]
+        self.assertEqual(parts, ["ctr-a", "ctr-b"], g)
+        self.assertTrue(all(q["mem_total_bytes"] >= 16 << 20 for q in g["parts"]), g["parts"])
+        if g.get("busy_threads", 0) < 2 or not all(q["cpu_use"] for q in g["parts"]):
+            self.skipTest("both containers' threads must be measured busy in the agent's window, and this "
+                          "(shared) machine gave them less: %s" % g["parts"])
+        self.assertEqual(g["parts"][1]["locality"], 0.0, g["parts"])
+        item = {i["guest"]: i for i in out["plan"]["items"]}.get("custom-pod5")
+        self.assertIsNotNone(item, out["plan"])
+        self.assertEqual((item["kind"], item["reason"]), ("move", "locality"), item)
+        # Both containers' memory is on node 0: the busier one (biggest CPU
+        # use first) keeps node 0, the other gets node 1, which has the CPU
+        # left for its busy thread.
+        big = 0 if g["parts"][0]["cpu_use"] >= g["parts"][1]["cpu_use"] else 1
+        want = [(0, "0", "0"), (1, "1", "1")] if big == 0 else [(0, "1", "1"), (1, "0", "0")]
+        self.assertEqual([(q["part"], q["nodes"], q["mems"]) for q in item.get("parts", [])], want, item)
+        self.assertEqual(item["to_mems"], "0-1", item)
+        self.assertIn("containers: ctr-a to node %s, ctr-b to node %s" % (want[0][1], want[1][1]), item["detail"])
+        self.assertEqual({c: self.sb.cpuset(c) for c in before}, before, "a dry run wrote a cpuset")
 
     def test_guest_with_a_grandchild_moves_to_disjoint_cpus(self):
         # v1: a grandchild takes the new CPUs only once its own parent

@@ -429,6 +429,119 @@ static void test_v2_pod_widened_for_the_mover(void **state)
 	}
 }
 
+/* F's guest as a pod of containers c1 and c2 with cpusets of their own
+ * (V1: every cgroup has one), moved onto both nodes with c1 given node 0
+ * and c2 node 1 (plan_item.parts). */
+static void parts_fx(struct fx *f, bool v2, struct plan_part *pp)
+{
+	const char *cs = v2 ? "sys/fs/cgroup/grp/g" : "sys/fs/cgroup/cpuset/grp/g";
+	struct snap_guest *g = &f->snap->guests[0];
+	char rel[256];
+
+	for (unsigned i = 1; i <= 2; i++) {
+		static const char *const files[][2] = {
+			{ "cpuset.cpus", "0-1\n" }, { "cpuset.mems", "0\n" }, { "cgroup.procs", "" },
+			{ "cpuset.memory_migrate", "0\n" },
+		};
+
+		for (unsigned k = 0; k < (v2 ? 3u : 4u); k++) {
+			snprintf(rel, sizeof(rel), "%s/c%u/%s", cs, i, files[k][0]);
+			tu_write(f->root, rel, files[k][1]);
+		}
+		snprintf(rel, sizeof(rel), "/grp/g/c%u", i);
+		mask_parse("0", &snap_guest_add_part(f->snap, g, rel)->mems);
+	}
+	if (!v2) {
+		/* fx_init's own child is none of the parts */
+		char path[600];
+
+		snprintf(path, sizeof(path), "%s/%s/c", f->root, cs);
+		tu_rm_rf(path);
+	}
+	mask_parse("0-1", &f->it.to_nodes);
+	mask_parse("0-1", &f->it.to_mems);
+	mask_parse("0-3", &f->to_cpus);
+	memset(pp, 0, 2 * sizeof(*pp));
+	for (unsigned i = 0; i < 2; i++) {
+		pp[i].part = i;
+		mask_set(&pp[i].nodes, (int)i);
+		mask_set(&pp[i].mems, (int)i);
+	}
+	f->it.parts = pp;
+	f->it.nr_parts = 2;
+}
+
+/* A pod whose containers get nodes of their own: each container's
+ * cpuset ends on its own node (the target's CPUs there, its mems), the
+ * pod's on the whole target, written in the kernel's order (v1: the pod
+ * widened first, each container narrowed before the pod); a write
+ * refused at any step puts every value back. */
+static void test_parts_each_own_target(void **state)
+{
+	/* (c1 stays on node 0's CPUs and memory: nothing of it is written) */
+	static const char *const refuse_at[] = { NULL, "g/cpuset.cpus", "g/c2/cpuset.cpus", "g/cpuset.mems",
+						 "g/c2/cpuset.mems" };
+
+	(void)state;
+	for (int v2 = 0; v2 <= 1; v2++)
+		for (unsigned k = 0; k < sizeof(refuse_at) / sizeof(refuse_at[0]); k++) {
+			const char *cs = v2 ? "sys/fs/cgroup/grp/" : "sys/fs/cgroup/cpuset/grp/";
+			struct plan_part pp[2];
+			struct apply_result res;
+			struct applier *strict;
+			struct fx f;
+			char rel[256];
+			int r;
+
+			fx_init(&f, v2, 4000000);
+			parts_fx(&f, v2, pp);
+			strict = strict_applier(&f);
+			if (refuse_at[k]) {
+				snprintf(rel, sizeof(rel), "%s%s.refuse", cs, refuse_at[k]);
+				tu_write(f.root, rel, "EBUSY\n");
+			}
+			r = apply_move(strict, f.snap, &f.it, &res);
+			snprintf(rel, sizeof(rel), "%sg", cs);
+			if (refuse_at[k]) {
+				if (r != -EBUSY)
+					fail_msg("v%d, %s refused: %d %s", v2 + 1, refuse_at[k], r, res.msg);
+				assert_int_equal(res.status, APPLY_FAILED);
+				for (unsigned i = 0; i < 3; i++) {
+					static const char *const sub[] = { "g", "g/c1", "g/c2" };
+
+					snprintf(rel, sizeof(rel), "%s%s/cpuset.cpus", cs, sub[i]);
+					assert_file(&f, rel, "0-1");
+					snprintf(rel, sizeof(rel), "%s%s/cpuset.mems", cs, sub[i]);
+					assert_file(&f, rel, "0");
+				}
+			} else {
+				char *w = slurp(&f, "sys/fs/cgroup/.numaorch-writes");
+
+				assert_int_equal(r, 0);
+				assert_int_equal(res.status, APPLY_DONE);
+				snprintf(rel, sizeof(rel), "%sg/cpuset.cpus", cs);
+				assert_file(&f, rel, "0-3");
+				snprintf(rel, sizeof(rel), "%sg/cpuset.mems", cs);
+				assert_file(&f, rel, "0-1");
+				snprintf(rel, sizeof(rel), "%sg/c1/cpuset.cpus", cs);
+				assert_file(&f, rel, "0-1");
+				snprintf(rel, sizeof(rel), "%sg/c1/cpuset.mems", cs);
+				assert_file(&f, rel, "0");
+				snprintf(rel, sizeof(rel), "%sg/c2/cpuset.cpus", cs);
+				assert_file(&f, rel, "2-3");
+				snprintf(rel, sizeof(rel), "%sg/c2/cpuset.mems", cs);
+				assert_file(&f, rel, "1");
+				/* the pod's union first; c2 through the pod's old ∪ its own */
+				assert_non_null(strstr(w, "/grp/g cpuset.cpus 0-3\n"));
+				assert_true(strstr(w, "/grp/g cpuset.mems 0-1\n") < strstr(w, "/grp/g/c2 cpuset.mems 1\n"));
+				assert_non_null(strstr(w, "/grp/g/c2 cpuset.cpus 2-3\n"));
+				free(w);
+			}
+			applier_free(strict);
+			fx_free(&f);
+		}
+}
+
 static void test_refused_mems_restores_everything(void **state)
 {
 	struct fx f;
@@ -1015,6 +1128,7 @@ int main(void)
 		cmocka_unit_test(test_negligible_migration_is_none),
 		cmocka_unit_test(test_v2_child_with_own_mems_moves_with_guest),
 		cmocka_unit_test(test_v2_pod_widened_for_the_mover),
+		cmocka_unit_test(test_parts_each_own_target),
 		cmocka_unit_test(test_refused_mems_restores_everything),
 		cmocka_unit_test(test_refused_first_write),
 		cmocka_unit_test(test_refusal_with_unknown_errno),

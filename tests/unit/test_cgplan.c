@@ -442,6 +442,144 @@ static void test_v2_own_none_is_one_write(void **state)
 	assert_int_equal(p.n, 0);
 }
 
+/* A pod whose containers get parts of their own (cgplan_add_set_each):
+ * PART[i] the values of cgroup i (NULL: the pod's), as apply.c gives
+ * every cgroup of a part's subtree its part's values. */
+struct eachcase {
+	const char *name;
+	unsigned n;
+	const int *parent;
+	const char *from[MAXCG];
+	const char *unionv, *newv;
+	const char *unions[MAXCG], *news[MAXCG];
+};
+
+static const struct eachcase eachcases[] = {
+	{ "split 0-3 -> 2-3 over two containers", 4, flat4, { "0-3", "0-3", "0-3", "0-3" }, "0-3", "2-3",
+	  { NULL, "0-3", "0-3", NULL }, { NULL, "2", "3", NULL } },
+	{ "re-split in place", 4, flat4, { "2-3", "2-3", "2-3", "2-3" }, "2-3", "2-3",
+	  { NULL, "2-3", "2-3", NULL }, { NULL, "3", "2", NULL } },
+	{ "split pod moved on", 4, flat4, { "2-3", "2", "3", "2-3" }, "0-3", "0-1",
+	  { NULL, "0,2", "1,3", NULL }, { NULL, "0", "1", NULL } },
+	{ "container with a child", 4, tree4, { "0-1", "0-1", "1", "0" }, "0-3", "2-3",
+	  { NULL, "0-2", "0-2", NULL }, { NULL, "2", "2", NULL } },
+};
+
+static void each_model(const struct eachcase *tc, struct model *m, unsigned *d)
+{
+	memset(m, 0, sizeof(*m));
+	m->n = tc->n;
+	for (unsigned i = 0; i < tc->n; i++) {
+		m->parent[i] = tc->parent[i];
+		snprintf(m->val[i], sizeof(m->val[0]), "%s", tc->from[i]);
+		d[i] = 0;
+		for (int a = tc->parent[i]; a >= 0; a = tc->parent[a])
+			d[i]++;
+	}
+}
+
+/* v1: every step accepted by the kernel's rules, each container ends on
+ * its own value and the rest on the pod's; a write refused at any step
+ * puts everything back. */
+static void test_v1_parts(void **state)
+{
+	for (size_t c = 0; c < sizeof(eachcases) / sizeof(eachcases[0]); c++) {
+		const struct eachcase *tc = &eachcases[c];
+		struct cgplan p = { 0 };
+		struct cgplan_done done[64];
+		struct model m;
+		unsigned d[MAXCG], nd;
+
+		each_model(tc, &m, d);
+		assert_int_equal(cgplan_add_set_each(&p, false, tc->n, d, NULL, "cpuset.cpus", tc->unionv, tc->newv,
+						     tc->unions, tc->news), 0);
+		/* the pod widens first */
+		assert_int_equal(p.s[0].sub, 0);
+		assert_string_equal(p.s[0].value, tc->unionv);
+		assert_int_equal(run(&m, &p, -1, done, &nd, tc->name), -1);
+		for (unsigned i = 0; i < tc->n; i++)
+			assert_string_equal(m.val[i], tc->news[i] ? tc->news[i] : tc->newv);
+		for (unsigned i = 0; i < nd; i++)
+			free(done[i].old);
+		for (unsigned refuse = 0; refuse < p.n; refuse++) {
+			char what[128];
+			int f;
+
+			each_model(tc, &m, d);
+			snprintf(what, sizeof(what), "%s, step %u refused", tc->name, refuse);
+			f = run(&m, &p, (int)refuse, done, &nd, what);
+			if (f < 0) {
+				for (unsigned i = 0; i < nd; i++)
+					free(done[i].old);
+				continue;
+			}
+			revert(&m, done, nd, what);
+			for (unsigned i = 0; i < tc->n; i++)
+				assert_string_equal(m.val[i], tc->from[i]);
+		}
+		cgplan_clear(&p);
+	}
+}
+
+/* v2: the pod and the containers with values of their own are written
+ * (cpus too, which no container would get otherwise), the others left
+ * to inherit; each ends where it should; a refused write at any step is
+ * undone newest first. */
+static void test_v2_parts(void **state)
+{
+	static const char *const from[4] = { "0-7", "0-7", "0-7", "" };
+	static const char *const unions[4] = { NULL, "0-7", "0-7", NULL };
+	static const char *const news[4] = { NULL, "2-3", "4-5", NULL };
+	struct cgplan p = { 0 };
+	unsigned d[4] = { 0, 1, 1, 1 };
+	char val[4][32];
+
+	assert_int_equal(cgplan_add_set_each(&p, true, 4, d, NULL, "cpuset.cpus", "0-7", "2-5", unions, news), 0);
+	for (unsigned i = 0; i < p.n; i++)
+		assert_true(p.s[i].sub != 3);
+	assert_int_equal(p.s[0].sub, 0);
+	for (unsigned i = 0; i < 4; i++)
+		snprintf(val[i], sizeof(val[i]), "%s", from[i]);
+	for (unsigned i = 0; i < p.n; i++)
+		snprintf(val[p.s[i].sub], sizeof(val[0]), "%s", p.s[i].value);
+	assert_string_equal(val[0], "2-5");
+	assert_string_equal(val[1], "2-3");
+	assert_string_equal(val[2], "4-5");
+	assert_string_equal(val[3], "");
+	for (unsigned refuse = 0; refuse < p.n; refuse++) {
+		struct cgplan_done done[16];
+		unsigned order[16], nd = 0, k;
+
+		for (unsigned i = 0; i < 4; i++)
+			snprintf(val[i], sizeof(val[i]), "%s", from[i]);
+		for (unsigned i = 0; i < refuse; i++) {
+			if (strcmp(val[p.s[i].sub], p.s[i].value) == 0)
+				continue;
+			done[nd++] = (struct cgplan_done){ .sub = p.s[i].sub, .file = p.s[i].file,
+							    .old = strdup(val[p.s[i].sub]) };
+			snprintf(val[p.s[i].sub], sizeof(val[0]), "%s", p.s[i].value);
+		}
+		k = cgplan_revert_order(done, nd, true, order);
+		for (unsigned i = 0; i < k; i++)
+			snprintf(val[done[order[i]].sub], sizeof(val[0]), "%s", done[order[i]].old);
+		for (unsigned i = 0; i < 4; i++)
+			assert_string_equal(val[i], from[i]);
+		for (unsigned i = 0; i < nd; i++)
+			free(done[i].old);
+	}
+	cgplan_clear(&p);
+	/* a part's empty value is never written; half the arrays is no plan */
+	{
+		static const char *const empty[4] = { NULL, "", "4-5", NULL };
+
+		assert_int_equal(cgplan_add_set_each(&p, true, 4, d, NULL, "cpuset.cpus", "0-7", "2-5", unions, empty),
+				 -EINVAL);
+		assert_int_equal(cgplan_add_set_each(&p, true, 4, d, NULL, "cpuset.cpus", "0-7", "2-5", unions, NULL),
+				 -EINVAL);
+		assert_int_equal(p.n, 0);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -453,6 +591,8 @@ int main(void)
 		cmocka_unit_test(test_revert_order),
 		cmocka_unit_test(test_v2_own_descendants),
 		cmocka_unit_test(test_v2_own_none_is_one_write),
+		cmocka_unit_test(test_v1_parts),
+		cmocka_unit_test(test_v2_parts),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1086,6 +1086,72 @@ static void test_cpu_per_node(void **state)
 	free(root);
 }
 
+/* A pod whose two containers carry a cpuset of their own (as runc
+ * writes one): each is a part of the pod, with its own memory per node
+ * (its memory.numa_stat) and its own threads' CPU per node; the pod is
+ * as local as its parts, weighted by their use. A child without a
+ * cpuset of its own (v2: empty files) is no part. */
+static void test_pod_parts(void **state)
+{
+	char *root = tu_mkdtemp();
+	const char *pod = "/kubepods/pod5a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d";
+	char rel[PATH_MAX];
+	const struct snap_guest *g;
+	struct cgscan *cs;
+	struct snapshot *s;
+
+	(void)state;
+	v2_root(root);
+	v2_plain(root, "/kubepods");
+	v2_cg(root, pod, "", "", "usage_usec 0\n", "anon N0=12288 N1=8192\nfile N0=0 N1=0\n", "0-7\n", "0-1\n");
+	snprintf(rel, sizeof(rel), "%s/ctra", pod);
+	v2_cg(root, rel, "200\n", "200\n201\n", "usage_usec 0\n", "anon N0=8192 N1=0\nfile N0=0 N1=0\n", "0-7\n",
+	      "0-1\n");
+	wr(root, "sys/fs/cgroup%s/cpuset.cpus", "0-7\n", rel);
+	snprintf(rel, sizeof(rel), "%s/ctrb", pod);
+	v2_cg(root, rel, "300\n", "300\n", "usage_usec 0\n", "anon N0=4096 N1=8192\nfile N0=0 N1=0\n", "0-7\n",
+	      "1\n");
+	wr(root, "sys/fs/cgroup%s/cpuset.mems", "1\n", rel);
+	snprintf(rel, sizeof(rel), "%s/pause", pod);
+	v2_cg(root, rel, "", "", "usage_usec 0\n", "anon N0=0 N1=0\nfile N0=0 N1=0\n", "0-7\n", "0-1\n");
+	thr_stat(root, 200, 0, 0, 1);
+	thr_stat(root, 201, 0, 0, 2);
+	thr_stat(root, 300, 0, 0, 5);
+	cs = open_root(root, NULL);
+	s = scan_once(cs, 1000000000);
+	snap_unref(s);
+	/* a's threads on node 0 (300 ticks), b's on node 1 (100 ticks) */
+	wr(root, "sys/fs/cgroup%s/cpu.stat", "usage_usec 2000000\n", pod);
+	thr_stat(root, 200, 150, 0, 1);
+	thr_stat(root, 201, 150, 0, 2);
+	thr_stat(root, 300, 100, 0, 5);
+	s = scan_once(cs, 2000000000);
+	g = &s->guests[0];
+	assert_int_equal(s->nr_guests, 1);
+	assert_int_equal(g->nr_parts, 2);
+	assert_non_null(strstr(g->parts[0].cgroup, "/ctra"));
+	assert_non_null(strstr(g->parts[1].cgroup, "/ctrb"));
+	assert_int_equal(g->parts[0].mem_node[0], 8192);
+	assert_int_equal(g->parts[0].mem_node[1], 0);
+	assert_int_equal(g->parts[1].mem_node[1], 8192);
+	assert_int_equal(g->parts[1].mem_total, 12288);
+	assert_true(mask_test(&g->parts[1].mems, 1) && !mask_test(&g->parts[1].mems, 0));
+	assert_non_null(g->parts[0].cpu_node);
+	assert_non_null(g->parts[1].cpu_node);
+	assert_float_equal(g->parts[0].cpu_node[0], 1.5, 1e-9);
+	assert_float_equal(g->parts[0].cpu_node[1], 0.0, 1e-9);
+	assert_float_equal(g->parts[1].cpu_node[1], 0.5, 1e-9);
+	assert_int_equal(g->parts[0].busy_threads, 2);
+	assert_int_equal(g->parts[1].busy_threads, 1);
+	assert_int_equal(snap_part_of(g, g->parts[1].cgroup), 1);
+	/* a: all local; b: 2/3 local; weighted 1.5 : 0.5 */
+	assert_float_equal(g->locality, (1.5 * 1.0 + 0.5 * (2.0 / 3.0)) / 2.0, 1e-9);
+	snap_unref(s);
+	cgscan_free(cs);
+	tu_rm_rf(root);
+	free(root);
+}
+
 /* lxc.payload.spread's next scan at SEC seconds: its cgroup's usage
  * USAGE_S seconds, threads 200 (on node 0) and 201 (on node 1) with T200
  * and T201 ticks (-1: no /proc entry). The share of node 0 in where its
@@ -2334,6 +2400,7 @@ int main(void)
 		cmocka_unit_test(test_cpu_use_v2),
 		cmocka_unit_test(test_cpu_use_first_sight),
 		cmocka_unit_test(test_cpu_per_node),
+		cmocka_unit_test(test_pod_parts),
 		cmocka_unit_test(test_cpu_idle_threads_carried),
 		cmocka_unit_test(test_cpu_use_bounded_by_threads_ticks),
 		cmocka_unit_test(test_vanish_before_open),

@@ -17,6 +17,7 @@
 #include "orchestrator/model/snapjson.h"
 #include "orchestrator/mover/mover.h"
 #include "policies/guards.h"
+#include "policies/parts.h"
 #include "policies/policies.h"
 
 #define MIB (1024ULL * 1024ULL)
@@ -2363,6 +2364,203 @@ static void test_big_pod_leaves_small_guests_memory_node(void **state)
 	big_pod_beside_small(1, "big_pod_beside_kernel");
 }
 
+/* Part K of G: its cgroup, MEM (MiB per node), its CPU use per node
+ * (CPU, NULL: not measured), busy threads, and its effective mems. */
+static void part_on(struct snapshot *s, struct snap_guest *g, const char *cg, const uint64_t *mem,
+		    const double *cpu, unsigned busy, const char *mems)
+{
+	struct snap_part *p = snap_guest_add_part(s, g, cg);
+
+	for (unsigned n = 0; n < s->nr_nodes; n++)
+		p->mem_node[n] = mem[n] * MIB;
+	if (cpu) {
+		p->cpu_node = calloc(s->nr_nodes, sizeof(double));
+		for (unsigned n = 0; n < s->nr_nodes; n++) {
+			p->cpu_node[n] = cpu[n];
+			p->cpu_use += cpu[n];
+		}
+	}
+	p->busy_threads = busy;
+	mask_parse(mems, &p->mems);
+}
+
+/* The pod of big_pod_beside_small with its two containers as parts (a
+ * 2-thread one holding two thirds of its memory, a 1-thread one the
+ * rest, both interleaved), the pod on CPUS/MEMS with its threads on the
+ * nodes A_CPU and B_CPU say. */
+static struct snapshot *parts_host(const char *cpus, const char *mems, const uint64_t *a_mem, const double *a_cpu,
+				   const uint64_t *b_mem, const double *b_cpu, const char *a_mems, const char *b_mems)
+{
+	static const uint64_t free_mib[4] = { 476, 989, 1123, 1116 };
+	static const double busy[4] = { 0.5, 0.5, 0.5, 1.0 };
+	struct snapshot *s = host_2cpu(4, 1536, free_mib, busy);
+	struct snap_guest *g;
+
+	g = guest_on(s, "pod", 3.0, 5, cpus, mems, -1);
+	g->cpu_node = calloc(4, sizeof(double));
+	for (unsigned n = 0; n < 4; n++) {
+		g->mem_node[n] = (a_mem[n] + b_mem[n]) * MIB;
+		g->cpu_node[n] = a_cpu[n] + b_cpu[n];
+	}
+	g->busy_threads = 3;
+	g->busy_measured = true;
+	part_on(s, g, "/kubepods/pod1/a", a_mem, a_cpu, 2, a_mems);
+	part_on(s, g, "/kubepods/pod1/b", b_mem, b_cpu, 1, b_mems);
+	g = guest_on(s, "small1", 1.0, 2, "0-7", "0-3", 3);
+	g->mem_node[0] = 318 * MIB;
+	g->busy_threads = 1;
+	g->busy_measured = true;
+	g = guest_on(s, "small2", 1.0, 2, "0-7", "0-3", 0);
+	g->mem_node[0] = 320 * MIB;
+	g->busy_threads = 1;
+	g->busy_measured = true;
+	return s;
+}
+
+static int first_node(const nodemask_t *m)
+{
+	return mask_first(m->w, MASK_BITS(m));
+}
+
+static const struct plan_item *item_of(const struct plan *p, const char *id)
+{
+	for (unsigned i = 0; i < p->nr_items; i++)
+		if (strcmp(p->items[i].guest_id, id) == 0)
+			return &p->items[i];
+	return NULL;
+}
+
+/* The big-interleaved-pod with container cpusets: the pod goes to two
+ * nodes, and each container gets a node of its own there (the 2-thread
+ * one a whole node's CPUs, the other the other node), so each is local
+ * once its memory follows; what must move is what each container has
+ * off its own node, more than the pod's off the pair. */
+static void test_pod_parts_split(void **state)
+{
+	static const uint64_t a_mem[4] = { 241, 239, 242, 238 }, b_mem[4] = { 120, 120, 121, 119 };
+	static const double a_cpu[4] = { 0, 1, 1, 0 }, b_cpu[4] = { 0, 0, 0, 1 };
+	struct snapshot *s = parts_host("0-7", "0-3", a_mem, a_cpu, b_mem, b_cpu, "0-3", "0-3");
+	const struct plan_item *it;
+	struct plan *p;
+	uint64_t want = 0;
+	int na, nb;
+
+	(void)state;
+	p = decide_default(s, "pod_parts_split");
+	it = item_of(p, "pod");
+	assert_non_null(it);
+	assert_int_equal(it->kind, PLAN_MOVE);
+	assert_int_equal(mask_count(&it->to_nodes), 2);
+	assert_int_equal(it->nr_parts, 2);
+	assert_non_null(it->parts);
+	assert_int_equal(mask_count(&it->parts[0].nodes), 1);
+	assert_int_equal(mask_count(&it->parts[1].nodes), 1);
+	assert_true(mask_subset(&it->parts[0].nodes, &it->to_nodes));
+	assert_true(mask_subset(&it->parts[1].nodes, &it->to_nodes));
+	assert_true(mask_equal(&it->parts[0].nodes, &it->parts[0].mems));
+	na = first_node(&it->parts[0].nodes);
+	nb = first_node(&it->parts[1].nodes);
+	assert_int_not_equal(na, nb);
+	for (unsigned n = 0; n < 4; n++)
+		want += ((int)n != na ? a_mem[n] : 0) + ((int)n != nb ? b_mem[n] : 0);
+	assert_int_equal(it->migrate_bytes, want * MIB);
+	assert_non_null(strstr(it->detail, "containers: a to node"));
+	plan_free(p);
+}
+
+/* The pod already on its two nodes, its memory all there, but each
+ * container's threads and memory spread over both: a locality move onto
+ * the same nodes that only re-splits. Once each container sits on its
+ * own node with its memory, nothing more. */
+static void test_pod_parts_resplit(void **state)
+{
+	static const uint64_t a_mem[4] = { 0, 480, 480, 0 }, b_mem[4] = { 0, 240, 240, 0 };
+	static const double a_cpu[4] = { 0, 1, 1, 0 }, b_cpu[4] = { 0, 0.5, 0.5, 0 };
+	static const uint64_t a_home[4] = { 0, 950, 10, 0 }, b_home[4] = { 0, 5, 475, 0 };
+	static const double a_on[4] = { 0, 2, 0, 0 }, b_on[4] = { 0, 0, 1, 0 };
+	struct snapshot *s = parts_host("2-5", "1-2", a_mem, a_cpu, b_mem, b_cpu, "1-2", "1-2");
+	const struct plan_item *it;
+	struct plan *p;
+
+	(void)state;
+	p = decide_default(s, "pod_parts_resplit");
+	it = item_of(p, "pod");
+	assert_non_null(it);
+	assert_int_equal(it->kind, PLAN_MOVE);
+	assert_int_equal(it->reason, REASON_LOCALITY);
+	assert_true(mask_equal(&it->to_nodes, &it->from_nodes));
+	assert_int_equal(it->nr_parts, 2);
+	assert_int_not_equal(first_node(&it->parts[0].nodes), first_node(&it->parts[1].nodes));
+	assert_true(it->migrate_bytes >= 480 * MIB);
+	plan_free(p);
+
+	s = parts_host("2-5", "1-2", a_home, a_on, b_home, b_on, "1", "2");
+	p = decide_default(s, "pod_parts_home");
+	it = item_of(p, "pod");
+	assert_true(!it || it->kind != PLAN_MOVE);
+	plan_free(p);
+}
+
+/* parts_split on tables: the bigger part first to the node with most of
+ * its memory; a part that fits no node alone keeps the whole target; a
+ * target of one node, or parts unmeasured, no split. */
+static void test_parts_split_table(void **state)
+{
+	static const uint64_t a_mem[4] = { 0, 100, 300, 0 }, b_mem[4] = { 0, 200, 10, 0 };
+	static const double a_cpu[4] = { 0, 1, 1, 0 }, b_cpu[4] = { 0, 1, 0, 0 };
+	static const double big_cpu[4] = { 0, 2, 1, 0 };
+	struct snapshot *s = parts_host("2-5", "1-2", a_mem, a_cpu, b_mem, b_cpu, "1-2", "1-2");
+	struct plan_part pp[2];
+	nodemask_t nodes, one;
+	cpumask_t cpus;
+	uint64_t mig = 0;
+
+	(void)state;
+	snap_finalize(s);
+	mask_parse("1-2", &nodes);
+	mask_parse("2-5", &cpus);
+	/* a (2 CPUs, most memory on node 2) takes node 2; b node 1 */
+	assert_int_equal(parts_split(s, &s->guests[0], &nodes, &nodes, &cpus, pp, &mig), 2);
+	assert_int_equal(first_node(&pp[0].nodes), 2);
+	assert_int_equal(first_node(&pp[1].nodes), 1);
+	assert_int_equal(mig, (100 + 10) * MIB);
+	snap_unref(s);
+	/* a use read a little over its two busy threads still fits 2 CPUs */
+	{
+		static const double over[4] = { 0, 1.06, 1.06, 0 };
+
+		s = parts_host("2-5", "1-2", a_mem, over, b_mem, b_cpu, "1-2", "1-2");
+		snap_finalize(s);
+		assert_int_equal(parts_split(s, &s->guests[0], &nodes, &nodes, &cpus, pp, &mig), 2);
+		assert_int_equal(first_node(&pp[0].nodes), 2);
+	}
+	/* one node: nothing to split */
+	mask_parse("1", &one);
+	assert_int_equal(parts_split(s, &s->guests[0], &one, &one, &cpus, pp, NULL), 0);
+	snap_unref(s);
+
+	/* a needs 3 CPUs: no single node has them; it keeps the whole
+	 * target, b still gets its node */
+	s = parts_host("2-5", "1-2", a_mem, big_cpu, b_mem, b_cpu, "1-2", "1-2");
+	s->guests[0].parts[0].busy_threads = 3;
+	snap_finalize(s);
+	assert_int_equal(parts_split(s, &s->guests[0], &nodes, &nodes, &cpus, pp, &mig), 1);
+	assert_true(mask_equal(&pp[0].nodes, &nodes));
+	assert_int_equal(mask_count(&pp[1].nodes), 1);
+	snap_unref(s);
+
+	/* not measured: no split */
+	s = parts_host("2-5", "1-2", a_mem, a_cpu, b_mem, b_cpu, "1-2", "1-2");
+	for (unsigned i = 0; i < 2; i++) {
+		free(s->guests[0].parts[i].cpu_node);
+		s->guests[0].parts[i].cpu_node = NULL;
+		s->guests[0].parts[i].cpu_use = 0;
+	}
+	snap_finalize(s);
+	assert_int_equal(parts_split(s, &s->guests[0], &nodes, &nodes, &cpus, pp, &mig), 0);
+	snap_unref(s);
+}
+
 /* pctx_settle itself: with no node owning more than it measured the
  * load stays as measured (other load is real: hogs outside the guests);
  * with a node owning more, the surplus elsewhere shrinks by that much,
@@ -3529,7 +3727,7 @@ static void test_json(void **state)
 int main(void)
 {
 	enum { NCASES = sizeof(cases) / sizeof(cases[0]) };
-	struct CMUnitTest tests[NCASES + 44];
+	struct CMUnitTest tests[NCASES + 47];
 	size_t n = 0;
 
 	for (size_t i = 0; i < NCASES; i++) {
@@ -3564,6 +3762,9 @@ int main(void)
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_misplaced_beside_kernel_first_moves);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_misplaced_beside_kernel_later);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_big_pod_leaves_small_guests_memory_node);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_pod_parts_split);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_pod_parts_resplit);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_parts_split_table);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_shrink_onto_threads_inside_cooldown);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_crowded_two_stay_local);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_spread_memory_follows_threads);

@@ -250,6 +250,46 @@ test_nested_container_follows_its_pod() {
 	[ "$pct" -ge 90 ] || { echo "pages went back: $pct% on node $to 3 s later"; return 1; }
 }
 
+# A pod of two containers whose cgroups carry a cpuset of their own (as
+# runc writes one), a 2-thread one and a 1-thread one, each with its
+# memory interleaved over every node: the pod needs two nodes, and each
+# container is given a node of its own there (the one holding the most
+# of its memory with room for its threads), its memory moved there by
+# the mover, so each is local on its own node: by its memory.numa_stat,
+# its cpuset, and the CPUs its threads last ran on (/proc).
+test_pod_containers_each_on_their_own_node() {
+	mems=$(cat $CG/cpuset.mems.effective)
+	mkdir -p $CG$SB/$G1
+	echo "$ALL" > $CG$SB/$G1/cpuset.cpus
+	echo "$mems" > $CG$SB/$G1/cpuset.mems
+	echo "+cpuset +memory +cpu +pids" > $CG$SB/$G1/cgroup.subtree_control
+	start $G1/ctra "$ALL" "$mems" 192 --threads 2 --touch interleave:$mems || return 1
+	start $G1/ctrb "$ALL" "$mems" 96 --touch interleave:$mems || return 1
+	rc=$(once)
+	[ "$rc" = 0 ] || { echo "exit $rc"; return 1; }
+	moved=$(grep '"decision":"moved"' $T/dec | grep "\"guest\":\"$ID1\"" | head -1)
+	[ -n "$moved" ] || { echo "no moved record: $(grep -o '"detail":"[^"]*"' $T/dec | head -3 | cut -c1-200)"; return 1; }
+	echo "$moved" | grep -q 'containers: ctra to node' ||
+		{ echo "record names no container's node: $(echo "$moved" | sed -n 's/.*"detail":"\([^"]*\)".*/\1/p' | cut -c1-240)"; return 1; }
+	na=$(cpus_nodes $(rd $G1/ctra cpuset.cpus.effective))
+	nb=$(cpus_nodes $(rd $G1/ctrb cpuset.cpus.effective))
+	case "$na$nb" in *" "*) echo "a container on several nodes: ctra $na, ctrb $nb"; return 1 ;; esac
+	[ "$na" != "$nb" ] || { echo "both containers on node $na"; return 1; }
+	case ",$(moved_field $ID1 to_mems)," in *$na*) ;; *) echo "ctra's node $na not in the pod's target"; return 1 ;; esac
+	for c in ctra:$na ctrb:$nb; do
+		ctr=${c%:*} nd=${c#*:}
+		pct=$(local_pct $G1/$ctr $nd)
+		[ "$pct" -ge 90 ] || { echo "only $pct% of $ctr's memory on its node $nd"; return 1; }
+		for tid in $(rd $G1/$ctr cgroup.threads); do
+			cpu=$(awk '{ print $39 }' /proc/$tid/stat)
+			[ "$(cpus_nodes $cpu)" = "$nd" ] || { echo "$ctr's thread $tid last ran on CPU $cpu, not node $nd"; return 1; }
+		done
+		echo "# $ctr: node $nd, $pct% of its memory there"
+	done
+	arrived=$(grep '"decision":"memory_arrived"' $T/dec | grep "\"guest\":\"$ID1\"")
+	echo "$arrived" | grep -q "chunks" || { echo "memory not moved by the mover: $(echo "$arrived" | cut -c1-200)"; return 1; }
+}
+
 # With the page mover off ([memory] mover = no) the memory moves the
 # kernel's way, by a cpuset.mems write that migrates inside the kernel for
 # seconds: a mover worker makes it, and the cycle that decided it does
@@ -1863,6 +1903,7 @@ check discovery_and_dry_run_write_nothing
 check pulls_memory_local_for_real
 check consolidates_and_is_local_after
 check nested_container_follows_its_pod
+check pod_containers_each_on_their_own_node
 check mover_off_writes_on_a_worker
 check sigterm_during_a_write
 check a_migrating_write_holds_no_cycle
