@@ -1289,14 +1289,6 @@ static void auto_pick(const struct pctx *x, const struct snap_guest *g, const st
 	a->load_case = a->load_case && a->unow >= cfg->rebalance_util - UTIL_EPS;
 }
 
-/* Spread over the nodes it must have (its busy threads or memory need
- * them), all its memory inside them, but not where its threads run: a
- * cpuset cannot place pages inside the set. The kernel's NUMA balancing
- * moves them toward the threads touching them; when it is on, that is its
- * job and the guest is settled. When it is off, its memory on nodes of
- * the set where none of its threads runs goes to the nodes that carry
- * them, if they have room (follow_threads); else nothing here can do
- * better: say so rather than move it. */
 /* A guest with parts (pod containers with their own cpusets) on the
  * nodes it needs, its memory inside them, and a part whose threads run
  * off its memory: each part gets its own node of the set (parts.h), as
@@ -1343,6 +1335,15 @@ static bool resplit(struct pctx *x, const struct pstate_entry *pe, const struct 
 	return true;
 }
 
+/* Spread over the nodes it must have (its busy threads or memory need
+ * them), all its memory inside them, but not where its threads run: a
+ * cpuset cannot place pages inside the set. The kernel's NUMA balancing
+ * moves them toward the threads touching them; when it is on, that is its
+ * job and the guest is settled. When it is off, its memory on nodes of
+ * the set where none of its threads runs goes to the nodes that carry
+ * them, if they have room (follow_threads); else nothing here can do
+ * better: say so rather than move it. A pod whose containers sit off
+ * their memory is re-split first (resplit). */
 static void auto_in_set(struct pctx *x, const struct pstate_entry *pe, const struct snap_guest *g,
 			const struct gview *v, struct gdec *d, const struct adec *a)
 {
