@@ -2135,7 +2135,7 @@ int policy_decide_reserved(const struct policy_config *cfg, const struct snapsho
 	refine(&x, prev, snap, res, nres, d, order, nord, &migrated, &nmig, &v, usable);
 	plan_items(snap, verbose, d, order, nord, p);
 	p->migrate_bytes = migrated;
-	parts_plan(snap, p);
+	parts_plan(snap, p, cfg->max_migrate_bytes);
 	plan_mark_holds(p, snap, holds);
 	plan_mark_kernel_holds(p, snap, holds ? holds->kernel_follow_s : 0);
 	place_starts_splice(p, starts, nst);

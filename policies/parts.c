@@ -214,7 +214,7 @@ static void parts_detail(const struct snap_guest *g, struct plan_item *it)
 			 (unsigned long long)(it->migrate_bytes >> 20));
 }
 
-void parts_plan(const struct snapshot *s, struct plan *p)
+void parts_plan(const struct snapshot *s, struct plan *p, uint64_t max_migrate)
 {
 	for (unsigned i = 0; i < p->nr_items; i++) {
 		struct plan_item *it = &p->items[i];
@@ -230,6 +230,20 @@ void parts_plan(const struct snapshot *s, struct plan *p)
 		pp = xcalloc(g->nr_parts, sizeof(*pp));
 		if (!parts_split(s, g, &it->to_nodes, &it->to_mems, it->to_cpus, pp, &mig)) {
 			free(pp);
+			continue;
+		}
+		/* The cycle's budget admitted the pod's move as decided: a split
+		 * that would take it past the budget waits for a cycle with room
+		 * (the pod's move, already within it, goes ahead unsplit). */
+		if (mig > it->migrate_bytes && p->migrate_bytes - it->migrate_bytes + mig > max_migrate) {
+			size_t len = strlen(it->detail);
+
+			free(pp);
+			if (len < sizeof(it->detail))
+				snprintf(it->detail + len, sizeof(it->detail) - len,
+					 "; its containers not given nodes of their own: %llu MiB more would pass the "
+					 "cycle's %llu MiB migration budget", (unsigned long long)((mig - it->migrate_bytes) >> 20),
+					 (unsigned long long)(max_migrate >> 20));
 			continue;
 		}
 		it->parts = pp;

@@ -37,7 +37,8 @@ bool parts_misplaced(const struct snapshot *s, const struct snap_guest *g, const
  * nodes or more its parts' own targets (plan_item.parts), its
  * migrate_bytes what the parts must move, and a sentence in its detail
  * saying which part went where. A split guest (plan_item.split) keeps its
- * one target. P's migrate_bytes follow. */
-void parts_plan(const struct snapshot *s, struct plan *p);
+ * one target. P's migrate_bytes follow, never past MAX_MIGRATE by a
+ * split: a split that would pass it is not made (the detail says so). */
+void parts_plan(const struct snapshot *s, struct plan *p, uint64_t max_migrate);
 
 #endif

@@ -2468,6 +2468,40 @@ static void test_pod_parts_split(void **state)
 	plan_free(p);
 }
 
+/* The same pod with a migration budget that admits its move but not the
+ * split's larger migration: the pod moves unsplit, within the budget,
+ * and its record says why its containers kept the pod's nodes. */
+static void test_pod_parts_split_within_budget(void **state)
+{
+	static const uint64_t a_mem[4] = { 241, 239, 242, 238 }, b_mem[4] = { 120, 120, 121, 119 };
+	static const double a_cpu[4] = { 0, 1, 1, 0 }, b_cpu[4] = { 0, 0, 0, 1 };
+	struct snapshot *s = parts_host("0-7", "0-3", a_mem, a_cpu, b_mem, b_cpu, "0-3", "0-3");
+	struct policy_config cfg;
+	struct pstate *next;
+	const struct plan_item *it;
+	struct plan *p;
+
+	(void)state;
+	snap_finalize(s);
+	policy_config_default(&cfg);
+	/* The pod's move off two of its four nodes is ~720 MiB; each
+	 * container on a node of its own ~1080. */
+	cfg.max_migrate_bytes = 800 * MIB;
+	assert_int_equal(decide_carried_out(&cfg, s, NULL, false, &p, &next), 0);
+	check_invariants(&cfg, s, p, next, "pod_parts_split_within_budget");
+	it = item_of(p, "pod");
+	assert_non_null(it);
+	assert_int_equal(it->kind, PLAN_MOVE);
+	assert_int_equal(mask_count(&it->to_nodes), 2);
+	assert_null(it->parts);
+	assert_true(it->migrate_bytes <= 800 * MIB);
+	assert_true(p->migrate_bytes <= 800 * MIB);
+	assert_non_null(strstr(it->detail, "its containers not given nodes of their own"));
+	plan_free(p);
+	pstate_free(next);
+	snap_unref(s);
+}
+
 /* The pod already on its two nodes, its memory all there, but each
  * container's threads and memory spread over both: a locality move onto
  * the same nodes that only re-splits. Once each container sits on its
@@ -3763,6 +3797,7 @@ int main(void)
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_misplaced_beside_kernel_later);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_big_pod_leaves_small_guests_memory_node);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_pod_parts_split);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_pod_parts_split_within_budget);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_pod_parts_resplit);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_parts_split_table);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_shrink_onto_threads_inside_cooldown);
