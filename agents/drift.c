@@ -25,7 +25,7 @@ struct entry {
 	int64_t thr_t_ns;
 	uint64_t thr_seq;
 	int away;
-	double loc_now;
+	double loc_ref, loc_now;
 };
 
 struct drift {
@@ -177,8 +177,14 @@ static bool where(struct drift *d, struct entry *e, const struct snapshot *snap,
 			used += (double)(cur[i].ns - was->ns);
 		}
 		if (used / 1e9 / win >= DRIFT_MIN_CPUS) {
+			/* The cycle's reading taken the same way (the guest's whole
+			 * memory against where its threads ran), not g->locality: a
+			 * pod whose containers sit on their own nodes is local by
+			 * its parts while its whole memory on its threads' nodes
+			 * reads about half, every pass. */
+			e->loc_ref = snap_locality_for(snap, g, g->cpu_node);
 			e->loc_now = snap_locality_for(snap, g, wk);
-			e->away = e->loc_now <= g->locality - DRIFT_AWAY_DROP ? e->away + 1 : 0;
+			e->away = e->loc_now <= e->loc_ref - DRIFT_AWAY_DROP ? e->away + 1 : 0;
 		} else {
 			e->away = 0;
 		}
@@ -253,7 +259,7 @@ void drift_pass(struct drift *d, const struct snapshot *snap, int64_t now_ns, dr
 		else if (where(d, e, snap, g, now_ns, &out->threads)) {
 			if (!out->away) {
 				snprintf(out->away_first, sizeof(out->away_first), "%s", g->id);
-				out->away_ref = g->locality;
+				out->away_ref = e->loc_ref;
 				out->away_now = e->loc_now;
 			}
 			out->away++;

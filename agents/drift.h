@@ -33,7 +33,9 @@
  * a thread; drift_watch_threads) and computes its locality where they ran
  * over the window, with the memory the cycle saw (snap_locality_for). Two
  * windows in a row at least DRIFT_AWAY_DROP under the cycle's locality
- * report it as away (drift_report.away). */
+ * read the same way (its whole memory against where its threads ran over
+ * the cycle's window, whatever its parts say) report it as away
+ * (drift_report.away). */
 #ifndef NUMAORCH_DRIFT_H
 #define NUMAORCH_DRIFT_H
 

@@ -100,8 +100,11 @@ static struct snapshot *snap_of_loc(uint64_t seq, double loc0)
 		x->locality = 1.0;
 	}
 	mask_set(&s->guests[0].cpu_nodes, 0);
+	/* where its threads ran over the cycle's window, as LOC0 says
+	 * (its memory is on node 0) */
 	s->guests[0].cpu_node = xcalloc(2, sizeof(double));
-	s->guests[0].cpu_node[0] = 1.0;
+	s->guests[0].cpu_node[0] = loc0;
+	s->guests[0].cpu_node[1] = 1.0 - loc0;
 	s->guests[0].cpu_use = 1.0;
 	s->guests[0].locality = loc0;
 	return s;
@@ -378,11 +381,62 @@ static void test_threads_of_a_moved_guest_not_watched(void **state)
 	t->snap = snap_of_loc(2, 1.0);
 	t->snap->guests[0].mem_node[0] = 0;
 	t->snap->guests[0].mem_node[1] = 100ULL << 20;
+	t->snap->guests[0].cpu_node[0] = 0.0;
+	t->snap->guests[0].cpu_node[1] = 1.0;
 	t->thr_cpu = 0;
 	r = pass(t, 1, 1, 1);
 	r = pass(t, 1, 1, 1);
 	r = pass(t, 1, 1, 1);
 	assert_int_equal(r.away, 1);
+}
+
+/* A pod whose containers sit on their own nodes, each with its memory:
+ * local by its parts (g->locality 1), while its whole memory, half on
+ * each node, reads 0.5 wherever its threads run. Threads that stay where
+ * the cycle saw them are not away; leaving for a node without its
+ * memory still is, measured against the cycle's whole-memory reading. */
+static void test_pod_local_by_its_parts_not_away(void **state)
+{
+	struct tree *t = *state;
+	struct snapshot *s = snap_new();
+	struct drift_report r;
+
+	/* g0 on nodes 0-2 (CPUs 0-5), half its memory on node 0, half on
+	 * node 1; g1 on node 1 alone */
+	tu_snap_nodes(s, 3, 2, 1ULL << 30);
+	s->seq = 2;
+	for (unsigned i = 0; i < 2; i++) {
+		struct snap_guest *g = snap_add_guest(s);
+
+		snprintf(g->id, sizeof(g->id), "g%u", i);
+		g->cgroup = xstrdup(i ? "/g1" : "/g0");
+		g->cpu_use = NAN;
+		g->mem_node[1] = 50ULL << 20;
+		g->mem_total = 100ULL << 20;
+		mask_set(&g->cpu_nodes, 1);
+		g->locality = 1.0;
+	}
+	s->guests[0].mem_node[0] = 50ULL << 20;
+	s->guests[1].mem_node[1] = 100ULL << 20;
+	mask_set(&s->guests[0].cpu_nodes, 0);
+	mask_set(&s->guests[0].cpu_nodes, 2);
+	s->guests[0].cpu_node = xcalloc(3, sizeof(double));
+	s->guests[0].cpu_node[0] = s->guests[0].cpu_node[1] = 0.5;
+	s->guests[0].cpu_use = 1.0;
+	snap_unref(t->snap);
+	t->snap = s;
+	drift_watch_threads(t->d, fake_threads, t);
+	t->thr_cpu = 1;                  /* node 0: as the cycle saw */
+	for (int i = 0; i < 4; i++) {
+		r = pass(t, 1, 1, 1);
+		assert_int_equal(r.away, 0);
+	}
+	t->thr_cpu = 5;                  /* node 2, none of its memory */
+	r = pass(t, 1, 1, 1);
+	r = pass(t, 1, 1, 1);
+	assert_int_equal(r.away, 1);
+	assert_true(fabs(r.away_ref - 0.5) < 1e-9);
+	assert_true(fabs(r.away_now - 0.0) < 1e-9);
 }
 
 /* Without drift_watch_threads, no thread is read (the default). */
@@ -410,6 +464,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_threads_away_from_memory, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_threads_of_a_moved_guest_not_watched, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_threads_not_watched_by_default, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pod_local_by_its_parts_not_away, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
