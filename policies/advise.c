@@ -10,7 +10,7 @@
  * taken from the free memory of their memory nodes, evenly (from the
  * nearest memory node if they name only memory-less nodes).
  * Its devices weigh as a running guest's do (devpref.h): under prefer a
- * set holding a device's node wins among the fewest nodes; under require
+ * set holding a device's node scores better among the fewest nodes; under require
  * only such sets are advised, and none fitting is "nothing fits", saying
  * so.
  */

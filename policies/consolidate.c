@@ -1151,6 +1151,18 @@ static bool to_memory(const struct pctx *x, const struct gview *v, const struct 
 	return c->util_after <= a->unow + UTIL_EPS || bytes_cost >= 1.0;
 }
 
+/* Under devices = prefer, a guest that is not local where it runs moves
+ * anyway: a set holding its device's node, where it is on none, is an
+ * option as the cheap way to locality is (no less-busy margin), and the
+ * score (W_DEVICE_PLACE against the migration) chooses among them. A
+ * local guest is not moved for its device: that is require's. */
+static bool to_device(const struct snap_guest *g, const struct adec *a, const struct pcand *c)
+{
+	return a->cur_k && a->locality_bad && !c->crowded && pcand_fits(c) && dev_weighs(g) &&
+	       g->policy.devices == GPOL_DEV_PREFER && mask_intersects(&c->nodes, &g->dev_nodes) &&
+	       !mask_intersects(&g->cpu_nodes, &g->dev_nodes);
+}
+
 /* Beside the kernel's NUMA balancing (it migrates on fault), is C where
  * G's memory is or is going anyway: it holds the larger part of it (its
  * threads there, the kernel brings the rest back on fault), or it keeps
@@ -1258,7 +1270,7 @@ static void auto_pick(const struct pctx *x, const struct snap_guest *g, const st
 					       (dev_w ? dev_leave_cost(g, &g->cpu_nodes, &c->nodes) : 0.0) <
 				       a->unow ||
 			       (a->locality_bad && !a->cc.huge_ok && pcand_fits(c) && v->huge_total && !c->huge_migrate) ||
-			       to_memory(x, v, a, c));
+			       to_memory(x, v, a, c) || to_device(g, a, c));
 			/* Local where it is and its threads fit its CPUs
 			 * (local fit): less load elsewhere must pay for moving
 			 * its memory there (the score counts W_MIGRATE for it),
@@ -1532,7 +1544,7 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 	/* Where it is, weighed as the candidates are for its devices. */
 	a.cur_ok = a.cur_ok && !dev_refused(g, &g->cpu_nodes);
 	if (a.cur_k && dev_weighs(g) && !mask_intersects(&g->cpu_nodes, &g->dev_nodes))
-		a.cc.score += W_DEVICE;
+		a.cc.score += W_DEVICE_PLACE;
 	if (!a.kmin) {
 		auto_no_fit(x, v, usable, it, &a);
 		dev_detail(g, NULL, it);

@@ -86,7 +86,7 @@ unsigned dev_cands_for(struct pctx *x, enum gpol_devices mode, const nodemask_t 
 	if (mode == GPOL_DEV_PREFER) {
 		for (unsigned i = 0; i < x->nr_cands; i++)
 			if (!mask_intersects(&x->cands[i].nodes, dev))
-				x->cands[i].score += W_DEVICE;
+				x->cands[i].score += W_DEVICE_PLACE;
 		return kmin;
 	}
 	kmin = 0;

@@ -4,10 +4,13 @@
  * A device sits on a node (its PCI function's numa_node): DMA and
  * interrupts cross the interconnect when the guest runs elsewhere. Under
  * devices = prefer (the default), a target holding one of its devices'
- * nodes costs W_DEVICE less in the score (it wins a tie among sets of
- * the fewest nodes), and a guest on its device's node leaves it for load
- * only when the other set is less busy by the margin and by W_DEVICE
- * more. Room is never overridden: only sets that fit compete. Under
+ * nodes costs W_DEVICE_PLACE less in the score: a guest that moves
+ * anyway goes to its device's node where it fits, its memory following
+ * unless that is gigabytes (the travel term outweighs it); a guest
+ * settled elsewhere is not moved for it; and a guest on its device's
+ * node leaves it for load only when the other set is less busy by the
+ * margin and by W_DEVICE more. Room is never overridden: only sets that
+ * fit compete. Under
  * require, only sets holding a device's node are candidates (none fits:
  * the guest is skipped, its record saying so); ignore: the devices do
  * not count. */
@@ -24,6 +27,13 @@
  * a few percent less busy), less than a busy guest's share of a small
  * node (a 2-CPU node a guest keeps half busy still sheds it). */
 #define W_DEVICE 0.15
+/* A set without the device's node, for a guest that moves anyway: a
+ * little more than migrating all of a guest's memory (W_MIGRATE), so the
+ * device's node is worth moving a small guest's memory for — an operator
+ * who passed a device through wants the guest beside it — while W_TRAVEL's
+ * gigabytes per CPU still keep a big, lightly used guest's memory where
+ * it is (break-even near 5 GiB per CPU used). */
+#define W_DEVICE_PLACE 0.6
 
 /* G's devices' nodes weigh in its placement (it has some, not ignored). */
 bool dev_weighs(const struct snap_guest *g);
@@ -34,7 +44,7 @@ bool dev_refused(const struct snap_guest *g, const nodemask_t *nodes);
 double dev_leave_cost(const struct snap_guest *g, const nodemask_t *from, const nodemask_t *to);
 /* The candidates of the last pcands_generate for G (view V, USABLE
  * nodes), its devices weighed: under prefer each set holding none of its
- * devices' nodes scores W_DEVICE more; under require such sets are
+ * devices' nodes scores W_DEVICE_PLACE more; under require such sets are
  * dropped, and when no fitting set is left one is grown from each
  * usable device node (the generation cuts sets beyond the fewest nodes,
  * so one holding the device may be missing). Returns the fewest nodes of

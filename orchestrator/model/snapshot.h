@@ -91,7 +91,7 @@ enum gpol_mode {
 
 /* What a guest's devices (snap_guest.dev_nodes) weigh in its placement. */
 enum gpol_devices {
-	GPOL_DEV_PREFER = 0, /* a target holding a device's node wins a tie and keeps it */
+	GPOL_DEV_PREFER = 0, /* a guest that moves goes to a device's node where it fits, and keeps it */
 	GPOL_DEV_REQUIRE,    /* only targets holding a device's node; none fits: skipped */
 	GPOL_DEV_IGNORE,     /* its devices do not count */
 };

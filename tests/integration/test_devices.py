@@ -89,12 +89,17 @@ class KubeletDevices(unittest.TestCase):
     def test_placed_near_device(self):
         """The burstable pod (most of its memory on node 1) goes to node 1,
         its device's, and the plan says so; the best-effort pod, all its
-        memory on node 1, is kept off node 0 by the preference alone."""
+        32 MiB on node 1 but its CPUs on both nodes (not local), moves
+        anyway and goes to node 0, its device's, its memory following:
+        under prefer a moving guest goes to its device where it fits."""
         plan = self.plan()
         it = plan[BURSTABLE]
         self.assertEqual((it["kind"], it["to_nodes"]), ("move", "1"), it)
         self.assertIn("near its device on node 1", it["detail"])
-        self.assertIn("away from its device on node 0", plan[BESTEFFORT]["detail"])
+        it = plan[BESTEFFORT]
+        self.assertEqual((it["kind"], it["to_nodes"]), ("move", "0"), it)
+        self.assertIn("near its device on node 0", it["detail"])
+        self.assertNotIn("required", it["detail"])
 
     def test_require(self):
         """devices = require through the API: the best-effort pod is planned
@@ -135,7 +140,7 @@ class HostDefaultRequire(KubeletDevices):
         self.addCleanup(self.d.request, "DELETE", "/v1/guests/%s/policy" % BESTEFFORT)
         self.d.request("POST", "/v1/rebalance", {"dry_run": True})    # the snapshot takes the override
         it = self.plan()[BESTEFFORT]
-        self.assertIn("away from its device on node 0", it["detail"])
+        self.assertIn("near its device on node 0", it["detail"])
         self.assertNotIn("required", it["detail"])
 
     def test_advice(self):

@@ -182,6 +182,30 @@ static void test_require_moves(void **state)
 	assert_non_null(strstr(it.detail, "devices = require: nodes 0 → 2, its device's node 2"));
 }
 
+/* A guest that moves anyway (its thread on node 2, its 128 MiB on node
+ * 3, CPUs on both): without a device its CPUs go to its memory; with its
+ * device on node 1, prefer takes it there, its memory following; 16 GiB
+ * used at half a CPU stays with its memory (the travel outweighs the
+ * device), as under ignore. */
+static void test_prefer_moving_guest_goes_to_device(void **state)
+{
+	static const uint64_t fr[4] = { 60000, 60000, 60000, 60000 };
+	static const double busy[4] = { 0.3, 0.3, 0.3, 0.3 };
+	struct plan_item it;
+
+	(void)state;
+	it = run(fr, busy, 0.5, "4-7", 2, 128, 3, -1, GPOL_DEV_PREFER);
+	assert_true(moved_to(&it, 3));
+	it = run(fr, busy, 0.5, "4-7", 2, 128, 3, 1, GPOL_DEV_PREFER);
+	assert_true(moved_to(&it, 1));
+	assert_non_null(strstr(it.detail, "near its device on node 1"));
+	it = run(fr, busy, 0.5, "4-7", 2, 128, 3, 1, GPOL_DEV_IGNORE);
+	assert_true(moved_to(&it, 3));
+	it = run(fr, busy, 0.5, "4-7", 2, 16384, 3, 1, GPOL_DEV_PREFER);
+	assert_true(moved_to(&it, 3));
+	assert_non_null(strstr(it.detail, "away from its device on node 1"));
+}
+
 /* The operator's store says "prefer" for guest "docker-api" only. */
 static bool api_prefers(void *ctx, const char *id, struct guest_policy *out)
 {
@@ -441,6 +465,7 @@ int main(void)
 		cmocka_unit_test(test_keeps_device_node),
 		cmocka_unit_test(test_room_first_require_skips),
 		cmocka_unit_test(test_require_moves),
+		cmocka_unit_test(test_prefer_moving_guest_goes_to_device),
 		cmocka_unit_test(test_host_default),
 		cmocka_unit_test(test_advice),
 		cmocka_unit_test(test_start_placement),
