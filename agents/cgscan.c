@@ -56,6 +56,10 @@
 /* A guest's container cgroups with a cpuset of their own that get a
  * part each (snap_part); a pod has a handful. */
 #define CGSCAN_PARTS_MAX 16
+/* A guest's child cgroups whose threads are told apart while its lists
+ * are read, before it is known whether any of them is a part: as many as
+ * cgthr's part numbers hold (an unsigned char, CGTHR_NO_PART excluded). */
+#define CGSCAN_KIDS_MAX CGTHR_NO_PART
 
 struct cgscan {
 	struct host_paths hp;
@@ -112,22 +116,23 @@ struct cgscan {
 	struct cgfdc fdc;             /* guests' files kept open */
 	struct cgfdc_ent *cur;        /* the guest being measured, or NULL */
 
-	/* The guest being measured: its child cgroups with a cpuset of
-	 * their own (snap_part), as sum_subtree found them. */
-	struct cgscan_part {
-		char *rel;
+	/* The guest being measured: its child cgroups as sum_subtree found
+	 * them, each a part (snap_part) if the guest is spread over nodes
+	 * and the child has a cpuset of its own (parts_attach). Their paths
+	 * are in one pool, so a guest's children cost no allocation. */
+	struct cgscan_kid {
+		size_t rel_off;       /* its path in kid_rel */
 		pid_t pid;            /* its smallest pid, 0: none */
-		nodemask_t mems;
-		bool mem_ok;          /* MEM was read */
-		uint64_t *mem;        /* [nr_nodes], read for a spread guest (part_read) */
-	} parts[CGSCAN_PARTS_MAX];
-	unsigned nr_parts;
+	} *kids;
+	unsigned nr_kids, cap_kids;
+	char *kid_rel;
+	size_t kid_len, kid_cap;
 };
 
 /* ---- helpers ---------------------------------------------------------- */
 
 static void parts_reset(struct cgscan *cs);
-static int part_begin(struct cgscan *cs, int pdfd, const char *name, const char *rel);
+static int part_begin(struct cgscan *cs, const char *rel);
 static void part_end(struct cgscan *cs, int i, pid_t pid);
 
 static bool is_vanished(int r)
@@ -316,6 +321,8 @@ void cgscan_free(struct cgscan *cs)
 	cglabel_free(cs->label);
 	kube_clear(&cs->kube);
 	parts_reset(cs);
+	free(cs->kids);
+	free(cs->kid_rel);
 	free(cs->mem);
 	free(cs->buf);
 	cgfdc_clear(&cs->fdc);
@@ -652,7 +659,7 @@ static void sum_subtree(struct cgscan *cs, int fd, char *rel, size_t rlen, unsig
 			continue; /* a file (DT_UNKNOWN), a symlink, or gone */
 		rel[rlen] = '/';
 		memcpy(rel + rlen + 1, de->d_name, nl + 1);
-		part = depth == 0 ? part_begin(cs, dirfd(d), de->d_name, rel) : -1;
+		part = depth == 0 ? part_begin(cs, rel) : -1;
 		min_pid = m->min_pid;
 		m->min_pid = 0;
 		/* kernfs keeps nlink = 2 + subdirectories: leaves need no listing. */
@@ -904,91 +911,96 @@ static int read_mem(struct cgscan *cs, int pdfd, const char *dname, const char *
 
 static void parts_reset(struct cgscan *cs)
 {
-	for (unsigned i = 0; i < cs->nr_parts; i++) {
-		free(cs->parts[i].rel);
-		free(cs->parts[i].mem);
-	}
-	cs->nr_parts = 0;
+	cs->nr_kids = 0;
+	cs->kid_len = 0;
 	cgthr_set_part(&cs->thr, CGTHR_NO_PART);
 }
 
-/* Does the child cgroup PDFD/NAME carry a cpuset of its own? In v1
- * every cgroup does (a task may join one only then); in v2 one whose
- * runtime wrote cpuset.cpus or cpuset.mems (empty: inherits). */
-static bool own_cpuset(struct cgscan *cs, int pdfd, const char *name)
+/* Does the child cgroup at DIR carry a cpuset of its own? In v1 every
+ * cgroup does (a task may join one only then); in v2 one whose runtime
+ * wrote cpuset.cpus or cpuset.mems (empty: inherits). */
+static bool own_cpuset(struct cgscan *cs, const char *dir)
 {
-	char path[PATH_MAX];
-
 	if (!cs->v2)
 		return true;
-	for (unsigned i = 0; i < 2; i++) {
-		if (snprintf(path, sizeof(path), "%s/%s", name, i ? "cpuset.mems" : "cpuset.cpus") >= (int)sizeof(path))
-			return false;
-		if (rd(cs, pdfd, NULL, path) == 0 && cs->buf[strspn(cs->buf, " \n")] != '\0')
+	for (unsigned i = 0; i < 2; i++)
+		if (rd(cs, AT_FDCWD, dir, i ? "cpuset.mems" : "cpuset.cpus") == 0 &&
+		    cs->buf[strspn(cs->buf, " \n")] != '\0')
 			return true;
-	}
 	return false;
 }
 
-/* A child PDFD/NAME (REL) of the guest being measured: a part of it when
- * it carries its own cpuset; its threads are then counted for it
- * (cgthr_set_part) until part_end. Returns its index, or -1. */
-static int part_begin(struct cgscan *cs, int pdfd, const char *name, const char *rel)
+/* A child REL of the guest being measured: its threads are counted for
+ * it (cgthr_set_part) until part_end. Whether it is a part is asked only
+ * of a guest that can use parts (parts_attach): most guests sit on one
+ * node, and a host of hundreds of pods would read two files of each of
+ * their containers every scan for nothing. Returns its index, or -1. */
+static int part_begin(struct cgscan *cs, const char *rel)
 {
-	struct cgscan_part *p;
+	size_t n = strlen(rel) + 1;
 
-	if (cs->nr_parts >= CGSCAN_PARTS_MAX || !cs->snap->nr_nodes || !own_cpuset(cs, pdfd, name))
+	if (cs->nr_kids >= CGSCAN_KIDS_MAX || !cs->snap->nr_nodes)
 		return -1;
-	p = &cs->parts[cs->nr_parts];
-	memset(p, 0, sizeof(*p));
-	p->rel = xstrdup(rel);
-	cgthr_set_part(&cs->thr, cs->nr_parts);
-	return (int)cs->nr_parts++;
+	if (cs->nr_kids == cs->cap_kids) {
+		cs->cap_kids = cs->cap_kids ? cs->cap_kids * 2 : 8;
+		cs->kids = xrealloc(cs->kids, cs->cap_kids * sizeof(*cs->kids));
+	}
+	if (cs->kid_len + n > cs->kid_cap) {
+		cs->kid_cap = (cs->kid_len + n) * 2;
+		cs->kid_rel = xrealloc(cs->kid_rel, cs->kid_cap);
+	}
+	memcpy(cs->kid_rel + cs->kid_len, rel, n);
+	cs->kids[cs->nr_kids].rel_off = cs->kid_len;
+	cs->kids[cs->nr_kids].pid = 0;
+	cs->kid_len += n;
+	cgthr_set_part(&cs->thr, cs->nr_kids);
+	return (int)cs->nr_kids++;
 }
 
-/* Part I's processes are counted (PID: the smallest, for a v1 memory
+/* Child I's processes are counted (PID: the smallest, for a v1 memory
  * cgroup the runtime put elsewhere). */
 static void part_end(struct cgscan *cs, int i, pid_t pid)
 {
 	cgthr_set_part(&cs->thr, CGTHR_NO_PART);
-	cs->parts[i].pid = pid;
+	cs->kids[i].pid = pid;
 }
 
-/* Part P's effective mems and memory per node: read only for a guest
- * spread over nodes, the one kind a part matters for. */
-static void part_read(struct cgscan *cs, struct cgscan_part *p)
+/* Part P (REL, at DIR; PID its smallest process): its effective mems and
+ * memory per node. */
+static void part_read(struct cgscan *cs, struct snap_part *p, const char *dir, const char *rel, pid_t pid)
 {
-	char dir[PATH_MAX];
-
-	p->mem = xcalloc(cs->snap->nr_nodes, sizeof(uint64_t));
-	if (cgh_path(&cs->hier, CGC_CPUSET, p->rel, NULL, dir, sizeof(dir)) < 0)
-		return;
 	if (rd(cs, AT_FDCWD, dir, eff_mems_file(cs)) == 0)
 		(void)mask_parse_list(cs->buf, p->mems.w, MASK_BITS(&p->mems));
-	p->mem_ok = read_mem_into(cs, -1, AT_FDCWD, dir, p->rel, p->pid, p->mem) == 0;
+	if (read_mem_into(cs, -1, AT_FDCWD, dir, rel, pid, p->mem_node) != 0) {
+		free(p->mem_node);
+		p->mem_node = NULL;
+	}
 }
 
-/* G, whose CPUs span several nodes, gets the parts its scan found. */
+/* G, whose CPUs span several nodes, gets a part for each child its scan
+ * found with a cpuset of its own (the first CGSCAN_PARTS_MAX), and its
+ * threads are renumbered to those parts. A guest on one node has none:
+ * its children's cpusets are not read. */
 static void parts_attach(struct cgscan *cs, struct snap_guest *g)
 {
+	unsigned char map[CGSCAN_KIDS_MAX];
 	nodemask_t nodes;
 
 	snap_cpus_to_nodes(cs->snap, g->cpus, &nodes);
-	if (mask_count(&nodes) < 2)
+	if (mask_count(&nodes) < 2 || !cs->nr_kids)
 		return;
-	for (unsigned i = 0; i < cs->nr_parts; i++) {
-		struct snap_part *p = snap_guest_add_part(cs->snap, g, cs->parts[i].rel);
+	for (unsigned i = 0; i < cs->nr_kids; i++) {
+		const char *rel = cs->kid_rel + cs->kids[i].rel_off;
+		char dir[PATH_MAX];
 
-		part_read(cs, &cs->parts[i]);
-
-		p->mems = cs->parts[i].mems;
-		if (cs->parts[i].mem_ok) {
-			memcpy(p->mem_node, cs->parts[i].mem, cs->snap->nr_nodes * sizeof(uint64_t));
-		} else {
-			free(p->mem_node);
-			p->mem_node = NULL;
-		}
+		map[i] = CGTHR_NO_PART;
+		if (g->nr_parts >= CGSCAN_PARTS_MAX ||
+		    cgh_path(&cs->hier, CGC_CPUSET, rel, NULL, dir, sizeof(dir)) < 0 || !own_cpuset(cs, dir))
+			continue;
+		map[i] = (unsigned char)g->nr_parts;
+		part_read(cs, snap_guest_add_part(cs->snap, g, rel), dir, rel, cs->kids[i].pid);
 	}
+	cgthr_map_parts(&cs->thr, map, cs->nr_kids);
 }
 
 /* The bound a writer must stay within: the parent's effective sets, read

@@ -98,6 +98,13 @@ void cgthr_set_part(struct cgthr *t, unsigned part)
 	t->cur_part = part < CGTHR_NO_PART ? (unsigned char)part : CGTHR_NO_PART;
 }
 
+void cgthr_map_parts(struct cgthr *t, const unsigned char *map, unsigned n)
+{
+	for (unsigned i = 0; i < t->nr_tids; i++)
+		if (t->tid_part[i] < n)
+			t->tid_part[i] = map[t->tid_part[i]];
+}
+
 /* Each part of G its share of the guest's use: the ticks PDN[part][node]
  * its threads ran, on the scale G's cpu_node has (its cpu_use over the
  * ticks DN_SUM all threads ran). */

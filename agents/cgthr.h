@@ -93,6 +93,10 @@ void cgthr_add_tid(struct cgthr *t, pid_t tid);
 /* The thread ids added from now on belong to part PART of the guest
  * (CGTHR_NO_PART: to none). */
 void cgthr_set_part(struct cgthr *t, unsigned part);
+/* The parts given so far renumbered: a thread of part I < N now belongs
+ * to part MAP[I] (CGTHR_NO_PART: to none), as the guest's parts are
+ * known only once its lists are read. */
+void cgthr_map_parts(struct cgthr *t, const unsigned char *map, unsigned n);
 
 /* What the previous scan measured of guest ID, NULL if it did not. */
 const struct cgthr_prev *cgthr_prev_find(const struct cgthr *t, const char *id);

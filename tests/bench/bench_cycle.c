@@ -3,9 +3,17 @@
  * v2, with 10, 100 and 1000 Docker-named guests.
  *
  *   build/bench/bench_cycle [--numaorchd build/numaorchd] [--cycles N] [--guests 10|100|1000]
- *   build/bench/bench_cycle --generate DIR GUESTS   (write a host tree only)
- *   build/bench/bench_cycle --cycle-only [--nodes N] [--guests G] [--cycles C]
+ *   build/bench/bench_cycle --generate DIR GUESTS [--nodes N] [--pods PCT]  (write a host tree only)
+ *   build/bench/bench_cycle --cycle-only [--nodes N] [--guests G] [--cycles C] [--pods PCT]
  *                           [--root DIR] [--snapshot-json FILE] [--plan-json FILE]
+ * --pods PCT (with --generate, or --cycle-only without --root): PCT % of
+ * the guests are Kubernetes pods (systemd driver, burstable) instead of
+ * Docker containers, each with two container cgroups
+ * (cri-containerd-*.scope) holding its processes: the first with a
+ * cpuset.cpus of its own (as runc writes one for a CPU manager's pool),
+ * the second without (empty: inherits), so that the scan walks and
+ * weighs a pod's containers (its parts) as on a Kubernetes node. 0 by
+ * default: the figures of the default rows are for Docker guests.
  * --nodes N: a host of N nodes (8 by default); --cycle-only: the median
  * acquire and decide CPU ms alone (no daemon or history; then one
  * line for a pass of the watch between cycles and the files open), on DIR
@@ -81,6 +89,23 @@
 /* Nodes of the generated host (--nodes), 8 unless asked. */
 static unsigned NODES = 8;
 #define CPUS_PER_NODE 8
+/* The share of guests that are pods (--pods), in percent. */
+static unsigned PODS_PCT;
+
+static bool is_pod(unsigned g)
+{
+	return g % 100 < PODS_PCT;
+}
+
+/* Guest G's cgroup directory under the cgroup root CGROOT. */
+static void guest_dir(char *buf, size_t sz, const char *cgroot, unsigned g)
+{
+	if (is_pod(g))
+		snprintf(buf, sz, "%s/kubepods.slice/kubepods-burstable.slice/"
+			 "kubepods-burstable-pod%08x_0000_4000_8000_%012x.slice", cgroot, g + 1, g + 1);
+	else
+		snprintf(buf, sz, "%s/system.slice/docker-%064x.scope", cgroot, g + 1);
+}
 
 static void mkdirs(const char *path)
 {
@@ -131,6 +156,62 @@ static const char *file_line(void)
 	return line;
 }
 
+/* Guest G's memory.numa_stat anon line: HOME_B bytes on HOME, AWAY_B on
+ * every other node for every third guest; JIT: a tick's jitter (0: none). */
+static void guest_numa(char *numa, size_t sz, unsigned g, unsigned home, unsigned long long home_b,
+		       unsigned long long away_b, unsigned jit)
+{
+	snprintf(numa, sz, "anon");
+	for (unsigned n = 0; n < NODES; n++) {
+		size_t l = strlen(numa);
+		unsigned long long b = n == home ? home_b : (g % 3 == 0 ? away_b : 0);
+
+		if (b && jit)
+			b += (unsigned long long)((jit * 7919u + g * 104729u + n * 13u) % 256u) << 12;
+		snprintf(numa + l, sz - l, " N%u=%llu", n, b);
+	}
+}
+
+/* Pod G's two containers under its directory POD (HOME its node): the
+ * first holds its processes 1000 + G (threads 1000 + G, 5000 + G) and
+ * 150 MiB at home plus what the pod has away, with a cpuset.cpus of its
+ * own (the pod's CPUs); the second 9000 + G and 50 MiB, with none. */
+static void gen_containers(const char *pod, unsigned g, unsigned home, unsigned tick)
+{
+	bool spread = g % 4 == 0;
+	char c[4096], numa[512];
+
+	for (unsigned k = 0; k < 2; k++) {
+		snprintf(c, sizeof(c), "%s/cri-containerd-%056x%08x.scope", pod, g + 1, k);
+		mkdirs(c);
+		if (k == 0) {
+			put(c, "cgroup.procs", "%u\n", 1000 + g);
+			put(c, "cgroup.threads", "%u\n%u\n", 1000 + g, 5000 + g);
+		} else {
+			put(c, "cgroup.procs", "%u\n", 9000 + g);
+			put(c, "cgroup.threads", "%u\n", 9000 + g);
+		}
+		put(c, "cpu.stat", "usage_usec %u\nuser_usec 0\nsystem_usec 0\n",
+		    (1000000 + tick * (g % 13) * 1000) / 2);
+		guest_numa(numa, sizeof(numa), g, home, k ? 50ULL << 20 : 150ULL << 20, k ? 0 : 40ULL << 20, 0);
+		put(c, "memory.numa_stat", "%s\n%s\n", numa, file_line());
+		if (k == 0 && spread)
+			put(c, "cpuset.cpus", "0-%u\n", NODES * CPUS_PER_NODE - 1);
+		else if (k == 0)
+			put(c, "cpuset.cpus", "%u-%u\n", home * CPUS_PER_NODE, home * CPUS_PER_NODE + 7);
+		else
+			put(c, "cpuset.cpus", "\n");
+		put(c, "cpuset.mems", "\n");
+		if (spread) {
+			put(c, "cpuset.cpus.effective", "0-%u\n", NODES * CPUS_PER_NODE - 1);
+			put(c, "cpuset.mems.effective", "0-%u\n", NODES - 1);
+		} else {
+			put(c, "cpuset.cpus.effective", "%u-%u\n", home * CPUS_PER_NODE, home * CPUS_PER_NODE + 7);
+			put(c, "cpuset.mems.effective", "%u\n", home);
+		}
+	}
+}
+
 static void gen_host(const char *root, unsigned guests, unsigned tick)
 {
 	char d[4096], e[4096];
@@ -176,26 +257,34 @@ static void gen_host(const char *root, unsigned guests, unsigned tick)
 	put(d, "cgroup.controllers", "cpuset cpu io memory pids\n");
 	put(d, "cpuset.cpus.effective", "0-%u\n", NODES * CPUS_PER_NODE - 1);
 	put(d, "cpuset.mems.effective", "0-%u\n", NODES - 1);
-	snprintf(d, sizeof(d), "%s/sys/fs/cgroup/system.slice", root);
-	mkdirs(d);
-	put(d, "cpuset.cpus.effective", "0-%u\n", NODES * CPUS_PER_NODE - 1);
-	put(d, "cpuset.mems.effective", "0-%u\n", NODES - 1);
+	for (unsigned k = 0; k < 3; k++) {
+		static const char *const parents[] = { "system.slice", "kubepods.slice",
+						       "kubepods.slice/kubepods-burstable.slice" };
+
+		snprintf(d, sizeof(d), "%s/sys/fs/cgroup/%s", root, parents[k]);
+		mkdirs(d);
+		put(d, "cpuset.cpus.effective", "0-%u\n", NODES * CPUS_PER_NODE - 1);
+		put(d, "cpuset.mems.effective", "0-%u\n", NODES - 1);
+	}
+	snprintf(d, sizeof(d), "%s/sys/fs/cgroup", root);
 	for (unsigned g = 0; g < guests; g++) {
 		unsigned home = g % NODES;
 		char numa[512];
 
-		snprintf(e, sizeof(e), "%s/docker-%064x.scope", d, g + 1);
+		guest_dir(e, sizeof(e), d, g);
 		mkdirs(e);
-		put(e, "cgroup.procs", "%u\n", 1000 + g);
-		put(e, "cgroup.threads", "%u\n%u\n%u\n", 1000 + g, 5000 + g, 9000 + g);
+		if (is_pod(g)) {
+			/* v2: no process in the pod's own cgroup, all in its containers' */
+			put(e, "cgroup.procs", "%s", "");
+			put(e, "cgroup.threads", "%s", "");
+			gen_containers(e, g, home, tick);
+		} else {
+			put(e, "cgroup.procs", "%u\n", 1000 + g);
+			put(e, "cgroup.threads", "%u\n%u\n%u\n", 1000 + g, 5000 + g, 9000 + g);
+		}
 		put(e, "cpu.stat", "usage_usec %u\nuser_usec 0\nsystem_usec 0\n", 1000000 + tick * (g % 13) * 1000);
 		/* most memory at home, some spread: a mix of settled and not */
-		snprintf(numa, sizeof(numa), "anon");
-		for (unsigned n = 0; n < NODES; n++) {
-			size_t l = strlen(numa);
-			unsigned long long b = n == home ? 200ULL << 20 : (g % 3 == 0 ? 40ULL << 20 : 0);
-			snprintf(numa + l, sizeof(numa) - l, " N%u=%llu", n, b);
-		}
+		guest_numa(numa, sizeof(numa), g, home, 200ULL << 20, 40ULL << 20, 0);
 		put(e, "memory.numa_stat", "%s\n%s\n", numa, file_line());
 		if (g % 4 == 0) {
 			/* Spread over every node: the agent reads each thread's
@@ -231,21 +320,14 @@ static void gen_host(const char *root, unsigned guests, unsigned tick)
  * a few percent, as on a host where guests run. */
 static void jitter_host(const char *root, unsigned guests, unsigned tick)
 {
-	char e[4096], numa[512];
+	char d[4096], e[4096], numa[512];
 
+	snprintf(d, sizeof(d), "%s/sys/fs/cgroup", root);
 	for (unsigned g = 0; g < guests; g++) {
 		unsigned home = g % NODES;
 
-		snprintf(e, sizeof(e), "%s/sys/fs/cgroup/system.slice/docker-%064x.scope", root, g + 1);
-		snprintf(numa, sizeof(numa), "anon");
-		for (unsigned n = 0; n < NODES; n++) {
-			size_t l = strlen(numa);
-			unsigned long long b = n == home ? 200ULL << 20 : (g % 3 == 0 ? 40ULL << 20 : 0);
-
-			if (b)
-				b += (unsigned long long)((tick * 7919u + g * 104729u + n * 13u) % 256u) << 12;
-			snprintf(numa + l, sizeof(numa) - l, " N%u=%llu", n, b);
-		}
+		guest_dir(e, sizeof(e), d, g);
+		guest_numa(numa, sizeof(numa), g, home, 200ULL << 20, 40ULL << 20, tick);
 		put(e, "memory.numa_stat", "%s\n%s\n", numa, file_line());
 		put(e, "cpu.stat", "usage_usec %llu\nuser_usec 0\nsystem_usec 0\n",
 		    1000000ull + (unsigned long long)tick * (50000u + (g * 7u + tick * 3u) % 13u * 1000u));
@@ -388,7 +470,7 @@ static void watch_cost(const char *root, unsigned guests, double *start_ms, unsi
 	for (unsigned g = 0; g < guests; g++) {
 		char d[4096];
 
-		snprintf(d, sizeof(d), "%s/system.slice/docker-%064x.scope", cgroot, g + 1);
+		guest_dir(d, sizeof(d), cgroot, g);
 		put(d, "cgroup.procs", "%u\n", g + 100);
 	}
 	clock_gettime(CLOCK_MONOTONIC, &dl);
@@ -424,10 +506,11 @@ static int cmp_double(const void *a, const void *b)
  * they run and the watch between cycles reads the two that ran. */
 static void busy_spread(const char *root, unsigned guests, unsigned tick)
 {
-	char e[4096], pd[4096];
+	char d[4096], e[4096], pd[4096];
 
+	snprintf(d, sizeof(d), "%s/sys/fs/cgroup", root);
 	for (unsigned g = 0; g < guests; g += 4) {
-		snprintf(e, sizeof(e), "%s/sys/fs/cgroup/system.slice/docker-%064x.scope", root, g + 1);
+		guest_dir(e, sizeof(e), d, g);
 		put(e, "cpu.stat", "usage_usec %llu\nuser_usec 0\nsystem_usec 0\n",
 		    1000000ull + (unsigned long long)tick * 3000000ull);
 		for (unsigned t = 0; t < 3; t++) {
@@ -809,6 +892,8 @@ int main(int argc, char **argv)
 			cycles = (unsigned)atoi(argv[++i]);
 		else if (strcmp(argv[i], "--nodes") == 0 && i + 1 < argc)
 			NODES = (unsigned)atoi(argv[++i]);
+		else if (strcmp(argv[i], "--pods") == 0 && i + 1 < argc)
+			PODS_PCT = (unsigned)atoi(argv[++i]);
 		else if (strcmp(argv[i], "--root") == 0 && i + 1 < argc)
 			given = argv[++i];
 		else if (strcmp(argv[i], "--cycle-only") == 0)
@@ -827,6 +912,10 @@ int main(int argc, char **argv)
 	}
 	if (NODES < 1 || NODES > 64 || cycles < 1) {
 		fprintf(stderr, "--nodes is 1 to 64, --cycles at least 1\n");
+		return 2;
+	}
+	if (PODS_PCT > 100 || (PODS_PCT && !gen_dir && !cycle_only)) {
+		fprintf(stderr, "--pods is 0 to 100, with --generate or --cycle-only\n");
 		return 2;
 	}
 	if (gen_dir) {

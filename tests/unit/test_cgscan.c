@@ -40,12 +40,26 @@
 static char vanish_trigger[256];
 static char vanish_dir[PATH_MAX];
 
+/* Opens of a cgroup's own cpuset files (cpuset.cpus, cpuset.mems: not
+ * the effective ones) in a directory whose name begins with
+ * cpuset_reads_of[i] are counted in cpuset_reads[i]. */
+static const char *cpuset_reads_of[2];
+static unsigned cpuset_reads[2];
+
 static bool has_component(const char *path, const char *comp)
 {
 	size_t n = strlen(comp);
 
 	for (const char *p = path; (p = strstr(p, comp)); p++)
 		if ((p == path || p[-1] == '/') && (p[n] == '\0' || p[n] == '/'))
+			return true;
+	return false;
+}
+
+static bool has_component_prefix(const char *path, const char *prefix)
+{
+	for (const char *p = path; (p = strstr(p, prefix)); p++)
+		if (p == path || p[-1] == '/')
 			return true;
 	return false;
 }
@@ -60,6 +74,14 @@ int openat(int dfd, const char *path, int flags, ...)
 		va_start(ap, flags);
 		mode = (mode_t)va_arg(ap, int);
 		va_end(ap);
+	}
+	for (unsigned i = 0; i < 2; i++) {
+		const char *base = strrchr(path, '/');
+
+		base = base ? base + 1 : path;
+		if (cpuset_reads_of[i] && has_component_prefix(path, cpuset_reads_of[i]) &&
+		    (strcmp(base, "cpuset.cpus") == 0 || strcmp(base, "cpuset.mems") == 0))
+			cpuset_reads[i]++;
 	}
 	if (vanish_dir[0] && vanish_trigger[0] && has_component(path, vanish_trigger)) {
 		char d[PATH_MAX];
@@ -1146,6 +1168,97 @@ static void test_pod_parts(void **state)
 	assert_int_equal(snap_part_of(g, g->parts[1].cgroup), 1);
 	/* a: all local; b: 2/3 local; weighted 1.5 : 0.5 */
 	assert_float_equal(g->locality, (1.5 * 1.0 + 0.5 * (2.0 / 3.0)) / 2.0, 1e-9);
+	snap_unref(s);
+	cgscan_free(cs);
+	tu_rm_rf(root);
+	free(root);
+}
+
+/* Two pods with the same children: two containers with a cpuset of
+ * their own, one without (whose busy thread is the pod's, no part's).
+ * Only the pod spread over both nodes can use parts: its children's own
+ * cpuset files are read and it gets its two; the pod on one node gets
+ * none, and its children's cpuset files are never opened (a host of
+ * many pods would read two files per container every scan for nothing). */
+static void test_pod_parts_read_when_spread(void **state)
+{
+	const char *pods[2] = { "/kubepods/pod0e1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d",
+				"/kubepods/pod5a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d" };
+	const char *kids[2][3] = { { "onea", "oneb", "onex" }, { "spra", "sprb", "sprx" } };
+	char *root = tu_mkdtemp();
+	char rel[PATH_MAX];
+	const struct snap_guest *g;
+	struct cgscan *cs;
+	struct snapshot *s;
+
+	(void)state;
+	v2_root(root);
+	v2_plain(root, "/kubepods");
+	for (int k = 0; k < 2; k++) {
+		int tid = 200 + k * 100;
+		const char *cpus = k ? "0-7\n" : "0-3\n", *mems = k ? "0-1\n" : "0\n";
+		char procs[16];
+
+		v2_cg(root, pods[k], "", "", "usage_usec 0\n", "anon N0=12288 N1=8192\nfile N0=0 N1=0\n", cpus,
+		      mems);
+		for (int c = 0; c < 3; c++) {
+			snprintf(rel, sizeof(rel), "%s/%s", pods[k], kids[k][c]);
+			snprintf(procs, sizeof(procs), "%d\n", tid + c);
+			v2_cg(root, rel, procs, procs, "usage_usec 0\n", "anon N0=4096 N1=4096\nfile N0=0 N1=0\n", cpus,
+			      c == 1 && k ? "1\n" : mems);
+			/* a: cpuset.cpus written; b: cpuset.mems; x: neither */
+			if (c == 0)
+				wr(root, "sys/fs/cgroup%s/cpuset.cpus", cpus, rel);
+			else if (c == 1)
+				wr(root, "sys/fs/cgroup%s/cpuset.mems", k ? "1\n" : mems, rel);
+			thr_stat(root, tid + c, 0, 0, c == 1 && k ? 5 : 1);
+		}
+	}
+	cpuset_reads_of[0] = "one";
+	cpuset_reads_of[1] = "spr";
+	cs = open_root(root, NULL);
+	s = scan_once(cs, 1000000000);
+	snap_unref(s);
+	/* Each thread one second of CPU (100 ticks): a's and x's on node 0,
+	 * b's on node 1. */
+	for (int k = 0; k < 2; k++) {
+		wr(root, "sys/fs/cgroup%s/cpu.stat", "usage_usec 3000000\n", pods[k]);
+		for (int c = 0; c < 3; c++)
+			thr_stat(root, 200 + k * 100 + c, 100, 0, c == 1 && k ? 5 : 1);
+	}
+	memset(cpuset_reads, 0, sizeof(cpuset_reads));
+	s = scan_once(cs, 2000000000);
+	cpuset_reads_of[0] = cpuset_reads_of[1] = NULL;
+	dump_warnings(s);
+	assert_int_equal(s->nr_warnings, 0);
+	assert_int_equal(s->nr_guests, 2);
+
+	g = find_cg(s, pods[0]);
+	assert_non_null(g);
+	assert_int_equal(g->nr_parts, 0);
+	assert_int_equal(cpuset_reads[0], 0);
+
+	g = find_cg(s, pods[1]);
+	assert_non_null(g);
+	/* a's cpuset.cpus; b's cpuset.cpus (empty), then its cpuset.mems;
+	 * x's two (empty): five. */
+	assert_int_equal(cpuset_reads[1], 5);
+	assert_int_equal(g->nr_parts, 2);
+	assert_non_null(strstr(g->parts[0].cgroup, "/spra"));
+	assert_non_null(strstr(g->parts[1].cgroup, "/sprb"));
+	assert_true(mask_test(&g->parts[1].mems, 1) && !mask_test(&g->parts[1].mems, 0));
+	assert_non_null(g->parts[1].mem_node);
+	assert_int_equal(g->parts[1].mem_node[1], 4096);
+	/* x's thread is the pod's: busy, on node 0, in no part. */
+	assert_int_equal(g->busy_threads, 3);
+	assert_int_equal(g->parts[0].busy_threads, 1);
+	assert_int_equal(g->parts[1].busy_threads, 1);
+	assert_non_null(g->parts[0].cpu_node);
+	assert_non_null(g->parts[1].cpu_node);
+	assert_float_equal(g->parts[0].cpu_node[0], 1.0, 1e-9);
+	assert_float_equal(g->parts[0].cpu_node[1], 0.0, 1e-9);
+	assert_float_equal(g->parts[1].cpu_node[0], 0.0, 1e-9);
+	assert_float_equal(g->parts[1].cpu_node[1], 1.0, 1e-9);
 	snap_unref(s);
 	cgscan_free(cs);
 	tu_rm_rf(root);
@@ -2401,6 +2514,7 @@ int main(void)
 		cmocka_unit_test(test_cpu_use_first_sight),
 		cmocka_unit_test(test_cpu_per_node),
 		cmocka_unit_test(test_pod_parts),
+		cmocka_unit_test(test_pod_parts_read_when_spread),
 		cmocka_unit_test(test_cpu_idle_threads_carried),
 		cmocka_unit_test(test_cpu_use_bounded_by_threads_ticks),
 		cmocka_unit_test(test_vanish_before_open),
