@@ -49,43 +49,73 @@ struct pid_census {
 	bool ok;
 };
 
+/* One target group of a job: those of its processes whose pages go to
+ * the same nodes (mover_spec.pid_to; a job without per-process targets,
+ * or a split job, is one). A job's walks run at once, each on a worker of
+ * its own, so a pod split over its containers moves every container's
+ * memory at the same time instead of one container after another; the
+ * job stays one record (its counters, stalls, state) under the mover's
+ * lock. A walk's fields below are its worker's while it is taken, except
+ * ROOM_WAITING and STATE (under the lock). */
+enum walk_state { WALK_WAITING = 0, WALK_TAKEN, WALK_ENDED };
+
+struct walk {
+	struct job *job;
+	nodemask_t to;               /* where its processes' pages go */
+	unsigned *pidx;              /* its processes: indexes into job->pids */
+	unsigned npidx;
+	enum walk_state state;       /* under the lock */
+	bool room_waiting;           /* in room_take's wait: frees nothing meanwhile (under the lock) */
+	uint64_t first_left;         /* bytes FIRST may still take */
+	uint64_t seen_left;          /* bytes it saw and left off the target (mover_window_left) */
+	uint64_t walk_bytes;         /* what its move calls moved, in WALK_MS (mover_sweep_cap) */
+	double walk_ms;
+	unsigned alive;              /* its processes that had not exited */
+	char room_msg[140];          /* why it ended for want of room */
+	/* Huge pages left off the target for want of free pages of their
+	 * size there (huge_limit): bytes, and the words. */
+	uint64_t huge_left;
+	char huge_msg[160];
+	/* What its move call in flight claimed of its target nodes' room
+	 * (room_take; struct mover.claim): its own arrays, the claim itself
+	 * under the mover's lock. */
+	int *claim_id;
+	uint64_t *claim_b;
+	unsigned nclaim;
+};
+
 struct job {
 	struct mover_job_info info;
 	pid_t *pids;
 	unsigned npids;
-	struct pid_census *pc;       /* npids of them, from census() (worker-owned) */
-	/* Each process's own target (mover_spec.pid_to), NULL: info.to for
-	 * all; and the target of the process being walked (worker-owned). */
+	struct pid_census *pc;       /* npids of them, from census() by the job's first walk */
+	/* Each process's own target (mover_spec.pid_to), NULL: info.to for all. */
 	nodemask_t *pid_to;
-	nodemask_t cur_to;
+	struct walk *walks;          /* its target groups (job_walks) */
+	unsigned nwalks;
+	unsigned next_walk;          /* walks taken (or skipped) so far, in order (under the lock) */
+	unsigned active;             /* walks being walked now (under the lock) */
 	bool relocate_all;           /* the test build's knob, moverfixture.h: every page moves */
 	int first;                   /* mover_spec.first, -1: none */
-	uint64_t first_left;         /* bytes FIRST may still take (worker-owned) */
-	uint64_t seen_left;          /* bytes its walk saw and left off the target (mover_window_left) */
-	uint64_t walk_bytes;         /* what its move calls moved, in WALK_MS (mover_sweep_cap) */
+	/* The walks' results, summed as each ends (under the lock); what the
+	 * job's settle step reads once they all have. */
+	uint64_t seen_left, walk_bytes, huge_left;
 	double walk_ms;
-	uint64_t left_kernel;        /* what the sweep left to the kernel's balancing (worker-owned) */
+	unsigned alive;
+	char huge_msg[160];
+	bool walk_stopped;           /* a walk ended at a chunk boundary for stop_reason */
+	bool failing;                /* a walk failed: the others stop, the job ends failed */
+	char fail_msg[sizeof(((struct mover_job_info *)0)->msg)];
+	uint64_t left_kernel;        /* what the sweep left to the kernel's balancing (the settling worker's) */
 	double *stalls;              /* every move call's stall, ms (for its p99; under the lock) */
 	unsigned nstalls, capstalls;
 	enum mover_state stop_as;    /* != MJ_QUEUED: end at the next chunk boundary as this */
 	int64_t start_mono, deadline_mono;
 	bool wait_room;              /* mover_spec.wait_room */
-	bool room_waiting;           /* in room_take's wait: frees nothing meanwhile (under the lock) */
 	uint64_t min_free;
 	double min_free_share;
 	int (*write)(void *ctx, char *msg, size_t msgsz); /* mover_spec.write */
 	void *write_ctx;
-	char room_msg[140];          /* why it ended for want of room (worker-owned) */
-	/* Huge pages left off the target for want of free pages of their
-	 * size there (huge_limit; worker-owned): bytes, and the words. */
-	uint64_t huge_left;
-	char huge_msg[160];
-	/* What its move call in flight claimed of its target nodes' room
-	 * (room_take; struct mover.claim): worker-owned arrays, the claim
-	 * itself under the mover's lock. */
-	int *claim_id;
-	uint64_t *claim_b;
-	unsigned nclaim;
 	struct job *next;
 };
 
@@ -127,8 +157,12 @@ static void job_free(struct job *j)
 	for (unsigned i = 0; j->pc && i < j->npids; i++)
 		free(j->pc[i].vmas);
 	free(j->pc);
-	free(j->claim_id);
-	free(j->claim_b);
+	for (unsigned i = 0; j->walks && i < j->nwalks; i++) {
+		free(j->walks[i].pidx);
+		free(j->walks[i].claim_id);
+		free(j->walks[i].claim_b);
+	}
+	free(j->walks);
 	free(j->stalls);
 	free(j);
 }
@@ -217,6 +251,8 @@ static enum mover_state stop_reason(struct mover *m, struct job *j)
 {
 	if (j->stop_as != MJ_QUEUED)
 		return j->stop_as;
+	if (j->failing)
+		return MJ_FAILED;
 	if (m->stopping)
 		return MJ_STOPPED;
 	if (clock_mono_ns() > j->deadline_mono)
@@ -277,7 +313,7 @@ static bool rate_take(struct mover *m, struct job *j, size_t bytes)
 #define ROOM_POLL_S 0.1
 
 struct bufs;
-static bool room_take(struct mover *m, struct job *j, const struct bufs *b, size_t off, size_t sl, size_t page,
+static bool room_take(struct mover *m, struct walk *w, const struct bufs *b, size_t off, size_t sl, size_t page,
 		      int *r);
 
 /* A worker's own state, kept from job to job (freed when it exits): its
@@ -347,8 +383,8 @@ static void bufs_reserve(struct bufs *b, size_t need, size_t page)
 	b->cap = cap;
 }
 
-static void room_release(struct mover *m, struct job *j);
-static void room_release_locked(struct mover *m, struct job *j);
+static void room_release(struct mover *m, struct walk *w);
+static void room_release_locked(struct mover *m, struct walk *w);
 
 /* Pages a window put on the target, by source slot (the last: "other"). */
 typedef long window_tally[MOVER_MAX_SOURCES + 1];
@@ -358,9 +394,10 @@ typedef long window_tally[MOVER_MAX_SOURCES + 1];
  * at a slice boundary when J must end. COUNTED gets the pages each slice
  * put on the target by source slot (an entry of weight W counts W when it
  * arrived). 0, 1 (stop), or the negative errno of the call. */
-static int move_slices(struct mover *m, struct job *j, pid_t pid, struct bufs *b, size_t k, size_t *chunk,
+static int move_slices(struct mover *m, struct walk *w, pid_t pid, struct bufs *b, size_t k, size_t *chunk,
 		       size_t page, window_tally counted)
 {
+	struct job *j = w->job;
 	int r = 0;
 
 	for (size_t off = 0; off < k && r == 0;) {
@@ -401,18 +438,19 @@ static int move_slices(struct mover *m, struct job *j, pid_t pid, struct bufs *b
 			if (r)
 				break;
 		}
-		if (!room_take(m, j, b, off, sl, page, &r))
+		if (!room_take(m, w, b, off, sl, page, &r))
 			break;
 		if (!rate_take(m, j, bytes)) {
-			room_release(m, j);
+			room_release(m, w);
 			r = 1;
 			break;
 		}
 		t0 = clock_mono_ns();
 		r = numamig_move(pid, sl, b->mpages + off, b->mnodes + off, b->mstatus + off);
 		t1 = clock_mono_ns();
+		moverfx_moved(pid, sl);
 		if (r < 0 && r != -ENOENT && r != -EBUSY) {
-			room_release(m, j);
+			room_release(m, w);
 			break;
 		}
 		if (r < 0) /* the call's own answer, not each entry's: retry them */
@@ -431,28 +469,28 @@ static int move_slices(struct mover *m, struct job *j, pid_t pid, struct bufs *b
 		 * the same lock: a call's bytes are always either claimed or
 		 * done, never neither (mover_live's room-claims case reads the
 		 * room left from the jobs' progress). */
-		room_release_locked(m, j);
+		room_release_locked(m, w);
 		for (size_t i = 0; i < sl; i++)
 			if (j->relocate_all ||
-			    (b->mstatus[off + i] >= 0 && mask_test(&j->cur_to, b->mstatus[off + i]))) {
+			    (b->mstatus[off + i] >= 0 && mask_test(&w->to, b->mstatus[off + i]))) {
 				/* A guessed THP counts its head alone until its
 				 * samples say the rest went with it (walk_process:
 				 * credit_thps): a 4 KiB run's head moves alone, and
 				 * counting 2 MiB for it would report memory done
 				 * that is still on its source for a rate-paced
 				 * pass's whole length. */
-				size_t w = 1;
+				size_t one = 1;
 
-				moved += w;
-				counted[b->mslot[off + i]] += (long)w;
-				mover_add_done(&j->info, b->mslot[off + i], (int64_t)(w * page));
+				moved += one;
+				counted[b->mslot[off + i]] += (long)one;
+				mover_add_done(&j->info, b->mslot[off + i], (int64_t)(one * page));
 			}
 		r = 0;
 		off += sl;
 		note_call(m, j, ms);
 		add_moved(m, j->info.cause, moved * page);
-		j->walk_bytes += moved * page;
-		j->walk_ms += ms;
+		w->walk_bytes += moved * page;
+		w->walk_ms += ms;
 		/* The size of the next call: toward chunk_ms, but not where
 		 * smaller calls lose the rate (mover_cost_next). */
 		*chunk = mover_cost_next(&b->cost, bytes / page, *chunk, ms, m->cfg.chunk_ms);
@@ -473,11 +511,45 @@ static uint64_t job_reserve(const struct job *j, const struct snap_node *n)
  * applier counted on was partly other jobs' pages still leaving. true:
  * go on; false with *R = 1 (J must stop: its deadline, a cancel) or
  * -ENOSPC (no room, and no other live job that could free some:
- * J->room_msg says so). */
-static bool room_take(struct mover *m, struct job *j, const struct bufs *b, size_t off, size_t sl, size_t page,
+ * W->room_msg says so). */
+/* Under the lock: whether another walk than W — of another job, or
+ * another of W's own job, whose pages may leave W's target nodes — may
+ * free room (mover_peer_frees). A walk not yet taken is as a queued job;
+ * a running job whose walks have all ended is settling, moving pages
+ * still, as a running job between its calls. */
+static bool others_free(const struct mover *m, const struct walk *w, bool worker_free)
+{
+	for (const struct job *q = m->live; q; q = q->next) {
+		bool stopping = q->stop_as != MJ_QUEUED || q->failing;
+		bool any = false;
+
+		if (q->info.state == MJ_QUEUED || !q->walks) {
+			if (q != w->job && mover_peer_frees(q->info.state, stopping, false, worker_free))
+				return true;
+			continue;
+		}
+		for (unsigned i = 0; i < q->nwalks; i++) {
+			const struct walk *o = &q->walks[i];
+
+			if (o->state != WALK_ENDED)
+				any = true;
+			if (o == w || o->state == WALK_ENDED)
+				continue;
+			if (mover_peer_frees(o->state == WALK_TAKEN ? q->info.state : MJ_QUEUED, stopping,
+					     o->room_waiting, worker_free))
+				return true;
+		}
+		if (!any && q != w->job && mover_peer_frees(q->info.state, stopping, false, worker_free))
+			return true;
+	}
+	return false;
+}
+
+static bool room_take(struct mover *m, struct walk *w, const struct bufs *b, size_t off, size_t sl, size_t page,
 		      int *r)
 {
-	unsigned cap = mask_count(&j->cur_to), nd = 0;
+	struct job *j = w->job;
+	unsigned cap = mask_count(&w->to), nd = 0;
 	struct snap_node *nodes;
 	uint64_t *need;
 	bool ok = false;
@@ -511,7 +583,7 @@ static bool room_take(struct mover *m, struct job *j, const struct bufs *b, size
 		pthread_mutex_unlock(&m->lock);
 		rr = rd ? rd(&m->hp, nodes, nd) : -ENOSYS;
 		if (rr < 0) {
-			snprintf(j->room_msg, sizeof(j->room_msg), "cannot read the target nodes' free memory: %s",
+			snprintf(w->room_msg, sizeof(w->room_msg), "cannot read the target nodes' free memory: %s",
 				 strerror(-rr));
 			*r = -ENOSPC;
 			break;
@@ -537,38 +609,36 @@ static bool room_take(struct mover *m, struct job *j, const struct bufs *b, size
 		 * read) is covered by one more look (MOVER_ROOM_LOOK_AGAIN)
 		 * before failing. */
 		worker_free = m->running < m->cfg.workers;
-		for (struct job *q = m->live; q && !others && !ok; q = q->next)
-			others = q != j && mover_peer_frees(q->info.state, q->stop_as != MJ_QUEUED, q->room_waiting,
-							    worker_free);
+		others = !ok && others_free(m, w, worker_free);
 		step = mover_room_step(ok, others, quiet);
 		quiet = !others;
 		if (step == MOVER_ROOM_TAKE) {
-			if (!j->claim_id) {
-				j->claim_id = xcalloc(cap ? cap : 1, sizeof(*j->claim_id));
-				j->claim_b = xcalloc(cap ? cap : 1, sizeof(*j->claim_b));
+			if (!w->claim_id) {
+				w->claim_id = xcalloc(cap ? cap : 1, sizeof(*w->claim_id));
+				w->claim_b = xcalloc(cap ? cap : 1, sizeof(*w->claim_b));
 			}
 			for (unsigned i = 0; i < nd; i++) {
 				m->claim[nodes[i].id] += need[i];
-				j->claim_id[i] = nodes[i].id;
-				j->claim_b[i] = need[i];
+				w->claim_id[i] = nodes[i].id;
+				w->claim_b[i] = need[i];
 			}
-			j->nclaim = nd;
-			j->room_waiting = false;
+			w->nclaim = nd;
+			w->room_waiting = false;
 		} else if (stop_reason(m, j) != MJ_QUEUED) {
 			*r = 1;
 		} else if (step == MOVER_ROOM_LOOK_AGAIN) {
-			j->room_waiting = true;
+			w->room_waiting = true;
 		} else if (step == MOVER_ROOM_FAIL) {
 			uint64_t fr = nodes[short_i].mem_free, keep = job_reserve(j, &nodes[short_i]);
 
-			snprintf(j->room_msg, sizeof(j->room_msg),
+			snprintf(w->room_msg, sizeof(w->room_msg),
 				 "node %d has %llu MiB free above the reserve, %llu MiB to move onto it, and no other job "
 				 "is freeing memory", nodes[short_i].id,
 				 (unsigned long long)((fr > keep ? fr - keep : 0) >> 20),
 				 (unsigned long long)(need[short_i] >> 20));
 			*r = -ENOSPC;
 		} else {
-			j->room_waiting = true;
+			w->room_waiting = true;
 			deadline_ts(&ts, ROOM_POLL_S);
 			pthread_cond_timedwait(&m->work, &m->lock, &ts);
 		}
@@ -577,7 +647,7 @@ static bool room_take(struct mover *m, struct job *j, const struct bufs *b, size
 			break;
 	}
 	pthread_mutex_lock(&m->lock);
-	j->room_waiting = false;
+	w->room_waiting = false;
 	pthread_mutex_unlock(&m->lock);
 	free(nodes);
 	free(need);
@@ -587,21 +657,21 @@ static bool room_take(struct mover *m, struct job *j, const struct bufs *b, size
 /* The move call room_take() claimed room for has returned: its pages are
  * in the nodes' free memory now (or did not move). Waiting jobs look
  * again. Under the lock (room_release takes it). */
-static void room_release_locked(struct mover *m, struct job *j)
+static void room_release_locked(struct mover *m, struct walk *w)
 {
-	if (!j->nclaim)
+	if (!w->nclaim)
 		return;
-	for (unsigned i = 0; i < j->nclaim; i++)
-		m->claim[j->claim_id[i]] -= j->claim_b[i] < m->claim[j->claim_id[i]] ? j->claim_b[i]
-										: m->claim[j->claim_id[i]];
-	j->nclaim = 0;
+	for (unsigned i = 0; i < w->nclaim; i++)
+		m->claim[w->claim_id[i]] -= w->claim_b[i] < m->claim[w->claim_id[i]] ? w->claim_b[i]
+										: m->claim[w->claim_id[i]];
+	w->nclaim = 0;
 	pthread_cond_broadcast(&m->work);
 }
 
-static void room_release(struct mover *m, struct job *j)
+static void room_release(struct mover *m, struct walk *w)
 {
 	pthread_mutex_lock(&m->lock);
-	room_release_locked(m, j);
+	room_release_locked(m, w);
 	pthread_mutex_unlock(&m->lock);
 }
 
@@ -648,14 +718,15 @@ static int query_window(struct mover *m, pid_t pid, const struct mover_vma *vmas
 /* The K entries just moved and verified (mover_verify_apply): each
  * guessed THP whose head reached the target took its other pages along —
  * those are counted now (move_slices counted the head). */
-static void credit_thps(struct mover *m, struct job *j, const struct bufs *b, size_t k, size_t page,
+static void credit_thps(struct mover *m, struct walk *w, const struct bufs *b, size_t k, size_t page,
 			window_tally counted)
 {
+	struct job *j = w->job;
 	uint64_t bytes = 0;
 
 	pthread_mutex_lock(&m->lock);
 	for (size_t e = 0; e < k; e++)
-		if (b->mweight[e] > 1 && b->mstatus[e] >= 0 && mask_test(&j->cur_to, b->mstatus[e])) {
+		if (b->mweight[e] > 1 && b->mstatus[e] >= 0 && mask_test(&w->to, b->mstatus[e])) {
 			size_t rest = (size_t)b->mweight[e] - 1;
 
 			counted[b->mslot[e]] += (long)rest;
@@ -696,15 +767,15 @@ static bool process_gone(const struct mover *m, pid_t pid)
 /* Free huge pages of PAGE bytes the walk may move onto J's target: the
  * fewest any target node has (a page may go to any of them), fresh from
  * the pools; *SHORT gets a node with none (-1 if all have some). */
-static uint64_t huge_free_on_target(struct mover *m, const struct job *j, uint64_t page, int *short_node)
+static uint64_t huge_free_on_target(struct mover *m, const struct walk *w, uint64_t page, int *short_node)
 {
-	unsigned nd = 0, cap = mask_count(&j->cur_to);
+	unsigned nd = 0, cap = mask_count(&w->to);
 	struct snap_node *nodes = xcalloc(cap ? cap : 1, sizeof(*nodes));
 	int (*rd)(const struct host_paths *, struct snap_node *, unsigned);
 	uint64_t least = UINT64_MAX;
 
 	*short_node = -1;
-	mask_foreach(id, &j->cur_to)
+	mask_foreach(id, &w->to)
 		if (nd < cap)
 			nodes[nd++].id = id;
 	pthread_mutex_lock(&m->lock);
@@ -739,8 +810,9 @@ static uint64_t huge_free_on_target(struct mover *m, const struct job *j, uint64
  * kernel would make surplus pages out of free memory for the rest, and
  * change the pools behind the operator's back. A mapping cut short is
  * walked up to the cut (one cut to nothing is left out of VMAS: returns
- * how many are left); what is left is J's huge_left and huge_msg. */
-static unsigned huge_limit(struct mover *m, struct job *j, pid_t pid, struct mover_vma *vmas, unsigned nv, size_t page)
+ * how many are left); what is left is W's huge_left and huge_msg. */
+static unsigned huge_limit(struct mover *m, struct walk *w, pid_t pid, struct mover_vma *vmas, unsigned nv,
+			   size_t page)
 {
 	unsigned kept = 0;
 
@@ -764,22 +836,22 @@ static unsigned huge_limit(struct mover *m, struct job *j, pid_t pid, struct mov
 			free(status);
 			continue; /* the walk's own query will say */
 		}
-		allowed = huge_free_on_target(m, j, hp, &short_node);
-		cut = mover_huge_cut(status, n, &j->cur_to, allowed, &left);
+		allowed = huge_free_on_target(m, w, hp, &short_node);
+		cut = mover_huge_cut(status, n, &w->to, allowed, &left);
 		if (left) {
 			vmas[v].end = vmas[v].start + cut * hp;
-			j->huge_left += left * hp;
+			w->huge_left += left * hp;
 			if (short_node >= 0)
-				snprintf(j->huge_msg, sizeof(j->huge_msg),
+				snprintf(w->huge_msg, sizeof(w->huge_msg),
 					 "%.1f MiB of %llu kB huge pages left where they are: no free %llu kB huge pages on node %d",
-					 (double)j->huge_left / 1048576.0, (unsigned long long)(hp >> 10),
+					 (double)w->huge_left / 1048576.0, (unsigned long long)(hp >> 10),
 					 (unsigned long long)(hp >> 10), short_node);
 			else
-				snprintf(j->huge_msg, sizeof(j->huge_msg),
+				snprintf(w->huge_msg, sizeof(w->huge_msg),
 					 "%.1f MiB of %llu kB huge pages left where they are: %llu free %llu kB huge pages on the target",
-					 (double)j->huge_left / 1048576.0, (unsigned long long)(hp >> 10),
+					 (double)w->huge_left / 1048576.0, (unsigned long long)(hp >> 10),
 					 (unsigned long long)allowed, (unsigned long long)(hp >> 10));
-			log_info("mover: job %" PRIu64 " pid %d: %s", j->info.id, (int)pid, j->huge_msg);
+			log_info("mover: job %" PRIu64 " pid %d: %s", w->job->info.id, (int)pid, w->huge_msg);
 		}
 		free(pages);
 		free(status);
@@ -795,9 +867,10 @@ static unsigned huge_limit(struct mover *m, struct job *j, pid_t pid, struct mov
  * smaps, without those the census PC saw with nothing to move, within the
  * hugetlb limit. Returns their count or a negative errno (-ESRCH: the
  * process is gone). */
-static int walk_vmas(struct mover *m, struct job *j, pid_t pid, const struct pid_census *pc, struct bufs *b,
+static int walk_vmas(struct mover *m, struct walk *w, pid_t pid, const struct pid_census *pc, struct bufs *b,
 		     size_t page, struct mover_vma **out)
 {
+	const struct job *j = w->job;
 	char path[PATH_MAX];
 	struct mover_vma *vmas = NULL;
 	char *text = NULL;
@@ -828,7 +901,7 @@ static int walk_vmas(struct mover *m, struct job *j, pid_t pid, const struct pid
 		log_debug("mover: job %" PRIu64 " pid %d: %d of %u mappings hold pages to move", j->info.id, (int)pid,
 			  nv, all);
 	}
-	nv = (int)huge_limit(m, j, pid, vmas, (unsigned)nv, page);
+	nv = (int)huge_limit(m, w, pid, vmas, (unsigned)nv, page);
 	b->maps_ms += (double)(clock_mono_ns() - t_maps) / 1e6;
 	*out = vmas;
 	return nv;
@@ -839,16 +912,17 @@ static int walk_vmas(struct mover *m, struct job *j, pid_t pid, const struct pid
  * may be taken for a THP. *PLANNED is what pass 0 planned. Returns how
  * many entries move, 0 when none (or a second pass is not worth its
  * call). */
-static size_t plan_pass(struct mover *m, struct job *j, struct bufs *b, size_t n, size_t page, int pass,
+static size_t plan_pass(struct mover *m, struct walk *w, struct bufs *b, size_t n, size_t page, int pass,
 			bool guess, uint64_t *planned)
 {
-	nodemask_t sel = j->cur_to;
+	struct job *j = w->job;
+	nodemask_t sel = w->to;
 	uint64_t bytes = 0;
 	size_t k;
 
 	/* While the threads' node has room, every page off it is
 	 * to move (mover_spec.first). */
-	if (j->first >= 0 && j->first_left > 0) {
+	if (j->first >= 0 && w->first_left > 0) {
 		mask_zero(&sel);
 		mask_set(&sel, j->first);
 	}
@@ -865,7 +939,7 @@ static size_t plan_pass(struct mover *m, struct job *j, struct bufs *b, size_t n
 		*planned = bytes;
 	else if (!mover_second_pass(bytes, *planned))
 		return 0;
-	k = mover_assign_targets(b->status, b->idx, b->mweight, k, page, &j->cur_to, j->first, &j->first_left,
+	k = mover_assign_targets(b->status, b->idx, b->mweight, k, page, &w->to, j->first, &w->first_left,
 				 b->mnodes);
 	for (size_t e = 0; e < k; e++) {
 		size_t i = b->idx[e];
@@ -882,7 +956,7 @@ static size_t plan_pass(struct mover *m, struct job *j, struct bufs *b, size_t n
 /* After a pass moved its K entries: where the window's N pages are now
  * (B's status), what the move refused dropped from further passes.
  * Returns false when the process answers no query (the window ends). */
-static bool verify_pass(struct mover *m, struct job *j, pid_t pid, struct bufs *b, size_t n, size_t k, size_t page,
+static bool verify_pass(struct mover *m, struct walk *w, pid_t pid, struct bufs *b, size_t n, size_t k, size_t page,
 			window_tally approx)
 {
 	/* Where the window's pages are now: from the move's own answers,
@@ -900,7 +974,7 @@ static bool verify_pass(struct mover *m, struct job *j, pid_t pid, struct bufs *
 		if (query(m, pid, n, b->pages, b->status) < 0)
 			return false;
 	} else {
-		credit_thps(m, j, b, k, page, approx);
+		credit_thps(m, w, b, k, page, approx);
 	}
 	mover_drop_refused(b->status, b->idx, b->mstatus, k);
 	return true;
@@ -912,9 +986,10 @@ static bool verify_pass(struct mover *m, struct job *j, pid_t pid, struct bufs *
  * still guessed in this process. *ENDED_KNOWN: stopped or failed, and
  * where the pages are is known all the same. Returns 0, 1 (the job must
  * stop) or a negative errno, as move_slices. */
-static int move_window(struct mover *m, struct job *j, pid_t pid, struct bufs *b, size_t n, size_t *chunk,
+static int move_window(struct mover *m, struct walk *w, pid_t pid, struct bufs *b, size_t n, size_t *chunk,
 		       size_t page, bool guess, bool *compact, window_tally approx, bool *ended_known)
 {
+	const struct job *j = w->job;
 	/* Each move_pages(2) call drains every CPU's LRU cache
 	 * (lru_cache_disable): a fixed cost per call, high with busy
 	 * guests. So calls carry many pages: a 2 MiB-aligned run of pages
@@ -924,11 +999,11 @@ static int move_window(struct mover *m, struct job *j, pid_t pid, struct bufs *b
 	int r = 0;
 
 	for (int pass = 0; pass < 2 && r == 0; pass++) {
-		size_t k = plan_pass(m, j, b, n, page, pass, pass == 0 && *compact && guess, &planned);
+		size_t k = plan_pass(m, w, b, n, page, pass, pass == 0 && *compact && guess, &planned);
 
 		if (!k)
 			break;
-		r = move_slices(m, j, pid, b, k, chunk, page, approx);
+		r = move_slices(m, w, pid, b, k, chunk, page, approx);
 		/* Stopped at a slice boundary (cancel, SIGTERM, reload, a
 		 * new plan, the deadline) or failed (a move call's error,
 		 * no room left to wait for): ask the window where its
@@ -941,12 +1016,12 @@ static int move_window(struct mover *m, struct job *j, pid_t pid, struct bufs *b
 			*ended_known = true;
 		if (r || j->relocate_all)
 			break;
-		if (!verify_pass(m, j, pid, b, n, k, page, approx))
+		if (!verify_pass(m, w, pid, b, n, k, page, approx))
 			break;
 		/* A guessed THP whose head moved alone was 4 KiB pages: stop
 		 * guessing in this process, or every window pays a move
 		 * call that moves one page in 512. */
-		if (pass == 0 && *compact && mover_guess_failed(b->status, n, b->idx, b->mweight, k, &j->cur_to))
+		if (pass == 0 && *compact && mover_guess_failed(b->status, n, b->idx, b->mweight, k, &w->to))
 			*compact = false;
 	}
 	return r;
@@ -954,16 +1029,17 @@ static int move_window(struct mover *m, struct job *j, pid_t pid, struct bufs *b
 
 /* What the window's N pages moved, exactly (B's first against its
  * status), in J's sources, in place of what the slices counted (APPROX). */
-static void tally_window(struct mover *m, struct job *j, const struct bufs *b, size_t n, size_t page,
+static void tally_window(struct mover *m, struct walk *w, const struct bufs *b, size_t n, size_t page,
 			 const window_tally approx)
 {
+	struct job *j = w->job;
 	window_tally exact = { 0 };
 	long by_node[MASK_MAX_NODES] = { 0 };
 
 	/* The slices counted a guessed THP by its head, and
 	 * credit_thps the rest once verified: the window's exact
 	 * count, by the node each page was on, replaces that. */
-	mover_window_moved(b->first, b->status, n, &j->cur_to, by_node);
+	mover_window_moved(b->first, b->status, n, &w->to, by_node);
 	pthread_mutex_lock(&m->lock);
 	for (int nd = 0; nd < MASK_MAX_NODES; nd++)
 		if (by_node[nd])
@@ -978,16 +1054,17 @@ static void tally_window(struct mover *m, struct job *j, const struct bufs *b, s
 	pthread_mutex_unlock(&m->lock);
 }
 
-static int walk_process(struct mover *m, struct job *j, pid_t pid, const struct pid_census *pc, struct bufs *b,
+static int walk_process(struct mover *m, struct walk *w, pid_t pid, const struct pid_census *pc, struct bufs *b,
 			size_t *chunk, size_t page)
 {
+	struct job *j = w->job;
 	struct mover_vma *vmas = NULL;
 	uintptr_t pos = 0;
 	bool compact = true;
 	size_t n;
 	int nv, r;
 
-	nv = walk_vmas(m, j, pid, pc, b, page, &vmas);
+	nv = walk_vmas(m, w, pid, pc, b, page, &vmas);
 	if (nv < 0)
 		return nv;
 	/* The window is QUERY_PAGES or the whole process when smaller: the
@@ -1029,11 +1106,11 @@ static int walk_process(struct mover *m, struct job *j, pid_t pid, const struct 
 		 * then pays a query of the window and a second pass, each with
 		 * a call's fixed cost. */
 		guess = mover_window_has_thp(vmas, (unsigned)nv, (uintptr_t)b->pages[0], (uintptr_t)b->pages[n - 1]);
-		r = move_window(m, j, pid, b, n, chunk, page, guess, &compact, approx, &ended_known);
+		r = move_window(m, w, pid, b, n, chunk, page, guess, &compact, approx, &ended_known);
 		if (r == 0 && !j->relocate_all)
-			j->seen_left += (uint64_t)mover_window_left(b->status, n, &j->cur_to) * page;
+			w->seen_left += (uint64_t)mover_window_left(b->status, n, &w->to) * page;
 		if ((r == 0 || ended_known) && !j->relocate_all)
-			tally_window(m, j, b, n, page, approx);
+			tally_window(m, w, b, n, page, approx);
 		if (r)
 			break;
 	}
@@ -1051,13 +1128,13 @@ static const nodemask_t *pid_target(const struct job *j, unsigned i)
 	return j->pid_to ? &j->pid_to[i] : &j->info.to;
 }
 
-static int move_process(struct mover *m, struct job *j, unsigned i, struct bufs *b, size_t *chunk, size_t page)
+static int move_process(struct mover *m, struct walk *w, unsigned i, struct bufs *b, size_t *chunk, size_t page)
 {
+	const struct job *j = w->job;
 	pid_t pid = j->pids[i];
 	int r;
 
-	j->cur_to = *pid_target(j, i);
-	r = walk_process(m, j, pid, j->pc ? &j->pc[i] : NULL, b, chunk, page);
+	r = walk_process(m, w, pid, j->pc ? &j->pc[i] : NULL, b, chunk, page);
 
 	/* Any call that failed on a process that has exited (a zombie
 	 * answers move_pages with EINVAL, not ESRCH) is its exit, not a
@@ -1072,7 +1149,7 @@ static int move_process(struct mover *m, struct job *j, unsigned i, struct bufs 
  * or back to its own CPUs when it need not be there (mover_pin_action).
  * Left as it is after the job. Not pinned when the target has no such
  * CPUs or sysfs cannot be read: the job runs where the worker is. */
-static void pin_to_target(struct mover *m, const struct job *j, struct bufs *b, bool on_target)
+static void pin_to_target(struct mover *m, const nodemask_t *to, struct bufs *b, bool on_target)
 {
 	cpu_set_t want;
 	unsigned n = 0;
@@ -1082,7 +1159,7 @@ static void pin_to_target(struct mover *m, const struct job *j, struct bufs *b, 
 			return;
 		b->have_own = true;
 	}
-	switch (mover_pin_action(on_target, b->pinned, &b->pinned_to, &j->info.to)) {
+	switch (mover_pin_action(on_target, b->pinned, &b->pinned_to, to)) {
 	case MOVER_PIN_NONE:
 	case MOVER_PIN_KEEP:
 		return;
@@ -1095,7 +1172,7 @@ static void pin_to_target(struct mover *m, const struct job *j, struct bufs *b, 
 		break;
 	}
 	CPU_ZERO(&want);
-	mask_foreach(node, &j->info.to) {
+	mask_foreach(node, to) {
 		char path[PATH_MAX], *text = NULL;
 		cpumask_t cpus;
 
@@ -1113,7 +1190,7 @@ static void pin_to_target(struct mover *m, const struct job *j, struct bufs *b, 
 	}
 	if (n && sched_setaffinity(0, sizeof(want), &want) == 0) {
 		b->pinned = true;
-		b->pinned_to = j->info.to;
+		b->pinned_to = *to;
 		return;
 	}
 	/* Nowhere on the target: the job runs on the worker's own CPUs. */
@@ -1168,6 +1245,8 @@ static void census(struct mover *m, struct job *j)
 	}
 	pthread_mutex_lock(&m->lock);
 	j->info.census = true;
+	/* its other walks may start now (worker_pick) */
+	pthread_cond_broadcast(&m->work);
 	pthread_mutex_unlock(&m->lock);
 	log_debug("mover: job %" PRIu64 " t=%.1f: census of %u processes in %.1f ms", j->info.id, (double)t0 / 1e6,
 		  j->npids, (double)(clock_mono_ns() - t0) / 1e6);
@@ -1263,6 +1342,7 @@ static bool settle_wait(struct mover *m, struct job *j, double s)
 static bool sweep_process(struct mover *m, struct job *j, pid_t pid, uint64_t *before, uint64_t *after)
 {
 	int from[MASK_MAX_NODES], to[MOVER_MAX_SOURCES];
+	nodemask_t target = j->info.to;
 	unsigned nfrom, nto = 0;
 	uint64_t left = anon_off_target(m, j, pid, before), moved, cap = mover_sweep_cap(j->walk_bytes, j->walk_ms);
 	double ms_all = 0;
@@ -1271,14 +1351,14 @@ static bool sweep_process(struct mover *m, struct job *j, pid_t pid, uint64_t *b
 
 	for (unsigned i = 0; i < j->npids; i++)
 		if (j->pids[i] == pid)
-			j->cur_to = *pid_target(j, i);
+			target = *pid_target(j, i);
 
 	if (left < LEFT_MIN_BYTES)
 		return true;
 	for (int n = 0; n < MASK_MAX_NODES; n++)
-		if (mask_test(&j->cur_to, n) && nto < MOVER_MAX_SOURCES)
+		if (mask_test(&target, n) && nto < MOVER_MAX_SOURCES)
 			to[nto++] = n;
-	nfrom = mover_sweep_nodes(before, MASK_MAX_NODES, &j->cur_to, LEFT_MIN_BYTES, from);
+	nfrom = mover_sweep_nodes(before, MASK_MAX_NODES, &target, LEFT_MIN_BYTES, from);
 	if (!nfrom || !nto)
 		return true;
 	for (unsigned i = 0; i < nfrom && r != -ESRCH; i++) {
@@ -1394,59 +1474,98 @@ stop:
 	return st;
 }
 
-static enum mover_state run_job(struct mover *m, struct job *j, struct bufs *b, char *msg, size_t msgsz)
+/* Walk W's processes (its worker's; B the worker's buffers). CENSUS: W
+ * is its job's first walk, which counts where all the job's pages are
+ * before any of them moves; the job's other walks start once it has
+ * (worker_pick). What the walk found and did goes into its job as it
+ * ends, under the lock: the job's settle step reads the sums. */
+static void run_walk(struct mover *m, struct walk *w, struct bufs *b, bool census_first)
 {
+	struct job *j = w->job;
 	int64_t t_in = clock_mono_ns(), t_pin, t_census, t_walk;
-	bool on_target;
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	size_t chunk = FIRST_CHUNK;
-	enum mover_state st = MJ_DONE;
-	unsigned alive = 0;
+	char msg[sizeof(j->fail_msg)] = "";
+	bool on_target, stopped = false, failed = false;
 
-	if (j->write) {
-		int r = j->write(j->write_ctx, msg, msgsz);
-
-		if (r == 0) {
-			pthread_mutex_lock(&m->lock);
-			j->info.census = true; /* nothing left for it to move */
-			pthread_mutex_unlock(&m->lock);
-			return MJ_DONE;
-		}
-		return r == -ENOENT || r == -ESRCH ? MJ_VANISHED : MJ_FAILED;
-	}
 	memset(&b->cost, 0, sizeof(b->cost));
 	b->maps_ms = 0;
 	pthread_mutex_lock(&m->lock);
 	on_target = m->cfg.on_target;
 	pthread_mutex_unlock(&m->lock);
-	pin_to_target(m, j, b, on_target);
+	/* Each walk on its own target's CPUs: the copy writes local memory. */
+	pin_to_target(m, &w->to, b, on_target);
 	t_pin = clock_mono_ns();
-	census(m, j);
+	if (census_first)
+		census(m, j);
 	t_census = clock_mono_ns();
-	for (unsigned i = 0; i < j->npids; i++) {
-		int r = move_process(m, j, i, b, &chunk, page);
+	for (unsigned k = 0; k < w->npidx; k++) {
+		unsigned i = w->pidx[k];
+		int r = move_process(m, w, i, b, &chunk, page);
 
 		if (r == -ESRCH)
 			continue;
-		alive++;
+		w->alive++;
 		if (r == 1) {
-			pthread_mutex_lock(&m->lock);
-			st = stop_reason(m, j);
-			pthread_mutex_unlock(&m->lock);
+			stopped = true;
 			break;
 		}
-		if (r == -ENOSPC && j->room_msg[0]) {
-			snprintf(msg, msgsz, "no room: %s", j->room_msg);
-			st = MJ_FAILED;
-			break;
-		}
+		if (r == -ENOSPC && w->room_msg[0])
+			snprintf(msg, sizeof(msg), "no room: %s", w->room_msg);
+		else if (r < 0)
+			snprintf(msg, sizeof(msg), "process %d: move_pages: %s", (int)j->pids[i], strerror(-r));
 		if (r < 0) {
-			snprintf(msg, msgsz, "process %d: move_pages: %s", (int)j->pids[i], strerror(-r));
-			st = MJ_FAILED;
+			failed = true;
 			break;
 		}
 	}
-	if (st == MJ_DONE && !alive)
+	t_walk = clock_mono_ns();
+	pthread_mutex_lock(&m->lock);
+	j->alive += w->alive;
+	j->seen_left += w->seen_left;
+	j->walk_bytes += w->walk_bytes;
+	j->walk_ms += w->walk_ms;
+	if (w->huge_left) {
+		/* the words of the last walk that left some; the bytes of all */
+		j->huge_left += w->huge_left;
+		snprintf(j->huge_msg, sizeof(j->huge_msg), "%s", w->huge_msg);
+	}
+	j->walk_stopped |= stopped;
+	/* One walk's failure ends the job, as one process's did when a
+	 * worker walked them all: its other walks stop at their next chunk
+	 * boundary (stop_reason), the first failure's words are the job's. */
+	if (failed && !j->failing) {
+		j->failing = true;
+		snprintf(j->fail_msg, sizeof(j->fail_msg), "%s", msg);
+		pthread_cond_broadcast(&m->work);
+	}
+	pthread_mutex_unlock(&m->lock);
+	/* Where a walk's time goes besides its move calls and queries (what
+	 * make bench-migrate --trace reads); logged last, so the log write is
+	 * in no phase. */
+	log_debug("mover: job %" PRIu64 " walk %u/%u t=%.1f: phases: pin %.1f ms%s, census %.1f ms, walk %.1f ms "
+		  "(maps %.1f ms), buffers %zu entries",
+		  j->info.id, (unsigned)(w - j->walks) + 1, j->nwalks, (double)t_in / 1e6,
+		  (double)(t_pin - t_in) / 1e6, b->pinned ? " (pinned)" : "", (double)(t_census - t_pin) / 1e6,
+		  (double)(t_walk - t_census) / 1e6, b->maps_ms, b->cap);
+}
+
+/* After J's last walk (by the worker that ended it): how J ends — failed
+ * or stopped as a walk said, vanished when none of its processes was
+ * alive, else the settle step's answer over all its processes. */
+static enum mover_state finish_job(struct mover *m, struct job *j, char *msg, size_t msgsz)
+{
+	enum mover_state st = MJ_DONE;
+
+	pthread_mutex_lock(&m->lock);
+	if (j->failing) {
+		st = MJ_FAILED;
+		snprintf(msg, msgsz, "%s", j->fail_msg);
+	} else if (j->walk_stopped) {
+		st = stop_reason(m, j);
+	}
+	pthread_mutex_unlock(&m->lock);
+	if (st == MJ_DONE && !j->alive)
 		st = MJ_VANISHED;
 	if (st == MJ_DONE && !j->relocate_all)
 		st = settle(m, j, msg, msgsz);
@@ -1459,15 +1578,33 @@ static enum mover_state run_job(struct mover *m, struct job *j, struct bufs *b, 
 			msg[l] = '\0';
 		st = MJ_PARTIAL;
 	}
-	t_walk = clock_mono_ns();
-	/* Where a job's time goes besides its move calls and queries (what
-	 * make bench-migrate --trace reads); logged last, so the log write is
-	 * in no phase. */
-	log_debug("mover: job %" PRIu64 " t=%.1f: phases: pin %.1f ms%s, census %.1f ms, walk %.1f ms "
-		  "(maps %.1f ms), buffers %zu entries",
-		  j->info.id, (double)t_in / 1e6, (double)(t_pin - t_in) / 1e6, b->pinned ? " (pinned)" : "",
-		  (double)(t_census - t_pin) / 1e6, (double)(t_walk - t_census) / 1e6, b->maps_ms, b->cap);
 	return st;
+}
+
+/* A write job (mover_spec.write): one call, its answer the job's end. */
+static enum mover_state run_write(struct mover *m, struct job *j, char *msg, size_t msgsz)
+{
+	int r = j->write(j->write_ctx, msg, msgsz);
+
+	if (r == 0) {
+		pthread_mutex_lock(&m->lock);
+		j->info.census = true; /* nothing left for it to move */
+		pthread_mutex_unlock(&m->lock);
+		return MJ_DONE;
+	}
+	return r == -ENOENT || r == -ESRCH ? MJ_VANISHED : MJ_FAILED;
+}
+
+/* Under the lock: the next walk a free worker takes — the oldest job's
+ * first walk not yet taken. A running job's further walks wait for its
+ * census (its first walk's), which they read. A stopping job's walks are
+ * taken too: each ends at once, and the last one to end ends the job. */
+static struct walk *worker_pick(struct mover *m)
+{
+	for (struct job *q = m->live; q; q = q->next)
+		if (q->next_walk < q->nwalks && (q->info.state == MJ_QUEUED || q->info.census))
+			return &q->walks[q->next_walk];
+	return NULL;
 }
 
 static void *worker(void *arg)
@@ -1478,36 +1615,61 @@ static void *worker(void *arg)
 
 	pthread_mutex_lock(&m->lock);
 	while (!m->stopping) {
-		struct job *j = NULL;
-		enum mover_state st;
+		struct walk *w = NULL;
+		struct job *j;
+		enum mover_state st = MJ_DONE;
 		char msg[sizeof(((struct mover_job_info *)0)->msg)] = "";
+		bool first;
 
 		if (m->running < m->cfg.workers)
-			for (struct job *q = m->live; q && !j; q = q->next)
-				if (q->info.state == MJ_QUEUED)
-					j = q;
-		if (!j) {
+			w = worker_pick(m);
+		if (!w) {
 			pthread_cond_wait(&m->work, &m->lock);
 			continue;
 		}
-		j->info.state = MJ_RUNNING;
-		j->info.started_real_ns = clock_real_ns();
-		j->start_mono = clock_mono_ns();
-		j->deadline_mono = j->start_mono + (int64_t)(m->cfg.job_timeout_s * 1e9);
+		j = w->job;
+		first = j->info.state == MJ_QUEUED;
+		if (first) {
+			j->info.state = MJ_RUNNING;
+			j->info.started_real_ns = clock_real_ns();
+			j->start_mono = clock_mono_ns();
+			j->deadline_mono = j->start_mono + (int64_t)(m->cfg.job_timeout_s * 1e9);
+		}
+		w->state = WALK_TAKEN;
+		j->next_walk++;
+		j->active++;
 		m->running++;
 		pthread_mutex_unlock(&m->lock);
 		if (prev_end)
 			log_debug("mover: job %" PRIu64 " t=%.1f: picked %.1f ms after this worker's previous job", j->info.id,
 				  (double)clock_mono_ns() / 1e6, (double)(clock_mono_ns() - prev_end) / 1e6);
-		st = run_job(m, j, &b, msg, sizeof(msg));
-		prev_end = clock_mono_ns();
+		if (j->write)
+			st = run_write(m, j, msg, sizeof(msg));
+		else
+			run_walk(m, w, &b, first);
 		pthread_mutex_lock(&m->lock);
+		w->state = WALK_ENDED;
+		j->active--;
+		/* A job that must end starts none of its walks left. */
+		if (j->next_walk < j->nwalks && stop_reason(m, j) != MJ_QUEUED) {
+			while (j->next_walk < j->nwalks)
+				j->walks[j->next_walk++].state = WALK_ENDED;
+			j->walk_stopped = true;
+		}
+		if (!j->active && j->next_walk == j->nwalks) {
+			/* The last of its walks: this worker settles and ends it. */
+			pthread_mutex_unlock(&m->lock);
+			if (!j->write)
+				st = finish_job(m, j, msg, sizeof(msg));
+			pthread_mutex_lock(&m->lock);
+			snprintf(j->info.msg, sizeof(j->info.msg), "%s", msg);
+			unlink_job(m, j);
+			record_finished(m, j, st);
+			job_free(j);
+		}
+		prev_end = clock_mono_ns();
 		m->running--;
-		snprintf(j->info.msg, sizeof(j->info.msg), "%s", msg);
-		unlink_job(m, j);
-		record_finished(m, j, st);
-		job_free(j);
-		/* A slot is free: another worker may start a queued job. */
+		/* A worker is free: another may start a walk. */
 		pthread_cond_broadcast(&m->work);
 	}
 	pthread_mutex_unlock(&m->lock);
@@ -1612,6 +1774,32 @@ static void stop_job(struct mover *m, struct job *j, enum mover_state why)
 	pthread_cond_broadcast(&m->work);
 }
 
+/* J's walks: its processes grouped by their target, in the order each
+ * target first comes. One walk for a job without per-process targets,
+ * for a write job, and for a split job (mover_spec.first): FIRST's room
+ * (FIRST_BYTES) is one budget its walk spends page by page. */
+static void job_walks(struct job *j, uint64_t first_bytes)
+{
+	j->walks = xcalloc(j->npids ? j->npids : 1, sizeof(*j->walks));
+	for (unsigned i = 0; i < j->npids || (i == 0 && !j->nwalks); i++) {
+		const nodemask_t *to = j->pid_to && j->first < 0 && i < j->npids ? &j->pid_to[i] : &j->info.to;
+		struct walk *w = NULL;
+
+		for (unsigned k = 0; k < j->nwalks && !w; k++)
+			if (mask_equal(&j->walks[k].to, to))
+				w = &j->walks[k];
+		if (!w) {
+			w = &j->walks[j->nwalks++];
+			w->job = j;
+			w->to = *to;
+			w->first_left = j->first >= 0 ? first_bytes : 0;
+			w->pidx = xcalloc(j->npids ? j->npids : 1, sizeof(*w->pidx));
+		}
+		if (i < j->npids)
+			w->pidx[w->npidx++] = i;
+	}
+}
+
 uint64_t mover_submit(struct mover *m, const struct mover_spec *spec)
 {
 	struct job *j = xcalloc(1, sizeof(*j)), **tail, *old;
@@ -1629,7 +1817,6 @@ uint64_t mover_submit(struct mover *m, const struct mover_spec *spec)
 	j->relocate_all = moverfx_relocate_all();
 	j->first = spec->first_bytes && !j->relocate_all && spec->first >= 0 &&
 		   spec->first < MASK_MAX_NODES && mask_test(&spec->to, spec->first) ? spec->first : -1;
-	j->first_left = j->first >= 0 ? spec->first_bytes : 0;
 	j->info.has_first = j->first >= 0;
 	j->info.first = j->first;
 	j->wait_room = spec->wait_room;
@@ -1641,11 +1828,11 @@ uint64_t mover_submit(struct mover *m, const struct mover_spec *spec)
 	j->pids = xcalloc(spec->npids ? spec->npids : 1, sizeof(pid_t));
 	if (spec->npids)
 		memcpy(j->pids, spec->pids, spec->npids * sizeof(pid_t));
-	j->cur_to = spec->to;
 	if (spec->pid_to && spec->npids) {
 		j->pid_to = xcalloc(spec->npids, sizeof(*j->pid_to));
 		memcpy(j->pid_to, spec->pid_to, spec->npids * sizeof(*j->pid_to));
 	}
+	job_walks(j, spec->first_bytes);
 	pthread_mutex_lock(&m->lock);
 	while ((old = find_live(m, 0, spec->guest)))
 		stop_job(m, old, MJ_SUPERSEDED);
@@ -1873,9 +2060,12 @@ void mover_get_stats(struct mover *m, struct mover_stats *out)
 {
 	pthread_mutex_lock(&m->lock);
 	*out = m->st;
-	out->running = m->running;
+	/* jobs, not workers: a job's walks may keep several busy */
+	out->running = 0;
 	out->queued = 0;
-	for (struct job *j = m->live; j; j = j->next)
+	for (struct job *j = m->live; j; j = j->next) {
 		out->queued += j->info.state == MJ_QUEUED;
+		out->running += j->info.state == MJ_RUNNING;
+	}
 	pthread_mutex_unlock(&m->lock);
 }

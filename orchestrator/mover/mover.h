@@ -1,14 +1,18 @@
 /* mover.h — migrates a guest's memory off the engine thread.
  *
  * A job is one guest's pages: its processes, the nodes the pages must
- * leave and the nodes they go to. Worker threads (up to [memory] workers
- * jobs at once, one per guest) walk each process's mappings
+ * leave and the nodes they go to. Worker threads ([memory] workers of
+ * them) walk each process's mappings
  * (/proc/PID/maps) in chunks, ask move_pages(2) where each page of a
  * chunk is and move the ones outside the target. A chunk's size adapts so
  * that each move call stays near [memory] chunk_ms where that does not
  * cost the move its rate (mover_cost_next); the guest itself waits only
  * for the page it touches while that page moves. A host-wide rate budget
- * ([memory] rate_mib) paces all workers together.
+ * ([memory] rate_mib) paces all workers together. A job whose processes
+ * go to different targets (mover_spec.pid_to: a pod split over its
+ * containers) is walked by as many workers at once as it has targets and
+ * free workers — each target's processes by one, on that target's CPUs —
+ * and is still one job: one record, one end, one guest's.
  *
  * move_pages(2) refuses a node outside the task's cpuset mems: the
  * applier widens them to old ∪ new (which migrates nothing) before it

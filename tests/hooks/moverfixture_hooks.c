@@ -6,6 +6,7 @@
 #include "orchestrator/mover/moverfixture.h"
 #include "tests/hooks/moverfixture_hooks.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 
 static atomic_bool relocate_all;
@@ -18,4 +19,24 @@ void moverfx_set_relocate_all(bool on)
 bool moverfx_relocate_all(void)
 {
 	return atomic_load(&relocate_all);
+}
+
+static pthread_mutex_t on_move_lock = PTHREAD_MUTEX_INITIALIZER;
+static void (*on_move)(void *ctx, pid_t pid, size_t entries);
+static void *on_move_ctx;
+
+void moverfx_set_on_move(void (*fn)(void *ctx, pid_t pid, size_t entries), void *ctx)
+{
+	pthread_mutex_lock(&on_move_lock);
+	on_move = fn;
+	on_move_ctx = ctx;
+	pthread_mutex_unlock(&on_move_lock);
+}
+
+void moverfx_moved(pid_t pid, size_t entries)
+{
+	pthread_mutex_lock(&on_move_lock);
+	if (on_move)
+		on_move(on_move_ctx, pid, entries);
+	pthread_mutex_unlock(&on_move_lock);
 }

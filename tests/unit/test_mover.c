@@ -11,6 +11,9 @@
 #include <unistd.h>
 
 #include <pthread.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 
 #include "orchestrator/base/hostpaths.h"
 #include "orchestrator/mover/mover.h"
@@ -1451,10 +1454,196 @@ static void test_relocate_all_hook(void **state)
 	pthread_cond_destroy(&held.cv);
 }
 
+/* A pod split over its containers: one job whose processes go to
+ * different targets (mover_spec.pid_to). Its target groups are walked at
+ * once, each by a worker of its own, so each container's memory moves
+ * while the other's does — one worker walking them in turn left every
+ * container but the first waiting for all of the first's memory. Real
+ * processes and real move_pages(2) calls (relocate_all: every page moves,
+ * onto its own node, which each target holds); the rate budget spreads
+ * each walk over several calls, and the test build's hook records whose
+ * calls ran in which order. */
+#define POD_CALLS_MAX 4096
+struct pod_calls {
+	pthread_mutex_t lock;
+	unsigned n;
+	pid_t pid[POD_CALLS_MAX];
+};
+
+static void pod_on_move(void *ctx, pid_t pid, size_t entries)
+{
+	struct pod_calls *c = ctx;
+
+	(void)entries;
+	pthread_mutex_lock(&c->lock);
+	if (c->n < POD_CALLS_MAX)
+		c->pid[c->n++] = pid;
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* A child holding MIB of touched anonymous memory until killed, or -1
+ * when it cannot start. Not a fork of this process: this test's build
+ * (ASan) reserves terabytes of shadow mappings, which a walk would take
+ * hours over; a python3 holds the memory instead. */
+static pid_t pod_child(unsigned mib)
+{
+	char code[200], c;
+	int fds[2];
+	pid_t pid;
+
+	snprintf(code, sizeof(code),
+		 "import sys, time\nb = b'\\x01' * (%u << 20)\nsys.stdout.write('x')\nsys.stdout.flush()\n"
+		 "time.sleep(1e6)\n", mib);
+	assert_int_equal(pipe(fds), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		/* gone with the test, whichever way it ends */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		dup2(fds[1], 1);
+		close(fds[0]);
+		close(fds[1]);
+		execlp("python3", "python3", "-c", code, (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	if (read(fds[0], &c, 1) != 1) {
+		close(fds[0]);
+		waitpid(pid, NULL, 0);
+		return -1;
+	}
+	close(fds[0]);
+	return pid;
+}
+
+static uint64_t pod_submit(struct mover *m, const char *guest, const pid_t *pids)
+{
+	struct mover_spec spec;
+	nodemask_t pid_to[2];
+
+	memset(&spec, 0, sizeof(spec));
+	snprintf(spec.guest, sizeof(spec.guest), "%s", guest);
+	snprintf(spec.cause, sizeof(spec.cause), "place");
+	spec.npids = 2;
+	spec.pids = pids;
+	/* Two containers' targets, each holding node 0 (this host's one
+	 * node: relocate_all moves each page onto its own node). */
+	mask_parse("0-1", &spec.to);
+	mask_parse("0", &pid_to[0]);
+	mask_parse("0-1", &pid_to[1]);
+	spec.pid_to = pid_to;
+	spec.bytes = 64 << 20;
+	spec.first = -1;
+	return mover_submit(m, &spec);
+}
+
+/* Index of PID's first (LAST false) or last call in C, -1 if none. */
+static int pod_call_at(const struct pod_calls *c, pid_t pid, bool last)
+{
+	int at = -1;
+
+	for (unsigned i = 0; i < c->n; i++)
+		if (c->pid[i] == pid && (last || at < 0))
+			at = (int)i;
+	return at;
+}
+
+static void test_pod_walks_at_once(void **state)
+{
+	/* 64 MiB/s: a slice is at most 100 ms of the budget (6.4 MiB), so
+	 * each 32 MiB process takes five calls or more. */
+	struct mover_config cfg = { .workers = 2, .rate_mib = 64, .chunk_ms = 20, .job_timeout_s = 60 };
+	struct pod_calls calls = { .n = 0 };
+	struct host_paths hp;
+	struct mover *m;
+	struct mover_job_info *fin;
+	pid_t pids[2];
+	uint64_t id;
+	unsigned n;
+	int a_first, a_last, b_first, b_last;
+
+	(void)state;
+	pthread_mutex_init(&calls.lock, NULL);
+	pids[0] = pod_child(32);
+	pids[1] = pod_child(32);
+	if (pids[0] < 0 || pids[1] < 0) {
+		print_message("SKIP: test_pod_walks_at_once: cannot start python3 to hold a process's memory\n");
+		for (unsigned i = 0; i < 2; i++)
+			if (pids[i] > 0) {
+				kill(pids[i], SIGKILL);
+				waitpid(pids[i], NULL, 0);
+			}
+		pthread_mutex_destroy(&calls.lock);
+		skip();
+	}
+	host_paths_default(&hp);
+	assert_int_equal(mover_new(&cfg, &hp, &m), 0);
+	moverfx_set_on_move(pod_on_move, &calls);
+	moverfx_set_relocate_all(true);
+	id = pod_submit(m, "pod", pids);
+	moverfx_set_relocate_all(false);
+	assert_true(mover_wait_idle(m, 30));
+	moverfx_set_on_move(NULL, NULL);
+
+	/* One record for the job, ended done, every call in it. */
+	n = mover_take_finished(m, &fin);
+	assert_int_equal(n, 1);
+	assert_int_equal(fin[0].id, id);
+	assert_int_equal(fin[0].state, MJ_DONE);
+	assert_int_equal(fin[0].chunks, calls.n);
+	assert_true(fin[0].bytes_done >= (uint64_t)60 << 20);
+	assert_false(isnan(fin[0].stall_p99_ms));
+	free(fin);
+
+	/* Both walks progressed before either ended. */
+	a_first = pod_call_at(&calls, pids[0], false);
+	a_last = pod_call_at(&calls, pids[0], true);
+	b_first = pod_call_at(&calls, pids[1], false);
+	b_last = pod_call_at(&calls, pids[1], true);
+	assert_true(a_first >= 0 && b_first >= 0);
+	assert_true(a_last - a_first >= 2 && b_last - b_first >= 2);
+	if (b_first > a_last || a_first > b_last)
+		fail_msg("the walks ran one after the other: process A's calls %d-%d, B's %d-%d of %u", a_first,
+			 a_last, b_first, b_last, calls.n);
+
+	/* Cancelled while both walk: one record, cancelled, both stop. */
+	calls.n = 0;
+	moverfx_set_relocate_all(true);
+	id = pod_submit(m, "pod2", pids);
+	moverfx_set_relocate_all(false);
+	moverfx_set_on_move(pod_on_move, &calls);
+	for (int t = 0; t < 2000; t++) {
+		bool both;
+
+		pthread_mutex_lock(&calls.lock);
+		both = pod_call_at(&calls, pids[0], false) >= 0 && pod_call_at(&calls, pids[1], false) >= 0;
+		pthread_mutex_unlock(&calls.lock);
+		if (both)
+			break;
+		usleep(1000);
+	}
+	assert_int_equal(mover_cancel(m, id, MJ_CANCELLED), 0);
+	assert_true(mover_wait_idle(m, 30));
+	moverfx_set_on_move(NULL, NULL);
+	n = mover_take_finished(m, &fin);
+	assert_int_equal(n, 1);
+	assert_int_equal(fin[0].state, MJ_CANCELLED);
+	assert_true(fin[0].bytes_done < (uint64_t)64 << 20);
+	free(fin);
+
+	mover_free(m);
+	for (unsigned i = 0; i < 2; i++) {
+		kill(pids[i], SIGKILL);
+		waitpid(pids[i], NULL, 0);
+	}
+	pthread_mutex_destroy(&calls.lock);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_write_jobs),
+		cmocka_unit_test(test_pod_walks_at_once),
 		cmocka_unit_test(test_relocate_all_hook),
 		cmocka_unit_test(test_parse_maps),
 		cmocka_unit_test(test_parse_smaps_large),
