@@ -13,7 +13,9 @@
  *   demand     cpu = max(min_cpu, cpu_use × (1 + cpu_headroom)),
  *              mem = mem_total × (1 + mem_headroom);
  *   candidates the fitting sets from pcands_generate() (guards.c);
- *              k = the smallest size among them;
+ *              k = the smallest size among them; on a host with SMT
+ *              siblings counted by cores first (auto_cands), by CPUs
+ *              where no set with free cores fits;
  *   locality   the snapshot's: where its threads run, by CPU time (not
  *              its memory inside C's nodes: a one-thread guest on two
  *              nodes with its memory on the other is 0, not 1);
@@ -139,7 +141,7 @@ struct mdefer {
 	bool pull;              /* its CPUs stay: memory pulled to them */
 	bool more;              /* pcand_more_than_threads of the target */
 	bool crowded, cool, cool_narrows, nan;
-	const char *fit_note;   /* crowded / local-fit words, or NULL */
+	const char *fit_note;   /* crowded / local-fit / cores words, or NULL */
 	/* Where it is (adec.cc), as travel_detail reads it. */
 	double cc_travel;
 	uint64_t cc_migrate;
@@ -1471,6 +1473,8 @@ static void auto_move(struct pctx *x, const struct pstate_entry *pe, const struc
 		d->md.fit_note = plan_migration_negligible(pick->migrate, v->mem_total)
 			   ? "; fits without headroom: its memory is there"
 			   : "; fits without headroom: most of its memory is there, the kernel brings the rest";
+	else if (a->cc.cores_short)
+		d->md.fit_note = "; no free core for each busy thread where it is";
 }
 
 /* auto_move's sentence for D, guest G of the snapshot, when it is still
@@ -1498,12 +1502,41 @@ static void move_detail_due(struct gdec *d, const struct snap_guest *g, const st
 	dev_detail(g, &d->target.nodes, it);
 }
 
+/* The candidate sets of G (A->kmin, A->crowded, A->allowed_block). On
+ * a host with SMT siblings they are counted by cores first (pctx.by_cores:
+ * its busy threads and those already there no more than a set's cores),
+ * and by CPUs as before where no set with free cores fits it, or where
+ * one does only with more nodes than a set that fits by CPUs but for
+ * cores (a guest is not spread for cores): an oversubscribed host still
+ * places every guest. X->by_cores stays as chosen for the rest of G's
+ * decision, so where it is now is weighed as the candidates were. */
+static void auto_cands(struct pctx *x, const struct snap_guest *g, const struct gview *v, const bool *usable,
+		       struct adec *a)
+{
+	x->by_cores = x->smt;
+	a->kmin = dev_cands(x, g, v, usable, pcands_generate(x, v, usable, &a->allowed_block));
+	if (x->by_cores) {
+		unsigned crowd = pcands_crowded_min(x);
+
+		if (!a->kmin || (crowd && crowd < a->kmin)) {
+			x->by_cores = false;
+			a->kmin = dev_cands(x, g, v, usable, pcands_generate(x, v, usable, &a->allowed_block));
+		}
+	}
+	/* Nothing fits with headroom: the least-loaded sets that hold its
+	 * busy threads, its memory local there, by the same rules. */
+	if (!a->kmin) {
+		a->kmin = pcands_crowded_min(x);
+		a->crowded = a->kmin > 0;
+	}
+}
+
 /* A guest the policy places by itself (not pinned, not a start): split
  * when its memory fits no node; else where it is now against the
  * candidate sets of the fewest nodes, and settled, skipped or moved. */
-static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const struct snap_guest *g,
-			const struct gview *v, const bool *usable, unsigned nusable, bool nan,
-			struct gdec *d)
+static void decide_auto_in(struct pctx *x, const struct pstate_entry *pe, const struct snap_guest *g,
+			   const struct gview *v, const bool *usable, unsigned nusable, bool nan,
+			   struct gdec *d)
 {
 	const struct policy_config *cfg = x->cfg;
 	struct plan_item *it = &d->it;
@@ -1520,13 +1553,7 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 	}
 	if (decide_split(x, pe, g, v, usable, d))
 		return;
-	a.kmin = dev_cands(x, g, v, usable, pcands_generate(x, v, usable, &a.allowed_block));
-	/* Nothing fits with headroom: the least-loaded sets that hold its
-	 * busy threads, its memory local there, by the same rules. */
-	if (!a.kmin) {
-		a.kmin = pcands_crowded_min(x);
-		a.crowded = a.kmin > 0;
-	}
+	auto_cands(x, g, v, usable, &a);
 	auto_current(x, g, v, usable, it, &a);
 	a.tier = tier_local(x, v, &a);
 	/* Where it is, weighed as the candidates are for its devices. */
@@ -1575,6 +1602,15 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 		auto_not_less_busy(x, v, it, &a);
 	else
 		auto_move(x, pe, g, v, d, &a);
+}
+
+static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const struct snap_guest *g,
+			const struct gview *v, const bool *usable, unsigned nusable, bool nan,
+			struct gdec *d)
+{
+	decide_auto_in(x, pe, g, v, usable, nusable, nan, d);
+	/* Every other evaluation counts CPUs (pinned guests, splits, advice). */
+	x->by_cores = false;
 }
 
 /* gview_build for the guest as the policy decides on it (*USED): SNAP's

@@ -126,6 +126,13 @@ struct pctx {
 	 * it (pctx_float_memory); NULL: not counted (advice). Equal choices
 	 * go to the nodes holding less of the others' (pctx_others). */
 	uint64_t *gmem;
+	/* A node shows SMT siblings (threads_per_core > 1 with its cores
+	 * known): the host where cores and CPUs differ. */
+	bool smt;
+	/* Sets are counted by cores (pset_eval, pcand.cores_short): set by
+	 * the caller for one guest's candidates, on SMT hosts only, and
+	 * cleared when no set with free cores fits it. */
+	bool by_cores;
 };
 
 /* One guest as the policy sees it (or an advice request). */
@@ -222,6 +229,9 @@ struct pcand {
 	 * then use the use without headroom, so an idle remote set wins only
 	 * when its load, plus W_MIGRATE for the move, is lower still. */
 	bool local_fit;
+	/* Counted by cores (pctx.by_cores), the guest's busy threads and the
+	 * busy threads already on T outnumber T's cores: not cpu_ok. */
+	bool cores_short;
 };
 
 /* Any bit set: cheaper than mask_empty(), which counts every bit (the

@@ -83,6 +83,22 @@ static struct plan *decide(struct snapshot *s, bool whole)
 	return decide_as(s, whole, true);
 }
 
+/* ID is settled: the plan (not verbose) holds no item for it. */
+static void assert_settled(const struct plan *p, const char *id)
+{
+	for (unsigned i = 0; i < p->nr_items; i++)
+		if (strcmp(p->items[i].guest_id, id) == 0)
+			fail_msg("%s: %s", id, p->items[i].detail);
+}
+
+static void assert_nodes(const nodemask_t *m, const char *want)
+{
+	char buf[64];
+
+	assert_true(mask_format(m, buf, sizeof(buf)) >= 0);
+	assert_string_equal(buf, want);
+}
+
 static const struct plan_item *item_of(const struct plan *p, const char *id)
 {
 	for (unsigned i = 0; i < p->nr_items; i++)
@@ -431,6 +447,121 @@ static void test_smt_beside_kernel_takes_free_cores(void **st)
 	plan_free(p);
 }
 
+/* A guest of the vm-smt fixture's host with BUSY busy threads using USE
+ * CPUs, on CPUS, running on node RUN, all its MIB of memory on node MEM. */
+static void core_guest(struct snapshot *s, const char *id, const char *cpus, double use, unsigned busy, int run,
+		       int mem, unsigned mib)
+{
+	struct snap_guest *g = snap_add_guest(s);
+	cpumask_t c;
+
+	snprintf(g->id, sizeof(g->id), "%s", id);
+	g->cpu_use = use;
+	g->nr_threads = busy + 1;
+	g->busy_threads = busy;
+	g->busy_measured = true;
+	mask_zero(&c);
+	mask_parse(cpus, &c);
+	g->cpus = snap_cpumask(s, &c);
+	mask_parse("0-1", &g->mems);
+	g->mem_node[mem] = mib * MIB;
+	g->cpu_node = calloc(s->nr_nodes, sizeof(double));
+	g->cpu_node[run] = use;
+}
+
+/* Node 0 of the vm-smt host (two cores x two threads, CPUs 0-3) holds
+ * guest a's A busy threads on its own cores; n, two busy threads running
+ * on node 1 (idle but for it), has its memory on node 0. STATE: 0 as it
+ * is, 1 without the host's core files, 2 with b's two busy threads on
+ * node 1 as well (no node has a free core for n), 3 with n on node 0's
+ * CPUs beside a (node 1 idle). */
+static struct plan *smt_free_cores(unsigned a, int state)
+{
+	struct snapshot *s = fixture_snap("vm-smt", 0.5);
+	struct plan *p;
+
+	s->nodes[0].busy = a / 4.0;
+	core_guest(s, "a", "0-3", a, a, 0, 0, 256);
+	if (state == 3) {
+		s->nodes[0].busy = (a + 2) / 4.0;
+		s->nodes[1].busy = 0.0;
+		core_guest(s, "n", "0-3", 2.0, 2, 0, 0, 256);
+	} else {
+		core_guest(s, "n", "0-7", 2.0, 2, 1, 0, 256);
+	}
+	if (state == 2) {
+		s->nodes[1].busy = 1.0;
+		core_guest(s, "b", "4-7", 2.0, 2, 1, 1, 256);
+	}
+	if (state == 1)
+		snap_set_cputopo(s, NULL, NULL, 0);
+	p = decide_as(s, true, false);
+	snap_unref(s);
+	return p;
+}
+
+/* By CPUs node 0 fits n beside a: with a's two busy threads as a local
+ * fit (4 of 4 CPUs, its memory there), with a's one within max_util
+ * (3.4 of 3.6 CPUs). Either way n's threads would share node 0's two
+ * cores with a's while node 1's cores stand idle; counted by cores
+ * where the host shows siblings, n goes to node 1 and its memory with
+ * it. Without core files every CPU is a core: node 0 as before. */
+static void test_smt_node_by_free_cores(void **st)
+{
+	const struct plan_item *it;
+	struct plan *p;
+
+	(void)st;
+	for (unsigned a = 1; a <= 2; a++) {
+		p = smt_free_cores(a, 0);
+		it = item_of(p, "n");
+		assert_int_equal(it->kind, PLAN_MOVE);
+		assert_cpus(it->to_cpus, "4-7");
+		assert_nodes(&it->to_mems, "1");
+		assert_settled(p, "a");
+		plan_free(p);
+
+		p = smt_free_cores(a, 1);
+		it = item_of(p, "n");
+		assert_int_equal(it->kind, PLAN_MOVE);
+		assert_cpus(it->to_cpus, "0-3");
+		assert_nodes(&it->to_mems, "0");
+		plan_free(p);
+
+		/* n already beside a, both local: one of them leaves the
+		 * shared cores for node 1 (by CPUs both were settled), the
+		 * record says why, and the other stays. */
+		p = smt_free_cores(a, 3);
+		assert_int_equal(p->nr_items, 1);
+		it = &p->items[0];
+		assert_int_equal(it->kind, PLAN_MOVE);
+		assert_cpus(it->to_cpus, "4-7");
+		assert_nodes(&it->to_mems, "1");
+		assert_non_null(strstr(it->detail, "no free core for each busy thread where it is"));
+		plan_free(p);
+	}
+}
+
+/* No node has a free core for n (two busy threads on each): counted by
+ * CPUs as before, it still goes where it fits, to its memory (a local
+ * fit), and a and b stay. */
+static void test_smt_no_free_cores_falls_back(void **st)
+{
+	const struct plan_item *it;
+	struct plan *p;
+
+	(void)st;
+	p = smt_free_cores(2, 2);
+	it = item_of(p, "n");
+	assert_int_equal(it->kind, PLAN_MOVE);
+	assert_cpus(it->to_cpus, "0-3");
+	assert_nodes(&it->to_mems, "0");
+	assert_non_null(strstr(it->detail, "fits without headroom: its memory is there"));
+	assert_settled(p, "a");
+	assert_settled(p, "b");
+	plan_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -443,6 +574,8 @@ int main(void)
 		cmocka_unit_test(test_one_llc_where_it_fits),
 		cmocka_unit_test(test_plain_host_no_coreload),
 		cmocka_unit_test(test_smt_beside_kernel_takes_free_cores),
+		cmocka_unit_test(test_smt_node_by_free_cores),
+		cmocka_unit_test(test_smt_no_free_cores_falls_back),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
