@@ -1502,8 +1502,8 @@ static void move_detail_due(struct gdec *d, const struct snap_guest *g, const st
 	dev_detail(g, &d->target.nodes, it);
 }
 
-/* The candidate sets of G (A->kmin, A->crowded, A->allowed_block). On
- * a host with SMT siblings they are counted by cores first (pctx.by_cores:
+/* The candidate sets of G (A->kmin, A->crowded, A->allowed_block),
+ * counted by cores when X->by_cores is set (on a host with SMT siblings:
  * its busy threads and those already there no more than a set's cores),
  * and by CPUs as before where no set with free cores fits it, or where
  * one does only with more nodes than a set that fits by CPUs but for
@@ -1513,7 +1513,6 @@ static void move_detail_due(struct gdec *d, const struct snap_guest *g, const st
 static void auto_cands(struct pctx *x, const struct snap_guest *g, const struct gview *v, const bool *usable,
 		       struct adec *a)
 {
-	x->by_cores = x->smt;
 	a->kmin = dev_cands(x, g, v, usable, pcands_generate(x, v, usable, &a->allowed_block));
 	if (x->by_cores) {
 		unsigned crowd = pcands_crowded_min(x);
@@ -1533,10 +1532,14 @@ static void auto_cands(struct pctx *x, const struct snap_guest *g, const struct 
 
 /* A guest the policy places by itself (not pinned, not a start): split
  * when its memory fits no node; else where it is now against the
- * candidate sets of the fewest nodes, and settled, skipped or moved. */
-static void decide_auto_in(struct pctx *x, const struct pstate_entry *pe, const struct snap_guest *g,
+ * candidate sets of the fewest nodes, and settled, skipped or moved.
+ * BY_CORES: its sets counted by cores (auto_cands). true: so counted,
+ * where it is has no free core for each busy thread and it goes nowhere
+ * (no set with free cores is less busy, or it is held): decided again
+ * by CPUs, as before (decide_auto). */
+static bool decide_auto_in(struct pctx *x, const struct pstate_entry *pe, const struct snap_guest *g,
 			   const struct gview *v, const bool *usable, unsigned nusable, bool nan,
-			   struct gdec *d)
+			   bool by_cores, struct gdec *d)
 {
 	const struct policy_config *cfg = x->cfg;
 	struct plan_item *it = &d->it;
@@ -1549,10 +1552,11 @@ static void decide_auto_in(struct pctx *x, const struct pstate_entry *pe, const 
 		it->skip = SKIP_OUTSIDE_ALLOWED;
 		it->reason = REASON_NONE;
 		set_detail(it, "no CPU node it may use: allowed cpus hold no online CPU");
-		return;
+		return false;
 	}
 	if (decide_split(x, pe, g, v, usable, d))
-		return;
+		return false;
+	x->by_cores = by_cores && x->smt;
 	auto_cands(x, g, v, usable, &a);
 	auto_current(x, g, v, usable, it, &a);
 	a.tier = tier_local(x, v, &a);
@@ -1563,16 +1567,18 @@ static void decide_auto_in(struct pctx *x, const struct pstate_entry *pe, const 
 	if (!a.kmin) {
 		auto_no_fit(x, v, usable, it, &a);
 		dev_detail(g, NULL, it);
-		return;
+		return false;
 	}
 	auto_pick(x, g, v, &a);
+	if (x->by_cores && a.cc.cores_short && !a.pick)
+		return true;
 	a.nan = a.nan || a.cc.busy_nan;
 
 	if (!a.locality_bad && a.cur_k <= a.kmin && a.cur_ok && !a.load_case) {
 		it->kind = PLAN_SETTLED;
 		it->reason = REASON_NONE;
 		if (x->terse)
-			return;
+			return false;
 		fmt_nodes(&g->cpu_nodes, from, sizeof(from));
 		if (a.tier)
 			set_detail(it, "settled on nodes %s: local but for %llu MiB in the kernel's memory tier (nodes without CPUs, tiering on), left to it: locality %.2f, util %.2f (≤%.2f)",
@@ -1585,7 +1591,7 @@ static void decide_auto_in(struct pctx *x, const struct pstate_entry *pe, const 
 		else if (a.cc.local_fit)
 			add_detail(it, "; fits without headroom: its memory is here, its threads fit the CPUs");
 		dev_detail(g, &g->cpu_nodes, it);
-		return;
+		return false;
 	}
 	if (!a.cur_k)
 		it->reason = REASON_PLACE;
@@ -1602,13 +1608,19 @@ static void decide_auto_in(struct pctx *x, const struct pstate_entry *pe, const 
 		auto_not_less_busy(x, v, it, &a);
 	else
 		auto_move(x, pe, g, v, d, &a);
+	return false;
 }
 
 static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const struct snap_guest *g,
 			const struct gview *v, const bool *usable, unsigned nusable, bool nan,
 			struct gdec *d)
 {
-	decide_auto_in(x, pe, g, v, usable, nusable, nan, d);
+	struct gdec before = *d;
+
+	if (decide_auto_in(x, pe, g, v, usable, nusable, nan, true, d)) {
+		*d = before;
+		decide_auto_in(x, pe, g, v, usable, nusable, nan, false, d);
+	}
 	/* Every other evaluation counts CPUs (pinned guests, splits, advice). */
 	x->by_cores = false;
 }

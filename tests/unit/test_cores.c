@@ -562,6 +562,26 @@ static void test_smt_no_free_cores_falls_back(void **st)
 	plan_free(p);
 }
 
+/* n (two busy threads, 1.4 CPUs) local on node 0 beside 0.6 CPU of load
+ * no guest owns (a busy thread's worth): no free core for each of its
+ * threads there, two on node 1 (0.25 CPU of noise, no busy thread), but
+ * node 1 is not less busy by the margin (0.48 x 1.12 against 0.5 now).
+ * It stays, settled as by CPUs, not skipped every cycle for a set it
+ * will not go to. */
+static void test_smt_short_of_cores_stays_when_nothing_better(void **st)
+{
+	struct snapshot *s = fixture_snap("vm-smt", 0.0625);
+	struct plan *p;
+
+	(void)st;
+	s->nodes[0].busy = 0.5;
+	core_guest(s, "n", "0-3", 1.4, 2, 0, 0, 256);
+	p = decide_as(s, true, false);
+	assert_settled(p, "n");
+	plan_free(p);
+	snap_unref(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -576,6 +596,7 @@ int main(void)
 		cmocka_unit_test(test_smt_beside_kernel_takes_free_cores),
 		cmocka_unit_test(test_smt_node_by_free_cores),
 		cmocka_unit_test(test_smt_no_free_cores_falls_back),
+		cmocka_unit_test(test_smt_short_of_cores_stays_when_nothing_better),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
