@@ -130,8 +130,8 @@ struct pctx {
 	 * known): the host where cores and CPUs differ. */
 	bool smt;
 	/* Sets are counted by cores (pset_eval, pcand.cores_short): set by
-	 * the caller for one guest's candidates, on SMT hosts only, and
-	 * cleared when no set with free cores fits it. */
+	 * decide_auto for one guest's candidates, on SMT hosts only; cleared
+	 * where that guest is decided by CPUs after all, and after it. */
 	bool by_cores;
 };
 
