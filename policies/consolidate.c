@@ -340,6 +340,11 @@ static unsigned gview_build(struct pctx *x, const struct snap_guest *g, struct g
 	v->own = x->own;
 	v->acpus = x->acpus;
 	v->memok = x->memok;
+	v->mem_major = -1;
+	if (x->shift && v->floater && g->mem_node && g->mem_total > 0 && !g->mem_unknown)
+		for (unsigned n = 0; n < x->nn; n++)
+			if (x->s->nodes[n].nr_cpus && g->mem_node[n] > g->mem_total - g->mem_node[n])
+				v->mem_major = (int)n;
 	/* With the kernel's balancing on, the pages of a busy guest may be
 	 * on their way to the node of the thread that touches them: moving
 	 * its CPUs to the rest would send what arrived back, and the guest
@@ -1985,6 +1990,13 @@ static void decide_setup(struct pctx *x, const struct snapshot *snap, const stru
 	}
 	if (any_floater && busy <= cfg->max_util * cpus + UTIL_EPS)
 		pctx_float_sum(x, floated);
+	/* Where the guests' load is expected, for counting by cores: once
+	 * it is known whether the floaters' load floats. */
+	if (x->shift)
+		for (unsigned gi = 0; gi < snap->nr_guests; gi++) {
+			gview_build(x, &snap->guests[gi], v, usable);
+			pctx_expect(x, v);
+		}
 	free(owned);
 }
 

@@ -88,6 +88,10 @@ void pctx_init(struct pctx *x, const struct policy_config *cfg, const struct sna
 		x->keep[i] = (int64_t)policy_reserve(cfg->min_free_bytes, cfg->min_free_share, s->nodes[i].mem_total);
 		x->smt = x->smt || (s->nodes[i].threads_per_core > 1 && s->nodes[i].nr_cores);
 	}
+	if (x->smt) {
+		x->shift = xcalloc(n, sizeof(*x->shift));
+		x->shift_start = xcalloc(n, sizeof(*x->shift_start));
+	}
 	pctx_reset(x);
 	for (unsigned i = 0; i < nn; i++) {
 		const struct snap_node *nd = &s->nodes[i];
@@ -114,6 +118,8 @@ void pctx_reset(struct pctx *x)
 
 		x->busy[i] = x->busy_base[i];
 		x->fbusy[i] = x->fbusy_start[i];
+		if (x->shift)
+			x->shift[i] = x->shift_start[i];
 		x->free[i] = nd->mem_free > INT64_MAX ? INT64_MAX : (int64_t)nd->mem_free;
 		/* Memory in flight: pages live jobs are taking off the node are
 		 * room to come (credit: the applier counts it, and the mover
@@ -218,6 +224,8 @@ void pctx_fini(struct pctx *x)
 	free(x->busy_base);
 	free(x->fbusy);
 	free(x->fbusy_start);
+	free(x->shift);
+	free(x->shift_start);
 	free(x->free);
 	free(x->credit);
 	free(x->keep);
@@ -267,6 +275,23 @@ double pctx_other_busy(const struct pctx *x, const struct gview *g, unsigned n)
 	double b = x->busy[n] - x->fbusy[n] - (g->own && !(g->floater && x->floated) ? g->own[n] : 0.0);
 
 	return b > 0.0 ? b : 0.0;
+}
+
+double pctx_shift(const struct pctx *x, const struct gview *g, unsigned n)
+{
+	return g->floater && x->floated && (int)n == g->mem_major ? g->cpu_use : 0.0;
+}
+
+void pctx_expect(struct pctx *x, const struct gview *g)
+{
+	if (!x->shift || g->mem_major < 0)
+		return;
+	for (unsigned n = 0; n < x->nn; n++) {
+		double d = pctx_shift(x, g, n);
+
+		x->shift[n] += d;
+		x->shift_start[n] += d;
+	}
 }
 
 void pctx_float_memory(struct pctx *x, const struct gview *g)
@@ -516,7 +541,7 @@ void pset_eval(const struct pctx *x, const struct gview *g, const unsigned *idx,
 		other = pctx_other_busy(x, g, n);
 		load += other;
 		if (x->by_cores)
-			thr_there += busy_threads_in(other);
+			thr_there += busy_threads_in(other + (x->shift ? x->shift[n] - pctx_shift(x, g, n) : 0.0));
 		if (isnan(s->nodes[n].busy))
 			out->busy_nan = true;
 		x->uni[nuni++] = n;
@@ -933,6 +958,9 @@ void pctx_commit(struct pctx *x, const struct gview *g, const struct pcand *c)
 
 		if (was && g->own)
 			x->busy[n] = fmax(0.0, x->busy[n] - g->own[n]);
+		/* Placed: where its load goes is in busy now. */
+		if (x->shift)
+			x->shift[n] -= pctx_shift(x, g, n);
 		if (g->floater && g->own)
 			x->fbusy[n] = fmax(0.0, x->fbusy[n] - g->own[n]);
 		if (will && c->nr_to_cpus)

@@ -582,6 +582,54 @@ static void test_smt_short_of_cores_stays_when_nothing_better(void **st)
 	snap_unref(s);
 }
 
+/* The testbed's smt-busy at the agent's first cycle (balancing off): s1
+ * (2 busy threads on node 1's CPUs, its memory on node 0), s2 (2 on node
+ * 0's, its memory on node 1), s3 (1, free to run anywhere, on node 0 with
+ * its memory). MODE 1: without the host's core files. */
+static struct plan *smt_busy_swap(int mode)
+{
+	struct snapshot *s = fixture_snap("vm-smt", 0.5);
+	struct plan *p;
+
+	s->nodes[0].busy = 0.75;
+	core_guest(s, "s1", "0-7", 2.0, 2, 1, 0, 256);
+	core_guest(s, "s2", "0-7", 2.0, 2, 0, 1, 256);
+	core_guest(s, "s3", "0-7", 1.0, 1, 0, 0, 128);
+	if (mode == 1)
+		snap_set_cputopo(s, NULL, NULL, 0);
+	p = decide_as(s, true, false);
+	snap_unref(s);
+	return p;
+}
+
+/* Two floaters whose threads run on each other's memory's node swap
+ * their CPUs, no memory moved, as by CPUs: counted by cores, a node's
+ * busy threads are those of the floaters whose memory it holds (their
+ * CPUs go there), not those running there now. Counted where they ran,
+ * s1 found node 0 short of cores beside s3 and took node 1 with its 256
+ * MiB, and s2, its memory there, then shared node 1's cores with it:
+ * four busy threads on node 1, one on node 0. */
+static void test_smt_swap_cpus_to_memory(void **st)
+{
+	struct plan *p;
+
+	(void)st;
+	for (int mode = 0; mode < 2; mode++) {
+		const struct plan_item *a, *b;
+
+		p = smt_busy_swap(mode);
+		a = item_of(p, "s1");
+		b = item_of(p, "s2");
+		assert_int_equal(a->kind, PLAN_MOVE);
+		assert_int_equal(b->kind, PLAN_MOVE);
+		assert_cpus(a->to_cpus, "0-3");
+		assert_cpus(b->to_cpus, "4-7");
+		assert_true(a->migrate_bytes < MIB);
+		assert_true(b->migrate_bytes < MIB);
+		plan_free(p);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -597,6 +645,7 @@ int main(void)
 		cmocka_unit_test(test_smt_node_by_free_cores),
 		cmocka_unit_test(test_smt_no_free_cores_falls_back),
 		cmocka_unit_test(test_smt_short_of_cores_stays_when_nothing_better),
+		cmocka_unit_test(test_smt_swap_cpus_to_memory),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
