@@ -1510,22 +1510,20 @@ static void move_detail_due(struct gdec *d, const struct snap_guest *g, const st
 /* The candidate sets of G (A->kmin, A->crowded, A->allowed_block),
  * counted by cores when X->by_cores is set (on a host with SMT siblings:
  * its busy threads and those already there no more than a set's cores),
- * and by CPUs as before where no set with free cores fits it, or where
- * one does only with more nodes than a set that fits by CPUs but for
- * cores (a guest is not spread for cores): an oversubscribed host still
- * places every guest. X->by_cores stays as chosen for the rest of G's
- * decision, so where it is now is weighed as the candidates were. */
+ * and by CPUs as before where no set with free cores fits it: an
+ * oversubscribed host still places every guest. A set grown for memory
+ * onto a node with free cores is no candidate while one node holding its
+ * threads and its memory is (crowded, short of cores): drop_spread, so a
+ * guest is not spread for cores. X->by_cores stays as chosen for the
+ * rest of G's decision, so where it is now is weighed as the candidates
+ * were. */
 static void auto_cands(struct pctx *x, const struct snap_guest *g, const struct gview *v, const bool *usable,
 		       struct adec *a)
 {
 	a->kmin = dev_cands(x, g, v, usable, pcands_generate(x, v, usable, &a->allowed_block));
-	if (x->by_cores) {
-		unsigned crowd = pcands_crowded_min(x);
-
-		if (!a->kmin || (crowd && crowd < a->kmin)) {
-			x->by_cores = false;
-			a->kmin = dev_cands(x, g, v, usable, pcands_generate(x, v, usable, &a->allowed_block));
-		}
+	if (x->by_cores && !a->kmin) {
+		x->by_cores = false;
+		a->kmin = dev_cands(x, g, v, usable, pcands_generate(x, v, usable, &a->allowed_block));
 	}
 	/* Nothing fits with headroom: the least-loaded sets that hold its
 	 * busy threads, its memory local there, by the same rules. */

@@ -474,7 +474,7 @@ static void core_guest(struct snapshot *s, const char *id, const char *cpus, dou
  * on node 1 (idle but for it), has its memory on node 0. STATE: 0 as it
  * is, 1 without the host's core files, 2 with b's two busy threads on
  * node 1 as well (no node has a free core for n), 3 with n on node 0's
- * CPUs beside a (node 1 idle). */
+ * CPUs beside a (node 1 idle), 4 with node 1's memory full. */
 static struct plan *smt_free_cores(unsigned a, int state)
 {
 	struct snapshot *s = fixture_snap("vm-smt", 0.5);
@@ -495,6 +495,8 @@ static struct plan *smt_free_cores(unsigned a, int state)
 	}
 	if (state == 1)
 		snap_set_cputopo(s, NULL, NULL, 0);
+	if (state == 4)
+		s->nodes[1].mem_free = 8 * MIB;
 	p = decide_as(s, true, false);
 	snap_unref(s);
 	return p;
@@ -551,6 +553,17 @@ static void test_smt_no_free_cores_falls_back(void **st)
 	struct plan *p;
 
 	(void)st;
+	/* Node 1's cores are free but its memory is full: by cores only
+	 * both nodes together would do (grown for memory, more nodes than
+	 * its threads fill); by CPUs node 0 does, and a guest is not spread
+	 * for cores. */
+	p = smt_free_cores(2, 4);
+	it = item_of(p, "n");
+	assert_int_equal(it->kind, PLAN_MOVE);
+	assert_cpus(it->to_cpus, "0-3");
+	assert_nodes(&it->to_mems, "0");
+	plan_free(p);
+
 	p = smt_free_cores(2, 2);
 	it = item_of(p, "n");
 	assert_int_equal(it->kind, PLAN_MOVE);
