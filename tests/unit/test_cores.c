@@ -474,14 +474,15 @@ static void core_guest(struct snapshot *s, const char *id, const char *cpus, dou
  * on node 1 (idle but for it), has its memory on node 0. STATE: 0 as it
  * is, 1 without the host's core files, 2 with b's two busy threads on
  * node 1 as well (no node has a free core for n), 3 with n on node 0's
- * CPUs beside a (node 1 idle), 4 with node 1's memory full. */
+ * CPUs beside a (node 1 idle), 4 with node 1's memory full, 5 with a
+ * free to run on both nodes too (the testbed's smt-free-cores). */
 static struct plan *smt_free_cores(unsigned a, int state)
 {
 	struct snapshot *s = fixture_snap("vm-smt", 0.5);
 	struct plan *p;
 
 	s->nodes[0].busy = a / 4.0;
-	core_guest(s, "a", "0-3", a, a, 0, 0, 256);
+	core_guest(s, "a", state == 5 ? "0-7" : "0-3", a, a, 0, 0, 256);
 	if (state == 3) {
 		s->nodes[0].busy = (a + 2) / 4.0;
 		s->nodes[1].busy = 0.0;
@@ -542,6 +543,27 @@ static void test_smt_node_by_free_cores(void **st)
 		assert_non_null(strstr(it->detail, "no free core for each busy thread where it is"));
 		plan_free(p);
 	}
+}
+
+/* The testbed's smt-free-cores at the agent's first cycle: a and n, two
+ * busy threads each, both free to run anywhere, both with their memory
+ * on node 0, a's threads there and n's on node 1. By CPUs both went to
+ * node 0 (four busy threads on its two cores, node 1 idle); by cores they
+ * end on nodes of their own, one of them with its memory moved. */
+static void test_smt_two_floaters_one_memory_node(void **st)
+{
+	const struct plan_item *a, *n;
+	struct plan *p;
+
+	(void)st;
+	p = smt_free_cores(2, 5);
+	a = item_of(p, "a");
+	n = item_of(p, "n");
+	assert_int_equal(a->kind, PLAN_MOVE);
+	assert_int_equal(n->kind, PLAN_MOVE);
+	assert_false(mask_equal(&a->to_nodes, &n->to_nodes));
+	assert_true((a->migrate_bytes > 0) != (n->migrate_bytes > 0));
+	plan_free(p);
 }
 
 /* No node has a free core for n (two busy threads on each): counted by
@@ -659,6 +681,7 @@ int main(void)
 		cmocka_unit_test(test_smt_no_free_cores_falls_back),
 		cmocka_unit_test(test_smt_short_of_cores_stays_when_nothing_better),
 		cmocka_unit_test(test_smt_swap_cpus_to_memory),
+		cmocka_unit_test(test_smt_two_floaters_one_memory_node),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
