@@ -62,6 +62,7 @@ int policy_advise(const struct policy_config *cfg, const struct snapshot *snap,
 		pctx_reserve(&x, &req->reservations[i]);
 	usable = xcalloc(x.nn ? x.nn : 1, sizeof(*usable));
 	memset(&v, 0, sizeof(v));
+	v.mem_major = -1;
 	v.cpu_demand = fmax(cfg->min_cpu, req->cpus);
 	v.mem_demand = (uint64_t)((double)req->mem_bytes * (1.0 + cfg->mem_headroom));
 	for (unsigned n = 0; n < x.nn; n++) {

@@ -13,7 +13,9 @@
  *   demand     cpu = max(min_cpu, cpu_use × (1 + cpu_headroom)),
  *              mem = mem_total × (1 + mem_headroom);
  *   candidates the fitting sets from pcands_generate() (guards.c);
- *              k = the smallest size among them;
+ *              k = the smallest size among them; on a host with SMT
+ *              siblings counted by cores first (auto_cands), by CPUs
+ *              where no set with free cores fits;
  *   locality   the snapshot's: where its threads run, by CPU time (not
  *              its memory inside C's nodes: a one-thread guest on two
  *              nodes with its memory on the other is 0, not 1);
@@ -139,7 +141,7 @@ struct mdefer {
 	bool pull;              /* its CPUs stay: memory pulled to them */
 	bool more;              /* pcand_more_than_threads of the target */
 	bool crowded, cool, cool_narrows, nan;
-	const char *fit_note;   /* crowded / local-fit words, or NULL */
+	const char *fit_note;   /* crowded / local-fit / cores words, or NULL */
 	/* Where it is (adec.cc), as travel_detail reads it. */
 	double cc_travel;
 	uint64_t cc_migrate;
@@ -338,6 +340,11 @@ static unsigned gview_build(struct pctx *x, const struct snap_guest *g, struct g
 	v->own = x->own;
 	v->acpus = x->acpus;
 	v->memok = x->memok;
+	v->mem_major = -1;
+	if (x->shift && v->floater && g->mem_node && g->mem_total > 0 && !g->mem_unknown)
+		for (unsigned n = 0; n < x->nn; n++)
+			if (x->s->nodes[n].nr_cpus && g->mem_node[n] > g->mem_total - g->mem_node[n])
+				v->mem_major = (int)n;
 	/* With the kernel's balancing on, the pages of a busy guest may be
 	 * on their way to the node of the thread that touches them: moving
 	 * its CPUs to the rest would send what arrived back, and the guest
@@ -1483,6 +1490,8 @@ static void auto_move(struct pctx *x, const struct pstate_entry *pe, const struc
 		d->md.fit_note = plan_migration_negligible(pick->migrate, v->mem_total)
 			   ? "; fits without headroom: its memory is there"
 			   : "; fits without headroom: most of its memory is there, the kernel brings the rest";
+	else if (a->cc.cores_short)
+		d->md.fit_note = "; no free core for each busy thread where it is";
 }
 
 /* auto_move's sentence for D, guest G of the snapshot, when it is still
@@ -1510,12 +1519,42 @@ static void move_detail_due(struct gdec *d, const struct snap_guest *g, const st
 	dev_detail(g, &d->target.nodes, it);
 }
 
+/* The candidate sets of G (A->kmin, A->crowded, A->allowed_block),
+ * counted by cores when X->by_cores is set (on a host with SMT siblings:
+ * its busy threads and those already there no more than a set's cores),
+ * and by CPUs as before where no set with free cores fits it: an
+ * oversubscribed host still places every guest. A set grown for memory
+ * onto a node with free cores is no candidate while one node holding its
+ * threads and its memory is (crowded, short of cores): drop_spread, so a
+ * guest is not spread for cores. X->by_cores stays as chosen for the
+ * rest of G's decision, so where it is now is weighed as the candidates
+ * were. */
+static void auto_cands(struct pctx *x, const struct snap_guest *g, const struct gview *v, const bool *usable,
+		       struct adec *a)
+{
+	a->kmin = dev_cands(x, g, v, usable, pcands_generate(x, v, usable, &a->allowed_block));
+	if (x->by_cores && !a->kmin) {
+		x->by_cores = false;
+		a->kmin = dev_cands(x, g, v, usable, pcands_generate(x, v, usable, &a->allowed_block));
+	}
+	/* Nothing fits with headroom: the least-loaded sets that hold its
+	 * busy threads, its memory local there, by the same rules. */
+	if (!a->kmin) {
+		a->kmin = pcands_crowded_min(x);
+		a->crowded = a->kmin > 0;
+	}
+}
+
 /* A guest the policy places by itself (not pinned, not a start): split
  * when its memory fits no node; else where it is now against the
- * candidate sets of the fewest nodes, and settled, skipped or moved. */
-static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const struct snap_guest *g,
-			const struct gview *v, const bool *usable, unsigned nusable, bool nan,
-			struct gdec *d)
+ * candidate sets of the fewest nodes, and settled, skipped or moved.
+ * BY_CORES: its sets counted by cores (auto_cands). true: so counted,
+ * where it is has no free core for each busy thread and it goes nowhere
+ * (no set with free cores is less busy, or it is held): decided again
+ * by CPUs, as before (decide_auto). */
+static bool decide_auto_in(struct pctx *x, const struct pstate_entry *pe, const struct snap_guest *g,
+			   const struct gview *v, const bool *usable, unsigned nusable, bool nan,
+			   bool by_cores, struct gdec *d)
 {
 	const struct policy_config *cfg = x->cfg;
 	struct plan_item *it = &d->it;
@@ -1528,17 +1567,12 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 		it->skip = SKIP_OUTSIDE_ALLOWED;
 		it->reason = REASON_NONE;
 		set_detail(it, "no CPU node it may use: allowed cpus hold no online CPU");
-		return;
+		return false;
 	}
 	if (decide_split(x, pe, g, v, usable, d))
-		return;
-	a.kmin = dev_cands(x, g, v, usable, pcands_generate(x, v, usable, &a.allowed_block));
-	/* Nothing fits with headroom: the least-loaded sets that hold its
-	 * busy threads, its memory local there, by the same rules. */
-	if (!a.kmin) {
-		a.kmin = pcands_crowded_min(x);
-		a.crowded = a.kmin > 0;
-	}
+		return false;
+	x->by_cores = by_cores && x->smt;
+	auto_cands(x, g, v, usable, &a);
 	auto_current(x, g, v, usable, it, &a);
 	a.tier = tier_local(x, v, &a);
 	/* Where it is, weighed as the candidates are for its devices. */
@@ -1548,16 +1582,18 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 	if (!a.kmin) {
 		auto_no_fit(x, v, usable, it, &a);
 		dev_detail(g, NULL, it);
-		return;
+		return false;
 	}
 	auto_pick(x, g, v, &a);
+	if (x->by_cores && a.cc.cores_short && !a.pick)
+		return true;
 	a.nan = a.nan || a.cc.busy_nan;
 
 	if (!a.locality_bad && a.cur_k <= a.kmin && a.cur_ok && !a.load_case) {
 		it->kind = PLAN_SETTLED;
 		it->reason = REASON_NONE;
 		if (x->terse)
-			return;
+			return false;
 		fmt_nodes(&g->cpu_nodes, from, sizeof(from));
 		if (a.tier)
 			set_detail(it, "settled on nodes %s: local but for %llu MiB in the kernel's memory tier (nodes without CPUs, tiering on), left to it: locality %.2f, util %.2f (≤%.2f)",
@@ -1570,7 +1606,7 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 		else if (a.cc.local_fit)
 			add_detail(it, "; fits without headroom: its memory is here, its threads fit the CPUs");
 		dev_detail(g, &g->cpu_nodes, it);
-		return;
+		return false;
 	}
 	if (!a.cur_k)
 		it->reason = REASON_PLACE;
@@ -1587,6 +1623,21 @@ static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const str
 		auto_not_less_busy(x, v, it, &a);
 	else
 		auto_move(x, pe, g, v, d, &a);
+	return false;
+}
+
+static void decide_auto(struct pctx *x, const struct pstate_entry *pe, const struct snap_guest *g,
+			const struct gview *v, const bool *usable, unsigned nusable, bool nan,
+			struct gdec *d)
+{
+	struct gdec before = *d;
+
+	if (decide_auto_in(x, pe, g, v, usable, nusable, nan, true, d)) {
+		*d = before;
+		decide_auto_in(x, pe, g, v, usable, nusable, nan, false, d);
+	}
+	/* Every other evaluation counts CPUs (pinned guests, splits, advice). */
+	x->by_cores = false;
 }
 
 /* gview_build for the guest as the policy decides on it (*USED): SNAP's
@@ -1949,6 +2000,13 @@ static void decide_setup(struct pctx *x, const struct snapshot *snap, const stru
 	}
 	if (any_floater && busy <= cfg->max_util * cpus + UTIL_EPS)
 		pctx_float_sum(x, floated);
+	/* Where the guests' load is expected, for counting by cores: once
+	 * it is known whether the floaters' load floats. */
+	if (x->shift)
+		for (unsigned gi = 0; gi < snap->nr_guests; gi++) {
+			gview_build(x, &snap->guests[gi], v, usable);
+			pctx_expect(x, v);
+		}
 	free(owned);
 }
 

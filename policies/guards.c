@@ -86,6 +86,11 @@ void pctx_init(struct pctx *x, const struct policy_config *cfg, const struct sna
 	for (unsigned i = 0; i < nn; i++) {
 		x->busy_base[i] = isnan(s->nodes[i].busy) ? 0.0 : fmax(0.0, s->nodes[i].busy) * s->nodes[i].nr_cpus;
 		x->keep[i] = (int64_t)policy_reserve(cfg->min_free_bytes, cfg->min_free_share, s->nodes[i].mem_total);
+		x->smt = x->smt || (s->nodes[i].threads_per_core > 1 && s->nodes[i].nr_cores);
+	}
+	if (x->smt) {
+		x->shift = xcalloc(n, sizeof(*x->shift));
+		x->shift_start = xcalloc(n, sizeof(*x->shift_start));
 	}
 	pctx_reset(x);
 	for (unsigned i = 0; i < nn; i++) {
@@ -113,6 +118,8 @@ void pctx_reset(struct pctx *x)
 
 		x->busy[i] = x->busy_base[i];
 		x->fbusy[i] = x->fbusy_start[i];
+		if (x->shift)
+			x->shift[i] = x->shift_start[i];
 		x->free[i] = nd->mem_free > INT64_MAX ? INT64_MAX : (int64_t)nd->mem_free;
 		/* Memory in flight: pages live jobs are taking off the node are
 		 * room to come (credit: the applier counts it, and the mover
@@ -217,6 +224,8 @@ void pctx_fini(struct pctx *x)
 	free(x->busy_base);
 	free(x->fbusy);
 	free(x->fbusy_start);
+	free(x->shift);
+	free(x->shift_start);
 	free(x->free);
 	free(x->credit);
 	free(x->keep);
@@ -266,6 +275,23 @@ double pctx_other_busy(const struct pctx *x, const struct gview *g, unsigned n)
 	double b = x->busy[n] - x->fbusy[n] - (g->own && !(g->floater && x->floated) ? g->own[n] : 0.0);
 
 	return b > 0.0 ? b : 0.0;
+}
+
+double pctx_shift(const struct pctx *x, const struct gview *g, unsigned n)
+{
+	return g->floater && x->floated && (int)n == g->mem_major ? g->cpu_use : 0.0;
+}
+
+void pctx_expect(struct pctx *x, const struct gview *g)
+{
+	if (!x->shift || g->mem_major < 0)
+		return;
+	for (unsigned n = 0; n < x->nn; n++) {
+		double d = pctx_shift(x, g, n);
+
+		x->shift[n] += d;
+		x->shift_start[n] += d;
+	}
 }
 
 void pctx_float_memory(struct pctx *x, const struct gview *g)
@@ -469,12 +495,34 @@ static unsigned pset_mems(const struct pctx *x, const struct gview *g, const uns
 	return nm;
 }
 
+/* Busy threads a node's load of LOAD CPUs holds: as cores.c counts a
+ * guest's use where its threads are not measured, a fraction over whole
+ * CPUs only from the busy threshold on (the node's figure carries a few
+ * % of the host's own work and rounding, and a thread using less than
+ * SNAP_BUSY_THREAD_CPU is not busy). The node's load, not its guests'
+ * busy threads: those are measured per guest, not per node, and only
+ * for guests spread over nodes; the load also follows this cycle's
+ * moves (pctx_commit). */
+static unsigned busy_threads_in(double load)
+{
+	return load > SNAP_BUSY_THREAD_CPU ? (unsigned)ceil(load - SNAP_BUSY_THREAD_CPU) : 0;
+}
+
+/* The cores G's threads need at once: its busy threads (gview.busy_thr),
+ * else its use counted as busy_threads_in does, at least one. */
+static unsigned guest_threads(const struct pctx *x, const struct gview *g)
+{
+	unsigned t = g->busy_thr ? g->busy_thr : busy_threads_in(fmax(g->cpu_use, x->cfg->min_cpu));
+
+	return t ? t : 1;
+}
+
 void pset_eval(const struct pctx *x, const struct gview *g, const unsigned *idx, unsigned k,
 	       const nodemask_t *mems_override, struct pcand *out)
 {
 	const struct snapshot *s = x->s;
 	double load = 0.0;
-	unsigned nuni = 0, nm, cores = 0;
+	unsigned nuni = 0, nm, cores = 0, thr_there = 0;
 	uint64_t dsum = 0, npairs = 0, free_sum = 0;
 	uint64_t huge_already = 0, o_total, o_already, o_demand, o_migrate;
 
@@ -483,13 +531,17 @@ void pset_eval(const struct pctx *x, const struct gview *g, const unsigned *idx,
 	for (unsigned i = 0; i < k; i++) {
 		unsigned n = idx[i];
 		const struct snap_node *nd = &s->nodes[n];
+		double other;
 
 		mask_set(&out->nodes, s->nodes[n].id);
 		out->nr_cpus += s->nodes[n].nr_cpus;
 		/* What runs at full speed: a core each where SMT siblings show. */
 		cores += nd->threads_per_core > 1 && nd->nr_cores ? nd->nr_cores : nd->nr_cpus;
 		out->nr_to_cpus += g->acpus[n];
-		load += pctx_other_busy(x, g, n);
+		other = pctx_other_busy(x, g, n);
+		load += other;
+		if (x->by_cores)
+			thr_there += busy_threads_in(other + (x->shift ? x->shift[n] - pctx_shift(x, g, n) : 0.0));
 		if (isnan(s->nodes[n].busy))
 			out->busy_nan = true;
 		x->uni[nuni++] = n;
@@ -586,6 +638,17 @@ void pset_eval(const struct pctx *x, const struct gview *g, const unsigned *idx,
 			out->cpu_ok = true;
 			out->util_after = u;
 		}
+	}
+	/* Counted by cores, a set fits only where a core is free for each of
+	 * its busy threads beside those already there: by CPUs a node of two
+	 * cores x two threads takes 3.6 busy threads, and its siblings share
+	 * cores while another node has idle ones
+	 * (test_smt_node_by_free_cores). */
+	if (x->by_cores && out->cpu_ok && cores < out->nr_cpus &&
+	    thr_there + guest_threads(x, g) > cores) {
+		out->cpu_ok = false;
+		out->local_fit = false;
+		out->cores_short = true;
 	}
 
 	for (unsigned i = 0; i < nuni; i++)
@@ -895,6 +958,9 @@ void pctx_commit(struct pctx *x, const struct gview *g, const struct pcand *c)
 
 		if (was && g->own)
 			x->busy[n] = fmax(0.0, x->busy[n] - g->own[n]);
+		/* Placed: where its load goes is in busy now. */
+		if (x->shift)
+			x->shift[n] -= pctx_shift(x, g, n);
 		if (g->floater && g->own)
 			x->fbusy[n] = fmax(0.0, x->fbusy[n] - g->own[n]);
 		if (will && c->nr_to_cpus)

@@ -126,6 +126,23 @@ struct pctx {
 	 * it (pctx_float_memory); NULL: not counted (advice). Equal choices
 	 * go to the nodes holding less of the others' (pctx_others). */
 	uint64_t *gmem;
+	/* A node shows SMT siblings (threads_per_core > 1 with its cores
+	 * known): the host where cores and CPUs differ. */
+	bool smt;
+	/* [nn] the load of floaters not yet placed that is expected on each
+	 * node (pctx_shift: their CPUs go to their memory), and what
+	 * pctx_reset() starts it from; NULL on a host without SMT siblings.
+	 * A floater's load counts as free room where it runs (fbusy); counted
+	 * by cores, its busy threads are on the node holding its memory: a
+	 * guest does not take that node's free cores to leave it none (in
+	 * the testbed's smt-busy each of two guests took the node holding the
+	 * other's memory, its own migrated, and the other then shared its
+	 * cores: test_smt_swap_cpus_to_memory). */
+	double *shift, *shift_start;
+	/* Sets are counted by cores (pset_eval, pcand.cores_short): set by
+	 * decide_auto for one guest's candidates, on SMT hosts only; cleared
+	 * where that guest is decided by CPUs after all, and after it. */
+	bool by_cores;
 };
 
 /* One guest as the policy sees it (or an advice request). */
@@ -158,6 +175,10 @@ struct gview {
 	 * another one that is about to leave, and migrates instead: more
 	 * migrations than the placement needs (test_floaters_make_room). */
 	bool floater;
+	/* A floater with more than half of its memory on node index
+	 * mem_major (with CPUs; else -1): its load is expected there
+	 * (pctx_shift). */
+	int mem_major;
 	/* Beside the kernel's NUMA balancing (on), the kernel measured
 	 * bringing a busy guest's memory to its threads (kflow_judge: it
 	 * follows them, fast enough) with no more left to bring than it
@@ -222,6 +243,9 @@ struct pcand {
 	 * then use the use without headroom, so an idle remote set wins only
 	 * when its load, plus W_MIGRATE for the move, is lower still. */
 	bool local_fit;
+	/* Counted by cores (pctx.by_cores), the guest's busy threads and the
+	 * busy threads already on T outnumber T's cores: not cpu_ok. */
+	bool cores_short;
 };
 
 /* Any bit set: cheaper than mask_empty(), which counts every bit (the
@@ -273,6 +297,12 @@ void pctx_float_sum(struct pctx *x, const double *floated);
 /* Busy CPUs of node index N other than the guest's own share and the
  * load of floaters not yet placed, ≥ 0. */
 double pctx_other_busy(const struct pctx *x, const struct gview *g, unsigned n);
+/* The load floater G, not placed yet, is expected to bring to node index
+ * N (gview.mem_major) while floaters' load floats (pctx.floated). */
+double pctx_shift(const struct pctx *x, const struct gview *g, unsigned n);
+/* Add G's expected shift into x->shift and its start (a no-op where
+ * shift is NULL); after pctx_float or pctx_float_sum. */
+void pctx_expect(struct pctx *x, const struct gview *g);
 /* Count floater G's memory per node into x->gmem (allocated on first
  * use). */
 void pctx_float_memory(struct pctx *x, const struct gview *g);

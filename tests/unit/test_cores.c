@@ -83,6 +83,22 @@ static struct plan *decide(struct snapshot *s, bool whole)
 	return decide_as(s, whole, true);
 }
 
+/* ID is settled: the plan (not verbose) holds no item for it. */
+static void assert_settled(const struct plan *p, const char *id)
+{
+	for (unsigned i = 0; i < p->nr_items; i++)
+		if (strcmp(p->items[i].guest_id, id) == 0)
+			fail_msg("%s: %s", id, p->items[i].detail);
+}
+
+static void assert_nodes(const nodemask_t *m, const char *want)
+{
+	char buf[64];
+
+	assert_true(mask_format(m, buf, sizeof(buf)) >= 0);
+	assert_string_equal(buf, want);
+}
+
 static const struct plan_item *item_of(const struct plan *p, const char *id)
 {
 	for (unsigned i = 0; i < p->nr_items; i++)
@@ -431,6 +447,224 @@ static void test_smt_beside_kernel_takes_free_cores(void **st)
 	plan_free(p);
 }
 
+/* A guest of the vm-smt fixture's host with BUSY busy threads using USE
+ * CPUs, on CPUS, running on node RUN, all its MIB of memory on node MEM. */
+static void core_guest(struct snapshot *s, const char *id, const char *cpus, double use, unsigned busy, int run,
+		       int mem, unsigned mib)
+{
+	struct snap_guest *g = snap_add_guest(s);
+	cpumask_t c;
+
+	snprintf(g->id, sizeof(g->id), "%s", id);
+	g->cpu_use = use;
+	g->nr_threads = busy + 1;
+	g->busy_threads = busy;
+	g->busy_measured = true;
+	mask_zero(&c);
+	mask_parse(cpus, &c);
+	g->cpus = snap_cpumask(s, &c);
+	mask_parse("0-1", &g->mems);
+	g->mem_node[mem] = mib * MIB;
+	g->cpu_node = calloc(s->nr_nodes, sizeof(double));
+	g->cpu_node[run] = use;
+}
+
+/* Node 0 of the vm-smt host (two cores x two threads, CPUs 0-3) holds
+ * guest a's A busy threads on its own cores; n, two busy threads running
+ * on node 1 (idle but for it), has its memory on node 0. STATE: 0 as it
+ * is, 1 without the host's core files, 2 with b's two busy threads on
+ * node 1 as well (no node has a free core for n), 3 with n on node 0's
+ * CPUs beside a (node 1 idle), 4 with node 1's memory full, 5 with a
+ * free to run on both nodes too (the testbed's smt-free-cores). */
+static struct plan *smt_free_cores(unsigned a, int state)
+{
+	struct snapshot *s = fixture_snap("vm-smt", 0.5);
+	struct plan *p;
+
+	s->nodes[0].busy = a / 4.0;
+	core_guest(s, "a", state == 5 ? "0-7" : "0-3", a, a, 0, 0, 256);
+	if (state == 3) {
+		s->nodes[0].busy = (a + 2) / 4.0;
+		s->nodes[1].busy = 0.0;
+		core_guest(s, "n", "0-3", 2.0, 2, 0, 0, 256);
+	} else {
+		core_guest(s, "n", "0-7", 2.0, 2, 1, 0, 256);
+	}
+	if (state == 2) {
+		s->nodes[1].busy = 1.0;
+		core_guest(s, "b", "4-7", 2.0, 2, 1, 1, 256);
+	}
+	if (state == 1)
+		snap_set_cputopo(s, NULL, NULL, 0);
+	if (state == 4)
+		s->nodes[1].mem_free = 8 * MIB;
+	p = decide_as(s, true, false);
+	snap_unref(s);
+	return p;
+}
+
+/* By CPUs node 0 fits n beside a: with a's two busy threads as a local
+ * fit (4 of 4 CPUs, its memory there), with a's one within max_util
+ * (3.4 of 3.6 CPUs). Either way n's threads would share node 0's two
+ * cores with a's while node 1's cores stand idle; counted by cores
+ * where the host shows siblings, n goes to node 1 and its memory with
+ * it. Without core files every CPU is a core: node 0 as before. */
+static void test_smt_node_by_free_cores(void **st)
+{
+	const struct plan_item *it;
+	struct plan *p;
+
+	(void)st;
+	for (unsigned a = 1; a <= 2; a++) {
+		p = smt_free_cores(a, 0);
+		it = item_of(p, "n");
+		assert_int_equal(it->kind, PLAN_MOVE);
+		assert_cpus(it->to_cpus, "4-7");
+		assert_nodes(&it->to_mems, "1");
+		assert_settled(p, "a");
+		plan_free(p);
+
+		p = smt_free_cores(a, 1);
+		it = item_of(p, "n");
+		assert_int_equal(it->kind, PLAN_MOVE);
+		assert_cpus(it->to_cpus, "0-3");
+		assert_nodes(&it->to_mems, "0");
+		plan_free(p);
+
+		/* n already beside a, both local: one of them leaves the
+		 * shared cores for node 1 (by CPUs both were settled), the
+		 * record says why, and the other stays. */
+		p = smt_free_cores(a, 3);
+		assert_int_equal(p->nr_items, 1);
+		it = &p->items[0];
+		assert_int_equal(it->kind, PLAN_MOVE);
+		assert_cpus(it->to_cpus, "4-7");
+		assert_nodes(&it->to_mems, "1");
+		assert_non_null(strstr(it->detail, "no free core for each busy thread where it is"));
+		plan_free(p);
+	}
+}
+
+/* The testbed's smt-free-cores at the agent's first cycle: a and n, two
+ * busy threads each, both free to run anywhere, both with their memory
+ * on node 0, a's threads there and n's on node 1. By CPUs both went to
+ * node 0 (four busy threads on its two cores, node 1 idle); by cores they
+ * end on nodes of their own, one of them with its memory moved. */
+static void test_smt_two_floaters_one_memory_node(void **st)
+{
+	const struct plan_item *a, *n;
+	struct plan *p;
+
+	(void)st;
+	p = smt_free_cores(2, 5);
+	a = item_of(p, "a");
+	n = item_of(p, "n");
+	assert_int_equal(a->kind, PLAN_MOVE);
+	assert_int_equal(n->kind, PLAN_MOVE);
+	assert_false(mask_equal(&a->to_nodes, &n->to_nodes));
+	assert_true((a->migrate_bytes > 0) != (n->migrate_bytes > 0));
+	plan_free(p);
+}
+
+/* No node has a free core for n (two busy threads on each): counted by
+ * CPUs as before, it still goes where it fits, to its memory (a local
+ * fit), and a and b stay. */
+static void test_smt_no_free_cores_falls_back(void **st)
+{
+	const struct plan_item *it;
+	struct plan *p;
+
+	(void)st;
+	/* Node 1's cores are free but its memory is full: by cores only
+	 * both nodes together would do (grown for memory, more nodes than
+	 * its threads fill); by CPUs node 0 does, and a guest is not spread
+	 * for cores. */
+	p = smt_free_cores(2, 4);
+	it = item_of(p, "n");
+	assert_int_equal(it->kind, PLAN_MOVE);
+	assert_cpus(it->to_cpus, "0-3");
+	assert_nodes(&it->to_mems, "0");
+	plan_free(p);
+
+	p = smt_free_cores(2, 2);
+	it = item_of(p, "n");
+	assert_int_equal(it->kind, PLAN_MOVE);
+	assert_cpus(it->to_cpus, "0-3");
+	assert_nodes(&it->to_mems, "0");
+	assert_non_null(strstr(it->detail, "fits without headroom: its memory is there"));
+	assert_settled(p, "a");
+	assert_settled(p, "b");
+	plan_free(p);
+}
+
+/* n (two busy threads, 1.4 CPUs) local on node 0 beside 0.6 CPU of load
+ * no guest owns (a busy thread's worth): no free core for each of its
+ * threads there, two on node 1 (0.25 CPU of noise, no busy thread), but
+ * node 1 is not less busy by the margin (0.48 x 1.12 against 0.5 now).
+ * It stays, settled as by CPUs, not skipped every cycle for a set it
+ * will not go to. */
+static void test_smt_short_of_cores_stays_when_nothing_better(void **st)
+{
+	struct snapshot *s = fixture_snap("vm-smt", 0.0625);
+	struct plan *p;
+
+	(void)st;
+	s->nodes[0].busy = 0.5;
+	core_guest(s, "n", "0-3", 1.4, 2, 0, 0, 256);
+	p = decide_as(s, true, false);
+	assert_settled(p, "n");
+	plan_free(p);
+	snap_unref(s);
+}
+
+/* The testbed's smt-busy at the agent's first cycle (balancing off): s1
+ * (2 busy threads on node 1's CPUs, its memory on node 0), s2 (2 on node
+ * 0's, its memory on node 1), s3 (1, free to run anywhere, on node 0 with
+ * its memory). MODE 1: without the host's core files. */
+static struct plan *smt_busy_swap(int mode)
+{
+	struct snapshot *s = fixture_snap("vm-smt", 0.5);
+	struct plan *p;
+
+	s->nodes[0].busy = 0.75;
+	core_guest(s, "s1", "0-7", 2.0, 2, 1, 0, 256);
+	core_guest(s, "s2", "0-7", 2.0, 2, 0, 1, 256);
+	core_guest(s, "s3", "0-7", 1.0, 1, 0, 0, 128);
+	if (mode == 1)
+		snap_set_cputopo(s, NULL, NULL, 0);
+	p = decide_as(s, true, false);
+	snap_unref(s);
+	return p;
+}
+
+/* Two floaters whose threads run on each other's memory's node swap
+ * their CPUs, no memory moved, as by CPUs: counted by cores, a node's
+ * busy threads are those of the floaters whose memory it holds (their
+ * CPUs go there), not those running there now. Counted where they ran,
+ * s1 found node 0 short of cores beside s3 and took node 1 with its 256
+ * MiB, and s2, its memory there, then shared node 1's cores with it:
+ * four busy threads on node 1, one on node 0. */
+static void test_smt_swap_cpus_to_memory(void **st)
+{
+	struct plan *p;
+
+	(void)st;
+	for (int mode = 0; mode < 2; mode++) {
+		const struct plan_item *a, *b;
+
+		p = smt_busy_swap(mode);
+		a = item_of(p, "s1");
+		b = item_of(p, "s2");
+		assert_int_equal(a->kind, PLAN_MOVE);
+		assert_int_equal(b->kind, PLAN_MOVE);
+		assert_cpus(a->to_cpus, "0-3");
+		assert_cpus(b->to_cpus, "4-7");
+		assert_true(a->migrate_bytes < MIB);
+		assert_true(b->migrate_bytes < MIB);
+		plan_free(p);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -443,6 +677,11 @@ int main(void)
 		cmocka_unit_test(test_one_llc_where_it_fits),
 		cmocka_unit_test(test_plain_host_no_coreload),
 		cmocka_unit_test(test_smt_beside_kernel_takes_free_cores),
+		cmocka_unit_test(test_smt_node_by_free_cores),
+		cmocka_unit_test(test_smt_no_free_cores_falls_back),
+		cmocka_unit_test(test_smt_short_of_cores_stays_when_nothing_better),
+		cmocka_unit_test(test_smt_swap_cpus_to_memory),
+		cmocka_unit_test(test_smt_two_floaters_one_memory_node),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
