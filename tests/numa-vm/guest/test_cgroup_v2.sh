@@ -1180,14 +1180,21 @@ kernel_flow_record() {
 	win=$(echo "$msg" | sed -n 's/.*measured over \([0-9.]*\) s.*/\1/p')
 	[ -n "$rate" ] && [ -n "$win" ] || { echo "record not of the kernel moving it to node 1: $msg"; return 1; }
 	# the test's own rate: node 1's gain over the window ending at the
-	# record (the sample nearest each end)
-	own=$(awk -v e="$tf" -v w="$win" 'function near(t){best=-1; for(k=1;k<=n;k++){d=ts[k]-t; if(d<0)d=-d; if(best<0||d<bd){best=k;bd=d}} return best}
-		{n++; ts[n]=$1; b[n]=$2}
-		END{a=near(e-w); z=near(e); if (ts[z]<=ts[a]) {print "nan"; exit} printf "%.2f", (b[z]-b[a])/1048576/(ts[z]-ts[a])}' $T/samples)
-	echo "# left to the kernel: $msg; this test measured $own MiB/s onto node 1 over the same $win s"
+	# record (the sample nearest each end), and over three such windows:
+	# the kernel moves in bursts (a scan's pages at a time), and the
+	# record is seen here some time after its window ended, so one
+	# window's reading can catch a lull the agent's did not
+	own_over() {
+		awk -v e="$tf" -v w="$1" 'function near(t){best=-1; for(k=1;k<=n;k++){d=ts[k]-t; if(d<0)d=-d; if(best<0||d<bd){best=k;bd=d}} return best}
+			{n++; ts[n]=$1; b[n]=$2}
+			END{a=near(e-w); z=near(e); if (ts[z]<=ts[a]) {print "nan"; exit} printf "%.2f", (b[z]-b[a])/1048576/(ts[z]-ts[a])}' $T/samples
+	}
+	own=$(own_over $win)
+	own3=$(own_over $(awk -v w="$win" 'BEGIN{print 3 * w}'))
+	echo "# left to the kernel: $msg; this test measured $own MiB/s onto node 1 over the same $win s, $own3 MiB/s over three times that"
 	echo "# this kernel's per-cgroup balancing counters (memory.stat): $(grep -E '^(numa_|pgpromote)' $CG$SB/$G1/memory.stat 2>/dev/null | cut -d' ' -f1 | tr '\n' ' ')(none listed: none)"
-	awk -v r="$rate" -v o="$own" 'BEGIN{exit !(o > 0 && r <= 2 * o && o <= 2 * r)}' ||
-		{ echo "the record says $rate MiB/s, this test measured $own MiB/s"; return 1; }
+	awk -v r="$rate" -v o="$own" -v t="$own3" 'BEGIN{exit !((o > 0 && r <= 2 * o && o <= 2 * r) || (t > 0 && r <= 2 * t && t <= 2 * r))}' ||
+		{ echo "the record says $rate MiB/s, this test measured $own MiB/s (over three windows $own3)"; return 1; }
 	return 0
 }
 test_beside_kernel_balancing_the_flow_is_measured() {
