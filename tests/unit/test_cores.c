@@ -452,21 +452,12 @@ static void test_smt_beside_kernel_takes_free_cores(void **st)
 static void core_guest(struct snapshot *s, const char *id, const char *cpus, double use, unsigned busy, int run,
 		       int mem, unsigned mib)
 {
-	struct snap_guest *g = snap_add_guest(s);
+	struct snap_guest *g = smt_guest(s, id, use, busy, run, mem == 0 ? mib : 0, mem == 1 ? mib : 0);
 	cpumask_t c;
 
-	snprintf(g->id, sizeof(g->id), "%s", id);
-	g->cpu_use = use;
-	g->nr_threads = busy + 1;
-	g->busy_threads = busy;
-	g->busy_measured = true;
 	mask_zero(&c);
 	mask_parse(cpus, &c);
 	g->cpus = snap_cpumask(s, &c);
-	mask_parse("0-1", &g->mems);
-	g->mem_node[mem] = mib * MIB;
-	g->cpu_node = calloc(s->nr_nodes, sizeof(double));
-	g->cpu_node[run] = use;
 }
 
 /* Node 0 of the vm-smt host (two cores x two threads, CPUs 0-3) holds
