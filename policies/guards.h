@@ -134,10 +134,10 @@ struct pctx {
 	 * pctx_reset() starts it from; NULL on a host without SMT siblings.
 	 * A floater's load counts as free room where it runs (fbusy); counted
 	 * by cores, its busy threads are on the node holding its memory: a
-	 * guest does not take that node's free cores to leave it none (in
-	 * the testbed's smt-busy each of two guests took the node holding the
-	 * other's memory, its own migrated, and the other then shared its
-	 * cores: test_smt_swap_cpus_to_memory). */
+	 * guest does not take that node's free cores to leave it none
+	 * (without it, two guests can each take the node holding the other's
+	 * memory, both migrate, and one then shares its cores:
+	 * test_smt_swap_cpus_to_memory). */
 	double *shift, *shift_start;
 	/* Sets are counted by cores (pset_eval, pcand.cores_short): set by
 	 * decide_auto for one guest's candidates, on SMT hosts only; cleared
