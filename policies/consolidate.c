@@ -295,6 +295,7 @@ static unsigned gview_build(struct pctx *x, const struct snap_guest *g, struct g
 	v->huge_total = v->huge_node ? g->huge_total : 0;
 	v->huge_page = v->huge_node ? g->huge_page : 0;
 	v->cur_nodes = g->cpu_nodes;
+	v->cpus = g->cpus;
 	for (unsigned n = 0; n < x->nn; n++) {
 		const struct snap_node *nd = &s->nodes[n];
 		unsigned on = 0, al = nd->nr_cpus;
@@ -2197,6 +2198,7 @@ int policy_decide_reserved(const struct policy_config *cfg, const struct snapsho
 	if (holds && holds->follow_bound_s > 0)
 		x.follow_s = holds->follow_bound_s;
 	x.cores = coreload_new(snap);
+	x.by_llc = x.llc && x.cores;
 	d = xcalloc(snap->nr_guests ? snap->nr_guests : 1, sizeof(*d));
 	usable = xcalloc(x.nn ? x.nn : 1, sizeof(*usable));
 	order = xcalloc(snap->nr_guests ? snap->nr_guests : 1, sizeof(*order));
