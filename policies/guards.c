@@ -539,6 +539,28 @@ static bool llc_fits(const struct pctx *x, const struct gview *g, unsigned n)
 	return nl == 0;
 }
 
+/* OUT (the set IDX[0..K) of CORES cores, THR_THERE busy threads there)
+ * counted by cores and weighed by caches where X says so. */
+static void cores_eval(const struct pctx *x, const struct gview *g, const unsigned *idx, unsigned k,
+		       unsigned cores, unsigned thr_there, struct pcand *out)
+{
+	/* Counted by cores, a set fits only where a core is free for each of
+	 * its busy threads beside those already there: by CPUs a node of two
+	 * cores x two threads takes 3.6 busy threads, and its siblings share
+	 * cores while another node has idle ones
+	 * (test_smt_node_by_free_cores). */
+	if (x->by_cores && out->cpu_ok && cores < out->nr_cpus &&
+	    thr_there + guest_threads(x, g) > cores) {
+		out->cpu_ok = false;
+		out->local_fit = false;
+		out->cores_short = true;
+	}
+	/* Several caches in the node: its threads in one of them where one
+	 * has the cores (cores.c then picks it), else W_LLC. */
+	if (x->by_llc && k == 1 && out->cpu_ok && x->s->nodes[idx[0]].nr_llcs > 1 && !llc_fits(x, g, idx[0]))
+		out->llc_split = true;
+}
+
 void pset_eval(const struct pctx *x, const struct gview *g, const unsigned *idx, unsigned k,
 	       const nodemask_t *mems_override, struct pcand *out)
 {
@@ -661,21 +683,7 @@ void pset_eval(const struct pctx *x, const struct gview *g, const unsigned *idx,
 			out->util_after = u;
 		}
 	}
-	/* Counted by cores, a set fits only where a core is free for each of
-	 * its busy threads beside those already there: by CPUs a node of two
-	 * cores x two threads takes 3.6 busy threads, and its siblings share
-	 * cores while another node has idle ones
-	 * (test_smt_node_by_free_cores). */
-	if (x->by_cores && out->cpu_ok && cores < out->nr_cpus &&
-	    thr_there + guest_threads(x, g) > cores) {
-		out->cpu_ok = false;
-		out->local_fit = false;
-		out->cores_short = true;
-	}
-	/* Several caches in the node: its threads in one of them where one
-	 * has the cores (cores.c then picks it), else W_LLC. */
-	if (x->by_llc && k == 1 && out->cpu_ok && s->nodes[idx[0]].nr_llcs > 1 && !llc_fits(x, g, idx[0]))
-		out->llc_split = true;
+	cores_eval(x, g, idx, k, cores, thr_there, out);
 
 	for (unsigned i = 0; i < nuni; i++)
 		for (unsigned j = i + 1; j < nuni; j++) {
