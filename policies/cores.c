@@ -84,6 +84,14 @@ struct coreload *coreload_new(const struct snapshot *s)
 	return cl;
 }
 
+void coreload_move(struct coreload *cl, const cpumask_t *from, const cpumask_t *to, double use)
+{
+	if (!cl)
+		return;
+	spread(cl, from, use, -1.0);
+	spread(cl, to, use, 1.0);
+}
+
 unsigned coreload_llcs(const struct coreload *cl, const struct snapshot *s, const struct snap_node *n,
 		       const cpumask_t *own, double own_use, struct llc_load *out, unsigned max)
 {

@@ -37,6 +37,10 @@ void coreload_free(struct coreload *cl);
  * counted on: its cpuset, or the CPUs an earlier choice this cycle gave
  * it) to OUT. WHY gets a clause for the record when cores shaped the
  * choice ("2 busy threads on 2 cores of LLC 0"), else "". */
+/* USE moved in CL from the CPUs FROM to TO (a guest weighed again where
+ * its view counts it); a no-op without CL. */
+void coreload_move(struct coreload *cl, const cpumask_t *from, const cpumask_t *to, double use);
+
 /* One last-level cache of a node as coreload_llcs() reads it: its
  * lowest CPU id, its cores, and the busy CPUs estimated on them. */
 struct llc_load {

@@ -794,6 +794,48 @@ static void test_llc_breaks_the_tie(void **st)
 	snap_unref(s);
 }
 
+/* coreload_llcs: each cache of node 0 of two_llc_host with its cores and
+ * the load on them, less a guest's own where it is counted; and after
+ * coreload_move, where it was moved. */
+static void test_llc_loads(void **st)
+{
+	struct snapshot *s = two_llc_loaded();
+	struct llc_load l[4];
+	struct coreload *cl;
+	cpumask_t own, to;
+
+	(void)st;
+	snap_finalize(s);
+	cl = coreload_new(s);
+	assert_non_null(cl);
+	assert_int_equal(coreload_llcs(cl, s, &s->nodes[0], NULL, 0.0, l, 4), 2);
+	assert_int_equal(l[0].leader, 0);
+	assert_int_equal(l[1].leader, 4);
+	assert_int_equal(l[0].cores, 4);
+	assert_int_equal(l[1].cores, 4);
+	assert_true(fabs(l[0].load - 2.0) < 1e-9 && fabs(l[1].load - 2.0) < 1e-9);
+	/* o0's own use (4 CPUs over 0-1,4-5) left out: both caches idle. */
+	assert_int_equal(coreload_llcs(cl, s, &s->nodes[0], s->guests[0].cpus, 4.0, l, 4), 2);
+	assert_true(fabs(l[0].load) < 1e-9 && fabs(l[1].load) < 1e-9);
+	/* At most MAX caches. */
+	assert_int_equal(coreload_llcs(cl, s, &s->nodes[0], NULL, 0.0, l, 1), 1);
+	/* o0 moved onto 12-15: node 0 idle, node 1's second cache full. */
+	mask_zero(&own);
+	mask_parse("0-1,4-5", &own);
+	mask_zero(&to);
+	mask_parse("12-15", &to);
+	coreload_move(cl, &own, &to, 4.0);
+	assert_int_equal(coreload_llcs(cl, s, &s->nodes[0], NULL, 0.0, l, 4), 2);
+	assert_true(fabs(l[0].load) < 1e-9 && fabs(l[1].load) < 1e-9);
+	assert_int_equal(coreload_llcs(cl, s, &s->nodes[1], NULL, 0.0, l, 4), 2);
+	assert_true(fabs(l[0].load - 4.0) < 1e-9 && fabs(l[1].load - 4.0) < 1e-9);
+	coreload_move(NULL, &own, &to, 4.0);
+	coreload_free(cl);
+	/* A host without several caches or siblings has no coreload. */
+	assert_int_equal(coreload_llcs(NULL, s, &s->nodes[0], NULL, 0.0, l, 4), 0);
+	snap_unref(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -813,6 +855,7 @@ int main(void)
 		cmocka_unit_test(test_smt_two_floaters_one_memory_node),
 		cmocka_unit_test(test_advise_by_free_cores),
 		cmocka_unit_test(test_llc_breaks_the_tie),
+		cmocka_unit_test(test_llc_loads),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
