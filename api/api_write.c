@@ -771,6 +771,7 @@ void h_rebalance(struct rq *r)
 struct placement {
 	double cpus;
 	uint64_t mem_bytes;
+	unsigned busy_threads;    /* 0: not given */
 	nodemask_t dev_nodes;     /* its devices' nodes (device_nodes) */
 	enum gpol_devices devices;
 	bool devices_given;       /* else the host's [policy] devices */
@@ -796,6 +797,7 @@ static int placement_engine(struct engine *e, void *ctx)
 	memset(&req, 0, sizeof(req));
 	req.cpus = pl->cpus;
 	req.mem_bytes = pl->mem_bytes;
+	req.busy_threads = pl->busy_threads;
 	req.dev_nodes = pl->dev_nodes;
 	req.nr_devices = mask_count(&pl->dev_nodes);
 	req.devices = pl->devices_given ? pl->devices : engine_config(e)->policy.devices;
@@ -819,11 +821,11 @@ static int placement_engine(struct engine *e, void *ctx)
 
 void h_placements(struct rq *r)
 {
-	static const char *const allowed[] = { "vcpus", "memory_mib", "reserve_seconds", "label", "device_nodes",
-					       "devices", NULL };
+	static const char *const allowed[] = { "vcpus", "memory_mib", "busy_threads", "reserve_seconds", "label",
+					       "device_nodes", "devices", NULL };
 	struct placement *pl = xcalloc(1, sizeof(*pl));
 	struct jreq_err err;
-	int64_t vcpus, mib;
+	int64_t vcpus, mib, thr = 0;
 	const char *label = NULL, *devices = NULL;
 	json_t *dn;
 	double reserve = 0;
@@ -842,6 +844,10 @@ void h_placements(struct rq *r)
 		jreq_fail(&err, "memory_mib", "required");
 		goto bad;
 	}
+	/* Its busy threads (a VM: its vCPUs): counted against free cores
+	 * and last-level caches where the host shows them. */
+	if (jreq_int(r->body, "busy_threads", 1, MASK_MAX_CPUS, "threads", &thr, &err) < 0)
+		goto bad;
 	if (jreq_number(r->body, "reserve_seconds", 0, 86400, "seconds", &reserve, &err) < 0 ||
 	    jreq_string(r->body, "label", GUEST_ID_MAX - 1, &label, &err) < 0 ||
 	    jreq_string(r->body, "devices", 16, &devices, &err) < 0)
@@ -859,6 +865,7 @@ void h_placements(struct rq *r)
 	pl->devices_given = devices != NULL;
 	pl->cpus = (double)vcpus;
 	pl->mem_bytes = (uint64_t)mib * MIB;
+	pl->busy_threads = (unsigned)thr;
 	pl->reserve_s = reserve;
 	if (label)
 		snprintf(pl->label, sizeof(pl->label), "%s", label);

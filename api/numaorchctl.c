@@ -49,6 +49,7 @@ struct opts {
 	bool json, dry_run, verbose, follow, provision;
 	const char *since, *guest, *limit, *kind, *runtime, *node, *label, *uuid, *source, *devices;
 	double reserve;
+	long busy_threads;  /* advise --busy-threads: 0 not given */
 	uint64_t dev_nodes; /* advise --device: its devices' nodes (ids < 64) */
 	struct ctl_top_opts top;
 };
@@ -88,10 +89,12 @@ static void usage(FILE *f)
 		"                                 decision records (AGO: 30s, 10m, 2h, 1d); --follow\n"
 		"                                 keeps printing new ones (--json: one per line)\n"
 		"  advise VCPUS MEMORY [--reserve SECONDS] [--label NAME] [--device PCI|NODE]...\n"
-		"         [--devices prefer|require|ignore]\n"
+		"         [--devices prefer|require|ignore] [--busy-threads N]\n"
 		"                                 where a new guest should go (MEMORY: MiB, or 512M, 4G);\n"
 		"                                 --device: a PCI function it will have (its node read\n"
-		"                                 from /sys/bus/pci/devices/PCI/numa_node) or a node id\n"
+		"                                 from /sys/bus/pci/devices/PCI/numa_node) or a node id;\n"
+		"                                 --busy-threads: its busy threads (a VM: VCPUS), counted\n"
+		"                                 against free cores and one last-level cache\n"
 		"  event EVENT DOMAIN [--uuid UUID] [--source NAME]\n"
 		"                                 tell the agent a domain started|stopped|release|reconnect\n"
 		"  top [--once] [--delay SECONDS] [--sort KEY]\n"
@@ -1245,6 +1248,8 @@ static int cmd_advise(const struct opts *o, const char *vcpus, const char *memor
 	}
 	if (o->devices)
 		json_object_set_new(body, "devices", json_string(o->devices));
+	if (o->busy_threads)
+		json_object_set_new(body, "busy_threads", json_integer(o->busy_threads));
 	r = call(o, "POST", "/v1/placements", body, &j, NULL);
 	json_decref(body);
 	if (r) {
@@ -1337,7 +1342,7 @@ static char *read_token(const char *path)
 /* numaorchctl's long options without a short form. */
 enum { O_CACERT = 256, O_TIMEOUT, O_DRY, O_VERBOSE, O_SINCE, O_GUEST, O_LIMIT, O_KIND, O_RUNTIME,
        O_NODE, O_RESERVE, O_LABEL, O_UUID, O_SOURCE, O_FOLLOW, O_ONCE, O_DELAY, O_SORT,
-       O_PROVISION, O_DEVICE, O_DEVICES };
+       O_PROVISION, O_DEVICE, O_DEVICES, O_BUSY_THREADS };
 
 /* What parse_option returns to go on; anything else is the exit code. */
 #define GO_ON (-1)
@@ -1348,6 +1353,7 @@ static int parse_option(struct opts *o, const char **token_file, int c, char *ar
 {
 	char *end;
 	double d;
+	long l;
 
 	switch (c) {
 	case 's': o->conn.socket = arg; o->conn.url = NULL; break;
@@ -1381,6 +1387,13 @@ static int parse_option(struct opts *o, const char **token_file, int c, char *ar
 	case O_DEVICE:
 		if (device_node(arg, &o->dev_nodes))
 			return EX_USAGE;
+		break;
+	case O_BUSY_THREADS:
+		errno = 0;
+		l = strtol(arg, &end, 10);
+		if (end == arg || *end || errno || l < 1 || l > 8192)
+			return die_usage("--busy-threads: must be an integer 1..8192, got \"%s\"", arg);
+		o->busy_threads = l;
 		break;
 	case O_DEVICES:
 		if (strcmp(arg, "prefer") && strcmp(arg, "require") && strcmp(arg, "ignore"))
@@ -1485,6 +1498,7 @@ int main(int argc, char **argv)
 		{ "label", required_argument, NULL, O_LABEL },
 		{ "device", required_argument, NULL, O_DEVICE },
 		{ "devices", required_argument, NULL, O_DEVICES },
+		{ "busy-threads", required_argument, NULL, O_BUSY_THREADS },
 		{ "uuid", required_argument, NULL, O_UUID },
 		{ "source", required_argument, NULL, O_SOURCE },
 		{ "follow", no_argument, NULL, O_FOLLOW },

@@ -13,6 +13,13 @@
  * set holding a device's node scores better among the fewest nodes; under require
  * only such sets are advised, and none fitting is "nothing fits", saying
  * so.
+ * With its busy threads named (advice_request.busy_threads) the advice
+ * counts as policy_decide does on a host with SMT siblings: a set fits
+ * only where a core is free for each of them beside the busy threads
+ * there (guards.c, pctx.by_cores), and where a node has several
+ * last-level caches one that holds them all scores better (W_LLC). Where
+ * that finds no set, the advice is the one counted by CPUs alone, as
+ * without them; the detail says which counted.
  */
 #include "policies.h"
 
@@ -23,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cores.h"
 #include "devpref.h"
 #include "guards.h"
 #include "../orchestrator/base/xalloc.h"
@@ -39,15 +47,72 @@ static void detailf(struct advice *a, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* The best set of the fewest nodes for V (not crowded) into *BEST, as
+ * X counts: false when none fits. */
+static bool advise_pick(struct pctx *x, const struct advice_request *req, const struct gview *v, const bool *usable,
+			struct pcand *best)
+{
+	const struct pcand *b = NULL;
+	bool allowed_block;
+	unsigned kmin;
+
+	kmin = dev_cands_for(x, req->devices, &req->dev_nodes, v, usable,
+			     pcands_generate(x, v, usable, &allowed_block));
+	for (unsigned i = 0; i < x->nr_cands; i++)
+		if (x->cands[i].k == kmin && !x->cands[i].crowded && (!b || pcand_better(&x->cands[i], b)))
+			b = &x->cands[i];
+	if (b)
+		*best = *b;
+	return b != NULL;
+}
+
+/* The detail's clause on how THR busy threads were counted (before the
+ * devices' note). COUNTED: a set fitted so, BEST; BY_CPUS is the set
+ * counted by CPUs alone (NULL: none fits so), evaluated as BEST was, so
+ * its flags say whether cores or caches set BEST apart. */
+static void threads_note(const struct pctx *x, unsigned thr, bool counted, const struct pcand *best,
+			 const struct pcand *by_cpus, char *buf, size_t sz)
+{
+	char cn[48] = "";
+	const char *th = thr == 1 ? "" : "s";
+
+	buf[0] = '\0';
+	if (!counted) {
+		if (x->smt)
+			snprintf(buf, sz, "; no set has a free core for each of its %u busy thread%s: counted by CPUs",
+				 thr, th);
+		return;
+	}
+	if (by_cpus)
+		fmt_nodes(&by_cpus->nodes, cn, sizeof(cn));
+	if (by_cpus && mask_equal(&best->nodes, &by_cpus->nodes)) {
+		if (best->llc_split)
+			snprintf(buf, sz, "; no last-level cache with a free core for each of its %u busy thread%s",
+				 thr, th);
+		else if (x->smt)
+			snprintf(buf, sz, "; a free core for each of its %u busy thread%s", thr, th);
+	} else if (by_cpus && by_cpus->cores_short) {
+		snprintf(buf, sz, "; by free cores: one for each of its %u busy thread%s (by CPUs: nodes %s, short of cores)",
+			 thr, th, cn);
+	} else if (by_cpus && by_cpus->llc_split) {
+		snprintf(buf, sz, "; its %u busy thread%s in one last-level cache (by CPUs: nodes %s, no cache with the cores)",
+			 thr, th, cn);
+	} else {
+		snprintf(buf, sz, "; counted by its %u busy thread%s (by CPUs: %s%s)", thr, th,
+			 by_cpus ? "nodes " : "nothing fits", cn);
+	}
+}
+
 int policy_advise(const struct policy_config *cfg, const struct snapshot *snap,
 		  const struct advice_request *req, struct advice *out)
 {
 	struct pctx x;
 	struct gview v;
-	bool *usable, allowed_block;
+	bool *usable;
+	struct pcand pick, by_cpus;
 	const struct pcand *best = NULL;
-	unsigned kmin;
-	char buf[48];
+	bool cpus_fit, counted = false, weigh;
+	char buf[48], tnote[160];
 
 	if (!cfg || !snap || !req || !out || policy_config_validate(cfg, NULL) < 0)
 		return -EINVAL;
@@ -73,11 +138,28 @@ int policy_advise(const struct policy_config *cfg, const struct snapshot *snap,
 	v.acpus = x.acpus;
 	v.memok = x.memok;
 
-	kmin = dev_cands_for(&x, req->devices, &req->dev_nodes, &v, usable,
-			     pcands_generate(&x, &v, usable, &allowed_block));
-	for (unsigned i = 0; i < x.nr_cands; i++)
-		if (x.cands[i].k == kmin && !x.cands[i].crowded && (!best || pcand_better(&x.cands[i], best)))
-			best = &x.cands[i];
+	/* By CPUs, as without its busy threads; then, named where cores or
+	 * caches show, counted as policy_decide counts a running guest's. */
+	cpus_fit = advise_pick(&x, req, &v, usable, &by_cpus);
+	if (cpus_fit)
+		best = &by_cpus;
+	weigh = req->busy_threads && (x.smt || x.llc);
+	if (weigh) {
+		x.cores = coreload_new(snap);
+		x.by_cores = x.smt;
+		x.by_llc = x.llc && x.cores;
+		v.busy_thr = req->busy_threads;
+		counted = advise_pick(&x, req, &v, usable, &pick);
+		if (counted) {
+			best = &pick;
+			/* The set by CPUs weighed the same way, for the note. */
+			if (cpus_fit)
+				pset_eval_mask(&x, &v, &by_cpus.nodes, NULL, &by_cpus);
+		}
+		x.by_cores = x.by_llc = false;
+		coreload_free(x.cores);
+		x.cores = NULL;
+	}
 	if (!best) {
 		double slack = 0.0;
 		uint64_t room = 0;
@@ -112,6 +194,10 @@ int policy_advise(const struct policy_config *cfg, const struct snapshot *snap,
 		out->mem_free_after = fr > 0 ? (uint64_t)fr : 0;
 		fmt_nodes(&best->nodes, buf, sizeof(buf));
 		dev_note_for(req->devices, &req->dev_nodes, req->nr_devices, &best->nodes, note, sizeof(note));
+		tnote[0] = '\0';
+		if (weigh)
+			threads_note(&x, req->busy_threads, counted, best, cpus_fit ? &by_cpus : NULL, tnote,
+				     sizeof(tnote));
 		snprintf(out->detail, sizeof(out->detail),
 			 "%u node%s %s: util %.0f %% after (≤ %.0f %%), %llu MiB free after%s",
 			 best->k, best->k > 1 ? "s" : "", buf, 100.0 * best->util_after, 100.0 * cfg->max_util,
@@ -119,7 +205,7 @@ int policy_advise(const struct policy_config *cfg, const struct snapshot *snap,
 			 best->busy_nan ? " (some node busy not measured, taken as idle)" : "");
 		l = strlen(out->detail);
 		if (l < sizeof(out->detail) - 1)
-			snprintf(out->detail + l, sizeof(out->detail) - l, "%s", note);
+			snprintf(out->detail + l, sizeof(out->detail) - l, "%s%s", tnote, note);
 	}
 	free(usable);
 	pctx_fini(&x);

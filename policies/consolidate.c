@@ -295,6 +295,7 @@ static unsigned gview_build(struct pctx *x, const struct snap_guest *g, struct g
 	v->huge_total = v->huge_node ? g->huge_total : 0;
 	v->huge_page = v->huge_node ? g->huge_page : 0;
 	v->cur_nodes = g->cpu_nodes;
+	v->cpus = g->cpus;
 	for (unsigned n = 0; n < x->nn; n++) {
 		const struct snap_node *nd = &s->nodes[n];
 		unsigned on = 0, al = nd->nr_cpus;
@@ -1926,17 +1927,24 @@ static void refine(struct pctx *x, const struct pstate *prev, const struct snaps
 
 	for (unsigned oi = 0; oi < nord; oi++) {
 		unsigned gi = order[oi];
+		const struct snap_guest *g = &snap->guests[gi];
 		struct gdec *gd = &d[gi], alt;
 		uint64_t others = *migrated - gd->it.migrate_bytes;
+		/* Weighed by caches, its load goes back to its cpuset, where its
+		 * view counts it (gview.cpus), while it is decided again. */
+		struct coreload *back = x->by_llc ? x->cores : NULL;
 
-		if (gd->target.k <= 1 || snap->guests[gi].policy.mode == GPOL_PINNED)
+		if (gd->target.k <= 1 || g->policy.mode == GPOL_PINNED)
 			continue;
 		replay(x, snap, res, nres, d, order, nord, oi, v, usable);
+		coreload_move(back, gd->it.to_cpus, g->cpus, g->cpu_use);
 		evaluate(x, prev, gi, &alt, v, usable);
 		if (!alt.want || alt.target.k >= gd->target.k ||
 		    alt.it.migrate_bytes > budget_left(cfg, others) ||
-		    (migrating(snap, &alt) && !migrating(snap, gd) && *nmig >= cfg->max_moves))
+		    (migrating(snap, &alt) && !migrating(snap, gd) && *nmig >= cfg->max_moves)) {
+			coreload_move(back, g->cpus, gd->it.to_cpus, g->cpu_use);
 			continue;
+		}
 		*nmig += (unsigned)migrating(snap, &alt) - (unsigned)migrating(snap, gd);
 		{
 			cpumask_t *was = gd->it.to_cpus;
@@ -1945,7 +1953,7 @@ static void refine(struct pctx *x, const struct pstate *prev, const struct snaps
 			gd->want = false;
 			move_detail_due(gd, &snap->guests[gi], cfg);
 			gd->it.to_cpus = xmalloc(sizeof(cpumask_t));
-			cpumask_for(x, &snap->guests[gi], &gd->target.nodes, was, gd->it.to_cpus, &gd->it);
+			cpumask_for(x, g, &gd->target.nodes, back ? g->cpus : was, gd->it.to_cpus, &gd->it);
 			free(was);
 		}
 		*migrated = others + gd->it.migrate_bytes;
@@ -2197,6 +2205,7 @@ int policy_decide_reserved(const struct policy_config *cfg, const struct snapsho
 	if (holds && holds->follow_bound_s > 0)
 		x.follow_s = holds->follow_bound_s;
 	x.cores = coreload_new(snap);
+	x.by_llc = x.llc && x.cores;
 	d = xcalloc(snap->nr_guests ? snap->nr_guests : 1, sizeof(*d));
 	usable = xcalloc(x.nn ? x.nn : 1, sizeof(*usable));
 	order = xcalloc(snap->nr_guests ? snap->nr_guests : 1, sizeof(*order));

@@ -10,6 +10,9 @@
 struct coreload {
 	unsigned nr;     /* CPU ids covered: snapshot.nr_cpu_ids */
 	double *load;    /* [nr] busy CPUs estimated on each */
+	/* [nr] by a last-level cache's lowest CPU id: the online cores it
+	 * holds (coreload_llcs). */
+	unsigned *llc_cores;
 };
 
 /* One core of the target node, as cores_choose weighs it. */
@@ -55,7 +58,7 @@ static void spread(struct coreload *cl, const cpumask_t *m, double use, double s
 struct coreload *coreload_new(const struct snapshot *s)
 {
 	struct coreload *cl;
-	bool any = false;
+	bool any = false, *seen;
 
 	for (unsigned i = 0; i < s->nr_nodes; i++)
 		any |= node_shaped(&s->nodes[i]);
@@ -64,9 +67,59 @@ struct coreload *coreload_new(const struct snapshot *s)
 	cl = xcalloc(1, sizeof(*cl));
 	cl->nr = s->nr_cpu_ids;
 	cl->load = xcalloc(cl->nr, sizeof(*cl->load));
+	cl->llc_cores = xcalloc(cl->nr, sizeof(*cl->llc_cores));
 	for (unsigned i = 0; i < s->nr_guests; i++)
 		spread(cl, s->guests[i].cpus, s->guests[i].cpu_use, 1.0);
+	seen = xcalloc(cl->nr, sizeof(*seen));
+	for (unsigned i = 0; i < s->nr_nodes; i++)
+		mask_foreach(c, &s->nodes[i].cpus) {
+			int core = core_of(s, c), llc = llc_of(s, c);
+
+			if (core < 0 || llc < 0 || (unsigned)core >= cl->nr || (unsigned)llc >= cl->nr || seen[core])
+				continue;
+			seen[core] = true;
+			cl->llc_cores[llc]++;
+		}
+	free(seen);
 	return cl;
+}
+
+void coreload_move(struct coreload *cl, const cpumask_t *from, const cpumask_t *to, double use)
+{
+	if (!cl)
+		return;
+	spread(cl, from, use, -1.0);
+	spread(cl, to, use, 1.0);
+}
+
+unsigned coreload_llcs(const struct coreload *cl, const struct snapshot *s, const struct snap_node *n,
+		       const cpumask_t *own, double own_use, struct llc_load *out, unsigned max)
+{
+	unsigned nl = 0, nown = 0;
+
+	if (!cl || !node_shaped(n))
+		return 0;
+	if (own && own_use > 0.0)
+		mask_foreach(c, own)
+			nown += (unsigned)c < cl->nr;
+	mask_foreach(c, &n->cpus) {
+		int l = llc_of(s, c);
+		unsigned j = 0;
+
+		if (l < 0 || (unsigned)c >= cl->nr || (unsigned)l >= cl->nr)
+			continue;
+		while (j < nl && out[j].leader != l)
+			j++;
+		if (j == nl) {
+			if (nl == max)
+				continue;
+			out[nl++] = (struct llc_load){ .leader = l, .cores = cl->llc_cores[l] };
+		}
+		out[j].load += cl->load[c] - (nown && mask_test(own, c) ? own_use / nown : 0.0);
+	}
+	for (unsigned j = 0; j < nl; j++)
+		out[j].load = fmax(0.0, out[j].load);
+	return nl;
 }
 
 void coreload_free(struct coreload *cl)
@@ -74,6 +127,7 @@ void coreload_free(struct coreload *cl)
 	if (!cl)
 		return;
 	free(cl->load);
+	free(cl->llc_cores);
 	free(cl);
 }
 

@@ -37,6 +37,24 @@ void coreload_free(struct coreload *cl);
  * counted on: its cpuset, or the CPUs an earlier choice this cycle gave
  * it) to OUT. WHY gets a clause for the record when cores shaped the
  * choice ("2 busy threads on 2 cores of LLC 0"), else "". */
+/* USE moved in CL from the CPUs FROM to TO (a guest weighed again where
+ * its view counts it); a no-op without CL. */
+void coreload_move(struct coreload *cl, const cpumask_t *from, const cpumask_t *to, double use);
+
+/* One last-level cache of a node as coreload_llcs() reads it: its
+ * lowest CPU id, its cores, and the busy CPUs estimated on them. */
+struct llc_load {
+	int leader;
+	unsigned cores;
+	double load;
+};
+/* The last-level caches of node N (at most MAX) into OUT, each with its
+ * load less OWN_USE spread over the CPUs OWN (a guest's own use, where
+ * CL counts it; NULL: none); returns how many, 0 without CL or where N
+ * shows no cores. */
+unsigned coreload_llcs(const struct coreload *cl, const struct snapshot *s, const struct snap_node *n,
+		       const cpumask_t *own, double own_use, struct llc_load *out, unsigned max);
+
 void cores_choose(struct coreload *cl, const struct snapshot *s, const struct snap_guest *g,
 		  const nodemask_t *nodes, const cpumask_t *from, bool whole_cores, bool containers,
 		  cpumask_t *out, char *why, size_t whysz);

@@ -26,6 +26,7 @@
  * whose memory nodes are all outside allowed_mems is not a candidate.
  */
 #include "guards.h"
+#include "cores.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -87,6 +88,7 @@ void pctx_init(struct pctx *x, const struct policy_config *cfg, const struct sna
 		x->busy_base[i] = isnan(s->nodes[i].busy) ? 0.0 : fmax(0.0, s->nodes[i].busy) * s->nodes[i].nr_cpus;
 		x->keep[i] = (int64_t)policy_reserve(cfg->min_free_bytes, cfg->min_free_share, s->nodes[i].mem_total);
 		x->smt = x->smt || (s->nodes[i].threads_per_core > 1 && s->nodes[i].nr_cores);
+		x->llc = x->llc || (s->nodes[i].nr_llcs > 1 && s->nodes[i].nr_cores);
 	}
 	if (x->smt) {
 		x->shift = xcalloc(n, sizeof(*x->shift));
@@ -517,6 +519,48 @@ static unsigned guest_threads(const struct pctx *x, const struct gview *g)
 	return t ? t : 1;
 }
 
+/* The most last-level caches of a node weighed (llc_fits); a node with
+ * more has the rest left out. */
+#define LLC_MAX 64
+
+/* Has one last-level cache of node index N a core beside the busy
+ * threads already there for each of G's busy threads? Counted as the
+ * node's cores are (busy_threads_in), on the CPUs' load by core
+ * (pctx.cores) less G's own; true where that is not known. */
+static bool llc_fits(const struct pctx *x, const struct gview *g, unsigned n)
+{
+	struct llc_load l[LLC_MAX];
+	unsigned nl = coreload_llcs(x->cores, x->s, &x->s->nodes[n], g->cpus, g->cpu_use, l, LLC_MAX);
+	unsigned need = guest_threads(x, g);
+
+	for (unsigned i = 0; i < nl; i++)
+		if (l[i].cores >= need + busy_threads_in(l[i].load))
+			return true;
+	return nl == 0;
+}
+
+/* OUT (the set IDX[0..K) of CORES cores, THR_THERE busy threads there)
+ * counted by cores and weighed by caches where X says so. */
+static void cores_eval(const struct pctx *x, const struct gview *g, const unsigned *idx, unsigned k,
+		       unsigned cores, unsigned thr_there, struct pcand *out)
+{
+	/* Counted by cores, a set fits only where a core is free for each of
+	 * its busy threads beside those already there: by CPUs a node of two
+	 * cores x two threads takes 3.6 busy threads, and its siblings share
+	 * cores while another node has idle ones
+	 * (test_smt_node_by_free_cores). */
+	if (x->by_cores && out->cpu_ok && cores < out->nr_cpus &&
+	    thr_there + guest_threads(x, g) > cores) {
+		out->cpu_ok = false;
+		out->local_fit = false;
+		out->cores_short = true;
+	}
+	/* Several caches in the node: its threads in one of them where one
+	 * has the cores (cores.c then picks it), else W_LLC. */
+	if (x->by_llc && k == 1 && out->cpu_ok && x->s->nodes[idx[0]].nr_llcs > 1 && !llc_fits(x, g, idx[0]))
+		out->llc_split = true;
+}
+
 void pset_eval(const struct pctx *x, const struct gview *g, const unsigned *idx, unsigned k,
 	       const nodemask_t *mems_override, struct pcand *out)
 {
@@ -639,17 +683,7 @@ void pset_eval(const struct pctx *x, const struct gview *g, const unsigned *idx,
 			out->util_after = u;
 		}
 	}
-	/* Counted by cores, a set fits only where a core is free for each of
-	 * its busy threads beside those already there: by CPUs a node of two
-	 * cores x two threads takes 3.6 busy threads, and its siblings share
-	 * cores while another node has idle ones
-	 * (test_smt_node_by_free_cores). */
-	if (x->by_cores && out->cpu_ok && cores < out->nr_cpus &&
-	    thr_there + guest_threads(x, g) > cores) {
-		out->cpu_ok = false;
-		out->local_fit = false;
-		out->cores_short = true;
-	}
+	cores_eval(x, g, idx, k, cores, thr_there, out);
 
 	for (unsigned i = 0; i < nuni; i++)
 		for (unsigned j = i + 1; j < nuni; j++) {
@@ -665,6 +699,8 @@ void pset_eval(const struct pctx *x, const struct gview *g, const unsigned *idx,
 		     (g->follow_any && mask_subset(&g->follow_nodes, &out->nodes) ? 0.0 :
 		      travel_cost(x, g, out)) +
 		     W_DISTANCE * (out->mean_dist / 10.0 - 1.0);
+	if (out->llc_split)
+		out->score += W_LLC;
 }
 
 void pset_eval_mask(const struct pctx *x, const struct gview *g, const nodemask_t *nodes,

@@ -49,6 +49,14 @@
 #define W_TRAVEL 0.02
 #define W_DISTANCE 0.5
 
+/* Where a node has more than one last-level cache (pctx.by_llc), a
+ * one-node set whose caches have no free cores enough for the guest's
+ * busy threads in any one of them scores this much worse (pcand.llc_split):
+ * among sets about as good, the one where cores.c can keep its threads in
+ * one cache wins, and no load or migration the score weighs is traded
+ * for it beyond a few % of a node. */
+#define W_LLC 0.05
+
 /* A local fit (pcand.local_fit) may pass a full node by this much: the
  * node's busy figure holds a few % that are no guest's (the host's own
  * work, rounding of ticks), so two one-thread guests using just under a
@@ -143,6 +151,11 @@ struct pctx {
 	 * decide_auto for one guest's candidates, on SMT hosts only; cleared
 	 * where that guest is decided by CPUs after all, and after it. */
 	bool by_cores;
+	/* A node has more than one last-level cache with its cores known
+	 * (pctx_init), and sets are weighed by them (W_LLC): set by
+	 * policy_decide where x->cores is counted, by the advice when the
+	 * request names its busy threads. */
+	bool llc, by_llc;
 };
 
 /* One guest as the policy sees it (or an advice request). */
@@ -160,6 +173,9 @@ struct gview {
 	const unsigned *acpus;   /* [nn] CPUs of the node it may be given */
 	const bool *memok;       /* [nn] node allowed for its memory */
 	nodemask_t cur_nodes;    /* CPU nodes now (empty: new guest) */
+	/* The CPUs its use is counted on in pctx.cores (its cpuset); NULL:
+	 * none (advice). */
+	const cpumask_t *cpus;
 	/* Its busy threads (measured, else estimated from its demand): a set
 	 * never grows for CPU beyond the nodes they can fill — a one-thread
 	 * guest on two nodes runs on one of them, and its memory can only be
@@ -246,6 +262,10 @@ struct pcand {
 	/* Counted by cores (pctx.by_cores), the guest's busy threads and the
 	 * busy threads already on T outnumber T's cores: not cpu_ok. */
 	bool cores_short;
+	/* Weighed by caches (pctx.by_llc), a one-node set where no one
+	 * last-level cache has a free core for each of the guest's busy
+	 * threads: W_LLC in its score. */
+	bool llc_split;
 };
 
 /* Any bit set: cheaper than mask_empty(), which counts every bit (the

@@ -105,6 +105,11 @@ struct advice_request {
 	unsigned nr_devices;
 	nodemask_t dev_nodes;
 	enum gpol_devices devices;
+	/* Its busy threads (a VM: its vCPUs), counted against free cores on
+	 * a host with SMT siblings and against one last-level cache's free
+	 * cores where a node has several; 0: not given, nodes chosen by CPUs
+	 * alone. */
+	unsigned busy_threads;
 };
 
 struct advice {
@@ -113,7 +118,7 @@ struct advice {
 	nodemask_t mems;       /* memory nodes to use */
 	double load_after;
 	uint64_t mem_free_after; /* on the chosen nodes, after the guest */
-	char detail[192];        /* why, or why nothing fits */
+	char detail[256];        /* why, or why nothing fits */
 };
 
 /* A guest that just started, to be placed at once (VM initial placement

@@ -525,6 +525,10 @@ BAD = [
      {}, 400, "invalid-field", "devices"),
     ("negative reservation", "POST", "/v1/placements", {"vcpus": 2, "memory_mib": 1, "reserve_seconds": -5},
      {}, 400, "invalid-field", "reserve_seconds"),
+    ("negative busy threads", "POST", "/v1/placements", {"vcpus": 2, "memory_mib": 1, "busy_threads": -2},
+     {}, 400, "invalid-field", "busy_threads"),
+    ("busy threads as a string", "POST", "/v1/placements", {"vcpus": 2, "memory_mib": 1, "busy_threads": "2"},
+     {}, 400, "invalid-field", "busy_threads"),
     ("unknown event", "POST", "/v1/events", {"source": "libvirt-hook", "event": "exploded", "domain": "d"}, {},
      400, "invalid-field", "event"),
     ("event without domain", "POST", "/v1/events", {"source": "libvirt-hook", "event": "started"}, {}, 400,
@@ -591,6 +595,74 @@ BAD = [
 
 
 @unittest.skipIf(REASON, REASON or "")
+@unittest.skipIf(REASON, REASON or "")
+class PlacementsByCores(apilib.ClassDaemon):
+    """POST /v1/placements with busy_threads on the fixture host given SMT
+    siblings: each node's four CPUs two cores of two threads (node 0: CPUs
+    0,2,4,6; node 1: 1,3,5,7), an L3 per node, as sysfs shows them."""
+
+    CORES = {0: ("0,2", "4,6"), 1: ("1,3", "5,7")}
+
+    @classmethod
+    def prepare_root(cls, root):
+        cpu = os.path.join(root, "sys", "devices", "system", "cpu")
+        for node, cores in cls.CORES.items():
+            llc = ",".join(cores)
+            for core in cores:
+                for c in core.split(","):
+                    for d in ("topology", os.path.join("cache", "index3")):
+                        os.makedirs(os.path.join(cpu, "cpu" + c, d), exist_ok=True)
+                    itlib.write(os.path.join(cpu, "cpu" + c, "topology", "core_cpus_list"), core + "\n")
+                    itlib.write(os.path.join(cpu, "cpu" + c, "cache", "index3", "level"), "3\n")
+                    itlib.write(os.path.join(cpu, "cpu" + c, "cache", "index3", "shared_cpu_list"), llc + "\n")
+
+    def advise(self, **body):
+        r = self.d.request("POST", "/v1/placements", dict({"vcpus": 1, "memory_mib": 64}, **body))
+        self.assertEqual(r.status, 200, r)
+        return r.json()
+
+    def test_busy_threads_counted_against_free_cores(self):
+        nodes = self.d.get("/v1/nodes").json()["nodes"]
+        self.assertEqual([n["threads_per_core"] for n in nodes], [2, 2], nodes)
+        # Two CPUs promised on node 0 (beside a device there): two busy
+        # threads, both of its cores.
+        res = self.advise(vcpus=2, device_nodes=[0], devices="require", reserve_seconds=600, label="vm-r")
+        self.assertEqual(res["nodes"], "0", res)
+        # A one-vCPU guest with its device on node 0: by CPUs beside it
+        # (util 0.75, node 1 idle but away from the device), its thread on
+        # a sibling of a busy core; with its busy thread named, node 1.
+        cpus = self.advise(device_nodes=[0])
+        self.assertEqual(cpus["nodes"], "0", cpus)
+        self.assertNotIn("core", cpus["detail"])
+        cores = self.advise(device_nodes=[0], busy_threads=1)
+        self.assertEqual(cores["nodes"], "1", cores)
+        self.assertIn("by free cores: one for each of its 1 busy thread (by CPUs: nodes 0, short of cores)",
+                      cores["detail"])
+        # numaorchctl sends it (exit 2 for a bad count, nothing sent).
+        p = self.d.ctl("advise", "1", "64M", "--device", "0", "--busy-threads", "1")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertTrue(p.stdout.startswith("nodes 1 (cpus 1,3,5,7, memory on 1): "), p.stdout)
+        self.assertIn("by free cores", p.stdout)
+        for bad in ("0", "-1", "x", "8193", "1.5"):
+            p = self.d.ctl("advise", "1", "64M", "--busy-threads", bad)
+            self.assertEqual(p.returncode, 2, (bad, p.stdout, p.stderr))
+            self.assertIn("--busy-threads: must be an integer 1..8192, got \"%s\"" % bad, p.stderr)
+        # Three busy threads fit no node's two cores: by CPUs, saying so.
+        three = self.advise(vcpus=3, busy_threads=3)
+        self.assertEqual(three["nodes"], "1", three)
+        self.assertIn("no set has a free core for each of its 3 busy threads: counted by CPUs", three["detail"])
+
+    def test_malformed_busy_threads(self):
+        for bad, got in ((-1, "-1"), (0, "0"), ("2", '"2"'), (1.5, "1.5"), (None, "null"), (8193, "8193")):
+            with self.subTest(bad=bad):
+                r = self.d.request("POST", "/v1/placements", {"vcpus": 1, "memory_mib": 64, "busy_threads": bad})
+                self.assertEqual(r.status, 400, r)
+                p = r.json()
+                self.assertEqual(p["type"], "urn:numaorch:problem:invalid-field", p)
+                self.assertEqual(p["field"], "busy_threads", p)
+                self.assertEqual(p["detail"], "busy_threads: must be an integer 1..8192 (threads), got " + got, p)
+
+
 class ModeSwitch(unittest.TestCase):
     """The operator switches the agent from advise to enforce through the
     API: it acts at once (a cycle that moves), not at the next interval

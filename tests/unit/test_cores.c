@@ -656,6 +656,186 @@ static void test_smt_swap_cpus_to_memory(void **st)
 	}
 }
 
+/* Advice on the vm-smt host (two nodes of two cores x two threads) for a
+ * guest of one vCPU with a device on node 0, node 0 carrying two busy
+ * threads (its two cores taken), node 1 one. By CPUs node 0 wins (util
+ * 0.75, beside its device; node 1 0.5 + W_DEVICE_PLACE) and the guest's
+ * thread would share a core; with its busy thread named, node 1, where a
+ * core is free, and the detail says cores decided. Without the field,
+ * the advice is as before. */
+static void test_advise_by_free_cores(void **st)
+{
+	struct snapshot *s = fixture_snap("vm-smt", 0.25);
+	struct policy_config cfg;
+	struct advice_request req = { .cpus = 1.0, .mem_bytes = 64 * MIB, .nr_devices = 1,
+				      .devices = GPOL_DEV_PREFER };
+	struct advice a;
+
+	(void)st;
+	s->nodes[0].busy = 0.5;
+	snap_finalize(s);
+	policy_config_default(&cfg);
+	mask_set(&req.dev_nodes, 0);
+	assert_int_equal(policy_advise(&cfg, s, &req, &a), 0);
+	assert_true(a.ok);
+	assert_nodes(&a.nodes, "0");
+	assert_null(strstr(a.detail, "core"));
+
+	req.busy_threads = 1;
+	assert_int_equal(policy_advise(&cfg, s, &req, &a), 0);
+	assert_true(a.ok);
+	assert_nodes(&a.nodes, "1");
+	assert_nodes(&a.mems, "1");
+	assert_non_null(strstr(a.detail, "by free cores: one for each of its 1 busy thread (by CPUs: nodes 0, short of cores)"));
+
+	/* Two busy threads, node 1 with two too (1.5 CPUs): no node has a
+	 * free core for each, and by CPUs node 1 fits (0.875): as without. */
+	req.busy_threads = 2;
+	req.cpus = 2.0;
+	s->nodes[1].busy = 0.375;
+	assert_int_equal(policy_advise(&cfg, s, &req, &a), 0);
+	assert_true(a.ok);
+	assert_nodes(&a.nodes, "1");
+	assert_non_null(strstr(a.detail, "no set has a free core for each of its 2 busy threads: counted by CPUs"));
+
+	/* Without core files every CPU is a core: the field changes nothing. */
+	snap_set_cputopo(s, NULL, NULL, 0);
+	s->nodes[1].busy = 0.25;
+	req.busy_threads = 1;
+	req.cpus = 1.0;
+	assert_int_equal(policy_advise(&cfg, s, &req, &a), 0);
+	assert_nodes(&a.nodes, "0");
+	assert_null(strstr(a.detail, "core"));
+	snap_unref(s);
+}
+
+/* two_llc_host with node 0's caches each half busy (a guest on CPUs 0-1
+ * and 4-5) and node 1's first cache full (one on 8-11), node 1's second
+ * idle: both nodes equally loaded. */
+static struct snapshot *two_llc_loaded(void)
+{
+	struct snapshot *s = two_llc_host();
+	const char *on[2] = { "0-1,4-5", "8-11" };
+
+	for (unsigned i = 0; i < 2; i++) {
+		struct snap_guest *o = snap_add_guest(s);
+		cpumask_t c;
+
+		snprintf(o->id, sizeof(o->id), "o%u", i);
+		o->cpu_use = 4.0;
+		o->nr_threads = 4;
+		o->busy_threads = 4;
+		o->busy_measured = true;
+		mask_zero(&c);
+		mask_parse(on[i], &c);
+		o->cpus = snap_cpumask(s, &c);
+		mask_zero(&o->mems);
+		mask_set(&o->mems, (int)i);
+		o->mem_node[i] = 256 * MIB;
+		o->cpu_node = calloc(s->nr_nodes, sizeof(double));
+		o->cpu_node[i] = 4.0;
+		s->nodes[i].busy = 0.5;
+	}
+	return s;
+}
+
+/* A node of two last-level caches: of two nodes equally loaded, a
+ * guest's three busy threads go where one cache has three free cores
+ * (node 1), not to the lower id whose caches have two each; cores.c then
+ * gives it that cache. The advice for such a guest likewise, when its
+ * busy threads are named. */
+static void test_llc_breaks_the_tie(void **st)
+{
+	struct snapshot *s = two_llc_loaded();
+	struct policy_config cfg;
+	struct advice_request req = { .cpus = 3.0, .mem_bytes = 64 * MIB };
+	struct advice a;
+	const struct plan_item *it;
+	struct snap_guest *g;
+	struct plan *p;
+	cpumask_t c;
+
+	(void)st;
+	/* g: free to run on both nodes, its memory on both alike. */
+	g = snap_add_guest(s);
+	snprintf(g->id, sizeof(g->id), "g");
+	g->cpu_use = 3.0;
+	g->nr_threads = 3;
+	g->busy_threads = 3;
+	g->busy_measured = true;
+	mask_zero(&c);
+	mask_parse("0-15", &c);
+	g->cpus = snap_cpumask(s, &c);
+	mask_parse("0-1", &g->mems);
+	g->mem_node[0] = g->mem_node[1] = 128 * MIB;
+	g->cpu_node = calloc(s->nr_nodes, sizeof(double));
+	g->cpu_node[0] = g->cpu_node[1] = 1.5;
+	s->nodes[0].busy = s->nodes[1].busy = 5.5 / 8;
+	p = decide(s, true);
+	it = item_of(p, "g");
+	assert_int_equal(it->kind, PLAN_MOVE);
+	assert_nodes(&it->to_nodes, "1");
+	assert_cpus(it->to_cpus, "12-14");
+	assert_non_null(strstr(it->detail, "3 busy threads on 3 cores of LLC 3"));
+	plan_free(p);
+	snap_unref(s);
+
+	/* Advice (the guests' load is in busy; g is not there). */
+	s = two_llc_loaded();
+	snap_finalize(s);
+	policy_config_default(&cfg);
+	assert_int_equal(policy_advise(&cfg, s, &req, &a), 0);
+	assert_nodes(&a.nodes, "0");
+	req.busy_threads = 3;
+	assert_int_equal(policy_advise(&cfg, s, &req, &a), 0);
+	assert_true(a.ok);
+	assert_nodes(&a.nodes, "1");
+	assert_non_null(strstr(a.detail, "its 3 busy threads in one last-level cache (by CPUs: nodes 0, no cache with the cores)"));
+	snap_unref(s);
+}
+
+/* coreload_llcs: each cache of node 0 of two_llc_host with its cores and
+ * the load on them, less a guest's own where it is counted; and after
+ * coreload_move, where it was moved. */
+static void test_llc_loads(void **st)
+{
+	struct snapshot *s = two_llc_loaded();
+	struct llc_load l[4];
+	struct coreload *cl;
+	cpumask_t own, to;
+
+	(void)st;
+	snap_finalize(s);
+	cl = coreload_new(s);
+	assert_non_null(cl);
+	assert_int_equal(coreload_llcs(cl, s, &s->nodes[0], NULL, 0.0, l, 4), 2);
+	assert_int_equal(l[0].leader, 0);
+	assert_int_equal(l[1].leader, 4);
+	assert_int_equal(l[0].cores, 4);
+	assert_int_equal(l[1].cores, 4);
+	assert_true(fabs(l[0].load - 2.0) < 1e-9 && fabs(l[1].load - 2.0) < 1e-9);
+	/* o0's own use (4 CPUs over 0-1,4-5) left out: both caches idle. */
+	assert_int_equal(coreload_llcs(cl, s, &s->nodes[0], s->guests[0].cpus, 4.0, l, 4), 2);
+	assert_true(fabs(l[0].load) < 1e-9 && fabs(l[1].load) < 1e-9);
+	/* At most MAX caches. */
+	assert_int_equal(coreload_llcs(cl, s, &s->nodes[0], NULL, 0.0, l, 1), 1);
+	/* o0 moved onto 12-15: node 0 idle, node 1's second cache full. */
+	mask_zero(&own);
+	mask_parse("0-1,4-5", &own);
+	mask_zero(&to);
+	mask_parse("12-15", &to);
+	coreload_move(cl, &own, &to, 4.0);
+	assert_int_equal(coreload_llcs(cl, s, &s->nodes[0], NULL, 0.0, l, 4), 2);
+	assert_true(fabs(l[0].load) < 1e-9 && fabs(l[1].load) < 1e-9);
+	assert_int_equal(coreload_llcs(cl, s, &s->nodes[1], NULL, 0.0, l, 4), 2);
+	assert_true(fabs(l[0].load - 4.0) < 1e-9 && fabs(l[1].load - 4.0) < 1e-9);
+	coreload_move(NULL, &own, &to, 4.0);
+	coreload_free(cl);
+	/* A host without several caches or siblings has no coreload. */
+	assert_int_equal(coreload_llcs(NULL, s, &s->nodes[0], NULL, 0.0, l, 4), 0);
+	snap_unref(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -673,6 +853,9 @@ int main(void)
 		cmocka_unit_test(test_smt_short_of_cores_stays_when_nothing_better),
 		cmocka_unit_test(test_smt_swap_cpus_to_memory),
 		cmocka_unit_test(test_smt_two_floaters_one_memory_node),
+		cmocka_unit_test(test_advise_by_free_cores),
+		cmocka_unit_test(test_llc_breaks_the_tie),
+		cmocka_unit_test(test_llc_loads),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
