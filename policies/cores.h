@@ -27,16 +27,6 @@ struct coreload;
 struct coreload *coreload_new(const struct snapshot *s);
 void coreload_free(struct coreload *cl);
 
-/* G's CPUs on NODES: OUT holds on entry the CPUs it may be given there
- * (the nodes' CPUs it is allowed), and on return those it gets. Only a
- * one-node target with cores known is narrowed (a container's only with
- * CONTAINERS: [policy] container_cores), to as many cores as G has busy
- * threads (a VM: vCPUs), in one last-level cache where they
- * fit, the least loaded first; OUT stays as it was when that would be
- * the whole node. G's load moves in CL from FROM (the CPUs it was
- * counted on: its cpuset, or the CPUs an earlier choice this cycle gave
- * it) to OUT. WHY gets a clause for the record when cores shaped the
- * choice ("2 busy threads on 2 cores of LLC 0"), else "". */
 /* USE moved in CL from the CPUs FROM to TO (a guest weighed again where
  * its view counts it); a no-op without CL. */
 void coreload_move(struct coreload *cl, const cpumask_t *from, const cpumask_t *to, double use);
@@ -55,6 +45,16 @@ struct llc_load {
 unsigned coreload_llcs(const struct coreload *cl, const struct snapshot *s, const struct snap_node *n,
 		       const cpumask_t *own, double own_use, struct llc_load *out, unsigned max);
 
+/* G's CPUs on NODES: OUT holds on entry the CPUs it may be given there
+ * (the nodes' CPUs it is allowed), and on return those it gets. Only a
+ * one-node target with cores known is narrowed (a container's only with
+ * CONTAINERS: [policy] container_cores), to as many cores as G has busy
+ * threads (a VM: vCPUs), in one last-level cache where they
+ * fit, the least loaded first; OUT stays as it was when that would be
+ * the whole node. G's load moves in CL from FROM (the CPUs it was
+ * counted on: its cpuset, or the CPUs an earlier choice this cycle gave
+ * it) to OUT. WHY gets a clause for the record when cores shaped the
+ * choice ("2 busy threads on 2 cores of LLC 0"), else "". */
 void cores_choose(struct coreload *cl, const struct snapshot *s, const struct snap_guest *g,
 		  const nodemask_t *nodes, const cpumask_t *from, bool whole_cores, bool containers,
 		  cpumask_t *out, char *why, size_t whysz);
