@@ -1560,7 +1560,7 @@ static void dev_flow_note(struct plan_item *it, const struct mdefer *md)
 	if (md->dev_won) {
 		fmt_nodes(&md->dev_over, over, sizeof(over));
 		if (md->kfill < 0)
-			snprintf(buf, sizeof(buf), ", preferred over node %s where its memory is: the kernel not moving its memory",
+			snprintf(buf, sizeof(buf), ", preferred over node %s where its memory is: the kernel not measured moving it",
 				 over);
 		else
 			snprintf(buf, sizeof(buf), ", preferred over node %s where its memory is: the kernel carried only %llu MiB toward node %d",

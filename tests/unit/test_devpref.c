@@ -519,7 +519,7 @@ static void test_device_beside_kernel_flow(void **state)
 	it = beside_kernel("0-7", on2, none, GPOL_DEV_PREFER);
 	assert_true(moved_to(&it, 1));
 	assert_non_null(strstr(it.detail, "near its device on node 1, preferred over node 2 where its memory is: "
-					  "the kernel not moving its memory"));
+					  "the kernel not measured moving it"));
 	/* Its thread on node 2, its memory on node 3. */
 	it = beside_kernel("4-5", on3, none, GPOL_DEV_PREFER);
 	assert_true(moved_to(&it, 1));
