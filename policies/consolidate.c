@@ -147,6 +147,13 @@ struct mdefer {
 	uint64_t cc_migrate;
 	unsigned cc_travel_far;
 	bool cc_same;           /* the target's nodes are where it is */
+	/* Its device against where its memory is, beside the kernel
+	 * (dev_flow_note): the target won over DEV_OVER, or the kernel's
+	 * flow toward node KFILL (KFILL_BYTES of it there) kept it away. */
+	bool dev_won, dev_kept;
+	nodemask_t dev_over;
+	int kfill;
+	uint64_t kfill_bytes;
 };
 
 struct gdec {
@@ -1043,6 +1050,15 @@ struct adec {
 	uint64_t tier;            /* its memory in the kernel's tier (tier_local), or 0 */
 	double unow, locality;
 	const struct pcand *best, *pick, *coolest, *hot;
+	/* Beside the kernel's balancing, under devices = prefer (DEV_K): the
+	 * node (id) the kernel is measured filling with its memory
+	 * (kflow_filling, -1: none measured) and its memory there; the best
+	 * option where its memory is (kernel_anchor) holding no device's
+	 * node, and the best holding one, for the record (dev_flow_note). */
+	bool dev_k;
+	int kfill;
+	uint64_t kfill_bytes;
+	const struct pcand *anchor_opt, *dev_opt;
 };
 
 /* With the kernel tiering memory (snap_memory_tiering), G's memory on
@@ -1205,6 +1221,24 @@ static uint64_t others_memory(const struct pctx *x, const struct gview *v, const
 	return sum;
 }
 
+/* Beside the kernel's balancing, under devices = prefer, does option C
+ * hold G's device's node and rank with the sets where its memory is
+ * (kernel_anchor), competing with them by score? The kernel migrates
+ * toward the threads on fault, so with the CPUs on the device's node it
+ * brings the memory there too, and only what it already carried
+ * elsewhere is lost (it crosses again): C does, unless the kernel is
+ * measured carrying the memory toward a node outside C that holds more
+ * than DEV_FLOW_CARRIED of C's migration. Without this, beside the
+ * kernel a guest moving anyway went where its memory was and never to
+ * its device (test_device_beside_kernel_flow). */
+static bool dev_anchor(const struct snap_guest *g, const struct adec *a, const struct pcand *c)
+{
+	if (!a->dev_k || !mask_intersects(&c->nodes, &g->dev_nodes))
+		return false;
+	return a->kfill < 0 || mask_test(&c->nodes, a->kfill) ||
+	       (double)a->kfill_bytes <= DEV_FLOW_CARRIED * (double)c->migrate;
+}
+
 /* Is option C a better pick than P of the same size? Beside the kernel's
  * balancing a set holding the larger part of the memory (or where the
  * kernel brings it) comes first: the CPUs go to the memory, and memory
@@ -1213,11 +1247,13 @@ static uint64_t others_memory(const struct pctx *x, const struct gview *v, const
  * happened to run on, an idle node with all of its memory to move beat
  * sharing its memory's node with one other guest, and what the kernel
  * had carried crossed a second time
- * (test_misplaced_beside_kernel_later). Then sets as good as equal
+ * (test_misplaced_beside_kernel_later); so does a set holding its
+ * device's node (dev_anchor). Then sets as good as equal
  * (PICK_TIE) go by the others' memory, then the score (pcand_better). */
-static bool pick_better(const struct pctx *x, const struct gview *v, const struct pcand *c, const struct pcand *p)
+static bool pick_better(const struct pctx *x, const struct snap_guest *g, const struct gview *v,
+			const struct adec *a, const struct pcand *c, const struct pcand *p)
 {
-	bool ca = kernel_anchor(x, v, c), pa = kernel_anchor(x, v, p);
+	bool ca = kernel_anchor(x, v, c) || dev_anchor(g, a, c), pa = kernel_anchor(x, v, p) || dev_anchor(g, a, p);
 
 	if (ca != pa)
 		return ca;
@@ -1250,6 +1286,11 @@ static void auto_pick(const struct pctx *x, const struct snap_guest *g, const st
 	/* Its devices, asked once: each question scans its 1024-bit device
 	 * mask, and the answers are the same for every candidate. */
 	bool cur_refused = dev_refused(g, &g->cpu_nodes), dev_w = dev_weighs(g);
+
+	a->dev_k = dev_w && g->policy.devices == GPOL_DEV_PREFER && kernel_migrates_on_fault(x->s) && v->mem_total;
+	a->kfill = a->dev_k ? kflow_filling(x->s, g) : -1;
+	if (a->kfill >= 0 && x->idx_of_id[a->kfill] >= 0 && g->mem_node)
+		a->kfill_bytes = g->mem_node[x->idx_of_id[a->kfill]];
 
 	for (unsigned i = 0; i < x->nr_cands; i++) {
 		const struct pcand *c = &x->cands[i];
@@ -1303,7 +1344,14 @@ static void auto_pick(const struct pctx *x, const struct snap_guest *g, const st
 			a->hot = c;
 			opt = false;
 		}
-		if (opt && (!a->pick || c->k < a->pick->k || (c->k == a->pick->k && pick_better(x, v, c, a->pick))))
+		if (opt && a->dev_k) {
+			if (mask_intersects(&c->nodes, &g->dev_nodes)) {
+				if (!a->dev_opt || pcand_better(c, a->dev_opt))
+					a->dev_opt = c;
+			} else if (kernel_anchor(x, v, c) && (!a->anchor_opt || pcand_better(c, a->anchor_opt)))
+				a->anchor_opt = c;
+		}
+		if (opt && (!a->pick || c->k < a->pick->k || (c->k == a->pick->k && pick_better(x, g, v, a, c, a->pick))))
 			a->pick = c;
 	}
 	a->load_case = a->load_case && a->unow >= cfg->rebalance_util - UTIL_EPS;
@@ -1483,6 +1531,15 @@ static void auto_move(struct pctx *x, const struct pstate_entry *pe, const struc
 		.cc_travel_far = a->cc.travel_far,
 		.cc_same = mask_equal(&pick->nodes, &a->cc.nodes),
 	};
+	if (a->anchor_opt && mask_intersects(&pick->nodes, &g->dev_nodes) && !kernel_anchor(x, v, pick)) {
+		d->md.dev_won = true;
+		d->md.dev_over = a->anchor_opt->nodes;
+	} else if (a->dev_opt && a->kfill >= 0 && !mask_intersects(&pick->nodes, &g->dev_nodes) &&
+		   kernel_anchor(x, v, pick) && !dev_anchor(g, a, a->dev_opt)) {
+		d->md.dev_kept = true;
+	}
+	d->md.kfill = a->kfill;
+	d->md.kfill_bytes = a->kfill_bytes;
 	/* Short: these must survive the detail's length limit. */
 	if (a->crowded)
 		d->md.fit_note = pick->bare_mem ? "; nothing fits with headroom: least loaded, no memory headroom"
@@ -1493,6 +1550,29 @@ static void auto_move(struct pctx *x, const struct pstate_entry *pe, const struc
 			   : "; fits without headroom: most of its memory is there, the kernel brings the rest";
 	else if (a->cc.cores_short)
 		d->md.fit_note = "; no free core for each busy thread where it is";
+}
+
+/* Why its device won or lost against where its memory is, beside the
+ * kernel (MD): after dev_detail's "near/away from its device on node N". */
+static void dev_flow_note(struct plan_item *it, const struct mdefer *md)
+{
+	char buf[192], over[48];
+
+	if (md->dev_won) {
+		fmt_nodes(&md->dev_over, over, sizeof(over));
+		if (md->kfill < 0)
+			snprintf(buf, sizeof(buf), ", preferred over node %s where its memory is: the kernel not measured moving it",
+				 over);
+		else
+			snprintf(buf, sizeof(buf), ", preferred over node %s where its memory is: the kernel carried only %llu MiB toward node %d",
+				 over, mib(md->kfill_bytes), md->kfill);
+	} else if (md->dev_kept) {
+		snprintf(buf, sizeof(buf), ", kept by the kernel's flow toward node %d (%llu MiB there)", md->kfill,
+			 mib(md->kfill_bytes));
+	} else {
+		return;
+	}
+	add_detail(it, buf);
 }
 
 /* auto_move's sentence for D, guest G of the snapshot, when it is still
@@ -1518,6 +1598,7 @@ static void move_detail_due(struct gdec *d, const struct snap_guest *g, const st
 	if (md->nan)
 		add_detail(it, " (some node busy not measured, taken as idle)");
 	dev_detail(g, &d->target.nodes, it);
+	dev_flow_note(it, md);
 }
 
 /* The candidate sets of G (A->kmin, A->crowded, A->allowed_block),

@@ -34,6 +34,17 @@
  * gigabytes per CPU still keep a big, lightly used guest's memory where
  * it is (break-even near 5 GiB per CPU used). */
 #define W_DEVICE_PLACE 0.6
+/* Beside the kernel's balancing, a set where a moving guest's memory is
+ * (or where the kernel brings it) comes before other sets whatever their
+ * scores; one holding its device's node still competes with it by score,
+ * unless the kernel is measured carrying the memory toward a node outside
+ * it and more than this share of what the device's set would migrate is
+ * on that node already. With the CPUs on the device's node the kernel
+ * brings the memory there too (it migrates toward the threads on fault),
+ * so what it carried elsewhere is what crosses again: up to a fifth of
+ * the move keeps kernel and agent together within 1.2 times the net
+ * movement. */
+#define DEV_FLOW_CARRIED 0.2
 
 /* G's devices' nodes weigh in its placement (it has some, not ignored). */
 bool dev_weighs(const struct snap_guest *g);

@@ -458,6 +458,89 @@ static void test_split(void **state)
 	}
 }
 
+/* Beside the kernel's balancing (kernel.numa_balancing = 1), a
+ * one-thread guest using a CPU, device on node 1, its 128 MiB MEM_MIB[n]
+ * on node n, on CPUS with its thread on node 2, and the kernel measured
+ * moving FLOW_MIB[n] onto (> 0) or off (< 0) node n over a second (all
+ * zero: nothing measured); devices DEVS. */
+static struct plan_item beside_kernel(const char *cpus, const unsigned *mem_mib, const int *flow_mib,
+				      enum gpol_devices devs)
+{
+	static const uint64_t fr[4] = { 6000, 6000, 6000, 6000 };
+	/* node 2: the guest's own CPU and 0.2 more */
+	static const double busy[4] = { 0.1, 0.1, 0.6, 0.1 };
+	struct snapshot *s = host(4, fr, busy);
+	struct snap_guest *g = guest(s, 1.0, cpus, 2, 0, 0, 1, devs);
+	struct snap_kflow *f = NULL;
+
+	s->numa_balancing = 1;
+	for (unsigned n = 0; n < 4; n++) {
+		g->mem_node[n] = (uint64_t)mem_mib[n] * MIB;
+		if (!flow_mib[n])
+			continue;
+		if (!f) {
+			f = g->kflow = calloc(1, sizeof(*f));
+			f->delta = calloc(4, sizeof(*f->delta));
+			f->window_s = 1.0;
+			f->cpus_steady = true;
+		}
+		f->delta[n] = (int64_t)flow_mib[n] * (int64_t)MIB;
+		if (flow_mib[n] > 0)
+			f->arrived += (uint64_t)flow_mib[n] * MIB;
+		else
+			f->left += (uint64_t)-flow_mib[n] * MIB;
+	}
+	if (f)
+		f->moved = f->arrived < f->left ? f->arrived : f->left;
+	g->busy_threads = 1;
+	g->busy_measured = true;
+	return decide(s);
+}
+
+/* The testbed's device-misplaced with balancing on: a guest that moves
+ * anyway went where its memory was (or where the kernel brought it),
+ * never to its device, as a set where the memory is came first whatever
+ * the scores. The kernel migrates toward the threads on fault, so with
+ * the CPUs on the device's node it brings the memory there too: not
+ * measured moving it, the device's set competes by score and wins; the
+ * kernel measured carrying it toward node 2, with half of it there
+ * already, it stays with that flow (under require it goes); the kernel
+ * having carried only a little, the device still wins. */
+static void test_device_beside_kernel_flow(void **state)
+{
+	static const unsigned on2[4] = { 0, 0, 128, 0 }, on3[4] = { 0, 0, 0, 128 }, half[4] = { 0, 0, 64, 64 },
+			      little[4] = { 0, 0, 8, 120 };
+	static const int none[4] = { 0, 0, 0, 0 }, to2[4] = { 0, 0, 32, -32 }, to2s[4] = { 0, 0, 8, -8 };
+	struct plan_item it;
+
+	(void)state;
+	/* Free to run anywhere, the kernel already brought all of it to its
+	 * thread's node before the first cycle (the testbed's io2). */
+	it = beside_kernel("0-7", on2, none, GPOL_DEV_PREFER);
+	assert_true(moved_to(&it, 1));
+	assert_non_null(strstr(it.detail, "near its device on node 1, preferred over node 2 where its memory is: "
+					  "the kernel not measured moving it"));
+	/* Its thread on node 2, its memory on node 3. */
+	it = beside_kernel("4-5", on3, none, GPOL_DEV_PREFER);
+	assert_true(moved_to(&it, 1));
+	assert_non_null(strstr(it.detail, "preferred over node 3 where its memory is"));
+	it = beside_kernel("4-5", on3, none, GPOL_DEV_IGNORE);
+	assert_true(moved_to(&it, 3));
+	assert_null(strstr(it.detail, "device"));
+	/* The kernel measured bringing it to node 2, half of it there. */
+	it = beside_kernel("4-5", half, to2, GPOL_DEV_PREFER);
+	assert_int_equal(it.kind, PLAN_MOVE);
+	assert_false(mask_test(&it.to_nodes, 1));
+	assert_non_null(strstr(it.detail, "away from its device on node 1, kept by the kernel's flow toward node 2 "
+					  "(64 MiB there)"));
+	it = beside_kernel("4-5", half, to2, GPOL_DEV_REQUIRE);
+	assert_true(moved_to(&it, 1));
+	/* The kernel measured bringing it, 8 MiB there so far. */
+	it = beside_kernel("4-5", little, to2s, GPOL_DEV_PREFER);
+	assert_true(moved_to(&it, 1));
+	assert_non_null(strstr(it.detail, "the kernel carried only 8 MiB toward node 2"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -471,6 +554,7 @@ int main(void)
 		cmocka_unit_test(test_start_placement),
 		cmocka_unit_test(test_pinned),
 		cmocka_unit_test(test_split),
+		cmocka_unit_test(test_device_beside_kernel_flow),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
