@@ -49,6 +49,7 @@ static void fdc_close(struct cgfdc *c, struct cgfdc_ent *e)
 		cgfdc_drop(c, e, (enum cgfdc_slot)i);
 	if (e->has_cpu)
 		c->nr_cpu--;
+	cgfdc_kids_forget(e);
 	free(e->rel);
 	e->rel = NULL;
 }
@@ -108,6 +109,9 @@ struct cgfdc_ent *cgfdc_get(struct cgfdc *c, const char *rel)
 	for (unsigned k = 0; k < CGFDC_NR; k++)
 		c->tab[i].fd[k] = -1;
 	c->tab[i].has_cpu = false;
+	c->tab[i].kid_names = NULL;
+	c->tab[i].kid_ino = NULL;
+	c->tab[i].nr_kids = 0;
 	c->n++;
 	return &c->tab[i];
 }
@@ -204,4 +208,28 @@ bool cgfdc_keep(struct cgfdc *c, struct cgfdc_ent *e, enum cgfdc_slot slot, int 
 	if (slot == CGFDC_CPU)
 		c->cpu_open++;
 	return true;
+}
+
+void cgfdc_kids_set(struct cgfdc_ent *e, ino_t dir_ino, nlink_t dir_nlink, const char *names, size_t len,
+		    const ino_t *ino, unsigned n)
+{
+	cgfdc_kids_forget(e);
+	e->kid_names = xmalloc(len ? len : 1);
+	if (len)
+		memcpy(e->kid_names, names, len);
+	e->kid_ino = xcalloc(n ? n : 1, sizeof(ino_t));
+	if (n)
+		memcpy(e->kid_ino, ino, n * sizeof(ino_t));
+	e->nr_kids = n;
+	e->dir_ino = dir_ino;
+	e->dir_nlink = dir_nlink;
+}
+
+void cgfdc_kids_forget(struct cgfdc_ent *e)
+{
+	free(e->kid_names);
+	free(e->kid_ino);
+	e->kid_names = NULL;
+	e->kid_ino = NULL;
+	e->nr_kids = 0;
 }

@@ -27,6 +27,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "devcg.h"
 
@@ -45,6 +46,16 @@ struct cgfdc_ent {
 	 * (CLOCK_MONOTONIC, 0: never): kept from scan to scan. */
 	int64_t dev_at;
 	struct devcg_res dev;
+	/* Its child cgroups as its last listing found them (cgscan.c reads
+	 * them again unlisted while its directory, DIR_INO with DIR_NLINK
+	 * links, and each child, KID_INO and no child of its own, are as
+	 * they were): NR_KIDS names, each NUL-terminated, in listing order
+	 * in KID_NAMES. NULL: none known. */
+	char *kid_names;
+	ino_t *kid_ino;
+	unsigned nr_kids;
+	ino_t dir_ino;
+	nlink_t dir_nlink;
 };
 
 /* A hash table by cgroup (open addressing; cap a power of two). */
@@ -79,6 +90,13 @@ struct cgfdc_ent *cgfdc_find(struct cgfdc *c, const char *rel);
 void cgfdc_sweep(struct cgfdc *c);
 /* Close E's file SLOT (it read an error: gone, or recreated). */
 void cgfdc_drop(struct cgfdc *c, struct cgfdc_ent *e, enum cgfdc_slot slot);
+/* E's child cgroups: the N names in NAMES (LEN bytes, each
+ * NUL-terminated) with their inodes INO, found in its directory DIR_INO
+ * of DIR_NLINK links. */
+void cgfdc_kids_set(struct cgfdc_ent *e, ino_t dir_ino, nlink_t dir_nlink, const char *names, size_t len,
+		    const ino_t *ino, unsigned n);
+/* E's child cgroups unknown (not free E). */
+void cgfdc_kids_forget(struct cgfdc_ent *e);
 /* Keep FD open as E's SLOT if the budget allows (a CPU counter first);
  * false: the caller closes it. */
 bool cgfdc_keep(struct cgfdc *c, struct cgfdc_ent *e, enum cgfdc_slot slot, int fd);
