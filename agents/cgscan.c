@@ -616,18 +616,45 @@ static const char *threads_file(const struct cgscan *cs)
 	return cs->v2 ? "cgroup.threads" : "tasks";
 }
 
+/* rd_list() through the current guest's open child file I (cgfdc.h's
+ * kid_fd), kept open when the budget allows. */
+static int rd_kid_list(struct cgscan *cs, unsigned i, int dfd, const char *dir, const char *file)
+{
+	struct cgfdc_ent *e = cs->cur;
+	int fd, r;
+
+	if (e->kid_fd[i] >= 0) {
+		r = rd_fd_until(cs, e->kid_fd[i], true);
+		if (r == 0)
+			return 0;
+		/* gone (ENODEV): open afresh, which tells */
+		cgfdc_kid_drop(&cs->fdc, e, i);
+	}
+	fd = open_at(dfd, dir, file);
+	if (fd < 0)
+		return fd;
+	r = rd_fd_until(cs, fd, true);
+	if (!(r == 0 && cgfdc_keep_kid(&cs->fdc, e, i, fd)))
+		close(fd);
+	return r;
+}
+
 /* Read procs and threads of DFD (REL for messages). SELF: the guest's own
- * cgroup (its first pid is the main pid). Returns a vanish code or 0. */
-static int read_pids(struct cgscan *cs, int dfd, const char *dir, const char *rel, bool self,
+ * cgroup (its first pid is the main pid). KID >= 0: the guest's child of
+ * that number in its cgfdc entry (kids_cached). Returns a vanish code or 0. */
+static int read_pids(struct cgscan *cs, int dfd, const char *dir, const char *rel, bool self, int kid,
 		     struct gmeas *m)
 {
 	const char *files[2] = { "cgroup.procs", threads_file(cs) };
-	/* The guest's own lists stay open where that is safe (cgfdc.h). */
+	/* The guest's own lists and its children's stay open where that is
+	 * safe (cgfdc.h). */
 	const int slots[2] = { CGFDC_PROCS, CGFDC_THREADS };
-	bool keep = self && cs->v2;
+	bool keep = self && cs->v2, keep_kid = kid >= 0 && cs->v2 && cs->cur && cs->cur->kid_fd;
 
 	for (unsigned i = 0; i < 2; i++) {
-		int r = keep ? rd_slot_until(cs, slots[i], dfd, dir, files[i], true) : rd_list(cs, dfd, dir, files[i]);
+		int r = keep ? rd_slot_until(cs, slots[i], dfd, dir, files[i], true) :
+			keep_kid ? rd_kid_list(cs, 2 * (unsigned)kid + i, dfd, dir, files[i]) :
+			rd_list(cs, dfd, dir, files[i]);
 
 		if (r == 0)
 			r = i == 0 ? count_pids(cs->buf, &m->nr_procs, self ? &m->main_pid : NULL,
@@ -670,11 +697,12 @@ static void sum_subtree(struct cgscan *cs, int fd, char *rel, size_t rlen, unsig
 /* One child REL of a guest's subtree counted into M, at DEPTH 0 as a
  * part the guest may use (part_begin): DIR under DFD (its lists only:
  * kids_cached found it a leaf), or (DIR NULL) the directory DFD, which
- * this takes over, with its own subtree unless a leaf. Returns 1: a
+ * this takes over, with its own subtree unless a leaf; KID: its number
+ * in the guest's cgfdc entry, or -1. Returns 1: a
  * leaf read whole (ST its stat); 0: read, with a subtree (or through
  * DIR); else a negative errno. */
-static int sum_child(struct cgscan *cs, int dfd, const char *dir, char *rel, size_t rlen, unsigned depth,
-		     struct gmeas *m, struct stat *st)
+static int sum_child(struct cgscan *cs, int dfd, const char *dir, int kid, char *rel, size_t rlen,
+		     unsigned depth, struct gmeas *m, struct stat *st)
 {
 	pid_t min_pid;
 	int part, r;
@@ -682,7 +710,7 @@ static int sum_child(struct cgscan *cs, int dfd, const char *dir, char *rel, siz
 	part = depth == 0 ? part_begin(cs, rel) : -1;
 	min_pid = m->min_pid;
 	m->min_pid = 0;
-	r = read_pids(cs, dfd, dir, rel, false, m);
+	r = read_pids(cs, dfd, dir, rel, false, kid, m);
 	if (!dir) {
 		if (r == 0 && fstat(dfd, st) < 0)
 			r = -errno;
@@ -735,7 +763,7 @@ static void sum_subtree(struct cgscan *cs, int fd, char *rel, size_t rlen, unsig
 		}
 		rel[rlen] = '/';
 		memcpy(rel + rlen + 1, de->d_name, nl + 1);
-		r = sum_child(cs, cfd, NULL, rel, rlen + 1 + nl, depth, m, &st);
+		r = sum_child(cs, cfd, NULL, -1, rel, rlen + 1 + nl, depth, m, &st);
 		if (depth == 0)
 			kid_listed(cs, de->d_name, nl, st.st_ino, r == 1);
 		rel[rlen] = '\0';
@@ -783,7 +811,7 @@ static bool kids_cached(struct cgscan *cs, int pdfd, const char *dname, const st
 		memcpy(dir + dl + 1, k, nl + 1);
 		rel[rlen] = '/';
 		memcpy(rel + rlen + 1, k, nl + 1);
-		(void)sum_child(cs, pdfd, dir, rel, rlen + 1 + nl, 0, m, &kst);
+		(void)sum_child(cs, pdfd, dir, (int)i, rel, rlen + 1 + nl, 0, m, &kst);
 	}
 	rel[rlen] = '\0';
 	return true;
@@ -809,10 +837,10 @@ static bool sum_kids(struct cgscan *cs, int pdfd, const char *dname, const struc
 	if (!cs->cur)
 		return true;
 	if (cs->lst_ok && cs->lst_n + 2 == st->st_nlink)
-		cgfdc_kids_set(cs->cur, st->st_ino, st->st_nlink, cs->lst_names, cs->lst_len, cs->lst_ino,
+		cgfdc_kids_set(&cs->fdc, cs->cur, st->st_ino, st->st_nlink, cs->lst_names, cs->lst_len, cs->lst_ino,
 			       cs->lst_n);
 	else
-		cgfdc_kids_forget(cs->cur);
+		cgfdc_kids_forget(&cs->fdc, cs->cur);
 	return true;
 }
 
@@ -1441,13 +1469,13 @@ static void measure_guest(struct cgscan *cs, int pdfd, const char *prel, struct 
 		cs->mem = xrealloc(cs->mem, cs->mem_cap * sizeof(uint64_t));
 	}
 
-	if (read_pids(cs, pdfd, dname, rel, true, &m) != 0)
+	if (read_pids(cs, pdfd, dname, rel, true, -1, &m) != 0)
 		return;
 	/* kernfs keeps nlink = 2 + subdirectories: leaves need no listing. */
 	if (st.st_nlink != 2 && !sum_kids(cs, pdfd, dname, &st, rel, rlen, &m))
 		return;
 	if (st.st_nlink == 2 && cs->cur)
-		cgfdc_kids_forget(cs->cur);
+		cgfdc_kids_forget(&cs->fdc, cs->cur);
 	/* A process of the guest's own cgroup says where its other
 	 * controllers' cgroups are (read_mem, read_cpu). */
 	own_pid = m.main_pid;

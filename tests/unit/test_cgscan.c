@@ -1315,6 +1315,10 @@ static void test_pod_kids_relisted(void **state)
 	dir_opens = 0;
 	kids_scan(cs, pod, 2, 2, 4);
 	assert_int_equal(dir_opens, 0);
+	/* their lists, now kept open, read afresh */
+	wr(root, "sys/fs/cgroup%s/ctrb/cgroup.procs", "300\n301\n", pod);
+	kids_scan(cs, pod, 3, 3, 4);
+	wr(root, "sys/fs/cgroup%s/ctrb/cgroup.procs", "300\n", pod);
 	/* a third container */
 	snprintf(rel, sizeof(rel), "%s/ctrc", pod);
 	v2_cg(root, rel, "400\n", "400\n", "usage_usec 0\n", "anon N0=0 N1=0\nfile N0=0 N1=0\n", "0-7\n", "0-1\n");
