@@ -49,6 +49,7 @@ static void fdc_close(struct cgfdc *c, struct cgfdc_ent *e)
 		cgfdc_drop(c, e, (enum cgfdc_slot)i);
 	if (e->has_cpu)
 		c->nr_cpu--;
+	cgfdc_kids_forget(c, e);
 	free(e->rel);
 	e->rel = NULL;
 }
@@ -108,6 +109,10 @@ struct cgfdc_ent *cgfdc_get(struct cgfdc *c, const char *rel)
 	for (unsigned k = 0; k < CGFDC_NR; k++)
 		c->tab[i].fd[k] = -1;
 	c->tab[i].has_cpu = false;
+	c->tab[i].kid_names = NULL;
+	c->tab[i].kid_ino = NULL;
+	c->tab[i].kid_fd = NULL;
+	c->tab[i].nr_kids = 0;
 	c->n++;
 	return &c->tab[i];
 }
@@ -131,6 +136,8 @@ static void fdc_trim(struct cgfdc *c)
 		for (unsigned i = 0; e->rel && i < CGFDC_NR && cpu_short(c); i++)
 			if (i != CGFDC_CPU)
 				cgfdc_drop(c, e, (enum cgfdc_slot)i);
+		for (unsigned i = 0; e->rel && i < 2 * e->nr_kids && cpu_short(c); i++)
+			cgfdc_kid_drop(c, e, i);
 	}
 }
 
@@ -203,5 +210,55 @@ bool cgfdc_keep(struct cgfdc *c, struct cgfdc_ent *e, enum cgfdc_slot slot, int 
 	c->open++;
 	if (slot == CGFDC_CPU)
 		c->cpu_open++;
+	return true;
+}
+
+void cgfdc_kids_set(struct cgfdc *c, struct cgfdc_ent *e, ino_t dir_ino, nlink_t dir_nlink, const char *names,
+		    size_t len, const ino_t *ino, unsigned n)
+{
+	cgfdc_kids_forget(c, e);
+	e->kid_names = xmalloc(len ? len : 1);
+	if (len)
+		memcpy(e->kid_names, names, len);
+	e->kid_ino = xcalloc(n ? n : 1, sizeof(ino_t));
+	if (n)
+		memcpy(e->kid_ino, ino, n * sizeof(ino_t));
+	e->kid_fd = xcalloc(n ? 2 * n : 1, sizeof(int));
+	for (unsigned i = 0; i < 2 * n; i++)
+		e->kid_fd[i] = -1;
+	e->nr_kids = n;
+	e->dir_ino = dir_ino;
+	e->dir_nlink = dir_nlink;
+}
+
+void cgfdc_kids_forget(struct cgfdc *c, struct cgfdc_ent *e)
+{
+	for (unsigned i = 0; e->kid_fd && i < 2 * e->nr_kids; i++)
+		cgfdc_kid_drop(c, e, i);
+	free(e->kid_names);
+	free(e->kid_ino);
+	free(e->kid_fd);
+	e->kid_names = NULL;
+	e->kid_ino = NULL;
+	e->kid_fd = NULL;
+	e->nr_kids = 0;
+}
+
+void cgfdc_kid_drop(struct cgfdc *c, struct cgfdc_ent *e, unsigned i)
+{
+	if (!e->kid_fd || e->kid_fd[i] < 0)
+		return;
+	close(e->kid_fd[i]);
+	e->kid_fd[i] = -1;
+	c->open--;
+}
+
+bool cgfdc_keep_kid(struct cgfdc *c, struct cgfdc_ent *e, unsigned i, int fd)
+{
+	if (!e->kid_fd || i >= 2 * e->nr_kids || e->kid_fd[i] >= 0 ||
+	    c->open + (c->nr_cpu - c->cpu_open) >= c->budget)
+		return false;
+	e->kid_fd[i] = fd;
+	c->open++;
 	return true;
 }

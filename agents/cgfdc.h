@@ -6,7 +6,9 @@
  * halves a scan's system calls. The pid lists (cgroup.procs, tasks) are
  * kept only in a v2 hierarchy, whose lists restart their walk of the
  * cgroup's tasks at offset 0: v1 caches a pidlist per open file for a
- * second after each read, which could hand back a stale list. Files stay open only within
+ * second after each read, which could hand back a stale list. A guest's
+ * children's pid lists (a pod's containers') are kept the same way while
+ * its children are known (kid_names). Files stay open only within
  * a budget under the fd limit (RLIMIT_NOFILE), leaving room for
  * everything else the agent opens (API clients, libvirt, logs).
  *
@@ -27,6 +29,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "devcg.h"
 
@@ -45,6 +48,19 @@ struct cgfdc_ent {
 	 * (CLOCK_MONOTONIC, 0: never): kept from scan to scan. */
 	int64_t dev_at;
 	struct devcg_res dev;
+	/* Its child cgroups as its last listing found them (cgscan.c reads
+	 * them again unlisted while its directory, DIR_INO with DIR_NLINK
+	 * links, and each child, KID_INO and no child of its own, are as
+	 * they were): NR_KIDS names, each NUL-terminated, in listing order
+	 * in KID_NAMES. NULL: none known. */
+	char *kid_names;
+	ino_t *kid_ino;
+	/* Their pid lists (v2, as the guest's own): child I's cgroup.procs
+	 * at 2 I, cgroup.threads at 2 I + 1, -1 when not open. */
+	int *kid_fd;
+	unsigned nr_kids;
+	ino_t dir_ino;
+	nlink_t dir_nlink;
 };
 
 /* A hash table by cgroup (open addressing; cap a power of two). */
@@ -79,6 +95,18 @@ struct cgfdc_ent *cgfdc_find(struct cgfdc *c, const char *rel);
 void cgfdc_sweep(struct cgfdc *c);
 /* Close E's file SLOT (it read an error: gone, or recreated). */
 void cgfdc_drop(struct cgfdc *c, struct cgfdc_ent *e, enum cgfdc_slot slot);
+/* E's child cgroups: the N names in NAMES (LEN bytes, each
+ * NUL-terminated) with their inodes INO, found in its directory DIR_INO
+ * of DIR_NLINK links. */
+void cgfdc_kids_set(struct cgfdc *c, struct cgfdc_ent *e, ino_t dir_ino, nlink_t dir_nlink, const char *names,
+		    size_t len, const ino_t *ino, unsigned n);
+/* E's child cgroups unknown, their files closed (not free E). */
+void cgfdc_kids_forget(struct cgfdc *c, struct cgfdc_ent *e);
+/* Close E's child file I (kid_fd[I]). */
+void cgfdc_kid_drop(struct cgfdc *c, struct cgfdc_ent *e, unsigned i);
+/* Keep FD open as E's child file I if the budget allows, as another file
+ * than a counter (cgfdc_keep); false: the caller closes it. */
+bool cgfdc_keep_kid(struct cgfdc *c, struct cgfdc_ent *e, unsigned i, int fd);
 /* Keep FD open as E's SLOT if the budget allows (a CPU counter first);
  * false: the caller closes it. */
 bool cgfdc_keep(struct cgfdc *c, struct cgfdc_ent *e, enum cgfdc_slot slot, int fd);

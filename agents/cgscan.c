@@ -127,6 +127,16 @@ struct cgscan {
 	unsigned nr_kids, cap_kids;
 	char *kid_rel;
 	size_t kid_len, kid_cap;
+
+	/* The guest's children as its listing finds them this scan, kept
+	 * in its cgfdc entry for the next (kids_cached): their names, one
+	 * after the other, and inodes; LST_OK while each is a leaf read
+	 * whole. */
+	char *lst_names;
+	size_t lst_len, lst_cap;
+	ino_t *lst_ino;
+	unsigned lst_n, lst_cap_n;
+	bool lst_ok;
 };
 
 /* ---- helpers ---------------------------------------------------------- */
@@ -197,8 +207,15 @@ static int open_at(int dfd, const char *dir, const char *file)
 	int fd;
 
 	if (dir) {
-		if (snprintf(path, sizeof(path), "%s/%s", dir, file) >= (int)sizeof(path))
+		/* (not snprintf: its format parsing was a tenth of a scan's
+		 * instructions, a path a file) */
+		size_t dl = strlen(dir), fl = strlen(file);
+
+		if (dl + 1 + fl >= sizeof(path))
 			return -ENAMETOOLONG;
+		memcpy(path, dir, dl);
+		path[dl] = '/';
+		memcpy(path + dl + 1, file, fl + 1);
 		file = path;
 	}
 	fd = openat(dfd, file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -323,6 +340,8 @@ void cgscan_free(struct cgscan *cs)
 	parts_reset(cs);
 	free(cs->kids);
 	free(cs->kid_rel);
+	free(cs->lst_names);
+	free(cs->lst_ino);
 	free(cs->mem);
 	free(cs->buf);
 	cgfdc_clear(&cs->fdc);
@@ -604,18 +623,45 @@ static const char *threads_file(const struct cgscan *cs)
 	return cs->v2 ? "cgroup.threads" : "tasks";
 }
 
+/* rd_list() through the current guest's open child file I (cgfdc.h's
+ * kid_fd), kept open when the budget allows. */
+static int rd_kid_list(struct cgscan *cs, unsigned i, int dfd, const char *dir, const char *file)
+{
+	struct cgfdc_ent *e = cs->cur;
+	int fd, r;
+
+	if (e->kid_fd[i] >= 0) {
+		r = rd_fd_until(cs, e->kid_fd[i], true);
+		if (r == 0)
+			return 0;
+		/* gone (ENODEV): open afresh, which tells */
+		cgfdc_kid_drop(&cs->fdc, e, i);
+	}
+	fd = open_at(dfd, dir, file);
+	if (fd < 0)
+		return fd;
+	r = rd_fd_until(cs, fd, true);
+	if (!(r == 0 && cgfdc_keep_kid(&cs->fdc, e, i, fd)))
+		close(fd);
+	return r;
+}
+
 /* Read procs and threads of DFD (REL for messages). SELF: the guest's own
- * cgroup (its first pid is the main pid). Returns a vanish code or 0. */
-static int read_pids(struct cgscan *cs, int dfd, const char *dir, const char *rel, bool self,
+ * cgroup (its first pid is the main pid). KID >= 0: the guest's child of
+ * that number in its cgfdc entry (kids_cached). Returns a vanish code or 0. */
+static int read_pids(struct cgscan *cs, int dfd, const char *dir, const char *rel, bool self, int kid,
 		     struct gmeas *m)
 {
 	const char *files[2] = { "cgroup.procs", threads_file(cs) };
-	/* The guest's own lists stay open where that is safe (cgfdc.h). */
+	/* The guest's own lists and its children's stay open where that is
+	 * safe (cgfdc.h). */
 	const int slots[2] = { CGFDC_PROCS, CGFDC_THREADS };
-	bool keep = self && cs->v2;
+	bool keep = self && cs->v2, keep_kid = kid >= 0 && cs->v2 && cs->cur && cs->cur->kid_fd;
 
 	for (unsigned i = 0; i < 2; i++) {
-		int r = keep ? rd_slot_until(cs, slots[i], dfd, dir, files[i], true) : rd_list(cs, dfd, dir, files[i]);
+		int r = keep ? rd_slot_until(cs, slots[i], dfd, dir, files[i], true) :
+			keep_kid ? rd_kid_list(cs, 2 * (unsigned)kid + i, dfd, dir, files[i]) :
+			rd_list(cs, dfd, dir, files[i]);
 
 		if (r == 0)
 			r = i == 0 ? count_pids(cs->buf, &m->nr_procs, self ? &m->main_pid : NULL,
@@ -631,6 +677,66 @@ static int read_pids(struct cgscan *cs, int dfd, const char *dir, const char *re
 	return 0;
 }
 
+/* A child of the guest, NAME (NL bytes) with inode INO, as its listing
+ * found it (kids_cached); LEAF: no child of its own, read whole. */
+static void kid_listed(struct cgscan *cs, const char *name, size_t nl, ino_t ino, bool leaf)
+{
+	if (!leaf)
+		cs->lst_ok = false;
+	if (!cs->lst_ok)
+		return;
+	if (cs->lst_n == cs->lst_cap_n) {
+		cs->lst_cap_n = cs->lst_cap_n ? cs->lst_cap_n * 2 : 8;
+		cs->lst_ino = xrealloc(cs->lst_ino, cs->lst_cap_n * sizeof(ino_t));
+	}
+	if (cs->lst_len + nl + 1 > cs->lst_cap) {
+		cs->lst_cap = (cs->lst_len + nl + 1) * 2;
+		cs->lst_names = xrealloc(cs->lst_names, cs->lst_cap);
+	}
+	memcpy(cs->lst_names + cs->lst_len, name, nl + 1);
+	cs->lst_len += nl + 1;
+	cs->lst_ino[cs->lst_n++] = ino;
+}
+
+static void sum_subtree(struct cgscan *cs, int fd, char *rel, size_t rlen, unsigned depth,
+			struct gmeas *m);
+
+/* One child REL of a guest's subtree counted into M, at DEPTH 0 as a
+ * part the guest may use (part_begin): DIR under DFD (its lists only:
+ * kids_cached found it a leaf), or (DIR NULL) the directory DFD, which
+ * this takes over, with its own subtree unless a leaf; KID: its number
+ * in the guest's cgfdc entry, or -1. Returns 1: a
+ * leaf read whole (ST its stat); 0: read, with a subtree (or through
+ * DIR); else a negative errno. */
+static int sum_child(struct cgscan *cs, int dfd, const char *dir, int kid, char *rel, size_t rlen,
+		     unsigned depth, struct gmeas *m, struct stat *st)
+{
+	pid_t min_pid;
+	int part, r;
+
+	part = depth == 0 ? part_begin(cs, rel) : -1;
+	min_pid = m->min_pid;
+	m->min_pid = 0;
+	r = read_pids(cs, dfd, dir, rel, false, kid, m);
+	if (!dir) {
+		if (r == 0 && fstat(dfd, st) < 0)
+			r = -errno;
+		/* kernfs keeps nlink = 2 + subdirectories: leaves need no listing. */
+		if (r == 0 && st->st_nlink != 2) {
+			sum_subtree(cs, dfd, rel, rlen, depth + 1, m);
+		} else {
+			close(dfd);
+			if (r == 0)
+				r = 1;
+		}
+	}
+	if (part >= 0)
+		part_end(cs, part, m->min_pid);
+	if (min_pid && (!m->min_pid || min_pid < m->min_pid))
+		m->min_pid = min_pid;
+	return r;
+}
+
 /* Sum procs/threads of every cgroup below the directory FD (which this
  * takes over). Descendants that vanish are skipped; the guest stays. */
 static void sum_subtree(struct cgscan *cs, int fd, char *rel, size_t rlen, unsigned depth,
@@ -640,41 +746,109 @@ static void sum_subtree(struct cgscan *cs, int fd, char *rel, size_t rlen, unsig
 
 	if (!d) {
 		close(fd);
+		cs->lst_ok = false;
 		return;
 	}
 	for (struct dirent *de; (de = readdir(d));) {
 		size_t nl = strlen(de->d_name);
 		struct stat st;
-		pid_t min_pid;
-		int cfd, part;
+		int cfd, r;
 
 		if (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN)
 			continue;
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
-		if (rlen + 1 + nl >= PATH_MAX)
+		if (rlen + 1 + nl >= PATH_MAX) {
+			cs->lst_ok = false;
 			continue;
+		}
 		cfd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (cfd < 0)
-			continue; /* a file (DT_UNKNOWN), a symlink, or gone */
+		if (cfd < 0) {
+			/* a file (DT_UNKNOWN), a symlink, or gone */
+			cs->lst_ok = false;
+			continue;
+		}
 		rel[rlen] = '/';
 		memcpy(rel + rlen + 1, de->d_name, nl + 1);
-		part = depth == 0 ? part_begin(cs, rel) : -1;
-		min_pid = m->min_pid;
-		m->min_pid = 0;
-		/* kernfs keeps nlink = 2 + subdirectories: leaves need no listing. */
-		if (read_pids(cs, cfd, NULL, rel, false, m) == 0 &&
-		    fstat(cfd, &st) == 0 && st.st_nlink != 2)
-			sum_subtree(cs, cfd, rel, rlen + 1 + nl, depth + 1, m);
-		else
-			close(cfd);
-		if (part >= 0)
-			part_end(cs, part, m->min_pid);
-		if (min_pid && (!m->min_pid || min_pid < m->min_pid))
-			m->min_pid = min_pid;
+		r = sum_child(cs, cfd, NULL, -1, rel, rlen + 1 + nl, depth, m, &st);
+		if (depth == 0)
+			kid_listed(cs, de->d_name, nl, st.st_ino, r == 1);
 		rel[rlen] = '\0';
 	}
 	closedir(d);
+}
+
+/* The guest's subtree (of its directory PDFD/DNAME, stat ST, at REL)
+ * counted into M from the children its last listing found (cgfdc.h),
+ * without listing it again: only while its directory is the same with
+ * as many links (kernfs keeps nlink = 2 + subdirectories), each of
+ * those children the same and still a leaf, so that the listing would
+ * find them and only them. false: not known so; nothing counted. */
+static bool kids_cached(struct cgscan *cs, int pdfd, const char *dname, const struct stat *st, char *rel,
+			size_t rlen, struct gmeas *m)
+{
+	const struct cgfdc_ent *e = cs->cur;
+	size_t dl = strlen(dname);
+	char dir[PATH_MAX];
+	const char *k;
+	unsigned i;
+
+	if (!e || !e->kid_names || e->dir_ino != st->st_ino || e->dir_nlink != st->st_nlink)
+		return false;
+	for (i = 0, k = e->kid_names; i < e->nr_kids; i++, k += strlen(k) + 1) {
+		size_t nl = strlen(k);
+		struct stat kst;
+
+		/* room for the lists' names after the child's path */
+		if (dl + 1 + nl + 32 >= sizeof(dir) || rlen + 1 + nl >= PATH_MAX)
+			return false;
+		memcpy(dir, dname, dl);
+		dir[dl] = '/';
+		memcpy(dir + dl + 1, k, nl + 1);
+		if (fstatat(pdfd, dir, &kst, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(kst.st_mode) ||
+		    kst.st_ino != e->kid_ino[i] || kst.st_nlink != 2)
+			return false;
+	}
+	for (i = 0, k = e->kid_names; i < e->nr_kids; i++, k += strlen(k) + 1) {
+		size_t nl = strlen(k);
+		struct stat kst;
+
+		memcpy(dir, dname, dl);
+		dir[dl] = '/';
+		memcpy(dir + dl + 1, k, nl + 1);
+		rel[rlen] = '/';
+		memcpy(rel + rlen + 1, k, nl + 1);
+		(void)sum_child(cs, pdfd, dir, (int)i, rel, rlen + 1 + nl, 0, m, &kst);
+	}
+	rel[rlen] = '\0';
+	return true;
+}
+
+/* Count the guest's subtree (kids_cached, else listed by sum_subtree)
+ * into M; false: its directory is gone. */
+static bool sum_kids(struct cgscan *cs, int pdfd, const char *dname, const struct stat *st, char *rel,
+		     size_t rlen, struct gmeas *m)
+{
+	int gfd;
+
+	if (kids_cached(cs, pdfd, dname, st, rel, rlen, m))
+		return true;
+	gfd = openat(pdfd, dname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (gfd < 0)
+		return false; /* a directory a moment ago: gone */
+	cs->lst_ok = true;
+	cs->lst_n = 0;
+	cs->lst_len = 0;
+	sum_subtree(cs, gfd, rel, rlen, 0, m);
+	rel[rlen] = '\0';
+	if (!cs->cur)
+		return true;
+	if (cs->lst_ok && cs->lst_n + 2 == st->st_nlink)
+		cgfdc_kids_set(&cs->fdc, cs->cur, st->st_ino, st->st_nlink, cs->lst_names, cs->lst_len, cs->lst_ino,
+			       cs->lst_n);
+	else
+		cgfdc_kids_forget(&cs->fdc, cs->cur);
+	return true;
 }
 
 static const char *eff_cpus_file(const struct cgscan *cs)
@@ -1302,17 +1476,13 @@ static void measure_guest(struct cgscan *cs, int pdfd, const char *prel, struct 
 		cs->mem = xrealloc(cs->mem, cs->mem_cap * sizeof(uint64_t));
 	}
 
-	if (read_pids(cs, pdfd, dname, rel, true, &m) != 0)
+	if (read_pids(cs, pdfd, dname, rel, true, -1, &m) != 0)
 		return;
 	/* kernfs keeps nlink = 2 + subdirectories: leaves need no listing. */
-	if (st.st_nlink != 2) {
-		int gfd = openat(pdfd, dname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-
-		if (gfd < 0)
-			return; /* a directory a moment ago: gone */
-		sum_subtree(cs, gfd, rel, rlen, 0, &m);
-		rel[rlen] = '\0';
-	}
+	if (st.st_nlink != 2 && !sum_kids(cs, pdfd, dname, &st, rel, rlen, &m))
+		return;
+	if (st.st_nlink == 2 && cs->cur)
+		cgfdc_kids_forget(&cs->fdc, cs->cur);
 	/* A process of the guest's own cgroup says where its other
 	 * controllers' cgroups are (read_mem, read_cpu). */
 	own_pid = m.main_pid;

@@ -324,9 +324,20 @@ void snap_warn(struct snapshot *s, const char *fmt, ...)
 
 void snap_cpus_to_nodes(const struct snapshot *s, const cpumask_t *cpus, nodemask_t *out)
 {
+	size_t lo = 0, hi = MASK_WORDS(cpus);
+
 	mask_zero(out);
+	/* Only the words CPUS has bits in are compared: a mask holds
+	 * thousands of bits, a host's CPUs a few words of them. */
+	while (lo < hi && !cpus->w[lo])
+		lo++;
+	while (hi > lo && !cpus->w[hi - 1])
+		hi--;
+	if (lo == hi)
+		return;
 	for (unsigned i = 0; i < s->nr_nodes; i++)
-		if (s->nodes[i].nr_cpus && mask_intersects(&s->nodes[i].cpus, cpus))
+		if (s->nodes[i].nr_cpus &&
+		    mask_intersects_words(s->nodes[i].cpus.w + lo, cpus->w + lo, (unsigned)(hi - lo)))
 			mask_set(out, s->nodes[i].id);
 }
 

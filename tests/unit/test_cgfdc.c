@@ -72,12 +72,18 @@ static unsigned held(struct cgfdc *c)
 {
 	unsigned k = 0;
 
-	for (unsigned j = 0; j < c->cap; j++)
+	for (unsigned j = 0; j < c->cap; j++) {
 		for (unsigned s = 0; c->tab[j].rel && s < CGFDC_NR; s++)
 			if (c->tab[j].fd[s] >= 0) {
 				assert_true(fcntl(c->tab[j].fd[s], F_GETFD) >= 0);
 				k++;
 			}
+		for (unsigned i = 0; c->tab[j].rel && c->tab[j].kid_fd && i < 2 * c->tab[j].nr_kids; i++)
+			if (c->tab[j].kid_fd[i] >= 0) {
+				assert_true(fcntl(c->tab[j].kid_fd[i], F_GETFD) >= 0);
+				k++;
+			}
+	}
 	assert_int_equal(k, c->open);
 	return k;
 }
@@ -190,10 +196,64 @@ static void test_no_cpu_counter(void **state)
 	cgfdc_clear(&c);
 }
 
+/* A guest's children's pid lists are kept like its other files than
+ * the counter: within the budget, closed first when counters lack room
+ * (here only they can make it), and when the children are forgotten or
+ * the guest goes. */
+static void test_kid_files(void **state)
+{
+	const ino_t ino[3] = { 11, 12, 13 };
+	struct cgfdc c;
+	struct cgfdc_ent *e;
+	unsigned before = nr_fds();
+	int fd;
+
+	(void)state;
+	cgfdc_init_budget(&c, 8);
+	cgfdc_begin(&c);
+	e = cgfdc_get(&c, "/g0");
+	fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	assert_true(cgfdc_keep(&c, e, CGFDC_CPU, fd));
+	cgfdc_kids_set(&c, e, 10, 5, "a\0b\0c\0", 6, ino, 3);
+	assert_int_equal(e->nr_kids, 3);
+	for (unsigned i = 0; i < 7; i++) {
+		fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		assert_true(fd >= 0);
+		/* six fit the budget of 8 (the seventh is not a child's) */
+		assert_int_equal(cgfdc_keep_kid(&c, e, i, fd), i < 6);
+		if (i >= 6)
+			close(fd);
+	}
+	cgfdc_sweep(&c);
+	assert_int_equal(held(&c), 7);
+	e = cgfdc_find(&c, "/g0");
+	cgfdc_kid_drop(&c, e, 0);
+	assert_int_equal(held(&c), 6);
+	/* three more guests: their counters come first, and only the
+	 * children's files can make room */
+	scan(&c, 4, true);
+	scan(&c, 4, true);
+	assert_int_equal(kept(&c, 4, CGFDC_CPU), 4);
+	assert_true(held(&c) <= 8);
+	e = cgfdc_get(&c, "/g0");
+	cgfdc_kids_forget(&c, e);
+	assert_null(e->kid_fd);
+	held(&c);
+	/* children kept, then the guest gone: all closed */
+	cgfdc_kids_set(&c, e, 10, 5, "a\0b\0c\0", 6, ino, 3);
+	fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (!cgfdc_keep_kid(&c, e, 0, fd))
+		close(fd);
+	cgfdc_clear(&c);
+	assert_int_equal(c.open, 0);
+	assert_int_equal(nr_fds(), before);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_budget_for),
+		cmocka_unit_test(test_kid_files),
 		cmocka_unit_test(test_all_kept_then_swept),
 		cmocka_unit_test(test_cpu_first),
 		cmocka_unit_test(test_no_cpu_counter),

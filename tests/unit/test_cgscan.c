@@ -45,6 +45,9 @@ static char vanish_dir[PATH_MAX];
  * cpuset_reads_of[i] are counted in cpuset_reads[i]. */
 static const char *cpuset_reads_of[2];
 static unsigned cpuset_reads[2];
+/* Opens of a directory whose name begins with dir_opens_of. */
+static const char *dir_opens_of;
+static unsigned dir_opens;
 
 static bool has_component(const char *path, const char *comp)
 {
@@ -82,6 +85,12 @@ int openat(int dfd, const char *path, int flags, ...)
 		if (cpuset_reads_of[i] && has_component_prefix(path, cpuset_reads_of[i]) &&
 		    (strcmp(base, "cpuset.cpus") == 0 || strcmp(base, "cpuset.mems") == 0))
 			cpuset_reads[i]++;
+	}
+	if (dir_opens_of && (flags & O_DIRECTORY)) {
+		const char *base = strrchr(path, '/');
+
+		if (strncmp(base ? base + 1 : path, dir_opens_of, strlen(dir_opens_of)) == 0)
+			dir_opens++;
 	}
 	if (vanish_dir[0] && vanish_trigger[0] && has_component(path, vanish_trigger)) {
 		char d[PATH_MAX];
@@ -1260,6 +1269,75 @@ static void test_pod_parts_read_when_spread(void **state)
 	assert_float_equal(g->parts[1].cpu_node[0], 0.0, 1e-9);
 	assert_float_equal(g->parts[1].cpu_node[1], 1.0, 1e-9);
 	snap_unref(s);
+	cgscan_free(cs);
+	tu_rm_rf(root);
+	free(root);
+}
+
+/* The pod of test_pod_kids_relisted scanned: its procs and threads. */
+static void kids_scan(struct cgscan *cs, const char *pod, int sec, unsigned procs, unsigned threads)
+{
+	struct snapshot *s = scan_once(cs, sec * 1000000000LL);
+	const struct snap_guest *g = find_cg(s, pod);
+
+	assert_non_null(g);
+	assert_int_equal(g->nr_procs, procs);
+	assert_int_equal(g->nr_threads, threads);
+	snap_unref(s);
+}
+
+/* A pod's containers are read again without listing its directory while
+ * nothing there changed; a change is seen at the next scan: a container
+ * added, one gone and another come (as many directories), a cgroup made
+ * inside a container. */
+static void test_pod_kids_relisted(void **state)
+{
+	const char *pod = "/kubepods/pod5a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d";
+	char *root = tu_mkdtemp();
+	char rel[PATH_MAX], dir[PATH_MAX];
+	struct cgscan *cs;
+
+	(void)state;
+	v2_root(root);
+	v2_plain(root, "/kubepods");
+	v2_plain(root, pod);
+	snprintf(rel, sizeof(rel), "%s/ctra", pod);
+	v2_cg(root, rel, "200\n", "200\n201\n", "usage_usec 0\n", "anon N0=0 N1=0\nfile N0=0 N1=0\n", "0-7\n", "0-1\n");
+	snprintf(rel, sizeof(rel), "%s/ctrb", pod);
+	v2_cg(root, rel, "300\n", "300\n", "usage_usec 0\n", "anon N0=0 N1=0\nfile N0=0 N1=0\n", "0-7\n", "0-1\n");
+	cs = open_root(root, NULL);
+	dir_opens_of = "ctr";
+	dir_opens = 0;
+	kids_scan(cs, pod, 1, 2, 3);
+	assert_int_equal(dir_opens, 2);
+	/* unchanged: not listed, each container's lists read again */
+	wr(root, "sys/fs/cgroup%s/ctra/cgroup.threads", "200\n201\n202\n", pod);
+	dir_opens = 0;
+	kids_scan(cs, pod, 2, 2, 4);
+	assert_int_equal(dir_opens, 0);
+	/* their lists, now kept open, read afresh */
+	wr(root, "sys/fs/cgroup%s/ctrb/cgroup.procs", "300\n301\n", pod);
+	kids_scan(cs, pod, 3, 3, 4);
+	wr(root, "sys/fs/cgroup%s/ctrb/cgroup.procs", "300\n", pod);
+	/* a third container */
+	snprintf(rel, sizeof(rel), "%s/ctrc", pod);
+	v2_cg(root, rel, "400\n", "400\n", "usage_usec 0\n", "anon N0=0 N1=0\nfile N0=0 N1=0\n", "0-7\n", "0-1\n");
+	kids_scan(cs, pod, 3, 3, 5);
+	kids_scan(cs, pod, 4, 3, 5);
+	/* b gone, d come: as many directories as before */
+	snprintf(dir, sizeof(dir), "%s/sys/fs/cgroup%s/ctrb", root, pod);
+	tu_rm_rf(dir);
+	snprintf(rel, sizeof(rel), "%s/ctrd", pod);
+	v2_cg(root, rel, "500\n501\n", "500\n501\n502\n", "usage_usec 0\n", "anon N0=0 N1=0\nfile N0=0 N1=0\n",
+	      "0-7\n", "0-1\n");
+	kids_scan(cs, pod, 5, 4, 7);
+	kids_scan(cs, pod, 6, 4, 7);
+	/* a cgroup inside a: its lists count too */
+	snprintf(rel, sizeof(rel), "%s/ctra/inner", pod);
+	v2_cg(root, rel, "600\n", "600\n", "usage_usec 0\n", "anon N0=0 N1=0\nfile N0=0 N1=0\n", "0-7\n", "0-1\n");
+	kids_scan(cs, pod, 7, 5, 8);
+	kids_scan(cs, pod, 8, 5, 8);
+	dir_opens_of = NULL;
 	cgscan_free(cs);
 	tu_rm_rf(root);
 	free(root);
@@ -2515,6 +2593,7 @@ int main(void)
 		cmocka_unit_test(test_cpu_per_node),
 		cmocka_unit_test(test_pod_parts),
 		cmocka_unit_test(test_pod_parts_read_when_spread),
+		cmocka_unit_test(test_pod_kids_relisted),
 		cmocka_unit_test(test_cpu_idle_threads_carried),
 		cmocka_unit_test(test_cpu_use_bounded_by_threads_ticks),
 		cmocka_unit_test(test_vanish_before_open),
