@@ -315,6 +315,11 @@ enum apply_status engine_job_outcome(enum mover_state st, bool soft, bool *wide)
 	}
 }
 
+double engine_mover_rate(const struct engine *e)
+{
+	return mover_rate_mibs(&e->jobs.rate);
+}
+
 /* Jobs the mover ended: narrow a strictly bound guest's mems, record when
  * (and whether) its memory arrived. Engine thread. */
 void engine_settle_jobs(struct engine *e)
@@ -335,6 +340,8 @@ void engine_settle_jobs(struct engine *e)
 		enum apply_status outcome;
 		bool narrow_later = false;
 		int settle = 0;
+
+		mover_rate_add(&e->jobs.rate, ji->started_real_ns, ji->ended_real_ns, ji->bytes_done);
 
 		for (unsigned i = 0; i < e->jobs.n && !p; i++) {
 			struct ejob job = e->jobs.v[i];

@@ -19,6 +19,7 @@ void plan_item_note_cooldown(const struct plan_item *it, struct pstate *ps, int6
 		pstate_note_follow(ps, it->guest_id, now_ns);
 	else
 		pstate_note_move(ps, it->guest_id, now_ns);
+	pstate_note_cooldown(ps, it->guest_id, it->cooldown_ns);
 }
 
 void plan_note_cooldowns(const struct plan *p, struct pstate *ps)
