@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
 #define MIB (1024ULL * 1024ULL)
 /* Byte limits beyond any real host; they keep the policy's int64 sums of
@@ -14,6 +15,8 @@
 
 void policy_config_default(struct policy_config *c)
 {
+	/* (c->in: not told) */
+	memset(c, 0, sizeof(*c));
 	c->locality_target = 0.9;
 	c->cpu_headroom = 0.2;
 	c->min_cpu = 0.1;
