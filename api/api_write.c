@@ -74,11 +74,17 @@ struct policy_put {
 
 static void pfield_set(struct policy_config *dst, const struct pfield *f, const struct policy_config *src)
 {
+	if (f->auto_off) {
+		bool a = *(const bool *)((const char *)src + f->auto_off);
+
+		*(bool *)((char *)dst + f->auto_off) = a;
+		/* auto keeps the number as its fallback (policy.h) */
+		if (a)
+			return;
+	}
 	memcpy((char *)dst + f->off, (const char *)src + f->off,
 	       f->kind == PF_SEC ? sizeof(int64_t) : f->kind == PF_COUNT ? sizeof(unsigned) :
 	       f->kind == PF_MIB ? sizeof(uint64_t) : sizeof(double));
-	if (f->auto_off)
-		memcpy((char *)dst + f->auto_off, (const char *)src + f->auto_off, sizeof(bool));
 }
 
 static void api_policy_from(struct api_policy *p, const struct agent_config *c)
