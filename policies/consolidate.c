@@ -94,6 +94,8 @@
  * comes up (lazy greedy), so two guests never both take the last room on
  * a node. Beyond max_moves: SKIP_MAX_MOVES; a move whose migration would
  * pass max_migrate_bytes: SKIP_MAX_MIGRATE (a smaller one may still fit).
+ * Both as policy_resolve sizes them when auto (from the workers and the
+ * mover's measured rate the engine tells), and each skip says so.
  *
  * gain = GiB of memory made local × max(cpu_use, min_cpu)
  *      + nodes freed (|C| − |T| when positive)
@@ -111,7 +113,9 @@
  * Next state: prev's entries for guests still present, nothing more. A
  * cool-down is a record of what happened: the engine notes one for each
  * move it carried out (plan_item_note_cooldown), a move that then fails
- * to apply included (damping: don't retry a failing move every cycle).
+ * to apply included (damping: don't retry a failing move every cycle),
+ * as long as the move's item says (plan_item.cooldown_ns: under
+ * cooldown = auto sized by its cost, policy_move_cooldown).
  */
 #include "policies.h"
 

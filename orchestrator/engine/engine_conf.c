@@ -53,6 +53,7 @@ bool engine_mover_settings_differ(const struct agent_config *a, const struct age
 void engine_apply_schedule(struct engine_conf *c, struct mover *mover, bool mover_on)
 {
 	time_t t = time(NULL);
+	struct policy_mover_in told;
 	struct sched_values v;
 	uint64_t active;
 	struct tm tm;
@@ -68,8 +69,11 @@ void engine_apply_schedule(struct engine_conf *c, struct mover *mover, bool move
 			log_info("schedule: window \"%s\" %s", c->base.schedule.e[i].text,
 				 is ? "opens" : "closes");
 	}
+	told = c->cfg.policy.in;
 	config_clear(&c->cfg);
 	config_copy(&c->cfg, &c->base);
+	/* what the last cycle told stands until the next tells again */
+	c->cfg.policy.in = told;
 	if (v.set & SCHED_MODE)
 		c->cfg.mode = v.mode;
 	if (v.set & SCHED_INTERVAL)

@@ -357,6 +357,12 @@ void engine_settle_jobs(struct engine *e)
 		}
 		if (!p)
 			continue;
+		/* A job that ran to its end measured what the move cost: its
+		 * guest's cool-down (auto) is sized by that from now (a
+		 * superseded or cancelled one belongs to a move since made or
+		 * refused). */
+		if (ji->state == MJ_DONE || ji->state == MJ_PARTIAL || ji->state == MJ_EXPIRED)
+			engine_state_job_cost(e, ji->guest, policy_job_cooldown(&e->conf.cfg.policy, ji->elapsed_s));
 		memset(&res, 0, sizeof(res));
 		res.locality_after = NAN;
 		outcome = engine_job_outcome(ji->state, apply_pending_soft(p), &res.mems_loosened);

@@ -162,20 +162,33 @@ void policy_migrate_why(const struct policy_config *c, char *buf, size_t sz)
  * move of CPUs alone did before it may be corrected (and no less than
  * half a minute on a short interval, where samples are noisy); the
  * ceiling is the fixed default's. */
+/* auto's bounds for C (told): at least two intervals and
+ * POLICY_AUTO_COOLDOWN_MIN_S, at most POLICY_AUTO_COOLDOWN_MAX_S. */
+static double auto_cooldown_s(const struct policy_config *c, double cost_s, double *lo_out)
+{
+	double lo = 2.0 * c->in.interval_s, s = POLICY_AUTO_COOLDOWN_K * cost_s;
+
+	if (lo < POLICY_AUTO_COOLDOWN_MIN_S)
+		lo = POLICY_AUTO_COOLDOWN_MIN_S;
+	if (lo > POLICY_AUTO_COOLDOWN_MAX_S)
+		lo = POLICY_AUTO_COOLDOWN_MAX_S;
+	if (lo_out)
+		*lo_out = lo;
+	if (!(s >= lo))
+		s = lo;
+	return s > POLICY_AUTO_COOLDOWN_MAX_S ? POLICY_AUTO_COOLDOWN_MAX_S : s;
+}
+
 int64_t policy_move_cooldown(const struct policy_config *c, uint64_t migrate_bytes, char *why, size_t whysz)
 {
 	const struct policy_mover_in *in = &c->in;
-	double lo = 2.0 * in->interval_s, t, s;
+	double lo, t, s;
 
 	if (!c->cooldown_auto || !(in->interval_s > 0)) {
 		if (why)
 			snprintf(why, whysz, "cooldown %.0f s", (double)c->cooldown_ns / 1e9);
 		return c->cooldown_ns;
 	}
-	if (lo < POLICY_AUTO_COOLDOWN_MIN_S)
-		lo = POLICY_AUTO_COOLDOWN_MIN_S;
-	if (lo > POLICY_AUTO_COOLDOWN_MAX_S)
-		lo = POLICY_AUTO_COOLDOWN_MAX_S;
 	if (migrate_bytes >= MIB && !(in->rate_mibs > 0)) {
 		if (why)
 			snprintf(why, whysz, "auto cool-down %.0f s: %.0f MiB to migrate, the mover's rate not "
@@ -183,16 +196,19 @@ int64_t policy_move_cooldown(const struct policy_config *c, uint64_t migrate_byt
 		return (int64_t)(POLICY_AUTO_COOLDOWN_MAX_S * 1e9);
 	}
 	t = in->rate_mibs > 0 ? (double)migrate_bytes / (double)MIB / in->rate_mibs : 0.0;
-	s = POLICY_AUTO_COOLDOWN_K * t;
-	if (s < lo)
-		s = lo;
-	if (s > POLICY_AUTO_COOLDOWN_MAX_S)
-		s = POLICY_AUTO_COOLDOWN_MAX_S;
+	s = auto_cooldown_s(c, t, &lo);
 	if (why)
 		snprintf(why, whysz, "auto cool-down %.0f s = %.0f x %.1f s to migrate %.0f MiB at %.0f MiB/s "
 			 "measured, within %.0f..%.0f s", s, POLICY_AUTO_COOLDOWN_K, t, (double)migrate_bytes / (double)MIB,
 			 in->rate_mibs, lo, POLICY_AUTO_COOLDOWN_MAX_S);
 	return (int64_t)(s * 1e9);
+}
+
+int64_t policy_job_cooldown(const struct policy_config *c, double job_s)
+{
+	if (!c->cooldown_auto || !(c->in.interval_s > 0))
+		return c->cooldown_ns;
+	return (int64_t)(auto_cooldown_s(c, job_s, NULL) * 1e9);
 }
 
 int64_t policy_guest_cooldown(const struct policy_config *c, int64_t cooldown_ns)

@@ -123,6 +123,10 @@ void policy_migrate_why(const struct policy_config *c, char *buf, size_t sz);
  * and POLICY_AUTO_COOLDOWN_MAX_S (a migrating move while the rate is not
  * measured: the most). WHY (may be NULL) says how it was sized. Pure. */
 int64_t policy_move_cooldown(const struct policy_config *c, uint64_t migrate_bytes, char *why, size_t whysz);
+/* The same once the move's memory job has ended after JOB_S seconds (its
+ * cost measured, where the estimate was bytes / rate): auto sizes by
+ * JOB_S; else cooldown_ns. Pure. */
+int64_t policy_job_cooldown(const struct policy_config *c, double job_s);
 /* How long a guest whose last move earned COOLDOWN_NS (pstate_entry;
  * 0: not known, a state saved before it was kept) stays still under C:
  * a number in C holds for every guest, as configured; auto: what its

@@ -2936,6 +2936,10 @@ static void test_auto_sizing(void **state)
 	assert_int_equal(policy_move_cooldown(&c, 800 * MIB, why, sizeof(why)), 100 * SEC);
 	assert_non_null(strstr(why, "10 x 10.0 s to migrate 800 MiB at 80 MiB/s"));
 	assert_int_equal(policy_move_cooldown(&c, 8192 * MIB, NULL, 0), 300 * SEC);
+	/* once its job has ended: by what it measured */
+	assert_int_equal(policy_job_cooldown(&c, 12.0), 120 * SEC);
+	assert_int_equal(policy_job_cooldown(&c, 1.0), 40 * SEC);
+	assert_int_equal(policy_job_cooldown(&c, 100.0), 300 * SEC);
 	c.in.interval_s = 5;
 	assert_int_equal(policy_move_cooldown(&c, 0, NULL, 0), 30 * SEC);
 	c.in.rate_mibs = 0;
@@ -2952,6 +2956,8 @@ static void test_auto_sizing(void **state)
 	assert_int_equal(r.max_moves, 3);
 	assert_int_equal(r.max_migrate_bytes, 512 * MIB);
 	assert_int_equal(policy_move_cooldown(&c, 0, NULL, 0), 120 * SEC);
+	assert_int_equal(policy_job_cooldown(&c, 12.0), 120 * SEC);
+	assert_int_equal(policy_job_cooldown(&c, 1.0), 120 * SEC);
 	assert_int_equal(policy_guest_cooldown(&c, 30 * SEC), 120 * SEC);
 }
 
