@@ -1187,6 +1187,8 @@ static void test_engine_reload_republishes_the_view(void **state)
 	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
 	v0 = engine_view_get(f.e);
 	assert_int_equal(v0->base_policy.max_moves, f.cfg.policy.max_moves);
+	/* a number, as the file or PUT /v1/policy would give it */
+	f.cfg.policy.max_moves_auto = false;
 	f.cfg.policy.max_moves = 7;
 	f.cfg.log_level = LOG_LEVEL_ERROR;
 	assert_int_equal(engine_apply_config(f.e, &f.cfg), 0);
