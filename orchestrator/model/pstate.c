@@ -96,8 +96,8 @@ void pstate_note_follow(struct pstate *s, const char *id, int64_t now_ns)
 
 void pstate_note_cooldown(struct pstate *s, const char *id, int64_t cooldown_ns)
 {
-	bool found;
-	unsigned i = pstate_pos(s, id, &found);
+	bool found = false;
+	unsigned i = s ? pstate_pos(s, id, &found) : 0;
 
 	if (found)
 		s->e[i].cooldown_ns = cooldown_ns;
