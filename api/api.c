@@ -390,9 +390,11 @@ json_t *api_policy_json(const struct api_policy *p)
 	json_object_set_new(o, "less_busy_margin", json_real(pct(c->less_busy_margin)));
 	json_object_set_new(o, "max_util", json_real(pct(c->max_util)));
 	json_object_set_new(o, "rebalance_util", json_real(pct(c->rebalance_util)));
-	json_object_set_new(o, "cooldown", json_real((double)c->cooldown_ns / 1e9));
-	json_object_set_new(o, "max_moves", json_integer(c->max_moves));
-	json_object_set_new(o, "max_migrate_mib", json_integer((json_int_t)(c->max_migrate_bytes >> 20)));
+	json_object_set_new(o, "cooldown", c->cooldown_auto ? json_string("auto") :
+			    json_real((double)c->cooldown_ns / 1e9));
+	json_object_set_new(o, "max_moves", c->max_moves_auto ? json_string("auto") : json_integer(c->max_moves));
+	json_object_set_new(o, "max_migrate_mib", c->max_migrate_auto ? json_string("auto") :
+			    json_integer((json_int_t)(c->max_migrate_bytes >> 20)));
 	{
 		json_t *w = json_array();
 

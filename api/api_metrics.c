@@ -284,6 +284,14 @@ static void view_metrics(struct prom *p, struct api *a, const struct engine_view
 	prom_family(p, "numaorch_locality_target_ratio", "gauge",
 		    "The policy's locality target in force (guests below it on nodes that fit are moved).");
 	prom_sample(p, "numaorch_locality_target_ratio", v->policy.locality_target, 0);
+	prom_family(p, "numaorch_move_budget", "gauge",
+		    "The migrating moves and bytes a cycle may start, as in force at the last cycle "
+		    "(auto: sized by the workers and the mover's measured rate).");
+	prom_sample(p, "numaorch_move_budget", (double)v->policy.max_moves, 1, "kind", "moves");
+	prom_sample(p, "numaorch_move_budget", (double)v->policy.max_migrate_bytes, 1, "kind", "bytes");
+	prom_family(p, "numaorch_mover_measured_bytes_per_second", "gauge",
+		    "The memory mover's host-wide rate measured from its last jobs (0: none ended yet).");
+	prom_sample(p, "numaorch_mover_measured_bytes_per_second", v->mover_rate_mibs * 1048576.0, 0);
 	prom_family(p, "numaorch_cycle_interval_seconds", "gauge", "Time between cycles in force.");
 	prom_sample(p, "numaorch_cycle_interval_seconds", v->interval_s, 0);
 	prom_family(p, "numaorch_last_cycle_timestamp_seconds", "gauge", "When the last cycle finished (Unix time).");

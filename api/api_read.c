@@ -100,12 +100,20 @@ void h_status(struct rq *r)
 			json_array_append_new(w, json_pack("{s:s, s:b}", "window", v->schedule.e[i].text,
 							   "active", i < 64 && (v->schedule_active >> i & 1)));
 		json_object_set_new(o, "schedule", w);
-		json_object_set_new(o, "in_force",
-				    json_pack("{s:s, s:f, s:i, s:I, s:f, s:f}", "mode", agent_mode_name(v->mode),
-					      "interval_s", v->interval_s, "max_moves", (int)v->policy.max_moves,
-					      "max_migrate_mib", (json_int_t)(v->policy.max_migrate_bytes >> 20),
-					      "cooldown_s", (double)v->policy.cooldown_ns / 1e9, "rate_mib",
-					      v->rate_mib));
+		char nmoves[96], mig[160], cool[32];
+		json_t *inf;
+
+		/* auto: where each figure came from (the last cycle's) */
+		policy_moves_why(&v->policy, nmoves, sizeof(nmoves));
+		policy_migrate_why(&v->policy, mig, sizeof(mig));
+		snprintf(cool, sizeof(cool), "%s", v->policy.cooldown_auto ? "auto" : "fixed");
+		inf = json_pack("{s:s, s:f, s:i, s:I, s:f, s:f, s:o, s:{s:s, s:s, s:s}}", "mode", agent_mode_name(v->mode),
+				"interval_s", v->interval_s, "max_moves", (int)v->policy.max_moves,
+				"max_migrate_mib", (json_int_t)(v->policy.max_migrate_bytes >> 20),
+				"cooldown_s", (double)v->policy.cooldown_ns / 1e9, "rate_mib", v->rate_mib,
+				"mover_rate_mibs", v->mover_rate_mibs > 0 ? json_real(v->mover_rate_mibs) : json_null(),
+				"sized", "max_moves", nmoves, "max_migrate_mib", mig, "cooldown", cool);
+		json_object_set_new(o, "in_force", inf);
 	}
 	json_object_set_new(o, "host", json_pack("{s:i, s:i, s:s}", "nodes", (int)s->nr_nodes,
 						 "cpu_nodes", (int)v->stats.cpu_nodes,

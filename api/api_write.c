@@ -34,19 +34,23 @@ static const struct pfield {
 	double lo, hi;
 	size_t off;
 	const char *unit;
+	size_t auto_off;             /* also takes "auto": its bool in policy_config (0: a number only) */
 } pfields[] = {
-	{ "locality_target", PF_PCT, 0, 100, offsetof(struct policy_config, locality_target), "percent" },
-	{ "cpu_headroom", PF_PCT, 0, 1000, offsetof(struct policy_config, cpu_headroom), "percent" },
-	{ "mem_headroom", PF_PCT, 0, 1000, offsetof(struct policy_config, mem_headroom), "percent" },
-	{ "less_busy_margin", PF_PCT, 0, 100, offsetof(struct policy_config, less_busy_margin), "percent" },
-	{ "max_util", PF_PCT, 1, 100, offsetof(struct policy_config, max_util), "percent" },
-	{ "rebalance_util", PF_PCT, 0, 100, offsetof(struct policy_config, rebalance_util), "percent" },
-	{ "min_cpu", PF_NUM, 0, 4096, offsetof(struct policy_config, min_cpu), "CPUs" },
-	{ "cooldown", PF_SEC, 0, 604800, offsetof(struct policy_config, cooldown_ns), "seconds" },
-	{ "max_moves", PF_COUNT, 1, 10000, offsetof(struct policy_config, max_moves), NULL },
-	{ "max_migrate_mib", PF_MIB, 0, 1 << 30, offsetof(struct policy_config, max_migrate_bytes), "MiB" },
-	{ "min_free_mib", PF_MIB, 0, 1 << 30, offsetof(struct policy_config, min_free_bytes), "MiB" },
-	{ "min_free_share", PF_PCT, 0, 100, offsetof(struct policy_config, min_free_share), "percent" },
+	{ "locality_target", PF_PCT, 0, 100, offsetof(struct policy_config, locality_target), "percent", 0 },
+	{ "cpu_headroom", PF_PCT, 0, 1000, offsetof(struct policy_config, cpu_headroom), "percent", 0 },
+	{ "mem_headroom", PF_PCT, 0, 1000, offsetof(struct policy_config, mem_headroom), "percent", 0 },
+	{ "less_busy_margin", PF_PCT, 0, 100, offsetof(struct policy_config, less_busy_margin), "percent", 0 },
+	{ "max_util", PF_PCT, 1, 100, offsetof(struct policy_config, max_util), "percent", 0 },
+	{ "rebalance_util", PF_PCT, 0, 100, offsetof(struct policy_config, rebalance_util), "percent", 0 },
+	{ "min_cpu", PF_NUM, 0, 4096, offsetof(struct policy_config, min_cpu), "CPUs", 0 },
+	{ "cooldown", PF_SEC, 0, 604800, offsetof(struct policy_config, cooldown_ns), "seconds",
+	  offsetof(struct policy_config, cooldown_auto) },
+	{ "max_moves", PF_COUNT, 1, 10000, offsetof(struct policy_config, max_moves), NULL,
+	  offsetof(struct policy_config, max_moves_auto) },
+	{ "max_migrate_mib", PF_MIB, 0, 1 << 30, offsetof(struct policy_config, max_migrate_bytes), "MiB",
+	  offsetof(struct policy_config, max_migrate_auto) },
+	{ "min_free_mib", PF_MIB, 0, 1 << 30, offsetof(struct policy_config, min_free_bytes), "MiB", 0 },
+	{ "min_free_share", PF_PCT, 0, 100, offsetof(struct policy_config, min_free_share), "percent", 0 },
 };
 #define NR_PFIELDS (sizeof(pfields) / sizeof(pfields[0]))
 
@@ -70,6 +74,14 @@ struct policy_put {
 
 static void pfield_set(struct policy_config *dst, const struct pfield *f, const struct policy_config *src)
 {
+	if (f->auto_off) {
+		bool a = *(const bool *)((const char *)src + f->auto_off);
+
+		*(bool *)((char *)dst + f->auto_off) = a;
+		/* auto keeps the number as its fallback (policy.h) */
+		if (a)
+			return;
+	}
 	memcpy((char *)dst + f->off, (const char *)src + f->off,
 	       f->kind == PF_SEC ? sizeof(int64_t) : f->kind == PF_COUNT ? sizeof(unsigned) :
 	       f->kind == PF_MIB ? sizeof(uint64_t) : sizeof(double));
@@ -245,9 +257,20 @@ static int policy_parse(json_t *body, struct policy_put *pp, struct jreq_err *er
 	for (unsigned i = 0; i < NR_PFIELDS; i++) {
 		const struct pfield *f = &pfields[i];
 		char *dst = (char *)&pp->pc + f->off;
+		json_t *jv = json_object_get(body, f->name);
 		double d;
 		int64_t n;
 
+		if (f->auto_off && json_is_string(jv) && strcmp(json_string_value(jv), "auto") == 0) {
+			*(bool *)((char *)&pp->pc + f->auto_off) = true;
+			pp->has[i] = true;
+			continue;
+		}
+		if (f->auto_off && json_is_string(jv)) {
+			jreq_fail(err, f->name, "must be \"auto\" or a number%s%s", f->unit ? " of " : "",
+				  f->unit ? f->unit : "");
+			return -EINVAL;
+		}
 		if (f->kind == PF_COUNT || f->kind == PF_MIB)
 			ret = jreq_int(body, f->name, (int64_t)f->lo, (int64_t)f->hi, f->unit, &n, err);
 		else

@@ -313,6 +313,14 @@ static int cmd_schedule(const struct opts *o, int argc, char **argv)
 		       jnum(in, "cooldown_s"));
 		if (jnum(in, "rate_mib") > 0)
 			printf("memory mover: at most %g MiB/s\n", jnum(in, "rate_mib"));
+		{
+			json_t *sz = json_object_get(in, "sized");
+
+			/* where auto's figures came from */
+			if (json_is_object(sz))
+				printf("max_moves %s; max_migrate_mib %s; cooldown %s\n", fmt_safe(jstr(sz, "max_moves")),
+				       fmt_safe(jstr(sz, "max_migrate_mib")), fmt_safe(jstr(sz, "cooldown")));
+		}
 		json_decref(j);
 		return EX_OK;
 	}

@@ -94,6 +94,8 @@
  * comes up (lazy greedy), so two guests never both take the last room on
  * a node. Beyond max_moves: SKIP_MAX_MOVES; a move whose migration would
  * pass max_migrate_bytes: SKIP_MAX_MIGRATE (a smaller one may still fit).
+ * Both as policy_resolve sizes them when auto (from the workers and the
+ * mover's measured rate the engine tells), and each skip says so.
  *
  * gain = GiB of memory made local × max(cpu_use, min_cpu)
  *      + nodes freed (|C| − |T| when positive)
@@ -111,7 +113,9 @@
  * Next state: prev's entries for guests still present, nothing more. A
  * cool-down is a record of what happened: the engine notes one for each
  * move it carried out (plan_item_note_cooldown), a move that then fails
- * to apply included (damping: don't retry a failing move every cycle).
+ * to apply included (damping: don't retry a failing move every cycle),
+ * as long as the move's item says (plan_item.cooldown_ns: under
+ * cooldown = auto sized by its cost, policy_move_cooldown).
  */
 #include "policies.h"
 
@@ -415,7 +419,7 @@ static bool in_cooldown(const struct policy_config *cfg, const struct snapshot *
 	if (!pe)
 		return false;
 	*ago = s->mono_ns - pe->last_move_ns;
-	return *ago < cfg->cooldown_ns;
+	return *ago < policy_guest_cooldown(cfg, pe->cooldown_ns);
 }
 
 /* Cool-down exception: PICK is fewer of G's current nodes and its busy
@@ -490,15 +494,19 @@ static void fill_target(struct plan_item *it, const struct pcand *c)
 	it->migrate_bytes = c->migrate;
 }
 
-static void skip_cooldown(struct plan_item *it, const struct policy_config *cfg, int64_t ago)
+static void skip_cooldown(struct plan_item *it, const struct policy_config *cfg, const struct pstate_entry *pe,
+			  int64_t ago)
 {
+	bool sized = cfg->cooldown_auto && pe->cooldown_ns > 0;
 	char to[48];
 
 	it->kind = PLAN_SKIP;
 	it->skip = SKIP_COOLDOWN;
 	fmt_nodes(&it->to_nodes, to, sizeof(to));
-	set_detail(it, "cool-down: moved %llds ago (< %llds); would go to nodes %s, %llu MiB to migrate",
-		   (long long)(ago / 1000000000LL), (long long)(cfg->cooldown_ns / 1000000000LL), to,
+	set_detail(it, "cool-down: moved %llds ago (< %llds%s); would go to nodes %s, %llu MiB to migrate",
+		   (long long)(ago / 1000000000LL),
+		   (long long)(policy_guest_cooldown(cfg, pe->cooldown_ns) / 1000000000LL),
+		   sized ? ", auto: sized by its last move's cost" : cfg->cooldown_auto ? ", auto's most" : "", to,
 		   mib(it->migrate_bytes));
 }
 
@@ -845,7 +853,7 @@ static bool decide_split(struct pctx *x, const struct pstate_entry *pe, const st
 		gain += 4.0 * (it->load_before - best.util_after);
 	it->gain = gain;
 	if (in_cooldown(cfg, x->s, pe, &ago)) {
-		skip_cooldown(it, cfg, ago);
+		skip_cooldown(it, cfg, pe, ago);
 		add_detail(it, "; split");
 		return true;
 	}
@@ -976,7 +984,7 @@ static void decide_pinned(struct pctx *x, const struct pstate_entry *pe, const s
 			 * is held: threads the scheduler keeps moving between
 			 * pinned nodes do not drag their memory after them. */
 			if (in_cooldown(cfg, x->s, pe, &ago) && pe->last_follow) {
-				skip_cooldown(it, cfg, ago);
+				skip_cooldown(it, cfg, pe, ago);
 				return;
 			}
 			it->kind = PLAN_MOVE;
@@ -1017,7 +1025,7 @@ static void decide_pinned(struct pctx *x, const struct pstate_entry *pe, const s
 	 * cool-down (test_table: "pinned since the last move: not held"). */
 	if (mask_intersects(&g->cpu_nodes, &cpun) && in_cooldown(cfg, x->s, pe, &ago) &&
 	    !pin_set_since(x->s, g, pe)) {
-		skip_cooldown(it, cfg, ago);
+		skip_cooldown(it, cfg, pe, ago);
 		return;
 	}
 	it->kind = PLAN_MOVE;
@@ -1390,7 +1398,7 @@ static bool resplit(struct pctx *x, const struct pstate_entry *pe, const struct 
 	it->reason = REASON_LOCALITY;
 	it->gain = gain_of(v, x->cfg, a->local_before, a->cur_k, &a->cc, a->unow);
 	if (in_cooldown(x->cfg, x->s, pe, &ago)) {
-		skip_cooldown(it, x->cfg, ago);
+		skip_cooldown(it, x->cfg, pe, ago);
 		return true;
 	}
 	it->kind = PLAN_MOVE;
@@ -1431,7 +1439,7 @@ static void auto_in_set(struct pctx *x, const struct pstate_entry *pe, const str
 		it->reason = REASON_LOCALITY;
 		it->gain = gain_of(v, cfg, a->local_before, a->cur_k, &fc, a->unow);
 		if (in_cooldown(cfg, x->s, pe, &ago)) {
-			skip_cooldown(it, cfg, ago);
+			skip_cooldown(it, cfg, pe, ago);
 			return;
 		}
 		it->kind = PLAN_MOVE;
@@ -1511,7 +1519,7 @@ static void auto_move(struct pctx *x, const struct pstate_entry *pe, const struc
 	it->gain = gain_of(v, cfg, a->local_before, a->cur_k, pick, a->unow);
 	if (in_cooldown(cfg, x->s, pe, &ago) && !(a->locality_bad && narrows_onto_threads(x, g, pick)) &&
 	    !relieves_overload(x, g, v, pick)) {
-		skip_cooldown(it, cfg, ago);
+		skip_cooldown(it, cfg, pe, ago);
 		return;
 	}
 	it->kind = PLAN_MOVE;
@@ -1915,20 +1923,22 @@ static void budget_skip(struct gdec *d, enum skip_reason why, const struct polic
 			uint64_t used)
 {
 	struct plan_item *it = &d->it;
-	char to[48];
+	char to[48], fig[128];
 
 	it->kind = PLAN_SKIP;
 	it->skip = why;
 	d->want = false;
 	d->md.due = false;   /* this sentence instead of the move's */
 	fmt_nodes(&it->to_nodes, to, sizeof(to));
-	if (why == SKIP_MAX_MOVES)
-		set_detail(it, "move budget of %u migrating moves per cycle spent; wanted nodes %s, %llu MiB to "
-			   "migrate (gain %.2f)", cfg->max_moves, to, mib(it->migrate_bytes), it->gain);
-	else
-		set_detail(it, "%llu MiB to migrate exceeds the %llu MiB left of this cycle's %llu MiB; wanted nodes %s",
-			   mib(it->migrate_bytes), mib(budget_left(cfg, used)),
-			   mib(cfg->max_migrate_bytes), to);
+	if (why == SKIP_MAX_MOVES) {
+		policy_moves_why(cfg, fig, sizeof(fig));
+		set_detail(it, "move budget of %s migrating moves per cycle spent; wanted nodes %s, %llu MiB to "
+			   "migrate (gain %.2f)", fig, to, mib(it->migrate_bytes), it->gain);
+	} else {
+		policy_migrate_why(cfg, fig, sizeof(fig));
+		set_detail(it, "%llu MiB to migrate exceeds the %llu MiB left of this cycle's %s; wanted nodes %s",
+			   mib(it->migrate_bytes), mib(budget_left(cfg, used)), fig, to);
+	}
 }
 
 static void one_node(const struct snapshot *s, bool verbose, struct plan *p)
@@ -2238,8 +2248,19 @@ static void decide_starts(const struct policy_config *cfg, const struct snapshot
 		return;
 	*pv = pstate_clone(prev);
 	for (unsigned i = 0; i < *nst; i++)
-		if ((*starts)[i].kind == PLAN_MOVE)
+		if ((*starts)[i].kind == PLAN_MOVE) {
 			pstate_note_move(*pv, (*starts)[i].guest_id, snap->mono_ns);
+			pstate_note_cooldown(*pv, (*starts)[i].guest_id,
+					     policy_move_cooldown(cfg, (*starts)[i].migrate_bytes, NULL, 0));
+		}
+}
+
+/* Each move's cool-down, sized by its cost (policy_move_cooldown). */
+static void note_cooldowns(const struct policy_config *cfg, struct plan *p)
+{
+	for (unsigned i = 0; i < p->nr_items; i++)
+		if (p->items[i].kind == PLAN_MOVE)
+			p->items[i].cooldown_ns = policy_move_cooldown(cfg, p->items[i].migrate_bytes, NULL, 0);
 }
 
 int policy_decide_reserved(const struct policy_config *cfg, const struct snapshot *snap,
@@ -2254,6 +2275,7 @@ int policy_decide_reserved(const struct policy_config *cfg, const struct snapsho
 	const struct pstate *real = prev;
 	unsigned nst = 0;
 
+	struct policy_config eff;
 	struct plan *p;
 	struct pctx x;
 	struct gdec *d;
@@ -2264,6 +2286,9 @@ int policy_decide_reserved(const struct policy_config *cfg, const struct snapsho
 
 	if (!cfg || !snap || !plan || !next || (nres && !res) || policy_config_validate(cfg, NULL) < 0)
 		return -EINVAL;
+	/* auto budgets sized from what the engine told of the mover */
+	policy_resolve(cfg, &eff);
+	cfg = &eff;
 	p = xcalloc(1, sizeof(*p));
 	p->seq = snap->seq;
 	p->mono_ns = snap->mono_ns;
@@ -2299,6 +2324,7 @@ int policy_decide_reserved(const struct policy_config *cfg, const struct snapsho
 	plan_mark_holds(p, snap, holds);
 	plan_mark_kernel_holds(p, snap, holds ? holds->kernel_follow_s : 0);
 	place_starts_splice(p, starts, nst);
+	note_cooldowns(cfg, p);
 	*next = next_state(snap, real);
 	*plan = p;
 

@@ -97,6 +97,7 @@ struct engine_view {
 	double interval_s;
 	struct policy_config policy;
 	double rate_mib;              /* the mover's MiB/s budget in force, 0: none (or no mover) */
+	double mover_rate_mibs;       /* the mover's measured host-wide MiB/s, 0: not yet (policy.in) */
 	/* ...and as configured, without the windows. */
 	enum agent_mode base_mode;
 	double base_interval_s;

@@ -26,6 +26,14 @@ void engine_conf_set_base(struct engine_conf *c, const struct agent_config *cfg)
 	c->sched_valid = false;
 }
 
+void engine_conf_tell(struct engine_conf *c, bool mover_on, double rate_mibs)
+{
+	c->cfg.policy.in = (struct policy_mover_in){
+		.interval_s = c->cfg.interval_s, .workers = c->cfg.mover_workers, .rate_mibs = rate_mibs,
+		.rate_cap_mibs = mover_on ? c->cfg.mover_rate_mib : 0,
+	};
+}
+
 struct mover_config engine_mover_config(const struct agent_config *cfg)
 {
 	return (struct mover_config){ .workers = cfg->mover_workers, .rate_mib = cfg->mover_rate_mib,
@@ -45,6 +53,7 @@ bool engine_mover_settings_differ(const struct agent_config *a, const struct age
 void engine_apply_schedule(struct engine_conf *c, struct mover *mover, bool mover_on)
 {
 	time_t t = time(NULL);
+	struct policy_mover_in told;
 	struct sched_values v;
 	uint64_t active;
 	struct tm tm;
@@ -60,18 +69,31 @@ void engine_apply_schedule(struct engine_conf *c, struct mover *mover, bool move
 			log_info("schedule: window \"%s\" %s", c->base.schedule.e[i].text,
 				 is ? "opens" : "closes");
 	}
+	told = c->cfg.policy.in;
 	config_clear(&c->cfg);
 	config_copy(&c->cfg, &c->base);
+	/* what the last cycle told stands until the next tells again */
+	c->cfg.policy.in = told;
 	if (v.set & SCHED_MODE)
 		c->cfg.mode = v.mode;
 	if (v.set & SCHED_INTERVAL)
 		c->cfg.interval_s = v.interval_s;
-	if (v.set & SCHED_MAX_MOVES)
-		c->cfg.policy.max_moves = v.max_moves;
-	if (v.set & SCHED_MAX_MIGRATE)
-		c->cfg.policy.max_migrate_bytes = v.max_migrate_bytes;
-	if (v.set & SCHED_COOLDOWN)
-		c->cfg.policy.cooldown_ns = v.cooldown_ns;
+	/* a window's number holds as the file's would; its auto sizes */
+	if (v.set & SCHED_MAX_MOVES) {
+		c->cfg.policy.max_moves_auto = v.max_moves == SCHED_AUTO_MOVES;
+		if (v.max_moves != SCHED_AUTO_MOVES)
+			c->cfg.policy.max_moves = v.max_moves;
+	}
+	if (v.set & SCHED_MAX_MIGRATE) {
+		c->cfg.policy.max_migrate_auto = v.max_migrate_bytes == SCHED_AUTO_MIGRATE;
+		if (v.max_migrate_bytes != SCHED_AUTO_MIGRATE)
+			c->cfg.policy.max_migrate_bytes = v.max_migrate_bytes;
+	}
+	if (v.set & SCHED_COOLDOWN) {
+		c->cfg.policy.cooldown_auto = v.cooldown_ns == SCHED_AUTO_COOLDOWN;
+		if (v.cooldown_ns != SCHED_AUTO_COOLDOWN)
+			c->cfg.policy.cooldown_ns = v.cooldown_ns;
+	}
 	if (v.set & SCHED_RATE)
 		c->cfg.mover_rate_mib = v.rate_mib;
 	/* The rate budget refines the per-cycle cap: planning more than the

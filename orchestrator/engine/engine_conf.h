@@ -34,6 +34,11 @@ void engine_conf_set_base(struct engine_conf *c, const struct agent_config *cfg)
  * windows active at this local time; the mover MOVER (NULL: none) takes
  * its rate from them when MOVER_ON. */
 void engine_apply_schedule(struct engine_conf *c, struct mover *mover, bool mover_on);
+/* Tell the policy settings in force (c->cfg.policy.in) what their auto
+ * budgets and cool-downs are sized from: the interval and workers in
+ * force, the mover's measured MiB/s RATE_MIBS (0: not yet) and, when
+ * MOVER_ON, its rate budget. Before each decision. */
+void engine_conf_tell(struct engine_conf *c, bool mover_on, double rate_mibs);
 /* The mover's settings in CFG. */
 struct mover_config engine_mover_config(const struct agent_config *cfg);
 /* The memory mover's settings differ between A and B (on/off, workers,

@@ -446,6 +446,7 @@ static int cycle_decide(struct engine *e, struct cycle *c)
 	if (e->conf.cfg.kernel_balancing != KBAL_MIGRATE)
 		c->holds.kernel_follow_s = e->conf.cfg.kernel_follow_s;
 	c->holds.follow_bound_s = e->conf.cfg.kernel_follow_s;
+	engine_conf_tell(&e->conf, e->jobs.mover_on, engine_mover_rate(e));
 	r = e->pol.decide(&e->conf.cfg.policy, c->snap, e->st.ps, c->report != NULL, res, nres, &c->holds, &c->plan,
 			  &c->next);
 	c->holds.starting = NULL;
@@ -468,7 +469,7 @@ static int cycle_decide(struct engine *e, struct cycle *c)
 static void say_planned(struct engine *e, const struct cycle *c, const struct plan_item *it)
 {
 	if (!it->vm_start &&
-	    logged_repeats(&e->cyc.logged, it, c->report != NULL, c->snap->mono_ns, e->conf.cfg.policy.cooldown_ns))
+	    logged_repeats(&e->cyc.logged, it, c->report != NULL, c->snap->mono_ns, policy_record_hold(&e->conf.cfg.policy)))
 		return;
 	engine_log_move(c->snap, it, NULL);
 	declog_add(e->dl, declog_make(c->snap, it, e->conf.cfg.mode == MODE_ADVISE && !c->dry_run ? "advised" : "planned",
@@ -528,7 +529,7 @@ static void apply_item(struct engine *e, struct cycle *c, unsigned i)
 		/* The kernel's measured flow left it: said once while the
 		 * same decision holds, as a planned move is. */
 		if (!logged_repeats(&e->cyc.logged, it, c->report != NULL, c->snap->mono_ns,
-				    e->conf.cfg.policy.cooldown_ns)) {
+				    policy_record_hold(&e->conf.cfg.policy))) {
 			log_info("%s: %s", it->guest_id, it->detail);
 			declog_add(e->dl, declog_make(c->snap, it, "left_to_kernel", NULL, c->dry_run));
 		}
@@ -538,7 +539,7 @@ static void apply_item(struct engine *e, struct cycle *c, unsigned i)
 		/* Said once while the same move waits (its detail names the
 		 * write); made by the first cycle after the write. */
 		if (!logged_repeats(&e->cyc.logged, it, c->report != NULL, c->snap->mono_ns,
-				    e->conf.cfg.policy.cooldown_ns)) {
+				    policy_record_hold(&e->conf.cfg.policy))) {
 			log_info("not moving %s this cycle: %s", it->guest_id, it->detail);
 			declog_add(e->dl, declog_make(c->snap, it, "deferred", NULL, false));
 		}
@@ -580,7 +581,7 @@ static void apply_item(struct engine *e, struct cycle *c, unsigned i)
 			log_info("not placing %s (%s): %s", it->guest_id, snap->guests[it->guest_idx].name, it->detail);
 		declog_add(e->dl, declog_make(snap, it, "skipped", NULL, c->dry_run));
 	} else if (it->kind == PLAN_SKIP) {
-		if (logged_repeats(&e->cyc.logged, it, c->report != NULL, snap->mono_ns, e->conf.cfg.policy.cooldown_ns))
+		if (logged_repeats(&e->cyc.logged, it, c->report != NULL, snap->mono_ns, policy_record_hold(&e->conf.cfg.policy)))
 			return;
 		log_debug("not moving %s: %s (%s)", it->guest_id, skip_reason_name(it->skip), it->detail);
 		declog_add(e->dl, declog_make(snap, it, "skipped", NULL, c->dry_run));
@@ -654,7 +655,7 @@ static void cycle_record(struct engine *e, struct cycle *c)
 		e->cyc.first_sight = (plan->items[i].kind == PLAN_SKIP && plan->items[i].skip == SKIP_NO_USAGE) ||
 				     plan->items[i].hold == HOLD_KERNEL_UNMEASURED;
 	if (plan)
-		logged_update(&e->cyc.logged, plan, snap->mono_ns, e->conf.cfg.policy.cooldown_ns);
+		logged_update(&e->cyc.logged, plan, snap->mono_ns, policy_record_hold(&e->conf.cfg.policy));
 	if (c->next) {
 		engine_state_set_ps(e, c->next);
 		c->next = NULL;

@@ -315,6 +315,11 @@ enum apply_status engine_job_outcome(enum mover_state st, bool soft, bool *wide)
 	}
 }
 
+double engine_mover_rate(const struct engine *e)
+{
+	return mover_rate_mibs(&e->jobs.rate);
+}
+
 /* Jobs the mover ended: narrow a strictly bound guest's mems, record when
  * (and whether) its memory arrived. Engine thread. */
 void engine_settle_jobs(struct engine *e)
@@ -336,6 +341,8 @@ void engine_settle_jobs(struct engine *e)
 		bool narrow_later = false;
 		int settle = 0;
 
+		mover_rate_add(&e->jobs.rate, ji->started_real_ns, ji->ended_real_ns, ji->bytes_done);
+
 		for (unsigned i = 0; i < e->jobs.n && !p; i++) {
 			struct ejob job = e->jobs.v[i];
 
@@ -350,6 +357,12 @@ void engine_settle_jobs(struct engine *e)
 		}
 		if (!p)
 			continue;
+		/* A job that ran to its end measured what the move cost: its
+		 * guest's cool-down (auto) is sized by that from now (a
+		 * superseded or cancelled one belongs to a move since made or
+		 * refused). */
+		if (ji->state == MJ_DONE || ji->state == MJ_PARTIAL || ji->state == MJ_EXPIRED)
+			engine_state_job_cost(e, ji->guest, policy_job_cooldown(&e->conf.cfg.policy, ji->elapsed_s));
 		memset(&res, 0, sizeof(res));
 		res.locality_after = NAN;
 		outcome = engine_job_outcome(ji->state, apply_pending_soft(p), &res.mems_loosened);

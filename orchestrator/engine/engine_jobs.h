@@ -38,6 +38,9 @@ struct engine_jobs {
 		 * job that moves pages. */
 		struct bind_write *bw;
 	} *v;
+	/* What the mover moved per second, from its jobs' records as they
+	 * are settled: sizes the auto budgets (engine_mover_rate). */
+	struct mover_rate rate;
 };
 
 /* What became of a move's phase 2 (its memory). */
@@ -81,6 +84,8 @@ uint64_t engine_memwrite_submit(struct engine *e, struct apply_pending *p);
 /* Has guest ID a cpuset.mems write in flight (a start binding's or a
  * move's)? Its new plans wait. */
 bool engine_bindwrite_pending(const struct engine *e, const char *id);
+/* The mover's measured host-wide MiB/s (mover_rate_mibs); 0: not yet. */
+double engine_mover_rate(const struct engine *e);
 /* Jobs the mover ended: settle their guests' mems, record them. */
 void engine_settle_jobs(struct engine *e);
 /* How the record of a job that ended as ST reads before its settle step:

@@ -101,8 +101,9 @@ void engine_count_place_outcome(struct engine_stats *st, struct pstate *ps, cons
 		break;
 	default:
 		st->moves_skipped++;
-		break;
+		return;
 	}
+	pstate_note_cooldown(ps, it->guest_id, it->cooldown_ns);
 }
 
 static json_t *cpuset_json(const cpumask_t *cpus, const nodemask_t *mems)

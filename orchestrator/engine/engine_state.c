@@ -173,3 +173,8 @@ void engine_state_load(struct engine *e, int dfd, const char *dir, const struct 
 	set_state_aside(dfd, dir, why);
 	free(text);
 }
+
+void engine_state_job_cost(struct engine *e, const char *id, int64_t cooldown_ns)
+{
+	pstate_note_cooldown(e->st.ps, id, cooldown_ns);
+}

@@ -43,6 +43,10 @@ void engine_state_set_dir(struct engine *e, int dfd);
 void engine_state_load(struct engine *e, int dfd, const char *dir, const struct engstate_limits *lim);
 /* realtime - monotonic of this process, as the state files use it. */
 int64_t engine_state_clock_offset(const struct engine *e);
+/* Guest ID's last move cost what its memory job measured: its cool-down
+ * is COOLDOWN_NS from that move (policy_job_cooldown; nothing if ID has no
+ * cool-down). */
+void engine_state_job_cost(struct engine *e, const char *id, int64_t cooldown_ns);
 /* The policy's state of the next cycle is NEXT (taken). */
 void engine_state_set_ps(struct engine *e, struct pstate *next);
 /* The index, among the rooms engine_reservations gave, of the reservation

@@ -51,7 +51,9 @@ static void view_settings(struct engine *e, struct engine_view *v, bool mover_on
 	v->mode = e->conf.cfg.mode;
 	v->dry_run = e->conf.cfg.dry_run;
 	v->interval_s = e->conf.cfg.interval_s;
-	v->policy = e->conf.cfg.policy;
+	/* the auto budgets as the last decision sized them */
+	policy_resolve(&e->conf.cfg.policy, &v->policy);
+	v->mover_rate_mibs = e->conf.cfg.policy.in.rate_mibs;
 	v->rate_mib = mover_on ? e->conf.cfg.mover_rate_mib : 0;
 	v->base_mode = e->conf.base.mode;
 	v->base_interval_s = e->conf.base.interval_s;

@@ -19,6 +19,7 @@ void plan_item_note_cooldown(const struct plan_item *it, struct pstate *ps, int6
 		pstate_note_follow(ps, it->guest_id, now_ns);
 	else
 		pstate_note_move(ps, it->guest_id, now_ns);
+	pstate_note_cooldown(ps, it->guest_id, it->cooldown_ns);
 }
 
 void plan_note_cooldowns(const struct plan *p, struct pstate *ps)
@@ -227,6 +228,8 @@ json_t *plan_item_to_json(const struct plan_item *it)
 	json_object_set_new(o, "migrate_bytes", json_integer((json_int_t)it->migrate_bytes));
 	json_object_set_new(o, "locality_before", snapj_real_or_null(it->locality_before));
 	json_object_set_new(o, "gain", snapj_real_or_null(it->gain));
+	if (it->kind == PLAN_MOVE && it->cooldown_ns > 0)
+		json_object_set_new(o, "cooldown_s", json_real((double)it->cooldown_ns / 1e9));
 	if (it->crowded)
 		json_object_set_new(o, "crowded", json_true());
 	if (it->local_fit)

@@ -149,6 +149,10 @@ struct plan_item {
 	 * the cpuset unchanged (first_node, first_bytes say where and how
 	 * much): its cool-down is noted as such (pstate_note_follow). */
 	bool follow;
+	/* The cool-down the move earns once carried out (policy_move_cooldown:
+	 * sized by its cost under cooldown = auto); 0: not sized, the
+	 * configured one. */
+	int64_t cooldown_ns;
 	/* A guest whose parts get targets of their own (policies/parts.c):
 	 * NR_PARTS of them, owned (freed with the plan); each part's memory
 	 * goes to its own mems, not to the whole to_mems. 0 and NULL: the
@@ -193,7 +197,8 @@ void plan_item_init(struct plan_item *it, const struct snapshot *snap, unsigned 
 /* The cool-down IT leaves in PS once carried out at NOW: none for a
  * start placement (made on an assumed use, the next cycle decides on the
  * measured one) nor for an item that is not a move, pstate_note_follow
- * for memory following its threads, pstate_note_move otherwise. */
+ * for memory following its threads, pstate_note_move otherwise; its
+ * length is the item's cooldown_ns (pstate_entry.cooldown_ns). */
 void plan_item_note_cooldown(const struct plan_item *it, struct pstate *ps, int64_t now_ns);
 /* plan_item_note_cooldown for every item of P at the plan's time: as if
  * each planned move were carried out (the tests' simulations). */

@@ -24,6 +24,7 @@
 #define NUMAORCH_POLICY_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "orchestrator/model/hold.h"
@@ -43,8 +44,20 @@ struct policy_config {
 	double max_util;            /* a target may be filled up to this (0.9) */
 	double rebalance_util;      /* load-only moves when util_now ≥ this (0.8) */
 	int64_t cooldown_ns;        /* after a move (300 s) */
-	unsigned max_moves;         /* per cycle (4) */
+	unsigned max_moves;         /* migrating moves per cycle (4) */
 	uint64_t max_migrate_bytes; /* per cycle (4 GiB) */
+	/* "auto" for the three above (true: the defaults): sized by what the
+	 * mover can do (policy_resolve, policy_move_cooldown) from IN; the
+	 * numbers above stay the fallback while IN is not told. */
+	bool max_moves_auto, max_migrate_auto, cooldown_auto;
+	/* What auto sizes from: told by the engine each cycle, never read
+	 * from a file (zero: not told, the numbers above hold). */
+	struct policy_mover_in {
+		double interval_s;    /* [agent] interval in force; 0: not told */
+		unsigned workers;     /* [memory] workers: memory moves that run at once */
+		double rate_mibs;     /* the mover's measured host-wide MiB/s; 0: not measured yet */
+		double rate_cap_mibs; /* [memory] rate_mib in force; 0: no limit */
+	} in;
 	/* A container seen for the first time with (almost) no memory is
 	 * placed at once (plan_item.start) (true) */
 	bool start_place;
@@ -84,6 +97,44 @@ void policy_config_default(struct policy_config *c);
 uint64_t policy_reserve(uint64_t min_free_bytes, double share, uint64_t total);
 /* 0, or -EINVAL with *field naming the first bad field. */
 int policy_config_validate(const struct policy_config *c, const char **field);
+
+/* The auto budget's bytes before the mover has measured itself, and its
+ * least after (policy.c says why), and the auto cool-down's factor and
+ * bounds (policy_move_cooldown). */
+#define POLICY_AUTO_MIGRATE_FLOOR (1024ULL << 20)
+#define POLICY_AUTO_COOLDOWN_K 10.0
+#define POLICY_AUTO_COOLDOWN_MIN_S 30.0
+#define POLICY_AUTO_COOLDOWN_MAX_S 300.0
+
+/* C with its auto budgets sized from C->in into *OUT (max_moves,
+ * max_migrate_bytes; the auto flags and IN kept): max_moves the workers,
+ * max_migrate_bytes what the mover moves in an interval at its measured
+ * rate (at least POLICY_AUTO_MIGRATE_FLOOR; never over the rate_mib
+ * budget). A setting given as a number, or auto not yet told its
+ * inputs, keeps its number. Pure. */
+void policy_resolve(const struct policy_config *c, struct policy_config *out);
+/* Where a resolved budget's figure came from, for records: "4 = [memory]
+ * workers", "600 MiB = 40 MiB/s measured x 15 s", ... */
+void policy_moves_why(const struct policy_config *c, char *buf, size_t sz);
+void policy_migrate_why(const struct policy_config *c, char *buf, size_t sz);
+/* The cool-down a move of MIGRATE_BYTES earns under C: cooldown_ns when
+ * it is a number; auto: POLICY_AUTO_COOLDOWN_K x its migration time at
+ * the measured rate, between max(2 intervals, POLICY_AUTO_COOLDOWN_MIN_S)
+ * and POLICY_AUTO_COOLDOWN_MAX_S (a migrating move while the rate is not
+ * measured: the most). WHY (may be NULL) says how it was sized. Pure. */
+int64_t policy_move_cooldown(const struct policy_config *c, uint64_t migrate_bytes, char *why, size_t whysz);
+/* The same once the move's memory job has ended after JOB_S seconds (its
+ * cost measured, where the estimate was bytes / rate): auto sizes by
+ * JOB_S; else cooldown_ns. Pure. */
+int64_t policy_job_cooldown(const struct policy_config *c, double job_s);
+/* How long a guest whose last move earned COOLDOWN_NS (pstate_entry;
+ * 0: not known, a state saved before it was kept) stays still under C:
+ * a number in C holds for every guest, as configured; auto: what its
+ * move earned, cooldown_ns when not known. */
+int64_t policy_guest_cooldown(const struct policy_config *c, int64_t cooldown_ns);
+/* The hold of the records said once per cool-down (logged.h): the
+ * cool-down, or auto's most. */
+int64_t policy_record_hold(const struct policy_config *c);
 
 /* Room promised to a guest about to start (see policy_advise and
  * policy_decide_reserved). */

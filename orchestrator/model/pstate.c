@@ -80,6 +80,7 @@ static struct pstate_entry *pstate_note(struct pstate *s, const char *id, int64_
 	}
 	s->e[i].last_move_ns = now_ns;
 	s->e[i].nr_moves++;
+	s->e[i].cooldown_ns = 0;
 	return &s->e[i];
 }
 
@@ -91,4 +92,13 @@ void pstate_note_move(struct pstate *s, const char *id, int64_t now_ns)
 void pstate_note_follow(struct pstate *s, const char *id, int64_t now_ns)
 {
 	pstate_note(s, id, now_ns)->last_follow = true;
+}
+
+void pstate_note_cooldown(struct pstate *s, const char *id, int64_t cooldown_ns)
+{
+	bool found = false;
+	unsigned i = s ? pstate_pos(s, id, &found) : 0;
+
+	if (found)
+		s->e[i].cooldown_ns = cooldown_ns;
 }

@@ -1,5 +1,5 @@
 /* pstate.h — what the policy remembers between cycles, per guest: when it
- * was last moved (its cool-down). A record of what happened: the engine
+ * was last moved and how long that holds it (its cool-down). A record of what happened: the engine
  * owns it, hands it to the policy as the previous state, takes the next
  * state back (the previous entries of the guests still there), and notes
  * in it the moves it carried out (plan_item_note_cooldown). Pure: an array
@@ -22,6 +22,10 @@ struct pstate_entry {
 	 * cool-down lets the first such pull after a move through, not a
 	 * second one (policies/consolidate.c decide_pinned). */
 	bool last_follow;
+	/* How long its last move holds it still (plan_item.cooldown_ns,
+	 * sized by the move's cost under cooldown = auto); 0: not known
+	 * (policy_guest_cooldown). */
+	int64_t cooldown_ns;
 };
 
 struct pstate {
@@ -39,5 +43,8 @@ void pstate_note_move(struct pstate *s, const char *id, int64_t now_ns);
 /* The same for a move that was only memory following its threads inside
  * its pin (last_follow set; pstate_note_move clears it). */
 void pstate_note_follow(struct pstate *s, const char *id, int64_t now_ns);
+/* Set the length of guest ID's cool-down (after one of the two above;
+ * nothing if ID has no entry). */
+void pstate_note_cooldown(struct pstate *s, const char *id, int64_t cooldown_ns);
 
 #endif

@@ -541,6 +541,28 @@ enum mover_pin {
  * affinity call, which is slow when that node's CPUs are busy. */
 enum mover_pin mover_pin_action(bool on_target, bool pinned, const nodemask_t *pinned_to, const nodemask_t *to);
 
+/* ---- the pure part: what the mover can do, measured ---- */
+
+/* The host-wide rate the mover reached, from the last MOVER_RATE_JOBS
+ * jobs that moved pages (the engine keeps it from the finished jobs'
+ * records): their bytes over the time at least one of them ran, so jobs
+ * that ran side by side count together, as the workers do. Zero it. */
+#define MOVER_RATE_JOBS 8
+struct mover_rate {
+	unsigned n, next;
+	struct {
+		int64_t start_ns, end_ns;
+		uint64_t bytes;
+	} j[MOVER_RATE_JOBS];
+};
+
+/* Count a job that ran from START_NS to END_NS (one clock) and moved
+ * BYTES; one that moved under 1 MiB (a write job, a guest already in
+ * place) or has no run time says nothing of the rate and is left out. */
+void mover_rate_add(struct mover_rate *r, int64_t start_ns, int64_t end_ns, uint64_t bytes);
+/* MiB/s; 0 until a job was counted. */
+double mover_rate_mibs(const struct mover_rate *r);
+
 /* ---- the pure part: a job's accounting by source node ---- */
 
 /* The index of J's source NODE in J->sources, added (with its target) if

@@ -860,3 +860,46 @@ enum mover_pin mover_pin_action(bool on_target, bool pinned, const nodemask_t *p
 		return MOVER_PIN_KEEP;
 	return MOVER_PIN_SET;
 }
+
+void mover_rate_add(struct mover_rate *r, int64_t start_ns, int64_t end_ns, uint64_t bytes)
+{
+	if (bytes < (1ULL << 20) || start_ns <= 0 || end_ns <= start_ns)
+		return;
+	r->j[r->next].start_ns = start_ns;
+	r->j[r->next].end_ns = end_ns;
+	r->j[r->next].bytes = bytes;
+	r->next = (r->next + 1) % MOVER_RATE_JOBS;
+	if (r->n < MOVER_RATE_JOBS)
+		r->n++;
+}
+
+double mover_rate_mibs(const struct mover_rate *r)
+{
+	unsigned idx[MOVER_RATE_JOBS];
+	double bytes = 0.0;
+	int64_t busy = 0, end = INT64_MIN;
+
+	/* the jobs by start (insertion sort: eight at most), then the
+	 * length of the union of their runs */
+	for (unsigned i = 0; i < r->n; i++) {
+		unsigned k = i;
+
+		while (k > 0 && r->j[idx[k - 1]].start_ns > r->j[i].start_ns) {
+			idx[k] = idx[k - 1];
+			k--;
+		}
+		idx[k] = i;
+		bytes += (double)r->j[i].bytes;
+	}
+	for (unsigned i = 0; i < r->n; i++) {
+		int64_t s = r->j[idx[i]].start_ns, e = r->j[idx[i]].end_ns;
+
+		if (s < end)
+			s = end;
+		if (e > s)
+			busy += e - s;
+		if (e > end)
+			end = e;
+	}
+	return busy > 0 ? bytes / 1048576.0 / ((double)busy / 1e9) : 0.0;
+}

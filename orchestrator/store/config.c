@@ -219,6 +219,9 @@ struct key {
 	const char *what;    /* K_NUM/K_SECONDS: "seconds", "a number", ... */
 	const char *suffix;  /* after the range: " (percent)" */
 	key_set_fn set;      /* K_SET */
+	/* Also takes "auto": the bool at this offset set (a number clears
+	 * it); 0: a number only. */
+	size_t auto_off;
 };
 
 #define AT(field) offsetof(struct agent_config, field)
@@ -405,14 +408,18 @@ static int set_window(struct parse_ctx *p, const struct key *k, const char *v)
 	return 1;
 }
 
-#define NUM(s, n, f, l, h, w, sfx, sc) { s, n, K_NUM, AT(f), l, h, sc, w, sfx, NULL }
+#define NUM(s, n, f, l, h, w, sfx, sc) { s, n, K_NUM, AT(f), l, h, sc, w, sfx, NULL, 0 }
 #define PCT(n, l, h) NUM("policy", #n, policy.n, l, h, "a number", " (percent)", 100)
-#define SECS(s, n, f, l, h) { s, n, K_SECONDS, AT(f), l, h, 1, "seconds", "", NULL }
-#define UINT(s, n, f, l, h) { s, n, K_UINT, AT(f), l, h, 1, "an integer", "", NULL }
-#define MIBS(s, n, f) { s, n, K_MIB, AT(f), 0, 0, 1, NULL, NULL, NULL }
-#define BOOLK(s, n, f) { s, n, K_BOOL, AT(f), 0, 0, 1, NULL, NULL, NULL }
-#define STR(s, n, f) { s, n, K_STR, AT(f), 0, 0, 1, NULL, NULL, NULL }
-#define SET(s, n, f, fn) { s, n, K_SET, AT(f), 0, 0, 1, NULL, NULL, fn }
+#define SECS(s, n, f, l, h) { s, n, K_SECONDS, AT(f), l, h, 1, "seconds", "", NULL, 0 }
+#define UINT(s, n, f, l, h) { s, n, K_UINT, AT(f), l, h, 1, "an integer", "", NULL, 0 }
+#define MIBS(s, n, f) { s, n, K_MIB, AT(f), 0, 0, 1, NULL, NULL, NULL, 0 }
+/* ... or auto (the bool at field A) */
+#define SECS_A(s, n, f, l, h, a) { s, n, K_SECONDS, AT(f), l, h, 1, "seconds", "", NULL, AT(a) }
+#define UINT_A(s, n, f, l, h, a) { s, n, K_UINT, AT(f), l, h, 1, "an integer", "", NULL, AT(a) }
+#define MIBS_A(s, n, f, a) { s, n, K_MIB, AT(f), 0, 0, 1, NULL, NULL, NULL, AT(a) }
+#define BOOLK(s, n, f) { s, n, K_BOOL, AT(f), 0, 0, 1, NULL, NULL, NULL, 0 }
+#define STR(s, n, f) { s, n, K_STR, AT(f), 0, 0, 1, NULL, NULL, NULL, 0 }
+#define SET(s, n, f, fn) { s, n, K_SET, AT(f), 0, 0, 1, NULL, NULL, fn, 0 }
 
 static const struct key keys[] = {
 	SET("agent", "mode", mode, set_mode),
@@ -444,9 +451,9 @@ static const struct key keys[] = {
 	PCT(max_util, 1, 100),
 	PCT(rebalance_util, 0, 100),
 	NUM("policy", "min_cpu", policy.min_cpu, 0, 4096, "a number of CPUs", "", 1),
-	SECS("policy", "cooldown", policy.cooldown_ns, 0, 86400 * 7),
-	UINT("policy", "max_moves", policy.max_moves, 1, 10000),
-	MIBS("policy", "max_migrate_mib", policy.max_migrate_bytes),
+	SECS_A("policy", "cooldown", policy.cooldown_ns, 0, 86400 * 7, policy.cooldown_auto),
+	UINT_A("policy", "max_moves", policy.max_moves, 1, 10000, policy.max_moves_auto),
+	MIBS_A("policy", "max_migrate_mib", policy.max_migrate_bytes, policy.max_migrate_auto),
 	MIBS("policy", "min_free_mib", policy.min_free_bytes),
 	PCT(min_free_share, 0, 100),
 	BOOLK("policy", "start_place", policy.start_place),
@@ -489,6 +496,9 @@ static const struct key keys[] = {
 #undef SECS
 #undef UINT
 #undef MIBS
+#undef SECS_A
+#undef UINT_A
+#undef MIBS_A
 #undef BOOLK
 #undef STR
 #undef SET
@@ -499,10 +509,16 @@ static const char *const sections[] = { "agent", "scope", "containers", "policy"
 static int set_key(struct parse_ctx *p, const struct key *k, const char *v)
 {
 	struct agent_config *c = p->cfg;
+	const char *au = k->auto_off ? "auto or " : "";
 	double d;
 	uint64_t u;
 	bool b;
 
+	if (k->auto_off) {
+		*(bool *)((char *)c + k->auto_off) = strcmp(v, "auto") == 0;
+		if (strcmp(v, "auto") == 0)
+			return 1;
+	}
 	switch (k->type) {
 	case K_NUM:
 		if (!num_in(v, k->lo, k->hi, &d))
@@ -512,19 +528,19 @@ static int set_key(struct parse_ctx *p, const struct key *k, const char *v)
 		return 1;
 	case K_SECONDS:
 		if (!num_in(v, k->lo, k->hi, &d))
-			return fail(p, "[%s] %s: must be %s %.10g..%.10g%s, got \"%s\"", k->sec, k->name, k->what, k->lo,
-				    k->hi, k->suffix, v);
+			return fail(p, "[%s] %s: must be %s%s %.10g..%.10g%s, got \"%s\"", k->sec, k->name, au, k->what,
+				    k->lo, k->hi, k->suffix, v);
 		*FIELD(c, k, int64_t) = (int64_t)(d * 1e9);
 		return 1;
 	case K_UINT:
 		if (parse_u64(v, &u) < 0 || (double)u < k->lo || (double)u > k->hi)
-			return fail(p, "[%s] %s: must be an integer %.10g..%.10g, got \"%s\"", k->sec, k->name, k->lo,
-				    k->hi, v);
+			return fail(p, "[%s] %s: must be %san integer %.10g..%.10g, got \"%s\"", k->sec, k->name, au,
+				    k->lo, k->hi, v);
 		*FIELD(c, k, unsigned) = (unsigned)u;
 		return 1;
 	case K_MIB:
 		if (parse_u64(v, &u) < 0 || u > (1ULL << 30))
-			return fail(p, "[%s] %s: must be an integer of MiB, got \"%s\"", k->sec, k->name, v);
+			return fail(p, "[%s] %s: must be %san integer of MiB, got \"%s\"", k->sec, k->name, au, v);
 		*FIELD(c, k, uint64_t) = u * MIB;
 		return 1;
 	case K_BOOL:

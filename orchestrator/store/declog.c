@@ -300,6 +300,9 @@ json_t *declog_make(const struct snapshot *snap, const struct plan_item *it, con
 		return NULL;
 	if (it->kind == PLAN_SKIP)
 		json_object_set_new(o, "skip_reason", json_string(skip_reason_name(it->skip)));
+	/* how long the move holds the guest still (cooldown = auto: by its cost) */
+	if (it->kind == PLAN_MOVE && it->cooldown_ns > 0)
+		json_object_set_new(o, "cooldown_s", json_real((double)it->cooldown_ns / 1e9));
 	if (g) {
 		/* locality_before is where the threads run; the old "memory
 		 * inside the cpuset" ratio stays beside it, named for what it is. */

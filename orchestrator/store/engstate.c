@@ -18,10 +18,15 @@ json_t *engstate_to_json(const struct pstate *ps, const struct resv_list *rl, in
 {
 	json_t *cool = json_array(), *res = json_array();
 
-	for (unsigned i = 0; ps && i < ps->n; i++)
-		json_array_append_new(cool, json_pack("{s:s, s:I, s:i, s:b}", "guest", ps->e[i].id, "last_move_real_ns",
-						      (json_int_t)(ps->e[i].last_move_ns + offset_ns), "moves",
-						      (int)ps->e[i].nr_moves, "follow", ps->e[i].last_follow));
+	for (unsigned i = 0; ps && i < ps->n; i++) {
+		json_t *c = json_pack("{s:s, s:I, s:i, s:b}", "guest", ps->e[i].id, "last_move_real_ns",
+				      (json_int_t)(ps->e[i].last_move_ns + offset_ns), "moves", (int)ps->e[i].nr_moves,
+				      "follow", ps->e[i].last_follow);
+
+		if (ps->e[i].cooldown_ns > 0)
+			json_object_set_new(c, "cooldown_ns", json_integer((json_int_t)ps->e[i].cooldown_ns));
+		json_array_append_new(cool, c);
+	}
 	for (unsigned i = 0; rl && i < rl->n; i++) {
 		const struct resv *r = &rl->r[i];
 		char nodes[NODELIST_BUFSZ], cpun[NODELIST_BUFSZ], mems[NODELIST_BUFSZ];
@@ -65,12 +70,13 @@ int engstate_from_json(const json_t *j, int64_t offset_ns, int64_t now_mono_ns, 
 	ps = pstate_new();
 	json_array_foreach(cool, i, x) {
 		const char *id;
-		json_int_t when;
+		json_int_t when, cooldown = 0;
 		int moves, follow = 0;
 
-		/* "follow" is optional: files written before it mean a move */
-		if (json_unpack(x, "{s:s, s:I, s:i, s?b}", "guest", &id, "last_move_real_ns", &when, "moves", &moves,
-				"follow", &follow) < 0 ||
+		/* "follow" and "cooldown_ns" are optional: files written before
+		 * them mean a move, and the cool-down configured */
+		if (json_unpack(x, "{s:s, s:I, s:i, s?b, s?I}", "guest", &id, "last_move_real_ns", &when, "moves",
+				&moves, "follow", &follow, "cooldown_ns", &cooldown) < 0 ||
 		    !id[0] || strlen(id) >= GUEST_ID_MAX || moves < 1) {
 			snprintf(err, errsz, "cooldowns[%zu]: needs guest, last_move_real_ns and moves >= 1", i);
 			pstate_free(ps);
@@ -83,10 +89,19 @@ int engstate_from_json(const json_t *j, int64_t offset_ns, int64_t now_mono_ns, 
 			pstate_free(ps);
 			return -EINVAL;
 		}
+		/* One longer than any cool-down a setting allows would hold it
+		 * longer than the operator could have asked. */
+		if (cooldown < 0 || cooldown > ENGSTATE_COOLDOWN_MAX_S * SEC) {
+			snprintf(err, errsz, "cooldowns[%zu]: cooldown_ns %lld is not 0..%d s", i, (long long)cooldown,
+				 ENGSTATE_COOLDOWN_MAX_S);
+			pstate_free(ps);
+			return -EINVAL;
+		}
 		if (follow)
 			pstate_note_follow(ps, id, (int64_t)when - offset_ns);
 		else
 			pstate_note_move(ps, id, (int64_t)when - offset_ns);
+		pstate_note_cooldown(ps, id, (int64_t)cooldown);
 		/* the count as saved (note_move counted one) */
 		for (unsigned k = 0; k < ps->n; k++)
 			if (strcmp(ps->e[k].id, id) == 0)

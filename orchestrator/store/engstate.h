@@ -1,5 +1,6 @@
 /* engstate.h — the engine's state that survives a restart: each guest's
- * last move (its cool-down, struct pstate) and the reservations, as JSON.
+ * last move (its cool-down and its length, struct pstate) and the
+ * reservations, as JSON.
  * The engine writes it atomically under the state directory (engine.c:
  * engine_use_state_dir) whenever it changes, and reads it at start.
  *
@@ -29,6 +30,10 @@ struct engstate_limits {
 	uint64_t mem_bytes;
 };
 #define ENGSTATE_AHEAD_S 86400
+/* A guest's cool-down length (pstate_entry.cooldown_ns, optional: a state
+ * saved before it was kept loads without) at most this: [policy]
+ * cooldown's own bound. */
+#define ENGSTATE_COOLDOWN_MAX_S (86400 * 7)
 
 /* The state as JSON (caller owns). */
 json_t *engstate_to_json(const struct pstate *ps, const struct resv_list *rl, int64_t offset_ns);

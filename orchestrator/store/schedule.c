@@ -102,25 +102,33 @@ static int parse_kv(const char *kv, struct sched_values *v, char *err, size_t er
 		v->interval_s = d;
 		v->set |= SCHED_INTERVAL;
 	} else if (KEY("max_moves")) {
-		if (parse_u64(val, &u) < 0 || u < 1 || u > 10000) {
-			snprintf(err, errsz, "max_moves: must be an integer 1..10000, got \"%s\"", val);
+		if (strcmp(val, "auto") == 0) {
+			u = SCHED_AUTO_MOVES;
+		} else if (parse_u64(val, &u) < 0 || u < 1 || u > 10000) {
+			snprintf(err, errsz, "max_moves: must be auto or an integer 1..10000, got \"%s\"", val);
 			return -EINVAL;
 		}
 		v->max_moves = (unsigned)u;
 		v->set |= SCHED_MAX_MOVES;
 	} else if (KEY("max_migrate_mib")) {
-		if (parse_u64(val, &u) < 0 || u > (1ULL << 30)) {
-			snprintf(err, errsz, "max_migrate_mib: must be an integer of MiB, got \"%s\"", val);
+		if (strcmp(val, "auto") == 0) {
+			v->max_migrate_bytes = SCHED_AUTO_MIGRATE;
+		} else if (parse_u64(val, &u) < 0 || u > (1ULL << 30)) {
+			snprintf(err, errsz, "max_migrate_mib: must be auto or an integer of MiB, got \"%s\"", val);
 			return -EINVAL;
+		} else {
+			v->max_migrate_bytes = u << 20;
 		}
-		v->max_migrate_bytes = u << 20;
 		v->set |= SCHED_MAX_MIGRATE;
 	} else if (KEY("cooldown")) {
-		if (parse_double(val, &d) < 0 || d < 0 || d > 604800) {
-			snprintf(err, errsz, "cooldown: must be seconds 0..604800, got \"%s\"", val);
+		if (strcmp(val, "auto") == 0) {
+			v->cooldown_ns = SCHED_AUTO_COOLDOWN;
+		} else if (parse_double(val, &d) < 0 || d < 0 || d > 604800) {
+			snprintf(err, errsz, "cooldown: must be auto or seconds 0..604800, got \"%s\"", val);
 			return -EINVAL;
+		} else {
+			v->cooldown_ns = (int64_t)(d * 1e9);
 		}
-		v->cooldown_ns = (int64_t)(d * 1e9);
 		v->set |= SCHED_COOLDOWN;
 	} else if (KEY("rate_mib")) {
 		/* the same range as [memory] rate_mib */

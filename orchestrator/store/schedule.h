@@ -37,13 +37,19 @@ enum sched_key {
 	SCHED_RATE = 1u << 5,
 };
 
+/* max_moves, max_migrate_mib and cooldown may be "auto" (policy.h's
+ * auto settings): these values say so. */
+#define SCHED_AUTO_MOVES 0u
+#define SCHED_AUTO_MIGRATE UINT64_MAX
+#define SCHED_AUTO_COOLDOWN (-1)
+
 struct sched_values {
 	unsigned set;              /* enum sched_key bits */
 	enum agent_mode mode;
 	double interval_s;
-	unsigned max_moves;
-	uint64_t max_migrate_bytes;
-	int64_t cooldown_ns;
+	unsigned max_moves;        /* or SCHED_AUTO_MOVES */
+	uint64_t max_migrate_bytes; /* or SCHED_AUTO_MIGRATE */
+	int64_t cooldown_ns;       /* or SCHED_AUTO_COOLDOWN */
 	double rate_mib;           /* MiB/s, 0: no limit */
 };
 

@@ -258,8 +258,27 @@ class Api(apilib.ClassDaemon):
         self.assertEqual(stale.status, 409, stale)
         self.assertEqual(stale.json()["field"], "revision")
         # Put it back (other tests read the defaults).
-        self.ok(self.d.request("PUT", "/v1/policy", {"max_util": 90, "cooldown": 300}))
+        self.ok(self.d.request("PUT", "/v1/policy", {"max_util": 90, "cooldown": "auto"}))
         self.assertEqual(self.ok(self.d.get("/v1/policy"))["revision"], before["revision"])
+
+    def test_policy_auto_settings(self):
+        """max_moves, max_migrate_mib and cooldown are "auto" by default
+        (sized by the mover: GET /v1/status says from what) and take a
+        number or "auto" back."""
+        pol = self.ok(self.d.get("/v1/policy"))
+        self.assertEqual((pol["max_moves"], pol["max_migrate_mib"], pol["cooldown"]), ("auto", "auto", "auto"))
+        inf = self.ok(self.d.get("/v1/status"))["in_force"]
+        # a fixture root has no mover: its 4 workers, auto's floor
+        self.assertEqual(inf["max_moves"], 4, inf)
+        self.assertEqual(inf["sized"]["max_moves"], "4 = [memory] workers", inf)
+        self.assertIn("auto's floor", inf["sized"]["max_migrate_mib"], inf)
+        self.assertIsNone(inf["mover_rate_mibs"], inf)
+        self.addCleanup(self.d.request, "PUT", "/v1/policy", {"max_moves": "auto"})
+        r = self.ok(self.d.request("PUT", "/v1/policy", {"max_moves": 7}))
+        self.assertIn('max_moves "auto" -> 7', r["changed"])
+        self.assertEqual(self.ok(self.d.get("/v1/policy"))["max_moves"], 7)
+        self.ok(self.d.request("PUT", "/v1/policy", {"max_moves": "auto"}))
+        self.assertEqual(self.ok(self.d.get("/v1/policy"))["max_moves"], "auto")
 
     def test_rebalance_dry_run_and_real(self):
         writes = os.path.join(self.root, "sys", "fs", "cgroup", ".numaorch-writes")
@@ -269,7 +288,7 @@ class Api(apilib.ClassDaemon):
         # cool-down for this test (put back after it).
         self.d.quiesce()
         self.ok(self.d.request("PUT", "/v1/policy", {"cooldown": 0}))
-        self.addCleanup(self.d.request, "PUT", "/v1/policy", {"cooldown": 300})
+        self.addCleanup(self.d.request, "PUT", "/v1/policy", {"cooldown": "auto"})
         n0 = len(apilib.slurp(writes).splitlines())
         r = self.ok(self.d.request("POST", "/v1/rebalance", {"dry_run": True, "verbose": True}))
         self.assertFalse(r["applied"])
@@ -491,6 +510,7 @@ BAD = [
     ("out of range", "PUT", "/v1/policy", {"max_util": 150}, {}, 400, "invalid-field", "max_util"),
     ("negative seconds", "PUT", "/v1/policy", {"cooldown": -1}, {}, 400, "invalid-field", "cooldown"),
     ("fraction for an integer", "PUT", "/v1/policy", {"max_moves": 2.5}, {}, 400, "invalid-field", "max_moves"),
+    ("not auto", "PUT", "/v1/policy", {"max_moves": "autox"}, {}, 400, "invalid-field", "max_moves"),
     ("unknown field", "PUT", "/v1/policy", {"max_utl": 80}, {}, 400, "unknown-field", "max_utl"),
     ("unknown mode", "PUT", "/v1/policy", {"mode": "aggressive"}, {}, 400, "invalid-field", "mode"),
     ("bad revision", "PUT", "/v1/policy", {"revision": "xyz"}, {}, 400, "invalid-field", "revision"),

@@ -83,7 +83,7 @@ class Cli(apilib.ClassDaemon):
         self.assertRegex(out, r"max_util\s+90\s+%")
         self.assertEqual(out, self.run_ok("policy", "get"))
         out = self.run_ok("policy", "set", "max_util=85", "cooldown=60", "mode=advise")
-        self.assertIn("changed: mode \"enforce\" -> \"advise\", max_util 90.0 -> 85.0, cooldown 300.0 -> 60.0",
+        self.assertIn("changed: mode \"enforce\" -> \"advise\", max_util 90.0 -> 85.0, cooldown \"auto\" -> 60.0",
                       out)
         self.assertEqual(json.loads(self.run_ok("--json", "policy"))["mode"], "advise")
         err = self.fails(5, "policy", "set", "max_util=150")
@@ -93,7 +93,7 @@ class Cli(apilib.ClassDaemon):
         self.assertIn("min_free_share, schedule) (HTTP 400", err)
         self.fails(2, "policy", "set", "max_util")
         self.fails(2, "policy", "frobnicate")
-        self.run_ok("policy", "set", "max_util=90", "cooldown=300", "mode=enforce")
+        self.run_ok("policy", "set", "max_util=90", "cooldown=auto", "mode=enforce")
 
     def test_guest_policy(self):
         out = self.run_ok("guest-policy", "runc-ctr1", "pinned", "0")
@@ -153,7 +153,7 @@ class Cli(apilib.ClassDaemon):
             f.kill()
             f.wait()
             f.stdout.close()
-            self.run_ok("policy", "set", "cooldown=300")
+            self.run_ok("policy", "set", "cooldown=auto")
         out = self.run_ok("advise", "2", "1G")
         self.assertRegex(out, r"^nodes \d+ \(cpus [\d,-]+, memory on \d+\): ")
         # The policy's units: percent, as policy get and numaorchd.conf say.

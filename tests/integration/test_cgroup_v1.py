@@ -375,6 +375,24 @@ class ConfigCheck(itlib.DaemonTest):
                 self.assertEqual(p.returncode, 2)
                 self.assertIn(want, p.stderr)
 
+    def test_auto_move_budget_and_cooldown(self):
+        """max_moves, max_migrate_mib and cooldown take auto (the
+        defaults, sized by the mover) or a number; anything else is an
+        error naming the line, the key and what it must be."""
+        p = self.check("[policy]\nmax_moves = auto\nmax_migrate_mib = auto\ncooldown = auto\n"
+                       "[schedule]\nwindow = * 22:00-06:00 max_moves=auto cooldown=120\n")
+        self.assertEqual((p.returncode, p.stdout.strip()), (0, "configuration OK"), p.stderr)
+        for text, want in (
+                ("[policy]\nmax_moves = autox\n",
+                 'numaorchd.conf:2: [policy] max_moves: must be auto or an integer 1..10000, got "autox"'),
+                ("[policy]\ncooldown = AUTO\n", "numaorchd.conf:2: [policy] cooldown: must be auto or seconds"),
+                ("[schedule]\nwindow = * 22:00-06:00 max_migrate_mib=autox\n",
+                 "max_migrate_mib: must be auto or an integer of MiB")):
+            with self.subTest(want=want):
+                p = self.check(text)
+                self.assertEqual(p.returncode, 2)
+                self.assertIn(want, p.stderr)
+
     def test_missing_config_file(self):
         p = subprocess.run(self.numaorchd("--check-config", "--config", "/nonexistent/x.conf"),
                            capture_output=True, text=True)

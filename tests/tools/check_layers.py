@@ -56,7 +56,8 @@ PURE = re.compile(r"^(mem(cpy|cmp|move|set|chr)|str(n?cmp|len|n?cpy|chr|rchr|str
                   r"|f?(max|min|abs)f?|floor|ceil|round|lround|llround|sqrt|pow|log2?|exp|isnan|isinf|nan"
                   r"|x(malloc|calloc|realloc|strdup)|mask_\w+|snap_(nodes_to_cpus|cpus_to_nodes|nr_cpu_nodes|node_index"
                   r"|cpu_node_index|nearest_mem_node|find_guest|cpumask|node_use)|fmt_nodes"
-                  r"|plan_\w+|kflow_(judge|thread_nodes|negligible|filling)|pstate_(new|free|find|clone|note_move|note_follow)|policy_config_(default|validate)|policy_reserve"
+                  r"|plan_\w+|kflow_(judge|thread_nodes|negligible|filling)|pstate_(new|free|find|clone|note_move|note_follow|note_cooldown)|policy_config_(default|validate)|policy_reserve"
+                  r"|policy_(resolve|moves_why|migrate_why|move_cooldown|job_cooldown|guest_cooldown)"
                   r"|json_(object|array|integer|real|string|null|true|false|pack|object_set_new|array_append_new"
                   r"|incref|decref|delete)|snapj_(cpumask|nodemask|real_or_null))$")
 

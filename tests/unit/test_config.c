@@ -66,6 +66,8 @@ static void test_full_file(void **state)
 	assert_int_equal(c.policy.cooldown_ns, 60LL * 1000000000LL);
 	assert_int_equal(c.policy.max_moves, 2);
 	assert_int_equal(c.policy.max_migrate_bytes, 512ULL << 20);
+	/* numbers given: not auto */
+	assert_false(c.policy.cooldown_auto || c.policy.max_moves_auto || c.policy.max_migrate_auto);
 	assert_int_equal(c.policy.min_free_bytes, 128ULL << 20);
 	assert_true(fabs(c.policy.min_free_share - 0.1) < 1e-9);
 	assert_false(c.policy.start_place);
@@ -313,6 +315,36 @@ static void test_shipped_config_parses(void **state)
 	config_clear(&d);
 }
 
+/* max_moves, max_migrate_mib and cooldown take "auto" (the defaults);
+ * a number after it (a drop-in's) holds as given, and auto after a
+ * number sizes again. */
+static void test_policy_auto_keys(void **state)
+{
+	struct agent_config c;
+	char err[512];
+
+	(void)state;
+	config_default(&c);
+	assert_true(c.policy.max_moves_auto && c.policy.max_migrate_auto && c.policy.cooldown_auto);
+	config_clear(&c);
+	assert_int_equal(config_load_string("[policy]\nmax_moves = 6\nmax_migrate_mib = 100\ncooldown = 50\n"
+					    "max_moves = auto\nmax_migrate_mib = auto\ncooldown = auto\n",
+					    "t.conf", &c, err, sizeof(err)), 0);
+	assert_true(c.policy.max_moves_auto && c.policy.max_migrate_auto && c.policy.cooldown_auto);
+	config_clear(&c);
+	assert_int_equal(config_load_string("[policy]\nmax_moves = auto\nmax_moves = 6\ncooldown = auto\n"
+					    "cooldown = 50\n", "t.conf", &c, err, sizeof(err)), 0);
+	assert_false(c.policy.max_moves_auto);
+	assert_int_equal(c.policy.max_moves, 6);
+	assert_false(c.policy.cooldown_auto);
+	assert_int_equal(c.policy.cooldown_ns, 50LL * 1000000000LL);
+	assert_true(c.policy.max_migrate_auto);
+	config_clear(&c);
+	assert_int_equal(config_load_string("[policy]\nmax_moves = autox\n", "t.conf", &c, err, sizeof(err)),
+			 -EINVAL);
+	assert_string_equal(err, "t.conf:2: [policy] max_moves: must be auto or an integer 1..10000, got \"autox\"");
+}
+
 /* The key table: every key takes its bad value with a message naming its
  * section and key and what it must be, and the config struct (heap)
  * is freed with config_free. */
@@ -345,9 +377,11 @@ static void test_every_key_checks_its_value(void **state)
 		{ "policy", "max_util", "0", "must be a number 1..100 (percent)" },
 		{ "policy", "rebalance_util", "200", "must be a number 0..100 (percent)" },
 		{ "policy", "min_cpu", "5000", "must be a number of CPUs 0..4096" },
-		{ "policy", "cooldown", "604801", "must be seconds 0..604800" },
-		{ "policy", "max_moves", "0", "must be an integer 1..10000" },
-		{ "policy", "max_migrate_mib", "1.5", "must be an integer of MiB" },
+		{ "policy", "cooldown", "604801", "must be auto or seconds 0..604800" },
+		{ "policy", "max_moves", "0", "must be auto or an integer 1..10000" },
+		{ "policy", "max_moves", "autox", "must be auto or an integer 1..10000, got \"autox\"" },
+		{ "policy", "max_migrate_mib", "1.5", "must be auto or an integer of MiB" },
+		{ "policy", "cooldown", "Auto", "must be auto or seconds" },
 		{ "policy", "min_free_mib", "-3", "must be an integer of MiB" },
 		{ "policy", "min_free_share", "101", "must be a number 0..100 (percent)" },
 		{ "policy", "devices", "always", "must be prefer, require or ignore" },
@@ -407,6 +441,7 @@ int main(void)
 		cmocka_unit_test(test_drop_ins),
 		cmocka_unit_test(test_long_lines),
 		cmocka_unit_test(test_listen_ports),
+		cmocka_unit_test(test_policy_auto_keys),
 		cmocka_unit_test(test_every_key_checks_its_value),
 	};
 

@@ -477,6 +477,8 @@ static void test_engine_state_round_trip(void **state)
 	pstate_note_move(ps, "moved-10s-ago", now1 - 10 * SEC);
 	/* a pull of a pinned guest's memory stays one across a restart */
 	pstate_note_follow(ps, "pulled-5s-ago", now1 - 5 * SEC);
+	/* the cool-down its move earned (cooldown = auto) too */
+	pstate_note_cooldown(ps, "moved-10s-ago", 256 * SEC);
 	nodes_of("0-1", &room.nodes);
 	nodes_of("1", &cpu);
 	nodes_of("1", &mems);
@@ -490,8 +492,11 @@ static void test_engine_state_round_trip(void **state)
 	assert_int_equal(e->nr_moves, 2);
 	assert_true(now2 - e->last_move_ns == 11 * SEC);
 	assert_false(e->last_follow);
+	assert_int_equal(e->cooldown_ns, 256 * SEC);
 	e = pstate_find(back, "pulled-5s-ago");
 	assert_true(e && e->last_follow && e->nr_moves == 1 && now2 - e->last_move_ns == 6 * SEC);
+	assert_int_equal(e->cooldown_ns, 0);
+	assert_null(json_object_get(json_array_get(json_object_get(j, "cooldowns"), 1), "cooldown_ns"));
 	assert_int_equal(rb.n, 1);
 	assert_true(rb.r[0].id == 1);
 	assert_string_equal(rb.r[0].label, "vm-a");
@@ -541,6 +546,34 @@ static void test_engine_state_round_trip(void **state)
 			assert_non_null(strstr(err, "cooldowns[0]: last_move_real_ns"));
 			json_decref(x);
 		}
+	}
+
+	/* A state saved before the cool-down's length was kept (no
+	 * "cooldown_ns", no "follow") loads: its length not known (0, the
+	 * configured cool-down holds it); a length past a week does not. */
+	{
+		const char *old_file = "{\"format\": \"numaorch-engine-state\", \"version\": 1, \"cooldowns\": "
+				       "[{\"guest\": \"g\", \"last_move_real_ns\": 1700000000000000000, \"moves\": 3}], "
+				       "\"reservations\": [], \"last_reservation_id\": 4}";
+		struct resv_list rc = { 0 };
+		struct pstate *pc = NULL;
+		json_t *x = json_loads(old_file, 0, NULL);
+
+		assert_non_null(x);
+		assert_int_equal(engstate_from_json(x, off2, now2, NULL, &pc, &rc, err, sizeof(err)), 0);
+		e = pstate_find(pc, "g");
+		assert_true(e && e->nr_moves == 3 && e->cooldown_ns == 0 && !e->last_follow);
+		pstate_free(pc);
+		pc = NULL;
+		resv_list_clear(&rc);
+		json_decref(x);
+		x = json_pack("{s:s, s:i, s:[{s:s, s:I, s:i, s:I}], s:[]}", "format", "numaorch-engine-state",
+			      "version", 1, "cooldowns", "guest", "g", "last_move_real_ns", (json_int_t)1, "moves", 1,
+			      "cooldown_ns", (json_int_t)(8LL * 86400 * SEC), "reservations");
+		assert_int_equal(engstate_from_json(x, off2, now2, NULL, &pc, &rc, err, sizeof(err)), -EINVAL);
+		assert_non_null(strstr(err, "cooldowns[0]: cooldown_ns"));
+		assert_null(pc);
+		json_decref(x);
 	}
 
 	/* not a state file, or a bad entry: -EINVAL, nothing written */
@@ -1154,6 +1187,8 @@ static void test_engine_reload_republishes_the_view(void **state)
 	assert_int_equal(engine_cycle(f.e, false, NULL), 0);
 	v0 = engine_view_get(f.e);
 	assert_int_equal(v0->base_policy.max_moves, f.cfg.policy.max_moves);
+	/* a number, as the file or PUT /v1/policy would give it */
+	f.cfg.policy.max_moves_auto = false;
 	f.cfg.policy.max_moves = 7;
 	f.cfg.log_level = LOG_LEVEL_ERROR;
 	assert_int_equal(engine_apply_config(f.e, &f.cfg), 0);

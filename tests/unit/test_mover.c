@@ -1639,6 +1639,36 @@ static void test_pod_walks_at_once(void **state)
 	pthread_mutex_destroy(&calls.lock);
 }
 
+/* The mover's measured rate: bytes over the time at least one job ran.
+ * Two jobs side by side count together (the workers' sum), one after a
+ * pause does not count the pause, a write job (no bytes) or a job
+ * without a run time says nothing, and only the last MOVER_RATE_JOBS
+ * jobs count. */
+static void test_mover_rate(void **state)
+{
+	const int64_t s = 1000000000LL, t0 = 1000 * s;
+	struct mover_rate r;
+
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	assert_true(mover_rate_mibs(&r) == 0.0);
+	mover_rate_add(&r, t0, t0 + 2 * s, 0);            /* a write job */
+	mover_rate_add(&r, t0, t0, 100 * MIB);            /* no run time */
+	mover_rate_add(&r, 0, t0, 100 * MIB);             /* never started */
+	assert_true(mover_rate_mibs(&r) == 0.0);
+	/* 200 MiB and 200 MiB at once over 2 s: 200 MiB/s for the host */
+	mover_rate_add(&r, t0, t0 + 2 * s, 200 * MIB);
+	mover_rate_add(&r, t0, t0 + 2 * s, 200 * MIB);
+	assert_true(fabs(mover_rate_mibs(&r) - 200.0) < 1e-9);
+	/* then, after 60 s idle, 100 MiB in 2 s: 500 MiB in 4 s busy */
+	mover_rate_add(&r, t0 + 62 * s, t0 + 64 * s, 100 * MIB);
+	assert_true(fabs(mover_rate_mibs(&r) - 125.0) < 1e-9);
+	/* overlapping in part: [t0+100, t0+104] and [t0+102, t0+106]: 6 s */
+	for (unsigned k = 0; k < MOVER_RATE_JOBS; k++)
+		mover_rate_add(&r, t0 + 100 * s + (k % 2) * 2 * s, t0 + 104 * s + (k % 2) * 2 * s, 30 * MIB);
+	assert_true(fabs(mover_rate_mibs(&r) - 240.0 / 6.0) < 1e-9);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1680,6 +1710,7 @@ int main(void)
 		cmocka_unit_test(test_buf_grow),
 		cmocka_unit_test(test_vmas_pages),
 		cmocka_unit_test(test_pin_action),
+		cmocka_unit_test(test_mover_rate),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

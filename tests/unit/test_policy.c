@@ -60,6 +60,7 @@ struct tguest {
 	enum gpol_mode pol;
 	const char *pin;
 	int moved_s_ago;          /* 0: never moved */
+	int cool_s;               /* the cool-down its last move earned (pstate_entry.cooldown_ns); 0: not kept */
 	int pin_set_s_ago;        /* its policy set through the API; 0: not known */
 	unsigned threads;         /* nr_threads; 0: unknown */
 	unsigned busy;            /* measured busy threads; 0: not measured */
@@ -120,6 +121,32 @@ static const unsigned dist8[64] = {
 };
 
 static void max_moves_2(struct policy_config *c) { c->max_moves = 2; }
+/* What the engine tells auto (policy_mover_in): a 15 s interval, 8
+ * workers, the mover measured at 40 MiB/s (600 MiB an interval: under
+ * auto's floor) or 100 MiB/s (1500 MiB), or not measured yet. */
+static void told(struct policy_config *c, double rate)
+{
+	c->in = (struct policy_mover_in){ .interval_s = 15, .workers = 8, .rate_mibs = rate };
+}
+static void max_moves_4_told(struct policy_config *c)
+{
+	told(c, 40);
+	c->max_moves_auto = false;
+	c->max_moves = 4;
+}
+static void auto_40(struct policy_config *c) { told(c, 40); }
+static void auto_100(struct policy_config *c) { told(c, 100); }
+static void auto_unmeasured(struct policy_config *c) { told(c, 0); }
+static void auto_2_workers(struct policy_config *c)
+{
+	told(c, 40);
+	c->in.workers = 2;
+}
+static void fixed_cooldown_told(struct policy_config *c)
+{
+	told(c, 40);
+	c->cooldown_auto = false;
+}
 static void no_migration(struct policy_config *c) { c->max_migrate_bytes = 0; }
 static void margin_0(struct policy_config *c) { c->less_busy_margin = 0.0; }
 static void no_start_place(struct policy_config *c) { c->start_place = false; }
@@ -304,6 +331,123 @@ static const struct tcase cases[] = {
 		       { .id = "c", .kind = PLAN_SKIP, .skip = SKIP_MAX_MOVES, .detail_has = "migrating moves" },
 		       { .id = "d", .kind = PLAN_SKIP, .skip = SKIP_MAX_MOVES } },
 		.tweak = max_moves_2,
+	},
+	{
+		/* An oversubscribed host: seven guests whose node 1 is too busy
+		 * to take their CPUs, each must pull its memory. A fixed
+		 * max_moves of 4 leaves three for the next cycle (and its
+		 * cool-down)... */
+		.name = "max_moves = 4: seven migrating moves take two cycles",
+		.nn = 2, .nodes = { N8(0, 8192, 0.05), N8(1, 8192, 0.95) },
+		.g = { { .id = "a", .use = 0.1, .on = "0", .mib = { 0, 128 } },
+		       { .id = "b", .use = 0.1, .on = "0", .mib = { 0, 128 } },
+		       { .id = "c", .use = 0.1, .on = "0", .mib = { 0, 128 } },
+		       { .id = "d", .use = 0.1, .on = "0", .mib = { 0, 128 } },
+		       { .id = "e", .use = 0.1, .on = "0", .mib = { 0, 128 } },
+		       { .id = "f", .use = 0.1, .on = "0", .mib = { 0, 128 } },
+		       { .id = "g", .use = 0.1, .on = "0", .mib = { 0, 128 } } },
+		.e = { { .id = "a", .kind = PLAN_MOVE, .mig = MIG(128) },
+		       { .id = "b", .kind = PLAN_MOVE, .mig = MIG(128) },
+		       { .id = "c", .kind = PLAN_MOVE, .mig = MIG(128) },
+		       { .id = "d", .kind = PLAN_MOVE, .mig = MIG(128) },
+		       { .id = "e", .kind = PLAN_SKIP, .skip = SKIP_MAX_MOVES, .detail_has = "4 (max_moves)" },
+		       { .id = "f", .kind = PLAN_SKIP, .skip = SKIP_MAX_MOVES },
+		       { .id = "g", .kind = PLAN_SKIP, .skip = SKIP_MAX_MOVES } },
+		.tweak = max_moves_4_told,
+	},
+	{
+		/* ... auto starts as many as the mover has workers (8): all
+		 * seven this cycle, none queued behind another. */
+		.name = "auto max_moves: seven migrating moves at once with 8 workers",
+		.nn = 2, .nodes = { N8(0, 8192, 0.05), N8(1, 8192, 0.95) },
+		.g = { { .id = "a", .use = 0.1, .on = "0", .mib = { 0, 128 } },
+		       { .id = "b", .use = 0.1, .on = "0", .mib = { 0, 128 } },
+		       { .id = "c", .use = 0.1, .on = "0", .mib = { 0, 128 } },
+		       { .id = "d", .use = 0.1, .on = "0", .mib = { 0, 128 } },
+		       { .id = "e", .use = 0.1, .on = "0", .mib = { 0, 128 } },
+		       { .id = "f", .use = 0.1, .on = "0", .mib = { 0, 128 } },
+		       { .id = "g", .use = 0.1, .on = "0", .mib = { 0, 128 } } },
+		.e = { { .id = "a", .kind = PLAN_MOVE, .mig = MIG(128) },
+		       { .id = "b", .kind = PLAN_MOVE, .mig = MIG(128) },
+		       { .id = "c", .kind = PLAN_MOVE, .mig = MIG(128) },
+		       { .id = "d", .kind = PLAN_MOVE, .mig = MIG(128) },
+		       { .id = "e", .kind = PLAN_MOVE, .mig = MIG(128) },
+		       { .id = "f", .kind = PLAN_MOVE, .mig = MIG(128) },
+		       { .id = "g", .kind = PLAN_MOVE, .mig = MIG(128) } },
+		.tweak = auto_40,
+	},
+	{
+		/* auto with 2 workers: two, and the skip says where the 2
+		 * came from. */
+		.name = "auto max_moves is the workers, and says so",
+		.nn = 2, .nodes = { N8(0, 8192, 0.05), N8(1, 8192, 0.95) },
+		.g = { { .id = "a", .use = 0.1, .on = "0", .mib = { 0, 128 } },
+		       { .id = "b", .use = 0.1, .on = "0", .mib = { 0, 128 } },
+		       { .id = "c", .use = 0.1, .on = "0", .mib = { 0, 128 } } },
+		.e = { { .id = "a", .kind = PLAN_MOVE, .mig = MIG(128) },
+		       { .id = "b", .kind = PLAN_MOVE, .mig = MIG(128) },
+		       { .id = "c", .kind = PLAN_SKIP, .skip = SKIP_MAX_MOVES, .detail_has = "2 = [memory] workers" } },
+		.tweak = auto_2_workers,
+	},
+	{
+		/* auto bytes: what the mover moves in an interval, 100 MiB/s x
+		 * 15 s = 1500 MiB: a (1 GiB) goes, b (1 GiB) would pass it,
+		 * c (256 MiB) still fits. */
+		.name = "auto max_migrate: the measured rate times the interval",
+		.nn = 2, .nodes = { N8(0, 12000, 0.3), N8(1, 8192, 0.95) },
+		.g = { { .id = "a", .use = 0.5, .on = "0", .mib = { 0, 1024 } },
+		       { .id = "b", .use = 0.4, .on = "0", .mib = { 0, 1024 } },
+		       { .id = "c", .use = 0.3, .on = "0", .mib = { 0, 256 } } },
+		.e = { { .id = "a", .kind = PLAN_MOVE, .mig = MIG(1024) },
+		       { .id = "b", .kind = PLAN_SKIP, .skip = SKIP_MAX_MIGRATE,
+			 .detail_has = "of this cycle's 1500 MiB = 100 MiB/s measured x 15 s" },
+		       { .id = "c", .kind = PLAN_MOVE, .mig = MIG(256) } },
+		.tweak = auto_100,
+	},
+	{
+		/* Not measured yet (no job has ended): auto's floor, 1 GiB. */
+		.name = "auto max_migrate before the mover measured itself: the floor",
+		.nn = 2, .nodes = { N8(0, 12000, 0.3), N8(1, 8192, 0.95) },
+		.g = { { .id = "a", .use = 0.5, .on = "0", .mib = { 0, 768 } },
+		       { .id = "b", .use = 0.4, .on = "0", .mib = { 0, 512 } } },
+		.e = { { .id = "a", .kind = PLAN_MOVE, .mig = MIG(768) },
+		       { .id = "b", .kind = PLAN_SKIP, .skip = SKIP_MAX_MIGRATE,
+			 .detail_has = "1024 MiB, auto's floor: the mover has not measured its rate yet" } },
+		.tweak = auto_unmeasured,
+	},
+	{
+		/* A guest bigger than the whole auto budget still goes, alone. */
+		.name = "auto max_migrate: a guest bigger than the budget goes alone",
+		.nn = 2, .nodes = { N8(0, 12000, 0.3), N8(1, 8192, 0.95) },
+		.g = { { .id = "a", .use = 0.5, .on = "0", .mib = { 0, 2048 } },
+		       { .id = "b", .use = 0.4, .on = "0", .mib = { 0, 128 } } },
+		.e = { { .id = "a", .kind = PLAN_MOVE, .mig = MIG(2048) },
+		       { .id = "b", .kind = PLAN_SKIP, .skip = SKIP_MAX_MIGRATE, .detail_has = "auto's floor (40 MiB/s" } },
+		.tweak = auto_40,
+	},
+	{
+		/* auto cool-downs: a moved 45 s ago at a cost that earned it
+		 * 256 s stays; b, moved as long ago for free (30 s), may move
+		 * again; c's state was saved before the length was kept: the
+		 * number (300 s) holds it. */
+		.name = "auto cool-down: as long as the last move earned",
+		.nn = 2, .nodes = { N8(0, 8192, 0.3), N8(1, 8192, 0.3) },
+		.g = { { .id = "a", .use = 1.0, .on = "0-1", .mib = { 2048, 0 }, .moved_s_ago = 45, .cool_s = 256 },
+		       { .id = "b", .use = 1.0, .on = "0-1", .mib = { 2048, 0 }, .moved_s_ago = 45, .cool_s = 30 },
+		       { .id = "c", .use = 1.0, .on = "0-1", .mib = { 2048, 0 }, .moved_s_ago = 45 } },
+		.e = { { .id = "a", .kind = PLAN_SKIP, .skip = SKIP_COOLDOWN,
+			 .detail_has = "(< 256s, auto: sized by its last move's cost)" },
+		       { .id = "b", .kind = PLAN_MOVE, .reason = REASON_CONSOLIDATE, .to = "0", .mig = MIG(0) },
+		       { .id = "c", .kind = PLAN_SKIP, .skip = SKIP_COOLDOWN, .detail_has = "(< 300s, auto's most)" } },
+		.tweak = auto_40,
+	},
+	{
+		/* A number holds for every guest, whatever its move earned. */
+		.name = "fixed cool-down: the number, not what the move earned",
+		.nn = 2, .nodes = { N8(0, 8192, 0.3), N8(1, 8192, 0.3) },
+		.g = { { .id = "b", .use = 1.0, .on = "0-1", .mib = { 2048, 0 }, .moved_s_ago = 45, .cool_s = 30 } },
+		.e = { { .id = "b", .kind = PLAN_SKIP, .skip = SKIP_COOLDOWN, .detail_has = "(< 300s)" } },
+		.tweak = fixed_cooldown_told,
 	},
 	{
 		/* 4 GiB per cycle: a (3 GiB) first, b (2 GiB) would pass the
@@ -991,6 +1135,8 @@ static struct snapshot *build(const struct tcase *tc, struct pstate **prev)
 			g->policy.set_real_ns = s->real_ns - t->pin_set_s_ago * SEC;
 		if (t->moved_s_ago)
 			pstate_note_move(*prev, t->id, T0 - t->moved_s_ago * SEC);
+		if (t->moved_s_ago && t->cool_s)
+			pstate_note_cooldown(*prev, t->id, t->cool_s * SEC);
 		g->nr_threads = t->threads;
 		g->busy_threads = t->busy;
 		g->busy_measured = t->busy > 0;
@@ -1041,9 +1187,14 @@ static void assert_nodes(const char *what, const nodemask_t *m, const char *want
 }
 
 /* What must hold for any plan, whatever the case. */
-static void check_invariants(const struct policy_config *cfg, const struct snapshot *s,
+static void check_invariants(const struct policy_config *told, const struct snapshot *s,
 			     const struct plan *p, const struct pstate *next, const char *tc)
 {
+	struct policy_config resolved;
+	/* the budgets as the policy sized them (auto) */
+	const struct policy_config *cfg = &resolved;
+
+	policy_resolve(told, &resolved);
 	uint64_t mig = 0;
 	unsigned moves = 0;
 	json_t *j;
@@ -2690,6 +2841,126 @@ static void test_oversubscribed_local_least_loaded(void **state)
 	}
 }
 
+/* cooldown = auto: each move earns a cool-down sized by its cost. "dear"
+ * pulls 1 GiB at the measured 40 MiB/s (25.6 s of the mover's time: 10x
+ * that, 256 s), "cheap" moves its CPUs alone (the floor: 2 intervals,
+ * 30 s). The next cycles: at 15 s both are held; at 45 s the cheap one
+ * may be corrected, the dear one is not moved again for minutes. A fixed
+ * cool-down (the number) holds both alike. */
+static void test_auto_cooldown_by_cost(void **state)
+{
+	static const struct tcase tc = {
+		.name = "auto cool-down by cost",
+		.nn = 2, .nodes = { N8(0, 8192, 0.05), N8(1, 8192, 0.95) },
+		.g = { { .id = "cheap", .use = 1.0, .on = "0-1", .mib = { 2048, 0 } },
+		       { .id = "dear", .use = 0.5, .on = "0", .mib = { 0, 1024 } } },
+	};
+
+	(void)state;
+	for (int fixed = 0; fixed < 2; fixed++) {
+		struct policy_config cfg;
+		struct pstate *prev, *next;
+		struct plan *p;
+		struct snapshot *s;
+		const struct plan_item *cheap, *dear;
+
+		policy_config_default(&cfg);
+		told(&cfg, 40);
+		cfg.cooldown_auto = !fixed;
+		s = build(&tc, &prev);
+		assert_int_equal(decide_carried_out(&cfg, s, prev, true, &p, &next), 0);
+		cheap = find_item(p, "cheap");
+		dear = find_item(p, "dear");
+		assert_non_null(cheap);
+		assert_non_null(dear);
+		if (cheap->kind != PLAN_MOVE || cheap->migrate_bytes || dear->kind != PLAN_MOVE ||
+		    dear->migrate_bytes != 1024 * MIB)
+			fail_msg("cheap: %s, dear: %s", cheap->detail, dear->detail);
+		assert_int_equal(pstate_find(next, "cheap")->cooldown_ns, fixed ? 300 * SEC : 30 * SEC);
+		assert_int_equal(pstate_find(next, "dear")->cooldown_ns, fixed ? 300 * SEC : 256 * SEC);
+		plan_free(p);
+		pstate_free(prev);
+		for (int later = 15; later <= 45; later += 30) {
+			struct pstate *again;
+
+			s->mono_ns = T0 + later * SEC;
+			assert_int_equal(decide_carried_out(&cfg, s, next, true, &p, &again), 0);
+			assert_int_equal(find_item(p, "dear")->skip, SKIP_COOLDOWN);
+			if (later == 45 && !fixed)
+				assert_int_equal(find_item(p, "cheap")->kind, PLAN_MOVE);
+			else
+				assert_int_equal(find_item(p, "cheap")->skip, SKIP_COOLDOWN);
+			plan_free(p);
+			pstate_free(again);
+		}
+		pstate_free(next);
+		snap_unref(s);
+	}
+}
+
+/* The auto budgets and cool-downs as sized (policy_resolve,
+ * policy_move_cooldown): from the workers and the measured rate once
+ * told, the numbers until then, a number given always. */
+static void test_auto_sizing(void **state)
+{
+	struct policy_config c, r;
+	char why[160];
+
+	(void)state;
+	policy_config_default(&c);
+	assert_true(c.max_moves_auto && c.max_migrate_auto && c.cooldown_auto);
+	/* not told: the numbers */
+	policy_resolve(&c, &r);
+	assert_int_equal(r.max_moves, 4);
+	assert_int_equal(r.max_migrate_bytes, 4096 * MIB);
+	assert_int_equal(policy_move_cooldown(&c, 0, NULL, 0), 300 * SEC);
+	/* told: 6 workers, 80 MiB/s x 20 s */
+	c.in = (struct policy_mover_in){ .interval_s = 20, .workers = 6, .rate_mibs = 80 };
+	policy_resolve(&c, &r);
+	assert_int_equal(r.max_moves, 6);
+	assert_int_equal(r.max_migrate_bytes, 1600 * MIB);
+	policy_migrate_why(&r, why, sizeof(why));
+	assert_string_equal(why, "1600 MiB = 80 MiB/s measured x 20 s");
+	policy_moves_why(&r, why, sizeof(why));
+	assert_string_equal(why, "6 = [memory] workers");
+	/* the rate budget caps it */
+	c.in.rate_cap_mibs = 50;
+	policy_resolve(&c, &r);
+	assert_int_equal(r.max_migrate_bytes, 1000 * MIB);
+	policy_migrate_why(&r, why, sizeof(why));
+	assert_string_equal(why, "1000 MiB = rate_mib 50 MiB/s x 20 s");
+	c.in.rate_cap_mibs = 0;
+	/* cool-downs: free 40 s (2 intervals), 800 MiB 10 x 10 s = 100 s,
+	 * 8 GiB the most, a migrating move unmeasured the most */
+	assert_int_equal(policy_move_cooldown(&c, 0, NULL, 0), 40 * SEC);
+	assert_int_equal(policy_move_cooldown(&c, 800 * MIB, why, sizeof(why)), 100 * SEC);
+	assert_non_null(strstr(why, "10 x 10.0 s to migrate 800 MiB at 80 MiB/s"));
+	assert_int_equal(policy_move_cooldown(&c, 8192 * MIB, NULL, 0), 300 * SEC);
+	/* once its job has ended: by what it measured */
+	assert_int_equal(policy_job_cooldown(&c, 12.0), 120 * SEC);
+	assert_int_equal(policy_job_cooldown(&c, 1.0), 40 * SEC);
+	assert_int_equal(policy_job_cooldown(&c, 100.0), 300 * SEC);
+	c.in.interval_s = 5;
+	assert_int_equal(policy_move_cooldown(&c, 0, NULL, 0), 30 * SEC);
+	c.in.rate_mibs = 0;
+	assert_int_equal(policy_move_cooldown(&c, 64 * MIB, NULL, 0), 300 * SEC);
+	assert_int_equal(policy_guest_cooldown(&c, 30 * SEC), 30 * SEC);
+	assert_int_equal(policy_guest_cooldown(&c, 0), 300 * SEC);
+	/* numbers given: as they are, whatever was told */
+	c.in.rate_mibs = 80;
+	c.max_moves_auto = c.max_migrate_auto = c.cooldown_auto = false;
+	c.max_moves = 3;
+	c.max_migrate_bytes = 512 * MIB;
+	c.cooldown_ns = 120 * SEC;
+	policy_resolve(&c, &r);
+	assert_int_equal(r.max_moves, 3);
+	assert_int_equal(r.max_migrate_bytes, 512 * MIB);
+	assert_int_equal(policy_move_cooldown(&c, 0, NULL, 0), 120 * SEC);
+	assert_int_equal(policy_job_cooldown(&c, 12.0), 120 * SEC);
+	assert_int_equal(policy_job_cooldown(&c, 1.0), 120 * SEC);
+	assert_int_equal(policy_guest_cooldown(&c, 30 * SEC), 120 * SEC);
+}
+
 /* The libvirt-in-VM check's domain (test_vm_mover.sh): two vCPUs spinning
  * at ~1 CPU each, pinned apart before the agent starts — vCPU 0 and the
  * emulator on node 1's two CPUs, vCPU 1 on node 2's — and its 145 MiB on
@@ -3761,7 +4032,7 @@ static void test_json(void **state)
 int main(void)
 {
 	enum { NCASES = sizeof(cases) / sizeof(cases[0]) };
-	struct CMUnitTest tests[NCASES + 47];
+	struct CMUnitTest tests[NCASES + 49];
 	size_t n = 0;
 
 	for (size_t i = 0; i < NCASES; i++) {
@@ -3787,6 +4058,8 @@ int main(void)
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_big_floater_makes_room);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_bigguest_split);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_oversubscribed_local_least_loaded);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_auto_cooldown_by_cost);
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_auto_sizing);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_memtight_both_to_their_memory);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_vm_emulator_use_is_no_busy_vcpu);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_phantom_load_of_a_moving_thread);

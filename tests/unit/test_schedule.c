@@ -67,6 +67,19 @@ static void test_sunday_night_wraps_to_monday(void **state)
 	sched_entry_clear(&e);
 }
 
+/* A window may set the auto settings back to auto (policy.h). */
+static void test_window_auto(void **state)
+{
+	struct sched_entry e = parse_ok("* 22:00-06:00 max_moves=auto max_migrate_mib=auto cooldown=auto");
+
+	(void)state;
+	assert_int_equal(e.v.set, SCHED_MAX_MOVES | SCHED_MAX_MIGRATE | SCHED_COOLDOWN);
+	assert_int_equal(e.v.max_moves, SCHED_AUTO_MOVES);
+	assert_true(e.v.max_migrate_bytes == SCHED_AUTO_MIGRATE);
+	assert_int_equal(e.v.cooldown_ns, SCHED_AUTO_COOLDOWN);
+	sched_entry_clear(&e);
+}
+
 static void test_day_lists_and_wrapping_ranges(void **state)
 {
 	struct sched_entry a = parse_ok("Sat,Sun 00:00-24:00 mode=enforce");
@@ -176,6 +189,7 @@ static void test_parse_errors(void **state)
 		{ "Mon- 08:00-18:00 mode=advise", "days" },
 		{ "Mon 08:00-18:00 mode=fast", "mode" },
 		{ "Mon 08:00-18:00 max_moves=0", "max_moves" },
+		{ "Mon 08:00-18:00 max_moves=autox", "max_moves: must be auto or an integer" },
 		{ "Mon 08:00-18:00 interval=0", "interval" },
 		{ "Mon 08:00-18:00 cooldown=-1", "cooldown" },
 		{ "Mon 08:00-18:00 max_migrate_mib=lots", "max_migrate_mib" },
@@ -203,6 +217,7 @@ int main(void)
 		cmocka_unit_test(test_rate_window),
 		cmocka_unit_test(test_across_midnight),
 		cmocka_unit_test(test_sunday_night_wraps_to_monday),
+		cmocka_unit_test(test_window_auto),
 		cmocka_unit_test(test_day_lists_and_wrapping_ranges),
 		cmocka_unit_test(test_overlaps_later_wins),
 		cmocka_unit_test(test_parse_errors),
