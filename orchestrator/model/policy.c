@@ -161,9 +161,9 @@ void policy_migrate_why(const struct policy_config *c, char *buf, size_t sz)
  * 1/K of the mover's time. The floor lets the next samples show what a
  * move of CPUs alone did before it may be corrected (and no less than
  * half a minute on a short interval, where samples are noisy); the
- * ceiling is the fixed default's. */
-/* auto's bounds for C (told): at least two intervals and
- * POLICY_AUTO_COOLDOWN_MIN_S, at most POLICY_AUTO_COOLDOWN_MAX_S. */
+ * ceiling is the fixed default's. The bounds for C (told): at least two
+ * intervals and POLICY_AUTO_COOLDOWN_MIN_S, at most
+ * POLICY_AUTO_COOLDOWN_MAX_S. */
 static double auto_cooldown_s(const struct policy_config *c, double cost_s, double *lo_out)
 {
 	double lo = 2.0 * c->in.interval_s, s = POLICY_AUTO_COOLDOWN_K * cost_s;
