@@ -128,6 +128,23 @@ static void told(struct policy_config *c, double rate)
 {
 	c->in = (struct policy_mover_in){ .interval_s = 15, .workers = 8, .rate_mibs = rate };
 }
+/* The oversubscribed host's seven guests (max_moves cases): each on node
+ * 0's CPUs with its 128 MiB on node 1, too busy to take them; and the
+ * first four's moves. */
+#define SEVEN_REMOTE                                                   \
+	{ { .id = "a", .use = 0.1, .on = "0", .mib = { 0, 128 } },    \
+	  { .id = "b", .use = 0.1, .on = "0", .mib = { 0, 128 } },    \
+	  { .id = "c", .use = 0.1, .on = "0", .mib = { 0, 128 } },    \
+	  { .id = "d", .use = 0.1, .on = "0", .mib = { 0, 128 } },    \
+	  { .id = "e", .use = 0.1, .on = "0", .mib = { 0, 128 } },    \
+	  { .id = "f", .use = 0.1, .on = "0", .mib = { 0, 128 } },    \
+	  { .id = "g", .use = 0.1, .on = "0", .mib = { 0, 128 } } }
+#define FOUR_MOVED                                              \
+	{ .id = "a", .kind = PLAN_MOVE, .mig = MIG(128) },      \
+	{ .id = "b", .kind = PLAN_MOVE, .mig = MIG(128) },      \
+	{ .id = "c", .kind = PLAN_MOVE, .mig = MIG(128) },      \
+	{ .id = "d", .kind = PLAN_MOVE, .mig = MIG(128) }
+
 static void max_moves_4_told(struct policy_config *c)
 {
 	told(c, 40);
@@ -339,17 +356,8 @@ static const struct tcase cases[] = {
 		 * cool-down)... */
 		.name = "max_moves = 4: seven migrating moves take two cycles",
 		.nn = 2, .nodes = { N8(0, 8192, 0.05), N8(1, 8192, 0.95) },
-		.g = { { .id = "a", .use = 0.1, .on = "0", .mib = { 0, 128 } },
-		       { .id = "b", .use = 0.1, .on = "0", .mib = { 0, 128 } },
-		       { .id = "c", .use = 0.1, .on = "0", .mib = { 0, 128 } },
-		       { .id = "d", .use = 0.1, .on = "0", .mib = { 0, 128 } },
-		       { .id = "e", .use = 0.1, .on = "0", .mib = { 0, 128 } },
-		       { .id = "f", .use = 0.1, .on = "0", .mib = { 0, 128 } },
-		       { .id = "g", .use = 0.1, .on = "0", .mib = { 0, 128 } } },
-		.e = { { .id = "a", .kind = PLAN_MOVE, .mig = MIG(128) },
-		       { .id = "b", .kind = PLAN_MOVE, .mig = MIG(128) },
-		       { .id = "c", .kind = PLAN_MOVE, .mig = MIG(128) },
-		       { .id = "d", .kind = PLAN_MOVE, .mig = MIG(128) },
+		.g = SEVEN_REMOTE,
+		.e = { FOUR_MOVED,
 		       { .id = "e", .kind = PLAN_SKIP, .skip = SKIP_MAX_MOVES, .detail_has = "4 (max_moves)" },
 		       { .id = "f", .kind = PLAN_SKIP, .skip = SKIP_MAX_MOVES },
 		       { .id = "g", .kind = PLAN_SKIP, .skip = SKIP_MAX_MOVES } },
@@ -360,17 +368,8 @@ static const struct tcase cases[] = {
 		 * seven this cycle, none queued behind another. */
 		.name = "auto max_moves: seven migrating moves at once with 8 workers",
 		.nn = 2, .nodes = { N8(0, 8192, 0.05), N8(1, 8192, 0.95) },
-		.g = { { .id = "a", .use = 0.1, .on = "0", .mib = { 0, 128 } },
-		       { .id = "b", .use = 0.1, .on = "0", .mib = { 0, 128 } },
-		       { .id = "c", .use = 0.1, .on = "0", .mib = { 0, 128 } },
-		       { .id = "d", .use = 0.1, .on = "0", .mib = { 0, 128 } },
-		       { .id = "e", .use = 0.1, .on = "0", .mib = { 0, 128 } },
-		       { .id = "f", .use = 0.1, .on = "0", .mib = { 0, 128 } },
-		       { .id = "g", .use = 0.1, .on = "0", .mib = { 0, 128 } } },
-		.e = { { .id = "a", .kind = PLAN_MOVE, .mig = MIG(128) },
-		       { .id = "b", .kind = PLAN_MOVE, .mig = MIG(128) },
-		       { .id = "c", .kind = PLAN_MOVE, .mig = MIG(128) },
-		       { .id = "d", .kind = PLAN_MOVE, .mig = MIG(128) },
+		.g = SEVEN_REMOTE,
+		.e = { FOUR_MOVED,
 		       { .id = "e", .kind = PLAN_MOVE, .mig = MIG(128) },
 		       { .id = "f", .kind = PLAN_MOVE, .mig = MIG(128) },
 		       { .id = "g", .kind = PLAN_MOVE, .mig = MIG(128) } },
