@@ -97,7 +97,9 @@ int policy_config_validate(const struct policy_config *c, const char **field)
 
 /* The auto budget has a floor: before any job has ended there is no rate
  * to size it by, and a slow measurement (a job that waited for room, a
- * busy guest's small pages) must not shrink it to one guest a cycle. A
+ * busy guest's small pages) must not shrink it below the fixed
+ * default's, where a pod's split over its containers' own nodes no
+ * longer fitted and the pod stayed spread over nodes it shared. A
  * budget the mover cannot finish in one interval costs little — each
  * guest's next plans wait while its job runs, and max_moves keeps the
  * jobs within the workers — where too small a one costs a cycle per

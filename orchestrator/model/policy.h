@@ -101,7 +101,7 @@ int policy_config_validate(const struct policy_config *c, const char **field);
 /* The auto budget's bytes before the mover has measured itself, and its
  * least after (policy.c says why), and the auto cool-down's factor and
  * bounds (policy_move_cooldown). */
-#define POLICY_AUTO_MIGRATE_FLOOR (1024ULL << 20)
+#define POLICY_AUTO_MIGRATE_FLOOR (4096ULL << 20)
 #define POLICY_AUTO_COOLDOWN_K 10.0
 #define POLICY_AUTO_COOLDOWN_MIN_S 30.0
 #define POLICY_AUTO_COOLDOWN_MAX_S 300.0

@@ -123,7 +123,7 @@ static const unsigned dist8[64] = {
 static void max_moves_2(struct policy_config *c) { c->max_moves = 2; }
 /* What the engine tells auto (policy_mover_in): a 15 s interval, 8
  * workers, the mover measured at 40 MiB/s (600 MiB an interval: under
- * auto's floor) or 100 MiB/s (1500 MiB), or not measured yet. */
+ * auto's floor) or 400 MiB/s (6000 MiB), or not measured yet. */
 static void told(struct policy_config *c, double rate)
 {
 	c->in = (struct policy_mover_in){ .interval_s = 15, .workers = 8, .rate_mibs = rate };
@@ -152,7 +152,7 @@ static void max_moves_4_told(struct policy_config *c)
 	c->max_moves = 4;
 }
 static void auto_40(struct policy_config *c) { told(c, 40); }
-static void auto_100(struct policy_config *c) { told(c, 100); }
+static void auto_400(struct policy_config *c) { told(c, 400); }
 static void auto_unmeasured(struct policy_config *c) { told(c, 0); }
 static void auto_2_workers(struct policy_config *c)
 {
@@ -389,38 +389,38 @@ static const struct tcase cases[] = {
 		.tweak = auto_2_workers,
 	},
 	{
-		/* auto bytes: what the mover moves in an interval, 100 MiB/s x
-		 * 15 s = 1500 MiB: a (1 GiB) goes, b (1 GiB) would pass it,
-		 * c (256 MiB) still fits. */
+		/* auto bytes: what the mover moves in an interval, 400 MiB/s x
+		 * 15 s = 6000 MiB: a (4 GiB) goes, b (4 GiB) would pass it,
+		 * c (1 GiB) still fits. */
 		.name = "auto max_migrate: the measured rate times the interval",
-		.nn = 2, .nodes = { N8(0, 12000, 0.3), N8(1, 8192, 0.95) },
-		.g = { { .id = "a", .use = 0.5, .on = "0", .mib = { 0, 1024 } },
-		       { .id = "b", .use = 0.4, .on = "0", .mib = { 0, 1024 } },
-		       { .id = "c", .use = 0.3, .on = "0", .mib = { 0, 256 } } },
-		.e = { { .id = "a", .kind = PLAN_MOVE, .mig = MIG(1024) },
+		.nn = 2, .nodes = { N(0, 8, 32768, 24000, 0.3), N(1, 8, 32768, 16384, 0.95) },
+		.g = { { .id = "a", .use = 0.5, .on = "0", .mib = { 0, 4096 } },
+		       { .id = "b", .use = 0.4, .on = "0", .mib = { 0, 4096 } },
+		       { .id = "c", .use = 0.3, .on = "0", .mib = { 0, 1024 } } },
+		.e = { { .id = "a", .kind = PLAN_MOVE, .mig = MIG(4096) },
 		       { .id = "b", .kind = PLAN_SKIP, .skip = SKIP_MAX_MIGRATE,
-			 .detail_has = "of this cycle's 1500 MiB = 100 MiB/s measured x 15 s" },
-		       { .id = "c", .kind = PLAN_MOVE, .mig = MIG(256) } },
-		.tweak = auto_100,
+			 .detail_has = "of this cycle's 6000 MiB = 400 MiB/s measured x 15 s" },
+		       { .id = "c", .kind = PLAN_MOVE, .mig = MIG(1024) } },
+		.tweak = auto_400,
 	},
 	{
-		/* Not measured yet (no job has ended): auto's floor, 1 GiB. */
+		/* Not measured yet (no job has ended): auto's floor, 4 GiB. */
 		.name = "auto max_migrate before the mover measured itself: the floor",
-		.nn = 2, .nodes = { N8(0, 12000, 0.3), N8(1, 8192, 0.95) },
-		.g = { { .id = "a", .use = 0.5, .on = "0", .mib = { 0, 768 } },
-		       { .id = "b", .use = 0.4, .on = "0", .mib = { 0, 512 } } },
-		.e = { { .id = "a", .kind = PLAN_MOVE, .mig = MIG(768) },
+		.nn = 2, .nodes = { N(0, 8, 32768, 24000, 0.3), N(1, 8, 32768, 16384, 0.95) },
+		.g = { { .id = "a", .use = 0.5, .on = "0", .mib = { 0, 3072 } },
+		       { .id = "b", .use = 0.4, .on = "0", .mib = { 0, 2048 } } },
+		.e = { { .id = "a", .kind = PLAN_MOVE, .mig = MIG(3072) },
 		       { .id = "b", .kind = PLAN_SKIP, .skip = SKIP_MAX_MIGRATE,
-			 .detail_has = "1024 MiB, auto's floor: the mover has not measured its rate yet" } },
+			 .detail_has = "4096 MiB, auto's floor: the mover has not measured its rate yet" } },
 		.tweak = auto_unmeasured,
 	},
 	{
 		/* A guest bigger than the whole auto budget still goes, alone. */
 		.name = "auto max_migrate: a guest bigger than the budget goes alone",
-		.nn = 2, .nodes = { N8(0, 12000, 0.3), N8(1, 8192, 0.95) },
-		.g = { { .id = "a", .use = 0.5, .on = "0", .mib = { 0, 2048 } },
+		.nn = 2, .nodes = { N(0, 8, 32768, 24000, 0.3), N(1, 8, 32768, 16384, 0.95) },
+		.g = { { .id = "a", .use = 0.5, .on = "0", .mib = { 0, 5120 } },
 		       { .id = "b", .use = 0.4, .on = "0", .mib = { 0, 128 } } },
-		.e = { { .id = "a", .kind = PLAN_MOVE, .mig = MIG(2048) },
+		.e = { { .id = "a", .kind = PLAN_MOVE, .mig = MIG(5120) },
 		       { .id = "b", .kind = PLAN_SKIP, .skip = SKIP_MAX_MIGRATE, .detail_has = "auto's floor (40 MiB/s" } },
 		.tweak = auto_40,
 	},
@@ -2913,13 +2913,20 @@ static void test_auto_sizing(void **state)
 	assert_int_equal(r.max_moves, 4);
 	assert_int_equal(r.max_migrate_bytes, 4096 * MIB);
 	assert_int_equal(policy_move_cooldown(&c, 0, NULL, 0), 300 * SEC);
-	/* told: 6 workers, 80 MiB/s x 20 s */
+	/* told: 6 workers, 80 MiB/s x 20 s is under the floor */
 	c.in = (struct policy_mover_in){ .interval_s = 20, .workers = 6, .rate_mibs = 80 };
 	policy_resolve(&c, &r);
 	assert_int_equal(r.max_moves, 6);
-	assert_int_equal(r.max_migrate_bytes, 1600 * MIB);
+	assert_int_equal(r.max_migrate_bytes, 4096 * MIB);
 	policy_migrate_why(&r, why, sizeof(why));
-	assert_string_equal(why, "1600 MiB = 80 MiB/s measured x 20 s");
+	assert_string_equal(why, "4096 MiB, auto's floor (80 MiB/s measured x 20 s is 1600 MiB)");
+	/* 400 MiB/s x 20 s is over it */
+	c.in.rate_mibs = 400;
+	policy_resolve(&c, &r);
+	assert_int_equal(r.max_migrate_bytes, 8000 * MIB);
+	policy_migrate_why(&r, why, sizeof(why));
+	assert_string_equal(why, "8000 MiB = 400 MiB/s measured x 20 s");
+	c.in.rate_mibs = 80;
 	policy_moves_why(&r, why, sizeof(why));
 	assert_string_equal(why, "6 = [memory] workers");
 	/* the rate budget caps it */
