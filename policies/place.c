@@ -5,7 +5,8 @@
  *   a VM the VM source saw start (an input of the decide,
  *     plan_holds.starting; place_starts, policy_place): the reservation
  *     made for it (found by the engine by label), else its pinned nodes,
- *     else the advice, the other reservations counted as load; its item
+ *     else the advice (its vCPUs named as its busy threads), the other
+ *     reservations counted as load; its item
  *     replaces the one decided for it, and it starts a cool-down;
  *   a container seen for the first time with little memory
  *     (place_start_placeable): decided inside policy_decide on a stand-in
@@ -153,7 +154,8 @@ static void place_reserved(const struct policy_config *cfg, const struct snapsho
 	struct advice_request areq = { .cpus = req->cpus, .mem_bytes = req->mem_bytes,
 				       .nr_reservations = req->nr_reservations,
 				       .reservations = req->reservations, .nr_devices = g->nr_devices,
-				       .dev_nodes = g->dev_nodes, .devices = g->policy.devices };
+				       .dev_nodes = g->dev_nodes, .devices = g->policy.devices,
+				       .busy_threads = req->busy_threads };
 	struct advice adv = { .ok = false };
 	nodemask_t cpu_nodes, memonly;
 
@@ -208,7 +210,8 @@ void place_starts(const struct policy_config *cfg, const struct snapshot *snap, 
 		const struct start_vm *s = &h->starting[i];
 		bool mine = s->room >= 0 && (unsigned)s->room < nres && !used[s->room];
 		struct place_request req = {
-			.guest_id = s->id, .cpus = s->cpus, .mem_bytes = s->mem_bytes, .reserved = mine,
+			.guest_id = s->id, .cpus = s->cpus, .busy_threads = s->busy_threads,
+			.mem_bytes = s->mem_bytes, .reserved = mine,
 			.reserved_id = s->resv_id, .reserved_label = s->resv_label, .reserved_nodes = s->resv_nodes,
 			.reserved_cpu_nodes = s->resv_cpu_nodes, .reserved_mems = s->resv_mems,
 			.reservations = others,
@@ -301,7 +304,8 @@ int policy_place(const struct policy_config *cfg, const struct snapshot *snap,
 		struct advice_request areq = { .cpus = req->cpus, .mem_bytes = req->mem_bytes,
 					       .nr_reservations = req->nr_reservations,
 					       .reservations = req->reservations, .nr_devices = g->nr_devices,
-					       .dev_nodes = g->dev_nodes, .devices = g->policy.devices };
+					       .dev_nodes = g->dev_nodes, .devices = g->policy.devices,
+					       .busy_threads = req->busy_threads };
 		struct advice adv = { .ok = false };
 
 		if (policy_advise(cfg, snap, &areq, &adv) < 0 || !adv.ok) {

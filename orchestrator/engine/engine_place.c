@@ -25,6 +25,7 @@
  */
 #include "orchestrator/engine/engine.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +56,7 @@ static void start_of(struct engine *e, const struct vmsrc_placement *pl, struct 
 	memset(s, 0, sizeof(*s));
 	snprintf(s->id, sizeof(s->id), "%s", pl->id);
 	s->cpus = pl->nr_vcpus * e->conf.cfg.libvirt_place_vcpu_load;
+	s->busy_threads = (unsigned)ceil(s->cpus - 1e-9);
 	s->mem_bytes = pl->mem_bytes;
 	s->room = engine_resv_lookup(e, keys, 3, &rv);
 	if (!rv)

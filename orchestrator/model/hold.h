@@ -24,6 +24,7 @@
 struct start_vm {
 	char id[GUEST_ID_MAX];
 	double cpus;                 /* expected CPU demand (vCPUs × [libvirt] place_vcpu_load) */
+	unsigned busy_threads;       /* its vCPUs that demand makes busy, rounded up */
 	uint64_t mem_bytes;          /* configured memory */
 	/* The reservation labelled with its name, uuid or id: its index in
 	 * the reservations the policy is given (-1: none), its id, label

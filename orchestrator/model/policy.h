@@ -177,6 +177,10 @@ struct advice {
 struct place_request {
 	const char *guest_id;
 	double cpus;                 /* expected CPU demand (vCPUs × [libvirt] place_vcpu_load) */
+	/* Its vCPUs taken as busy threads, weighed as advice_request's are:
+	 * the next cycle counts the running VM's measured ones the same way,
+	 * so it is not placed where that count would move it off again. */
+	unsigned busy_threads;
 	uint64_t mem_bytes;          /* configured memory */
 	/* The reservation made for it (found by label), if any: the engine
 	 * takes it out of RESERVATIONS below and drops it when the result

@@ -709,6 +709,43 @@ static void test_advise_by_free_cores(void **st)
 	snap_unref(s);
 }
 
+/* A VM's start placement weighs its vCPUs as busy threads, as the
+ * advice does when they are named: the shape of test_advise_by_free_cores
+ * (node 0 beside its device with both cores taken, node 1 with one
+ * free) sends its one vCPU to node 1, where the next cycle, counting its
+ * measured busy thread by cores, leaves it. Placed as before the field
+ * (busy_threads 0), it went to node 0. */
+static void test_vm_start_by_free_cores(void **st)
+{
+	struct snapshot *s = fixture_snap("vm-smt", 0.25);
+	struct snap_guest *g = snap_add_guest(s);
+	struct policy_config cfg;
+	struct place_request req = { .guest_id = "vm-a", .cpus = 1.0, .mem_bytes = 64 * MIB };
+	struct place_result pr;
+
+	(void)st;
+	snprintf(g->id, sizeof(g->id), "vm-a");
+	g->kind = GUEST_VM;
+	g->cpu_use = NAN;
+	g->nr_devices = 1;
+	mask_set(&g->dev_nodes, 0);
+	g->policy.devices = GPOL_DEV_PREFER;
+	s->nodes[0].busy = 0.5;
+	snap_finalize(s);
+	policy_config_default(&cfg);
+	assert_int_equal(policy_place(&cfg, s, &req, &pr), 0);
+	assert_int_equal(pr.item.kind, PLAN_MOVE);
+	assert_nodes(&pr.item.to_nodes, "0");
+
+	req.busy_threads = 1;
+	assert_int_equal(policy_place(&cfg, s, &req, &pr), 0);
+	assert_int_equal(pr.item.kind, PLAN_MOVE);
+	assert_nodes(&pr.item.to_nodes, "1");
+	assert_nodes(&pr.item.to_mems, "1");
+	assert_non_null(strstr(pr.item.detail, "by free cores: one for each of its 1 busy thread"));
+	snap_unref(s);
+}
+
 /* two_llc_host with node 0's caches each half busy (a guest on CPUs 0-1
  * and 4-5) and node 1's first cache full (one on 8-11), node 1's second
  * idle: both nodes equally loaded. */
@@ -854,6 +891,7 @@ int main(void)
 		cmocka_unit_test(test_smt_swap_cpus_to_memory),
 		cmocka_unit_test(test_smt_two_floaters_one_memory_node),
 		cmocka_unit_test(test_advise_by_free_cores),
+		cmocka_unit_test(test_vm_start_by_free_cores),
 		cmocka_unit_test(test_llc_breaks_the_tie),
 		cmocka_unit_test(test_llc_loads),
 	};
