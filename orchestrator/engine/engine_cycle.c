@@ -275,7 +275,7 @@ static void mover_facts(void *ctx, struct snapshot *s)
 			mover_flows(e->jobs.mover, s);
 	}
 	/* after the jobs: a guest with one has no flow of the kernel's */
-	kflow_fill(s, e->cyc.prev_snap, moved_by_agent, e);
+	e->cyc.prev_spent = kflow_fill(s, e->cyc.prev_snap, moved_by_agent, e);
 }
 
 /* One cycle's working state, from acquire to record. */
@@ -718,6 +718,7 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 
 	if (report)
 		memset(report, 0, sizeof(*report));
+	e->cyc.prev_spent = true;
 	r = cycle_acquire(e, &c);
 	if (r < 0)
 		return r;
@@ -735,9 +736,11 @@ int engine_cycle(struct engine *e, bool dry_run, struct cycle_report *report)
 	free(c.holds.placed);
 	free(c.holds.bind_writing);
 	free(c.holds.conflict);
-	if (c.snap) {
+	if (c.snap && e->cyc.prev_spent) {
 		snap_unref(e->cyc.prev_snap);
 		e->cyc.prev_snap = c.snap;
+	} else if (c.snap) {
+		snap_unref(c.snap);
 	}
 	if (r < 0)
 		return r;

@@ -42,9 +42,11 @@ struct engine_cyclest {
 	/* The cpusets the cycle's moves wrote, and those another placer
 	 * rewrote since (conflict.h): in memory, so a restart forgets. */
 	struct conflict_table conflicts;
-	/* The last cycle's snapshot: each guest's kernel flow is measured
-	 * against it (kflow_fill). NULL before the first. */
+	/* The snapshot each guest's kernel flow is measured against
+	 * (kflow_fill): the last cycle's at least KFLOW_MIN_WINDOW_S old,
+	 * kept while later ones are younger. NULL before the first. */
 	const struct snapshot *prev_snap;
+	bool prev_spent;     /* this cycle's snapshot replaces it */
 };
 
 void engine_cyclest_free(struct engine_cyclest *cs);

@@ -48,17 +48,19 @@ static bool same_nodes(const struct snapshot *a, const struct snapshot *b)
 	return true;
 }
 
-void kflow_fill(struct snapshot *cur, const struct snapshot *prev, kflow_ours_fn ours, void *ctx)
+bool kflow_fill(struct snapshot *cur, const struct snapshot *prev, kflow_ours_fn ours, void *ctx)
 {
 	double window_s;
 
 	if (!prev || prev->mono_ns >= cur->mono_ns)
-		return;
+		return true;
 	window_s = (double)(cur->mono_ns - prev->mono_ns) / 1e9;
+	if (window_s < KFLOW_MIN_WINDOW_S)
+		return false;
 	if (cur->vmstat_read && prev->vmstat_read && cur->numa_pages_migrated >= prev->numa_pages_migrated)
 		cur->kernel_migrated_pps = (double)(cur->numa_pages_migrated - prev->numa_pages_migrated) / window_s;
 	if (!same_nodes(cur, prev))
-		return;
+		return true;
 	cur->flow_window_s = window_s;
 	for (unsigned i = 0; i < cur->nr_guests; i++) {
 		struct snap_guest *g = &cur->guests[i];
@@ -83,6 +85,7 @@ void kflow_fill(struct snapshot *cur, const struct snapshot *prev, kflow_ours_fn
 		if (g->kflow)
 			g->kflow->cpus_steady = g->cpus && p->cpus && mask_equal(g->cpus, p->cpus);
 	}
+	return true;
 }
 
 bool kflow_negligible(uint64_t remote, uint64_t total)

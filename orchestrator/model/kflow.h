@@ -23,6 +23,11 @@
 /* Less than this moved in a window is no flow: memory.numa_stat's
  * counts drift by a few pages with page cache and per-CPU batching. */
 #define KFLOW_FLOOR_BYTES (1ull << 20)
+/* A window shorter than this is no measurement of the kernel's flow: its
+ * balancing works in passes (a scan period of a second or more, then the
+ * faults it provokes as the task comes to the pages it marked), and a
+ * shorter window can fall between two and read a lull as no flow. */
+#define KFLOW_MIN_WINDOW_S 2.0
 /* [memory] kernel_follow's default, seconds. */
 #define KFLOW_FOLLOW_S 30.0
 
@@ -34,8 +39,11 @@ typedef bool (*kflow_ours_fn)(void *ctx, const char *id, int64_t prev_ns, int64_
  * between them (snap_guest.kflow, owned by CUR), unless OURS (may be
  * NULL: none) says the agent moved it; and CUR the host's rate of the
  * kernel's balancing migrations (snapshot.kernel_migrated_pps) where
- * both read /proc/vmstat. PREV NULL, or not older than CUR: nothing. */
-void kflow_fill(struct snapshot *cur, const struct snapshot *prev, kflow_ours_fn ours, void *ctx);
+ * both read /proc/vmstat. PREV NULL, or not older than CUR: nothing.
+ * Returns false when the window is shorter than KFLOW_MIN_WINDOW_S:
+ * nothing measured, and PREV is to be kept for the next snapshot's;
+ * true when PREV is spent and CUR is the next one's. */
+bool kflow_fill(struct snapshot *cur, const struct snapshot *prev, kflow_ours_fn ours, void *ctx);
 
 /* What the flow says about a guest whose memory is not local to where
  * its threads run (kflow_judge). */

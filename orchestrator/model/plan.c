@@ -87,8 +87,9 @@ static enum plan_hold kernel_hold(struct plan_item *it, const struct snapshot *s
 
 	if (it->kind != PLAN_MOVE || it->start || it->bind_start || g->policy.mode == GPOL_PINNED)
 		return HOLD_NONE;
-	/* The first cycle has nothing to compare with: a busy guest's move
-	 * waits for the next, which knows what the kernel is doing. */
+	/* No window long enough to compare with (the first cycle, and the
+	 * prompt ones within KFLOW_MIN_WINDOW_S of it): a busy guest's move
+	 * waits for the cycle that knows what the kernel is doing. */
 	if (!(snap->flow_window_s > 0) && kbal_kernel_moves(snap->numa_balancing) && !isnan(g->cpu_use) &&
 	    g->cpu_use >= KBAL_BUSY_CPUS && !plan_migration_negligible(it->migrate_bytes, g->mem_total)) {
 		snprintf(it->detail, sizeof(it->detail), "the kernel's balancing is on and what it moves of this "

@@ -100,7 +100,7 @@ static void test_fill(void **state)
 	p->vmstat_read = c->vmstat_read = true;
 	p->numa_pages_migrated = 1000;
 	c->numa_pages_migrated = 1000 + 25600;
-	kflow_fill(c, p, never_ours, NULL);
+	assert_true(kflow_fill(c, p, never_ours, NULL));
 	f = guest(c, "moving")->kflow;
 	assert_non_null(f);
 	assert_true(fabs(f->window_s - 10.0) < 1e-9);
@@ -119,13 +119,30 @@ static void test_fill(void **state)
 	assert_true(isnan(p->kernel_migrated_pps));
 	snap_unref(c);
 
-	/* no previous snapshot, or one not older: nothing measured */
+	/* no previous snapshot, or one not older: nothing measured, and
+	 * the next window starts here */
 	c = snap_at(110, 1, b, 8);
-	kflow_fill(c, NULL, NULL, NULL);
+	assert_true(kflow_fill(c, NULL, NULL, NULL));
 	assert_null(guest(c, "moving")->kflow);
-	kflow_fill(c, c, NULL, NULL);
+	assert_true(kflow_fill(c, c, NULL, NULL));
 	assert_null(guest(c, "moving")->kflow);
 	assert_true(isnan(c->kernel_migrated_pps));
+	snap_unref(c);
+
+	/* a window shorter than KFLOW_MIN_WINDOW_S (a prompt cycle a
+	 * second after the last): nothing measured, the previous snapshot
+	 * kept for the next; at the minimum, measured */
+	c = snap_at(100 + KFLOW_MIN_WINDOW_S - 0.9, 1, b, 8);
+	c->vmstat_read = true;
+	c->numa_pages_migrated = p->numa_pages_migrated + 100;
+	assert_false(kflow_fill(c, p, never_ours, NULL));
+	assert_null(guest(c, "moving")->kflow);
+	assert_true(isnan(c->kernel_migrated_pps));
+	assert_true(c->flow_window_s == 0.0);
+	snap_unref(c);
+	c = snap_at(100 + KFLOW_MIN_WINDOW_S, 1, b, 8);
+	assert_true(kflow_fill(c, p, never_ours, NULL));
+	assert_non_null(guest(c, "moving")->kflow);
 	snap_unref(c);
 	snap_unref(p);
 }
