@@ -143,7 +143,7 @@ def load_scenario(name):
         raise SystemExit("no scenario %s" % path)
     scn = {"name": os.path.basename(path)[:-4], "path": path, "nodes": 4, "cpus_per_node": 2,
            "mem_per_node": 1024, "mem_nodes": None, "distance": 20, "duration": 60, "threads": 1,
-           "sample": 2, "pages": "thp", "check_within": None, "check_duration": None, "description": "", "guests": [],
+           "dies": 1, "sample": 2, "pages": "thp", "check_within": None, "check_duration": None, "description": "", "guests": [],
            "bench": "yes", "cgroup": "v2", "distances": [], "memory_only": [], "pxb": [], "hugepages": [],
            "nvme": []}
     with open(path) as f:
@@ -156,7 +156,7 @@ def load_scenario(name):
             if k == "guest":
                 parse_guest(path, v)
                 scn["guests"].append(v)
-            elif k in ("nodes", "cpus_per_node", "mem_per_node", "distance", "threads"):
+            elif k in ("nodes", "cpus_per_node", "mem_per_node", "distance", "threads", "dies"):
                 scn[k] = int(v)
             elif k in ("duration", "sample", "check_within", "check_duration"):
                 scn[k] = float(v)
@@ -176,6 +176,8 @@ def load_scenario(name):
         raise SystemExit("%s: mem_nodes needs %d values" % (path, scn["nodes"]))
     if scn["threads"] < 1 or scn["cpus_per_node"] % scn["threads"]:
         raise SystemExit("%s: threads must divide cpus_per_node" % path)
+    if scn["dies"] < 1 or scn["cpus_per_node"] % (scn["threads"] * scn["dies"]):
+        raise SystemExit("%s: dies x threads must divide cpus_per_node" % path)
     if any(m < 1 for m in scn["memory_only"]):
         raise SystemExit("%s: memory_only: MiB per node, each at least 1" % path)
     total = scn["nodes"] + len(scn["memory_only"])
@@ -498,10 +500,13 @@ def qemu_cmd(scn, append, console, results, initrd=INITRD):
     cmd = ["qemu-system-x86_64", "-nodefaults", "-display", "none", "-no-reboot",
            "-machine", "pc", "-accel", "tcg,thread=multi", "-cpu", cpu_model(scn),
            "-m", "%dM" % (sum(mems) + sum(scn["memory_only"])),
-           # One socket per node: QEMU shares the L3 among a socket's
-           # cores, so each node has its own last-level cache, and with
-           # threads > 1 its CPUs are SMT siblings in pairs (or more).
-           "-smp", "%d,sockets=%d,cores=%d,threads=%d" % (n * cpn, n, cpn // scn["threads"], scn["threads"])]
+           # One socket per node: QEMU shares the L3 among a die's
+           # cores, so each node has its own last-level cache (dies of
+           # them with dies > 1), and with threads > 1 its CPUs are SMT
+           # siblings in pairs (or more).
+           "-smp", "%d,sockets=%d,%scores=%d,threads=%d" % (
+               n * cpn, n, "dies=%d," % scn["dies"] if scn["dies"] > 1 else "",
+               cpn // (scn["threads"] * scn["dies"]), scn["threads"])]
     for i in range(n):
         cmd += ["-object", "memory-backend-ram,id=mem%d,size=%dM" % (i, mems[i]),
                 "-numa", "node,nodeid=%d,cpus=%d-%d,memdev=mem%d" % (i, i * cpn, i * cpn + cpn - 1, i)]
@@ -1250,6 +1255,7 @@ ITEST_TIMEOUT_S = 900
 SHAPE_STAGES = (
     ("twosocket", ("distances_match_the_kernel", "memory_only_node_gets_no_cpus", "pxb_device_on_its_node")),
     ("smt3", ("smt_busy_threads_get_separate_cores",)),
+    ("llc2", ("llc_busy_threads_share_one_cache",)),
 )
 
 

@@ -473,6 +473,10 @@ class Parts(unittest.TestCase):
         self.assertTrue(tw["distances"] and tw["memory_only"] and tw["pxb"])
         self.assertIn("twosocket", scn)
         self.assertGreater(numavm.load_scenario("smt3")["threads"], 1)
+        llc = numavm.load_scenario("llc2")
+        self.assertIn("llc2", scn)
+        self.assertIn("-smp 16,sockets=2,dies=2,cores=2,threads=2",
+                      " ".join(numavm.qemu_cmd(llc, "", "c", "r")))
 
     def test_distance_keys(self):
         d = tempfile.mkdtemp()

@@ -1905,6 +1905,51 @@ test_smt_busy_threads_get_separate_cores() {
 	return $r
 }
 
+# ---- several last-level caches a node (numavm.py itest --vm llc2) ---------
+# The cache of CPU C: the lowest CPU sharing its L3, from the kernel's file.
+llc_of() { cut -d, -f1 /sys/devices/system/cpu/cpu$1/cache/index3/shared_cpu_list 2>/dev/null | cut -d- -f1; }
+# Node 0's CPUs under two or more L3 caches, each with SMT siblings.
+has_llcs() {
+	[ "$(cat /sys/devices/system/cpu/cpu0/topology/thread_siblings_list)" != 0 ] &&
+		[ "$(for c in $(cpu_list $(node_cpus 0)); do llc_of $c; done | sort -u | grep -c .)" -ge 2 ]
+}
+
+# The smt_busy_threads_get_separate_cores guest on a node of two L3
+# caches of two cores each, the other guest's busy thread on the first
+# cache's first core: the first cache has one free core, the second two.
+# The least loaded cores alone would be one from each; the agent must give
+# it the two of the second cache, read from the kernel (each CPU's
+# cache/index3/shared_cpu_list), and its record name that cache.
+test_llc_busy_threads_share_one_cache() {
+	has_llcs || { echo "no node with two L3 caches of SMT cores in this VM (numavm.py itest --vm llc2 has them)"; return 1; }
+	c0=$(cpu_list $(node_cpus 0) | head -1)
+	r=0
+	start $G2 "$c0" 0 8 || r=1
+	start $G1 "$ALL" 0 64 --threads 2 || r=1
+	[ $r = 0 ] && { agent_up "[policy]\ncontainer_cores = yes\n" || r=1; }
+	if [ $r = 0 ]; then
+		i=0
+		until grep '"decision":"moved"' $T/dec 2>/dev/null | grep -q "\"guest\":\"$ID1\""; do
+			sleep 0.5; i=$((i + 1))
+			[ $i -gt 60 ] && { echo "no moved record for the guest in 30 s"; r=1; break; }
+		done
+		kill $pid
+		sleep 0.5
+	fi
+	[ $r = 0 ] || return 1
+	a=$(rd $G1 cpuset.cpus)
+	llcs=$(for c in $(cpu_list $a); do llc_of $c; done | sort -un | tr '\n' ' ' | sed 's/ $//')
+	cores=$(for c in $(cpu_list $a); do core_of $c; done | sort -un | tr '\n' ' ' | sed 's/ $//')
+	det=$(grep '"decision":"moved"' $T/dec | grep "\"guest\":\"$ID1\"" | head -1 | grep -o '"detail":"[^"]*"')
+	echo "# cpuset.cpus \"$a\" (node $(cpus_nodes $a), cores $cores, L3 of CPUs $llcs; the busy CPU $c0 under L3 $(llc_of $c0)); record $det"
+	[ "$(cpus_nodes $a)" = 0 ] || { echo "cpuset.cpus $a: not node 0's"; r=1; }
+	[ "$(echo $cores | wc -w)" = 2 ] || { echo "cpuset.cpus $a: cores $cores, not two"; r=1; }
+	[ "$(echo $llcs | wc -w)" = 1 ] || { echo "cpuset.cpus $a spans L3 caches $llcs"; r=1; }
+	[ "$llcs" != "$(llc_of $c0)" ] || { echo "cpuset.cpus $a shares the busy core's cache"; r=1; }
+	echo "$det" | grep -q "on 2 cores of LLC " || { echo "the record names no cache: $det"; r=1; }
+	return $r
+}
+
 check layout_is_v2_with_several_nodes
 check discovery_and_dry_run_write_nothing
 check pulls_memory_local_for_real
@@ -1949,6 +1994,7 @@ shape_check distances_match_the_kernel uneven_distances
 shape_check memory_only_node_gets_no_cpus has_memory_only_node
 shape_check pxb_device_on_its_node has_pxb
 shape_check smt_busy_threads_get_separate_cores has_smt_cores
+shape_check llc_busy_threads_share_one_cache has_llcs
 
 echo "$passed passed, $failed failed"
 echo "END rc=$([ $failed = 0 ] && echo 0 || echo 1)"
