@@ -55,8 +55,6 @@ bool kflow_fill(struct snapshot *cur, const struct snapshot *prev, kflow_ours_fn
 	if (!prev || prev->mono_ns >= cur->mono_ns)
 		return true;
 	window_s = (double)(cur->mono_ns - prev->mono_ns) / 1e9;
-	if (window_s < KFLOW_MIN_WINDOW_S)
-		return false;
 	if (cur->vmstat_read && prev->vmstat_read && cur->numa_pages_migrated >= prev->numa_pages_migrated)
 		cur->kernel_migrated_pps = (double)(cur->numa_pages_migrated - prev->numa_pages_migrated) / window_s;
 	if (!same_nodes(cur, prev))
@@ -85,7 +83,7 @@ bool kflow_fill(struct snapshot *cur, const struct snapshot *prev, kflow_ours_fn
 		if (g->kflow)
 			g->kflow->cpus_steady = g->cpus && p->cpus && mask_equal(g->cpus, p->cpus);
 	}
-	return true;
+	return window_s >= KFLOW_MIN_WINDOW_S;
 }
 
 bool kflow_negligible(uint64_t remote, uint64_t total)
@@ -165,6 +163,8 @@ void kflow_judge(const struct snapshot *s, const struct snap_guest *g, double fo
 	 * are: CPUs changed in it leave the kernel no time to be judged. */
 	else if (!isnan(g->cpu_use) && g->cpu_use >= KBAL_BUSY_CPUS && f->cpus_steady)
 		out->verdict = KFLOW_STILL;
+	if (out->verdict != KFLOW_FOLLOWS && f->window_s < KFLOW_MIN_WINDOW_S)
+		out->verdict = KFLOW_ABSENT;
 	if (out->verdict != KFLOW_FOLLOWS && out->verdict != KFLOW_SLOW)
 		out->to_node = -1;
 }

@@ -23,10 +23,11 @@
 /* Less than this moved in a window is no flow: memory.numa_stat's
  * counts drift by a few pages with page cache and per-CPU batching. */
 #define KFLOW_FLOOR_BYTES (1ull << 20)
-/* A window shorter than this is no measurement of the kernel's flow: its
- * balancing works in passes (a scan period of a second or more, then the
- * faults it provokes as the task comes to the pages it marked), and a
- * shorter window can fall between two and read a lull as no flow. */
+/* A window shorter than this shows the kernel moving a guest, never that
+ * it does not: its balancing works in passes (a scan period of a second
+ * or more, then the faults it provokes as the task comes to the pages it
+ * marked), and a shorter window can fall between two and read a lull as
+ * no flow. */
 #define KFLOW_MIN_WINDOW_S 2.0
 /* [memory] kernel_follow's default, seconds. */
 #define KFLOW_FOLLOW_S 30.0
@@ -40,9 +41,10 @@ typedef bool (*kflow_ours_fn)(void *ctx, const char *id, int64_t prev_ns, int64_
  * NULL: none) says the agent moved it; and CUR the host's rate of the
  * kernel's balancing migrations (snapshot.kernel_migrated_pps) where
  * both read /proc/vmstat. PREV NULL, or not older than CUR: nothing.
- * Returns false when the window is shorter than KFLOW_MIN_WINDOW_S:
- * nothing measured, and PREV is to be kept for the next snapshot's;
- * true when PREV is spent and CUR is the next one's. */
+ * Returns false when the window is shorter than KFLOW_MIN_WINDOW_S: PREV
+ * is to be kept, so that the next snapshot's window is long enough to
+ * say the kernel is not moving a guest; true when CUR is the next one's
+ * PREV. */
 bool kflow_fill(struct snapshot *cur, const struct snapshot *prev, kflow_ours_fn ours, void *ctx);
 
 /* What the flow says about a guest whose memory is not local to where
@@ -55,6 +57,8 @@ enum kflow_verdict {
 	KFLOW_SLOW,        /* the kernel moves it toward them, too slowly to finish in time */
 	KFLOW_STILL,       /* it runs and the kernel moved none of it toward them over
 			    * the whole window, its CPUs the same all along */
+	/* SLOW and STILL only over KFLOW_MIN_WINDOW_S or more: a shorter
+	 * window that does not show it FOLLOWS is ABSENT. */
 };
 
 struct kflow_judgement {

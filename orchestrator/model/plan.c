@@ -87,16 +87,17 @@ static enum plan_hold kernel_hold(struct plan_item *it, const struct snapshot *s
 
 	if (it->kind != PLAN_MOVE || it->start || it->bind_start || g->policy.mode == GPOL_PINNED)
 		return HOLD_NONE;
-	/* No window long enough to compare with (the first cycle, and the
-	 * prompt ones within KFLOW_MIN_WINDOW_S of it): a busy guest's move
-	 * waits for the cycle that knows what the kernel is doing. */
-	if (!(snap->flow_window_s > 0) && kbal_kernel_moves(snap->numa_balancing) && !isnan(g->cpu_use) &&
-	    g->cpu_use >= KBAL_BUSY_CPUS && !plan_migration_negligible(it->migrate_bytes, g->mem_total)) {
+	kflow_judge(snap, g, follow_s, &j);
+	/* Not seen moving it, and no window long enough to say it does not
+	 * (the first cycle, and the prompt ones within KFLOW_MIN_WINDOW_S of
+	 * it): a busy guest's move waits for the cycle that knows. */
+	if (j.verdict != KFLOW_FOLLOWS && snap->flow_window_s < KFLOW_MIN_WINDOW_S &&
+	    kbal_kernel_moves(snap->numa_balancing) && !isnan(g->cpu_use) && g->cpu_use >= KBAL_BUSY_CPUS &&
+	    !plan_migration_negligible(it->migrate_bytes, g->mem_total)) {
 		snprintf(it->detail, sizeof(it->detail), "the kernel's balancing is on and what it moves of this "
 			 "guest is not measured yet: decided next cycle");
 		return HOLD_KERNEL_UNMEASURED;
 	}
-	kflow_judge(snap, g, follow_s, &j);
 	if (j.verdict == KFLOW_FOLLOWS) {
 		snprintf(it->detail, sizeof(it->detail),
 			 "kernel moving %.1f MiB/s to node %d, left to it: %.1f MiB still off its threads' nodes, "
