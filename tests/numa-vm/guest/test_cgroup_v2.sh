@@ -1134,11 +1134,16 @@ test_beside_kernel_balancing_the_record_is_true() {
 # 384 MiB on node 0, its thread on node 1, its mems wide and
 # kernel.numa_balancing = 1; once this test itself sees the kernel
 # moving it (node 1 gaining), the daemon ([memory] kernel_balancing =
-# auto) starts. The kernel's scan is narrowed to 16 MiB a pass
-# (debugfs sched/numa_balancing/scan_size_mb) so that it takes tens of
-# seconds, not the one or two a full 256 MiB pass takes here, and the
-# daemon's cycles see it under way. Its move must be left to the kernel (record
-# left_to_kernel, "kernel moving X MiB/s to node 1"), no job of its own
+# auto) starts. The kernel's scan is narrowed to 8 MiB a pass every
+# 250 ms (debugfs sched/numa_balancing: scan_size_mb, and
+# scan_period_min_ms = scan_period_max_ms) so that the move takes ten
+# seconds or more, not the one or two a full 256 MiB pass takes here, and
+# comes as a steadier flow: the default period backs off toward a minute
+# once a task's faults turn local, and one 16 MiB pass a second arrived
+# here in bursts with lulls of over a second (the daemon judges the
+# kernel over two seconds at least, KFLOW_MIN_WINDOW_S). Its
+# move must be left to the kernel (record left_to_kernel, "kernel moving
+# X MiB/s to node 1"), no job of its own
 # started, and X must agree within a factor of 2 with the rate this
 # test measures from memory.numa_stat over the same window (a sampler
 # reading node 1's bytes every 0.2 s).
@@ -1150,8 +1155,12 @@ kernel_flow_record() {
 	grep -q " /sys/kernel/debug " /proc/mounts || mount -t debugfs none /sys/kernel/debug 2>/dev/null
 	ssz=/sys/kernel/debug/sched/numa_balancing/scan_size_mb
 	[ -w $ssz ] || { echo "no $ssz to slow the kernel's balancing with"; return 1; }
-	ssz0=$(cat $ssz)
-	echo 16 > $ssz
+	spn=${ssz%/*}/scan_period_min_ms spx=${ssz%/*}/scan_period_max_ms
+	[ -w $spn ] && [ -w $spx ] || { echo "no $spn, $spx to keep the kernel's passes steady with"; return 1; }
+	ssz0=$(cat $ssz) spn0=$(cat $spn) spx0=$(cat $spx)
+	echo 8 > $ssz
+	echo 250 > $spn
+	echo 250 > $spx
 	echo 1 > /proc/sys/kernel/numa_balancing
 	i=0
 	while [ $(( $(mem_on $G1 1) - n1a )) -lt $((16 * 1048576)) ]; do
@@ -1198,10 +1207,12 @@ kernel_flow_record() {
 	return 0
 }
 test_beside_kernel_balancing_the_flow_is_measured() {
-	ssz0=
+	ssz0= spn0= spx0=
 	kernel_flow_record
 	r=$?
 	[ -n "$ssz0" ] && echo $ssz0 > $ssz
+	[ -n "$spx0" ] && echo $spx0 > $spx
+	[ -n "$spn0" ] && echo $spn0 > $spn
 	echo 0 > /proc/sys/kernel/numa_balancing
 	return $r
 }
@@ -1863,45 +1874,50 @@ has_smt_cores() {
 # agent's record: its cpuset.cpus holds two whole cores of node 0, and
 # its two busy threads (their /proc ticks over a second) last ran on two
 # different cores. With one core (its two siblings) they could not.
+# busy_pair_moved [BEFORE]: G2's busy thread on node 0's first CPU ($c0,
+# its cpuset that CPU), G1's two busy threads on every CPU with its
+# memory on node 0, then (after the command BEFORE, if given) the agent
+# with container_cores = yes until G1's moved record; the agent stopped.
+busy_pair_moved() {
+	c0=$(cpu_list $(node_cpus 0) | head -1)
+	start $G2 "$c0" 0 8 || return 1
+	start $G1 "$ALL" 0 64 --threads 2 || return 1
+	${1:+$1}
+	agent_up "[policy]\ncontainer_cores = yes\n" || return 1
+	i=0
+	until grep '"decision":"moved"' $T/dec 2>/dev/null | grep -q "\"guest\":\"$ID1\""; do
+		sleep 0.5; i=$((i + 1))
+		[ $i -gt 60 ] && { kill $pid; echo "no moved record for the guest in 30 s"; return 1; }
+	done
+	kill $pid
+	sleep 0.5
+}
+smt_before() { echo "# before: its busy threads on cores $(busy_thread_cores $G1) (cpuset.cpus \"$(rd $G1 cpuset.cpus)\")"; }
 test_smt_busy_threads_get_separate_cores() {
 	has_smt_cores || { echo "no node with three SMT cores in this VM (numavm.py itest --vm smt3 has them)"; return 1; }
-	c0=$(cpu_list $(node_cpus 0) | head -1)
+	busy_pair_moved smt_before || return 1
 	busy_core=$(core_of $c0)
 	r=0
-	start $G2 "$c0" 0 8 || r=1
-	start $G1 "$ALL" 0 64 --threads 2 || r=1
-	[ $r = 0 ] && { echo "# before: its busy threads on cores $(busy_thread_cores $G1) (cpuset.cpus \"$(rd $G1 cpuset.cpus)\")"; agent_up "[policy]\ncontainer_cores = yes\n" || r=1; }
-	if [ $r = 0 ]; then
-		i=0
-		until grep -q "\"decision\":\"moved\".*\"guest\":\"$ID1\"\|\"guest\":\"$ID1\".*\"decision\":\"moved\"" $T/dec 2>/dev/null; do
-			sleep 0.5; i=$((i + 1))
-			[ $i -gt 60 ] && { echo "no moved record for the guest in 30 s"; r=1; break; }
+	a=$(rd $G1 cpuset.cpus)
+	cores=$(for c in $(cpu_list $a); do core_of $c; done | sort -un | tr '\n' ' ' | sed 's/ $//')
+	echo "# cpuset.cpus \"$a\" (node $(cpus_nodes $a), cores $cores; the busy CPU $c0 is on core $busy_core)"
+	grep "\"guest\":\"$ID1\"" $T/dec | grep '"decision":"moved"' | grep -o '"busy_threads":[0-9a-z]*\|"detail":"[^"]*"' | head -2 | sed 's/^/# record: /'
+	[ "$(cpus_nodes $a)" = 0 ] || { echo "cpuset.cpus $a: not node 0's"; r=1; }
+	[ "$(echo $cores | wc -w)" = 2 ] || { echo "cpuset.cpus $a: cores $cores, not two"; r=1; }
+	for c in $(cpu_list $a); do
+		for s in $(cpu_list $(cat /sys/devices/system/cpu/cpu$c/topology/thread_siblings_list)); do
+			cpu_list $a | grep -qx $s || { echo "cpuset.cpus $a lacks CPU $s, a sibling of $c"; r=1; }
 		done
-		kill $pid
-		sleep 0.5
-	fi
-	if [ $r = 0 ]; then
-		a=$(rd $G1 cpuset.cpus)
-		cores=$(for c in $(cpu_list $a); do core_of $c; done | sort -un | tr '\n' ' ' | sed 's/ $//')
-		echo "# cpuset.cpus \"$a\" (node $(cpus_nodes $a), cores $cores; the busy CPU $c0 is on core $busy_core)"
-		grep "\"guest\":\"$ID1\"" $T/dec | grep '"decision":"moved"' | grep -o '"busy_threads":[0-9a-z]*\|"detail":"[^"]*"' | head -2 | sed 's/^/# record: /'
-		[ "$(cpus_nodes $a)" = 0 ] || { echo "cpuset.cpus $a: not node 0's"; r=1; }
-		[ "$(echo $cores | wc -w)" = 2 ] || { echo "cpuset.cpus $a: cores $cores, not two"; r=1; }
-		for c in $(cpu_list $a); do
-			for s in $(cpu_list $(cat /sys/devices/system/cpu/cpu$c/topology/thread_siblings_list)); do
-				cpu_list $a | grep -qx $s || { echo "cpuset.cpus $a lacks CPU $s, a sibling of $c"; r=1; }
-			done
-		done
-		case " $cores " in *" $busy_core "*) echo "cpuset.cpus $a includes the busy core $busy_core"; r=1 ;; esac
-		sleep 2
-		for k in 1 2 3; do
-			bc=$(busy_thread_cores $G1)
-			echo "# after, second $k: its busy threads on cores $bc"
-		done
-		[ "$(echo $bc | wc -w)" = 2 ] || { echo "busy threads on cores \"$bc\": not two busy threads"; r=1; }
-		[ "$(echo $bc | tr ' ' '\n' | sort -u | wc -l)" = 2 ] || { echo "its two busy threads on one core ($bc)"; r=1; }
-		echo "# the other guest: cpuset.cpus \"$(rd $G2 cpuset.cpus)\", its busy thread on core $(busy_thread_cores $G2)"
-	fi
+	done
+	case " $cores " in *" $busy_core "*) echo "cpuset.cpus $a includes the busy core $busy_core"; r=1 ;; esac
+	sleep 2
+	for k in 1 2 3; do
+		bc=$(busy_thread_cores $G1)
+		echo "# after, second $k: its busy threads on cores $bc"
+	done
+	[ "$(echo $bc | wc -w)" = 2 ] || { echo "busy threads on cores \"$bc\": not two busy threads"; r=1; }
+	[ "$(echo $bc | tr ' ' '\n' | sort -u | wc -l)" = 2 ] || { echo "its two busy threads on one core ($bc)"; r=1; }
+	echo "# the other guest: cpuset.cpus \"$(rd $G2 cpuset.cpus)\", its busy thread on core $(busy_thread_cores $G2)"
 	return $r
 }
 
@@ -1922,21 +1938,8 @@ has_llcs() {
 # cache/index3/shared_cpu_list), and its record name that cache.
 test_llc_busy_threads_share_one_cache() {
 	has_llcs || { echo "no node with two L3 caches of SMT cores in this VM (numavm.py itest --vm llc2 has them)"; return 1; }
-	c0=$(cpu_list $(node_cpus 0) | head -1)
+	busy_pair_moved || return 1
 	r=0
-	start $G2 "$c0" 0 8 || r=1
-	start $G1 "$ALL" 0 64 --threads 2 || r=1
-	[ $r = 0 ] && { agent_up "[policy]\ncontainer_cores = yes\n" || r=1; }
-	if [ $r = 0 ]; then
-		i=0
-		until grep '"decision":"moved"' $T/dec 2>/dev/null | grep -q "\"guest\":\"$ID1\""; do
-			sleep 0.5; i=$((i + 1))
-			[ $i -gt 60 ] && { echo "no moved record for the guest in 30 s"; r=1; break; }
-		done
-		kill $pid
-		sleep 0.5
-	fi
-	[ $r = 0 ] || return 1
 	a=$(rd $G1 cpuset.cpus)
 	llcs=$(for c in $(cpu_list $a); do llc_of $c; done | sort -un | tr '\n' ' ' | sed 's/ $//')
 	cores=$(for c in $(cpu_list $a); do core_of $c; done | sort -un | tr '\n' ' ' | sed 's/ $//')
