@@ -271,7 +271,7 @@ class Limits(unittest.TestCase):
         # unchanged skip is recorded once (orchestrator/store/logged.h), so
         # each dry run first renames the 1200 guests' cgroups: all new
         # guests, each skip recorded, the ring full in a few dry runs
-        # instead of hundreds of nine records each.
+        # instead of hundreds.
         par = os.path.join(self.root, "sys", "fs", "cgroup", "toppar")
         names = sorted(n for n in os.listdir(par) if os.path.isdir(os.path.join(par, n)))
         self.assertEqual(len(names), 1200)
