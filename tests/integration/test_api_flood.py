@@ -4,8 +4,8 @@ legitimate client's own address), slow-loris (a header line a second,
 never finished) and idle (connected, silent), reopened as fast as the
 server drops them. Meanwhile GET /v1/health and /v1/status must keep
 answering within 100 ms (p99) on both listeners, and the daemon's
-threads and RSS stay bounded. Plus the per-connection deadlines one by
-one (a slow request, a short body, an unauthenticated TCP connection),
+threads and RSS stay bounded. Plus the per-connection deadlines (a
+slow request, a short body, an unauthenticated TCP connection),
 and /v1/health reporting a wedged engine (its thread stopped with
 ptrace) as 503."""
 import ctypes
@@ -66,6 +66,20 @@ def read_until_closed(s, limit):
             return time.monotonic() - t0, out
         out += c
     return None, out
+
+
+def read_until_closed_bg(s, limit):
+    """read_until_closed(S, LIMIT) on a thread, timed from now: returns a
+    function that joins it and gives its (seconds, bytes). Connections
+    whose deadlines a test waits for then wait side by side."""
+    out = []
+    t = threading.Thread(target=lambda: out.append(read_until_closed(s, limit)), daemon=True)
+    t.start()
+
+    def result():
+        t.join()
+        return out[0]
+    return result
 
 
 def assert_408(test, out):
@@ -293,8 +307,13 @@ class Flood(apilib.ClassDaemon):
         self.assertEqual(h.status, 200, report)
         self.assertLess(peak + 16 * 1024, limit_mib * 1024 * 0.9, report)
 
-    # --- deadlines, one connection at a time -------------------------------
+    # --- per-connection deadlines ------------------------------------------
     def test_a_request_trickled_a_line_a_second_is_cut_at_its_deadline(self):
+        # Its answer, on a second connection that waits beside the first:
+        # the same 408 as a short body's (checked below).
+        s2 = self.d.connect()
+        s2.sendall(b"GET /v1/status HTTP/1.1\r\nHost: x\r\nX-Slow: 1\r\n")
+        answer = read_until_closed_bg(s2, REQUEST_TIMEOUT + 10)
         s = self.d.connect()
         s.sendall(b"GET /v1/status HTTP/1.1\r\nHost: x\r\n")
         t0 = time.monotonic()
@@ -312,23 +331,24 @@ class Flood(apilib.ClassDaemon):
         s.close()
         self.assertIsNotNone(closed, "a request trickled a header line a second was never cut off")
         self.assertLess(closed, REQUEST_TIMEOUT + 2)
-        # Its answer: the same 408 as a short body's.
-        s = self.d.connect()
-        s.sendall(b"GET /v1/status HTTP/1.1\r\nHost: x\r\nX-Slow: 1\r\n")
-        t, out = read_until_closed(s, REQUEST_TIMEOUT + 10)
-        s.close()
+        t, out = answer()
+        s2.close()
         self.assertIsNotNone(t)
         assert_408(self, out)
 
     def test_body_shorter_than_its_content_length_is_closed_in_time(self):
         # Answered 408 problem+json at the deadline, then closed (it once
-        # was only closed, with no answer), on either plain listener.
+        # was only closed, with no answer), on either plain listener; the
+        # two wait side by side.
+        results = []
         for tcp in (False, True):
             s = self.d.connect(tcp=tcp)
             auth = b"Authorization: Bearer " + apilib.TOKEN.encode() + b"\r\n" if tcp else b""
             s.sendall(b"PUT /v1/policy HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" + auth +
                       b"Content-Length: 100\r\n\r\n{\"mode\"")
-            t, out = read_until_closed(s, REQUEST_TIMEOUT + 10)
+            results.append((s, read_until_closed_bg(s, REQUEST_TIMEOUT + 10)))
+        for s, result in results:
+            t, out = result()
             s.close()
             self.assertIsNotNone(t, "a short body held the connection past %d s" % (REQUEST_TIMEOUT + 10))
             self.assertLess(t, REQUEST_TIMEOUT + 2)

@@ -72,8 +72,11 @@ class CgroupWatch(itlib.V1SandboxTest):
         # the old guest is placed by the first cycles (its move is written
         # a moment after the cycle's line); the next full scan is INTERVAL s
         # away
-        self.assertIsNotNone(self.wait_placed("ctr-old", time.monotonic(), 30),
-                             "the old guest was not placed:\n" + w.text())
+        placed = self.wait_placed("ctr-old", time.monotonic(), 30)
+        # the message only on failure: w.text() waits up to 30 s for a
+        # running daemon's stderr to close
+        if placed is None:
+            self.fail("the old guest was not placed:\n" + w.text())
         t0 = time.monotonic()
         self.sb.start("ctr-new", cpus="0-1", mems="0", mib=16, busy=True)
         took = self.wait_placed("ctr-new", t0, DEADLINE + SLACK)

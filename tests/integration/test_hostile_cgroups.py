@@ -176,7 +176,9 @@ class HostileCgroups(itlib.V1SandboxTest):
         self.sb.mkdir("ctl/" + evil, "0", "0")
         # A chain too deep to search, whose warning names the evil cgroup.
         mkdirs_v1(self.sb.rel + "/deep-" + evil + "/" + "/".join(["d"] * 70))
-        d = self.start(parents=[self.sb.rel + "/ctl"])
+        # A short interval: the test waits for the second cycle, 15 s away
+        # at the default.
+        d = self.start(conf="[agent]\nsample = 0.05\ninterval = 0.5\n", parents=[self.sb.rel + "/ctl"])
         d.wait_cycles(2, 60)
         g = [g for g in d.guests() if g["runtime"] == "custom"]
         self.assertEqual(len(g), 1, d.guests())

@@ -28,15 +28,22 @@ def add_guests(root, n):
     src = os.path.join(cg, "lxc.payload.db")
     par = os.path.join(cg, "toppar")
     shutil.copytree(src, par)
+    # The template's files read once and written plainly per guest, as a
+    # copytree's copy2 also stats each file and copies its metadata.
+    files = {}
+    for f in os.listdir(src):
+        with open(os.path.join(src, f), "rb") as fh:
+            files[f] = fh.read()
+    files["cpuset.cpus"] = files["cpuset.cpus.effective"] = b"0,2\n"
+    files["cgroup.procs"] = b""
     for k in range(n):
         d = os.path.join(par, "g%04d" % k)
-        shutil.copytree(src, d)
-        for f in ("cpuset.cpus", "cpuset.cpus.effective"):
-            itlib.write(os.path.join(d, f), "0,2\n")
+        os.mkdir(d)
         n0 = k % 97 + 1
-        itlib.write(os.path.join(d, "memory.numa_stat"),
-                    "anon N0=%d N1=%d\nfile N0=0 N1=0\n" % (n0 * MIB, (97 - n0) * MIB))
-        itlib.write(os.path.join(d, "cgroup.procs"), "")
+        files["memory.numa_stat"] = b"anon N0=%d N1=%d\nfile N0=0 N1=0\n" % (n0 * MIB, (97 - n0) * MIB)
+        for f, data in files.items():
+            with open(os.path.join(d, f), "wb") as fh:
+                fh.write(data)
 
 
 @unittest.skipIf(REASON, REASON or "")
