@@ -178,7 +178,9 @@ new_domain() {
   </devices>
 </domain>
 EOF
+	say "defining $VM"
 	$VIRSH define $T/$VM.xml > $T/define 2>&1 || abort "domain $VM defined" "$(cat $T/define)"
+	say "starting $VM"
 	$VIRSH start $VM > $T/start 2>&1 || abort "domain $VM starts (nested TCG QEMU)" "$(cat $T/start)"
 	qpid=$(cat /run/libvirt/qemu/$VM.pid 2>/dev/null)
 	[ -n "$qpid" ] && [ -d /proc/$qpid ] || abort "QEMU of $VM runs" "no pid in /run/libvirt/qemu/$VM.pid"
@@ -186,7 +188,7 @@ EOF
 	[ -d $DCG ] || abort "the cgroup of $VM" "no $DCG"
 	say "domain $VM started: QEMU pid $qpid, cgroup $DCG"
 }
-gone_domain() { $VIRSH destroy $VM > /dev/null 2>&1; $VIRSH undefine $VM > /dev/null 2>&1; }
+gone_domain() { say "removing $VM"; $VIRSH destroy $VM > /dev/null 2>&1; $VIRSH undefine $VM > /dev/null 2>&1; say "removed $VM"; }
 
 # Memory per node: the cgroup's memory.numa_stat (anon+file, all of the
 # domain's threads) and QEMU's numa_maps (its mappings' pages).
@@ -269,7 +271,7 @@ EOF
 	CTL="numaorchctl -s $A/api.sock"
 	say "numaorchd started (pid $apid) for $1"
 }
-agent_tail() { tail -${2:-30} $A/err | sed 's/^/# agent: /' | cut -c1-400; }
+agent_tail() { say "agent_tail"; tail -${2:-30} $A/err | sed 's/^/# agent: /' | cut -c1-400; }
 
 # pin_away: the vCPUs and the emulator to node 1's CPUs (as an operator's
 # vcpupin, or a scheduler elsewhere, would put them), away from their
@@ -321,6 +323,13 @@ u1=$(awk -v a="$a1" -v b="$b1" -v s="$tb" -v e="$(up)" 'BEGIN{printf "%.2f", (b-
 awk -v a="$u0" -v b="$u1" 'BEGIN{exit !(a >= 0.5 && b >= 0.5)}'
 result "both vCPU threads are busy (/proc/$qpid/task/TID/stat over 2 s: vCPU 0 $u0 CPUs, vCPU 1 $u1 CPUs)" $?
 say "virsh numatune: $($VIRSH numatune $VM | tr -s ' ' | tr '\n' ' ')"
+say "cost: maps_mib 0 = $(maps_mib 0)"
+say "cost: cg_mib 0 = $(cg_mib 0)"
+say "cost: per_node = $(per_node)"
+say "cost: nodeset = $(nodeset)"
+say "cost: mems_all = $(mems_all)"
+say "cost: vcpu_pin 0 = $(vcpu_pin 0)"
+say "cost: done"
 
 # ---- node 0 crowded ----------------------------------------------------------
 # One spinning process per CPU of node 0 (not guests: outside the scope):
@@ -365,6 +374,7 @@ say "virsh numatune: $($VIRSH numatune $VM | tr -s ' ' | tr '\n' ' ')"
 say "cpusets: $(mems_all)"
 say "vcpupin: $($VIRSH vcpupin $VM | tr -s ' ' | tr '\n' ' ')  emulatorpin: $($VIRSH emulatorpin $VM | tr -s ' ' | tr '\n' ' ')"
 
+say "checks of case 1"
 [ -n "$to_mems" ] && [ "$to_mems" != 0 ]
 result "the agent chose to move the memory off crowded node 0 (target mems '$to_mems')" $? "moved record: $moved"
 # Bytes arrived, measured by the kernel: QEMU's numa_maps and the
@@ -430,6 +440,7 @@ bt=$(echo "$moved" | sed -n 's/.*"busy_threads":\([0-9]*\).*/\1/p')
 [ $tot -gt 0 ] && [ -z "$bad" ] && [ "$bt" = 2 ]
 result "each vCPU thread is local, measured from /proc ($lt the moved record counted ${bt:-?} busy threads)" $? \
 	"not local:$bad; $(per_node)"
+say "before vcpuinfo"
 say "vCPUs run on CPUs $($VIRSH vcpuinfo $VM | awk '$1=="CPU:"{printf "%s ", $2}')"
 agent_tail
 kill -TERM $apid; wait $apid
@@ -525,6 +536,7 @@ settled() {
 # the same), QEMU's Mems_allowed the same, every node holding a MiB of
 # QEMU's pages or the cgroup's memory inside it, CPUs on the target.
 left_wide() {
+	say "left_wide $1"
 	wide=$(union 0 "$to_mems")
 	ns=$(nodeset) mode=$(numa_mode)
 	[ -n "$to_mems" ] && [ "$(expand "$ns")" = "$wide" ] && [ "$mode" = restrictive ]
@@ -557,6 +569,7 @@ left_wide() {
 	same_set "$(emu_pin)" "$cpus" || bad="$bad emulatorpin=$(emu_pin)"
 	[ -n "$cpus" ] && [ -z "$bad" ]
 	result "$1: the CPUs stay on the target '$cpus' (libvirt's pins, the vCPU thread's Cpus_allowed)" $? "differ:$bad"
+	say "left_wide $1 done"
 }
 # before_agent: QEMU's numa_maps per node before the agent runs (pre_N).
 before_agent() { for nd in 0 1 2 3; do eval pre_$nd=$(maps_mib $nd); done; }
@@ -567,6 +580,7 @@ pre_on() { s=0; for nd in $(expand "$1"); do eval s=\$\(\(s + \$pre_$nd\)\); don
 # 20 % (QEMU allocates on the target once its threads run there; runs
 # differed by 0-9 MiB).
 rec_agrees() {
+	say "rec_agrees $1"
 	ma=$(echo "$rec" | sed -n 's/.*"mems_after":"\([^"]*\)".*/\1/p')
 	rmib=$(echo "$rec" | sed -n 's/.*job [0-9]* [a-z]*: \([0-9]*\)\.[0-9] MiB moved.*/\1/p')
 	gain=$((tgt_end - $(pre_on "$to_mems")))
