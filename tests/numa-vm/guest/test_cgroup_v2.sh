@@ -103,12 +103,14 @@ notok() {
 # returns non-zero on failure.
 check() {
 	case ",$ONLY," in ,,|*",$1,"*) ;; *) return 0 ;; esac
+	t0=$(cut -d' ' -f1 /proc/uptime)
 	sb_setup
 	why=$(test_$1 2>&1)
 	rc=$?
 	# a passing test's "# " lines are its figures (TAP comments)
 	if [ $rc -eq 0 ]; then ok "$1"; echo "$why" | grep '^# '; else notok "$1" "$(echo "$why" | tail -5 | tr '\n' ' ')"; fi
 	sb_teardown
+	echo "# $1 took $(awk -v a="$t0" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN{printf "%.1f", b-a}') s"
 }
 
 # numavm.py itest --only NAME[,NAME]: those checks alone (a run to
