@@ -43,8 +43,8 @@ struct engine_cyclest {
 	 * rewrote since (conflict.h): in memory, so a restart forgets. */
 	struct conflict_table conflicts;
 	/* The snapshot each guest's kernel flow is measured against
-	 * (kflow_fill): the last cycle's at least KFLOW_MIN_WINDOW_S old,
-	 * kept while later ones are younger. NULL before the first. */
+	 * (kflow_fill): the first cycle's, then the one that ended the last
+	 * window of KFLOW_MIN_WINDOW_S or more. NULL before the first. */
 	const struct snapshot *prev_snap;
 	bool prev_spent;     /* this cycle's snapshot replaces it */
 };
