@@ -41,25 +41,35 @@ static struct snapshot *fixture_snap(const char *host, double busy1)
 	return s;
 }
 
-/* A one-busy-thread guest running on node 1's CPUs with all its memory
- * on node 0 (locality 0): its CPUs go to the memory. */
-static void remote_guest(struct snapshot *s, const char *id, const char *cpus)
+/* A guest of THREADS busy threads (a CPU each) on CPUS, all of them on
+ * node index CPU_NODE, its mems MEMS and MIB MiB on node index MEM_NODE;
+ * returned for a test to vary. */
+static struct snap_guest *busy_guest(struct snapshot *s, const char *id, const char *cpus, unsigned threads,
+				     unsigned cpu_node, const char *mems, unsigned mem_node, uint64_t mib)
 {
 	struct snap_guest *g = snap_add_guest(s);
 	cpumask_t c;
 
 	snprintf(g->id, sizeof(g->id), "%s", id);
-	g->cpu_use = 1.0;
-	g->nr_threads = 1;
-	g->busy_threads = 1;
+	g->cpu_use = threads;
+	g->nr_threads = threads;
+	g->busy_threads = threads;
 	g->busy_measured = true;
 	mask_zero(&c);
 	mask_parse(cpus, &c);
 	g->cpus = snap_cpumask(s, &c);
-	mask_parse("0-1", &g->mems);
-	g->mem_node[0] = 512 * MIB;
+	mask_parse(mems, &g->mems);
+	g->mem_node[mem_node] = mib * MIB;
 	g->cpu_node = calloc(s->nr_nodes, sizeof(double));
-	g->cpu_node[1] = 1.0;
+	g->cpu_node[cpu_node] = threads;
+	return g;
+}
+
+/* A one-busy-thread guest running on node 1's CPUs with all its memory
+ * on node 0 (locality 0): its CPUs go to the memory. */
+static void remote_guest(struct snapshot *s, const char *id, const char *cpus)
+{
+	busy_guest(s, id, cpus, 1, 1, "0-1", 0, 512);
 }
 
 static struct plan *decide_as(struct snapshot *s, bool whole, bool containers)
@@ -752,25 +762,10 @@ static void test_vm_start_by_free_cores(void **st)
 static struct snapshot *two_llc_loaded(void)
 {
 	struct snapshot *s = two_llc_host();
-	const char *on[2] = { "0-1,4-5", "8-11" };
+	const char *on[2] = { "0-1,4-5", "8-11" }, *id[2] = { "o0", "o1" }, *mems[2] = { "0", "1" };
 
 	for (unsigned i = 0; i < 2; i++) {
-		struct snap_guest *o = snap_add_guest(s);
-		cpumask_t c;
-
-		snprintf(o->id, sizeof(o->id), "o%u", i);
-		o->cpu_use = 4.0;
-		o->nr_threads = 4;
-		o->busy_threads = 4;
-		o->busy_measured = true;
-		mask_zero(&c);
-		mask_parse(on[i], &c);
-		o->cpus = snap_cpumask(s, &c);
-		mask_zero(&o->mems);
-		mask_set(&o->mems, (int)i);
-		o->mem_node[i] = 256 * MIB;
-		o->cpu_node = calloc(s->nr_nodes, sizeof(double));
-		o->cpu_node[i] = 4.0;
+		busy_guest(s, id[i], on[i], 4, i, mems[i], i, 256);
 		s->nodes[i].busy = 0.5;
 	}
 	return s;
@@ -790,22 +785,11 @@ static void test_llc_breaks_the_tie(void **st)
 	const struct plan_item *it;
 	struct snap_guest *g;
 	struct plan *p;
-	cpumask_t c;
 
 	(void)st;
 	/* g: free to run on both nodes, its memory on both alike. */
-	g = snap_add_guest(s);
-	snprintf(g->id, sizeof(g->id), "g");
-	g->cpu_use = 3.0;
-	g->nr_threads = 3;
-	g->busy_threads = 3;
-	g->busy_measured = true;
-	mask_zero(&c);
-	mask_parse("0-15", &c);
-	g->cpus = snap_cpumask(s, &c);
-	mask_parse("0-1", &g->mems);
-	g->mem_node[0] = g->mem_node[1] = 128 * MIB;
-	g->cpu_node = calloc(s->nr_nodes, sizeof(double));
+	g = busy_guest(s, "g", "0-15", 3, 0, "0-1", 0, 128);
+	g->mem_node[1] = 128 * MIB;
 	g->cpu_node[0] = g->cpu_node[1] = 1.5;
 	s->nodes[0].busy = s->nodes[1].busy = 5.5 / 8;
 	p = decide(s, true);
